@@ -1,0 +1,60 @@
+# The course's task runner: the only way anything runs, locally and in CI (.ci/run calls `make test`).
+# Needs only python3 (>= 3.10) and make; everything else is installed into .venv from PyPI,
+# at the versions in requirements.lock.
+
+PYTHON ?= python3
+VENV = .venv
+PIP = $(VENV)/bin/python -m pip
+PYTEST_ARGS ?=
+# Interpreters `make lock` resolves the pins for (one throwaway venv each). Give full paths if
+# these names are not on PATH: make lock LOCK_PYTHONS="/opt/py310/bin/python3 ...".
+LOCK_PYTHONS ?= python3.10 python3.11 python3.12 python3.13
+# Jupyter refuses to start as root unless told to; pass --allow-root only when we are root.
+ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+.DEFAULT_GOAL := help
+.PHONY: help lab test bench lock clean
+
+help: ## list the targets (this message)
+	@echo "Targets:"
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 14
+
+# root_dir: without it, Jupyter serves only the opened file's folder (notebooks/), hiding labs/.
+lab: $(VENV)/.lab-installed ## open the course in JupyterLab (prints the URL with its login token)
+	$(VENV)/bin/jupyter lab notebooks/00_course_map.ipynb --ServerApp.ip=127.0.0.1 \
+		--ServerApp.root_dir="$(CURDIR)" $(ALLOW_ROOT)
+
+test: $(VENV)/.test-installed ## run all tests: unit, property, doctests, environment and Binder checks
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+bench: $(VENV)/.test-installed ## time course_lib's functions (benchmarks/bench.py)
+	$(VENV)/bin/python benchmarks/bench.py
+
+lock: ## re-resolve every pin into requirements.lock (maintainers; needs PyPI and LOCK_PYTHONS)
+	$(PYTHON) tools/lock.py requirements.lock $(LOCK_PYTHONS)
+
+clean: ## delete .venv, caches and build artefacts
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+	find . -path ./.git -prune -o \( -name __pycache__ -o -name .ipynb_checkpoints \) -type d -prune -exec rm -rf {} +
+
+# --- the virtual environment ------------------------------------------------------------------
+# The stamps are newer than pyproject.toml and requirements.lock after an install, so a second
+# run re-uses .venv; editing either file (e.g. `make lock`) triggers a reinstall.
+# course_lib is installed editable: changes to its code need no reinstall.
+
+$(VENV)/bin/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
+		{ echo "error: $(PYTHON) is older than Python 3.10; run: make $(MAKECMDGOALS) PYTHON=python3.X" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
+
+# -c: requirements.lock is a constraints file. It fixes the version of whatever the extras pull
+# in and installs nothing else. pip itself is left at the version venv bundled (nothing unpinned
+# is upgraded).
+$(VENV)/.lab-installed: pyproject.toml requirements.lock | $(VENV)/bin/python
+	$(PIP) install -c requirements.lock -e ".[lab]"
+	touch $@
+
+# [lab,test] includes everything [lab] installs, so this also satisfies the lab stamp.
+$(VENV)/.test-installed: pyproject.toml requirements.lock | $(VENV)/bin/python
+	$(PIP) install -c requirements.lock -e ".[lab,test]"
+	touch $@ $(VENV)/.lab-installed

@@ -1,0 +1,16 @@
+"""course_lib: the cost models, simulations and figures of the course "Parallelism as a memory and communication
+budget". Every quantity is in SI base units (bytes, seconds, bytes/s, FLOP, FLOP/s); ``course_lib.units`` formats
+them for display.
+
+Formula modules (imported here; none of them imports matplotlib or ipywidgets, so ``import course_lib`` is fast):
+``units``, ``hardware``, ``compute`` (lesson 01), ``collectives`` and ``simulate`` (lesson 02), ``parallelism``
+(lesson 03), ``budget`` (lesson 04).
+
+>>> from course_lib import collectives, units
+>>> units.format_time(collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB))
+'2.02 ms'
+"""
+
+from . import budget, collectives, compute, hardware, parallelism, units
+
+__all__ = ["budget", "collectives", "compute", "hardware", "parallelism", "units"]

@@ -1,0 +1,305 @@
+"""Budget: the time of one training step of a plan on a cluster, what is exposed, and a search over plans.
+
+Placement follows Megatron-LM's rank order: tensor-parallel ranks are adjacent (inside the NVLink domain when
+t ≤ devices per node), data-parallel ranks next (stride t), pipeline stages outermost (stride t·d). A group that
+spans nodes runs hierarchically: its members inside a node first combine over NVLink, then each of them talks
+across the network on its own share of the node's links (``collectives.hierarchical_allreduce_time``).
+
+The dependency rule that decides what is exposed:
+- tensor-parallel collectives sit on the critical path: the next operator needs their result;
+- pipeline sends sit on the critical path: the next stage waits for the activations;
+- data-parallel gradient reduction overlaps the backward pass (buckets are reduced while earlier layers still
+  compute their gradients); with ZeRO-3 the parameter gathers overlap the compute of the same micro-batch
+  (prefetching the next layer); the parameter all-gather after a ZeRO-1/2 optimizer step is exposed.
+A transfer is exposed only by the part that does not fit into the compute it may overlap with.
+
+Step time = m·(t_f + t_b + TP + PP per micro-batch) + bubble + exposed data-parallel time, with the bubble
+(p−1)/v of one micro-batch slot (Narayanan et al. 2021 Eq. 1). Compute runs at ``compute_efficiency`` × peak
+(default 0.5; the paper's 1T run reached 163 of 312 TFLOP/s, 52 %).
+
+>>> from course_lib.hardware import SELENE_3072
+>>> from course_lib.parallelism import MEGATRON_1T, ParallelPlan
+>>> plan = ParallelPlan(data_parallel=6, tensor_parallel=8, pipeline_parallel=64, micro_batch=1,
+...                     grad_accum_steps=512, recompute="full", schedule="interleaved", virtual_stages=2)
+>>> step = step_time(MEGATRON_1T, plan, SELENE_3072)
+>>> format_time(step.total_s), step.binding_constraint
+('1.99 min', 'bubble')
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate, collectives
+from .compute import RECOMPUTE_OPTIONS, transformer_flops_per_iteration, transformer_forward_flops
+from .hardware import Cluster
+from .parallelism import (ZERO_STAGES, ParallelPlan, TransformerModel, memory_breakdown,
+                          step_transfers)
+from .units import format_time  # noqa: F401  (doctests)
+
+__all__ = ["exposed_after_overlap", "group_collective_time", "StepTime", "step_time", "PlanSearch", "search_plans", "BINDING_CONSTRAINTS"]
+
+BINDING_CONSTRAINTS = ("compute", "exposed communication", "bubble", "memory", "batch divisibility")
+_AXIS_STRIDE = {"tensor": lambda plan: 1, "data": lambda plan: plan.tensor_parallel,
+                "pipeline": lambda plan: plan.tensor_parallel * plan.data_parallel}
+
+
+def exposed_after_overlap(communication_s, overlap_window_s):
+    """The part of a transfer no compute hides: max(0, T_comm − T_window).
+
+    ``overlap_window_s`` is the compute that does not depend on the transfer and may run meanwhile (0 for a
+    transfer on the critical path). The card's example: 2.02 ms of communication against 1 ms of local compute.
+
+    >>> format_time(exposed_after_overlap(2.02e-3, 1e-3)), format_time(exposed_after_overlap(2.02e-3, 0))
+    ('1.02 ms', '2.02 ms')
+    """
+    communication_s = _validate.nonnegative("communication_s", communication_s)
+    overlap_window_s = _validate.nonnegative("overlap_window_s", overlap_window_s)
+    return _validate.as_result(np.maximum(communication_s - overlap_window_s, 0.0))
+
+
+def group_collective_time(op, cluster: Cluster, group_size, stride, payload_bytes):
+    """Time of one collective call by a group of ranks ``stride`` apart, placed on ``cluster``.
+
+    k = members of the group per node, N = nodes it spans. all_reduce is hierarchical (RS in node, AR across
+    nodes on S/k, AG in node); reduce_scatter is RS in node then RS across nodes on S/k; all_gather the reverse;
+    send_recv crosses the network when the group spans nodes. Inside one node (N = 1) these are the flat rings.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> format_time(group_collective_time("all_reduce", DGX_H100, 8, 1, 1e9))
+    '3.9 ms'
+    """
+    collectives._check_op_algorithm(op, "ring")
+    n = _validate.count("group_size", group_size)
+    stride = _validate.count("stride", stride)
+    s = _validate.positive("payload_bytes", payload_bytes)
+    g = cluster.devices_per_node
+    k = np.where(stride >= g, 1, np.minimum(n, np.maximum(g // stride, 1)))
+    nodes = np.maximum(n // k, 1)
+    intra = (cluster.intra_bandwidth_bytes_per_s, cluster.intra_node_link.latency_s)
+    inter = (cluster.inter_bandwidth_bytes_per_s, cluster.inter_node_link.latency_s)
+    if op == "all_reduce":
+        time = collectives.hierarchical_allreduce_time(s, nodes, k, *intra, *inter)
+    elif op in ("reduce_scatter", "all_gather"):
+        time = (collectives.collective_time(op, k, s, *intra) + collectives.collective_time(op, nodes, s / k, *inter))
+    elif op == "send_recv":
+        time = np.where(nodes > 1, collectives.collective_time(op, n, s, *inter),
+                        collectives.collective_time(op, n, s, *intra))
+    else:
+        raise ValueError(f"op must be one of 'all_reduce', 'reduce_scatter', 'all_gather', 'send_recv' for a "
+                         f"training step; got {op!r}")
+    return _validate.as_result(time)
+
+
+@dataclass(frozen=True, eq=False)
+class StepTime:
+    """Where the time of one step goes (seconds). Fields may be arrays when plans were evaluated in bulk."""
+
+    compute_s: float
+    bubble_s: float
+    exposed_s: dict
+    overlapped_s: dict
+    total_s: float
+
+    @property
+    def exposed_communication_s(self):
+        """Communication time nothing hides: tensor + pipeline + exposed data-parallel."""
+        return sum(self.exposed_s.values())
+
+    @property
+    def binding_constraint(self):
+        """The largest overhead on top of compute: "exposed communication", "bubble", or "compute" if none."""
+        return _binding(self.exposed_communication_s, self.bubble_s)
+
+
+def _binding(exposed, bubble):
+    label = np.where((exposed <= 0) & (bubble <= 0), "compute",
+                     np.where(exposed >= bubble, "exposed communication", "bubble"))
+    return str(label) if label.ndim == 0 else label
+
+
+def step_time(model: TransformerModel, plan: ParallelPlan, cluster: Cluster, compute_efficiency=0.5, dtype="bf16"):
+    """Time of one optimizer step of ``plan`` on ``cluster``, split into compute, bubble, exposed and hidden comm.
+
+    See the module docstring for the placement and the dependency rule.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import GPT2_1_5B, ParallelPlan
+    >>> step = step_time(GPT2_1_5B, ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4), DGX_H100)
+    >>> format_time(step.compute_s), format_time(step.exposed_s["data"]), format_time(step.overlapped_s["data"])
+    ('340 ms', '0 s', '12.1 ms')
+    """
+    if plan.devices is not None and np.any(np.asarray(plan.devices) > cluster.devices):
+        raise ValueError(f"plan needs {plan.devices} devices; the cluster has {cluster.devices}")
+    efficiency = _validate.fraction("compute_efficiency", compute_efficiency)
+    rate = cluster.accelerator.peak(dtype) * efficiency
+    t, p, m, v = plan.tensor_parallel, plan.pipeline_parallel, plan.grad_accum_steps, plan.virtual_stages
+    shape = (model.seq_len, model.layers, model.hidden, model.vocab)
+    forward = transformer_forward_flops(plan.micro_batch, *shape) / (t * p) / rate
+    total_mb = transformer_flops_per_iteration(plan.micro_batch, *shape, recompute=plan.recompute) / (t * p) / rate
+    backward = total_mb - forward  # includes recomputation
+    windows = {"forward": forward, "backward": backward}
+
+    per_phase = {}  # (axis, phase) -> total seconds per step of the transfers with that phase
+    for transfer in step_transfers(model, plan):
+        seconds = transfer.calls_per_step * group_collective_time(
+            transfer.op, cluster, transfer.group_size, _AXIS_STRIDE[transfer.axis](plan), transfer.payload_bytes)
+        key = (transfer.axis, transfer.phase)
+        per_phase[key] = per_phase.get(key, 0.0) + seconds
+
+    exposed = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
+    overlapped = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
+    for (axis, phase), seconds in per_phase.items():
+        # "last backward" hides behind one micro-batch's backward; "forward"/"backward" transfers recur every
+        # micro-batch, each behind its own forward or backward, so m windows in all.
+        window = {"none": 0.0, "last backward": backward}.get(phase, m * windows.get(phase, 0.0))
+        not_hidden = exposed_after_overlap(seconds, window)
+        exposed[axis] = exposed[axis] + not_hidden
+        overlapped[axis] = overlapped[axis] + seconds - not_hidden
+
+    slot = total_mb + (exposed["tensor"] + exposed["pipeline"]) / m  # one micro-batch through one stage
+    bubble = (p - 1) / v * slot
+    compute = m * total_mb
+    total = m * slot + bubble + exposed["data"]
+    return StepTime(_validate.as_result(compute), _validate.as_result(bubble),
+                    {k: _validate.as_result(x) for k, x in exposed.items()},
+                    {k: _validate.as_result(x) for k, x in overlapped.items()}, _validate.as_result(total))
+
+
+@dataclass(frozen=True, eq=False)
+class PlanSearch:
+    """Every plan considered, as columns (numpy arrays, one row per plan), ranked: feasible plans first, fastest
+    first. ``rejected`` counts plans by reason ("partition", "batch divisibility", "memory")."""
+
+    columns: dict
+    evaluated: int
+    rejected: dict
+    capacity_bytes: float
+
+    def __len__(self):
+        return len(self.columns["step_time_s"])
+
+    @property
+    def feasible(self):
+        """Boolean mask of the rows that fit in memory."""
+        return self.columns["fits"]
+
+    def row(self, row: int) -> dict:
+        """One row as plain Python values."""
+        return {name: values[row].item() for name, values in self.columns.items()}
+
+    def plan(self, row: int) -> ParallelPlan:
+        """The ParallelPlan of one row (row 0 is the best feasible plan)."""
+        c = self.columns
+        return ParallelPlan(
+            data_parallel=int(c["data_parallel"][row]), tensor_parallel=int(c["tensor_parallel"][row]),
+            pipeline_parallel=int(c["pipeline_parallel"][row]), zero_stage=int(c["zero_stage"][row]),
+            micro_batch=int(c["micro_batch"][row]), grad_accum_steps=int(c["grad_accum_steps"][row]),
+            recompute=str(c["recompute"][row]), sequence_parallel=bool(c["sequence_parallel"][row]),
+            schedule=str(c["schedule"][row]), virtual_stages=int(c["virtual_stages"][row]))
+
+    def best(self, count: int = 5) -> list:
+        """The ``count`` fastest feasible plans."""
+        count = _validate.count("count", count)
+        return [self.plan(row) for row in range(min(count, int(np.sum(self.feasible))))]
+
+
+def _factorisations(devices: int):
+    """All (d, t, p) with d·t·p = devices."""
+    divisors = [x for x in range(1, devices + 1) if devices % x == 0]
+    return [(devices // (t * p), t, p) for t in divisors for p in divisors if (devices // t) % p == 0]
+
+
+def _options(name, values, check):
+    """Check a non-empty collection of options, each with ``check``; return them without repeats, in order."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a list of options, got {values!r}")
+    checked = tuple(dict.fromkeys(check(v) for v in values))
+    if not checked:
+        raise ValueError(f"{name} must not be empty")
+    return checked
+
+
+def search_plans(model: TransformerModel, cluster: Cluster, global_batch, *, micro_batches=(1, 2, 4, 8),
+                 zero_stages=ZERO_STAGES, recompute=RECOMPUTE_OPTIONS, sequence_parallel=(False, True),
+                 virtual_stages=(1, 2, 4), compute_efficiency=0.5, dtype="bf16") -> PlanSearch:
+    """Enumerate plans that use every device of ``cluster`` and rank those that fit.
+
+    Plans: every factorisation d·t·p of the device count, × micro-batch sizes × ZeRO stages × recomputation ×
+    sequence parallelism (only with t > 1) × virtual stages (v = 1 is 1F1B; v > 1 the interleaved schedule, only
+    with p > 1). Rejected: "partition" (t does not divide the heads, or p·v the layers), "batch divisibility"
+    (b·d does not divide the global batch, or m is not a multiple of p when interleaving), "memory" (the first
+    stage's memory exceeds the device's HBM). The rest are ranked by step time; plans rejected for memory are kept
+    in the columns (``fits`` False) so a figure can show them.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import GPT2_1_5B
+    >>> found = search_plans(GPT2_1_5B, DGX_H100, global_batch=512)
+    >>> found.evaluated, found.rejected
+    (1632, {'partition': 1200, 'batch divisibility': 0, 'memory': 23})
+    >>> best = found.row(0)   # GPT-2's 25 heads rule out tensor parallelism; NVLink hides ZeRO-3's gathers
+    >>> best["data_parallel"], best["tensor_parallel"], best["zero_stage"], best["binding_constraint"]
+    (8, 1, 3, 'compute')
+    """
+    batch = _validate.count("global_batch", global_batch)
+    micro_batches = _options("micro_batches", micro_batches, lambda v: _validate.count("micro_batches", v))
+    zero_stages = _options("zero_stages", zero_stages, lambda v: _validate.choice("zero_stages", v, ZERO_STAGES))
+    recompute = _options("recompute", recompute, lambda v: _validate.choice("recompute", v, RECOMPUTE_OPTIONS))
+    sequence_parallel = _options("sequence_parallel", sequence_parallel,
+                                 lambda v: _validate.flag("sequence_parallel", v))
+    virtual_stages = _options("virtual_stages", virtual_stages, lambda v: _validate.count("virtual_stages", v))
+    _validate.fraction("compute_efficiency", compute_efficiency)
+    cluster.accelerator.peak(dtype)
+    rejected = {"partition": 0, "batch divisibility": 0, "memory": 0}
+    rows = {name: [] for name in ("data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage",
+                                  "micro_batch", "grad_accum_steps", "recompute", "sequence_parallel", "schedule",
+                                  "virtual_stages", "memory_bytes", "compute_s", "bubble_s",
+                                  "exposed_communication_s", "step_time_s")}
+    evaluated = 0
+    shapes = np.array([(d, t, p, b) for (d, t, p) in _factorisations(cluster.devices)
+                       for b in micro_batches], dtype=np.int64).reshape(-1, 4)
+    d, t, p, b = shapes.T
+    for stage, rc, sp, v in itertools.product(zero_stages, recompute, sequence_parallel, virtual_stages):
+        considered = (t > 1) | (not sp)
+        considered &= (p > 1) | (v == 1)
+        evaluated += int(considered.sum())
+        partition_ok = considered & (model.heads % t == 0) & (model.layers % (p * v) == 0)
+        rejected["partition"] += int((considered & ~partition_ok).sum())
+        m = np.where(batch % (b * d) == 0, batch // (b * d), 0)
+        batch_ok = partition_ok & (m > 0) & ((v == 1) | (m % p == 0))
+        rejected["batch divisibility"] += int((partition_ok & ~batch_ok).sum())
+        if not batch_ok.any():
+            continue
+        keep = batch_ok
+        plan = ParallelPlan(data_parallel=d[keep], tensor_parallel=t[keep], pipeline_parallel=p[keep],
+                            zero_stage=stage, micro_batch=b[keep], grad_accum_steps=m[keep], recompute=rc,
+                            sequence_parallel=sp, schedule="interleaved" if v > 1 else "1f1b",
+                            virtual_stages=np.full(int(keep.sum()), v))
+        memory = np.broadcast_to(memory_breakdown(model, plan).total, d[keep].shape)
+        step = step_time(model, plan, cluster, compute_efficiency, dtype)
+        size = len(memory)
+        for name, values in (("data_parallel", d[keep]), ("tensor_parallel", t[keep]), ("pipeline_parallel", p[keep]),
+                             ("zero_stage", np.full(size, stage)), ("micro_batch", b[keep]),
+                             ("grad_accum_steps", m[keep]), ("recompute", np.full(size, rc)),
+                             ("sequence_parallel", np.full(size, sp)),
+                             ("schedule", np.full(size, "interleaved" if v > 1 else "1f1b")),
+                             ("virtual_stages", np.full(size, v)), ("memory_bytes", memory),
+                             ("compute_s", np.broadcast_to(step.compute_s, (size,))),
+                             ("bubble_s", np.broadcast_to(step.bubble_s, (size,))),
+                             ("exposed_communication_s", np.broadcast_to(step.exposed_communication_s, (size,))),
+                             ("step_time_s", np.broadcast_to(step.total_s, (size,)))):
+            rows[name].append(values)
+    columns = {name: np.concatenate(parts) if parts else np.array([]) for name, parts in rows.items()}
+    capacity = cluster.accelerator.hbm_capacity_bytes
+    fits = columns["memory_bytes"] <= capacity
+    rejected["memory"] = int((~fits).sum())
+    # Feasible first, then fastest; equal times (to 1 ns) go to the plan with more memory headroom.
+    order = np.lexsort((columns["memory_bytes"], np.round(columns["step_time_s"], 9), ~fits))
+    columns = {name: values[order] for name, values in columns.items()}
+    columns["fits"] = fits[order]
+    binding = _binding(columns["exposed_communication_s"], columns["bubble_s"])
+    columns["binding_constraint"] = np.where(columns["fits"], binding, "memory")
+    return PlanSearch(columns, evaluated, rejected, capacity)

@@ -1,0 +1,298 @@
+"""Collectives: the α–β cost of each collective and algorithm, and nccl-tests' algbw/busbw.
+
+The model (Hockney; Thakur, Rabenseifner & Gropp 2005): a message of m bytes between two ranks takes α + m/B,
+with α the per-message startup latency in seconds and B the **one-way, per-rank** link bandwidth in bytes/s.
+Ranks are single-ported: in one step each rank sends at most one message and receives at most one. A collective
+that runs in n steps costs
+
+    T = n·α + Q/B + R·γ
+
+where Q is the bytes on the critical path (per step, the largest message any rank sends; summed over steps),
+R the bytes each rank reduces and γ the reduction cost in s/byte (zero by default, as in most GPU analyses).
+This is the card's T_comm ≈ nα + Q/B_eff.
+
+``payload_bytes`` is the buffer size S exactly as nccl-tests defines it: the buffer being reduced or broadcast
+for all_reduce, reduce and broadcast; the whole gathered (or to-be-scattered) array for all_gather and
+reduce_scatter; everything one rank sends, its own chunk included, for all_to_all; the message for send_recv.
+
+>>> format_time(comm_time(4, 5 * US, 100 * MB, 50 * GB))   # the card's worked example
+'2.02 ms'
+>>> format_time(ring_allreduce_time(8, 1 * GB, 100 * GB, 5 * US))
+'17.6 ms'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate
+from .units import GB, MB, MS, US, format_bandwidth, format_bytes, format_time  # noqa: F401  (doctests)
+
+__all__ = [
+    "OPS", "ALGORITHMS", "CollectiveCost", "comm_time", "collective_cost", "collective_time",
+    "ring_allreduce_time", "busbw_factor", "algbw_bytes_per_s", "busbw_bytes_per_s", "algbw_from_busbw",
+    "latency_bandwidth_crossover_bytes", "hierarchical_allreduce_time",
+]
+
+OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "send_recv")
+
+# Which algorithms apply to which collective. Costs and sources are in ``collective_cost``.
+ALGORITHMS = {
+    "all_reduce": ("ring", "binomial_tree", "recursive_doubling", "rabenseifner"),
+    "reduce_scatter": ("ring", "recursive_halving"),
+    "all_gather": ("ring", "recursive_doubling"),
+    "broadcast": ("ring", "binomial_tree"),
+    "reduce": ("ring", "binomial_tree", "rabenseifner"),
+    "all_to_all": ("pairwise", "bruck"),
+    "send_recv": ("ring",),
+}
+# Algorithms whose step structure needs a power-of-two number of ranks (MPICH falls back to other algorithms
+# otherwise; we refuse rather than print a cost for an algorithm that would not run as modelled).
+_POWER_OF_TWO_ONLY = {"recursive_doubling", "recursive_halving", "rabenseifner"}
+
+# nccl-tests doc/PERFORMANCE.md and src/*.cu (*GetBw): busbw = algbw × factor.
+_BUSBW_FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0 + 0 * n,
+    "reduce": lambda n: 1.0 + 0 * n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "send_recv": lambda n: 1.0 + 0 * n,
+}
+
+
+@dataclass(frozen=True)
+class CollectiveCost:
+    """The three coefficients of T = phases·α + wire_bytes/B + reduced_bytes·γ for one collective call."""
+
+    phases: float
+    wire_bytes: float
+    reduced_bytes: float
+
+
+def comm_time(phases, latency_s, payload_bytes, bandwidth_bytes_per_s):
+    """T_comm = n·α + Q/B_eff: n latency-bearing phases of α seconds plus Q bytes at B_eff bytes/s.
+
+    ``bandwidth_bytes_per_s`` is the useful (effective) one-way bandwidth for the chosen algorithm and topology.
+    ``phases`` may be 0 (nothing to wait for); ``payload_bytes`` may be 0 (nothing to move).
+
+    >>> comm_time(4, 5e-6, 100e6, 50e9)    # 4 × 5 µs + 100 MB at 50 GB/s
+    0.00202
+    """
+    phases = _validate.count("phases", phases, minimum=0)
+    latency_s = _validate.nonnegative("latency_s", latency_s)
+    payload_bytes = _validate.nonnegative("payload_bytes", payload_bytes)
+    bandwidth_bytes_per_s = _validate.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    return _validate.as_result(phases * latency_s + payload_bytes / bandwidth_bytes_per_s)
+
+
+def _check_op_algorithm(op, algorithm):
+    _validate.choice("op", op, OPS)
+    if algorithm not in ALGORITHMS[op]:
+        raise ValueError(
+            f"algorithm must be one of {', '.join(repr(a) for a in ALGORITHMS[op])} for op={op!r}; got {algorithm!r}"
+        )
+
+
+def _bruck_blocks_sent(p):
+    """Σ over Bruck's ⌈lg p⌉ steps of the number of block indices in [0, p) with bit k set."""
+    p = np.asarray(p)
+    total = np.zeros_like(p)
+    for k in range(int(np.ceil(np.log2(np.max(p)))) if np.max(p) > 1 else 0):
+        period = 2 ** (k + 1)
+        total = total + (p // period) * 2**k + np.maximum(p % period - 2**k, 0)
+    return total if total.ndim else int(total)
+
+
+def collective_cost(op, ranks, payload_bytes, algorithm="ring") -> CollectiveCost:
+    """Steps, critical-path bytes and reduced bytes of one collective call (p = ranks, S = payload_bytes).
+
+    ===============  ===================  =====================  ==================  ===================
+    op               algorithm            phases n               wire bytes Q        reduced bytes R
+    ===============  ===================  =====================  ==================  ===================
+    all_reduce       ring                 2(p−1)                 2(p−1)/p·S          (p−1)/p·S
+    all_reduce       binomial_tree        2⌈lg p⌉                2⌈lg p⌉·S           ⌈lg p⌉·S
+    all_reduce       recursive_doubling   lg p                   lg p·S              lg p·S
+    all_reduce       rabenseifner         2 lg p                 2(p−1)/p·S          (p−1)/p·S
+    reduce_scatter   ring                 p−1                    (p−1)/p·S           (p−1)/p·S
+    reduce_scatter   recursive_halving    lg p                   (p−1)/p·S           (p−1)/p·S
+    all_gather       ring                 p−1                    (p−1)/p·S           0
+    all_gather       recursive_doubling   lg p                   (p−1)/p·S           0
+    broadcast        binomial_tree        ⌈lg p⌉                 ⌈lg p⌉·S            0
+    broadcast        ring                 ⌈lg p⌉ + p−1           2(p−1)/p·S          0
+    reduce           binomial_tree        ⌈lg p⌉                 ⌈lg p⌉·S            ⌈lg p⌉·S
+    reduce           ring                 p−1 + ⌈lg p⌉           2(p−1)/p·S          (p−1)/p·S
+    reduce           rabenseifner         2 lg p                 2(p−1)/p·S          (p−1)/p·S
+    all_to_all       pairwise             p−1                    (p−1)/p·S           0
+    all_to_all       bruck                ⌈lg p⌉                 ⌈lg p⌉·S/2 (*)      0
+    send_recv        ring                 1 (0 if p = 1)         S (0 if p = 1)      0
+    ===============  ===================  =====================  ==================  ===================
+
+    Sources: the MPICH comment blocks of Thakur et al.'s algorithms (``src/mpi/coll/``): all-gather ring and
+    recursive doubling, all-reduce recursive doubling and Rabenseifner (recursive-halving reduce-scatter +
+    recursive-doubling all-gather), reduce-scatter recursive halving, broadcast binomial and scatter + ring
+    all-gather (our broadcast "ring"), reduce binomial and Rabenseifner (reduce-scatter + binomial gather),
+    all-to-all Bruck (lg p·S/2 for power-of-two p) and pairwise exchange. Ring all-reduce is ring reduce-scatter
+    followed by ring all-gather (Patarasuk & Yuan 2009; nccl-tests' t = (S/B)·2(n−1)/n). Binomial-tree all-reduce is
+    a binomial reduce followed by a binomial broadcast. Reduce "ring" is the time-reverse of the broadcast "ring"
+    (ring reduce-scatter, then a binomial gather to the root). Recursive doubling/halving and Rabenseifner need a
+    power-of-two ``ranks``; the others take any ``ranks`` ≥ 1. One rank communicates nothing.
+    (*) Bruck's step k sends the blocks whose index has bit k set: p/2 blocks of S/p for a power of two, and
+    exactly that count of blocks otherwise (fewer than ⌈lg p⌉·S/2 in all).
+
+    >>> collective_cost("all_reduce", 4, 1e6)
+    CollectiveCost(phases=6, wire_bytes=1500000.0, reduced_bytes=750000.0)
+    >>> collective_cost("all_gather", 8, 8e6, "recursive_doubling")
+    CollectiveCost(phases=3, wire_bytes=7000000.0, reduced_bytes=0.0)
+    """
+    _check_op_algorithm(op, algorithm)
+    p = _validate.count("ranks", ranks)
+    s = _validate.positive("payload_bytes", payload_bytes)
+    if algorithm in _POWER_OF_TWO_ONLY and np.any(np.asarray(p) & (np.asarray(p) - 1)):
+        bad = np.asarray(p)[np.asarray(p) & (np.asarray(p) - 1) != 0].flat[0]
+        raise ValueError(f"ranks must be a power of two for algorithm={algorithm!r}, got {bad!r}")
+    lg = np.ceil(np.log2(p))  # exact for powers of two; ⌈lg p⌉ steps otherwise
+    share = (p - 1) / p  # (p−1)/p: the fraction of S a rank must send or receive in RS/AG
+    zero = 0.0 * s
+    table = {
+        ("all_reduce", "ring"): (2 * (p - 1), 2 * share * s, share * s),
+        ("all_reduce", "binomial_tree"): (2 * lg, 2 * lg * s, lg * s),
+        ("all_reduce", "recursive_doubling"): (lg, lg * s, lg * s),
+        ("all_reduce", "rabenseifner"): (2 * lg, 2 * share * s, share * s),
+        ("reduce_scatter", "ring"): (p - 1, share * s, share * s),
+        ("reduce_scatter", "recursive_halving"): (lg, share * s, share * s),
+        ("all_gather", "ring"): (p - 1, share * s, zero),
+        ("all_gather", "recursive_doubling"): (lg, share * s, zero),
+        ("broadcast", "binomial_tree"): (lg, lg * s, zero),
+        ("broadcast", "ring"): (lg + p - 1, 2 * share * s, zero),
+        ("reduce", "binomial_tree"): (lg, lg * s, lg * s),
+        ("reduce", "ring"): (p - 1 + lg, 2 * share * s, share * s),
+        ("reduce", "rabenseifner"): (2 * lg, 2 * share * s, share * s),
+        ("all_to_all", "pairwise"): (p - 1, share * s, zero),
+        ("all_to_all", "bruck"): (lg, _bruck_blocks_sent(p) * s / p, zero),
+        ("send_recv", "ring"): (np.minimum(p - 1, 1), np.minimum(p - 1, 1) * s, zero),
+    }
+    phases, wire, reduced = table[(op, algorithm)]
+    as_count = (lambda x: int(x)) if np.ndim(phases) == 0 else (lambda x: np.asarray(x, dtype=np.int64))
+    return CollectiveCost(as_count(phases), _validate.as_result(wire), _validate.as_result(reduced))
+
+
+def collective_time(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, algorithm="ring",
+                    reduce_s_per_byte=0.0):
+    """Time of one collective call under the α–β(–γ) model: n·α + Q/B + R·γ (see ``collective_cost``).
+
+    ``bandwidth_bytes_per_s`` is the one-way bandwidth of each rank's link (per GPU, not per node, and not the
+    two-way figure datasheets often print); ``latency_s`` is α, the startup cost of one step.
+
+    >>> format_time(collective_time("all_gather", 8, 1 * GB, 450 * GB, 3 * US))
+    '1.97 ms'
+    >>> format_time(collective_time("all_reduce", 8, 1 * MB, 450 * GB, 3 * US, algorithm="recursive_doubling"))
+    '15.7 µs'
+    """
+    cost = collective_cost(op, ranks, payload_bytes, algorithm)
+    gamma = _validate.nonnegative("reduce_s_per_byte", reduce_s_per_byte)
+    return _validate.as_result(
+        comm_time(cost.phases, latency_s, cost.wire_bytes, bandwidth_bytes_per_s) + cost.reduced_bytes * gamma
+    )
+
+
+def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
+    """Ring all-reduce: 2(p−1) steps of S/p bytes, T = 2(p−1)·α + 2(p−1)/p · S/B.
+
+    It is a ring reduce-scatter followed by a ring all-gather; its bandwidth term tends to 2S/B as p grows,
+    which is within a factor (p−1)/p of the lower bound for any all-reduce (Patarasuk & Yuan 2009).
+
+    >>> format_time(ring_allreduce_time(4, 100 * MB, 50 * GB, 5 * US))
+    '3.03 ms'
+    """
+    return collective_time("all_reduce", ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, "ring")
+
+
+def busbw_factor(op, ranks):
+    """nccl-tests' bus-bandwidth factor: busbw = algbw × factor (doc/PERFORMANCE.md; send_recv from sendrecv.cu).
+
+    all_reduce 2(n−1)/n; reduce_scatter, all_gather, all_to_all (n−1)/n; broadcast, reduce, send_recv 1.
+
+    >>> busbw_factor("all_reduce", 8)
+    1.75
+    >>> busbw_factor("all_gather", 16)
+    0.9375
+    """
+    _validate.choice("op", op, OPS)
+    n = _validate.count("ranks", ranks)
+    return _validate.as_result(_BUSBW_FACTORS[op](n))
+
+
+def algbw_bytes_per_s(payload_bytes, time_s):
+    """nccl-tests' algorithm bandwidth: algbw = S/t (S as nccl-tests defines it for the op).
+
+    >>> format_bandwidth(algbw_bytes_per_s(1 * GB, 5 * MS))
+    '200 GB/s'
+    """
+    return _validate.as_result(_validate.positive("payload_bytes", payload_bytes) / _validate.positive("time_s", time_s))
+
+
+def busbw_bytes_per_s(op, ranks, payload_bytes, time_s):
+    """nccl-tests' bus bandwidth: busbw = algbw × busbw_factor(op, ranks).
+
+    It normalises away the rank count so it can be compared with a link's peak one-way bandwidth.
+
+    >>> format_bandwidth(busbw_bytes_per_s("all_reduce", 8, 1 * GB, 5 * MS))
+    '350 GB/s'
+    """
+    return _validate.as_result(algbw_bytes_per_s(payload_bytes, time_s) * busbw_factor(op, ranks))
+
+
+def algbw_from_busbw(op, ranks, busbw):
+    """Invert busbw = algbw × factor; undefined for one rank of a collective whose factor is 0.
+
+    >>> format_bandwidth(algbw_from_busbw("all_reduce", 8, 350 * GB))
+    '200 GB/s'
+    """
+    busbw = _validate.positive("busbw", busbw)
+    factor = busbw_factor(op, ranks)
+    if np.any(np.asarray(factor) == 0):
+        raise ValueError(f"ranks must be ≥ 2 to convert busbw for op={op!r} (its factor is 0 at one rank)")
+    return _validate.as_result(busbw / factor)
+
+
+def latency_bandwidth_crossover_bytes(op, ranks, bandwidth_bytes_per_s, latency_s, algorithm="ring"):
+    """The payload S* at which the latency term n·α equals the bandwidth term Q/B.
+
+    Below S* the collective is latency-bound, above it bandwidth-bound. For ring all-reduce S* = p·α·B.
+
+    >>> format_bytes(latency_bandwidth_crossover_bytes("all_reduce", 8, 50 * GB, 5 * US))
+    '2 MB'
+    """
+    _validate.count("ranks", ranks, minimum=2)
+    bandwidth = _validate.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    latency = _validate.nonnegative("latency_s", latency_s)
+    per_byte = collective_cost(op, ranks, 1.0, algorithm)  # Q and n for S = 1 byte; Q is linear in S
+    return _validate.as_result(per_byte.phases * latency * bandwidth / per_byte.wire_bytes)
+
+
+def hierarchical_allreduce_time(payload_bytes, nodes, devices_per_node, intra_bandwidth_bytes_per_s,
+                                intra_latency_s, inter_bandwidth_bytes_per_s, inter_latency_s):
+    """Two-level all-reduce: ring reduce-scatter inside each node, ring all-reduce of each 1/g shard across nodes
+    (the g devices of a node work in parallel, each on its own network link), ring all-gather inside the node.
+
+    T = RS_intra(g, S) + AR_inter(N, S/g) + AG_intra(g, S), with g = devices_per_node and N = nodes. Bandwidths
+    are one-way per GPU: NVLink inside the node, the GPU's share of the node's network links between nodes.
+    With one node it is the ring all-reduce over NVLink; with one device per node, the ring over the network.
+
+    >>> format_time(hierarchical_allreduce_time(1 * GB, 4, 8, 450 * GB, 3 * US, 50 * GB, 10 * US))
+    '7.74 ms'
+    """
+    nodes = _validate.count("nodes", nodes)
+    g = _validate.count("devices_per_node", devices_per_node)
+    s = _validate.positive("payload_bytes", payload_bytes)
+    intra_link = (_validate.positive("intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s),
+                  _validate.nonnegative("intra_latency_s", intra_latency_s))
+    inter_link = (_validate.positive("inter_bandwidth_bytes_per_s", inter_bandwidth_bytes_per_s),
+                  _validate.nonnegative("inter_latency_s", inter_latency_s))
+    intra = collective_time("reduce_scatter", g, s, *intra_link) + collective_time("all_gather", g, s, *intra_link)
+    inter = ring_allreduce_time(nodes, s / g, *inter_link)
+    return _validate.as_result(intra + inter)

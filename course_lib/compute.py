@@ -1,0 +1,217 @@
+"""Compute: counting the work (FLOPs), arithmetic intensity and the roofline.
+
+A multiply-accumulate (MAC) is two floating-point operations, so multiplying an [m×k] matrix by a [k×n] matrix
+costs m·n·k MACs = 2mnk FLOPs (Narayanan et al. 2021, appendix: "2m×k×n FLOPs (factor of 2 needed to account
+for multiplies and adds)"). A FLOP is counted regardless of precision.
+
+>>> format_flops(gemm_flops(4096, 4096, 4096))
+'137 GFLOP'
+>>> format_flops(training_flops(70e9, 15e12))   # LLaMA-3 70B on 15T tokens (scaling book: 6.3e24)
+'6.3e24 FLOP'
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate
+from .units import format_count, format_flops, format_time  # noqa: F401  (doctests)
+
+__all__ = [
+    "gemm_flops", "gemm_bytes", "count_matmul_operations", "arithmetic_intensity", "ridge_point_flops_per_byte",
+    "roofline_time", "attainable_flops_per_s", "training_flops", "transformer_params",
+    "transformer_layer_forward_flops", "transformer_forward_flops", "transformer_flops_per_iteration",
+    "training_time_s", "RECOMPUTE_OPTIONS",
+]
+
+RECOMPUTE_OPTIONS = ("none", "selective", "full")
+
+
+def gemm_flops(m, n, k):
+    """FLOPs of an [m×k]·[k×n] matrix product: m·n·k multiply-accumulates = 2mnk FLOPs.
+
+    >>> gemm_flops(2, 3, 4)
+    48
+    """
+    m, n, k = (_validate.count(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
+    return 2 * m * n * k
+
+
+def count_matmul_operations(a, b):
+    """Multiply [m×k] by [k×n] the schoolbook way and count every scalar multiply and add.
+
+    Returns ``(product, multiplies, adds)``. Each output element needs k multiplies and k − 1 adds, so the exact
+    count is mn(2k − 1); the 2mnk convention counts each multiply-accumulate as two FLOPs (the first add is
+    against zero). This is the lesson's tiny-matrix demonstration of the rule, not a fast matmul.
+
+    >>> product, multiplies, adds = count_matmul_operations(np.ones((2, 4)), np.ones((4, 3)))
+    >>> multiplies, adds, multiplies + adds, gemm_flops(2, 3, 4)
+    (24, 18, 42, 48)
+    """
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.ndim != 2 or b.ndim != 2 or a.size == 0 or b.size == 0:
+        raise ValueError(f"a and b must be non-empty 2-D matrices, got shapes {a.shape} and {b.shape}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"b must have as many rows as a has columns ({a.shape[1]}), got {b.shape[0]}")
+    m, k = a.shape
+    n = b.shape[1]
+    product = np.zeros((m, n))
+    multiplies = adds = 0
+    for i in range(m):
+        for j in range(n):
+            total = a[i, 0] * b[0, j]
+            multiplies += 1
+            for p in range(1, k):
+                total += a[i, p] * b[p, j]
+                multiplies += 1
+                adds += 1
+            product[i, j] = total
+    return product, multiplies, adds
+
+
+def gemm_bytes(m, n, k, bytes_per_element=2):
+    """Bytes a GEMM must move at least once: read A [m×k] and B [k×n], write C [m×n].
+
+    >>> gemm_bytes(4096, 4096, 4096)   # bf16
+    100663296
+    """
+    m, n, k = (_validate.count(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
+    bytes_per_element = _validate.positive("bytes_per_element", bytes_per_element)
+    total = bytes_per_element * (m * k + k * n + m * n)
+    return int(total) if float(total).is_integer() else total
+
+
+def arithmetic_intensity(flops, bytes_moved):
+    """Arithmetic intensity in FLOP/byte: work done per byte moved to or from memory.
+
+    >>> round(arithmetic_intensity(gemm_flops(4096, 4096, 4096), gemm_bytes(4096, 4096, 4096)))
+    1365
+    """
+    return _validate.as_result(_validate.positive("flops", flops) / _validate.positive("bytes_moved", bytes_moved))
+
+
+def ridge_point_flops_per_byte(peak_flops_per_s, memory_bandwidth_bytes_per_s):
+    """The roofline's ridge point: the intensity above which a kernel is compute-bound (peak / bandwidth).
+
+    >>> round(ridge_point_flops_per_byte(990e12, 3.35e12))   # H100 bf16 (scaling book: 295)
+    296
+    """
+    return _validate.as_result(_validate.positive("peak_flops_per_s", peak_flops_per_s)
+                               / _validate.positive("memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s))
+
+
+def roofline_time(flops, bytes_moved, peak_flops_per_s, memory_bandwidth_bytes_per_s):
+    """T = max(T_math, T_mem) = max(flops / peak, bytes / bandwidth): the roofline's lower bound on time.
+
+    >>> format_time(roofline_time(1e12, 1e9, 990e12, 3.35e12))   # 1 TFLOP on an H100: compute-bound
+    '1.01 ms'
+    """
+    t_math = _validate.positive("flops", flops) / _validate.positive("peak_flops_per_s", peak_flops_per_s)
+    t_mem = _validate.positive("bytes_moved", bytes_moved) / _validate.positive(
+        "memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s)
+    return _validate.as_result(np.maximum(t_math, t_mem))
+
+
+def attainable_flops_per_s(intensity_flops_per_byte, peak_flops_per_s, memory_bandwidth_bytes_per_s):
+    """Attainable rate = min(peak, intensity × bandwidth): the roofline itself.
+
+    >>> attainable_flops_per_s(100, 990e12, 3.35e12) / 1e12   # TFLOP/s, memory-bound
+    335.0
+    """
+    intensity = _validate.positive("intensity_flops_per_byte", intensity_flops_per_byte)
+    peak = _validate.positive("peak_flops_per_s", peak_flops_per_s)
+    bandwidth = _validate.positive("memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s)
+    return _validate.as_result(np.minimum(peak, intensity * bandwidth))
+
+
+def training_flops(params, tokens):
+    """C ≈ 6·P·D: 2PD forward + 4PD backward (Kaplan et al. 2020 §2.1; Transformer Math 101).
+
+    >>> training_flops(175e9, 300e9)
+    3.15e+23
+    """
+    return _validate.as_result(6 * _validate.positive("params", params) * _validate.positive("tokens", tokens))
+
+
+def transformer_params(layers, hidden, vocab, seq_len):
+    """Parameters of a GPT-style transformer, Narayanan et al. 2021 Eq. (2): P = 12lh²(1 + 13/(12h) + (V+s)/(12lh)).
+
+    Counts attention and MLP (h → 4h → h) weights and biases, LayerNorms, word and learned position embeddings.
+
+    >>> format_count(transformer_params(128, 25600, 51200, 2048))   # the paper's 1T model: 1008.0B
+    '1.01 trillion'
+    """
+    l = _validate.count("layers", layers)
+    h = _validate.count("hidden", hidden)
+    v = _validate.count("vocab", vocab)
+    s = _validate.count("seq_len", seq_len)
+    return _validate.as_result(12.0 * l * h**2 * (1 + 13 / (12 * h) + (v + s) / (12 * l * h)))
+
+
+def transformer_layer_forward_flops(batch, seq_len, hidden):
+    """Forward FLOPs of one transformer layer: 24Bsh² + 4Bs²h (Narayanan et al. 2021, appendix).
+
+    QKV projections 6Bsh², scores QKᵀ 2Bs²h, attention over values 2Bs²h, output projection 2Bsh², MLP 16Bsh².
+
+    >>> transformer_layer_forward_flops(1, 2048, 4096) == 24 * 2048 * 4096**2 + 4 * 2048**2 * 4096
+    True
+    """
+    b = _validate.count("batch", batch)
+    s = _validate.count("seq_len", seq_len)
+    h = _validate.count("hidden", hidden)
+    return _validate.as_result(24.0 * b * s * h**2 + 4.0 * b * s**2 * h)
+
+
+def transformer_forward_flops(batch, seq_len, layers, hidden, vocab):
+    """Forward FLOPs of the whole model: l·(24Bsh² + 4Bs²h) + 2BshV (the logit layer).
+
+    >>> format_flops(transformer_forward_flops(1, 2048, 96, 12288, 51200))   # GPT-3, one sequence
+    '735 TFLOP'
+    """
+    b = _validate.count("batch", batch)
+    s = _validate.count("seq_len", seq_len)
+    h = _validate.count("hidden", hidden)
+    l = _validate.count("layers", layers)
+    v = _validate.count("vocab", vocab)
+    return _validate.as_result(l * transformer_layer_forward_flops(b, s, h) + 2.0 * b * s * h * v)
+
+
+def transformer_flops_per_iteration(batch, seq_len, layers, hidden, vocab, recompute=True):
+    """FLOPs of one training iteration (forward, backward, and any recomputation) over a global batch.
+
+    ``recompute=True`` (or "full") is Narayanan et al. 2021 Eq. (3), F = 96Bslh²(1 + s/(6h) + V/(16lh)): the
+    backward pass costs twice the forward and full activation recomputation adds one more forward per layer.
+    ``recompute=False`` (or "none") is the appendix's count without recomputation, 72Bslh²(1 + s/(6h) + V/(12lh)).
+    ``"selective"`` recomputes only the attention scores and their product with V (Korthikanti et al. 2022),
+    adding one forward of those two s×s products, 4Bs²h per layer, to the no-recomputation count. (The paper's
+    "2.7 % extra FLOPs" for GPT-3 is s/(6h) of the iteration, the attention core's forward and backward together;
+    one recomputed forward is a third of that.) The logit layer (6BshV) is never recomputed.
+
+    >>> format_flops(transformer_flops_per_iteration(1536, 2048, 96, 12288, 51200))   # GPT-3 175B, batch 1536
+    '4.51 EFLOP'
+    """
+    if isinstance(recompute, (bool, np.bool_)):
+        recompute = "full" if recompute else "none"
+    recompute = _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+    b = _validate.count("batch", batch)
+    s = _validate.count("seq_len", seq_len)
+    l = _validate.count("layers", layers)
+    h = _validate.count("hidden", hidden)
+    extra_forward = {"none": 0.0, "selective": 4.0 * b * s**2 * h,
+                     "full": transformer_layer_forward_flops(b, s, h)}[recompute]
+    # Backward = 2 × forward (Narayanan et al. 2021, appendix), logits included; recomputation is per layer.
+    return _validate.as_result(3 * transformer_forward_flops(b, s, l, h, vocab) + l * extra_forward)
+
+
+def training_time_s(tokens, params, gpus, achieved_flops_per_s_per_gpu):
+    """End-to-end training time ≈ 8TP/(nX), Narayanan et al. 2021 Eq. (4) (full recomputation: 8 = 2 + 4 + 2).
+
+    >>> format_time(training_time_s(300e9, 175e9, 1024, 140e12))   # the paper's "34 days" for GPT-3
+    '33.9 days'
+    """
+    t = _validate.positive("tokens", tokens)
+    p = _validate.positive("params", params)
+    n = _validate.count("gpus", gpus)
+    x = _validate.positive("achieved_flops_per_s_per_gpu", achieved_flops_per_s_per_gpu)
+    return _validate.as_result(8 * t * p / (n * x))

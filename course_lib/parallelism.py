@@ -1,0 +1,455 @@
+"""Parallelism: how a training step is split across devices, and what each split costs in memory and traffic.
+
+Four ways to split, often combined (Narayanan et al. 2021 call the sizes d, t, p with d·t·p = n):
+data parallel (each replica sees different examples; gradients are averaged), tensor parallel (each matrix
+multiply is split; partial results are combined inside every layer), pipeline parallel (groups of layers on
+different devices; activations flow between stages) and state sharding (ZeRO: parameters, gradients and
+optimizer state partitioned across the data-parallel group instead of replicated).
+
+Numeric fields of ``ParallelPlan`` (and the numeric arguments of every function here) may be numpy arrays, to
+evaluate many plans at once; the plan search does that. Bytes are decimal, counts are whole numbers.
+
+>>> global_batch(8, 16, 64)   # micro-batch 8, 16 accumulation steps, 64 data-parallel replicas
+8192
+>>> format_bytes(zero_model_state_bytes(7.5e9, 64, stage=1))   # ZeRO §5: P_os with N_d = 64
+'31.4 GB'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import _validate, collectives
+from .compute import RECOMPUTE_OPTIONS, transformer_params
+from .units import format_bytes, format_percent  # noqa: F401  (doctests)
+
+__all__ = [
+    "TransformerModel", "ParallelPlan", "MemoryBreakdown", "BoundaryTransfer", "SCHEDULES", "ZERO_STAGES",
+    "ACTIVATION_BYTES", "PARAM_BYTES", "GRAD_BYTES", "ADAM_OPTIMIZER_BYTES_PER_PARAM",
+    "global_batch", "zero_model_state_breakdown", "zero_model_state_bytes", "activation_bytes_per_layer",
+    "pipeline_in_flight_microbatches", "memory_breakdown", "pipeline_bubble_fraction", "step_transfers",
+    "boundary_tensors", "communication_volume_per_step", "check_plan_for_model",
+    "GPT2_1_5B", "MEGATRON_7_5B", "MEGATRON_22B", "GPT3_175B", "MT_NLG_530B", "MEGATRON_1T", "MODELS",
+]
+
+ZERO_STAGES = (0, 1, 2, 3)
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+# Mixed-precision Adam (ZeRO §3.1): fp16/bf16 parameters 2Ψ and gradients 2Ψ; fp32 master parameters, momentum
+# and variance 4Ψ + 4Ψ + 4Ψ = KΨ with K = 12. In total 16 bytes per parameter.
+PARAM_BYTES = 2
+GRAD_BYTES = 2
+ADAM_OPTIMIZER_BYTES_PER_PARAM = 12
+ACTIVATION_BYTES = 2  # activations exchanged between devices are 16-bit
+
+
+@dataclass(frozen=True)
+class TransformerModel:
+    """A GPT-style transformer (MLP hidden size 4h), as in Narayanan et al. 2021 and Korthikanti et al. 2022."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    vocab: int
+    seq_len: int
+
+    def __post_init__(self):
+        for name in ("layers", "hidden", "heads", "vocab", "seq_len"):
+            _validate.count(name, getattr(self, name))
+        if self.hidden % self.heads:
+            raise ValueError(f"heads must divide hidden ({self.hidden}), got {self.heads}")
+
+    @property
+    def params(self) -> float:
+        """Parameter count, Narayanan et al. 2021 Eq. (2).
+
+        >>> round(GPT3_175B.params / 1e9, 1)
+        174.6
+        """
+        return transformer_params(self.layers, self.hidden, self.vocab, self.seq_len)
+
+
+# Configurations: Narayanan et al. 2021 Table 1 (7.5B, 1T; V = 51,200, s = 2048) and Korthikanti et al. 2022
+# Table 3 (22B, 175B, 530B, 1T). GPT-2 XL (Radford et al. 2019) is the 1.5B model ZeRO §3 uses as its example.
+GPT2_1_5B = TransformerModel("GPT-2 1.5B", 48, 1600, 25, 50257, 1024)
+MEGATRON_7_5B = TransformerModel("GPT 7.5B (Megatron)", 36, 4096, 32, 51200, 2048)
+MEGATRON_22B = TransformerModel("GPT 22B (Megatron)", 48, 6144, 64, 51200, 2048)
+GPT3_175B = TransformerModel("GPT-3 175B", 96, 12288, 96, 51200, 2048)
+MT_NLG_530B = TransformerModel("MT-NLG 530B", 105, 20480, 128, 51200, 2048)
+MEGATRON_1T = TransformerModel("GPT 1T (Megatron)", 128, 25600, 160, 51200, 2048)
+MODELS = {m.name: m for m in (GPT2_1_5B, MEGATRON_7_5B, MEGATRON_22B, GPT3_175B, MT_NLG_530B, MEGATRON_1T)}
+
+
+@dataclass(frozen=True, eq=False)
+class ParallelPlan:
+    """How one training step is split: parallel sizes, ZeRO stage, batch shape, recomputation, schedule.
+
+    devices = data_parallel × tensor_parallel × pipeline_parallel; the global batch is
+    micro_batch × grad_accum_steps × data_parallel (tensor and pipeline groups share the same examples).
+    ``grad_accum_steps`` is also the number of micro-batches m each pipeline processes per step.
+    ``virtual_stages`` (v) > 1 needs ``schedule="interleaved"``.
+
+    >>> plan = ParallelPlan(data_parallel=64, tensor_parallel=8, pipeline_parallel=4, micro_batch=2, grad_accum_steps=8)
+    >>> plan.devices, plan.global_batch
+    (2048, 1024)
+    """
+
+    data_parallel: int = 1
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    zero_stage: int = 0
+    micro_batch: int = 1
+    grad_accum_steps: int = 1
+    recompute: str = "none"
+    sequence_parallel: bool = False
+    schedule: str = "1f1b"
+    virtual_stages: int = 1
+
+    def __post_init__(self):
+        for name in ("data_parallel", "tensor_parallel", "pipeline_parallel", "micro_batch", "grad_accum_steps",
+                     "virtual_stages"):
+            object.__setattr__(self, name, _validate.count(name, getattr(self, name)))
+        _validate.choice("zero_stage", self.zero_stage, ZERO_STAGES)
+        _validate.choice("recompute", self.recompute, RECOMPUTE_OPTIONS)
+        _validate.flag("sequence_parallel", self.sequence_parallel)
+        _validate.choice("schedule", self.schedule, SCHEDULES)
+        if self.schedule == "interleaved":
+            if np.any(np.asarray(self.virtual_stages) < 2):
+                raise ValueError("virtual_stages must be ≥ 2 with schedule='interleaved'")
+            if np.any(np.asarray(self.grad_accum_steps) % np.asarray(self.pipeline_parallel)):
+                raise ValueError("grad_accum_steps (micro-batches) must be a multiple of pipeline_parallel for the "
+                                 "interleaved schedule (Narayanan et al. 2021 §2.2.2)")
+        elif np.any(np.asarray(self.virtual_stages) != 1):
+            raise ValueError(f"virtual_stages must be 1 unless schedule='interleaved', got {self.virtual_stages}")
+
+    @property
+    def devices(self):
+        """d·t·p devices."""
+        return self.data_parallel * self.tensor_parallel * self.pipeline_parallel
+
+    @property
+    def global_batch(self):
+        """Samples per optimizer step."""
+        return global_batch(self.micro_batch, self.grad_accum_steps, self.data_parallel)
+
+    def replace(self, **changes) -> "ParallelPlan":
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per device by component (for the first pipeline stage, which holds the most activations)."""
+
+    parameters: float
+    gradients: float
+    optimizer_state: float
+    activations: float
+
+    @property
+    def model_states(self):
+        """Parameters + gradients + optimizer state (what ZeRO partitions)."""
+        return self.parameters + self.gradients + self.optimizer_state
+
+    @property
+    def total(self):
+        """Everything counted here (temporary buffers and fragmentation are not)."""
+        return self.model_states + self.activations
+
+
+def global_batch(micro_batch, grad_accum_steps, data_parallel):
+    """B = b_micro × N_acc × N_dp samples per optimizer step.
+
+    Tensor- and pipeline-parallel groups work on the *same* samples, so they add devices but not examples.
+
+    >>> global_batch(2, 4, 128)   # Ultra-Scale Playbook: 4M tokens at seq 4096 = 1024 samples
+    1024
+    """
+    return (_validate.count("micro_batch", micro_batch) * _validate.count("grad_accum_steps", grad_accum_steps)
+            * _validate.count("data_parallel", data_parallel))
+
+
+def zero_model_state_breakdown(params, data_parallel, stage, optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM):
+    """Per-device (parameters, gradients, optimizer state) bytes under ZeRO stage 0–3 (ZeRO §5).
+
+    Stage 0 is plain data parallelism: everything replicated, (2 + 2 + K)Ψ. Stage 1 (P_os) partitions the
+    optimizer state, stage 2 (P_os+g) also the gradients, stage 3 (P_os+g+p) also the parameters, each over the
+    N_d data-parallel ranks.
+
+    >>> [round(x / 1e9, 2) for x in zero_model_state_breakdown(7.5e9, 64, stage=2)]
+    [15.0, 0.23, 1.41]
+    """
+    psi = _validate.positive("params", params)
+    n_d = _validate.count("data_parallel", data_parallel)
+    _validate.choice("stage", stage, ZERO_STAGES)
+    k = _validate.nonnegative("optimizer_bytes_per_param", optimizer_bytes_per_param)
+    parameters = PARAM_BYTES * psi / (n_d if stage >= 3 else 1)
+    gradients = GRAD_BYTES * psi / (n_d if stage >= 2 else 1)
+    optimizer = k * psi / (n_d if stage >= 1 else 1)
+    return tuple(_validate.as_result(x) for x in (parameters, gradients, optimizer))
+
+
+def zero_model_state_bytes(params, data_parallel, stage, optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM):
+    """Per-device model-state bytes: 16Ψ, 4Ψ + KΨ/N_d, 2Ψ + (2+K)Ψ/N_d, (4+K)Ψ/N_d for stages 0–3 (ZeRO §5).
+
+    >>> format_bytes(zero_model_state_bytes(1e12, 1024, stage=3))   # ZeRO Table 1: 15.6 GB
+    '15.6 GB'
+    """
+    return _validate.as_result(sum(zero_model_state_breakdown(params, data_parallel, stage, optimizer_bytes_per_param)))
+
+
+def activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, tensor_parallel=1, sequence_parallel=False,
+                               recompute="none"):
+    """Activation bytes one transformer layer stores for the backward pass (Korthikanti et al. 2022, Table 2).
+
+    With s = seq_len, b = micro_batch, h = hidden, a = heads, t = tensor_parallel (16-bit activations, 1-byte
+    dropout masks, LayerNorm statistics and biases ignored):
+
+    ==========================  =========================  =========================
+    recompute                   sequence_parallel=False    sequence_parallel=True
+    ==========================  =========================  =========================
+    "none"                      sbh(10 + 24/t + 5as/(ht))  sbh(34/t + 5as/(ht))
+    "selective"                 sbh(10 + 24/t)             sbh(34/t)
+    "full"                      2sbh                       2sbh
+    ==========================  =========================  =========================
+
+    With t = 1 and no recomputation this is Eq. (1), sbh(34 + 5as/h). Full recomputation keeps only each layer's
+    input (2sbh, as the paper's Table 2 lists it; with sequence parallelism Megatron-LM can shard it further).
+
+    >>> format_bytes(activation_bytes_per_layer(2048, 1, 12288, 96))   # GPT-3: 5as/h = 80 vs 34
+    '2.87 GB'
+    >>> format_percent(1 - activation_bytes_per_layer(2048, 1, 12288, 96, recompute="selective")
+    ...                / activation_bytes_per_layer(2048, 1, 12288, 96))   # "saves 70%"
+    '70.2 %'
+    """
+    s = _validate.count("seq_len", seq_len)
+    b = _validate.count("micro_batch", micro_batch)
+    h = _validate.count("hidden", hidden)
+    a = _validate.count("heads", heads)
+    t = _validate.count("tensor_parallel", tensor_parallel)
+    sp = _validate.flag("sequence_parallel", sequence_parallel)
+    _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+    if np.any(np.asarray(a) % np.asarray(t)):
+        raise ValueError(f"tensor_parallel must divide heads ({a}), got {t}")
+    sbh = 1.0 * s * b * h
+    attention_scores = 5.0 * a * s / (h * t)  # softmax output, its dropout mask and dropout output: 5as²b / t
+    replicated = 34.0 / t if sp else 10.0 + 24.0 / t  # without SP, 10sbh (LayerNorm and dropout) is not split
+    per_layer = {
+        "none": sbh * (replicated + attention_scores),
+        "selective": sbh * replicated,
+        "full": 2.0 * sbh + 0.0 * t,
+    }[recompute]
+    return _validate.as_result(per_layer)
+
+
+def pipeline_in_flight_microbatches(stages, microbatches, schedule="1f1b", virtual_stages=1):
+    """Micro-batches whose activations the first pipeline stage holds at its peak.
+
+    GPipe runs all m forwards first, so it holds m. 1F1B holds min(p, m) (Narayanan et al. 2021 §2.2.1). The
+    interleaved schedule holds p·(1 + (p−1)/(p·v)) worth of full-stage micro-batches (Korthikanti et al. 2022 §4.2.3).
+
+    >>> pipeline_in_flight_microbatches(8, 64), pipeline_in_flight_microbatches(8, 64, "gpipe")
+    (8, 64)
+    """
+    p = _validate.count("stages", stages)
+    m = _validate.count("microbatches", microbatches)
+    _validate.choice("schedule", schedule, SCHEDULES)
+    v = _validate.count("virtual_stages", virtual_stages)
+    if schedule == "gpipe":
+        return m
+    in_flight = np.minimum(p, m)
+    if schedule == "interleaved":
+        return _validate.as_result(in_flight * (1 + (p - 1) / (p * v)))
+    return in_flight if np.ndim(in_flight) else int(in_flight)
+
+
+def check_plan_for_model(model: TransformerModel, plan: ParallelPlan) -> None:
+    """Raise ValueError if the plan cannot split this model (heads, layers and virtual stages must divide evenly).
+
+    >>> check_plan_for_model(GPT3_175B, ParallelPlan(tensor_parallel=5))
+    Traceback (most recent call last):
+    ...
+    ValueError: tensor_parallel must divide heads (96), got 5
+    """
+    t, p, v = (np.asarray(x) for x in (plan.tensor_parallel, plan.pipeline_parallel, plan.virtual_stages))
+    if np.any(model.heads % t):
+        raise ValueError(f"tensor_parallel must divide heads ({model.heads}), got {plan.tensor_parallel}")
+    if np.any(model.layers % (p * v)):
+        raise ValueError(f"pipeline_parallel × virtual_stages must divide layers ({model.layers}), got "
+                         f"{plan.pipeline_parallel} × {plan.virtual_stages}")
+
+
+def memory_breakdown(model: TransformerModel, plan: ParallelPlan,
+                     optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM) -> MemoryBreakdown:
+    """Per-device memory of the first pipeline stage: model states and stored activations.
+
+    Model states: the device's Ψ/(t·p) parameters (an even split; the embedding's imbalance is ignored) under
+    ZeRO over the d data-parallel ranks. Activations: ``activation_bytes_per_layer`` × L/p layers × the
+    micro-batches in flight (``pipeline_in_flight_microbatches``). Not counted: temporary buffers, the logits,
+    fragmentation and the framework's own memory, so leave headroom.
+
+    >>> mem = memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8,
+    ...                        zero_stage=1, micro_batch=1, grad_accum_steps=64, recompute="selective",
+    ...                        sequence_parallel=True))
+    >>> format_bytes(mem.model_states), format_bytes(mem.activations)
+    ('15 GB', '10.3 GB')
+    """
+    check_plan_for_model(model, plan)
+    params_per_device = model.params / (plan.tensor_parallel * plan.pipeline_parallel)
+    parameters, gradients, optimizer = zero_model_state_breakdown(params_per_device, plan.data_parallel,
+                                                                  plan.zero_stage, optimizer_bytes_per_param)
+    per_layer = activation_bytes_per_layer(model.seq_len, plan.micro_batch, model.hidden, model.heads,
+                                           plan.tensor_parallel, plan.sequence_parallel, plan.recompute)
+    in_flight = pipeline_in_flight_microbatches(plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule,
+                                                plan.virtual_stages)
+    activations = per_layer * (model.layers / plan.pipeline_parallel) * in_flight
+    return MemoryBreakdown(parameters, gradients, optimizer, _validate.as_result(activations))
+
+
+def pipeline_bubble_fraction(stages, microbatches, virtual_stages=1):
+    """Pipeline bubble as a fraction of the ideal time: (p−1)/(v·m) (Narayanan et al. 2021 §2.2).
+
+    GPipe and 1F1B have the same bubble, (p−1)/m; interleaving v model chunks per device divides it by v, and
+    needs m to be a multiple of p. The bubble is measured against the ideal time m·(t_f + t_b), so it exceeds 1
+    when m < p − 1; as a share of the whole step it is (p−1)/(v·m + p − 1).
+
+    >>> pipeline_bubble_fraction(8, 32), pipeline_bubble_fraction(8, 32, virtual_stages=2)
+    (0.21875, 0.109375)
+    """
+    p = _validate.count("stages", stages)
+    m = _validate.count("microbatches", microbatches)
+    v = _validate.count("virtual_stages", virtual_stages)
+    if np.any((np.asarray(v) > 1) & (np.asarray(m) % np.asarray(p) != 0)):
+        raise ValueError(f"microbatches must be a multiple of stages ({p}) when virtual_stages > 1, got {m}")
+    return _validate.as_result((p - 1) / (v * m))
+
+
+@dataclass(frozen=True, eq=False)
+class BoundaryTransfer:
+    """One kind of tensor that crosses device boundaries during a training step.
+
+    ``payload_bytes`` is S for one call of ``op`` (nccl-tests' convention), exchanged among ``group_size`` ranks,
+    ``calls_per_step`` times per step. ``phase`` says which compute it can hide behind: "forward" or "backward" of
+    the same micro-batch, "last backward" (the final micro-batch's backward), or "none" when the consumer waits for
+    it (on the critical path).
+    """
+
+    axis: str
+    tensor: str
+    op: str
+    payload_bytes: float
+    group_size: int
+    calls_per_step: int
+    phase: str
+
+    @property
+    def on_critical_path(self) -> bool:
+        """True when no independent compute can hide it."""
+        return self.phase == "none"
+
+    @property
+    def bytes_sent_per_device(self):
+        """Bytes each device sends per step (ring algorithms; 0 for a group of one).
+
+        >>> BoundaryTransfer("data", "gradients", "all_reduce", 1e9, 4, 1, "last backward").bytes_sent_per_device
+        1500000000.0
+        """
+        cost = collectives.collective_cost(self.op, self.group_size, self.payload_bytes)
+        return _validate.as_result(cost.wire_bytes * self.calls_per_step)
+
+
+def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[BoundaryTransfer, ...]:
+    """Every tensor that crosses a device boundary in one step, with its collective, size and count.
+
+    Tensor parallel (Megatron-LM, per layer and micro-batch): 2 all-reduces of the b·s·h activations forward and 2
+    backward; full recomputation repeats the 2 forward ones. With sequence parallelism each all-reduce becomes a
+    reduce-scatter plus an all-gather of the same tensor (the same bytes). All on the critical path.
+    Pipeline parallel: per micro-batch, the stage boundary's activations forward and their gradients backward
+    (b·s·h/t per device with Megatron's scatter/gather, §4.1), v times more with interleaving; on the critical path.
+    Data parallel: stage 0 all-reduces gradients once per step; stage 1 reduce-scatters gradients and all-gathers
+    updated parameters; stage 2 reduce-scatters gradients every micro-batch (they are partitioned); stage 3
+    also all-gathers parameters for every forward and backward (ZeRO §7: 2Ψ, 2Ψ, 2Ψ, 3Ψ at one micro-batch).
+    Groups of one rank are listed too and cost nothing: ``boundary_tensors`` leaves them out.
+
+    >>> [t.tensor for t in boundary_tensors(GPT3_175B, ParallelPlan(data_parallel=2, tensor_parallel=8))]
+    ['layer outputs (partial sums), forward', 'input gradients (partial sums), backward', 'gradients']
+    """
+    check_plan_for_model(model, plan)
+    t, p, d, b, m, v = (plan.tensor_parallel, plan.pipeline_parallel, plan.data_parallel, plan.micro_batch,
+                        plan.grad_accum_steps, plan.virtual_stages)
+    activation = ACTIVATION_BYTES * b * model.seq_len * model.hidden  # one b×s×h tensor
+    layers_here = model.layers // p
+    per_mb = layers_here * m  # layer-micro-batch pairs per step on a device
+    forward_calls = 2 * per_mb * (2 if plan.recompute == "full" else 1)
+    transfers = []
+    if plan.sequence_parallel:
+        transfers += [
+            BoundaryTransfer("tensor", "sequence-sharded activations gathered, forward", "all_gather", activation, t,
+                             forward_calls, "none"),
+            BoundaryTransfer("tensor", "layer outputs reduce-scattered, forward", "reduce_scatter", activation, t,
+                             forward_calls, "none"),
+            BoundaryTransfer("tensor", "activation gradients gathered, backward", "all_gather", activation, t,
+                             2 * per_mb, "none"),
+            BoundaryTransfer("tensor", "input gradients reduce-scattered, backward", "reduce_scatter", activation, t,
+                             2 * per_mb, "none"),
+        ]
+    else:
+        transfers += [
+            BoundaryTransfer("tensor", "layer outputs (partial sums), forward", "all_reduce", activation, t,
+                             forward_calls, "none"),
+            BoundaryTransfer("tensor", "input gradients (partial sums), backward", "all_reduce", activation, t,
+                             2 * per_mb, "none"),
+        ]
+    stage_hops = (p > 1) * m * v  # v chunks per device: v times the stage crossings
+    transfers += [
+        BoundaryTransfer("pipeline", "stage-boundary activations, forward", "send_recv", activation / t, p,
+                         stage_hops, "none"),
+        BoundaryTransfer("pipeline", "stage-boundary activation gradients, backward", "send_recv", activation / t,
+                         p, stage_hops, "none"),
+    ]
+    params_here = model.params / (t * p)
+    grads, weights = GRAD_BYTES * params_here, PARAM_BYTES * params_here
+    stage = plan.zero_stage
+    if stage == 0:
+        transfers.append(BoundaryTransfer("data", "gradients", "all_reduce", grads, d, 1 + 0 * m, "last backward"))
+    elif stage == 1:
+        transfers += [
+            BoundaryTransfer("data", "gradients", "reduce_scatter", grads, d, 1 + 0 * m, "last backward"),
+            BoundaryTransfer("data", "updated parameters", "all_gather", weights, d, 1 + 0 * m, "none"),
+        ]
+    elif stage == 2:
+        transfers += [
+            BoundaryTransfer("data", "gradients", "reduce_scatter", grads, d, m, "backward"),
+            BoundaryTransfer("data", "updated parameters", "all_gather", weights, d, 1 + 0 * m, "none"),
+        ]
+    else:
+        transfers += [
+            BoundaryTransfer("data", "parameters for the forward", "all_gather", weights, d, m, "forward"),
+            BoundaryTransfer("data", "parameters for the backward", "all_gather", weights, d, m, "backward"),
+            BoundaryTransfer("data", "gradients", "reduce_scatter", grads, d, m, "backward"),
+        ]
+    return tuple(transfers)
+
+
+def boundary_tensors(model: TransformerModel, plan: ParallelPlan) -> tuple[BoundaryTransfer, ...]:
+    """The transfers of ``step_transfers`` that actually cross a boundary (group of more than one rank).
+
+    >>> [(t.axis, t.op) for t in boundary_tensors(GPT3_175B, ParallelPlan(pipeline_parallel=4, grad_accum_steps=4))]
+    [('pipeline', 'send_recv'), ('pipeline', 'send_recv')]
+    """
+    return tuple(x for x in step_transfers(model, plan) if x.group_size > 1 and x.calls_per_step > 0)
+
+
+def communication_volume_per_step(model: TransformerModel, plan: ParallelPlan) -> dict:
+    """Bytes each device sends per step on each axis ("data", "tensor", "pipeline"), ring algorithms.
+
+    >>> volume = communication_volume_per_step(GPT3_175B, ParallelPlan(data_parallel=64))
+    >>> format_bytes(volume["data"])   # 2(d−1)/d × 2 bytes × Ψ
+    '688 GB'
+    """
+    volume = {"data": 0.0, "tensor": 0.0, "pipeline": 0.0}
+    for transfer in step_transfers(model, plan):
+        volume[transfer.axis] = volume[transfer.axis] + transfer.bytes_sent_per_device
+    return volume

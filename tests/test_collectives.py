@@ -1,0 +1,148 @@
+"""The α–β cost model against the card's example, nccl-tests' definitions and hand-derived Thakur et al. costs."""
+
+import math
+
+import pytest
+
+from course_lib import collectives
+from course_lib.collectives import (ALGORITHMS, OPS, algbw_bytes_per_s, algbw_from_busbw, busbw_bytes_per_s,
+                                    busbw_factor, collective_cost, collective_time, comm_time,
+                                    hierarchical_allreduce_time, latency_bandwidth_crossover_bytes,
+                                    ring_allreduce_time)
+from course_lib.units import GB, MB, US
+
+
+def test_card_worked_example():
+    # "four latency-bearing phases at 5 µs plus 100 MB at 50 GB/s gives about 2.02 ms"
+    assert comm_time(4, 5 * US, 100 * MB, 50 * GB) == pytest.approx(2.02e-3, rel=1e-12)
+
+
+# nccl-tests doc/PERFORMANCE.md summary and src/*.cu *GetBw; values listed in formulas.md §3.
+NCCL_TESTS_FACTORS = {
+    2: {"all_reduce": 1.0, "all_gather": 0.5},
+    4: {"all_reduce": 1.5, "all_gather": 0.75},
+    8: {"all_reduce": 1.75, "all_gather": 0.875},
+    16: {"all_reduce": 1.875, "all_gather": 0.9375},
+}
+
+
+@pytest.mark.parametrize("n", sorted(NCCL_TESTS_FACTORS))
+def test_busbw_factors_match_nccl_tests(n):
+    printed = NCCL_TESTS_FACTORS[n]
+    assert busbw_factor("all_reduce", n) == printed["all_reduce"]
+    assert busbw_factor("all_gather", n) == printed["all_gather"]
+    assert busbw_factor("reduce_scatter", n) == printed["all_gather"]  # (n−1)/n
+    assert busbw_factor("all_to_all", n) == printed["all_gather"]  # (n−1)/n
+    assert busbw_factor("broadcast", n) == 1.0
+    assert busbw_factor("reduce", n) == 1.0
+    assert busbw_factor("send_recv", n) == 1.0  # sendrecv.cu: factor 1
+
+
+def test_busbw_is_algbw_times_factor_and_inverts():
+    # An 8-rank all-reduce of 1 GB in 5 ms: algbw 200 GB/s, busbw 200 × 1.75 = 350 GB/s.
+    assert algbw_bytes_per_s(1 * GB, 5e-3) == pytest.approx(200 * GB)
+    assert busbw_bytes_per_s("all_reduce", 8, 1 * GB, 5e-3) == pytest.approx(350 * GB)
+    assert algbw_from_busbw("all_reduce", 8, 350 * GB) == pytest.approx(200 * GB)
+
+
+@pytest.mark.parametrize("op, algorithm", [("all_reduce", "ring"), ("reduce_scatter", "ring"), ("all_gather", "ring"),
+                                           ("all_to_all", "pairwise"), ("all_reduce", "rabenseifner")])
+@pytest.mark.parametrize("ranks", [2, 4, 8, 16])
+def test_busbw_of_a_bandwidth_optimal_algorithm_equals_the_link_bandwidth(op, algorithm, ranks):
+    # nccl-tests' point: with zero latency, busbw of a bandwidth-optimal algorithm is the link's bandwidth.
+    bandwidth = 100 * GB
+    time = collective_time(op, ranks, 1 * GB, bandwidth, 0.0, algorithm)
+    assert busbw_bytes_per_s(op, ranks, 1 * GB, time) == pytest.approx(bandwidth, rel=1e-12)
+
+
+# Hand-derived costs for p = 8, S = 8 MB, α = 2 µs, B = 10 GB/s (S/B = 800 µs), from the MPICH/Thakur formulas
+# quoted in formulas.md §5.1 (lg 8 = 3, (p−1)/p = 7/8).
+S, ALPHA, BW = 8 * MB, 2 * US, 10 * GB
+HAND = {
+    ("all_reduce", "ring"): 14 * ALPHA + 2 * 7 / 8 * 800 * US,
+    ("all_reduce", "recursive_doubling"): 3 * ALPHA + 3 * 800 * US,
+    ("all_reduce", "rabenseifner"): 6 * ALPHA + 2 * 7 / 8 * 800 * US,
+    ("all_reduce", "binomial_tree"): 6 * ALPHA + 6 * 800 * US,
+    ("reduce_scatter", "ring"): 7 * ALPHA + 7 / 8 * 800 * US,
+    ("reduce_scatter", "recursive_halving"): 3 * ALPHA + 7 / 8 * 800 * US,
+    ("all_gather", "ring"): 7 * ALPHA + 7 / 8 * 800 * US,
+    ("all_gather", "recursive_doubling"): 3 * ALPHA + 7 / 8 * 800 * US,
+    ("broadcast", "binomial_tree"): 3 * ALPHA + 3 * 800 * US,
+    ("broadcast", "ring"): (3 + 7) * ALPHA + 2 * 7 / 8 * 800 * US,
+    ("reduce", "binomial_tree"): 3 * ALPHA + 3 * 800 * US,
+    ("reduce", "rabenseifner"): 6 * ALPHA + 2 * 7 / 8 * 800 * US,
+    ("reduce", "ring"): (7 + 3) * ALPHA + 2 * 7 / 8 * 800 * US,
+    ("all_to_all", "pairwise"): 7 * ALPHA + 7 / 8 * 800 * US,
+    ("all_to_all", "bruck"): 3 * ALPHA + 3 / 2 * 800 * US,
+    ("send_recv", "ring"): ALPHA + 800 * US,
+}
+
+
+def test_hand_table_covers_every_algorithm():
+    assert set(HAND) == {(op, a) for op in OPS for a in ALGORITHMS[op]}
+
+
+@pytest.mark.parametrize("op, algorithm", sorted(HAND))
+def test_costs_match_hand_derivation(op, algorithm):
+    assert collective_time(op, 8, S, BW, ALPHA, algorithm) == pytest.approx(HAND[(op, algorithm)], rel=1e-12)
+
+
+def test_reduction_cost_gamma_is_added_only_for_reductions():
+    gamma = 1e-12  # s/byte
+    base = collective_time("all_reduce", 8, S, BW, ALPHA)
+    assert collective_time("all_reduce", 8, S, BW, ALPHA, reduce_s_per_byte=gamma) == pytest.approx(
+        base + 7 / 8 * S * gamma)
+    assert collective_time("all_gather", 8, S, BW, ALPHA, reduce_s_per_byte=gamma) == collective_time(
+        "all_gather", 8, S, BW, ALPHA)
+
+
+def test_ring_allreduce_is_reduce_scatter_plus_all_gather():
+    for ranks in (2, 3, 8, 100):
+        assert ring_allreduce_time(ranks, S, BW, ALPHA) == pytest.approx(
+            collective_time("reduce_scatter", ranks, S, BW, ALPHA) + collective_time("all_gather", ranks, S, BW, ALPHA))
+
+
+def test_ring_allreduce_bandwidth_term_tends_to_twice_payload_over_bandwidth():
+    limit = 2 * S / BW
+    terms = [ring_allreduce_time(p, S, BW, 0.0) for p in (2, 8, 64, 1024, 10**6)]
+    assert terms == sorted(terms)  # grows with p ...
+    assert terms[-1] == pytest.approx(limit, rel=1e-5)  # ... towards 2S/B
+    assert all(t <= limit for t in terms)
+
+
+def test_non_power_of_two_counts_use_ceil_log2_steps():
+    assert collective_cost("broadcast", 6, 1.0, "binomial_tree").phases == 3
+    assert collective_cost("all_to_all", 5, 1.0, "bruck").phases == 3
+    with pytest.raises(ValueError, match="power of two"):
+        collective_cost("all_reduce", 6, 1.0, "recursive_doubling")
+
+
+def test_crossover_payload_balances_the_two_terms():
+    s_star = latency_bandwidth_crossover_bytes("all_reduce", 8, 50 * GB, 5 * US)
+    assert s_star == pytest.approx(8 * 5 * US * 50 * GB)  # ring all-reduce: S* = p·α·B = 2 MB
+    cost = collective_cost("all_reduce", 8, s_star)
+    assert cost.phases * 5 * US == pytest.approx(cost.wire_bytes / (50 * GB))
+
+
+def test_hierarchical_allreduce_reduces_to_flat_rings():
+    intra, inter = (450 * GB, 1 * US), (50 * GB, 5 * US)
+    assert hierarchical_allreduce_time(S, 1, 8, *intra, *inter) == pytest.approx(ring_allreduce_time(8, S, *intra))
+    assert hierarchical_allreduce_time(S, 4, 1, *intra, *inter) == pytest.approx(ring_allreduce_time(4, S, *inter))
+    # 2 nodes × 8: the network carries only S/8 per GPU, so it beats a flat ring over the network by far.
+    assert hierarchical_allreduce_time(S, 2, 8, *intra, *inter) < ring_allreduce_time(16, S, *inter) / 4
+
+
+def test_hierarchical_allreduce_hand_value():
+    # RS + AG in node: 2 × (7 × 3 µs + 7/8 × 1 GB / 450 GB/s); ring AR of 125 MB over 4 nodes at 50 GB/s.
+    expected = 2 * (7 * 3e-6 + 7 / 8 * 1e9 / 450e9) + (6 * 10e-6 + 2 * 3 / 4 * 125e6 / 50e9)
+    assert hierarchical_allreduce_time(1 * GB, 4, 8, 450 * GB, 3e-6, 50 * GB, 10e-6) == pytest.approx(expected)
+
+
+def test_functions_accept_arrays_for_curves():
+    import numpy as np
+
+    payloads = np.logspace(3, 10, 8)
+    times = ring_allreduce_time(8, payloads, 50 * GB, 5 * US)
+    assert times.shape == (8,)
+    assert times[3] == pytest.approx(ring_allreduce_time(8, float(payloads[3]), 50 * GB, 5 * US))
+    assert math.isclose(float(np.diff(np.log(times))[-1]), math.log(10), rel_tol=1e-2)  # bandwidth-bound: ∝ S
