@@ -132,7 +132,7 @@ def step_time(model: TransformerModel, plan: ParallelPlan, cluster: Cluster, com
     >>> format_time(step.compute_s), format_time(step.exposed_s["data"]), format_time(step.overlapped_s["data"])
     ('340 ms', '0 s', '12.1 ms')
     """
-    if plan.devices is not None and np.any(np.asarray(plan.devices) > cluster.devices):
+    if np.any(np.asarray(plan.devices) > cluster.devices):
         raise ValueError(f"plan needs {plan.devices} devices; the cluster has {cluster.devices}")
     efficiency = _validate.fraction("compute_efficiency", compute_efficiency)
     rate = cluster.accelerator.peak(dtype) * efficiency
