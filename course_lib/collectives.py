@@ -157,25 +157,26 @@ def collective_cost(op, ranks, payload_bytes, algorithm="ring") -> CollectiveCos
     lg = np.ceil(np.log2(p))  # exact for powers of two; ⌈lg p⌉ steps otherwise
     share = (p - 1) / p  # (p−1)/p: the fraction of S a rank must send or receive in RS/AG
     zero = 0.0 * s
+    # Only the requested entry is evaluated (each value is a function of nothing but the names above).
     table = {
-        ("all_reduce", "ring"): (2 * (p - 1), 2 * share * s, share * s),
-        ("all_reduce", "binomial_tree"): (2 * lg, 2 * lg * s, lg * s),
-        ("all_reduce", "recursive_doubling"): (lg, lg * s, lg * s),
-        ("all_reduce", "rabenseifner"): (2 * lg, 2 * share * s, share * s),
-        ("reduce_scatter", "ring"): (p - 1, share * s, share * s),
-        ("reduce_scatter", "recursive_halving"): (lg, share * s, share * s),
-        ("all_gather", "ring"): (p - 1, share * s, zero),
-        ("all_gather", "recursive_doubling"): (lg, share * s, zero),
-        ("broadcast", "binomial_tree"): (lg, lg * s, zero),
-        ("broadcast", "ring"): (lg + p - 1, 2 * share * s, zero),
-        ("reduce", "binomial_tree"): (lg, lg * s, lg * s),
-        ("reduce", "ring"): (p - 1 + lg, 2 * share * s, share * s),
-        ("reduce", "rabenseifner"): (2 * lg, 2 * share * s, share * s),
-        ("all_to_all", "pairwise"): (p - 1, share * s, zero),
-        ("all_to_all", "bruck"): (lg, _bruck_blocks_sent(p) * s / p, zero),
-        ("send_recv", "ring"): (np.minimum(p - 1, 1), np.minimum(p - 1, 1) * s, zero),
+        ("all_reduce", "ring"): lambda: (2 * (p - 1), 2 * share * s, share * s),
+        ("all_reduce", "binomial_tree"): lambda: (2 * lg, 2 * lg * s, lg * s),
+        ("all_reduce", "recursive_doubling"): lambda: (lg, lg * s, lg * s),
+        ("all_reduce", "rabenseifner"): lambda: (2 * lg, 2 * share * s, share * s),
+        ("reduce_scatter", "ring"): lambda: (p - 1, share * s, share * s),
+        ("reduce_scatter", "recursive_halving"): lambda: (lg, share * s, share * s),
+        ("all_gather", "ring"): lambda: (p - 1, share * s, zero),
+        ("all_gather", "recursive_doubling"): lambda: (lg, share * s, zero),
+        ("broadcast", "binomial_tree"): lambda: (lg, lg * s, zero),
+        ("broadcast", "ring"): lambda: (lg + p - 1, 2 * share * s, zero),
+        ("reduce", "binomial_tree"): lambda: (lg, lg * s, lg * s),
+        ("reduce", "ring"): lambda: (p - 1 + lg, 2 * share * s, share * s),
+        ("reduce", "rabenseifner"): lambda: (2 * lg, 2 * share * s, share * s),
+        ("all_to_all", "pairwise"): lambda: (p - 1, share * s, zero),
+        ("all_to_all", "bruck"): lambda: (lg, _bruck_blocks_sent(p) * s / p, zero),
+        ("send_recv", "ring"): lambda: (np.minimum(p - 1, 1), np.minimum(p - 1, 1) * s, zero),
     }
-    phases, wire, reduced = table[(op, algorithm)]
+    phases, wire, reduced = table[(op, algorithm)]()
     as_count = (lambda x: int(x)) if np.ndim(phases) == 0 else (lambda x: np.asarray(x, dtype=np.int64))
     return CollectiveCost(as_count(phases), _validate.as_result(wire), _validate.as_result(reduced))
 
