@@ -248,7 +248,8 @@ def pipeline_in_flight_microbatches(stages, microbatches, schedule="1f1b", virtu
     """Micro-batches whose activations the first pipeline stage holds at its peak.
 
     GPipe runs all m forwards first, so it holds m. 1F1B holds min(p, m) (Narayanan et al. 2021 §2.2.1). The
-    interleaved schedule holds p·(1 + (p−1)/(p·v)) worth of full-stage micro-batches (Korthikanti et al. 2022 §4.2.3).
+    interleaved schedule holds p·(1 + (p−1)/(p·v)) worth of full-stage micro-batches (Korthikanti et al. 2022 §4.2.3),
+    or m when m is too small for the warm-up to finish (m = p); ``pipeline.pipeline_schedule`` simulates all three.
 
     >>> pipeline_in_flight_microbatches(8, 64), pipeline_in_flight_microbatches(8, 64, "gpipe")
     (8, 64)
@@ -259,9 +260,11 @@ def pipeline_in_flight_microbatches(stages, microbatches, schedule="1f1b", virtu
     v = _validate.count("virtual_stages", virtual_stages)
     if schedule == "gpipe":
         return m
-    in_flight = np.minimum(p, m)
     if schedule == "interleaved":
-        return _validate.as_result(in_flight * (1 + (p - 1) / (p * v)))
+        # Megatron-LM's warm-up on stage 0 runs 2(p−1) + (v−1)p chunk-forwards, then one more before the first
+        # backward: p + (p−1)/v full-stage micro-batches; with m = p every forward fits in the warm-up, so m.
+        return _validate.as_result(np.minimum(m, p + (p - 1) / v))
+    in_flight = np.minimum(p, m)
     return in_flight if np.ndim(in_flight) else int(in_flight)
 
 

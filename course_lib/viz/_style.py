@@ -1,0 +1,51 @@
+"""Shared look of the course's figures: axes creation, colours and unit-aware tick labels.
+
+No global state: nothing here touches ``matplotlib.rcParams``; every figure gets its look from these helpers.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
+
+from .. import units
+
+__all__ = ["axes_or_new", "COLORS", "AXIS_COLORS", "bytes_formatter", "time_formatter", "rate_formatter",
+           "flops_rate_formatter", "percent_formatter", "label_units"]
+
+# One colour per memory component, per parallel axis and per kind of time, used by every figure.
+COLORS = {
+    "parameters": "#4C72B0", "gradients": "#DD8452", "optimizer_state": "#55A868", "activations": "#C44E52",
+    "compute": "#4C72B0", "forward": "#4C72B0", "backward": "#8172B3", "bubble": "#CCCCCC",
+    "exposed": "#C44E52", "overlapped": "#8DC68F", "capacity": "#222222", "latency": "#DD8452",
+    "bandwidth": "#4C72B0",
+}
+AXIS_COLORS = {"data": "#55A868", "tensor": "#C44E52", "pipeline": "#8172B3", "zero": "#DD8452"}
+
+
+def axes_or_new(ax=None, figsize=(8, 4.5)):
+    """Return ``ax``, or the axes of a new figure sized for a notebook column."""
+    if ax is not None:
+        return ax
+    _, new_ax = plt.subplots(figsize=figsize, layout="constrained")
+    return new_ax
+
+
+def _formatter(function):
+    return FuncFormatter(lambda value, _position: function(value) if value else "0")
+
+
+bytes_formatter = _formatter(lambda v: units.format_bytes(v, digits=3))
+time_formatter = _formatter(lambda v: units.format_time(v, digits=3))
+rate_formatter = _formatter(lambda v: units.format_bandwidth(v, digits=3))
+flops_rate_formatter = _formatter(lambda v: units.format_flops_rate(v, digits=3))
+percent_formatter = _formatter(lambda v: units.format_percent(v, digits=3))
+
+
+def label_units(ax, xlabel: str, ylabel: str, title: str | None = None):
+    """Set both axis labels (each naming its unit) and an optional title."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    return ax

@@ -1,0 +1,570 @@
+"""Figures for lesson 02 (move the data): what each collective does, the ring all-reduce step by step, and the
+α–β time of each algorithm against the payload.
+
+Data movement comes from ``course_lib.simulate`` (the recorded steps of a simulated collective), times from
+``course_lib.collectives``; this module only draws.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import matplotlib.pyplot as plt
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.lines import Line2D
+from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
+from matplotlib.path import Path
+
+from .. import _validate, collectives, simulate as _simulate, units
+from ..collectives import ALGORITHMS, OPS
+from ._style import COLORS, axes_or_new, bytes_formatter, label_units, time_formatter
+
+__all__ = ["plot_collective_data", "plot_ring_step", "plot_ring_allreduce_steps", "plot_collective_time_vs_payload",
+           "demo_inputs"]
+
+# One light colour per source rank (black text stays readable on each); a darker one for sums over all ranks.
+RANK_COLORS = ("#A1C9F4", "#FFB482", "#8DE5A1", "#FF9F9B", "#D0BBFF", "#DEBB9B", "#FAB0E4", "#FFFEA3")
+SUM_COLOR = "#4A4E8C"
+EMPTY_COLOR = "#F0F0F0"
+_IGNORED_TEXT = "#9A9A9A"
+_MAX_DRAWN_RANKS = len(RANK_COLORS)
+
+_RING_OPS = ("all_reduce", "reduce_scatter", "all_gather")
+_SUM = "sum"
+_IGNORED = "ignored"
+# (colour, line style) per algorithm; orange and blue are kept for the latency and bandwidth terms.
+_ALGORITHM_STYLES = {"ring": ("#222222", "-"), "pairwise": ("#222222", "-"), "binomial_tree": ("#8172B3", "-"),
+                     "bruck": ("#8172B3", "-"), "recursive_doubling": ("#55A868", "-"),
+                     "recursive_halving": ("#55A868", "-"), "rabenseifner": ("#C44E52", "--")}
+
+
+# Cells, chunks and arrows are added with ``ax.add_artist`` rather than ``add_patch``: the limits are set explicitly,
+# and skipping the per-patch autoscaling halves the drawing time. They still appear in ``ax.patches``.
+
+
+def _checked_drawn_ranks(ranks, minimum=1):
+    p = _validate.count("ranks", ranks, minimum=minimum)
+    if not isinstance(p, int) or p > _MAX_DRAWN_RANKS:
+        raise ValueError(f"ranks must be an integer in {minimum}..{_MAX_DRAWN_RANKS} (one readable row or block "
+                         f"per rank), got {ranks!r}")
+    return p
+
+
+def _checked_axes(axes, needed, name="axes"):
+    """The first ``needed`` Axes of ``axes`` (any array-like of Axes), flattened; ValueError if too few."""
+    flat = list(np.ravel(np.asarray(axes, dtype=object)))
+    if len(flat) < needed or not all(isinstance(a, plt.Axes) for a in flat):
+        raise ValueError(f"{name} must hold at least {needed} matplotlib Axes, got {axes!r}")
+    return flat
+
+
+# --- what each collective does ---------------------------------------------------------------------------------
+
+def demo_inputs(op, ranks):
+    """The small integer inputs ``plot_collective_data`` simulates: rank r's value for chunk c is 10·(r + 1) + c.
+
+    One element per chunk, so a grid of ranks × chunks shows every value. For all_gather rank r's input is its
+    own chunk r only; for all_to_all chunk c is the block rank r sends to rank c.
+
+    >>> demo_inputs("all_reduce", 3)
+    (array([10, 11, 12]), array([20, 21, 22]), array([30, 31, 32]))
+    >>> demo_inputs("all_gather", 3)
+    (array([10]), array([21]), array([32]))
+    """
+    _validate.choice("op", op, OPS)
+    p = _validate.count("ranks", ranks)
+    values = [np.array([10 * (r + 1) + c for c in range(p)], dtype=np.int64) for r in range(p)]
+    if op == "all_gather":
+        return tuple(row[r:r + 1] for r, row in enumerate(values))
+    return tuple(values)
+
+
+def _sources(op, p, root, after):
+    """Grid (rank × chunk) of what each cell holds: a source rank, _SUM, _IGNORED or None (empty)."""
+    grid = [[None] * p for _ in range(p)]
+    for r in range(p):
+        for c in range(p):
+            if not after:
+                if op == "all_gather":
+                    grid[r][c] = r if c == r else None
+                elif op == "broadcast":
+                    grid[r][c] = root if r == root else None  # the other ranks' buffers are overwritten, unused
+                else:
+                    grid[r][c] = r
+            elif op == "all_reduce":
+                grid[r][c] = _SUM
+            elif op == "reduce_scatter":
+                grid[r][c] = _SUM if c == r else None
+            elif op == "reduce":
+                grid[r][c] = _SUM if r == root else _IGNORED  # unchanged inputs, not part of the result
+            elif op == "all_gather":
+                grid[r][c] = c
+            elif op == "broadcast":
+                grid[r][c] = root
+            elif op == "all_to_all":
+                grid[r][c] = c  # rank r's output, block from source c
+            else:  # send_recv
+                grid[r][c] = (r - 1) % p
+    return grid
+
+
+def _values(op, p, arrays, after):
+    """Grid of the value shown in each cell (None where the rank holds no copy of that chunk)."""
+    grid = [[None] * p for _ in range(p)]
+    for r, array in enumerate(arrays):
+        if (op == "all_gather" and not after) or (op == "reduce_scatter" and after):
+            grid[r][r] = int(array[0])
+        else:
+            for c in range(p):
+                grid[r][c] = int(array[c])
+    return grid
+
+
+def _draw_grid(ax, sources, values, p, title, xlabel):
+    for r in range(p):
+        for c in range(p):
+            source, value = sources[r][c], values[r][c]
+            if source is None:
+                color, text, text_color = EMPTY_COLOR, None, None
+            elif source == _SUM:
+                color, text, text_color = SUM_COLOR, f"Σ {value}", "white"
+            elif source == _IGNORED:
+                color, text, text_color = EMPTY_COLOR, f"{value}", _IGNORED_TEXT
+            else:
+                color, text, text_color = RANK_COLORS[source], f"{value}", "black"
+            ax.add_artist(Rectangle((c - 0.5, r - 0.5), 1, 1, facecolor=color, edgecolor="white", linewidth=2))
+            if text is not None:
+                ax.text(c, r, text, ha="center", va="center", fontsize=10 if p <= 6 else 8.5, color=text_color,
+                        gid=f"cell:{r}:{c}")
+    ax.set_xlim(-0.5, p - 0.5)
+    ax.set_ylim(p - 0.5, -0.5)
+    ax.set_xticks(range(p), [str(c) for c in range(p)])
+    ax.set_yticks(range(p), [f"rank {r}" for r in range(p)])
+    for r, tick in enumerate(ax.get_yticklabels()):
+        tick.set_bbox(dict(facecolor=RANK_COLORS[r], edgecolor="none", boxstyle="round,pad=0.25"))
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+
+
+def plot_collective_data(op, ranks=4, algorithm=None, axes=None):
+    """Two panels, before | after: each rank's buffer (rows) split into chunks (columns), for collective ``op``.
+
+    The data is ``demo_inputs(op, ranks)`` (rank r's value for chunk c is 10·(r + 1) + c) and the after panel
+    shows ``simulate.simulate(op, ranks, inputs, algorithm).outputs``. A cell is coloured by the rank its data
+    came from (the colour of that rank's label), dark with "Σ" for a sum over all ranks, light grey when empty;
+    grey text marks values that are not part of the result (reduce's non-root ranks keep their inputs). For
+    all_to_all the columns are the blocks: by destination before, by source after. ``algorithm`` defaults to
+    "ring" ("pairwise" for all_to_all); the outputs do not depend on it. ``ranks`` is 1 to 8; root is rank 0.
+
+    >>> import matplotlib.pyplot as plt
+    >>> axes = plot_collective_data("all_reduce")
+    >>> [ax.get_title() for ax in axes]
+    ['before', 'after all_reduce']
+    >>> sorted({t.get_text() for t in axes[1].texts})
+    ['Σ 100', 'Σ 104', 'Σ 108', 'Σ 112']
+    >>> plt.close("all")
+    """
+    _validate.choice("op", op, OPS)
+    if algorithm is None:
+        algorithm = ALGORITHMS[op][0]  # "ring" everywhere, "pairwise" for all_to_all
+    p = _checked_drawn_ranks(ranks)
+    inputs = demo_inputs(op, p)
+    sim = _simulate.simulate(op, p, inputs, algorithm=algorithm)  # checks algorithm (and power-of-two ranks)
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(8, 0.55 * p + 2.0), layout="constrained")
+    axes = np.asarray(_checked_axes(axes, 2)[:2], dtype=object)
+    before_label = "block, by destination rank" if op == "all_to_all" else "chunk of the buffer"
+    after_label = "block, by source rank" if op == "all_to_all" else "chunk of the buffer"
+    _draw_grid(axes[0], _sources(op, p, sim.root, after=False), _values(op, p, sim.inputs, after=False), p,
+               "before", before_label)
+    steps = f"{sim.step_count} step" + ("" if sim.step_count == 1 else "s")
+    _draw_grid(axes[1], _sources(op, p, sim.root, after=True), _values(op, p, sim.outputs, after=True), p,
+               f"after {op}", f"{after_label}  ({algorithm}, {steps})")
+    return axes
+
+
+# --- the ring, step by step ------------------------------------------------------------------------------------
+
+def _contribution_counts(sim, step):
+    """(ranks, ranks) array: how many ranks' data rank r's copy of chunk c holds after ``step`` steps."""
+    contributors = _simulate._initial_contributors(sim.op, sim.ranks)
+    for transfers in sim.steps[:step]:
+        _simulate._replay_contributors(contributors, transfers)
+    return contributors.sum(axis=2)
+
+
+def _ring_geometry(p):
+    """Block centres on a circle (rank 0 on top, clockwise) with room between neighbouring blocks."""
+    if p == 1:
+        radius = 0.0
+    elif p == 2:
+        radius = 2.6
+    else:
+        radius = (p + 3.0) / (2 * math.sin(math.pi / p))
+    angles = np.pi / 2 - 2 * np.pi * np.arange(p) / p
+    return radius, angles
+
+
+def _leaves_block(radius, angle, centre, half_width, half_height):
+    x, y = radius * math.cos(angle), radius * math.sin(angle)
+    return abs(x - centre[0]) > half_width or abs(y - centre[1]) > half_height
+
+
+def _arc_angles(radius, angles, src, dst, p):
+    """Start and end angles of the arrow src → dst along the circle, just outside both blocks."""
+    start, end = angles[src], angles[src] - 2 * np.pi / p  # clockwise: dst = src + 1
+    centres = [(radius * math.cos(a), radius * math.sin(a)) for a in (angles[src], angles[dst])]
+    half_width, half_height = p / 2 + 0.35, 0.5 + 0.35
+    samples = np.linspace(0, 2 * np.pi / p, 200)
+    offset_start = next((d for d in samples if _leaves_block(radius, start - d, centres[0], half_width, half_height)),
+                        samples[len(samples) // 3])
+    offset_end = next((d for d in samples if _leaves_block(radius, end + d, centres[1], half_width, half_height)),
+                      samples[len(samples) // 3])
+    return start - offset_start, end + offset_end
+
+
+def _level_colors(p):
+    cmap = plt.get_cmap("Blues")
+    return [cmap(0.25 + 0.7 * k / max(p - 1, 1)) for k in range(p)]
+
+
+def _ring_legend_handles(op, p):
+    received = Patch(facecolor="white", edgecolor=COLORS["latency"], linewidth=2, label="received this step")
+    if op == "all_gather":
+        return [Patch(facecolor=_level_colors(p)[-1], label="chunk held (final)"),
+                Patch(facecolor=EMPTY_COLOR, edgecolor="#BBBBBB", label="not yet received"), received]
+    levels = _level_colors(p)
+    handles = [Patch(facecolor=levels[k - 1], label=f"sum of {k} of {p} ranks" + (" (final)" if k == p else ""))
+               for k in range(1, p + 1)]
+    return handles + [received]
+
+
+def _chunk_style(op, count, is_final, levels, p):
+    """Face colour of a chunk square and whether its text must be white."""
+    if op == "all_gather":
+        return (levels[-1], True) if is_final else (EMPTY_COLOR, False)
+    return (levels[count - 1], count > p / 2) if count else (EMPTY_COLOR, False)
+
+
+def _draw_chunks(ax, sim, step, origin_of_rank, font):
+    """The p chunk squares of every rank, left to right from ``origin_of_rank(r)`` (lower-left corner)."""
+    p = sim.ranks
+    counts = _contribution_counts(sim, step)
+    final = sim.holdings(step)
+    received = {(t.dst, c) for t in (sim.steps[step - 1] if step else ()) for c in t.chunks}
+    levels = _level_colors(p)
+    for r in range(p):
+        x0, y0 = origin_of_rank(r)
+        for c in range(p):
+            color, dark = _chunk_style(sim.op, int(counts[r, c]), bool(final[r, c]), levels, p)
+            outlined = (r, c) in received
+            ax.add_artist(Rectangle((x0 + c + 0.04, y0 + 0.04), 0.92, 0.92, facecolor=color,
+                                   edgecolor=COLORS["latency"] if outlined else "white",
+                                   linewidth=2.2 if outlined else 1, zorder=2 + outlined, gid=f"chunk:{r}:{c}"))
+            ax.text(x0 + c + 0.5, y0 + 0.5, str(c), ha="center", va="center", fontsize=font,
+                    color="white" if dark else "#333333", zorder=4)
+
+
+def _transfer_text(transfer):
+    return ", ".join(f"c{c}" for c in transfer.chunks) + (" (+)" if transfer.reduce else "")
+
+
+def _draw_ring_circle(ax, sim, step, font):
+    p = sim.ranks
+    radius, angles = _ring_geometry(p)
+    centres = [(radius * math.cos(a), radius * math.sin(a)) for a in angles]
+    _draw_chunks(ax, sim, step, lambda r: (centres[r][0] - p / 2, centres[r][1] - 0.5), font)
+    for r, (cx, cy) in enumerate(centres):
+        # The rank's name sits on the outer side of its block, away from the arrows.
+        if p > 2 and abs(math.cos(angles[r])) > 0.5:
+            side = 1 if math.cos(angles[r]) > 0 else -1
+            ax.text(cx + side * (p / 2 + 0.25), cy + 0.5 - 0.5, f"rank {r}", ha="left" if side > 0 else "right",
+                    va="center", fontsize=font, fontweight="bold")
+        else:
+            above = math.sin(angles[r]) >= 0
+            ax.text(cx, cy + (0.7 if above else -0.7), f"rank {r}", ha="center", va="bottom" if above else "top",
+                    fontsize=font, fontweight="bold")
+    for transfer in (sim.steps[step - 1] if step else ()):
+        start, end = _arc_angles(radius, angles, transfer.src, transfer.dst, p)
+        theta = np.linspace(start, end, 40)
+        path = Path(np.column_stack([radius * np.cos(theta), radius * np.sin(theta)]))
+        ax.add_artist(FancyArrowPatch(path=path, arrowstyle="-|>", mutation_scale=14, color="#333333",
+                                     linewidth=1.4, zorder=1, gid=f"transfer:{transfer.src}->{transfer.dst}"))
+        middle, label_radius = (start + end) / 2, radius + 1.0
+        ax.text(label_radius * math.cos(middle), label_radius * math.sin(middle), _transfer_text(transfer),
+                ha="center", va="center", fontsize=font, color="#222222",
+                bbox=dict(facecolor="white", edgecolor="none", pad=0.5, alpha=0.9), zorder=5)
+    extent = max(abs(cx) + p / 2 + (3.4 if p > 2 and abs(math.cos(a)) > 0.5 else 0.6)
+                 for (cx, _), a in zip(centres, angles))
+    ax.set_xlim(-extent, extent)
+    ax.set_ylim(-radius - 1.8, radius + 1.8)
+
+
+_ROW_PITCH = 1.9  # vertical distance between ranks' rows in the "rows" layout (room for an arrow between them)
+
+
+def _draw_ring_rows(ax, sim, step, font):
+    p = sim.ranks
+    row_y = [-(r * _ROW_PITCH) for r in range(p)]  # rank 0 on top
+    _draw_chunks(ax, sim, step, lambda r: (0.0, row_y[r] - 0.5), font)
+    for r in range(p):
+        ax.text(-0.15, row_y[r], f"rank {r}", ha="right", va="center", fontsize=font, fontweight="bold")
+    gap = _ROW_PITCH - 1.0
+    loop_x = p + 0.45
+    for transfer in (sim.steps[step - 1] if step else ()):
+        x = transfer.chunks[0] + 0.5
+        top_of_src, bottom_of_src = row_y[transfer.src] + 0.46, row_y[transfer.src] - 0.46
+        top_of_dst = row_y[transfer.dst] + 0.46
+        if transfer.dst == transfer.src + 1:  # straight down to the next row
+            points = [(x, bottom_of_src), (x, top_of_dst)]
+            label_at, label_ha = (x - 0.12, (bottom_of_src + top_of_dst) / 2), "right"  # left: the loop is right
+        else:  # the ring closes: down out of the last row, up the right side, into the first row from above
+            below, above = bottom_of_src - gap / 2, top_of_dst + gap / 2
+            points = [(x, bottom_of_src), (x, below), (loop_x, below), (loop_x, above), (x, above), (x, top_of_dst)]
+            label_at, label_ha = (loop_x + 0.12, (below + above) / 2), "left"
+        ax.add_artist(FancyArrowPatch(path=Path(points), arrowstyle="-|>", mutation_scale=12, color="#333333",
+                                     linewidth=1.3, zorder=1, gid=f"transfer:{transfer.src}->{transfer.dst}"))
+        ax.text(*label_at, _transfer_text(transfer), ha=label_ha, va="center", fontsize=font - 1, color="#222222",
+                zorder=5)
+    ax.set_xlim(-2.3, p + 2.2)
+    ax.set_ylim(row_y[-1] - 0.5 - gap, 0.5 + gap)
+
+
+def plot_ring_step(simulation, step, ax=None, *, layout="circle", legend=True):
+    """One step of a ring collective: each rank's chunks, shaded by how many ranks' data they already hold.
+
+    ``simulation`` is a ``simulate.simulate(...)`` result with op all_reduce, reduce_scatter or all_gather and
+    algorithm "ring"; ``step`` runs from 0 (before any transfer) to ``simulation.step_count``. Each rank is a
+    row of chunks (the number in a square is the chunk index); the shade counts the ranks whose contributions
+    that copy of the chunk already sums (for all_gather: received or not). Panel k shows the state after step
+    k, with one arrow per transfer of step k labelled with the chunk it carries ("(+)": added into the
+    receiver's copy); the received copies are outlined. Counts are replayed from the recorded transfers.
+    ``layout="circle"`` puts the ranks on a ring; ``layout="rows"`` stacks them, each chunk moving straight
+    down its column (more compact, for grids of steps). ``legend=False`` leaves out the legend of shades.
+
+    >>> import matplotlib.pyplot as plt
+    >>> from course_lib.simulate import simulate
+    >>> ax = plot_ring_step(simulate("all_reduce", 4, elements=4), 3)
+    >>> ax.get_title()
+    'step 3 of 6: reduce-scatter'
+    >>> sum(isinstance(patch, FancyArrowPatch) for patch in ax.patches)
+    4
+    >>> plt.close("all")
+    """
+    if not isinstance(simulation, _simulate.Simulation):
+        raise ValueError(f"simulation must be a course_lib.simulate.Simulation, got {simulation!r}")
+    if simulation.op not in _RING_OPS or simulation.algorithm != "ring":
+        raise ValueError(f"simulation must be a ring simulation of one of {', '.join(map(repr, _RING_OPS))}; got "
+                         f"op={simulation.op!r}, algorithm={simulation.algorithm!r}")
+    step = _validate.count("step", step, minimum=0)
+    if not isinstance(step, int) or step > simulation.step_count:
+        raise ValueError(f"step must be an integer in 0..{simulation.step_count} (the step count), got {step!r}")
+    layout = _validate.choice("layout", layout, ("circle", "rows"))
+    legend = _validate.flag("legend", legend)
+    p = simulation.ranks
+
+    ax = axes_or_new(ax)
+    font = 10 if p <= 4 else 9 if p <= 6 else 8
+    (_draw_ring_circle if layout == "circle" else _draw_ring_rows)(ax, simulation, step, font)
+    if legend:  # room on the right, inside the axes, so the legend never leaves the figure
+        x_low, x_high = ax.get_xlim()
+        y_low, y_high = ax.get_ylim()
+        ax.set_xlim(x_low, x_high + 0.55 * (y_high - y_low))
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+    if step == 0:
+        phase = "before any transfer"
+    elif simulation.op == "all_reduce":
+        phase = "reduce-scatter" if step <= p - 1 else "all-gather"
+    else:
+        phase = simulation.op.replace("_", "-")
+    ax.set_title(f"step {step} of {simulation.step_count}: {phase}", fontsize=11)
+    if legend:
+        ax.legend(handles=_ring_legend_handles(simulation.op, p), loc="center right", fontsize=9, frameon=False)
+    return ax
+
+
+def plot_ring_allreduce_steps(ranks=4, axes=None):
+    """Every step of a ring all-reduce: the initial state, p − 1 reduce-scatter and p − 1 all-gather steps.
+
+    Draws ``plot_ring_step`` for steps 0 … 2(p − 1) of ``simulate.simulate("all_reduce", ranks)``: the first row
+    is the start and the reduce-scatter, the second row the all-gather, with one shared legend (at most four
+    panels a row: more ranks take more rows). ``ranks`` is 2 to 8. With ``axes`` (at least 2(p − 1) + 1 Axes)
+    the panels go there in order and the first spare Axes, if any, holds the legend (else the figure does).
+    Returns the 2(p − 1) + 1 panel Axes, in step order.
+
+    >>> import matplotlib.pyplot as plt
+    >>> axes = plot_ring_allreduce_steps(4)
+    >>> len(axes), axes[-1].get_title()
+    (7, 'step 6 of 6: all-gather')
+    >>> plt.close("all")
+    """
+    p = _checked_drawn_ranks(ranks, minimum=2)
+    panels = 2 * (p - 1) + 1
+    sim = _simulate.simulate("all_reduce", p, algorithm="ring", elements=p)
+    if axes is None:
+        # The start and the reduce-scatter fill the first rows, the legend and the all-gather the next ones, at
+        # most four panels a row (p panels each: step 0 … p − 1, then the legend and steps p … 2(p − 1)).
+        columns = min(p, 4)
+        rows_per_phase = math.ceil(p / columns)
+        height_per_width = (p * _ROW_PITCH + 0.6) / (p + 4.5)  # the "rows" layout's data extent
+        panel_width = 2.45
+        fig, grid = plt.subplots(2 * rows_per_phase, columns, layout="constrained",
+                                 figsize=(panel_width * columns + 0.3,
+                                          2 * rows_per_phase * (panel_width * height_per_width + 0.35) + 0.4))
+        first_phase = list(grid[:rows_per_phase].flat)
+        second_phase = list(grid[rows_per_phase:].flat)
+        step_axes = first_phase[:p] + second_phase[1:p]
+        spare = [second_phase[0]] + first_phase[p:] + second_phase[p:]
+        fig.suptitle(f"Ring all-reduce over {p} ranks: reduce-scatter (steps 1–{p - 1}), "
+                     f"then all-gather (steps {p}–{2 * (p - 1)})", fontsize=12)
+    else:
+        flat = _checked_axes(axes, panels)
+        step_axes, spare = flat[:panels], flat[panels:]
+    for step, ax in enumerate(step_axes):
+        plot_ring_step(sim, step, ax=ax, layout="rows", legend=False)
+        ax.title.set_fontsize(10)
+    handles = _ring_legend_handles("all_reduce", p) + [
+        Line2D([], [], color="#333333", marker=r"$\rightarrow$", markersize=14, linestyle="none",
+               label="transfer of chunk c\n((+): added into the copy)")]
+    for extra in spare:
+        extra.set_axis_off()
+    if spare:
+        spare[0].legend(handles=handles, loc="center", fontsize=9, frameon=False)
+    else:
+        fig = step_axes[0].figure
+        constrained = isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine)
+        fig.legend(handles=handles, loc="outside lower center" if constrained else "lower center", ncols=3,
+                   fontsize=9, frameon=False)
+    return np.asarray(step_axes, dtype=object)
+
+
+# --- time against payload --------------------------------------------------------------------------------------
+
+def _is_power_of_two(n):
+    return n & (n - 1) == 0
+
+
+def _checked_algorithms(op, ranks, algorithms):
+    if algorithms is None:
+        return [a for a in ALGORITHMS[op]
+                if a not in collectives._POWER_OF_TWO_ONLY or _is_power_of_two(ranks)]
+    if isinstance(algorithms, str):
+        algorithms = (algorithms,)
+    try:
+        chosen = list(algorithms)
+    except TypeError as error:
+        raise ValueError(f"algorithms must be an iterable of names from {ALGORITHMS[op]}, got {algorithms!r}") \
+            from error
+    if not chosen or any(a not in ALGORITHMS[op] for a in chosen):
+        raise ValueError(f"algorithms must be a non-empty selection of {', '.join(map(repr, ALGORITHMS[op]))} for "
+                         f"op={op!r}; got {algorithms!r}")
+    return list(dict.fromkeys(chosen))
+
+
+def _checked_range(payload_range_bytes):
+    try:
+        low, high = payload_range_bytes
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"payload_range_bytes must be a (smallest, largest) pair of sizes in bytes, got "
+                         f"{payload_range_bytes!r}") from error
+    low = _validate.positive("payload_range_bytes", low)
+    high = _validate.positive("payload_range_bytes", high)
+    if not isinstance(low, float) or not isinstance(high, float) or not low < high:
+        raise ValueError(f"payload_range_bytes must be two numbers with smallest < largest, got "
+                         f"{payload_range_bytes!r}")
+    return low, high
+
+
+def plot_collective_time_vs_payload(op="all_reduce", ranks=8, bandwidth_bytes_per_s=50e9, latency_s=5e-6,
+                                    algorithms=None, payload_range_bytes=(1e3, 1e10), mark_payload_bytes=None,
+                                    ax=None):
+    """Log–log time of one collective against its payload S, one curve per algorithm (α–β model).
+
+    Each curve is ``collectives.collective_time(op, ranks, S, bandwidth_bytes_per_s, latency_s, algorithm)``;
+    by default every algorithm of ``collectives.ALGORITHMS[op]`` that applies to ``ranks`` (the power-of-two
+    ones are skipped otherwise). The ring's two terms, n·α and Q/B, are drawn dotted; the vertical line is where
+    they are equal, ``collectives.latency_bandwidth_crossover_bytes`` (for all_to_all, pairwise exchange's),
+    with the latency-bound side shaded left and the bandwidth-bound side right. ``mark_payload_bytes`` puts a
+    dot on each curve at that payload, its time in the legend.
+
+    >>> import matplotlib.pyplot as plt
+    >>> ax = plot_collective_time_vs_payload()
+    >>> ax.get_title()
+    'all_reduce, 8 ranks, 50 GB/s, 5 µs'
+    >>> [line.get_label() for line in ax.lines][:4]
+    ['ring', 'binomial_tree', 'recursive_doubling', 'rabenseifner']
+    >>> plt.close("all")
+    """
+    _validate.choice("op", op, OPS)
+    p = _validate.count("ranks", ranks, minimum=2)
+    if not isinstance(p, int):
+        raise ValueError(f"ranks must be a single integer ≥ 2, got {ranks!r}")
+    bandwidth = _validate.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    latency = _validate.nonnegative("latency_s", latency_s)
+    if not isinstance(bandwidth, float) or not isinstance(latency, float):
+        raise ValueError("bandwidth_bytes_per_s and latency_s must be single numbers")
+    chosen = _checked_algorithms(op, p, algorithms)
+    low, high = _checked_range(payload_range_bytes)
+    mark = None if mark_payload_bytes is None else _validate.positive("mark_payload_bytes", mark_payload_bytes)
+    if mark is not None and not isinstance(mark, float):
+        raise ValueError(f"mark_payload_bytes must be a single size in bytes, got {mark_payload_bytes!r}")
+
+    ax = axes_or_new(ax)
+    payload = np.logspace(np.log10(low), np.log10(high), 300)
+    shortest, longest = np.inf, 0.0
+    for algorithm in chosen:
+        time = collectives.collective_time(op, p, payload, bandwidth, latency, algorithm)  # ValueError: ranks
+        label = algorithm
+        if mark is not None:
+            marked = collectives.collective_time(op, p, mark, bandwidth, latency, algorithm)
+            label = f"{algorithm}: {units.format_time(marked)} at {units.format_bytes(mark)}"
+        shortest, longest = min(shortest, float(np.min(time))), max(longest, float(np.max(time)))
+        color, style = _ALGORITHM_STYLES[algorithm]
+        ax.plot(payload, time, color=color, linestyle=style, linewidth=2, label=label, gid=f"time:{algorithm}")
+        if mark is not None:
+            ax.scatter([mark], [marked], color=color, s=40, zorder=4, edgecolor="white", gid=f"mark:{algorithm}")
+
+    reference_algorithm = "ring" if "ring" in ALGORITHMS[op] else ALGORITHMS[op][0]
+    cost = collectives.collective_cost(op, p, payload, reference_algorithm)
+    latency_term = np.full_like(payload, cost.phases * latency)
+    bandwidth_term = cost.wire_bytes / bandwidth
+    if latency > 0:
+        ax.plot(payload, latency_term, color=COLORS["latency"], linestyle=":", linewidth=1.5,
+                label=f"{reference_algorithm}: latency term n·α = {units.format_time(cost.phases * latency)}",
+                gid="term:latency")
+    ax.plot(payload, bandwidth_term, color=COLORS["bandwidth"], linestyle=":", linewidth=1.5,
+            label=f"{reference_algorithm}: bandwidth term Q/B", gid="term:bandwidth")
+
+    crossover = collectives.latency_bandwidth_crossover_bytes(op, p, bandwidth, latency, reference_algorithm)
+    if crossover > 0:
+        ax.axvline(crossover, color="#333333", linestyle="--", linewidth=1.2, gid="crossover",
+                   label=f"{reference_algorithm} crossover S* = {units.format_bytes(crossover)}")
+        ax.axvspan(low, crossover, color=COLORS["latency"], alpha=0.08, linewidth=0)
+        ax.axvspan(crossover, high, color=COLORS["bandwidth"], alpha=0.08, linewidth=0)
+        # Each label sits in the middle (in log space) of its side, when that side is visible.
+        if low < crossover:
+            ax.text(math.sqrt(low * min(crossover, high)), 0.03, "latency-bound", transform=ax.get_xaxis_transform(),
+                    ha="center", va="bottom", fontsize=10, color="#8A4B14")
+        if crossover < high:
+            ax.text(math.sqrt(max(crossover, low) * high), 0.03, "bandwidth-bound", transform=ax.get_xaxis_transform(),
+                    ha="center", va="bottom", fontsize=10, color="#2B4A7A")
+    else:
+        ax.text(0.985, 0.03, "bandwidth-bound everywhere (α = 0)", transform=ax.transAxes, ha="right",
+                va="bottom", fontsize=10, color="#2B4A7A")
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(low, high)
+    ax.set_ylim(shortest / 4, longest * 3)  # the curves decide the range; the dotted terms are clipped to it
+    ax.xaxis.set_major_formatter(bytes_formatter)
+    ax.yaxis.set_major_formatter(time_formatter)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8.5, framealpha=0.95)
+    label_units(ax, "payload S (bytes)", "time (s)",
+                f"{op}, {p} ranks, {units.format_bandwidth(bandwidth)}, {units.format_time(latency)}")
+    return ax

@@ -1,0 +1,66 @@
+"""The course map: lessons in prerequisite order with the labs attached to the lesson they practise."""
+
+from __future__ import annotations
+
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+from ._style import AXIS_COLORS, axes_or_new
+
+__all__ = ["LESSONS", "LABS", "plot_course_map"]
+
+# (file stem, title, prerequisites)
+LESSONS = (
+    ("01_mac", "01 · Count the work\nFLOPs, intensity, roofline", ()),
+    ("02_nccl", "02 · Move the data\ncollectives, α–β cost", ("01_mac",)),
+    ("03_parallelism", "03 · Split the work\nDP, TP, PP, ZeRO; memory", ("01_mac", "02_nccl")),
+    ("04_communication_budget", "04 · Budget the bytes\nexposed time, plan search", ("01_mac", "02_nccl", "03_parallelism")),
+)
+# (lab title, the lesson it practises)
+LABS = (
+    ("Lab: ring all-reduce", "02_nccl"),
+    ("Lab: global batch", "03_parallelism"),
+    ("Lab: memory budget", "03_parallelism"),
+    ("Lab: pipeline schedule", "03_parallelism"),
+)
+
+
+def plot_course_map(ax=None):
+    """Draw the lessons as a chain (arrows: "is a prerequisite of") with their labs hanging below.
+
+    >>> ax = plot_course_map()
+    >>> sorted(t.get_text().splitlines()[0] for t in ax.texts)[:2]
+    ['01 · Count the work', '02 · Move the data']
+    >>> import matplotlib.pyplot as plt; plt.close("all")
+    """
+    ax = axes_or_new(ax, figsize=(11, 4.2))
+    width, height, gap = 2.3, 0.9, 0.5
+    centre = {}
+    for index, (stem, title, _) in enumerate(LESSONS):
+        x = index * (width + gap)
+        ax.add_patch(FancyBboxPatch((x, 1.4), width, height, boxstyle="round,pad=0.05", facecolor="#E8EEF7",
+                                    edgecolor="#4C72B0", linewidth=1.5))
+        ax.text(x + width / 2, 1.4 + height / 2, title, ha="center", va="center", fontsize=9.5)
+        centre[stem] = x + width / 2
+    for stem, _, prerequisites in LESSONS:
+        if prerequisites:  # draw only the direct chain; the later lessons also build on everything before
+            source = prerequisites[-1]
+            ax.add_patch(FancyArrowPatch((centre[source] + width / 2 + 0.03, 1.85), (centre[stem] - width / 2 - 0.03, 1.85),
+                                         arrowstyle="-|>", mutation_scale=14, color="#333333"))
+    labs_per_lesson = {}
+    for title, lesson in LABS:
+        slot = labs_per_lesson.setdefault(lesson, [])
+        slot.append(title)
+    for lesson, titles in labs_per_lesson.items():
+        for row, title in enumerate(titles):
+            y = 0.75 - row * 0.55
+            x = centre[lesson] - width / 2 + 0.15
+            ax.add_patch(FancyBboxPatch((x, y), width - 0.3, 0.38, boxstyle="round,pad=0.04", facecolor="#EEF6EE",
+                                        edgecolor=AXIS_COLORS["data"], linewidth=1.2))
+            ax.text(centre[lesson], y + 0.19, title, ha="center", va="center", fontsize=9)
+        ax.plot([centre[lesson], centre[lesson]], [1.4, 0.75 + 0.38], color=AXIS_COLORS["data"], linewidth=1.2,
+                linestyle=":")
+    ax.set_xlim(-0.2, len(LESSONS) * (width + gap) - gap + 0.2)
+    ax.set_ylim(-0.5, 2.5)
+    ax.set_axis_off()
+    ax.set_title("Lessons in prerequisite order (arrows) and the labs that practise them (green)")
+    return ax

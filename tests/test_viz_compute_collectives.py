@@ -1,0 +1,323 @@
+"""Figures of lessons 01 and 02: what each figure holds (lines, bars, texts, scales, labels), never pixels."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import math  # noqa: E402
+import re  # noqa: E402
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.colors import to_rgba  # noqa: E402
+from matplotlib.patches import FancyArrowPatch  # noqa: E402
+
+from course_lib import collectives, compute, hardware  # noqa: E402
+from course_lib.simulate import reference, simulate  # noqa: E402
+from course_lib.viz.collectives import (  # noqa: E402
+    RANK_COLORS, SUM_COLOR, demo_inputs, plot_collective_data, plot_collective_time_vs_payload,
+    plot_ring_allreduce_steps, plot_ring_step)
+from course_lib.viz.compute import plot_flops_breakdown, plot_roofline  # noqa: E402
+
+GPT3 = dict(batch=1536, seq_len=2048, layers=96, hidden=12288, vocab=51200)
+SMALL = dict(batch=2, seq_len=64, layers=3, hidden=32, vocab=100)  # every count exact in float64
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def two_axes():
+    _, axes = plt.subplots(1, 2)
+    return axes
+
+
+def by_gid(artists, prefix):
+    return [a for a in artists if (a.get_gid() or "").startswith(prefix)]
+
+
+# --- plot_roofline ---------------------------------------------------------------------------------------------
+
+def test_roofline_lines_are_the_formula_for_each_default_accelerator():
+    ax = plot_roofline()
+    presets = (hardware.A100, hardware.H100, hardware.B200, hardware.TPU_V5E)
+    assert len(ax.lines) == len(presets)
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    assert "(FLOP/byte)" in ax.get_xlabel() and "(FLOP/s)" in ax.get_ylabel()
+    for line, preset in zip(ax.lines, presets):
+        x, y = line.get_data()
+        peak, bandwidth = preset.peak("bf16"), preset.hbm_bandwidth_bytes_per_s
+        np.testing.assert_array_equal(y, compute.attainable_flops_per_s(x, peak, bandwidth))
+        ridge = compute.ridge_point_flops_per_byte(peak, bandwidth)
+        assert preset.name in line.get_label() and f"ridge {ridge:.0f} FLOP/byte" in line.get_label()
+        assert ridge in x  # the corner is drawn exactly
+        (marker,) = by_gid(ax.collections, f"ridge:{preset.name}")
+        np.testing.assert_allclose(marker.get_offsets(), [[ridge, peak]])
+    low, high = ax.get_xlim()
+    assert (low, high) == (1.0, 1e4)
+    assert ax.yaxis.get_major_formatter()(312e12, 0) == "312 TFLOP/s"
+    texts = " ".join(t.get_text() for t in ax.texts)
+    assert "memory-bound on A100" in texts and "compute-bound on A100" in texts and "153 FLOP/byte" in texts
+
+
+def test_roofline_points_sit_on_the_first_accelerators_roof_and_widen_the_range():
+    intensity = compute.arithmetic_intensity(compute.gemm_flops(4096, 4096, 4096), compute.gemm_bytes(4096, 4096, 4096))
+    ax = plot_roofline([hardware.H100, hardware.A100], points=[("GEMM 4096³", intensity), ("tiny", 0.25),
+                                                              ("huge", 5e4)])
+    assert len(ax.lines) == 2
+    (points,) = by_gid(ax.collections, "points")
+    xs = np.array([intensity, 0.25, 5e4])
+    expected = compute.attainable_flops_per_s(xs, hardware.H100.peak("bf16"), hardware.H100.hbm_bandwidth_bytes_per_s)
+    np.testing.assert_allclose(points.get_offsets(), np.column_stack([xs, expected]))
+    labels = [t.get_text() for t in by_gid(ax.texts, "point-label")]
+    assert len(labels) == 3 and labels[0].startswith("GEMM 4096³") and "989 TFLOP/s" in labels[0]
+    low, high = ax.get_xlim()
+    assert low <= 0.25 and high >= 5e4
+
+
+def test_roofline_other_dtype_uses_that_peak():
+    ax = plot_roofline([hardware.H100], dtype="fp8")
+    assert ax.lines[0].get_ydata().max() == hardware.H100.peak("fp8")
+
+
+# --- plot_flops_breakdown --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("recompute, bars", [(True, 5 * 3 + 2), ("full", 17), (False, 6 * 2), ("none", 12),
+                                             ("selective", 6 * 2 + 2)])
+def test_flops_breakdown_sums_exactly_to_the_iteration_count(recompute, bars):
+    ax = plot_flops_breakdown(**SMALL, recompute=recompute)
+    widths = [patch.get_width() for patch in ax.patches]
+    assert len(widths) == bars
+    assert math.fsum(widths) == compute.transformer_flops_per_iteration(**SMALL, recompute=recompute)
+
+
+def test_flops_breakdown_parts_follow_the_appendix_and_gpt3_adds_up():
+    ax = plot_flops_breakdown(**GPT3)
+    total = compute.transformer_flops_per_iteration(**GPT3)
+    assert math.fsum(p.get_width() for p in ax.patches) == pytest.approx(total, rel=1e-12)
+    b, s, l, h, v = (GPT3[k] for k in ("batch", "seq_len", "layers", "hidden", "vocab"))
+    forward = {label: p.get_width() for p in ax.patches for label, pass_name in [p.get_gid().split("|")]
+               if pass_name == "forward"}
+    assert forward["QKV projections (6Bsh²)"] == 6 * b * s * h**2 * l
+    assert forward["attention scores QKᵀ (2Bs²h)"] == 2 * b * s**2 * h * l
+    assert forward["MLP h → 4h → h (16Bsh²)"] == 16 * b * s * h**2 * l
+    assert forward["logits (2BshV, never recomputed)"] == 2 * b * s * h * v
+    shares = [float(re.search(r"\(([\d.]+) %\)", t.get_text()).group(1)) for t in ax.texts]
+    assert len(shares) == 6 and sum(shares) == pytest.approx(100, abs=0.1)
+    assert "FLOP" in ax.get_xlabel() and "4.51 EFLOP" in ax.get_title()
+    assert ax.xaxis.get_major_formatter()(1e18, 0) == "1 EFLOP"
+
+
+# --- plot_collective_data --------------------------------------------------------------------------------------
+
+def row_values(ax, ranks):
+    """The numbers the cells of each row show, left to right (a "Σ 100" cell shows 100)."""
+    rows = [[] for _ in range(ranks)]
+    for text in sorted(ax.texts, key=lambda t: t.get_position()[0]):
+        x, y = text.get_position()
+        rows[round(y)].append(int(re.search(r"-?\d+$", text.get_text()).group()))
+    return rows
+
+
+@pytest.mark.parametrize("op", collectives.OPS)
+@pytest.mark.parametrize("ranks", [3, 4])
+def test_collective_data_after_panel_shows_the_simulated_outputs(op, ranks, two_axes):
+    axes = plot_collective_data(op, ranks, axes=two_axes)
+    assert len(axes) == 2
+    assert [ax.get_title() for ax in axes] == ["before", f"after {op}"]
+    inputs = demo_inputs(op, ranks)
+    outputs = simulate(op, ranks, inputs, algorithm="pairwise" if op == "all_to_all" else "ring").outputs
+    assert row_values(axes[1], ranks) == [list(out) for out in outputs]
+    assert row_values(axes[1], ranks) == [list(out) for out in reference(op, inputs)]
+    if op != "broadcast":  # broadcast shows only the root's input (the others are never used)
+        assert row_values(axes[0], ranks) == [list(array) for array in inputs]
+
+
+def test_collective_data_inputs_identify_rank_and_chunk():
+    assert [list(a) for a in demo_inputs("all_reduce", 3)] == [[10, 11, 12], [20, 21, 22], [30, 31, 32]]
+
+
+def test_collective_data_colours_sums_and_sources():
+    def face(ax, r, c):
+        return next(p.get_facecolor() for p in ax.patches if p.get_xy() == (c - 0.5, r - 0.5))
+
+    axes = plot_collective_data("all_reduce", 4)
+    assert all(t.get_text().startswith("Σ ") for t in axes[1].texts) and len(axes[1].texts) == 16
+    assert face(axes[1], 2, 1) == to_rgba(SUM_COLOR)
+    axes = plot_collective_data("all_gather", 4)
+    assert face(axes[1], 0, 3) == to_rgba(RANK_COLORS[3])  # rank 0 now holds rank 3's chunk
+    axes = plot_collective_data("all_to_all", 4)
+    assert "pairwise" in axes[1].get_xlabel() and "by source rank" in axes[1].get_xlabel()
+
+
+def test_collective_data_other_algorithms_and_given_axes():
+    fig, given = plt.subplots(1, 2)
+    axes = plot_collective_data("all_reduce", 4, algorithm="recursive_doubling", axes=given)
+    assert list(axes) == list(given) and "recursive_doubling, 2 steps" in axes[1].get_xlabel()
+    axes = plot_collective_data("all_to_all", 4, algorithm="bruck")
+    assert "bruck" in axes[1].get_xlabel()
+
+
+# --- plot_ring_step / plot_ring_allreduce_steps ----------------------------------------------------------------
+
+def arrows(ax):
+    return [p for p in ax.patches if isinstance(p, FancyArrowPatch)]
+
+
+def final_squares(ax, ranks):
+    darkest = by_gid(ax.patches, "chunk:")
+    colours = [p.get_facecolor() for p in darkest]
+    final = to_rgba(plt.get_cmap("Blues")(0.95))
+    return sum(np.allclose(colour, final) for colour in colours), len(colours)
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "reduce_scatter", "all_gather"])
+@pytest.mark.parametrize("layout", ["circle", "rows"])
+def test_ring_step_draws_one_arrow_per_transfer_and_shades_final_chunks(op, layout):
+    sim = simulate(op, 4, elements=4)
+    _, ax = plt.subplots()
+    for step in range(sim.step_count + 1):
+        ax.clear()
+        assert plot_ring_step(sim, step, ax=ax, layout=layout) is ax
+        transfers = sim.steps[step - 1] if step else ()
+        assert len(arrows(ax)) == len(transfers)
+        labels = {t.get_text() for t in ax.texts}
+        for transfer in transfers:
+            assert any(text.startswith(f"c{transfer.chunks[0]}") for text in labels)
+        finals, squares = final_squares(ax, 4)
+        assert squares == 16 and finals == sim.holdings(step).sum()
+
+
+def test_ring_step_titles():
+    sim = simulate("all_reduce", 4, elements=4)
+    titles = [plot_ring_step(sim, step).get_title() for step in (0, 3, 4)]
+    assert titles == ["step 0 of 6: before any transfer", "step 3 of 6: reduce-scatter", "step 4 of 6: all-gather"]
+    assert plot_ring_step(simulate("all_gather", 3, elements=3), 1).get_title() == "step 1 of 2: all-gather"
+    assert plot_ring_step(sim, 1, legend=False).get_legend() is None
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_ring_allreduce_steps_one_panel_per_step(ranks):
+    axes = plot_ring_allreduce_steps(ranks)
+    sim = simulate("all_reduce", ranks, elements=ranks)
+    assert len(axes) == 2 * (ranks - 1) + 1
+    for step, ax in enumerate(axes):
+        assert ax.get_title().startswith(f"step {step} of {2 * (ranks - 1)}")
+        assert len(arrows(ax)) == (len(sim.steps[step - 1]) if step else 0)
+
+
+def test_ring_allreduce_steps_in_given_axes_puts_the_legend_in_a_spare_one():
+    fig, grid = plt.subplots(2, 3)
+    axes = plot_ring_allreduce_steps(3, axes=grid)
+    assert list(axes) == list(grid.flat[:5])
+    assert grid.flat[5].get_legend() is not None
+
+
+# --- plot_collective_time_vs_payload ---------------------------------------------------------------------------
+
+def test_time_vs_payload_curves_are_the_cost_model():
+    ax = plot_collective_time_vs_payload()
+    curves = by_gid(ax.lines, "time:")
+    assert [c.get_label() for c in curves] == list(collectives.ALGORITHMS["all_reduce"])
+    payload, time = curves[0].get_data()
+    np.testing.assert_allclose(time, collectives.ring_allreduce_time(8, payload, 50e9, 5e-6), rtol=1e-12)
+    for curve in curves[1:]:
+        x, y = curve.get_data()
+        expected = collectives.collective_time("all_reduce", 8, x, 50e9, 5e-6, curve.get_label())
+        np.testing.assert_allclose(y, expected, rtol=1e-12)
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    assert "(bytes)" in ax.get_xlabel() and "(s)" in ax.get_ylabel()
+    assert ax.get_title() == "all_reduce, 8 ranks, 50 GB/s, 5 µs"
+    assert ax.get_xlim() == pytest.approx((1e3, 1e10))
+    assert ax.xaxis.get_major_formatter()(1e6, 0) == "1 MB"
+    assert ax.yaxis.get_major_formatter()(2e-3, 0) == "2 ms"
+
+
+def test_time_vs_payload_crossover_line_and_regions():
+    ax = plot_collective_time_vs_payload("all_gather", 4, 100e9, 2e-6)
+    (line,) = by_gid(ax.lines, "crossover")
+    crossover = collectives.latency_bandwidth_crossover_bytes("all_gather", 4, 100e9, 2e-6)
+    assert list(line.get_xdata()) == [crossover, crossover]
+    texts = [t.get_text() for t in ax.texts]
+    assert "latency-bound" in texts and "bandwidth-bound" in texts
+    # the two dotted ring terms meet at the crossover
+    (latency_term,) = by_gid(ax.lines, "term:latency")
+    (bandwidth_term,) = by_gid(ax.lines, "term:bandwidth")
+    x = bandwidth_term.get_xdata()
+    at = np.interp(np.log(crossover), np.log(x), np.log(bandwidth_term.get_ydata()))
+    assert np.exp(at) == pytest.approx(latency_term.get_ydata()[0], rel=1e-3)
+
+
+def test_time_vs_payload_skips_power_of_two_algorithms_and_marks_a_payload():
+    ax = plot_collective_time_vs_payload(ranks=6, mark_payload_bytes=100e6)
+    curves = by_gid(ax.lines, "time:")
+    assert [c.get_gid() for c in curves] == ["time:ring", "time:binomial_tree"]
+    (dot,) = by_gid(ax.collections, "mark:ring")
+    ring = collectives.ring_allreduce_time(6, 100e6, 50e9, 5e-6)
+    np.testing.assert_allclose(dot.get_offsets(), [[100e6, ring]])
+    assert curves[0].get_label() == "ring: 3.38 ms at 100 MB"
+
+
+def test_time_vs_payload_all_to_all_and_zero_latency():
+    ax = plot_collective_time_vs_payload("all_to_all", 16)
+    assert [c.get_label() for c in by_gid(ax.lines, "time:")] == ["pairwise", "bruck"]
+    assert by_gid(ax.lines, "crossover")[0].get_xdata()[0] == collectives.latency_bandwidth_crossover_bytes(
+        "all_to_all", 16, 50e9, 5e-6, "pairwise")
+    ax = plot_collective_time_vs_payload(latency_s=0, algorithms=["ring"])
+    assert not by_gid(ax.lines, "crossover") and not by_gid(ax.lines, "term:latency")
+
+
+# --- bad input -------------------------------------------------------------------------------------------------
+
+def ring_sim():
+    return simulate("all_reduce", 4, elements=4)
+
+
+BAD_CALLS = [
+    (lambda: plot_roofline([]), "accelerators"),
+    (lambda: plot_roofline(["H100"]), "accelerators"),
+    (lambda: plot_roofline([hardware.A100], dtype="fp4"), "dtype"),
+    (lambda: plot_roofline(points=[("x", -1.0)]), "points"),
+    (lambda: plot_roofline(points=[("x",)]), "points"),
+    (lambda: plot_roofline(points="GEMM"), "points"),
+    (lambda: plot_flops_breakdown(0, 2048, 96, 12288, 51200), "batch"),
+    (lambda: plot_flops_breakdown(1, 2048, 96, 122.5, 51200), "hidden"),
+    (lambda: plot_flops_breakdown(1, 2048, 96, 12288, 51200, recompute="partial"), "recompute"),
+    (lambda: plot_collective_data("allreduce"), "op"),
+    (lambda: plot_collective_data("all_reduce", 0), "ranks"),
+    (lambda: plot_collective_data("all_reduce", 9), "ranks"),
+    (lambda: plot_collective_data("all_reduce", 4, algorithm="pairwise"), "algorithm"),
+    (lambda: plot_collective_data("all_reduce", 3, algorithm="recursive_doubling"), "ranks"),
+    (lambda: plot_collective_data("all_reduce", 4, axes=[plt.gca()]), "axes"),
+    (lambda: plot_ring_step("sim", 0), "simulation"),
+    (lambda: plot_ring_step(simulate("all_reduce", 4, algorithm="binomial_tree"), 0), "simulation"),
+    (lambda: plot_ring_step(simulate("broadcast", 4), 0), "simulation"),
+    (lambda: plot_ring_step(ring_sim(), 7), "step"),
+    (lambda: plot_ring_step(ring_sim(), -1), "step"),
+    (lambda: plot_ring_step(ring_sim(), 1.5), "step"),
+    (lambda: plot_ring_step(ring_sim(), 1, layout="grid"), "layout"),
+    (lambda: plot_ring_allreduce_steps(1), "ranks"),
+    (lambda: plot_ring_allreduce_steps(9), "ranks"),
+    (lambda: plot_ring_allreduce_steps(4, axes=plt.subplots(2, 3)[1]), "axes"),
+    (lambda: plot_collective_time_vs_payload(op="gather"), "op"),
+    (lambda: plot_collective_time_vs_payload(ranks=1), "ranks"),
+    (lambda: plot_collective_time_vs_payload(bandwidth_bytes_per_s=0), "bandwidth_bytes_per_s"),
+    (lambda: plot_collective_time_vs_payload(latency_s=-1e-6), "latency_s"),
+    (lambda: plot_collective_time_vs_payload(algorithms=["tree"]), "algorithms"),
+    (lambda: plot_collective_time_vs_payload(algorithms=[]), "algorithms"),
+    (lambda: plot_collective_time_vs_payload(ranks=6, algorithms=["recursive_doubling"]), "ranks"),
+    (lambda: plot_collective_time_vs_payload(payload_range_bytes=(1e6, 1e3)), "payload_range_bytes"),
+    (lambda: plot_collective_time_vs_payload(payload_range_bytes=(0, 1e3)), "payload_range_bytes"),
+    (lambda: plot_collective_time_vs_payload(payload_range_bytes=1e6), "payload_range_bytes"),
+    (lambda: plot_collective_time_vs_payload(mark_payload_bytes=-5), "mark_payload_bytes"),
+]
+
+
+@pytest.mark.parametrize("call, parameter", BAD_CALLS, ids=[f"{i}-{p}" for i, (_, p) in enumerate(BAD_CALLS)])
+def test_bad_input_names_the_parameter(call, parameter):
+    with pytest.raises(ValueError, match=rf"^{parameter}\b"):
+        call()

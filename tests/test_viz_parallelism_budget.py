@@ -1,0 +1,311 @@
+"""Figures of lessons 03 and 04: what each figure holds (artists, labels, scales, texts), never pixels."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
+from matplotlib.colors import to_rgba  # noqa: E402
+from matplotlib.patches import FancyArrowPatch  # noqa: E402
+
+from course_lib import budget, hardware, parallelism, units  # noqa: E402
+from course_lib.parallelism import GPT2_1_5B, GPT3_175B, MEGATRON_1T, ParallelPlan, memory_breakdown  # noqa: E402
+from course_lib.pipeline import pipeline_schedule  # noqa: E402
+from course_lib.viz._style import COLORS  # noqa: E402
+from course_lib.viz.budget import plot_plan_search, plot_step_timeline  # noqa: E402
+from course_lib.viz.parallelism import (plot_memory_breakdown, plot_parallelism_splits,  # noqa: E402
+                                        plot_pipeline_schedule)
+
+CLUSTER_64 = hardware.Cluster("8 × DGX H100", hardware.H100, 8, 8, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+# ---- pipeline Gantt chart -----------------------------------------------------------------------------------------
+
+def _op_boxes(ax):
+    collections = [c for c in ax.collections if isinstance(c, PolyCollection)
+                   and str(c.get_gid()).startswith(("pipeline-forward", "pipeline-backward"))]
+    boxes = []
+    for collection in collections:
+        kind = collection.get_gid().split("-")[1]
+        for path in collection.get_paths():
+            xs, ys = path.vertices[:, 0], path.vertices[:, 1]
+            boxes.append((kind, xs.min(), xs.max(), round(float(ys.mean()))))
+    return collections, boxes
+
+
+@pytest.mark.parametrize("p, m, schedule, v, title", [
+    (4, 8, "1f1b", 1, "1F1B, p = 4, m = 8: bubble 37.5 %"),
+    (4, 8, "interleaved", 2, "Interleaved 1F1B, p = 4, v = 2, m = 8: bubble 18.8 %"),
+    (4, 4, "gpipe", 1, "GPipe, p = 4, m = 4: bubble 75 %"),
+])
+def test_gantt_has_one_box_per_op_at_its_times(p, m, schedule, v, title):
+    timeline = pipeline_schedule(p, m, schedule, v)
+    ax = plot_pipeline_schedule(timeline)
+    collections, boxes = _op_boxes(ax)
+    assert len(boxes) == len(timeline.ops)
+    expected = sorted((op.kind, op.start_s, op.end_s, op.stage) for op in timeline.ops)
+    assert [b[0] for b in sorted(boxes)] == [e[0] for e in expected]
+    np.testing.assert_allclose([b[1:] for b in sorted(boxes)], [e[1:] for e in expected], rtol=0, atol=1e-12)
+    assert ax.get_title() == title
+    assert "t_f" in ax.get_xlabel()
+    low, high = ax.get_ylim()
+    assert low > high  # stage 0 on top
+    assert len(collections) == 2 * v
+    forward0 = next(c for c in collections if c.get_gid() == "pipeline-forward-chunk0")
+    backward0 = next(c for c in collections if c.get_gid() == "pipeline-backward-chunk0")
+    assert tuple(forward0.get_facecolor()[0]) == pytest.approx(to_rgba(COLORS["forward"]))
+    assert tuple(backward0.get_facecolor()[0]) == pytest.approx(to_rgba(COLORS["backward"]))
+    # Small charts label every box with its micro-batch, counted from 1.
+    numbers = sorted(int(t.get_text()) for t in ax.texts)
+    assert numbers == sorted(op.microbatch + 1 for op in timeline.ops)
+    assert any(c.get_gid() == "pipeline-idle" for c in ax.collections)
+
+
+def test_gantt_in_units_of_t_f_for_real_seconds():
+    timeline = pipeline_schedule(4, 8, "1f1b", forward_time_s=2e-3, backward_time_s=4e-3)
+    ax = plot_pipeline_schedule(timeline)
+    _, boxes = _op_boxes(ax)
+    assert max(b[2] for b in boxes) * 2e-3 == pytest.approx(timeline.total_s)
+    assert "2 ms" in ax.get_xlabel()
+
+
+def test_gantt_of_a_long_schedule_drops_the_labels():
+    timeline = pipeline_schedule(8, 32, "interleaved", 2)
+    ax = plot_pipeline_schedule(timeline)
+    assert len(_op_boxes(ax)[1]) == len(timeline.ops) == 2 * 8 * 32 * 2
+    assert not ax.texts
+
+
+def test_gantt_draws_on_a_given_axes():
+    _, ax = plt.subplots()
+    assert plot_pipeline_schedule(pipeline_schedule(2, 2), ax=ax) is ax
+
+
+@pytest.mark.parametrize("bad", [None, "1f1b", parallelism.ParallelPlan(pipeline_parallel=4)])
+def test_gantt_bad_input(bad):
+    with pytest.raises(ValueError, match="timeline"):
+        plot_pipeline_schedule(bad)
+
+
+# ---- memory breakdown ---------------------------------------------------------------------------------------------
+
+def _gpt3_breakdowns():
+    return {
+        "d=64": memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=64)),
+        "d=64 ZeRO-3": memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=64, zero_stage=3, recompute="full")),
+        "t=8 p=8 d=8": memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=8, tensor_parallel=8,
+                                                                pipeline_parallel=8, grad_accum_steps=64)),
+        "t=8 p=8 d=8 ZeRO-1": memory_breakdown(GPT3_175B, ParallelPlan(
+            data_parallel=8, tensor_parallel=8, pipeline_parallel=8, zero_stage=1, grad_accum_steps=64,
+            recompute="selective", sequence_parallel=True)),
+    }
+
+
+def test_memory_bars_stack_the_breakdown_fields():
+    breakdowns = _gpt3_breakdowns()
+    capacity = hardware.A100.hbm_capacity_bytes
+    ax = plot_memory_breakdown(breakdowns, capacity_bytes=capacity)
+    fields = ["parameters", "gradients", "optimizer_state", "activations"]
+    assert [c.get_label() for c in ax.containers] == ["parameters", "gradients", "optimizer state", "activations"]
+    bottoms = np.zeros(len(breakdowns))
+    for container, field in zip(ax.containers, fields):
+        heights = [bar.get_height() for bar in container]
+        assert heights == pytest.approx([getattr(b, field) for b in breakdowns.values()])
+        assert [bar.get_y() for bar in container] == pytest.approx(bottoms)
+        bottoms += heights
+    assert bottoms == pytest.approx([b.total for b in breakdowns.values()])
+    line = next(line for line in ax.lines if line.get_gid() == "capacity")
+    assert list(line.get_ydata()) == [capacity, capacity]
+    texts = [t.get_text() for t in ax.texts]
+    assert any("80 GB" in t for t in texts)
+    over = [b.total > capacity for b in breakdowns.values()]
+    assert over == [True, False, True, False]
+    assert sum("does not fit" in t for t in texts) == sum(over)
+    assert len([p for p in ax.patches if p.get_gid() == "over-capacity"]) == sum(over)
+    for breakdown in breakdowns.values():
+        assert any(units.format_bytes(breakdown.total) in t for t in texts)
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(breakdowns)
+    assert ax.get_ylim()[1] < breakdowns["d=64"].total  # the 3 TB bar is off scale, the others readable
+    assert "bytes" in ax.get_ylabel()
+
+
+def test_memory_bars_without_capacity():
+    breakdowns = dict(list(_gpt3_breakdowns().items())[1:])
+    ax = plot_memory_breakdown(breakdowns)
+    assert not [line for line in ax.lines if line.get_gid() == "capacity"]
+    assert not any("does not fit" in t.get_text() for t in ax.texts)
+    assert ax.get_ylim()[1] > max(b.total for b in breakdowns.values())
+
+
+@pytest.mark.parametrize("breakdowns, capacity, parameter", [
+    ({}, None, "breakdowns"), ([1, 2], None, "breakdowns"), ({"a": 3.0}, None, "breakdowns"),
+    ({"a": parallelism.MemoryBreakdown(np.ones(2), 1.0, 1.0, 1.0)}, None, "breakdowns"),
+    ({"a": parallelism.MemoryBreakdown(1.0, 1.0, 1.0, 1.0)}, 0, "capacity_bytes"),
+    ({"a": parallelism.MemoryBreakdown(1.0, 1.0, 1.0, 1.0)}, "80 GB", "capacity_bytes"),
+])
+def test_memory_bad_input(breakdowns, capacity, parameter):
+    with pytest.raises(ValueError, match=parameter):
+        plot_memory_breakdown(breakdowns, capacity_bytes=capacity)
+
+
+# ---- the four splits ----------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def split_axes():
+    return plot_parallelism_splits()
+
+
+def test_split_panels_mark_the_crossing_tensors_and_their_collectives(split_axes):
+    axes = split_axes
+    assert axes.shape == (2, 2)
+    titles = [ax.get_title() for ax in axes.flat]
+    assert [t.split()[0] for t in titles] == ["Data", "Tensor", "Pipeline", "ZeRO"]
+    expected = [["gradients: all-reduce"], ["partial sums: all-reduce ×2 per layer fwd, ×2 bwd"],
+                ["activations fwd / gradients bwd: send/recv"],
+                ["parameters: all-gather", "gradients: reduce-scatter"]]
+    for ax, wanted in zip(axes.flat, expected):
+        labels = [t.get_text() for t in ax.texts if t.get_gid() == "boundary-label"]
+        assert len(labels) == 1
+        for phrase in wanted:
+            assert phrase in labels[0], (ax.get_title(), labels[0])
+        arrows = [p for p in ax.patches if isinstance(p, FancyArrowPatch) and p.get_gid() == "boundary-arrow"]
+        assert arrows
+        assert {p.get_gid() for p in ax.patches} >= {"device-0", "device-1"}
+    assert tuple(axes[0, 0].figure.get_size_inches()) == (11, 8)
+
+
+def test_split_labels_come_from_the_cost_model(split_axes):
+    # The ops named on the arrows are exactly those parallelism.boundary_tensors lists for 2-GPU plans.
+    model = parallelism.TransformerModel("4-layer example", 4, 64, 4, 256, 32)
+    plans = [ParallelPlan(data_parallel=2), ParallelPlan(tensor_parallel=2), ParallelPlan(pipeline_parallel=2),
+             ParallelPlan(data_parallel=2, zero_stage=3)]
+    axes = split_axes
+    names = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
+             "send_recv": "send/recv"}
+    for ax, plan in zip(axes.flat, plans):
+        label = next(t.get_text() for t in ax.texts if t.get_gid() == "boundary-label")
+        ops = {names[t.op] for t in parallelism.boundary_tensors(model, plan)}
+        assert ops == {name for name in names.values() if name in label}
+
+
+def test_splits_on_given_axes_and_bad_axes():
+    _, axes = plt.subplots(2, 2)
+    returned = plot_parallelism_splits(axes)
+    assert returned.shape == (2, 2) and returned[1, 1] is axes[1, 1]
+    assert axes[1, 1].get_title().startswith("ZeRO")
+    _, three = plt.subplots(1, 3)
+    with pytest.raises(ValueError, match="axes"):
+        plot_parallelism_splits(three)
+    with pytest.raises(ValueError, match="axes"):
+        plot_parallelism_splits(["a", "b", "c", "d"])
+
+
+# ---- step timeline ------------------------------------------------------------------------------------------------
+
+STEPS = {
+    "1T on Selene (bubble)": (MEGATRON_1T, ParallelPlan(data_parallel=6, tensor_parallel=8, pipeline_parallel=64,
+                                                        micro_batch=1, grad_accum_steps=512, recompute="full",
+                                                        schedule="interleaved", virtual_stages=2),
+                              hardware.SELENE_3072),
+    "GPT-2 on one node": (GPT2_1_5B, ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4),
+                          hardware.DGX_H100),
+    "GPT-3 ZeRO-3": (GPT3_175B, ParallelPlan(data_parallel=64, zero_stage=3, grad_accum_steps=24, recompute="full"),
+                     CLUSTER_64),
+}
+CRITICAL = {"compute": lambda s: s.compute_s, "tensor parallel (exposed)": lambda s: s.exposed_s["tensor"],
+            "pipeline parallel (exposed)": lambda s: s.exposed_s["pipeline"], "bubble": lambda s: s.bubble_s,
+            "data parallel (exposed)": lambda s: s.exposed_s["data"]}
+
+
+@pytest.mark.parametrize("name", list(STEPS))
+def test_step_timeline_segments_are_the_step_fields(name):
+    step = budget.step_time(*STEPS[name])
+    ax = plot_step_timeline(step)
+    critical = [p for p in ax.patches if str(p.get_gid()).startswith("critical:")]
+    hidden = [p for p in ax.patches if str(p.get_gid()).startswith("hidden:")]
+    widths = {p.get_gid().split(":", 1)[1]: p.get_width() for p in critical}
+    for label, field in CRITICAL.items():
+        assert widths.get(label, 0.0) == pytest.approx(field(step), rel=1e-12, abs=0)
+    assert sum(widths.values()) == pytest.approx(step.total_s, rel=1e-12)
+    lefts = [p.get_x() for p in critical]
+    assert lefts == pytest.approx(np.concatenate([[0], np.cumsum([p.get_width() for p in critical])[:-1]]))
+    for patch in hidden:
+        axis = patch.get_gid().split(":", 1)[1]
+        assert patch.get_width() == pytest.approx(step.overlapped_s[axis])
+    if hidden:  # hidden communication ends where the compute it hides under ends
+        assert max(p.get_x() + p.get_width() for p in hidden) == pytest.approx(step.compute_s)
+    assert len(hidden) == sum(v > 0 for v in step.overlapped_s.values())
+    names = {"tensor": "tensor parallel", "pipeline": "pipeline parallel", "data": "data parallel"}
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(widths) + [
+        f"{names[p.get_gid().split(':')[1]]} (hidden)" for p in hidden]
+    assert any(units.format_time(step.total_s) in t.get_text() for t in ax.texts)
+    assert ax.get_xlabel() == "time (s)"
+    assert step.binding_constraint in ax.get_title()
+
+
+def test_step_timeline_title_and_bad_input():
+    step = budget.step_time(*STEPS["GPT-2 on one node"])
+    assert plot_step_timeline(step, title="GPT-2").get_title() == "GPT-2"
+    with pytest.raises(ValueError, match="step"):
+        plot_step_timeline({"compute_s": 1.0})
+    arrays = budget.StepTime(np.ones(2), np.zeros(2), {"tensor": 0.0, "pipeline": 0.0, "data": 0.0},
+                             {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}, np.ones(2))
+    with pytest.raises(ValueError, match="step"):
+        plot_step_timeline(arrays)
+    with pytest.raises(ValueError, match="title"):
+        plot_step_timeline(step, title=3)
+
+
+# ---- plan search --------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def gpt3_search():
+    return budget.search_plans(GPT3_175B, CLUSTER_64, global_batch=1536)
+
+
+def test_plan_search_scatter_has_every_row(gpt3_search):
+    search = gpt3_search
+    ax = plot_plan_search(search, highlight_rows=(0, 3))
+    scatters = [c for c in ax.collections if str(c.get_gid()).startswith("plans:")]
+    points = np.concatenate([c.get_offsets() for c in scatters])
+    assert len(points) == len(search)
+    expected = np.column_stack([search.columns["memory_bytes"], search.columns["step_time_s"]])
+    np.testing.assert_allclose(points[np.lexsort(points.T[::-1])], expected[np.lexsort(expected.T[::-1])])
+    for collection in scatters:
+        constraint = collection.get_gid().split(":", 1)[1]
+        assert len(collection.get_offsets()) == int(np.sum(search.columns["binding_constraint"] == constraint))
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    line = next(line for line in ax.lines if line.get_gid() == "capacity")
+    assert list(line.get_xdata()) == [search.capacity_bytes] * 2 == [hardware.H100.hbm_capacity_bytes] * 2
+    assert any(t.get_text().strip().startswith("HBM capacity") for t in ax.texts)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    present = set(search.columns["binding_constraint"])
+    assert {text.rsplit(" (", 1)[0] for text in legend} == present
+    counts = {text.rsplit(" (", 1)[0]: int(text.rsplit("(", 1)[1].rstrip(")")) for text in legend}
+    assert sum(counts.values()) == len(search)
+    stars = next(c for c in ax.collections if c.get_gid() == "highlight")
+    np.testing.assert_allclose(stars.get_offsets(), expected[[0, 3]])
+    notes = [t.get_text() for t in ax.texts if t.get_gid() == "highlight-label"]
+    best = search.row(0)
+    assert notes[0].startswith(f"d={best['data_parallel']} t={best['tensor_parallel']} "
+                               f"p={best['pipeline_parallel']} ZeRO-{best['zero_stage']} b={best['micro_batch']}")
+    assert "memory" in ax.get_xlabel() and "(s)" in ax.get_ylabel()
+
+
+def test_plan_search_without_highlight_and_bad_input(gpt3_search):
+    ax = plot_plan_search(gpt3_search, highlight_rows=())
+    assert not [c for c in ax.collections if c.get_gid() == "highlight"]
+    for bad in [(len(gpt3_search),), (-1,), ("0",), (True,), 0, "0"]:
+        with pytest.raises(ValueError, match="highlight_rows"):
+            plot_plan_search(gpt3_search, highlight_rows=bad)
+    with pytest.raises(ValueError, match="search"):
+        plot_plan_search({"step_time_s": [1.0]})
