@@ -13,22 +13,30 @@ LOCK_PYTHONS ?= python3.10 python3.11 python3.12 python3.13
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test bench lock clean
+.PHONY: help lab test bench notebooks lock clean
 
 help: ## list the targets (this message)
 	@echo "Targets:"
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 14
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 18
 
 # root_dir: without it, Jupyter serves only the opened file's folder (notebooks/), hiding labs/.
 lab: $(VENV)/.lab-installed ## open the course in JupyterLab (prints the URL with its login token)
 	$(VENV)/bin/jupyter lab notebooks/00_course_map.ipynb --ServerApp.ip=127.0.0.1 \
 		--ServerApp.root_dir="$(CURDIR)" $(ALLOW_ROOT)
 
-test: $(VENV)/.test-installed ## run all tests: unit, property, doctests, environment and Binder checks
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+# The notebooks' stored outputs were made with PYTHONHASHSEED=0 (set order) and without MPLBACKEND (inline
+# figures); nbval's kernels inherit pytest's environment, so the tests run in the same one.
+test: $(VENV)/.test-installed ## run all tests: unit, property, doctests, notebooks (nbval), environment and Binder checks
+	env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-bench: $(VENV)/.test-installed ## time course_lib's functions (benchmarks/bench.py)
-	$(VENV)/bin/python benchmarks/bench.py
+bench: $(VENV)/.test-installed ## time course_lib's functions and the notebooks (benchmarks/bench.py)
+	env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python benchmarks/bench.py
+
+# After editing a lesson's .py: rebuild its .ipynb and store fresh outputs. NOTEBOOKS limits it to some files,
+# e.g. make notebooks NOTEBOOKS=notebooks/01_mac.py
+NOTEBOOKS ?=
+notebooks: $(VENV)/.test-installed ## re-execute the lessons and labs from their .py and store the outputs in the .ipynb
+	PYTHONHASHSEED=0 $(VENV)/bin/python tools/execute_notebooks.py $(NOTEBOOKS)
 
 lock: ## re-resolve every pin into requirements.lock (maintainers; needs PyPI and LOCK_PYTHONS)
 	$(PYTHON) tools/lock.py requirements.lock $(LOCK_PYTHONS)

@@ -75,8 +75,43 @@ def bench_search():
           f"bound by {top['binding_constraint']}")
 
 
+def bench_notebooks():
+    """Execute every lesson and lab headless with nbclient, as nbval does, in a temporary copy of their folders
+    (the repository's files are never rewritten); the kernel and its settings are those of `make notebooks`."""
+    import importlib.util
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import nbformat
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("execute_notebooks", root / "tools" / "execute_notebooks.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    totals, counts = {"notebooks": 0.0, "labs": 0.0}, {"notebooks": 0, "labs": 0}
+    with tempfile.TemporaryDirectory() as scratch:
+        for folder in totals:
+            if (root / folder).is_dir():  # labs/source/ (the graded masters) is not run
+                shutil.copytree(root / folder, Path(scratch) / folder,
+                                ignore=shutil.ignore_patterns(".ipynb_checkpoints", "source"))
+        for copy in sorted(Path(scratch).glob("notebooks/*.ipynb")) + sorted(Path(scratch).glob("labs/*.ipynb")):
+            name = copy.relative_to(scratch).as_posix()
+            try:
+                seconds = tool.execute(nbformat.read(copy, as_version=4), copy.parent)
+            except tool.CellFailed as failure:
+                print(f"notebook {name}: FAILED, {failure}")
+                continue
+            totals[copy.parent.name] += seconds
+            counts[copy.parent.name] += 1
+            print(f"notebook {name}: {seconds:.1f} s (kernel start included)")
+    print(f"all {counts['notebooks']} lessons together: {totals['notebooks']:.1f} s (target: all lessons together "
+          f"< 60 s); all {counts['labs']} labs together: {totals['labs']:.1f} s")
+
+
 if __name__ == "__main__":
     print(f"python {sys.version.split()[0]} on {sys.platform}")
     bench_import()
     bench_simulation()
     bench_search()
+    bench_notebooks()

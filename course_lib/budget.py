@@ -40,7 +40,7 @@ from .parallelism import (ZERO_STAGES, ParallelPlan, TransformerModel, memory_br
                           step_transfers)
 from .units import format_time  # noqa: F401  (doctests)
 
-__all__ = ["exposed_after_overlap", "group_collective_time", "StepTime", "step_time", "PlanSearch", "search_plans", "BINDING_CONSTRAINTS"]
+__all__ = ["exposed_after_overlap", "group_collective_time", "axis_stride", "transfer_time_per_call", "StepTime", "step_time", "PlanSearch", "search_plans", "BINDING_CONSTRAINTS"]
 
 BINDING_CONSTRAINTS = ("compute", "exposed communication", "bubble", "memory", "batch divisibility")
 _AXIS_STRIDE = {"tensor": lambda plan: 1, "data": lambda plan: plan.tensor_parallel,
@@ -94,6 +94,30 @@ def group_collective_time(op, cluster: Cluster, group_size, stride, payload_byte
     return _validate.as_result(time)
 
 
+def axis_stride(axis, plan: ParallelPlan):
+    """Distance between neighbouring ranks of a group on ``axis`` in Megatron-LM's rank order (tensor innermost).
+
+    >>> axis_stride("tensor", ParallelPlan(tensor_parallel=8, data_parallel=4)), axis_stride("pipeline", ParallelPlan(
+    ...     tensor_parallel=8, data_parallel=4, pipeline_parallel=2))
+    (1, 32)
+    """
+    _validate.choice("axis", axis, tuple(_AXIS_STRIDE))
+    return _AXIS_STRIDE[axis](plan)
+
+
+def transfer_time_per_call(transfer, plan: ParallelPlan, cluster: Cluster):
+    """Seconds one call of a ``parallelism.BoundaryTransfer`` takes on ``cluster``, where ``plan`` places its group.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import GPT3_175B, step_transfers
+    >>> plan = ParallelPlan(tensor_parallel=8)
+    >>> format_time(transfer_time_per_call(step_transfers(GPT3_175B, plan)[0], plan, DGX_H100))
+    '210 µs'
+    """
+    return group_collective_time(transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan),
+                                 transfer.payload_bytes)
+
+
 @dataclass(frozen=True, eq=False)
 class StepTime:
     """Where the time of one step goes (seconds). Fields may be arrays when plans were evaluated in bulk."""
@@ -145,8 +169,7 @@ def step_time(model: TransformerModel, plan: ParallelPlan, cluster: Cluster, com
 
     per_phase = {}  # (axis, phase) -> total seconds per step of the transfers with that phase
     for transfer in step_transfers(model, plan):
-        seconds = transfer.calls_per_step * group_collective_time(
-            transfer.op, cluster, transfer.group_size, _AXIS_STRIDE[transfer.axis](plan), transfer.payload_bytes)
+        seconds = transfer.calls_per_step * transfer_time_per_call(transfer, plan, cluster)
         key = (transfer.axis, transfer.phase)
         per_phase[key] = per_phase.get(key, 0.0) + seconds
 

@@ -103,6 +103,7 @@ CASES = [
     (budget.group_collective_time, dict(op="all_reduce", cluster=hardware.DGX_H100, group_size=8, stride=1,
                                         payload_bytes=1e9),
      dict(op="op", group_size="count", stride="count", payload_bytes="positive")),
+    (budget.axis_stride, dict(axis="data", plan=ParallelPlan(tensor_parallel=8)), dict(axis="op")),
     (budget.step_time, dict(model=GPT3_175B, plan=ParallelPlan(tensor_parallel=8), cluster=hardware.DGX_H100,
                             compute_efficiency=0.5, dtype="bf16"),
      dict(compute_efficiency="fraction", dtype="dtype")),
@@ -138,7 +139,7 @@ def test_every_public_function_is_covered():
               and not isinstance(getattr(module, name), type) or name in ("ParallelPlan", "TransformerModel")}
     # Functions whose arguments are objects validated by the ones above, tested separately below.
     separately = {"count_matmul_operations", "memory_breakdown", "step_transfers", "boundary_tensors",
-                  "communication_volume_per_step", "check_plan_for_model"}
+                  "communication_volume_per_step", "check_plan_for_model", "transfer_time_per_call"}
     assert public - separately <= covered, sorted(public - separately - covered)
 
 

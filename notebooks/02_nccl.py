@@ -1,0 +1,633 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Move the data: collectives and what they cost
+#
+# As soon as a model is split across devices, the pieces must exchange data: gradients are summed across replicas,
+# partial results of a split matrix multiply are combined, shards of parameters are gathered before use. These
+# exchanges are **collectives**, operations that every device of a group calls together. This lesson shows what
+# each collective does, how the ring all-reduce moves its chunks, and how long a collective takes: a latency term
+# plus a payload-transfer term.
+
+# %% [markdown]
+# ## What you'll learn
+#
+# - What broadcast, reduce, all-reduce, reduce-scatter, all-gather, all-to-all and send/recv do, by simulating
+#   ranks that hold small integer arrays and checking every result against a direct numpy computation.
+# - How a ring all-reduce works: a reduce-scatter followed by an all-gather, $2(p-1)$ steps that each move $S/p$
+#   bytes per rank.
+# - The α–β cost model $T_\text{comm} \approx n\alpha + Q/B_\text{eff}$, and the costs of ring, tree,
+#   recursive-doubling and Rabenseifner algorithms side by side.
+# - When a collective is latency-bound and when bandwidth-bound, and the payload where it switches.
+# - How to read nccl-tests' *algbw* and *busbw*, and what a bandwidth figure means: one-way or two-way, per GPU or
+#   per node, nominal or measured.
+# - Why an all-reduce across nodes is done hierarchically: NVLink inside each node, the network between nodes.
+
+# %% [markdown]
+# ## Prerequisites
+#
+# - [01_mac: count the work](01_mac.ipynb) (about 90 minutes with exercises): FLOPs, bytes, bandwidth and the
+#   roofline, and the `course_lib.units` conventions (SI base units, decimal prefixes: 100 MB at 50 GB/s is 2 ms).
+#
+# Budget about 75 minutes for this lesson, plus 30 for the exercises.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+from course_lib import collectives, hardware, quiz, simulate, units
+from course_lib import viz
+
+# %% [markdown]
+# ## Mechanism
+#
+# A **communicator** is a group of $p$ processes, called *ranks* $0 \dots p-1$, usually one per GPU. Each rank
+# holds a buffer, and a collective is called by all ranks together. When it returns, every rank's buffer holds a
+# defined result:
+#
+# | collective | before | after |
+# |---|---|---|
+# | **broadcast** | the root holds the data | every rank holds the root's data |
+# | **reduce** | every rank holds a buffer | the root holds the element-wise sum |
+# | **all-reduce** | every rank holds a buffer | every rank holds the sum |
+# | **reduce-scatter** | every rank holds a buffer of $p$ chunks | rank $r$ holds chunk $r$ of the sum |
+# | **all-gather** | rank $r$ holds chunk $r$ | every rank holds all $p$ chunks |
+# | **all-to-all** | rank $s$ holds $p$ blocks, block $d$ meant for rank $d$ | rank $d$ holds block $d$ of every rank |
+# | **send/recv** | rank $r$ holds a buffer | rank $r+1$ holds it (point to point; here every rank sends around a ring) |
+#
+# In training, all-reduce sums gradients across data-parallel replicas and combines the partial outputs of a
+# tensor-parallel layer; reduce-scatter and all-gather are the two halves ZeRO uses to shard gradients and
+# parameters; all-to-all routes tokens to experts; send/recv passes activations between pipeline stages. Lesson 03
+# places each of them.
+#
+# How the data moves is the *algorithm*, a sequence of **steps**. In one step each rank sends at most one message
+# and receives at most one (ranks are *single-ported*); a receiver either overwrites its copy of the data or adds
+# the message into it. `course_lib.simulate` runs each collective this way on numpy arrays, recording every
+# transfer, and `simulate.reference` computes the expected result directly with numpy. Here are four ranks,
+# each with a buffer of four integers; rank $r$'s value for chunk $c$ is $10(r+1) + c$, so every number tells
+# where it came from.
+
+# %%
+ranks = 4
+inputs = [np.arange(ranks) + 10 * (r + 1) for r in range(ranks)]
+per_op_inputs = {op: inputs for op in collectives.OPS}
+per_op_inputs["all_gather"] = [buffer[r:r + 1] for r, buffer in enumerate(inputs)]  # rank r brings chunk r only
+for op in ("broadcast", "reduce", "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv"):
+    algorithm = collectives.ALGORITHMS[op][0]  # "ring" ("pairwise" for all_to_all)
+    sim = simulate.simulate(op, ranks, per_op_inputs[op], algorithm=algorithm, root=0)
+    expected = simulate.reference(op, per_op_inputs[op], root=0)
+    correct = all(np.array_equal(out, ref) for out, ref in zip(sim.outputs, expected))
+    print(f"{op} ({algorithm}; steps: {sim.step_count}), matches numpy: {correct}")
+    for r in range(ranks):
+        print(f"  rank {r}: {str(sim.inputs[r]):>13} → {sim.outputs[r]}")
+
+# %% [markdown]
+# Read the sums: all-reduce leaves $10+20+30+40 = 100$ (plus $4c$) in chunk $c$ on every rank; reduce leaves it
+# only on the root (the other ranks keep their inputs); reduce-scatter leaves chunk $r$ of it on rank $r$. In the
+# all-to-all, rank $d$ ends with element $d$ of every rank's buffer: 10 + d, 20 + d, 30 + d, 40 + d. This is a
+# transpose of the ranks × blocks grid. Every simulated result matches the numpy reference. The *Figures* section
+# draws the same data as before/after grids.
+#
+# ### Ring all-reduce, step by step
+#
+# The ring all-reduce arranges the ranks in a circle, rank $r$ sending only to rank $r+1$ (mod $p$), and cuts
+# the buffer into $p$ chunks. It runs in two phases:
+#
+# 1. **Reduce-scatter, $p-1$ steps.** In each step every rank passes one chunk to its neighbour, which adds it to
+#    its own copy. A chunk travels around the ring collecting one contribution per hop; after $p-1$ hops it holds
+#    the sum of all $p$ ranks. At the end, rank $r$ holds the finished chunk $r$.
+# 2. **All-gather, $p-1$ steps.** The finished chunks travel around the ring once more, this time overwriting,
+#    until every rank holds all of them.
+#
+# Here are the recorded transfers of the four-rank ring:
+
+# %%
+ring = simulate.simulate("all_reduce", ranks, inputs, algorithm="ring")
+for step, transfers in enumerate(ring.steps, start=1):
+    phase = "reduce-scatter: the receiver adds" if step <= ranks - 1 else "all-gather: the receiver copies"
+    print(f"step {step} ({phase})")
+    for t in transfers:
+        print(f"    rank {t.src} → rank {t.dst}: chunk {t.chunks[0]}")
+    finished = ring.holdings(step)
+    print("    finished chunks: "
+          + "; ".join(f"rank {r}: {[int(c) for c in np.flatnonzero(finished[r])]}" for r in range(ranks)))
+print(f"steps: {ring.step_count} = 2(p − 1); each rank sends {ring.critical_path_elements} elements in all, "
+      f"= 2(p − 1)/p × {inputs[0].size} elements")
+
+# %% [markdown]
+# After step 3 each rank holds exactly one finished chunk (rank $r$ holds chunk $r$); after step 6 every rank holds
+# all four. Every step, every link of the ring is busy and carries one chunk, $S/p$ of the buffer. So each rank
+# sends $2(p-1)$ chunks, $2(p-1)/p \cdot S$ in total, which stays just under $2S$ however many ranks there are:
+# the traffic on each link is nearly constant as the ring grows, while the number of steps grows with $p$. Those
+# two facts are the cost model.
+
+# %% [markdown]
+# ## The science
+#
+# ### The α–β model
+#
+# Sending one message of $m$ bytes between two ranks takes a fixed startup time plus a time per byte,
+# $\alpha + m/B$ (Hockney's model, the basis of the analysis of Thakur, Rabenseifner & Gropp 2005). A collective
+# that runs in $n$ steps, each of which starts messages, costs (`collectives.comm_time(phases, latency_s,
+# payload_bytes, bandwidth_bytes_per_s)`):
+# $$T_\text{comm} \approx n\,\alpha + \frac{Q}{B_\text{eff}}$$
+#
+# | symbol | code name | meaning | unit |
+# |---|---|---|---|
+# | $n$ | `phases` | latency-bearing phases (steps) of the algorithm | count |
+# | $\alpha$ | `latency_s` | startup time of one phase: software overhead, link and switch latency | s |
+# | $Q$ | `payload_bytes` (of `comm_time`); `CollectiveCost.wire_bytes` | bytes transferred on the critical path | bytes |
+# | $B_\text{eff}$ | `bandwidth_bytes_per_s` | useful bytes/s for the chosen algorithm and topology (one-way, per rank) | bytes/s |
+# | $S$ | `payload_bytes` (of `collective_time`) | the buffer size as nccl-tests defines it | bytes |
+# | $p$ | `ranks` | ranks in the communicator | count |
+#
+# **Collective cost is latency plus payload transfer.** The first term counts how many times the algorithm pays
+# the startup cost; the second, how long its bytes occupy the slowest link. Small messages are latency-limited
+# (the $n\alpha$ term dominates), large messages bandwidth-limited ($Q/B_\text{eff}$ dominates).
+#
+# *Assumptions.* This is a coarse model. Contention between messages sharing a link, overlap with computation,
+# the cost of the reduction arithmetic (a third term $R\gamma$, zero by default in `collectives.collective_time`),
+# and protocol behaviour (NCCL switches between protocols and chunk sizes by message size) can all change both
+# terms. $\alpha$ and $B_\text{eff}$ are therefore best fitted to measurements of the system at hand, not read off
+# a datasheet. No single collective algorithm is assumed to be the right one everywhere, and published
+# measurements and topologies are examples, not interchangeable performance constants.
+#
+# ### Algorithms for all-reduce
+#
+# For the ring, the mechanism above gives $n = 2(p-1)$ phases and $Q = 2(p-1)/p \cdot S$
+# (`collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s)`):
+# $$T_\text{ring} = 2(p-1)\,\alpha + \frac{2(p-1)}{p}\cdot\frac{S}{B}$$
+# Its bandwidth term is optimal: Patarasuk & Yuan (2009) derived a tight lower bound on the data an all-reduce
+# must communicate (usually stated as $2(p-1)/p \cdot S$ sent and received per rank, the same factor nccl-tests
+# derives) and showed that a ring-based algorithm, which needs no more than tree connectivity, achieves it. Its
+# latency term, though, grows linearly with $p$. Other algorithms trade the two terms differently
+# (`collectives.collective_cost(op, ranks, payload_bytes, algorithm)`, from the MPICH implementations of Thakur et
+# al.; $\lg$ is $\log_2$, and the last two need a power-of-two $p$):
+#
+# | all-reduce algorithm | phases $n$ | bytes $Q$ | idea |
+# |---|---|---|---|
+# | ring | $2(p-1)$ | $2\frac{p-1}{p}S$ | reduce-scatter + all-gather around a ring |
+# | binomial tree | $2\lceil\lg p\rceil$ | $2\lceil\lg p\rceil S$ | reduce up a tree to rank 0, broadcast back down |
+# | recursive doubling | $\lg p$ | $\lg p \cdot S$ | exchange the whole buffer with partners at distance 1, 2, 4, … |
+# | Rabenseifner | $2\lg p$ | $2\frac{p-1}{p}S$ | recursive-halving reduce-scatter + recursive-doubling all-gather |
+#
+# Rabenseifner's algorithm has the ring's optimal bandwidth term with only $2\lg p$ phases; it needs partners at
+# growing distances rather than neighbours only, which a real topology may not offer at full bandwidth.
+#
+# ### Latency-bound or bandwidth-bound: the crossover
+#
+# The two terms are equal at the payload $S^*$ (`collectives.latency_bandwidth_crossover_bytes`). For the ring,
+# $2(p-1)\alpha = 2\frac{p-1}{p}\frac{S^*}{B}$ gives
+# $$S^*_\text{ring} = p\,\alpha\,B$$
+# Below $S^*$ the collective is latency-bound: halving the payload barely changes its time, and an algorithm
+# with fewer phases wins. Above it, bandwidth-bound: time grows linearly with the payload, and the algorithm with
+# the smallest $Q$ wins.
+#
+# ### algbw and busbw: how nccl-tests reports bandwidth
+#
+# NVIDIA's nccl-tests measure a collective's time $t$ for a buffer of $S$ bytes and print two bandwidths
+# (`doc/PERFORMANCE.md`):
+#
+# - **algbw** $= S/t$ (`collectives.algbw_bytes_per_s`): useful for predicting how long an operation of another
+#   size takes, but it depends on $p$: a ring all-reduce's algbw falls as ranks are added.
+# - **busbw** $=$ algbw $\times$ factor (`collectives.busbw_bytes_per_s`, `collectives.busbw_factor`), with the
+#   factor chosen so that busbw is the bandwidth each rank's link actually sustained, comparable with the
+#   hardware's one-way link bandwidth independently of $p$. For all-reduce the factor is $2(p-1)/p$, exactly the
+#   ring's $Q/S$; for reduce-scatter, all-gather and all-to-all $(p-1)/p$; for broadcast, reduce and send/recv 1.
+#
+# The factor is derived from the minimum traffic per rank, so it holds "independent of the algorithm used" as long
+# as the algorithm moves data point to point. A busbw above the link's wire rate is therefore a sign that the
+# hardware did something else, such as reducing inside the switch.
+#
+# ### What a bandwidth figure means
+#
+# Datasheets and papers print bandwidths with different meanings. Before a figure can go into $B$, three questions
+# (the fields of `hardware.Link`):
+#
+# - **Direction** (`direction`): *two-way* figures add both directions of a full-duplex link. A ring sends in one
+#   direction, so $B$ is the *one-way* figure, half the two-way one.
+# - **Scope** (`scope`): *per link*, *per GPU* or *per node*. Network bandwidth is often quoted per node (all its
+#   network cards together); in an all-reduce every GPU works at the same time, so each gets its share. TPU
+#   interconnect (ICI, e.g. `hardware.ICI_V5E`) is quoted per link: each chip has several links to its neighbours
+#   in a torus, which in the 4096-chip TPU v4 supercomputer is rewired by optical circuit switches (Jouppi et al.
+#   2023). How many of those links a collective can use depends on the topology, so such figures are examples, not
+#   constants that carry over to another machine.
+# - **Basis** (`basis`): *nominal* (datasheet, signalling rate) or *measured* (a benchmark such as nccl-tests).
+#   Measured is lower, by about 20 % in the examples below, because of protocol overhead and imperfect overlap of
+#   the transfers.
+#
+# `Link.one_way_bytes_per_s_per_device(devices_per_node)` converts any preset into the one-way, per-GPU figure the
+# α–β formulas need.
+#
+# ### Hierarchical all-reduce
+#
+# A cluster has two kinds of links: fast NVLink inside a node of $g$ GPUs, a slower network between the $N$ nodes.
+# A single ring through all $gN$ GPUs must cross the network, and each of its steps is only as fast as its slowest
+# hop. The hierarchical all-reduce (`collectives.hierarchical_allreduce_time`) keeps most traffic on NVLink:
+#
+# 1. reduce-scatter inside each node over NVLink: GPU $i$ of every node now holds the node's sum of shard $i$,
+#    $S/g$ bytes;
+# 2. all-reduce of each shard across the nodes, the $g$ GPUs of a node working in parallel, each over its own
+#    network card (a ring of $N$ ranks with payload $S/g$);
+# 3. all-gather inside each node over NVLink.
+#
+# $$T_\text{hier} = T_\text{RS}^\text{NVLink}(g, S) + T_\text{ring}^\text{net}(N, S/g) + T_\text{AG}^\text{NVLink}(g, S)$$
+#
+# This is the communication-budget principle in miniature: put the frequent, heavy exchanges on the links that
+# can carry them, and send only what must cross the slow links.
+
+# %% [markdown]
+# The step counts and bytes of the model are the ones the simulation records. For each collective of the
+# Mechanism section, the simulated steps and the bytes sent on the critical path, against
+# `collectives.collective_cost` for the same payload (int64 elements, 8 bytes each):
+
+# %%
+print(f"{'collective':<16} {'algorithm':<10} {'steps':>6} {'model n':>8} {'bytes Q':>8} {'model Q':>8}")
+for op in collectives.OPS:
+    algorithm = collectives.ALGORITHMS[op][0]
+    sim = simulate.simulate(op, ranks, per_op_inputs[op], algorithm=algorithm)
+    cost = collectives.collective_cost(op, ranks, sim.payload_bytes, algorithm)
+    simulated_q = sim.critical_path_elements * sim.inputs[0].itemsize
+    print(f"{op:<16} {algorithm:<10} {sim.step_count:>6} {cost.phases:>8} "
+          f"{units.format_bytes(simulated_q):>8} {units.format_bytes(cost.wire_bytes):>8}")
+
+# %% [markdown]
+# They agree row by row: the α–β model's $n$ and $Q$ are counts of what the algorithm does, not fitted
+# parameters. Only $\alpha$ and $B_\text{eff}$ come from the hardware.
+
+# %% [markdown]
+# ## Worked example
+#
+# ### The card's synthetic collective
+#
+# Four latency-bearing phases at 5 µs each, plus 100 MB moved at 50 GB/s:
+
+# %%
+latency_term = collectives.comm_time(4, 5 * units.US, 0, 50 * units.GB)
+bandwidth_term = collectives.comm_time(0, 5 * units.US, 100 * units.MB, 50 * units.GB)
+total = collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB)
+print(f"latency term   nα    = 4 × 5 µs        = {units.format_time(latency_term)}")
+print(f"bandwidth term Q/B   = 100 MB / 50 GB/s = {units.format_time(bandwidth_term)}")
+print(f"T_comm                                 = {units.format_time(total)}")
+
+# %% [markdown]
+# About 2.02 ms, 99 % of it the payload: this collective is bandwidth-bound. If the computation it accompanies
+# takes only 1 ms, this communication is longer than the compute and is exposed on the critical path unless a
+# valid overlap schedule hides it. Lesson 04 works out when such a schedule exists.
+#
+# ### All-reduce algorithms side by side
+#
+# Eight ranks, $B$ = 50 GB/s (an InfiniBand NDR port's share per GPU) and $\alpha$ = 5 µs, for payloads from 1 kB
+# to 1 GB. The fastest algorithm of each row is marked.
+
+# %%
+bandwidth, latency = 50 * units.GB, 5 * units.US
+algorithms = collectives.ALGORITHMS["all_reduce"]
+payloads = [1 * units.KB, 64 * units.KB, 1 * units.MB, 16 * units.MB, 256 * units.MB, 1 * units.GB]
+print(f"{'payload':>8} " + " ".join(f"{name:>20}" for name in algorithms))
+for payload in payloads:
+    times = [collectives.collective_time("all_reduce", 8, payload, bandwidth, latency, algorithm=name)
+             for name in algorithms]
+    fastest = min(times)
+    print(f"{units.format_bytes(payload):>8} "
+          + " ".join(f"{units.format_time(t) + (' *' if t == fastest else '  '):>20}" for t in times))
+print("crossover S* where nα = Q/B:")
+for name in algorithms:
+    crossover = collectives.latency_bandwidth_crossover_bytes("all_reduce", 8, bandwidth, latency, algorithm=name)
+    print(f"  {name:<20} {units.format_bytes(crossover)}")
+
+# %% [markdown]
+# At 1 kB every algorithm is latency-bound and recursive doubling wins with only $\lg 8 = 3$ phases against the
+# ring's 14. From 1 MB up, the bandwidth term takes over and Rabenseifner wins; by 16 MB recursive doubling and
+# the tree, which move the whole buffer several times, have fallen behind even the ring. The ring and
+# Rabenseifner move the minimum, $2(p-1)/p \cdot S$.
+# Rabenseifner is slightly faster than the ring throughout because it has fewer phases; on real hardware its
+# long-distance partners may not get full bandwidth. The ring's crossover is $p\alpha B$ = 8 × 5 µs × 50 GB/s
+# = 2 MB: gradient buckets of tens of MB are well into the bandwidth-bound regime, while the small all-reduces of
+# inference sit deep in the latency-bound one.
+#
+# ### Reading nccl-tests: algbw and busbw
+#
+# Two published all-reduce measurements of 16 GiB on one 8-GPU node: an AWS p5.48xlarge (8× H100, NVLink 4,
+# out-of-place time 62239 µs) and an 8× A100 node (NVLink 3, 127997 µs). Converting the measured time:
+
+# %%
+measured = [("8× H100 (NVLink 4, NVLS)", 17179869184, 62239 * units.US, hardware.NVLINK4),
+            ("8× A100 (NVLink 3)", 17179869184, 127997 * units.US, hardware.NVLINK3)]
+print(f"busbw factor for all_reduce on 8 ranks: 2(p − 1)/p = {collectives.busbw_factor('all_reduce', 8)}")
+for name, size_bytes, time_s, link in measured:
+    algbw = collectives.algbw_bytes_per_s(size_bytes, time_s)
+    busbw = collectives.busbw_bytes_per_s("all_reduce", 8, size_bytes, time_s)
+    wire = link.one_way_bytes_per_s_per_device()
+    print(f"{name}: S = {units.format_bytes(size_bytes, binary=True)}, t = {units.format_time(time_s)}, "
+          f"algbw = {units.format_bandwidth(algbw)}, busbw = {units.format_bandwidth(busbw)} "
+          f"= {units.format_percent(busbw / wire)} of the {units.format_bandwidth(wire)} one-way NVLink")
+
+# %% [markdown]
+# The A100 node's busbw, 234.9 GB/s, is 78 % of its NVLink's 300 GB/s one-way rate, a typical ratio of measured to
+# nominal. The H100 node's 483 GB/s is *above* its NVLink's 450 GB/s one-way rate. That is not a faster wire: at
+# large sizes NCCL used NVLink SHARP (NVLS), where the NVSwitches perform the reduction, so each GPU sends less than
+# the $2(p-1)/p \cdot S$ that the busbw factor assumes. Ring-only H100 runs reach about 370 GB/s. Busbw is a
+# normalisation, not a link speed.
+#
+# ### Bandwidth semantics: from datasheet to $B$
+#
+# The link presets, each with its published figure, its meaning, and the one-way per-GPU bandwidth it yields:
+
+# %%
+print(f"{'link':<44} {'published':>10} {'direction':>9} {'scope':>9} {'basis':>9} {'one-way per GPU':>16}")
+for link in (hardware.NVLINK3, hardware.NVLINK4, hardware.NVLINK4_MEASURED, hardware.INFINIBAND_HDR_8X,
+             hardware.INFINIBAND_NDR_8X):
+    per_gpu = link.one_way_bytes_per_s_per_device(devices_per_node=8)
+    print(f"{link.name:<44} {units.format_bandwidth(link.bandwidth_bytes_per_s):>10} {link.direction:>9} "
+          f"{link.scope:>9} {link.basis:>9} {units.format_bandwidth(per_gpu):>16}")
+
+# %% [markdown]
+# The same H100 has "900 GB/s" of NVLink (both directions added) and 450 GB/s usable by a ring, of which about
+# 370 GB/s is measured by a ring all-reduce. Its node has eight 400 Gb/s InfiniBand ports: 3.2 Tb/s = 400 GB/s
+# for the node, 50 GB/s for each GPU, nine times less than NVLink. A factor of 2 (direction), 8 (scope) and about
+# 1.2 (basis) separate the largest number one could quote from the one that belongs in the model.
+#
+# The model can then be checked against the measurements above: the ring formula with $\alpha$ = 1 µs per step
+# against the published times for the smallest and the largest buffer on the 8× H100 node.
+
+# %%
+nvlink_alpha = hardware.NVLINK4.latency_s
+for label, size_bytes, measured_s in (("8 B", 8, 12.90 * units.US), ("16 GiB", 17179869184, 62239 * units.US)):
+    nominal = collectives.ring_allreduce_time(8, size_bytes, hardware.NVLINK4.one_way_bytes_per_s_per_device(),
+                                              nvlink_alpha)
+    ring_measured = collectives.ring_allreduce_time(8, size_bytes, hardware.NVLINK4_MEASURED.bandwidth_bytes_per_s,
+                                                    nvlink_alpha)
+    print(f"{label:>7}: ring model {units.format_time(nominal)} at 450 GB/s, {units.format_time(ring_measured)} at "
+          f"370 GB/s; nccl-tests measured {units.format_time(measured_s)}")
+
+# %% [markdown]
+# The 8-byte all-reduce is pure latency: 14 phases × 1 µs = 14 µs in the model, 12.9 µs measured. At 16 GiB the
+# ring model with the measured ring bandwidth predicts 81 ms, and NVLS did better (62 ms) by not being a ring at
+# all. A model is only as good as its assumption about the algorithm.
+#
+# ### Hierarchical all-reduce across nodes
+#
+# A 1 GB gradient all-reduce over DGX H100 nodes (8 GPUs each, NVLink 4 at 450 GB/s one-way and $\alpha$ = 1 µs
+# inside, InfiniBand NDR at 50 GB/s per GPU and $\alpha$ = 5 µs between nodes), hierarchical against a single flat
+# ring over all GPUs whose every step waits for a network hop:
+
+# %%
+nvlink, network = hardware.NVLINK4, hardware.INFINIBAND_NDR_8X
+per_gpu_nvlink = nvlink.one_way_bytes_per_s_per_device()
+per_gpu_network = network.one_way_bytes_per_s_per_device(devices_per_node=8)
+print(f"{'nodes':>5} {'GPUs':>5} {'hierarchical':>13} {'flat ring':>10}")
+for nodes in (2, 4, 16, 64):
+    hierarchical = collectives.hierarchical_allreduce_time(1 * units.GB, nodes, 8, per_gpu_nvlink, nvlink.latency_s,
+                                                           per_gpu_network, network.latency_s)
+    flat = collectives.ring_allreduce_time(nodes * 8, 1 * units.GB, per_gpu_network, network.latency_s)
+    print(f"{nodes:>5} {nodes * 8:>5} {units.format_time(hierarchical):>13} {units.format_time(flat):>10}")
+
+# %% [markdown]
+# The flat ring pushes $2(p-1)/p \cdot S \approx 2$ GB through every rank's slowest hop, the network, at 50 GB/s:
+# about 40 ms whatever the node count. The hierarchical version sends only $S/g$ = 125 MB per GPU over the
+# network, in a ring of $N$ nodes instead of $gN$ GPUs, and does the rest over NVLink: about 5 times faster.
+# Real NCCL narrows the gap for flat rings by running several rings at once that cross between nodes at different
+# GPUs, but the principle is the one the hierarchy makes explicit: bytes that must cross the slow links should be
+# as few as possible.
+#
+# The ring all-reduce lab, which comes with the labs, lets you vary ranks, payload, effective bandwidth and startup
+# latency in an ideal ring all-reduce. That is its scope: it is not a topology-specific or every-collective traffic
+# model. Contention, NVLS, in-network reduction and protocol switching are outside it, as the measurements above
+# showed.
+
+# %% [markdown]
+# ## Figures
+#
+# What four collectives do to four ranks' buffers (rows are ranks, columns chunks; colour shows which rank the
+# data came from, dark cells with Σ are sums over all ranks). First all-reduce and its two halves:
+
+# %%
+viz.plot_collective_data("all_reduce", ranks=4)
+plt.show()
+
+# %%
+viz.plot_collective_data("reduce_scatter", ranks=4)
+plt.show()
+
+# %%
+viz.plot_collective_data("all_gather", ranks=4)
+plt.show()
+
+# %% [markdown]
+# Reduce-scatter leaves one quarter of the sum on each rank; all-gather spreads the quarters to everyone. Run one
+# after the other, they are an all-reduce. The all-to-all is a transpose: column $d$ of rank $s$ becomes column
+# $s$ of rank $d$.
+
+# %%
+viz.plot_collective_data("all_to_all", ranks=4)
+plt.show()
+
+# %% [markdown]
+# The ring all-reduce on four ranks, every step: the shade of a chunk counts how many ranks' contributions it
+# already holds, arrows are the step's transfers.
+
+# %%
+viz.plot_ring_allreduce_steps(ranks=4)
+plt.show()
+
+# %% [markdown]
+# The top row is the reduce-scatter: each chunk darkens by one contribution per hop until, after step 3, each rank
+# holds one complete chunk. The bottom row is the all-gather, copying the complete chunks around.
+#
+# Time against payload for the four all-reduce algorithms (8 ranks, 50 GB/s, 5 µs), with the ring's two terms
+# dotted and the 100 MB payload of the card's example marked:
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+viz.plot_collective_time_vs_payload(op="all_reduce", ranks=8, bandwidth_bytes_per_s=50 * units.GB,
+                                    latency_s=5 * units.US, mark_payload_bytes=100 * units.MB, ax=ax)
+plt.show()
+
+# %% [markdown]
+# On a log–log plot a latency-bound collective is a flat line and a bandwidth-bound one a line of slope 1. The ring
+# is flat up to its crossover (2 MB) and then climbs along the bandwidth lower bound; the tree and recursive
+# doubling start lower but climb on a higher line, because they move the full buffer $\lg p$ times. At the marked
+# 100 MB the 8-rank ring takes 3.57 ms, not the card's 2.02 ms: it has 14 phases instead of 4 and puts
+# $2 \cdot 7/8 \cdot 100$ MB = 175 MB through each rank's link, not 100 MB.
+
+# %% [markdown]
+# ## Misconception
+#
+# **"A node with 3.2 Tb/s of network can all-reduce a megabyte in microseconds; more devices add more bandwidth,
+# so collectives get faster."** Aggregate link rates do not determine the latency of a particular collective.
+# Dividing a payload by the aggregate rate ignores the number of phases the algorithm needs, each paying $\alpha$,
+# and the fact that each step waits for its slowest hop:
+
+# %%
+node_rate = hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s  # 8 × 400 Gb/s, the node's aggregate
+naive = collectives.comm_time(0, 0, 1 * units.MB, node_rate)
+hierarchical = collectives.hierarchical_allreduce_time(1 * units.MB, 4, 8, per_gpu_nvlink, nvlink.latency_s,
+                                                       per_gpu_network, network.latency_s)
+print(f"1 MB / {units.format_bandwidth(node_rate)} aggregate: {units.format_time(naive)}; "
+      f"hierarchical all-reduce over 4 DGX H100 nodes (model): {units.format_time(hierarchical)}")
+print(f"{'ranks':>6} {'aggregate bandwidth':>20} {'ring all-reduce of 1 MB':>24}")
+for p in (8, 64, 512):
+    time_s = collectives.ring_allreduce_time(p, 1 * units.MB, per_gpu_network, network.latency_s)
+    print(f"{p:>6} {units.format_bandwidth(p * per_gpu_network):>20} {units.format_time(time_s):>24}")
+
+# %% [markdown]
+# The aggregate-rate estimate is 20 times too optimistic even for the well-organised hierarchical all-reduce. And
+# adding ranks to a ring multiplies the aggregate bandwidth by 64 while the time of a 1 MB all-reduce grows almost
+# 50-fold, because the $2(p-1)\alpha$ term grows with every rank. Adding devices adds aggregate resources but can
+# lower efficiency; what sets a collective's time is its algorithm's phases and its slowest link.
+
+# %% [markdown]
+# ## Self-check
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(quiz.Question(
+    prompt="A ring all-reduce of S bytes over p ranks runs in how many steps, each sending how much per rank?",
+    options=("p − 1 steps of S/p", "2(p − 1) steps of S/p", "2 lg p steps of S/2"),
+    answer=1,
+    explanation=("p − 1 reduce-scatter steps, then p − 1 all-gather steps, each passing one chunk of S/p to the "
+                 "neighbour: 2(p − 1)/p · S per rank in all.")))
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(quiz.Question(
+    prompt="nccl-tests reports an all_reduce on 8 GPUs with algbw = 200 GB/s. What busbw does it print?",
+    options=("200 GB/s", "350 GB/s", "400 GB/s"),
+    answer=1,
+    explanation="busbw = algbw × 2(p − 1)/p = 200 GB/s × 14/8 = 350 GB/s."))
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(quiz.Question(
+    prompt=("A 4 kB all-reduce runs over 64 ranks with α = 5 µs and B = 50 GB/s (ring crossover pαB = 16 MB). "
+            "What dominates its time, and what helps?"),
+    options=("The bandwidth term: use the ring, which moves the fewest bytes",
+             "The latency term: prefer an algorithm with about lg p phases, such as a tree or recursive doubling",
+             "Neither: a message this small takes no time"),
+    answer=1,
+    explanation=("4 kB is far below the 16 MB crossover, so the ring's 2(p − 1)α = 630 µs dwarfs its bandwidth "
+                 "term; an algorithm with fewer phases is faster.")))
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(quiz.Question(
+    prompt=("A datasheet gives NVLink 4 as 900 GB/s per GPU (both directions added). Which bandwidth belongs in "
+            "the ring all-reduce formula?"),
+    options=("900 GB/s", "450 GB/s", "112.5 GB/s"),
+    answer=1,
+    explanation=("A ring sends in one direction, so B is the one-way figure: 900 / 2 = 450 GB/s per GPU "
+                 "(about 370 GB/s measured).")))
+
+# %% [markdown]
+# ## History
+#
+# - **2005: collectives tuned by message size.** Thakur, Rabenseifner and Gropp described the algorithms of MPICH's
+#   collectives and analysed each with the α–β(–γ) model: recursive doubling and binomial trees for short messages,
+#   where latency dominates; Rabenseifner's reduce-scatter + all-gather and ring algorithms for long ones, where
+#   bandwidth dominates. MPI libraries still pick algorithms by message size this way.
+# - **2009: the bandwidth-optimal ring.** Patarasuk and Yuan derived a tight lower bound on the data an all-reduce
+#   must communicate and showed that a ring-based algorithm, which needs only tree connectivity, achieves it.
+# - **2010s: NCCL and nccl-tests.** NVIDIA's Collective Communications Library brought ring (and later tree and
+#   in-switch NVLS) collectives to GPUs, first within a node over PCIe and NVLink, then across nodes over sockets
+#   and InfiniBand. Its companion benchmark suite, nccl-tests, introduced the *bus bandwidth* so that measurements
+#   at any rank count can be compared with the hardware's link speed. Horovod (Sergeev & Del Balso 2018) made the
+#   ring all-reduce the standard way to average gradients in data-parallel deep learning.
+
+# %% [markdown]
+# ## Summary
+#
+# - Collectives are called by every rank of a group: broadcast, reduce, all-reduce, reduce-scatter, all-gather,
+#   all-to-all and send/recv each leave a defined result, checkable against a direct computation.
+# - Ring all-reduce = ring reduce-scatter + ring all-gather: $2(p-1)$ steps of $S/p$, bandwidth-optimal.
+# - Collective cost is latency plus payload transfer: $T_\text{comm} \approx n\alpha + Q/B_\text{eff}$, with $n$
+#   and $Q$ set by the algorithm and $\alpha$, $B_\text{eff}$ by the system. A coarse model: contention, overlap,
+#   reduction compute and protocols can change both terms.
+# - Small messages are latency-bound (fewer phases wins), large ones bandwidth-bound (fewer bytes wins); the ring
+#   switches at $S^* = p\alpha B$.
+# - nccl-tests' busbw = algbw × $2(p-1)/p$ for all-reduce is comparable with the one-way link rate; above the wire
+#   rate it signals in-switch reduction.
+# - A bandwidth figure needs its direction, scope and basis before it goes into $B$: NVLink 4 is 900 GB/s two-way,
+#   450 one-way, about 370 measured; InfiniBand NDR is 400 GB/s per node, 50 per GPU.
+# - Across nodes, a hierarchical all-reduce keeps heavy traffic on NVLink and sends only $S/g$ per GPU over the
+#   network. Aggregate bandwidth does not set a collective's time; its phases and slowest link do.
+
+# %% [markdown]
+# ## Exercises
+#
+# Use `course_lib` for every number.
+#
+# 1. A data-parallel group of 16 GPUs all-reduces 1 GB of fp16 gradients in a ring at $B$ = 50 GB/s and
+#    $\alpha$ = 5 µs. How long does it take, and what share of it is latency?
+# 2. Where is the latency/bandwidth crossover of a ring all-reduce over 8 GPUs on NVLink 4 (450 GB/s one-way,
+#    $\alpha$ = 1 µs)? And over 64 GPUs on InfiniBand (50 GB/s, 5 µs)?
+# 3. A published nccl-tests all_gather over 16 H100s (two GCP a3-mega nodes) peaks at busbw = 188.5 GB/s for an
+#    8 GiB buffer. What were its algbw and its time?
+# 4. Show with `collectives.collective_time` that a ring reduce-scatter followed by a ring all-gather of the same
+#    1 GB buffer over 8 ranks costs exactly one ring all-reduce. Why must it?
+# 5. On 8 ranks at 50 GB/s and 5 µs, between which payloads of the table above does recursive doubling stop being
+#    the fastest all-reduce, and to which algorithm does it lose? Use `collectives.collective_cost` to find the
+#    payload where the two take equal time.
+#
+# <details>
+# <summary>Answers</summary>
+#
+# 1. `collectives.ring_allreduce_time(16, 1e9, 50e9, 5e-6)` = 37.6 ms; the latency term is 2 × 15 × 5 µs =
+#    150 µs, 0.4 %: bandwidth-bound.
+# 2. `latency_bandwidth_crossover_bytes("all_reduce", 8, 450e9, 1e-6)` = 3.6 MB (= 8 × 1 µs × 450 GB/s);
+#    with 64 ranks on InfiniBand, 16 MB. More ranks and a slower α push the crossover up.
+# 3. `collectives.algbw_from_busbw("all_gather", 16, 188.5e9)` = 201 GB/s (factor 15/16); time = 8 GiB / algbw ≈
+#    42.7 ms.
+# 4. Both are 35.1 ms: reduce-scatter has $p-1$ phases and $Q = (p-1)/p \cdot S$, all-gather the same, and the
+#    ring all-reduce is literally the two run back to back ($2(p-1)$ phases, $2(p-1)/p \cdot S$). ZeRO §7.1 uses
+#    this identity to show that its sharded gradients cost no extra communication.
+# 5. Between 64 kB (recursive doubling 18.8 µs, Rabenseifner 32.2 µs) and 1 MB (75 µs against 65 µs). Recursive
+#    doubling has the fewest phases (3) but moves $\lg p \cdot S = 3S$; Rabenseifner has 6 phases and moves
+#    $2 \cdot 7/8 \cdot S = 1.75S$. The extra 3α = 15 µs pays for itself once 1.25 S/B exceeds it, at
+#    S = 15 µs × 50 GB/s / 1.25 = 600 kB.
+#
+# </details>
+
+# %% [markdown]
+# ## Sources
+#
+# - R. Thakur, R. Rabenseifner, W. Gropp. *Optimization of Collective Communication Operations in MPICH.*
+#   International Journal of High Performance Computing Applications 19(1):49–66, 2005.
+#   [doi:10.1177/1094342005051521](https://doi.org/10.1177/1094342005051521). Cost formulas as in the comment
+#   blocks of MPICH `src/mpi/coll/` (repository pmodels/mpich, commit 6a79bf6575c3b5b41cabbd3d59340634d6f9412d).
+# - P. Patarasuk, X. Yuan. *Bandwidth Optimal All-reduce Algorithms for Clusters of Workstations.* Journal of
+#   Parallel and Distributed Computing 69(2):117–124, 2009.
+#   [doi:10.1016/j.jpdc.2008.09.002](https://doi.org/10.1016/j.jpdc.2008.09.002).
+# - NVIDIA nccl-tests, `doc/PERFORMANCE.md` (algbw, busbw and their factors) and `src/sendrecv.cu`, repository
+#   [NVIDIA/nccl-tests](https://github.com/NVIDIA/nccl-tests), commit a0b82b2260cf5152b9f8c061bbf7eaf0ba096432.
+# - NVIDIA NCCL, [NVIDIA/nccl](https://github.com/NVIDIA/nccl), `src/graph/tuning.cc` (NCCL's own latency
+#   parameters, e.g. 0.6 µs per NVLink hop and 5 µs per network hop for the LL protocol).
+# - Measured nccl-tests outputs quoted above: 8× H100 p5.48xlarge all_reduce, aws-samples/awsome-distributed-training
+#   `micro-benchmarks/nccl-tests/aws-batch/README.md`, commit 7217859f67bc693c52ff175ccc6082c41dbd7a1b (MIT-0);
+#   8× A100 all_reduce, S. Bekman, *Machine Learning Engineering Open Book*, stas00/ml-engineering
+#   `network/README.md`, commit 744d01e18b79512572f64a6bbd8b5f4a725203a7 (CC BY-SA 4.0); 16× H100 a3-mega
+#   all_gather, dstackai/dstack `mkdocs/docs/examples/clusters/gcp.md`, commit
+#   511c318c8a7672fb2a925041bfc2d7301a26272e (MPL-2.0).
+# - J. Austin et al. *How to Scale Your Model*, jax-ml/scaling-book `gpus.md` (commit
+#   1a55377affc9ee8f10b549f689ad57e813623a7e): NVLink 4 at 18 × 25 GB/s = 450 GB/s per direction, 8 × 400 Gbps
+#   per node, ≈ 370 GB/s measured all-reduce bus bandwidth. <https://jax-ml.github.io/scaling-book/>
+# - S. Rajbhandari, J. Rasley, O. Ruwase, Y. He. *ZeRO: Memory Optimizations Toward Training Trillion Parameter
+#   Models.* SC'20. [arXiv:1910.02054](https://arxiv.org/abs/1910.02054), §7.1 (all-reduce = reduce-scatter +
+#   all-gather, 2Ψ data movement).
+# - N. P. Jouppi et al. *TPU v4: An Optically Reconfigurable Supercomputer for Machine Learning with Hardware
+#   Support for Embeddings.* ISCA 2023. [arXiv:2304.01433v3](https://arxiv.org/abs/2304.01433v3).
+# - A. Sergeev, M. Del Balso. *Horovod: fast and easy distributed deep learning in TensorFlow.* 2018.
+#   [arXiv:1802.05799](https://arxiv.org/abs/1802.05799).
+
+# %% [markdown]
+# ## What's next
+#
+# You can now count a step's FLOPs and bytes (lesson 01) and price the collectives that move data between devices.
+# [03_parallelism: split the work](03_parallelism.ipynb) splits a model by data, tensor, pipeline and state, and
+# shows which collectives each split calls, on which tensors, how often.

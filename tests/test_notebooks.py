@@ -1,0 +1,282 @@
+"""The notebooks as files (no kernel; nbval runs them): twins in sync, clean stored outputs, deliberate nbval tags,
+prerequisite and relative links, and the lesson skeleton of COURSE.md.
+
+Each failure names the notebook, the cell index (0-based, as in the .ipynb) and what to do. Stored outputs are
+made by `make notebooks` (tools/execute_notebooks.py); most problems found here are fixed by editing the .py and
+running it again.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import jupytext
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# labs/source/ (the graded masters) is not globbed: only the top level of notebooks/ and labs/.
+NOTEBOOKS = sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(ROOT.glob("labs/*.ipynb"))
+TWINS = sorted(ROOT.glob("notebooks/*.py")) + sorted(ROOT.glob("labs/*.py"))
+LESSONS = [path for path in NOTEBOOKS if path.parent.name == "notebooks" and re.match(r"\d\d_", path.name)]
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+IGNORE_OUTPUT = "nbval-ignore-output"
+REGENERATE = "edit the .py if needed, then run `make notebooks`"
+
+# What a stored output must not contain: each pattern with the fix it calls for.
+FORBIDDEN = [
+    (re.compile(r"Traceback \(most recent call last\)"), "a traceback", "make the cell run without raising"),
+    (re.compile(r"0x[0-9a-f]{6,}"), "a memory address", "display a value, not an object's default repr"),
+    (re.compile(r"\bnp\.(?:u?int(?:8|16|32|64)|float(?:16|32|64|128)|complex(?:64|128|256)|longdouble|bool_?|str_"
+                r"|bytes_|datetime64|timedelta64)\(|\bnp\.(?:True|False)_\b"),
+     "a numpy scalar repr", "convert with float()/int()/bool() or format it with course_lib.units"),
+    (re.compile(r"<ipywidgets\."), "an ipywidgets object repr", "display the widget itself (last line of the cell)"),
+    (re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\b\d\d:\d\d:\d\d\b"), "a timestamp",
+     "do not print the date or time of the run"),
+]
+
+# The lesson skeleton of COURSE.md: (section, keywords a heading must contain, case-insensitively).
+SKELETON = [
+    ("what you'll learn", r"what you(?:'|’)?ll learn|what you will learn|learning objective"),
+    ("prerequisites", r"prerequisite"),
+    ("the mechanism", r"mechanism|how .*works"),
+    ("the science", r"science|equation|formula"),
+    ("worked example", r"example"),
+    ("figures", r"figure|plot|visuali[sz]"),
+    ("misconception", r"misconception|common mistake|pitfall"),
+    ("self-check", r"self[- ]?check|check yourself|check your understanding|quiz"),
+    ("history", r"histor"),
+    ("summary", r"summary|recap|takeaway"),
+    ("exercises", r"exercise|problems|practice"),
+    ("sources", r"sources|references|bibliography|further reading"),
+    ("what's next", r"what(?:'|’)?s next|what is next|next steps?|next lesson|up next"),
+]
+
+HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+FENCE = re.compile(r"^\s*(```|~~~)")
+LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^)]*[\"'])?\s*\)|\bhref\s*=\s*[\"']([^\"']+)[\"']")
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def ids(paths):
+    return [rel(path) for path in paths]
+
+
+def read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def first_line(source: str) -> str:
+    return next((line.strip() for line in source.splitlines() if line.strip()), "")[:60]
+
+
+def inputs(notebook) -> list[tuple[str, str]]:
+    return [(cell.cell_type, cell.source.strip()) for cell in notebook.cells]
+
+
+def headings(notebook) -> list[tuple[int, int, str]]:
+    """(cell index, level, text) of every ATX heading in the markdown cells, outside fenced code blocks."""
+    found = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "markdown":
+            continue
+        fenced = False
+        for line in cell.source.splitlines():
+            if FENCE.match(line):
+                fenced = not fenced
+            elif not fenced and (match := HEADING.match(line)):
+                found.append((index, len(match.group(1)), match.group(2)))
+    return found
+
+
+def section_text(notebook, keyword: str) -> list[tuple[int, str]]:
+    """(cell index, text) of the markdown under every heading containing ``keyword``, up to the next heading of
+    the same or a higher level (possibly in a later cell)."""
+    pieces, level = [], None
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "markdown":
+            continue
+        fenced = False
+        for line in cell.source.splitlines():
+            if FENCE.match(line):
+                fenced = not fenced
+            match = None if fenced else HEADING.match(line)
+            if match:
+                depth = len(match.group(1))
+                if level is not None and depth <= level:
+                    level = None
+                if level is None and keyword in match.group(2).lower():
+                    level = depth
+                    continue
+            if level is not None:
+                pieces.append((index, line))
+    return pieces
+
+
+def links(text: str) -> list[str]:
+    return [markdown or html for markdown, html in LINK.findall(text)]
+
+
+def relative_notebook_target(target: str) -> str | None:
+    """The path part of a relative link to a notebook, or None for anything else (web links, anchors, files)."""
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or target.startswith("/") or not parts.path.endswith(".ipynb"):
+        return None
+    return unquote(parts.path)
+
+
+def output_texts(output) -> list[tuple[str, str]]:
+    """(kind, text) of every textual part of a stored output (images and widget views are skipped)."""
+    if output.output_type == "stream":
+        return [(f"stream {output.name}", output.text)]
+    if output.output_type == "error":
+        return [("error", "\n".join([output.ename, output.evalue, *output.traceback]))]
+    return [(mime, value if isinstance(value, str) else str(value)) for mime, value in output.get("data", {}).items()
+            if not mime.startswith("image/") and mime != WIDGET_VIEW]
+
+
+# ---- the .ipynb and its py:percent twin --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_notebook_has_a_py_twin_with_the_same_cells(path):
+    twin = path.with_suffix(".py")
+    assert twin.exists(), (f"{rel(path)}: no py:percent twin {rel(twin)}; create it with "
+                           f"`jupytext --set-formats ipynb,py:percent {rel(path)}` and commit both")
+    notebook, text = inputs(jupytext.read(path)), inputs(jupytext.read(twin))
+    for index, (cell, twin_cell) in enumerate(zip(notebook, text)):
+        if cell != twin_cell:
+            ours, theirs = f"{cell[0]} cell", f"{twin_cell[0]} cell"
+            if cell[0] == twin_cell[0]:
+                end = "the end of the cell"
+                shown = lambda line: line if line == end else repr(line)  # noqa: E731
+                lines = zip(cell[1].splitlines() + [end], twin_cell[1].splitlines() + [end])
+                ours, theirs = next((shown(a), shown(b)) for a, b in lines if a != b)
+            pytest.fail(f"{rel(path)} cell {index} differs from {rel(twin)}: the .ipynb has {ours} where the .py has "
+                        f"{theirs}. The .py is the source: {REGENERATE} to rebuild the .ipynb", pytrace=False)
+    assert len(notebook) == len(text), (f"{rel(path)} has {len(notebook)} cells, {rel(twin)} has {len(text)}: "
+                                        f"{REGENERATE} to rebuild the .ipynb")
+
+
+@pytest.mark.parametrize("path", TWINS, ids=ids(TWINS))
+def test_py_twin_has_a_notebook(path):
+    has_header = path.read_text(encoding="utf-8").splitlines()[:2] == ["# ---", "# jupyter:"]
+    assert has_header, (f"{rel(path)} has no jupytext header: every .py here is a notebook's twin (code that is "
+                        "not a notebook belongs in course_lib)")
+    has_notebook = path.with_suffix(".ipynb").exists()
+    assert has_notebook, (f"{rel(path)}: no {path.with_suffix('.ipynb').name} next to it; run "
+                          f"`make notebooks NOTEBOOKS={rel(path)}` and commit it")
+
+
+# ---- stored outputs ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_stored_outputs_are_clean_and_in_order(path):
+    notebook, problems = read(path), []
+    if "widgets" in notebook.metadata:
+        problems.append(f"notebook metadata.widgets holds widget state: {REGENERATE}")
+    expected = 1
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        where = f"cell {index} ({first_line(cell.source)!r})"
+        if not cell.source.strip():
+            problems.append(f"cell {index} is an empty code cell: delete it")
+            continue
+        if "execution" in cell.metadata:
+            problems.append(f"{where} has metadata.execution (timings): {REGENERATE}")
+        if cell.execution_count != expected:
+            count = cell.execution_count
+            state = "was not executed" if count is None else f"has execution_count {count}"
+            problems.append(f"{where} {state}, expected {expected} (cells run top to bottom once): {REGENERATE}")
+        expected += 1
+        for output in cell.outputs:
+            if output.output_type == "error":
+                problems.append(f"{where} stored an error, {output.ename}: {output.evalue}; make it run, then "
+                                "`make notebooks`")
+                continue
+            for kind, text in output_texts(output):
+                if kind == "stream stderr":
+                    problems.append(f"{where} wrote to stderr ({first_line(text)!r}); remove the cause of the warning")
+                for pattern, what, fix in FORBIDDEN:
+                    if match := pattern.search(text):
+                        problems.append(f"{where} output ({kind}) holds {what}, {match.group()!r}: {fix}")
+    assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_ignored_outputs_are_deliberate(path):
+    problems = []
+    for index, cell in enumerate(read(path).cells):
+        tagged = IGNORE_OUTPUT in cell.metadata.get("tags", [])
+        if tagged and not re.search(rf"^\s*# {IGNORE_OUTPUT}:[ \t]*\S", cell.source, re.MULTILINE):
+            problems.append(f"cell {index} ({first_line(cell.source)!r}) is tagged {IGNORE_OUTPUT} without a reason: "
+                            f"add a comment line '# {IGNORE_OUTPUT}: <why its output cannot be compared>' "
+                            "(e.g. a live widget), or remove the tag")
+        shows_widget = any(WIDGET_VIEW in output.get("data", {}) for output in cell.get("outputs", []))
+        if shows_widget and not tagged:
+            problems.append(f"cell {index} ({first_line(cell.source)!r}) displays a widget but is not tagged: start "
+                            f"it with `# %% tags=[\"{IGNORE_OUTPUT}\"]` and a '# {IGNORE_OUTPUT}: <reason>' line")
+    assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
+
+
+# ---- links -----------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
+def test_prerequisites_link_only_to_earlier_lessons(path):
+    number, problems = int(path.name[:2]), []
+    for index, line in section_text(read(path), "prerequisite"):
+        for target in links(line):
+            target_path = relative_notebook_target(target)
+            resolved = (path.parent / target_path).resolve() if target_path else None
+            match = re.fullmatch(r"(\d\d)_\w+\.ipynb", resolved.name) if resolved else None
+            if not match or resolved.parent != path.parent:
+                problems.append(f"cell {index}: the prerequisites link to {target!r}; they may link only to earlier "
+                                "lessons in notebooks/ (NN_name.ipynb)")
+            elif int(match.group(1)) >= number:
+                problems.append(f"cell {index}: {target!r} is not an earlier lesson than {path.name}: a lesson's "
+                                "prerequisites come before it")
+            elif not resolved.exists():
+                problems.append(f"cell {index}: {target!r} does not exist")
+    assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_relative_notebook_links_exist(path):
+    problems = []
+    for index, cell in enumerate(read(path).cells):
+        texts = [cell.source] if cell.cell_type == "markdown" else [
+            text for output in cell.get("outputs", []) for mime, text in output_texts(output)
+            if mime in ("text/markdown", "text/html")]
+        for text in texts:
+            for target in links(text):
+                target_path = relative_notebook_target(target)
+                if target_path and not (path.parent / target_path).exists():
+                    problems.append(f"cell {index}: link to {target!r}, but {rel(path.parent)}/{target_path} does "
+                                    "not exist; fix the link")
+    assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
+
+
+# ---- the lesson skeleton -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", [p for p in LESSONS if int(p.name[:2]) >= 1],
+                         ids=ids([p for p in LESSONS if int(p.name[:2]) >= 1]))
+def test_lesson_follows_the_skeleton(path):
+    found = headings(read(path))
+    problems = []
+    if not found or found[0][1] != 1:
+        where = f"cell {found[0][0]}: the first heading is {found[0][2]!r}" if found else "there is no heading"
+        problems.append(f"{where}; the lesson must open with its title as a level-1 heading, with a verb "
+                        "('# Count the work: ...')")
+    texts = [text.lower() for _, _, text in found]
+    missing = [f"{section} (a heading containing {keywords.replace('(?:', '(')!r})" for section, keywords in SKELETON
+               if not any(re.search(keywords, text) for text in texts)]
+    if missing:
+        problems.append("missing the sections of COURSE.md's lesson skeleton: add a markdown heading for each of\n    "
+                        + "\n    ".join(missing))
+    assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
