@@ -13,7 +13,7 @@ LOCK_PYTHONS ?= python3.10 python3.11 python3.12 python3.13
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test bench notebooks lock clean
+.PHONY: help lab test bench notebooks assignments grade lock clean
 
 help: ## list the targets (this message)
 	@echo "Targets:"
@@ -37,6 +37,23 @@ bench: $(VENV)/.test-installed ## time course_lib's functions and the notebooks 
 NOTEBOOKS ?=
 notebooks: $(VENV)/.test-installed ## re-execute the lessons and labs from their .py and store the outputs in the .ipynb
 	PYTHONHASHSEED=0 $(VENV)/bin/python tools/execute_notebooks.py $(NOTEBOOKS)
+
+# Graded labs (otter-grader 7). Masters: labs/source/NN_name.py/.ipynb (run `make notebooks NOTEBOOKS=...` after
+# editing one). Output: build/assignments/<lab>/student/<lab>.ipynb and build/assignments/<lab>/autograder/*.zip.
+# STUDENT_DIR=labs also copies each student version to labs/<lab>.ipynb, the notebook students open.
+ASSIGNMENTS = build/assignments
+STUDENT_DIR ?=
+assignments: $(VENV)/.test-installed ## make the graded labs' student versions and autograder zips (otter assign)
+	$(VENV)/bin/python tools/assignments.py --out $(ASSIGNMENTS) $(if $(STUDENT_DIR),--student-dir "$(STUDENT_DIR)")
+
+# make grade SUBMISSIONS=dir: dir/<student>/<lab>.ipynb, graded offline by `otter run` (no Docker). Writes
+# grades.csv next to dir (or GRADES=path) and feedback/<student>/<lab>.txt next to it; TIMEOUT is per notebook.
+SUBMISSIONS ?=
+GRADES ?=
+TIMEOUT ?= 300
+grade: $(VENV)/.test-installed ## grade SUBMISSIONS=dir of <student>/<lab>.ipynb into grades.csv and feedback (otter run)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=dir [GRADES=grades.csv] [TIMEOUT=300]" >&2; exit 2; }
+	$(VENV)/bin/python tools/grade.py "$(SUBMISSIONS)" --assignments $(ASSIGNMENTS) --timeout $(TIMEOUT)$(if $(GRADES), --grades "$(GRADES)")
 
 lock: ## re-resolve every pin into requirements.lock (maintainers; needs PyPI and LOCK_PYTHONS)
 	$(PYTHON) tools/lock.py requirements.lock $(LOCK_PYTHONS)

@@ -5,6 +5,7 @@ Run: .venv/bin/python benchmarks/bench.py
 
 from __future__ import annotations
 
+import math
 import statistics
 import subprocess
 import sys
@@ -75,6 +76,105 @@ def bench_search():
           f"bound by {top['binding_constraint']}")
 
 
+# The labs (course_lib.widgets): factory name and the module that defines it.
+LABS = (("ring_allreduce_lab", "ring"), ("global_batch_lab", "batch"), ("memory_budget_lab", "memory"),
+        ("pipeline_lab", "schedule"))
+LAB_TARGET_MEDIAN_MS, LAB_TARGET_P95_MS = 30.0, 60.0
+
+
+def percentile(values, q):
+    """The q-th percentile by the nearest-rank method (a value that occurred): p95 of 100 samples is the 95th."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def control_values(control) -> list:
+    """Values to cycle ``control`` through: its options (selection widgets), or up to 9 stops of a slider's range,
+    or both states of a checkbox or toggle."""
+    import numpy as np
+
+    if hasattr(control, "_options_values"):  # SelectionSlider, ToggleButtons, Dropdown, RadioButtons ...
+        return list(control._options_values)
+    if isinstance(control.value, bool):
+        return [False, True]
+    if hasattr(control, "base"):  # FloatLogSlider: min and max are exponents
+        return [float(control.base ** e) for e in np.linspace(control.min, control.max, 9)]
+    if hasattr(control, "min") and hasattr(control, "max"):
+        stops = np.linspace(control.min, control.max, 9)
+        if isinstance(control.value, int):
+            step = getattr(control, "step", 1) or 1
+            return sorted({int(control.min + round((v - control.min) / step) * step) for v in stops})
+        return [float(v) for v in stops]
+    return []
+
+
+def time_updates(lab, name, updates, warmup=5):
+    """Set ``lab.controls[name].value`` ``warmup + updates`` times, each time to a value other than the current one
+    (back and forth through its values); return the ``updates`` timed ones in seconds. One update is the
+    assignment: the observer recomputes the result, redraws the figure and renders the PNG before it returns."""
+    control = lab.controls[name]
+    values = control_values(control)
+    if len(values) < 2:
+        raise ValueError(f"control {name!r} ({type(control).__name__}) has fewer than two values to cycle through")
+    cycle = values + values[-2:0:-1]  # ping-pong: 0 1 2 ... n-1 n-2 ... 1
+    position = next((i for i, v in enumerate(cycle) if v == control.value), -1)
+    times = []
+    for count in range(warmup + updates):
+        position = (position + 1) % len(cycle)
+        before = lab.result
+        start = time.perf_counter()
+        control.value = cycle[position]
+        elapsed = time.perf_counter() - start
+        if lab.result is before:
+            raise RuntimeError(f"setting {name!r} to {cycle[position]!r} did not refresh the lab")
+        if count >= warmup:
+            times.append(elapsed)
+    return times
+
+
+def bench_widgets(updates=60):
+    """Each lab's update time as the learner feels it: set a control, the callback runs, the figure is rendered
+    to PNG. For each lab: ``updates`` changes of its first slider and ``updates`` of one other control."""
+    import importlib
+    import importlib.util
+
+    import matplotlib
+
+    matplotlib.use("Agg")  # before the labs import matplotlib's pyplot (if they do): no GUI or inline backend
+
+    for factory_name, module_name in LABS:
+        qualified = f"course_lib.widgets.{module_name}"
+        if importlib.util.find_spec(qualified) is None:
+            print(f"lab {factory_name}: skipped, {qualified.replace('.', '/')}.py does not exist yet")
+            continue
+        try:
+            factory = getattr(importlib.import_module("course_lib.widgets"), factory_name)
+            start = time.perf_counter()
+            lab = factory()
+            built = time.perf_counter() - start
+            names = list(lab.controls)
+            sliders = [n for n in names if "Slider" in type(lab.controls[n]).__name__]
+            first = sliders[0] if sliders else names[0]
+            # the other control: the first that is not a slider (a choice), else the second slider
+            others = [n for n in names if n != first and control_values(lab.controls[n])]
+            other = next((n for n in others if n not in sliders), others[0] if others else None)
+            timed_controls = [first] + ([other] if other else [])
+            per_control = {name: time_updates(lab, name, updates) for name in timed_controls}
+        except Exception as error:  # noqa: BLE001 - one broken lab must not hide the others' figures
+            print(f"lab {factory_name}: FAILED, {type(error).__name__}: {error}")
+            continue
+        every = [t for times in per_control.values() for t in times]
+        median, p95 = statistics.median(every) * 1e3, percentile(every, 95) * 1e3
+        verdict = "met" if median <= LAB_TARGET_MEDIAN_MS and p95 <= LAB_TARGET_P95_MS else "MISSED"
+        detail = "; ".join(f"{name} ({type(lab.controls[name]).__name__}, {len(times)} updates): median "
+                           f"{statistics.median(times) * 1e3:.1f} ms, p95 {percentile(times, 95) * 1e3:.1f} ms"
+                           for name, times in per_control.items())
+        print(f"lab {factory_name}: update (set a control, callback, PNG rendered) median {median:.1f} ms, "
+              f"p95 {p95:.1f} ms over {len(every)} updates (targets: median <= {LAB_TARGET_MEDIAN_MS:.0f} ms, "
+              f"p95 <= {LAB_TARGET_P95_MS:.0f} ms: {verdict}); built in {built * 1e3:.0f} ms")
+        print(f"  {detail}")
+
+
 def bench_notebooks():
     """Execute every lesson and lab headless with nbclient, as nbval does, in a temporary copy of their folders
     (the repository's files are never rewritten); the kernel and its settings are those of `make notebooks`."""
@@ -109,9 +209,38 @@ def bench_notebooks():
           f"< 60 s); all {counts['labs']} labs together: {totals['labs']:.1f} s")
 
 
+def bench_grading():
+    """`make grade` on one submission of each lab: `otter run` with the lab's autograder zip (a fresh kernel runs the
+    notebook, then every public and hidden test), as tools/grade.py does it. The submission is the autograder's copy
+    of the master, with its solutions. Needs `make assignments`; a lab without its zip is skipped."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "tools"))
+    import grade
+
+    built = root / "build" / "assignments"
+    times = []
+    for lab in grade.lab_names():
+        zip_path = grade.autograder_zip(lab, built)
+        if zip_path is None:
+            print(f"grading {lab}: skipped, no autograder zip in {built.relative_to(root)} (run `make assignments`)")
+            continue
+        result = grade.grade_notebook(built / lab / "autograder" / f"{lab}.ipynb", zip_path, "bench", lab)
+        verdict = f"NOT GRADED: {result.problem}" if result.problem else \
+            f"{grade.number(result.points)} / {grade.number(result.max_points)} points"
+        times.append(result.seconds)
+        print(f"grading {lab}: {result.seconds:.1f} s for one submission ({verdict})")
+    if times:
+        print(f"grading: {statistics.median(times):.1f} s per submission (median of {len(times)} labs), one at a time; "
+              "`make grade` runs one per core")
+
+
 if __name__ == "__main__":
     print(f"python {sys.version.split()[0]} on {sys.platform}")
     bench_import()
     bench_simulation()
     bench_search()
+    bench_widgets()
     bench_notebooks()
+    bench_grading()

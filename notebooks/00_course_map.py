@@ -50,9 +50,10 @@ plt.show()
 # | [03 · Split the work](03_parallelism.ipynb) | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 |
 # | [04 · Budget the bytes](04_communication_budget.ipynb) | derive a partition's transfers, separate exposed from hidden time, search for a plan | 01–03 |
 #
-# **Labs.** Four widget labs practise the lessons with sliders: the ring all-reduce (after 02), the global batch,
-# the memory budget and the pipeline schedule (after 03). They are being built and will appear in `labs/`, each
-# also as a graded assignment; this map will link them when they land.
+# **Labs.** Four widget labs practise the lessons with sliders: [the ring all-reduce](../labs/01_ring_allreduce.ipynb)
+# (after 02), [the global batch](../labs/02_global_batch.ipynb), [the memory budget](../labs/03_memory_budget.ipynb)
+# and [the pipeline schedule](../labs/04_pipeline_schedule.ipynb) (after 03). Each has guided questions to explore;
+# graded versions with autograded questions are being prepared for instructors.
 
 # %% [markdown]
 # ## How to use the course
@@ -66,8 +67,8 @@ plt.show()
 #   again: every quantity is printed with its unit ("2.02 ms", "100 MB", "50 GB/s").
 # - **Self-checks.** Each lesson has multiple-choice questions that answer immediately with an explanation. They
 #   are for you; nothing is recorded.
-# - **Graded labs** (for instructors): the labs come with student versions and autograding; the README's
-#   instructor section will describe them when they land.
+# - **Graded labs** (for instructors): each lab has a master with graded questions (public and hidden tests,
+#   otter-grader); the README's instructor section says how to build the student versions and grade a class.
 
 # %% [markdown]
 # ## Notation

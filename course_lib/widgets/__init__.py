@@ -1,0 +1,28 @@
+"""The widget labs. Each factory returns an ipywidgets box with ``.controls`` (name → control), ``.result`` (the
+latest computed values, updated synchronously) and ``.figure`` (a matplotlib Figure built once and updated).
+
+Importing ``course_lib.widgets`` imports ipywidgets and matplotlib; the formula modules never do.
+
+>>> from course_lib.widgets import ring_allreduce_lab
+>>> lab = ring_allreduce_lab()
+>>> sorted(lab.controls)[:3]
+['algorithm', 'bandwidth_bytes_per_s', 'latency_s']
+"""
+
+from importlib import import_module
+
+__all__ = ["ring_allreduce_lab", "global_batch_lab", "memory_budget_lab", "pipeline_lab"]
+
+_HOME = {"ring_allreduce_lab": ".ring", "global_batch_lab": ".batch", "memory_budget_lab": ".memory",
+         "pipeline_lab": ".schedule"}
+
+
+def __getattr__(name):
+    # Each lab is imported when first used, so a notebook that opens one lab does not build the others' modules.
+    if name in _HOME:
+        return getattr(import_module(_HOME[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

@@ -1,0 +1,355 @@
+"""Lab 3 · the memory budget of one device: model states and activations against the device's capacity.
+
+Every number comes from ``parallelism.memory_breakdown`` on a ``ParallelPlan`` (the first pipeline stage, which
+holds the most activations, under the 1F1B schedule). The figure has two panels: on the left, the same plan under
+ZeRO stages 0–3 as stacked bars on a linear axis that ends at twice the device's capacity (the selected stage is
+outlined; a bar above the axis gets an arrow and its total); on the right, each component of the selected plan
+on a log axis from 100 kB to 100 TB, so a 20 kB shard and a 40 TB replica are both readable.
+
+Only valid plans are reachable: the tensor-parallel slider offers the divisors of the model's heads (≤ 64) and the
+pipeline slider the divisors of its layers (≤ 128); changing the model moves both to the nearest valid value.
+
+>>> lab = memory_budget_lab()
+>>> units.format_bytes(lab.result["total_bytes"]), lab.result["fits"]
+('25.3 GB', True)
+>>> lab.controls["model"].value = "GPT-2 1.5B"
+>>> lab.controls["tensor_parallel"].options
+(('1', 1), ('5', 5), ('25', 25))
+"""
+
+from __future__ import annotations
+
+import math
+
+import ipywidgets as widgets
+import matplotlib.transforms as mtransforms
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.markers import TICKLEFT
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator, NullLocator
+
+from .. import hardware, parallelism, units
+from ..viz._style import COLORS, bytes_formatter
+from ..viz.parallelism import MEMORY_COMPONENTS
+from ._base import CONTROL_LAYOUT, CONTROL_STYLE, CachedText, Lab, choice_buttons, int_slider
+
+__all__ = ["MemoryBudgetLab", "memory_budget_lab", "DEFAULTS", "DATA_PARALLEL_SIZES", "GRAD_ACCUM_STEPS",
+           "MAX_TENSOR_PARALLEL", "MAX_PIPELINE_PARALLEL", "tensor_parallel_options", "pipeline_parallel_options"]
+
+# GPT-3 175B as Korthikanti et al. 2022 train it (t = 8, p = 8, selective recomputation + SP), with d = 8 and
+# ZeRO-1: the plan the lesson ends on, which fits an 80 GB A100.
+DEFAULTS = {
+    "model": parallelism.GPT3_175B.name, "zero_stage": 1, "data_parallel": 8, "tensor_parallel": 8,
+    "pipeline_parallel": 8, "recompute": "selective", "sequence_parallel": True, "micro_batch": 1,
+    "grad_accum_steps": 64, "device": hardware.A100.name,
+}
+# 1 … 1024: powers of two and three times them (Megatron's 1T plan uses d = 6 on 3072 GPUs)
+DATA_PARALLEL_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+GRAD_ACCUM_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+MAX_TENSOR_PARALLEL = 64  # one tensor-parallel group rarely spans more than a few NVLink domains
+MAX_PIPELINE_PARALLEL = 128
+COMPONENTS = tuple(MEMORY_COMPONENTS)  # parameters, gradients, optimizer_state, activations (bottom to top)
+ZERO_NAMES = {stage: f"ZeRO-{stage}" for stage in parallelism.ZERO_STAGES}
+LOG_AXIS_BYTES = (100 * units.KB, 100 * units.TB)  # the right panel's fixed range
+FIT_COLOR, MISS_COLOR = "#2E7D32", COLORS["exposed"]
+
+
+def _divisors(n: int, largest: int) -> tuple:
+    return tuple(k for k in range(1, min(n, largest) + 1) if n % k == 0)
+
+
+def tensor_parallel_options(model: parallelism.TransformerModel) -> tuple:
+    """Tensor-parallel sizes the lab offers for ``model``: divisors of its heads, at most 64.
+
+    >>> tensor_parallel_options(parallelism.GPT3_175B)
+    (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48)
+    """
+    return _divisors(model.heads, MAX_TENSOR_PARALLEL)
+
+
+def pipeline_parallel_options(model: parallelism.TransformerModel) -> tuple:
+    """Pipeline-parallel sizes the lab offers for ``model``: divisors of its layers, at most 128.
+
+    >>> pipeline_parallel_options(parallelism.MT_NLG_530B)
+    (1, 3, 5, 7, 15, 21, 35, 105)
+    """
+    return _divisors(model.layers, MAX_PIPELINE_PARALLEL)
+
+
+def _nearest(options, value):
+    """The option closest to ``value`` on a log scale (the smaller one on a tie)."""
+    return min(options, key=lambda option: (abs(math.log(option / value)), option))
+
+
+def _labelled(options):
+    return [(str(option), option) for option in options]
+
+
+def _selection(description, options, value):
+    return widgets.SelectionSlider(options=_labelled(options), value=value, description=description,
+                                   style=CONTROL_STYLE, layout=CONTROL_LAYOUT)
+
+
+class MemoryBudgetLab(Lab):
+    """Per-device memory of a parallel plan against the device's capacity (see the module docstring)."""
+
+    def __init__(self, **initial):
+        values = dict(DEFAULTS)
+        unknown = sorted(set(initial) - set(DEFAULTS))
+        if unknown:
+            raise ValueError(f"unknown control(s) {unknown}; the memory budget lab has {sorted(DEFAULTS)}")
+        values.update({name: getattr(value, "name", value) if name in ("model", "device") else value
+                       for name, value in initial.items()})
+        self._check_initial(values)
+        model = parallelism.MODELS[values["model"]]
+        controls = {
+            "model": widgets.Dropdown(options=list(parallelism.MODELS), value=values["model"], description="model",
+                                      style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
+            "zero_stage": choice_buttons("ZeRO stage", [(str(k), k) for k in parallelism.ZERO_STAGES],
+                                         values["zero_stage"]),
+            "data_parallel": _selection("data parallel d", DATA_PARALLEL_SIZES, values["data_parallel"]),
+            "tensor_parallel": _selection("tensor parallel t", tensor_parallel_options(model),
+                                          values["tensor_parallel"]),
+            "pipeline_parallel": _selection("pipeline parallel p", pipeline_parallel_options(model),
+                                            values["pipeline_parallel"]),
+            "recompute": choice_buttons("recomputation", list(parallelism.RECOMPUTE_OPTIONS), values["recompute"]),
+            "sequence_parallel": widgets.Checkbox(value=values["sequence_parallel"],
+                                                  description="sequence parallel (no effect when t = 1)",
+                                                  style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
+            "micro_batch": int_slider("micro-batch b (seq.)", 1, 64, values["micro_batch"]),
+            "grad_accum_steps": _selection("micro-batches m", GRAD_ACCUM_STEPS, values["grad_accum_steps"]),
+            "device": widgets.Dropdown(options=list(hardware.ACCELERATORS), value=values["device"],
+                                       description="device", style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
+        }
+        self._syncing = False
+        self._capacity_shown = None
+        self._build_figure()
+        super().__init__("Lab 3 · Memory budget of one device", controls, self.figure)
+
+    @staticmethod
+    def _check_initial(values):
+        if values["model"] not in parallelism.MODELS:
+            raise ValueError(f"model must be one of {list(parallelism.MODELS)}, got {values['model']!r}")
+        if values["device"] not in hardware.ACCELERATORS:
+            raise ValueError(f"device must be one of {list(hardware.ACCELERATORS)}, got {values['device']!r}")
+        model = parallelism.MODELS[values["model"]]
+        allowed = {
+            "zero_stage": parallelism.ZERO_STAGES, "data_parallel": DATA_PARALLEL_SIZES,
+            "tensor_parallel": tensor_parallel_options(model), "pipeline_parallel": pipeline_parallel_options(model),
+            "recompute": parallelism.RECOMPUTE_OPTIONS, "sequence_parallel": (True, False),
+            "micro_batch": tuple(range(1, 65)), "grad_accum_steps": GRAD_ACCUM_STEPS,
+        }
+        for name, options in allowed.items():
+            value = values[name]
+            if isinstance(value, bool) != (name == "sequence_parallel") or value not in options:
+                raise ValueError(f"{name} must be one of {list(options)} (for {model.name}), got {value!r}")
+
+    # ---- dependent options --------------------------------------------------------------------------------------
+
+    def _on_change(self, change) -> None:
+        if self._syncing:  # an option list being replaced below: refresh once, at the end
+            return
+        self._syncing = True
+        try:
+            if change["owner"] is self.controls["model"]:
+                model = parallelism.MODELS[change["new"]]
+                for name, options in (("tensor_parallel", tensor_parallel_options(model)),
+                                      ("pipeline_parallel", pipeline_parallel_options(model))):
+                    control = self.controls[name]
+                    keep = _nearest(options, control.value)
+                    control.options = _labelled(options)  # resets the value to the first option
+                    control.value = keep
+        finally:
+            self._syncing = False
+        self.refresh()
+
+    # ---- the three parts of a lab ---------------------------------------------------------------------------------
+
+    def compute(self, values: dict) -> dict:
+        model = parallelism.MODELS[values["model"]]
+        device = hardware.ACCELERATORS[values["device"]]
+        plan = parallelism.ParallelPlan(
+            data_parallel=values["data_parallel"], tensor_parallel=values["tensor_parallel"],
+            pipeline_parallel=values["pipeline_parallel"], zero_stage=values["zero_stage"],
+            micro_batch=values["micro_batch"], grad_accum_steps=values["grad_accum_steps"],
+            recompute=values["recompute"], sequence_parallel=values["sequence_parallel"])
+        memory = parallelism.memory_breakdown(model, plan)
+        capacity = float(device.hbm_capacity_bytes)
+        total = float(memory.total)
+        result = {
+            "model": model.name, "params": float(model.params), "layers": model.layers, "heads": model.heads,
+            "device": device.name, "data_parallel": plan.data_parallel, "tensor_parallel": plan.tensor_parallel,
+            "pipeline_parallel": plan.pipeline_parallel, "devices": int(plan.devices),
+            "global_batch": int(plan.global_batch),
+            "zero_stage": plan.zero_stage, "schedule": plan.schedule,
+            "in_flight_microbatches": float(parallelism.pipeline_in_flight_microbatches(
+                plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule, plan.virtual_stages)),
+            "parameters_bytes": float(memory.parameters), "gradients_bytes": float(memory.gradients),
+            "optimizer_state_bytes": float(memory.optimizer_state), "activations_bytes": float(memory.activations),
+            "model_states_bytes": float(memory.model_states), "total_bytes": total, "capacity_bytes": capacity,
+            "fits": bool(total <= capacity), "headroom_bytes": capacity - total,
+        }
+        # The same plan under every ZeRO stage, for the comparison bars (activations do not depend on the stage).
+        for stage in parallelism.ZERO_STAGES:
+            other = parallelism.memory_breakdown(model, plan.replace(zero_stage=stage))
+            for field in ("parameters", "gradients", "optimizer_state", "total"):
+                result[f"zero{stage}_{field}_bytes"] = float(getattr(other, field))
+        return result
+
+    def _build_figure(self) -> None:
+        figure = Figure(figsize=(9, 4), dpi=self.dpi)
+        self.figure = figure
+        figure.patch.set_facecolor("white")
+        ax = self.stack_axes = figure.add_axes((0.1, 0.2, 0.44, 0.63))
+        # An Axes child placed in figure coordinates: savefig draws animated Axes children, not figure ones.
+        self.verdict = CachedText.add(ax, 0.5, 0.965, transform=figure.transFigure, ha="center", va="top",
+                                      fontsize=11, fontweight="bold")
+
+        # Left: the plan under ZeRO 0–3, stacked on a linear axis from 0 to 2 × capacity.
+        width = 0.62
+        self.stack_bars = {stage: [ax.add_patch(Rectangle((stage - width / 2, 0), width, 0, facecolor=COLORS[c],
+                                                          edgecolor="white", linewidth=0.6, zorder=2,
+                                                          label=MEMORY_COMPONENTS[c] if stage == 0 else None))
+                                   for c in COMPONENTS]
+                           for stage in parallelism.ZERO_STAGES}
+        self.stack_outline = ax.add_patch(Rectangle((-width / 2, 0), width, 0, fill=False, edgecolor="black",
+                                                    linewidth=2.0, zorder=4))
+        below = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+        for stage in parallelism.ZERO_STAGES:
+            ax.text(stage, -0.03, ZERO_NAMES[stage], ha="center", va="top", fontsize=8, transform=below)
+        self.stack_totals = [CachedText.add(ax, stage, 0, ha="center", va="bottom", fontsize=8, zorder=5,
+                                            bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1))
+                             for stage in parallelism.ZERO_STAGES]
+        left = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
+        self.capacity_line = ax.axhline(0, color=COLORS["capacity"], linestyle="--", linewidth=1.4, zorder=3)
+        self.capacity_text = CachedText.add(ax, 1.01, 0, transform=left, ha="left", va="center", fontsize=8,
+                                            color=COLORS["capacity"])
+        # The y scale follows the device, so its ticks are drawn here and redrawn with the bars.
+        self.y_tick_marks = ax.add_artist(Line2D([], [], transform=left, marker=TICKLEFT, linestyle="none",
+                                                 color="black", markersize=3.5, markeredgewidth=0.8, clip_on=False))
+        self.y_tick_labels = [CachedText.add(ax, -0.02, 0, transform=left, ha="right", va="center", fontsize=8)
+                              for _ in range(8)]
+        ax.set_xlim(-0.55, 3.55)
+        ax.set_ylim(0, 1)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.text(-0.16, 0.5, "memory per device (bytes)", transform=ax.transAxes, rotation=90, ha="center",
+                va="center", fontsize=9)
+        ax.set_title("the same plan under each ZeRO stage (selected: outlined)", fontsize=9)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=4, frameon=False, fontsize=8,
+                  handlelength=1.2, columnspacing=1.0)
+
+        # Right: the selected plan's components on a fixed log axis.
+        ax = self.log_axes = figure.add_axes((0.71, 0.2, 0.26, 0.63))
+        names = list(COMPONENTS) + ["total"]
+        colors = [COLORS[c] for c in COMPONENTS] + ["#555555"]
+        low = LOG_AXIS_BYTES[0] / 10  # bars start left of the axis, so the smallest value still shows a stub
+        self.log_bars = [ax.add_patch(Rectangle((low, i - 0.35), 0, 0.7, facecolor=color, edgecolor="none"))
+                         for i, color in enumerate(colors)]
+        self.log_capacity = ax.axvline(LOG_AXIS_BYTES[1], color=COLORS["capacity"], linestyle="--", linewidth=1.4)
+        self.log_capacity_text = CachedText.add(ax, LOG_AXIS_BYTES[1], -0.6, "capacity", ha="center", va="bottom",
+                                                fontsize=7, color=COLORS["capacity"])
+        ax.set_xscale("log")
+        ax.set_xlim(*LOG_AXIS_BYTES)
+        ax.set_ylim(len(names) - 0.5, -0.5)
+        ax.set_yticks(range(len(names)), [MEMORY_COMPONENTS.get(n, n) for n in names], fontsize=8)
+        ax.xaxis.set_major_formatter(bytes_formatter)
+        ax.set_xticks([1e5, 1e7, 1e9, 1e11, 1e13])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_xlabel("bytes per device (log)", fontsize=8)
+        ax.set_title("selected plan, every component", fontsize=9, pad=12)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+
+        self.animated = (
+            *[bar for bars in self.stack_bars.values() for bar in bars], self.capacity_line, self.stack_outline,
+            self.y_tick_marks, *self.y_tick_labels, *self.stack_totals, self.capacity_text, *self.log_bars,
+            self.log_capacity, self.log_capacity_text, self.verdict)
+
+    def draw(self, result: dict) -> None:
+        capacity = result["capacity_bytes"]
+        top = 2 * capacity
+        if capacity != self._capacity_shown:  # a new device: the only rescale
+            self.stack_axes.set_ylim(0, top)
+            ticks = [t for t in MaxNLocator(nbins=4).tick_values(0, top) if 0 <= t <= top]
+            self.y_tick_marks.set_data([0.0] * len(ticks), ticks)
+            for index, label in enumerate(self.y_tick_labels):
+                label.set_visible(index < len(ticks))
+                if index < len(ticks):
+                    label.set_y(ticks[index])
+                    label.set_text(bytes_formatter(ticks[index], index))
+            self.capacity_line.set_ydata([capacity, capacity])
+            self.capacity_text.set_y(capacity)
+            self.capacity_text.set_text(f"capacity\n{units.format_bytes(capacity)}")
+            self.log_capacity.set_xdata([capacity, capacity])
+            self.log_capacity_text.set_x(capacity)
+            self._capacity_shown = capacity
+        selected = result["zero_stage"]
+        for stage, bars in self.stack_bars.items():
+            heights = [result[f"zero{stage}_{c}_bytes"] for c in COMPONENTS[:3]] + [result["activations_bytes"]]
+            bottom = 0.0
+            for bar, height in zip(bars, heights):
+                bar.set_y(bottom)
+                bar.set_height(height)
+                bar.set_alpha(1.0 if stage == selected else 0.4)
+                bottom += height
+            total = result[f"zero{stage}_total_bytes"]
+            text = self.stack_totals[stage]
+            label = units.format_bytes(total)
+            if total > 0.93 * top:  # above the axis: an arrow and the total
+                text.set_text("↑ " + label)
+                text.set_y(0.93 * top)
+            else:
+                text.set_text(label)
+                text.set_y(total + 0.01 * top)
+            text.set_color(MISS_COLOR if total > capacity else "black")
+        self.stack_outline.set_x(selected - self.stack_outline.get_width() / 2)
+        self.stack_outline.set_height(min(result["total_bytes"], top))
+
+        low = self.log_bars[0].get_x()
+        keys = [f"{c}_bytes" for c in COMPONENTS] + ["total_bytes"]
+        for bar, key in zip(self.log_bars, keys):
+            bar.set_width(max(result[key] - low, 0.0))
+
+        if result["fits"]:
+            verdict = f"fits, {units.format_bytes(result['headroom_bytes'])} headroom"
+        else:
+            verdict = f"does not fit by {units.format_bytes(-result['headroom_bytes'])}"
+        self.verdict.set_text(verdict)
+        self.verdict.set_color(FIT_COLOR if result["fits"] else MISS_COLOR)
+
+    def summary_html(self, result: dict) -> str:
+        b = units.format_bytes
+        if result["fits"]:
+            verdict = (f"<b style='color:{FIT_COLOR}'>fits</b>, {b(result['headroom_bytes'])} headroom")
+        else:
+            verdict = f"<b style='color:{MISS_COLOR}'>does not fit</b> by {b(-result['headroom_bytes'])}"
+        return (
+            f"<b>{result['model']}</b> ({units.format_count(result['params'])} parameters, {result['layers']} layers, "
+            f"{result['heads']} heads) on d·t·p = {result['data_parallel']} · {result['tensor_parallel']} · "
+            f"{result['pipeline_parallel']} = <b>{result['devices']}</b> devices, global batch "
+            f"{result['global_batch']} sequences.<br>"
+            f"Per device (first pipeline stage, 1F1B schedule, micro-batches in flight: "
+            f"{units.format_count(result['in_flight_microbatches'], digits=4)}): "
+            f"parameters {b(result['parameters_bytes'])} · gradients {b(result['gradients_bytes'])} · "
+            f"optimizer state {b(result['optimizer_state_bytes'])} · activations {b(result['activations_bytes'])} "
+            f"= <b>{b(result['total_bytes'])}</b> of {b(result['capacity_bytes'])}: {verdict}.<br>"
+            f"<small>t takes only divisors of the {result['heads']} heads (≤ {MAX_TENSOR_PARALLEL}) and p only "
+            f"divisors of the {result['layers']} layers (≤ {MAX_PIPELINE_PARALLEL}): every position is a valid plan. "
+            f"Not counted: temporary buffers, logits, fragmentation: leave headroom.</small>"
+        )
+
+
+def memory_budget_lab(**initial) -> MemoryBudgetLab:
+    """The memory budget lab; keyword arguments set controls' initial values (``DEFAULTS`` lists the names).
+
+    >>> lab = memory_budget_lab(model="GPT-2 1.5B", tensor_parallel=1, pipeline_parallel=1, data_parallel=1,
+    ...                         zero_stage=0, recompute="full", sequence_parallel=False)
+    >>> units.format_bytes(lab.result["model_states_bytes"])   # 16 bytes × 1.56 billion parameters
+    '24.9 GB'
+    """
+    return MemoryBudgetLab(**initial)

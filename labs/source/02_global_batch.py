@@ -1,0 +1,284 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [raw]
+# # ASSIGNMENT CONFIG
+# # The graded master of lab 2 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
+# # `otter assign` on it; it stages course_lib/ and requirements.txt next to a copy of this notebook first,
+# # so that the autograder zip carries the course's code and runs on Gradescope as it does locally.
+# name: 02_global_batch
+# requirements: requirements.txt
+# autograder_files:
+#   - course_lib
+# python_version: "3.11"
+# export_cell: false
+# check_all_cell: true
+# tests:
+#   ok_format: false
+# generate:
+#   show_stdout: true
+#   show_hidden: true
+
+# %% [markdown]
+# # Lab 2 · Count the examples in a step
+#
+# How many examples does one optimizer step see? Only two things multiply them: the data-parallel replicas, each
+# with its own examples, and the accumulation steps, each adding a micro-batch before the update. Tensor- and
+# pipeline-parallel groups split the work on the *same* examples: they add devices, not examples. In this lab you
+# first move the sliders to watch that accounting, then use it to size real runs.
+#
+# **What you need:** [lesson 03 · Split the work](../notebooks/03_parallelism.ipynb), in particular the global batch
+# $B = b_\text{micro} \times N_\text{acc} \times N_\text{dp}$ and the pipeline bubble.
+#
+# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
+# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
+# inputs, chosen so that the usual slips (letting the tensor- or pipeline-parallel size multiply the batch,
+# confusing tokens with sequences) fail them, so make your answer right for every input, not only for the public
+# example.
+
+# %%
+from course_lib import parallelism, units
+
+# %% [markdown]
+# ## Explore
+#
+# The lab computes the global batch with `course_lib.parallelism` from the micro-batch, the accumulation steps,
+# the data-, tensor- and pipeline-parallel sizes and the sequence length, and shows it in samples and in tokens
+# next to the number of devices the plan uses. Things to try:
+#
+# - Double the tensor-parallel size: the devices double, the global batch does not move. Do the same with the
+#   data-parallel size.
+# - Keep the global batch fixed while you double the data-parallel size: what must the accumulation steps do?
+# - Which controls change the tokens per step without changing the samples?
+
+# %% tags=["nbval-ignore-output", "otter_ignore"]
+# nbval-ignore-output: live widget; its output cannot be compared
+from course_lib.widgets import global_batch_lab
+
+global_batch_lab()
+
+# %% [markdown]
+# ## Graded questions
+#
+# Each question names the function or variable to define. Every plan below uses all of its devices:
+# $n = N_\text{dp} \cdot t \cdot p$.
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q1
+# points: 2
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 1 · Samples per step from the devices (2 points)
+#
+# Write `global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel, pipeline_parallel)`: the
+# global batch in samples of a plan that spreads `devices` accelerators over tensor-parallel groups of size $t$,
+# pipelines of $p$ stages and as many data-parallel replicas as that leaves. If $t \cdot p$ does not divide
+# `devices`, raise `ValueError`. Check a few settings against the lab.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+# %%
+def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel, pipeline_parallel):
+    """Samples per optimizer step when ``devices`` are split into t × p groups and data-parallel replicas."""
+    # BEGIN SOLUTION
+    if devices % (tensor_parallel * pipeline_parallel):
+        raise ValueError(f"tensor_parallel × pipeline_parallel must divide devices ({devices})")
+    data_parallel = devices // (tensor_parallel * pipeline_parallel)
+    return micro_batch * grad_accum_steps * data_parallel  # t and p share the same examples
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+# %%
+def test_q1_public(global_batch_samples):
+    assert callable(global_batch_samples), "define the function global_batch_samples"
+    got = global_batch_samples(8, 16, 64, 1, 1)
+    assert got == 8192, f"micro-batch 8, 16 accumulation steps, 64 replicas: expected 8192 samples, got {got!r}"
+    try:
+        global_batch_samples(1, 1, 12, 8, 1)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("12 devices cannot be split into tensor-parallel groups of 8: raise ValueError")
+
+
+test_q1_public(global_batch_samples)
+
+# %%
+# HIDDEN
+def test_q1_split_devices(global_batch_samples):
+    from course_lib import parallelism
+    cases = [(8, 16, 512, 8, 1), (8, 16, 2048, 8, 4), (2, 8, 1024, 4, 8), (1, 64, 4096, 8, 16), (4, 1, 32, 1, 2)]
+    for b, acc, n, t, p in cases:  # t and p must not multiply the batch; each case has t·p > 1
+        want = parallelism.global_batch(b, acc, n // (t * p))
+        got = global_batch_samples(b, acc, n, t, p)
+        assert got == want, f"global_batch_samples{(b, acc, n, t, p)}: expected {want} samples, got {got!r}"
+
+
+test_q1_split_devices(global_batch_samples)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q2
+# points: 2
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 2 · Accumulation steps for a target batch (2 points)
+#
+# Write `accumulation_steps(target_global_batch, micro_batch, devices, tensor_parallel, pipeline_parallel)`: the
+# number of accumulation steps $N_\text{acc}$ that gives exactly `target_global_batch` samples per step. Raise
+# `ValueError` if no whole number of steps does (or if $t \cdot p$ does not divide `devices`).
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+# %%
+def accumulation_steps(target_global_batch, micro_batch, devices, tensor_parallel, pipeline_parallel):
+    """N_acc such that micro_batch × N_acc × N_dp == target_global_batch."""
+    # BEGIN SOLUTION
+    if devices % (tensor_parallel * pipeline_parallel):
+        raise ValueError(f"tensor_parallel × pipeline_parallel must divide devices ({devices})")
+    per_accumulation_step = micro_batch * devices // (tensor_parallel * pipeline_parallel)
+    steps, remainder = divmod(target_global_batch, per_accumulation_step)
+    if remainder or steps < 1:
+        raise ValueError(f"{target_global_batch} samples is not a whole number of steps of {per_accumulation_step}")
+    return steps
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+# %%
+def test_q2_public(accumulation_steps):
+    assert callable(accumulation_steps), "define the function accumulation_steps"
+    got = accumulation_steps(1024, 2, 128, 1, 1)
+    assert got == 4, f"1024 samples with micro-batch 2 on 128 replicas: expected 4 steps, got {got!r}"
+    try:
+        accumulation_steps(1000, 2, 128, 1, 1)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("1000 samples is not a whole number of steps of 256 samples: raise ValueError")
+
+
+test_q2_public(accumulation_steps)
+
+# %%
+# HIDDEN
+def test_q2_split_devices(accumulation_steps):
+    from course_lib import parallelism
+    for target, b, n, t, p in [(1536, 1, 1024, 8, 8), (512, 4, 64, 4, 2), (4096, 2, 2048, 8, 4), (256, 1, 32, 2, 2)]:
+        want = target // (b * (n // (t * p)))
+        assert parallelism.global_batch(b, want, n // (t * p)) == target  # the case is exact
+        got = accumulation_steps(target, b, n, t, p)
+        assert got == want, f"accumulation_steps{(target, b, n, t, p)}: expected {want}, got {got!r}"
+    for case in [(1536, 1, 1024, 8, 3), (100, 1, 64, 8, 1)]:
+        try:
+            accumulation_steps(*case)
+        except ValueError:
+            continue
+        raise AssertionError(f"accumulation_steps{case} has no whole answer: it should raise ValueError")
+
+
+test_q2_split_devices(accumulation_steps)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q3
+# points: 2
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 3 · A real run (2 points)
+#
+# A team trains on 512 GPUs with tensor-parallel groups of $t = 4$ and pipelines of $p = 8$ stages, a micro-batch
+# of 2 sequences of 2048 tokens, and wants $2^{22}$ = 4,194,304 tokens per optimizer step. Set:
+#
+# - `run_accumulation_steps`: the accumulation steps $N_\text{acc}$ that give exactly that many tokens;
+# - `run_bubble_fraction`: the pipeline bubble of this plan, as a fraction of the ideal time (1F1B). Recall that
+#   each pipeline processes $N_\text{acc}$ micro-batches per step; `parallelism.pipeline_bubble_fraction` computes
+#   the bubble.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+# %%
+run_accumulation_steps = 2**22 // 2048 // (2 * (512 // (4 * 8)))  # SOLUTION
+run_bubble_fraction = parallelism.pipeline_bubble_fraction(8, run_accumulation_steps)  # SOLUTION
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+# %%
+def test_q3_public(run_accumulation_steps, run_bubble_fraction):
+    import numbers
+    assert isinstance(run_accumulation_steps, numbers.Real) and run_accumulation_steps >= 1 \
+        and float(run_accumulation_steps).is_integer(), \
+        f"run_accumulation_steps must be a whole number of steps, got {run_accumulation_steps!r}"
+    assert isinstance(run_bubble_fraction, numbers.Real) and run_bubble_fraction > 0, \
+        f"run_bubble_fraction must be a positive fraction, got {run_bubble_fraction!r}"
+
+
+test_q3_public(run_accumulation_steps, run_bubble_fraction)
+
+# %%
+# HIDDEN
+def test_q3_values(run_accumulation_steps, run_bubble_fraction):
+    import math
+
+    from course_lib import parallelism
+    replicas = 512 // (4 * 8)
+    steps = 2**22 // 2048 // (2 * replicas)  # sequences, not tokens; replicas, not devices
+    assert parallelism.global_batch(2, steps, replicas) * 2048 == 2**22  # exact
+    assert run_accumulation_steps == steps, f"run_accumulation_steps: expected {steps}, got {run_accumulation_steps}"
+    bubble = parallelism.pipeline_bubble_fraction(8, steps)
+    assert math.isclose(run_bubble_fraction, bubble, rel_tol=1e-6), \
+        f"run_bubble_fraction: expected {bubble:.4g}, got {run_bubble_fraction:.4g}"
+
+
+test_q3_values(run_accumulation_steps, run_bubble_fraction)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [markdown]
+# ## Before you submit
+#
+# Restart the kernel and run all cells: the last cell reruns every public test. Then submit this notebook
+# (`02_global_batch.ipynb`) as your instructor asks.

@@ -1,0 +1,221 @@
+"""`make assignments`: the student versions and autograder zips of the graded labs, made by otter-grader 7.
+
+Usage (through `make assignments`):
+
+    python tools/assignments.py [--out build/assignments] [--student-dir DIR] [--no-run-tests] [MASTER ...]
+
+MASTER is a graded master, labs/source/NN_name.ipynb (its .py twin is the source, as for the lessons); by default
+all of them. For each master:
+
+1. its cells must match its py:percent twin (else: `make notebooks NOTEBOOKS=labs/source/NN_name.py`);
+2. it is copied into a temporary folder next to a snapshot of course_lib/ and a requirements.txt holding
+   course_lib's dependencies at the versions of requirements.lock: the master's ASSIGNMENT CONFIG puts both into
+   the autograder zip, so that the zip grades the same way on Gradescope as with `otter run` here;
+3. `otter assign` writes OUT/NN_name/student/NN_name.ipynb (solutions and hidden tests removed, public tests in
+   its metadata) and OUT/NN_name/autograder/ (the autograder notebook and NN_name-autograder_<time>.zip); unless
+   --no-run-tests, otter first grades the master's solutions with every test;
+4. the student version is normalised (no jupytext metadata, cell ids derived from the content, so that an
+   unchanged master gives a byte-identical file) and, with --student-dir, copied to DIR/NN_name.ipynb.
+
+OUT/NN_name/ is deleted and rebuilt each time. Otter's kernels and this script's `otter` processes run with the
+environment of `otter_environment` (see there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MASTERS = ROOT / "labs" / "source"
+DEFAULT_OUT = ROOT / "build" / "assignments"
+LOCK = ROOT / "requirements.lock"
+# course_lib's own dependencies (pyproject.toml [project.dependencies]): what the autograder needs besides otter.
+AUTOGRADER_PACKAGES = ("numpy", "matplotlib", "ipywidgets")
+# The autograder's Python: `python_version` in every master's ASSIGNMENT CONFIG, the course's Python (binder/).
+PYTHON = "3.11"
+
+# jsonschema imports rfc3987-syntax, which compiles a Lark grammar at import time (3-4 s of CPU), for a URI format
+# check that nbformat never uses. Every `otter` process and every grading kernel imports nbformat, and with it one
+# `otter run` took about 28 s instead of 7 s on the course's 2-core machine. Blocking the module makes jsonschema
+# skip that one check (it imports the module optionally).
+SITECUSTOMIZE = """\
+# Written by tools/assignments.py for otter's processes and kernels; see SITECUSTOMIZE there.
+import sys
+sys.modules.setdefault("rfc3987_syntax", None)
+"""
+
+
+def lab_names(masters_dir: Path = MASTERS) -> list[str]:
+    """The labs that have a graded master: ["01_ring_allreduce", ...]."""
+    return sorted(path.stem for path in masters_dir.glob("[0-9][0-9]_*.ipynb"))
+
+
+def otter_environment(scratch: Path) -> dict[str, str]:
+    """The environment for an `otter` subprocess, whose kernels inherit it; its files go into ``scratch``.
+
+    - JUPYTER_PATH puts first a `python3` kernelspec that runs ipykernel with this interpreter, so notebooks are
+      graded in this environment even if the user has a personal `python3` kernel elsewhere;
+    - PYTHONPATH adds a sitecustomize.py that skips a slow, unused import (SITECUSTOMIZE);
+    - TMPDIR is inside ``scratch``: otter unpacks the autograder in a temporary folder, which a killed run would
+      leave behind; the caller deletes ``scratch``.
+    """
+    from ipykernel.kernelspec import get_kernel_dict
+
+    kernels = scratch / "jupyter" / "kernels" / "python3"
+    kernels.mkdir(parents=True, exist_ok=True)
+    (kernels / "kernel.json").write_text(json.dumps(get_kernel_dict(), indent=1), encoding="utf-8")
+    site = scratch / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
+    tmp = scratch / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env = dict(os.environ)
+    env.pop("MPLBACKEND", None)
+    env["PYTHONHASHSEED"] = "0"
+    env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(scratch / "jupyter"), env.get("JUPYTER_PATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    env["TMPDIR"] = str(tmp)
+    return env
+
+
+def autograder_zip(lab: str, out: Path = DEFAULT_OUT) -> Path | None:
+    """The autograder zip of ``lab`` under ``out`` (the newest, if several), or None if it has not been built."""
+    zips = sorted((out / lab / "autograder").glob(f"{lab}-autograder_*.zip"))
+    return zips[-1] if zips else None
+
+
+def autograder_requirements(lock: Path = LOCK) -> str:
+    """requirements.txt for the autograder: course_lib's dependencies, pinned as in the lock for its Python."""
+    from packaging.markers import Marker
+
+    wanted = re.compile(rf"^({'|'.join(AUTOGRADER_PACKAGES)})==", re.IGNORECASE)
+    lines = []
+    for line in lock.read_text(encoding="utf-8").splitlines():
+        pin, _, marker = line.strip().partition(";")
+        if wanted.match(pin) and (not marker.strip() or Marker(marker).evaluate({"python_version": PYTHON})):
+            lines.append(pin.strip())
+    missing = [name for name in AUTOGRADER_PACKAGES if not any(line.lower().startswith(name + "==") for line in lines)]
+    if missing:
+        raise SystemExit(f"error: {lock} has no pin for {', '.join(missing)}; run `make lock`")
+    return "# course_lib's dependencies at the versions of requirements.lock (tools/assignments.py)\n" + \
+        "\n".join(lines) + "\n"
+
+
+def cell_inputs(path: Path) -> list[tuple[str, str]]:
+    import jupytext
+
+    return [(cell.cell_type, cell.source.strip()) for cell in jupytext.read(path).cells]
+
+
+def check_twin(master: Path) -> str | None:
+    """None if the master .ipynb has the cells of its .py twin, else what to do."""
+    twin = master.with_suffix(".py")
+    if not twin.exists():
+        return f"{master.name} has no py:percent twin {twin.name}"
+    if cell_inputs(master) != cell_inputs(twin):
+        return (f"{master.name} differs from {twin.name} (the source): run "
+                f"`make notebooks NOTEBOOKS={twin.relative_to(ROOT) if twin.is_relative_to(ROOT) else twin}`")
+    return None
+
+
+def normalise_student_version(path: Path) -> None:
+    """Remove what changes between runs or machines from otter's student notebook, in place."""
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    notebook["metadata"].pop("jupytext", None)
+    taken = set()
+    for index, cell in enumerate(notebook["cells"]):
+        cell["metadata"].pop("lines_to_next_cell", None)
+        cell["metadata"].pop("execution", None)
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        digest = hashlib.sha1(f"{path.stem}\n{index}\n{source}".encode()).hexdigest()
+        cell["id"] = next(digest[i:i + 8] for i in range(len(digest) - 7) if digest[i:i + 8] not in taken)
+        taken.add(cell["id"])
+    path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def assign(master: Path, out: Path, run_tests: bool = True) -> tuple[Path, Path, float]:
+    """Run `otter assign` on ``master``; return (student notebook, autograder zip, seconds)."""
+    lab = master.stem
+    result = out / lab
+    if result.exists():
+        shutil.rmtree(result)
+    result.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"assign-{lab}-") as scratch:
+        stage = Path(scratch) / "stage"
+        stage.mkdir()
+        shutil.copy(master, stage / master.name)
+        shutil.copytree(ROOT / "course_lib", stage / "course_lib",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints"))
+        (stage / "requirements.txt").write_text(autograder_requirements(), encoding="utf-8")
+        command = [sys.executable, "-m", "otter", "assign", master.name, str(result.resolve())]
+        if not run_tests:
+            command.append("--no-run-tests")
+        start = time.perf_counter()
+        done = subprocess.run(command, cwd=stage, env=otter_environment(Path(scratch)), capture_output=True,
+                              text=True)
+        seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"otter assign {master.name} failed (exit status {done.returncode}):\n"
+                           f"{(done.stdout + done.stderr).strip()[-3000:]}")
+    student = result / "student" / master.name
+    zip_path = autograder_zip(lab, out)
+    if not student.exists() or zip_path is None:
+        raise RuntimeError(f"otter assign {master.name} wrote no student notebook or no autograder zip in {result}")
+    normalise_student_version(student)
+    return student, zip_path, seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("masters", nargs="*", type=Path, help="graded masters (default: labs/source/NN_*.ipynb)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="build folder (default: build/assignments)")
+    parser.add_argument("--student-dir", type=Path, default=None,
+                        help="also copy each student version to DIR/NN_name.ipynb (e.g. labs)")
+    parser.add_argument("--no-run-tests", action="store_true",
+                        help="do not let otter grade the master's solutions while assigning (faster)")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="masters assigned at once")
+    arguments = parser.parse_args(argv)
+    masters = [path.resolve().with_suffix(".ipynb") for path in arguments.masters] or \
+        [MASTERS / f"{lab}.ipynb" for lab in lab_names()]
+    if not masters:
+        parser.error(f"no graded masters in {MASTERS}")
+    problems = [f"{master}: no such master" if not master.exists() else check_twin(master) for master in masters]
+    if any(problems):
+        parser.error("\n".join(problem for problem in problems if problem))
+
+    def run(master):
+        try:
+            return master, assign(master, arguments.out, run_tests=not arguments.no_run_tests), None
+        except RuntimeError as error:
+            return master, None, error
+
+    failed = 0
+    with ThreadPoolExecutor(max_workers=max(1, arguments.jobs)) as pool:
+        for master, built, error in pool.map(run, masters):
+            if error:
+                failed += 1
+                print(f"FAILED {master.name}: {error}", file=sys.stderr)
+                continue
+            student, zip_path, seconds = built
+            line = f"{master.stem}: {student.relative_to(arguments.out)}, {zip_path.relative_to(arguments.out)}"
+            if arguments.student_dir:
+                arguments.student_dir.mkdir(parents=True, exist_ok=True)
+                shutil.copy(student, arguments.student_dir / student.name)
+                line += f", copied to {arguments.student_dir / student.name}"
+            print(f"{line} ({seconds:.1f} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
