@@ -11,7 +11,7 @@ from matplotlib.ticker import FuncFormatter
 from .. import units
 
 __all__ = ["axes_or_new", "COLORS", "AXIS_COLORS", "bytes_formatter", "time_formatter", "rate_formatter",
-           "flops_rate_formatter", "percent_formatter", "label_units"]
+           "flops_rate_formatter", "percent_formatter", "seconds_label", "seconds_formatter", "label_units"]
 
 # One colour per memory component, per parallel axis and per kind of time, used by every figure.
 COLORS = {
@@ -40,6 +40,18 @@ time_formatter = _formatter(lambda v: units.format_time(v, digits=3))
 rate_formatter = _formatter(lambda v: units.format_bandwidth(v, digits=3))
 flops_rate_formatter = _formatter(lambda v: units.format_flops_rate(v, digits=3))
 percent_formatter = _formatter(lambda v: units.format_percent(v, digits=3))
+
+
+def seconds_label(value, _position=None) -> str:
+    """Tick label in seconds: format_time below 100 s, then whole seconds (one unit along an axis, no minutes)."""
+    if not value:
+        return "0"
+    if abs(value) < 100:
+        return units.format_time(value)
+    return f"{value:,.0f} s" if value == round(value) else f"{value:,.1f} s"
+
+
+seconds_formatter = FuncFormatter(seconds_label)
 
 
 def label_units(ax, xlabel: str, ylabel: str, title: str | None = None):

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from numbers import Integral
 
+import matplotlib.pyplot as plt  # noqa: F401  (doctests close their figures)
 import numpy as np
-import matplotlib.pyplot as plt
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import LogLocator, NullFormatter
 
 from .. import budget, units
-from ._style import AXIS_COLORS, COLORS, axes_or_new, bytes_formatter, label_units
+from ._style import AXIS_COLORS, COLORS, axes_or_new, bytes_formatter, label_units, seconds_formatter
 
 __all__ = ["plot_step_timeline", "plot_plan_search", "CONSTRAINT_COLORS", "CRITICAL_PATH_SEGMENTS",
            "seconds_formatter"]
@@ -33,16 +33,6 @@ _AXIS_NAMES = {"tensor": "tensor parallel", "pipeline": "pipeline parallel", "da
 _DRAW_ORDER = ("memory", "batch divisibility", "exposed communication", "bubble", "compute")
 
 
-def _seconds_label(value):
-    """Tick label in seconds: format_time below 100 s, then whole seconds (one unit along an axis, no minutes)."""
-    if not value:
-        return "0"
-    if abs(value) < 100:
-        return units.format_time(value)
-    return f"{value:,.0f} s" if value == round(value) else f"{value:,.1f} s"
-
-
-seconds_formatter = FuncFormatter(lambda value, _position: _seconds_label(value))
 
 
 def _checked_step(step):

@@ -49,6 +49,25 @@ def nice_values(low: float, high: float, mantissas=(1, 2, 5)) -> list:
     return sorted(values)
 
 
+def stops_with(values, value) -> list:
+    """The slider stops ``values`` plus ``value``, so an initial value off the stops is kept exactly, not snapped
+    (a value within rounding error of a stop, such as 5 × US for 5e-06, is that stop).
+
+    >>> stops_with([1e-6, 5e-6, 1e-5], 5e-6) == [1e-6, 5e-6, 1e-5]
+    True
+    >>> stops_with([1e-6, 5e-6, 1e-5], 6e-6)
+    [1e-06, 5e-06, 6e-06, 1e-05]
+    """
+    values = sorted(values)
+    return values if any(same_stop(v, value) for v in values) else sorted([*values, value])
+
+
+def same_stop(x, y) -> bool:
+    """Equal up to rounding: 100 × US and 1e-4 name the same stop of a slider."""
+    return x == y or (isinstance(x, (int, float)) and isinstance(y, (int, float))
+                      and math.isclose(x, y, rel_tol=1e-9, abs_tol=0.0))
+
+
 def unit_slider(description: str, values, value, formatter, continuous_update: bool = True) -> widgets.SelectionSlider:
     """A slider over ``values`` whose readout is ``formatter(value)``; ``value`` snaps to the nearest option."""
     values = list(values)

@@ -38,7 +38,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from .. import _validate, parallelism, units
 from ..viz._style import AXIS_COLORS
 from ..viz.collectives import RANK_COLORS
-from ._base import Lab, int_slider, unit_slider
+from ._base import Lab, int_slider, stops_with, unit_slider
 from .ring import FastText, FastTextGroup, Panel, PartialRedraw
 
 __all__ = ["global_batch_lab", "GlobalBatchLab", "PARALLEL_SIZES", "DATA_PARALLEL_SIZES", "SEQ_LENS",
@@ -72,11 +72,6 @@ def _darker(color, share: float) -> tuple:
 _REPLICA_SHADES = tuple((to_rgba(color), _darker(color, _STAGE_SHADE)) for color in RANK_COLORS)
 
 
-def _with(values, value) -> list:
-    """The slider stops ``values`` plus ``value``, so an initial value off the stops is kept exactly."""
-    return sorted(set(values) | {value})
-
-
 def _plural(count: int, noun: str) -> str:
     return f"{units.format_count(count)} {noun}" + ("" if count == 1 else "s")
 
@@ -108,13 +103,14 @@ class GlobalBatchLab(PartialRedraw, Lab):
             "micro_batch": int_slider("micro-batch b", *LIMITS["micro_batch"], start["micro_batch"]),
             "grad_accum_steps": int_slider("accumulation N_acc", *LIMITS["grad_accum_steps"],
                                            start["grad_accum_steps"]),
-            "data_parallel": unit_slider("data parallel d", _with(DATA_PARALLEL_SIZES, start["data_parallel"]),
+            "data_parallel": unit_slider("data parallel d", stops_with(DATA_PARALLEL_SIZES, start["data_parallel"]),
                                          start["data_parallel"], str),
-            "tensor_parallel": unit_slider("tensor parallel t", _with(PARALLEL_SIZES, start["tensor_parallel"]),
+            "tensor_parallel": unit_slider("tensor parallel t", stops_with(PARALLEL_SIZES, start["tensor_parallel"]),
                                            start["tensor_parallel"], str),
-            "pipeline_parallel": unit_slider("pipeline parallel p", _with(PARALLEL_SIZES, start["pipeline_parallel"]),
+            "pipeline_parallel": unit_slider("pipeline parallel p",
+                                             stops_with(PARALLEL_SIZES, start["pipeline_parallel"]),
                                              start["pipeline_parallel"], str),
-            "seq_len": unit_slider("sequence length s", _with(SEQ_LENS, start["seq_len"]), start["seq_len"],
+            "seq_len": unit_slider("sequence length s", stops_with(SEQ_LENS, start["seq_len"]), start["seq_len"],
                                    _tokens_label),
         }
         super().__init__("Global batch: which splits multiply the examples", controls, self._build_figure())

@@ -50,9 +50,9 @@ from matplotlib.transforms import Affine2D, Bbox, IdentityTransform
 from PIL import Image
 
 from .. import _validate, collectives, simulate, units
-from ..viz._style import COLORS
+from ..viz._style import COLORS, seconds_formatter, seconds_label
 from ..viz.collectives import _ALGORITHM_STYLES, EMPTY_COLOR, _contribution_counts, _level_colors
-from ._base import Lab, choice_buttons, int_slider, nice_values, unit_slider
+from ._base import Lab, choice_buttons, int_slider, nice_values, same_stop, stops_with, unit_slider
 
 __all__ = ["ring_allreduce_lab", "RingAllReduceLab", "PartialRedraw", "Panel", "FastText", "FastTextGroup", "applicable_algorithms",
            "ring_steps", "RANKS", "PAYLOADS_BYTES", "BANDWIDTHS_BYTES_PER_S", "LATENCIES_S", "MAX_STEP_RANKS"]
@@ -150,38 +150,15 @@ def _checked_option(name: str, value, low, high, integer: bool = False):
     return checked
 
 
-def _with(values, value) -> list:
-    """The slider stops ``values`` plus ``value``, so an initial value off the stops is kept exactly, not snapped
-    (a value within rounding error of a stop, such as 5 × US for 5e-06, is that stop).
-
-    >>> _with([1e-6, 5e-6, 1e-5], 5 * units.US) == [1e-6, 5e-6, 1e-5]
-    True
-    >>> _with([1e-6, 5e-6, 1e-5], 6e-6)
-    [1e-06, 5e-06, 6e-06, 1e-05]
-    """
-    values = sorted(values)
-    return values if any(_same(v, value) for v in values) else sorted([*values, value])
-
-
-def _same(x, y) -> bool:
-    """Equal up to rounding: 100 × US and 1e-4 name the same stop of a slider."""
-    return x == y or (isinstance(x, (int, float)) and isinstance(y, (int, float))
-                      and math.isclose(x, y, rel_tol=1e-9, abs_tol=0.0))
-
-
 def _log_slider(description: str, stops, value, formatter):
     """``unit_slider`` over ``stops`` (plus ``value``) that also accepts a value within rounding error of a stop."""
-    slider = unit_slider(description, _with(stops, value), value, formatter)
-    slider.equals = _same  # ipywidgets' Selection compares with this predicate (default ==)
+    slider = unit_slider(description, stops_with(stops, value), value, formatter)
+    slider.equals = same_stop  # ipywidgets' Selection compares with this predicate (default ==)
     return slider
 
 
 def _bytes_label(value, _position=None):
     return units.format_bytes(value)
-
-
-def _time_label(value, _position=None):
-    return units.format_time(value) if value < 100 else f"{value:.0f} s"  # "1000 s" rather than "16.7 min" on the axis
 
 
 @functools.lru_cache(maxsize=None)
@@ -440,11 +417,11 @@ class RingAllReduceLab(PartialRedraw, Lab):
                              f"ranks={ranks}, got {step!r}")
 
         controls = {
-            "ranks": unit_slider("ranks p", _with(RANKS, ranks), ranks, str),
+            "ranks": unit_slider("ranks p", stops_with(RANKS, ranks), ranks, str),
             "payload_bytes": _log_slider("payload S", PAYLOADS_BYTES, payload, _bytes_label),
             "bandwidth_bytes_per_s": _log_slider("bandwidth B", BANDWIDTHS_BYTES_PER_S, bandwidth,
                                                  units.format_bandwidth),
-            "latency_s": _log_slider("latency α per step", LATENCIES_S, latency, _time_label),
+            "latency_s": _log_slider("latency α per step", LATENCIES_S, latency, seconds_label),
             "algorithm": choice_buttons("algorithm", self._algorithm_options(allowed), algorithm),
             "step": int_slider("ring step (right)", 0, last_step, step),
         }
@@ -563,7 +540,7 @@ class RingAllReduceLab(PartialRedraw, Lab):
         ax.xaxis.set_major_locator(FixedLocator([10.0**k for k in range(3, 11)]))
         ax.yaxis.set_major_locator(FixedLocator([10.0**k for k in range(-7, 4)]))
         ax.xaxis.set_major_formatter(FuncFormatter(_bytes_label))
-        ax.yaxis.set_major_formatter(FuncFormatter(_time_label))
+        ax.yaxis.set_major_formatter(seconds_formatter)
         ax.xaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_minor_locator(NullLocator())
         ax.tick_params(labelsize=8)
