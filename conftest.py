@@ -1,11 +1,17 @@
 """pytest configuration for the whole repository (the settings themselves are in pyproject.toml)."""
 
 import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
 
 # The py:percent twins of the notebooks are not modules: --doctest-modules must not import them (the notebooks
-# themselves run under nbval). labs/source/ holds the graded masters, which nbval does not run.
-collect_ignore = ["labs/source"]
-collect_ignore_glob = ["notebooks/*.py", "labs/*.py"]
+# themselves, the lessons and the graded masters in labs/source/, run under nbval). The student versions in labs/
+# have no stored outputs to compare and `...` for answers: tests/test_grading.py grades them untouched (zero
+# points, no crash) and the browser tests run them in JupyterLab.
+# (A list, not the glob "labs/*.ipynb": fnmatch's * also matches "/", so the glob would hide labs/source/ too.)
+collect_ignore_glob = ["notebooks/*.py", "labs/source/*.py"]
+collect_ignore = [path.relative_to(ROOT).as_posix() for path in sorted((ROOT / "labs").glob("*.ipynb"))]
 
 
 def pytest_configure(config):

@@ -52,8 +52,9 @@ plt.show()
 #
 # **Labs.** Four widget labs practise the lessons with sliders: [the ring all-reduce](../labs/01_ring_allreduce.ipynb)
 # (after 02), [the global batch](../labs/02_global_batch.ipynb), [the memory budget](../labs/03_memory_budget.ipynb)
-# and [the pipeline schedule](../labs/04_pipeline_schedule.ipynb) (after 03). Each has guided questions to explore;
-# graded versions with autograded questions are being prepared for instructors.
+# and [the pipeline schedule](../labs/04_pipeline_schedule.ipynb) (after 03). Each has guided questions to explore,
+# with their answers, then 3 or 4 graded questions that ask you to derive the lab's model yourself: write your
+# answer where you see `...` and run the `grader.check("q1")` cell below it for immediate feedback.
 
 # %% [markdown]
 # ## How to use the course
@@ -67,8 +68,9 @@ plt.show()
 #   again: every quantity is printed with its unit ("2.02 ms", "100 MB", "50 GB/s").
 # - **Self-checks.** Each lesson has multiple-choice questions that answer immediately with an explanation. They
 #   are for you; nothing is recorded.
-# - **Graded labs** (for instructors): each lab has a master with graded questions (public and hidden tests,
-#   otter-grader); the README's instructor section says how to build the student versions and grade a class.
+# - **Graded labs.** The labs' questions are otter-grader assignments. On your own, `grader.check` runs each
+#   question's public tests and tells you at once whether your answer passes. Instructors also have hidden tests
+#   and grade a class offline: the README's instructor section says how.
 
 # %% [markdown]
 # ## Notation

@@ -1,9 +1,14 @@
 """The notebooks as files (no kernel; nbval runs them): twins in sync, clean stored outputs, deliberate nbval tags,
-prerequisite and relative links, and the lesson skeleton of COURSE.md.
+prerequisite and relative links, the lesson skeleton of COURSE.md, and what labs/ holds.
 
-Each failure names the notebook, the cell index (0-based, as in the .ipynb) and what to do. Stored outputs are
-made by `make notebooks` (tools/execute_notebooks.py); most problems found here are fixed by editing the .py and
-running it again.
+Three kinds of notebook:
+- the lessons (notebooks/) and the graded masters (labs/source/): py:percent twins, outputs stored by
+  `make notebooks` (tools/execute_notebooks.py) and checked by nbval;
+- the student versions of the labs (labs/): written by `make assignments STUDENT_DIR=labs` from the masters, with
+  no twin and no outputs (a student runs them; test_grading checks that they match a fresh build).
+
+Each failure names the notebook, the cell index (0-based, as in the .ipynb) and what to do. Most problems found here
+are fixed by editing the .py and running `make notebooks` again.
 """
 
 from __future__ import annotations
@@ -17,10 +22,13 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# labs/source/ (the graded masters) is not globbed: only the top level of notebooks/ and labs/.
-NOTEBOOKS = sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(ROOT.glob("labs/*.ipynb"))
-TWINS = sorted(ROOT.glob("notebooks/*.py")) + sorted(ROOT.glob("labs/*.py"))
-LESSONS = [path for path in NOTEBOOKS if path.parent.name == "notebooks" and re.match(r"\d\d_", path.name)]
+MASTERS = sorted(ROOT.glob("labs/source/*.ipynb"))
+STUDENT_VERSIONS = sorted(ROOT.glob("labs/*.ipynb"))
+# The notebooks with a py:percent twin and stored outputs.
+EXECUTED = sorted(ROOT.glob("notebooks/*.ipynb")) + MASTERS
+NOTEBOOKS = EXECUTED + STUDENT_VERSIONS
+TWINS = sorted(ROOT.glob("notebooks/*.py")) + sorted(ROOT.glob("labs/source/*.py"))
+LESSONS = [path for path in EXECUTED if path.parent.name == "notebooks" and re.match(r"\d\d_", path.name)]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 IGNORE_OUTPUT = "nbval-ignore-output"
@@ -143,7 +151,7 @@ def output_texts(output) -> list[tuple[str, str]]:
 
 # ---- the .ipynb and its py:percent twin --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+@pytest.mark.parametrize("path", EXECUTED, ids=ids(EXECUTED))
 def test_notebook_has_a_py_twin_with_the_same_cells(path):
     twin = path.with_suffix(".py")
     assert twin.exists(), (f"{rel(path)}: no py:percent twin {rel(twin)}; create it with "
@@ -175,7 +183,7 @@ def test_py_twin_has_a_notebook(path):
 
 # ---- stored outputs ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+@pytest.mark.parametrize("path", EXECUTED, ids=ids(EXECUTED))
 def test_stored_outputs_are_clean_and_in_order(path):
     notebook, problems = read(path), []
     if "widgets" in notebook.metadata:
@@ -246,9 +254,15 @@ def test_prerequisites_link_only_to_earlier_lessons(path):
     assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
 
 
+def link_base(path: Path) -> Path:
+    """The folder a notebook's relative links start from: its own, except for a master, whose text is written for
+    its student version in labs/."""
+    return ROOT / "labs" if path in MASTERS else path.parent
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
 def test_relative_notebook_links_exist(path):
-    problems = []
+    problems, base = [], link_base(path)
     for index, cell in enumerate(read(path).cells):
         texts = [cell.source] if cell.cell_type == "markdown" else [
             text for output in cell.get("outputs", []) for mime, text in output_texts(output)
@@ -256,8 +270,8 @@ def test_relative_notebook_links_exist(path):
         for text in texts:
             for target in links(text):
                 target_path = relative_notebook_target(target)
-                if target_path and not (path.parent / target_path).exists():
-                    problems.append(f"cell {index}: link to {target!r}, but {rel(path.parent)}/{target_path} does "
+                if target_path and not (base / target_path).exists():
+                    problems.append(f"cell {index}: link to {target!r}, but {rel(base)}/{target_path} does "
                                     "not exist; fix the link")
     assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
 
@@ -280,3 +294,39 @@ def test_lesson_follows_the_skeleton(path):
         problems.append("missing the sections of COURSE.md's lesson skeleton: add a markdown heading for each of\n    "
                         + "\n    ".join(missing))
     assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
+
+
+# ---- labs/: the student versions -------------------------------------------------------------------------------------
+
+def test_labs_holds_a_student_version_of_every_master_and_nothing_else():
+    masters = [path.name for path in MASTERS]
+    students = [path.name for path in STUDENT_VERSIONS]
+    assert masters and students == masters, (f"labs/ holds {students}, labs/source/ the masters {masters}: run "
+                                             "`make assignments STUDENT_DIR=labs` and commit labs/*.ipynb")
+    twins = sorted(path.name for path in (ROOT / "labs").glob("*.py"))
+    assert not twins, (f"labs/ holds {twins}: the student versions have no py:percent twin (labs/jupytext.toml); "
+                       "edit the masters in labs/source/ instead and delete these")
+
+
+@pytest.mark.parametrize("path", STUDENT_VERSIONS, ids=ids(STUDENT_VERSIONS))
+def test_student_version_is_unexecuted_otter_output(path):
+    notebook = read(path)
+    assert notebook.metadata.get("otter", {}).get("assignment_name") == path.stem, (
+        f"{rel(path)} is not otter's student version of {path.stem}: run `make assignments STUDENT_DIR=labs`")
+    executed = [index for index, cell in enumerate(notebook.cells)
+                if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)]
+    assert not executed, f"{rel(path)}: cells {executed} hold outputs; a student version is stored as otter writes it"
+    assert "jupytext" not in notebook.metadata, f"{rel(path)} has jupytext metadata; rebuild it with make assignments"
+
+
+def test_jupytext_configs_pair_everything_but_the_student_versions():
+    from jupytext.config import find_jupytext_configuration_file, load_jupytext_configuration_file
+
+    def settings(folder):
+        return load_jupytext_configuration_file(find_jupytext_configuration_file(str(ROOT / folder)))
+
+    root, masters, students = settings("notebooks"), settings("labs/source"), settings("labs")
+    assert root.formats == ["ipynb,py:percent"] and masters == root, (
+        "labs/source/jupytext.toml must repeat the root jupytext.toml (the masters are paired like the lessons)")
+    assert students.formats == ["ipynb"], (
+        'labs/jupytext.toml must say formats = "ipynb": saving a student version must not create a twin')

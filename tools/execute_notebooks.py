@@ -4,8 +4,9 @@ Usage (through `make notebooks`, which sets PYTHONHASHSEED=0):
 
     python tools/execute_notebooks.py [PATH ...]
 
-PATH is a lesson or lab, as its .py or its .ipynb; by default every notebooks/*.py and labs/*.py that has a
-jupytext header (labs/source/, the graded masters, is left alone). For each X.py:
+PATH is a lesson or a graded lab's master, as its .py or its .ipynb; by default every notebooks/*.py and
+labs/source/*.py that has a jupytext header. (The student versions in labs/ are made from the masters by
+`make assignments STUDENT_DIR=labs` and have no twin.) For each X.py:
 
 1. the cells come from X.py (read with jupytext and jupytext.toml's filters, so cell tags survive); metadata
    that the filters keep out of X.py (cell ids, nbgrader or otter metadata) comes from the existing X.ipynb;
@@ -65,7 +66,7 @@ def has_jupytext_header(path: Path) -> bool:
 
 
 def default_sources() -> list[Path]:
-    candidates = sorted((ROOT / "notebooks").glob("*.py")) + sorted((ROOT / "labs").glob("*.py"))
+    candidates = sorted((ROOT / "notebooks").glob("*.py")) + sorted((ROOT / "labs" / "source").glob("*.py"))
     return [path for path in candidates if has_jupytext_header(path)]
 
 

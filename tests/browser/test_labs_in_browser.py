@@ -1,14 +1,16 @@
 """Each widget lab in a real JupyterLab, as a learner uses it: open the notebook, run all cells, move a slider.
 
-For every ``labs/*.ipynb`` (not labs/source/, the graded masters): JupyterLab (started by conftest.py on a copy of
-the labs) opens the notebook; once its kernel is idle, "Run All Cells"; once the lab (the widget box holding the
+For every ``labs/*.ipynb`` (the student versions of the graded labs, as a learner gets them, answers still
+``...``): JupyterLab (started by conftest.py on a copy of the labs) opens the notebook; once its kernel is idle, "Run All Cells"; once the lab (the widget box holding the
 ``course-lab-summary``) is rendered, the first slider's handle gets the keyboard focus and one arrow key (right,
 or left when the slider is at its end). The test then checks what the learner sees:
 
 - the slider's readout shows another value AND the summary (the Python result, formatted with units) changed:
   the change went to the kernel, the callback ran and its result came back to the page;
 - the lab's figure is an ``<img>`` that loaded (natural width > 0);
-- no cell shows an error: no error output or traceback, no "Error displaying widget".
+- no cell shows an error: no error output or traceback, no "Error displaying widget";
+- every ``grader.check("qN")`` cell shows otter's feedback on question N (its public tests, failing, since the
+  answers are still ``...``): a self-learner gets it in the browser, with nothing else installed.
 
 A screenshot of the lab after the change, and one of the whole page, go to ``$BROWSER_ARTIFACTS`` (or a pytest
 temporary folder; never into the repository). Run alone: ``.venv/bin/python -m pytest tests/browser``. On the
@@ -22,6 +24,7 @@ import re
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +64,12 @@ async ([path, timeoutMs]) => {{
     setTimeout(() => reject(new Error(`Run All Cells did not finish within ${{timeoutMs}} ms`)), timeoutMs));
   return await Promise.race([run, timeout]);
 }}
+"""
+
+# The questions whose otter feedback ("q1 results: ...") an output of the notebook shows.
+FEEDBACK_SHOWN = """
+(node) => Array.from(node.querySelectorAll('.jp-OutputArea-output'))
+  .flatMap((output) => Array.from(output.innerText.matchAll(/^\\s*(q\\d+) results:/gm), (match) => match[1]))
 """
 
 # Every output of the notebook that shows an error, as text.
@@ -126,6 +135,10 @@ def test_lab_runs_and_answers_a_slider(notebook: Path, page, lab_server, artifac
     assert all_ran is True and not errors, (
         f"{path}: Run All Cells {'succeeded' if all_ran else 'stopped at an error'}; error outputs:\n"
         + "\n---\n".join(errors))
+    questions = sorted(nbformat.read(notebook, as_version=4).metadata["otter"]["tests"])
+    shown = sorted(set(notebook_node.evaluate(FEEDBACK_SHOWN)))
+    assert questions and shown == questions, (
+        f"{path}: otter's feedback is shown for {shown}, expected every question {questions} (grader.check)")
 
     slider = lab.locator(".widget-slider").first
     slider.scroll_into_view_if_needed()  # JupyterLab does not lay out cells far outside the view
