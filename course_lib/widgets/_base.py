@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import io
 import math
-import struct
-import zlib
 
 import ipywidgets as widgets
-import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
-from matplotlib.text import Text
 
-__all__ = ["Lab", "CachedText", "png_bytes", "nice_values", "unit_slider", "choice_buttons", "int_slider"]
+from ._fast import PartialRedraw
+
+__all__ = ["Lab", "nice_values", "unit_slider", "choice_buttons", "int_slider"]
 
 CONTROL_STYLE = {"description_width": "150px"}
 CONTROL_LAYOUT = widgets.Layout(width="460px")
@@ -88,79 +85,6 @@ def choice_buttons(description: str, options, value) -> widgets.ToggleButtons:
     return widgets.ToggleButtons(options=options, value=value, description=description, style=CONTROL_STYLE)
 
 
-def png_bytes(rgba) -> bytes:
-    """Encode an (height, width, 4) uint8 RGBA buffer as PNG: no row filters, zlib level 1.
-
-    About 4 ms for a 648 × 288 figure where Pillow takes 10 (its adaptive row filters cost more than the
-    compression), for a file of about the same size (30 KB).
-    """
-    pixels = np.asarray(rgba, dtype=np.uint8)
-    height, width = pixels.shape[:2]
-    rows = np.zeros((height, 1 + 4 * width), dtype=np.uint8)  # each row starts with its filter type, 0 (none)
-    rows[:, 1:] = pixels.reshape(height, -1)
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)  # 8 bits per channel, RGBA
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
-            + chunk(b"IEND", b""))
-
-
-class CachedText(Text):
-    """A ``Text`` that the Agg renderer pastes from a bitmap cached per (string, look, dpi); other renderers (PDF,
-    SVG) draw it as usual. Matplotlib lays out and rasterises text glyph by glyph, about 0.2 ms a glyph on a
-    2-core machine; a cached bitmap is pasted in about 0.1 ms. ``CachedText.add(ax, x, y, text, **kwargs)`` adds
-    one with ``ax.text``'s defaults.
-    A ``bbox`` around the text is kept if it lies within 4 pixels of it (its style is not part of the key).
-    """
-
-    _bitmaps: dict = {}  # key -> (RGBA rows bottom-up, dx, dy from the anchor in pixels)
-    _scratch: dict = {}  # (width, height, dpi) -> an off-screen renderer to rasterise into
-    _MAX_BITMAPS = 4096
-
-    @classmethod
-    def add(cls, ax, x, y, text="", **kwargs) -> "CachedText":
-        """Add a CachedText to ``ax`` as ``ax.text`` would (data coordinates unless ``transform``, not clipped)."""
-        return ax._add_text(cls(x, y, text, **{"transform": ax.transData, "clip_on": False, **kwargs}))
-
-    def draw(self, renderer):
-        if not isinstance(renderer, RendererAgg) or not self.get_visible() or self.get_text() == "":
-            return super().draw(renderer)
-        key = (self.get_text(), self.get_color(), self.get_fontproperties(), self.get_horizontalalignment(),
-               self.get_verticalalignment(), self.get_rotation(), self.get_alpha(), self.get_bbox_patch() is not None,
-               renderer.dpi)
-        anchor = self.get_transform().transform(self.get_unitless_position())
-        entry = self._bitmaps.get(key)
-        if entry is None:
-            if len(self._bitmaps) >= self._MAX_BITMAPS:
-                self._bitmaps.clear()
-            entry = self._bitmaps[key] = self._rasterise(renderer, anchor)
-        pixels, dx, dy = entry
-        if not pixels.size:  # entirely off the canvas
-            return
-        gc = renderer.new_gc()
-        if self.get_clip_on() and self.clipbox is not None:
-            gc.set_clip_rectangle(self.clipbox)
-        renderer.draw_image(gc, round(anchor[0]) + dx, round(anchor[1]) + dy, pixels)
-        gc.restore()
-        self.stale = False
-
-    def _rasterise(self, renderer, anchor):
-        width, height = int(renderer.width), int(renderer.height)
-        scratch = self._scratch.get((width, height, renderer.dpi))
-        if scratch is None:
-            scratch = self._scratch[width, height, renderer.dpi] = RendererAgg(width, height, renderer.dpi)
-        scratch.clear()
-        super().draw(scratch)
-        box, pad = super().get_window_extent(scratch), 4
-        x0, x1 = max(math.floor(box.x0) - pad, 0), max(min(math.ceil(box.x1) + pad, width), 0)
-        y0, y1 = max(math.floor(box.y0) - pad, 0), max(min(math.ceil(box.y1) + pad, height), 0)
-        x1, y1 = max(x1, x0), max(y1, y0)
-        rows = np.asarray(scratch.buffer_rgba())[height - y1:height - y0, x0:x1]
-        return rows[::-1].copy(), x0 - round(anchor[0]), y0 - round(anchor[1])  # draw_image wants rows bottom-up
-
-
 class Lab(widgets.VBox):
     """Base class: subclasses build ``controls`` and ``figure``, then implement ``compute`` and ``draw``.
 
@@ -170,10 +94,7 @@ class Lab(widgets.VBox):
     """
 
     dpi = 72
-    # Opt-in fast rendering: artists (inside Axes) that ``draw`` changes, set by a subclass before Lab.__init__.
-    # Everything else is drawn once into a cached background; see ``render``.
-    animated: tuple = ()
-    _background = None
+    _redraw = None  # a PartialRedraw once the subclass calls enable_partial_redraw
 
     def __init__(self, title: str, controls: dict, figure: Figure, extra_children=()):
         self.controls = dict(controls)
@@ -211,31 +132,24 @@ class Lab(widgets.VBox):
         self.summary.value = self.summary_html(self.result)
         self.render()
 
-    def render(self) -> None:
-        """Draw the figure to PNG bytes and hand them to the Image widget.
+    def enable_partial_redraw(self, figure, animated, panels=None) -> None:
+        """Render by drawing only the ``animated`` artists (those ``draw`` changes, inside Axes) over pictures of the
+        rest of ``figure``, cut into ``panels`` if its static part depends on the controls (see ``_fast``).
+        Call it once the figure is built; until then ``render`` draws the whole figure."""
+        self._redraw = PartialRedraw(type(self).__qualname__, figure, animated, panels)
 
-        With ``animated`` artists, the rest of the figure is drawn once into a background that each render pastes
-        before drawing only those artists (a text costs about 1 ms on a 2-core machine, so redrawing every tick
-        label and legend entry would exceed the labs' 30 ms). ``figure.savefig`` still draws every artist.
-        """
-        if not self.animated:
-            buffer = io.BytesIO()
-            self.figure.savefig(buffer, format="png", dpi=self.dpi)
-            self.image.value = buffer.getvalue()
+    def set_static_state(self, example) -> None:
+        """Set the static artists of every panel for ``example`` (see ``PartialRedraw.set_static_state``)."""
+        self._redraw.set_static_state(example)
+
+    def render(self) -> None:
+        """Draw the figure to PNG bytes and hand them to the Image widget."""
+        if self._redraw is not None:
+            self.image.value = self._redraw.png()
             return
-        if self._background is None:
-            canvas = FigureCanvasAgg(self.figure)  # a canvas of our own: its renderer and text caches persist
-            for artist in self.animated:
-                artist.set_animated(True)  # left out of canvas.draw(), still drawn by savefig
-            canvas.draw()
-            self._background = canvas.copy_from_bbox(self.figure.bbox)
-        canvas = self.figure.canvas
-        canvas.restore_region(self._background)
-        renderer = canvas.get_renderer()
-        for artist in self.animated:
-            if artist.get_visible():
-                artist.draw(renderer)
-        self.image.value = png_bytes(canvas.buffer_rgba())
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png", dpi=self.dpi)
+        self.image.value = buffer.getvalue()
 
     def _on_change(self, _change) -> None:
         self.refresh()

@@ -39,7 +39,7 @@ from .. import _validate, parallelism, units
 from ..viz._style import AXIS_COLORS
 from ..viz.collectives import RANK_COLORS
 from ._base import Lab, int_slider, stops_with, unit_slider
-from .ring import FastText, FastTextGroup, Panel, PartialRedraw
+from ._fast import FastText, FastTextGroup
 
 __all__ = ["global_batch_lab", "GlobalBatchLab", "PARALLEL_SIZES", "DATA_PARALLEL_SIZES", "SEQ_LENS",
            "SHOWN_REPLICAS", "SHOWN_DEVICES_PER_REPLICA"]
@@ -85,7 +85,7 @@ def _count_label(value, _position=None) -> str:
     return {1e4: "10k", 1e5: "100k", 1e6: "1M", 1e7: "10M"}.get(value, f"{value:.0f}")
 
 
-class GlobalBatchLab(PartialRedraw, Lab):
+class GlobalBatchLab(Lab):
     """The global batch lab (see the module docstring); build it with ``global_batch_lab(**initial)``."""
 
     def __init__(self, **initial):
@@ -158,8 +158,7 @@ class GlobalBatchLab(PartialRedraw, Lab):
                     self._examples_header, self._grid_title, self._grid_subtitle, *self._grid_notes,
                     *self._segments.values(), self._segment_labels, self._devices_total, self._examples_total,
                     self._tokens_note]
-        self.enable_partial_redraw(fig, animated, [
-            Panel((0.0, 1.0), (grid_ax, bars_ax), lambda _example: None, lambda _example: None, (None,))])
+        self.enable_partial_redraw(fig, animated)
         return fig
 
     def _build_grid_panel(self, ax) -> None:

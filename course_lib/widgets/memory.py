@@ -32,7 +32,8 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 from .. import hardware, parallelism, units
 from ..viz._style import COLORS, bytes_formatter
 from ..viz.parallelism import MEMORY_COMPONENTS
-from ._base import CONTROL_LAYOUT, CONTROL_STYLE, CachedText, Lab, choice_buttons, int_slider
+from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, int_slider
+from ._fast import CachedText
 
 __all__ = ["MemoryBudgetLab", "memory_budget_lab", "DEFAULTS", "DATA_PARALLEL_SIZES", "GRAD_ACCUM_STEPS",
            "MAX_TENSOR_PARALLEL", "MAX_PIPELINE_PARALLEL", "tensor_parallel_options", "pipeline_parallel_options"]
@@ -265,10 +266,10 @@ class MemoryBudgetLab(Lab):
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
 
-        self.animated = (
+        self.enable_partial_redraw(figure, (
             *[bar for bars in self.stack_bars.values() for bar in bars], self.capacity_line, self.stack_outline,
             self.y_tick_marks, *self.y_tick_labels, *self.stack_totals, self.capacity_text, *self.log_bars,
-            self.log_capacity, self.log_capacity_text, self.verdict)
+            self.log_capacity, self.log_capacity_text, self.verdict))
 
     def draw(self, result: dict) -> None:
         capacity = result["capacity_bytes"]

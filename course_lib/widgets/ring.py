@@ -28,34 +28,25 @@ time against payload of every applicable algorithm (log–log), the right panel 
 from __future__ import annotations
 
 import functools
-import io
 import math
-from typing import Callable, NamedTuple
 
 import ipywidgets as widgets
 import numpy as np
-from matplotlib.artist import Artist
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PatchCollection
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties, findfont, get_font
-from matplotlib.ft2font import LoadFlags
 from matplotlib.lines import Line2D
-from matplotlib.patches import PathPatch, Rectangle
-from matplotlib.path import Path
-from matplotlib.textpath import TextPath
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
-from matplotlib.transforms import Affine2D, Bbox, IdentityTransform
-from PIL import Image
 
 from .. import _validate, collectives, simulate, units
 from ..viz._style import COLORS, seconds_formatter, seconds_label
 from ..viz.collectives import _ALGORITHM_STYLES, EMPTY_COLOR, _contribution_counts, _level_colors
 from ._base import Lab, choice_buttons, int_slider, nice_values, same_stop, stops_with, unit_slider
+from ._fast import FastText, Panel
 
-__all__ = ["ring_allreduce_lab", "RingAllReduceLab", "PartialRedraw", "Panel", "FastText", "FastTextGroup", "applicable_algorithms",
-           "ring_steps", "RANKS", "PAYLOADS_BYTES", "BANDWIDTHS_BYTES_PER_S", "LATENCIES_S", "MAX_STEP_RANKS"]
+__all__ = ["ring_allreduce_lab", "RingAllReduceLab", "applicable_algorithms", "ring_steps", "RANKS", "PAYLOADS_BYTES",
+           "BANDWIDTHS_BYTES_PER_S", "LATENCIES_S", "MAX_STEP_RANKS"]
 
 OP = "all_reduce"
 ALGORITHM_LABELS = {"ring": "ring", "binomial_tree": "binomial tree", "recursive_doubling": "recursive doubling",
@@ -161,236 +152,7 @@ def _bytes_label(value, _position=None):
     return units.format_bytes(value)
 
 
-@functools.lru_cache(maxsize=None)
-def _glyph(char: str, size: float, weight: str) -> tuple[np.ndarray, np.ndarray, float]:
-    """Outline (vertices, codes) of one character in points, and its advance width."""
-    prop = FontProperties(size=size, weight=weight)
-    font = get_font(findfont(prop))
-    font.set_size(size, 72)  # 72 dpi: one pixel per point
-    advance = font.load_char(ord(char), flags=LoadFlags.NO_HINTING).linearHoriAdvance / 65536
-    if char.isspace():  # no outline (TextPath fails on a lone space)
-        return np.zeros((0, 2)), np.zeros(0, dtype=Path.code_type), advance
-    path = TextPath((0, 0), char, size=size, prop=prop)
-    return path.vertices, path.codes, advance
-
-
-@functools.lru_cache(maxsize=4096)
-def _glyphs(text: str, size: float, weight: str) -> tuple[Path, float, float]:
-    """The outline of ``text`` in points (baseline at y = 0), with its left and right ends.
-
-    Built from cached outlines of its characters placed at their advance widths (no kerning): a new string costs
-    a fraction of a millisecond instead of the 2–5 ms of a ``TextPath``.
-    """
-    vertices, codes, x = [], [], 0.0
-    for char in text:
-        char_vertices, char_codes, advance = _glyph(char, size, weight)
-        if len(char_vertices):
-            vertices.append(char_vertices + (x, 0.0))
-            codes.append(char_codes)
-        x += advance
-    if not vertices:
-        return Path(np.zeros((1, 2))), 0.0, 0.0
-    all_vertices = np.concatenate(vertices)
-    # The control points bound the outline (Path.get_extents solves for the curves' extrema: 50 times slower).
-    return Path(all_vertices, np.concatenate(codes)), float(all_vertices[:, 0].min()), float(all_vertices[:, 0].max())
-
-
-@functools.lru_cache(maxsize=64)
-def _line_box(size: float, weight: str) -> tuple[float, float]:
-    """Bottom and top (points from the baseline) of a line of text: the same for every string, so labels whose text
-    changes do not jump up and down."""
-    vertices = TextPath((0, 0), "Åg|", size=size, prop=FontProperties(size=size, weight=weight)).vertices
-    return float(vertices[:, 1].min()), float(vertices[:, 1].max())
-
-
-class FastText(PathPatch):
-    """A one-line label drawn as the filled outline of its glyphs, for text that changes on every update.
-
-    On this machine a ``Text`` costs 2–10 ms to draw (layout and rasterisation of each glyph); the same string as a
-    path costs about 0.2 ms, and its outline is cached per string. ``xy`` is placed by ``transform`` (data
-    coordinates by default), then shifted by ``offset`` points; ``ha`` is left/center/right and ``va``
-    bottom/center/top/baseline of the line box. ``get_text``/``set_text``/``set_position`` work as for ``Text``.
-    """
-
-    def __init__(self, ax, xy, text="", *, size=9.0, ha="left", va="baseline", color="#222222", weight="normal",
-                 transform=None, offset=(0.0, 0.0), zorder=4):
-        super().__init__(Path(np.zeros((1, 2))), facecolor=color, edgecolor="none", linewidth=0, zorder=zorder,
-                         clip_on=False)  # like a Text: a label may reach past its axes
-        self._anchor = transform if transform is not None else ax.transData
-        self._xy, self._offset = tuple(xy), tuple(offset)
-        self._size, self._weight, self._ha, self._va = float(size), weight, ha, va
-        self.set_text(text)
-        ax.add_artist(self)
-
-    def get_text(self) -> str:
-        return self._text
-
-    def set_text(self, text) -> None:
-        self._text = str(text)
-        self.stale = True
-
-    def get_position(self) -> tuple:
-        return self._xy
-
-    def set_position(self, xy) -> None:
-        self._xy = tuple(xy)
-        self.stale = True
-
-    def set_x(self, x) -> None:
-        self.set_position((x, self._xy[1]))
-
-    def set_offset(self, offset) -> None:
-        self._offset = tuple(offset)
-        self.stale = True
-
-    def set_horizontalalignment(self, ha) -> None:
-        self._ha = ha
-        self.stale = True
-
-    def draw(self, renderer):
-        if not self.get_visible() or not self._text:
-            return
-        vertices, codes = _aligned_glyphs(self._text, self._size, self._weight, self._ha, self._va)
-        x, y = self._anchor.transform(self._xy)
-        self._path = Path(vertices, codes)
-        self.set_transform(Affine2D().translate(*self._offset).scale(renderer.points_to_pixels(1.0)).translate(x, y))
-        super().draw(renderer)
-
-
-class FastTextGroup(PathPatch):
-    """Several one-line labels of one style (``FastText``'s) drawn as a single path: one draw for all of them.
-
-    ``set_texts([(xy, text), ...])`` replaces the labels (``xy`` placed by ``transform``, data coordinates by
-    default); ``get_texts()`` returns their strings in order.
-    """
-
-    def __init__(self, ax, *, size=9.0, ha="left", va="baseline", color="#222222", weight="normal", transform=None,
-                 zorder=4):
-        super().__init__(Path(np.zeros((1, 2))), facecolor=color, edgecolor="none", linewidth=0, zorder=zorder,
-                         clip_on=False)
-        self._anchor = transform if transform is not None else ax.transData
-        self._size, self._weight, self._ha, self._va = float(size), weight, ha, va
-        self._entries: tuple = ()
-        ax.add_artist(self)
-
-    def set_texts(self, entries) -> None:
-        self._entries = tuple((tuple(xy), str(text)) for xy, text in entries if str(text))
-        self.stale = True
-
-    def get_texts(self) -> list[str]:
-        return [text for _, text in self._entries]
-
-    def get_positions(self) -> list[tuple]:
-        return [xy for xy, _ in self._entries]
-
-    def draw(self, renderer):
-        if not self.get_visible() or not self._entries:
-            return
-        scale = renderer.points_to_pixels(1.0)
-        anchors = self._anchor.transform(np.array([xy for xy, _ in self._entries], dtype=float))
-        vertices, codes = [], []
-        for (x, y), (_, text) in zip(anchors, self._entries):
-            glyph_vertices, glyph_codes = _aligned_glyphs(text, self._size, self._weight, self._ha, self._va)
-            vertices.append(glyph_vertices * scale + (x, y))
-            codes.append(glyph_codes)
-        self._path = Path(np.concatenate(vertices), np.concatenate(codes))
-        self.set_transform(IdentityTransform())  # the vertices are in display coordinates already
-        super().draw(renderer)
-
-
-def _aligned_glyphs(text: str, size: float, weight: str, ha: str, va: str) -> tuple[np.ndarray, np.ndarray]:
-    """Vertices (points, relative to the anchor given by ``ha``/``va``) and codes of ``text``'s outline."""
-    path, left, right = _glyphs(text, size, weight)
-    bottom, top = _line_box(size, weight)
-    dx = {"left": -left, "center": -(left + right) / 2, "right": -right}[ha]
-    dy = {"baseline": 0.0, "bottom": -bottom, "center": -(bottom + top) / 2, "top": -top}[va]
-    codes = path.codes if path.codes is not None else np.full(len(path.vertices), Path.MOVETO, dtype=Path.code_type)
-    return path.vertices + (dx, dy), codes
-
-
-class Panel(NamedTuple):
-    """A vertical strip of a figure, drawn apart: its axes' static artists depend on the controls only via ``key``.
-
-    ``x_range`` is the strip in figure fractions; ``draw_static(example)`` sets the static artists of ``axes`` for
-    ``key(example)``; ``examples`` hold one example of each key, drawn at construction.
-    """
-
-    x_range: tuple[float, float]
-    axes: tuple
-    key: Callable
-    draw_static: Callable
-    examples: tuple
-
-
-_BACKGROUNDS: dict = {}  # (lab class, panel, key, width, height) → picture of the panel's static artists
-
-
-class PartialRedraw:
-    """Mixin for a ``Lab`` whose ``render`` redraws only the artists that change, over cached pictures of the rest.
-
-    On this course's 2-core machine one text costs 1–2 ms to draw, so a figure whose tick labels, legend entries
-    and axis labels were all redrawn on each update would miss the labs' 30 ms budget. The artists passed as
-    ``animated`` are drawn over a background. The background is cut into ``Panel`` strips whose static artists
-    may depend on the controls (a legend that greys out the algorithms that do not apply, a grid of p rows): one
-    picture of each strip is kept per key, all drawn at construction. ``figure.savefig`` still draws every artist
-    (matplotlib draws animated artists when saving), so the figure stays an ordinary, complete matplotlib Figure.
-    """
-
-    def enable_partial_redraw(self, figure, animated, panels) -> None:
-        FigureCanvasAgg(figure)  # a canvas of our own: its renderer, and with it the text-layout caches, persist
-        self._redraw_figure = figure
-        self._animated = sorted(animated, key=Artist.get_zorder)
-        for artist in self._animated:
-            artist.set_animated(True)
-        self._panels = tuple(panels)
-        self._panel_keys = [None] * len(self._panels)
-        self._backgrounds = {}
-        renderer = figure.canvas.get_renderer()
-        width, height = figure.canvas.get_width_height()
-        for index, panel in enumerate(self._panels):
-            strip = Bbox([[round(panel.x_range[0] * width), 0], [round(panel.x_range[1] * width), height]])
-            for example in panel.examples:
-                key = panel.key(example)
-                # Every lab of a class draws the same static pictures: the second lab reuses the first one's.
-                shared = (type(self).__qualname__, index, key, width, height)
-                if shared not in _BACKGROUNDS:
-                    self._set_panel_state(index, example)
-                    renderer.clear()
-                    figure.patch.draw(renderer)
-                    for ax in panel.axes:
-                        ax.draw(renderer)  # not saving: the animated artists are left out
-                    _BACKGROUNDS[shared] = figure.canvas.copy_from_bbox(strip)
-                self._backgrounds[index, key] = _BACKGROUNDS[shared]
-
-    def _set_panel_state(self, index: int, example) -> None:
-        panel = self._panels[index]
-        key = panel.key(example)
-        if key != self._panel_keys[index]:
-            panel.draw_static(example)
-            self._panel_keys[index] = key
-
-    def set_static_state(self, example) -> None:
-        """Set every panel's static artists for ``example`` (each only when its key changes)."""
-        for index in range(len(self._panels)):
-            self._set_panel_state(index, example)
-
-    def render(self) -> None:
-        """Restore each strip's background, draw the animated artists over it, encode the canvas as PNG."""
-        canvas = self._redraw_figure.canvas
-        for index, key in enumerate(self._panel_keys):
-            canvas.restore_region(self._backgrounds[index, key])
-        for artist in self._animated:
-            if artist.get_visible():
-                self._redraw_figure.draw_artist(artist)
-        buffer = io.BytesIO()
-        # The figure is opaque, so RGB loses nothing and is a quarter less to compress; compress_level=1 takes a
-        # third of the time of savefig's default 6 for a PNG about 20 % larger.
-        Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert(
-            "RGB").save(buffer, format="png", compress_level=1)
-        self.image.value = buffer.getvalue()
-
-
-class RingAllReduceLab(PartialRedraw, Lab):
+class RingAllReduceLab(Lab):
     """The ring all-reduce lab (see the module docstring); build it with ``ring_allreduce_lab(**initial)``."""
 
     _syncing = False

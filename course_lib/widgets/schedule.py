@@ -35,7 +35,8 @@ from matplotlib.ticker import MaxNLocator
 from .. import parallelism, pipeline, units
 from ..viz._style import COLORS
 from ..viz.parallelism import SCHEDULE_NAMES, _chunk_color, _text_color
-from ._base import CachedText, Lab, choice_buttons, int_slider
+from ._base import Lab, choice_buttons, int_slider
+from ._fast import CachedText
 
 __all__ = ["PipelineLab", "pipeline_lab", "DEFAULTS", "MAX_STAGES", "MAX_MICROBATCHES", "MAX_VIRTUAL_STAGES",
            "LABEL_POOL"]
@@ -239,10 +240,10 @@ class PipelineLab(Lab):
             self.check_axes.append(ax)
             self.check_bars.append(bars)
             self.check_texts.append(texts)
-        self.animated = (self.idle, *self.boxes.values(), *self.labels, self.x_tick_marks, self.y_tick_marks,
-                         *self.x_tick_labels, *self.y_tick_labels, self.title,
-                         *[bar for bars in self.check_bars for bar in bars],
-                         *[text for texts in self.check_texts for text in texts])
+        self.enable_partial_redraw(self.figure, (
+            self.idle, *self.boxes.values(), *self.labels, self.x_tick_marks, self.y_tick_marks, *self.x_tick_labels,
+            *self.y_tick_labels, self.title, *[bar for bars in self.check_bars for bar in bars],
+            *[text for texts in self.check_texts for text in texts]))
         self._shown_rows = None
 
     def draw(self, result: dict) -> None:

@@ -1,0 +1,347 @@
+"""Fast drawing for the labs: a figure re-rendered in well under 30 ms on a 2-core machine.
+
+Redrawing a whole matplotlib figure on each slider move takes 100–300 ms, most of it text (1–10 ms for each tick
+label, legend entry and title). The labs therefore redraw only what changes:
+
+- ``PartialRedraw`` keeps pictures of the static part of a figure and draws only the *animated* artists over them;
+  ``Lab.enable_partial_redraw`` switches a lab to it. The static part can be cut into ``Panel`` strips whose
+  static artists depend on the controls (one picture per key);
+- ``png_bytes`` encodes the canvas about twice as fast as PIL or ``savefig``;
+- two kinds of fast text for the animated artists. ``CachedText`` is a ``Text`` (any ``Text`` option, several
+  lines, a box) pasted from a bitmap cached per string: the cheapest when the same strings come back, as tick
+  labels do. ``FastText`` (and ``FastTextGroup``, many labels in one draw) is a one-line label drawn as its glyphs'
+  outline, about 0.2 ms for any new string: for text that changes on every update.
+
+``figure.savefig`` still draws every artist, so a lab's figure stays an ordinary, complete matplotlib Figure.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import struct
+import zlib
+from typing import Callable, NamedTuple
+
+import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
+from matplotlib.font_manager import FontProperties, findfont, get_font
+from matplotlib.ft2font import LoadFlags
+from matplotlib.patches import PathPatch
+from matplotlib.path import Path
+from matplotlib.text import Text
+from matplotlib.textpath import TextPath
+from matplotlib.transforms import Affine2D, Bbox, IdentityTransform
+
+__all__ = ["PartialRedraw", "Panel", "png_bytes", "CachedText", "FastText", "FastTextGroup"]
+
+
+def png_bytes(rgba) -> bytes:
+    """Encode an (height, width, 4) uint8 RGBA buffer as PNG: no row filters, zlib level 1.
+
+    About 4 ms for a 648 × 288 figure where Pillow takes 10 (its adaptive row filters cost more than the
+    compression), for a file of about the same size (30 KB).
+    """
+    pixels = np.asarray(rgba, dtype=np.uint8)
+    height, width = pixels.shape[:2]
+    rows = np.zeros((height, 1 + 4 * width), dtype=np.uint8)  # each row starts with its filter type, 0 (none)
+    rows[:, 1:] = pixels.reshape(height, -1)
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)  # 8 bits per channel, RGBA
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
+            + chunk(b"IEND", b""))
+
+
+class CachedText(Text):
+    """A ``Text`` that the Agg renderer pastes from a bitmap cached per (string, look, dpi); other renderers (PDF,
+    SVG) draw it as usual. Matplotlib lays out and rasterises text glyph by glyph, about 0.2 ms a glyph on a
+    2-core machine; a cached bitmap is pasted in about 0.1 ms. ``CachedText.add(ax, x, y, text, **kwargs)`` adds
+    one with ``ax.text``'s defaults.
+    A ``bbox`` around the text is kept if it lies within 4 pixels of it (its style is not part of the key).
+    """
+
+    _bitmaps: dict = {}  # key -> (RGBA rows bottom-up, dx, dy from the anchor in pixels)
+    _scratch: dict = {}  # (width, height, dpi) -> an off-screen renderer to rasterise into
+    _MAX_BITMAPS = 4096
+
+    @classmethod
+    def add(cls, ax, x, y, text="", **kwargs) -> "CachedText":
+        """Add a CachedText to ``ax`` as ``ax.text`` would (data coordinates unless ``transform``, not clipped)."""
+        return ax._add_text(cls(x, y, text, **{"transform": ax.transData, "clip_on": False, **kwargs}))
+
+    def draw(self, renderer):
+        if not isinstance(renderer, RendererAgg) or not self.get_visible() or self.get_text() == "":
+            return super().draw(renderer)
+        key = (self.get_text(), self.get_color(), self.get_fontproperties(), self.get_horizontalalignment(),
+               self.get_verticalalignment(), self.get_rotation(), self.get_alpha(), self.get_bbox_patch() is not None,
+               renderer.dpi)
+        anchor = self.get_transform().transform(self.get_unitless_position())
+        entry = self._bitmaps.get(key)
+        if entry is None:
+            if len(self._bitmaps) >= self._MAX_BITMAPS:
+                self._bitmaps.clear()
+            entry = self._bitmaps[key] = self._rasterise(renderer, anchor)
+        pixels, dx, dy = entry
+        if not pixels.size:  # entirely off the canvas
+            return
+        gc = renderer.new_gc()
+        if self.get_clip_on() and self.clipbox is not None:
+            gc.set_clip_rectangle(self.clipbox)
+        renderer.draw_image(gc, round(anchor[0]) + dx, round(anchor[1]) + dy, pixels)
+        gc.restore()
+        self.stale = False
+
+    def _rasterise(self, renderer, anchor):
+        width, height = int(renderer.width), int(renderer.height)
+        scratch = self._scratch.get((width, height, renderer.dpi))
+        if scratch is None:
+            scratch = self._scratch[width, height, renderer.dpi] = RendererAgg(width, height, renderer.dpi)
+        scratch.clear()
+        super().draw(scratch)
+        box, pad = super().get_window_extent(scratch), 4
+        x0, x1 = max(math.floor(box.x0) - pad, 0), max(min(math.ceil(box.x1) + pad, width), 0)
+        y0, y1 = max(math.floor(box.y0) - pad, 0), max(min(math.ceil(box.y1) + pad, height), 0)
+        x1, y1 = max(x1, x0), max(y1, y0)
+        rows = np.asarray(scratch.buffer_rgba())[height - y1:height - y0, x0:x1]
+        return rows[::-1].copy(), x0 - round(anchor[0]), y0 - round(anchor[1])  # draw_image wants rows bottom-up
+
+
+@functools.lru_cache(maxsize=None)
+def _glyph(char: str, size: float, weight: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """Outline (vertices, codes) of one character in points, and its advance width."""
+    prop = FontProperties(size=size, weight=weight)
+    font = get_font(findfont(prop))
+    font.set_size(size, 72)  # 72 dpi: one pixel per point
+    advance = font.load_char(ord(char), flags=LoadFlags.NO_HINTING).linearHoriAdvance / 65536
+    if char.isspace():  # no outline (TextPath fails on a lone space)
+        return np.zeros((0, 2)), np.zeros(0, dtype=Path.code_type), advance
+    path = TextPath((0, 0), char, size=size, prop=prop)
+    return path.vertices, path.codes, advance
+
+
+@functools.lru_cache(maxsize=4096)
+def _glyphs(text: str, size: float, weight: str) -> tuple[Path, float, float]:
+    """The outline of ``text`` in points (baseline at y = 0), with its left and right ends.
+
+    Built from cached outlines of its characters placed at their advance widths (no kerning): a new string costs
+    a fraction of a millisecond instead of the 2–5 ms of a ``TextPath``.
+    """
+    vertices, codes, x = [], [], 0.0
+    for char in text:
+        char_vertices, char_codes, advance = _glyph(char, size, weight)
+        if len(char_vertices):
+            vertices.append(char_vertices + (x, 0.0))
+            codes.append(char_codes)
+        x += advance
+    if not vertices:
+        return Path(np.zeros((1, 2))), 0.0, 0.0
+    all_vertices = np.concatenate(vertices)
+    # The control points bound the outline (Path.get_extents solves for the curves' extrema: 50 times slower).
+    return Path(all_vertices, np.concatenate(codes)), float(all_vertices[:, 0].min()), float(all_vertices[:, 0].max())
+
+
+@functools.lru_cache(maxsize=64)
+def _line_box(size: float, weight: str) -> tuple[float, float]:
+    """Bottom and top (points from the baseline) of a line of text: the same for every string, so labels whose text
+    changes do not jump up and down."""
+    vertices = TextPath((0, 0), "Åg|", size=size, prop=FontProperties(size=size, weight=weight)).vertices
+    return float(vertices[:, 1].min()), float(vertices[:, 1].max())
+
+
+class FastText(PathPatch):
+    """A one-line label drawn as the filled outline of its glyphs, for text that changes on every update.
+
+    On this machine a ``Text`` costs 2–10 ms to draw (layout and rasterisation of each glyph); the same string as a
+    path costs about 0.2 ms, and its outline is cached per string. ``xy`` is placed by ``transform`` (data
+    coordinates by default), then shifted by ``offset`` points; ``ha`` is left/center/right and ``va``
+    bottom/center/top/baseline of the line box. ``get_text``/``set_text``/``set_position`` work as for ``Text``.
+    """
+
+    def __init__(self, ax, xy, text="", *, size=9.0, ha="left", va="baseline", color="#222222", weight="normal",
+                 transform=None, offset=(0.0, 0.0), zorder=4):
+        super().__init__(Path(np.zeros((1, 2))), facecolor=color, edgecolor="none", linewidth=0, zorder=zorder,
+                         clip_on=False)  # like a Text: a label may reach past its axes
+        self._anchor = transform if transform is not None else ax.transData
+        self._xy, self._offset = tuple(xy), tuple(offset)
+        self._size, self._weight, self._ha, self._va = float(size), weight, ha, va
+        self.set_text(text)
+        ax.add_artist(self)
+
+    def get_text(self) -> str:
+        return self._text
+
+    def set_text(self, text) -> None:
+        self._text = str(text)
+        self.stale = True
+
+    def get_position(self) -> tuple:
+        return self._xy
+
+    def set_position(self, xy) -> None:
+        self._xy = tuple(xy)
+        self.stale = True
+
+    def set_x(self, x) -> None:
+        self.set_position((x, self._xy[1]))
+
+    def set_offset(self, offset) -> None:
+        self._offset = tuple(offset)
+        self.stale = True
+
+    def set_horizontalalignment(self, ha) -> None:
+        self._ha = ha
+        self.stale = True
+
+    def draw(self, renderer):
+        if not self.get_visible() or not self._text:
+            return
+        vertices, codes = _aligned_glyphs(self._text, self._size, self._weight, self._ha, self._va)
+        x, y = self._anchor.transform(self._xy)
+        self._path = Path(vertices, codes)
+        self.set_transform(Affine2D().translate(*self._offset).scale(renderer.points_to_pixels(1.0)).translate(x, y))
+        super().draw(renderer)
+
+
+class FastTextGroup(PathPatch):
+    """Several one-line labels of one style (``FastText``'s) drawn as a single path: one draw for all of them.
+
+    ``set_texts([(xy, text), ...])`` replaces the labels (``xy`` placed by ``transform``, data coordinates by
+    default); ``get_texts()`` returns their strings in order.
+    """
+
+    def __init__(self, ax, *, size=9.0, ha="left", va="baseline", color="#222222", weight="normal", transform=None,
+                 zorder=4):
+        super().__init__(Path(np.zeros((1, 2))), facecolor=color, edgecolor="none", linewidth=0, zorder=zorder,
+                         clip_on=False)
+        self._anchor = transform if transform is not None else ax.transData
+        self._size, self._weight, self._ha, self._va = float(size), weight, ha, va
+        self._entries: tuple = ()
+        ax.add_artist(self)
+
+    def set_texts(self, entries) -> None:
+        self._entries = tuple((tuple(xy), str(text)) for xy, text in entries if str(text))
+        self.stale = True
+
+    def get_texts(self) -> list[str]:
+        return [text for _, text in self._entries]
+
+    def get_positions(self) -> list[tuple]:
+        return [xy for xy, _ in self._entries]
+
+    def draw(self, renderer):
+        if not self.get_visible() or not self._entries:
+            return
+        scale = renderer.points_to_pixels(1.0)
+        anchors = self._anchor.transform(np.array([xy for xy, _ in self._entries], dtype=float))
+        vertices, codes = [], []
+        for (x, y), (_, text) in zip(anchors, self._entries):
+            glyph_vertices, glyph_codes = _aligned_glyphs(text, self._size, self._weight, self._ha, self._va)
+            vertices.append(glyph_vertices * scale + (x, y))
+            codes.append(glyph_codes)
+        self._path = Path(np.concatenate(vertices), np.concatenate(codes))
+        self.set_transform(IdentityTransform())  # the vertices are in display coordinates already
+        super().draw(renderer)
+
+
+def _aligned_glyphs(text: str, size: float, weight: str, ha: str, va: str) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices (points, relative to the anchor given by ``ha``/``va``) and codes of ``text``'s outline."""
+    path, left, right = _glyphs(text, size, weight)
+    bottom, top = _line_box(size, weight)
+    dx = {"left": -left, "center": -(left + right) / 2, "right": -right}[ha]
+    dy = {"baseline": 0.0, "bottom": -bottom, "center": -(bottom + top) / 2, "top": -top}[va]
+    codes = path.codes if path.codes is not None else np.full(len(path.vertices), Path.MOVETO, dtype=Path.code_type)
+    return path.vertices + (dx, dy), codes
+
+
+class Panel(NamedTuple):
+    """A vertical strip of a figure, drawn apart: its axes' static artists depend on the controls only via ``key``.
+
+    ``x_range`` is the strip in figure fractions; ``draw_static(example)`` sets the static artists of ``axes`` for
+    ``key(example)``; ``examples`` hold one example of each key, drawn at construction. ``axes`` None: the whole
+    figure (every artist that is not animated).
+    """
+
+    x_range: tuple[float, float]
+    axes: tuple | None
+    key: Callable
+    draw_static: Callable
+    examples: tuple
+
+
+_BACKGROUNDS: dict = {}  # (owner, panel index, key, width, height) → picture of the panel's static artists
+
+
+class PartialRedraw:
+    """Renders ``figure`` to PNG by drawing only its ``animated`` artists over cached pictures of the rest.
+
+    ``panels`` cut the figure into vertical strips whose static artists may depend on the controls (a legend that
+    greys out the algorithms that do not apply, a grid of p rows): one picture of each strip is kept per key, all
+    drawn here, at construction, so that no update pays for one. Without ``panels`` the whole figure is one static
+    picture. ``owner`` names what draws the figure (a lab class): labs of one class share their pictures.
+
+    >>> from matplotlib.figure import Figure
+    >>> figure = Figure(figsize=(2, 1), dpi=72)
+    >>> line, = figure.add_axes((0.1, 0.1, 0.8, 0.8)).plot([0, 1], [0, 1])
+    >>> redraw = PartialRedraw("example", figure, [line])
+    >>> line.set_ydata([1, 0])  # an update changes only the animated artists ...
+    >>> redraw.png()[1:4]  # ... and only they are drawn again, into a PNG
+    b'PNG'
+    """
+
+    def __init__(self, owner: str, figure, animated, panels=None):
+        FigureCanvasAgg(figure)  # a canvas of our own: its renderer, and with it the text-layout caches, persist
+        self.figure = figure
+        self.animated = sorted(animated, key=Artist.get_zorder)
+        for artist in self.animated:
+            artist.set_animated(True)  # left out of the background; savefig still draws it
+        if panels is None:
+            panels = [Panel((0.0, 1.0), None, lambda _example: None, lambda _example: None, (None,))]
+        self.panels = tuple(panels)
+        self.keys = [None] * len(self.panels)
+        self.backgrounds = {}
+        renderer = figure.canvas.get_renderer()
+        width, height = figure.canvas.get_width_height()
+        for index, panel in enumerate(self.panels):
+            strip = Bbox([[round(panel.x_range[0] * width), 0], [round(panel.x_range[1] * width), height]])
+            for example in panel.examples:
+                key = panel.key(example)
+                shared = (owner, index, key, width, height)
+                if shared not in _BACKGROUNDS:
+                    self._set_panel_state(index, example)
+                    renderer.clear()
+                    # Not saving: the animated artists are left out.
+                    if panel.axes is None:
+                        figure.draw(renderer)
+                    else:
+                        figure.patch.draw(renderer)
+                        for ax in panel.axes:
+                            ax.draw(renderer)
+                    _BACKGROUNDS[shared] = figure.canvas.copy_from_bbox(strip)
+                self.backgrounds[index, key] = _BACKGROUNDS[shared]
+
+    def _set_panel_state(self, index: int, example) -> None:
+        panel = self.panels[index]
+        key = panel.key(example)
+        if key != self.keys[index]:
+            panel.draw_static(example)
+            self.keys[index] = key
+
+    def set_static_state(self, example) -> None:
+        """Set every panel's static artists for ``example`` (each only when its key changes)."""
+        for index in range(len(self.panels)):
+            self._set_panel_state(index, example)
+
+    def png(self) -> bytes:
+        """Restore each strip's picture, draw the animated artists over it, and encode the canvas as PNG."""
+        canvas = self.figure.canvas
+        for index, key in enumerate(self.keys):
+            canvas.restore_region(self.backgrounds[index, key])
+        renderer = canvas.get_renderer()
+        for artist in self.animated:
+            if artist.get_visible():
+                artist.draw(renderer)
+        return png_bytes(canvas.buffer_rgba())
