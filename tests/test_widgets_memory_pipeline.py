@@ -12,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import ipywidgets as widgets  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
@@ -455,3 +456,22 @@ def test_pipeline_random_walk_keeps_every_invariant(schedule_lab):
 def test_pipeline_bad_initial_values_raise(initial, message):
     with pytest.raises(ValueError, match=message):
         pipeline_lab(**initial)
+
+
+def test_toggle_buttons_are_named_in_the_column_of_the_sliders(memory_lab):
+    """A ToggleButtons control is shown in a row after a label as wide as the sliders' descriptions, holding its
+    name (ipywidgets 8 would put its own description on a line of its own); the other controls are shown as they
+    are."""
+    from course_lib.widgets._base import CONTROL_STYLE
+
+    shown = {id(child): child for child in memory_lab.children}
+    for name, control in memory_lab.controls.items():
+        if name in ("zero_stage", "recompute"):
+            row = next(child for child in memory_lab.children
+                       if isinstance(child, widgets.HBox) and control in child.children)
+            label, buttons = row.children
+            assert buttons is control and control.description == ""
+            assert label.value == {"zero_stage": "ZeRO stage", "recompute": "recomputation"}[name]
+            assert label.layout.width == CONTROL_STYLE["description_width"] == control.style.description_width
+        else:
+            assert id(control) in shown and control.description

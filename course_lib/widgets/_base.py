@@ -85,6 +85,19 @@ def choice_buttons(description: str, options, value) -> widgets.ToggleButtons:
     return widgets.ToggleButtons(options=options, value=value, description=description, style=CONTROL_STYLE)
 
 
+def labelled_row(control: widgets.Widget) -> widgets.Widget:
+    """``control`` as shown in a lab. ipywidgets 8 puts a ToggleButtons' description on a line of its own, flush
+    left; it goes instead into a label as wide as the sliders' descriptions and right-aligned like them, in a row
+    with the buttons, so that every control's name lines up. (The control keeps no description of its own then.)
+    """
+    if not isinstance(control, widgets.ToggleButtons) or not control.description:
+        return control
+    label = widgets.Label(control.description, layout=widgets.Layout(
+        width=CONTROL_STYLE["description_width"], justify_content="flex-end", margin="0 8px 0 0", flex="0 0 auto"))
+    control.description = ""
+    return widgets.HBox([label, control])
+
+
 class Lab(widgets.VBox):
     """Base class: subclasses build ``controls`` and ``figure``, then implement ``compute`` and ``draw``.
 
@@ -106,7 +119,8 @@ class Lab(widgets.VBox):
         self.image = widgets.Image(format="png", layout=widgets.Layout(width="auto", max_width="100%",
                                                                        align_self="flex-start"))
         header = widgets.HTML(f"<h3 style='margin:0.2em 0'>{title}</h3>")
-        super().__init__(children=[header, *self.controls.values(), *extra_children, self.summary, self.image])
+        rows = [labelled_row(control) for control in self.controls.values()]
+        super().__init__(children=[header, *rows, *extra_children, self.summary, self.image])
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
         self.refresh()
