@@ -39,10 +39,11 @@ notebooks: $(VENV)/.test-installed ## re-execute the lessons and labs from their
 	PYTHONHASHSEED=0 $(VENV)/bin/python tools/execute_notebooks.py $(NOTEBOOKS)
 
 # Graded labs (otter-grader 7). Masters: labs/source/NN_name.py/.ipynb (run `make notebooks NOTEBOOKS=...` after
-# editing one). Output: build/assignments/<lab>/student/<lab>.ipynb and build/assignments/<lab>/autograder/*.zip.
-# STUDENT_DIR=labs also copies each student version to labs/<lab>.ipynb, the notebook students open.
+# editing one). Output: build/assignments/<lab>/student/<lab>.ipynb and build/assignments/<lab>/autograder/*.zip,
+# and a copy of each student version in STUDENT_DIR (labs/<lab>.ipynb, the notebook students open; committed).
+# STUDENT_DIR= (empty) leaves labs/ alone.
 ASSIGNMENTS = build/assignments
-STUDENT_DIR ?=
+STUDENT_DIR ?= labs
 assignments: $(VENV)/.test-installed ## make the graded labs' student versions and autograder zips (otter assign)
 	$(VENV)/bin/python tools/assignments.py --out $(ASSIGNMENTS) $(if $(STUDENT_DIR),--student-dir "$(STUDENT_DIR)")
 

@@ -456,10 +456,10 @@ def test_student_version_holds_no_solutions_and_no_hidden_tests(built, lab):
 def test_committed_student_version_is_up_to_date(built, lab):
     committed = ROOT / "labs" / f"{lab}.ipynb"
     if not committed.exists() or "otter" not in json.loads(committed.read_text(encoding="utf-8"))["metadata"]:
-        pytest.skip(f"labs/{lab}.ipynb is not a student version yet (make assignments STUDENT_DIR=labs)")
+        pytest.skip(f"labs/{lab}.ipynb is not a student version yet (make assignments)")
     fresh = built["out"] / lab / "student" / f"{lab}.ipynb"
     assert committed.read_bytes() == fresh.read_bytes(), \
-        f"labs/{lab}.ipynb differs from what its master gives: run `make assignments STUDENT_DIR=labs`"
+        f"labs/{lab}.ipynb differs from what its master gives: run `make assignments`"
 
 
 # ---- wrong answers, in process -------------------------------------------------------------------------------------

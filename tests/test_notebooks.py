@@ -4,7 +4,7 @@ prerequisite and relative links, the lesson skeleton of COURSE.md, and what labs
 Three kinds of notebook:
 - the lessons (notebooks/) and the graded masters (labs/source/): py:percent twins, outputs stored by
   `make notebooks` (tools/execute_notebooks.py) and checked by nbval;
-- the student versions of the labs (labs/): written by `make assignments STUDENT_DIR=labs` from the masters, with
+- the student versions of the labs (labs/): written by `make assignments` from the masters, with
   no twin and no outputs (a student runs them; test_grading checks that they match a fresh build).
 
 Each failure names the notebook, the cell index (0-based, as in the .ipynb) and what to do. Most problems found here
@@ -302,7 +302,7 @@ def test_labs_holds_a_student_version_of_every_master_and_nothing_else():
     masters = [path.name for path in MASTERS]
     students = [path.name for path in STUDENT_VERSIONS]
     assert masters and students == masters, (f"labs/ holds {students}, labs/source/ the masters {masters}: run "
-                                             "`make assignments STUDENT_DIR=labs` and commit labs/*.ipynb")
+                                             "`make assignments` and commit labs/*.ipynb")
     twins = sorted(path.name for path in (ROOT / "labs").glob("*.py"))
     assert not twins, (f"labs/ holds {twins}: the student versions have no py:percent twin (labs/jupytext.toml); "
                        "edit the masters in labs/source/ instead and delete these")
@@ -312,7 +312,7 @@ def test_labs_holds_a_student_version_of_every_master_and_nothing_else():
 def test_student_version_is_unexecuted_otter_output(path):
     notebook = read(path)
     assert notebook.metadata.get("otter", {}).get("assignment_name") == path.stem, (
-        f"{rel(path)} is not otter's student version of {path.stem}: run `make assignments STUDENT_DIR=labs`")
+        f"{rel(path)} is not otter's student version of {path.stem}: run `make assignments`")
     executed = [index for index, cell in enumerate(notebook.cells)
                 if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)]
     assert not executed, f"{rel(path)}: cells {executed} hold outputs; a student version is stored as otter writes it"

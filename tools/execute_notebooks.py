@@ -6,7 +6,7 @@ Usage (through `make notebooks`, which sets PYTHONHASHSEED=0):
 
 PATH is a lesson or a graded lab's master, as its .py or its .ipynb; by default every notebooks/*.py and
 labs/source/*.py that has a jupytext header. (The student versions in labs/ are made from the masters by
-`make assignments STUDENT_DIR=labs` and have no twin.) For each X.py:
+`make assignments` and have no twin.) For each X.py:
 
 1. the cells come from X.py (read with jupytext and jupytext.toml's filters, so cell tags survive); metadata
    that the filters keep out of X.py (cell ids, nbgrader or otter metadata) comes from the existing X.ipynb;

@@ -11,7 +11,7 @@
 # # The graded master of lab 2 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
 # # `otter assign` on it; it stages course_lib/ and requirements.txt next to a copy of this notebook first,
 # # so that the autograder zip carries the course's code and runs on Gradescope as it does locally.
-# # Its links are relative to labs/, where the student version goes (make assignments STUDENT_DIR=labs).
+# # Its links are relative to labs/, where the student version goes (make assignments).
 # name: 02_global_batch
 # requirements: requirements.txt
 # autograder_files:
