@@ -88,9 +88,9 @@ def inputs(notebook) -> list[tuple[str, str]]:
     return [(cell.cell_type, cell.source.strip()) for cell in notebook.cells]
 
 
-def headings(notebook) -> list[tuple[int, int, str]]:
-    """(cell index, level, text) of every ATX heading in the markdown cells, outside fenced code blocks."""
-    found = []
+def markdown_lines(notebook):
+    """(cell index, line, heading match or None) for every line of the markdown cells; a line inside a fenced code
+    block, or a fence itself, is never a heading."""
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "markdown":
             continue
@@ -98,32 +98,30 @@ def headings(notebook) -> list[tuple[int, int, str]]:
         for line in cell.source.splitlines():
             if FENCE.match(line):
                 fenced = not fenced
-            elif not fenced and (match := HEADING.match(line)):
-                found.append((index, len(match.group(1)), match.group(2)))
-    return found
+                yield index, line, None
+            else:
+                yield index, line, None if fenced else HEADING.match(line)
+
+
+def headings(notebook) -> list[tuple[int, int, str]]:
+    """(cell index, level, text) of every ATX heading in the markdown cells, outside fenced code blocks."""
+    return [(index, len(match.group(1)), match.group(2)) for index, _, match in markdown_lines(notebook) if match]
 
 
 def section_text(notebook, keyword: str) -> list[tuple[int, str]]:
     """(cell index, text) of the markdown under every heading containing ``keyword``, up to the next heading of
     the same or a higher level (possibly in a later cell)."""
     pieces, level = [], None
-    for index, cell in enumerate(notebook.cells):
-        if cell.cell_type != "markdown":
-            continue
-        fenced = False
-        for line in cell.source.splitlines():
-            if FENCE.match(line):
-                fenced = not fenced
-            match = None if fenced else HEADING.match(line)
-            if match:
-                depth = len(match.group(1))
-                if level is not None and depth <= level:
-                    level = None
-                if level is None and keyword in match.group(2).lower():
-                    level = depth
-                    continue
-            if level is not None:
-                pieces.append((index, line))
+    for index, line, match in markdown_lines(notebook):
+        if match:
+            depth = len(match.group(1))
+            if level is not None and depth <= level:
+                level = None
+            if level is None and keyword in match.group(2).lower():
+                level = depth
+                continue
+        if level is not None:
+            pieces.append((index, line))
     return pieces
 
 
