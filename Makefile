@@ -13,7 +13,7 @@ LOCK_PYTHONS ?= python3.10 python3.11 python3.12 python3.13
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test bench notebooks assignments grade lock clean
+.PHONY: help lab test check bench notebooks assignments grade lock clean
 
 help: ## list the targets (this message)
 	@echo "Targets:"
@@ -26,8 +26,13 @@ lab: $(VENV)/.lab-installed ## open the course in JupyterLab (prints the URL wit
 
 # The notebooks' stored outputs were made with PYTHONHASHSEED=0 (set order) and without MPLBACKEND (inline
 # figures); nbval's kernels inherit pytest's environment, so the tests run in the same one.
-test: $(VENV)/.test-installed ## run all tests: unit, property, doctests, notebooks (nbval), environment and Binder checks
+test: check ## run all tests: lint, unit, property, doctests, notebooks (nbval), environment and Binder checks
 	env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# ruff's settings are in pyproject.toml: course_lib, tools, tests, benchmarks and the notebooks' .py twins.
+check: $(VENV)/.test-installed ## lint and format check (ruff); `make test` runs it first
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 bench: $(VENV)/.test-installed ## time course_lib's functions and the notebooks (benchmarks/bench.py)
 	env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python benchmarks/bench.py

@@ -10,6 +10,7 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 
 IMPORT_PROBE = """
 import sys, time
@@ -37,26 +38,34 @@ def bench_import(repeat=7):
         out = subprocess.run([sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True, check=True)
         seconds, heavy = out.stdout.split()[0], (out.stdout.split() + [""])[1]
         times.append(float(seconds))
-    print(f"import course_lib: median {statistics.median(times) * 1e3:.0f} ms, best {min(times) * 1e3:.0f} ms "
-          f"over {repeat} fresh interpreters (target < 300 ms); heavy modules imported: {heavy or 'none'}")
+    print(
+        f"import course_lib: median {statistics.median(times) * 1e3:.0f} ms, best {min(times) * 1e3:.0f} ms "
+        f"over {repeat} fresh interpreters (target < 300 ms); heavy modules imported: {heavy or 'none'}"
+    )
 
 
 def bench_simulation():
+    import numpy as np
+
     from course_lib.simulate import simulate
     from course_lib.units import format_time
 
-    import numpy as np
-
-    cases = (("all_reduce", "ring", 8, 1_048_576), ("all_reduce", "ring", 64, 262_144),
-             ("all_gather", "recursive_doubling", 64, 262_144), ("all_to_all", "pairwise", 16, 262_144))
+    cases = (
+        ("all_reduce", "ring", 8, 1_048_576),
+        ("all_reduce", "ring", 64, 262_144),
+        ("all_gather", "recursive_doubling", 64, 262_144),
+        ("all_to_all", "pairwise", 16, 262_144),
+    )
     for op, algorithm, ranks, elements in cases:
         rng = np.random.default_rng(0)
         per_rank = elements // ranks if op == "all_gather" else elements
         inputs = [rng.integers(0, 100, per_rank) for _ in range(ranks)]  # made once, outside the timing
-        median, best, result = timed(lambda: simulate(op, ranks, inputs=inputs, algorithm=algorithm), 3)
+        median, best, result = timed(partial(simulate, op, ranks, inputs=inputs, algorithm=algorithm), 3)
         moved = sum(t.elements for step in result.steps for t in step) * 8  # int64 elements
-        print(f"simulate {op:<10} {algorithm:<18} p={ranks:<3} {elements:>9,d} elements: {result.step_count:>3} steps "
-              f"in {format_time(median)} (median of 3), {moved / median / 1e9:.2f} GB moved per second")
+        print(
+            f"simulate {op:<10} {algorithm:<18} p={ranks:<3} {elements:>9,d} elements: {result.step_count:>3} steps "
+            f"in {format_time(median)} (median of 3), {moved / median / 1e9:.2f} GB moved per second"
+        )
 
 
 def bench_search():
@@ -67,18 +76,26 @@ def bench_search():
 
     median, best, found = timed(lambda: search_plans(MEGATRON_1T, SELENE_3072, 3072), 5)
     top = found.row(0)
-    print(f"plan search, 1T model on 3072 A100s, global batch 3072: {found.evaluated:,d} plans evaluated "
-          f"({int(found.feasible.sum()):,d} feasible; rejected {found.rejected}) in {format_time(median)} "
-          f"(median of 5, best {format_time(best)}), {found.evaluated / median:,.0f} plans/s (target < 1 s)")
-    print(f"  fastest: d={top['data_parallel']} t={top['tensor_parallel']} p={top['pipeline_parallel']} "
-          f"ZeRO-{top['zero_stage']} b={top['micro_batch']} m={top['grad_accum_steps']} recompute={top['recompute']} "
-          f"SP={top['sequence_parallel']} v={top['virtual_stages']}: {format_time(top['step_time_s'])} per step, "
-          f"bound by {top['binding_constraint']}")
+    print(
+        f"plan search, 1T model on 3072 A100s, global batch 3072: {found.evaluated:,d} plans evaluated "
+        f"({int(found.feasible.sum()):,d} feasible; rejected {found.rejected}) in {format_time(median)} "
+        f"(median of 5, best {format_time(best)}), {found.evaluated / median:,.0f} plans/s (target < 1 s)"
+    )
+    print(
+        f"  fastest: d={top['data_parallel']} t={top['tensor_parallel']} p={top['pipeline_parallel']} "
+        f"ZeRO-{top['zero_stage']} b={top['micro_batch']} m={top['grad_accum_steps']} recompute={top['recompute']} "
+        f"SP={top['sequence_parallel']} v={top['virtual_stages']}: {format_time(top['step_time_s'])} per step, "
+        f"bound by {top['binding_constraint']}"
+    )
 
 
 # The labs (course_lib.widgets): factory name and the module that defines it.
-LABS = (("ring_allreduce_lab", "ring"), ("global_batch_lab", "batch"), ("memory_budget_lab", "memory"),
-        ("pipeline_lab", "schedule"))
+LABS = (
+    ("ring_allreduce_lab", "ring"),
+    ("global_batch_lab", "batch"),
+    ("memory_budget_lab", "memory"),
+    ("pipeline_lab", "schedule"),
+)
 LAB_TARGET_MEDIAN_MS, LAB_TARGET_P95_MS = 30.0, 60.0
 
 
@@ -98,7 +115,7 @@ def control_values(control) -> list:
     if isinstance(control.value, bool):
         return [False, True]
     if hasattr(control, "base"):  # FloatLogSlider: min and max are exponents
-        return [float(control.base ** e) for e in np.linspace(control.min, control.max, 9)]
+        return [float(control.base**e) for e in np.linspace(control.min, control.max, 9)]
     if hasattr(control, "min") and hasattr(control, "max"):
         stops = np.linspace(control.min, control.max, 9)
         if isinstance(control.value, int):
@@ -166,12 +183,16 @@ def bench_widgets(updates=60):
         every = [t for times in per_control.values() for t in times]
         median, p95 = statistics.median(every) * 1e3, percentile(every, 95) * 1e3
         verdict = "met" if median <= LAB_TARGET_MEDIAN_MS and p95 <= LAB_TARGET_P95_MS else "MISSED"
-        detail = "; ".join(f"{name} ({type(lab.controls[name]).__name__}, {len(times)} updates): median "
-                           f"{statistics.median(times) * 1e3:.1f} ms, p95 {percentile(times, 95) * 1e3:.1f} ms"
-                           for name, times in per_control.items())
-        print(f"lab {factory_name}: update (set a control, callback, PNG rendered) median {median:.1f} ms, "
-              f"p95 {p95:.1f} ms over {len(every)} updates (targets: median <= {LAB_TARGET_MEDIAN_MS:.0f} ms, "
-              f"p95 <= {LAB_TARGET_P95_MS:.0f} ms: {verdict}); built in {built * 1e3:.0f} ms")
+        detail = "; ".join(
+            f"{name} ({type(lab.controls[name]).__name__}, {len(times)} updates): median "
+            f"{statistics.median(times) * 1e3:.1f} ms, p95 {percentile(times, 95) * 1e3:.1f} ms"
+            for name, times in per_control.items()
+        )
+        print(
+            f"lab {factory_name}: update (set a control, callback, PNG rendered) median {median:.1f} ms, "
+            f"p95 {p95:.1f} ms over {len(every)} updates (targets: median <= {LAB_TARGET_MEDIAN_MS:.0f} ms, "
+            f"p95 <= {LAB_TARGET_P95_MS:.0f} ms: {verdict}); built in {built * 1e3:.0f} ms"
+        )
         print(f"  {detail}")
 
 
@@ -193,8 +214,9 @@ def bench_notebooks():
     with tempfile.TemporaryDirectory() as scratch:
         for folder in totals:
             if (root / folder).is_dir():
-                shutil.copytree(root / folder, Path(scratch) / folder,
-                                ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+                shutil.copytree(
+                    root / folder, Path(scratch) / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints")
+                )
         # The labs as `make notebooks` runs them: the graded masters, with their solutions and tests (a student
         # version is the same notebook without them).
         copies = sorted(Path(scratch).glob("notebooks/*.ipynb")) + sorted(Path(scratch).glob("labs/source/*.ipynb"))
@@ -209,8 +231,10 @@ def bench_notebooks():
             totals[kind] += seconds
             counts[kind] += 1
             print(f"notebook {name}: {seconds:.1f} s (kernel start included)")
-    print(f"all {counts['notebooks']} lessons together: {totals['notebooks']:.1f} s (target: all lessons together "
-          f"< 60 s); all {counts['labs']} lab masters together: {totals['labs']:.1f} s")
+    print(
+        f"all {counts['notebooks']} lessons together: {totals['notebooks']:.1f} s (target: all lessons together "
+        f"< 60 s); all {counts['labs']} lab masters together: {totals['labs']:.1f} s"
+    )
 
 
 def bench_grading():
@@ -231,13 +255,18 @@ def bench_grading():
             print(f"grading {lab}: skipped, no autograder zip in {built.relative_to(root)} (run `make assignments`)")
             continue
         result = grade.grade_notebook(built / lab / "autograder" / f"{lab}.ipynb", zip_path, "bench", lab)
-        verdict = f"NOT GRADED: {result.problem}" if result.problem else \
-            f"{grade.number(result.points)} / {grade.number(result.max_points)} points"
+        verdict = (
+            f"NOT GRADED: {result.problem}"
+            if result.problem
+            else f"{grade.number(result.points)} / {grade.number(result.max_points)} points"
+        )
         times.append(result.seconds)
         print(f"grading {lab}: {result.seconds:.1f} s for one submission ({verdict})")
     if times:
-        print(f"grading: {statistics.median(times):.1f} s per submission (median of {len(times)} labs), one at a time; "
-              "`make grade` runs one per core")
+        print(
+            f"grading: {statistics.median(times):.1f} s per submission (median of {len(times)} labs), one at a time; "
+            "`make grade` runs one per core"
+        )
 
 
 if __name__ == "__main__":

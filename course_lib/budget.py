@@ -36,15 +36,27 @@ import numpy as np
 from . import _validate, collectives
 from .compute import RECOMPUTE_OPTIONS, transformer_flops_per_iteration, transformer_forward_flops
 from .hardware import Cluster
-from .parallelism import (ZERO_STAGES, ParallelPlan, TransformerModel, memory_breakdown,
-                          step_transfers)
+from .parallelism import ZERO_STAGES, ParallelPlan, TransformerModel, memory_breakdown, step_transfers
 from .units import format_time  # noqa: F401  (doctests)
 
-__all__ = ["exposed_after_overlap", "group_collective_time", "axis_stride", "transfer_time_per_call", "StepTime", "step_time", "PlanSearch", "search_plans", "BINDING_CONSTRAINTS"]
+__all__ = [
+    "exposed_after_overlap",
+    "group_collective_time",
+    "axis_stride",
+    "transfer_time_per_call",
+    "StepTime",
+    "step_time",
+    "PlanSearch",
+    "search_plans",
+    "BINDING_CONSTRAINTS",
+]
 
 BINDING_CONSTRAINTS = ("compute", "exposed communication", "bubble", "memory", "batch divisibility")
-_AXIS_STRIDE = {"tensor": lambda plan: 1, "data": lambda plan: plan.tensor_parallel,
-                "pipeline": lambda plan: plan.tensor_parallel * plan.data_parallel}
+_AXIS_STRIDE = {
+    "tensor": lambda plan: 1,
+    "data": lambda plan: plan.tensor_parallel,
+    "pipeline": lambda plan: plan.tensor_parallel * plan.data_parallel,
+}
 
 
 def exposed_after_overlap(communication_s, overlap_window_s):
@@ -84,13 +96,16 @@ def group_collective_time(op, cluster: Cluster, group_size, stride, payload_byte
     if op == "all_reduce":
         time = collectives.hierarchical_allreduce_time(s, nodes, k, *intra, *inter)
     elif op in ("reduce_scatter", "all_gather"):
-        time = (collectives.collective_time(op, k, s, *intra) + collectives.collective_time(op, nodes, s / k, *inter))
+        time = collectives.collective_time(op, k, s, *intra) + collectives.collective_time(op, nodes, s / k, *inter)
     elif op == "send_recv":
-        time = np.where(nodes > 1, collectives.collective_time(op, n, s, *inter),
-                        collectives.collective_time(op, n, s, *intra))
+        time = np.where(
+            nodes > 1, collectives.collective_time(op, n, s, *inter), collectives.collective_time(op, n, s, *intra)
+        )
     else:
-        raise ValueError(f"op must be one of 'all_reduce', 'reduce_scatter', 'all_gather', 'send_recv' for a "
-                         f"training step; got {op!r}")
+        raise ValueError(
+            f"op must be one of 'all_reduce', 'reduce_scatter', 'all_gather', 'send_recv' for a "
+            f"training step; got {op!r}"
+        )
     return _validate.as_result(time)
 
 
@@ -114,8 +129,9 @@ def transfer_time_per_call(transfer, plan: ParallelPlan, cluster: Cluster):
     >>> format_time(transfer_time_per_call(step_transfers(GPT3_175B, plan)[0], plan, DGX_H100))
     '210 µs'
     """
-    return group_collective_time(transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan),
-                                 transfer.payload_bytes)
+    return group_collective_time(
+        transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,8 +156,9 @@ class StepTime:
 
 
 def _binding(exposed, bubble):
-    label = np.where((exposed <= 0) & (bubble <= 0), "compute",
-                     np.where(exposed >= bubble, "exposed communication", "bubble"))
+    label = np.where(
+        (exposed <= 0) & (bubble <= 0), "compute", np.where(exposed >= bubble, "exposed communication", "bubble")
+    )
     return str(label) if label.ndim == 0 else label
 
 
@@ -187,9 +204,13 @@ def step_time(model: TransformerModel, plan: ParallelPlan, cluster: Cluster, com
     bubble = (p - 1) / v * slot
     compute = m * total_mb
     total = m * slot + bubble + exposed["data"]
-    return StepTime(_validate.as_result(compute), _validate.as_result(bubble),
-                    {k: _validate.as_result(x) for k, x in exposed.items()},
-                    {k: _validate.as_result(x) for k, x in overlapped.items()}, _validate.as_result(total))
+    return StepTime(
+        _validate.as_result(compute),
+        _validate.as_result(bubble),
+        {k: _validate.as_result(x) for k, x in exposed.items()},
+        {k: _validate.as_result(x) for k, x in overlapped.items()},
+        _validate.as_result(total),
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -218,11 +239,17 @@ class PlanSearch:
         """The ParallelPlan of one row (row 0 is the best feasible plan)."""
         c = self.columns
         return ParallelPlan(
-            data_parallel=int(c["data_parallel"][row]), tensor_parallel=int(c["tensor_parallel"][row]),
-            pipeline_parallel=int(c["pipeline_parallel"][row]), zero_stage=int(c["zero_stage"][row]),
-            micro_batch=int(c["micro_batch"][row]), grad_accum_steps=int(c["grad_accum_steps"][row]),
-            recompute=str(c["recompute"][row]), sequence_parallel=bool(c["sequence_parallel"][row]),
-            schedule=str(c["schedule"][row]), virtual_stages=int(c["virtual_stages"][row]))
+            data_parallel=int(c["data_parallel"][row]),
+            tensor_parallel=int(c["tensor_parallel"][row]),
+            pipeline_parallel=int(c["pipeline_parallel"][row]),
+            zero_stage=int(c["zero_stage"][row]),
+            micro_batch=int(c["micro_batch"][row]),
+            grad_accum_steps=int(c["grad_accum_steps"][row]),
+            recompute=str(c["recompute"][row]),
+            sequence_parallel=bool(c["sequence_parallel"][row]),
+            schedule=str(c["schedule"][row]),
+            virtual_stages=int(c["virtual_stages"][row]),
+        )
 
     def best(self, count: int = 5) -> list:
         """The ``count`` fastest feasible plans."""
@@ -246,9 +273,19 @@ def _options(name, values, check):
     return checked
 
 
-def search_plans(model: TransformerModel, cluster: Cluster, global_batch, *, micro_batches=(1, 2, 4, 8),
-                 zero_stages=ZERO_STAGES, recompute=RECOMPUTE_OPTIONS, sequence_parallel=(False, True),
-                 virtual_stages=(1, 2, 4), compute_efficiency=0.5, dtype="bf16") -> PlanSearch:
+def search_plans(
+    model: TransformerModel,
+    cluster: Cluster,
+    global_batch,
+    *,
+    micro_batches=(1, 2, 4, 8),
+    zero_stages=ZERO_STAGES,
+    recompute=RECOMPUTE_OPTIONS,
+    sequence_parallel=(False, True),
+    virtual_stages=(1, 2, 4),
+    compute_efficiency=0.5,
+    dtype="bf16",
+) -> PlanSearch:
     """Enumerate plans that use every device of ``cluster`` and rank those that fit.
 
     Plans: every factorisation d·t·p of the device count, × micro-batch sizes × ZeRO stages × recomputation ×
@@ -271,19 +308,37 @@ def search_plans(model: TransformerModel, cluster: Cluster, global_batch, *, mic
     micro_batches = _options("micro_batches", micro_batches, lambda v: _validate.count("micro_batches", v))
     zero_stages = _options("zero_stages", zero_stages, lambda v: _validate.choice("zero_stages", v, ZERO_STAGES))
     recompute = _options("recompute", recompute, lambda v: _validate.choice("recompute", v, RECOMPUTE_OPTIONS))
-    sequence_parallel = _options("sequence_parallel", sequence_parallel,
-                                 lambda v: _validate.flag("sequence_parallel", v))
+    sequence_parallel = _options(
+        "sequence_parallel", sequence_parallel, lambda v: _validate.flag("sequence_parallel", v)
+    )
     virtual_stages = _options("virtual_stages", virtual_stages, lambda v: _validate.count("virtual_stages", v))
     _validate.fraction("compute_efficiency", compute_efficiency)
     cluster.accelerator.peak(dtype)
     rejected = {"partition": 0, "batch divisibility": 0, "memory": 0}
-    rows = {name: [] for name in ("data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage",
-                                  "micro_batch", "grad_accum_steps", "recompute", "sequence_parallel", "schedule",
-                                  "virtual_stages", "memory_bytes", "compute_s", "bubble_s",
-                                  "exposed_communication_s", "step_time_s")}
+    rows = {
+        name: []
+        for name in (
+            "data_parallel",
+            "tensor_parallel",
+            "pipeline_parallel",
+            "zero_stage",
+            "micro_batch",
+            "grad_accum_steps",
+            "recompute",
+            "sequence_parallel",
+            "schedule",
+            "virtual_stages",
+            "memory_bytes",
+            "compute_s",
+            "bubble_s",
+            "exposed_communication_s",
+            "step_time_s",
+        )
+    }
     evaluated = 0
-    shapes = np.array([(d, t, p, b) for (d, t, p) in _factorisations(cluster.devices)
-                       for b in micro_batches], dtype=np.int64).reshape(-1, 4)
+    shapes = np.array(
+        [(d, t, p, b) for (d, t, p) in _factorisations(cluster.devices) for b in micro_batches], dtype=np.int64
+    ).reshape(-1, 4)
     d, t, p, b = shapes.T
     for stage, rc, sp, v in itertools.product(zero_stages, recompute, sequence_parallel, virtual_stages):
         considered = (t > 1) | (not sp)
@@ -297,23 +352,38 @@ def search_plans(model: TransformerModel, cluster: Cluster, global_batch, *, mic
         if not batch_ok.any():
             continue
         keep = batch_ok
-        plan = ParallelPlan(data_parallel=d[keep], tensor_parallel=t[keep], pipeline_parallel=p[keep],
-                            zero_stage=stage, micro_batch=b[keep], grad_accum_steps=m[keep], recompute=rc,
-                            sequence_parallel=sp, schedule="interleaved" if v > 1 else "1f1b",
-                            virtual_stages=np.full(int(keep.sum()), v))
+        plan = ParallelPlan(
+            data_parallel=d[keep],
+            tensor_parallel=t[keep],
+            pipeline_parallel=p[keep],
+            zero_stage=stage,
+            micro_batch=b[keep],
+            grad_accum_steps=m[keep],
+            recompute=rc,
+            sequence_parallel=sp,
+            schedule="interleaved" if v > 1 else "1f1b",
+            virtual_stages=np.full(int(keep.sum()), v),
+        )
         memory = np.broadcast_to(memory_breakdown(model, plan).total, d[keep].shape)
         step = step_time(model, plan, cluster, compute_efficiency, dtype)
         size = len(memory)
-        for name, values in (("data_parallel", d[keep]), ("tensor_parallel", t[keep]), ("pipeline_parallel", p[keep]),
-                             ("zero_stage", np.full(size, stage)), ("micro_batch", b[keep]),
-                             ("grad_accum_steps", m[keep]), ("recompute", np.full(size, rc)),
-                             ("sequence_parallel", np.full(size, sp)),
-                             ("schedule", np.full(size, "interleaved" if v > 1 else "1f1b")),
-                             ("virtual_stages", np.full(size, v)), ("memory_bytes", memory),
-                             ("compute_s", np.broadcast_to(step.compute_s, (size,))),
-                             ("bubble_s", np.broadcast_to(step.bubble_s, (size,))),
-                             ("exposed_communication_s", np.broadcast_to(step.exposed_communication_s, (size,))),
-                             ("step_time_s", np.broadcast_to(step.total_s, (size,)))):
+        for name, values in (
+            ("data_parallel", d[keep]),
+            ("tensor_parallel", t[keep]),
+            ("pipeline_parallel", p[keep]),
+            ("zero_stage", np.full(size, stage)),
+            ("micro_batch", b[keep]),
+            ("grad_accum_steps", m[keep]),
+            ("recompute", np.full(size, rc)),
+            ("sequence_parallel", np.full(size, sp)),
+            ("schedule", np.full(size, "interleaved" if v > 1 else "1f1b")),
+            ("virtual_stages", np.full(size, v)),
+            ("memory_bytes", memory),
+            ("compute_s", np.broadcast_to(step.compute_s, (size,))),
+            ("bubble_s", np.broadcast_to(step.bubble_s, (size,))),
+            ("exposed_communication_s", np.broadcast_to(step.exposed_communication_s, (size,))),
+            ("step_time_s", np.broadcast_to(step.total_s, (size,))),
+        ):
             rows[name].append(values)
     columns = {name: np.concatenate(parts) if parts else np.array([]) for name, parts in rows.items()}
     capacity = cluster.accelerator.hbm_capacity_bytes

@@ -31,9 +31,19 @@ from . import _validate
 from .units import GB, MB, MS, US, format_bandwidth, format_bytes, format_time  # noqa: F401  (doctests)
 
 __all__ = [
-    "OPS", "ALGORITHMS", "CollectiveCost", "comm_time", "collective_cost", "collective_time",
-    "ring_allreduce_time", "busbw_factor", "algbw_bytes_per_s", "busbw_bytes_per_s", "algbw_from_busbw",
-    "latency_bandwidth_crossover_bytes", "hierarchical_allreduce_time",
+    "OPS",
+    "ALGORITHMS",
+    "CollectiveCost",
+    "comm_time",
+    "collective_cost",
+    "collective_time",
+    "ring_allreduce_time",
+    "busbw_factor",
+    "algbw_bytes_per_s",
+    "busbw_bytes_per_s",
+    "algbw_from_busbw",
+    "latency_bandwidth_crossover_bytes",
+    "hierarchical_allreduce_time",
 ]
 
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "send_recv")
@@ -181,8 +191,9 @@ def collective_cost(op, ranks, payload_bytes, algorithm="ring") -> CollectiveCos
     return CollectiveCost(as_count(phases), _validate.as_result(wire), _validate.as_result(reduced))
 
 
-def collective_time(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, algorithm="ring",
-                    reduce_s_per_byte=0.0):
+def collective_time(
+    op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, algorithm="ring", reduce_s_per_byte=0.0
+):
     """Time of one collective call under the α–β(–γ) model: n·α + Q/B + R·γ (see ``collective_cost``).
 
     ``bandwidth_bytes_per_s`` is the one-way bandwidth of each rank's link (per GPU, not per node, and not the
@@ -233,7 +244,9 @@ def algbw_bytes_per_s(payload_bytes, time_s):
     >>> format_bandwidth(algbw_bytes_per_s(1 * GB, 5 * MS))
     '200 GB/s'
     """
-    return _validate.as_result(_validate.positive("payload_bytes", payload_bytes) / _validate.positive("time_s", time_s))
+    return _validate.as_result(
+        _validate.positive("payload_bytes", payload_bytes) / _validate.positive("time_s", time_s)
+    )
 
 
 def busbw_bytes_per_s(op, ranks, payload_bytes, time_s):
@@ -275,8 +288,15 @@ def latency_bandwidth_crossover_bytes(op, ranks, bandwidth_bytes_per_s, latency_
     return _validate.as_result(per_byte.phases * latency * bandwidth / per_byte.wire_bytes)
 
 
-def hierarchical_allreduce_time(payload_bytes, nodes, devices_per_node, intra_bandwidth_bytes_per_s,
-                                intra_latency_s, inter_bandwidth_bytes_per_s, inter_latency_s):
+def hierarchical_allreduce_time(
+    payload_bytes,
+    nodes,
+    devices_per_node,
+    intra_bandwidth_bytes_per_s,
+    intra_latency_s,
+    inter_bandwidth_bytes_per_s,
+    inter_latency_s,
+):
     """Two-level all-reduce: ring reduce-scatter inside each node, ring all-reduce of each 1/g shard across nodes
     (the g devices of a node work in parallel, each on its own network link), ring all-gather inside the node.
 
@@ -290,10 +310,14 @@ def hierarchical_allreduce_time(payload_bytes, nodes, devices_per_node, intra_ba
     nodes = _validate.count("nodes", nodes)
     g = _validate.count("devices_per_node", devices_per_node)
     s = _validate.positive("payload_bytes", payload_bytes)
-    intra_link = (_validate.positive("intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s),
-                  _validate.nonnegative("intra_latency_s", intra_latency_s))
-    inter_link = (_validate.positive("inter_bandwidth_bytes_per_s", inter_bandwidth_bytes_per_s),
-                  _validate.nonnegative("inter_latency_s", inter_latency_s))
+    intra_link = (
+        _validate.positive("intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s),
+        _validate.nonnegative("intra_latency_s", intra_latency_s),
+    )
+    inter_link = (
+        _validate.positive("inter_bandwidth_bytes_per_s", inter_bandwidth_bytes_per_s),
+        _validate.nonnegative("inter_latency_s", inter_latency_s),
+    )
     intra = collective_time("reduce_scatter", g, s, *intra_link) + collective_time("all_gather", g, s, *intra_link)
     inter = ring_allreduce_time(nodes, s / g, *inter_link)
     return _validate.as_result(intra + inter)

@@ -18,10 +18,20 @@ from . import _validate
 from .units import format_count, format_flops, format_time  # noqa: F401  (doctests)
 
 __all__ = [
-    "gemm_flops", "gemm_bytes", "count_matmul_operations", "arithmetic_intensity", "ridge_point_flops_per_byte",
-    "roofline_time", "attainable_flops_per_s", "training_flops", "transformer_params",
-    "transformer_layer_forward_flops", "transformer_forward_flops", "transformer_flops_per_iteration",
-    "training_time_s", "RECOMPUTE_OPTIONS",
+    "gemm_flops",
+    "gemm_bytes",
+    "count_matmul_operations",
+    "arithmetic_intensity",
+    "ridge_point_flops_per_byte",
+    "roofline_time",
+    "attainable_flops_per_s",
+    "training_flops",
+    "transformer_params",
+    "transformer_layer_forward_flops",
+    "transformer_forward_flops",
+    "transformer_flops_per_iteration",
+    "training_time_s",
+    "RECOMPUTE_OPTIONS",
 ]
 
 RECOMPUTE_OPTIONS = ("none", "selective", "full")
@@ -97,8 +107,10 @@ def ridge_point_flops_per_byte(peak_flops_per_s, memory_bandwidth_bytes_per_s):
     >>> round(ridge_point_flops_per_byte(990e12, 3.35e12))   # H100 bf16 (scaling book: 295)
     296
     """
-    return _validate.as_result(_validate.positive("peak_flops_per_s", peak_flops_per_s)
-                               / _validate.positive("memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s))
+    return _validate.as_result(
+        _validate.positive("peak_flops_per_s", peak_flops_per_s)
+        / _validate.positive("memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s)
+    )
 
 
 def roofline_time(flops, bytes_moved, peak_flops_per_s, memory_bandwidth_bytes_per_s):
@@ -109,7 +121,8 @@ def roofline_time(flops, bytes_moved, peak_flops_per_s, memory_bandwidth_bytes_p
     """
     t_math = _validate.positive("flops", flops) / _validate.positive("peak_flops_per_s", peak_flops_per_s)
     t_mem = _validate.positive("bytes_moved", bytes_moved) / _validate.positive(
-        "memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s)
+        "memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s
+    )
     return _validate.as_result(np.maximum(t_math, t_mem))
 
 
@@ -198,8 +211,9 @@ def transformer_flops_per_iteration(batch, seq_len, layers, hidden, vocab, recom
     s = _validate.count("seq_len", seq_len)
     l = _validate.count("layers", layers)
     h = _validate.count("hidden", hidden)
-    extra_forward = {"none": 0.0, "selective": 4.0 * b * s**2 * h,
-                     "full": transformer_layer_forward_flops(b, s, h)}[recompute]
+    extra_forward = {"none": 0.0, "selective": 4.0 * b * s**2 * h, "full": transformer_layer_forward_flops(b, s, h)}[
+        recompute
+    ]
     # Backward = 2 × forward (Narayanan et al. 2021, appendix), logits included; recomputation is per layer.
     return _validate.as_result(3 * transformer_forward_flops(b, s, l, h, vocab) + l * extra_forward)
 

@@ -24,10 +24,31 @@ from . import _validate
 from .units import GB, GBIT, TB, US, format_bandwidth  # noqa: F401  (format_bandwidth: doctests)
 
 __all__ = [
-    "Accelerator", "Link", "Cluster", "ACCELERATORS", "LINKS", "CLUSTERS",
-    "A100", "H100", "H200", "B200", "TPU_V5E", "TPU_V5P",
-    "NVLINK3", "NVLINK4", "NVLINK4_MEASURED", "NVLINK5", "INFINIBAND_HDR_8X", "INFINIBAND_NDR_8X", "ICI_V5E", "ICI_V5P",
-    "DGX_A100", "DGX_H100", "DGX_H200", "DGX_B200", "SELENE_3072",
+    "Accelerator",
+    "Link",
+    "Cluster",
+    "ACCELERATORS",
+    "LINKS",
+    "CLUSTERS",
+    "A100",
+    "H100",
+    "H200",
+    "B200",
+    "TPU_V5E",
+    "TPU_V5P",
+    "NVLINK3",
+    "NVLINK4",
+    "NVLINK4_MEASURED",
+    "NVLINK5",
+    "INFINIBAND_HDR_8X",
+    "INFINIBAND_NDR_8X",
+    "ICI_V5E",
+    "ICI_V5P",
+    "DGX_A100",
+    "DGX_H100",
+    "DGX_H200",
+    "DGX_B200",
+    "SELENE_3072",
 ]
 
 DIRECTIONS = ("one-way", "two-way")
@@ -137,65 +158,175 @@ def _flops(**by_dtype: float) -> MappingProxyType:
 
 # Accelerators. Dense (non-sparse) peak rates.
 A100 = Accelerator(
-    "A100 SXM 80GB", _flops(fp32=19.5e12, tf32=156e12, bf16=312e12, fp16=312e12, int8=624e12), 80 * GB, 2.039 * TB,
+    "A100 SXM 80GB",
+    _flops(fp32=19.5e12, tf32=156e12, bf16=312e12, fp16=312e12, int8=624e12),
+    80 * GB,
+    2.039 * TB,
     f"{_NVIDIA} (A100 80GB SXM); 312 TFLOP/s 16-bit as in Narayanan et al. 2021 §5",
-    "scaling book rounds HBM bandwidth to 2.0e12 B/s")
+    "scaling book rounds HBM bandwidth to 2.0e12 B/s",
+)
 H100 = Accelerator(
-    "H100 SXM 80GB", _flops(fp32=67e12, tf32=494.5e12, bf16=989e12, fp16=989e12, fp8=1979e12, int8=1979e12), 80 * GB,
-    3.35 * TB, f"{_NVIDIA} (H100 SXM5, dense); {_SCALING_BOOK_GPUS}: 9.9e14 bf16, 3.35 TB/s",
-    "1979 TFLOP/s bf16 is the sparse figure; the dense one is half")
+    "H100 SXM 80GB",
+    _flops(fp32=67e12, tf32=494.5e12, bf16=989e12, fp16=989e12, fp8=1979e12, int8=1979e12),
+    80 * GB,
+    3.35 * TB,
+    f"{_NVIDIA} (H100 SXM5, dense); {_SCALING_BOOK_GPUS}: 9.9e14 bf16, 3.35 TB/s",
+    "1979 TFLOP/s bf16 is the sparse figure; the dense one is half",
+)
 H200 = Accelerator(
-    "H200 SXM 141GB", _flops(fp32=67e12, tf32=494.5e12, bf16=989e12, fp16=989e12, fp8=1979e12, int8=1979e12),
-    141 * GB, 4.8 * TB, f"{_NVIDIA} (H200 SXM); {_SCALING_BOOK_GPUS}: 141 GB, 4.8e12 B/s", "same compute as H100")
+    "H200 SXM 141GB",
+    _flops(fp32=67e12, tf32=494.5e12, bf16=989e12, fp16=989e12, fp8=1979e12, int8=1979e12),
+    141 * GB,
+    4.8 * TB,
+    f"{_NVIDIA} (H200 SXM); {_SCALING_BOOK_GPUS}: 141 GB, 4.8e12 B/s",
+    "same compute as H100",
+)
 B200 = Accelerator(
-    "B200", _flops(bf16=2.25e15, fp16=2.25e15, fp8=4.5e15, fp4=9e15), 192 * GB, 8 * TB,
+    "B200",
+    _flops(bf16=2.25e15, fp16=2.25e15, fp8=4.5e15, fp4=9e15),
+    192 * GB,
+    8 * TB,
     f"{_SCALING_BOOK_GPUS}: 192 GB, 8.0e12 B/s, 2.3e15 bf16 (NVIDIA HGX B200: 2.25 PFLOP/s dense bf16)",
-    "DGX B200 lists 180 GB usable per GPU; the scaling book's prose says 9 TB/s, its table 8e12")
+    "DGX B200 lists 180 GB usable per GPU; the scaling book's prose says 9 TB/s, its table 8e12",
+)
 TPU_V5E = Accelerator(
-    "TPU v5e", _flops(bf16=1.97e14, int8=3.94e14), 16 * GB, 8.1e11, _SCALING_BOOK_TPUS,
-    "roofline.md uses 8.2e11 B/s for the same chip")
+    "TPU v5e",
+    _flops(bf16=1.97e14, int8=3.94e14),
+    16 * GB,
+    8.1e11,
+    _SCALING_BOOK_TPUS,
+    "roofline.md uses 8.2e11 B/s for the same chip",
+)
 TPU_V5P = Accelerator(
-    "TPU v5p", _flops(bf16=4.59e14, int8=9.18e14), 96 * GB, 2.8e12, _SCALING_BOOK_TPUS,
-    "the text elsewhere says 2.5e12 B/s")
+    "TPU v5p",
+    _flops(bf16=4.59e14, int8=9.18e14),
+    96 * GB,
+    2.8e12,
+    _SCALING_BOOK_TPUS,
+    "the text elsewhere says 2.5e12 B/s",
+)
 
 # Links. α (latency_s) is the startup cost of one step of a collective.
-_NVLINK_ALPHA = ("≈1 µs per step: 8×H100 nccl-tests all_reduce of ≤1 KiB took 12.9 µs over 2(n−1) = 14 ring steps "
-                 "(aws-samples/awsome-distributed-training, p5 NVLink run); NCCL's own model uses 0.6 µs per "
-                 "NVLink hop plus 6.6 µs per call (src/graph/tuning.cc, LL protocol)")
-_NET_ALPHA = ("5 µs per step: NCCL's model parameter for a network hop (src/graph/tuning.cc, hwLat[NET][TREE][LL] "
-              "= 5.0 µs); the course's card example uses the same 5 µs")
-NVLINK3 = Link("NVLink 3 (A100)", 600 * GB, "two-way", "per GPU", "nominal", 1 * US,
-               f"{_NVIDIA}: 600 GB/s; {_SCALING_BOOK_GPUS}: 12 links × 25 GB/s each way = 300 GB/s", _NVLINK_ALPHA)
-NVLINK4 = Link("NVLink 4 (H100/H200)", 900 * GB, "two-way", "per GPU", "nominal", 1 * US,
-               f"{_NVIDIA}: 900 GB/s; {_SCALING_BOOK_GPUS}: 18 links × 25 GB/s each way = 450 GB/s", _NVLINK_ALPHA)
+_NVLINK_ALPHA = (
+    "≈1 µs per step: 8×H100 nccl-tests all_reduce of ≤1 KiB took 12.9 µs over 2(n−1) = 14 ring steps "
+    "(aws-samples/awsome-distributed-training, p5 NVLink run); NCCL's own model uses 0.6 µs per "
+    "NVLink hop plus 6.6 µs per call (src/graph/tuning.cc, LL protocol)"
+)
+_NET_ALPHA = (
+    "5 µs per step: NCCL's model parameter for a network hop (src/graph/tuning.cc, hwLat[NET][TREE][LL] "
+    "= 5.0 µs); the course's card example uses the same 5 µs"
+)
+NVLINK3 = Link(
+    "NVLink 3 (A100)",
+    600 * GB,
+    "two-way",
+    "per GPU",
+    "nominal",
+    1 * US,
+    f"{_NVIDIA}: 600 GB/s; {_SCALING_BOOK_GPUS}: 12 links × 25 GB/s each way = 300 GB/s",
+    _NVLINK_ALPHA,
+)
+NVLINK4 = Link(
+    "NVLink 4 (H100/H200)",
+    900 * GB,
+    "two-way",
+    "per GPU",
+    "nominal",
+    1 * US,
+    f"{_NVIDIA}: 900 GB/s; {_SCALING_BOOK_GPUS}: 18 links × 25 GB/s each way = 450 GB/s",
+    _NVLINK_ALPHA,
+)
 NVLINK4_MEASURED = Link(
-    "NVLink 4, ring all-reduce busbw (measured)", 370 * GB, "one-way", "per GPU", "measured", 1 * US,
+    "NVLink 4, ring all-reduce busbw (measured)",
+    370 * GB,
+    "one-way",
+    "per GPU",
+    "measured",
+    1 * US,
     f"{_SCALING_BOOK_GPUS}: 8×H100 all-reduce bus bandwidth ≈ 370 GB/s; NVIDIA/nccl-tests issue #212",
-    _NVLINK_ALPHA, "busbw is one-way per GPU by construction; NVLS (NVLink SHARP) runs report ≈480 GB/s")
-NVLINK5 = Link("NVLink 5 (B200)", 1800 * GB, "two-way", "per GPU", "nominal", 1 * US,
-               f"{_NVIDIA}: 1.8 TB/s; {_SCALING_BOOK_GPUS}: 18 links × 50 GB/s each way = 900 GB/s", _NVLINK_ALPHA)
+    _NVLINK_ALPHA,
+    "busbw is one-way per GPU by construction; NVLS (NVLink SHARP) runs report ≈480 GB/s",
+)
+NVLINK5 = Link(
+    "NVLink 5 (B200)",
+    1800 * GB,
+    "two-way",
+    "per GPU",
+    "nominal",
+    1 * US,
+    f"{_NVIDIA}: 1.8 TB/s; {_SCALING_BOOK_GPUS}: 18 links × 50 GB/s each way = 900 GB/s",
+    _NVLINK_ALPHA,
+)
 INFINIBAND_HDR_8X = Link(
-    "InfiniBand HDR, 8 × 200 Gb/s per node", 8 * 200 * GBIT, "one-way", "per node", "nominal", 5 * US,
-    "Narayanan et al. 2021 §5 (Selene: eight 200 Gbps HDR HCAs per node for compute)", _NET_ALPHA)
+    "InfiniBand HDR, 8 × 200 Gb/s per node",
+    8 * 200 * GBIT,
+    "one-way",
+    "per node",
+    "nominal",
+    5 * US,
+    "Narayanan et al. 2021 §5 (Selene: eight 200 Gbps HDR HCAs per node for compute)",
+    _NET_ALPHA,
+)
 INFINIBAND_NDR_8X = Link(
-    "InfiniBand NDR, 8 × 400 Gb/s per node", 8 * 400 * GBIT, "one-way", "per node", "nominal", 5 * US,
-    f"{_SCALING_BOOK_GPUS}: H100 node egress 400e9 B/s (8 × 400 Gbps ConnectX-7)", _NET_ALPHA)
-ICI_V5E = Link("ICI (TPU v5e)", 4.5e10, "one-way", "per link", "nominal", 1 * US,
-               f"{_SCALING_BOOK_TPUS}: 4.5e10 one-way, 9e10 bidirectional per link (a later version says 5e10)",
-               "scaling book sharding.md: ICI per-hop latency 'typically around 1us'")
-ICI_V5P = Link("ICI (TPU v5p)", 9e10, "one-way", "per link", "nominal", 1 * US,
-               f"{_SCALING_BOOK_TPUS}: 9e10 one-way, 1.8e11 bidirectional per link (a later version says 1e11)",
-               "scaling book sharding.md: ICI per-hop latency 'typically around 1us'")
+    "InfiniBand NDR, 8 × 400 Gb/s per node",
+    8 * 400 * GBIT,
+    "one-way",
+    "per node",
+    "nominal",
+    5 * US,
+    f"{_SCALING_BOOK_GPUS}: H100 node egress 400e9 B/s (8 × 400 Gbps ConnectX-7)",
+    _NET_ALPHA,
+)
+ICI_V5E = Link(
+    "ICI (TPU v5e)",
+    4.5e10,
+    "one-way",
+    "per link",
+    "nominal",
+    1 * US,
+    f"{_SCALING_BOOK_TPUS}: 4.5e10 one-way, 9e10 bidirectional per link (a later version says 5e10)",
+    "scaling book sharding.md: ICI per-hop latency 'typically around 1us'",
+)
+ICI_V5P = Link(
+    "ICI (TPU v5p)",
+    9e10,
+    "one-way",
+    "per link",
+    "nominal",
+    1 * US,
+    f"{_SCALING_BOOK_TPUS}: 9e10 one-way, 1.8e11 bidirectional per link (a later version says 1e11)",
+    "scaling book sharding.md: ICI per-hop latency 'typically around 1us'",
+)
 
 # Clusters.
 DGX_A100 = Cluster("DGX A100 (one node)", A100, 8, 1, NVLINK3, INFINIBAND_HDR_8X, "NVIDIA DGX A100")
 DGX_H100 = Cluster("DGX H100 (one node)", H100, 8, 1, NVLINK4, INFINIBAND_NDR_8X, "NVIDIA DGX H100")
 DGX_H200 = Cluster("DGX H200 (one node)", H200, 8, 1, NVLINK4, INFINIBAND_NDR_8X, "NVIDIA DGX H200")
 DGX_B200 = Cluster("DGX B200 (one node)", B200, 8, 1, NVLINK5, INFINIBAND_NDR_8X, "NVIDIA DGX B200")
-SELENE_3072 = Cluster("Selene, 384 DGX A100 nodes (Narayanan et al. 2021)", A100, 8, 384, NVLINK3, INFINIBAND_HDR_8X,
-                      "Narayanan et al. 2021 §5: 3072 A100 80GB GPUs for the 1T-parameter model")
+SELENE_3072 = Cluster(
+    "Selene, 384 DGX A100 nodes (Narayanan et al. 2021)",
+    A100,
+    8,
+    384,
+    NVLINK3,
+    INFINIBAND_HDR_8X,
+    "Narayanan et al. 2021 §5: 3072 A100 80GB GPUs for the 1T-parameter model",
+)
 
 ACCELERATORS = MappingProxyType({a.name: a for a in (A100, H100, H200, B200, TPU_V5E, TPU_V5P)})
-LINKS = MappingProxyType({link.name: link for link in (NVLINK3, NVLINK4, NVLINK4_MEASURED, NVLINK5, INFINIBAND_HDR_8X,
-                                                        INFINIBAND_NDR_8X, ICI_V5E, ICI_V5P)})
+LINKS = MappingProxyType(
+    {
+        link.name: link
+        for link in (
+            NVLINK3,
+            NVLINK4,
+            NVLINK4_MEASURED,
+            NVLINK5,
+            INFINIBAND_HDR_8X,
+            INFINIBAND_NDR_8X,
+            ICI_V5E,
+            ICI_V5P,
+        )
+    }
+)
 CLUSTERS = MappingProxyType({c.name: c for c in (DGX_A100, DGX_H100, DGX_H200, DGX_B200, SELENE_3072)})

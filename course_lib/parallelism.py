@@ -26,12 +26,34 @@ from .compute import RECOMPUTE_OPTIONS, transformer_params
 from .units import format_bytes, format_percent  # noqa: F401  (doctests)
 
 __all__ = [
-    "TransformerModel", "ParallelPlan", "MemoryBreakdown", "BoundaryTransfer", "SCHEDULES", "ZERO_STAGES",
-    "ACTIVATION_BYTES", "PARAM_BYTES", "GRAD_BYTES", "ADAM_OPTIMIZER_BYTES_PER_PARAM",
-    "global_batch", "zero_model_state_breakdown", "zero_model_state_bytes", "activation_bytes_per_layer",
-    "pipeline_in_flight_microbatches", "memory_breakdown", "pipeline_bubble_fraction", "step_transfers",
-    "boundary_tensors", "communication_volume_per_step", "check_plan_for_model",
-    "GPT2_1_5B", "MEGATRON_7_5B", "MEGATRON_22B", "GPT3_175B", "MT_NLG_530B", "MEGATRON_1T", "MODELS",
+    "TransformerModel",
+    "ParallelPlan",
+    "MemoryBreakdown",
+    "BoundaryTransfer",
+    "SCHEDULES",
+    "ZERO_STAGES",
+    "ACTIVATION_BYTES",
+    "PARAM_BYTES",
+    "GRAD_BYTES",
+    "ADAM_OPTIMIZER_BYTES_PER_PARAM",
+    "global_batch",
+    "zero_model_state_breakdown",
+    "zero_model_state_bytes",
+    "activation_bytes_per_layer",
+    "pipeline_in_flight_microbatches",
+    "memory_breakdown",
+    "pipeline_bubble_fraction",
+    "step_transfers",
+    "boundary_tensors",
+    "communication_volume_per_step",
+    "check_plan_for_model",
+    "GPT2_1_5B",
+    "MEGATRON_7_5B",
+    "MEGATRON_22B",
+    "GPT3_175B",
+    "MT_NLG_530B",
+    "MEGATRON_1T",
+    "MODELS",
 ]
 
 ZERO_STAGES = (0, 1, 2, 3)
@@ -108,8 +130,14 @@ class ParallelPlan:
     virtual_stages: int = 1
 
     def __post_init__(self):
-        for name in ("data_parallel", "tensor_parallel", "pipeline_parallel", "micro_batch", "grad_accum_steps",
-                     "virtual_stages"):
+        for name in (
+            "data_parallel",
+            "tensor_parallel",
+            "pipeline_parallel",
+            "micro_batch",
+            "grad_accum_steps",
+            "virtual_stages",
+        ):
             object.__setattr__(self, name, _validate.count(name, getattr(self, name)))
         _validate.choice("zero_stage", self.zero_stage, ZERO_STAGES)
         _validate.choice("recompute", self.recompute, RECOMPUTE_OPTIONS)
@@ -119,8 +147,10 @@ class ParallelPlan:
             if np.any(np.asarray(self.virtual_stages) < 2):
                 raise ValueError("virtual_stages must be ≥ 2 with schedule='interleaved'")
             if np.any(np.asarray(self.grad_accum_steps) % np.asarray(self.pipeline_parallel)):
-                raise ValueError("grad_accum_steps (micro-batches) must be a multiple of pipeline_parallel for the "
-                                 "interleaved schedule (Narayanan et al. 2021 §2.2.2)")
+                raise ValueError(
+                    "grad_accum_steps (micro-batches) must be a multiple of pipeline_parallel for the "
+                    "interleaved schedule (Narayanan et al. 2021 §2.2.2)"
+                )
         elif np.any(np.asarray(self.virtual_stages) != 1):
             raise ValueError(f"virtual_stages must be 1 unless schedule='interleaved', got {self.virtual_stages}")
 
@@ -134,7 +164,7 @@ class ParallelPlan:
         """Samples per optimizer step."""
         return global_batch(self.micro_batch, self.grad_accum_steps, self.data_parallel)
 
-    def replace(self, **changes) -> "ParallelPlan":
+    def replace(self, **changes) -> ParallelPlan:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
 
@@ -167,8 +197,11 @@ def global_batch(micro_batch, grad_accum_steps, data_parallel):
     >>> global_batch(2, 4, 128)   # Ultra-Scale Playbook: 4M tokens at seq 4096 = 1024 samples
     1024
     """
-    return (_validate.count("micro_batch", micro_batch) * _validate.count("grad_accum_steps", grad_accum_steps)
-            * _validate.count("data_parallel", data_parallel))
+    return (
+        _validate.count("micro_batch", micro_batch)
+        * _validate.count("grad_accum_steps", grad_accum_steps)
+        * _validate.count("data_parallel", data_parallel)
+    )
 
 
 def zero_model_state_breakdown(params, data_parallel, stage, optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM):
@@ -200,8 +233,9 @@ def zero_model_state_bytes(params, data_parallel, stage, optimizer_bytes_per_par
     return _validate.as_result(sum(zero_model_state_breakdown(params, data_parallel, stage, optimizer_bytes_per_param)))
 
 
-def activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, tensor_parallel=1, sequence_parallel=False,
-                               recompute="none"):
+def activation_bytes_per_layer(
+    seq_len, micro_batch, hidden, heads, tensor_parallel=1, sequence_parallel=False, recompute="none"
+):
     """Activation bytes one transformer layer stores for the backward pass (Korthikanti et al. 2022, Table 2).
 
     With s = seq_len, b = micro_batch, h = hidden, a = heads, t = tensor_parallel (16-bit activations, 1-byte
@@ -280,12 +314,15 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan) -> None:
     if np.any(model.heads % t):
         raise ValueError(f"tensor_parallel must divide heads ({model.heads}), got {plan.tensor_parallel}")
     if np.any(model.layers % (p * v)):
-        raise ValueError(f"pipeline_parallel × virtual_stages must divide layers ({model.layers}), got "
-                         f"{plan.pipeline_parallel} × {plan.virtual_stages}")
+        raise ValueError(
+            f"pipeline_parallel × virtual_stages must divide layers ({model.layers}), got "
+            f"{plan.pipeline_parallel} × {plan.virtual_stages}"
+        )
 
 
-def memory_breakdown(model: TransformerModel, plan: ParallelPlan,
-                     optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM) -> MemoryBreakdown:
+def memory_breakdown(
+    model: TransformerModel, plan: ParallelPlan, optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM
+) -> MemoryBreakdown:
     """Per-device memory of the first pipeline stage: model states and stored activations.
 
     Model states: the device's Ψ/(t·p) parameters (an even split; the embedding's imbalance is ignored) under
@@ -301,12 +338,21 @@ def memory_breakdown(model: TransformerModel, plan: ParallelPlan,
     """
     check_plan_for_model(model, plan)
     params_per_device = model.params / (plan.tensor_parallel * plan.pipeline_parallel)
-    parameters, gradients, optimizer = zero_model_state_breakdown(params_per_device, plan.data_parallel,
-                                                                  plan.zero_stage, optimizer_bytes_per_param)
-    per_layer = activation_bytes_per_layer(model.seq_len, plan.micro_batch, model.hidden, model.heads,
-                                           plan.tensor_parallel, plan.sequence_parallel, plan.recompute)
-    in_flight = pipeline_in_flight_microbatches(plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule,
-                                                plan.virtual_stages)
+    parameters, gradients, optimizer = zero_model_state_breakdown(
+        params_per_device, plan.data_parallel, plan.zero_stage, optimizer_bytes_per_param
+    )
+    per_layer = activation_bytes_per_layer(
+        model.seq_len,
+        plan.micro_batch,
+        model.hidden,
+        model.heads,
+        plan.tensor_parallel,
+        plan.sequence_parallel,
+        plan.recompute,
+    )
+    in_flight = pipeline_in_flight_microbatches(
+        plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule, plan.virtual_stages
+    )
     activations = per_layer * (model.layers / plan.pipeline_parallel) * in_flight
     return MemoryBreakdown(parameters, gradients, optimizer, _validate.as_result(activations))
 
@@ -380,8 +426,14 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
     ['layer outputs (partial sums), forward', 'input gradients (partial sums), backward', 'gradients']
     """
     check_plan_for_model(model, plan)
-    t, p, d, b, m, v = (plan.tensor_parallel, plan.pipeline_parallel, plan.data_parallel, plan.micro_batch,
-                        plan.grad_accum_steps, plan.virtual_stages)
+    t, p, d, b, m, v = (
+        plan.tensor_parallel,
+        plan.pipeline_parallel,
+        plan.data_parallel,
+        plan.micro_batch,
+        plan.grad_accum_steps,
+        plan.virtual_stages,
+    )
     activation = ACTIVATION_BYTES * b * model.seq_len * model.hidden  # one b×s×h tensor
     layers_here = model.layers // p
     per_mb = layers_here * m  # layer-micro-batch pairs per step on a device
@@ -389,28 +441,60 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
     transfers = []
     if plan.sequence_parallel:
         transfers += [
-            BoundaryTransfer("tensor", "sequence-sharded activations gathered, forward", "all_gather", activation, t,
-                             forward_calls, "none"),
-            BoundaryTransfer("tensor", "layer outputs reduce-scattered, forward", "reduce_scatter", activation, t,
-                             forward_calls, "none"),
-            BoundaryTransfer("tensor", "activation gradients gathered, backward", "all_gather", activation, t,
-                             2 * per_mb, "none"),
-            BoundaryTransfer("tensor", "input gradients reduce-scattered, backward", "reduce_scatter", activation, t,
-                             2 * per_mb, "none"),
+            BoundaryTransfer(
+                "tensor",
+                "sequence-sharded activations gathered, forward",
+                "all_gather",
+                activation,
+                t,
+                forward_calls,
+                "none",
+            ),
+            BoundaryTransfer(
+                "tensor",
+                "layer outputs reduce-scattered, forward",
+                "reduce_scatter",
+                activation,
+                t,
+                forward_calls,
+                "none",
+            ),
+            BoundaryTransfer(
+                "tensor", "activation gradients gathered, backward", "all_gather", activation, t, 2 * per_mb, "none"
+            ),
+            BoundaryTransfer(
+                "tensor",
+                "input gradients reduce-scattered, backward",
+                "reduce_scatter",
+                activation,
+                t,
+                2 * per_mb,
+                "none",
+            ),
         ]
     else:
         transfers += [
-            BoundaryTransfer("tensor", "layer outputs (partial sums), forward", "all_reduce", activation, t,
-                             forward_calls, "none"),
-            BoundaryTransfer("tensor", "input gradients (partial sums), backward", "all_reduce", activation, t,
-                             2 * per_mb, "none"),
+            BoundaryTransfer(
+                "tensor", "layer outputs (partial sums), forward", "all_reduce", activation, t, forward_calls, "none"
+            ),
+            BoundaryTransfer(
+                "tensor", "input gradients (partial sums), backward", "all_reduce", activation, t, 2 * per_mb, "none"
+            ),
         ]
     stage_hops = (p > 1) * m * v  # v chunks per device: v times the stage crossings
     transfers += [
-        BoundaryTransfer("pipeline", "stage-boundary activations, forward", "send_recv", activation / t, p,
-                         stage_hops, "none"),
-        BoundaryTransfer("pipeline", "stage-boundary activation gradients, backward", "send_recv", activation / t,
-                         p, stage_hops, "none"),
+        BoundaryTransfer(
+            "pipeline", "stage-boundary activations, forward", "send_recv", activation / t, p, stage_hops, "none"
+        ),
+        BoundaryTransfer(
+            "pipeline",
+            "stage-boundary activation gradients, backward",
+            "send_recv",
+            activation / t,
+            p,
+            stage_hops,
+            "none",
+        ),
     ]
     params_here = model.params / (t * p)
     grads, weights = GRAD_BYTES * params_here, PARAM_BYTES * params_here

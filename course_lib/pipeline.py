@@ -161,10 +161,12 @@ def device_op_order(stages, microbatches, schedule="1f1b", virtual_stages=1, sta
     else:
         total = m * v
         warmup = min((p - s - 1) * 2 + (v - 1) * p, total)
-        forwards = [("forward", _interleaved_microbatch(k, p, v), _interleaved_chunk(k, p, v, True))
-                    for k in range(total)]
-        backwards = [("backward", _interleaved_microbatch(k, p, v), _interleaved_chunk(k, p, v, False))
-                     for k in range(total)]
+        forwards = [
+            ("forward", _interleaved_microbatch(k, p, v), _interleaved_chunk(k, p, v, True)) for k in range(total)
+        ]
+        backwards = [
+            ("backward", _interleaved_microbatch(k, p, v), _interleaved_chunk(k, p, v, False)) for k in range(total)
+        ]
     order = forwards[:warmup]
     steady = len(forwards) - warmup
     for k in range(steady):
@@ -181,8 +183,10 @@ def _check_schedule(stages, microbatches, schedule, virtual_stages):
         if v < 2:
             raise ValueError(f"virtual_stages must be ≥ 2 with schedule='interleaved', got {v}")
         if m % p:
-            raise ValueError(f"microbatches must be a multiple of stages ({p}) for the interleaved schedule "
-                             f"(Narayanan et al. 2021 §2.2.2), got {m}")
+            raise ValueError(
+                f"microbatches must be a multiple of stages ({p}) for the interleaved schedule "
+                f"(Narayanan et al. 2021 §2.2.2), got {m}"
+            )
     elif v != 1:
         raise ValueError(f"virtual_stages must be 1 unless schedule='interleaved', got {v}")
     return p, m, v
@@ -201,8 +205,9 @@ def _dependency(kind, microbatch, chunk, stage, p, v):
     return ("forward", microbatch, chunk, stage)  # the loss: the last chunk's backward follows its own forward
 
 
-def pipeline_schedule(stages, microbatches, schedule="1f1b", virtual_stages=1, forward_time_s=1.0,
-                      backward_time_s=2.0) -> PipelineTimeline:
+def pipeline_schedule(
+    stages, microbatches, schedule="1f1b", virtual_stages=1, forward_time_s=1.0, backward_time_s=2.0
+) -> PipelineTimeline:
     """Simulate one step of a pipeline schedule: every device runs its ops in order, as soon as inputs are ready.
 
     ``forward_time_s`` and ``backward_time_s`` are t_f and t_b of one micro-batch through one whole stage; each of
@@ -244,8 +249,10 @@ def pipeline_schedule(stages, microbatches, schedule="1f1b", virtual_stages=1, f
                 runnable.append(blocked.pop(key))
     if len(ops) < sum(len(queue) for queue in queues):
         waiting = {s: queues[s][position[s]] for s in range(p) if position[s] < len(queues[s])}
-        raise RuntimeError(f"pipeline schedule {schedule!r} (p={p}, m={m}, v={v}) deadlocked: each device's next op "
-                           f"waits for one that never runs; next ops (kind, micro-batch, chunk) by device: {waiting}. "
-                           f"This is a bug in the schedule order.")
+        raise RuntimeError(
+            f"pipeline schedule {schedule!r} (p={p}, m={m}, v={v}) deadlocked: each device's next op "
+            f"waits for one that never runs; next ops (kind, micro-batch, chunk) by device: {waiting}. "
+            f"This is a bug in the schedule order."
+        )
     ops.sort(key=lambda op: (op.start_s, op.stage))
     return PipelineTimeline(p, m, schedule, v, t_f, t_b, tuple(ops))

@@ -131,8 +131,10 @@ class MultipleChoice(widgets.VBox):
         self.result: Feedback | None = None
         self.prompt = widgets.HTML(f"<p><b>{escape(question.prompt)}</b></p>")
         self.choice = widgets.RadioButtons(
-            options=[(option, index) for index, option in enumerate(question.options)], value=None,
-            layout=widgets.Layout(width="auto"))
+            options=[(option, index) for index, option in enumerate(question.options)],
+            value=None,
+            layout=widgets.Layout(width="auto"),
+        )
         self.button = widgets.Button(description="Check", tooltip="Check your answer")
         self.feedback = widgets.HTML("")
         self.feedback.add_class("course-quiz-feedback")
@@ -142,8 +144,9 @@ class MultipleChoice(widgets.VBox):
         self.add_class("course-quiz")
 
     def _show(self, verdict: bool | None, message: str):
-        self.feedback.value = (f'<div style="{_STYLES[verdict]} padding: 0.4em 0.8em; margin-top: 0.4em;">'
-                               f"{escape(message)}</div>")
+        self.feedback.value = (
+            f'<div style="{_STYLES[verdict]} padding: 0.4em 0.8em; margin-top: 0.4em;">{escape(message)}</div>'
+        )
 
     def _on_check(self, _button=None):
         if self.choice.value is None:

@@ -162,6 +162,7 @@ class Simulation:
 # --- holdings: which ranks' data each copy of each chunk contains ---------------------------------------------
 # contributors[r, c, s] is True when rank r's copy of chunk c contains rank s's data.
 
+
 def _initial_contributors(op: str, p: int) -> np.ndarray:
     contributors = np.zeros((p, p, p), dtype=bool)
     ranks = np.arange(p)
@@ -188,7 +189,7 @@ def _final_contributors(op: str, p: int, root: int) -> np.ndarray:
 
 def _replay_contributors(contributors: np.ndarray, transfers) -> None:
     messages = [contributors[t.src, list(t.chunks)] for t in transfers]  # read all before writing: one step
-    for transfer, message in zip(transfers, messages):
+    for transfer, message in zip(transfers, messages, strict=True):
         chunks = list(transfer.chunks)
         if transfer.reduce:
             contributors[transfer.dst, chunks] |= message
@@ -198,6 +199,7 @@ def _replay_contributors(contributors: np.ndarray, transfers) -> None:
 
 # --- schedules: one function per algorithm; each returns a list of steps (tuples of Transfers) ----------------
 # ``sizes[c]`` is the number of elements in chunk c. Tree algorithms number ranks relative to the root.
+
 
 def _lg(p: int) -> int:
     """⌈lg p⌉, the number of steps of a binomial tree over p ranks."""
@@ -212,8 +214,9 @@ def _transfer(src: int, dst: int, chunks, sizes, reduce: bool = False) -> Transf
 def _ring_reduce_scatter(p, sizes):
     # NCCL runRing (src/device/all_reduce.h), first p − 1 steps: at step t rank r sends chunk (r − 1 − t) mod p to
     # r + 1, which adds it in; after step p − 2 rank r holds chunk r summed over all ranks.
-    return [tuple(_transfer(r, (r + 1) % p, [(r - 1 - t) % p], sizes, reduce=True) for r in range(p))
-            for t in range(p - 1)]
+    return [
+        tuple(_transfer(r, (r + 1) % p, [(r - 1 - t) % p], sizes, reduce=True) for r in range(p)) for t in range(p - 1)
+    ]
 
 
 def _ring_all_gather(p, sizes):
@@ -245,8 +248,9 @@ def _recursive_doubling_all_gather(p, sizes):
     steps = []
     mask = 1
     while mask < p:
-        steps.append(tuple(_transfer(r, r ^ mask, range(r & ~(mask - 1), (r & ~(mask - 1)) + mask), sizes)
-                           for r in range(p)))
+        steps.append(
+            tuple(_transfer(r, r ^ mask, range(r & ~(mask - 1), (r & ~(mask - 1)) + mask), sizes) for r in range(p))
+        )
         mask *= 2
     return steps
 
@@ -272,8 +276,12 @@ def _binomial_reduce(p, sizes, root):
     steps = []
     for k in range(_lg(p)):
         mask = 1 << k
-        steps.append(tuple(_transfer(_absolute(i, root, p), _absolute(i - mask, root, p), range(p), sizes, reduce=True)
-                           for i in range(mask, p, 2 * mask)))
+        steps.append(
+            tuple(
+                _transfer(_absolute(i, root, p), _absolute(i - mask, root, p), range(p), sizes, reduce=True)
+                for i in range(mask, p, 2 * mask)
+            )
+        )
     return steps
 
 
@@ -283,8 +291,12 @@ def _binomial_broadcast(p, sizes, root):
     steps = []
     for k in reversed(range(_lg(p))):
         mask = 1 << k
-        steps.append(tuple(_transfer(_absolute(i, root, p), _absolute(i + mask, root, p), range(p), sizes)
-                           for i in range(0, p - mask, 2 * mask)))
+        steps.append(
+            tuple(
+                _transfer(_absolute(i, root, p), _absolute(i + mask, root, p), range(p), sizes)
+                for i in range(0, p - mask, 2 * mask)
+            )
+        )
     return steps
 
 
@@ -299,9 +311,14 @@ def _binomial_scatter(p, sizes, root):
     steps = []
     for k in reversed(range(_lg(p))):
         mask = 1 << k
-        steps.append(tuple(_transfer(_absolute(i, root, p), _absolute(i + mask, root, p),
-                                     _subtree_chunks(i + mask, mask, root, p), sizes)
-                           for i in range(0, p - mask, 2 * mask)))
+        steps.append(
+            tuple(
+                _transfer(
+                    _absolute(i, root, p), _absolute(i + mask, root, p), _subtree_chunks(i + mask, mask, root, p), sizes
+                )
+                for i in range(0, p - mask, 2 * mask)
+            )
+        )
     return steps
 
 
@@ -311,17 +328,19 @@ def _binomial_gather(p, sizes, root):
     steps = []
     for k in range(_lg(p)):
         mask = 1 << k
-        steps.append(tuple(_transfer(_absolute(i, root, p), _absolute(i - mask, root, p),
-                                     _subtree_chunks(i, mask, root, p), sizes)
-                           for i in range(mask, p, 2 * mask)))
+        steps.append(
+            tuple(
+                _transfer(_absolute(i, root, p), _absolute(i - mask, root, p), _subtree_chunks(i, mask, root, p), sizes)
+                for i in range(mask, p, 2 * mask)
+            )
+        )
     return steps
 
 
 def _pairwise_all_to_all(p, block_sizes):
     # MPICH alltoall_intra_pairwise.c: at step k = 1 .. p − 1 rank r sends its block for rank (r + k) mod p
     # straight to it (and receives from (r − k) mod p). Block index = source·p + destination.
-    return [tuple(_transfer(r, (r + k) % p, [r * p + (r + k) % p], block_sizes) for r in range(p))
-            for k in range(1, p)]
+    return [tuple(_transfer(r, (r + k) % p, [r * p + (r + k) % p], block_sizes) for r in range(p)) for k in range(1, p)]
 
 
 def _bruck_all_to_all(p, block_sizes):
@@ -335,8 +354,9 @@ def _bruck_all_to_all(p, block_sizes):
     for k in range(_lg(p)):
         distance = 1 << k
         moving = [i for i in range(p) if i & distance]
-        steps.append(tuple(_transfer(r, (r + distance) % p, [slots[r][i] for i in moving], block_sizes)
-                           for r in range(p)))
+        steps.append(
+            tuple(_transfer(r, (r + distance) % p, [slots[r][i] for i in moving], block_sizes) for r in range(p))
+        )
         received = [list(rank_slots) for rank_slots in slots]
         for r in range(p):
             for i in moving:
@@ -385,6 +405,7 @@ def _schedule(op: str, algorithm: str, p: int, sizes, root: int):
 
 # --- executing a schedule on the arrays -----------------------------------------------------------------------
 
+
 def _chunk_bounds(elements: int, p: int) -> np.ndarray:
     """Offsets of the p chunks np.array_split makes of ``elements`` elements: chunk c is [bounds[c], bounds[c+1])."""
     sizes = np.full(p, elements // p, dtype=np.int64)
@@ -411,9 +432,14 @@ def _run_on_buffers(buffers: np.ndarray, bounds: np.ndarray, steps) -> None:
         read_is_overwritten = any((t.src, chunk) in written for t in step for chunk in t.chunks)
         # Messages are views of the senders' rows unless the step overwrites data it also sends (an exchange,
         # a ring shift): then they are copied first. Copying every message makes a large ring ~5 times slower.
-        messages = [[(a, b, buffers[t.src, a:b].copy() if read_is_overwritten else buffers[t.src, a:b])
-                     for a, b in _element_ranges(t.chunks, bounds)] for t in step]
-        for transfer, pieces in zip(step, messages):
+        messages = [
+            [
+                (a, b, buffers[t.src, a:b].copy() if read_is_overwritten else buffers[t.src, a:b])
+                for a, b in _element_ranges(t.chunks, bounds)
+            ]
+            for t in step
+        ]
+        for transfer, pieces in zip(step, messages, strict=True):
             for a, b, piece in pieces:
                 if transfer.reduce:
                     buffers[transfer.dst, a:b] += piece
@@ -424,11 +450,11 @@ def _run_on_buffers(buffers: np.ndarray, bounds: np.ndarray, steps) -> None:
 def _run_all_to_all(arrays, p: int, steps) -> tuple[np.ndarray, ...]:
     """Move the (source, destination) blocks along the steps; a rank can only send blocks it holds."""
     bounds = _chunk_bounds(arrays[0].size, p)
-    held = [{s * p + d: arrays[s][bounds[d]:bounds[d + 1]] for d in range(p)} for s in range(p)]
+    held = [{s * p + d: arrays[s][bounds[d] : bounds[d + 1]] for d in range(p)} for s in range(p)]
     for step in steps:
         messages = [[held[t.src][block] for block in t.chunks] for t in step]  # KeyError: sent a block not held
-        for transfer, blocks in zip(step, messages):
-            held[transfer.dst].update(zip(transfer.chunks, blocks))
+        for transfer, blocks in zip(step, messages, strict=True):
+            held[transfer.dst].update(zip(transfer.chunks, blocks, strict=True))
     return tuple(np.concatenate([held[d][s * p + d] for s in range(p)]) for d in range(p))
 
 
@@ -445,20 +471,21 @@ def _outputs(op: str, arrays, p: int, steps, root: int) -> tuple[np.ndarray, ...
         chunk = arrays[0].size
         buffers = np.zeros((p, p * chunk), dtype=arrays[0].dtype)
         for r, array in enumerate(arrays):
-            buffers[r, r * chunk:(r + 1) * chunk] = array  # the rest is filled only by transfers
+            buffers[r, r * chunk : (r + 1) * chunk] = array  # the rest is filled only by transfers
     else:
         buffers = np.stack(arrays)  # a copy: the inputs are never written
     bounds = _chunk_bounds(buffers.shape[1], p)
     _run_on_buffers(buffers, bounds, steps)
     buffers.flags.writeable = False
     if op == "reduce_scatter":
-        return tuple(buffers[r, bounds[r]:bounds[r + 1]] for r in range(p))
+        return tuple(buffers[r, bounds[r] : bounds[r + 1]] for r in range(p))
     if op == "reduce":  # the sum lands on the root; the others' outputs are their inputs, unchanged
         return tuple(buffers[r] if r == root else _read_only(arrays[r]) for r in range(p))
     return tuple(buffers)
 
 
 # --- arguments --------------------------------------------------------------------------------------------------
+
 
 def _checked_ranks(ranks, algorithm: str) -> int:
     p = _validate.count("ranks", ranks)
@@ -494,8 +521,10 @@ def _checked_inputs(inputs, ranks: int | None = None) -> tuple[np.ndarray, ...]:
         if array.dtype == bool or not np.issubdtype(array.dtype, np.number):
             raise ValueError(f"inputs[{r}] must hold numbers, got dtype {array.dtype}")
         if array.shape != arrays[0].shape or array.dtype != arrays[0].dtype:
-            raise ValueError(f"inputs must share one shape and dtype: inputs[0] is {arrays[0].shape} "
-                             f"{arrays[0].dtype}, inputs[{r}] is {array.shape} {array.dtype}")
+            raise ValueError(
+                f"inputs must share one shape and dtype: inputs[0] is {arrays[0].shape} "
+                f"{arrays[0].dtype}, inputs[{r}] is {array.shape} {array.dtype}"
+            )
     return arrays
 
 
@@ -510,8 +539,9 @@ def _default_inputs(op: str, p: int, elements, seed) -> tuple[np.ndarray, ...]:
     elements = _validate.count("elements", elements)
     seed = _validate.count("seed", seed, minimum=0)
     if op == "all_gather" and elements % p:
-        raise ValueError(f"elements must be a multiple of ranks={p} for all_gather (one equal chunk per rank), "
-                         f"got {elements}")
+        raise ValueError(
+            f"elements must be a multiple of ranks={p} for all_gather (one equal chunk per rank), got {elements}"
+        )
     per_rank = elements // p if op == "all_gather" else elements
     data = np.random.default_rng(seed).integers(0, _DEFAULT_VALUE_LIMIT, size=(p, per_rank), dtype=np.int64)
     data.flags.writeable = False
@@ -519,6 +549,7 @@ def _default_inputs(op: str, p: int, elements, seed) -> tuple[np.ndarray, ...]:
 
 
 # --- public functions -------------------------------------------------------------------------------------------
+
 
 def simulate(op, ranks, inputs=None, algorithm="ring", root=0, elements=None, seed=0) -> Simulation:
     """Run collective ``op`` with ``algorithm`` over ``ranks`` ranks on numpy arrays, recording every step.
@@ -546,8 +577,10 @@ def simulate(op, ranks, inputs=None, algorithm="ring", root=0, elements=None, se
     else:
         arrays = tuple(_read_only(array) for array in _checked_inputs(inputs, p))
         if elements is not None and _validate.count("elements", elements) != _payload_elements(op, arrays):
-            raise ValueError(f"elements must match the inputs' payload of {_payload_elements(op, arrays)} "
-                             f"elements (or be None), got {elements!r}")
+            raise ValueError(
+                f"elements must match the inputs' payload of {_payload_elements(op, arrays)} "
+                f"elements (or be None), got {elements!r}"
+            )
     bounds = _chunk_bounds(_payload_elements(op, arrays), p)
     steps = _schedule(op, algorithm, p, np.diff(bounds).tolist(), root)
     outputs = _outputs(op, arrays, p, steps, root)

@@ -17,10 +17,33 @@ import math
 from . import _validate
 
 __all__ = [
-    "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "NS", "US", "MS", "S", "MINUTE", "HOUR", "DAY",
-    "TFLOP", "PFLOP", "GBIT",
-    "format_quantity", "format_bytes", "format_time", "format_bandwidth", "format_flops", "format_flops_rate",
-    "format_count", "format_percent",
+    "KB",
+    "MB",
+    "GB",
+    "TB",
+    "PB",
+    "KiB",
+    "MiB",
+    "GiB",
+    "TiB",
+    "NS",
+    "US",
+    "MS",
+    "S",
+    "MINUTE",
+    "HOUR",
+    "DAY",
+    "TFLOP",
+    "PFLOP",
+    "GBIT",
+    "format_quantity",
+    "format_bytes",
+    "format_time",
+    "format_bandwidth",
+    "format_flops",
+    "format_flops_rate",
+    "format_count",
+    "format_percent",
 ]
 
 # Decimal (SI) byte prefixes: the convention of ZeRO, Megatron-LM, nccl-tests and hardware datasheets.
@@ -47,8 +70,19 @@ TFLOP = 1e12
 PFLOP = 1e15
 GBIT = 1e9 / 8  # bytes in a gigabit: network links are sold in Gb/s (200 Gb/s HDR InfiniBand = 25 GB/s)
 
-_DECIMAL = [(1e-12, "p"), (1e-9, "n"), (1e-6, "µ"), (1e-3, "m"), (1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"),
-            (1e12, "T"), (1e15, "P"), (1e18, "E")]
+_DECIMAL = [
+    (1e-12, "p"),
+    (1e-9, "n"),
+    (1e-6, "µ"),
+    (1e-3, "m"),
+    (1.0, ""),
+    (1e3, "k"),
+    (1e6, "M"),
+    (1e9, "G"),
+    (1e12, "T"),
+    (1e15, "P"),
+    (1e18, "E"),
+]
 _BINARY = [(1.0, ""), (KiB, "Ki"), (MiB, "Mi"), (GiB, "Gi"), (TiB, "Ti"), (2.0**50, "Pi"), (2.0**60, "Ei")]
 
 
@@ -77,7 +111,7 @@ def format_quantity(value: float, unit: str, *, digits: int = 3, binary: bool = 
     _validate.count("digits", digits)
     if value == 0:
         return f"0 {unit}"
-    table = _BINARY if binary else _DECIMAL[[p for _, p in _DECIMAL].index(min_prefix):]
+    table = _BINARY if binary else _DECIMAL[[p for _, p in _DECIMAL].index(min_prefix) :]
     if not binary:
         value = float(f"{value:.{digits}g}")  # round first, so 999.7 MB carries over to "1 GB"
     scale, prefix = table[0]

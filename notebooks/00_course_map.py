@@ -119,17 +119,21 @@ plt.show()
 # %%
 print(f"{'accelerator':16} {'bf16 peak':>13} {'HBM':>8} {'HBM bandwidth':>14}  source")
 for accelerator in hardware.ACCELERATORS.values():
-    print(f"{accelerator.name:16} {units.format_flops_rate(accelerator.peak('bf16')):>13} "
-          f"{units.format_bytes(accelerator.hbm_capacity_bytes):>8} "
-          f"{units.format_bandwidth(accelerator.hbm_bandwidth_bytes_per_s):>14}  {accelerator.source}")
+    print(
+        f"{accelerator.name:16} {units.format_flops_rate(accelerator.peak('bf16')):>13} "
+        f"{units.format_bytes(accelerator.hbm_capacity_bytes):>8} "
+        f"{units.format_bandwidth(accelerator.hbm_bandwidth_bytes_per_s):>14}  {accelerator.source}"
+    )
 
 # %%
 print(f"{'link':42} {'as published':>13} {'semantics':28} {'α per step':>10} {'one-way/GPU':>12}")
 for link in hardware.LINKS.values():
     semantics = f"{link.direction}, {link.scope}, {link.basis}"
     per_device = link.one_way_bytes_per_s_per_device(devices_per_node=8)
-    print(f"{link.name:42} {units.format_bandwidth(link.bandwidth_bytes_per_s):>13} {semantics:28} "
-          f"{units.format_time(link.latency_s):>10} {units.format_bandwidth(per_device):>12}")
+    print(
+        f"{link.name:42} {units.format_bandwidth(link.bandwidth_bytes_per_s):>13} {semantics:28} "
+        f"{units.format_time(link.latency_s):>10} {units.format_bandwidth(per_device):>12}"
+    )
 print()
 for link in hardware.LINKS.values():
     print(f"{link.name}: {link.source}")
@@ -141,10 +145,12 @@ for link in hardware.LINKS.values():
 
 # %%
 for cluster in hardware.CLUSTERS.values():
-    print(f"{cluster.name}: {cluster.devices} × {cluster.accelerator.name}; "
-          f"inside a node {units.format_bandwidth(cluster.intra_bandwidth_bytes_per_s)} one-way per GPU "
-          f"({cluster.intra_node_link.name}), between nodes "
-          f"{units.format_bandwidth(cluster.inter_bandwidth_bytes_per_s)} ({cluster.inter_node_link.name})")
+    print(
+        f"{cluster.name}: {cluster.devices} × {cluster.accelerator.name}; "
+        f"inside a node {units.format_bandwidth(cluster.intra_bandwidth_bytes_per_s)} one-way per GPU "
+        f"({cluster.intra_node_link.name}), between nodes "
+        f"{units.format_bandwidth(cluster.inter_bandwidth_bytes_per_s)} ({cluster.inter_node_link.name})"
+    )
 
 # %% [markdown]
 # ## Where each part of the two concept cards is taught

@@ -41,8 +41,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from course_lib import compute, hardware, parallelism, quiz, units
-from course_lib import viz
+from course_lib import compute, hardware, parallelism, quiz, units, viz
 
 # %% [markdown]
 # ## Mechanism
@@ -91,8 +90,10 @@ print(f"{'shape':>22} {'exact mn(2k−1)':>16} {'2mnk':>12} {'convention over ex
 for m, k, n in [(2, 1, 2), (2, 3, 4), (4, 16, 4), (4, 256, 4)]:
     _, multiplies, adds = compute.count_matmul_operations(np.ones((m, k)), np.ones((k, n)))
     convention = compute.gemm_flops(m, n, k)
-    print(f"{f'[{m}×{k}]·[{k}×{n}]':>22} {units.format_flops(multiplies + adds):>16} "
-          f"{units.format_flops(convention):>12} {units.format_percent(convention / (multiplies + adds) - 1):>22}")
+    print(
+        f"{f'[{m}×{k}]·[{k}×{n}]':>22} {units.format_flops(multiplies + adds):>16} "
+        f"{units.format_flops(convention):>12} {units.format_percent(convention / (multiplies + adds) - 1):>22}"
+    )
 
 # %% [markdown]
 # For $k = 1$ (an outer product) there are no adds at all and the convention doubles the true count; at
@@ -232,9 +233,11 @@ print(f"equal: {layer_total == formula}")
 gpt3 = parallelism.GPT3_175B
 global_batch = 1536
 with_recompute = compute.transformer_flops_per_iteration(
-    global_batch, gpt3.seq_len, gpt3.layers, gpt3.hidden, gpt3.vocab, recompute=True)
+    global_batch, gpt3.seq_len, gpt3.layers, gpt3.hidden, gpt3.vocab, recompute=True
+)
 without_recompute = compute.transformer_flops_per_iteration(
-    global_batch, gpt3.seq_len, gpt3.layers, gpt3.hidden, gpt3.vocab, recompute=False)
+    global_batch, gpt3.seq_len, gpt3.layers, gpt3.hidden, gpt3.vocab, recompute=False
+)
 six_pd = compute.training_flops(gpt3.params, global_batch * gpt3.seq_len)
 print(f"parameters (Eq. 2):                      {units.format_count(gpt3.params, digits=4)}")
 print(f"one iteration, Eq. (3) with recompute:    {units.format_flops(with_recompute)}")
@@ -251,12 +254,13 @@ print(f"6PD misses (attention and logits)         {units.format_percent(1 - six_
 # %%
 gpt3_days = compute.training_time_s(tokens=300e9, params=175e9, gpus=1024, achieved_flops_per_s_per_gpu=140e12)
 one_t = parallelism.MEGATRON_1T
-one_t_days = compute.training_time_s(tokens=450e9, params=one_t.params, gpus=3072,
-                                     achieved_flops_per_s_per_gpu=163e12)
+one_t_days = compute.training_time_s(tokens=450e9, params=one_t.params, gpus=3072, achieved_flops_per_s_per_gpu=163e12)
 llama3_70b = compute.training_flops(params=70e9, tokens=15e12)
 print(f"GPT-3 175B, 300B tokens, 1024 A100s at 140 TFLOP/s each: {units.format_time(gpt3_days)}  (paper: 34 days)")
-print(f"{units.format_count(one_t.params)}-parameter model, 450B tokens, 3072 A100s at 163 TFLOP/s: "
-      f"{units.format_time(one_t_days)}  (paper: 84 days)")
+print(
+    f"{units.format_count(one_t.params)}-parameter model, 450B tokens, 3072 A100s at 163 TFLOP/s: "
+    f"{units.format_time(one_t_days)}  (paper: 84 days)"
+)
 print(f"LLaMA-3 70B on 15T tokens, 6PD: {units.format_flops(llama3_70b)}  (scaling book: 6.3e24)")
 
 # %% [markdown]
@@ -270,12 +274,19 @@ print(f"LLaMA-3 70B on 15T tokens, 6PD: {units.format_flops(llama3_70b)}  (scali
 # (all with $V = 51200$, $s = 2048$):
 
 # %%
-table1 = [(36, 4096, 7.5e9), (80, 12288, 145.6e9), (96, 16384, 310.1e9), (105, 20480, 529.6e9),
-          (128, 25600, 1008.0e9)]  # (layers, hidden, parameters as printed in Table 1)
+table1 = [
+    (36, 4096, 7.5e9),
+    (80, 12288, 145.6e9),
+    (96, 16384, 310.1e9),
+    (105, 20480, 529.6e9),
+    (128, 25600, 1008.0e9),
+]  # (layers, hidden, parameters as printed in Table 1)
 print(f"{'layers':>6} {'hidden':>7} {'Eq. (2)':>15} {'Table 1':>15}")
 for layers, hidden, printed in table1:
     eq2 = compute.transformer_params(layers, hidden, vocab=51200, seq_len=2048)
-    print(f"{layers:>6} {hidden:>7} {units.format_count(eq2, digits=4):>15} {units.format_count(printed, digits=4):>15}")
+    print(
+        f"{layers:>6} {hidden:>7} {units.format_count(eq2, digits=4):>15} {units.format_count(printed, digits=4):>15}"
+    )
 
 # %% [markdown]
 # Every row agrees to the printed precision. The $12lh^2$ term is 99 % or more of each count: a transformer's
@@ -290,9 +301,11 @@ for layers, hidden, printed in table1:
 print(f"{'accelerator':<16} {'peak bf16':>14} {'HBM bandwidth':>14} {'ridge point':>16} {'HBM':>8}")
 for accelerator in hardware.ACCELERATORS.values():
     ridge = compute.ridge_point_flops_per_byte(accelerator.peak("bf16"), accelerator.hbm_bandwidth_bytes_per_s)
-    print(f"{accelerator.name:<16} {units.format_flops_rate(accelerator.peak('bf16')):>14} "
-          f"{units.format_bandwidth(accelerator.hbm_bandwidth_bytes_per_s):>14} "
-          f"{units.format_count(round(ridge)):>6} FLOP/byte {units.format_bytes(accelerator.hbm_capacity_bytes):>8}")
+    print(
+        f"{accelerator.name:<16} {units.format_flops_rate(accelerator.peak('bf16')):>14} "
+        f"{units.format_bandwidth(accelerator.hbm_bandwidth_bytes_per_s):>14} "
+        f"{units.format_count(round(ridge)):>6} FLOP/byte {units.format_bytes(accelerator.hbm_capacity_bytes):>8}"
+    )
 
 # %% [markdown]
 # Between 150 and 300 FLOP/byte on every chip: a kernel must do a few hundred FLOPs for each byte it moves to
@@ -313,9 +326,11 @@ for m, k, n in gemm_shapes:
     rate = compute.attainable_flops_per_s(intensity, peak, bandwidth)
     if m != 128:  # left out of the figure only, where its label would crowd the m = 8192 one
         roofline_points.append((f"m = {m}", intensity))
-    print(f"{m:>5} {units.format_flops(flops):>11} {units.format_bytes(moved):>9} "
-          f"{units.format_count(round(intensity)):>6} FLOP/byte {units.format_time(time_s):>9} "
-          f"{units.format_flops_rate(rate):>14} {units.format_percent(rate / peak):>8}")
+    print(
+        f"{m:>5} {units.format_flops(flops):>11} {units.format_bytes(moved):>9} "
+        f"{units.format_count(round(intensity)):>6} FLOP/byte {units.format_time(time_s):>9} "
+        f"{units.format_flops_rate(rate):>14} {units.format_percent(rate / peak):>8}"
+    )
 
 # %% [markdown]
 # The first three GEMMs take almost the same time, about 40 µs: the time it takes to read the 134 MB weight
@@ -331,19 +346,24 @@ for m, k, n in gemm_shapes:
 
 # %%
 models = [("GPT-2 1.5B", 1.5e9), ("GPT 7.5B", 7.5e9), ("GPT-3 175B", gpt3.params), ("GPT 1T", one_t.params)]
-bytes_per_param = (parallelism.PARAM_BYTES + parallelism.GRAD_BYTES
-                   + parallelism.ADAM_OPTIMIZER_BYTES_PER_PARAM)
-print(f"bytes per parameter: {parallelism.PARAM_BYTES} (fp16 parameters) + {parallelism.GRAD_BYTES} (fp16 "
-      f"gradients) + {parallelism.ADAM_OPTIMIZER_BYTES_PER_PARAM} (fp32 copy, momentum, variance) "
-      f"= {bytes_per_param}")
-print(f"{'model':<12} {'fp16 parameters':>16} {'gradients':>10} {'optimizer':>10} {'model states':>13} "
-      f"{'H100s to hold them':>19}")
+bytes_per_param = parallelism.PARAM_BYTES + parallelism.GRAD_BYTES + parallelism.ADAM_OPTIMIZER_BYTES_PER_PARAM
+print(
+    f"bytes per parameter: {parallelism.PARAM_BYTES} (fp16 parameters) + {parallelism.GRAD_BYTES} (fp16 "
+    f"gradients) + {parallelism.ADAM_OPTIMIZER_BYTES_PER_PARAM} (fp32 copy, momentum, variance) "
+    f"= {bytes_per_param}"
+)
+print(
+    f"{'model':<12} {'fp16 parameters':>16} {'gradients':>10} {'optimizer':>10} {'model states':>13} "
+    f"{'H100s to hold them':>19}"
+)
 for name, params in models:
     parameters, gradients, optimizer = parallelism.zero_model_state_breakdown(params, data_parallel=1, stage=0)
     states = parallelism.zero_model_state_bytes(params, data_parallel=1, stage=0)
     devices = int(np.ceil(states / h100.hbm_capacity_bytes))
-    print(f"{name:<12} {units.format_bytes(parameters):>16} {units.format_bytes(gradients):>10} "
-          f"{units.format_bytes(optimizer):>10} {units.format_bytes(states):>13} {units.format_count(devices):>19}")
+    print(
+        f"{name:<12} {units.format_bytes(parameters):>16} {units.format_bytes(gradients):>10} "
+        f"{units.format_bytes(optimizer):>10} {units.format_bytes(states):>13} {units.format_count(devices):>19}"
+    )
 
 # %% [markdown]
 # The first row is ZeRO's own example: GPT-2 needs 24 GB for model states while its fp16 parameters alone are
@@ -374,8 +394,12 @@ plt.show()
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-viz.plot_roofline(accelerators=(hardware.H100, hardware.A100, hardware.B200, hardware.TPU_V5E), dtype="bf16",
-                  points=roofline_points, ax=ax)
+viz.plot_roofline(
+    accelerators=(hardware.H100, hardware.A100, hardware.B200, hardware.TPU_V5E),
+    dtype="bf16",
+    points=roofline_points,
+    ax=ax,
+)
 plt.show()
 
 # %% [markdown]
@@ -389,8 +413,9 @@ plt.show()
 
 # %%
 model_states = {
-    name: parallelism.MemoryBreakdown(*parallelism.zero_model_state_breakdown(params, data_parallel=1, stage=0),
-                                      activations=0.0)
+    name: parallelism.MemoryBreakdown(
+        *parallelism.zero_model_state_breakdown(params, data_parallel=1, stage=0), activations=0.0
+    )
     for name, params in models[:3]
 }
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
@@ -414,11 +439,15 @@ plt.show()
 # %%
 a100_peak = hardware.A100.peak("bf16")
 for label, achieved in (("GPT-3 175B run", 140e12), ("1T-parameter run", 163e12)):
-    print(f"{label}: {units.format_flops_rate(achieved)} achieved per A100 of {units.format_flops_rate(a100_peak)} "
-          f"peak = {units.format_percent(achieved / a100_peak)}")
+    print(
+        f"{label}: {units.format_flops_rate(achieved)} achieved per A100 of {units.format_flops_rate(a100_peak)} "
+        f"peak = {units.format_percent(achieved / a100_peak)}"
+    )
 at_peak = compute.training_time_s(tokens=300e9, params=175e9, gpus=1024, achieved_flops_per_s_per_gpu=a100_peak)
-print(f"GPT-3 training time if every GPU ran at peak: {units.format_time(at_peak)}, "
-      f"with the achieved rate: {units.format_time(gpt3_days)}")
+print(
+    f"GPT-3 training time if every GPU ran at peak: {units.format_time(at_peak)}, "
+    f"with the achieved rate: {units.format_time(gpt3_days)}"
+)
 
 # %% [markdown]
 # About half the peak, and that was a record at the time. Planning with the peak would have promised 15 days for a
@@ -431,43 +460,67 @@ print(f"GPT-3 training time if every GPU ran at peak: {units.format_time(at_peak
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="How many FLOPs does the product [64×128]·[128×32] take, by the 2mnk convention?",
-    options=("262,144", "524,288", "1,048,576"),
-    answer=1,
-    explanation="m·n·k = 64·32·128 = 262,144 multiply-accumulates, and each MAC counts as two FLOPs: 524,288."))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="How many FLOPs does the product [64×128]·[128×32] take, by the 2mnk convention?",
+        options=("262,144", "524,288", "1,048,576"),
+        answer=1,
+        explanation="m·n·k = 64·32·128 = 262,144 multiply-accumulates, and each MAC counts as two FLOPs: 524,288.",
+    )
+)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt=("A bf16 kernel on an H100 (989 TFLOP/s, 3.35 TB/s, ridge point ≈ 295 FLOP/byte) has an arithmetic "
-            "intensity of 30 FLOP/byte. What bounds its rate?"),
-    options=("Compute: it can run at about 989 TFLOP/s",
-             "Memory: at most about 30 × 3.35 TB/s ≈ 100 TFLOP/s",
-             "Neither: the roofline does not apply to GEMMs"),
-    answer=1,
-    explanation=("30 FLOP/byte is left of the ridge point, so the attainable rate is intensity × bandwidth, "
-                 "about 100 TFLOP/s, a tenth of the peak.")))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt=(
+            "A bf16 kernel on an H100 (989 TFLOP/s, 3.35 TB/s, ridge point ≈ 295 FLOP/byte) has an arithmetic "
+            "intensity of 30 FLOP/byte. What bounds its rate?"
+        ),
+        options=(
+            "Compute: it can run at about 989 TFLOP/s",
+            "Memory: at most about 30 × 3.35 TB/s ≈ 100 TFLOP/s",
+            "Neither: the roofline does not apply to GEMMs",
+        ),
+        answer=1,
+        explanation=(
+            "30 FLOP/byte is left of the ridge point, so the attainable rate is intensity × bandwidth, "
+            "about 100 TFLOP/s, a tenth of the peak."
+        ),
+    )
+)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="How much memory do the model states of a 10-billion-parameter model take in mixed-precision Adam training?",
-    options=("20 GB", "40 GB", "160 GB"),
-    answer=2,
-    explanation=("2 bytes of fp16 parameters + 2 of gradients + 12 of optimizer state (fp32 copy, momentum, "
-                 "variance) = 16 bytes per parameter: 160 GB. 20 GB is the fp16 parameters alone.")))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="How much memory do the model states of a 10-billion-parameter model take in mixed-precision Adam training?",
+        options=("20 GB", "40 GB", "160 GB"),
+        answer=2,
+        explanation=(
+            "2 bytes of fp16 parameters + 2 of gradients + 12 of optimizer state (fp32 copy, momentum, "
+            "variance) = 16 bytes per parameter: 160 GB. 20 GB is the fp16 parameters alone."
+        ),
+    )
+)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="Why does training a dense transformer cost about 6 FLOPs per parameter per token?",
-    options=("2 for the forward pass and 4 for the backward pass (gradients for the inputs and for the weights)",
-             "Because attention has three projections, Q, K and V, each counted twice",
-             "Because the Adam update costs 6 FLOPs per parameter"),
-    answer=0,
-    explanation=("Each weight is used in one multiply-accumulate per token in the forward pass (2 FLOPs); the "
-                 "backward pass needs two GEMMs of the same size per forward GEMM (4 FLOPs).")))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="Why does training a dense transformer cost about 6 FLOPs per parameter per token?",
+        options=(
+            "2 for the forward pass and 4 for the backward pass (gradients for the inputs and for the weights)",
+            "Because attention has three projections, Q, K and V, each counted twice",
+            "Because the Adam update costs 6 FLOPs per parameter",
+        ),
+        answer=0,
+        explanation=(
+            "Each weight is used in one multiply-accumulate per token in the forward pass (2 FLOPs); the "
+            "backward pass needs two GEMMs of the same size per forward GEMM (4 FLOPs)."
+        ),
+    )
+)
 
 # %% [markdown]
 # ## History

@@ -41,8 +41,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from course_lib import collectives, hardware, quiz, simulate, units
-from course_lib import viz
+from course_lib import collectives, hardware, quiz, simulate, units, viz
 
 # %% [markdown]
 # ## Mechanism
@@ -77,12 +76,12 @@ from course_lib import viz
 ranks = 4
 inputs = [np.arange(ranks) + 10 * (r + 1) for r in range(ranks)]
 per_op_inputs = {op: inputs for op in collectives.OPS}
-per_op_inputs["all_gather"] = [buffer[r:r + 1] for r, buffer in enumerate(inputs)]  # rank r brings chunk r only
+per_op_inputs["all_gather"] = [buffer[r : r + 1] for r, buffer in enumerate(inputs)]  # rank r brings chunk r only
 for op in ("broadcast", "reduce", "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv"):
     algorithm = collectives.ALGORITHMS[op][0]  # "ring" ("pairwise" for all_to_all)
     sim = simulate.simulate(op, ranks, per_op_inputs[op], algorithm=algorithm, root=0)
     expected = simulate.reference(op, per_op_inputs[op], root=0)
-    correct = all(np.array_equal(out, ref) for out, ref in zip(sim.outputs, expected))
+    correct = all(np.array_equal(out, ref) for out, ref in zip(sim.outputs, expected, strict=True))
     print(f"{op} ({algorithm}; steps: {sim.step_count}), matches numpy: {correct}")
     for r in range(ranks):
         print(f"  rank {r}: {str(sim.inputs[r]):>13} → {sim.outputs[r]}")
@@ -115,10 +114,14 @@ for step, transfers in enumerate(ring.steps, start=1):
     for t in transfers:
         print(f"    rank {t.src} → rank {t.dst}: chunk {t.chunks[0]}")
     finished = ring.holdings(step)
-    print("    finished chunks: "
-          + "; ".join(f"rank {r}: {[int(c) for c in np.flatnonzero(finished[r])]}" for r in range(ranks)))
-print(f"steps: {ring.step_count} = 2(p − 1); each rank sends {ring.critical_path_elements} elements in all, "
-      f"= 2(p − 1)/p × {inputs[0].size} elements")
+    print(
+        "    finished chunks: "
+        + "; ".join(f"rank {r}: {[int(c) for c in np.flatnonzero(finished[r])]}" for r in range(ranks))
+    )
+print(
+    f"steps: {ring.step_count} = 2(p − 1); each rank sends {ring.critical_path_elements} elements in all, "
+    f"= 2(p − 1)/p × {inputs[0].size} elements"
+)
 
 # %% [markdown]
 # After step 3 each rank holds exactly one finished chunk (rank $r$ holds chunk $r$); after step 6 every rank holds
@@ -254,8 +257,10 @@ for op in collectives.OPS:
     sim = simulate.simulate(op, ranks, per_op_inputs[op], algorithm=algorithm)
     cost = collectives.collective_cost(op, ranks, sim.payload_bytes, algorithm)
     simulated_q = sim.critical_path_elements * sim.inputs[0].itemsize
-    print(f"{op:<16} {algorithm:<10} {sim.step_count:>6} {cost.phases:>8} "
-          f"{units.format_bytes(simulated_q):>8} {units.format_bytes(cost.wire_bytes):>8}")
+    print(
+        f"{op:<16} {algorithm:<10} {sim.step_count:>6} {cost.phases:>8} "
+        f"{units.format_bytes(simulated_q):>8} {units.format_bytes(cost.wire_bytes):>8}"
+    )
 
 # %% [markdown]
 # They agree row by row: the α–β model's $n$ and $Q$ are counts of what the algorithm does, not fitted
@@ -292,11 +297,14 @@ algorithms = collectives.ALGORITHMS["all_reduce"]
 payloads = [1 * units.KB, 64 * units.KB, 1 * units.MB, 16 * units.MB, 256 * units.MB, 1 * units.GB]
 print(f"{'payload':>8} " + " ".join(f"{name:>20}" for name in algorithms))
 for payload in payloads:
-    times = [collectives.collective_time("all_reduce", 8, payload, bandwidth, latency, algorithm=name)
-             for name in algorithms]
+    times = [
+        collectives.collective_time("all_reduce", 8, payload, bandwidth, latency, algorithm=name) for name in algorithms
+    ]
     fastest = min(times)
-    print(f"{units.format_bytes(payload):>8} "
-          + " ".join(f"{units.format_time(t) + (' *' if t == fastest else '  '):>20}" for t in times))
+    print(
+        f"{units.format_bytes(payload):>8} "
+        + " ".join(f"{units.format_time(t) + (' *' if t == fastest else '  '):>20}" for t in times)
+    )
 print("crossover S* where nα = Q/B:")
 for name in algorithms:
     crossover = collectives.latency_bandwidth_crossover_bytes("all_reduce", 8, bandwidth, latency, algorithm=name)
@@ -318,16 +326,20 @@ for name in algorithms:
 # out-of-place time 62239 µs) and an 8× A100 node (NVLink 3, 127997 µs). Converting the measured time:
 
 # %%
-measured = [("8× H100 (NVLink 4, NVLS)", 17179869184, 62239 * units.US, hardware.NVLINK4),
-            ("8× A100 (NVLink 3)", 17179869184, 127997 * units.US, hardware.NVLINK3)]
+measured = [
+    ("8× H100 (NVLink 4, NVLS)", 17179869184, 62239 * units.US, hardware.NVLINK4),
+    ("8× A100 (NVLink 3)", 17179869184, 127997 * units.US, hardware.NVLINK3),
+]
 print(f"busbw factor for all_reduce on 8 ranks: 2(p − 1)/p = {collectives.busbw_factor('all_reduce', 8)}")
 for name, size_bytes, time_s, link in measured:
     algbw = collectives.algbw_bytes_per_s(size_bytes, time_s)
     busbw = collectives.busbw_bytes_per_s("all_reduce", 8, size_bytes, time_s)
     wire = link.one_way_bytes_per_s_per_device()
-    print(f"{name}: S = {units.format_bytes(size_bytes, binary=True)}, t = {units.format_time(time_s)}, "
-          f"algbw = {units.format_bandwidth(algbw)}, busbw = {units.format_bandwidth(busbw)} "
-          f"= {units.format_percent(busbw / wire)} of the {units.format_bandwidth(wire)} one-way NVLink")
+    print(
+        f"{name}: S = {units.format_bytes(size_bytes, binary=True)}, t = {units.format_time(time_s)}, "
+        f"algbw = {units.format_bandwidth(algbw)}, busbw = {units.format_bandwidth(busbw)} "
+        f"= {units.format_percent(busbw / wire)} of the {units.format_bandwidth(wire)} one-way NVLink"
+    )
 
 # %% [markdown]
 # The A100 node's busbw, 234.9 GB/s, is 78 % of its NVLink's 300 GB/s one-way rate, a typical ratio of measured to
@@ -342,11 +354,18 @@ for name, size_bytes, time_s, link in measured:
 
 # %%
 print(f"{'link':<44} {'published':>10} {'direction':>9} {'scope':>9} {'basis':>9} {'one-way per GPU':>16}")
-for link in (hardware.NVLINK3, hardware.NVLINK4, hardware.NVLINK4_MEASURED, hardware.INFINIBAND_HDR_8X,
-             hardware.INFINIBAND_NDR_8X):
+for link in (
+    hardware.NVLINK3,
+    hardware.NVLINK4,
+    hardware.NVLINK4_MEASURED,
+    hardware.INFINIBAND_HDR_8X,
+    hardware.INFINIBAND_NDR_8X,
+):
     per_gpu = link.one_way_bytes_per_s_per_device(devices_per_node=8)
-    print(f"{link.name:<44} {units.format_bandwidth(link.bandwidth_bytes_per_s):>10} {link.direction:>9} "
-          f"{link.scope:>9} {link.basis:>9} {units.format_bandwidth(per_gpu):>16}")
+    print(
+        f"{link.name:<44} {units.format_bandwidth(link.bandwidth_bytes_per_s):>10} {link.direction:>9} "
+        f"{link.scope:>9} {link.basis:>9} {units.format_bandwidth(per_gpu):>16}"
+    )
 
 # %% [markdown]
 # The same H100 has "900 GB/s" of NVLink (both directions added) and 450 GB/s usable by a ring, of which about
@@ -360,12 +379,16 @@ for link in (hardware.NVLINK3, hardware.NVLINK4, hardware.NVLINK4_MEASURED, hard
 # %%
 nvlink_alpha = hardware.NVLINK4.latency_s
 for label, size_bytes, measured_s in (("8 B", 8, 12.90 * units.US), ("16 GiB", 17179869184, 62239 * units.US)):
-    nominal = collectives.ring_allreduce_time(8, size_bytes, hardware.NVLINK4.one_way_bytes_per_s_per_device(),
-                                              nvlink_alpha)
-    ring_measured = collectives.ring_allreduce_time(8, size_bytes, hardware.NVLINK4_MEASURED.bandwidth_bytes_per_s,
-                                                    nvlink_alpha)
-    print(f"{label:>7}: ring model {units.format_time(nominal)} at 450 GB/s, {units.format_time(ring_measured)} at "
-          f"370 GB/s; nccl-tests measured {units.format_time(measured_s)}")
+    nominal = collectives.ring_allreduce_time(
+        8, size_bytes, hardware.NVLINK4.one_way_bytes_per_s_per_device(), nvlink_alpha
+    )
+    ring_measured = collectives.ring_allreduce_time(
+        8, size_bytes, hardware.NVLINK4_MEASURED.bandwidth_bytes_per_s, nvlink_alpha
+    )
+    print(
+        f"{label:>7}: ring model {units.format_time(nominal)} at 450 GB/s, {units.format_time(ring_measured)} at "
+        f"370 GB/s; nccl-tests measured {units.format_time(measured_s)}"
+    )
 
 # %% [markdown]
 # The 8-byte all-reduce is pure latency: 14 phases × 1 µs = 14 µs in the model, 12.9 µs measured. At 16 GiB the
@@ -384,8 +407,9 @@ per_gpu_nvlink = nvlink.one_way_bytes_per_s_per_device()
 per_gpu_network = network.one_way_bytes_per_s_per_device(devices_per_node=8)
 print(f"{'nodes':>5} {'GPUs':>5} {'hierarchical':>13} {'flat ring':>10}")
 for nodes in (2, 4, 16, 64):
-    hierarchical = collectives.hierarchical_allreduce_time(1 * units.GB, nodes, 8, per_gpu_nvlink, nvlink.latency_s,
-                                                           per_gpu_network, network.latency_s)
+    hierarchical = collectives.hierarchical_allreduce_time(
+        1 * units.GB, nodes, 8, per_gpu_nvlink, nvlink.latency_s, per_gpu_network, network.latency_s
+    )
     flat = collectives.ring_allreduce_time(nodes * 8, 1 * units.GB, per_gpu_network, network.latency_s)
     print(f"{nodes:>5} {nodes * 8:>5} {units.format_time(hierarchical):>13} {units.format_time(flat):>10}")
 
@@ -446,8 +470,14 @@ plt.show()
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-viz.plot_collective_time_vs_payload(op="all_reduce", ranks=8, bandwidth_bytes_per_s=50 * units.GB,
-                                    latency_s=5 * units.US, mark_payload_bytes=100 * units.MB, ax=ax)
+viz.plot_collective_time_vs_payload(
+    op="all_reduce",
+    ranks=8,
+    bandwidth_bytes_per_s=50 * units.GB,
+    latency_s=5 * units.US,
+    mark_payload_bytes=100 * units.MB,
+    ax=ax,
+)
 plt.show()
 
 # %% [markdown]
@@ -468,10 +498,13 @@ plt.show()
 # %%
 node_rate = hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s  # 8 × 400 Gb/s, the node's aggregate
 naive = collectives.comm_time(0, 0, 1 * units.MB, node_rate)
-hierarchical = collectives.hierarchical_allreduce_time(1 * units.MB, 4, 8, per_gpu_nvlink, nvlink.latency_s,
-                                                       per_gpu_network, network.latency_s)
-print(f"1 MB / {units.format_bandwidth(node_rate)} aggregate: {units.format_time(naive)}; "
-      f"hierarchical all-reduce over 4 DGX H100 nodes (model): {units.format_time(hierarchical)}")
+hierarchical = collectives.hierarchical_allreduce_time(
+    1 * units.MB, 4, 8, per_gpu_nvlink, nvlink.latency_s, per_gpu_network, network.latency_s
+)
+print(
+    f"1 MB / {units.format_bandwidth(node_rate)} aggregate: {units.format_time(naive)}; "
+    f"hierarchical all-reduce over 4 DGX H100 nodes (model): {units.format_time(hierarchical)}"
+)
 print(f"{'ranks':>6} {'aggregate bandwidth':>20} {'ring all-reduce of 1 MB':>24}")
 for p in (8, 64, 512):
     time_s = collectives.ring_allreduce_time(p, 1 * units.MB, per_gpu_network, network.latency_s)
@@ -488,42 +521,66 @@ for p in (8, 64, 512):
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="A ring all-reduce of S bytes over p ranks runs in how many steps, each sending how much per rank?",
-    options=("p − 1 steps of S/p", "2(p − 1) steps of S/p", "2 lg p steps of S/2"),
-    answer=1,
-    explanation=("p − 1 reduce-scatter steps, then p − 1 all-gather steps, each passing one chunk of S/p to the "
-                 "neighbour: 2(p − 1)/p · S per rank in all.")))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="A ring all-reduce of S bytes over p ranks runs in how many steps, each sending how much per rank?",
+        options=("p − 1 steps of S/p", "2(p − 1) steps of S/p", "2 lg p steps of S/2"),
+        answer=1,
+        explanation=(
+            "p − 1 reduce-scatter steps, then p − 1 all-gather steps, each passing one chunk of S/p to the "
+            "neighbour: 2(p − 1)/p · S per rank in all."
+        ),
+    )
+)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="nccl-tests reports an all_reduce on 8 GPUs with algbw = 200 GB/s. What busbw does it print?",
-    options=("200 GB/s", "350 GB/s", "400 GB/s"),
-    answer=1,
-    explanation="busbw = algbw × 2(p − 1)/p = 200 GB/s × 14/8 = 350 GB/s."))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="nccl-tests reports an all_reduce on 8 GPUs with algbw = 200 GB/s. What busbw does it print?",
+        options=("200 GB/s", "350 GB/s", "400 GB/s"),
+        answer=1,
+        explanation="busbw = algbw × 2(p − 1)/p = 200 GB/s × 14/8 = 350 GB/s.",
+    )
+)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt=("A 4 kB all-reduce runs over 64 ranks with α = 5 µs and B = 50 GB/s (ring crossover pαB = 16 MB). "
-            "What dominates its time, and what helps?"),
-    options=("The bandwidth term: use the ring, which moves the fewest bytes",
-             "The latency term: prefer an algorithm with about lg p phases, such as a tree or recursive doubling",
-             "Neither: a message this small takes no time"),
-    answer=1,
-    explanation=("4 kB is far below the 16 MB crossover, so the ring's 2(p − 1)α = 630 µs dwarfs its bandwidth "
-                 "term; an algorithm with fewer phases is faster.")))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt=(
+            "A 4 kB all-reduce runs over 64 ranks with α = 5 µs and B = 50 GB/s (ring crossover pαB = 16 MB). "
+            "What dominates its time, and what helps?"
+        ),
+        options=(
+            "The bandwidth term: use the ring, which moves the fewest bytes",
+            "The latency term: prefer an algorithm with about lg p phases, such as a tree or recursive doubling",
+            "Neither: a message this small takes no time",
+        ),
+        answer=1,
+        explanation=(
+            "4 kB is far below the 16 MB crossover, so the ring's 2(p − 1)α = 630 µs dwarfs its bandwidth "
+            "term; an algorithm with fewer phases is faster."
+        ),
+    )
+)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt=("A datasheet gives NVLink 4 as 900 GB/s per GPU (both directions added). Which bandwidth belongs in "
-            "the ring all-reduce formula?"),
-    options=("900 GB/s", "450 GB/s", "112.5 GB/s"),
-    answer=1,
-    explanation=("A ring sends in one direction, so B is the one-way figure: 900 / 2 = 450 GB/s per GPU "
-                 "(about 370 GB/s measured).")))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt=(
+            "A datasheet gives NVLink 4 as 900 GB/s per GPU (both directions added). Which bandwidth belongs in "
+            "the ring all-reduce formula?"
+        ),
+        options=("900 GB/s", "450 GB/s", "112.5 GB/s"),
+        answer=1,
+        explanation=(
+            "A ring sends in one direction, so B is the one-way figure: 900 / 2 = 450 GB/s per GPU "
+            "(about 370 GB/s measured)."
+        ),
+    )
+)
 
 # %% [markdown]
 # ## History

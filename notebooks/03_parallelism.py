@@ -123,8 +123,10 @@ print(f"{model.name}: {units.format_count(model.params)} parameters, {model.laye
 print(f"{'split':16} {'tensor crossing a boundary':46} {'collective':15} {'payload':>9} {'calls':>6}  hidden by")
 for name, plan in splits.items():
     for transfer in parallelism.boundary_tensors(model, plan):
-        print(f"{name:16} {transfer.tensor:46} {transfer.op:15} {units.format_bytes(transfer.payload_bytes):>9} "
-              f"{transfer.calls_per_step:>6}  {transfer.phase}")
+        print(
+            f"{name:16} {transfer.tensor:46} {transfer.op:15} {units.format_bytes(transfer.payload_bytes):>9} "
+            f"{transfer.calls_per_step:>6}  {transfer.phase}"
+        )
 
 # %% [markdown]
 # Three different patterns appear. Data parallelism moves the whole gradient (2 bytes × Ψ = 349 GB) once per step,
@@ -243,8 +245,10 @@ print(f"8 × 16 × 64 = {units.format_count(card_batch)} samples per optimizer s
 seq_len = 4096
 for gpus, accumulation in ((128, 4), (512, 1)):
     samples = parallelism.global_batch(micro_batch=2, grad_accum_steps=accumulation, data_parallel=gpus)
-    print(f"{gpus:4d} replicas × micro-batch 2 × {accumulation} steps = {units.format_count(samples)} samples "
-          f"= {units.format_count(samples * seq_len)} tokens")
+    print(
+        f"{gpus:4d} replicas × micro-batch 2 × {accumulation} steps = {units.format_count(samples)} samples "
+        f"= {units.format_count(samples * seq_len)} tokens"
+    )
 
 # %% [markdown]
 # Now keep the card's batch shape and add tensor and pipeline parallelism: the number of devices grows 32-fold,
@@ -252,10 +256,13 @@ for gpus, accumulation in ((128, 4), (512, 1)):
 
 # %%
 for t, p in ((1, 1), (8, 1), (8, 4)):
-    plan = parallelism.ParallelPlan(data_parallel=64, tensor_parallel=t, pipeline_parallel=p, micro_batch=8,
-                                    grad_accum_steps=16)
-    print(f"d = 64, t = {t}, p = {p}: {units.format_count(plan.devices):>4} devices, "
-          f"global batch {units.format_count(plan.global_batch)} samples")
+    plan = parallelism.ParallelPlan(
+        data_parallel=64, tensor_parallel=t, pipeline_parallel=p, micro_batch=8, grad_accum_steps=16
+    )
+    print(
+        f"d = 64, t = {t}, p = {p}: {units.format_count(plan.devices):>4} devices, "
+        f"global batch {units.format_count(plan.global_batch)} samples"
+    )
 
 # %% [markdown]
 # The Playbook's own benchmark runs show the same accounting on real hardware. In its published run data (the
@@ -266,10 +273,13 @@ for t, p in ((1, 1), (8, 1), (8, 4)):
 # (data, tensor, pipeline, micro-batch, accumulation): rows of the Ultra-Scale Playbook's run data, 8B on 32 GPUs
 playbook_rows = ((16, 1, 2, 1, 16), (8, 4, 1, 4, 8), (8, 2, 2, 2, 16), (4, 1, 8, 1, 64))
 for d, t, p, b, acc in playbook_rows:
-    plan = parallelism.ParallelPlan(data_parallel=d, tensor_parallel=t, pipeline_parallel=p, micro_batch=b,
-                                    grad_accum_steps=acc)
-    print(f"d = {d:2d}, t = {t}, p = {p}, b = {b}, N_acc = {acc:2d}: {units.format_count(plan.devices)} GPUs, "
-          f"{units.format_count(plan.global_batch)} samples = {units.format_count(plan.global_batch * seq_len)} tokens")
+    plan = parallelism.ParallelPlan(
+        data_parallel=d, tensor_parallel=t, pipeline_parallel=p, micro_batch=b, grad_accum_steps=acc
+    )
+    print(
+        f"d = {d:2d}, t = {t}, p = {p}, b = {b}, N_acc = {acc:2d}: {units.format_count(plan.devices)} GPUs, "
+        f"{units.format_count(plan.global_batch)} samples = {units.format_count(plan.global_batch * seq_len)} tokens"
+    )
 
 # %% [markdown]
 # The count is *nominal*. Sequence packing (several short documents in one sequence) and uneven batches change the
@@ -294,9 +304,11 @@ print(f"{model.name}: Ψ = {units.format_count(model.params)} parameters")
 print(f"  parameters (2 B/param)        {units.format_bytes(params_bytes):>9}")
 print(f"  gradients (2 B/param)         {units.format_bytes(grads_bytes):>9}")
 print(f"  optimizer state (12 B/param)  {units.format_bytes(optimizer_bytes):>9}")
-print(f"  model states (16 B/param)     {units.format_bytes(params_bytes + grads_bytes + optimizer_bytes):>9}"
-      f"  = {units.format_count((params_bytes + grads_bytes + optimizer_bytes) / hardware.A100.hbm_capacity_bytes)}"
-      f" × an {units.format_bytes(hardware.A100.hbm_capacity_bytes)} A100")
+print(
+    f"  model states (16 B/param)     {units.format_bytes(params_bytes + grads_bytes + optimizer_bytes):>9}"
+    f"  = {units.format_count((params_bytes + grads_bytes + optimizer_bytes) / hardware.A100.hbm_capacity_bytes)}"
+    f" × an {units.format_bytes(hardware.A100.hbm_capacity_bytes)} A100"
+)
 
 # %% [markdown]
 # Then the activations of one layer for one sequence (b = 1, s = 2048, h = 12288, a = 96). Dividing by $sbh$
@@ -308,8 +320,10 @@ s, b, h, a = model.seq_len, 1, model.hidden, model.heads
 no_recompute = parallelism.activation_bytes_per_layer(s, b, h, a)
 selective = parallelism.activation_bytes_per_layer(s, b, h, a, recompute="selective")
 full = parallelism.activation_bytes_per_layer(s, b, h, a, recompute="full")
-print(f"per layer, no recomputation: {units.format_bytes(no_recompute):>8} = sbh × {no_recompute / (s * b * h):.0f}"
-      f"  (34 + 5as/h, with 5as/h = {(no_recompute - selective) / (s * b * h):.0f})")
+print(
+    f"per layer, no recomputation: {units.format_bytes(no_recompute):>8} = sbh × {no_recompute / (s * b * h):.0f}"
+    f"  (34 + 5as/h, with 5as/h = {(no_recompute - selective) / (s * b * h):.0f})"
+)
 print(f"per layer, selective:        {units.format_bytes(selective):>8} = sbh × {selective / (s * b * h):.0f}")
 print(f"per layer, full:             {units.format_bytes(full):>8} = sbh × {full / (s * b * h):.0f}")
 print(f"all {model.layers} layers, no recomputation: {units.format_bytes(no_recompute * model.layers)} per sequence")
@@ -331,23 +345,42 @@ print(f"selective recomputation saves {units.format_percent(1 - selective / no_r
 # %%
 # ZeRO (Rajbhandari et al. 2020), Table 1, p. 11: GB as printed, columns P_os, P_os+g, P_os+g+p.
 ZERO_TABLE_1_GB = {
-    7.5e9: {1: (120, 120, 120), 4: (52.5, 41.3, 30), 16: (35.6, 21.6, 7.5), 64: (31.4, 16.6, 1.88),
-            256: (30.4, 15.4, 0.47), 1024: (30.1, 15.1, 0.12)},
-    128e9: {1: (2048, 2048, 2048), 4: (896, 704, 512), 16: (608, 368, 128), 64: (536, 284, 32),
-            256: (518, 263, 8), 1024: (513, 257, 2)},
-    1e12: {1: (16000, 16000, 16000), 4: (7000, 5500, 4000), 16: (4750, 2875, 1000), 64: (4187, 2218, 250),
-           256: (4046, 2054, 62.5), 1024: (4011, 2013, 15.6)},
+    7.5e9: {
+        1: (120, 120, 120),
+        4: (52.5, 41.3, 30),
+        16: (35.6, 21.6, 7.5),
+        64: (31.4, 16.6, 1.88),
+        256: (30.4, 15.4, 0.47),
+        1024: (30.1, 15.1, 0.12),
+    },
+    128e9: {
+        1: (2048, 2048, 2048),
+        4: (896, 704, 512),
+        16: (608, 368, 128),
+        64: (536, 284, 32),
+        256: (518, 263, 8),
+        1024: (513, 257, 2),
+    },
+    1e12: {
+        1: (16000, 16000, 16000),
+        4: (7000, 5500, 4000),
+        16: (4750, 2875, 1000),
+        64: (4187, 2218, 250),
+        256: (4046, 2054, 62.5),
+        1024: (4011, 2013, 15.6),
+    },
 }
 ZERO_TABLE_1_BOLD = {(7.5e9, 64, 1), (7.5e9, 16, 2), (7.5e9, 4, 3), (128e9, 64, 3), (1e12, 1024, 3)}
 V100_BYTES = 32 * units.GB
 
-print(f"{'Ψ':>11} {'N_d':>5} | {'P_os: ours / paper':^27} | {'P_os+g: ours / paper':^27} | "
-      f"{'P_os+g+p: ours / paper':^27}")
+print(
+    f"{'Ψ':>11} {'N_d':>5} | {'P_os: ours / paper':^27} | {'P_os+g: ours / paper':^27} | {'P_os+g+p: ours / paper':^27}"
+)
 largest_gap = (0.0, None)
 for psi, rows in ZERO_TABLE_1_GB.items():
     for n_d, printed in rows.items():
         cells = []
-        for stage, paper_gb in zip((1, 2, 3), printed):
+        for stage, paper_gb in zip((1, 2, 3), printed, strict=True):
             ours = parallelism.zero_model_state_bytes(psi, n_d, stage=stage)
             paper = paper_gb * units.GB
             mark = ("◆" if (psi, n_d, stage) in ZERO_TABLE_1_BOLD else "✓") if ours <= V100_BYTES else " "
@@ -357,8 +390,10 @@ for psi, rows in ZERO_TABLE_1_GB.items():
                 largest_gap = (gap, (psi, n_d, stage, ours, paper))
         print(f"{units.format_count(psi):>11} {n_d:>5} | " + " | ".join(cells))
 gap, (psi, n_d, stage, ours, paper) = largest_gap
-print(f"largest relative gap: {units.format_percent(gap)} ({units.format_count(psi)}, N_d = {n_d}, stage {stage}: "
-      f"{units.format_bytes(ours, digits=4)} printed as {units.format_bytes(paper)})")
+print(
+    f"largest relative gap: {units.format_percent(gap)} ({units.format_count(psi)}, N_d = {n_d}, stage {stage}: "
+    f"{units.format_bytes(ours, digits=4)} printed as {units.format_bytes(paper)})"
+)
 
 # %% [markdown]
 # All 54 cells agree with the formula within the paper's rounding. The paper is not consistent about that
@@ -379,23 +414,33 @@ PLANS = {
     "DP 64": parallelism.ParallelPlan(data_parallel=64),
     "DP 64\nZeRO-3\nfull rec.": parallelism.ParallelPlan(data_parallel=64, zero_stage=3, recompute="full"),
     "TP 8": parallelism.ParallelPlan(tensor_parallel=8),
-    "TP 8\nPP 8\nGPipe": parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64,
-                                                schedule="gpipe"),
+    "TP 8\nPP 8\nGPipe": parallelism.ParallelPlan(
+        tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, schedule="gpipe"
+    ),
     "TP 8\nPP 8\n1F1B": parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64),
     "TP 8\nPP 8, 1F1B\nsel. + SP": parallelism.ParallelPlan(
-        tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, recompute="selective", sequence_parallel=True),
+        tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, recompute="selective", sequence_parallel=True
+    ),
     "… + DP 8\nZeRO-1": parallelism.ParallelPlan(
-        data_parallel=8, tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, zero_stage=1,
-        recompute="selective", sequence_parallel=True),
+        data_parallel=8,
+        tensor_parallel=8,
+        pipeline_parallel=8,
+        grad_accum_steps=64,
+        zero_stage=1,
+        recompute="selective",
+        sequence_parallel=True,
+    ),
 }
 capacity = hardware.A100.hbm_capacity_bytes
 breakdowns = {label: parallelism.memory_breakdown(model, plan) for label, plan in PLANS.items()}
 print(f"{'plan':28} {'devices':>7} {'params':>9} {'grads':>9} {'optimizer':>9} {'activations':>11} {'total':>9}")
 for label, mem in breakdowns.items():
     verdict = "fits" if mem.total <= capacity else "does not fit"
-    print(f"{' '.join(label.split()):28} {PLANS[label].devices:>7} {units.format_bytes(mem.parameters):>9} "
-          f"{units.format_bytes(mem.gradients):>9} {units.format_bytes(mem.optimizer_state):>9} "
-          f"{units.format_bytes(mem.activations):>11} {units.format_bytes(mem.total):>9}  {verdict}")
+    print(
+        f"{' '.join(label.split()):28} {PLANS[label].devices:>7} {units.format_bytes(mem.parameters):>9} "
+        f"{units.format_bytes(mem.gradients):>9} {units.format_bytes(mem.optimizer_state):>9} "
+        f"{units.format_bytes(mem.activations):>11} {units.format_bytes(mem.total):>9}  {verdict}"
+    )
 
 # %% [markdown]
 # Reading down the table: plain data parallelism replicates 2.8 TB of model states, so adding replicas never
@@ -427,8 +472,10 @@ print(f"{'plan':22} {'data':>9} {'tensor':>9} {'pipeline':>9}   per layer per mi
 for label, plan in VOLUME_PLANS.items():
     volume = parallelism.communication_volume_per_step(model, plan)
     per_layer = volume["tensor"] / (model.layers // plan.pipeline_parallel * plan.grad_accum_steps)
-    print(f"{label:22} {units.format_bytes(volume['data']):>9} {units.format_bytes(volume['tensor']):>9} "
-          f"{units.format_bytes(volume['pipeline']):>9}   {units.format_bytes(per_layer) if per_layer else '–'}")
+    print(
+        f"{label:22} {units.format_bytes(volume['data']):>9} {units.format_bytes(volume['tensor']):>9} "
+        f"{units.format_bytes(volume['pipeline']):>9}   {units.format_bytes(per_layer) if per_layer else '–'}"
+    )
 baseline = parallelism.communication_volume_per_step(model, VOLUME_PLANS["DP 64"])["data"]
 stage3 = parallelism.communication_volume_per_step(model, VOLUME_PLANS["DP 64, ZeRO-3"])["data"]
 print(f"ZeRO-3 / plain data parallel: {stage3 / baseline:.2f} (ZeRO §7: 3Ψ against 2Ψ)")
@@ -479,11 +526,12 @@ T_F, T_B = 10 * units.MS, 20 * units.MS
 timelines = {
     "gpipe": pipeline.pipeline_schedule(4, 8, "gpipe", forward_time_s=T_F, backward_time_s=T_B),
     "1f1b": pipeline.pipeline_schedule(4, 8, "1f1b", forward_time_s=T_F, backward_time_s=T_B),
-    "interleaved": pipeline.pipeline_schedule(4, 8, "interleaved", virtual_stages=2, forward_time_s=T_F,
-                                              backward_time_s=T_B),
+    "interleaved": pipeline.pipeline_schedule(
+        4, 8, "interleaved", virtual_stages=2, forward_time_s=T_F, backward_time_s=T_B
+    ),
 }
 fig, axes = plt.subplots(3, 1, figsize=(8, 9.5), layout="constrained")
-for ax, timeline in zip(axes, timelines.values()):
+for ax, timeline in zip(axes, timelines.values(), strict=True):
     viz.plot_pipeline_schedule(timeline, ax=ax)
 plt.show()
 
@@ -492,15 +540,20 @@ plt.show()
 # $(p-1)/(v\,m)$ and with the activation memory the first stage must hold:
 
 # %%
-print(f"{'schedule':12} {'step':>6} {'ideal':>6} {'bubble (sim.)':>14} {'(p−1)/(v·m)':>12} "
-      f"{'in flight (sim.)':>17} {'in flight (model)':>18}")
+print(
+    f"{'schedule':12} {'step':>6} {'ideal':>6} {'bubble (sim.)':>14} {'(p−1)/(v·m)':>12} "
+    f"{'in flight (sim.)':>17} {'in flight (model)':>18}"
+)
 for name, timeline in timelines.items():
     formula = parallelism.pipeline_bubble_fraction(timeline.stages, timeline.microbatches, timeline.virtual_stages)
-    held = parallelism.pipeline_in_flight_microbatches(timeline.stages, timeline.microbatches, name,
-                                                       timeline.virtual_stages)
-    print(f"{name:12} {units.format_time(timeline.total_s):>6} {units.format_time(timeline.ideal_s):>6} "
-          f"{units.format_percent(timeline.bubble_fraction):>14} {units.format_percent(formula):>12} "
-          f"{timeline.peak_in_flight(0):>17g} {float(held):>18g}")
+    held = parallelism.pipeline_in_flight_microbatches(
+        timeline.stages, timeline.microbatches, name, timeline.virtual_stages
+    )
+    print(
+        f"{name:12} {units.format_time(timeline.total_s):>6} {units.format_time(timeline.ideal_s):>6} "
+        f"{units.format_percent(timeline.bubble_fraction):>14} {units.format_percent(formula):>12} "
+        f"{timeline.peak_in_flight(0):>17g} {float(held):>18g}"
+    )
 
 # %% [markdown]
 # GPipe and 1F1B take the same 330 ms for 240 ms of work per device: the same bubble, 3 idle slots out of 8, 37.5 %: 1F1B does not make the pipeline faster, it makes it
@@ -521,8 +574,10 @@ for name, timeline in timelines.items():
 four_stages = pipeline.pipeline_schedule(4, 8, "1f1b", forward_time_s=T_F, backward_time_s=T_B)
 eight_stages = pipeline.pipeline_schedule(8, 8, "1f1b", forward_time_s=T_F / 2, backward_time_s=T_B / 2)
 for timeline in (four_stages, eight_stages):
-    print(f"p = {timeline.stages}: step {units.format_time(timeline.total_s)}, "
-          f"bubble {units.format_percent(timeline.bubble_fraction)} of the ideal time")
+    print(
+        f"p = {timeline.stages}: step {units.format_time(timeline.total_s)}, "
+        f"bubble {units.format_percent(timeline.bubble_fraction)} of the ideal time"
+    )
 print(f"twice the devices, speed-up {four_stages.total_s / eight_stages.total_s:.2f}×, not 2×")
 
 # %% [markdown]
@@ -538,42 +593,56 @@ print(f"twice the devices, speed-up {four_stages.total_s / eight_stages.total_s:
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="Which strategy splits work inside an individual layer?",
-    options=("Pipeline parallelism only", "Data replication only", "Tensor parallelism"),
-    answer=2,
-    explanation="Tensor parallelism divides a layer’s tensor computations; pipeline parallelism instead "
-                "partitions groups of layers."))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="Which strategy splits work inside an individual layer?",
+        options=("Pipeline parallelism only", "Data replication only", "Tensor parallelism"),
+        answer=2,
+        explanation="Tensor parallelism divides a layer’s tensor computations; pipeline parallelism instead "
+        "partitions groups of layers.",
+    )
+)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="A run uses micro-batch 4, 8 accumulation steps, tensor parallel 8, pipeline parallel 4 and data "
-           "parallel 16 (512 GPUs). How many samples does one optimizer step see?",
-    options=("512", "16384", "65536"),
-    answer=0,
-    explanation="B = 4 × 8 × 16 = 512. The 8-way tensor and 4-way pipeline groups work on the same samples, so "
-                "they multiply the devices (512) but not the batch."))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="A run uses micro-batch 4, 8 accumulation steps, tensor parallel 8, pipeline parallel 4 and data "
+        "parallel 16 (512 GPUs). How many samples does one optimizer step see?",
+        options=("512", "16384", "65536"),
+        answer=0,
+        explanation="B = 4 × 8 × 16 = 512. The 8-way tensor and 4-way pipeline groups work on the same samples, so "
+        "they multiply the devices (512) but not the batch.",
+    )
+)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="Switching a pipeline from GPipe to 1F1B, with the same p and m, mainly changes…",
-    options=("the bubble, from (p−1)/m to (p−1)/(2m)",
-             "the activation memory of the first stage, from m micro-batches to p",
-             "the bytes sent between stages, from bsh to bsh/t"),
-    answer=1,
-    explanation="Both schedules idle for (p−1) slots, so the bubble is (p−1)/m in both. 1F1B starts each "
-                "backward early and frees activations, so at most p micro-batches are in flight instead of m."))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="Switching a pipeline from GPipe to 1F1B, with the same p and m, mainly changes…",
+        options=(
+            "the bubble, from (p−1)/m to (p−1)/(2m)",
+            "the activation memory of the first stage, from m micro-batches to p",
+            "the bytes sent between stages, from bsh to bsh/t",
+        ),
+        answer=1,
+        explanation="Both schedules idle for (p−1) slots, so the bubble is (p−1)/m in both. 1F1B starts each "
+        "backward early and frees activations, so at most p micro-batches are in flight instead of m.",
+    )
+)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="Which ZeRO stage increases data-parallel communication over plain data parallelism, and by how much?",
-    options=("Stage 1, by 2×", "Stage 2, by 1.5×", "Stage 3, by 1.5×"),
-    answer=2,
-    explanation="Stages 1 and 2 replace the all-reduce by a reduce-scatter and an all-gather of the same total "
-                "volume, 2Ψ. Stage 3 gathers the parameters again for the backward pass: 3Ψ, 1.5× the baseline."))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="Which ZeRO stage increases data-parallel communication over plain data parallelism, and by how much?",
+        options=("Stage 1, by 2×", "Stage 2, by 1.5×", "Stage 3, by 1.5×"),
+        answer=2,
+        explanation="Stages 1 and 2 replace the all-reduce by a reduce-scatter and an all-gather of the same total "
+        "volume, 2Ψ. Stage 3 gathers the parameters again for the backward pass: 3Ψ, 1.5× the baseline.",
+    )
+)
 
 # %% [markdown]
 # ## History

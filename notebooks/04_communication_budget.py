@@ -163,8 +163,9 @@ from course_lib import budget, collectives, compute, hardware, parallelism, quiz
 # Four latency-bearing phases of 5 µs plus 100 MB at 50 GB/s:
 
 # %%
-card_comm_s = collectives.comm_time(phases=4, latency_s=5 * units.US, payload_bytes=100 * units.MB,
-                                    bandwidth_bytes_per_s=50 * units.GB)
+card_comm_s = collectives.comm_time(
+    phases=4, latency_s=5 * units.US, payload_bytes=100 * units.MB, bandwidth_bytes_per_s=50 * units.GB
+)
 print(f"T_comm = 4 × 5 µs + 100 MB / 50 GB/s = {units.format_time(card_comm_s)}")
 
 # %% [markdown]
@@ -177,9 +178,11 @@ print(f"{'local compute':>14} {'exposed, no overlap':>20} {'step':>9} {'exposed,
 for compute_s in (4 * units.MS, 2 * units.MS, 1 * units.MS):
     blocked = budget.exposed_after_overlap(card_comm_s, 0.0)
     overlapped = budget.exposed_after_overlap(card_comm_s, compute_s)
-    print(f"{units.format_time(compute_s):>14} {units.format_time(blocked):>20} "
-          f"{units.format_time(compute_s + blocked):>9} {units.format_time(overlapped):>23} "
-          f"{units.format_time(compute_s + overlapped):>9}")
+    print(
+        f"{units.format_time(compute_s):>14} {units.format_time(blocked):>20} "
+        f"{units.format_time(compute_s + blocked):>9} {units.format_time(overlapped):>23} "
+        f"{units.format_time(compute_s + overlapped):>9}"
+    )
 
 # %% [markdown]
 # With 4 ms of local compute a valid overlap schedule hides the transfer completely. Cut the local compute to 1 ms
@@ -197,18 +200,36 @@ for compute_s in (4 * units.MS, 2 * units.MS, 1 * units.MS):
 # %%
 MODEL = parallelism.GPT3_175B
 CLUSTER = hardware.SELENE_3072
-PLAN = parallelism.ParallelPlan(data_parallel=16, tensor_parallel=8, pipeline_parallel=8, zero_stage=1,
-                                micro_batch=1, grad_accum_steps=96, recompute="selective", sequence_parallel=True)
+PLAN = parallelism.ParallelPlan(
+    data_parallel=16,
+    tensor_parallel=8,
+    pipeline_parallel=8,
+    zero_stage=1,
+    micro_batch=1,
+    grad_accum_steps=96,
+    recompute="selective",
+    sequence_parallel=True,
+)
 memory = parallelism.memory_breakdown(MODEL, PLAN)
-print(f"{MODEL.name} on {units.format_count(PLAN.devices)} of the {units.format_count(CLUSTER.devices)} GPUs of "
-      f"{CLUSTER.name}")
-print(f"global batch {units.format_count(PLAN.global_batch)} sequences, {PLAN.grad_accum_steps} micro-batches "
-      f"per pipeline per step")
-print(f"memory per GPU {units.format_bytes(memory.total)} of {units.format_bytes(CLUSTER.accelerator.hbm_capacity_bytes)}")
-print(f"NVLink, one-way per GPU:     {units.format_bandwidth(CLUSTER.intra_bandwidth_bytes_per_s)}, "
-      f"α = {units.format_time(CLUSTER.intra_node_link.latency_s)}")
-print(f"InfiniBand, one-way per GPU: {units.format_bandwidth(CLUSTER.inter_bandwidth_bytes_per_s)}, "
-      f"α = {units.format_time(CLUSTER.inter_node_link.latency_s)}")
+print(
+    f"{MODEL.name} on {units.format_count(PLAN.devices)} of the {units.format_count(CLUSTER.devices)} GPUs of "
+    f"{CLUSTER.name}"
+)
+print(
+    f"global batch {units.format_count(PLAN.global_batch)} sequences, {PLAN.grad_accum_steps} micro-batches "
+    f"per pipeline per step"
+)
+print(
+    f"memory per GPU {units.format_bytes(memory.total)} of {units.format_bytes(CLUSTER.accelerator.hbm_capacity_bytes)}"
+)
+print(
+    f"NVLink, one-way per GPU:     {units.format_bandwidth(CLUSTER.intra_bandwidth_bytes_per_s)}, "
+    f"α = {units.format_time(CLUSTER.intra_node_link.latency_s)}"
+)
+print(
+    f"InfiniBand, one-way per GPU: {units.format_bandwidth(CLUSTER.inter_bandwidth_bytes_per_s)}, "
+    f"α = {units.format_time(CLUSTER.inter_node_link.latency_s)}"
+)
 
 # %% [markdown]
 # The plan fits with room to spare. Note the factor of 12 between the two links: each GPU has 300 GB/s to its
@@ -221,13 +242,17 @@ print(f"InfiniBand, one-way per GPU: {units.format_bandwidth(CLUSTER.inter_bandw
 # adjacent, data ranks $t$ apart, pipeline ranks $t \cdot d$ apart: `budget.axis_stride`).
 
 # %%
-print(f"{'axis':9} {'tensor':46} {'collective':15} {'payload':>8} {'ranks':>5} {'per call':>9} {'calls':>5} "
-      f"{'per step':>9}  hidden by")
+print(
+    f"{'axis':9} {'tensor':46} {'collective':15} {'payload':>8} {'ranks':>5} {'per call':>9} {'calls':>5} "
+    f"{'per step':>9}  hidden by"
+)
 for transfer in parallelism.boundary_tensors(MODEL, PLAN):
     per_call = budget.transfer_time_per_call(transfer, PLAN, CLUSTER)
-    print(f"{transfer.axis:9} {transfer.tensor:46} {transfer.op:15} {units.format_bytes(transfer.payload_bytes):>8} "
-          f"{transfer.group_size:>5} {units.format_time(per_call):>9} {transfer.calls_per_step:>5} "
-          f"{units.format_time(per_call * transfer.calls_per_step):>9}  {transfer.phase}")
+    print(
+        f"{transfer.axis:9} {transfer.tensor:46} {transfer.op:15} {units.format_bytes(transfer.payload_bytes):>8} "
+        f"{transfer.group_size:>5} {units.format_time(per_call):>9} {transfer.calls_per_step:>5} "
+        f"{units.format_time(per_call * transfer.calls_per_step):>9}  {transfer.phase}"
+    )
 
 # %% [markdown]
 # Three very different profiles come out of one plan:
@@ -253,10 +278,12 @@ steps = {}
 for name, plan in variants.items():
     one_call = budget.group_collective_time("all_reduce", CLUSTER, plan.tensor_parallel, 1, activation_bytes)
     steps[name] = budget.step_time(MODEL, plan, CLUSTER)
-    print(f"{name:23} one {units.format_bytes(activation_bytes)} all-reduce {units.format_time(one_call):>7}; "
-          f"step {units.format_time(steps[name].total_s)}, exposed tensor-parallel "
-          f"{units.format_time(steps[name].exposed_s['tensor'])}, "
-          f"memory {units.format_bytes(parallelism.memory_breakdown(MODEL, plan).total)}")
+    print(
+        f"{name:23} one {units.format_bytes(activation_bytes)} all-reduce {units.format_time(one_call):>7}; "
+        f"step {units.format_time(steps[name].total_s)}, exposed tensor-parallel "
+        f"{units.format_time(steps[name].exposed_s['tensor'])}, "
+        f"memory {units.format_bytes(parallelism.memory_breakdown(MODEL, plan).total)}"
+    )
 
 # %% [markdown]
 # Crossing the node boundary nearly doubles each all-reduce (the hierarchical algorithm sends an eighth of the
@@ -274,13 +301,19 @@ step = steps["t = 8, inside a node"]
 print(f"compute (at {units.format_percent(0.5)} of peak)   {units.format_time(step.compute_s):>8}")
 print(f"pipeline bubble                  {units.format_time(step.bubble_s):>8}")
 for axis in ("tensor", "pipeline", "data"):
-    print(f"{axis + ' parallel':17} exposed {units.format_time(step.exposed_s[axis]):>8}, "
-          f"hidden {units.format_time(step.overlapped_s[axis]):>8}")
-print(f"step time                        {units.format_time(step.total_s):>8}  "
-      f"(binding constraint: {step.binding_constraint})")
-print(f"exposed communication: {units.format_percent(step.exposed_communication_s / step.total_s)} of the step; "
-      f"exposed communication and bubble add {units.format_percent((step.total_s - step.compute_s) / step.compute_s)}"
-      f" to the compute")
+    print(
+        f"{axis + ' parallel':17} exposed {units.format_time(step.exposed_s[axis]):>8}, "
+        f"hidden {units.format_time(step.overlapped_s[axis]):>8}"
+    )
+print(
+    f"step time                        {units.format_time(step.total_s):>8}  "
+    f"(binding constraint: {step.binding_constraint})"
+)
+print(
+    f"exposed communication: {units.format_percent(step.exposed_communication_s / step.total_s)} of the step; "
+    f"exposed communication and bubble add {units.format_percent((step.total_s - step.compute_s) / step.compute_s)}"
+    f" to the compute"
+)
 
 # %% [markdown]
 # Only the data-parallel reduce-scatter can hide, and only partly: its 205 ms exceed the last micro-batch's
@@ -299,24 +332,36 @@ SCALING_MODEL = parallelism.MEGATRON_22B
 SCALING_BATCH = 768
 scaling = {}
 for d in (1, 2, 4, 8, 16, 32, 64, 128, 256, 384):
-    plan = parallelism.ParallelPlan(data_parallel=d, tensor_parallel=8, zero_stage=1, micro_batch=1,
-                                    grad_accum_steps=SCALING_BATCH // d, recompute="selective",
-                                    sequence_parallel=True)
+    plan = parallelism.ParallelPlan(
+        data_parallel=d,
+        tensor_parallel=8,
+        zero_stage=1,
+        micro_batch=1,
+        grad_accum_steps=SCALING_BATCH // d,
+        recompute="selective",
+        sequence_parallel=True,
+    )
     scaling[plan.devices] = budget.step_time(SCALING_MODEL, plan, CLUSTER)
 first_devices, first_step = next(iter(scaling.items()))
 print(f"{SCALING_MODEL.name}, global batch {SCALING_BATCH}, t = 8")
-print(f"{'GPUs':>5} {'step':>9} {'compute':>9} {'exposed TP':>11} {'exposed DP':>11} {'exposed share':>14} "
-      f"{'efficiency':>11}")
+print(
+    f"{'GPUs':>5} {'step':>9} {'compute':>9} {'exposed TP':>11} {'exposed DP':>11} {'exposed share':>14} "
+    f"{'efficiency':>11}"
+)
 for devices, result in scaling.items():
     efficiency = first_step.total_s * first_devices / (result.total_s * devices)
-    print(f"{units.format_count(devices):>5} {units.format_time(result.total_s):>9} "
-          f"{units.format_time(result.compute_s):>9} {units.format_time(result.exposed_s['tensor']):>11} "
-          f"{units.format_time(result.exposed_s['data']):>11} "
-          f"{units.format_percent(result.exposed_communication_s / result.total_s):>14} "
-          f"{units.format_percent(efficiency):>11}")
+    print(
+        f"{units.format_count(devices):>5} {units.format_time(result.total_s):>9} "
+        f"{units.format_time(result.compute_s):>9} {units.format_time(result.exposed_s['tensor']):>11} "
+        f"{units.format_time(result.exposed_s['data']):>11} "
+        f"{units.format_percent(result.exposed_communication_s / result.total_s):>14} "
+        f"{units.format_percent(efficiency):>11}"
+    )
 last_devices, last_step = list(scaling.items())[-1]
-print(f"{units.format_count(last_devices // first_devices)} times the GPUs, "
-      f"{units.format_count(round(first_step.total_s / last_step.total_s))} times faster")
+print(
+    f"{units.format_count(last_devices // first_devices)} times the GPUs, "
+    f"{units.format_count(round(first_step.total_s / last_step.total_s))} times faster"
+)
 
 # %% [markdown]
 # Up to a few hundred GPUs the scaling is nearly perfect, with a constant 12 % of tensor-parallel communication
@@ -335,14 +380,20 @@ print(f"{units.format_count(last_devices // first_devices)} times the GPUs, "
 # %%
 nvlink_bw = CLUSTER.intra_bandwidth_bytes_per_s
 nvlink_alpha = CLUSTER.intra_node_link.latency_s
-for label, payload in (("training, b·s·h·2", activation_bytes),
-                       ("decode, b·h·2", parallelism.ACTIVATION_BYTES * 1 * MODEL.hidden)):
+for label, payload in (
+    ("training, b·s·h·2", activation_bytes),
+    ("decode, b·h·2", parallelism.ACTIVATION_BYTES * 1 * MODEL.hidden),
+):
     cost = collectives.collective_cost("all_reduce", 8, payload)
-    print(f"{label:18} {units.format_bytes(payload):>8}: latency n·α = {cost.phases} × "
-          f"{units.format_time(nvlink_alpha)} = {units.format_time(cost.phases * nvlink_alpha):>6}, "
-          f"bandwidth Q/B = {units.format_time(cost.wire_bytes / nvlink_bw):>7}")
-print(f"latency–bandwidth crossover for 8 ranks: "
-      f"{units.format_bytes(collectives.latency_bandwidth_crossover_bytes('all_reduce', 8, nvlink_bw, nvlink_alpha))}")
+    print(
+        f"{label:18} {units.format_bytes(payload):>8}: latency n·α = {cost.phases} × "
+        f"{units.format_time(nvlink_alpha)} = {units.format_time(cost.phases * nvlink_alpha):>6}, "
+        f"bandwidth Q/B = {units.format_time(cost.wire_bytes / nvlink_bw):>7}"
+    )
+print(
+    f"latency–bandwidth crossover for 8 ranks: "
+    f"{units.format_bytes(collectives.latency_bandwidth_crossover_bytes('all_reduce', 8, nvlink_bw, nvlink_alpha))}"
+)
 
 # %% [markdown]
 # The training all-reduce is bandwidth-bound (the bandwidth term is 20 times the latency term); the decode
@@ -359,16 +410,23 @@ for t in (2, 4, 8, 16):
         all_reduce_s = collectives.collective_time("all_reduce", t, decode_payload, nvlink_bw, nvlink_alpha)
     else:  # the group spans nodes: reduce-scatter in the node, all-reduce across nodes, all-gather in the node
         nodes, per_node = t // CLUSTER.devices_per_node, CLUSTER.devices_per_node
-        phases = "+".join(str(collectives.collective_cost(op, ranks, decode_payload).phases) for op, ranks in
-                          (("reduce_scatter", per_node), ("all_reduce", nodes), ("all_gather", per_node)))
+        phases = "+".join(
+            str(collectives.collective_cost(op, ranks, decode_payload).phases)
+            for op, ranks in (("reduce_scatter", per_node), ("all_reduce", nodes), ("all_gather", per_node))
+        )
         all_reduce_s = budget.group_collective_time("all_reduce", CLUSTER, t, 1, decode_payload)
-    layer_s = compute.roofline_time(compute.transformer_layer_forward_flops(1, 1, MODEL.hidden) / t,
-                                    layer_weight_bytes / t, CLUSTER.accelerator.peak("bf16"),
-                                    CLUSTER.accelerator.hbm_bandwidth_bytes_per_s)
+    layer_s = compute.roofline_time(
+        compute.transformer_layer_forward_flops(1, 1, MODEL.hidden) / t,
+        layer_weight_bytes / t,
+        CLUSTER.accelerator.peak("bf16"),
+        CLUSTER.accelerator.hbm_bandwidth_bytes_per_s,
+    )
     # Megatron-LM: two all-reduces per layer in the forward pass
-    print(f"{t:>3} {phases:>6} {units.format_time(all_reduce_s):>15} {units.format_time(layer_s):>16} "
-          f"{units.format_percent(2 * all_reduce_s / (layer_s + 2 * all_reduce_s)):>11} "
-          f"{units.format_time(MODEL.layers * (layer_s + 2 * all_reduce_s)):>10}")
+    print(
+        f"{t:>3} {phases:>6} {units.format_time(all_reduce_s):>15} {units.format_time(layer_s):>16} "
+        f"{units.format_percent(2 * all_reduce_s / (layer_s + 2 * all_reduce_s)):>11} "
+        f"{units.format_time(MODEL.layers * (layer_s + 2 * all_reduce_s)):>10}"
+    )
 
 # %% [markdown]
 # Each doubling of $t$ halves the weights each device reads per token, but adds latency-bearing phases to every
@@ -386,25 +444,33 @@ for t in (2, 4, 8, 16):
 
 # %%
 search = budget.search_plans(parallelism.MEGATRON_1T, CLUSTER, global_batch=3072)
-print(f"{parallelism.MEGATRON_1T.name}: {units.format_count(parallelism.MEGATRON_1T.params)} parameters, "
-      f"{units.format_count(CLUSTER.devices)} GPUs, global batch 3072")
-print(f"plans considered {units.format_count(search.evaluated)}; rejected: "
-      + ", ".join(f"{reason} {units.format_count(count)}" for reason, count in search.rejected.items())
-      + f"; ranked {units.format_count(int(np.sum(search.feasible)))}")
+print(
+    f"{parallelism.MEGATRON_1T.name}: {units.format_count(parallelism.MEGATRON_1T.params)} parameters, "
+    f"{units.format_count(CLUSTER.devices)} GPUs, global batch 3072"
+)
+print(
+    f"plans considered {units.format_count(search.evaluated)}; rejected: "
+    + ", ".join(f"{reason} {units.format_count(count)}" for reason, count in search.rejected.items())
+    + f"; ranked {units.format_count(int(np.sum(search.feasible)))}"
+)
 
 
 def print_plans(found, rows):
     """Print rows of a PlanSearch as a table."""
-    print(f"{'row':>4} {'d':>4} {'t':>3} {'p':>3} {'ZeRO':>4} {'b':>2} {'m':>4} {'v':>2} {'recompute':>9} {'SP':>3} "
-          f"{'memory':>8} {'step':>8} {'exposed':>8} {'bubble':>8}  binding")
+    print(
+        f"{'row':>4} {'d':>4} {'t':>3} {'p':>3} {'ZeRO':>4} {'b':>2} {'m':>4} {'v':>2} {'recompute':>9} {'SP':>3} "
+        f"{'memory':>8} {'step':>8} {'exposed':>8} {'bubble':>8}  binding"
+    )
     for row in rows:
         r = found.row(row)
-        print(f"{row:>4} {r['data_parallel']:>4} {r['tensor_parallel']:>3} {r['pipeline_parallel']:>3} "
-              f"{r['zero_stage']:>4} {r['micro_batch']:>2} {r['grad_accum_steps']:>4} {r['virtual_stages']:>2} "
-              f"{r['recompute']:>9} {'yes' if r['sequence_parallel'] else 'no':>3} "
-              f"{units.format_bytes(r['memory_bytes']):>8} {units.format_time(r['step_time_s']):>8} "
-              f"{units.format_time(r['exposed_communication_s']):>8} {units.format_time(r['bubble_s']):>8}  "
-              f"{r['binding_constraint']}")
+        print(
+            f"{row:>4} {r['data_parallel']:>4} {r['tensor_parallel']:>3} {r['pipeline_parallel']:>3} "
+            f"{r['zero_stage']:>4} {r['micro_batch']:>2} {r['grad_accum_steps']:>4} {r['virtual_stages']:>2} "
+            f"{r['recompute']:>9} {'yes' if r['sequence_parallel'] else 'no':>3} "
+            f"{units.format_bytes(r['memory_bytes']):>8} {units.format_time(r['step_time_s']):>8} "
+            f"{units.format_time(r['exposed_communication_s']):>8} {units.format_time(r['bubble_s']):>8}  "
+            f"{r['binding_constraint']}"
+        )
 
 
 print_plans(search, range(6))
@@ -421,29 +487,43 @@ print_plans(search, range(6))
 
 # %%
 columns = search.columns
-paper_row = int(np.flatnonzero(
-    (columns["tensor_parallel"] == 8) & (columns["pipeline_parallel"] == 64) & (columns["micro_batch"] == 1)
-    & (columns["virtual_stages"] == 2) & (columns["recompute"] == "full") & ~columns["sequence_parallel"]
-    & (columns["zero_stage"] == 0))[0])
+paper_row = int(
+    np.flatnonzero(
+        (columns["tensor_parallel"] == 8)
+        & (columns["pipeline_parallel"] == 64)
+        & (columns["micro_batch"] == 1)
+        & (columns["virtual_stages"] == 2)
+        & (columns["recompute"] == "full")
+        & ~columns["sequence_parallel"]
+        & (columns["zero_stage"] == 0)
+    )[0]
+)
 print_plans(search, [paper_row])
 paper_plan = search.plan(paper_row)
 paper_step = budget.step_time(parallelism.MEGATRON_1T, paper_plan, CLUSTER)
 # Narayanan et al. 2021, Eq. (3): FLOPs per iteration with full recomputation, the count behind their 163 TFLOP/s
 model_1t = parallelism.MEGATRON_1T
-iteration_flops = compute.transformer_flops_per_iteration(3072, model_1t.seq_len, model_1t.layers, model_1t.hidden,
-                                                          model_1t.vocab, recompute="full")
+iteration_flops = compute.transformer_flops_per_iteration(
+    3072, model_1t.seq_len, model_1t.layers, model_1t.hidden, model_1t.vocab, recompute="full"
+)
 measured_rate = 163 * units.TFLOP  # per GPU, Narayanan et al. 2021, Table 1
 peak = CLUSTER.accelerator.peak("bf16")
 measured_step_s = iteration_flops / (CLUSTER.devices * measured_rate)
 model_rate = iteration_flops / (CLUSTER.devices * paper_step.total_s)
-print(f"measured (paper): {units.format_flops_rate(measured_rate)} per GPU = {units.format_percent(measured_rate / peak)}"
-      f" of {units.format_flops_rate(peak)}, so a step of {units.format_time(measured_step_s)}")
-print(f"model estimate:   {units.format_flops_rate(model_rate)} per GPU = {units.format_percent(model_rate / peak)}"
-      f", a step of {units.format_time(paper_step.total_s)} (binding: {paper_step.binding_constraint})")
+print(
+    f"measured (paper): {units.format_flops_rate(measured_rate)} per GPU = {units.format_percent(measured_rate / peak)}"
+    f" of {units.format_flops_rate(peak)}, so a step of {units.format_time(measured_step_s)}"
+)
+print(
+    f"model estimate:   {units.format_flops_rate(model_rate)} per GPU = {units.format_percent(model_rate / peak)}"
+    f", a step of {units.format_time(paper_step.total_s)} (binding: {paper_step.binding_constraint})"
+)
 for efficiency in (0.55, 0.6):
     trial = budget.step_time(parallelism.MEGATRON_1T, paper_plan, CLUSTER, compute_efficiency=efficiency)
-    print(f"  with compute_efficiency = {efficiency}: {units.format_time(trial.total_s)}, "
-          f"{units.format_flops_rate(iteration_flops / (CLUSTER.devices * trial.total_s))} per GPU")
+    print(
+        f"  with compute_efficiency = {efficiency}: {units.format_time(trial.total_s)}, "
+        f"{units.format_flops_rate(iteration_flops / (CLUSTER.devices * trial.total_s))} per GPU"
+    )
 
 # %% [markdown]
 # The model is 16 % slower than the measured run, and the gap is mostly its one free parameter. The paper's
@@ -458,12 +538,20 @@ for efficiency in (0.55, 0.6):
 # A smaller case shows a different winner. GPT 22B on four DGX H100 nodes (32 GPUs), global batch 256:
 
 # %%
-SMALL_CLUSTER = hardware.Cluster("4 × DGX H100", hardware.H100, devices_per_node=8, nodes=4,
-                                 intra_node_link=hardware.NVLINK4, inter_node_link=hardware.INFINIBAND_NDR_8X)
+SMALL_CLUSTER = hardware.Cluster(
+    "4 × DGX H100",
+    hardware.H100,
+    devices_per_node=8,
+    nodes=4,
+    intra_node_link=hardware.NVLINK4,
+    inter_node_link=hardware.INFINIBAND_NDR_8X,
+)
 small_search = budget.search_plans(parallelism.MEGATRON_22B, SMALL_CLUSTER, global_batch=256)
-print(f"{parallelism.MEGATRON_22B.name} on {SMALL_CLUSTER.name}: considered "
-      f"{units.format_count(small_search.evaluated)}; rejected: "
-      + ", ".join(f"{reason} {units.format_count(count)}" for reason, count in small_search.rejected.items()))
+print(
+    f"{parallelism.MEGATRON_22B.name} on {SMALL_CLUSTER.name}: considered "
+    f"{units.format_count(small_search.evaluated)}; rejected: "
+    + ", ".join(f"{reason} {units.format_count(count)}" for reason, count in small_search.rejected.items())
+)
 print_plans(small_search, range(5))
 
 # %% [markdown]
@@ -481,8 +569,9 @@ print_plans(small_search, range(5))
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-viz.plot_step_timeline(step, ax=ax, title=f"GPT-3 175B, d = 16, t = 8, p = 8 on 1024 A100s: "
-                                          f"{units.format_time(step.total_s)} per step")
+viz.plot_step_timeline(
+    step, ax=ax, title=f"GPT-3 175B, d = 16, t = 8, p = 8 on 1024 A100s: {units.format_time(step.total_s)} per step"
+)
 plt.show()
 
 # %% [markdown]
@@ -497,10 +586,13 @@ plt.show()
 
 # %%
 fig, axes = plt.subplots(3, 1, figsize=(8, 9), layout="constrained")
-for ax, devices in zip(axes, (8, 256, 3072)):
-    viz.plot_step_timeline(scaling[devices], ax=ax,
-                           title=f"{units.format_count(devices)} GPUs: {units.format_time(scaling[devices].total_s)}"
-                                 f", exposed {units.format_percent(scaling[devices].exposed_communication_s / scaling[devices].total_s)}")
+for ax, devices in zip(axes, (8, 256, 3072), strict=True):
+    viz.plot_step_timeline(
+        scaling[devices],
+        ax=ax,
+        title=f"{units.format_count(devices)} GPUs: {units.format_time(scaling[devices].total_s)}"
+        f", exposed {units.format_percent(scaling[devices].exposed_communication_s / scaling[devices].total_s)}",
+    )
 plt.show()
 
 # %% [markdown]
@@ -514,8 +606,15 @@ plt.show()
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-viz.plot_collective_time_vs_payload(op="all_reduce", ranks=8, bandwidth_bytes_per_s=nvlink_bw, latency_s=nvlink_alpha,
-                                    payload_range_bytes=(1e3, 1e9), mark_payload_bytes=decode_payload, ax=ax)
+viz.plot_collective_time_vs_payload(
+    op="all_reduce",
+    ranks=8,
+    bandwidth_bytes_per_s=nvlink_bw,
+    latency_s=nvlink_alpha,
+    payload_range_bytes=(1e3, 1e9),
+    mark_payload_bytes=decode_payload,
+    ax=ax,
+)
 plt.show()
 
 # %% [markdown]
@@ -555,8 +654,10 @@ naive_s = decode_payload / aggregate_bw
 actual_s = collectives.collective_time("all_reduce", 8, decode_payload, nvlink_bw, nvlink_alpha)
 print(f"aggregate NVLink of one node: {units.format_bandwidth(aggregate_bw)}")
 print(f"{units.format_bytes(decode_payload)} / aggregate rate = {units.format_time(naive_s)}")
-print(f"one 8-rank ring all-reduce of it: {units.format_time(actual_s)}, "
-      f"{units.format_count(round(actual_s / naive_s))} times longer")
+print(
+    f"one 8-rank ring all-reduce of it: {units.format_time(actual_s)}, "
+    f"{units.format_count(round(actual_s / naive_s))} times longer"
+)
 
 # %% [markdown]
 # The all-reduce is a chain of 14 dependent steps, each paying α, and each GPU can only use its own links: the
@@ -572,47 +673,63 @@ print(f"one 8-rank ring all-reduce of it: {units.format_time(actual_s)}, "
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="Which partition commonly splits a single matrix operation across devices?",
-    options=("Tensor parallelism", "Only dataset shuffling", "Recovery checkpoint compression"),
-    answer=0,
-    explanation="Tensor parallelism partitions operator dimensions and requires communication to assemble or "
-                "combine the resulting values."))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="Which partition commonly splits a single matrix operation across devices?",
+        options=("Tensor parallelism", "Only dataset shuffling", "Recovery checkpoint compression"),
+        answer=0,
+        explanation="Tensor parallelism partitions operator dimensions and requires communication to assemble or "
+        "combine the resulting values.",
+    )
+)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="A collective takes 2.02 ms. The local compute next to it takes 1 ms, and its consumer is the very "
-           "next operator. How much step time does the collective add?",
-    options=("0 ms: communication overlaps compute", "1.02 ms", "2.02 ms"),
-    answer=2,
-    explanation="The consumer waits for the result, so no compute can hide it: the window is 0 and all 2.02 ms "
-                "are exposed. Only with a valid overlap schedule would 1.02 ms remain."))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="A collective takes 2.02 ms. The local compute next to it takes 1 ms, and its consumer is the very "
+        "next operator. How much step time does the collective add?",
+        options=("0 ms: communication overlaps compute", "1.02 ms", "2.02 ms"),
+        answer=2,
+        explanation="The consumer waits for the result, so no compute can hide it: the window is 0 and all 2.02 ms "
+        "are exposed. Only with a valid overlap schedule would 1.02 ms remain.",
+    )
+)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="During decoding with tensor parallelism, each all-reduce carries b·h·2 bytes (24.6 kB for GPT-3 at "
-           "batch 1). Going from t = 4 to t = 8 inside a node makes each all-reduce…",
-    options=("faster, because each device sends a smaller share",
-             "slower, because the ring has more latency-bearing phases (14 instead of 6)",
-             "equally fast, because NVLink bandwidth is the same"),
-    answer=1,
-    explanation="The payload is tiny, so the time is n·α: a ring all-reduce over p ranks has 2(p−1) phases. "
-                "The bandwidth term is a fraction of a microsecond either way."))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="During decoding with tensor parallelism, each all-reduce carries b·h·2 bytes (24.6 kB for GPT-3 at "
+        "batch 1). Going from t = 4 to t = 8 inside a node makes each all-reduce…",
+        options=(
+            "faster, because each device sends a smaller share",
+            "slower, because the ring has more latency-bearing phases (14 instead of 6)",
+            "equally fast, because NVLink bandwidth is the same",
+        ),
+        answer=1,
+        explanation="The payload is tiny, so the time is n·α: a ring all-reduce over p ranks has 2(p−1) phases. "
+        "The bandwidth term is a fraction of a microsecond either way.",
+    )
+)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(quiz.Question(
-    prompt="Why does tensor parallelism usually stay inside one NVLink node while data parallelism spans the "
-           "cluster?",
-    options=("Tensor-parallel collectives are frequent and on the critical path; data-parallel gradient "
-             "reduction is once per step and can overlap the backward pass",
-             "Data parallelism moves fewer bytes per step than tensor parallelism in every plan",
-             "NCCL cannot run tensor-parallel collectives over InfiniBand"),
-    answer=0,
-    explanation="Placement follows frequency and dependency: thousands of blocking calls per step need the "
-                "fastest links; one overlappable reduction per step can live on the slower network."))
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="Why does tensor parallelism usually stay inside one NVLink node while data parallelism spans the "
+        "cluster?",
+        options=(
+            "Tensor-parallel collectives are frequent and on the critical path; data-parallel gradient "
+            "reduction is once per step and can overlap the backward pass",
+            "Data parallelism moves fewer bytes per step than tensor parallelism in every plan",
+            "NCCL cannot run tensor-parallel collectives over InfiniBand",
+        ),
+        answer=0,
+        explanation="Placement follows frequency and dependency: thousands of blocking calls per step need the "
+        "fastest links; one overlappable reduction per step can live on the slower network.",
+    )
+)
 
 # %% [markdown]
 # ## History

@@ -12,13 +12,17 @@ FIXED = [
     (compute.transformer_flops_per_iteration, ["batch", "seq_len", "layers", "hidden", "vocab", "recompute"]),
     (collectives.comm_time, ["phases", "latency_s", "payload_bytes", "bandwidth_bytes_per_s"]),
     (collectives.ring_allreduce_time, ["ranks", "payload_bytes", "bandwidth_bytes_per_s", "latency_s"]),
-    (collectives.collective_time, ["op", "ranks", "payload_bytes", "bandwidth_bytes_per_s", "latency_s", "algorithm",
-                                   "reduce_s_per_byte"]),
+    (
+        collectives.collective_time,
+        ["op", "ranks", "payload_bytes", "bandwidth_bytes_per_s", "latency_s", "algorithm", "reduce_s_per_byte"],
+    ),
     (collectives.busbw_factor, ["op", "ranks"]),
     (parallelism.global_batch, ["micro_batch", "grad_accum_steps", "data_parallel"]),
     (parallelism.zero_model_state_bytes, ["params", "data_parallel", "stage", "optimizer_bytes_per_param"]),
-    (parallelism.activation_bytes_per_layer, ["seq_len", "micro_batch", "hidden", "heads", "tensor_parallel",
-                                              "sequence_parallel", "recompute"]),
+    (
+        parallelism.activation_bytes_per_layer,
+        ["seq_len", "micro_batch", "hidden", "heads", "tensor_parallel", "sequence_parallel", "recompute"],
+    ),
     (parallelism.pipeline_bubble_fraction, ["stages", "microbatches", "virtual_stages"]),
 ]
 
@@ -33,8 +37,11 @@ def test_fixed_defaults():
     assert inspect.signature(collectives.collective_time).parameters["algorithm"].default == "ring"
     assert inspect.signature(parallelism.zero_model_state_bytes).parameters["optimizer_bytes_per_param"].default == 12
     defaults = inspect.signature(parallelism.activation_bytes_per_layer).parameters
-    assert (defaults["tensor_parallel"].default, defaults["sequence_parallel"].default,
-            defaults["recompute"].default) == (1, False, "none")
+    assert (
+        defaults["tensor_parallel"].default,
+        defaults["sequence_parallel"].default,
+        defaults["recompute"].default,
+    ) == (1, False, "none")
 
 
 def test_fixed_unit_names():

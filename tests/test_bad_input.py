@@ -28,96 +28,260 @@ BAD = {
 }
 
 CASES = [
-    (collectives.comm_time, dict(phases=4, latency_s=5e-6, payload_bytes=1e8, bandwidth_bytes_per_s=5e10),
-     dict(phases="count0", latency_s="nonnegative", payload_bytes="nonnegative", bandwidth_bytes_per_s="positive")),
-    (collectives.collective_cost, dict(op="all_reduce", ranks=8, payload_bytes=1e6, algorithm="ring"),
-     dict(op="op", ranks="count", payload_bytes="positive", algorithm="algorithm")),
-    (collectives.collective_time, dict(op="all_gather", ranks=8, payload_bytes=1e6, bandwidth_bytes_per_s=1e9,
-                                       latency_s=1e-6, algorithm="ring", reduce_s_per_byte=0.0),
-     dict(op="op", ranks="count", payload_bytes="positive", bandwidth_bytes_per_s="positive",
-          latency_s="nonnegative", algorithm="algorithm", reduce_s_per_byte="nonnegative")),
-    (collectives.ring_allreduce_time, dict(ranks=8, payload_bytes=1e6, bandwidth_bytes_per_s=1e9, latency_s=1e-6),
-     dict(ranks="count", payload_bytes="positive", bandwidth_bytes_per_s="positive", latency_s="nonnegative")),
+    (
+        collectives.comm_time,
+        dict(phases=4, latency_s=5e-6, payload_bytes=1e8, bandwidth_bytes_per_s=5e10),
+        dict(phases="count0", latency_s="nonnegative", payload_bytes="nonnegative", bandwidth_bytes_per_s="positive"),
+    ),
+    (
+        collectives.collective_cost,
+        dict(op="all_reduce", ranks=8, payload_bytes=1e6, algorithm="ring"),
+        dict(op="op", ranks="count", payload_bytes="positive", algorithm="algorithm"),
+    ),
+    (
+        collectives.collective_time,
+        dict(
+            op="all_gather",
+            ranks=8,
+            payload_bytes=1e6,
+            bandwidth_bytes_per_s=1e9,
+            latency_s=1e-6,
+            algorithm="ring",
+            reduce_s_per_byte=0.0,
+        ),
+        dict(
+            op="op",
+            ranks="count",
+            payload_bytes="positive",
+            bandwidth_bytes_per_s="positive",
+            latency_s="nonnegative",
+            algorithm="algorithm",
+            reduce_s_per_byte="nonnegative",
+        ),
+    ),
+    (
+        collectives.ring_allreduce_time,
+        dict(ranks=8, payload_bytes=1e6, bandwidth_bytes_per_s=1e9, latency_s=1e-6),
+        dict(ranks="count", payload_bytes="positive", bandwidth_bytes_per_s="positive", latency_s="nonnegative"),
+    ),
     (collectives.busbw_factor, dict(op="all_reduce", ranks=8), dict(op="op", ranks="count")),
-    (collectives.algbw_bytes_per_s, dict(payload_bytes=1e9, time_s=1e-3),
-     dict(payload_bytes="positive", time_s="positive")),
-    (collectives.busbw_bytes_per_s, dict(op="all_reduce", ranks=8, payload_bytes=1e9, time_s=1e-3),
-     dict(op="op", ranks="count", payload_bytes="positive", time_s="positive")),
-    (collectives.algbw_from_busbw, dict(op="all_reduce", ranks=8, busbw=1e11),
-     dict(op="op", ranks="count", busbw="positive")),
-    (collectives.latency_bandwidth_crossover_bytes,
-     dict(op="all_reduce", ranks=8, bandwidth_bytes_per_s=1e9, latency_s=1e-6, algorithm="ring"),
-     dict(op="op", ranks="count", bandwidth_bytes_per_s="positive", latency_s="nonnegative", algorithm="algorithm")),
-    (collectives.hierarchical_allreduce_time,
-     dict(payload_bytes=1e9, nodes=4, devices_per_node=8, intra_bandwidth_bytes_per_s=4.5e11, intra_latency_s=1e-6,
-          inter_bandwidth_bytes_per_s=5e10, inter_latency_s=5e-6),
-     dict(payload_bytes="positive", nodes="count", devices_per_node="count", intra_bandwidth_bytes_per_s="positive",
-          intra_latency_s="nonnegative", inter_bandwidth_bytes_per_s="positive", inter_latency_s="nonnegative")),
+    (
+        collectives.algbw_bytes_per_s,
+        dict(payload_bytes=1e9, time_s=1e-3),
+        dict(payload_bytes="positive", time_s="positive"),
+    ),
+    (
+        collectives.busbw_bytes_per_s,
+        dict(op="all_reduce", ranks=8, payload_bytes=1e9, time_s=1e-3),
+        dict(op="op", ranks="count", payload_bytes="positive", time_s="positive"),
+    ),
+    (
+        collectives.algbw_from_busbw,
+        dict(op="all_reduce", ranks=8, busbw=1e11),
+        dict(op="op", ranks="count", busbw="positive"),
+    ),
+    (
+        collectives.latency_bandwidth_crossover_bytes,
+        dict(op="all_reduce", ranks=8, bandwidth_bytes_per_s=1e9, latency_s=1e-6, algorithm="ring"),
+        dict(op="op", ranks="count", bandwidth_bytes_per_s="positive", latency_s="nonnegative", algorithm="algorithm"),
+    ),
+    (
+        collectives.hierarchical_allreduce_time,
+        dict(
+            payload_bytes=1e9,
+            nodes=4,
+            devices_per_node=8,
+            intra_bandwidth_bytes_per_s=4.5e11,
+            intra_latency_s=1e-6,
+            inter_bandwidth_bytes_per_s=5e10,
+            inter_latency_s=5e-6,
+        ),
+        dict(
+            payload_bytes="positive",
+            nodes="count",
+            devices_per_node="count",
+            intra_bandwidth_bytes_per_s="positive",
+            intra_latency_s="nonnegative",
+            inter_bandwidth_bytes_per_s="positive",
+            inter_latency_s="nonnegative",
+        ),
+    ),
     (compute.gemm_flops, dict(m=2, n=3, k=4), dict(m="count", n="count", k="count")),
-    (compute.gemm_bytes, dict(m=2, n=3, k=4, bytes_per_element=2),
-     dict(m="count", n="count", k="count", bytes_per_element="positive")),
+    (
+        compute.gemm_bytes,
+        dict(m=2, n=3, k=4, bytes_per_element=2),
+        dict(m="count", n="count", k="count", bytes_per_element="positive"),
+    ),
     (compute.arithmetic_intensity, dict(flops=1e9, bytes_moved=1e6), dict(flops="positive", bytes_moved="positive")),
-    (compute.ridge_point_flops_per_byte, dict(peak_flops_per_s=1e15, memory_bandwidth_bytes_per_s=1e12),
-     dict(peak_flops_per_s="positive", memory_bandwidth_bytes_per_s="positive")),
-    (compute.roofline_time, dict(flops=1e9, bytes_moved=1e6, peak_flops_per_s=1e15, memory_bandwidth_bytes_per_s=1e12),
-     dict(flops="positive", bytes_moved="positive", peak_flops_per_s="positive",
-          memory_bandwidth_bytes_per_s="positive")),
-    (compute.attainable_flops_per_s,
-     dict(intensity_flops_per_byte=100, peak_flops_per_s=1e15, memory_bandwidth_bytes_per_s=1e12),
-     dict(intensity_flops_per_byte="positive", peak_flops_per_s="positive", memory_bandwidth_bytes_per_s="positive")),
+    (
+        compute.ridge_point_flops_per_byte,
+        dict(peak_flops_per_s=1e15, memory_bandwidth_bytes_per_s=1e12),
+        dict(peak_flops_per_s="positive", memory_bandwidth_bytes_per_s="positive"),
+    ),
+    (
+        compute.roofline_time,
+        dict(flops=1e9, bytes_moved=1e6, peak_flops_per_s=1e15, memory_bandwidth_bytes_per_s=1e12),
+        dict(
+            flops="positive",
+            bytes_moved="positive",
+            peak_flops_per_s="positive",
+            memory_bandwidth_bytes_per_s="positive",
+        ),
+    ),
+    (
+        compute.attainable_flops_per_s,
+        dict(intensity_flops_per_byte=100, peak_flops_per_s=1e15, memory_bandwidth_bytes_per_s=1e12),
+        dict(intensity_flops_per_byte="positive", peak_flops_per_s="positive", memory_bandwidth_bytes_per_s="positive"),
+    ),
     (compute.training_flops, dict(params=1e9, tokens=1e12), dict(params="positive", tokens="positive")),
-    (compute.transformer_params, dict(layers=2, hidden=64, vocab=100, seq_len=16),
-     dict(layers="count", hidden="count", vocab="count", seq_len="count")),
-    (compute.transformer_layer_forward_flops, dict(batch=1, seq_len=16, hidden=64),
-     dict(batch="count", seq_len="count", hidden="count")),
-    (compute.transformer_forward_flops, dict(batch=1, seq_len=16, layers=2, hidden=64, vocab=100),
-     dict(batch="count", seq_len="count", layers="count", hidden="count", vocab="count")),
-    (compute.transformer_flops_per_iteration,
-     dict(batch=1, seq_len=16, layers=2, hidden=64, vocab=100, recompute="none"),
-     dict(batch="count", seq_len="count", layers="count", hidden="count", vocab="count", recompute="recompute")),
-    (compute.training_time_s, dict(tokens=1e12, params=1e9, gpus=8, achieved_flops_per_s_per_gpu=1e14),
-     dict(tokens="positive", params="positive", gpus="count", achieved_flops_per_s_per_gpu="positive")),
-    (parallelism.global_batch, dict(micro_batch=8, grad_accum_steps=16, data_parallel=64),
-     dict(micro_batch="count", grad_accum_steps="count", data_parallel="count")),
-    (parallelism.zero_model_state_bytes, dict(params=7.5e9, data_parallel=64, stage=1, optimizer_bytes_per_param=12),
-     dict(params="positive", data_parallel="count", stage="stage", optimizer_bytes_per_param="nonnegative")),
-    (parallelism.zero_model_state_breakdown, dict(params=7.5e9, data_parallel=64, stage=1),
-     dict(params="positive", data_parallel="count", stage="stage")),
-    (parallelism.activation_bytes_per_layer,
-     dict(seq_len=2048, micro_batch=1, hidden=12288, heads=96, tensor_parallel=8, sequence_parallel=False,
-          recompute="none"),
-     dict(seq_len="count", micro_batch="count", hidden="count", heads="count", tensor_parallel="count",
-          sequence_parallel="flag", recompute="recompute")),
-    (parallelism.pipeline_in_flight_microbatches, dict(stages=4, microbatches=8, schedule="1f1b", virtual_stages=1),
-     dict(stages="count", microbatches="count", schedule="schedule", virtual_stages="count")),
-    (parallelism.pipeline_bubble_fraction, dict(stages=4, microbatches=8, virtual_stages=1),
-     dict(stages="count", microbatches="count", virtual_stages="count")),
-    (ParallelPlan, dict(data_parallel=2, tensor_parallel=2, pipeline_parallel=2, zero_stage=1, micro_batch=1,
-                        grad_accum_steps=4, recompute="none", sequence_parallel=False),
-     dict(data_parallel="count", tensor_parallel="count", pipeline_parallel="count", zero_stage="stage",
-          micro_batch="count", grad_accum_steps="count", recompute="recompute", sequence_parallel="flag")),
-    (parallelism.TransformerModel, dict(name="tiny", layers=2, hidden=64, heads=4, vocab=100, seq_len=16),
-     dict(layers="count", hidden="count", heads="count", vocab="count", seq_len="count")),
-    (budget.exposed_after_overlap, dict(communication_s=2e-3, overlap_window_s=1e-3),
-     dict(communication_s="nonnegative", overlap_window_s="nonnegative")),
-    (budget.group_collective_time, dict(op="all_reduce", cluster=hardware.DGX_H100, group_size=8, stride=1,
-                                        payload_bytes=1e9),
-     dict(op="op", group_size="count", stride="count", payload_bytes="positive")),
+    (
+        compute.transformer_params,
+        dict(layers=2, hidden=64, vocab=100, seq_len=16),
+        dict(layers="count", hidden="count", vocab="count", seq_len="count"),
+    ),
+    (
+        compute.transformer_layer_forward_flops,
+        dict(batch=1, seq_len=16, hidden=64),
+        dict(batch="count", seq_len="count", hidden="count"),
+    ),
+    (
+        compute.transformer_forward_flops,
+        dict(batch=1, seq_len=16, layers=2, hidden=64, vocab=100),
+        dict(batch="count", seq_len="count", layers="count", hidden="count", vocab="count"),
+    ),
+    (
+        compute.transformer_flops_per_iteration,
+        dict(batch=1, seq_len=16, layers=2, hidden=64, vocab=100, recompute="none"),
+        dict(batch="count", seq_len="count", layers="count", hidden="count", vocab="count", recompute="recompute"),
+    ),
+    (
+        compute.training_time_s,
+        dict(tokens=1e12, params=1e9, gpus=8, achieved_flops_per_s_per_gpu=1e14),
+        dict(tokens="positive", params="positive", gpus="count", achieved_flops_per_s_per_gpu="positive"),
+    ),
+    (
+        parallelism.global_batch,
+        dict(micro_batch=8, grad_accum_steps=16, data_parallel=64),
+        dict(micro_batch="count", grad_accum_steps="count", data_parallel="count"),
+    ),
+    (
+        parallelism.zero_model_state_bytes,
+        dict(params=7.5e9, data_parallel=64, stage=1, optimizer_bytes_per_param=12),
+        dict(params="positive", data_parallel="count", stage="stage", optimizer_bytes_per_param="nonnegative"),
+    ),
+    (
+        parallelism.zero_model_state_breakdown,
+        dict(params=7.5e9, data_parallel=64, stage=1),
+        dict(params="positive", data_parallel="count", stage="stage"),
+    ),
+    (
+        parallelism.activation_bytes_per_layer,
+        dict(
+            seq_len=2048,
+            micro_batch=1,
+            hidden=12288,
+            heads=96,
+            tensor_parallel=8,
+            sequence_parallel=False,
+            recompute="none",
+        ),
+        dict(
+            seq_len="count",
+            micro_batch="count",
+            hidden="count",
+            heads="count",
+            tensor_parallel="count",
+            sequence_parallel="flag",
+            recompute="recompute",
+        ),
+    ),
+    (
+        parallelism.pipeline_in_flight_microbatches,
+        dict(stages=4, microbatches=8, schedule="1f1b", virtual_stages=1),
+        dict(stages="count", microbatches="count", schedule="schedule", virtual_stages="count"),
+    ),
+    (
+        parallelism.pipeline_bubble_fraction,
+        dict(stages=4, microbatches=8, virtual_stages=1),
+        dict(stages="count", microbatches="count", virtual_stages="count"),
+    ),
+    (
+        ParallelPlan,
+        dict(
+            data_parallel=2,
+            tensor_parallel=2,
+            pipeline_parallel=2,
+            zero_stage=1,
+            micro_batch=1,
+            grad_accum_steps=4,
+            recompute="none",
+            sequence_parallel=False,
+        ),
+        dict(
+            data_parallel="count",
+            tensor_parallel="count",
+            pipeline_parallel="count",
+            zero_stage="stage",
+            micro_batch="count",
+            grad_accum_steps="count",
+            recompute="recompute",
+            sequence_parallel="flag",
+        ),
+    ),
+    (
+        parallelism.TransformerModel,
+        dict(name="tiny", layers=2, hidden=64, heads=4, vocab=100, seq_len=16),
+        dict(layers="count", hidden="count", heads="count", vocab="count", seq_len="count"),
+    ),
+    (
+        budget.exposed_after_overlap,
+        dict(communication_s=2e-3, overlap_window_s=1e-3),
+        dict(communication_s="nonnegative", overlap_window_s="nonnegative"),
+    ),
+    (
+        budget.group_collective_time,
+        dict(op="all_reduce", cluster=hardware.DGX_H100, group_size=8, stride=1, payload_bytes=1e9),
+        dict(op="op", group_size="count", stride="count", payload_bytes="positive"),
+    ),
     (budget.axis_stride, dict(axis="data", plan=ParallelPlan(tensor_parallel=8)), dict(axis="op")),
-    (budget.step_time, dict(model=GPT3_175B, plan=ParallelPlan(tensor_parallel=8), cluster=hardware.DGX_H100,
-                            compute_efficiency=0.5, dtype="bf16"),
-     dict(compute_efficiency="fraction", dtype="dtype")),
-    (budget.search_plans, dict(model=parallelism.GPT2_1_5B, cluster=hardware.DGX_H100, global_batch=64),
-     dict(global_batch="count", compute_efficiency="fraction", dtype="dtype")),
+    (
+        budget.step_time,
+        dict(
+            model=GPT3_175B,
+            plan=ParallelPlan(tensor_parallel=8),
+            cluster=hardware.DGX_H100,
+            compute_efficiency=0.5,
+            dtype="bf16",
+        ),
+        dict(compute_efficiency="fraction", dtype="dtype"),
+    ),
+    (
+        budget.search_plans,
+        dict(model=parallelism.GPT2_1_5B, cluster=hardware.DGX_H100, global_batch=64),
+        dict(global_batch="count", compute_efficiency="fraction", dtype="dtype"),
+    ),
     (hardware.H100.peak, dict(dtype="bf16"), dict(dtype="dtype")),
     (hardware.NVLINK4.one_way_bytes_per_s_per_device, dict(devices_per_node=8), dict(devices_per_node="count")),
-    (hardware.Cluster, dict(name="c", accelerator=hardware.H100, devices_per_node=8, nodes=2,
-                            intra_node_link=hardware.NVLINK4, inter_node_link=hardware.INFINIBAND_NDR_8X),
-     dict(devices_per_node="count", nodes="count")),
+    (
+        hardware.Cluster,
+        dict(
+            name="c",
+            accelerator=hardware.H100,
+            devices_per_node=8,
+            nodes=2,
+            intra_node_link=hardware.NVLINK4,
+            inter_node_link=hardware.INFINIBAND_NDR_8X,
+        ),
+        dict(devices_per_node="count", nodes="count"),
+    ),
 ]
 
-PARAMS = [pytest.param(function, valid, name, bad, id=f"{getattr(function, '__qualname__', function)}-{name}-{bad!r}")
-          for function, valid, kinds in CASES for name, kind in kinds.items() for bad in BAD[kind]]
+PARAMS = [
+    pytest.param(function, valid, name, bad, id=f"{getattr(function, '__qualname__', function)}-{name}-{bad!r}")
+    for function, valid, kinds in CASES
+    for name, kind in kinds.items()
+    for bad in BAD[kind]
+]
 
 
 @pytest.mark.parametrize("function, valid", [(f, v) for f, v, _ in CASES])
@@ -135,11 +299,24 @@ def test_bad_value_raises_value_error_naming_the_parameter(function, valid, name
 def test_every_public_function_is_covered():
     covered = {getattr(f, "__name__", None) for f, _, _ in CASES}
     modules = (collectives, compute, parallelism, budget)
-    public = {name for module in modules for name in module.__all__ if callable(getattr(module, name))
-              and not isinstance(getattr(module, name), type) or name in ("ParallelPlan", "TransformerModel")}
+    public = {
+        name
+        for module in modules
+        for name in module.__all__
+        if callable(getattr(module, name))
+        and not isinstance(getattr(module, name), type)
+        or name in ("ParallelPlan", "TransformerModel")
+    }
     # Functions whose arguments are objects validated by the ones above, tested separately below.
-    separately = {"count_matmul_operations", "memory_breakdown", "step_transfers", "boundary_tensors",
-                  "communication_volume_per_step", "check_plan_for_model", "transfer_time_per_call"}
+    separately = {
+        "count_matmul_operations",
+        "memory_breakdown",
+        "step_transfers",
+        "boundary_tensors",
+        "communication_volume_per_step",
+        "check_plan_for_model",
+        "transfer_time_per_call",
+    }
     assert public - separately <= covered, sorted(public - separately - covered)
 
 
@@ -150,9 +327,16 @@ def test_matrices_must_be_conformable_and_two_dimensional():
         compute.count_matmul_operations(np.ones(3), np.ones((3, 2)))
 
 
-@pytest.mark.parametrize("function", [parallelism.memory_breakdown, parallelism.step_transfers,
-                                      parallelism.boundary_tensors, parallelism.communication_volume_per_step,
-                                      parallelism.check_plan_for_model])
+@pytest.mark.parametrize(
+    "function",
+    [
+        parallelism.memory_breakdown,
+        parallelism.step_transfers,
+        parallelism.boundary_tensors,
+        parallelism.communication_volume_per_step,
+        parallelism.check_plan_for_model,
+    ],
+)
 def test_plans_that_do_not_divide_the_model_are_refused(function):
     with pytest.raises(ValueError, match="tensor_parallel must divide heads"):
         function(GPT3_175B, ParallelPlan(tensor_parallel=5))
@@ -187,8 +371,14 @@ def test_link_semantics_are_checked():
 
 
 def test_search_options_are_checked():
-    for name, bad in (("micro_batches", (0,)), ("micro_batches", ()), ("zero_stages", (5,)),
-                      ("recompute", ("some",)), ("virtual_stages", (1.5,)), ("sequence_parallel", ("no",))):
+    for name, bad in (
+        ("micro_batches", (0,)),
+        ("micro_batches", ()),
+        ("zero_stages", (5,)),
+        ("recompute", ("some",)),
+        ("virtual_stages", (1.5,)),
+        ("sequence_parallel", ("no",)),
+    ):
         with pytest.raises(ValueError, match=name):
             budget.search_plans(parallelism.GPT2_1_5B, hardware.DGX_H100, 64, **{name: bad})
 

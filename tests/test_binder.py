@@ -21,27 +21,31 @@ REPO2DOCKER = Path(sys.executable).parent / "repo2docker"
 
 @pytest.fixture(scope="module")
 def rendered() -> str:
-    assert REPO2DOCKER.exists(), (
-        f"{REPO2DOCKER} not found; install the [test] extra (`make test` does)")
+    assert REPO2DOCKER.exists(), f"{REPO2DOCKER} not found; install the [test] extra (`make test` does)"
     proc = subprocess.run(
         [str(REPO2DOCKER), "--no-build", "--debug", "."],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
     )
-    assert proc.returncode == 0, (
-        f"repo2docker --no-build failed (exit {proc.returncode}); its output:\n{proc.stdout}")
+    assert proc.returncode == 0, f"repo2docker --no-build failed (exit {proc.returncode}); its output:\n{proc.stdout}"
     return proc.stdout
 
 
 def test_binder_uses_python_3_11(rendered):
     # repo2docker logs the Python it picked from binder/environment.yml.
     assert "Building conda environment for python=3.11" in rendered, (
-        "repo2docker did not pick Python 3.11; pin `python=3.11` in binder/environment.yml")
+        "repo2docker did not pick Python 3.11; pin `python=3.11` in binder/environment.yml"
+    )
 
 
 def test_binder_installs_binder_environment_yml(rendered):
     assert re.search(r'env update -p \S+ --file "binder/environment\.yml"', rendered), (
         "the Binder image does not install binder/environment.yml; keep binder/environment.yml "
-        "(a binder/ folder makes repo2docker ignore the root environment.yml)")
+        "(a binder/ folder makes repo2docker ignore the root environment.yml)"
+    )
 
 
 def test_binder_environment_is_installed_before_the_repo_is_copied(rendered):
@@ -52,10 +56,12 @@ def test_binder_environment_is_installed_before_the_repo_is_copied(rendered):
     assert -1 < env_copy < env_update < repo_copy, (
         "binder/environment.yml is installed after the whole repo is copied, so every commit "
         "rebuilds the environment; keep local references (-e ., -r, -c) out of "
-        "binder/environment.yml and install course_lib in binder/postBuild")
+        "binder/environment.yml and install course_lib in binder/postBuild"
+    )
 
 
 def test_binder_runs_postbuild(rendered):
     assert "RUN ./binder/postBuild" in rendered, (
         "the Binder image does not run binder/postBuild, so course_lib is not installed; "
-        "keep binder/postBuild (it runs `python -m pip install --no-deps -e .`)")
+        "keep binder/postBuild (it runs `python -m pip install --no-deps -e .`)"
+    )

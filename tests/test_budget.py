@@ -7,8 +7,14 @@ from course_lib import budget, hardware
 from course_lib.budget import exposed_after_overlap, group_collective_time, search_plans, step_time
 from course_lib.collectives import collective_time, hierarchical_allreduce_time
 from course_lib.compute import transformer_flops_per_iteration
-from course_lib.parallelism import (GPT2_1_5B, GPT3_175B, MEGATRON_1T, ParallelPlan, memory_breakdown,
-                                    pipeline_bubble_fraction)
+from course_lib.parallelism import (
+    GPT2_1_5B,
+    GPT3_175B,
+    MEGATRON_1T,
+    ParallelPlan,
+    memory_breakdown,
+    pipeline_bubble_fraction,
+)
 
 CLUSTER_2x8 = hardware.Cluster("2 × DGX H100", hardware.H100, 8, 2, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
 
@@ -28,7 +34,8 @@ def test_group_placement_uses_nvlink_inside_a_node_and_the_network_beyond():
     assert group_collective_time("all_reduce", c, 8, 1, s) == pytest.approx(collective_time("all_reduce", 8, s, *nv))
     # 16 ranks, 8 per node: hierarchical.
     assert group_collective_time("all_reduce", c, 16, 1, s) == pytest.approx(
-        hierarchical_allreduce_time(s, 2, 8, *nv, *ib))
+        hierarchical_allreduce_time(s, 2, 8, *nv, *ib)
+    )
     # Stride 8 (a data-parallel group behind t = 8): one member per node, a flat ring over the network.
     assert group_collective_time("all_reduce", c, 2, 8, s) == pytest.approx(collective_time("all_reduce", 2, s, *ib))
     assert group_collective_time("all_gather", c, 4, 2, s) == pytest.approx(collective_time("all_gather", 4, s, *nv))
@@ -38,8 +45,9 @@ def test_group_placement_uses_nvlink_inside_a_node_and_the_network_beyond():
 def test_single_device_step_is_pure_compute():
     plan = ParallelPlan(micro_batch=2, grad_accum_steps=3)
     step = step_time(GPT2_1_5B, plan, hardware.DGX_H100, compute_efficiency=0.5)
-    flops = transformer_flops_per_iteration(6, GPT2_1_5B.seq_len, GPT2_1_5B.layers, GPT2_1_5B.hidden,
-                                            GPT2_1_5B.vocab, recompute="none")
+    flops = transformer_flops_per_iteration(
+        6, GPT2_1_5B.seq_len, GPT2_1_5B.layers, GPT2_1_5B.hidden, GPT2_1_5B.vocab, recompute="none"
+    )
     assert step.total_s == pytest.approx(flops / (989e12 * 0.5))
     assert step.compute_s == step.total_s
     assert step.bubble_s == 0 and step.exposed_communication_s == 0
@@ -48,10 +56,24 @@ def test_single_device_step_is_pure_compute():
 
 PLANS = [
     ParallelPlan(data_parallel=2, tensor_parallel=8, micro_batch=1, grad_accum_steps=4),
-    ParallelPlan(data_parallel=4, tensor_parallel=2, pipeline_parallel=2, zero_stage=3, micro_batch=2,
-                 grad_accum_steps=4, recompute="full", sequence_parallel=True),
-    ParallelPlan(tensor_parallel=4, pipeline_parallel=4, grad_accum_steps=8, schedule="interleaved",
-                 virtual_stages=2, zero_stage=1),
+    ParallelPlan(
+        data_parallel=4,
+        tensor_parallel=2,
+        pipeline_parallel=2,
+        zero_stage=3,
+        micro_batch=2,
+        grad_accum_steps=4,
+        recompute="full",
+        sequence_parallel=True,
+    ),
+    ParallelPlan(
+        tensor_parallel=4,
+        pipeline_parallel=4,
+        grad_accum_steps=8,
+        schedule="interleaved",
+        virtual_stages=2,
+        zero_stage=1,
+    ),
     ParallelPlan(data_parallel=16, zero_stage=2, micro_batch=1, grad_accum_steps=2, recompute="selective"),
 ]
 
@@ -64,8 +86,9 @@ def test_step_time_adds_up(plan):
     assert step.total_s >= step.compute_s
     # The bubble is (p−1)/(v·m) of the time the stage spends on its m micro-batches.
     busy = step.compute_s + step.exposed_s["tensor"] + step.exposed_s["pipeline"]
-    assert step.bubble_s == pytest.approx(busy * pipeline_bubble_fraction(
-        plan.pipeline_parallel, plan.grad_accum_steps, plan.virtual_stages))
+    assert step.bubble_s == pytest.approx(
+        busy * pipeline_bubble_fraction(plan.pipeline_parallel, plan.grad_accum_steps, plan.virtual_stages)
+    )
     assert all(v >= 0 for v in step.overlapped_s.values())
     assert step.overlapped_s["tensor"] == 0 and step.overlapped_s["pipeline"] == 0  # critical path: never hidden
 
@@ -74,8 +97,14 @@ def test_data_parallel_reduction_hides_behind_the_backward_until_it_cannot():
     plan = ParallelPlan(data_parallel=16, micro_batch=8, grad_accum_steps=1)
     fast = step_time(GPT2_1_5B, plan, CLUSTER_2x8)
     assert fast.exposed_s["data"] == 0 and fast.overlapped_s["data"] > 0
-    slow_network = hardware.Cluster("slow", hardware.H100, 1, 16, hardware.NVLINK4,
-                                    hardware.Link("1 Gb/s", 0.125e9, "one-way", "per node", "nominal", 5e-6, "-", "-"))
+    slow_network = hardware.Cluster(
+        "slow",
+        hardware.H100,
+        1,
+        16,
+        hardware.NVLINK4,
+        hardware.Link("1 Gb/s", 0.125e9, "one-way", "per node", "nominal", 5e-6, "-", "-"),
+    )
     slow = step_time(GPT2_1_5B, plan, slow_network)
     total = slow.exposed_s["data"] + slow.overlapped_s["data"]
     assert total == pytest.approx(group_collective_time("all_reduce", slow_network, 16, 1, 2 * GPT2_1_5B.params))
@@ -116,14 +145,16 @@ def _expected_plan_count(devices, heads_ok=lambda t: True):
 def test_search_enumerates_the_full_space(search_1t):
     assert search_1t.evaluated == _expected_plan_count(3072)
     assert sum(search_1t.rejected.values()) + int(search_1t.feasible.sum()) == search_1t.evaluated
-    assert len(search_1t) == search_1t.evaluated - search_1t.rejected["partition"] - search_1t.rejected[
-        "batch divisibility"]
+    assert (
+        len(search_1t)
+        == search_1t.evaluated - search_1t.rejected["partition"] - search_1t.rejected["batch divisibility"]
+    )
 
 
 def test_search_ranks_feasible_plans_by_step_time(search_1t):
     c = search_1t.columns
     fits = c["fits"]
-    assert fits[: int(fits.sum())].all() and not fits[int(fits.sum()):].any()
+    assert fits[: int(fits.sum())].all() and not fits[int(fits.sum()) :].any()
     times = c["step_time_s"][fits]
     assert np.all(np.diff(times) >= -1e-9)
     assert np.all(c["memory_bytes"][fits] <= hardware.A100.hbm_capacity_bytes)
@@ -141,15 +172,22 @@ def test_bulk_and_scalar_evaluations_agree(search_1t):
         scalar = step_time(MEGATRON_1T, plan, hardware.SELENE_3072)
         assert scalar.total_s == pytest.approx(search_1t.columns["step_time_s"][row], rel=1e-12)
         assert memory_breakdown(MEGATRON_1T, plan).total == pytest.approx(
-            search_1t.columns["memory_bytes"][row], rel=1e-12)
+            search_1t.columns["memory_bytes"][row], rel=1e-12
+        )
 
 
 def test_the_published_1t_plan_fits_and_is_in_the_search(search_1t):
     # Narayanan et al. 2021 trained the 1T model with t = 8, p = 64 (d = 6), b = 1, interleaved, full recompute.
     c = search_1t.columns
-    match = ((c["tensor_parallel"] == 8) & (c["pipeline_parallel"] == 64) & (c["micro_batch"] == 1)
-             & (c["recompute"] == "full") & (c["zero_stage"] == 0) & (c["virtual_stages"] == 2)
-             & ~c["sequence_parallel"])
+    match = (
+        (c["tensor_parallel"] == 8)
+        & (c["pipeline_parallel"] == 64)
+        & (c["micro_batch"] == 1)
+        & (c["recompute"] == "full")
+        & (c["zero_stage"] == 0)
+        & (c["virtual_stages"] == 2)
+        & ~c["sequence_parallel"]
+    )
     assert match.sum() == 1
     assert c["fits"][match][0]
 

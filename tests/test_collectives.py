@@ -4,11 +4,20 @@ import math
 
 import pytest
 
-from course_lib import collectives
-from course_lib.collectives import (ALGORITHMS, OPS, algbw_bytes_per_s, algbw_from_busbw, busbw_bytes_per_s,
-                                    busbw_factor, collective_cost, collective_time, comm_time,
-                                    hierarchical_allreduce_time, latency_bandwidth_crossover_bytes,
-                                    ring_allreduce_time)
+from course_lib.collectives import (
+    ALGORITHMS,
+    OPS,
+    algbw_bytes_per_s,
+    algbw_from_busbw,
+    busbw_bytes_per_s,
+    busbw_factor,
+    collective_cost,
+    collective_time,
+    comm_time,
+    hierarchical_allreduce_time,
+    latency_bandwidth_crossover_bytes,
+    ring_allreduce_time,
+)
 from course_lib.units import GB, MB, US
 
 
@@ -17,7 +26,7 @@ def test_card_worked_example():
     assert comm_time(4, 5 * US, 100 * MB, 50 * GB) == pytest.approx(2.02e-3, rel=1e-12)
 
 
-# nccl-tests doc/PERFORMANCE.md summary and src/*.cu *GetBw; values listed in formulas.md §3.
+# nccl-tests doc/PERFORMANCE.md summary and src/*.cu *GetBw.
 NCCL_TESTS_FACTORS = {
     2: {"all_reduce": 1.0, "all_gather": 0.5},
     4: {"all_reduce": 1.5, "all_gather": 0.75},
@@ -45,8 +54,16 @@ def test_busbw_is_algbw_times_factor_and_inverts():
     assert algbw_from_busbw("all_reduce", 8, 350 * GB) == pytest.approx(200 * GB)
 
 
-@pytest.mark.parametrize("op, algorithm", [("all_reduce", "ring"), ("reduce_scatter", "ring"), ("all_gather", "ring"),
-                                           ("all_to_all", "pairwise"), ("all_reduce", "rabenseifner")])
+@pytest.mark.parametrize(
+    "op, algorithm",
+    [
+        ("all_reduce", "ring"),
+        ("reduce_scatter", "ring"),
+        ("all_gather", "ring"),
+        ("all_to_all", "pairwise"),
+        ("all_reduce", "rabenseifner"),
+    ],
+)
 @pytest.mark.parametrize("ranks", [2, 4, 8, 16])
 def test_busbw_of_a_bandwidth_optimal_algorithm_equals_the_link_bandwidth(op, algorithm, ranks):
     # nccl-tests' point: with zero latency, busbw of a bandwidth-optimal algorithm is the link's bandwidth.
@@ -56,7 +73,7 @@ def test_busbw_of_a_bandwidth_optimal_algorithm_equals_the_link_bandwidth(op, al
 
 
 # Hand-derived costs for p = 8, S = 8 MB, α = 2 µs, B = 10 GB/s (S/B = 800 µs), from the MPICH/Thakur formulas
-# quoted in formulas.md §5.1 (lg 8 = 3, (p−1)/p = 7/8).
+# (lg 8 = 3, (p−1)/p = 7/8).
 S, ALPHA, BW = 8 * MB, 2 * US, 10 * GB
 HAND = {
     ("all_reduce", "ring"): 14 * ALPHA + 2 * 7 / 8 * 800 * US,
@@ -91,15 +108,18 @@ def test_reduction_cost_gamma_is_added_only_for_reductions():
     gamma = 1e-12  # s/byte
     base = collective_time("all_reduce", 8, S, BW, ALPHA)
     assert collective_time("all_reduce", 8, S, BW, ALPHA, reduce_s_per_byte=gamma) == pytest.approx(
-        base + 7 / 8 * S * gamma)
+        base + 7 / 8 * S * gamma
+    )
     assert collective_time("all_gather", 8, S, BW, ALPHA, reduce_s_per_byte=gamma) == collective_time(
-        "all_gather", 8, S, BW, ALPHA)
+        "all_gather", 8, S, BW, ALPHA
+    )
 
 
 def test_ring_allreduce_is_reduce_scatter_plus_all_gather():
     for ranks in (2, 3, 8, 100):
         assert ring_allreduce_time(ranks, S, BW, ALPHA) == pytest.approx(
-            collective_time("reduce_scatter", ranks, S, BW, ALPHA) + collective_time("all_gather", ranks, S, BW, ALPHA))
+            collective_time("reduce_scatter", ranks, S, BW, ALPHA) + collective_time("all_gather", ranks, S, BW, ALPHA)
+        )
 
 
 def test_ring_allreduce_bandwidth_term_tends_to_twice_payload_over_bandwidth():

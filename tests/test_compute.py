@@ -4,10 +4,20 @@ import numpy as np
 import pytest
 
 from course_lib import hardware
-from course_lib.compute import (arithmetic_intensity, attainable_flops_per_s, count_matmul_operations, gemm_bytes,
-                                gemm_flops, ridge_point_flops_per_byte, roofline_time, training_flops,
-                                training_time_s, transformer_flops_per_iteration, transformer_forward_flops,
-                                transformer_params)
+from course_lib.compute import (
+    arithmetic_intensity,
+    attainable_flops_per_s,
+    count_matmul_operations,
+    gemm_bytes,
+    gemm_flops,
+    ridge_point_flops_per_byte,
+    roofline_time,
+    training_flops,
+    training_time_s,
+    transformer_flops_per_iteration,
+    transformer_forward_flops,
+    transformer_params,
+)
 from course_lib.units import DAY
 
 
@@ -33,37 +43,48 @@ def _layer_forward_from_gemms(batch, seq, hidden, heads):
     return qkv + scores + over_values + projection + mlp
 
 
-@pytest.mark.parametrize("batch, seq, layers, hidden, heads, vocab", [
-    (2, 16, 3, 64, 4, 100),  # tiny: exact integers
-    (1536, 2048, 96, 12288, 96, 51200),  # GPT-3 175B at the paper's batch
-    (3072, 2048, 128, 25600, 160, 51200),  # the 1T model
-])
+@pytest.mark.parametrize(
+    "batch, seq, layers, hidden, heads, vocab",
+    [
+        (2, 16, 3, 64, 4, 100),  # tiny: exact integers
+        (1536, 2048, 96, 12288, 96, 51200),  # GPT-3 175B at the paper's batch
+        (3072, 2048, 128, 25600, 160, 51200),  # the 1T model
+    ],
+)
 def test_eq3_matches_the_appendix_derivation(batch, seq, layers, hidden, heads, vocab):
     layer = _layer_forward_from_gemms(batch, seq, hidden, heads)
     logits = gemm_flops(batch * seq, vocab, hidden)
     with_recompute = layers * 4 * layer + 3 * logits  # forward + backward (2×) + recomputed forward
     without = layers * 3 * layer + 3 * logits
     closed_form = 96 * batch * seq * layers * hidden**2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
-    assert transformer_flops_per_iteration(batch, seq, layers, hidden, vocab) == pytest.approx(with_recompute, rel=1e-12)
+    assert transformer_flops_per_iteration(batch, seq, layers, hidden, vocab) == pytest.approx(
+        with_recompute, rel=1e-12
+    )
     assert with_recompute == pytest.approx(closed_form, rel=1e-12)  # Eq. (3) is the same count
     assert transformer_flops_per_iteration(batch, seq, layers, hidden, vocab, recompute=False) == pytest.approx(
-        without, rel=1e-12)
+        without, rel=1e-12
+    )
     assert transformer_forward_flops(batch, seq, layers, hidden, vocab) == pytest.approx(
-        layers * layer + logits, rel=1e-12)
+        layers * layer + logits, rel=1e-12
+    )
 
 
 def test_selective_recompute_adds_only_the_attention_core():
     b, s, l, h, v = 1, 2048, 96, 12288, 51200
     extra = transformer_flops_per_iteration(b, s, l, h, v, "selective") - transformer_flops_per_iteration(
-        b, s, l, h, v, "none")
+        b, s, l, h, v, "none"
+    )
     assert extra == pytest.approx(l * 4 * b * s**2 * h)
     # Korthikanti et al. 2022 quote 2.7 % extra FLOPs for GPT-3 (1.6 % for MT-NLG 530B): the whole attention core's
     # forward + backward, s/(6h) of the iteration. One recomputed forward, as counted here, is a third of that.
     share = extra / transformer_flops_per_iteration(b, s, l, h, v, "none")
     assert round(3 * share * 100, 1) == 2.7
     s, l, h = 2048, 105, 20480
-    share = (transformer_flops_per_iteration(b, s, l, h, v, "selective")
-             / transformer_flops_per_iteration(b, s, l, h, v, "none") - 1)
+    share = (
+        transformer_flops_per_iteration(b, s, l, h, v, "selective")
+        / transformer_flops_per_iteration(b, s, l, h, v, "none")
+        - 1
+    )
     assert round(3 * share * 100, 1) == 1.6
 
 

@@ -29,8 +29,10 @@ ENV_FILES = {
 LOCK = ROOT / "requirements.lock"
 POSTBUILD = ROOT / "binder" / "postBuild"
 COURSE_PYTHON = "3.11"
-HOW_TO_UPDATE = ("To update pins: edit pyproject.toml, run `make lock`, then copy the lock's "
-                 f"Python {COURSE_PYTHON} versions into environment.yml and binder/environment.yml.")
+HOW_TO_UPDATE = (
+    "To update pins: edit pyproject.toml, run `make lock`, then copy the lock's "
+    f"Python {COURSE_PYTHON} versions into environment.yml and binder/environment.yml."
+)
 
 
 def conda_and_pip(path: Path) -> tuple[list[str], list[str]]:
@@ -51,9 +53,11 @@ def pip_pins(path: Path) -> dict[str, str]:
     pins = {}
     for entry in entries:
         match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s=;,]+)", entry.strip())
-        assert match, (f"{path.relative_to(ROOT)}: pip entry {entry!r} is not `name==version`; "
-                       "pin every package exactly and install course_lib with "
-                       "`pip install --no-deps -e .` (postBuild on Binder), not from this file")
+        assert match, (
+            f"{path.relative_to(ROOT)}: pip entry {entry!r} is not `name==version`; "
+            "pin every package exactly and install course_lib with "
+            "`pip install --no-deps -e .` (postBuild on Binder), not from this file"
+        )
         pins[canonicalize_name(match[1])] = match[2]
     return pins
 
@@ -71,8 +75,10 @@ def lock_pins(python_version: str) -> dict[str, str]:
         (spec,) = req.specifier
         assert spec.operator == "==", f"requirements.lock: {line!r} is not an exact pin; run `make lock`"
         name = canonicalize_name(req.name)
-        assert name not in pins, (f"requirements.lock pins {name} twice for Python {python_version}; "
-                                  "run `make lock` instead of editing it by hand")
+        assert name not in pins, (
+            f"requirements.lock pins {name} twice for Python {python_version}; "
+            "run `make lock` instead of editing it by hand"
+        )
         pins[name] = spec.version
     return pins
 
@@ -81,7 +87,8 @@ def test_lock_covers_the_course_python():
     pins = lock_pins(COURSE_PYTHON)
     assert {"numpy", "jupyterlab", "pytest"} <= pins.keys(), (
         f"requirements.lock has no pins for Python {COURSE_PYTHON}; "
-        f"run `make lock` with python{COURSE_PYTHON} in LOCK_PYTHONS")
+        f"run `make lock` with python{COURSE_PYTHON} in LOCK_PYTHONS"
+    )
 
 
 @pytest.mark.parametrize("name", ENV_FILES)
@@ -90,27 +97,35 @@ def test_python_is_pinned_to_the_course_python(name):
     pythons = [spec for spec in conda if re.match(r"python\b", spec)]
     assert pythons == [f"python={COURSE_PYTHON}"], (
         f"{name}: the dependencies must list `python={COURSE_PYTHON}` once (found {pythons}); "
-        "without a pin repo2docker falls back to its own default Python")
+        "without a pin repo2docker falls back to its own default Python"
+    )
 
 
 def test_root_and_binder_pin_the_same_versions():
     root, binder = (pip_pins(path) for path in ENV_FILES.values())
-    differences = {name: (root.get(name), binder.get(name))
-                   for name in root.keys() | binder.keys() if root.get(name) != binder.get(name)}
+    differences = {
+        name: (root.get(name), binder.get(name))
+        for name in root.keys() | binder.keys()
+        if root.get(name) != binder.get(name)
+    }
     assert not differences, (
         f"environment.yml and binder/environment.yml differ (package: (root, binder)): {differences}; "
-        "make binder/environment.yml's pip section identical to the root file's")
+        "make binder/environment.yml's pip section identical to the root file's"
+    )
 
 
 @pytest.mark.parametrize("name", ENV_FILES)
 def test_environment_pins_match_the_lock(name):
     lock = lock_pins(COURSE_PYTHON)
     for package, version in pip_pins(ENV_FILES[name]).items():
-        assert package in lock, (f"{name} pins {package}, which requirements.lock does not have; "
-                                 f"add it to pyproject.toml and run `make lock`. {HOW_TO_UPDATE}")
+        assert package in lock, (
+            f"{name} pins {package}, which requirements.lock does not have; "
+            f"add it to pyproject.toml and run `make lock`. {HOW_TO_UPDATE}"
+        )
         assert version == lock[package], (
             f"{name} pins {package}=={version} but requirements.lock has {package}=={lock[package]} "
-            f"for Python {COURSE_PYTHON}. {HOW_TO_UPDATE}")
+            f"for Python {COURSE_PYTHON}. {HOW_TO_UPDATE}"
+        )
 
 
 @pytest.mark.parametrize("name", ENV_FILES)
@@ -118,12 +133,15 @@ def test_environment_pins_every_direct_dependency(name):
     # The notebooks need course_lib's runtime dependencies plus the [lab] extra, and nothing
     # test-only: the environment files serve learners (conda) and Binder.
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {canonicalize_name(Requirement(r).name)
-              for r in project["dependencies"] + project["optional-dependencies"]["lab"]}
+    wanted = {
+        canonicalize_name(Requirement(r).name)
+        for r in project["dependencies"] + project["optional-dependencies"]["lab"]
+    }
     pinned = set(pip_pins(ENV_FILES[name]))
     assert pinned == wanted, (
         f"{name} must pin exactly the runtime and [lab] dependencies of pyproject.toml; "
-        f"missing: {sorted(wanted - pinned)}, not in pyproject.toml: {sorted(pinned - wanted)}")
+        f"missing: {sorted(wanted - pinned)}, not in pyproject.toml: {sorted(pinned - wanted)}"
+    )
 
 
 @pytest.mark.parametrize("name", ENV_FILES)
@@ -132,26 +150,29 @@ def test_every_package_line_has_a_comment(name):
     lines = ENV_FILES[name].read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("dependencies:"))
     uncommented = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line and not line[0].isspace() and not line.startswith("-"):
             break  # the next top-level key ends the dependencies block
         if re.match(r"\s*-\s*[^\s#]", line) and "#" not in line:
             uncommented.append(line.strip())
     assert not uncommented, (
-        f"{name}: every package line needs a `# comment` saying what uses the package; "
-        f"add one to: {uncommented}")
+        f"{name}: every package line needs a `# comment` saying what uses the package; add one to: {uncommented}"
+    )
 
 
 def test_postbuild_is_an_executable_bash_script_that_installs_without_deps():
     text = POSTBUILD.read_text()
     assert os.access(POSTBUILD, os.X_OK), (
         "binder/postBuild is not executable; run `chmod +x binder/postBuild` "
-        "(or `git update-index --chmod=+x binder/postBuild`)")
+        "(or `git update-index --chmod=+x binder/postBuild`)"
+    )
     assert text.splitlines()[0] in ("#!/bin/bash", "#!/usr/bin/env bash"), (
-        "binder/postBuild must start with a bash shebang (#!/bin/bash)")
+        "binder/postBuild must start with a bash shebang (#!/bin/bash)"
+    )
     assert re.search(r"^\s*set -[a-z]*e", text, re.MULTILINE), (
-        "binder/postBuild needs `set -euo pipefail`: repo2docker does not stop the build "
-        "when a postBuild command fails")
+        "binder/postBuild needs `set -euo pipefail`: repo2docker does not stop the build when a postBuild command fails"
+    )
     assert re.search(r"^\s*python -m pip install --no-deps -e \.\s*$", text, re.MULTILINE), (
         "binder/postBuild must install course_lib with `python -m pip install --no-deps -e .`: "
-        "the dependencies are pinned in binder/environment.yml and must not be re-resolved")
+        "the dependencies are pinned in binder/environment.yml and must not be re-resolved"
+    )

@@ -20,7 +20,9 @@ HEADER = """# ---
 # ---
 """
 
-LESSON = HEADER + '''
+LESSON = (
+    HEADER
+    + """
 # %% [markdown]
 # # Count the work
 
@@ -49,22 +51,27 @@ plt.show()
 from course_lib.quiz import multiple_choice
 
 multiple_choice("1 MAC is how many FLOPs?", ["1", "2"], 1, "A multiply and an add.")
-'''
+"""
+)
 
-BROKEN = HEADER + '''
+BROKEN = (
+    HEADER
+    + """
 # %%
 x = 1
 
 # %%
 raise ValueError("payload_bytes must be >= 0")
-'''
+"""
+)
 
 
 def run_tool(*paths):
     env = {key: value for key, value in os.environ.items() if key != "PYTHONHASHSEED"}
     env["MPLBACKEND"] = "Agg"  # the tool must keep it away from the kernel, or the figure would vanish
-    return subprocess.run([sys.executable, str(TOOL), *map(str, paths)], capture_output=True, text=True, env=env,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, str(TOOL), *map(str, paths)], capture_output=True, text=True, env=env, timeout=600
+    )
 
 
 def test_two_runs_write_identical_files_and_a_raising_cell_is_named(tmp_path):
@@ -87,8 +94,13 @@ def test_two_runs_write_identical_files_and_a_raising_cell_is_named(tmp_path):
     notebook = json.loads(stored)
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     assert [cell["execution_count"] for cell in code] == [1, 2, 3, 4]
-    seeded = subprocess.run([sys.executable, "-c", 'print({"b", "a", "c", "d", "e"})'], capture_output=True,
-                            text=True, env={**os.environ, "PYTHONHASHSEED": "0"}, check=True).stdout
+    seeded = subprocess.run(
+        [sys.executable, "-c", 'print({"b", "a", "c", "d", "e"})'],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+        check=True,
+    ).stdout
     assert "".join(code[0]["outputs"][0]["text"]) == seeded
     assert code[0]["outputs"][1]["data"]["text/plain"] == ["'2.02 ms'"]
     steps = {"name": "stdout", "output_type": "stream", "text": ["step 0\n", "step 1\n", "step 2\n"]}

@@ -52,153 +52,239 @@ ANSWER_TAG, SOLUTION_TAG = "otter_answer_cell", "otter_assign_solution_cell"
 WRONG = {
     "01_ring_allreduce": {
         "q1": [
-            ("2p steps instead of 2(p-1)", """
+            (
+                "2p steps instead of 2(p-1)",
+                """
 def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
     return 2 * ranks * latency_s + 2 * (ranks - 1) / ranks * payload_bytes / bandwidth_bytes_per_s
-"""),
-            ("two-way bandwidth", """
+""",
+            ),
+            (
+                "two-way bandwidth",
+                """
 def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
     steps = 2 * (ranks - 1)
     return steps * latency_s + steps * payload_bytes / ranks / (2 * bandwidth_bytes_per_s)
-"""),
-            ("the whole payload in every step", """
+""",
+            ),
+            (
+                "the whole payload in every step",
+                """
 def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
     steps = 2 * (ranks - 1)
     return steps * latency_s + steps * payload_bytes / bandwidth_bytes_per_s
-"""),
-            ("reduce-scatter only", """
+""",
+            ),
+            (
+                "reduce-scatter only",
+                """
 def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
     return (ranks - 1) * latency_s + (ranks - 1) / ranks * payload_bytes / bandwidth_bytes_per_s
-"""),
-            ("latency once per phase", """
+""",
+            ),
+            (
+                "latency once per phase",
+                """
 def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
     return 2 * latency_s + 2 * (ranks - 1) / ranks * payload_bytes / bandwidth_bytes_per_s
-"""),
-            ("calls course_lib's answer", """
+""",
+            ),
+            (
+                "calls course_lib's answer",
+                """
 def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
     return collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s)
-"""),
+""",
+            ),
         ],
         "q2": [
-            ("(p-1)·α·B", """
+            (
+                "(p-1)·α·B",
+                """
 def crossover_payload_bytes(ranks, bandwidth_bytes_per_s, latency_s):
     return (ranks - 1) * latency_s * bandwidth_bytes_per_s
-"""),
-            ("α·B, without p", """
+""",
+            ),
+            (
+                "α·B, without p",
+                """
 def crossover_payload_bytes(ranks, bandwidth_bytes_per_s, latency_s):
     return latency_s * bandwidth_bytes_per_s
-"""),
-            ("bandwidth term without 2(p-1)/p", """
+""",
+            ),
+            (
+                "bandwidth term without 2(p-1)/p",
+                """
 def crossover_payload_bytes(ranks, bandwidth_bytes_per_s, latency_s):
     return 2 * (ranks - 1) * latency_s * bandwidth_bytes_per_s
-"""),
+""",
+            ),
         ],
         "q3": [
-            ("the all-reduce factor for every collective", """
+            (
+                "the all-reduce factor for every collective",
+                """
 def busbw_bytes_per_s(op, ranks, size_bytes, time_s):
     return size_bytes / time_s * 2 * (ranks - 1) / ranks
-"""),
-            ("(n-1)/n for all-reduce too", """
+""",
+            ),
+            (
+                "(n-1)/n for all-reduce too",
+                """
 def busbw_bytes_per_s(op, ranks, size_bytes, time_s):
     return size_bytes / time_s * (1.0 if op == "broadcast" else (ranks - 1) / ranks)
-"""),
-            ("the factor inverted", """
+""",
+            ),
+            (
+                "the factor inverted",
+                """
 def busbw_bytes_per_s(op, ranks, size_bytes, time_s):
     factor = {"all_reduce": 2 * (ranks - 1) / ranks, "broadcast": 1.0}.get(op, (ranks - 1) / ranks)
     return size_bytes / time_s / factor
-"""),
-            ("algbw, no factor", """
+""",
+            ),
+            (
+                "algbw, no factor",
+                """
 def busbw_bytes_per_s(op, ranks, size_bytes, time_s):
     return size_bytes / time_s
-"""),
+""",
+            ),
         ],
         "q4": [
-            ("NVLink's two-way figure", """
+            (
+                "NVLink's two-way figure",
+                """
 nvlink_allreduce_s = collectives.ring_allreduce_time(8, 2e9, 900e9, 1e-6)
 infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 50e9, 5e-6)
-"""),
-            ("bits read as bytes", """
+""",
+            ),
+            (
+                "bits read as bytes",
+                """
 nvlink_allreduce_s = collectives.ring_allreduce_time(8, 2e9, 450e9, 1e-6)
 infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 400e9, 5e-6)
-"""),
-            ("the network's latency for NVLink", """
+""",
+            ),
+            (
+                "the network's latency for NVLink",
+                """
 nvlink_allreduce_s = collectives.ring_allreduce_time(8, 2e9, 450e9, 5e-6)
 infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 50e9, 5e-6)
-"""),
+""",
+            ),
         ],
     },
     "02_global_batch": {
         "q1": [
-            ("tensor and pipeline sizes multiply the batch", """
+            (
+                "tensor and pipeline sizes multiply the batch",
+                """
 def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel, pipeline_parallel):
     if devices % (tensor_parallel * pipeline_parallel):
         raise ValueError("t·p must divide devices")
     return micro_batch * grad_accum_steps * devices
-"""),
-            ("only the tensor size divides the devices", """
+""",
+            ),
+            (
+                "only the tensor size divides the devices",
+                """
 def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel, pipeline_parallel):
     if devices % (tensor_parallel * pipeline_parallel):
         raise ValueError("t·p must divide devices")
     return micro_batch * grad_accum_steps * (devices // tensor_parallel)
-"""),
-            ("no ValueError for an uneven split", """
+""",
+            ),
+            (
+                "no ValueError for an uneven split",
+                """
 def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel, pipeline_parallel):
     return micro_batch * grad_accum_steps * (devices // (tensor_parallel * pipeline_parallel))
-"""),
+""",
+            ),
         ],
         "q2": [
-            ("tensor and pipeline sizes multiply the batch", """
+            (
+                "tensor and pipeline sizes multiply the batch",
+                """
 def accumulation_steps(target_global_batch, micro_batch, devices, tensor_parallel, pipeline_parallel):
     steps, remainder = divmod(target_global_batch, micro_batch * devices)
     if remainder or steps < 1:
         raise ValueError("no whole number of steps")
     return steps
-"""),
-            ("rounds up instead of raising", """
+""",
+            ),
+            (
+                "rounds up instead of raising",
+                """
 import math
 def accumulation_steps(target_global_batch, micro_batch, devices, tensor_parallel, pipeline_parallel):
     return math.ceil(target_global_batch / (micro_batch * devices // (tensor_parallel * pipeline_parallel)))
-"""),
+""",
+            ),
         ],
         "q3": [
-            ("tokens counted as samples", """
+            (
+                "tokens counted as samples",
+                """
 run_accumulation_steps = 2**22 // (2 * 16)
 run_bubble_fraction = parallelism.pipeline_bubble_fraction(8, run_accumulation_steps)
-"""),
-            ("every device a replica", """
+""",
+            ),
+            (
+                "every device a replica",
+                """
 run_accumulation_steps = 2**22 // 2048 // (2 * 512)
 run_bubble_fraction = parallelism.pipeline_bubble_fraction(8, run_accumulation_steps)
-"""),
-            ("the bubble as a share of the step", """
+""",
+            ),
+            (
+                "the bubble as a share of the step",
+                """
 run_accumulation_steps = 64
 run_bubble_fraction = 7 / (64 + 7)
-"""),
+""",
+            ),
         ],
     },
     "03_memory_budget": {
         "q1": [
-            ("stage 1 also partitions the gradients", """
+            (
+                "stage 1 also partitions the gradients",
+                """
 def model_state_bytes(params, data_parallel, stage):
     return (2 * params / (data_parallel if stage >= 3 else 1) + 2 * params / (data_parallel if stage >= 1 else 1)
             + 12 * params / (data_parallel if stage >= 1 else 1))
-"""),
-            ("no fp32 master copy (K = 8)", """
+""",
+            ),
+            (
+                "no fp32 master copy (K = 8)",
+                """
 def model_state_bytes(params, data_parallel, stage):
     return (2 * params / (data_parallel if stage >= 3 else 1) + 2 * params / (data_parallel if stage >= 2 else 1)
             + 8 * params / (data_parallel if stage >= 1 else 1))
-"""),
-            ("stage 3 does not partition the parameters", """
+""",
+            ),
+            (
+                "stage 3 does not partition the parameters",
+                """
 def model_state_bytes(params, data_parallel, stage):
     return (2 * params + 2 * params / (data_parallel if stage >= 2 else 1)
             + 12 * params / (data_parallel if stage >= 1 else 1))
-"""),
-            ("calls course_lib's answer", """
+""",
+            ),
+            (
+                "calls course_lib's answer",
+                """
 def model_state_bytes(params, data_parallel, stage):
     return parallelism.zero_model_state_bytes(params, data_parallel, stage)
-"""),
+""",
+            ),
         ],
         "q2": [
-            ("rounds down", """
+            (
+                "rounds down",
+                """
 def smallest_data_parallel(params, stage, capacity_bytes):
     floor = {0: 16, 1: 4, 2: 2, 3: 0}[stage] * params
     if floor > capacity_bytes or (stage > 0 and floor == capacity_bytes):
@@ -206,8 +292,11 @@ def smallest_data_parallel(params, stage, capacity_bytes):
     if stage == 0:
         return 1
     return max(1, int((16 * params - floor) / (capacity_bytes - floor)))
-"""),
-            ("must fit with room to spare (<)", """
+""",
+            ),
+            (
+                "must fit with room to spare (<)",
+                """
 def smallest_data_parallel(params, stage, capacity_bytes):
     floor = {0: 16, 1: 4, 2: 2, 3: 0}[stage] * params
     if floor >= capacity_bytes:
@@ -218,97 +307,142 @@ def smallest_data_parallel(params, stage, capacity_bytes):
         if stage == 0:
             return None
     return replicas
-"""),
-            ("ignores the floors", """
+""",
+            ),
+            (
+                "ignores the floors",
+                """
 import math
 def smallest_data_parallel(params, stage, capacity_bytes):
     return max(1, math.ceil(16 * params / capacity_bytes))
-"""),
+""",
+            ),
         ],
         "q3": [
-            ("one past the largest that fits", """
+            (
+                "one past the largest that fits",
+                """
 def largest_micro_batch(model, plan, capacity_bytes):
     micro_batch = 1
     while parallelism.memory_breakdown(model, plan.replace(micro_batch=micro_batch)).total <= capacity_bytes:
         micro_batch += 1
     return micro_batch
-"""),
-            ("1 when nothing fits", """
+""",
+            ),
+            (
+                "1 when nothing fits",
+                """
 def largest_micro_batch(model, plan, capacity_bytes):
     micro_batch = 1
     while parallelism.memory_breakdown(model, plan.replace(micro_batch=micro_batch + 1)).total <= capacity_bytes:
         micro_batch += 1
     return micro_batch
-"""),
+""",
+            ),
         ],
     },
     "04_pipeline_schedule": {
         "q1": [
-            ("the bubble as a share of the step", """
+            (
+                "the bubble as a share of the step",
+                """
 def bubble_fraction(stages, microbatches, virtual_stages=1):
     return (stages - 1) / (virtual_stages * microbatches + stages - 1)
-"""),
-            ("ignores the virtual stages", """
+""",
+            ),
+            (
+                "ignores the virtual stages",
+                """
 def bubble_fraction(stages, microbatches, virtual_stages=1):
     return (stages - 1) / microbatches
-"""),
-            ("p instead of p - 1", """
+""",
+            ),
+            (
+                "p instead of p - 1",
+                """
 def bubble_fraction(stages, microbatches, virtual_stages=1):
     return stages / (virtual_stages * microbatches)
-"""),
+""",
+            ),
         ],
         "q2": [
-            ("strictly below the budget", """
+            (
+                "strictly below the budget",
+                """
 def microbatches_for_bubble(stages, max_bubble, virtual_stages=1):
     step = stages if virtual_stages > 1 else 1
     microbatches = step
     while parallelism.pipeline_bubble_fraction(stages, microbatches, virtual_stages) >= max_bubble:
         microbatches += step
     return microbatches
-"""),
-            ("ignores the multiple of p", """
+""",
+            ),
+            (
+                "ignores the multiple of p",
+                """
 def microbatches_for_bubble(stages, max_bubble, virtual_stages=1):
     microbatches = 1
     while (stages - 1) / (virtual_stages * microbatches) > max_bubble:
         microbatches += 1
     return microbatches
-"""),
-            ("the bubble as a share of the step", """
+""",
+            ),
+            (
+                "the bubble as a share of the step",
+                """
 def microbatches_for_bubble(stages, max_bubble, virtual_stages=1):
     step = stages if virtual_stages > 1 else 1
     microbatches = step
     while (stages - 1) / (virtual_stages * microbatches + stages - 1) > max_bubble:
         microbatches += step
     return microbatches
-"""),
+""",
+            ),
         ],
         "q3": [
-            ("no bubble", """
+            (
+                "no bubble",
+                """
 def step_time_s(stages, microbatches, forward_time_s, backward_time_s):
     return microbatches * (forward_time_s + backward_time_s)
-"""),
-            ("m + p stage times", """
+""",
+            ),
+            (
+                "m + p stage times",
+                """
 def step_time_s(stages, microbatches, forward_time_s, backward_time_s):
     return (microbatches + stages) * (forward_time_s + backward_time_s)
-"""),
+""",
+            ),
         ],
         "q4": [
-            ("1F1B always holds p", """
+            (
+                "1F1B always holds p",
+                """
 def in_flight_microbatches(stages, microbatches, schedule):
     return microbatches if schedule == "gpipe" else stages
-"""),
-            ("GPipe and 1F1B swapped", """
+""",
+            ),
+            (
+                "GPipe and 1F1B swapped",
+                """
 def in_flight_microbatches(stages, microbatches, schedule):
     return microbatches if schedule == "1f1b" else min(stages, microbatches)
-"""),
+""",
+            ),
         ],
     },
 }
-WRONG_CASES = [(lab, question, mistake, source) for lab, by_question in WRONG.items()
-               for question, variants in by_question.items() for mistake, source in variants]
+WRONG_CASES = [
+    (lab, question, mistake, source)
+    for lab, by_question in WRONG.items()
+    for question, variants in by_question.items()
+    for mistake, source in variants
+]
 
 
 # ---- notebooks as data ---------------------------------------------------------------------------------------------
+
 
 def answer_cells(notebook, tag=ANSWER_TAG) -> dict[str, list[int]]:
     """{question: indices of its answer cells}: the tagged cells before each `grader.check("qN")` cell."""
@@ -317,7 +451,7 @@ def answer_cells(notebook, tag=ANSWER_TAG) -> dict[str, list[int]]:
         if tag in cell.metadata.get("tags", []):
             pending.append(index)
         elif cell.cell_type == "code" and cell.source.strip().startswith("grader.check("):
-            found[cell.source.strip()[len('grader.check("'):-2]] = pending
+            found[cell.source.strip()[len('grader.check("') : -2]] = pending
             pending = []
     return found
 
@@ -326,43 +460,60 @@ def filled(student, sources: dict[str, list[str]]):
     """A copy of the student notebook with the answer cells of each question in ``sources`` replaced."""
     notebook = copy.deepcopy(student)
     for question, indices in answer_cells(notebook).items():
-        for index, source in zip(indices, sources.get(question, [])):
+        for index, source in zip(indices, sources.get(question, []), strict=True):
             notebook.cells[index].source = source.strip()
     return notebook
 
 
 def code_without_otter(notebook) -> str:
     """The notebook's code as one script: no otter cells (init, checks) and no cells otter ignores (the widget)."""
-    keep = [cell.source for cell in notebook.cells if cell.cell_type == "code"
-            and "otter_ignore" not in cell.metadata.get("tags", []) and "grader" not in cell.source]
+    keep = [
+        cell.source
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        and "otter_ignore" not in cell.metadata.get("tags", [])
+        and "grader" not in cell.source
+    ]
     return "\n\n".join(keep)
 
 
 def digest(folder: Path) -> dict[str, str]:
-    return {path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(folder.rglob("*")) if path.is_file()}
+    return {
+        path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
 
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory):
     """Every lab assigned into a temporary folder: {lab: (student notebook, autograder notebook, zip)}."""
     out = tmp_path_factory.mktemp("assignments")
-    done = subprocess.run([sys.executable, str(TOOLS / "assignments.py"), "--out", str(out), "--no-run-tests"],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, str(TOOLS / "assignments.py"), "--out", str(out), "--no-run-tests"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, f"tools/assignments.py failed:\n{done.stdout}\n{done.stderr}"
     result = {}
     for lab in LABS:
         zip_path = assignments.autograder_zip(lab, out)
         assert zip_path is not None, f"no autograder zip for {lab} in {out}"
-        result[lab] = (nbformat.read(out / lab / "student" / f"{lab}.ipynb", as_version=4),
-                       nbformat.read(out / lab / "autograder" / f"{lab}.ipynb", as_version=4), zip_path)
+        result[lab] = (
+            nbformat.read(out / lab / "student" / f"{lab}.ipynb", as_version=4),
+            nbformat.read(out / lab / "autograder" / f"{lab}.ipynb", as_version=4),
+            zip_path,
+        )
     result["out"] = out
     return result
 
 
 def solution_sources(autograder) -> dict[str, list[str]]:
-    return {question: [autograder.cells[i].source for i in indices]
-            for question, indices in answer_cells(autograder, SOLUTION_TAG).items()}
+    return {
+        question: [autograder.cells[i].source for i in indices]
+        for question, indices in answer_cells(autograder, SOLUTION_TAG).items()
+    }
 
 
 def load_test_files(zip_path: Path):
@@ -375,11 +526,15 @@ def load_test_files(zip_path: Path):
         from otter.test_files import ExceptionTestFile
 
     with zipfile.ZipFile(zip_path) as archive:
-        return {Path(name).stem: ExceptionTestFile.from_string(archive.read(name).decode(), path=name)
-                for name in archive.namelist() if name.startswith("tests/") and name.endswith(".py")}
+        return {
+            Path(name).stem: ExceptionTestFile.from_string(archive.read(name).decode(), path=name)
+            for name in archive.namelist()
+            if name.startswith("tests/") and name.endswith(".py")
+        }
 
 
 # ---- the masters ---------------------------------------------------------------------------------------------------
+
 
 def test_every_lab_has_a_master():
     assert LABS == ["01_ring_allreduce", "02_global_batch", "03_memory_budget", "04_pipeline_schedule"]
@@ -392,8 +547,9 @@ def test_master_matches_its_py_twin_and_ran_top_to_bottom(lab):
     notebook = nbformat.read(master, as_version=4)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     counts = [cell.execution_count for cell in code]
-    assert counts == list(range(1, len(code) + 1)), \
+    assert counts == list(range(1, len(code) + 1)), (
         f"{lab}: run the master top to bottom: make notebooks NOTEBOOKS=labs/source/{lab}.py"
+    )
     errors = [cell.source.splitlines()[0] for cell in code for output in cell.outputs if output.output_type == "error"]
     assert not errors, f"{lab}: cells stored errors: {errors}"
 
@@ -414,6 +570,7 @@ def test_master_keeps_otter_markers_through_jupytext(lab):
 
 
 # ---- student versions and tests ------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("lab", LABS)
 def test_every_question_has_public_and_hidden_tests(built, lab):
@@ -438,8 +595,11 @@ def test_student_version_holds_no_solutions_and_no_hidden_tests(built, lab):
     stubs = {line.strip() for line in cells.splitlines()}
     for question, sources in solution_sources(autograder).items():
         for source in sources:
-            lines = [line.split("# SOLUTION")[0].strip() for line in source.splitlines()
-                     if not line.strip().startswith(("# BEGIN SOLUTION", "# END SOLUTION"))]
+            lines = [
+                line.split("# SOLUTION")[0].strip()
+                for line in source.splitlines()
+                if not line.strip().startswith(("# BEGIN SOLUTION", "# END SOLUTION"))
+            ]
             secret = [line for line in lines if line and line not in stubs]
             assert secret, f"{lab} {question}: the solution cell has nothing the student version lacks"
             leaked = [line for line in secret if line in cells]
@@ -458,11 +618,13 @@ def test_committed_student_version_is_up_to_date(built, lab):
     if not committed.exists() or "otter" not in json.loads(committed.read_text(encoding="utf-8"))["metadata"]:
         pytest.skip(f"labs/{lab}.ipynb is not a student version yet (make assignments)")
     fresh = built["out"] / lab / "student" / f"{lab}.ipynb"
-    assert committed.read_bytes() == fresh.read_bytes(), \
+    assert committed.read_bytes() == fresh.read_bytes(), (
         f"labs/{lab}.ipynb differs from what its master gives: run `make assignments`"
+    )
 
 
 # ---- wrong answers, in process -------------------------------------------------------------------------------------
+
 
 def scores(test_files, environment) -> dict[str, tuple[float, float, bool]]:
     """{question: (score, possible, passed every public case)} with otter's own test-file runner."""
@@ -491,8 +653,11 @@ def test_master_solutions_pass_every_test(built, lab_tests, lab):
     assert all(score == possible > 0 for score, possible, _ in result.values()), result
 
 
-@pytest.mark.parametrize("lab, question, mistake, source", WRONG_CASES,
-                         ids=[f"{lab}-{question}-{mistake}" for lab, question, mistake, _ in WRONG_CASES])
+@pytest.mark.parametrize(
+    "lab, question, mistake, source",
+    WRONG_CASES,
+    ids=[f"{lab}-{question}-{mistake}" for lab, question, mistake, _ in WRONG_CASES],
+)
 def test_a_wrong_answer_loses_exactly_its_questions_points(built, lab_tests, lab, question, mistake, source):
     student, autograder, _ = built[lab]
     answers = solution_sources(autograder) | {question: [source]}
@@ -507,8 +672,10 @@ def test_hidden_tests_catch_mistakes_the_public_ones_miss(built, lab_tests):
     caught_by_hidden_only = []
     for lab, question, mistake, source in WRONG_CASES:
         student, autograder, _ = built[lab]
-        result = scores({question: lab_tests[lab][question]},
-                        run_answers(student, solution_sources(autograder) | {question: [source]}))
+        result = scores(
+            {question: lab_tests[lab][question]},
+            run_answers(student, solution_sources(autograder) | {question: [source]}),
+        )
         if result[question][2]:
             caught_by_hidden_only.append(f"{lab} {question}: {mistake}")
     print("caught only by hidden tests:", *caught_by_hidden_only, sep="\n  ")
@@ -516,6 +683,7 @@ def test_hidden_tests_catch_mistakes_the_public_ones_miss(built, lab_tests):
 
 
 # ---- grading a folder of submissions end to end ----------------------------------------------------------------------
+
 
 def questions_and_points(built, lab) -> dict[str, float]:
     return grade.questions(built[lab][2])
@@ -549,8 +717,8 @@ def batch(built, tmp_path_factory):
         elif lab == "03_memory_budget":  # the last question (prompt, answer, check) moved before the first
             cells = answer_cells(notebook)
             first, last = cells["q1"][0] - 1, cells[max(cells)][0] - 1
-            block = notebook.cells[last:last + 3]
-            del notebook.cells[last:last + 3]
+            block = notebook.cells[last : last + 3]
+            del notebook.cells[last : last + 3]
             notebook.cells[first:first] = block
         submit(main, "wrong_q1_q3", lab, notebook, {q: 0.0 if q in wrong else p for q, p in possible.items()})
     (main / "full" / "notes.txt").write_text("not a notebook\n")
@@ -558,8 +726,13 @@ def batch(built, tmp_path_factory):
     student, autograder, _ = built["04_pipeline_schedule"]
     looping = filled(student, solution_sources(autograder))
     looping.cells.append(nbformat.v4.new_code_cell("while True:\n    pass"))
-    submit(odd, "endless", "04_pipeline_schedule", looping,
-           dict.fromkeys(questions_and_points(built, "04_pipeline_schedule"), 0.0))
+    submit(
+        odd,
+        "endless",
+        "04_pipeline_schedule",
+        looping,
+        dict.fromkeys(questions_and_points(built, "04_pipeline_schedule"), 0.0),
+    )
     unreadable = odd / "unreadable" / "02_global_batch.ipynb"
     unreadable.parent.mkdir(parents=True)
     unreadable.write_text('{"cells": [', encoding="utf-8")
@@ -569,22 +742,37 @@ def batch(built, tmp_path_factory):
     command = [sys.executable, str(TOOLS / "grade.py"), "--assignments", str(built["out"])]
     # The odd batch runs alongside, one notebook at a time, the endless loop first: the timeout must not stop it.
     # 45 s lets otter start and reject the unreadable notebook on a busy machine, and caps the loop's spinning.
-    side = subprocess.Popen(command + [str(odd), "--timeout", "45", "--jobs", "1"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    side = subprocess.Popen(
+        command + [str(odd), "--timeout", "45", "--jobs", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     done = subprocess.run(command + [str(main), "--jobs", "2"], capture_output=True, text=True, timeout=1200)
     side_output = side.communicate(timeout=600)[0]
     rows = []
     for folder in (main, odd):
         with open(folder.parent / "grades.csv", newline="", encoding="utf-8") as stream:
             rows += list(csv.DictReader(stream))
-    return {"main": main, "odd": odd, "before": before, "expected": expected, "rows": rows,
-            "output": done.stdout + done.stderr, "status": done.returncode,
-            "side_output": side_output, "side_status": side.returncode}
+    return {
+        "main": main,
+        "odd": odd,
+        "before": before,
+        "expected": expected,
+        "rows": rows,
+        "output": done.stdout + done.stderr,
+        "status": done.returncode,
+        "side_output": side_output,
+        "side_status": side.returncode,
+    }
 
 
 def graded(batch, student, lab) -> dict[str, float]:
-    return {row["question"]: float(row["points"]) for row in batch["rows"]
-            if row["student"] == student and row["lab"] == lab}
+    return {
+        row["question"]: float(row["points"])
+        for row in batch["rows"]
+        if row["student"] == student and row["lab"] == lab
+    }
 
 
 def test_grading_finishes_and_writes_one_row_per_question(batch):
@@ -644,17 +832,38 @@ def test_submissions_are_byte_identical_after_grading(batch):
 
 # ---- refusing to start -----------------------------------------------------------------------------------------------
 
+
 def test_grade_without_autograders_says_to_run_make_assignments(tmp_path):
     (tmp_path / "submissions" / "ada").mkdir(parents=True)
     (tmp_path / "submissions" / "ada" / "01_ring_allreduce.ipynb").write_text("{}")
-    done = subprocess.run([sys.executable, str(TOOLS / "grade.py"), str(tmp_path / "submissions"), "--assignments",
-                           str(tmp_path / "nothing")], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(TOOLS / "grade.py"),
+            str(tmp_path / "submissions"),
+            "--assignments",
+            str(tmp_path / "nothing"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "make assignments" in done.stderr
     assert not (tmp_path / "grades.csv").exists()
 
 
 def test_grade_refuses_to_write_into_the_submissions(tmp_path):
     (tmp_path / "submissions").mkdir()
-    done = subprocess.run([sys.executable, str(TOOLS / "grade.py"), str(tmp_path / "submissions"), "--grades",
-                           str(tmp_path / "submissions" / "grades.csv")], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(TOOLS / "grade.py"),
+            str(tmp_path / "submissions"),
+            "--grades",
+            str(tmp_path / "submissions" / "grades.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "never writes into the submissions folder" in done.stderr

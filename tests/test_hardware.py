@@ -20,15 +20,18 @@ def test_every_preset_names_its_source_and_semantics():
         assert any(a.name.startswith(name) for a in hardware.ACCELERATORS.values()), name
 
 
-@pytest.mark.parametrize("link, devices_per_node, one_way_gb_per_s", [
-    (hardware.NVLINK3, 8, 300),  # 600 GB/s two-way per GPU
-    (hardware.NVLINK4, 8, 450),  # 900 GB/s two-way per GPU; scaling book: 18 × 25 GB/s each way
-    (hardware.NVLINK5, 8, 900),
-    (hardware.NVLINK4_MEASURED, 8, 370),  # measured busbw is already one-way per GPU
-    (hardware.INFINIBAND_HDR_8X, 8, 25),  # 8 × 200 Gb/s per node = 200 GB/s, 25 GB/s per GPU
-    (hardware.INFINIBAND_NDR_8X, 8, 50),  # scaling book: node egress 400e9 B/s
-    (hardware.ICI_V5E, 1, 45),
-])
+@pytest.mark.parametrize(
+    "link, devices_per_node, one_way_gb_per_s",
+    [
+        (hardware.NVLINK3, 8, 300),  # 600 GB/s two-way per GPU
+        (hardware.NVLINK4, 8, 450),  # 900 GB/s two-way per GPU; scaling book: 18 × 25 GB/s each way
+        (hardware.NVLINK5, 8, 900),
+        (hardware.NVLINK4_MEASURED, 8, 370),  # measured busbw is already one-way per GPU
+        (hardware.INFINIBAND_HDR_8X, 8, 25),  # 8 × 200 Gb/s per node = 200 GB/s, 25 GB/s per GPU
+        (hardware.INFINIBAND_NDR_8X, 8, 50),  # scaling book: node egress 400e9 B/s
+        (hardware.ICI_V5E, 1, 45),
+    ],
+)
 def test_one_way_per_device_bandwidth(link, devices_per_node, one_way_gb_per_s):
     assert link.one_way_bytes_per_s_per_device(devices_per_node) == pytest.approx(one_way_gb_per_s * GB)
 
@@ -44,14 +47,17 @@ def test_scaling_book_ici_latency_bound_threshold():
     # sharding.md: "TPU v5e with 4.5e10 unidirectional ICI bandwidth, sending any buffer under 4.5e10 * 1e-6 = 45kB
     # will be latency bound": one hop's α equals its bandwidth term at 45 kB.
     link = hardware.ICI_V5E
-    assert latency_bandwidth_crossover_bytes("send_recv", 2, link.bandwidth_bytes_per_s, link.latency_s) == \
-        pytest.approx(45e3)
+    assert latency_bandwidth_crossover_bytes(
+        "send_recv", 2, link.bandwidth_bytes_per_s, link.latency_s
+    ) == pytest.approx(45e3)
 
 
 def test_critical_intensities():
     # gpus.md quiz: H100 990e12 / 3.35e12 = 295, B200 2250e12 / 8e12 = 281; tpus.md: v5e 1.97e14 / 8.1e11 ≈ 243.
     for accelerator, value in ((hardware.H100, 295), (hardware.B200, 281), (hardware.TPU_V5E, 243)):
-        assert round(ridge_point_flops_per_byte(accelerator.peak("bf16"), accelerator.hbm_bandwidth_bytes_per_s)) == value
+        assert (
+            round(ridge_point_flops_per_byte(accelerator.peak("bf16"), accelerator.hbm_bandwidth_bytes_per_s)) == value
+        )
 
 
 def test_selene_matches_narayanan():

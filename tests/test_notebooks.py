@@ -1,5 +1,5 @@
 """The notebooks as files (no kernel; nbval runs them): twins in sync, clean stored outputs, deliberate nbval tags,
-prerequisite and relative links, the lesson skeleton of COURSE.md, and what labs/ holds.
+prerequisite and relative links, the course's lesson skeleton, and what labs/ holds.
 
 Three kinds of notebook:
 - the lessons (notebooks/) and the graded masters (labs/source/): py:percent twins, outputs stored by
@@ -38,15 +38,23 @@ REGENERATE = "edit the .py if needed, then run `make notebooks`"
 FORBIDDEN = [
     (re.compile(r"Traceback \(most recent call last\)"), "a traceback", "make the cell run without raising"),
     (re.compile(r"0x[0-9a-f]{6,}"), "a memory address", "display a value, not an object's default repr"),
-    (re.compile(r"\bnp\.(?:u?int(?:8|16|32|64)|float(?:16|32|64|128)|complex(?:64|128|256)|longdouble|bool_?|str_"
-                r"|bytes_|datetime64|timedelta64)\(|\bnp\.(?:True|False)_\b"),
-     "a numpy scalar repr", "convert with float()/int()/bool() or format it with course_lib.units"),
+    (
+        re.compile(
+            r"\bnp\.(?:u?int(?:8|16|32|64)|float(?:16|32|64|128)|complex(?:64|128|256)|longdouble|bool_?|str_"
+            r"|bytes_|datetime64|timedelta64)\(|\bnp\.(?:True|False)_\b"
+        ),
+        "a numpy scalar repr",
+        "convert with float()/int()/bool() or format it with course_lib.units",
+    ),
     (re.compile(r"<ipywidgets\."), "an ipywidgets object repr", "display the widget itself (last line of the cell)"),
-    (re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\b\d\d:\d\d:\d\d\b"), "a timestamp",
-     "do not print the date or time of the run"),
+    (
+        re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\b\d\d:\d\d:\d\d\b"),
+        "a timestamp",
+        "do not print the date or time of the run",
+    ),
 ]
 
-# The lesson skeleton of COURSE.md: (section, keywords a heading must contain, case-insensitively).
+# The course's lesson skeleton: (section, keywords a heading must contain, case-insensitively).
 SKELETON = [
     ("what you'll learn", r"what you(?:'|’)?ll learn|what you will learn|learning objective"),
     ("prerequisites", r"prerequisite"),
@@ -143,43 +151,58 @@ def output_texts(output) -> list[tuple[str, str]]:
         return [(f"stream {output.name}", output.text)]
     if output.output_type == "error":
         return [("error", "\n".join([output.ename, output.evalue, *output.traceback]))]
-    return [(mime, value if isinstance(value, str) else str(value)) for mime, value in output.get("data", {}).items()
-            if not mime.startswith("image/") and mime != WIDGET_VIEW]
+    return [
+        (mime, value if isinstance(value, str) else str(value))
+        for mime, value in output.get("data", {}).items()
+        if not mime.startswith("image/") and mime != WIDGET_VIEW
+    ]
 
 
 # ---- the .ipynb and its py:percent twin --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", EXECUTED, ids=ids(EXECUTED))
 def test_notebook_has_a_py_twin_with_the_same_cells(path):
     twin = path.with_suffix(".py")
-    assert twin.exists(), (f"{rel(path)}: no py:percent twin {rel(twin)}; create it with "
-                           f"`jupytext --set-formats ipynb,py:percent {rel(path)}` and commit both")
+    assert twin.exists(), (
+        f"{rel(path)}: no py:percent twin {rel(twin)}; create it with "
+        f"`jupytext --set-formats ipynb,py:percent {rel(path)}` and commit both"
+    )
     notebook, text = inputs(jupytext.read(path)), inputs(jupytext.read(twin))
-    for index, (cell, twin_cell) in enumerate(zip(notebook, text)):
+    for index, (cell, twin_cell) in enumerate(zip(notebook, text, strict=True)):
         if cell != twin_cell:
             ours, theirs = f"{cell[0]} cell", f"{twin_cell[0]} cell"
             if cell[0] == twin_cell[0]:
                 end = "the end of the cell"
-                shown = lambda line: line if line == end else repr(line)  # noqa: E731
-                lines = zip(cell[1].splitlines() + [end], twin_cell[1].splitlines() + [end])
+                shown = lambda line, end=end: line if line == end else repr(line)  # noqa: E731
+                lines = zip(cell[1].splitlines() + [end], twin_cell[1].splitlines() + [end], strict=True)
                 ours, theirs = next((shown(a), shown(b)) for a, b in lines if a != b)
-            pytest.fail(f"{rel(path)} cell {index} differs from {rel(twin)}: the .ipynb has {ours} where the .py has "
-                        f"{theirs}. The .py is the source: {REGENERATE} to rebuild the .ipynb", pytrace=False)
-    assert len(notebook) == len(text), (f"{rel(path)} has {len(notebook)} cells, {rel(twin)} has {len(text)}: "
-                                        f"{REGENERATE} to rebuild the .ipynb")
+            pytest.fail(
+                f"{rel(path)} cell {index} differs from {rel(twin)}: the .ipynb has {ours} where the .py has "
+                f"{theirs}. The .py is the source: {REGENERATE} to rebuild the .ipynb",
+                pytrace=False,
+            )
+    assert len(notebook) == len(text), (
+        f"{rel(path)} has {len(notebook)} cells, {rel(twin)} has {len(text)}: {REGENERATE} to rebuild the .ipynb"
+    )
 
 
 @pytest.mark.parametrize("path", TWINS, ids=ids(TWINS))
 def test_py_twin_has_a_notebook(path):
     has_header = path.read_text(encoding="utf-8").splitlines()[:2] == ["# ---", "# jupyter:"]
-    assert has_header, (f"{rel(path)} has no jupytext header: every .py here is a notebook's twin (code that is "
-                        "not a notebook belongs in course_lib)")
+    assert has_header, (
+        f"{rel(path)} has no jupytext header: every .py here is a notebook's twin (code that is "
+        "not a notebook belongs in course_lib)"
+    )
     has_notebook = path.with_suffix(".ipynb").exists()
-    assert has_notebook, (f"{rel(path)}: no {path.with_suffix('.ipynb').name} next to it; run "
-                          f"`make notebooks NOTEBOOKS={rel(path)}` and commit it")
+    assert has_notebook, (
+        f"{rel(path)}: no {path.with_suffix('.ipynb').name} next to it; run "
+        f"`make notebooks NOTEBOOKS={rel(path)}` and commit it"
+    )
 
 
 # ---- stored outputs ------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("path", EXECUTED, ids=ids(EXECUTED))
 def test_stored_outputs_are_clean_and_in_order(path):
@@ -203,8 +226,9 @@ def test_stored_outputs_are_clean_and_in_order(path):
         expected += 1
         for output in cell.outputs:
             if output.output_type == "error":
-                problems.append(f"{where} stored an error, {output.ename}: {output.evalue}; make it run, then "
-                                "`make notebooks`")
+                problems.append(
+                    f"{where} stored an error, {output.ename}: {output.evalue}; make it run, then `make notebooks`"
+                )
                 continue
             for kind, text in output_texts(output):
                 if kind == "stream stderr":
@@ -221,17 +245,22 @@ def test_ignored_outputs_are_deliberate(path):
     for index, cell in enumerate(read(path).cells):
         tagged = IGNORE_OUTPUT in cell.metadata.get("tags", [])
         if tagged and not re.search(rf"^\s*# {IGNORE_OUTPUT}:[ \t]*\S", cell.source, re.MULTILINE):
-            problems.append(f"cell {index} ({first_line(cell.source)!r}) is tagged {IGNORE_OUTPUT} without a reason: "
-                            f"add a comment line '# {IGNORE_OUTPUT}: <why its output cannot be compared>' "
-                            "(e.g. a live widget), or remove the tag")
+            problems.append(
+                f"cell {index} ({first_line(cell.source)!r}) is tagged {IGNORE_OUTPUT} without a reason: "
+                f"add a comment line '# {IGNORE_OUTPUT}: <why its output cannot be compared>' "
+                "(e.g. a live widget), or remove the tag"
+            )
         shows_widget = any(WIDGET_VIEW in output.get("data", {}) for output in cell.get("outputs", []))
         if shows_widget and not tagged:
-            problems.append(f"cell {index} ({first_line(cell.source)!r}) displays a widget but is not tagged: start "
-                            f"it with `# %% tags=[\"{IGNORE_OUTPUT}\"]` and a '# {IGNORE_OUTPUT}: <reason>' line")
+            problems.append(
+                f"cell {index} ({first_line(cell.source)!r}) displays a widget but is not tagged: start "
+                f"it with `# %% tags=[\"{IGNORE_OUTPUT}\"]` and a '# {IGNORE_OUTPUT}: <reason>' line"
+            )
     assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
 
 
 # ---- links -----------------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
 def test_prerequisites_link_only_to_earlier_lessons(path):
@@ -242,11 +271,15 @@ def test_prerequisites_link_only_to_earlier_lessons(path):
             resolved = (path.parent / target_path).resolve() if target_path else None
             match = re.fullmatch(r"(\d\d)_\w+\.ipynb", resolved.name) if resolved else None
             if not match or resolved.parent != path.parent:
-                problems.append(f"cell {index}: the prerequisites link to {target!r}; they may link only to earlier "
-                                "lessons in notebooks/ (NN_name.ipynb)")
+                problems.append(
+                    f"cell {index}: the prerequisites link to {target!r}; they may link only to earlier "
+                    "lessons in notebooks/ (NN_name.ipynb)"
+                )
             elif int(match.group(1)) >= number:
-                problems.append(f"cell {index}: {target!r} is not an earlier lesson than {path.name}: a lesson's "
-                                "prerequisites come before it")
+                problems.append(
+                    f"cell {index}: {target!r} is not an earlier lesson than {path.name}: a lesson's "
+                    "prerequisites come before it"
+                )
             elif not resolved.exists():
                 problems.append(f"cell {index}: {target!r} does not exist")
     assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
@@ -262,57 +295,81 @@ def link_base(path: Path) -> Path:
 def test_relative_notebook_links_exist(path):
     problems, base = [], link_base(path)
     for index, cell in enumerate(read(path).cells):
-        texts = [cell.source] if cell.cell_type == "markdown" else [
-            text for output in cell.get("outputs", []) for mime, text in output_texts(output)
-            if mime in ("text/markdown", "text/html")]
+        texts = (
+            [cell.source]
+            if cell.cell_type == "markdown"
+            else [
+                text
+                for output in cell.get("outputs", [])
+                for mime, text in output_texts(output)
+                if mime in ("text/markdown", "text/html")
+            ]
+        )
         for text in texts:
             for target in links(text):
                 target_path = relative_notebook_target(target)
                 if target_path and not (base / target_path).exists():
-                    problems.append(f"cell {index}: link to {target!r}, but {rel(base)}/{target_path} does "
-                                    "not exist; fix the link")
+                    problems.append(
+                        f"cell {index}: link to {target!r}, but {rel(base)}/{target_path} does not exist; fix the link"
+                    )
     assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
 
 
 # ---- the lesson skeleton -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", [p for p in LESSONS if int(p.name[:2]) >= 1],
-                         ids=ids([p for p in LESSONS if int(p.name[:2]) >= 1]))
+
+@pytest.mark.parametrize(
+    "path", [p for p in LESSONS if int(p.name[:2]) >= 1], ids=ids([p for p in LESSONS if int(p.name[:2]) >= 1])
+)
 def test_lesson_follows_the_skeleton(path):
     found = headings(read(path))
     problems = []
     if not found or found[0][1] != 1:
         where = f"cell {found[0][0]}: the first heading is {found[0][2]!r}" if found else "there is no heading"
-        problems.append(f"{where}; the lesson must open with its title as a level-1 heading, with a verb "
-                        "('# Count the work: ...')")
+        problems.append(
+            f"{where}; the lesson must open with its title as a level-1 heading, with a verb ('# Count the work: ...')"
+        )
     texts = [text.lower() for _, _, text in found]
-    missing = [f"{section} (a heading containing {keywords.replace('(?:', '(')!r})" for section, keywords in SKELETON
-               if not any(re.search(keywords, text) for text in texts)]
+    missing = [
+        f"{section} (a heading containing {keywords.replace('(?:', '(')!r})"
+        for section, keywords in SKELETON
+        if not any(re.search(keywords, text) for text in texts)
+    ]
     if missing:
-        problems.append("missing the sections of COURSE.md's lesson skeleton: add a markdown heading for each of\n    "
-                        + "\n    ".join(missing))
+        problems.append(
+            "missing sections of the course's lesson skeleton: add a markdown heading for each of\n    "
+            + "\n    ".join(missing)
+        )
     assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
 
 
 # ---- labs/: the student versions -------------------------------------------------------------------------------------
 
+
 def test_labs_holds_a_student_version_of_every_master_and_nothing_else():
     masters = [path.name for path in MASTERS]
     students = [path.name for path in STUDENT_VERSIONS]
-    assert masters and students == masters, (f"labs/ holds {students}, labs/source/ the masters {masters}: run "
-                                             "`make assignments` and commit labs/*.ipynb")
+    assert masters and students == masters, (
+        f"labs/ holds {students}, labs/source/ the masters {masters}: run `make assignments` and commit labs/*.ipynb"
+    )
     twins = sorted(path.name for path in (ROOT / "labs").glob("*.py"))
-    assert not twins, (f"labs/ holds {twins}: the student versions have no py:percent twin (labs/jupytext.toml); "
-                       "edit the masters in labs/source/ instead and delete these")
+    assert not twins, (
+        f"labs/ holds {twins}: the student versions have no py:percent twin (labs/jupytext.toml); "
+        "edit the masters in labs/source/ instead and delete these"
+    )
 
 
 @pytest.mark.parametrize("path", STUDENT_VERSIONS, ids=ids(STUDENT_VERSIONS))
 def test_student_version_is_unexecuted_otter_output(path):
     notebook = read(path)
     assert notebook.metadata.get("otter", {}).get("assignment_name") == path.stem, (
-        f"{rel(path)} is not otter's student version of {path.stem}: run `make assignments`")
-    executed = [index for index, cell in enumerate(notebook.cells)
-                if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)]
+        f"{rel(path)} is not otter's student version of {path.stem}: run `make assignments`"
+    )
+    executed = [
+        index
+        for index, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)
+    ]
     assert not executed, f"{rel(path)}: cells {executed} hold outputs; a student version is stored as otter writes it"
     assert "jupytext" not in notebook.metadata, f"{rel(path)} has jupytext metadata; rebuild it with make assignments"
 
@@ -325,6 +382,8 @@ def test_jupytext_configs_pair_everything_but_the_student_versions():
 
     root, masters, students = settings("notebooks"), settings("labs/source"), settings("labs")
     assert root.formats == ["ipynb,py:percent"] and masters == root, (
-        "labs/source/jupytext.toml must repeat the root jupytext.toml (the masters are paired like the lessons)")
+        "labs/source/jupytext.toml must repeat the root jupytext.toml (the masters are paired like the lessons)"
+    )
     assert students.formats == ["ipynb"], (
-        'labs/jupytext.toml must say formats = "ipynb": saving a student version must not create a twin')
+        'labs/jupytext.toml must say formats = "ipynb": saving a student version must not create a twin'
+    )

@@ -2,24 +2,44 @@
 
 import pytest
 
-from course_lib.parallelism import (GPT3_175B, MEGATRON_1T, MT_NLG_530B, ParallelPlan, TransformerModel,
-                                    activation_bytes_per_layer, communication_volume_per_step, global_batch,
-                                    memory_breakdown, pipeline_bubble_fraction, pipeline_in_flight_microbatches,
-                                    step_transfers, zero_model_state_bytes)
+from course_lib.parallelism import (
+    GPT3_175B,
+    MEGATRON_1T,
+    MT_NLG_530B,
+    ParallelPlan,
+    TransformerModel,
+    activation_bytes_per_layer,
+    communication_volume_per_step,
+    global_batch,
+    memory_breakdown,
+    pipeline_bubble_fraction,
+    pipeline_in_flight_microbatches,
+    step_transfers,
+    zero_model_state_bytes,
+)
 
 # ZeRO (Rajbhandari et al. 2020) Table 1: per-device model-state memory in GB, as printed.
 # Columns: model (Ψ), stage; rows: DP degree N_d.
 ZERO_TABLE1 = {
-    7.5e9: {1: [120, 52.5, 35.6, 31.4, 30.4, 30.1], 2: [120, 41.3, 21.6, 16.6, 15.4, 15.1],
-            3: [120, 30, 7.5, 1.88, 0.47, 0.12]},
-    128e9: {1: [2048, 896, 608, 536, 518, 513], 2: [2048, 704, 368, 284, 263, 257],
-            3: [2048, 512, 128, 32, 8, 2]},
-    1e12: {1: [16000, 7000, 4750, 4187, 4046, 4011], 2: [16000, 5500, 2875, 2218, 2054, 2013],
-           3: [16000, 4000, 1000, 250, 62.5, 15.6]},
+    7.5e9: {
+        1: [120, 52.5, 35.6, 31.4, 30.4, 30.1],
+        2: [120, 41.3, 21.6, 16.6, 15.4, 15.1],
+        3: [120, 30, 7.5, 1.88, 0.47, 0.12],
+    },
+    128e9: {1: [2048, 896, 608, 536, 518, 513], 2: [2048, 704, 368, 284, 263, 257], 3: [2048, 512, 128, 32, 8, 2]},
+    1e12: {
+        1: [16000, 7000, 4750, 4187, 4046, 4011],
+        2: [16000, 5500, 2875, 2218, 2054, 2013],
+        3: [16000, 4000, 1000, 250, 62.5, 15.6],
+    },
 }
 DP_DEGREES = [1, 4, 16, 64, 256, 1024]
-CELLS = [(psi, stage, n_d, printed) for psi, stages in ZERO_TABLE1.items() for stage, column in stages.items()
-         for n_d, printed in zip(DP_DEGREES, column)]
+CELLS = [
+    (psi, stage, n_d, printed)
+    for psi, stages in ZERO_TABLE1.items()
+    for stage, column in stages.items()
+    for n_d, printed in zip(DP_DEGREES, column, strict=True)
+]
 
 
 def test_table1_has_54_cells():
@@ -92,13 +112,22 @@ def test_first_stage_activations_eq5_and_eq6():
     for p in (1, 4, 8, 16):
         plan = ParallelPlan(tensor_parallel=t, pipeline_parallel=p, grad_accum_steps=64, sequence_parallel=True)
         assert memory_breakdown(model, plan).activations == pytest.approx(
-            s * 1 * h * layers / t * (34 + 5 * a * s / h))  # Eq. (5)
+            s * 1 * h * layers / t * (34 + 5 * a * s / h)
+        )  # Eq. (5)
         selective = plan.replace(recompute="selective")
         assert memory_breakdown(model, selective).activations == pytest.approx(34 * s * h * layers / t)  # Eq. (6)
-    interleaved = ParallelPlan(tensor_parallel=t, pipeline_parallel=8, grad_accum_steps=64, sequence_parallel=True,
-                               recompute="selective", schedule="interleaved", virtual_stages=2)
+    interleaved = ParallelPlan(
+        tensor_parallel=t,
+        pipeline_parallel=8,
+        grad_accum_steps=64,
+        sequence_parallel=True,
+        recompute="selective",
+        schedule="interleaved",
+        virtual_stages=2,
+    )
     assert memory_breakdown(model, interleaved).activations == pytest.approx(
-        34 * s * h * layers / t * (1 + 7 / (8 * 2)))
+        34 * s * h * layers / t * (1 + 7 / (8 * 2))
+    )
 
 
 def test_in_flight_micro_batches():
@@ -133,8 +162,9 @@ def test_zero_communication_volumes_section7():
     # At one micro-batch: stage 0, 1, 2 move 2Ψ per device (× (d−1)/d for rings), stage 3 moves 3Ψ (1.5×).
     d = 64
     psi_bytes = 2 * GPT3_175B.params  # 16-bit elements
-    volumes = [communication_volume_per_step(GPT3_175B, ParallelPlan(data_parallel=d, zero_stage=z))["data"]
-               for z in range(4)]
+    volumes = [
+        communication_volume_per_step(GPT3_175B, ParallelPlan(data_parallel=d, zero_stage=z))["data"] for z in range(4)
+    ]
     ring = (d - 1) / d
     assert volumes == pytest.approx([2 * psi_bytes * ring] * 3 + [3 * psi_bytes * ring])
 
@@ -149,7 +179,8 @@ def test_tensor_parallel_volume_matches_narayanan():
     assert volume["tensor"] == pytest.approx(per_layer * model.layers / p * m)
     # Sequence parallelism: all-gather + reduce-scatter instead of all-reduce, the same bytes.
     assert communication_volume_per_step(model, plan.replace(sequence_parallel=True))["tensor"] == pytest.approx(
-        volume["tensor"])
+        volume["tensor"]
+    )
     # ZeRO §8: full recomputation adds two more all-reduces per layer: 12·s·h·b instead of 8.
     full = communication_volume_per_step(model, plan.replace(recompute="full"))["tensor"]
     assert full == pytest.approx(volume["tensor"] * 12 / 8)
@@ -169,9 +200,15 @@ def test_pipeline_volume_is_bsh_each_way_per_micro_batch():
 def test_transfers_list_names_what_crosses_each_boundary():
     plan = ParallelPlan(data_parallel=2, tensor_parallel=2, pipeline_parallel=2, zero_stage=3, grad_accum_steps=2)
     crossing = [(x.axis, x.op) for x in step_transfers(GPT3_175B, plan) if x.group_size > 1]
-    assert crossing == [("tensor", "all_reduce"), ("tensor", "all_reduce"), ("pipeline", "send_recv"),
-                        ("pipeline", "send_recv"), ("data", "all_gather"), ("data", "all_gather"),
-                        ("data", "reduce_scatter")]
+    assert crossing == [
+        ("tensor", "all_reduce"),
+        ("tensor", "all_reduce"),
+        ("pipeline", "send_recv"),
+        ("pipeline", "send_recv"),
+        ("data", "all_gather"),
+        ("data", "all_gather"),
+        ("data", "reduce_scatter"),
+    ]
     assert all(x.on_critical_path for x in step_transfers(GPT3_175B, plan) if x.axis != "data")
 
 

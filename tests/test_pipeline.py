@@ -1,5 +1,6 @@
 """The pipeline event simulation against Narayanan et al.'s bubble formulas, Megatron-LM's order, and its own rules."""
 
+import itertools
 import math
 from collections import Counter
 
@@ -30,8 +31,11 @@ def test_interleaved_bubble_is_divided_by_v(backward_time_s):
         for v in range(2, 5):
             for m in (p, 2 * p, 3 * p, 4 * p):
                 timeline = pipeline_schedule(p, m, "interleaved", v, 1.0, backward_time_s)
-                assert timeline.bubble_fraction == pytest.approx(pipeline_bubble_fraction(p, m, v), rel=1e-12), \
-                    (p, v, m)
+                assert timeline.bubble_fraction == pytest.approx(pipeline_bubble_fraction(p, m, v), rel=1e-12), (
+                    p,
+                    v,
+                    m,
+                )
                 assert timeline.total_s == pytest.approx((m + (p - 1) / v) * (1.0 + backward_time_s), rel=1e-12)
 
 
@@ -73,27 +77,53 @@ def test_interleaved_peak_in_flight():
 def test_interleaved_order_follows_megatron():
     # Worked by hand from Megatron-LM's get_model_chunk_id for p = 2, v = 2, m = 4, rank 0: warm-up
     # (2 − 0 − 1)·2 + (2 − 1)·2 = 4 chunk-forwards, micro-batches in groups of p = 2.
-    expected = [("forward", 0, 0), ("forward", 1, 0), ("forward", 0, 1), ("forward", 1, 1),
-                ("forward", 2, 0), ("backward", 0, 1), ("forward", 3, 0), ("backward", 1, 1),
-                ("forward", 2, 1), ("backward", 0, 0), ("forward", 3, 1), ("backward", 1, 0),
-                ("backward", 2, 1), ("backward", 3, 1), ("backward", 2, 0), ("backward", 3, 0)]
+    expected = [
+        ("forward", 0, 0),
+        ("forward", 1, 0),
+        ("forward", 0, 1),
+        ("forward", 1, 1),
+        ("forward", 2, 0),
+        ("backward", 0, 1),
+        ("forward", 3, 0),
+        ("backward", 1, 1),
+        ("forward", 2, 1),
+        ("backward", 0, 0),
+        ("forward", 3, 1),
+        ("backward", 1, 0),
+        ("backward", 2, 1),
+        ("backward", 3, 1),
+        ("backward", 2, 0),
+        ("backward", 3, 0),
+    ]
     assert device_op_order(2, 4, "interleaved", 2, stage=0) == expected
     last = device_op_order(2, 4, "interleaved", 2, stage=1)
     # The last stage warms up with (v − 1)·p = 2 chunk-forwards, then alternates forward and backward.
-    assert last[:5] == [("forward", 0, 0), ("forward", 1, 0), ("forward", 0, 1), ("backward", 0, 1),
-                        ("forward", 1, 1)]
+    assert last[:5] == [("forward", 0, 0), ("forward", 1, 0), ("forward", 0, 1), ("backward", 0, 1), ("forward", 1, 1)]
 
 
 def test_flush_orders():
-    assert device_op_order(3, 4, "gpipe", stage=1) == [("forward", i, 0) for i in range(4)] + \
-        [("backward", i, 0) for i in range(4)]
-    assert device_op_order(3, 4, "1f1b", stage=0)[:4] == [("forward", 0, 0), ("forward", 1, 0), ("forward", 2, 0),
-                                                          ("backward", 0, 0)]
+    assert device_op_order(3, 4, "gpipe", stage=1) == [("forward", i, 0) for i in range(4)] + [
+        ("backward", i, 0) for i in range(4)
+    ]
+    assert device_op_order(3, 4, "1f1b", stage=0)[:4] == [
+        ("forward", 0, 0),
+        ("forward", 1, 0),
+        ("forward", 2, 0),
+        ("backward", 0, 0),
+    ]
     assert device_op_order(3, 4, "1f1b", stage=2)[:3] == [("forward", 0, 0), ("backward", 0, 0), ("forward", 1, 0)]
 
 
-CASES = [(1, 3, "1f1b", 1), (4, 8, "gpipe", 1), (4, 3, "1f1b", 1), (4, 8, "1f1b", 1), (3, 6, "interleaved", 3),
-         (4, 8, "interleaved", 2), (4, 4, "interleaved", 4), (5, 10, "interleaved", 2)]
+CASES = [
+    (1, 3, "1f1b", 1),
+    (4, 8, "gpipe", 1),
+    (4, 3, "1f1b", 1),
+    (4, 8, "1f1b", 1),
+    (3, 6, "interleaved", 3),
+    (4, 8, "interleaved", 2),
+    (4, 4, "interleaved", 4),
+    (5, 10, "interleaved", 2),
+]
 
 
 def _dependency_of(op, p, v):
@@ -123,7 +153,7 @@ def test_timeline_is_a_valid_execution(p, m, schedule, v, backward_time_s):
             assert op.start_s >= end[needed] - 1e-12, (op, needed)
     for s in range(p):
         ops = timeline.stage_ops(s)
-        assert all(a.end_s <= b.start_s + 1e-12 for a, b in zip(ops, ops[1:])), s
+        assert all(a.end_s <= b.start_s + 1e-12 for a, b in itertools.pairwise(ops)), s
         assert [(op.kind, op.microbatch, op.chunk) for op in ops] == device_op_order(p, m, schedule, v, s)
     assert min(op.start_s for op in timeline.ops) == 0.0
 
@@ -145,18 +175,29 @@ def test_a_deadlocked_order_raises_instead_of_looping(monkeypatch):
         pipeline_schedule(3, 2, "1f1b")
 
 
-@pytest.mark.parametrize("kwargs, parameter", [
-    (dict(stages=0), "stages"), (dict(stages=2.5), "stages"), (dict(stages=True), "stages"),
-    (dict(stages=np.array([2, 4])), "stages"), (dict(microbatches=0), "microbatches"),
-    (dict(microbatches="8"), "microbatches"), (dict(microbatches=math.nan), "microbatches"),
-    (dict(schedule="zero-bubble"), "schedule"), (dict(schedule="1F1B"), "schedule"),
-    (dict(virtual_stages=2), "virtual_stages"), (dict(virtual_stages=0), "virtual_stages"),
-    (dict(schedule="interleaved", virtual_stages=1), "virtual_stages"),
-    (dict(schedule="interleaved", virtual_stages=2, microbatches=6), "microbatches"),
-    (dict(forward_time_s=0), "forward_time_s"), (dict(forward_time_s=-1.0), "forward_time_s"),
-    (dict(forward_time_s=math.inf), "forward_time_s"), (dict(backward_time_s=math.nan), "backward_time_s"),
-    (dict(backward_time_s="2"), "backward_time_s"),
-])
+@pytest.mark.parametrize(
+    "kwargs, parameter",
+    [
+        (dict(stages=0), "stages"),
+        (dict(stages=2.5), "stages"),
+        (dict(stages=True), "stages"),
+        (dict(stages=np.array([2, 4])), "stages"),
+        (dict(microbatches=0), "microbatches"),
+        (dict(microbatches="8"), "microbatches"),
+        (dict(microbatches=math.nan), "microbatches"),
+        (dict(schedule="zero-bubble"), "schedule"),
+        (dict(schedule="1F1B"), "schedule"),
+        (dict(virtual_stages=2), "virtual_stages"),
+        (dict(virtual_stages=0), "virtual_stages"),
+        (dict(schedule="interleaved", virtual_stages=1), "virtual_stages"),
+        (dict(schedule="interleaved", virtual_stages=2, microbatches=6), "microbatches"),
+        (dict(forward_time_s=0), "forward_time_s"),
+        (dict(forward_time_s=-1.0), "forward_time_s"),
+        (dict(forward_time_s=math.inf), "forward_time_s"),
+        (dict(backward_time_s=math.nan), "backward_time_s"),
+        (dict(backward_time_s="2"), "backward_time_s"),
+    ],
+)
 def test_bad_input_names_the_parameter(kwargs, parameter):
     arguments = dict(stages=4, microbatches=8) | kwargs
     with pytest.raises(ValueError, match=parameter):

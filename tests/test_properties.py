@@ -1,11 +1,13 @@
 """Properties that must hold for every input (hypothesis)."""
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_lib.collectives import ALGORITHMS, OPS, collective_time, ring_allreduce_time
-from course_lib.parallelism import (GPT3_175B, ParallelPlan, memory_breakdown, zero_model_state_bytes)
+from course_lib.parallelism import GPT3_175B, ParallelPlan, memory_breakdown, zero_model_state_bytes
 
 POWER_OF_TWO_ONLY = {"recursive_doubling", "recursive_halving", "rabenseifner"}
 PAIRS = [(op, algorithm) for op in OPS for algorithm in ALGORITHMS[op]]
@@ -33,7 +35,8 @@ def test_more_bandwidth_never_increases_time(call, b1, b2):
     op, algorithm, ranks, size, latency = call
     slow, fast = sorted((b1, b2))
     assert collective_time(op, ranks, size, fast, latency, algorithm) <= collective_time(
-        op, ranks, size, slow, latency, algorithm)
+        op, ranks, size, slow, latency, algorithm
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -55,8 +58,9 @@ def test_one_rank_communicates_nothing(pair, size, bandwidth, latency):
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 10**5), sizes, bandwidths, latencies)
 def test_ring_allreduce_is_reduce_scatter_then_all_gather(ranks, size, bandwidth, latency):
-    parts = (collective_time("reduce_scatter", ranks, size, bandwidth, latency)
-             + collective_time("all_gather", ranks, size, bandwidth, latency))
+    parts = collective_time("reduce_scatter", ranks, size, bandwidth, latency) + collective_time(
+        "all_gather", ranks, size, bandwidth, latency
+    )
     assert ring_allreduce_time(ranks, size, bandwidth, latency) == pytest.approx(parts, rel=1e-12)
 
 
@@ -73,18 +77,31 @@ def test_ring_bandwidth_term_tends_to_two_q_over_b(ranks, size, bandwidth):
 @given(st.floats(1e6, 1e13), st.integers(1, 4096), st.floats(0, 16))
 def test_a_higher_zero_stage_never_increases_memory(params, data_parallel, optimizer_bytes):
     values = [zero_model_state_bytes(params, data_parallel, stage, optimizer_bytes) for stage in range(4)]
-    assert all(later <= earlier * (1 + 1e-12) for earlier, later in zip(values, values[1:]))
+    assert all(later <= earlier * (1 + 1e-12) for earlier, later in itertools.pairwise(values))
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4]),
-       st.integers(1, 64), st.booleans())
+@given(
+    st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from([1, 2, 4]),
+    st.integers(1, 64),
+    st.booleans(),
+)
 def test_recomputation_and_zero_never_increase_plan_memory(d, t, b, m, sp):
     totals = []
     for stage in range(4):
         for recompute in ("none", "selective", "full"):
-            plan = ParallelPlan(data_parallel=d, tensor_parallel=t, pipeline_parallel=4, zero_stage=stage,
-                                micro_batch=b, grad_accum_steps=m, recompute=recompute, sequence_parallel=sp)
+            plan = ParallelPlan(
+                data_parallel=d,
+                tensor_parallel=t,
+                pipeline_parallel=4,
+                zero_stage=stage,
+                micro_batch=b,
+                grad_accum_steps=m,
+                recompute=recompute,
+                sequence_parallel=sp,
+            )
             totals.append((stage, recompute, memory_breakdown(GPT3_175B, plan).total))
     by_key = {(s, r): total for s, r, total in totals}
     for stage in range(4):

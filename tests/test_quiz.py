@@ -9,8 +9,7 @@ from course_lib.quiz import Feedback, MultipleChoice, Question, from_card, multi
 
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 
-MAC = Question("A multiply-accumulate is how many FLOPs?", ("1", "2", "4"), 1,
-               "One multiply and one add.")
+MAC = Question("A multiply-accumulate is how many FLOPs?", ("1", "2", "4"), 1, "One multiply and one add.")
 
 
 def test_right_choice_says_correct_and_explains():
@@ -33,21 +32,24 @@ def test_options_list_becomes_a_tuple_and_question_is_immutable():
         question.answer = 1  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("arguments, parameter", [
-    (("", ("a", "b"), 0, "x"), "prompt"),
-    (("p", ("a",), 0, "x"), "options"),
-    (("p", (), 0, "x"), "options"),
-    (("p", "ab", 0, "x"), "options"),
-    (("p", ("a", "a"), 0, "x"), "options"),
-    (("p", ("a", "a "), 0, "x"), "options"),
-    (("p", ("a", ""), 0, "x"), "options"),
-    (("p", ("a", 3), 0, "x"), "options"),
-    (("p", ("a", "b"), 2, "x"), "answer"),
-    (("p", ("a", "b"), -1, "x"), "answer"),
-    (("p", ("a", "b"), 1.0, "x"), "answer"),
-    (("p", ("a", "b"), True, "x"), "answer"),
-    (("p", ("a", "b"), 0, ""), "explanation"),
-])
+@pytest.mark.parametrize(
+    "arguments, parameter",
+    [
+        (("", ("a", "b"), 0, "x"), "prompt"),
+        (("p", ("a",), 0, "x"), "options"),
+        (("p", (), 0, "x"), "options"),
+        (("p", "ab", 0, "x"), "options"),
+        (("p", ("a", "a"), 0, "x"), "options"),
+        (("p", ("a", "a "), 0, "x"), "options"),
+        (("p", ("a", ""), 0, "x"), "options"),
+        (("p", ("a", 3), 0, "x"), "options"),
+        (("p", ("a", "b"), 2, "x"), "answer"),
+        (("p", ("a", "b"), -1, "x"), "answer"),
+        (("p", ("a", "b"), 1.0, "x"), "answer"),
+        (("p", ("a", "b"), True, "x"), "answer"),
+        (("p", ("a", "b"), 0, ""), "explanation"),
+    ],
+)
 def test_bad_question_raises_naming_the_parameter(arguments, parameter):
     with pytest.raises(ValueError, match=f"^{parameter} "):
         Question(*arguments)

@@ -56,7 +56,7 @@ def random_inputs(op, p, elements, seed):
     """Wide random int64 values, so a chunk summed over the wrong set of ranks cannot match by accident."""
     per_rank = elements // p if op == "all_gather" else elements
     rng = np.random.default_rng(seed)
-    return [rng.integers(-10**12, 10**12, size=per_rank, dtype=np.int64) for _ in range(p)]
+    return [rng.integers(-(10**12), 10**12, size=per_rank, dtype=np.int64) for _ in range(p)]
 
 
 def runs(op, algorithm, p, even_only=False):
@@ -76,12 +76,13 @@ def params(triples):
 
 # --- 1. outputs equal numpy's answer --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("op, algorithm, p", params(OP_ALGORITHM_RANKS))
 def test_outputs_equal_reference(op, algorithm, p):
     for name, sim, inputs, _elements, root in runs(op, algorithm, p):
         expected = reference(op, inputs, root=root)
         assert len(sim.outputs) == p, name
-        for rank, (out, ref) in enumerate(zip(sim.outputs, expected)):
+        for rank, (out, ref) in enumerate(zip(sim.outputs, expected, strict=True)):
             assert out.dtype == np.int64, name
             assert np.array_equal(out, ref), f"{name}, rank {rank}: {out} != {ref}"
 
@@ -106,6 +107,7 @@ def test_reference_by_hand(op, root, expected):
 
 # --- 2. steps equal the model's phases --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("op, algorithm, p", params(OP_ALGORITHM_RANKS))
 def test_step_count_equals_model_phases(op, algorithm, p):
     for name, sim, inputs, elements, _root in runs(op, algorithm, p):
@@ -114,6 +116,7 @@ def test_step_count_equals_model_phases(op, algorithm, p):
 
 
 # --- 3. bytes on the critical path and bytes reduced equal the model's Q and R --------------------------------
+
 
 @pytest.mark.parametrize("op, algorithm, p", params(OP_ALGORITHM_RANKS))
 def test_wire_and_reduced_bytes_equal_model(op, algorithm, p):
@@ -140,6 +143,7 @@ def test_bruck_critical_path_counts_the_blocks_with_bit_k_set(p, blocks_moved):
 
 # --- 4. the single-port rule, and transfers that describe what they move ----------------------------------------
 
+
 @pytest.mark.parametrize("op, algorithm, p", params(OP_ALGORITHM_RANKS))
 def test_each_rank_sends_and_receives_at_most_one_message_per_step(op, algorithm, p):
     for name, sim, _inputs, _elements, _root in runs(op, algorithm, p):
@@ -149,8 +153,9 @@ def test_each_rank_sends_and_receives_at_most_one_message_per_step(op, algorithm
             assert len(step) >= 1, f"{name}: step {t} is empty"
             assert len(set(senders)) == len(senders), f"{name}: step {t}, a rank sends twice: {senders}"
             assert len(set(receivers)) == len(receivers), f"{name}: step {t}, a rank receives twice: {receivers}"
-            assert all(0 <= transfer.src < p and 0 <= transfer.dst < p and transfer.src != transfer.dst
-                       for transfer in step), name
+            assert all(
+                0 <= transfer.src < p and 0 <= transfer.dst < p and transfer.src != transfer.dst for transfer in step
+            ), name
 
 
 @pytest.mark.parametrize("op, algorithm, p", params(OP_ALGORITHM_RANKS))
@@ -165,6 +170,7 @@ def test_transfer_elements_are_the_array_split_chunk_sizes(op, algorithm, p):
 
 
 # --- 5–6. ring all-reduce: the literal schedule, and RS + AG ------------------------------------------------------
+
 
 def test_ring_all_reduce_schedule_for_four_ranks():
     # Reduce-scatter step t: rank r sends chunk (r − 1 − t) mod 4 to r + 1 (NCCL's order: rank r ends with
@@ -199,8 +205,15 @@ def test_ring_all_reduce_holdings_for_four_ranks():
     assert np.array_equal(sim.holdings(6), np.ones((4, 4), dtype=int))
 
 
-@pytest.mark.parametrize("op, algorithm, p", [("broadcast", "ring", 5), ("reduce", "ring", 6),
-                                              ("all_gather", "recursive_doubling", 8), ("send_recv", "ring", 3)])
+@pytest.mark.parametrize(
+    "op, algorithm, p",
+    [
+        ("broadcast", "ring", 5),
+        ("reduce", "ring", 6),
+        ("all_gather", "recursive_doubling", 8),
+        ("send_recv", "ring", 3),
+    ],
+)
 def test_holdings_end_complete_where_the_result_lands(op, algorithm, p):
     sim = simulate(op, p, algorithm=algorithm, root=p - 1)
     final = sim.holdings(sim.step_count)
@@ -249,6 +262,7 @@ def test_all_to_all_schedules_for_small_p():
 
 # --- one rank, default inputs, no side effects --------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("op, algorithm", [(op, a) for op, algorithms in ALGORITHMS.items() for a in algorithms])
 def test_one_rank_moves_nothing(op, algorithm):
     data = np.array([7, -3, 12, 5])
@@ -272,7 +286,7 @@ def test_inputs_are_not_modified_and_outputs_are_read_only():
     inputs = [np.arange(6) * (r + 1) for r in range(3)]
     copies = [x.copy() for x in inputs]
     sim = simulate("reduce", 3, inputs, root=1)
-    assert all(np.array_equal(x, c) for x, c in zip(inputs, copies))
+    assert all(np.array_equal(x, c) for x, c in zip(inputs, copies, strict=True))
     assert np.array_equal(sim.outputs[0], copies[0]) and np.array_equal(sim.outputs[2], copies[2])
     assert sim.outputs[1].tolist() == [0, 6, 12, 18, 24, 30]
     with pytest.raises(ValueError):
@@ -289,6 +303,7 @@ def test_simulation_and_transfer_are_frozen():
 
 
 # --- 7. property: ring all-reduce equals np.sum ---------------------------------------------------------------
+
 
 @st.composite
 def rank_arrays(draw, max_ranks=12, max_elements=40):
@@ -317,7 +332,7 @@ def test_any_collective_matches_reference_and_model_steps(op_algorithm, data):
     elements = p * per_rank if op == "all_gather" else per_rank
     inputs = random_inputs(op, p, elements, seed=data.draw(st.integers(0, 2**32 - 1)))
     sim = simulate(op, p, inputs, algorithm=algorithm, root=root)
-    assert all(np.array_equal(a, b) for a, b in zip(sim.outputs, reference(op, inputs, root=root)))
+    assert all(np.array_equal(a, b) for a, b in zip(sim.outputs, reference(op, inputs, root=root), strict=True))
     assert sim.step_count == collective_cost(op, p, elements * 8, algorithm).phases
 
 

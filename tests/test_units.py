@@ -5,8 +5,26 @@ import math
 import pytest
 
 from course_lib import units
-from course_lib.units import (GB, GBIT, GiB, KB, KiB, MB, MS, MiB, TB, TiB, US, format_bandwidth, format_bytes,
-                              format_count, format_flops, format_flops_rate, format_percent, format_time)
+from course_lib.units import (
+    GB,
+    GBIT,
+    KB,
+    MB,
+    MS,
+    TB,
+    US,
+    GiB,
+    KiB,
+    MiB,
+    TiB,
+    format_bandwidth,
+    format_bytes,
+    format_count,
+    format_flops,
+    format_flops_rate,
+    format_percent,
+    format_time,
+)
 
 
 def test_decimal_and_binary_prefixes():
@@ -21,10 +39,18 @@ def test_card_example_reads_2_02_ms():
     assert format_time(4 * 5 * US + 100 * MB / (50 * GB)) == "2.02 ms"
 
 
-@pytest.mark.parametrize("value, text", [
-    (100e6, "100 MB"), (1e9, "1 GB"), (999.7e6, "1 GB"), (1536, "1.54 kB"), (0, "0 B"), (80e9, "80 GB"),
-    (123456, "123 kB"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (100e6, "100 MB"),
+        (1e9, "1 GB"),
+        (999.7e6, "1 GB"),
+        (1536, "1.54 kB"),
+        (0, "0 B"),
+        (80e9, "80 GB"),
+        (123456, "123 kB"),
+    ],
+)
 def test_format_bytes(value, text):
     assert format_bytes(value) == text
 
@@ -35,10 +61,17 @@ def test_format_bytes_binary():
     assert format_bytes(1536, binary=True) == "1.5 KiB"
 
 
-@pytest.mark.parametrize("value, text", [
-    (2.02e-3, "2.02 ms"), (5e-6, "5 µs"), (1.5e-9, "1.5 ns"), (42.0, "42 s"), (4000.0, "1.11 h"),
-    (33.9 * 86400, "33.9 days"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (2.02e-3, "2.02 ms"),
+        (5e-6, "5 µs"),
+        (1.5e-9, "1.5 ns"),
+        (42.0, "42 s"),
+        (4000.0, "1.11 h"),
+        (33.9 * 86400, "33.9 days"),
+    ],
+)
 def test_format_time(value, text):
     assert format_time(value) == text
 
@@ -52,8 +85,10 @@ def test_rates_counts_and_percentages():
     assert format_percent(0.052) == "5.2 %"
 
 
-@pytest.mark.parametrize("formatter", [format_bytes, format_time, format_bandwidth, format_flops, format_flops_rate,
-                                       format_count, format_percent])
+@pytest.mark.parametrize(
+    "formatter",
+    [format_bytes, format_time, format_bandwidth, format_flops, format_flops_rate, format_count, format_percent],
+)
 @pytest.mark.parametrize("bad", [math.nan, math.inf])
 def test_formatters_refuse_non_finite(formatter, bad):
     with pytest.raises(ValueError, match="finite"):

@@ -16,8 +16,14 @@ from matplotlib.patches import FancyArrowPatch  # noqa: E402
 from course_lib import collectives, compute, hardware  # noqa: E402
 from course_lib.simulate import reference, simulate  # noqa: E402
 from course_lib.viz.collectives import (  # noqa: E402
-    RANK_COLORS, SUM_COLOR, demo_inputs, plot_collective_data, plot_collective_time_vs_payload,
-    plot_ring_allreduce_steps, plot_ring_step)
+    RANK_COLORS,
+    SUM_COLOR,
+    demo_inputs,
+    plot_collective_data,
+    plot_collective_time_vs_payload,
+    plot_ring_allreduce_steps,
+    plot_ring_step,
+)
 from course_lib.viz.compute import plot_flops_breakdown, plot_roofline  # noqa: E402
 
 GPT3 = dict(batch=1536, seq_len=2048, layers=96, hidden=12288, vocab=51200)
@@ -42,13 +48,14 @@ def by_gid(artists, prefix):
 
 # --- plot_roofline ---------------------------------------------------------------------------------------------
 
+
 def test_roofline_lines_are_the_formula_for_each_default_accelerator():
     ax = plot_roofline()
     presets = (hardware.A100, hardware.H100, hardware.B200, hardware.TPU_V5E)
     assert len(ax.lines) == len(presets)
     assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
     assert "(FLOP/byte)" in ax.get_xlabel() and "(FLOP/s)" in ax.get_ylabel()
-    for line, preset in zip(ax.lines, presets):
+    for line, preset in zip(ax.lines, presets, strict=True):
         x, y = line.get_data()
         peak, bandwidth = preset.peak("bf16"), preset.hbm_bandwidth_bytes_per_s
         np.testing.assert_array_equal(y, compute.attainable_flops_per_s(x, peak, bandwidth))
@@ -66,8 +73,9 @@ def test_roofline_lines_are_the_formula_for_each_default_accelerator():
 
 def test_roofline_points_sit_on_the_first_accelerators_roof_and_widen_the_range():
     intensity = compute.arithmetic_intensity(compute.gemm_flops(4096, 4096, 4096), compute.gemm_bytes(4096, 4096, 4096))
-    ax = plot_roofline([hardware.H100, hardware.A100], points=[("GEMM 4096³", intensity), ("tiny", 0.25),
-                                                              ("huge", 5e4)])
+    ax = plot_roofline(
+        [hardware.H100, hardware.A100], points=[("GEMM 4096³", intensity), ("tiny", 0.25), ("huge", 5e4)]
+    )
     assert len(ax.lines) == 2
     (points,) = by_gid(ax.collections, "points")
     xs = np.array([intensity, 0.25, 5e4])
@@ -86,8 +94,10 @@ def test_roofline_other_dtype_uses_that_peak():
 
 # --- plot_flops_breakdown --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("recompute, bars", [(True, 5 * 3 + 2), ("full", 17), (False, 6 * 2), ("none", 12),
-                                             ("selective", 6 * 2 + 2)])
+
+@pytest.mark.parametrize(
+    "recompute, bars", [(True, 5 * 3 + 2), ("full", 17), (False, 6 * 2), ("none", 12), ("selective", 6 * 2 + 2)]
+)
 def test_flops_breakdown_sums_exactly_to_the_iteration_count(recompute, bars):
     ax = plot_flops_breakdown(**SMALL, recompute=recompute)
     widths = [patch.get_width() for patch in ax.patches]
@@ -100,8 +110,12 @@ def test_flops_breakdown_parts_follow_the_appendix_and_gpt3_adds_up():
     total = compute.transformer_flops_per_iteration(**GPT3)
     assert math.fsum(p.get_width() for p in ax.patches) == pytest.approx(total, rel=1e-12)
     b, s, l, h, v = (GPT3[k] for k in ("batch", "seq_len", "layers", "hidden", "vocab"))
-    forward = {label: p.get_width() for p in ax.patches for label, pass_name in [p.get_gid().split("|")]
-               if pass_name == "forward"}
+    forward = {
+        label: p.get_width()
+        for p in ax.patches
+        for label, pass_name in [p.get_gid().split("|")]
+        if pass_name == "forward"
+    }
     assert forward["QKV projections (6Bsh²)"] == 6 * b * s * h**2 * l
     assert forward["attention scores QKᵀ (2Bs²h)"] == 2 * b * s**2 * h * l
     assert forward["MLP h → 4h → h (16Bsh²)"] == 16 * b * s * h**2 * l
@@ -113,6 +127,7 @@ def test_flops_breakdown_parts_follow_the_appendix_and_gpt3_adds_up():
 
 
 # --- plot_collective_data --------------------------------------------------------------------------------------
+
 
 def row_values(ax, ranks):
     """The numbers the cells of each row show, left to right (a "Σ 100" cell shows 100)."""
@@ -163,6 +178,7 @@ def test_collective_data_other_algorithms_and_given_axes():
 
 
 # --- plot_ring_step / plot_ring_allreduce_steps ----------------------------------------------------------------
+
 
 def arrows(ax):
     return [p for p in ax.patches if isinstance(p, FancyArrowPatch)]
@@ -219,6 +235,7 @@ def test_ring_allreduce_steps_in_given_axes_puts_the_legend_in_a_spare_one():
 
 # --- plot_collective_time_vs_payload ---------------------------------------------------------------------------
 
+
 def test_time_vs_payload_curves_are_the_cost_model():
     ax = plot_collective_time_vs_payload()
     curves = by_gid(ax.lines, "time:")
@@ -266,12 +283,14 @@ def test_time_vs_payload_all_to_all_and_zero_latency():
     ax = plot_collective_time_vs_payload("all_to_all", 16)
     assert [c.get_label() for c in by_gid(ax.lines, "time:")] == ["pairwise", "bruck"]
     assert by_gid(ax.lines, "crossover")[0].get_xdata()[0] == collectives.latency_bandwidth_crossover_bytes(
-        "all_to_all", 16, 50e9, 5e-6, "pairwise")
+        "all_to_all", 16, 50e9, 5e-6, "pairwise"
+    )
     ax = plot_collective_time_vs_payload(latency_s=0, algorithms=["ring"])
     assert not by_gid(ax.lines, "crossover") and not by_gid(ax.lines, "term:latency")
 
 
 # --- bad input -------------------------------------------------------------------------------------------------
+
 
 def ring_sim():
     return simulate("all_reduce", 4, elements=4)

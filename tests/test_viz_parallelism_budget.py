@@ -16,8 +16,11 @@ from course_lib.parallelism import GPT2_1_5B, GPT3_175B, MEGATRON_1T, ParallelPl
 from course_lib.pipeline import pipeline_schedule  # noqa: E402
 from course_lib.viz._style import COLORS  # noqa: E402
 from course_lib.viz.budget import plot_plan_search, plot_step_timeline  # noqa: E402
-from course_lib.viz.parallelism import (plot_memory_breakdown, plot_parallelism_splits,  # noqa: E402
-                                        plot_pipeline_schedule)
+from course_lib.viz.parallelism import (
+    plot_memory_breakdown,
+    plot_parallelism_splits,  # noqa: E402
+    plot_pipeline_schedule,
+)
 
 CLUSTER_64 = hardware.Cluster("8 × DGX H100", hardware.H100, 8, 8, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
 
@@ -30,9 +33,13 @@ def close_figures():
 
 # ---- pipeline Gantt chart -----------------------------------------------------------------------------------------
 
+
 def _op_boxes(ax):
-    collections = [c for c in ax.collections if isinstance(c, PolyCollection)
-                   and str(c.get_gid()).startswith(("pipeline-forward", "pipeline-backward"))]
+    collections = [
+        c
+        for c in ax.collections
+        if isinstance(c, PolyCollection) and str(c.get_gid()).startswith(("pipeline-forward", "pipeline-backward"))
+    ]
     boxes = []
     for collection in collections:
         kind = collection.get_gid().split("-")[1]
@@ -42,11 +49,14 @@ def _op_boxes(ax):
     return collections, boxes
 
 
-@pytest.mark.parametrize("p, m, schedule, v, title", [
-    (4, 8, "1f1b", 1, "1F1B, p = 4, m = 8: bubble 37.5 %"),
-    (4, 8, "interleaved", 2, "Interleaved 1F1B, p = 4, v = 2, m = 8: bubble 18.8 %"),
-    (4, 4, "gpipe", 1, "GPipe, p = 4, m = 4: bubble 75 %"),
-])
+@pytest.mark.parametrize(
+    "p, m, schedule, v, title",
+    [
+        (4, 8, "1f1b", 1, "1F1B, p = 4, m = 8: bubble 37.5 %"),
+        (4, 8, "interleaved", 2, "Interleaved 1F1B, p = 4, v = 2, m = 8: bubble 18.8 %"),
+        (4, 4, "gpipe", 1, "GPipe, p = 4, m = 4: bubble 75 %"),
+    ],
+)
 def test_gantt_has_one_box_per_op_at_its_times(p, m, schedule, v, title):
     timeline = pipeline_schedule(p, m, schedule, v)
     ax = plot_pipeline_schedule(timeline)
@@ -98,15 +108,26 @@ def test_gantt_bad_input(bad):
 
 # ---- memory breakdown ---------------------------------------------------------------------------------------------
 
+
 def _gpt3_breakdowns():
     return {
         "d=64": memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=64)),
         "d=64 ZeRO-3": memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=64, zero_stage=3, recompute="full")),
-        "t=8 p=8 d=8": memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=8, tensor_parallel=8,
-                                                                pipeline_parallel=8, grad_accum_steps=64)),
-        "t=8 p=8 d=8 ZeRO-1": memory_breakdown(GPT3_175B, ParallelPlan(
-            data_parallel=8, tensor_parallel=8, pipeline_parallel=8, zero_stage=1, grad_accum_steps=64,
-            recompute="selective", sequence_parallel=True)),
+        "t=8 p=8 d=8": memory_breakdown(
+            GPT3_175B, ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64)
+        ),
+        "t=8 p=8 d=8 ZeRO-1": memory_breakdown(
+            GPT3_175B,
+            ParallelPlan(
+                data_parallel=8,
+                tensor_parallel=8,
+                pipeline_parallel=8,
+                zero_stage=1,
+                grad_accum_steps=64,
+                recompute="selective",
+                sequence_parallel=True,
+            ),
+        ),
     }
 
 
@@ -117,7 +138,7 @@ def test_memory_bars_stack_the_breakdown_fields():
     fields = ["parameters", "gradients", "optimizer_state", "activations"]
     assert [c.get_label() for c in ax.containers] == ["parameters", "gradients", "optimizer state", "activations"]
     bottoms = np.zeros(len(breakdowns))
-    for container, field in zip(ax.containers, fields):
+    for container, field in zip(ax.containers, fields, strict=True):
         heights = [bar.get_height() for bar in container]
         assert heights == pytest.approx([getattr(b, field) for b in breakdowns.values()])
         assert [bar.get_y() for bar in container] == pytest.approx(bottoms)
@@ -146,18 +167,24 @@ def test_memory_bars_without_capacity():
     assert ax.get_ylim()[1] > max(b.total for b in breakdowns.values())
 
 
-@pytest.mark.parametrize("breakdowns, capacity, parameter", [
-    ({}, None, "breakdowns"), ([1, 2], None, "breakdowns"), ({"a": 3.0}, None, "breakdowns"),
-    ({"a": parallelism.MemoryBreakdown(np.ones(2), 1.0, 1.0, 1.0)}, None, "breakdowns"),
-    ({"a": parallelism.MemoryBreakdown(1.0, 1.0, 1.0, 1.0)}, 0, "capacity_bytes"),
-    ({"a": parallelism.MemoryBreakdown(1.0, 1.0, 1.0, 1.0)}, "80 GB", "capacity_bytes"),
-])
+@pytest.mark.parametrize(
+    "breakdowns, capacity, parameter",
+    [
+        ({}, None, "breakdowns"),
+        ([1, 2], None, "breakdowns"),
+        ({"a": 3.0}, None, "breakdowns"),
+        ({"a": parallelism.MemoryBreakdown(np.ones(2), 1.0, 1.0, 1.0)}, None, "breakdowns"),
+        ({"a": parallelism.MemoryBreakdown(1.0, 1.0, 1.0, 1.0)}, 0, "capacity_bytes"),
+        ({"a": parallelism.MemoryBreakdown(1.0, 1.0, 1.0, 1.0)}, "80 GB", "capacity_bytes"),
+    ],
+)
 def test_memory_bad_input(breakdowns, capacity, parameter):
     with pytest.raises(ValueError, match=parameter):
         plot_memory_breakdown(breakdowns, capacity_bytes=capacity)
 
 
 # ---- the four splits ----------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def split_axes():
@@ -169,10 +196,13 @@ def test_split_panels_mark_the_crossing_tensors_and_their_collectives(split_axes
     assert axes.shape == (2, 2)
     titles = [ax.get_title() for ax in axes.flat]
     assert [t.split()[0] for t in titles] == ["Data", "Tensor", "Pipeline", "ZeRO"]
-    expected = [["gradients: all-reduce"], ["partial sums: all-reduce ×2 per layer fwd, ×2 bwd"],
-                ["activations fwd / gradients bwd: send/recv"],
-                ["parameters: all-gather", "gradients: reduce-scatter"]]
-    for ax, wanted in zip(axes.flat, expected):
+    expected = [
+        ["gradients: all-reduce"],
+        ["partial sums: all-reduce ×2 per layer fwd, ×2 bwd"],
+        ["activations fwd / gradients bwd: send/recv"],
+        ["parameters: all-gather", "gradients: reduce-scatter"],
+    ]
+    for ax, wanted in zip(axes.flat, expected, strict=True):
         labels = [t.get_text() for t in ax.texts if t.get_gid() == "boundary-label"]
         assert len(labels) == 1
         for phrase in wanted:
@@ -186,12 +216,20 @@ def test_split_panels_mark_the_crossing_tensors_and_their_collectives(split_axes
 def test_split_labels_come_from_the_cost_model(split_axes):
     # The ops named on the arrows are exactly those parallelism.boundary_tensors lists for 2-GPU plans.
     model = parallelism.TransformerModel("4-layer example", 4, 64, 4, 256, 32)
-    plans = [ParallelPlan(data_parallel=2), ParallelPlan(tensor_parallel=2), ParallelPlan(pipeline_parallel=2),
-             ParallelPlan(data_parallel=2, zero_stage=3)]
+    plans = [
+        ParallelPlan(data_parallel=2),
+        ParallelPlan(tensor_parallel=2),
+        ParallelPlan(pipeline_parallel=2),
+        ParallelPlan(data_parallel=2, zero_stage=3),
+    ]
     axes = split_axes
-    names = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
-             "send_recv": "send/recv"}
-    for ax, plan in zip(axes.flat, plans):
+    names = {
+        "all_reduce": "all-reduce",
+        "all_gather": "all-gather",
+        "reduce_scatter": "reduce-scatter",
+        "send_recv": "send/recv",
+    }
+    for ax, plan in zip(axes.flat, plans, strict=True):
         label = next(t.get_text() for t in ax.texts if t.get_gid() == "boundary-label")
         ops = {names[t.op] for t in parallelism.boundary_tensors(model, plan)}
         assert ops == {name for name in names.values() if name in label}
@@ -212,18 +250,38 @@ def test_splits_on_given_axes_and_bad_axes():
 # ---- step timeline ------------------------------------------------------------------------------------------------
 
 STEPS = {
-    "1T on Selene (bubble)": (MEGATRON_1T, ParallelPlan(data_parallel=6, tensor_parallel=8, pipeline_parallel=64,
-                                                        micro_batch=1, grad_accum_steps=512, recompute="full",
-                                                        schedule="interleaved", virtual_stages=2),
-                              hardware.SELENE_3072),
-    "GPT-2 on one node": (GPT2_1_5B, ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4),
-                          hardware.DGX_H100),
-    "GPT-3 ZeRO-3": (GPT3_175B, ParallelPlan(data_parallel=64, zero_stage=3, grad_accum_steps=24, recompute="full"),
-                     CLUSTER_64),
+    "1T on Selene (bubble)": (
+        MEGATRON_1T,
+        ParallelPlan(
+            data_parallel=6,
+            tensor_parallel=8,
+            pipeline_parallel=64,
+            micro_batch=1,
+            grad_accum_steps=512,
+            recompute="full",
+            schedule="interleaved",
+            virtual_stages=2,
+        ),
+        hardware.SELENE_3072,
+    ),
+    "GPT-2 on one node": (
+        GPT2_1_5B,
+        ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4),
+        hardware.DGX_H100,
+    ),
+    "GPT-3 ZeRO-3": (
+        GPT3_175B,
+        ParallelPlan(data_parallel=64, zero_stage=3, grad_accum_steps=24, recompute="full"),
+        CLUSTER_64,
+    ),
 }
-CRITICAL = {"compute": lambda s: s.compute_s, "tensor parallel (exposed)": lambda s: s.exposed_s["tensor"],
-            "pipeline parallel (exposed)": lambda s: s.exposed_s["pipeline"], "bubble": lambda s: s.bubble_s,
-            "data parallel (exposed)": lambda s: s.exposed_s["data"]}
+CRITICAL = {
+    "compute": lambda s: s.compute_s,
+    "tensor parallel (exposed)": lambda s: s.exposed_s["tensor"],
+    "pipeline parallel (exposed)": lambda s: s.exposed_s["pipeline"],
+    "bubble": lambda s: s.bubble_s,
+    "data parallel (exposed)": lambda s: s.exposed_s["data"],
+}
 
 
 @pytest.mark.parametrize("name", list(STEPS))
@@ -246,7 +304,8 @@ def test_step_timeline_segments_are_the_step_fields(name):
     assert len(hidden) == sum(v > 0 for v in step.overlapped_s.values())
     names = {"tensor": "tensor parallel", "pipeline": "pipeline parallel", "data": "data parallel"}
     assert [t.get_text() for t in ax.get_legend().get_texts()] == list(widths) + [
-        f"{names[p.get_gid().split(':')[1]]} (hidden)" for p in hidden]
+        f"{names[p.get_gid().split(':')[1]]} (hidden)" for p in hidden
+    ]
     assert any(units.format_time(step.total_s) in t.get_text() for t in ax.texts)
     assert ax.get_xlabel() == "time (s)"
     assert step.binding_constraint in ax.get_title()
@@ -257,8 +316,13 @@ def test_step_timeline_title_and_bad_input():
     assert plot_step_timeline(step, title="GPT-2").get_title() == "GPT-2"
     with pytest.raises(ValueError, match="step"):
         plot_step_timeline({"compute_s": 1.0})
-    arrays = budget.StepTime(np.ones(2), np.zeros(2), {"tensor": 0.0, "pipeline": 0.0, "data": 0.0},
-                             {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}, np.ones(2))
+    arrays = budget.StepTime(
+        np.ones(2),
+        np.zeros(2),
+        {"tensor": 0.0, "pipeline": 0.0, "data": 0.0},
+        {"tensor": 0.0, "pipeline": 0.0, "data": 0.0},
+        np.ones(2),
+    )
     with pytest.raises(ValueError, match="step"):
         plot_step_timeline(arrays)
     with pytest.raises(ValueError, match="title"):
@@ -266,6 +330,7 @@ def test_step_timeline_title_and_bad_input():
 
 
 # ---- plan search --------------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def gpt3_search():
@@ -296,8 +361,10 @@ def test_plan_search_scatter_has_every_row(gpt3_search):
     np.testing.assert_allclose(stars.get_offsets(), expected[[0, 3]])
     notes = [t.get_text() for t in ax.texts if t.get_gid() == "highlight-label"]
     best = search.row(0)
-    assert notes[0].startswith(f"d={best['data_parallel']} t={best['tensor_parallel']} "
-                               f"p={best['pipeline_parallel']} ZeRO-{best['zero_stage']} b={best['micro_batch']}")
+    assert notes[0].startswith(
+        f"d={best['data_parallel']} t={best['tensor_parallel']} "
+        f"p={best['pipeline_parallel']} ZeRO-{best['zero_stage']} b={best['micro_batch']}"
+    )
     assert "memory" in ax.get_xlabel() and "(s)" in ax.get_ylabel()
 
 

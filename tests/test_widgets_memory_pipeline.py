@@ -18,8 +18,8 @@ import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from course_lib import hardware, parallelism, pipeline, units  # noqa: E402
-from course_lib.widgets import memory_budget_lab, pipeline_lab  # noqa: E402
 from course_lib.widgets import memory as memory_module  # noqa: E402
+from course_lib.widgets import memory_budget_lab, pipeline_lab  # noqa: E402
 from course_lib.widgets import schedule as schedule_module  # noqa: E402
 
 PLAIN = (int, float, str, bool)
@@ -67,21 +67,31 @@ def assert_png_matches_savefig(lab):
 
 # ---- lab 3: memory budget ----------------------------------------------------------------------------------------
 
+
 def expected_memory(values: dict) -> dict:
     """The lab's numbers, recomputed from the control values with course_lib."""
     model = parallelism.MODELS[values["model"]]
     plan = parallelism.ParallelPlan(
-        data_parallel=values["data_parallel"], tensor_parallel=values["tensor_parallel"],
-        pipeline_parallel=values["pipeline_parallel"], zero_stage=values["zero_stage"],
-        micro_batch=values["micro_batch"], grad_accum_steps=values["grad_accum_steps"],
-        recompute=values["recompute"], sequence_parallel=values["sequence_parallel"])
+        data_parallel=values["data_parallel"],
+        tensor_parallel=values["tensor_parallel"],
+        pipeline_parallel=values["pipeline_parallel"],
+        zero_stage=values["zero_stage"],
+        micro_batch=values["micro_batch"],
+        grad_accum_steps=values["grad_accum_steps"],
+        recompute=values["recompute"],
+        sequence_parallel=values["sequence_parallel"],
+    )
     parallelism.check_plan_for_model(model, plan)
     memory = parallelism.memory_breakdown(model, plan)
     capacity = hardware.ACCELERATORS[values["device"]].hbm_capacity_bytes
     expected = {f"{c}_bytes": getattr(memory, c) for c in COMPONENTS}
-    expected.update(total_bytes=memory.total, capacity_bytes=capacity, fits=memory.total <= capacity,
-                    headroom_bytes=capacity - memory.total, devices=values["data_parallel"]
-                    * values["tensor_parallel"] * values["pipeline_parallel"])
+    expected.update(
+        total_bytes=memory.total,
+        capacity_bytes=capacity,
+        fits=memory.total <= capacity,
+        headroom_bytes=capacity - memory.total,
+        devices=values["data_parallel"] * values["tensor_parallel"] * values["pipeline_parallel"],
+    )
     for stage in parallelism.ZERO_STAGES:
         other = parallelism.memory_breakdown(model, plan.replace(zero_stage=stage))
         expected[f"zero{stage}_total_bytes"] = other.total
@@ -111,7 +121,7 @@ def check_memory_lab(lab, figure):
     assert outline.get_height() == pytest.approx(min(result["total_bytes"], 2 * result["capacity_bytes"]))
     assert lab.stack_axes.get_ylim() == pytest.approx((0, 2 * result["capacity_bytes"]))
     assert lab.capacity_line.get_ydata()[0] == result["capacity_bytes"]
-    for bar, key in zip(lab.log_bars, [f"{c}_bytes" for c in COMPONENTS] + ["total_bytes"]):
+    for bar, key in zip(lab.log_bars, [f"{c}_bytes" for c in COMPONENTS] + ["total_bytes"], strict=True):
         assert bar.get_x() + bar.get_width() == pytest.approx(result[key], rel=1e-9)
     verdict = lab.verdict.get_text()
     if result["fits"]:
@@ -121,11 +131,20 @@ def check_memory_lab(lab, figure):
     for stage, text in enumerate(lab.stack_totals):
         assert units.format_bytes(result[f"zero{stage}_total_bytes"]) in text.get_text()
     summary = lab.summary.value
-    for key in ("parameters_bytes", "gradients_bytes", "optimizer_state_bytes", "activations_bytes", "total_bytes",
-                "capacity_bytes"):
+    for key in (
+        "parameters_bytes",
+        "gradients_bytes",
+        "optimizer_state_bytes",
+        "activations_bytes",
+        "total_bytes",
+        "capacity_bytes",
+    ):
         assert units.format_bytes(result[key]) in summary, key
-    assert ("</b>, " + units.format_bytes(result["headroom_bytes"]) + " headroom" if result["fits"] else
-            "does not fit</b> by " + units.format_bytes(-result["headroom_bytes"])) in summary
+    assert (
+        "</b>, " + units.format_bytes(result["headroom_bytes"]) + " headroom"
+        if result["fits"]
+        else "does not fit</b> by " + units.format_bytes(-result["headroom_bytes"])
+    ) in summary
     assert "nan" not in summary.lower() and "nan" not in verdict.lower()
 
 
@@ -149,9 +168,17 @@ def memory_lab(shared_memory_lab):
 
 def test_memory_defaults_are_the_plan_that_fits(memory_lab):
     assert memory_lab.values() == {
-        "model": "GPT-3 175B", "zero_stage": 1, "data_parallel": 8, "tensor_parallel": 8, "pipeline_parallel": 8,
-        "recompute": "selective", "sequence_parallel": True, "micro_batch": 1, "grad_accum_steps": 64,
-        "device": hardware.A100.name}
+        "model": "GPT-3 175B",
+        "zero_stage": 1,
+        "data_parallel": 8,
+        "tensor_parallel": 8,
+        "pipeline_parallel": 8,
+        "recompute": "selective",
+        "sequence_parallel": True,
+        "micro_batch": 1,
+        "grad_accum_steps": 64,
+        "device": hardware.A100.name,
+    }
     check_memory_lab(memory_lab, memory_lab.figure)
     result = memory_lab.result
     # The lesson's numbers (03_parallelism, "… + DP 8, ZeRO-1"): 15 GB of model states, 10.3 GB of activations.
@@ -213,13 +240,27 @@ def test_memory_every_reachable_plan_is_valid(memory_lab):
 
 def test_memory_extremes_read_on_the_fixed_axes(memory_lab):
     # GPT-2 1.5B on one A100 with plain data parallelism: 16 bytes × 1.56 billion parameters = 24.9 GB of states.
-    small = memory_budget_lab(model=parallelism.GPT2_1_5B.name, data_parallel=1, tensor_parallel=1,
-                              pipeline_parallel=1, zero_stage=0, recompute="full", sequence_parallel=False,
-                              grad_accum_steps=1)
+    small = memory_budget_lab(
+        model=parallelism.GPT2_1_5B.name,
+        data_parallel=1,
+        tensor_parallel=1,
+        pipeline_parallel=1,
+        zero_stage=0,
+        recompute="full",
+        sequence_parallel=False,
+        grad_accum_steps=1,
+    )
     assert units.format_bytes(small.result["model_states_bytes"]) == "24.9 GB" and small.result["fits"]
     # Megatron's 1T model on 3072 GPUs (Narayanan et al. 2021 Table 1: t = 8, p = 64, d = 6).
-    large = memory_budget_lab(model=parallelism.MEGATRON_1T.name, data_parallel=6, tensor_parallel=8,
-                              pipeline_parallel=64, zero_stage=1, micro_batch=1, grad_accum_steps=256)
+    large = memory_budget_lab(
+        model=parallelism.MEGATRON_1T.name,
+        data_parallel=6,
+        tensor_parallel=8,
+        pipeline_parallel=64,
+        zero_stage=1,
+        micro_batch=1,
+        grad_accum_steps=256,
+    )
     assert large.result["devices"] == 3072 and large.result["fits"]
     for lab in (small, large):
         check_memory_lab(lab, lab.figure)
@@ -227,9 +268,20 @@ def test_memory_extremes_read_on_the_fixed_axes(memory_lab):
         low, high = lab.log_axes.get_xlim()
         assert all(low < lab.result[f"{c}_bytes"] < high for c in COMPONENTS)
     # The largest plan a learner can pick does not fit by tens of terabytes, still a finite, formatted number.
-    huge = reset(memory_lab, {**memory_module.DEFAULTS, "model": parallelism.MEGATRON_1T.name, "data_parallel": 1,
-                              "tensor_parallel": 1, "pipeline_parallel": 1, "zero_stage": 0, "recompute": "none",
-                              "sequence_parallel": False, "micro_batch": 64})
+    huge = reset(
+        memory_lab,
+        {
+            **memory_module.DEFAULTS,
+            "model": parallelism.MEGATRON_1T.name,
+            "data_parallel": 1,
+            "tensor_parallel": 1,
+            "pipeline_parallel": 1,
+            "zero_stage": 0,
+            "recompute": "none",
+            "sequence_parallel": False,
+            "micro_batch": 64,
+        },
+    )
     check_memory_lab(huge, huge.figure)
     assert not huge.result["fits"] and huge.result["headroom_bytes"] < -10 * units.TB
     assert huge.stack_totals[0].get_text().startswith("↑ ")
@@ -244,21 +296,25 @@ def test_memory_random_walk_keeps_every_invariant(memory_lab):
         check_memory_lab(memory_lab, memory_lab.figure)
 
 
-@pytest.mark.parametrize("initial, message", [
-    ({"modle": "GPT-3 175B"}, "unknown control"),
-    ({"model": "GPT-5"}, "model must be one of"),
-    ({"tensor_parallel": 5}, "tensor_parallel must be one of"),
-    ({"model": parallelism.GPT2_1_5B.name, "tensor_parallel": 8}, "tensor_parallel must be one of"),
-    ({"zero_stage": 4}, "zero_stage must be one of"),
-    ({"sequence_parallel": 1}, "sequence_parallel must be one of"),
-    ({"device": "V100"}, "device must be one of"),
-])
+@pytest.mark.parametrize(
+    "initial, message",
+    [
+        ({"modle": "GPT-3 175B"}, "unknown control"),
+        ({"model": "GPT-5"}, "model must be one of"),
+        ({"tensor_parallel": 5}, "tensor_parallel must be one of"),
+        ({"model": parallelism.GPT2_1_5B.name, "tensor_parallel": 8}, "tensor_parallel must be one of"),
+        ({"zero_stage": 4}, "zero_stage must be one of"),
+        ({"sequence_parallel": 1}, "sequence_parallel must be one of"),
+        ({"device": "V100"}, "device must be one of"),
+    ],
+)
 def test_memory_bad_initial_values_raise(initial, message):
     with pytest.raises(ValueError, match=message):
         memory_budget_lab(**initial)
 
 
 # ---- lab 4: pipeline schedule ------------------------------------------------------------------------------------
+
 
 def assert_valid_schedule(p, m, v, schedule):
     parallelism.ParallelPlan(pipeline_parallel=p, grad_accum_steps=m, virtual_stages=v, schedule=schedule)
@@ -285,8 +341,12 @@ def check_pipeline_lab(lab, figure):
     timeline = pipeline.pipeline_schedule(p, m, schedule, v, forward_time_s=1.0, backward_time_s=2.0)
     formula = parallelism.pipeline_bubble_fraction(p, m, v)
     held = parallelism.pipeline_in_flight_microbatches(p, m, schedule, v)
-    assert (result["stages"], result["microbatches"], result["virtual_stages"], result["schedule"]) == (p, m, v,
-                                                                                                         schedule)
+    assert (result["stages"], result["microbatches"], result["virtual_stages"], result["schedule"]) == (
+        p,
+        m,
+        v,
+        schedule,
+    )
     assert result["total_time"] == timeline.total_s and result["ideal_time"] == timeline.ideal_s == m * 3
     assert result["bubble_fraction"] == timeline.bubble_fraction
     assert result["formula_bubble_fraction"] == formula
@@ -305,15 +365,18 @@ def check_pipeline_lab(lab, figure):
     assert len(lab.idle.get_path().vertices) == 5 * p
     assert lab.gantt_axes.get_xlim()[1] == pytest.approx(timeline.total_s * 1.005)
     assert lab.gantt_axes.get_ylim() == (p - 0.5, -0.5)
-    assert [label.get_text() for label in lab.y_tick_labels if label.get_visible()] == [f"stage {s}"
-                                                                                          for s in range(p)]
+    assert [label.get_text() for label in lab.y_tick_labels if label.get_visible()] == [f"stage {s}" for s in range(p)]
     shown = [label for label in lab.labels if label.get_visible()]
     assert not shown or [label.get_text() for label in shown] == [str(op.microbatch + 1) for op in timeline.ops]
     # The check panel and the texts.
-    assert [bar.get_height() for bar in lab.check_bars[0]] == [result["bubble_fraction"],
-                                                               result["formula_bubble_fraction"]]
-    assert [bar.get_height() for bar in lab.check_bars[1]] == [result["peak_in_flight"],
-                                                               result["formula_peak_in_flight"]]
+    assert [bar.get_height() for bar in lab.check_bars[0]] == [
+        result["bubble_fraction"],
+        result["formula_bubble_fraction"],
+    ]
+    assert [bar.get_height() for bar in lab.check_bars[1]] == [
+        result["peak_in_flight"],
+        result["formula_peak_in_flight"],
+    ]
     percent = units.format_percent(result["bubble_fraction"])
     assert [text.get_text() for text in lab.check_texts[0]] == [percent, units.format_percent(formula)]
     assert [text.get_text() for text in lab.check_texts[1]] == [units.format_count(held, digits=4)] * 2
@@ -343,8 +406,9 @@ def test_pipeline_defaults(schedule_lab):
     result = schedule_lab.result
     # Narayanan et al. 2021: (p − 1)/m = 3/8; (m + p − 1)(t_f + t_b) = 33 t_f; 1F1B holds min(p, m) = 4.
     assert (result["bubble_fraction"], result["total_time"], result["peak_in_flight"]) == (0.375, 33.0, 4.0)
-    stage_0 = [label.get_text() for label in schedule_lab.labels
-               if label.get_visible() and label.get_position()[1] == 0]
+    stage_0 = [
+        label.get_text() for label in schedule_lab.labels if label.get_visible() and label.get_position()[1] == 0
+    ]
     assert stage_0 == ["1", "2", "3", "4", "1", "5", "2", "6", "3", "7", "4", "8", "5", "6", "7", "8"]  # 1F1B
     assert_png_matches_savefig(schedule_lab)
 
@@ -413,9 +477,12 @@ def test_pipeline_every_reachable_state_is_valid():
     """Whatever the controls held and whichever one moved, ``_make_valid`` leaves a schedule course_lib accepts."""
     from course_lib.widgets._base import choice_buttons, int_slider
 
-    controls = {"stages": int_slider("p", 1, 16, 1), "microbatches": int_slider("m", 1, 64, 1),
-                "virtual_stages": int_slider("v", 1, 4, 1),
-                "schedule": choice_buttons("s", list(parallelism.SCHEDULES), "1f1b")}
+    controls = {
+        "stages": int_slider("p", 1, 16, 1),
+        "microbatches": int_slider("m", 1, 64, 1),
+        "virtual_stages": int_slider("v", 1, 4, 1),
+        "schedule": choice_buttons("s", list(parallelism.SCHEDULES), "1f1b"),
+    }
     microbatches = [1, 7, 48, 64]
     for p in range(1, 17):
         for m in microbatches:
@@ -428,8 +495,9 @@ def test_pipeline_every_reachable_state_is_valid():
                         controls["virtual_stages"].value, controls["schedule"].value = v, schedule
                         schedule_module.PipelineLab._make_valid(controls, changed)
                         state = {name: control.value for name, control in controls.items()}
-                        assert_valid_schedule(state["stages"], state["microbatches"], state["virtual_stages"],
-                                              state["schedule"])
+                        assert_valid_schedule(
+                            state["stages"], state["microbatches"], state["virtual_stages"], state["schedule"]
+                        )
                         if changed != "microbatches":  # the control moved keeps its value; m may snap
                             assert state[changed] == {"stages": p, "virtual_stages": v, "schedule": schedule}[changed]
 
@@ -444,15 +512,18 @@ def test_pipeline_random_walk_keeps_every_invariant(schedule_lab):
         check_pipeline_lab(schedule_lab, schedule_lab.figure)
 
 
-@pytest.mark.parametrize("initial, message", [
-    ({"stage": 4}, "unknown control"),
-    ({"stages": 0}, "stages must be an integer in 1..16"),
-    ({"microbatches": 65}, "microbatches must be an integer in 1..64"),
-    ({"virtual_stages": 2.0}, "virtual_stages must be an integer"),
-    ({"schedule": "zero-bubble"}, "schedule must be one of"),
-    ({"virtual_stages": 2}, "virtual_stages must be 1 unless"),
-    ({"schedule": "interleaved", "virtual_stages": 2, "microbatches": 6}, "multiple of pipeline_parallel"),
-])
+@pytest.mark.parametrize(
+    "initial, message",
+    [
+        ({"stage": 4}, "unknown control"),
+        ({"stages": 0}, "stages must be an integer in 1..16"),
+        ({"microbatches": 65}, "microbatches must be an integer in 1..64"),
+        ({"virtual_stages": 2.0}, "virtual_stages must be an integer"),
+        ({"schedule": "zero-bubble"}, "schedule must be one of"),
+        ({"virtual_stages": 2}, "virtual_stages must be 1 unless"),
+        ({"schedule": "interleaved", "virtual_stages": 2, "microbatches": 6}, "multiple of pipeline_parallel"),
+    ],
+)
 def test_pipeline_bad_initial_values_raise(initial, message):
     with pytest.raises(ValueError, match=message):
         pipeline_lab(**initial)
@@ -467,8 +538,9 @@ def test_toggle_buttons_are_named_in_the_column_of_the_sliders(memory_lab):
     shown = {id(child): child for child in memory_lab.children}
     for name, control in memory_lab.controls.items():
         if name in ("zero_stage", "recompute"):
-            row = next(child for child in memory_lab.children
-                       if isinstance(child, widgets.HBox) and control in child.children)
+            row = next(
+                child for child in memory_lab.children if isinstance(child, widgets.HBox) and control in child.children
+            )
             label, buttons = row.children
             assert buttons is control and control.description == ""
             assert label.value == {"zero_stage": "ZeRO stage", "recompute": "recomputation"}[name]

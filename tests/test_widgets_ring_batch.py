@@ -11,18 +11,39 @@ import math  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+import traitlets  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from course_lib import collectives, parallelism, simulate, units  # noqa: E402
-from course_lib.widgets.batch import (  # noqa: E402
-    DATA_PARALLEL_SIZES, PARALLEL_SIZES, SEQ_LENS, SHOWN_DEVICES_PER_REPLICA, SHOWN_REPLICAS, global_batch_lab)
-from course_lib.widgets.ring import (  # noqa: E402
-    BANDWIDTHS_BYTES_PER_S, LATENCIES_S, MAX_STEP_RANKS, PAYLOADS_BYTES, RANKS, ring_allreduce_lab)
 from course_lib.viz.collectives import _level_colors  # noqa: E402
+from course_lib.widgets.batch import (  # noqa: E402
+    DATA_PARALLEL_SIZES,
+    PARALLEL_SIZES,
+    SEQ_LENS,
+    SHOWN_DEVICES_PER_REPLICA,
+    SHOWN_REPLICAS,
+    global_batch_lab,
+)
+from course_lib.widgets.ring import (  # noqa: E402
+    BANDWIDTHS_BYTES_PER_S,
+    LATENCIES_S,
+    MAX_STEP_RANKS,
+    PAYLOADS_BYTES,
+    RANKS,
+    ring_allreduce_lab,
+)
 
-RING_RESULT_KEYS = {"time_s", "latency_term_s", "bandwidth_term_s", "algbw_bytes_per_s", "busbw_bytes_per_s",
-                    "crossover_bytes", "phases", "regime"}
+RING_RESULT_KEYS = {
+    "time_s",
+    "latency_term_s",
+    "bandwidth_term_s",
+    "algbw_bytes_per_s",
+    "busbw_bytes_per_s",
+    "crossover_bytes",
+    "phases",
+    "regime",
+}
 BATCH_RESULT_KEYS = {"global_batch", "tokens_per_step", "devices", "examples_per_replica_per_step"}
 POWER_OF_TWO_ONLY = {"recursive_doubling", "rabenseifner"}
 
@@ -37,8 +58,11 @@ def sweep(values):
 
 
 def options(control):
-    return [value for _, value in control.options] if hasattr(control, "options") else list(
-        range(control.min, control.max + 1))
+    return (
+        [value for _, value in control.options]
+        if hasattr(control, "options")
+        else list(range(control.min, control.max + 1))
+    )
 
 
 def plain_and_finite(result):
@@ -55,13 +79,18 @@ def png_pixels(data: bytes) -> np.ndarray:
 
 # --- lab 1: ring all-reduce ------------------------------------------------------------------------------------
 
+
 def alpha_beta_by_hand(p, size, algorithm):
     """(phases n, wire bytes Q) of each all-reduce algorithm, from lesson 02's table, computed here without
     course_lib: ring 2(p−1), 2(p−1)/p·S; binomial tree 2⌈lg p⌉, 2⌈lg p⌉·S; recursive doubling lg p, lg p·S;
     Rabenseifner 2 lg p, 2(p−1)/p·S."""
     lg = math.ceil(math.log2(p))
-    return {"ring": (2 * (p - 1), 2 * (p - 1) / p * size), "binomial_tree": (2 * lg, 2 * lg * size),
-            "recursive_doubling": (lg, lg * size), "rabenseifner": (2 * lg, 2 * (p - 1) / p * size)}[algorithm]
+    return {
+        "ring": (2 * (p - 1), 2 * (p - 1) / p * size),
+        "binomial_tree": (2 * lg, 2 * lg * size),
+        "recursive_doubling": (lg, lg * size),
+        "rabenseifner": (2 * lg, 2 * (p - 1) / p * size),
+    }[algorithm]
 
 
 def check_ring_result(lab):
@@ -86,9 +115,13 @@ def check_ring_result(lab):
     assert result["time_s"] == collectives.collective_time("all_reduce", p, size, bandwidth, latency, algorithm)
     assert result["busbw_bytes_per_s"] == collectives.busbw_bytes_per_s("all_reduce", p, size, result["time_s"])
     assert result["crossover_bytes"] == collectives.latency_bandwidth_crossover_bytes(
-        "all_reduce", p, bandwidth, latency, algorithm)
-    times = {a: collectives.collective_time("all_reduce", p, size, bandwidth, latency, a)
-             for a in collectives.ALGORITHMS["all_reduce"] if a not in POWER_OF_TWO_ONLY or p & (p - 1) == 0}
+        "all_reduce", p, bandwidth, latency, algorithm
+    )
+    times = {
+        a: collectives.collective_time("all_reduce", p, size, bandwidth, latency, a)
+        for a in collectives.ALGORITHMS["all_reduce"]
+        if a not in POWER_OF_TWO_ONLY or p & (p - 1) == 0
+    }
     assert result["fastest_algorithm"] == min(times, key=times.get)
 
 
@@ -99,8 +132,12 @@ def check_ring_figure(lab, figure):
     assert lab._point_label.get_text() == units.format_time(r["time_s"])
     curve = lab._curves[r["algorithm"]]
     assert curve.get_visible()
-    np.testing.assert_allclose(curve.get_ydata(), collectives.collective_time(
-        "all_reduce", r["ranks"], curve.get_xdata(), r["bandwidth_bytes_per_s"], r["latency_s"], r["algorithm"]))
+    np.testing.assert_allclose(
+        curve.get_ydata(),
+        collectives.collective_time(
+            "all_reduce", r["ranks"], curve.get_xdata(), r["bandwidth_bytes_per_s"], r["latency_s"], r["algorithm"]
+        ),
+    )
     for algorithm, line in lab._curves.items():
         assert line.get_visible() == (algorithm not in POWER_OF_TWO_ONLY or r["ranks"] & (r["ranks"] - 1) == 0)
     inside = PAYLOADS_BYTES[0] < r["crossover_bytes"] < PAYLOADS_BYTES[-1]
@@ -126,7 +163,8 @@ def test_ring_defaults_are_the_cards_numbers(ring):
     values = ring.values()
     assert (values["algorithm"], values["ranks"], values["step"]) == ("ring", 8, 0)
     assert [values["payload_bytes"], values["bandwidth_bytes_per_s"], values["latency_s"]] == pytest.approx(
-        [100 * units.MB, 50 * units.GB, 5 * units.US], rel=1e-12)
+        [100 * units.MB, 50 * units.GB, 5 * units.US], rel=1e-12
+    )
     r = ring.result
     assert units.format_time(r["time_s"]) == "3.57 ms"
     assert units.format_time(r["latency_term_s"]) == "70 µs" and units.format_time(r["bandwidth_term_s"]) == "3.5 ms"
@@ -135,9 +173,15 @@ def test_ring_defaults_are_the_cards_numbers(ring):
     assert r["regime"] == "bandwidth-bound" and r["phases"] == 14
 
 
-@pytest.mark.parametrize("name, stops, low, high", [
-    ("ranks", RANKS, 2, 1024), ("payload_bytes", PAYLOADS_BYTES, 1e3, 1e10),
-    ("bandwidth_bytes_per_s", BANDWIDTHS_BYTES_PER_S, 1e9, 1e12), ("latency_s", LATENCIES_S, 1e-7, 1e-4)])
+@pytest.mark.parametrize(
+    "name, stops, low, high",
+    [
+        ("ranks", RANKS, 2, 1024),
+        ("payload_bytes", PAYLOADS_BYTES, 1e3, 1e10),
+        ("bandwidth_bytes_per_s", BANDWIDTHS_BYTES_PER_S, 1e9, 1e12),
+        ("latency_s", LATENCIES_S, 1e-7, 1e-4),
+    ],
+)
 def test_ring_control_ranges_and_unit_readouts(ring, name, stops, low, high):
     control = ring.controls[name]
     assert options(control)[0] == pytest.approx(low) and options(control)[-1] == pytest.approx(high)
@@ -170,7 +214,7 @@ def test_ring_every_algorithm_offered_for_every_rank_count(ring, ranks):
     offered = options(ring.controls["algorithm"])
     power_of_two = ranks & (ranks - 1) == 0
     assert offered == [a for a in collectives.ALGORITHMS["all_reduce"] if power_of_two or a not in POWER_OF_TWO_ONLY]
-    for algorithm, payload in zip(offered, (PAYLOADS_BYTES[0], PAYLOADS_BYTES[-1], 1e6, 1e8)):
+    for algorithm, payload in zip(offered, (PAYLOADS_BYTES[0], PAYLOADS_BYTES[-1], 1e6, 1e8), strict=False):
         ring.controls["algorithm"].value = algorithm
         ring.controls["payload_bytes"].value = payload
         check_ring_result(ring)
@@ -188,7 +232,7 @@ def test_ring_power_of_two_choice_falls_back_to_the_ring():
     lab.controls["ranks"].value = 6
     assert lab.controls["algorithm"].value == "ring" and lab.result["algorithm"] == "ring"
     check_ring_result(lab)
-    with pytest.raises(Exception):  # not among the offered options: unreachable
+    with pytest.raises(traitlets.TraitError):  # not among the offered options: unreachable
         lab.controls["algorithm"].value = "recursive_doubling"
     lab.controls["ranks"].value = 16
     lab.controls["algorithm"].value = "recursive_doubling"
@@ -211,8 +255,9 @@ def test_ring_step_view_follows_the_simulation():
         assert faces[4:, :, 3].max() == 0 and faces[:, 4:, 3].max() == 0  # unused cells hidden
         heads = lab._heads.get_xdata()
         assert len(heads) == (0 if step == 0 else 4)  # one transfer per rank per step
-        assert lab.result["step_phase"] == ("before any transfer" if step == 0 else
-                                            "reduce-scatter" if step <= 3 else "all-gather")
+        assert lab.result["step_phase"] == (
+            "before any transfer" if step == 0 else "reduce-scatter" if step <= 3 else "all-gather"
+        )
         assert lab._ring_title.get_text().startswith(f"ring step {step} of 6")
     assert sim.holdings(6).all()
     lab.controls["ranks"].value = 16
@@ -249,7 +294,7 @@ def test_ring_values_within_rounding_error_name_the_same_stop():
     lab.controls["latency_s"].value = 5 * units.US
     assert lab.controls["latency_s"].label == "5 µs"
     check_ring_result(lab)
-    with pytest.raises(Exception):  # a payload between the stops is not a position of the slider
+    with pytest.raises(traitlets.TraitError):  # a payload between the stops is not a position of the slider
         lab.controls["payload_bytes"].value = 64.5 * units.MB
 
 
@@ -257,19 +302,30 @@ def test_ring_initial_values():
     lab = ring_allreduce_lab(ranks=10, payload_bytes=64 * units.MB, latency_s=1.5 * units.US)
     assert lab.values()["ranks"] == 10 and lab.values()["payload_bytes"] == 64 * units.MB  # kept, not snapped
     check_ring_result(lab)
-    for bad in ({"ranks": 1}, {"ranks": 2048}, {"payload_bytes": 0}, {"bandwidth_bytes_per_s": 1e13},
-                {"latency_s": -1e-6}, {"algorithm": "rabenseifner", "ranks": 6}, {"algorithm": "tree"},
-                {"step": 15}, {"colour": "red"}):
+    for bad in (
+        {"ranks": 1},
+        {"ranks": 2048},
+        {"payload_bytes": 0},
+        {"bandwidth_bytes_per_s": 1e13},
+        {"latency_s": -1e-6},
+        {"algorithm": "rabenseifner", "ranks": 6},
+        {"algorithm": "tree"},
+        {"step": 15},
+        {"colour": "red"},
+    ):
         with pytest.raises(ValueError):
             ring_allreduce_lab(**bad)
 
 
 # --- lab 2: global batch ---------------------------------------------------------------------------------------
 
+
 def check_batch_result(lab):
     v, r = lab.values(), lab.result
-    b, acc, d, t, p, s = (v[k] for k in ("micro_batch", "grad_accum_steps", "data_parallel", "tensor_parallel",
-                                          "pipeline_parallel", "seq_len"))
+    b, acc, d, t, p, s = (
+        v[k]
+        for k in ("micro_batch", "grad_accum_steps", "data_parallel", "tensor_parallel", "pipeline_parallel", "seq_len")
+    )
     assert BATCH_RESULT_KEYS <= set(r)
     plain_and_finite(r)
     assert r["global_batch"] == b * acc * d == parallelism.global_batch(b, acc, d)
@@ -301,7 +357,8 @@ def check_batch_figure(lab, figure):
     assert len(lab._stage_labels.get_texts()) == min(stages, -(-columns // r["tensor_parallel"]))
     notes = " ".join(note.get_text() for note in lab._grid_notes)
     assert (f"showing the first {SHOWN_REPLICAS} of {r['data_parallel']} replicas" in notes) == (
-        r["data_parallel"] > SHOWN_REPLICAS)
+        r["data_parallel"] > SHOWN_REPLICAS
+    )
     assert lab.image.value[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -311,16 +368,29 @@ def batch():
 
 
 def test_batch_defaults_are_the_cards_example(batch):
-    assert batch.values() == {"micro_batch": 8, "grad_accum_steps": 16, "data_parallel": 64, "tensor_parallel": 1,
-                              "pipeline_parallel": 1, "seq_len": 2048}
+    assert batch.values() == {
+        "micro_batch": 8,
+        "grad_accum_steps": 16,
+        "data_parallel": 64,
+        "tensor_parallel": 1,
+        "pipeline_parallel": 1,
+        "seq_len": 2048,
+    }
     assert batch.result["global_batch"] == 8192 and batch.result["devices"] == 64
     assert batch.result["tokens_per_step"] == 8192 * 2048
 
 
-@pytest.mark.parametrize("name, low, high, count", [
-    ("micro_batch", 1, 64, 64), ("grad_accum_steps", 1, 128, 128), ("data_parallel", 1, 1024, len(DATA_PARALLEL_SIZES)),
-    ("tensor_parallel", 1, 64, len(PARALLEL_SIZES)), ("pipeline_parallel", 1, 64, len(PARALLEL_SIZES)),
-    ("seq_len", 128, 131072, len(SEQ_LENS))])
+@pytest.mark.parametrize(
+    "name, low, high, count",
+    [
+        ("micro_batch", 1, 64, 64),
+        ("grad_accum_steps", 1, 128, 128),
+        ("data_parallel", 1, 1024, len(DATA_PARALLEL_SIZES)),
+        ("tensor_parallel", 1, 64, len(PARALLEL_SIZES)),
+        ("pipeline_parallel", 1, 64, len(PARALLEL_SIZES)),
+        ("seq_len", 128, 131072, len(SEQ_LENS)),
+    ],
+)
 def test_batch_sweep_each_control(batch, name, low, high, count):
     figure = batch.figure
     control = batch.controls[name]
@@ -350,8 +420,14 @@ def test_batch_tensor_and_pipeline_add_devices_not_examples(batch):
 
 
 def test_batch_extremes_and_partial_redraw():
-    lab = global_batch_lab(micro_batch=64, grad_accum_steps=128, data_parallel=1024, tensor_parallel=64,
-                           pipeline_parallel=64, seq_len=131072)
+    lab = global_batch_lab(
+        micro_batch=64,
+        grad_accum_steps=128,
+        data_parallel=1024,
+        tensor_parallel=64,
+        pipeline_parallel=64,
+        seq_len=131072,
+    )
     check_batch_result(lab)
     check_batch_figure(lab, lab.figure)
     assert lab.result["devices"] == 4194304 and lab.result["global_batch"] == 8388608
@@ -371,7 +447,13 @@ def test_batch_initial_values():
     lab = global_batch_lab(data_parallel=10, seq_len=3000)
     assert lab.values()["data_parallel"] == 10 and lab.values()["seq_len"] == 3000
     check_batch_result(lab)
-    for bad in ({"micro_batch": 0}, {"grad_accum_steps": 129}, {"data_parallel": 2048}, {"tensor_parallel": 1.5},
-                {"seq_len": 64}, {"zero_stage": 1}):
+    for bad in (
+        {"micro_batch": 0},
+        {"grad_accum_steps": 129},
+        {"data_parallel": 2048},
+        {"tensor_parallel": 1.5},
+        {"seq_len": 64},
+        {"zero_stage": 1},
+    ):
         with pytest.raises(ValueError):
             global_batch_lab(**bad)

@@ -108,8 +108,11 @@ def autograder_requirements(lock: Path = LOCK) -> str:
     missing = [name for name in AUTOGRADER_PACKAGES if not any(line.lower().startswith(name + "==") for line in lines)]
     if missing:
         raise SystemExit(f"error: {lock} has no pin for {', '.join(missing)}; run `make lock`")
-    return "# course_lib's dependencies at the versions of requirements.lock (tools/assignments.py)\n" + \
-        "\n".join(lines) + "\n"
+    return (
+        "# course_lib's dependencies at the versions of requirements.lock (tools/assignments.py)\n"
+        + "\n".join(lines)
+        + "\n"
+    )
 
 
 def cell_inputs(path: Path) -> list[tuple[str, str]]:
@@ -124,8 +127,10 @@ def check_twin(master: Path) -> str | None:
     if not twin.exists():
         return f"{master.name} has no py:percent twin {twin.name}"
     if cell_inputs(master) != cell_inputs(twin):
-        return (f"{master.name} differs from {twin.name} (the source): run "
-                f"`make notebooks NOTEBOOKS={twin.relative_to(ROOT) if twin.is_relative_to(ROOT) else twin}`")
+        return (
+            f"{master.name} differs from {twin.name} (the source): run "
+            f"`make notebooks NOTEBOOKS={twin.relative_to(ROOT) if twin.is_relative_to(ROOT) else twin}`"
+        )
     return None
 
 
@@ -139,7 +144,7 @@ def normalise_student_version(path: Path) -> None:
         cell["metadata"].pop("execution", None)
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         digest = hashlib.sha1(f"{path.stem}\n{index}\n{source}".encode()).hexdigest()
-        cell["id"] = next(digest[i:i + 8] for i in range(len(digest) - 7) if digest[i:i + 8] not in taken)
+        cell["id"] = next(digest[i : i + 8] for i in range(len(digest) - 7) if digest[i : i + 8] not in taken)
         taken.add(cell["id"])
     path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
 
@@ -155,19 +160,23 @@ def assign(master: Path, out: Path, run_tests: bool = True) -> tuple[Path, Path,
         stage = Path(scratch) / "stage"
         stage.mkdir()
         shutil.copy(master, stage / master.name)
-        shutil.copytree(ROOT / "course_lib", stage / "course_lib",
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints"))
+        shutil.copytree(
+            ROOT / "course_lib",
+            stage / "course_lib",
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints"),
+        )
         (stage / "requirements.txt").write_text(autograder_requirements(), encoding="utf-8")
         command = [sys.executable, "-m", "otter", "assign", master.name, str(result.resolve())]
         if not run_tests:
             command.append("--no-run-tests")
         start = time.perf_counter()
-        done = subprocess.run(command, cwd=stage, env=otter_environment(Path(scratch)), capture_output=True,
-                              text=True)
+        done = subprocess.run(command, cwd=stage, env=otter_environment(Path(scratch)), capture_output=True, text=True)
         seconds = time.perf_counter() - start
     if done.returncode != 0:
-        raise RuntimeError(f"otter assign {master.name} failed (exit status {done.returncode}):\n"
-                           f"{(done.stdout + done.stderr).strip()[-3000:]}")
+        raise RuntimeError(
+            f"otter assign {master.name} failed (exit status {done.returncode}):\n"
+            f"{(done.stdout + done.stderr).strip()[-3000:]}"
+        )
     student = result / "student" / master.name
     zip_path = autograder_zip(lab, out)
     if not student.exists() or zip_path is None:
@@ -180,14 +189,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("masters", nargs="*", type=Path, help="graded masters (default: labs/source/NN_*.ipynb)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="build folder (default: build/assignments)")
-    parser.add_argument("--student-dir", type=Path, default=None,
-                        help="also copy each student version to DIR/NN_name.ipynb (e.g. labs)")
-    parser.add_argument("--no-run-tests", action="store_true",
-                        help="do not let otter grade the master's solutions while assigning (faster)")
+    parser.add_argument(
+        "--student-dir", type=Path, default=None, help="also copy each student version to DIR/NN_name.ipynb (e.g. labs)"
+    )
+    parser.add_argument(
+        "--no-run-tests",
+        action="store_true",
+        help="do not let otter grade the master's solutions while assigning (faster)",
+    )
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="masters assigned at once")
     arguments = parser.parse_args(argv)
-    masters = [path.resolve().with_suffix(".ipynb") for path in arguments.masters] or \
-        [MASTERS / f"{lab}.ipynb" for lab in lab_names()]
+    masters = [path.resolve().with_suffix(".ipynb") for path in arguments.masters] or [
+        MASTERS / f"{lab}.ipynb" for lab in lab_names()
+    ]
     if not masters:
         parser.error(f"no graded masters in {MASTERS}")
     problems = [f"{master}: no such master" if not master.exists() else check_twin(master) for master in masters]

@@ -50,8 +50,9 @@ class CurrentEnvironmentKernels(KernelSpecManager):
     """Every kernel name resolves to ipykernel run by this interpreter (like nbval's --nbval-current-env)."""
 
     def get_kernel_spec(self, kernel_name):
-        return self.kernel_spec_class(resource_dir=ipykernel.kernelspec.RESOURCES,
-                                      **ipykernel.kernelspec.get_kernel_dict())
+        return self.kernel_spec_class(
+            resource_dir=ipykernel.kernelspec.RESOURCES, **ipykernel.kernelspec.get_kernel_dict()
+        )
 
 
 def kernel_environment() -> dict[str, str]:
@@ -86,7 +87,7 @@ def build(source: Path) -> nbformat.NotebookNode:
         if cell.get("id") in old_ids:
             continue
         digest = hashlib.sha1(f"{source.stem}\n{index}\n{cell.source}".encode()).hexdigest()
-        new_id = next(digest[i:i + 8] for i in range(len(digest) - 7) if digest[i:i + 8] not in taken)
+        new_id = next(digest[i : i + 8] for i in range(len(digest) - 7) if digest[i : i + 8] not in taken)
         cell["id"] = new_id
         taken.add(new_id)
     for cell in notebook.cells:
@@ -108,9 +109,16 @@ def execute(notebook: nbformat.NotebookNode, folder: Path) -> float:
     current = {"index": None}
     manager = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=CurrentEnvironmentKernels())
     client = NotebookClient(
-        notebook, km=manager, kernel_name=KERNEL_NAME, timeout=CELL_TIMEOUT_S, startup_timeout=120,
-        record_timing=False, store_widget_state=False, resources={"metadata": {"path": str(folder)}},
-        on_cell_start=lambda cell, cell_index: current.update(index=cell_index))
+        notebook,
+        km=manager,
+        kernel_name=KERNEL_NAME,
+        timeout=CELL_TIMEOUT_S,
+        startup_timeout=120,
+        record_timing=False,
+        store_widget_state=False,
+        resources={"metadata": {"path": str(folder)}},
+        on_cell_start=lambda cell, cell_index: current.update(index=cell_index),
+    )
     start = time.perf_counter()
     try:
         client.execute(env=kernel_environment())
@@ -137,8 +145,12 @@ def normalise(notebook: nbformat.NotebookNode) -> None:
         # join neighbours (not all streams, as nbval does for comparing: that would move text past a figure).
         merged = []
         for output in cell.outputs:
-            if merged and output.output_type == "stream" and merged[-1].output_type == "stream" \
-                    and merged[-1].name == output.name:
+            if (
+                merged
+                and output.output_type == "stream"
+                and merged[-1].output_type == "stream"
+                and merged[-1].name == output.name
+            ):
                 merged[-1].text += output.text
             else:
                 merged.append(output)

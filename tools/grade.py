@@ -60,8 +60,10 @@ class Graded:
 
     @property
     def rows(self) -> list[tuple]:
-        return [(self.student, self.lab, question, points, max_points)
-                for question, (points, max_points) in self.scores.items()]
+        return [
+            (self.student, self.lab, question, points, max_points)
+            for question, (points, max_points) in self.scores.items()
+        ]
 
     @property
     def points(self) -> float:
@@ -138,13 +140,15 @@ def feedback_text(student: str, lab: str, scores: dict, body: str) -> str:
     total = sum(p for p, _ in scores.values())
     possible = sum(m for _, m in scores.values())
     lines = [f"{lab}: {number(total)} / {number(possible)} points ({student})", ""]
-    lines += [f"  {question}: {number(points)} / {number(max_points)}" for question, (points, max_points) in
-              scores.items()]
+    lines += [
+        f"  {question}: {number(points)} / {number(max_points)}" for question, (points, max_points) in scores.items()
+    ]
     return "\n".join(lines + ["", body.rstrip(), ""])
 
 
-def grade_notebook(submission: Path, zip_path: Path, student: str, lab: str,
-                   timeout_s: float = DEFAULT_TIMEOUT_S) -> Graded:
+def grade_notebook(
+    submission: Path, zip_path: Path, student: str, lab: str, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> Graded:
     """Grade one notebook with ``otter run``; never raises for a problem of the submission itself."""
     zero = {question: (0.0, max_points) for question, max_points in questions(zip_path).items()}
     start = time.perf_counter()
@@ -163,24 +167,44 @@ def grade_notebook(submission: Path, zip_path: Path, student: str, lab: str,
         except OSError as error:
             return not_graded("unreadable file", f"the file could not be read ({error.strerror}).")
         log_path = scratch / "otter.log"
-        command = [sys.executable, "-m", "otter", "run", "--no-logo", "-a", str(zip_path.resolve()), "-o", str(out),
-                   str(copy)]
+        command = [
+            sys.executable,
+            "-m",
+            "otter",
+            "run",
+            "--no-logo",
+            "-a",
+            str(zip_path.resolve()),
+            "-o",
+            str(out),
+            str(copy),
+        ]
         with open(log_path, "wb") as log:
-            process = subprocess.Popen(command, cwd=scratch, env=otter_environment(scratch), stdout=log,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            process = subprocess.Popen(
+                command,
+                cwd=scratch,
+                env=otter_environment(scratch),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
             try:
                 status = process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 kill_tree(process)
-                return not_graded(f"timed out after {timeout_s:g} s",
-                                  f"the notebook did not finish within {timeout_s:g} s (an endless loop, or a very "
-                                  "slow cell?). Make it run top to bottom in a fresh kernel (Kernel > Restart Kernel "
-                                  "and Run All Cells) and submit it again.")
+                return not_graded(
+                    f"timed out after {timeout_s:g} s",
+                    f"the notebook did not finish within {timeout_s:g} s (an endless loop, or a very "
+                    "slow cell?). Make it run top to bottom in a fresh kernel (Kernel > Restart Kernel "
+                    "and Run All Cells) and submit it again.",
+                )
         results_path = out / "results.json"
         if not results_path.exists():
             tail = "\n".join(log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:])
-            return not_graded(f"otter could not grade it, exit status {status}",
-                              f"otter could not grade it (exit status {status}). The end of otter's log:\n{tail}\n")
+            return not_graded(
+                f"otter could not grade it, exit status {status}",
+                f"otter could not grade it (exit status {status}). The end of otter's log:\n{tail}\n",
+            )
         results = json.loads(results_path.read_text(encoding="utf-8"))
     scores, sections = dict(zero), []
     for test in results.get("tests", []):
@@ -224,12 +248,20 @@ def write_results(graded: list[Graded], grades: Path, feedback: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("submissions", type=Path, help="folder of <student>/<lab>.ipynb")
-    parser.add_argument("--assignments", type=Path, default=DEFAULT_OUT,
-                        help="where `make assignments` put the autograder zips (default: build/assignments)")
+    parser.add_argument(
+        "--assignments",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="where `make assignments` put the autograder zips (default: build/assignments)",
+    )
     parser.add_argument("--grades", type=Path, help="grades CSV to write (default: grades.csv next to SUBMISSIONS)")
     parser.add_argument("--feedback", type=Path, help="feedback folder (default: feedback/ next to the grades CSV)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
-                        help=f"seconds one notebook may take (default: {DEFAULT_TIMEOUT_S})")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"seconds one notebook may take (default: {DEFAULT_TIMEOUT_S})",
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at once")
     arguments = parser.parse_args(argv)
     submissions = arguments.submissions.resolve()
@@ -245,22 +277,30 @@ def main(argv: list[str] | None = None) -> int:
     found, notes = find_submissions(submissions, list(zips))
     missing = sorted({lab for _, lab, _ in found if zips[lab] is None})
     if missing or not any(zips.values()):
-        print(f"error: no autograder zip for {', '.join(missing) or 'any lab'} in {arguments.assignments}: "
-              "run `make assignments` first", file=sys.stderr)
+        print(
+            f"error: no autograder zip for {', '.join(missing) or 'any lab'} in {arguments.assignments}: "
+            "run `make assignments` first",
+            file=sys.stderr,
+        )
         return 2
     for note in notes:
         print(f"note: {note}")
     if not found:
-        print(f"error: no lab notebooks in {submissions} (expected <student>/<lab>.ipynb with <lab> one of "
-              f"{', '.join(zips)})", file=sys.stderr)
+        print(
+            f"error: no lab notebooks in {submissions} (expected <student>/<lab>.ipynb with <lab> one of "
+            f"{', '.join(zips)})",
+            file=sys.stderr,
+        )
         return 2
 
     def grade(item):
         student, lab, path = item
         result = grade_notebook(path, zips[lab], student, lab, arguments.timeout)
         status = f" NOT GRADED: {result.problem}" if result.problem else ""
-        print(f"{student}/{lab}: {number(result.points)} / {number(result.max_points)} in {result.seconds:.1f} s"
-              f"{status}", flush=True)
+        print(
+            f"{student}/{lab}: {number(result.points)} / {number(result.max_points)} in {result.seconds:.1f} s{status}",
+            flush=True,
+        )
         return result
 
     start = time.perf_counter()
@@ -268,8 +308,10 @@ def main(argv: list[str] | None = None) -> int:
         graded = list(pool.map(grade, found))
     write_results(graded, grades, feedback)
     problems = sum(1 for item in graded if item.problem)
-    print(f"graded {len(graded)} notebooks of {len({s for s, _, _ in found})} students in "
-          f"{time.perf_counter() - start:.1f} s ({problems} not gradable); wrote {grades} and {feedback}/")
+    print(
+        f"graded {len(graded)} notebooks of {len({s for s, _, _ in found})} students in "
+        f"{time.perf_counter() - start:.1f} s ({problems} not gradable); wrote {grades} and {feedback}/"
+    )
     return 0
 
 

@@ -51,16 +51,21 @@ def freeze_for(python: str) -> tuple[str, dict[str, str]]:
         vpy = str(venv / "bin" / "python")
         version = subprocess.run(
             [vpy, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout.strip()
         print(f"lock: Python {version} ({python}): installing .[lab,test] ...", flush=True)
         subprocess.run(
             [vpy, "-m", "pip", "install", "--quiet", "--progress-bar", "off", ".[lab,test]"],
-            check=True, cwd=ROOT,
+            check=True,
+            cwd=ROOT,
         )
         frozen = subprocess.run(
             [vpy, "-m", "pip", "freeze", "--exclude-editable"],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
     pins = {}
     for line in frozen.splitlines():
@@ -106,8 +111,7 @@ def main(argv: list[str]) -> None:
         freezes[version] = pins
     pythons_locked = ", ".join(sorted(freezes, key=lambda v: tuple(map(int, v.split(".")))))
     lines = merge(freezes)
-    header = HEADER.format(pythons=pythons_locked,
-                           platform=f"{platform.system()} {platform.machine()}")
+    header = HEADER.format(pythons=pythons_locked, platform=f"{platform.system()} {platform.machine()}")
     output.write_text(header + "\n".join(lines) + "\n")
     print(f"lock: wrote {output}: {len(lines)} pins for Python {pythons_locked}")
 

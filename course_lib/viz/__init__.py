@@ -8,13 +8,27 @@ the formula modules never do.
 """
 
 from .budget import plot_plan_search, plot_step_timeline
-from .collectives import plot_collective_data, plot_collective_time_vs_payload, plot_ring_allreduce_steps, plot_ring_step
+from .collectives import (
+    plot_collective_data,
+    plot_collective_time_vs_payload,
+    plot_ring_allreduce_steps,
+    plot_ring_step,
+)
 from .compute import plot_flops_breakdown, plot_roofline
 from .course import plot_course_map
 from .parallelism import plot_memory_breakdown, plot_parallelism_splits, plot_pipeline_schedule
 
 __all__ = [
-    "plot_course_map", "plot_roofline", "plot_flops_breakdown", "plot_collective_data", "plot_ring_step",
-    "plot_ring_allreduce_steps", "plot_collective_time_vs_payload", "plot_pipeline_schedule", "plot_memory_breakdown",
-    "plot_parallelism_splits", "plot_step_timeline", "plot_plan_search",
+    "plot_course_map",
+    "plot_roofline",
+    "plot_flops_breakdown",
+    "plot_collective_data",
+    "plot_ring_step",
+    "plot_ring_allreduce_steps",
+    "plot_collective_time_vs_payload",
+    "plot_pipeline_schedule",
+    "plot_memory_breakdown",
+    "plot_parallelism_splits",
+    "plot_step_timeline",
+    "plot_plan_search",
 ]

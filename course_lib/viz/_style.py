@@ -10,14 +10,34 @@ from matplotlib.ticker import FuncFormatter
 
 from .. import units
 
-__all__ = ["axes_or_new", "COLORS", "AXIS_COLORS", "bytes_formatter", "time_formatter", "rate_formatter",
-           "flops_rate_formatter", "percent_formatter", "seconds_label", "seconds_formatter", "label_units"]
+__all__ = [
+    "axes_or_new",
+    "COLORS",
+    "AXIS_COLORS",
+    "bytes_formatter",
+    "time_formatter",
+    "rate_formatter",
+    "flops_rate_formatter",
+    "percent_formatter",
+    "seconds_label",
+    "seconds_formatter",
+    "label_units",
+]
 
 # One colour per memory component, per parallel axis and per kind of time, used by every figure.
 COLORS = {
-    "parameters": "#4C72B0", "gradients": "#DD8452", "optimizer_state": "#55A868", "activations": "#C44E52",
-    "compute": "#4C72B0", "forward": "#4C72B0", "backward": "#8172B3", "bubble": "#CCCCCC",
-    "exposed": "#C44E52", "overlapped": "#8DC68F", "capacity": "#222222", "latency": "#DD8452",
+    "parameters": "#4C72B0",
+    "gradients": "#DD8452",
+    "optimizer_state": "#55A868",
+    "activations": "#C44E52",
+    "compute": "#4C72B0",
+    "forward": "#4C72B0",
+    "backward": "#8172B3",
+    "bubble": "#CCCCCC",
+    "exposed": "#C44E52",
+    "overlapped": "#8DC68F",
+    "capacity": "#222222",
+    "latency": "#DD8452",
     "bandwidth": "#4C72B0",
 }
 AXIS_COLORS = {"data": "#55A868", "tensor": "#C44E52", "pipeline": "#8172B3", "zero": "#DD8452"}

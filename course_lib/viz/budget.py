@@ -14,12 +14,16 @@ from matplotlib.ticker import LogLocator, NullFormatter
 from .. import budget, units
 from ._style import AXIS_COLORS, COLORS, axes_or_new, bytes_formatter, label_units, seconds_formatter
 
-__all__ = ["plot_step_timeline", "plot_plan_search", "CONSTRAINT_COLORS", "CRITICAL_PATH_SEGMENTS",
-           "seconds_formatter"]
+__all__ = ["plot_step_timeline", "plot_plan_search", "CONSTRAINT_COLORS", "CRITICAL_PATH_SEGMENTS", "seconds_formatter"]
 
 # One fixed colour per binding constraint (budget.BINDING_CONSTRAINTS), so every search figure reads the same.
-CONSTRAINT_COLORS = {"compute": COLORS["compute"], "exposed communication": COLORS["exposed"],
-                     "bubble": AXIS_COLORS["pipeline"], "memory": "#9A9A9A", "batch divisibility": COLORS["latency"]}
+CONSTRAINT_COLORS = {
+    "compute": COLORS["compute"],
+    "exposed communication": COLORS["exposed"],
+    "bubble": AXIS_COLORS["pipeline"],
+    "memory": "#9A9A9A",
+    "batch divisibility": COLORS["latency"],
+}
 # Critical-path segments, left to right: (legend text, colour, function of the StepTime giving seconds).
 CRITICAL_PATH_SEGMENTS = (
     ("compute", COLORS["compute"], lambda step: step.compute_s),
@@ -33,15 +37,14 @@ _AXIS_NAMES = {"tensor": "tensor parallel", "pipeline": "pipeline parallel", "da
 _DRAW_ORDER = ("memory", "batch divisibility", "exposed communication", "bubble", "compute")
 
 
-
-
 def _checked_step(step):
     if not isinstance(step, budget.StepTime):
         raise ValueError(f"step must be a budget.StepTime (from budget.step_time), got {step!r}")
     values = [step.compute_s, step.bubble_s, step.total_s, *step.exposed_s.values(), *step.overlapped_s.values()]
     if any(np.ndim(value) for value in values):
-        raise ValueError("step must hold one plan's times (scalar fields); it holds arrays: call budget.step_time "
-                         "on a single plan")
+        raise ValueError(
+            "step must hold one plan's times (scalar fields); it holds arrays: call budget.step_time on a single plan"
+        )
     return step
 
 
@@ -82,15 +85,30 @@ def plot_step_timeline(step, ax=None, title=None):
         width = float(seconds(step))
         if width <= 0:
             continue
-        bar = ax.barh(y_critical, width, height, left=left, color=color, edgecolor="white", linewidth=0.8,
-                      label=name, zorder=3)
+        bar = ax.barh(
+            y_critical, width, height, left=left, color=color, edgecolor="white", linewidth=0.8, label=name, zorder=3
+        )
         bar.patches[0].set_gid(f"critical:{name}")
         handles.append(bar)
-        _segment_text(ax, left, width, y_critical, units.format_time(width),
-                      "black" if color == COLORS["bubble"] else "white", span)
+        _segment_text(
+            ax,
+            left,
+            width,
+            y_critical,
+            units.format_time(width),
+            "black" if color == COLORS["bubble"] else "white",
+            span,
+        )
         left += width
-    ax.text(left + 0.01 * span, y_critical, f"total {units.format_time(total)}", ha="left", va="center",
-            fontsize=9, fontweight="bold")
+    ax.text(
+        left + 0.01 * span,
+        y_critical,
+        f"total {units.format_time(total)}",
+        ha="left",
+        va="center",
+        fontsize=9,
+        fontweight="bold",
+    )
 
     compute_end = float(step.compute_s)
     hidden = [(axis, float(seconds)) for axis, seconds in step.overlapped_s.items() if seconds > 0]
@@ -98,18 +116,43 @@ def plot_step_timeline(step, ax=None, title=None):
     right = compute_end
     for axis, seconds in hidden:
         name = f"{_AXIS_NAMES.get(axis, axis)} (hidden)"
-        bar = ax.barh(y_hidden, seconds, height, left=right - seconds, color=AXIS_COLORS.get(axis, "#777777"),
-                      alpha=0.55, hatch="//", edgecolor="white", linewidth=0.8, label=name, zorder=3)
+        bar = ax.barh(
+            y_hidden,
+            seconds,
+            height,
+            left=right - seconds,
+            color=AXIS_COLORS.get(axis, "#777777"),
+            alpha=0.55,
+            hatch="//",
+            edgecolor="white",
+            linewidth=0.8,
+            label=name,
+            zorder=3,
+        )
         bar.patches[0].set_gid(f"hidden:{axis}")
         handles.append(bar)
         _segment_text(ax, right - seconds, seconds, y_hidden, units.format_time(seconds), "black", span)
         right -= seconds
     if hidden:
-        ax.text(compute_end + 0.01 * span, y_hidden, f"hidden {units.format_time(hidden_total)}", ha="left",
-                va="center", fontsize=9)
+        ax.text(
+            compute_end + 0.01 * span,
+            y_hidden,
+            f"hidden {units.format_time(hidden_total)}",
+            ha="left",
+            va="center",
+            fontsize=9,
+        )
     else:
-        ax.text(0.01 * span, y_hidden, "nothing overlaps compute", ha="left", va="center", fontsize=9,
-                style="italic", color="#555555")
+        ax.text(
+            0.01 * span,
+            y_hidden,
+            "nothing overlaps compute",
+            ha="left",
+            va="center",
+            fontsize=9,
+            style="italic",
+            color="#555555",
+        )
     ax.axvline(compute_end, color="#555555", linestyle=":", linewidth=1, zorder=2)
 
     ax.set_xlim(0, span)
@@ -122,14 +165,15 @@ def plot_step_timeline(step, ax=None, title=None):
     if title is None:
         title = f"One step: {units.format_time(total)}; binding constraint: {step.binding_constraint}"
     label_units(ax, "time (s)", "", title)
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3, frameon=False,
-              fontsize=9)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3, frameon=False, fontsize=9)
     return ax
 
 
 def _plan_text(row):
-    text = (f"d={row['data_parallel']} t={row['tensor_parallel']} p={row['pipeline_parallel']} "
-            f"ZeRO-{row['zero_stage']} b={row['micro_batch']}")
+    text = (
+        f"d={row['data_parallel']} t={row['tensor_parallel']} p={row['pipeline_parallel']} "
+        f"ZeRO-{row['zero_stage']} b={row['micro_batch']}"
+    )
     if row["virtual_stages"] > 1:
         text += f" v={row['virtual_stages']}"
     extras = [f"{row['recompute']} recompute"] if row["recompute"] != "none" else []
@@ -177,9 +221,16 @@ def plot_plan_search(search, ax=None, highlight_rows=(0,)):
     handles = {}
     for constraint in sorted(present, key=lambda c: _DRAW_ORDER.index(c) if c in _DRAW_ORDER else -1):
         chosen = constraints == constraint
-        points = ax.scatter(memory[chosen], time[chosen], s=14, alpha=0.6, linewidths=0,
-                            color=CONSTRAINT_COLORS.get(constraint, "#333333"),
-                            label=f"{constraint} ({int(chosen.sum())})", zorder=2)
+        points = ax.scatter(
+            memory[chosen],
+            time[chosen],
+            s=14,
+            alpha=0.6,
+            linewidths=0,
+            color=CONSTRAINT_COLORS.get(constraint, "#333333"),
+            label=f"{constraint} ({int(chosen.sum())})",
+            zorder=2,
+        )
         points.set_gid(f"plans:{constraint}")
         handles[constraint] = points
     capacity = float(search.capacity_bytes)
@@ -188,17 +239,46 @@ def plot_plan_search(search, ax=None, highlight_rows=(0,)):
     ax.set_xscale("log")
     low, high = ax.get_xlim()
     right_side = rows and np.log(capacity / low) / np.log(high / low) > 0.6  # then write the label on its left
-    ax.text(capacity, 0.99, f" HBM capacity {units.format_bytes(capacity)} ", transform=ax.get_xaxis_transform(),
-            ha="right" if right_side else "left", va="top", fontsize=9, color=COLORS["capacity"], zorder=4,
-            gid="capacity-label", bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1))
+    ax.text(
+        capacity,
+        0.99,
+        f" HBM capacity {units.format_bytes(capacity)} ",
+        transform=ax.get_xaxis_transform(),
+        ha="right" if right_side else "left",
+        va="top",
+        fontsize=9,
+        color=COLORS["capacity"],
+        zorder=4,
+        gid="capacity-label",
+        bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1),
+    )
     if highlight:
-        ax.scatter(memory[highlight], time[highlight], marker="*", s=220, color="#FFD92F", edgecolors="black",
-                   linewidths=0.9, zorder=5, gid="highlight", label="_highlight")
+        ax.scatter(
+            memory[highlight],
+            time[highlight],
+            marker="*",
+            s=220,
+            color="#FFD92F",
+            edgecolors="black",
+            linewidths=0.9,
+            zorder=5,
+            gid="highlight",
+            label="_highlight",
+        )
         for k, row in enumerate(highlight):
-            ax.annotate(_plan_text(search.row(row)), (memory[row], time[row]), xytext=(40, 12 + 50 * k),
-                        textcoords="offset points", fontsize=8, ha="left", va="bottom", zorder=6,
-                        bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor="#777777", alpha=0.9),
-                        arrowprops=dict(arrowstyle="-", color="#555555", linewidth=0.8), gid="highlight-label")
+            ax.annotate(
+                _plan_text(search.row(row)),
+                (memory[row], time[row]),
+                xytext=(40, 12 + 50 * k),
+                textcoords="offset points",
+                fontsize=8,
+                ha="left",
+                va="bottom",
+                zorder=6,
+                bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor="#777777", alpha=0.9),
+                arrowprops=dict(arrowstyle="-", color="#555555", linewidth=0.8),
+                gid="highlight-label",
+            )
     if not rows:
         ax.text(0.5, 0.5, "no plans to show", transform=ax.transAxes, ha="center", va="center", fontsize=10)
     ax.set_xscale("log")
@@ -211,10 +291,21 @@ def plot_plan_search(search, ax=None, highlight_rows=(0,)):
         axis.set_minor_formatter(NullFormatter())
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    label_units(ax, "memory per device (bytes)", "step time (s)",
-                f"{rows} plans: {int(np.sum(search.feasible)) if rows else 0} fit in memory")
+    label_units(
+        ax,
+        "memory per device (bytes)",
+        "step time (s)",
+        f"{rows} plans: {int(np.sum(search.feasible)) if rows else 0} fit in memory",
+    )
     if present:
-        ax.legend(handles=[handles[c] for c in present], title="binding constraint", loc="upper left",
-                  bbox_to_anchor=(1.01, 1.0), frameon=False,
-                  fontsize=9, title_fontsize=9, markerscale=1.5)
+        ax.legend(
+            handles=[handles[c] for c in present],
+            title="binding constraint",
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            frameon=False,
+            fontsize=9,
+            title_fontsize=9,
+            markerscale=1.5,
+        )
     return ax

@@ -9,19 +9,25 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from matplotlib.path import Path
 
-from .. import _validate, collectives, simulate as _simulate, units
+from .. import _validate, collectives, units
+from .. import simulate as _simulate
 from ..collectives import ALGORITHMS, OPS
 from ._style import COLORS, axes_or_new, bytes_formatter, label_units, time_formatter
 
-__all__ = ["plot_collective_data", "plot_ring_step", "plot_ring_allreduce_steps", "plot_collective_time_vs_payload",
-           "demo_inputs"]
+__all__ = [
+    "plot_collective_data",
+    "plot_ring_step",
+    "plot_ring_allreduce_steps",
+    "plot_collective_time_vs_payload",
+    "demo_inputs",
+]
 
 # One light colour per source rank (black text stays readable on each); a darker one for sums over all ranks.
 RANK_COLORS = ("#A1C9F4", "#FFB482", "#8DE5A1", "#FF9F9B", "#D0BBFF", "#DEBB9B", "#FAB0E4", "#FFFEA3")
@@ -34,9 +40,15 @@ _RING_OPS = ("all_reduce", "reduce_scatter", "all_gather")
 _SUM = "sum"
 _IGNORED = "ignored"
 # (colour, line style) per algorithm; orange and blue are kept for the latency and bandwidth terms.
-_ALGORITHM_STYLES = {"ring": ("#222222", "-"), "pairwise": ("#222222", "-"), "binomial_tree": ("#8172B3", "-"),
-                     "bruck": ("#8172B3", "-"), "recursive_doubling": ("#55A868", "-"),
-                     "recursive_halving": ("#55A868", "-"), "rabenseifner": ("#C44E52", "--")}
+_ALGORITHM_STYLES = {
+    "ring": ("#222222", "-"),
+    "pairwise": ("#222222", "-"),
+    "binomial_tree": ("#8172B3", "-"),
+    "bruck": ("#8172B3", "-"),
+    "recursive_doubling": ("#55A868", "-"),
+    "recursive_halving": ("#55A868", "-"),
+    "rabenseifner": ("#C44E52", "--"),
+}
 
 
 # Cells, chunks and arrows are added with ``ax.add_artist`` rather than ``add_patch``: the limits are set explicitly,
@@ -46,8 +58,10 @@ _ALGORITHM_STYLES = {"ring": ("#222222", "-"), "pairwise": ("#222222", "-"), "bi
 def _checked_drawn_ranks(ranks, minimum=1):
     p = _validate.count("ranks", ranks, minimum=minimum)
     if not isinstance(p, int) or p > _MAX_DRAWN_RANKS:
-        raise ValueError(f"ranks must be an integer in {minimum}..{_MAX_DRAWN_RANKS} (one readable row or block "
-                         f"per rank), got {ranks!r}")
+        raise ValueError(
+            f"ranks must be an integer in {minimum}..{_MAX_DRAWN_RANKS} (one readable row or block "
+            f"per rank), got {ranks!r}"
+        )
     return p
 
 
@@ -60,6 +74,7 @@ def _checked_axes(axes, needed, name="axes"):
 
 
 # --- what each collective does ---------------------------------------------------------------------------------
+
 
 def demo_inputs(op, ranks):
     """The small integer inputs ``plot_collective_data`` simulates: rank r's value for chunk c is 10·(r + 1) + c.
@@ -76,7 +91,7 @@ def demo_inputs(op, ranks):
     p = _validate.count("ranks", ranks)
     values = [np.array([10 * (r + 1) + c for c in range(p)], dtype=np.int64) for r in range(p)]
     if op == "all_gather":
-        return tuple(row[r:r + 1] for r, row in enumerate(values))
+        return tuple(row[r : r + 1] for r, row in enumerate(values))
     return tuple(values)
 
 
@@ -135,8 +150,16 @@ def _draw_grid(ax, sources, values, p, title, xlabel):
                 color, text, text_color = RANK_COLORS[source], f"{value}", "black"
             ax.add_artist(Rectangle((c - 0.5, r - 0.5), 1, 1, facecolor=color, edgecolor="white", linewidth=2))
             if text is not None:
-                ax.text(c, r, text, ha="center", va="center", fontsize=10 if p <= 6 else 8.5, color=text_color,
-                        gid=f"cell:{r}:{c}")
+                ax.text(
+                    c,
+                    r,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=10 if p <= 6 else 8.5,
+                    color=text_color,
+                    gid=f"cell:{r}:{c}",
+                )
     ax.set_xlim(-0.5, p - 0.5)
     ax.set_ylim(p - 0.5, -0.5)
     ax.set_xticks(range(p), [str(c) for c in range(p)])
@@ -179,15 +202,28 @@ def plot_collective_data(op, ranks=4, algorithm=None, axes=None):
     axes = np.asarray(_checked_axes(axes, 2)[:2], dtype=object)
     before_label = "block, by destination rank" if op == "all_to_all" else "chunk of the buffer"
     after_label = "block, by source rank" if op == "all_to_all" else "chunk of the buffer"
-    _draw_grid(axes[0], _sources(op, p, sim.root, after=False), _values(op, p, sim.inputs, after=False), p,
-               "before", before_label)
+    _draw_grid(
+        axes[0],
+        _sources(op, p, sim.root, after=False),
+        _values(op, p, sim.inputs, after=False),
+        p,
+        "before",
+        before_label,
+    )
     steps = f"{sim.step_count} step" + ("" if sim.step_count == 1 else "s")
-    _draw_grid(axes[1], _sources(op, p, sim.root, after=True), _values(op, p, sim.outputs, after=True), p,
-               f"after {op}", f"{after_label}  ({algorithm}, {steps})")
+    _draw_grid(
+        axes[1],
+        _sources(op, p, sim.root, after=True),
+        _values(op, p, sim.outputs, after=True),
+        p,
+        f"after {op}",
+        f"{after_label}  ({algorithm}, {steps})",
+    )
     return axes
 
 
 # --- the ring, step by step ------------------------------------------------------------------------------------
+
 
 def _contribution_counts(sim, step):
     """(ranks, ranks) array: how many ranks' data rank r's copy of chunk c holds after ``step`` steps."""
@@ -220,10 +256,14 @@ def _arc_angles(radius, angles, src, dst, p):
     centres = [(radius * math.cos(a), radius * math.sin(a)) for a in (angles[src], angles[dst])]
     half_width, half_height = p / 2 + 0.35, 0.5 + 0.35
     samples = np.linspace(0, 2 * np.pi / p, 200)
-    offset_start = next((d for d in samples if _leaves_block(radius, start - d, centres[0], half_width, half_height)),
-                        samples[len(samples) // 3])
-    offset_end = next((d for d in samples if _leaves_block(radius, end + d, centres[1], half_width, half_height)),
-                      samples[len(samples) // 3])
+    offset_start = next(
+        (d for d in samples if _leaves_block(radius, start - d, centres[0], half_width, half_height)),
+        samples[len(samples) // 3],
+    )
+    offset_end = next(
+        (d for d in samples if _leaves_block(radius, end + d, centres[1], half_width, half_height)),
+        samples[len(samples) // 3],
+    )
     return start - offset_start, end + offset_end
 
 
@@ -235,11 +275,16 @@ def _level_colors(p):
 def _ring_legend_handles(op, p):
     received = Patch(facecolor="white", edgecolor=COLORS["latency"], linewidth=2, label="received this step")
     if op == "all_gather":
-        return [Patch(facecolor=_level_colors(p)[-1], label="chunk held (final)"),
-                Patch(facecolor=EMPTY_COLOR, edgecolor="#BBBBBB", label="not yet received"), received]
+        return [
+            Patch(facecolor=_level_colors(p)[-1], label="chunk held (final)"),
+            Patch(facecolor=EMPTY_COLOR, edgecolor="#BBBBBB", label="not yet received"),
+            received,
+        ]
     levels = _level_colors(p)
-    handles = [Patch(facecolor=levels[k - 1], label=f"sum of {k} of {p} ranks" + (" (final)" if k == p else ""))
-               for k in range(1, p + 1)]
+    handles = [
+        Patch(facecolor=levels[k - 1], label=f"sum of {k} of {p} ranks" + (" (final)" if k == p else ""))
+        for k in range(1, p + 1)
+    ]
     return handles + [received]
 
 
@@ -262,11 +307,28 @@ def _draw_chunks(ax, sim, step, origin_of_rank, font):
         for c in range(p):
             color, dark = _chunk_style(sim.op, int(counts[r, c]), bool(final[r, c]), levels, p)
             outlined = (r, c) in received
-            ax.add_artist(Rectangle((x0 + c + 0.04, y0 + 0.04), 0.92, 0.92, facecolor=color,
-                                   edgecolor=COLORS["latency"] if outlined else "white",
-                                   linewidth=2.2 if outlined else 1, zorder=2 + outlined, gid=f"chunk:{r}:{c}"))
-            ax.text(x0 + c + 0.5, y0 + 0.5, str(c), ha="center", va="center", fontsize=font,
-                    color="white" if dark else "#333333", zorder=4)
+            ax.add_artist(
+                Rectangle(
+                    (x0 + c + 0.04, y0 + 0.04),
+                    0.92,
+                    0.92,
+                    facecolor=color,
+                    edgecolor=COLORS["latency"] if outlined else "white",
+                    linewidth=2.2 if outlined else 1,
+                    zorder=2 + outlined,
+                    gid=f"chunk:{r}:{c}",
+                )
+            )
+            ax.text(
+                x0 + c + 0.5,
+                y0 + 0.5,
+                str(c),
+                ha="center",
+                va="center",
+                fontsize=font,
+                color="white" if dark else "#333333",
+                zorder=4,
+            )
 
 
 def _transfer_text(transfer):
@@ -282,24 +344,57 @@ def _draw_ring_circle(ax, sim, step, font):
         # The rank's name sits on the outer side of its block, away from the arrows.
         if p > 2 and abs(math.cos(angles[r])) > 0.5:
             side = 1 if math.cos(angles[r]) > 0 else -1
-            ax.text(cx + side * (p / 2 + 0.25), cy + 0.5 - 0.5, f"rank {r}", ha="left" if side > 0 else "right",
-                    va="center", fontsize=font, fontweight="bold")
+            ax.text(
+                cx + side * (p / 2 + 0.25),
+                cy + 0.5 - 0.5,
+                f"rank {r}",
+                ha="left" if side > 0 else "right",
+                va="center",
+                fontsize=font,
+                fontweight="bold",
+            )
         else:
             above = math.sin(angles[r]) >= 0
-            ax.text(cx, cy + (0.7 if above else -0.7), f"rank {r}", ha="center", va="bottom" if above else "top",
-                    fontsize=font, fontweight="bold")
-    for transfer in (sim.steps[step - 1] if step else ()):
+            ax.text(
+                cx,
+                cy + (0.7 if above else -0.7),
+                f"rank {r}",
+                ha="center",
+                va="bottom" if above else "top",
+                fontsize=font,
+                fontweight="bold",
+            )
+    for transfer in sim.steps[step - 1] if step else ():
         start, end = _arc_angles(radius, angles, transfer.src, transfer.dst, p)
         theta = np.linspace(start, end, 40)
         path = Path(np.column_stack([radius * np.cos(theta), radius * np.sin(theta)]))
-        ax.add_artist(FancyArrowPatch(path=path, arrowstyle="-|>", mutation_scale=14, color="#333333",
-                                     linewidth=1.4, zorder=1, gid=f"transfer:{transfer.src}->{transfer.dst}"))
+        ax.add_artist(
+            FancyArrowPatch(
+                path=path,
+                arrowstyle="-|>",
+                mutation_scale=14,
+                color="#333333",
+                linewidth=1.4,
+                zorder=1,
+                gid=f"transfer:{transfer.src}->{transfer.dst}",
+            )
+        )
         middle, label_radius = (start + end) / 2, radius + 1.0
-        ax.text(label_radius * math.cos(middle), label_radius * math.sin(middle), _transfer_text(transfer),
-                ha="center", va="center", fontsize=font, color="#222222",
-                bbox=dict(facecolor="white", edgecolor="none", pad=0.5, alpha=0.9), zorder=5)
-    extent = max(abs(cx) + p / 2 + (3.4 if p > 2 and abs(math.cos(a)) > 0.5 else 0.6)
-                 for (cx, _), a in zip(centres, angles))
+        ax.text(
+            label_radius * math.cos(middle),
+            label_radius * math.sin(middle),
+            _transfer_text(transfer),
+            ha="center",
+            va="center",
+            fontsize=font,
+            color="#222222",
+            bbox=dict(facecolor="white", edgecolor="none", pad=0.5, alpha=0.9),
+            zorder=5,
+        )
+    extent = max(
+        abs(cx) + p / 2 + (3.4 if p > 2 and abs(math.cos(a)) > 0.5 else 0.6)
+        for (cx, _), a in zip(centres, angles, strict=True)
+    )
     ax.set_xlim(-extent, extent)
     ax.set_ylim(-radius - 1.8, radius + 1.8)
 
@@ -315,9 +410,9 @@ def _draw_ring_rows(ax, sim, step, font):
         ax.text(-0.15, row_y[r], f"rank {r}", ha="right", va="center", fontsize=font, fontweight="bold")
     gap = _ROW_PITCH - 1.0
     loop_x = p + 0.45
-    for transfer in (sim.steps[step - 1] if step else ()):
+    for transfer in sim.steps[step - 1] if step else ():
         x = transfer.chunks[0] + 0.5
-        top_of_src, bottom_of_src = row_y[transfer.src] + 0.46, row_y[transfer.src] - 0.46
+        bottom_of_src = row_y[transfer.src] - 0.46
         top_of_dst = row_y[transfer.dst] + 0.46
         if transfer.dst == transfer.src + 1:  # straight down to the next row
             points = [(x, bottom_of_src), (x, top_of_dst)]
@@ -326,10 +421,20 @@ def _draw_ring_rows(ax, sim, step, font):
             below, above = bottom_of_src - gap / 2, top_of_dst + gap / 2
             points = [(x, bottom_of_src), (x, below), (loop_x, below), (loop_x, above), (x, above), (x, top_of_dst)]
             label_at, label_ha = (loop_x + 0.12, (below + above) / 2), "left"
-        ax.add_artist(FancyArrowPatch(path=Path(points), arrowstyle="-|>", mutation_scale=12, color="#333333",
-                                     linewidth=1.3, zorder=1, gid=f"transfer:{transfer.src}->{transfer.dst}"))
-        ax.text(*label_at, _transfer_text(transfer), ha=label_ha, va="center", fontsize=font - 1, color="#222222",
-                zorder=5)
+        ax.add_artist(
+            FancyArrowPatch(
+                path=Path(points),
+                arrowstyle="-|>",
+                mutation_scale=12,
+                color="#333333",
+                linewidth=1.3,
+                zorder=1,
+                gid=f"transfer:{transfer.src}->{transfer.dst}",
+            )
+        )
+        ax.text(
+            *label_at, _transfer_text(transfer), ha=label_ha, va="center", fontsize=font - 1, color="#222222", zorder=5
+        )
     ax.set_xlim(-2.3, p + 2.2)
     ax.set_ylim(row_y[-1] - 0.5 - gap, 0.5 + gap)
 
@@ -358,8 +463,10 @@ def plot_ring_step(simulation, step, ax=None, *, layout="circle", legend=True):
     if not isinstance(simulation, _simulate.Simulation):
         raise ValueError(f"simulation must be a course_lib.simulate.Simulation, got {simulation!r}")
     if simulation.op not in _RING_OPS or simulation.algorithm != "ring":
-        raise ValueError(f"simulation must be a ring simulation of one of {', '.join(map(repr, _RING_OPS))}; got "
-                         f"op={simulation.op!r}, algorithm={simulation.algorithm!r}")
+        raise ValueError(
+            f"simulation must be a ring simulation of one of {', '.join(map(repr, _RING_OPS))}; got "
+            f"op={simulation.op!r}, algorithm={simulation.algorithm!r}"
+        )
     step = _validate.count("step", step, minimum=0)
     if not isinstance(step, int) or step > simulation.step_count:
         raise ValueError(f"step must be an integer in 0..{simulation.step_count} (the step count), got {step!r}")
@@ -413,15 +520,21 @@ def plot_ring_allreduce_steps(ranks=4, axes=None):
         rows_per_phase = math.ceil(p / columns)
         height_per_width = (p * _ROW_PITCH + 0.6) / (p + 4.5)  # the "rows" layout's data extent
         panel_width = 2.45
-        fig, grid = plt.subplots(2 * rows_per_phase, columns, layout="constrained",
-                                 figsize=(panel_width * columns + 0.3,
-                                          2 * rows_per_phase * (panel_width * height_per_width + 0.35) + 0.4))
+        fig, grid = plt.subplots(
+            2 * rows_per_phase,
+            columns,
+            layout="constrained",
+            figsize=(panel_width * columns + 0.3, 2 * rows_per_phase * (panel_width * height_per_width + 0.35) + 0.4),
+        )
         first_phase = list(grid[:rows_per_phase].flat)
         second_phase = list(grid[rows_per_phase:].flat)
         step_axes = first_phase[:p] + second_phase[1:p]
         spare = [second_phase[0]] + first_phase[p:] + second_phase[p:]
-        fig.suptitle(f"Ring all-reduce over {p} ranks: reduce-scatter (steps 1–{p - 1}), "
-                     f"then all-gather (steps {p}–{2 * (p - 1)})", fontsize=12)
+        fig.suptitle(
+            f"Ring all-reduce over {p} ranks: reduce-scatter (steps 1–{p - 1}), "
+            f"then all-gather (steps {p}–{2 * (p - 1)})",
+            fontsize=12,
+        )
     else:
         flat = _checked_axes(axes, panels)
         step_axes, spare = flat[:panels], flat[panels:]
@@ -429,8 +542,16 @@ def plot_ring_allreduce_steps(ranks=4, axes=None):
         plot_ring_step(sim, step, ax=ax, layout="rows", legend=False)
         ax.title.set_fontsize(10)
     handles = _ring_legend_handles("all_reduce", p) + [
-        Line2D([], [], color="#333333", marker=r"$\rightarrow$", markersize=14, linestyle="none",
-               label="transfer of chunk c\n((+): added into the copy)")]
+        Line2D(
+            [],
+            [],
+            color="#333333",
+            marker=r"$\rightarrow$",
+            markersize=14,
+            linestyle="none",
+            label="transfer of chunk c\n((+): added into the copy)",
+        )
+    ]
     for extra in spare:
         extra.set_axis_off()
     if spare:
@@ -438,12 +559,18 @@ def plot_ring_allreduce_steps(ranks=4, axes=None):
     else:
         fig = step_axes[0].figure
         constrained = isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine)
-        fig.legend(handles=handles, loc="outside lower center" if constrained else "lower center", ncols=3,
-                   fontsize=9, frameon=False)
+        fig.legend(
+            handles=handles,
+            loc="outside lower center" if constrained else "lower center",
+            ncols=3,
+            fontsize=9,
+            frameon=False,
+        )
     return np.asarray(step_axes, dtype=object)
 
 
 # --- time against payload --------------------------------------------------------------------------------------
+
 
 def _is_power_of_two(n):
     return n & (n - 1) == 0
@@ -451,18 +578,20 @@ def _is_power_of_two(n):
 
 def _checked_algorithms(op, ranks, algorithms):
     if algorithms is None:
-        return [a for a in ALGORITHMS[op]
-                if a not in collectives._POWER_OF_TWO_ONLY or _is_power_of_two(ranks)]
+        return [a for a in ALGORITHMS[op] if a not in collectives._POWER_OF_TWO_ONLY or _is_power_of_two(ranks)]
     if isinstance(algorithms, str):
         algorithms = (algorithms,)
     try:
         chosen = list(algorithms)
     except TypeError as error:
-        raise ValueError(f"algorithms must be an iterable of names from {ALGORITHMS[op]}, got {algorithms!r}") \
-            from error
+        raise ValueError(
+            f"algorithms must be an iterable of names from {ALGORITHMS[op]}, got {algorithms!r}"
+        ) from error
     if not chosen or any(a not in ALGORITHMS[op] for a in chosen):
-        raise ValueError(f"algorithms must be a non-empty selection of {', '.join(map(repr, ALGORITHMS[op]))} for "
-                         f"op={op!r}; got {algorithms!r}")
+        raise ValueError(
+            f"algorithms must be a non-empty selection of {', '.join(map(repr, ALGORITHMS[op]))} for "
+            f"op={op!r}; got {algorithms!r}"
+        )
     return list(dict.fromkeys(chosen))
 
 
@@ -470,19 +599,28 @@ def _checked_range(payload_range_bytes):
     try:
         low, high = payload_range_bytes
     except (TypeError, ValueError) as error:
-        raise ValueError(f"payload_range_bytes must be a (smallest, largest) pair of sizes in bytes, got "
-                         f"{payload_range_bytes!r}") from error
+        raise ValueError(
+            f"payload_range_bytes must be a (smallest, largest) pair of sizes in bytes, got {payload_range_bytes!r}"
+        ) from error
     low = _validate.positive("payload_range_bytes", low)
     high = _validate.positive("payload_range_bytes", high)
     if not isinstance(low, float) or not isinstance(high, float) or not low < high:
-        raise ValueError(f"payload_range_bytes must be two numbers with smallest < largest, got "
-                         f"{payload_range_bytes!r}")
+        raise ValueError(
+            f"payload_range_bytes must be two numbers with smallest < largest, got {payload_range_bytes!r}"
+        )
     return low, high
 
 
-def plot_collective_time_vs_payload(op="all_reduce", ranks=8, bandwidth_bytes_per_s=50e9, latency_s=5e-6,
-                                    algorithms=None, payload_range_bytes=(1e3, 1e10), mark_payload_bytes=None,
-                                    ax=None):
+def plot_collective_time_vs_payload(
+    op="all_reduce",
+    ranks=8,
+    bandwidth_bytes_per_s=50e9,
+    latency_s=5e-6,
+    algorithms=None,
+    payload_range_bytes=(1e3, 1e10),
+    mark_payload_bytes=None,
+    ax=None,
+):
     """Log–log time of one collective against its payload S, one curve per algorithm (α–β model).
 
     Each curve is ``collectives.collective_time(op, ranks, S, bandwidth_bytes_per_s, latency_s, algorithm)``;
@@ -534,28 +672,71 @@ def plot_collective_time_vs_payload(op="all_reduce", ranks=8, bandwidth_bytes_pe
     latency_term = np.full_like(payload, cost.phases * latency)
     bandwidth_term = cost.wire_bytes / bandwidth
     if latency > 0:
-        ax.plot(payload, latency_term, color=COLORS["latency"], linestyle=":", linewidth=1.5,
-                label=f"{reference_algorithm}: latency term n·α = {units.format_time(cost.phases * latency)}",
-                gid="term:latency")
-    ax.plot(payload, bandwidth_term, color=COLORS["bandwidth"], linestyle=":", linewidth=1.5,
-            label=f"{reference_algorithm}: bandwidth term Q/B", gid="term:bandwidth")
+        ax.plot(
+            payload,
+            latency_term,
+            color=COLORS["latency"],
+            linestyle=":",
+            linewidth=1.5,
+            label=f"{reference_algorithm}: latency term n·α = {units.format_time(cost.phases * latency)}",
+            gid="term:latency",
+        )
+    ax.plot(
+        payload,
+        bandwidth_term,
+        color=COLORS["bandwidth"],
+        linestyle=":",
+        linewidth=1.5,
+        label=f"{reference_algorithm}: bandwidth term Q/B",
+        gid="term:bandwidth",
+    )
 
     crossover = collectives.latency_bandwidth_crossover_bytes(op, p, bandwidth, latency, reference_algorithm)
     if crossover > 0:
-        ax.axvline(crossover, color="#333333", linestyle="--", linewidth=1.2, gid="crossover",
-                   label=f"{reference_algorithm} crossover S* = {units.format_bytes(crossover)}")
+        ax.axvline(
+            crossover,
+            color="#333333",
+            linestyle="--",
+            linewidth=1.2,
+            gid="crossover",
+            label=f"{reference_algorithm} crossover S* = {units.format_bytes(crossover)}",
+        )
         ax.axvspan(low, crossover, color=COLORS["latency"], alpha=0.08, linewidth=0)
         ax.axvspan(crossover, high, color=COLORS["bandwidth"], alpha=0.08, linewidth=0)
         # Each label sits in the middle (in log space) of its side, when that side is visible.
         if low < crossover:
-            ax.text(math.sqrt(low * min(crossover, high)), 0.03, "latency-bound", transform=ax.get_xaxis_transform(),
-                    ha="center", va="bottom", fontsize=10, color="#8A4B14")
+            ax.text(
+                math.sqrt(low * min(crossover, high)),
+                0.03,
+                "latency-bound",
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=10,
+                color="#8A4B14",
+            )
         if crossover < high:
-            ax.text(math.sqrt(max(crossover, low) * high), 0.03, "bandwidth-bound", transform=ax.get_xaxis_transform(),
-                    ha="center", va="bottom", fontsize=10, color="#2B4A7A")
+            ax.text(
+                math.sqrt(max(crossover, low) * high),
+                0.03,
+                "bandwidth-bound",
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=10,
+                color="#2B4A7A",
+            )
     else:
-        ax.text(0.985, 0.03, "bandwidth-bound everywhere (α = 0)", transform=ax.transAxes, ha="right",
-                va="bottom", fontsize=10, color="#2B4A7A")
+        ax.text(
+            0.985,
+            0.03,
+            "bandwidth-bound everywhere (α = 0)",
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=10,
+            color="#2B4A7A",
+        )
 
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -565,6 +746,10 @@ def plot_collective_time_vs_payload(op="all_reduce", ranks=8, bandwidth_bytes_pe
     ax.yaxis.set_major_formatter(time_formatter)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8.5, framealpha=0.95)
-    label_units(ax, "payload S (bytes)", "time (s)",
-                f"{op}, {p} ranks, {units.format_bandwidth(bandwidth)}, {units.format_time(latency)}")
+    label_units(
+        ax,
+        "payload S (bytes)",
+        "time (s)",
+        f"{op}, {p} ranks, {units.format_bandwidth(bandwidth)}, {units.format_time(latency)}",
+    )
     return ax

@@ -46,12 +46,12 @@ def _checked_points(points):
     try:
         pairs = [tuple(pair) for pair in points]
     except TypeError as error:
-        raise ValueError(f"points must be an iterable of (label, intensity_flops_per_byte) pairs, got {points!r}") \
-            from error
+        raise ValueError(
+            f"points must be an iterable of (label, intensity_flops_per_byte) pairs, got {points!r}"
+        ) from error
     checked = []
     for pair in pairs:
-        if len(pair) != 2 or not isinstance(pair[0], str) or not isinstance(pair[1], Real) \
-                or isinstance(pair[1], bool):
+        if len(pair) != 2 or not isinstance(pair[0], str) or not isinstance(pair[1], Real) or isinstance(pair[1], bool):
             raise ValueError(f"points must hold (label, intensity_flops_per_byte) pairs, got {pair!r}")
         checked.append((pair[0], _validate.positive("points intensity_flops_per_byte", pair[1])))
     return checked
@@ -93,26 +93,55 @@ def plot_roofline(accelerators=None, dtype="bf16", points=(), ax=None):
 
     ax = axes_or_new(ax)
     base = np.logspace(np.log10(low), np.log10(high), 200)
-    for index, (accelerator, ridge) in enumerate(zip(chosen, ridges)):
+    for index, (accelerator, ridge) in enumerate(zip(chosen, ridges, strict=True)):
         color = _ROOFLINE_COLORS[index % len(_ROOFLINE_COLORS)]
         peak = accelerator.peak(dtype)
         bandwidth = accelerator.hbm_bandwidth_bytes_per_s
         intensity = np.unique(np.append(base, ridge))  # the exact corner, so the bend is sharp
         attainable = compute.attainable_flops_per_s(intensity, peak, bandwidth)
-        ax.plot(intensity, attainable, color=color, linewidth=2,
-                label=f"{accelerator.name}: ridge {ridge:.0f} FLOP/byte, peak {units.format_flops_rate(peak)}",
-                gid=f"roofline:{accelerator.name}")
-        ax.scatter([ridge], [peak], color=color, s=36, zorder=3, edgecolor="white", linewidth=0.8,
-                   gid=f"ridge:{accelerator.name}")
+        ax.plot(
+            intensity,
+            attainable,
+            color=color,
+            linewidth=2,
+            label=f"{accelerator.name}: ridge {ridge:.0f} FLOP/byte, peak {units.format_flops_rate(peak)}",
+            gid=f"roofline:{accelerator.name}",
+        )
+        ax.scatter(
+            [ridge],
+            [peak],
+            color=color,
+            s=36,
+            zorder=3,
+            edgecolor="white",
+            linewidth=0.8,
+            gid=f"ridge:{accelerator.name}",
+        )
 
     first, first_ridge = chosen[0], ridges[0]
     ax.axvspan(low, first_ridge, color=COLORS["latency"], alpha=0.08, linewidth=0)
     ax.axvspan(first_ridge, high, color=COLORS["bandwidth"], alpha=0.08, linewidth=0)
     short_name = first.name.split()[0] if first.name.split()[0] not in ("TPU",) else " ".join(first.name.split()[:2])
-    ax.text(0.015, 0.97, f"memory-bound on {short_name}\n(intensity < {first_ridge:.0f} FLOP/byte)",
-            transform=ax.transAxes, va="top", ha="left", fontsize=9, color="#8A4B14")
-    ax.text(0.985, 0.97, f"compute-bound on {short_name}\n(intensity > {first_ridge:.0f} FLOP/byte)",
-            transform=ax.transAxes, va="top", ha="right", fontsize=9, color="#2B4A7A")
+    ax.text(
+        0.015,
+        0.97,
+        f"memory-bound on {short_name}\n(intensity < {first_ridge:.0f} FLOP/byte)",
+        transform=ax.transAxes,
+        va="top",
+        ha="left",
+        fontsize=9,
+        color="#8A4B14",
+    )
+    ax.text(
+        0.985,
+        0.97,
+        f"compute-bound on {short_name}\n(intensity > {first_ridge:.0f} FLOP/byte)",
+        transform=ax.transAxes,
+        va="top",
+        ha="right",
+        fontsize=9,
+        color="#2B4A7A",
+    )
 
     rates_low = min(a.hbm_bandwidth_bytes_per_s for a in chosen) * low
     rates_high = max(a.peak(dtype) for a in chosen)
@@ -122,7 +151,7 @@ def plot_roofline(accelerators=None, dtype="bf16", points=(), ax=None):
         ys = compute.attainable_flops_per_s(xs, peak, bandwidth)
         ax.scatter(xs, np.atleast_1d(ys), marker="D", s=40, color="#222222", zorder=4, gid="points")
         bottom, top = np.log10(rates_low), np.log10(rates_high)
-        for (label, intensity), rate in zip(pairs, np.atleast_1d(ys)):
+        for (label, intensity), rate in zip(pairs, np.atleast_1d(ys), strict=True):
             # Under the roof: below and to the right of a point on the slope, straight below one on the flat
             # part (right-aligned at the right edge); above the point when it sits near the bottom.
             near_bottom = (np.log10(rate) - bottom) / (top - bottom) < 0.25
@@ -131,11 +160,18 @@ def plot_roofline(accelerators=None, dtype="bf16", points=(), ax=None):
                 ha, dx = ("right", 6) if across > 0.9 else ("center", 0)
             else:
                 ha, dx = "left", 6
-            ax.annotate(f"{label}\n{_intensity_text(intensity)} FLOP/byte → {units.format_flops_rate(rate)}",
-                        (intensity, rate), xytext=(dx, 8 if near_bottom else -10),
-                        textcoords="offset points", fontsize=8.5, ha=ha,
-                        va="bottom" if near_bottom else "top", multialignment="left", gid="point-label",
-                        bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1))
+            ax.annotate(
+                f"{label}\n{_intensity_text(intensity)} FLOP/byte → {units.format_flops_rate(rate)}",
+                (intensity, rate),
+                xytext=(dx, 8 if near_bottom else -10),
+                textcoords="offset points",
+                fontsize=8.5,
+                ha=ha,
+                va="bottom" if near_bottom else "top",
+                multialignment="left",
+                gid="point-label",
+                bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1),
+            )
 
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -145,13 +181,20 @@ def plot_roofline(accelerators=None, dtype="bf16", points=(), ax=None):
     ax.yaxis.set_major_formatter(flops_rate_formatter)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8.5, framealpha=0.95)
-    label_units(ax, "arithmetic intensity (FLOP/byte)", "attainable rate (FLOP/s)",
-                f"Roofline: attainable = min(peak, intensity × HBM bandwidth), dense {dtype}")
+    label_units(
+        ax,
+        "arithmetic intensity (FLOP/byte)",
+        "attainable rate (FLOP/s)",
+        f"Roofline: attainable = min(peak, intensity × HBM bandwidth), dense {dtype}",
+    )
     return ax
 
 
-_PASSES = (("forward", COLORS["forward"]), ("backward (2 × forward)", COLORS["backward"]),
-           ("recomputation (1 × forward)", "#B8B8B8"))
+_PASSES = (
+    ("forward", COLORS["forward"]),
+    ("backward (2 × forward)", COLORS["backward"]),
+    ("recomputation (1 × forward)", "#B8B8B8"),
+)
 
 
 def _breakdown_rows(b, s, l, h, v, recompute):
@@ -167,8 +210,11 @@ def _breakdown_rows(b, s, l, h, v, recompute):
         ("attention scores QKᵀ (2Bs²h)", l * b * compute.gemm_flops(s, s, h), full or selective),
         ("attention over values (2Bs²h)", l * b * compute.gemm_flops(s, h, s), full or selective),
         ("output projection (2Bsh²)", l * compute.gemm_flops(b * s, h, h), full),
-        ("MLP h → 4h → h (16Bsh²)",
-         l * (compute.gemm_flops(b * s, 4 * h, h) + compute.gemm_flops(b * s, h, 4 * h)), full),
+        (
+            "MLP h → 4h → h (16Bsh²)",
+            l * (compute.gemm_flops(b * s, 4 * h, h) + compute.gemm_flops(b * s, h, 4 * h)),
+            full,
+        ),
         ("logits (2BshV, never recomputed)", compute.gemm_flops(b * s, v, h), False),
     )
 
@@ -194,25 +240,47 @@ def plot_flops_breakdown(batch, seq_len, layers, hidden, vocab, recompute=True, 
     total = compute.transformer_flops_per_iteration(batch, seq_len, layers, hidden, vocab, recompute)  # validates
     if isinstance(recompute, (bool, np.bool_)):
         recompute = "full" if recompute else "none"
-    b, s, l, h, v = (_validate.count(name, value) for name, value in (
-        ("batch", batch), ("seq_len", seq_len), ("layers", layers), ("hidden", hidden), ("vocab", vocab)))
+    b, s, l, h, v = (
+        _validate.count(name, value)
+        for name, value in (
+            ("batch", batch),
+            ("seq_len", seq_len),
+            ("layers", layers),
+            ("hidden", hidden),
+            ("vocab", vocab),
+        )
+    )
     rows = _breakdown_rows(b, s, l, h, v, recompute)
 
     ax = axes_or_new(ax)
     y = np.arange(len(rows))
     used_passes = set()
-    for row, (label, forward, recomputed) in zip(y, rows):
+    for row, (label, forward, recomputed) in zip(y, rows, strict=True):
         segments = (forward, 2 * forward, forward if recomputed else 0)
         left = 0
-        for (pass_name, color), width in zip(_PASSES, segments):
+        for (pass_name, color), width in zip(_PASSES, segments, strict=True):
             if width == 0:
                 continue
-            ax.barh(row, width, left=left, color=color, height=0.65, edgecolor="white", linewidth=0.5,
-                    gid=f"{label}|{pass_name}")
+            ax.barh(
+                row,
+                width,
+                left=left,
+                color=color,
+                height=0.65,
+                edgecolor="white",
+                linewidth=0.5,
+                gid=f"{label}|{pass_name}",
+            )
             used_passes.add(pass_name)
             left += width
-        ax.text(left, row, f"  {units.format_flops(left)} ({units.format_percent(left / total)})", va="center",
-                ha="left", fontsize=9)
+        ax.text(
+            left,
+            row,
+            f"  {units.format_flops(left)} ({units.format_percent(left / total)})",
+            va="center",
+            ha="left",
+            fontsize=9,
+        )
 
     ax.set_yticks(y, [label for label, _, _ in rows])
     ax.invert_yaxis()
@@ -220,13 +288,24 @@ def plot_flops_breakdown(batch, seq_len, layers, hidden, vocab, recompute=True, 
     ax.set_xlim(0, widest * 1.35)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
     ax.xaxis.set_major_formatter(_flops_formatter)
-    ax.legend(handles=[Patch(color=c, label=n) for n, c in _PASSES if n in used_passes], loc="upper right",
-              fontsize=9, framealpha=0.95)
-    recompute_text = {"full": "full recomputation (Eq. 3)", "selective": "selective recomputation",
-                      "none": "no recomputation"}[recompute]
-    label_units(ax, "FLOP per training iteration", "",
-                f"One training iteration: {units.format_flops(total)}, {recompute_text}\n"
-                f"B = {b}, s = {s}, l = {l}, h = {h}, V = {v}")
+    ax.legend(
+        handles=[Patch(color=c, label=n) for n, c in _PASSES if n in used_passes],
+        loc="upper right",
+        fontsize=9,
+        framealpha=0.95,
+    )
+    recompute_text = {
+        "full": "full recomputation (Eq. 3)",
+        "selective": "selective recomputation",
+        "none": "no recomputation",
+    }[recompute]
+    label_units(
+        ax,
+        "FLOP per training iteration",
+        "",
+        f"One training iteration: {units.format_flops(total)}, {recompute_text}\n"
+        f"B = {b}, s = {s}, l = {l}, h = {h}, V = {v}",
+    )
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)
     return ax

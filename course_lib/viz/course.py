@@ -13,7 +13,11 @@ LESSONS = (
     ("01_mac", "01 · Count the work\nFLOPs, intensity, roofline", ()),
     ("02_nccl", "02 · Move the data\ncollectives, α–β cost", ("01_mac",)),
     ("03_parallelism", "03 · Split the work\nDP, TP, PP, ZeRO; memory", ("01_mac", "02_nccl")),
-    ("04_communication_budget", "04 · Budget the bytes\nexposed time, plan search", ("01_mac", "02_nccl", "03_parallelism")),
+    (
+        "04_communication_budget",
+        "04 · Budget the bytes\nexposed time, plan search",
+        ("01_mac", "02_nccl", "03_parallelism"),
+    ),
 )
 # (lab title, the lesson it practises)
 LABS = (
@@ -37,15 +41,31 @@ def plot_course_map(ax=None):
     centre = {}
     for index, (stem, title, _) in enumerate(LESSONS):
         x = index * (width + gap)
-        ax.add_patch(FancyBboxPatch((x, 1.4), width, height, boxstyle="round,pad=0.05", facecolor="#E8EEF7",
-                                    edgecolor="#4C72B0", linewidth=1.5))
+        ax.add_patch(
+            FancyBboxPatch(
+                (x, 1.4),
+                width,
+                height,
+                boxstyle="round,pad=0.05",
+                facecolor="#E8EEF7",
+                edgecolor="#4C72B0",
+                linewidth=1.5,
+            )
+        )
         ax.text(x + width / 2, 1.4 + height / 2, title, ha="center", va="center", fontsize=9.5)
         centre[stem] = x + width / 2
     for stem, _, prerequisites in LESSONS:
         if prerequisites:  # draw only the direct chain; the later lessons also build on everything before
             source = prerequisites[-1]
-            ax.add_patch(FancyArrowPatch((centre[source] + width / 2 + 0.03, 1.85), (centre[stem] - width / 2 - 0.03, 1.85),
-                                         arrowstyle="-|>", mutation_scale=14, color="#333333"))
+            ax.add_patch(
+                FancyArrowPatch(
+                    (centre[source] + width / 2 + 0.03, 1.85),
+                    (centre[stem] - width / 2 - 0.03, 1.85),
+                    arrowstyle="-|>",
+                    mutation_scale=14,
+                    color="#333333",
+                )
+            )
     labs_per_lesson = {}
     for title, lesson in LABS:
         slot = labs_per_lesson.setdefault(lesson, [])
@@ -54,11 +74,25 @@ def plot_course_map(ax=None):
         for row, title in enumerate(titles):
             y = 0.75 - row * 0.55
             x = centre[lesson] - width / 2 + 0.15
-            ax.add_patch(FancyBboxPatch((x, y), width - 0.3, 0.38, boxstyle="round,pad=0.04", facecolor="#EEF6EE",
-                                        edgecolor=AXIS_COLORS["data"], linewidth=1.2))
+            ax.add_patch(
+                FancyBboxPatch(
+                    (x, y),
+                    width - 0.3,
+                    0.38,
+                    boxstyle="round,pad=0.04",
+                    facecolor="#EEF6EE",
+                    edgecolor=AXIS_COLORS["data"],
+                    linewidth=1.2,
+                )
+            )
             ax.text(centre[lesson], y + 0.19, title, ha="center", va="center", fontsize=9)
-        ax.plot([centre[lesson], centre[lesson]], [1.4, 0.75 + 0.38], color=AXIS_COLORS["data"], linewidth=1.2,
-                linestyle=":")
+        ax.plot(
+            [centre[lesson], centre[lesson]],
+            [1.4, 0.75 + 0.38],
+            color=AXIS_COLORS["data"],
+            linewidth=1.2,
+            linestyle=":",
+        )
     ax.set_xlim(-0.2, len(LESSONS) * (width + gap) - gap + 0.2)
     ax.set_ylim(-0.5, 2.5)
     ax.set_axis_off()

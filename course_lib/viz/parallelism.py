@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.colors import to_rgb
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
@@ -18,13 +18,22 @@ from .. import _validate, parallelism, units
 from ..pipeline import PipelineTimeline
 from ._style import AXIS_COLORS, COLORS, axes_or_new, bytes_formatter, label_units
 
-__all__ = ["plot_pipeline_schedule", "plot_memory_breakdown", "plot_parallelism_splits", "SCHEDULE_NAMES",
-           "MEMORY_COMPONENTS"]
+__all__ = [
+    "plot_pipeline_schedule",
+    "plot_memory_breakdown",
+    "plot_parallelism_splits",
+    "SCHEDULE_NAMES",
+    "MEMORY_COMPONENTS",
+]
 
 SCHEDULE_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved 1F1B"}
 # MemoryBreakdown field -> legend text, bottom to top of each stacked bar.
-MEMORY_COMPONENTS = {"parameters": "parameters", "gradients": "gradients", "optimizer_state": "optimizer state",
-                     "activations": "activations"}
+MEMORY_COMPONENTS = {
+    "parameters": "parameters",
+    "gradients": "gradients",
+    "optimizer_state": "optimizer state",
+    "activations": "activations",
+}
 _DEVICE_FILL = ("#DCE8F5", "#FBE3D0")  # background of GPU 0 and GPU 1 in the split diagram
 _DEVICE_EDGE = ("#4C72B0", "#DD8452")
 
@@ -71,8 +80,13 @@ def plot_pipeline_schedule(timeline, ax=None):
     p, v, unit = timeline.stages, timeline.virtual_stages, timeline.forward_time_s
     end = timeline.total_s / unit
     height = 0.78
-    idle = PolyCollection([_box(0.0, end, s, height) for s in range(p)], facecolors=COLORS["bubble"],
-                          edgecolors="none", alpha=0.6, zorder=1)
+    idle = PolyCollection(
+        [_box(0.0, end, s, height) for s in range(p)],
+        facecolors=COLORS["bubble"],
+        edgecolors="none",
+        alpha=0.6,
+        zorder=1,
+    )
     idle.set_gid("pipeline-idle")
     ax.add_collection(idle)
 
@@ -91,23 +105,35 @@ def plot_pipeline_schedule(timeline, ax=None):
         for chunk in range(v):
             ops = [op for op in timeline.ops if op.kind == kind and op.chunk == chunk]
             color = _chunk_color(kind, chunk, v)
-            boxes = PolyCollection([_box(op.start_s / unit, op.end_s / unit, op.stage, height) for op in ops],
-                                   facecolors=[color], edgecolors="white",
-                                   linewidths=edge, zorder=2)
+            boxes = PolyCollection(
+                [_box(op.start_s / unit, op.end_s / unit, op.stage, height) for op in ops],
+                facecolors=[color],
+                edgecolors="white",
+                linewidths=edge,
+                zorder=2,
+            )
             boxes.set_gid(f"pipeline-{kind}-chunk{chunk}")
             ax.add_collection(boxes)
             name = kind if v == 1 else f"{kind}, chunk {chunk + 1}"
             handles.append(Patch(facecolor=color, edgecolor="white", label=name))
             if show_labels:
                 for op in ops:
-                    ax.text((op.start_s + op.end_s) / 2 / unit, op.stage, str(op.microbatch + 1), ha="center",
-                            va="center", fontsize=fontsize, color=_text_color(color), zorder=3)
+                    ax.text(
+                        (op.start_s + op.end_s) / 2 / unit,
+                        op.stage,
+                        str(op.microbatch + 1),
+                        ha="center",
+                        va="center",
+                        fontsize=fontsize,
+                        color=_text_color(color),
+                        zorder=3,
+                    )
     idle_handle = Patch(facecolor=COLORS["bubble"], alpha=0.6, label="idle (bubble)")
     if v == 1:
         handles, columns = handles + [idle_handle], 3
     else:  # two rows, forward over backward: the legend fills column by column
         blank = Patch(facecolor="none", edgecolor="none", label=" ")
-        handles = [h for pair in zip(handles[:v], handles[v:]) for h in pair] + [idle_handle, blank]
+        handles = [h for pair in zip(handles[:v], handles[v:], strict=True) for h in pair] + [idle_handle, blank]
         columns = v + 1
 
     ax.set_xlim(0, end * 1.005)
@@ -123,15 +149,24 @@ def plot_pipeline_schedule(timeline, ax=None):
     title += f", v = {v}" if timeline.schedule == "interleaved" else ""
     title += f", m = {timeline.microbatches}: bubble {units.format_percent(timeline.bubble_fraction)}"
     label_units(ax, xlabel, "pipeline stage (one per device)", title)
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=columns, frameon=False,
-              fontsize=9 if v <= 3 else 8, columnspacing=1.2, handlelength=1.5)
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.14),
+        ncol=columns,
+        frameon=False,
+        fontsize=9 if v <= 3 else 8,
+        columnspacing=1.2,
+        handlelength=1.5,
+    )
     return ax
 
 
 def _checked_breakdowns(breakdowns):
     if not isinstance(breakdowns, Mapping) or not breakdowns:
-        raise ValueError(f"breakdowns must be a non-empty mapping of label -> parallelism.MemoryBreakdown, "
-                         f"got {breakdowns!r}")
+        raise ValueError(
+            f"breakdowns must be a non-empty mapping of label -> parallelism.MemoryBreakdown, got {breakdowns!r}"
+        )
     for label, breakdown in breakdowns.items():
         if not isinstance(breakdown, parallelism.MemoryBreakdown):
             raise ValueError(f"breakdowns[{label!r}] must be a parallelism.MemoryBreakdown, got {breakdown!r}")
@@ -166,8 +201,17 @@ def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
     width = 0.6
     for field, name in MEMORY_COMPONENTS.items():
         heights = np.array([getattr(b, field) for b in breakdowns.values()], dtype=float)
-        bars = ax.bar(x, heights, width, bottom=bottom, color=COLORS[field], label=name, edgecolor="white",
-                      linewidth=0.6, zorder=2)
+        bars = ax.bar(
+            x,
+            heights,
+            width,
+            bottom=bottom,
+            color=COLORS[field],
+            label=name,
+            edgecolor="white",
+            linewidth=0.6,
+            zorder=2,
+        )
         for bar in bars:
             bar.set_gid(f"memory-{field}")
         bottom = bottom + heights
@@ -176,27 +220,67 @@ def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
     if capacity is not None:
         shown = [t for t in totals if t <= 2.5 * capacity]
         top = 1.2 * max([capacity] + shown)
-        line = ax.axhline(capacity, color=COLORS["capacity"], linestyle="--", linewidth=1.5, zorder=3,
-                          label=f"capacity {units.format_bytes(capacity)}")
+        line = ax.axhline(
+            capacity,
+            color=COLORS["capacity"],
+            linestyle="--",
+            linewidth=1.5,
+            zorder=3,
+            label=f"capacity {units.format_bytes(capacity)}",
+        )
         line.set_gid("capacity")
-        ax.text(1.01, capacity, f"capacity\n{units.format_bytes(capacity)}", transform=ax.get_yaxis_transform(),
-                va="center", ha="left", fontsize=9, color=COLORS["capacity"], gid="capacity-label")
+        ax.text(
+            1.01,
+            capacity,
+            f"capacity\n{units.format_bytes(capacity)}",
+            transform=ax.get_yaxis_transform(),
+            va="center",
+            ha="left",
+            fontsize=9,
+            color=COLORS["capacity"],
+            gid="capacity-label",
+        )
     else:
         top = 1.18 * peak
-    for xi, total in zip(x, totals):
+    for xi, total in zip(x, totals, strict=True):
         over = capacity is not None and total > capacity
         if over:
-            outline = Rectangle((xi - width / 2, 0), width, total, fill=False, edgecolor=COLORS["exposed"],
-                                linestyle="--", linewidth=2, zorder=4)
+            outline = Rectangle(
+                (xi - width / 2, 0),
+                width,
+                total,
+                fill=False,
+                edgecolor=COLORS["exposed"],
+                linestyle="--",
+                linewidth=2,
+                zorder=4,
+            )
             outline.set_gid("over-capacity")
             ax.add_patch(outline)
         text = units.format_bytes(total) + ("\ndoes not fit" if over else "")
         if total > top:  # off the chart
-            ax.text(xi, 0.98 * top, "↑ " + text, ha="center", va="top", fontsize=9, zorder=5,
-                    color=COLORS["exposed"], bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1.5))
+            ax.text(
+                xi,
+                0.98 * top,
+                "↑ " + text,
+                ha="center",
+                va="top",
+                fontsize=9,
+                zorder=5,
+                color=COLORS["exposed"],
+                bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1.5),
+            )
         else:
-            ax.text(xi, total + 0.01 * top, text, ha="center", va="bottom", fontsize=9, zorder=5,
-                    color=COLORS["exposed"] if over else "black")
+            ax.text(
+                xi,
+                total + 0.01 * top,
+                text,
+                ha="center",
+                va="bottom",
+                fontsize=9,
+                zorder=5,
+                color=COLORS["exposed"] if over else "black",
+            )
     ax.set_ylim(0, top)
     ax.set_xlim(-0.6, len(labels) - 0.4)
     ax.set_xticks(x, labels)
@@ -205,8 +289,14 @@ def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
         ax.spines[side].set_visible(False)
     label_units(ax, "", "memory per device (bytes)")
     ax.tick_params(axis="x", labelsize=9)
-    ax.legend(handles=list(ax.containers), loc="upper center", bbox_to_anchor=(0.5, -0.12 if "\n" in "".join(labels)
-              else -0.08), ncol=4, frameon=False, fontsize=9)
+    ax.legend(
+        handles=list(ax.containers),
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.12 if "\n" in "".join(labels) else -0.08),
+        ncol=4,
+        frameon=False,
+        fontsize=9,
+    )
     return ax
 
 
@@ -221,14 +311,26 @@ _SPLIT_PLANS = {
     "pipeline": parallelism.ParallelPlan(pipeline_parallel=2),
     "zero": parallelism.ParallelPlan(data_parallel=2, zero_stage=3),
 }
-_OP_NAMES = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
-             "send_recv": "send/recv", "broadcast": "broadcast", "reduce": "reduce", "all_to_all": "all-to-all"}
+_OP_NAMES = {
+    "all_reduce": "all-reduce",
+    "all_gather": "all-gather",
+    "reduce_scatter": "reduce-scatter",
+    "send_recv": "send/recv",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "all_to_all": "all-to-all",
+}
 
 
 def _short_tensor(transfer):
     name = transfer.tensor
-    for key, short in (("partial sums", "partial sums"), ("activation gradients", "gradients"),
-                       ("activations", "activations"), ("parameters", "parameters"), ("gradients", "gradients")):
+    for key, short in (
+        ("partial sums", "partial sums"),
+        ("activation gradients", "gradients"),
+        ("activations", "activations"),
+        ("parameters", "parameters"),
+        ("gradients", "gradients"),
+    ):
         if key in name:
             return short
     return name
@@ -240,8 +342,9 @@ def _split_label(split):
     if split == "tensor":
         plan = _SPLIT_PLANS[split]
         per_layer = (_TINY_MODEL.layers // plan.pipeline_parallel) * plan.grad_accum_steps
-        counts = {("forward" if "forward" in t.tensor else "backward"): t.calls_per_step // per_layer
-                  for t in transfers}
+        counts = {
+            ("forward" if "forward" in t.tensor else "backward"): t.calls_per_step // per_layer for t in transfers
+        }
         op = _OP_NAMES[transfers[0].op]
         return f"{_short_tensor(transfers[0])}: {op} ×{counts['forward']} per layer fwd, ×{counts['backward']} bwd"
     if split == "pipeline":
@@ -260,10 +363,29 @@ _PIPELINE_LAYER_X = [1.75, 3.7, 6.25, 8.2]  # a wider gap where the stages meet
 
 
 def _region(ax, x0, y0, x1, y1, device):
-    ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=_DEVICE_FILL[device], edgecolor=_DEVICE_EDGE[device],
-                           linewidth=1.5, zorder=0, gid=f"device-{device}"))
-    ax.text(x0 + 0.1, y1 - 0.1, f"GPU {device}", ha="left", va="top", fontsize=9, fontweight="bold",
-            color=_DEVICE_EDGE[device], zorder=1)
+    ax.add_patch(
+        Rectangle(
+            (x0, y0),
+            x1 - x0,
+            y1 - y0,
+            facecolor=_DEVICE_FILL[device],
+            edgecolor=_DEVICE_EDGE[device],
+            linewidth=1.5,
+            zorder=0,
+            gid=f"device-{device}",
+        )
+    )
+    ax.text(
+        x0 + 0.1,
+        y1 - 0.1,
+        f"GPU {device}",
+        ha="left",
+        va="top",
+        fontsize=9,
+        fontweight="bold",
+        color=_DEVICE_EDGE[device],
+        zorder=1,
+    )
 
 
 def _matrix(ax, x, y, w, h, name, share=None):
@@ -276,20 +398,50 @@ def _matrix(ax, x, y, w, h, name, share=None):
         other_x = x + w / 2 if half == 0 else x
         ax.add_patch(Rectangle((owned_x, y), w / 2, h, facecolor=COLORS["parameters"], edgecolor="white", zorder=3))
         if other == "absent":
-            ax.add_patch(Rectangle((other_x, y), w / 2, h, fill=False, edgecolor=COLORS["parameters"],
-                                   linestyle=":", linewidth=1, zorder=3))
+            ax.add_patch(
+                Rectangle(
+                    (other_x, y),
+                    w / 2,
+                    h,
+                    fill=False,
+                    edgecolor=COLORS["parameters"],
+                    linestyle=":",
+                    linewidth=1,
+                    zorder=3,
+                )
+            )
         else:  # gathered for the layer's compute, then freed
-            ax.add_patch(Rectangle((other_x, y), w / 2, h, facecolor="white", edgecolor=COLORS["parameters"],
-                                   hatch="////", linewidth=0.8, zorder=3))
+            ax.add_patch(
+                Rectangle(
+                    (other_x, y),
+                    w / 2,
+                    h,
+                    facecolor="white",
+                    edgecolor=COLORS["parameters"],
+                    hatch="////",
+                    linewidth=0.8,
+                    zorder=3,
+                )
+            )
     ax.text(x + w / 2, y + h + 0.05, name, ha="center", va="bottom", fontsize=7, zorder=4)
 
 
 def _layer(ax, i, y_mid, height, share=None, title=None, xs=_LAYER_X):
     x = xs[i]
-    ax.add_patch(Rectangle((x, y_mid - height / 2), _LAYER_W, height, facecolor="white", edgecolor="#555555",
-                           linewidth=1, zorder=2))
-    ax.text(x + _LAYER_W / 2, y_mid + height / 2 - 0.07, title or f"layer {i + 1}", ha="center", va="top",
-            fontsize=8, zorder=4)
+    ax.add_patch(
+        Rectangle(
+            (x, y_mid - height / 2), _LAYER_W, height, facecolor="white", edgecolor="#555555", linewidth=1, zorder=2
+        )
+    )
+    ax.text(
+        x + _LAYER_W / 2,
+        y_mid + height / 2 - 0.07,
+        title or f"layer {i + 1}",
+        ha="center",
+        va="top",
+        fontsize=8,
+        zorder=4,
+    )
     w, h = 0.62, 0.5
     base = y_mid - height / 2 + 0.12
     _matrix(ax, x + 0.13, base, w, h, "attn", share)
@@ -297,8 +449,17 @@ def _layer(ax, i, y_mid, height, share=None, title=None, xs=_LAYER_X):
 
 
 def _batch(ax, y_mid, height, text):
-    ax.add_patch(Rectangle((0.2, y_mid - height / 2), 1.2, height, facecolor=COLORS["activations"], alpha=0.25,
-                           edgecolor=COLORS["activations"], zorder=2))
+    ax.add_patch(
+        Rectangle(
+            (0.2, y_mid - height / 2),
+            1.2,
+            height,
+            facecolor=COLORS["activations"],
+            alpha=0.25,
+            edgecolor=COLORS["activations"],
+            zorder=2,
+        )
+    )
     ax.text(0.8, y_mid, text, ha="center", va="center", fontsize=8, zorder=4)
 
 
@@ -306,9 +467,19 @@ def _flow(ax, y_mid, layers=(0, 1, 2, 3), with_batch=True, xs=_LAYER_X):
     """Grey arrows: the forward pass from the batch through the layers (within one device)."""
     starts = ([1.4] if with_batch else []) + [xs[i] + _LAYER_W for i in layers][:-1]
     ends = ([xs[layers[0]]] if with_batch else []) + [xs[i] for i in layers][1:]
-    for x0, x1 in zip(starts, ends):
-        ax.add_patch(FancyArrowPatch((x0, y_mid), (x1, y_mid), arrowstyle="-|>", mutation_scale=8, color="#777777",
-                                     linewidth=1, zorder=2, gid="flow"))
+    for x0, x1 in zip(starts, ends, strict=True):
+        ax.add_patch(
+            FancyArrowPatch(
+                (x0, y_mid),
+                (x1, y_mid),
+                arrowstyle="-|>",
+                mutation_scale=8,
+                color="#777777",
+                linewidth=1,
+                zorder=2,
+                gid="flow",
+            )
+        )
 
 
 def _model_row(ax, y_mid, height, batch_text, share=None, layer_title=None):
@@ -319,13 +490,33 @@ def _model_row(ax, y_mid, height, batch_text, share=None, layer_title=None):
 
 
 def _boundary_arrow(ax, start, end, axis, style="<|-|>"):
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=10, color=AXIS_COLORS[axis],
-                                 linewidth=1.8, zorder=5, gid="boundary-arrow"))
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle=style,
+            mutation_scale=10,
+            color=AXIS_COLORS[axis],
+            linewidth=1.8,
+            zorder=5,
+            gid="boundary-arrow",
+        )
+    )
 
 
 def _boundary_label(ax, x, y, text, axis):
-    ax.text(x, y, text, ha="center", va="center", fontsize=9, color="black", zorder=6, gid="boundary-label",
-            bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor=AXIS_COLORS[axis], linewidth=1.2))
+    ax.text(
+        x,
+        y,
+        text,
+        ha="center",
+        va="center",
+        fontsize=9,
+        color="black",
+        zorder=6,
+        gid="boundary-label",
+        bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor=AXIS_COLORS[axis], linewidth=1.2),
+    )
 
 
 def _note(ax, text):
@@ -354,8 +545,15 @@ def _draw_data(ax):
 
 
 def _draw_tensor(ax):
-    _two_copies(ax, "tensor", _split_label("tensor"), "batch", share_top=(0, "absent"), share_bottom=(1, "absent"),
-                layer_title=lambda i: f"layer {i + 1} (½)")
+    _two_copies(
+        ax,
+        "tensor",
+        _split_label("tensor"),
+        "batch",
+        share_top=(0, "absent"),
+        share_bottom=(1, "absent"),
+        layer_title=lambda i: f"layer {i + 1} (½)",
+    )
     _note(ax, "each GPU: half of every weight matrix, the whole batch")
 
 
@@ -378,13 +576,16 @@ def _draw_pipeline(ax):
 
 
 def _draw_zero(ax):
-    _two_copies(ax, "zero", _split_label("zero"), "½ batch", share_top=(0, "gathered"),
-                share_bottom=(1, "gathered"))
+    _two_copies(ax, "zero", _split_label("zero"), "½ batch", share_top=(0, "gathered"), share_bottom=(1, "gathered"))
     _note(ax, "each GPU: half the batch; stores ½ of parameters, gradients, optimizer state (hatched: gathered)")
 
 
-_SPLITS = (("Data parallel", _draw_data), ("Tensor parallel", _draw_tensor), ("Pipeline parallel", _draw_pipeline),
-           ("ZeRO stage 3 (sharded data parallel)", _draw_zero))
+_SPLITS = (
+    ("Data parallel", _draw_data),
+    ("Tensor parallel", _draw_tensor),
+    ("Pipeline parallel", _draw_pipeline),
+    ("ZeRO stage 3 (sharded data parallel)", _draw_zero),
+)
 
 
 def plot_parallelism_splits(axes=None):
@@ -408,7 +609,7 @@ def plot_parallelism_splits(axes=None):
         axes = np.asarray(axes, dtype=object)
         if axes.size != 4 or not all(hasattr(a, "add_patch") for a in axes.flat):
             raise ValueError(f"axes must hold 4 matplotlib Axes, got {axes.size} item(s)")
-    for ax, (title, draw) in zip(axes.flat, _SPLITS):
+    for ax, (title, draw) in zip(axes.flat, _SPLITS, strict=True):
         draw(ax)
         ax.set_xlim(0, 10)
         ax.set_ylim(0, 6.4)

@@ -13,8 +13,12 @@ from importlib import import_module
 
 __all__ = ["ring_allreduce_lab", "global_batch_lab", "memory_budget_lab", "pipeline_lab"]
 
-_HOME = {"ring_allreduce_lab": ".ring", "global_batch_lab": ".batch", "memory_budget_lab": ".memory",
-         "pipeline_lab": ".schedule"}
+_HOME = {
+    "ring_allreduce_lab": ".ring",
+    "global_batch_lab": ".batch",
+    "memory_budget_lab": ".memory",
+    "pipeline_lab": ".schedule",
+}
 
 
 def __getattr__(name):

@@ -61,23 +61,30 @@ def stops_with(values, value) -> list:
 
 def same_stop(x, y) -> bool:
     """Equal up to rounding: 100 × US and 1e-4 name the same stop of a slider."""
-    return x == y or (isinstance(x, (int, float)) and isinstance(y, (int, float))
-                      and math.isclose(x, y, rel_tol=1e-9, abs_tol=0.0))
+    return x == y or (
+        isinstance(x, (int, float)) and isinstance(y, (int, float)) and math.isclose(x, y, rel_tol=1e-9, abs_tol=0.0)
+    )
 
 
 def unit_slider(description: str, values, value, formatter, continuous_update: bool = True) -> widgets.SelectionSlider:
     """A slider over ``values`` whose readout is ``formatter(value)``; ``value`` snaps to the nearest option."""
     values = list(values)
     nearest = min(values, key=lambda v: abs(math.log(v / value)) if v > 0 and value > 0 else abs(v - value))
-    return widgets.SelectionSlider(options=[(formatter(v), v) for v in values], value=nearest,
-                                   description=description, continuous_update=continuous_update,
-                                   style=CONTROL_STYLE, layout=CONTROL_LAYOUT)
+    return widgets.SelectionSlider(
+        options=[(formatter(v), v) for v in values],
+        value=nearest,
+        description=description,
+        continuous_update=continuous_update,
+        style=CONTROL_STYLE,
+        layout=CONTROL_LAYOUT,
+    )
 
 
 def int_slider(description: str, low: int, high: int, value: int, step: int = 1) -> widgets.IntSlider:
     """A plain integer slider with the labs' look."""
-    return widgets.IntSlider(value=value, min=low, max=high, step=step, description=description,
-                             style=CONTROL_STYLE, layout=CONTROL_LAYOUT)
+    return widgets.IntSlider(
+        value=value, min=low, max=high, step=step, description=description, style=CONTROL_STYLE, layout=CONTROL_LAYOUT
+    )
 
 
 def choice_buttons(description: str, options, value) -> widgets.ToggleButtons:
@@ -92,8 +99,12 @@ def labelled_row(control: widgets.Widget) -> widgets.Widget:
     """
     if not isinstance(control, widgets.ToggleButtons) or not control.description:
         return control
-    label = widgets.Label(control.description, layout=widgets.Layout(
-        width=CONTROL_STYLE["description_width"], justify_content="flex-end", margin="0 8px 0 0", flex="0 0 auto"))
+    label = widgets.Label(
+        control.description,
+        layout=widgets.Layout(
+            width=CONTROL_STYLE["description_width"], justify_content="flex-end", margin="0 8px 0 0", flex="0 0 auto"
+        ),
+    )
     control.description = ""
     return widgets.HBox([label, control])
 
@@ -116,8 +127,9 @@ class Lab(widgets.VBox):
         self.summary = widgets.HTML(layout=widgets.Layout(min_height="3em"))
         self.summary.add_class("course-lab-summary")
         # Shown at its own pixel size (not stretched to the box width, which blurs the text), shrunk on narrow pages.
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width="auto", max_width="100%",
-                                                                       align_self="flex-start"))
+        self.image = widgets.Image(
+            format="png", layout=widgets.Layout(width="auto", max_width="100%", align_self="flex-start")
+        )
         header = widgets.HTML(f"<h3 style='margin:0.2em 0'>{title}</h3>")
         rows = [labelled_row(control) for control in self.controls.values()]
         super().__init__(children=[header, *rows, *extra_children, self.summary, self.image])

@@ -21,7 +21,8 @@ import functools
 import math
 import struct
 import zlib
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from matplotlib.artist import Artist
@@ -52,8 +53,12 @@ def png_bytes(rgba) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
     header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)  # 8 bits per channel, RGBA
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
+        + chunk(b"IEND", b"")
+    )
 
 
 class CachedText(Text):
@@ -69,16 +74,24 @@ class CachedText(Text):
     _MAX_BITMAPS = 4096
 
     @classmethod
-    def add(cls, ax, x, y, text="", **kwargs) -> "CachedText":
+    def add(cls, ax, x, y, text="", **kwargs) -> CachedText:
         """Add a CachedText to ``ax`` as ``ax.text`` would (data coordinates unless ``transform``, not clipped)."""
         return ax._add_text(cls(x, y, text, **{"transform": ax.transData, "clip_on": False, **kwargs}))
 
     def draw(self, renderer):
         if not isinstance(renderer, RendererAgg) or not self.get_visible() or self.get_text() == "":
             return super().draw(renderer)
-        key = (self.get_text(), self.get_color(), self.get_fontproperties(), self.get_horizontalalignment(),
-               self.get_verticalalignment(), self.get_rotation(), self.get_alpha(), self.get_bbox_patch() is not None,
-               renderer.dpi)
+        key = (
+            self.get_text(),
+            self.get_color(),
+            self.get_fontproperties(),
+            self.get_horizontalalignment(),
+            self.get_verticalalignment(),
+            self.get_rotation(),
+            self.get_alpha(),
+            self.get_bbox_patch() is not None,
+            renderer.dpi,
+        )
         anchor = self.get_transform().transform(self.get_unitless_position())
         entry = self._bitmaps.get(key)
         if entry is None:
@@ -106,11 +119,11 @@ class CachedText(Text):
         x0, x1 = max(math.floor(box.x0) - pad, 0), max(min(math.ceil(box.x1) + pad, width), 0)
         y0, y1 = max(math.floor(box.y0) - pad, 0), max(min(math.ceil(box.y1) + pad, height), 0)
         x1, y1 = max(x1, x0), max(y1, y0)
-        rows = np.asarray(scratch.buffer_rgba())[height - y1:height - y0, x0:x1]
+        rows = np.asarray(scratch.buffer_rgba())[height - y1 : height - y0, x0:x1]
         return rows[::-1].copy(), x0 - round(anchor[0]), y0 - round(anchor[1])  # draw_image wants rows bottom-up
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _glyph(char: str, size: float, weight: str) -> tuple[np.ndarray, np.ndarray, float]:
     """Outline (vertices, codes) of one character in points, and its advance width."""
     prop = FontProperties(size=size, weight=weight)
@@ -161,10 +174,24 @@ class FastText(PathPatch):
     bottom/center/top/baseline of the line box. ``get_text``/``set_text``/``set_position`` work as for ``Text``.
     """
 
-    def __init__(self, ax, xy, text="", *, size=9.0, ha="left", va="baseline", color="#222222", weight="normal",
-                 transform=None, offset=(0.0, 0.0), zorder=4):
-        super().__init__(Path(np.zeros((1, 2))), facecolor=color, edgecolor="none", linewidth=0, zorder=zorder,
-                         clip_on=False)  # like a Text: a label may reach past its axes
+    def __init__(
+        self,
+        ax,
+        xy,
+        text="",
+        *,
+        size=9.0,
+        ha="left",
+        va="baseline",
+        color="#222222",
+        weight="normal",
+        transform=None,
+        offset=(0.0, 0.0),
+        zorder=4,
+    ):
+        super().__init__(
+            Path(np.zeros((1, 2))), facecolor=color, edgecolor="none", linewidth=0, zorder=zorder, clip_on=False
+        )  # like a Text: a label may reach past its axes
         self._anchor = transform if transform is not None else ax.transData
         self._xy, self._offset = tuple(xy), tuple(offset)
         self._size, self._weight, self._ha, self._va = float(size), weight, ha, va
@@ -213,10 +240,12 @@ class FastTextGroup(PathPatch):
     default); ``get_texts()`` returns their strings in order.
     """
 
-    def __init__(self, ax, *, size=9.0, ha="left", va="baseline", color="#222222", weight="normal", transform=None,
-                 zorder=4):
-        super().__init__(Path(np.zeros((1, 2))), facecolor=color, edgecolor="none", linewidth=0, zorder=zorder,
-                         clip_on=False)
+    def __init__(
+        self, ax, *, size=9.0, ha="left", va="baseline", color="#222222", weight="normal", transform=None, zorder=4
+    ):
+        super().__init__(
+            Path(np.zeros((1, 2))), facecolor=color, edgecolor="none", linewidth=0, zorder=zorder, clip_on=False
+        )
         self._anchor = transform if transform is not None else ax.transData
         self._size, self._weight, self._ha, self._va = float(size), weight, ha, va
         self._entries: tuple = ()
@@ -238,7 +267,7 @@ class FastTextGroup(PathPatch):
         scale = renderer.points_to_pixels(1.0)
         anchors = self._anchor.transform(np.array([xy for xy, _ in self._entries], dtype=float))
         vertices, codes = [], []
-        for (x, y), (_, text) in zip(anchors, self._entries):
+        for (x, y), (_, text) in zip(anchors, self._entries, strict=True):
             glyph_vertices, glyph_codes = _aligned_glyphs(text, self._size, self._weight, self._ha, self._va)
             vertices.append(glyph_vertices * scale + (x, y))
             codes.append(glyph_codes)

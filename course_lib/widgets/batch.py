@@ -41,26 +41,50 @@ from ..viz.collectives import RANK_COLORS
 from ._base import Lab, int_slider, stops_with, unit_slider
 from ._fast import FastText, FastTextGroup
 
-__all__ = ["global_batch_lab", "GlobalBatchLab", "PARALLEL_SIZES", "DATA_PARALLEL_SIZES", "SEQ_LENS",
-           "SHOWN_REPLICAS", "SHOWN_DEVICES_PER_REPLICA"]
+__all__ = [
+    "global_batch_lab",
+    "GlobalBatchLab",
+    "PARALLEL_SIZES",
+    "DATA_PARALLEL_SIZES",
+    "SEQ_LENS",
+    "SHOWN_REPLICAS",
+    "SHOWN_DEVICES_PER_REPLICA",
+]
 
 # Group sizes practitioners use: every size up to 8, then the steps of 1.5× and 2× (12, 16, 24, 32, ...).
 PARALLEL_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 48, 64)
 DATA_PARALLEL_SIZES = PARALLEL_SIZES + (96, 128, 192, 256, 384, 512, 768, 1024)
 SEQ_LENS = tuple(2**k for k in range(7, 18))  # 128 … 131072 tokens
-LIMITS = {"micro_batch": (1, 64), "grad_accum_steps": (1, 128), "data_parallel": (1, 1024),
-          "tensor_parallel": (1, 64), "pipeline_parallel": (1, 64), "seq_len": (128, 131072)}
+LIMITS = {
+    "micro_batch": (1, 64),
+    "grad_accum_steps": (1, 128),
+    "data_parallel": (1, 1024),
+    "tensor_parallel": (1, 64),
+    "pipeline_parallel": (1, 64),
+    "seq_len": (128, 131072),
+}
 # The card's example (lesson 03): 8 examples per micro-batch × 16 accumulation steps × 64 replicas = 8192.
-DEFAULTS = {"micro_batch": 8, "grad_accum_steps": 16, "data_parallel": 64, "tensor_parallel": 1,
-            "pipeline_parallel": 1, "seq_len": 2048}
+DEFAULTS = {
+    "micro_batch": 8,
+    "grad_accum_steps": 16,
+    "data_parallel": 64,
+    "tensor_parallel": 1,
+    "pipeline_parallel": 1,
+    "seq_len": 2048,
+}
 
 SHOWN_REPLICAS = 8  # rows of the device picture
 SHOWN_DEVICES_PER_REPLICA = 16  # columns of the device picture
 # Devices ≤ 1024·64·64 ≈ 4.2 million, examples ≤ 64·128·1024 ≈ 8.4 million; room above for the totals.
 _BAR_LIMITS = (1.0, 4e7)
 _STAGE_SHADE = 0.22  # odd pipeline stages are this much darker, so the stages of a replica can be told apart
-_FACTOR_COLORS = {"b": "#9DB4CF", "acc": "#5C7FA8", "d": AXIS_COLORS["data"], "t": AXIS_COLORS["tensor"],
-                  "p": AXIS_COLORS["pipeline"]}
+_FACTOR_COLORS = {
+    "b": "#9DB4CF",
+    "acc": "#5C7FA8",
+    "d": AXIS_COLORS["data"],
+    "t": AXIS_COLORS["tensor"],
+    "p": AXIS_COLORS["pipeline"],
+}
 _TRANSPARENT = (0.0, 0.0, 0.0, 0.0)
 
 
@@ -91,8 +115,9 @@ class GlobalBatchLab(Lab):
     def __init__(self, **initial):
         unknown = sorted(set(initial) - set(DEFAULTS))
         if unknown:
-            raise ValueError(f"unknown control(s) {', '.join(map(repr, unknown))}; the controls are "
-                             f"{', '.join(map(repr, DEFAULTS))}")
+            raise ValueError(
+                f"unknown control(s) {', '.join(map(repr, unknown))}; the controls are {', '.join(map(repr, DEFAULTS))}"
+            )
         start = {**DEFAULTS, **initial}
         for name, (low, high) in LIMITS.items():
             value = _validate.count(name, start[name])
@@ -101,17 +126,24 @@ class GlobalBatchLab(Lab):
             start[name] = value
         controls = {
             "micro_batch": int_slider("micro-batch b", *LIMITS["micro_batch"], start["micro_batch"]),
-            "grad_accum_steps": int_slider("accumulation N_acc", *LIMITS["grad_accum_steps"],
-                                           start["grad_accum_steps"]),
-            "data_parallel": unit_slider("data parallel d", stops_with(DATA_PARALLEL_SIZES, start["data_parallel"]),
-                                         start["data_parallel"], str),
-            "tensor_parallel": unit_slider("tensor parallel t", stops_with(PARALLEL_SIZES, start["tensor_parallel"]),
-                                           start["tensor_parallel"], str),
-            "pipeline_parallel": unit_slider("pipeline parallel p",
-                                             stops_with(PARALLEL_SIZES, start["pipeline_parallel"]),
-                                             start["pipeline_parallel"], str),
-            "seq_len": unit_slider("sequence length s", stops_with(SEQ_LENS, start["seq_len"]), start["seq_len"],
-                                   _tokens_label),
+            "grad_accum_steps": int_slider(
+                "accumulation N_acc", *LIMITS["grad_accum_steps"], start["grad_accum_steps"]
+            ),
+            "data_parallel": unit_slider(
+                "data parallel d", stops_with(DATA_PARALLEL_SIZES, start["data_parallel"]), start["data_parallel"], str
+            ),
+            "tensor_parallel": unit_slider(
+                "tensor parallel t", stops_with(PARALLEL_SIZES, start["tensor_parallel"]), start["tensor_parallel"], str
+            ),
+            "pipeline_parallel": unit_slider(
+                "pipeline parallel p",
+                stops_with(PARALLEL_SIZES, start["pipeline_parallel"]),
+                start["pipeline_parallel"],
+                str,
+            ),
+            "seq_len": unit_slider(
+                "sequence length s", stops_with(SEQ_LENS, start["seq_len"]), start["seq_len"], _tokens_label
+            ),
         }
         super().__init__("Global batch: which splits multiply the examples", controls, self._build_figure())
 
@@ -121,8 +153,9 @@ class GlobalBatchLab(Lab):
         b, acc = int(values["micro_batch"]), int(values["grad_accum_steps"])
         d, t, p = int(values["data_parallel"]), int(values["tensor_parallel"]), int(values["pipeline_parallel"])
         seq_len = int(values["seq_len"])
-        plan = parallelism.ParallelPlan(data_parallel=d, tensor_parallel=t, pipeline_parallel=p, micro_batch=b,
-                                        grad_accum_steps=acc)
+        plan = parallelism.ParallelPlan(
+            data_parallel=d, tensor_parallel=t, pipeline_parallel=p, micro_batch=b, grad_accum_steps=acc
+        )
         batch = parallelism.global_batch(b, acc, d)
         return {
             "global_batch": batch,
@@ -130,21 +163,27 @@ class GlobalBatchLab(Lab):
             "devices": int(plan.devices),
             "examples_per_replica_per_step": parallelism.global_batch(b, acc, 1),
             "devices_per_replica": int(plan.replace(data_parallel=1).devices),
-            "micro_batch": b, "grad_accum_steps": acc, "data_parallel": d, "tensor_parallel": t,
-            "pipeline_parallel": p, "seq_len": seq_len,
+            "micro_batch": b,
+            "grad_accum_steps": acc,
+            "data_parallel": d,
+            "tensor_parallel": t,
+            "pipeline_parallel": p,
+            "seq_len": seq_len,
         }
 
     def summary_html(self, r: dict) -> str:
         count = units.format_count
-        b, acc, d, t, p = (r[k] for k in ("micro_batch", "grad_accum_steps", "data_parallel", "tensor_parallel",
-                                          "pipeline_parallel"))
+        b, acc, d, t, p = (
+            r[k] for k in ("micro_batch", "grad_accum_steps", "data_parallel", "tensor_parallel", "pipeline_parallel")
+        )
         return (
             f"<b>global batch B = b × N_acc × d = {b} × {acc} × {d} = {count(r['global_batch'])} examples</b> "
             f"= {count(r['tokens_per_step'])} tokens per step at {r['seq_len']} tokens each"
             f"<br><b>devices = d × t × p = {d} × {t} × {p} = {count(r['devices'])}</b>: in each replica, t × p = "
             f"{_plural(r['devices_per_replica'], 'device')} "
             f"{'works' if r['devices_per_replica'] == 1 else 'work together'} on the same "
-            f"{count(r['examples_per_replica_per_step'])} examples (b × N_acc), so t and p add devices, not examples")
+            f"{count(r['examples_per_replica_per_step'])} examples (b × N_acc), so t and p add devices, not examples"
+        )
 
     # --- the figure: built once ---------------------------------------------------------------------------
 
@@ -154,10 +193,22 @@ class GlobalBatchLab(Lab):
         bars_ax = fig.add_axes((0.66, 0.2, 0.32, 0.68))
         self._build_grid_panel(grid_ax)
         self._build_bars_panel(bars_ax)
-        animated = [self._cells, self._brackets, self._row_labels, self._example_labels, self._stage_labels,
-                    self._examples_header, self._grid_title, self._grid_subtitle, *self._grid_notes,
-                    *self._segments.values(), self._segment_labels, self._devices_total, self._examples_total,
-                    self._tokens_note]
+        animated = [
+            self._cells,
+            self._brackets,
+            self._row_labels,
+            self._example_labels,
+            self._stage_labels,
+            self._examples_header,
+            self._grid_title,
+            self._grid_subtitle,
+            *self._grid_notes,
+            *self._segments.values(),
+            self._segment_labels,
+            self._devices_total,
+            self._examples_total,
+            self._tokens_note,
+        ]
         self.enable_partial_redraw(fig, animated)
         return fig
 
@@ -167,21 +218,37 @@ class GlobalBatchLab(Lab):
         # Data units: one cell per device; x from the row labels to the examples' labels, y downwards.
         ax.set_xlim(-4.2, SHOWN_DEVICES_PER_REPLICA + 6.6)
         ax.set_ylim(SHOWN_REPLICAS + 2.4, -2.6)
-        cells = [Rectangle((column + 0.06, row + 0.1), 0.88, 0.8) for row in range(SHOWN_REPLICAS)
-                 for column in range(SHOWN_DEVICES_PER_REPLICA)]
+        cells = [
+            Rectangle((column + 0.06, row + 0.1), 0.88, 0.8)
+            for row in range(SHOWN_REPLICAS)
+            for column in range(SHOWN_DEVICES_PER_REPLICA)
+        ]
         self._cells = ax.add_collection(PatchCollection(cells, facecolors="none", edgecolors="none"), autolim=False)
         (self._brackets,) = ax.plot([], [], color="#444444", linewidth=1.1)
         # Labels of one style are one path each (FastTextGroup): the replicas, their examples, the pipeline stages.
         self._row_labels = FastTextGroup(ax, ha="right", va="center", size=8)
         self._example_labels = FastTextGroup(ax, ha="left", va="center", size=8)
         self._stage_labels = FastTextGroup(ax, ha="center", va="bottom", size=7, color="#555555")
-        self._examples_header = FastText(ax, (0.0, -0.15), "its examples", ha="left", va="bottom", size=7,
-                                         color="#555555")
+        self._examples_header = FastText(
+            ax, (0.0, -0.15), "its examples", ha="left", va="bottom", size=7, color="#555555"
+        )
         self._grid_title = FastText(ax, (0.02, 0.985), "", transform=ax.transAxes, ha="left", va="top", size=10)
-        self._grid_subtitle = FastText(ax, (0.02, 0.92), "", transform=ax.transAxes, ha="left", va="top", size=8,
-                                       color="#444444")
-        self._grid_notes = [FastText(ax, (0.02, 0.09 - 0.055 * line), "", transform=ax.transAxes, ha="left",
-                                     va="center", size=8, color="#444444") for line in range(2)]
+        self._grid_subtitle = FastText(
+            ax, (0.02, 0.92), "", transform=ax.transAxes, ha="left", va="top", size=8, color="#444444"
+        )
+        self._grid_notes = [
+            FastText(
+                ax,
+                (0.02, 0.09 - 0.055 * line),
+                "",
+                transform=ax.transAxes,
+                ha="left",
+                va="center",
+                size=8,
+                color="#444444",
+            )
+            for line in range(2)
+        ]
 
     def _build_bars_panel(self, ax) -> None:
         ax.set_yscale("log")
@@ -192,22 +259,28 @@ class GlobalBatchLab(Lab):
         ax.yaxis.set_major_formatter(FuncFormatter(_count_label))
         ax.yaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_locator(FixedLocator([0, 1]))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: ("devices\nd · t · p", "examples per step\n"
-                                                                    "b · N_acc · d")[int(round(x))]))
+        ax.xaxis.set_major_formatter(
+            FuncFormatter(lambda x, _pos: ("devices\nd · t · p", "examples per step\nb · N_acc · d")[int(round(x))])
+        )
         ax.tick_params(labelsize=8)
         ax.grid(True, axis="y", alpha=0.25)
         ax.set_title("log scale: each factor is one segment", fontsize=9)
         self._segments = {}
         for bar, factors in ((0, ("d", "t", "p")), (1, ("b", "acc", "d"))):
             for factor in factors:
-                self._segments[bar, factor] = ax.add_patch(Rectangle(
-                    (bar - 0.35, 1.0), 0.7, 0.0, linewidth=0.6, edgecolor="white", facecolor=_FACTOR_COLORS[factor]))
-        self._segment_labels = FastTextGroup(ax, ha="center", va="center", size=7.5, color="white", weight="bold",
-                                             zorder=5)
+                self._segments[bar, factor] = ax.add_patch(
+                    Rectangle(
+                        (bar - 0.35, 1.0), 0.7, 0.0, linewidth=0.6, edgecolor="white", facecolor=_FACTOR_COLORS[factor]
+                    )
+                )
+        self._segment_labels = FastTextGroup(
+            ax, ha="center", va="center", size=7.5, color="white", weight="bold", zorder=5
+        )
         self._devices_total = FastText(ax, (0, 1.0), "", ha="center", va="bottom", size=8.5, offset=(0, 2))
         self._examples_total = FastText(ax, (1, 1.0), "", ha="center", va="bottom", size=8.5, offset=(0, 2))
-        self._tokens_note = FastText(ax, (0.4, -0.2), "", transform=ax.transAxes, ha="center", va="top", size=8,
-                                     color="#444444")
+        self._tokens_note = FastText(
+            ax, (0.4, -0.2), "", transform=ax.transAxes, ha="center", va="top", size=8, color="#444444"
+        )
 
     # --- updating the artists -------------------------------------------------------------------------------
 
@@ -235,32 +308,47 @@ class GlobalBatchLab(Lab):
             ys += [row + 0.1, row + 0.1, row + 0.9, row + 0.9, np.nan]
         self._brackets.set_data(xs, ys)
         self._row_labels.set_texts(((-0.3, row + 0.5), f"replica {row}") for row in range(rows))
-        self._example_labels.set_texts(((right + 0.55, row + 0.5), f"{row * examples + 1}–{(row + 1) * examples}")
-                                       for row in range(rows))
+        self._example_labels.set_texts(
+            ((right + 0.55, row + 0.5), f"{row * examples + 1}–{(row + 1) * examples}") for row in range(rows)
+        )
         # One label per pipeline stage, centred over its t columns (when there is more than one stage).
-        self._stage_labels.set_texts(((column + min(t, columns - column) / 2, -0.15), f"s{column // t}")
-                                     for column in range(0, columns, t) if p > 1)
+        self._stage_labels.set_texts(
+            ((column + min(t, columns - column) / 2, -0.15), f"s{column // t}")
+            for column in range(0, columns, t)
+            if p > 1
+        )
 
-        self._grid_title.set_text(f"{_plural(r['devices'], 'device')} = {_plural(d, 'replica')} × "
-                                  f"{_plural(per_replica, 'device')} each")
+        self._grid_title.set_text(
+            f"{_plural(r['devices'], 'device')} = {_plural(d, 'replica')} × {_plural(per_replica, 'device')} each"
+        )
         self._examples_header.set_position((right + 0.55, -0.15))
-        self._grid_subtitle.set_text(f"a row is one data-parallel replica: t × p = {t} × {p} devices, the same "
-                                     "examples" if per_replica > 1 else
-                                     "a row is one data-parallel replica, here one device (t = p = 1)")
+        self._grid_subtitle.set_text(
+            f"a row is one data-parallel replica: t × p = {t} × {p} devices, the same examples"
+            if per_replica > 1
+            else "a row is one data-parallel replica, here one device (t = p = 1)"
+        )
         notes = []
         if d > rows:
-            notes.append(f"showing the first {rows} of {d} replicas; all {d} together: "
-                         f"{units.format_count(r['global_batch'])} examples")
+            notes.append(
+                f"showing the first {rows} of {d} replicas; all {d} together: "
+                f"{units.format_count(r['global_batch'])} examples"
+            )
         if per_replica > columns:
             notes.append(f"showing {columns} of the {per_replica} devices of each replica (t × p = {t} × {p})")
         if p > 1 and not notes:
             notes.append("shades alternate by pipeline stage (s0, s1, …)")
-        for note, text in zip(self._grid_notes, notes + ["", ""]):
+        for note, text in zip(self._grid_notes, notes + ["", ""], strict=False):
             note.set_text(text)
 
     def _draw_bars(self, r: dict) -> None:
-        factors = {(0, "d"): r["data_parallel"], (0, "t"): r["tensor_parallel"], (0, "p"): r["pipeline_parallel"],
-                   (1, "b"): r["micro_batch"], (1, "acc"): r["grad_accum_steps"], (1, "d"): r["data_parallel"]}
+        factors = {
+            (0, "d"): r["data_parallel"],
+            (0, "t"): r["tensor_parallel"],
+            (0, "p"): r["pipeline_parallel"],
+            (1, "b"): r["micro_batch"],
+            (1, "acc"): r["grad_accum_steps"],
+            (1, "d"): r["data_parallel"],
+        }
         names = {"d": "d", "t": "t", "p": "p", "b": "b", "acc": "N_acc"}
         bottoms, labels = {0: 1.0, 1: 1.0}, []
         for (bar, factor), value in factors.items():
@@ -276,8 +364,9 @@ class GlobalBatchLab(Lab):
         self._devices_total.set_text(units.format_count(r["devices"]))
         self._examples_total.set_position((1, r["global_batch"]))
         self._examples_total.set_text(units.format_count(r["global_batch"]))
-        self._tokens_note.set_text(f"× s = {r['seq_len']} tokens: {units.format_count(r['tokens_per_step'])} "
-                                   "tokens per step")
+        self._tokens_note.set_text(
+            f"× s = {r['seq_len']} tokens: {units.format_count(r['tokens_per_step'])} tokens per step"
+        )
 
 
 def global_batch_lab(**initial) -> GlobalBatchLab:

@@ -35,15 +35,31 @@ from ..viz.parallelism import MEMORY_COMPONENTS
 from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, int_slider
 from ._fast import CachedText
 
-__all__ = ["MemoryBudgetLab", "memory_budget_lab", "DEFAULTS", "DATA_PARALLEL_SIZES", "GRAD_ACCUM_STEPS",
-           "MAX_TENSOR_PARALLEL", "MAX_PIPELINE_PARALLEL", "tensor_parallel_options", "pipeline_parallel_options"]
+__all__ = [
+    "MemoryBudgetLab",
+    "memory_budget_lab",
+    "DEFAULTS",
+    "DATA_PARALLEL_SIZES",
+    "GRAD_ACCUM_STEPS",
+    "MAX_TENSOR_PARALLEL",
+    "MAX_PIPELINE_PARALLEL",
+    "tensor_parallel_options",
+    "pipeline_parallel_options",
+]
 
 # GPT-3 175B as Korthikanti et al. 2022 train it (t = 8, p = 8, selective recomputation + SP), with d = 8 and
 # ZeRO-1: the plan the lesson ends on, which fits an 80 GB A100.
 DEFAULTS = {
-    "model": parallelism.GPT3_175B.name, "zero_stage": 1, "data_parallel": 8, "tensor_parallel": 8,
-    "pipeline_parallel": 8, "recompute": "selective", "sequence_parallel": True, "micro_batch": 1,
-    "grad_accum_steps": 64, "device": hardware.A100.name,
+    "model": parallelism.GPT3_175B.name,
+    "zero_stage": 1,
+    "data_parallel": 8,
+    "tensor_parallel": 8,
+    "pipeline_parallel": 8,
+    "recompute": "selective",
+    "sequence_parallel": True,
+    "micro_batch": 1,
+    "grad_accum_steps": 64,
+    "device": hardware.A100.name,
 }
 # 1 … 1024: powers of two and three times them (Megatron's 1T plan uses d = 6 on 3072 GPUs)
 DATA_PARALLEL_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
@@ -88,8 +104,9 @@ def _labelled(options):
 
 
 def _selection(description, options, value):
-    return widgets.SelectionSlider(options=_labelled(options), value=value, description=description,
-                                   style=CONTROL_STYLE, layout=CONTROL_LAYOUT)
+    return widgets.SelectionSlider(
+        options=_labelled(options), value=value, description=description, style=CONTROL_STYLE, layout=CONTROL_LAYOUT
+    )
 
 
 class MemoryBudgetLab(Lab):
@@ -100,28 +117,48 @@ class MemoryBudgetLab(Lab):
         unknown = sorted(set(initial) - set(DEFAULTS))
         if unknown:
             raise ValueError(f"unknown control(s) {unknown}; the memory budget lab has {sorted(DEFAULTS)}")
-        values.update({name: getattr(value, "name", value) if name in ("model", "device") else value
-                       for name, value in initial.items()})
+        values.update(
+            {
+                name: getattr(value, "name", value) if name in ("model", "device") else value
+                for name, value in initial.items()
+            }
+        )
         self._check_initial(values)
         model = parallelism.MODELS[values["model"]]
         controls = {
-            "model": widgets.Dropdown(options=list(parallelism.MODELS), value=values["model"], description="model",
-                                      style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
-            "zero_stage": choice_buttons("ZeRO stage", [(str(k), k) for k in parallelism.ZERO_STAGES],
-                                         values["zero_stage"]),
+            "model": widgets.Dropdown(
+                options=list(parallelism.MODELS),
+                value=values["model"],
+                description="model",
+                style=CONTROL_STYLE,
+                layout=CONTROL_LAYOUT,
+            ),
+            "zero_stage": choice_buttons(
+                "ZeRO stage", [(str(k), k) for k in parallelism.ZERO_STAGES], values["zero_stage"]
+            ),
             "data_parallel": _selection("data parallel d", DATA_PARALLEL_SIZES, values["data_parallel"]),
-            "tensor_parallel": _selection("tensor parallel t", tensor_parallel_options(model),
-                                          values["tensor_parallel"]),
-            "pipeline_parallel": _selection("pipeline parallel p", pipeline_parallel_options(model),
-                                            values["pipeline_parallel"]),
+            "tensor_parallel": _selection(
+                "tensor parallel t", tensor_parallel_options(model), values["tensor_parallel"]
+            ),
+            "pipeline_parallel": _selection(
+                "pipeline parallel p", pipeline_parallel_options(model), values["pipeline_parallel"]
+            ),
             "recompute": choice_buttons("recomputation", list(parallelism.RECOMPUTE_OPTIONS), values["recompute"]),
-            "sequence_parallel": widgets.Checkbox(value=values["sequence_parallel"],
-                                                  description="sequence parallel (no effect when t = 1)",
-                                                  style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
+            "sequence_parallel": widgets.Checkbox(
+                value=values["sequence_parallel"],
+                description="sequence parallel (no effect when t = 1)",
+                style=CONTROL_STYLE,
+                layout=CONTROL_LAYOUT,
+            ),
             "micro_batch": int_slider("micro-batch b (seq.)", 1, 64, values["micro_batch"]),
             "grad_accum_steps": _selection("micro-batches m", GRAD_ACCUM_STEPS, values["grad_accum_steps"]),
-            "device": widgets.Dropdown(options=list(hardware.ACCELERATORS), value=values["device"],
-                                       description="device", style=CONTROL_STYLE, layout=CONTROL_LAYOUT),
+            "device": widgets.Dropdown(
+                options=list(hardware.ACCELERATORS),
+                value=values["device"],
+                description="device",
+                style=CONTROL_STYLE,
+                layout=CONTROL_LAYOUT,
+            ),
         }
         self._syncing = False
         self._capacity_shown = None
@@ -136,10 +173,14 @@ class MemoryBudgetLab(Lab):
             raise ValueError(f"device must be one of {list(hardware.ACCELERATORS)}, got {values['device']!r}")
         model = parallelism.MODELS[values["model"]]
         allowed = {
-            "zero_stage": parallelism.ZERO_STAGES, "data_parallel": DATA_PARALLEL_SIZES,
-            "tensor_parallel": tensor_parallel_options(model), "pipeline_parallel": pipeline_parallel_options(model),
-            "recompute": parallelism.RECOMPUTE_OPTIONS, "sequence_parallel": (True, False),
-            "micro_batch": tuple(range(1, 65)), "grad_accum_steps": GRAD_ACCUM_STEPS,
+            "zero_stage": parallelism.ZERO_STAGES,
+            "data_parallel": DATA_PARALLEL_SIZES,
+            "tensor_parallel": tensor_parallel_options(model),
+            "pipeline_parallel": pipeline_parallel_options(model),
+            "recompute": parallelism.RECOMPUTE_OPTIONS,
+            "sequence_parallel": (True, False),
+            "micro_batch": tuple(range(1, 65)),
+            "grad_accum_steps": GRAD_ACCUM_STEPS,
         }
         for name, options in allowed.items():
             value = values[name]
@@ -155,8 +196,10 @@ class MemoryBudgetLab(Lab):
         try:
             if change["owner"] is self.controls["model"]:
                 model = parallelism.MODELS[change["new"]]
-                for name, options in (("tensor_parallel", tensor_parallel_options(model)),
-                                      ("pipeline_parallel", pipeline_parallel_options(model))):
+                for name, options in (
+                    ("tensor_parallel", tensor_parallel_options(model)),
+                    ("pipeline_parallel", pipeline_parallel_options(model)),
+                ):
                     control = self.controls[name]
                     keep = _nearest(options, control.value)
                     control.options = _labelled(options)  # resets the value to the first option
@@ -171,25 +214,45 @@ class MemoryBudgetLab(Lab):
         model = parallelism.MODELS[values["model"]]
         device = hardware.ACCELERATORS[values["device"]]
         plan = parallelism.ParallelPlan(
-            data_parallel=values["data_parallel"], tensor_parallel=values["tensor_parallel"],
-            pipeline_parallel=values["pipeline_parallel"], zero_stage=values["zero_stage"],
-            micro_batch=values["micro_batch"], grad_accum_steps=values["grad_accum_steps"],
-            recompute=values["recompute"], sequence_parallel=values["sequence_parallel"])
+            data_parallel=values["data_parallel"],
+            tensor_parallel=values["tensor_parallel"],
+            pipeline_parallel=values["pipeline_parallel"],
+            zero_stage=values["zero_stage"],
+            micro_batch=values["micro_batch"],
+            grad_accum_steps=values["grad_accum_steps"],
+            recompute=values["recompute"],
+            sequence_parallel=values["sequence_parallel"],
+        )
         memory = parallelism.memory_breakdown(model, plan)
         capacity = float(device.hbm_capacity_bytes)
         total = float(memory.total)
         result = {
-            "model": model.name, "params": float(model.params), "layers": model.layers, "heads": model.heads,
-            "device": device.name, "data_parallel": plan.data_parallel, "tensor_parallel": plan.tensor_parallel,
-            "pipeline_parallel": plan.pipeline_parallel, "devices": int(plan.devices),
+            "model": model.name,
+            "params": float(model.params),
+            "layers": model.layers,
+            "heads": model.heads,
+            "device": device.name,
+            "data_parallel": plan.data_parallel,
+            "tensor_parallel": plan.tensor_parallel,
+            "pipeline_parallel": plan.pipeline_parallel,
+            "devices": int(plan.devices),
             "global_batch": int(plan.global_batch),
-            "zero_stage": plan.zero_stage, "schedule": plan.schedule,
-            "in_flight_microbatches": float(parallelism.pipeline_in_flight_microbatches(
-                plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule, plan.virtual_stages)),
-            "parameters_bytes": float(memory.parameters), "gradients_bytes": float(memory.gradients),
-            "optimizer_state_bytes": float(memory.optimizer_state), "activations_bytes": float(memory.activations),
-            "model_states_bytes": float(memory.model_states), "total_bytes": total, "capacity_bytes": capacity,
-            "fits": bool(total <= capacity), "headroom_bytes": capacity - total,
+            "zero_stage": plan.zero_stage,
+            "schedule": plan.schedule,
+            "in_flight_microbatches": float(
+                parallelism.pipeline_in_flight_microbatches(
+                    plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule, plan.virtual_stages
+                )
+            ),
+            "parameters_bytes": float(memory.parameters),
+            "gradients_bytes": float(memory.gradients),
+            "optimizer_state_bytes": float(memory.optimizer_state),
+            "activations_bytes": float(memory.activations),
+            "model_states_bytes": float(memory.model_states),
+            "total_bytes": total,
+            "capacity_bytes": capacity,
+            "fits": bool(total <= capacity),
+            "headroom_bytes": capacity - total,
         }
         # The same plan under every ZeRO stage, for the comparison bars (activations do not depend on the stage).
         for stage in parallelism.ZERO_STAGES:
@@ -204,55 +267,111 @@ class MemoryBudgetLab(Lab):
         figure.patch.set_facecolor("white")
         ax = self.stack_axes = figure.add_axes((0.1, 0.2, 0.44, 0.63))
         # An Axes child placed in figure coordinates: savefig draws animated Axes children, not figure ones.
-        self.verdict = CachedText.add(ax, 0.5, 0.965, transform=figure.transFigure, ha="center", va="top",
-                                      fontsize=11, fontweight="bold")
+        self.verdict = CachedText.add(
+            ax, 0.5, 0.965, transform=figure.transFigure, ha="center", va="top", fontsize=11, fontweight="bold"
+        )
 
         # Left: the plan under ZeRO 0–3, stacked on a linear axis from 0 to 2 × capacity.
         width = 0.62
-        self.stack_bars = {stage: [ax.add_patch(Rectangle((stage - width / 2, 0), width, 0, facecolor=COLORS[c],
-                                                          edgecolor="white", linewidth=0.6, zorder=2,
-                                                          label=MEMORY_COMPONENTS[c] if stage == 0 else None))
-                                   for c in COMPONENTS]
-                           for stage in parallelism.ZERO_STAGES}
-        self.stack_outline = ax.add_patch(Rectangle((-width / 2, 0), width, 0, fill=False, edgecolor="black",
-                                                    linewidth=2.0, zorder=4))
+        self.stack_bars = {
+            stage: [
+                ax.add_patch(
+                    Rectangle(
+                        (stage - width / 2, 0),
+                        width,
+                        0,
+                        facecolor=COLORS[c],
+                        edgecolor="white",
+                        linewidth=0.6,
+                        zorder=2,
+                        label=MEMORY_COMPONENTS[c] if stage == 0 else None,
+                    )
+                )
+                for c in COMPONENTS
+            ]
+            for stage in parallelism.ZERO_STAGES
+        }
+        self.stack_outline = ax.add_patch(
+            Rectangle((-width / 2, 0), width, 0, fill=False, edgecolor="black", linewidth=2.0, zorder=4)
+        )
         below = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
         for stage in parallelism.ZERO_STAGES:
             ax.text(stage, -0.03, ZERO_NAMES[stage], ha="center", va="top", fontsize=8, transform=below)
-        self.stack_totals = [CachedText.add(ax, stage, 0, ha="center", va="bottom", fontsize=8, zorder=5,
-                                            bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1))
-                             for stage in parallelism.ZERO_STAGES]
+        self.stack_totals = [
+            CachedText.add(
+                ax,
+                stage,
+                0,
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                zorder=5,
+                bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1),
+            )
+            for stage in parallelism.ZERO_STAGES
+        ]
         left = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
         self.capacity_line = ax.axhline(0, color=COLORS["capacity"], linestyle="--", linewidth=1.4, zorder=3)
-        self.capacity_text = CachedText.add(ax, 1.01, 0, transform=left, ha="left", va="center", fontsize=8,
-                                            color=COLORS["capacity"])
+        self.capacity_text = CachedText.add(
+            ax, 1.01, 0, transform=left, ha="left", va="center", fontsize=8, color=COLORS["capacity"]
+        )
         # The y scale follows the device, so its ticks are drawn here and redrawn with the bars.
-        self.y_tick_marks = ax.add_artist(Line2D([], [], transform=left, marker=TICKLEFT, linestyle="none",
-                                                 color="black", markersize=3.5, markeredgewidth=0.8, clip_on=False))
-        self.y_tick_labels = [CachedText.add(ax, -0.02, 0, transform=left, ha="right", va="center", fontsize=8)
-                              for _ in range(8)]
+        self.y_tick_marks = ax.add_artist(
+            Line2D(
+                [],
+                [],
+                transform=left,
+                marker=TICKLEFT,
+                linestyle="none",
+                color="black",
+                markersize=3.5,
+                markeredgewidth=0.8,
+                clip_on=False,
+            )
+        )
+        self.y_tick_labels = [
+            CachedText.add(ax, -0.02, 0, transform=left, ha="right", va="center", fontsize=8) for _ in range(8)
+        ]
         ax.set_xlim(-0.55, 3.55)
         ax.set_ylim(0, 1)
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.text(-0.16, 0.5, "memory per device (bytes)", transform=ax.transAxes, rotation=90, ha="center",
-                va="center", fontsize=9)
+        ax.text(
+            -0.16,
+            0.5,
+            "memory per device (bytes)",
+            transform=ax.transAxes,
+            rotation=90,
+            ha="center",
+            va="center",
+            fontsize=9,
+        )
         ax.set_title("the same plan under each ZeRO stage (selected: outlined)", fontsize=9)
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=4, frameon=False, fontsize=8,
-                  handlelength=1.2, columnspacing=1.0)
+        ax.legend(
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.15),
+            ncol=4,
+            frameon=False,
+            fontsize=8,
+            handlelength=1.2,
+            columnspacing=1.0,
+        )
 
         # Right: the selected plan's components on a fixed log axis.
         ax = self.log_axes = figure.add_axes((0.71, 0.2, 0.26, 0.63))
         names = list(COMPONENTS) + ["total"]
         colors = [COLORS[c] for c in COMPONENTS] + ["#555555"]
         low = LOG_AXIS_BYTES[0] / 10  # bars start left of the axis, so the smallest value still shows a stub
-        self.log_bars = [ax.add_patch(Rectangle((low, i - 0.35), 0, 0.7, facecolor=color, edgecolor="none"))
-                         for i, color in enumerate(colors)]
+        self.log_bars = [
+            ax.add_patch(Rectangle((low, i - 0.35), 0, 0.7, facecolor=color, edgecolor="none"))
+            for i, color in enumerate(colors)
+        ]
         self.log_capacity = ax.axvline(LOG_AXIS_BYTES[1], color=COLORS["capacity"], linestyle="--", linewidth=1.4)
-        self.log_capacity_text = CachedText.add(ax, LOG_AXIS_BYTES[1], -0.6, "capacity", ha="center", va="bottom",
-                                                fontsize=7, color=COLORS["capacity"])
+        self.log_capacity_text = CachedText.add(
+            ax, LOG_AXIS_BYTES[1], -0.6, "capacity", ha="center", va="bottom", fontsize=7, color=COLORS["capacity"]
+        )
         ax.set_xscale("log")
         ax.set_xlim(*LOG_AXIS_BYTES)
         ax.set_ylim(len(names) - 0.5, -0.5)
@@ -266,10 +385,22 @@ class MemoryBudgetLab(Lab):
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
 
-        self.enable_partial_redraw(figure, (
-            *[bar for bars in self.stack_bars.values() for bar in bars], self.capacity_line, self.stack_outline,
-            self.y_tick_marks, *self.y_tick_labels, *self.stack_totals, self.capacity_text, *self.log_bars,
-            self.log_capacity, self.log_capacity_text, self.verdict))
+        self.enable_partial_redraw(
+            figure,
+            (
+                *[bar for bars in self.stack_bars.values() for bar in bars],
+                self.capacity_line,
+                self.stack_outline,
+                self.y_tick_marks,
+                *self.y_tick_labels,
+                *self.stack_totals,
+                self.capacity_text,
+                *self.log_bars,
+                self.log_capacity,
+                self.log_capacity_text,
+                self.verdict,
+            ),
+        )
 
     def draw(self, result: dict) -> None:
         capacity = result["capacity_bytes"]
@@ -293,7 +424,7 @@ class MemoryBudgetLab(Lab):
         for stage, bars in self.stack_bars.items():
             heights = [result[f"zero{stage}_{c}_bytes"] for c in COMPONENTS[:3]] + [result["activations_bytes"]]
             bottom = 0.0
-            for bar, height in zip(bars, heights):
+            for bar, height in zip(bars, heights, strict=True):
                 bar.set_y(bottom)
                 bar.set_height(height)
                 bar.set_alpha(1.0 if stage == selected else 0.4)
@@ -313,7 +444,7 @@ class MemoryBudgetLab(Lab):
 
         low = self.log_bars[0].get_x()
         keys = [f"{c}_bytes" for c in COMPONENTS] + ["total_bytes"]
-        for bar, key in zip(self.log_bars, keys):
+        for bar, key in zip(self.log_bars, keys, strict=True):
             bar.set_width(max(result[key] - low, 0.0))
 
         if result["fits"]:
@@ -326,7 +457,7 @@ class MemoryBudgetLab(Lab):
     def summary_html(self, result: dict) -> str:
         b = units.format_bytes
         if result["fits"]:
-            verdict = (f"<b style='color:{FIT_COLOR}'>fits</b>, {b(result['headroom_bytes'])} headroom")
+            verdict = f"<b style='color:{FIT_COLOR}'>fits</b>, {b(result['headroom_bytes'])} headroom"
         else:
             verdict = f"<b style='color:{MISS_COLOR}'>does not fit</b> by {b(-result['headroom_bytes'])}"
         return (

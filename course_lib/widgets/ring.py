@@ -45,12 +45,25 @@ from ..viz.collectives import _ALGORITHM_STYLES, EMPTY_COLOR, _contribution_coun
 from ._base import Lab, choice_buttons, int_slider, nice_values, same_stop, stops_with, unit_slider
 from ._fast import FastText, Panel
 
-__all__ = ["ring_allreduce_lab", "RingAllReduceLab", "applicable_algorithms", "ring_steps", "RANKS", "PAYLOADS_BYTES",
-           "BANDWIDTHS_BYTES_PER_S", "LATENCIES_S", "MAX_STEP_RANKS"]
+__all__ = [
+    "ring_allreduce_lab",
+    "RingAllReduceLab",
+    "applicable_algorithms",
+    "ring_steps",
+    "RANKS",
+    "PAYLOADS_BYTES",
+    "BANDWIDTHS_BYTES_PER_S",
+    "LATENCIES_S",
+    "MAX_STEP_RANKS",
+]
 
 OP = "all_reduce"
-ALGORITHM_LABELS = {"ring": "ring", "binomial_tree": "binomial tree", "recursive_doubling": "recursive doubling",
-                    "rabenseifner": "Rabenseifner"}
+ALGORITHM_LABELS = {
+    "ring": "ring",
+    "binomial_tree": "binomial tree",
+    "recursive_doubling": "recursive doubling",
+    "rabenseifner": "Rabenseifner",
+}
 POWER_OF_TWO_ONLY = tuple(a for a in collectives.ALGORITHMS[OP] if a in collectives._POWER_OF_TWO_ONLY)
 
 # The ranges practitioners meet: 2 ranks to 1024, 1 kB (a small inference all-reduce) to 10 GB (a whole
@@ -62,8 +75,14 @@ BANDWIDTHS_BYTES_PER_S = tuple(nice_values(1e9, 1e12, mantissas=(1, 1.25, 1.5, 2
 LATENCIES_S = tuple(nice_values(1e-7, 1e-4, mantissas=(1, 2, 3, 5)))  # 0.1 µs … 100 µs
 MAX_STEP_RANKS = 8  # the step-by-step grid stays readable up to 8 ranks × 8 chunks
 
-DEFAULTS = {"ranks": 8, "payload_bytes": 100 * units.MB, "bandwidth_bytes_per_s": 50 * units.GB,
-            "latency_s": 5 * units.US, "algorithm": "ring", "step": 0}  # the card's numbers (lesson 02)
+DEFAULTS = {
+    "ranks": 8,
+    "payload_bytes": 100 * units.MB,
+    "bandwidth_bytes_per_s": 50 * units.GB,
+    "latency_s": 5 * units.US,
+    "algorithm": "ring",
+    "step": 0,
+}  # the card's numbers (lesson 02)
 
 _CURVE_PAYLOADS = np.logspace(3, 10, 71)  # 10 points a decade: the curves are sums of a constant and a line
 _TIME_LIMITS_S = (1e-7, 1e3)  # fixed: the shortest (0.1 µs, 2 ranks) to the longest (1024 ranks, 1 GB/s, 10 GB)
@@ -94,12 +113,12 @@ def ring_steps(ranks: int) -> int:
     return collectives.collective_cost(OP, ranks, 1.0, "ring").phases
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ring_simulation(ranks: int) -> simulate.Simulation:
     return simulate.simulate(OP, ranks, algorithm="ring", elements=ranks)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _step_view(ranks: int, step: int):
     """(contribution counts (p × p), received cells, transfers of this step) after ``step`` steps of the ring."""
     sim = _ring_simulation(ranks)
@@ -109,7 +128,7 @@ def _step_view(ranks: int, step: int):
     return counts, received, transfers
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _levels(ranks: int) -> tuple:
     """RGBA shade of a chunk holding the sum of k = 1 … p ranks (lesson 02's colours)."""
     return tuple(to_rgba(color) for color in _level_colors(ranks))
@@ -160,13 +179,18 @@ class RingAllReduceLab(Lab):
     def __init__(self, **initial):
         unknown = sorted(set(initial) - set(DEFAULTS))
         if unknown:
-            raise ValueError(f"unknown control(s) {', '.join(map(repr, unknown))}; the controls are "
-                             f"{', '.join(map(repr, DEFAULTS))}")
+            raise ValueError(
+                f"unknown control(s) {', '.join(map(repr, unknown))}; the controls are {', '.join(map(repr, DEFAULTS))}"
+            )
         start = {**DEFAULTS, **initial}
         ranks = _checked_option("ranks", start["ranks"], RANKS[0], RANKS[-1], integer=True)
         payload = _checked_option("payload_bytes", start["payload_bytes"], PAYLOADS_BYTES[0], PAYLOADS_BYTES[-1])
-        bandwidth = _checked_option("bandwidth_bytes_per_s", start["bandwidth_bytes_per_s"],
-                                    BANDWIDTHS_BYTES_PER_S[0], BANDWIDTHS_BYTES_PER_S[-1])
+        bandwidth = _checked_option(
+            "bandwidth_bytes_per_s",
+            start["bandwidth_bytes_per_s"],
+            BANDWIDTHS_BYTES_PER_S[0],
+            BANDWIDTHS_BYTES_PER_S[-1],
+        )
         latency = _checked_option("latency_s", start["latency_s"], LATENCIES_S[0], LATENCIES_S[-1])
         allowed = applicable_algorithms(ranks)
         algorithm = _validate.choice("algorithm", start["algorithm"], collectives.ALGORITHMS[OP])
@@ -175,14 +199,17 @@ class RingAllReduceLab(Lab):
         step = _validate.count("step", start["step"], minimum=0)
         last_step = ring_steps(min(ranks, MAX_STEP_RANKS))
         if step > last_step:
-            raise ValueError(f"step must be in 0..{last_step} (2(p − 1), drawn for p ≤ {MAX_STEP_RANKS}) for "
-                             f"ranks={ranks}, got {step!r}")
+            raise ValueError(
+                f"step must be in 0..{last_step} (2(p − 1), drawn for p ≤ {MAX_STEP_RANKS}) for "
+                f"ranks={ranks}, got {step!r}"
+            )
 
         controls = {
             "ranks": unit_slider("ranks p", stops_with(RANKS, ranks), ranks, str),
             "payload_bytes": _log_slider("payload S", PAYLOADS_BYTES, payload, _bytes_label),
-            "bandwidth_bytes_per_s": _log_slider("bandwidth B", BANDWIDTHS_BYTES_PER_S, bandwidth,
-                                                 units.format_bandwidth),
+            "bandwidth_bytes_per_s": _log_slider(
+                "bandwidth B", BANDWIDTHS_BYTES_PER_S, bandwidth, units.format_bandwidth
+            ),
             "latency_s": _log_slider("latency α per step", LATENCIES_S, latency, seconds_label),
             "algorithm": choice_buttons("algorithm", self._algorithm_options(allowed), algorithm),
             "step": int_slider("ring step (right)", 0, last_step, step),
@@ -193,9 +220,11 @@ class RingAllReduceLab(Lab):
             "<small>Recursive doubling and Rabenseifner need a power-of-two number of ranks: they are offered only "
             "then, and a choice of them falls back to the ring when <i>p</i> is not one. The step-by-step view (the "
             f"<i>ring step</i> slider) is drawn for rings of up to {MAX_STEP_RANKS} ranks. <i>B</i> is the one-way "
-            "bandwidth of each rank's link; α the startup cost of one step.</small>")
-        super().__init__("Ring all-reduce: latency plus payload transfer", controls, self._build_figure(),
-                         extra_children=[note])
+            "bandwidth of each rank's link; α the startup cost of one step.</small>"
+        )
+        super().__init__(
+            "Ring all-reduce: latency plus payload transfer", controls, self._build_figure(), extra_children=[note]
+        )
 
     # --- controls whose options depend on another control ---------------------------------------------------
 
@@ -249,8 +278,14 @@ class RingAllReduceLab(Lab):
             "wire_bytes": float(cost.wire_bytes),
             "regime": _regime(latency_term, bandwidth_term),
             "fastest_algorithm": min(times, key=times.get),
-            "ranks": p, "payload_bytes": size, "bandwidth_bytes_per_s": bandwidth, "latency_s": latency,
-            "algorithm": algorithm, "step": step, "ring_steps": ring_steps(p), "step_phase": _step_phase(p, step),
+            "ranks": p,
+            "payload_bytes": size,
+            "bandwidth_bytes_per_s": bandwidth,
+            "latency_s": latency,
+            "algorithm": algorithm,
+            "step": step,
+            "ring_steps": ring_steps(p),
+            "step_phase": _step_phase(p, step),
         }
         result.update({f"{a}_time_s": t for a, t in times.items()})
         return result
@@ -259,9 +294,13 @@ class RingAllReduceLab(Lab):
         t, fmt_b, fmt_bw = units.format_time, units.format_bytes, units.format_bandwidth
         p, name = r["ranks"], ALGORITHM_LABELS[r["algorithm"]]
         side_by_side = " · ".join(
-            (f"<b>{ALGORITHM_LABELS[a]} {t(r[f'{a}_time_s'])}</b>" if a == r["fastest_algorithm"]
-             else f"{ALGORITHM_LABELS[a]} {t(r[f'{a}_time_s'])}")
-            for a in applicable_algorithms(p))
+            (
+                f"<b>{ALGORITHM_LABELS[a]} {t(r[f'{a}_time_s'])}</b>"
+                if a == r["fastest_algorithm"]
+                else f"{ALGORITHM_LABELS[a]} {t(r[f'{a}_time_s'])}"
+            )
+            for a in applicable_algorithms(p)
+        )
         return (
             f"<b>{name}, {p} ranks, {fmt_b(r['payload_bytes'])}: T = {t(r['time_s'])}</b> = latency term "
             f"{t(r['latency_term_s'])} (n·α = {r['phases']} × {t(r['latency_s'])}) + bandwidth term "
@@ -271,7 +310,8 @@ class RingAllReduceLab(Lab):
             f"S* = {fmt_b(r['crossover_bytes'])} · "
             f"algbw = S/T = {fmt_bw(r['algbw_bytes_per_s'])} · busbw = algbw × 2(p − 1)/p = algbw × "
             f"{r['busbw_factor']:.4g} = {fmt_bw(r['busbw_bytes_per_s'])}"
-            f"<br>side by side at this payload (fastest in bold): {side_by_side}")
+            f"<br>side by side at this payload (fastest in bold): {side_by_side}"
+        )
 
     # --- the figure: built once ---------------------------------------------------------------------------
 
@@ -281,16 +321,33 @@ class RingAllReduceLab(Lab):
         ring_ax = fig.add_axes((0.56, 0.0, 0.44, 1.0))
         self._build_time_panel(time_ax)
         self._build_ring_panel(ring_ax)
-        animated = [*self._curves.values(), self._latency_term, self._bandwidth_term, self._point, self._point_label,
-                    self._crossover, self._latency_region, self._bandwidth_region, self._latency_label,
-                    self._bandwidth_label, self._cells, self._shafts, self._heads, self._ring_title]
+        animated = [
+            *self._curves.values(),
+            self._latency_term,
+            self._bandwidth_term,
+            self._point,
+            self._point_label,
+            self._crossover,
+            self._latency_region,
+            self._bandwidth_region,
+            self._latency_label,
+            self._bandwidth_label,
+            self._cells,
+            self._shafts,
+            self._heads,
+            self._ring_title,
+        ]
         # The legend depends on whether p is a power of two; the step grid's rows and labels on min(p, 9).
         time_keys = {_is_power_of_two(p): p for p in RANKS}
         ring_keys = {_ring_key(p): p for p in RANKS}
-        self.enable_partial_redraw(fig, animated, [
-            Panel((0.0, 0.58), (time_ax,), _is_power_of_two, self._draw_time_static, tuple(time_keys.values())),
-            Panel((0.58, 1.0), (ring_ax,), _ring_key, self._draw_ring_static, tuple(ring_keys.values())),
-        ])
+        self.enable_partial_redraw(
+            fig,
+            animated,
+            [
+                Panel((0.0, 0.58), (time_ax,), _is_power_of_two, self._draw_time_static, tuple(time_keys.values())),
+                Panel((0.58, 1.0), (ring_ax,), _ring_key, self._draw_ring_static, tuple(ring_keys.values())),
+            ],
+        )
         return fig
 
     def _build_time_panel(self, ax) -> None:
@@ -314,65 +371,178 @@ class RingAllReduceLab(Lab):
         # Every artist that changes sits above the grid and the frame (zorder > 2.5): drawn over the cached
         # background, it must also be drawn after them in a full draw, or savefig and the live PNG would differ.
         low, high = PAYLOADS_BYTES[0], PAYLOADS_BYTES[-1]
-        self._latency_region = ax.add_patch(Rectangle((low, 0), high - low, 1, transform=blend, linewidth=0,
-                                                      facecolor=COLORS["latency"], alpha=0.08, zorder=2.6))
-        self._bandwidth_region = ax.add_patch(Rectangle((low, 0), high - low, 1, transform=blend, linewidth=0,
-                                                        facecolor=COLORS["bandwidth"], alpha=0.08, zorder=2.6))
-        self._latency_label = FastText(ax, (low, 0.02), "latency-bound", transform=blend, ha="center", va="bottom",
-                                       size=9, color="#8A4B14", zorder=2.7)
-        self._bandwidth_label = FastText(ax, (high, 0.02), "bandwidth-bound", transform=blend, ha="center",
-                                         va="bottom", size=9, color="#2B4A7A", zorder=2.7)
-        self._crossover = ax.add_line(Line2D([low, low], [0, 1], transform=blend, color="#333333", linestyle="--",
-                                             linewidth=1.1, label="crossover S*", zorder=2.8))
+        self._latency_region = ax.add_patch(
+            Rectangle(
+                (low, 0),
+                high - low,
+                1,
+                transform=blend,
+                linewidth=0,
+                facecolor=COLORS["latency"],
+                alpha=0.08,
+                zorder=2.6,
+            )
+        )
+        self._bandwidth_region = ax.add_patch(
+            Rectangle(
+                (low, 0),
+                high - low,
+                1,
+                transform=blend,
+                linewidth=0,
+                facecolor=COLORS["bandwidth"],
+                alpha=0.08,
+                zorder=2.6,
+            )
+        )
+        self._latency_label = FastText(
+            ax,
+            (low, 0.02),
+            "latency-bound",
+            transform=blend,
+            ha="center",
+            va="bottom",
+            size=9,
+            color="#8A4B14",
+            zorder=2.7,
+        )
+        self._bandwidth_label = FastText(
+            ax,
+            (high, 0.02),
+            "bandwidth-bound",
+            transform=blend,
+            ha="center",
+            va="bottom",
+            size=9,
+            color="#2B4A7A",
+            zorder=2.7,
+        )
+        self._crossover = ax.add_line(
+            Line2D(
+                [low, low],
+                [0, 1],
+                transform=blend,
+                color="#333333",
+                linestyle="--",
+                linewidth=1.1,
+                label="crossover S*",
+                zorder=2.8,
+            )
+        )
         self._curves = {}
         for algorithm in collectives.ALGORITHMS[OP]:
             color, style = _ALGORITHM_STYLES[algorithm]
-            (self._curves[algorithm],) = ax.plot(_CURVE_PAYLOADS, np.ones_like(_CURVE_PAYLOADS), color=color,
-                                                 linestyle=style, linewidth=1.6, label=ALGORITHM_LABELS[algorithm],
-                                                 zorder=3)
-        (self._latency_term,) = ax.plot(_CURVE_PAYLOADS, np.ones_like(_CURVE_PAYLOADS), color=COLORS["latency"],
-                                        linestyle=":", linewidth=1.5, label="n·α of the chosen", zorder=2.9)
-        (self._bandwidth_term,) = ax.plot(_CURVE_PAYLOADS, np.ones_like(_CURVE_PAYLOADS), color=COLORS["bandwidth"],
-                                          linestyle=":", linewidth=1.5, label="Q/B of the chosen", zorder=2.9)
-        (self._point,) = ax.plot([low], [1.0], marker="o", markersize=8, markeredgecolor="white", linestyle="none",
-                                 zorder=5)
+            (self._curves[algorithm],) = ax.plot(
+                _CURVE_PAYLOADS,
+                np.ones_like(_CURVE_PAYLOADS),
+                color=color,
+                linestyle=style,
+                linewidth=1.6,
+                label=ALGORITHM_LABELS[algorithm],
+                zorder=3,
+            )
+        (self._latency_term,) = ax.plot(
+            _CURVE_PAYLOADS,
+            np.ones_like(_CURVE_PAYLOADS),
+            color=COLORS["latency"],
+            linestyle=":",
+            linewidth=1.5,
+            label="n·α of the chosen",
+            zorder=2.9,
+        )
+        (self._bandwidth_term,) = ax.plot(
+            _CURVE_PAYLOADS,
+            np.ones_like(_CURVE_PAYLOADS),
+            color=COLORS["bandwidth"],
+            linestyle=":",
+            linewidth=1.5,
+            label="Q/B of the chosen",
+            zorder=2.9,
+        )
+        (self._point,) = ax.plot(
+            [low], [1.0], marker="o", markersize=8, markeredgecolor="white", linestyle="none", zorder=5
+        )
         self._point_label = FastText(ax, (low, 1.0), "", offset=(7, -4), size=9, ha="left", va="top", zorder=6)
         # The legend sits below the axes: the curves, redrawn on every update, never pass over it.
         handles = [*self._curves.values(), self._latency_term, self._bandwidth_term, self._crossover]
-        self._legend = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(-0.15, -0.15), ncols=3,
-                                 fontsize=7.5, frameon=False, handlelength=2.0, columnspacing=1.0)
-        self._legend_texts = dict(zip(self._curves, self._legend.get_texts()))
+        self._legend = ax.legend(
+            handles=handles,
+            loc="upper left",
+            bbox_to_anchor=(-0.15, -0.15),
+            ncols=3,
+            fontsize=7.5,
+            frameon=False,
+            handlelength=2.0,
+            columnspacing=1.0,
+        )
+        self._legend_texts = dict(zip(self._curves, self._legend.get_texts(), strict=False))
 
     def _build_ring_panel(self, ax) -> None:
         ax.set_axis_off()
         ax.set_autoscale_on(False)
         self._ring_ax = ax
-        cells = [Rectangle((c + 0.04, r * _ROW_PITCH), 0.92, 1.0) for r in range(MAX_STEP_RANKS)
-                 for c in range(MAX_STEP_RANKS)]
-        self._cells = ax.add_collection(PatchCollection(cells, facecolors="none", edgecolors="none", zorder=2),
-                                        autolim=False)
-        self._rank_labels = [FastText(ax, (-0.15, r * _ROW_PITCH + 0.5), f"rank {r}", ha="right", va="center",
-                                      size=8.5, weight="bold") for r in range(MAX_STEP_RANKS)]
-        self._chunk_labels = [FastText(ax, (c + 0.5, -_CHUNK_LABEL_Y), f"c{c}", ha="center", va="bottom", size=8,
-                                       color="#555555") for c in range(MAX_STEP_RANKS)]
+        cells = [
+            Rectangle((c + 0.04, r * _ROW_PITCH), 0.92, 1.0)
+            for r in range(MAX_STEP_RANKS)
+            for c in range(MAX_STEP_RANKS)
+        ]
+        self._cells = ax.add_collection(
+            PatchCollection(cells, facecolors="none", edgecolors="none", zorder=2), autolim=False
+        )
+        self._rank_labels = [
+            FastText(ax, (-0.15, r * _ROW_PITCH + 0.5), f"rank {r}", ha="right", va="center", size=8.5, weight="bold")
+            for r in range(MAX_STEP_RANKS)
+        ]
+        self._chunk_labels = [
+            FastText(ax, (c + 0.5, -_CHUNK_LABEL_Y), f"c{c}", ha="center", va="bottom", size=8, color="#555555")
+            for c in range(MAX_STEP_RANKS)
+        ]
         # All of one step's arrows are one line (segments split by NaN) plus one line of arrowheads, all pointing
         # down: a chunk moves down its column to the next rank's row; the ring closes around the right side.
         (self._shafts,) = ax.plot([], [], color="#333333", linewidth=1.2, zorder=3)
         (self._heads,) = ax.plot([], [], color="#333333", marker="v", markersize=5, linestyle="none", zorder=3)
         # The key of shades sits at the bottom of the panel, in axes fractions, whatever the grid's size.
         swatches = [Rectangle((0.2 + k * 0.04, 0.02), 0.035, 0.035) for k in range(MAX_STEP_RANKS)]
-        self._swatches = ax.add_collection(PatchCollection(swatches, facecolors="none", edgecolors="none",
-                                                           transform=ax.transAxes), autolim=False)
+        self._swatches = ax.add_collection(
+            PatchCollection(swatches, facecolors="none", edgecolors="none", transform=ax.transAxes), autolim=False
+        )
         self._swatch_label = FastText(ax, (0.2, 0.0375), "", transform=ax.transAxes, ha="left", va="center", size=8)
         self._ring_title = FastText(ax, (0.55, 0.985), "", transform=ax.transAxes, ha="center", va="top", size=10)
-        caption = ("each step, every rank passes one chunk (column)", "to the next: reduce-scatter adds it in,",
-                   "all-gather copies it. Outlined: received")
-        self._ring_caption = [FastText(ax, (0.55, 0.94 - 0.037 * line), text, transform=ax.transAxes, ha="center",
-                                       va="top", size=8, color="#444444") for line, text in enumerate(caption)]
-        too_many = (f"step-by-step view for rings of up to {MAX_STEP_RANKS} ranks",
-                    f"(move ranks to {MAX_STEP_RANKS} or fewer)")
-        self._too_many = [FastText(ax, (0.55, 0.52 - 0.05 * line), text, transform=ax.transAxes, ha="center",
-                                   va="center", size=10, color="#444444") for line, text in enumerate(too_many)]
+        caption = (
+            "each step, every rank passes one chunk (column)",
+            "to the next: reduce-scatter adds it in,",
+            "all-gather copies it. Outlined: received",
+        )
+        self._ring_caption = [
+            FastText(
+                ax,
+                (0.55, 0.94 - 0.037 * line),
+                text,
+                transform=ax.transAxes,
+                ha="center",
+                va="top",
+                size=8,
+                color="#444444",
+            )
+            for line, text in enumerate(caption)
+        ]
+        too_many = (
+            f"step-by-step view for rings of up to {MAX_STEP_RANKS} ranks",
+            f"(move ranks to {MAX_STEP_RANKS} or fewer)",
+        )
+        self._too_many = [
+            FastText(
+                ax,
+                (0.55, 0.52 - 0.05 * line),
+                text,
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+                size=10,
+                color="#444444",
+            )
+            for line, text in enumerate(too_many)
+        ]
 
     # --- updating the artists -------------------------------------------------------------------------------
 
@@ -387,7 +557,7 @@ class RingAllReduceLab(Lab):
     def _draw_ring_static(self, ranks: int) -> None:
         """The step grid's labels, key of shades and limits for ``ranks`` ranks, or the note for larger rings."""
         shown = ranks <= MAX_STEP_RANKS
-        for index, (rank_label, chunk_label) in enumerate(zip(self._rank_labels, self._chunk_labels)):
+        for index, (rank_label, chunk_label) in enumerate(zip(self._rank_labels, self._chunk_labels, strict=True)):
             rank_label.set_visible(shown and index < ranks)
             chunk_label.set_visible(shown and index < ranks)
         for artist in (self._swatches, self._swatch_label, *self._ring_caption):
@@ -396,8 +566,7 @@ class RingAllReduceLab(Lab):
             artist.set_visible(not shown)
         if shown:  # the grid fills the panel whatever p is
             levels = _levels(ranks)
-            self._swatches.set_facecolor([levels[k] if k < ranks else (0, 0, 0, 0)
-                                          for k in range(MAX_STEP_RANKS)])
+            self._swatches.set_facecolor([levels[k] if k < ranks else (0, 0, 0, 0) for k in range(MAX_STEP_RANKS)])
             self._swatch_label.set_x(0.2 + ranks * 0.04 + 0.01)
             self._swatch_label.set_text(f"ranks summed: 1 … {ranks} (final)")
             self._ring_ax.set_xlim(*_span(0.0, ranks + 0.45, 0.2, 0.97))

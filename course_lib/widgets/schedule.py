@@ -38,8 +38,15 @@ from ..viz.parallelism import SCHEDULE_NAMES, _chunk_color, _text_color
 from ._base import Lab, choice_buttons, int_slider
 from ._fast import CachedText
 
-__all__ = ["PipelineLab", "pipeline_lab", "DEFAULTS", "MAX_STAGES", "MAX_MICROBATCHES", "MAX_VIRTUAL_STAGES",
-           "LABEL_POOL"]
+__all__ = [
+    "PipelineLab",
+    "pipeline_lab",
+    "DEFAULTS",
+    "MAX_STAGES",
+    "MAX_MICROBATCHES",
+    "MAX_VIRTUAL_STAGES",
+    "LABEL_POOL",
+]
 
 DEFAULTS = {"stages": 4, "microbatches": 8, "virtual_stages": 1, "schedule": "1f1b"}
 # Caps that keep the timeline legible and fast: at most 16 × 64 × 4 × 2 = 8192 boxes.
@@ -55,8 +62,9 @@ _KINDS = ("forward", "backward")
 @lru_cache(maxsize=32)
 def _timeline(stages: int, microbatches: int, schedule: str, virtual_stages: int) -> pipeline.PipelineTimeline:
     """The simulated step (cached: the simulation is pure and takes up to ~50 ms at the caps)."""
-    return pipeline.pipeline_schedule(stages, microbatches, schedule, virtual_stages, forward_time_s=1.0,
-                                      backward_time_s=BACKWARD_OVER_FORWARD)
+    return pipeline.pipeline_schedule(
+        stages, microbatches, schedule, virtual_stages, forward_time_s=1.0, backward_time_s=BACKWARD_OVER_FORWARD
+    )
 
 
 @lru_cache(maxsize=32)
@@ -64,16 +72,23 @@ def _measured(stages: int, microbatches: int, schedule: str, virtual_stages: int
     """What the simulated timeline measures (its properties scan every op, so they are read once and cached)."""
     timeline = _timeline(stages, microbatches, schedule, virtual_stages)
     total, bubble = float(timeline.total_s), float(timeline.bubble_s)
-    return {"total_time": total, "ideal_time": float(timeline.ideal_s), "bubble_time": bubble,
-            "bubble_fraction": float(timeline.bubble_fraction), "bubble_share_of_step": bubble / total,
-            "peak_in_flight": float(timeline.peak_in_flight(0)), "ops": len(timeline.ops)}
+    return {
+        "total_time": total,
+        "ideal_time": float(timeline.ideal_s),
+        "bubble_time": bubble,
+        "bubble_fraction": float(timeline.bubble_fraction),
+        "bubble_share_of_step": bubble / total,
+        "peak_in_flight": float(timeline.peak_in_flight(0)),
+        "ops": len(timeline.ops),
+    }
 
 
 def _box_path(x0, x1, y, height) -> Path:
     """One compound path of n axis-aligned boxes (drawn in a single call, however many there are)."""
     top, bottom = y - height / 2, y + height / 2
-    vertices = np.stack([np.stack(corner, -1) for corner in ((x0, top), (x1, top), (x1, bottom), (x0, bottom),
-                                                                (x0, top))], axis=1).reshape(-1, 2)
+    vertices = np.stack(
+        [np.stack(corner, -1) for corner in ((x0, top), (x1, top), (x1, bottom), (x0, bottom), (x0, top))], axis=1
+    ).reshape(-1, 2)
     codes = np.tile([Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY], len(x0))
     return Path(vertices, codes.astype(Path.code_type))
 
@@ -91,8 +106,14 @@ def _gantt(stages: int, microbatches: int, schedule: str, virtual_stages: int) -
         for c in range(virtual_stages):
             mine = (kind == k) & (chunk == c)
             paths[k, c] = _box_path(start[mine], end[mine], stage[mine], _ROW)
-    return {"paths": paths, "centre": (start + end) / 2, "stage": stage, "kind": kind, "chunk": chunk,
-            "label": [str(op.microbatch + 1) for op in ops]}
+    return {
+        "paths": paths,
+        "centre": (start + end) / 2,
+        "stage": stage,
+        "kind": kind,
+        "chunk": chunk,
+        "label": [str(op.microbatch + 1) for op in ops],
+    }
 
 
 class PipelineLab(Lab):
@@ -109,8 +130,9 @@ class PipelineLab(Lab):
             "stages": int_slider("stages p", 1, MAX_STAGES, values["stages"]),
             "microbatches": int_slider("micro-batches m", 1, MAX_MICROBATCHES, values["microbatches"]),
             "virtual_stages": int_slider("virtual stages v", 1, MAX_VIRTUAL_STAGES, values["virtual_stages"]),
-            "schedule": choice_buttons("schedule", [(SCHEDULE_NAMES[s], s) for s in parallelism.SCHEDULES],
-                                       values["schedule"]),
+            "schedule": choice_buttons(
+                "schedule", [(SCHEDULE_NAMES[s], s) for s in parallelism.SCHEDULES], values["schedule"]
+            ),
         }
         self._syncing = False
         self._build_figure()
@@ -127,8 +149,12 @@ class PipelineLab(Lab):
         if values["schedule"] not in parallelism.SCHEDULES:
             raise ValueError(f"schedule must be one of {list(parallelism.SCHEDULES)}, got {values['schedule']!r}")
         # Checks the combination the same way the simulation does (v ≥ 2 with interleaving, m a multiple of p).
-        parallelism.ParallelPlan(pipeline_parallel=values["stages"], grad_accum_steps=values["microbatches"],
-                                 virtual_stages=values["virtual_stages"], schedule=values["schedule"])
+        parallelism.ParallelPlan(
+            pipeline_parallel=values["stages"],
+            grad_accum_steps=values["microbatches"],
+            virtual_stages=values["virtual_stages"],
+            schedule=values["schedule"],
+        )
 
     # ---- dependent options --------------------------------------------------------------------------------------
 
@@ -174,8 +200,13 @@ class PipelineLab(Lab):
         p, m, v, schedule = values["stages"], values["microbatches"], values["virtual_stages"], values["schedule"]
         timeline = _timeline(p, m, schedule, v)
         return {
-            "stages": p, "microbatches": m, "virtual_stages": v, "schedule": schedule, "time_unit": "t_f",
-            "forward_time": float(timeline.forward_time_s), "backward_time": float(timeline.backward_time_s),
+            "stages": p,
+            "microbatches": m,
+            "virtual_stages": v,
+            "schedule": schedule,
+            "time_unit": "t_f",
+            "forward_time": float(timeline.forward_time_s),
+            "backward_time": float(timeline.backward_time_s),
             **_measured(p, m, schedule, v),
             "formula_bubble_fraction": float(parallelism.pipeline_bubble_fraction(p, m, v)),
             "formula_peak_in_flight": float(parallelism.pipeline_in_flight_microbatches(p, m, schedule, v)),
@@ -186,48 +217,82 @@ class PipelineLab(Lab):
         self.figure = figure
         figure.patch.set_facecolor("white")
         ax = self.gantt_axes = figure.add_axes((0.09, 0.25, 0.63, 0.64))
-        self.idle = ax.add_patch(PathPatch(Path(np.zeros((1, 2))), facecolor=COLORS["bubble"], edgecolor="none",
-                                           alpha=0.6, zorder=1))
+        self.idle = ax.add_patch(
+            PathPatch(Path(np.zeros((1, 2))), facecolor=COLORS["bubble"], edgecolor="none", alpha=0.6, zorder=1)
+        )
         # One compound path per (kind, chunk): forward/backward boxes of each model chunk.
-        self.boxes = {(k, c): ax.add_patch(PathPatch(Path(np.zeros((1, 2))), edgecolor="white", linewidth=0.6,
-                                                     zorder=2, visible=False))
-                      for k in range(len(_KINDS)) for c in range(MAX_VIRTUAL_STAGES)}
+        self.boxes = {
+            (k, c): ax.add_patch(
+                PathPatch(Path(np.zeros((1, 2))), edgecolor="white", linewidth=0.6, zorder=2, visible=False)
+            )
+            for k in range(len(_KINDS))
+            for c in range(MAX_VIRTUAL_STAGES)
+        }
         # RGBA of each (kind, chunk) for each v; later chunks of an interleaved stage are lighter.
-        self._colors = {v: np.array([[to_rgba(_chunk_color(kind, chunk, v)) for chunk in range(v)] for kind in _KINDS])
-                        for v in range(1, MAX_VIRTUAL_STAGES + 1)}
-        self._text_colors = {v: [[_text_color(_chunk_color(kind, chunk, v)) for chunk in range(v)] for kind in _KINDS]
-                             for v in range(1, MAX_VIRTUAL_STAGES + 1)}
-        self.labels = [CachedText.add(ax, 0, 0, ha="center", va="center", fontsize=7, zorder=3, visible=False)
-                       for _ in range(LABEL_POOL)]
+        self._colors = {
+            v: np.array([[to_rgba(_chunk_color(kind, chunk, v)) for chunk in range(v)] for kind in _KINDS])
+            for v in range(1, MAX_VIRTUAL_STAGES + 1)
+        }
+        self._text_colors = {
+            v: [[_text_color(_chunk_color(kind, chunk, v)) for chunk in range(v)] for kind in _KINDS]
+            for v in range(1, MAX_VIRTUAL_STAGES + 1)
+        }
+        self.labels = [
+            CachedText.add(ax, 0, 0, ha="center", va="center", fontsize=7, zorder=3, visible=False)
+            for _ in range(LABEL_POOL)
+        ]
         # Both scales change with the controls, so the ticks are drawn here and redrawn with the boxes.
         below = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
         left = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
         tick = dict(linestyle="none", color="black", markersize=3.5, markeredgewidth=0.8, clip_on=False)
         self.x_tick_marks = ax.add_artist(Line2D([], [], transform=below, marker=TICKDOWN, **tick))
         self.y_tick_marks = ax.add_artist(Line2D([], [], transform=left, marker=TICKLEFT, **tick))
-        self.x_tick_labels = [CachedText.add(ax, 0, -0.03, transform=below, ha="center", va="top", fontsize=8)
-                              for _ in range(16)]
-        self.y_tick_labels = [CachedText.add(ax, -0.012, 0, transform=left, ha="right", va="center", fontsize=8)
-                              for _ in range(MAX_STAGES)]
+        self.x_tick_labels = [
+            CachedText.add(ax, 0, -0.03, transform=below, ha="center", va="top", fontsize=8) for _ in range(16)
+        ]
+        self.y_tick_labels = [
+            CachedText.add(ax, -0.012, 0, transform=left, ha="right", va="center", fontsize=8)
+            for _ in range(MAX_STAGES)
+        ]
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.text(0.5, -0.11, "time in units of t_f, the forward time of one micro-batch through one stage "
-                "(t_b = 2 t_f)", transform=ax.transAxes, ha="center", va="top", fontsize=8)
+        ax.text(
+            0.5,
+            -0.11,
+            "time in units of t_f, the forward time of one micro-batch through one stage (t_b = 2 t_f)",
+            transform=ax.transAxes,
+            ha="center",
+            va="top",
+            fontsize=8,
+        )
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
         self.title = CachedText.add(ax, 0.5, 1.03, transform=ax.transAxes, ha="center", va="bottom", fontsize=10)
-        handles = [Patch(facecolor=COLORS["forward"], label="forward"),
-                   Patch(facecolor=COLORS["backward"], label="backward"),
-                   Patch(facecolor=COLORS["bubble"], alpha=0.6, label="idle (bubble)"),
-                   Patch(facecolor=_chunk_color("forward", 1, 2), label="later chunk (interleaved)")]
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=4, frameon=False,
-                  fontsize=8, handlelength=1.2, columnspacing=1.0)
+        handles = [
+            Patch(facecolor=COLORS["forward"], label="forward"),
+            Patch(facecolor=COLORS["backward"], label="backward"),
+            Patch(facecolor=COLORS["bubble"], alpha=0.6, label="idle (bubble)"),
+            Patch(facecolor=_chunk_color("forward", 1, 2), label="later chunk (interleaved)"),
+        ]
+        ax.legend(
+            handles=handles,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.18),
+            ncol=4,
+            frameon=False,
+            fontsize=8,
+            handlelength=1.2,
+            columnspacing=1.0,
+        )
 
         # Right: simulation against formula, the bubble on top, the activations stage 0 holds below.
         self.check_axes, self.check_bars, self.check_texts = [], [], []
-        for row, (title, colors) in enumerate((("bubble, % of the ideal time", (COLORS["bubble"], "#888888")),
-                                               ("stage 0 holds (micro-batches)", (COLORS["activations"],
-                                                                                  "#E39A9C")))):
+        for row, (title, colors) in enumerate(
+            (
+                ("bubble, % of the ideal time", (COLORS["bubble"], "#888888")),
+                ("stage 0 holds (micro-batches)", (COLORS["activations"], "#E39A9C")),
+            )
+        ):
             ax = figure.add_axes((0.8, 0.6 - 0.42 * row, 0.17, 0.28))
             bars = [ax.add_patch(Rectangle((i - 0.3, 0), 0.6, 0, facecolor=color)) for i, color in enumerate(colors)]
             texts = [CachedText.add(ax, i, 0, ha="center", va="bottom", fontsize=8) for i in range(2)]
@@ -240,10 +305,21 @@ class PipelineLab(Lab):
             self.check_axes.append(ax)
             self.check_bars.append(bars)
             self.check_texts.append(texts)
-        self.enable_partial_redraw(self.figure, (
-            self.idle, *self.boxes.values(), *self.labels, self.x_tick_marks, self.y_tick_marks, *self.x_tick_labels,
-            *self.y_tick_labels, self.title, *[bar for bars in self.check_bars for bar in bars],
-            *[text for texts in self.check_texts for text in texts]))
+        self.enable_partial_redraw(
+            self.figure,
+            (
+                self.idle,
+                *self.boxes.values(),
+                *self.labels,
+                self.x_tick_marks,
+                self.y_tick_marks,
+                *self.x_tick_labels,
+                *self.y_tick_labels,
+                self.title,
+                *[bar for bars in self.check_bars for bar in bars],
+                *[text for texts in self.check_texts for text in texts],
+            ),
+        )
         self._shown_rows = None
 
     def draw(self, result: dict) -> None:
@@ -297,13 +373,16 @@ class PipelineLab(Lab):
         def count(value):
             return units.format_count(value, digits=4)
 
-        checks = ((result["bubble_fraction"], result["formula_bubble_fraction"], units.format_percent),
-                  (result["peak_in_flight"], result["formula_peak_in_flight"], count))
-        for ax, bars, texts, (simulated, formula, fmt) in zip(self.check_axes, self.check_bars, self.check_texts,
-                                                              checks):
+        checks = (
+            (result["bubble_fraction"], result["formula_bubble_fraction"], units.format_percent),
+            (result["peak_in_flight"], result["formula_peak_in_flight"], count),
+        )
+        for ax, bars, texts, (simulated, formula, fmt) in zip(
+            self.check_axes, self.check_bars, self.check_texts, checks, strict=True
+        ):
             top = max(simulated, formula)
             ax.set_ylim(0, 1.35 * top if top > 0 else 1.0)
-            for bar, text, value in zip(bars, texts, (simulated, formula)):
+            for bar, text, value in zip(bars, texts, (simulated, formula), strict=True):
                 bar.set_height(value)
                 text.set_y(value)
                 text.set_text(fmt(value))
@@ -324,7 +403,8 @@ class PipelineLab(Lab):
         formula = "(p − 1)/m" if v == 1 else "(p − 1)/(v·m)"
         return (
             f"<b>{SCHEDULE_NAMES[result['schedule']]}</b>, p = {p} stages, m = {m} micro-batches"
-            + (f", v = {v} chunks per device" if result["schedule"] == "interleaved" else "") + ". "
+            + (f", v = {v} chunks per device" if result["schedule"] == "interleaved" else "")
+            + ". "
             f"Step {t(result['total_time'])} against an ideal {t(result['ideal_time'])} "
             f"(m·(t<sub>f</sub> + t<sub>b</sub>), t<sub>b</sub> = 2 t<sub>f</sub>): "
             f"bubble {t(result['bubble_time'])} = <b>{pct(result['bubble_fraction'])}</b> of the ideal "

@@ -64,7 +64,6 @@ from course_lib import collectives, hardware, units
 # need a power of two), the chosen one thick with its two terms dotted, the current payload marked, and the
 # crossover $S^*$ dashed between the latency-bound and bandwidth-bound regions. On the right, the ring's chunks at
 # the chosen step: a row per rank, a column per chunk, darker when the copy holds the sum of more ranks.
-
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets import ring_allreduce_lab
@@ -127,19 +126,25 @@ lab
 # %% tags=["otter_ignore"]
 reference = ring_allreduce_lab()
 r = reference.result
-print(f"{r['ranks']} ranks, S = {units.format_bytes(r['payload_bytes'])}, "
-      f"B = {units.format_bandwidth(r['bandwidth_bytes_per_s'])}, α = {units.format_time(r['latency_s'])}, "
-      f"{r['algorithm']}")
+print(
+    f"{r['ranks']} ranks, S = {units.format_bytes(r['payload_bytes'])}, "
+    f"B = {units.format_bandwidth(r['bandwidth_bytes_per_s'])}, α = {units.format_time(r['latency_s'])}, "
+    f"{r['algorithm']}"
+)
 print(f"time T                  {units.format_time(r['time_s'])}")
 print(f"latency term n·α        {units.format_time(r['latency_term_s'])}  (n = {r['phases']})")
-print(f"bandwidth term Q/B      {units.format_time(r['bandwidth_term_s'])}  (Q = {units.format_bytes(r['wire_bytes'])})")
+print(
+    f"bandwidth term Q/B      {units.format_time(r['bandwidth_term_s'])}  (Q = {units.format_bytes(r['wire_bytes'])})"
+)
 print(f"algbw = S/T             {units.format_bandwidth(r['algbw_bytes_per_s'])}")
 print(f"busbw                   {units.format_bandwidth(r['busbw_bytes_per_s'])}")
 print(f"crossover S*            {units.format_bytes(r['crossover_bytes'])}  ({r['regime']} at this payload)")
 print(f"fastest algorithm       {r['fastest_algorithm']}")
 formula = collectives.ring_allreduce_time(8, 100 * units.MB, 50 * units.GB, 5 * units.US)
-print(f"collectives.ring_allreduce_time(8, 100 MB, 50 GB/s, 5 µs) = {units.format_time(formula)}; "
-      f"agrees with the lab: {math.isclose(formula, r['time_s'], rel_tol=1e-12)}")
+print(
+    f"collectives.ring_allreduce_time(8, 100 MB, 50 GB/s, 5 µs) = {units.format_time(formula)}; "
+    f"agrees with the lab: {math.isclose(formula, r['time_s'], rel_tol=1e-12)}"
+)
 
 # %% [markdown]
 # ## Graded questions
@@ -168,6 +173,7 @@ print(f"collectives.ring_allreduce_time(8, 100 MB, 50 GB/s, 5 µs) = {units.form
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
 def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
     """Seconds for a ring all-reduce of ``payload_bytes`` over ``ranks`` ranks (α–β model)."""
@@ -184,24 +190,27 @@ def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q1_card_example(ring_allreduce_time):
     import math
     import numbers
 
     from course_lib import collectives
+
     assert callable(ring_allreduce_time), "define the function ring_allreduce_time"
-    called = set(ring_allreduce_time.__code__.co_names) & {"ring_allreduce_time", "collective_time",
-                                                             "collective_cost"}
+    called = set(ring_allreduce_time.__code__.co_names) & {"ring_allreduce_time", "collective_time", "collective_cost"}
     assert not called, f"build the time from the α–β model instead of calling {', '.join(sorted(called))}"
     got = ring_allreduce_time(4, 100e6, 50e9, 5e-6)
     want = collectives.ring_allreduce_time(4, 100e6, 50e9, 5e-6)
     assert isinstance(got, numbers.Real), f"return the time in seconds as a number, got {got!r}"
-    assert math.isclose(got, want, rel_tol=1e-6), \
+    assert math.isclose(got, want, rel_tol=1e-6), (
         f"4 ranks, 100 MB at 50 GB/s, α = 5 µs: expected {want:.6g} s, got {got:.6g} s"
+    )
 
 
 test_q1_card_example(ring_allreduce_time)
+
 
 # %%
 # HIDDEN
@@ -210,18 +219,20 @@ def test_q1_other_rings(ring_allreduce_time):
     import numbers
 
     from course_lib import collectives
+
     cases = [
-        (2, 1e9, 100e9, 5e-6),   # the smallest ring: 2(p − 1) = 2 steps, not 2p = 4
-        (64, 1e9, 25e9, 5e-6),   # many ranks: bandwidth term 2·63/64·S/B, not 2S/B or 2·63·S/B
+        (2, 1e9, 100e9, 5e-6),  # the smallest ring: 2(p − 1) = 2 steps, not 2p = 4
+        (64, 1e9, 25e9, 5e-6),  # many ranks: bandwidth term 2·63/64·S/B, not 2S/B or 2·63·S/B
         (8, 1.0, 100e9, 10e-6),  # latency-bound: 14 α
-        (8, 1e9, 100e9, 0.0),    # bandwidth-bound: 2·7/8·S/B, with B one-way (not halved, not doubled)
-        (1, 1e9, 100e9, 5e-6),   # one rank: nothing moves
+        (8, 1e9, 100e9, 0.0),  # bandwidth-bound: 2·7/8·S/B, with B one-way (not halved, not doubled)
+        (1, 1e9, 100e9, 5e-6),  # one rank: nothing moves
     ]
     for case in cases:
         want = collectives.ring_allreduce_time(*case)
         got = ring_allreduce_time(*case)
-        assert isinstance(got, numbers.Real) and math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-12), \
+        assert isinstance(got, numbers.Real) and math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-12), (
             f"ring_allreduce_time{case}: expected {want:.6g} s, got {got!r}"
+        )
 
 
 test_q1_other_rings(ring_allreduce_time)
@@ -249,6 +260,7 @@ test_q1_other_rings(ring_allreduce_time)
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
 def crossover_payload_bytes(ranks, bandwidth_bytes_per_s, latency_s):
     """Payload (bytes) at which a ring all-reduce's latency and bandwidth terms are equal."""
@@ -264,19 +276,23 @@ def crossover_payload_bytes(ranks, bandwidth_bytes_per_s, latency_s):
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q2_eight_ranks(crossover_payload_bytes):
     import math
     import numbers
+
     assert callable(crossover_payload_bytes), "define the function crossover_payload_bytes"
-    assert "latency_bandwidth_crossover_bytes" not in crossover_payload_bytes.__code__.co_names, \
+    assert "latency_bandwidth_crossover_bytes" not in crossover_payload_bytes.__code__.co_names, (
         "derive S* from the two terms instead of calling collectives.latency_bandwidth_crossover_bytes"
+    )
     got = crossover_payload_bytes(8, 50e9, 5e-6)
     assert isinstance(got, numbers.Real), f"return the payload in bytes as a number, got {got!r}"
     assert math.isclose(got, 2e6, rel_tol=1e-6), f"8 ranks at 50 GB/s with α = 5 µs: expected 2 MB, got {got:.6g} B"
 
 
 test_q2_eight_ranks(crossover_payload_bytes)
+
 
 # %%
 # HIDDEN
@@ -285,11 +301,13 @@ def test_q2_other_rings(crossover_payload_bytes):
     import numbers
 
     from course_lib import collectives
+
     for ranks, bandwidth, latency in [(2, 50e9, 5e-6), (64, 25e9, 5e-6), (16, 450e9, 1e-6), (3, 12.5e9, 20e-6)]:
         want = collectives.latency_bandwidth_crossover_bytes("all_reduce", ranks, bandwidth, latency)
         got = crossover_payload_bytes(ranks, bandwidth, latency)
-        assert isinstance(got, numbers.Real) and math.isclose(got, want, rel_tol=1e-6), \
+        assert isinstance(got, numbers.Real) and math.isclose(got, want, rel_tol=1e-6), (
             f"crossover_payload_bytes({ranks}, {bandwidth:g}, {latency:g}): expected {want:.6g} B, got {got!r}"
+        )
 
 
 test_q2_other_rings(crossover_payload_bytes)
@@ -326,13 +344,14 @@ test_q2_other_rings(crossover_payload_bytes)
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
 def busbw_bytes_per_s(op, ranks, size_bytes, time_s):
     """nccl-tests' bus bandwidth (bytes/s) of one collective call of ``size_bytes`` that took ``time_s``."""
     # BEGIN SOLUTION
-    factors = {"all_reduce": 2 * (ranks - 1) / ranks, "reduce_scatter": (ranks - 1) / ranks,
-               "all_gather": (ranks - 1) / ranks, "broadcast": 1.0}
-    return size_bytes / time_s * factors[op]
+    share = (ranks - 1) / ranks
+    factor = {"all_reduce": 2 * share, "reduce_scatter": share, "all_gather": share, "broadcast": 1.0}[op]
+    return size_bytes / time_s * factor
     # END SOLUTION
 
 
@@ -342,10 +361,12 @@ def busbw_bytes_per_s(op, ranks, size_bytes, time_s):
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q3_the_row(busbw_bytes_per_s):
     import math
     import numbers
+
     assert callable(busbw_bytes_per_s), "define the function busbw_bytes_per_s"
     called = {name for name in busbw_bytes_per_s.__code__.co_names if name.startswith(("busbw_", "algbw_"))}
     assert not called, f"compute busbw yourself instead of calling {', '.join(sorted(called))}"
@@ -356,6 +377,7 @@ def test_q3_the_row(busbw_bytes_per_s):
 
 test_q3_the_row(busbw_bytes_per_s)
 
+
 # %%
 # HIDDEN
 def test_q3_other_collectives(busbw_bytes_per_s):
@@ -363,13 +385,20 @@ def test_q3_other_collectives(busbw_bytes_per_s):
     import numbers
 
     from course_lib import collectives
-    cases = [("all_gather", 16, 1e9, 2.5e-3), ("reduce_scatter", 4, 256e6, 1e-3), ("broadcast", 8, 1e9, 4e-3),
-             ("all_reduce", 2, 64e6, 1e-3), ("all_reduce", 64, 4e9, 50e-3)]
+
+    cases = [
+        ("all_gather", 16, 1e9, 2.5e-3),
+        ("reduce_scatter", 4, 256e6, 1e-3),
+        ("broadcast", 8, 1e9, 4e-3),
+        ("all_reduce", 2, 64e6, 1e-3),
+        ("all_reduce", 64, 4e9, 50e-3),
+    ]
     for op, ranks, size, time in cases:
         want = collectives.busbw_bytes_per_s(op, ranks, size, time)
         got = busbw_bytes_per_s(op, ranks, size, time)
-        assert isinstance(got, numbers.Real) and math.isclose(got, want, rel_tol=1e-6), \
+        assert isinstance(got, numbers.Real) and math.isclose(got, want, rel_tol=1e-6), (
             f"busbw_bytes_per_s({op!r}, {ranks}, {size:g}, {time:g}): expected {want:.6g} B/s, got {got!r}"
+        )
 
 
 test_q3_other_collectives(busbw_bytes_per_s)
@@ -412,9 +441,11 @@ infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 400e9 / 8, 5e-
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q4_numbers(nvlink_allreduce_s, infiniband_allreduce_s):
     import numbers
+
     for name, value in [("nvlink_allreduce_s", nvlink_allreduce_s), ("infiniband_allreduce_s", infiniband_allreduce_s)]:
         assert isinstance(value, numbers.Real) and value > 0, f"{name} must be a time in seconds, got {value!r}"
     assert nvlink_allreduce_s < infiniband_allreduce_s, "NVLink inside a node should be the faster of the two"
@@ -422,18 +453,22 @@ def test_q4_numbers(nvlink_allreduce_s, infiniband_allreduce_s):
 
 test_q4_numbers(nvlink_allreduce_s, infiniband_allreduce_s)
 
+
 # %%
 # HIDDEN
 def test_q4_values(nvlink_allreduce_s, infiniband_allreduce_s):
     import math
 
     from course_lib import collectives
+
     nvlink = collectives.ring_allreduce_time(8, 2e9, 450e9, 1e-6)  # one-way: half the two-way 900 GB/s
-    assert math.isclose(nvlink_allreduce_s, nvlink, rel_tol=1e-3), \
+    assert math.isclose(nvlink_allreduce_s, nvlink, rel_tol=1e-3), (
         f"nvlink_allreduce_s: expected {nvlink:.4g} s, got {nvlink_allreduce_s:.4g} s (one-way or two-way?)"
+    )
     infiniband = collectives.ring_allreduce_time(16, 2e9, 50e9, 5e-6)  # 400 Gb/s = 50 GB/s
-    assert math.isclose(infiniband_allreduce_s, infiniband, rel_tol=1e-3), \
+    assert math.isclose(infiniband_allreduce_s, infiniband, rel_tol=1e-3), (
         f"infiniband_allreduce_s: expected {infiniband:.4g} s, got {infiniband_allreduce_s:.4g} s (bits or bytes?)"
+    )
 
 
 test_q4_values(nvlink_allreduce_s, infiniband_allreduce_s)

@@ -58,7 +58,6 @@ from course_lib import parallelism, units
 # replica works on in one step: every device of a row works on the same ones. On the right, the two counts on a log
 # scale, each bar built from its factors: devices $= d \cdot t \cdot p$ and examples $= b \cdot N_\text{acc} \cdot
 # d$. Only $d$ (green) appears in both.
-
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets import global_batch_lab
@@ -112,13 +111,17 @@ lab
 # %% tags=["otter_ignore"]
 reference = global_batch_lab()
 r = reference.result
-print(f"b = {r['micro_batch']}, N_acc = {r['grad_accum_steps']}, d = {r['data_parallel']}, "
-      f"t = {r['tensor_parallel']}, p = {r['pipeline_parallel']}, seq_len = {r['seq_len']} tokens")
+print(
+    f"b = {r['micro_batch']}, N_acc = {r['grad_accum_steps']}, d = {r['data_parallel']}, "
+    f"t = {r['tensor_parallel']}, p = {r['pipeline_parallel']}, seq_len = {r['seq_len']} tokens"
+)
 print(f"global batch            {units.format_count(r['global_batch'])} examples")
 print(f"tokens per step         {units.format_count(r['tokens_per_step'])} ({r['tokens_per_step']})")
 print(f"devices                 {units.format_count(r['devices'])}")
-print(f"examples per replica    {units.format_count(r['examples_per_replica_per_step'])} (b × N_acc), shared by its "
-      f"t × p = {r['devices_per_replica']} device(s)")
+print(
+    f"examples per replica    {units.format_count(r['examples_per_replica_per_step'])} (b × N_acc), shared by its "
+    f"t × p = {r['devices_per_replica']} device(s)"
+)
 formula = parallelism.global_batch(micro_batch=8, grad_accum_steps=16, data_parallel=64)
 print(f"parallelism.global_batch(8, 16, 64) = {formula}; agrees with the lab: {formula == r['global_batch']}")
 
@@ -145,6 +148,7 @@ print(f"parallelism.global_batch(8, 16, 64) = {formula}; agrees with the lab: {f
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
 def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel, pipeline_parallel):
     """Samples per optimizer step when ``devices`` are split into t × p groups and data-parallel replicas."""
@@ -162,6 +166,7 @@ def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q1_public(global_batch_samples):
     assert callable(global_batch_samples), "define the function global_batch_samples"
@@ -177,10 +182,12 @@ def test_q1_public(global_batch_samples):
 
 test_q1_public(global_batch_samples)
 
+
 # %%
 # HIDDEN
 def test_q1_split_devices(global_batch_samples):
     from course_lib import parallelism
+
     cases = [(8, 16, 512, 8, 1), (8, 16, 2048, 8, 4), (2, 8, 1024, 4, 8), (1, 64, 4096, 8, 16), (4, 1, 32, 1, 2)]
     for b, acc, n, t, p in cases:  # t and p must not multiply the batch; each case has t·p > 1
         want = parallelism.global_batch(b, acc, n // (t * p))
@@ -212,6 +219,7 @@ test_q1_split_devices(global_batch_samples)
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
 def accumulation_steps(target_global_batch, micro_batch, devices, tensor_parallel, pipeline_parallel):
     """N_acc such that micro_batch × N_acc × N_dp == target_global_batch."""
@@ -232,6 +240,7 @@ def accumulation_steps(target_global_batch, micro_batch, devices, tensor_paralle
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q2_public(accumulation_steps):
     assert callable(accumulation_steps), "define the function accumulation_steps"
@@ -247,10 +256,12 @@ def test_q2_public(accumulation_steps):
 
 test_q2_public(accumulation_steps)
 
+
 # %%
 # HIDDEN
 def test_q2_split_devices(accumulation_steps):
     from course_lib import parallelism
+
     for target, b, n, t, p in [(1536, 1, 1024, 8, 8), (512, 4, 64, 4, 2), (4096, 2, 2048, 8, 4), (256, 1, 32, 2, 2)]:
         want = target // (b * (n // (t * p)))
         assert parallelism.global_batch(b, want, n // (t * p)) == target  # the case is exact
@@ -302,17 +313,23 @@ run_bubble_fraction = parallelism.pipeline_bubble_fraction(8, run_accumulation_s
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q3_public(run_accumulation_steps, run_bubble_fraction):
     import numbers
-    assert isinstance(run_accumulation_steps, numbers.Real) and run_accumulation_steps >= 1 \
-        and float(run_accumulation_steps).is_integer(), \
-        f"run_accumulation_steps must be a whole number of steps, got {run_accumulation_steps!r}"
-    assert isinstance(run_bubble_fraction, numbers.Real) and run_bubble_fraction > 0, \
+
+    assert (
+        isinstance(run_accumulation_steps, numbers.Real)
+        and run_accumulation_steps >= 1
+        and float(run_accumulation_steps).is_integer()
+    ), f"run_accumulation_steps must be a whole number of steps, got {run_accumulation_steps!r}"
+    assert isinstance(run_bubble_fraction, numbers.Real) and run_bubble_fraction > 0, (
         f"run_bubble_fraction must be a positive fraction, got {run_bubble_fraction!r}"
+    )
 
 
 test_q3_public(run_accumulation_steps, run_bubble_fraction)
+
 
 # %%
 # HIDDEN
@@ -320,13 +337,15 @@ def test_q3_values(run_accumulation_steps, run_bubble_fraction):
     import math
 
     from course_lib import parallelism
+
     replicas = 512 // (4 * 8)
     steps = 2**22 // 2048 // (2 * replicas)  # sequences, not tokens; replicas, not devices
     assert parallelism.global_batch(2, steps, replicas) * 2048 == 2**22  # exact
     assert run_accumulation_steps == steps, f"run_accumulation_steps: expected {steps}, got {run_accumulation_steps}"
     bubble = parallelism.pipeline_bubble_fraction(8, steps)
-    assert math.isclose(run_bubble_fraction, bubble, rel_tol=1e-6), \
+    assert math.isclose(run_bubble_fraction, bubble, rel_tol=1e-6), (
         f"run_bubble_fraction: expected {bubble:.4g}, got {run_bubble_fraction:.4g}"
+    )
 
 
 test_q3_values(run_accumulation_steps, run_bubble_fraction)

@@ -62,7 +62,6 @@ from course_lib import hardware, parallelism, units
 # axis from 100 kB to 100 TB, so that both a few megabytes and tens of terabytes can be read. The tensor-parallel
 # slider offers only the divisors of the model's attention heads and the pipeline slider only the divisors of its
 # layers, so every position is a plan the model can be split into.
-
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets import memory_budget_lab
@@ -125,18 +124,30 @@ lab
 # %% tags=["otter_ignore"]
 reference = memory_budget_lab()
 r = reference.result
-print(f"{r['model']} ({units.format_count(r['params'])} parameters) on {r['devices']} × {r['device']}: "
-      f"d = {r['data_parallel']}, t = {r['tensor_parallel']}, p = {r['pipeline_parallel']}, ZeRO-{r['zero_stage']}")
+print(
+    f"{r['model']} ({units.format_count(r['params'])} parameters) on {r['devices']} × {r['device']}: "
+    f"d = {r['data_parallel']}, t = {r['tensor_parallel']}, p = {r['pipeline_parallel']}, ZeRO-{r['zero_stage']}"
+)
 for name in ("parameters", "gradients", "optimizer_state", "activations", "total"):
     print(f"{name.replace('_', ' '):18} {units.format_bytes(r[name + '_bytes']):>9}")
 print(f"capacity           {units.format_bytes(r['capacity_bytes']):>9}")
 print(f"fits: {r['fits']}, headroom {units.format_bytes(r['headroom_bytes'])}")
-plan = parallelism.ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, zero_stage=1,
-                                micro_batch=1, grad_accum_steps=64, recompute="selective", sequence_parallel=True)
+plan = parallelism.ParallelPlan(
+    data_parallel=8,
+    tensor_parallel=8,
+    pipeline_parallel=8,
+    zero_stage=1,
+    micro_batch=1,
+    grad_accum_steps=64,
+    recompute="selective",
+    sequence_parallel=True,
+)
 total = parallelism.memory_breakdown(parallelism.GPT3_175B, plan).total
-print(f"parallelism.memory_breakdown(GPT3_175B, plan).total = {units.format_bytes(total)}; agrees with the lab: "
-      f"{total == r['total_bytes']}; fits an {units.format_bytes(hardware.A100.hbm_capacity_bytes)} A100: "
-      f"{total <= hardware.A100.hbm_capacity_bytes}")
+print(
+    f"parallelism.memory_breakdown(GPT3_175B, plan).total = {units.format_bytes(total)}; agrees with the lab: "
+    f"{total == r['total_bytes']}; fits an {units.format_bytes(hardware.A100.hbm_capacity_bytes)} A100: "
+    f"{total <= hardware.A100.hbm_capacity_bytes}"
+)
 
 # %% [markdown]
 # ## Graded questions
@@ -162,6 +173,7 @@ print(f"parallelism.memory_breakdown(GPT3_175B, plan).total = {units.format_byte
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
 def model_state_bytes(params, data_parallel, stage):
     """Model-state bytes per device under ZeRO ``stage`` over ``data_parallel`` replicas (mixed-precision Adam)."""
@@ -179,10 +191,12 @@ def model_state_bytes(params, data_parallel, stage):
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q1_public(model_state_bytes):
     import math
     import numbers
+
     assert callable(model_state_bytes), "define the function model_state_bytes"
     called = set(model_state_bytes.__code__.co_names) & {"zero_model_state_bytes", "zero_model_state_breakdown"}
     assert not called, f"build it from what each stage partitions instead of calling {', '.join(sorted(called))}"
@@ -190,11 +204,13 @@ def test_q1_public(model_state_bytes):
     assert isinstance(got, numbers.Real), f"return bytes as a number, got {got!r}"
     assert math.isclose(got, 120e9, rel_tol=1e-6), f"7.5B parameters at stage 0: expected 120 GB, got {got:.4g} B"
     got = model_state_bytes(1e12, 1024, 3)
-    assert math.isclose(got, 15.625e9, rel_tol=1e-6), \
+    assert math.isclose(got, 15.625e9, rel_tol=1e-6), (
         f"1T parameters at stage 3 over 1024 replicas (ZeRO's Table 1): expected 15.6 GB, got {got:.4g} B"
+    )
 
 
 test_q1_public(model_state_bytes)
+
 
 # %%
 # HIDDEN
@@ -202,13 +218,19 @@ def test_q1_every_stage(model_state_bytes):
     import math
 
     from course_lib import parallelism
-    cases = [(params, data_parallel, stage) for params in (7.5e9, 175e9) for data_parallel in (1, 8, 64)
-             for stage in (0, 1, 2, 3)]
+
+    cases = [
+        (params, data_parallel, stage)
+        for params in (7.5e9, 175e9)
+        for data_parallel in (1, 8, 64)
+        for stage in (0, 1, 2, 3)
+    ]
     for params, data_parallel, stage in cases:
         want = parallelism.zero_model_state_bytes(params, data_parallel, stage)
         got = model_state_bytes(params, data_parallel, stage)
-        assert math.isclose(got, want, rel_tol=1e-6), \
+        assert math.isclose(got, want, rel_tol=1e-6), (
             f"model_state_bytes({params:g}, {data_parallel}, stage={stage}): expected {want:.4g} B, got {got:.4g} B"
+        )
 
 
 test_q1_every_stage(model_state_bytes)
@@ -237,6 +259,7 @@ test_q1_every_stage(model_state_bytes)
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
 def smallest_data_parallel(params, stage, capacity_bytes):
     """Smallest N_d whose ZeRO-``stage`` model states fit in ``capacity_bytes``, or None if none does."""
@@ -259,6 +282,7 @@ def smallest_data_parallel(params, stage, capacity_bytes):
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q2_public(smallest_data_parallel):
     assert callable(smallest_data_parallel), "define the function smallest_data_parallel"
@@ -267,6 +291,7 @@ def test_q2_public(smallest_data_parallel):
 
 
 test_q2_public(smallest_data_parallel)
+
 
 # %%
 # HIDDEN
@@ -277,8 +302,16 @@ def test_q2_other_budgets(smallest_data_parallel):
         fits = [n for n in range(1, 2049) if parallelism.zero_model_state_bytes(params, n, stage) <= capacity]
         return fits[0] if fits else None
 
-    cases = [(7.5e9, 2, 16e9), (7.5e9, 1, 40e9), (175e9, 3, 80e9), (1.5e9, 0, 32e9), (5e9, 3, 80e9),
-             (175e9, 1, 80e9), (7.5e9, 2, 15e9), (175e9, 0, 80e9)]  # exact fit, floors, stage 0 both ways
+    cases = [
+        (7.5e9, 2, 16e9),
+        (7.5e9, 1, 40e9),
+        (175e9, 3, 80e9),
+        (1.5e9, 0, 32e9),
+        (5e9, 3, 80e9),
+        (175e9, 1, 80e9),
+        (7.5e9, 2, 15e9),
+        (175e9, 0, 80e9),
+    ]  # exact fit, floors, stage 0 both ways
     for case in cases:
         want = reference(*case)
         got = smallest_data_parallel(*case)
@@ -310,6 +343,7 @@ test_q2_other_budgets(smallest_data_parallel)
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
 def largest_micro_batch(model, plan, capacity_bytes):
     """Largest micro-batch whose per-device memory fits in ``capacity_bytes`` (0 if none does)."""
@@ -327,17 +361,27 @@ def largest_micro_batch(model, plan, capacity_bytes):
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q3_public(largest_micro_batch):
     from course_lib import parallelism
+
     assert callable(largest_micro_batch), "define the function largest_micro_batch"
-    plan = parallelism.ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, zero_stage=1,
-                                    grad_accum_steps=64, recompute="selective", sequence_parallel=True)
+    plan = parallelism.ParallelPlan(
+        data_parallel=8,
+        tensor_parallel=8,
+        pipeline_parallel=8,
+        zero_stage=1,
+        grad_accum_steps=64,
+        recompute="selective",
+        sequence_parallel=True,
+    )
     got = largest_micro_batch(parallelism.GPT3_175B, plan, 80e9)
     assert got == 6, f"GPT-3 175B, the lab's default plan, on an 80 GB A100: expected 6, got {got!r}"
 
 
 test_q3_public(largest_micro_batch)
+
 
 # %%
 # HIDDEN
@@ -345,18 +389,47 @@ def test_q3_other_plans(largest_micro_batch):
     from course_lib import parallelism
 
     def reference(model, plan, capacity):
-        fits = [b for b in range(1, 513)
-                if parallelism.memory_breakdown(model, plan.replace(micro_batch=b)).total <= capacity]
+        fits = [
+            b
+            for b in range(1, 513)
+            if parallelism.memory_breakdown(model, plan.replace(micro_batch=b)).total <= capacity
+        ]
         return fits[-1] if fits else 0
 
     gpt3, mt_nlg = parallelism.GPT3_175B, parallelism.MT_NLG_530B
     cases = [
-        (gpt3, parallelism.ParallelPlan(data_parallel=16, tensor_parallel=8, pipeline_parallel=8, zero_stage=1,
-                                        grad_accum_steps=64), 80e9),  # no recomputation: activations dominate
-        (gpt3, parallelism.ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=12, zero_stage=3,
-                                        grad_accum_steps=32, recompute="full"), 141e9),
-        (mt_nlg, parallelism.ParallelPlan(data_parallel=4, tensor_parallel=8, pipeline_parallel=35, zero_stage=1,
-                                          grad_accum_steps=70, recompute="selective", sequence_parallel=True), 80e9),
+        (
+            gpt3,
+            parallelism.ParallelPlan(
+                data_parallel=16, tensor_parallel=8, pipeline_parallel=8, zero_stage=1, grad_accum_steps=64
+            ),
+            80e9,
+        ),  # no recomputation: activations dominate
+        (
+            gpt3,
+            parallelism.ParallelPlan(
+                data_parallel=8,
+                tensor_parallel=8,
+                pipeline_parallel=12,
+                zero_stage=3,
+                grad_accum_steps=32,
+                recompute="full",
+            ),
+            141e9,
+        ),
+        (
+            mt_nlg,
+            parallelism.ParallelPlan(
+                data_parallel=4,
+                tensor_parallel=8,
+                pipeline_parallel=35,
+                zero_stage=1,
+                grad_accum_steps=70,
+                recompute="selective",
+                sequence_parallel=True,
+            ),
+            80e9,
+        ),
         (gpt3, parallelism.ParallelPlan(tensor_parallel=8, zero_stage=0), 80e9),  # model states alone too big
     ]
     for model, plan, capacity in cases:

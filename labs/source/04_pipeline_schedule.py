@@ -62,7 +62,6 @@ from course_lib import parallelism, pipeline, units
 # `parallelism.pipeline_in_flight_microbatches`. GPipe and 1F1B have $v = 1$: moving *virtual stages v* above 1
 # selects the interleaved schedule, which needs $m$ to be a multiple of $p$, so the micro-batch slider then moves in
 # steps of $p$.
-
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets import pipeline_lab
@@ -124,18 +123,24 @@ def t_f(value):
     return units.format_quantity(value, "t_f", digits=4, min_prefix="")
 
 
-print(f"schedule {r['schedule']!r}: p = {r['stages']} stages, m = {r['microbatches']} micro-batches, "
-      f"v = {r['virtual_stages']}")
+print(
+    f"schedule {r['schedule']!r}: p = {r['stages']} stages, m = {r['microbatches']} micro-batches, "
+    f"v = {r['virtual_stages']}"
+)
 print(f"step (simulated)        {t_f(r['total_time'])}")
 print(f"ideal m·(t_f + t_b)     {t_f(r['ideal_time'])}")
-print(f"bubble                  {t_f(r['bubble_time'])} = {units.format_percent(r['bubble_fraction'])} of the ideal "
-      f"time, {units.format_percent(r['bubble_share_of_step'])} of the step")
+print(
+    f"bubble                  {t_f(r['bubble_time'])} = {units.format_percent(r['bubble_fraction'])} of the ideal "
+    f"time, {units.format_percent(r['bubble_share_of_step'])} of the step"
+)
 print(f"stage 0 holds           {units.format_count(r['peak_in_flight'])} micro-batches of activations")
 formula = parallelism.pipeline_bubble_fraction(4, 8)
 held = parallelism.pipeline_in_flight_microbatches(4, 8, "1f1b")
-print(f"parallelism.pipeline_bubble_fraction(4, 8) = {units.format_percent(formula)}, "
-      f"pipeline_in_flight_microbatches(4, 8) = {held}; agree with the simulation: "
-      f"{formula == r['bubble_fraction'] and held == r['peak_in_flight']}")
+print(
+    f"parallelism.pipeline_bubble_fraction(4, 8) = {units.format_percent(formula)}, "
+    f"pipeline_in_flight_microbatches(4, 8) = {held}; agree with the simulation: "
+    f"{formula == r['bubble_fraction'] and held == r['peak_in_flight']}"
+)
 
 # %% [markdown]
 # ## Graded questions
@@ -159,6 +164,7 @@ print(f"parallelism.pipeline_bubble_fraction(4, 8) = {units.format_percent(formu
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
 def bubble_fraction(stages, microbatches, virtual_stages=1):
     """Pipeline bubble as a fraction of the ideal time m·(t_f + t_b)."""
@@ -173,10 +179,12 @@ def bubble_fraction(stages, microbatches, virtual_stages=1):
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q1_public(bubble_fraction):
     import math
     import numbers
+
     assert callable(bubble_fraction), "define the function bubble_fraction"
     called = set(bubble_fraction.__code__.co_names) & {"pipeline_bubble_fraction", "pipeline_schedule"}
     assert not called, f"derive the bubble instead of calling {', '.join(sorted(called))}"
@@ -187,18 +195,21 @@ def test_q1_public(bubble_fraction):
 
 test_q1_public(bubble_fraction)
 
+
 # %%
 # HIDDEN
 def test_q1_other_pipelines(bubble_fraction):
     import math
 
     from course_lib import pipeline
+
     for stages, microbatches, virtual in [(8, 32, 1), (2, 3, 1), (4, 8, 2), (8, 16, 4), (1, 5, 1), (6, 4, 1)]:
         schedule = "interleaved" if virtual > 1 else "1f1b"
         want = pipeline.pipeline_schedule(stages, microbatches, schedule, virtual_stages=virtual).bubble_fraction
         got = bubble_fraction(stages, microbatches, virtual) if virtual > 1 else bubble_fraction(stages, microbatches)
-        assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12), \
+        assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12), (
             f"bubble_fraction({stages}, {microbatches}, virtual_stages={virtual}): simulated {want:.6g}, got {got!r}"
+        )
 
 
 test_q1_other_pipelines(bubble_fraction)
@@ -225,6 +236,7 @@ test_q1_other_pipelines(bubble_fraction)
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
 def microbatches_for_bubble(stages, max_bubble, virtual_stages=1):
     """Smallest m with (p − 1)/(v·m) <= max_bubble (a multiple of p when v > 1)."""
@@ -243,6 +255,7 @@ def microbatches_for_bubble(stages, max_bubble, virtual_stages=1):
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q2_public(microbatches_for_bubble):
     assert callable(microbatches_for_bubble), "define the function microbatches_for_bubble"
@@ -252,6 +265,7 @@ def test_q2_public(microbatches_for_bubble):
 
 test_q2_public(microbatches_for_bubble)
 
+
 # %%
 # HIDDEN
 def test_q2_other_budgets(microbatches_for_bubble):
@@ -259,11 +273,22 @@ def test_q2_other_budgets(microbatches_for_bubble):
 
     def reference(stages, max_bubble, virtual=1):  # the definition, searched
         step = stages if virtual > 1 else 1
-        return next(m for m in range(step, 100_000, step)
-                    if parallelism.pipeline_bubble_fraction(stages, m, virtual) <= max_bubble)
+        return next(
+            m
+            for m in range(step, 100_000, step)
+            if parallelism.pipeline_bubble_fraction(stages, m, virtual) <= max_bubble
+        )
 
-    cases = [(8, 0.05), (6, 0.05), (5, 0.1), (12, 0.03), (1, 0.05),  # 6 and 5: a bubble of exactly the budget
-             (4, 0.05, 2), (8, 0.05, 4), (3, 0.2, 2)]                 # interleaved: m a multiple of p
+    cases = [
+        (8, 0.05),
+        (6, 0.05),
+        (5, 0.1),
+        (12, 0.03),
+        (1, 0.05),  # 6 and 5: a bubble of exactly the budget
+        (4, 0.05, 2),
+        (8, 0.05, 4),
+        (3, 0.2, 2),
+    ]  # interleaved: m a multiple of p
     for case in cases:
         want = reference(*case)
         got = microbatches_for_bubble(*case)
@@ -295,6 +320,7 @@ test_q2_other_budgets(microbatches_for_bubble)
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
 def step_time_s(stages, microbatches, forward_time_s, backward_time_s):
     """Seconds of one 1F1B step: the ideal m·(t_f + t_b) plus the bubble (p − 1)·(t_f + t_b)."""
@@ -309,20 +335,25 @@ def step_time_s(stages, microbatches, forward_time_s, backward_time_s):
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q3_public(step_time_s):
     import math
     import numbers
+
     assert callable(step_time_s), "define the function step_time_s"
-    assert "pipeline_schedule" not in step_time_s.__code__.co_names, \
+    assert "pipeline_schedule" not in step_time_s.__code__.co_names, (
         "derive the step time instead of calling pipeline.pipeline_schedule"
+    )
     got = step_time_s(4, 8, 1.0, 2.0)
     assert isinstance(got, numbers.Real), f"return seconds as a number, got {got!r}"
-    assert math.isclose(got, 33.0, rel_tol=1e-9), \
+    assert math.isclose(got, 33.0, rel_tol=1e-9), (
         f"4 stages, 8 micro-batches, t_f = 1 s, t_b = 2 s: expected 33 s, got {got!r}"
+    )
 
 
 test_q3_public(step_time_s)
+
 
 # %%
 # HIDDEN
@@ -330,13 +361,21 @@ def test_q3_other_pipelines(step_time_s):
     import math
 
     from course_lib import pipeline
-    for stages, microbatches, forward, backward in [(8, 32, 0.01, 0.02), (2, 2, 1.0, 3.0), (6, 4, 0.5, 1.5),
-                                                    (1, 7, 0.2, 0.4), (16, 64, 2e-3, 4e-3)]:
-        want = pipeline.pipeline_schedule(stages, microbatches, "1f1b", forward_time_s=forward,
-                                          backward_time_s=backward).total_s
+
+    for stages, microbatches, forward, backward in [
+        (8, 32, 0.01, 0.02),
+        (2, 2, 1.0, 3.0),
+        (6, 4, 0.5, 1.5),
+        (1, 7, 0.2, 0.4),
+        (16, 64, 2e-3, 4e-3),
+    ]:
+        want = pipeline.pipeline_schedule(
+            stages, microbatches, "1f1b", forward_time_s=forward, backward_time_s=backward
+        ).total_s
         got = step_time_s(stages, microbatches, forward, backward)
-        assert math.isclose(got, want, rel_tol=1e-6), \
+        assert math.isclose(got, want, rel_tol=1e-6), (
             f"step_time_s({stages}, {microbatches}, {forward}, {backward}): simulated {want:.6g} s, got {got!r}"
+        )
 
 
 test_q3_other_pipelines(step_time_s)
@@ -363,6 +402,7 @@ test_q3_other_pipelines(step_time_s)
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
 def in_flight_microbatches(stages, microbatches, schedule):
     """Micro-batches whose activations stage 0 holds at its peak under GPipe or 1F1B."""
@@ -379,27 +419,32 @@ def in_flight_microbatches(stages, microbatches, schedule):
 # %% [raw]
 # # BEGIN TESTS
 
+
 # %%
 def test_q4_public(in_flight_microbatches):
     assert callable(in_flight_microbatches), "define the function in_flight_microbatches"
-    assert "pipeline_in_flight_microbatches" not in in_flight_microbatches.__code__.co_names, \
+    assert "pipeline_in_flight_microbatches" not in in_flight_microbatches.__code__.co_names, (
         "derive it instead of calling parallelism.pipeline_in_flight_microbatches"
+    )
     got = in_flight_microbatches(8, 64, "gpipe"), in_flight_microbatches(8, 64, "1f1b")
     assert got == (64, 8), f"8 stages, 64 micro-batches: expected 64 (GPipe) and 8 (1F1B), got {got!r}"
 
 
 test_q4_public(in_flight_microbatches)
 
+
 # %%
 # HIDDEN
 def test_q4_other_pipelines(in_flight_microbatches):
     from course_lib import parallelism
+
     for stages, microbatches in [(4, 2), (4, 4), (16, 64), (1, 8), (8, 7)]:
         for schedule in ("gpipe", "1f1b"):
             want = parallelism.pipeline_in_flight_microbatches(stages, microbatches, schedule)
             got = in_flight_microbatches(stages, microbatches, schedule)
-            assert got == want, \
+            assert got == want, (
                 f"in_flight_microbatches({stages}, {microbatches}, {schedule!r}): expected {want}, got {got!r}"
+            )
 
 
 test_q4_other_pipelines(in_flight_microbatches)

@@ -43,8 +43,16 @@ SERVED_FOLDERS = ("labs", "notebooks")
 
 SKIP_REASON = "Debian's chromium is not installed (apt-get install chromium); CI installs it"
 # Playwright adds --headless, --no-sandbox (as root) and its automation flags itself.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
+]
 SERVER_START_TIMEOUT_S = 90
 LOG_TAIL_LINES = 80
 
@@ -52,8 +60,7 @@ LOG_TAIL_LINES = 80
 # served files are copies anyway), and no news or update prompts over the page.
 LAB_SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
-                                                                        "checkForUpdates": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
 }
 
 
@@ -141,9 +148,11 @@ class LabServer:
 def chromium_executable() -> str:
     path, looked_at = find_chromium()
     if path is None:
-        unavailable(f"{SKIP_REASON} [{looked_at}]",
-                    f"Debian's chromium was not found [{looked_at}]: .ci/run installs it (SYSTEM_PACKAGES=(chromium) "
-                    f"in .ci/run); locally: apt-get install chromium")
+        unavailable(
+            f"{SKIP_REASON} [{looked_at}]",
+            f"Debian's chromium was not found [{looked_at}]: .ci/run installs it (SYSTEM_PACKAGES=(chromium) "
+            f"in .ci/run); locally: apt-get install chromium",
+        )
     return path
 
 
@@ -159,8 +168,9 @@ def browser(chromium_executable):
     except Exception as error:  # noqa: BLE001 - any reason the driver cannot start means "no browser tests"
         unavailable(f"Playwright's driver cannot start: {error}")
     try:
-        browser = playwright.chromium.launch(executable_path=chromium_executable, headless=True,
-                                             args=CHROMIUM_ARGS, timeout=60_000)
+        browser = playwright.chromium.launch(
+            executable_path=chromium_executable, headless=True, args=CHROMIUM_ARGS, timeout=60_000
+        )
     except PlaywrightError as error:
         playwright.stop()
         first_lines = "\n".join(str(error).splitlines()[:12])
@@ -196,28 +206,52 @@ def lab_server(tmp_path_factory, chromium_executable, request):
     root_dir = base / "root"
     for folder in SERVED_FOLDERS:
         if (ROOT / folder).is_dir():
-            shutil.copytree(ROOT / folder, root_dir / folder,
-                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+            shutil.copytree(
+                ROOT / folder, root_dir / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
+            )
     dirs = {name: base / name for name in ("settings", "workspaces", "runtime", "config", "data", "ipython")}
     for path in dirs.values():
         path.mkdir()
     _write_lab_settings(dirs["settings"])
     env = {key: value for key, value in os.environ.items() if key != "MPLBACKEND"}  # as `make test` / learners
-    env.update(JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]), JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
-               JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), JUPYTER_CONFIG_DIR=str(dirs["config"]),
-               JUPYTER_DATA_DIR=str(dirs["data"]), IPYTHONDIR=str(dirs["ipython"]), PYTHONHASHSEED="0")
+    env.update(
+        JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
+        JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
+        JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+        JUPYTER_CONFIG_DIR=str(dirs["config"]),
+        JUPYTER_DATA_DIR=str(dirs["data"]),
+        IPYTHONDIR=str(dirs["ipython"]),
+        PYTHONHASHSEED="0",
+    )
     port = free_port()
-    command = [str(jupyter), "lab", "--no-browser", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-               "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root_dir}", "--IdentityProvider.token=",
-               "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True", "--LabApp.expose_app_in_browser=True",
-               "--ServerApp.terminals_enabled=False"]
+    command = [
+        str(jupyter),
+        "lab",
+        "--no-browser",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.root_dir={root_dir}",
+        "--IdentityProvider.token=",
+        "--ServerApp.password=",
+        "--ServerApp.disable_check_xsrf=True",
+        "--LabApp.expose_app_in_browser=True",
+        "--ServerApp.terminals_enabled=False",
+    ]
     if os.geteuid() == 0:
         command.append("--allow-root")
     log = base / "jupyterlab.log"
     with log.open("wb") as log_file:
         # start_new_session: a Ctrl-C in the terminal reaches pytest only, whose teardown then stops the server.
-        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=env, cwd=root_dir, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=root_dir,
+            start_new_session=True,
+        )
     server = LabServer(process, f"http://127.0.0.1:{port}", root_dir, log)
     try:
         # Playwright's driver and Chromium start while JupyterLab does (a few seconds less on 2 cores); a browser
@@ -230,8 +264,10 @@ def lab_server(tmp_path_factory, chromium_executable, request):
         server.wait_until_ready(SERVER_START_TIMEOUT_S)
     except RuntimeError as error:
         server.stop()
-        pytest.fail(f"JupyterLab did not start: {error}\n{' '.join(command)}\n--- {log} (tail) ---\n"
-                    f"{log_tail(log)}", pytrace=False)
+        pytest.fail(
+            f"JupyterLab did not start: {error}\n{' '.join(command)}\n--- {log} (tail) ---\n{log_tail(log)}",
+            pytrace=False,
+        )
     except BaseException:
         server.stop()
         raise
@@ -254,8 +290,12 @@ def page(lab_server, browser_context, request):
     page = browser_context.new_page()
     page.set_default_timeout(30_000)
     messages: list[str] = []
-    page.on("console", lambda message: messages.append(f"console.{message.type}: {message.text}")
-            if message.type in ("error", "warning") else None)
+    page.on(
+        "console",
+        lambda message: (
+            messages.append(f"console.{message.type}: {message.text}") if message.type in ("error", "warning") else None
+        ),
+    )
     page.on("pageerror", lambda error: messages.append(f"uncaught page error: {error}"))
     request.node.stash[BROWSER_MESSAGES] = messages
     yield page
@@ -273,8 +313,9 @@ def pytest_runtest_makereport(item, call):
     if report.failed:
         server = getattr(item, "funcargs", {}).get("lab_server")
         if isinstance(server, LabServer):
-            report.sections.append((f"JupyterLab log, last {LOG_TAIL_LINES} lines ({server.log})",
-                                    log_tail(server.log)))
+            report.sections.append(
+                (f"JupyterLab log, last {LOG_TAIL_LINES} lines ({server.log})", log_tail(server.log))
+            )
         messages = item.stash.get(BROWSER_MESSAGES, None)
         if messages:
             report.sections.append(("browser console errors and warnings", "\n".join(messages[-60:])))

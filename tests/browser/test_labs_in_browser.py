@@ -1,7 +1,8 @@
 """Each widget lab in a real JupyterLab, as a learner uses it: open the notebook, run all cells, move a slider.
 
 For every ``labs/*.ipynb`` (the student versions of the graded labs, as a learner gets them, answers still
-``...``): JupyterLab (started by conftest.py on a copy of the labs) opens the notebook; once its kernel is idle, "Run All Cells"; once the lab (the widget box holding the
+``...``): JupyterLab (started by conftest.py on a copy of the labs) opens the notebook; once its kernel is idle,
+"Run All Cells"; once the lab (the widget box holding the
 ``course-lab-summary``) is rendered, the first slider's handle gets the keyboard focus and one arrow key (right,
 or left when the slider is at its end). The test then checks what the learner sees:
 
@@ -105,12 +106,16 @@ def wait_for_idle_kernel(page, path: str, timeout_ms: int = 30_000) -> None:
     except PlaywrightTimeoutError:
         dialogs = page.locator(".jp-Dialog").all_inner_texts()
         status = page.locator("#jp-main-statusbar").all_inner_texts()
-        pytest.fail(f"{path}: the kernel was not idle within {timeout_ms / 1000:.0f} s; dialogs: {dialogs or 'none'}; "
-                    f"status bar: {status}", pytrace=False)
+        pytest.fail(
+            f"{path}: the kernel was not idle within {timeout_ms / 1000:.0f} s; dialogs: {dialogs or 'none'}; "
+            f"status bar: {status}",
+            pytrace=False,
+        )
 
 
 PARAMS = [pytest.param(path, id=path.stem) for path in LABS] or [
-    pytest.param(None, id="no-labs", marks=pytest.mark.skip(reason="no lab notebooks in labs/ yet"))]
+    pytest.param(None, id="no-labs", marks=pytest.mark.skip(reason="no lab notebooks in labs/ yet"))
+]
 
 
 @pytest.mark.parametrize("notebook", PARAMS)
@@ -134,11 +139,13 @@ def test_lab_runs_and_answers_a_slider(notebook: Path, page, lab_server, artifac
     errors = notebook_node.evaluate(ERROR_OUTPUTS)
     assert all_ran is True and not errors, (
         f"{path}: Run All Cells {'succeeded' if all_ran else 'stopped at an error'}; error outputs:\n"
-        + "\n---\n".join(errors))
+        + "\n---\n".join(errors)
+    )
     questions = sorted(nbformat.read(notebook, as_version=4).metadata["otter"]["tests"])
     shown = sorted(set(notebook_node.evaluate(FEEDBACK_SHOWN)))
     assert questions and shown == questions, (
-        f"{path}: otter's feedback is shown for {shown}, expected every question {questions} (grader.check)")
+        f"{path}: otter's feedback is shown for {shown}, expected every question {questions} (grader.check)"
+    )
 
     slider = lab.locator(".widget-slider").first
     slider.scroll_into_view_if_needed()  # JupyterLab does not lay out cells far outside the view
@@ -153,9 +160,11 @@ def test_lab_runs_and_answers_a_slider(notebook: Path, page, lab_server, artifac
     handle.press("ArrowLeft" if at_end else "ArrowRight")
 
     expect(readout, "the slider's readout did not change after an arrow key").not_to_have_text(
-        readout_before, timeout=CHANGE_TIMEOUT_MS)
+        readout_before, timeout=CHANGE_TIMEOUT_MS
+    )
     expect(summary, "the lab's summary (its Python result) did not change after the slider moved").not_to_have_text(
-        summary_before, timeout=CHANGE_TIMEOUT_MS)
+        summary_before, timeout=CHANGE_TIMEOUT_MS
+    )
     wait_for_idle_kernel(page, path)
     changed = time.monotonic()
     readout_after, summary_after = text_of(readout), text_of(summary)
@@ -163,14 +172,17 @@ def test_lab_runs_and_answers_a_slider(notebook: Path, page, lab_server, artifac
     figure = lab.locator("img.widget-image").last  # the PNG of the lab's figure, the box's last child
     expect(figure).to_be_attached()
     natural_width, shown_width = figure.evaluate(
-        "(img) => [img.complete ? img.naturalWidth : 0, Math.round(img.getBoundingClientRect().width)]")
+        "(img) => [img.complete ? img.naturalWidth : 0, Math.round(img.getBoundingClientRect().width)]"
+    )
     assert natural_width > 0, f"{path}: the lab's figure <img> has not loaded (natural width 0)"
     errors = notebook_node.evaluate(ERROR_OUTPUTS)
     assert not errors, f"{path}: an output shows an error after the slider moved:\n" + "\n---\n".join(errors)
 
     lab.screenshot(path=artifacts_dir / f"{notebook.stem}.png")
     page.screenshot(path=artifacts_dir / f"{notebook.stem}-page.png")
-    print(f"{path}: readout {readout_before!r} -> {readout_after!r}; summary {summary_before[:90]!r}... -> "
-          f"{summary_after[:90]!r}...; figure {natural_width} px wide, shown {shown_width} px wide; "
-          f"open {loaded - started:.1f} s, run all {ran - loaded:.1f} s, slider to new summary "
-          f"{changed - pressed:.2f} s, total {time.monotonic() - started:.1f} s; screenshots in {artifacts_dir}")
+    print(
+        f"{path}: readout {readout_before!r} -> {readout_after!r}; summary {summary_before[:90]!r}... -> "
+        f"{summary_after[:90]!r}...; figure {natural_width} px wide, shown {shown_width} px wide; "
+        f"open {loaded - started:.1f} s, run all {ran - loaded:.1f} s, slider to new summary "
+        f"{changed - pressed:.2f} s, total {time.monotonic() - started:.1f} s; screenshots in {artifacts_dir}"
+    )
