@@ -3,6 +3,8 @@
 import os
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent
 
 # The py:percent twins of the notebooks are not modules: --doctest-modules must not import them (the notebooks
@@ -21,3 +23,12 @@ def pytest_configure(config):
     if getattr(config.option, "nbval", False):
         os.environ["PYTHONHASHSEED"] = "0"
         os.environ.pop("MPLBACKEND", None)
+
+
+@pytest.fixture(autouse=True)
+def _doctest_names(doctest_namespace):
+    """Names every docstring example in course_lib may use without importing them: the unit constants and the
+    display formatters of ``course_lib.units`` (so the formula modules need not import formatters they never call)."""
+    from course_lib import units
+
+    doctest_namespace.update({name: getattr(units, name) for name in units.__all__})

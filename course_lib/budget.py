@@ -36,8 +36,7 @@ import numpy as np
 from . import _validate, collectives
 from .compute import RECOMPUTE_OPTIONS, transformer_flops_per_iteration, transformer_forward_flops
 from .hardware import Cluster
-from .parallelism import ZERO_STAGES, ParallelPlan, TransformerModel, memory_breakdown, step_transfers
-from .units import format_time  # noqa: F401  (doctests)
+from .parallelism import ZERO_STAGES, ParallelPlan, TransformerModel, memory_breakdown, splits_evenly, step_transfers
 
 __all__ = [
     "exposed_after_overlap",
@@ -84,7 +83,7 @@ def group_collective_time(op, cluster: Cluster, group_size, stride, payload_byte
     >>> format_time(group_collective_time("all_reduce", DGX_H100, 8, 1, 1e9))
     '3.9 ms'
     """
-    collectives._check_op_algorithm(op, "ring")
+    collectives.check_algorithm(op, "ring")
     n = _validate.count("group_size", group_size)
     stride = _validate.count("stride", stride)
     s = _validate.positive("payload_bytes", payload_bytes)
@@ -344,7 +343,7 @@ def search_plans(
         considered = (t > 1) | (not sp)
         considered &= (p > 1) | (v == 1)
         evaluated += int(considered.sum())
-        partition_ok = considered & (model.heads % t == 0) & (model.layers % (p * v) == 0)
+        partition_ok = considered & splits_evenly(model, t, p, v)
         rejected["partition"] += int((considered & ~partition_ok).sum())
         m = np.where(batch % (b * d) == 0, batch // (b * d), 0)
         batch_ok = partition_ok & (m > 0) & ((v == 1) | (m % p == 0))

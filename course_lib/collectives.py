@@ -23,20 +23,29 @@ reduce_scatter; everything one rank sends, its own chunk included, for all_to_al
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
 from . import _validate
-from .units import GB, MB, MS, US, format_bandwidth, format_bytes, format_time  # noqa: F401  (doctests)
 
 __all__ = [
     "OPS",
     "ALGORITHMS",
+    "POWER_OF_TWO_ONLY",
+    "REGIMES",
     "CollectiveCost",
+    "TimeTerms",
+    "CollectiveReport",
     "comm_time",
+    "check_algorithm",
+    "applicable_algorithms",
     "collective_cost",
+    "time_terms",
     "collective_time",
+    "collective_report",
     "ring_allreduce_time",
     "busbw_factor",
     "algbw_bytes_per_s",
@@ -60,7 +69,10 @@ ALGORITHMS = {
 }
 # Algorithms whose step structure needs a power-of-two number of ranks (MPICH falls back to other algorithms
 # otherwise; we refuse rather than print a cost for an algorithm that would not run as modelled).
-_POWER_OF_TWO_ONLY = {"recursive_doubling", "recursive_halving", "rabenseifner"}
+POWER_OF_TWO_ONLY = frozenset({"recursive_doubling", "recursive_halving", "rabenseifner"})
+# A collective is latency-bound while its latency term n·α exceeds its bandwidth term Q/B (below the crossover S*),
+# bandwidth-bound from the crossover up.
+REGIMES = ("latency-bound", "bandwidth-bound")
 
 # nccl-tests doc/PERFORMANCE.md and src/*.cu (*GetBw): busbw = algbw × factor.
 _BUSBW_FACTORS = {
@@ -99,12 +111,48 @@ def comm_time(phases, latency_s, payload_bytes, bandwidth_bytes_per_s):
     return _validate.as_result(phases * latency_s + payload_bytes / bandwidth_bytes_per_s)
 
 
-def _check_op_algorithm(op, algorithm):
+def check_algorithm(op, algorithm) -> None:
+    """Raise ``ValueError`` unless ``op`` is a collective and ``algorithm`` one of its algorithms.
+
+    >>> check_algorithm("all_reduce", "ring")
+    >>> check_algorithm("all_gather", "bruck")
+    Traceback (most recent call last):
+    ValueError: algorithm must be one of 'ring', 'recursive_doubling' for op='all_gather'; got 'bruck'
+    """
     _validate.choice("op", op, OPS)
     if algorithm not in ALGORITHMS[op]:
         raise ValueError(
             f"algorithm must be one of {', '.join(repr(a) for a in ALGORITHMS[op])} for op={op!r}; got {algorithm!r}"
         )
+
+
+def _is_power_of_two(p) -> np.ndarray:
+    p = np.asarray(p)
+    return (p & (p - 1)) == 0
+
+
+def applicable_algorithms(op, ranks) -> tuple[str, ...]:
+    """The algorithms of ``op`` that run as modelled on ``ranks`` ranks, in ``ALGORITHMS`` order.
+
+    Recursive doubling/halving and Rabenseifner need a power-of-two number of ranks (``POWER_OF_TWO_ONLY``);
+    MPICH falls back to another algorithm otherwise, so the course does not offer them there.
+
+    >>> applicable_algorithms("all_reduce", 8)
+    ('ring', 'binomial_tree', 'recursive_doubling', 'rabenseifner')
+    >>> applicable_algorithms("all_reduce", 12)
+    ('ring', 'binomial_tree')
+    """
+    _validate.choice("op", op, OPS)
+    p = _validate.count("ranks", ranks)
+    if not isinstance(p, int):
+        raise ValueError(f"ranks must be a single integer, got {ranks!r}")
+    return tuple(a for a in ALGORITHMS[op] if a not in POWER_OF_TWO_ONLY or _is_power_of_two(p))
+
+
+def _check_ranks_for(algorithm, p) -> None:
+    if algorithm in POWER_OF_TWO_ONLY and not np.all(_is_power_of_two(p)):
+        bad = np.asarray(p)[~_is_power_of_two(p)].flat[0]
+        raise ValueError(f"ranks must be a power of two for algorithm={algorithm!r}, got {bad!r}")
 
 
 def _bruck_blocks_sent(p):
@@ -158,12 +206,10 @@ def collective_cost(op, ranks, payload_bytes, algorithm="ring") -> CollectiveCos
     >>> collective_cost("all_gather", 8, 8e6, "recursive_doubling")
     CollectiveCost(phases=3, wire_bytes=7000000.0, reduced_bytes=0.0)
     """
-    _check_op_algorithm(op, algorithm)
+    check_algorithm(op, algorithm)
     p = _validate.count("ranks", ranks)
     s = _validate.positive("payload_bytes", payload_bytes)
-    if algorithm in _POWER_OF_TWO_ONLY and np.any(np.asarray(p) & (np.asarray(p) - 1)):
-        bad = np.asarray(p)[np.asarray(p) & (np.asarray(p) - 1) != 0].flat[0]
-        raise ValueError(f"ranks must be a power of two for algorithm={algorithm!r}, got {bad!r}")
+    _check_ranks_for(algorithm, p)
     lg = np.ceil(np.log2(p))  # exact for powers of two; ⌈lg p⌉ steps otherwise
     share = (p - 1) / p  # (p−1)/p: the fraction of S a rank must send or receive in RS/AG
     zero = 0.0 * s
@@ -191,6 +237,57 @@ def collective_cost(op, ranks, payload_bytes, algorithm="ring") -> CollectiveCos
     return CollectiveCost(as_count(phases), _validate.as_result(wire), _validate.as_result(reduced))
 
 
+@dataclass(frozen=True)
+class TimeTerms:
+    """The terms of T = n·α + Q/B + R·γ for one collective call (scalars, or arrays over payloads).
+
+    ``regime`` is "latency-bound" while n·α > Q/B and "bandwidth-bound" from the crossover up (a tie within
+    rounding counts as bandwidth-bound, so the crossover payload itself is the first bandwidth-bound one).
+    """
+
+    latency_s: float
+    bandwidth_s: float
+    reduction_s: float
+
+    @property
+    def total_s(self):
+        """n·α + Q/B + R·γ."""
+        return _validate.as_result(self.latency_s + self.bandwidth_s + self.reduction_s)
+
+    @property
+    def regime(self):
+        """ "latency-bound" or "bandwidth-bound" (an array of them for array terms)."""
+        tie = np.isclose(self.latency_s, self.bandwidth_s, rtol=1e-9, atol=0.0)
+        latency_bound = (np.asarray(self.latency_s) > np.asarray(self.bandwidth_s)) & ~tie
+        regime = np.where(latency_bound, REGIMES[0], REGIMES[1])
+        return str(regime) if regime.ndim == 0 else regime
+
+
+def time_terms(
+    op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, algorithm="ring", reduce_s_per_byte=0.0
+) -> TimeTerms:
+    """The latency term n·α, the bandwidth term Q/B and the reduction term R·γ of one collective call.
+
+    n, Q and R come from ``collective_cost``; ``bandwidth_bytes_per_s`` is the one-way bandwidth of each rank's
+    link (per GPU), ``latency_s`` is α. ``payload_bytes`` may be an array (a curve over payloads).
+
+    >>> terms = time_terms("all_reduce", 4, 100 * MB, 50 * GB, 5 * US)
+    >>> format_time(terms.latency_s), format_time(terms.bandwidth_s), terms.regime
+    ('30 µs', '3 ms', 'bandwidth-bound')
+    >>> time_terms("all_reduce", 4, 1 * KB, 50 * GB, 5 * US).regime
+    'latency-bound'
+    """
+    cost = collective_cost(op, ranks, payload_bytes, algorithm)
+    latency_s = _validate.nonnegative("latency_s", latency_s)
+    bandwidth = _validate.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    gamma = _validate.nonnegative("reduce_s_per_byte", reduce_s_per_byte)
+    return TimeTerms(
+        _validate.as_result(cost.phases * latency_s + 0.0 * cost.wire_bytes),
+        _validate.as_result(cost.wire_bytes / bandwidth),
+        _validate.as_result(cost.reduced_bytes * gamma),
+    )
+
+
 def collective_time(
     op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, algorithm="ring", reduce_s_per_byte=0.0
 ):
@@ -204,11 +301,7 @@ def collective_time(
     >>> format_time(collective_time("all_reduce", 8, 1 * MB, 450 * GB, 3 * US, algorithm="recursive_doubling"))
     '15.7 µs'
     """
-    cost = collective_cost(op, ranks, payload_bytes, algorithm)
-    gamma = _validate.nonnegative("reduce_s_per_byte", reduce_s_per_byte)
-    return _validate.as_result(
-        comm_time(cost.phases, latency_s, cost.wire_bytes, bandwidth_bytes_per_s) + cost.reduced_bytes * gamma
-    )
+    return time_terms(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, algorithm, reduce_s_per_byte).total_s
 
 
 def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
@@ -286,6 +379,76 @@ def latency_bandwidth_crossover_bytes(op, ranks, bandwidth_bytes_per_s, latency_
     latency = _validate.nonnegative("latency_s", latency_s)
     per_byte = collective_cost(op, ranks, 1.0, algorithm)  # Q and n for S = 1 byte; Q is linear in S
     return _validate.as_result(per_byte.phases * latency * bandwidth / per_byte.wire_bytes)
+
+
+@dataclass(frozen=True)
+class CollectiveReport:
+    """Everything the course reports about one collective call: cost, terms, regime, bandwidths, alternatives.
+
+    For one rank nothing moves: ``time_s`` is 0 and ``algbw_bytes_per_s``, ``busbw_bytes_per_s`` and
+    ``crossover_bytes`` are None. ``times_by_algorithm`` holds the time of every algorithm
+    ``applicable_algorithms(op, ranks)`` offers, this one included.
+    """
+
+    op: str
+    algorithm: str
+    ranks: int
+    payload_bytes: float
+    bandwidth_bytes_per_s: float
+    latency_s: float
+    phases: int
+    wire_bytes: float
+    reduced_bytes: float
+    latency_term_s: float
+    bandwidth_term_s: float
+    time_s: float
+    regime: str
+    algbw_bytes_per_s: float | None
+    busbw_bytes_per_s: float | None
+    crossover_bytes: float | None
+    times_by_algorithm: Mapping[str, float]
+
+
+def collective_report(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, algorithm="ring"):
+    """One collective call, reported whole: the one call a lab, a figure or a lesson needs (scalars only).
+
+    >>> r = collective_report("all_reduce", 4, 100 * MB, 50 * GB, 5 * US)
+    >>> format_time(r.time_s), r.regime, format_bandwidth(r.busbw_bytes_per_s), format_bytes(r.crossover_bytes)
+    ('3.03 ms', 'bandwidth-bound', '49.5 GB/s', '1 MB')
+    >>> {name: format_time(t) for name, t in r.times_by_algorithm.items()}
+    {'ring': '3.03 ms', 'binomial_tree': '8.02 ms', 'recursive_doubling': '4.01 ms', 'rabenseifner': '3.02 ms'}
+    """
+    p = _validate.count("ranks", ranks)
+    if not isinstance(p, int):
+        raise ValueError(f"ranks must be a single integer, got {ranks!r}")
+    size = _validate.positive("payload_bytes", payload_bytes)
+    if np.ndim(size):
+        raise ValueError(f"payload_bytes must be a single number for a report, got an array of shape {np.shape(size)}")
+    cost = collective_cost(op, p, size, algorithm)
+    terms = time_terms(op, p, size, bandwidth_bytes_per_s, latency_s, algorithm)
+    times = {a: collective_time(op, p, size, bandwidth_bytes_per_s, latency_s, a) for a in applicable_algorithms(op, p)}
+    time_s = terms.total_s
+    return CollectiveReport(
+        op=op,
+        algorithm=algorithm,
+        ranks=p,
+        payload_bytes=size,
+        bandwidth_bytes_per_s=float(bandwidth_bytes_per_s),
+        latency_s=float(latency_s),
+        phases=cost.phases,
+        wire_bytes=cost.wire_bytes,
+        reduced_bytes=cost.reduced_bytes,
+        latency_term_s=terms.latency_s,
+        bandwidth_term_s=terms.bandwidth_s,
+        time_s=time_s,
+        regime=terms.regime,
+        algbw_bytes_per_s=_validate.as_result(size / time_s) if time_s > 0 else None,
+        busbw_bytes_per_s=_validate.as_result(size / time_s * busbw_factor(op, p)) if time_s > 0 else None,
+        crossover_bytes=(
+            latency_bandwidth_crossover_bytes(op, p, bandwidth_bytes_per_s, latency_s, algorithm) if p > 1 else None
+        ),
+        times_by_algorithm=MappingProxyType(times),
+    )
 
 
 def hierarchical_allreduce_time(

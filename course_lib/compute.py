@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate
-from .units import format_count, format_flops, format_time  # noqa: F401  (doctests)
 
 __all__ = [
     "gemm_flops",

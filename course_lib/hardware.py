@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from . import _validate
-from .units import GB, GBIT, TB, US, format_bandwidth  # noqa: F401  (format_bandwidth: doctests)
+from .units import GB, GBIT, TB, US
 
 __all__ = [
     "Accelerator",

@@ -23,7 +23,6 @@ import numpy as np
 
 from . import _validate, collectives
 from .compute import RECOMPUTE_OPTIONS, transformer_params
-from .units import format_bytes, format_percent  # noqa: F401  (doctests)
 
 __all__ = [
     "TransformerModel",
@@ -46,6 +45,7 @@ __all__ = [
     "step_transfers",
     "boundary_tensors",
     "communication_volume_per_step",
+    "splits_evenly",
     "check_plan_for_model",
     "GPT2_1_5B",
     "MEGATRON_7_5B",
@@ -302,6 +302,24 @@ def pipeline_in_flight_microbatches(stages, microbatches, schedule="1f1b", virtu
     return in_flight if np.ndim(in_flight) else int(in_flight)
 
 
+def splits_evenly(model: TransformerModel, tensor_parallel=1, pipeline_parallel=1, virtual_stages=1):
+    """Whether a partition splits ``model`` evenly: t divides the attention heads and p·v divides the layers.
+
+    The one home of the rule that ``check_plan_for_model``, ``budget.search_plans`` and the labs' options use.
+    Vectorised: array arguments give a boolean array.
+
+    >>> splits_evenly(GPT3_175B, tensor_parallel=8, pipeline_parallel=8), splits_evenly(GPT3_175B, 5)
+    (True, False)
+    >>> splits_evenly(GPT3_175B, 8, pipeline_parallel=12, virtual_stages=2)   # 96 layers into 24 chunks
+    True
+    """
+    t = _validate.count("tensor_parallel", tensor_parallel)
+    p = _validate.count("pipeline_parallel", pipeline_parallel)
+    v = _validate.count("virtual_stages", virtual_stages)
+    even = (model.heads % np.asarray(t) == 0) & (model.layers % (np.asarray(p) * np.asarray(v)) == 0)
+    return bool(even) if even.ndim == 0 else even
+
+
 def check_plan_for_model(model: TransformerModel, plan: ParallelPlan) -> None:
     """Raise ValueError if the plan cannot split this model (heads, layers and virtual stages must divide evenly).
 
@@ -310,10 +328,9 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan) -> None:
     ...
     ValueError: tensor_parallel must divide heads (96), got 5
     """
-    t, p, v = (np.asarray(x) for x in (plan.tensor_parallel, plan.pipeline_parallel, plan.virtual_stages))
-    if np.any(model.heads % t):
+    if not np.all(splits_evenly(model, plan.tensor_parallel)):
         raise ValueError(f"tensor_parallel must divide heads ({model.heads}), got {plan.tensor_parallel}")
-    if np.any(model.layers % (p * v)):
+    if not np.all(splits_evenly(model, 1, plan.pipeline_parallel, plan.virtual_stages)):
         raise ValueError(
             f"pipeline_parallel × virtual_stages must divide layers ({model.layers}), got "
             f"{plan.pipeline_parallel} × {plan.virtual_stages}"

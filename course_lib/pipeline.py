@@ -22,7 +22,6 @@ from fractions import Fraction
 
 from . import _validate
 from .parallelism import SCHEDULES
-from .units import format_percent, format_time  # noqa: F401  (doctests)
 
 __all__ = ["PipelineOp", "PipelineTimeline", "pipeline_schedule", "device_op_order"]
 

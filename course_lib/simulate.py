@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _validate
-from .collectives import _POWER_OF_TWO_ONLY, OPS, _check_op_algorithm
+from .collectives import OPS, POWER_OF_TWO_ONLY, check_algorithm
 
 __all__ = ["Transfer", "Simulation", "simulate", "reference"]
 
@@ -148,15 +148,33 @@ class Simulation:
                [0, 1, 0],
                [0, 0, 1]])
         """
+        contributors = self._contributors(step, "holdings")
+        return np.all(contributors == _final_contributors(self.op, self.ranks, self.root), axis=2)
+
+    def contributions(self, step) -> np.ndarray:
+        """How many ranks' data each rank's copy of each chunk holds after the first ``step`` steps.
+
+        A (ranks, ranks) int array: entry [r, c] counts the ranks whose data rank r's copy of chunk c contains (a
+        partial sum over that many ranks, for the reducing collectives). Like ``holdings``, it is worked out from
+        the recorded transfers alone, and is not defined for all_to_all.
+
+        >>> simulate("all_reduce", 3, elements=6).contributions(1)   # one ring step: each sent chunk now sums two
+        array([[1, 2, 1],
+               [1, 1, 2],
+               [2, 1, 1]])
+        """
+        return self._contributors(step, "contributions").sum(axis=2)
+
+    def _contributors(self, step, asked: str) -> np.ndarray:
         if self.op == "all_to_all":
-            raise ValueError("op='all_to_all' has no chunk holdings: its chunks are (source, destination) blocks")
+            raise ValueError(f"op='all_to_all' has no chunk {asked}: its chunks are (source, destination) blocks")
         step = _validate.count("step", step, minimum=0)
         if not isinstance(step, int) or step > self.step_count:
             raise ValueError(f"step must be an integer in 0..{self.step_count} (the step count), got {step!r}")
         contributors = _initial_contributors(self.op, self.ranks)
         for transfers in self.steps[:step]:
             _replay_contributors(contributors, transfers)
-        return np.all(contributors == _final_contributors(self.op, self.ranks, self.root), axis=2)
+        return contributors
 
 
 # --- holdings: which ranks' data each copy of each chunk contains ---------------------------------------------
@@ -491,7 +509,7 @@ def _checked_ranks(ranks, algorithm: str) -> int:
     p = _validate.count("ranks", ranks)
     if not isinstance(p, int):
         raise ValueError(f"ranks must be a single integer, got {ranks!r}")
-    if algorithm in _POWER_OF_TWO_ONLY and p & (p - 1):
+    if algorithm in POWER_OF_TWO_ONLY and p & (p - 1):
         raise ValueError(f"ranks must be a power of two for algorithm={algorithm!r}, got {p!r}")
     return p
 
@@ -569,7 +587,7 @@ def simulate(op, ranks, inputs=None, algorithm="ring", root=0, elements=None, se
     >>> simulate("broadcast", 3, inputs, algorithm="binomial_tree", root=1).outputs
     (array([10, 20, 30]), array([10, 20, 30]), array([10, 20, 30]))
     """
-    _check_op_algorithm(op, algorithm)
+    check_algorithm(op, algorithm)
     p = _checked_ranks(ranks, algorithm)
     root = _checked_root(root, p)
     if inputs is None:

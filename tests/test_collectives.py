@@ -2,8 +2,10 @@
 
 import math
 
+import numpy as np
 import pytest
 
+from course_lib import collectives
 from course_lib.collectives import (
     ALGORITHMS,
     OPS,
@@ -166,3 +168,69 @@ def test_functions_accept_arrays_for_curves():
     assert times.shape == (8,)
     assert times[3] == pytest.approx(ring_allreduce_time(8, float(payloads[3]), 50 * GB, 5 * US))
     assert math.isclose(float(np.diff(np.log(times))[-1]), math.log(10), rel_tol=1e-2)  # bandwidth-bound: ∝ S
+
+
+# ---- time_terms, applicable_algorithms and collective_report ---------------------------------------------------
+
+
+def test_time_terms_by_hand():
+    # Ring all-reduce, p = 4, S = 100 MB, B = 50 GB/s, α = 5 µs: n = 2(p−1) = 6 steps → 30 µs; Q = 2·3/4·S = 150 MB
+    # → 3 ms; R = 3/4·S = 75 MB at γ = 1 ns/B → 75 ms.
+    terms = collectives.time_terms("all_reduce", 4, 100 * MB, 50 * GB, 5 * US, reduce_s_per_byte=1e-9)
+    assert terms.latency_s == pytest.approx(30e-6, rel=1e-12)
+    assert terms.bandwidth_s == pytest.approx(3e-3, rel=1e-12)
+    assert terms.reduction_s == pytest.approx(75e-3, rel=1e-12)
+    assert terms.total_s == pytest.approx(30e-6 + 3e-3 + 75e-3, rel=1e-12)
+
+
+def test_time_terms_regime_flips_at_the_crossover_and_works_on_arrays():
+    # Ring all-reduce crossover S* = p·α·B = 8 · 5 µs · 50 GB/s = 2 MB.
+    sizes = np.array([1.0, 1.999e6, 2e6, 2.001e6, 1e9])
+    regimes = collectives.time_terms("all_reduce", 8, sizes, 50 * GB, 5 * US).regime
+    assert list(regimes) == ["latency-bound", "latency-bound", "bandwidth-bound", "bandwidth-bound", "bandwidth-bound"]
+    assert collectives.time_terms("all_reduce", 8, 2e6, 50 * GB, 5 * US).regime == "bandwidth-bound"  # a tie
+
+
+@pytest.mark.parametrize(
+    "op, ranks, expected",
+    [
+        ("all_reduce", 8, ("ring", "binomial_tree", "recursive_doubling", "rabenseifner")),
+        ("all_reduce", 6, ("ring", "binomial_tree")),
+        ("reduce_scatter", 3, ("ring",)),
+        ("reduce_scatter", 4, ("ring", "recursive_halving")),
+        ("all_to_all", 5, ("pairwise", "bruck")),
+        ("all_gather", 1, ("ring", "recursive_doubling")),  # 1 = 2⁰
+    ],
+)
+def test_applicable_algorithms(op, ranks, expected):
+    assert collectives.applicable_algorithms(op, ranks) == expected
+    for algorithm in expected:  # every algorithm offered can be costed
+        collectives.collective_cost(op, ranks, 1e6, algorithm)
+
+
+def test_collective_report_is_the_sum_of_its_parts():
+    # p = 8, S = 1 GB, B = 100 GB/s, α = 5 µs: ring n = 14 → 70 µs, Q = 1.75 GB → 17.5 ms; algbw = S/T,
+    # busbw = 1.75·algbw (nccl-tests), crossover p·α·B = 4 MB.
+    r = collectives.collective_report("all_reduce", 8, 1 * GB, 100 * GB, 5 * US)
+    assert (r.phases, r.wire_bytes, r.reduced_bytes) == (14, pytest.approx(1.75e9), pytest.approx(0.875e9))
+    assert r.latency_term_s == pytest.approx(70e-6) and r.bandwidth_term_s == pytest.approx(17.5e-3)
+    assert r.time_s == pytest.approx(17.57e-3, rel=1e-12) and r.regime == "bandwidth-bound"
+    assert r.algbw_bytes_per_s == pytest.approx(1e9 / 17.57e-3, rel=1e-12)
+    assert r.busbw_bytes_per_s == pytest.approx(1.75 * 1e9 / 17.57e-3, rel=1e-12)
+    assert r.crossover_bytes == pytest.approx(4e6, rel=1e-12)
+    # Recursive doubling: lg 8 = 3 steps of the whole buffer: 15 µs + 3 GB / 100 GB/s = 30.015 ms.
+    assert r.times_by_algorithm["recursive_doubling"] == pytest.approx(30.015e-3, rel=1e-12)
+    assert r.times_by_algorithm["ring"] == r.time_s
+    assert set(r.times_by_algorithm) == set(collectives.applicable_algorithms("all_reduce", 8))
+
+
+def test_collective_report_of_one_rank_moves_nothing():
+    r = collectives.collective_report("all_reduce", 1, 1 * MB, 100 * GB, 5 * US)
+    assert r.time_s == 0 and r.algbw_bytes_per_s is None and r.busbw_bytes_per_s is None and r.crossover_bytes is None
+
+
+def test_collective_report_refuses_arrays_and_bad_algorithms():
+    with pytest.raises(ValueError, match="payload_bytes must be a single number"):
+        collectives.collective_report("all_reduce", 8, np.array([1e6, 2e6]), 100 * GB, 5 * US)
+    with pytest.raises(ValueError, match="ranks must be a power of two"):
+        collectives.collective_report("all_reduce", 6, 1e6, 100 * GB, 5 * US, algorithm="rabenseifner")

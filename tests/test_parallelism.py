@@ -1,5 +1,6 @@
 """Memory and traffic of each split against ZeRO, Korthikanti et al. and Narayanan et al."""
 
+import numpy as np
 import pytest
 
 from course_lib.parallelism import (
@@ -9,11 +10,13 @@ from course_lib.parallelism import (
     ParallelPlan,
     TransformerModel,
     activation_bytes_per_layer,
+    check_plan_for_model,
     communication_volume_per_step,
     global_batch,
     memory_breakdown,
     pipeline_bubble_fraction,
     pipeline_in_flight_microbatches,
+    splits_evenly,
     step_transfers,
     zero_model_state_bytes,
 )
@@ -220,3 +223,14 @@ def test_one_device_communicates_nothing():
 def test_model_requires_heads_to_divide_hidden():
     with pytest.raises(ValueError, match="heads"):
         TransformerModel("bad", 2, 100, 3, 10, 16)
+
+
+def test_splits_evenly_is_the_divisibility_rule():
+    # GPT-3 175B: 96 heads, 96 layers. t must divide 96; p·v must divide 96.
+    t = np.arange(1, 97)
+    assert list(t[splits_evenly(GPT3_175B, tensor_parallel=t)]) == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96]
+    assert splits_evenly(GPT3_175B, 8, 16, 6) and not splits_evenly(GPT3_175B, 8, 16, 4)  # 96 chunks; 64 ∤ 96
+    with pytest.raises(ValueError, match="pipeline_parallel × virtual_stages must divide layers"):
+        check_plan_for_model(
+            GPT3_175B, ParallelPlan(pipeline_parallel=16, virtual_stages=4, schedule="interleaved", grad_accum_steps=16)
+        )

@@ -383,3 +383,15 @@ def test_reference_and_holdings_reject_bad_arguments():
         sim.holdings(3)
     with pytest.raises(ValueError, match=r"^op='all_to_all' has no chunk holdings"):
         simulate("all_to_all", 2, algorithm="bruck").holdings(0)
+
+
+def test_contributions_count_the_ranks_in_each_partial_sum():
+    # Ring all-reduce on 4 ranks: after k reduce-scatter steps the chunk each rank just received sums k + 1 ranks;
+    # after the reduce-scatter (3 steps) each rank owns one complete chunk, and at the end every copy sums all 4.
+    sim = simulate("all_reduce", 4, elements=8)
+    assert np.array_equal(sim.contributions(0), np.ones((4, 4), dtype=int))
+    assert sorted(sim.contributions(3).max(axis=1)) == [4, 4, 4, 4]
+    assert np.array_equal(sim.contributions(sim.step_count), np.full((4, 4), 4))
+    assert np.array_equal(sim.contributions(3) == 4, sim.holdings(3))
+    with pytest.raises(ValueError, match="no chunk contributions"):
+        simulate("all_to_all", 2, algorithm="bruck").contributions(0)

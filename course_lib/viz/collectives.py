@@ -227,10 +227,7 @@ def plot_collective_data(op, ranks=4, algorithm=None, axes=None):
 
 def _contribution_counts(sim, step):
     """(ranks, ranks) array: how many ranks' data rank r's copy of chunk c holds after ``step`` steps."""
-    contributors = _simulate._initial_contributors(sim.op, sim.ranks)
-    for transfers in sim.steps[:step]:
-        _simulate._replay_contributors(contributors, transfers)
-    return contributors.sum(axis=2)
+    return sim.contributions(step)
 
 
 def _ring_geometry(p):
@@ -572,13 +569,9 @@ def plot_ring_allreduce_steps(ranks=4, axes=None):
 # --- time against payload --------------------------------------------------------------------------------------
 
 
-def _is_power_of_two(n):
-    return n & (n - 1) == 0
-
-
 def _checked_algorithms(op, ranks, algorithms):
     if algorithms is None:
-        return [a for a in ALGORITHMS[op] if a not in collectives._POWER_OF_TWO_ONLY or _is_power_of_two(ranks)]
+        return list(collectives.applicable_algorithms(op, ranks))
     if isinstance(algorithms, str):
         algorithms = (algorithms,)
     try:

@@ -72,17 +72,13 @@ LOG_AXIS_BYTES = (100 * units.KB, 100 * units.TB)  # the right panel's fixed ran
 FIT_COLOR, MISS_COLOR = "#2E7D32", COLORS["exposed"]
 
 
-def _divisors(n: int, largest: int) -> tuple:
-    return tuple(k for k in range(1, min(n, largest) + 1) if n % k == 0)
-
-
 def tensor_parallel_options(model: parallelism.TransformerModel) -> tuple:
     """Tensor-parallel sizes the lab offers for ``model``: divisors of its heads, at most 64.
 
     >>> tensor_parallel_options(parallelism.GPT3_175B)
     (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48)
     """
-    return _divisors(model.heads, MAX_TENSOR_PARALLEL)
+    return tuple(t for t in range(1, MAX_TENSOR_PARALLEL + 1) if parallelism.splits_evenly(model, tensor_parallel=t))
 
 
 def pipeline_parallel_options(model: parallelism.TransformerModel) -> tuple:
@@ -91,7 +87,9 @@ def pipeline_parallel_options(model: parallelism.TransformerModel) -> tuple:
     >>> pipeline_parallel_options(parallelism.MT_NLG_530B)
     (1, 3, 5, 7, 15, 21, 35, 105)
     """
-    return _divisors(model.layers, MAX_PIPELINE_PARALLEL)
+    return tuple(
+        p for p in range(1, MAX_PIPELINE_PARALLEL + 1) if parallelism.splits_evenly(model, pipeline_parallel=p)
+    )
 
 
 def _nearest(options, value):

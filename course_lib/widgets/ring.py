@@ -64,7 +64,7 @@ ALGORITHM_LABELS = {
     "recursive_doubling": "recursive doubling",
     "rabenseifner": "Rabenseifner",
 }
-POWER_OF_TWO_ONLY = tuple(a for a in collectives.ALGORITHMS[OP] if a in collectives._POWER_OF_TWO_ONLY)
+POWER_OF_TWO_ONLY = tuple(a for a in collectives.ALGORITHMS[OP] if a in collectives.POWER_OF_TWO_ONLY)
 
 # The ranges practitioners meet: 2 ranks to 1024, 1 kB (a small inference all-reduce) to 10 GB (a whole
 # model's gradients), 1 GB/s to 1000 GB/s one-way, 0.1 µs to 100 µs of startup per step.
@@ -105,7 +105,7 @@ def applicable_algorithms(ranks: int) -> tuple[str, ...]:
     >>> applicable_algorithms(12)
     ('ring', 'binomial_tree')
     """
-    return tuple(a for a in collectives.ALGORITHMS[OP] if a not in POWER_OF_TWO_ONLY or _is_power_of_two(ranks))
+    return collectives.applicable_algorithms(OP, ranks)
 
 
 def ring_steps(ranks: int) -> int:
