@@ -3,7 +3,7 @@
 Placement follows Megatron-LM's rank order: tensor-parallel ranks are adjacent (inside the NVLink domain when
 t ≤ devices per node), data-parallel ranks next (stride t), pipeline stages outermost (stride t·d). A group that
 spans nodes runs hierarchically: its members inside a node first combine over NVLink, then each of them talks
-across the network on its own share of the node's links (``collectives.hierarchical_allreduce_time``).
+across the network on its own share of the node's links (``group_collective_phases``).
 
 The dependency rule that decides what is exposed:
 - tensor-parallel collectives sit on the critical path: the next operator needs their result;
@@ -33,13 +33,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate, collectives
+from . import _validate, collectives, units
 from .compute import RECOMPUTE_OPTIONS, transformer_flops_per_iteration, transformer_forward_flops
-from .hardware import Cluster
+from .hardware import Cluster, Link
 from .parallelism import ZERO_STAGES, ParallelPlan, TransformerModel, memory_breakdown, splits_evenly, step_transfers
 
 __all__ = [
+    "LEVELS",
     "exposed_after_overlap",
+    "GroupPhase",
+    "group_collective_phases",
     "group_collective_time",
     "axis_stride",
     "transfer_time_per_call",
@@ -50,6 +53,7 @@ __all__ = [
     "BINDING_CONSTRAINTS",
 ]
 
+_GROUP_OPS = ("all_reduce", "reduce_scatter", "all_gather", "send_recv")
 BINDING_CONSTRAINTS = ("compute", "exposed communication", "bubble", "memory", "batch divisibility")
 _AXIS_STRIDE = {
     "tensor": lambda plan: 1,
@@ -72,40 +76,106 @@ def exposed_after_overlap(communication_s, overlap_window_s):
     return _validate.as_result(np.maximum(communication_s - overlap_window_s, 0.0))
 
 
-def group_collective_time(op, cluster: Cluster, group_size, stride, payload_bytes):
-    """Time of one collective call by a group of ranks ``stride`` apart, placed on ``cluster``.
+LEVELS = ("in node", "across nodes")
 
-    k = members of the group per node, N = nodes it spans. all_reduce is hierarchical (RS in node, AR across
-    nodes on S/k, AG in node); reduce_scatter is RS in node then RS across nodes on S/k; all_gather the reverse;
-    send_recv crosses the network when the group spans nodes. Inside one node (N = 1) these are the flat rings.
 
-    >>> from course_lib.hardware import DGX_H100
-    >>> format_time(group_collective_time("all_reduce", DGX_H100, 8, 1, 1e9))
-    '3.9 ms'
+@dataclass(frozen=True)
+class GroupPhase:
+    """One phase of a group collective: ``op`` by ``ranks`` ranks on one level of the cluster.
+
+    ``level`` is "in node" (the NVLink domain) or "across nodes" (the network); ``link`` is that level's
+    ``hardware.Link`` and ``bandwidth_bytes_per_s`` what the α–β formulas need from it (one-way, per GPU: for the
+    network, the GPU's share of its node's links). ``cost`` holds n, Q, R (``collectives.collective_cost``) and
+    ``terms`` n·α, Q/B, R·γ (``collectives.time_terms``). A phase on one rank moves nothing and takes 0 s. Fields
+    are arrays when groups were evaluated in bulk.
+    """
+
+    level: str
+    op: str
+    ranks: int
+    payload_bytes: float
+    link: Link
+    bandwidth_bytes_per_s: float
+    latency_s: float
+    cost: collectives.CollectiveCost
+    terms: collectives.TimeTerms
+
+    @property
+    def time_s(self):
+        """Seconds this phase takes: n·α + Q/B + R·γ."""
+        return self.terms.total_s
+
+
+def group_collective_phases(op, cluster: Cluster, group_size, stride, payload_bytes) -> tuple:
+    """The phases of one collective call by a group of ranks ``stride`` apart, placed on ``cluster``, in order.
+
+    k = members of the group per node, N = nodes it spans. all_reduce is hierarchical: reduce-scatter in node over
+    k ranks on S, all-reduce across nodes over N ranks on S/k (each of a node's k members on its own share of the
+    network), all-gather in node over k on S. reduce_scatter is its first two phases; all_gather is an all-gather
+    across nodes on S/k, then in node on S; send_recv crosses the network when the group spans nodes, else stays
+    in node (the other phase has one rank). Inside one node (N = 1) these are the flat rings.
+
+    A group of 16 ranks at stride 1 on 8-GPU nodes (Selene: NVLink 300 GB/s and α = 1 µs, InfiniBand 25 GB/s
+    and α = 5 µs per GPU), all-reducing 50 MB:
+
+    >>> from course_lib.hardware import SELENE_3072
+    >>> for phase in group_collective_phases("all_reduce", SELENE_3072, 16, 1, 50 * MB):
+    ...     print(phase.level, phase.op, phase.ranks, format_bytes(phase.payload_bytes), format_time(phase.time_s))
+    in node reduce_scatter 8 50 MB 153 µs
+    across nodes all_reduce 2 6.25 MB 260 µs
+    in node all_gather 8 50 MB 153 µs
     """
     collectives.check_algorithm(op, "ring")
+    if op not in _GROUP_OPS:
+        raise ValueError(f"op must be one of {', '.join(map(repr, _GROUP_OPS))} for a training step; got {op!r}")
     n = _validate.count("group_size", group_size)
     stride = _validate.count("stride", stride)
     s = _validate.positive("payload_bytes", payload_bytes)
     g = cluster.devices_per_node
     k = np.where(stride >= g, 1, np.minimum(n, np.maximum(g // stride, 1)))
     nodes = np.maximum(n // k, 1)
-    intra = (cluster.intra_bandwidth_bytes_per_s, cluster.intra_node_link.latency_s)
-    inter = (cluster.inter_bandwidth_bytes_per_s, cluster.inter_node_link.latency_s)
-    if op == "all_reduce":
-        time = collectives.hierarchical_allreduce_time(s, nodes, k, *intra, *inter)
-    elif op in ("reduce_scatter", "all_gather"):
-        time = collectives.collective_time(op, k, s, *intra) + collectives.collective_time(op, nodes, s / k, *inter)
-    elif op == "send_recv":
-        time = np.where(
-            nodes > 1, collectives.collective_time(op, n, s, *inter), collectives.collective_time(op, n, s, *intra)
-        )
+    if op == "send_recv":  # one message: over the network if the group spans nodes, else over NVLink
+        spans = nodes > 1
+        layout = (("in node", op, np.where(spans, 1, n), s), ("across nodes", op, np.where(spans, n, 1), s))
     else:
-        raise ValueError(
-            f"op must be one of 'all_reduce', 'reduce_scatter', 'all_gather', 'send_recv' for a "
-            f"training step; got {op!r}"
-        )
-    return _validate.as_result(time)
+        in_node, across = ("in node", op, k, s), ("across nodes", op, nodes, s / k)
+        layout = {
+            "all_reduce": (("in node", "reduce_scatter", k, s), across, ("in node", "all_gather", k, s)),
+            "reduce_scatter": (in_node, across),
+            "all_gather": (across, in_node),
+        }[op]
+    return tuple(_group_phase(cluster, *phase) for phase in layout)
+
+
+def _group_phase(cluster: Cluster, level, op, ranks, payload_bytes) -> GroupPhase:
+    if level == "in node":
+        link, bandwidth = cluster.intra_node_link, cluster.intra_bandwidth_bytes_per_s
+    else:
+        link, bandwidth = cluster.inter_node_link, cluster.inter_bandwidth_bytes_per_s
+    ranks = int(ranks) if np.ndim(ranks) == 0 else np.asarray(ranks)
+    return GroupPhase(
+        level=level,
+        op=op,
+        ranks=ranks,
+        payload_bytes=payload_bytes,
+        link=link,
+        bandwidth_bytes_per_s=bandwidth,
+        latency_s=link.latency_s,
+        cost=collectives.collective_cost(op, ranks, payload_bytes),
+        terms=collectives.time_terms(op, ranks, payload_bytes, bandwidth, link.latency_s),
+    )
+
+
+def group_collective_time(op, cluster: Cluster, group_size, stride, payload_bytes):
+    """Time of one collective call by a group of ranks ``stride`` apart, placed on ``cluster``: the sum of its
+    ``group_collective_phases``.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> format_time(group_collective_time("all_reduce", DGX_H100, 8, 1, 1e9))
+    '3.9 ms'
+    """
+    phases = group_collective_phases(op, cluster, group_size, stride, payload_bytes)
+    return _validate.as_result(sum(phase.time_s for phase in phases))
 
 
 def axis_stride(axis, plan: ParallelPlan):
@@ -254,6 +324,73 @@ class PlanSearch:
         """The ``count`` fastest feasible plans."""
         count = _validate.count("count", count)
         return [self.plan(row) for row in range(min(count, int(np.sum(self.feasible))))]
+
+    def find(self, **fields) -> int:
+        """The one row whose columns equal ``fields`` (e.g. ``tensor_parallel=8, zero_stage=0``).
+
+        Raises ValueError naming the fields when no row or several rows match, or a field is not a column.
+
+        >>> from course_lib.hardware import DGX_H100
+        >>> from course_lib.parallelism import GPT2_1_5B
+        >>> found = search_plans(GPT2_1_5B, DGX_H100, global_batch=512)
+        >>> found.find(data_parallel=8, zero_stage=2, micro_batch=1, recompute="none")
+        7
+        >>> found.find(data_parallel=8, zero_stage=3)
+        Traceback (most recent call last):
+        ...
+        ValueError: 12 plans match data_parallel=8, zero_stage=3 (rows 0, 1, 3, 6, ...); name more fields
+        """
+        if not fields:
+            raise ValueError(f"find needs at least one field; the fields are {', '.join(self.columns)}")
+        unknown = sorted(set(fields) - set(self.columns))
+        if unknown:
+            raise ValueError(
+                f"{', '.join(unknown)} is not a field of the search; the fields are {', '.join(self.columns)}"
+            )
+        match = np.ones(len(self), dtype=bool)
+        for name, value in fields.items():
+            match &= self.columns[name] == value
+        rows = np.flatnonzero(match)
+        wanted = ", ".join(f"{name}={value!r}" for name, value in fields.items())
+        if len(rows) == 0:
+            raise ValueError(
+                f"no plan matches {wanted} (the columns hold only plans that partition the model and the batch)"
+            )
+        if len(rows) > 1:
+            shown = ", ".join(str(row) for row in rows[:4]) + (", ..." if len(rows) > 4 else "")
+            raise ValueError(f"{len(rows)} plans match {wanted} (rows {shown}); name more fields")
+        return int(rows[0])
+
+    def table(self, rows=range(5)) -> str:
+        """Rows of the search as a text table: the plan (d, t, p, ZeRO stage, b, m, v, recomputation, sequence
+        parallelism), its memory per device, step time, exposed communication, bubble and binding constraint.
+
+        >>> from course_lib.hardware import DGX_H100
+        >>> from course_lib.parallelism import GPT2_1_5B
+        >>> print(search_plans(GPT2_1_5B, DGX_H100, global_batch=512).table([0, 7]))
+         row    d   t   p ZeRO  b    m  v recompute  SP   memory     step  exposed   bubble  binding
+           0    8   1   1    3  1   64  1      none  no  12.1 GB   1.36 s      0 s      0 s  compute
+           7    8   1   1    2  1   64  1      none  no  14.8 GB   1.37 s  6.06 ms      0 s  exposed communication
+        """
+        rows = [_validate.count("rows", row, minimum=0) for row in rows]
+        for row in rows:
+            if row >= len(self):
+                raise ValueError(f"rows must be row numbers in 0..{len(self) - 1}, got {row}")
+        lines = [
+            f"{'row':>4} {'d':>4} {'t':>3} {'p':>3} {'ZeRO':>4} {'b':>2} {'m':>4} {'v':>2} {'recompute':>9} {'SP':>3} "
+            f"{'memory':>8} {'step':>8} {'exposed':>8} {'bubble':>8}  binding"
+        ]
+        for row in rows:
+            r = self.row(row)
+            lines.append(
+                f"{row:>4} {r['data_parallel']:>4} {r['tensor_parallel']:>3} {r['pipeline_parallel']:>3} "
+                f"{r['zero_stage']:>4} {r['micro_batch']:>2} {r['grad_accum_steps']:>4} {r['virtual_stages']:>2} "
+                f"{r['recompute']:>9} {'yes' if r['sequence_parallel'] else 'no':>3} "
+                f"{units.format_bytes(r['memory_bytes']):>8} {units.format_time(r['step_time_s']):>8} "
+                f"{units.format_time(r['exposed_communication_s']):>8} {units.format_time(r['bubble_s']):>8}  "
+                f"{r['binding_constraint']}"
+            )
+        return "\n".join(lines)
 
 
 def _factorisations(devices: int):

@@ -384,37 +384,33 @@ for label, payload in (
     ("training, b·s·h·2", activation_bytes),
     ("decode, b·h·2", parallelism.ACTIVATION_BYTES * 1 * MODEL.hidden),
 ):
-    cost = collectives.collective_cost("all_reduce", 8, payload)
+    report = collectives.collective_report("all_reduce", 8, payload, nvlink_bw, nvlink_alpha)
     print(
-        f"{label:18} {units.format_bytes(payload):>8}: latency n·α = {cost.phases} × "
-        f"{units.format_time(nvlink_alpha)} = {units.format_time(cost.phases * nvlink_alpha):>6}, "
-        f"bandwidth Q/B = {units.format_time(cost.wire_bytes / nvlink_bw):>7}"
+        f"{label:18} {units.format_bytes(payload):>8}: latency n·α = {report.phases} × "
+        f"{units.format_time(nvlink_alpha)} = {units.format_time(report.latency_term_s):>6}, "
+        f"bandwidth Q/B = {units.format_time(report.bandwidth_term_s):>7}, {report.regime}"
     )
-print(
-    f"latency–bandwidth crossover for 8 ranks: "
-    f"{units.format_bytes(collectives.latency_bandwidth_crossover_bytes('all_reduce', 8, nvlink_bw, nvlink_alpha))}"
-)
+print(f"latency–bandwidth crossover for 8 ranks: {units.format_bytes(report.crossover_bytes)}")
 
 # %% [markdown]
 # The training all-reduce is bandwidth-bound (the bandwidth term is 20 times the latency term); the decode
 # all-reduce is the opposite, a hundred times more latency than transfer. Now add devices to a decode step of
-# GPT-3 at batch 1:
+# GPT-3 at batch 1. `budget.group_collective_phases` splits each all-reduce into the phases it runs on each level
+# of the cluster: inside a node a reduce-scatter and an all-gather (their latency-bearing steps cost α = 1 µs on
+# NVLink), and, once the group spans two nodes, an all-reduce between them (steps of 5 µs on InfiniBand).
 
 # %%
 decode_payload = parallelism.ACTIVATION_BYTES * 1 * MODEL.hidden
 layer_weight_bytes = parallelism.PARAM_BYTES * MODEL.params / MODEL.layers
-print(f"{'t':>3} {'phases':>6} {'one all-reduce':>15} {'layer on device':>16} {'comm share':>11} {'per token':>10}")
+print(
+    f"{'t':>3} {'NVLink steps':>12} {'network steps':>13} {'one all-reduce':>15} {'layer on device':>16} "
+    f"{'comm share':>11} {'per token':>10}"
+)
 for t in (2, 4, 8, 16):
-    if t <= CLUSTER.devices_per_node:
-        phases = str(collectives.collective_cost("all_reduce", t, decode_payload).phases)
-        all_reduce_s = collectives.collective_time("all_reduce", t, decode_payload, nvlink_bw, nvlink_alpha)
-    else:  # the group spans nodes: reduce-scatter in the node, all-reduce across nodes, all-gather in the node
-        nodes, per_node = t // CLUSTER.devices_per_node, CLUSTER.devices_per_node
-        phases = "+".join(
-            str(collectives.collective_cost(op, ranks, decode_payload).phases)
-            for op, ranks in (("reduce_scatter", per_node), ("all_reduce", nodes), ("all_gather", per_node))
-        )
-        all_reduce_s = budget.group_collective_time("all_reduce", CLUSTER, t, 1, decode_payload)
+    phases = budget.group_collective_phases("all_reduce", CLUSTER, t, 1, decode_payload)
+    steps_in_node = sum(phase.cost.phases for phase in phases if phase.level == "in node")
+    steps_across = sum(phase.cost.phases for phase in phases if phase.level == "across nodes")
+    all_reduce_s = sum(phase.time_s for phase in phases)
     layer_s = compute.roofline_time(
         compute.transformer_layer_forward_flops(1, 1, MODEL.hidden) / t,
         layer_weight_bytes / t,
@@ -423,7 +419,8 @@ for t in (2, 4, 8, 16):
     )
     # Megatron-LM: two all-reduces per layer in the forward pass
     print(
-        f"{t:>3} {phases:>6} {units.format_time(all_reduce_s):>15} {units.format_time(layer_s):>16} "
+        f"{t:>3} {steps_in_node:>12} {steps_across:>13} {units.format_time(all_reduce_s):>15} "
+        f"{units.format_time(layer_s):>16} "
         f"{units.format_percent(2 * all_reduce_s / (layer_s + 2 * all_reduce_s)):>11} "
         f"{units.format_time(MODEL.layers * (layer_s + 2 * all_reduce_s)):>10}"
     )
@@ -448,57 +445,36 @@ print(
     f"{parallelism.MEGATRON_1T.name}: {units.format_count(parallelism.MEGATRON_1T.params)} parameters, "
     f"{units.format_count(CLUSTER.devices)} GPUs, global batch 3072"
 )
-print(
-    f"plans considered {units.format_count(search.evaluated)}; rejected: "
-    + ", ".join(f"{reason} {units.format_count(count)}" for reason, count in search.rejected.items())
-    + f"; ranked {units.format_count(int(np.sum(search.feasible)))}"
-)
-
-
-def print_plans(found, rows):
-    """Print rows of a PlanSearch as a table."""
-    print(
-        f"{'row':>4} {'d':>4} {'t':>3} {'p':>3} {'ZeRO':>4} {'b':>2} {'m':>4} {'v':>2} {'recompute':>9} {'SP':>3} "
-        f"{'memory':>8} {'step':>8} {'exposed':>8} {'bubble':>8}  binding"
-    )
-    for row in rows:
-        r = found.row(row)
-        print(
-            f"{row:>4} {r['data_parallel']:>4} {r['tensor_parallel']:>3} {r['pipeline_parallel']:>3} "
-            f"{r['zero_stage']:>4} {r['micro_batch']:>2} {r['grad_accum_steps']:>4} {r['virtual_stages']:>2} "
-            f"{r['recompute']:>9} {'yes' if r['sequence_parallel'] else 'no':>3} "
-            f"{units.format_bytes(r['memory_bytes']):>8} {units.format_time(r['step_time_s']):>8} "
-            f"{units.format_time(r['exposed_communication_s']):>8} {units.format_time(r['bubble_s']):>8}  "
-            f"{r['binding_constraint']}"
-        )
-
-
-print_plans(search, range(6))
+counts = {f"rejected for {reason}": count for reason, count in search.rejected.items()}
+counts["ranked (they fit in memory)"] = int(np.sum(search.feasible))
+print(f"{'plans considered':33} {search.evaluated:>6}")
+for label, count in counts.items():
+    print(f"  {label:31} {count:>6}  ({units.format_percent(count / search.evaluated)})")
+print(search.table(range(6)))
 
 # %% [markdown]
 # Every top plan keeps $t = 8$ inside a node and uses a deep pipeline with interleaving; they differ in how they
-# trade the bubble (fewer stages, more interleaving) against memory and exposed communication. Most of the 50,000
-# candidates never reach the ranking: 80 % fail to partition the model (160 heads and 128 layers divide few ways),
-# and of the rest, 6633 would not fit in 80 GB.
+# trade the bubble (fewer stages, more interleaving) against memory and exposed communication. The counts above
+# show how few candidates reach the ranking: four in five fail to partition the model (160 heads and 128 layers
+# divide few ways), and most of the rest would not fit in 80 GB.
 #
 # How does the paper's own plan fare? Narayanan et al. ran this model with $t = 8$, $p = 64$ ($d = 6$),
 # micro-batch 1, the interleaved schedule and full activation recomputation (sequence parallelism and selective
-# recomputation came a year later). We take $v = 2$ chunks per device, an assumption, and find that row:
+# recomputation came a year later). We take $v = 2$ chunks per device, an assumption, and find that row by its
+# fields (`PlanSearch.find` refuses if none or several rows match):
 
 # %%
-columns = search.columns
-paper_row = int(
-    np.flatnonzero(
-        (columns["tensor_parallel"] == 8)
-        & (columns["pipeline_parallel"] == 64)
-        & (columns["micro_batch"] == 1)
-        & (columns["virtual_stages"] == 2)
-        & (columns["recompute"] == "full")
-        & ~columns["sequence_parallel"]
-        & (columns["zero_stage"] == 0)
-    )[0]
+paper_row = search.find(
+    data_parallel=6,
+    tensor_parallel=8,
+    pipeline_parallel=64,
+    micro_batch=1,
+    virtual_stages=2,
+    recompute="full",
+    sequence_parallel=False,
+    zero_stage=0,
 )
-print_plans(search, [paper_row])
+print(search.table([paper_row]))
 paper_plan = search.plan(paper_row)
 paper_step = budget.step_time(parallelism.MEGATRON_1T, paper_plan, CLUSTER)
 # Narayanan et al. 2021, Eq. (3): FLOPs per iteration with full recomputation, the count behind their 163 TFLOP/s
@@ -518,7 +494,7 @@ print(
     f"model estimate:   {units.format_flops_rate(model_rate)} per GPU = {units.format_percent(model_rate / peak)}"
     f", a step of {units.format_time(paper_step.total_s)} (binding: {paper_step.binding_constraint})"
 )
-for efficiency in (0.55, 0.6):
+for efficiency in (0.55, 0.58, 0.6):
     trial = budget.step_time(parallelism.MEGATRON_1T, paper_plan, CLUSTER, compute_efficiency=efficiency)
     print(
         f"  with compute_efficiency = {efficiency}: {units.format_time(trial.total_s)}, "
@@ -529,8 +505,9 @@ for efficiency in (0.55, 0.6):
 # The model is 16 % slower than the measured run, and the gap is mostly its one free parameter. The paper's
 # 52 % of peak is an end-to-end figure that *includes* the bubble and all exposed communication, so its matrix
 # kernels must have run well above 50 % of peak while they ran; the model's default `compute_efficiency = 0.5`
-# applies to the compute alone and is therefore pessimistic here. Around 0.58 the model would match, but that is a
-# fit to this one run, not a prediction. The model also ranks the paper's plan at row 376: most plans above it
+# applies to the compute alone and is therefore pessimistic here. Around 0.58 the model would match (the last lines
+# above), but that is a fit to this one run, not a prediction. The model also ranks the paper's plan at row 376
+# (the table above): most plans above it
 # use sequence parallelism or selective recomputation, which did not exist in 2021, and the model credits ZeRO
 # gathers and gradient buckets with perfect overlap. Use it to compare plans and to see which constraint binds, and
 # measure before trusting the second decimal.
@@ -552,7 +529,7 @@ print(
     f"{units.format_count(small_search.evaluated)}; rejected: "
     + ", ".join(f"{reason} {units.format_count(count)}" for reason, count in small_search.rejected.items())
 )
-print_plans(small_search, range(5))
+print(small_search.table(range(5)))
 
 # %% [markdown]
 # With only 32 GPUs and a 22B model, plain data parallelism with ZeRO-3 wins: the 3Ψ of parameter and gradient
@@ -624,18 +601,24 @@ plt.show()
 #
 # ### The plan landscape
 #
-# Every plan of the 1T search: memory per GPU against step time, coloured by what binds it. Row 0 (the best) and
-# the paper's plan are starred.
+# Every plan of the 1T search that partitions the model and the batch (those rejected for the partition or the
+# batch have no step time to draw): memory per GPU against step time, coloured by what binds it. Row 0 (the best)
+# and the paper's plan are starred.
 
 # %%
+constraints = search.columns["binding_constraint"]
+print(f"plans drawn {len(search)}, of which {int(np.sum(search.feasible))} fit; bound by:")
+for constraint in budget.BINDING_CONSTRAINTS:
+    if np.any(constraints == constraint):
+        print(f"  {constraint:22} {int(np.sum(constraints == constraint)):>5}")
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
 viz.plot_plan_search(search, ax=ax, highlight_rows=(0, paper_row))
 plt.show()
 
 # %% [markdown]
-# Plans to the right of the capacity line do not fit (grey). Of the 1659 that fit, only one is bound by compute
-# alone; all the others, the fastest included, are bound by the bubble or by exposed communication: at this scale
-# every plan pays for coordination. Points side by side at one height are plans with the same step time and
+# Plans to the right of the capacity line do not fit (grey). Of those that fit, the counts above show only one
+# bound by compute alone; all the others, the fastest included, are bound by the bubble or by exposed
+# communication: at this scale every plan pays for coordination. Points side by side at one height are plans with the same step time and
 # different memory: in this model ZeRO stages 0 and 1, for example, cost the same time (rows 4 and 5 above) and
 # differ only in the memory of the optimizer state.
 
@@ -772,7 +755,7 @@ quiz.MultipleChoice(
 #    `budget.step_time` and explain.
 # 3. **Crossing nodes.** At $t = 16$ the tensor-parallel all-reduce of 50 MB took 569 µs. Estimate by hand the
 #    hierarchical time: reduce-scatter and all-gather over 8 GPUs on NVLink (300 GB/s, 1 µs) and an all-reduce of
-#    $S/8$ between 2 nodes at 25 GB/s with α = 5 µs. Check with `budget.group_collective_time`.
+#    $S/8$ between 2 nodes at 25 GB/s with α = 5 µs. Check each phase with `budget.group_collective_phases`.
 # 4. **Strong scaling.** Repeat the strong-scaling experiment with a global batch of 3072. At 3072 GPUs, what
 #    share of the step is exposed communication, and what is the efficiency?
 # 5. **Decode crossover.** At what batch size does the decode all-reduce of GPT-3 ($b \cdot h \cdot 2$ bytes) on

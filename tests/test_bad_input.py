@@ -283,6 +283,11 @@ CASES = [
         dict(op="all_reduce", cluster=hardware.DGX_H100, group_size=8, stride=1, payload_bytes=1e9),
         dict(op="op", group_size="count", stride="count", payload_bytes="positive"),
     ),
+    (
+        budget.group_collective_phases,
+        dict(op="all_reduce", cluster=hardware.DGX_H100, group_size=16, stride=1, payload_bytes=1e9),
+        dict(op="op", group_size="count", stride="count", payload_bytes="positive"),
+    ),
     (budget.axis_stride, dict(axis="data", plan=ParallelPlan(tensor_parallel=8)), dict(axis="op")),
     (
         budget.step_time,

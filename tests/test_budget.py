@@ -42,6 +42,73 @@ def test_group_placement_uses_nvlink_inside_a_node_and_the_network_beyond():
     assert group_collective_time("send_recv", c, 2, 8, s) == pytest.approx(1e9 / 50e9 + 5e-6)
 
 
+def test_phases_of_16_ranks_on_8_gpu_nodes_by_hand():
+    # A group of 16 ranks at stride 1 on 2 nodes of 8 H100s (NVLink 450 GB/s and α = 1 µs, InfiniBand
+    # 50 GB/s and α = 5 µs, one-way per GPU) all-reducing S = 1 GB:
+    # in node, ring reduce-scatter over 8: 7 × 1 µs + 7/8 × 1 GB / 450 GB/s = 7 µs + 1.944 ms = 1.951 ms;
+    # across nodes, ring all-reduce over 2 of S/8 = 125 MB: 2 × 5 µs + 2 × 1/2 × 125 MB / 50 GB/s = 2.51 ms;
+    # in node, ring all-gather over 8: 1.951 ms, as the reduce-scatter. Total 6.413 ms.
+    c = CLUSTER_2x8
+    phases = budget.group_collective_phases("all_reduce", c, 16, 1, 1e9)
+    assert [(p.level, p.op, p.ranks) for p in phases] == [
+        ("in node", "reduce_scatter", 8),
+        ("across nodes", "all_reduce", 2),
+        ("in node", "all_gather", 8),
+    ]
+    assert [p.payload_bytes for p in phases] == [1e9, 125e6, 1e9]
+    assert [p.link for p in phases] == [hardware.NVLINK4, hardware.INFINIBAND_NDR_8X, hardware.NVLINK4]
+    assert [p.bandwidth_bytes_per_s for p in phases] == [450e9, 50e9, 450e9]
+    assert [p.latency_s for p in phases] == pytest.approx([1e-6, 5e-6, 1e-6])
+    assert [p.cost.phases for p in phases] == [7, 2, 7]
+    assert phases[0].time_s == pytest.approx(1.951444e-3, rel=1e-6)
+    assert phases[1].terms.latency_s == pytest.approx(10e-6) and phases[1].terms.bandwidth_s == pytest.approx(2.5e-3)
+    assert phases[1].time_s == pytest.approx(2.51e-3)
+    assert phases[2].time_s == pytest.approx(1.951444e-3, rel=1e-6)
+    assert group_collective_time("all_reduce", c, 16, 1, 1e9) == pytest.approx(6.412889e-3, rel=1e-6)
+    # reduce_scatter: the first phase, then a reduce-scatter across the 2 nodes of S/8: 5 µs + 1/2 × 2.5 ms.
+    rs = budget.group_collective_phases("reduce_scatter", c, 16, 1, 1e9)
+    assert [(p.level, p.op, p.ranks, p.payload_bytes) for p in rs] == [
+        ("in node", "reduce_scatter", 8, 1e9),
+        ("across nodes", "reduce_scatter", 2, 125e6),
+    ]
+    assert rs[1].time_s == pytest.approx(1.255e-3)
+    ag = budget.group_collective_phases("all_gather", c, 16, 1, 1e9)
+    assert [(p.level, p.op, p.ranks, p.payload_bytes) for p in ag] == [
+        ("across nodes", "all_gather", 2, 125e6),
+        ("in node", "all_gather", 8, 1e9),
+    ]
+
+
+def test_phases_of_strided_groups_and_sends():
+    c = CLUSTER_2x8
+    # Stride 2: ranks 0, 2, 4, 6 on the first node and 8, ..., 14 on the second: 4 per node, 2 nodes.
+    assert [p.ranks for p in budget.group_collective_phases("all_reduce", c, 8, 2, 1e9)] == [4, 2, 4]
+    # Stride 8 (data parallel behind t = 8): one member per node; the in-node phases have one rank and cost 0.
+    flat = budget.group_collective_phases("all_reduce", c, 2, 8, 1e9)
+    assert [p.ranks for p in flat] == [1, 2, 1] and flat[0].time_s == 0 and flat[2].time_s == 0
+    # A pipeline send between nodes: 5 µs + 1 GB / 50 GB/s over the network, nothing in node.
+    send = budget.group_collective_phases("send_recv", c, 2, 8, 1e9)
+    assert [(p.level, p.ranks) for p in send] == [("in node", 1), ("across nodes", 2)]
+    assert send[0].time_s == 0 and send[1].time_s == pytest.approx(5e-6 + 1e9 / 50e9)
+    inside = budget.group_collective_phases("send_recv", c, 2, 1, 1e9)
+    assert inside[0].time_s == pytest.approx(1e-6 + 1e9 / 450e9) and inside[1].time_s == 0
+
+
+def test_phases_in_bulk_agree_with_one_group_at_a_time():
+    sizes, strides = np.array([16, 8, 2, 4]), np.array([1, 2, 8, 1])
+    for op in ("all_reduce", "reduce_scatter", "all_gather", "send_recv"):
+        bulk = budget.group_collective_phases(op, CLUSTER_2x8, sizes, strides, 1e9)
+        for i, (n, stride) in enumerate(zip(sizes, strides, strict=True)):
+            one = budget.group_collective_phases(op, CLUSTER_2x8, int(n), int(stride), 1e9)
+            assert [p.ranks for p in one] == [int(p.ranks[i]) for p in bulk]
+            assert [p.time_s for p in one] == pytest.approx([p.time_s[i] for p in bulk], rel=1e-12)
+
+
+def test_group_phases_refuse_other_collectives():
+    with pytest.raises(ValueError, match="op must be one of 'all_reduce'"):
+        budget.group_collective_phases("broadcast", CLUSTER_2x8, 8, 1, 1e9)
+
+
 def test_single_device_step_is_pure_compute():
     plan = ParallelPlan(micro_batch=2, grad_accum_steps=3)
     step = step_time(GPT2_1_5B, plan, hardware.DGX_H100, compute_efficiency=0.5)
@@ -190,6 +257,40 @@ def test_the_published_1t_plan_fits_and_is_in_the_search(search_1t):
     )
     assert match.sum() == 1
     assert c["fits"][match][0]
+
+
+def test_find_returns_the_one_row_with_those_fields(search_1t):
+    c = search_1t.columns
+    fields = dict(
+        tensor_parallel=8,
+        pipeline_parallel=64,
+        micro_batch=1,
+        virtual_stages=2,
+        recompute="full",
+        sequence_parallel=False,
+        zero_stage=0,
+    )
+    row = search_1t.find(**fields)
+    assert all(c[name][row] == value for name, value in fields.items())
+    assert row == 376  # lesson 04 states the row the model ranks the paper's plan at
+    with pytest.raises(ValueError, match=r"plans match tensor_parallel=8, pipeline_parallel=64 \(rows"):
+        search_1t.find(tensor_parallel=8, pipeline_parallel=64)
+    with pytest.raises(ValueError, match="no plan matches tensor_parallel=5"):
+        search_1t.find(tensor_parallel=5)
+    with pytest.raises(ValueError, match="tensor is not a field"):
+        search_1t.find(tensor=8)
+    with pytest.raises(ValueError, match="at least one field"):
+        search_1t.find()
+
+
+def test_table_lists_the_rows_asked_for(search_1t):
+    lines = search_1t.table([0, 376]).splitlines()
+    assert lines[0].split() == ("row d t p ZeRO b m v recompute SP memory step exposed bubble binding".split())
+    # Row 0 is the fastest plan that fits; row 376 the paper's plan (Narayanan et al. 2021, Table 1).
+    assert lines[1].split()[:10] == "0 24 8 16 1 1 128 4 selective yes".split()
+    assert lines[2].split() == "376 6 8 64 0 1 512 2 full no 51.5 GB 1.99 min 5.03 s 6.9 s bubble".split()
+    with pytest.raises(ValueError, match="rows"):
+        search_1t.table([len(search_1t)])
 
 
 def test_search_rejects_batches_that_cannot_be_formed():
