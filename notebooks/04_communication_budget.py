@@ -310,7 +310,8 @@ print(
     f"(binding constraint: {step.binding_constraint})"
 )
 print(
-    f"exposed communication: {units.format_percent(step.exposed_communication_s / step.total_s)} of the step; "
+    f"exposed communication: {units.format_time(step.exposed_communication_s)}, "
+    f"{units.format_percent(step.exposed_communication_s / step.total_s)} of the step; "
     f"exposed communication and bubble add {units.format_percent((step.total_s - step.compute_s) / step.compute_s)}"
     f" to the compute"
 )
