@@ -39,7 +39,6 @@ from .hardware import Cluster, Link
 from .parallelism import ZERO_STAGES, ParallelPlan, TransformerModel, memory_breakdown, splits_evenly, step_transfers
 
 __all__ = [
-    "LEVELS",
     "exposed_after_overlap",
     "GroupPhase",
     "group_collective_phases",
@@ -74,9 +73,6 @@ def exposed_after_overlap(communication_s, overlap_window_s):
     communication_s = _validate.nonnegative("communication_s", communication_s)
     overlap_window_s = _validate.nonnegative("overlap_window_s", overlap_window_s)
     return _validate.as_result(np.maximum(communication_s - overlap_window_s, 0.0))
-
-
-LEVELS = ("in node", "across nodes")
 
 
 @dataclass(frozen=True)
