@@ -503,15 +503,14 @@ for efficiency in (0.55, 0.58, 0.6):
     )
 
 # %% [markdown]
-# The model is 16 % slower than the measured run, and the gap is mostly its one free parameter. The paper's
-# 52 % of peak is an end-to-end figure that *includes* the bubble and all exposed communication, so its matrix
-# kernels must have run well above 50 % of peak while they ran; the model's default `compute_efficiency = 0.5`
-# applies to the compute alone and is therefore pessimistic here. Around 0.58 the model would match (the last lines
-# above), but that is a fit to this one run, not a prediction. The model also ranks the paper's plan at row 376
-# (the table above): most plans above it
-# use sequence parallelism or selective recomputation, which did not exist in 2021, and the model credits ZeRO
-# gathers and gradient buckets with perfect overlap. Use it to compare plans and to see which constraint binds, and
-# measure before trusting the second decimal.
+# The model is 16 % slower than the measured run, and the gap is mostly its one free parameter. The paper's 52 % of
+# peak is an end-to-end figure that *includes* the bubble and all exposed communication, so its matrix kernels must
+# have run well above 50 % of peak while they ran; the model's default `compute_efficiency = 0.5` applies to the
+# compute alone and is therefore pessimistic here. Around 0.58 the model would match (the last lines above), but
+# that is a fit to this one run, not a prediction. The model also ranks the paper's plan at row 376 (the table
+# above): most plans above it use sequence parallelism or selective recomputation, which did not exist in 2021, and
+# the model credits ZeRO gathers and gradient buckets with perfect overlap. Use it to compare plans and to see which
+# constraint binds, and measure before trusting the second decimal.
 #
 # A smaller case shows a different winner. GPT 22B on four DGX H100 nodes (32 GPUs), global batch 256:
 
@@ -617,10 +616,10 @@ viz.plot_plan_search(search, ax=ax, highlight_rows=(0, paper_row))
 plt.show()
 
 # %% [markdown]
-# Plans to the right of the capacity line do not fit (grey). Of those that fit, the counts above show only one
-# bound by compute alone; all the others, the fastest included, are bound by the bubble or by exposed
-# communication: at this scale every plan pays for coordination. Points side by side at one height are plans with the same step time and
-# different memory: in this model ZeRO stages 0 and 1, for example, cost the same time (rows 4 and 5 above) and
+# Plans to the right of the capacity line do not fit (grey). Of those that fit, the counts above show only one bound
+# by compute alone; all the others, the fastest included, are bound by the bubble or by exposed communication: at
+# this scale every plan pays for coordination. Points side by side at one height are plans with the same step time
+# and different memory: in this model ZeRO stages 0 and 1, for example, cost the same time (rows 4 and 5 above) and
 # differ only in the memory of the optimizer state.
 
 # %% [markdown]
