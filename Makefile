@@ -13,7 +13,7 @@ LOCK_PYTHONS ?= python3.10 python3.11 python3.12 python3.13
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test check bench notebooks assignments grade lock clean
+.PHONY: help lab test check validate bench notebooks assignments grade lock clean
 
 help: ## list the targets (this message)
 	@echo "Targets:"
@@ -33,6 +33,9 @@ test: check ## run all tests: lint, unit, property, doctests, notebooks (nbval),
 check: $(VENV)/.test-installed ## lint and format check (ruff); `make test` runs it first
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+validate: $(VENV)/.test-installed ## the model against the Ultra-Scale Playbook's measured runs (tools/validate.py)
+	$(VENV)/bin/python tools/validate.py
 
 bench: $(VENV)/.test-installed ## time course_lib's functions and the notebooks (benchmarks/bench.py)
 	env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python benchmarks/bench.py

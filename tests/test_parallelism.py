@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from course_lib import compute, parallelism
 from course_lib.parallelism import (
     GPT3_175B,
     MEGATRON_1T,
@@ -234,3 +235,80 @@ def test_splits_evenly_is_the_divisibility_rule():
         check_plan_for_model(
             GPT3_175B, ParallelPlan(pipeline_parallel=16, virtual_stages=4, schedule="interleaved", grad_accum_steps=16)
         )
+
+
+# ---- architectures -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", list(parallelism.MODELS.values()), ids=lambda m: m.name)
+def test_gpt_presets_count_parameters_as_narayanan_eq_2(model):
+    # P = 12lh² + 13lh + (V + s)h (Narayanan et al. 2021 Eq. 2), exactly, from the architecture's parts.
+    l, h, v, s = model.layers, model.hidden, model.vocab, model.seq_len
+    assert model.params == 12 * l * h**2 + 13 * l * h + (v + s) * h
+    assert model.params == pytest.approx(compute.transformer_params(l, h, v, s), rel=1e-15)
+
+
+# Published parameter counts of Meta's releases (the safetensors totals of meta-llama/Llama-3.1-8B, -70B, -405B,
+# Llama-3.2-1B and -3B, as their model cards print them).
+LLAMA_PUBLISHED = {
+    "Llama 3.2 1B": 1_235_814_400,
+    "Llama 3.2 3B": 3_212_749_824,
+    "Llama 3.1 8B": 8_030_261_248,
+    "Llama 3.1 70B": 70_553_706_496,
+    "Llama 3.1 405B": 405_853_388_800,
+}
+
+
+@pytest.mark.parametrize("name, published", LLAMA_PUBLISHED.items())
+def test_llama_presets_have_the_published_parameter_count(name, published):
+    assert parallelism.LLAMA_MODELS[name].params == published
+
+
+def test_llama_layer_by_hand():
+    # Llama 3.1 8B layer: W_Q, W_O 4096² each; W_K, W_V 4096 × (8 · 128) each; SwiGLU 3 × 4096 × 14336; two RMSNorm
+    # weights of 4096. 33,554,432 + 8,388,608 + 176,160,768 + 8,192 = 218,112,000.
+    assert parallelism.LLAMA3_8B.params_per_layer == 218_112_000
+    # Untied: embedding and head 2 × 128,256 × 4096, plus the final norm 4096.
+    assert parallelism.LLAMA3_8B.embedding_params == 2 * 128_256 * 4096 + 4096
+
+
+@pytest.mark.parametrize(
+    "model, script_estimate_b",
+    [
+        (parallelism.PLAYBOOK_1B, 1.34),
+        (parallelism.PLAYBOOK_3B, 3.57),
+        (parallelism.PLAYBOOK_8B, 8.86),
+        (parallelism.PLAYBOOK_80B, 80.0),
+    ],
+)
+def test_playbook_models_match_the_benchmark_scripts_estimates(model, script_estimate_b):
+    # nanotron scripts/scaling_benchmarks.py prints 1.34B, 3.57B, 8.86B, "≈80B" for these shapes.
+    assert round(model.params / 1e9, 2 if script_estimate_b < 10 else 0) == script_estimate_b
+
+
+def test_gated_and_grouped_query_attention_change_the_counts_by_hand():
+    # h = 64, a = 4 (head 16), kv = 2, f = 100, V = 10, s = 8, l = 1.
+    base = dict(layers=1, hidden=64, heads=4, vocab=10, seq_len=8, ffn_hidden=100)
+    llama = TransformerModel("t", **base, kv_heads=2, gated_mlp=True, tied_embeddings=False, style="llama")
+    # 2·64² + 2·64·32 + 3·64·100 + 2·64 = 8192 + 4096 + 19200 + 128 = 31616; embeddings 2·10·64 + 64 = 1344.
+    assert llama.params_per_layer == 31_616 and llama.params == 31_616 + 1_344
+    gpt = TransformerModel("t", **base)
+    # 2·64² + 2·64² + 2·64·100 + biases (64 + 128 + 64) + (100 + 64) + LayerNorms 4·64
+    # = 8192 + 8192 + 12,800 + 256 + 164 + 256 = 29,860; embeddings 10·64 + positions 8·64 = 1152.
+    assert gpt.params_per_layer == 29_860 and gpt.params == 29_860 + 1_152
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("kv_heads", 3, "kv_heads must divide heads"),
+        ("kv_heads", 0, "kv_heads"),
+        ("ffn_hidden", -1, "ffn_hidden"),
+        ("style", "bert", "style"),
+        ("gated_mlp", "yes", "gated_mlp"),
+        ("tied_embeddings", None, "tied_embeddings"),
+    ],
+)
+def test_architecture_fields_are_validated(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        TransformerModel("bad", 2, 64, 4, 10, 16, **{field: value})

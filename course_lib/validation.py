@@ -1,0 +1,275 @@
+"""Validation: the budget model replayed on measured training runs, and the figures that say how well it does.
+
+The runs are the Ultra-Scale Playbook's (Tazi et al. 2025, Apache-2.0): 3,306 configurations of Llama-style 1B, 3B,
+8B and 80B models on 1 to 64 nodes of 8 × H100 (NVLink inside a node, AWS EFA between nodes, 3,200 Gb/s per node),
+sequence length 4,096 and a global batch of 256 sequences (1M tokens); 1,758 of them ran and report per-GPU memory,
+tokens/s/GPU and MFU, the others crashed or ran out of memory. ``data/playbook_runs.csv`` holds them with their
+provenance (``data/playbook_runs.README.md``).
+
+Each run is replayed as the course's model sees it: its model (``parallelism.PLAYBOOK_MODELS``), its plan (data,
+tensor and pipeline sizes, ZeRO stage, micro-batch, accumulation; nanotron's tensor parallelism runs with sequence
+parallelism, no activation recomputation, 1F1B) on a cluster of that many H100 nodes. The model predicts per-GPU
+memory (does it fit in 80 GB?) and the step time, hence tokens/s and MFU. MFU uses the Playbook's own FLOP count
+(``playbook_flops_per_token``) at the H100's dense bf16 peak of 989.5 TFLOP/s, so a predicted and a measured MFU
+compare throughputs.
+
+A run the model cannot represent (a pipeline whose stages don't divide the layers) is counted as refused, never
+dropped silently.
+
+>>> runs = load_playbook_runs()
+>>> len(runs), int(runs.succeeded.sum())
+(3306, 1758)
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import _validate, budget, hardware, parallelism
+
+__all__ = [
+    "PLAYBOOK_CSV",
+    "PLAYBOOK_PEAK_FLOPS_PER_S",
+    "PLAYBOOK_CLUSTER_NODE",
+    "PlaybookRuns",
+    "Replay",
+    "load_playbook_runs",
+    "playbook_flops_per_token",
+    "replay_runs",
+    "spearman",
+    "validation_figures",
+]
+
+PLAYBOOK_CSV = Path(__file__).resolve().parents[1] / "data" / "playbook_runs.csv"
+# The Playbook's MFU divides by 989.5 TFLOP/s per GPU (H100 SXM dense bf16); its README's consistency check.
+PLAYBOOK_PEAK_FLOPS_PER_S = 989.5e12
+# One node of the Playbook's cluster: 8 × H100, NVLink 4 inside, EFA between nodes (3,200 Gb/s per node, one-way:
+# the same 400 GB/s per node as 8 × 400 Gb/s InfiniBand NDR, so the NDR link preset stands in for it).
+PLAYBOOK_CLUSTER_NODE = hardware.DGX_H100
+_MODELS = {
+    "1B": parallelism.PLAYBOOK_1B,
+    "3B": parallelism.PLAYBOOK_3B,
+    "8B": parallelism.PLAYBOOK_8B,
+    "80B": parallelism.PLAYBOOK_80B,
+}
+_INT_COLUMNS = ("nodes", "gpus", "dp", "tp", "pp", "zero_stage", "mbs", "grad_acc", "gbs_samples_computed", "seq_len")
+_FLOAT_COLUMNS = ("mfu_pct", "tok_s_per_gpu", "gpu_mem_gb")
+
+
+@dataclass(frozen=True, eq=False)
+class PlaybookRuns:
+    """The Playbook's runs as columns (numpy arrays, one row per run). Failed runs have NaN measurements."""
+
+    columns: dict
+
+    def __len__(self):
+        return len(self.columns["model"])
+
+    def __getitem__(self, name):
+        return self.columns[name]
+
+    @property
+    def succeeded(self) -> np.ndarray:
+        """True for the runs that completed and report memory, throughput and MFU."""
+        return self.columns["status"] == "success"
+
+
+def load_playbook_runs(path=None) -> PlaybookRuns:
+    """Read ``data/playbook_runs.csv`` (or ``path``) into columns; measurements in SI units.
+
+    ``measured_memory_bytes`` is the printed GB × 10⁹; ``measured_mfu`` a fraction; ``measured_tokens_per_s_per_gpu``
+    tokens/s.
+    """
+    path = Path(PLAYBOOK_CSV if path is None else path)
+    if not path.is_file():
+        raise ValueError(f"path must be the Playbook runs CSV; {path} does not exist")
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    if not rows or "model" not in rows[0]:
+        raise ValueError(f"path must be a CSV with the Playbook's columns; {path} has none")
+    columns = {"model": np.array([row["model"] for row in rows]), "status": np.array([row["status"] for row in rows])}
+    for name in _INT_COLUMNS:
+        columns[name] = np.array([int(row[name]) for row in rows], dtype=np.int64)
+    for name in _FLOAT_COLUMNS:
+        columns[name] = np.array([float(row[name]) if row[name] else np.nan for row in rows])
+    columns["measured_memory_bytes"] = columns.pop("gpu_mem_gb") * 1e9
+    columns["measured_mfu"] = columns.pop("mfu_pct") / 100
+    columns["measured_tokens_per_s_per_gpu"] = columns.pop("tok_s_per_gpu")
+    unknown = sorted(set(columns["model"]) - set(_MODELS))
+    if unknown:
+        raise ValueError(f"model must be one of {sorted(_MODELS)}; the file has {unknown}")
+    return PlaybookRuns(columns)
+
+
+def playbook_flops_per_token(model: parallelism.TransformerModel, pipeline_parallel=1):
+    """Training FLOPs per token as the Playbook's MFU counts them (nanotron's ``get_flops``).
+
+    Three times the forward matrix multiplies (2 FLOPs per weight per token, the attention scores and their product
+    with V as 4sh per layer without causal masking, the output head 2Vh), plus 6Vh for a separate input embedding
+    when the embeddings are untied or the pipeline puts the tied copy on another stage.
+
+    >>> f"{playbook_flops_per_token(parallelism.PLAYBOOK_1B):.4g}"   # the Playbook README's 9.664e9
+    '9.664e+09'
+    """
+    p = _validate.count("pipeline_parallel", pipeline_parallel)
+    h, s, v = model.hidden, model.seq_len, model.vocab
+    kv_width = model.kv_heads * model.head_dim
+    matmul_weights = 2 * h * h + 2 * h * kv_width + (3 if model.gated_mlp else 2) * h * model.ffn_hidden
+    forward = model.layers * (2.0 * matmul_weights + 4.0 * s * h) + 2.0 * v * h
+    separate_embedding = np.where((not model.tied_embeddings) | (np.asarray(p) > 1), 6.0 * v * h, 0.0)
+    return _validate.as_result(3 * forward + separate_embedding)
+
+
+@dataclass(frozen=True, eq=False)
+class Replay:
+    """The model's predictions for every run: columns aligned with the runs, NaN where a run was refused."""
+
+    runs: PlaybookRuns
+    columns: dict
+    refused: dict = field(default_factory=dict)
+
+    @property
+    def represented(self) -> np.ndarray:
+        """True for the runs the model could represent (not refused)."""
+        return ~np.isnan(self.columns["predicted_memory_bytes"])
+
+
+def _cluster(nodes: int) -> hardware.Cluster:
+    node = PLAYBOOK_CLUSTER_NODE
+    return hardware.Cluster(f"{nodes} × 8 H100", node.accelerator, 8, nodes, node.intra_node_link, node.inter_node_link)
+
+
+def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5) -> Replay:
+    """Predict memory per GPU, whether it fits, the step time, tokens/s/GPU and MFU of every run.
+
+    >>> replay = replay_runs(load_playbook_runs())
+    >>> replay.refused
+    {'pipeline stages do not divide the layers': 337}
+    """
+    n = len(runs)
+    columns = {name: np.full(n, np.nan) for name in ("predicted_memory_bytes", "predicted_step_s", "predicted_mfu")}
+    columns["predicted_fits"] = np.zeros(n, dtype=bool)
+    even = np.ones(n, dtype=bool)
+    for label, model in _MODELS.items():
+        here = runs["model"] == label
+        even[here] = parallelism.splits_evenly(model, runs["tp"][here], runs["pp"][here])
+    # A plan holds one ZeRO stage and one sequence-parallel flag: evaluate the runs in groups that share them
+    # (nanotron's tensor parallelism always runs with sequence parallelism, so it is on exactly when t > 1). nanotron's
+    # FlashAttention stores no s × s scores; the closest the model comes is selective recomputation, which drops them.
+    groups = np.stack([runs["nodes"], runs["zero_stage"], runs["tp"] > 1], axis=1)
+    for label, model in _MODELS.items():
+        for nodes, stage, sequence_parallel in np.unique(groups[even & (runs["model"] == label)], axis=0):
+            rows = np.flatnonzero(
+                even
+                & (runs["model"] == label)
+                & (runs["nodes"] == nodes)
+                & (runs["zero_stage"] == stage)
+                & ((runs["tp"] > 1) == bool(sequence_parallel))
+            )
+            plan = parallelism.ParallelPlan(
+                data_parallel=runs["dp"][rows],
+                tensor_parallel=runs["tp"][rows],
+                pipeline_parallel=runs["pp"][rows],
+                zero_stage=int(stage),
+                micro_batch=runs["mbs"][rows],
+                grad_accum_steps=runs["grad_acc"][rows],
+                sequence_parallel=bool(sequence_parallel),
+                recompute="selective",
+            )
+            cluster = _cluster(int(nodes))
+            memory = parallelism.memory_breakdown(model, plan).total
+            step = budget.step_time(model, plan, cluster, compute_efficiency=compute_efficiency)
+            tokens_per_s_per_gpu = runs["gbs_samples_computed"][rows] * model.seq_len / (step.total_s * 8 * nodes)
+            flops = playbook_flops_per_token(model, runs["pp"][rows])
+            columns["predicted_memory_bytes"][rows] = memory
+            columns["predicted_fits"][rows] = memory <= cluster.accelerator.hbm_capacity_bytes
+            columns["predicted_step_s"][rows] = step.total_s
+            columns["predicted_mfu"][rows] = flops * tokens_per_s_per_gpu / PLAYBOOK_PEAK_FLOPS_PER_S
+    return Replay(runs, columns, {"pipeline stages do not divide the layers": int((~even).sum())})
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties given their average rank."""
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values))
+    sorted_values = values[order]
+    start = 0
+    while start < len(values):
+        stop = start
+        while stop + 1 < len(values) and sorted_values[stop + 1] == sorted_values[start]:
+            stop += 1
+        ranks[order[start : stop + 1]] = (start + stop) / 2 + 1
+        start = stop + 1
+    return ranks
+
+
+def spearman(x, y) -> float:
+    """Spearman's rank correlation of two equally long sequences (ties get average ranks).
+
+    >>> spearman([1, 2, 3, 4], [10, 20, 30, 40]), spearman([1, 2, 3], [3, 2, 1])
+    (1.0, -1.0)
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 2:
+        raise ValueError(f"x and y must be 1-D of the same length ≥ 2, got shapes {x.shape} and {y.shape}")
+    rx, ry = _ranks(x), _ranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    return float((rx * ry).sum() / np.sqrt((rx**2).sum() * (ry**2).sum()))
+
+
+def validation_figures(replay: Replay, rows=None) -> dict:
+    """The figures that judge the model on ``rows`` (a boolean mask over the runs; all runs by default).
+
+    memory_median_abs_error: median |predicted − measured| / measured of per-GPU memory, over successful runs;
+    fit_agreement: share of runs where "predicted to fit" equals "ran"; mfu_spearman (overall and per model);
+    mfu_median_abs_error; best_pick_share: share of (model, nodes) cells whose predicted-best run (among those
+    predicted to fit) reached within 10 % of the cell's measured best MFU (a pick that crashed counts as a miss).
+    Runs the model refused are left out of every figure and counted in ``refused``.
+    """
+    runs = replay.runs
+    rows = np.ones(len(runs), dtype=bool) if rows is None else np.asarray(rows, dtype=bool)
+    cols = replay.columns
+    usable = rows & replay.represented
+    ok = usable & runs.succeeded
+    # A few 64-node runs print an MFU of 0.0 % (under 0.05 %): no relative error or ratio exists for them.
+    ok_mfu = ok & (runs["measured_mfu"] > 0)
+    memory_error = np.abs(cols["predicted_memory_bytes"][ok] / runs["measured_memory_bytes"][ok] - 1)
+    mfu_error = np.abs(cols["predicted_mfu"][ok_mfu] / runs["measured_mfu"][ok_mfu] - 1)
+    per_model = {
+        label: spearman(cols["predicted_mfu"][ok & here], runs["measured_mfu"][ok & here])
+        for label in _MODELS
+        if (ok & (here := runs["model"] == label)).sum() >= 2
+    }
+    hits, cells = 0, 0
+    for label in _MODELS:
+        for nodes in np.unique(runs["nodes"][usable]):
+            cell = usable & (runs["model"] == label) & (runs["nodes"] == nodes)
+            if not (cell & runs.succeeded).any():
+                continue
+            cells += 1
+            candidates = np.flatnonzero(cell & cols["predicted_fits"])
+            if not len(candidates):
+                continue
+            pick = candidates[np.argmax(cols["predicted_mfu"][candidates])]
+            best = np.nanmax(runs["measured_mfu"][cell])
+            hits += bool(runs.succeeded[pick] and runs["measured_mfu"][pick] >= 0.9 * best)
+    return {
+        "runs": int(rows.sum()),
+        "refused": int((rows & ~replay.represented).sum()),
+        "memory_median_abs_error": float(np.median(memory_error)),
+        "fit_agreement": float(np.mean(cols["predicted_fits"][usable] == runs.succeeded[usable])),
+        "mfu_spearman": spearman(cols["predicted_mfu"][ok], runs["measured_mfu"][ok]),
+        "mfu_spearman_per_model": per_model,
+        "mfu_median_abs_error": float(np.median(mfu_error)),
+        "mfu_ratio_median_by_nodes": {
+            int(nodes): float(np.median(cols["predicted_mfu"][here] / runs["measured_mfu"][here]))
+            for nodes in np.unique(runs["nodes"][ok_mfu])
+            if (here := ok_mfu & (runs["nodes"] == nodes)).any()
+        },
+        "best_pick_share": hits / cells if cells else float("nan"),
+        "cells": cells,
+    }

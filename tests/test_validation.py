@@ -1,0 +1,118 @@
+"""The Playbook's measured runs (Tazi et al. 2025) and the model replayed on them (course_lib.validation).
+
+The counts and FLOPs per token are the data's own (its README); the validation targets are issue 10's. Where the
+model does not reach a target yet, the test stays at the target and is marked xfail(strict=True) with the figure
+it measures, so that an improvement shows (strict: an unexpected pass fails until the mark is removed).
+"""
+
+import numpy as np
+import pytest
+
+from course_lib import parallelism, validation
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return validation.load_playbook_runs()
+
+
+@pytest.fixture(scope="module")
+def replay(runs):
+    return validation.replay_runs(runs)
+
+
+def test_the_runs_are_all_there(runs):
+    # The data's README: 3,306 runs, 1,758 with measured MFU (1B 534, 3B 593, 8B 493, 80B 138).
+    assert len(runs) == 3306 and runs.succeeded.sum() == 1758
+    succeeded = {label: int((runs.succeeded & (runs["model"] == label)).sum()) for label in ("1B", "3B", "8B", "80B")}
+    assert succeeded == {"1B": 534, "3B": 593, "8B": 493, "80B": 138}
+    assert np.all(runs["gpus"] == runs["dp"] * runs["tp"] * runs["pp"]) and np.all(runs["seq_len"] == 4096)
+    ran = runs.succeeded
+    assert np.nanmax(runs["measured_memory_bytes"][ran]) == pytest.approx(77.4e9)  # printed range 0.8–77.4 GB
+    assert np.isnan(runs["measured_mfu"][~ran]).all()
+
+
+@pytest.mark.parametrize(
+    "model, pipeline_parallel, readme",
+    [
+        # The README's "nanotron get_flops/token" column, with 6Vh added for a separate embedding (untied or PP > 1).
+        (parallelism.PLAYBOOK_1B, 1, 9.664e9),
+        (parallelism.PLAYBOOK_1B, 2, 1.1275e10),
+        (parallelism.PLAYBOOK_3B, 1, 2.567e10),
+        (parallelism.PLAYBOOK_3B, 4, 2.809e10),
+        (parallelism.PLAYBOOK_8B, 1, 5.959e10),
+        (parallelism.PLAYBOOK_80B, 1, 5.121e11),
+    ],
+)
+def test_playbook_flops_per_token_match_the_data(model, pipeline_parallel, readme):
+    assert validation.playbook_flops_per_token(model, pipeline_parallel) == pytest.approx(readme, rel=5e-4)
+
+
+def test_measured_mfu_is_that_flop_count_at_the_h100_peak(runs):
+    # MFU = FLOPs/token × tokens/s/GPU / 989.5 TFLOP/s, within the printing's rounding (MFU to 0.1 %).
+    ran = runs.succeeded & (runs["measured_mfu"] > 0.05)
+    for label, model in (("1B", parallelism.PLAYBOOK_1B), ("80B", parallelism.PLAYBOOK_80B)):
+        here = ran & (runs["model"] == label)
+        flops = validation.playbook_flops_per_token(model, runs["pp"][here])
+        mfu = flops * runs["measured_tokens_per_s_per_gpu"][here] / validation.PLAYBOOK_PEAK_FLOPS_PER_S
+        assert np.median(np.abs(mfu / runs["measured_mfu"][here] - 1)) < 0.01
+
+
+def test_spearman_by_hand():
+    # x ranks 1,2,3,4; y ranks 1,3,2,4: d² = 0,1,1,0 → ρ = 1 − 6·2/(4·15) = 0.8. Ties take the average rank.
+    assert validation.spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert validation.spearman([1, 1, 2], [1, 1, 2]) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="x and y must be 1-D of the same length"):
+        validation.spearman([1, 2], [1, 2, 3])
+
+
+def test_refused_runs_are_counted_not_dropped(replay, runs):
+    # 337 runs have pipeline stages that do not divide the layers (e.g. PP = 3 for 16 layers).
+    assert replay.refused == {"pipeline stages do not divide the layers": 337}
+    assert (~replay.represented).sum() == 337
+    assert validation.validation_figures(replay)["refused"] == 337
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="path must be the Playbook runs CSV"):
+        validation.load_playbook_runs(tmp_path / "nothing.csv")
+
+
+# ---- targets (issue 10), on the held-out runs: the 8B and 80B models, which no calibration may see -----------------
+
+HELD_OUT = ("8B", "80B")
+
+
+@pytest.fixture(scope="module")
+def held_out(replay, runs):
+    return validation.validation_figures(replay, np.isin(runs["model"], HELD_OUT))
+
+
+def _not_yet(figure):
+    return pytest.mark.xfail(strict=True, reason=f"uncalibrated model (issue 10): measured {figure} on held-out runs")
+
+
+@_not_yet("0.43: memory without FlashAttention's layout, fp32 gradient buffers, logits or framework overhead")
+def test_memory_median_abs_error_at_most_20_percent(held_out):
+    assert held_out["memory_median_abs_error"] <= 0.20
+
+
+@_not_yet("0.84: the model's memory is low, so runs that crashed are predicted to fit")
+def test_fit_agreement_at_least_90_percent(held_out):
+    assert held_out["fit_agreement"] >= 0.90
+
+
+@_not_yet("0.67 overall, 0.69 / 0.65 per model")
+def test_mfu_rank_correlation(held_out):
+    assert held_out["mfu_spearman"] >= 0.85
+    assert min(held_out["mfu_spearman_per_model"].values()) >= 0.80
+
+
+@_not_yet("3.8 (the model's MFU is 1.4× measured on one node and 14× on 64)")
+def test_mfu_median_abs_error_at_most_30_percent(held_out):
+    assert held_out["mfu_median_abs_error"] <= 0.30
+
+
+@_not_yet("0 of 12 cells")
+def test_predicted_best_within_10_percent_in_half_the_cells(held_out):
+    assert held_out["best_pick_share"] >= 0.5

@@ -1,0 +1,59 @@
+"""`make validate`: the step-time and memory model against the Ultra-Scale Playbook's measured runs.
+
+Prints, for the runs a calibration may see (the 1B and 3B models) and for the held-out runs (8B and 80B), the figures
+tests/test_validation.py judges, with issue 10's targets beside them, and the runs the model refused.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from course_lib import units, validation
+
+TARGETS = (
+    ("memory_median_abs_error", "per-GPU memory, median |error|", "≤ 20 %", lambda x: x <= 0.20),
+    ("fit_agreement", "predicted fits vs measured ran", "≥ 90 %", lambda x: x >= 0.90),
+    ("mfu_spearman", "MFU rank correlation (Spearman)", "≥ 0.85", lambda x: x >= 0.85),
+    ("mfu_median_abs_error", "MFU median |error|", "≤ 30 %", lambda x: x <= 0.30),
+    ("best_pick_share", "cells whose predicted best is within 10 %", "≥ 50 %", lambda x: x >= 0.50),
+)
+SPLITS = (("fitted on (1B, 3B)", ("1B", "3B")), ("held out (8B, 80B)", ("8B", "80B")))
+
+
+def _shown(name: str, value: float) -> str:
+    return f"{value:.2f}" if name == "mfu_spearman" else units.format_percent(value)
+
+
+def main() -> int:
+    started = time.perf_counter()
+    runs = validation.load_playbook_runs()
+    replay = validation.replay_runs(runs)
+    elapsed = time.perf_counter() - started
+    figures = {label: validation.validation_figures(replay, np.isin(runs["model"], models)) for label, models in SPLITS}
+    print(f"Ultra-Scale Playbook runs: {len(runs)} ({int(runs.succeeded.sum())} ran), replayed in {elapsed:.2f} s")
+    for reason, count in replay.refused.items():
+        print(f"refused: {count} runs ({reason})")
+    header = f"{'figure':<44}{'target':>9}" + "".join(f"{label:>22}" for label, _ in SPLITS)
+    print(header)
+    print("-" * len(header))
+    for name, text, target, _ in TARGETS:
+        cells = "".join(f"{_shown(name, figures[label][name]):>22}" for label, _ in SPLITS)
+        print(f"{text:<44}{target:>9}{cells}")
+    for label, _ in SPLITS:
+        per_model = ", ".join(f"{m} {rho:.2f}" for m, rho in figures[label]["mfu_spearman_per_model"].items())
+        ratios = ", ".join(
+            f"{nodes}: {ratio:.2f}×" for nodes, ratio in figures[label]["mfu_ratio_median_by_nodes"].items()
+        )
+        print(f"{label}: Spearman per model {per_model} (target ≥ 0.80); predicted/measured MFU by nodes {ratios}")
+        print(f"{label}: {figures[label]['runs']} runs, {figures[label]['cells']} (model, nodes) cells")
+    held = figures[SPLITS[1][0]]
+    met = sum(check(held[name]) for name, _, _, check in TARGETS)
+    print(f"held-out targets met: {met} of {len(TARGETS)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
