@@ -4,11 +4,18 @@
 
 PYTHON ?= python3
 VENV = .venv
-PIP = $(VENV)/bin/python -m pip
 PYTEST_ARGS ?=
-# Interpreters `make lock` resolves the pins for (one throwaway venv each). Give full paths if
-# these names are not on PATH: make lock LOCK_PYTHONS="/opt/py310/bin/python3 ...".
-LOCK_PYTHONS ?= python3.10 python3.11 python3.12 python3.13
+# uv (https://docs.astral.sh/uv/) installs and locks the packages: it is bootstrapped into .venv by the venv's own
+# pip, at this version, so python3 and make stay the only prerequisites. It never downloads a Python of its own:
+# it installs into .venv's interpreter, and `make lock` resolves for every Python from 3.10 up without one.
+UV_VERSION = 0.13.9
+UV = $(VENV)/bin/uv
+UV_STAMP = $(VENV)/.uv-$(UV_VERSION)-installed
+export UV_PYTHON_DOWNLOADS = never
+UV_INSTALL = $(UV) pip install --python $(VENV)/bin/python -c requirements.lock
+# The course's JupyterLab settings (no "fetch Jupyter news?" prompt), installed where JupyterLab reads the
+# overrides of its own environment; binder/postBuild installs the same file on Binder.
+LAB_OVERRIDES = $(VENV)/share/jupyter/lab/settings/overrides.json
 # Jupyter refuses to start as root unless told to; pass --allow-root only when we are root.
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
@@ -20,13 +27,13 @@ help: ## list the targets (this message)
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 18
 
 # root_dir: without it, Jupyter serves only the opened file's folder (notebooks/), hiding labs/.
-lab: $(VENV)/.lab-installed ## open the course in JupyterLab (prints the URL with its login token)
+lab: $(VENV)/.lab-installed $(LAB_OVERRIDES) ## open the course in JupyterLab (prints the URL with its login token)
 	$(VENV)/bin/jupyter lab notebooks/00_course_map.ipynb --ServerApp.ip=127.0.0.1 \
 		--ServerApp.root_dir="$(CURDIR)" $(ALLOW_ROOT)
 
 # The notebooks' stored outputs were made with PYTHONHASHSEED=0 (set order) and without MPLBACKEND (inline
 # figures); nbval's kernels inherit pytest's environment, so the tests run in the same one.
-test: check ## run all tests: lint, unit, property, doctests, notebooks (nbval), environment and Binder checks
+test: check $(LAB_OVERRIDES) ## run all tests: lint, unit, property, doctests, notebooks (nbval), environment and Binder checks
 	env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 # ruff's settings are in pyproject.toml: course_lib, tools, tests, benchmarks and the notebooks' .py twins.
@@ -40,8 +47,9 @@ validate: $(VENV)/.test-installed ## the model against the Ultra-Scale Playbook'
 bench: $(VENV)/.test-installed ## time course_lib's functions and the notebooks (benchmarks/bench.py)
 	env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python benchmarks/bench.py
 
-# After editing a lesson's .py: rebuild its .ipynb and store fresh outputs. NOTEBOOKS limits it to some files,
-# e.g. make notebooks NOTEBOOKS=notebooks/01_mac.py
+# After editing a lesson's .py: rebuild its .ipynb and store fresh outputs. NOTEBOOKS limits it to some files, each
+# given as its .py or its .ipynb, e.g. make notebooks NOTEBOOKS=notebooks_py/01_mac.py (jupytext.toml pairs the
+# lessons notebooks/X.ipynb with notebooks_py/X.py, the graded masters side by side in labs/source/).
 NOTEBOOKS ?=
 notebooks: $(VENV)/.test-installed ## re-execute the lessons and labs from their .py and store the outputs in the .ipynb
 	PYTHONHASHSEED=0 $(VENV)/bin/python tools/execute_notebooks.py $(NOTEBOOKS)
@@ -64,8 +72,14 @@ grade: $(VENV)/.test-installed ## grade SUBMISSIONS=dir of <student>/<lab>.ipynb
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=dir [GRADES=grades.csv] [TIMEOUT=300]" >&2; exit 2; }
 	$(VENV)/bin/python tools/grade.py "$(SUBMISSIONS)" --assignments $(ASSIGNMENTS) --timeout $(TIMEOUT)$(if $(GRADES), --grades "$(GRADES)")
 
-lock: ## re-resolve every pin into requirements.lock (maintainers; needs PyPI and LOCK_PYTHONS)
-	$(PYTHON) tools/lock.py requirements.lock $(LOCK_PYTHONS)
+# One universal resolution (uv pip compile --universal) for every Python from 3.10 up and every platform: a pin
+# that differs between them carries a marker. uv keeps each version already in requirements.lock that still
+# satisfies pyproject.toml, so `make lock` after adding a dependency pins only the new packages and a rerun changes
+# nothing; UPGRADE=1 re-resolves every pin to the newest allowed versions.
+UPGRADE ?=
+lock: $(UV_STAMP) ## pin [lab,test] for Python 3.10+ into requirements.lock (uv; maintainers; UPGRADE=1 for newest)
+	$(UV) pip compile pyproject.toml --extra lab --extra test --universal --python-version 3.10 \
+		--custom-compile-command "make lock" --quiet $(if $(UPGRADE),--upgrade) -o requirements.lock
 
 clean: ## delete .venv, caches and build artefacts
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
@@ -81,14 +95,22 @@ $(VENV)/bin/python:
 		{ echo "error: $(PYTHON) is older than Python 3.10; run: make $(MAKECMDGOALS) PYTHON=python3.X" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
 
+# uv, installed by the venv's pip (the one package not in requirements.lock: it installs the others).
+$(UV_STAMP): | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	touch $@
+
 # -c: requirements.lock is a constraints file. It fixes the version of whatever the extras pull
-# in and installs nothing else. pip itself is left at the version venv bundled (nothing unpinned
-# is upgraded).
-$(VENV)/.lab-installed: pyproject.toml requirements.lock | $(VENV)/bin/python
-	$(PIP) install -c requirements.lock -e ".[lab]"
+# in and installs nothing else (pip, which venv bundled, stays as it is).
+$(VENV)/.lab-installed: pyproject.toml requirements.lock | $(UV_STAMP)
+	$(UV_INSTALL) -e ".[lab]"
 	touch $@
 
 # [lab,test] includes everything [lab] installs, so this also satisfies the lab stamp.
-$(VENV)/.test-installed: pyproject.toml requirements.lock | $(VENV)/bin/python
-	$(PIP) install -c requirements.lock -e ".[lab,test]"
+$(VENV)/.test-installed: pyproject.toml requirements.lock | $(UV_STAMP)
+	$(UV_INSTALL) -e ".[lab,test]"
 	touch $@ $(VENV)/.lab-installed
+
+$(LAB_OVERRIDES): binder/overrides.json | $(VENV)/bin/python
+	mkdir -p $(@D)
+	cp binder/overrides.json $@

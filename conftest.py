@@ -7,12 +7,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 
-# The py:percent twins of the notebooks are not modules: --doctest-modules must not import them (the notebooks
-# themselves, the lessons and the graded masters in labs/source/, run under nbval). The student versions in labs/
+# The py:percent twins of the notebooks (notebooks_py/ for the lessons, labs/source/ for the graded masters) are not
+# modules: --doctest-modules must not import them, even when pytest is pointed at their folder (the notebooks
+# themselves, notebooks/*.ipynb and labs/source/*.ipynb, run under nbval). The student versions in labs/
 # have no stored outputs to compare and `...` for answers: tests/test_grading.py grades them untouched (zero
 # points, no crash) and the browser tests run them in JupyterLab.
 # (A list, not the glob "labs/*.ipynb": fnmatch's * also matches "/", so the glob would hide labs/source/ too.)
-collect_ignore_glob = ["notebooks/*.py", "labs/source/*.py"]
+collect_ignore_glob = ["notebooks_py/*.py", "labs/source/*.py"]
 collect_ignore = [path.relative_to(ROOT).as_posix() for path in sorted((ROOT / "labs").glob("*.ipynb"))]
 
 

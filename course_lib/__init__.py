@@ -4,7 +4,8 @@ them for display.
 
 Formula modules (imported here; none of them imports matplotlib or ipywidgets, so ``import course_lib`` is fast):
 ``units``, ``hardware``, ``compute`` (lesson 01), ``collectives`` and ``simulate`` (lesson 02), ``parallelism``
-(lesson 03), ``budget`` (lesson 04).
+(lesson 03), ``budget`` (lesson 04). Figures live in ``course_lib.viz``; the labs' widgets and the lessons'
+self-check questions (``course_lib.widgets.quiz``) in ``course_lib.widgets``, which import matplotlib and ipywidgets.
 
 >>> from course_lib import collectives, units
 >>> units.format_time(collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB))

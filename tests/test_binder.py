@@ -65,3 +65,11 @@ def test_binder_runs_postbuild(rendered):
         "the Binder image does not run binder/postBuild, so course_lib is not installed; "
         "keep binder/postBuild (it runs `python -m pip install --no-deps -e .`)"
     )
+
+
+def test_binder_runs_postbuild_on_the_copied_repo(rendered):
+    # postBuild installs course_lib (-e .) and copies binder/overrides.json (no "fetch Jupyter news?" prompt) into
+    # JupyterLab's settings: both need the repository's files, so it must run after they are copied.
+    repo_copy = rendered.find("COPY --chown=0:0 src/ ")
+    postbuild = rendered.find("RUN ./binder/postBuild")
+    assert -1 < repo_copy < postbuild, "binder/postBuild runs before the repository is copied into the image"

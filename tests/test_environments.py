@@ -1,12 +1,16 @@
 """The pinned environments agree with each other and with requirements.lock.
 
 environment.yml (conda, local), binder/environment.yml (Binder) and requirements.lock (the
-Makefile's pip constraints) each pin the course's packages. They must name the same versions,
-or a learner on Binder, one using conda and one using `make lab` run different code.
+Makefile's constraints, made by `make lock` with uv) each pin the course's packages. They must name the same
+versions, or a learner on Binder, one using conda and one using `make lab` run different code.
+
+And JupyterLab, with `make lab` as on Binder, opens without asking whether to fetch Jupyter news:
+binder/overrides.json holds the course's settings, which the Makefile and binder/postBuild install.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -28,7 +32,21 @@ ENV_FILES = {
 }
 LOCK = ROOT / "requirements.lock"
 POSTBUILD = ROOT / "binder" / "postBuild"
+OVERRIDES = ROOT / "binder" / "overrides.json"
 COURSE_PYTHON = "3.11"
+# The machine the course's Python runs on, for evaluating the lock's markers (uv's universal lock also pins
+# Windows- and macOS-only packages, and splits some pins at a patch release, e.g. python_full_version < '3.11.5').
+COURSE_PLATFORM = {
+    "python_version": COURSE_PYTHON,
+    "python_full_version": f"{COURSE_PYTHON}.9",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+}
+NOTIFICATION = "@jupyterlab/apputils-extension:notification"
 HOW_TO_UPDATE = (
     "To update pins: edit pyproject.toml, run `make lock`, then copy the lock's "
     f"Python {COURSE_PYTHON} versions into environment.yml and binder/environment.yml."
@@ -62,15 +80,16 @@ def pip_pins(path: Path) -> dict[str, str]:
     return pins
 
 
-def lock_pins(python_version: str) -> dict[str, str]:
-    """{canonical name: version} that requirements.lock gives for one Python version."""
+def lock_pins(environment: dict[str, str]) -> dict[str, str]:
+    """{canonical name: version} that requirements.lock gives on one platform (marker environment)."""
     pins: dict[str, str] = {}
+    python_version = environment["python_full_version"]
     for line in LOCK.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         req = Requirement(line)
-        if req.marker and not req.marker.evaluate({"python_version": python_version}):
+        if req.marker and not req.marker.evaluate(environment):
             continue
         (spec,) = req.specifier
         assert spec.operator == "==", f"requirements.lock: {line!r} is not an exact pin; run `make lock`"
@@ -84,11 +103,21 @@ def lock_pins(python_version: str) -> dict[str, str]:
 
 
 def test_lock_covers_the_course_python():
-    pins = lock_pins(COURSE_PYTHON)
+    pins = lock_pins(COURSE_PLATFORM)
     assert {"numpy", "jupyterlab", "pytest"} <= pins.keys(), (
-        f"requirements.lock has no pins for Python {COURSE_PYTHON}; "
-        f"run `make lock` with python{COURSE_PYTHON} in LOCK_PYTHONS"
+        f"requirements.lock has no pins for Python {COURSE_PYTHON}; run `make lock`"
     )
+
+
+@pytest.mark.parametrize("python", ["3.10.0", "3.11.0", "3.11.9", "3.12.0", "3.13.0", "3.14.0"])
+def test_lock_pins_every_python_the_course_supports(python):
+    # requires-python is >=3.10: the universal lock must pin the course's packages for each of them, once each
+    # (lock_pins fails on a package pinned twice).
+    environment = {**COURSE_PLATFORM, "python_version": python.rsplit(".", 1)[0], "python_full_version": python}
+    pins = lock_pins(environment)
+    assert {"numpy", "matplotlib", "ipywidgets", "jupyterlab", "otter-grader", "pytest"} <= pins.keys(), python
+    if python.startswith("3.10"):
+        assert pins["tomli"], "pytest needs tomli on Python 3.10"
 
 
 @pytest.mark.parametrize("name", ENV_FILES)
@@ -116,7 +145,7 @@ def test_root_and_binder_pin_the_same_versions():
 
 @pytest.mark.parametrize("name", ENV_FILES)
 def test_environment_pins_match_the_lock(name):
-    lock = lock_pins(COURSE_PYTHON)
+    lock = lock_pins(COURSE_PLATFORM)
     for package, version in pip_pins(ENV_FILES[name]).items():
         assert package in lock, (
             f"{name} pins {package}, which requirements.lock does not have; "
@@ -176,3 +205,40 @@ def test_postbuild_is_an_executable_bash_script_that_installs_without_deps():
         "binder/postBuild must install course_lib with `python -m pip install --no-deps -e .`: "
         "the dependencies are pinned in binder/environment.yml and must not be re-resolved"
     )
+
+
+def test_overrides_switch_off_the_jupyter_news_prompt():
+    overrides = json.loads(OVERRIDES.read_text(encoding="utf-8"))
+    assert overrides == {NOTIFICATION: {"fetchNews": "false"}}, (
+        'binder/overrides.json must set fetchNews to the string "false" (JupyterLab\'s "Never"), and nothing else'
+    )
+
+
+def test_postbuild_installs_the_overrides_into_jupyterlab_settings():
+    text = POSTBUILD.read_text()
+    assert re.search(r"get_app_dir\(\).*\)/settings\"$", text, re.MULTILINE), (
+        "binder/postBuild must compute JupyterLab's settings folder as get_app_dir()/settings"
+    )
+    assert re.search(r'^cp binder/overrides\.json "\$settings/overrides\.json"$', text, re.MULTILINE), (
+        "binder/postBuild must copy binder/overrides.json to $settings/overrides.json"
+    )
+
+
+def test_this_environments_jupyterlab_never_asks_to_fetch_news(tmp_path):
+    # What JupyterLab's settings API serves to the page in this environment (.venv under `make test`, where the
+    # Makefile installed binder/overrides.json), with an empty user settings folder: the default of fetchNews is
+    # "false", so no prompt asks about news. A fresh JupyterLab's default is "none" (ask).
+    from jupyterlab.commands import get_app_dir
+    from jupyterlab_server.settings_utils import get_settings
+
+    app_dir = Path(get_app_dir())
+    installed = app_dir / "settings" / "overrides.json"
+    assert installed.exists(), f"{installed} is missing: `make test` and `make lab` install it (binder/overrides.json)"
+    assert installed.read_text(encoding="utf-8") == OVERRIDES.read_text(encoding="utf-8"), (
+        f"{installed} differs from binder/overrides.json: run `make test` or `make lab`, which copy it again"
+    )
+    settings, _ = get_settings(
+        str(app_dir / "settings"), str(app_dir / "schemas"), str(tmp_path), schema_name=NOTIFICATION
+    )
+    assert settings["schema"]["properties"]["fetchNews"]["default"] == "false"
+    assert settings["settings"].get("fetchNews", "false") == "false"

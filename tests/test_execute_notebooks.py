@@ -1,6 +1,8 @@
-"""tools/execute_notebooks.py (`make notebooks`): idempotent output, tags kept, a raising cell named.
+"""tools/execute_notebooks.py (`make notebooks`): idempotent output, tags kept, a raising cell named, the twin found
+where the repository's jupytext.toml files pair it.
 
-Runs the tool on small notebooks in a temporary folder (three kernel starts, a few seconds).
+Runs the tool on small notebooks in a temporary copy of the repository's layout (three kernel starts, a few
+seconds): a lesson notebooks_py/X.py builds notebooks/X.ipynb, a master labs/source/X.py builds the .ipynb beside it.
 """
 
 import json
@@ -9,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "execute_notebooks.py"
+ROOT = Path(__file__).resolve().parents[1]
+TOOL = ROOT / "tools" / "execute_notebooks.py"
 
 HEADER = """# ---
 # jupyter:
@@ -48,7 +51,7 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: a live widget
-from course_lib.quiz import multiple_choice
+from course_lib.widgets.quiz import multiple_choice
 
 multiple_choice("1 MAC is how many FLOPs?", ["1", "2"], 1, "A multiply and an add.")
 """
@@ -75,20 +78,31 @@ def run_tool(*paths):
 
 
 def test_two_runs_write_identical_files_and_a_raising_cell_is_named(tmp_path):
-    lesson, broken = tmp_path / "01_lesson.py", tmp_path / "02_broken.py"
+    for config in ("jupytext.toml", "labs/source/jupytext.toml"):
+        (tmp_path / config).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / config).write_bytes((ROOT / config).read_bytes())
+    (tmp_path / "notebooks_py").mkdir()
+    lesson, notebook = tmp_path / "notebooks_py" / "01_lesson.py", tmp_path / "notebooks" / "01_lesson.ipynb"
+    broken = tmp_path / "labs" / "source" / "02_broken.py"
     lesson.write_text(LESSON, encoding="utf-8")
     broken.write_text(BROKEN, encoding="utf-8")
 
     first = run_tool(lesson, broken)
     assert first.returncode == 1, first.stderr
-    assert "01_lesson.ipynb: executed in" in first.stdout
+    assert f"{notebook}: executed in" in first.stdout
     assert "02_broken.py: cell 1 ('raise ValueError" in first.stderr and "ValueError: payload_bytes" in first.stderr
     assert not broken.with_suffix(".ipynb").exists()
+    assert sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*.ipynb")) == [
+        "notebooks/01_lesson.ipynb"
+    ]
 
-    stored = lesson.with_suffix(".ipynb").read_bytes()
-    second = run_tool(lesson.with_suffix(".ipynb"))  # the .ipynb names its twin too
+    stored = notebook.read_bytes()
+    second = run_tool(notebook)  # the .ipynb names its twin too
     assert second.returncode == 0, second.stderr
-    assert lesson.with_suffix(".ipynb").read_bytes() == stored, "a second run changed the stored notebook"
+    assert notebook.read_bytes() == stored, "a second run changed the stored notebook"
+
+    unpaired = run_tool(tmp_path / "labs" / "01_lesson.ipynb")
+    assert unpaired.returncode == 2 and "jupytext.toml pairs no notebook with it" in unpaired.stderr, unpaired.stderr
 
     assert stored.endswith(b"}\n") and stored.startswith(b'{\n "cells": [\n  {\n   "cell_type"')  # indent 1
     notebook = json.loads(stored)

@@ -2,8 +2,8 @@
 prerequisite and relative links, the course's lesson skeleton, and what labs/ holds.
 
 Three kinds of notebook:
-- the lessons (notebooks/) and the graded masters (labs/source/): py:percent twins, outputs stored by
-  `make notebooks` (tools/execute_notebooks.py) and checked by nbval;
+- the lessons (notebooks/, their py:percent twins in notebooks_py/) and the graded masters (labs/source/, twins
+  beside them): outputs stored by `make notebooks` (tools/execute_notebooks.py) and checked by nbval;
 - the student versions of the labs (labs/): written by `make assignments` from the masters, with
   no twin and no outputs (a student runs them; test_grading checks that they match a fresh build).
 
@@ -27,7 +27,7 @@ STUDENT_VERSIONS = sorted(ROOT.glob("labs/*.ipynb"))
 # The notebooks with a py:percent twin and stored outputs.
 EXECUTED = sorted(ROOT.glob("notebooks/*.ipynb")) + MASTERS
 NOTEBOOKS = EXECUTED + STUDENT_VERSIONS
-TWINS = sorted(ROOT.glob("notebooks/*.py")) + sorted(ROOT.glob("labs/source/*.py"))
+TWINS = sorted(ROOT.glob("notebooks_py/*.py")) + sorted(ROOT.glob("labs/source/*.py"))
 LESSONS = [path for path in EXECUTED if path.parent.name == "notebooks" and re.match(r"\d\d_", path.name)]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -161,12 +161,22 @@ def output_texts(output) -> list[tuple[str, str]]:
 # ---- the .ipynb and its py:percent twin --------------------------------------------------------------------------
 
 
+def twin_of(path: Path) -> Path:
+    """The py:percent twin of a lesson (notebooks/X.ipynb: notebooks_py/X.py) or of a master (beside it), and the
+    reverse, as jupytext.toml pairs them."""
+    if path.parent.name == "notebooks":
+        return ROOT / "notebooks_py" / path.with_suffix(".py").name
+    if path.parent.name == "notebooks_py":
+        return ROOT / "notebooks" / path.with_suffix(".ipynb").name
+    return path.with_suffix(".ipynb" if path.suffix == ".py" else ".py")
+
+
 @pytest.mark.parametrize("path", EXECUTED, ids=ids(EXECUTED))
 def test_notebook_has_a_py_twin_with_the_same_cells(path):
-    twin = path.with_suffix(".py")
+    twin = twin_of(path)
     assert twin.exists(), (
         f"{rel(path)}: no py:percent twin {rel(twin)}; create it with "
-        f"`jupytext --set-formats ipynb,py:percent {rel(path)}` and commit both"
+        f"`jupytext --sync {rel(path)}` (jupytext.toml says where the twin goes) and commit both"
     )
     notebook, text = inputs(jupytext.read(path)), inputs(jupytext.read(twin))
     for index, (cell, twin_cell) in enumerate(zip(notebook, text, strict=True)):
@@ -194,10 +204,9 @@ def test_py_twin_has_a_notebook(path):
         f"{rel(path)} has no jupytext header: every .py here is a notebook's twin (code that is "
         "not a notebook belongs in course_lib)"
     )
-    has_notebook = path.with_suffix(".ipynb").exists()
-    assert has_notebook, (
-        f"{rel(path)}: no {path.with_suffix('.ipynb').name} next to it; run "
-        f"`make notebooks NOTEBOOKS={rel(path)}` and commit it"
+    notebook = twin_of(path)
+    assert notebook.exists(), (
+        f"{rel(path)}: no notebook {rel(notebook)}; run `make notebooks NOTEBOOKS={rel(path)}` and commit it"
     )
 
 
@@ -374,16 +383,53 @@ def test_student_version_is_unexecuted_otter_output(path):
     assert "jupytext" not in notebook.metadata, f"{rel(path)} has jupytext metadata; rebuild it with make assignments"
 
 
-def test_jupytext_configs_pair_everything_but_the_student_versions():
-    from jupytext.config import find_jupytext_configuration_file, load_jupytext_configuration_file
+def jupytext_pairs(path: Path) -> list[Path]:
+    """The files jupytext pairs ``path`` with (itself included), by the jupytext.toml that applies to it."""
+    from jupytext.config import load_jupytext_config
+    from jupytext.formats import long_form_multiple_formats
+    from jupytext.paired_paths import find_base_path_and_format, paired_paths
 
-    def settings(folder):
-        return load_jupytext_configuration_file(find_jupytext_configuration_file(str(ROOT / folder)))
+    formats = load_jupytext_config(str(path)).default_formats(str(path))
+    if formats is None:
+        return [path]
+    _, fmt = find_base_path_and_format(str(path), long_form_multiple_formats(formats))
+    return sorted(Path(paired) for paired, _ in paired_paths(str(path), fmt, formats))
 
-    root, masters, students = settings("notebooks"), settings("labs/source"), settings("labs")
-    assert root.formats == ["ipynb,py:percent"] and masters == root, (
-        "labs/source/jupytext.toml must repeat the root jupytext.toml (the masters are paired like the lessons)"
+
+@pytest.mark.parametrize("path", NOTEBOOKS + TWINS, ids=ids(NOTEBOOKS + TWINS))
+def test_jupytext_pairs_lessons_and_masters_with_their_twin_and_student_versions_with_nothing(path):
+    expected = [path] if path in STUDENT_VERSIONS else sorted([path, twin_of(path)])
+    assert jupytext_pairs(path) == expected, (
+        f"jupytext pairs {rel(path)} with {[rel(paired) for paired in jupytext_pairs(path)]}: jupytext.toml pairs "
+        "notebooks/X.ipynb with notebooks_py/X.py, labs/source/jupytext.toml a master with the .py beside it, and "
+        'labs/jupytext.toml (formats = "ipynb") a student version with nothing'
     )
-    assert students.formats == ["ipynb"], (
-        'labs/jupytext.toml must say formats = "ipynb": saving a student version must not create a twin'
-    )
+
+
+def test_saving_in_jupyterlab_writes_the_twin_where_the_configs_say(tmp_path):
+    # jupytext's contents manager (JupyterLab saves through its async one; the jupytext server extension installs it)
+    # on a copy of the repository's pairing: saving a lesson writes notebooks_py/X.py (identical to the committed
+    # twin) and no .py in notebooks/; saving a master writes its twin beside it; a student version gets no twin.
+    import asyncio
+
+    from jupytext import AsyncTextFileContentsManager
+
+    copied = lesson, master, student = EXECUTED[0], MASTERS[0], STUDENT_VERSIONS[0]
+    for path in (ROOT / "jupytext.toml", ROOT / "labs/jupytext.toml", ROOT / "labs/source/jupytext.toml", *copied):
+        (tmp_path / rel(path)).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel(path)).write_bytes(path.read_bytes())
+    manager = AsyncTextFileContentsManager(root_dir=str(tmp_path))
+
+    async def open_and_save(path):
+        await manager.save(await manager.get(path), path)
+
+    for path in copied:
+        asyncio.run(open_and_save(rel(path)))
+
+    written = sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*.py"))
+    assert written == sorted([rel(twin_of(lesson)), rel(twin_of(master))]), written
+    for notebook in (lesson, master):
+        saved = (tmp_path / rel(twin_of(notebook))).read_text(encoding="utf-8")
+        assert saved == twin_of(notebook).read_text(encoding="utf-8"), (
+            f"saving {rel(notebook)} in JupyterLab would change {rel(twin_of(notebook))}"
+        )

@@ -4,14 +4,16 @@ Usage (through `make notebooks`, which sets PYTHONHASHSEED=0):
 
     python tools/execute_notebooks.py [PATH ...]
 
-PATH is a lesson or a graded lab's master, as its .py or its .ipynb; by default every notebooks/*.py and
-labs/source/*.py that has a jupytext header. (The student versions in labs/ are made from the masters by
-`make assignments` and have no twin.) For each X.py:
+PATH is a lesson or a graded lab's master, as its .py or its .ipynb; by default every notebooks_py/*.py and
+labs/source/*.py that has a jupytext header. Where the twin of a notebook is, jupytext.toml says: a lesson
+notebooks/X.ipynb has its twin in notebooks_py/X.py, a master labs/source/X.ipynb beside it in labs/source/X.py
+(a file with no jupytext.toml above it is paired in its own folder). (The student versions in labs/ are made from
+the masters by `make assignments` and have no twin.) For each X.py:
 
 1. the cells come from X.py (read with jupytext and jupytext.toml's filters, so cell tags survive); metadata
    that the filters keep out of X.py (cell ids, nbgrader or otter metadata) comes from the existing X.ipynb;
-2. it runs with nbclient in the notebook's own folder, in a python3 kernel of the current environment
-   (ipykernel started from this interpreter), with PYTHONHASHSEED=0 and without MPLBACKEND;
+2. it runs with nbclient in the .ipynb's folder (where its relative links and files are), in a python3 kernel of
+   the current environment (ipykernel started from this interpreter), with PYTHONHASHSEED=0 and without MPLBACKEND;
 3. the result is normalised so that two runs write byte-identical files: no execution timings, no widget state,
    no Python version, widget model ids renumbered, cell ids deterministic, a stream split by the kernel's
    flushes joined again; then X.ipynb is written (nbformat: indent 1, trailing newline).
@@ -37,6 +39,8 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from jupytext.combine import combine_inputs_with_outputs
 from jupytext.config import load_jupytext_config
+from jupytext.formats import long_form_multiple_formats
+from jupytext.paired_paths import InconsistentPath, find_base_path_and_format, paired_paths
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +48,8 @@ KERNEL_NAME = "python3"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": KERNEL_NAME}
 CELL_TIMEOUT_S = 600
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# The pairing when no jupytext.toml applies to a file: X.ipynb and X.py side by side.
+SAME_FOLDER = "ipynb,py:percent"
 
 
 class CurrentEnvironmentKernels(KernelSpecManager):
@@ -67,15 +73,34 @@ def has_jupytext_header(path: Path) -> bool:
 
 
 def default_sources() -> list[Path]:
-    candidates = sorted((ROOT / "notebooks").glob("*.py")) + sorted((ROOT / "labs" / "source").glob("*.py"))
+    candidates = sorted((ROOT / "notebooks_py").glob("*.py")) + sorted((ROOT / "labs" / "source").glob("*.py"))
     return [path for path in candidates if has_jupytext_header(path)]
 
 
-def build(source: Path) -> nbformat.NotebookNode:
-    """The notebook to execute: cells and their tags from ``source`` (X.py), the rest kept from X.ipynb."""
+def pair(path: Path) -> tuple[Path, Path]:
+    """(X.py, X.ipynb) for a notebook given as either file, paired as the jupytext.toml above it says.
+
+    Raises ``ValueError`` if that configuration pairs ``path`` with no py:percent file and no notebook.
+    """
+    config = load_jupytext_config(str(path))
+    formats = config.default_formats(str(path)) if config else SAME_FOLDER
+    if formats is None:
+        raise ValueError(f"{path}: jupytext.toml pairs no notebook with it (formats = {config.formats!r})")
+    try:
+        _, fmt = find_base_path_and_format(str(path), long_form_multiple_formats(formats))
+        paths = {Path(paired).suffix: Path(paired) for paired, _ in paired_paths(str(path), fmt, formats)}
+    except InconsistentPath as error:
+        raise ValueError(f"{path}: {error}") from None
+    if set(paths) != {".py", ".ipynb"}:
+        raise ValueError(f"{path}: paired as {formats!r}, not as a notebook and its .py twin")
+    return paths[".py"], paths[".ipynb"]
+
+
+def build(source: Path, target: Path) -> nbformat.NotebookNode:
+    """The notebook to execute: cells and their tags from ``source`` (X.py), the rest kept from ``target``
+    (X.ipynb) if it exists."""
     config = load_jupytext_config(str(source))
     notebook = jupytext.read(source, config=config)
-    target = source.with_suffix(".ipynb")
     old_ids = set()
     if target.exists():
         previous = jupytext.read(target)
@@ -169,20 +194,23 @@ def describe_cell(notebook: nbformat.NotebookNode, index: int | None) -> str:
     return f"cell {index} ({first_line[:60]!r})"
 
 
-def run(source: Path) -> bool:
-    """Build, execute, normalise and write X.ipynb for ``source`` = X.py; print one line; True if it worked."""
+def run(source: Path, target: Path) -> bool:
+    """Build ``target`` (X.ipynb) from ``source`` (X.py), execute, normalise and write it; print one line; True if
+    it worked."""
     name = source.relative_to(ROOT) if source.is_relative_to(ROOT) else source
-    notebook = build(source)
+    notebook = build(source, target)
+    target.parent.mkdir(parents=True, exist_ok=True)  # a new lesson's notebooks/ may not exist yet
     try:
-        seconds = execute(notebook, source.parent)
+        seconds = execute(notebook, target.parent)
     except CellFailed as failure:  # keep the old .ipynb; go on with the other notebooks
         print(f"FAILED {name}: {failure}", file=sys.stderr)
         return False
     normalise(notebook)
     nbformat.validate(notebook)
-    with open(source.with_suffix(".ipynb"), "w", encoding="utf-8", newline="\n") as stream:
+    with open(target, "w", encoding="utf-8", newline="\n") as stream:
         nbformat.write(notebook, stream)
-    print(f"{name.with_suffix('.ipynb')}: executed in {seconds:.1f} s")
+    shown = target.relative_to(ROOT) if target.is_relative_to(ROOT) else target
+    print(f"{shown}: executed in {seconds:.1f} s")
     return True
 
 
@@ -190,11 +218,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="*", type=Path, help="notebooks (X.py or X.ipynb); default: all of them")
     arguments = parser.parse_args(argv)
-    sources = [path.resolve().with_suffix(".py") for path in arguments.paths] or default_sources()
-    missing = [str(path) for path in sources if not path.exists()]
-    if missing:
-        parser.error(f"no py:percent twin: {', '.join(missing)}")
-    results = [run(source) for source in sources]
+    pairs = []
+    for path in [path.resolve() for path in arguments.paths] or default_sources():
+        try:
+            source, target = pair(path)
+        except ValueError as error:
+            parser.error(str(error))
+        if not source.exists():
+            parser.error(f"no py:percent twin: {source}")
+        pairs.append((source, target))
+    results = [run(source, target) for source, target in pairs]
     return 0 if all(results) else 1
 
 

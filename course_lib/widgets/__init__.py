@@ -1,5 +1,6 @@
 """The widget labs. Each factory returns an ipywidgets box with ``.controls`` (name → control), ``.result`` (the
 latest computed values, updated synchronously) and ``.figure`` (a matplotlib Figure built once and updated).
+``course_lib.widgets.quiz`` holds the lessons' self-check questions (multiple choice with immediate feedback).
 
 Importing ``course_lib.widgets`` imports ipywidgets and matplotlib; the formula modules never do.
 

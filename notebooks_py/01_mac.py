@@ -41,7 +41,8 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from course_lib import compute, hardware, parallelism, quiz, units, viz
+from course_lib import compute, hardware, parallelism, units, viz
+from course_lib.widgets import quiz
 
 # %% [markdown]
 # ## Mechanism

@@ -1,13 +1,38 @@
-"""The self-check widget: right/wrong feedback with the explanation, the widget flow in-process, bad input."""
+"""course_lib.widgets.quiz, the self-check widget: right/wrong feedback with the explanation, the widget flow
+in-process, bad input, and every self-check question the lessons ask."""
 
-import json
+import ast
 from pathlib import Path
 
 import pytest
 
-from course_lib.quiz import Feedback, MultipleChoice, Question, from_card, multiple_choice
+from course_lib.widgets.quiz import Feedback, MultipleChoice, Question, from_card, multiple_choice
 
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+# The lessons' py:percent twins (jupytext.toml pairs notebooks/X.ipynb with notebooks_py/X.py).
+LESSON_SOURCES = sorted((Path(__file__).resolve().parents[1] / "notebooks_py").glob("[0-9][0-9]_*.py"))
+
+# The `check` field of the course's two seed cards, "parallelism" and "parallelism-communication-budget" (the
+# course brief's cards; copied verbatim, curly apostrophe included): lessons 03 and 04 ask these two questions.
+SEED_CARDS = {
+    "parallelism": {
+        "check": {
+            "question": "Which strategy splits work inside an individual layer?",
+            "options": ["Pipeline parallelism only", "Data replication only", "Tensor parallelism"],
+            "answer": 2,
+            "explanation": "Tensor parallelism divides a layer’s tensor computations; pipeline parallelism instead "
+            "partitions groups of layers.",
+        }
+    },
+    "parallelism-communication-budget": {
+        "check": {
+            "question": "Which partition commonly splits a single matrix operation across devices?",
+            "options": ["Tensor parallelism", "Only dataset shuffling", "Recovery checkpoint compression"],
+            "answer": 0,
+            "explanation": "Tensor parallelism partitions operator dimensions and requires communication to assemble "
+            "or combine the resulting values.",
+        }
+    },
+}
 
 MAC = Question("A multiply-accumulate is how many FLOPs?", ("1", "2", "4"), 1, "One multiply and one add.")
 
@@ -126,24 +151,47 @@ def test_from_card_rejects_a_card_without_a_check():
         from_card({"check": {"question": "q", "options": ["a", "b"], "answer": 0}})
 
 
-def seed_cards():
-    if not SEEDS.is_dir():
-        pytest.skip(f"the seed cards are not here: {SEEDS} does not exist (CI checks out ../shared next to the repo)")
-    cards = sorted(SEEDS.glob("*.json"))
-    assert cards, f"no seed cards in {SEEDS}"
-    return cards
+def lesson_questions():
+    """(lesson, line, keyword arguments) of every ``quiz.Question(...)`` call in the lessons' twins, read without
+    running the lessons (each argument is a literal)."""
+    found = []
+    for path in LESSON_SOURCES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("quiz.Question", "Question"):
+                assert not node.args, f"{path.name}:{node.lineno}: pass Question's fields by keyword"
+                fields = {keyword.arg: ast.literal_eval(keyword.value) for keyword in node.keywords}
+                found.append((path.stem, node.lineno, fields))
+    return found
 
 
-def test_from_card_on_every_seed_card():
-    for path in seed_cards():
-        card = json.loads(path.read_text(encoding="utf-8"))
-        check = card["check"]
-        question = from_card(card)
-        assert question.prompt == check["question"], path.name
-        assert question.options == tuple(check["options"]), path.name
-        assert question.options[question.answer] == check["options"][check["answer"]], path.name
-        assert question.check(check["answer"]).correct, path.name
-        wrong = next(i for i in range(len(check["options"])) if i != check["answer"])
-        assert not question.check(wrong).correct, path.name
-        assert question.check(wrong).message.endswith(check["explanation"]), path.name
-        assert MultipleChoice(question).submit(check["answer"]).correct, path.name
+LESSON_QUESTIONS = lesson_questions()
+
+
+def test_the_lessons_ask_self_check_questions():
+    lessons = {lesson for lesson, _, _ in LESSON_QUESTIONS}
+    assert lessons == {"01_mac", "02_nccl", "03_parallelism", "04_communication_budget"}, lessons
+    written = sum(path.read_text(encoding="utf-8").count("quiz.Question(") for path in LESSON_SOURCES)
+    assert len(LESSON_QUESTIONS) == written >= 4, "a lesson's Question is not a call with literal keyword arguments"
+
+
+@pytest.mark.parametrize(
+    "lesson, line, fields", LESSON_QUESTIONS, ids=[f"{lesson}:{line}" for lesson, line, _ in LESSON_QUESTIONS]
+)
+def test_every_lesson_question_is_valid_and_judged(lesson, line, fields):
+    question = Question(**fields)  # raises ValueError naming the field if the lesson's question is malformed
+    widget = MultipleChoice(question)
+    assert widget.submit(question.answer) == Feedback(True, f"Correct. {question.explanation}")
+    for wrong in set(range(len(question.options))) - {question.answer}:
+        feedback = widget.submit(wrong)
+        right = question.options[question.answer]
+        assert feedback == Feedback(False, f"Not quite. The right answer is “{right}”. {question.explanation}")
+
+
+@pytest.mark.parametrize("name", SEED_CARDS)
+def test_from_card_builds_the_seed_cards_check_and_a_lesson_asks_it(name):
+    check = SEED_CARDS[name]["check"]
+    question = from_card(SEED_CARDS[name])
+    assert question == Question(check["question"], tuple(check["options"]), check["answer"], check["explanation"])
+    assert question.check(check["answer"]).correct
+    asked = [Question(**fields) for _, _, fields in LESSON_QUESTIONS]
+    assert question in asked, f"no lesson asks the {name!r} card's check question word for word"

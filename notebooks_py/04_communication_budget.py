@@ -46,7 +46,8 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from course_lib import budget, collectives, compute, hardware, parallelism, quiz, units, viz
+from course_lib import budget, collectives, compute, hardware, parallelism, units, viz
+from course_lib.widgets import quiz
 
 # %% [markdown]
 # ## Mechanism

@@ -41,7 +41,8 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from course_lib import collectives, hardware, quiz, simulate, units, viz
+from course_lib import collectives, hardware, simulate, units, viz
+from course_lib.widgets import quiz
 
 # %% [markdown]
 # ## Mechanism

@@ -46,7 +46,8 @@
 # %%
 import matplotlib.pyplot as plt
 
-from course_lib import hardware, parallelism, pipeline, quiz, units, viz
+from course_lib import hardware, parallelism, pipeline, units, viz
+from course_lib.widgets import quiz
 
 # %% [markdown]
 # ## Mechanism
