@@ -25,6 +25,7 @@ BAD = {
     "flag": ["yes", 1, None],
     "schedule": ["zero-bubble"],
     "dtype": ["fp64"],
+    "rails": [0, -1, 2.5, math.nan, math.inf, "8", True, 9],  # rails of an 8-device node: 1..8, or None
 }
 
 CASES = [
@@ -144,6 +145,29 @@ CASES = [
             intra_latency_s="nonnegative",
             inter_bandwidth_bytes_per_s="positive",
             inter_latency_s="nonnegative",
+        ),
+    ),
+    (
+        collectives.multirail_ring_allreduce_time,
+        dict(
+            payload_bytes=1e9,
+            nodes=4,
+            devices_per_node=8,
+            intra_bandwidth_bytes_per_s=4.5e11,
+            intra_latency_s=1e-6,
+            inter_bandwidth_bytes_per_s=5e10,
+            inter_latency_s=5e-6,
+            rails=8,
+        ),
+        dict(
+            payload_bytes="positive",
+            nodes="count",
+            devices_per_node="count",
+            intra_bandwidth_bytes_per_s="positive",
+            intra_latency_s="nonnegative",
+            inter_bandwidth_bytes_per_s="positive",
+            inter_latency_s="nonnegative",
+            rails="rails",
         ),
     ),
     (compute.gemm_flops, dict(m=2, n=3, k=4), dict(m="count", n="count", k="count")),

@@ -63,6 +63,7 @@ ALGORITHM_LABELS = {
     "binomial_tree": "binomial tree",
     "recursive_doubling": "recursive doubling",
     "rabenseifner": "Rabenseifner",
+    "double_binary_tree": "double binary tree",
 }
 POWER_OF_TWO_ONLY = tuple(a for a in collectives.ALGORITHMS[OP] if a in collectives.POWER_OF_TWO_ONLY)
 
