@@ -53,6 +53,7 @@ __all__ = [
     "busbw_bytes_per_s",
     "algbw_from_busbw",
     "latency_bandwidth_crossover_bytes",
+    "equal_time_payload_bytes",
     "hierarchical_allreduce_time",
     "multirail_ring_allreduce_time",
 ]
@@ -404,6 +405,38 @@ def latency_bandwidth_crossover_bytes(op, ranks, bandwidth_bytes_per_s, latency_
     latency = _validate.nonnegative("latency_s", latency_s)
     per_byte = collective_cost(op, ranks, 1.0, algorithm)  # Q and n for S = 1 byte; Q is linear in S
     return _validate.as_result(per_byte.phases * latency * bandwidth / per_byte.wire_bytes)
+
+
+def equal_time_payload_bytes(op, ranks, bandwidth_bytes_per_s, latency_s, algorithm, other_algorithm):
+    """The payload at which two algorithms of ``op`` take equal time, or None if their times never cross.
+
+    Both times are n·α + Q/B with Q proportional to S, so they are two lines in S: they cross once, at
+    S = (n₁ − n₂)·α·B / (q₂ − q₁) with q = Q/S, when the algorithm with more phases moves fewer bytes. Below that
+    payload the one with fewer phases is faster, above it the one with fewer bytes.
+
+    >>> format_bytes(equal_time_payload_bytes("all_reduce", 64, 50 * GB, 5 * US, "ring", "double_binary_tree"))
+    '228 MB'
+    >>> equal_time_payload_bytes("all_reduce", 8, 50 * GB, 5 * US, "ring", "rabenseifner") is None   # never
+    True
+    """
+    _validate.count("ranks", ranks, minimum=2)
+    bandwidth = _validate.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    latency = _validate.nonnegative("latency_s", latency_s)
+    if np.ndim(ranks) or np.ndim(bandwidth) or np.ndim(latency):
+        raise ValueError("ranks, bandwidth_bytes_per_s and latency_s must be single numbers")
+    check_algorithm(op, algorithm)
+    if other_algorithm not in ALGORITHMS[op]:
+        raise ValueError(
+            f"other_algorithm must be one of {', '.join(map(repr, ALGORITHMS[op]))} for op={op!r}; "
+            f"got {other_algorithm!r}"
+        )
+    one = collective_cost(op, ranks, 1.0, algorithm)  # Q and n for S = 1 byte; Q is linear in S
+    other = collective_cost(op, ranks, 1.0, other_algorithm)
+    extra_latency_s = (one.phases - other.phases) * latency
+    extra_seconds_per_byte = (other.wire_bytes - one.wire_bytes) / bandwidth
+    if extra_seconds_per_byte == 0 or extra_latency_s == 0 or (extra_latency_s > 0) != (extra_seconds_per_byte > 0):
+        return None
+    return float(extra_latency_s / extra_seconds_per_byte)
 
 
 @dataclass(frozen=True)

@@ -170,6 +170,25 @@ CASES = [
             rails="rails",
         ),
     ),
+    (
+        collectives.equal_time_payload_bytes,
+        dict(
+            op="all_reduce",
+            ranks=64,
+            bandwidth_bytes_per_s=5e10,
+            latency_s=5e-6,
+            algorithm="ring",
+            other_algorithm="double_binary_tree",
+        ),
+        dict(
+            op="op",
+            ranks="count",
+            bandwidth_bytes_per_s="positive",
+            latency_s="nonnegative",
+            algorithm="algorithm",
+            other_algorithm="algorithm",
+        ),
+    ),
     (compute.gemm_flops, dict(m=2, n=3, k=4), dict(m="count", n="count", k="count")),
     (
         compute.gemm_bytes,

@@ -331,3 +331,18 @@ def test_multirail_rejects_more_rails_than_devices():
 def test_ring_docstring_states_the_lower_bound_without_a_factor():
     doc = ring_allreduce_time.__doc__
     assert "within a factor" not in doc and "equals the lower bound" in doc
+
+
+def test_equal_time_payload_by_hand():
+    # 8 ranks, 50 GB/s, 5 µs. Recursive doubling (3 steps, 3S) against Rabenseifner (6 steps, 1.75S):
+    # 3 × 5 µs = 1.25·S/B → S = 15 µs × 50 GB/s / 1.25 = 600 kB.
+    args = ("all_reduce", 8, 50 * GB, 5 * US)
+    assert collectives.equal_time_payload_bytes(*args, "recursive_doubling", "rabenseifner") == pytest.approx(600e3)
+    assert collectives.equal_time_payload_bytes(*args, "rabenseifner", "recursive_doubling") == pytest.approx(600e3)
+    # Ring (14 steps, 1.75S) against the double binary tree (6 steps, (2 + 3/64)S): 40 µs·B / (19/64) = 6.74 MB.
+    assert collectives.equal_time_payload_bytes(*args, "ring", "double_binary_tree") == pytest.approx(
+        40e-6 * 50e9 / (19 / 64)
+    )
+    # Never: Rabenseifner has as few steps as the tree and fewer bytes; the ring never beats Rabenseifner.
+    assert collectives.equal_time_payload_bytes(*args, "rabenseifner", "double_binary_tree") is None
+    assert collectives.equal_time_payload_bytes(*args, "ring", "rabenseifner") is None
