@@ -511,6 +511,23 @@ def collective_report(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s
     )
 
 
+def _checked_two_level(payload_bytes, nodes, devices_per_node, intra_bw, intra_latency, inter_bw, inter_latency):
+    """Validated (S, N, g, (B_intra, α_intra), (B_inter, α_inter)) of a collective over nodes of g devices."""
+    return (
+        _validate.positive("payload_bytes", payload_bytes),
+        _validate.count("nodes", nodes),
+        _validate.count("devices_per_node", devices_per_node),
+        (
+            _validate.positive("intra_bandwidth_bytes_per_s", intra_bw),
+            _validate.nonnegative("intra_latency_s", intra_latency),
+        ),
+        (
+            _validate.positive("inter_bandwidth_bytes_per_s", inter_bw),
+            _validate.nonnegative("inter_latency_s", inter_latency),
+        ),
+    )
+
+
 def hierarchical_allreduce_time(
     payload_bytes,
     nodes,
@@ -530,16 +547,14 @@ def hierarchical_allreduce_time(
     >>> format_time(hierarchical_allreduce_time(1 * GB, 4, 8, 450 * GB, 3 * US, 50 * GB, 10 * US))
     '7.74 ms'
     """
-    nodes = _validate.count("nodes", nodes)
-    g = _validate.count("devices_per_node", devices_per_node)
-    s = _validate.positive("payload_bytes", payload_bytes)
-    intra_link = (
-        _validate.positive("intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s),
-        _validate.nonnegative("intra_latency_s", intra_latency_s),
-    )
-    inter_link = (
-        _validate.positive("inter_bandwidth_bytes_per_s", inter_bandwidth_bytes_per_s),
-        _validate.nonnegative("inter_latency_s", inter_latency_s),
+    s, nodes, g, intra_link, inter_link = _checked_two_level(
+        payload_bytes,
+        nodes,
+        devices_per_node,
+        intra_bandwidth_bytes_per_s,
+        intra_latency_s,
+        inter_bandwidth_bytes_per_s,
+        inter_latency_s,
     )
     intra = collective_time("reduce_scatter", g, s, *intra_link) + collective_time("all_gather", g, s, *intra_link)
     inter = ring_allreduce_time(nodes, s / g, *inter_link)
@@ -575,16 +590,18 @@ def multirail_ring_allreduce_time(
     >>> format_time(multirail_ring_allreduce_time(1 * GB, 4, 8, 450 * GB, 1 * US, 50 * GB, 5 * US, rails=1))
     '39.1 ms'
     """
-    nodes = _validate.count("nodes", nodes)
-    g = _validate.count("devices_per_node", devices_per_node)
-    s = _validate.positive("payload_bytes", payload_bytes)
+    s, nodes, g, (intra_bandwidth, intra_latency), (inter_bandwidth, inter_latency) = _checked_two_level(
+        payload_bytes,
+        nodes,
+        devices_per_node,
+        intra_bandwidth_bytes_per_s,
+        intra_latency_s,
+        inter_bandwidth_bytes_per_s,
+        inter_latency_s,
+    )
     rails = g if rails is None else _validate.count("rails", rails)
     if not isinstance(rails, int) or rails > g:
         raise ValueError(f"rails must be a single integer in [1, devices_per_node={g}], got {rails!r}")
-    intra_bandwidth = _validate.positive("intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s)
-    intra_latency = _validate.nonnegative("intra_latency_s", intra_latency_s)
-    inter_bandwidth = _validate.positive("inter_bandwidth_bytes_per_s", inter_bandwidth_bytes_per_s)
-    inter_latency = _validate.nonnegative("inter_latency_s", inter_latency_s)
     if nodes == 1:
         return ring_allreduce_time(g, s, intra_bandwidth, intra_latency)
     per_ring_bandwidth = np.minimum(inter_bandwidth, intra_bandwidth / rails)
