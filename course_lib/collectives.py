@@ -210,12 +210,12 @@ def collective_cost(op, ranks, payload_bytes, algorithm="ring") -> CollectiveCos
     (*) Bruck's step k sends the blocks whose index has bit k set: p/2 blocks of S/p for a power of two, and
     exactly that count of blocks otherwise (fewer than ⌈lg p⌉·S/2 in all).
     † The double binary tree is NCCL's tree all-reduce (NCCL 2.4; the two-tree scheme of Sanders, Speck & Träff
-    2009, "Two-tree algorithms for full bandwidth broadcast, reduction and scan", Parallel Computing 35(12)): two
-    binary trees over the same p ranks, each rank a leaf in one and an inner node in the other; each tree reduces
+    2009, "Two-tree algorithms for full bandwidth broadcast, reduction and scan", Parallel Computing 35(12):581–594):
+    two binary trees over the same p ranks, each rank a leaf in one and an inner node in the other; each tree reduces
     half of the buffer up to its root and broadcasts it back down, pipelined in k = ``DOUBLE_BINARY_TREE_CHUNKS``
     chunks of S/(2k). The busiest rank (inner in one tree: S/2 up and S/2 to each of two children; a leaf in the
     other: S/2 up) sends 2S, the traffic NCCL's tuning model charges a tree (algbw = busbw/2, src/graph/tuning.cc);
-    trees of fewer than 4 ranks move less, so there the model is an upper bound. α is paid once per tree level on
+    trees of fewer than 5 ranks move less, so there the model is an upper bound. α is paid once per tree level on
     the way up and once on the way down, 2⌊lg p⌋ in all (NCCL's tree latency has the same 2·log2 form), and the
     first chunk's trip through those levels, 2⌊lg p⌋ chunks of S/(2k), is the pipeline's fill and drain. A rank
     adds its two children's halves (R = S; S/2 when p = 2). Not simulated (``simulate`` runs unpipelined steps).
