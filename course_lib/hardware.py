@@ -3,9 +3,11 @@
 A bandwidth figure means nothing until you know its *direction* (one-way, or both directions added: "two-way"),
 its *scope* (per link, per GPU or per node) and its *basis* (a nominal datasheet number, or a measured one). The
 α–β formulas in ``collectives`` need the **one-way bandwidth per device**; ``Link.one_way_bytes_per_s_per_device``
-converts any preset to that. FLOP/s figures are dense (no 2:4 sparsity). Capacities are the marketed decimal
-figures (an "80 GB" GPU reports 81920 MiB ≈ 85.9 GB; the marketed figure leaves headroom for the CUDA context
-and fragmentation, so a plan that fits it fits the device).
+converts any preset to that. TPU ICI is quoted per link, and a chip has several (six on TPU v4, two per torus
+axis): a ring on one torus axis runs in both directions at once and so drives two links per chip
+(``links_per_device=2``), a collective over all three axes six. FLOP/s figures are dense (no 2:4 sparsity).
+Capacities are the marketed decimal figures (an "80 GB" GPU reports 81920 MiB ≈ 85.9 GB; the marketed figure
+leaves headroom for the CUDA context and fragmentation, so a plan that fits it fits the device).
 
 >>> format_bandwidth(NVLINK4.one_way_bytes_per_s_per_device())
 '450 GB/s'
