@@ -234,10 +234,12 @@ print(
 #   direction, so $B$ is the *one-way* figure, half the two-way one.
 # - **Scope** (`scope`): *per link*, *per GPU* or *per node*. Network bandwidth is often quoted per node (all its
 #   network cards together); in an all-reduce every GPU works at the same time, so each gets its share. TPU
-#   interconnect (ICI, e.g. `hardware.ICI_V5E`) is quoted per link: each chip has several links to its neighbours
-#   in a torus, which in the 4096-chip TPU v4 supercomputer is rewired by optical circuit switches (Jouppi et al.
-#   2023). How many of those links a collective can use depends on the topology, so such figures are examples, not
-#   constants that carry over to another machine.
+#   interconnect (ICI, e.g. `hardware.ICI_V4`) is quoted per link and per direction: each chip has six links, two
+#   per axis of a 3D torus, which in the 4096-chip TPU v4 supercomputer is rewired by optical circuit switches
+#   (Jouppi et al. 2023). A ring on one torus axis sends both ways at once, half the data to each neighbour, so it
+#   drives two links per chip; a collective over all three axes drives six
+#   (`one_way_bytes_per_s_per_device(links_per_device=...)`). How many links a collective can use depends on the
+#   topology, so such figures are examples, not constants that carry over to another machine.
 # - **Basis** (`basis`): *nominal* (datasheet, signalling rate) or *measured* (a benchmark such as nccl-tests).
 #   Measured is lower, by about 20 % in the examples below, because of protocol overhead and imperfect overlap of
 #   the transfers.
