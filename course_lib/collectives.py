@@ -35,6 +35,7 @@ __all__ = [
     "OPS",
     "ALGORITHMS",
     "POWER_OF_TWO_ONLY",
+    "DOUBLE_BINARY_TREE_CHUNKS",
     "REGIMES",
     "CollectiveCost",
     "TimeTerms",
@@ -52,14 +53,16 @@ __all__ = [
     "busbw_bytes_per_s",
     "algbw_from_busbw",
     "latency_bandwidth_crossover_bytes",
+    "equal_time_payload_bytes",
     "hierarchical_allreduce_time",
+    "multirail_ring_allreduce_time",
 ]
 
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "send_recv")
 
 # Which algorithms apply to which collective. Costs and sources are in ``collective_cost``.
 ALGORITHMS = {
-    "all_reduce": ("ring", "binomial_tree", "recursive_doubling", "rabenseifner"),
+    "all_reduce": ("ring", "binomial_tree", "recursive_doubling", "rabenseifner", "double_binary_tree"),
     "reduce_scatter": ("ring", "recursive_halving"),
     "all_gather": ("ring", "recursive_doubling"),
     "broadcast": ("ring", "binomial_tree"),
@@ -70,6 +73,11 @@ ALGORITHMS = {
 # Algorithms whose step structure needs a power-of-two number of ranks (MPICH falls back to other algorithms
 # otherwise; we refuse rather than print a cost for an algorithm that would not run as modelled).
 POWER_OF_TWO_ONLY = frozenset({"recursive_doubling", "recursive_halving", "rabenseifner"})
+# The pipelining assumption of the double binary tree: each tree's half of the buffer streams through it in this many
+# chunks of S/(2k). A course assumption, not an NCCL constant: NCCL cuts fixed-size chunks, so its k grows with S and
+# the fill term below vanishes for large buffers (its tuning model, src/graph/tuning.cc, counts tree algbw = busbw/2,
+# that is Q = 2S, with no fill term). k = 64 keeps the fill under lg p/64 of S.
+DOUBLE_BINARY_TREE_CHUNKS = 64
 # A collective is latency-bound while its latency term n·α exceeds its bandwidth term Q/B (below the crossover S*),
 # bandwidth-bound from the crossover up.
 REGIMES = ("latency-bound", "bandwidth-bound")
@@ -138,9 +146,9 @@ def applicable_algorithms(op, ranks) -> tuple[str, ...]:
     MPICH falls back to another algorithm otherwise, so the course does not offer them there.
 
     >>> applicable_algorithms("all_reduce", 8)
-    ('ring', 'binomial_tree', 'recursive_doubling', 'rabenseifner')
+    ('ring', 'binomial_tree', 'recursive_doubling', 'rabenseifner', 'double_binary_tree')
     >>> applicable_algorithms("all_reduce", 12)
-    ('ring', 'binomial_tree')
+    ('ring', 'binomial_tree', 'double_binary_tree')
     """
     _validate.choice("op", op, OPS)
     p = _validate.count("ranks", ranks)
@@ -175,6 +183,7 @@ def collective_cost(op, ranks, payload_bytes, algorithm="ring") -> CollectiveCos
     all_reduce       binomial_tree        2⌈lg p⌉                2⌈lg p⌉·S           ⌈lg p⌉·S
     all_reduce       recursive_doubling   lg p                   lg p·S              lg p·S
     all_reduce       rabenseifner         2 lg p                 2(p−1)/p·S          (p−1)/p·S
+    all_reduce       double_binary_tree   2⌊lg p⌋                2S + ⌊lg p⌋·S/k †   min(p−1, 2)·S/2
     reduce_scatter   ring                 p−1                    (p−1)/p·S           (p−1)/p·S
     reduce_scatter   recursive_halving    lg p                   (p−1)/p·S           (p−1)/p·S
     all_gather       ring                 p−1                    (p−1)/p·S           0
@@ -200,6 +209,16 @@ def collective_cost(op, ranks, payload_bytes, algorithm="ring") -> CollectiveCos
     power-of-two ``ranks``; the others take any ``ranks`` ≥ 1. One rank communicates nothing.
     (*) Bruck's step k sends the blocks whose index has bit k set: p/2 blocks of S/p for a power of two, and
     exactly that count of blocks otherwise (fewer than ⌈lg p⌉·S/2 in all).
+    † The double binary tree is NCCL's tree all-reduce (NCCL 2.4; the two-tree scheme of Sanders, Speck & Träff
+    2009, "Two-tree algorithms for full bandwidth broadcast, reduction and scan", Parallel Computing 35(12):581–594):
+    two binary trees over the same p ranks, each rank a leaf in one and an inner node in the other; each tree reduces
+    half of the buffer up to its root and broadcasts it back down, pipelined in k = ``DOUBLE_BINARY_TREE_CHUNKS``
+    chunks of S/(2k). The busiest rank (inner in one tree: S/2 up and S/2 to each of two children; a leaf in the
+    other: S/2 up) sends 2S, the traffic NCCL's tuning model charges a tree (algbw = busbw/2, src/graph/tuning.cc);
+    trees of fewer than 5 ranks move less, so there the model is an upper bound. α is paid once per tree level on
+    the way up and once on the way down, 2⌊lg p⌋ in all (NCCL's tree latency has the same 2·log2 form), and the
+    first chunk's trip through those levels, 2⌊lg p⌋ chunks of S/(2k), is the pipeline's fill and drain. A rank
+    adds its two children's halves (R = S; S/2 when p = 2). Not simulated (``simulate`` runs unpipelined steps).
 
     >>> collective_cost("all_reduce", 4, 1e6)
     CollectiveCost(phases=6, wire_bytes=1500000.0, reduced_bytes=750000.0)
@@ -211,6 +230,7 @@ def collective_cost(op, ranks, payload_bytes, algorithm="ring") -> CollectiveCos
     s = _validate.positive("payload_bytes", payload_bytes)
     _check_ranks_for(algorithm, p)
     lg = np.ceil(np.log2(p))  # exact for powers of two; ⌈lg p⌉ steps otherwise
+    depth = np.floor(np.log2(p))  # ⌊lg p⌋: the depth of a balanced binary tree of p ranks
     share = (p - 1) / p  # (p−1)/p: the fraction of S a rank must send or receive in RS/AG
     zero = 0.0 * s
     # Only the requested entry is evaluated (each value is a function of nothing but the names above).
@@ -219,6 +239,11 @@ def collective_cost(op, ranks, payload_bytes, algorithm="ring") -> CollectiveCos
         ("all_reduce", "binomial_tree"): lambda: (2 * lg, 2 * lg * s, lg * s),
         ("all_reduce", "recursive_doubling"): lambda: (lg, lg * s, lg * s),
         ("all_reduce", "rabenseifner"): lambda: (2 * lg, 2 * share * s, share * s),
+        ("all_reduce", "double_binary_tree"): lambda: (
+            2 * depth,
+            np.where(p > 1, 2.0, 0.0) * s + depth * s / DOUBLE_BINARY_TREE_CHUNKS,
+            np.minimum(p - 1, 2) * s / 2,
+        ),
         ("reduce_scatter", "ring"): lambda: (p - 1, share * s, share * s),
         ("reduce_scatter", "recursive_halving"): lambda: (lg, share * s, share * s),
         ("all_gather", "ring"): lambda: (p - 1, share * s, zero),
@@ -307,8 +332,9 @@ def collective_time(
 def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
     """Ring all-reduce: 2(p−1) steps of S/p bytes, T = 2(p−1)·α + 2(p−1)/p · S/B.
 
-    It is a ring reduce-scatter followed by a ring all-gather; its bandwidth term tends to 2S/B as p grows,
-    which is within a factor (p−1)/p of the lower bound for any all-reduce (Patarasuk & Yuan 2009).
+    It is a ring reduce-scatter followed by a ring all-gather. Its bandwidth term equals the lower bound for any
+    all-reduce, 2(p−1)/p·S/B (Patarasuk & Yuan 2009): each rank must send, and receive, at least 2(p−1)/p·S bytes.
+    The term tends to 2S/B as p grows.
 
     >>> format_time(ring_allreduce_time(4, 100 * MB, 50 * GB, 5 * US))
     '3.03 ms'
@@ -381,6 +407,38 @@ def latency_bandwidth_crossover_bytes(op, ranks, bandwidth_bytes_per_s, latency_
     return _validate.as_result(per_byte.phases * latency * bandwidth / per_byte.wire_bytes)
 
 
+def equal_time_payload_bytes(op, ranks, bandwidth_bytes_per_s, latency_s, algorithm, other_algorithm):
+    """The payload at which two algorithms of ``op`` take equal time, or None if their times never cross.
+
+    Both times are n·α + Q/B with Q proportional to S, so they are two lines in S: they cross once, at
+    S = (n₁ − n₂)·α·B / (q₂ − q₁) with q = Q/S, when the algorithm with more phases moves fewer bytes. Below that
+    payload the one with fewer phases is faster, above it the one with fewer bytes.
+
+    >>> format_bytes(equal_time_payload_bytes("all_reduce", 64, 50 * GB, 5 * US, "ring", "double_binary_tree"))
+    '228 MB'
+    >>> equal_time_payload_bytes("all_reduce", 8, 50 * GB, 5 * US, "ring", "rabenseifner") is None   # never
+    True
+    """
+    _validate.count("ranks", ranks, minimum=2)
+    bandwidth = _validate.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    latency = _validate.nonnegative("latency_s", latency_s)
+    if np.ndim(ranks) or np.ndim(bandwidth) or np.ndim(latency):
+        raise ValueError("ranks, bandwidth_bytes_per_s and latency_s must be single numbers")
+    check_algorithm(op, algorithm)
+    if other_algorithm not in ALGORITHMS[op]:
+        raise ValueError(
+            f"other_algorithm must be one of {', '.join(map(repr, ALGORITHMS[op]))} for op={op!r}; "
+            f"got {other_algorithm!r}"
+        )
+    one = collective_cost(op, ranks, 1.0, algorithm)  # Q and n for S = 1 byte; Q is linear in S
+    other = collective_cost(op, ranks, 1.0, other_algorithm)
+    extra_latency_s = (one.phases - other.phases) * latency
+    extra_seconds_per_byte = (other.wire_bytes - one.wire_bytes) / bandwidth
+    if extra_seconds_per_byte == 0 or extra_latency_s == 0 or (extra_latency_s > 0) != (extra_seconds_per_byte > 0):
+        return None
+    return float(extra_latency_s / extra_seconds_per_byte)
+
+
 @dataclass(frozen=True)
 class CollectiveReport:
     """Everything the course reports about one collective call: cost, terms, regime, bandwidths, alternatives.
@@ -415,8 +473,10 @@ def collective_report(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s
     >>> r = collective_report("all_reduce", 4, 100 * MB, 50 * GB, 5 * US)
     >>> format_time(r.time_s), r.regime, format_bandwidth(r.busbw_bytes_per_s), format_bytes(r.crossover_bytes)
     ('3.03 ms', 'bandwidth-bound', '49.5 GB/s', '1 MB')
-    >>> {name: format_time(t) for name, t in r.times_by_algorithm.items()}
-    {'ring': '3.03 ms', 'binomial_tree': '8.02 ms', 'recursive_doubling': '4.01 ms', 'rabenseifner': '3.02 ms'}
+    >>> list(r.times_by_algorithm) == list(applicable_algorithms("all_reduce", 4))
+    True
+    >>> [format_time(t) for t in r.times_by_algorithm.values()]
+    ['3.03 ms', '8.02 ms', '4.01 ms', '3.02 ms', '4.08 ms']
     """
     p = _validate.count("ranks", ranks)
     if not isinstance(p, int):
@@ -451,6 +511,23 @@ def collective_report(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s
     )
 
 
+def _checked_two_level(payload_bytes, nodes, devices_per_node, intra_bw, intra_latency, inter_bw, inter_latency):
+    """Validated (S, N, g, (B_intra, α_intra), (B_inter, α_inter)) of a collective over nodes of g devices."""
+    return (
+        _validate.positive("payload_bytes", payload_bytes),
+        _validate.count("nodes", nodes),
+        _validate.count("devices_per_node", devices_per_node),
+        (
+            _validate.positive("intra_bandwidth_bytes_per_s", intra_bw),
+            _validate.nonnegative("intra_latency_s", intra_latency),
+        ),
+        (
+            _validate.positive("inter_bandwidth_bytes_per_s", inter_bw),
+            _validate.nonnegative("inter_latency_s", inter_latency),
+        ),
+    )
+
+
 def hierarchical_allreduce_time(
     payload_bytes,
     nodes,
@@ -470,17 +547,63 @@ def hierarchical_allreduce_time(
     >>> format_time(hierarchical_allreduce_time(1 * GB, 4, 8, 450 * GB, 3 * US, 50 * GB, 10 * US))
     '7.74 ms'
     """
-    nodes = _validate.count("nodes", nodes)
-    g = _validate.count("devices_per_node", devices_per_node)
-    s = _validate.positive("payload_bytes", payload_bytes)
-    intra_link = (
-        _validate.positive("intra_bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s),
-        _validate.nonnegative("intra_latency_s", intra_latency_s),
-    )
-    inter_link = (
-        _validate.positive("inter_bandwidth_bytes_per_s", inter_bandwidth_bytes_per_s),
-        _validate.nonnegative("inter_latency_s", inter_latency_s),
+    s, nodes, g, intra_link, inter_link = _checked_two_level(
+        payload_bytes,
+        nodes,
+        devices_per_node,
+        intra_bandwidth_bytes_per_s,
+        intra_latency_s,
+        inter_bandwidth_bytes_per_s,
+        inter_latency_s,
     )
     intra = collective_time("reduce_scatter", g, s, *intra_link) + collective_time("all_gather", g, s, *intra_link)
     inter = ring_allreduce_time(nodes, s / g, *inter_link)
     return _validate.as_result(intra + inter)
+
+
+def multirail_ring_allreduce_time(
+    payload_bytes,
+    nodes,
+    devices_per_node,
+    intra_bandwidth_bytes_per_s,
+    intra_latency_s,
+    inter_bandwidth_bytes_per_s,
+    inter_latency_s,
+    rails=None,
+):
+    """Flat ring all-reduce over all N·g devices, run as one ring per network rail, the way NCCL runs it.
+
+    NCCL opens several rings (channels) at once, each leaving a node through a different GPU's network card, so
+    every card carries one ring. With r = ``rails`` rings (default g = ``devices_per_node``, one per card) each ring
+    all-reduces S/r over all N·g ranks. A ring's step waits for its slowest hop: a network hop gets one card's
+    one-way bandwidth (``inter_bandwidth_bytes_per_s``, the GPU's share of the node's links), an NVLink hop the
+    GPU's NVLink bandwidth shared by the r rings that pass through it; α is the network's. So
+
+    T = 2(Ng−1)·α_inter + 2(Ng−1)/(Ng) · (S/r) / min(B_inter, B_intra/r)
+
+    and with r = g and B_inter = B_node/g the bandwidth term is about 2S/B_node, the same network term as
+    ``hierarchical_allreduce_time``; what the hierarchy saves is latency steps (2(N−1) across the network
+    instead of 2(Ng−1)). With one node it is the ring all-reduce over NVLink. Bandwidths are one-way per GPU.
+
+    >>> format_time(multirail_ring_allreduce_time(1 * GB, 4, 8, 450 * GB, 1 * US, 50 * GB, 5 * US))
+    '5.15 ms'
+    >>> format_time(multirail_ring_allreduce_time(1 * GB, 4, 8, 450 * GB, 1 * US, 50 * GB, 5 * US, rails=1))
+    '39.1 ms'
+    """
+    s, nodes, g, (intra_bandwidth, intra_latency), (inter_bandwidth, inter_latency) = _checked_two_level(
+        payload_bytes,
+        nodes,
+        devices_per_node,
+        intra_bandwidth_bytes_per_s,
+        intra_latency_s,
+        inter_bandwidth_bytes_per_s,
+        inter_latency_s,
+    )
+    rails = g if rails is None else _validate.count("rails", rails)
+    if not isinstance(rails, int) or rails > g:
+        raise ValueError(f"rails must be a single integer in [1, devices_per_node={g}], got {rails!r}")
+    if nodes == 1:
+        return ring_allreduce_time(g, s, intra_bandwidth, intra_latency)
+    per_ring_bandwidth = np.minimum(inter_bandwidth, intra_bandwidth / rails)
+    latency = np.maximum(inter_latency, intra_latency)
+    return ring_allreduce_time(nodes * g, s / rails, per_ring_bandwidth, latency)

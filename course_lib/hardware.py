@@ -3,9 +3,11 @@
 A bandwidth figure means nothing until you know its *direction* (one-way, or both directions added: "two-way"),
 its *scope* (per link, per GPU or per node) and its *basis* (a nominal datasheet number, or a measured one). The
 α–β formulas in ``collectives`` need the **one-way bandwidth per device**; ``Link.one_way_bytes_per_s_per_device``
-converts any preset to that. FLOP/s figures are dense (no 2:4 sparsity). Capacities are the marketed decimal
-figures (an "80 GB" GPU reports 81920 MiB ≈ 85.9 GB; the marketed figure leaves headroom for the CUDA context
-and fragmentation, so a plan that fits it fits the device).
+converts any preset to that. TPU ICI is quoted per link, and a chip has several (six on TPU v4, two per torus
+axis): a ring on one torus axis runs in both directions at once and so drives two links per chip
+(``links_per_device=2``), a collective over all three axes six. FLOP/s figures are dense (no 2:4 sparsity).
+Capacities are the marketed decimal figures (an "80 GB" GPU reports 81920 MiB ≈ 85.9 GB; the marketed figure
+leaves headroom for the CUDA context and fragmentation, so a plan that fits it fits the device).
 
 >>> format_bandwidth(NVLINK4.one_way_bytes_per_s_per_device())
 '450 GB/s'
@@ -42,8 +44,11 @@ __all__ = [
     "NVLINK5",
     "INFINIBAND_HDR_8X",
     "INFINIBAND_NDR_8X",
+    "ICI_V4",
     "ICI_V5E",
     "ICI_V5P",
+    "NCCL_BASE_LATENCY_S",
+    "NCCL_NVLINK_HOP_LATENCY_S",
     "DGX_A100",
     "DGX_H100",
     "DGX_H200",
@@ -102,18 +107,28 @@ class Link:
         _validate.choice("scope", self.scope, SCOPES)
         _validate.choice("basis", self.basis, BASES)
 
-    def one_way_bytes_per_s_per_device(self, devices_per_node: int = 1) -> float:
+    def one_way_bytes_per_s_per_device(self, devices_per_node: int = 1, links_per_device: int = 1) -> float:
         """The bandwidth the α–β formulas need: one direction, one device's share.
 
-        A two-way figure is halved; a per-node figure is divided among the node's devices. A per-link figure is
-        what one device sends on the one link a unidirectional ring uses out of it.
+        A two-way figure is halved; a per-node figure is divided among the node's devices. A per-link figure
+        (TPU ICI) is multiplied by ``links_per_device``, the links a collective drives at once out of each device:
+        1 for a ring in one direction, 2 for a ring on one torus axis run in both directions at once (half the
+        data each way, to both neighbours), 2 × axes for a collective over several torus axes. Other scopes
+        already count every link of the device, so they accept only 1.
 
         >>> format_bandwidth(NVLINK3.one_way_bytes_per_s_per_device())
         '300 GB/s'
+        >>> format_bandwidth(ICI_V4.one_way_bytes_per_s_per_device(links_per_device=2))   # one torus axis
+        '100 GB/s'
         """
         devices_per_node = _validate.count("devices_per_node", devices_per_node)
+        links = _validate.count("links_per_device", links_per_device)
+        if self.scope != "per link" and links != 1:
+            raise ValueError(f"links_per_device must be 1 for a {self.scope} figure ({self.name}), got {links!r}")
         one_way = self.bandwidth_bytes_per_s / (2 if self.direction == "two-way" else 1)
-        return one_way / devices_per_node if self.scope == "per node" else one_way
+        if self.scope == "per node":
+            return one_way / devices_per_node
+        return one_way * links if self.scope == "per link" else one_way
 
 
 @dataclass(frozen=True)
@@ -207,10 +222,14 @@ TPU_V5P = Accelerator(
 )
 
 # Links. α (latency_s) is the startup cost of one step of a collective.
+# NCCL's tuning model (src/graph/tuning.cc, ring, LL protocol): 6.6 µs per call + 0.6 µs per NVLink hop. An 8-GPU
+# ring all-reduce has 2(8−1) = 14 hops: (6.6 + 14 × 0.6) / 14 = 1.07 µs per step, which the presets round to 1 µs.
+# Taken from the source, not fitted: lesson 02 checks it against a measured nccl-tests time it was not derived from.
+NCCL_BASE_LATENCY_S = 6.6 * US
+NCCL_NVLINK_HOP_LATENCY_S = 0.6 * US
 _NVLINK_ALPHA = (
-    "≈1 µs per step: 8×H100 nccl-tests all_reduce of ≤1 KiB took 12.9 µs over 2(n−1) = 14 ring steps "
-    "(aws-samples/awsome-distributed-training, p5 NVLink run); NCCL's own model uses 0.6 µs per "
-    "NVLink hop plus 6.6 µs per call (src/graph/tuning.cc, LL protocol)"
+    "≈1 µs per step: NCCL's tuning model (src/graph/tuning.cc, ring, LL protocol) charges 6.6 µs per call plus "
+    "0.6 µs per NVLink hop, (6.6 + 14 × 0.6) µs over the 14 steps of an 8-GPU ring all-reduce = 1.07 µs per step"
 )
 _NET_ALPHA = (
     "5 µs per step: NCCL's model parameter for a network hop (src/graph/tuning.cc, hwLat[NET][TREE][LL] "
@@ -277,6 +296,19 @@ INFINIBAND_NDR_8X = Link(
     f"{_SCALING_BOOK_GPUS}: H100 node egress 400e9 B/s (8 × 400 Gbps ConnectX-7)",
     _NET_ALPHA,
 )
+ICI_V4 = Link(
+    "ICI (TPU v4)",
+    50 * GB,
+    "one-way",
+    "per link",
+    "nominal",
+    1 * US,
+    "Jouppi et al. 2023 (ISCA, 'TPU v4: An Optically Reconfigurable Supercomputer ...'): six ICI links per chip, "
+    "400 Gb/s = 50 GB/s each way per link, chips in a 3D torus of 4×4×4 cubes joined by optical circuit switches; "
+    f"{_SCALING_BOOK_TPUS} lists 4.5e10 one-way per link for v4p",
+    "scaling book sharding.md: ICI per-hop latency 'typically around 1us'",
+    "per link: a ring on one torus axis runs both ways at once and gets 2 links' worth per chip (links_per_device=2)",
+)
 ICI_V5E = Link(
     "ICI (TPU v5e)",
     4.5e10,
@@ -324,6 +356,7 @@ LINKS = MappingProxyType(
             NVLINK5,
             INFINIBAND_HDR_8X,
             INFINIBAND_NDR_8X,
+            ICI_V4,
             ICI_V5E,
             ICI_V5P,
         )

@@ -42,7 +42,11 @@ import numpy as np
 from . import _validate
 from .collectives import OPS, POWER_OF_TWO_ONLY, check_algorithm
 
-__all__ = ["Transfer", "Simulation", "simulate", "reference"]
+__all__ = ["Transfer", "Simulation", "simulate", "reference", "NOT_SIMULATED"]
+
+# Algorithms whose cost model assumes pipelining the step-by-step simulation does not run: NCCL's double binary
+# tree streams chunks through two trees at once (``collectives.collective_cost``); its cost is not simulated.
+NOT_SIMULATED = frozenset({"double_binary_tree"})
 
 # Collectives whose result is a sum over ranks (their holdings are complete when every rank has contributed).
 _REDUCING_OPS = ("all_reduce", "reduce_scatter", "reduce")
@@ -576,7 +580,8 @@ def simulate(op, ranks, inputs=None, algorithm="ring", root=0, elements=None, se
     each rank's own chunk). Without ``inputs``, rank r gets deterministic int64 integers 0..99 drawn with ``seed``,
     ``elements`` of payload S (default 3·ranks, and 2·ranks² for all_to_all). ``root`` is the root of broadcast
     and reduce; the binomial-tree all-reduce always reduces to rank 0. The arguments are checked like
-    ``collective_cost``'s: recursive doubling/halving and Rabenseifner need a power-of-two ``ranks``.
+    ``collective_cost``'s: recursive doubling/halving and Rabenseifner need a power-of-two ``ranks``; the pipelined
+    double binary tree (``NOT_SIMULATED``) is refused.
 
     >>> inputs = [np.array([1, 2, 3]), np.array([10, 20, 30]), np.array([100, 200, 300])]
     >>> sim = simulate("all_reduce", 3, inputs)
@@ -588,6 +593,11 @@ def simulate(op, ranks, inputs=None, algorithm="ring", root=0, elements=None, se
     (array([10, 20, 30]), array([10, 20, 30]), array([10, 20, 30]))
     """
     check_algorithm(op, algorithm)
+    if algorithm in NOT_SIMULATED:
+        raise ValueError(
+            f"algorithm must be one the simulation runs, not {algorithm!r} (pipelined; its cost is modelled in "
+            "collectives.collective_cost, not simulated)"
+        )
     p = _checked_ranks(ranks, algorithm)
     root = _checked_root(root, p)
     if inputs is None:

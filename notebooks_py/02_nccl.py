@@ -22,12 +22,13 @@
 #   ranks that hold small integer arrays and checking every result against a direct numpy computation.
 # - How a ring all-reduce works: a reduce-scatter followed by an all-gather, $2(p-1)$ steps that each move $S/p$
 #   bytes per rank.
-# - The α–β cost model $T_\text{comm} \approx n\alpha + Q/B_\text{eff}$, and the costs of ring, tree,
-#   recursive-doubling and Rabenseifner algorithms side by side.
+# - The α–β cost model $T_\text{comm} \approx n\alpha + Q/B_\text{eff}$, and the costs of ring, binomial-tree,
+#   recursive-doubling, Rabenseifner and NCCL's double-binary-tree algorithms side by side.
 # - When a collective is latency-bound and when bandwidth-bound, and the payload where it switches.
 # - How to read nccl-tests' *algbw* and *busbw*, and what a bandwidth figure means: one-way or two-way, per GPU or
 #   per node, nominal or measured.
-# - Why an all-reduce across nodes is done hierarchically: NVLink inside each node, the network between nodes.
+# - What an all-reduce across nodes costs as NCCL's multi-rail flat ring and as a hierarchical all-reduce (NVLink
+#   inside each node, the network between nodes), and what the hierarchy really saves: latency steps.
 
 # %% [markdown]
 # ## Prerequisites
@@ -171,8 +172,9 @@ print(
 # must communicate (usually stated as $2(p-1)/p \cdot S$ sent and received per rank, the same factor nccl-tests
 # derives) and showed that a ring-based algorithm, which needs no more than tree connectivity, achieves it. Its
 # latency term, though, grows linearly with $p$. Other algorithms trade the two terms differently
-# (`collectives.collective_cost(op, ranks, payload_bytes, algorithm)`, from the MPICH implementations of Thakur et
-# al.; $\lg$ is $\log_2$, and the last two need a power-of-two $p$):
+# (`collectives.collective_cost(op, ranks, payload_bytes, algorithm)`; the first four from the MPICH
+# implementations of Thakur et al., the last from NCCL; $\lg$ is $\log_2$, recursive doubling and Rabenseifner
+# need a power-of-two $p$):
 #
 # | all-reduce algorithm | phases $n$ | bytes $Q$ | idea |
 # |---|---|---|---|
@@ -180,9 +182,24 @@ print(
 # | binomial tree | $2\lceil\lg p\rceil$ | $2\lceil\lg p\rceil S$ | reduce up a tree to rank 0, broadcast back down |
 # | recursive doubling | $\lg p$ | $\lg p \cdot S$ | exchange the whole buffer with partners at distance 1, 2, 4, … |
 # | Rabenseifner | $2\lg p$ | $2\frac{p-1}{p}S$ | recursive-halving reduce-scatter + recursive-doubling all-gather |
+# | double binary tree | $2\lfloor\lg p\rfloor$ | $2S + \lfloor\lg p\rfloor S/k$ | two trees, each reducing then broadcasting half the buffer, pipelined in $k$ chunks |
 #
 # Rabenseifner's algorithm has the ring's optimal bandwidth term with only $2\lg p$ phases; it needs partners at
 # growing distances rather than neighbours only, which a real topology may not offer at full bandwidth.
+#
+# The **binomial tree** is MPICH's unpipelined tree: the whole buffer goes up the tree, one level per phase, and the
+# whole sum comes back down, so every one of its $2\lceil\lg p\rceil$ phases moves all $S$ bytes. It is not what
+# NCCL runs. NCCL's tree all-reduce (since NCCL 2.4) is a **double binary tree**, the two-tree scheme of Sanders,
+# Speck & Träff (2009): two binary trees over the same ranks, built so that each rank is an inner node in one and a
+# leaf in the other. Each tree reduces half of the buffer up to its root and broadcasts it back down, and the half
+# streams through the tree in $k$ chunks, so every level works at once. The latency term stays logarithmic: α is
+# paid once per level on the way up and once on the way down, $2\lfloor\lg p\rfloor$ (NCCL's own tuning model has
+# the same $2\log_2$ form). The bandwidth term is near the ring's: the busiest rank sends $S/2$ up and $S/2$ to
+# each of two children in the tree where it is inner, and $S/2$ up in the other, $2S$ in all, the traffic NCCL's
+# tuning model charges a tree; the first chunk's trip up and down adds $2\lfloor\lg p\rfloor$ chunks of
+# $S/(2k)$. The course takes $k$ = `collectives.DOUBLE_BINARY_TREE_CHUNKS` = 64 chunks per tree, an assumption
+# (NCCL cuts fixed-size chunks, so its $k$ grows with $S$). This cost is derived, not simulated:
+# `course_lib.simulate` runs unpipelined steps and refuses this algorithm.
 #
 # ### Latency-bound or bandwidth-bound: the crossover
 #
@@ -218,10 +235,12 @@ print(
 #   direction, so $B$ is the *one-way* figure, half the two-way one.
 # - **Scope** (`scope`): *per link*, *per GPU* or *per node*. Network bandwidth is often quoted per node (all its
 #   network cards together); in an all-reduce every GPU works at the same time, so each gets its share. TPU
-#   interconnect (ICI, e.g. `hardware.ICI_V5E`) is quoted per link: each chip has several links to its neighbours
-#   in a torus, which in the 4096-chip TPU v4 supercomputer is rewired by optical circuit switches (Jouppi et al.
-#   2023). How many of those links a collective can use depends on the topology, so such figures are examples, not
-#   constants that carry over to another machine.
+#   interconnect (ICI, e.g. `hardware.ICI_V4`) is quoted per link and per direction: each chip has six links, two
+#   per axis of a 3D torus, which in the 4096-chip TPU v4 supercomputer is rewired by optical circuit switches
+#   (Jouppi et al. 2023). A ring on one torus axis sends both ways at once, half the data to each neighbour, so it
+#   drives two links per chip; a collective over all three axes drives six
+#   (`one_way_bytes_per_s_per_device(links_per_device=...)`). How many links a collective can use depends on the
+#   topology, so such figures are examples, not constants that carry over to another machine.
 # - **Basis** (`basis`): *nominal* (datasheet, signalling rate) or *measured* (a benchmark such as nccl-tests).
 #   Measured is lower, by about 20 % in the examples below, because of protocol overhead and imperfect overlap of
 #   the transfers.
@@ -245,6 +264,14 @@ print(
 #
 # This is the communication-budget principle in miniature: put the frequent, heavy exchanges on the links that
 # can carry them, and send only what must cross the slow links.
+#
+# The fair comparison is not a flat ring through one GPU's network card. NCCL runs a flat ring as several rings at
+# once (channels), each leaving a node through a different GPU's card: one ring per network *rail*
+# (`collectives.multirail_ring_allreduce_time`). With $r = g$ rails each ring all-reduces $S/g$ over all $gN$ GPUs
+# at one card's bandwidth $B_\text{node}/g$, so its network term is
+# $\frac{2(gN-1)}{gN}\cdot\frac{S/g}{B_\text{node}/g} \approx 2S/B_\text{node}$: the same as the hierarchical
+# all-reduce's, $\frac{2(N-1)}{N}\cdot\frac{S/g}{B_\text{node}/g}$. What the hierarchy saves is latency: its
+# network ring has $2(N-1)$ steps, the flat ring $2(gN-1)$, each paying the network's α.
 
 # %% [markdown]
 # The step counts and bytes of the model are the ones the simulation records. For each collective of the
@@ -272,20 +299,27 @@ for op in collectives.OPS:
 #
 # ### The card's synthetic collective
 #
-# Four latency-bearing phases at 5 µs each, plus 100 MB moved at 50 GB/s:
+# Four latency-bearing phases at 5 µs each, plus 100 MB moved at 50 GB/s (`collectives.comm_time`). A real
+# collective has its $n$ and $Q$ from its algorithm; `collectives.time_terms` splits its time into the two terms
+# and names the regime. Here the card's numbers, and a 4-rank ring all-reduce of the same 100 MB at the same α and
+# $B$:
 
 # %%
-latency_term = collectives.comm_time(4, 5 * units.US, 0, 50 * units.GB)
-bandwidth_term = collectives.comm_time(0, 5 * units.US, 100 * units.MB, 50 * units.GB)
-total = collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB)
-print(f"latency term   nα    = 4 × 5 µs        = {units.format_time(latency_term)}")
-print(f"bandwidth term Q/B   = 100 MB / 50 GB/s = {units.format_time(bandwidth_term)}")
-print(f"T_comm                                 = {units.format_time(total)}")
+card = collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB)
+print(f"card: T_comm = 4 × 5 µs + 100 MB / 50 GB/s = {units.format_time(card)}")
+ring4 = collectives.time_terms("all_reduce", 4, 100 * units.MB, 50 * units.GB, 5 * units.US)
+print(
+    f"ring all-reduce, 4 ranks, 100 MB: latency term {units.format_time(ring4.latency_s)}, "
+    f"bandwidth term {units.format_time(ring4.bandwidth_s)}, total {units.format_time(ring4.total_s)}: "
+    f"{ring4.regime}, {units.format_percent(ring4.bandwidth_s / ring4.total_s)} of it the payload"
+)
 
 # %% [markdown]
-# About 2.02 ms, 99 % of it the payload: this collective is bandwidth-bound. If the computation it accompanies
-# takes only 1 ms, this communication is longer than the compute and is exposed on the critical path unless a
-# valid overlap schedule hides it. Lesson 04 works out when such a schedule exists.
+# The card's collective takes about 2.02 ms, of which the four phases are only 20 µs: it is bandwidth-bound. The
+# ring all-reduce of the same buffer is too: its six phases cost 30 µs, its bytes on the wire 3 ms, 99 % of its
+# time. If the computation it accompanies takes only 1 ms, this communication is longer than the compute and is
+# exposed on the critical path unless a valid overlap schedule hides it. Lesson 04 works out when such a schedule
+# exists.
 #
 # ### All-reduce algorithms side by side
 #
@@ -294,17 +328,15 @@ print(f"T_comm                                 = {units.format_time(total)}")
 
 # %%
 bandwidth, latency = 50 * units.GB, 5 * units.US
-algorithms = collectives.ALGORITHMS["all_reduce"]
+algorithms = collectives.applicable_algorithms("all_reduce", 8)
 payloads = [1 * units.KB, 64 * units.KB, 1 * units.MB, 16 * units.MB, 256 * units.MB, 1 * units.GB]
-print(f"{'payload':>8} " + " ".join(f"{name:>20}" for name in algorithms))
+print(f"{'payload':>8} " + " ".join(f"{name:>19}" for name in algorithms))
 for payload in payloads:
-    times = [
-        collectives.collective_time("all_reduce", 8, payload, bandwidth, latency, algorithm=name) for name in algorithms
-    ]
-    fastest = min(times)
+    times = collectives.collective_report("all_reduce", 8, payload, bandwidth, latency).times_by_algorithm
+    fastest = min(times.values())
     print(
         f"{units.format_bytes(payload):>8} "
-        + " ".join(f"{units.format_time(t) + (' *' if t == fastest else '  '):>20}" for t in times)
+        + " ".join(f"{units.format_time(times[a]) + (' *' if times[a] == fastest else '  '):>19}" for a in algorithms)
     )
 print("crossover S* where nα = Q/B:")
 for name in algorithms:
@@ -314,12 +346,39 @@ for name in algorithms:
 # %% [markdown]
 # At 1 kB every algorithm is latency-bound and recursive doubling wins with only $\lg 8 = 3$ phases against the
 # ring's 14. From 1 MB up, the bandwidth term takes over and Rabenseifner wins; by 16 MB recursive doubling and
-# the tree, which move the whole buffer several times, have fallen behind even the ring. The ring and
+# the binomial tree, which move the whole buffer several times, have fallen behind even the ring. The ring and
 # Rabenseifner move the minimum, $2(p-1)/p \cdot S$.
 # Rabenseifner is slightly faster than the ring throughout because it has fewer phases; on real hardware its
 # long-distance partners may not get full bandwidth. The ring's crossover is $p\alpha B$ = 8 × 5 µs × 50 GB/s
 # = 2 MB: gradient buckets of tens of MB are well into the bandwidth-bound regime, while the small all-reduces of
-# inference sit deep in the latency-bound one.
+# inference sit deep in the latency-bound one. The double binary tree has Rabenseifner's 6 phases but moves more
+# bytes, so on paper Rabenseifner beats it everywhere; it is the algorithm NCCL runs, though, because each of its
+# messages goes between neighbours of a tree, which maps onto real topologies.
+#
+# **Ring or double binary tree, which wins where.** With few ranks the tree's advantage in phases is small and
+# the ring's in bytes decides early; with many ranks the ring's $2(p-1)$ phases dominate up to large buffers.
+# `collectives.equal_time_payload_bytes` finds the payload where the two take equal time (same $B$ and α):
+
+# %%
+print(
+    f"{'ranks':>6} {'ring phases':>12} {'tree phases':>12} {'ring Q/S':>9} {'tree Q/S':>9} {'tree/ring Q':>12} "
+    f"{'tree faster below':>18}"
+)
+for p in (8, 64, 512):
+    ring_cost = collectives.collective_cost("all_reduce", p, 1.0, "ring")
+    tree_cost = collectives.collective_cost("all_reduce", p, 1.0, "double_binary_tree")
+    crossing = collectives.equal_time_payload_bytes("all_reduce", p, bandwidth, latency, "ring", "double_binary_tree")
+    print(
+        f"{p:>6} {ring_cost.phases:>12} {tree_cost.phases:>12} {ring_cost.wire_bytes:>9.3f} "
+        f"{tree_cost.wire_bytes:>9.3f} {tree_cost.wire_bytes / ring_cost.wire_bytes:>12.3f} "
+        f"{units.format_bytes(crossing):>18}"
+    )
+
+# %% [markdown]
+# On 8 ranks the tree is faster only below 6.74 MB; on 64 ranks up to 228 MB, and on 512 ranks up to 1.74 GB,
+# because the ring's latency term grows with $p$ and the tree's only with $\lg p$, while the tree's bytes exceed
+# the ring's by 17 % on 8 ranks and by only 7 % on 512. This is why NCCL picks the tree for small and medium
+# all-reduces on many GPUs and the ring for large ones.
 #
 # ### Reading nccl-tests: algbw and busbw
 #
@@ -351,31 +410,81 @@ for name, size_bytes, time_s, link in measured:
 #
 # ### Bandwidth semantics: from datasheet to $B$
 #
-# The link presets, each with its published figure, its meaning, and the one-way per-GPU bandwidth it yields:
+# The link presets, each with its published figure, its meaning, and the one-way per-device bandwidth a ring gets
+# from it. For the TPU's ICI, quoted per link, that depends on how many links the collective drives at once: a ring
+# on one torus axis runs in both directions at once (half the data each way, to both neighbours), so it uses two
+# links per chip (`links_per_device=2`):
 
 # %%
-print(f"{'link':<44} {'published':>10} {'direction':>9} {'scope':>9} {'basis':>9} {'one-way per GPU':>16}")
-for link in (
-    hardware.NVLINK3,
-    hardware.NVLINK4,
-    hardware.NVLINK4_MEASURED,
-    hardware.INFINIBAND_HDR_8X,
-    hardware.INFINIBAND_NDR_8X,
+print(
+    f"{'link':<44} {'published':>10} {'direction':>9} {'scope':>9} {'basis':>9} {'links':>5} {'one-way per device':>19}"
+)
+for link, links in (
+    (hardware.NVLINK3, 1),
+    (hardware.NVLINK4, 1),
+    (hardware.NVLINK4_MEASURED, 1),
+    (hardware.INFINIBAND_HDR_8X, 1),
+    (hardware.INFINIBAND_NDR_8X, 1),
+    (hardware.ICI_V4, 1),
+    (hardware.ICI_V4, 2),
 ):
-    per_gpu = link.one_way_bytes_per_s_per_device(devices_per_node=8)
+    per_device = link.one_way_bytes_per_s_per_device(devices_per_node=8, links_per_device=links)
     print(
         f"{link.name:<44} {units.format_bandwidth(link.bandwidth_bytes_per_s):>10} {link.direction:>9} "
-        f"{link.scope:>9} {link.basis:>9} {units.format_bandwidth(per_gpu):>16}"
+        f"{link.scope:>9} {link.basis:>9} {links:>5} {units.format_bandwidth(per_device):>19}"
     )
 
 # %% [markdown]
 # The same H100 has "900 GB/s" of NVLink (both directions added) and 450 GB/s usable by a ring, of which about
 # 370 GB/s is measured by a ring all-reduce. Its node has eight 400 Gb/s InfiniBand ports: 3.2 Tb/s = 400 GB/s
 # for the node, 50 GB/s for each GPU, nine times less than NVLink. A factor of 2 (direction), 8 (scope) and about
-# 1.2 (basis) separate the largest number one could quote from the one that belongs in the model.
+# 1.2 (basis) separate the largest number one could quote from the one that belongs in the model. The TPU v4's
+# 50 GB/s is one direction of *one* of its six ICI links (Jouppi et al. 2023): a one-directional ring gets that,
+# a ring on one torus axis run both ways gets 100 GB/s per chip, and a collective over all three axes up to six
+# links' worth.
 #
-# The model can then be checked against the measurements above: the ring formula with $\alpha$ = 1 µs per step
-# against the published times for the smallest and the largest buffer on the 8× H100 node.
+# **A torus-axis all-reduce on TPU v4.** The TPU v4 supercomputer wires 4096 chips as a 3D torus, 16 × 16 × 16
+# (4 × 4 × 4 cubes joined by optical circuit switches). All-reducing 1 GB along one axis of 16 chips, as a ring
+# in both directions with ICI's α of about 1 µs per hop:
+
+# %%
+ici = hardware.ICI_V4
+axis_chips = 16
+per_chip = ici.one_way_bytes_per_s_per_device(links_per_device=2)
+one_way_only = ici.one_way_bytes_per_s_per_device(links_per_device=1)
+torus = collectives.time_terms("all_reduce", axis_chips, 1 * units.GB, per_chip, ici.latency_s)
+one_direction = collectives.collective_time("all_reduce", axis_chips, 1 * units.GB, one_way_only, ici.latency_s)
+print(
+    f"bidirectional ring on a {axis_chips}-chip axis: {units.format_bandwidth(per_chip)} per chip, "
+    f"{units.format_time(torus.latency_s)} + {units.format_time(torus.bandwidth_s)} = {units.format_time(torus.total_s)}"
+)
+print(f"the same ring in one direction only: {units.format_time(one_direction)}")
+print(
+    f"large-axis limit 2·S / (bidirectional link bandwidth): "
+    f"{units.format_time(2 * 1 * units.GB / (2 * ici.bandwidth_bytes_per_s))}"
+)
+
+# %% [markdown]
+# 18.8 ms both ways against 37.5 ms one way: reading ICI's per-link figure as the per-chip bandwidth of a
+# collective would get this all-reduce wrong by a factor of two, and a collective over all three axes drives three
+# times as many links again. The large-axis limit, $2S$ over the bidirectional link bandwidth, is the form the JAX
+# scaling book uses for an all-reduce on a full torus ring.
+#
+# The model can then be checked against the measurements above. Its $\alpha$ must not come from the row it is
+# checked against, so it is taken from a source: NCCL's own tuning model (`src/graph/tuning.cc`, ring, LL protocol)
+# charges 6.6 µs per call plus 0.6 µs per NVLink hop, and an 8-GPU ring all-reduce has 14 hops. The presets round
+# the result to 1 µs per step:
+
+# %%
+nccl_model_s = hardware.NCCL_BASE_LATENCY_S + 14 * hardware.NCCL_NVLINK_HOP_LATENCY_S
+print(
+    f"NCCL's model, 8-GPU ring all-reduce: {units.format_time(nccl_model_s)} = "
+    f"{units.format_time(nccl_model_s / 14)} per step; preset α: {units.format_time(hardware.NVLINK4.latency_s)}"
+)
+
+# %% [markdown]
+# Now the ring formula with that $\alpha$ against the published times for the smallest and the largest buffer on
+# the 8× H100 node, neither of which went into $\alpha$:
 
 # %%
 nvlink_alpha = hardware.NVLINK4.latency_s
@@ -392,35 +501,60 @@ for label, size_bytes, measured_s in (("8 B", 8, 12.90 * units.US), ("16 GiB", 1
     )
 
 # %% [markdown]
-# The 8-byte all-reduce is pure latency: 14 phases × 1 µs = 14 µs in the model, 12.9 µs measured. At 16 GiB the
-# ring model with the measured ring bandwidth predicts 81 ms, and NVLS did better (62 ms) by not being a ring at
-# all. A model is only as good as its assumption about the algorithm.
+# The 8-byte all-reduce is pure latency: 14 phases × 1 µs = 14 µs in the model (15 µs in NCCL's own), 12.9 µs
+# measured, within 10 %. At 16 GiB the ring model with the measured ring bandwidth predicts 81 ms, and NVLS did
+# better (62 ms) by not being a ring at all. A model is only as good as its assumption about the algorithm.
 #
 # ### Hierarchical all-reduce across nodes
 #
 # A 1 GB gradient all-reduce over DGX H100 nodes (8 GPUs each, NVLink 4 at 450 GB/s one-way and $\alpha$ = 1 µs
-# inside, InfiniBand NDR at 50 GB/s per GPU and $\alpha$ = 5 µs between nodes), hierarchical against a single flat
-# ring over all GPUs whose every step waits for a network hop:
+# inside, InfiniBand NDR at 50 GB/s per GPU and $\alpha$ = 5 µs between nodes), three ways: hierarchical; a flat
+# ring over all GPUs through a single rail (one GPU's card carries the whole ring); and the flat ring as NCCL runs
+# it, one ring per rail (8 rails):
 
 # %%
 nvlink, network = hardware.NVLINK4, hardware.INFINIBAND_NDR_8X
 per_gpu_nvlink = nvlink.one_way_bytes_per_s_per_device()
 per_gpu_network = network.one_way_bytes_per_s_per_device(devices_per_node=8)
-print(f"{'nodes':>5} {'GPUs':>5} {'hierarchical':>13} {'flat ring':>10}")
+links = (per_gpu_nvlink, nvlink.latency_s, per_gpu_network, network.latency_s)
+print(f"{'nodes':>5} {'GPUs':>5} {'hierarchical':>13} {'flat, 1 rail':>13} {'flat, 8 rails':>14}")
 for nodes in (2, 4, 16, 64):
-    hierarchical = collectives.hierarchical_allreduce_time(
-        1 * units.GB, nodes, 8, per_gpu_nvlink, nvlink.latency_s, per_gpu_network, network.latency_s
+    hierarchical = collectives.hierarchical_allreduce_time(1 * units.GB, nodes, 8, *links)
+    single_rail = collectives.multirail_ring_allreduce_time(1 * units.GB, nodes, 8, *links, rails=1)
+    multirail = collectives.multirail_ring_allreduce_time(1 * units.GB, nodes, 8, *links)
+    print(
+        f"{nodes:>5} {nodes * 8:>5} {units.format_time(hierarchical):>13} {units.format_time(single_rail):>13} "
+        f"{units.format_time(multirail):>14}"
     )
-    flat = collectives.ring_allreduce_time(nodes * 8, 1 * units.GB, per_gpu_network, network.latency_s)
-    print(f"{nodes:>5} {nodes * 8:>5} {units.format_time(hierarchical):>13} {units.format_time(flat):>10}")
 
 # %% [markdown]
-# The flat ring pushes $2(p-1)/p \cdot S \approx 2$ GB through every rank's slowest hop, the network, at 50 GB/s:
-# about 40 ms whatever the node count. The hierarchical version sends only $S/g$ = 125 MB per GPU over the
-# network, in a ring of $N$ nodes instead of $gN$ GPUs, and does the rest over NVLink: about 5 times faster.
-# Real NCCL narrows the gap for flat rings by running several rings at once that cross between nodes at different
-# GPUs, but the principle is the one the hierarchy makes explicit: bytes that must cross the slow links should be
-# as few as possible.
+# The single-rail flat ring pushes $2(p-1)/p \cdot S \approx 2$ GB through one card at 50 GB/s: about 40 ms
+# whatever the node count, five times the hierarchical all-reduce. But that compares against a ring NCCL does not
+# run. With one ring per rail the eight cards share the bytes, and the flat ring's network term is about
+# $2S/B_\text{node}$, the same as the hierarchy's. Up to 16 nodes the multi-rail ring is even faster in this
+# model, because it streams NVLink and network traffic at once, while the hierarchical phases run one after
+# another. Its weak point is latency: every one of its $2(gN-1)$ steps pays the network's α, and on 64 nodes that
+# alone puts it behind. That is what the hierarchy really saves, and it shows most on small buffers:
+
+# %%
+print(f"{'nodes':>5} {'network steps: hier.':>21} {'flat':>5} {'1 MB: hierarchical':>19} {'flat, 8 rails':>14}")
+for nodes in (2, 4, 16, 64):
+    hier_steps = collectives.collective_cost("all_reduce", nodes, 1.0).phases
+    flat_steps = collectives.collective_cost("all_reduce", nodes * 8, 1.0).phases
+    hierarchical = collectives.hierarchical_allreduce_time(1 * units.MB, nodes, 8, *links)
+    multirail = collectives.multirail_ring_allreduce_time(1 * units.MB, nodes, 8, *links)
+    print(
+        f"{nodes:>5} {hier_steps:>21} {flat_steps:>5} {units.format_time(hierarchical):>19} "
+        f"{units.format_time(multirail):>14}"
+    )
+
+# %% [markdown]
+# On 64 nodes the flat ring takes 1022 network steps to the hierarchy's 126, and a 1 MB all-reduce costs it
+# 5.11 ms against 653 µs. So the hierarchy earns its keep where latency dominates, and NCCL reaches the same end
+# with its tree, whose network steps grow only with $\lg N$. The principle is the one the hierarchy makes explicit:
+# bytes and steps that must cross the slow links should be as few as possible. `budget`'s model of lesson 04 uses
+# the hierarchical all-reduce for every group that spans nodes: for large buffers a slight overestimate of what
+# NCCL's multi-rail rings achieve, for small ones the better of the two.
 #
 # The ring all-reduce lab, which comes with the labs, lets you vary ranks, payload, effective bandwidth and startup
 # latency in an ideal ring all-reduce. That is its scope: it is not a topology-specific or every-collective traffic
@@ -466,7 +600,7 @@ plt.show()
 # The top row is the reduce-scatter: each chunk darkens by one contribution per hop until, after step 3, each rank
 # holds one complete chunk. The bottom row is the all-gather, copying the complete chunks around.
 #
-# Time against payload for the four all-reduce algorithms (8 ranks, 50 GB/s, 5 µs), with the ring's two terms
+# Time against payload for the five all-reduce algorithms (8 ranks, 50 GB/s, 5 µs), with the ring's two terms
 # dotted and the 100 MB payload of the card's example marked:
 
 # %%
@@ -483,8 +617,10 @@ plt.show()
 
 # %% [markdown]
 # On a log–log plot a latency-bound collective is a flat line and a bandwidth-bound one a line of slope 1. The ring
-# is flat up to its crossover (2 MB) and then climbs along the bandwidth lower bound; the tree and recursive
-# doubling start lower but climb on a higher line, because they move the full buffer $\lg p$ times. At the marked
+# is flat up to its crossover (2 MB) and then climbs along the bandwidth lower bound; the binomial tree and
+# recursive doubling start lower but climb on a higher line, because they move the full buffer $\lg p$ times. The
+# double binary tree starts as low as Rabenseifner and climbs just above the ring (about $2S$ against
+# $1.75S$). At the marked
 # 100 MB the 8-rank ring takes 3.57 ms, not the card's 2.02 ms: it has 14 phases instead of 4 and puts
 # $2 \cdot 7/8 \cdot 100$ MB = 175 MB through each rank's link, not 100 MB.
 
@@ -592,9 +728,12 @@ quiz.MultipleChoice(
 #   bandwidth dominates. MPI libraries still pick algorithms by message size this way.
 # - **2009: the bandwidth-optimal ring.** Patarasuk and Yuan derived a tight lower bound on the data an all-reduce
 #   must communicate and showed that a ring-based algorithm, which needs only tree connectivity, achieves it.
-# - **2010s: NCCL and nccl-tests.** NVIDIA's Collective Communications Library brought ring (and later tree and
-#   in-switch NVLS) collectives to GPUs, first within a node over PCIe and NVLink, then across nodes over sockets
-#   and InfiniBand. Its companion benchmark suite, nccl-tests, introduced the *bus bandwidth* so that measurements
+# - **2009: two trees for full bandwidth.** Sanders, Speck and Träff showed that two binary trees, each rank a leaf
+#   in one and an inner node in the other, can broadcast and reduce with pipelined chunks at nearly the full
+#   bandwidth of a single-ported node while keeping a logarithmic number of steps.
+# - **2010s: NCCL and nccl-tests.** NVIDIA's Collective Communications Library brought ring (and, from NCCL 2.4 in
+#   2019, the pipelined double binary tree, then in-switch NVLS) collectives to GPUs, first within a node over PCIe
+#   and NVLink, then across nodes over sockets and InfiniBand. Its companion benchmark suite, nccl-tests, introduced the *bus bandwidth* so that measurements
 #   at any rank count can be compared with the hardware's link speed. Horovod (Sergeev & Del Balso 2018) made the
 #   ring all-reduce the standard way to average gradients in data-parallel deep learning.
 
@@ -609,12 +748,17 @@ quiz.MultipleChoice(
 #   reduction compute and protocols can change both terms.
 # - Small messages are latency-bound (fewer phases wins), large ones bandwidth-bound (fewer bytes wins); the ring
 #   switches at $S^* = p\alpha B$.
+# - The binomial tree is MPICH's unpipelined tree ($2\lceil\lg p\rceil$ phases of the whole buffer). NCCL's tree is
+#   the pipelined double binary tree: $2\lfloor\lg p\rfloor$ phases and about $2S$ per rank, so it beats the ring up
+#   to large buffers on many ranks (228 MB on 64 ranks at 50 GB/s and 5 µs), and loses to it above.
 # - nccl-tests' busbw = algbw × $2(p-1)/p$ for all-reduce is comparable with the one-way link rate; above the wire
 #   rate it signals in-switch reduction.
 # - A bandwidth figure needs its direction, scope and basis before it goes into $B$: NVLink 4 is 900 GB/s two-way,
-#   450 one-way, about 370 measured; InfiniBand NDR is 400 GB/s per node, 50 per GPU.
-# - Across nodes, a hierarchical all-reduce keeps heavy traffic on NVLink and sends only $S/g$ per GPU over the
-#   network. Aggregate bandwidth does not set a collective's time; its phases and slowest link do.
+#   450 one-way, about 370 measured; InfiniBand NDR is 400 GB/s per node, 50 per GPU. TPU ICI is quoted per link:
+#   a ring on one torus axis runs both ways and gets two links' worth per chip.
+# - Across nodes, NCCL's flat ring runs one ring per network rail, so its network term is already about
+#   $2S/B_\text{node}$, the hierarchical all-reduce's; the hierarchy saves latency steps ($2(N-1)$ on the network
+#   instead of $2(gN-1)$). Aggregate bandwidth does not set a collective's time; its phases and slowest link do.
 
 # %% [markdown]
 # ## Exercises
@@ -631,7 +775,7 @@ quiz.MultipleChoice(
 #    1 GB buffer over 8 ranks costs exactly one ring all-reduce. Why must it?
 # 5. On 8 ranks at 50 GB/s and 5 µs, between which payloads of the table above does recursive doubling stop being
 #    the fastest all-reduce, and to which algorithm does it lose? Use `collectives.collective_cost` to find the
-#    payload where the two take equal time.
+#    payload where the two take equal time, and check it with `collectives.equal_time_payload_bytes`.
 #
 # <details>
 # <summary>Answers</summary>
@@ -648,7 +792,9 @@ quiz.MultipleChoice(
 # 5. Between 64 kB (recursive doubling 18.8 µs, Rabenseifner 32.2 µs) and 1 MB (75 µs against 65 µs). Recursive
 #    doubling has the fewest phases (3) but moves $\lg p \cdot S = 3S$; Rabenseifner has 6 phases and moves
 #    $2 \cdot 7/8 \cdot S = 1.75S$. The extra 3α = 15 µs pays for itself once 1.25 S/B exceeds it, at
-#    S = 15 µs × 50 GB/s / 1.25 = 600 kB.
+#    S = 15 µs × 50 GB/s / 1.25 = 600 kB, which is what
+#    `collectives.equal_time_payload_bytes("all_reduce", 8, 50e9, 5e-6, "recursive_doubling", "rabenseifner")`
+#    returns.
 #
 # </details>
 
@@ -665,7 +811,12 @@ quiz.MultipleChoice(
 # - NVIDIA nccl-tests, `doc/PERFORMANCE.md` (algbw, busbw and their factors) and `src/sendrecv.cu`, repository
 #   [NVIDIA/nccl-tests](https://github.com/NVIDIA/nccl-tests), commit a0b82b2260cf5152b9f8c061bbf7eaf0ba096432.
 # - NVIDIA NCCL, [NVIDIA/nccl](https://github.com/NVIDIA/nccl), `src/graph/tuning.cc` (NCCL's own latency
-#   parameters, e.g. 0.6 µs per NVLink hop and 5 µs per network hop for the LL protocol).
+#   parameters, e.g. 6.6 µs per call, 0.6 µs per NVLink hop and 5 µs per network hop for the LL protocol; its tree
+#   model: latency 2·log2 levels of hops, algbw = busbw/2).
+# - P. Sanders, J. Speck, J. L. Träff. *Two-tree algorithms for full bandwidth broadcast, reduction and scan.*
+#   Parallel Computing 35(12):581–594, 2009. [doi:10.1016/j.parco.2009.09.001](https://doi.org/10.1016/j.parco.2009.09.001).
+# - S. Jeaugey. *Massively Scale Your Deep Learning Training with NCCL 2.4.* NVIDIA Technical Blog, February 2019
+#   (the double binary tree in NCCL).
 # - Measured nccl-tests outputs quoted above: 8× H100 p5.48xlarge all_reduce, aws-samples/awsome-distributed-training
 #   `micro-benchmarks/nccl-tests/aws-batch/README.md`, commit 7217859f67bc693c52ff175ccc6082c41dbd7a1b (MIT-0);
 #   8× A100 all_reduce, S. Bekman, *Machine Learning Engineering Open Book*, stas00/ml-engineering
@@ -679,7 +830,9 @@ quiz.MultipleChoice(
 #   Models.* SC'20. [arXiv:1910.02054](https://arxiv.org/abs/1910.02054), §7.1 (all-reduce = reduce-scatter +
 #   all-gather, 2Ψ data movement).
 # - N. P. Jouppi et al. *TPU v4: An Optically Reconfigurable Supercomputer for Machine Learning with Hardware
-#   Support for Embeddings.* ISCA 2023. [arXiv:2304.01433v3](https://arxiv.org/abs/2304.01433v3).
+#   Support for Embeddings.* ISCA 2023. [arXiv:2304.01433v3](https://arxiv.org/abs/2304.01433v3). 4096 chips in a
+#   3D torus of 4 × 4 × 4 cubes joined by optical circuit switches; six ICI links per chip, 400 Gb/s (50 GB/s) each
+#   way per link. (The JAX scaling book's `tpus.md` lists 4.5e10 B/s one-way per link for v4p.)
 # - A. Sergeev, M. Del Balso. *Horovod: fast and easy distributed deep learning in TensorFlow.* 2018.
 #   [arXiv:1802.05799](https://arxiv.org/abs/1802.05799).
 

@@ -131,7 +131,9 @@ for name, plan in splits.items():
 
 # %% [markdown]
 # Three different patterns appear. Data parallelism moves the whole gradient (2 bytes × Ψ = 349 GB) once per step,
-# after the backward pass, which gives it a long window to hide behind. Tensor parallelism moves small activation
+# in buckets during the last micro-batch's backward pass: each bucket is all-reduced as soon as its layers'
+# gradients are ready, while earlier layers still compute theirs, so only what does not fit into that one backward
+# pass, at least the last bucket, is exposed (lesson 04 prices it). Tensor parallelism moves small activation
 # tensors (b·s·h × 2 bytes = 50 MB) but 192 times per step in each direction, two per layer, each one blocking the
 # next operator. Pipeline parallelism sends one activation tensor per micro-batch across each stage boundary, and
 # the receiving stage waits for it. ZeRO-3 has three transfers where plain data parallelism has one: the
@@ -402,8 +404,22 @@ print(
 # 0.1172 → 0.12, the largest relative gap), but the large 128B and 1T values are *truncated* to integers
 # (513.5 → 513, 4187.5 → 4187, 2013.67 → 2013). A test that compares against the printed table must allow for
 # both. The ✓ cells show what the bold cells mean: with 64-way data parallelism, ZeRO-1 fits a 7.5B model, ZeRO-2
-# would fit a model twice that size, and only ZeRO-3's partitioning of the parameters themselves brings 128B (and,
-# at 1024 devices, 1T) into a 32 GB device. Model states only: activations still come on top.
+# a larger one, and only ZeRO-3's partitioning of the parameters themselves brings 128B (and, at 1024 devices, 1T)
+# into a 32 GB device. Model states only: activations still come on top. How much larger for ZeRO-2? Its model
+# states are linear in Ψ, so the largest model that fits is the capacity over the bytes per parameter:
+
+# %%
+zero2_bytes_per_param = parallelism.zero_model_state_bytes(1, 64, stage=2)  # 2 + 14/64 bytes per parameter
+zero2_largest = V100_BYTES / zero2_bytes_per_param
+print(
+    f"ZeRO-2, N_d = 64: {zero2_bytes_per_param:.5f} bytes per parameter; largest model in "
+    f"{units.format_bytes(V100_BYTES)}: {units.format_count(zero2_largest)} = {zero2_largest / 7.5e9:.2f} × 7.5B"
+)
+print(f"15B would need {units.format_bytes(parallelism.zero_model_state_bytes(15e9, 64, stage=2), digits=3)}")
+
+# %% [markdown]
+# ZeRO-2 fits a model 1.92 times the 7.5B one, not twice: 15B would need 33.3 GB. (The paper's Table 2 rounds the
+# same bound to 14.4B.)
 #
 # ### Per-device memory of real plans
 #

@@ -597,8 +597,26 @@ plt.show()
 
 # %% [markdown]
 # Left of the crossover, the number of phases decides: recursive doubling's $\lg p = 3$ phases beat the ring's 14
-# for the decode payload. Right of it, the bytes decide and the ring is optimal. No algorithm is best everywhere,
-# which is why NCCL chooses per call.
+# for the decode payload. Right of it, the bytes decide and the ring is optimal. The binomial tree drawn here is
+# MPICH's unpipelined tree, which moves the whole buffer in each of its $2\lceil\lg p\rceil$ phases; it is not
+# what NCCL runs. NCCL's tree is the pipelined double binary tree of lesson 02, with $2\lfloor\lg p\rfloor$ phases
+# and about $2S$ per rank:
+
+# %%
+decode_report = collectives.collective_report("all_reduce", 8, decode_payload, nvlink_bw, nvlink_alpha)
+tree_loses_above = collectives.equal_time_payload_bytes(
+    "all_reduce", 8, nvlink_bw, nvlink_alpha, "ring", "double_binary_tree"
+)
+print(
+    f"decode all-reduce, {units.format_bytes(decode_payload)} on 8 ranks: ring "
+    f"{units.format_time(decode_report.times_by_algorithm['ring'])}, double binary tree "
+    f"{units.format_time(decode_report.times_by_algorithm['double_binary_tree'])}; "
+    f"the ring is faster from {units.format_bytes(tree_loses_above)} up"
+)
+
+# %% [markdown]
+# NCCL's tree more than halves the decode all-reduce, and the ring takes over only for buffers of several
+# megabytes, such as the training all-reduce. No algorithm is best everywhere, which is why NCCL chooses per call.
 #
 # ### The plan landscape
 #

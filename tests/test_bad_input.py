@@ -25,7 +25,28 @@ BAD = {
     "flag": ["yes", 1, None],
     "schedule": ["zero-bubble"],
     "dtype": ["fp64"],
+    "rails": [0, -1, 2.5, math.nan, math.inf, "8", True, 9],  # rails of an 8-device node: 1..8, or None
 }
+
+# The arguments of the two-level all-reduces (hierarchical and multi-rail flat ring): one DGX H100 cluster.
+TWO_LEVEL = dict(
+    payload_bytes=1e9,
+    nodes=4,
+    devices_per_node=8,
+    intra_bandwidth_bytes_per_s=4.5e11,
+    intra_latency_s=1e-6,
+    inter_bandwidth_bytes_per_s=5e10,
+    inter_latency_s=5e-6,
+)
+TWO_LEVEL_KINDS = dict(
+    payload_bytes="positive",
+    nodes="count",
+    devices_per_node="count",
+    intra_bandwidth_bytes_per_s="positive",
+    intra_latency_s="nonnegative",
+    inter_bandwidth_bytes_per_s="positive",
+    inter_latency_s="nonnegative",
+)
 
 CASES = [
     (
@@ -125,25 +146,25 @@ CASES = [
         dict(op="all_reduce", ranks=8, bandwidth_bytes_per_s=1e9, latency_s=1e-6, algorithm="ring"),
         dict(op="op", ranks="count", bandwidth_bytes_per_s="positive", latency_s="nonnegative", algorithm="algorithm"),
     ),
+    (collectives.hierarchical_allreduce_time, TWO_LEVEL, TWO_LEVEL_KINDS),
+    (collectives.multirail_ring_allreduce_time, TWO_LEVEL | dict(rails=8), TWO_LEVEL_KINDS | dict(rails="rails")),
     (
-        collectives.hierarchical_allreduce_time,
+        collectives.equal_time_payload_bytes,
         dict(
-            payload_bytes=1e9,
-            nodes=4,
-            devices_per_node=8,
-            intra_bandwidth_bytes_per_s=4.5e11,
-            intra_latency_s=1e-6,
-            inter_bandwidth_bytes_per_s=5e10,
-            inter_latency_s=5e-6,
+            op="all_reduce",
+            ranks=64,
+            bandwidth_bytes_per_s=5e10,
+            latency_s=5e-6,
+            algorithm="ring",
+            other_algorithm="double_binary_tree",
         ),
         dict(
-            payload_bytes="positive",
-            nodes="count",
-            devices_per_node="count",
-            intra_bandwidth_bytes_per_s="positive",
-            intra_latency_s="nonnegative",
-            inter_bandwidth_bytes_per_s="positive",
-            inter_latency_s="nonnegative",
+            op="op",
+            ranks="count",
+            bandwidth_bytes_per_s="positive",
+            latency_s="nonnegative",
+            algorithm="algorithm",
+            other_algorithm="algorithm",
         ),
     ),
     (compute.gemm_flops, dict(m=2, n=3, k=4), dict(m="count", n="count", k="count")),

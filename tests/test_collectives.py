@@ -18,6 +18,7 @@ from course_lib.collectives import (
     comm_time,
     hierarchical_allreduce_time,
     latency_bandwidth_crossover_bytes,
+    multirail_ring_allreduce_time,
     ring_allreduce_time,
 )
 from course_lib.units import GB, MB, US
@@ -82,6 +83,9 @@ HAND = {
     ("all_reduce", "recursive_doubling"): 3 * ALPHA + 3 * 800 * US,
     ("all_reduce", "rabenseifner"): 6 * ALPHA + 2 * 7 / 8 * 800 * US,
     ("all_reduce", "binomial_tree"): 6 * ALPHA + 6 * 800 * US,
+    # Double binary tree, k = 64 chunks per tree: 2⌊lg 8⌋ = 6 levels up and down; the busiest rank sends 2S, and
+    # the first chunk's trip adds 6 chunks of S/(2·64): Q = 2S + 6·S/128.
+    ("all_reduce", "double_binary_tree"): 6 * ALPHA + (2 + 6 / 128) * 800 * US,
     ("reduce_scatter", "ring"): 7 * ALPHA + 7 / 8 * 800 * US,
     ("reduce_scatter", "recursive_halving"): 3 * ALPHA + 7 / 8 * 800 * US,
     ("all_gather", "ring"): 7 * ALPHA + 7 / 8 * 800 * US,
@@ -194,8 +198,8 @@ def test_time_terms_regime_flips_at_the_crossover_and_works_on_arrays():
 @pytest.mark.parametrize(
     "op, ranks, expected",
     [
-        ("all_reduce", 8, ("ring", "binomial_tree", "recursive_doubling", "rabenseifner")),
-        ("all_reduce", 6, ("ring", "binomial_tree")),
+        ("all_reduce", 8, ("ring", "binomial_tree", "recursive_doubling", "rabenseifner", "double_binary_tree")),
+        ("all_reduce", 6, ("ring", "binomial_tree", "double_binary_tree")),
         ("reduce_scatter", 3, ("ring",)),
         ("reduce_scatter", 4, ("ring", "recursive_halving")),
         ("all_to_all", 5, ("pairwise", "bruck")),
@@ -234,3 +238,111 @@ def test_collective_report_refuses_arrays_and_bad_algorithms():
         collectives.collective_report("all_reduce", 8, np.array([1e6, 2e6]), 100 * GB, 5 * US)
     with pytest.raises(ValueError, match="ranks must be a power of two"):
         collectives.collective_report("all_reduce", 6, 1e6, 100 * GB, 5 * US, algorithm="rabenseifner")
+
+
+# ---- NCCL's double binary tree and the multi-rail flat ring -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ranks, phases, wire, reduced",
+    [
+        # p, 2⌊lg p⌋, 2S·[p > 1] + ⌊lg p⌋·S/64, min(p − 1, 2)·S/2 (S = 1 byte)
+        (1, 0, 0.0, 0.0),
+        (2, 2, 2 + 1 / 64, 0.5),
+        (3, 2, 2 + 1 / 64, 1.0),
+        (8, 6, 2 + 3 / 64, 1.0),
+        (12, 6, 2 + 3 / 64, 1.0),
+        (1024, 20, 2 + 10 / 64, 1.0),
+    ],
+)
+def test_double_binary_tree_cost_by_hand(ranks, phases, wire, reduced):
+    assert collectives.DOUBLE_BINARY_TREE_CHUNKS == 64
+    cost = collective_cost("all_reduce", ranks, 1.0, "double_binary_tree")
+    assert cost.phases == phases
+    assert cost.wire_bytes == pytest.approx(wire, rel=1e-12)
+    assert cost.reduced_bytes == pytest.approx(reduced, rel=1e-12)
+
+
+def test_double_binary_tree_beats_the_ring_on_latency_and_loses_on_bandwidth():
+    # 64 ranks on InfiniBand (50 GB/s, 5 µs). Ring: 126 steps, Q = 2·63/64·S. Tree: 12 steps, Q = (2 + 6/64)·S.
+    # Equal at 630 µs − 60 µs = ((2 + 6/64) − 126/64)·S/B → S = 570 µs · 50 GB/s / (8/64) = 228 MB.
+    bandwidth, alpha = 50 * GB, 5 * US
+    crossing = 570e-6 * bandwidth / (8 / 64)
+    assert crossing == pytest.approx(228e6)
+    ring, tree = ("ring", "double_binary_tree")
+    small, large = 0.99 * crossing, 1.01 * crossing
+    assert collective_time("all_reduce", 64, small, bandwidth, alpha, tree) < collective_time(
+        "all_reduce", 64, small, bandwidth, alpha, ring
+    )
+    assert collective_time("all_reduce", 64, large, bandwidth, alpha, tree) > collective_time(
+        "all_reduce", 64, large, bandwidth, alpha, ring
+    )
+    at = collective_time("all_reduce", 64, crossing, bandwidth, alpha, tree)
+    assert at == pytest.approx(collective_time("all_reduce", 64, crossing, bandwidth, alpha, ring), rel=1e-12)
+
+
+def test_double_binary_tree_bandwidth_term_is_near_the_ring_and_far_below_the_binomial_tree():
+    # 1 GB on 1024 ranks: ring 2·1023/1024 = 1.998 S; double binary tree 2 + 10/64 = 2.156 S; binomial 20 S.
+    terms = {
+        a: collectives.time_terms("all_reduce", 1024, 1 * GB, 100 * GB, 0.0, a).bandwidth_s
+        for a in ("ring", "double_binary_tree", "binomial_tree")
+    }
+    assert terms["double_binary_tree"] / terms["ring"] == pytest.approx((2 + 10 / 64) / (2 * 1023 / 1024))
+    assert terms["binomial_tree"] / terms["double_binary_tree"] == pytest.approx(20 / (2 + 10 / 64))
+
+
+def test_multirail_ring_by_hand():
+    # 4 DGX H100 nodes, 1 GB: 8 rings (one per NIC), each all-reducing 125 MB over 32 ranks at
+    # min(50 GB/s, 450/8 = 56.25 GB/s) = 50 GB/s with α = 5 µs: 62 × 5 µs + 2·31/32 × 125 MB / 50 GB/s.
+    expected = 62 * 5e-6 + 2 * 31 / 32 * 125e6 / 50e9
+    assert multirail_ring_allreduce_time(1 * GB, 4, 8, 450 * GB, 1 * US, 50 * GB, 5 * US) == pytest.approx(expected)
+    # One rail is the single-channel flat ring through one GPU's NIC.
+    assert multirail_ring_allreduce_time(1 * GB, 4, 8, 450 * GB, 1 * US, 50 * GB, 5 * US, rails=1) == pytest.approx(
+        ring_allreduce_time(32, 1 * GB, 50 * GB, 5 * US)
+    )
+    # When NVLink shared by the rails is the slower hop: 8 rails, 200 GB/s NVLink → 25 GB/s per ring.
+    slow = 62 * 5e-6 + 2 * 31 / 32 * 125e6 / 25e9
+    assert multirail_ring_allreduce_time(1 * GB, 4, 8, 200 * GB, 1 * US, 50 * GB, 5 * US) == pytest.approx(slow)
+    # One node: the ring over NVLink.
+    assert multirail_ring_allreduce_time(1 * GB, 1, 8, 450 * GB, 1 * US, 50 * GB, 5 * US) == pytest.approx(
+        ring_allreduce_time(8, 1 * GB, 450 * GB, 1 * US)
+    )
+
+
+def test_multirail_network_term_equals_the_hierarchical_one_up_to_the_rank_factor():
+    # Both send about 2S/B_node over the network: multi-rail 2(Ng−1)/(Ng)·S/B_node, hierarchical 2(N−1)/N·S/B_node.
+    # What the hierarchy saves is latency steps: 2(N−1) network steps instead of 2(Ng−1).
+    nodes, g, node_bw = 16, 8, 400 * GB
+    multirail = multirail_ring_allreduce_time(1 * GB, nodes, g, 450 * GB, 0.0, node_bw / g, 0.0)
+    assert multirail == pytest.approx(2 * (nodes * g - 1) / (nodes * g) * 1 * GB / node_bw)
+    network_only = hierarchical_allreduce_time(1 * GB, nodes, g, 1e30, 0.0, node_bw / g, 0.0)  # NVLink free
+    assert network_only == pytest.approx(2 * (nodes - 1) / nodes * 1 * GB / node_bw)
+    latency_multirail = multirail_ring_allreduce_time(1.0, nodes, g, 450 * GB, 0.0, node_bw / g, 5 * US)
+    latency_hier = hierarchical_allreduce_time(1.0, nodes, g, 450 * GB, 0.0, node_bw / g, 5 * US)
+    assert latency_multirail == pytest.approx(2 * 127 * 5 * US, rel=1e-3)
+    assert latency_hier == pytest.approx(2 * 15 * 5 * US, rel=1e-3)
+
+
+def test_multirail_rejects_more_rails_than_devices():
+    with pytest.raises(ValueError, match="rails must be"):
+        multirail_ring_allreduce_time(1 * GB, 4, 8, 450 * GB, 1 * US, 50 * GB, 5 * US, rails=9)
+
+
+def test_ring_docstring_states_the_lower_bound_without_a_factor():
+    doc = ring_allreduce_time.__doc__
+    assert "within a factor" not in doc and "equals the lower bound" in doc
+
+
+def test_equal_time_payload_by_hand():
+    # 8 ranks, 50 GB/s, 5 µs. Recursive doubling (3 steps, 3S) against Rabenseifner (6 steps, 1.75S):
+    # 3 × 5 µs = 1.25·S/B → S = 15 µs × 50 GB/s / 1.25 = 600 kB.
+    args = ("all_reduce", 8, 50 * GB, 5 * US)
+    assert collectives.equal_time_payload_bytes(*args, "recursive_doubling", "rabenseifner") == pytest.approx(600e3)
+    assert collectives.equal_time_payload_bytes(*args, "rabenseifner", "recursive_doubling") == pytest.approx(600e3)
+    # Ring (14 steps, 1.75S) against the double binary tree (6 steps, (2 + 3/64)S): 40 µs·B / (19/64) = 6.74 MB.
+    assert collectives.equal_time_payload_bytes(*args, "ring", "double_binary_tree") == pytest.approx(
+        40e-6 * 50e9 / (19 / 64)
+    )
+    # Never: Rabenseifner has as few steps as the tree and fewer bytes; the ring never beats Rabenseifner.
+    assert collectives.equal_time_payload_bytes(*args, "rabenseifner", "double_binary_tree") is None
+    assert collectives.equal_time_payload_bytes(*args, "ring", "rabenseifner") is None

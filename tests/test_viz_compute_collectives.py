@@ -272,7 +272,7 @@ def test_time_vs_payload_crossover_line_and_regions():
 def test_time_vs_payload_skips_power_of_two_algorithms_and_marks_a_payload():
     ax = plot_collective_time_vs_payload(ranks=6, mark_payload_bytes=100e6)
     curves = by_gid(ax.lines, "time:")
-    assert [c.get_gid() for c in curves] == ["time:ring", "time:binomial_tree"]
+    assert [c.get_gid() for c in curves] == ["time:ring", "time:binomial_tree", "time:double_binary_tree"]
     (dot,) = by_gid(ax.collections, "mark:ring")
     ring = collectives.ring_allreduce_time(6, 100e6, 50e9, 5e-6)
     np.testing.assert_allclose(dot.get_offsets(), [[100e6, ring]])

@@ -83,13 +83,15 @@ def png_pixels(data: bytes) -> np.ndarray:
 def alpha_beta_by_hand(p, size, algorithm):
     """(phases n, wire bytes Q) of each all-reduce algorithm, from lesson 02's table, computed here without
     course_lib: ring 2(p−1), 2(p−1)/p·S; binomial tree 2⌈lg p⌉, 2⌈lg p⌉·S; recursive doubling lg p, lg p·S;
-    Rabenseifner 2 lg p, 2(p−1)/p·S."""
+    Rabenseifner 2 lg p, 2(p−1)/p·S; double binary tree 2⌊lg p⌋, 2S + ⌊lg p⌋·S/64 (64 chunks per tree)."""
     lg = math.ceil(math.log2(p))
+    depth = math.floor(math.log2(p))
     return {
         "ring": (2 * (p - 1), 2 * (p - 1) / p * size),
         "binomial_tree": (2 * lg, 2 * lg * size),
         "recursive_doubling": (lg, lg * size),
         "rabenseifner": (2 * lg, 2 * (p - 1) / p * size),
+        "double_binary_tree": (2 * depth, (2 + depth / 64) * size),
     }[algorithm]
 
 

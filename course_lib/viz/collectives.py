@@ -48,6 +48,7 @@ _ALGORITHM_STYLES = {
     "recursive_doubling": ("#55A868", "-"),
     "recursive_halving": ("#55A868", "-"),
     "rabenseifner": ("#C44E52", "--"),
+    "double_binary_tree": ("#937860", "-."),
 }
 
 

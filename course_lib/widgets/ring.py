@@ -22,7 +22,7 @@ time against payload of every applicable algorithm (log–log), the right panel 
 ('3.57 ms', '2 MB', 'bandwidth-bound')
 >>> lab.controls["ranks"].value = 6
 >>> lab.controls["algorithm"].options   # power-of-two-only algorithms are not offered for 6 ranks
-(('ring', 'ring'), ('binomial tree', 'binomial_tree'))
+(('ring', 'ring'), ('binomial tree', 'binomial_tree'), ('double binary tree', 'double_binary_tree'))
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ ALGORITHM_LABELS = {
     "binomial_tree": "binomial tree",
     "recursive_doubling": "recursive doubling",
     "rabenseifner": "Rabenseifner",
+    "double_binary_tree": "double binary tree",
 }
 POWER_OF_TWO_ONLY = tuple(a for a in collectives.ALGORITHMS[OP] if a in collectives.POWER_OF_TWO_ONLY)
 
@@ -101,9 +102,9 @@ def applicable_algorithms(ranks: int) -> tuple[str, ...]:
     """The all-reduce algorithms ``collectives`` models for ``ranks`` ranks (the power-of-two-only ones only then).
 
     >>> applicable_algorithms(8)
-    ('ring', 'binomial_tree', 'recursive_doubling', 'rabenseifner')
+    ('ring', 'binomial_tree', 'recursive_doubling', 'rabenseifner', 'double_binary_tree')
     >>> applicable_algorithms(12)
-    ('ring', 'binomial_tree')
+    ('ring', 'binomial_tree', 'double_binary_tree')
     """
     return collectives.applicable_algorithms(OP, ranks)
 
