@@ -4,13 +4,13 @@ them for display.
 
 Formula modules (imported here; none of them imports matplotlib or ipywidgets, so ``import course_lib`` is fast):
 ``units``, ``hardware``, ``compute`` (lesson 01), ``collectives`` and ``simulate`` (lesson 02), ``parallelism``
-(lesson 03), ``budget`` (lesson 04).
+(lesson 03), ``budget`` (lesson 04), ``serving`` (prefill, decode and the KV cache; lesson 04).
 
 >>> from course_lib import collectives, units
 >>> units.format_time(collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB))
 '2.02 ms'
 """
 
-from . import budget, collectives, compute, hardware, parallelism, units
+from . import budget, collectives, compute, hardware, parallelism, serving, units
 
-__all__ = ["budget", "collectives", "compute", "hardware", "parallelism", "units"]
+__all__ = ["budget", "collectives", "compute", "hardware", "parallelism", "serving", "units"]
