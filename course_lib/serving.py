@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate, budget, parallelism
+from . import _validate, budget, compute, parallelism
 from .hardware import Accelerator, Cluster
 from .parallelism import ACTIVATION_BYTES, ParallelPlan, TransformerModel
 
@@ -241,6 +241,7 @@ def serving_memory(
     """
     t, p = _check_partition(model, tensor_parallel, pipeline_parallel)
     e = _validate.positive("bytes_per_param", bytes_per_param)
+    _validate.positive("kv_bytes_per_element", kv_bytes_per_element)
     params = model.params / (t * p) + model.layers / p * _replicated_kv_params_per_layer(model, t)
     kv = kv_cache_bytes_per_device(
         model.layers, model.kv_heads, model.head_dim, context_len, sequences, t, p, kv_bytes_per_element
@@ -363,12 +364,12 @@ def prefill(
     efficiency = _validate.fraction("compute_efficiency", compute_efficiency)
     peak = cluster.accelerator.peak(dtype)
     flops = prefill_flops(model, prompt_len, sequences)
-    compute = flops / (t * peak * efficiency)
+    compute_s = flops / (t * peak * efficiency)
     activation = ACTIVATION_BYTES * sequences * prompt_len * model.hidden
     latency, bandwidth = _all_reduce_terms(cluster, t, activation)
     all_reduce = 2 * model.layers * (latency + bandwidth)
     hops = (p - 1) * _hop_s(cluster, t, p, activation / t)
-    return Prefill(*(_validate.as_result(x) for x in (compute, all_reduce, hops)))
+    return Prefill(*(_validate.as_result(x) for x in (compute_s, all_reduce, hops)))
 
 
 def decode_step_time_s(
@@ -489,6 +490,7 @@ def decode_step(
     c = _validate.count("context_len", context_len)
     k = _validate.count("batches_in_flight", batches_in_flight)
     e = _validate.positive("bytes_per_param", bytes_per_param)
+    _validate.positive("kv_bytes_per_element", kv_bytes_per_element)
     accelerator = cluster.accelerator
     bandwidth, peak = accelerator.hbm_bandwidth_bytes_per_s, accelerator.peak(dtype)
     read_params = matmul_params(model) / (t * p) + model.layers / p * _replicated_kv_params_per_layer(model, t)
@@ -576,13 +578,14 @@ def decode_compute_bound_sequences(peak_flops_per_s, hbm_bandwidth_bytes_per_s, 
     2·b FLOPs per parameter against the bytes per parameter read; t and p cancel. The scaling book: 240 for bf16 on
     TPU v5e, 120 with int8 weights and bf16 arithmetic; an H100 in bf16 needs about 295.
 
-    >>> round(decode_compute_bound_sequences(1.97e14, 8.2e11)), round(decode_compute_bound_sequences(1.97e14, 8.2e11, 1))
+    >>> v5e = (1.97e14, 8.2e11)   # peak bf16 FLOP/s, HBM bytes/s
+    >>> round(decode_compute_bound_sequences(*v5e)), round(decode_compute_bound_sequences(*v5e, bytes_per_param=1))
     (240, 120)
     """
     peak = _validate.positive("peak_flops_per_s", peak_flops_per_s)
     bandwidth = _validate.positive("hbm_bandwidth_bytes_per_s", hbm_bandwidth_bytes_per_s)
     e = _validate.positive("bytes_per_param", bytes_per_param)
-    return _validate.as_result(peak * e / (2 * bandwidth))
+    return _validate.as_result(compute.ridge_point_flops_per_byte(peak, bandwidth) * e / 2)
 
 
 def latency_optimal_tensor_parallel(
