@@ -299,9 +299,14 @@ def decode_flops(model: TransformerModel, sequences, context_len):
     >>> format_flops(decode_flops(LLAMA3_8B, 1, 1))
     '15 GFLOP'
     """
+    return _validate.as_result(sum(_decode_flops_parts(model, sequences, context_len)))
+
+
+def _decode_flops_parts(model: TransformerModel, sequences, context_len):
+    """(weight multiplies, attention) FLOPs of one decode step of the whole model."""
     b = _validate.count("sequences", sequences)
     c = _validate.count("context_len", context_len)
-    return _validate.as_result(b * (2.0 * matmul_params(model) + 4.0 * model.layers * model.hidden * c))
+    return 2.0 * b * matmul_params(model), 4.0 * b * model.layers * model.hidden * c
 
 
 def _check_cluster(cluster: Cluster, tensor_parallel, pipeline_parallel):
@@ -495,9 +500,9 @@ def decode_step(
     bandwidth, peak = accelerator.hbm_bandwidth_bytes_per_s, accelerator.peak(dtype)
     read_params = matmul_params(model) / (t * p) + model.layers / p * _replicated_kv_params_per_layer(model, t)
     weight_read = e * read_params / bandwidth
-    matmul = 2.0 * b * matmul_params(model) / (t * p) / peak
+    matmul_flops, attention_flops = _decode_flops_parts(model, b, c)
+    matmul, attention = matmul_flops / (t * p) / peak, attention_flops / (t * p) / peak
     kv_read = kv_cache_bytes_per_device(model.layers, model.kv_heads, model.head_dim, c, b, t, p, kv_bytes_per_element)
-    attention = 4.0 * b * model.layers * model.hidden * c / (t * p) / peak
     latency, bandwidth_term = _all_reduce_terms(cluster, t, ACTIVATION_BYTES * b * model.hidden)
     calls = 2 * model.layers / p
     hops = (p - 1) * _hop_s(cluster, t, p, ACTIVATION_BYTES * b * model.hidden / t)
