@@ -188,6 +188,15 @@ def test_matmul_params_leave_out_lookup_tables():
 # --- prefill and decode, by hand, with t and p > 1 -------------------------------------------------------------
 
 
+def test_decode_flops_by_hand():
+    # Per sequence: 2 FLOPs per multiplied parameter, and 4·h per cached token per layer (QKᵀ and the product with V).
+    assert serving.decode_flops(LLAMA3_8B, 3, 100) == 3 * (2 * serving.matmul_params(LLAMA3_8B) + 4 * 32 * 4096 * 100)
+    # Decoding token s + 1 at context s + 1 costs what the prefill of s + 1 tokens adds to that of s tokens.
+    s = 500
+    added = serving.prefill_flops(LLAMA3_8B, s + 1) - serving.prefill_flops(LLAMA3_8B, s)
+    assert serving.decode_flops(LLAMA3_8B, 1, s + 1) == pytest.approx(added)
+
+
 def test_prefill_by_hand_with_t_and_p():
     b, s, t, p = 2, 1000, 2, 2
     pre = serving.prefill(LLAMA3_8B, H100_NODES, t, p, prompt_len=s, sequences=b, compute_efficiency=0.5)
