@@ -27,6 +27,27 @@ BAD = {
     "dtype": ["fp64"],
 }
 
+# A serving replica of Llama 3.1 8B (t = p = 2) and the arguments the serving functions share.
+_REPLICA = dict(model=LLAMA3_8B, tensor_parallel=2, pipeline_parallel=2)
+_REPLICA_KINDS = dict(tensor_parallel="count", pipeline_parallel="count")
+_BYTES = dict(bytes_per_param=2, kv_bytes_per_element=2)
+_BYTES_KINDS = dict(bytes_per_param="positive", kv_bytes_per_element="positive")
+_DECODE = {
+    **_REPLICA,
+    "cluster": hardware.DGX_H100,
+    "context_len": 1024,
+    "batches_in_flight": 2,
+    **_BYTES,
+    "dtype": "bf16",
+}
+_DECODE_KINDS = {
+    **_REPLICA_KINDS,
+    "context_len": "count",
+    "batches_in_flight": "count",
+    **_BYTES_KINDS,
+    "dtype": "dtype",
+}
+
 CASES = [
     (
         collectives.comm_time,
@@ -392,42 +413,13 @@ CASES = [
     ),
     (
         serving.serving_memory,
-        dict(
-            model=LLAMA3_8B,
-            tensor_parallel=2,
-            pipeline_parallel=2,
-            sequences=4,
-            context_len=1024,
-            bytes_per_param=2,
-            kv_bytes_per_element=2,
-        ),
-        dict(
-            tensor_parallel="count",
-            pipeline_parallel="count",
-            sequences="count",
-            context_len="count",
-            bytes_per_param="positive",
-            kv_bytes_per_element="positive",
-        ),
+        {**_REPLICA, "sequences": 4, "context_len": 1024, **_BYTES},
+        {**_REPLICA_KINDS, "sequences": "count", "context_len": "count", **_BYTES_KINDS},
     ),
     (
         serving.max_sequences_that_fit,
-        dict(
-            model=LLAMA3_8B,
-            accelerator=hardware.H100,
-            tensor_parallel=2,
-            pipeline_parallel=2,
-            context_len=1024,
-            bytes_per_param=2,
-            kv_bytes_per_element=2,
-        ),
-        dict(
-            tensor_parallel="count",
-            pipeline_parallel="count",
-            context_len="count",
-            bytes_per_param="positive",
-            kv_bytes_per_element="positive",
-        ),
+        {**_REPLICA, "accelerator": hardware.H100, "context_len": 1024, **_BYTES},
+        {**_REPLICA_KINDS, "context_len": "count", **_BYTES_KINDS},
     ),
     (
         serving.prefill_flops,
@@ -441,24 +433,14 @@ CASES = [
     ),
     (
         serving.prefill,
-        dict(
-            model=LLAMA3_8B,
-            cluster=hardware.DGX_H100,
-            tensor_parallel=2,
-            pipeline_parallel=2,
-            prompt_len=1024,
-            sequences=2,
-            compute_efficiency=0.5,
-            dtype="bf16",
-        ),
-        dict(
-            tensor_parallel="count",
-            pipeline_parallel="count",
-            prompt_len="count",
-            sequences="count",
-            compute_efficiency="fraction",
-            dtype="dtype",
-        ),
+        {**_REPLICA, "cluster": hardware.DGX_H100, "prompt_len": 1024, "sequences": 2, "compute_efficiency": 0.5},
+        {
+            **_REPLICA_KINDS,
+            "prompt_len": "count",
+            "sequences": "count",
+            "compute_efficiency": "fraction",
+            "dtype": "dtype",
+        },
     ),
     (
         serving.decode_step_time_s,
@@ -479,54 +461,8 @@ CASES = [
             peak_flops_per_s="positive",
         ),
     ),
-    (
-        serving.decode_step,
-        dict(
-            model=LLAMA3_8B,
-            cluster=hardware.DGX_H100,
-            tensor_parallel=2,
-            pipeline_parallel=2,
-            sequences=4,
-            context_len=1024,
-            batches_in_flight=2,
-            bytes_per_param=2,
-            kv_bytes_per_element=2,
-            dtype="bf16",
-        ),
-        dict(
-            tensor_parallel="count",
-            pipeline_parallel="count",
-            sequences="count",
-            context_len="count",
-            batches_in_flight="count",
-            bytes_per_param="positive",
-            kv_bytes_per_element="positive",
-            dtype="dtype",
-        ),
-    ),
-    (
-        serving.latency_throughput_curve,
-        dict(
-            model=LLAMA3_8B,
-            cluster=hardware.DGX_H100,
-            tensor_parallel=2,
-            pipeline_parallel=2,
-            context_len=1024,
-            batches_in_flight=2,
-            bytes_per_param=2,
-            kv_bytes_per_element=2,
-            dtype="bf16",
-        ),
-        dict(
-            tensor_parallel="count",
-            pipeline_parallel="count",
-            context_len="count",
-            batches_in_flight="count",
-            bytes_per_param="positive",
-            kv_bytes_per_element="positive",
-            dtype="dtype",
-        ),
-    ),
+    (serving.decode_step, {**_DECODE, "sequences": 4}, {**_DECODE_KINDS, "sequences": "count"}),
+    (serving.latency_throughput_curve, _DECODE, _DECODE_KINDS),
     (
         serving.decode_compute_bound_sequences,
         dict(peak_flops_per_s=989e12, hbm_bandwidth_bytes_per_s=3.35e12, bytes_per_param=2),
