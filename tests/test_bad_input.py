@@ -28,8 +28,12 @@ BAD = {
 }
 
 # A serving replica of Llama 3.1 8B (t = p = 2) and the arguments the serving functions share.
-_REPLICA = dict(model=LLAMA3_8B, tensor_parallel=2, pipeline_parallel=2)
-_REPLICA_KINDS = dict(tensor_parallel="count", pipeline_parallel="count")
+_SPLIT = dict(tensor_parallel=2, pipeline_parallel=2)
+_SPLIT_KINDS = dict(tensor_parallel="count", pipeline_parallel="count")
+_REPLICA = dict(model=LLAMA3_8B, **_SPLIT)
+_REPLICA_KINDS = _SPLIT_KINDS
+_KV = dict(layers=32, kv_heads=8, head_dim=128, context_len=1024, sequences=4, bytes_per_element=2)
+_KV_KINDS = {**{name: "count" for name in _KV}, "bytes_per_element": "positive"}
 _BYTES = dict(bytes_per_param=2, kv_bytes_per_element=2)
 _BYTES_KINDS = dict(bytes_per_param="positive", kv_bytes_per_element="positive")
 _DECODE = {
@@ -340,41 +344,8 @@ CASES = [
         ),
         dict(devices_per_node="count", nodes="count"),
     ),
-    (
-        serving.kv_cache_bytes,
-        dict(layers=32, kv_heads=8, head_dim=128, context_len=1024, sequences=4, bytes_per_element=2),
-        dict(
-            layers="count",
-            kv_heads="count",
-            head_dim="count",
-            context_len="count",
-            sequences="count",
-            bytes_per_element="positive",
-        ),
-    ),
-    (
-        serving.kv_cache_bytes_per_device,
-        dict(
-            layers=32,
-            kv_heads=8,
-            head_dim=128,
-            context_len=1024,
-            sequences=4,
-            tensor_parallel=2,
-            pipeline_parallel=2,
-            bytes_per_element=2,
-        ),
-        dict(
-            layers="count",
-            kv_heads="count",
-            head_dim="count",
-            context_len="count",
-            sequences="count",
-            tensor_parallel="count",
-            pipeline_parallel="count",
-            bytes_per_element="positive",
-        ),
-    ),
+    (serving.kv_cache_bytes, _KV, _KV_KINDS),
+    (serving.kv_cache_bytes_per_device, {**_KV, **_SPLIT}, {**_KV_KINDS, **_SPLIT_KINDS}),
     (
         serving.weight_bytes_per_device,
         dict(params=8e9, tensor_parallel=2, pipeline_parallel=2, bytes_per_param=2),
