@@ -13,6 +13,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from course_lib import budget, collectives, serving
 from course_lib.hardware import DGX_H100, H100, ICI_V5E, INFINIBAND_NDR_8X, NVLINK4, TPU_V5E, Cluster
@@ -336,6 +338,28 @@ def test_a_pipelined_plan_trains_as_well_and_serves_a_quarter_as_much_with_one_b
     c = serving.compare_training_and_serving(LLAMA3_70B, piped, H100_NODES, 8, 4096, 1024, batches_in_flight=4)
     assert c.serving_tokens_per_s_per_device == pytest.approx(4 * b.serving_tokens_per_s_per_device)
     assert c.serving_memory.kv_cache == pytest.approx(a.serving_memory.kv_cache)  # 4 batches on a quarter of layers
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    t=st.sampled_from([1, 2, 4, 8, 16, 32]),
+    p=st.sampled_from([1, 2, 4]),
+    b=st.integers(1, 512),
+    c=st.integers(1, 32768),
+)
+def test_properties_of_the_cache_and_the_decode_step(t, p, b, c):
+    model = LLAMA3_70B
+    whole = kv_bytes_of(model, c, b)
+    per_device = serving.kv_cache_bytes_per_device(model.layers, model.kv_heads, model.head_dim, c, b, t, p)
+    # Split evenly while t ≤ 8 KV heads; beyond, each copy of a head costs room: t/8 times the cache in all.
+    assert per_device * t * p == pytest.approx(whole * max(1, t / model.kv_heads))
+    if t * p > H100_NODES.devices:
+        return
+    step = serving.decode_step(model, H100_NODES, t, p, np.array([b, b + 1]), c)
+    tpot = step.time_per_output_token_s
+    assert tpot[1] >= tpot[0] and np.all(step.tokens_per_s_per_replica * tpot == pytest.approx([b, b + 1]))
+    lower = (2 * serving.matmul_params(model) + whole) / (t * HBM)  # t devices read in parallel, p stages in turn
+    assert tpot[0] >= lower * (1 - 1e-12)
 
 
 def test_module_names_exist_and_no_plotting_is_imported():
