@@ -4,14 +4,15 @@ them for display.
 
 Formula modules (imported here; none of them imports matplotlib or ipywidgets, so ``import course_lib`` is fast):
 ``units``, ``hardware``, ``compute`` (lesson 01), ``collectives`` and ``simulate`` (lesson 02), ``parallelism``
-(lesson 03), ``budget`` (lesson 04). Figures live in ``course_lib.viz``; the labs' widgets and the lessons'
-self-check questions (``course_lib.widgets.quiz``) in ``course_lib.widgets``, which import matplotlib and ipywidgets.
+(lesson 03), ``budget`` (lesson 04), ``serving`` (prefill, decode and the KV cache; lesson 04). Figures live in
+``course_lib.viz``; the labs' widgets and the lessons' self-check questions (``course_lib.widgets.quiz``) in
+``course_lib.widgets``, which import matplotlib and ipywidgets.
 
 >>> from course_lib import collectives, units
 >>> units.format_time(collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB))
 '2.02 ms'
 """
 
-from . import budget, collectives, compute, hardware, parallelism, units
+from . import budget, collectives, compute, hardware, parallelism, serving, units
 
-__all__ = ["budget", "collectives", "compute", "hardware", "parallelism", "units"]
+__all__ = ["budget", "collectives", "compute", "hardware", "parallelism", "serving", "units"]

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from course_lib import budget, collectives, compute, hardware, parallelism
-from course_lib.parallelism import GPT3_175B, ParallelPlan
+from course_lib import budget, collectives, compute, hardware, parallelism, serving
+from course_lib.parallelism import GPT3_175B, LLAMA3_8B, ParallelPlan
 
 BAD = {
     "count": [0, -1, 2.5, math.nan, math.inf, "8", True, None],
@@ -47,6 +47,31 @@ TWO_LEVEL_KINDS = dict(
     inter_bandwidth_bytes_per_s="positive",
     inter_latency_s="nonnegative",
 )
+
+# A serving replica of Llama 3.1 8B (t = p = 2) and the arguments the serving functions share.
+_SPLIT = dict(tensor_parallel=2, pipeline_parallel=2)
+_SPLIT_KINDS = dict(tensor_parallel="count", pipeline_parallel="count")
+_REPLICA = dict(model=LLAMA3_8B, **_SPLIT)
+_REPLICA_KINDS = _SPLIT_KINDS
+_KV = dict(layers=32, kv_heads=8, head_dim=128, context_len=1024, sequences=4, bytes_per_element=2)
+_KV_KINDS = {**{name: "count" for name in _KV}, "bytes_per_element": "positive"}
+_BYTES = dict(bytes_per_param=2, kv_bytes_per_element=2)
+_BYTES_KINDS = dict(bytes_per_param="positive", kv_bytes_per_element="positive")
+_DECODE = {
+    **_REPLICA,
+    "cluster": hardware.DGX_H100,
+    "context_len": 1024,
+    "batches_in_flight": 2,
+    **_BYTES,
+    "dtype": "bf16",
+}
+_DECODE_KINDS = {
+    **_REPLICA_KINDS,
+    "context_len": "count",
+    "batches_in_flight": "count",
+    **_BYTES_KINDS,
+    "dtype": "dtype",
+}
 
 CASES = [
     (
@@ -340,6 +365,130 @@ CASES = [
         ),
         dict(devices_per_node="count", nodes="count"),
     ),
+    (serving.kv_cache_bytes, _KV, _KV_KINDS),
+    (serving.kv_cache_bytes_per_device, {**_KV, **_SPLIT}, {**_KV_KINDS, **_SPLIT_KINDS}),
+    (
+        serving.weight_bytes_per_device,
+        dict(params=8e9, tensor_parallel=2, pipeline_parallel=2, bytes_per_param=2),
+        dict(params="positive", tensor_parallel="count", pipeline_parallel="count", bytes_per_param="positive"),
+    ),
+    (
+        serving.decode_activation_bytes,
+        dict(
+            sequences=4,
+            hidden=4096,
+            ffn_hidden=14336,
+            vocab=128256,
+            tensor_parallel=2,
+            gated_mlp=True,
+            bytes_per_element=2,
+        ),
+        dict(
+            sequences="count",
+            hidden="count",
+            ffn_hidden="count",
+            vocab="count",
+            tensor_parallel="count",
+            gated_mlp="flag",
+            bytes_per_element="positive",
+        ),
+    ),
+    (
+        serving.max_sequences,
+        dict(capacity_bytes=80e9, weight_bytes=16e9, kv_bytes_per_sequence=1e9, activation_bytes_per_sequence=1e6),
+        dict(
+            capacity_bytes="positive",
+            weight_bytes="nonnegative",
+            kv_bytes_per_sequence="positive",
+            activation_bytes_per_sequence="nonnegative",
+        ),
+    ),
+    (
+        serving.serving_memory,
+        {**_REPLICA, "sequences": 4, "context_len": 1024, **_BYTES},
+        {**_REPLICA_KINDS, "sequences": "count", "context_len": "count", **_BYTES_KINDS},
+    ),
+    (
+        serving.max_sequences_that_fit,
+        {**_REPLICA, "accelerator": hardware.H100, "context_len": 1024, **_BYTES},
+        {**_REPLICA_KINDS, "context_len": "count", **_BYTES_KINDS},
+    ),
+    (
+        serving.prefill_flops,
+        dict(model=LLAMA3_8B, prompt_len=1024, sequences=2),
+        dict(prompt_len="count", sequences="count"),
+    ),
+    (
+        serving.decode_flops,
+        dict(model=LLAMA3_8B, sequences=2, context_len=1024),
+        dict(sequences="count", context_len="count"),
+    ),
+    (
+        serving.prefill,
+        {**_REPLICA, "cluster": hardware.DGX_H100, "prompt_len": 1024, "sequences": 2, "compute_efficiency": 0.5},
+        {
+            **_REPLICA_KINDS,
+            "prompt_len": "count",
+            "sequences": "count",
+            "compute_efficiency": "fraction",
+            "dtype": "dtype",
+        },
+    ),
+    (
+        serving.decode_step_time_s,
+        dict(
+            weight_bytes=1e9,
+            kv_bytes=1e8,
+            matmul_flops=1e10,
+            attention_flops=1e8,
+            hbm_bandwidth_bytes_per_s=3.35e12,
+            peak_flops_per_s=989e12,
+        ),
+        dict(
+            weight_bytes="nonnegative",
+            kv_bytes="nonnegative",
+            matmul_flops="nonnegative",
+            attention_flops="nonnegative",
+            hbm_bandwidth_bytes_per_s="positive",
+            peak_flops_per_s="positive",
+        ),
+    ),
+    (serving.decode_step, {**_DECODE, "sequences": 4}, {**_DECODE_KINDS, "sequences": "count"}),
+    (serving.latency_throughput_curve, _DECODE, _DECODE_KINDS),
+    (
+        serving.decode_compute_bound_sequences,
+        dict(peak_flops_per_s=989e12, hbm_bandwidth_bytes_per_s=3.35e12, bytes_per_param=2),
+        dict(peak_flops_per_s="positive", hbm_bandwidth_bytes_per_s="positive", bytes_per_param="positive"),
+    ),
+    (
+        serving.latency_optimal_tensor_parallel,
+        dict(
+            model=LLAMA3_8B, cluster=hardware.DGX_H100, sequences=1, context_len=1024, pipeline_parallel=2, dtype="bf16"
+        ),
+        dict(sequences="count", context_len="count", pipeline_parallel="count", dtype="dtype"),
+    ),
+    (
+        serving.compare_training_and_serving,
+        dict(
+            model=LLAMA3_8B,
+            plan=ParallelPlan(tensor_parallel=2, pipeline_parallel=2, grad_accum_steps=4),
+            cluster=hardware.DGX_H100,
+            sequences=2,
+            context_len=1024,
+            prompt_len=512,
+            batches_in_flight=2,
+            compute_efficiency=0.5,
+            dtype="bf16",
+        ),
+        dict(
+            sequences="count",
+            context_len="count",
+            prompt_len="count",
+            batches_in_flight="count",
+            compute_efficiency="fraction",
+            dtype="dtype",
+        ),
+    ),
 ]
 
 PARAMS = [
@@ -364,7 +513,7 @@ def test_bad_value_raises_value_error_naming_the_parameter(function, valid, name
 
 def test_every_public_function_is_covered():
     covered = {getattr(f, "__name__", None) for f, _, _ in CASES}
-    modules = (collectives, compute, parallelism, budget)
+    modules = (collectives, compute, parallelism, budget, serving)
     public = {
         name
         for module in modules
@@ -382,6 +531,7 @@ def test_every_public_function_is_covered():
         "communication_volume_per_step",
         "check_plan_for_model",
         "transfer_time_per_call",
+        "matmul_params",
     }
     assert public - separately <= covered, sorted(public - separately - covered)
 

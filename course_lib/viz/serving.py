@@ -1,0 +1,215 @@
+"""Figures for serving (lesson 04): the latency–throughput curve of decode, and where a token's time goes.
+
+Each figure is one class built once (``build(ax)``) and updated from new results (``update``), so a lab redraws by
+moving artists (``set_data``, ``set_width``) instead of rebuilding; a ``plot_*`` wrapper builds and updates once.
+Every number drawn comes from ``course_lib.serving``; this module only draws.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt  # noqa: F401  (doctests close their figures)
+import numpy as np
+
+from .. import serving, units
+from ._style import AXIS_COLORS, COLORS, axes_or_new, label_units, seconds_formatter
+
+__all__ = [
+    "DECODE_SEGMENTS",
+    "LatencyThroughputFigure",
+    "DecodeBreakdownFigure",
+    "plot_latency_throughput",
+    "plot_decode_breakdown",
+]
+
+ALL_REDUCE_BANDWIDTH_COLOR = "#DA8BC3"  # distinct from the KV cache's red and the latency term's orange
+# The parts of one token's time on the critical path, left to right: (legend text, colour, seconds of a DecodeStep).
+# p stages run in turn, so each per-stage term counts p times; the weight term is whichever roofline binds.
+DECODE_SEGMENTS = (
+    (
+        "weights (read or multiply)",
+        COLORS["parameters"],
+        lambda s: s.pipeline_parallel * np.maximum(s.weight_read_s, s.matmul_compute_s),
+    ),
+    (
+        "KV cache read",
+        COLORS["activations"],
+        lambda s: s.pipeline_parallel * np.maximum(s.kv_read_s, s.attention_compute_s),
+    ),
+    ("all-reduce latency (n·α)", COLORS["latency"], lambda s: s.pipeline_parallel * s.all_reduce_latency_s),
+    (
+        "all-reduce bandwidth (Q/B)",
+        ALL_REDUCE_BANDWIDTH_COLOR,
+        lambda s: s.pipeline_parallel * s.all_reduce_bandwidth_s,
+    ),
+    ("pipeline hops", AXIS_COLORS["pipeline"], lambda s: s.pipeline_hop_s),
+)
+
+
+def _checked_step(step, *, curve: bool):
+    if not isinstance(step, serving.DecodeStep):
+        raise ValueError(f"the result must be a serving.DecodeStep (from serving.decode_step), got {step!r}")
+    arrays = np.ndim(step.time_per_output_token_s) > 0
+    if curve and (not arrays or np.ndim(step.sequences) != 1):
+        raise ValueError("curve must hold a DecodeStep over batch sizes (serving.latency_throughput_curve)")
+    if not curve and arrays:
+        raise ValueError("the current point must be one decode step (scalar fields), not a curve")
+    return step
+
+
+class LatencyThroughputFigure:
+    """Decode's latency–throughput curve: tokens/s per device (x, log) against time per output token (y, log).
+
+    Each batch size is a point; larger batches move right (more tokens per weight read) and up (more KV read and,
+    past the ridge, more arithmetic per step). ``update(curve, current)`` redraws the curve and moves the marker of
+    the current decode step.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import LLAMA3_8B
+    >>> curve = serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 1, 1, context_len=4096)
+    >>> figure = LatencyThroughputFigure()
+    >>> ax = figure.build()
+    >>> figure.update(curve, serving.decode_step(LLAMA3_8B, DGX_H100, 1, 1, 16, 4096))
+    >>> figure.current.get_xdata()[0] > 0, figure.text.get_text()
+    (True, 'b = 16: 7.04 ms per token, 2270 tokens/s per device')
+    >>> plt.close("all")
+    """
+
+    def __init__(self):
+        self.ax = None
+        self.curve = self.current = self.text = None
+
+    def build(self, ax=None):
+        """Create the axes' artists (empty until ``update``) and return the axes."""
+        ax = axes_or_new(ax, figsize=(7, 4.2))
+        (self.curve,) = ax.plot([], [], color=COLORS["compute"], marker=".", markersize=3, linewidth=1.2, gid="curve")
+        (self.current,) = ax.plot(
+            [], [], linestyle="none", marker="*", markersize=14, color=COLORS["exposed"], gid="current"
+        )
+        self.text = ax.text(0.02, 0.96, "", transform=ax.transAxes, ha="left", va="top", fontsize=9)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(seconds_formatter)
+        ax.yaxis.set_minor_formatter(seconds_formatter)
+        label_units(
+            ax, "throughput (tokens/s per device)", "time per output token (s)", "Decode: latency against throughput"
+        )
+        ax.grid(True, which="both", alpha=0.25)
+        self.ax = ax
+        return ax
+
+    def update(self, curve, current=None):
+        """Draw ``curve`` (a DecodeStep over batch sizes) and mark ``current`` (one DecodeStep, or None)."""
+        if self.ax is None:
+            raise ValueError("call build(ax) before update")
+        curve = _checked_step(curve, curve=True)
+        x, y = np.asarray(curve.tokens_per_s_per_device), np.asarray(curve.time_per_output_token_s)
+        self.curve.set_data(x, y)
+        if current is None:
+            self.current.set_data([], [])
+            self.text.set_text("")
+            xs, ys = x, y
+        else:
+            current = _checked_step(current, curve=False)
+            cx, cy = float(current.tokens_per_s_per_device), float(current.time_per_output_token_s)
+            self.current.set_data([cx], [cy])
+            self.text.set_text(
+                f"b = {int(current.sequences)}: {units.format_time(cy)} per token, "
+                f"{units.format_count(cx)} tokens/s per device"
+            )
+            xs, ys = np.append(x, cx), np.append(y, cy)
+        self.ax.set_xlim(xs.min() / 1.5, xs.max() * 1.5)
+        self.ax.set_ylim(ys.min() / 1.3, ys.max() * 1.3)
+
+
+class DecodeBreakdownFigure:
+    """Where one output token's time goes: a horizontal bar of ``DECODE_SEGMENTS`` (one patch each, gid = legend
+    text), for one decode step. The bar is the path of one batch through the p stages; when more batches are in
+    flight than stages, the time per token is longer than the bar (each stage serves every batch), as the title says.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import LLAMA3_70B
+    >>> figure = DecodeBreakdownFigure()
+    >>> ax = figure.build()
+    >>> figure.update(serving.decode_step(LLAMA3_70B, DGX_H100, 8, 1, 1, 4096))
+    >>> [(p.get_gid(), units.format_time(p.get_width())) for p in figure.bars][:3]
+    [('weights (read or multiply)', '5.19 ms'), ('KV cache read', '50.1 µs'), ('all-reduce latency (n·α)', '2.24 ms')]
+    >>> plt.close("all")
+    """
+
+    def __init__(self):
+        self.ax = None
+        self.bars = []
+        self.total = None
+
+    def build(self, ax=None):
+        """Create one bar patch per segment (zero width until ``update``) and return the axes."""
+        ax = axes_or_new(ax, figsize=(8, 2.6))
+        self.bars = [
+            ax.barh(0, 0.0, 0.6, left=0.0, color=color, edgecolor="white", label=name).patches[0]
+            for name, color, _ in DECODE_SEGMENTS
+        ]
+        for patch, (name, _, _) in zip(self.bars, DECODE_SEGMENTS, strict=True):
+            patch.set_gid(name)
+        self.total = ax.text(0, 0, "", ha="left", va="center", fontsize=9, fontweight="bold")
+        ax.set_yticks([])
+        ax.set_ylim(-0.6, 0.6)
+        ax.xaxis.set_major_formatter(seconds_formatter)
+        for side in ("top", "right", "left"):
+            ax.spines[side].set_visible(False)
+        label_units(ax, "time per output token (s)", "")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3, frameon=False, fontsize=8)
+        self.ax = ax
+        return ax
+
+    def update(self, step):
+        """Set each segment's extent from ``step`` (one ``serving.DecodeStep``)."""
+        if self.ax is None:
+            raise ValueError("call build(ax) before update")
+        step = _checked_step(step, curve=False)
+        left = 0.0
+        for patch, (_, _, seconds) in zip(self.bars, DECODE_SEGMENTS, strict=True):
+            width = float(seconds(step))
+            patch.set_x(left)
+            patch.set_width(width)
+            left += width
+        tpot = float(step.time_per_output_token_s)
+        self.total.set_position((left * 1.01, 0))
+        self.total.set_text(units.format_time(tpot))
+        self.ax.set_xlim(0, max(left, tpot) * 1.18)
+        self.ax.set_title(
+            f"t = {step.tensor_parallel}, p = {step.pipeline_parallel}, b = {step.sequences}: "
+            f"{units.format_time(tpot)} per token, {step.bound}-bound"
+            + (f" ({step.batches_in_flight} batches share each stage)" if tpot > left * (1 + 1e-9) else "")
+        )
+
+
+def plot_latency_throughput(curve, current=None, ax=None):
+    """Build a ``LatencyThroughputFigure`` on ``ax`` (or a new one), draw ``curve`` and ``current``; return the axes.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import LLAMA3_8B
+    >>> ax = plot_latency_throughput(serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 1, 1, context_len=4096))
+    >>> ax.get_xscale(), ax.get_ylabel()
+    ('log', 'time per output token (s)')
+    >>> plt.close("all")
+    """
+    figure = LatencyThroughputFigure()
+    ax = figure.build(ax)
+    figure.update(curve, current)
+    return ax
+
+
+def plot_decode_breakdown(step, ax=None):
+    """Build a ``DecodeBreakdownFigure`` on ``ax`` (or a new one) and draw ``step``; return the axes.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import LLAMA3_8B
+    >>> ax = plot_decode_breakdown(serving.decode_step(LLAMA3_8B, DGX_H100, 8, 1, 1, 4096))
+    >>> ax.get_title()
+    't = 8, p = 1, b = 1: 1.48 ms per token, memory-bound'
+    >>> plt.close("all")
+    """
+    figure = DecodeBreakdownFigure()
+    ax = figure.build(ax)
+    figure.update(step)
+    return ax

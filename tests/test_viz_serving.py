@@ -1,0 +1,104 @@
+"""Serving figures: what each holds (artists, data, labels, scales, texts), never pixels."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from course_lib import serving  # noqa: E402
+from course_lib.hardware import DGX_H100, H100, INFINIBAND_NDR_8X, NVLINK4, Cluster  # noqa: E402
+from course_lib.parallelism import LLAMA3_8B, LLAMA3_70B  # noqa: E402
+from course_lib.viz.serving import (  # noqa: E402
+    DECODE_SEGMENTS,
+    DecodeBreakdownFigure,
+    LatencyThroughputFigure,
+    plot_decode_breakdown,
+    plot_latency_throughput,
+)
+
+H100_NODES = Cluster("4 × DGX H100", H100, 8, 4, NVLINK4, INFINIBAND_NDR_8X)
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def test_curve_holds_every_batch_size_and_the_current_point():
+    curve = serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 2, 1, context_len=4096)
+    current = serving.decode_step(LLAMA3_8B, DGX_H100, 2, 1, 32, 4096)
+    figure = LatencyThroughputFigure()
+    ax = figure.build()
+    figure.update(curve, current)
+    np.testing.assert_allclose(figure.curve.get_xdata(), curve.tokens_per_s_per_device)
+    np.testing.assert_allclose(figure.curve.get_ydata(), curve.time_per_output_token_s)
+    assert len(figure.curve.get_xdata()) == curve.sequences[-1]
+    assert figure.current.get_xdata()[0] == pytest.approx(current.tokens_per_s_per_device)
+    assert figure.current.get_ydata()[0] == pytest.approx(current.time_per_output_token_s)
+    assert figure.text.get_text().startswith("b = 32: ")
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    assert "tokens/s per device" in ax.get_xlabel() and "(s)" in ax.get_ylabel()
+    x0, x1 = ax.get_xlim()
+    assert x0 < min(curve.tokens_per_s_per_device) and x1 > max(curve.tokens_per_s_per_device)
+
+
+def test_update_moves_the_same_artists():
+    figure = LatencyThroughputFigure()
+    ax = figure.build()
+    figure.update(serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 1, 1, context_len=8192))
+    line = figure.curve
+    assert len(figure.current.get_xdata()) == 0 and figure.text.get_text() == ""
+    longer = serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 1, 1, context_len=1024)
+    figure.update(longer, serving.decode_step(LLAMA3_8B, DGX_H100, 1, 1, 4, 1024))
+    assert figure.curve is line and len(ax.lines) == 2
+    assert len(line.get_xdata()) == longer.sequences[-1]
+
+
+def test_breakdown_segments_add_up_to_one_batch_path():
+    step = serving.decode_step(LLAMA3_70B, H100_NODES, 8, 2, 4, 4096)
+    ax = plot_decode_breakdown(step)
+    patches = [p for p in ax.patches if p.get_gid()]
+    assert [p.get_gid() for p in patches] == [name for name, _, _ in DECODE_SEGMENTS]
+    widths = [p.get_width() for p in patches]
+    p = 2
+    assert widths[0] == pytest.approx(p * step.weight_read_s)
+    assert widths[1] == pytest.approx(p * step.kv_read_s)
+    assert widths[2] == pytest.approx(p * step.all_reduce_latency_s)
+    assert widths[3] == pytest.approx(p * step.all_reduce_bandwidth_s)
+    assert widths[4] == pytest.approx(step.pipeline_hop_s) and widths[4] > 0
+    assert sum(widths) == pytest.approx(step.time_per_output_token_s)
+    assert patches[1].get_x() == pytest.approx(widths[0])
+    assert ax.get_title().startswith("t = 8, p = 2, b = 4: ") and "memory-bound" in ax.get_title()
+
+
+def test_breakdown_title_says_when_batches_queue_at_each_stage():
+    figure = DecodeBreakdownFigure()
+    ax = figure.build()
+    figure.update(serving.decode_step(LLAMA3_70B, H100_NODES, 8, 2, 4, 4096, batches_in_flight=6))
+    assert "6 batches share each stage" in ax.get_title()
+    figure.update(serving.decode_step(LLAMA3_70B, H100_NODES, 8, 2, 4, 4096, batches_in_flight=2))
+    assert "share" not in ax.get_title()
+
+
+def test_compute_bound_weights_draw_the_multiply_time():
+    step = serving.decode_step(LLAMA3_8B, DGX_H100, 1, 1, 320, 512)
+    assert step.bound == "compute"
+    ax = plot_decode_breakdown(step)
+    assert ax.patches[0].get_width() == pytest.approx(step.matmul_compute_s)
+
+
+def test_figures_refuse_the_wrong_results():
+    one = serving.decode_step(LLAMA3_8B, DGX_H100, 1, 1, 1, 1024)
+    curve = serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 1, 1, context_len=1024)
+    with pytest.raises(ValueError, match="curve must hold"):
+        plot_latency_throughput(one)
+    with pytest.raises(ValueError, match="current point must be one decode step"):
+        plot_latency_throughput(curve, curve)
+    with pytest.raises(ValueError, match="serving.DecodeStep"):
+        plot_decode_breakdown("fast")
+    with pytest.raises(ValueError, match="build"):
+        DecodeBreakdownFigure().update(one)
