@@ -42,6 +42,7 @@ __all__ = [
     "NVLINK5",
     "INFINIBAND_HDR_8X",
     "INFINIBAND_NDR_8X",
+    "EFA_P5",
     "ICI_V5E",
     "ICI_V5P",
     "DGX_A100",
@@ -275,6 +276,17 @@ INFINIBAND_NDR_8X = Link(
     "nominal",
     5 * US,
     f"{_SCALING_BOOK_GPUS}: H100 node egress 400e9 B/s (8 × 400 Gbps ConnectX-7)",
+    _NET_ALPHA,
+)
+EFA_P5 = Link(
+    "AWS EFA, 3,200 Gb/s per node (p5)",
+    3200 * GBIT,
+    "one-way",
+    "per node",
+    "nominal",
+    5 * US,
+    "AWS EC2 P5 instances: 3,200 Gbps of EFA networking per 8 × H100 node; the cluster of the Ultra-Scale "
+    "Playbook's runs (Tazi et al. 2025)",
     _NET_ALPHA,
 )
 ICI_V5E = Link(

@@ -417,8 +417,8 @@ def test_link_semantics_are_checked():
 
 def test_search_options_are_checked():
     for name, bad in (
-        ("micro_batches", (0,)),
-        ("micro_batches", ()),
+        ("micro_batch_sizes", (0,)),
+        ("micro_batch_sizes", ()),
         ("zero_stages", (5,)),
         ("recompute", ("some",)),
         ("virtual_stages", (1.5,)),
