@@ -709,7 +709,9 @@ def search_plans(
         [(d, t, p, b) for (d, t, p) in _factorisations(cluster.devices) for b in micro_batch_sizes], dtype=np.int64
     ).reshape(-1, 4)
     d, t, p, b = shapes.T
-    for stage, rc, sp, v, attn in itertools.product(zero_stages, recompute, sequence_parallel, virtual_stages, attention):
+    for stage, rc, sp, v, attn in itertools.product(
+        zero_stages, recompute, sequence_parallel, virtual_stages, attention
+    ):
         considered = (t > 1) | (not sp)
         considered &= (p > 1) | (v == 1)
         evaluated += int(considered.sum())

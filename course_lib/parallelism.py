@@ -632,7 +632,9 @@ def memory_breakdown(
     return MemoryBreakdown(parameters, gradients, optimizer, _validate.as_result(activations))
 
 
-def calibrated_memory_breakdown(model: TransformerModel, plan: ParallelPlan, calibration: Calibration) -> MemoryBreakdown:
+def calibrated_memory_breakdown(
+    model: TransformerModel, plan: ParallelPlan, calibration: Calibration
+) -> MemoryBreakdown:
     """Per-device memory of the heaviest pipeline stage under ``calibration``'s assumptions.
 
     Two stages can be the heaviest: the first holds ⌈l/p⌉ layers, the input embedding V·h/t and min(p, m)
@@ -681,7 +683,7 @@ def calibrated_memory_breakdown(model: TransformerModel, plan: ParallelPlan, cal
     first = states(first_params) + (per_layer * layers * in_flight, np.where(single, logits, 0.0))
     last = states(last_params) + (per_layer * layers, logits)
     first_total, last_total = sum(first), sum(last)
-    heaviest = [np.where(first_total >= last_total, a, z) for a, z in zip(first, last)]
+    heaviest = [np.where(first_total >= last_total, a, z) for a, z in zip(first, last, strict=True)]
     framework = calibration.framework_bytes + 0.0 * first_total
     return MemoryBreakdown(*(_validate.as_result(x) for x in (*heaviest, framework)))
 
