@@ -332,6 +332,8 @@ def calibrated_cluster(cluster: Cluster, calibration: Calibration) -> Cluster:
             name=f"{inter.name} at {calibration.network_efficiency:.0%}",
             bandwidth_bytes_per_s=inter.bandwidth_bytes_per_s * calibration.network_efficiency,
         )
+    if calibration.network_latency_s is not None:
+        inter = replace(inter, latency_s=calibration.network_latency_s)
     return replace(cluster, intra_node_link=intra, inter_node_link=inter)
 
 
@@ -375,6 +377,10 @@ def bucketed_exposure(total_s, bucket_s, window_s, occurrences=1):
     >>> bucketed_exposure(10e-3, 1e-3, 4e-3), bucketed_exposure(10e-3, 1e-3, 20e-3, occurrences=4)
     (0.006, 0.001)
     """
+    total_s = _validate.nonnegative("total_s", total_s)
+    bucket_s = _validate.nonnegative("bucket_s", bucket_s)
+    window_s = _validate.nonnegative("window_s", window_s)
+    occurrences = _validate.count("occurrences", occurrences)
     behind = np.maximum(total_s - window_s, 0.0)
     return _validate.as_result((occurrences - 1) * behind + np.maximum(behind, bucket_s))
 
@@ -436,12 +442,16 @@ def calibrated_step_time(
 
     activation = 2.0 * tokens * model.hidden  # one b×s×h tensor in 16 bit
     repeat = 2 if plan.recompute == "full" else 1
+
+    def collective(op, size, stride, payload):
+        return group_collective_time(op, cluster, size, stride, payload)
+
     if plan.sequence_parallel:
-        gather = group_collective_time("all_gather", cluster, t, 1, activation)
-        scatter = group_collective_time("reduce_scatter", cluster, t, 1, activation)
+        gather = collective("all_gather", t, 1, activation)
+        scatter = collective("reduce_scatter", t, 1, activation)
         tp_layer = (gather + scatter) * (2 * repeat + 2)
     else:
-        tp_layer = group_collective_time("all_reduce", cluster, t, 1, activation) * (2 * repeat + 2)
+        tp_layer = collective("all_reduce", t, 1, activation) * (2 * repeat + 2)
     tp_mb = np.where(np.asarray(t) > 1, layers * tp_layer, 0.0)
     hop = group_collective_time("send_recv", cluster, p, t * d, activation / t)
     pp_mb = np.where(np.asarray(p) > 1, 2 * v * hop, 0.0)
@@ -456,7 +466,7 @@ def calibrated_step_time(
 
     def stream(op, payload):
         buckets = np.maximum(np.ceil(payload / calibration.bucket_bytes), 1)
-        per_bucket = group_collective_time(op, cluster, d, stride, payload / buckets)
+        per_bucket = collective(op, d, stride, payload / buckets)
         return np.where(np.asarray(d) > 1, buckets * per_bucket, 0.0), np.where(np.asarray(d) > 1, per_bucket, 0.0)
 
     stage = plan.zero_stage

@@ -328,7 +328,9 @@ class Calibration:
     ``overlap_slowdown`` (compute runs this much slower while a collective shares the GPU's memory and SMs),
     ``max_zero_stage_with_pipeline`` (the highest ZeRO stage the framework combines with pipeline parallelism: 1
     in Megatron-LM, nanotron and DeepSpeed's pipeline engine), ``prefetch_parameter_gathers`` (whether the framework
-    overlaps a ZeRO parameter all-gather with the previous layer's compute), and the links (``None``: the cluster's).
+    overlaps a ZeRO parameter all-gather with the previous layer's compute), the links (``None``: the cluster's) and
+    the network's α, ``network_latency_s`` (``None``: the inter-node link's; a ``course_lib.measure`` fit or an
+    nccl-tests log can supply it).
 
     Fitted constants (``validation.fit_playbook_calibration`` documents the rows): ``gemm_efficiency`` (the share of
     peak that large matrix multiplies reach), ``gemm_half_flops`` (the per-GPU forward FLOPs of one layer's
@@ -357,6 +359,7 @@ class Calibration:
     gemm_half_flops: float = 0.0
     layer_overhead_s: float = 0.0
     network_efficiency: float = 1.0
+    network_latency_s: float | None = None
     framework_bytes: float = 0.0
 
     def __post_init__(self):
@@ -370,6 +373,8 @@ class Calibration:
         _validate.nonnegative("gemm_half_flops", self.gemm_half_flops)
         _validate.nonnegative("layer_overhead_s", self.layer_overhead_s)
         _validate.fraction("network_efficiency", self.network_efficiency)
+        if self.network_latency_s is not None:
+            _validate.nonnegative("network_latency_s", self.network_latency_s)
         _validate.nonnegative("framework_bytes", self.framework_bytes)
 
 
@@ -568,6 +573,8 @@ def activation_bytes_per_token_per_layer(
     sp = _validate.flag("sequence_parallel", sequence_parallel)
     _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
     _validate.choice("attention", attention, ATTENTION_OPTIONS)
+    if np.any(model.heads % np.asarray(t)):
+        raise ValueError(f"tensor_parallel must divide heads ({model.heads}), got {t}")
     h, f, a, s = model.hidden, model.ffn_hidden, model.heads, model.seq_len
     kv_width = model.kv_heads * model.head_dim
     gpt = model.style == "gpt"
