@@ -17,6 +17,13 @@ Step time = m·(t_f + t_b + TP + PP per micro-batch) + bubble + exposed data-par
 (p−1)/v of one micro-batch slot (Narayanan et al. 2021 Eq. 1). Compute runs at ``compute_efficiency`` × peak
 (default 0.5; the paper's 1T run reached 163 of 312 TFLOP/s, 52 %).
 
+That is the course's default model. ``step_time(..., calibration=...)`` and ``search_plans(..., calibration=...)``
+run the calibrated model instead (``calibrated_step_time``, with ``parallelism.Calibration``): architecture-aware
+FLOPs, GEMM-size-dependent efficiency, a fixed cost per layer and micro-batch, the heaviest of unevenly split
+pipeline stages, data-parallel traffic in buckets, and one dependency rule for every ZeRO stage
+(``bucketed_exposure``): a parameter gather may hide behind the previous layer's compute when the framework
+prefetches, a gradient bucket behind the rest of the backward; the step's first gather and last bucket cannot hide.
+
 >>> from course_lib.hardware import SELENE_3072
 >>> from course_lib.parallelism import MEGATRON_1T, ParallelPlan
 >>> plan = ParallelPlan(data_parallel=6, tensor_parallel=8, pipeline_parallel=64, micro_batch=1,
@@ -416,14 +423,7 @@ def calibrated_step_time(
     check_plan_for_model(model, plan, calibration)
     cluster = calibrated_cluster(cluster, calibration)
     peak = cluster.accelerator.peak(dtype)
-    t, p, d, b, m, v = (
-        plan.tensor_parallel,
-        plan.pipeline_parallel,
-        plan.data_parallel,
-        plan.micro_batch,
-        plan.grad_accum_steps,
-        plan.virtual_stages,
-    )
+    t, p, d, b, m, v = plan.sizes
     layers = -(-model.layers // np.asarray(p))
     tokens = 1.0 * b * model.seq_len
     layer_fwd, head_fwd, core_fwd = (x * tokens / t for x in _forward_flops_per_token(model))

@@ -285,6 +285,22 @@ class ParallelPlan:
         return self.data_parallel * self.tensor_parallel * self.pipeline_parallel
 
     @property
+    def sizes(self):
+        """(t, p, d, b, m, v): tensor, pipeline and data sizes, micro-batch, micro-batches per step, virtual stages.
+
+        >>> ParallelPlan(data_parallel=4, tensor_parallel=2, grad_accum_steps=8).sizes
+        (2, 1, 4, 1, 8, 1)
+        """
+        return (
+            self.tensor_parallel,
+            self.pipeline_parallel,
+            self.data_parallel,
+            self.micro_batch,
+            self.grad_accum_steps,
+            self.virtual_stages,
+        )
+
+    @property
     def global_batch(self):
         """Samples per optimizer step."""
         return global_batch(self.micro_batch, self.grad_accum_steps, self.data_parallel)
@@ -657,13 +673,7 @@ def calibrated_memory_breakdown(
     ('26.8 GB', '6.45 GB', '5.37 GB')
     """
     check_plan_for_model(model, plan, calibration)
-    t, p, d, b, m = (
-        plan.tensor_parallel,
-        plan.pipeline_parallel,
-        plan.data_parallel,
-        plan.micro_batch,
-        plan.grad_accum_steps,
-    )
+    t, p, d, b, m, _ = plan.sizes
     h, vocab = model.hidden, model.vocab
     layers = -(-model.layers // np.asarray(p))
     embedding = 1.0 * vocab * h
@@ -764,14 +774,7 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
     ['layer outputs (partial sums), forward', 'input gradients (partial sums), backward', 'gradients']
     """
     check_plan_for_model(model, plan)
-    t, p, d, b, m, v = (
-        plan.tensor_parallel,
-        plan.pipeline_parallel,
-        plan.data_parallel,
-        plan.micro_batch,
-        plan.grad_accum_steps,
-        plan.virtual_stages,
-    )
+    t, p, d, b, m, v = plan.sizes
     activation = ACTIVATION_BYTES * b * model.seq_len * model.hidden  # one b×s×h tensor
     layers_here = model.layers // p
     per_mb = layers_here * m  # layer-micro-batch pairs per step on a device

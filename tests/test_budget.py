@@ -472,19 +472,11 @@ def test_legacy_transfers_with_m_p_t_above_one():
     assert volume["data"] == pytest.approx(2 * 1 / 2 * 2 * GPT3_175B.params / 8)
 
 
-def test_mfu_and_hfu_of_the_published_1t_plan():
+def test_mfu_and_hfu_of_the_published_1t_plan(search_1t):
     # HFU counts the recomputed forward (Eq. (3): 96Bslh²(1 + s/6h + V/16lh)), MFU does not (72Bslh²(1 + s/6h +
     # V/12lh)): for the 1T model their ratio is about 8/6, and HFU × step time × devices × peak = Eq. (3)'s FLOPs.
-    plan = ParallelPlan(
-        data_parallel=6,
-        tensor_parallel=8,
-        pipeline_parallel=64,
-        micro_batch=1,
-        grad_accum_steps=512,
-        recompute="full",
-        schedule="interleaved",
-        virtual_stages=2,
-    )
+    fields = dict(tensor_parallel=8, pipeline_parallel=64, micro_batch=1, recompute="full", zero_stage=0)
+    plan = search_1t.plan(search_1t.find(**fields, virtual_stages=2, sequence_parallel=False))
     step = step_time(MEGATRON_1T, plan, hardware.SELENE_3072)
     b, s, l, h, v = 3072, 2048, 128, 25600, 51200
     eq3 = 96 * b * s * l * h**2 * (1 + s / (6 * h) + v / (16 * l * h))
