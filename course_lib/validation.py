@@ -8,13 +8,15 @@ provenance (``data/playbook_runs.README.md``).
 
 Each run is replayed as the course's model sees it: its model (``parallelism.PLAYBOOK_MODELS``), its plan (data,
 tensor and pipeline sizes, ZeRO stage, micro-batch, accumulation; nanotron's tensor parallelism runs with sequence
-parallelism, no activation recomputation, 1F1B) on a cluster of that many H100 nodes. The model predicts per-GPU
-memory (does it fit in 80 GB?) and the step time, hence tokens/s and MFU. MFU uses the Playbook's own FLOP count
-(``playbook_flops_per_token``) at the H100's dense bf16 peak of 989.5 TFLOP/s, so a predicted and a measured MFU
-compare throughputs.
+parallelism, FlashAttention, no activation recomputation, 1F1B) on a cluster of that many nodes of 8 × H100 with EFA
+(``PLAYBOOK_CLUSTER_NODE``), by the calibrated model (``PLAYBOOK_CALIBRATION``, fitted on the 1B and 3B runs only;
+the 8B and 80B runs are held out) or, with ``calibration=None``, the course's uncalibrated model. The model predicts
+per-GPU memory (does it fit in 80 GB?) and the step time, hence tokens/s and MFU. MFU uses the Playbook's own FLOP
+count (``playbook_flops_per_token``) at the H100's dense bf16 peak of 989.5 TFLOP/s, so a predicted and a measured
+MFU compare throughputs.
 
-A run the model cannot represent (a pipeline whose stages don't divide the layers) is counted as refused, never
-dropped silently.
+A run the model cannot represent is counted as refused, never dropped silently: the uncalibrated model refuses the
+337 runs whose pipeline stages don't divide the layers; the calibrated model splits them unevenly.
 
 >>> runs = load_playbook_runs()
 >>> len(runs), int(runs.succeeded.sum())
