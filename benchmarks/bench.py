@@ -89,6 +89,31 @@ def bench_search():
     )
 
 
+def bench_validation():
+    """Issue 10: replaying all 3,306 Playbook runs (< 2 s) and the calibrated 1T plan search on 3,072 GPUs (< 1 s)."""
+    from course_lib import validation
+    from course_lib.budget import search_plans
+    from course_lib.hardware import SELENE_3072
+    from course_lib.parallelism import MEGATRON_1T, Calibration
+    from course_lib.units import format_time
+
+    runs = validation.load_playbook_runs()
+    median, best, replay = timed(lambda: validation.replay_runs(runs), 5)
+    print(
+        f"replay of the {len(runs):,d} Playbook runs, calibrated model: {format_time(median)} (median of 5, best "
+        f"{format_time(best)}; {int(replay.represented.sum()):,d} represented) (target < 2 s)"
+    )
+    calibration = Calibration(prefetch_parameter_gathers=True)
+    median, best, found = timed(lambda: search_plans(MEGATRON_1T, SELENE_3072, 3072, calibration=calibration), 5)
+    top = found.row(0)
+    print(
+        f"calibrated plan search, 1T model on 3072 A100s: {found.evaluated:,d} plans in {format_time(median)} "
+        f"(median of 5, best {format_time(best)}) (target < 1 s); fastest d={top['data_parallel']} "
+        f"t={top['tensor_parallel']} p={top['pipeline_parallel']} ZeRO-{top['zero_stage']}, MFU {top['mfu']:.0%}, "
+        f"HFU {top['hfu']:.0%}"
+    )
+
+
 # The labs (course_lib.widgets): factory name and the module that defines it.
 LABS = (
     ("ring_allreduce_lab", "ring"),
@@ -274,6 +299,7 @@ if __name__ == "__main__":
     bench_import()
     bench_simulation()
     bench_search()
+    bench_validation()
     bench_widgets()
     bench_notebooks()
     bench_grading()

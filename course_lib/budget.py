@@ -17,6 +17,13 @@ Step time = m·(t_f + t_b + TP + PP per micro-batch) + bubble + exposed data-par
 (p−1)/v of one micro-batch slot (Narayanan et al. 2021 Eq. 1). Compute runs at ``compute_efficiency`` × peak
 (default 0.5; the paper's 1T run reached 163 of 312 TFLOP/s, 52 %).
 
+That is the course's default model. ``step_time(..., calibration=...)`` and ``search_plans(..., calibration=...)``
+run the calibrated model instead (``calibrated_step_time``, with ``parallelism.Calibration``): architecture-aware
+FLOPs, GEMM-size-dependent efficiency, a fixed cost per layer and micro-batch, the heaviest of unevenly split
+pipeline stages, data-parallel traffic in buckets, and one dependency rule for every ZeRO stage
+(``bucketed_exposure``): a parameter gather may hide behind the previous layer's compute when the framework
+prefetches, a gradient bucket behind the rest of the backward; the step's first gather and last bucket cannot hide.
+
 >>> from course_lib.hardware import SELENE_3072
 >>> from course_lib.parallelism import MEGATRON_1T, ParallelPlan
 >>> plan = ParallelPlan(data_parallel=6, tensor_parallel=8, pipeline_parallel=64, micro_batch=1,
@@ -29,14 +36,25 @@ Step time = m·(t_f + t_b + TP + PP per micro-batch) + bubble + exposed data-par
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from . import _validate, collectives, units
 from .compute import RECOMPUTE_OPTIONS, transformer_flops_per_iteration, transformer_forward_flops
 from .hardware import Cluster, Link
-from .parallelism import ZERO_STAGES, ParallelPlan, TransformerModel, memory_breakdown, splits_evenly, step_transfers
+from .parallelism import (
+    ATTENTION_OPTIONS,
+    PRECISION_RECIPES,
+    ZERO_STAGES,
+    Calibration,
+    ParallelPlan,
+    TransformerModel,
+    check_plan_for_model,
+    memory_breakdown,
+    splits_evenly,
+    step_transfers,
+)
 
 __all__ = [
     "exposed_after_overlap",
@@ -47,6 +65,10 @@ __all__ = [
     "transfer_time_per_call",
     "StepTime",
     "step_time",
+    "calibrated_step_time",
+    "calibrated_cluster",
+    "model_flops_per_step",
+    "bucketed_exposure",
     "PlanSearch",
     "search_plans",
     "BINDING_CONSTRAINTS",
@@ -201,13 +223,21 @@ def transfer_time_per_call(transfer, plan: ParallelPlan, cluster: Cluster):
 
 @dataclass(frozen=True, eq=False)
 class StepTime:
-    """Where the time of one step goes (seconds). Fields may be arrays when plans were evaluated in bulk."""
+    """Where the time of one step goes (seconds). Fields may be arrays when plans were evaluated in bulk.
+
+    ``mfu`` (model FLOPs utilisation) counts the model's FLOPs of the step, forward and backward, without
+    recomputation; ``hfu`` (hardware FLOPs utilisation) adds the recomputed forward FLOPs. Both divide by
+    devices × peak × step time. Narayanan et al. 2021's 163 TFLOP/s/GPU (Eq. (3), full recomputation) is a hardware
+    figure: its MFU is about 6/8 of it.
+    """
 
     compute_s: float
     bubble_s: float
     exposed_s: dict
     overlapped_s: dict
     total_s: float
+    mfu: float = float("nan")
+    hfu: float = float("nan")
 
     @property
     def exposed_communication_s(self):
@@ -227,10 +257,18 @@ def _binding(exposed, bubble):
     return str(label) if label.ndim == 0 else label
 
 
-def step_time(model: TransformerModel, plan: ParallelPlan, cluster: Cluster, compute_efficiency=0.5, dtype="bf16"):
+def step_time(
+    model: TransformerModel,
+    plan: ParallelPlan,
+    cluster: Cluster,
+    compute_efficiency=0.5,
+    dtype="bf16",
+    calibration: Calibration | None = None,
+):
     """Time of one optimizer step of ``plan`` on ``cluster``, split into compute, bubble, exposed and hidden comm.
 
-    See the module docstring for the placement and the dependency rule.
+    See the module docstring for the placement and the dependency rule. With a ``parallelism.Calibration`` the
+    calibrated model runs instead (``calibrated_step_time``; ``compute_efficiency`` is then unused).
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B, ParallelPlan
@@ -240,6 +278,8 @@ def step_time(model: TransformerModel, plan: ParallelPlan, cluster: Cluster, com
     """
     if np.any(np.asarray(plan.devices) > cluster.devices):
         raise ValueError(f"plan needs {plan.devices} devices; the cluster has {cluster.devices}")
+    if calibration is not None:
+        return calibrated_step_time(model, plan, cluster, calibration, dtype)
     efficiency = _validate.fraction("compute_efficiency", compute_efficiency)
     rate = cluster.accelerator.peak(dtype) * efficiency
     t, p, m, v = plan.tensor_parallel, plan.pipeline_parallel, plan.grad_accum_steps, plan.virtual_stages
@@ -269,12 +309,204 @@ def step_time(model: TransformerModel, plan: ParallelPlan, cluster: Cluster, com
     bubble = (p - 1) / v * slot
     compute = m * total_mb
     total = m * slot + bubble + exposed["data"]
+    samples = plan.global_batch
+    model_flops = transformer_flops_per_iteration(samples, *shape, recompute="none")
+    hardware_flops = transformer_flops_per_iteration(samples, *shape, recompute=plan.recompute)
+    peak_time = plan.devices * cluster.accelerator.peak(dtype) * total
     return StepTime(
         _validate.as_result(compute),
         _validate.as_result(bubble),
         {k: _validate.as_result(x) for k, x in exposed.items()},
         {k: _validate.as_result(x) for k, x in overlapped.items()},
         _validate.as_result(total),
+        _validate.as_result(model_flops / peak_time),
+        _validate.as_result(hardware_flops / peak_time),
+    )
+
+
+def calibrated_cluster(cluster: Cluster, calibration: Calibration) -> Cluster:
+    """``cluster`` with the calibration's links (when set) and its network at ``network_efficiency`` of nominal.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> format_bandwidth(calibrated_cluster(DGX_H100, Calibration(network_efficiency=0.5)).inter_bandwidth_bytes_per_s)
+    '25 GB/s'
+    """
+    intra = calibration.intra_node_link or cluster.intra_node_link
+    inter = calibration.inter_node_link or cluster.inter_node_link
+    if calibration.network_efficiency != 1.0:
+        inter = replace(
+            inter,
+            name=f"{inter.name} at {calibration.network_efficiency:.0%}",
+            bandwidth_bytes_per_s=inter.bandwidth_bytes_per_s * calibration.network_efficiency,
+        )
+    if calibration.network_latency_s is not None:
+        inter = replace(inter, latency_s=calibration.network_latency_s)
+    return replace(cluster, intra_node_link=intra, inter_node_link=inter)
+
+
+def model_flops_per_step(model: TransformerModel, plan: ParallelPlan, recompute=None):
+    """FLOPs of one step, architecture-aware: 3 × the forward of every layer and the output layer, over the global
+    batch, plus the recomputed forward (``recompute``; default the plan's: "full" one layer forward, "selective"
+    the attention scores and their product with V). Per token a layer's forward is 2 FLOPs per matrix weight plus
+    4sh for QKᵀ and the product with V (as Narayanan et al. 2021's appendix, no causal saving); the output layer
+    2Vh. With ``recompute="none"`` this is the model FLOPs of MFU.
+
+    >>> from course_lib.parallelism import GPT3_175B
+    >>> from course_lib.compute import transformer_flops_per_iteration
+    >>> plan = ParallelPlan(grad_accum_steps=1536, recompute="full")
+    >>> f"{model_flops_per_step(GPT3_175B, plan) / transformer_flops_per_iteration(1536, 2048, 96, 12288, 51200):.4f}"
+    '1.0000'
+    """
+    recompute = plan.recompute if recompute is None else _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+    layer, head, core = _forward_flops_per_token(model)
+    extra = {"none": 0.0, "selective": core, "full": layer}[recompute]
+    tokens = 1.0 * plan.global_batch * model.seq_len
+    return _validate.as_result(tokens * (3 * (model.layers * layer + head) + model.layers * extra))
+
+
+def _forward_flops_per_token(model: TransformerModel):
+    """(one layer's forward, the output layer's forward, the attention core's forward) FLOPs per token."""
+    h, s = model.hidden, model.seq_len
+    kv_width = model.kv_heads * model.head_dim
+    weights = 2 * h * h + 2 * h * kv_width + (3 if model.gated_mlp else 2) * h * model.ffn_hidden
+    core = 4.0 * s * h
+    return 2.0 * weights + core, 2.0 * model.vocab * h, core
+
+
+def bucketed_exposure(total_s, bucket_s, window_s, occurrences=1):
+    """Exposed seconds of a stream of bucketed collectives (total ``total_s`` per occurrence, the boundary bucket
+    ``bucket_s``) that may overlap ``window_s`` of independent compute, ``occurrences`` times per step.
+
+    The dependency rule, one for every ZeRO stage: each occurrence hides behind its window what fits,
+    max(0, T − W); the step's boundary bucket cannot hide (the first parameter gather has no earlier layer to
+    prefetch behind, the last gradient bucket no later layer), so at least ``bucket_s`` is exposed once.
+
+    >>> bucketed_exposure(10e-3, 1e-3, 4e-3), bucketed_exposure(10e-3, 1e-3, 20e-3, occurrences=4)
+    (0.006, 0.001)
+    """
+    total_s = _validate.nonnegative("total_s", total_s)
+    bucket_s = _validate.nonnegative("bucket_s", bucket_s)
+    window_s = _validate.nonnegative("window_s", window_s)
+    occurrences = _validate.count("occurrences", occurrences)
+    behind = np.maximum(total_s - window_s, 0.0)
+    return _validate.as_result((occurrences - 1) * behind + np.maximum(behind, bucket_s))
+
+
+def calibrated_step_time(
+    model: TransformerModel, plan: ParallelPlan, cluster: Cluster, calibration: Calibration, dtype="bf16"
+):
+    """Step time of the calibrated model: the heaviest pipeline stage, one micro-batch slot at a time.
+
+    Per micro-batch on the heaviest stage (⌈l/p⌉ layers, the output layer on the last stage):
+    - compute: its FLOPs (``model_flops_per_step``'s terms) / t at peak × efficiency, the efficiency
+      ``gemm_efficiency`` · x/(x + ``gemm_half_flops``) with x the per-GPU forward FLOPs of one layer (small
+      micro-batch × sequence, or large t, run below the big-GEMM efficiency), plus ``layer_overhead_s`` per layer;
+    - tensor parallel, on the critical path, per layer: 2 all-reduces forward and 2 backward of b·s·h (sequence
+      parallel: all-gather + reduce-scatter for each), full recomputation repeating the forward ones;
+    - pipeline, on the critical path: the boundary activations sent forward and their gradients back, b·s·h/t
+      each, v times with interleaving (``group_collective_phases``: over NVLink inside a node, else the network).
+    Step = m slots + (p−1)/v slots of bubble + the exposed data-parallel time.
+    Data parallel, in buckets of ``bucket_bytes`` (each bucket a collective with its own latency), exposed by
+    ``bucketed_exposure``: gradients (fp32 with the "bf16-fp32-grads" recipe) reduced once per step behind the last
+    micro-batch's backward (ZeRO-0/1), or reduce-scattered every micro-batch behind its backward (ZeRO-2/3);
+    updated parameters all-gathered after the step behind the first forward (ZeRO-1/2), or gathered for every
+    forward and backward (ZeRO-3) — hidden only if the framework prefetches (``prefetch_parameter_gathers``).
+    Communication that overlaps compute slows it by ``overlap_slowdown`` × its time.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import PLAYBOOK_1B
+    >>> plan = ParallelPlan(data_parallel=8, micro_batch=1, grad_accum_steps=32, attention="flash")
+    >>> step = step_time(PLAYBOOK_1B, plan, DGX_H100, calibration=Calibration())
+    >>> format_time(step.total_s), format_percent(step.mfu)
+    ('2.56 s', '50 %')
+    """
+    check_plan_for_model(model, plan, calibration)
+    cluster = calibrated_cluster(cluster, calibration)
+    peak = cluster.accelerator.peak(dtype)
+    t, p, d, b, m, v = plan.sizes
+    layers = -(-model.layers // np.asarray(p))
+    tokens = 1.0 * b * model.seq_len
+    layer_fwd, head_fwd, core_fwd = (x * tokens / t for x in _forward_flops_per_token(model))
+    if calibration.gemm_half_flops > 0:
+        efficiency = calibration.gemm_efficiency * layer_fwd / (layer_fwd + calibration.gemm_half_flops)
+    else:
+        efficiency = calibration.gemm_efficiency + 0.0 * layer_fwd
+    rate = peak * efficiency
+    extra = {"none": 0.0, "selective": core_fwd, "full": layer_fwd}[plan.recompute]
+    # The last stage also runs the output layer; with p = 1 one device runs everything.
+    stage_fwd = layers * layer_fwd + head_fwd
+    forward = stage_fwd / rate
+    backward = (2 * stage_fwd + layers * extra) / rate
+    overhead = layers * calibration.layer_overhead_s
+    compute_mb = forward + backward + overhead
+
+    activation = 2.0 * tokens * model.hidden  # one b×s×h tensor in 16 bit
+    repeat = 2 if plan.recompute == "full" else 1
+
+    def collective(op, size, stride, payload):
+        return group_collective_time(op, cluster, size, stride, payload)
+
+    if plan.sequence_parallel:
+        gather = collective("all_gather", t, 1, activation)
+        scatter = collective("reduce_scatter", t, 1, activation)
+        tp_layer = (gather + scatter) * (2 * repeat + 2)
+    else:
+        tp_layer = collective("all_reduce", t, 1, activation) * (2 * repeat + 2)
+    tp_mb = np.where(np.asarray(t) > 1, layers * tp_layer, 0.0)
+    hop = group_collective_time("send_recv", cluster, p, t * d, activation / t)
+    pp_mb = np.where(np.asarray(p) > 1, 2 * v * hop, 0.0)
+    slot = compute_mb + tp_mb + pp_mb
+    bubble = (p - 1) / v * slot
+
+    param_b, grad_b, buffer_b, _ = PRECISION_RECIPES[calibration.precision]
+    params_here = (layers * model.params_per_layer + model.vocab * model.hidden) / t
+    reduce_bytes = (4.0 if buffer_b else grad_b) * params_here
+    gather_bytes = param_b * params_here
+    stride = t
+
+    def stream(op, payload):
+        buckets = np.maximum(np.ceil(payload / calibration.bucket_bytes), 1)
+        per_bucket = collective(op, d, stride, payload / buckets)
+        return np.where(np.asarray(d) > 1, buckets * per_bucket, 0.0), np.where(np.asarray(d) > 1, per_bucket, 0.0)
+
+    stage = plan.zero_stage
+    reduce_op = "all_reduce" if stage == 0 else "reduce_scatter"
+    reduce_s, reduce_bucket = stream(reduce_op, reduce_bytes)
+    prefetch = 1.0 if calibration.prefetch_parameter_gathers else 0.0
+    fwd_window, bwd_window = forward + 0.0 * m, backward + 0.0 * m
+    if stage >= 2:
+        exposed_data = bucketed_exposure(reduce_s, reduce_bucket, bwd_window, m)
+        reduce_total = m * reduce_s
+    else:
+        exposed_data = bucketed_exposure(reduce_s, reduce_bucket, bwd_window)
+        reduce_total = reduce_s
+    gather_s, gather_bucket = stream("all_gather", gather_bytes)
+    gather_total = 0.0
+    if stage in (1, 2):
+        exposed_data = exposed_data + bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window)
+        gather_total = gather_s
+    elif stage == 3:
+        exposed_data = exposed_data + bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window, m)
+        exposed_data = exposed_data + bucketed_exposure(gather_s, 0.0, prefetch * bwd_window, m)
+        gather_total = 2 * m * gather_s
+    hidden_data = np.maximum(reduce_total + gather_total - exposed_data, 0.0)
+    slowdown = calibration.overlap_slowdown * hidden_data
+    exposed = {
+        "tensor": _validate.as_result(m * tp_mb),
+        "pipeline": _validate.as_result(m * pp_mb),
+        "data": _validate.as_result(exposed_data + slowdown),
+    }
+    overlapped = {"tensor": 0.0, "pipeline": 0.0, "data": _validate.as_result(hidden_data)}
+    total = m * slot + bubble + exposed["data"]
+    peak_time = plan.devices * peak * total
+    return StepTime(
+        _validate.as_result(m * compute_mb),
+        _validate.as_result(bubble),
+        exposed,
+        overlapped,
+        _validate.as_result(total),
+        _validate.as_result(model_flops_per_step(model, plan, "none") / peak_time),
+        _validate.as_result(model_flops_per_step(model, plan) / peak_time),
     )
 
 
@@ -314,6 +546,7 @@ class PlanSearch:
             sequence_parallel=bool(c["sequence_parallel"][row]),
             schedule=str(c["schedule"][row]),
             virtual_stages=int(c["virtual_stages"][row]),
+            attention=str(c["attention"][row]),
         )
 
     def best(self, count: int = 5) -> list:
@@ -410,13 +643,15 @@ def search_plans(
     cluster: Cluster,
     global_batch,
     *,
-    micro_batches=(1, 2, 4, 8),
+    micro_batch_sizes=(1, 2, 4, 8),
     zero_stages=ZERO_STAGES,
     recompute=RECOMPUTE_OPTIONS,
     sequence_parallel=(False, True),
     virtual_stages=(1, 2, 4),
     compute_efficiency=0.5,
     dtype="bf16",
+    calibration: Calibration | None = None,
+    attention=("standard",),
 ) -> PlanSearch:
     """Enumerate plans that use every device of ``cluster`` and rank those that fit.
 
@@ -425,7 +660,11 @@ def search_plans(
     with p > 1). Rejected: "partition" (t does not divide the heads, or p·v the layers), "batch divisibility"
     (b·d does not divide the global batch, or m is not a multiple of p when interleaving), "memory" (the first
     stage's memory exceeds the device's HBM). The rest are ranked by step time; plans rejected for memory are kept
-    in the columns (``fits`` False) so a figure can show them.
+    in the columns (``fits`` False) so a figure can show them. Every row has its MFU and HFU (``StepTime``).
+
+    With a ``parallelism.Calibration`` the calibrated memory and step time rank the plans, p·v need not divide the
+    layers, and plans combining p > 1 with a ZeRO stage above the calibration's ``max_zero_stage_with_pipeline``
+    are rejected as "framework". ``attention`` lists the attention options ("standard", "flash") to consider.
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B
@@ -437,16 +676,21 @@ def search_plans(
     (8, 1, 3, 'compute')
     """
     batch = _validate.count("global_batch", global_batch)
-    micro_batches = _options("micro_batches", micro_batches, lambda v: _validate.count("micro_batches", v))
+    micro_batch_sizes = _options(
+        "micro_batch_sizes", micro_batch_sizes, lambda v: _validate.count("micro_batch_sizes", v)
+    )
     zero_stages = _options("zero_stages", zero_stages, lambda v: _validate.choice("zero_stages", v, ZERO_STAGES))
     recompute = _options("recompute", recompute, lambda v: _validate.choice("recompute", v, RECOMPUTE_OPTIONS))
     sequence_parallel = _options(
         "sequence_parallel", sequence_parallel, lambda v: _validate.flag("sequence_parallel", v)
     )
     virtual_stages = _options("virtual_stages", virtual_stages, lambda v: _validate.count("virtual_stages", v))
+    attention = _options("attention", attention, lambda v: _validate.choice("attention", v, ATTENTION_OPTIONS))
     _validate.fraction("compute_efficiency", compute_efficiency)
     cluster.accelerator.peak(dtype)
     rejected = {"partition": 0, "batch divisibility": 0, "memory": 0}
+    if calibration is not None:
+        rejected = {"partition": 0, "framework": 0, "batch divisibility": 0, "memory": 0}
     rows = {
         name: []
         for name in (
@@ -460,24 +704,35 @@ def search_plans(
             "sequence_parallel",
             "schedule",
             "virtual_stages",
+            "attention",
             "memory_bytes",
             "compute_s",
             "bubble_s",
             "exposed_communication_s",
             "step_time_s",
+            "mfu",
+            "hfu",
         )
     }
     evaluated = 0
     shapes = np.array(
-        [(d, t, p, b) for (d, t, p) in _factorisations(cluster.devices) for b in micro_batches], dtype=np.int64
+        [(d, t, p, b) for (d, t, p) in _factorisations(cluster.devices) for b in micro_batch_sizes], dtype=np.int64
     ).reshape(-1, 4)
     d, t, p, b = shapes.T
-    for stage, rc, sp, v in itertools.product(zero_stages, recompute, sequence_parallel, virtual_stages):
+    for stage, rc, sp, v, attn in itertools.product(
+        zero_stages, recompute, sequence_parallel, virtual_stages, attention
+    ):
         considered = (t > 1) | (not sp)
         considered &= (p > 1) | (v == 1)
         evaluated += int(considered.sum())
-        partition_ok = considered & splits_evenly(model, t, p, v)
-        rejected["partition"] += int((considered & ~partition_ok).sum())
+        if calibration is None:
+            partition_ok = considered & splits_evenly(model, t, p, v)
+            rejected["partition"] += int((considered & ~partition_ok).sum())
+        else:
+            split_ok = considered & splits_evenly(model, t)
+            rejected["partition"] += int((considered & ~split_ok).sum())
+            partition_ok = split_ok & ((p == 1) | (stage <= calibration.max_zero_stage_with_pipeline))
+            rejected["framework"] += int((split_ok & ~partition_ok).sum())
         m = np.where(batch % (b * d) == 0, batch // (b * d), 0)
         batch_ok = partition_ok & (m > 0) & ((v == 1) | (m % p == 0))
         rejected["batch divisibility"] += int((partition_ok & ~batch_ok).sum())
@@ -495,9 +750,10 @@ def search_plans(
             sequence_parallel=sp,
             schedule="interleaved" if v > 1 else "1f1b",
             virtual_stages=np.full(int(keep.sum()), v),
+            attention=attn,
         )
-        memory = np.broadcast_to(memory_breakdown(model, plan).total, d[keep].shape)
-        step = step_time(model, plan, cluster, compute_efficiency, dtype)
+        memory = np.broadcast_to(memory_breakdown(model, plan, calibration=calibration).total, d[keep].shape)
+        step = step_time(model, plan, cluster, compute_efficiency, dtype, calibration)
         size = len(memory)
         for name, values in (
             ("data_parallel", d[keep]),
@@ -510,11 +766,14 @@ def search_plans(
             ("sequence_parallel", np.full(size, sp)),
             ("schedule", np.full(size, "interleaved" if v > 1 else "1f1b")),
             ("virtual_stages", np.full(size, v)),
+            ("attention", np.full(size, attn)),
             ("memory_bytes", memory),
             ("compute_s", np.broadcast_to(step.compute_s, (size,))),
             ("bubble_s", np.broadcast_to(step.bubble_s, (size,))),
             ("exposed_communication_s", np.broadcast_to(step.exposed_communication_s, (size,))),
             ("step_time_s", np.broadcast_to(step.total_s, (size,))),
+            ("mfu", np.broadcast_to(step.mfu, (size,))),
+            ("hfu", np.broadcast_to(step.hfu, (size,))),
         ):
             rows[name].append(values)
     columns = {name: np.concatenate(parts) if parts else np.array([]) for name, parts in rows.items()}

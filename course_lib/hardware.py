@@ -45,6 +45,7 @@ __all__ = [
     "INFINIBAND_HDR_8X",
     "INFINIBAND_NDR_8X",
     "ICI_V4",
+    "EFA_P5",
     "ICI_V5E",
     "ICI_V5P",
     "NCCL_BASE_LATENCY_S",
@@ -308,6 +309,17 @@ ICI_V4 = Link(
     f"{_SCALING_BOOK_TPUS} lists 4.5e10 one-way per link for v4p",
     "scaling book sharding.md: ICI per-hop latency 'typically around 1us'",
     "per link: a ring on one torus axis runs both ways at once and gets 2 links' worth per chip (links_per_device=2)",
+)
+EFA_P5 = Link(
+    "AWS EFA, 3,200 Gb/s per node (p5)",
+    3200 * GBIT,
+    "one-way",
+    "per node",
+    "nominal",
+    5 * US,
+    "AWS EC2 P5 instances: 3,200 Gbps of EFA networking per 8 × H100 node; the cluster of the Ultra-Scale "
+    "Playbook's runs (Tazi et al. 2025)",
+    _NET_ALPHA,
 )
 ICI_V5E = Link(
     "ICI (TPU v5e)",

@@ -41,12 +41,18 @@ __all__ = [
     "activation_bytes_per_layer",
     "pipeline_in_flight_microbatches",
     "memory_breakdown",
+    "calibrated_memory_breakdown",
     "pipeline_bubble_fraction",
     "step_transfers",
     "boundary_tensors",
     "communication_volume_per_step",
     "splits_evenly",
     "check_plan_for_model",
+    "ATTENTION_OPTIONS",
+    "PRECISION_RECIPES",
+    "Calibration",
+    "stage_layers",
+    "activation_bytes_per_token_per_layer",
     "GPT2_1_5B",
     "MEGATRON_7_5B",
     "MEGATRON_22B",
@@ -79,6 +85,15 @@ ACTIVATION_BYTES = 2  # activations exchanged between devices are 16-bit
 
 
 ARCHITECTURE_STYLES = ("gpt", "llama")
+# "standard" attention stores the softmax of the s × s scores (Korthikanti et al. 2022 Eq. (1)); "flash" attention
+# (Dao et al. 2022, FlashAttention) recomputes the scores tile by tile in the backward and stores only the output and
+# one fp32 log-sum-exp per head and token. It is an option of its own, distinct from selective recomputation.
+ATTENTION_OPTIONS = ("standard", "flash")
+# Bytes per parameter: (16-bit parameters, 16-bit gradients, fp32 gradient buffer, optimizer state). "fp16-zero" is
+# ZeRO's recipe (Rajbhandari et al. 2020 §3.1: 2 + 2 + 12 = 16 B). "bf16-fp32-grads" is the recipe of Megatron-LM
+# and nanotron in bf16: gradients accumulated and reduced in an fp32 main-gradient buffer (4 B) beside the bf16
+# gradient, fp32 master weights, momentum and variance (12 B): 20 B per parameter.
+PRECISION_RECIPES = {"fp16-zero": (2, 2, 0, 12), "bf16-fp32-grads": (2, 2, 4, 12)}
 
 
 @dataclass(frozen=True)
@@ -236,8 +251,10 @@ class ParallelPlan:
     sequence_parallel: bool = False
     schedule: str = "1f1b"
     virtual_stages: int = 1
+    attention: str = "standard"
 
     def __post_init__(self):
+        _validate.choice("attention", self.attention, ATTENTION_OPTIONS)
         for name in (
             "data_parallel",
             "tensor_parallel",
@@ -268,6 +285,22 @@ class ParallelPlan:
         return self.data_parallel * self.tensor_parallel * self.pipeline_parallel
 
     @property
+    def sizes(self):
+        """(t, p, d, b, m, v): tensor, pipeline and data sizes, micro-batch, micro-batches per step, virtual stages.
+
+        >>> ParallelPlan(data_parallel=4, tensor_parallel=2, grad_accum_steps=8).sizes
+        (2, 1, 4, 1, 8, 1)
+        """
+        return (
+            self.tensor_parallel,
+            self.pipeline_parallel,
+            self.data_parallel,
+            self.micro_batch,
+            self.grad_accum_steps,
+            self.virtual_stages,
+        )
+
+    @property
     def global_batch(self):
         """Samples per optimizer step."""
         return global_batch(self.micro_batch, self.grad_accum_steps, self.data_parallel)
@@ -279,12 +312,16 @@ class ParallelPlan:
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
-    """Bytes per device by component (for the first pipeline stage, which holds the most activations)."""
+    """Bytes per device by component (for the first pipeline stage, which holds the most activations; with a
+    ``Calibration``, for the heaviest stage). ``logits`` (the output layer's logits and their loss buffers) and
+    ``framework`` (CUDA context, allocator) are counted only with a ``Calibration``; otherwise 0."""
 
     parameters: float
     gradients: float
     optimizer_state: float
     activations: float
+    logits: float = 0.0
+    framework: float = 0.0
 
     @property
     def model_states(self):
@@ -293,8 +330,68 @@ class MemoryBreakdown:
 
     @property
     def total(self):
-        """Everything counted here (temporary buffers and fragmentation are not)."""
-        return self.model_states + self.activations
+        """Everything counted here (without a ``Calibration``, temporary buffers and fragmentation are not)."""
+        return self.model_states + self.activations + self.logits + self.framework
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The assumptions and constants of the calibrated model (``memory_breakdown``, ``budget.step_time``).
+
+    Stated assumptions (not fitted): ``precision`` (a ``PRECISION_RECIPES`` key), ``logits_bytes_per_element`` (bf16
+    logits 2 B + their fp32 copy for the loss 4 B + the fp32 gradient of the loss 4 B = 10 B per vocabulary entry and
+    token, on the last stage, vocabulary split over t), ``bucket_bytes`` (PyTorch DDP's default bucket, 25 MB),
+    ``overlap_slowdown`` (compute runs this much slower while a collective shares the GPU's memory and SMs),
+    ``max_zero_stage_with_pipeline`` (the highest ZeRO stage the framework combines with pipeline parallelism: 1
+    in Megatron-LM, nanotron and DeepSpeed's pipeline engine), ``prefetch_parameter_gathers`` (whether the framework
+    overlaps a ZeRO parameter all-gather with the previous layer's compute), the links (``None``: the cluster's) and
+    the network's α, ``network_latency_s`` (``None``: the inter-node link's; a ``course_lib.measure`` fit or an
+    nccl-tests log can supply it).
+
+    Fitted constants (``validation.fit_playbook_calibration`` documents the rows): ``gemm_efficiency`` (the share of
+    peak that large matrix multiplies reach), ``gemm_half_flops`` (the per-GPU forward FLOPs of one layer's
+    micro-batch at which the efficiency is half of that: small GEMMs run below the big-GEMM efficiency; 0 means no
+    size effect), ``layer_overhead_s`` (a fixed cost per layer and micro-batch, forward and backward: kernel
+    launches, synchronisation), ``network_efficiency`` (the share of the network's nominal bandwidth NCCL reaches)
+    and ``framework_bytes`` (memory the model does not count: CUDA context, allocator caching and fragmentation).
+
+    The defaults are the uncalibrated physics: big-GEMM efficiency 0.5 (the course's default), no size effect, no
+    overheads, nominal links.
+
+    >>> Calibration().precision, Calibration().bucket_bytes
+    ('bf16-fp32-grads', 25000000.0)
+    """
+
+    name: str = "uncalibrated"
+    precision: str = "bf16-fp32-grads"
+    logits_bytes_per_element: float = 10.0
+    bucket_bytes: float = 25e6
+    overlap_slowdown: float = 0.0
+    max_zero_stage_with_pipeline: int = 1
+    prefetch_parameter_gathers: bool = True
+    intra_node_link: object = None
+    inter_node_link: object = None
+    gemm_efficiency: float = 0.5
+    gemm_half_flops: float = 0.0
+    layer_overhead_s: float = 0.0
+    network_efficiency: float = 1.0
+    network_latency_s: float | None = None
+    framework_bytes: float = 0.0
+
+    def __post_init__(self):
+        _validate.choice("precision", self.precision, tuple(PRECISION_RECIPES))
+        _validate.nonnegative("logits_bytes_per_element", self.logits_bytes_per_element)
+        _validate.positive("bucket_bytes", self.bucket_bytes)
+        _validate.nonnegative("overlap_slowdown", self.overlap_slowdown)
+        _validate.choice("max_zero_stage_with_pipeline", self.max_zero_stage_with_pipeline, ZERO_STAGES)
+        _validate.flag("prefetch_parameter_gathers", self.prefetch_parameter_gathers)
+        _validate.fraction("gemm_efficiency", self.gemm_efficiency)
+        _validate.nonnegative("gemm_half_flops", self.gemm_half_flops)
+        _validate.nonnegative("layer_overhead_s", self.layer_overhead_s)
+        _validate.fraction("network_efficiency", self.network_efficiency)
+        if self.network_latency_s is not None:
+            _validate.nonnegative("network_latency_s", self.network_latency_s)
+        _validate.nonnegative("framework_bytes", self.framework_bytes)
 
 
 def global_batch(micro_batch, grad_accum_steps, data_parallel):
@@ -428,8 +525,12 @@ def splits_evenly(model: TransformerModel, tensor_parallel=1, pipeline_parallel=
     return bool(even) if even.ndim == 0 else even
 
 
-def check_plan_for_model(model: TransformerModel, plan: ParallelPlan) -> None:
+def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibration: Calibration | None = None) -> None:
     """Raise ValueError if the plan cannot split this model (heads, layers and virtual stages must divide evenly).
+
+    With a ``Calibration`` the pipeline may split the layers unevenly (as Megatron-LM and nanotron allow; the heaviest
+    stage sets memory and time; nanotron even runs more stages than layers, its embedding and output layer being
+    stages of their own), and ZeRO above the calibration's ``max_zero_stage_with_pipeline`` is refused with p > 1.
 
     >>> check_plan_for_model(GPT3_175B, ParallelPlan(tensor_parallel=5))
     Traceback (most recent call last):
@@ -438,15 +539,82 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan) -> None:
     """
     if not np.all(splits_evenly(model, plan.tensor_parallel)):
         raise ValueError(f"tensor_parallel must divide heads ({model.heads}), got {plan.tensor_parallel}")
-    if not np.all(splits_evenly(model, 1, plan.pipeline_parallel, plan.virtual_stages)):
+    if calibration is None and not np.all(splits_evenly(model, 1, plan.pipeline_parallel, plan.virtual_stages)):
         raise ValueError(
             f"pipeline_parallel × virtual_stages must divide layers ({model.layers}), got "
             f"{plan.pipeline_parallel} × {plan.virtual_stages}"
         )
+    if calibration is not None:
+        limit = calibration.max_zero_stage_with_pipeline
+        if np.any((np.asarray(plan.pipeline_parallel) > 1) & (np.asarray(plan.zero_stage) > limit)):
+            raise ValueError(
+                f"zero_stage must be at most {limit} with pipeline_parallel > 1 (the calibration's "
+                f"max_zero_stage_with_pipeline), got {plan.zero_stage}"
+            )
+
+
+def stage_layers(layers, pipeline_parallel):
+    """Layers on the heaviest pipeline stage: ⌈l/p⌉ (an uneven split puts one more layer on some stages).
+
+    >>> stage_layers(16, 3), stage_layers(96, 8)
+    (6, 12)
+    """
+    l = _validate.count("layers", layers)
+    p = _validate.count("pipeline_parallel", pipeline_parallel)
+    return -(-l // p)
+
+
+def activation_bytes_per_token_per_layer(
+    model: TransformerModel, tensor_parallel=1, sequence_parallel=False, recompute="none", attention="standard"
+):
+    """Bytes one layer stores for the backward, per token of the micro-batch, term by term (16-bit activations).
+
+    Korthikanti et al. 2022 §4's counting, generalised to the architecture (h hidden, f MLP, k = kv_heads·head_dim,
+    a heads, s sequence):
+    - the residual side: the two norms' inputs 2h + 2h, the attention and MLP inputs 2h + 2h, and (GPT) the two
+      dropout masks h + h (1 byte each): split over t only with sequence parallelism;
+    - attention: Q 2h, K and V 2k + 2k, the output (input of the output projection) 2h; standard attention adds the
+      softmax 2as (GPT: + its dropout mask as + dropout output 2as = 5as); FlashAttention stores no scores, only an
+      fp32 log-sum-exp per head, 4a; selective recomputation drops the scores;
+    - MLP: the activation's input and output 2f + 2f; a gated MLP also the up projection and the product, 8f in all.
+    Full recomputation keeps only the layer's input, 2h. For GPT with f = 4h this is Korthikanti's 34h + 5as
+    (Eq. (1) per token); with t and sequence parallelism, everything divided by t.
+
+    >>> activation_bytes_per_token_per_layer(GPT3_175B) * 2048 == activation_bytes_per_layer(2048, 1, 12288, 96)
+    True
+    >>> activation_bytes_per_token_per_layer(PLAYBOOK_1B, attention="flash")   # 12h + 4k + 8f + 4a
+    98432.0
+    """
+    t = _validate.count("tensor_parallel", tensor_parallel)
+    sp = _validate.flag("sequence_parallel", sequence_parallel)
+    _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+    _validate.choice("attention", attention, ATTENTION_OPTIONS)
+    if np.any(model.heads % np.asarray(t)):
+        raise ValueError(f"tensor_parallel must divide heads ({model.heads}), got {t}")
+    h, f, a, s = model.hidden, model.ffn_hidden, model.heads, model.seq_len
+    kv_width = model.kv_heads * model.head_dim
+    gpt = model.style == "gpt"
+    residual = 8.0 * h + (2.0 * h if gpt else 0.0)
+    attention_linear = 2.0 * h + 4.0 * kv_width + 2.0 * h
+    mlp = (8.0 if model.gated_mlp else 4.0) * f
+    if attention == "flash":
+        scores = 4.0 * a
+    elif recompute == "selective":
+        scores = 0.0
+    else:
+        scores = (5.0 if gpt else 2.0) * a * s
+    split = residual / t if sp else residual
+    per_token = split + (attention_linear + mlp + scores) / t
+    if recompute == "full":
+        per_token = 2.0 * h / t if sp else 2.0 * h
+    return _validate.as_result(per_token + 0.0 * t)
 
 
 def memory_breakdown(
-    model: TransformerModel, plan: ParallelPlan, optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM
+    model: TransformerModel,
+    plan: ParallelPlan,
+    optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM,
+    calibration: Calibration | None = None,
 ) -> MemoryBreakdown:
     """Per-device memory of the first pipeline stage: model states and stored activations.
 
@@ -460,7 +628,12 @@ def memory_breakdown(
     ...                        sequence_parallel=True))
     >>> format_bytes(mem.model_states), format_bytes(mem.activations)
     ('15 GB', '10.3 GB')
+
+    With a ``Calibration`` (``calibrated_memory_breakdown``) the model is architecture-aware and counts the
+    precision recipe, the logits, the framework's memory and uneven pipeline splits.
     """
+    if calibration is not None:
+        return calibrated_memory_breakdown(model, plan, calibration)
     check_plan_for_model(model, plan)
     params_per_device = model.params / (plan.tensor_parallel * plan.pipeline_parallel)
     parameters, gradients, optimizer = zero_model_state_breakdown(
@@ -480,6 +653,56 @@ def memory_breakdown(
     )
     activations = per_layer * (model.layers / plan.pipeline_parallel) * in_flight
     return MemoryBreakdown(parameters, gradients, optimizer, _validate.as_result(activations))
+
+
+def calibrated_memory_breakdown(
+    model: TransformerModel, plan: ParallelPlan, calibration: Calibration
+) -> MemoryBreakdown:
+    """Per-device memory of the heaviest pipeline stage under ``calibration``'s assumptions.
+
+    Two stages can be the heaviest: the first holds ⌈l/p⌉ layers, the input embedding V·h/t and min(p, m)
+    micro-batches of activations (1F1B); the last holds ⌈l/p⌉ layers, the output layer V·h/t (a copy when tied
+    and p > 1) and one micro-batch, plus the logits b·s·V/t × ``logits_bytes_per_element``. With p = 1 they are
+    the same device. Model states follow ``calibration.precision``: ZeRO-1 shards the optimizer state over d,
+    ZeRO-2 also the gradients and their fp32 buffer, ZeRO-3 also the parameters. Activations per layer:
+    ``activation_bytes_per_token_per_layer`` × b·s. ``framework_bytes`` is added once.
+
+    >>> plan = ParallelPlan(data_parallel=8, micro_batch=1, grad_accum_steps=32, attention="flash")
+    >>> mem = memory_breakdown(PLAYBOOK_1B, plan, calibration=Calibration())
+    >>> format_bytes(mem.model_states), format_bytes(mem.activations), format_bytes(mem.logits)
+    ('26.8 GB', '6.45 GB', '5.37 GB')
+    """
+    check_plan_for_model(model, plan, calibration)
+    t, p, d, b, m, _ = plan.sizes
+    h, vocab = model.hidden, model.vocab
+    layers = -(-model.layers // np.asarray(p))
+    embedding = 1.0 * vocab * h
+    single = np.asarray(p) == 1
+    # p = 1: every layer, the embedding, the output layer when untied and the final norm on one device.
+    first_params = layers * model.params_per_layer + embedding + np.where(single, model.embedding_params - embedding, 0)
+    last_params = layers * model.params_per_layer + embedding + h
+    param_b, grad_b, buffer_b, optimizer_b = PRECISION_RECIPES[calibration.precision]
+    stage = plan.zero_stage
+
+    def states(params):
+        per_device = params / t
+        parameters = param_b * per_device / (d if stage >= 3 else 1)
+        gradients = (grad_b + buffer_b) * per_device / (d if stage >= 2 else 1)
+        optimizer = optimizer_b * per_device / (d if stage >= 1 else 1)
+        return parameters, gradients, optimizer
+
+    tokens = 1.0 * b * model.seq_len
+    per_layer = tokens * activation_bytes_per_token_per_layer(
+        model, t, plan.sequence_parallel, plan.recompute, plan.attention
+    )
+    in_flight = pipeline_in_flight_microbatches(p, m, plan.schedule, plan.virtual_stages)
+    logits = tokens * vocab / t * calibration.logits_bytes_per_element
+    first = states(first_params) + (per_layer * layers * in_flight, np.where(single, logits, 0.0))
+    last = states(last_params) + (per_layer * layers, logits)
+    first_total, last_total = sum(first), sum(last)
+    heaviest = [np.where(first_total >= last_total, a, z) for a, z in zip(first, last, strict=True)]
+    framework = calibration.framework_bytes + 0.0 * first_total
+    return MemoryBreakdown(*(_validate.as_result(x) for x in (*heaviest, framework)))
 
 
 def pipeline_bubble_fraction(stages, microbatches, virtual_stages=1):
@@ -551,14 +774,7 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
     ['layer outputs (partial sums), forward', 'input gradients (partial sums), backward', 'gradients']
     """
     check_plan_for_model(model, plan)
-    t, p, d, b, m, v = (
-        plan.tensor_parallel,
-        plan.pipeline_parallel,
-        plan.data_parallel,
-        plan.micro_batch,
-        plan.grad_accum_steps,
-        plan.virtual_stages,
-    )
+    t, p, d, b, m, v = plan.sizes
     activation = ACTIVATION_BYTES * b * model.seq_len * model.hidden  # one b×s×h tensor
     layers_here = model.layers // p
     per_mb = layers_here * m  # layer-micro-batch pairs per step on a device

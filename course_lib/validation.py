@@ -8,13 +8,15 @@ provenance (``data/playbook_runs.README.md``).
 
 Each run is replayed as the course's model sees it: its model (``parallelism.PLAYBOOK_MODELS``), its plan (data,
 tensor and pipeline sizes, ZeRO stage, micro-batch, accumulation; nanotron's tensor parallelism runs with sequence
-parallelism, no activation recomputation, 1F1B) on a cluster of that many H100 nodes. The model predicts per-GPU
-memory (does it fit in 80 GB?) and the step time, hence tokens/s and MFU. MFU uses the Playbook's own FLOP count
-(``playbook_flops_per_token``) at the H100's dense bf16 peak of 989.5 TFLOP/s, so a predicted and a measured MFU
-compare throughputs.
+parallelism, FlashAttention, no activation recomputation, 1F1B) on a cluster of that many nodes of 8 × H100 with EFA
+(``PLAYBOOK_CLUSTER_NODE``), by the calibrated model (``PLAYBOOK_CALIBRATION``, fitted on the 1B and 3B runs only;
+the 8B and 80B runs are held out) or, with ``calibration=None``, the course's uncalibrated model. The model predicts
+per-GPU memory (does it fit in 80 GB?) and the step time, hence tokens/s and MFU. MFU uses the Playbook's own FLOP
+count (``playbook_flops_per_token``) at the H100's dense bf16 peak of 989.5 TFLOP/s, so a predicted and a measured
+MFU compare throughputs.
 
-A run the model cannot represent (a pipeline whose stages don't divide the layers) is counted as refused, never
-dropped silently.
+A run the model cannot represent is counted as refused, never dropped silently: the uncalibrated model refuses the
+337 runs whose pipeline stages don't divide the layers; the calibrated model splits them unevenly.
 
 >>> runs = load_playbook_runs()
 >>> len(runs), int(runs.succeeded.sum())
@@ -24,7 +26,7 @@ dropped silently.
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,9 +37,11 @@ __all__ = [
     "PLAYBOOK_CSV",
     "PLAYBOOK_PEAK_FLOPS_PER_S",
     "PLAYBOOK_CLUSTER_NODE",
+    "PLAYBOOK_CALIBRATION",
     "PlaybookRuns",
     "Replay",
     "load_playbook_runs",
+    "fit_playbook_calibration",
     "playbook_flops_per_token",
     "replay_runs",
     "spearman",
@@ -47,9 +51,34 @@ __all__ = [
 PLAYBOOK_CSV = Path(__file__).resolve().parents[1] / "data" / "playbook_runs.csv"
 # The Playbook's MFU divides by 989.5 TFLOP/s per GPU (H100 SXM dense bf16); its README's consistency check.
 PLAYBOOK_PEAK_FLOPS_PER_S = 989.5e12
-# One node of the Playbook's cluster: 8 × H100, NVLink 4 inside, EFA between nodes (3,200 Gb/s per node, one-way:
-# the same 400 GB/s per node as 8 × 400 Gb/s InfiniBand NDR, so the NDR link preset stands in for it).
-PLAYBOOK_CLUSTER_NODE = hardware.DGX_H100
+# The Playbook's cluster: nodes of 8 × H100 with NVLink 4 inside and AWS EFA between nodes (3,200 Gb/s per node).
+PLAYBOOK_CLUSTER_NODE = hardware.Cluster(
+    "8 × H100, NVLink 4, EFA 3,200 Gb/s (one node)",
+    hardware.H100,
+    8,
+    1,
+    hardware.NVLINK4,
+    hardware.EFA_P5,
+    "Tazi et al. 2025 (the Ultra-Scale Playbook): 1–64 nodes of 8 × H100",
+)
+# The calibration for nanotron on the Playbook's cluster: the framework's traits as stated assumptions, five constants
+# fitted on the 1B and 3B runs only (``fit_playbook_calibration``; the 8B and 80B runs are never seen by the fit).
+PLAYBOOK_CALIBRATION = parallelism.Calibration(
+    name="nanotron on 8 × H100 + EFA (Ultra-Scale Playbook), fitted on the 1B and 3B runs",
+    precision="bf16-fp32-grads",
+    max_zero_stage_with_pipeline=1,
+    prefetch_parameter_gathers=False,  # nanotron's ZeRO-1 all-gathers the updated parameters after the step
+    # Fitted by fit_playbook_calibration on the 1,127 successful 1B and 3B runs (test_validation checks the fit
+    # returns these): large GEMMs at 80 % of the 989 TFLOP/s peak; half of that at 0.3 TFLOP of forward work per layer
+    # and GPU; 3.2 ms per layer and micro-batch (forward + backward) of fixed cost, the top of the fit's grid, so it
+    # absorbs more than kernel launches (nanotron's unoverlapped pipeline and tensor-parallel bookkeeping);
+    # NCCL over EFA at 20 % of the nominal 50 GB/s per GPU; 1.97 GB per GPU of framework memory.
+    gemm_efficiency=0.8,
+    gemm_half_flops=3e11,
+    layer_overhead_s=3.2e-3,
+    network_efficiency=0.2,
+    framework_bytes=1968873984.0,
+)
 _MODELS = {
     "1B": parallelism.PLAYBOOK_1B,
     "3B": parallelism.PLAYBOOK_3B,
@@ -143,23 +172,33 @@ def _cluster(nodes: int) -> hardware.Cluster:
     return hardware.Cluster(f"{nodes} × 8 H100", node.accelerator, 8, nodes, node.intra_node_link, node.inter_node_link)
 
 
-def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5) -> Replay:
+def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5, calibration="playbook") -> Replay:
     """Predict memory per GPU, whether it fits, the step time, tokens/s/GPU and MFU of every run.
 
-    >>> replay = replay_runs(load_playbook_runs())
-    >>> replay.refused
+    ``calibration``: "playbook" (``PLAYBOOK_CALIBRATION``), any ``parallelism.Calibration``, or None for the
+    uncalibrated course model of before issue 10 (FlashAttention approximated by selective recomputation, even
+    pipeline splits only, ``compute_efficiency`` × peak).
+
+    >>> runs = load_playbook_runs()
+    >>> replay_runs(runs, calibration=None).refused
     {'pipeline stages do not divide the layers': 337}
+    >>> replay_runs(runs).refused
+    {}
     """
+    if isinstance(calibration, str):
+        _validate.choice("calibration", calibration, ("playbook",))
+        calibration = PLAYBOOK_CALIBRATION
     n = len(runs)
     columns = {name: np.full(n, np.nan) for name in ("predicted_memory_bytes", "predicted_step_s", "predicted_mfu")}
     columns["predicted_fits"] = np.zeros(n, dtype=bool)
     even = np.ones(n, dtype=bool)
-    for label, model in _MODELS.items():
-        here = runs["model"] == label
-        even[here] = parallelism.splits_evenly(model, runs["tp"][here], runs["pp"][here])
+    if calibration is None:
+        for label, model in _MODELS.items():
+            here = runs["model"] == label
+            even[here] = parallelism.splits_evenly(model, runs["tp"][here], runs["pp"][here])
     # A plan holds one ZeRO stage and one sequence-parallel flag: evaluate the runs in groups that share them
-    # (nanotron's tensor parallelism always runs with sequence parallelism, so it is on exactly when t > 1). nanotron's
-    # FlashAttention stores no s × s scores; the closest the model comes is selective recomputation, which drops them.
+    # (nanotron's tensor parallelism always runs with sequence parallelism, so it is on exactly when t > 1). nanotron
+    # uses FlashAttention; the uncalibrated model approximates it by selective recomputation (no s × s scores).
     groups = np.stack([runs["nodes"], runs["zero_stage"], runs["tp"] > 1], axis=1)
     for label, model in _MODELS.items():
         for nodes, stage, sequence_parallel in np.unique(groups[even & (runs["model"] == label)], axis=0):
@@ -178,18 +217,74 @@ def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5) -> Replay:
                 micro_batch=runs["mbs"][rows],
                 grad_accum_steps=runs["grad_acc"][rows],
                 sequence_parallel=bool(sequence_parallel),
-                recompute="selective",
+                recompute="selective" if calibration is None else "none",
+                attention="standard" if calibration is None else "flash",
             )
             cluster = _cluster(int(nodes))
-            memory = parallelism.memory_breakdown(model, plan).total
-            step = budget.step_time(model, plan, cluster, compute_efficiency=compute_efficiency)
+            memory = parallelism.memory_breakdown(model, plan, calibration=calibration).total
+            step = budget.step_time(
+                model, plan, cluster, compute_efficiency=compute_efficiency, calibration=calibration
+            )
             tokens_per_s_per_gpu = runs["gbs_samples_computed"][rows] * model.seq_len / (step.total_s * 8 * nodes)
             flops = playbook_flops_per_token(model, runs["pp"][rows])
             columns["predicted_memory_bytes"][rows] = memory
             columns["predicted_fits"][rows] = memory <= cluster.accelerator.hbm_capacity_bytes
             columns["predicted_step_s"][rows] = step.total_s
             columns["predicted_mfu"][rows] = flops * tokens_per_s_per_gpu / PLAYBOOK_PEAK_FLOPS_PER_S
-    return Replay(runs, columns, {"pipeline stages do not divide the layers": int((~even).sum())})
+    refused = {"pipeline stages do not divide the layers": int((~even).sum())} if calibration is None else {}
+    return Replay(runs, columns, refused)
+
+
+def _subset(runs: PlaybookRuns, rows) -> PlaybookRuns:
+    return PlaybookRuns({name: values[rows] for name, values in runs.columns.items()})
+
+
+FIT_MODELS = ("1B", "3B")
+# The grid the fit searches, one constant at a time (coordinate descent, three passes): its values span what is
+# physically plausible for each constant.
+_FIT_GRID = {
+    "gemm_efficiency": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
+    "gemm_half_flops": (0.0, 1e10, 3e10, 1e11, 3e11, 1e12, 3e12),
+    "layer_overhead_s": (0.0, 50e-6, 100e-6, 200e-6, 400e-6, 800e-6, 1.6e-3, 3.2e-3),
+    "network_efficiency": (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0),
+}
+
+
+def fit_playbook_calibration(runs: PlaybookRuns, models=FIT_MODELS, passes=3) -> parallelism.Calibration:
+    """Fit ``PLAYBOOK_CALIBRATION``'s five constants on the successful runs of ``models`` (the 1B and 3B only).
+
+    ``framework_bytes``: the median of measured − predicted per-GPU memory (closed form). The four time constants:
+    coordinate descent over ``_FIT_GRID`` minimising the median |log(predicted MFU / measured MFU)|, starting from
+    the uncalibrated values. Never pass the held-out models.
+    """
+    for label in models:
+        _validate.choice("models", label, FIT_MODELS)
+    rows = runs.succeeded & np.isin(runs["model"], models) & (runs["measured_mfu"] > 0)
+    sample = _subset(runs, rows)
+    base = replace(
+        PLAYBOOK_CALIBRATION,
+        gemm_efficiency=0.5,
+        gemm_half_flops=0.0,
+        layer_overhead_s=0.0,
+        network_efficiency=1.0,
+        framework_bytes=0.0,
+    )
+
+    def loss(calibration):
+        replay = replay_runs(sample, calibration=calibration)
+        return float(np.median(np.abs(np.log(replay.columns["predicted_mfu"] / sample["measured_mfu"]))))
+
+    best, best_loss = base, loss(base)
+    for _ in range(passes):
+        for name, grid in _FIT_GRID.items():
+            for value in grid:
+                candidate = replace(best, **{name: value})
+                candidate_loss = loss(candidate)
+                if candidate_loss < best_loss - 1e-9:
+                    best, best_loss = candidate, candidate_loss
+    memory = replay_runs(sample, calibration=best).columns["predicted_memory_bytes"]
+    framework = float(np.median(sample["measured_memory_bytes"] - memory))
+    return replace(best, framework_bytes=max(framework, 0.0))
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:

@@ -26,6 +26,7 @@ BAD = {
     "schedule": ["zero-bubble"],
     "dtype": ["fp64"],
     "rails": [0, -1, 2.5, math.nan, math.inf, "8", True, 9],  # rails of an 8-device node: 1..8, or None
+    "attention": ["paged", ""],
 }
 
 # The arguments of the two-level all-reduces (hierarchical and multi-rail flat ring): one DGX H100 cluster.
@@ -312,6 +313,7 @@ CASES = [
             grad_accum_steps="count",
             recompute="recompute",
             sequence_parallel="flag",
+            attention="attention",
         ),
     ),
     (
@@ -350,6 +352,43 @@ CASES = [
         budget.search_plans,
         dict(model=parallelism.GPT2_1_5B, cluster=hardware.DGX_H100, global_batch=64),
         dict(global_batch="count", compute_efficiency="fraction", dtype="dtype"),
+    ),
+    (
+        budget.search_plans,
+        dict(model=parallelism.GPT2_1_5B, cluster=hardware.DGX_H100, global_batch=64, attention=("flash",)),
+        dict(attention="attention"),
+    ),
+    (
+        parallelism.activation_bytes_per_token_per_layer,
+        dict(model=parallelism.PLAYBOOK_1B, tensor_parallel=2, sequence_parallel=True, recompute="none"),
+        dict(tensor_parallel="count", sequence_parallel="flag", recompute="recompute", attention="attention"),
+    ),
+    (parallelism.stage_layers, dict(layers=16, pipeline_parallel=3), dict(layers="count", pipeline_parallel="count")),
+    (
+        budget.bucketed_exposure,
+        dict(total_s=1e-2, bucket_s=1e-3, window_s=4e-3, occurrences=2),
+        dict(total_s="nonnegative", bucket_s="nonnegative", window_s="nonnegative", occurrences="count"),
+    ),
+    (
+        budget.model_flops_per_step,
+        dict(model=parallelism.PLAYBOOK_1B, plan=ParallelPlan(), recompute="full"),
+        dict(recompute="recompute"),
+    ),
+    (
+        parallelism.Calibration,
+        dict(),
+        dict(
+            logits_bytes_per_element="nonnegative",
+            bucket_bytes="positive",
+            overlap_slowdown="nonnegative",
+            max_zero_stage_with_pipeline="stage",
+            prefetch_parameter_gathers="flag",
+            gemm_efficiency="fraction",
+            gemm_half_flops="nonnegative",
+            layer_overhead_s="nonnegative",
+            network_efficiency="fraction",
+            framework_bytes="nonnegative",
+        ),
     ),
     (hardware.H100.peak, dict(dtype="bf16"), dict(dtype="dtype")),
     (hardware.NVLINK4.one_way_bytes_per_s_per_device, dict(devices_per_node=8), dict(devices_per_node="count")),
@@ -526,6 +565,9 @@ def test_every_public_function_is_covered():
     separately = {
         "count_matmul_operations",
         "memory_breakdown",
+        "calibrated_memory_breakdown",
+        "calibrated_step_time",
+        "calibrated_cluster",
         "step_transfers",
         "boundary_tensors",
         "communication_volume_per_step",
@@ -560,6 +602,19 @@ def test_plans_that_do_not_divide_the_model_are_refused(function):
         function(GPT3_175B, ParallelPlan(pipeline_parallel=7))
 
 
+def test_calibrated_model_refuses_what_it_cannot_represent():
+    cal = parallelism.Calibration()
+    for function in (parallelism.memory_breakdown, budget.calibrated_step_time):
+        args = (hardware.DGX_H100, cal) if function is budget.calibrated_step_time else ()
+        kwargs = {} if args else {"calibration": cal}
+        with pytest.raises(ValueError, match="tensor_parallel must divide heads"):
+            function(GPT3_175B, ParallelPlan(tensor_parallel=5), *args, **kwargs)
+        with pytest.raises(ValueError, match="zero_stage must be at most 1 with pipeline_parallel > 1"):
+            function(GPT3_175B, ParallelPlan(pipeline_parallel=2, zero_stage=3), *args, **kwargs)
+    # An uneven pipeline (7 stages for 96 layers) is representable: the heaviest stage holds 14 layers.
+    assert parallelism.memory_breakdown(GPT3_175B, ParallelPlan(pipeline_parallel=7), calibration=cal).total > 0
+
+
 def test_tensor_parallel_must_divide_heads():
     with pytest.raises(ValueError, match="tensor_parallel must divide heads"):
         parallelism.activation_bytes_per_layer(2048, 1, 12288, 96, tensor_parallel=5)
@@ -588,8 +643,8 @@ def test_link_semantics_are_checked():
 
 def test_search_options_are_checked():
     for name, bad in (
-        ("micro_batches", (0,)),
-        ("micro_batches", ()),
+        ("micro_batch_sizes", (0,)),
+        ("micro_batch_sizes", ()),
         ("zero_stages", (5,)),
         ("recompute", ("some",)),
         ("virtual_stages", (1.5,)),

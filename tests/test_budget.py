@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from course_lib import budget, hardware
+from course_lib import budget, hardware, parallelism
 from course_lib.budget import exposed_after_overlap, group_collective_time, search_plans, step_time
 from course_lib.collectives import collective_time, hierarchical_allreduce_time, latency_bandwidth_crossover_bytes
 from course_lib.compute import transformer_flops_per_iteration
@@ -356,3 +356,140 @@ def test_lesson_04_exercise_5_decode_crossover():
     )
     assert crossover == pytest.approx(2.4e6)
     assert round(crossover / (GPT3_175B.hidden * 2)) == 98
+
+
+# ---- the calibrated model, term by term (issue 10 item 9): m, p, t > 1, groups spanning nodes at a stride ---------
+
+CLUSTER_4x8 = hardware.Cluster("4 × DGX H100", hardware.H100, 8, 4, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
+TOY = parallelism.TransformerModel(
+    "toy", 4, 1024, 8, 32000, 1024, ffn_hidden=4096, kv_heads=8, gated_mlp=True, tied_embeddings=False, style="llama"
+)
+PLAIN = parallelism.Calibration(gemm_efficiency=0.5)
+NVLINK_B, NVLINK_A = 450e9, 1e-6  # one-way per GPU, α per step
+NET_B, NET_A = 50e9, 5e-6  # 400 GB/s per node / 8 GPUs, α per step
+
+
+def _toy_plan(**changes):
+    fields = dict(data_parallel=8, tensor_parallel=2, pipeline_parallel=2, micro_batch=1, grad_accum_steps=4)
+    fields.update(changes)
+    return ParallelPlan(attention="flash", **fields)
+
+
+def _toy_terms():
+    """Hand values for _toy_plan() on CLUSTER_4x8 (t = 2, p = 2, d = 8, m = 4, b·s = 1024 tokens)."""
+    h, f, s, v, t = 1024, 4096, 1024, 32000, 2
+    tokens = 1024
+    layer = 2 * (2 * h * h + 2 * h * h + 3 * h * f) + 4 * s * h  # per token, forward
+    rate = 989e12 * 0.5
+    forward = tokens * (2 * layer + 2 * v * h) / t / rate  # 2 layers per stage + the output layer
+    backward = 2 * forward
+    activation = 2 * tokens * h
+    # TP: 4 all-reduces per layer (2 forward, 2 backward) of b·s·h over 2 GPUs in one node: 2 steps, (n−1)/n·2·S.
+    tp = 2 * 4 * (2 * NVLINK_A + activation / NVLINK_B)
+    # PP: stage neighbours are t·d = 16 ranks apart, on another node: one message of S/t each way per micro-batch.
+    pp = 2 * (NET_A + activation / t / NET_B)
+    slot = forward + backward + tp + pp
+    # DP: 8 ranks at stride 2 → 4 per node on 2 nodes. fp32 gradients of the stage, in 25 MB buckets.
+    params = (2 * TOY.params_per_layer + v * h) / t
+    grads = 4 * params
+    buckets = -(-grads // 25e6)
+    sb = grads / buckets
+    in_node = 3 * NVLINK_A + 3 / 4 * sb / NVLINK_B  # reduce-scatter (then all-gather) over k = 4 on S
+    across = 2 * NET_A + (sb / 4) / NET_B  # all-reduce over N = 2 nodes on S/k
+    bucket = 2 * in_node + across
+    return dict(forward=forward, backward=backward, tp=tp, pp=pp, slot=slot, bucket=bucket, buckets=buckets)
+
+
+def test_calibrated_step_by_hand():
+    x = _toy_terms()
+    step = step_time(TOY, _toy_plan(), CLUSTER_4x8, calibration=PLAIN)
+    assert step.exposed_s["tensor"] == pytest.approx(4 * x["tp"], rel=1e-9)
+    assert step.exposed_s["pipeline"] == pytest.approx(4 * x["pp"], rel=1e-9)
+    # The gradient buckets hide behind one micro-batch's backward (not the whole micro-batch); the last cannot hide.
+    reduction = x["buckets"] * x["bucket"]
+    assert step.exposed_s["data"] == pytest.approx(max(reduction - x["backward"], x["bucket"]), rel=1e-9)
+    assert step.bubble_s == pytest.approx(x["slot"], rel=1e-9)  # (p − 1)/v = 1 slot
+    assert step.total_s == pytest.approx(5 * x["slot"] + step.exposed_s["data"], rel=1e-9)
+
+
+def test_calibrated_recomputation_and_zero_terms_by_hand():
+    x = _toy_terms()
+    # Selective recomputation repeats no tensor-parallel collective; full recomputation repeats the 2 forward ones.
+    selective = step_time(TOY, _toy_plan(recompute="selective"), CLUSTER_4x8, calibration=PLAIN)
+    full = step_time(TOY, _toy_plan(recompute="full"), CLUSTER_4x8, calibration=PLAIN)
+    assert selective.exposed_s["tensor"] == pytest.approx(4 * x["tp"], rel=1e-9)
+    assert full.exposed_s["tensor"] == pytest.approx(4 * x["tp"] * 6 / 4, rel=1e-9)
+    # ZeRO-2 on one stage of 4 layers (p = 1, d = 8 at stride 2: 4 per node, 2 nodes): the fp32 gradients are
+    # reduce-scattered every micro-batch (m = 4 times; in node over k = 4 on S, then across N = 2 on S/k), the bf16
+    # parameters all-gathered once after the step (across on S/k, then in node), each in its own 25 MB buckets.
+    h, v, t = 1024, 32000, 2
+    params = (4 * TOY.params_per_layer + v * h) / t
+    grads, weights = 4 * params, 2 * params
+    n_rs, n_ag = -(-grads // 25e6), -(-weights // 25e6)
+    assert (n_rs, n_ag) == (8, 4)
+    rs = 3 * NVLINK_A + 3 / 4 * (grads / n_rs) / NVLINK_B + NET_A + (grads / n_rs / 4) / 2 / NET_B
+    ag = NET_A + (weights / n_ag / 4) / 2 / NET_B + 3 * NVLINK_A + 3 / 4 * (weights / n_ag) / NVLINK_B
+    layer = 2 * (4 * h * h + 3 * h * 4096) + 4 * 1024 * h
+    forward = 1024 * (4 * layer + 2 * v * h) / t / (989e12 * 0.5)
+    backward = 2 * forward
+    gather_exposed = max(n_ag * ag - forward, ag)  # prefetched behind the first forward; the first bucket cannot hide
+    for stage, expected, exposed in (
+        (1, n_rs * rs + n_ag * ag, max(n_rs * rs - backward, rs) + gather_exposed),
+        (
+            2,
+            4 * n_rs * rs + n_ag * ag,
+            3 * max(n_rs * rs - backward, 0) + max(n_rs * rs - backward, rs) + gather_exposed,
+        ),
+    ):
+        step = step_time(TOY, _toy_plan(zero_stage=stage, pipeline_parallel=1), CLUSTER_4x8, calibration=PLAIN)
+        assert step.overlapped_s["data"] + step.exposed_s["data"] == pytest.approx(expected, rel=1e-9)
+        assert step.exposed_s["data"] == pytest.approx(exposed, rel=1e-9)
+    assert n_rs * rs > backward  # so that each micro-batch's reduction shows through its window
+
+
+def test_bucketed_exposure_rule():
+    # 10 buckets of 1 ms behind a 4 ms window: 6 ms exposed; behind a 20 ms window only the boundary bucket, once.
+    assert budget.bucketed_exposure(10e-3, 1e-3, 4e-3) == pytest.approx(6e-3)
+    assert budget.bucketed_exposure(10e-3, 1e-3, 20e-3, occurrences=4) == pytest.approx(1e-3)
+    assert budget.bucketed_exposure(10e-3, 1e-3, 8e-3, occurrences=3) == pytest.approx(2 * 2e-3 + 2e-3)
+
+
+def test_legacy_transfers_with_m_p_t_above_one():
+    # GPT-3 on t = 4, p = 2, d = 2, m = 3: 48 layers per stage, 144 layer-micro-batches per step.
+    base = dict(data_parallel=2, tensor_parallel=4, pipeline_parallel=2, grad_accum_steps=3)
+    calls = {
+        rc: [x.calls_per_step for x in step_transfers(GPT3_175B, ParallelPlan(recompute=rc, **base))][:2]
+        for rc in ("none", "selective", "full")
+    }
+    assert calls == {"none": [288, 288], "selective": [288, 288], "full": [576, 288]}
+    zero2 = step_transfers(GPT3_175B, ParallelPlan(zero_stage=2, **base))
+    assert [(x.tensor, x.calls_per_step) for x in zero2 if x.axis == "data"] == [
+        ("gradients", 3),
+        ("updated parameters", 1),
+    ]
+    # The data-parallel volume: all-reduce 2(d−1)/d of 2 bytes × Ψ/(t·p).
+    volume = parallelism.communication_volume_per_step(GPT3_175B, ParallelPlan(**base))
+    assert volume["data"] == pytest.approx(2 * 1 / 2 * 2 * GPT3_175B.params / 8)
+
+
+def test_mfu_and_hfu_of_the_published_1t_plan(search_1t):
+    # HFU counts the recomputed forward (Eq. (3): 96Bslh²(1 + s/6h + V/16lh)), MFU does not (72Bslh²(1 + s/6h +
+    # V/12lh)): for the 1T model their ratio is about 8/6, and HFU × step time × devices × peak = Eq. (3)'s FLOPs.
+    fields = dict(tensor_parallel=8, pipeline_parallel=64, micro_batch=1, recompute="full", zero_stage=0)
+    plan = search_1t.plan(search_1t.find(**fields, virtual_stages=2, sequence_parallel=False))
+    step = step_time(MEGATRON_1T, plan, hardware.SELENE_3072)
+    b, s, l, h, v = 3072, 2048, 128, 25600, 51200
+    eq3 = 96 * b * s * l * h**2 * (1 + s / (6 * h) + v / (16 * l * h))
+    assert step.hfu * 3072 * 312e12 * step.total_s == pytest.approx(eq3, rel=1e-9)
+    model_flops = 72 * b * s * l * h**2 * (1 + s / (6 * h) + v / (12 * l * h))
+    assert step.mfu * 3072 * 312e12 * step.total_s == pytest.approx(model_flops, rel=1e-9)
+    assert step.hfu / step.mfu == pytest.approx(4 / 3, rel=0.01)
+
+
+def test_search_reports_mfu_and_hfu_for_every_row():
+    found = search_plans(GPT2_1_5B, hardware.DGX_H100, global_batch=512, micro_batch_sizes=(1, 2))
+    row = found.row(0)
+    assert 0 < row["mfu"] <= row["hfu"] <= 1
+    plan = found.plan(0)
+    step = step_time(GPT2_1_5B, plan, hardware.DGX_H100)
+    assert row["mfu"] == pytest.approx(step.mfu) and row["hfu"] == pytest.approx(step.hfu)

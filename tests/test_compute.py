@@ -132,3 +132,11 @@ def test_roofline_takes_the_slower_resource():
     assert roofline_time(1e9, 1e9, peak, bandwidth) == pytest.approx(1e-3)  # memory-bound
     assert attainable_flops_per_s(10, peak, bandwidth) == pytest.approx(1e13)
     assert attainable_flops_per_s(5000, peak, bandwidth) == pytest.approx(peak)
+
+
+def test_parameter_count_eq2_exactly():
+    # Eq. (2) expanded: 12lh² + 13lh + (V + s)h, to floating-point rounding (a dropped s·h term, 1e-5 of the 7.5B
+    # count, fails this; the 0.05 B tolerance against the printed counts does not).
+    for layers, hidden, _ in TABLE1:
+        exact = 12 * layers * hidden**2 + 13 * layers * hidden + (51200 + 2048) * hidden
+        assert transformer_params(layers, hidden, 51200, 2048) == pytest.approx(exact, rel=1e-12)

@@ -312,3 +312,77 @@ def test_gated_and_grouped_query_attention_change_the_counts_by_hand():
 def test_architecture_fields_are_validated(field, value, message):
     with pytest.raises(ValueError, match=message):
         TransformerModel("bad", 2, 64, 4, 10, 16, **{field: value})
+
+
+# ---- the calibrated memory model, term by term (issue 10 items 2 and 9) ------------------------------------------
+
+
+def test_architecture_aware_activations_reduce_to_korthikanti_for_gpt():
+    # GPT (f = 4h, multi-head, dropout): 34h + 5as per token per layer (Korthikanti et al. 2022 Eq. (1)), the
+    # residual side 10h unsplit without sequence parallelism, everything split with it.
+    m = parallelism.GPT3_175B
+    h, a, s = m.hidden, m.heads, m.seq_len
+    per = parallelism.activation_bytes_per_token_per_layer
+    assert per(m, 8) == pytest.approx(10 * h + (24 * h + 5 * a * s) / 8)
+    assert per(m, 8, True) == pytest.approx((34 * h + 5 * a * s) / 8)
+    assert per(m, 8, True, "selective") == pytest.approx(34 * h / 8)
+    assert per(m, 8, True, attention="flash") == pytest.approx((34 * h + 4 * a) / 8)
+    assert per(m, 8, True, "full") == pytest.approx(2 * h / 8)
+
+
+def test_gated_gqa_activations_term_by_term():
+    # Llama 3.1 8B (h 4096, f 14336, 8 KV heads of 128 → k = 1024, 32 heads), t = 4 with sequence parallelism:
+    # residual side 8h, attention Q 2h + K, V 4k + output 2h, gated MLP 8f, softmax 2as (standard) or 4a (flash).
+    m = parallelism.LLAMA3_8B
+    h, f, k, a, s = 4096, 14336, 1024, 32, 8192
+    per = parallelism.activation_bytes_per_token_per_layer
+    assert per(m, 4, True) == pytest.approx((8 * h + 4 * h + 4 * k + 8 * f + 2 * a * s) / 4)
+    assert per(m, 4, True, attention="flash") == pytest.approx((8 * h + 4 * h + 4 * k + 8 * f + 4 * a) / 4)
+    assert per(m, 4, False, attention="flash") == pytest.approx(8 * h + (4 * h + 4 * k + 8 * f + 4 * a) / 4)
+
+
+def test_calibrated_memory_of_the_heaviest_stage_by_hand():
+    # Playbook 8B (untied, 32 layers) on t = 2, p = 3 (uneven: 11 layers on the heaviest stage), d = 4, ZeRO-1,
+    # b = 2, m = 8, FlashAttention with sequence parallelism, recipe 2 + 2 + 4 + 12 bytes per parameter.
+    m = parallelism.PLAYBOOK_8B
+    cal = parallelism.Calibration(framework_bytes=1e9)
+    plan = parallelism.ParallelPlan(
+        data_parallel=4,
+        tensor_parallel=2,
+        pipeline_parallel=3,
+        zero_stage=1,
+        micro_batch=2,
+        grad_accum_steps=8,
+        sequence_parallel=True,
+        attention="flash",
+    )
+    mem = parallelism.memory_breakdown(m, plan, calibration=cal)
+    h, f, v, s, a = 4096, 14336, 131072, 4096, 32
+    layer_params = 4 * h * h + 3 * h * f + 2 * h
+    first_params = (11 * layer_params + v * h) / 2  # the input embedding on the first stage
+    per_token = (8 * h + 4 * h + 4 * h + 8 * f + 4 * a) / 2  # 32 KV heads: k = h
+    activations = 2 * s * per_token * 11 * 3  # 1F1B: min(p, m) = 3 micro-batches in flight on the first stage
+    assert mem.parameters == pytest.approx(2 * first_params)
+    assert mem.gradients == pytest.approx(6 * first_params)
+    assert mem.optimizer_state == pytest.approx(12 * first_params / 4)
+    assert mem.activations == pytest.approx(activations)
+    assert mem.logits == 0 and mem.framework == 1e9
+    # The last stage: 11 layers, the output layer and final norm, 1 micro-batch, and the logits 2·s·V/t × 10 B.
+    last_params = (11 * layer_params + v * h + h) / 2
+    last = (2 + 6 + 12 / 4) * last_params + 2 * s * per_token * 11 + 2 * s * v / 2 * 10
+    assert mem.total == pytest.approx((2 + 6 + 12 / 4) * first_params + activations + 1e9)
+    assert mem.total - 1e9 > last  # the first stage is the heavier one here
+    single = parallelism.memory_breakdown(m, plan.replace(pipeline_parallel=1, grad_accum_steps=24), calibration=cal)
+    assert single.logits == pytest.approx(2 * s * v / 2 * 10)
+
+
+def test_calibrated_plans_the_framework_cannot_run_are_refused():
+    cal = parallelism.Calibration()
+    with pytest.raises(ValueError, match="zero_stage must be at most 1 with pipeline_parallel > 1"):
+        parallelism.memory_breakdown(
+            parallelism.PLAYBOOK_1B, parallelism.ParallelPlan(pipeline_parallel=2, zero_stage=2), calibration=cal
+        )
+    with pytest.raises(ValueError, match="attention"):
+        parallelism.ParallelPlan(attention="paged")
+    with pytest.raises(ValueError, match="precision"):
+        parallelism.Calibration(precision="fp8")

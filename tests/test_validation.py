@@ -21,6 +21,11 @@ def replay(runs):
     return validation.replay_runs(runs)
 
 
+@pytest.fixture(scope="module")
+def replay_before(runs):
+    return validation.replay_runs(runs, calibration=None)
+
+
 def test_the_runs_are_all_there(runs):
     # The data's README: 3,306 runs, 1,758 with measured MFU (1B 534, 3B 593, 8B 493, 80B 138).
     assert len(runs) == 3306 and runs.succeeded.sum() == 1758
@@ -66,11 +71,29 @@ def test_spearman_by_hand():
         validation.spearman([1, 2], [1, 2, 3])
 
 
-def test_refused_runs_are_counted_not_dropped(replay, runs):
-    # 337 runs have pipeline stages that do not divide the layers (e.g. PP = 3 for 16 layers).
-    assert replay.refused == {"pipeline stages do not divide the layers": 337}
-    assert (~replay.represented).sum() == 337
-    assert validation.validation_figures(replay)["refused"] == 337
+def test_refused_runs_are_counted_not_dropped(replay_before, replay):
+    # Before: 337 runs have pipeline stages that do not divide the layers (e.g. PP = 3 for 16 layers). The calibrated
+    # model splits them unevenly (the heaviest stage sets memory and time) and represents every run.
+    assert replay_before.refused == {"pipeline stages do not divide the layers": 337}
+    assert (~replay_before.represented).sum() == 337
+    assert validation.validation_figures(replay_before)["refused"] == 337
+    assert replay.refused == {} and replay.represented.all()
+
+
+def test_figures_before_the_calibration(replay_before, runs):
+    # The uncalibrated course model on the held-out runs (issue 10's "before").
+    before = validation.validation_figures(replay_before, np.isin(runs["model"], HELD_OUT))
+    assert round(before["memory_median_abs_error"], 3) == 0.432
+    assert round(before["fit_agreement"], 3) == 0.836
+    assert round(before["mfu_spearman"], 2) == 0.67
+    assert before["best_pick_share"] == 0.0
+
+
+def test_the_fit_sees_only_the_1b_and_3b_runs_and_returns_the_calibration(runs):
+    with pytest.raises(ValueError, match="models"):
+        validation.fit_playbook_calibration(runs, models=("1B", "8B"))
+    fitted = validation.fit_playbook_calibration(runs)
+    assert fitted == validation.PLAYBOOK_CALIBRATION
 
 
 def test_a_missing_file_is_a_clear_error(tmp_path):
@@ -89,30 +112,45 @@ def held_out(replay, runs):
 
 
 def _not_yet(figure):
-    return pytest.mark.xfail(strict=True, reason=f"uncalibrated model (issue 10): measured {figure} on held-out runs")
+    return pytest.mark.xfail(
+        strict=True, reason=f"calibrated model (PLAYBOOK_CALIBRATION): measured {figure} on the held-out runs"
+    )
 
 
-@_not_yet("0.43: memory without FlashAttention's layout, fp32 gradient buffers, logits or framework overhead")
+def test_held_out_figures(held_out):
+    # The calibrated model on the 8B and 80B runs, which the fit never saw (make validate prints them).
+    assert round(held_out["memory_median_abs_error"], 3) == 0.106
+    assert round(held_out["fit_agreement"], 3) == 0.926
+    assert round(held_out["mfu_spearman"], 2) == 0.72
+    assert round(held_out["mfu_median_abs_error"], 2) == 1.20
+    assert round(held_out["best_pick_share"] * held_out["cells"]) == 2
+
+
 def test_memory_median_abs_error_at_most_20_percent(held_out):
     assert held_out["memory_median_abs_error"] <= 0.20
 
 
-@_not_yet("0.84: the model's memory is low, so runs that crashed are predicted to fit")
 def test_fit_agreement_at_least_90_percent(held_out):
     assert held_out["fit_agreement"] >= 0.90
 
 
-@_not_yet("0.67 overall, 0.69 / 0.65 per model")
+@_not_yet(
+    "0.72 overall, 0.75 / 0.62 (8B / 80B): the network term. One network efficiency (0.2 of EFA's nominal) fitted "
+    "on 1B/3B cannot order the 80B runs, whose 16–64-node MFU (1–5 %) is set by effects the model does not have"
+)
 def test_mfu_rank_correlation(held_out):
     assert held_out["mfu_spearman"] >= 0.85
     assert min(held_out["mfu_spearman_per_model"].values()) >= 0.80
 
 
-@_not_yet("3.8 (the model's MFU is 1.4× measured on one node and 14× on 64)")
+@_not_yet(
+    "1.20: predicted/measured MFU is 0.98× on 1 node but 1.9× on 8 and 7.2× on 64 nodes: the inter-node term "
+    "(data-parallel reduction and pipeline sends over EFA) is far cheaper in the model than measured"
+)
 def test_mfu_median_abs_error_at_most_30_percent(held_out):
     assert held_out["mfu_median_abs_error"] <= 0.30
 
 
-@_not_yet("0 of 12 cells")
+@_not_yet("2 of 12 cells: with MFU wrong by 2–7× across nodes, the predicted-best run is rarely the measured best")
 def test_predicted_best_within_10_percent_in_half_the_cells(held_out):
     assert held_out["best_pick_share"] >= 0.5

@@ -1,7 +1,9 @@
 """`make validate`: the step-time and memory model against the Ultra-Scale Playbook's measured runs.
 
 Prints, for the runs a calibration may see (the 1B and 3B models) and for the held-out runs (8B and 80B), the figures
-tests/test_validation.py judges, with issue 10's targets beside them, and the runs the model refused.
+tests/test_validation.py judges, with issue 10's targets beside them, and the runs the model refused: before (the
+uncalibrated course model, ``calibration=None``) and after (``validation.PLAYBOOK_CALIBRATION``), with the fitted
+constants.
 """
 
 from __future__ import annotations
@@ -27,31 +29,44 @@ def _shown(name: str, value: float) -> str:
     return f"{value:.2f}" if name == "mfu_spearman" else units.format_percent(value)
 
 
-def main() -> int:
+def _report(label: str, runs, calibration) -> None:
     started = time.perf_counter()
-    runs = validation.load_playbook_runs()
-    replay = validation.replay_runs(runs)
+    replay = validation.replay_runs(runs, calibration=calibration)
     elapsed = time.perf_counter() - started
-    figures = {label: validation.validation_figures(replay, np.isin(runs["model"], models)) for label, models in SPLITS}
-    print(f"Ultra-Scale Playbook runs: {len(runs)} ({int(runs.succeeded.sum())} ran), replayed in {elapsed:.2f} s")
-    for reason, count in replay.refused.items():
-        print(f"refused: {count} runs ({reason})")
-    header = f"{'figure':<44}{'target':>9}" + "".join(f"{label:>22}" for label, _ in SPLITS)
+    figures = {name: validation.validation_figures(replay, np.isin(runs["model"], models)) for name, models in SPLITS}
+    print(f"== {label}: replayed in {elapsed:.2f} s")
+    refused = ", ".join(f"{count} runs ({reason})" for reason, count in replay.refused.items()) or "none"
+    print(f"refused: {refused}")
+    header = f"{'figure':<44}{'target':>9}" + "".join(f"{name:>22}" for name, _ in SPLITS)
     print(header)
     print("-" * len(header))
     for name, text, target, _ in TARGETS:
-        cells = "".join(f"{_shown(name, figures[label][name]):>22}" for label, _ in SPLITS)
+        cells = "".join(f"{_shown(name, figures[split][name]):>22}" for split, _ in SPLITS)
         print(f"{text:<44}{target:>9}{cells}")
-    for label, _ in SPLITS:
-        per_model = ", ".join(f"{m} {rho:.2f}" for m, rho in figures[label]["mfu_spearman_per_model"].items())
+    for split, _ in SPLITS:
+        per_model = ", ".join(f"{m} {rho:.2f}" for m, rho in figures[split]["mfu_spearman_per_model"].items())
         ratios = ", ".join(
-            f"{nodes}: {ratio:.2f}×" for nodes, ratio in figures[label]["mfu_ratio_median_by_nodes"].items()
+            f"{nodes}: {ratio:.2f}×" for nodes, ratio in figures[split]["mfu_ratio_median_by_nodes"].items()
         )
-        print(f"{label}: Spearman per model {per_model} (target ≥ 0.80); predicted/measured MFU by nodes {ratios}")
-        print(f"{label}: {figures[label]['runs']} runs, {figures[label]['cells']} (model, nodes) cells")
+        print(f"{split}: Spearman per model {per_model} (target ≥ 0.80); predicted/measured MFU by nodes {ratios}")
+        print(f"{split}: {figures[split]['runs']} runs, {figures[split]['cells']} (model, nodes) cells")
     held = figures[SPLITS[1][0]]
     met = sum(check(held[name]) for name, _, _, check in TARGETS)
     print(f"held-out targets met: {met} of {len(TARGETS)}")
+
+
+def main() -> int:
+    runs = validation.load_playbook_runs()
+    print(f"Ultra-Scale Playbook runs: {len(runs)} ({int(runs.succeeded.sum())} ran)")
+    _report("before: the uncalibrated course model (calibration=None)", runs, None)
+    calibration = validation.PLAYBOOK_CALIBRATION
+    print(f"fitted on the 1B and 3B runs only ({calibration.name}):")
+    print(
+        f"  gemm_efficiency {calibration.gemm_efficiency}, gemm_half_flops {calibration.gemm_half_flops:.3g} FLOP, "
+        f"layer_overhead_s {units.format_time(calibration.layer_overhead_s)}, network_efficiency "
+        f"{calibration.network_efficiency}, framework_bytes {units.format_bytes(calibration.framework_bytes)}"
+    )
+    _report("after: the calibrated model (validation.PLAYBOOK_CALIBRATION)", runs, calibration)
     return 0
 
 

@@ -1,0 +1,128 @@
+"""The calibrated step-time model against Narayanan et al. 2021 (arXiv 2104.04473): Table 1 and §5.2 (Table 2).
+
+Table 1's rows (verified from the paper's text): heads, hidden, layers, t, p, GPUs, batch and the achieved TFLOP/s per
+GPU, which counts Eq. (3)'s FLOPs (full recomputation: a hardware-FLOPs figure, ``StepTime.hfu`` × 312 TFLOP/s).
+The runs used the interleaved schedule (§5.1); the micro-batch size is not printed, so the test uses 1. §5.2 (Table 2):
+GPT-3 175B at batch 1536, ZeRO-3 without model parallelism (micro-batch 4 on 384 GPUs, 2 on 768) measured 144 and 88
+TFLOP/s, PTD-P (t = 8, p = 12, micro-batch 1) 153 and 149. No constant is fitted on these rows: the calibration is
+the uncalibrated physics (``Calibration()``: big-GEMM efficiency 0.5, nominal links) with DeepSpeed's prefetching
+of ZeRO-3 gathers.
+"""
+
+from dataclasses import replace
+
+import pytest
+
+from course_lib import budget, hardware, parallelism
+
+SELENE = parallelism.Calibration(
+    name="Megatron-LM and DeepSpeed on Selene, uncalibrated", prefetch_parameter_gathers=True
+)
+
+
+def _cluster(gpus):
+    return replace(hardware.SELENE_3072, nodes=gpus // 8)
+
+
+TABLE1 = [
+    # (heads, hidden, layers, t, p, GPUs, batch, TFLOP/s per GPU)
+    (24, 2304, 24, 1, 1, 32, 512, 137),
+    (32, 3072, 30, 2, 1, 64, 512, 138),
+    (32, 4096, 36, 4, 1, 128, 512, 142),
+    (48, 6144, 40, 8, 1, 256, 1024, 135),
+    (64, 8192, 48, 8, 2, 512, 1536, 138),
+    (80, 10240, 60, 8, 4, 1024, 1792, 140),
+    (96, 12288, 80, 8, 8, 1536, 2304, 148),
+    (128, 16384, 96, 8, 16, 1920, 2160, 155),
+    (128, 20480, 105, 8, 35, 2520, 2520, 163),
+    (160, 25600, 128, 8, 64, 3072, 3072, 163),
+]
+
+
+def table1_prediction(heads, hidden, layers, t, p, gpus, batch):
+    model = parallelism.TransformerModel("Table 1", layers, hidden, heads, 51200, 2048)
+    d = gpus // (t * p)
+    m = batch // d
+    interleaved = p > 1 and m % p == 0
+    plan = parallelism.ParallelPlan(
+        data_parallel=d,
+        tensor_parallel=t,
+        pipeline_parallel=p,
+        micro_batch=1,
+        grad_accum_steps=m,
+        recompute="full",
+        schedule="interleaved" if interleaved else "1f1b",
+        virtual_stages=2 if interleaved else 1,
+    )
+    step = budget.step_time(model, plan, _cluster(gpus), calibration=SELENE)
+    return step.hfu * hardware.A100.peak("bf16") / 1e12
+
+
+def test_table1_predictions():
+    # Printed here so a failure shows all rows; the targets are the parametrised tests below.
+    predicted = [round(table1_prediction(*row[:7])) for row in TABLE1]
+    assert predicted == [156, 149, 136, 127, 131, 132, 134, 134, 132, 132]
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        row
+        if i < 8
+        else pytest.param(
+            row,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="compute efficiency: the uncalibrated model predicts 132 TFLOP/s for the 530B and 1T rows "
+                "(−19 % of 163): one big-GEMM efficiency of 0.5 for every size, where Megatron's 20480- and "
+                "25600-wide GEMMs reach 52 % of peak end to end; the A100 has no calibration of its own",
+            ),
+        )
+        for i, row in enumerate(TABLE1)
+    ],
+)
+def test_table1_throughput_within_15_percent(row):
+    *config, published = row
+    assert table1_prediction(*config) == pytest.approx(published, rel=0.15)
+
+
+def _zero3_and_ptdp(gpus, zero3_micro_batch):
+    model = parallelism.GPT3_175B
+    zero3 = parallelism.ParallelPlan(
+        data_parallel=gpus,
+        zero_stage=3,
+        micro_batch=zero3_micro_batch,
+        grad_accum_steps=1536 // (zero3_micro_batch * gpus),
+        recompute="full",
+    )
+    d = gpus // 96
+    ptdp = parallelism.ParallelPlan(
+        data_parallel=d,
+        tensor_parallel=8,
+        pipeline_parallel=12,
+        micro_batch=1,
+        grad_accum_steps=1536 // d,
+        recompute="full",
+        schedule="interleaved",
+        virtual_stages=2,
+    )
+    return tuple(budget.step_time(model, plan, _cluster(gpus), calibration=SELENE) for plan in (zero3, ptdp))
+
+
+def test_section_5_2_figures():
+    # Predicted hardware TFLOP/s per GPU (ZeRO-3, PTD-P): 156 and 138 at 384 GPUs, 156 and 135 at 768.
+    for gpus, micro_batch, expected in ((384, 4, (156, 138)), (768, 2, (156, 135))):
+        steps = _zero3_and_ptdp(gpus, micro_batch)
+        assert tuple(round(step.hfu * 312) for step in steps) == expected
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="overlap: the model hides ZeRO-3's 24 s (384 GPUs) and 38 s (768 GPUs) of parameter gathers and gradient "
+    "reduce-scatters per step behind compute (nominal 25 GB/s per GPU, no slowdown of compute while they run), so "
+    "ZeRO-3 predicts 156 TFLOP/s against PTD-P's 138 and 135; measured 144 vs 153 and 88 vs 149",
+)
+@pytest.mark.parametrize("gpus, zero3_micro_batch", [(384, 4), (768, 2)])
+def test_section_5_2_ptdp_beats_zero3(gpus, zero3_micro_batch):
+    zero3, ptdp = _zero3_and_ptdp(gpus, zero3_micro_batch)
+    assert ptdp.total_s < zero3.total_s
