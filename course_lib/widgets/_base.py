@@ -21,7 +21,7 @@ import math
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from ._fast import PartialRedraw
+from ..viz.fast import PartialRedraw
 
 __all__ = ["Lab", "nice_values", "unit_slider", "choice_buttons", "int_slider"]
 
