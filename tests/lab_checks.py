@@ -76,3 +76,26 @@ def assert_png_matches_savefig(lab):
     assert shown.shape == full.shape
     differing = (np.abs(shown - full).max(axis=2) > 40).mean()
     assert differing < 0.005, f"{differing:.2%} of the pixels differ from savefig"
+
+
+def figure_pixels(figure) -> np.ndarray:
+    """``figure`` as ``savefig`` draws it (every artist), as an RGBA array."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return np.asarray(Image.open(io.BytesIO(buffer.getvalue())).convert("RGBA")).astype(int)
+
+
+def assert_updates_match_a_fresh_build(build, first, second):
+    """A live figure built by ``build()`` (returning (figure, live figure)) and updated by ``first`` then ``second``
+    (functions of the live figure) draws exactly what one built and updated by ``second`` alone draws: an update
+    leaves nothing of the previous result behind."""
+    figure, live = build()
+    first(live)
+    second(live)
+    fresh_figure, fresh = build()
+    second(fresh)
+    assert len(live.animated) == len(fresh.animated)
+    for artist, fresh_artist in zip(live.animated, fresh.animated, strict=True):
+        assert type(artist) is type(fresh_artist)
+        assert artist.get_visible() == fresh_artist.get_visible()
+    assert np.array_equal(figure_pixels(figure), figure_pixels(fresh_figure))

@@ -10,23 +10,26 @@ import re  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from lab_checks import assert_updates_match_a_fresh_build  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import FancyArrowPatch  # noqa: E402
 
 from course_lib import collectives  # noqa: E402
 from course_lib.simulate import reference, simulate  # noqa: E402
 from course_lib.viz.collectives import (  # noqa: E402
+    EMPTY_COLOR,
     RANK_COLORS,
     SUM_COLOR,
+    CollectiveTimeFigure,
+    RingStepFigure,
     demo_inputs,
+    level_colors,
     plot_collective_data,
     plot_collective_time_vs_payload,
     plot_ring_allreduce_steps,
     plot_ring_step,
 )
-
-GPT3 = dict(batch=1536, seq_len=2048, layers=96, hidden=12288, vocab=51200)
-SMALL = dict(batch=2, seq_len=64, layers=3, hidden=32, vocab=100)  # every count exact in float64
 
 
 @pytest.fixture(autouse=True)
@@ -250,3 +253,93 @@ BAD_CALLS = [
 def test_bad_input_names_the_parameter(call, parameter):
     with pytest.raises(ValueError, match=rf"^{parameter}\b"):
         call()
+
+
+# --- the live figures of the ring lab ---------------------------------------------------------------------------
+
+
+def _time_figure():
+    figure = Figure(figsize=(6, 4), dpi=72)
+    return figure, CollectiveTimeFigure(figure.add_axes((0.15, 0.3, 0.8, 0.6)), ranks_options=(2, 6, 8))
+
+
+def _report(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, algorithm):
+    return collectives.collective_report(
+        "all_reduce", ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, algorithm
+    )
+
+
+def _show(report):
+    def draw(live):
+        live.set_static(report.ranks)
+        live.update(report)
+
+    return draw
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (_report(8, 1e8, 50e9, 5e-6, "rabenseifner"), _report(6, 1e3, 1e9, 1e-4, "binomial_tree")),
+        (_report(6, 1e10, 1e12, 1e-7, "ring"), _report(8, 2e6, 50e9, 5e-6, "recursive_doubling")),
+    ],
+)
+def test_time_figure_updated_twice_draws_what_a_fresh_one_draws(first, second):
+    assert_updates_match_a_fresh_build(_time_figure, _show(first), _show(second))
+
+
+def test_time_figure_curves_terms_and_crossover_are_the_report():
+    _, live = _time_figure()
+    report = _report(6, 1e8, 50e9, 5e-6, "ring")
+    live.set_static(6)
+    live.update(report)
+    payloads = live.curve_payloads_bytes
+    assert payloads[0] == 1e3 and payloads[-1] == pytest.approx(1e10) and len(payloads) == 71
+    assert [a for a, line in live.curves.items() if line.get_visible()] == ["ring", "binomial_tree"]
+    for algorithm in ("ring", "binomial_tree"):
+        np.testing.assert_allclose(
+            live.curves[algorithm].get_ydata(),
+            collectives.collective_time("all_reduce", 6, payloads, 50e9, 5e-6, algorithm),
+            rtol=1e-12,
+        )
+    np.testing.assert_allclose(live.latency_term.get_ydata(), 10 * 5e-6)  # 2(p − 1) = 10 steps of α
+    np.testing.assert_allclose(live.bandwidth_term.get_ydata(), 2 * 5 / 6 * payloads / 50e9, rtol=1e-12)
+    assert live.crossover.get_xdata()[0] == pytest.approx(6 * 5e-6 * 50e9)  # S* = p·α·B for the ring
+    assert live.point.get_xdata()[0] == 1e8 and live.point.get_ydata()[0] == report.time_s
+    greyed = [text.get_text() for text in live.legend_texts.values() if text.get_color() == "#AAAAAA"]
+    assert greyed == ["recursive doubling (2^k p)", "Rabenseifner (2^k p)"]
+
+
+def _step_figure():
+    figure = Figure(figsize=(4, 4.3), dpi=72)
+    return figure, RingStepFigure(figure.add_axes((0, 0, 1, 1)), 8, ranks_options=(2, 4, 6, 16))
+
+
+def _step(ranks, step):
+    def draw(live):
+        live.set_static(ranks)
+        live.update(ranks, step)
+
+    return draw
+
+
+@pytest.mark.parametrize("first, second", [((4, 3), (6, 7)), ((16, 0), (3, 4)), ((8, 14), (2, 0))])
+def test_step_figure_updated_twice_draws_what_a_fresh_one_draws(first, second):
+    assert_updates_match_a_fresh_build(_step_figure, _step(*first), _step(*second))
+
+
+def test_step_figure_shades_are_the_simulated_contributions():
+    _, live = _step_figure()
+    sim = simulate("all_reduce", 5, elements=5)
+    levels = [to_rgba(color) for color in level_colors(5)]
+    live.set_static(5)
+    for step in (0, 4, 8):
+        live.update(5, step)
+        faces = live.cells.get_facecolor().reshape(8, 8, 4)
+        counts = sim.contributions(step)
+        for r in range(5):
+            for c in range(5):
+                expected = levels[counts[r, c] - 1] if counts[r, c] else to_rgba(EMPTY_COLOR)
+                np.testing.assert_allclose(faces[r, c], expected)
+        assert len(live.heads.get_xdata()) == (5 if step else 0)  # one transfer per rank per step
+    assert live.title.get_text() == "ring step 8 of 8: all-gather"

@@ -25,12 +25,6 @@ def close_figures():
     plt.close("all")
 
 
-@pytest.fixture
-def two_axes():
-    _, axes = plt.subplots(1, 2)
-    return axes
-
-
 def by_gid(artists, prefix):
     return [a for a in artists if (a.get_gid() or "").startswith(prefix)]
 
