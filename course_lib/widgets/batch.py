@@ -12,9 +12,10 @@
   so each of its t × p devices, works through in one step; ``devices_per_replica`` = t × p.
 
 Tensor- and pipeline-parallel groups split the work on the *same* examples, so t and p multiply the devices but not
-the examples. The figure shows both: on the left the devices, one row per data-parallel replica (t × p cells,
-shaded by pipeline stage) with the range of examples each replica works on; on the right two log-scale bars built
-from their factors, devices = d · t · p and examples = b · N_acc · d, with the shared factor d in the same colour.
+the examples. The figure, ``viz.parallelism.GlobalBatchFigure``, shows both: on the left the devices, one row per
+data-parallel replica (t × p cells, shaded by pipeline stage) with the range of examples each replica works on; on
+the right two log-scale bars built from their factors, devices = d · t · p and examples = b · N_acc · d, with the
+shared factor d in the same colour.
 
 >>> lab = global_batch_lab()
 >>> lab.result["global_batch"], lab.result["devices"], units.format_count(lab.result["tokens_per_step"])

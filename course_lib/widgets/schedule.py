@@ -2,8 +2,10 @@
 
 The timeline comes from ``pipeline.pipeline_schedule`` (an event simulation that knows nothing of the bubble
 formula); the lab shows next to it ``parallelism.pipeline_bubble_fraction`` (p − 1)/(v·m) and
-``parallelism.pipeline_in_flight_microbatches``, so every position of the controls checks the formulas against
-the simulation. Times are in units of the forward time t_f of one micro-batch through one stage (t_b = 2 t_f).
+``parallelism.pipeline_in_flight_microbatches``, so every position of the controls checks the formulas against the
+simulation. The figure is ``viz.parallelism.PipelineScheduleFigure`` (the timeline) beside a
+``ComparisonBarsFigure`` (simulated against formula). Times are in units of the forward time t_f of one micro-batch
+through one stage (t_b = 2 t_f).
 
 Only valid schedules are reachable: GPipe and 1F1B have v = 1; moving the virtual-stages slider above 1 selects
 the interleaved schedule (and back to 1, 1F1B), and with interleaving the micro-batch slider moves in steps of p,
