@@ -1,6 +1,6 @@
-"""Lab 2 (course_lib.widgets.batch) in-process (no browser, no kernel): every control swept over its range, each
-result checked against the formula recomputed here by hand and against course_lib, the figure updated in place, the
-summary in units, and the dependent controls never reaching an invalid combination."""
+"""Lab 2, the global batch (course_lib.widgets.batch), in this process: each control swept over its range, the
+examples and devices checked against b × N_acc × d and d × t × p worked out here, the figure updated in place and its
+fast PNG against a full savefig."""
 
 import matplotlib
 
@@ -22,18 +22,7 @@ from course_lib.widgets.batch import (  # noqa: E402
     global_batch_lab,
 )
 
-RING_RESULT_KEYS = {
-    "time_s",
-    "latency_term_s",
-    "bandwidth_term_s",
-    "algbw_bytes_per_s",
-    "busbw_bytes_per_s",
-    "crossover_bytes",
-    "phases",
-    "regime",
-}
 BATCH_RESULT_KEYS = {"global_batch", "tokens_per_step", "devices", "examples_per_replica_per_step"}
-POWER_OF_TWO_ONLY = {"recursive_doubling", "rabenseifner"}
 
 
 # --- lab 2: global batch ---------------------------------------------------------------------------------------

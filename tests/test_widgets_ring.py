@@ -36,7 +36,6 @@ RING_RESULT_KEYS = {
     "phases",
     "regime",
 }
-BATCH_RESULT_KEYS = {"global_batch", "tokens_per_step", "devices", "examples_per_replica_per_step"}
 POWER_OF_TWO_ONLY = {"recursive_doubling", "rabenseifner"}
 
 

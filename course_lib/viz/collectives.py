@@ -342,7 +342,7 @@ def _draw_chunks(ax, sim, step, origin_of_rank, font):
     p = sim.ranks
     counts = sim.contributions(step)
     final = sim.holdings(step)
-    received = {(t.dst, c) for t in (sim.steps[step - 1] if step else ()) for c in t.chunks}
+    received = _received(sim, step)
     levels = level_colors(p)
     for r in range(p):
         x0, y0 = origin_of_rank(r)
@@ -371,6 +371,11 @@ def _draw_chunks(ax, sim, step, origin_of_rank, font):
                 color="white" if dark else "#333333",
                 zorder=4,
             )
+
+
+def _received(sim, step) -> frozenset:
+    """The (rank, chunk) cells that receive a chunk in step ``step`` of ``sim`` (none before the first)."""
+    return frozenset((t.dst, c) for t in (sim.steps[step - 1] if step else ()) for c in t.chunks)
 
 
 def ring_step_phase(op, ranks, step) -> str:
@@ -1004,9 +1009,7 @@ def _ring_allreduce_steps(ranks: int) -> int:
 def _step_view(ranks: int, step: int):
     """(contribution counts (p × p), received cells, transfers of this step) after ``step`` steps of the ring."""
     sim = _ring_simulation(ranks)
-    transfers = sim.steps[step - 1] if step else ()
-    received = frozenset((t.dst, c) for t in transfers for c in t.chunks)
-    return sim.contributions(step), received, transfers
+    return sim.contributions(step), _received(sim, step), sim.steps[step - 1] if step else ()
 
 
 @functools.cache

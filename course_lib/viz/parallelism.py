@@ -718,6 +718,20 @@ def _gantt_geometry(timeline) -> dict:
     }
 
 
+def _legend_below(ax, top, **kwargs):
+    """The live figures' legend: four columns, centred under ``ax``, its top at ``top`` (axes fraction)."""
+    return ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, top),
+        ncol=4,
+        frameon=False,
+        fontsize=8,
+        handlelength=1.2,
+        columnspacing=1.0,
+        **kwargs,
+    )
+
+
 class PipelineScheduleFigure(LiveFigure):
     """Live Gantt chart of a pipeline timeline, on axes placed by the caller: one row per stage (stage 0 on top),
     one box per op (``chunk_color``), idle time grey behind them, the micro-batch numbers in the boxes when they
@@ -784,16 +798,7 @@ class PipelineScheduleFigure(LiveFigure):
             Patch(facecolor=COLORS["bubble"], alpha=0.6, label="idle (bubble)"),
             Patch(facecolor=chunk_color("forward", 1, 2), label="later chunk (interleaved)"),
         ]
-        ax.legend(
-            handles=handles,
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.18),
-            ncol=4,
-            frameon=False,
-            fontsize=8,
-            handlelength=1.2,
-            columnspacing=1.0,
-        )
+        _legend_below(ax, -0.18, handles=handles)
         self.animated = (
             self.idle,
             *self.boxes.values(),
@@ -1009,15 +1014,7 @@ class MemoryBudgetFigure(LiveFigure):
             stack_ax.set_title(stack_title, fontsize=9)
         for side in ("top", "right"):
             stack_ax.spines[side].set_visible(False)
-        stack_ax.legend(
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.15),
-            ncol=4,
-            frameon=False,
-            fontsize=8,
-            handlelength=1.2,
-            columnspacing=1.0,
-        )
+        _legend_below(stack_ax, -0.15)
 
         # Right: the selected plan's components on a fixed log axis.
         names = list(MEMORY_COMPONENTS) + ["total"]

@@ -104,10 +104,6 @@ def _log_slider(description: str, stops, value, formatter):
     return slider
 
 
-def _bytes_label(value, _position=None):
-    return units.format_bytes(value)
-
-
 class RingAllReduceLab(Lab):
     """The ring all-reduce lab (see the module docstring); build it with ``ring_allreduce_lab(**initial)``."""
 
@@ -143,7 +139,7 @@ class RingAllReduceLab(Lab):
 
         controls = {
             "ranks": unit_slider("ranks p", stops_with(RANKS, ranks), ranks, str),
-            "payload_bytes": _log_slider("payload S", PAYLOADS_BYTES, payload, _bytes_label),
+            "payload_bytes": _log_slider("payload S", PAYLOADS_BYTES, payload, units.format_bytes),
             "bandwidth_bytes_per_s": _log_slider(
                 "bandwidth B", BANDWIDTHS_BYTES_PER_S, bandwidth, units.format_bandwidth
             ),
