@@ -810,13 +810,16 @@ class PipelineScheduleFigure(LiveFigure):
             self.title,
         )
         self._shown_rows = None
-        self._geometry = (None, None)  # (timeline, its geometry): the last one drawn
+        self._geometries = {}  # id(timeline) → (timeline, its boxes): a lab moving back and forth redraws, not rebuilds
 
     def update(self, timeline) -> None:
         """Draw ``timeline`` (a ``pipeline.PipelineTimeline``)."""
-        if self._geometry[0] is not timeline:
-            self._geometry = (timeline, _gantt_geometry(timeline))
-        gantt = self._geometry[1]
+        cached = self._geometries.get(id(timeline))
+        if cached is None or cached[0] is not timeline:  # the boxes of a timeline drawn before are kept
+            if len(self._geometries) >= 32:
+                self._geometries.clear()
+            cached = self._geometries[id(timeline)] = (timeline, _gantt_geometry(timeline))
+        gantt = cached[1]
         p, m, v = timeline.stages, timeline.microbatches, timeline.virtual_stages
         ax, end = self.ax, gantt["end"]
         self.idle.set_path(_box_path(np.zeros(p), np.full(p, end), np.arange(p, dtype=float), _BOX_HEIGHT))
