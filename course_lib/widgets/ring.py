@@ -126,7 +126,8 @@ class RingAllReduceLab(Lab):
         )
         latency = _checked_option("latency_s", start["latency_s"], LATENCIES_S[0], LATENCIES_S[-1])
         allowed = collectives.applicable_algorithms(OP, ranks)
-        algorithm = _validate.choice("algorithm", start["algorithm"], collectives.ALGORITHMS[OP])
+        algorithm = start["algorithm"]
+        collectives.check_algorithm(OP, algorithm)
         if algorithm not in allowed:
             raise ValueError(f"algorithm={algorithm!r} needs a power-of-two number of ranks, got ranks={ranks}")
         step = _validate.count("step", start["step"], minimum=0)
