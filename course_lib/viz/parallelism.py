@@ -683,6 +683,7 @@ def plot_parallelism_splits(axes=None):
 # ---- live figures: the pipeline lab's Gantt chart and its check bars ----------------------------------------------
 
 _KINDS = ("forward", "backward")
+_LIVE_LABEL_SIZE = 7.0  # points: one size for every update (cached bitmaps), at least MIN_LABEL_SIZE
 
 
 def _box_path(x0, x1, y, height) -> Path:
@@ -771,7 +772,7 @@ class PipelineScheduleFigure(LiveFigure):
             for v in range(1, max_virtual_stages + 1)
         }
         self.labels = [
-            CachedText.add(ax, 0, 0, ha="center", va="center", fontsize=7, zorder=3, visible=False)
+            CachedText.add(ax, 0, 0, ha="center", va="center", fontsize=_LIVE_LABEL_SIZE, zorder=3, visible=False)
             for _ in range(label_pool)
         ]
         below = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
@@ -852,7 +853,8 @@ class PipelineScheduleFigure(LiveFigure):
                 patch.set_facecolor(self._colors[v][k, c])
                 patch.set_linewidth(edge)
         count = len(gantt["label"])
-        show = count <= len(self.labels) and microbatch_label_size(chunk_pt, height_pt, p, m) >= MIN_LABEL_SIZE
+        # The numbers are drawn at _LIVE_LABEL_SIZE: shown when they fit at that size (the lesson's rule, one size).
+        show = count <= len(self.labels) and microbatch_label_size(chunk_pt, height_pt, p, m) >= _LIVE_LABEL_SIZE
         colors = self._text_colors[v]
         for i, label in enumerate(self.labels):
             if show and i < count:
