@@ -24,6 +24,7 @@ from course_lib.viz.parallelism import (  # noqa: E402
     MemoryBudgetFigure,
     PipelineScheduleFigure,
     box_edge_width,
+    microbatch_label_size,
     plot_memory_breakdown,
     plot_parallelism_splits,
     plot_pipeline_schedule,
@@ -300,9 +301,16 @@ def test_gantt_figure_boxes_are_the_timeline_in_units_of_t_f():
             assert patch.get_linewidth() == box_edge_width(0.63 * 9 * 72 / (2 * timeline.total_s / 0.01))
     assert live.ax.get_xlim()[1] == pytest.approx(timeline.total_s / 0.01 * 1.005)
     assert live.title.get_text() == "Interleaved 1F1B, p = 4, v = 2, m = 8: bubble 18.8 %"
-    assert [label.get_text() for label in live.labels if label.get_visible()] == [
-        str(op.microbatch + 1) for op in timeline.ops
-    ]
+    # The numbers are drawn at 7 points, when they fit at that size: a chunk's forward here is about 7 points wide
+    # (too narrow); with v = 1 it is twice that.
+    width_pt, height_pt = 0.63 * 9 * 72, 0.64 * 4 * 72
+    for shown in (timeline, pipeline_schedule(4, 8, "1f1b")):
+        live.update(shown)
+        chunk_pt = width_pt / (shown.virtual_stages * shown.total_s / shown.forward_time_s)
+        fits = microbatch_label_size(chunk_pt, height_pt, 4, 8) >= 7
+        assert fits == (shown.virtual_stages == 1)
+        visible = [label.get_text() for label in live.labels if label.get_visible()]
+        assert visible == ([str(op.microbatch + 1) for op in shown.ops] if fits else [])
 
 
 def test_gantt_rules_shared_by_the_lesson_and_the_lab():
