@@ -1,6 +1,13 @@
-"""Figures of the course, one module per lesson. Every function takes ``ax=None`` (``axes=None`` for multi-panel
-figures), draws with labelled units and returns what it drew on. Importing ``course_lib.viz`` imports matplotlib;
-the formula modules never do.
+"""Figures of the course, one module per lesson. Every ``plot_*`` function takes ``ax=None`` (``axes=None`` for
+multi-panel figures), draws with labelled units and returns what it drew on. Importing ``course_lib.viz`` imports
+matplotlib; the formula modules never do.
+
+The labs' figures are *live figures* (``fast.LiveFigure``): built once on axes the caller places, then changed by
+``update(result)`` with the result of one call into the formula layer: ``CollectiveTimeFigure`` and
+``RingStepFigure`` (lab 1), ``GlobalBatchFigure`` (lab 2), ``MemoryBudgetFigure`` (lab 3),
+``PipelineScheduleFigure`` and ``ComparisonBarsFigure`` (lab 4). ``fast`` holds how they draw in a few
+milliseconds (``PartialRedraw``, ``CachedText``, ``FastText``), ``style`` the colours and tick formatters every
+figure shares.
 
 >>> from course_lib import viz
 >>> sorted(name for name in viz.__all__ if name.startswith("plot_"))[:3]
@@ -9,6 +16,8 @@ the formula modules never do.
 
 from .budget import plot_plan_search, plot_step_timeline
 from .collectives import (
+    CollectiveTimeFigure,
+    RingStepFigure,
     plot_collective_data,
     plot_collective_time_vs_payload,
     plot_ring_allreduce_steps,
@@ -16,7 +25,17 @@ from .collectives import (
 )
 from .compute import plot_flops_breakdown, plot_roofline
 from .course import plot_course_map
-from .parallelism import plot_memory_breakdown, plot_parallelism_splits, plot_pipeline_schedule
+from .fast import LiveFigure
+from .parallelism import (
+    ComparisonBarsFigure,
+    GlobalBatchFigure,
+    MemoryBudgetFigure,
+    PipelineScheduleFigure,
+    plot_memory_breakdown,
+    plot_parallelism_splits,
+    plot_pipeline_schedule,
+)
+from .serving import DecodeBreakdownFigure, LatencyThroughputFigure, plot_decode_breakdown, plot_latency_throughput
 
 __all__ = [
     "plot_course_map",
@@ -31,4 +50,15 @@ __all__ = [
     "plot_parallelism_splits",
     "plot_step_timeline",
     "plot_plan_search",
+    "LiveFigure",
+    "CollectiveTimeFigure",
+    "RingStepFigure",
+    "GlobalBatchFigure",
+    "MemoryBudgetFigure",
+    "PipelineScheduleFigure",
+    "ComparisonBarsFigure",
+    "plot_latency_throughput",
+    "plot_decode_breakdown",
+    "LatencyThroughputFigure",
+    "DecodeBreakdownFigure",
 ]

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.ticker import LogLocator, NullFormatter
 
 from .. import budget, units
-from ._style import AXIS_COLORS, COLORS, axes_or_new, bytes_formatter, label_units, seconds_formatter
+from .style import AXIS_COLORS, COLORS, axes_or_new, bytes_formatter, label_units, seconds_formatter
 
 __all__ = ["plot_step_timeline", "plot_plan_search", "CONSTRAINT_COLORS", "CRITICAL_PATH_SEGMENTS", "seconds_formatter"]
 

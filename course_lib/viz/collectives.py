@@ -2,24 +2,30 @@
 α–β time of each algorithm against the payload.
 
 Data movement comes from ``course_lib.simulate`` (the recorded steps of a simulated collective), times from
-``course_lib.collectives``; this module only draws.
+``course_lib.collectives``; this module only draws. ``CollectiveTimeFigure`` and ``RingStepFigure`` are the live
+versions the ring all-reduce lab updates on every move of its controls (see ``fast.LiveFigure``).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.collections import PatchCollection
+from matplotlib.colors import to_rgba
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from matplotlib.path import Path
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from .. import _validate, collectives, units
 from .. import simulate as _simulate
 from ..collectives import ALGORITHMS, OPS
-from ._style import COLORS, axes_or_new, bytes_formatter, label_units, time_formatter
+from .fast import FastText, LiveFigure
+from .style import COLORS, axes_or_new, bytes_formatter, label_units, seconds_formatter, time_formatter
 
 __all__ = [
     "plot_collective_data",
@@ -27,6 +33,17 @@ __all__ = [
     "plot_ring_allreduce_steps",
     "plot_collective_time_vs_payload",
     "demo_inputs",
+    "CollectiveTimeFigure",
+    "RingStepFigure",
+    "ALGORITHM_STYLES",
+    "ALGORITHM_LABELS",
+    "algorithm_style",
+    "algorithm_label",
+    "level_colors",
+    "ring_step_phase",
+    "RANK_COLORS",
+    "SUM_COLOR",
+    "EMPTY_COLOR",
 ]
 
 # One light colour per source rank (black text stays readable on each); a darker one for sums over all ranks.
@@ -40,7 +57,7 @@ _RING_OPS = ("all_reduce", "reduce_scatter", "all_gather")
 _SUM = "sum"
 _IGNORED = "ignored"
 # (colour, line style) per algorithm; orange and blue are kept for the latency and bandwidth terms.
-_ALGORITHM_STYLES = {
+ALGORITHM_STYLES = {
     "ring": ("#222222", "-"),
     "pairwise": ("#222222", "-"),
     "binomial_tree": ("#8172B3", "-"),
@@ -50,6 +67,34 @@ _ALGORITHM_STYLES = {
     "rabenseifner": ("#C44E52", "--"),
     "double_binary_tree": ("#937860", "-."),
 }
+# How a legend or a button names each algorithm.
+ALGORITHM_LABELS = {
+    "ring": "ring",
+    "pairwise": "pairwise",
+    "binomial_tree": "binomial tree",
+    "bruck": "Bruck",
+    "recursive_doubling": "recursive doubling",
+    "recursive_halving": "recursive halving",
+    "rabenseifner": "Rabenseifner",
+}
+
+
+def algorithm_style(algorithm: str) -> tuple[str, str]:
+    """(colour, line style) of ``algorithm``'s curves; grey dash-dot for an algorithm without a style of its own.
+
+    >>> algorithm_style("ring"), algorithm_style("some_new_algorithm")
+    (('#222222', '-'), ('#8C8C8C', '-.'))
+    """
+    return ALGORITHM_STYLES.get(algorithm, ("#8C8C8C", "-."))
+
+
+def algorithm_label(algorithm: str) -> str:
+    """How a legend names ``algorithm``.
+
+    >>> algorithm_label("binomial_tree"), algorithm_label("double_binary_tree")
+    ('binomial tree', 'double binary tree')
+    """
+    return ALGORITHM_LABELS.get(algorithm, algorithm.replace("_", " "))
 
 
 # Cells, chunks and arrows are added with ``ax.add_artist`` rather than ``add_patch``: the limits are set explicitly,
@@ -226,11 +271,6 @@ def plot_collective_data(op, ranks=4, algorithm=None, axes=None):
 # --- the ring, step by step ------------------------------------------------------------------------------------
 
 
-def _contribution_counts(sim, step):
-    """(ranks, ranks) array: how many ranks' data rank r's copy of chunk c holds after ``step`` steps."""
-    return sim.contributions(step)
-
-
 def _ring_geometry(p):
     """Block centres on a circle (rank 0 on top, clockwise) with room between neighbouring blocks."""
     if p == 1:
@@ -265,7 +305,12 @@ def _arc_angles(radius, angles, src, dst, p):
     return start - offset_start, end + offset_end
 
 
-def _level_colors(p):
+def level_colors(p):
+    """The shade of a chunk holding the sum of k = 1 … p ranks' data (light to dark), as RGBA tuples.
+
+    >>> len(level_colors(4)), level_colors(4)[-1] == level_colors(8)[-1]
+    (4, True)
+    """
     cmap = plt.get_cmap("Blues")
     return [cmap(0.25 + 0.7 * k / max(p - 1, 1)) for k in range(p)]
 
@@ -274,11 +319,11 @@ def _ring_legend_handles(op, p):
     received = Patch(facecolor="white", edgecolor=COLORS["latency"], linewidth=2, label="received this step")
     if op == "all_gather":
         return [
-            Patch(facecolor=_level_colors(p)[-1], label="chunk held (final)"),
+            Patch(facecolor=level_colors(p)[-1], label="chunk held (final)"),
             Patch(facecolor=EMPTY_COLOR, edgecolor="#BBBBBB", label="not yet received"),
             received,
         ]
-    levels = _level_colors(p)
+    levels = level_colors(p)
     handles = [
         Patch(facecolor=levels[k - 1], label=f"sum of {k} of {p} ranks" + (" (final)" if k == p else ""))
         for k in range(1, p + 1)
@@ -296,10 +341,10 @@ def _chunk_style(op, count, is_final, levels, p):
 def _draw_chunks(ax, sim, step, origin_of_rank, font):
     """The p chunk squares of every rank, left to right from ``origin_of_rank(r)`` (lower-left corner)."""
     p = sim.ranks
-    counts = _contribution_counts(sim, step)
+    counts = sim.contributions(step)
     final = sim.holdings(step)
-    received = {(t.dst, c) for t in (sim.steps[step - 1] if step else ()) for c in t.chunks}
-    levels = _level_colors(p)
+    received = _received(sim, step)
+    levels = level_colors(p)
     for r in range(p):
         x0, y0 = origin_of_rank(r)
         for c in range(p):
@@ -327,6 +372,25 @@ def _draw_chunks(ax, sim, step, origin_of_rank, font):
                 color="white" if dark else "#333333",
                 zorder=4,
             )
+
+
+def _received(sim, step) -> frozenset:
+    """The (rank, chunk) cells that receive a chunk in step ``step`` of ``sim`` (none before the first)."""
+    return frozenset((t.dst, c) for t in (sim.steps[step - 1] if step else ()) for c in t.chunks)
+
+
+def ring_step_phase(op, ranks, step) -> str:
+    """What step ``step`` of a ring ``op`` over ``ranks`` ranks does: an all-reduce is a reduce-scatter (steps 1 …
+    p − 1), then an all-gather (steps p … 2(p − 1)); step 0 is before any transfer.
+
+    >>> [ring_step_phase("all_reduce", 4, step) for step in (0, 3, 4)]
+    ['before any transfer', 'reduce-scatter', 'all-gather']
+    """
+    if step == 0:
+        return "before any transfer"
+    if op == "all_reduce":
+        return "reduce-scatter" if step <= ranks - 1 else "all-gather"
+    return op.replace("_", "-")
 
 
 def _transfer_text(transfer):
@@ -481,12 +545,7 @@ def plot_ring_step(simulation, step, ax=None, *, layout="circle", legend=True):
         ax.set_xlim(x_low, x_high + 0.55 * (y_high - y_low))
     ax.set_aspect("equal")
     ax.set_axis_off()
-    if step == 0:
-        phase = "before any transfer"
-    elif simulation.op == "all_reduce":
-        phase = "reduce-scatter" if step <= p - 1 else "all-gather"
-    else:
-        phase = simulation.op.replace("_", "-")
+    phase = ring_step_phase(simulation.op, p, step)
     ax.set_title(f"step {step} of {simulation.step_count}: {phase}", fontsize=11)
     if legend:
         ax.legend(handles=_ring_legend_handles(simulation.op, p), loc="center right", fontsize=9, frameon=False)
@@ -656,7 +715,7 @@ def plot_collective_time_vs_payload(
             marked = collectives.collective_time(op, p, mark, bandwidth, latency, algorithm)
             label = f"{algorithm}: {units.format_time(marked)} at {units.format_bytes(mark)}"
         shortest, longest = min(shortest, float(np.min(time))), max(longest, float(np.max(time)))
-        color, style = _ALGORITHM_STYLES[algorithm]
+        color, style = algorithm_style(algorithm)
         ax.plot(payload, time, color=color, linestyle=style, linewidth=2, label=label, gid=f"time:{algorithm}")
         if mark is not None:
             ax.scatter([mark], [marked], color=color, s=40, zorder=4, edgecolor="white", gid=f"mark:{algorithm}")
@@ -747,3 +806,363 @@ def plot_collective_time_vs_payload(
         f"{op}, {p} ranks, {units.format_bandwidth(bandwidth)}, {units.format_time(latency)}",
     )
     return ax
+
+
+# --- live figures: the ring all-reduce lab's two panels ---------------------------------------------------------
+
+
+def _bytes_label(value, _position=None):
+    return units.format_bytes(value)
+
+
+class CollectiveTimeFigure(LiveFigure):
+    """Live log–log time of one collective against its payload, on fixed axes: one curve per algorithm (those that
+    do not apply to the ranks hidden), the chosen algorithm's two terms dotted, the crossover S* with the latency-
+    and bandwidth-bound sides shaded, and a dot at the chosen payload.
+
+    ``update(report)`` takes a ``collectives.collective_report(...)``: the curves are ``collectives.collective_time``
+    of every applicable algorithm over ``curve_payloads_bytes``, the dotted terms ``collectives.time_terms`` of the
+    chosen one. The legend greys out the algorithms that do not apply to the ranks (``static_key``); every artist
+    ``update`` changes sits above the grid and the frame (zorder > 2.5), so a partial redraw matches ``savefig``.
+
+    >>> from matplotlib.figure import Figure
+    >>> live = CollectiveTimeFigure(Figure().add_subplot())
+    >>> live.update(collectives.collective_report("all_reduce", 8, 100 * units.MB, 50 * units.GB, 5 * units.US))
+    >>> live.point_label.get_text(), units.format_bytes(live.crossover.get_xdata()[0])
+    ('3.57 ms', '2 MB')
+    """
+
+    def __init__(
+        self,
+        ax,
+        op="all_reduce",
+        payload_range_bytes=(1e3, 1e10),
+        time_range_s=(1e-7, 1e3),
+        curve_payloads_bytes=None,
+        ranks_options=(2, 3, 4, 8),
+    ):
+        super().__init__(ax)
+        self.op = _validate.choice("op", op, OPS)
+        low, high = self.payload_range_bytes = _checked_range(payload_range_bytes)
+        if curve_payloads_bytes is None:  # 10 points a decade: the curves are sums of a constant and a line
+            curve_payloads_bytes = np.logspace(np.log10(low), np.log10(high), round(10 * np.log10(high / low)) + 1)
+        self.curve_payloads_bytes = np.asarray(curve_payloads_bytes, dtype=float)
+        self.static_examples = tuple({collectives.applicable_algorithms(op, p): p for p in ranks_options}.values())
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_autoscale_on(False)
+        ax.set_xlim(low, high)
+        ax.set_ylim(*time_range_s)
+        decades = range(math.ceil(np.log10(low)), math.floor(np.log10(high)) + 1)
+        ax.xaxis.set_major_locator(FixedLocator([10.0**k for k in decades]))
+        t_low, t_high = time_range_s
+        ax.yaxis.set_major_locator(
+            FixedLocator([10.0**k for k in range(math.ceil(np.log10(t_low)), math.floor(np.log10(t_high)) + 1)])
+        )
+        ax.xaxis.set_major_formatter(FuncFormatter(_bytes_label))
+        ax.yaxis.set_major_formatter(seconds_formatter)
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.tick_params(labelsize=8)
+        ax.grid(True, which="major", alpha=0.25)
+        ax.set_xlabel("payload S", fontsize=9, labelpad=2)
+        ax.set_ylabel("time T", fontsize=9, labelpad=2)
+        ax.set_title(f"{op.replace('_', '-')} time against payload (log–log)", fontsize=10)
+        blend = ax.get_xaxis_transform()  # x in data (bytes), y in axes fraction
+
+        def region(color):
+            return ax.add_patch(
+                Rectangle(
+                    (low, 0), high - low, 1, transform=blend, linewidth=0, facecolor=color, alpha=0.08, zorder=2.6
+                )
+            )
+
+        self.latency_region, self.bandwidth_region = region(COLORS["latency"]), region(COLORS["bandwidth"])
+        regime_label = dict(transform=blend, ha="center", va="bottom", size=9, zorder=2.7)
+        self.latency_label = FastText(ax, (low, 0.02), "latency-bound", color="#8A4B14", **regime_label)
+        self.bandwidth_label = FastText(ax, (high, 0.02), "bandwidth-bound", color="#2B4A7A", **regime_label)
+        self.crossover = ax.add_line(
+            Line2D(
+                [low, low],
+                [0, 1],
+                transform=blend,
+                color="#333333",
+                linestyle="--",
+                linewidth=1.1,
+                label="crossover S*",
+                zorder=2.8,
+            )
+        )
+        placeholder = np.ones_like(self.curve_payloads_bytes)
+        self.curves = {}
+        for algorithm in ALGORITHMS[op]:
+            color, style = algorithm_style(algorithm)
+            (self.curves[algorithm],) = ax.plot(
+                self.curve_payloads_bytes,
+                placeholder,
+                color=color,
+                linestyle=style,
+                linewidth=1.6,
+                label=algorithm_label(algorithm),
+                zorder=3,
+            )
+        term = dict(linestyle=":", linewidth=1.5, zorder=2.9)
+        (self.latency_term,) = ax.plot(
+            self.curve_payloads_bytes, placeholder, color=COLORS["latency"], label="n·α of the chosen", **term
+        )
+        (self.bandwidth_term,) = ax.plot(
+            self.curve_payloads_bytes, placeholder, color=COLORS["bandwidth"], label="Q/B of the chosen", **term
+        )
+        (self.point,) = ax.plot(
+            [low], [1.0], marker="o", markersize=8, markeredgecolor="white", linestyle="none", zorder=5
+        )
+        self.point_label = FastText(ax, (low, 1.0), "", offset=(7, -4), size=9, ha="left", va="top", zorder=6)
+        # The legend sits below the axes: the curves, redrawn on every update, never pass over it.
+        legend = ax.legend(
+            handles=[*self.curves.values(), self.latency_term, self.bandwidth_term, self.crossover],
+            loc="upper left",
+            bbox_to_anchor=(-0.15, -0.15),
+            ncols=3,
+            fontsize=7.5,
+            frameon=False,
+            handlelength=2.0,
+            columnspacing=1.0,
+        )
+        self.legend_texts = dict(zip(self.curves, legend.get_texts(), strict=False))
+        self.animated = (
+            *self.curves.values(),
+            self.latency_term,
+            self.bandwidth_term,
+            self.point,
+            self.point_label,
+            self.crossover,
+            self.latency_region,
+            self.bandwidth_region,
+            self.latency_label,
+            self.bandwidth_label,
+        )
+
+    def static_key(self, ranks):
+        """The legend depends on which algorithms apply to ``ranks``."""
+        return collectives.applicable_algorithms(self.op, ranks)
+
+    def set_static(self, ranks) -> None:
+        """Grey out, in the legend, the algorithms that need a power-of-two number of ranks when ``ranks`` is not."""
+        allowed = self.static_key(ranks)
+        for algorithm, text in self.legend_texts.items():
+            usable = algorithm in allowed
+            text.set_text(algorithm_label(algorithm) + ("" if usable else " (2^k p)"))
+            text.set_color("#222222" if usable else "#AAAAAA")
+
+    def update(self, report) -> None:
+        """Draw ``report`` (a ``collectives.CollectiveReport`` of this figure's op)."""
+        p, bandwidth, latency, chosen = report.ranks, report.bandwidth_bytes_per_s, report.latency_s, report.algorithm
+        payloads = self.curve_payloads_bytes
+        for algorithm, line in self.curves.items():
+            usable = algorithm in report.times_by_algorithm
+            line.set_visible(usable)
+            if usable:
+                line.set_ydata(collectives.collective_time(self.op, p, payloads, bandwidth, latency, algorithm))
+            line.set_linewidth(2.6 if algorithm == chosen else 1.4)
+        terms = collectives.time_terms(self.op, p, payloads, bandwidth, latency, chosen)
+        self.latency_term.set_ydata(np.full_like(payloads, report.latency_term_s))
+        self.bandwidth_term.set_ydata(terms.bandwidth_s)
+        self.point.set_data([report.payload_bytes], [report.time_s])
+        self.point.set_markerfacecolor(algorithm_style(chosen)[0])
+        self.point_label.set_position((report.payload_bytes, report.time_s))
+        low, high = self.payload_range_bytes
+        right_half = report.payload_bytes > high / 100  # the label goes left of the dot in the last two decades
+        self.point_label.set_offset((-7, -4) if right_half else (7, -4))
+        self.point_label.set_horizontalalignment("right" if right_half else "left")
+        self.point_label.set_text(units.format_time(report.time_s))
+
+        crossover = report.crossover_bytes
+        split = min(max(crossover, low), high)
+        self.crossover.set_xdata([crossover, crossover])
+        self.crossover.set_visible(low < crossover < high)
+        self.latency_region.set_width(split - low)
+        self.bandwidth_region.set_x(split)
+        self.bandwidth_region.set_width(high - split)
+        self.latency_label.set_visible(split > low * 10)
+        self.latency_label.set_x(math.sqrt(low * split))
+        self.bandwidth_label.set_visible(split < high / 10)
+        self.bandwidth_label.set_x(math.sqrt(split * high))
+
+
+_GRID_ROW_PITCH = 1.5  # the live step grid's distance between ranks' rows (room for the arrows between rows)
+# Where the step grid sits in its panel (axes fractions): the title and caption above, the key of shades below.
+_GRID_TOP_AT, _GRID_BOTTOM_AT = 0.76, 0.1
+_CHUNK_LABEL_Y = 0.1  # chunk labels sit this far (data units) above the first row
+_RECEIVED_RGBA, _WHITE_RGBA, _EMPTY_RGBA = to_rgba(COLORS["latency"]), to_rgba("white"), to_rgba(EMPTY_COLOR)
+
+
+@functools.cache
+def _ring_simulation(ranks: int) -> _simulate.Simulation:
+    return _simulate.simulate("all_reduce", ranks, algorithm="ring", elements=ranks)
+
+
+@functools.cache
+def _ring_allreduce_steps(ranks: int) -> int:
+    return collectives.collective_cost("all_reduce", ranks, 1.0, "ring").phases
+
+
+@functools.cache
+def _step_view(ranks: int, step: int):
+    """(contribution counts (p × p), received cells, transfers of this step) after ``step`` steps of the ring."""
+    sim = _ring_simulation(ranks)
+    return sim.contributions(step), _received(sim, step), sim.steps[step - 1] if step else ()
+
+
+@functools.cache
+def _levels(ranks: int) -> tuple:
+    return tuple(to_rgba(color) for color in level_colors(ranks))
+
+
+def _grid_bottom(ranks: int) -> float:
+    """Lowest data y of the step grid: the last row, plus the arrow that closes the ring below it."""
+    return (ranks - 1) * _GRID_ROW_PITCH + 1.3
+
+
+def _span(first: float, last: float, first_at: float, last_at: float) -> tuple[float, float]:
+    """Axis limits that put data ``first`` at axes fraction ``first_at`` and ``last`` at ``last_at``."""
+    per_fraction = (last - first) / (last_at - first_at)
+    return first - first_at * per_fraction, first + (1 - first_at) * per_fraction
+
+
+class RingStepFigure(LiveFigure):
+    """Live ring all-reduce, step by step: a grid of ranks (rows) × chunks (columns), each cell shaded by how many
+    ranks' data that copy of the chunk holds after the step (``simulate.Simulation.contributions``), the received
+    copies outlined, one arrow per transfer of the step. Drawn for rings of up to ``max_ranks`` ranks; a larger
+    ring gets a note instead. ``update(ranks, step)``; the grid's size is its static state (``static_key``).
+
+    >>> from matplotlib.figure import Figure
+    >>> live = RingStepFigure(Figure().add_subplot())
+    >>> live.set_static(4)
+    >>> live.update(4, 3)
+    >>> live.title.get_text(), len(live.heads.get_xdata())
+    ('ring step 3 of 6: reduce-scatter', 4)
+    """
+
+    def __init__(self, ax, max_ranks=8, ranks_options=(2, 3, 4, 5, 6, 7, 8, 9)):
+        super().__init__(ax)
+        self.max_ranks = m = _checked_drawn_ranks(max_ranks, minimum=2)
+        self.static_examples = tuple({self.static_key(p): p for p in ranks_options}.values())
+        ax.set_axis_off()
+        ax.set_autoscale_on(False)
+        self.ax = ax
+        cells = [Rectangle((c + 0.04, r * _GRID_ROW_PITCH), 0.92, 1.0) for r in range(m) for c in range(m)]
+        self.cells = ax.add_collection(
+            PatchCollection(cells, facecolors="none", edgecolors="none", zorder=2), autolim=False
+        )
+        self.rank_labels = [
+            FastText(
+                ax, (-0.15, r * _GRID_ROW_PITCH + 0.5), f"rank {r}", ha="right", va="center", size=8.5, weight="bold"
+            )
+            for r in range(m)
+        ]
+        self.chunk_labels = [
+            FastText(ax, (c + 0.5, -_CHUNK_LABEL_Y), f"c{c}", ha="center", va="bottom", size=8, color="#555555")
+            for c in range(m)
+        ]
+        # All of one step's arrows are one line (segments split by NaN) plus one line of arrowheads, all pointing
+        # down: a chunk moves down its column to the next rank's row; the ring closes around the right side.
+        (self.shafts,) = ax.plot([], [], color="#333333", linewidth=1.2, zorder=3)
+        (self.heads,) = ax.plot([], [], color="#333333", marker="v", markersize=5, linestyle="none", zorder=3)
+        # The key of shades sits at the bottom of the panel, in axes fractions, whatever the grid's size.
+        swatches = [Rectangle((0.2 + k * 0.04, 0.02), 0.035, 0.035) for k in range(m)]
+        self.swatches = ax.add_collection(
+            PatchCollection(swatches, facecolors="none", edgecolors="none", transform=ax.transAxes), autolim=False
+        )
+        self.swatch_label = FastText(ax, (0.2, 0.0375), "", transform=ax.transAxes, ha="left", va="center", size=8)
+        self.title = FastText(ax, (0.55, 0.985), "", transform=ax.transAxes, ha="center", va="top", size=10)
+        caption = (
+            "each step, every rank passes one chunk (column)",
+            "to the next: reduce-scatter adds it in,",
+            "all-gather copies it. Outlined: received",
+        )
+        text = dict(transform=ax.transAxes, ha="center", color="#444444")
+        self.caption = [
+            FastText(ax, (0.55, 0.94 - 0.037 * line), line_text, va="top", size=8, **text)
+            for line, line_text in enumerate(caption)
+        ]
+        too_many = (f"step-by-step view for rings of up to {m} ranks", f"(move ranks to {m} or fewer)")
+        self.too_many = [
+            FastText(ax, (0.55, 0.52 - 0.05 * line), line_text, va="center", size=10, **text)
+            for line, line_text in enumerate(too_many)
+        ]
+        self.animated = (self.cells, self.shafts, self.heads, self.title)
+
+    def static_key(self, ranks) -> int:
+        """What the grid's static artists depend on: its size, or "no grid" (max_ranks + 1)."""
+        return min(ranks, self.max_ranks + 1)
+
+    def set_static(self, ranks) -> None:
+        """The grid's labels, key of shades and limits for ``ranks`` ranks, or the note for larger rings."""
+        shown = ranks <= self.max_ranks
+        for index, (rank_label, chunk_label) in enumerate(zip(self.rank_labels, self.chunk_labels, strict=True)):
+            rank_label.set_visible(shown and index < ranks)
+            chunk_label.set_visible(shown and index < ranks)
+        for artist in (self.swatches, self.swatch_label, *self.caption):
+            artist.set_visible(shown)
+        for artist in self.too_many:
+            artist.set_visible(not shown)
+        if shown:  # the grid fills the panel whatever p is
+            levels = _levels(ranks)
+            self.swatches.set_facecolor([levels[k] if k < ranks else (0, 0, 0, 0) for k in range(self.max_ranks)])
+            self.swatch_label.set_x(0.2 + ranks * 0.04 + 0.01)
+            self.swatch_label.set_text(f"ranks summed: 1 … {ranks} (final)")
+            self.ax.set_xlim(*_span(0.0, ranks + 0.45, 0.2, 0.97))
+            self.ax.set_ylim(*_span(_grid_bottom(ranks), 0.0, _GRID_BOTTOM_AT, _GRID_TOP_AT))
+
+    def update(self, ranks, step) -> None:
+        """Draw the ring all-reduce over ``ranks`` ranks after ``step`` of its 2(p − 1) steps."""
+        p, m = ranks, self.max_ranks
+        shown = p <= m
+        for artist in (self.cells, self.shafts, self.heads):
+            artist.set_visible(shown)
+        steps = _ring_allreduce_steps(p)
+        if not shown:
+            self.title.set_text(f"ring all-reduce over {p} ranks: {steps} steps")
+            return
+        counts, received, transfers = _step_view(p, step)
+        levels = _levels(p)
+        faces, edges, widths = [], [], []
+        for row in range(m):
+            for column in range(m):
+                if row < p and column < p:
+                    count = int(counts[row, column])
+                    faces.append(levels[count - 1] if count else _EMPTY_RGBA)
+                    hit = (row, column) in received
+                    edges.append(_RECEIVED_RGBA if hit else _WHITE_RGBA)
+                    widths.append(2.4 if hit else 0.5)
+                else:
+                    faces.append((0, 0, 0, 0))
+                    edges.append((0, 0, 0, 0))
+                    widths.append(0.0)
+        self.cells.set_facecolor(faces)
+        self.cells.set_edgecolor(edges)
+        self.cells.set_linewidth(widths)
+
+        xs, ys, head_x, head_y = [], [], [], []
+        loop_x = p + 0.3
+        # Above the chunk labels: their height (in points, hence in data units that depend on p) plus a margin.
+        figure_height = self.ax.figure.get_figheight()
+        points_per_unit = figure_height * 72 * (_GRID_TOP_AT - _GRID_BOTTOM_AT) / _grid_bottom(p)
+        label_height = 14 / points_per_unit
+        for transfer in transfers:
+            x = transfer.chunks[0] + 0.5
+            src_bottom = transfer.src * _GRID_ROW_PITCH + 1.0
+            dst_top = transfer.dst * _GRID_ROW_PITCH
+            if transfer.dst == transfer.src + 1:
+                xs += [x, x, np.nan]
+                ys += [src_bottom, dst_top - 0.12, np.nan]
+            else:  # the ring closes: down out of the last row, up the right side, down into the first row
+                below, above = src_bottom + 0.25, dst_top - _CHUNK_LABEL_Y - label_height
+                xs += [x, x, loop_x, loop_x, x + 0.25, x + 0.25, np.nan]
+                ys += [src_bottom, below, below, above, above, dst_top - 0.12, np.nan]
+                x += 0.25  # beside the chunk label, not through it
+            head_x.append(x)
+            head_y.append(dst_top - 0.12)
+        self.shafts.set_data(xs, ys)
+        self.heads.set_data(head_x, head_y)
+        self.title.set_text(f"ring step {step} of {steps}: {ring_step_phase('all_reduce', p, step)}")

@@ -12,7 +12,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from .. import _validate, compute, hardware, units
-from ._style import COLORS, axes_or_new, flops_rate_formatter, label_units
+from .style import COLORS, axes_or_new, flops_rate_formatter, label_units
 
 __all__ = ["plot_roofline", "plot_flops_breakdown"]
 

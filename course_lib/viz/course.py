@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from ._style import AXIS_COLORS, axes_or_new
+from .style import AXIS_COLORS, axes_or_new
 
 __all__ = ["LESSONS", "LABS", "plot_course_map"]
 

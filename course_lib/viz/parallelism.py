@@ -5,18 +5,25 @@ Every number drawn comes from ``course_lib.pipeline`` and ``course_lib.paralleli
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
+import matplotlib.transforms as mtransforms
 import numpy as np
-from matplotlib.collections import PolyCollection
-from matplotlib.colors import to_rgb
-from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
-from matplotlib.ticker import MaxNLocator
+from matplotlib.collections import PatchCollection, PolyCollection
+from matplotlib.colors import to_rgb, to_rgba
+from matplotlib.lines import Line2D
+from matplotlib.markers import TICKDOWN, TICKLEFT
+from matplotlib.patches import FancyArrowPatch, Patch, PathPatch, Rectangle
+from matplotlib.path import Path
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
 from .. import _validate, parallelism, units
 from ..pipeline import PipelineTimeline
-from ._style import AXIS_COLORS, COLORS, axes_or_new, bytes_formatter, label_units
+from .collectives import RANK_COLORS
+from .fast import CachedText, FastText, FastTextGroup, LiveFigure
+from .style import AXIS_COLORS, COLORS, axes_or_new, bytes_formatter, label_units
 
 __all__ = [
     "plot_pipeline_schedule",
@@ -24,6 +31,18 @@ __all__ = [
     "plot_parallelism_splits",
     "SCHEDULE_NAMES",
     "MEMORY_COMPONENTS",
+    "MIN_LABEL_SIZE",
+    "PipelineScheduleFigure",
+    "ComparisonBarsFigure",
+    "MemoryBudgetFigure",
+    "GlobalBatchFigure",
+    "count_of",
+    "FIT_COLOR",
+    "chunk_color",
+    "text_color",
+    "box_edge_width",
+    "microbatch_label_size",
+    "schedule_title",
 ]
 
 SCHEDULE_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved 1F1B"}
@@ -34,6 +53,8 @@ MEMORY_COMPONENTS = {
     "optimizer_state": "optimizer state",
     "activations": "activations",
 }
+_BOX_HEIGHT = 0.78  # a pipeline box's height, in stage rows
+MIN_LABEL_SIZE = 6.0  # points: smaller micro-batch numbers are left out of the boxes
 _DEVICE_FILL = ("#DCE8F5", "#FBE3D0")  # background of GPU 0 and GPU 1 in the split diagram
 _DEVICE_EDGE = ("#4C72B0", "#DD8452")
 
@@ -44,13 +65,57 @@ def _lighter(color, share):
     return (r + (1 - r) * share, g + (1 - g) * share, b + (1 - b) * share)
 
 
-def _chunk_color(kind, chunk, chunks):
+def chunk_color(kind, chunk, chunks):
+    """Colour of a pipeline box: ``COLORS[kind]`` (forward or backward), lighter for later model chunks of an
+    interleaved stage (``chunk`` of ``chunks``).
+
+    >>> chunk_color("forward", 0, 2) == to_rgb(COLORS["forward"])
+    True
+    """
     return _lighter(COLORS[kind], 0.55 * chunk / (chunks - 1) if chunks > 1 else 0.0)
 
 
-def _text_color(rgb):
+def text_color(rgb):
+    """Black or white, whichever reads better on a box of colour ``rgb``.
+
+    >>> text_color("#4C72B0"), text_color("#DCE8F5")
+    ('white', 'black')
+    """
     r, g, b = to_rgb(rgb)
     return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.6 else "white"
+
+
+def box_edge_width(chunk_width_pt):
+    """Width (points) of the white gaps between pipeline boxes whose narrowest box, one chunk's forward, is
+    ``chunk_width_pt`` points wide: none once the gaps would hide the boxes.
+
+    >>> box_edge_width(10), box_edge_width(2), box_edge_width(1)
+    (0.6, 0.3, 0.0)
+    """
+    return 0.6 if chunk_width_pt >= 4 else 0.3 if chunk_width_pt >= 1.5 else 0.0
+
+
+def microbatch_label_size(chunk_width_pt, axes_height_pt, stages, microbatches):
+    """Font size (points) of the micro-batch numbers in boxes whose narrowest, one chunk's forward, is
+    ``chunk_width_pt`` wide, in ``stages`` rows of an axes ``axes_height_pt`` high: at most 9, and small enough for
+    the widest number to fit. A Gantt chart writes them only when this is at least ``MIN_LABEL_SIZE`` (6 points).
+
+    >>> microbatch_label_size(40, 240, 4, 8), round(microbatch_label_size(5, 240, 4, 32), 2)
+    (9.0, 2.87)
+    """
+    digits = len(str(microbatches))
+    return min(9.0, 0.8 * axes_height_pt / max(stages, 1) * _BOX_HEIGHT, chunk_width_pt / (0.62 * digits + 0.5))
+
+
+def schedule_title(schedule, stages, microbatches, virtual_stages, bubble_fraction) -> str:
+    """The title of a pipeline timeline: schedule, p (v when interleaved), m and the bubble.
+
+    >>> schedule_title("interleaved", 4, 8, 2, 0.1875)
+    'Interleaved 1F1B, p = 4, v = 2, m = 8: bubble 18.8 %'
+    """
+    title = f"{SCHEDULE_NAMES[schedule]}, p = {stages}"
+    title += f", v = {virtual_stages}" if schedule == "interleaved" else ""
+    return title + f", m = {microbatches}: bubble {units.format_percent(bubble_fraction)}"
 
 
 def _box(x0, x1, y, height):
@@ -79,7 +144,7 @@ def plot_pipeline_schedule(timeline, ax=None):
     ax = axes_or_new(ax)
     p, v, unit = timeline.stages, timeline.virtual_stages, timeline.forward_time_s
     end = timeline.total_s / unit
-    height = 0.78
+    height = _BOX_HEIGHT
     idle = PolyCollection(
         [_box(0.0, end, s, height) for s in range(p)],
         facecolors=COLORS["bubble"],
@@ -95,16 +160,15 @@ def plot_pipeline_schedule(timeline, ax=None):
     width_pt = ax.get_position().width * fig.get_figwidth() * 72
     height_pt = ax.get_position().height * fig.get_figheight() * 72
     chunk_width_pt = width_pt * (1.0 / v) / max(end, 1e-12)
-    digits = len(str(timeline.microbatches))
-    fontsize = min(9.0, 0.8 * height_pt / max(p, 1) * height, chunk_width_pt / (0.62 * digits + 0.5))
-    show_labels = fontsize >= 6.0
-    edge = 0.6 if chunk_width_pt >= 4 else 0.3 if chunk_width_pt >= 1.5 else 0.0  # white gaps between boxes
+    fontsize = microbatch_label_size(chunk_width_pt, height_pt, p, timeline.microbatches)
+    show_labels = fontsize >= MIN_LABEL_SIZE
+    edge = box_edge_width(chunk_width_pt)  # white gaps between boxes
 
     handles = []
     for kind in ("forward", "backward"):
         for chunk in range(v):
             ops = [op for op in timeline.ops if op.kind == kind and op.chunk == chunk]
-            color = _chunk_color(kind, chunk, v)
+            color = chunk_color(kind, chunk, v)
             boxes = PolyCollection(
                 [_box(op.start_s / unit, op.end_s / unit, op.stage, height) for op in ops],
                 facecolors=[color],
@@ -125,7 +189,7 @@ def plot_pipeline_schedule(timeline, ax=None):
                         ha="center",
                         va="center",
                         fontsize=fontsize,
-                        color=_text_color(color),
+                        color=text_color(color),
                         zorder=3,
                     )
     idle_handle = Patch(facecolor=COLORS["bubble"], alpha=0.6, label="idle (bubble)")
@@ -145,9 +209,7 @@ def plot_pipeline_schedule(timeline, ax=None):
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     xlabel = "time (units of $t_f$)" if unit == 1.0 else f"time (units of $t_f$ = {units.format_time(unit)})"
-    title = f"{SCHEDULE_NAMES[timeline.schedule]}, p = {p}"
-    title += f", v = {v}" if timeline.schedule == "interleaved" else ""
-    title += f", m = {timeline.microbatches}: bubble {units.format_percent(timeline.bubble_fraction)}"
+    title = schedule_title(timeline.schedule, p, timeline.microbatches, v, timeline.bubble_fraction)
     label_units(ax, xlabel, "pipeline stage (one per device)", title)
     ax.legend(
         handles=handles,
@@ -616,3 +678,676 @@ def plot_parallelism_splits(axes=None):
         ax.set_axis_off()
         ax.set_title(title, fontsize=11, fontweight="bold")
     return axes
+
+
+# ---- live figures: the pipeline lab's Gantt chart and its check bars ----------------------------------------------
+
+_KINDS = ("forward", "backward")
+_LIVE_LABEL_SIZE = 7.0  # points: one size for every update (cached bitmaps), at least MIN_LABEL_SIZE
+
+
+def _box_path(x0, x1, y, height) -> Path:
+    """One compound path of n axis-aligned boxes (drawn in a single call, however many there are)."""
+    top, bottom = y - height / 2, y + height / 2
+    vertices = np.stack(
+        [np.stack(corner, -1) for corner in ((x0, top), (x1, top), (x1, bottom), (x0, bottom), (x0, top))], axis=1
+    ).reshape(-1, 2)
+    codes = np.tile([Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY], len(x0))
+    return Path(vertices, codes.astype(Path.code_type))
+
+
+def _gantt_geometry(timeline) -> dict:
+    """The timeline's boxes (in units of t_f), one compound path per (kind, chunk), and its ops' label positions."""
+    unit, ops = timeline.forward_time_s, timeline.ops
+    start, end = (np.array([getattr(op, name) for op in ops], float) / unit for name in ("start_s", "end_s"))
+    stage = np.array([op.stage for op in ops], float)
+    kind = np.array([_KINDS.index(op.kind) for op in ops])
+    chunk = np.array([op.chunk for op in ops])
+    paths = {}
+    for k in range(len(_KINDS)):
+        for c in range(timeline.virtual_stages):
+            mine = (kind == k) & (chunk == c)
+            paths[k, c] = _box_path(start[mine], end[mine], stage[mine], _BOX_HEIGHT)
+    return {
+        "end": float(timeline.total_s / unit),
+        "paths": paths,
+        "centre": (start + end) / 2,
+        "stage": stage,
+        "kind": kind,
+        "chunk": chunk,
+        "label": [str(op.microbatch + 1) for op in ops],
+    }
+
+
+def _legend_below(ax, top, **kwargs):
+    """The live figures' legend: four columns, centred under ``ax``, its top at ``top`` (axes fraction)."""
+    return ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, top),
+        ncol=4,
+        frameon=False,
+        fontsize=8,
+        handlelength=1.2,
+        columnspacing=1.0,
+        **kwargs,
+    )
+
+
+class PipelineScheduleFigure(LiveFigure):
+    """Live Gantt chart of a pipeline timeline, on axes placed by the caller: one row per stage (stage 0 on top),
+    one box per op (``chunk_color``), idle time grey behind them, the micro-batch numbers in the boxes when they
+    fit (``microbatch_label_size``), time in units of t_f. ``update(timeline)`` takes a
+    ``pipeline.pipeline_schedule(...)`` of up to ``max_stages`` stages and ``max_virtual_stages`` chunks; both
+    scales change with it, so the ticks are artists of their own (``animated``) rather than the axes'.
+
+    >>> from matplotlib.figure import Figure
+    >>> from course_lib.pipeline import pipeline_schedule
+    >>> live = PipelineScheduleFigure(Figure(figsize=(9, 4)).add_axes((0.1, 0.25, 0.6, 0.6)))
+    >>> live.update(pipeline_schedule(4, 8, "1f1b"))
+    >>> live.title.get_text(), sum(label.get_visible() for label in live.labels)
+    ('1F1B, p = 4, m = 8: bubble 37.5 %', 64)
+    """
+
+    def __init__(self, ax, max_stages=16, max_virtual_stages=4, label_pool=128, xlabel="time in units of t_f"):
+        super().__init__(ax)
+        self.ax = ax
+        self.idle = ax.add_patch(
+            PathPatch(Path(np.zeros((1, 2))), facecolor=COLORS["bubble"], edgecolor="none", alpha=0.6, zorder=1)
+        )
+        # One compound path per (kind, chunk): forward/backward boxes of each model chunk.
+        self.boxes = {
+            (k, c): ax.add_patch(
+                PathPatch(Path(np.zeros((1, 2))), edgecolor="white", linewidth=0.6, zorder=2, visible=False)
+            )
+            for k in range(len(_KINDS))
+            for c in range(max_virtual_stages)
+        }
+        # RGBA of each (kind, chunk) for each v; later chunks of an interleaved stage are lighter.
+        self._colors = {
+            v: np.array([[to_rgba(chunk_color(kind, chunk, v)) for chunk in range(v)] for kind in _KINDS])
+            for v in range(1, max_virtual_stages + 1)
+        }
+        self._text_colors = {
+            v: [[text_color(chunk_color(kind, chunk, v)) for chunk in range(v)] for kind in _KINDS]
+            for v in range(1, max_virtual_stages + 1)
+        }
+        self.labels = [
+            CachedText.add(ax, 0, 0, ha="center", va="center", fontsize=_LIVE_LABEL_SIZE, zorder=3, visible=False)
+            for _ in range(label_pool)
+        ]
+        below = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+        left = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
+        tick = dict(linestyle="none", color="black", markersize=3.5, markeredgewidth=0.8, clip_on=False)
+        self.x_tick_marks = ax.add_artist(Line2D([], [], transform=below, marker=TICKDOWN, **tick))
+        self.y_tick_marks = ax.add_artist(Line2D([], [], transform=left, marker=TICKLEFT, **tick))
+        self.x_tick_labels = [
+            CachedText.add(ax, 0, -0.03, transform=below, ha="center", va="top", fontsize=8) for _ in range(16)
+        ]
+        self.y_tick_labels = [
+            CachedText.add(ax, -0.012, 0, transform=left, ha="right", va="center", fontsize=8)
+            for _ in range(max_stages)
+        ]
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.text(0.5, -0.11, xlabel, transform=ax.transAxes, ha="center", va="top", fontsize=8)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        self.title = CachedText.add(ax, 0.5, 1.03, transform=ax.transAxes, ha="center", va="bottom", fontsize=10)
+        handles = [
+            Patch(facecolor=COLORS["forward"], label="forward"),
+            Patch(facecolor=COLORS["backward"], label="backward"),
+            Patch(facecolor=COLORS["bubble"], alpha=0.6, label="idle (bubble)"),
+            Patch(facecolor=chunk_color("forward", 1, 2), label="later chunk (interleaved)"),
+        ]
+        _legend_below(ax, -0.18, handles=handles)
+        self.animated = (
+            self.idle,
+            *self.boxes.values(),
+            *self.labels,
+            self.x_tick_marks,
+            self.y_tick_marks,
+            *self.x_tick_labels,
+            *self.y_tick_labels,
+            self.title,
+        )
+        self._shown_rows = None
+        self._geometries = {}  # id(timeline) → (timeline, its boxes): a lab moving back and forth redraws, not rebuilds
+
+    def update(self, timeline) -> None:
+        """Draw ``timeline`` (a ``pipeline.PipelineTimeline``)."""
+        cached = self._geometries.get(id(timeline))
+        if cached is None or cached[0] is not timeline:  # the boxes of a timeline drawn before are kept
+            if len(self._geometries) >= 32:
+                self._geometries.clear()
+            cached = self._geometries[id(timeline)] = (timeline, _gantt_geometry(timeline))
+        gantt = cached[1]
+        p, m, v = timeline.stages, timeline.microbatches, timeline.virtual_stages
+        ax, end = self.ax, gantt["end"]
+        self.idle.set_path(_box_path(np.zeros(p), np.full(p, end), np.arange(p, dtype=float), _BOX_HEIGHT))
+        ax.set_xlim(0, end * 1.005)
+        ticks = [t for t in MaxNLocator(nbins=10, integer=True).tick_values(0, end) if 0 <= t <= end]
+        self.x_tick_marks.set_data(ticks, [0.0] * len(ticks))
+        for index, label in enumerate(self.x_tick_labels):
+            label.set_visible(index < len(ticks))
+            if index < len(ticks):
+                label.set_x(ticks[index])
+                label.set_text(f"{ticks[index]:g}")
+        if p != self._shown_rows:
+            ax.set_ylim(p - 0.5, -0.5)  # stage 0 on top
+            self.y_tick_marks.set_data([0.0] * p, list(range(p)))
+            for stage, label in enumerate(self.y_tick_labels):
+                label.set_visible(stage < p)
+                label.set_y(stage)
+                label.set_text(f"stage {stage}")
+            self._shown_rows = p
+        # Box edges and labels only where they fit (sizes in points of the fixed axes).
+        box = ax.get_position()
+        width_pt = box.width * ax.figure.get_figwidth() * 72
+        height_pt = box.height * ax.figure.get_figheight() * 72
+        chunk_pt = width_pt / (v * end)  # a chunk's forward, the narrowest box
+        edge = box_edge_width(chunk_pt)
+        for (k, c), patch in self.boxes.items():
+            patch.set_visible(c < v)
+            if c < v:
+                patch.set_path(gantt["paths"][k, c])
+                patch.set_facecolor(self._colors[v][k, c])
+                patch.set_linewidth(edge)
+        count = len(gantt["label"])
+        # The numbers are drawn at _LIVE_LABEL_SIZE: shown when they fit at that size (the lesson's rule, one size).
+        show = count <= len(self.labels) and microbatch_label_size(chunk_pt, height_pt, p, m) >= _LIVE_LABEL_SIZE
+        colors = self._text_colors[v]
+        for i, label in enumerate(self.labels):
+            if show and i < count:
+                label.set_position((gantt["centre"][i], gantt["stage"][i]))
+                label.set_text(gantt["label"][i])
+                label.set_color(colors[gantt["kind"][i]][gantt["chunk"][i]])
+                label.set_visible(True)
+            elif label.get_visible():
+                label.set_visible(False)
+        self.title.set_text(schedule_title(timeline.schedule, p, m, v, timeline.bubble_fraction))
+
+
+class ComparisonBarsFigure(LiveFigure):
+    """Live pairs of bars, one small axes each: a quantity as simulated against its formula, each bar labelled with
+    its value. ``update(pairs)`` takes one (simulated, formula) pair per axes; each axes is scaled to its pair.
+
+    >>> from matplotlib.figure import Figure
+    >>> figure = Figure()
+    >>> live = ComparisonBarsFigure([figure.add_subplot()], ["bubble"], [("grey", "black")], [str])
+    >>> live.update([(0.375, 0.375)])
+    >>> [text.get_text() for text in live.texts[0]]
+    ['0.375', '0.375']
+    """
+
+    def __init__(self, axes, titles, colors, formatters, names=("simulated", "formula")):
+        super().__init__(*axes)
+        self.formatters = tuple(formatters)
+        self.bars, self.texts = [], []
+        for ax, title, pair in zip(axes, titles, colors, strict=True):
+            self.bars.append(
+                [ax.add_patch(Rectangle((i - 0.3, 0), 0.6, 0, facecolor=color)) for i, color in enumerate(pair)]
+            )
+            self.texts.append([CachedText.add(ax, i, 0, ha="center", va="bottom", fontsize=8) for i in range(2)])
+            ax.set_xlim(-0.6, 1.6)
+            ax.set_xticks([0, 1], list(names), fontsize=8)
+            ax.set_yticks([])
+            ax.set_title(title, fontsize=8)
+            for side in ("top", "right", "left"):
+                ax.spines[side].set_visible(False)
+        self.animated = tuple(artist for group in (*self.bars, *self.texts) for artist in group)
+
+    def update(self, pairs) -> None:
+        """Set each axes' bars to its (simulated, formula) pair."""
+        for ax, bars, texts, fmt, (simulated, formula) in zip(
+            self.axes, self.bars, self.texts, self.formatters, pairs, strict=True
+        ):
+            top = max(simulated, formula)
+            ax.set_ylim(0, 1.35 * top if top > 0 else 1.0)
+            for bar, text, value in zip(bars, texts, (simulated, formula), strict=True):
+                bar.set_height(value)
+                text.set_y(value)
+                text.set_text(fmt(value))
+
+
+# ---- live figure: the memory lab's two panels ---------------------------------------------------------------------
+
+FIT_COLOR = "#2E7D32"
+
+
+class MemoryBudgetFigure(LiveFigure):
+    """Live per-device memory of a few plans against the device's capacity, on two axes placed by the caller.
+
+    Left (``stack_ax``): one stacked bar per plan (``MEMORY_COMPONENTS`` bottom to top, ``COLORS``) on a linear
+    axis from 0 to twice the capacity, the selected plan opaque and outlined, each total written above its bar (an
+    arrow and the total when the bar leaves the axis), the capacity dashed, and above the axes whether the selected
+    plan fits. Right (``log_ax``): each component of the selected plan and its total on a fixed log axis
+    ``log_range_bytes``. ``update(breakdowns, selected, capacity_bytes)`` takes one ``parallelism.MemoryBreakdown``
+    per plan (in ``plan_labels`` order), the index of the selected one and the device's memory in bytes.
+
+    >>> from matplotlib.figure import Figure
+    >>> figure = Figure(figsize=(9, 4))
+    >>> live = MemoryBudgetFigure(figure.add_axes((0.1, 0.2, 0.4, 0.6)), figure.add_axes((0.7, 0.2, 0.25, 0.6)), ["a"])
+    >>> plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, zero_stage=1)
+    >>> live.update([parallelism.memory_breakdown(parallelism.GPT3_175B, plan)], 0, 80e9)
+    >>> live.verdict.get_text()
+    'fits, 58 GB headroom'
+    """
+
+    def __init__(self, stack_ax, log_ax, plan_labels, log_range_bytes=(1e5, 1e14), stack_title=None):
+        super().__init__(stack_ax, log_ax)
+        self.stack_ax, self.log_ax = stack_ax, log_ax
+        figure = stack_ax.figure
+        # An Axes child placed in figure coordinates: savefig draws animated Axes children, not figure ones.
+        self.verdict = CachedText.add(
+            stack_ax, 0.5, 0.965, transform=figure.transFigure, ha="center", va="top", fontsize=11, fontweight="bold"
+        )
+        width = 0.62
+        self.stack_bars = [
+            [
+                stack_ax.add_patch(
+                    Rectangle(
+                        (index - width / 2, 0),
+                        width,
+                        0,
+                        facecolor=COLORS[c],
+                        edgecolor="white",
+                        linewidth=0.6,
+                        zorder=2,
+                        label=name if index == 0 else None,
+                    )
+                )
+                for c, name in MEMORY_COMPONENTS.items()
+            ]
+            for index in range(len(plan_labels))
+        ]
+        self.stack_outline = stack_ax.add_patch(
+            Rectangle((-width / 2, 0), width, 0, fill=False, edgecolor="black", linewidth=2.0, zorder=4)
+        )
+        below = mtransforms.blended_transform_factory(stack_ax.transData, stack_ax.transAxes)
+        for index, label in enumerate(plan_labels):
+            stack_ax.text(index, -0.03, label, ha="center", va="top", fontsize=8, transform=below)
+        self.stack_totals = [
+            CachedText.add(
+                stack_ax,
+                index,
+                0,
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                zorder=5,
+                bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1),
+            )
+            for index in range(len(plan_labels))
+        ]
+        left = mtransforms.blended_transform_factory(stack_ax.transAxes, stack_ax.transData)
+        self.capacity_line = stack_ax.axhline(0, color=COLORS["capacity"], linestyle="--", linewidth=1.4, zorder=3)
+        self.capacity_text = CachedText.add(
+            stack_ax, 1.01, 0, transform=left, ha="left", va="center", fontsize=8, color=COLORS["capacity"]
+        )
+        # The y scale follows the device, so its ticks are drawn here and redrawn with the bars.
+        self.y_tick_marks = stack_ax.add_artist(
+            Line2D(
+                [],
+                [],
+                transform=left,
+                marker=TICKLEFT,
+                linestyle="none",
+                color="black",
+                markersize=3.5,
+                markeredgewidth=0.8,
+                clip_on=False,
+            )
+        )
+        self.y_tick_labels = [
+            CachedText.add(stack_ax, -0.02, 0, transform=left, ha="right", va="center", fontsize=8) for _ in range(8)
+        ]
+        stack_ax.set_xlim(-0.55, len(plan_labels) - 0.45)
+        stack_ax.set_ylim(0, 1)
+        stack_ax.set_xticks([])
+        stack_ax.set_yticks([])
+        stack_ax.text(
+            -0.16,
+            0.5,
+            "memory per device (bytes)",
+            transform=stack_ax.transAxes,
+            rotation=90,
+            ha="center",
+            va="center",
+            fontsize=9,
+        )
+        if stack_title:
+            stack_ax.set_title(stack_title, fontsize=9)
+        for side in ("top", "right"):
+            stack_ax.spines[side].set_visible(False)
+        _legend_below(stack_ax, -0.15)
+
+        # Right: the selected plan's components on a fixed log axis.
+        names = list(MEMORY_COMPONENTS) + ["total"]
+        colors = [COLORS[c] for c in MEMORY_COMPONENTS] + ["#555555"]
+        low = log_range_bytes[0] / 10  # bars start left of the axis, so the smallest value still shows a stub
+        self.log_bars = [
+            log_ax.add_patch(Rectangle((low, i - 0.35), 0, 0.7, facecolor=color, edgecolor="none"))
+            for i, color in enumerate(colors)
+        ]
+        self.log_capacity = log_ax.axvline(log_range_bytes[1], color=COLORS["capacity"], linestyle="--", linewidth=1.4)
+        self.log_capacity_text = CachedText.add(
+            log_ax, log_range_bytes[1], -0.6, "capacity", ha="center", va="bottom", fontsize=7, color=COLORS["capacity"]
+        )
+        log_ax.set_xscale("log")
+        log_ax.set_xlim(*log_range_bytes)
+        log_ax.set_ylim(len(names) - 0.5, -0.5)
+        log_ax.set_yticks(range(len(names)), [MEMORY_COMPONENTS.get(n, n) for n in names], fontsize=8)
+        log_ax.xaxis.set_major_formatter(bytes_formatter)
+        decades = np.log10(log_range_bytes)
+        log_ax.set_xticks([10.0**k for k in range(math.ceil(decades[0]), math.floor(decades[1]) + 1, 2)])
+        log_ax.xaxis.set_minor_locator(NullLocator())
+        log_ax.tick_params(axis="x", labelsize=7)
+        log_ax.set_xlabel("bytes per device (log)", fontsize=8)
+        log_ax.set_title("selected plan, every component", fontsize=9, pad=12)
+        for side in ("top", "right"):
+            log_ax.spines[side].set_visible(False)
+        self.animated = (
+            *[bar for bars in self.stack_bars for bar in bars],
+            self.capacity_line,
+            self.stack_outline,
+            self.y_tick_marks,
+            *self.y_tick_labels,
+            *self.stack_totals,
+            self.capacity_text,
+            *self.log_bars,
+            self.log_capacity,
+            self.log_capacity_text,
+            self.verdict,
+        )
+        self._capacity_shown = None
+
+    def update(self, breakdowns, selected, capacity_bytes) -> None:
+        """Draw ``breakdowns`` (one ``MemoryBreakdown`` per plan), plan ``selected`` chosen, against the capacity."""
+        capacity = float(capacity_bytes)
+        top = 2 * capacity
+        if capacity != self._capacity_shown:  # a new device: the only rescale
+            self.stack_ax.set_ylim(0, top)
+            ticks = [t for t in MaxNLocator(nbins=4).tick_values(0, top) if 0 <= t <= top]
+            self.y_tick_marks.set_data([0.0] * len(ticks), ticks)
+            for index, label in enumerate(self.y_tick_labels):
+                label.set_visible(index < len(ticks))
+                if index < len(ticks):
+                    label.set_y(ticks[index])
+                    label.set_text(bytes_formatter(ticks[index], index))
+            self.capacity_line.set_ydata([capacity, capacity])
+            self.capacity_text.set_y(capacity)
+            self.capacity_text.set_text(f"capacity\n{units.format_bytes(capacity)}")
+            self.log_capacity.set_xdata([capacity, capacity])
+            self.log_capacity_text.set_x(capacity)
+            self._capacity_shown = capacity
+        for index, (bars, breakdown) in enumerate(zip(self.stack_bars, breakdowns, strict=True)):
+            bottom = 0.0
+            for bar, field in zip(bars, MEMORY_COMPONENTS, strict=True):
+                height = float(getattr(breakdown, field))
+                bar.set_y(bottom)
+                bar.set_height(height)
+                bar.set_alpha(1.0 if index == selected else 0.4)
+                bottom += height
+            total = float(breakdown.total)
+            text = self.stack_totals[index]
+            label = units.format_bytes(total)
+            if total > 0.93 * top:  # above the axis: an arrow and the total
+                text.set_text("↑ " + label)
+                text.set_y(0.93 * top)
+            else:
+                text.set_text(label)
+                text.set_y(total + 0.01 * top)
+            text.set_color(COLORS["exposed"] if total > capacity else "black")
+        chosen = breakdowns[selected]
+        total = float(chosen.total)
+        self.stack_outline.set_x(selected - self.stack_outline.get_width() / 2)
+        self.stack_outline.set_height(min(total, top))
+
+        low = self.log_bars[0].get_x()
+        values = [float(getattr(chosen, field)) for field in MEMORY_COMPONENTS] + [total]
+        for bar, value in zip(self.log_bars, values, strict=True):
+            bar.set_width(max(value - low, 0.0))
+
+        headroom = capacity - total
+        fits = total <= capacity
+        if fits:
+            self.verdict.set_text(f"fits, {units.format_bytes(headroom)} headroom")
+        else:
+            self.verdict.set_text(f"does not fit by {units.format_bytes(-headroom)}")
+        self.verdict.set_color(FIT_COLOR if fits else COLORS["exposed"])
+
+
+# ---- live figure: the global batch lab's devices and factors ------------------------------------------------------
+
+
+def count_of(count: int, noun: str) -> str:
+    """``count`` ``noun``s, the count formatted and the noun plural unless it is one.
+
+    >>> count_of(1, "replica"), count_of(4096, "device")
+    ('1 replica', '4096 devices')
+    """
+    return f"{units.format_count(count)} {noun}" + ("" if count == 1 else "s")
+
+
+_STAGE_SHADE = 0.22  # odd pipeline stages are this much darker, so the stages of a replica can be told apart
+_FACTOR_COLORS = {
+    "b": "#9DB4CF",
+    "acc": "#5C7FA8",
+    "d": AXIS_COLORS["data"],
+    "t": AXIS_COLORS["tensor"],
+    "p": AXIS_COLORS["pipeline"],
+}
+_TRANSPARENT = (0.0, 0.0, 0.0, 0.0)
+
+
+def _darker(color, share: float) -> tuple:
+    red, green, blue = to_rgb(color)
+    return (red * (1 - share), green * (1 - share), blue * (1 - share), 1.0)
+
+
+_REPLICA_SHADES = tuple((to_rgba(color), _darker(color, _STAGE_SHADE)) for color in RANK_COLORS)
+
+
+def _count_label(value, _position=None) -> str:
+    """Tick label of the log bar axis: 1, 10, 100, 1000, 10k, 100k, 1M, 10M."""
+    return {1e4: "10k", 1e5: "100k", 1e6: "1M", 1e7: "10M"}.get(value, f"{value:.0f}")
+
+
+class GlobalBatchFigure(LiveFigure):
+    """Live picture of which parallel axes multiply the examples of a step and which only add devices.
+
+    Left (``grid_ax``): the devices, one row per data-parallel replica (up to ``shown_replicas`` rows of
+    ``shown_devices`` cells, shaded by pipeline stage) with the range of examples each replica works on. Right
+    (``bars_ax``): two log-scale bars built from their factors, devices = d · t · p and examples = b · N_acc · d,
+    the shared factor d in the same colour, on the fixed range ``count_limits``. ``update(result)`` takes a mapping
+    with the plan's ``micro_batch``, ``grad_accum_steps``, ``data_parallel``, ``tensor_parallel``,
+    ``pipeline_parallel`` and ``seq_len`` and what ``parallelism`` makes of them: ``global_batch``,
+    ``tokens_per_step``, ``devices``, ``devices_per_replica`` and ``examples_per_replica_per_step``.
+
+    >>> from matplotlib.figure import Figure
+    >>> figure = Figure(figsize=(9, 4))
+    >>> live = GlobalBatchFigure(figure.add_axes((0, 0, 0.6, 1)), figure.add_axes((0.66, 0.2, 0.32, 0.68)))
+    >>> live.update(dict(micro_batch=8, grad_accum_steps=16, data_parallel=2, tensor_parallel=2, pipeline_parallel=1,
+    ...                  seq_len=2048, global_batch=256, tokens_per_step=524288, devices=4, devices_per_replica=2,
+    ...                  examples_per_replica_per_step=128))
+    >>> live.example_labels.get_texts()
+    ['1–128', '129–256']
+    """
+
+    def __init__(self, grid_ax, bars_ax, shown_replicas=8, shown_devices=16, count_limits=(1.0, 4e7)):
+        super().__init__(grid_ax, bars_ax)
+        self.shown_replicas, self.shown_devices = shown_replicas, shown_devices
+        self._build_grid(grid_ax)
+        self._build_bars(bars_ax, count_limits)
+        self.animated = (
+            self.cells,
+            self.brackets,
+            self.row_labels,
+            self.example_labels,
+            self.stage_labels,
+            self.examples_header,
+            self.grid_title,
+            self.grid_subtitle,
+            *self.grid_notes,
+            *self.segments.values(),
+            self.segment_labels,
+            self.devices_total,
+            self.examples_total,
+            self.tokens_note,
+        )
+
+    def _build_grid(self, ax) -> None:
+        ax.set_axis_off()
+        ax.set_autoscale_on(False)
+        # Data units: one cell per device; x from the row labels to the examples' labels, y downwards.
+        ax.set_xlim(-4.2, self.shown_devices + 6.6)
+        ax.set_ylim(self.shown_replicas + 2.4, -2.6)
+        cells = [
+            Rectangle((column + 0.06, row + 0.1), 0.88, 0.8)
+            for row in range(self.shown_replicas)
+            for column in range(self.shown_devices)
+        ]
+        self.cells = ax.add_collection(PatchCollection(cells, facecolors="none", edgecolors="none"), autolim=False)
+        (self.brackets,) = ax.plot([], [], color="#444444", linewidth=1.1)
+        # Labels of one style are one path each (FastTextGroup): the replicas, their examples, the pipeline stages.
+        self.row_labels = FastTextGroup(ax, ha="right", va="center", size=8)
+        self.example_labels = FastTextGroup(ax, ha="left", va="center", size=8)
+        self.stage_labels = FastTextGroup(ax, ha="center", va="bottom", size=7, color="#555555")
+        self.examples_header = FastText(
+            ax, (0.0, -0.15), "its examples", ha="left", va="bottom", size=7, color="#555555"
+        )
+        self.grid_title = FastText(ax, (0.02, 0.985), "", transform=ax.transAxes, ha="left", va="top", size=10)
+        self.grid_subtitle = FastText(
+            ax, (0.02, 0.92), "", transform=ax.transAxes, ha="left", va="top", size=8, color="#444444"
+        )
+        self.grid_notes = [
+            FastText(
+                ax,
+                (0.02, 0.09 - 0.055 * line),
+                "",
+                transform=ax.transAxes,
+                ha="left",
+                va="center",
+                size=8,
+                color="#444444",
+            )
+            for line in range(2)
+        ]
+
+    def _build_bars(self, ax, count_limits) -> None:
+        ax.set_yscale("log")
+        ax.set_autoscale_on(False)
+        ax.set_xlim(-0.6, 1.6)
+        ax.set_ylim(*count_limits)
+        decades = range(math.ceil(math.log10(count_limits[0])), math.floor(math.log10(count_limits[1])) + 1)
+        ax.yaxis.set_major_locator(FixedLocator([10.0**k for k in decades]))
+        ax.yaxis.set_major_formatter(FuncFormatter(_count_label))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_locator(FixedLocator([0, 1]))
+        ax.xaxis.set_major_formatter(
+            FuncFormatter(lambda x, _pos: ("devices\nd · t · p", "examples per step\nb · N_acc · d")[int(round(x))])
+        )
+        ax.tick_params(labelsize=8)
+        ax.grid(True, axis="y", alpha=0.25)
+        ax.set_title("log scale: each factor is one segment", fontsize=9)
+        self.segments = {}
+        for bar, factors in ((0, ("d", "t", "p")), (1, ("b", "acc", "d"))):
+            for factor in factors:
+                self.segments[bar, factor] = ax.add_patch(
+                    Rectangle(
+                        (bar - 0.35, 1.0), 0.7, 0.0, linewidth=0.6, edgecolor="white", facecolor=_FACTOR_COLORS[factor]
+                    )
+                )
+        self.segment_labels = FastTextGroup(
+            ax, ha="center", va="center", size=7.5, color="white", weight="bold", zorder=5
+        )
+        self.devices_total = FastText(ax, (0, 1.0), "", ha="center", va="bottom", size=8.5, offset=(0, 2))
+        self.examples_total = FastText(ax, (1, 1.0), "", ha="center", va="bottom", size=8.5, offset=(0, 2))
+        self.tokens_note = FastText(
+            ax, (0.4, -0.2), "", transform=ax.transAxes, ha="center", va="top", size=8, color="#444444"
+        )
+
+    def update(self, result) -> None:
+        """Draw the plan and the counts in ``result`` (see the class docstring for its keys)."""
+        self._update_grid(result)
+        self._update_bars(result)
+
+    def _update_grid(self, r) -> None:
+        d, t, p = r["data_parallel"], r["tensor_parallel"], r["pipeline_parallel"]
+        per_replica, examples = r["devices_per_replica"], r["examples_per_replica_per_step"]
+        rows, columns = min(d, self.shown_replicas), min(per_replica, self.shown_devices)
+        faces = []
+        for row in range(self.shown_replicas):
+            shades = _REPLICA_SHADES[row % len(_REPLICA_SHADES)]
+            for column in range(self.shown_devices):
+                # Columns run stage by stage: stage column // t holds tensor ranks 0 … t − 1.
+                visible = row < rows and column < columns
+                faces.append(shades[(column // t) % 2] if visible else _TRANSPARENT)
+        self.cells.set_facecolor(faces)
+
+        right = columns + 0.25
+        xs, ys = [], []
+        for row in range(rows):
+            xs += [right, right + 0.3, right + 0.3, right, np.nan]
+            ys += [row + 0.1, row + 0.1, row + 0.9, row + 0.9, np.nan]
+        self.brackets.set_data(xs, ys)
+        self.row_labels.set_texts(((-0.3, row + 0.5), f"replica {row}") for row in range(rows))
+        self.example_labels.set_texts(
+            ((right + 0.55, row + 0.5), f"{row * examples + 1}–{(row + 1) * examples}") for row in range(rows)
+        )
+        # One label per pipeline stage, centred over its t columns (when there is more than one stage).
+        self.stage_labels.set_texts(
+            ((column + min(t, columns - column) / 2, -0.15), f"s{column // t}")
+            for column in range(0, columns, t)
+            if p > 1
+        )
+
+        self.grid_title.set_text(
+            f"{count_of(r['devices'], 'device')} = {count_of(d, 'replica')} × {count_of(per_replica, 'device')} each"
+        )
+        self.examples_header.set_position((right + 0.55, -0.15))
+        self.grid_subtitle.set_text(
+            f"a row is one data-parallel replica: t × p = {t} × {p} devices, the same examples"
+            if per_replica > 1
+            else "a row is one data-parallel replica, here one device (t = p = 1)"
+        )
+        notes = []
+        if d > rows:
+            notes.append(
+                f"showing the first {rows} of {d} replicas; all {d} together: "
+                f"{units.format_count(r['global_batch'])} examples"
+            )
+        if per_replica > columns:
+            notes.append(f"showing {columns} of the {per_replica} devices of each replica (t × p = {t} × {p})")
+        if p > 1 and not notes:
+            notes.append("shades alternate by pipeline stage (s0, s1, …)")
+        for note, text in zip(self.grid_notes, notes + ["", ""], strict=False):
+            note.set_text(text)
+
+    def _update_bars(self, r) -> None:
+        factors = {
+            (0, "d"): r["data_parallel"],
+            (0, "t"): r["tensor_parallel"],
+            (0, "p"): r["pipeline_parallel"],
+            (1, "b"): r["micro_batch"],
+            (1, "acc"): r["grad_accum_steps"],
+            (1, "d"): r["data_parallel"],
+        }
+        names = {"d": "d", "t": "t", "p": "p", "b": "b", "acc": "N_acc"}
+        bottoms, labels = {0: 1.0, 1: 1.0}, []
+        for (bar, factor), value in factors.items():
+            bottom = bottoms[bar]
+            top = bottom * value
+            self.segments[bar, factor].set_y(bottom)
+            self.segments[bar, factor].set_height(top - bottom)
+            if math.log10(value) >= 0.45:  # room for a line of text in the segment
+                labels.append(((bar, math.sqrt(bottom * top)), f"{names[factor]} = {value}"))
+            bottoms[bar] = top
+        self.segment_labels.set_texts(labels)
+        self.devices_total.set_position((0, r["devices"]))
+        self.devices_total.set_text(units.format_count(r["devices"]))
+        self.examples_total.set_position((1, r["global_batch"]))
+        self.examples_total.set_text(units.format_count(r["global_batch"]))
+        self.tokens_note.set_text(
+            f"× s = {r['seq_len']} tokens: {units.format_count(r['tokens_per_step'])} tokens per step"
+        )

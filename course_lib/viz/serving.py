@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: F401  (doctests close their figures)
 import numpy as np
 
 from .. import serving, units
-from ._style import AXIS_COLORS, COLORS, axes_or_new, label_units, seconds_formatter
+from .style import AXIS_COLORS, COLORS, axes_or_new, label_units, seconds_formatter
 
 __all__ = [
     "DECODE_SEGMENTS",

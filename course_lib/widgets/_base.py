@@ -21,7 +21,7 @@ import math
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from ._fast import PartialRedraw
+from ..viz.fast import PartialRedraw
 
 __all__ = ["Lab", "nice_values", "unit_slider", "choice_buttons", "int_slider"]
 
@@ -112,8 +112,9 @@ def labelled_row(control: widgets.Widget) -> widgets.Widget:
 class Lab(widgets.VBox):
     """Base class: subclasses build ``controls`` and ``figure``, then implement ``compute`` and ``draw``.
 
-    ``compute(values)`` takes {control name: value} and returns the result dict (pure: it calls course_lib and
-    nothing else); ``draw(result)`` updates the figure's artists; ``summary_html(result)`` returns the HTML shown
+    ``compute(values)`` takes {control name: value} and returns the result dict (one call into the formula layer,
+    whose result a lab may keep for its figure); ``draw(result)`` updates the figure's live figures
+    (``course_lib.viz``, ``figure.update(...)``); ``summary_html(result)`` returns the HTML shown
     above the figure (quantities formatted with units). ``refresh()`` runs the three and renders the PNG.
     """
 
@@ -160,8 +161,8 @@ class Lab(widgets.VBox):
 
     def enable_partial_redraw(self, figure, animated, panels=None) -> None:
         """Render by drawing only the ``animated`` artists (those ``draw`` changes, inside Axes) over pictures of the
-        rest of ``figure``, cut into ``panels`` if its static part depends on the controls (see ``_fast``).
-        Call it once the figure is built; until then ``render`` draws the whole figure."""
+        rest of ``figure``, cut into ``panels`` if its static part depends on the controls (see
+        ``course_lib.viz.fast``). Call it once the figure is built; until then ``render`` draws the whole figure."""
         self._redraw = PartialRedraw(type(self).__qualname__, figure, animated, panels)
 
     def set_static_state(self, example) -> None:

@@ -1,10 +1,11 @@
 """Lab 3 · the memory budget of one device: model states and activations against the device's capacity.
 
 Every number comes from ``parallelism.memory_breakdown`` on a ``ParallelPlan`` (the first pipeline stage, which
-holds the most activations, under the 1F1B schedule). The figure has two panels: on the left, the same plan under
-ZeRO stages 0–3 as stacked bars on a linear axis that ends at twice the device's capacity (the selected stage is
-outlined; a bar above the axis gets an arrow and its total); on the right, each component of the selected plan
-on a log axis from 100 kB to 100 TB, so a 20 kB shard and a 40 TB replica are both readable.
+holds the most activations, under the 1F1B schedule). The figure, ``viz.parallelism.MemoryBudgetFigure``, has two
+panels: on the left, the same plan under ZeRO stages 0–3 as stacked bars on a linear axis that ends at twice the
+device's capacity (the selected stage is outlined; a bar above the axis gets an arrow and its total); on the right,
+each component of the selected plan on a log axis from 100 kB to 100 TB, so a 20 kB shard and a 40 TB replica are
+both readable.
 
 Only valid plans are reachable: the tensor-parallel slider offers the divisors of the model's heads (≤ 64) and the
 pipeline slider the divisors of its layers (≤ 128); changing the model moves both to the nearest valid value.
@@ -22,18 +23,12 @@ from __future__ import annotations
 import math
 
 import ipywidgets as widgets
-import matplotlib.transforms as mtransforms
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.markers import TICKLEFT
-from matplotlib.patches import Rectangle
-from matplotlib.ticker import MaxNLocator, NullLocator
 
 from .. import hardware, parallelism, units
-from ..viz._style import COLORS, bytes_formatter
-from ..viz.parallelism import MEMORY_COMPONENTS
+from ..viz.parallelism import FIT_COLOR, MEMORY_COMPONENTS, MemoryBudgetFigure
+from ..viz.style import COLORS
 from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, int_slider
-from ._fast import CachedText
 
 __all__ = [
     "MemoryBudgetLab",
@@ -69,7 +64,7 @@ MAX_PIPELINE_PARALLEL = 128
 COMPONENTS = tuple(MEMORY_COMPONENTS)  # parameters, gradients, optimizer_state, activations (bottom to top)
 ZERO_NAMES = {stage: f"ZeRO-{stage}" for stage in parallelism.ZERO_STAGES}
 LOG_AXIS_BYTES = (100 * units.KB, 100 * units.TB)  # the right panel's fixed range
-FIT_COLOR, MISS_COLOR = "#2E7D32", COLORS["exposed"]
+MISS_COLOR = COLORS["exposed"]
 
 
 def tensor_parallel_options(model: parallelism.TransformerModel) -> tuple:
@@ -159,7 +154,6 @@ class MemoryBudgetLab(Lab):
             ),
         }
         self._syncing = False
-        self._capacity_shown = None
         self._build_figure()
         super().__init__("Lab 3 · Memory budget of one device", controls, self.figure)
 
@@ -221,7 +215,11 @@ class MemoryBudgetLab(Lab):
             recompute=values["recompute"],
             sequence_parallel=values["sequence_parallel"],
         )
-        memory = parallelism.memory_breakdown(model, plan)
+        # The same plan under every ZeRO stage, for the comparison bars (activations do not depend on the stage).
+        self.breakdowns = [
+            parallelism.memory_breakdown(model, plan.replace(zero_stage=stage)) for stage in parallelism.ZERO_STAGES
+        ]
+        memory = self.breakdowns[plan.zero_stage]
         capacity = float(device.hbm_capacity_bytes)
         total = float(memory.total)
         result = {
@@ -252,9 +250,7 @@ class MemoryBudgetLab(Lab):
             "fits": bool(total <= capacity),
             "headroom_bytes": capacity - total,
         }
-        # The same plan under every ZeRO stage, for the comparison bars (activations do not depend on the stage).
-        for stage in parallelism.ZERO_STAGES:
-            other = parallelism.memory_breakdown(model, plan.replace(zero_stage=stage))
+        for stage, other in zip(parallelism.ZERO_STAGES, self.breakdowns, strict=True):
             for field in ("parameters", "gradients", "optimizer_state", "total"):
                 result[f"zero{stage}_{field}_bytes"] = float(getattr(other, field))
         return result
@@ -263,194 +259,17 @@ class MemoryBudgetLab(Lab):
         figure = Figure(figsize=(9, 4), dpi=self.dpi)
         self.figure = figure
         figure.patch.set_facecolor("white")
-        ax = self.stack_axes = figure.add_axes((0.1, 0.2, 0.44, 0.63))
-        # An Axes child placed in figure coordinates: savefig draws animated Axes children, not figure ones.
-        self.verdict = CachedText.add(
-            ax, 0.5, 0.965, transform=figure.transFigure, ha="center", va="top", fontsize=11, fontweight="bold"
+        self.memory_figure = MemoryBudgetFigure(
+            figure.add_axes((0.1, 0.2, 0.44, 0.63)),
+            figure.add_axes((0.71, 0.2, 0.26, 0.63)),
+            [ZERO_NAMES[stage] for stage in parallelism.ZERO_STAGES],
+            LOG_AXIS_BYTES,
+            stack_title="the same plan under each ZeRO stage (selected: outlined)",
         )
-
-        # Left: the plan under ZeRO 0–3, stacked on a linear axis from 0 to 2 × capacity.
-        width = 0.62
-        self.stack_bars = {
-            stage: [
-                ax.add_patch(
-                    Rectangle(
-                        (stage - width / 2, 0),
-                        width,
-                        0,
-                        facecolor=COLORS[c],
-                        edgecolor="white",
-                        linewidth=0.6,
-                        zorder=2,
-                        label=MEMORY_COMPONENTS[c] if stage == 0 else None,
-                    )
-                )
-                for c in COMPONENTS
-            ]
-            for stage in parallelism.ZERO_STAGES
-        }
-        self.stack_outline = ax.add_patch(
-            Rectangle((-width / 2, 0), width, 0, fill=False, edgecolor="black", linewidth=2.0, zorder=4)
-        )
-        below = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
-        for stage in parallelism.ZERO_STAGES:
-            ax.text(stage, -0.03, ZERO_NAMES[stage], ha="center", va="top", fontsize=8, transform=below)
-        self.stack_totals = [
-            CachedText.add(
-                ax,
-                stage,
-                0,
-                ha="center",
-                va="bottom",
-                fontsize=8,
-                zorder=5,
-                bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1),
-            )
-            for stage in parallelism.ZERO_STAGES
-        ]
-        left = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
-        self.capacity_line = ax.axhline(0, color=COLORS["capacity"], linestyle="--", linewidth=1.4, zorder=3)
-        self.capacity_text = CachedText.add(
-            ax, 1.01, 0, transform=left, ha="left", va="center", fontsize=8, color=COLORS["capacity"]
-        )
-        # The y scale follows the device, so its ticks are drawn here and redrawn with the bars.
-        self.y_tick_marks = ax.add_artist(
-            Line2D(
-                [],
-                [],
-                transform=left,
-                marker=TICKLEFT,
-                linestyle="none",
-                color="black",
-                markersize=3.5,
-                markeredgewidth=0.8,
-                clip_on=False,
-            )
-        )
-        self.y_tick_labels = [
-            CachedText.add(ax, -0.02, 0, transform=left, ha="right", va="center", fontsize=8) for _ in range(8)
-        ]
-        ax.set_xlim(-0.55, 3.55)
-        ax.set_ylim(0, 1)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        ax.text(
-            -0.16,
-            0.5,
-            "memory per device (bytes)",
-            transform=ax.transAxes,
-            rotation=90,
-            ha="center",
-            va="center",
-            fontsize=9,
-        )
-        ax.set_title("the same plan under each ZeRO stage (selected: outlined)", fontsize=9)
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
-        ax.legend(
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.15),
-            ncol=4,
-            frameon=False,
-            fontsize=8,
-            handlelength=1.2,
-            columnspacing=1.0,
-        )
-
-        # Right: the selected plan's components on a fixed log axis.
-        ax = self.log_axes = figure.add_axes((0.71, 0.2, 0.26, 0.63))
-        names = list(COMPONENTS) + ["total"]
-        colors = [COLORS[c] for c in COMPONENTS] + ["#555555"]
-        low = LOG_AXIS_BYTES[0] / 10  # bars start left of the axis, so the smallest value still shows a stub
-        self.log_bars = [
-            ax.add_patch(Rectangle((low, i - 0.35), 0, 0.7, facecolor=color, edgecolor="none"))
-            for i, color in enumerate(colors)
-        ]
-        self.log_capacity = ax.axvline(LOG_AXIS_BYTES[1], color=COLORS["capacity"], linestyle="--", linewidth=1.4)
-        self.log_capacity_text = CachedText.add(
-            ax, LOG_AXIS_BYTES[1], -0.6, "capacity", ha="center", va="bottom", fontsize=7, color=COLORS["capacity"]
-        )
-        ax.set_xscale("log")
-        ax.set_xlim(*LOG_AXIS_BYTES)
-        ax.set_ylim(len(names) - 0.5, -0.5)
-        ax.set_yticks(range(len(names)), [MEMORY_COMPONENTS.get(n, n) for n in names], fontsize=8)
-        ax.xaxis.set_major_formatter(bytes_formatter)
-        ax.set_xticks([1e5, 1e7, 1e9, 1e11, 1e13])
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.tick_params(axis="x", labelsize=7)
-        ax.set_xlabel("bytes per device (log)", fontsize=8)
-        ax.set_title("selected plan, every component", fontsize=9, pad=12)
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
-
-        self.enable_partial_redraw(
-            figure,
-            (
-                *[bar for bars in self.stack_bars.values() for bar in bars],
-                self.capacity_line,
-                self.stack_outline,
-                self.y_tick_marks,
-                *self.y_tick_labels,
-                *self.stack_totals,
-                self.capacity_text,
-                *self.log_bars,
-                self.log_capacity,
-                self.log_capacity_text,
-                self.verdict,
-            ),
-        )
+        self.enable_partial_redraw(figure, self.memory_figure.animated)
 
     def draw(self, result: dict) -> None:
-        capacity = result["capacity_bytes"]
-        top = 2 * capacity
-        if capacity != self._capacity_shown:  # a new device: the only rescale
-            self.stack_axes.set_ylim(0, top)
-            ticks = [t for t in MaxNLocator(nbins=4).tick_values(0, top) if 0 <= t <= top]
-            self.y_tick_marks.set_data([0.0] * len(ticks), ticks)
-            for index, label in enumerate(self.y_tick_labels):
-                label.set_visible(index < len(ticks))
-                if index < len(ticks):
-                    label.set_y(ticks[index])
-                    label.set_text(bytes_formatter(ticks[index], index))
-            self.capacity_line.set_ydata([capacity, capacity])
-            self.capacity_text.set_y(capacity)
-            self.capacity_text.set_text(f"capacity\n{units.format_bytes(capacity)}")
-            self.log_capacity.set_xdata([capacity, capacity])
-            self.log_capacity_text.set_x(capacity)
-            self._capacity_shown = capacity
-        selected = result["zero_stage"]
-        for stage, bars in self.stack_bars.items():
-            heights = [result[f"zero{stage}_{c}_bytes"] for c in COMPONENTS[:3]] + [result["activations_bytes"]]
-            bottom = 0.0
-            for bar, height in zip(bars, heights, strict=True):
-                bar.set_y(bottom)
-                bar.set_height(height)
-                bar.set_alpha(1.0 if stage == selected else 0.4)
-                bottom += height
-            total = result[f"zero{stage}_total_bytes"]
-            text = self.stack_totals[stage]
-            label = units.format_bytes(total)
-            if total > 0.93 * top:  # above the axis: an arrow and the total
-                text.set_text("↑ " + label)
-                text.set_y(0.93 * top)
-            else:
-                text.set_text(label)
-                text.set_y(total + 0.01 * top)
-            text.set_color(MISS_COLOR if total > capacity else "black")
-        self.stack_outline.set_x(selected - self.stack_outline.get_width() / 2)
-        self.stack_outline.set_height(min(result["total_bytes"], top))
-
-        low = self.log_bars[0].get_x()
-        keys = [f"{c}_bytes" for c in COMPONENTS] + ["total_bytes"]
-        for bar, key in zip(self.log_bars, keys, strict=True):
-            bar.set_width(max(result[key] - low, 0.0))
-
-        if result["fits"]:
-            verdict = f"fits, {units.format_bytes(result['headroom_bytes'])} headroom"
-        else:
-            verdict = f"does not fit by {units.format_bytes(-result['headroom_bytes'])}"
-        self.verdict.set_text(verdict)
-        self.verdict.set_color(FIT_COLOR if result["fits"] else MISS_COLOR)
+        self.memory_figure.update(self.breakdowns, result["zero_stage"], result["capacity_bytes"])
 
     def summary_html(self, result: dict) -> str:
         b = units.format_bytes

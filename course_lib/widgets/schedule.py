@@ -2,8 +2,10 @@
 
 The timeline comes from ``pipeline.pipeline_schedule`` (an event simulation that knows nothing of the bubble
 formula); the lab shows next to it ``parallelism.pipeline_bubble_fraction`` (p − 1)/(v·m) and
-``parallelism.pipeline_in_flight_microbatches``, so every position of the controls checks the formulas against
-the simulation. Times are in units of the forward time t_f of one micro-batch through one stage (t_b = 2 t_f).
+``parallelism.pipeline_in_flight_microbatches``, so every position of the controls checks the formulas against the
+simulation. The figure is ``viz.parallelism.PipelineScheduleFigure`` (the timeline) beside a
+``ComparisonBarsFigure`` (simulated against formula). Times are in units of the forward time t_f of one micro-batch
+through one stage (t_b = 2 t_f).
 
 Only valid schedules are reachable: GPipe and 1F1B have v = 1; moving the virtual-stages slider above 1 selects
 the interleaved schedule (and back to 1, 1F1B), and with interleaving the micro-batch slider moves in steps of p,
@@ -22,21 +24,13 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-import matplotlib.transforms as mtransforms
 import numpy as np
-from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.markers import TICKDOWN, TICKLEFT
-from matplotlib.patches import Patch, PathPatch, Rectangle
-from matplotlib.path import Path
-from matplotlib.ticker import MaxNLocator
 
 from .. import parallelism, pipeline, units
-from ..viz._style import COLORS
-from ..viz.parallelism import SCHEDULE_NAMES, _chunk_color, _text_color
+from ..viz.parallelism import SCHEDULE_NAMES, ComparisonBarsFigure, PipelineScheduleFigure
+from ..viz.style import COLORS
 from ._base import Lab, choice_buttons, int_slider
-from ._fast import CachedText
 
 __all__ = [
     "PipelineLab",
@@ -55,8 +49,6 @@ MAX_MICROBATCHES = 64
 MAX_VIRTUAL_STAGES = 4
 LABEL_POOL = 128  # micro-batch numbers are written in the boxes when there are at most this many and they fit
 BACKWARD_OVER_FORWARD = 2.0  # t_b = 2 t_f (the backward pass computes two gradients per weight matrix)
-_ROW = 0.78  # box height, in stage rows
-_KINDS = ("forward", "backward")
 
 
 @lru_cache(maxsize=32)
@@ -80,39 +72,6 @@ def _measured(stages: int, microbatches: int, schedule: str, virtual_stages: int
         "bubble_share_of_step": bubble / total,
         "peak_in_flight": float(timeline.peak_in_flight(0)),
         "ops": len(timeline.ops),
-    }
-
-
-def _box_path(x0, x1, y, height) -> Path:
-    """One compound path of n axis-aligned boxes (drawn in a single call, however many there are)."""
-    top, bottom = y - height / 2, y + height / 2
-    vertices = np.stack(
-        [np.stack(corner, -1) for corner in ((x0, top), (x1, top), (x1, bottom), (x0, bottom), (x0, top))], axis=1
-    ).reshape(-1, 2)
-    codes = np.tile([Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY], len(x0))
-    return Path(vertices, codes.astype(Path.code_type))
-
-
-@lru_cache(maxsize=32)
-def _gantt(stages: int, microbatches: int, schedule: str, virtual_stages: int) -> dict:
-    """The timeline's boxes, one compound path per (kind, chunk), and the ops' label positions, for drawing."""
-    ops = _timeline(stages, microbatches, schedule, virtual_stages).ops
-    start, end = (np.array([getattr(op, name) for op in ops], float) for name in ("start_s", "end_s"))
-    stage = np.array([op.stage for op in ops], float)
-    kind = np.array([_KINDS.index(op.kind) for op in ops])
-    chunk = np.array([op.chunk for op in ops])
-    paths = {}
-    for k in range(len(_KINDS)):
-        for c in range(virtual_stages):
-            mine = (kind == k) & (chunk == c)
-            paths[k, c] = _box_path(start[mine], end[mine], stage[mine], _ROW)
-    return {
-        "paths": paths,
-        "centre": (start + end) / 2,
-        "stage": stage,
-        "kind": kind,
-        "chunk": chunk,
-        "label": [str(op.microbatch + 1) for op in ops],
     }
 
 
@@ -216,176 +175,31 @@ class PipelineLab(Lab):
         figure = Figure(figsize=(9, 4), dpi=self.dpi)
         self.figure = figure
         figure.patch.set_facecolor("white")
-        ax = self.gantt_axes = figure.add_axes((0.09, 0.25, 0.63, 0.64))
-        self.idle = ax.add_patch(
-            PathPatch(Path(np.zeros((1, 2))), facecolor=COLORS["bubble"], edgecolor="none", alpha=0.6, zorder=1)
+        self.gantt = PipelineScheduleFigure(
+            figure.add_axes((0.09, 0.25, 0.63, 0.64)),
+            MAX_STAGES,
+            MAX_VIRTUAL_STAGES,
+            LABEL_POOL,
+            xlabel="time in units of t_f, the forward time of one micro-batch through one stage (t_b = 2 t_f)",
         )
-        # One compound path per (kind, chunk): forward/backward boxes of each model chunk.
-        self.boxes = {
-            (k, c): ax.add_patch(
-                PathPatch(Path(np.zeros((1, 2))), edgecolor="white", linewidth=0.6, zorder=2, visible=False)
-            )
-            for k in range(len(_KINDS))
-            for c in range(MAX_VIRTUAL_STAGES)
-        }
-        # RGBA of each (kind, chunk) for each v; later chunks of an interleaved stage are lighter.
-        self._colors = {
-            v: np.array([[to_rgba(_chunk_color(kind, chunk, v)) for chunk in range(v)] for kind in _KINDS])
-            for v in range(1, MAX_VIRTUAL_STAGES + 1)
-        }
-        self._text_colors = {
-            v: [[_text_color(_chunk_color(kind, chunk, v)) for chunk in range(v)] for kind in _KINDS]
-            for v in range(1, MAX_VIRTUAL_STAGES + 1)
-        }
-        self.labels = [
-            CachedText.add(ax, 0, 0, ha="center", va="center", fontsize=7, zorder=3, visible=False)
-            for _ in range(LABEL_POOL)
-        ]
-        # Both scales change with the controls, so the ticks are drawn here and redrawn with the boxes.
-        below = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
-        left = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
-        tick = dict(linestyle="none", color="black", markersize=3.5, markeredgewidth=0.8, clip_on=False)
-        self.x_tick_marks = ax.add_artist(Line2D([], [], transform=below, marker=TICKDOWN, **tick))
-        self.y_tick_marks = ax.add_artist(Line2D([], [], transform=left, marker=TICKLEFT, **tick))
-        self.x_tick_labels = [
-            CachedText.add(ax, 0, -0.03, transform=below, ha="center", va="top", fontsize=8) for _ in range(16)
-        ]
-        self.y_tick_labels = [
-            CachedText.add(ax, -0.012, 0, transform=left, ha="right", va="center", fontsize=8)
-            for _ in range(MAX_STAGES)
-        ]
-        ax.set_xticks([])
-        ax.set_yticks([])
-        ax.text(
-            0.5,
-            -0.11,
-            "time in units of t_f, the forward time of one micro-batch through one stage (t_b = 2 t_f)",
-            transform=ax.transAxes,
-            ha="center",
-            va="top",
-            fontsize=8,
-        )
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
-        self.title = CachedText.add(ax, 0.5, 1.03, transform=ax.transAxes, ha="center", va="bottom", fontsize=10)
-        handles = [
-            Patch(facecolor=COLORS["forward"], label="forward"),
-            Patch(facecolor=COLORS["backward"], label="backward"),
-            Patch(facecolor=COLORS["bubble"], alpha=0.6, label="idle (bubble)"),
-            Patch(facecolor=_chunk_color("forward", 1, 2), label="later chunk (interleaved)"),
-        ]
-        ax.legend(
-            handles=handles,
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.18),
-            ncol=4,
-            frameon=False,
-            fontsize=8,
-            handlelength=1.2,
-            columnspacing=1.0,
-        )
-
         # Right: simulation against formula, the bubble on top, the activations stage 0 holds below.
-        self.check_axes, self.check_bars, self.check_texts = [], [], []
-        for row, (title, colors) in enumerate(
-            (
-                ("bubble, % of the ideal time", (COLORS["bubble"], "#888888")),
-                ("stage 0 holds (micro-batches)", (COLORS["activations"], "#E39A9C")),
-            )
-        ):
-            ax = figure.add_axes((0.8, 0.6 - 0.42 * row, 0.17, 0.28))
-            bars = [ax.add_patch(Rectangle((i - 0.3, 0), 0.6, 0, facecolor=color)) for i, color in enumerate(colors)]
-            texts = [CachedText.add(ax, i, 0, ha="center", va="bottom", fontsize=8) for i in range(2)]
-            ax.set_xlim(-0.6, 1.6)
-            ax.set_xticks([0, 1], ["simulated", "formula"], fontsize=8)
-            ax.set_yticks([])
-            ax.set_title(title, fontsize=8)
-            for side in ("top", "right", "left"):
-                ax.spines[side].set_visible(False)
-            self.check_axes.append(ax)
-            self.check_bars.append(bars)
-            self.check_texts.append(texts)
-        self.enable_partial_redraw(
-            self.figure,
-            (
-                self.idle,
-                *self.boxes.values(),
-                *self.labels,
-                self.x_tick_marks,
-                self.y_tick_marks,
-                *self.x_tick_labels,
-                *self.y_tick_labels,
-                self.title,
-                *[bar for bars in self.check_bars for bar in bars],
-                *[text for texts in self.check_texts for text in texts],
-            ),
+        self.checks = ComparisonBarsFigure(
+            [figure.add_axes((0.8, 0.6 - 0.42 * row, 0.17, 0.28)) for row in range(2)],
+            ["bubble, % of the ideal time", "stage 0 holds (micro-batches)"],
+            [(COLORS["bubble"], "#888888"), (COLORS["activations"], "#E39A9C")],
+            [units.format_percent, _count],
         )
-        self._shown_rows = None
+        self.enable_partial_redraw(self.figure, (*self.gantt.animated, *self.checks.animated))
 
     def draw(self, result: dict) -> None:
         p, m, v, schedule = result["stages"], result["microbatches"], result["virtual_stages"], result["schedule"]
-        gantt = _gantt(p, m, schedule, v)
-        end = result["total_time"]  # in units of t_f (the simulation runs with t_f = 1)
-        ax = self.gantt_axes
-        self.idle.set_path(_box_path(np.zeros(p), np.full(p, end), np.arange(p, dtype=float), _ROW))
-        ax.set_xlim(0, end * 1.005)
-        ticks = [t for t in MaxNLocator(nbins=10, integer=True).tick_values(0, end) if 0 <= t <= end]
-        self.x_tick_marks.set_data(ticks, [0.0] * len(ticks))
-        for index, label in enumerate(self.x_tick_labels):
-            label.set_visible(index < len(ticks))
-            if index < len(ticks):
-                label.set_x(ticks[index])
-                label.set_text(f"{ticks[index]:g}")
-        if p != self._shown_rows:
-            ax.set_ylim(p - 0.5, -0.5)  # stage 0 on top
-            self.y_tick_marks.set_data([0.0] * p, list(range(p)))
-            for stage, label in enumerate(self.y_tick_labels):
-                label.set_visible(stage < p)
-                label.set_y(stage)
-                label.set_text(f"stage {stage}")
-            self._shown_rows = p
-        # Box edges and labels only where they fit (sizes in pixels of the fixed axes).
-        box = ax.get_position()
-        width_px = box.width * self.figure.get_figwidth() * self.dpi
-        row_px = box.height * self.figure.get_figheight() * self.dpi / p
-        chunk_px = width_px / (v * end)  # a chunk's forward, the narrowest box
-        edge = 0.6 if chunk_px >= 4 else 0.3 if chunk_px >= 2 else 0.0  # white gaps between boxes
-        for (k, c), patch in self.boxes.items():
-            patch.set_visible(c < v)
-            if c < v:
-                patch.set_path(gantt["paths"][k, c])
-                patch.set_facecolor(self._colors[v][k, c])
-                patch.set_linewidth(edge)
-        count = len(gantt["label"])
-        show = count <= LABEL_POOL and chunk_px >= 5 * len(str(m)) + 3 and row_px >= 9
-        colors = self._text_colors[v]
-        for i, label in enumerate(self.labels):
-            if show and i < count:
-                label.set_position((gantt["centre"][i], gantt["stage"][i]))
-                label.set_text(gantt["label"][i])
-                label.set_color(colors[gantt["kind"][i]][gantt["chunk"][i]])
-                label.set_visible(True)
-            elif label.get_visible():
-                label.set_visible(False)
-        title = f"{SCHEDULE_NAMES[schedule]}, p = {p}" + (f", v = {v}" if schedule == "interleaved" else "")
-        self.title.set_text(f"{title}, m = {m}: bubble {units.format_percent(result['bubble_fraction'])}")
-
-        def count(value):
-            return units.format_count(value, digits=4)
-
-        checks = (
-            (result["bubble_fraction"], result["formula_bubble_fraction"], units.format_percent),
-            (result["peak_in_flight"], result["formula_peak_in_flight"], count),
+        self.gantt.update(_timeline(p, m, schedule, v))
+        self.checks.update(
+            [
+                (result["bubble_fraction"], result["formula_bubble_fraction"]),
+                (result["peak_in_flight"], result["formula_peak_in_flight"]),
+            ]
         )
-        for ax, bars, texts, (simulated, formula, fmt) in zip(
-            self.check_axes, self.check_bars, self.check_texts, checks, strict=True
-        ):
-            top = max(simulated, formula)
-            ax.set_ylim(0, 1.35 * top if top > 0 else 1.0)
-            for bar, text, value in zip(bars, texts, (simulated, formula), strict=True):
-                bar.set_height(value)
-                text.set_y(value)
-                text.set_text(fmt(value))
 
     def summary_html(self, result: dict) -> str:
         pct = units.format_percent
@@ -393,9 +207,7 @@ class PipelineLab(Lab):
         def t(value):  # a time in units of t_f
             return units.format_quantity(value, "", digits=4, min_prefix="").rstrip() + " t<sub>f</sub>"
 
-        def count(value):
-            return units.format_count(value, digits=4)
-
+        count = _count
         p, m, v = result["stages"], result["microbatches"], result["virtual_stages"]
         same = math.isclose(result["bubble_fraction"], result["formula_bubble_fraction"], abs_tol=1e-12)
         match = "=" if same else "≠"
@@ -416,6 +228,10 @@ class PipelineLab(Lab):
             f"GPipe and 1F1B have v = 1: moving v above 1 selects the interleaved schedule, which needs m to be a "
             f"multiple of p, so m then moves in steps of p.</small>"
         )
+
+
+def _count(value) -> str:
+    return units.format_count(value, digits=4)
 
 
 def pipeline_lab(**initial) -> PipelineLab:

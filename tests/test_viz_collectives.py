@@ -1,33 +1,35 @@
-"""Figures of lessons 01 and 02: what each figure holds (lines, bars, texts, scales, labels), never pixels."""
+"""course_lib.viz.collectives, the figures of lesson 02 and the ring lab's live figures: what each figure holds (lines,
+bars, texts, scales, labels), never pixels, and that a live figure updated twice matches one built at once."""
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import math  # noqa: E402
 import re  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from lab_checks import assert_updates_match_a_fresh_build  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import FancyArrowPatch  # noqa: E402
 
-from course_lib import collectives, compute, hardware  # noqa: E402
+from course_lib import collectives  # noqa: E402
 from course_lib.simulate import reference, simulate  # noqa: E402
 from course_lib.viz.collectives import (  # noqa: E402
+    EMPTY_COLOR,
     RANK_COLORS,
     SUM_COLOR,
+    CollectiveTimeFigure,
+    RingStepFigure,
     demo_inputs,
+    level_colors,
     plot_collective_data,
     plot_collective_time_vs_payload,
     plot_ring_allreduce_steps,
     plot_ring_step,
 )
-from course_lib.viz.compute import plot_flops_breakdown, plot_roofline  # noqa: E402
-
-GPT3 = dict(batch=1536, seq_len=2048, layers=96, hidden=12288, vocab=51200)
-SMALL = dict(batch=2, seq_len=64, layers=3, hidden=32, vocab=100)  # every count exact in float64
 
 
 @pytest.fixture(autouse=True)
@@ -44,86 +46,6 @@ def two_axes():
 
 def by_gid(artists, prefix):
     return [a for a in artists if (a.get_gid() or "").startswith(prefix)]
-
-
-# --- plot_roofline ---------------------------------------------------------------------------------------------
-
-
-def test_roofline_lines_are_the_formula_for_each_default_accelerator():
-    ax = plot_roofline()
-    presets = (hardware.A100, hardware.H100, hardware.B200, hardware.TPU_V5E)
-    assert len(ax.lines) == len(presets)
-    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
-    assert "(FLOP/byte)" in ax.get_xlabel() and "(FLOP/s)" in ax.get_ylabel()
-    for line, preset in zip(ax.lines, presets, strict=True):
-        x, y = line.get_data()
-        peak, bandwidth = preset.peak("bf16"), preset.hbm_bandwidth_bytes_per_s
-        np.testing.assert_array_equal(y, compute.attainable_flops_per_s(x, peak, bandwidth))
-        ridge = compute.ridge_point_flops_per_byte(peak, bandwidth)
-        assert preset.name in line.get_label() and f"ridge {ridge:.0f} FLOP/byte" in line.get_label()
-        assert ridge in x  # the corner is drawn exactly
-        (marker,) = by_gid(ax.collections, f"ridge:{preset.name}")
-        np.testing.assert_allclose(marker.get_offsets(), [[ridge, peak]])
-    low, high = ax.get_xlim()
-    assert (low, high) == (1.0, 1e4)
-    assert ax.yaxis.get_major_formatter()(312e12, 0) == "312 TFLOP/s"
-    texts = " ".join(t.get_text() for t in ax.texts)
-    assert "memory-bound on A100" in texts and "compute-bound on A100" in texts and "153 FLOP/byte" in texts
-
-
-def test_roofline_points_sit_on_the_first_accelerators_roof_and_widen_the_range():
-    intensity = compute.arithmetic_intensity(compute.gemm_flops(4096, 4096, 4096), compute.gemm_bytes(4096, 4096, 4096))
-    ax = plot_roofline(
-        [hardware.H100, hardware.A100], points=[("GEMM 4096³", intensity), ("tiny", 0.25), ("huge", 5e4)]
-    )
-    assert len(ax.lines) == 2
-    (points,) = by_gid(ax.collections, "points")
-    xs = np.array([intensity, 0.25, 5e4])
-    expected = compute.attainable_flops_per_s(xs, hardware.H100.peak("bf16"), hardware.H100.hbm_bandwidth_bytes_per_s)
-    np.testing.assert_allclose(points.get_offsets(), np.column_stack([xs, expected]))
-    labels = [t.get_text() for t in by_gid(ax.texts, "point-label")]
-    assert len(labels) == 3 and labels[0].startswith("GEMM 4096³") and "989 TFLOP/s" in labels[0]
-    low, high = ax.get_xlim()
-    assert low <= 0.25 and high >= 5e4
-
-
-def test_roofline_other_dtype_uses_that_peak():
-    ax = plot_roofline([hardware.H100], dtype="fp8")
-    assert ax.lines[0].get_ydata().max() == hardware.H100.peak("fp8")
-
-
-# --- plot_flops_breakdown --------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "recompute, bars", [(True, 5 * 3 + 2), ("full", 17), (False, 6 * 2), ("none", 12), ("selective", 6 * 2 + 2)]
-)
-def test_flops_breakdown_sums_exactly_to_the_iteration_count(recompute, bars):
-    ax = plot_flops_breakdown(**SMALL, recompute=recompute)
-    widths = [patch.get_width() for patch in ax.patches]
-    assert len(widths) == bars
-    assert math.fsum(widths) == compute.transformer_flops_per_iteration(**SMALL, recompute=recompute)
-
-
-def test_flops_breakdown_parts_follow_the_appendix_and_gpt3_adds_up():
-    ax = plot_flops_breakdown(**GPT3)
-    total = compute.transformer_flops_per_iteration(**GPT3)
-    assert math.fsum(p.get_width() for p in ax.patches) == pytest.approx(total, rel=1e-12)
-    b, s, l, h, v = (GPT3[k] for k in ("batch", "seq_len", "layers", "hidden", "vocab"))
-    forward = {
-        label: p.get_width()
-        for p in ax.patches
-        for label, pass_name in [p.get_gid().split("|")]
-        if pass_name == "forward"
-    }
-    assert forward["QKV projections (6Bsh²)"] == 6 * b * s * h**2 * l
-    assert forward["attention scores QKᵀ (2Bs²h)"] == 2 * b * s**2 * h * l
-    assert forward["MLP h → 4h → h (16Bsh²)"] == 16 * b * s * h**2 * l
-    assert forward["logits (2BshV, never recomputed)"] == 2 * b * s * h * v
-    shares = [float(re.search(r"\(([\d.]+) %\)", t.get_text()).group(1)) for t in ax.texts]
-    assert len(shares) == 6 and sum(shares) == pytest.approx(100, abs=0.1)
-    assert "FLOP" in ax.get_xlabel() and "4.51 EFLOP" in ax.get_title()
-    assert ax.xaxis.get_major_formatter()(1e18, 0) == "1 EFLOP"
 
 
 # --- plot_collective_data --------------------------------------------------------------------------------------
@@ -297,15 +219,6 @@ def ring_sim():
 
 
 BAD_CALLS = [
-    (lambda: plot_roofline([]), "accelerators"),
-    (lambda: plot_roofline(["H100"]), "accelerators"),
-    (lambda: plot_roofline([hardware.A100], dtype="fp4"), "dtype"),
-    (lambda: plot_roofline(points=[("x", -1.0)]), "points"),
-    (lambda: plot_roofline(points=[("x",)]), "points"),
-    (lambda: plot_roofline(points="GEMM"), "points"),
-    (lambda: plot_flops_breakdown(0, 2048, 96, 12288, 51200), "batch"),
-    (lambda: plot_flops_breakdown(1, 2048, 96, 122.5, 51200), "hidden"),
-    (lambda: plot_flops_breakdown(1, 2048, 96, 12288, 51200, recompute="partial"), "recompute"),
     (lambda: plot_collective_data("allreduce"), "op"),
     (lambda: plot_collective_data("all_reduce", 0), "ranks"),
     (lambda: plot_collective_data("all_reduce", 9), "ranks"),
@@ -340,3 +253,93 @@ BAD_CALLS = [
 def test_bad_input_names_the_parameter(call, parameter):
     with pytest.raises(ValueError, match=rf"^{parameter}\b"):
         call()
+
+
+# --- the live figures of the ring lab ---------------------------------------------------------------------------
+
+
+def _time_figure():
+    figure = Figure(figsize=(6, 4), dpi=72)
+    return figure, CollectiveTimeFigure(figure.add_axes((0.15, 0.3, 0.8, 0.6)), ranks_options=(2, 6, 8))
+
+
+def _report(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, algorithm):
+    return collectives.collective_report(
+        "all_reduce", ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, algorithm
+    )
+
+
+def _show(report):
+    def draw(live):
+        live.set_static(report.ranks)
+        live.update(report)
+
+    return draw
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (_report(8, 1e8, 50e9, 5e-6, "rabenseifner"), _report(6, 1e3, 1e9, 1e-4, "binomial_tree")),
+        (_report(6, 1e10, 1e12, 1e-7, "ring"), _report(8, 2e6, 50e9, 5e-6, "recursive_doubling")),
+    ],
+)
+def test_time_figure_updated_twice_draws_what_a_fresh_one_draws(first, second):
+    assert_updates_match_a_fresh_build(_time_figure, _show(first), _show(second))
+
+
+def test_time_figure_curves_terms_and_crossover_are_the_report():
+    _, live = _time_figure()
+    report = _report(6, 1e8, 50e9, 5e-6, "ring")
+    live.set_static(6)
+    live.update(report)
+    payloads = live.curve_payloads_bytes
+    assert payloads[0] == 1e3 and payloads[-1] == pytest.approx(1e10) and len(payloads) == 71
+    assert [a for a, line in live.curves.items() if line.get_visible()] == ["ring", "binomial_tree", "double_binary_tree"]
+    for algorithm in ("ring", "binomial_tree", "double_binary_tree"):
+        np.testing.assert_allclose(
+            live.curves[algorithm].get_ydata(),
+            collectives.collective_time("all_reduce", 6, payloads, 50e9, 5e-6, algorithm),
+            rtol=1e-12,
+        )
+    np.testing.assert_allclose(live.latency_term.get_ydata(), 10 * 5e-6)  # 2(p − 1) = 10 steps of α
+    np.testing.assert_allclose(live.bandwidth_term.get_ydata(), 2 * 5 / 6 * payloads / 50e9, rtol=1e-12)
+    assert live.crossover.get_xdata()[0] == pytest.approx(6 * 5e-6 * 50e9)  # S* = p·α·B for the ring
+    assert live.point.get_xdata()[0] == 1e8 and live.point.get_ydata()[0] == report.time_s
+    greyed = [text.get_text() for text in live.legend_texts.values() if text.get_color() == "#AAAAAA"]
+    assert greyed == ["recursive doubling (2^k p)", "Rabenseifner (2^k p)"]
+
+
+def _step_figure():
+    figure = Figure(figsize=(4, 4.3), dpi=72)
+    return figure, RingStepFigure(figure.add_axes((0, 0, 1, 1)), 8, ranks_options=(2, 4, 6, 16))
+
+
+def _step(ranks, step):
+    def draw(live):
+        live.set_static(ranks)
+        live.update(ranks, step)
+
+    return draw
+
+
+@pytest.mark.parametrize("first, second", [((4, 3), (6, 7)), ((16, 0), (3, 4)), ((8, 14), (2, 0))])
+def test_step_figure_updated_twice_draws_what_a_fresh_one_draws(first, second):
+    assert_updates_match_a_fresh_build(_step_figure, _step(*first), _step(*second))
+
+
+def test_step_figure_shades_are_the_simulated_contributions():
+    _, live = _step_figure()
+    sim = simulate("all_reduce", 5, elements=5)
+    levels = [to_rgba(color) for color in level_colors(5)]
+    live.set_static(5)
+    for step in (0, 4, 8):
+        live.update(5, step)
+        faces = live.cells.get_facecolor().reshape(8, 8, 4)
+        counts = sim.contributions(step)
+        for r in range(5):
+            for c in range(5):
+                expected = levels[counts[r, c] - 1] if counts[r, c] else to_rgba(EMPTY_COLOR)
+                np.testing.assert_allclose(faces[r, c], expected)
+        assert len(live.heads.get_xdata()) == (5 if step else 0)  # one transfer per rank per step
+    assert live.title.get_text() == "ring step 8 of 8: all-gather"

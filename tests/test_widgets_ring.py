@@ -1,6 +1,6 @@
-"""Labs 1 and 2 in-process (no browser, no kernel): every control swept over its range, each result checked against
-the formula recomputed here by hand and against course_lib, the figure updated in place, the summary in units, and
-the dependent controls never reaching an invalid combination."""
+"""Lab 1 (course_lib.widgets.ring) in-process (no browser, no kernel): every control swept over its range, each
+result checked against the formula recomputed here by hand and against course_lib, the figure updated in place, the
+summary in units, and the dependent controls never reaching an invalid combination."""
 
 import matplotlib
 
@@ -12,19 +12,11 @@ import math  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import traitlets  # noqa: E402
+from lab_checks import options, plain_and_finite, png_pixels, sweep  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
-from PIL import Image  # noqa: E402
 
-from course_lib import collectives, parallelism, simulate, units  # noqa: E402
-from course_lib.viz.collectives import _level_colors  # noqa: E402
-from course_lib.widgets.batch import (  # noqa: E402
-    DATA_PARALLEL_SIZES,
-    PARALLEL_SIZES,
-    SEQ_LENS,
-    SHOWN_DEVICES_PER_REPLICA,
-    SHOWN_REPLICAS,
-    global_batch_lab,
-)
+from course_lib import collectives, simulate, units  # noqa: E402
+from course_lib.viz.collectives import level_colors  # noqa: E402
 from course_lib.widgets.ring import (  # noqa: E402
     BANDWIDTHS_BYTES_PER_S,
     LATENCIES_S,
@@ -44,37 +36,7 @@ RING_RESULT_KEYS = {
     "phases",
     "regime",
 }
-BATCH_RESULT_KEYS = {"global_batch", "tokens_per_step", "devices", "examples_per_replica_per_step"}
 POWER_OF_TWO_ONLY = {"recursive_doubling", "rabenseifner"}
-
-
-def sweep(values):
-    """All values when there are at most 30, else the first, the last and 10 spread between them."""
-    values = list(values)
-    if len(values) <= 30:
-        return values
-    picks = np.linspace(0, len(values) - 1, 12).round().astype(int)
-    return [values[i] for i in sorted(set(picks))]
-
-
-def options(control):
-    return (
-        [value for _, value in control.options]
-        if hasattr(control, "options")
-        else list(range(control.min, control.max + 1))
-    )
-
-
-def plain_and_finite(result):
-    for key, value in result.items():
-        assert type(value) in (int, float, str, bool), f"{key} is a {type(value).__name__}, not a plain value"
-        if isinstance(value, float):
-            assert math.isfinite(value), f"{key} = {value}"
-
-
-def png_pixels(data: bytes) -> np.ndarray:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"))
 
 
 # --- lab 1: ring all-reduce ------------------------------------------------------------------------------------
@@ -130,9 +92,9 @@ def check_ring_result(lab):
 def check_ring_figure(lab, figure):
     r = lab.result
     assert lab.figure is figure, "the figure was rebuilt"
-    np.testing.assert_allclose(np.ravel(lab._point.get_data()), [r["payload_bytes"], r["time_s"]])
-    assert lab._point_label.get_text() == units.format_time(r["time_s"])
-    curve = lab._curves[r["algorithm"]]
+    np.testing.assert_allclose(np.ravel(lab.time_figure.point.get_data()), [r["payload_bytes"], r["time_s"]])
+    assert lab.time_figure.point_label.get_text() == units.format_time(r["time_s"])
+    curve = lab.time_figure.curves[r["algorithm"]]
     assert curve.get_visible()
     np.testing.assert_allclose(
         curve.get_ydata(),
@@ -140,12 +102,12 @@ def check_ring_figure(lab, figure):
             "all_reduce", r["ranks"], curve.get_xdata(), r["bandwidth_bytes_per_s"], r["latency_s"], r["algorithm"]
         ),
     )
-    for algorithm, line in lab._curves.items():
+    for algorithm, line in lab.time_figure.curves.items():
         assert line.get_visible() == (algorithm not in POWER_OF_TWO_ONLY or r["ranks"] & (r["ranks"] - 1) == 0)
     inside = PAYLOADS_BYTES[0] < r["crossover_bytes"] < PAYLOADS_BYTES[-1]
-    assert lab._crossover.get_visible() == inside
+    assert lab.time_figure.crossover.get_visible() == inside
     if inside:
-        assert list(lab._crossover.get_xdata()) == [r["crossover_bytes"]] * 2
+        assert list(lab.time_figure.crossover.get_xdata()) == [r["crossover_bytes"]] * 2
     summary = lab.summary.value
     for key in ("time_s", "latency_term_s", "bandwidth_term_s"):
         assert units.format_time(r[key]) in summary
@@ -245,26 +207,26 @@ def test_ring_power_of_two_choice_falls_back_to_the_ring():
 def test_ring_step_view_follows_the_simulation():
     lab = ring_allreduce_lab(ranks=4)
     sim = simulate.simulate("all_reduce", 4, algorithm="ring", elements=4)
-    levels = [to_rgba(c) for c in _level_colors(4)]
+    levels = [to_rgba(c) for c in level_colors(4)]
     for step in range(0, 7):
         lab.controls["step"].value = step
-        faces = lab._cells.get_facecolor().reshape(MAX_STEP_RANKS, MAX_STEP_RANKS, 4)
+        faces = lab.step_figure.cells.get_facecolor().reshape(MAX_STEP_RANKS, MAX_STEP_RANKS, 4)
         final = sim.holdings(step)
         for r in range(4):
             for c in range(4):
                 if final[r, c]:
                     np.testing.assert_allclose(faces[r, c], levels[-1])  # the darkest shade: summed over all 4
         assert faces[4:, :, 3].max() == 0 and faces[:, 4:, 3].max() == 0  # unused cells hidden
-        heads = lab._heads.get_xdata()
+        heads = lab.step_figure.heads.get_xdata()
         assert len(heads) == (0 if step == 0 else 4)  # one transfer per rank per step
         assert lab.result["step_phase"] == (
             "before any transfer" if step == 0 else "reduce-scatter" if step <= 3 else "all-gather"
         )
-        assert lab._ring_title.get_text().startswith(f"ring step {step} of 6")
+        assert lab.step_figure.title.get_text().startswith(f"ring step {step} of 6")
     assert sim.holdings(6).all()
     lab.controls["ranks"].value = 16
-    assert not lab._cells.get_visible() and all(text.get_visible() for text in lab._too_many)
-    assert "up to 8 ranks" in " ".join(text.get_text() for text in lab._too_many)
+    assert not lab.step_figure.cells.get_visible() and all(text.get_visible() for text in lab.step_figure.too_many)
+    assert "up to 8 ranks" in " ".join(text.get_text() for text in lab.step_figure.too_many)
 
 
 def test_ring_partial_redraw_matches_a_full_draw():
@@ -317,145 +279,3 @@ def test_ring_initial_values():
     ):
         with pytest.raises(ValueError):
             ring_allreduce_lab(**bad)
-
-
-# --- lab 2: global batch ---------------------------------------------------------------------------------------
-
-
-def check_batch_result(lab):
-    v, r = lab.values(), lab.result
-    b, acc, d, t, p, s = (
-        v[k]
-        for k in ("micro_batch", "grad_accum_steps", "data_parallel", "tensor_parallel", "pipeline_parallel", "seq_len")
-    )
-    assert BATCH_RESULT_KEYS <= set(r)
-    plain_and_finite(r)
-    assert r["global_batch"] == b * acc * d == parallelism.global_batch(b, acc, d)
-    assert r["tokens_per_step"] == b * acc * d * s
-    assert r["devices"] == d * t * p
-    assert r["examples_per_replica_per_step"] == b * acc and r["devices_per_replica"] == t * p
-    for value in (r["global_batch"], r["tokens_per_step"], r["devices"]):
-        assert units.format_count(value) in lab.summary.value
-
-
-def check_batch_figure(lab, figure):
-    r = lab.result
-    assert lab.figure is figure, "the figure was rebuilt"
-    devices_top = lab._segments[0, "p"]
-    examples_top = lab._segments[1, "d"]
-    assert devices_top.get_y() + devices_top.get_height() == pytest.approx(r["devices"])
-    assert examples_top.get_y() + examples_top.get_height() == pytest.approx(r["global_batch"])
-    assert lab._devices_total.get_text() == units.format_count(r["devices"])
-    assert lab._examples_total.get_text() == units.format_count(r["global_batch"])
-    rows = min(r["data_parallel"], SHOWN_REPLICAS)
-    columns = min(r["devices_per_replica"], SHOWN_DEVICES_PER_REPLICA)
-    alpha = lab._cells.get_facecolor()[:, 3].reshape(SHOWN_REPLICAS, SHOWN_DEVICES_PER_REPLICA)
-    assert (alpha > 0).sum() == rows * columns
-    assert alpha[:rows, :columns].min() > 0
-    examples = r["examples_per_replica_per_step"]
-    assert lab._example_labels.get_texts() == [f"{row * examples + 1}–{(row + 1) * examples}" for row in range(rows)]
-    assert lab._row_labels.get_texts() == [f"replica {row}" for row in range(rows)]
-    stages = r["pipeline_parallel"] if r["pipeline_parallel"] > 1 else 0
-    assert len(lab._stage_labels.get_texts()) == min(stages, -(-columns // r["tensor_parallel"]))
-    notes = " ".join(note.get_text() for note in lab._grid_notes)
-    assert (f"showing the first {SHOWN_REPLICAS} of {r['data_parallel']} replicas" in notes) == (
-        r["data_parallel"] > SHOWN_REPLICAS
-    )
-    assert lab.image.value[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture(scope="module")
-def batch():
-    return global_batch_lab()
-
-
-def test_batch_defaults_are_the_cards_example(batch):
-    assert batch.values() == {
-        "micro_batch": 8,
-        "grad_accum_steps": 16,
-        "data_parallel": 64,
-        "tensor_parallel": 1,
-        "pipeline_parallel": 1,
-        "seq_len": 2048,
-    }
-    assert batch.result["global_batch"] == 8192 and batch.result["devices"] == 64
-    assert batch.result["tokens_per_step"] == 8192 * 2048
-
-
-@pytest.mark.parametrize(
-    "name, low, high, count",
-    [
-        ("micro_batch", 1, 64, 64),
-        ("grad_accum_steps", 1, 128, 128),
-        ("data_parallel", 1, 1024, len(DATA_PARALLEL_SIZES)),
-        ("tensor_parallel", 1, 64, len(PARALLEL_SIZES)),
-        ("pipeline_parallel", 1, 64, len(PARALLEL_SIZES)),
-        ("seq_len", 128, 131072, len(SEQ_LENS)),
-    ],
-)
-def test_batch_sweep_each_control(batch, name, low, high, count):
-    figure = batch.figure
-    control = batch.controls[name]
-    stops = options(control)
-    assert (stops[0], stops[-1], len(stops)) == (low, high, count)
-    start = control.value
-    for value in sweep(stops):
-        control.value = value
-        check_batch_result(batch)
-        check_batch_figure(batch, figure)
-    control.value = start
-
-
-def test_batch_tensor_and_pipeline_add_devices_not_examples(batch):
-    figure = batch.figure
-    before = dict(batch.result)
-    for t, p in ((8, 1), (8, 4), (64, 64), (1, 1)):
-        batch.controls["tensor_parallel"].value = t
-        batch.controls["pipeline_parallel"].value = p
-        check_batch_result(batch)
-        check_batch_figure(batch, figure)
-        assert batch.result["global_batch"] == before["global_batch"]
-        assert batch.result["devices"] == before["devices"] * t * p
-    batch.controls["data_parallel"].value = 128
-    assert batch.result["global_batch"] == 2 * before["global_batch"]
-    batch.controls["data_parallel"].value = 64
-
-
-def test_batch_extremes_and_partial_redraw():
-    lab = global_batch_lab(
-        micro_batch=64,
-        grad_accum_steps=128,
-        data_parallel=1024,
-        tensor_parallel=64,
-        pipeline_parallel=64,
-        seq_len=131072,
-    )
-    check_batch_result(lab)
-    check_batch_figure(lab, lab.figure)
-    assert lab.result["devices"] == 4194304 and lab.result["global_batch"] == 8388608
-    notes = " ".join(note.get_text() for note in lab._grid_notes)
-    assert f"showing {SHOWN_DEVICES_PER_REPLICA} of the 4096 devices" in notes
-    for name in lab.controls:
-        lab.controls[name].value = options(lab.controls[name])[0]
-    check_batch_result(lab)
-    assert lab.result["devices"] == 1 and lab.result["global_batch"] == 1
-    blitted = png_pixels(lab.image.value).astype(int)
-    buffer = io.BytesIO()
-    lab.figure.savefig(buffer, format="png")
-    assert np.abs(blitted - png_pixels(buffer.getvalue()).astype(int)).max() <= 2
-
-
-def test_batch_initial_values():
-    lab = global_batch_lab(data_parallel=10, seq_len=3000)
-    assert lab.values()["data_parallel"] == 10 and lab.values()["seq_len"] == 3000
-    check_batch_result(lab)
-    for bad in (
-        {"micro_batch": 0},
-        {"grad_accum_steps": 129},
-        {"data_parallel": 2048},
-        {"tensor_parallel": 1.5},
-        {"seq_len": 64},
-        {"zero_stage": 1},
-    ):
-        with pytest.raises(ValueError):
-            global_batch_lab(**bad)

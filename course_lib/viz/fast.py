@@ -7,6 +7,8 @@ label, legend entry and title). The labs therefore redraw only what changes:
   ``Lab.enable_partial_redraw`` switches a lab to it. The static part can be cut into ``Panel`` strips whose
   static artists depend on the controls (one picture per key);
 - ``png_bytes`` encodes the canvas about twice as fast as PIL or ``savefig``;
+- ``LiveFigure``: the base of the course's live figures, built once on their axes and changed by ``update(result)``
+  (a lab is its controls, one call into the formula layer, and ``figure.update(result)``);
 - two kinds of fast text for the animated artists. ``CachedText`` is a ``Text`` (any ``Text`` option, several
   lines, a box) pasted from a bitmap cached per string: the cheapest when the same strings come back, as tick
   labels do. ``FastText`` (and ``FastTextGroup``, many labels in one draw) is a one-line label drawn as its glyphs'
@@ -35,7 +37,7 @@ from matplotlib.text import Text
 from matplotlib.textpath import TextPath
 from matplotlib.transforms import Affine2D, Bbox, IdentityTransform
 
-__all__ = ["PartialRedraw", "Panel", "png_bytes", "CachedText", "FastText", "FastTextGroup"]
+__all__ = ["LiveFigure", "PartialRedraw", "Panel", "png_bytes", "CachedText", "FastText", "FastTextGroup"]
 
 
 def png_bytes(rgba) -> bytes:
@@ -299,6 +301,37 @@ class Panel(NamedTuple):
     key: Callable
     draw_static: Callable
     examples: tuple
+
+
+class LiveFigure:
+    """A figure drawn once on its axes and changed in place: the constructor builds every artist, ``update(result)``
+    changes only the ``animated`` ones (data, colours, texts), never the axes' scales or legend.
+
+    A figure whose static artists depend on the result (a legend greying out what does not apply, a grid of p
+    rows) says so with ``static_key(example)`` (the same key, the same static artists), ``set_static(example)``
+    and ``static_examples`` (one example of each key); ``panel(x_range)`` is then its strip for ``PartialRedraw``.
+    Subclasses set ``animated`` and implement ``update``.
+    """
+
+    animated: tuple = ()
+    static_examples: tuple = (None,)
+
+    def __init__(self, *axes):
+        self.axes = tuple(axes)
+
+    def update(self, result) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def static_key(self, example):
+        """What the static artists depend on (None: nothing; they never change)."""
+        return None
+
+    def set_static(self, example) -> None:
+        """Set the static artists for ``example`` (called only when ``static_key`` changes)."""
+
+    def panel(self, x_range) -> Panel:
+        """This figure as a ``Panel`` of ``PartialRedraw``: the strip ``x_range`` (figure fractions) of its axes."""
+        return Panel(tuple(x_range), self.axes, self.static_key, self.set_static, tuple(self.static_examples))
 
 
 _BACKGROUNDS: dict = {}  # (owner, panel index, key, width, height) → picture of the panel's static artists

@@ -1,4 +1,5 @@
-"""Figures of lessons 03 and 04: what each figure holds (artists, labels, scales, texts), never pixels."""
+"""course_lib.viz.parallelism, the figures of lesson 03 and the labs' live figures: what each figure holds (artists,
+labels, scales, texts), never pixels, and that a live figure updated twice matches one built at once."""
 
 import matplotlib
 
@@ -7,22 +8,29 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from lab_checks import assert_updates_match_a_fresh_build  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import FancyArrowPatch  # noqa: E402
 
-from course_lib import budget, hardware, parallelism, units  # noqa: E402
-from course_lib.parallelism import GPT2_1_5B, GPT3_175B, MEGATRON_1T, ParallelPlan, memory_breakdown  # noqa: E402
+from course_lib import hardware, parallelism, units  # noqa: E402
+from course_lib.parallelism import GPT3_175B, ParallelPlan, memory_breakdown  # noqa: E402
 from course_lib.pipeline import pipeline_schedule  # noqa: E402
-from course_lib.viz._style import COLORS  # noqa: E402
-from course_lib.viz.budget import plot_plan_search, plot_step_timeline  # noqa: E402
-from course_lib.viz.parallelism import (
+from course_lib.viz.parallelism import (  # noqa: E402
+    MEMORY_COMPONENTS,
+    ComparisonBarsFigure,
+    GlobalBatchFigure,
+    MemoryBudgetFigure,
+    PipelineScheduleFigure,
+    box_edge_width,
+    microbatch_label_size,
     plot_memory_breakdown,
-    plot_parallelism_splits,  # noqa: E402
+    plot_parallelism_splits,
     plot_pipeline_schedule,
+    schedule_title,
 )
-
-CLUSTER_64 = hardware.Cluster("8 × DGX H100", hardware.H100, 8, 8, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
+from course_lib.viz.style import COLORS  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -247,132 +255,152 @@ def test_splits_on_given_axes_and_bad_axes():
         plot_parallelism_splits(["a", "b", "c", "d"])
 
 
-# ---- step timeline ------------------------------------------------------------------------------------------------
-
-STEPS = {
-    "1T on Selene (bubble)": (
-        MEGATRON_1T,
-        ParallelPlan(
-            data_parallel=6,
-            tensor_parallel=8,
-            pipeline_parallel=64,
-            micro_batch=1,
-            grad_accum_steps=512,
-            recompute="full",
-            schedule="interleaved",
-            virtual_stages=2,
-        ),
-        hardware.SELENE_3072,
-    ),
-    "GPT-2 on one node": (
-        GPT2_1_5B,
-        ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4),
-        hardware.DGX_H100,
-    ),
-    "GPT-3 ZeRO-3": (
-        GPT3_175B,
-        ParallelPlan(data_parallel=64, zero_stage=3, grad_accum_steps=24, recompute="full"),
-        CLUSTER_64,
-    ),
-}
-CRITICAL = {
-    "compute": lambda s: s.compute_s,
-    "tensor parallel (exposed)": lambda s: s.exposed_s["tensor"],
-    "pipeline parallel (exposed)": lambda s: s.exposed_s["pipeline"],
-    "bubble": lambda s: s.bubble_s,
-    "data parallel (exposed)": lambda s: s.exposed_s["data"],
-}
+# ---- the labs' live figures ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", list(STEPS))
-def test_step_timeline_segments_are_the_step_fields(name):
-    step = budget.step_time(*STEPS[name])
-    ax = plot_step_timeline(step)
-    critical = [p for p in ax.patches if str(p.get_gid()).startswith("critical:")]
-    hidden = [p for p in ax.patches if str(p.get_gid()).startswith("hidden:")]
-    widths = {p.get_gid().split(":", 1)[1]: p.get_width() for p in critical}
-    for label, field in CRITICAL.items():
-        assert widths.get(label, 0.0) == pytest.approx(field(step), rel=1e-12, abs=0)
-    assert sum(widths.values()) == pytest.approx(step.total_s, rel=1e-12)
-    lefts = [p.get_x() for p in critical]
-    assert lefts == pytest.approx(np.concatenate([[0], np.cumsum([p.get_width() for p in critical])[:-1]]))
-    for patch in hidden:
-        axis = patch.get_gid().split(":", 1)[1]
-        assert patch.get_width() == pytest.approx(step.overlapped_s[axis])
-    if hidden:  # hidden communication ends where the compute it hides under ends
-        assert max(p.get_x() + p.get_width() for p in hidden) == pytest.approx(step.compute_s)
-    assert len(hidden) == sum(v > 0 for v in step.overlapped_s.values())
-    names = {"tensor": "tensor parallel", "pipeline": "pipeline parallel", "data": "data parallel"}
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(widths) + [
-        f"{names[p.get_gid().split(':')[1]]} (hidden)" for p in hidden
-    ]
-    assert any(units.format_time(step.total_s) in t.get_text() for t in ax.texts)
-    assert ax.get_xlabel() == "time (s)"
-    assert step.binding_constraint in ax.get_title()
+def _gantt_figure():
+    figure = Figure(figsize=(9, 4), dpi=72)
+    return figure, PipelineScheduleFigure(figure.add_axes((0.09, 0.25, 0.63, 0.64)))
 
 
-def test_step_timeline_title_and_bad_input():
-    step = budget.step_time(*STEPS["GPT-2 on one node"])
-    assert plot_step_timeline(step, title="GPT-2").get_title() == "GPT-2"
-    with pytest.raises(ValueError, match="step"):
-        plot_step_timeline({"compute_s": 1.0})
-    arrays = budget.StepTime(
-        np.ones(2),
-        np.zeros(2),
-        {"tensor": 0.0, "pipeline": 0.0, "data": 0.0},
-        {"tensor": 0.0, "pipeline": 0.0, "data": 0.0},
-        np.ones(2),
+def _timeline(stages, microbatches, schedule, virtual_stages=1, forward_time_s=1.0):
+    timeline = pipeline_schedule(
+        stages,
+        microbatches,
+        schedule,
+        virtual_stages,
+        forward_time_s=forward_time_s,
+        backward_time_s=2 * forward_time_s,
     )
-    with pytest.raises(ValueError, match="step"):
-        plot_step_timeline(arrays)
-    with pytest.raises(ValueError, match="title"):
-        plot_step_timeline(step, title=3)
+    return lambda live: live.update(timeline)
 
 
-# ---- plan search --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (_timeline(4, 8, "1f1b"), _timeline(4, 8, "interleaved", 2)),
+        (_timeline(16, 64, "gpipe"), _timeline(2, 3, "1f1b", forward_time_s=0.01)),
+        (_timeline(8, 16, "interleaved", 4), _timeline(8, 32, "gpipe")),
+    ],
+)
+def test_gantt_figure_updated_twice_draws_what_a_fresh_one_draws(first, second):
+    assert_updates_match_a_fresh_build(_gantt_figure, first, second)
 
 
-@pytest.fixture(scope="module")
-def gpt3_search():
-    return budget.search_plans(GPT3_175B, CLUSTER_64, global_batch=1536)
+def test_gantt_figure_boxes_are_the_timeline_in_units_of_t_f():
+    _, live = _gantt_figure()
+    timeline = pipeline_schedule(4, 8, "interleaved", 2, forward_time_s=0.01, backward_time_s=0.02)
+    live.update(timeline)
+    for (kind, chunk), patch in live.boxes.items():
+        ops = [op for op in timeline.ops if (op.kind, op.chunk) == (("forward", "backward")[kind], chunk)]
+        assert patch.get_visible() == bool(ops)
+        if ops:
+            corners = patch.get_path().vertices.reshape(-1, 5, 2)
+            np.testing.assert_allclose(corners[:, 0, 0], [op.start_s / 0.01 for op in ops])
+            np.testing.assert_allclose(corners[:, 1, 0], [op.end_s / 0.01 for op in ops])
+            assert patch.get_linewidth() == box_edge_width(0.63 * 9 * 72 / (2 * timeline.total_s / 0.01))
+    assert live.ax.get_xlim()[1] == pytest.approx(timeline.total_s / 0.01 * 1.005)
+    assert live.title.get_text() == "Interleaved 1F1B, p = 4, v = 2, m = 8: bubble 18.8 %"
+    # The numbers are drawn at 7 points, when they fit at that size: a chunk's forward here is about 7 points wide
+    # (too narrow); with v = 1 it is twice that.
+    width_pt, height_pt = 0.63 * 9 * 72, 0.64 * 4 * 72
+    for shown in (timeline, pipeline_schedule(4, 8, "1f1b")):
+        live.update(shown)
+        chunk_pt = width_pt / (shown.virtual_stages * shown.total_s / shown.forward_time_s)
+        fits = microbatch_label_size(chunk_pt, height_pt, 4, 8) >= 7
+        assert fits == (shown.virtual_stages == 1)
+        visible = [label.get_text() for label in live.labels if label.get_visible()]
+        assert visible == ([str(op.microbatch + 1) for op in shown.ops] if fits else [])
 
 
-def test_plan_search_scatter_has_every_row(gpt3_search):
-    search = gpt3_search
-    ax = plot_plan_search(search, highlight_rows=(0, 3))
-    scatters = [c for c in ax.collections if str(c.get_gid()).startswith("plans:")]
-    points = np.concatenate([c.get_offsets() for c in scatters])
-    assert len(points) == len(search)
-    expected = np.column_stack([search.columns["memory_bytes"], search.columns["step_time_s"]])
-    np.testing.assert_allclose(points[np.lexsort(points.T[::-1])], expected[np.lexsort(expected.T[::-1])])
-    for collection in scatters:
-        constraint = collection.get_gid().split(":", 1)[1]
-        assert len(collection.get_offsets()) == int(np.sum(search.columns["binding_constraint"] == constraint))
-    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
-    line = next(line for line in ax.lines if line.get_gid() == "capacity")
-    assert list(line.get_xdata()) == [search.capacity_bytes] * 2 == [hardware.H100.hbm_capacity_bytes] * 2
-    assert any(t.get_text().strip().startswith("HBM capacity") for t in ax.texts)
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    present = set(search.columns["binding_constraint"])
-    assert {text.rsplit(" (", 1)[0] for text in legend} == present
-    counts = {text.rsplit(" (", 1)[0]: int(text.rsplit("(", 1)[1].rstrip(")")) for text in legend}
-    assert sum(counts.values()) == len(search)
-    stars = next(c for c in ax.collections if c.get_gid() == "highlight")
-    np.testing.assert_allclose(stars.get_offsets(), expected[[0, 3]])
-    notes = [t.get_text() for t in ax.texts if t.get_gid() == "highlight-label"]
-    best = search.row(0)
-    assert notes[0].startswith(
-        f"d={best['data_parallel']} t={best['tensor_parallel']} "
-        f"p={best['pipeline_parallel']} ZeRO-{best['zero_stage']} b={best['micro_batch']}"
+def test_gantt_rules_shared_by_the_lesson_and_the_lab():
+    # The lesson's Gantt chart (plot_pipeline_schedule) and the live one use one edge-width rule and one title.
+    assert [box_edge_width(w) for w in (4, 3.9, 1.5, 1.49)] == [0.6, 0.3, 0.3, 0.0]
+    ax = plot_pipeline_schedule(pipeline_schedule(4, 8, "1f1b"))
+    assert ax.get_title() == schedule_title("1f1b", 4, 8, 1, 0.375) == "1F1B, p = 4, m = 8: bubble 37.5 %"
+
+
+def _checks_figure():
+    figure = Figure(figsize=(3, 4), dpi=72)
+    axes = [figure.add_axes((0.2, 0.6 - 0.42 * row, 0.7, 0.28)) for row in range(2)]
+    return figure, ComparisonBarsFigure(axes, ["bubble", "held"], [("#CCCCCC", "#888888")] * 2, [str, str])
+
+
+def test_comparison_bars_updated_twice_draw_what_fresh_ones_draw():
+    assert_updates_match_a_fresh_build(
+        _checks_figure,
+        lambda live: live.update([(0.375, 0.375), (4.0, 4.0)]),
+        lambda live: live.update([(0.0, 0.0), (1.0, 2.0)]),
     )
-    assert "memory" in ax.get_xlabel() and "(s)" in ax.get_ylabel()
+    _, live = _checks_figure()
+    live.update([(0.5, 0.25), (0.0, 0.0)])
+    assert [bar.get_height() for bar in live.bars[0]] == [0.5, 0.25]
+    assert live.axes[0].get_ylim() == pytest.approx((0, 1.35 * 0.5)) and live.axes[1].get_ylim() == (0, 1.0)
+    assert [text.get_text() for text in live.texts[0]] == ["0.5", "0.25"]
 
 
-def test_plan_search_without_highlight_and_bad_input(gpt3_search):
-    ax = plot_plan_search(gpt3_search, highlight_rows=())
-    assert not [c for c in ax.collections if c.get_gid() == "highlight"]
-    for bad in [(len(gpt3_search),), (-1,), ("0",), (True,), 0, "0"]:
-        with pytest.raises(ValueError, match="highlight_rows"):
-            plot_plan_search(gpt3_search, highlight_rows=bad)
-    with pytest.raises(ValueError, match="search"):
-        plot_plan_search({"step_time_s": [1.0]})
+def _memory_figure():
+    figure = Figure(figsize=(9, 4), dpi=72)
+    live = MemoryBudgetFigure(
+        figure.add_axes((0.1, 0.2, 0.44, 0.63)),
+        figure.add_axes((0.71, 0.2, 0.26, 0.63)),
+        ["ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"],
+    )
+    return figure, live
+
+
+def _memory(plan, selected, capacity_bytes, model=GPT3_175B):
+    breakdowns = [memory_breakdown(model, plan.replace(zero_stage=stage)) for stage in range(4)]
+    return lambda live: live.update(breakdowns, selected, capacity_bytes), breakdowns
+
+
+def test_memory_figure_updated_twice_draws_what_a_fresh_one_draws():
+    plan = ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, recompute="selective")
+    first, _ = _memory(plan, 1, 80e9)
+    second, _ = _memory(ParallelPlan(data_parallel=64), 3, 32e9, parallelism.GPT2_1_5B)
+    assert_updates_match_a_fresh_build(_memory_figure, first, second)
+
+
+def test_memory_figure_stacks_are_the_breakdowns():
+    _, live = _memory_figure()
+    draw, breakdowns = _memory(ParallelPlan(data_parallel=64), 2, 32e9, parallelism.GPT2_1_5B)
+    draw(live)
+    for bars, breakdown in zip(live.stack_bars, breakdowns, strict=True):
+        heights = [getattr(breakdown, field) for field in MEMORY_COMPONENTS]
+        assert [bar.get_height() for bar in bars] == pytest.approx(heights, rel=1e-12)
+        assert [bar.get_y() for bar in bars] == pytest.approx(np.cumsum([0.0, *heights[:-1]]), rel=1e-12)
+    assert live.stack_ax.get_ylim() == (0, 64e9) and live.capacity_line.get_ydata()[0] == 32e9
+    fits = breakdowns[2].total <= 32e9
+    headroom = units.format_bytes(abs(32e9 - breakdowns[2].total))
+    assert live.verdict.get_text() == (f"fits, {headroom} headroom" if fits else f"does not fit by {headroom}")
+
+
+def _batch_figure():
+    figure = Figure(figsize=(9, 4), dpi=72)
+    return figure, GlobalBatchFigure(figure.add_axes((0.0, 0.0, 0.6, 1.0)), figure.add_axes((0.66, 0.2, 0.32, 0.68)))
+
+
+def _batch(b, acc, d, t, p, seq_len=2048):
+    def draw(live):
+        live.update(
+            dict(
+                micro_batch=b,
+                grad_accum_steps=acc,
+                data_parallel=d,
+                tensor_parallel=t,
+                pipeline_parallel=p,
+                seq_len=seq_len,
+                global_batch=b * acc * d,
+                tokens_per_step=b * acc * d * seq_len,
+                devices=d * t * p,
+                devices_per_replica=t * p,
+                examples_per_replica_per_step=b * acc,
+            )
+        )
+
+    return draw
+
+
+def test_batch_figure_updated_twice_draws_what_a_fresh_one_draws():
+    assert_updates_match_a_fresh_build(_batch_figure, _batch(8, 16, 64, 1, 1), _batch(2, 3, 5, 4, 2, 4096))
+    assert_updates_match_a_fresh_build(_batch_figure, _batch(64, 128, 1024, 64, 64), _batch(1, 1, 1, 1, 1))

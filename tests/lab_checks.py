@@ -1,0 +1,101 @@
+"""Checks the lab tests share (tests/test_widgets_*.py): the values a control can take, plain results, and the fast
+PNG of a lab against a full ``savefig``."""
+
+import io
+import math
+
+import numpy as np
+from PIL import Image
+
+PLAIN = (int, float, str, bool)
+
+
+def sweep(values):
+    """All values when there are at most 30, else the first, the last and 10 spread between them."""
+    values = list(values)
+    if len(values) <= 30:
+        return values
+    picks = np.linspace(0, len(values) - 1, 12).round().astype(int)
+    return [values[i] for i in sorted(set(picks))]
+
+
+def options(control):
+    return (
+        [value for _, value in control.options]
+        if hasattr(control, "options")
+        else list(range(control.min, control.max + 1))
+    )
+
+
+def plain_and_finite(result):
+    for key, value in result.items():
+        assert type(value) in (int, float, str, bool), f"{key} is a {type(value).__name__}, not a plain value"
+        if isinstance(value, float):
+            assert math.isfinite(value), f"{key} = {value}"
+
+
+def png_pixels(data: bytes) -> np.ndarray:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"))
+
+
+def option_values(control) -> list:
+    """The values a control can take: its options, or every integer of a slider's range."""
+    if hasattr(control, "options"):
+        return [option[1] if isinstance(option, tuple) else option for option in control.options]
+    if isinstance(control.value, bool):
+        return [False, True]
+    return list(range(control.min, control.max + 1, control.step))
+
+
+def stops(control) -> list:
+    """All values when there are at most 30, else the ends and at least 8 between (as the issue asks)."""
+    values = option_values(control)
+    if len(values) <= 30:
+        return values
+    inner = [values[round(i * (len(values) - 1) / 10)] for i in range(1, 10)]
+    return [values[0], *dict.fromkeys(inner), values[-1]]
+
+
+def assert_plain_and_finite(result: dict):
+    for key, value in result.items():
+        assert type(value) in PLAIN, f"result[{key!r}] is a {type(value).__name__}, not a plain Python value"
+        if isinstance(value, float):
+            assert math.isfinite(value), f"result[{key!r}] = {value}"
+
+
+def decoded(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA")).astype(int)
+
+
+def assert_png_matches_savefig(lab):
+    """The fast PNG (cached background + animated artists) shows what a full ``savefig`` draws."""
+    buffer = io.BytesIO()
+    lab.figure.savefig(buffer, format="png", dpi=lab.dpi)
+    shown, full = decoded(lab.image.value), decoded(buffer.getvalue())
+    assert shown.shape == full.shape
+    differing = (np.abs(shown - full).max(axis=2) > 40).mean()
+    assert differing < 0.005, f"{differing:.2%} of the pixels differ from savefig"
+
+
+def figure_pixels(figure) -> np.ndarray:
+    """``figure`` as ``savefig`` draws it (every artist), as an RGBA array."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return np.asarray(Image.open(io.BytesIO(buffer.getvalue())).convert("RGBA")).astype(int)
+
+
+def assert_updates_match_a_fresh_build(build, first, second):
+    """A live figure built by ``build()`` (returning (figure, live figure)) and updated by ``first`` then ``second``
+    (functions of the live figure) draws exactly what one built and updated by ``second`` alone draws: an update
+    leaves nothing of the previous result behind."""
+    figure, live = build()
+    first(live)
+    second(live)
+    fresh_figure, fresh = build()
+    second(fresh)
+    assert len(live.animated) == len(fresh.animated)
+    for artist, fresh_artist in zip(live.animated, fresh.animated, strict=True):
+        assert type(artist) is type(fresh_artist)
+        assert artist.get_visible() == fresh_artist.get_visible()
+    assert np.array_equal(figure_pixels(figure), figure_pixels(fresh_figure))

@@ -1,0 +1,290 @@
+"""Lab 3 (course_lib.widgets.memory, the memory budget), in process: every control swept over its range, each
+result checked against course_lib recomputed here, the figure's artists against the result, and the dependent
+controls against the rules that make a plan valid. No browser and no kernel."""
+
+from __future__ import annotations
+
+import random
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets as widgets  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, stops  # noqa: E402
+
+from course_lib import hardware, parallelism, units  # noqa: E402
+from course_lib.widgets import memory as memory_module  # noqa: E402
+from course_lib.widgets import memory_budget_lab  # noqa: E402
+
+COMPONENTS = ("parameters", "gradients", "optimizer_state", "activations")
+
+
+# ---- lab 3: memory budget ----------------------------------------------------------------------------------------
+
+
+def expected_memory(values: dict) -> dict:
+    """The lab's numbers, recomputed from the control values with course_lib."""
+    model = parallelism.MODELS[values["model"]]
+    plan = parallelism.ParallelPlan(
+        data_parallel=values["data_parallel"],
+        tensor_parallel=values["tensor_parallel"],
+        pipeline_parallel=values["pipeline_parallel"],
+        zero_stage=values["zero_stage"],
+        micro_batch=values["micro_batch"],
+        grad_accum_steps=values["grad_accum_steps"],
+        recompute=values["recompute"],
+        sequence_parallel=values["sequence_parallel"],
+    )
+    parallelism.check_plan_for_model(model, plan)
+    memory = parallelism.memory_breakdown(model, plan)
+    capacity = hardware.ACCELERATORS[values["device"]].hbm_capacity_bytes
+    expected = {f"{c}_bytes": getattr(memory, c) for c in COMPONENTS}
+    expected.update(
+        total_bytes=memory.total,
+        capacity_bytes=capacity,
+        fits=memory.total <= capacity,
+        headroom_bytes=capacity - memory.total,
+        devices=values["data_parallel"] * values["tensor_parallel"] * values["pipeline_parallel"],
+    )
+    for stage in parallelism.ZERO_STAGES:
+        other = parallelism.memory_breakdown(model, plan.replace(zero_stage=stage))
+        expected[f"zero{stage}_total_bytes"] = other.total
+        for c in COMPONENTS[:3]:
+            expected[f"zero{stage}_{c}_bytes"] = getattr(other, c)
+    return expected
+
+
+def check_memory_lab(lab, figure):
+    values, result = lab.values(), lab.result
+    assert lab.figure is figure
+    assert_plain_and_finite(result)
+    model = parallelism.MODELS[values["model"]]
+    assert model.heads % values["tensor_parallel"] == 0 and model.layers % values["pipeline_parallel"] == 0
+    for key, value in expected_memory(values).items():
+        assert result[key] == pytest.approx(value, rel=1e-12), key
+    assert type(result["fits"]) is bool
+    # The stacked bars hold the result: each ZeRO stage's components, bottom to top, and the same activations.
+    for stage, bars in enumerate(lab.memory_figure.stack_bars):
+        heights = [result[f"zero{stage}_{c}_bytes"] for c in COMPONENTS[:3]] + [result["activations_bytes"]]
+        assert [bar.get_height() for bar in bars] == pytest.approx(heights, rel=1e-12)
+        assert [bar.get_y() for bar in bars] == pytest.approx(np.cumsum([0.0, *heights[:-1]]), rel=1e-12)
+        assert sum(heights) == pytest.approx(result[f"zero{stage}_total_bytes"], rel=1e-12)
+        assert bars[0].get_alpha() == (1.0 if stage == values["zero_stage"] else 0.4)
+    outline = lab.memory_figure.stack_outline
+    assert outline.get_x() + outline.get_width() / 2 == pytest.approx(values["zero_stage"])
+    assert outline.get_height() == pytest.approx(min(result["total_bytes"], 2 * result["capacity_bytes"]))
+    assert lab.memory_figure.stack_ax.get_ylim() == pytest.approx((0, 2 * result["capacity_bytes"]))
+    assert lab.memory_figure.capacity_line.get_ydata()[0] == result["capacity_bytes"]
+    for bar, key in zip(lab.memory_figure.log_bars, [f"{c}_bytes" for c in COMPONENTS] + ["total_bytes"], strict=True):
+        assert bar.get_x() + bar.get_width() == pytest.approx(result[key], rel=1e-9)
+    verdict = lab.memory_figure.verdict.get_text()
+    if result["fits"]:
+        assert verdict == f"fits, {units.format_bytes(result['headroom_bytes'])} headroom"
+    else:
+        assert verdict == f"does not fit by {units.format_bytes(-result['headroom_bytes'])}"
+    for stage, text in enumerate(lab.memory_figure.stack_totals):
+        assert units.format_bytes(result[f"zero{stage}_total_bytes"]) in text.get_text()
+    summary = lab.summary.value
+    for key in (
+        "parameters_bytes",
+        "gradients_bytes",
+        "optimizer_state_bytes",
+        "activations_bytes",
+        "total_bytes",
+        "capacity_bytes",
+    ):
+        assert units.format_bytes(result[key]) in summary, key
+    assert (
+        "</b>, " + units.format_bytes(result["headroom_bytes"]) + " headroom"
+        if result["fits"]
+        else "does not fit</b> by " + units.format_bytes(-result["headroom_bytes"])
+    ) in summary
+    assert "nan" not in summary.lower() and "nan" not in verdict.lower()
+
+
+@pytest.fixture(scope="module")
+def shared_memory_lab():
+    return memory_budget_lab()
+
+
+def reset(lab, defaults):
+    for name, value in defaults.items():  # in order: the model first (it sets the t and p options)
+        lab.controls[name].value = value
+    assert lab.values() == defaults
+    return lab
+
+
+@pytest.fixture
+def memory_lab(shared_memory_lab):
+    """The module's memory lab, set back to the defaults (building one takes about half a second)."""
+    return reset(shared_memory_lab, memory_module.DEFAULTS)
+
+
+def test_memory_defaults_are_the_plan_that_fits(memory_lab):
+    assert memory_lab.values() == {
+        "model": "GPT-3 175B",
+        "zero_stage": 1,
+        "data_parallel": 8,
+        "tensor_parallel": 8,
+        "pipeline_parallel": 8,
+        "recompute": "selective",
+        "sequence_parallel": True,
+        "micro_batch": 1,
+        "grad_accum_steps": 64,
+        "device": hardware.A100.name,
+    }
+    check_memory_lab(memory_lab, memory_lab.figure)
+    result = memory_lab.result
+    # The lesson's numbers (03_parallelism, "… + DP 8, ZeRO-1"): 15 GB of model states, 10.3 GB of activations.
+    assert units.format_bytes(result["model_states_bytes"]) == "15 GB"
+    assert units.format_bytes(result["activations_bytes"]) == "10.3 GB"
+    assert result["fits"] is True and result["devices"] == 512
+    assert_png_matches_savefig(memory_lab)
+
+
+def test_memory_sweep_each_control(memory_lab):
+    """Each control over its options (all when at most 30), the others at their defaults; then back."""
+    figure = memory_lab.figure
+    for name in memory_module.DEFAULTS:
+        control = memory_lab.controls[name]
+        values = stops(control)
+        assert len(values) >= 2, name
+        for value in values:
+            control.value = value
+            assert control.value == value
+            check_memory_lab(memory_lab, figure)
+        reset(memory_lab, memory_module.DEFAULTS)
+
+
+def test_memory_model_change_offers_only_valid_sizes(memory_lab):
+    """Every model offers the divisors of its heads (t ≤ 64) and layers (p ≤ 128); both ends of each are plans."""
+    figure, controls = memory_lab.figure, memory_lab.controls
+    for name, model in parallelism.MODELS.items():
+        controls["model"].value = name
+        heads = [t for t in range(1, 65) if model.heads % t == 0]
+        layers = [p for p in range(1, 129) if model.layers % p == 0]
+        assert option_values(controls["tensor_parallel"]) == heads
+        assert option_values(controls["pipeline_parallel"]) == layers
+        check_memory_lab(memory_lab, figure)
+        for t, p in ((heads[-1], layers[-1]), (heads[0], layers[0])):
+            controls["tensor_parallel"].value, controls["pipeline_parallel"].value = t, p
+            check_memory_lab(memory_lab, figure)
+
+
+def test_memory_model_change_keeps_the_nearest_valid_sizes(memory_lab):
+    controls = memory_lab.controls
+    controls["model"].value = parallelism.GPT2_1_5B.name  # 25 heads, 48 layers: t = 8 → 5, p = 8 stays
+    assert (controls["tensor_parallel"].value, controls["pipeline_parallel"].value) == (5, 8)
+    controls["model"].value = parallelism.MT_NLG_530B.name  # 128 heads, 105 layers: t = 5 → 4, p = 8 → 7
+    assert (controls["tensor_parallel"].value, controls["pipeline_parallel"].value) == (4, 7)
+    check_memory_lab(memory_lab, memory_lab.figure)
+
+
+def test_memory_every_reachable_plan_is_valid(memory_lab):
+    """Every (model, t, p) the sliders can offer is a plan course_lib accepts, with finite numbers."""
+    values = memory_lab.values()
+    for name, model in parallelism.MODELS.items():
+        for t in memory_module.tensor_parallel_options(model):
+            for p in memory_module.pipeline_parallel_options(model):
+                state = {**values, "model": name, "tensor_parallel": t, "pipeline_parallel": p}
+                result = memory_lab.compute(state)
+                assert_plain_and_finite(result)
+                assert result["total_bytes"] == pytest.approx(expected_memory(state)["total_bytes"], rel=1e-12)
+
+
+def test_memory_extremes_read_on_the_fixed_axes(memory_lab):
+    # GPT-2 1.5B on one A100 with plain data parallelism: 16 bytes × 1.56 billion parameters = 24.9 GB of states.
+    small = memory_budget_lab(
+        model=parallelism.GPT2_1_5B.name,
+        data_parallel=1,
+        tensor_parallel=1,
+        pipeline_parallel=1,
+        zero_stage=0,
+        recompute="full",
+        sequence_parallel=False,
+        grad_accum_steps=1,
+    )
+    assert units.format_bytes(small.result["model_states_bytes"]) == "24.9 GB" and small.result["fits"]
+    # Megatron's 1T model on 3072 GPUs (Narayanan et al. 2021 Table 1: t = 8, p = 64, d = 6).
+    large = memory_budget_lab(
+        model=parallelism.MEGATRON_1T.name,
+        data_parallel=6,
+        tensor_parallel=8,
+        pipeline_parallel=64,
+        zero_stage=1,
+        micro_batch=1,
+        grad_accum_steps=256,
+    )
+    assert large.result["devices"] == 3072 and large.result["fits"]
+    for lab in (small, large):
+        check_memory_lab(lab, lab.figure)
+        assert lab.result["total_bytes"] < 0.93 * 2 * lab.result["capacity_bytes"]  # a whole bar, not an arrow
+        low, high = lab.memory_figure.log_ax.get_xlim()
+        assert all(low < lab.result[f"{c}_bytes"] < high for c in COMPONENTS)
+    # The largest plan a learner can pick does not fit by tens of terabytes, still a finite, formatted number.
+    huge = reset(
+        memory_lab,
+        {
+            **memory_module.DEFAULTS,
+            "model": parallelism.MEGATRON_1T.name,
+            "data_parallel": 1,
+            "tensor_parallel": 1,
+            "pipeline_parallel": 1,
+            "zero_stage": 0,
+            "recompute": "none",
+            "sequence_parallel": False,
+            "micro_batch": 64,
+        },
+    )
+    check_memory_lab(huge, huge.figure)
+    assert not huge.result["fits"] and huge.result["headroom_bytes"] < -10 * units.TB
+    assert huge.memory_figure.stack_totals[0].get_text().startswith("↑ ")
+
+
+def test_memory_random_walk_keeps_every_invariant(memory_lab):
+    rng = random.Random(3)
+    names = list(memory_lab.controls)
+    for _ in range(15):
+        control = memory_lab.controls[rng.choice(names)]
+        control.value = rng.choice(option_values(control))
+        check_memory_lab(memory_lab, memory_lab.figure)
+
+
+@pytest.mark.parametrize(
+    "initial, message",
+    [
+        ({"modle": "GPT-3 175B"}, "unknown control"),
+        ({"model": "GPT-5"}, "model must be one of"),
+        ({"tensor_parallel": 5}, "tensor_parallel must be one of"),
+        ({"model": parallelism.GPT2_1_5B.name, "tensor_parallel": 8}, "tensor_parallel must be one of"),
+        ({"zero_stage": 4}, "zero_stage must be one of"),
+        ({"sequence_parallel": 1}, "sequence_parallel must be one of"),
+        ({"device": "V100"}, "device must be one of"),
+    ],
+)
+def test_memory_bad_initial_values_raise(initial, message):
+    with pytest.raises(ValueError, match=message):
+        memory_budget_lab(**initial)
+
+
+def test_toggle_buttons_are_named_in_the_column_of_the_sliders(memory_lab):
+    """A ToggleButtons control is shown in a row after a label as wide as the sliders' descriptions, holding its
+    name (ipywidgets 8 would put its own description on a line of its own); the other controls are shown as they
+    are."""
+    from course_lib.widgets._base import CONTROL_STYLE
+
+    shown = {id(child): child for child in memory_lab.children}
+    for name, control in memory_lab.controls.items():
+        if name in ("zero_stage", "recompute"):
+            row = next(
+                child for child in memory_lab.children if isinstance(child, widgets.HBox) and control in child.children
+            )
+            label, buttons = row.children
+            assert buttons is control and control.description == ""
+            assert label.value == {"zero_stage": "ZeRO stage", "recompute": "recomputation"}[name]
+            assert label.layout.width == CONTROL_STYLE["description_width"] == control.style.description_width
+        else:
+            assert id(control) in shown and control.description
