@@ -41,6 +41,7 @@ import hashlib
 import json
 import math
 import os
+import queue
 import re
 import shutil
 import stat
@@ -73,6 +74,10 @@ FEEDBACK_BYTES = 20_000
 SUBMISSION_BYTES = 20 * 2**20  # a lab notebook is well under 1 MB
 SUMMARY_BYTES = 2**20
 REPORT_NAME = "grading-report.txt"
+NO_RESULTS = (
+    "an answer stopped them (KeyboardInterrupt, SystemExit, os._exit, a dead kernel) or made their results larger "
+    "than the sandbox's file size limit"
+)
 
 
 @dataclass
@@ -290,6 +295,7 @@ def grade_notebook(
     unsafe: bool = False,
     limits: Limits | None = None,
     expected_sha256: str | None = None,
+    slot: int = 0,
 ) -> Graded:
     """Grade one notebook in a sandbox; never raises for a problem of the submission itself."""
     expected = questions(zip_path)
@@ -299,6 +305,7 @@ def grade_notebook(
 
     def outcome(status: str, reason: str, student_reason: str, flags: str = "") -> Graded:
         text = feedback_text(student, lab, zero, f"Not graded: {student_reason} So every question scores 0.")
+        status = "flagged" if flags else status  # the reason still says what happened
         return Graded(student, lab, zero, text, time.perf_counter() - start, status, reason, flags)
 
     try:
@@ -318,9 +325,9 @@ def grade_notebook(
         if expected_sha256 and sha256(zip_copy) != expected_sha256:
             return outcome("not graded", "the autograder zip changed during grading", "a grader problem.", flags)
         environment = sandbox_environment(work)
-        prepare_work_folder(work)
+        prepare_work_folder(work, slot)
         command = runner_command(limits, copy, zip_copy, summary_path)
-        ran = run_sandboxed(work, environment, command, timeout_s, work.parent / f"{work.name}.log", unsafe)
+        ran = run_sandboxed(work, environment, command, timeout_s, work.parent / f"{work.name}.log", unsafe, slot)
         log_path = work.parent / f"{work.name}.log"
         try:
             log = log_path.read_bytes()[-200_000:].decode("utf-8", errors="replace")
@@ -342,6 +349,13 @@ def grade_notebook(
             summary = json.loads(read_regular_file(summary_path, SUMMARY_BYTES))
         except (OSError, ValueError, RecursionError):
             return outcome("flagged", "grading results unreadable", "the grading results could not be read.", flags)
+    if isinstance(summary, dict) and summary.get("questions") == {} and isinstance(summary.get("error"), str):
+        return outcome(
+            "not graded",
+            f"otter got no test results ({summary['error'][:120]}): {NO_RESULTS}",
+            f"the tests could not finish: {NO_RESULTS}.",
+            flags,
+        )
     points, texts, problem = validated(summary, expected)
     if problem:
         return outcome("flagged", f"grading results rejected: {problem}", "the grading results were invalid.", flags)
@@ -520,6 +534,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     hashes = {lab: sha256(path) for lab, path in zips.items() if path is not None}
     stop = threading.Event()
+    slots = queue.SimpleQueue()  # one sandbox user per notebook graded at once
+    for slot in range(max(1, arguments.jobs)):
+        slots.put(slot)
 
     def grade(item):
         student, lab, path = item
@@ -527,16 +544,19 @@ def main(argv: list[str] | None = None) -> int:
             zero = {question: (0.0, max_points) for question, max_points in questions(zips[lab]).items()}
             return Graded(student, lab, zero, "", 0.0, "not graded", "grading was interrupted")
         limits = Limits(cpu_s=int(arguments.timeout) + 5)
+        slot = slots.get()
         try:
-            limits = dataclasses.replace(limits, processes=processes_limit(limits))
+            limits = dataclasses.replace(limits, processes=processes_limit(limits, slot))
             result = grade_notebook(
-                path, zips[lab], student, lab, arguments.timeout, arguments.unsafe, limits, hashes[lab]
+                path, zips[lab], student, lab, arguments.timeout, arguments.unsafe, limits, hashes[lab], slot
             )
         except Exception as error:  # a grader problem with this notebook: report it, go on with the batch
             zero = {question: (0.0, max_points) for question, max_points in questions(zips[lab]).items()}
             reason = f"internal error while grading: {type(error).__name__}"
             text = feedback_text(student, lab, zero, "Not graded: a problem of the grader; ask your instructor.")
             result = Graded(student, lab, zero, text, 0.0, "not graded", reason)
+        finally:
+            slots.put(slot)
         result.path = f"{student}/{lab}.ipynb"
         note = f" {result.status.upper()}: {result.reason or result.flags}" if result.status != "graded" else ""
         print(

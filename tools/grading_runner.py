@@ -9,7 +9,8 @@ tools/grade.py starts it (inside bubblewrap, see tools/grading_sandbox.py) as
 2. it runs ``otter run``'s grading function in this process (otter executes the notebook in a kernel, a child
    process, then runs every public and hidden test there);
 3. it writes SUMMARY_JSON: per question the score, the points possible, otter's summary of the public test cases
-   and whether the hidden ones passed; nothing else of otter's results (hidden tests' messages stay here).
+   and whether the hidden ones passed; nothing else of otter's results (hidden tests' messages stay here), except,
+   when otter could not read the tests' results at all, the type and first words of that error ("error").
 
 The grader trusts nothing of this: the notebook's code runs as the same user and may have replaced the summary
 or killed this process; tools/grade.py validates the summary from outside. Only the standard library and otter.
@@ -65,9 +66,12 @@ def main(argv: list[str]) -> int:
     from otter.run import main as otter_run
 
     results = otter_run(submission, autograder=autograder, output_dir=None, no_logo=True)
-    questions = summary(results)
+    output = {"questions": summary(results)}
+    error = getattr(results, "_catastrophic_error", None)  # otter could not read the tests' results at all
+    if error is not None:
+        output["error"] = f"{type(error).__name__}: {str(error)[:200]}"
     with open(summary_path, "w", encoding="utf-8") as stream:
-        json.dump({"questions": questions}, stream)
+        json.dump(output, stream)
     return 0
 
 

@@ -8,7 +8,8 @@
   submission and of the autograder zip), and a fresh /tmp;
 - no network (a new network namespace with only loopback), its own PID namespace (when its first process ends,
   at the timeout or because the grader died, the kernel kills every process of the sandbox, double-forked ones
-  included), a new session (no terminal), every capability dropped, and the unprivileged user 65534 (nobody);
+  included), a new session (no terminal), every capability dropped, and an unprivileged user (as root: a host
+  user of its own per job, SLOT_UID_BASE + slot; otherwise nobody in a user namespace);
 - a clean environment: only the variables ``environment`` gives (nothing of the grader's command line or
   environment is visible);
 - limits (``Limits``): address space, processes, CPU time and file size, set by the runner with setrlimit.
@@ -32,7 +33,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = Path(__file__).resolve().parent / "grading_runner.py"
-SANDBOX_UID = 65534  # nobody
+SANDBOX_UID = 65534  # nobody: the user inside the sandbox's user namespace (when the grader is not root)
+# When the grader is root, each sandbox graded at once runs as its own unprivileged host user, SLOT_UID_BASE + slot
+# (no such user exists): the kernel counts processes per user, so one notebook's fork bomb cannot use up another's
+# process limit, and no sandbox can signal another's processes.
+SLOT_UID_BASE = 61000
 INSTALL_HINT = (
     "bubblewrap (bwrap) is needed to grade in a sandbox: install it with `sudo apt-get install bubblewrap` "
     "(Debian/Ubuntu) or `sudo dnf install bubblewrap` (Fedora), or pass UNSAFE=1 to grade without a sandbox "
@@ -89,28 +94,34 @@ def namespace_options() -> list[str]:
     return ["--unshare-user", *common, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
 
 
-def drop_privileges() -> list[str]:
-    """The command prefix that makes a privileged sandbox's first process the host's nobody, for good."""
+def sandbox_uid(slot: int = 0) -> int:
+    """The host user the sandbox of job ``slot`` runs as (its processes are counted against this user)."""
+    return SLOT_UID_BASE + slot if privileged() else os.getuid()
+
+
+def drop_privileges(slot: int = 0) -> list[str]:
+    """The command prefix that makes a privileged sandbox's first process an unprivileged user, for good."""
     if not privileged():
         return []
-    user = str(SANDBOX_UID)
+    user = str(sandbox_uid(slot))
     setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
     return [setpriv, f"--reuid={user}", f"--regid={user}", "--clear-groups", "--inh-caps=-all", "--no-new-privs"]
 
 
-def prepare_work_folder(work: Path) -> None:
+def prepare_work_folder(work: Path, slot: int = 0) -> None:
     """Make ``work`` (and everything in it) the sandbox user's, when the grader is root."""
     if privileged():
+        uid = sandbox_uid(slot)
         for path in [work, *work.rglob("*")]:
-            os.chown(path, SANDBOX_UID, SANDBOX_UID, follow_symlinks=False)
+            os.chown(path, uid, uid, follow_symlinks=False)
         work.chmod(0o711)
 
 
-def processes_limit(limits: Limits) -> int:
+def processes_limit(limits: Limits, slot: int = 0) -> int:
     """RLIMIT_NPROC for the sandbox: the kernel counts every task of the user, so add the ones it has already."""
     import psutil
 
-    uid = SANDBOX_UID if privileged() else os.getuid()
+    uid = sandbox_uid(slot)
     tasks = 0
     for process in psutil.process_iter(["uids", "num_threads"]):
         try:
@@ -136,7 +147,7 @@ def read_only_paths() -> list[Path]:
     return unique
 
 
-def sandbox_command(work: Path, environment: dict[str, str], command: list[str]) -> list[str]:
+def sandbox_command(work: Path, environment: dict[str, str], command: list[str], slot: int = 0) -> list[str]:
     """The bwrap command line that runs ``command`` in the sandbox with ``work`` writable."""
     argv = [bwrap_path() or "bwrap", *namespace_options(), "--clearenv"]
     for key, value in sorted(environment.items()):
@@ -151,7 +162,7 @@ def sandbox_command(work: Path, environment: dict[str, str], command: list[str])
         made.add(path)
     for path in read_only_paths():
         argv += ["--ro-bind", str(path), str(path)]
-    argv += ["--bind", str(work), str(work), "--chdir", str(work), "--", *drop_privileges(), *command]
+    argv += ["--bind", str(work), str(work), "--chdir", str(work), "--", *drop_privileges(slot), *command]
     return argv
 
 
@@ -183,9 +194,10 @@ def run_sandboxed(
     timeout_s: float,
     log_path: Path,
     unsafe: bool = False,
+    slot: int = 0,
 ) -> Outcome:
     """Run ``command`` in the sandbox (or, ``unsafe``, as a plain process group), stop it at ``timeout_s``."""
-    argv = command if unsafe else sandbox_command(work, environment, command)
+    argv = command if unsafe else sandbox_command(work, environment, command, slot)
     start = time.perf_counter()
     with open(log_path, "wb") as log:
         process = subprocess.Popen(

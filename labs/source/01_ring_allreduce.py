@@ -224,7 +224,7 @@ def test_q1_card_example(ring_allreduce_time):
     result, called = calling(ring_allreduce_time, 4, 100e6, 50e9, 5e-6)
     assert not called, f"build the time from the α–β model instead of calling {', '.join(sorted(called))}"
     got = number(result)
-    assert got is not None, f"return the time in seconds as a float, got {result!r}"
+    assert got is not None, f"return the time in seconds as a float, got {result!r:.80}"
     want = 3.03e-3  # 6·5 µs + 6·25 MB / 50 GB/s
     assert abs(got - want) <= 1e-6 * want, (
         f"4 ranks, 100 MB at 50 GB/s, α = 5 µs: expected {want:.6g} s, got {got:.6g} s"
@@ -276,7 +276,7 @@ def test_q1_other_rings(ring_allreduce_time):
         assert not called, f"ring_allreduce_time{case} called {', '.join(sorted(called))}"
         got = number(result)
         assert got is not None and abs(got - want) <= max(1e-6 * want, 1e-12), (
-            f"ring_allreduce_time{case}: expected {want:.6g} s, got {result!r}"
+            f"ring_allreduce_time{case}: expected {want:.6g} s, got {result!r:.80}"
         )
 
 
@@ -359,7 +359,7 @@ def test_q2_eight_ranks(crossover_payload_bytes):
     result, called = calling(crossover_payload_bytes, 8, 50e9, 5e-6)
     assert not called, f"derive S* from the two terms instead of calling {', '.join(sorted(called))}"
     got = number(result)
-    assert got is not None, f"return the payload in bytes as a number, got {result!r}"
+    assert got is not None, f"return the payload in bytes as a number, got {result!r:.80}"
     assert abs(got - 2e6) <= 1e-6 * 2e6, f"8 ranks at 50 GB/s with α = 5 µs: expected 2 MB, got {got:.6g} B"
 
 
@@ -410,7 +410,7 @@ def test_q2_other_rings(crossover_payload_bytes):
         result, called = calling(crossover_payload_bytes, *case)
         got = number(result)
         assert not called and got is not None and abs(got - want) <= 1e-6 * want, (
-            f"crossover_payload_bytes{case}: expected {want:.6g} B, got {result!r}"
+            f"crossover_payload_bytes{case}: expected {want:.6g} B, got {result!r:.80}"
         )
 
 
@@ -504,7 +504,7 @@ def test_q3_the_row(busbw_bytes_per_s):
     result, called = calling(busbw_bytes_per_s, "all_reduce", 8, 1073741824, 5741.2e-6)
     assert not called, f"compute busbw yourself instead of calling {', '.join(sorted(called))}"
     got = number(result)
-    assert got is not None, f"return bytes per second as a number, got {result!r}"
+    assert got is not None, f"return bytes per second as a number, got {result!r:.80}"
     assert abs(got - 327.29e9) <= 1e-4 * 327.29e9, f"the row above: expected 327.29 GB/s, got {got / 1e9:.6g} GB/s"
 
 
@@ -557,7 +557,7 @@ def test_q3_other_collectives(busbw_bytes_per_s):
         result, called = calling(busbw_bytes_per_s, *case)
         got = number(result)
         assert not called and got is not None and abs(got - want) <= 1e-6 * want, (
-            f"busbw_bytes_per_s{case}: expected {want:.6g} B/s, got {result!r}"
+            f"busbw_bytes_per_s{case}: expected {want:.6g} B/s, got {result!r:.80}"
         )
 
 
@@ -613,7 +613,7 @@ def test_q4_numbers(nvlink_allreduce_s, infiniband_allreduce_s):
 
     for name, value in [("nvlink_allreduce_s", nvlink_allreduce_s), ("infiniband_allreduce_s", infiniband_allreduce_s)]:
         got = number(value)
-        assert got is not None and got > 0, f"{name} must be a time in seconds, got {value!r}"
+        assert got is not None and got > 0, f"{name} must be a time in seconds, got {value!r:.80}"
     assert number(nvlink_allreduce_s) < number(infiniband_allreduce_s), "NVLink inside a node should be the faster"
 
 
@@ -633,12 +633,12 @@ def test_q4_values(nvlink_allreduce_s, infiniband_allreduce_s):
     nvlink = 7.791777777777778e-3  # 8 ranks, 2 GB, 450 GB/s one-way (half the two-way 900 GB/s), 1 µs
     got = number(nvlink_allreduce_s)
     assert got is not None and abs(got - nvlink) <= 1e-3 * nvlink, (
-        f"nvlink_allreduce_s: expected {nvlink:.4g} s, got {nvlink_allreduce_s!r} (one-way or two-way?)"
+        f"nvlink_allreduce_s: expected {nvlink:.4g} s, got {nvlink_allreduce_s!r:.80} (one-way or two-way?)"
     )
     infiniband = 0.07515  # 16 ranks, 2 GB, 400 Gb/s = 50 GB/s, 5 µs
     got = number(infiniband_allreduce_s)
     assert got is not None and abs(got - infiniband) <= 1e-3 * infiniband, (
-        f"infiniband_allreduce_s: expected {infiniband:.4g} s, got {infiniband_allreduce_s!r} (bits or bytes?)"
+        f"infiniband_allreduce_s: expected {infiniband:.4g} s, got {infiniband_allreduce_s!r:.80} (bits or bytes?)"
     )
 
 

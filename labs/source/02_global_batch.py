@@ -186,7 +186,7 @@ def test_q1_public(global_batch_samples):
 
     result = global_batch_samples(8, 16, 64, 1, 1)
     assert type(number(result)) is int and number(result) == 8192, (
-        f"micro-batch 8, 16 accumulation steps, 64 replicas: expected 8192 samples (an int), got {result!r}"
+        f"micro-batch 8, 16 accumulation steps, 64 replicas: expected 8192 samples (an int), got {result!r:.80}"
     )
     assert raises_value_error(global_batch_samples, 1, 1, 12, 8, 1), (
         "12 devices cannot be split into tensor-parallel groups of 8: raise ValueError"
@@ -212,7 +212,7 @@ def test_q1_split_devices(global_batch_samples):
     for case, want in cases:
         result = global_batch_samples(*case)
         got = number(result)
-        assert type(got) is int and got == want, f"global_batch_samples{case}: expected {want}, got {result!r}"
+        assert type(got) is int and got == want, f"global_batch_samples{case}: expected {want}, got {result!r:.80}"
 
 
 test_q1_split_devices(global_batch_samples)
@@ -280,7 +280,7 @@ def test_q2_public(accumulation_steps):
 
     result = accumulation_steps(1024, 2, 128, 1, 1)
     assert type(number(result)) is int and number(result) == 4, (
-        f"1024 samples with micro-batch 2 on 128 replicas: expected 4 steps (an int), got {result!r}"
+        f"1024 samples with micro-batch 2 on 128 replicas: expected 4 steps (an int), got {result!r:.80}"
     )
     assert raises_value_error(accumulation_steps, 1000, 2, 128, 1, 1), (
         "1000 samples is not a whole number of steps of 256 samples: raise ValueError"
@@ -316,7 +316,7 @@ def test_q2_split_devices(accumulation_steps):
     ]:
         result = accumulation_steps(*case)
         got = number(result)
-        assert type(got) is int and got == want, f"accumulation_steps{case}: expected {want}, got {result!r}"
+        assert type(got) is int and got == want, f"accumulation_steps{case}: expected {want}, got {result!r:.80}"
     for case in [(1536, 1, 1024, 8, 3), (100, 1, 64, 8, 1)]:
         assert raises_value_error(accumulation_steps, *case), (
             f"accumulation_steps{case} has no whole answer: raise ValueError"
@@ -373,11 +373,11 @@ def test_q3_public(run_accumulation_steps, run_bubble_fraction):
 
     steps = number(run_accumulation_steps)
     assert steps is not None and steps >= 1 and float(steps).is_integer(), (
-        f"run_accumulation_steps must be a whole number of steps, got {run_accumulation_steps!r}"
+        f"run_accumulation_steps must be a whole number of steps, got {run_accumulation_steps!r:.80}"
     )
     bubble = number(run_bubble_fraction)
     assert bubble is not None and bubble > 0, (
-        f"run_bubble_fraction must be a positive fraction, got {run_bubble_fraction!r}"
+        f"run_bubble_fraction must be a positive fraction, got {run_bubble_fraction!r:.80}"
     )
 
 
@@ -396,11 +396,11 @@ def test_q3_values(run_accumulation_steps, run_bubble_fraction):
 
     # 2**22 tokens = 2048 sequences; 512 devices / (t·p = 4·8) = 16 replicas; 2048 / (2·16) = 64 steps
     steps = number(run_accumulation_steps)
-    assert steps == 64, f"run_accumulation_steps: expected 64, got {run_accumulation_steps!r}"
+    assert steps == 64, f"run_accumulation_steps: expected 64, got {run_accumulation_steps!r:.80}"
     bubble = number(run_bubble_fraction)
     want = 7 / 64  # (p − 1)/m with p = 8 stages
     assert bubble is not None and abs(bubble - want) <= 1e-6 * want, (
-        f"run_bubble_fraction: expected {want:.4g}, got {run_bubble_fraction!r}"
+        f"run_bubble_fraction: expected {want:.4g}, got {run_bubble_fraction!r:.80}"
     )
 
 

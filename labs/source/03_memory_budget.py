@@ -229,7 +229,7 @@ def test_q1_public(model_state_bytes):
         result, called = calling(model_state_bytes, *case)
         assert not called, f"build it from what each stage partitions instead of calling {', '.join(sorted(called))}"
         got = number(result)
-        assert got is not None, f"return bytes as a number, got {result!r}"
+        assert got is not None, f"return bytes as a number, got {result!r:.80}"
         assert abs(got - want) <= 1e-6 * want, f"{what}, got {got:.4g} B"
 
 
@@ -296,7 +296,7 @@ def test_q1_every_stage(model_state_bytes):
         result, called = calling(model_state_bytes, *case)
         got = number(result)
         assert not called and got is not None and abs(got - want) <= 1e-6 * want, (
-            f"model_state_bytes{case}: expected {want:.4g} B, got {result!r}"
+            f"model_state_bytes{case}: expected {want:.4g} B, got {result!r:.80}"
         )
 
 
@@ -362,7 +362,7 @@ def test_q2_public(smallest_data_parallel):
 
     result = smallest_data_parallel(7.5e9, 3, 16e9)
     assert type(number(result)) is int and number(result) == 8, (
-        f"7.5B parameters, ZeRO-3, 16 GB: 120 GB / 16 GB = 7.5, so expected 8 replicas (an int), got {result!r}"
+        f"7.5B parameters, ZeRO-3, 16 GB: 120 GB / 16 GB = 7.5, so expected 8 replicas (an int), got {result!r:.80}"
     )
 
 
@@ -392,10 +392,12 @@ def test_q2_other_budgets(smallest_data_parallel):
     for case, want in cases:
         result = smallest_data_parallel(*case)
         if want is None:
-            assert result is None, f"smallest_data_parallel{case}: expected None, got {result!r}"
+            assert result is None, f"smallest_data_parallel{case}: expected None, got {result!r:.80}"
         else:
             got = number(result)
-            assert type(got) is int and got == want, f"smallest_data_parallel{case}: expected {want}, got {result!r}"
+            assert type(got) is int and got == want, (
+                f"smallest_data_parallel{case}: expected {want}, got {result!r:.80}"
+            )
 
 
 test_q2_other_budgets(smallest_data_parallel)
@@ -465,7 +467,7 @@ def test_q3_public(largest_micro_batch):
     )
     result = largest_micro_batch(parallelism.GPT3_175B, plan, 80e9)
     assert type(number(result)) is int and number(result) == 6, (
-        f"GPT-3 175B, the lab's default plan, on an 80 GB A100: expected 6 (an int), got {result!r}"
+        f"GPT-3 175B, the lab's default plan, on an 80 GB A100: expected 6 (an int), got {result!r:.80}"
     )
 
 
@@ -527,7 +529,7 @@ def test_q3_other_plans(largest_micro_batch):
         result = largest_micro_batch(model, plan, capacity)
         got = number(result)
         assert type(got) is int and got == want, (
-            f"largest_micro_batch({model.name}, {plan}, {capacity:g}): expected {want}, got {result!r}"
+            f"largest_micro_batch({model.name}, {plan}, {capacity:g}): expected {want}, got {result!r:.80}"
         )
 
 

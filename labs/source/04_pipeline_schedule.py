@@ -215,8 +215,8 @@ def test_q1_public(bubble_fraction):
     result, called = calling(bubble_fraction, 4, 8)
     assert not called, f"derive the bubble instead of calling {', '.join(sorted(called))}"
     got = number(result)
-    assert got is not None, f"return a fraction as a number, got {result!r}"
-    assert abs(got - 0.375) <= 1e-9, f"4 stages, 8 micro-batches: expected 0.375, got {result!r}"
+    assert got is not None, f"return a fraction as a number, got {result!r:.80}"
+    assert abs(got - 0.375) <= 1e-9, f"4 stages, 8 micro-batches: expected 0.375, got {result!r:.80}"
 
 
 test_q1_public(bubble_fraction)
@@ -267,7 +267,7 @@ def test_q1_other_pipelines(bubble_fraction):
         result, called = calling(bubble_fraction, *case)
         got = number(result)
         assert not called and got is not None and abs(got - want) <= max(1e-9 * want, 1e-12), (
-            f"bubble_fraction{case}: expected {want:.6g}, got {result!r}"
+            f"bubble_fraction{case}: expected {want:.6g}, got {result!r:.80}"
         )
 
 
@@ -327,7 +327,7 @@ def test_q2_public(microbatches_for_bubble):
 
     result = microbatches_for_bubble(4, 0.25)
     assert type(number(result)) is int and number(result) == 12, (
-        f"4 stages, bubble at most 25 %: expected 12 micro-batches (an int), got {result!r}"
+        f"4 stages, bubble at most 25 %: expected 12 micro-batches (an int), got {result!r:.80}"
     )
 
 
@@ -357,7 +357,7 @@ def test_q2_other_budgets(microbatches_for_bubble):
     for case, want in cases:
         result = microbatches_for_bubble(*case)
         got = number(result)
-        assert type(got) is int and got == want, f"microbatches_for_bubble{case}: expected {want}, got {result!r}"
+        assert type(got) is int and got == want, f"microbatches_for_bubble{case}: expected {want}, got {result!r:.80}"
 
 
 test_q2_other_budgets(microbatches_for_bubble)
@@ -436,9 +436,9 @@ def test_q3_public(step_time_s):
     result, called = calling(step_time_s, 4, 8, 1.0, 2.0)
     assert not called, "derive the step time instead of calling pipeline.pipeline_schedule"
     got = number(result)
-    assert got is not None, f"return seconds as a number, got {result!r}"
+    assert got is not None, f"return seconds as a number, got {result!r:.80}"
     assert abs(got - 33.0) <= 33.0 * 1e-9, (
-        f"4 stages, 8 micro-batches, t_f = 1 s, t_b = 2 s: expected 33 s, got {result!r}"
+        f"4 stages, 8 micro-batches, t_f = 1 s, t_b = 2 s: expected 33 s, got {result!r:.80}"
     )
 
 
@@ -488,7 +488,7 @@ def test_q3_other_pipelines(step_time_s):
         result, called = calling(step_time_s, *case)
         got = number(result)
         assert not called and got is not None and abs(got - want) <= 1e-6 * want, (
-            f"step_time_s{case}: expected {want:.6g} s, got {result!r}"
+            f"step_time_s{case}: expected {want:.6g} s, got {result!r:.80}"
         )
 
 
@@ -569,7 +569,7 @@ def test_q4_public(in_flight_microbatches):
         result, called = calling(in_flight_microbatches, 8, 64, schedule)
         assert not called, "derive it instead of calling parallelism.pipeline_in_flight_microbatches"
         got.append(number(result) if type(number(result)) is int else result)
-    assert got == [64, 8], f"8 stages, 64 micro-batches: expected 64 (GPipe) and 8 (1F1B), ints, got {got!r}"
+    assert got == [64, 8], f"8 stages, 64 micro-batches: expected 64 (GPipe) and 8 (1F1B), ints, got {got!r:.80}"
 
 
 test_q4_public(in_flight_microbatches)
@@ -612,7 +612,7 @@ def test_q4_other_pipelines(in_flight_microbatches):
             result, called = calling(in_flight_microbatches, stages, microbatches, schedule)
             got = number(result)
             assert not called and type(got) is int and got == want, (
-                f"in_flight_microbatches({stages}, {microbatches}, {schedule!r}): expected {want}, got {result!r}"
+                f"in_flight_microbatches({stages}, {microbatches}, {schedule!r:.80}): expected {want}, got {result!r:.80}"
             )
 
 
