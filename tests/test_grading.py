@@ -851,6 +851,14 @@ def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
     steps = 2 * (ranks - 1)
     return steps * latency_s + steps * payload_bytes / ranks / bandwidth_bytes_per_s
 """
+READ_HIDDEN = """
+import glob
+
+
+def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel, pipeline_parallel):
+    found = glob.glob("**/tests/q1.py", recursive=True) + glob.glob("../**/tests/q1.py", recursive=True)
+    raise RuntimeError("".join(open(path).read() for path in found[:1]) or "no test file found")
+"""
 HUGE_ANSWER = """
 def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
     return list(range(5_000_000))
@@ -930,6 +938,7 @@ HOSTILE = {
     "garbage_results": (LAB3, "leaves a garbage results file", "zero+flagged"),
     "harm_others": (LAB1, "overwrites others' files, detaches processes that outlive the batch", "flagged"),
     "leak_hidden": (LAB1, "raises the hidden tests' source", {"q1": 0.0}),
+    "read_hidden": (LAB2, "raises the hidden test file it read, in a public test", {"q1": 0.0}),
     "huge_answer": (LAB1, "a 5-million-element answer", {"q1": 0.0}),
     "interrupt": (LAB2, "an answer raising KeyboardInterrupt", "zero"),
     "memory": (LAB3, "allocates 10 GB", "full"),
@@ -956,6 +965,7 @@ def hostile_notebooks(built, paths):
         "garbage_results": hostile(built, LAB3, "solutions", [GARBAGE_RESULTS]),
         "harm_others": hostile(built, LAB1, blank, [harm]),
         "leak_hidden": hostile(built, LAB1, {"q1": LEAK_HIDDEN}),
+        "read_hidden": hostile(built, LAB2, {"q1": READ_HIDDEN}),
         "huge_answer": hostile(built, LAB1, {"q1": HUGE_ANSWER}),
         "interrupt": hostile(built, LAB2, {"q2": INTERRUPT}),
         "memory": hostile(built, LAB3, {"q1": ONLY_IF_REFUSED[LAB3]}, [MEMORY]),
@@ -1233,6 +1243,7 @@ FLAG_KINDS = {
     "garbage_results": {"files", "processes"},
     "harm_others": {"files", "processes"},
     "leak_hidden": {"introspection"},
+    "read_hidden": {"otter internals", "leaks hidden tests"},
     "processes": {"processes"},
 }
 
@@ -1249,7 +1260,7 @@ def test_flags_say_what_was_tried_and_stay_out_of_the_feedback(batch, student):
 
 
 def grade_scan_kinds():
-    return sys.modules["grading_scan"].KINDS
+    return (*sys.modules["grading_scan"].KINDS, "leaks hidden tests")
 
 
 def test_honest_notebooks_raise_no_flags(batch):
@@ -1291,8 +1302,14 @@ def test_feedback_leaks_nothing(batch, built):
         text = data.decode("utf-8")
         for secret in [*hidden_names, "root:x:0", "Traceback", "HACKED", "0.07938", "# HIDDEN", "otter.log"]:
             assert secret not in text, f"{path} shows {secret!r}"
+    hidden_lines = set().union(*(grade.hidden_lines(built[lab][2]) for lab in LABS))
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert not [line for line in hidden_lines if line in text], f"{path} quotes the hidden tests"
     leak = (batch["main"].parent / "feedback" / "leak_hidden" / f"{LAB1}.txt").read_text(encoding="utf-8")
     assert "q1 hidden tests: failed" in leak
+    read = (batch["main"].parent / "feedback" / "read_hidden" / f"{LAB2}.txt").read_text(encoding="utf-8")
+    assert "q1 results: message withheld (it quoted the hidden tests)" in read
     assert not (batch["main"].parent / "feedback" / "symlink").exists()
 
 

@@ -60,6 +60,8 @@ FLAGGED = [
     ("import os\nos.getenv('SUBMISSIONS')", "environment"),
     ("import sys\nprint(sys.argv)", "environment"),
     ("exec('import os')", "dynamic code"),
+    ("import glob\nglob.glob('../**/tests/q1.py', recursive=True)", "otter internals"),
+    ("import json\njson.load(open('../results/results.json'))", "otter internals"),
     ("m = __import__('o' + 's')", "dynamic code"),
     ("import importlib\nimportlib.import_module('subprocess')", "dynamic code"),
 ]
@@ -95,8 +97,8 @@ def test_the_scan_follows_aliases_across_cells_and_skips_invalid_cells():
 
 
 @pytest.mark.parametrize("lab", assignments.lab_names())
-def test_the_committed_student_versions_and_masters_raise_no_flags(lab):
-    for path in (ROOT / "labs" / f"{lab}.ipynb", ROOT / "labs" / "source" / f"{lab}.ipynb"):
+def test_the_student_versions_and_the_solutions_raise_no_flags(lab, assigned):
+    for path in (ROOT / "labs" / f"{lab}.ipynb", assigned / lab / "autograder" / f"{lab}.ipynb"):
         assert scan.scan_file(path) == [], path
 
 
@@ -145,6 +147,16 @@ def test_missing_extra_and_malformed_results_are_rejected():
     wrong_possible = summary(q1=3, q2=2)
     wrong_possible["questions"]["q1"]["possible"] = 999
     assert grade.validated(wrong_possible, EXPECTED)[2].startswith("invalid points possible for q1")
+
+
+def test_feedback_withholds_a_public_message_that_quotes_the_hidden_tests(assigned):
+    zip_path = assignments.autograder_zip(assignments.lab_names()[0], assigned)
+    secrets = grade.hidden_lines(zip_path)
+    assert "test_q1_other_rings" in secrets and len(secrets) >= 10
+    quoted = {"q1": ("q1 results:\n RuntimeError: " + "\n".join(sorted(secrets)), False), "q2": ("q2 ok", True)}
+    assert grade.quotes_hidden_tests(quoted, secrets) == ["q1"]
+    body = grade.results_body(quoted, {}, ["q1"])
+    assert not [line for line in secrets if line in body] and "message withheld" in body
 
 
 def test_feedback_is_cut_to_its_limit():
@@ -228,4 +240,4 @@ def test_unsafe_grades_without_the_sandbox_and_says_so(assigned, tmp_path):
     rows = (tmp_path / "grades.csv").read_text(encoding="utf-8").splitlines()
     assert rows[0] == ",".join(grade.COLUMNS) and len(rows) == 5
     assert all(row.split(",")[3] == row.split(",")[4] and row.split(",")[5] == "graded" for row in rows[1:]), rows
-    assert (tmp_path / grade.REPORT_NAME).read_text(encoding="utf-8").count("UNSAFE") == 1
+    assert "UNSAFE: graded without the sandbox" in (tmp_path / grade.REPORT_NAME).read_text(encoding="utf-8")

@@ -21,7 +21,8 @@ SUBMISSIONS/<student>/01_ring_allreduce.ipynb, ... Each notebook is graded with 
 
 grades.csv has one row per question (student, lab, question, points, max_points, status, flags, reason), status
 being "graded", "not graded" (with the reason), "timed out" or "flagged" (graded, but the scan or the results show
-something an instructor should read: flags and reason say what). Files that are not gradable (symlinks, files
+something an instructor should read: flags and reason say what; a public test's message that quotes the hidden
+tests is withheld from the feedback and flagged). Files that are not gradable (symlinks, files
 outside SUBMISSIONS, dot-folders, nested folders, misnamed files) get a "not graded" row with the reason. The
 feedback file FEEDBACK/<student>/<lab>.txt (at most 20 kB) gives the points per question, otter's messages for the
 public tests and only "passed"/"failed" for the hidden ones; never flags, logs or exception text. The instructor
@@ -129,6 +130,31 @@ def questions(zip_path: Path) -> dict[str, float]:
             points = values.get("points")
             found[values.get("name", Path(name).stem)] = float(sum(points) if isinstance(points, list) else points)
     return dict(sorted(found.items(), key=lambda item: (len(item[0]), item[0])))  # q2 before q10
+
+
+def hidden_lines(zip_path: Path) -> set[str]:
+    """Lines of the zip's hidden test cases that no public one has (and their names): feedback must not quote them."""
+    hidden, public = set(), set()
+    with zipfile.ZipFile(zip_path) as archive:
+        for name in archive.namelist():
+            if not (name.startswith("tests/") and name.endswith(".py")):
+                continue
+            source = archive.read(name).decode("utf-8")
+            for node in ast.parse(source).body:
+                if not isinstance(node, ast.FunctionDef):
+                    continue
+                is_hidden = any(
+                    isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+                    for decorator in node.decorator_list
+                    if isinstance(decorator, ast.Call)
+                    for keyword in decorator.keywords
+                    if keyword.arg == "hidden"
+                )
+                lines = {line.strip() for line in (ast.get_source_segment(source, node) or "").splitlines()}
+                (hidden if is_hidden else public).update(lines)
+                if is_hidden:
+                    hidden.add(node.name)
+    return {line for line in hidden - public if len(line) >= 16}
 
 
 def number(value) -> str:
@@ -274,11 +300,19 @@ def validated(summary: dict, expected: dict[str, float]) -> tuple[dict, dict, st
     return points, texts, ""
 
 
-def results_body(texts: dict, scores: dict) -> str:
+def quotes_hidden_tests(texts: dict, secrets: set[str]) -> list[str]:
+    """The questions whose public tests' messages quote a line of the hidden tests (e.g. an answer that raised
+    an exception holding the test file it read)."""
+    return [question for question, (public, _) in texts.items() if any(secret in public for secret in secrets)]
+
+
+def results_body(texts: dict, scores: dict, withheld: list[str] = ()) -> str:
     """Public tests' messages as otter shows them, hidden tests as passed or failed; fits FEEDBACK_BYTES."""
     budget = max(200, (FEEDBACK_BYTES - 1500) // max(1, len(texts)))
     sections = []
     for question, (public, hidden) in texts.items():
+        if question in withheld:
+            public = f"{question} results: message withheld (it quoted the hidden tests); ask your instructor"
         lines = [clip(public.rstrip(), budget)]
         if hidden is not None:
             lines.append(f"{question} hidden tests: {'passed' if hidden else 'failed'}")
@@ -360,7 +394,11 @@ def grade_notebook(
     if problem:
         return outcome("flagged", f"grading results rejected: {problem}", "the grading results were invalid.", flags)
     scores = {question: (points[question], max_points) for question, max_points in expected.items()}
-    text = feedback_text(student, lab, scores, results_body(texts, scores))
+    withheld = quotes_hidden_tests(texts, hidden_lines(zip_path))
+    if withheld:
+        leak = f"leaks hidden tests ({', '.join(withheld)}: a public test's message quotes them)"
+        flags = "; ".join(filter(None, [flags, leak]))
+    text = feedback_text(student, lab, scores, results_body(texts, scores, withheld))
     status = "flagged" if flags else "graded"
     return Graded(student, lab, scores, text, time.perf_counter() - start, status, "", flags)
 

@@ -3,7 +3,8 @@
 ``scan_notebook(notebook)`` returns a list of ``Flag(kind, cell, line, detail)``, one per suspicious construct in
 the notebook's code cells. The kinds (``KINDS``):
 
-- ``otter internals``: imports or uses otter beyond ``otter.Notebook`` (its test classes, runners, results);
+- ``otter internals``: imports or uses otter beyond ``otter.Notebook`` (its test classes, runners, results), or
+  names otter's files (``tests/``, ``results.json``...);
 - ``introspection``: frames, stacks, tracers, the garbage collector's object lists, /proc;
 - ``patches a module``: assigns or deletes an attribute of ``math``, ``numpy``, ``builtins``, ``course_lib``,
   otter or the ``grader`` (also through ``setattr`` or an alias such as ``np`` or ``from course_lib import x``);
@@ -66,6 +67,8 @@ OS_FILES = re.compile(
 )
 PATH_WRITES = {"write_text", "write_bytes", "unlink", "rmdir", "touch", "mkdir", "symlink_to", "hardlink_to"}
 SHELL_MAGICS = re.compile(r"^\s*(!|%%?(bash|sh|system|sx|script|perl|ruby|writefile|file)\b|%%?(run|load|env)\b)")
+# Otter's files in the grading folder: its tests, results and log.
+OTTER_FILES = re.compile(r"(^|/|\*)(tests|autograder|results|source)/|results\.(json|pkl)|\.otter_log|otter_config")
 DYNAMIC = {"exec", "eval", "compile", "__import__", "execfile", "globals", "vars", "breakpoint"}
 
 
@@ -251,6 +254,10 @@ class _Scanner(ast.NodeVisitor):
             if not isinstance(node.args[1], ast.Constant):
                 self.flag("dynamic code", node, f"getattr({dotted(node.args[0])}, <computed name>)")
         self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and OTTER_FILES.search(node.value):
+            self.flag("otter internals", node, f"the path {node.value[:40]!r}")
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id == "__builtins__":
