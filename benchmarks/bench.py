@@ -6,6 +6,7 @@ Run: .venv/bin/python benchmarks/bench.py
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -270,24 +271,16 @@ def bench_grading(per_lab=4):
             done = subprocess.run(command + extra, capture_output=True, text=True)
             wall = time.perf_counter() - start
             each = [float(seconds) for seconds in re.findall(r": \S+ / \S+ in ([0-9.]+) s", done.stdout)]
-            full = done.stdout.count(" graded") and all(
-                line.split(",")[3] == line.split(",")[4]
-                for line in (Path(scratch) / "grades.csv").read_text(encoding="utf-8").splitlines()[1:]
-            )
             if done.returncode != 0 or len(each) != count:
                 print(f"grading, {label}: failed (exit {done.returncode}): {(done.stdout + done.stderr)[-400:]}")
                 continue
+            rows = (Path(scratch) / "grades.csv").read_text(encoding="utf-8").splitlines()[1:]
+            full = all(row.split(",")[3] == row.split(",")[4] and row.split(",")[5] == "graded" for row in rows)
             print(
                 f"grading, {label}: {count} notebooks in {wall:.1f} s, {wall / count:.2f} s per notebook "
-                f"(wall time / notebooks, {os_jobs()} at once); each notebook {statistics.median(each):.1f} s "
-                f"(median); all full marks: {bool(full)}"
+                f"(wall time / notebooks, {os.cpu_count() or 1} at once); each notebook "
+                f"{statistics.median(each):.1f} s (median); all graded with full marks: {full}"
             )
-
-
-def os_jobs() -> int:
-    import os
-
-    return os.cpu_count() or 1
 
 
 if __name__ == "__main__":

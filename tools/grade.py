@@ -269,8 +269,8 @@ def failure_reason(log: str, status: int | None) -> str:
     ):
         if marker in log:
             return reason
-    if status is not None and status < 0:
-        return f"the grading process was killed (signal {-status})"
+    if status is not None and (status < 0 or 128 < status <= 128 + 64):  # bwrap exits with 128 + the signal
+        return f"the grading process was killed (signal {-status if status < 0 else status - 128})"
     return f"otter could not grade it (exit status {status})"
 
 
