@@ -44,7 +44,7 @@ check: $(VENV)/.test-installed ## lint and format check (ruff); `make test` runs
 validate: $(VENV)/.test-installed ## the model against the Ultra-Scale Playbook's measured runs (tools/validate.py)
 	$(VENV)/bin/python tools/validate.py
 
-bench: $(VENV)/.test-installed ## time course_lib's functions and the notebooks (benchmarks/bench.py)
+bench: $(VENV)/.test-installed ## time course_lib's functions, the notebooks and grading (benchmarks/bench.py)
 	env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python benchmarks/bench.py
 
 # After editing a lesson's .py: rebuild its .ipynb and store fresh outputs. NOTEBOOKS limits it to some files, each
@@ -55,7 +55,8 @@ notebooks: $(VENV)/.test-installed ## re-execute the lessons and labs from their
 	PYTHONHASHSEED=0 $(VENV)/bin/python tools/execute_notebooks.py $(NOTEBOOKS)
 
 # Graded labs (otter-grader 7). Masters: labs/source/NN_name.py/.ipynb (run `make notebooks NOTEBOOKS=...` after
-# editing one). Output: build/assignments/<lab>/student/<lab>.ipynb and build/assignments/<lab>/autograder/*.zip,
+# editing one). Output: build/assignments/<lab>/student/<lab>.ipynb, build/assignments/<lab>/autograder/*.zip and
+# the zip's SHA-256 in build/assignments/<lab>/autograder.sha256 (make grade refuses a zip that no longer matches),
 # and a copy of each student version in STUDENT_DIR (labs/<lab>.ipynb, the notebook students open; committed).
 # STUDENT_DIR= (empty) leaves labs/ alone.
 ASSIGNMENTS = build/assignments
@@ -63,14 +64,17 @@ STUDENT_DIR ?= labs
 assignments: $(VENV)/.test-installed ## make the graded labs' student versions and autograder zips (otter assign)
 	$(VENV)/bin/python tools/assignments.py --out $(ASSIGNMENTS) $(if $(STUDENT_DIR),--student-dir "$(STUDENT_DIR)")
 
-# make grade SUBMISSIONS=dir: dir/<student>/<lab>.ipynb, graded offline by `otter run` (no Docker). Writes
-# grades.csv next to dir (or GRADES=path) and feedback/<student>/<lab>.txt next to it; TIMEOUT is per notebook.
+# make grade SUBMISSIONS=dir: dir/<student>/<lab>.ipynb, each graded by `otter run` (no Docker) in a bubblewrap
+# sandbox (Debian: apt-get install bubblewrap). Writes grades.csv next to dir (or GRADES=path), feedback/<student>/
+# <lab>.txt and grading-report.txt next to it; TIMEOUT is per notebook. UNSAFE=1 grades without the sandbox: the
+# notebooks then run with your rights (read the README first).
 SUBMISSIONS ?=
 GRADES ?=
 TIMEOUT ?= 300
-grade: $(VENV)/.test-installed ## grade SUBMISSIONS=dir of <student>/<lab>.ipynb into grades.csv and feedback (otter run)
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=dir [GRADES=grades.csv] [TIMEOUT=300]" >&2; exit 2; }
-	$(VENV)/bin/python tools/grade.py "$(SUBMISSIONS)" --assignments $(ASSIGNMENTS) --timeout $(TIMEOUT)$(if $(GRADES), --grades "$(GRADES)")
+UNSAFE ?=
+grade: $(VENV)/.test-installed ## grade SUBMISSIONS=dir of <student>/<lab>.ipynb into grades.csv and feedback (sandboxed)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=dir [GRADES=grades.csv] [TIMEOUT=300] [UNSAFE=1]" >&2; exit 2; }
+	$(VENV)/bin/python tools/grade.py "$(SUBMISSIONS)" --assignments $(ASSIGNMENTS) --timeout $(TIMEOUT)$(if $(GRADES), --grades "$(GRADES)")$(if $(filter 1,$(UNSAFE)), --unsafe)
 
 # One universal resolution (uv pip compile --universal) for every Python from 3.10 up and every platform: a pin
 # that differs between them carries a marker. uv keeps each version already in requirements.lock that still

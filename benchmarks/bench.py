@@ -6,6 +6,7 @@ Run: .venv/bin/python benchmarks/bench.py
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -262,36 +263,49 @@ def bench_notebooks():
     )
 
 
-def bench_grading():
-    """`make grade` on one submission of each lab: `otter run` with the lab's autograder zip (a fresh kernel runs the
-    notebook, then every public and hidden test), as tools/grade.py does it. The submission is the autograder's copy
-    of the master, with its solutions. Needs `make assignments`; a lab without its zip is skipped."""
+def bench_grading(per_lab=4):
+    """`make grade` on 16 submissions (``per_lab`` of each lab: the autograder's copy of the master, with its
+    solutions), once in the bubblewrap sandbox and once with --unsafe (no sandbox), as `make grade` runs them (one
+    per core). Prints the seconds per notebook: the median of each notebook's own time and the batch's wall time
+    divided by the number of notebooks. Needs `make assignments` (and bubblewrap for the sandboxed run)."""
+    import re
+    import shutil
+    import tempfile
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(root / "tools"))
-    import grade
-
     built = root / "build" / "assignments"
-    times = []
-    for lab in grade.lab_names():
-        zip_path = grade.autograder_zip(lab, built)
-        if zip_path is None:
-            print(f"grading {lab}: skipped, no autograder zip in {built.relative_to(root)} (run `make assignments`)")
-            continue
-        result = grade.grade_notebook(built / lab / "autograder" / f"{lab}.ipynb", zip_path, "bench", lab)
-        verdict = (
-            f"NOT GRADED: {result.problem}"
-            if result.problem
-            else f"{grade.number(result.points)} / {grade.number(result.max_points)} points"
-        )
-        times.append(result.seconds)
-        print(f"grading {lab}: {result.seconds:.1f} s for one submission ({verdict})")
-    if times:
-        print(
-            f"grading: {statistics.median(times):.1f} s per submission (median of {len(times)} labs), one at a time; "
-            "`make grade` runs one per core"
-        )
+    sys.path.insert(0, str(root / "tools"))
+    from assignments import autograder_zip, lab_names
+
+    labs = [lab for lab in lab_names() if autograder_zip(lab, built) is not None]
+    if not labs:
+        print(f"grading: skipped, no autograder zip in {built.relative_to(root)} (run `make assignments`)")
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
+        submissions = Path(scratch) / "submissions"
+        for lab in labs:
+            for index in range(per_lab):
+                folder = submissions / f"student{index:02d}"
+                folder.mkdir(parents=True, exist_ok=True)
+                shutil.copy(built / lab / "autograder" / f"{lab}.ipynb", folder / f"{lab}.ipynb")
+        count = len(labs) * per_lab
+        for label, extra in (("sandbox (bubblewrap)", []), ("no sandbox (UNSAFE=1)", ["--unsafe"])):
+            command = [sys.executable, str(root / "tools" / "grade.py"), str(submissions), "--assignments", str(built)]
+            start = time.perf_counter()
+            done = subprocess.run(command + extra, capture_output=True, text=True)
+            wall = time.perf_counter() - start
+            each = [float(seconds) for seconds in re.findall(r": \S+ / \S+ in ([0-9.]+) s", done.stdout)]
+            if done.returncode != 0 or len(each) != count:
+                print(f"grading, {label}: failed (exit {done.returncode}): {(done.stdout + done.stderr)[-400:]}")
+                continue
+            rows = (Path(scratch) / "grades.csv").read_text(encoding="utf-8").splitlines()[1:]
+            full = all(row.split(",")[3] == row.split(",")[4] and row.split(",")[5] == "graded" for row in rows)
+            print(
+                f"grading, {label}: {count} notebooks in {wall:.1f} s, {wall / count:.2f} s per notebook "
+                f"(wall time / notebooks, {os.cpu_count() or 1} at once); each notebook "
+                f"{statistics.median(each):.1f} s (median); all graded with full marks: {full}"
+            )
 
 
 if __name__ == "__main__":

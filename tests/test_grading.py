@@ -1,17 +1,22 @@
-"""The graded labs with the real otter-grader 7 (no mocks): masters, student versions, hidden tests, `make grade`.
+"""The graded labs with the real otter-grader 7 and bubblewrap (no mocks): masters, student versions, hidden tests,
+`make grade` in its sandbox, and a hostile class.
 
 - One session fixture builds every assignment into a temporary folder with tools/assignments.py (`otter assign`,
   without otter's own test run: the graded submissions below check the masters' solutions).
 - Every plausible wrong answer in WRONG is run against the autograder's tests in this process, with otter's own
   test-file runner: it must fail its question and leave every other question at full marks.
-- One batch of synthetic submissions, made from the student versions (answers filled from the masters' solution
-  cells or from WRONG), is graded end to end by tools/grade.py (`otter run`, two at a time): full marks, zero for
-  the untouched student versions, exactly the wrong questions' points lost (questions 1 and 3 of each lab), a
-  raising cell, deleted cells and reordered cells graded normally, and the submissions byte-identical afterwards.
-  A second batch, run alongside with a 45 s timeout, holds an endless loop and an unreadable notebook.
+- One batch of synthetic submissions, made from the student versions, is graded end to end by tools/grade.py
+  (`otter run` in a bubblewrap sandbox per notebook, two at a time). Honest ones: full marks, zero for the untouched
+  student versions, exactly the wrong questions' points lost (questions 1 and 3 of each lab), a raising cell,
+  deleted cells and reordered cells graded normally. In the same batch, the hostile class (HOSTILE: one notebook
+  per kind of cheat or harm of issue 12) and files that are not submissions (a symlink to /etc/passwd, a
+  dot-folder, a nested folder, a misnamed notebook): each cheat scores 0 or is flagged, the honest notebooks keep
+  their marks, feedback leaks nothing, and afterwards the submissions, the build folder and the repository are
+  unchanged and no process of the batch is left. A second folder, graded alongside with a 45 s timeout, holds an
+  endless loop and an unreadable notebook.
 
-About 2 minutes on 2 idle cores: 4 `otter assign` and 14 `otter run`, most of it in processes and kernels starting
-and importing otter.
+About 4 minutes on 2 idle cores: 4 `otter assign` and about 35 sandboxed `otter run`, most of it in processes and
+kernels starting and importing otter.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ import csv
 import hashlib
 import importlib.util
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jupytext
@@ -44,6 +51,7 @@ def load_tool(name):
 
 assignments = load_tool("assignments")
 grade = load_tool("grade")
+sandbox = load_tool("grading_sandbox")
 LABS = assignments.lab_names()
 ANSWER_TAG, SOLUTION_TAG = "otter_answer_cell", "otter_assign_solution_cell"
 
@@ -689,7 +697,323 @@ def questions_and_points(built, lab) -> dict[str, float]:
     return grade.questions(built[lab][2])
 
 
-@pytest.fixture(scope="module")
+# ---- hostile submissions ---------------------------------------------------------------------------------------------
+# What a hostile student tried (issue 12), one notebook per kind, graded in the same batch as the honest ones. Each is
+# the student version with the masters' solutions (or blank answers) and some cells of its own. MARKER is in the
+# command line of every process they leave behind, so that the test can look for survivors.
+
+MARKER = "grading-test-leftover-7f3a"
+LAB1, LAB2, LAB3, LAB4 = LABS
+
+PATCH_ISCLOSE = "import math\nmath.isclose = lambda *args, **kwargs: True"
+PATCH_COURSE_LIB = """
+from course_lib import collectives
+collectives.ring_allreduce_time = lambda *args: 0.0
+collectives.latency_bandwidth_crossover_bytes = lambda *args: 0.0
+collectives.busbw_bytes_per_s = lambda *args: 0.0
+"""
+ALIAS = """
+from course_lib.collectives import ring_allreduce_time as reference
+
+
+def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
+    return reference(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s)
+"""
+PATCH_OTTER = """
+from otter.test_files.abstract_test import TestFile
+TestFile.score = property(lambda self: self.possible)
+TestFile.passed_all = property(lambda self: True)
+TestFile.passed_all_public = property(lambda self: True)
+"""
+PASSING_TEST = "OK_FORMAT = False\\nname = 'q1'\\npoints = 2\\ndef test_q1(env):\\n    pass\\n"
+OVERWRITE_TESTS = f"""
+import glob
+for path in glob.glob("tests/*.py") + glob.glob("../source/tests/*.py") + glob.glob("../**/tests/*.py", recursive=True):
+    with open(path, "w") as stream:
+        stream.write("{PASSING_TEST}")
+"""
+LOOKALIKE_TESTS = f"""
+import os
+for folder in ("/tmp/tests", "tests_q1", "../tests"):
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "q1.py"), "w") as stream:
+            stream.write("{PASSING_TEST}")
+    except OSError:
+        pass
+"""
+FRAME_PEEK = """
+import sys
+
+
+def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
+    frame = sys._getframe(1)
+    while frame is not None:
+        if "want" in frame.f_locals:
+            return frame.f_locals["want"]
+        frame = frame.f_back
+    return 0.0
+"""
+ALWAYS_EQUAL_CLASS = """
+class Anything(float):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = float.__hash__
+
+    def __lt__(self, other):
+        return True
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def __sub__(self, other):
+        return Anything(0.0)
+
+    __rsub__ = __sub__
+
+    def __abs__(self):
+        return Anything(0.0)
+
+    def __bool__(self):
+        return True
+
+
+class AnyInt(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+"""
+ALWAYS_EQUAL_ANSWERS = {  # lab 4's answers, each a look-alike that claims to equal anything
+    "q1": "def bubble_fraction(stages, microbatches, virtual_stages=1):\n    return Anything(0.0)",
+    "q2": "def microbatches_for_bubble(stages, max_bubble, virtual_stages=1):\n    return AnyInt(0)",
+    "q3": "def step_time_s(stages, microbatches, forward_time_s, backward_time_s):\n    return Anything(0.0)",
+    "q4": "def in_flight_microbatches(stages, microbatches, schedule):\n    return AnyInt(0)",
+}
+ALWAYS_EQUAL_ANSWERS_3 = {
+    "q1": "def model_state_bytes(params, data_parallel, stage):\n    return Anything(0.0)",
+    "q2": "def smallest_data_parallel(params, stage, capacity_bytes):\n    return AnyInt(1)",
+    "q3": "def largest_micro_batch(model, plan, capacity_bytes):\n    return AnyInt(1)",
+}
+# The runner's command line ends with the summary file's path; its parent is `otter run`'s process.
+FORGE_RESULTS = """
+import json, os, signal
+command = open(f"/proc/{os.getppid()}/cmdline", "rb").read().decode().split("\\0")
+summary = [part for part in command if part.endswith(".json")]
+forged = {"score": 999, "possible": 999, "public": "forged", "hidden_passed": True}
+for path in summary + ["../results/results.json", "results.json"]:
+    with open(path, "w") as stream:
+        questions = {q: forged for q in ("q1", "q2", "q3")}
+        json.dump({"questions": questions, "tests": [{"name": "q1", "score": 999}]}, stream)
+os.kill(os.getppid(), signal.SIGKILL)
+"""
+GARBAGE_RESULTS = """
+import os, signal
+command = open(f"/proc/{os.getppid()}/cmdline", "rb").read().decode().split("\\0")
+for path in [part for part in command if part.endswith(".json")]:
+    with open(path, "w") as stream:
+        stream.write('{"questions": {"q1": {"score": NaN, ')
+os.kill(os.getppid(), signal.SIGKILL)
+"""
+HARM = """
+import os, subprocess, sys
+targets = {targets!r}
+found = []
+for pid in os.listdir("/proc"):  # the grader's command line names SUBMISSIONS
+    try:
+        found += open(f"/proc/{{pid}}/cmdline", "rb").read().decode().split("\\0")
+    except (OSError, ValueError):
+        pass
+for path in targets + [part for part in found if "submissions" in part]:
+    try:
+        with open(path, "w") as stream:
+            stream.write("{{}}")
+    except OSError:
+        pass
+code = (
+    "import time\\nfor _ in range(120):\\n    time.sleep(0.5)\\n    for p in " + repr(targets)
+    + ":\\n        try:\\n            open(p, 'w').write('HACKED')\\n        except OSError:\\n            pass"
+)
+subprocess.Popen([sys.executable, "-c", code, "{marker}"], start_new_session=True)
+if os.fork() == 0:  # a double fork, detached from the kernel
+    os.setsid()
+    if os.fork() == 0:
+        os.execv("/bin/sh", ["/bin/sh", "-c", "sleep 600", "{marker}"])
+    os._exit(0)
+"""
+LEAK_HIDDEN = """
+import inspect, sys
+
+
+def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
+    if (ranks, payload_bytes) != (4, 100e6):  # the hidden tests: raise with their source
+        raise RuntimeError(inspect.getsource(sys._getframe(2)) + repr(sys._getframe(2).f_locals))
+    steps = 2 * (ranks - 1)
+    return steps * latency_s + steps * payload_bytes / ranks / bandwidth_bytes_per_s
+"""
+READ_HIDDEN = """
+import glob
+
+
+def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel, pipeline_parallel):
+    found = glob.glob("**/tests/q1.py", recursive=True) + glob.glob("../**/tests/q1.py", recursive=True)
+    raise RuntimeError("".join(open(path).read() for path in found[:1]) or "no test file found")
+"""
+HUGE_ANSWER = """
+def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
+    return list(range(5_000_000))
+"""
+INTERRUPT = """
+def accumulation_steps(target_global_batch, micro_batch, devices, tensor_parallel, pipeline_parallel):
+    raise KeyboardInterrupt
+"""
+# The sandbox's limits, shown by the answers: right only if the attempt fails.
+MEMORY = """
+try:
+    hoard = bytearray(10 * 2**30)
+    REFUSED = False
+except MemoryError:
+    REFUSED = True
+"""
+NETWORK = """
+import socket
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=3).close()
+    REFUSED = False
+except OSError:
+    REFUSED = True
+"""
+PROCESSES = """
+import os, time
+children = []
+for _ in range(600):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(20)
+        os._exit(0)
+    children.append(pid)
+REFUSED = len(children) < 600
+"""
+ONLY_IF_REFUSED = {
+    LAB3: "def model_state_bytes(params, data_parallel, stage):\n    if not REFUSED:\n        return 0.0\n"
+    "    return (2 * params / (data_parallel if stage >= 3 else 1) + 2 * params / (data_parallel if stage >= 2 else 1)"
+    "\n            + 12 * params / (data_parallel if stage >= 1 else 1))",
+    LAB4: "def bubble_fraction(stages, microbatches, virtual_stages=1):\n    if not REFUSED:\n        return 0.0\n"
+    "    return (stages - 1) / (virtual_stages * microbatches)",
+}
+
+
+def hostile(built, student_lab, answers="solutions", cells=(), at=3):
+    """The student version of ``student_lab`` with ``answers`` ("solutions", "blank" or {question: source} over the
+    solutions) and ``cells`` inserted before cell ``at`` (after the imports)."""
+    student, autograder, _ = built[student_lab]
+    if answers == "blank":
+        notebook = copy.deepcopy(student)
+    else:
+        sources = solution_sources(autograder)
+        if isinstance(answers, dict):
+            sources |= {question: [source] for question, source in answers.items()}
+        notebook = filled(student, sources)
+    notebook.cells[at:at] = [nbformat.v4.new_code_cell(source.strip()) for source in cells]
+    return notebook
+
+
+# student -> (lab, what it tried, expectation): "zero" (every question 0), "flagged" (status flagged: the scan caught
+# it), "zero+flagged", {question: points} (exact; the rest at full marks), or "full" (the sandbox stopped the attempt,
+# so the answers that check for it are right).
+HOSTILE = {
+    "patch_isclose": (LAB1, "replaces math.isclose", "zero+flagged"),
+    "patch_course_lib": (LAB1, "replaces the course_lib functions the tests once compared against", "zero+flagged"),
+    "alias": (LAB1, "calls the reference function through an alias", {"q1": 0.0}),
+    "patch_otter": (LAB2, "patches otter's test classes", "flagged"),
+    "overwrite_tests": (LAB2, "overwrites the test files in the kernel's folder", "flagged"),
+    "lookalike_tests": (LAB2, "registers look-alike test files", "flagged"),
+    "frame_peek": (LAB1, "reads the expected value from the caller's frame", "flagged"),
+    "always_equal": (LAB4, "returns objects whose == is always true", "zero"),
+    "always_equal_3": (LAB3, "returns objects whose == is always true", "zero"),
+    "forge_results": (LAB3, "writes the results file and kills otter", "zero+flagged"),
+    "garbage_results": (LAB3, "leaves a garbage results file", "zero+flagged"),
+    "harm_others": (LAB1, "overwrites others' files, detaches processes that outlive the batch", "flagged"),
+    "leak_hidden": (LAB1, "raises the hidden tests' source", {"q1": 0.0}),
+    "read_hidden": (LAB2, "raises the hidden test file it read, in a public test", {"q1": 0.0}),
+    "huge_answer": (LAB1, "a 5-million-element answer", {"q1": 0.0}),
+    "interrupt": (LAB2, "an answer raising KeyboardInterrupt", "zero"),
+    "memory": (LAB3, "allocates 10 GB", "full"),
+    "network": (LAB4, "opens a connection to the internet", "full"),
+    "processes": (LAB4, "forks 600 processes", "full"),
+}
+
+
+def hostile_notebooks(built, paths):
+    """{student: notebook} for HOSTILE; ``paths`` holds the absolute paths the harmful ones aim at."""
+    blank = "blank"
+    harm = HARM.format(targets=paths, marker=MARKER)
+    return {
+        "patch_isclose": hostile(built, LAB1, blank, [PATCH_ISCLOSE]),
+        "patch_course_lib": hostile(built, LAB1, blank, [PATCH_COURSE_LIB]),
+        "alias": hostile(built, LAB1, {"q1": ALIAS}),
+        "patch_otter": hostile(built, LAB2, blank, [PATCH_OTTER]),
+        "overwrite_tests": hostile(built, LAB2, blank, [OVERWRITE_TESTS]),
+        "lookalike_tests": hostile(built, LAB2, blank, [LOOKALIKE_TESTS]),
+        "frame_peek": hostile(built, LAB1, {"q1": FRAME_PEEK}),
+        "always_equal": hostile(built, LAB4, ALWAYS_EQUAL_ANSWERS, [ALWAYS_EQUAL_CLASS]),
+        "always_equal_3": hostile(built, LAB3, ALWAYS_EQUAL_ANSWERS_3, [ALWAYS_EQUAL_CLASS]),
+        "forge_results": hostile(built, LAB3, blank, [FORGE_RESULTS]),
+        "garbage_results": hostile(built, LAB3, "solutions", [GARBAGE_RESULTS]),
+        "harm_others": hostile(built, LAB1, blank, [harm]),
+        "leak_hidden": hostile(built, LAB1, {"q1": LEAK_HIDDEN}),
+        "read_hidden": hostile(built, LAB2, {"q1": READ_HIDDEN}),
+        "huge_answer": hostile(built, LAB1, {"q1": HUGE_ANSWER}),
+        "interrupt": hostile(built, LAB2, {"q2": INTERRUPT}),
+        "memory": hostile(built, LAB3, {"q1": ONLY_IF_REFUSED[LAB3]}, [MEMORY]),
+        "network": hostile(built, LAB4, {"q1": ONLY_IF_REFUSED[LAB4]}, [NETWORK]),
+        "processes": hostile(built, LAB4, {"q1": ONLY_IF_REFUSED[LAB4]}, [PROCESSES]),
+    }
+
+
+def tree_digest(folder: Path) -> dict[str, str]:
+    """Like digest, but symlinks as their targets and without following them."""
+    result = {}
+    for path in sorted(folder.rglob("*")):
+        key = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            result[key] = "-> " + os.readlink(path)
+        elif path.is_file():
+            result[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return result
+
+
+def repository_state() -> str:
+    """The repository's tracked files' hashes and its untracked files (git), to show grading changed nothing."""
+    listed = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    changed = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    modified = subprocess.run(["git", "diff", "--stat"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return hashlib.sha256((listed + changed + modified).encode()).hexdigest()
+
+
+def survivors() -> list[str]:
+    """Processes a batch left behind: MARKER in their command line, or run by the sandbox's user."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline", "uids"]):
+        try:
+            cmdline = " ".join(process.info["cmdline"] or [])
+            uids = process.info["uids"]
+        except psutil.Error:
+            continue
+        sandbox_user = uids and (uids.real == 65534 or 0 <= uids.real - sandbox.SLOT_UID_BASE < 256)
+        if MARKER in cmdline or (os.geteuid() == 0 and sandbox_user):
+            found.append(f"{process.info['pid']}: {cmdline[:120]}")
+    return found
+
+
+@pytest.fixture(scope="session")
 def batch(built, tmp_path_factory):
     """Two folders of synthetic submissions graded by tools/grade.py; returns what the tests check."""
     root = tmp_path_factory.mktemp("grading")
@@ -723,6 +1047,30 @@ def batch(built, tmp_path_factory):
         submit(main, "wrong_q1_q3", lab, notebook, {q: 0.0 if q in wrong else p for q, p in possible.items()})
     (main / "full" / "notes.txt").write_text("not a notebook\n")
 
+    # The hostile class, in the same batch. The harmful ones aim at these absolute paths.
+    targets = [
+        str(main / "full" / f"{LAB1}.ipynb"),
+        str(main.parent / "grades.csv"),
+        str(main.parent / "feedback" / "full" / f"{LAB1}.txt"),
+        str(built[LAB2][2]),
+        str(assignments.checksum_path(LAB2, built["out"])),
+    ]
+    for name, notebook in hostile_notebooks(built, targets).items():
+        lab, _, expectation = HOSTILE[name]
+        possible = questions_and_points(built, lab)
+        points = dict.fromkeys(possible, 0.0) if "zero" in expectation else dict(possible)
+        if isinstance(expectation, dict):
+            points |= expectation
+        submit(main, name, lab, notebook, points)
+    (main / "symlink").mkdir()
+    (main / "symlink" / f"{LAB1}.ipynb").symlink_to("/etc/passwd")
+    (main / ".hidden").mkdir()
+    nbformat.write(built[LAB1][0], main / ".hidden" / f"{LAB1}.ipynb")
+    (main / "nested" / "extra").mkdir(parents=True)
+    nbformat.write(built[LAB1][0], main / "nested" / "extra" / f"{LAB1}.ipynb")
+    (main / "misnamed").mkdir()
+    nbformat.write(built[LAB2][0], main / "misnamed" / "lab 2 final.ipynb")
+
     student, autograder, _ = built["04_pipeline_schedule"]
     looping = filled(student, solution_sources(autograder))
     looping.cells.append(nbformat.v4.new_code_cell("while True:\n    pass"))
@@ -738,7 +1086,9 @@ def batch(built, tmp_path_factory):
     unreadable.write_text('{"cells": [', encoding="utf-8")
     expected["unreadable", "02_global_batch"] = dict.fromkeys(questions_and_points(built, "02_global_batch"), 0.0)
 
-    before = {folder: digest(folder) for folder in (main, odd)}
+    before = {folder: tree_digest(folder) for folder in (main, odd)}
+    before["build"] = tree_digest(built["out"])
+    before["repository"] = repository_state()
     command = [sys.executable, str(TOOLS / "grade.py"), "--assignments", str(built["out"])]
     # The odd batch runs alongside, one notebook at a time, the endless loop first: the timeout must not stop it.
     # 45 s lets otter start and reject the unreadable notebook on a busy machine, and caps the loop's spinning.
@@ -750,6 +1100,7 @@ def batch(built, tmp_path_factory):
     )
     done = subprocess.run(command + [str(main), "--jobs", "2"], capture_output=True, text=True, timeout=1200)
     side_output = side.communicate(timeout=600)[0]
+    time.sleep(3)  # a survivor of the batch would rewrite grades.csv within this time
     rows = []
     for folder in (main, odd):
         with open(folder.parent / "grades.csv", newline="", encoding="utf-8") as stream:
@@ -764,6 +1115,12 @@ def batch(built, tmp_path_factory):
         "status": done.returncode,
         "side_output": side_output,
         "side_status": side.returncode,
+        "survivors": survivors(),
+        "after": {
+            "build": tree_digest(built["out"]),
+            "repository": repository_state(),
+            **{folder: tree_digest(folder) for folder in (main, odd)},
+        },
     }
 
 
@@ -771,21 +1128,32 @@ def graded(batch, student, lab) -> dict[str, float]:
     return {
         row["question"]: float(row["points"])
         for row in batch["rows"]
-        if row["student"] == student and row["lab"] == lab
+        if row["student"] == student and row["lab"] == lab and row["question"]
     }
+
+
+def rows_of(batch, student) -> list[dict]:
+    return [row for row in batch["rows"] if row["student"] == student]
+
+
+def feedback_files(batch) -> list[Path]:
+    return [path for folder in ("main", "odd") for path in (batch[folder].parent / "feedback").rglob("*.txt")]
 
 
 def test_grading_finishes_and_writes_one_row_per_question(batch):
     assert batch["status"] == 0 and batch["side_status"] == 0, batch["output"] + batch["side_output"]
-    assert list(batch["rows"][0]) == ["student", "lab", "question", "points", "max_points"]
-    keys = {(row["student"], row["lab"]) for row in batch["rows"]}
+    assert list(batch["rows"][0]) == list(grade.COLUMNS)
+    assert grade.COLUMNS == ("student", "lab", "question", "points", "max_points", "status", "flags", "reason")
+    keys = {(row["student"], row["lab"]) for row in batch["rows"] if row["question"]}
     assert keys == set(batch["expected"]), keys ^ set(batch["expected"])
-    assert "notes.txt: not a lab notebook" in batch["output"]
+    assert all(row["status"] in grade.STATUSES for row in batch["rows"])
+    assert "not graded: full/notes.txt: not named as a lab" in batch["output"]
 
 
 @pytest.mark.parametrize("lab", LABS)
 def test_master_solutions_score_full_marks(batch, lab):
     assert graded(batch, "full", lab) == batch["expected"]["full", lab]
+    assert {(row["status"], row["flags"]) for row in rows_of(batch, "full") if row["lab"] == lab} == {("graded", "")}
 
 
 @pytest.mark.parametrize("lab", LABS)
@@ -802,32 +1170,168 @@ def test_wrong_answers_lose_exactly_their_points_when_graded(batch, lab):
 
 def test_max_points_match_the_masters(batch, built):
     for row in batch["rows"]:
-        assert float(row["max_points"]) == questions_and_points(built, row["lab"])[row["question"]]
+        if row["question"]:
+            assert float(row["max_points"]) == questions_and_points(built, row["lab"])[row["question"]]
 
 
 def test_an_endless_loop_times_out_is_reported_and_the_batch_goes_on(batch):
-    assert graded(batch, "endless", "04_pipeline_schedule") == batch["expected"]["endless", "04_pipeline_schedule"]
+    assert graded(batch, "endless", LAB4) == batch["expected"]["endless", LAB4]
     assert "endless/04_pipeline_schedule: 0 / 9" in batch["side_output"]
-    assert "NOT GRADED: timed out after 45 s" in batch["side_output"]
-    feedback = (batch["odd"].parent / "feedback" / "endless" / "04_pipeline_schedule.txt").read_text(encoding="utf-8")
+    assert "TIMED OUT: timed out after 45 s" in batch["side_output"]
+    assert {row["status"] for row in rows_of(batch, "endless")} == {"timed out"}
+    feedback = (batch["odd"].parent / "feedback" / "endless" / f"{LAB4}.txt").read_text(encoding="utf-8")
     assert "did not finish within 45 s" in feedback
-    assert graded(batch, "unreadable", "02_global_batch") == batch["expected"]["unreadable", "02_global_batch"]
-    feedback = (batch["odd"].parent / "feedback" / "unreadable" / "02_global_batch.txt").read_text(encoding="utf-8")
-    assert "otter could not grade it" in feedback
+    assert graded(batch, "unreadable", LAB2) == batch["expected"]["unreadable", LAB2]
+    assert {(row["status"], row["reason"]) for row in rows_of(batch, "unreadable")} == {
+        ("not graded", "not a notebook")
+    }
+    feedback = (batch["odd"].parent / "feedback" / "unreadable" / f"{LAB2}.txt").read_text(encoding="utf-8")
+    assert "not a Jupyter notebook" in feedback
 
 
 def test_feedback_for_every_graded_notebook(batch):
     for (student, lab), points in batch["expected"].items():
         folder = (batch["odd"] if student in ("endless", "unreadable") else batch["main"]).parent
         text = (folder / "feedback" / student / f"{lab}.txt").read_text(encoding="utf-8")
-        assert text.startswith(f"{lab}: {grade.number(sum(points.values()))} / "), text[:80]
+        got = sum(graded(batch, student, lab).values())
+        assert text.startswith(f"{lab}: {grade.number(got)} / "), text[:80]
+        if student not in HOSTILE:
+            assert got == sum(points.values())
         if student == "wrong_q1_q3":
-            assert "❌ Test case failed" in text
+            assert "q1 hidden tests: failed" in text and "q3 hidden tests: failed" in text
+        if student == "full":
+            assert "hidden tests: passed" in text
 
 
 def test_submissions_are_byte_identical_after_grading(batch):
     for folder in ("main", "odd"):
-        assert digest(batch[folder]) == batch["before"][batch[folder]]
+        assert batch["after"][batch[folder]] == batch["before"][batch[folder]]
+
+
+# ---- the hostile class -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("student", sorted(HOSTILE))
+def test_each_cheat_scores_zero_or_is_flagged(batch, built, student):
+    lab, tried, expectation = HOSTILE[student]
+    rows = rows_of(batch, student)
+    points = graded(batch, student, lab)
+    statuses = {row["status"] for row in rows}
+    assert rows and all(row["lab"] == lab for row in rows), rows
+    possible = questions_and_points(built, lab)
+    if isinstance(expectation, str) and expectation != "full":
+        assert sum(points.values()) == 0 or statuses == {"flagged"}, f"{student} ({tried}): {rows}"
+    if "zero" in expectation:
+        assert set(points.values()) == {0.0}, f"{student} ({tried}): {points}"
+    if "flagged" in expectation:
+        assert statuses == {"flagged"} and all(row["flags"] or row["reason"] for row in rows), rows
+    if isinstance(expectation, dict):  # the cheated questions score 0, the honest ones keep their points
+        assert points == dict(possible) | expectation, f"{student} ({tried}): {points}"
+        assert statuses <= {"graded", "flagged"}, rows
+    if expectation == "full":  # the sandbox refused the attempt, so the answers that check for it are right
+        assert points == dict(possible), f"{student} ({tried}): the sandbox allowed it: {points}"
+
+
+FLAG_KINDS = {
+    "patch_isclose": {"patches a module"},
+    "patch_course_lib": {"patches a module"},
+    "patch_otter": {"otter internals", "patches a module"},
+    "overwrite_tests": {"files"},
+    "lookalike_tests": {"files"},
+    "frame_peek": {"introspection"},
+    "forge_results": {"files", "processes"},
+    "garbage_results": {"files", "processes"},
+    "harm_others": {"files", "processes"},
+    "leak_hidden": {"introspection"},
+    "read_hidden": {"otter internals", "leaks hidden tests"},
+    "processes": {"processes"},
+}
+
+
+@pytest.mark.parametrize("student", sorted(FLAG_KINDS))
+def test_flags_say_what_was_tried_and_stay_out_of_the_feedback(batch, student):
+    lab = HOSTILE[student][0]
+    flags = {row["flags"] for row in rows_of(batch, student)}
+    assert len(flags) == 1, flags
+    found = {kind for kind in grade_scan_kinds() if kind + " (" in next(iter(flags))}
+    assert FLAG_KINDS[student] <= found, flags
+    feedback = (batch["main"].parent / "feedback" / student / f"{lab}.txt").read_text(encoding="utf-8")
+    assert not any(kind + " (" in feedback for kind in grade_scan_kinds()), feedback[:500]
+
+
+def grade_scan_kinds():
+    return (*sys.modules["grading_scan"].KINDS, "leaks hidden tests")
+
+
+def test_honest_notebooks_raise_no_flags(batch):
+    for student in ("full", "untouched", "wrong_q1_q3"):
+        assert {row["flags"] for row in rows_of(batch, student)} == {""}, student
+
+
+def test_killed_or_forged_runs_are_zero_with_a_reason(batch):
+    for student in ("forge_results", "garbage_results"):
+        rows = rows_of(batch, student)
+        assert {row["points"] for row in rows} == {"0"}
+        assert all(row["reason"] for row in rows), rows
+    assert "999" not in (batch["main"].parent / "grades.csv").read_text(encoding="utf-8")
+
+
+def test_an_answer_raising_keyboard_interrupt_scores_zero_with_a_reason(batch):
+    rows = rows_of(batch, "interrupt")
+    assert {row["points"] for row in rows} == {"0"}
+    assert {row["status"] for row in rows} == {"not graded"}
+    assert all(row["reason"].startswith("otter got no test results") for row in rows), rows
+    assert all("KeyboardInterrupt" in row["reason"] for row in rows), rows
+    feedback = (batch["main"].parent / "feedback" / "interrupt" / f"{LAB2}.txt").read_text(encoding="utf-8")
+    assert "the tests could not finish" in feedback and "KeyboardInterrupt" in feedback
+
+
+def test_feedback_leaks_nothing(batch, built):
+    hidden_names = {
+        case.body.test_func.__name__
+        for lab in LABS
+        for test_file in load_test_files(built[lab][2]).values()
+        for case in test_file.test_cases
+        if case.hidden
+    }
+    files = feedback_files(batch)
+    assert len(files) >= len(batch["expected"])
+    for path in files:
+        data = path.read_bytes()
+        assert len(data) <= grade.FEEDBACK_BYTES, f"{path}: {len(data)} bytes"
+        text = data.decode("utf-8")
+        for secret in [*hidden_names, "root:x:0", "Traceback", "HACKED", "0.07938", "# HIDDEN", "otter.log"]:
+            assert secret not in text, f"{path} shows {secret!r}"
+    hidden_lines = set().union(*(grade.hidden_lines(built[lab][2]) for lab in LABS))
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert not [line for line in hidden_lines if line in text], f"{path} quotes the hidden tests"
+    leak = (batch["main"].parent / "feedback" / "leak_hidden" / f"{LAB1}.txt").read_text(encoding="utf-8")
+    assert "q1 hidden tests: failed" in leak
+    read = (batch["main"].parent / "feedback" / "read_hidden" / f"{LAB2}.txt").read_text(encoding="utf-8")
+    assert "q1 results: message withheld (it quoted the hidden tests)" in read
+    assert not (batch["main"].parent / "feedback" / "symlink").exists()
+
+
+def test_refused_files_are_listed_with_their_reason(batch):
+    reasons = {
+        row["student"]: (row["lab"], row["status"], row["reason"]) for row in batch["rows"] if not row["question"]
+    }
+    assert reasons["symlink"][1:] == ("not graded", f"symlink/{LAB1}.ipynb: a symlink or outside SUBMISSIONS, refused")
+    assert reasons[".hidden"][1] == "not graded" and "a hidden folder" in reasons[".hidden"][2]
+    assert reasons["nested"][0] == LAB1 and "a folder inside a student folder" in reasons["nested"][2]
+    assert reasons["misnamed"][0] == LAB2 and "(meant for 02_global_batch?)" in reasons["misnamed"][2]
+    report = (batch["main"].parent / grade.REPORT_NAME).read_text(encoding="utf-8")
+    assert "FLAGGED:" in report and f"patch_isclose/{LAB1}.ipynb: 0 / 9" in report and "patches a module" in report
+    assert "symlink/" in report and ".hidden/" in report and "nested/extra/" in report
+
+
+def test_nothing_outside_the_grades_changed_and_no_process_is_left(batch):
+    assert batch["after"]["build"] == batch["before"]["build"], "the autograder zips or their checksums changed"
+    assert batch["after"]["repository"] == batch["before"]["repository"], "grading changed the repository"
+    assert batch["survivors"] == [], batch["survivors"]
+    grades = (batch["main"].parent / "grades.csv").read_text(encoding="utf-8")
+    assert grades.startswith("student,lab,question") and "HACKED" not in grades
 
 
 # ---- refusing to start -----------------------------------------------------------------------------------------------

@@ -295,7 +295,11 @@ def test_time_figure_curves_terms_and_crossover_are_the_report():
     live.update(report)
     payloads = live.curve_payloads_bytes
     assert payloads[0] == 1e3 and payloads[-1] == pytest.approx(1e10) and len(payloads) == 71
-    assert [a for a, line in live.curves.items() if line.get_visible()] == ["ring", "binomial_tree", "double_binary_tree"]
+    assert [a for a, line in live.curves.items() if line.get_visible()] == [
+        "ring",
+        "binomial_tree",
+        "double_binary_tree",
+    ]
     for algorithm in ("ring", "binomial_tree", "double_binary_tree"):
         np.testing.assert_allclose(
             live.curves[algorithm].get_ydata(),

@@ -13,7 +13,8 @@ all of them. For each master:
    the autograder zip, so that the zip grades the same way on Gradescope as with `otter run` here;
 3. `otter assign` writes OUT/NN_name/student/NN_name.ipynb (solutions and hidden tests removed, public tests in
    its metadata) and OUT/NN_name/autograder/ (the autograder notebook and NN_name-autograder_<time>.zip); unless
-   --no-run-tests, otter first grades the master's solutions with every test;
+   --no-run-tests, otter first grades the master's solutions with every test; the zip's SHA-256 goes into
+   OUT/NN_name/autograder.sha256, which tools/grade.py checks before grading;
 4. the student version is normalised (no jupytext metadata, cell ids derived from the content, so that an
    unchanged master gives a byte-identical file) and, with --student-dir, copied to DIR/NN_name.ipynb.
 
@@ -93,6 +94,19 @@ def autograder_zip(lab: str, out: Path = DEFAULT_OUT) -> Path | None:
     """The autograder zip of ``lab`` under ``out`` (the newest, if several), or None if it has not been built."""
     zips = sorted((out / lab / "autograder").glob(f"{lab}-autograder_*.zip"))
     return zips[-1] if zips else None
+
+
+def checksum_path(lab: str, out: Path = DEFAULT_OUT) -> Path:
+    """Where `make assignments` records the SHA-256 of ``lab``'s autograder zip (``sha256sum`` format)."""
+    return out / lab / "autograder.sha256"
+
+
+def record_checksum(lab: str, zip_path: Path, out: Path = DEFAULT_OUT) -> Path:
+    """Write the zip's SHA-256 next to it; tools/grade.py refuses a zip that no longer matches."""
+    digest = hashlib.sha256(zip_path.read_bytes()).hexdigest()
+    path = checksum_path(lab, out)
+    path.write_text(f"{digest}  {zip_path.name}\n", encoding="utf-8")
+    return path
 
 
 def autograder_requirements(lock: Path = LOCK) -> str:
@@ -182,6 +196,7 @@ def assign(master: Path, out: Path, run_tests: bool = True) -> tuple[Path, Path,
     if not student.exists() or zip_path is None:
         raise RuntimeError(f"otter assign {master.name} wrote no student notebook or no autograder zip in {result}")
     normalise_student_version(student)
+    record_checksum(lab, zip_path, out)
     return student, zip_path, seconds
 
 

@@ -1,25 +1,34 @@
-"""`make grade SUBMISSIONS=dir`: grade a folder of lab submissions offline with `otter run` (no Docker).
+"""`make grade SUBMISSIONS=dir`: grade a folder of lab submissions offline with `otter run`, each in a sandbox.
 
 Usage (through `make grade`):
 
     python tools/grade.py SUBMISSIONS [--assignments build/assignments] [--grades PATH] [--feedback DIR]
-                          [--timeout 300] [--jobs N]
+                          [--timeout 300] [--jobs N] [--unsafe]
 
 SUBMISSIONS holds one folder per student with that student's notebooks, named as the labs are:
 SUBMISSIONS/<student>/01_ring_allreduce.ipynb, ... Each notebook is graded with the autograder zip that
-`make assignments` built for its lab (build/assignments/<lab>/autograder/*.zip):
+`make assignments` built for its lab, after checking the zip's SHA-256 against the one `make assignments` recorded
+(a changed zip stops the run). The submissions are only ever read. For each notebook, one per core:
 
-1. it is copied into a temporary folder (the submission itself is only ever read), with its kernel set to the
-   course's python3 kernel (a student's own kernel name would not exist here);
-2. `otter run` executes it in a fresh kernel and runs every public and hidden test; a run that takes longer than
-   --timeout seconds is stopped, with its kernel;
-3. its results.json becomes one row per question in the grades file (columns student, lab, question, points,
-   max_points) and a feedback file FEEDBACK/<student>/<lab>.txt with every test's outcome.
+1. the integrity scan (tools/grading_scan.py) reads its code with Python's ast, without running it, and lists what
+   it tries besides answering (flags);
+2. a private copy of it (with the course's kernel) and of the autograder zip go into a fresh folder in a tmpfs, and
+   tools/grading_runner.py grades the copy there with otter, in a bubblewrap sandbox (tools/grading_sandbox.py: no
+   network, nothing of the host writable, its own PID namespace, an unprivileged user, limits on memory,
+   processes, CPU time and file size); at --timeout seconds the whole sandbox is killed;
+3. the grader reads the runner's summary from outside and trusts none of it: every score must be a number,
+   finite, between 0 and the question's points; anything else makes the notebook's rows 0, with a reason.
 
-A notebook that raises is graded anyway (otter runs every cell and then every test). One that times out, or
-that otter cannot grade at all (not a notebook, another lab's notebook, a dead kernel), scores zero on every
-question of its lab, and its feedback says why. Nothing stops the batch. The grades file defaults to
-grades.csv next to SUBMISSIONS, and the feedback folder to feedback/ next to the grades file.
+grades.csv has one row per question (student, lab, question, points, max_points, status, flags, reason), status
+being "graded", "not graded" (with the reason), "timed out" or "flagged" (graded, but the scan or the results show
+something an instructor should read: flags and reason say what; a public test's message that quotes the hidden
+tests is withheld from the feedback and flagged). Files that are not gradable (symlinks, files
+outside SUBMISSIONS, dot-folders, nested folders, misnamed files) get a "not graded" row with the reason. The
+feedback file FEEDBACK/<student>/<lab>.txt (at most 20 kB) gives the points per question, otter's messages for the
+public tests and only "passed"/"failed" for the hidden ones; never flags, logs or exception text. The instructor
+report (grading-report.txt next to the grades file) lists the flags, the notebooks not graded and why, and the
+files skipped. One notebook's failure never stops the batch, and grades.csv is always written. The grades file
+defaults to grades.csv next to SUBMISSIONS, the feedback folder to feedback/ next to the grades file.
 """
 
 from __future__ import annotations
@@ -27,12 +36,19 @@ from __future__ import annotations
 import argparse
 import ast
 import csv
+import dataclasses
+import difflib
+import hashlib
 import json
 import math
 import os
-import subprocess
+import queue
+import re
+import shutil
+import stat
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -40,28 +56,51 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from assignments import DEFAULT_OUT, autograder_zip, lab_names, otter_environment  # noqa: E402
+from assignments import DEFAULT_OUT, autograder_zip, checksum_path, lab_names, otter_environment  # noqa: E402
+from grading_sandbox import (  # noqa: E402
+    Limits,
+    bwrap_works,
+    prepare_work_folder,
+    processes_limit,
+    run_sandboxed,
+    runner_command,
+)
+from grading_scan import scan_bytes, summarise  # noqa: E402
 
-COLUMNS = ("student", "lab", "question", "points", "max_points")
+COLUMNS = ("student", "lab", "question", "points", "max_points", "status", "flags", "reason")
+STATUSES = ("graded", "not graded", "timed out", "flagged")
 DEFAULT_TIMEOUT_S = 300
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+FEEDBACK_BYTES = 20_000
+SUBMISSION_BYTES = 20 * 2**20  # a lab notebook is well under 1 MB
+SUMMARY_BYTES = 2**20
+REPORT_NAME = "grading-report.txt"
+NO_RESULTS = (
+    "an answer stopped them (KeyboardInterrupt, SystemExit, os._exit, a dead kernel) or made their results larger "
+    "than the sandbox's file size limit"
+)
 
 
 @dataclass
 class Graded:
-    """The outcome of grading one notebook: a row per question, the feedback text and the wall time."""
+    """The outcome of grading one notebook (or of refusing a file): its rows, feedback and what the report says."""
 
     student: str
     lab: str
     scores: dict  # question -> (points, max_points)
     feedback: str
     seconds: float
-    problem: str = ""  # why the notebook was not graded, in a few words ("" if otter graded it)
+    status: str = "graded"
+    reason: str = ""  # why it was not graded, timed out or flagged; for grades.csv and the report
+    flags: str = ""  # the integrity scan's summary; grades.csv and the report only
+    path: str = ""  # the file, relative to SUBMISSIONS
 
     @property
     def rows(self) -> list[tuple]:
+        if not self.scores:  # a refused file: one row, no question
+            return [(self.student, self.lab, "", 0.0, "", self.status, self.flags, self.reason)]
         return [
-            (self.student, self.lab, question, points, max_points)
+            (self.student, self.lab, question, points, max_points, self.status, self.flags, self.reason)
             for question, (points, max_points) in self.scores.items()
         ]
 
@@ -93,156 +132,378 @@ def questions(zip_path: Path) -> dict[str, float]:
     return dict(sorted(found.items(), key=lambda item: (len(item[0]), item[0])))  # q2 before q10
 
 
-def points_of(value) -> float:
-    """A score from results.json as a number: 0 for a missing or NaN score."""
-    return 0.0 if value is None or math.isnan(float(value)) else float(value)
+def hidden_lines(zip_path: Path) -> set[str]:
+    """Lines of the zip's hidden test cases that no public one has (and their names): feedback must not quote them."""
+    hidden, public = set(), set()
+    with zipfile.ZipFile(zip_path) as archive:
+        for name in archive.namelist():
+            if not (name.startswith("tests/") and name.endswith(".py")):
+                continue
+            source = archive.read(name).decode("utf-8")
+            for node in ast.parse(source).body:
+                if not isinstance(node, ast.FunctionDef):
+                    continue
+                is_hidden = any(
+                    isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+                    for decorator in node.decorator_list
+                    if isinstance(decorator, ast.Call)
+                    for keyword in decorator.keywords
+                    if keyword.arg == "hidden"
+                )
+                lines = {line.strip() for line in (ast.get_source_segment(source, node) or "").splitlines()}
+                (hidden if is_hidden else public).update(lines)
+                if is_hidden:
+                    hidden.add(node.name)
+    return {line for line in hidden - public if len(line) >= 16}
 
 
 def number(value) -> str:
     """A score as the CSV shows it: 2 rather than 2.0."""
-    return f"{points_of(value):g}"
+    return f"{float(value):g}"
 
 
-def kill_tree(process: subprocess.Popen) -> None:
-    """Kill ``process`` and every process it started (otter's kernel runs in a session of its own)."""
-    import psutil
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
-    try:
-        family = psutil.Process(process.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        family = []
-    for member in family:
+
+def check_autograders(zips: dict[str, Path | None], out: Path) -> str | None:
+    """None if every zip has the SHA-256 `make assignments` recorded, else what is wrong and what to do."""
+    for lab, zip_path in zips.items():
+        if zip_path is None:
+            continue
+        record = checksum_path(lab, out)
         try:
-            member.kill()
-        except psutil.NoSuchProcess:
-            pass
-    process.kill()
-    process.wait()
-    psutil.wait_procs(family, timeout=10)
+            recorded = record.read_text(encoding="utf-8").split()
+        except OSError:
+            return f"no recorded SHA-256 for {lab}'s autograder ({record}): run `make assignments`"
+        if recorded[-1:] != [zip_path.name] or len(recorded) != 2:
+            return f"{record} does not name {zip_path.name}: run `make assignments`"
+        if sha256(zip_path) != recorded[0]:
+            return (
+                f"{zip_path} changed since `make assignments` recorded its SHA-256 in {record}: it may have been "
+                "tampered with; grading stopped. Run `make assignments` again, then grade."
+            )
+    return None
 
 
-def prepared_copy(submission: Path, folder: Path) -> Path:
-    """Copy ``submission`` into ``folder`` for grading, with the course's kernelspec if it is a notebook."""
-    copy = folder / submission.name
-    data = submission.read_bytes()
+def read_regular_file(path: Path, limit: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file (not a symlink) of at most ``limit`` bytes; else OSError."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"not a regular file: {path.name}")
+        if info.st_size > limit:
+            raise OSError(f"larger than {limit // 2**20} MB")
+        with os.fdopen(descriptor, "rb", closefd=False) as stream:
+            data = stream.read(limit + 1)
+    finally:
+        os.close(descriptor)
+    if len(data) > limit:
+        raise OSError(f"larger than {limit // 2**20} MB")
+    return data
+
+
+def prepared_notebook(data: bytes) -> bytes | None:
+    """The notebook with the course's kernelspec, or None if ``data`` is not a notebook."""
     try:
         notebook = json.loads(data)
-        if isinstance(notebook.get("metadata"), dict) and notebook["metadata"].get("kernelspec") != KERNELSPEC:
-            notebook["metadata"]["kernelspec"] = dict(KERNELSPEC)
-            data = json.dumps(notebook, indent=1, ensure_ascii=False).encode("utf-8")
-    except (ValueError, AttributeError):
-        pass  # not a notebook: otter will say so
-    copy.write_bytes(data)
-    return copy
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        return None
+    if not isinstance(notebook.get("metadata"), dict):
+        notebook["metadata"] = {}
+    notebook["metadata"]["kernelspec"] = dict(KERNELSPEC)
+    return json.dumps(notebook, indent=1, ensure_ascii=False).encode("utf-8")
+
+
+def clip(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[: max(0, limit - 40)].decode("utf-8", errors="ignore") + "\n[... cut: feedback too long]\n"
 
 
 def feedback_text(student: str, lab: str, scores: dict, body: str) -> str:
+    """The student's feedback: points per question, then ``body``; at most FEEDBACK_BYTES."""
     total = sum(p for p, _ in scores.values())
     possible = sum(m for _, m in scores.values())
     lines = [f"{lab}: {number(total)} / {number(possible)} points ({student})", ""]
     lines += [
         f"  {question}: {number(points)} / {number(max_points)}" for question, (points, max_points) in scores.items()
     ]
-    return "\n".join(lines + ["", body.rstrip(), ""])
+    return clip("\n".join(lines + ["", body.rstrip(), ""]), FEEDBACK_BYTES)
+
+
+def sandbox_environment(work: Path) -> dict[str, str]:
+    """The sandbox's whole environment: otter's (kernelspec, sitecustomize) and nothing of the grader's."""
+    otter = otter_environment(work)
+    home = work / "home"
+    home.mkdir(exist_ok=True)
+    environment = {key: otter[key] for key in ("JUPYTER_PATH", "PYTHONPATH", "TMPDIR", "PYTHONHASHSEED")}
+    environment |= {
+        "HOME": str(home),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MPLCONFIGDIR": str(home / "matplotlib"),
+    }
+    return environment
+
+
+def failure_reason(log: str, status: int | None) -> str:
+    """Why the runner failed, in a few words, from its exit status and log (the log itself is never shown)."""
+    for marker, reason in (
+        ("KeyboardInterrupt", "the notebook raised KeyboardInterrupt, which stops otter"),
+        ("MemoryError", "the notebook ran out of memory (the sandbox's limit)"),
+        ("DeadKernelError", "the notebook's kernel died (a crash, or a limit of the sandbox)"),
+        ("NotJSONError", "the file is not a notebook otter can read"),
+        ("Notebook does not appear to be JSON", "the file is not a notebook otter can read"),
+    ):
+        if marker in log:
+            return reason
+    if status is not None and (status < 0 or 128 < status <= 128 + 64):  # bwrap exits with 128 + the signal
+        return f"the grading process was killed (signal {-status if status < 0 else status - 128})"
+    return f"otter could not grade it (exit status {status})"
+
+
+def validated(summary: dict, expected: dict[str, float]) -> tuple[dict, dict, str]:
+    """({question: points}, {question: (public text, hidden passed)}, problem): problem "" if every score is valid."""
+    if not isinstance(summary, dict) or not isinstance(summary.get("questions"), dict):
+        return {}, {}, "the results have no questions"
+    found = summary["questions"]
+    points, texts = {}, {}
+    for question, max_points in expected.items():
+        entry = found.get(question)
+        if not isinstance(entry, dict):
+            return {}, {}, f"no result for {question}"
+        score, possible = entry.get("score"), entry.get("possible")
+        if type(score) not in (int, float) or not math.isfinite(score) or not 0 <= score <= max_points:
+            return {}, {}, f"invalid score for {question}: {str(score)[:20]!r} (0 to {number(max_points)} allowed)"
+        if type(possible) not in (int, float) or possible != max_points:
+            return {}, {}, f"invalid points possible for {question}: {str(possible)[:20]!r}"
+        public, hidden = entry.get("public"), entry.get("hidden_passed")
+        if not isinstance(public, str) or hidden not in (True, False, None):
+            return {}, {}, f"malformed result for {question}"
+        points[question] = float(score)
+        texts[question] = (public, hidden)
+    unknown = sorted(set(found) - set(expected))
+    if unknown:
+        return {}, {}, f"results for questions the lab does not have: {', '.join(map(str, unknown))[:60]}"
+    return points, texts, ""
+
+
+def quotes_hidden_tests(texts: dict, secrets: set[str]) -> list[str]:
+    """The questions whose public tests' messages quote a line of the hidden tests (e.g. an answer that raised
+    an exception holding the test file it read)."""
+    return [question for question, (public, _) in texts.items() if any(secret in public for secret in secrets)]
+
+
+def results_body(texts: dict, scores: dict, withheld: list[str] = ()) -> str:
+    """Public tests' messages as otter shows them, hidden tests as passed or failed; fits FEEDBACK_BYTES."""
+    budget = max(200, (FEEDBACK_BYTES - 1500) // max(1, len(texts)))
+    sections = []
+    for question, (public, hidden) in texts.items():
+        if question in withheld:
+            public = f"{question} results: message withheld (it quoted the hidden tests); ask your instructor"
+        lines = [clip(public.rstrip(), budget)]
+        if hidden is not None:
+            lines.append(f"{question} hidden tests: {'passed' if hidden else 'failed'}")
+        sections.append("\n".join(lines))
+    return "\n\n".join(sections)
 
 
 def grade_notebook(
-    submission: Path, zip_path: Path, student: str, lab: str, timeout_s: float = DEFAULT_TIMEOUT_S
+    submission: Path,
+    zip_path: Path,
+    student: str,
+    lab: str,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    unsafe: bool = False,
+    limits: Limits | None = None,
+    expected_sha256: str | None = None,
+    slot: int = 0,
 ) -> Graded:
-    """Grade one notebook with ``otter run``; never raises for a problem of the submission itself."""
-    zero = {question: (0.0, max_points) for question, max_points in questions(zip_path).items()}
+    """Grade one notebook in a sandbox; never raises for a problem of the submission itself."""
+    expected = questions(zip_path)
+    zero = {question: (0.0, max_points) for question, max_points in expected.items()}
     start = time.perf_counter()
+    limits = limits or Limits(cpu_s=int(timeout_s) + 5)
 
-    def not_graded(problem: str, reason: str) -> Graded:
-        text = feedback_text(student, lab, zero, f"Not graded: {reason} So every question scores 0.")
-        return Graded(student, lab, zero, text, time.perf_counter() - start, problem)
+    def outcome(status: str, reason: str, student_reason: str, flags: str = "") -> Graded:
+        text = feedback_text(student, lab, zero, f"Not graded: {student_reason} So every question scores 0.")
+        status = "flagged" if flags else status  # the reason still says what happened
+        return Graded(student, lab, zero, text, time.perf_counter() - start, status, reason, flags)
 
-    with tempfile.TemporaryDirectory(prefix=f"grade-{lab}-") as scratch:
-        scratch = Path(scratch)
-        inbox, out = scratch / "submission", scratch / "results"
-        inbox.mkdir()
-        out.mkdir()
+    try:
+        data = read_regular_file(submission, SUBMISSION_BYTES)
+    except OSError as error:
+        reason = f"unreadable file: {error.strerror or error}"
+        return outcome("not graded", reason, "the file could not be read (is it a notebook you saved?).")
+    flags = summarise(scan_bytes(data))
+    notebook = prepared_notebook(data)
+    if notebook is None:
+        return outcome("not graded", "not a notebook", "the file is not a Jupyter notebook (.ipynb JSON).", flags)
+    with tempfile.TemporaryDirectory(prefix=f"grade-{lab}-", dir=scratch_root(), ignore_cleanup_errors=True) as scratch:
+        work = Path(scratch)
+        copy, zip_copy, summary_path = work / f"{lab}.ipynb", work / "autograder.zip", work / "summary.json"
+        copy.write_bytes(notebook)
+        shutil.copyfile(zip_path, zip_copy)
+        if expected_sha256 and sha256(zip_copy) != expected_sha256:
+            return outcome("not graded", "the autograder zip changed during grading", "a grader problem.", flags)
+        environment = sandbox_environment(work)
+        prepare_work_folder(work, slot)
+        command = runner_command(limits, copy, zip_copy, summary_path)
+        ran = run_sandboxed(work, environment, command, timeout_s, work.parent / f"{work.name}.log", unsafe, slot)
+        log_path = work.parent / f"{work.name}.log"
         try:
-            copy = prepared_copy(submission, inbox)
-        except OSError as error:
-            return not_graded("unreadable file", f"the file could not be read ({error.strerror}).")
-        log_path = scratch / "otter.log"
-        command = [
-            sys.executable,
-            "-m",
-            "otter",
-            "run",
-            "--no-logo",
-            "-a",
-            str(zip_path.resolve()),
-            "-o",
-            str(out),
-            str(copy),
-        ]
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                command,
-                cwd=scratch,
-                env=otter_environment(scratch),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
+            log = log_path.read_bytes()[-200_000:].decode("utf-8", errors="replace")
+        finally:
+            log_path.unlink(missing_ok=True)
+        if ran.timed_out:
+            return outcome(
+                "timed out",
+                f"timed out after {timeout_s:g} s",
+                f"the notebook did not finish within {timeout_s:g} s (an endless loop, or a very slow cell?). "
+                "Make it run top to bottom in a fresh kernel (Kernel > Restart Kernel and Run All Cells) and "
+                "submit it again.",
+                flags,
             )
-            try:
-                status = process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                kill_tree(process)
-                return not_graded(
-                    f"timed out after {timeout_s:g} s",
-                    f"the notebook did not finish within {timeout_s:g} s (an endless loop, or a very "
-                    "slow cell?). Make it run top to bottom in a fresh kernel (Kernel > Restart Kernel "
-                    "and Run All Cells) and submit it again.",
-                )
-        results_path = out / "results.json"
-        if not results_path.exists():
-            tail = "\n".join(log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:])
-            return not_graded(
-                f"otter could not grade it, exit status {status}",
-                f"otter could not grade it (exit status {status}). The end of otter's log:\n{tail}\n",
-            )
-        results = json.loads(results_path.read_text(encoding="utf-8"))
-    scores, sections = dict(zero), []
-    for test in results.get("tests", []):
-        name = test.get("name")
-        if name in scores:
-            scores[name] = (points_of(test.get("score")), scores[name][1])
-            sections.append(test.get("output", "").rstrip())
-    text = feedback_text(student, lab, scores, "\n\n".join(sections))
-    return Graded(student, lab, scores, text, time.perf_counter() - start)
+        if ran.status != 0:
+            reason = failure_reason(log, ran.status)
+            return outcome("not graded", reason, reason + ".", flags)
+        try:
+            summary = json.loads(read_regular_file(summary_path, SUMMARY_BYTES))
+        except (OSError, ValueError, RecursionError):
+            return outcome("flagged", "grading results unreadable", "the grading results could not be read.", flags)
+    if isinstance(summary, dict) and summary.get("questions") == {} and isinstance(summary.get("error"), str):
+        return outcome(
+            "not graded",
+            f"otter got no test results ({summary['error'][:120]}): {NO_RESULTS}",
+            f"the tests could not finish: {NO_RESULTS}.",
+            flags,
+        )
+    points, texts, problem = validated(summary, expected)
+    if problem:
+        return outcome("flagged", f"grading results rejected: {problem}", "the grading results were invalid.", flags)
+    scores = {question: (points[question], max_points) for question, max_points in expected.items()}
+    withheld = quotes_hidden_tests(texts, hidden_lines(zip_path))
+    if withheld:
+        leak = f"leaks hidden tests ({', '.join(withheld)}: a public test's message quotes them)"
+        flags = "; ".join(filter(None, [flags, leak]))
+    text = feedback_text(student, lab, scores, results_body(texts, scores, withheld))
+    status = "flagged" if flags else "graded"
+    return Graded(student, lab, scores, text, time.perf_counter() - start, status, "", flags)
 
 
-def find_submissions(folder: Path, labs: list[str]) -> tuple[list[tuple[str, str, Path]], list[str]]:
-    """([(student, lab, notebook)], notes about files that are not gradable submissions)."""
-    found, notes = [], []
-    for student in sorted(path for path in folder.iterdir() if not path.name.startswith(".")):
-        if not student.is_dir():
-            notes.append(f"{student.name}: not a student folder, skipped")
-            continue
-        for path in sorted(student.iterdir()):
-            if path.suffix == ".ipynb" and path.stem in labs:
-                found.append((student.name, path.stem, path))
-            elif not path.name.startswith("."):
-                notes.append(f"{student.name}/{path.name}: not a lab notebook ({', '.join(labs)}), skipped")
-    return found, notes
+def scratch_root() -> str | None:
+    """A tmpfs for the sandboxes' work folders (/dev/shm) if there is one, else the default temporary folder."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def likely_lab(name: str, labs: list[str]) -> str:
+    """The lab a misnamed file may be meant for ("" if none): same number, or a close name."""
+    number_match = re.match(r"\D*0*(\d+)", name)
+    if number_match:
+        same = [lab for lab in labs if int(lab[:2]) == int(number_match.group(1))]
+        if same:
+            return same[0]
+    close = difflib.get_close_matches(name.lower(), labs, n=1, cutoff=0.5)
+    return close[0] if close else ""
+
+
+def refused(student: str, relative: str, reason: str, lab: str = "") -> Graded:
+    hint = f" (meant for {lab}?)" if lab else ""
+    return Graded(student, lab, {}, "", 0.0, "not graded", f"{relative}: {reason}{hint}", "", relative)
+
+
+def find_submissions(folder: Path, labs: list[str]) -> tuple[list[tuple[str, str, Path]], list[Graded]]:
+    """([(student, lab, notebook)], [a "not graded" Graded for every file or folder that is not a submission])."""
+    found, skipped = [], []
+    root = folder.resolve()
+
+    def outside(path: Path) -> bool:
+        return path.is_symlink() or not path.resolve().is_relative_to(root)
+
+    for entry in sorted(folder.iterdir()):
+        name = entry.name
+        if outside(entry):
+            skipped.append(refused(name, name, "a symlink or outside SUBMISSIONS, refused"))
+        elif not entry.is_dir():
+            skipped.append(refused("", name, "not in a student folder", likely_lab(Path(name).stem, labs)))
+        elif name.startswith("."):
+            inside = sorted(p.name for p in entry.rglob("*.ipynb"))[:5]
+            what = f" holding {', '.join(inside)}" if inside else ""
+            skipped.append(refused(name, name + "/", f"a hidden folder (its name starts with a dot){what}"))
+        else:
+            for path in sorted(entry.iterdir()):
+                relative = f"{name}/{path.name}"
+                if outside(path):
+                    skipped.append(refused(name, relative, "a symlink or outside SUBMISSIONS, refused"))
+                elif path.is_dir():
+                    inside = sorted(p.name for p in path.rglob("*.ipynb"))[:5]
+                    what = f" holding {', '.join(inside)}" if inside else ""
+                    lab = likely_lab(inside[0], labs) if inside else ""
+                    skipped.append(refused(name, relative + "/", f"a folder inside a student folder{what}", lab))
+                elif not path.is_file():
+                    skipped.append(refused(name, relative, "not a regular file, refused"))
+                elif path.suffix == ".ipynb" and path.stem in labs:
+                    found.append((name, path.stem, path))
+                else:
+                    lab = likely_lab(path.stem, labs) if path.suffix == ".ipynb" else ""
+                    skipped.append(refused(name, relative, f"not named as a lab ({', '.join(labs)}.ipynb)", lab))
+    return found, skipped
 
 
 def write_results(graded: list[Graded], grades: Path, feedback: Path) -> None:
+    """grades.csv (every row) and a feedback file per graded notebook."""
     grades.parent.mkdir(parents=True, exist_ok=True)
-    with open(grades, "w", newline="", encoding="utf-8") as stream:
+    partial = grades.with_name(grades.name + ".partial")
+    with open(partial, "w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream)
         writer.writerow(COLUMNS)
-        for item in sorted(graded, key=lambda g: (g.student, g.lab)):
-            for student, lab, question, points, max_points in item.rows:
-                writer.writerow([student, lab, question, number(points), number(max_points)])
+        for item in sorted(graded, key=lambda g: (g.student, g.lab, g.path)):
+            for student, lab, question, points, max_points, status, flags, reason in item.rows:
+                max_text = number(max_points) if max_points != "" else ""
+                writer.writerow([student, lab, question, number(points), max_text, status, flags, reason])
+    partial.replace(grades)
     for item in graded:
+        if not item.feedback:
+            continue
         path = feedback / item.student / f"{item.lab}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(item.feedback, encoding="utf-8")
+
+
+def write_report(graded: list[Graded], path: Path, unsafe: bool) -> None:
+    """The instructor report: flagged, not graded and timed-out notebooks, skipped files, with the reasons."""
+    lines = ["Grading report (for instructors; students never see it)", ""]
+    if unsafe:
+        lines += ["UNSAFE: graded without the sandbox (make grade UNSAFE=1).", ""]
+    counts = {status: sum(1 for g in graded if g.status == status) for status in STATUSES}
+    lines.append(", ".join(f"{count} {status}" for status, count in counts.items()))
+    for status in ("flagged", "timed out", "not graded"):
+        items = [g for g in graded if g.status == status]
+        if not items:
+            continue
+        lines += ["", f"{status.upper()}:"]
+        for item in sorted(items, key=lambda g: (g.student, g.lab, g.path)):
+            where = item.path or f"{item.student}/{item.lab}.ipynb"
+            points = f" {number(item.points)} / {number(item.max_points)}" if item.scores else ""
+            lines.append(f"  {where}:{points}")
+            if item.reason:
+                lines.append(f"    reason: {item.reason}")
+            if item.flags:
+                lines.append(f"    flags: {item.flags}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,6 +524,11 @@ def main(argv: list[str] | None = None) -> int:
         help=f"seconds one notebook may take (default: {DEFAULT_TIMEOUT_S})",
     )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks graded at once")
+    parser.add_argument(
+        "--unsafe",
+        action="store_true",
+        help="grade without the bubblewrap sandbox: the notebooks can read and change your files (see README)",
+    )
     arguments = parser.parse_args(argv)
     submissions = arguments.submissions.resolve()
     if not submissions.is_dir():
@@ -274,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{output} is inside {submissions}: grading never writes into the submissions folder")
 
     zips = {lab: autograder_zip(lab, arguments.assignments) for lab in lab_names()}
-    found, notes = find_submissions(submissions, list(zips))
+    found, skipped = find_submissions(submissions, list(zips))
     missing = sorted({lab for _, lab, _ in found if zips[lab] is None})
     if missing or not any(zips.values()):
         print(
@@ -283,36 +549,85 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    for note in notes:
-        print(f"note: {note}")
+    problem = check_autograders(zips, arguments.assignments)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if not arguments.unsafe:
+        problem = bwrap_works()
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+    else:
+        print("warning: UNSAFE: grading without the sandbox; the notebooks run with your rights", file=sys.stderr)
+    for item in skipped:
+        print(f"not graded: {item.reason}")
     if not found:
         print(
             f"error: no lab notebooks in {submissions} (expected <student>/<lab>.ipynb with <lab> one of "
             f"{', '.join(zips)})",
             file=sys.stderr,
         )
+        write_results(skipped, grades, feedback)
         return 2
+    hashes = {lab: sha256(path) for lab, path in zips.items() if path is not None}
+    stop = threading.Event()
+    slots = queue.SimpleQueue()  # one sandbox user per notebook graded at once
+    for slot in range(max(1, arguments.jobs)):
+        slots.put(slot)
 
     def grade(item):
         student, lab, path = item
-        result = grade_notebook(path, zips[lab], student, lab, arguments.timeout)
-        status = f" NOT GRADED: {result.problem}" if result.problem else ""
+        if stop.is_set():
+            zero = {question: (0.0, max_points) for question, max_points in questions(zips[lab]).items()}
+            return Graded(student, lab, zero, "", 0.0, "not graded", "grading was interrupted")
+        limits = Limits(cpu_s=int(arguments.timeout) + 5)
+        slot = slots.get()
+        try:
+            limits = dataclasses.replace(limits, processes=processes_limit(limits, slot))
+            result = grade_notebook(
+                path, zips[lab], student, lab, arguments.timeout, arguments.unsafe, limits, hashes[lab], slot
+            )
+        except Exception as error:  # a grader problem with this notebook: report it, go on with the batch
+            zero = {question: (0.0, max_points) for question, max_points in questions(zips[lab]).items()}
+            reason = f"internal error while grading: {type(error).__name__}"
+            text = feedback_text(student, lab, zero, "Not graded: a problem of the grader; ask your instructor.")
+            result = Graded(student, lab, zero, text, 0.0, "not graded", reason)
+        finally:
+            slots.put(slot)
+        result.path = f"{student}/{lab}.ipynb"
+        note = f" {result.status.upper()}: {result.reason or result.flags}" if result.status != "graded" else ""
         print(
-            f"{student}/{lab}: {number(result.points)} / {number(result.max_points)} in {result.seconds:.1f} s{status}",
+            f"{student}/{lab}: {number(result.points)} / {number(result.max_points)} in {result.seconds:.1f} s{note}",
             flush=True,
         )
         return result
 
     start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(1, arguments.jobs)) as pool:
-        graded = list(pool.map(grade, found))
+    pool = ThreadPoolExecutor(max_workers=max(1, arguments.jobs))
+    futures = [pool.submit(grade, item) for item in found]
+    interrupted = False
+    try:
+        graded = [future.result() for future in futures]
+    except KeyboardInterrupt:  # Ctrl-C: finish the notebooks being graded, skip the others, write what is done
+        interrupted = True
+        stop.set()
+        graded = [future.result() for future in futures]
+    finally:
+        pool.shutdown(wait=True)
+    graded += skipped
     write_results(graded, grades, feedback)
-    problems = sum(1 for item in graded if item.problem)
+    write_report(graded, grades.with_name(REPORT_NAME), arguments.unsafe)
+    counts = {status: sum(1 for g in graded if g.status == status) for status in STATUSES}
     print(
-        f"graded {len(graded)} notebooks of {len({s for s, _, _ in found})} students in "
-        f"{time.perf_counter() - start:.1f} s ({problems} not gradable); wrote {grades} and {feedback}/"
+        f"graded {len(found)} notebooks of {len({s for s, _, _ in found})} students in "
+        f"{time.perf_counter() - start:.1f} s ({', '.join(f'{n} {s}' for s, n in counts.items())}); "
+        f"wrote {grades}, {grades.with_name(REPORT_NAME)} and {feedback}/"
     )
-    return 0
+    if check_autograders(zips, arguments.assignments):
+        print("warning: an autograder zip changed during grading: run `make assignments` and grade again")
+        return 1
+    return 130 if interrupted else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,243 @@
+"""The grader's own checks, without a batch: the integrity scan, score validation, the autograder checksums and the
+refusal to grade without bubblewrap (tools/grading_scan.py, tools/grade.py). The hostile submissions themselves are
+graded end to end in tests/test_grading.py, in the same batch as honest ones."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOLS = ROOT / "tools"
+
+
+def load_tool(name):
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+scan = load_tool("grading_scan")
+assignments = load_tool("assignments")
+grade = load_tool("grade")
+
+
+# ---- the integrity scan ----------------------------------------------------------------------------------------------
+
+FLAGGED = [
+    ("import math\nmath.isclose = lambda *a, **k: True", "patches a module"),
+    ("import numpy as np\nnp.allclose = lambda *a: True", "patches a module"),
+    ("from course_lib import collectives\ncollectives.ring_allreduce_time = abs", "patches a module"),
+    ("import course_lib.parallelism as p\nsetattr(p, 'zero_model_state_bytes', abs)", "patches a module"),
+    ("import builtins\nbuiltins.isinstance = lambda *a: True", "patches a module"),
+    ("__builtins__['type'] = lambda x: float", "patches a module"),
+    ("grader.check = lambda *a: None", "patches a module"),
+    ("from otter.test_files import TestFile", "otter internals"),
+    ("import otter.execute", "otter internals"),
+    ("import otter\notter.test_files.TestFile.score = 1", "otter internals"),
+    ("import sys\nf = sys._getframe(1).f_locals", "introspection"),
+    ("import inspect\ninspect.stack()", "introspection"),
+    ("import gc\ngc.get_objects()", "introspection"),
+    ("def f():\n    raise Exception\n", None),
+    ("open('tests/q1.py', 'w').write('x')", "files"),
+    ("from pathlib import Path\nPath('x').write_text('y')", "files"),
+    ("import os\nos.remove('x')", "files"),
+    ("import shutil\nshutil.rmtree('x')", "files"),
+    ("%%writefile tests/q1.py\nOK = 1", "files"),
+    ("import subprocess\nsubprocess.run(['ls'])", "processes"),
+    ("import os\nos.system('ls')", "processes"),
+    ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", "processes"),
+    ("!ls ..", "processes"),
+    ("import os\nos.environ['HOME']", "environment"),
+    ("import os\nos.getenv('SUBMISSIONS')", "environment"),
+    ("import sys\nprint(sys.argv)", "environment"),
+    ("exec('import os')", "dynamic code"),
+    ("import glob\nglob.glob('../**/tests/q1.py', recursive=True)", "otter internals"),
+    ("import json\njson.load(open('../results/results.json'))", "otter internals"),
+    ("m = __import__('o' + 's')", "dynamic code"),
+    ("import importlib\nimportlib.import_module('subprocess')", "dynamic code"),
+]
+
+
+@pytest.mark.parametrize("source, kind", FLAGGED, ids=[source.splitlines()[-1][:40] for source, _ in FLAGGED])
+def test_the_scan_flags_what_a_cheat_tries(source, kind):
+    kinds = {flag.kind for flag in scan.scan_sources([source])}
+    if kind is None:
+        assert kinds == set()
+    else:
+        assert kind in kinds, kinds
+
+
+def test_the_scan_leaves_honest_code_alone():
+    honest = [
+        'import otter\ngrader = otter.Notebook("01_ring_allreduce.ipynb")',
+        'grader.check("q1")\ngrader.check_all()',
+        "import math\nfrom course_lib import collectives, parallelism, units",
+        "def f(x):\n    return math.isclose(x, 1.0) and collectives.comm_time(8, 1e9, 1e9, 1e-6) > 0",
+        "plan = parallelism.ParallelPlan().replace(micro_batch=2)\nname = 'a'.replace('a', 'b')",
+        "import numpy as np\nx = np.zeros(3)\nx[0] = 1\nprint(np.stack([x, x]).sum())",
+        "with open('data.csv') as stream:\n    text = stream.read()",
+        "%matplotlib inline\nresult = 2 * 3",
+    ]
+    assert scan.scan_sources(honest) == []
+
+
+def test_the_scan_follows_aliases_across_cells_and_skips_invalid_cells():
+    flags = scan.scan_sources(["import math as m", "this is not python", "m.sqrt = abs"])
+    assert [(flag.kind, flag.cell, flag.detail) for flag in flags] == [("patches a module", 3, "math.sqrt")]
+    assert scan.summarise(flags) == "patches a module (cell 3: math.sqrt)"
+
+
+@pytest.mark.parametrize("lab", assignments.lab_names())
+def test_the_student_versions_and_the_solutions_raise_no_flags(lab, assigned):
+    for path in (ROOT / "labs" / f"{lab}.ipynb", assigned / lab / "autograder" / f"{lab}.ipynb"):
+        assert scan.scan_file(path) == [], path
+
+
+# ---- scores from the sandbox are validated ---------------------------------------------------------------------------
+
+EXPECTED = {"q1": 3.0, "q2": 2.0}
+
+
+def summary(**scores):
+    questions = {
+        q: {"score": s, "possible": EXPECTED[q], "public": "ok", "hidden_passed": True} for q, s in scores.items()
+    }
+    return {"questions": questions}
+
+
+def test_valid_scores_are_accepted():
+    points, texts, problem = grade.validated(summary(q1=3, q2=0.5), EXPECTED)
+    assert problem == "" and points == {"q1": 3.0, "q2": 0.5} and texts["q1"] == ("ok", True)
+
+
+@pytest.mark.parametrize(
+    "score, why",
+    [
+        (999, "invalid score"),
+        (3.0000001, "invalid score"),
+        (-1, "invalid score"),
+        (math.inf, "invalid score"),
+        (math.nan, "invalid score"),
+        ("3", "invalid score"),
+        (True, "invalid score"),
+        (None, "invalid score"),
+        ([3], "invalid score"),
+    ],
+)
+def test_a_forged_score_is_rejected(score, why):
+    points, _, problem = grade.validated(summary(q1=score, q2=2), EXPECTED)
+    assert points == {} and problem.startswith(why), problem
+
+
+def test_missing_extra_and_malformed_results_are_rejected():
+    assert grade.validated(summary(q1=3), EXPECTED)[2] == "no result for q2"
+    extra = summary(q1=3, q2=2)
+    extra["questions"]["q9"] = extra["questions"]["q1"]
+    assert grade.validated(extra, EXPECTED)[2].startswith("results for questions the lab does not have")
+    assert grade.validated([], EXPECTED)[2] == "the results have no questions"
+    wrong_possible = summary(q1=3, q2=2)
+    wrong_possible["questions"]["q1"]["possible"] = 999
+    assert grade.validated(wrong_possible, EXPECTED)[2].startswith("invalid points possible for q1")
+
+
+def test_feedback_withholds_a_public_message_that_quotes_the_hidden_tests(assigned):
+    zip_path = assignments.autograder_zip(assignments.lab_names()[0], assigned)
+    secrets = grade.hidden_lines(zip_path)
+    assert "test_q1_other_rings" in secrets and len(secrets) >= 10
+    quoted = {"q1": ("q1 results:\n RuntimeError: " + "\n".join(sorted(secrets)), False), "q2": ("q2 ok", True)}
+    assert grade.quotes_hidden_tests(quoted, secrets) == ["q1"]
+    body = grade.results_body(quoted, {}, ["q1"])
+    assert not [line for line in secrets if line in body] and "message withheld" in body
+
+
+def test_feedback_is_cut_to_its_limit():
+    text = grade.feedback_text("ada", "01_lab", {"q1": (0.0, 3.0)}, "x" * 10**6)
+    assert len(text.encode("utf-8")) <= grade.FEEDBACK_BYTES and text.startswith("01_lab: 0 / 3 points (ada)")
+
+
+# ---- refusing to grade -----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def assigned(tmp_path_factory):
+    """Autograder zips of every lab (otter assign, without its test run), in a folder of this module's own."""
+    out = tmp_path_factory.mktemp("assigned")
+    done = subprocess.run(
+        [sys.executable, str(TOOLS / "assignments.py"), "--out", str(out), "--no-run-tests"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+def submissions_with_one_notebook(tmp_path: Path, out: Path) -> Path:
+    lab = assignments.lab_names()[0]
+    folder = tmp_path / "submissions" / "ada"
+    folder.mkdir(parents=True)
+    shutil.copy(out / lab / "autograder" / f"{lab}.ipynb", folder / f"{lab}.ipynb")  # the solutions
+    return folder.parent
+
+
+def test_make_assignments_records_each_zips_sha256(assigned):
+    for lab in assignments.lab_names():
+        recorded, name = assignments.checksum_path(lab, assigned).read_text(encoding="utf-8").split()
+        zip_path = assignments.autograder_zip(lab, assigned)
+        assert name == zip_path.name and recorded == grade.sha256(zip_path)
+
+
+def test_a_changed_autograder_zip_stops_the_run(assigned, tmp_path):
+    out = tmp_path / "assignments"
+    shutil.copytree(assigned, out)
+    zip_path = assignments.autograder_zip(assignments.lab_names()[-1], out)
+    zip_path.write_bytes(zip_path.read_bytes() + b"\0")
+    submissions = submissions_with_one_notebook(tmp_path, out)
+    done = subprocess.run(
+        [sys.executable, str(TOOLS / "grade.py"), str(submissions), "--assignments", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "changed since `make assignments`" in done.stderr and "grading stopped" in done.stderr
+    assert not (tmp_path / "grades.csv").exists()
+
+
+def test_without_bubblewrap_grading_refuses_and_says_how_to_install_it(assigned, tmp_path):
+    submissions = submissions_with_one_notebook(tmp_path, assigned)
+    done = subprocess.run(
+        [sys.executable, str(TOOLS / "grade.py"), str(submissions), "--assignments", str(assigned)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": str(tmp_path / "no-bwrap-here"), "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "apt-get install bubblewrap" in done.stderr and "UNSAFE=1" in done.stderr
+    assert not (tmp_path / "grades.csv").exists()
+
+
+def test_unsafe_grades_without_the_sandbox_and_says_so(assigned, tmp_path):
+    submissions = submissions_with_one_notebook(tmp_path, assigned)
+    done = subprocess.run(
+        [sys.executable, str(TOOLS / "grade.py"), str(submissions), "--assignments", str(assigned), "--unsafe"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "UNSAFE" in done.stderr
+    rows = (tmp_path / "grades.csv").read_text(encoding="utf-8").splitlines()
+    assert rows[0] == ",".join(grade.COLUMNS) and len(rows) == 5
+    assert all(row.split(",")[3] == row.split(",")[4] and row.split(",")[5] == "graded" for row in rows[1:]), rows
+    assert "UNSAFE: graded without the sandbox" in (tmp_path / grade.REPORT_NAME).read_text(encoding="utf-8")

@@ -1,0 +1,240 @@
+"""The sandbox one notebook is graded in: bubblewrap (Debian's `bubblewrap`), resource limits, a hard timeout.
+
+``run_sandboxed`` starts tools/grading_runner.py in a sandbox made with ``bwrap`` and waits for it:
+
+- a read-only view of the system (/usr, /etc, /lib...), of the Python installation and virtual environment, and of
+  course_lib; nothing else of the host: not the submissions, not the grades, not the build folder, not $HOME;
+- one writable folder, ``work`` (a fresh folder in a tmpfs made by the caller, holding a private copy of the
+  submission and of the autograder zip), and a fresh /tmp;
+- no network (a new network namespace with only loopback), its own PID namespace (when its first process ends,
+  at the timeout or because the grader died, the kernel kills every process of the sandbox, double-forked ones
+  included), a new session (no terminal), every capability dropped, and an unprivileged user (as root: a host
+  user of its own per job, SLOT_UID_BASE + slot; otherwise nobody in a user namespace);
+- a clean environment: only the variables ``environment`` gives (nothing of the grader's command line or
+  environment is visible);
+- limits (``Limits``): address space, processes, CPU time and file size, set by the runner with setrlimit.
+
+With ``unsafe=True`` (make grade UNSAFE=1) the runner runs without bubblewrap, as the grader's user: the limits
+and the timeout still apply, but the notebook can read and write whatever that user can, and a process it
+detaches can outlive the batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNNER = Path(__file__).resolve().parent / "grading_runner.py"
+SANDBOX_UID = 65534  # nobody: the user inside the sandbox's user namespace (when the grader is not root)
+# When the grader is root, each sandbox graded at once runs as its own unprivileged host user, SLOT_UID_BASE + slot
+# (no such user exists): the kernel counts processes per user, so one notebook's fork bomb cannot use up another's
+# process limit, and no sandbox can signal another's processes.
+SLOT_UID_BASE = 61000
+INSTALL_HINT = (
+    "bubblewrap (bwrap) is needed to grade in a sandbox: install it with `sudo apt-get install bubblewrap` "
+    "(Debian/Ubuntu) or `sudo dnf install bubblewrap` (Fedora), or pass UNSAFE=1 to grade without a sandbox "
+    "(the notebooks can then read and change your files: see the README)"
+)
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per notebook: address space of each process, processes (and threads) of the sandbox, CPU seconds of each
+    process, and the largest file it may write."""
+
+    address_space_bytes: int = 4 * 2**30
+    processes: int = 256
+    cpu_s: int = 300
+    file_bytes: int = 64 * 2**20
+
+
+def bwrap_path() -> str | None:
+    """The bwrap executable, or None if bubblewrap is not installed."""
+    return shutil.which("bwrap")
+
+
+def bwrap_works() -> str | None:
+    """None if bubblewrap can make the sandbox here, else why not (one line)."""
+    path = bwrap_path()
+    if path is None:
+        return INSTALL_HINT
+    done = subprocess.run(
+        [path, *namespace_options(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if done.returncode != 0:
+        return f"bubblewrap is installed but cannot make a sandbox here: {done.stderr.strip()[-300:]}"
+    return None
+
+
+def privileged() -> bool:
+    """True when the grader runs as root: bwrap then runs privileged and the runner drops to nobody itself."""
+    return os.geteuid() == 0
+
+
+def namespace_options() -> list[str]:
+    """bwrap's isolation options. As root, without a user namespace: the sandbox's processes then run as the
+    host's nobody (setpriv, ``drop_privileges``), whose process limit the kernel enforces (it exempts root, also
+    root mapped into a user namespace). Otherwise in a user namespace, as nobody inside it."""
+    common = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    common += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if privileged():
+        return [*common, "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    return ["--unshare-user", *common, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+
+
+def sandbox_uid(slot: int = 0) -> int:
+    """The host user the sandbox of job ``slot`` runs as (its processes are counted against this user)."""
+    return SLOT_UID_BASE + slot if privileged() else os.getuid()
+
+
+def drop_privileges(slot: int = 0) -> list[str]:
+    """The command prefix that makes a privileged sandbox's first process an unprivileged user, for good."""
+    if not privileged():
+        return []
+    user = str(sandbox_uid(slot))
+    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+    return [setpriv, f"--reuid={user}", f"--regid={user}", "--clear-groups", "--inh-caps=-all", "--no-new-privs"]
+
+
+def prepare_work_folder(work: Path, slot: int = 0) -> None:
+    """Make ``work`` (and everything in it) the sandbox user's, when the grader is root."""
+    if privileged():
+        uid = sandbox_uid(slot)
+        for path in [work, *work.rglob("*")]:
+            os.chown(path, uid, uid, follow_symlinks=False)
+        work.chmod(0o711)
+
+
+def processes_limit(limits: Limits, slot: int = 0) -> int:
+    """RLIMIT_NPROC for the sandbox: the kernel counts every task of the user, so add the ones it has already."""
+    import psutil
+
+    uid = sandbox_uid(slot)
+    tasks = 0
+    for process in psutil.process_iter(["uids", "num_threads"]):
+        try:
+            if process.info["uids"] and process.info["uids"].real == uid:
+                tasks += process.info["num_threads"] or 1
+        except (psutil.Error, TypeError):
+            continue
+    return tasks + limits.processes
+
+
+def read_only_paths() -> list[Path]:
+    """What the sandbox sees of the host besides its work folder: the system, Python, the venv, course_lib."""
+    paths = [Path(p) for p in SYSTEM_PATHS if Path(p).exists()]
+    for prefix in {sys.base_prefix, sys.prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        paths.append(Path(prefix).resolve())
+    paths.append(Path(sys.executable).resolve().parent)
+    paths.append(ROOT / "course_lib")  # the editable install's target (the autograder zip also holds a copy)
+    paths.append(RUNNER)
+    unique = []
+    for path in sorted(set(paths), key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(kept) for kept in unique):
+            unique.append(path)
+    return unique
+
+
+def sandbox_command(work: Path, environment: dict[str, str], command: list[str], slot: int = 0) -> list[str]:
+    """The bwrap command line that runs ``command`` in the sandbox with ``work`` writable."""
+    argv = [bwrap_path() or "bwrap", *namespace_options(), "--clearenv"]
+    for key, value in sorted(environment.items()):
+        argv += ["--setenv", key, value]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    made = {Path("/"), Path("/dev"), Path("/tmp"), Path("/proc")}
+    for path in [*read_only_paths(), work]:
+        for parent in reversed(path.parents):  # mount points' parents, readable by the sandbox's user
+            if parent not in made and str(parent) not in SYSTEM_PATHS:
+                argv += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+        made.add(path)
+    for path in read_only_paths():
+        argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--bind", str(work), str(work), "--chdir", str(work), "--", *drop_privileges(slot), *command]
+    return argv
+
+
+def runner_command(limits: Limits, submission: Path, zip_path: Path, summary: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-B",  # no .pyc written (the tree is read-only)
+        str(RUNNER),
+        json.dumps(asdict(limits)),
+        str(submission),
+        str(zip_path),
+        str(summary),
+    ]
+
+
+@dataclass
+class Outcome:
+    """How the runner ended: its exit status (negative: killed by that signal) or timed out, and the seconds."""
+
+    status: int | None
+    timed_out: bool
+    seconds: float
+
+
+def run_sandboxed(
+    work: Path,
+    environment: dict[str, str],
+    command: list[str],
+    timeout_s: float,
+    log_path: Path,
+    unsafe: bool = False,
+    slot: int = 0,
+) -> Outcome:
+    """Run ``command`` in the sandbox (or, ``unsafe``, as a plain process group), stop it at ``timeout_s``."""
+    argv = command if unsafe else sandbox_command(work, environment, command, slot)
+    start = time.perf_counter()
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            argv,
+            cwd=work,
+            env=environment if unsafe else {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # a process group of its own, killed as a whole
+        )
+        try:
+            status = process.wait(timeout=timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            status, timed_out = None, True
+        finally:
+            # bwrap's PID namespace dies with its first process; the group kill covers UNSAFE runs and bwrap itself.
+            kill_group(process)
+    return Outcome(status, timed_out, time.perf_counter() - start)
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """Kill ``process``'s process group (and, through its PID namespace, the sandbox); wait for ``process``."""
+    import psutil
+
+    try:
+        family = psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    for member in family:  # in UNSAFE runs, the kernel may have a session of its own
+        try:
+            member.kill()
+        except psutil.NoSuchProcess:
+            pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()

@@ -1,0 +1,342 @@
+"""Integrity scan of a submission: what its code tries besides answering, read with Python's ``ast`` (never run).
+
+``scan_notebook(notebook)`` returns a list of ``Flag(kind, cell, line, detail)``, one per suspicious construct in
+the notebook's code cells. The kinds (``KINDS``):
+
+- ``otter internals``: imports or uses otter beyond ``otter.Notebook`` (its test classes, runners, results), or
+  names otter's files (``tests/``, ``results.json``...);
+- ``introspection``: frames, stacks, tracers, the garbage collector's object lists, /proc;
+- ``patches a module``: assigns or deletes an attribute of ``math``, ``numpy``, ``builtins``, ``course_lib``,
+  otter or the ``grader`` (also through ``setattr`` or an alias such as ``np`` or ``from course_lib import x``);
+- ``files``: opens a file for writing, deletes, renames or creates files and folders, %%writefile;
+- ``processes``: subprocess, os.system/popen/exec/spawn/fork, signals, os.kill, shell escapes (!cmd, %%bash);
+- ``environment``: reads environment variables or ``sys.argv``;
+- ``dynamic code``: exec, eval, compile, __import__, importlib (which would hide the rest from this scan).
+
+A flag is a reason for an instructor to read the notebook, not a verdict: tools/grade.py writes the flags into
+grades.csv (status "flagged") and the instructor report, never into the student's feedback. A cell that is not
+valid Python is skipped (otter reports its error).
+
+>>> [f.kind for f in scan_sources(["import math", "math.isclose = lambda *a, **k: True"])]
+['patches a module']
+>>> scan_sources(["def f(x):\\n    return 2 * x"])
+[]
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+KINDS = ("otter internals", "introspection", "patches a module", "files", "processes", "environment", "dynamic code")
+PROTECTED_MODULES = ("math", "cmath", "numpy", "builtins", "course_lib", "otter", "operator", "numbers", "sys")
+OTTER_ALLOWED = {"Notebook"}  # `import otter; grader = otter.Notebook(...)`: otter's init cell
+GRADER_ALLOWED = {"check", "check_all", "export", "to_pdf"}
+INTROSPECTION_ATTRIBUTES = {
+    "_getframe",
+    "_current_frames",
+    "f_back",
+    "f_locals",
+    "f_globals",
+    "f_builtins",
+    "f_code",
+    "tb_frame",
+    "gi_frame",
+    "cr_frame",
+    "ag_frame",
+    "settrace",
+    "setprofile",
+    "gettrace",
+    "getprofile",
+    "get_referrers",
+    "get_referents",
+    "get_objects",
+    "currentframe",
+    "getouterframes",
+    "getinnerframes",
+}
+INTROSPECTION_MODULES = {"inspect", "gc", "traceback", "ctypes", "dis", "pickle", "dill", "marshal"}
+PROCESS_MODULES = {"subprocess", "signal", "multiprocessing", "pty", "pexpect", "psutil", "asyncio.subprocess"}
+OS_PROCESS = re.compile(r"^(system|popen|exec\w*|spawn\w*|fork\w*|kill\w*|abort|_exit|posix_spawn\w*|setsid|nice)$")
+OS_FILES = re.compile(
+    r"^(remove|unlink|rmdir|removedirs|rename|renames|replace|mkdir|makedirs|chmod|chown|lchown|symlink|link|"
+    r"truncate|ftruncate|open|write|mkfifo|mknod|utime|chdir|fchmod)$"
+)
+PATH_WRITES = {"write_text", "write_bytes", "unlink", "rmdir", "touch", "mkdir", "symlink_to", "hardlink_to"}
+SHELL_MAGICS = re.compile(r"^\s*(!|%%?(bash|sh|system|sx|script|perl|ruby|writefile|file)\b|%%?(run|load|env)\b)")
+# Otter's files in the grading folder: its tests, results and log.
+OTTER_FILES = re.compile(r"(^|/|\*)(tests|autograder|results|source)/|results\.(json|pkl)|\.otter_log|otter_config")
+DYNAMIC = {"exec", "eval", "compile", "__import__", "execfile", "globals", "vars", "breakpoint"}
+
+
+@dataclass(frozen=True)
+class Flag:
+    kind: str
+    cell: int  # the code cell's index among the notebook's cells, from 1
+    line: int
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} (cell {self.cell}, line {self.line}: {self.detail})"
+
+
+def dotted(node: ast.AST) -> str:
+    """``a.b.c`` for an attribute chain on a name, "" otherwise."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    if isinstance(node, ast.Call):  # e.g. Path("x").write_text: keep the tail
+        return ".".join(["()", *reversed(parts)])
+    return ""
+
+
+class _Scanner(ast.NodeVisitor):
+    def __init__(self, cell: int, aliases: dict[str, str]):
+        self.cell = cell
+        self.aliases = aliases  # local name -> module path it stands for (shared across cells)
+        self.flags: list[Flag] = []
+
+    def flag(self, kind: str, node: ast.AST, detail: str) -> None:
+        self.flags.append(Flag(kind, self.cell, getattr(node, "lineno", 0), detail[:80]))
+
+    def resolve(self, name: str) -> str:
+        """The module path behind a dotted name: np.linalg -> numpy.linalg."""
+        head, _, rest = name.partition(".")
+        base = self.aliases.get(head, head)
+        return f"{base}.{rest}" if rest else base
+
+    def check_module(self, module: str, node: ast.AST) -> None:
+        top = module.split(".")[0]
+        if top == "otter" and module != "otter":
+            self.flag("otter internals", node, f"import {module}")
+        if top in INTROSPECTION_MODULES:
+            self.flag("introspection", node, f"import {module}")
+        if module in PROCESS_MODULES or top in PROCESS_MODULES:
+            self.flag("processes", node, f"import {module}")
+        if top in ("importlib", "runpy", "code", "codeop"):
+            self.flag("dynamic code", node, f"import {module}")
+        if module in ("shutil", "tempfile") or top == "shutil":
+            self.flag("files", node, f"import {module}")
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.check_module(alias.name, node)
+            local = alias.asname or alias.name.split(".")[0]
+            self.aliases[local] = alias.name if alias.asname else alias.name.split(".")[0]
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        self.check_module(module, node)
+        for alias in node.names:
+            full = f"{module}.{alias.name}"
+            if module == "otter" and alias.name not in OTTER_ALLOWED:
+                self.flag("otter internals", node, f"from otter import {alias.name}")
+            if module.split(".")[0] == "os" and (OS_PROCESS.match(alias.name) or alias.name in ("environ", "getenv")):
+                self.flag(
+                    "processes" if OS_PROCESS.match(alias.name) else "environment", node, f"from os import {alias.name}"
+                )
+            if module == "sys" and alias.name in (
+                "argv",
+                "orig_argv",
+                "_getframe",
+                "settrace",
+                "setprofile",
+                "modules",
+            ):
+                self.flag(
+                    "environment" if "argv" in alias.name else "introspection", node, f"from sys import {alias.name}"
+                )
+            self.aliases[alias.asname or alias.name] = full
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        name = self.resolve(dotted(node))
+        if node.attr in INTROSPECTION_ATTRIBUTES and not name.startswith("numpy."):
+            self.flag("introspection", node, name or node.attr)
+        elif name.startswith("otter.") and name.split(".")[1] not in OTTER_ALLOWED:
+            self.flag("otter internals", node, name)
+        elif name.startswith("grader.") and name.split(".")[1] not in GRADER_ALLOWED:
+            self.flag("otter internals", node, name)
+        elif name in ("os.environ", "os.environb", "os.getenv", "os.putenv", "sys.argv", "sys.orig_argv"):
+            self.flag("environment", node, name)
+        elif name.startswith("os.") and OS_PROCESS.match(name.split(".")[1]):
+            self.flag("processes", node, name)
+        elif name.startswith("os.") and OS_FILES.match(name.split(".")[1]):
+            self.flag("files", node, name)
+        elif name.startswith(("shutil.", "tempfile.")):
+            self.flag("files", node, name)
+        elif node.attr in PATH_WRITES and not name.startswith(("os.", "numpy.", "course_lib.")):
+            self.flag("files", node, name or node.attr)
+        elif name == "sys.modules" or node.attr in ("__code__", "__globals__", "__closure__", "__builtins__"):
+            self.flag("introspection", node, name or node.attr)
+        elif node.attr in ("__subclasses__", "__mro__", "__bases__", "__dict__", "__class__") and isinstance(
+            node.ctx, ast.Store
+        ):
+            self.flag("patches a module", node, name or node.attr)
+        self.generic_visit(node)
+
+    def protected(self, target: ast.AST) -> str:
+        """The dotted name of ``target`` if it is an attribute of a protected module (or the grader)."""
+        name = dotted(target)
+        if not name:
+            return ""
+        resolved = self.resolve(name)
+        top = resolved.split(".")[0]
+        if top in PROTECTED_MODULES or top in ("grader", "__builtins__"):
+            return resolved
+        return ""
+
+    def check_targets(self, targets, node) -> None:
+        for target in targets:
+            for element in ast.walk(target):
+                if isinstance(element, ast.Attribute) and self.protected(element):
+                    self.flag("patches a module", node, self.protected(element))
+                elif isinstance(element, ast.Subscript) and self.protected(element.value):
+                    self.flag("patches a module", node, self.protected(element.value) + "[...]")
+                elif (
+                    isinstance(element, ast.Subscript)
+                    and isinstance(element.value, ast.Name)
+                    and element.value.id == "__builtins__"
+                ):
+                    self.flag("patches a module", node, "__builtins__[...]")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.check_targets(node.targets, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.check_targets([node.target], node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.check_targets([node.target], node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        self.check_targets(node.targets, node)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        function = dotted(node.func)
+        resolved = self.resolve(function) if function else ""
+        last = resolved.split(".")[-1]
+        if resolved in ("setattr", "delattr", "object.__setattr__", "object.__delattr__", "type.__setattr__"):
+            if node.args and (self.protected(node.args[0]) or dotted(node.args[0]).split(".")[0] in ("grader",)):
+                self.flag("patches a module", node, f"{resolved}({dotted(node.args[0])}, ...)")
+            elif (
+                node.args
+                and isinstance(node.args[0], ast.Name)
+                and self.resolve(node.args[0].id).split(".")[0] in (PROTECTED_MODULES)
+            ):
+                self.flag("patches a module", node, f"{resolved}({node.args[0].id}, ...)")
+        if resolved in DYNAMIC or last in ("import_module", "reload", "__import__"):
+            self.flag("dynamic code", node, resolved)
+        if resolved in ("open", "io.open", "codecs.open", "builtins.open") or (
+            last == "open" and resolved.startswith("()")
+        ):
+            mode = (
+                node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+            )
+            if mode is not None and not (isinstance(mode, ast.Constant) and set(str(mode.value)) <= set("rbt")):
+                self.flag("files", node, f"{resolved or 'open'}(..., mode={ast.unparse(mode)[:20]})")
+            path = node.args[0] if node.args else None
+            if isinstance(path, ast.Constant) and str(path.value).startswith("/proc"):
+                self.flag("introspection", node, f"open({path.value!r})")
+        if resolved in ("getattr", "vars", "dir") and node.args and self.protected(node.args[0]) and len(node.args) > 1:
+            if not isinstance(node.args[1], ast.Constant):
+                self.flag("dynamic code", node, f"getattr({dotted(node.args[0])}, <computed name>)")
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and OTTER_FILES.search(node.value):
+            self.flag("otter internals", node, f"the path {node.value[:40]!r}")
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id == "__builtins__":
+            self.flag("patches a module" if isinstance(node.ctx, ast.Store) else "introspection", node, node.id)
+        self.generic_visit(node)
+
+
+def _python(source: str) -> tuple[str, list[tuple[int, str]]]:
+    """(the source with IPython magics and shell escapes blanked, [(line, shell or magic line)])."""
+    lines, special = [], []
+    for number, line in enumerate(source.splitlines(), 1):
+        stripped = line.lstrip()
+        if stripped.startswith(("!", "%")):
+            if SHELL_MAGICS.match(line):
+                special.append((number, stripped[:60]))
+            lines.append(line[: len(line) - len(stripped)] + "pass")
+        else:
+            lines.append(line)
+    return "\n".join(lines), special
+
+
+def scan_sources(sources: list[str], cells: list[int] | None = None) -> list[Flag]:
+    """Flags of a list of code cell sources (``cells``: their numbers in the notebook, default 1, 2, ...)."""
+    aliases: dict[str, str] = {}
+    flags: list[Flag] = []
+    for index, source in zip(cells or range(1, len(sources) + 1), sources, strict=True):
+        code, special = _python(source)
+        for line, text in special:
+            kind = "files" if "writefile" in text or "%%file" in text else "processes"
+            flags.append(Flag(kind, index, line, text))
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        scanner = _Scanner(index, aliases)
+        try:
+            scanner.visit(tree)
+        except RecursionError:
+            flags.append(Flag("dynamic code", index, 0, "code nested too deeply to scan"))
+        flags += scanner.flags
+    return flags
+
+
+def scan_notebook(notebook: dict) -> list[Flag]:
+    """Flags of a notebook given as parsed JSON (nbformat 4): every code cell, in order."""
+    sources, numbers = [], []
+    for index, cell in enumerate(notebook.get("cells", []) if isinstance(notebook, dict) else [], 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else source
+        if isinstance(source, str):
+            sources.append(source)
+            numbers.append(index)
+    return scan_sources(sources, numbers)
+
+
+def scan_bytes(data: bytes) -> list[Flag]:
+    """Flags of a notebook file's bytes; [] for what is not a notebook (otter refuses it anyway)."""
+    try:
+        notebook = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return []
+    return scan_notebook(notebook)
+
+
+def scan_file(path: Path) -> list[Flag]:
+    """Flags of a notebook file."""
+    return scan_bytes(path.read_bytes())
+
+
+def summarise(flags: list[Flag], limit: int = 6) -> str:
+    """One line for grades.csv: the kinds found, each with its first places."""
+    by_kind: dict[str, list[Flag]] = {}
+    for flag in flags:
+        by_kind.setdefault(flag.kind, []).append(flag)
+    parts = []
+    for kind, found in by_kind.items():
+        places = ", ".join(f"cell {f.cell}: {f.detail}" for f in found[:2])
+        more = f" and {len(found) - 2} more" if len(found) > 2 else ""
+        parts.append(f"{kind} ({places}{more})")
+    return "; ".join(parts[:limit])
