@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import typing
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -222,7 +223,7 @@ class Row(NamedTuple):
     fell_back: bool
 
 
-_ROW_TYPES = {name: kind for name, kind in Row.__annotations__.items()}
+_ROW_TYPES = typing.get_type_hints(Row)
 
 
 @dataclass(frozen=True)
@@ -580,7 +581,9 @@ def run_collective_sweep(
     still running after ``timeout_s`` (then killed with all its processes). More ranks than cores runs, with a
     warning, and ``conditions["ranks_exceed_cores"]`` says so.
 
-    >>> table = run_collective_sweep("all_reduce", 2, "1KB,64KB", "ring", iterations=3, warmup=1)  # doctest: +SKIP
+    >>> table = run_collective_sweep("all_reduce", 2, "1KB,64KB", "ring", iterations=3, warmup=1)
+    >>> table.size_bytes.tolist(), table.conditions["mpi_library"].startswith("MPICH")
+    ([1024, 65536], True)
     """
     return run_collective_sweeps(
         [(op, algorithm)],
