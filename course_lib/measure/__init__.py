@@ -397,23 +397,57 @@ def _cpu_model():
     return platform.processor() or platform.machine()
 
 
-def _kill_job(process):
-    """Kill the job's whole process group (mpiexec, its proxy, every rank) and any process left in its session."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    session = process.pid  # start_new_session=True: the session id is mpiexec's pid
+def _processes():
+    """{pid: (state, ppid, session)} of every process, from /proc (Linux; elsewhere empty)."""
+    table = {}
     for entry in Path("/proc").glob("[0-9]*"):
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[3]) == session:  # fields after the command: state, ppid, pgrp, session
+        table[int(entry.name)] = (fields[0], int(fields[1]), int(fields[3]))  # state, ppid, (pgrp), session
+    return table
+
+
+def _job_members(root, marker):
+    """Live processes of the job: ``root``'s descendants, its session, and any process whose environment carries
+    ``marker`` (hydra starts each rank in a session of its own, and a rank outliving mpiexec is re-parented)."""
+    table = _processes()
+    members, frontier = set(), {root}
+    while frontier:
+        members |= frontier
+        frontier = {pid for pid, (_, ppid, _) in table.items() if ppid in frontier} - members
+    members |= {pid for pid, (_, _, session) in table.items() if session == root}
+    for pid in table.keys() - members:
+        try:
+            if marker in Path(f"/proc/{pid}/environ").read_bytes():
+                members.add(pid)
+        except OSError:
+            continue
+    return {pid for pid in members if pid in table and table[pid][0] != "Z"}
+
+
+def _kill_job(process, marker):
+    """Kill the whole job: mpiexec, its proxy, every rank (frozen first, so none can start another), and wait up to
+    5 s until none of them is alive."""
+    try:
+        os.killpg(process.pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + 5
+    members = _job_members(process.pid, marker)
+    while members and time.monotonic() < deadline:
+        for pid in members:
             try:
-                os.kill(int(entry.name), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        time.sleep(0.02)
+        members = _job_members(process.pid, marker)
     process.wait()
 
 
@@ -440,12 +474,14 @@ def _run_job(ranks, spec, env_extra, timeout_s, expected_records=0, progress=Fal
     timeout_s = _validate.positive("timeout_s", timeout_s)
     cores = _cores()
     command = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "course_lib.measure", "worker", json.dumps(spec)]
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **env_extra)
+    marker = f"{os.getpid()}-{time.monotonic_ns()}"
+    env = dict(os.environ, PYTHONUNBUFFERED="1", COURSE_LIB_MEASURE_JOB=marker, **env_extra)
     # One BLAS thread per rank: the ranks already share the cores.
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     show = _progress_printer(expected_records, label) if progress and expected_records else None
     records, buffer = [], b""
-    with tempfile.TemporaryFile() as stderr_file:
+    with tempfile.TemporaryFile() as stderr_file, tempfile.TemporaryDirectory() as errors:
+        env["COURSE_LIB_MEASURE_ERRORS"] = errors
         process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=stderr_file, stdin=subprocess.DEVNULL, env=env,
             start_new_session=True,
@@ -478,11 +514,13 @@ def _run_job(ranks, spec, env_extra, timeout_s, expected_records=0, progress=Fal
                 except subprocess.TimeoutExpired:
                     timed_out = True
         finally:
-            _kill_job(process)
+            _kill_job(process, f"COURSE_LIB_MEASURE_JOB={marker}".encode())
             process.stdout.close()
         stderr_file.seek(0)
         stderr = stderr_file.read().decode(errors="replace")
-    tail = "\n".join(stderr.strip().splitlines()[-30:])
+        said = [line for path in sorted(Path(errors).glob("rank-*.txt")) for line in path.read_text().splitlines()]
+    lines = stderr.strip().splitlines()
+    tail = "\n".join([line for line in said if line not in lines] + lines[-30:])
     if timed_out:
         raise MeasurementError(
             f"the MPI job ({ranks} ranks) did not finish within timeout_s={timeout_s:g} s; it was killed. "
@@ -615,9 +653,10 @@ def _ranks_from_ratio(op, rows):
     if algbw <= 0:
         raise ValueError("ranks must be given: the log has no rank lines and no non-zero algbw to infer it from")
     ratio = busbw / algbw
-    for n in range(2, 4097):
-        if abs(collectives.busbw_factor(op, n) - ratio) <= 0.01 * ratio:
-            return n
+    candidates = np.arange(2, 4097)
+    errors = np.abs(collectives.busbw_factor(op, candidates) - ratio)
+    if errors.min() <= 0.002 * ratio:  # the log's columns have 2 decimals
+        return int(candidates[np.argmin(errors)])
     raise ValueError(f"ranks must be given: busbw/algbw = {ratio:.4f} matches no rank count for op={op!r}")
 
 
@@ -819,6 +858,41 @@ class StepMeasurements:
         }
         return {name: predictions[name] for name in self.median_s if name in predictions}
 
+    def to_csv(self, path=None):
+        """CSV text: the step's parameters and conditions as ``# key: json`` lines, one row per schedule."""
+        header = {"ranks": self.ranks, "backward_flops": self.backward_flops, "gradient_bytes": self.gradient_bytes}
+        header |= {"buckets": self.buckets} | self.conditions
+        lines = [f"# {key}: {json.dumps(value)}" for key, value in header.items()]
+        lines.append("schedule,median_s,p10_s,p90_s")
+        lines += [f"{n},{self.median_s[n]!r},{self.p10_s[n]!r},{self.p90_s[n]!r}" for n in self.median_s]
+        text = "\n".join(lines) + "\n"
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    @classmethod
+    def from_csv(cls, text_or_path):
+        """Load what ``to_csv`` wrote (a path or the text).
+
+        >>> step = StepMeasurements(2, 1e9, 1024, 4, {"compute": 0.1}, {"compute": 0.09}, {"compute": 0.2}, {})
+        >>> StepMeasurements.from_csv(step.to_csv()) == step
+        True
+        """
+        text = str(text_or_path)
+        if "\n" not in text:
+            text = Path(text).read_text()
+        header, rows = {}, []
+        for line in text.splitlines():
+            if line.startswith("# "):
+                key, _, value = line[2:].partition(": ")
+                header[key] = json.loads(value)
+            elif line.strip() and not line.startswith("schedule,"):
+                rows.append(line.split(","))
+        fixed = {key: header.pop(key) for key in ("ranks", "backward_flops", "gradient_bytes", "buckets")}
+        median, p10, p90 = ({row[0]: float(row[i]) for row in rows} for i in (1, 2, 3))
+        return cls(fixed["ranks"], float(fixed["backward_flops"]), fixed["gradient_bytes"], fixed["buckets"],
+                   median, p10, p90, header)  # fmt: skip
+
     def to_text(self, fit=None):
         """One line per schedule: median step time, its p10–p90 spread, the exposed time (and the prediction)."""
         predicted = self.predicted_exposed_s(fit) if fit is not None else {}
@@ -836,7 +910,7 @@ class StepMeasurements:
 
 def measure_step(
     ranks=2,
-    backward_flops=4e9,
+    backward_flops=2e9,
     gradient_bytes=16 * 2**20,
     buckets=4,
     *,
@@ -854,7 +928,8 @@ def measure_step(
     ``nonblocking`` (an ``Iallreduce`` per bucket posted as its layer finishes, one ``Waitall`` at the end, nothing
     driving progress meanwhile); ``nonblocking_test`` (the same with ``Testall`` between the matrix multiplies);
     ``nonblocking_async`` (the same as ``nonblocking`` with MPICH's progress thread, ``MPIR_CVAR_ASYNC_PROGRESS=1``,
-    in a second job). Step times are max over ranks after a barrier.
+    in a second job). Step times are max over ranks after a barrier; the iterations are interleaved (each times
+    every schedule in turn) so that a busy spell of a shared machine slows all schedules alike.
     """
     ranks = _validate.count("ranks", ranks, minimum=2)
     backward_flops = _validate.positive("backward_flops", backward_flops)

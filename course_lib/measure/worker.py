@@ -29,9 +29,20 @@ def _emit(record):
     sys.stdout.flush()
 
 
-def _fail(comm, message):
-    sys.stderr.write(f"rank {comm.rank}: {message}\n")
+def _say(rank, message):
+    """A rank's error message, to stderr and to a file of its own in $COURSE_LIB_MEASURE_ERRORS: mpiexec may exit
+    (on an abort) before it has forwarded the ranks' stderr."""
+    text = f"rank {rank}: {message}\n"
+    sys.stderr.write(text)
     sys.stderr.flush()
+    folder = os.environ.get("COURSE_LIB_MEASURE_ERRORS")
+    if folder:
+        with open(os.path.join(folder, f"rank-{rank}.txt"), "a") as file:
+            file.write(text)
+
+
+def _fail(comm, message):
+    _say(comm.rank, message)
     comm.Abort(3)
 
 
@@ -96,7 +107,7 @@ class _Collective:
             bad = int(np.flatnonzero(self.recv != self.expected)[0])
             _fail(
                 self.comm,
-                f"wrong result of {self.op} at {self.payload_bytes} B: element {bad} is {self.recv[bad]!r}, "
+                f"wrong result of {self.op} at {self.payload_bytes} B: element {bad} is {float(self.recv[bad])!r}, "
                 f"expected {float(self.expected[bad])!r}",
             )
 
@@ -107,12 +118,10 @@ def _fault(comm, spec, where):
     if not fault or fault["rank"] != comm.rank or fault["where"] != where:
         return False
     if fault["kind"] == "hang":
-        sys.stderr.write(f"rank {comm.rank}: injected fault: hanging\n")
-        sys.stderr.flush()
+        _say(comm.rank, "injected fault: hanging")
         time.sleep(3600)
     if fault["kind"] == "die":
-        sys.stderr.write(f"rank {comm.rank}: injected fault: exiting with status 7\n")
-        sys.stderr.flush()
+        _say(comm.rank, "injected fault: exiting with status 7")
         os._exit(7)
     return fault["kind"] == "corrupt"
 
@@ -223,15 +232,24 @@ def run_step(comm, spec):
         "nonblocking_test": lambda: bucketed(True),
         "nonblocking_async": lambda: bucketed(False),
     }
-    for name in spec["schedules"]:
-        call = schedules[name]
+    names = spec["schedules"]
+    for name in names:
         for _ in range(spec["warmup"]):
-            call()
-        slowest = _timed(comm, call, spec["iterations"])
-        if name != "compute":
-            if not np.array_equal(reduced, expected):
-                _fail(comm, f"wrong all-reduce result in schedule {name!r}")
+            schedules[name]()
+    # Interleaved: iteration i times every schedule in turn, so a slow spell of the machine hits them all alike.
+    times = {name: np.empty(spec["iterations"]) for name in names}
+    for i in range(spec["iterations"]):
+        for name in names:
             reduced.fill(np.nan)
+            comm.Barrier()
+            start = time.perf_counter()
+            schedules[name]()
+            times[name][i] = time.perf_counter() - start
+            if name != "compute" and not np.array_equal(reduced, expected):
+                _fail(comm, f"wrong all-reduce result in schedule {name!r}")
+    for name in names:
+        slowest = np.empty_like(times[name])
+        comm.Reduce(times[name], slowest, op=MPI.MAX, root=0)
         if comm.rank == 0:
             _emit({"kind": "step", "schedule": name, "times_s": slowest.tolist()})
 

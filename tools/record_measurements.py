@@ -1,0 +1,41 @@
+"""Record the MPI runs shipped in data/mpi/ (lesson 05 and lab 05 analyse them; nbval checks the numbers).
+
+Run: .venv/bin/python tools/record_measurements.py [--out data/mpi]
+Each file names the machine, the MPI library and its version in its ``# key: value`` header lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import socket
+from pathlib import Path
+
+from course_lib.measure import Measurements, measure_step, run_collective_sweep
+
+ALGORITHMS = ("ring", "recursive_doubling", "reduce_scatter_allgather", "auto")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="data/mpi")
+    parser.add_argument("--ranks", type=int, default=2)
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tables = [
+        run_collective_sweep("all_reduce", args.ranks, "8B:64MB", algorithm, iterations=20, warmup=5, progress=True)
+        for algorithm in ALGORITHMS
+    ]
+    table = Measurements.concat(tables)
+    library = re.sub(r"\W+", "-", table.conditions["mpi_library"].replace("Version:", "")).strip("-").lower()
+    stem = f"{socket.gethostname()}_{library}_{args.ranks}ranks"
+    table.to_csv(out / f"{stem}_all_reduce.csv")
+    step = measure_step(args.ranks, progress=True)
+    step.to_csv(out / f"{stem}_step.csv")
+    print(table.to_text())
+    print(step.to_text())
+
+
+if __name__ == "__main__":
+    main()
