@@ -31,10 +31,12 @@ def main():
     library = re.sub(r"\W+", "-", table.conditions["mpi_library"].replace("Version:", "")).strip("-").lower()
     stem = f"{socket.gethostname()}_{library}_{args.ranks}ranks"
     table.to_csv(out / f"{stem}_all_reduce.csv")
-    step = measure_step(args.ranks, progress=True)
-    step.to_csv(out / f"{stem}_step.csv")
     print(table.to_text())
-    print(step.to_text())
+    # The backward pass on the ranks' cores (they compute and copy), then on a modelled 40 GFLOP/s accelerator.
+    for name, rate in (("cpu", None), ("device", 40e9)):
+        step = measure_step(args.ranks, device_flops_per_s=rate, iterations=20, progress=True)
+        step.to_csv(out / f"{stem}_step_{name}.csv")
+        print(name, step.to_text(), sep="\n")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import platform
 import re
@@ -451,16 +452,18 @@ def _kill_job(process, marker):
     process.wait()
 
 
-def _progress_printer(total, label):
-    """A text progress bar on stderr (the command line and notebooks both show it)."""
+def _progress_printer(total, label, stream):
+    """A text progress bar on ``stream`` (``progress=True``: stderr, for the command line; a notebook passes
+    ``sys.stdout``)."""
+    stream = sys.stderr if stream is True else stream
     start = time.perf_counter()
 
     def show(done):
         width = 30
         filled = int(width * done / total) if total else width
         text = f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {time.perf_counter() - start:.1f} s"
-        sys.stderr.write(text + ("\n" if done >= total else ""))
-        sys.stderr.flush()
+        stream.write(text + ("\n" if done >= total else ""))
+        stream.flush()
 
     return show
 
@@ -478,7 +481,7 @@ def _run_job(ranks, spec, env_extra, timeout_s, expected_records=0, progress=Fal
     env = dict(os.environ, PYTHONUNBUFFERED="1", COURSE_LIB_MEASURE_JOB=marker, **env_extra)
     # One BLAS thread per rank: the ranks already share the cores.
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    show = _progress_printer(expected_records, label) if progress and expected_records else None
+    show = _progress_printer(expected_records, label, progress) if progress and expected_records else None
     records, buffer = [], b""
     with tempfile.TemporaryFile() as stderr_file, tempfile.TemporaryDirectory() as errors:
         env["COURSE_LIB_MEASURE_ERRORS"] = errors
@@ -617,7 +620,8 @@ def run_collective_sweep(
     taken as the maximum over ranks. The result of every size is checked against the exact expected values
     (small integers in float32): a wrong result raises ``MeasurementError``, as does a rank that dies, or a job
     still running after ``timeout_s`` (then killed with all its processes). More ranks than cores runs, with a
-    warning, and ``conditions["ranks_exceed_cores"]`` says so.
+    warning, and ``conditions["ranks_exceed_cores"]`` says so. ``progress``: True for a bar on stderr, or a stream
+    (a notebook passes ``sys.stdout``).
 
     >>> table = run_collective_sweep("all_reduce", 2, "1KB,64KB", "ring", iterations=3, warmup=1)
     >>> table.size_bytes.tolist(), table.conditions["mpi_library"].startswith("MPICH")
@@ -747,14 +751,15 @@ class AlphaBetaFit:
         )
 
 
-def fit_alpha_beta(measurements, algorithm=None):
+def fit_alpha_beta(measurements, algorithm=None, size_range_bytes=None):
     """Fit α and B of T = n(p)·α + Q(p, S)/B to a table of one op, algorithm and rank count.
 
     n and Q per size come from ``collectives.collective_cost(op, p, S, algorithm)``; ``algorithm`` is the course's
     cost model (``collectives.ALGORITHMS[op]``), by default the one matching the MPICH algorithm measured
     (required for ``auto`` and nccl-tests logs). Least squares on relative errors, (T_model − T)/T, so a 10 µs and
-    a 10 ms point count alike. Rows where MPICH fell back to another algorithm are left out. The crossover is the
-    size at which n·α = Q/B.
+    a 10 ms point count alike. Rows where MPICH fell back to another algorithm are left out, and with
+    ``size_range_bytes=(low, high)`` so are sizes outside [low, high] (fit near the sizes you will predict: one α
+    and one B rarely describe six decades of sizes). The crossover is the size at which n·α = Q/B.
 
     >>> from course_lib.collectives import collective_time
     >>> sizes = [2**k for k in range(3, 27, 2)]
@@ -767,7 +772,16 @@ def fit_alpha_beta(measurements, algorithm=None):
     """
     if not isinstance(measurements, Measurements):
         raise ValueError(f"measurements must be a Measurements table, got {type(measurements).__name__}")
-    table = Measurements(tuple(r for r in measurements.rows if not r.fell_back), measurements.conditions)
+    low, high = 0, math.inf
+    if size_range_bytes is not None:
+        try:
+            low, high = (float(v) for v in size_range_bytes)
+        except (TypeError, ValueError):
+            raise ValueError(f"size_range_bytes must be (low, high) in bytes, got {size_range_bytes!r}") from None
+        if not 0 <= low <= high:
+            raise ValueError(f"size_range_bytes must satisfy 0 ≤ low ≤ high, got {size_range_bytes!r}")
+    rows = tuple(r for r in measurements.rows if not r.fell_back and low <= r.size_bytes <= high)
+    table = Measurements(rows, measurements.conditions)
     if not table.rows:
         raise ValueError("measurements must hold rows where MPICH ran the algorithm asked for; none here")
     op, measured_algorithm, ranks = table.op, table.algorithm, table.ranks
@@ -915,6 +929,7 @@ def measure_step(
     buckets=4,
     *,
     schedules=SCHEDULES,
+    device_flops_per_s=None,
     iterations=10,
     warmup=2,
     timeout_s=300.0,
@@ -928,7 +943,10 @@ def measure_step(
     ``nonblocking`` (an ``Iallreduce`` per bucket posted as its layer finishes, one ``Waitall`` at the end, nothing
     driving progress meanwhile); ``nonblocking_test`` (the same with ``Testall`` between the matrix multiplies);
     ``nonblocking_async`` (the same as ``nonblocking`` with MPICH's progress thread, ``MPIR_CVAR_ASYNC_PROGRESS=1``,
-    in a second job). Step times are max over ranks after a barrier; the iterations are interleaved (each times
+    in a second job). With ``device_flops_per_s`` the backward pass runs on a modelled accelerator instead: each
+    matrix multiply is a wait of 2n³/rate seconds during which the host core is free (as a GPU's host is), so the
+    cores can move the gradient meanwhile; without it, the cores both compute and copy (shared-memory MPI has no
+    DMA engine). Step times are max over ranks after a barrier; the iterations are interleaved (each times
     every schedule in turn) so that a busy spell of a shared machine slows all schedules alike.
     """
     ranks = _validate.count("ranks", ranks, minimum=2)
@@ -940,6 +958,8 @@ def measure_step(
     schedules = tuple(_validate.choice("schedules", s, SCHEDULES) for s in schedules)
     if "compute" not in schedules:
         raise ValueError("schedules must include 'compute': exposed time is read against compute alone")
+    if device_flops_per_s is not None:
+        device_flops_per_s = _validate.positive("device_flops_per_s", device_flops_per_s)
     flops_per_matmul = 2 * _MATRIX_N**3
     matmuls = max(1, round(backward_flops / buckets / flops_per_matmul))
     _oversubscription_warning(ranks)
@@ -949,6 +969,7 @@ def measure_step(
         "buckets": buckets,
         "matmuls_per_layer": matmuls,
         "gradient_bytes": gradient_bytes,
+        "device_s_per_matmul": flops_per_matmul / device_flops_per_s if device_flops_per_s else None,
         "iterations": iterations,
         "warmup": warmup,
     }
@@ -965,6 +986,9 @@ def measure_step(
             median[record["schedule"]] = float(np.median(times))
             p10[record["schedule"]], p90[record["schedule"]] = (float(v) for v in np.percentile(times, [10, 90]))
     conditions.update(iterations=iterations, warmup=warmup, matmuls_per_layer=matmuls, matrix_n=_MATRIX_N)
+    conditions.update(compute="modelled accelerator" if device_flops_per_s else "numpy on the ranks' cores")
+    if device_flops_per_s:
+        conditions.update(device_flops_per_s=device_flops_per_s)
     actual_flops = float(buckets * matmuls * flops_per_matmul)
     elements = max(gradient_bytes // 4, buckets)
     elements -= elements % buckets

@@ -177,9 +177,17 @@ def run_sweep(comm, spec):
                 _emit({"kind": "row", **record, "times_s": slowest.tolist(), "fell_back": bool(fell_back)})
 
 
-def _matmul_layer(matrices, chunks, between=None):
-    """One "layer" of the backward pass: ``chunks`` float32 matrix multiplies, ``between()`` after each."""
+def _matmul_layer(matrices, chunks, between=None, device_s=None):
+    """One "layer" of the backward pass: ``chunks`` float32 matrix multiplies, ``between()`` after each. With
+    ``device_s`` each multiply runs on a (modelled) accelerator: the host waits ``device_s`` seconds, its core free."""
     a, b, out = matrices
+    if device_s is not None:
+        end = time.perf_counter() + chunks * device_s
+        while (left := end - time.perf_counter()) > 0:
+            if between is not None:  # the host calls into MPI every 0.5 ms while the device computes
+                between()
+            time.sleep(min(left, 5e-4) if between is not None else left)
+        return
     for _ in range(chunks):
         np.matmul(a, b, out=out)
         if between is not None:
@@ -190,6 +198,7 @@ def run_step(comm, spec):
     from mpi4py import MPI
 
     n, buckets, chunks = spec["matrix_n"], spec["buckets"], spec["matmuls_per_layer"]
+    device_s = spec.get("device_s_per_matmul")
     rng = np.random.default_rng(comm.rank)
     matrices = tuple(rng.random((n, n), dtype=np.float32) for _ in range(2)) + (np.empty((n, n), np.float32),)
     elements = max(spec["gradient_bytes"] // 4, buckets)
@@ -202,7 +211,7 @@ def run_step(comm, spec):
 
     def compute():
         for _ in range(buckets):
-            _matmul_layer(matrices, chunks)
+            _matmul_layer(matrices, chunks, device_s=device_s)
 
     def communicate():
         comm.Allreduce(gradient, reduced, op=MPI.SUM)
@@ -220,7 +229,7 @@ def run_step(comm, spec):
 
         # The backward pass finishes the last layer first: bucket k holds that layer's gradients.
         for k in range(buckets):
-            _matmul_layer(matrices, chunks, poke if test else None)
+            _matmul_layer(matrices, chunks, poke if test else None, device_s)
             requests.append(comm.Iallreduce(send_buckets[k], recv_buckets[k], op=MPI.SUM))
         MPI.Request.Waitall(requests)
 
