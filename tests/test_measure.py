@@ -26,6 +26,7 @@ from course_lib.measure import (
     Measurements,
     Row,
     StepMeasurements,
+    compare_algorithms,
     fit_alpha_beta,
     measure_step,
     parse_sizes,
@@ -89,6 +90,19 @@ def test_a_two_rank_sweep_gives_finite_times_that_grow_with_size():
     # nccl-tests' definitions: algbw = S/t, busbw = algbw·2(p−1)/p = algbw at p = 2.
     np.testing.assert_allclose(table.algbw_bytes_per_s, table.size_bytes / times, rtol=1e-12)
     np.testing.assert_allclose(table.busbw_bytes_per_s, table.algbw_bytes_per_s * 1.0, rtol=1e-12)
+
+
+def test_compare_algorithms_pools_the_rounds():
+    table = compare_algorithms("all_reduce", 2, [64, 4096], ["ring", "recursive_doubling"], rounds=2, iterations=2,
+                               warmup=1)  # fmt: skip
+    assert {(row.algorithm, row.size_bytes, row.iterations) for row in table} == {
+        (a, s, 4) for a in ("ring", "recursive_doubling") for s in (64, 4096)
+    }
+    assert table.conditions["rounds"] == 2 and table.conditions["iterations"] == 4
+    with pytest.raises(ValueError, match="without repeats"):
+        compare_algorithms("all_reduce", 2, [64], ["ring", "ring"])
+    with pytest.raises(ValueError, match="algorithm must be one of"):
+        compare_algorithms("all_gather", 2, [64], ["ring", "rabenseifner"])
 
 
 def test_more_ranks_than_cores_warns_and_says_so_in_the_result():

@@ -67,6 +67,7 @@ __all__ = [
     "parse_sizes",
     "run_collective_sweep",
     "run_collective_sweeps",
+    "compare_algorithms",
     "read_nccl_tests",
     "fit_alpha_beta",
     "measure_step",
@@ -583,10 +584,8 @@ def _algorithm_env(cases):
     return env
 
 
-def run_collective_sweeps(
-    cases, ranks, sizes_bytes, *, iterations=20, warmup=5, timeout_s=120.0, progress=False, _fault=None
-):
-    """Time several (op, MPICH algorithm) pairs, each op at most once, in ONE MPI job; see ``run_collective_sweep``."""
+def _sweep(cases, ranks, sizes_bytes, iterations, warmup, timeout_s, progress, fault=None):
+    """Run one sweep job; return its raw records (every iteration's time) and the conditions."""
     cases = _check_cases(cases)
     ranks = _validate.count("ranks", ranks, minimum=2)
     sizes = parse_sizes(sizes_bytes)
@@ -599,13 +598,50 @@ def run_collective_sweeps(
         "sizes_bytes": list(sizes),
         "iterations": iterations,
         "warmup": warmup,
-        "fault": _fault,
+        "fault": fault,
     }
     records, conditions = _run_job(
         ranks, spec, _algorithm_env(cases), timeout_s, len(cases) * len(sizes), progress, "sweep"
     )
-    rows = [_row(r["op"], r["algorithm"], ranks, r["size_bytes"], r["times_s"], r["fell_back"]) for r in records]
     conditions.update(iterations=iterations, warmup=warmup, timing="max over ranks per iteration, after a barrier")
+    return records, conditions
+
+
+def run_collective_sweeps(
+    cases, ranks, sizes_bytes, *, iterations=20, warmup=5, timeout_s=120.0, progress=False, _fault=None
+):
+    """Time several (op, MPICH algorithm) pairs, each op at most once, in ONE MPI job; see ``run_collective_sweep``."""
+    records, conditions = _sweep(cases, ranks, sizes_bytes, iterations, warmup, timeout_s, progress, _fault)
+    rows = [_row(r["op"], r["algorithm"], ranks, r["size_bytes"], r["times_s"], r["fell_back"]) for r in records]
+    return Measurements(tuple(rows), conditions)
+
+
+def compare_algorithms(
+    op, ranks, sizes_bytes, algorithms, *, rounds=4, iterations=5, warmup=3, timeout_s=120.0, progress=False
+):
+    """Time several MPICH ``algorithms`` of ``op`` fairly on a shared machine: ``rounds`` rounds, each running every
+    algorithm's sweep in turn (``iterations`` each); the iterations of all rounds are pooled per algorithm and size.
+
+    A busy spell of the machine then falls on every algorithm alike, instead of on whichever ran during it. Returns
+    one ``Measurements`` with ``rounds × iterations`` timed iterations per row.
+    """
+    algorithms = list(algorithms) if not isinstance(algorithms, str) else [algorithms]
+    for algorithm in algorithms:
+        _check_cases([(op, algorithm)])
+    if not algorithms or len(set(algorithms)) != len(algorithms):
+        raise ValueError(f"algorithms must be a non-empty list without repeats, got {algorithms}")
+    rounds = _validate.count("rounds", rounds)
+    pooled, fell_back, conditions = {}, {}, {}
+    for _ in range(rounds):
+        for algorithm in algorithms:
+            records, conditions = _sweep([(op, algorithm)], ranks, sizes_bytes, iterations, warmup, timeout_s, progress)
+            for r in records:
+                key = (algorithm, r["size_bytes"])
+                pooled.setdefault(key, []).extend(r["times_s"])
+                fell_back[key] = fell_back.get(key, False) or r["fell_back"]
+    rows = [_row(op, algorithm, ranks, size, times, fell_back[(algorithm, size)])
+            for (algorithm, size), times in pooled.items()]  # fmt: skip
+    conditions.update(iterations=rounds * iterations, rounds=rounds, iterations_per_round=iterations)
     return Measurements(tuple(rows), conditions)
 
 
