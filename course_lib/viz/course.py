@@ -18,7 +18,7 @@ LESSONS = (
         "04 · Budget the bytes\nexposed time, plan search",
         ("01_mac", "02_nccl", "03_parallelism"),
     ),
-    ("05_measure", "05 · Measure, don't assume\nMPI sweeps, fitted α, B", ("02_nccl", "04_communication_budget")),
+    ("05_measure", "05 · Measure it\nMPI runs, fitted α and B", ("02_nccl", "04_communication_budget")),
 )
 # (lab title, the lesson it practises)
 LABS = (
