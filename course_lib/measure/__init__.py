@@ -782,8 +782,8 @@ class AlphaBetaFit:
         return (
             f"{self.op} {self.algorithm} p={self.ranks}: α = {units.format_time(self.latency_s)}, "
             f"B = {units.format_bandwidth(self.bandwidth_bytes_per_s)}, "
-            f"crossover {units.format_bytes(self.crossover_bytes)}, "
-            f"median |residual| {units.format_percent(self.median_relative_residual)}"
+            + (f"crossover {units.format_bytes(self.crossover_bytes)}, " if self.latency_s > 0 else "α clamped at 0, ")
+            + f"median |residual| {units.format_percent(self.median_relative_residual)}"
         )
 
 

@@ -26,6 +26,7 @@ LABS = (
     ("Lab: global batch", "03_parallelism"),
     ("Lab: memory budget", "03_parallelism"),
     ("Lab: pipeline schedule", "03_parallelism"),
+    ("Lab: measure collectives", "05_measure"),
 )
 
 
