@@ -164,10 +164,11 @@ for size in (8, 2**16, 2**26):
     )
 
 # %% [markdown]
-# α is a few microseconds, the cost of one synchronised hand-off through shared memory; B is a few GB/s, a
-# memory copy on a busy two-core machine, two orders of magnitude below NVLink. The crossover lands at tens of
+# α is a few microseconds, the cost of one synchronised hand-off through shared memory; B is of the order of a GB/s,
+# a memory copy on a busy two-core machine, two orders of magnitude below NVLink. The crossover lands at some ten
 # kilobytes: below it the size barely matters, above it the time doubles with the size. The median relative
-# residual says how well one α and one B describe six decades of sizes.
+# residual says how well one α and one B describe six decades of sizes; the 64 MiB row, far above its fit, says
+# where they fail (the buffers no longer fit in the caches).
 
 # %% [markdown]
 # ### Step 3 · Which algorithm wins where: measured, then modelled
@@ -265,9 +266,11 @@ print(f"{units.format_bytes(gradient_bytes, binary=True)} all-reduce alone: meas
       f"{units.format_time(bucket_fit.predict_s(gradient_bytes))}")  # fmt: skip
 
 # %% [markdown]
-# The full-range fit's B comes from the kilobyte sizes that sit in the caches; the 1–64 MiB fit describes the
-# sizes the step moves. With it, lesson 04's prediction (the "predicted" column: `budget.exposed_after_overlap`
-# with the buckets' fitted times, never less than the last bucket) next to the measured exposed time:
+# Which fit to trust? The one made at the sizes you will predict (here 1–64 MiB, where α hardly matters and is
+# clamped at 0), and then a check against a measurement of exactly the operation you care about, as above: the
+# sweep and the step ran minutes apart on a shared machine, and a two-parameter model cannot know what else ran.
+# With the 1–64 MiB fit, lesson 04's prediction (the "predicted" column: `budget.exposed_after_overlap` with the
+# buckets' fitted times, never less than the last bucket) next to the measured exposed time:
 
 # %%
 for recorded_step in steps.values():
