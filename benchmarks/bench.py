@@ -308,8 +308,34 @@ def bench_grading(per_lab=4):
             )
 
 
+def bench_measure():
+    """Lesson 05's default live sweep (2 ranks, 8 B – 64 MB, ring and recursive doubling): wall time, α and B."""
+    import warnings
+
+    from course_lib.measure import fit_alpha_beta, run_collective_sweep
+    from course_lib.units import format_bandwidth, format_percent, format_time
+
+    for algorithm in ("ring", "recursive_doubling"):
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = run_collective_sweep("all_reduce", 2, "8B:64MB", algorithm, iterations=10)
+        wall = time.perf_counter() - start
+        fit = fit_alpha_beta(table)
+        large = fit_alpha_beta(table, size_range_bytes=(2**20, 2**26))
+        print(
+            f"measure all_reduce {algorithm:<18} p=2, 8 B–64 MB, 10 iterations: {wall:.1f} s wall "
+            f"(target < 60 s); α = {format_time(fit.latency_s)}, B = {format_bandwidth(fit.bandwidth_bytes_per_s)}, "
+            f"median |residual| {format_percent(fit.median_relative_residual)}; on ≥ 1 MiB only: "
+            f"B = {format_bandwidth(large.bandwidth_bytes_per_s)}, |residual| "
+            f"{format_percent(large.median_relative_residual)} ({table.conditions['mpi_library'].split()[-1]} MPICH, "
+            f"{table.conditions['cores']} cores)"
+        )
+
+
 if __name__ == "__main__":
     print(f"python {sys.version.split()[0]} on {sys.platform}")
+    bench_measure()
     bench_import()
     bench_simulation()
     bench_search()

@@ -822,6 +822,6 @@ quiz.MultipleChoice(
 # ## What's next
 #
 # You can now go from a model, a batch and a cluster to the memory of each device, the transfers of each split,
-# the exposed part of each transfer, and a ranked list of plans. This is the last lesson; next come the labs, which
-# ship with the course's labs: four widget labs (ring all-reduce, global batch, memory budget, pipeline schedule)
-# that put these budgets under sliders and end with graded questions.
+# the exposed part of each transfer, and a ranked list of plans. Every number in it was modelled: next,
+# [05 · Measure, don't assume](05_measure.ipynb) times real collectives on MPI, fits α and B to them, and measures
+# the exposed communication of real steps. The labs put these budgets under sliders and end with graded questions.

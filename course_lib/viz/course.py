@@ -18,6 +18,7 @@ LESSONS = (
         "04 · Budget the bytes\nexposed time, plan search",
         ("01_mac", "02_nccl", "03_parallelism"),
     ),
+    ("05_measure", "05 · Measure it\nMPI runs, fitted α and B", ("02_nccl", "04_communication_budget")),
 )
 # (lab title, the lesson it practises)
 LABS = (
@@ -25,6 +26,7 @@ LABS = (
     ("Lab: global batch", "03_parallelism"),
     ("Lab: memory budget", "03_parallelism"),
     ("Lab: pipeline schedule", "03_parallelism"),
+    ("Lab: measure collectives", "05_measure"),
 )
 
 

@@ -1,0 +1,464 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [raw]
+# # ASSIGNMENT CONFIG
+# # The graded master of lab 5 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
+# # `otter assign` on it; it stages course_lib/ and requirements.txt next to a copy of this notebook first,
+# # so that the autograder zip carries the course's code and runs on Gradescope as it does locally.
+# # Its links are relative to labs/, where the student version goes (make assignments).
+# name: 05_measure_collectives
+# requirements: requirements.txt
+# autograder_files:
+#   - course_lib
+# python_version: "3.11"
+# export_cell: false
+# check_all_cell: true
+# tests:
+#   ok_format: false
+# generate:
+#   show_stdout: true
+#   show_hidden: true
+
+# %% [markdown]
+# # Lab 5 · Measure collectives
+#
+# [Lesson 05 · Measure, don't assume](../notebooks/05_measure.ipynb) ran real collectives with MPICH, fitted α and
+# B of $T = n\alpha + Q/B$ to the times, and read the exposed communication of a step off the clock. In this lab you
+# first run a sweep yourself and look at its spread; then you do the analysis by hand on recorded tables: fit α and
+# B, compute busbw from a row, choose the algorithm to run at a size, and read the exposed communication of a step
+# from per-rank times.
+#
+# **What you need:** lesson 05 (and lesson 02 for the α–β model, algbw and busbw).
+#
+# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
+# runs its public tests. The grader also runs hidden tests on other recorded tables, chosen so that the usual slips
+# (algbw taken for busbw, the wrong phase count in the fit, the mean instead of the maximum over ranks) fail them.
+# All quantities are in SI base units: bytes, seconds, bytes per second.
+
+# %%
+import numpy as np
+
+from course_lib import collectives, measure, units
+
+# %% [markdown]
+# ## The lab: a live sweep
+#
+# Choose the ranks, MPICH's all-reduce algorithm, the largest size and the iterations, then press *Run*: two or more
+# MPI ranks all-reduce every fourth power of two from 8 B up to that size (a few seconds), and the figure shows the
+# medians with their p10–p90 spread, the fitted line $n\alpha + Q/B$ and its two terms. Run it a few times: the
+# medians move a little, the spread a lot, more on a busy machine. With 3 or 4 ranks on a two-core machine you get
+# more ranks than cores: read the note under the numbers.
+# %% tags=["nbval-ignore-output", "otter_ignore"]
+# nbval-ignore-output: live widget; its output cannot be compared
+from course_lib.widgets.measure import measure_lab
+
+lab = measure_lab()
+lab
+
+# %% [markdown]
+# ## Key figures of the recorded run
+#
+# The same widget on the ring run recorded for the course (no MPI needed), and the fit it shows:
+
+# %% tags=["otter_ignore"]
+from pathlib import Path
+
+data = next(folder / "data" for folder in (Path.cwd(), *Path.cwd().parents) if (folder / "data" / "mpi").is_dir())
+recorded = measure.Measurements.from_csv(next((data / "mpi").glob("*_all_reduce.csv")))
+reference = measure_lab()
+reference.show(recorded.select(algorithm="ring"))
+r = reference.result
+print(f"recorded with {recorded.conditions['mpi_library']} on {recorded.conditions['cores']} cores")
+print(f"α = {units.format_time(r['latency_s'])}, B = {units.format_bandwidth(r['bandwidth_bytes_per_s'])}")
+print(f"crossover {units.format_bytes(r['crossover_bytes'])}, median |residual| "
+      f"{units.format_percent(r['median_relative_residual'])}")  # fmt: skip
+
+# %% [markdown]
+# ## Explore
+#
+# These are not graded; the answers are below.
+#
+# 1. **Where does size stop mattering?** In the figure, find the largest size whose median is within 20 % of the
+#    8 B median.
+# 2. **How noisy?** Press *Run* three times. What moves most: the medians or the p10–p90 bars?
+# 3. **One B?** Set *up to* 64 MiB. Where do the largest points fall: on the fitted line, above or below it?
+#
+# **Answers.**
+#
+# 1. A few kilobytes: below the crossover $S^* = p\alpha B$ (tens of kB here) the time is mostly $n\alpha$.
+# 2. p90: the slowest tenth of iterations are those another program interrupted. The median is the robust summary,
+#    and the spread is what tells you whether two medians differ.
+# 3. Above it: at tens of megabytes the buffers no longer fit in the caches, so the copy runs at memory speed and
+#    B is lower. One B fitted to every size is a compromise; fit near the sizes you will predict.
+
+# %% [markdown]
+# ## Graded questions
+#
+# Each question names the function to define. Functions take their arguments in SI base units and return SI base
+# units.
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q1
+# points: 3
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 1 · Fit α and B to a ring all-reduce (3 points)
+#
+# A ring all-reduce of $S$ bytes on $p$ ranks takes $T(S) = n\alpha + Q(S)/B$ with $n = 2(p-1)$ steps and
+# $Q = 2\frac{p-1}{p}S$ bytes on the critical path. Given measured median times $T_i$ at sizes $S_i$, fit $\alpha$
+# and $B$ by least squares **on relative errors**: minimise $\sum_i \big((n\alpha + Q(S_i)/B - T_i)/T_i\big)^2$,
+# which is linear in $\alpha$ and $1/B$ (divide each row of the system by $T_i$; `np.linalg.lstsq` solves it).
+#
+# Write `fit_ring_alpha_beta(ranks, sizes_bytes, times_s)` returning `(latency_s, bandwidth_bytes_per_s)`. Do not
+# call `measure.fit_alpha_beta`. The public test uses the ring run recorded for the course (2 ranks, MPICH 5.0.2,
+# 8 B to 512 KiB):
+
+# %%
+RECORDED_SIZES_BYTES = [8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288]
+RECORDED_TIMES_S = [7.69e-06, 6.547e-06, 6.735e-06, 7.329e-06, 9.007e-06, 1.013e-05, 2.205e-05, 5.543e-05, 2.612e-04]
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def fit_ring_alpha_beta(ranks, sizes_bytes, times_s):
+    """α (s) and B (bytes/s) of a ring all-reduce, fitted on relative errors."""
+    # BEGIN SOLUTION
+    sizes, times = np.asarray(sizes_bytes, dtype=float), np.asarray(times_s, dtype=float)
+    phases = np.full_like(sizes, 2 * (ranks - 1))
+    wire = 2 * (ranks - 1) / ranks * sizes
+    design = np.column_stack([phases, wire]) / times[:, None]
+    (alpha, inverse_b), *_ = np.linalg.lstsq(design, np.ones_like(times), rcond=None)
+    return float(alpha), float(1 / inverse_b)
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q1_recorded_run(fit_ring_alpha_beta):
+    import math
+
+    from course_lib import measure
+
+    assert callable(fit_ring_alpha_beta), "define the function fit_ring_alpha_beta"
+    assert "fit_alpha_beta" not in fit_ring_alpha_beta.__code__.co_names, "fit it yourself: no measure.fit_alpha_beta"
+    sizes = [8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288]
+    times = [7.69e-06, 6.547e-06, 6.735e-06, 7.329e-06, 9.007e-06, 1.013e-05, 2.205e-05, 5.543e-05, 2.612e-04]
+    rows = tuple(measure.Row("all_reduce", "ring", 2, s, t, t, t, s / t, s / t, 1, False)
+                 for s, t in zip(sizes, times, strict=True))  # fmt: skip
+    want = measure.fit_alpha_beta(measure.Measurements(rows))
+    got = fit_ring_alpha_beta(2, sizes, times)
+    assert isinstance(got, tuple) and len(got) == 2, f"return (latency_s, bandwidth_bytes_per_s), got {got!r}"
+    assert math.isclose(got[0], want.latency_s, rel_tol=1e-4), f"α: expected {want.latency_s:.4g} s, got {got[0]!r}"
+    assert math.isclose(got[1], want.bandwidth_bytes_per_s, rel_tol=1e-4), (
+        f"B: expected {want.bandwidth_bytes_per_s:.4g} B/s, got {got[1]!r}"
+    )
+
+
+test_q1_recorded_run(fit_ring_alpha_beta)
+
+
+# %%
+# HIDDEN
+def test_q1_other_tables(fit_ring_alpha_beta):
+    import math
+
+    from course_lib import measure
+
+    def reference(ranks, sizes, times):
+        rows = tuple(measure.Row("all_reduce", "ring", ranks, s, t, t, t, 1.0, 1.0, 1, False)
+                     for s, t in zip(sizes, times, strict=True))  # fmt: skip
+        fit = measure.fit_alpha_beta(measure.Measurements(rows))
+        return fit.latency_s, fit.bandwidth_bytes_per_s
+
+    tables = [
+        # 8× H100 in one node (nccl-tests, AWS p5; out-of-place times): at p = 8 the ring has 14 phases, not lg 8 = 3
+        (8, [8, 64, 512, 4096, 32768, 262144, 2097152, 16777216, 134217728, 1073741824],
+         [12.9e-6, 14.48e-6, 16.19e-6, 16.76e-6, 18.78e-6, 20.27e-6, 43.45e-6, 124.0e-6, 592.8e-6, 4253.0e-6]),
+        # 16× H100 on two nodes (nccl-tests, Nebius InfiniBand): an unweighted fit would ignore the small sizes
+        (16, [8, 1024, 131072, 1048576, 16777216, 268435456, 1073741824],
+         [45.72e-6, 31.36e-6, 43.10e-6, 87.08e-6, 210.33e-6, 1305.66e-6, 4511.97e-6]),
+    ]  # fmt: skip
+    for ranks, sizes, times in tables:
+        want = reference(ranks, sizes, times)
+        got = fit_ring_alpha_beta(ranks, sizes, times)
+        assert math.isclose(got[0], want[0], rel_tol=1e-4) and math.isclose(got[1], want[1], rel_tol=1e-4), (
+            f"p = {ranks}: expected α = {want[0]:.4g} s, B = {want[1]:.4g} B/s; got {got!r} "
+            "(phase count 2(p − 1)? bytes 2(p − 1)/p·S? relative errors?)"
+        )
+
+
+test_q1_other_tables(fit_ring_alpha_beta)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q2
+# points: 2
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 2 · busbw from a measured row (2 points)
+#
+# nccl-tests reports algbw $= S/t$ and busbw $=$ algbw $\times$ a factor that depends on the collective and the
+# rank count $n$: $2(n-1)/n$ for all-reduce; $(n-1)/n$ for all-gather, reduce-scatter and all-to-all; 1 for
+# broadcast and reduce. Write `busbw_bytes_per_s(op, ranks, size_bytes, time_s)` without calling
+# `collectives.busbw_factor` or `collectives.busbw_bytes_per_s`. The public test is the 1 GiB row of the 8× H100
+# log: 4253.0 µs, busbw 441.81 GB/s.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def busbw_bytes_per_s(op, ranks, size_bytes, time_s):
+    """nccl-tests' bus bandwidth of one measured row (bytes/s)."""
+    # BEGIN SOLUTION
+    if op == "all_reduce":
+        factor = 2 * (ranks - 1) / ranks
+    elif op in ("all_gather", "reduce_scatter", "all_to_all"):
+        factor = (ranks - 1) / ranks
+    else:  # broadcast, reduce
+        factor = 1.0
+    return size_bytes / time_s * factor
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q2_h100_row(busbw_bytes_per_s):
+    import math
+
+    assert callable(busbw_bytes_per_s), "define the function busbw_bytes_per_s"
+    used = set(busbw_bytes_per_s.__code__.co_names) & {"busbw_factor", "busbw_bytes_per_s"}
+    assert not used, f"derive the factor yourself instead of calling {', '.join(sorted(used))}"
+    got = busbw_bytes_per_s("all_reduce", 8, 1073741824, 4253.0e-6)
+    assert math.isclose(got, 441.81e9, rel_tol=1e-3), f"expected 441.81 GB/s (the log's busbw), got {got!r} B/s"
+
+
+test_q2_h100_row(busbw_bytes_per_s)
+
+
+# %%
+# HIDDEN
+def test_q2_other_rows(busbw_bytes_per_s):
+    import math
+
+    from course_lib import collectives
+
+    rows = [
+        ("all_gather", 16, 8589934592, 42713e-6),  # GCP a3-mega all_gather_perf: 188.54 GB/s; (n − 1)/n, not 2(n − 1)/n
+        ("all_reduce", 16, 8589934592, 34448.4e-6),  # Nebius two-node all-reduce: busbw 467.54 GB/s, algbw 249 GB/s
+        ("broadcast", 8, 1e9, 5e-3),  # factor 1
+        ("reduce_scatter", 4, 1e8, 1e-3),
+        ("all_to_all", 2, 1e6, 1e-4),
+    ]
+    for row in rows:
+        op, ranks, size, time = row
+        want = collectives.busbw_bytes_per_s(op, ranks, size, time)
+        got = busbw_bytes_per_s(*row)
+        assert math.isclose(got, want, rel_tol=1e-6), f"busbw_bytes_per_s{row}: expected {want:.5g}, got {got!r}"
+
+
+test_q2_other_rows(busbw_bytes_per_s)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q3
+# points: 2
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 3 · Which algorithm to run at a size (2 points)
+#
+# `table` is a list of measured rows, each a dict with the keys `"algorithm"`, `"size_bytes"`, `"median_s"`,
+# `"p10_s"` and `"p90_s"`. Write `fastest_algorithm(table, size_bytes)`: the algorithm whose **median** time at
+# exactly that size is the lowest (the median is the robust summary; a lucky p10 or an unlucky p90 decides
+# nothing). The public test uses rows recorded for the course (2 ranks, MPICH 5.0.2):
+
+# %%
+RECORDED_ROWS = [
+    {"algorithm": "ring", "size_bytes": 32768, "median_s": 22.05e-6, "p10_s": 21.2e-6, "p90_s": 24.2e-6},
+    {"algorithm": "recursive_doubling", "size_bytes": 32768, "median_s": 25.1e-6, "p10_s": 19.0e-6, "p90_s": 31.0e-6},
+    {"algorithm": "ring", "size_bytes": 8, "median_s": 7.69e-6, "p10_s": 6.03e-6, "p90_s": 17.6e-6},
+    {"algorithm": "recursive_doubling", "size_bytes": 8, "median_s": 5.9e-6, "p10_s": 5.5e-6, "p90_s": 9.0e-6},
+]
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def fastest_algorithm(table, size_bytes):
+    """The algorithm with the lowest median time at ``size_bytes``."""
+    # BEGIN SOLUTION
+    rows = [row for row in table if row["size_bytes"] == size_bytes]
+    return min(rows, key=lambda row: row["median_s"])["algorithm"]
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q3_recorded_rows(fastest_algorithm):
+    rows = [
+        {"algorithm": "ring", "size_bytes": 32768, "median_s": 22.05e-6, "p10_s": 21.2e-6, "p90_s": 24.2e-6},
+        {"algorithm": "recursive_doubling", "size_bytes": 32768, "median_s": 25.1e-6, "p10_s": 19.0e-6,
+         "p90_s": 31.0e-6},
+        {"algorithm": "ring", "size_bytes": 8, "median_s": 7.69e-6, "p10_s": 6.03e-6, "p90_s": 17.6e-6},
+        {"algorithm": "recursive_doubling", "size_bytes": 8, "median_s": 5.9e-6, "p10_s": 5.5e-6, "p90_s": 9.0e-6},
+    ]  # fmt: skip
+    assert callable(fastest_algorithm), "define the function fastest_algorithm"
+    got = fastest_algorithm(rows, 32768)
+    assert got == "ring", f"at 32768 B the lowest median is ring's (22.05 µs), got {got!r}"
+
+
+test_q3_recorded_rows(fastest_algorithm)
+
+
+# %%
+# HIDDEN
+def test_q3_other_tables(fastest_algorithm):
+    rows = [
+        {"algorithm": "ring", "size_bytes": 8, "median_s": 7.69e-6, "p10_s": 6.03e-6, "p90_s": 17.6e-6},
+        {"algorithm": "recursive_doubling", "size_bytes": 8, "median_s": 5.9e-6, "p10_s": 5.5e-6, "p90_s": 9.0e-6},
+        {"algorithm": "ring", "size_bytes": 4096, "median_s": 8.6e-6, "p10_s": 8.0e-6, "p90_s": 9.2e-6},
+        {"algorithm": "reduce_scatter_allgather", "size_bytes": 4096, "median_s": 8.1e-6, "p10_s": 8.05e-6,
+         "p90_s": 40e-6},
+        {"algorithm": "recursive_doubling", "size_bytes": 4096, "median_s": 9.5e-6, "p10_s": 6.0e-6, "p90_s": 9.9e-6},
+        {"algorithm": "ring", "size_bytes": 2**20, "median_s": 0.69e-3, "p10_s": 0.49e-3, "p90_s": 11e-3},
+        {"algorithm": "recursive_doubling", "size_bytes": 2**20, "median_s": 0.71e-3, "p10_s": 0.7e-3,
+         "p90_s": 0.8e-3},
+    ]  # fmt: skip
+    # the lowest p10 (recursive_doubling at 4096) or the lowest p90 (ring at 4096) is not the answer
+    for size, want in ((8, "recursive_doubling"), (4096, "reduce_scatter_allgather"), (2**20, "ring")):
+        got = fastest_algorithm(rows, size)
+        assert got == want, f"at {size} B the lowest median is {want}'s, got {got!r}"
+
+
+test_q3_other_tables(fastest_algorithm)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q4
+# points: 3
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 4 · Exposed communication from measured steps (3 points)
+#
+# `step_times_s[i][r]` is rank `r`'s wall time of step iteration `i` (each iteration started after a barrier), and
+# `compute_times_s[i][r]` the same for the compute alone. A step is done when its **slowest rank** is done, so an
+# iteration's time is the maximum over ranks; over iterations take the **median**. Write
+# `exposed_communication_s(step_times_s, compute_times_s)` = median step time − median compute time.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def exposed_communication_s(step_times_s, compute_times_s):
+    """Median over iterations of the max over ranks, step minus compute alone (seconds)."""
+
+    # BEGIN SOLUTION
+    def step(times):
+        return float(np.median(np.max(np.asarray(times, dtype=float), axis=1)))
+
+    return step(step_times_s) - step(compute_times_s)
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q4_two_ranks(exposed_communication_s):
+    import math
+
+    assert callable(exposed_communication_s), "define the function exposed_communication_s"
+    step = [[0.080, 0.079], [0.083, 0.081], [0.079, 0.080]]
+    compute = [[0.053, 0.050], [0.054, 0.053], [0.052, 0.051]]
+    got = exposed_communication_s(step, compute)
+    assert math.isclose(got, 0.027, rel_tol=1e-9), f"expected 80 ms − 53 ms = 27 ms, got {got!r} s"
+
+
+test_q4_two_ranks(exposed_communication_s)
+
+
+# %%
+# HIDDEN
+def test_q4_slowest_rank_and_median(exposed_communication_s):
+    import math
+
+    # rank 3 is slow in every iteration: the mean over ranks (or rank 0's time) would hide it
+    step = [[0.060, 0.061, 0.059, 0.090], [0.062, 0.060, 0.061, 0.092], [0.061, 0.062, 0.060, 0.091]]
+    compute = [[0.050, 0.050, 0.050, 0.052], [0.051, 0.050, 0.049, 0.053], [0.050, 0.051, 0.050, 0.051]]
+    got = exposed_communication_s(step, compute)
+    assert math.isclose(got, 0.091 - 0.052, rel_tol=1e-9), f"expected 39 ms (max over ranks), got {got!r} s"
+    # one iteration hit by another program: the median ignores it, the mean would not
+    step = [[0.080, 0.079], [0.080, 0.080], [0.400, 0.390], [0.079, 0.078], [0.080, 0.081]]
+    compute = [[0.050, 0.050]] * 5
+    got = exposed_communication_s(step, compute)
+    assert math.isclose(got, 0.030, rel_tol=1e-9), f"expected 30 ms (median over iterations), got {got!r} s"
+
+
+test_q4_slowest_rank_and_median(exposed_communication_s)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [markdown]
+# ## Before you submit
+#
+# Restart the kernel and run all cells: the last cell reruns every public test. Then submit this notebook
+# (`05_measure_collectives.ipynb`) as your instructor asks.

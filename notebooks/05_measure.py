@@ -1,0 +1,449 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 05 · Measure, don't assume: real collectives, fitted α and B, exposed communication
+#
+# Every number so far was modelled: an α and a B taken from a datasheet or a table, a step time added up from
+# formulas. The card's mechanism ends differently: *"measure completed step or token latency and adjust"*, and a good
+# plan *"measures how much communication is exposed on the critical path instead of assuming that all network time
+# overlaps with computation"*. This lesson runs real collectives with a real MPI library on this machine, fits α and
+# B to the times, reads published GPU measurements the same way, and measures how much of a gradient all-reduce a
+# step really hides.
+
+# %% [markdown]
+# ## What you'll learn
+#
+# **Learning objective:** *measure a collective's latency and bandwidth, and the exposed communication of a step,
+# instead of assuming them.*
+#
+# Along the way you will be able to:
+#
+# - run an MPI collective sweep (MPICH through mpi4py) with a chosen algorithm, and say what each number in the
+#   table means (median, p10–p90, algbw, busbw);
+# - fit α and B of $T = n\alpha + Q/B$ with the right phase count $n$ and bytes $Q$ for the algorithm, and find the
+#   crossover size;
+# - compare the algorithms MPICH actually runs with the course's cost models, size by size;
+# - read a published nccl-tests log (H100, NVLink in a node and InfiniBand across two) into the same table and fit it;
+# - measure exposed communication = completed step − compute alone, for blocking and non-blocking schedules, and
+#   explain why posting a non-blocking collective does not by itself overlap it;
+# - avoid the usual measuring mistakes: no warm-up, no barrier, the mean instead of the maximum over ranks, more
+#   ranks than cores, a single number without its spread.
+
+# %% [markdown]
+# ## Prerequisites
+#
+# - [02 · Move the data](02_nccl.ipynb): collectives and their algorithms, the α–β model, algbw and busbw.
+# - [04 · Budget the bytes](04_communication_budget.ipynb): exposed and hidden communication, the overlap window.
+#
+# **Time to learn:** about 60 minutes (40 to read and run, 20 for the exercises). The live cells need the course's
+# environment (`mpi4py` and `mpich` are in it); each runs in under a minute on two cores.
+
+# %%
+import os
+import sys
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from course_lib import measure, quiz, units
+from course_lib.viz import measure as viz_measure
+
+# The course's data folder (recorded runs and published logs), found from the notebook's folder upwards.
+DATA = next(folder / "data" for folder in (Path.cwd(), *Path.cwd().parents) if (folder / "data" / "mpi").is_dir())
+
+# %% [markdown]
+# ## Mechanism
+#
+# **Role.** Measurement closes the loop of the budget: the model says what a plan should cost, the measurement says
+# what it does cost, and the difference says which term of the model to correct (α, B, or the overlap assumed).
+#
+# An MPI job is $p$ processes ("ranks") started together by `mpiexec`; each calls the same collective on its own
+# buffer. MPICH implements the algorithms lesson 02 costs (ring, recursive doubling, Rabenseifner's reduce-scatter +
+# all-gather, binomial trees, Bruck, pairwise) and lets a run force one with a control variable, e.g.
+# `MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring`. `course_lib.measure` starts such a job, and for every size:
+#
+# 1. fills float32 buffers with small integers, so the exact result is known;
+# 2. calls the collective a few times untimed (**warm-up**: first calls pay for connection set-up, page faults and
+#    cold caches);
+# 3. times each iteration after a **barrier** (all ranks start together), and keeps the **maximum over ranks** (a
+#    collective is over only when its slowest rank is done);
+# 4. **checks the data**: a wrong sum aborts the job; a wrong result is an error, never a time;
+# 5. reports the median and the 10th and 90th percentiles over iterations, algbw $= S/t$ and busbw $=$ algbw
+#    $\times$ `busbw_factor(op, p)` (nccl-tests' definitions).
+#
+# For the overlap experiment, `measure.measure_step` runs a data-parallel step on MPI ranks: a "backward pass" of
+# matrix multiplies and a gradient all-reduce, in several schedules, and reads the exposed communication off the
+# completed step.
+
+# %% [markdown]
+# ## The science
+#
+# ### The model to fit
+#
+# Lesson 02's cost of one collective call on $p$ ranks with payload $S$ (nccl-tests' $S$):
+#
+# $$T(S) = n(p)\,\alpha + \frac{Q(p, S)}{B}$$
+#
+# with $n$ the latency-bearing steps and $Q$ the bytes on the critical path, both from
+# `collectives.collective_cost(op, p, S, algorithm)`: ring all-reduce $n = 2(p-1)$, $Q = 2\frac{p-1}{p}S$; recursive
+# doubling $n = \lg p$, $Q = S \lg p$. $T$ is linear in the two unknowns $\alpha$ and $1/B$, so a least-squares fit
+# finds them. Measured times span six decades (µs to 100 ms), so the fit minimises **relative** errors,
+# $\sum_i \big((T_\text{model}(S_i) - T_i)/T_i\big)^2$: otherwise the largest sizes would decide everything and α
+# would be noise. The **crossover** $S^*$, where $n\alpha = Q/B$, separates latency-bound from bandwidth-bound sizes.
+#
+# ### Exposed communication, measured
+#
+# $$T_\text{exposed} = T_\text{step} - T_\text{compute alone}$$
+#
+# read off completed steps, next to lesson 04's prediction, `budget.exposed_after_overlap(T_comm, window)`. With the
+# gradient in $k$ buckets, each posted when its layer's backward finishes, the last bucket starts when the compute
+# ends: at best $T_\text{exposed} \ge T_\text{comm}(S/k)$.
+#
+# ### Variables
+#
+# | symbol | meaning | unit |
+# |---|---|---|
+# | $p$ | ranks (MPI processes) | – |
+# | $S$ | payload as nccl-tests defines it (the reduced buffer for all-reduce) | bytes |
+# | $n$, $Q$ | phases and critical-path bytes of the algorithm | –, bytes |
+# | $\alpha$ | per-phase latency | s |
+# | $B$ | one-way per-rank bandwidth | bytes/s |
+# | $t$ | median time of one call, max over ranks | s |
+# | $k$ | gradient buckets | – |
+#
+# ### What a measurement assumes
+#
+# - The ranks here share one machine: "the network" is MPICH's shared-memory path, and $B$ is a memory-copy
+#   bandwidth, not a NIC's. Large buffers fall out of the caches, so $B$ measured at 64 MB is lower than at 1 MB:
+#   one $B$ is a summary, and the residuals show where it fails.
+# - Other programs share the cores: the spread (p10–p90) is part of the result.
+
+# %% [markdown]
+# ## Worked example
+#
+# ### Step 1 · Run a sweep, live
+#
+# Two ranks, all-reduce, every power of two from 8 B to 64 MB, MPICH's ring. The progress bar shows each size as it
+# is done. (This cell's numbers change from run to run and machine to machine: nbval does not compare them. Step 2
+# does the same analysis on a run recorded for the course.)
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: a live MPI measurement; its times differ on every run
+live = measure.run_collective_sweep("all_reduce", 2, "8B:64MB", "ring", iterations=10, progress=sys.stdout)
+live_fit = measure.fit_alpha_beta(live)
+print(live.to_text())
+print(live_fit)
+
+# %% [markdown]
+# ### Step 2 · The recorded run: fit α and B
+#
+# The same sweep for four algorithms, recorded on the course's build machine and shipped in `data/mpi/`. The file
+# names the machine, the MPI library and its version:
+
+# %%
+recorded = measure.Measurements.from_csv(next((DATA / "mpi").glob("*_all_reduce.csv")))
+for key in ("host", "cpu", "cores", "ranks_exceed_cores", "mpi_library", "mpi4py", "iterations", "warmup", "timing"):
+    print(f"{key:>18}: {recorded.conditions[key]}")
+
+# %%
+ring = recorded.select(algorithm="ring")
+ring_fit = measure.fit_alpha_beta(ring)
+print(ring_fit)
+for size in (8, 2**16, 2**26):
+    row = ring.select(size_bytes=size).rows[0]
+    print(
+        f"{units.format_bytes(size, binary=True):>7}: measured {units.format_time(row.median_s)} "
+        f"(p10–p90 {units.format_time(row.p10_s)}–{units.format_time(row.p90_s)}), "
+        f"fit {units.format_time(ring_fit.predict_s(size))}, busbw {units.format_bandwidth(row.busbw_bytes_per_s)}"
+    )
+
+# %% [markdown]
+# α is a few microseconds, the cost of one synchronised hand-off through shared memory; B is of the order of a GB/s,
+# a memory copy on a busy two-core machine, two orders of magnitude below NVLink. The crossover lands at some ten
+# kilobytes: below it the size barely matters, above it the time doubles with the size. The median relative
+# residual says how well one α and one B describe six decades of sizes; the 64 MiB row, far above its fit, says
+# where they fail (the buffers no longer fit in the caches).
+
+# %% [markdown]
+# ### Step 3 · Which algorithm wins where: measured, then modelled
+#
+# Fit each algorithm with its own cost model: ring ($n = 2(p-1)$), recursive doubling ($n = \lg p$) and
+# reduce-scatter + all-gather (Rabenseifner, $n = 2\lg p$). At $p = 2$ all three exchange the same halves or wholes,
+# so the differences are in the constants MPICH pays per step and per byte.
+
+# %%
+fits = {name: measure.fit_alpha_beta(recorded.select(algorithm=name)) for name in
+        ("ring", "recursive_doubling", "reduce_scatter_allgather")}  # fmt: skip
+for name, fit in fits.items():
+    print(f"{name:>25}: {fit}")
+
+# %%
+sizes = sorted({row.size_bytes for row in recorded})
+print(f"{'size':>8}  {'fastest measured':>25}  {'fastest by the fitted models':>28}")
+for size in sizes[::3]:
+    measured = min(fits, key=lambda name: recorded.select(algorithm=name, size_bytes=size).rows[0].median_s)
+    modelled = min(fits, key=lambda name: fits[name].predict_s(size))
+    print(f"{units.format_bytes(size, binary=True):>8}  {measured:>25}  {modelled:>28}")
+
+# %% [markdown]
+# Where the two columns disagree, the model is too simple for this machine: the differences between algorithms at
+# two ranks are a few percent, about the size of the noise. Repeat with `ranks=4` to see the phase counts part:
+# ring's $2(p-1) = 6$ steps against recursive doubling's $\lg 4 = 2$.
+
+# %% [markdown]
+# ### Step 4 · A published GPU log: H100, NVLink in a node, InfiniBand across two
+#
+# `measure.read_nccl_tests` reads nccl-tests output into the same table. Two published all-reduce logs: eight
+# H100 in one AWS p5 node (NVLink 4 / NVSwitch), and sixteen H100 on two Nebius nodes joined by InfiniBand.
+
+# %%
+logs = {
+    "1 node, 8× H100, NVLink": "aws_p5_1node_8xH100_nvlink_all_reduce.txt",
+    "2 nodes, 16× H100, InfiniBand": "nebius_2x8xH100_ib_all_reduce.txt",
+}
+gpu = {}
+for label, name in logs.items():
+    table = measure.read_nccl_tests((DATA / "nccl_tests" / name).read_text())
+    gpu[label] = (table, measure.fit_alpha_beta(table, "ring"))
+    largest = table.rows[-1]
+    print(
+        f"{label}: {len(table)} sizes, p = {table.ranks}, largest {units.format_bytes(largest.size_bytes)} "
+        f"at busbw {units.format_bandwidth(largest.busbw_bytes_per_s)}\n    {gpu[label][1]}"
+    )
+
+# %% [markdown]
+# Read with the ring model, the NVLink node gives α around a microsecond per step and B in the hundreds of GB/s.
+# The two-node fit is worse, and its residuals say why: NCCL does not run one flat ring over 16 GPUs across two
+# nodes, but hierarchical rings and trees, and NVLink SHARP inside the node at large sizes. A model is a hypothesis;
+# the fit's residual is the test.
+
+# %% [markdown]
+# ### Step 5 · Overlap, measured
+#
+# A data-parallel step on two ranks: a "backward pass" of 4 layers, and a 16 MiB gradient all-reduced in 4 buckets
+# (bucket $k$ holds layer $k$'s gradients and can start when that layer is done). The schedules:
+#
+# | schedule | what runs |
+# |---|---|
+# | `compute` | the backward pass alone |
+# | `communication` | the all-reduce alone (one blocking call) |
+# | `blocking` | backward, then the blocking all-reduce |
+# | `nonblocking` | an `Iallreduce` per bucket, posted as its layer finishes; one `Waitall` at the end; nothing else calls MPI |
+# | `nonblocking_test` | the same, calling `Testall` while the layers compute |
+# | `nonblocking_async` | `nonblocking` with MPICH's progress thread (`MPIR_CVAR_ASYNC_PROGRESS=1`) |
+#
+# The backward pass runs in one of two ways. On a GPU the host core is free while the device computes, and a NIC or
+# copy engine moves the bytes; to model that, `device_flops_per_s=40e9` makes each layer a wait of its FLOPs over
+# 40 GFLOP/s, during which the rank's core can copy. Without it the ranks multiply matrices with numpy on the
+# same two cores that must also copy the gradient through shared memory. Live first, the modelled accelerator
+# (numbers vary; not compared):
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: a live MPI measurement; its times differ on every run
+live_step = measure.measure_step(2, device_flops_per_s=40e9, progress=sys.stdout)
+print(live_step.to_text(measure.fit_alpha_beta(live, size_range_bytes=(2**20, 2**26))))
+
+# %% [markdown]
+# And the runs recorded for the course. To predict them, first ask which fit: the step moves a 16 MiB all-reduce
+# (or four 4 MiB buckets), far above the sizes that dominate the full-range fit. Compare both fits with the measured
+# all-reduce alone:
+
+# %%
+steps = {kind: measure.StepMeasurements.from_csv(next((DATA / "mpi").glob(f"*_step_{kind}.csv")))
+         for kind in ("device", "cpu")}  # fmt: skip
+bucket_fit = measure.fit_alpha_beta(ring, size_range_bytes=(2**20, 2**26))
+gradient_bytes = steps["device"].gradient_bytes
+print(f"fit on 1–64 MiB: {bucket_fit}")
+print(f"{units.format_bytes(gradient_bytes, binary=True)} all-reduce alone: measured "
+      f"{units.format_time(steps['device'].median_s['communication'])}, full-range fit "
+      f"{units.format_time(ring_fit.predict_s(gradient_bytes))}, 1–64 MiB fit "
+      f"{units.format_time(bucket_fit.predict_s(gradient_bytes))}")  # fmt: skip
+
+# %% [markdown]
+# Which fit to trust? The one made at the sizes you will predict (here 1–64 MiB, where α hardly matters and is
+# clamped at 0), and then a check against a measurement of exactly the operation you care about, as above: the
+# sweep and the step ran minutes apart on a shared machine, and a two-parameter model cannot know what else ran.
+# With the 1–64 MiB fit, lesson 04's prediction (the "predicted" column: `budget.exposed_after_overlap` with the
+# buckets' fitted times, never less than the last bucket) next to the measured exposed time:
+
+# %%
+for recorded_step in steps.values():
+    print(f"backward pass on {recorded_step.conditions['compute']}:")
+    print(recorded_step.to_text(bucket_fit), end="\n\n")
+
+# %% [markdown]
+# Read the modelled-accelerator table from the top. `blocking` exposes the whole all-reduce, as lesson 04 says.
+# `nonblocking` is no better: MPICH moves a non-blocking collective's bytes only when a rank calls into MPI, and
+# nothing does until `Waitall`, so posting early bought nothing. Calling `Testall` while the device computes drives
+# the progress and hides most of it; what stays exposed is about the last bucket, which starts only when the
+# compute is done. MPICH's progress thread should do the same without the `Test` calls, but it busy-polls: with two
+# ranks on two cores it competes with the ranks for the cores, and here it is no better than `blocking` (MPICH's
+# documentation asks for a free hardware thread per progress thread).
+#
+# With the backward pass on the CPU, no schedule hides the all-reduce by more than the spread: the cores that
+# multiply matrices are the ones that copy the gradient through shared memory, so every schedule pays the copy.
+# Overlap needs an agent that moves the bytes while the compute runs: a NIC's DMA, a GPU's copy engine, or a free
+# core. Lesson 04's prediction assumes one exists.
+
+# %% [markdown]
+# ## Figures
+#
+# ### The recorded ring sweep against its fit
+
+# %%
+viz_measure.plot_sweep(ring, ring_fit)
+plt.show()
+
+# %% [markdown]
+# ### MPICH's algorithms side by side (recorded)
+
+# %%
+viz_measure.plot_algorithms(recorded)
+plt.show()
+
+# %% [markdown]
+# ### H100 in one node, fitted
+
+# %%
+viz_measure.plot_sweep(*gpu["1 node, 8× H100, NVLink"])
+plt.show()
+
+# %% [markdown]
+# ### Where the step's time goes (recorded, modelled accelerator)
+
+# %%
+viz_measure.plot_step(steps["device"], bucket_fit)
+plt.show()
+
+# %% [markdown]
+# ## Misconception: pitfalls of measuring
+#
+# "I timed the all-reduce once and it took 3 ms." Each of these changes that number:
+#
+# - **No warm-up.** The first call sets up connections and touches fresh pages; it can be 10× the steady state.
+# - **No barrier.** Without one a rank that arrives late makes the others' timers include its lateness.
+# - **The mean over ranks, or rank 0's time.** The collective is done when its last rank is; the step waits for the
+#   slowest. Report the maximum over ranks per iteration.
+# - **More ranks than cores.** MPICH's ranks busy-poll; two ranks sharing a core wait for each other's time slice,
+#   and small messages take milliseconds instead of microseconds. `course_lib.measure` allows it, warns, and records
+#   `ranks_exceed_cores` in the conditions:
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: a live MPI measurement; its times differ on every run
+import warnings
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    crowded = measure.run_collective_sweep("all_reduce", os.cpu_count() + 1, "8B,64KB", "ring", iterations=5)
+print(*(str(w.message) for w in caught), sep="\n")
+print(crowded.to_text(), "\nranks_exceed_cores:", crowded.conditions["ranks_exceed_cores"])
+
+# %% [markdown]
+# - **One number.** The p10–p90 spread on a shared machine is often ±20 %; a difference between two algorithms
+#   smaller than the spread is not a finding.
+
+# %% [markdown]
+# ## Self-check
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="Four ranks finish an all-reduce iteration after 10, 11, 12 and 30 µs. Which time belongs in the table?",
+        options=("15.75 µs, the mean", "30 µs, the maximum", "10 µs, rank 0's"),
+        answer=1,
+        explanation="The collective (and the step after it) is done only when the slowest rank is: 30 µs.",
+    )
+)
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="You fit ring all-reduce times at p = 8 with the recursive-doubling model (n = 3 instead of 14). "
+        "What happens to α?",
+        options=(
+            "Nothing: α does not depend on the model",
+            "It comes out about 14/3 times too large",
+            "It comes out 14/3 times too small",
+        ),
+        answer=1,
+        explanation="The fit sees the same latency total n·α; dividing it by 3 phases instead of 14 inflates α.",
+    )
+)
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="Gradient buckets are all-reduced with MPI_Iallreduce as soon as each is ready, and nothing calls MPI "
+        "until MPI_Waitall after the backward pass. How much of the communication is hidden?",
+        options=("All of it", "Most of it, except the last bucket", "Little or none of it"),
+        answer=2,
+        explanation="Without calls into MPI (Test, or a progress thread) the library moves the data inside Waitall, "
+        "after the compute: posting early does not overlap by itself.",
+    )
+)
+
+# %% [markdown]
+# ## History
+#
+# - **1994–2005: MPI's collectives and their costs.** The MPI standard (1994) fixed the collectives' semantics;
+#   Thakur, Rabenseifner and Gropp (2005) gave MPICH the algorithms it still selects by size and rank count, with
+#   their α–β costs.
+# - **Measuring them well.** MPI micro-benchmark suites (the OSU micro-benchmarks, Intel's MPI Benchmarks) set the
+#   conventions used here: warm-up, barrier, the maximum over ranks.
+# - **nccl-tests.** NVIDIA's benchmark for its GPU collective library defined algbw and busbw, so that all-reduce
+#   logs from different rank counts can be compared with a link's bandwidth; cluster acceptance tests publish them.
+
+# %% [markdown]
+# ## Summary
+#
+# - Measure with warm-up, a barrier, the maximum over ranks, and report the spread; check the data.
+# - Fit $T = n\alpha + Q/B$ with the algorithm's own $n$ and $Q$, on relative errors; the residuals show where one
+#   α and one B stop describing the machine.
+# - Exposed communication is the completed step minus compute alone. Posting a non-blocking collective is not
+#   overlap: something must drive its progress, and the last bucket never hides.
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. Run the live sweep with `ranks=4` for `"ring"` and `"recursive_doubling"` (you will get the ranks-exceed-cores
+#    warning on two cores). Fit both. Which α grows, and by how much? Compare with $2(p-1)$ and $\lg p$.
+# 2. Fit the H100 NVLink log once on sizes ≤ 1 MB and once on sizes ≥ 64 MB (use `Measurements(rows)` with the rows
+#    you keep). Which parameter changes, and why does NVLink SHARP make B at large sizes exceed the 450 GB/s link?
+# 3. Run `measure.measure_step(2, device_flops_per_s=40e9, buckets=1)` and again with `buckets=16`. Predict the
+#    exposed time of `nonblocking_test` for each from the fit before you run it; explain the difference with the
+#    last-bucket rule.
+# 4. Time the same sweep on your own machine (or a cluster node, with the cluster's `mpiexec`) and compare α and B
+#    with the recorded run.
+
+# %% [markdown]
+# ## Sources
+#
+# - R. Thakur, R. Rabenseifner, W. Gropp, *Optimization of Collective Communication Operations in MPICH*,
+#   IJHPCA 19(1):49–66, 2005 — the algorithms MPICH runs and their α–β costs.
+# - MPICH 5.0.2, `mpivars` (the `MPIR_CVAR_<OP>_INTRA_ALGORITHM`, `MPIR_CVAR_ASYNC_PROGRESS` and
+#   `MPIR_CVAR_COLLECTIVE_FALLBACK` control variables). https://www.mpich.org
+# - L. Dalcin, Y.-L. L. Fang, *mpi4py: Status Update After 12 Years of Development*, Computing in Science &
+#   Engineering 23(4):47–54, 2021. https://mpi4py.readthedocs.io
+# - NVIDIA, nccl-tests, `doc/PERFORMANCE.md` (algbw and busbw). https://github.com/NVIDIA/nccl-tests
+# - Published nccl-tests logs, with their licences and commits in `data/README.md`: aws-samples/awsome-distributed-
+#   training (MIT-0), dstackai/dstack (MPL-2.0), stas00/ml-engineering (CC BY-SA 4.0).
+# - The OSU micro-benchmarks (Ohio State University, MVAPICH project): warm-up, barrier and maximum-over-ranks
+#   timing of MPI collectives. https://mvapich.cse.ohio-state.edu/benchmarks/
+# - T. Hoefler, A. Lumsdaine, *Message Progression in Parallel Computing – To Thread or not to Thread?*, IEEE
+#   Cluster 2008 — why a non-blocking collective needs something to drive its progress.
+
+# %% [markdown]
+# ## What's next
+#
+# You have measured α, B and the exposed communication on real MPI ranks and read GPU logs the same way. Put
+# the measured numbers back into lesson 04's plan search, and take the labs: Lab 5 · measure collectives asks you
+# to fit α and B, read busbw, choose an algorithm and read exposed communication from recorded tables.
