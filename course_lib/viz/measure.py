@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import collectives, units
-from ._style import COLORS, axes_or_new, bytes_formatter, label_units, time_formatter
+from .style import COLORS, axes_or_new, bytes_formatter, label_units, time_formatter
 
 __all__ = [
     "SweepFigure",

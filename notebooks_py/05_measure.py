@@ -51,8 +51,9 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from course_lib import measure, quiz, units
+from course_lib import measure, units
 from course_lib.viz import measure as viz_measure
+from course_lib.widgets import quiz
 
 # The course's data folder (recorded runs and published logs), found from the notebook's folder upwards.
 DATA = next(folder / "data" for folder in (Path.cwd(), *Path.cwd().parents) if (folder / "data" / "mpi").is_dir())
