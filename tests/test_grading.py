@@ -798,7 +798,7 @@ def questions_and_points(built, lab) -> dict[str, float]:
 # command line of every process they leave behind, so that the test can look for survivors.
 
 MARKER = "grading-test-leftover-7f3a"
-LAB1, LAB2, LAB3, LAB4 = LABS
+LAB1, LAB2, LAB3, LAB4 = LABS[:4]  # the hostile cases target labs 1–4
 
 PATCH_ISCLOSE = "import math\nmath.isclose = lambda *args, **kwargs: True"
 PATCH_COURSE_LIB = """

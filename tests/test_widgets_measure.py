@@ -37,3 +37,14 @@ def test_controls_offer_only_algorithms_with_a_cost_model():
     assert ALGORITHMS == ("ring", "recursive_doubling", "reduce_scatter_allgather")
     with pytest.raises(Exception):  # noqa: B017 (ipywidgets raises TraitError for a value off the list)
         measure_lab(algorithm="tree")
+
+
+def test_the_summary_follows_the_controls_before_any_run():
+    # 4 ranks, up to 64 MiB: sizes 8·4^k ≤ 2^26 → k = 0..11, 8 B to 32 MiB; nothing is measured until Run.
+    lab = measure_lab()
+    assert "course-lab-summary" in lab.summary._dom_classes and lab.summary in lab.children
+    assert bytes(lab.image.value).startswith(b"\x89PNG") and lab.result == {}
+    lab.controls["ranks"].value = 4
+    lab.controls["largest_bytes"].value = 2**26
+    assert "<b>4 ranks</b>" in lab.summary.value and "12 sizes from 8 B to 32 MiB" in lab.summary.value
+    assert lab.result == {}

@@ -46,21 +46,47 @@ class MeasureLab(widgets.VBox):
         }
         self.button = widgets.Button(description="Run", button_style="primary", tooltip="run the MPI sweep")
         self.button.on_click(lambda _: self.run())
-        self.numbers = widgets.HTML()
+        # The summary (what Run will measure) follows the controls at once; the numbers and the figure follow a run.
+        self.summary = widgets.HTML()
+        self.summary.add_class("course-lab-summary")
+        self.numbers = widgets.HTML("<i>No sweep yet: press Run.</i>")
         self.image = widgets.Image(format="png")
         with plt.ioff():
             self.figure, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
         self.sweep_figure = SweepFigure()
         self.sweep_figure.build(ax)
         self.result = {}
-        super().__init__([widgets.HBox([*self.controls.values(), self.button]), self.numbers, self.image])
+        for control in self.controls.values():
+            control.observe(self._describe, names="value")
+        self._describe()
+        super().__init__([widgets.HBox([*self.controls.values(), self.button]), self.summary, self.numbers, self.image])
         if recorded is not None:
             self.show(recorded)
+        else:
+            self._render()
+
+    def _sizes(self) -> list:
+        return [8 * 4**k for k in range(20) if 8 * 4**k <= self.controls["largest_bytes"].value]
+
+    def _describe(self, _change=None):
+        c = {name: control.value for name, control in self.controls.items()}
+        sizes = self._sizes()
+        self.summary.value = (
+            f"Run measures an all-reduce of float32 buffers on <b>{c['ranks']} ranks</b> with MPICH's "
+            f"<b>{c['algorithm']}</b>: {len(sizes)} sizes from {units.format_bytes(sizes[0])} to "
+            f"{units.format_bytes(sizes[-1], binary=True)}, {c['iterations']} timed iterations each (the maximum over "
+            "ranks), then fits α and B."
+        )
+
+    def _render(self):
+        png = io.BytesIO()
+        self.figure.savefig(png, format="png", dpi=90)
+        self.image.value = png.getvalue()
 
     def run(self):
         """Measure with the controls' settings (a real MPI job), then show it."""
         c = {name: control.value for name, control in self.controls.items()}
-        sizes = [8 * 4**k for k in range(20) if 8 * 4**k <= c["largest_bytes"]]
+        sizes = self._sizes()
         self.numbers.value = "<i>measuring…</i>"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -94,9 +120,7 @@ class MeasureLab(widgets.VBox):
             ]
         )
         self.sweep_figure.update((table, fit))
-        png = io.BytesIO()
-        self.figure.savefig(png, format="png", dpi=90)
-        self.image.value = png.getvalue()
+        self._render()
 
 
 def measure_lab(recorded=None, **initial) -> MeasureLab:
