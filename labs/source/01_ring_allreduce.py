@@ -33,17 +33,17 @@
 # for each of the algorithm's $n$ steps plus the $Q$ bytes on the critical path over the one-way bandwidth $B$ of
 # each rank's link. For the ring, $n = 2(p-1)$ and $Q = 2(p-1)/p \cdot S$. In this lab you first move the ranks
 # $p$, the payload $S$, the bandwidth and the latency and watch both terms, the algbw and busbw that nccl-tests
-# would report, the payload where the two terms are equal, the four all-reduce algorithms side by side, and, for
+# would report, the payload where the two terms are equal, the five all-reduce algorithms side by side, and, for
 # rings of up to 8 ranks, the chunks moving step by step; then you derive the same numbers yourself in the graded
 # questions.
 #
 # **What you need:** lesson 02, in particular the ring all-reduce step by step, the α–β model, algbw and busbw,
 # and what a bandwidth figure means.
 #
-# **Scope.** The lab is an ideal ring (and ideal tree, recursive-doubling and Rabenseifner algorithms) under the
-# α–β model, with one $\alpha$ and one $B$ for every link. It is not a topology-specific or every-collective
-# traffic model: contention, NVLink SHARP, in-network reduction and NCCL's protocol switching are outside it, as the
-# measurements in lesson 02 showed.
+# **Scope.** The lab is an ideal ring (and ideal binomial-tree, double-binary-tree, recursive-doubling and
+# Rabenseifner algorithms) under the α–β model, with one $\alpha$ and one $B$ for every link. It is not a
+# topology-specific or every-collective traffic model: contention, NVLink SHARP, in-network reduction and NCCL's
+# protocol switching are outside it, as the measurements in lesson 02 showed.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
 # runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
@@ -85,7 +85,7 @@ lab
 # 3. **Move the crossover.** Predict where the dashed line goes when you double α (5 → 10 µs), then B
 #    (50 → 100 GB/s), then p (8 → 16); move one slider at a time and check. (Question 2 asks for the formula.)
 # 4. **Pick the fastest algorithm.** At 1 kB and at 100 MB, which algorithm is fastest on 8 ranks (the summary
-#    marks it in bold)? Then set 12 ranks: which algorithms are left, and which wins at 1 kB?
+#    marks it in bold)? Then set 12 ranks: which algorithms are left, and which wins at 1 kB and at 100 MB?
 # 5. **algbw against busbw.** Set the payload to 1 GB and move *ranks p* through 2, 8, 64 and 1024. Which of the
 #    two bandwidths stays near the link's 50 GB/s, and why does the other one fall? What pulls busbw down at 1024
 #    ranks?
@@ -105,9 +105,10 @@ lab
 # 3. Each doubling doubles $S^*$: 2 MB → 4 MB for α, for B and for p. A slower startup or a faster link pushes more
 #    payloads into the latency-bound region.
 # 4. At 1 kB recursive doubling (15.1 µs: only $\lg 8 = 3$ steps); at 100 MB Rabenseifner (3.53 ms, just ahead of
-#    the ring's 3.57 ms: the same bytes in 6 steps instead of 14). With 12 ranks only the ring and the binomial tree
-#    are offered, and the tree wins at 1 kB (40.2 µs against 110 µs) while the ring wins at 100 MB (3.78 ms against
-#    16 ms).
+#    the ring's 3.57 ms: the same bytes in 6 steps instead of 14; NCCL's double binary tree takes 4.12 ms). With 12
+#    ranks the ring, the binomial tree and the double binary tree are offered (the other two need a power of two):
+#    the double binary tree wins at 1 kB (30 µs against the binomial tree's 40.2 µs and the ring's 110 µs), the ring
+#    at 100 MB (3.78 ms against 4.12 ms and 16 ms).
 # 5. busbw: 50, 49.9, 49.2 and 39.8 GB/s; algbw: 50, 28.5, 25 and 19.9 GB/s. busbw undoes the ring's factor of
 #    nearly 2 in bytes per rank, so it stays near the link's bandwidth, which is why nccl-tests reports it;
 #    algbw = S/T falls towards B/2. At 1024 ranks the latency term, 2046 × 5 µs = 10.2 ms of the 50.2 ms, pulls
