@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import collectives, units
-from .style import COLORS, axes_or_new, bytes_formatter, label_units, time_formatter
+from .style import AXIS_COLORS, COLORS, axes_or_new, binary_bytes_formatter, label_units, time_formatter
 
 __all__ = [
     "SweepFigure",
@@ -32,7 +32,7 @@ class SweepFigure:
         self.ax = ax
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.xaxis.set_major_formatter(bytes_formatter)
+        ax.xaxis.set_major_formatter(binary_bytes_formatter)
         ax.yaxis.set_major_formatter(time_formatter)
         ax.grid(True, which="major", alpha=0.3)
         return ax
@@ -79,7 +79,7 @@ class AlgorithmsFigure:
     def build(self, ax):
         self.ax = ax
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(bytes_formatter)
+        ax.xaxis.set_major_formatter(binary_bytes_formatter)
         ax.grid(True, alpha=0.3)
         return ax
 
@@ -126,7 +126,7 @@ class StepFigure:
         for i, name in enumerate(names):
             median = step.median_s[name]
             if name == "communication":
-                ax.bar(i, median, color=COLORS["bandwidth"], width=0.6)
+                ax.bar(i, median, color=AXIS_COLORS["data"], width=0.6)  # the data-parallel gradient all-reduce
             else:
                 ax.bar(i, min(median, compute), color=COLORS["compute"], width=0.6)
                 if median > compute:
@@ -143,7 +143,7 @@ class StepFigure:
         handles = [
             ax.bar(0, 0, color=COLORS["compute"], label="compute alone"),
             ax.bar(0, 0, color=COLORS["exposed"], label="exposed = step − compute"),
-            ax.bar(0, 0, color=COLORS["bandwidth"], label="all-reduce alone"),
+            ax.bar(0, 0, color=AXIS_COLORS["data"], label="all-reduce alone"),
         ]
         if predicted:
             handles += ax.plot([], [], "D", color="#222222", mfc="white", label="predicted (fitted α, B)")

@@ -15,6 +15,7 @@ __all__ = [
     "COLORS",
     "AXIS_COLORS",
     "bytes_formatter",
+    "binary_bytes_formatter",
     "time_formatter",
     "rate_formatter",
     "flops_rate_formatter",
@@ -56,6 +57,8 @@ def _formatter(function):
 
 
 bytes_formatter = _formatter(lambda v: units.format_bytes(v, digits=3))
+# For axes with ticks at powers of two (log base 2): "4 KiB" where the decimal formatter would print "4.1 kB".
+binary_bytes_formatter = _formatter(lambda v: units.format_bytes(v, binary=True, digits=3))
 time_formatter = _formatter(lambda v: units.format_time(v, digits=3))
 rate_formatter = _formatter(lambda v: units.format_bandwidth(v, digits=3))
 flops_rate_formatter = _formatter(lambda v: units.format_flops_rate(v, digits=3))

@@ -14,14 +14,14 @@ starts it (``course_lib.measure.run_collective_sweep``), and the figure and ``.r
 
 from __future__ import annotations
 
-import io
 import warnings
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 from .. import measure, units
 from ..viz.measure import SweepFigure
+from ._base import Lab, choice_buttons, int_slider, unit_slider
 
 __all__ = ["MeasureLab", "measure_lab"]
 
@@ -30,69 +30,82 @@ ALGORITHMS = tuple(name for name, model in measure.MPICH_ALGORITHMS["all_reduce"
 LARGEST = tuple(2**k for k in range(16, 27, 2))  # 64 KiB … 64 MiB
 
 
-class MeasureLab(widgets.VBox):
-    """Controls (ranks, algorithm, largest size, iterations), a Run button, the numbers and the sweep figure."""
+class MeasureLab(Lab):
+    """Controls (ranks, algorithm, largest size, iterations), a Run button, the numbers and the sweep figure.
+
+    The summary says what *Run* will measure and follows the controls at once; ``.result`` (the fitted table) and
+    the figure change only when a sweep has run (``run``) or a recorded table is shown (``show``).
+    """
 
     def __init__(self, recorded=None, ranks=2, algorithm="ring", largest_bytes=2**22, iterations=5):
-        self.controls = {
-            "ranks": widgets.IntSlider(value=ranks, min=2, max=4, description="ranks p"),
-            "algorithm": widgets.Dropdown(options=ALGORITHMS, value=algorithm, description="algorithm"),
-            "largest_bytes": widgets.SelectionSlider(
-                options=[(units.format_bytes(s, binary=True), s) for s in LARGEST],
-                value=largest_bytes,
-                description="up to",
-            ),  # fmt: skip
-            "iterations": widgets.IntSlider(value=iterations, min=3, max=20, description="iterations"),
+        controls = {
+            "ranks": int_slider("ranks p", 2, 4, ranks),
+            "algorithm": choice_buttons("algorithm", ALGORITHMS, algorithm),
+            "largest_bytes": unit_slider(
+                "up to", LARGEST, largest_bytes, lambda size: units.format_bytes(size, binary=True)
+            ),
+            "iterations": int_slider("iterations", 3, 20, iterations),
         }
         self.button = widgets.Button(description="Run", button_style="primary", tooltip="run the MPI sweep")
         self.button.on_click(lambda _: self.run())
-        # The summary (what Run will measure) follows the controls at once; the numbers and the figure follow a run.
-        self.summary = widgets.HTML()
-        self.summary.add_class("course-lab-summary")
         self.numbers = widgets.HTML("<i>No sweep yet: press Run.</i>")
-        self.image = widgets.Image(format="png")
-        with plt.ioff():
-            self.figure, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+        figure = Figure(figsize=(8, 4.5), layout="constrained")
         self.sweep_figure = SweepFigure()
-        self.sweep_figure.build(ax)
-        self.result = {}
-        for control in self.controls.values():
-            control.observe(self._describe, names="value")
-        self._describe()
-        super().__init__([widgets.HBox([*self.controls.values(), self.button]), self.summary, self.numbers, self.image])
+        self.sweep_figure.build(figure.add_subplot())
+        self._shown = None  # (table, notes) of the last sweep run or recorded table shown
+        super().__init__("Lab 5 · measure an all-reduce", controls, figure, extra_children=(self.button, self.numbers))
         if recorded is not None:
             self.show(recorded)
-        else:
-            self._render()
 
-    def _sizes(self) -> list:
+    def sizes_bytes(self) -> list:
+        """The sizes *Run* measures: 8 B × 4^k up to the largest size chosen."""
         return [8 * 4**k for k in range(20) if 8 * 4**k <= self.controls["largest_bytes"].value]
 
-    def _describe(self, _change=None):
-        c = {name: control.value for name, control in self.controls.items()}
-        sizes = self._sizes()
-        self.summary.value = (
+    def compute(self, values: dict) -> dict:
+        if self._shown is None:
+            return {}
+        table, _ = self._shown
+        fit = measure.fit_alpha_beta(table)
+        return {
+            "table": table,
+            "fit": fit,
+            "latency_s": fit.latency_s,
+            "bandwidth_bytes_per_s": fit.bandwidth_bytes_per_s,
+            "crossover_bytes": fit.crossover_bytes,
+            "median_relative_residual": fit.median_relative_residual,
+        }
+
+    def draw(self, result: dict) -> None:
+        if result:
+            self.sweep_figure.update((result["table"], result["fit"]))
+            fit = result["fit"]
+            self.numbers.value = "<br>".join(
+                [
+                    f"α = {units.format_time(fit.latency_s)}, B = {units.format_bandwidth(fit.bandwidth_bytes_per_s)}, "
+                    f"crossover {units.format_bytes(fit.crossover_bytes)}, median |residual| "
+                    f"{units.format_percent(fit.median_relative_residual)}",
+                    *self._shown[1],
+                ]
+            )
+
+    def summary_html(self, result: dict) -> str:
+        c, sizes = self.values(), self.sizes_bytes()
+        return (
             f"Run measures an all-reduce of float32 buffers on <b>{c['ranks']} ranks</b> with MPICH's "
             f"<b>{c['algorithm']}</b>: {len(sizes)} sizes from {units.format_bytes(sizes[0])} to "
             f"{units.format_bytes(sizes[-1], binary=True)}, {c['iterations']} timed iterations each (the maximum over "
             "ranks), then fits α and B."
         )
 
-    def _render(self):
-        png = io.BytesIO()
-        self.figure.savefig(png, format="png", dpi=90)
-        self.image.value = png.getvalue()
-
     def run(self):
         """Measure with the controls' settings (a real MPI job), then show it."""
-        c = {name: control.value for name, control in self.controls.items()}
-        sizes = self._sizes()
+        c = self.values()
         self.numbers.value = "<i>measuring…</i>"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 table = measure.run_collective_sweep(
-                    "all_reduce", c["ranks"], sizes, c["algorithm"], iterations=c["iterations"], warmup=3
+                    "all_reduce", c["ranks"], self.sizes_bytes(), c["algorithm"], iterations=c["iterations"], warmup=3
                 )
             except (ValueError, RuntimeError) as error:
                 self.numbers.value = f"<b>failed:</b> {error}"
@@ -102,25 +115,8 @@ class MeasureLab(widgets.VBox):
 
     def show(self, table, notes=()):
         """Fit ``table`` (one algorithm, one rank count) and draw it."""
-        fit = measure.fit_alpha_beta(table)
-        self.result = {
-            "table": table,
-            "fit": fit,
-            "latency_s": fit.latency_s,
-            "bandwidth_bytes_per_s": fit.bandwidth_bytes_per_s,
-            "crossover_bytes": fit.crossover_bytes,
-            "median_relative_residual": fit.median_relative_residual,
-        }
-        self.numbers.value = "<br>".join(
-            [
-                f"α = {units.format_time(fit.latency_s)}, B = {units.format_bandwidth(fit.bandwidth_bytes_per_s)}, "
-                f"crossover {units.format_bytes(fit.crossover_bytes)}, median |residual| "
-                f"{units.format_percent(fit.median_relative_residual)}",
-                *notes,
-            ]
-        )
-        self.sweep_figure.update((table, fit))
-        self._render()
+        self._shown = (table, tuple(notes))
+        self.refresh()
 
 
 def measure_lab(recorded=None, **initial) -> MeasureLab:
