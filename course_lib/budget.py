@@ -53,6 +53,7 @@ from .parallelism import (
     check_plan_for_model,
     memory_breakdown,
     splits_evenly,
+    stage_layers,
     step_transfers,
 )
 
@@ -68,6 +69,7 @@ __all__ = [
     "calibrated_step_time",
     "calibrated_cluster",
     "model_flops_per_step",
+    "forward_flops_per_token",
     "bucketed_exposure",
     "PlanSearch",
     "search_plans",
@@ -171,6 +173,7 @@ def _group_phase(cluster: Cluster, level, op, ranks, payload_bytes) -> GroupPhas
     else:
         link, bandwidth = cluster.inter_node_link, cluster.inter_bandwidth_bytes_per_s
     ranks = int(ranks) if np.ndim(ranks) == 0 else np.asarray(ranks)
+    terms = collectives.time_terms(op, ranks, payload_bytes, bandwidth, link.latency_s)
     return GroupPhase(
         level=level,
         op=op,
@@ -179,8 +182,8 @@ def _group_phase(cluster: Cluster, level, op, ranks, payload_bytes) -> GroupPhas
         link=link,
         bandwidth_bytes_per_s=bandwidth,
         latency_s=link.latency_s,
-        cost=collectives.collective_cost(op, ranks, payload_bytes),
-        terms=collectives.time_terms(op, ranks, payload_bytes, bandwidth, link.latency_s),
+        terms=terms,
+        cost=terms.cost,
     )
 
 
@@ -358,19 +361,24 @@ def model_flops_per_step(model: TransformerModel, plan: ParallelPlan, recompute=
     '1.0000'
     """
     recompute = plan.recompute if recompute is None else _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
-    layer, head, core = _forward_flops_per_token(model)
+    layer, head, core = forward_flops_per_token(model)
     extra = {"none": 0.0, "selective": core, "full": layer}[recompute]
     tokens = 1.0 * plan.global_batch * model.seq_len
     return _validate.as_result(tokens * (3 * (model.layers * layer + head) + model.layers * extra))
 
 
-def _forward_flops_per_token(model: TransformerModel):
-    """(one layer's forward, the output layer's forward, the attention core's forward) FLOPs per token."""
+def forward_flops_per_token(model: TransformerModel):
+    """(one layer's forward, the output layer's forward, the attention core's forward) FLOPs per token: 2 per matrix
+    weight, 4sh for QKᵀ and the product with V (no causal saving), 2Vh for the output layer.
+
+    >>> from course_lib.parallelism import GPT3_175B
+    >>> layer, head, core = forward_flops_per_token(GPT3_175B)
+    >>> layer == 24 * 12288**2 + 4 * 2048 * 12288, head == 2 * 51200 * 12288   # Narayanan et al. 2021, per token
+    (True, True)
+    """
     h, s = model.hidden, model.seq_len
-    kv_width = model.kv_heads * model.head_dim
-    weights = 2 * h * h + 2 * h * kv_width + (3 if model.gated_mlp else 2) * h * model.ffn_hidden
     core = 4.0 * s * h
-    return 2.0 * weights + core, 2.0 * model.vocab * h, core
+    return 2.0 * model.matmul_weights_per_layer + core, 2.0 * model.vocab * h, core
 
 
 def bucketed_exposure(total_s, bucket_s, window_s, occurrences=1):
@@ -424,13 +432,10 @@ def calibrated_step_time(
     cluster = calibrated_cluster(cluster, calibration)
     peak = cluster.accelerator.peak(dtype)
     t, p, d, b, m, v = plan.sizes
-    layers = -(-model.layers // np.asarray(p))
+    layers = stage_layers(model.layers, p)
     tokens = 1.0 * b * model.seq_len
-    layer_fwd, head_fwd, core_fwd = (x * tokens / t for x in _forward_flops_per_token(model))
-    if calibration.gemm_half_flops > 0:
-        efficiency = calibration.gemm_efficiency * layer_fwd / (layer_fwd + calibration.gemm_half_flops)
-    else:
-        efficiency = calibration.gemm_efficiency + 0.0 * layer_fwd
+    layer_fwd, head_fwd, core_fwd = (x * tokens / t for x in forward_flops_per_token(model))
+    efficiency = calibration.gemm_efficiency * layer_fwd / (layer_fwd + calibration.gemm_half_flops)
     rate = peak * efficiency
     extra = {"none": 0.0, "selective": core_fwd, "full": layer_fwd}[plan.recompute]
     # The last stage also runs the output layer; with p = 1 one device runs everything.

@@ -273,6 +273,7 @@ class TimeTerms:
     latency_s: float
     bandwidth_s: float
     reduction_s: float
+    cost: CollectiveCost  # the n, Q and R the terms come from
 
     @property
     def total_s(self):
@@ -310,6 +311,7 @@ def time_terms(
         _validate.as_result(cost.phases * latency_s + 0.0 * cost.wire_bytes),
         _validate.as_result(cost.wire_bytes / bandwidth),
         _validate.as_result(cost.reduced_bytes * gamma),
+        cost,
     )
 
 
@@ -484,10 +486,12 @@ def collective_report(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s
     size = _validate.positive("payload_bytes", payload_bytes)
     if np.ndim(size):
         raise ValueError(f"payload_bytes must be a single number for a report, got an array of shape {np.shape(size)}")
-    cost = collective_cost(op, p, size, algorithm)
     terms = time_terms(op, p, size, bandwidth_bytes_per_s, latency_s, algorithm)
-    times = {a: collective_time(op, p, size, bandwidth_bytes_per_s, latency_s, a) for a in applicable_algorithms(op, p)}
-    time_s = terms.total_s
+    cost, time_s = terms.cost, terms.total_s
+    times = {
+        a: time_s if a == algorithm else collective_time(op, p, size, bandwidth_bytes_per_s, latency_s, a)
+        for a in applicable_algorithms(op, p)
+    }
     return CollectiveReport(
         op=op,
         algorithm=algorithm,
@@ -502,8 +506,8 @@ def collective_report(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s
         bandwidth_term_s=terms.bandwidth_s,
         time_s=time_s,
         regime=terms.regime,
-        algbw_bytes_per_s=_validate.as_result(size / time_s) if time_s > 0 else None,
-        busbw_bytes_per_s=_validate.as_result(size / time_s * busbw_factor(op, p)) if time_s > 0 else None,
+        algbw_bytes_per_s=algbw_bytes_per_s(size, time_s) if time_s > 0 else None,
+        busbw_bytes_per_s=busbw_bytes_per_s(op, p, size, time_s) if time_s > 0 else None,
         crossover_bytes=(
             latency_bandwidth_crossover_bytes(op, p, bandwidth_bytes_per_s, latency_s, algorithm) if p > 1 else None
         ),

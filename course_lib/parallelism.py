@@ -144,6 +144,17 @@ class TransformerModel:
         return self.hidden // self.heads
 
     @property
+    def matmul_weights_per_layer(self) -> int:
+        """Weights of one layer's matrix multiplies: W_Q and W_O h × h, W_K and W_V h × (kv_heads · head_dim), and
+        the MLP's two h × f matrices (three when gated). Each costs 2 FLOPs per token in the forward pass.
+
+        >>> LLAMA3_8B.matmul_weights_per_layer   # 2·4096² + 2·4096·1024 + 3·4096·14336
+        218103808
+        """
+        h, kv_width = self.hidden, self.kv_heads * self.head_dim
+        return 2 * h * h + 2 * h * kv_width + (3 if self.gated_mlp else 2) * h * self.ffn_hidden
+
+    @property
     def params_per_layer(self) -> int:
         """Parameters of one transformer layer: attention, MLP, their biases (GPT) and the two norms.
 
@@ -154,7 +165,7 @@ class TransformerModel:
         True
         """
         h, f, kv_width = self.hidden, self.ffn_hidden, self.kv_heads * self.head_dim
-        matrices = 2 * h * h + 2 * h * kv_width + (3 if self.gated_mlp else 2) * h * f
+        matrices = self.matmul_weights_per_layer
         if self.style == "llama":
             return matrices + 2 * h
         biases = (2 * h + 2 * kv_width) + ((2 if self.gated_mlp else 1) * f + h)
@@ -675,7 +686,7 @@ def calibrated_memory_breakdown(
     check_plan_for_model(model, plan, calibration)
     t, p, d, b, m, _ = plan.sizes
     h, vocab = model.hidden, model.vocab
-    layers = -(-model.layers // np.asarray(p))
+    layers = stage_layers(model.layers, p)
     embedding = 1.0 * vocab * h
     single = np.asarray(p) == 1
     # p = 1: every layer, the embedding, the output layer when untied and the final norm on one device.

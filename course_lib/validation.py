@@ -79,12 +79,7 @@ PLAYBOOK_CALIBRATION = parallelism.Calibration(
     network_efficiency=0.2,
     framework_bytes=1968873984.0,
 )
-_MODELS = {
-    "1B": parallelism.PLAYBOOK_1B,
-    "3B": parallelism.PLAYBOOK_3B,
-    "8B": parallelism.PLAYBOOK_8B,
-    "80B": parallelism.PLAYBOOK_80B,
-}
+_MODELS = {model.name.removeprefix("Playbook "): model for model in parallelism.PLAYBOOK_MODELS.values()}  # "1B": …
 _INT_COLUMNS = ("nodes", "gpus", "dp", "tp", "pp", "zero_stage", "mbs", "grad_acc", "gbs_samples_computed", "seq_len")
 _FLOAT_COLUMNS = ("mfu_pct", "tok_s_per_gpu", "gpu_mem_gb")
 
@@ -145,10 +140,9 @@ def playbook_flops_per_token(model: parallelism.TransformerModel, pipeline_paral
     '9.664e+09'
     """
     p = _validate.count("pipeline_parallel", pipeline_parallel)
-    h, s, v = model.hidden, model.seq_len, model.vocab
-    kv_width = model.kv_heads * model.head_dim
-    matmul_weights = 2 * h * h + 2 * h * kv_width + (3 if model.gated_mlp else 2) * h * model.ffn_hidden
-    forward = model.layers * (2.0 * matmul_weights + 4.0 * s * h) + 2.0 * v * h
+    h, v = model.hidden, model.vocab
+    layer, head, _ = budget.forward_flops_per_token(model)
+    forward = model.layers * layer + head
     separate_embedding = np.where((not model.tied_embeddings) | (np.asarray(p) > 1), 6.0 * v * h, 0.0)
     return _validate.as_result(3 * forward + separate_embedding)
 
@@ -168,8 +162,7 @@ class Replay:
 
 
 def _cluster(nodes: int) -> hardware.Cluster:
-    node = PLAYBOOK_CLUSTER_NODE
-    return hardware.Cluster(f"{nodes} × 8 H100", node.accelerator, 8, nodes, node.intra_node_link, node.inter_node_link)
+    return replace(PLAYBOOK_CLUSTER_NODE, name=f"{nodes} × 8 H100", nodes=nodes)
 
 
 def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5, calibration="playbook") -> Replay:
@@ -225,7 +218,7 @@ def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5, calibration="playboo
             step = budget.step_time(
                 model, plan, cluster, compute_efficiency=compute_efficiency, calibration=calibration
             )
-            tokens_per_s_per_gpu = runs["gbs_samples_computed"][rows] * model.seq_len / (step.total_s * 8 * nodes)
+            tokens_per_s_per_gpu = runs["gbs_samples_computed"][rows] * model.seq_len / (step.total_s * cluster.devices)
             flops = playbook_flops_per_token(model, runs["pp"][rows])
             columns["predicted_memory_bytes"][rows] = memory
             columns["predicted_fits"][rows] = memory <= cluster.accelerator.hbm_capacity_bytes
