@@ -1,6 +1,8 @@
 """pytest configuration for the whole repository (the settings themselves are in pyproject.toml)."""
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,10 +28,25 @@ def pytest_configure(config):
         os.environ.pop("MPLBACKEND", None)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, scope="session")
 def _doctest_names(doctest_namespace):
     """Names every docstring example in course_lib may use without importing them: the unit constants and the
     display formatters of ``course_lib.units`` (so the formula modules need not import formatters they never call)."""
     from course_lib import units
 
     doctest_namespace.update({name: getattr(units, name) for name in units.__all__})
+
+
+@pytest.fixture(scope="session")
+def assigned_out(tmp_path_factory) -> Path:
+    """For the grading tests (tests/test_grading*.py): every lab assigned once per session (otter assign, without
+    its own test run) into a temporary folder."""
+    out = tmp_path_factory.mktemp("assignments")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "assignments.py"), "--out", str(out), "--no-run-tests"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, f"tools/assignments.py failed:\n{done.stdout}\n{done.stderr}"
+    return out

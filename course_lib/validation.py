@@ -233,6 +233,7 @@ def _subset(runs: PlaybookRuns, rows) -> PlaybookRuns:
 
 
 FIT_MODELS = ("1B", "3B")
+HELD_OUT_MODELS = ("8B", "80B")  # never seen by the fit: every target is judged on these
 # The grid the fit searches, one constant at a time (coordinate descent, three passes): its values span what is
 # physically plausible for each constant.
 _FIT_GRID = {

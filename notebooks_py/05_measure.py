@@ -47,7 +47,6 @@
 # %%
 import os
 import sys
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 
@@ -55,8 +54,8 @@ from course_lib import measure, units
 from course_lib.viz import measure as viz_measure
 from course_lib.widgets import quiz
 
-# The course's data folder (recorded runs and published logs), found from the notebook's folder upwards.
-DATA = next(folder / "data" for folder in (Path.cwd(), *Path.cwd().parents) if (folder / "data" / "mpi").is_dir())
+# The course's data folder (recorded runs and published logs).
+DATA = measure.DATA_DIR
 
 # %% [markdown]
 # ## Mechanism

@@ -24,7 +24,6 @@ from __future__ import annotations
 import copy
 import csv
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -35,18 +34,11 @@ from pathlib import Path
 import jupytext
 import nbformat
 import pytest
+from grading_tools import TOOLS, load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
-TOOLS = ROOT / "tools"
+
 MASTERS = ROOT / "labs" / "source"
-
-
-def load_tool(name):
-    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up; grade.py imports assignments by this name
-    spec.loader.exec_module(module)
-    return module
 
 
 assignments = load_tool("assignments")
@@ -574,25 +566,10 @@ def code_without_otter(notebook) -> str:
     return "\n\n".join(keep)
 
 
-def digest(folder: Path) -> dict[str, str]:
-    return {
-        path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(folder.rglob("*"))
-        if path.is_file()
-    }
-
-
 @pytest.fixture(scope="session")
-def built(tmp_path_factory):
-    """Every lab assigned into a temporary folder: {lab: (student notebook, autograder notebook, zip)}."""
-    out = tmp_path_factory.mktemp("assignments")
-    done = subprocess.run(
-        [sys.executable, str(TOOLS / "assignments.py"), "--out", str(out), "--no-run-tests"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, f"tools/assignments.py failed:\n{done.stdout}\n{done.stderr}"
+def built(assigned_out):
+    """Every lab, from the session's one build: {lab: (student notebook, autograder notebook, zip)}."""
+    out = assigned_out
     result = {}
     for lab in LABS:
         zip_path = assignments.autograder_zip(lab, out)

@@ -103,7 +103,7 @@ def test_a_missing_file_is_a_clear_error(tmp_path):
 
 # ---- targets (issue 10), on the held-out runs: the 8B and 80B models, which no calibration may see -----------------
 
-HELD_OUT = ("8B", "80B")
+HELD_OUT = validation.HELD_OUT_MODELS
 
 
 @pytest.fixture(scope="module")

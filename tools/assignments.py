@@ -101,9 +101,18 @@ def checksum_path(lab: str, out: Path = DEFAULT_OUT) -> Path:
     return out / lab / "autograder.sha256"
 
 
+def sha256(path: Path) -> str:
+    """The SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def record_checksum(lab: str, zip_path: Path, out: Path = DEFAULT_OUT) -> Path:
     """Write the zip's SHA-256 next to it; tools/grade.py refuses a zip that no longer matches."""
-    digest = hashlib.sha256(zip_path.read_bytes()).hexdigest()
+    digest = sha256(zip_path)
     path = checksum_path(lab, out)
     path.write_text(f"{digest}  {zip_path.name}\n", encoding="utf-8")
     return path

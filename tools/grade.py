@@ -38,7 +38,6 @@ import ast
 import csv
 import dataclasses
 import difflib
-import hashlib
 import json
 import math
 import os
@@ -56,7 +55,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from assignments import DEFAULT_OUT, autograder_zip, checksum_path, lab_names, otter_environment  # noqa: E402
+from assignments import (  # noqa: E402
+    DEFAULT_OUT,
+    autograder_zip,
+    checksum_path,
+    lab_names,
+    otter_environment,
+    sha256,
+)
 from grading_sandbox import (  # noqa: E402
     Limits,
     bwrap_works,
@@ -160,14 +166,6 @@ def hidden_lines(zip_path: Path) -> set[str]:
 def number(value) -> str:
     """A score as the CSV shows it: 2 rather than 2.0."""
     return f"{float(value):g}"
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(2**20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_autograders(zips: dict[str, Path | None], out: Path) -> str | None:

@@ -27,7 +27,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -180,11 +179,10 @@ def runner_command(limits: Limits, submission: Path, zip_path: Path, summary: Pa
 
 @dataclass
 class Outcome:
-    """How the runner ended: its exit status (negative: killed by that signal) or timed out, and the seconds."""
+    """How the runner ended: its exit status (negative: killed by that signal), or timed out."""
 
     status: int | None
     timed_out: bool
-    seconds: float
 
 
 def run_sandboxed(
@@ -198,7 +196,6 @@ def run_sandboxed(
 ) -> Outcome:
     """Run ``command`` in the sandbox (or, ``unsafe``, as a plain process group), stop it at ``timeout_s``."""
     argv = command if unsafe else sandbox_command(work, environment, command, slot)
-    start = time.perf_counter()
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             argv,
@@ -217,7 +214,7 @@ def run_sandboxed(
         finally:
             # bwrap's PID namespace dies with its first process; the group kill covers UNSAFE runs and bwrap itself.
             kill_group(process)
-    return Outcome(status, timed_out, time.perf_counter() - start)
+    return Outcome(status, timed_out)
 
 
 def kill_group(process: subprocess.Popen) -> None:

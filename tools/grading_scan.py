@@ -29,7 +29,6 @@ import ast
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 KINDS = ("otter internals", "introspection", "patches a module", "files", "processes", "environment", "dynamic code")
 PROTECTED_MODULES = ("math", "cmath", "numpy", "builtins", "course_lib", "otter", "operator", "numbers", "sys")
@@ -322,11 +321,6 @@ def scan_bytes(data: bytes) -> list[Flag]:
     except (ValueError, UnicodeDecodeError, RecursionError):
         return []
     return scan_notebook(notebook)
-
-
-def scan_file(path: Path) -> list[Flag]:
-    """Flags of a notebook file."""
-    return scan_bytes(path.read_bytes())
 
 
 def summarise(flags: list[Flag], limit: int = 6) -> str:

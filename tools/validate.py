@@ -22,7 +22,10 @@ TARGETS = (
     ("mfu_median_abs_error", "MFU median |error|", "≤ 30 %", lambda x: x <= 0.30),
     ("best_pick_share", "cells whose predicted best is within 10 %", "≥ 50 %", lambda x: x >= 0.50),
 )
-SPLITS = (("fitted on (1B, 3B)", ("1B", "3B")), ("held out (8B, 80B)", ("8B", "80B")))
+SPLITS = tuple(
+    (f"{kind} ({', '.join(models)})", models)
+    for kind, models in (("fitted on", validation.FIT_MODELS), ("held out", validation.HELD_OUT_MODELS))
+)
 
 
 def _shown(name: str, value: float) -> str:

@@ -56,6 +56,7 @@ import numpy as np
 from .. import _validate, budget, collectives, units
 
 __all__ = [
+    "DATA_DIR",
     "MPICH_ALGORITHMS",
     "OPS",
     "SCHEDULES",
@@ -74,6 +75,9 @@ __all__ = [
 ]
 
 # The collectives MPI can time here: nccl-tests' ops (send_recv is point-to-point, not a collective).
+# The course's data folder (data/ at the repository's root, beside course_lib): the recorded MPI runs (mpi/) and the
+# published nccl-tests logs (nccl_tests/) that lesson 05 and lab 5 read.
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all")
 
 # MPICH's control-variable name per op, and for each algorithm MPICH offers (``mpivars`` of MPICH 5.0.2; "ccl" needs

@@ -19,7 +19,7 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from matplotlib.path import Path
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.ticker import FixedLocator, NullLocator
 
 from .. import _validate, collectives, units
 from .. import simulate as _simulate
@@ -31,6 +31,7 @@ __all__ = [
     "plot_collective_data",
     "plot_ring_step",
     "plot_ring_allreduce_steps",
+    "ring_allreduce_step_count",
     "plot_collective_time_vs_payload",
     "demo_inputs",
     "CollectiveTimeFigure",
@@ -811,10 +812,6 @@ def plot_collective_time_vs_payload(
 # --- live figures: the ring all-reduce lab's two panels ---------------------------------------------------------
 
 
-def _bytes_label(value, _position=None):
-    return units.format_bytes(value)
-
-
 class CollectiveTimeFigure(LiveFigure):
     """Live log–log time of one collective against its payload, on fixed axes: one curve per algorithm (those that
     do not apply to the ranks hidden), the chosen algorithm's two terms dotted, the crossover S* with the latency-
@@ -859,7 +856,7 @@ class CollectiveTimeFigure(LiveFigure):
         ax.yaxis.set_major_locator(
             FixedLocator([10.0**k for k in range(math.ceil(np.log10(t_low)), math.floor(np.log10(t_high)) + 1)])
         )
-        ax.xaxis.set_major_formatter(FuncFormatter(_bytes_label))
+        ax.xaxis.set_major_formatter(bytes_formatter)
         ax.yaxis.set_major_formatter(seconds_formatter)
         ax.xaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_minor_locator(NullLocator())
@@ -958,14 +955,16 @@ class CollectiveTimeFigure(LiveFigure):
         """Draw ``report`` (a ``collectives.CollectiveReport`` of this figure's op)."""
         p, bandwidth, latency, chosen = report.ranks, report.bandwidth_bytes_per_s, report.latency_s, report.algorithm
         payloads = self.curve_payloads_bytes
+        terms = collectives.time_terms(self.op, p, payloads, bandwidth, latency, chosen)
         for algorithm, line in self.curves.items():
             usable = algorithm in report.times_by_algorithm
             line.set_visible(usable)
-            if usable:
+            if algorithm == chosen:
+                line.set_ydata(terms.total_s)
+            elif usable:
                 line.set_ydata(collectives.collective_time(self.op, p, payloads, bandwidth, latency, algorithm))
             line.set_linewidth(2.6 if algorithm == chosen else 1.4)
-        terms = collectives.time_terms(self.op, p, payloads, bandwidth, latency, chosen)
-        self.latency_term.set_ydata(np.full_like(payloads, report.latency_term_s))
+        self.latency_term.set_ydata(terms.latency_s)
         self.bandwidth_term.set_ydata(terms.bandwidth_s)
         self.point.set_data([report.payload_bytes], [report.time_s])
         self.point.set_markerfacecolor(algorithm_style(chosen)[0])
@@ -1002,7 +1001,12 @@ def _ring_simulation(ranks: int) -> _simulate.Simulation:
 
 
 @functools.cache
-def _ring_allreduce_steps(ranks: int) -> int:
+def ring_allreduce_step_count(ranks: int) -> int:
+    """Steps of the ring all-reduce, 2(p − 1) (from ``collectives.collective_cost``; cached per p).
+
+    >>> ring_allreduce_step_count(8)
+    14
+    """
     return collectives.collective_cost("all_reduce", ranks, 1.0, "ring").phases
 
 
@@ -1120,7 +1124,7 @@ class RingStepFigure(LiveFigure):
         shown = p <= m
         for artist in (self.cells, self.shafts, self.heads):
             artist.set_visible(shown)
-        steps = _ring_allreduce_steps(p)
+        steps = ring_allreduce_step_count(p)
         if not shown:
             self.title.set_text(f"ring all-reduce over {p} ranks: {steps} steps")
             return

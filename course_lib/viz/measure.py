@@ -9,6 +9,8 @@ live sweep can update the same figure); ``plot_*`` builds then updates and retur
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from .. import collectives, units
 from .style import AXIS_COLORS, COLORS, axes_or_new, binary_bytes_formatter, label_units, time_formatter
@@ -54,12 +56,13 @@ class SweepFigure:
             ax.plot(sizes[fell_back], median[fell_back], "x", color="#999999", label="MPICH fell back (not fitted)")
         if fit is not None:
             grid = np.geomspace(sizes.min(), sizes.max(), 200)
-            cost = collectives.collective_cost(fit.op, fit.ranks, grid, fit.algorithm)
-            latency = np.full_like(grid, cost.phases * fit.latency_s)
-            bandwidth = cost.wire_bytes / fit.bandwidth_bytes_per_s
-            ax.plot(grid, fit.predict_s(grid), "-", color=COLORS["exposed"], label="fit: n·α + Q/B")
+            terms = collectives.time_terms(
+                fit.op, fit.ranks, grid, fit.bandwidth_bytes_per_s, fit.latency_s, fit.algorithm
+            )
+            latency = terms.latency_s
+            ax.plot(grid, terms.total_s, "-", color=COLORS["exposed"], label="fit: n·α + Q/B")
             ax.plot(grid, latency, ":", color=COLORS["latency"], label=f"n·α (α = {units.format_time(fit.latency_s)})")
-            ax.plot(grid, bandwidth, "--", color=COLORS["bandwidth"],
+            ax.plot(grid, terms.bandwidth_s, "--", color=COLORS["bandwidth"],
                     label=f"Q/B (B = {units.format_bandwidth(fit.bandwidth_bytes_per_s)})")  # fmt: skip
             if fit.crossover_bytes > 0:
                 ax.axvline(fit.crossover_bytes, color="#777777", lw=0.8)
@@ -141,12 +144,14 @@ class StepFigure:
         ax.set_xticks(x, [name.replace("_", "\n") for name in names])
         ax.set_ylim(0, max(step.p90_s.values()) * 1.25)
         handles = [
-            ax.bar(0, 0, color=COLORS["compute"], label="compute alone"),
-            ax.bar(0, 0, color=COLORS["exposed"], label="exposed = step − compute"),
-            ax.bar(0, 0, color=AXIS_COLORS["data"], label="all-reduce alone"),
+            Patch(color=COLORS["compute"], label="compute alone"),
+            Patch(color=COLORS["exposed"], label="exposed = step − compute"),
+            Patch(color=AXIS_COLORS["data"], label="all-reduce alone"),
         ]
         if predicted:
-            handles += ax.plot([], [], "D", color="#222222", mfc="white", label="predicted (fitted α, B)")
+            handles.append(
+                Line2D([], [], ls="", marker="D", color="#222222", mfc="white", label="predicted (fitted α, B)")
+            )
         ax.legend(handles=handles, fontsize=8, loc="upper left")
         label_units(ax, "schedule", "step time (median, max over ranks)",
                     f"{step.ranks} ranks, {units.format_flops(step.backward_flops)} backward, "

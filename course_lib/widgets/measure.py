@@ -57,6 +57,10 @@ class MeasureLab(Lab):
         if recorded is not None:
             self.show(recorded)
 
+    def _on_change(self, _change) -> None:
+        # A control changes only what the next Run measures: the summary, not the result or the figure.
+        self.summary.value = self.summary_html(self.result)
+
     def sizes_bytes(self) -> list:
         """The sizes *Run* measures: 8 B × 4^k up to the largest size chosen."""
         return [8 * 4**k for k in range(20) if 8 * 4**k <= self.controls["largest_bytes"].value]

@@ -26,7 +26,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from .. import hardware, parallelism, units
-from ..viz.parallelism import FIT_COLOR, MEMORY_COMPONENTS, MemoryBudgetFigure
+from ..viz.parallelism import FIT_COLOR, MemoryBudgetFigure
 from ..viz.style import COLORS
 from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, int_slider
 
@@ -61,7 +61,6 @@ DATA_PARALLEL_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 2
 GRAD_ACCUM_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 MAX_TENSOR_PARALLEL = 64  # one tensor-parallel group rarely spans more than a few NVLink domains
 MAX_PIPELINE_PARALLEL = 128
-COMPONENTS = tuple(MEMORY_COMPONENTS)  # parameters, gradients, optimizer_state, activations (bottom to top)
 ZERO_NAMES = {stage: f"ZeRO-{stage}" for stage in parallelism.ZERO_STAGES}
 LOG_AXIS_BYTES = (100 * units.KB, 100 * units.TB)  # the right panel's fixed range
 MISS_COLOR = COLORS["exposed"]

@@ -35,7 +35,13 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from .. import _validate, collectives, units
-from ..viz.collectives import CollectiveTimeFigure, RingStepFigure, algorithm_label, ring_step_phase
+from ..viz.collectives import (
+    CollectiveTimeFigure,
+    RingStepFigure,
+    algorithm_label,
+    ring_allreduce_step_count,
+    ring_step_phase,
+)
 from ..viz.style import seconds_label
 from ._base import Lab, choice_buttons, int_slider, nice_values, same_stop, stops_with, unit_slider
 
@@ -73,14 +79,7 @@ DEFAULTS = {
 _TIME_LIMITS_S = (1e-7, 1e3)  # fixed: the shortest (0.1 µs, 2 ranks) to the longest (1024 ranks, 1 GB/s, 10 GB)
 
 
-@functools.cache
-def ring_steps(ranks: int) -> int:
-    """Steps of the ring all-reduce, 2(p − 1): the range of the ``step`` control.
-
-    >>> ring_steps(8)
-    14
-    """
-    return collectives.collective_cost(OP, ranks, 1.0, "ring").phases
+ring_steps = ring_allreduce_step_count  # the range of the ``step`` control: 2(p − 1)
 
 
 def _step_phase(ranks: int, step: int) -> str:

@@ -67,10 +67,7 @@ lab
 # The same widget on the ring run recorded for the course (no MPI needed), and the fit it shows:
 
 # %% tags=["otter_ignore"]
-from pathlib import Path
-
-data = next(folder / "data" for folder in (Path.cwd(), *Path.cwd().parents) if (folder / "data" / "mpi").is_dir())
-recorded = measure.Measurements.from_csv(next((data / "mpi").glob("*_all_reduce.csv")))
+recorded = measure.Measurements.from_csv(next((measure.DATA_DIR / "mpi").glob("*_all_reduce.csv")))
 reference = measure_lab()
 reference.show(recorded.select(algorithm="ring"))
 r = reference.result

@@ -39,7 +39,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # What the browser gets to see: copies of these folders (the repository's files are never served).
-SERVED_FOLDERS = ("labs", "notebooks", "data")  # data/: lab 5 reads the recorded runs, as in a clone of the course
+SERVED_FOLDERS = ("labs", "notebooks")
 
 SKIP_REASON = "Debian's chromium is not installed (apt-get install chromium); CI installs it"
 # Playwright adds --headless, --no-sandbox (as root) and its automation flags itself.
