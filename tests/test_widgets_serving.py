@@ -1,0 +1,245 @@
+"""Lab 7 (course_lib.widgets.serving, serving a model), in process: every control swept over its range, each result
+checked against course_lib.serving recomputed here, the figure's artists against the result, and the dependent
+controls against the rules that make a replica valid. No browser and no kernel."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from lab_checks import assert_plain_and_finite, option_values, stops  # noqa: E402
+
+from course_lib import hardware, parallelism, serving, units  # noqa: E402
+from course_lib.widgets import serving as serving_module  # noqa: E402
+from course_lib.widgets import serving_lab  # noqa: E402
+
+NODES = {
+    "A100 SXM 80GB": hardware.DGX_A100,
+    "H100 SXM 80GB": hardware.DGX_H100,
+    "H200 SXM 141GB": hardware.DGX_H200,
+    "B200": hardware.DGX_B200,
+}
+
+
+def expected_serving(values: dict) -> dict:
+    """The lab's numbers, recomputed from the control values with course_lib.serving."""
+    model = serving_module.MODELS[values["model"]]
+    t, p, b = values["tensor_parallel"], values["pipeline_parallel"], values["sequences"]
+    context = values["prompt_len"] + values["generated_tokens"]
+    node = NODES[values["device"]]
+    nodes = -(-t * p // 8)  # 8 GPUs per node
+    cluster = hardware.Cluster("replica", node.accelerator, 8, nodes, node.intra_node_link, node.inter_node_link)
+    memory = serving.serving_memory(model, t, p, b, context)
+    pre = serving.prefill(model, cluster, t, p, values["prompt_len"], b, 0.5)
+    step = serving.decode_step(model, cluster, t, p, b, context)
+    capacity = node.accelerator.hbm_capacity_bytes
+    return {
+        "devices": t * p,
+        "nodes": nodes,
+        "context_len": context,
+        "weights_bytes": memory.weights,
+        "kv_cache_bytes_per_device": memory.kv_cache,
+        "activations_bytes": memory.activations,
+        "total_bytes": memory.total,
+        "capacity_bytes": capacity,
+        "fits": memory.total <= capacity,
+        "max_sequences": serving.max_sequences_that_fit(model, node.accelerator, t, p, context),
+        "kv_cache_bytes": model.layers * 2 * model.kv_heads * model.head_dim * context * b * 2,
+        "time_to_first_token_s": pre.time_to_first_token_s,
+        "weight_read_s": step.weight_read_s,
+        "kv_read_s": step.kv_read_s,
+        "all_reduce_latency_s": step.all_reduce_latency_s,
+        "all_reduce_bandwidth_s": step.all_reduce_bandwidth_s,
+        "pipeline_hop_s": step.pipeline_hop_s,
+        "time_per_output_token_s": step.time_per_output_token_s,
+        "tokens_per_s_per_replica": b / step.time_per_output_token_s,
+        "tokens_per_s_per_device": b / step.time_per_output_token_s / (t * p),
+        "bound": step.bound,
+    }
+
+
+def check_serving_lab(lab):
+    values, result = lab.values(), lab.result
+    assert_plain_and_finite(result)
+    model = serving_module.MODELS[values["model"]]
+    t = values["tensor_parallel"]
+    assert model.heads % t == 0 and (model.kv_heads % t == 0 or t % model.kv_heads == 0)
+    assert model.layers % values["pipeline_parallel"] == 0
+    for key, value in expected_serving(values).items():
+        if isinstance(value, (bool, str)):
+            assert result[key] == value, key
+        else:
+            assert result[key] == pytest.approx(value, rel=1e-12), key
+    assert result["request_time_s"] == pytest.approx(
+        result["time_to_first_token_s"] + (values["generated_tokens"] - 1) * result["time_per_output_token_s"]
+    )
+    # The figure: the current point and the breakdown hold the result; the curve ends at the largest batch that fits.
+    curve = lab.curve_figure
+    assert curve.current.get_xdata()[0] == pytest.approx(result["tokens_per_s_per_device"])
+    assert curve.current.get_ydata()[0] == pytest.approx(result["time_per_output_token_s"])
+    assert lab.curve.sequences[-1] == max(result["max_sequences"], 1) and lab.curve.sequences[0] == 1
+    widths = [bar.get_width() for bar in lab.breakdown_figure.bars]
+    p = values["pipeline_parallel"]
+    assert widths[2] == pytest.approx(p * result["all_reduce_latency_s"])
+    assert widths[4] == pytest.approx(result["pipeline_hop_s"])
+    assert units.format_time(result["time_per_output_token_s"]) in lab.breakdown_figure.total.get_text()
+    summary = lab.summary.value
+    for key in ("weights_bytes", "kv_cache_bytes_per_device", "total_bytes", "kv_cache_bytes"):
+        assert units.format_bytes(result[key]) in summary, key
+    for key in ("time_to_first_token_s", "time_per_output_token_s"):
+        assert units.format_time(result[key]) in summary, key
+    assert ("fits</b>" in summary) == result["fits"] and "nan" not in summary.lower()
+
+
+@pytest.fixture(scope="module")
+def shared_serving_lab():
+    return serving_lab()
+
+
+def reset(lab, defaults):
+    for name, value in defaults.items():  # in order: the model first (it sets the t and p options)
+        lab.controls[name].value = value
+    assert lab.values() == defaults
+    return lab
+
+
+@pytest.fixture
+def lab(shared_serving_lab):
+    return reset(shared_serving_lab, serving_module.DEFAULTS)
+
+
+def test_defaults_llama3_70b_on_one_h100_node(lab):
+    assert lab.values() == {
+        "model": "Llama 3.1 70B",
+        "device": "H100 SXM 80GB",
+        "tensor_parallel": 8,
+        "pipeline_parallel": 1,
+        "sequences": 8,
+        "prompt_len": 1024,
+        "generated_tokens": 256,
+    }
+    check_serving_lab(lab)
+    result = lab.result
+    # By hand: 80 layers × 2 (K, V) × 8 KV heads × 128 × 2 bytes = 327,680 B per token; 1,280 tokens × 8 sequences.
+    assert result["kv_cache_bytes"] == 327_680 * 1280 * 8 == 3_355_443_200
+    assert result["kv_cache_bytes_per_device"] == 3_355_443_200 / 8
+    # Decode: 2 × 80 all-reduces per token over 8 NVLink GPUs at 14 α = 14 µs each: 2.24 ms of latency per token.
+    assert result["all_reduce_latency_s"] == pytest.approx(2 * 80 * 14 * 1e-6)
+    assert result["bound"] == "memory" and result["fits"] and result["nodes"] == 1
+    assert round(result["compute_bound_sequences"], 1) == 295.2  # 989e12 / 3.35e12
+
+
+def test_sweep_each_control(lab):
+    """Each control over its options (all when at most 30), the others at their defaults; then back."""
+    for name in serving_module.DEFAULTS:
+        control = lab.controls[name]
+        values = stops(control)
+        assert len(values) >= 2, name
+        for value in values:
+            control.value = value
+            assert control.value == value
+            check_serving_lab(lab)
+        reset(lab, serving_module.DEFAULTS)
+
+
+def test_model_change_offers_only_valid_sizes(lab):
+    controls = lab.controls
+    for name, model in serving_module.MODELS.items():
+        controls["model"].value = name
+        ts = [t for t in range(1, 65) if model.heads % t == 0 and (8 % t == 0 or t % 8 == 0)]
+        if model.kv_heads != 8:  # GPT-3 175B: 96 KV heads, every divisor of the heads splits them
+            ts = [t for t in range(1, 65) if model.heads % t == 0]
+        assert option_values(controls["tensor_parallel"]) == ts, name
+        assert option_values(controls["pipeline_parallel"]) == [p for p in range(1, 17) if model.layers % p == 0]
+        check_serving_lab(lab)
+
+
+def test_model_change_keeps_the_nearest_valid_sizes(lab):
+    controls = lab.controls
+    controls["tensor_parallel"].value, controls["pipeline_parallel"].value = 64, 16
+    controls["model"].value = parallelism.LLAMA32_3B.name  # 24 heads, 28 layers: t = 64 → 24, p = 16 → 14
+    assert (controls["tensor_parallel"].value, controls["pipeline_parallel"].value) == (24, 14)
+    controls["model"].value = parallelism.LLAMA3_405B.name  # 128 heads, 126 layers: t = 24 → 32, p = 14 stays
+    assert (controls["tensor_parallel"].value, controls["pipeline_parallel"].value) == (32, 14)
+    check_serving_lab(lab)
+
+
+def test_every_reachable_replica_is_valid(lab):
+    """Every (model, device, t, p) the controls can offer computes, at both ends of batch and context."""
+    values = lab.values()
+    for name, model in serving_module.MODELS.items():
+        for device in serving_module.NODES:
+            for t in serving_module.tensor_parallel_options(model):
+                for p in serving_module.pipeline_parallel_options(model):
+                    for b, s, g in ((1, 128, 1), (1024, 131072, 16384)):
+                        state = dict(values, model=name, device=device, tensor_parallel=t, pipeline_parallel=p)
+                        state.update(sequences=b, prompt_len=s, generated_tokens=g)
+                        result = lab.compute(state)
+                        assert_plain_and_finite(result)
+                        assert result["nodes"] == math.ceil(t * p / 8)
+
+
+def test_gqa_and_the_tensor_parallel_latency_turn(lab):
+    controls = lab.controls
+    # GPT-3 175B keeps K and V for all 96 heads (96 layers); Llama 3.1 70B for 8 of its 64 (80 layers), by hand.
+    controls["model"].value = parallelism.GPT3_175B.name
+    assert lab.result["kv_cache_bytes_per_sequence_token"] == 96 * 2 * 96 * 128 * 2
+    controls["model"].value = parallelism.LLAMA3_70B.name
+    assert lab.result["kv_cache_bytes_per_sequence_token"] == 80 * 2 * 8 * 128 * 2
+    # Decode latency of one sequence falls from t = 4 to 16, then rises at 32 (the α of 160 all-reduces grows).
+    controls["sequences"].value = 1
+    tpot = {}
+    for t in (4, 8, 16, 32):
+        controls["tensor_parallel"].value = t
+        tpot[t] = lab.result["time_per_output_token_s"]
+    assert tpot[4] > tpot[8] > tpot[16] < tpot[32]
+
+
+def test_past_the_memory_the_lab_says_so(lab):
+    controls = lab.controls
+    controls["model"].value = parallelism.LLAMA3_405B.name
+    controls["tensor_parallel"].value, controls["pipeline_parallel"].value = 1, 1
+    result = lab.result
+    assert not result["fits"] and result["max_sequences"] == 0 and len(lab.curve.sequences) == 1
+    assert "does not fit</b>" in lab.summary.value and "not even one sequence fits" in lab.summary.value
+    check_serving_lab(lab)
+
+
+def test_random_walk_keeps_every_invariant(lab):
+    rng = random.Random(7)
+    names = list(lab.controls)
+    for _ in range(15):
+        control = lab.controls[rng.choice(names)]
+        control.value = rng.choice(option_values(control))
+        check_serving_lab(lab)
+
+
+def test_curve_is_log_spaced_and_rises(lab):
+    curve = lab.curve
+    assert len(curve.sequences) <= serving_module.CURVE_POINTS
+    assert np.all(np.diff(curve.sequences) > 0) and np.all(np.diff(curve.time_per_output_token_s) > 0)
+
+
+@pytest.mark.parametrize(
+    "initial, message",
+    [
+        ({"modle": "Llama 3.1 70B"}, "unknown control"),
+        ({"model": "GPT-5"}, "model must be one of"),
+        ({"device": "V100"}, "device must be one of"),
+        ({"tensor_parallel": 3}, "tensor_parallel must be one of"),
+        ({"model": parallelism.LLAMA32_3B.name, "tensor_parallel": 16}, "tensor_parallel must be one of"),
+        ({"pipeline_parallel": 3}, "pipeline_parallel must be one of"),
+        ({"sequences": 5}, "sequences must be one of"),
+        ({"prompt_len": 1000}, "prompt_len must be one of"),
+        ({"generated_tokens": True}, "generated_tokens must be one of"),
+    ],
+)
+def test_bad_initial_values_raise(initial, message):
+    with pytest.raises(ValueError, match=message):
+        serving_lab(**initial)
