@@ -686,7 +686,8 @@ def compare_training_and_serving(
     >>> format_time(both.training.total_s), format_time(both.time_per_output_token_s)
     ('7.25 s', '4.64 ms')
     """
-    training = budget.step_time(model, plan, cluster, compute_efficiency, dtype)
+    # The α–β model with the given efficiency (no calibration), like the decode and prefill estimates beside it.
+    training = budget.step_time(model, plan, cluster, compute_efficiency, dtype, calibration=None)
     tokens = plan.global_batch * model.seq_len / (training.total_s * plan.devices)
     training_fits = parallelism.memory_breakdown(model, plan).total <= cluster.accelerator.hbm_capacity_bytes
     t, p = plan.tensor_parallel, plan.pipeline_parallel

@@ -373,11 +373,14 @@ print(
 # 384 times the devices buy a 249-fold speed-up. This is where step 5 says *adjust*: a larger batch, fewer devices,
 # or a plan whose data-parallel traffic can hide (ZeRO stages and bucket sizes change the windows).
 #
-# **Training versus inference.** In training, a tensor-parallel all-reduce carries $b \cdot s \cdot h$ activations:
-# 50 MB for one GPT-3 sequence. In decoding, each new token is one position, so the same all-reduce carries
-# $b \cdot h \cdot 2$ bytes, 24.6 kB at batch 1. Compute both with the α–β model on NVLink, and compare with the
-# time a decode step of one layer needs on its own device (reading that device's share of the layer's weights from
-# HBM: the roofline of lesson 01; the KV cache is ignored here).
+# **Serving is not training.** Generating text runs a model in two phases (Pope et al. 2022, *Efficiently Scaling
+# Transformer Inference*; the JAX scaling book's inference chapter). The **prefill** pushes the prompt's $s$ tokens
+# through the model at once: its matrix multiplies have $b \cdot s$ rows, like a training step's forward pass, and it
+# writes every token's keys and values into the **KV cache**. The **decode** then produces one token per sequence per
+# step: $b$ rows meet every weight matrix, and attention reads the whole cache. The tensor-parallel all-reduce shows
+# the difference first. In training (and prefill) it carries $b \cdot s \cdot h$ activations: 50 MB for one GPT-3
+# sequence. In decoding each new token is one position, so the same all-reduce carries $b \cdot h \cdot 2$ bytes,
+# 24.6 kB at batch 1. Both, with the α–β model on NVLink:
 
 # %%
 nvlink_bw = CLUSTER.intra_bandwidth_bytes_per_s
@@ -393,47 +396,206 @@ for label, payload in (
         f"bandwidth Q/B = {units.format_time(report.bandwidth_term_s):>7}, {report.regime}"
     )
 print(f"latency–bandwidth crossover for 8 ranks: {units.format_bytes(report.crossover_bytes)}")
+decode_payload = parallelism.ACTIVATION_BYTES * 1 * MODEL.hidden
 
 # %% [markdown]
 # The training all-reduce is bandwidth-bound (the bandwidth term is 20 times the latency term); the decode
-# all-reduce is the opposite, a hundred times more latency than transfer. Now add devices to a decode step of
-# GPT-3 at batch 1. `budget.group_collective_phases` splits each all-reduce into the phases it runs on each level
-# of the cluster: inside a node a reduce-scatter and an all-gather (their latency-bearing steps cost α = 1 µs on
-# NVLink), and, once the group spans two nodes, an all-reduce between them (steps of 5 µs on InfiniBand).
+# all-reduce is the opposite, a hundred times more latency than transfer. The rest of this section serves Llama 3.1
+# 70B (80 layers, 64 query heads that share 8 KV heads: grouped-query attention) on H100s with `course_lib.serving`.
+# First the memory. Serving keeps no gradients and no optimizer state, only the bf16 weights and, per sequence,
+# $2 \cdot l \cdot n_{kv} \cdot d_\text{head}$ values per token of context: a K and a V for each layer and each KV head.
 
 # %%
-decode_payload = parallelism.ACTIVATION_BYTES * 1 * MODEL.hidden
-layer_weight_bytes = parallelism.PARAM_BYTES * MODEL.params / MODEL.layers
-print(
-    f"{'t':>3} {'NVLink steps':>12} {'network steps':>13} {'one all-reduce':>15} {'layer on device':>16} "
-    f"{'comm share':>11} {'per token':>10}"
+from course_lib import serving
+
+SERVE_MODEL = parallelism.LLAMA3_70B
+SERVE_CLUSTER = hardware.Cluster(
+    "4 × DGX H100",
+    hardware.H100,
+    devices_per_node=8,
+    nodes=4,
+    intra_node_link=hardware.NVLINK4,
+    inter_node_link=hardware.INFINIBAND_NDR_8X,
 )
-for t in (2, 4, 8, 16):
-    phases = budget.group_collective_phases("all_reduce", CLUSTER, t, 1, decode_payload)
-    steps_in_node = sum(phase.cost.phases for phase in phases if phase.level == "in node")
-    steps_across = sum(phase.cost.phases for phase in phases if phase.level == "across nodes")
-    all_reduce_s = sum(phase.time_s for phase in phases)
-    layer_s = compute.roofline_time(
-        compute.transformer_layer_forward_flops(1, 1, MODEL.hidden) / t,
-        layer_weight_bytes / t,
-        CLUSTER.accelerator.peak("bf16"),
-        CLUSTER.accelerator.hbm_bandwidth_bytes_per_s,
-    )
-    # Megatron-LM: two all-reduces per layer in the forward pass
-    print(
-        f"{t:>3} {steps_in_node:>12} {steps_across:>13} {units.format_time(all_reduce_s):>15} "
-        f"{units.format_time(layer_s):>16} "
-        f"{units.format_percent(2 * all_reduce_s / (layer_s + 2 * all_reduce_s)):>11} "
-        f"{units.format_time(MODEL.layers * (layer_s + 2 * all_reduce_s)):>10}"
-    )
+H100_NODE = hardware.DGX_H100
+shape = (SERVE_MODEL.layers, SERVE_MODEL.kv_heads, SERVE_MODEL.head_dim)
+kv_per_token = serving.kv_cache_bytes(*shape, context_len=1, sequences=1)
+kv_8k = serving.kv_cache_bytes(*shape, context_len=8192, sequences=1)
+kv_8k_all_heads = serving.kv_cache_bytes(SERVE_MODEL.layers, SERVE_MODEL.heads, SERVE_MODEL.head_dim, 8192, 1)
+print(
+    f"KV cache per token: {SERVE_MODEL.layers} layers × 2 (K and V) × {SERVE_MODEL.kv_heads} KV heads × "
+    f"{SERVE_MODEL.head_dim} × 2 bytes = {units.format_bytes(kv_per_token)}"
+)
+print(
+    f"one sequence of 8192 tokens: {units.format_bytes(kv_8k)} "
+    f"(a K and a V for each of the {SERVE_MODEL.heads} query heads: {units.format_bytes(kv_8k_all_heads)})"
+)
+print(f"weights in bf16: {units.format_bytes(serving.weight_bytes_per_device(SERVE_MODEL.params))}")
+for t in (8, 16):
+    fit = serving.max_sequences_that_fit(SERVE_MODEL, hardware.H100, t, 1, 8192)
+    print(f"t = {t:>2}: {fit} sequences of 8192 tokens fit next to the weights on 80 GB H100s")
 
 # %% [markdown]
-# Each doubling of $t$ halves the weights each device reads per token, but adds latency-bearing phases to every
-# all-reduce: the collective's time grows while the work it separates shrinks. At $t = 8$ communication is 11 % of
-# a decode step; at $t = 16$, across two nodes, 30 %. A pipeline is worse still for one sequence: the stages run
-# one after the other for each token, so a training plan with $p = 8$ would keep seven eighths of its GPUs idle
-# and add seven sends to the token's latency. Serving partitions are chosen for latency per token and batch
-# shapes of inference, not for the throughput of a training step.
+# Grouped-query attention divides the cache by eight: with a K and V per query head, one long conversation would
+# hold more than a quarter of an H100. The weights alone need two H100s; from $t = 8$ on, the room left decides the
+# batch. (Past $t = 8$ each rank keeps a copy of one KV head, so $t = 16$ does not double the batch.)
+#
+# Now one request on one node ($t = 8$): a 1024-token prompt, then decode steps at 2048 tokens of context.
+
+# %%
+pre = serving.prefill(SERVE_MODEL, H100_NODE, 8, 1, prompt_len=1024)
+one = serving.decode_step(SERVE_MODEL, H100_NODE, 8, 1, sequences=1, context_len=2048)
+ridge_batch = serving.decode_compute_bound_sequences(
+    hardware.H100.peak("bf16"), hardware.H100.hbm_bandwidth_bytes_per_s
+)
+print(
+    f"prefill, 1024 tokens: matrix multiplies {units.format_time(pre.compute_s)} (at half of peak), "
+    f"{2 * SERVE_MODEL.layers} all-reduces {units.format_time(pre.all_reduce_s)}: "
+    f"time to first token {units.format_time(pre.time_to_first_token_s)}"
+)
+print(
+    f"decode, 1 token: weight reads {units.format_time(one.weight_read_s)} vs their arithmetic "
+    f"{units.format_time(one.matmul_compute_s)}; KV reads {units.format_time(one.kv_read_s)}; "
+    f"{2 * SERVE_MODEL.layers} all-reduces: latency {units.format_time(one.all_reduce_latency_s)}, "
+    f"bandwidth {units.format_time(one.all_reduce_bandwidth_s)}"
+)
+print(
+    f"time per output token {units.format_time(one.time_per_output_token_s)} ({one.bound}-bound); "
+    f"all-reduce latency is {units.format_percent(one.all_reduce_latency_s / one.time_per_output_token_s)} of it"
+)
+print(f"decode turns compute-bound at a batch of {ridge_batch:.0f} sequences")
+
+# %% [markdown]
+# The prefill is a training forward pass: 1024 rows per matrix multiply, compute-bound, with all-reduces of
+# $1024 \cdot h \cdot 2$ bytes = 16.8 MB that are bandwidth-bound. A decode step reads every weight the device holds
+# at 3.35 TB/s to do 300 times less arithmetic than it could in that time, and pays its two all-reduces per layer
+# as pure latency: 160 × 14 steps × 1 µs. Both costs are per step, not per sequence, so decoding many sequences together is almost free
+# until the batch reaches the H100's ridge point, $989\text{ TFLOP/s} / 3.35\text{ TB/s} \times 2\text{ bytes} /
+# 2\text{ FLOPs}$ per parameter. The latency–throughput curve shows it: each point is a batch size, up to the largest
+# whose caches fit.
+
+# %%
+curve = serving.latency_throughput_curve(SERVE_MODEL, H100_NODE, 8, 1, context_len=4096)
+print(f"{'batch':>6} {'per token':>10} {'tokens/s per GPU':>17} {'bound':>8}")
+for b in (1, 16, 64, 256, int(curve.sequences[-1])):
+    row = serving.decode_step(SERVE_MODEL, H100_NODE, 8, 1, b, 4096)
+    print(
+        f"{b:>6} {units.format_time(row.time_per_output_token_s):>10} "
+        f"{units.format_count(row.tokens_per_s_per_device):>17} {row.bound:>8}"
+    )
+fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+viz.plot_latency_throughput(curve, serving.decode_step(SERVE_MODEL, H100_NODE, 8, 1, 64, 4096), ax=ax)
+plt.show()
+
+# %% [markdown]
+# From 1 to 64 sequences the time per token grows by half while the tokens per GPU grow 42-fold; past a few
+# hundred, the KV reads (which every sequence pays for its own cache) and then the arithmetic take over. Serving
+# trades latency for throughput along this curve; training has no such curve, its batch is fixed by the optimiser.
+#
+# **The t at which decode latency stops falling.** For one sequence, more tensor parallelism divides the weight reads
+# by $t$ but adds latency-bearing steps to each of the 160 all-reduces per token, and past 8 GPUs the group leaves
+# the NVLink node and pays InfiniBand's 5 µs steps. On four DGX H100 nodes ($t = 1$ and 2 do not fit):
+
+# %%
+ts = np.array([4, 8, 16, 32])
+sweep = serving.decode_step(SERVE_MODEL, SERVE_CLUSTER, ts, 1, sequences=1, context_len=4096)
+print(f"{'t':>3} {'weight reads':>13} {'KV reads':>9} {'all-reduce α':>13} {'all-reduce Q/B':>15} {'per token':>10}")
+for i, t in enumerate(ts):
+    print(
+        f"{t:>3} {units.format_time(sweep.weight_read_s[i]):>13} {units.format_time(sweep.kv_read_s[i]):>9} "
+        f"{units.format_time(sweep.all_reduce_latency_s[i]):>13} "
+        f"{units.format_time(sweep.all_reduce_bandwidth_s[i]):>15} "
+        f"{units.format_time(sweep.time_per_output_token_s[i]):>10}"
+    )
+best_t = serving.latency_optimal_tensor_parallel(SERVE_MODEL, SERVE_CLUSTER, sequences=1, context_len=4096)
+print(f"lowest time per output token at t = {best_t}")
+
+# %% [markdown]
+# Going from 16 to 32 GPUs saves 1.27 ms of weight reads and adds 3.2 ms of all-reduce latency: the latency term
+# overtakes the shrinking reads, and the time per token rises again. The bandwidth term never matters: 16 kB per
+# all-reduce.
+#
+# **A plan that trains well and serves poorly.** Take three training plans for this model on the same 32 GPUs
+# (global batch 64 sequences of 8192 tokens), all of which fit: ZeRO-3 over all 32 GPUs; $t = 8$ with ZeRO-3 over
+# $d = 4$ (the fastest plan `budget.search_plans` finds); and $t = 8$ with an interleaved pipeline of $p = 4$.
+# `serving.compare_training_and_serving` times each one's step (the budget model above, uncalibrated) next to what a
+# serving replica of its $t \cdot p$ GPUs does with 8 sequences of 4096 tokens.
+
+# %%
+common = dict(micro_batch=1)
+candidate_plans = {
+    "ZeRO-3, d = 32": parallelism.ParallelPlan(
+        data_parallel=32, zero_stage=3, grad_accum_steps=2, recompute="full", **common
+    ),
+    "t = 8, ZeRO-3 d = 4": parallelism.ParallelPlan(
+        data_parallel=4,
+        tensor_parallel=8,
+        zero_stage=3,
+        grad_accum_steps=16,
+        recompute="selective",
+        sequence_parallel=True,
+        **common,
+    ),
+    "t = 8, p = 4": parallelism.ParallelPlan(
+        tensor_parallel=8,
+        pipeline_parallel=4,
+        zero_stage=1,
+        grad_accum_steps=64,
+        schedule="interleaved",
+        virtual_stages=4,
+        recompute="selective",
+        sequence_parallel=True,
+        **common,
+    ),
+}
+compared = {
+    name: serving.compare_training_and_serving(
+        SERVE_MODEL, plan, SERVE_CLUSTER, sequences=8, context_len=4096, prompt_len=1024
+    )
+    for name, plan in candidate_plans.items()
+}
+print(
+    f"{'plan':20} {'train step':>10} {'tokens/s/GPU':>12} │ {'replica':>7} {'fits':>5} {'first token':>11} "
+    f"{'per token':>10} {'tokens/s/GPU':>12}"
+)
+for name, both in compared.items():
+    plan = candidate_plans[name]
+    print(
+        f"{name:20} {units.format_time(both.training.total_s):>10} "
+        f"{units.format_count(both.training_tokens_per_s_per_device):>12} │ "
+        f"{plan.tensor_parallel * plan.pipeline_parallel:>4} GPU {'yes' if both.serving_fits else 'no':>5} "
+        f"{units.format_time(both.time_to_first_token_s):>11} {units.format_time(both.time_per_output_token_s):>10} "
+        f"{units.format_count(both.serving_tokens_per_s_per_device):>12}"
+    )
+serve_search = budget.search_plans(SERVE_MODEL, SERVE_CLUSTER, global_batch=64, calibration=None)
+fastest = serve_search.plan(0)
+print(
+    f"the search's fastest plan: d = {fastest.data_parallel}, t = {fastest.tensor_parallel}, "
+    f"p = {fastest.pipeline_parallel}, ZeRO-{fastest.zero_stage}"
+)
+zero3 = compared["ZeRO-3, d = 32"]
+print(f"ZeRO-3, d = 32 in training: bound by {zero3.training.binding_constraint}")
+print(
+    f"ZeRO-3 kept sharded while serving: all-gather {units.format_bytes(zero3.serving_memory.weights)} of weights "
+    f"for every token, {units.format_time(zero3.zero3_gather_per_token_s)} per token"
+)
+
+# %% [markdown]
+# All three train within 8 % of each other, and ZeRO-3 over 32 GPUs is even compute-bound: its gathers hide under
+# two micro-batches of 8192 tokens each. Served, they differ by orders of magnitude:
+#
+# - **ZeRO-3, d = 32 serves poorly.** Its replica is one GPU ($t = p = 1$), which cannot hold 141 GB of weights; kept
+#   sharded, it would all-gather them for every token, 539 ms per token against 7.91 ms for a $t = 8$ replica. In
+#   training one gather feeds 8192 tokens of each micro-batch; in decoding it feeds one.
+# - **The pipeline serves a quarter as much.** With one batch in flight the four stages take turns on every token, so
+#   the latency is that of $t = 8$ alone (plus three sends) while three quarters of the GPUs wait: 31.5 tokens/s per
+#   GPU against 126. Only several batches in flight, each with its own KV cache, fill it, which is the training
+#   pipeline's micro-batching again.
+#
+# So for Llama 3.1 70B on H100 nodes the lowest decode latency for one sequence is at $t = 16$ (two nodes), and a
+# ZeRO-3 plan that trains well is the one that serves worst: training amortises each collective over $b \cdot s$
+# tokens and hides it under a large compute; decoding pays two all-reduces per layer for every token, with nothing to
+# hide them under. Lab 7 puts this model and others under sliders.
 #
 # **A plan search.** `budget.search_plans` enumerates every factorisation $d \cdot t \cdot p$ of the cluster's
 # device count, crossed with micro-batch sizes, ZeRO stages, recomputation, sequence parallelism and interleaving;
