@@ -1,0 +1,689 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [raw]
+# # ASSIGNMENT CONFIG
+# # The graded master of lab 7 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
+# # `otter assign` on it; it stages course_lib/ and requirements.txt next to a copy of this notebook first,
+# # so that the autograder zip carries the course's code and runs on Gradescope as it does locally.
+# # Its links are relative to labs/, where the student version goes (make assignments).
+# name: 07_serving
+# requirements: requirements.txt
+# autograder_files:
+#   - course_lib
+# python_version: "3.11"
+# export_cell: false
+# check_all_cell: true
+# tests:
+#   ok_format: false
+# generate:
+#   show_stdout: true
+#   show_hidden: true
+
+# %% [markdown]
+# # Lab 7 · Serve a model: prefill, decode and the KV cache
+#
+# A partition that trains well may serve poorly. [Lesson 04 · Budget the
+# bytes](../notebooks/04_communication_budget.ipynb) ends on why: generating text runs the model in two phases. The
+# **prefill** pushes a prompt's tokens through the model at once, big matrix multiplies like a training step's
+# forward pass, compute-bound. The **decode** then makes one token per sequence per step: it reads every weight and
+# the batch's **KV cache** (a key and a value per layer, per KV head and per token of context) from memory to do
+# little arithmetic, so it is memory-bound, and each layer pays two tensor-parallel all-reduces so small that only
+# their latency counts. In this lab you first move a serving replica's controls and watch where the time goes, then
+# compute the numbers yourself in the graded questions.
+#
+# **What you need:** lesson 04's serving section (the KV cache, prefill and decode, the latency–throughput curve,
+# the t at which decode latency stops falling), lesson 02's α–β model of an all-reduce, and lesson 01's roofline.
+#
+# **Scope.** One replica of $t \cdot p$ GPUs on 8-GPU nodes (tensor ranks side by side, as many nodes as needed),
+# bf16 weights and KV cache, one batch of sequences in flight. The prefill runs at half of the GPU's peak FLOP/s;
+# a decode step is timed at the context of the request's last token (prompt + generated tokens), its slowest step.
+# Not modelled: paged or quantised caches, speculative decoding, batching requests that arrive at different times.
+#
+# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
+# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
+# inputs, chosen so that the usual slips (counting K but not V, all query heads instead of the KV heads, one
+# all-reduce per layer instead of two) fail them, so make your answer right for every input, not only for the
+# public example. Sizes are in bytes (decimal: 1 GB = $10^9$ bytes), times in seconds.
+
+# %%
+from course_lib import budget, hardware, parallelism, serving, units
+
+# %% [markdown]
+# ## The lab
+#
+# On the left, decode's latency–throughput curve: each point is a batch size, from one sequence to the largest
+# whose KV caches fit, with the time per output token against the tokens per second each GPU produces; the star is
+# the current batch. On the right, where one output token's time goes: weight reads (or their multiplies, once the
+# batch is large enough), KV-cache reads, the all-reduces' latency and bandwidth terms, and the pipeline's hops.
+# The tensor-parallel slider offers only the $t$ that split the model's heads and KV heads evenly (or copy whole KV
+# heads), the pipeline slider only divisors of its layers, so every position is a replica the model can be split
+# into.
+# %% tags=["nbval-ignore-output", "otter_ignore"]
+# nbval-ignore-output: live widget; its output cannot be compared
+from course_lib.widgets import serving_lab
+
+lab = serving_lab()
+lab
+
+# %% [markdown]
+# ## Explore
+#
+# Start from the default settings for each question: Llama 3.1 70B on one node of 80 GB H100s with $t = 8$,
+# $p = 1$, a batch of 8 sequences, 1024-token prompts and 256 generated tokens. These are not graded; the answers
+# are below.
+#
+# 1. **Prefill against decode.** Compare the time to first token with the time per output token. Which phase is
+#    compute-bound? Then set the prompt to 8192 tokens: how do the two change?
+# 2. **Batching.** Move *batch b* from 1 to 1024 sequences. What happens to the time per output token and to the
+#    tokens per second per GPU? At which batch does the decode step turn compute-bound, and which part of the bar
+#    keeps growing?
+# 3. **Grouped-query attention.** Switch *model* to GPT-3 175B, which keeps a K and a V for each of its 96 heads.
+#    How large is its KV cache per token, and how many sequences fit, against Llama 3.1 70B's?
+# 4. **The t past which latency rises.** Set the batch to 1 and move *tensor parallel t* from 4 to 64. Where is the
+#    time per output token lowest, and what does the bar show beyond it?
+# 5. **A pipeline.** Back at the defaults, set *pipeline parallel p* to 4. What happens to the time per output token
+#    and to the tokens per second per GPU, and why?
+# 6. **Long context.** Set the prompt to 131,072 tokens (batch 8). How large is the batch's KV cache, how many
+#    sequences fit, and what now dominates the decode step?
+#
+# <details>
+# <summary>Answers</summary>
+#
+# 1. The prefill of 8 × 1024 tokens takes 376 ms (291 ms of matrix multiplies at half of peak, 85.8 ms of
+#    all-reduces): compute-bound, like a training forward pass. A decode step makes 8 tokens in 7.63 ms, memory-bound:
+#    5.19 ms of it reads the weights, 2.24 ms is the latency of 160 all-reduces. With 8192-token prompts the time to
+#    first token grows to 3.15 s (8.4 times, for 8 times the tokens: attention's $s^2$ term), the time per output
+#    token only to 8.33 ms (more cache to read).
+# 2. From 1 to 64 sequences the time per token grows from 7.45 to 9.08 ms while the tokens per GPU grow from 16.8
+#    to 881 per second: every sequence shares one read of the weights. At 256 sequences it is 14 ms and still
+#    memory-bound; at 384 it is compute-bound (the H100's ridge point is 295 sequences in bf16), 18.9 ms for 2540
+#    tokens/s per GPU; at 1024, 46.7 ms for 2740. The KV-cache read keeps growing with the batch (16 ms at 1024),
+#    since each sequence reads its own cache.
+# 3. GPT-3 175B holds 4.72 MB of cache per token against Llama 3.1 70B's 328 kB: 96 KV heads of 128 in 96 layers
+#    against 8 in 80. At $t = 8$ only 48 sequences of 1280 tokens fit next to its weights, against 1187.
+# 4. 11.4 ms at $t = 4$, 7.45 ms at 8, **6.52 ms at 16**, 8.45 ms at 32, 14.2 ms at 64. Beyond 16 the weight reads
+#    still halve (2.64 → 1.37 ms) but the all-reduce latency grows faster (3.84 → 7.04 ms): the group spans more
+#    nodes, and each step across InfiniBand costs 5 µs.
+# 5. The time per output token barely moves (7.65 ms against 7.63) but the tokens per GPU fall from 131 to 32.7 per
+#    second: the four stages take turns on every token, so three quarters of the GPUs wait. A pipeline helps
+#    throughput only with several batches in flight.
+# 6. 344 GB for the batch, 43 GB on each GPU, and only 11 such sequences fit. The first token takes 93.1 s; a decode
+#    step 20.4 ms, of which the KV reads (12.8 ms) now outweigh the weight reads (5.19 ms).
+#
+# </details>
+
+# %% [markdown]
+# ## Key figures at the default settings
+#
+# A fresh lab at the default settings, and the same replica computed with `course_lib.serving`:
+
+# %% tags=["otter_ignore"]
+reference = serving_lab()
+r = reference.result
+print(
+    f"{r['model']} on t·p = {r['tensor_parallel']}·{r['pipeline_parallel']} {r['device']}, {r['sequences']} "
+    f"sequences, {r['prompt_len']} + {r['generated_tokens']} tokens"
+)
+print(f"KV cache of the batch    {units.format_bytes(r['kv_cache_bytes']):>9}")
+print(f"memory per GPU           {units.format_bytes(r['total_bytes']):>9} (fits: {r['fits']})")
+print(f"time to first token      {units.format_time(r['time_to_first_token_s']):>9}")
+print(f"time per output token    {units.format_time(r['time_per_output_token_s']):>9} ({r['bound']}-bound)")
+print(f"tokens/s per GPU         {units.format_count(r['tokens_per_s_per_device']):>9}")
+step = serving.decode_step(parallelism.LLAMA3_70B, hardware.DGX_H100, 8, 1, sequences=8, context_len=1280)
+print(
+    f"serving.decode_step(LLAMA3_70B, DGX_H100, 8, 1, 8, 1280): {units.format_time(step.time_per_output_token_s)}; "
+    f"agrees with the lab: {step.time_per_output_token_s == r['time_per_output_token_s']}"
+)
+
+# %% [markdown]
+# ## Graded questions
+#
+# Each question names the function to define. Models are `parallelism.TransformerModel`s such as
+# `parallelism.LLAMA3_70B`: `model.layers`, `model.heads` (query heads), `model.kv_heads`, `model.head_dim`,
+# `model.hidden`. Clusters are `hardware.Cluster`s such as `hardware.DGX_H100`: `cluster.accelerator` has
+# `hbm_capacity_bytes`, `hbm_bandwidth_bytes_per_s` and `peak("bf16")`; `cluster.devices` counts its GPUs.
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q1
+# points: 2
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 1 · The KV cache with grouped-query attention (2 points)
+#
+# Write `kv_cache_bytes(model, context_len, sequences, bytes_per_element=2)`: the bytes of the KV cache of
+# `sequences` sequences of `context_len` tokens each, for the whole model (all layers, all GPUs together), with
+# `bytes_per_element` bytes per stored number. Build it from the model's shape; do not call `serving.kv_cache_bytes`,
+# `serving.kv_cache_bytes_per_device` or `serving.serving_memory`.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def kv_cache_bytes(model, context_len, sequences, bytes_per_element=2):
+    """Bytes of the KV cache of ``sequences`` sequences of ``context_len`` tokens (all layers, K and V)."""
+    # BEGIN SOLUTION
+    per_token = model.layers * 2 * model.kv_heads * model.head_dim  # K and V, per layer, per KV head
+    return per_token * context_len * sequences * bytes_per_element
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q1_public(kv_cache_bytes):
+    assert callable(kv_cache_bytes), "define the function kv_cache_bytes"
+    import sys
+
+    import numpy
+
+    from course_lib import parallelism
+
+    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
+        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
+            value = value.item()
+        return value if type(value) in (float, int) else None
+
+    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
+        called = set()
+
+        def watch(frame, event, arg):
+            code = frame.f_code
+            if event == "call" and code.co_name in {"kv_cache_bytes", "kv_cache_bytes_per_device", "serving_memory"}:
+                if code.co_filename.replace("\\", "/").endswith(("course_lib/serving.py",)):
+                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
+                    if "course_lib/" not in caller:
+                        called.add(code.co_name)
+
+        previous = sys.getprofile()
+        sys.setprofile(watch)
+        try:
+            return function(*args), called
+        finally:
+            sys.setprofile(previous)
+
+    result, called = calling(kv_cache_bytes, parallelism.LLAMA3_70B, 4096, 1)
+    assert not called, f"build it from the model's shape instead of calling {', '.join(sorted(called))}"
+    got = number(result)
+    assert got is not None, f"return bytes as a number, got {result!r:.80}"
+    assert abs(got - 1_342_177_280) <= 1e-9 * 1_342_177_280, (
+        "Llama 3.1 70B (80 layers, 8 KV heads of 128), one sequence of 4096 tokens in bf16: expected 1,342,177,280 B "
+        f"(a K and a V per layer and per KV head), got {got:.10g} B"
+    )
+
+
+test_q1_public(kv_cache_bytes)
+
+
+# %%
+# HIDDEN
+def test_q1_other_models(kv_cache_bytes):
+    import sys
+
+    import numpy
+
+    from course_lib import parallelism
+
+    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
+        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
+            value = value.item()
+        return value if type(value) in (float, int) else None
+
+    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
+        called = set()
+
+        def watch(frame, event, arg):
+            code = frame.f_code
+            if event == "call" and code.co_name in {"kv_cache_bytes", "kv_cache_bytes_per_device", "serving_memory"}:
+                if code.co_filename.replace("\\", "/").endswith(("course_lib/serving.py",)):
+                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
+                    if "course_lib/" not in caller:
+                        called.add(code.co_name)
+
+        previous = sys.getprofile()
+        sys.setprofile(watch)
+        try:
+            return function(*args), called
+        finally:
+            sys.setprofile(previous)
+
+    cases = [  # layers × 2 (K, V) × KV heads × head size × context × sequences × bytes, by hand
+        ((parallelism.LLAMA3_8B, 8192, 4), 4_294_967_296),  # 32 × 2 × 8 × 128 × 8192 × 4 × 2
+        ((parallelism.GPT3_175B, 2048, 3), 28_991_029_248),  # 96 × 2 × 96 × 128 × 2048 × 3 × 2: every head has K, V
+        ((parallelism.LLAMA3_405B, 131072, 1, 1), 33_822_867_456),  # 126 × 2 × 8 × 128 × 131072 in int8
+        ((parallelism.LLAMA32_3B, 1000, 7), 802_816_000),  # 28 × 2 × 8 × 128 × 1000 × 7 × 2
+        ((parallelism.LLAMA32_1B, 128000, 2, 1), 4_194_304_000),  # 16 × 2 × 8 × 64 × 128000 × 2 × 1
+    ]
+    for case, want in cases:
+        result, called = calling(kv_cache_bytes, *case)
+        got = number(result)
+        shown = (case[0].name, *case[1:])
+        assert not called and got is not None and abs(got - want) <= 1e-9 * want, (
+            f"kv_cache_bytes{shown}: expected {want:,} B, got {result!r:.80}"
+        )
+
+
+test_q1_other_models(kv_cache_bytes)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q2
+# points: 2
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 2 · The batch at which decode turns compute-bound (2 points)
+#
+# In one decode step a GPU reads each of its weights once (`bytes_per_param` bytes) and multiplies it by the batch:
+# 2 FLOPs per weight and per sequence. Write `compute_bound_batch(peak_flops_per_s, hbm_bandwidth_bytes_per_s,
+# bytes_per_param)`: the smallest whole batch $b$ at which those multiplies take *longer* than reading the weights
+# (at the given peak FLOP/s and HBM bandwidth). Do not call `serving.decode_compute_bound_sequences`. Check your
+# answer in the lab: the decode bar's title says when a batch is compute-bound.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def compute_bound_batch(peak_flops_per_s, hbm_bandwidth_bytes_per_s, bytes_per_param):
+    """Smallest whole batch whose weight multiplies (2·b FLOPs per weight) outlast the weight reads."""
+    # BEGIN SOLUTION
+    # 2·b·N / peak > N·e / BW  ⇔  b > peak·e / (2·BW): the next integer above the ratio, even when it is whole
+    return int(peak_flops_per_s * bytes_per_param // (2 * hbm_bandwidth_bytes_per_s)) + 1
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q2_public(compute_bound_batch):
+    assert callable(compute_bound_batch), "define the function compute_bound_batch"
+    import sys
+
+    import numpy
+
+    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
+        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
+            value = value.item()
+        return value if type(value) in (float, int) else None
+
+    called = set()
+
+    def watch(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "decode_compute_bound_sequences":
+            called.add(frame.f_code.co_name)
+
+    previous = sys.getprofile()
+    sys.setprofile(watch)
+    try:
+        result = compute_bound_batch(989e12, 3.35e12, 2)
+    finally:
+        sys.setprofile(previous)
+    assert not called, "compute it from the FLOPs and bytes per weight instead of decode_compute_bound_sequences"
+    got = number(result)
+    assert got == 296 and float(got).is_integer(), (
+        f"an H100 (989 TFLOP/s bf16, 3.35 TB/s) with bf16 weights: expected 296 sequences, got {result!r:.80}"
+    )
+
+
+test_q2_public(compute_bound_batch)
+
+
+# %%
+# HIDDEN
+def test_q2_other_devices(compute_bound_batch):
+    import sys
+
+    import numpy
+
+    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
+        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
+            value = value.item()
+        return value if type(value) in (float, int) else None
+
+    called = set()
+
+    def watch(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "decode_compute_bound_sequences":
+            called.add(frame.f_code.co_name)
+
+    cases = [  # the next whole number above peak × bytes / (2 × bandwidth), by hand
+        ((1.97e14, 8.2e11, 2), 241),  # TPU v5e, bf16 (the scaling book's 240)
+        ((1.97e14, 8.2e11, 1), 121),  # int8 weights, bf16 arithmetic (its 120)
+        ((989e12, 3.35e12, 1), 148),  # H100 with int8 weights: half the batch
+        ((2.25e15, 8e12, 2), 282),  # B200
+        ((312e12, 2.039e12, 2), 154),  # A100
+        ((2e14, 1e12, 2), 201),  # exactly 200: at b = 200 the multiplies take as long as the reads, not longer
+    ]
+    for case, want in cases:
+        previous = sys.getprofile()
+        sys.setprofile(watch)
+        try:
+            result = compute_bound_batch(*case)
+        finally:
+            sys.setprofile(previous)
+        got = number(result)
+        assert not called and got == want, f"compute_bound_batch{case}: expected {want}, got {result!r:.80}"
+
+
+test_q2_other_devices(compute_bound_batch)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q3
+# points: 3
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 3 · The t past which latency rises (3 points)
+#
+# Write `lowest_latency_t(model, cluster, sequences, context_len)`: among the tensor-parallel sizes $t$ from 1 to
+# `cluster.devices` that a replica with $p = 1$ can use, the one with the lowest time per output token for
+# `sequences` sequences of `context_len` tokens; past it, latency rises. A usable $t$ divides `model.heads`, and
+# either divides `model.kv_heads` or is a multiple of it; and the replica must fit: the `total` of
+# `serving.serving_memory(model, t, 1, sequences, context_len)` at most `cluster.accelerator.hbm_capacity_bytes`.
+# Return `None` if no $t$ fits. Time each with `serving.decode_step(model, cluster, t, 1, sequences,
+# context_len).time_per_output_token_s`; do not call `serving.latency_optimal_tensor_parallel`.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def lowest_latency_t(model, cluster, sequences, context_len):
+    """The usable t (p = 1) that fits and has the lowest time per output token, or None if none fits."""
+    # BEGIN SOLUTION
+    best_t, best_s = None, None
+    for t in range(1, cluster.devices + 1):
+        if model.heads % t or (model.kv_heads % t and t % model.kv_heads):
+            continue
+        memory = serving.serving_memory(model, t, 1, sequences, context_len)
+        if memory.total > cluster.accelerator.hbm_capacity_bytes:
+            continue
+        seconds = serving.decode_step(model, cluster, t, 1, sequences, context_len).time_per_output_token_s
+        if best_s is None or seconds < best_s:
+            best_t, best_s = t, seconds
+    return best_t
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q3_public(lowest_latency_t):
+    assert callable(lowest_latency_t), "define the function lowest_latency_t"
+    import sys
+
+    from course_lib import hardware, parallelism
+
+    called = set()
+
+    def watch(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "latency_optimal_tensor_parallel":
+            called.add(frame.f_code.co_name)
+
+    four_nodes = hardware.Cluster("4 × DGX H100", hardware.H100, 8, 4, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
+    previous = sys.getprofile()
+    sys.setprofile(watch)
+    try:
+        result = lowest_latency_t(parallelism.LLAMA3_70B, four_nodes, 1, 4096)
+    finally:
+        sys.setprofile(previous)
+    assert not called, "compare the decode steps yourself instead of calling latency_optimal_tensor_parallel"
+    assert result == 16 and not isinstance(result, bool), (
+        f"Llama 3.1 70B, one sequence of 4096 tokens, four DGX H100 nodes: expected t = 16, got {result!r:.80}"
+    )
+
+
+test_q3_public(lowest_latency_t)
+
+
+# %%
+# HIDDEN
+def test_q3_other_cases(lowest_latency_t):
+    import sys
+
+    from course_lib import hardware, parallelism
+
+    called = set()
+
+    def watch(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "latency_optimal_tensor_parallel":
+            called.add(frame.f_code.co_name)
+
+    def nodes(count, node):
+        return hardware.Cluster(
+            f"{count} × {node.name}", node.accelerator, 8, count, node.intra_node_link, node.inter_node_link
+        )
+
+    h100, a100, b200 = hardware.DGX_H100, hardware.DGX_A100, hardware.DGX_B200
+    cases = [  # the answers of serving.latency_optimal_tensor_parallel (None where it finds nothing that fits)
+        ((parallelism.LLAMA3_8B, nodes(1, h100), 1, 4096), 8),
+        ((parallelism.LLAMA3_405B, nodes(4, h100), 1, 4096), 32),
+        ((parallelism.LLAMA3_405B, nodes(1, h100), 1, 4096), None),  # 810 GB of weights on 8 × 80 GB
+        ((parallelism.LLAMA3_70B, nodes(4, h100), 64, 32768), None),  # past t = 8 the cache no longer shrinks
+        ((parallelism.GPT3_175B, nodes(4, h100), 1, 2048), 24),  # 96 heads: t = 24 is usable, not only powers of 2
+        ((parallelism.GPT3_175B, nodes(8, h100), 8, 2048), 24),
+        ((parallelism.LLAMA32_3B, nodes(4, h100), 1, 4096), 4),
+        ((parallelism.LLAMA3_70B, nodes(2, a100), 16, 8192), 16),
+        ((parallelism.LLAMA3_70B, nodes(4, b200), 1, 4096), 8),
+    ]
+    for case, want in cases:
+        previous = sys.getprofile()
+        sys.setprofile(watch)
+        try:
+            result = lowest_latency_t(*case)
+        finally:
+            sys.setprofile(previous)
+        shown = (case[0].name, case[1].name, *case[2:])
+        assert not called and result == want and not isinstance(result, bool), (
+            f"lowest_latency_t{shown}: expected {want}, got {result!r:.80}"
+        )
+
+
+test_q3_other_cases(lowest_latency_t)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q4
+# points: 3
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 4 · The time per output token of a plan (3 points)
+#
+# Write `time_per_output_token(model, cluster, tensor_parallel, sequences, context_len)` for a replica with $p = 1$
+# and a $t$ that divides `model.kv_heads` (so every GPU holds $1/t$ of the weights and of the cache), built from the
+# two rooflines of a decode step and its collectives, on one GPU:
+#
+# - the weight multiplies: the longer of reading the GPU's share of `serving.matmul_params(model)` parameters
+#   (2 bytes each) at the HBM bandwidth, and multiplying them (2 FLOPs per parameter and per sequence) at
+#   `peak("bf16")`;
+# - attention: the longer of reading the GPU's share of the batch's KV cache (bf16), and its arithmetic, $4 \cdot
+#   b \cdot l \cdot h \cdot$ `context_len` FLOPs for the whole model;
+# - the tensor-parallel all-reduces of the $b \times h$ activations (2 bytes each) of every layer, each timed with
+#   `budget.group_collective_time("all_reduce", cluster, t, 1, payload_bytes)`. How many per layer?
+#
+# Use `serving.kv_cache_bytes` for the cache (not your answer to question 1), and do not call `serving.decode_step`,
+# `serving.latency_throughput_curve` or `serving.compare_training_and_serving`. The lab's decode bar shows the same
+# terms.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def time_per_output_token(model, cluster, tensor_parallel, sequences, context_len):
+    """Seconds per output token of a replica with t = ``tensor_parallel`` and p = 1 (t divides the KV heads)."""
+    # BEGIN SOLUTION
+    t, b = tensor_parallel, sequences
+    bandwidth, peak = cluster.accelerator.hbm_bandwidth_bytes_per_s, cluster.accelerator.peak("bf16")
+    params = serving.matmul_params(model) / t
+    weights = max(2 * params / bandwidth, 2 * b * params / peak)
+    cache = serving.kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, context_len, b) / t
+    attention = max(cache / bandwidth, 4 * b * model.layers * model.hidden * context_len / t / peak)
+    one_all_reduce = budget.group_collective_time("all_reduce", cluster, t, 1, 2 * b * model.hidden)
+    return weights + attention + 2 * model.layers * one_all_reduce  # two all-reduces per layer (Megatron-LM)
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q4_public(time_per_output_token):
+    assert callable(time_per_output_token), "define the function time_per_output_token"
+    import sys
+
+    import numpy
+
+    from course_lib import hardware, parallelism
+
+    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
+        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
+            value = value.item()
+        return value if type(value) in (float, int) else None
+
+    forbidden = {"decode_step", "latency_throughput_curve", "compare_training_and_serving"}
+    called = set()
+
+    def watch(frame, event, arg):
+        code = frame.f_code
+        if (
+            event == "call"
+            and code.co_name in forbidden
+            and code.co_filename.replace("\\", "/").endswith("course_lib/serving.py")
+        ):
+            called.add(code.co_name)
+
+    previous = sys.getprofile()
+    sys.setprofile(watch)
+    try:
+        result = time_per_output_token(parallelism.LLAMA3_70B, hardware.DGX_H100, 8, 1, 4096)
+    finally:
+        sys.setprofile(previous)
+    assert not called, f"build it from its terms instead of calling {', '.join(sorted(called))}"
+    got, want = number(result), 0.007487069263814263
+    assert got is not None and abs(got - want) <= 1e-9 * want, (
+        f"Llama 3.1 70B on a DGX H100, t = 8, one sequence of 4096 tokens: expected {want * 1e3:.4f} ms (5.19 ms of "
+        f"weight reads, 2.24 ms of all-reduce latency), got {result!r:.80}"
+    )
+
+
+test_q4_public(time_per_output_token)
+
+
+# %%
+# HIDDEN
+def test_q4_other_plans(time_per_output_token):
+    import sys
+
+    import numpy
+
+    from course_lib import hardware, parallelism
+
+    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
+        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
+            value = value.item()
+        return value if type(value) in (float, int) else None
+
+    forbidden = {"decode_step", "latency_throughput_curve", "compare_training_and_serving"}
+    called = set()
+
+    def watch(frame, event, arg):
+        code = frame.f_code
+        if (
+            event == "call"
+            and code.co_name in forbidden
+            and code.co_filename.replace("\\", "/").endswith("course_lib/serving.py")
+        ):
+            called.add(code.co_name)
+
+    def nodes(count, node):
+        return hardware.Cluster(
+            f"{count} × {node.name}", node.accelerator, 8, count, node.intra_node_link, node.inter_node_link
+        )
+
+    h100 = hardware.DGX_H100
+    cases = [  # serving.decode_step(model, cluster, t, 1, b, context).time_per_output_token_s
+        ((parallelism.LLAMA3_70B, h100, 8, 512, 4096), 0.04209651108288034),  # compute-bound multiplies
+        ((parallelism.LLAMA3_8B, h100, 1, 1, 512), 0.004500584539701492),  # t = 1: no all-reduce
+        ((parallelism.LLAMA3_8B, h100, 2, 320, 1024), 0.009339513024094762),
+        ((parallelism.GPT3_175B, nodes(2, h100), 16, 8, 2048), 0.012806088979104478),  # across two nodes
+        ((parallelism.GPT3_175B, nodes(2, h100), 12, 1, 2048), 0.011632842354626867),
+        ((parallelism.LLAMA3_405B, nodes(1, hardware.DGX_B200), 8, 64, 8192), 0.02140071424),
+        ((parallelism.LLAMA3_70B, hardware.DGX_A100, 4, 16, 16384), 0.02874517039960765),
+        ((parallelism.LLAMA32_3B, hardware.DGX_H200, 2, 1024, 128), 0.005787256973848332),
+    ]
+    for case, want in cases:
+        previous = sys.getprofile()
+        sys.setprofile(watch)
+        try:
+            result = time_per_output_token(*case)
+        finally:
+            sys.setprofile(previous)
+        got = number(result)
+        shown = (case[0].name, case[1].name, *case[2:])
+        assert not called and got is not None and abs(got - want) <= 1e-9 * want, (
+            f"time_per_output_token{shown}: expected {want:.6g} s, got {result!r:.80}"
+        )
+
+
+test_q4_other_plans(time_per_output_token)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [markdown]
+# ## Before you submit
+#
+# Restart the kernel and run all cells: the last cell reruns every public test. Then submit this notebook
+# (`07_serving.ipynb`) as your instructor asks.
