@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from lab_checks import assert_plain_and_finite, option_values, stops  # noqa: E402
+from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, stops  # noqa: E402
 
 from course_lib import hardware, parallelism, serving, units  # noqa: E402
 from course_lib.widgets import serving as serving_module  # noqa: E402
@@ -89,6 +89,7 @@ def check_serving_lab(lab):
     assert widths[2] == pytest.approx(p * result["all_reduce_latency_s"])
     assert widths[4] == pytest.approx(result["pipeline_hop_s"])
     assert units.format_time(result["time_per_output_token_s"]) in lab.breakdown_figure.total.get_text()
+    assert lab.breakdown_figure.title.get_text().startswith(f"t = {t}, p = {p}, b = {values['sequences']}: ")
     summary = lab.summary.value
     for key in ("weights_bytes", "kv_cache_bytes_per_device", "total_bytes", "kv_cache_bytes"):
         assert units.format_bytes(result[key]) in summary, key
@@ -133,6 +134,7 @@ def test_defaults_llama3_70b_on_one_h100_node(lab):
     assert result["all_reduce_latency_s"] == pytest.approx(2 * 80 * 14 * 1e-6)
     assert result["bound"] == "memory" and result["fits"] and result["nodes"] == 1
     assert round(result["compute_bound_sequences"], 1) == 295.2  # 989e12 / 3.35e12
+    assert_png_matches_savefig(lab)
 
 
 def test_sweep_each_control(lab):
@@ -218,6 +220,22 @@ def test_random_walk_keeps_every_invariant(lab):
         control = lab.controls[rng.choice(names)]
         control.value = rng.choice(option_values(control))
         check_serving_lab(lab)
+    assert_png_matches_savefig(lab)  # the pictures of each panel's axes follow the limits
+
+
+def test_axes_snap_so_most_moves_keep_the_pictures(lab):
+    """The curve's limits are whole decades and the bar's a 1, 2 or 5 × 10^k: moving the batch within a decade
+    keeps both, so the figure is redrawn from the same pictures."""
+    x0, x1 = lab.curve_figure.ax.get_xlim()
+    y0, y1 = lab.curve_figure.ax.get_ylim()
+    assert [math.log10(v) % 1 for v in (x0, x1, y0, y1)] == pytest.approx([0, 0, 0, 0], abs=1e-9)
+    upper = lab.breakdown_figure.ax.get_xlim()[1]
+    mantissa = upper / 10 ** math.floor(math.log10(upper) + 1e-9)
+    assert any(mantissa == pytest.approx(m) for m in (1, 2, 5)), upper
+    redraw = lab._redraw
+    lab.controls["sequences"].value = 6
+    assert lab._redraw is redraw and lab.result["time_per_output_token_s"] < upper
+    assert_png_matches_savefig(lab)
 
 
 def test_curve_is_log_spaced_and_rises(lab):

@@ -28,6 +28,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .. import hardware, parallelism, serving, units
+from ..viz.fast import Panel, PartialRedraw
 from ..viz.parallelism import FIT_COLOR
 from ..viz.serving import DecodeBreakdownFigure, LatencyThroughputFigure
 from ..viz.style import COLORS
@@ -280,14 +281,46 @@ class ServingLab(Lab):
         figure = Figure(figsize=(11.5, 4.2), dpi=self.dpi)
         figure.patch.set_facecolor("white")
         self.figure = figure
-        self.curve_figure = LatencyThroughputFigure()
+        # Axis limits snap to decades (the curve) and to 1, 2, 5 × 10^k (the bar), so most moves keep them: the
+        # figure is then redrawn from cached pictures of each panel's axes (see render).
+        self.curve_figure = LatencyThroughputFigure(snap=True)
         self.curve_figure.build(figure.add_axes((0.07, 0.13, 0.4, 0.77)))
-        self.breakdown_figure = DecodeBreakdownFigure()
+        self.breakdown_figure = DecodeBreakdownFigure(snap=True)
         self.breakdown_figure.build(figure.add_axes((0.54, 0.5, 0.44, 0.3)))
+        self._limits = None
 
     def draw(self, result: dict) -> None:
         self.curve_figure.update(self.curve, self.step)
         self.breakdown_figure.update(self.step)
+
+    def _axis_limits(self):
+        """(curve's x and y limits, the bar's upper limit): the static part of each panel."""
+        ax = self.curve_figure.ax
+        return (tuple(ax.get_xlim()) + tuple(ax.get_ylim()), float(self.breakdown_figure.ax.get_xlim()[1]))
+
+    def _set_limits(self, limits, panel) -> None:
+        if panel == 0:
+            self.curve_figure.ax.set_xlim(*limits[0][:2])
+            self.curve_figure.ax.set_ylim(*limits[0][2:])
+        else:
+            self.breakdown_figure.ax.set_xlim(0, limits[1])
+
+    def render(self) -> None:
+        """Draw the animated artists over a picture of each panel's axes at their current limits; a panel whose
+        limits this process has not drawn yet is drawn in full once (pictures are shared by every serving lab)."""
+        limits = self._axis_limits()
+        if limits != self._limits:
+            panels = [
+                Panel((0.0, 0.5), (self.curve_figure.ax,), lambda e: e[0], lambda e: self._set_limits(e, 0), (limits,)),
+                Panel(
+                    (0.5, 1.0), (self.breakdown_figure.ax,), lambda e: e[1], lambda e: self._set_limits(e, 1), (limits,)
+                ),
+            ]
+            animated = [*self.curve_figure.animated, *self.breakdown_figure.animated]
+            self._redraw = PartialRedraw(type(self).__qualname__, self.figure, animated, panels)
+            self._redraw.set_static_state(limits)
+            self._limits = limits
+        super().render()
 
     def summary_html(self, result: dict) -> str:
         b, s = units.format_bytes, units.format_time
