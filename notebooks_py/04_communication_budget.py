@@ -922,7 +922,9 @@ quiz.MultipleChoice(
 #   transfers have no window; data-parallel gradients can hide behind the backward pass.
 # - Put the frequent, blocking exchanges on the fast links: tensor parallelism inside the NVLink domain.
 # - Strong scaling ends when the per-device compute no longer amortises the communication that does not shrink.
-# - Decode is latency-bound: tiny per-token all-reduces, where more devices mean more phases.
+# - Decode is memory-bound (every weight read for a few tokens) and pays two latency-bound all-reduces per layer
+#   per token: past some $t$ (16 for Llama 3.1 70B on H100 nodes) more devices make each token slower, and a plan
+#   that trains well (ZeRO-3, a pipeline) may serve poorly.
 # - A plan search enumerates, rejects, estimates and names the binding constraint; the estimate is coarse and its
 #   compute efficiency is an assumption, so measure.
 
