@@ -160,6 +160,10 @@ print(
     f"80 layers + embeddings {units.format_count(embeddings)} = {by_hand:,} parameters (the preset: {MODEL.params:,})"
 )
 print("published: 70.6 B (Meta's model card of Llama 3.1 70B)")
+print(
+    f"shares of a layer: MLP {units.format_percent(mlp_weights / per_layer)}, "
+    f"attention {units.format_percent(attention_weights / per_layer)}; K and V are {h // kv_width} times narrower than Q"
+)
 
 # %% [markdown]
 # The count matches the preset to the parameter and the published 70.6 B. Note the shares: the MLP holds 82 % of a
@@ -212,7 +216,7 @@ print(
 # attention's share of the FLOPs and the activation memory per sequence.
 #
 # **Global batch.** $B_\text{global} = 512$ sequences, 4.2 M tokens per step: the batch Llama 3's paper reports for
-# its early pre-training (4 M tokens), in the range where large models still gain from every token of a larger batch.
+# the early pre-training of its 405B model (4 M tokens), in the range where large models still gain from every token of a larger batch.
 # Two things bound it: the optimiser (beyond a *critical batch size*, more tokens per step stop buying fewer steps)
 # and the plan ($B_\text{global} = b \cdot m \cdot d$ must divide evenly, and $m$ must be large enough to amortise
 # the bubble and the once-per-step data-parallel synchronisation). Step 12 returns to it with numbers.
@@ -302,7 +306,7 @@ print(
 # the 4 micro-batches of activations the first stage holds under 1F1B, and the gated MLP, which stores $8f$ bytes
 # per token where GPT's MLP stores $4 \cdot 4h = 16h$ — for this model $8f = 28h$. The ideal model counts the GPT
 # way and knows no FlashAttention: it stores the $5as$ bytes of attention scores per token (lesson 03), which at
-# $s = 8192$ are ten times the rest, and finds 260 GB. That is why lesson 04's search, which uses the ideal model,
+# $s = 8192$ are about nine times the rest, and finds 260 GB. That is why lesson 04's search, which uses the ideal model,
 # picks selective recomputation: it drops exactly those scores, as FlashAttention never stores them.
 #
 # ### Step 5 · The candidate's transfers
@@ -393,7 +397,7 @@ print(f"{'MFU':28} {units.format_percent(ideal.mfu):>15} {units.format_percent(c
 print(
     f"GEMM efficiency at {units.format_flops(gemm_flops)} per layer and micro-batch: "
     f"{units.format_percent(gemm_eff)} of peak; fixed cost {units.format_time(CAL.layer_overhead_s)} per layer "
-    f"and micro-batch: {units.format_time(fixed)} per step"
+    f"and micro-batch: {units.format_time(fixed)} per step (big-GEMM efficiency {units.format_percent(CAL.gemm_efficiency)})"
 )
 print(
     f"network at {units.format_percent(CAL.network_efficiency)} of nominal: "
@@ -461,10 +465,11 @@ print(
 #   step instead of 5,120 on each GPU, so the fixed cost per layer and micro-batch shrinks from 16.6 s to 2 s, and
 #   each GEMM is larger and more efficient.
 # - **Full recomputation pays for that.** Four sequences of activations would not fit; keeping only each layer's
-#   input costs a third more forward compute, which the saved fixed cost more than repays.
+#   input costs one more forward pass per layer, a third more compute, which the saved fixed cost more than repays.
 # - **No pipeline, so no bubble and no sends between nodes**; $t = 4$ cuts the exposed tensor-parallel time from
-#   11 s to 6.89 s (each collective moves $(t-1)/t$ of its payload, and each GPU runs more of them but on fewer
-#   peers); ZeRO-2 shards gradients and optimizer state over 16 replicas, which is what lets a whole model's layers
+#   11 s to 6.89 s (per GPU and step, tensor-parallel time grows as $t - 1$: each call moves $(t-1)/t$ of its
+#   payload, and each GPU's share of the batch grows with $t$; 3 against 7, of which full recomputation, repeating
+#   the forward collectives, gives some back); ZeRO-2 shards gradients and optimizer state over 16 replicas, which is what lets a whole model's layers
 #   fit on $t = 4$ GPUs. Its price is the exposed data-parallel time, 1.61 s: reduce-scatters of fp32 gradients over
 #   the slow network every micro-batch.
 #
@@ -796,8 +801,8 @@ quiz.MultipleChoice(
 # - **2022: searching automatically.** Alpa (Zheng et al., OSDI'22) searched inter- and intra-operator parallelism
 #   automatically with a cost model and integer programming, and matched hand-tuned Megatron-LM plans on GPT models.
 # - **2024: a 70B-class model in the open.** Llama 3's paper (Grattafiori et al.) reported its 4D parallelism (tensor,
-#   context, pipeline, data with FSDP), its batch schedule (4 M tokens, then 8 M and 16 M) and 38–43 % MFU on up to
-#   16,384 H100s, with the plan chosen for the cluster and adjusted from measurements.
+#   context, pipeline, data with FSDP), the 405B model's batch schedule (4 M tokens, then 8 M and 16 M) and 38–43 % MFU on up to
+#   16,384 H100s (380–430 TFLOP/s per GPU of 989).
 # - **2025: measured plans published.** The Ultra-Scale Playbook (Tazi et al.) ran thousands of configurations on up
 #   to 512 H100s and published them, with the memory and throughput each reached; the course's calibration is fitted
 #   on them, and lesson 06 shows how far the model is from the measurements.
