@@ -159,7 +159,7 @@ print(f"           = {per_layer:,} parameters (the preset: {MODEL.params_per_lay
 print(
     f"80 layers + embeddings {units.format_count(embeddings)} = {by_hand:,} parameters (the preset: {MODEL.params:,})"
 )
-print("published: 70.6 B (Meta's model card of Llama 3.1 70B)")
+print("published: 70.6 B (Meta's release of Llama 3.1 70B)")
 print(
     f"shares of a layer: MLP {units.format_percent(mlp_weights / per_layer)}, "
     f"attention {units.format_percent(attention_weights / per_layer)}; K and V are {h // kv_width} times narrower than Q"
@@ -613,9 +613,9 @@ for label, fraction in (("nominal InfiniBand", 1.0), ("calibrated (EFA fit)", CA
 #    On that InfiniBand cluster NCCL beat even the nominal model (it runs NVLink SHARP inside the node and overlaps
 #    the phases), so "network at nominal" is the likelier scenario there, where ZeRO-3 with $d = 64$ would win.
 #    Measure yours; if it matches, rerun the search with `network_efficiency=1.0`.
-# 2. **The fixed cost per layer and micro-batch.** Time one training step of a 2-layer slice at $b = 1$ and $b = 4$
-#    (the framework's profiler or lesson 05's step timer): the difference between the measured and the FLOP-predicted
-#    times, per layer, is this constant.
+# 2. **The fixed cost per layer and micro-batch.** Time a few training steps of the model cut to 2 layers, at
+#    $b = 1$ and $b = 4$, with warm-up and the maximum over ranks as lesson 05 timed collectives: the measured time
+#    per layer and micro-batch, less its FLOPs at the GEMM efficiency, is this constant.
 # 3. **Overlap.** Time a step with data-parallel communication on and off (lesson 05's exposed-communication
 #    measurement): the slowdown of compute under overlap is `overlap_slowdown`.
 # 4. **Peak memory** of the chosen plan for a few steps at full sequence length (`torch.cuda.max_memory_allocated`
@@ -868,7 +868,7 @@ quiz.MultipleChoice(
 # - A. Grattafiori et al. (Llama Team, AI @ Meta), *The Llama 3 Herd of Models*, arXiv:2407.21783, 2024 — the
 #   architecture (Table 3), training at 8,192 tokens, the batch schedule (4 M tokens, then 8 M and 16 M), 4D
 #   parallelism and MFU (§3.3). https://arxiv.org/abs/2407.21783
-# - Meta, Llama 3.1 70B model card and `config.json` (meta-llama/Llama-3.1-70B): 70.6 B parameters, hidden 8192,
+# - Meta, Llama 3.1 70B release notes and `config.json` (meta-llama/Llama-3.1-70B): 70.6 B parameters, hidden 8192,
 #   80 layers, 64 heads, 8 key/value heads, MLP 28,672, vocabulary 128,256.
 # - N. Tazi et al., *The Ultra-Scale Playbook: Training LLMs on GPU Clusters*, Hugging Face, 2025 — the measured
 #   runs behind `validation.PLAYBOOK_CALIBRATION` (`data/playbook_runs.csv`, Apache-2.0).
