@@ -88,18 +88,14 @@ from course_lib.widgets import quiz
 # Memory per device, for the heaviest pipeline stage (lesson 03), with $\Psi_\text{stage}$ the parameters of the
 # stage's $\lceil l/p \rceil$ layers (plus the embedding on the first stage):
 #
-# $$M = \underbrace{\frac{\Psi_\text{stage}}{t}\Big(b_\text{param} + \frac{b_\text{grad}}{d_{\ge 2}}
-# + \frac{b_\text{opt}}{d_{\ge 1}}\Big)}_\text{model states, ZeRO stage}
-# + \underbrace{\Big\lceil\frac{l}{p}\Big\rceil \cdot b\,s \cdot A_\text{token} \cdot \min(p, m)}_\text{activations, 1F1B}
-# + M_\text{logits} + M_\text{framework}$$
+# $$M = \underbrace{\frac{\Psi_\text{stage}}{t}\Big(\frac{b_\text{param}}{d_{\ge 3}} + \frac{b_\text{grad}}{d_{\ge 2}} + \frac{b_\text{opt}}{d_{\ge 1}}\Big)}_\text{model states, ZeRO stage} + \underbrace{\Big\lceil\frac{l}{p}\Big\rceil \cdot b\,s \cdot A_\text{token} \cdot \min(p, m)}_\text{activations, 1F1B} + M_\text{logits} + M_\text{framework}$$
 #
 # where $d_{\ge k}$ is $d$ when the ZeRO stage is at least $k$ and 1 otherwise, and $A_\text{token}$ the bytes one
 # layer stores per token (lesson 03's table, for this architecture).
 #
 # Step time (lesson 04), with a micro-batch slot $T_\text{slot} = t_f + t_b + T_\text{TP} + T_\text{PP}$:
 #
-# $$T_\text{step} = m\,T_\text{slot} + \frac{p-1}{v}\,T_\text{slot} + T_\text{DP, exposed},\qquad
-# \text{MFU} = \frac{\text{model FLOPs of the step}}{N_\text{GPU}\cdot \text{peak} \cdot T_\text{step}}$$
+# $$T_\text{step} = m\,T_\text{slot} + \frac{p-1}{v}\,T_\text{slot} + T_\text{DP, exposed},\qquad \text{MFU} = \frac{\text{model FLOPs of the step}}{N_\text{GPU}\cdot \text{peak} \cdot T_\text{step}}$$
 #
 # The **worst-case slowdown** of a plan $x$ over a set of scenarios $\sigma$ (each a set of assumptions, each with
 # its own fastest plan) is
@@ -666,8 +662,8 @@ print(
 #   when interleaving).
 # - **The sequence length** is set by the data and the context the model must handle; its cost is the attention's
 #   share (13 % of the FLOPs at 8,192, over a third at 32,768) and the activation memory per sequence, both linear
-#   in $s$ per token. A longer sequence at the same tokens per step means fewer sequences: keep $B_\text{global}
-#   \cdot s$ fixed, not $B_\text{global}$.
+#   in $s$ per token. A longer sequence at the same tokens per step means fewer sequences: keep
+#   $B_\text{global} \cdot s$ fixed, not $B_\text{global}$.
 # - **Scale check (lesson 01's 6ND).** Pre-training on Llama 3's 15 T tokens would take this cluster about seven years:
 #   64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model on billions of tokens, not for
 #   pre-training it.
