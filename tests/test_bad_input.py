@@ -531,7 +531,11 @@ CASES = [
     (
         budget.worst_case_ranking,
         dict(
-            searches={"x": budget.search_plans(parallelism.GPT2_1_5B, hardware.DGX_H100, 64, micro_batch_sizes=(1,))},
+            searches={
+                "x": budget.search_plans(
+                    parallelism.GPT2_1_5B, hardware.DGX_H100, 64, micro_batch_sizes=(1,), calibration=None
+                )
+            },
             candidates=3,
         ),
         dict(candidates="count"),
