@@ -50,6 +50,7 @@ from .parallelism import (
     Calibration,
     ParallelPlan,
     TransformerModel,
+    boundary_tensors,
     check_plan_for_model,
     memory_breakdown,
     splits_evenly,
@@ -64,6 +65,8 @@ __all__ = [
     "group_collective_time",
     "axis_stride",
     "transfer_time_per_call",
+    "transfer_table",
+    "format_transfer_table",
     "StepTime",
     "step_time",
     "calibrated_step_time",
@@ -73,9 +76,24 @@ __all__ = [
     "bucketed_exposure",
     "PlanSearch",
     "search_plans",
+    "PLAN_FIELDS",
+    "worst_case_ranking",
     "BINDING_CONSTRAINTS",
 ]
 
+# The fields that name one plan of a search (the schedule follows from virtual_stages).
+PLAN_FIELDS = (
+    "data_parallel",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "zero_stage",
+    "micro_batch",
+    "grad_accum_steps",
+    "recompute",
+    "sequence_parallel",
+    "virtual_stages",
+    "attention",
+)
 _GROUP_OPS = ("all_reduce", "reduce_scatter", "all_gather", "send_recv")
 BINDING_CONSTRAINTS = ("compute", "exposed communication", "bubble", "memory", "batch divisibility")
 _AXIS_STRIDE = {
@@ -222,6 +240,72 @@ def transfer_time_per_call(transfer, plan: ParallelPlan, cluster: Cluster):
     return group_collective_time(
         transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
     )
+
+
+def transfer_table(model: TransformerModel, plan: ParallelPlan, cluster: Cluster) -> tuple[dict, ...]:
+    """One row per tensor that crosses a device boundary in a step of ``plan`` on ``cluster`` (the ideal model).
+
+    Each row is a plain dict: ``axis``, ``tensor``, ``op``, ``payload_bytes`` (S of one call), ``group_size``,
+    ``calls_per_step`` and ``phase`` (what it may hide behind) from ``parallelism.boundary_tensors``; ``links``, the
+    levels its phases run on ("in node", "across nodes" or both, from ``group_collective_phases``); and
+    ``time_per_call_s`` and ``time_per_step_s`` (``transfer_time_per_call``, × calls). Two DGX H100 nodes, t = 8 in a
+    node and d = 2 across them, one micro-batch of GPT-3 (the gradients' 2 B × Ψ/8 = 43.7 GB reduced over the
+    network, 2 × 1/2 × 43.7 GB / 50 GB/s ≈ 873 ms):
+
+    >>> from course_lib.hardware import H100, INFINIBAND_NDR_8X, NVLINK4
+    >>> from course_lib.parallelism import GPT3_175B
+    >>> two_nodes = Cluster("2 × DGX H100", H100, 8, 2, NVLINK4, INFINIBAND_NDR_8X)
+    >>> rows = transfer_table(GPT3_175B, ParallelPlan(data_parallel=2, tensor_parallel=8), two_nodes)
+    >>> [(row["axis"], row["op"], row["links"], row["calls_per_step"]) for row in rows]
+    [('tensor', 'all_reduce', 'in node', 192), ('tensor', 'all_reduce', 'in node', 192), \
+('data', 'all_reduce', 'across nodes', 1)]
+    >>> format_bytes(rows[2]["payload_bytes"]), format_time(rows[2]["time_per_step_s"])
+    ('43.7 GB', '873 ms')
+    """
+    rows = []
+    for transfer in boundary_tensors(model, plan):
+        stride = axis_stride(transfer.axis, plan)
+        phases = group_collective_phases(transfer.op, cluster, transfer.group_size, stride, transfer.payload_bytes)
+        levels = tuple(dict.fromkeys(phase.level for phase in phases if np.all(np.asarray(phase.ranks) > 1)))
+        per_call = transfer_time_per_call(transfer, plan, cluster)
+        rows.append(
+            {
+                "axis": transfer.axis,
+                "tensor": transfer.tensor,
+                "op": transfer.op,
+                "payload_bytes": transfer.payload_bytes,
+                "group_size": transfer.group_size,
+                "calls_per_step": transfer.calls_per_step,
+                "phase": transfer.phase,
+                "links": " + ".join(levels),
+                "time_per_call_s": per_call,
+                "time_per_step_s": _validate.as_result(per_call * transfer.calls_per_step),
+            }
+        )
+    return tuple(rows)
+
+
+def format_transfer_table(rows) -> str:
+    """``transfer_table``'s rows as a text table, one line per tensor, quantities with their units.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import GPT3_175B
+    >>> rows = transfer_table(GPT3_175B, ParallelPlan(tensor_parallel=8), DGX_H100)
+    >>> print(format_transfer_table(rows[:1]))  # doctest: +NORMALIZE_WHITESPACE
+    axis tensor collective payload ranks links per call calls per step hidden by
+    tensor layer outputs (partial sums), forward all_reduce 50.3 MB 8 in node 210 µs 192 40.3 ms none
+    """
+    lines = [
+        f"{'axis':8} {'tensor':46} {'collective':14} {'payload':>8} {'ranks':>5} {'links':14} {'per call':>8} "
+        f"{'calls':>6} {'per step':>9}  hidden by"
+    ]
+    for row in rows:
+        lines.append(
+            f"{row['axis']:8} {row['tensor']:46} {row['op']:14} {units.format_bytes(row['payload_bytes']):>8} "
+            f"{row['group_size']:>5} {row['links']:14} {units.format_time(row['time_per_call_s']):>8} "
+            f"{row['calls_per_step']:>6} {units.format_time(row['time_per_step_s']):>9}  {row['phase']}"
+        )
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True, eq=False)
@@ -559,6 +643,28 @@ class PlanSearch:
         count = _validate.count("count", count)
         return [self.plan(row) for row in range(min(count, int(np.sum(self.feasible))))]
 
+    def fastest_within(self, memory_bytes) -> int:
+        """The row of the fastest plan that needs at most ``memory_bytes`` per device (e.g. the capacity less some
+        headroom); re-ranks this search without evaluating any plan again. Raises ValueError if none does.
+
+        >>> from course_lib.hardware import DGX_H100
+        >>> from course_lib.parallelism import GPT2_1_5B
+        >>> found = search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None)   # the ideal model
+        >>> found.fastest_within(80 * GB), found.fastest_within(10 * GB)   # row 0 needs 12.1 GB (see ``table``)
+        (0, 90)
+        >>> found.row(90)["recompute"], format_bytes(found.row(90)["memory_bytes"])
+        ('selective', '5.79 GB')
+        """
+        limit = _validate.positive("memory_bytes", memory_bytes)
+        rows = np.flatnonzero(self.feasible & (self.columns["memory_bytes"] <= limit))
+        if len(rows) == 0:
+            raise ValueError(f"memory_bytes must leave room for at least one plan; no plan needs {limit:.3g} B or less")
+        return int(rows[0])
+
+    def fields(self, row: int) -> dict:
+        """The ``PLAN_FIELDS`` of one row, as plain Python values: what ``find`` needs to find the plan again."""
+        return {name: self.columns[name][row].item() for name in PLAN_FIELDS}
+
     def find(self, **fields) -> int:
         """The one row whose columns equal ``fields`` (e.g. ``tensor_parallel=8, zero_stage=0``).
 
@@ -625,6 +731,54 @@ class PlanSearch:
                 f"{r['binding_constraint']}"
             )
         return "\n".join(lines)
+
+
+def worst_case_ranking(searches: dict, candidates: int = 10) -> list[dict]:
+    """The plans of several searches of one model and cluster (one per scenario: calibration, efficiency, ...),
+    ranked by their worst slowdown: in each scenario a plan's step time over that scenario's fastest feasible plan.
+
+    The candidates are the ``candidates`` fastest feasible plans of every search. A plan a scenario does not hold,
+    or that does not fit there, counts as infinitely slow in it. Each row: the plan's ``PLAN_FIELDS``,
+    ``step_time_s`` and ``slowdown`` (dicts by scenario), ``worst_slowdown`` and ``worst_scenario``. The first row
+    is the plan with the best worst case (minimax regret): rarely the fastest anywhere, never far from it.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import GPT2_1_5B
+    >>> searches = {f"η = {eta}": search_plans(GPT2_1_5B, DGX_H100, 512, compute_efficiency=eta, calibration=None)
+    ...             for eta in (0.3, 0.6)}
+    >>> [(round(row["worst_slowdown"], 4), row["worst_scenario"]) for row in worst_case_ranking(searches, 3)][-2:]
+    [(1.0003, 'η = 0.6'), (1.0262, 'η = 0.6')]
+    """
+    count = _validate.count("candidates", candidates)
+    if not searches:
+        raise ValueError("searches must hold at least one PlanSearch, by scenario name")
+    names = list(searches)
+    empty = [name for name, search in searches.items() if not np.any(search.feasible)]
+    if empty:
+        raise ValueError(f"searches must each hold a plan that fits; {', '.join(map(repr, empty))} holds none")
+    index = {}
+    for name, search in searches.items():
+        keys = zip(*(search.columns[field].tolist() for field in PLAN_FIELDS), strict=True)
+        index[name] = {key: row for row, key in enumerate(keys) if search.feasible[row]}
+    pool = {}
+    for search in searches.values():
+        for row in range(min(count, int(np.sum(search.feasible)))):
+            pool.setdefault(tuple(search.fields(row).values()), None)
+    fastest = {name: float(searches[name].columns["step_time_s"][0]) for name in names}
+    ranked = []
+    for key in pool:
+        times = {
+            name: float(searches[name].columns["step_time_s"][index[name][key]]) if key in index[name] else np.inf
+            for name in names
+        }
+        slowdown = {name: times[name] / fastest[name] for name in names}
+        worst = max(names, key=lambda name: slowdown[name])
+        ranked.append(
+            dict(zip(PLAN_FIELDS, key, strict=True))
+            | {"step_time_s": times, "slowdown": slowdown, "worst_slowdown": slowdown[worst], "worst_scenario": worst}
+        )
+    ranked.sort(key=lambda row: row["worst_slowdown"])  # stable: ties keep the first search's order
+    return ranked
 
 
 def _factorisations(devices: int):

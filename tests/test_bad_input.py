@@ -528,6 +528,18 @@ CASES = [
             dtype="dtype",
         ),
     ),
+    (
+        budget.worst_case_ranking,
+        dict(
+            searches={
+                "x": budget.search_plans(
+                    parallelism.GPT2_1_5B, hardware.DGX_H100, 64, micro_batch_sizes=(1,), calibration=None
+                )
+            },
+            candidates=3,
+        ),
+        dict(candidates="count"),
+    ),
 ]
 
 PARAMS = [
@@ -575,6 +587,8 @@ def test_every_public_function_is_covered():
         "transfer_time_per_call",
         "matmul_params",
         "forward_flops_per_token",
+        "transfer_table",
+        "format_transfer_table",
     }
     assert public - separately <= covered, sorted(public - separately - covered)
 
@@ -594,6 +608,7 @@ def test_matrices_must_be_conformable_and_two_dimensional():
         parallelism.boundary_tensors,
         parallelism.communication_volume_per_step,
         parallelism.check_plan_for_model,
+        lambda model, plan: budget.transfer_table(model, plan, hardware.DGX_H100),
     ],
 )
 def test_plans_that_do_not_divide_the_model_are_refused(function):

@@ -493,3 +493,127 @@ def test_search_reports_mfu_and_hfu_for_every_row():
     plan = found.plan(0)
     step = step_time(GPT2_1_5B, plan, hardware.DGX_H100)
     assert row["mfu"] == pytest.approx(step.mfu) and row["hfu"] == pytest.approx(step.hfu)
+
+
+# ---- the capstone's tools: one row per boundary tensor, re-ranking under a memory limit, the best worst case ----
+
+
+def test_transfer_table_by_hand_on_two_nodes():
+    # GPT-3 on 2 × 8 H100 (NVLink 450 GB/s, α = 1 µs; InfiniBand 50 GB/s per GPU, α = 5 µs), t = 8, d = 2, b = 1,
+    # m = 2, ZeRO-1. One b·s·h activation: 2 × 2048 × 12288 = 50.33 MB.
+    plan = ParallelPlan(data_parallel=2, tensor_parallel=8, grad_accum_steps=2, zero_stage=1)
+    rows = budget.transfer_table(GPT3_175B, plan, CLUSTER_2x8)
+    assert [(r["axis"], r["op"], r["links"], r["group_size"]) for r in rows] == [
+        ("tensor", "all_reduce", "in node", 8),
+        ("tensor", "all_reduce", "in node", 8),
+        ("data", "reduce_scatter", "across nodes", 2),
+        ("data", "all_gather", "across nodes", 2),
+    ]
+    activation = 2 * 2048 * 12288
+    # Ring all-reduce over 8 in a node: 14 × 1 µs + 2 × 7/8 × S / 450 GB/s; 2 per layer × 96 layers × 2 micro-batches.
+    tp_call = 14e-6 + 2 * 7 / 8 * activation / 450e9
+    assert rows[0]["payload_bytes"] == activation and rows[0]["calls_per_step"] == 2 * 96 * 2
+    assert rows[0]["time_per_call_s"] == pytest.approx(tp_call, rel=1e-9)
+    assert rows[0]["time_per_step_s"] == pytest.approx(384 * tp_call, rel=1e-9)
+    # ZeRO-1 across the 2 nodes, one rank per node: reduce-scatter of 2 B × Ψ/8, 1 × 5 µs + 1/2 × S / 50 GB/s.
+    grads = 2 * GPT3_175B.params / 8
+    assert rows[2]["payload_bytes"] == pytest.approx(grads)
+    assert rows[2]["time_per_call_s"] == pytest.approx(5e-6 + grads / 2 / 50e9, rel=1e-9)
+    assert (rows[2]["calls_per_step"], rows[2]["phase"], rows[3]["phase"]) == (1, "last backward", "none")
+    # A tensor group of 16 spans both nodes (hierarchical); pipeline stages t·d apart cross the network.
+    wide = budget.transfer_table(GPT3_175B, ParallelPlan(tensor_parallel=16), CLUSTER_2x8)
+    assert {r["links"] for r in wide} == {"in node + across nodes"}
+    piped = budget.transfer_table(GPT3_175B, ParallelPlan(tensor_parallel=8, pipeline_parallel=2), CLUSTER_2x8)
+    send = next(r for r in piped if r["axis"] == "pipeline")
+    assert send["links"] == "across nodes" and send["payload_bytes"] == pytest.approx(activation / 8)
+    assert send["time_per_call_s"] == pytest.approx(5e-6 + activation / 8 / 50e9, rel=1e-9)
+    text = budget.format_transfer_table(rows)
+    assert len(text.splitlines()) == 5 and "50.3 MB" in text and "across nodes" in text
+
+
+def test_fastest_within_is_the_brute_force_minimum():
+    found = search_plans(GPT2_1_5B, hardware.DGX_H100, global_batch=512, micro_batch_sizes=(1, 2), calibration=None)
+    memory, times, fits = (found.columns[k] for k in ("memory_bytes", "step_time_s", "fits"))
+    for limit in (80e9, 12e9, 8e9, 6e9):
+        allowed = fits & (memory <= limit)
+        row = found.fastest_within(limit)
+        assert memory[row] <= limit and fits[row]
+        assert times[row] == pytest.approx(times[allowed].min())
+    with pytest.raises(ValueError, match="memory_bytes"):
+        found.fastest_within(1e6)
+    assert found.find(**found.fields(7)) == 7
+
+
+def _toy_search(times: dict, fits=None):
+    """A PlanSearch holding plans named by their data-parallel size, with the given step times, fastest first."""
+    names = sorted(times, key=times.get)
+    size = len(names)
+    columns = {
+        "data_parallel": np.array(names),
+        "tensor_parallel": np.ones(size, int),
+        "pipeline_parallel": np.ones(size, int),
+        "zero_stage": np.zeros(size, int),
+        "micro_batch": np.ones(size, int),
+        "grad_accum_steps": np.ones(size, int),
+        "recompute": np.full(size, "none"),
+        "sequence_parallel": np.zeros(size, bool),
+        "virtual_stages": np.ones(size, int),
+        "attention": np.full(size, "standard"),
+        "step_time_s": np.array([times[n] for n in names], float),
+        "fits": np.array([True if fits is None else fits[n] for n in names]),
+    }
+    return budget.PlanSearch(columns, size, {}, 80e9)
+
+
+def test_worst_case_ranking_by_hand():
+    # Scenario x: plans 1, 2, 3 take 10, 11, 15 s; scenario y: 20, 12, 10 s. Slowdowns against each best:
+    # plan 1: x 1.0, y 2.0 → 2.0; plan 2: 1.1, 1.2 → 1.2; plan 3: 1.5, 1.0 → 1.5. Best worst case: plan 2.
+    searches = {"x": _toy_search({1: 10.0, 2: 11.0, 3: 15.0}), "y": _toy_search({1: 20.0, 2: 12.0, 3: 10.0})}
+    ranking = budget.worst_case_ranking(searches, candidates=1)
+    assert [row["data_parallel"] for row in ranking] == [3, 1]  # only each scenario's fastest is a candidate
+    ranking = budget.worst_case_ranking(searches, candidates=3)
+    assert [row["data_parallel"] for row in ranking] == [2, 3, 1]
+    assert [row["worst_slowdown"] for row in ranking] == pytest.approx([1.2, 1.5, 2.0])
+    assert [row["worst_scenario"] for row in ranking] == ["y", "x", "y"]
+    assert ranking[0]["step_time_s"] == {"x": 11.0, "y": 12.0}
+    # A plan that does not fit in one scenario is infinitely slow there.
+    searches["z"] = _toy_search({1: 5.0, 2: 6.0, 3: 7.0}, fits={1: True, 2: False, 3: True})
+    ranking = budget.worst_case_ranking(searches, candidates=3)
+    assert [row["data_parallel"] for row in ranking] == [3, 1, 2] and ranking[-1]["worst_slowdown"] == np.inf
+    with pytest.raises(ValueError, match="searches"):
+        budget.worst_case_ranking({})
+
+
+def test_capstone_answer_llama3_70b_on_64_h100():
+    # Lesson 07's claims: the calibrated winner sits at the edge of HBM and fails with 8 GB less; the plan with the
+    # best worst case over the lesson's scenarios is d = 4, t = 2, p = 8 interleaved, ZeRO-1, full recomputation.
+    from dataclasses import replace
+
+    from course_lib.parallelism import LLAMA3_70B
+    from course_lib.validation import PLAYBOOK_CALIBRATION as cal
+
+    cluster = hardware.Cluster("8 × DGX H100", hardware.H100, 8, 8, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
+    assert LLAMA3_70B.params == 70_553_706_496  # config.json of meta-llama/Llama-3.1-70B: 70.6 B
+    scenarios = {
+        "calibrated": cal,
+        "GEMMs at 65 %": replace(cal, gemm_efficiency=0.65),
+        "no fixed cost": replace(cal, layer_overhead_s=0.0),
+        "overlap slows compute 30 %": replace(cal, overlap_slowdown=0.3),
+        "network at nominal": replace(cal, network_efficiency=1.0),
+        "8 GB less memory": replace(cal, framework_bytes=cal.framework_bytes + 8e9),
+    }
+    searches = {
+        name: search_plans(LLAMA3_70B, cluster, 512, calibration=c, attention=("flash",))
+        for name, c in scenarios.items()
+    }
+    best = searches["calibrated"].row(0)
+    fields = ("data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage", "virtual_stages", "recompute")
+    assert tuple(best[k] for k in fields) == (16, 4, 1, 2, 1, "full")
+    assert best["memory_bytes"] > 0.95 * 80e9 and best["step_time_s"] == pytest.approx(64.5, rel=0.01)
+    ranking = budget.worst_case_ranking(searches)
+    top = ranking[0]
+    assert tuple(top[k] for k in fields) == (4, 2, 8, 1, 2, "full")
+    assert top["worst_slowdown"] == pytest.approx(1.11, abs=0.01)
+    assert top["step_time_s"]["calibrated"] == pytest.approx(70.5, rel=0.01)
+    winner = next(r for r in ranking if all(r[k] == best[k] for k in budget.PLAN_FIELDS))
+    assert winner["worst_slowdown"] == np.inf and winner["worst_scenario"] == "8 GB less memory"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from .style import AXIS_COLORS, axes_or_new
@@ -19,6 +21,7 @@ LESSONS = (
         ("01_mac", "02_nccl", "03_parallelism"),
     ),
     ("05_measure", "05 · Measure it\nMPI runs, fitted α and B", ("02_nccl", "04_communication_budget")),
+    ("07_capstone", "07 · Plan a real run\n70B on 64 H100s", ("04_communication_budget", "05_measure")),
 )
 # (lab title, the lesson it practises)
 LABS = (
@@ -39,7 +42,7 @@ def plot_course_map(ax=None):
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
     ax = axes_or_new(ax, figsize=(11, 4.2))
-    width, height, gap = 2.3, 0.9, 0.5
+    width, height, gap = 2.3, 0.9, 0.35
     centre = {}
     for index, (stem, title, _) in enumerate(LESSONS):
         x = index * (width + gap)
@@ -54,7 +57,10 @@ def plot_course_map(ax=None):
                 linewidth=1.5,
             )
         )
-        ax.text(x + width / 2, 1.4 + height / 2, title, ha="center", va="center", fontsize=9.5)
+        # The subtitle wraps so that a box stays readable however many lessons share the figure's width.
+        heading, *subtitle = title.splitlines()
+        text = "\n".join([heading, *textwrap.wrap(" ".join(subtitle), 18, break_on_hyphens=False)])
+        ax.text(x + width / 2, 1.4 + height / 2, text, ha="center", va="center", fontsize=9)
         centre[stem] = x + width / 2
     for stem, _, prerequisites in LESSONS:
         if prerequisites:  # draw only the direct chain; the later lessons also build on everything before
@@ -87,7 +93,14 @@ def plot_course_map(ax=None):
                     linewidth=1.2,
                 )
             )
-            ax.text(centre[lesson], y + 0.19, title, ha="center", va="center", fontsize=9)
+            ax.text(
+                centre[lesson],
+                y + 0.19,
+                "\n".join(textwrap.wrap(title, 16, break_on_hyphens=False)),
+                ha="center",
+                va="center",
+                fontsize=9,
+            )
         ax.plot(
             [centre[lesson], centre[lesson]],
             [1.4, 0.75 + 0.38],

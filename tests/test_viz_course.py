@@ -1,0 +1,40 @@
+"""The course map: every lesson in notebooks/ is on it, in prerequisite order, and the figure draws what it lists."""
+
+import re
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from course_lib.viz.course import LABS, LESSONS, plot_course_map
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_lesson_is_on_the_map_and_every_entry_is_a_lesson():
+    stems = [stem for stem, _, _ in LESSONS]
+    on_disk = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb") if re.match(r"\d\d_", p.name))
+    assert sorted(stems) == [stem for stem in on_disk if int(stem[:2]) >= 1], (
+        "course_lib/viz/course.py LESSONS must list every lesson of notebooks/ after the map (00)"
+    )
+    assert stems == sorted(stems), "LESSONS are listed in the order of their numbers"
+
+
+def test_prerequisites_are_earlier_lessons_and_labs_hang_on_lessons():
+    seen = set()
+    for stem, title, prerequisites in LESSONS:
+        assert title.startswith(stem[:2] + " · "), title
+        assert set(prerequisites) <= seen, f"{stem} needs {set(prerequisites) - seen}, not an earlier lesson"
+        seen.add(stem)
+    assert {lesson for _, lesson in LABS} <= seen
+    prerequisites = {stem: set(needs) for stem, _, needs in LESSONS}
+    assert prerequisites["07_capstone"] >= {"04_communication_budget", "05_measure"}
+
+
+def test_the_map_draws_one_box_per_lesson_and_lab():
+    ax = plot_course_map()
+    texts = [" ".join(t.get_text().split()) for t in ax.texts]  # subtitles wrap to fit their box
+    titles = [title for _, title, _ in LESSONS] + [title for title, _ in LABS]
+    assert sorted(texts) == sorted(" ".join(title.split()) for title in titles)
+    arrows = [p for p in ax.patches if type(p).__name__ == "FancyArrowPatch"]
+    assert len(arrows) == sum(1 for _, _, prerequisites in LESSONS if prerequisites)
+    plt.close("all")
