@@ -600,7 +600,7 @@ def activation_bytes_per_token_per_layer(
     sp = _validate.flag("sequence_parallel", sequence_parallel)
     _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
     _validate.choice("attention", attention, ATTENTION_OPTIONS)
-    if np.any(model.heads % np.asarray(t)):
+    if not np.all(splits_evenly(model, t)):
         raise ValueError(f"tensor_parallel must divide heads ({model.heads}), got {t}")
     h, f, a, s = model.hidden, model.ffn_hidden, model.heads, model.seq_len
     kv_width = model.kv_heads * model.head_dim
