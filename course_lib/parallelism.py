@@ -406,7 +406,7 @@ class Calibration:
 
 
 def global_batch(micro_batch, grad_accum_steps, data_parallel):
-    """B = b_micro × N_acc × N_dp samples per optimizer step.
+    """B_global = b · m · d samples per optimizer step (micro-batch × micro-batches per step × replicas).
 
     Tensor- and pipeline-parallel groups work on the *same* samples, so they add devices but not examples.
 
