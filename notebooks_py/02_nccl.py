@@ -147,7 +147,7 @@ print(
 # |---|---|---|---|
 # | $n$ | `phases` | latency-bearing phases (steps) of the algorithm | count |
 # | $\alpha$ | `latency_s` | startup time of one phase: software overhead, link and switch latency | s |
-# | $Q$ | `payload_bytes` (of `comm_time`); `CollectiveCost.wire_bytes` | bytes transferred on the critical path | bytes |
+# | $Q$ | `CollectiveCost.wire_bytes` (the `payload_bytes` argument of `comm_time`) | bytes transferred on the critical path | bytes |
 # | $B_\text{eff}$ | `bandwidth_bytes_per_s` | useful bytes/s for the chosen algorithm and topology (one-way, per rank) | bytes/s |
 # | $S$ | `payload_bytes` (of `collective_time`) | the buffer size as nccl-tests defines it | bytes |
 # | $p$ | `ranks` | ranks in the communicator | count |

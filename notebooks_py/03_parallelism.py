@@ -220,7 +220,7 @@ for name, plan in splits.items():
 # | $v$ | `virtual_stages` | model chunks per device (interleaved schedule) | – |
 # | $\Psi$ | `params` | parameters | parameters |
 # | $K_\text{opt}$ | `optimizer_bytes_per_param` | optimizer-state bytes per parameter (12 for Adam) | bytes |
-# | $s$, $h$, $a$, $L$ | `seq_len`, `hidden`, `heads`, `layers` | sequence length, hidden size, heads, layers | tokens, – |
+# | $s$, $h$, $a$, $l$ | `seq_len`, `hidden`, `heads`, `layers` | sequence length, hidden size, heads, layers | tokens, – |
 # | $t_f$, $t_b$ | `forward_time_s`, `backward_time_s` | one micro-batch through one stage | s |
 #
 # *Assumptions of the memory model:* an even split of the parameters over $t\,p$ devices (the embedding's
