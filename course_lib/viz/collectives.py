@@ -722,22 +722,20 @@ def plot_collective_time_vs_payload(
             ax.scatter([mark], [marked], color=color, s=40, zorder=4, edgecolor="white", gid=f"mark:{algorithm}")
 
     reference_algorithm = "ring" if "ring" in ALGORITHMS[op] else ALGORITHMS[op][0]
-    cost = collectives.collective_cost(op, p, payload, reference_algorithm)
-    latency_term = np.full_like(payload, cost.phases * latency)
-    bandwidth_term = cost.wire_bytes / bandwidth
+    terms = collectives.time_terms(op, p, payload, bandwidth, latency, reference_algorithm)
     if latency > 0:
         ax.plot(
             payload,
-            latency_term,
+            terms.latency_s,
             color=COLORS["latency"],
             linestyle=":",
             linewidth=1.5,
-            label=f"{reference_algorithm}: latency term n·α = {units.format_time(cost.phases * latency)}",
+            label=f"{reference_algorithm}: latency term n·α = {units.format_time(terms.latency_s[0])}",
             gid="term:latency",
         )
     ax.plot(
         payload,
-        bandwidth_term,
+        terms.bandwidth_s,
         color=COLORS["bandwidth"],
         linestyle=":",
         linewidth=1.5,
