@@ -115,10 +115,11 @@ plt.show()
 #
 # Each symbol names one quantity, with one exception the literature forces on us: $p$ is the ranks of a collective
 # (as in MPI's papers, lessons 02 and 05) and the pipeline stages (as in Megatron-LM's, lessons 03 and 04); lesson 04
-# uses both and says where each applies. A symbol in brackets is a second form a lesson keeps where it follows a paper: ZeRO's $N_d$ in its
-# memory formulas, the accumulation count $N_\text{acc}$ in the global batch, $P$ in Kaplan's $6PD$, and the plain
-# $B$ of the α–β model for a bandwidth. `course_lib.pipeline` and `parallelism.pipeline_bubble_fraction` name $p$
-# and $m$ `stages` and `microbatches`, the names their graded lab uses.
+# uses both and says where each applies. A symbol in brackets is a second form a lesson keeps where it follows a
+# paper: ZeRO's $N_d$ in its memory formulas, the accumulation count $N_\text{acc}$ in the global batch, $P$ in
+# Narayanan et al.'s formulas (lesson 01), and the plain $B$ of the α–β model for a bandwidth.
+# `course_lib.pipeline` and `parallelism.pipeline_bubble_fraction` name $p$ and $m$ `stages` and `microbatches`,
+# the names their graded lab uses.
 
 # %% [markdown]
 # ## The hardware presets
