@@ -108,13 +108,13 @@ plt.show()
 # | algbw, busbw | `algbw_bytes_per_s`, `busbw_bytes_per_s` | nccl-tests' algorithm and bus bandwidth | bytes/s |
 # | $d$ (or $N_d$) | `data_parallel` | data-parallel replicas | — |
 # | $t$ | `tensor_parallel` | tensor-parallel group size | — |
-# | $p$ | `pipeline_parallel` | pipeline stages (lessons 03 and 04) | — |
+# | $p$ | `pipeline_parallel` | pipeline stages (lesson 03 on) | — |
 # | $m$ (or $N_\text{acc}$) | `grad_accum_steps` | micro-batches per step (gradient accumulation) | — |
 # | $v$ | `virtual_stages` | model chunks per device (interleaved schedule) | — |
 # | $T_\text{comm}$ | `comm_time`, `collective_time` | time of a collective, $n\alpha + Q/B_\text{eff}$ | s |
 #
 # Each symbol names one quantity, with one exception the literature forces on us: $p$ is the ranks of a collective
-# (as in MPI's papers, lessons 02 and 05) and the pipeline stages (as in Megatron-LM's, lessons 03 and 04); lesson 04
+# (as in MPI's papers: lessons 02, 04 and 05) and the pipeline stages (as in Megatron-LM's: lesson 03 on); lesson 04
 # uses both and says where each applies. A symbol in brackets is a second form a lesson keeps where it follows a
 # paper: ZeRO's $N_d$ in its memory formulas, the accumulation count $N_\text{acc}$ in the global batch, $P$ in
 # Narayanan et al.'s formulas (lesson 01), and the plain $B$ of the α–β model for a bandwidth.
