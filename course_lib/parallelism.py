@@ -406,7 +406,7 @@ class Calibration:
 
 
 def global_batch(micro_batch, grad_accum_steps, data_parallel):
-    """B = b_micro × N_acc × N_dp samples per optimizer step.
+    """B_global = b · m · d samples per optimizer step (micro-batch × micro-batches per step × replicas).
 
     Tensor- and pipeline-parallel groups work on the *same* samples, so they add devices but not examples.
 
@@ -600,7 +600,7 @@ def activation_bytes_per_token_per_layer(
     sp = _validate.flag("sequence_parallel", sequence_parallel)
     _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
     _validate.choice("attention", attention, ATTENTION_OPTIONS)
-    if np.any(model.heads % np.asarray(t)):
+    if not np.all(splits_evenly(model, t)):
         raise ValueError(f"tensor_parallel must divide heads ({model.heads}), got {t}")
     h, f, a, s = model.hidden, model.ffn_hidden, model.heads, model.seq_len
     kv_width = model.kv_heads * model.head_dim

@@ -68,6 +68,11 @@ __all__ = [
 LOGIT_BYTES = 4  # logits are kept in fp32 for sampling
 
 
+def _kv_heads_split(kv_heads, tensor_parallel):
+    """Whether t ranks can share kv KV heads: t divides kv, or kv divides t (each head then replicated t/kv times)."""
+    return (kv_heads % tensor_parallel == 0) | (tensor_parallel % kv_heads == 0)
+
+
 def _kv_heads_per_device(kv_heads, tensor_parallel):
     """KV heads each tensor-parallel rank holds: kv/t, or 1 (replicated t/kv times) when t > kv.
 
@@ -76,7 +81,7 @@ def _kv_heads_per_device(kv_heads, tensor_parallel):
     """
     kv = np.asarray(kv_heads)
     t = np.asarray(tensor_parallel)
-    if np.any((kv % t != 0) & (t % kv != 0)):
+    if not np.all(_kv_heads_split(kv, t)):
         raise ValueError(f"tensor_parallel must divide kv_heads ({kv_heads}) or be a multiple of it, got {t}")
     return np.maximum(kv // t, 1)
 
@@ -606,16 +611,13 @@ def latency_optimal_tensor_parallel(
     >>> latency_optimal_tensor_parallel(LLAMA3_8B, DGX_H100, sequences=1, context_len=4096)
     8
     """
-    p = _validate.count("pipeline_parallel", pipeline_parallel)
-    kv = model.kv_heads
-    if model.layers % p:
-        raise ValueError(f"pipeline_parallel must divide layers ({model.layers}), got {p}")
+    _, p = _check_partition(model, 1, pipeline_parallel)
     options = np.array(
         [
             t
             for t in range(1, cluster.devices // p + 1)
-            if model.heads % t == 0
-            and (kv % t == 0 or t % kv == 0)
+            if parallelism.splits_evenly(model, t)
+            and _kv_heads_split(model.kv_heads, t)
             and serving_memory(model, t, p, sequences, context_len).total <= cluster.accelerator.hbm_capacity_bytes
         ]
     )

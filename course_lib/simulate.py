@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _validate
-from .collectives import OPS, POWER_OF_TWO_ONLY, check_algorithm
+from .collectives import OPS, applicable_algorithms, check_algorithm
 
 __all__ = ["Transfer", "Simulation", "simulate", "reference", "NOT_SIMULATED"]
 
@@ -509,11 +509,9 @@ def _outputs(op: str, arrays, p: int, steps, root: int) -> tuple[np.ndarray, ...
 # --- arguments --------------------------------------------------------------------------------------------------
 
 
-def _checked_ranks(ranks, algorithm: str) -> int:
+def _checked_ranks(op: str, ranks, algorithm: str) -> int:
     p = _validate.count("ranks", ranks)
-    if not isinstance(p, int):
-        raise ValueError(f"ranks must be a single integer, got {ranks!r}")
-    if algorithm in POWER_OF_TWO_ONLY and p & (p - 1):
+    if algorithm not in applicable_algorithms(op, p):  # refuses an array of ranks too
         raise ValueError(f"ranks must be a power of two for algorithm={algorithm!r}, got {p!r}")
     return p
 
@@ -598,7 +596,7 @@ def simulate(op, ranks, inputs=None, algorithm="ring", root=0, elements=None, se
             f"algorithm must be one the simulation runs, not {algorithm!r} (pipelined; its cost is modelled in "
             "collectives.collective_cost, not simulated)"
         )
-    p = _checked_ranks(ranks, algorithm)
+    p = _checked_ranks(op, ranks, algorithm)
     root = _checked_root(root, p)
     if inputs is None:
         arrays = _default_inputs(op, p, elements, seed)

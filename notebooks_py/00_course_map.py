@@ -82,34 +82,45 @@ plt.show()
 #
 # | Symbol | Code name | Meaning | Unit |
 # |---|---|---|---|
-# | $m, n, k$ | `m`, `n`, `k` | GEMM dimensions: $[m\times k]\cdot[k\times n]$ | — |
-# | $B$ | `batch` | sequences in the batch a formula counts | samples |
-# | $b$ | `micro_batch` | sequences per micro-batch on one replica | samples |
+# | $M, N, K$ | `m`, `n`, `k` | GEMM dimensions: $[M\times K]\cdot[K\times N]$ | — |
+# | $b$ | `micro_batch` | sequences one replica processes at once (a micro-batch) | samples |
+# | $B_\text{global}$ | `global_batch` | samples per optimizer step, $b \cdot m \cdot d$ | samples |
 # | $s$ | `seq_len` | sequence length | tokens |
 # | $h$ | `hidden` | hidden size of the transformer | — |
 # | $a$ | `heads` | attention heads | — |
-# | $l$ (or $L$) | `layers` | transformer layers | — |
+# | $l$ | `layers` | transformer layers | — |
 # | $V$ | `vocab` | vocabulary size | — |
-# | $\Psi$ (or $P$, $N$) | `params` | parameter count | parameters |
+# | $\Psi$ (or $P$) | `params` | parameter count | parameters |
 # | $D$ | `tokens` | training tokens | tokens |
-# | $K$ | `optimizer_bytes_per_param` | optimizer-state bytes per parameter (12 for mixed-precision Adam) | bytes |
+# | $N_\text{GPU}$ | `gpus` | accelerators working on one run, $d \cdot t \cdot p$ | — |
+# | $K_\text{opt}$ | `optimizer_bytes_per_param` | optimizer-state bytes per parameter (12 for mixed-precision Adam) | bytes |
 # | $I$ | `intensity_flops_per_byte` | arithmetic intensity | FLOP/byte |
 # | $T_\text{math}$, $T_\text{mem}$ | `roofline_time` | compute time, memory time; $T = \max$ of the two | s |
-# | $p$ | `ranks` | ranks taking part in a collective | — |
+# | $p$ | `ranks` | ranks taking part in a collective (lessons 02, 04 and 05) | — |
 # | $S$ | `payload_bytes` | a collective's buffer size, as nccl-tests defines it | bytes |
 # | $n$ | `phases` | latency-bearing steps of a collective | — |
 # | $Q$ | `wire_bytes` | bytes on a collective's critical path | bytes |
 # | $\alpha$ | `latency_s` | startup latency of one step | s |
-# | $B_\text{eff}$ | `bandwidth_bytes_per_s` | effective one-way bandwidth per rank | bytes/s |
+# | $B_\text{eff}$ (or $B$) | `bandwidth_bytes_per_s` | effective one-way bandwidth per rank | bytes/s |
+# | $g$, $N_\text{nodes}$ | `devices_per_node`, `nodes` | GPUs per node, nodes (lesson 02's hierarchical all-reduce) | — |
+# | $r$ | `rails` | network rails a flat ring runs on, one ring each (lesson 02) | — |
+# | $k$ | `DOUBLE_BINARY_TREE_CHUNKS` | chunks a pipelined tree cuts the buffer into (lesson 02) | — |
 # | $\gamma$ | `reduce_s_per_byte` | reduction cost | s/byte |
 # | algbw, busbw | `algbw_bytes_per_s`, `busbw_bytes_per_s` | nccl-tests' algorithm and bus bandwidth | bytes/s |
 # | $d$ (or $N_d$) | `data_parallel` | data-parallel replicas | — |
 # | $t$ | `tensor_parallel` | tensor-parallel group size | — |
-# | $p$ | `pipeline_parallel`, `stages` | pipeline stages (the literature reuses $p$; each lesson says which) | — |
-# | $m$ (or $N_\text{acc}$) | `grad_accum_steps`, `microbatches` | micro-batches per step (gradient accumulation) | — |
+# | $p$ | `pipeline_parallel` | pipeline stages (lesson 03 on) | — |
+# | $m$ (or $N_\text{acc}$) | `grad_accum_steps` | micro-batches per step (gradient accumulation) | — |
 # | $v$ | `virtual_stages` | model chunks per device (interleaved schedule) | — |
-# | $B_\text{global}$ | `global_batch` | samples per optimizer step, $b \cdot m \cdot d$ | samples |
 # | $T_\text{comm}$ | `comm_time`, `collective_time` | time of a collective, $n\alpha + Q/B_\text{eff}$ | s |
+#
+# Each symbol names one quantity, with one exception the literature forces on us: $p$ is the ranks of a collective
+# (as in MPI's papers: lessons 02, 04 and 05) and the pipeline stages (as in Megatron-LM's: lesson 03 on); lesson 04
+# uses both and says where each applies. A symbol in brackets is a second form a lesson keeps where it follows a
+# paper: ZeRO's $N_d$ in its memory formulas, the accumulation count $N_\text{acc}$ in the global batch, $P$ in
+# Narayanan et al.'s formulas (lesson 01), and the plain $B$ of the α–β model for a bandwidth.
+# `course_lib.pipeline` and `parallelism.pipeline_bubble_fraction` name $p$ and $m$ `stages` and `microbatches`,
+# the names their graded lab uses.
 
 # %% [markdown]
 # ## The hardware presets

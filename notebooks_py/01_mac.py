@@ -17,10 +17,10 @@
 # ## What you'll learn
 #
 # - Why a multiply-accumulate (MAC) is counted as **two** floating-point operations (FLOPs), and why a matrix product
-#   $[m\times k]\cdot[k\times n]$ costs $mnk$ MACs $= 2mnk$ FLOPs. You will check the rule by counting every
+#   $[M\times K]\cdot[K\times N]$ costs $MNK$ MACs $= 2MNK$ FLOPs. You will check the rule by counting every
 #   operation on tiny matrices.
-# - How the FLOPs of a transformer layer ($24Bsh^2 + 4Bs^2h$ forward) follow GEMM by GEMM, why training costs about
-#   $6ND$ FLOPs, and how Megatron-LM's per-iteration formula and training-time estimate are built.
+# - How the FLOPs of a transformer layer ($24bsh^2 + 4bs^2h$ forward) follow GEMM by GEMM, why training costs about
+#   $6PD$ FLOPs, and how Megatron-LM's per-iteration formula and training-time estimate are built.
 # - What arithmetic intensity is, how the **roofline** $T = \max(T_\text{math}, T_\text{mem})$ decides whether a
 #   kernel is compute-bound or memory-bound, and where the ridge point of real accelerators lies.
 # - How many bytes each parameter costs in mixed-precision training with Adam ($2 + 2 + 12 = 16$), the first entry
@@ -50,10 +50,10 @@ from course_lib.widgets import quiz
 # Accelerators are built to do one thing very fast: multiply two numbers and add the product to a running sum.
 # Everything in this lesson follows from that one operation.
 #
-# 1. **A multiply-accumulate is two FLOPs.** $c \leftarrow c + a\cdot b$ is a multiply and an add. Papers and
+# 1. **A multiply-accumulate is two FLOPs.** $c \leftarrow c + x\cdot y$ is a multiply and an add. Papers and
 #    datasheets count FLOPs, not MACs, so one MAC counts as 2 FLOPs.
-# 2. **A matrix product is a grid of dot products.** Each of the $m\cdot n$ outputs of $[m\times k]\cdot[k\times n]$
-#    is a dot product of length $k$: $k$ MACs. The whole product is $mnk$ MACs, $2mnk$ FLOPs.
+# 2. **A matrix product is a grid of dot products.** Each of the $M\cdot N$ outputs of $[M\times K]\cdot[K\times N]$
+#    is a dot product of length $K$: $K$ MACs. The whole product is $MNK$ MACs, $2MNK$ FLOPs.
 # 3. **A transformer is mostly matrix products** (GEMMs, general matrix multiplies). Adding them up layer by layer
 #    gives the FLOPs of a forward pass. The backward pass costs about twice as much, so a training step costs
 #    about three forward passes (four if activations are recomputed).
@@ -74,20 +74,20 @@ m, k = a.shape
 n = b.shape[1]
 print(f"[{m}×{k}]·[{k}×{n}] = \n{product.astype(int)}")
 print(f"matches numpy's a @ b: {np.array_equal(product, a @ b)}")
-print(f"multiplies: {units.format_count(multiplies)}  (m·n·k = {units.format_count(m * n * k)})")
-print(f"adds:       {units.format_count(adds)}  (m·n·(k − 1) = {units.format_count(m * n * (k - 1))})")
+print(f"multiplies: {units.format_count(multiplies)}  (M·N·K = {units.format_count(m * n * k)})")
+print(f"adds:       {units.format_count(adds)}  (M·N·(K − 1) = {units.format_count(m * n * (k - 1))})")
 print(f"exact operation count: {units.format_flops(multiplies + adds)}")
-print(f"2mnk convention:       {units.format_flops(compute.gemm_flops(m, n, k))}")
+print(f"2MNK convention:       {units.format_flops(compute.gemm_flops(m, n, k))}")
 
 # %% [markdown]
 # Each of the 8 outputs took 3 multiplies but only 2 adds: the first product starts the sum instead of being added
-# to zero. The exact count is $mn(2k-1) = 40$, the convention says $2mnk = 48$. The convention counts the first
+# to zero. The exact count is $MN(2K-1) = 40$, the convention says $2MNK = 48$. The convention counts the first
 # add as if it were there, which is what the hardware does (a MAC unit adds to an accumulator that starts at zero)
-# and what makes the formula simple. The gap is $mn$ operations out of $2mnk$, a fraction $1/(2k)$, which vanishes
-# for the $k$ in the thousands that real layers have:
+# and what makes the formula simple. The gap is $MN$ operations out of $2MNK$, a fraction $1/(2K)$, which vanishes
+# for the $K$ in the thousands that real layers have:
 
 # %%
-print(f"{'shape':>22} {'exact mn(2k−1)':>16} {'2mnk':>12} {'convention over exact':>22}")
+print(f"{'shape':>22} {'exact MN(2K−1)':>16} {'2MNK':>12} {'convention over exact':>22}")
 for m, k, n in [(2, 1, 2), (2, 3, 4), (4, 16, 4), (4, 256, 4)]:
     _, multiplies, adds = compute.count_matmul_operations(np.ones((m, k)), np.ones((k, n)))
     convention = compute.gemm_flops(m, n, k)
@@ -97,8 +97,8 @@ for m, k, n in [(2, 1, 2), (2, 3, 4), (4, 16, 4), (4, 256, 4)]:
     )
 
 # %% [markdown]
-# For $k = 1$ (an outer product) there are no adds at all and the convention doubles the true count; at
-# $k = 256$ it is off by 0.2 %. Published FLOP counts, hardware peaks and this course all use $2mnk$.
+# For $K = 1$ (an outer product) there are no adds at all and the convention doubles the true count; at
+# $K = 256$ it is off by 0.2 %. Published FLOP counts, hardware peaks and this course all use $2MNK$.
 
 # %% [markdown]
 # ## The science
@@ -107,28 +107,29 @@ for m, k, n in [(2, 1, 2), (2, 3, 4), (4, 16, 4), (4, 256, 4)]:
 #
 # | symbol | code name | meaning | unit |
 # |---|---|---|---|
-# | $m, k, n$ | `m`, `k`, `n` | GEMM shape $[m\times k]\cdot[k\times n]$ | count |
-# | $B$ | `batch` | sequences in the (global) batch | count |
+# | $M, K, N$ | `m`, `k`, `n` | GEMM shape $[M\times K]\cdot[K\times N]$ | count |
+# | $b$ | `batch` | sequences a layer processes at once (lesson 03's micro-batch) | count |
+# | $B_\text{global}$ | `batch` (of Eq. 3) | sequences in one iteration's global batch | count |
 # | $s$ | `seq_len` | tokens per sequence | count |
 # | $h$ | `hidden` | hidden size of the model | count |
 # | $l$ | `layers` | transformer layers | count |
 # | $V$ | `vocab` | vocabulary size | count |
 # | $P$ (ZeRO writes $\Psi$) | `params` | parameters of the model | count |
 # | $D$ (Eq. 4 writes $T$) | `tokens` | training tokens | count |
-# | $n$ | `gpus` | accelerators working on the run | count |
+# | $N_\text{GPU}$ (Eq. 4 writes $n$) | `gpus` | accelerators working on the run | count |
 # | $X$ | `achieved_flops_per_s_per_gpu` | FLOP/s each GPU actually achieves | FLOP/s |
 #
 # **GEMM** (`compute.gemm_flops(m, n, k)`):
-# $$F_\text{GEMM} = 2mnk \qquad\text{(exactly } mn(2k-1)\text{ operations)}$$
+# $$F_\text{GEMM} = 2MNK \qquad\text{(exactly } MN(2K-1)\text{ operations)}$$
 #
 # **One transformer layer, forward** (`compute.transformer_layer_forward_flops(batch, seq_len, hidden)`), as
 # derived in the appendix of Narayanan et al. (2021) for a GPT-style layer with an MLP of width $4h$:
-# $$F_\text{layer} = 24Bsh^2 + 4Bs^2h$$
-# The next cell derives it GEMM by GEMM. The $Bsh^2$ terms are the weight matrices: $12h^2$ weights per layer,
-# each used in one MAC per token, $2 \times 12h^2$ FLOPs per token. The $Bs^2h$ terms are attention: every token is
+# $$F_\text{layer} = 24bsh^2 + 4bs^2h$$
+# The next cell derives it GEMM by GEMM. The $bsh^2$ terms are the weight matrices: $12h^2$ weights per layer,
+# each used in one MAC per token, $2 \times 12h^2$ FLOPs per token. The $bs^2h$ terms are attention: every token is
 # compared with every other token of its sequence, which grows with $s^2$ and involves no weights at all.
-# The whole forward pass adds the logit layer, a $[Bs\times h]\cdot[h\times V]$ GEMM
-# (`compute.transformer_forward_flops`): $F_\text{fwd} = l\,(24Bsh^2 + 4Bs^2h) + 2BshV$.
+# The whole forward pass adds the logit layer, a $[bs\times h]\cdot[h\times V]$ GEMM
+# (`compute.transformer_forward_flops`): $F_\text{fwd} = l\,(24bsh^2 + 4bs^2h) + 2bshV$.
 #
 # **Training.** The backward pass computes two GEMMs for every forward GEMM, one for the gradient with respect to
 # the layer's input and one for the gradient with respect to its weights, each as large as the forward GEMM. So
@@ -137,12 +138,12 @@ for m, k, n in [(2, 1, 2), (2, 3, 4), (4, 16, 4), (4, 256, 4)]:
 # token, the forward pass is about $2P$ FLOPs (one MAC per parameter), hence Kaplan et al.'s (2020) estimate
 # (`compute.training_flops(params, tokens)`):
 # $$C \approx 6PD$$
-# Megatron-LM's exact count of one iteration over a global batch of $B$ sequences, Narayanan et al. Eq. (3), with
+# Megatron-LM's exact count of one iteration over a global batch of $B_\text{global}$ sequences, Narayanan et al. Eq. (3), with
 # full recomputation (`compute.transformer_flops_per_iteration(..., recompute=True)`):
-# $$F = 96Bslh^2\left(1 + \frac{s}{6h} + \frac{V}{16lh}\right)$$
-# and without recomputation (`recompute=False`) $72Bslh^2\left(1 + \frac{s}{6h} + \frac{V}{12lh}\right)$.
+# $$F = 96B_\text{global}slh^2\left(1 + \frac{s}{6h} + \frac{V}{16lh}\right)$$
+# and without recomputation (`recompute=False`) $72B_\text{global}slh^2\left(1 + \frac{s}{6h} + \frac{V}{12lh}\right)$.
 # Dividing by the cluster's achieved rate gives Eq. (4) (`compute.training_time_s`):
-# $$\text{training time} \approx \frac{8TP}{nX}$$
+# $$\text{training time} \approx \frac{8DP}{N_\text{GPU}X}$$
 # where $8 = 2 + 4 + 2$ is forward, backward and recomputation per parameter and token, and the approximations
 # $6h \gg s$, $16lh \gg V + s$ drop the attention and logit terms.
 #
@@ -178,12 +179,12 @@ for name, (rows, inner, cols), count in gemms:
     print(f"{name:<28} {f'[{rows}×{inner}]·[{inner}×{cols}]':>26} {units.format_flops(flops):>11}")
 formula = compute.transformer_layer_forward_flops(batch, seq_len, hidden)
 print(f"{'sum of the GEMMs':<55} {units.format_flops(layer_total):>11}")
-print(f"{'24Bsh² + 4Bs²h':<55} {units.format_flops(formula):>11}")
+print(f"{'24bsh² + 4bs²h':<55} {units.format_flops(formula):>11}")
 print(f"equal: {layer_total == formula}")
 
 # %% [markdown]
-# The four weight GEMMs are $6Bsh^2 + 2Bsh^2 + 8Bsh^2 + 8Bsh^2 = 24Bsh^2$; the two attention products are
-# $2Bs^2h$ each. At $s = 2048$ and $h = 12288$ the attention products are only $4Bs^2h / 24Bsh^2 = s/(6h) = 2.8\,\%$
+# The four weight GEMMs are $6bsh^2 + 2bsh^2 + 8bsh^2 + 8bsh^2 = 24bsh^2$; the two attention products are
+# $2bs^2h$ each. At $s = 2048$ and $h = 12288$ the attention products are only $4bs^2h / 24bsh^2 = s/(6h) = 2.8\,\%$
 # of the layer: the weights dominate unless sequences are longer than about $6h$ tokens.
 #
 # ### Memory traffic: arithmetic intensity and the roofline
@@ -203,9 +204,9 @@ print(f"equal: {layer_total == formula}")
 # $$R_\text{attainable} = \min(R,\ I \cdot W), \qquad I = \frac{F}{Q_\text{mem}}$$
 # The two regimes meet at the **ridge point** $I^* = R/W$ (`compute.ridge_point_flops_per_byte`). Below it a
 # kernel is memory-bound and more FLOP/s would not help; above it, compute-bound.
-# A bf16 GEMM reads $A$ and $B$ and writes $C$ at least once: $Q_\text{mem} = 2(mk + kn + mn)$ bytes
-# (`compute.gemm_bytes`). When one dimension $m$ is much smaller than $k$ and $n$ (a few tokens against large
-# weight matrices), $I = mnk/(mk + kn + mn) \approx m$: the intensity is about the number of tokens in the batch.
+# A bf16 GEMM reads both inputs and writes its output at least once: $Q_\text{mem} = 2(MK + KN + MN)$ bytes
+# (`compute.gemm_bytes`). When one dimension $M$ is much smaller than $K$ and $N$ (a few tokens against large
+# weight matrices), $I = MNK/(MK + KN + MN) \approx M$: the intensity is about the number of tokens in the batch.
 #
 # *Assumptions:* each operand crosses HBM exactly once (perfect on-chip reuse), compute and memory traffic overlap
 # completely, and the peak is the dense datasheet figure. Real kernels sit below the roofline; it is an upper bound
@@ -216,8 +217,8 @@ print(f"equal: {layer_total == formula}")
 # ZeRO (Rajbhandari et al. 2020, §3.1) counts the model states of mixed-precision training with Adam: 16-bit
 # parameters (`parallelism.PARAM_BYTES` = 2) and gradients (`parallelism.GRAD_BYTES` = 2) used in the forward and
 # backward passes, plus an fp32 master copy of the parameters, Adam's momentum and variance, $4 + 4 + 4 = 12$
-# bytes (`parallelism.ADAM_OPTIMIZER_BYTES_PER_PARAM`, the paper's $K$):
-# $$M_\text{model states} = (2 + 2 + K)\,\Psi = 16\,\Psi \text{ bytes}$$
+# bytes (`parallelism.ADAM_OPTIMIZER_BYTES_PER_PARAM`, the paper's $K$, written $K_\text{opt}$ here):
+# $$M_\text{model states} = (2 + 2 + K_\text{opt})\,\Psi = 16\,\Psi \text{ bytes}$$
 # (`parallelism.zero_model_state_bytes(params, data_parallel=1, stage=0)`). Activations, temporary buffers and
 # fragmentation come on top; lesson 03 adds them.
 
@@ -227,8 +228,8 @@ print(f"equal: {layer_total == formula}")
 # ### A training run, counted three ways
 #
 # GPT-3 175B (Narayanan et al. Table 1 setting: $l = 96$, $h = 12288$, $V = 51200$, $s = 2048$, global batch
-# $B = 1536$). First the FLOPs of one iteration with and without recomputation, then the same iteration estimated
-# with $6PD$, where $D = Bs$ tokens.
+# $B_\text{global} = 1536$). First the FLOPs of one iteration with and without recomputation, then the same iteration estimated
+# with $6PD$, where $D = B_\text{global}s$ tokens.
 
 # %%
 gpt3 = parallelism.GPT3_175B
@@ -310,23 +311,23 @@ for accelerator in hardware.ACCELERATORS.values():
 
 # %% [markdown]
 # Between 150 and 300 FLOP/byte on every chip: a kernel must do a few hundred FLOPs for each byte it moves to
-# keep the arithmetic units busy. Now four bf16 GEMMs that multiply $m$ tokens by an $8192\times 8192$ weight
+# keep the arithmetic units busy. Now four bf16 GEMMs that multiply $M$ tokens by an $8192\times 8192$ weight
 # matrix on an H100: one token (a matrix–vector product), 8 tokens (a decode step of a small inference batch),
 # 128 tokens, and 8192 tokens (a training micro-batch).
 
 # %%
 h100 = hardware.H100
 peak, bandwidth = h100.peak("bf16"), h100.hbm_bandwidth_bytes_per_s
-gemm_shapes = [(1, 8192, 8192), (8, 8192, 8192), (128, 8192, 8192), (8192, 8192, 8192)]  # (m tokens, k, n)
+gemm_shapes = [(1, 8192, 8192), (8, 8192, 8192), (128, 8192, 8192), (8192, 8192, 8192)]  # (M tokens, K, N)
 roofline_points = []  # (label, intensity) for the figure below
-print(f"{'m':>5} {'FLOP':>11} {'bytes':>9} {'intensity':>16} {'time':>9} {'attainable':>14} {'of peak':>8}")
+print(f"{'M':>5} {'FLOP':>11} {'bytes':>9} {'intensity':>16} {'time':>9} {'attainable':>14} {'of peak':>8}")
 for m, k, n in gemm_shapes:
     flops, moved = compute.gemm_flops(m, n, k), compute.gemm_bytes(m, n, k)
     intensity = compute.arithmetic_intensity(flops, moved)
     time_s = compute.roofline_time(flops, moved, peak, bandwidth)
     rate = compute.attainable_flops_per_s(intensity, peak, bandwidth)
-    if m != 128:  # left out of the figure only, where its label would crowd the m = 8192 one
-        roofline_points.append((f"m = {m}", intensity))
+    if m != 128:  # left out of the figure only, where its label would crowd the M = 8192 one
+        roofline_points.append((f"M = {m}", intensity))
     print(
         f"{m:>5} {units.format_flops(flops):>11} {units.format_bytes(moved):>9} "
         f"{units.format_count(round(intensity)):>6} FLOP/byte {units.format_time(time_s):>9} "
@@ -389,9 +390,9 @@ plt.show()
 # The MLP alone is two thirds of the work, the four weight GEMMs together over 95 %. The logit layer is small and
 # has no recomputation segment. The bars add up exactly to Eq. (3)'s 4.51 EFLOP.
 #
-# The roofline of four accelerators, with the worked example's GEMMs for $m$ = 1, 8 and 8192 tokens placed on the
+# The roofline of four accelerators, with the worked example's GEMMs for $M$ = 1, 8 and 8192 tokens placed on the
 # H100's roofline (the first one drawn; its memory-bound region is shaded on the left, its compute-bound region on
-# the right). The $m = 128$ GEMM would sit at 124 FLOP/byte, 416 TFLOP/s, still on the slope.
+# the right). The $M = 128$ GEMM would sit at 124 FLOP/byte, 416 TFLOP/s, still on the slope.
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
@@ -463,10 +464,10 @@ print(
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
-        prompt="How many FLOPs does the product [64×128]·[128×32] take, by the 2mnk convention?",
+        prompt="How many FLOPs does the product [64×128]·[128×32] take, by the 2MNK convention?",
         options=("262,144", "524,288", "1,048,576"),
         answer=1,
-        explanation="m·n·k = 64·32·128 = 262,144 multiply-accumulates, and each MAC counts as two FLOPs: 524,288.",
+        explanation="M·N·K = 64·32·128 = 262,144 multiply-accumulates, and each MAC counts as two FLOPs: 524,288.",
     )
 )
 
@@ -545,9 +546,9 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## Summary
 #
-# - One MAC = 2 FLOPs; a GEMM $[m\times k]\cdot[k\times n]$ = $2mnk$ FLOPs (exactly $mn(2k-1)$; the gap is
-#   $1/(2k)$).
-# - A transformer layer's forward pass is $24Bsh^2 + 4Bs^2h$ FLOPs; training costs about $6PD$ (8PD with full
+# - One MAC = 2 FLOPs; a GEMM $[M\times K]\cdot[K\times N]$ = $2MNK$ FLOPs (exactly $MN(2K-1)$; the gap is
+#   $1/(2K)$).
+# - A transformer layer's forward pass is $24bsh^2 + 4bs^2h$ FLOPs; training costs about $6PD$ (8PD with full
 #   recomputation). Eq. (3) and (4) of Narayanan et al. turn this into FLOPs per iteration and days of training,
 #   given an *achieved* rate per GPU.
 # - Time is at least $\max(T_\text{math}, T_\text{mem})$. A kernel below the ridge point $R/W$ (150–300 FLOP/byte
@@ -565,12 +566,12 @@ quiz.MultipleChoice(
 #    H100, and what is its roofline time?
 # 2. Estimate GPT-3's training compute with $6PD$ ($P = 175$ billion, $D = 300$ billion tokens) and the time it
 #    would take on 1024 A100s achieving 140 TFLOP/s each. Why is the answer shorter than Eq. (4)'s 34 days?
-# 3. On an A100 (dense bf16), what is the smallest number of tokens $m$ for which the GEMM
-#    $[m\times 8192]\cdot[8192\times 8192]$ is compute-bound?
+# 3. On an A100 (dense bf16), what is the smallest number of tokens $M$ for which the GEMM
+#    $[M\times 8192]\cdot[8192\times 8192]$ is compute-bound?
 # 4. A 7-billion-parameter model: do its model states fit on one 80 GB H100 for mixed-precision Adam training?
 #    Do its fp16 parameters fit for inference?
-# 5. For an outer product $[m\times 1]\cdot[1\times n]$, by what factor does $2mnk$ overcount the exact number of
-#    operations? By what percentage for $k = 4096$?
+# 5. For an outer product $[M\times 1]\cdot[1\times N]$, by what factor does $2MNK$ overcount the exact number of
+#    operations? By what percentage for $K = 4096$?
 #
 # <details>
 # <summary>Answers</summary>
@@ -582,12 +583,12 @@ quiz.MultipleChoice(
 #    Eq. (4) uses 8 FLOPs per parameter and token instead of 6, because the run recomputed activations:
 #    25.4 × 8/6 = 33.9 days.
 # 3. The A100's ridge is 312 TFLOP/s / 2.039 TB/s ≈ 153 FLOP/byte. The intensity
-#    $8192m/(2m + 8192)$ first exceeds it at $m = 159$ (`compute.arithmetic_intensity` gives 153.06 there and
-#    152.1 at $m = 158$). Rule of thumb: intensity ≈ $m$, slightly less.
+#    $8192M/(2M + 8192)$ first exceeds it at $M = 159$ (`compute.arithmetic_intensity` gives 153.06 there and
+#    152.1 at $M = 158$). Rule of thumb: intensity ≈ $M$, slightly less.
 # 4. `parallelism.zero_model_state_bytes(7e9, 1, 0)` = 112 GB: no, the model states alone exceed 80 GB. The fp16
 #    parameters are 2 × 7e9 = 14 GB: yes, with room for the inference cache.
-# 5. Exact: $mn$ multiplies and no adds; $2mnk = 2mn$: a factor of 2. For $k = 4096$ the overcount is
-#    $1/(2k-1) \approx 0.012\,\%$.
+# 5. Exact: $MN$ multiplies and no adds; $2MNK = 2MN$: a factor of 2. For $K = 4096$ the overcount is
+#    $1/(2K-1) \approx 0.012\,\%$.
 #
 # </details>
 

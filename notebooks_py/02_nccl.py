@@ -147,7 +147,7 @@ print(
 # |---|---|---|---|
 # | $n$ | `phases` | latency-bearing phases (steps) of the algorithm | count |
 # | $\alpha$ | `latency_s` | startup time of one phase: software overhead, link and switch latency | s |
-# | $Q$ | `payload_bytes` (of `comm_time`); `CollectiveCost.wire_bytes` | bytes transferred on the critical path | bytes |
+# | $Q$ | `CollectiveCost.wire_bytes` (the `payload_bytes` argument of `comm_time`) | bytes transferred on the critical path | bytes |
 # | $B_\text{eff}$ | `bandwidth_bytes_per_s` | useful bytes/s for the chosen algorithm and topology (one-way, per rank) | bytes/s |
 # | $S$ | `payload_bytes` (of `collective_time`) | the buffer size as nccl-tests defines it | bytes |
 # | $p$ | `ranks` | ranks in the communicator | count |
@@ -250,28 +250,30 @@ print(
 #
 # ### Hierarchical all-reduce
 #
-# A cluster has two kinds of links: fast NVLink inside a node of $g$ GPUs, a slower network between the $N$ nodes.
-# A single ring through all $gN$ GPUs must cross the network, and each of its steps is only as fast as its slowest
-# hop. The hierarchical all-reduce (`collectives.hierarchical_allreduce_time`) keeps most traffic on NVLink:
+# A cluster has two kinds of links: fast NVLink inside a node of $g$ GPUs, a slower network between the
+# $N_\text{nodes}$ nodes. A single ring through all $gN_\text{nodes}$ GPUs must cross the network, and each of its
+# steps is only as fast as its slowest hop. The hierarchical all-reduce (`collectives.hierarchical_allreduce_time`)
+# keeps most traffic on NVLink:
 #
 # 1. reduce-scatter inside each node over NVLink: GPU $i$ of every node now holds the node's sum of shard $i$,
 #    $S/g$ bytes;
 # 2. all-reduce of each shard across the nodes, the $g$ GPUs of a node working in parallel, each over its own
-#    network card (a ring of $N$ ranks with payload $S/g$);
+#    network card (a ring of $N_\text{nodes}$ ranks with payload $S/g$);
 # 3. all-gather inside each node over NVLink.
 #
-# $$T_\text{hier} = T_\text{RS}^\text{NVLink}(g, S) + T_\text{ring}^\text{net}(N, S/g) + T_\text{AG}^\text{NVLink}(g, S)$$
+# $$T_\text{hier} = T_\text{RS}^\text{NVLink}(g, S) + T_\text{ring}^\text{net}(N_\text{nodes}, S/g) + T_\text{AG}^\text{NVLink}(g, S)$$
 #
 # This is the communication-budget principle in miniature: put the frequent, heavy exchanges on the links that
 # can carry them, and send only what must cross the slow links.
 #
 # The fair comparison is not a flat ring through one GPU's network card. NCCL runs a flat ring as several rings at
 # once (channels), each leaving a node through a different GPU's card: one ring per network *rail*
-# (`collectives.multirail_ring_allreduce_time`). With $r = g$ rails each ring all-reduces $S/g$ over all $gN$ GPUs
-# at one card's bandwidth $B_\text{node}/g$, so its network term is
-# $\frac{2(gN-1)}{gN}\cdot\frac{S/g}{B_\text{node}/g} \approx 2S/B_\text{node}$: the same as the hierarchical
-# all-reduce's, $\frac{2(N-1)}{N}\cdot\frac{S/g}{B_\text{node}/g}$. What the hierarchy saves is latency: its
-# network ring has $2(N-1)$ steps, the flat ring $2(gN-1)$, each paying the network's α.
+# (`collectives.multirail_ring_allreduce_time`). With $r = g$ rails each ring all-reduces $S/g$ over all
+# $gN_\text{nodes}$ GPUs at one card's bandwidth $B_\text{node}/g$, so its network term is
+# $\frac{2(gN_\text{nodes}-1)}{gN_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g} \approx 2S/B_\text{node}$: the same
+# as the hierarchical all-reduce's, $\frac{2(N_\text{nodes}-1)}{N_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g}$.
+# What the hierarchy saves is latency: its network ring has $2(N_\text{nodes}-1)$ steps, the flat ring
+# $2(gN_\text{nodes}-1)$, each paying the network's α.
 
 # %% [markdown]
 # The step counts and bytes of the model are the ones the simulation records. For each collective of the
@@ -533,8 +535,8 @@ for nodes in (2, 4, 16, 64):
 # run. With one ring per rail the eight cards share the bytes, and the flat ring's network term is about
 # $2S/B_\text{node}$, the same as the hierarchy's. Up to 16 nodes the multi-rail ring is even faster in this
 # model, because it streams NVLink and network traffic at once, while the hierarchical phases run one after
-# another. Its weak point is latency: every one of its $2(gN-1)$ steps pays the network's α, and on 64 nodes that
-# alone puts it behind. That is what the hierarchy really saves, and it shows most on small buffers:
+# another. Its weak point is latency: every one of its $2(gN_\text{nodes}-1)$ steps pays the network's α, and on 64
+# nodes that alone puts it behind. That is what the hierarchy really saves, and it shows most on small buffers:
 
 # %%
 print(f"{'nodes':>5} {'network steps: hier.':>21} {'flat':>5} {'1 MB: hierarchical':>19} {'flat, 8 rails':>14}")
@@ -551,8 +553,8 @@ for nodes in (2, 4, 16, 64):
 # %% [markdown]
 # On 64 nodes the flat ring takes 1022 network steps to the hierarchy's 126, and a 1 MB all-reduce costs it
 # 5.11 ms against 653 µs. So the hierarchy earns its keep where latency dominates, and NCCL reaches the same end
-# with its tree, whose network steps grow only with $\lg N$. The principle is the one the hierarchy makes explicit:
-# bytes and steps that must cross the slow links should be as few as possible. `budget`'s model of lesson 04 uses
+# with its tree, whose network steps grow only with $\lg N_\text{nodes}$. The principle is the one the hierarchy makes
+# explicit: bytes and steps that must cross the slow links should be as few as possible. `budget`'s model of lesson 04 uses
 # the hierarchical all-reduce for every group that spans nodes: for large buffers a slight overestimate of what
 # NCCL's multi-rail rings achieve, for small ones the better of the two.
 #
@@ -757,8 +759,9 @@ quiz.MultipleChoice(
 #   450 one-way, about 370 measured; InfiniBand NDR is 400 GB/s per node, 50 per GPU. TPU ICI is quoted per link:
 #   a ring on one torus axis runs both ways and gets two links' worth per chip.
 # - Across nodes, NCCL's flat ring runs one ring per network rail, so its network term is already about
-#   $2S/B_\text{node}$, the hierarchical all-reduce's; the hierarchy saves latency steps ($2(N-1)$ on the network
-#   instead of $2(gN-1)$). Aggregate bandwidth does not set a collective's time; its phases and slowest link do.
+#   $2S/B_\text{node}$, the hierarchical all-reduce's; the hierarchy saves latency steps ($2(N_\text{nodes}-1)$ on
+#   the network instead of $2(gN_\text{nodes}-1)$). Aggregate bandwidth does not set a collective's time; its phases
+#   and slowest link do.
 
 # %% [markdown]
 # ## Exercises

@@ -26,7 +26,7 @@
 #   cross device boundaries and the collective that moves them;
 # - compute the memory of one device: parameters, gradients and optimizer state (16 bytes per parameter with
 #   mixed-precision Adam) plus stored activations (Korthikanti et al.), and reproduce ZeRO's Table 1;
-# - compute the global batch $B = b_\text{micro} \times N_\text{acc} \times N_\text{dp}$, and explain why tensor and
+# - compute the global batch $B_\text{global} = b_\text{micro} \times N_\text{acc} \times N_\text{dp}$, and explain why tensor and
 #   pipeline groups add devices but not examples;
 # - read a pipeline schedule (GPipe, 1F1B, interleaved) as a timeline, with its bubble $(p-1)/m$ or
 #   $(p-1)/(v\,m)$ and its activation memory;
@@ -70,7 +70,7 @@ from course_lib.widgets import quiz
 #
 # Other schemes partition the sequence (context parallelism), the experts of a mixture-of-experts model, or both;
 # they follow the same logic and are not modelled in this course. The splits combine: a large run uses all of them
-# at once, with $d \cdot t \cdot p = n$ devices for data-parallel size $d$, tensor-parallel size $t$ and
+# at once, with $d \cdot t \cdot p = N_\text{GPU}$ devices for data-parallel size $d$, tensor-parallel size $t$ and
 # pipeline-parallel size $p$ (Narayanan et al. 2021's notation).
 #
 # | Split | What is partitioned | Consequence |
@@ -156,19 +156,19 @@ for name, plan in splits.items():
 # ### 2. Memory anatomy of one device
 #
 # Mixed-precision training with Adam stores, per parameter, a 16-bit copy of the weights (2 bytes), a 16-bit
-# gradient (2 bytes) and an fp32 optimizer state of $K = 12$ bytes (master weights, momentum and variance, 4 bytes
-# each). ZeRO (Rajbhandari et al. 2020, §3.1) writes this as
+# gradient (2 bytes) and an fp32 optimizer state of $K_\text{opt} = 12$ bytes (master weights, momentum and
+# variance, 4 bytes each). ZeRO (Rajbhandari et al. 2020, §3.1), which calls it $K$, writes this as
 #
-# $$M_\text{states} = 2\Psi + 2\Psi + K\Psi = 16\,\Psi .$$
+# $$M_\text{states} = 2\Psi + 2\Psi + K_\text{opt}\Psi = 16\,\Psi .$$
 #
 # Partitioning across the $N_d$ data-parallel devices (ZeRO §5) gives, per device,
 #
 # | ZeRO stage | partitions | bytes per device |
 # |---|---|---|
-# | 0 (plain data parallel) | nothing | $(2 + 2 + K)\Psi$ |
-# | 1, $P_{os}$ | optimizer state | $4\Psi + K\Psi / N_d$ |
-# | 2, $P_{os+g}$ | + gradients | $2\Psi + (2 + K)\Psi / N_d$ |
-# | 3, $P_{os+g+p}$ | + parameters | $(2 + 2 + K)\Psi / N_d$ |
+# | 0 (plain data parallel) | nothing | $(2 + 2 + K_\text{opt})\Psi$ |
+# | 1, $P_{os}$ | optimizer state | $4\Psi + K_\text{opt}\Psi / N_d$ |
+# | 2, $P_{os+g}$ | + gradients | $2\Psi + (2 + K_\text{opt})\Psi / N_d$ |
+# | 3, $P_{os+g+p}$ | + parameters | $(2 + 2 + K_\text{opt})\Psi / N_d$ |
 #
 # With tensor and pipeline parallelism, each device holds only $\Psi/(t\,p)$ of the parameters to begin with.
 #
@@ -219,8 +219,8 @@ for name, plan in splits.items():
 # | $p$ | `pipeline_parallel` | pipeline stages | – |
 # | $v$ | `virtual_stages` | model chunks per device (interleaved schedule) | – |
 # | $\Psi$ | `params` | parameters | parameters |
-# | $K$ | `optimizer_bytes_per_param` | optimizer-state bytes per parameter (12 for Adam) | bytes |
-# | $s$, $h$, $a$, $L$ | `seq_len`, `hidden`, `heads`, `layers` | sequence length, hidden size, heads, layers | tokens, – |
+# | $K_\text{opt}$ | `optimizer_bytes_per_param` | optimizer-state bytes per parameter (12 for Adam) | bytes |
+# | $s$, $h$, $a$, $l$ | `seq_len`, `hidden`, `heads`, `layers` | sequence length, hidden size, heads, layers | tokens, – |
 # | $t_f$, $t_b$ | `forward_time_s`, `backward_time_s` | one micro-batch through one stage | s |
 #
 # *Assumptions of the memory model:* an even split of the parameters over $t\,p$ devices (the embedding's
@@ -686,14 +686,14 @@ quiz.MultipleChoice(
 # ## Summary
 #
 # - Four splits: data (the batch), tensor (inside layers), pipeline (across depth), state sharding (the stored
-#   state). They combine, with $d \cdot t \cdot p = n$.
+#   state). They combine, with $d \cdot t \cdot p = N_\text{GPU}$.
 # - Each split has its boundary traffic: data parallel all-reduces gradients once per step (overlappable); tensor
 #   parallel all-reduces activations twice per layer in each direction (blocking); pipeline parallel sends
 #   activations between stages per micro-batch (blocking); ZeRO-3 gathers parameters twice and costs 1.5×.
 # - Memory per device = model states ($16\Psi$ with mixed-precision Adam, divided by $t\,p$ and sharded by ZeRO)
 #   + activations ($sbh(34 + 5as/h)$ per layer, times the layers and micro-batches in flight, cut by
 #   recomputation and sequence parallelism).
-# - $B = b_\text{micro} \times N_\text{acc} \times N_\text{dp}$: only replication and accumulation multiply
+# - $B_\text{global} = b_\text{micro} \times N_\text{acc} \times N_\text{dp}$: only replication and accumulation multiply
 #   examples. The count is nominal; packing and uneven batches change the effective count.
 # - Pipeline bubble $(p-1)/m$ (GPipe and 1F1B alike), $(p-1)/(v\,m)$ interleaved; 1F1B holds $p$ micro-batches
 #   of activations, GPipe $m$.
@@ -719,7 +719,7 @@ quiz.MultipleChoice(
 # <summary>Answers</summary>
 #
 # 1. $d = 256/(4 \cdot 2) = 32$. 4 M tokens at 4096 per sequence is 1024 sequences, so
-#    $N_\text{acc} = 1024/(2 \cdot 32) = 16$, and $B = 2 \times 16 \times 32 = 1024$ samples = 4,194,304 tokens.
+#    $N_\text{acc} = 1024/(2 \cdot 32) = 16$, and $B_\text{global} = 2 \times 16 \times 32 = 1024$ samples = 4,194,304 tokens.
 # 2. ZeRO-2 stores $2\Psi + 14\Psi/N_d$: 15 GB + 3.28 GB = 18.3 GB at $N_d = 32$; 15 GB + 1.64 GB = 16.6 GB at 64;
 #    15 GB + 0.82 GB = 15.8 GB at 128. So $N_d = 128$; the floor is $2\Psi$ = 15 GB however large $N_d$ grows.
 # 3. $5 \cdot 128 \cdot 2048 / 20480 = 64$; selective recomputation saves $64/(34 + 64)$ = 65.3 %, Korthikanti et

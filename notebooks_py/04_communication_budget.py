@@ -98,7 +98,8 @@ from course_lib.widgets import quiz
 # $n$ is the number of latency-bearing phases (steps that each pay a start-up cost), $\alpha$ the seconds per
 # phase, $Q$ the bytes transferred on the critical path and $B_\text{eff}$ the useful bytes per second for the
 # chosen algorithm and topology. A ring all-reduce over $p$ ranks of a buffer of $S$ bytes has $n = 2(p-1)$ and
-# $Q = 2\,\tfrac{p-1}{p}\,S$ (lesson 02). Small messages are latency-limited ($n\alpha$ dominates); large ones are
+# $Q = 2\,\tfrac{p-1}{p}\,S$ (lesson 02; here $p$ counts a collective's ranks, from the step time on it counts
+# pipeline stages). Small messages are latency-limited ($n\alpha$ dominates); large ones are
 # bandwidth-limited ($Q/B_\text{eff}$ dominates).
 #
 # *Assumptions:* it is a coarse model. Contention, overlap, the reduction's own compute and protocol behaviour can
@@ -136,7 +137,8 @@ from course_lib.widgets import quiz
 # |---|---|---|---|
 # | $n$ | `phases` | latency-bearing phases of one collective | – |
 # | $\alpha$ | `latency_s` | start-up cost of one phase | s |
-# | $Q$ | `payload_bytes` (and `CollectiveCost.wire_bytes`) | bytes on the critical path | bytes |
+# | $Q$ | `wire_bytes` (of `CollectiveCost`) | bytes on the critical path | bytes |
+# | $S$ | `payload_bytes` | a collective's buffer size | bytes |
 # | $B_\text{eff}$ | `bandwidth_bytes_per_s` | useful one-way bandwidth per device | bytes/s |
 # | $T_\text{window}$ | `overlap_window_s` | independent compute a transfer can hide behind | s |
 # | $d, t, p, v, m, b$ | `data_parallel`, `tensor_parallel`, `pipeline_parallel`, `virtual_stages`, `grad_accum_steps`, `micro_batch` | the plan (lesson 03) | – |

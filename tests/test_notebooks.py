@@ -294,6 +294,79 @@ def test_prerequisites_link_only_to_earlier_lessons(path):
     assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
 
 
+COURSE_MAP = ROOT / "notebooks" / "00_course_map.ipynb"
+MATH = re.compile(r"\$([^$]+)\$")
+CODE = re.compile(r"`([A-Za-z_][A-Za-z0-9_.]*)`")
+# The one symbol the course lets name two quantities, as 00 says: a collective's ranks and the pipeline stages.
+SHARED_SYMBOLS = {"p"}
+
+
+def variable_tables(notebook) -> list[tuple[int, list[str], list[str]]]:
+    """(cell index, symbols, code names) of every row of a markdown table whose header has "Symbol" and "Code name":
+    the symbols are the $...$ pieces of the first column, split at commas; the code names the `...` of the second
+    outside brackets, an attribute by its last part (`CollectiveCost.wire_bytes` is `wire_bytes`)."""
+    rows, header = [], False
+    for index, line, _ in markdown_lines(notebook):
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")] if line.lstrip().startswith("|") else []
+        if not cells:
+            header = False
+        elif [cell.lower() for cell in cells[:2]] == ["symbol", "code name"]:
+            header = True
+        elif header and len(cells) >= 2 and not set(cells[0]) <= set("-: "):
+            symbols = [part.strip() for piece in MATH.findall(cells[0]) for part in piece.split(",")]
+            names = CODE.findall(re.sub(r"\([^)]*\)", "", cells[1]))  # "(of `f`)" qualifies, it names no quantity
+            rows.append((index, symbols, [name.rsplit(".", 1)[-1] for name in names]))
+    return rows
+
+
+def course_notation() -> dict[str, set[str]]:
+    """00's notation table as code name -> the symbols written for it (a row's symbols and code names pair up in
+    order when their counts match; otherwise every symbol of the row belongs to each of its code names)."""
+    notation: dict[str, set[str]] = {}
+    for _, symbols, names in variable_tables(read(COURSE_MAP)):
+        pairs = (
+            zip(symbols, names, strict=True) if len(symbols) == len(names) else ((s, n) for n in names for s in symbols)
+        )
+        for symbol, name in pairs:
+            notation.setdefault(name, set()).add(symbol)
+    return notation
+
+
+def test_course_notation_gives_each_symbol_one_quantity():
+    rows = variable_tables(read(COURSE_MAP))
+    assert len(rows) > 20, "00's notation table not found (a table headed Symbol | Code name under ## Notation)"
+    seen: dict[str, str] = {}
+    for _, symbols, names in rows:
+        for symbol in symbols:
+            meaning = ", ".join(names)
+            if symbol in seen and symbol not in SHARED_SYMBOLS:
+                raise AssertionError(
+                    f"00's notation table gives ${symbol}$ two quantities: {seen[symbol]} and {meaning}"
+                )
+            seen[symbol] = meaning
+
+
+@pytest.mark.parametrize("path", EXECUTED, ids=ids(EXECUTED))
+def test_variable_tables_use_the_course_notation(path):
+    """A lesson's or lab's own variable table writes each code name that 00's table lists with one of 00's symbols."""
+    notation = course_notation()
+    for index, symbols, names in variable_tables(read(path)):
+        pairs = (
+            zip(symbols, names, strict=True) if len(symbols) == len(names) else ((s, n) for n in names for s in symbols)
+        )
+        for symbol, name in pairs:
+            assert name not in notation or symbol in notation[name] or len(symbols) != len(names), (
+                f"{rel(path)}, cell {index}: ${symbol}$ for `{name}`, which 00's notation table writes "
+                f"{' or '.join(f'${s}$' for s in sorted(notation[name]))}; use 00's symbol ({REGENERATE})"
+            )
+        if len(symbols) != len(names):
+            for name in names:
+                assert name not in notation or notation[name] & set(symbols), (
+                    f"{rel(path)}, cell {index}: none of {symbols} is 00's symbol for `{name}` "
+                    f"({' or '.join(sorted(notation[name]))}); use 00's symbol ({REGENERATE})"
+                )
+
+
 def link_base(path: Path) -> Path:
     """The folder a notebook's relative links start from: its own, except for a master, whose text is written for
     its student version in labs/."""

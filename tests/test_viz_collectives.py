@@ -161,12 +161,13 @@ def test_ring_allreduce_steps_in_given_axes_puts_the_legend_in_a_spare_one():
 def test_time_vs_payload_curves_are_the_cost_model():
     ax = plot_collective_time_vs_payload()
     curves = by_gid(ax.lines, "time:")
-    assert [c.get_label() for c in curves] == list(collectives.ALGORITHMS["all_reduce"])
+    assert [c.get_gid() for c in curves] == [f"time:{a}" for a in collectives.ALGORITHMS["all_reduce"]]
+    assert all(c.get_visible() for c in curves)
     payload, time = curves[0].get_data()
     np.testing.assert_allclose(time, collectives.ring_allreduce_time(8, payload, 50e9, 5e-6), rtol=1e-12)
     for curve in curves[1:]:
         x, y = curve.get_data()
-        expected = collectives.collective_time("all_reduce", 8, x, 50e9, 5e-6, curve.get_label())
+        expected = collectives.collective_time("all_reduce", 8, x, 50e9, 5e-6, curve.get_gid().removeprefix("time:"))
         np.testing.assert_allclose(y, expected, rtol=1e-12)
     assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
     assert "(bytes)" in ax.get_xlabel() and "(s)" in ax.get_ylabel()
@@ -174,15 +175,23 @@ def test_time_vs_payload_curves_are_the_cost_model():
     assert ax.get_xlim() == pytest.approx((1e3, 1e10))
     assert ax.xaxis.get_major_formatter()(1e6, 0) == "1 MB"
     assert ax.yaxis.get_major_formatter()(2e-3, 0) == "2 ms"
+    # the time range is the curves': the fastest at 1 kB / 4 up to the slowest at 10 GB × 3
+    slowest = max(
+        collectives.collective_time("all_reduce", 8, 1e10, 50e9, 5e-6, a) for a in collectives.ALGORITHMS["all_reduce"]
+    )
+    assert ax.get_ylim()[1] == pytest.approx(3 * slowest)
+    assert not by_gid(ax.lines, "mark")[0].get_visible()  # no payload marked
 
 
 def test_time_vs_payload_crossover_line_and_regions():
     ax = plot_collective_time_vs_payload("all_gather", 4, 100e9, 2e-6)
     (line,) = by_gid(ax.lines, "crossover")
     crossover = collectives.latency_bandwidth_crossover_bytes("all_gather", 4, 100e9, 2e-6)
-    assert list(line.get_xdata()) == [crossover, crossover]
-    texts = [t.get_text() for t in ax.texts]
-    assert "latency-bound" in texts and "bandwidth-bound" in texts
+    assert list(line.get_xdata()) == [crossover, crossover] and line.get_visible()
+    regions = [patch for patch in ax.patches if patch.get_visible() and patch.get_alpha() == pytest.approx(0.08)]
+    left, right = sorted(regions, key=lambda patch: patch.get_x())
+    assert (left.get_x(), left.get_x() + left.get_width()) == pytest.approx((1e3, crossover))
+    assert (right.get_x(), right.get_x() + right.get_width()) == pytest.approx((crossover, 1e10))
     # the two dotted ring terms meet at the crossover
     (latency_term,) = by_gid(ax.lines, "term:latency")
     (bandwidth_term,) = by_gid(ax.lines, "term:bandwidth")
@@ -193,22 +202,29 @@ def test_time_vs_payload_crossover_line_and_regions():
 
 def test_time_vs_payload_skips_power_of_two_algorithms_and_marks_a_payload():
     ax = plot_collective_time_vs_payload(ranks=6, mark_payload_bytes=100e6)
-    curves = by_gid(ax.lines, "time:")
+    curves = [c for c in by_gid(ax.lines, "time:") if c.get_visible()]
     assert [c.get_gid() for c in curves] == ["time:ring", "time:binomial_tree", "time:double_binary_tree"]
-    (dot,) = by_gid(ax.collections, "mark:ring")
+    (dot,) = by_gid(ax.lines, "mark")
     ring = collectives.ring_allreduce_time(6, 100e6, 50e9, 5e-6)
-    np.testing.assert_allclose(dot.get_offsets(), [[100e6, ring]])
+    np.testing.assert_allclose(np.ravel(dot.get_data()), [100e6, ring])
     assert curves[0].get_label() == "ring: 3.38 ms at 100 MB"
+    assert [t.get_text() for t in ax.get_legend().get_texts()][:3] == [
+        "ring: 3.38 ms at 100 MB",
+        "binomial tree",
+        "double binary tree",
+    ]
 
 
 def test_time_vs_payload_all_to_all_and_zero_latency():
     ax = plot_collective_time_vs_payload("all_to_all", 16)
-    assert [c.get_label() for c in by_gid(ax.lines, "time:")] == ["pairwise", "bruck"]
+    assert [c.get_gid() for c in by_gid(ax.lines, "time:") if c.get_visible()] == ["time:pairwise", "time:bruck"]
     assert by_gid(ax.lines, "crossover")[0].get_xdata()[0] == collectives.latency_bandwidth_crossover_bytes(
         "all_to_all", 16, 50e9, 5e-6, "pairwise"
     )
     ax = plot_collective_time_vs_payload(latency_s=0, algorithms=["ring"])
-    assert not by_gid(ax.lines, "crossover") and not by_gid(ax.lines, "term:latency")
+    assert [c.get_gid() for c in by_gid(ax.lines, "time:") if c.get_visible()] == ["time:ring"]
+    assert not by_gid(ax.lines, "crossover")[0].get_visible() and not by_gid(ax.lines, "term:latency")[0].get_visible()
+    assert len(ax.get_legend().get_lines()) == 2  # the ring and its bandwidth term
 
 
 # --- bad input -------------------------------------------------------------------------------------------------

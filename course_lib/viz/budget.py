@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from numbers import Integral
 
-import matplotlib.pyplot as plt  # noqa: F401  (doctests close their figures)
 import numpy as np
 from matplotlib.ticker import LogLocator, NullFormatter
 

@@ -25,7 +25,7 @@ from .. import _validate, collectives, units
 from .. import simulate as _simulate
 from ..collectives import ALGORITHMS, OPS
 from .fast import FastText, LiveFigure
-from .style import COLORS, axes_or_new, bytes_formatter, label_units, seconds_formatter, time_formatter
+from .style import COLORS, axes_or_new, bytes_formatter, label_units, seconds_formatter
 
 __all__ = [
     "plot_collective_data",
@@ -675,21 +675,22 @@ def plot_collective_time_vs_payload(
     mark_payload_bytes=None,
     ax=None,
 ):
-    """Log–log time of one collective against its payload S, one curve per algorithm (α–β model).
+    """Log–log time of one collective against its payload S, one curve per algorithm (α–β model): the lab's
+    ``CollectiveTimeFigure``, built on ``ax`` and updated once, with its legend inside the axes.
 
     Each curve is ``collectives.collective_time(op, ranks, S, bandwidth_bytes_per_s, latency_s, algorithm)``;
     by default every algorithm of ``collectives.ALGORITHMS[op]`` that applies to ``ranks`` (the power-of-two
-    ones are skipped otherwise). The ring's two terms, n·α and Q/B, are drawn dotted; the vertical line is where
-    they are equal, ``collectives.latency_bandwidth_crossover_bytes`` (for all_to_all, pairwise exchange's),
-    with the latency-bound side shaded left and the bandwidth-bound side right. ``mark_payload_bytes`` puts a
-    dot on each curve at that payload, its time in the legend.
+    ones are skipped otherwise). The ring's two terms (for all_to_all, pairwise exchange's), n·α and Q/B from
+    ``collectives.time_terms``, are drawn dotted; the vertical line is where they are equal,
+    ``collectives.latency_bandwidth_crossover_bytes``, with the latency-bound side shaded left and the
+    bandwidth-bound side right. ``mark_payload_bytes`` puts a dot on that algorithm's curve, labelled with its time.
 
     >>> import matplotlib.pyplot as plt
-    >>> ax = plot_collective_time_vs_payload()
+    >>> ax = plot_collective_time_vs_payload(mark_payload_bytes=100 * MB)
     >>> ax.get_title()
     'all_reduce, 8 ranks, 50 GB/s, 5 µs'
-    >>> [line.get_label() for line in ax.lines][:4]
-    ['ring', 'binomial_tree', 'recursive_doubling', 'rabenseifner']
+    >>> [line.get_label() for line in ax.get_legend().get_lines()][:4]
+    ['ring: 3.57 ms at 100 MB', 'binomial tree', 'recursive doubling', 'Rabenseifner']
     >>> plt.close("all")
     """
     _validate.choice("op", op, OPS)
@@ -706,100 +707,32 @@ def plot_collective_time_vs_payload(
     if mark is not None and not isinstance(mark, float):
         raise ValueError(f"mark_payload_bytes must be a single size in bytes, got {mark_payload_bytes!r}")
 
+    reference = "ring" if "ring" in ALGORITHMS[op] else ALGORITHMS[op][0]
+    # The curves decide the time range (times grow with the payload); the dotted terms are clipped to it.
+    ends = [collectives.collective_time(op, p, np.array([low, high]), bandwidth, latency, a) for a in chosen]
+    shortest, longest = min(float(t[0]) for t in ends), max(float(t[1]) for t in ends)
     ax = axes_or_new(ax)
-    payload = np.logspace(np.log10(low), np.log10(high), 300)
-    shortest, longest = np.inf, 0.0
-    for algorithm in chosen:
-        time = collectives.collective_time(op, p, payload, bandwidth, latency, algorithm)  # ValueError: ranks
-        label = algorithm
-        if mark is not None:
-            marked = collectives.collective_time(op, p, mark, bandwidth, latency, algorithm)
-            label = f"{algorithm}: {units.format_time(marked)} at {units.format_bytes(mark)}"
-        shortest, longest = min(shortest, float(np.min(time))), max(longest, float(np.max(time)))
-        color, style = algorithm_style(algorithm)
-        ax.plot(payload, time, color=color, linestyle=style, linewidth=2, label=label, gid=f"time:{algorithm}")
-        if mark is not None:
-            ax.scatter([mark], [marked], color=color, s=40, zorder=4, edgecolor="white", gid=f"mark:{algorithm}")
-
-    reference_algorithm = "ring" if "ring" in ALGORITHMS[op] else ALGORITHMS[op][0]
-    cost = collectives.collective_cost(op, p, payload, reference_algorithm)
-    latency_term = np.full_like(payload, cost.phases * latency)
-    bandwidth_term = cost.wire_bytes / bandwidth
-    if latency > 0:
-        ax.plot(
-            payload,
-            latency_term,
-            color=COLORS["latency"],
-            linestyle=":",
-            linewidth=1.5,
-            label=f"{reference_algorithm}: latency term n·α = {units.format_time(cost.phases * latency)}",
-            gid="term:latency",
-        )
-    ax.plot(
-        payload,
-        bandwidth_term,
-        color=COLORS["bandwidth"],
-        linestyle=":",
-        linewidth=1.5,
-        label=f"{reference_algorithm}: bandwidth term Q/B",
-        gid="term:bandwidth",
+    figure = CollectiveTimeFigure(
+        ax, op, payload_range_bytes=(low, high), time_range_s=(shortest / 4, longest * 3), ranks_options=(p,)
     )
-
-    crossover = collectives.latency_bandwidth_crossover_bytes(op, p, bandwidth, latency, reference_algorithm)
-    if crossover > 0:
-        ax.axvline(
-            crossover,
-            color="#333333",
-            linestyle="--",
-            linewidth=1.2,
-            gid="crossover",
-            label=f"{reference_algorithm} crossover S* = {units.format_bytes(crossover)}",
+    figure.update(collectives.collective_report(op, p, low if mark is None else mark, bandwidth, latency, reference))
+    for algorithm, line in figure.curves.items():
+        line.set_visible(algorithm in chosen)
+        line.set_linewidth(2)
+    figure.point.set_visible(mark is not None)
+    figure.point_label.set_visible(mark is not None)
+    if mark is not None:
+        figure.curves[reference].set_label(
+            f"{algorithm_label(reference)}: {figure.point_label.get_text()} at {units.format_bytes(mark)}"
         )
-        ax.axvspan(low, crossover, color=COLORS["latency"], alpha=0.08, linewidth=0)
-        ax.axvspan(crossover, high, color=COLORS["bandwidth"], alpha=0.08, linewidth=0)
-        # Each label sits in the middle (in log space) of its side, when that side is visible.
-        if low < crossover:
-            ax.text(
-                math.sqrt(low * min(crossover, high)),
-                0.03,
-                "latency-bound",
-                transform=ax.get_xaxis_transform(),
-                ha="center",
-                va="bottom",
-                fontsize=10,
-                color="#8A4B14",
-            )
-        if crossover < high:
-            ax.text(
-                math.sqrt(max(crossover, low) * high),
-                0.03,
-                "bandwidth-bound",
-                transform=ax.get_xaxis_transform(),
-                ha="center",
-                va="bottom",
-                fontsize=10,
-                color="#2B4A7A",
-            )
-    else:
-        ax.text(
-            0.985,
-            0.03,
-            "bandwidth-bound everywhere (α = 0)",
-            transform=ax.transAxes,
-            ha="right",
-            va="bottom",
-            fontsize=10,
-            color="#2B4A7A",
-        )
-
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(low, high)
-    ax.set_ylim(shortest / 4, longest * 3)  # the curves decide the range; the dotted terms are clipped to it
-    ax.xaxis.set_major_formatter(bytes_formatter)
-    ax.yaxis.set_major_formatter(time_formatter)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8.5, framealpha=0.95)
+    figure.latency_term.set_visible(latency > 0)
+    figure.latency_term.set_label(f"{algorithm_label(reference)}: latency term n·α")
+    figure.bandwidth_term.set_label(f"{algorithm_label(reference)}: bandwidth term Q/B")
+    figure.crossover.set_label(f"crossover S* = {units.format_bytes(figure.crossover.get_xdata()[0])}")
+    shown = [*(line for line in figure.curves.values() if line.get_visible())]
+    shown += [line for line in (figure.latency_term, figure.bandwidth_term, figure.crossover) if line.get_visible()]
+    ax.legend(handles=shown, loc="upper left", fontsize=8.5, framealpha=0.95)
+    ax.tick_params(labelsize=10)
     label_units(
         ax,
         "payload S (bytes)",
@@ -888,6 +821,7 @@ class CollectiveTimeFigure(LiveFigure):
                 linewidth=1.1,
                 label="crossover S*",
                 zorder=2.8,
+                gid="crossover",
             )
         )
         placeholder = np.ones_like(self.curve_payloads_bytes)
@@ -902,16 +836,27 @@ class CollectiveTimeFigure(LiveFigure):
                 linewidth=1.6,
                 label=algorithm_label(algorithm),
                 zorder=3,
+                gid=f"time:{algorithm}",
             )
         term = dict(linestyle=":", linewidth=1.5, zorder=2.9)
         (self.latency_term,) = ax.plot(
-            self.curve_payloads_bytes, placeholder, color=COLORS["latency"], label="n·α of the chosen", **term
+            self.curve_payloads_bytes,
+            placeholder,
+            color=COLORS["latency"],
+            label="n·α of the chosen",
+            gid="term:latency",
+            **term,
         )
         (self.bandwidth_term,) = ax.plot(
-            self.curve_payloads_bytes, placeholder, color=COLORS["bandwidth"], label="Q/B of the chosen", **term
+            self.curve_payloads_bytes,
+            placeholder,
+            color=COLORS["bandwidth"],
+            label="Q/B of the chosen",
+            gid="term:bandwidth",
+            **term,
         )
         (self.point,) = ax.plot(
-            [low], [1.0], marker="o", markersize=8, markeredgecolor="white", linestyle="none", zorder=5
+            [low], [1.0], marker="o", markersize=8, markeredgecolor="white", linestyle="none", zorder=5, gid="mark"
         )
         self.point_label = FastText(ax, (low, 1.0), "", offset=(7, -4), size=9, ha="left", va="top", zorder=6)
         # The legend sits below the axes: the curves, redrawn on every update, never pass over it.

@@ -304,7 +304,7 @@ def plot_flops_breakdown(batch, seq_len, layers, hidden, vocab, recompute=True, 
         "FLOP per training iteration",
         "",
         f"One training iteration: {units.format_flops(total)}, {recompute_text}\n"
-        f"B = {b}, s = {s}, l = {l}, h = {h}, V = {v}",
+        f"global batch {b}, s = {s}, l = {l}, h = {h}, V = {v}",
     )
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)

@@ -7,7 +7,6 @@ Every number drawn comes from ``course_lib.serving``; this module only draws.
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt  # noqa: F401  (doctests close their figures)
 import numpy as np
 from matplotlib.ticker import NullFormatter
 

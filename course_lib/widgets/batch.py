@@ -143,7 +143,8 @@ class GlobalBatchLab(Lab):
             r[k] for k in ("micro_batch", "grad_accum_steps", "data_parallel", "tensor_parallel", "pipeline_parallel")
         )
         return (
-            f"<b>global batch B = b × N_acc × d = {b} × {acc} × {d} = {count(r['global_batch'])} examples</b> "
+            f"<b>global batch B<sub>global</sub> = b × N_acc × d = {b} × {acc} × {d} = "
+            f"{count(r['global_batch'])} examples</b> "
             f"= {count(r['tokens_per_step'])} tokens per step at {r['seq_len']} tokens each"
             f"<br><b>devices = d × t × p = {d} × {t} × {p} = {count(r['devices'])}</b>: in each replica, t × p = "
             f"{count_of(r['devices_per_replica'], 'device')} "

@@ -129,7 +129,7 @@ print(f"parallelism.global_batch(8, 16, 64) = {formula}; agrees with the lab: {f
 # ## Graded questions
 #
 # Each question names the function or variable to define. Every plan below uses all of its devices:
-# $n = N_\text{dp} \cdot t \cdot p$.
+# $N_\text{GPU} = N_\text{dp} \cdot t \cdot p$.
 
 # %% [raw]
 # # BEGIN QUESTION

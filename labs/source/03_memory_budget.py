@@ -166,7 +166,7 @@ print(
 #
 # Write `model_state_bytes(params, data_parallel, stage)`: the bytes of model states one device holds when a
 # model of $\Psi$ = `params` parameters is trained with mixed-precision Adam (2 bytes of parameters, 2 of
-# gradients and $K = 12$ of optimizer state per parameter) by $N_d$ = `data_parallel` replicas under ZeRO stage
+# gradients and $K_\text{opt} = 12$ of optimizer state per parameter) by $N_d$ = `data_parallel` replicas under ZeRO stage
 # 0, 1, 2 or 3. Build it from what each stage partitions; do not call `parallelism.zero_model_state_bytes` or
 # `parallelism.zero_model_state_breakdown`.
 
