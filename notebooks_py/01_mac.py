@@ -410,7 +410,8 @@ plt.show()
 # (295): both peak and bandwidth grew, so the same kernels stay memory-bound.
 #
 # The first memory budget as a picture: the model states of three of the models above, each on a single device,
-# against the 80 GB of an H100 (dashed). Activations are left at zero here; lesson 03 adds them.
+# against the 80 GB of an H100 (dashed). Activations are left at zero here; lesson 03 adds them. GPT-3's bar is far
+# off that scale, so the right panel draws it again on its own.
 
 # %%
 model_states = {
@@ -419,14 +420,25 @@ model_states = {
     )
     for name, params in models[:3]
 }
-fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+fig, (ax, ax_gpt3) = plt.subplots(1, 2, figsize=(10, 4.5), width_ratios=(2.4, 1), layout="constrained")
 viz.plot_memory_breakdown(model_states, capacity_bytes=h100.hbm_capacity_bytes, ax=ax)
+viz.plot_memory_breakdown({"GPT-3 175B": model_states["GPT-3 175B"]}, ax=ax_gpt3)
+ax_gpt3.set_title("GPT-3 175B, the whole bar")
+if ax_gpt3.get_legend() is not None:  # the left panel's legend names the same colours
+    ax_gpt3.get_legend().remove()
 plt.show()
+for name, states in model_states.items():
+    print(
+        f"{name}: model states {units.format_bytes(states.model_states)} = "
+        f"{states.model_states / h100.hbm_capacity_bytes:.2f} × an H100's 80 GB; optimizer state "
+        f"{units.format_bytes(states.optimizer_state)}, {units.format_percent(states.optimizer_state / states.model_states)}"
+    )
 
 # %% [markdown]
-# The optimizer state (green), not the fp16 parameters, is three quarters of each model's states: $12$ of the $16$ bytes.
-# GPT-2 fits with room to spare; the 7.5B model is 1.5 times the device; GPT-3 is off the scale. Lesson 03 shows
-# how ZeRO cuts exactly this bar by partitioning it across data-parallel devices.
+# The optimizer state (green), not the fp16 parameters, is three quarters of each model's states: $12$ of the $16$
+# bytes, as the right panel shows for GPT-3. GPT-2 fits with room to spare; the 7.5B model is 1.5 times the device;
+# GPT-3 is 35 times it. Lesson 03 shows how ZeRO cuts exactly this bar by partitioning it across data-parallel
+# devices.
 
 # %% [markdown]
 # ## Misconception
@@ -481,12 +493,12 @@ quiz.MultipleChoice(
         options=(
             "Compute: it can run at about 989 TFLOP/s",
             "Memory: at most about 30 × 3.35 TB/s ≈ 100 TFLOP/s",
-            "Neither: the roofline does not apply to GEMMs",
+            "Memory: at most about 3.35 TB/s ÷ 30 ≈ 0.11 TFLOP/s",
         ),
         answer=1,
         explanation=(
             "30 FLOP/byte is left of the ridge point, so the attainable rate is intensity × bandwidth, "
-            "about 100 TFLOP/s, a tenth of the peak."
+            "about 100 TFLOP/s, a tenth of the peak (FLOP/byte × byte/s gives FLOP/s; dividing gives nonsense units)."
         ),
     )
 )
@@ -512,13 +524,14 @@ quiz.MultipleChoice(
         prompt="Why does training a dense transformer cost about 6 FLOPs per parameter per token?",
         options=(
             "2 for the forward pass and 4 for the backward pass (gradients for the inputs and for the weights)",
-            "Because attention has three projections, Q, K and V, each counted twice",
+            "2 for the forward pass, 2 for the backward pass and 2 for the optimizer step",
             "Because the Adam update costs 6 FLOPs per parameter",
         ),
         answer=0,
         explanation=(
             "Each weight is used in one multiply-accumulate per token in the forward pass (2 FLOPs); the "
-            "backward pass needs two GEMMs of the same size per forward GEMM (4 FLOPs)."
+            "backward pass needs two GEMMs of the same size per forward GEMM (4 FLOPs). The optimizer's update is a "
+            "few FLOPs per parameter per step, not per token: negligible next to 6 per token."
         ),
     )
 )
@@ -569,8 +582,9 @@ quiz.MultipleChoice(
 #    $[m\times 8192]\cdot[8192\times 8192]$ is compute-bound?
 # 4. A 7-billion-parameter model: do its model states fit on one 80 GB H100 for mixed-precision Adam training?
 #    Do its fp16 parameters fit for inference?
-# 5. For an outer product $[m\times 1]\cdot[1\times n]$, by what factor does $2mnk$ overcount the exact number of
-#    operations? By what percentage for $k = 4096$?
+# 5. Two GEMMs against the exact count $mn(2k-1)$: (a) an outer product $[m\times 1]\cdot[1\times n]$ ($k = 1$): by
+#    what factor does $2mnk$ overcount it? (b) A GEMM with $k = 4096$, such as $[m\times 4096]\cdot[4096\times n]$:
+#    by what percentage does $2mnk$ overcount it?
 #
 # <details>
 # <summary>Answers</summary>
@@ -586,8 +600,8 @@ quiz.MultipleChoice(
 #    152.1 at $m = 158$). Rule of thumb: intensity ≈ $m$, slightly less.
 # 4. `parallelism.zero_model_state_bytes(7e9, 1, 0)` = 112 GB: no, the model states alone exceed 80 GB. The fp16
 #    parameters are 2 × 7e9 = 14 GB: yes, with room for the inference cache.
-# 5. Exact: $mn$ multiplies and no adds; $2mnk = 2mn$: a factor of 2. For $k = 4096$ the overcount is
-#    $1/(2k-1) \approx 0.012\,\%$.
+# 5. (a) $k = 1$: exactly $mn$ multiplies and no adds, against $2mnk = 2mn$: a factor of 2. (b) $k = 4096$:
+#    $2k/(2k-1) - 1 = 1/(2k-1) = 1/8191 \approx 0.012\,\%$, whatever $m$ and $n$ are.
 #
 # </details>
 

@@ -234,7 +234,7 @@ print(
 # - **Direction** (`direction`): *two-way* figures add both directions of a full-duplex link. A ring sends in one
 #   direction, so $B$ is the *one-way* figure, half the two-way one.
 # - **Scope** (`scope`): *per link*, *per GPU* or *per node*. Network bandwidth is often quoted per node (all its
-#   network cards together); in an all-reduce every GPU works at the same time, so each gets its share. TPU
+#   network adapters together); in an all-reduce every GPU works at the same time, so each gets its share. TPU
 #   interconnect (ICI, e.g. `hardware.ICI_V4`) is quoted per link and per direction: each chip has six links, two
 #   per axis of a 3D torus, which in the 4096-chip TPU v4 supercomputer is rewired by optical circuit switches
 #   (Jouppi et al. 2023). A ring on one torus axis sends both ways at once, half the data to each neighbour, so it
@@ -257,7 +257,7 @@ print(
 # 1. reduce-scatter inside each node over NVLink: GPU $i$ of every node now holds the node's sum of shard $i$,
 #    $S/g$ bytes;
 # 2. all-reduce of each shard across the nodes, the $g$ GPUs of a node working in parallel, each over its own
-#    network card (a ring of $N$ ranks with payload $S/g$);
+#    network adapter (a ring of $N$ ranks with payload $S/g$);
 # 3. all-gather inside each node over NVLink.
 #
 # $$T_\text{hier} = T_\text{RS}^\text{NVLink}(g, S) + T_\text{ring}^\text{net}(N, S/g) + T_\text{AG}^\text{NVLink}(g, S)$$
@@ -265,10 +265,10 @@ print(
 # This is the communication-budget principle in miniature: put the frequent, heavy exchanges on the links that
 # can carry them, and send only what must cross the slow links.
 #
-# The fair comparison is not a flat ring through one GPU's network card. NCCL runs a flat ring as several rings at
-# once (channels), each leaving a node through a different GPU's card: one ring per network *rail*
+# The fair comparison is not a flat ring through one GPU's network adapter. NCCL runs a flat ring as several rings
+# at once (channels), each leaving a node through a different GPU's adapter: one ring per network *rail*
 # (`collectives.multirail_ring_allreduce_time`). With $r = g$ rails each ring all-reduces $S/g$ over all $gN$ GPUs
-# at one card's bandwidth $B_\text{node}/g$, so its network term is
+# at one adapter's bandwidth $B_\text{node}/g$, so its network term is
 # $\frac{2(gN-1)}{gN}\cdot\frac{S/g}{B_\text{node}/g} \approx 2S/B_\text{node}$: the same as the hierarchical
 # all-reduce's, $\frac{2(N-1)}{N}\cdot\frac{S/g}{B_\text{node}/g}$. What the hierarchy saves is latency: its
 # network ring has $2(N-1)$ steps, the flat ring $2(gN-1)$, each paying the network's α.
@@ -297,16 +297,16 @@ for op in collectives.OPS:
 # %% [markdown]
 # ## Worked example
 #
-# ### The card's synthetic collective
+# ### A synthetic collective: four phases and 100 MB
 #
 # Four latency-bearing phases at 5 µs each, plus 100 MB moved at 50 GB/s (`collectives.comm_time`). A real
 # collective has its $n$ and $Q$ from its algorithm; `collectives.time_terms` splits its time into the two terms
-# and names the regime. Here the card's numbers, and a 4-rank ring all-reduce of the same 100 MB at the same α and
+# and names the regime. Here the synthetic collective, and a 4-rank ring all-reduce of the same 100 MB at the same α and
 # $B$:
 
 # %%
-card = collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB)
-print(f"card: T_comm = 4 × 5 µs + 100 MB / 50 GB/s = {units.format_time(card)}")
+synthetic = collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB)
+print(f"synthetic: T_comm = 4 × 5 µs + 100 MB / 50 GB/s = {units.format_time(synthetic)}")
 ring4 = collectives.time_terms("all_reduce", 4, 100 * units.MB, 50 * units.GB, 5 * units.US)
 print(
     f"ring all-reduce, 4 ranks, 100 MB: latency term {units.format_time(ring4.latency_s)}, "
@@ -315,7 +315,7 @@ print(
 )
 
 # %% [markdown]
-# The card's collective takes about 2.02 ms, of which the four phases are only 20 µs: it is bandwidth-bound. The
+# The synthetic collective takes about 2.02 ms, of which the four phases are only 20 µs: it is bandwidth-bound. The
 # ring all-reduce of the same buffer is too: its six phases cost 30 µs, its bytes on the wire 3 ms, 99 % of its
 # time. If the computation it accompanies takes only 1 ms, this communication is longer than the compute and is
 # exposed on the critical path unless a valid overlap schedule hides it. Lesson 04 works out when such a schedule
@@ -509,7 +509,7 @@ for label, size_bytes, measured_s in (("8 B", 8, 12.90 * units.US), ("16 GiB", 1
 #
 # A 1 GB gradient all-reduce over DGX H100 nodes (8 GPUs each, NVLink 4 at 450 GB/s one-way and $\alpha$ = 1 µs
 # inside, InfiniBand NDR at 50 GB/s per GPU and $\alpha$ = 5 µs between nodes), three ways: hierarchical; a flat
-# ring over all GPUs through a single rail (one GPU's card carries the whole ring); and the flat ring as NCCL runs
+# ring over all GPUs through a single rail (one GPU's adapter carries the whole ring); and the flat ring as NCCL runs
 # it, one ring per rail (8 rails):
 
 # %%
@@ -528,9 +528,9 @@ for nodes in (2, 4, 16, 64):
     )
 
 # %% [markdown]
-# The single-rail flat ring pushes $2(p-1)/p \cdot S \approx 2$ GB through one card at 50 GB/s: about 40 ms
+# The single-rail flat ring pushes $2(p-1)/p \cdot S \approx 2$ GB through one adapter at 50 GB/s: about 40 ms
 # whatever the node count, five times the hierarchical all-reduce. But that compares against a ring NCCL does not
-# run. With one ring per rail the eight cards share the bytes, and the flat ring's network term is about
+# run. With one ring per rail the eight adapters share the bytes, and the flat ring's network term is about
 # $2S/B_\text{node}$, the same as the hierarchy's. Up to 16 nodes the multi-rail ring is even faster in this
 # model, because it streams NVLink and network traffic at once, while the hierarchical phases run one after
 # another. Its weak point is latency: every one of its $2(gN-1)$ steps pays the network's α, and on 64 nodes that
@@ -601,7 +601,7 @@ plt.show()
 # holds one complete chunk. The bottom row is the all-gather, copying the complete chunks around.
 #
 # Time against payload for the five all-reduce algorithms (8 ranks, 50 GB/s, 5 µs), with the ring's two terms
-# dotted and the 100 MB payload of the card's example marked:
+# dotted and the 100 MB payload of the synthetic example marked:
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
@@ -621,7 +621,7 @@ plt.show()
 # recursive doubling start lower but climb on a higher line, because they move the full buffer $\lg p$ times. The
 # double binary tree starts as low as Rabenseifner and climbs just above the ring (about $2S$ against
 # $1.75S$). At the marked
-# 100 MB the 8-rank ring takes 3.57 ms, not the card's 2.02 ms: it has 14 phases instead of 4 and puts
+# 100 MB the 8-rank ring takes 3.57 ms, not the synthetic example's 2.02 ms: it has 14 phases instead of 4 and puts
 # $2 \cdot 7/8 \cdot 100$ MB = 175 MB through each rank's link, not 100 MB.
 
 # %% [markdown]
@@ -692,12 +692,13 @@ quiz.MultipleChoice(
         options=(
             "The bandwidth term: use the ring, which moves the fewest bytes",
             "The latency term: prefer an algorithm with about lg p phases, such as a tree or recursive doubling",
-            "Neither: a message this small takes no time",
+            "The latency term: use the ring, which sends only 2(p − 1)/p · 4 kB per rank",
         ),
         answer=1,
         explanation=(
             "4 kB is far below the 16 MB crossover, so the ring's 2(p − 1)α = 630 µs dwarfs its bandwidth "
-            "term; an algorithm with fewer phases is faster."
+            "term; an algorithm with fewer phases is faster. The ring's few bytes help only the bandwidth term, "
+            "and its 2(p − 1) = 126 phases are the problem."
         ),
     )
 )
@@ -784,8 +785,8 @@ quiz.MultipleChoice(
 #    150 µs, 0.4 %: bandwidth-bound.
 # 2. `latency_bandwidth_crossover_bytes("all_reduce", 8, 450e9, 1e-6)` = 3.6 MB (= 8 × 1 µs × 450 GB/s);
 #    with 64 ranks on InfiniBand, 16 MB. More ranks and a slower α push the crossover up.
-# 3. `collectives.algbw_from_busbw("all_gather", 16, 188.5e9)` = 201 GB/s (factor 15/16); time = 8 GiB / algbw ≈
-#    42.7 ms.
+# 3. busbw = algbw × factor, so algbw = busbw / `collectives.busbw_factor("all_gather", 16)` = 188.5 GB/s ÷ 15/16
+#    = 201 GB/s; time = 8 GiB / algbw ≈ 42.7 ms.
 # 4. Both are 35.1 ms: reduce-scatter has $p-1$ phases and $Q = (p-1)/p \cdot S$, all-gather the same, and the
 #    ring all-reduce is literally the two run back to back ($2(p-1)$ phases, $2(p-1)/p \cdot S$). ZeRO §7.1 uses
 #    this identity to show that its sharded gradients cost no extra communication.

@@ -74,7 +74,7 @@ DEFAULTS = {
     "latency_s": 5 * units.US,
     "algorithm": "ring",
     "step": 0,
-}  # the card's numbers (lesson 02)
+}  # lesson 02's synthetic example: 100 MB at 50 GB/s, α = 5 µs
 
 _TIME_LIMITS_S = (1e-7, 1e3)  # fixed: the shortest (0.1 µs, 2 ranks) to the longest (1024 ranks, 1 GB/s, 10 GB)
 
@@ -282,8 +282,9 @@ def _busbw_factor(ranks: int) -> float:
 
 
 def ring_allreduce_lab(**initial) -> RingAllReduceLab:
-    """The ring all-reduce lab; ``initial`` sets controls by name (defaults: the card's 8 ranks, 100 MB, 50 GB/s, 5 µs,
-    ring, step 0). A value off a slider's stops is added to them; one outside its range raises ValueError.
+    """The ring all-reduce lab; ``initial`` sets controls by name (defaults: 8 ranks and lesson 02's 100 MB,
+    50 GB/s, 5 µs, ring, step 0). A value off a slider's stops is added to them; one outside its range
+    raises ValueError.
 
     >>> lab = ring_allreduce_lab(ranks=4, payload_bytes=64 * units.MB)
     >>> units.format_time(lab.result["time_s"]), units.format_bandwidth(lab.result["busbw_bytes_per_s"])
