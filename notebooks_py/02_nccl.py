@@ -95,6 +95,34 @@ for op in ("broadcast", "reduce", "all_reduce", "reduce_scatter", "all_gather", 
 # transpose of the ranks × blocks grid. Every simulated result matches the numpy reference. The *Figures* section
 # draws the same data as before/after grids.
 #
+# Why does broadcast take 5 steps here, more than the $p - 1 = 3$ of passing the buffer along a ring? Its "ring"
+# algorithm is MPICH's broadcast for long messages (Thakur et al. 2005): a binomial-tree **scatter** first hands
+# each rank its own chunk, in $\lceil\lg p\rceil = 2$ steps, then a ring **all-gather** circulates the chunks, in
+# $p - 1 = 3$ steps. Which rank sends what at each step (a row per rank, a column per step, each arrow labelled
+# with the chunks it carries, c0–c3 of the 4-element buffer):
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
+viz.plot_collective_steps("broadcast", "ring", ranks=ranks, ax=ax)
+viz.collective_steps_legend(fig)
+plt.show()
+broadcast = simulate.simulate("broadcast", ranks, inputs, algorithm="ring")
+largest = [max(t.elements for t in step) * broadcast.inputs[0].itemsize for step in broadcast.steps]
+print(
+    f"S = {units.format_bytes(broadcast.payload_bytes)}; the largest message of each step: "
+    + ", ".join(units.format_bytes(b) for b in largest)
+    + f"; Q = {units.format_bytes(sum(largest))} = 2(p − 1)/p · S"
+)
+print(
+    f"the whole buffer passed along a chain of {ranks} ranks instead: {ranks - 1} steps, "
+    f"Q = {units.format_bytes((ranks - 1) * broadcast.payload_bytes)}"
+)
+
+# %% [markdown]
+# The scatter sends half the buffer in its first step and a quarter in its second; each all-gather step moves one
+# chunk. Passing the whole 32 B buffer along a chain of 4 ranks would take 3 steps but put 96 B on the critical
+# path; this schedule takes 5 steps and 48 B, and for large buffers the bytes are what count.
+#
 # ### Ring all-reduce, step by step
 #
 # The ring all-reduce arranges the ranks in a circle, rank $r$ sending only to rank $r+1$ (mod $p$), and cuts
@@ -183,6 +211,34 @@ print(
 # | recursive doubling | $\lg p$ | $\lg p \cdot S$ | exchange the whole buffer with partners at distance 1, 2, 4, … |
 # | Rabenseifner | $2\lg p$ | $2\frac{p-1}{p}S$ | recursive-halving reduce-scatter + recursive-doubling all-gather |
 # | double binary tree | $2\lfloor\lg p\rfloor$ | $2S + \lfloor\lg p\rfloor S/k$ | two trees, each reducing then broadcasting half the buffer, pipelined in $k$ chunks |
+#
+# Which rank sends what at each step of the first four, simulated on 4 ranks holding 4 int64 elements each
+# (S = 32 B; red arrows add into the receiver's copy, blue ones overwrite it), with each picture's $n$ and $Q$ in
+# its title:
+
+# %%
+fig, axes = plt.subplots(2, 2, figsize=(10, 6.2), layout="constrained")
+for ax, algorithm in zip(axes.flat, ("ring", "binomial_tree", "recursive_doubling", "rabenseifner"), strict=True):
+    viz.plot_collective_steps("all_reduce", algorithm, ranks=ranks, ax=ax)
+viz.collective_steps_legend(fig)
+plt.show()
+for algorithm in ("ring", "binomial_tree", "recursive_doubling", "rabenseifner"):
+    cost = collectives.collective_cost("all_reduce", ranks, 32, algorithm)
+    print(f"{algorithm:<19} collective_cost for S = 32 B: n = {cost.phases}, Q = {units.format_bytes(cost.wire_bytes)}")
+
+# %% [markdown]
+# - **Ring:** every rank sends one chunk to its right neighbour in every step (the arrow from rank 3 wraps back to
+#   rank 0): 3 steps that add (reduce-scatter), 3 that copy (all-gather), 6 chunks of 8 B on the critical path.
+# - **Binomial tree:** ranks 1 and 3 send the *whole* buffer to ranks 0 and 2, rank 2 sends its partial sum to
+#   rank 0; then rank 0 sends the sum back down the same tree. Few ranks work in each step, and every message is
+#   the whole 32 B: 4 × 32 B = 128 B.
+# - **Recursive doubling:** partners at distance 1, then 2, swap whole buffers and add: 2 steps, but 2 × 32 B.
+# - **Rabenseifner:** the same partners, but each sends only the half (then the quarter) of the buffer the other
+#   will own: recursive halving (red) leaves rank r with chunk r summed, then recursive doubling (blue) gathers the
+#   chunks back, 16 + 8 + 8 + 16 = 48 B in 4 steps: the ring's bytes in $2\lg p$ steps.
+#
+# The double binary tree is not drawn: its chunks are pipelined through two trees, which `course_lib.simulate` does
+# not run (see below).
 #
 # Rabenseifner's algorithm has the ring's optimal bandwidth term with only $2\lg p$ phases; it needs partners at
 # growing distances rather than neighbours only, which a real topology may not offer at full bandwidth.
@@ -350,7 +406,8 @@ for name in algorithms:
 # Rabenseifner move the minimum, $2(p-1)/p \cdot S$.
 # Rabenseifner is slightly faster than the ring throughout because it has fewer phases; on real hardware its
 # long-distance partners may not get full bandwidth. The ring's crossover is $p\alpha B$ = 8 × 5 µs × 50 GB/s
-# = 2 MB: gradient buckets of tens of MB are well into the bandwidth-bound regime, while the small all-reduces of
+# = 2 MB: all-reduces of tens of MB are well into the bandwidth-bound regime (data-parallel training sends its
+# gradients in pieces of that size, lessons 03 and 04), while the small all-reduces of
 # inference sit deep in the latency-bound one. The double binary tree has Rabenseifner's 6 phases but moves more
 # bytes, so on paper Rabenseifner beats it everywhere; it is the algorithm NCCL runs, though, because each of its
 # messages goes between neighbours of a tree, which maps onto real topologies.
