@@ -98,7 +98,7 @@ for m, k, n in [(2, 1, 2), (2, 3, 4), (4, 16, 4), (4, 256, 4)]:
 
 # %% [markdown]
 # For $k = 1$ (an outer product) there are no adds at all and the convention doubles the true count; at
-# $k = 256$ it is off by 0.2 %. Published FLOP counts, hardware peaks and this course all use $2mnk$.
+# $k = 256$ it is off by 0.196 %. Published FLOP counts, hardware peaks and this course all use $2mnk$.
 
 # %% [markdown]
 # ## The science
@@ -282,16 +282,17 @@ table1 = [
     (105, 20480, 529.6e9),
     (128, 25600, 1008.0e9),
 ]  # (layers, hidden, parameters as printed in Table 1)
-print(f"{'layers':>6} {'hidden':>7} {'Eq. (2)':>15} {'Table 1':>15}")
+print(f"{'layers':>6} {'hidden':>7} {'Eq. (2)':>15} {'Table 1':>15} {'12lh² of Eq. (2)':>17}")
 for layers, hidden, printed in table1:
     eq2 = compute.transformer_params(layers, hidden, vocab=51200, seq_len=2048)
     print(
-        f"{layers:>6} {hidden:>7} {units.format_count(eq2, digits=4):>15} {units.format_count(printed, digits=4):>15}"
+        f"{layers:>6} {hidden:>7} {units.format_count(eq2, digits=4):>15} {units.format_count(printed, digits=4):>15} "
+        f"{units.format_percent(12 * layers * hidden**2 / eq2):>17}"
     )
 
 # %% [markdown]
-# Every row agrees to the printed precision. The $12lh^2$ term is 99 % or more of each count: a transformer's
-# parameters live in its weight matrices.
+# Every row agrees to the printed precision. The $12lh^2$ term is nearly all of each count (last column), and more
+# of it the larger the model: a transformer's parameters live in its weight matrices.
 #
 # ### Roofline: which GEMMs can use the peak?
 #
@@ -309,7 +310,7 @@ for accelerator in hardware.ACCELERATORS.values():
     )
 
 # %% [markdown]
-# Between 150 and 300 FLOP/byte on every chip: a kernel must do a few hundred FLOPs for each byte it moves to
+# From 153 to 295 FLOP/byte on every chip: a kernel must do a few hundred FLOPs for each byte it moves to
 # keep the arithmetic units busy. Now four bf16 GEMMs that multiply $m$ tokens by an $8192\times 8192$ weight
 # matrix on an H100: one token (a matrix–vector product), 8 tokens (a decode step of a small inference batch),
 # 128 tokens, and 8192 tokens (a training micro-batch).
@@ -334,7 +335,7 @@ for m, k, n in gemm_shapes:
     )
 
 # %% [markdown]
-# The first three GEMMs take almost the same time, about 40 µs: the time it takes to read the 134 MB weight
+# The first three GEMMs take almost the same time, 40.1 to 41.3 µs: the time it takes to read the 134 MB weight
 # matrix from HBM. Going from 8 to 128 tokens does 16 times the work for 3 % more time, because the weights are
 # read once either way. Only the training-sized GEMM, at an intensity of 2731 FLOP/byte, is compute-bound and
 # can run at the 989 TFLOP/s peak. This is why inference batches tokens together, and why a decode step with few
@@ -384,9 +385,18 @@ for name, params in models:
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
 viz.plot_flops_breakdown(global_batch, gpt3.seq_len, gpt3.layers, gpt3.hidden, gpt3.vocab, recompute=True, ax=ax)
 plt.show()
+bars = {}  # each part's share of the iteration, read off the bars (their gid is "part|pass")
+for bar in ax.patches:
+    part = bar.get_gid().split("|")[0]
+    bars[part] = bars.get(part, 0.0) + bar.get_width()
+print(", ".join(f"{part}: {units.format_percent(width / sum(bars.values()))}" for part, width in bars.items()))
+weights = sum(width for part, width in bars.items() if "projection" in part or "MLP" in part)
+print(
+    f"the four weight GEMMs (QKV, output projection, MLP's two): {units.format_percent(weights / sum(bars.values()))}"
+)
 
 # %% [markdown]
-# The MLP alone is two thirds of the work, the four weight GEMMs together over 95 %. The logit layer is small and
+# The MLP alone is two thirds of the work (64.7 %), the four weight GEMMs together 97.1 %. The logit layer is small and
 # has no recomputation segment. The bars add up exactly to Eq. (3)'s 4.51 EFLOP.
 #
 # The roofline of four accelerators, with the worked example's GEMMs for $m$ = 1, 8 and 8192 tokens placed on the
@@ -463,7 +473,7 @@ print(
 )
 
 # %% [markdown]
-# About half the peak, and that was a record at the time. Planning with the peak would have promised 15 days for a
+# About half the peak, and that was a record at the time. Planning with the peak would have promised 15.2 days for a
 # run that took 34. Time estimates in this course therefore take an achieved rate or an explicit efficiency, never
 # the bare peak. (A related trap is a factor of two: some hardware documents count MACs per second, not FLOPs per
 # second. One MAC is two FLOPs.)
@@ -563,7 +573,7 @@ quiz.MultipleChoice(
 # - A transformer layer's forward pass is $24Bsh^2 + 4Bs^2h$ FLOPs; training costs about $6PD$ (8PD with full
 #   recomputation). Eq. (3) and (4) of Narayanan et al. turn this into FLOPs per iteration and days of training,
 #   given an *achieved* rate per GPU.
-# - Time is at least $\max(T_\text{math}, T_\text{mem})$. A kernel below the ridge point $R/W$ (150–300 FLOP/byte
+# - Time is at least $\max(T_\text{math}, T_\text{mem})$. A kernel below the ridge point $R/W$ (153–295 FLOP/byte
 #   on current accelerators) is memory-bound; GEMMs with few tokens are.
 # - Mixed-precision Adam holds 16 bytes per parameter in model states: 24 GB for 1.5 billion parameters, 2.8 TB
 #   for GPT-3. Large models exceed one device's memory, which is the first reason to split them.

@@ -298,8 +298,8 @@ for algorithm in ("ring", "binomial_tree", "recursive_doubling", "rabenseifner")
 #   (`one_way_bytes_per_s_per_device(links_per_device=...)`). How many links a collective can use depends on the
 #   topology, so such figures are examples, not constants that carry over to another machine.
 # - **Basis** (`basis`): *nominal* (datasheet, signalling rate) or *measured* (a benchmark such as nccl-tests).
-#   Measured is lower, by about 20 % in the examples below, because of protocol overhead and imperfect overlap of
-#   the transfers.
+#   Measured is lower (370 GB/s against NVLink 4's 450 GB/s one-way, below), because of protocol overhead and
+#   imperfect overlap of the transfers.
 #
 # `Link.one_way_bytes_per_s_per_device(devices_per_node)` converts any preset into the one-way, per-GPU figure the
 # α–β formulas need.
@@ -363,6 +363,10 @@ for op in collectives.OPS:
 # %%
 synthetic = collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB)
 print(f"synthetic: T_comm = 4 × 5 µs + 100 MB / 50 GB/s = {units.format_time(synthetic)}")
+print(
+    f"  of which the phases {units.format_time(collectives.comm_time(4, 5 * units.US, 0, 50 * units.GB))}, "
+    f"the payload {units.format_time(collectives.comm_time(0, 0, 100 * units.MB, 50 * units.GB))}"
+)
 ring4 = collectives.time_terms("all_reduce", 4, 100 * units.MB, 50 * units.GB, 5 * units.US)
 print(
     f"ring all-reduce, 4 ranks, 100 MB: latency term {units.format_time(ring4.latency_s)}, "
@@ -434,7 +438,7 @@ for p in (8, 64, 512):
 # %% [markdown]
 # On 8 ranks the tree is faster only below 6.74 MB; on 64 ranks up to 228 MB, and on 512 ranks up to 1.74 GB,
 # because the ring's latency term grows with $p$ and the tree's only with $\lg p$, while the tree's bytes exceed
-# the ring's by 17 % on 8 ranks and by only 7 % on 512. This is why NCCL picks the tree for small and medium
+# the ring's by a factor of 1.170 on 8 ranks and only 1.072 on 512. This is why NCCL picks the tree for small and medium
 # all-reduces on many GPUs and the ring for large ones.
 #
 # ### Reading nccl-tests: algbw and busbw
@@ -459,7 +463,7 @@ for name, size_bytes, time_s, link in measured:
     )
 
 # %% [markdown]
-# The A100 node's busbw, 234.9 GB/s, is 78 % of its NVLink's 300 GB/s one-way rate, a typical ratio of measured to
+# The A100 node's busbw, 235 GB/s, is 78.3 % of its NVLink's 300 GB/s one-way rate, a typical ratio of measured to
 # nominal. The H100 node's 483 GB/s is *above* its NVLink's 450 GB/s one-way rate. That is not a faster wire: at
 # large sizes NCCL used NVLink SHARP (NVLS), where the NVSwitches perform the reduction, so each GPU sends less than
 # the $2(p-1)/p \cdot S$ that the busbw factor assumes. Ring-only H100 runs reach about 370 GB/s. Busbw is a
@@ -559,8 +563,8 @@ for label, size_bytes, measured_s in (("8 B", 8, 12.90 * units.US), ("16 GiB", 1
 
 # %% [markdown]
 # The 8-byte all-reduce is pure latency: 14 phases × 1 µs = 14 µs in the model (15 µs in NCCL's own), 12.9 µs
-# measured, within 10 %. At 16 GiB the ring model with the measured ring bandwidth predicts 81 ms, and NVLS did
-# better (62 ms) by not being a ring at all. A model is only as good as its assumption about the algorithm.
+# measured, a little faster than either. At 16 GiB the ring model with the measured ring bandwidth predicts
+# 81.3 ms, and NVLS did better (62.2 ms) by not being a ring at all. A model is only as good as its assumption about the algorithm.
 #
 # ### Hierarchical all-reduce across nodes
 #
@@ -671,6 +675,11 @@ viz.plot_collective_time_vs_payload(
     ax=ax,
 )
 plt.show()
+ring8 = collectives.collective_report("all_reduce", 8, 100 * units.MB, 50 * units.GB, 5 * units.US)
+print(
+    f"8-rank ring at 100 MB: {units.format_time(ring8.time_s)}, {ring8.phases} phases, "
+    f"Q = {units.format_bytes(ring8.wire_bytes)} through each rank's link"
+)
 
 # %% [markdown]
 # On a log–log plot a latency-bound collective is a flat line and a bandwidth-bound one a line of slope 1. The ring
@@ -697,17 +706,20 @@ hierarchical = collectives.hierarchical_allreduce_time(
 )
 print(
     f"1 MB / {units.format_bandwidth(node_rate)} aggregate: {units.format_time(naive)}; "
-    f"hierarchical all-reduce over 4 DGX H100 nodes (model): {units.format_time(hierarchical)}"
+    f"hierarchical all-reduce over 4 DGX H100 nodes (model): {units.format_time(hierarchical)}, "
+    f"{hierarchical / naive:.1f} times the estimate"
 )
 print(f"{'ranks':>6} {'aggregate bandwidth':>20} {'ring all-reduce of 1 MB':>24}")
 for p in (8, 64, 512):
     time_s = collectives.ring_allreduce_time(p, 1 * units.MB, per_gpu_network, network.latency_s)
     print(f"{p:>6} {units.format_bandwidth(p * per_gpu_network):>20} {units.format_time(time_s):>24}")
+ring_times = [collectives.ring_allreduce_time(p, 1 * units.MB, per_gpu_network, network.latency_s) for p in (8, 512)]
+print(f"from 8 to 512 ranks: aggregate bandwidth × 64, time × {ring_times[1] / ring_times[0]:.1f}")
 
 # %% [markdown]
-# The aggregate-rate estimate is 20 times too optimistic even for the well-organised hierarchical all-reduce. And
-# adding ranks to a ring multiplies the aggregate bandwidth by 64 while the time of a 1 MB all-reduce grows almost
-# 50-fold, because the $2(p-1)\alpha$ term grows with every rank. Adding devices adds aggregate resources but can
+# The aggregate-rate estimate is 20.7 times too optimistic even for the well-organised hierarchical all-reduce. And
+# adding ranks to a ring multiplies the aggregate bandwidth by 64 while the time of a 1 MB all-reduce grows 49.0-fold,
+# because the $2(p-1)\alpha$ term grows with every rank. Adding devices adds aggregate resources but can
 # lower efficiency; what sets a collective's time is its algorithm's phases and its slowest link.
 
 # %% [markdown]
