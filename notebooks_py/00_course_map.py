@@ -51,9 +51,10 @@ plt.show()
 # | [04 · Budget the bytes](04_communication_budget.ipynb) | derive a partition's transfers, separate exposed from hidden time, search for a plan | 01–03 |
 # | [05 · Measure, don't assume](05_measure.ipynb) | time real collectives on MPI, fit α and B, measure exposed communication, read nccl-tests logs | 02, 04 |
 #
-# **Labs.** Four widget labs practise the lessons with sliders: [the ring all-reduce](../labs/01_ring_allreduce.ipynb)
+# **Labs.** Five widget labs practise the lessons with sliders: [the ring all-reduce](../labs/01_ring_allreduce.ipynb)
 # (after 02), [the global batch](../labs/02_global_batch.ipynb), [the memory budget](../labs/03_memory_budget.ipynb)
-# and [the pipeline schedule](../labs/04_pipeline_schedule.ipynb) (after 03). Each has guided questions to explore,
+# and [the pipeline schedule](../labs/04_pipeline_schedule.ipynb) (after 03), and
+# [measuring collectives](../labs/05_measure_collectives.ipynb) (after 05). Each has guided questions to explore,
 # with their answers, then 3 or 4 graded questions that ask you to derive the lab's model yourself: write your
 # answer where you see `...` and run the `grader.check("q1")` cell below it for immediate feedback.
 
