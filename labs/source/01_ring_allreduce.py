@@ -56,7 +56,7 @@ import math
 from course_lib import collectives, hardware, units
 from course_lib.widgets import readable_feedback
 
-readable_feedback()  # grader.check marks results with ✔ and ✘, which every font here has
+readable_feedback()  # the checks below mark their results with ✔ and ✘, which every font here has
 
 # %% [markdown]
 # ## The lab
