@@ -108,20 +108,33 @@ class Link:
         _validate.choice("scope", self.scope, SCOPES)
         _validate.choice("basis", self.basis, BASES)
 
-    def one_way_bytes_per_s_per_device(self, devices_per_node: int = 1, links_per_device: int = 1) -> float:
+    def one_way_bytes_per_s_per_device(self, devices_per_node: int | None = None, links_per_device: int = 1) -> float:
         """The bandwidth the α–β formulas need: one direction, one device's share.
 
-        A two-way figure is halved; a per-node figure is divided among the node's devices. A per-link figure
-        (TPU ICI) is multiplied by ``links_per_device``, the links a collective drives at once out of each device:
-        1 for a ring in one direction, 2 for a ring on one torus axis run in both directions at once (half the
-        data each way, to both neighbours), 2 × axes for a collective over several torus axes. Other scopes
-        already count every link of the device, so they accept only 1.
+        A two-way figure is halved; a per-node figure is divided among the node's ``devices_per_node`` devices, which
+        a per-node figure therefore requires (no default: a silent "one GPU per node" would hand one GPU the whole
+        node's network). A per-link figure (TPU ICI) is multiplied by ``links_per_device``, the links a collective
+        drives at once out of each device: 1 for a ring in one direction, 2 for a ring on one torus axis run in both
+        directions at once (half the data each way, to both neighbours), 2 × axes for a collective over several
+        torus axes. Other scopes already count every link of the device, so they accept only 1.
 
         >>> format_bandwidth(NVLINK3.one_way_bytes_per_s_per_device())
         '300 GB/s'
         >>> format_bandwidth(ICI_V4.one_way_bytes_per_s_per_device(links_per_device=2))   # one torus axis
         '100 GB/s'
+        >>> INFINIBAND_NDR_8X.one_way_bytes_per_s_per_device()
+        Traceback (most recent call last):
+        ...
+        ValueError: devices_per_node is required for a per-node figure (InfiniBand NDR, 8 × 400 Gb/s per node): \
+the number of devices (an integer ≥ 1) that share the node's network, e.g. 8 on a DGX H100
         """
+        if devices_per_node is None:
+            if self.scope == "per node":
+                raise ValueError(
+                    f"devices_per_node is required for a per-node figure ({self.name}): the number of devices "
+                    "(an integer ≥ 1) that share the node's network, e.g. 8 on a DGX H100"
+                )
+            devices_per_node = 1  # not used: only a per-node figure is shared among the node's devices
         devices_per_node = _validate.count("devices_per_node", devices_per_node)
         links = _validate.count("links_per_device", links_per_device)
         if self.scope != "per link" and links != 1:

@@ -45,16 +45,17 @@ plt.show()
 # %% [markdown]
 # | Lesson | You learn to | Needs |
 # |---|---|---|
-# | [01 · Count the work](01_mac.ipynb) | count FLOPs (a MAC is 2 FLOPs; a GEMM is 2mnk), use the roofline, budget bytes per parameter | Python, matrices |
+# | [01 · Count the work](01_mac.ipynb) | count FLOPs (a MAC is 2 FLOPs; a GEMM is $2MNK$), use the roofline, budget bytes per parameter | Python, matrices |
 # | [02 · Move the data](02_nccl.ipynb) | say what each collective does, cost it with $T \approx n\alpha + Q/B_\text{eff}$, read algbw and busbw | 01 |
 # | [03 · Split the work](03_parallelism.ipynb) | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 |
 # | [04 · Budget the bytes](04_communication_budget.ipynb) | derive a partition's transfers, separate exposed from hidden time, search for a plan | 01–03 |
 # | [05 · Measure, don't assume](05_measure.ipynb) | time real collectives on MPI, fit α and B, measure exposed communication, read nccl-tests logs | 02, 04 |
 # | [07 · Plan a real run](07_capstone.ipynb) | plan a 70B model on 64 H100s by hand and with the search, test how robust the plan is, say what to measure first | 04, 05 |
 #
-# **Labs.** Four widget labs practise the lessons with sliders: [the ring all-reduce](../labs/01_ring_allreduce.ipynb)
+# **Labs.** Five widget labs practise the lessons with sliders: [the ring all-reduce](../labs/01_ring_allreduce.ipynb)
 # (after 02), [the global batch](../labs/02_global_batch.ipynb), [the memory budget](../labs/03_memory_budget.ipynb)
-# and [the pipeline schedule](../labs/04_pipeline_schedule.ipynb) (after 03). Each has guided questions to explore,
+# and [the pipeline schedule](../labs/04_pipeline_schedule.ipynb) (after 03), and
+# [measuring collectives](../labs/05_measure_collectives.ipynb) (after 05). Each has guided questions to explore,
 # with their answers, then 3 or 4 graded questions that ask you to derive the lab's model yourself: write your
 # answer where you see `...` and run the `grader.check("q1")` cell below it for immediate feedback.
 
@@ -166,29 +167,26 @@ for cluster in hardware.CLUSTERS.values():
     )
 
 # %% [markdown]
-# ## Where each part of the two concept cards is taught
+# ## Where each learning objective is taught
 #
-# The course was written from two concept cards: *Data, tensor, pipeline, and state parallelism* (**P**) and
-# *Parallelism as a memory and communication budget* (**B**). Every field of both is taught somewhere:
+# The course has two learning objectives: **size the global batch**, counting gradient accumulation and the
+# replication that data parallelism implies, and **derive the communication a partition implies** on a given
+# topology. Each row below is a piece of them, and where the course teaches it:
 #
-# | Card field | P: parallelism | B: communication budget |
-# |---|---|---|
-# | role | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [01 · Worked example](01_mac.ipynb#Worked-example) (the first memory budget) | [04 · Mechanism](04_communication_budget.ipynb#Mechanism) |
-# | description | [03 · Mechanism](03_parallelism.ipynb#Mechanism) and its figure of the same model under four splits | [04 · Mechanism](04_communication_budget.ipynb#Mechanism); [02 · hierarchical all-reduce](02_nccl.ipynb#The-science) |
-# | specs | [03 · Mechanism](03_parallelism.ipynb#Mechanism) (table) | [04 · Mechanism](04_communication_budget.ipynb#Mechanism) (table); [02 · The science](02_nccl.ipynb#The-science) (latency plus payload) |
-# | interfaces (in / out) | [03 · Mechanism](03_parallelism.ipynb#Mechanism) | [04 · Mechanism](04_communication_budget.ipynb#Mechanism); [02 · bandwidth semantics](02_nccl.ipynb#The-science) |
-# | trade-off | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [02 · Misconception](02_nccl.ipynb#Misconception) | [04 · Mechanism](04_communication_budget.ipynb#Mechanism) |
-# | why it matters for AI (training vs inference) | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [01 · memory budget](01_mac.ipynb#Worked-example) | [04 · Worked example, step 5](04_communication_budget.ipynb#Worked-example) (decode is latency-bound); [01 · roofline](01_mac.ipynb#Figures) (decode vs training GEMM) |
-# | mechanism, every step | [03 · Mechanism](03_parallelism.ipynb#Mechanism) (3 steps); step 2 also [02 · hierarchical all-reduce](02_nccl.ipynb#Worked-example) | [04 · Mechanism](04_communication_budget.ipynb#Mechanism) (5 steps) and [04 · Worked example](04_communication_budget.ipynb#Worked-example), steps 1–5; "measure" also [02 · model vs nccl-tests](02_nccl.ipynb#Worked-example) |
-# | misconception | [03 · Misconception](03_parallelism.ipynb#Misconception) | [04 · Misconception](04_communication_budget.ipynb#Misconception); [02 · Misconception](02_nccl.ipynb#Misconception) (aggregate link rates) |
-# | check question | [03 · Self-check](03_parallelism.ipynb#Self-check), question 1 | [04 · Self-check](04_communication_budget.ipynb#Self-check), question 1 |
-# | science: equation, variables, assumptions | [03 · The science](03_parallelism.ipynb#The-science) (global batch accounting) | [02 · The science](02_nccl.ipynb#The-science) ($T_\text{comm} \approx n\alpha + Q/B_\text{eff}$); [04 · The science](04_communication_budget.ipynb#The-science) |
-# | engineering example | [03 · Worked example](03_parallelism.ipynb#Worked-example) (8 × 16 × 64 = 8192) | [02 · Worked example](02_nccl.ipynb#Worked-example) (2.02 ms); [04 · Worked example](04_communication_budget.ipynb#Worked-example) (against 1 ms of compute) |
-# | evidence notes | [03 · Worked example](03_parallelism.ipynb#Worked-example) (packing, uneven batches) | [04 · The science](04_communication_budget.ipynb#The-science) and [History](04_communication_budget.ipynb#History); [02 · The science](02_nccl.ipynb#The-science) |
-# | history | [03 · History](03_parallelism.ipynb#History) (Narayanan et al. 2021); [01 · History](01_mac.ipynb#History) | [04 · History](04_communication_budget.ipynb#History); [02 · History](02_nccl.ipynb#History) |
-# | sources | [03 · Sources](03_parallelism.ipynb#Sources); [01 · Sources](01_mac.ipynb#Sources) | [04 · Sources](04_communication_budget.ipynb#Sources) (ZeRO, TPU v4); [02 · Sources](02_nccl.ipynb#Sources) |
-# | learning objective | [03 · What you'll learn](03_parallelism.ipynb#What-you'll-learn) | [04 · What you'll learn](04_communication_budget.ipynb#What-you'll-learn) |
-# | lab scope | [02 · Worked example](02_nccl.ipynb#Worked-example) (the ring all-reduce lab's scope) | the same |
+# | What you learn | Where |
+# |---|---|
+# | Size the global batch: micro-batch × accumulation steps × data-parallel replicas, and what tensor and pipeline parallelism do not multiply | [03 · What you'll learn](03_parallelism.ipynb#What-you'll-learn), [03 · Worked example](03_parallelism.ipynb#Worked-example) (8 × 16 × 64 = 8192); [lab 2](../labs/02_global_batch.ipynb) |
+# | Derive the transfers and collectives a partition implies, rather than starting from a device count | [04 · What you'll learn](04_communication_budget.ipynb#What-you'll-learn), [04 · Mechanism](04_communication_budget.ipynb#Mechanism) |
+# | What each split divides (examples, layers, tensor dimensions, stored state) and what it exchanges | [03 · Mechanism](03_parallelism.ipynb#Mechanism) and its figure of one model under four splits |
+# | Memory per device: bytes per parameter, the first memory budget, then under each split | [01 · Worked example](01_mac.ipynb#Worked-example); [03 · Mechanism](03_parallelism.ipynb#Mechanism); [lab 3](../labs/03_memory_budget.ipynb) |
+# | What a collective costs: a latency per step plus the payload over the bandwidth, $T_\text{comm} \approx n\alpha + Q/B_\text{eff}$ | [02 · The science](02_nccl.ipynb#The-science), [02 · Worked example](02_nccl.ipynb#Worked-example); [lab 1](../labs/01_ring_allreduce.ipynb) |
+# | What a bandwidth figure means (direction, scope, basis) and which one goes into $B$ | [02 · The science](02_nccl.ipynb#The-science), [02 · Misconception](02_nccl.ipynb#Misconception); [lab 1](../labs/01_ring_allreduce.ipynb) |
+# | Place frequent exchanges on fast links: the hierarchical all-reduce | [02 · Worked example](02_nccl.ipynb#Worked-example); [04 · Mechanism](04_communication_budget.ipynb#Mechanism) |
+# | The price of a split: sharding makes a model fit but adds traffic; larger groups shrink each device's work until communication dominates | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [04 · Mechanism](04_communication_budget.ipynb#Mechanism) (strong scaling) |
+# | Exposed against overlapped communication, and why a step must be measured | [04 · The science](04_communication_budget.ipynb#The-science), [04 · Worked example](04_communication_budget.ipynb#Worked-example); [05 · Measure, don't assume](05_measure.ipynb) |
+# | Training against serving: why a partition that trains well may serve poorly | [04 · Worked example](04_communication_budget.ipynb#Worked-example), step 5 (decode is latency-bound); [01 · Figures](01_mac.ipynb#Figures) (the roofline) |
+# | Pipeline bubbles and schedules | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [lab 4](../labs/04_pipeline_schedule.ipynb) |
+# | The usual mistakes | the *Misconception* section of [02](02_nccl.ipynb#Misconception), [03](03_parallelism.ipynb#Misconception) and [04](04_communication_budget.ipynb#Misconception) |
 
 # %% [markdown]
 # ## What's next

@@ -98,7 +98,7 @@ for m, k, n in [(2, 1, 2), (2, 3, 4), (4, 16, 4), (4, 256, 4)]:
 
 # %% [markdown]
 # For $K = 1$ (an outer product) there are no adds at all and the convention doubles the true count; at
-# $K = 256$ it is off by 0.2 %. Published FLOP counts, hardware peaks and this course all use $2MNK$.
+# $K = 256$ it is off by 0.196 %. Published FLOP counts, hardware peaks and this course all use $2MNK$.
 
 # %% [markdown]
 # ## The science
@@ -283,16 +283,17 @@ table1 = [
     (105, 20480, 529.6e9),
     (128, 25600, 1008.0e9),
 ]  # (layers, hidden, parameters as printed in Table 1)
-print(f"{'layers':>6} {'hidden':>7} {'Eq. (2)':>15} {'Table 1':>15}")
+print(f"{'layers':>6} {'hidden':>7} {'Eq. (2)':>15} {'Table 1':>15} {'12lh² of Eq. (2)':>17}")
 for layers, hidden, printed in table1:
     eq2 = compute.transformer_params(layers, hidden, vocab=51200, seq_len=2048)
     print(
-        f"{layers:>6} {hidden:>7} {units.format_count(eq2, digits=4):>15} {units.format_count(printed, digits=4):>15}"
+        f"{layers:>6} {hidden:>7} {units.format_count(eq2, digits=4):>15} {units.format_count(printed, digits=4):>15} "
+        f"{units.format_percent(12 * layers * hidden**2 / eq2):>17}"
     )
 
 # %% [markdown]
-# Every row agrees to the printed precision. The $12lh^2$ term is 99 % or more of each count: a transformer's
-# parameters live in its weight matrices.
+# Every row agrees to the printed precision. The $12lh^2$ term is nearly all of each count (last column), and more
+# of it the larger the model: a transformer's parameters live in its weight matrices.
 #
 # ### Roofline: which GEMMs can use the peak?
 #
@@ -310,7 +311,7 @@ for accelerator in hardware.ACCELERATORS.values():
     )
 
 # %% [markdown]
-# Between 150 and 300 FLOP/byte on every chip: a kernel must do a few hundred FLOPs for each byte it moves to
+# From 153 to 295 FLOP/byte on every chip: a kernel must do a few hundred FLOPs for each byte it moves to
 # keep the arithmetic units busy. Now four bf16 GEMMs that multiply $M$ tokens by an $8192\times 8192$ weight
 # matrix on an H100: one token (a matrix–vector product), 8 tokens (a decode step of a small inference batch),
 # 128 tokens, and 8192 tokens (a training micro-batch).
@@ -335,7 +336,7 @@ for m, k, n in gemm_shapes:
     )
 
 # %% [markdown]
-# The first three GEMMs take almost the same time, about 40 µs: the time it takes to read the 134 MB weight
+# The first three GEMMs take almost the same time, 40.1 to 41.3 µs: the time it takes to read the 134 MB weight
 # matrix from HBM. Going from 8 to 128 tokens does 16 times the work for 3 % more time, because the weights are
 # read once either way. Only the training-sized GEMM, at an intensity of 2731 FLOP/byte, is compute-bound and
 # can run at the 989 TFLOP/s peak. This is why inference batches tokens together, and why a decode step with few
@@ -385,9 +386,18 @@ for name, params in models:
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
 viz.plot_flops_breakdown(global_batch, gpt3.seq_len, gpt3.layers, gpt3.hidden, gpt3.vocab, recompute=True, ax=ax)
 plt.show()
+bars = {}  # each part's share of the iteration, read off the bars (their gid is "part|pass")
+for bar in ax.patches:
+    part = bar.get_gid().split("|")[0]
+    bars[part] = bars.get(part, 0.0) + bar.get_width()
+print(", ".join(f"{part}: {units.format_percent(width / sum(bars.values()))}" for part, width in bars.items()))
+weights = sum(width for part, width in bars.items() if "projection" in part or "MLP" in part)
+print(
+    f"the four weight GEMMs (QKV, output projection, MLP's two): {units.format_percent(weights / sum(bars.values()))}"
+)
 
 # %% [markdown]
-# The MLP alone is two thirds of the work, the four weight GEMMs together over 95 %. The logit layer is small and
+# The MLP alone is two thirds of the work (64.7 %), the four weight GEMMs together 97.1 %. The logit layer is small and
 # has no recomputation segment. The bars add up exactly to Eq. (3)'s 4.51 EFLOP.
 #
 # The roofline of four accelerators, with the worked example's GEMMs for $M$ = 1, 8 and 8192 tokens placed on the
@@ -411,7 +421,8 @@ plt.show()
 # (295): both peak and bandwidth grew, so the same kernels stay memory-bound.
 #
 # The first memory budget as a picture: the model states of three of the models above, each on a single device,
-# against the 80 GB of an H100 (dashed). Activations are left at zero here; lesson 03 adds them.
+# against the 80 GB of an H100 (dashed). Activations are left at zero here; lesson 03 adds them. GPT-3's bar is far
+# off that scale, so the right panel draws it again on its own.
 
 # %%
 model_states = {
@@ -420,14 +431,25 @@ model_states = {
     )
     for name, params in models[:3]
 }
-fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+fig, (ax, ax_gpt3) = plt.subplots(1, 2, figsize=(10, 4.5), width_ratios=(2.4, 1), layout="constrained")
 viz.plot_memory_breakdown(model_states, capacity_bytes=h100.hbm_capacity_bytes, ax=ax)
+viz.plot_memory_breakdown({"GPT-3 175B": model_states["GPT-3 175B"]}, ax=ax_gpt3)
+ax_gpt3.set_title("GPT-3 175B, the whole bar")
+if ax_gpt3.get_legend() is not None:  # the left panel's legend names the same colours
+    ax_gpt3.get_legend().remove()
 plt.show()
+for name, states in model_states.items():
+    print(
+        f"{name}: model states {units.format_bytes(states.model_states)} = "
+        f"{states.model_states / h100.hbm_capacity_bytes:.2f} × an H100's 80 GB; optimizer state "
+        f"{units.format_bytes(states.optimizer_state)}, {units.format_percent(states.optimizer_state / states.model_states)}"
+    )
 
 # %% [markdown]
-# The optimizer state (green), not the fp16 parameters, is three quarters of each model's states: $12$ of the $16$ bytes.
-# GPT-2 fits with room to spare; the 7.5B model is 1.5 times the device; GPT-3 is off the scale. Lesson 03 shows
-# how ZeRO cuts exactly this bar by partitioning it across data-parallel devices.
+# The optimizer state (green), not the fp16 parameters, is three quarters of each model's states: $12$ of the $16$
+# bytes, as the right panel shows for GPT-3. GPT-2 fits with room to spare; the 7.5B model is 1.5 times the device;
+# GPT-3 is 35 times it. Lesson 03 shows how ZeRO cuts exactly this bar by partitioning it across data-parallel
+# devices.
 
 # %% [markdown]
 # ## Misconception
@@ -452,7 +474,7 @@ print(
 )
 
 # %% [markdown]
-# About half the peak, and that was a record at the time. Planning with the peak would have promised 15 days for a
+# About half the peak, and that was a record at the time. Planning with the peak would have promised 15.2 days for a
 # run that took 34. Time estimates in this course therefore take an achieved rate or an explicit efficiency, never
 # the bare peak. (A related trap is a factor of two: some hardware documents count MACs per second, not FLOPs per
 # second. One MAC is two FLOPs.)
@@ -482,12 +504,12 @@ quiz.MultipleChoice(
         options=(
             "Compute: it can run at about 989 TFLOP/s",
             "Memory: at most about 30 × 3.35 TB/s ≈ 100 TFLOP/s",
-            "Neither: the roofline does not apply to GEMMs",
+            "Memory: at most about 3.35 TB/s ÷ 30 ≈ 0.11 TFLOP/s",
         ),
         answer=1,
         explanation=(
             "30 FLOP/byte is left of the ridge point, so the attainable rate is intensity × bandwidth, "
-            "about 100 TFLOP/s, a tenth of the peak."
+            "about 100 TFLOP/s, a tenth of the peak (FLOP/byte × byte/s gives FLOP/s; dividing gives nonsense units)."
         ),
     )
 )
@@ -513,13 +535,14 @@ quiz.MultipleChoice(
         prompt="Why does training a dense transformer cost about 6 FLOPs per parameter per token?",
         options=(
             "2 for the forward pass and 4 for the backward pass (gradients for the inputs and for the weights)",
-            "Because attention has three projections, Q, K and V, each counted twice",
+            "2 for the forward pass, 2 for the backward pass and 2 for the optimizer step",
             "Because the Adam update costs 6 FLOPs per parameter",
         ),
         answer=0,
         explanation=(
             "Each weight is used in one multiply-accumulate per token in the forward pass (2 FLOPs); the "
-            "backward pass needs two GEMMs of the same size per forward GEMM (4 FLOPs)."
+            "backward pass needs two GEMMs of the same size per forward GEMM (4 FLOPs). The optimizer's update is a "
+            "few FLOPs per parameter per step, not per token: negligible next to 6 per token."
         ),
     )
 )
@@ -551,7 +574,7 @@ quiz.MultipleChoice(
 # - A transformer layer's forward pass is $24bsh^2 + 4bs^2h$ FLOPs; training costs about $6PD$ (8PD with full
 #   recomputation). Eq. (3) and (4) of Narayanan et al. turn this into FLOPs per iteration and days of training,
 #   given an *achieved* rate per GPU.
-# - Time is at least $\max(T_\text{math}, T_\text{mem})$. A kernel below the ridge point $R/W$ (150–300 FLOP/byte
+# - Time is at least $\max(T_\text{math}, T_\text{mem})$. A kernel below the ridge point $R/W$ (153–295 FLOP/byte
 #   on current accelerators) is memory-bound; GEMMs with few tokens are.
 # - Mixed-precision Adam holds 16 bytes per parameter in model states: 24 GB for 1.5 billion parameters, 2.8 TB
 #   for GPT-3. Large models exceed one device's memory, which is the first reason to split them.
@@ -570,8 +593,9 @@ quiz.MultipleChoice(
 #    $[M\times 8192]\cdot[8192\times 8192]$ is compute-bound?
 # 4. A 7-billion-parameter model: do its model states fit on one 80 GB H100 for mixed-precision Adam training?
 #    Do its fp16 parameters fit for inference?
-# 5. For an outer product $[M\times 1]\cdot[1\times N]$, by what factor does $2MNK$ overcount the exact number of
-#    operations? By what percentage for $K = 4096$?
+# 5. Two GEMMs against the exact count $MN(2K-1)$: (a) an outer product $[M\times 1]\cdot[1\times N]$ ($K = 1$): by
+#    what factor does $2MNK$ overcount it? (b) A GEMM with $K = 4096$, such as $[M\times 4096]\cdot[4096\times N]$:
+#    by what percentage does $2MNK$ overcount it?
 #
 # <details>
 # <summary>Answers</summary>
@@ -587,8 +611,8 @@ quiz.MultipleChoice(
 #    152.1 at $M = 158$). Rule of thumb: intensity ≈ $M$, slightly less.
 # 4. `parallelism.zero_model_state_bytes(7e9, 1, 0)` = 112 GB: no, the model states alone exceed 80 GB. The fp16
 #    parameters are 2 × 7e9 = 14 GB: yes, with room for the inference cache.
-# 5. Exact: $MN$ multiplies and no adds; $2MNK = 2MN$: a factor of 2. For $K = 4096$ the overcount is
-#    $1/(2K-1) \approx 0.012\,\%$.
+# 5. (a) $K = 1$: exactly $MN$ multiplies and no adds, against $2MNK = 2MN$: a factor of 2. (b) $K = 4096$:
+#    $2K/(2K-1) - 1 = 1/(2K-1) = 1/8191 \approx 0.012\,\%$, whatever $M$ and $N$ are.
 #
 # </details>
 

@@ -95,6 +95,34 @@ for op in ("broadcast", "reduce", "all_reduce", "reduce_scatter", "all_gather", 
 # transpose of the ranks × blocks grid. Every simulated result matches the numpy reference. The *Figures* section
 # draws the same data as before/after grids.
 #
+# Why does broadcast take 5 steps here, more than the $p - 1 = 3$ of passing the buffer along a ring? Its "ring"
+# algorithm is MPICH's broadcast for long messages (Thakur et al. 2005): a binomial-tree **scatter** first hands
+# each rank its own chunk, in $\lceil\lg p\rceil = 2$ steps, then a ring **all-gather** circulates the chunks, in
+# $p - 1 = 3$ steps. Which rank sends what at each step (a row per rank, a column per step, each arrow labelled
+# with the chunks it carries, c0–c3 of the 4-element buffer):
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
+viz.plot_collective_steps("broadcast", "ring", ranks=ranks, ax=ax)
+viz.collective_steps_legend(fig)
+plt.show()
+broadcast = simulate.simulate("broadcast", ranks, inputs, algorithm="ring")
+largest = [max(t.elements for t in step) * broadcast.inputs[0].itemsize for step in broadcast.steps]
+print(
+    f"S = {units.format_bytes(broadcast.payload_bytes)}; the largest message of each step: "
+    + ", ".join(units.format_bytes(b) for b in largest)
+    + f"; Q = {units.format_bytes(sum(largest))} = 2(p − 1)/p · S"
+)
+print(
+    f"the whole buffer passed along a chain of {ranks} ranks instead: {ranks - 1} steps, "
+    f"Q = {units.format_bytes((ranks - 1) * broadcast.payload_bytes)}"
+)
+
+# %% [markdown]
+# The scatter sends half the buffer in its first step and a quarter in its second; each all-gather step moves one
+# chunk. Passing the whole 32 B buffer along a chain of 4 ranks would take 3 steps but put 96 B on the critical
+# path; this schedule takes 5 steps and 48 B, and for large buffers the bytes are what count.
+#
 # ### Ring all-reduce, step by step
 #
 # The ring all-reduce arranges the ranks in a circle, rank $r$ sending only to rank $r+1$ (mod $p$), and cuts
@@ -137,8 +165,8 @@ print(
 #
 # ### The α–β model
 #
-# Sending one message of $m$ bytes between two ranks takes a fixed startup time plus a time per byte,
-# $\alpha + m/B$ (Hockney's model, the basis of the analysis of Thakur, Rabenseifner & Gropp 2005). A collective
+# Sending one message of $S$ bytes between two ranks takes a fixed startup time plus a time per byte,
+# $\alpha + S/B$ (Hockney's model, the basis of the analysis of Thakur, Rabenseifner & Gropp 2005). A collective
 # that runs in $n$ steps, each of which starts messages, costs (`collectives.comm_time(phases, latency_s,
 # payload_bytes, bandwidth_bytes_per_s)`):
 # $$T_\text{comm} \approx n\,\alpha + \frac{Q}{B_\text{eff}}$$
@@ -183,6 +211,34 @@ print(
 # | recursive doubling | $\lg p$ | $\lg p \cdot S$ | exchange the whole buffer with partners at distance 1, 2, 4, … |
 # | Rabenseifner | $2\lg p$ | $2\frac{p-1}{p}S$ | recursive-halving reduce-scatter + recursive-doubling all-gather |
 # | double binary tree | $2\lfloor\lg p\rfloor$ | $2S + \lfloor\lg p\rfloor S/k$ | two trees, each reducing then broadcasting half the buffer, pipelined in $k$ chunks |
+#
+# Which rank sends what at each step of the first four, simulated on 4 ranks holding 4 int64 elements each
+# (S = 32 B; red arrows add into the receiver's copy, blue ones overwrite it), with each picture's $n$ and $Q$ in
+# its title:
+
+# %%
+fig, axes = plt.subplots(2, 2, figsize=(10, 6.2), layout="constrained")
+for ax, algorithm in zip(axes.flat, ("ring", "binomial_tree", "recursive_doubling", "rabenseifner"), strict=True):
+    viz.plot_collective_steps("all_reduce", algorithm, ranks=ranks, ax=ax)
+viz.collective_steps_legend(fig)
+plt.show()
+for algorithm in ("ring", "binomial_tree", "recursive_doubling", "rabenseifner"):
+    cost = collectives.collective_cost("all_reduce", ranks, 32, algorithm)
+    print(f"{algorithm:<19} collective_cost for S = 32 B: n = {cost.phases}, Q = {units.format_bytes(cost.wire_bytes)}")
+
+# %% [markdown]
+# - **Ring:** every rank sends one chunk to its right neighbour in every step (the arrow from rank 3 wraps back to
+#   rank 0): 3 steps that add (reduce-scatter), 3 that copy (all-gather), 6 chunks of 8 B on the critical path.
+# - **Binomial tree:** ranks 1 and 3 send the *whole* buffer to ranks 0 and 2, rank 2 sends its partial sum to
+#   rank 0; then rank 0 sends the sum back down the same tree. Few ranks work in each step, and every message is
+#   the whole 32 B: 4 × 32 B = 128 B.
+# - **Recursive doubling:** partners at distance 1, then 2, swap whole buffers and add: 2 steps, but 2 × 32 B.
+# - **Rabenseifner:** the same partners, but each sends only the half (then the quarter) of the buffer the other
+#   will own: recursive halving (red) leaves rank r with chunk r summed, then recursive doubling (blue) gathers the
+#   chunks back, 16 + 8 + 8 + 16 = 48 B in 4 steps: the ring's bytes in $2\lg p$ steps.
+#
+# The double binary tree is not drawn: its chunks are pipelined through two trees, which `course_lib.simulate` does
+# not run (see below).
 #
 # Rabenseifner's algorithm has the ring's optimal bandwidth term with only $2\lg p$ phases; it needs partners at
 # growing distances rather than neighbours only, which a real topology may not offer at full bandwidth.
@@ -234,7 +290,7 @@ print(
 # - **Direction** (`direction`): *two-way* figures add both directions of a full-duplex link. A ring sends in one
 #   direction, so $B$ is the *one-way* figure, half the two-way one.
 # - **Scope** (`scope`): *per link*, *per GPU* or *per node*. Network bandwidth is often quoted per node (all its
-#   network cards together); in an all-reduce every GPU works at the same time, so each gets its share. TPU
+#   network adapters together); in an all-reduce every GPU works at the same time, so each gets its share. TPU
 #   interconnect (ICI, e.g. `hardware.ICI_V4`) is quoted per link and per direction: each chip has six links, two
 #   per axis of a 3D torus, which in the 4096-chip TPU v4 supercomputer is rewired by optical circuit switches
 #   (Jouppi et al. 2023). A ring on one torus axis sends both ways at once, half the data to each neighbour, so it
@@ -242,8 +298,8 @@ print(
 #   (`one_way_bytes_per_s_per_device(links_per_device=...)`). How many links a collective can use depends on the
 #   topology, so such figures are examples, not constants that carry over to another machine.
 # - **Basis** (`basis`): *nominal* (datasheet, signalling rate) or *measured* (a benchmark such as nccl-tests).
-#   Measured is lower, by about 20 % in the examples below, because of protocol overhead and imperfect overlap of
-#   the transfers.
+#   Measured is lower (370 GB/s against NVLink 4's 450 GB/s one-way, below), because of protocol overhead and
+#   imperfect overlap of the transfers.
 #
 # `Link.one_way_bytes_per_s_per_device(devices_per_node)` converts any preset into the one-way, per-GPU figure the
 # α–β formulas need.
@@ -258,7 +314,7 @@ print(
 # 1. reduce-scatter inside each node over NVLink: GPU $i$ of every node now holds the node's sum of shard $i$,
 #    $S/g$ bytes;
 # 2. all-reduce of each shard across the nodes, the $g$ GPUs of a node working in parallel, each over its own
-#    network card (a ring of $N_\text{nodes}$ ranks with payload $S/g$);
+#    network adapter (a ring of $N_\text{nodes}$ ranks with payload $S/g$);
 # 3. all-gather inside each node over NVLink.
 #
 # $$T_\text{hier} = T_\text{RS}^\text{NVLink}(g, S) + T_\text{ring}^\text{net}(N_\text{nodes}, S/g) + T_\text{AG}^\text{NVLink}(g, S)$$
@@ -266,10 +322,10 @@ print(
 # This is the communication-budget principle in miniature: put the frequent, heavy exchanges on the links that
 # can carry them, and send only what must cross the slow links.
 #
-# The fair comparison is not a flat ring through one GPU's network card. NCCL runs a flat ring as several rings at
-# once (channels), each leaving a node through a different GPU's card: one ring per network *rail*
+# The fair comparison is not a flat ring through one GPU's network adapter. NCCL runs a flat ring as several rings
+# at once (channels), each leaving a node through a different GPU's adapter: one ring per network *rail*
 # (`collectives.multirail_ring_allreduce_time`). With $r = g$ rails each ring all-reduces $S/g$ over all
-# $gN_\text{nodes}$ GPUs at one card's bandwidth $B_\text{node}/g$, so its network term is
+# $gN_\text{nodes}$ GPUs at one adapter's bandwidth $B_\text{node}/g$, so its network term is
 # $\frac{2(gN_\text{nodes}-1)}{gN_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g} \approx 2S/B_\text{node}$: the same
 # as the hierarchical all-reduce's, $\frac{2(N_\text{nodes}-1)}{N_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g}$.
 # What the hierarchy saves is latency: its network ring has $2(N_\text{nodes}-1)$ steps, the flat ring
@@ -299,16 +355,20 @@ for op in collectives.OPS:
 # %% [markdown]
 # ## Worked example
 #
-# ### The card's synthetic collective
+# ### A synthetic collective: four phases and 100 MB
 #
 # Four latency-bearing phases at 5 µs each, plus 100 MB moved at 50 GB/s (`collectives.comm_time`). A real
 # collective has its $n$ and $Q$ from its algorithm; `collectives.time_terms` splits its time into the two terms
-# and names the regime. Here the card's numbers, and a 4-rank ring all-reduce of the same 100 MB at the same α and
+# and names the regime. Here the synthetic collective, and a 4-rank ring all-reduce of the same 100 MB at the same α and
 # $B$:
 
 # %%
-card = collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB)
-print(f"card: T_comm = 4 × 5 µs + 100 MB / 50 GB/s = {units.format_time(card)}")
+synthetic = collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB)
+print(f"synthetic: T_comm = 4 × 5 µs + 100 MB / 50 GB/s = {units.format_time(synthetic)}")
+print(
+    f"  of which the phases {units.format_time(collectives.comm_time(4, 5 * units.US, 0, 50 * units.GB))}, "
+    f"the payload {units.format_time(collectives.comm_time(0, 0, 100 * units.MB, 50 * units.GB))}"
+)
 ring4 = collectives.time_terms("all_reduce", 4, 100 * units.MB, 50 * units.GB, 5 * units.US)
 print(
     f"ring all-reduce, 4 ranks, 100 MB: latency term {units.format_time(ring4.latency_s)}, "
@@ -317,7 +377,7 @@ print(
 )
 
 # %% [markdown]
-# The card's collective takes about 2.02 ms, of which the four phases are only 20 µs: it is bandwidth-bound. The
+# The synthetic collective takes about 2.02 ms, of which the four phases are only 20 µs: it is bandwidth-bound. The
 # ring all-reduce of the same buffer is too: its six phases cost 30 µs, its bytes on the wire 3 ms, 99 % of its
 # time. If the computation it accompanies takes only 1 ms, this communication is longer than the compute and is
 # exposed on the critical path unless a valid overlap schedule hides it. Lesson 04 works out when such a schedule
@@ -352,7 +412,8 @@ for name in algorithms:
 # Rabenseifner move the minimum, $2(p-1)/p \cdot S$.
 # Rabenseifner is slightly faster than the ring throughout because it has fewer phases; on real hardware its
 # long-distance partners may not get full bandwidth. The ring's crossover is $p\alpha B$ = 8 × 5 µs × 50 GB/s
-# = 2 MB: gradient buckets of tens of MB are well into the bandwidth-bound regime, while the small all-reduces of
+# = 2 MB: all-reduces of tens of MB are well into the bandwidth-bound regime (data-parallel training sends its
+# gradients in pieces of that size, lessons 03 and 04), while the small all-reduces of
 # inference sit deep in the latency-bound one. The double binary tree has Rabenseifner's 6 phases but moves more
 # bytes, so on paper Rabenseifner beats it everywhere; it is the algorithm NCCL runs, though, because each of its
 # messages goes between neighbours of a tree, which maps onto real topologies.
@@ -379,7 +440,7 @@ for p in (8, 64, 512):
 # %% [markdown]
 # On 8 ranks the tree is faster only below 6.74 MB; on 64 ranks up to 228 MB, and on 512 ranks up to 1.74 GB,
 # because the ring's latency term grows with $p$ and the tree's only with $\lg p$, while the tree's bytes exceed
-# the ring's by 17 % on 8 ranks and by only 7 % on 512. This is why NCCL picks the tree for small and medium
+# the ring's by a factor of 1.170 on 8 ranks and only 1.072 on 512. This is why NCCL picks the tree for small and medium
 # all-reduces on many GPUs and the ring for large ones.
 #
 # ### Reading nccl-tests: algbw and busbw
@@ -404,7 +465,7 @@ for name, size_bytes, time_s, link in measured:
     )
 
 # %% [markdown]
-# The A100 node's busbw, 234.9 GB/s, is 78 % of its NVLink's 300 GB/s one-way rate, a typical ratio of measured to
+# The A100 node's busbw, 235 GB/s, is 78.3 % of its NVLink's 300 GB/s one-way rate, a typical ratio of measured to
 # nominal. The H100 node's 483 GB/s is *above* its NVLink's 450 GB/s one-way rate. That is not a faster wire: at
 # large sizes NCCL used NVLink SHARP (NVLS), where the NVSwitches perform the reduction, so each GPU sends less than
 # the $2(p-1)/p \cdot S$ that the busbw factor assumes. Ring-only H100 runs reach about 370 GB/s. Busbw is a
@@ -504,14 +565,14 @@ for label, size_bytes, measured_s in (("8 B", 8, 12.90 * units.US), ("16 GiB", 1
 
 # %% [markdown]
 # The 8-byte all-reduce is pure latency: 14 phases × 1 µs = 14 µs in the model (15 µs in NCCL's own), 12.9 µs
-# measured, within 10 %. At 16 GiB the ring model with the measured ring bandwidth predicts 81 ms, and NVLS did
-# better (62 ms) by not being a ring at all. A model is only as good as its assumption about the algorithm.
+# measured, a little faster than either. At 16 GiB the ring model with the measured ring bandwidth predicts
+# 81.3 ms, and NVLS did better (62.2 ms) by not being a ring at all. A model is only as good as its assumption about the algorithm.
 #
 # ### Hierarchical all-reduce across nodes
 #
 # A 1 GB gradient all-reduce over DGX H100 nodes (8 GPUs each, NVLink 4 at 450 GB/s one-way and $\alpha$ = 1 µs
 # inside, InfiniBand NDR at 50 GB/s per GPU and $\alpha$ = 5 µs between nodes), three ways: hierarchical; a flat
-# ring over all GPUs through a single rail (one GPU's card carries the whole ring); and the flat ring as NCCL runs
+# ring over all GPUs through a single rail (one GPU's adapter carries the whole ring); and the flat ring as NCCL runs
 # it, one ring per rail (8 rails):
 
 # %%
@@ -530,9 +591,9 @@ for nodes in (2, 4, 16, 64):
     )
 
 # %% [markdown]
-# The single-rail flat ring pushes $2(p-1)/p \cdot S \approx 2$ GB through one card at 50 GB/s: about 40 ms
+# The single-rail flat ring pushes $2(p-1)/p \cdot S \approx 2$ GB through one adapter at 50 GB/s: about 40 ms
 # whatever the node count, five times the hierarchical all-reduce. But that compares against a ring NCCL does not
-# run. With one ring per rail the eight cards share the bytes, and the flat ring's network term is about
+# run. With one ring per rail the eight adapters share the bytes, and the flat ring's network term is about
 # $2S/B_\text{node}$, the same as the hierarchy's. Up to 16 nodes the multi-rail ring is even faster in this
 # model, because it streams NVLink and network traffic at once, while the hierarchical phases run one after
 # another. Its weak point is latency: every one of its $2(gN_\text{nodes}-1)$ steps pays the network's α, and on 64
@@ -603,7 +664,7 @@ plt.show()
 # holds one complete chunk. The bottom row is the all-gather, copying the complete chunks around.
 #
 # Time against payload for the five all-reduce algorithms (8 ranks, 50 GB/s, 5 µs), with the ring's two terms
-# dotted and the 100 MB payload of the card's example marked:
+# dotted and the 100 MB payload of the synthetic example marked:
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
@@ -616,6 +677,11 @@ viz.plot_collective_time_vs_payload(
     ax=ax,
 )
 plt.show()
+ring8 = collectives.collective_report("all_reduce", 8, 100 * units.MB, 50 * units.GB, 5 * units.US)
+print(
+    f"8-rank ring at 100 MB: {units.format_time(ring8.time_s)}, {ring8.phases} phases, "
+    f"Q = {units.format_bytes(ring8.wire_bytes)} through each rank's link"
+)
 
 # %% [markdown]
 # On a log–log plot a latency-bound collective is a flat line and a bandwidth-bound one a line of slope 1. The ring
@@ -623,7 +689,7 @@ plt.show()
 # recursive doubling start lower but climb on a higher line, because they move the full buffer $\lg p$ times. The
 # double binary tree starts as low as Rabenseifner and climbs just above the ring (about $2S$ against
 # $1.75S$). At the marked
-# 100 MB the 8-rank ring takes 3.57 ms, not the card's 2.02 ms: it has 14 phases instead of 4 and puts
+# 100 MB the 8-rank ring takes 3.57 ms, not the synthetic example's 2.02 ms: it has 14 phases instead of 4 and puts
 # $2 \cdot 7/8 \cdot 100$ MB = 175 MB through each rank's link, not 100 MB.
 
 # %% [markdown]
@@ -642,17 +708,20 @@ hierarchical = collectives.hierarchical_allreduce_time(
 )
 print(
     f"1 MB / {units.format_bandwidth(node_rate)} aggregate: {units.format_time(naive)}; "
-    f"hierarchical all-reduce over 4 DGX H100 nodes (model): {units.format_time(hierarchical)}"
+    f"hierarchical all-reduce over 4 DGX H100 nodes (model): {units.format_time(hierarchical)}, "
+    f"{hierarchical / naive:.1f} times the estimate"
 )
 print(f"{'ranks':>6} {'aggregate bandwidth':>20} {'ring all-reduce of 1 MB':>24}")
 for p in (8, 64, 512):
     time_s = collectives.ring_allreduce_time(p, 1 * units.MB, per_gpu_network, network.latency_s)
     print(f"{p:>6} {units.format_bandwidth(p * per_gpu_network):>20} {units.format_time(time_s):>24}")
+ring_times = [collectives.ring_allreduce_time(p, 1 * units.MB, per_gpu_network, network.latency_s) for p in (8, 512)]
+print(f"from 8 to 512 ranks: aggregate bandwidth × 64, time × {ring_times[1] / ring_times[0]:.1f}")
 
 # %% [markdown]
-# The aggregate-rate estimate is 20 times too optimistic even for the well-organised hierarchical all-reduce. And
-# adding ranks to a ring multiplies the aggregate bandwidth by 64 while the time of a 1 MB all-reduce grows almost
-# 50-fold, because the $2(p-1)\alpha$ term grows with every rank. Adding devices adds aggregate resources but can
+# The aggregate-rate estimate is 20.7 times too optimistic even for the well-organised hierarchical all-reduce. And
+# adding ranks to a ring multiplies the aggregate bandwidth by 64 while the time of a 1 MB all-reduce grows 49.0-fold,
+# because the $2(p-1)\alpha$ term grows with every rank. Adding devices adds aggregate resources but can
 # lower efficiency; what sets a collective's time is its algorithm's phases and its slowest link.
 
 # %% [markdown]
@@ -694,12 +763,13 @@ quiz.MultipleChoice(
         options=(
             "The bandwidth term: use the ring, which moves the fewest bytes",
             "The latency term: prefer an algorithm with about lg p phases, such as a tree or recursive doubling",
-            "Neither: a message this small takes no time",
+            "The latency term: use the ring, which sends only 2(p − 1)/p · 4 kB per rank",
         ),
         answer=1,
         explanation=(
             "4 kB is far below the 16 MB crossover, so the ring's 2(p − 1)α = 630 µs dwarfs its bandwidth "
-            "term; an algorithm with fewer phases is faster."
+            "term; an algorithm with fewer phases is faster. The ring's few bytes help only the bandwidth term, "
+            "and its 2(p − 1) = 126 phases are the problem."
         ),
     )
 )
@@ -787,8 +857,8 @@ quiz.MultipleChoice(
 #    150 µs, 0.4 %: bandwidth-bound.
 # 2. `latency_bandwidth_crossover_bytes("all_reduce", 8, 450e9, 1e-6)` = 3.6 MB (= 8 × 1 µs × 450 GB/s);
 #    with 64 ranks on InfiniBand, 16 MB. More ranks and a slower α push the crossover up.
-# 3. `collectives.algbw_from_busbw("all_gather", 16, 188.5e9)` = 201 GB/s (factor 15/16); time = 8 GiB / algbw ≈
-#    42.7 ms.
+# 3. busbw = algbw × factor, so algbw = busbw / `collectives.busbw_factor("all_gather", 16)` = 188.5 GB/s ÷ 15/16
+#    = 201 GB/s; time = 8 GiB / algbw ≈ 42.7 ms.
 # 4. Both are 35.1 ms: reduce-scatter has $p-1$ phases and $Q = (p-1)/p \cdot S$, all-gather the same, and the
 #    ring all-reduce is literally the two run back to back ($2(p-1)$ phases, $2(p-1)/p \cdot S$). ZeRO §7.1 uses
 #    this identity to show that its sharded gradients cost no extra communication.

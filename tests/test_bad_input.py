@@ -391,7 +391,11 @@ CASES = [
         ),
     ),
     (hardware.H100.peak, dict(dtype="bf16"), dict(dtype="dtype")),
-    (hardware.NVLINK4.one_way_bytes_per_s_per_device, dict(devices_per_node=8), dict(devices_per_node="count")),
+    (
+        hardware.INFINIBAND_NDR_8X.one_way_bytes_per_s_per_device,
+        dict(devices_per_node=8),
+        dict(devices_per_node="count"),
+    ),
     (
         hardware.Cluster,
         dict(

@@ -99,24 +99,34 @@ def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
         ],
         "q2": [
             (
-                "(p-1)·α·B",
+                "the ring's own crossover p·α·B",
                 """
-def crossover_payload_bytes(ranks, bandwidth_bytes_per_s, latency_s):
-    return (ranks - 1) * latency_s * bandwidth_bytes_per_s
+def ring_beats_recursive_doubling_bytes(ranks, bandwidth_bytes_per_s, latency_s):
+    return ranks * latency_s * bandwidth_bytes_per_s
 """,
             ),
             (
-                "α·B, without p",
+                "a ring sending 2S instead of 2(p-1)/p·S",
                 """
-def crossover_payload_bytes(ranks, bandwidth_bytes_per_s, latency_s):
-    return latency_s * bandwidth_bytes_per_s
+def ring_beats_recursive_doubling_bytes(ranks, bandwidth_bytes_per_s, latency_s):
+    return (2 * (ranks - 1) - math.log2(ranks)) * latency_s * bandwidth_bytes_per_s / (math.log2(ranks) - 2)
 """,
             ),
             (
-                "bandwidth term without 2(p-1)/p",
+                "Rabenseifner's 2 lg p steps for recursive doubling",
                 """
-def crossover_payload_bytes(ranks, bandwidth_bytes_per_s, latency_s):
-    return 2 * (ranks - 1) * latency_s * bandwidth_bytes_per_s
+def ring_beats_recursive_doubling_bytes(ranks, bandwidth_bytes_per_s, latency_s):
+    lg = math.log2(ranks)
+    return (2 * (ranks - 1) - 2 * lg) * latency_s * bandwidth_bytes_per_s / (lg - 2 * (ranks - 1) / ranks)
+""",
+            ),
+            (
+                "calls course_lib's answer",
+                """
+def ring_beats_recursive_doubling_bytes(ranks, bandwidth_bytes_per_s, latency_s):
+    return collectives.equal_time_payload_bytes(
+        "all_reduce", ranks, bandwidth_bytes_per_s, latency_s, "ring", "recursive_doubling"
+    )
 """,
             ),
         ],
@@ -170,6 +180,25 @@ infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 400e9, 5e-6)
                 "the network's latency for NVLink",
                 """
 nvlink_allreduce_s = collectives.ring_allreduce_time(8, 2e9, 450e9, 5e-6)
+infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 50e9, 5e-6)
+""",
+            ),
+            (
+                "the per-node InfiniBand preset given to one GPU",
+                """
+from course_lib import hardware
+
+nvlink_allreduce_s = collectives.ring_allreduce_time(8, 2e9, 450e9, 1e-6)
+infiniband = hardware.INFINIBAND_NDR_8X.one_way_bytes_per_s_per_device(devices_per_node=1)
+infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, infiniband, 5e-6)
+""",
+            ),
+            (
+                "NVLink's preset figure as published",
+                """
+from course_lib import hardware
+
+nvlink_allreduce_s = collectives.ring_allreduce_time(8, 2e9, hardware.NVLINK4.bandwidth_bytes_per_s, 1e-6)
 infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 50e9, 5e-6)
 """,
             ),
@@ -899,6 +928,21 @@ def test_a_wrong_answer_loses_exactly_its_questions_points(built, lab_tests, lab
     assert result[question][0] == 0, f"{mistake!r} scored {result[question][0]} on {question}"
     others = {q: s for q, s in result.items() if q != question and s[0] != s[1]}
     assert not others, f"{mistake!r} in {question} changed other questions: {others}"
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    ["NVLink's two-way figure", "bits read as bytes", "the per-node InfiniBand preset given to one GPU"],
+)
+def test_lab1_q4_public_test_fails_the_classic_slips(built, lab_tests, mistake):
+    """A self-learner sees only the public tests: the two bandwidth slips q4 is about must fail there (issue 15)."""
+    student, autograder, _ = built["01_ring_allreduce"]
+    (source,) = [source for name, source in WRONG["01_ring_allreduce"]["q4"] if name == mistake]
+    result = scores(
+        {"q4": lab_tests["01_ring_allreduce"]["q4"]},
+        run_answers(student, solution_sources(autograder) | {"q4": [source]}),
+    )
+    assert not result["q4"][2], f"{mistake!r} passes q4's public test"
 
 
 def test_hidden_tests_catch_mistakes_the_public_ones_miss(built, lab_tests):

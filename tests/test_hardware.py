@@ -68,6 +68,17 @@ def test_selene_matches_narayanan():
     assert c.inter_bandwidth_bytes_per_s == 25 * GB
 
 
+@pytest.mark.parametrize("link", [hardware.INFINIBAND_HDR_8X, hardware.INFINIBAND_NDR_8X, hardware.EFA_P5])
+def test_a_per_node_figure_needs_the_nodes_device_count(link):
+    # No silent "one GPU per node": that default handed one GPU the whole node's 400 GB/s of NDR (issue 15).
+    assert link.scope == "per node"
+    with pytest.raises(ValueError, match="devices_per_node is required for a per-node figure"):
+        link.one_way_bytes_per_s_per_device()
+    assert link.one_way_bytes_per_s_per_device(devices_per_node=8) == pytest.approx(link.bandwidth_bytes_per_s / 8)
+    # A per-GPU figure does not depend on the node's count.
+    assert hardware.NVLINK4.one_way_bytes_per_s_per_device() == hardware.NVLINK4.one_way_bytes_per_s_per_device(8)
+
+
 def test_ici_is_per_link_and_a_torus_axis_ring_uses_two_links():
     # A ring on one torus axis sends both ways at once, to both neighbours: 2 links' worth per chip.
     assert hardware.ICI_V4.scope == "per link"

@@ -363,3 +363,56 @@ def test_step_figure_shades_are_the_simulated_contributions():
                 np.testing.assert_allclose(faces[r, c], expected)
         assert len(live.heads.get_xdata()) == (5 if step else 0)  # one transfer per rank per step
     assert live.title.get_text() == "ring step 8 of 8: all-gather"
+
+
+# ---- which rank sends what at each step (lesson 02, next to each algorithm's cost) ------------------------------
+
+
+@pytest.mark.parametrize(
+    "op, algorithm, ranks",
+    [
+        ("all_reduce", "ring", 4),
+        ("all_reduce", "binomial_tree", 4),
+        ("all_reduce", "recursive_doubling", 4),
+        ("all_reduce", "rabenseifner", 4),
+        ("all_reduce", "ring", 3),
+        ("broadcast", "ring", 4),
+    ],
+)
+def test_collective_steps_draw_every_transfer_of_the_simulation(op, algorithm, ranks):
+    from course_lib.viz.collectives import plot_collective_steps
+
+    ax = plot_collective_steps(op, algorithm, ranks=ranks)
+    sim = simulate(op, ranks, demo_inputs(op, ranks), algorithm=algorithm)
+    arrows = {p.get_gid(): p for p in ax.patches if isinstance(p, FancyArrowPatch) and p.get_gid()}
+    expected = {
+        f"transfer {step} {t.src}->{t.dst}": t for step, transfers in enumerate(sim.steps, start=1) for t in transfers
+    }
+    assert set(arrows) == set(expected)
+    for gid, transfer in expected.items():  # red: the receiver adds in; blue: it overwrites
+        red = to_rgba(arrows[gid].get_edgecolor())[0] > to_rgba(arrows[gid].get_edgecolor())[2]
+        assert red == transfer.reduce, gid
+    cost = collectives.collective_cost(op, ranks, sim.payload_bytes, algorithm)
+    title = ax.get_title()
+    assert f"n = {cost.phases} steps" in title and f"Q = {int(cost.wire_bytes)} B" in title, title
+    assert len(ax.get_xticks()) == cost.phases
+    plt.close("all")
+
+
+def test_collective_steps_label_each_message_with_its_chunks():
+    from course_lib.viz.collectives import chunk_label, plot_collective_steps
+
+    # Rabenseifner on 4 ranks, step 1 (recursive halving): rank 0 sends chunks 2–3 to rank 2 and keeps 0–1.
+    ax = plot_collective_steps("all_reduce", "rabenseifner", ranks=4)
+    labels = [text.get_text() for text in ax.texts]
+    assert labels[:4] == ["c2–3", "c2–3", "c0–1", "c0–1"]
+    # Broadcast "ring" = binomial scatter (lg 4 = 2 steps: c2–3, then c1 and c3) + ring all-gather (3 steps): 5.
+    ax = plot_collective_steps("broadcast", "ring", ranks=4)
+    labels = [text.get_text() for text in ax.texts]
+    assert labels[:3] == ["c2–3", "c1", "c3"] and len(ax.get_xticks()) == 5
+    assert [chunk_label(c, 4) for c in [(0, 1, 2, 3), (2,), (1, 2), (1, 3)]] == ["all", "c2", "c1–2", "c1,3"]
+    with pytest.raises(ValueError, match="op"):
+        plot_collective_steps("all_to_all", "pairwise")
+    with pytest.raises(ValueError, match="ranks"):
+        plot_collective_steps("all_reduce", "ring", ranks=9)
+    plt.close("all")

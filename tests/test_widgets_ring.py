@@ -243,6 +243,22 @@ def test_ring_partial_redraw_matches_a_full_draw():
         assert np.abs(blitted - full).max() <= 2, f"stale background after {changes}"
 
 
+def test_ring_time_plot_takes_the_whole_width_when_there_is_no_step_grid():
+    # Issue 15: at p = 48 the time plot was 260 px wide beside an empty panel. Without a grid it takes the width.
+    lab = ring_allreduce_lab()
+    time_ax, step_ax = lab.time_figure.axes[0], lab.step_figure.ax
+    narrow = time_ax.get_position().width
+    assert narrow < 0.5 and step_ax.get_visible()
+    lab.controls["ranks"].value = 48
+    assert time_ax.get_position().width > 0.8 and not step_ax.get_visible()
+    assert not lab.step_figure.title.get_visible()
+    legend = time_ax.get_legend().get_window_extent(lab.figure.canvas.get_renderer())
+    assert legend.x0 >= 0, "the legend stays on the figure"
+    lab.controls["ranks"].value = 8
+    assert time_ax.get_position().width == pytest.approx(narrow) and step_ax.get_visible()
+    assert lab.step_figure.title.get_visible()
+
+
 def test_ring_regime_flips_at_the_crossover():
     lab = ring_allreduce_lab(payload_bytes=2 * units.MB)  # S* = p·α·B = 8 × 5 µs × 50 GB/s
     assert lab.result["regime"] == "bandwidth-bound" and "at the crossover" in lab.summary.value

@@ -11,14 +11,16 @@ figure shares.
 
 >>> from course_lib import viz
 >>> sorted(name for name in viz.__all__ if name.startswith("plot_"))[:3]
-['plot_collective_data', 'plot_collective_time_vs_payload', 'plot_course_map']
+['plot_collective_data', 'plot_collective_steps', 'plot_collective_time_vs_payload']
 """
 
 from .budget import plot_plan_search, plot_step_timeline
 from .collectives import (
     CollectiveTimeFigure,
     RingStepFigure,
+    collective_steps_legend,
     plot_collective_data,
+    plot_collective_steps,
     plot_collective_time_vs_payload,
     plot_ring_allreduce_steps,
     plot_ring_step,
@@ -44,6 +46,8 @@ __all__ = [
     "plot_collective_data",
     "plot_ring_step",
     "plot_ring_allreduce_steps",
+    "plot_collective_steps",
+    "collective_steps_legend",
     "plot_collective_time_vs_payload",
     "plot_pipeline_schedule",
     "plot_memory_breakdown",

@@ -31,6 +31,9 @@ __all__ = [
     "plot_collective_data",
     "plot_ring_step",
     "plot_ring_allreduce_steps",
+    "plot_collective_steps",
+    "collective_steps_legend",
+    "chunk_label",
     "ring_allreduce_step_count",
     "plot_collective_time_vs_payload",
     "demo_inputs",
@@ -1115,3 +1118,107 @@ class RingStepFigure(LiveFigure):
         self.shafts.set_data(xs, ys)
         self.heads.set_data(head_x, head_y)
         self.title.set_text(f"ring step {step} of {steps}: {ring_step_phase('all_reduce', p, step)}")
+
+
+# --- which rank sends what at each step ---------------------------------------------------------------------------
+
+_ADDS_COLOR, _COPIES_COLOR = "#C44E52", "#4C72B0"
+
+
+def chunk_label(chunks, ranks: int) -> str:
+    """How ``plot_collective_steps`` labels a message: its chunks of the p-chunk buffer.
+
+    >>> chunk_label((3,), 4), chunk_label((0, 1), 4), chunk_label((0, 1, 2, 3), 4), chunk_label((0, 2), 4)
+    ('c3', 'c0–1', 'all', 'c0,2')
+    """
+    chunks = tuple(int(c) for c in chunks)
+    if len(chunks) == ranks and sorted(chunks) == list(range(ranks)):
+        return "all"
+    if len(chunks) > 1 and list(chunks) == list(range(chunks[0], chunks[0] + len(chunks))):
+        return f"c{chunks[0]}–{chunks[-1]}"
+    return "c" + ",".join(str(c) for c in chunks)
+
+
+def plot_collective_steps(op, algorithm="ring", ranks=4, ax=None):
+    """Which rank sends what at each step of a simulated collective: one row per rank, one column per step.
+
+    The collective runs in ``course_lib.simulate`` on ``demo_inputs(op, ranks)`` (one int64 element per chunk).
+    Each recorded transfer is an arrow across its step's column from the sender's row to the receiver's row,
+    labelled at its start with the chunks it carries (``chunk_label``: "c3", "c0–1", "all" for the whole buffer),
+    red when the receiver adds it into its copy, blue when it overwrites its copy. The title gives the step count
+    n and the bytes on the critical path Q (the largest message of each step, summed), the n and Q of
+    ``collectives.collective_cost``. Arrows have gid ``"transfer <step> <src>-><dst>"`` (steps from 1).
+
+    >>> ax = plot_collective_steps("all_reduce", "recursive_doubling", ranks=4)
+    >>> sorted(p.get_gid() for p in ax.patches if p.get_gid())[:3]
+    ['transfer 1 0->1', 'transfer 1 1->0', 'transfer 1 2->3']
+    >>> ax.get_title()
+    'recursive doubling all-reduce, 4 ranks: n = 2 steps, Q = 64 B'
+    >>> plt.close("all")
+    """
+    _validate.choice("op", op, tuple(o for o in OPS if o != "all_to_all"))
+    p = _checked_drawn_ranks(ranks, minimum=2)
+    sim = _simulate.simulate(op, p, demo_inputs(op, p), algorithm=algorithm)
+    itemsize = sim.inputs[0].itemsize
+    ax = axes_or_new(ax)
+    steps = sim.step_count
+    for r in range(p):
+        ax.axhline(r, color="#BBBBBB", linewidth=0.8, zorder=1)
+    for step in range(1, steps):
+        ax.axvline(step + 0.5, color="#DDDDDD", linewidth=0.8, zorder=1)
+    for step, transfers in enumerate(sim.steps, start=1):
+        for transfer in transfers:
+            color = _ADDS_COLOR if transfer.reduce else _COPIES_COLOR
+            arrow = FancyArrowPatch(
+                (step - 0.32, transfer.src),
+                (step + 0.36, transfer.dst),
+                arrowstyle="-|>",
+                mutation_scale=10,
+                linewidth=1.3,
+                color=color,
+                shrinkA=0,
+                shrinkB=2,
+                zorder=3,
+            )
+            arrow.set_gid(f"transfer {step} {transfer.src}->{transfer.dst}")
+            ax.add_patch(arrow)
+            upward = transfer.dst < transfer.src  # label on the side of the row the arrow leaves from
+            ax.text(
+                step - 0.36,
+                transfer.src + (0.1 if upward else -0.1),
+                chunk_label(transfer.chunks, p),
+                fontsize=8,
+                color=color,
+                ha="left",
+                va="top" if upward else "bottom",
+                zorder=4,
+            )
+    ax.set_xlim(0.5, steps + 0.5)
+    ax.set_ylim(p - 0.5, -0.6)  # rank 0 at the top
+    ax.set_xticks(range(1, steps + 1))
+    ax.set_yticks(range(p), [f"rank {r}" for r in range(p)])
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    ax.set_xlabel("step")
+    q_bytes = sim.critical_path_elements * itemsize
+    ax.set_title(
+        f"{algorithm_label(algorithm)} {op.replace('_', '-')}, {p} ranks: n = {steps} steps, "
+        f"Q = {units.format_bytes(q_bytes)}",
+        fontsize=10,
+    )
+    return ax
+
+
+def collective_steps_legend(figure) -> None:
+    """A legend for ``plot_collective_steps``' two arrow colours, below the axes of ``figure`` (constrained layout)."""
+    figure.legend(
+        handles=[
+            Line2D([], [], color=_ADDS_COLOR, marker=">", label="receiver adds it into its copy"),
+            Line2D([], [], color=_COPIES_COLOR, marker=">", label="receiver overwrites its copy"),
+        ],
+        loc="outside lower center",
+        ncol=2,
+        frameon=False,
+        fontsize=9,
+    )

@@ -42,6 +42,7 @@ from ..viz.collectives import (
     ring_allreduce_step_count,
     ring_step_phase,
 )
+from ..viz.fast import Panel
 from ..viz.style import seconds_label
 from ._base import Lab, choice_buttons, int_slider, nice_values, same_stop, stops_with, unit_slider
 
@@ -74,9 +75,12 @@ DEFAULTS = {
     "latency_s": 5 * units.US,
     "algorithm": "ring",
     "step": 0,
-}  # the card's numbers (lesson 02)
+}  # lesson 02's synthetic example: 100 MB at 50 GB/s, α = 5 µs
 
 _TIME_LIMITS_S = (1e-7, 1e3)  # fixed: the shortest (0.1 µs, 2 ranks) to the longest (1024 ranks, 1 GB/s, 10 GB)
+# The time plot's place (figure fractions): beside the step grid, or the whole width when there is no grid (p > 8).
+_TIME_AXES_BESIDE_GRID = (0.095, 0.3, 0.44, 0.63)
+_TIME_AXES_ALONE = (0.095, 0.3, 0.86, 0.63)
 
 
 ring_steps = ring_allreduce_step_count  # the range of the ``step`` control: 2(p − 1)
@@ -254,19 +258,38 @@ class RingAllReduceLab(Lab):
 
     def _build_figure(self) -> Figure:
         fig = Figure(figsize=(9, 4.3), dpi=self.dpi)
+        time_ax = fig.add_axes(_TIME_AXES_BESIDE_GRID)
         self.time_figure = CollectiveTimeFigure(
-            fig.add_axes((0.095, 0.3, 0.44, 0.63)),
+            time_ax,
             OP,
             payload_range_bytes=(PAYLOADS_BYTES[0], PAYLOADS_BYTES[-1]),
             time_range_s=_TIME_LIMITS_S,
             ranks_options=RANKS,
         )
-        self.step_figure = RingStepFigure(fig.add_axes((0.56, 0.0, 0.44, 1.0)), MAX_STEP_RANKS, ranks_options=RANKS)
-        # The legend depends on which algorithms apply to p; the step grid's rows and labels on min(p, 9).
+        step_ax = fig.add_axes((0.56, 0.0, 0.44, 1.0))
+        self.step_figure = RingStepFigure(step_ax, MAX_STEP_RANKS, ranks_options=RANKS)
+
+        # The legend depends on which algorithms apply to p, the step grid's rows and labels on min(p, 9); above
+        # MAX_STEP_RANKS there is no grid, and the time plot takes the whole width. One panel, the whole figure.
+        def key(ranks):
+            return self.time_figure.static_key(ranks), self.step_figure.static_key(ranks)
+
+        def set_static(ranks):
+            self.time_figure.set_static(ranks)
+            self.step_figure.set_static(ranks)
+            grid = ranks <= MAX_STEP_RANKS
+            place = _TIME_AXES_BESIDE_GRID if grid else _TIME_AXES_ALONE
+            time_ax.set_position(place)
+            # The legend below the plot keeps its place in the figure (its anchor is in axes fractions).
+            anchor_x = -0.15 * _TIME_AXES_BESIDE_GRID[2] / place[2]
+            time_ax.get_legend().set_bbox_to_anchor((anchor_x, -0.15), transform=time_ax.transAxes)
+            step_ax.set_visible(grid)
+
+        examples = tuple({key(p): p for p in RANKS}.values())
         self.enable_partial_redraw(
             fig,
             [*self.time_figure.animated, *self.step_figure.animated],
-            [self.time_figure.panel((0.0, 0.58)), self.step_figure.panel((0.58, 1.0))],
+            [Panel((0.0, 1.0), (time_ax, step_ax), key, set_static, examples)],
         )
         return fig
 
@@ -274,6 +297,7 @@ class RingAllReduceLab(Lab):
         self.set_static_state(r["ranks"])
         self.time_figure.update(self.report)
         self.step_figure.update(r["ranks"], r["step"])
+        self.step_figure.title.set_visible(r["ranks"] <= MAX_STEP_RANKS)  # no grid: the summary gives the steps
 
 
 @functools.cache
@@ -282,8 +306,9 @@ def _busbw_factor(ranks: int) -> float:
 
 
 def ring_allreduce_lab(**initial) -> RingAllReduceLab:
-    """The ring all-reduce lab; ``initial`` sets controls by name (defaults: the card's 8 ranks, 100 MB, 50 GB/s, 5 µs,
-    ring, step 0). A value off a slider's stops is added to them; one outside its range raises ValueError.
+    """The ring all-reduce lab; ``initial`` sets controls by name (defaults: 8 ranks and lesson 02's 100 MB,
+    50 GB/s, 5 µs, ring, step 0). A value off a slider's stops is added to them; one outside its range
+    raises ValueError.
 
     >>> lab = ring_allreduce_lab(ranks=4, payload_bytes=64 * units.MB)
     >>> units.format_time(lab.result["time_s"]), units.format_bandwidth(lab.result["busbw_bytes_per_s"])

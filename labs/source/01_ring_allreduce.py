@@ -31,11 +31,10 @@
 # Every data-parallel training step ends with an all-reduce of the gradients. Its time follows the α–β model of
 # [lesson 02 · Move the data](../notebooks/02_nccl.ipynb): $T \approx n\alpha + Q/B$, a startup latency $\alpha$
 # for each of the algorithm's $n$ steps plus the $Q$ bytes on the critical path over the one-way bandwidth $B$ of
-# each rank's link. For the ring, $n = 2(p-1)$ and $Q = 2(p-1)/p \cdot S$. In this lab you first move the ranks
-# $p$, the payload $S$, the bandwidth and the latency and watch both terms, the algbw and busbw that nccl-tests
-# would report, the payload where the two terms are equal, the five all-reduce algorithms side by side, and, for
-# rings of up to 8 ranks, the chunks moving step by step; then you derive the same numbers yourself in the graded
-# questions.
+# each rank's link. In this lab you first move the ranks $p$, the payload $S$, the bandwidth and the latency and
+# watch both terms, the algbw and busbw that nccl-tests would report, the payload where the two terms are equal,
+# the five all-reduce algorithms side by side, and, for rings of up to 8 ranks, the chunks moving step by step;
+# then, in the graded questions, you count $n$ and $Q$ from the lab yourself and use them.
 #
 # **What you need:** lesson 02, in particular the ring all-reduce step by step, the α–β model, algbw and busbw,
 # and what a bandwidth figure means.
@@ -55,6 +54,9 @@
 import math
 
 from course_lib import collectives, hardware, units
+from course_lib.widgets import readable_feedback
+
+readable_feedback()  # the checks below mark their results with ✔ and ✘, which every font here has
 
 # %% [markdown]
 # ## The lab
@@ -83,7 +85,7 @@ lab
 # 2. **Double the ranks at a large and at a small payload.** At 100 MB, move *ranks p* from 8 to 16: by what
 #    factor does the ring's time grow? Now set the payload to 1 kB and do the same. Which term explains each answer?
 # 3. **Move the crossover.** Predict where the dashed line goes when you double α (5 → 10 µs), then B
-#    (50 → 100 GB/s), then p (8 → 16); move one slider at a time and check. (Question 2 asks for the formula.)
+#    (50 → 100 GB/s), then p (8 → 16); move one slider at a time and check.
 # 4. **Pick the fastest algorithm.** At 1 kB and at 100 MB, which algorithm is fastest on 8 ranks (the summary
 #    marks it in bold)? Then set 12 ranks: which algorithms are left, and which wins at 1 kB and at 100 MB?
 # 5. **algbw against busbw.** Set the payload to 1 GB and move *ranks p* through 2, 8, 64 and 1024. Which of the
@@ -122,7 +124,7 @@ lab
 # %% [markdown]
 # ## Key figures at the default settings
 #
-# A fresh lab at the card's numbers, and the same time from the ring formula of `course_lib.collectives`:
+# A fresh lab at its default settings, and the same time from the ring formula of `course_lib.collectives`:
 
 # %% tags=["otter_ignore"]
 reference = ring_allreduce_lab()
@@ -162,12 +164,13 @@ print(
 # %% [markdown]
 # ### Question 1 · The ring all-reduce time (3 points)
 #
-# A ring all-reduce of $S$ bytes over $p$ ranks is a reduce-scatter followed by an all-gather. Each runs $p-1$
-# steps; in every step each rank sends one chunk of $S/p$ bytes to its neighbour, over a link of one-way bandwidth
-# $B$, and every step pays the startup latency $\alpha$.
+# Count the ring's work in the lab's right panel (set a few ranks, 4 for instance, and move *ring step*): how many
+# steps does the ring all-reduce take for $p$ ranks, and what does each rank send to its neighbour in one step, as a
+# share of the payload $S$? Every step pays the startup latency $\alpha$ once, and the ranks send at the same time,
+# each over its own link of one-way bandwidth $B$.
 #
 # Write `ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s)`, the time in seconds under
-# the α–β model. Build it from the model: do not call `collectives.ring_allreduce_time`, `collective_time` or
+# the α–β model, from your count. Do not call `collectives.ring_allreduce_time`, `collective_time` or
 # `collective_cost` (`collectives.comm_time` is allowed). A ring of one rank has nothing to exchange.
 # Check it against the lab: the time it shows for your settings must match.
 
@@ -193,7 +196,7 @@ def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
 
 
 # %%
-def test_q1_card_example(ring_allreduce_time):
+def test_q1_four_ranks(ring_allreduce_time):
     assert callable(ring_allreduce_time), "define the function ring_allreduce_time"
     import numpy
 
@@ -232,7 +235,7 @@ def test_q1_card_example(ring_allreduce_time):
     )
 
 
-test_q1_card_example(ring_allreduce_time)
+test_q1_four_ranks(ring_allreduce_time)
 
 
 # %%
@@ -296,23 +299,32 @@ test_q1_other_rings(ring_allreduce_time)
 # all_or_nothing: true
 
 # %% [markdown]
-# ### Question 2 · Latency-bound or bandwidth-bound (2 points)
+# ### Question 2 · When does the ring beat recursive doubling? (2 points)
 #
-# Write `crossover_payload_bytes(ranks, bandwidth_bytes_per_s, latency_s)`: the payload $S^*$ at which the
-# latency term and the bandwidth term of a ring all-reduce are equal. Below it the all-reduce is latency-bound,
-# above it bandwidth-bound. Derive it from the two terms of question 1 (do not call
-# `collectives.latency_bandwidth_crossover_bytes`), then compare it with the crossover the lab prints.
+# On a power-of-two number of ranks the lab also draws recursive doubling. Set 8 ranks and move the payload: at
+# 1 kB recursive doubling is the fastest, at 100 MB the ring beats it. Read the two algorithms' costs off the lab
+# (the summary gives each algorithm's time; lesson 02's table of steps $n$ and bytes $Q$ says why) and find where
+# they swap.
+#
+# Write `ring_beats_recursive_doubling_bytes(ranks, bandwidth_bytes_per_s, latency_s)`: the payload $S$ (bytes) at
+# which a ring all-reduce and a recursive-doubling all-reduce over `ranks` ranks (a power of two, at least 4) take
+# the same time under the α–β model, with the same $B$ and $\alpha$ for both. Above it the ring is faster. Do not
+# call `collectives.equal_time_payload_bytes` (the other functions of `collectives` are allowed). Check it on the
+# lab: at your payload the two times it shows must be equal.
 
 # %% [raw]
 # # BEGIN SOLUTION
 
 
 # %%
-def crossover_payload_bytes(ranks, bandwidth_bytes_per_s, latency_s):
-    """Payload (bytes) at which a ring all-reduce's latency and bandwidth terms are equal."""
+def ring_beats_recursive_doubling_bytes(ranks, bandwidth_bytes_per_s, latency_s):
+    """Payload (bytes) at which ring and recursive-doubling all-reduces over ``ranks`` ranks take equal time."""
     # BEGIN SOLUTION
-    # 2(p − 1)·α = 2(p − 1)/p · S/B  ⇒  S = p·α·B
-    return ranks * latency_s * bandwidth_bytes_per_s
+    # ring: 2(p − 1) steps, 2(p − 1)/p · S bytes; recursive doubling: lg p steps, the whole S in each: lg p · S
+    ring_steps, doubling_steps = 2 * (ranks - 1), math.log2(ranks)
+    ring_share, doubling_share = 2 * (ranks - 1) / ranks, math.log2(ranks)
+    # ring_steps·α + ring_share·S/B = doubling_steps·α + doubling_share·S/B, solved for S
+    return (ring_steps - doubling_steps) * latency_s * bandwidth_bytes_per_s / (doubling_share - ring_share)
     # END SOLUTION
 
 
@@ -324,8 +336,8 @@ def crossover_payload_bytes(ranks, bandwidth_bytes_per_s, latency_s):
 
 
 # %%
-def test_q2_eight_ranks(crossover_payload_bytes):
-    assert callable(crossover_payload_bytes), "define the function crossover_payload_bytes"
+def test_q2_eight_ranks(ring_beats_recursive_doubling_bytes):
+    assert callable(ring_beats_recursive_doubling_bytes), "define the function ring_beats_recursive_doubling_bytes"
     import numpy
 
     def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
@@ -340,11 +352,7 @@ def test_q2_eight_ranks(crossover_payload_bytes):
 
         def watch(frame, event, arg):
             code = frame.f_code
-            if event == "call" and code.co_name in {
-                "latency_bandwidth_crossover_bytes",
-                "collective_cost",
-                "collective_time",
-            }:
+            if event == "call" and code.co_name in {"equal_time_payload_bytes", "latency_bandwidth_crossover_bytes"}:
                 if code.co_filename.replace("\\", "/").endswith(("course_lib/collectives.py",)):
                     caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
                     if "course_lib/" not in caller:
@@ -357,19 +365,25 @@ def test_q2_eight_ranks(crossover_payload_bytes):
         finally:
             sys.setprofile(previous)
 
-    result, called = calling(crossover_payload_bytes, 8, 50e9, 5e-6)
-    assert not called, f"derive S* from the two terms instead of calling {', '.join(sorted(called))}"
+    result, called = calling(ring_beats_recursive_doubling_bytes, 8, 50e9, 5e-6)
+    assert not called, f"find the payload from the two algorithms' costs instead of calling {', '.join(called)}"
     got = number(result)
     assert got is not None, f"return the payload in bytes as a number, got {result!r:.80}"
-    assert abs(got - 2e6) <= 1e-6 * 2e6, f"8 ranks at 50 GB/s with α = 5 µs: expected 2 MB, got {got:.6g} B"
+    # The usual slips give other numbers: the ring's own crossover p·α·B = 2 MB, a ring sending 2S instead of
+    # 2(p − 1)/p · S (2.75 MB), Rabenseifner's 2 lg p steps for recursive doubling (1.6 MB).
+    slips = {2e6: "that is where the ring's own two terms are equal (p·α·B), not where the two algorithms meet"}
+    for slip, hint in slips.items():
+        assert abs(got - slip) > 1e-6 * slip, f"8 ranks at 50 GB/s, α = 5 µs: {hint}"
+    want = 2.2e6  # ring 14 α + 1.75 S/B, recursive doubling 3 α + 3 S/B: equal at S = 11 α B / 1.25
+    assert abs(got - want) <= 1e-6 * want, f"8 ranks at 50 GB/s with α = 5 µs: expected 2.2 MB, got {got:.6g} B"
 
 
-test_q2_eight_ranks(crossover_payload_bytes)
+test_q2_eight_ranks(ring_beats_recursive_doubling_bytes)
 
 
 # %%
 # HIDDEN
-def test_q2_other_rings(crossover_payload_bytes):
+def test_q2_other_rings(ring_beats_recursive_doubling_bytes):
     import numpy
 
     def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
@@ -384,11 +398,7 @@ def test_q2_other_rings(crossover_payload_bytes):
 
         def watch(frame, event, arg):
             code = frame.f_code
-            if event == "call" and code.co_name in {
-                "latency_bandwidth_crossover_bytes",
-                "collective_cost",
-                "collective_time",
-            }:
+            if event == "call" and code.co_name in {"equal_time_payload_bytes", "latency_bandwidth_crossover_bytes"}:
                 if code.co_filename.replace("\\", "/").endswith(("course_lib/collectives.py",)):
                     caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
                     if "course_lib/" not in caller:
@@ -401,21 +411,21 @@ def test_q2_other_rings(crossover_payload_bytes):
         finally:
             sys.setprofile(previous)
 
-    # S* = p·α·B (2(p − 1)·α = 2(p − 1)/p · S/B), worked out by hand
+    # S = (2(p − 1) − lg p)·α·B / (lg p − 2(p − 1)/p), worked out by hand
     for case, want in [
-        ((2, 50e9, 5e-6), 5e5),
-        ((64, 25e9, 5e-6), 8e6),
-        ((16, 450e9, 1e-6), 7.2e6),
-        ((3, 12.5e9, 20e-6), 7.5e5),
+        ((4, 50e9, 5e-6), 2e6),  # (6 − 2)/(2 − 1.5) = 8 α B; the ring's own crossover would be 1 MB
+        ((16, 450e9, 1e-6), 5.505882352941176e6),  # 26/2.125 α B
+        ((64, 25e9, 5e-6), 3.7209302325581396e6),  # 120/4.03125 α B
+        ((1024, 50e9, 2e-6), 2.5443788137661703e7),  # 2036/8.001953125 α B
     ]:
-        result, called = calling(crossover_payload_bytes, *case)
+        result, called = calling(ring_beats_recursive_doubling_bytes, *case)
         got = number(result)
         assert not called and got is not None and abs(got - want) <= 1e-6 * want, (
-            f"crossover_payload_bytes{case}: expected {want:.6g} B, got {result!r:.80}"
+            f"ring_beats_recursive_doubling_bytes{case}: expected {want:.6g} B, got {result!r:.80}"
         )
 
 
-test_q2_other_rings(crossover_payload_bytes)
+test_q2_other_rings(ring_beats_recursive_doubling_bytes)
 
 # %% [raw]
 # # END TESTS
@@ -584,10 +594,12 @@ test_q3_other_collectives(busbw_bytes_per_s)
 #
 # 1. `nvlink_allreduce_s`: over the 8 H100 GPUs of one DGX H100 node, whose NVLink 4 datasheet figure is
 #    900 GB/s per GPU, counted in both directions; $\alpha$ = 1 µs.
-# 2. `infiniband_allreduce_s`: over 16 GPUs in 16 nodes, one GPU per node, each GPU with its own 400 Gb/s
-#    InfiniBand NDR adapter (a one-way figure, in bits per second); $\alpha$ = 5 µs.
+# 2. `infiniband_allreduce_s`: over 16 GPUs, one in each of 16 DGX H100 nodes, the ring running through one
+#    InfiniBand NDR adapter per node: each of these GPUs has its own 400 Gb/s adapter (a one-way figure, in bits
+#    per second; the node has eight, one per GPU); $\alpha$ = 5 µs.
 #
-# `hardware.NVLINK4` and `hardware.INFINIBAND_NDR_8X` record what their figures mean.
+# `hardware.NVLINK4` and `hardware.INFINIBAND_NDR_8X` record what their figures mean (direction, scope, basis):
+# read them before you use them.
 
 # %% [raw]
 # # BEGIN SOLUTION
@@ -615,7 +627,32 @@ def test_q4_numbers(nvlink_allreduce_s, infiniband_allreduce_s):
     for name, value in [("nvlink_allreduce_s", nvlink_allreduce_s), ("infiniband_allreduce_s", infiniband_allreduce_s)]:
         got = number(value)
         assert got is not None and got > 0, f"{name} must be a time in seconds, got {value!r:.80}"
-    assert number(nvlink_allreduce_s) < number(infiniband_allreduce_s), "NVLink inside a node should be the faster"
+
+    def near(got, want):
+        return abs(got - want) <= 1e-3 * want
+
+    # The ring's time for 2 GB at a B of `gb_per_s` GB/s: 2(p − 1)·α + 2(p − 1)/p · S/B.
+    def ring(ranks, gb_per_s, latency_s):
+        return 2 * (ranks - 1) * latency_s + 2 * (ranks - 1) / ranks * 2e9 / (gb_per_s * 1e9)
+
+    nvlink = number(nvlink_allreduce_s)
+    assert not near(nvlink, ring(8, 900, 1e-6)), (
+        "nvlink_allreduce_s: that is the time at 900 GB/s, NVLink's figure with both directions added; "
+        "in B each rank sends in one direction"
+    )
+    assert not near(nvlink, ring(8, 900, 5e-6)) and not near(nvlink, ring(8, 450, 5e-6)), (
+        "nvlink_allreduce_s: α is 1 µs inside the node"
+    )
+    assert near(nvlink, 7.791777777777778e-3), f"nvlink_allreduce_s: {nvlink:.4g} s is not the ring's time here"
+    infiniband = number(infiniband_allreduce_s)
+    assert not near(infiniband, ring(16, 400, 5e-6)), (
+        "infiniband_allreduce_s: that is the time at 400 GB/s, which is either 400 Gb/s read as bytes or "
+        "INFINIBAND_NDR_8X's whole node (8 × 400 Gb/s) given to one GPU; B is one GPU's adapter, in bytes per second"
+    )
+    assert not near(infiniband, ring(16, 3200, 5e-6)), "infiniband_allreduce_s: that is the node's 3,200 Gb/s as bytes"
+    assert near(infiniband, 0.07515), (
+        f"infiniband_allreduce_s: {infiniband:.4g} s is not the ring's time here (bits or bytes? one GPU or the node?)"
+    )
 
 
 test_q4_numbers(nvlink_allreduce_s, infiniband_allreduce_s)

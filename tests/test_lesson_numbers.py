@@ -1,0 +1,136 @@
+"""Every number in the prose of lessons 00–02 comes from the output beside it or is checked here (issue 15).
+
+A quantity in a markdown cell (a number with a unit: "3.57 ms", "78.3 %", "201 GB/s") must appear, as written, in
+the stored outputs of its notebook. The few that cannot (figures quoted from a source, the answers of the exercises,
+which the learner computes) are listed in CHECKED, and each is worked out by a test below with ``course_lib``. The
+list is kept honest both ways: a listed quantity must still be in the prose, and a quantity that is neither printed
+nor listed fails. Lessons 03–05 join when their prose is made to follow their outputs.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_lib import collectives, compute, hardware, parallelism, units
+
+ROOT = Path(__file__).resolve().parents[1]
+UNIT = (
+    r"(?:ms|µs|ns|s|B|kB|MB|GB|TB|KiB|MiB|GiB|GB/s|TB/s|Gb/s|Tb/s|TFLOP/s|PFLOP/s|EFLOP|GFLOP|TFLOP|FLOP/byte"
+    r"|FLOP|%|days)"
+)
+QUANTITY = re.compile(r"(?<![\w.$^{])(\d+(?:[.,]\d+)*)\s?" + UNIT + r"(?![\w/])")
+YEAR = re.compile(r"^(?:19|20)\d\ds$")  # "the 2010s"
+
+CHECKED = {
+    "00_course_map": {
+        "2.02 ms": "how units print a time: test_course_map_examples_are_how_units_print",
+        "100 MB": "how units print a size: test_course_map_examples_are_how_units_print",
+    },
+    "01_mac": {
+        "241 GFLOP": "exercise 1",
+        "193 MB": "exercise 1",
+        "1247 FLOP/byte": "exercise 1",
+        "243 µs": "exercise 1",
+        "25.4 days": "exercise 2",
+        "2.039 TB/s": "exercise 3: the A100's datasheet HBM bandwidth",
+        "112 GB": "exercise 4",
+        "14 GB": "exercise 4",
+    },
+    "02_nccl": {
+        "62239 µs": "quoted from the published nccl-tests log; the code cell uses it",
+        "127997 µs": "quoted from the published nccl-tests log; the code cell uses it",
+        "3.2 Tb/s": "the misconception's node rate, 8 × 400 Gb/s of InfiniBand NDR",
+        "6.6 µs": "NCCL's tuning model, hardware.NCCL_BASE_LATENCY_S",
+        "0.6 µs": "NCCL's tuning model, hardware.NCCL_NVLINK_HOP_LATENCY_S",
+        "40 ms": "the single-rail flat ring of the hierarchical all-reduce table, 37.6 to 45 ms",
+        "188.5 GB/s": "exercise 3's given busbw",
+        "8 GiB": "exercise 3's given buffer",
+        "0.4 %": "exercise 1",
+        "3.6 MB": "exercise 2",
+        "201 GB/s": "exercise 3",
+        "42.7 ms": "exercise 3",
+        "600 kB": "exercise 5",
+    },
+}
+
+
+def prose_and_outputs(name):
+    notebook = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    prose = [(index, cell.source) for index, cell in enumerate(notebook.cells) if cell.cell_type == "markdown"]
+    outputs = "\n".join(
+        output.get("text", "") + str(output.get("data", {}).get("text/plain", ""))
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+    )
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    return prose, outputs, code
+
+
+@pytest.mark.parametrize("name", sorted(CHECKED))
+def test_every_quantity_in_the_prose_is_printed_or_checked(name):
+    prose, outputs, _ = prose_and_outputs(name)
+    found = {(index, match.group(0)) for index, text in prose for match in QUANTITY.finditer(text)}
+    found = {(index, quantity) for index, quantity in found if not YEAR.match(quantity)}
+    unbacked = sorted((index, q) for index, q in found if q not in outputs and q not in CHECKED[name])
+    assert not unbacked, (
+        f"{name}: quantities in the prose that no output shows and no test checks (cell, quantity): {unbacked}; "
+        "print them beside the prose, or check them in tests/test_lesson_numbers.py"
+    )
+    stale = sorted(set(CHECKED[name]) - {quantity for _, quantity in found})
+    assert not stale, f"{name}: CHECKED lists quantities the prose no longer has: {stale}"
+
+
+def test_course_map_examples_are_how_units_print():
+    assert units.format_time(collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB)) == "2.02 ms"
+    assert units.format_bytes(100e6) == "100 MB"
+
+
+def test_lesson_01_exercise_answers():
+    flops, moved = compute.gemm_flops(2048, 14336, 4096), compute.gemm_bytes(2048, 14336, 4096)
+    assert units.format_flops(flops) == "241 GFLOP" and units.format_bytes(moved) == "193 MB"
+    assert round(compute.arithmetic_intensity(flops, moved)) == 1247
+    h100 = hardware.H100
+    time_s = compute.roofline_time(flops, moved, h100.peak("bf16"), h100.hbm_bandwidth_bytes_per_s)
+    assert units.format_time(time_s) == "243 µs" and time_s == pytest.approx(flops / 989e12)  # compute-bound
+    days = compute.training_flops(175e9, 300e9) / (1024 * 140e12) / 86400
+    assert f"{days:.1f} days" == "25.4 days" and f"{days * 8 / 6:.1f}" == "33.9"
+    assert units.format_bandwidth(hardware.A100.hbm_bandwidth_bytes_per_s, digits=4) == "2.039 TB/s"
+    assert units.format_bytes(parallelism.zero_model_state_bytes(7e9, 1, 0)) == "112 GB"
+    assert units.format_bytes(2 * 7e9) == "14 GB"
+
+
+def test_lesson_02_quoted_figures():
+    _, _, code = prose_and_outputs("02_nccl")
+    assert "62239 * units.US" in code and "127997 * units.US" in code  # the published times the cells use
+    ndr = hardware.INFINIBAND_NDR_8X
+    assert ndr.bandwidth_bytes_per_s * 8 == pytest.approx(3.2e12)  # 8 × 400 Gb/s = 3.2 Tb/s, in bits
+    assert hardware.NCCL_BASE_LATENCY_S == pytest.approx(6.6e-6)
+    assert hardware.NCCL_NVLINK_HOP_LATENCY_S == pytest.approx(0.6e-6)
+    nvlink, network = hardware.NVLINK4, hardware.INFINIBAND_NDR_8X
+    links = (
+        nvlink.one_way_bytes_per_s_per_device(),
+        nvlink.latency_s,
+        network.one_way_bytes_per_s_per_device(devices_per_node=8),
+        network.latency_s,
+    )
+    single_rail = [
+        collectives.multirail_ring_allreduce_time(1 * units.GB, nodes, 8, *links, rails=1) for nodes in (2, 4, 16, 64)
+    ]
+    assert all(35e-3 < time_s < 46e-3 for time_s in single_rail), single_rail  # "about 40 ms whatever the nodes"
+
+
+def test_lesson_02_exercise_answers():
+    ring = collectives.ring_allreduce_time(16, 1e9, 50e9, 5e-6)
+    assert units.format_time(ring) == "37.6 ms" and units.format_percent(2 * 15 * 5e-6 / ring, digits=1) == "0.4 %"
+    crossover = collectives.latency_bandwidth_crossover_bytes("all_reduce", 8, 450e9, 1e-6)
+    assert units.format_bytes(crossover) == "3.6 MB"
+    algbw = 188.5e9 / collectives.busbw_factor("all_gather", 16)
+    assert units.format_bandwidth(algbw) == "201 GB/s"
+    assert units.format_time(8 * 2**30 / algbw) == "42.7 ms"
+    swap = collectives.equal_time_payload_bytes("all_reduce", 8, 50e9, 5e-6, "recursive_doubling", "rabenseifner")
+    assert units.format_bytes(swap) == "600 kB"
