@@ -686,9 +686,11 @@ def compare_training_and_serving(
     >>> format_time(both.training.total_s), format_time(both.time_per_output_token_s)
     ('7.25 s', '4.64 ms')
     """
-    training = budget.step_time(model, plan, cluster, compute_efficiency, dtype)
+    training = budget.step_time(model, plan, cluster, compute_efficiency, dtype, calibration=None)  # ideal model
     tokens = plan.global_batch * model.seq_len / (training.total_s * plan.devices)
-    training_fits = parallelism.memory_breakdown(model, plan).total <= cluster.accelerator.hbm_capacity_bytes
+    training_fits = (
+        parallelism.memory_breakdown(model, plan, calibration=None).total <= cluster.accelerator.hbm_capacity_bytes
+    )
     t, p = plan.tensor_parallel, plan.pipeline_parallel
     k = _validate.count("batches_in_flight", batches_in_flight)
     pre = prefill(model, cluster, t, p, prompt_len, sequences, compute_efficiency, dtype)

@@ -61,24 +61,9 @@ PLAYBOOK_CLUSTER_NODE = hardware.Cluster(
     hardware.EFA_P5,
     "Tazi et al. 2025 (the Ultra-Scale Playbook): 1–64 nodes of 8 × H100",
 )
-# The calibration for nanotron on the Playbook's cluster: the framework's traits as stated assumptions, five constants
-# fitted on the 1B and 3B runs only (``fit_playbook_calibration``; the 8B and 80B runs are never seen by the fit).
-PLAYBOOK_CALIBRATION = parallelism.Calibration(
-    name="nanotron on 8 × H100 + EFA (Ultra-Scale Playbook), fitted on the 1B and 3B runs",
-    precision="bf16-fp32-grads",
-    max_zero_stage_with_pipeline=1,
-    prefetch_parameter_gathers=False,  # nanotron's ZeRO-1 all-gathers the updated parameters after the step
-    # Fitted by fit_playbook_calibration on the 1,127 successful 1B and 3B runs (test_validation checks the fit
-    # returns these): large GEMMs at 80 % of the 989 TFLOP/s peak; half of that at 0.3 TFLOP of forward work per layer
-    # and GPU; 3.2 ms per layer and micro-batch (forward + backward) of fixed cost, the top of the fit's grid, so it
-    # absorbs more than kernel launches (nanotron's unoverlapped pipeline and tensor-parallel bookkeeping);
-    # NCCL over EFA at 20 % of the nominal 50 GB/s per GPU; 1.97 GB per GPU of framework memory.
-    gemm_efficiency=0.8,
-    gemm_half_flops=3e11,
-    layer_overhead_s=3.2e-3,
-    network_efficiency=0.2,
-    framework_bytes=1968873984.0,
-)
+# The calibration for nanotron on the Playbook's cluster, fitted on the 1B and 3B runs only (its constants and their
+# meaning are documented where it lives, in ``parallelism``; it is the default there on this cluster).
+PLAYBOOK_CALIBRATION = parallelism.PLAYBOOK_CALIBRATION
 _MODELS = {model.name.removeprefix("Playbook "): model for model in parallelism.PLAYBOOK_MODELS.values()}  # "1B": …
 _INT_COLUMNS = ("nodes", "gpus", "dp", "tp", "pp", "zero_stage", "mbs", "grad_acc", "gbs_samples_computed", "seq_len")
 _FLOAT_COLUMNS = ("mfu_pct", "tok_s_per_gpu", "gpu_mem_gb")
@@ -165,12 +150,12 @@ def _cluster(nodes: int) -> hardware.Cluster:
     return replace(PLAYBOOK_CLUSTER_NODE, name=f"{nodes} × 8 H100", nodes=nodes)
 
 
-def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5, calibration="playbook") -> Replay:
+def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5, calibration="default") -> Replay:
     """Predict memory per GPU, whether it fits, the step time, tokens/s/GPU and MFU of every run.
 
-    ``calibration``: "playbook" (``PLAYBOOK_CALIBRATION``), any ``parallelism.Calibration``, or None for the
-    uncalibrated course model of before issue 10 (FlashAttention approximated by selective recomputation, even
-    pipeline splits only, ``compute_efficiency`` × peak).
+    ``calibration``: "default" or "playbook" (``PLAYBOOK_CALIBRATION``, the default on this cluster), any
+    ``parallelism.Calibration``, or None for the uncalibrated course model of before issue 10 (FlashAttention
+    approximated by selective recomputation, even pipeline splits only, ``compute_efficiency`` × peak).
 
     >>> runs = load_playbook_runs()
     >>> replay_runs(runs, calibration=None).refused
@@ -178,9 +163,9 @@ def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5, calibration="playboo
     >>> replay_runs(runs).refused
     {}
     """
-    if isinstance(calibration, str):
-        _validate.choice("calibration", calibration, ("playbook",))
+    if isinstance(calibration, str) and calibration == "playbook":
         calibration = PLAYBOOK_CALIBRATION
+    calibration = parallelism.resolve_calibration(calibration, _cluster(1))
     n = len(runs)
     columns = {name: np.full(n, np.nan) for name in ("predicted_memory_bytes", "predicted_step_s", "predicted_mfu")}
     columns["predicted_fits"] = np.zeros(n, dtype=bool)
