@@ -1,9 +1,11 @@
 """Memory and traffic of each split against ZeRO, Korthikanti et al. and Narayanan et al."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from course_lib import compute, parallelism
+from course_lib import compute, hardware, parallelism
 from course_lib.parallelism import (
     GPT3_175B,
     MEGATRON_1T,
@@ -388,3 +390,28 @@ def test_calibrated_plans_the_framework_cannot_run_are_refused():
         parallelism.ParallelPlan(attention="paged")
     with pytest.raises(ValueError, match="precision"):
         parallelism.Calibration(precision="fp8")
+
+
+def test_default_calibration_is_the_playbook_fit_on_its_cluster_and_carried_over_elsewhere():
+    from course_lib import budget, validation
+
+    playbook = replace(validation.PLAYBOOK_CLUSTER_NODE, nodes=4)
+    assert parallelism.default_calibration(playbook) is parallelism.PLAYBOOK_CALIBRATION
+    assert validation.PLAYBOOK_CALIBRATION is parallelism.PLAYBOOK_CALIBRATION
+    selene = parallelism.default_calibration(hardware.SELENE_3072)
+    # By hand: the half-efficiency size 3e11 FLOP × 312 / 989 TFLOP/s; the network at nominal; the rest unchanged.
+    assert selene.gemm_half_flops == pytest.approx(3e11 * 312 / 989, rel=1e-12)
+    assert selene.network_efficiency == 1.0
+    kept = ("gemm_efficiency", "layer_overhead_s", "framework_bytes", "precision", "prefetch_parameter_gathers")
+    assert all(getattr(selene, name) == getattr(parallelism.PLAYBOOK_CALIBRATION, name) for name in kept)
+    h100_ib = parallelism.default_calibration(hardware.DGX_H100)  # same device, InfiniBand: only the network differs
+    assert h100_ib.gemm_half_flops == 3e11 and h100_ib.network_efficiency == 1.0
+    # "default" is that calibration; None the ideal model.
+    plan = ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, micro_batch=1, grad_accum_steps=64)
+    by_default = budget.step_time(GPT3_175B, plan, hardware.SELENE_3072)
+    assert by_default.total_s == budget.step_time(GPT3_175B, plan, hardware.SELENE_3072, calibration=selene).total_s
+    ideal = budget.step_time(GPT3_175B, plan, hardware.SELENE_3072, calibration=None)
+    assert ideal.total_s != by_default.total_s
+    memory = parallelism.memory_breakdown(GPT3_175B, plan)
+    assert memory.framework == parallelism.PLAYBOOK_CALIBRATION.framework_bytes
+    assert parallelism.memory_breakdown(GPT3_175B, plan, calibration=None).framework == 0
