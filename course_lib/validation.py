@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _validate, budget, hardware, parallelism
+from . import _validate, budget, hardware, parallelism, units
 
 __all__ = [
     "PLAYBOOK_CSV",
@@ -46,6 +46,12 @@ __all__ = [
     "replay_runs",
     "spearman",
     "validation_figures",
+    "RESIDUAL_TERMS",
+    "residuals_by",
+    "best_in_cell",
+    "TARGETS",
+    "SPLITS",
+    "figures_report",
 ]
 
 PLAYBOOK_CSV = Path(__file__).resolve().parents[1] / "data" / "playbook_runs.csv"
@@ -347,3 +353,112 @@ def validation_figures(replay: Replay, rows=None) -> dict:
         "best_pick_share": hits / cells if cells else float("nan"),
         "cells": cells,
     }
+
+
+# The plan column that switches on each term of the step-time model: the network (nodes), the tensor-parallel
+# collectives (t), the pipeline's bubble and sends (p), the data-parallel traffic of each ZeRO stage (zero_stage).
+RESIDUAL_TERMS = {"nodes": "network (nodes)", "tp": "tensor parallel (t)", "pp": "pipeline (p)", "zero_stage": "ZeRO"}
+
+
+def residuals_by(replay: Replay, column: str, rows=None, quantity="mfu") -> dict:
+    """Predicted/measured ratio of ``quantity`` ("mfu" or "memory") grouped by the plan ``column`` (a key of
+    ``RESIDUAL_TERMS``), over the successful, represented runs in ``rows``: {value: (median, 25th, 75th percentile,
+    runs)}. A term the model gets wrong shows as ratios that drift with the column that switches it on.
+
+    >>> replay = replay_runs(load_playbook_runs())
+    >>> {nodes: round(median, 2) for nodes, (median, *_) in residuals_by(replay, "nodes").items()}[64]
+    7.57
+    """
+    _validate.choice("column", column, tuple(RESIDUAL_TERMS))
+    _validate.choice("quantity", quantity, ("mfu", "memory"))
+    runs = replay.runs
+    rows = np.ones(len(runs), dtype=bool) if rows is None else np.asarray(rows, dtype=bool)
+    measured, predicted = {
+        "mfu": (runs["measured_mfu"], replay.columns["predicted_mfu"]),
+        "memory": (runs["measured_memory_bytes"], replay.columns["predicted_memory_bytes"]),
+    }[quantity]
+    ok = rows & replay.represented & runs.succeeded & (measured > 0)
+    out = {}
+    for value in np.unique(runs[column][ok]):
+        here = ok & (runs[column] == value)
+        ratio = predicted[here] / measured[here]
+        low, median, high = np.percentile(ratio, (25, 50, 75))
+        out[int(value)] = (float(median), float(low), float(high), int(here.sum()))
+    return out
+
+
+def best_in_cell(replay: Replay, model: str, nodes: int) -> dict:
+    """The measured-best run of one (model, nodes) cell and the model's pick (the highest predicted MFU among the
+    runs predicted to fit), each as {"row", "plan", "predicted_mfu", "measured_mfu", "ran"}; "plan" reads
+    "d·t·p ZeRO-z b×m".
+
+    >>> cell = best_in_cell(replay_runs(load_playbook_runs()), "8B", 1)
+    >>> cell["measured best"]["plan"], cell["predicted best"]["plan"]
+    ('2·1·4 ZeRO-1 b1×128', '1·4·2 ZeRO-0 b8×32')
+    >>> cell["predicted best"]["ran"]   # the model's pick ran out of memory
+    False
+    """
+    _validate.choice("model", model, tuple(_MODELS))
+    runs, cols = replay.runs, replay.columns
+    cell = replay.represented & (runs["model"] == model) & (runs["nodes"] == nodes)
+    if not (cell & runs.succeeded).any():
+        raise ValueError(f"nodes must be a node count with successful {model} runs, got {nodes}")
+
+    def describe(row):
+        plan = (
+            f"{runs['dp'][row]}·{runs['tp'][row]}·{runs['pp'][row]} ZeRO-{runs['zero_stage'][row]} "
+            f"b{runs['mbs'][row]}×{runs['grad_acc'][row]}"
+        )
+        return {
+            "row": int(row),
+            "plan": plan,
+            "predicted_mfu": float(cols["predicted_mfu"][row]),
+            "measured_mfu": float(runs["measured_mfu"][row]),
+            "ran": bool(runs.succeeded[row]),
+        }
+
+    measured = np.where(cell & runs.succeeded, runs["measured_mfu"], -np.inf)
+    predicted = np.where(cell & cols["predicted_fits"], cols["predicted_mfu"], -np.inf)
+    return {"measured best": describe(np.argmax(measured)), "predicted best": describe(np.argmax(predicted))}
+
+
+# issue 10's targets, judged on the held-out runs: (figure, label, target as printed, test)
+TARGETS = (
+    ("memory_median_abs_error", "per-GPU memory, median |error|", "≤ 20 %", lambda x: x <= 0.20),
+    ("fit_agreement", "predicted fits vs measured ran", "≥ 90 %", lambda x: x >= 0.90),
+    ("mfu_spearman", "MFU rank correlation (Spearman)", "≥ 0.85", lambda x: x >= 0.85),
+    ("mfu_median_abs_error", "MFU median |error|", "≤ 30 %", lambda x: x <= 0.30),
+    ("best_pick_share", "cells whose predicted best is within 10 %", "≥ 50 %", lambda x: x >= 0.50),
+)
+SPLITS = tuple(
+    (f"{kind} ({', '.join(models)})", models)
+    for kind, models in (("fitted on", FIT_MODELS), ("held out", HELD_OUT_MODELS))
+)
+
+
+def figures_report(replay: Replay) -> str:
+    """The validation figures of ``replay`` as text, as ``make validate`` prints them: each target on the runs a
+    calibration may see (1B, 3B) and on the held-out runs (8B, 80B), Spearman per model, the median
+    predicted/measured MFU by nodes, and how many held-out targets hold.
+    """
+    runs = replay.runs
+    figures = {name: validation_figures(replay, np.isin(runs["model"], models)) for name, models in SPLITS}
+
+    def shown(name, value):
+        return f"{value:.2f}" if name == "mfu_spearman" else units.format_percent(value)
+
+    refused = ", ".join(f"{count} runs ({reason})" for reason, count in replay.refused.items()) or "none"
+    header = f"{'figure':<44}{'target':>9}" + "".join(f"{name:>22}" for name, _ in SPLITS)
+    lines = [f"refused: {refused}", header, "-" * len(header)]
+    for name, text, target, _ in TARGETS:
+        lines.append(f"{text:<44}{target:>9}" + "".join(f"{shown(name, figures[s][name]):>22}" for s, _ in SPLITS))
+    for split, _ in SPLITS:
+        per_model = ", ".join(f"{m} {rho:.2f}" for m, rho in figures[split]["mfu_spearman_per_model"].items())
+        ratios = ", ".join(f"{n}: {r:.2f}×" for n, r in figures[split]["mfu_ratio_median_by_nodes"].items())
+        lines.append(
+            f"{split}: Spearman per model {per_model} (target ≥ 0.80); predicted/measured MFU by nodes {ratios}"
+        )
+        lines.append(f"{split}: {figures[split]['runs']} runs, {figures[split]['cells']} (model, nodes) cells")
+    held = figures[SPLITS[1][0]]
+    lines.append(f"held-out targets met: {sum(check(held[name]) for name, _, _, check in TARGETS)} of {len(TARGETS)}")
+    return "\n".join(lines)
