@@ -19,6 +19,11 @@ LESSONS = (
         ("01_mac", "02_nccl", "03_parallelism"),
     ),
     ("05_measure", "05 · Measure it\nMPI runs, fitted α and B", ("02_nccl", "04_communication_budget")),
+    (
+        "06_model_meets_measurements",
+        "06 · Check the model\n1,758 measured runs",
+        ("04_communication_budget", "05_measure"),
+    ),
 )
 # (lab title, the lesson it practises)
 LABS = (
