@@ -430,12 +430,13 @@ test_q2_other_budgets(smallest_data_parallel)
 # %%
 def largest_micro_batch(model, plan, capacity_bytes):
     """Largest micro-batch whose per-device memory fits in ``capacity_bytes`` (0 if none does)."""
+
     # BEGIN SOLUTION
+    def memory_with(b):
+        return parallelism.memory_breakdown(model, plan.replace(micro_batch=b), calibration=None).total
+
     micro_batch = 0
-    while (
-        parallelism.memory_breakdown(model, plan.replace(micro_batch=micro_batch + 1), calibration=None).total
-        <= capacity_bytes
-    ):
+    while memory_with(micro_batch + 1) <= capacity_bytes:
         micro_batch += 1
     return micro_batch
     # END SOLUTION
