@@ -758,7 +758,7 @@ quiz.MultipleChoice(
 #   bytes sent.
 # - **2021: placement by frequency.** Narayanan et al. (arXiv 2104.04473, SC'21) put tensor parallelism inside
 #   NVLink servers and pipeline parallelism across them, overlapped data-parallel all-reduce with the backward pass,
-#   and reached 52 % of peak on 3072 GPUs, with the budget of each axis worked out explicitly.
+#   and reached 52 % of peak (hardware FLOPs, HFU) on 3072 GPUs, with the budget of each axis worked out explicitly.
 # - **2023: topology as a design variable.** The TPU v4 paper (Jouppi et al., arXiv 2304.01433, ISCA 2023)
 #   describes a 4096-chip machine whose 3D-torus interconnect is rewired by optical circuit switches, so a job can
 #   get the topology (including a twisted torus) that suits its partition; the optics are under 5 % of system cost
@@ -826,7 +826,7 @@ quiz.MultipleChoice(
 #   with Hardware Support for Embeddings*, ISCA 2023. arXiv:2304.01433v3. https://arxiv.org/abs/2304.01433v3
 # - D. Narayanan et al., *Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM*, SC'21.
 #   arXiv:2104.04473. https://arxiv.org/abs/2104.04473 — Selene's configuration (§5), Eq. (1) and (3), Table 1
-#   (1T model: t = 8, p = 64, 3072 GPUs, 163 teraFLOP/s per GPU, 52 % of peak), takeaway #1, the 12.9 TB/s
+#   (1T model: t = 8, p = 64, 3072 GPUs, 163 teraFLOP/s per GPU, 52 % of peak in hardware FLOPs), takeaway #1, the 12.9 TB/s
 #   effective bisection bandwidth (§5.9).
 # - NVIDIA, nccl-tests, `doc/PERFORMANCE.md` (algorithm and bus bandwidth). https://github.com/NVIDIA/nccl-tests
 # - R. Thakur, R. Rabenseifner, W. Gropp, *Optimization of Collective Communication Operations in MPICH*,

@@ -401,9 +401,9 @@ quiz.MultipleChoice(
 #
 # 1. Replay the runs with `parallelism.Calibration()` (the physics without fitted constants) and print
 #    `validation.figures_report`. Which figures does each fitted constant move?
-# 2. Fit the calibration yourself with `validation.fit_playbook_calibration(runs)` (about a minute) and check that
-#    it returns the constants printed above (it replays the runs many times: allow a few minutes). Then fit on the 8B runs instead (`models=("8B",)` is refused: read why)
-#    and explain what the refusal protects.
+# 2. Fit the calibration yourself with `validation.fit_playbook_calibration(runs)` (it replays the runs many times:
+#    allow a few minutes) and check that it returns the constants printed above. Then try to fit on the 8B runs
+#    (`models=("8B",)` is refused) and explain what the refusal protects.
 # 3. Group the memory residuals by `"pp"` and explain why deep pipelines are undercounted: which stage holds the
 #    most activations under 1F1B, and what does the model assume it holds?
 # 4. Take lesson 04's plan search for GPT-3 175B on Selene with `calibration=None` and with the default. Which of the
