@@ -52,6 +52,12 @@ __all__ = [
     "TARGETS",
     "SPLITS",
     "figures_report",
+    "NARAYANAN_TABLE1",
+    "NARAYANAN_SECTION_5_2",
+    "NARAYANAN_UNCALIBRATED",
+    "narayanan_table1_tflops",
+    "narayanan_zero3_and_ptdp",
+    "narayanan_report",
 ]
 
 PLAYBOOK_CSV = Path(__file__).resolve().parents[1] / "data" / "playbook_runs.csv"
@@ -461,4 +467,102 @@ def figures_report(replay: Replay) -> str:
         lines.append(f"{split}: {figures[split]['runs']} runs, {figures[split]['cells']} (model, nodes) cells")
     held = figures[SPLITS[1][0]]
     lines.append(f"held-out targets met: {sum(check(held[name]) for name, _, _, check in TARGETS)} of {len(TARGETS)}")
+    return "\n".join(lines)
+
+
+# ---- Narayanan et al. 2021 (arXiv 2104.04473): Table 1 and §5.2, the other published measurements the model meets ----
+# Table 1's rows (verified from the paper's text): heads, hidden, layers, t, p, GPUs, batch and the achieved TFLOP/s
+# per GPU, which counts Eq. (3)'s FLOPs (full recomputation: hardware FLOPs, ``StepTime.hfu`` × 312 TFLOP/s). The runs
+# used the interleaved schedule (§5.1); the micro-batch size is not printed: 1 here.
+NARAYANAN_TABLE1 = (
+    (24, 2304, 24, 1, 1, 32, 512, 137),
+    (32, 3072, 30, 2, 1, 64, 512, 138),
+    (32, 4096, 36, 4, 1, 128, 512, 142),
+    (48, 6144, 40, 8, 1, 256, 1024, 135),
+    (64, 8192, 48, 8, 2, 512, 1536, 138),
+    (80, 10240, 60, 8, 4, 1024, 1792, 140),
+    (96, 12288, 80, 8, 8, 1536, 2304, 148),
+    (128, 16384, 96, 8, 16, 1920, 2160, 155),
+    (128, 20480, 105, 8, 35, 2520, 2520, 163),
+    (160, 25600, 128, 8, 64, 3072, 3072, 163),
+)
+# §5.2 (Table 2): GPT-3 175B at batch 1536; (GPUs, ZeRO-3's micro-batch, measured TFLOP/s per GPU of ZeRO-3 and of
+# PTD-P with t = 8, p = 12, micro-batch 1).
+NARAYANAN_SECTION_5_2 = ((384, 4, 144, 153), (768, 2, 88, 149))
+# The physics without fitted constants (big-GEMM efficiency 0.5, nominal links), with DeepSpeed's prefetching of ZeRO-3
+# gathers: "before" for these rows (the ideal model, calibration=None, cannot split 60 layers into 4 × 2 chunks).
+NARAYANAN_UNCALIBRATED = parallelism.Calibration(
+    name="Megatron-LM and DeepSpeed on Selene, uncalibrated", prefetch_parameter_gathers=True
+)
+
+
+def _selene(gpus):
+    return replace(hardware.SELENE_3072, nodes=gpus // 8)
+
+
+def narayanan_table1_tflops(row, calibration="default") -> float:
+    """Predicted hardware TFLOP/s per GPU of one ``NARAYANAN_TABLE1`` row (its first seven fields).
+
+    >>> row = NARAYANAN_TABLE1[-1]   # the 1T model: measured 163
+    >>> round(narayanan_table1_tflops(row)), round(narayanan_table1_tflops(row, NARAYANAN_UNCALIBRATED))
+    (194, 132)
+    """
+    heads, hidden, layers, t, p, gpus, batch = row[:7]
+    model = parallelism.TransformerModel("Table 1", layers, hidden, heads, 51200, 2048)
+    d = gpus // (t * p)
+    m = batch // d
+    interleaved = p > 1 and m % p == 0
+    plan = parallelism.ParallelPlan(
+        data_parallel=d,
+        tensor_parallel=t,
+        pipeline_parallel=p,
+        micro_batch=1,
+        grad_accum_steps=m,
+        recompute="full",
+        schedule="interleaved" if interleaved else "1f1b",
+        virtual_stages=2 if interleaved else 1,
+    )
+    step = budget.step_time(model, plan, _selene(gpus), calibration=calibration)
+    return float(step.hfu * hardware.A100.peak("bf16") / 1e12)
+
+
+def narayanan_zero3_and_ptdp(gpus, zero3_micro_batch, calibration="default"):
+    """The ``budget.StepTime`` of GPT-3 175B (batch 1536) on ``gpus`` A100s of Selene under ZeRO-3 without model
+    parallelism and under PTD-P (t = 8, p = 12, interleaved), both with full recomputation, as in §5.2."""
+    model = parallelism.GPT3_175B
+    zero3 = parallelism.ParallelPlan(
+        data_parallel=gpus,
+        zero_stage=3,
+        micro_batch=zero3_micro_batch,
+        grad_accum_steps=1536 // (zero3_micro_batch * gpus),
+        recompute="full",
+    )
+    d = gpus // 96
+    ptdp = parallelism.ParallelPlan(
+        data_parallel=d,
+        tensor_parallel=8,
+        pipeline_parallel=12,
+        micro_batch=1,
+        grad_accum_steps=1536 // d,
+        recompute="full",
+        schedule="interleaved",
+        virtual_stages=2,
+    )
+    return tuple(budget.step_time(model, plan, _selene(gpus), calibration=calibration) for plan in (zero3, ptdp))
+
+
+def narayanan_report(calibration="default") -> str:
+    """Narayanan et al.'s Table 1 and §5.2 next to the model's predictions under ``calibration``, as text."""
+    peak = hardware.A100.peak("bf16") / 1e12
+    predicted = [narayanan_table1_tflops(row, calibration) for row in NARAYANAN_TABLE1]
+    within = sum(abs(x / row[-1] - 1) <= 0.15 for x, row in zip(predicted, NARAYANAN_TABLE1, strict=True))
+    rows = ", ".join(f"{x:.0f}/{row[-1]}" for x, row in zip(predicted, NARAYANAN_TABLE1, strict=True))
+    lines = [f"Narayanan Table 1, predicted/published TFLOP/s per GPU: {rows}; within 15 %: {within} of 10"]
+    for gpus, micro_batch, zero3_measured, ptdp_measured in NARAYANAN_SECTION_5_2:
+        zero3, ptdp = narayanan_zero3_and_ptdp(gpus, micro_batch, calibration)
+        rates = f"ZeRO-3 {float(zero3.hfu) * peak:.0f}, PTD-P {float(ptdp.hfu) * peak:.0f}"
+        lines.append(
+            f"Narayanan §5.2, 175B on {gpus} GPUs: {rates} TFLOP/s predicted (measured {zero3_measured}, "
+            f"{ptdp_measured}); PTD-P faster: {'yes' if ptdp.total_s < zero3.total_s else 'no'} (measured: yes)"
+        )
     return "\n".join(lines)

@@ -10,53 +10,16 @@ ZeRO-3 gathers, and the course's default (``calibration="default"``: ``paralleli
 Default: Table 1 within 15 % in 6 of 10 rows; §5.2 PTD-P faster at 768 GPUs, not at 384.
 """
 
-from dataclasses import replace
-
 import pytest
 
-from course_lib import budget, hardware, parallelism
+from course_lib import validation
 
-SELENE = parallelism.Calibration(
-    name="Megatron-LM and DeepSpeed on Selene, uncalibrated", prefetch_parameter_gathers=True
-)
-
-
-def _cluster(gpus):
-    return replace(hardware.SELENE_3072, nodes=gpus // 8)
-
-
-TABLE1 = [
-    # (heads, hidden, layers, t, p, GPUs, batch, TFLOP/s per GPU)
-    (24, 2304, 24, 1, 1, 32, 512, 137),
-    (32, 3072, 30, 2, 1, 64, 512, 138),
-    (32, 4096, 36, 4, 1, 128, 512, 142),
-    (48, 6144, 40, 8, 1, 256, 1024, 135),
-    (64, 8192, 48, 8, 2, 512, 1536, 138),
-    (80, 10240, 60, 8, 4, 1024, 1792, 140),
-    (96, 12288, 80, 8, 8, 1536, 2304, 148),
-    (128, 16384, 96, 8, 16, 1920, 2160, 155),
-    (128, 20480, 105, 8, 35, 2520, 2520, 163),
-    (160, 25600, 128, 8, 64, 3072, 3072, 163),
-]
+SELENE = validation.NARAYANAN_UNCALIBRATED
+TABLE1 = validation.NARAYANAN_TABLE1  # (heads, hidden, layers, t, p, GPUs, batch, TFLOP/s per GPU)
 
 
 def table1_prediction(heads, hidden, layers, t, p, gpus, batch, calibration=SELENE):
-    model = parallelism.TransformerModel("Table 1", layers, hidden, heads, 51200, 2048)
-    d = gpus // (t * p)
-    m = batch // d
-    interleaved = p > 1 and m % p == 0
-    plan = parallelism.ParallelPlan(
-        data_parallel=d,
-        tensor_parallel=t,
-        pipeline_parallel=p,
-        micro_batch=1,
-        grad_accum_steps=m,
-        recompute="full",
-        schedule="interleaved" if interleaved else "1f1b",
-        virtual_stages=2 if interleaved else 1,
-    )
-    step = budget.step_time(model, plan, _cluster(gpus), calibration=calibration)
-    return step.hfu * hardware.A100.peak("bf16") / 1e12
+    return validation.narayanan_table1_tflops((heads, hidden, layers, t, p, gpus, batch), calibration)
 
 
 def test_table1_predictions():
@@ -88,26 +51,7 @@ def test_table1_throughput_within_15_percent(row):
 
 
 def _zero3_and_ptdp(gpus, zero3_micro_batch, calibration=SELENE):
-    model = parallelism.GPT3_175B
-    zero3 = parallelism.ParallelPlan(
-        data_parallel=gpus,
-        zero_stage=3,
-        micro_batch=zero3_micro_batch,
-        grad_accum_steps=1536 // (zero3_micro_batch * gpus),
-        recompute="full",
-    )
-    d = gpus // 96
-    ptdp = parallelism.ParallelPlan(
-        data_parallel=d,
-        tensor_parallel=8,
-        pipeline_parallel=12,
-        micro_batch=1,
-        grad_accum_steps=1536 // d,
-        recompute="full",
-        schedule="interleaved",
-        virtual_stages=2,
-    )
-    return tuple(budget.step_time(model, plan, _cluster(gpus), calibration=calibration) for plan in (zero3, ptdp))
+    return validation.narayanan_zero3_and_ptdp(gpus, zero3_micro_batch, calibration)
 
 
 def test_section_5_2_figures():

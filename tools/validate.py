@@ -1,8 +1,10 @@
 """`make validate`: the step-time and memory model against the Ultra-Scale Playbook's measured runs.
 
 Prints, for the runs a calibration may see (the 1B and 3B models) and for the held-out runs (8B and 80B), the figures
-tests/test_validation.py judges, with issue 10's targets beside them, and the runs the model refused: before (the
-uncalibrated course model, ``calibration=None``) and after (``validation.PLAYBOOK_CALIBRATION``), with the fitted
+tests/test_validation.py judges, with issue 10's targets beside them, and the runs the model refused; then Narayanan et
+al. 2021's Table 1 and §5.2 (tests/test_narayanan.py): before (the uncalibrated course model, ``calibration=None``;
+``validation.NARAYANAN_UNCALIBRATED`` for Narayanan's rows) and after (the default calibration:
+``PLAYBOOK_CALIBRATION`` on the Playbook's cluster, ``parallelism.default_calibration`` on Selene), with the fitted
 constants.
 """
 
@@ -14,18 +16,24 @@ import time
 from course_lib import units, validation
 
 
-def _report(label: str, runs, calibration) -> None:
+def _report(label: str, runs, calibration, selene_calibration) -> None:
     started = time.perf_counter()
     replay = validation.replay_runs(runs, calibration=calibration)
     elapsed = time.perf_counter() - started
     print(f"== {label}: replayed in {elapsed:.2f} s")
     print(validation.figures_report(replay))
+    print(validation.narayanan_report(selene_calibration))
 
 
 def main() -> int:
     runs = validation.load_playbook_runs()
     print(f"Ultra-Scale Playbook runs: {len(runs)} ({int(runs.succeeded.sum())} ran)")
-    _report("before: the uncalibrated course model (calibration=None)", runs, None)
+    _report(
+        "before: the uncalibrated course model (calibration=None; Narayanan's rows: NARAYANAN_UNCALIBRATED)",
+        runs,
+        None,
+        validation.NARAYANAN_UNCALIBRATED,
+    )
     calibration = validation.PLAYBOOK_CALIBRATION
     print(f"fitted on the 1B and 3B runs only ({calibration.name}):")
     print(
@@ -33,7 +41,7 @@ def main() -> int:
         f"layer_overhead_s {units.format_time(calibration.layer_overhead_s)}, network_efficiency "
         f"{calibration.network_efficiency}, framework_bytes {units.format_bytes(calibration.framework_bytes)}"
     )
-    _report("after: the default, calibrated model (PLAYBOOK_CALIBRATION on this cluster)", runs, "default")
+    _report('after: the default, calibrated model (calibration="default")', runs, "default", "default")
     return 0
 
 
