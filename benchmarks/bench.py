@@ -70,32 +70,34 @@ def bench_simulation():
 
 
 def bench_search():
+    """Issue 10: the 1T plan search on 3,072 GPUs under 1 s, with the default (calibrated) model and the ideal one."""
     from course_lib.budget import search_plans
     from course_lib.hardware import SELENE_3072
     from course_lib.parallelism import MEGATRON_1T
     from course_lib.units import format_time
 
-    median, best, found = timed(lambda: search_plans(MEGATRON_1T, SELENE_3072, 3072), 5)
-    top = found.row(0)
-    print(
-        f"plan search, 1T model on 3072 A100s, global batch 3072: {found.evaluated:,d} plans evaluated "
-        f"({int(found.feasible.sum()):,d} feasible; rejected {found.rejected}) in {format_time(median)} "
-        f"(median of 5, best {format_time(best)}), {found.evaluated / median:,.0f} plans/s (target < 1 s)"
-    )
-    print(
-        f"  fastest: d={top['data_parallel']} t={top['tensor_parallel']} p={top['pipeline_parallel']} "
-        f"ZeRO-{top['zero_stage']} b={top['micro_batch']} m={top['grad_accum_steps']} recompute={top['recompute']} "
-        f"SP={top['sequence_parallel']} v={top['virtual_stages']}: {format_time(top['step_time_s'])} per step, "
-        f"bound by {top['binding_constraint']}"
-    )
+    for label, calibration in (("default calibration", "default"), ("ideal model, calibration=None", None)):
+        median, best, found = timed(
+            lambda c=calibration: search_plans(MEGATRON_1T, SELENE_3072, 3072, calibration=c), 5
+        )
+        top = found.row(0)
+        print(
+            f"plan search ({label}), 1T model on 3072 A100s, global batch 3072: {found.evaluated:,d} plans evaluated "
+            f"({int(found.feasible.sum()):,d} feasible; rejected {found.rejected}) in {format_time(median)} "
+            f"(median of 5, best {format_time(best)}), {found.evaluated / median:,.0f} plans/s (target < 1 s)"
+        )
+        print(
+            f"  fastest: d={top['data_parallel']} t={top['tensor_parallel']} p={top['pipeline_parallel']} "
+            f"ZeRO-{top['zero_stage']} b={top['micro_batch']} m={top['grad_accum_steps']} "
+            f"recompute={top['recompute']} SP={top['sequence_parallel']} v={top['virtual_stages']}: "
+            f"{format_time(top['step_time_s'])} per step, MFU {top['mfu']:.0%}, HFU {top['hfu']:.0%}, "
+            f"bound by {top['binding_constraint']}"
+        )
 
 
 def bench_validation():
-    """Issue 10: replaying all 3,306 Playbook runs (< 2 s) and the calibrated 1T plan search on 3,072 GPUs (< 1 s)."""
+    """Issue 10: replaying all 3,306 Playbook runs (< 2 s)."""
     from course_lib import validation
-    from course_lib.budget import search_plans
-    from course_lib.hardware import SELENE_3072
-    from course_lib.parallelism import MEGATRON_1T, Calibration
     from course_lib.units import format_time
 
     runs = validation.load_playbook_runs()
@@ -103,15 +105,6 @@ def bench_validation():
     print(
         f"replay of the {len(runs):,d} Playbook runs, calibrated model: {format_time(median)} (median of 5, best "
         f"{format_time(best)}; {int(replay.represented.sum()):,d} represented) (target < 2 s)"
-    )
-    calibration = Calibration(prefetch_parameter_gathers=True)
-    median, best, found = timed(lambda: search_plans(MEGATRON_1T, SELENE_3072, 3072, calibration=calibration), 5)
-    top = found.row(0)
-    print(
-        f"calibrated plan search, 1T model on 3072 A100s: {found.evaluated:,d} plans in {format_time(median)} "
-        f"(median of 5, best {format_time(best)}) (target < 1 s); fastest d={top['data_parallel']} "
-        f"t={top['tensor_parallel']} p={top['pipeline_parallel']} ZeRO-{top['zero_stage']}, MFU {top['mfu']:.0%}, "
-        f"HFU {top['hfu']:.0%}"
     )
 
 

@@ -17,20 +17,24 @@ Step time = m·(t_f + t_b + TP + PP per micro-batch) + bubble + exposed data-par
 (p−1)/v of one micro-batch slot (Narayanan et al. 2021 Eq. 1). Compute runs at ``compute_efficiency`` × peak
 (default 0.5; the paper's 1T run reached 163 of 312 TFLOP/s, 52 %).
 
-That is the course's default model. ``step_time(..., calibration=...)`` and ``search_plans(..., calibration=...)``
-run the calibrated model instead (``calibrated_step_time``, with ``parallelism.Calibration``): architecture-aware
-FLOPs, GEMM-size-dependent efficiency, a fixed cost per layer and micro-batch, the heaviest of unevenly split
-pipeline stages, data-parallel traffic in buckets, and one dependency rule for every ZeRO stage
-(``bucketed_exposure``): a parameter gather may hide behind the previous layer's compute when the framework
-prefetches, a gradient bucket behind the rest of the backward; the step's first gather and last bucket cannot hide.
+That is the ideal model of lessons 03 and 04 (``calibration=None``). By default (``calibration="default"``,
+``parallelism.default_calibration``) ``step_time`` and ``search_plans`` run the calibrated model instead
+(``calibrated_step_time``, with a ``parallelism.Calibration``): architecture-aware FLOPs, GEMM-size-dependent
+efficiency, a fixed cost per layer and micro-batch, the heaviest of unevenly split pipeline stages, data-parallel
+traffic in buckets, and one dependency rule for every ZeRO stage (``bucketed_exposure``): a parameter gather may hide
+behind the previous layer's compute when the framework prefetches, a gradient bucket behind the rest of the
+backward; the step's first gather and last bucket cannot hide.
 
 >>> from course_lib.hardware import SELENE_3072
 >>> from course_lib.parallelism import MEGATRON_1T, ParallelPlan
 >>> plan = ParallelPlan(data_parallel=6, tensor_parallel=8, pipeline_parallel=64, micro_batch=1,
 ...                     grad_accum_steps=512, recompute="full", schedule="interleaved", virtual_stages=2)
->>> step = step_time(MEGATRON_1T, plan, SELENE_3072)
+>>> step = step_time(MEGATRON_1T, plan, SELENE_3072, calibration=None)
 >>> format_time(step.total_s), step.binding_constraint
 ('1.99 min', 'bubble')
+>>> step = step_time(MEGATRON_1T, plan, SELENE_3072)   # the default calibration; measured: 163 TFLOP/s hardware
+>>> format_time(step.total_s), format_flops_rate(step.hfu * SELENE_3072.accelerator.peak("bf16"))
+('86.4 s', '194 TFLOP/s')
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from .parallelism import (
     boundary_tensors,
     check_plan_for_model,
     memory_breakdown,
+    resolve_calibration,
     splits_evenly,
     stage_layers,
     step_transfers,
@@ -350,21 +355,27 @@ def step_time(
     cluster: Cluster,
     compute_efficiency=0.5,
     dtype="bf16",
-    calibration: Calibration | None = None,
+    calibration="default",
 ):
     """Time of one optimizer step of ``plan`` on ``cluster``, split into compute, bubble, exposed and hidden comm.
 
-    See the module docstring for the placement and the dependency rule. With a ``parallelism.Calibration`` the
-    calibrated model runs instead (``calibrated_step_time``; ``compute_efficiency`` is then unused).
+    See the module docstring for the placement and the dependency rule. ``calibration``: "default" (the documented
+    calibration for ``cluster``, ``parallelism.default_calibration``), a ``parallelism.Calibration`` (both run
+    ``calibrated_step_time``; ``compute_efficiency`` is then unused) or None (the ideal model, ``compute_efficiency``
+    × peak).
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B, ParallelPlan
-    >>> step = step_time(GPT2_1_5B, ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4), DGX_H100)
+    >>> plan = ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4)
+    >>> step = step_time(GPT2_1_5B, plan, DGX_H100, calibration=None)   # the ideal model
     >>> format_time(step.compute_s), format_time(step.exposed_s["data"]), format_time(step.overlapped_s["data"])
     ('340 ms', '0 s', '12.1 ms')
+    >>> format_time(step_time(GPT2_1_5B, plan, DGX_H100).total_s)     # the default calibration
+    '1.06 s'
     """
     if np.any(np.asarray(plan.devices) > cluster.devices):
         raise ValueError(f"plan needs {plan.devices} devices; the cluster has {cluster.devices}")
+    calibration = resolve_calibration(calibration, cluster)
     if calibration is not None:
         return calibrated_step_time(model, plan, cluster, calibration, dtype)
     efficiency = _validate.fraction("compute_efficiency", compute_efficiency)
@@ -672,7 +683,7 @@ class PlanSearch:
 
         >>> from course_lib.hardware import DGX_H100
         >>> from course_lib.parallelism import GPT2_1_5B
-        >>> found = search_plans(GPT2_1_5B, DGX_H100, global_batch=512)
+        >>> found = search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None)
         >>> found.find(data_parallel=8, zero_stage=2, micro_batch=1, recompute="none")
         7
         >>> found.find(data_parallel=8, zero_stage=3)
@@ -707,7 +718,7 @@ class PlanSearch:
 
         >>> from course_lib.hardware import DGX_H100
         >>> from course_lib.parallelism import GPT2_1_5B
-        >>> print(search_plans(GPT2_1_5B, DGX_H100, global_batch=512).table([0, 7]))
+        >>> print(search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None).table([0, 7]))
          row    d   t   p ZeRO  b    m  v recompute  SP   memory     step  exposed   bubble  binding
            0    8   1   1    3  1   64  1      none  no  12.1 GB   1.36 s      0 s      0 s  compute
            7    8   1   1    2  1   64  1      none  no  14.8 GB   1.37 s  6.06 ms      0 s  exposed communication
@@ -809,7 +820,7 @@ def search_plans(
     virtual_stages=(1, 2, 4),
     compute_efficiency=0.5,
     dtype="bf16",
-    calibration: Calibration | None = None,
+    calibration="default",
     attention=("standard",),
 ) -> PlanSearch:
     """Enumerate plans that use every device of ``cluster`` and rank those that fit.
@@ -821,13 +832,14 @@ def search_plans(
     stage's memory exceeds the device's HBM). The rest are ranked by step time; plans rejected for memory are kept
     in the columns (``fits`` False) so a figure can show them. Every row has its MFU and HFU (``StepTime``).
 
-    With a ``parallelism.Calibration`` the calibrated memory and step time rank the plans, p·v need not divide the
+    ``calibration`` as in ``step_time`` (default "default"; None: the ideal model). Calibrated, the calibrated
+    memory and step time rank the plans, p·v need not divide the
     layers, and plans combining p > 1 with a ZeRO stage above the calibration's ``max_zero_stage_with_pipeline``
     are rejected as "framework". ``attention`` lists the attention options ("standard", "flash") to consider.
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B
-    >>> found = search_plans(GPT2_1_5B, DGX_H100, global_batch=512)
+    >>> found = search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None)
     >>> found.evaluated, found.rejected
     (1632, {'partition': 1200, 'batch divisibility': 0, 'memory': 23})
     >>> best = found.row(0)   # GPT-2's 25 heads rule out tensor parallelism; NVLink hides ZeRO-3's gathers
@@ -847,6 +859,7 @@ def search_plans(
     attention = _options("attention", attention, lambda v: _validate.choice("attention", v, ATTENTION_OPTIONS))
     _validate.fraction("compute_efficiency", compute_efficiency)
     cluster.accelerator.peak(dtype)
+    calibration = resolve_calibration(calibration, cluster)
     rejected = {"partition": 0, "batch divisibility": 0, "memory": 0}
     if calibration is not None:
         rejected = {"partition": 0, "framework": 0, "batch divisibility": 0, "memory": 0}

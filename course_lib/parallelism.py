@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import _validate, collectives
+from . import _validate, collectives, hardware
 from .compute import RECOMPUTE_OPTIONS
 
 __all__ = [
@@ -51,6 +51,9 @@ __all__ = [
     "ATTENTION_OPTIONS",
     "PRECISION_RECIPES",
     "Calibration",
+    "PLAYBOOK_CALIBRATION",
+    "default_calibration",
+    "resolve_calibration",
     "stage_layers",
     "activation_bytes_per_token_per_layer",
     "GPT2_1_5B",
@@ -405,6 +408,83 @@ class Calibration:
         _validate.nonnegative("framework_bytes", self.framework_bytes)
 
 
+# The calibration for nanotron on the Playbook's cluster (8 × H100 per node, NVLink 4, AWS EFA): the framework's traits
+# as stated assumptions, five constants fitted on the 1B and 3B runs only (``validation.fit_playbook_calibration``;
+# the 8B and 80B runs are never seen by the fit). The default of ``memory_breakdown``, ``budget.step_time`` and
+# ``budget.search_plans`` on that cluster (``default_calibration``).
+PLAYBOOK_CALIBRATION = Calibration(
+    name="nanotron on 8 × H100 + EFA (Ultra-Scale Playbook), fitted on the 1B and 3B runs",
+    precision="bf16-fp32-grads",
+    max_zero_stage_with_pipeline=1,
+    prefetch_parameter_gathers=False,  # nanotron's ZeRO-1 all-gathers the updated parameters after the step
+    # Fitted by fit_playbook_calibration on the 1,127 successful 1B and 3B runs (test_validation checks the fit
+    # returns these): large GEMMs at 80 % of the 989 TFLOP/s peak; half of that at 0.3 TFLOP of forward work per layer
+    # and GPU; 3.2 ms per layer and micro-batch (forward + backward) of fixed cost, the top of the fit's grid, so it
+    # absorbs more than kernel launches (nanotron's unoverlapped pipeline and tensor-parallel bookkeeping);
+    # NCCL over EFA at 20 % of the nominal 50 GB/s per GPU; 1.97 GB per GPU of framework memory.
+    gemm_efficiency=0.8,
+    gemm_half_flops=3e11,
+    layer_overhead_s=3.2e-3,
+    network_efficiency=0.2,
+    framework_bytes=1968873984.0,
+)
+# The device the calibration was fitted on, and its peak (H100 SXM dense bf16, as the Playbook's MFU).
+_PLAYBOOK_ACCELERATOR = hardware.H100
+_PLAYBOOK_NETWORK = hardware.EFA_P5
+
+
+def default_calibration(cluster) -> Calibration:
+    """The documented calibration for ``cluster``: ``PLAYBOOK_CALIBRATION`` on the Playbook's H100 + EFA cluster,
+    else that calibration carried over by what is physics and what is the measured cluster.
+
+    Carried over unchanged: the stated framework assumptions (precision recipe, logits, buckets, ZeRO with pipeline
+    up to stage 1, no prefetch of ZeRO gathers) and the fixed costs (3.2 ms per layer and micro-batch, 1.97 GB of
+    framework memory), which belong to the software stack, and the big-GEMM efficiency (0.8, a share of peak).
+    Scaled: the half-efficiency GEMM size by the device's bf16 peak over the H100's (a GEMM of the same duration is
+    as far from its launch and tail costs on either device). Not carried over: the network efficiency (0.2 of EFA's
+    nominal rate), which measures nanotron's NCCL over AWS EFA (its SRD transport and libfabric plug-in), not
+    InfiniBand or NVLink: other clusters' networks run at their nominal rate until a ``course_lib.measure`` fit or an
+    nccl-tests log says otherwise.
+
+    >>> default_calibration(hardware.DGX_H100).network_efficiency, default_calibration(hardware.DGX_H100).name
+    (1.0, 'Playbook calibration carried over to DGX H100 (one node) (network at nominal)')
+    >>> f"{default_calibration(hardware.SELENE_3072).gemm_half_flops:.3g}"
+    '9.46e+10'
+    """
+    if not isinstance(cluster, hardware.Cluster):
+        raise ValueError(f"cluster must be a hardware.Cluster, got {cluster!r}")
+    if cluster.accelerator == _PLAYBOOK_ACCELERATOR and cluster.inter_node_link == _PLAYBOOK_NETWORK:
+        return PLAYBOOK_CALIBRATION
+    scale = cluster.accelerator.peak("bf16") / _PLAYBOOK_ACCELERATOR.peak("bf16")
+    return replace(
+        PLAYBOOK_CALIBRATION,
+        name=f"Playbook calibration carried over to {cluster.name} (network at nominal)",
+        gemm_half_flops=PLAYBOOK_CALIBRATION.gemm_half_flops * scale,
+        network_efficiency=1.0,
+    )
+
+
+def resolve_calibration(calibration, cluster=None) -> Calibration | None:
+    """The one place that maps a ``calibration`` argument to the model that runs: "default" →
+    ``default_calibration(cluster)`` (without a cluster, as for memory, ``PLAYBOOK_CALIBRATION``: the memory terms do
+    not depend on the cluster), None → None (the ideal, uncalibrated model), a ``Calibration`` → itself.
+
+    >>> resolve_calibration("default") is PLAYBOOK_CALIBRATION, resolve_calibration(None)
+    (True, None)
+    >>> resolve_calibration("playbook")
+    Traceback (most recent call last):
+    ...
+    ValueError: calibration must be "default", None (the ideal model) or a parallelism.Calibration, got 'playbook'
+    """
+    if calibration is None or isinstance(calibration, Calibration):
+        return calibration
+    if isinstance(calibration, str) and calibration == "default":
+        return PLAYBOOK_CALIBRATION if cluster is None else default_calibration(cluster)
+    raise ValueError(
+        f'calibration must be "default", None (the ideal model) or a parallelism.Calibration, got {calibration!r}'
+    )
+
+
 def global_batch(micro_batch, grad_accum_steps, data_parallel):
     """B_global = b · m · d samples per optimizer step (micro-batch × micro-batches per step × replicas).
 
@@ -625,24 +705,28 @@ def memory_breakdown(
     model: TransformerModel,
     plan: ParallelPlan,
     optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM,
-    calibration: Calibration | None = None,
+    calibration="default",
 ) -> MemoryBreakdown:
-    """Per-device memory of the first pipeline stage: model states and stored activations.
+    """Per-device memory of a plan: by default the documented calibration (``calibration="default"``:
+    ``calibrated_memory_breakdown`` under ``PLAYBOOK_CALIBRATION``'s memory assumptions), with ``calibration=None``
+    the ideal model of lessons 03 and 04 below, or under any ``Calibration``.
 
-    Model states: the device's Ψ/(t·p) parameters (an even split; the embedding's imbalance is ignored) under
-    ZeRO over the d data-parallel ranks. Activations: ``activation_bytes_per_layer`` × L/p layers × the
-    micro-batches in flight (``pipeline_in_flight_microbatches``). Not counted: temporary buffers, the logits,
-    fragmentation and the framework's own memory, so leave headroom.
+    The ideal model, the first pipeline stage: model states and stored activations. Model states: the device's Ψ/(t·p)
+    parameters (an even split; the embedding's imbalance is ignored) under ZeRO over the d data-parallel ranks.
+    Activations: ``activation_bytes_per_layer`` × L/p layers × the micro-batches in flight
+    (``pipeline_in_flight_microbatches``). Not counted: temporary buffers, the logits, fragmentation and the framework's
+    own memory, so leave headroom.
 
     >>> mem = memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8,
     ...                        zero_stage=1, micro_batch=1, grad_accum_steps=64, recompute="selective",
-    ...                        sequence_parallel=True))
+    ...                        sequence_parallel=True), calibration=None)
     >>> format_bytes(mem.model_states), format_bytes(mem.activations)
     ('15 GB', '10.3 GB')
 
-    With a ``Calibration`` (``calibrated_memory_breakdown``) the model is architecture-aware and counts the
-    precision recipe, the logits, the framework's memory and uneven pipeline splits.
+    The calibrated model (``calibrated_memory_breakdown``) is architecture-aware and counts the precision recipe
+    (fp32 main gradients: 26.6 GB of model states here), the logits, the framework's memory and uneven splits.
     """
+    calibration = resolve_calibration(calibration)
     if calibration is not None:
         return calibrated_memory_breakdown(model, plan, calibration)
     check_plan_for_model(model, plan)

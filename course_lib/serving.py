@@ -691,7 +691,9 @@ def compare_training_and_serving(
     # The α–β model with the given efficiency (no calibration), like the decode and prefill estimates beside it.
     training = budget.step_time(model, plan, cluster, compute_efficiency, dtype, calibration=None)
     tokens = plan.global_batch * model.seq_len / (training.total_s * plan.devices)
-    training_fits = parallelism.memory_breakdown(model, plan).total <= cluster.accelerator.hbm_capacity_bytes
+    training_fits = (
+        parallelism.memory_breakdown(model, plan, calibration=None).total <= cluster.accelerator.hbm_capacity_bytes
+    )
     t, p = plan.tensor_parallel, plan.pipeline_parallel
     k = _validate.count("batches_in_flight", batches_in_flight)
     pre = prefill(model, cluster, t, p, prompt_len, sequences, compute_efficiency, dtype)

@@ -463,9 +463,12 @@ for name, states in model_states.items():
 # %%
 a100_peak = hardware.A100.peak("bf16")
 for label, achieved in (("GPT-3 175B run", 140e12), ("1T-parameter run", 163e12)):
+    # The paper counts the recomputed forward (8 FLOPs per parameter and token, Eq. 3): a hardware-FLOPs rate (HFU).
+    # The model FLOPs (6 per parameter and token, MFU) are 6/8 of it.
     print(
         f"{label}: {units.format_flops_rate(achieved)} achieved per A100 of {units.format_flops_rate(a100_peak)} "
-        f"peak = {units.format_percent(achieved / a100_peak)}"
+        f"peak = {units.format_percent(achieved / a100_peak)} HFU; model FLOPs only: "
+        f"{units.format_flops_rate(achieved * 6 / 8)} = {units.format_percent(achieved * 6 / 8 / a100_peak)} MFU"
     )
 at_peak = compute.training_time_s(tokens=300e9, params=175e9, gpus=1024, achieved_flops_per_s_per_gpu=a100_peak)
 print(
@@ -474,9 +477,13 @@ print(
 )
 
 # %% [markdown]
-# About half the peak, and that was a record at the time. Planning with the peak would have promised 15.2 days for a
-# run that took 34. Time estimates in this course therefore take an achieved rate or an explicit efficiency, never
-# the bare peak. (A related trap is a factor of two: some hardware documents count MACs per second, not FLOPs per
+# About half the peak, and that was a record at the time. Both published rates are *hardware* FLOPs: they count the
+# forward pass that full recomputation runs a second time, so they are a hardware FLOPs utilisation (HFU). The model
+# FLOPs utilisation (MFU), which counts only the 6 FLOPs per parameter and token the model needs, is 6/8 of it (the
+# last figures above); the Ultra-Scale Playbook's runs, lesson 06, report MFU. Planning with the peak would have
+# promised 15.2 days for a run that took 34. Time estimates in this course therefore take an achieved rate or an
+# explicit efficiency, never the bare peak. (A related trap is a factor of two: some hardware documents count MACs
+# per second, not FLOPs per
 # second. One MAC is two FLOPs.)
 
 # %% [markdown]

@@ -449,7 +449,7 @@ PLANS = {
     ),
 }
 capacity = hardware.A100.hbm_capacity_bytes
-breakdowns = {label: parallelism.memory_breakdown(model, plan) for label, plan in PLANS.items()}
+breakdowns = {label: parallelism.memory_breakdown(model, plan, calibration=None) for label, plan in PLANS.items()}
 print(f"{'plan':28} {'devices':>7} {'params':>9} {'grads':>9} {'optimizer':>9} {'activations':>11} {'total':>9}")
 for label, mem in breakdowns.items():
     verdict = "fits" if mem.total <= capacity else "does not fit"
@@ -676,8 +676,9 @@ quiz.MultipleChoice(
 # - **2021: the axes analysed together.** *Large-model tensor, pipeline, and data parallelism analyzed together.*
 #   The Megatron-LM study of Narayanan et al. (arXiv 2104.04473, SC'21) quantified how the strategies interact,
 #   introduced the interleaved schedule, and ran a 1-trillion-parameter model on 3072 A100s at 163 teraFLOP/s per
-#   GPU, 52 % of peak. Its
-#   message is that model partitioning and hardware communication must be designed together: tensor parallelism
+#   GPU, 52 % of peak. That is a hardware-FLOPs figure (HFU): it counts the forward pass that full recomputation
+#   repeats; the model FLOPs utilisation (MFU) is 6/8 of it (lesson 01). Its message is that model partitioning
+#   and hardware communication must be designed together: tensor parallelism
 #   inside a server, pipeline parallelism across servers, data parallelism to scale out.
 # - **2022: activations.** Korthikanti et al. (arXiv 2205.05198) counted activation memory per layer and added
 #   sequence parallelism and selective recomputation.

@@ -446,4 +446,6 @@ quiz.MultipleChoice(
 #
 # You have measured α, B and the exposed communication on real MPI ranks and read GPU logs the same way. Put
 # the measured numbers back into lesson 04's plan search, and take the labs: Lab 5 · measure collectives asks you
-# to fit α and B, read busbw, choose an algorithm and read exposed communication from recorded tables.
+# to fit α and B, read busbw, choose an algorithm and read exposed communication from recorded tables. Then
+# [06 · Check the model against measurements](06_model_meets_measurements.ipynb) measures the whole model: its
+# memory and step time against 1,758 training runs, where it holds and where it breaks.

@@ -42,8 +42,10 @@
 #   the step time, the plan search.
 # - [05 · Measure, don't assume](05_measure.ipynb): fitted α and B, published nccl-tests logs, measured exposed
 #   communication.
+# - [06 · Check the model against measurements](06_model_meets_measurements.ipynb): the calibration used here, what
+#   it was fitted on, and where the model still misses.
 # - Behind them: [03 · Split the work](03_parallelism.ipynb) (memory per device, sequence parallelism, ZeRO, the
-#   pipeline bubble) and [01 · Count the work](01_mac.ipynb) (FLOPs of a layer, 6ND, MFU).
+#   pipeline bubble) and [01 · Count the work](01_mac.ipynb) (FLOPs of a layer, 6PD, MFU).
 #
 # **Time to learn:** about 90 minutes (60 to read and run, 30 for the exercises).
 
@@ -664,7 +666,7 @@ print(
 #   share (13 % of the FLOPs at 8,192, over a third at 32,768) and the activation memory per sequence, both linear
 #   in $s$ per token. A longer sequence at the same tokens per step means fewer sequences: keep
 #   $B_\text{global} \cdot s$ fixed, not $B_\text{global}$.
-# - **Scale check (lesson 01's 6ND).** Pre-training on Llama 3's 15 T tokens would take this cluster about seven years:
+# - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster about seven years:
 #   64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model on billions of tokens, not for
 #   pre-training it.
 

@@ -4,6 +4,7 @@ Each entry gives a valid call and, per parameter, the kind of value it takes; th
 of that kind (zero, negative, non-integer, NaN, infinite, unknown names) one parameter at a time.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -345,6 +346,7 @@ CASES = [
             cluster=hardware.DGX_H100,
             compute_efficiency=0.5,
             dtype="bf16",
+            calibration=None,  # the ideal model: the calibrated one does not use compute_efficiency
         ),
         dict(compute_efficiency="fraction", dtype="dtype"),
     ),
@@ -591,6 +593,8 @@ def test_every_public_function_is_covered():
         "transfer_time_per_call",
         "matmul_params",
         "forward_flops_per_token",
+        "default_calibration",
+        "resolve_calibration",
         "transfer_table",
         "format_transfer_table",
     }
@@ -607,7 +611,7 @@ def test_matrices_must_be_conformable_and_two_dimensional():
 @pytest.mark.parametrize(
     "function",
     [
-        parallelism.memory_breakdown,
+        functools.partial(parallelism.memory_breakdown, calibration=None),  # the ideal model splits evenly only
         parallelism.step_transfers,
         parallelism.boundary_tensors,
         parallelism.communication_volume_per_step,
@@ -633,6 +637,18 @@ def test_calibrated_model_refuses_what_it_cannot_represent():
             function(GPT3_175B, ParallelPlan(pipeline_parallel=2, zero_stage=3), *args, **kwargs)
     # An uneven pipeline (7 stages for 96 layers) is representable: the heaviest stage holds 14 layers.
     assert parallelism.memory_breakdown(GPT3_175B, ParallelPlan(pipeline_parallel=7), calibration=cal).total > 0
+
+
+def test_calibration_arguments_name_what_they_accept():
+    with pytest.raises(ValueError, match="cluster must be a hardware.Cluster"):
+        parallelism.default_calibration("H100")
+    for bad in ("playbook", 0.8, "Default"):
+        with pytest.raises(ValueError, match='calibration must be "default", None'):
+            parallelism.resolve_calibration(bad)
+        with pytest.raises(ValueError, match='calibration must be "default", None'):
+            budget.step_time(GPT3_175B, ParallelPlan(tensor_parallel=8), hardware.DGX_H100, calibration=bad)
+        with pytest.raises(ValueError, match='calibration must be "default", None'):
+            parallelism.memory_breakdown(GPT3_175B, ParallelPlan(tensor_parallel=8), calibration=bad)
 
 
 def test_tensor_parallel_must_divide_heads():

@@ -113,7 +113,7 @@ def test_group_phases_refuse_other_collectives():
 
 def test_single_device_step_is_pure_compute():
     plan = ParallelPlan(micro_batch=2, grad_accum_steps=3)
-    step = step_time(GPT2_1_5B, plan, hardware.DGX_H100, compute_efficiency=0.5)
+    step = step_time(GPT2_1_5B, plan, hardware.DGX_H100, compute_efficiency=0.5, calibration=None)
     flops = transformer_flops_per_iteration(
         6, GPT2_1_5B.seq_len, GPT2_1_5B.layers, GPT2_1_5B.hidden, GPT2_1_5B.vocab, recompute="none"
     )
@@ -149,7 +149,7 @@ PLANS = [
 
 @pytest.mark.parametrize("plan", PLANS)
 def test_step_time_adds_up(plan):
-    step = step_time(GPT3_175B, plan, CLUSTER_2x8)
+    step = step_time(GPT3_175B, plan, CLUSTER_2x8, calibration=None)
     parts = step.compute_s + step.bubble_s + sum(step.exposed_s.values())
     assert step.total_s == pytest.approx(parts)
     assert step.total_s >= step.compute_s
@@ -164,7 +164,7 @@ def test_step_time_adds_up(plan):
 
 def test_data_parallel_reduction_hides_behind_the_backward_until_it_cannot():
     plan = ParallelPlan(data_parallel=16, micro_batch=8, grad_accum_steps=1)
-    fast = step_time(GPT2_1_5B, plan, CLUSTER_2x8)
+    fast = step_time(GPT2_1_5B, plan, CLUSTER_2x8, calibration=None)
     assert fast.exposed_s["data"] == 0 and fast.overlapped_s["data"] > 0
     slow_network = hardware.Cluster(
         "slow",
@@ -174,7 +174,7 @@ def test_data_parallel_reduction_hides_behind_the_backward_until_it_cannot():
         hardware.NVLINK4,
         hardware.Link("1 Gb/s", 0.125e9, "one-way", "per node", "nominal", 5e-6, "-", "-"),
     )
-    slow = step_time(GPT2_1_5B, plan, slow_network)
+    slow = step_time(GPT2_1_5B, plan, slow_network, calibration=None)
     total = slow.exposed_s["data"] + slow.overlapped_s["data"]
     assert total == pytest.approx(group_collective_time("all_reduce", slow_network, 16, 1, 2 * GPT2_1_5B.params))
     assert slow.exposed_s["data"] > 0.9 * total  # the backward window is far shorter than the reduction
@@ -182,19 +182,21 @@ def test_data_parallel_reduction_hides_behind_the_backward_until_it_cannot():
 
 
 def test_tensor_parallel_across_nodes_costs_more_than_inside():
-    inside = step_time(GPT3_175B, ParallelPlan(tensor_parallel=8, data_parallel=2, grad_accum_steps=2), CLUSTER_2x8)
-    across = step_time(GPT3_175B, ParallelPlan(tensor_parallel=16, grad_accum_steps=4), CLUSTER_2x8)
+    inside = step_time(
+        GPT3_175B, ParallelPlan(tensor_parallel=8, data_parallel=2, grad_accum_steps=2), CLUSTER_2x8, calibration=None
+    )
+    across = step_time(GPT3_175B, ParallelPlan(tensor_parallel=16, grad_accum_steps=4), CLUSTER_2x8, calibration=None)
     assert across.exposed_s["tensor"] > 3 * inside.exposed_s["tensor"]
 
 
 def test_plan_needing_more_devices_than_the_cluster_is_refused():
     with pytest.raises(ValueError, match="devices"):
-        step_time(GPT3_175B, ParallelPlan(data_parallel=16), hardware.DGX_H100)
+        step_time(GPT3_175B, ParallelPlan(data_parallel=16), hardware.DGX_H100, calibration=None)
 
 
 @pytest.fixture(scope="module")
 def search_1t():
-    return search_plans(MEGATRON_1T, hardware.SELENE_3072, 3072)
+    return search_plans(MEGATRON_1T, hardware.SELENE_3072, 3072, calibration=None)
 
 
 def _expected_plan_count(devices, heads_ok=lambda t: True):
@@ -238,9 +240,9 @@ def test_bulk_and_scalar_evaluations_agree(search_1t):
     rows = list(range(0, 5)) + list(range(len(search_1t) - 3, len(search_1t)))
     for row in rows:
         plan = search_1t.plan(row)
-        scalar = step_time(MEGATRON_1T, plan, hardware.SELENE_3072)
+        scalar = step_time(MEGATRON_1T, plan, hardware.SELENE_3072, calibration=None)
         assert scalar.total_s == pytest.approx(search_1t.columns["step_time_s"][row], rel=1e-12)
-        assert memory_breakdown(MEGATRON_1T, plan).total == pytest.approx(
+        assert memory_breakdown(MEGATRON_1T, plan, calibration=None).total == pytest.approx(
             search_1t.columns["memory_bytes"][row], rel=1e-12
         )
 
@@ -284,7 +286,7 @@ def test_table_lists_the_rows_asked_for(search_1t):
 
 
 def test_search_rejects_batches_that_cannot_be_formed():
-    found = search_plans(GPT2_1_5B, hardware.DGX_H100, global_batch=7)
+    found = search_plans(GPT2_1_5B, hardware.DGX_H100, global_batch=7, calibration=None)
     assert found.rejected["batch divisibility"] > 0
     assert np.all(found.columns["data_parallel"] == 1)  # only d = 1 divides 7 among d ∈ {1, 2, 4, 8}
 
@@ -307,7 +309,9 @@ def test_lesson_04_exercise_2_exposed_gradients_do_not_depend_on_m():
     # "the data-parallel reduce-scatter took 205 ms against a 149 ms window ... 56 ms stay exposed" with 96 or 8
     # micro-batches; with 8 "the exposed share grows".
     selene = hardware.SELENE_3072
-    steps = {m: step_time(GPT3_175B, SELENE_GPT3_PLAN.replace(grad_accum_steps=m), selene) for m in (96, 8)}
+    steps = {
+        m: step_time(GPT3_175B, SELENE_GPT3_PLAN.replace(grad_accum_steps=m), selene, calibration=None) for m in (96, 8)
+    }
     (gradients,) = [
         t for t in step_transfers(GPT3_175B, SELENE_GPT3_PLAN) if t.op == "reduce_scatter" and t.axis == "data"
     ]
@@ -338,7 +342,7 @@ def test_lesson_04_exercise_4_a_larger_batch_buys_back_efficiency():
         steps = {}
         for d in (1, 384):
             plan = SELENE_GPT3_PLAN.replace(data_parallel=d, pipeline_parallel=1, grad_accum_steps=batch // d)
-            steps[d] = step_time(MEGATRON_22B, plan, selene)
+            steps[d] = step_time(MEGATRON_22B, plan, selene, calibration=None)
         last = steps[384]
         result[batch] = (
             round(100 * last.exposed_communication_s / last.total_s),
@@ -477,7 +481,7 @@ def test_mfu_and_hfu_of_the_published_1t_plan(search_1t):
     # V/12lh)): for the 1T model their ratio is about 8/6, and HFU × step time × devices × peak = Eq. (3)'s FLOPs.
     fields = dict(tensor_parallel=8, pipeline_parallel=64, micro_batch=1, recompute="full", zero_stage=0)
     plan = search_1t.plan(search_1t.find(**fields, virtual_stages=2, sequence_parallel=False))
-    step = step_time(MEGATRON_1T, plan, hardware.SELENE_3072)
+    step = step_time(MEGATRON_1T, plan, hardware.SELENE_3072, calibration=None)
     b, s, l, h, v = 3072, 2048, 128, 25600, 51200
     eq3 = 96 * b * s * l * h**2 * (1 + s / (6 * h) + v / (16 * l * h))
     assert step.hfu * 3072 * 312e12 * step.total_s == pytest.approx(eq3, rel=1e-9)
@@ -487,11 +491,11 @@ def test_mfu_and_hfu_of_the_published_1t_plan(search_1t):
 
 
 def test_search_reports_mfu_and_hfu_for_every_row():
-    found = search_plans(GPT2_1_5B, hardware.DGX_H100, global_batch=512, micro_batch_sizes=(1, 2))
+    found = search_plans(GPT2_1_5B, hardware.DGX_H100, global_batch=512, micro_batch_sizes=(1, 2), calibration=None)
     row = found.row(0)
     assert 0 < row["mfu"] <= row["hfu"] <= 1
     plan = found.plan(0)
-    step = step_time(GPT2_1_5B, plan, hardware.DGX_H100)
+    step = step_time(GPT2_1_5B, plan, hardware.DGX_H100, calibration=None)
     assert row["mfu"] == pytest.approx(step.mfu) and row["hfu"] == pytest.approx(step.hfu)
 
 

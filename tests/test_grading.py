@@ -353,7 +353,8 @@ def smallest_data_parallel(params, stage, capacity_bytes):
                 """
 def largest_micro_batch(model, plan, capacity_bytes):
     micro_batch = 1
-    while parallelism.memory_breakdown(model, plan.replace(micro_batch=micro_batch)).total <= capacity_bytes:
+    plans = lambda b: plan.replace(micro_batch=b)
+    while parallelism.memory_breakdown(model, plans(micro_batch), calibration=None).total <= capacity_bytes:
         micro_batch += 1
     return micro_batch
 """,
@@ -363,7 +364,8 @@ def largest_micro_batch(model, plan, capacity_bytes):
                 """
 def largest_micro_batch(model, plan, capacity_bytes):
     micro_batch = 1
-    while parallelism.memory_breakdown(model, plan.replace(micro_batch=micro_batch + 1)).total <= capacity_bytes:
+    plans = lambda b: plan.replace(micro_batch=b)
+    while parallelism.memory_breakdown(model, plans(micro_batch + 1), calibration=None).total <= capacity_bytes:
         micro_batch += 1
     return micro_batch
 """,

@@ -4,58 +4,22 @@ Table 1's rows (verified from the paper's text): heads, hidden, layers, t, p, GP
 GPU, which counts Eq. (3)'s FLOPs (full recomputation: a hardware-FLOPs figure, ``StepTime.hfu`` × 312 TFLOP/s).
 The runs used the interleaved schedule (§5.1); the micro-batch size is not printed, so the test uses 1. §5.2 (Table 2):
 GPT-3 175B at batch 1536, ZeRO-3 without model parallelism (micro-batch 4 on 384 GPUs, 2 on 768) measured 144 and 88
-TFLOP/s, PTD-P (t = 8, p = 12, micro-batch 1) 153 and 149. No constant is fitted on these rows: the calibration is
-the uncalibrated physics (``Calibration()``: big-GEMM efficiency 0.5, nominal links) with DeepSpeed's prefetching
-of ZeRO-3 gathers.
+TFLOP/s, PTD-P (t = 8, p = 12, micro-batch 1) 153 and 149. No constant is fitted on these rows. Two models: the
+uncalibrated physics (``Calibration()``: big-GEMM efficiency 0.5, nominal links) with DeepSpeed's prefetching of
+ZeRO-3 gathers, and the course's default (``calibration="default"``: ``parallelism.default_calibration`` on Selene).
+Default: Table 1 within 15 % in 6 of 10 rows; §5.2 PTD-P faster at 768 GPUs, not at 384.
 """
-
-from dataclasses import replace
 
 import pytest
 
-from course_lib import budget, hardware, parallelism
+from course_lib import validation
 
-SELENE = parallelism.Calibration(
-    name="Megatron-LM and DeepSpeed on Selene, uncalibrated", prefetch_parameter_gathers=True
-)
-
-
-def _cluster(gpus):
-    return replace(hardware.SELENE_3072, nodes=gpus // 8)
+SELENE = validation.NARAYANAN_UNCALIBRATED
+TABLE1 = validation.NARAYANAN_TABLE1  # (heads, hidden, layers, t, p, GPUs, batch, TFLOP/s per GPU)
 
 
-TABLE1 = [
-    # (heads, hidden, layers, t, p, GPUs, batch, TFLOP/s per GPU)
-    (24, 2304, 24, 1, 1, 32, 512, 137),
-    (32, 3072, 30, 2, 1, 64, 512, 138),
-    (32, 4096, 36, 4, 1, 128, 512, 142),
-    (48, 6144, 40, 8, 1, 256, 1024, 135),
-    (64, 8192, 48, 8, 2, 512, 1536, 138),
-    (80, 10240, 60, 8, 4, 1024, 1792, 140),
-    (96, 12288, 80, 8, 8, 1536, 2304, 148),
-    (128, 16384, 96, 8, 16, 1920, 2160, 155),
-    (128, 20480, 105, 8, 35, 2520, 2520, 163),
-    (160, 25600, 128, 8, 64, 3072, 3072, 163),
-]
-
-
-def table1_prediction(heads, hidden, layers, t, p, gpus, batch):
-    model = parallelism.TransformerModel("Table 1", layers, hidden, heads, 51200, 2048)
-    d = gpus // (t * p)
-    m = batch // d
-    interleaved = p > 1 and m % p == 0
-    plan = parallelism.ParallelPlan(
-        data_parallel=d,
-        tensor_parallel=t,
-        pipeline_parallel=p,
-        micro_batch=1,
-        grad_accum_steps=m,
-        recompute="full",
-        schedule="interleaved" if interleaved else "1f1b",
-        virtual_stages=2 if interleaved else 1,
-    )
-    step = budget.step_time(model, plan, _cluster(gpus), calibration=SELENE)
-    return step.hfu * hardware.A100.peak("bf16") / 1e12
+def table1_prediction(heads, hidden, layers, t, p, gpus, batch, calibration=SELENE):
+    return validation.narayanan_table1_tflops((heads, hidden, layers, t, p, gpus, batch), calibration)
 
 
 def test_table1_predictions():
@@ -86,27 +50,8 @@ def test_table1_throughput_within_15_percent(row):
     assert table1_prediction(*config) == pytest.approx(published, rel=0.15)
 
 
-def _zero3_and_ptdp(gpus, zero3_micro_batch):
-    model = parallelism.GPT3_175B
-    zero3 = parallelism.ParallelPlan(
-        data_parallel=gpus,
-        zero_stage=3,
-        micro_batch=zero3_micro_batch,
-        grad_accum_steps=1536 // (zero3_micro_batch * gpus),
-        recompute="full",
-    )
-    d = gpus // 96
-    ptdp = parallelism.ParallelPlan(
-        data_parallel=d,
-        tensor_parallel=8,
-        pipeline_parallel=12,
-        micro_batch=1,
-        grad_accum_steps=1536 // d,
-        recompute="full",
-        schedule="interleaved",
-        virtual_stages=2,
-    )
-    return tuple(budget.step_time(model, plan, _cluster(gpus), calibration=SELENE) for plan in (zero3, ptdp))
+def _zero3_and_ptdp(gpus, zero3_micro_batch, calibration=SELENE):
+    return validation.narayanan_zero3_and_ptdp(gpus, zero3_micro_batch, calibration)
 
 
 def test_section_5_2_figures():
@@ -125,4 +70,83 @@ def test_section_5_2_figures():
 @pytest.mark.parametrize("gpus, zero3_micro_batch", [(384, 4), (768, 2)])
 def test_section_5_2_ptdp_beats_zero3(gpus, zero3_micro_batch):
     zero3, ptdp = _zero3_and_ptdp(gpus, zero3_micro_batch)
+    assert ptdp.total_s < zero3.total_s
+
+
+# ---- the same rows under the course's default calibration (parallelism.default_calibration on Selene) ---------------
+# The documented calibration carried over from the Playbook's nanotron/H100 runs: its framework assumptions (no
+# prefetch of ZeRO-3 gathers) and fixed costs (3.2 ms per layer and micro-batch), GEMM efficiency 0.8 with the
+# half-efficiency size scaled to the A100's peak, InfiniBand at nominal. Nothing here was fitted on these rows.
+
+DEFAULT_TABLE1 = [128, 113, 98, 97, 126, 144, 160, 178, 186, 194]  # predicted TFLOP/s per GPU (hardware FLOPs)
+
+
+def default_prediction(row):
+    return table1_prediction(*row[:7], calibration="default")
+
+
+def test_default_calibration_table1_predictions():
+    assert [round(default_prediction(row)) for row in TABLE1] == DEFAULT_TABLE1
+
+
+_SMALL_GEMMS = pytest.mark.xfail(
+    strict=True,
+    reason="fixed cost per layer: the default calibration predicts 113, 98 and 97 TFLOP/s for the 2.5B, 8.3B and "
+    "18B rows (−18 %, −31 %, −28 %): its 3.2 ms per layer and micro-batch, fitted on nanotron's runs where it also "
+    "absorbs nanotron's unoverlapped bookkeeping, is 31–34 % of these steps (without it: 172, 149, 142); Megatron-LM's "
+    "fused kernels do not pay it",
+)
+_BIG_GEMMS = pytest.mark.xfail(
+    strict=True,
+    reason="GEMM efficiency: the default calibration predicts 194 TFLOP/s for the 1T row (+19 % of 163): its "
+    "big-GEMM efficiency of 0.8 was fitted on the H100 runs of nanotron; Megatron's A100 kernels, with full "
+    "recomputation and 64 pipeline stages, reached less; the A100 has no calibration of its own",
+)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        pytest.param(row, marks=_SMALL_GEMMS)
+        if i in (1, 2, 3)
+        else pytest.param(row, marks=_BIG_GEMMS)
+        if i == 9
+        else row
+        for i, row in enumerate(TABLE1)
+    ],
+)
+def test_default_calibration_table1_within_15_percent(row):
+    assert default_prediction(row) == pytest.approx(row[-1], rel=0.15)
+
+
+def _default_zero3_and_ptdp(gpus, zero3_micro_batch):
+    return _zero3_and_ptdp(gpus, zero3_micro_batch, calibration="default")
+
+
+def test_default_calibration_section_5_2_figures():
+    # Predicted hardware TFLOP/s per GPU (ZeRO-3, PTD-P); measured 144 vs 153 (384 GPUs) and 88 vs 149 (768 GPUs).
+    for gpus, micro_batch, expected in ((384, 4, (197, 167)), (768, 2, (133, 163))):
+        steps = _default_zero3_and_ptdp(gpus, micro_batch)
+        assert tuple(round(step.hfu * 312) for step in steps) == expected
+
+
+@pytest.mark.parametrize(
+    "gpus, zero3_micro_batch",
+    [
+        pytest.param(
+            384,
+            4,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="ZeRO-3 compute: at 384 GPUs the default calibration exposes 12.2 s of ZeRO-3's 59.7 s step "
+                "in gathers (no prefetch), yet predicts 197 TFLOP/s against PTD-P's 167 (measured 144 vs 153): "
+                "micro-batch 4 without tensor parallelism runs its GEMMs at the big-GEMM efficiency (0.8 of peak) "
+                "while PTD-P's t = 8 GEMMs pay the size penalty and the per-layer cost",
+            ),
+        ),
+        (768, 2),
+    ],
+)
+def test_default_calibration_section_5_2_ptdp_beats_zero3(gpus, zero3_micro_batch):
+    zero3, ptdp = _default_zero3_and_ptdp(gpus, zero3_micro_batch)
     assert ptdp.total_s < zero3.total_s

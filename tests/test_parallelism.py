@@ -1,9 +1,11 @@
 """Memory and traffic of each split against ZeRO, Korthikanti et al. and Narayanan et al."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from course_lib import compute, parallelism
+from course_lib import compute, hardware, parallelism
 from course_lib.parallelism import (
     GPT3_175B,
     MEGATRON_1T,
@@ -115,11 +117,13 @@ def test_first_stage_activations_eq5_and_eq6():
     s, h, a, layers, t = model.seq_len, model.hidden, model.heads, model.layers, 8
     for p in (1, 4, 8, 16):
         plan = ParallelPlan(tensor_parallel=t, pipeline_parallel=p, grad_accum_steps=64, sequence_parallel=True)
-        assert memory_breakdown(model, plan).activations == pytest.approx(
+        assert memory_breakdown(model, plan, calibration=None).activations == pytest.approx(
             s * 1 * h * layers / t * (34 + 5 * a * s / h)
         )  # Eq. (5)
         selective = plan.replace(recompute="selective")
-        assert memory_breakdown(model, selective).activations == pytest.approx(34 * s * h * layers / t)  # Eq. (6)
+        assert memory_breakdown(model, selective, calibration=None).activations == pytest.approx(
+            34 * s * h * layers / t
+        )  # Eq. (6)
     interleaved = ParallelPlan(
         tensor_parallel=t,
         pipeline_parallel=8,
@@ -129,7 +133,7 @@ def test_first_stage_activations_eq5_and_eq6():
         schedule="interleaved",
         virtual_stages=2,
     )
-    assert memory_breakdown(model, interleaved).activations == pytest.approx(
+    assert memory_breakdown(model, interleaved, calibration=None).activations == pytest.approx(
         34 * s * h * layers / t * (1 + 7 / (8 * 2))
     )
 
@@ -141,7 +145,7 @@ def test_in_flight_micro_batches():
 
 def test_model_states_split_over_tensor_and_pipeline_then_zero():
     plan = ParallelPlan(data_parallel=16, tensor_parallel=8, pipeline_parallel=8, zero_stage=1)
-    mem = memory_breakdown(GPT3_175B, plan)
+    mem = memory_breakdown(GPT3_175B, plan, calibration=None)
     psi = GPT3_175B.params / 64
     assert (mem.parameters, mem.gradients, mem.optimizer_state) == pytest.approx((2 * psi, 2 * psi, 12 * psi / 16))
 
@@ -386,3 +390,28 @@ def test_calibrated_plans_the_framework_cannot_run_are_refused():
         parallelism.ParallelPlan(attention="paged")
     with pytest.raises(ValueError, match="precision"):
         parallelism.Calibration(precision="fp8")
+
+
+def test_default_calibration_is_the_playbook_fit_on_its_cluster_and_carried_over_elsewhere():
+    from course_lib import budget, validation
+
+    playbook = replace(validation.PLAYBOOK_CLUSTER_NODE, nodes=4)
+    assert parallelism.default_calibration(playbook) is parallelism.PLAYBOOK_CALIBRATION
+    assert validation.PLAYBOOK_CALIBRATION is parallelism.PLAYBOOK_CALIBRATION
+    selene = parallelism.default_calibration(hardware.SELENE_3072)
+    # By hand: the half-efficiency size 3e11 FLOP × 312 / 989 TFLOP/s; the network at nominal; the rest unchanged.
+    assert selene.gemm_half_flops == pytest.approx(3e11 * 312 / 989, rel=1e-12)
+    assert selene.network_efficiency == 1.0
+    kept = ("gemm_efficiency", "layer_overhead_s", "framework_bytes", "precision", "prefetch_parameter_gathers")
+    assert all(getattr(selene, name) == getattr(parallelism.PLAYBOOK_CALIBRATION, name) for name in kept)
+    h100_ib = parallelism.default_calibration(hardware.DGX_H100)  # same device, InfiniBand: only the network differs
+    assert h100_ib.gemm_half_flops == 3e11 and h100_ib.network_efficiency == 1.0
+    # "default" is that calibration; None the ideal model.
+    plan = ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, micro_batch=1, grad_accum_steps=64)
+    by_default = budget.step_time(GPT3_175B, plan, hardware.SELENE_3072)
+    assert by_default.total_s == budget.step_time(GPT3_175B, plan, hardware.SELENE_3072, calibration=selene).total_s
+    ideal = budget.step_time(GPT3_175B, plan, hardware.SELENE_3072, calibration=None)
+    assert ideal.total_s != by_default.total_s
+    memory = parallelism.memory_breakdown(GPT3_175B, plan)
+    assert memory.framework == parallelism.PLAYBOOK_CALIBRATION.framework_bytes
+    assert parallelism.memory_breakdown(GPT3_175B, plan, calibration=None).framework == 0

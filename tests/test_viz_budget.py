@@ -61,7 +61,7 @@ CRITICAL = {
 
 @pytest.mark.parametrize("name", list(STEPS))
 def test_step_timeline_segments_are_the_step_fields(name):
-    step = budget.step_time(*STEPS[name])
+    step = budget.step_time(*STEPS[name], calibration=None)
     ax = plot_step_timeline(step)
     critical = [p for p in ax.patches if str(p.get_gid()).startswith("critical:")]
     hidden = [p for p in ax.patches if str(p.get_gid()).startswith("hidden:")]
@@ -87,7 +87,7 @@ def test_step_timeline_segments_are_the_step_fields(name):
 
 
 def test_step_timeline_title_and_bad_input():
-    step = budget.step_time(*STEPS["GPT-2 on one node"])
+    step = budget.step_time(*STEPS["GPT-2 on one node"], calibration=None)
     assert plot_step_timeline(step, title="GPT-2").get_title() == "GPT-2"
     with pytest.raises(ValueError, match="step"):
         plot_step_timeline({"compute_s": 1.0})
@@ -109,7 +109,7 @@ def test_step_timeline_title_and_bad_input():
 
 @pytest.fixture(scope="module")
 def gpt3_search():
-    return budget.search_plans(GPT3_175B, CLUSTER_64, global_batch=1536)
+    return budget.search_plans(GPT3_175B, CLUSTER_64, global_batch=1536, calibration=None)
 
 
 def test_plan_search_scatter_has_every_row(gpt3_search):

@@ -119,10 +119,14 @@ def test_gantt_bad_input(bad):
 
 def _gpt3_breakdowns():
     return {
-        "d=64": memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=64)),
-        "d=64 ZeRO-3": memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=64, zero_stage=3, recompute="full")),
+        "d=64": memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=64), calibration=None),
+        "d=64 ZeRO-3": memory_breakdown(
+            GPT3_175B, ParallelPlan(data_parallel=64, zero_stage=3, recompute="full"), calibration=None
+        ),
         "t=8 p=8 d=8": memory_breakdown(
-            GPT3_175B, ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64)
+            GPT3_175B,
+            ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64),
+            calibration=None,
         ),
         "t=8 p=8 d=8 ZeRO-1": memory_breakdown(
             GPT3_175B,
@@ -135,6 +139,7 @@ def _gpt3_breakdowns():
                 recompute="selective",
                 sequence_parallel=True,
             ),
+            calibration=None,
         ),
     }
 
@@ -350,7 +355,7 @@ def _memory_figure():
 
 
 def _memory(plan, selected, capacity_bytes, model=GPT3_175B):
-    breakdowns = [memory_breakdown(model, plan.replace(zero_stage=stage)) for stage in range(4)]
+    breakdowns = [memory_breakdown(model, plan.replace(zero_stage=stage), calibration=None) for stage in range(4)]
     return lambda live: live.update(breakdowns, selected, capacity_bytes), breakdowns
 
 

@@ -39,7 +39,7 @@ def expected_memory(values: dict) -> dict:
         sequence_parallel=values["sequence_parallel"],
     )
     parallelism.check_plan_for_model(model, plan)
-    memory = parallelism.memory_breakdown(model, plan)
+    memory = parallelism.memory_breakdown(model, plan, calibration=None)
     capacity = hardware.ACCELERATORS[values["device"]].hbm_capacity_bytes
     expected = {f"{c}_bytes": getattr(memory, c) for c in COMPONENTS}
     expected.update(
@@ -50,7 +50,7 @@ def expected_memory(values: dict) -> dict:
         devices=values["data_parallel"] * values["tensor_parallel"] * values["pipeline_parallel"],
     )
     for stage in parallelism.ZERO_STAGES:
-        other = parallelism.memory_breakdown(model, plan.replace(zero_stage=stage))
+        other = parallelism.memory_breakdown(model, plan.replace(zero_stage=stage), calibration=None)
         expected[f"zero{stage}_total_bytes"] = other.total
         for c in COMPONENTS[:3]:
             expected[f"zero{stage}_{c}_bytes"] = getattr(other, c)

@@ -38,6 +38,7 @@ from .parallelism import (
     plot_pipeline_schedule,
 )
 from .serving import DecodeBreakdownFigure, LatencyThroughputFigure, plot_decode_breakdown, plot_latency_throughput
+from .validation import PredictedMeasuredFigure, ResidualsFigure, plot_predicted_measured, plot_residuals
 
 __all__ = [
     "plot_course_map",
@@ -65,4 +66,8 @@ __all__ = [
     "plot_decode_breakdown",
     "LatencyThroughputFigure",
     "DecodeBreakdownFigure",
+    "plot_predicted_measured",
+    "plot_residuals",
+    "PredictedMeasuredFigure",
+    "ResidualsFigure",
 ]

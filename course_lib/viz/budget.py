@@ -65,7 +65,8 @@ def plot_step_timeline(step, ax=None, title=None):
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B, ParallelPlan
-    >>> step = budget.step_time(GPT2_1_5B, ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4), DGX_H100)
+    >>> step = budget.step_time(GPT2_1_5B, ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4), DGX_H100,
+    ...                        calibration=None)
     >>> ax = plot_step_timeline(step)
     >>> [p.get_gid() for p in ax.patches]
     ['critical:compute', 'hidden:data']
@@ -201,7 +202,7 @@ def plot_plan_search(search, ax=None, highlight_rows=(0,)):
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B
-    >>> ax = plot_plan_search(budget.search_plans(GPT2_1_5B, DGX_H100, global_batch=512))
+    >>> ax = plot_plan_search(budget.search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None))
     >>> ax.get_yscale(), ax.get_legend().get_texts()[0].get_text()
     ('log', 'compute (23)')
     >>> plt.close("all")

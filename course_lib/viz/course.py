@@ -21,7 +21,12 @@ LESSONS = (
         ("01_mac", "02_nccl", "03_parallelism"),
     ),
     ("05_measure", "05 · Measure it\nMPI runs, fitted α and B", ("02_nccl", "04_communication_budget")),
-    ("07_capstone", "07 · Plan a real run\n70B on 64 H100s", ("04_communication_budget", "05_measure")),
+    (
+        "06_model_meets_measurements",
+        "06 · Check the model\n1,758 measured runs",
+        ("04_communication_budget", "05_measure"),
+    ),
+    ("07_capstone", "07 · Plan a real run\n70B on 64 H100s", ("06_model_meets_measurements",)),
 )
 # (lab title, the lesson it practises)
 LABS = (

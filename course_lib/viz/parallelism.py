@@ -246,8 +246,9 @@ def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
     rectangles keep their true heights) and an arrow label gives its total, so the bars that nearly fit stay
     readable.
 
-    >>> mem = parallelism.memory_breakdown(parallelism.GPT3_175B, parallelism.ParallelPlan(tensor_parallel=8,
-    ...                                    pipeline_parallel=8, data_parallel=8, zero_stage=1, recompute="full"))
+    >>> plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, zero_stage=1,
+    ...                                 recompute="full")
+    >>> mem = parallelism.memory_breakdown(parallelism.GPT3_175B, plan, calibration=None)
     >>> ax = plot_memory_breakdown({"t=8 p=8 d=8": mem}, capacity_bytes=80e9)
     >>> [c.get_label() for c in ax.containers]
     ['parameters', 'gradients', 'optimizer state', 'activations']
@@ -928,7 +929,7 @@ class MemoryBudgetFigure(LiveFigure):
     >>> figure = Figure(figsize=(9, 4))
     >>> live = MemoryBudgetFigure(figure.add_axes((0.1, 0.2, 0.4, 0.6)), figure.add_axes((0.7, 0.2, 0.25, 0.6)), ["a"])
     >>> plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, zero_stage=1)
-    >>> live.update([parallelism.memory_breakdown(parallelism.GPT3_175B, plan)], 0, 80e9)
+    >>> live.update([parallelism.memory_breakdown(parallelism.GPT3_175B, plan, calibration=None)], 0, 80e9)
     >>> live.verdict.get_text()
     'fits, 58 GB headroom'
     """

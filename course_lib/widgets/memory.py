@@ -1,11 +1,11 @@
 """Lab 3 · the memory budget of one device: model states and activations against the device's capacity.
 
-Every number comes from ``parallelism.memory_breakdown`` on a ``ParallelPlan`` (the first pipeline stage, which
-holds the most activations, under the 1F1B schedule). The figure, ``viz.parallelism.MemoryBudgetFigure``, has two
-panels: on the left, the same plan under ZeRO stages 0–3 as stacked bars on a linear axis that ends at twice the
-device's capacity (the selected stage is outlined; a bar above the axis gets an arrow and its total); on the right,
-each component of the selected plan on a log axis from 100 kB to 100 TB, so a 20 kB shard and a 40 TB replica are
-both readable.
+Every number comes from ``parallelism.memory_breakdown`` (the ideal model, ``calibration=None``) on a ``ParallelPlan``
+(the first pipeline stage, which holds the most activations, under the 1F1B schedule). The figure,
+``viz.parallelism.MemoryBudgetFigure``, has two panels: on the left, the same plan under ZeRO stages 0–3 as stacked bars
+on a linear axis that ends at twice the device's capacity (the selected stage is outlined; a bar above the axis gets an
+arrow and its total); on the right, each component of the selected plan on a log axis from 100 kB to 100 TB, so a 20 kB
+shard and a 40 TB replica are both readable.
 
 Only valid plans are reachable: the tensor-parallel slider offers the divisors of the model's heads (≤ 64) and the
 pipeline slider the divisors of its layers (≤ 128); changing the model moves both to the nearest valid value.
@@ -216,7 +216,8 @@ class MemoryBudgetLab(Lab):
         )
         # The same plan under every ZeRO stage, for the comparison bars (activations do not depend on the stage).
         self.breakdowns = [
-            parallelism.memory_breakdown(model, plan.replace(zero_stage=stage)) for stage in parallelism.ZERO_STAGES
+            parallelism.memory_breakdown(model, plan.replace(zero_stage=stage), calibration=None)
+            for stage in parallelism.ZERO_STAGES
         ]
         memory = self.breakdowns[plan.zero_stage]
         capacity = float(device.hbm_capacity_bytes)

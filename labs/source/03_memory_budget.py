@@ -142,9 +142,9 @@ plan = parallelism.ParallelPlan(
     recompute="selective",
     sequence_parallel=True,
 )
-total = parallelism.memory_breakdown(parallelism.GPT3_175B, plan).total
+total = parallelism.memory_breakdown(parallelism.GPT3_175B, plan, calibration=None).total
 print(
-    f"parallelism.memory_breakdown(GPT3_175B, plan).total = {units.format_bytes(total)}; agrees with the lab: "
+    f"memory_breakdown(GPT3_175B, plan, calibration=None).total = {units.format_bytes(total)}; agrees with the lab: "
     f"{total == r['total_bytes']}; fits an {units.format_bytes(hardware.A100.hbm_capacity_bytes)} A100: "
     f"{total <= hardware.A100.hbm_capacity_bytes}"
 )
@@ -418,9 +418,10 @@ test_q2_other_budgets(smallest_data_parallel)
 # ### Question 3 · The largest micro-batch that fits (2 points)
 #
 # Activations grow with the micro-batch; model states do not. Write `largest_micro_batch(model, plan,
-# capacity_bytes)`: the largest micro-batch $b \ge 1$ for which `parallelism.memory_breakdown(model, plan)` with
-# that micro-batch fits in `capacity_bytes` (all of it: model states and activations), or 0 if even $b = 1$
-# does not fit. `plan.replace(micro_batch=b)` gives a copy of the plan with another micro-batch.
+# capacity_bytes)`: the largest micro-batch $b \ge 1$ for which `parallelism.memory_breakdown(model, plan,
+# calibration=None)` (lesson 03's model, as in the lab above) with that micro-batch fits in `capacity_bytes` (all of
+# it: model states and activations), or 0 if even $b = 1$ does not fit. `plan.replace(micro_batch=b)` gives a copy of
+# the plan with another micro-batch.
 
 # %% [raw]
 # # BEGIN SOLUTION
@@ -429,9 +430,13 @@ test_q2_other_budgets(smallest_data_parallel)
 # %%
 def largest_micro_batch(model, plan, capacity_bytes):
     """Largest micro-batch whose per-device memory fits in ``capacity_bytes`` (0 if none does)."""
+
     # BEGIN SOLUTION
+    def memory_with(b):
+        return parallelism.memory_breakdown(model, plan.replace(micro_batch=b), calibration=None).total
+
     micro_batch = 0
-    while parallelism.memory_breakdown(model, plan.replace(micro_batch=micro_batch + 1)).total <= capacity_bytes:
+    while memory_with(micro_batch + 1) <= capacity_bytes:
         micro_batch += 1
     return micro_batch
     # END SOLUTION

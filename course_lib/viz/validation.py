@@ -1,0 +1,170 @@
+"""Figures for lesson 06 (the model meets the measurements): predicted against measured MFU and memory for the
+Ultra-Scale Playbook's runs, and the residuals grouped by the plan column that switches each term of the model on.
+
+Each figure is a small class: ``build(ax)`` draws the empty axes once, ``update(result)`` draws a replay on them;
+``plot_*`` builds then updates and returns what it drew on. Numbers come from ``course_lib.validation``
+(``replay_runs``, ``residuals_by``); this module only draws.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from .. import validation
+from .style import COLORS, axes_or_new, bytes_formatter, label_units, percent_formatter
+
+__all__ = [
+    "NODE_COLORS",
+    "PredictedMeasuredFigure",
+    "ResidualsFigure",
+    "plot_predicted_measured",
+    "plot_residuals",
+]
+
+# One colour per node count of the Playbook's runs (1–64 nodes of 8 × H100), light to dark.
+NODE_COLORS = {nodes: colormaps["viridis"](i / 6) for i, nodes in enumerate((1, 2, 4, 8, 16, 32, 64))}
+_QUANTITIES = {
+    # quantity: (measured column, predicted column, axis label, formatter, log axes)
+    "mfu": ("measured_mfu", "predicted_mfu", "MFU", percent_formatter, True),
+    "memory": ("measured_memory_bytes", "predicted_memory_bytes", "memory per GPU", bytes_formatter, False),
+}
+
+
+def _shown_runs(replay, quantity):
+    """The runs a figure can place: they ran, the model represents them, and the measurement is positive."""
+    measured = replay.runs[_QUANTITIES[quantity][0]]
+    return replay.represented & replay.runs.succeeded & (measured > 0)
+
+
+class PredictedMeasuredFigure:
+    """Predicted against measured, one point per run that ran, coloured by nodes: hollow circles for the runs the
+    calibration was fitted on (1B, 3B), filled triangles for the held-out runs (8B, 80B); the line y = x."""
+
+    def __init__(self, quantity="mfu"):
+        if quantity not in _QUANTITIES:
+            raise ValueError(f"quantity must be one of {', '.join(_QUANTITIES)}, got {quantity!r}")
+        self.quantity = quantity
+
+    def build(self, ax):
+        self.ax = ax
+        _, _, label, formatter, log = _QUANTITIES[self.quantity]
+        if log:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(formatter)
+        ax.yaxis.set_major_formatter(formatter)
+        ax.grid(True, which="major", alpha=0.3)
+        label_units(ax, f"measured {label}", f"predicted {label}")
+        return ax
+
+    def update(self, result):
+        """``result`` = (replay, held_out): a ``validation.Replay`` and a boolean mask of its held-out runs."""
+        replay, held_out = result
+        held_out = np.asarray(held_out, dtype=bool)
+        ax = self.ax
+        for artist in list(ax.lines) + list(ax.collections):
+            artist.remove()
+        measured_name, predicted_name, *_ = _QUANTITIES[self.quantity]
+        measured, predicted = replay.runs[measured_name], replay.columns[predicted_name]
+        shown = _shown_runs(replay, self.quantity)
+        nodes = replay.runs["nodes"]
+        for count, color in NODE_COLORS.items():
+            for held, marker in ((False, "o"), (True, "^")):
+                here = shown & (nodes == count) & (held_out == held)
+                if not here.any():
+                    continue
+                ax.scatter(measured[here], predicted[here], s=14, marker=marker, linewidths=0.8,
+                           facecolors=color if held else "none", edgecolors=color, label=f"{count}|{held}")  # fmt: skip
+        low = min(measured[shown].min(), predicted[shown].min())
+        high = max(measured[shown].max(), predicted[shown].max())
+        ax.plot([low, high], [low, high], color=COLORS["capacity"], lw=1, label="predicted = measured")
+        handles = [Patch(color=color, label=f"{count} node{'s' if count > 1 else ''}")
+                   for count, color in NODE_COLORS.items() if (shown & (nodes == count)).any()]  # fmt: skip
+        handles += [
+            Line2D([], [], ls="", marker="o", mfc="none", mec="#555555", label="fitted on (1B, 3B)"),
+            Line2D([], [], ls="", marker="^", color="#555555", label="held out (8B, 80B)"),
+            Line2D([], [], color=COLORS["capacity"], lw=1, label="predicted = measured"),
+        ]
+        ax.legend(handles=handles, fontsize=7, loc="upper left", ncol=2)
+        return ax
+
+
+class ResidualsFigure:
+    """Predicted/measured ratio grouped by one plan column (``validation.RESIDUAL_TERMS``): the median of each group
+    with its 25th–75th percentile bar, on a log axis around 1 (a term the model gets wrong drifts with its column)."""
+
+    def __init__(self, column="nodes", quantity="mfu"):
+        if column not in validation.RESIDUAL_TERMS:
+            raise ValueError(f"column must be one of {', '.join(validation.RESIDUAL_TERMS)}, got {column!r}")
+        if quantity not in _QUANTITIES:
+            raise ValueError(f"quantity must be one of {', '.join(_QUANTITIES)}, got {quantity!r}")
+        self.column, self.quantity = column, quantity
+
+    def build(self, ax):
+        self.ax = ax
+        ax.set_yscale("log")
+        ax.axhline(1.0, color=COLORS["capacity"], lw=1)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        label = _QUANTITIES[self.quantity][2]
+        label_units(ax, validation.RESIDUAL_TERMS[self.column], f"predicted / measured {label}")
+        return ax
+
+    def update(self, result):
+        """``result`` = (replay, rows): a ``validation.Replay`` and the boolean mask of the runs to group."""
+        replay, rows = result
+        ax = self.ax
+        for artist in list(ax.lines[1:]) + list(ax.collections) + list(ax.texts):
+            artist.remove()
+        groups = validation.residuals_by(replay, self.column, rows, self.quantity)
+        values = list(groups)
+        x = np.arange(len(values))
+        median, low, high, runs = (np.array([groups[v][i] for v in values]) for i in range(4))
+        ax.errorbar(x, median, yerr=[median - low, high - median], fmt="o", color=COLORS["exposed"], capsize=3)
+        for xi, m, n in zip(x, median, runs, strict=True):
+            ax.annotate(f"{m:.2g}×\n{n} runs", (xi, m), xytext=(6, 0), textcoords="offset points", fontsize=7,
+                        va="center")  # fmt: skip
+        ax.set_xticks(x, [str(v) for v in values])
+        ax.set_xlim(-0.5, len(values) - 0.3)
+        return ax
+
+
+def plot_predicted_measured(replay, held_out, quantity="mfu", ax=None):
+    """``PredictedMeasuredFigure`` of ``replay`` (held-out runs in ``held_out``); returns the Axes.
+
+    >>> from course_lib import validation
+    >>> runs = validation.load_playbook_runs()
+    >>> held = np.isin(runs["model"], validation.HELD_OUT_MODELS)
+    >>> ax = plot_predicted_measured(validation.replay_runs(runs), held)
+    >>> sum(len(c.get_offsets()) for c in ax.collections)   # every run that ran and reported an MFU above 0
+    1744
+    >>> plt.close("all")
+    """
+    figure = PredictedMeasuredFigure(quantity)
+    figure.build(axes_or_new(ax, figsize=(6.5, 5)))
+    return figure.update((replay, held_out))
+
+
+def plot_residuals(replay, rows=None, columns=tuple(validation.RESIDUAL_TERMS), quantity="mfu", axes=None):
+    """One ``ResidualsFigure`` per plan column, side by side; returns the list of Axes.
+
+    >>> from course_lib import validation
+    >>> axes = plot_residuals(validation.replay_runs(validation.load_playbook_runs()))
+    >>> [ax.get_xlabel() for ax in axes]
+    ['network (nodes)', 'tensor parallel (t)', 'pipeline (p)', 'ZeRO']
+    >>> plt.close("all")
+    """
+    rows = np.ones(len(replay.runs), dtype=bool) if rows is None else rows
+    if axes is None:
+        _, axes = plt.subplots(1, len(columns), figsize=(3 * len(columns), 3.6), sharey=True, layout="constrained")
+        axes = np.atleast_1d(axes)
+    if len(axes) != len(columns):
+        raise ValueError(f"axes must hold one Axes per column ({len(columns)}), got {len(axes)}")
+    for ax, column in zip(axes, columns, strict=True):
+        figure = ResidualsFigure(column, quantity)
+        figure.build(ax)
+        figure.update((replay, rows))
+    return list(axes)
