@@ -839,7 +839,8 @@ def partition_report(
     """Everything the partition explorer shows for one plan, as plain Python values, from the ideal model
     (``memory_breakdown`` and ``step_time`` with ``calibration=None``, ``step_transfers``).
 
-    Keys: the plan's sizes; ``memory`` (bytes per device by component), ``memory_bytes_per_device``,
+    Keys: the plan's sizes; ``parameters_bytes``, ``gradients_bytes``, ``optimizer_state_bytes``,
+    ``activations_bytes`` (per device, the first pipeline stage), ``memory_bytes_per_device``,
     ``capacity_bytes``, ``fits``; the step: ``compute_s``, ``bubble_s``, ``exposed_tensor_s``,
     ``exposed_pipeline_s``, ``exposed_data_s``, ``exposed_communication_s``, ``step_time_s``,
     ``binding_constraint`` ("memory" when the plan does not fit), ``tokens_per_s``, ``mfu``; and ``transfers``: one
@@ -907,12 +908,11 @@ def partition_report(
         "devices_per_node": int(cluster.devices_per_node),
         "nodes": int(cluster.nodes),
         "global_batch": int(plan.global_batch),
-        "memory": {
-            "parameters": float(memory.parameters),
-            "gradients": float(memory.gradients),
-            "optimizer_state": float(memory.optimizer_state),
-            "activations": float(memory.activations),
-        },
+        "device": cluster.accelerator.name,
+        "parameters_bytes": float(memory.parameters),
+        "gradients_bytes": float(memory.gradients),
+        "optimizer_state_bytes": float(memory.optimizer_state),
+        "activations_bytes": float(memory.activations),
         "memory_bytes_per_device": total,
         "capacity_bytes": capacity,
         "fits": bool(fits),

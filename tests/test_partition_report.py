@@ -56,7 +56,8 @@ def test_report_totals_are_step_time_and_memory_breakdown():
     memory = memory_breakdown(TINY, PLAN, calibration=None)
     assert report["step_time_s"] == pytest.approx(float(step.total_s), rel=1e-12)
     assert report["memory_bytes_per_device"] == pytest.approx(float(memory.total), rel=1e-12)
-    assert sum(report["memory"].values()) == pytest.approx(report["memory_bytes_per_device"], rel=1e-12)
+    components = ("parameters", "gradients", "optimizer_state", "activations")
+    assert sum(report[f"{c}_bytes"] for c in components) == pytest.approx(report["memory_bytes_per_device"], rel=1e-12)
     for axis in ("tensor", "pipeline", "data"):
         per_axis = sum(x["exposed_s"] for x in _by(report, axis))
         assert report[f"exposed_{axis}_s"] == pytest.approx(per_axis, rel=1e-12, abs=1e-15)
