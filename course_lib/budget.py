@@ -329,7 +329,8 @@ def _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype):
 
 
 def _timed_transfers(model, plan, cluster, forward, backward):
-    """The step's transfers with their seconds per step, and per (axis, phase) their total and exposed seconds.
+    """The step's transfers with their seconds per step and their ``group_collective_phases``, and per (axis,
+    phase) their total and exposed seconds.
 
     The dependency rule: "none" hides behind nothing; "last backward" behind one micro-batch's backward;
     "forward"/"backward" transfers recur every micro-batch, each behind its own forward or backward, so m windows.
@@ -338,8 +339,11 @@ def _timed_transfers(model, plan, cluster, forward, backward):
     windows = {"forward": forward, "backward": backward}
     timed, per_phase = [], {}  # (axis, phase) -> total seconds per step of the transfers with that phase
     for transfer in step_transfers(model, plan):
-        seconds = transfer.calls_per_step * transfer_time_per_call(transfer, plan, cluster)
-        timed.append((transfer, seconds))
+        phases = group_collective_phases(
+            transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
+        )
+        seconds = transfer.calls_per_step * sum(phase.time_s for phase in phases)  # × transfer_time_per_call
+        timed.append((transfer, seconds, phases))
         key = (transfer.axis, transfer.phase)
         per_phase[key] = per_phase.get(key, 0.0) + seconds
     exposed = {}
@@ -829,6 +833,10 @@ def transfer_link(transfer, plan: ParallelPlan, cluster: Cluster) -> Link:
     phases = group_collective_phases(
         transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
     )
+    return _phases_link(phases, cluster)
+
+
+def _phases_link(phases, cluster: Cluster) -> Link:
     crosses = any(phase.level == "across nodes" and np.all(np.asarray(phase.ranks) > 1) for phase in phases)
     return cluster.inter_node_link if crosses else cluster.intra_node_link
 
@@ -870,12 +878,12 @@ def partition_report(
     forward, backward = _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype)
     timed, per_phase, exposed_phase = _timed_transfers(model, plan, cluster, forward, backward)
     transfers = []
-    for transfer, seconds in timed:
+    for transfer, seconds, phases in timed:
         if not transfer.crosses_boundary:
             continue
         key = (transfer.axis, transfer.phase)
         share = float(seconds / per_phase[key]) if per_phase[key] > 0 else 0.0
-        link = transfer_link(transfer, plan, cluster)
+        link = _phases_link(phases, cluster)
         transfers.append(
             {
                 "axis": transfer.axis,

@@ -122,7 +122,7 @@ class PartitionFigure(LiveFigure):
     >>> from dataclasses import replace
     >>> from matplotlib.figure import Figure
     >>> from course_lib import budget, hardware, parallelism
-    >>> live = PartitionFigure(Figure(figsize=(10.5, 6.4)))
+    >>> live = PartitionFigure(Figure(figsize=(10, 5.6)))
     >>> plan = parallelism.ParallelPlan(tensor_parallel=16, pipeline_parallel=4, grad_accum_steps=64)
     >>> live.update(budget.partition_report(parallelism.GPT3_175B, plan, replace(hardware.DGX_A100, nodes=8)))
     >>> live.network_rows.get_texts()[:2], live.tensor_label.get_text()

@@ -12,13 +12,14 @@ Importing ``course_lib.widgets`` imports ipywidgets and matplotlib; the formula 
 
 from importlib import import_module
 
-__all__ = ["ring_allreduce_lab", "global_batch_lab", "memory_budget_lab", "pipeline_lab"]
+__all__ = ["ring_allreduce_lab", "global_batch_lab", "memory_budget_lab", "pipeline_lab", "partition_lab"]
 
 _HOME = {
     "ring_allreduce_lab": ".ring",
     "global_batch_lab": ".batch",
     "memory_budget_lab": ".memory",
     "pipeline_lab": ".schedule",
+    "partition_lab": ".partition",
 }
 
 
