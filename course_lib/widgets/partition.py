@@ -6,7 +6,8 @@ Every number comes from one call, ``budget.partition_report`` (the ideal model: 
 between nodes; Megatron-LM's placement puts the tensor-parallel ranks next to each other, so t ≤ 8 keeps them in one
 node and t = 16 spans two.
 
-Only valid plans are reachable: t takes the divisors of the model's heads, p the divisors of its layers, v (with the
+Only valid plans are reachable: t takes the divisors of the model's heads that divide a node's 8 GPUs or are
+multiples of them (a tensor group fills part of one node or whole nodes), p the divisors of its layers, v (with the
 interleaved schedule) the divisors of the layers per stage, m (interleaved) multiples of p; d·t·p is at most 4096
 GPUs and the node count offers only clusters that hold the plan (moving t, p or d past the cluster grows it).
 
@@ -64,9 +65,6 @@ SCHEDULES = ("1f1b", "gpipe", "interleaved")
 # GPT-3 175B on 8 nodes of 8 A100 as Korthikanti et al. 2022 split it inside a node (t = 8, p = 8), d = 1.
 DEFAULTS = {
     "model": parallelism.GPT3_175B.name,
-    "layers": 96,
-    "hidden": 12288,
-    "heads": 96,
     "cluster": next(iter(CLUSTERS)),
     "nodes": 8,
     "data_parallel": 1,
@@ -79,6 +77,9 @@ DEFAULTS = {
     "recompute": "selective",
     "micro_batch": 1,
     "grad_accum_steps": 64,
+    "layers": 96,
+    "hidden": 12288,
+    "heads": 96,
 }
 
 
@@ -107,6 +108,8 @@ def _nearest(options, value):
 def options_for(values: dict) -> dict:
     """Every dependent control's options given the others' values, and the values snapped onto them, in the order
     that keeps each plan valid: heads (custom), t, p, d, schedule, v, m, nodes. Returns {name: (options, value)}.
+    t takes divisors of the heads that divide the node or are multiples of it (``budget.group_collective_phases``
+    places a group on whole nodes or within one).
 
     >>> opts = options_for({**DEFAULTS, "tensor_parallel": 16, "nodes": 8})
     >>> opts["nodes"][1]   # t = 16, p = 8: 128 GPUs need 16 nodes
@@ -133,12 +136,15 @@ def options_for(values: dict) -> dict:
     settle("heads", [a for a in CUSTOM_HEADS if values["hidden"] % a == 0])
     model = model_for(values)
     d, p = values["data_parallel"], values["pipeline_parallel"]
+    per_node = CLUSTERS[values["cluster"]].devices_per_node
     settle(
         "tensor_parallel",
         [
             t
             for t in range(1, MAX_TENSOR_PARALLEL + 1)
-            if parallelism.splits_evenly(model, tensor_parallel=t) and d * t * p <= MAX_DEVICES
+            if parallelism.splits_evenly(model, tensor_parallel=t)
+            and (per_node % t == 0 or t % per_node == 0)  # a group fills part of a node, or whole nodes
+            and d * t * p <= MAX_DEVICES
         ],
     )
     t = values["tensor_parallel"]
@@ -160,7 +166,6 @@ def options_for(values: dict) -> dict:
     settle("virtual_stages", chunks if interleaved else [1])
     steps = sorted(set(GRAD_ACCUM_STEPS) | ({p * k for k in (1, 2, 4, 8)} if interleaved else set()))
     settle("grad_accum_steps", [m for m in steps if not interleaved or m % p == 0])
-    per_node = CLUSTERS[values["cluster"]].devices_per_node
     settle("nodes", [n for n in NODE_COUNTS if n * per_node >= d * t * p], prefer_up=True)
     return out
 
@@ -209,9 +214,6 @@ class PartitionLab(Lab):
         opts = {name: options for name, (options, _) in dependent.items()}
         controls = {
             "model": _dropdown("model", [*MODELS, CUSTOM], values["model"]),
-            "layers": _selection("custom: layers", CUSTOM_LAYERS, values["layers"]),
-            "hidden": _selection("custom: hidden size", CUSTOM_HIDDEN, values["hidden"]),
-            "heads": _selection("custom: heads", opts["heads"], values["heads"]),
             "cluster": _dropdown("cluster", CLUSTERS, values["cluster"]),
             "nodes": _selection("nodes", opts["nodes"], values["nodes"]),
             "data_parallel": _selection("data parallel d", opts["data_parallel"], values["data_parallel"]),
@@ -233,6 +235,9 @@ class PartitionLab(Lab):
             "recompute": choice_buttons("recomputation", list(parallelism.RECOMPUTE_OPTIONS), values["recompute"]),
             "micro_batch": int_slider("micro-batch b (seq.)", 1, 16, values["micro_batch"]),
             "grad_accum_steps": _selection("micro-batches m", opts["grad_accum_steps"], values["grad_accum_steps"]),
+            "layers": _selection("custom: layers", CUSTOM_LAYERS, values["layers"]),
+            "hidden": _selection("custom: hidden size", CUSTOM_HIDDEN, values["hidden"]),
+            "heads": _selection("custom: heads", opts["heads"], values["heads"]),
         }
         self._syncing = False
         figure = Figure(figsize=(10, 5.6), dpi=self.dpi)
