@@ -281,15 +281,24 @@ def step_time(
     >>> format_time(step.compute_s), format_time(step.exposed_s["data"]), format_time(step.overlapped_s["data"])
     ('340 ms', '0 s', '12.1 ms')
     """
-    if np.any(np.asarray(plan.devices) > cluster.devices):
-        raise ValueError(f"plan needs {plan.devices} devices; the cluster has {cluster.devices}")
+    _check_cluster_holds(plan, cluster)
     if calibration is not None:
         return calibrated_step_time(model, plan, cluster, calibration, dtype)
+    return _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)[0]
+
+
+def _check_cluster_holds(plan, cluster):
+    if np.any(np.asarray(plan.devices) > cluster.devices):
+        raise ValueError(f"plan needs {plan.devices} devices; the cluster has {cluster.devices}")
+
+
+def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
+    """``step_time``'s ideal model: the StepTime, and ``_timed_transfers``' result it was built from."""
     p, m, v = plan.pipeline_parallel, plan.grad_accum_steps, plan.virtual_stages
     shape = (model.seq_len, model.layers, model.hidden, model.vocab)
     forward, backward = _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype)
     total_mb = forward + backward
-    _, per_phase, exposed_phase = _timed_transfers(model, plan, cluster, forward, backward)
+    timed, per_phase, exposed_phase = _timed_transfers(model, plan, cluster, forward, backward)
 
     exposed = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
     overlapped = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
@@ -306,7 +315,7 @@ def step_time(
     model_flops = transformer_flops_per_iteration(samples, *shape, recompute="none")
     hardware_flops = transformer_flops_per_iteration(samples, *shape, recompute=plan.recompute)
     peak_time = plan.devices * cluster.accelerator.peak(dtype) * total
-    return StepTime(
+    step = StepTime(
         _validate.as_result(compute),
         _validate.as_result(bubble),
         {k: _validate.as_result(x) for k, x in exposed.items()},
@@ -315,6 +324,7 @@ def step_time(
         _validate.as_result(model_flops / peak_time),
         _validate.as_result(hardware_flops / peak_time),
     )
+    return step, (timed, per_phase, exposed_phase)
 
 
 def _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype):
@@ -874,9 +884,8 @@ def partition_report(
     16 InfiniBand 3072 1.75 s 18.6 s
     """
     memory = memory_breakdown(model, plan, calibration=None)
-    step = step_time(model, plan, cluster, compute_efficiency, dtype, calibration=None)
-    forward, backward = _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype)
-    timed, per_phase, exposed_phase = _timed_transfers(model, plan, cluster, forward, backward)
+    _check_cluster_holds(plan, cluster)
+    step, (timed, per_phase, exposed_phase) = _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)
     transfers = []
     for transfer, seconds, phases in timed:
         if not transfer.crosses_boundary:

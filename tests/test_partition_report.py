@@ -101,3 +101,8 @@ def test_gpt3_tensor_parallel_past_the_node_on_the_same_gpus_is_slower():
     assert {x["link"] for x in _by(across, "tensor")} == {hardware.INFINIBAND_HDR_8X.name}
     assert across["exposed_tensor_s"] > 3 * inside["exposed_tensor_s"]
     assert across["step_time_s"] > inside["step_time_s"]
+
+
+def test_a_plan_larger_than_the_cluster_is_refused():
+    with pytest.raises(ValueError, match="plan needs 32 devices; the cluster has 16"):
+        budget.partition_report(TINY, PLAN.replace(data_parallel=4), CLUSTER_2x8)

@@ -35,7 +35,7 @@ PLANS = [
 
 @pytest.fixture(scope="module")
 def live():
-    return PartitionFigure(Figure(figsize=(10, 5.6), dpi=72))
+    return PartitionFigure(Figure(figsize=(10, 5.0), dpi=72))
 
 
 @pytest.mark.parametrize("plan", PLANS, ids=lambda p: f"d{p.data_parallel}t{p.tensor_parallel}p{p.pipeline_parallel}")

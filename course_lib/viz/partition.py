@@ -122,7 +122,7 @@ class PartitionFigure(LiveFigure):
     >>> from dataclasses import replace
     >>> from matplotlib.figure import Figure
     >>> from course_lib import budget, hardware, parallelism
-    >>> live = PartitionFigure(Figure(figsize=(10, 5.6)))
+    >>> live = PartitionFigure(Figure(figsize=(10, 5.0)))
     >>> plan = parallelism.ParallelPlan(tensor_parallel=16, pipeline_parallel=4, grad_accum_steps=64)
     >>> live.update(budget.partition_report(parallelism.GPT3_175B, plan, replace(hardware.DGX_A100, nodes=8)))
     >>> live.network_rows.get_texts()[:2], live.tensor_label.get_text()
@@ -135,7 +135,7 @@ class PartitionFigure(LiveFigure):
         def place(x, y, width, height):
             return figure.add_axes((x0 + x * w, y0 + y * h, width * w, height * h))
 
-        self.diagram_ax = place(0.01, 0.50, 0.68, 0.42)
+        self.diagram_ax = place(0.01, 0.47, 0.68, 0.41)
         self.table_ax = place(0.01, 0.03, 0.72, 0.40)
         self.memory_ax = place(0.77, 0.66, 0.21, 0.09)
         self.step_ax = place(0.77, 0.26, 0.21, 0.09)

@@ -240,7 +240,7 @@ class PartitionLab(Lab):
             "heads": _selection("custom: heads", opts["heads"], values["heads"]),
         }
         self._syncing = False
-        figure = Figure(figsize=(10, 5.6), dpi=self.dpi)
+        figure = Figure(figsize=(10, 5.0), dpi=self.dpi)
         figure.patch.set_facecolor("white")
         self.partition_figure = PartitionFigure(figure)
         self.enable_partial_redraw(figure, self.partition_figure.animated)
