@@ -58,22 +58,23 @@ def test_figure_holds_the_report(live, plan):
     # the model: one box per drawn stage, t slices inside each (at most 16 drawn), node cuts when t > 8
     p, t = plan.pipeline_parallel, plan.tensor_parallel
     drawn = [s for s in drawn_stages(p) if s is not None]
-    assert sum(box.get_visible() for box in live.stage_boxes) == len(drawn) <= MAX_STAGES_DRAWN
+    assert len(live.stage_bounds) == len(drawn) <= MAX_STAGES_DRAWN
+    assert len(live.model_boxes.boxes) == len(drawn) + 2  # and the embedding and the head
     assert len(live.stripes.get_segments()) == len(drawn) * (min(t, 16) - 1)
     assert len(live.node_cuts.get_segments()) == len(drawn) * max(t // 8 - 1, 0)
-    assert sum(r.get_visible() for r in live.replicas) == min(plan.data_parallel - 1, 3)
+    assert len(live.replicas.boxes) == min(plan.data_parallel - 1, 3)
     # memory bars: each component's share of the capacity
     capacity = report["capacity_bytes"]
     start = 0.0  # the axis ends at twice the capacity: what lies beyond is cut
     components = ("parameters", "gradients", "optimizer_state", "activations")
-    for component, patch in zip(components, live.memory_segments, strict=True):
+    for component, (x, _, width, _) in zip(components, live.memory_segments.boxes, strict=True):
         share = report[f"{component}_bytes"] / capacity
-        assert patch.get_x() == pytest.approx(min(start, 2.0), rel=1e-9)
-        assert patch.get_width() == pytest.approx(max(0.0, min(share, 2.0 - start)), rel=1e-9, abs=1e-12)
+        assert x == pytest.approx(min(start, 2.0), rel=1e-9)
+        assert width == pytest.approx(max(0.0, min(share, 2.0 - start)), rel=1e-9, abs=1e-12)
         start += share
     assert ("fits" if report["fits"] else "does not fit") in live.memory_text.get_text()
     # step bar: the five terms as shares of the step, adding up to the whole
-    widths = [patch.get_width() for patch in live.step_segments]
+    widths = [box[2] for box in live.step_segments.boxes]
     assert widths == pytest.approx([report[key] / report["step_time_s"] for key, _, _ in STEP_SEGMENTS], rel=1e-9)
     assert sum(widths) == pytest.approx(1.0, rel=1e-9)
     assert live.step_values.get_texts() == [units.format_time(report[key]) for key, _, _ in STEP_SEGMENTS]

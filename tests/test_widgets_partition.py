@@ -70,7 +70,7 @@ def check(lab):
     # the figure holds the result: one table row per transfer, the step bar adds up to the step
     figure = lab.partition_figure
     assert figure.marker_numbers.get_texts() == [str(k) for k in range(1, len(result["transfers"]) + 1)]
-    assert sum(p.get_width() for p in figure.step_segments) == pytest.approx(1.0, rel=1e-9)
+    assert sum(box[2] for box in figure.step_segments.boxes) == pytest.approx(1.0, rel=1e-9)
     assert units.format_time(result["step_time_s"]) in lab.summary.value
     assert "nan" not in lab.summary.value.lower()
 

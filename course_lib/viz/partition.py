@@ -8,7 +8,7 @@ picture of the frames and legends).
 
 from __future__ import annotations
 
-from matplotlib.collections import LineCollection
+from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
@@ -103,6 +103,21 @@ def drawn_stages(stages: int) -> list:
     return [0, 1, 2, 3, None, stages - 3, stages - 2, stages - 1]
 
 
+class BoxGroup(PolyCollection):
+    """Rectangles drawn as one collection (one draw call instead of one per patch): ``set_boxes([(x, y, width,
+    height, colour), ...])``; ``boxes`` holds their (x, y, width, height) in order."""
+
+    def __init__(self, ax, **kwargs):
+        super().__init__([], **kwargs)
+        self.boxes: list = []
+        ax.add_collection(self, autolim=False)
+
+    def set_boxes(self, boxes) -> None:
+        self.boxes = [tuple(box[:4]) for box in boxes]
+        self.set_verts([[(x, y), (x + w, y), (x + w, y + h), (x, y + h)] for x, y, w, h, _ in boxes])
+        self.set_facecolor([box[4] for box in boxes] or "none")
+
+
 def _node_span(first_rank: int, count: int, per_node: int) -> str:
     first, last = first_rank // per_node, (first_rank + count - 1) // per_node
     return f"node {first}" if first == last else f"nodes {first}–{last}"
@@ -165,16 +180,10 @@ class PartitionFigure(LiveFigure):
         ax.set_ylim(0, 50)
         ax.set_axis_off()
         anim = self._animated = [self.title, self.subtitle]
-        self.replicas = [
-            ax.add_patch(Rectangle((0, 0), 0, 0, facecolor="#EEEEEE", edgecolor="#999999", linewidth=0.8, zorder=1))
-            for _ in range(MAX_REPLICAS_DRAWN)
-        ]
-        self.embedding = ax.add_patch(Rectangle((0, 24), 7, 14, edgecolor="black", linewidth=0.8, zorder=3))
-        self.head = ax.add_patch(Rectangle((93, 24), 7, 14, edgecolor="black", linewidth=0.8, zorder=3))
-        self.stage_boxes = [
-            ax.add_patch(Rectangle((0, 24), 0, 14, edgecolor="black", linewidth=0.8, zorder=3))
-            for _ in range(MAX_STAGES_DRAWN)
-        ]
+        # the data-parallel copies behind; the embedding, the drawn stages and the head (stage_bounds: the stages)
+        self.replicas = BoxGroup(ax, edgecolor="#999999", linewidth=0.8, zorder=1)
+        self.model_boxes = BoxGroup(ax, edgecolor="black", linewidth=0.8, zorder=3)
+        self.stage_bounds: list = []
         self.stripes = ax.add_collection(LineCollection([], colors="white", linewidths=0.8, zorder=4))
         self.node_cuts = ax.add_collection(
             LineCollection([], colors=LINK_COLORS["InfiniBand"], linewidths=2.2, zorder=5)
@@ -218,10 +227,8 @@ class PartitionFigure(LiveFigure):
         self.data_label = FastText(ax, (0, 5), size=8, color=AXIS_COLORS["data"])
         self.zero_label = FastText(ax, (0, 1), size=8, color=AXIS_COLORS["zero"])
         anim += [
-            *self.replicas,
-            self.embedding,
-            self.head,
-            *self.stage_boxes,
+            self.replicas,
+            self.model_boxes,
             self.stripes,
             self.node_cuts,
             self.gap,
@@ -253,7 +260,6 @@ class PartitionFigure(LiveFigure):
         self._animated += [*self.columns, self.network_rows, self.table_note]
 
     def _build_bars(self):
-        self.memory_segments = []
         ax = self.memory_ax
         ax.set_xlim(0, 2)
         ax.set_ylim(-0.5, 0.5)
@@ -261,10 +267,7 @@ class PartitionFigure(LiveFigure):
         ax.set_xticks([0, 0.5, 1, 1.5, 2], ["0", "½", "capacity", "1½", "2×"], fontsize=8)
         ax.axvline(1, color=COLORS["capacity"], linestyle="--", linewidth=1.2, zorder=4)
         ax.set_title("memory per device (first stage)", fontsize=9, loc="left", pad=16)
-        for component in MEMORY_COMPONENTS:
-            self.memory_segments.append(
-                ax.add_patch(Rectangle((0, -0.35), 0, 0.7, facecolor=COLORS[component], edgecolor="white", zorder=2))
-            )
+        self.memory_segments = BoxGroup(ax, edgecolor="white", zorder=2)  # one box per component, in order
         ax.legend(
             handles=[Patch(color=COLORS[c], label=name) for c, name in MEMORY_COMPONENTS.items()],
             loc="upper left",
@@ -280,10 +283,7 @@ class PartitionFigure(LiveFigure):
         ax.set_yticks([])
         ax.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "25 %", "50 %", "75 %", "100 %"], fontsize=8)
         ax.set_title("where the step's time goes", fontsize=9, loc="left", pad=16)
-        self.step_segments = [
-            ax.add_patch(Rectangle((0, -0.35), 0, 0.7, facecolor=color, edgecolor="white", zorder=2))
-            for _, _, color in STEP_SEGMENTS
-        ]
+        self.step_segments = BoxGroup(ax, edgecolor="white", zorder=2)  # one box per STEP_SEGMENTS term
         self.step_values = FastTextGroup(self.step_ax, size=8, ha="right", va="center", transform=ax.transAxes)
         for row, (_, label, color) in enumerate(STEP_SEGMENTS):
             y = -0.55 - 0.32 * row
@@ -291,9 +291,9 @@ class PartitionFigure(LiveFigure):
             ax.text(0.07, y, label, fontsize=8, va="center", transform=ax.transAxes)
         self.step_text = FastText(ax, (0, 1), size=8, transform=ax.transAxes, va="bottom", offset=(0, 3))
         self._animated += [
-            *self.memory_segments,
+            self.memory_segments,
             self.memory_text,
-            *self.step_segments,
+            self.step_segments,
             self.step_values,
             self.step_text,
         ]
@@ -323,14 +323,12 @@ class PartitionFigure(LiveFigure):
         width = slot * 0.82
         per_stage = r["layers"] // p
         stripes, cuts, labels, devices, hops = [], [], [], [], []
-        for index, box in enumerate(self.stage_boxes):
-            stage = stages[index] if index < len(stages) else None
-            box.set_visible(stage is not None)
+        boxes = [(0, y, 7, height, STAGE_COLORS[0]), (93, y, 7, height, STAGE_COLORS[(p - 1) % len(STAGE_COLORS)])]
+        for index, stage in enumerate(stages):
             if stage is None:
                 continue
             x = left + index * slot + (slot - width) / 2
-            box.set_bounds(x, y, width, height)
-            box.set_facecolor(STAGE_COLORS[stage % len(STAGE_COLORS)])
+            boxes.append((x, y, width, height, STAGE_COLORS[stage % len(STAGE_COLORS)]))
             shown = min(t, MAX_STRIPES)
             stripes += [[(x + width * k / shown, y), (x + width * k / shown, y + height)] for k in range(1, shown)]
             if t > g:  # a tensor group spans nodes: mark each node boundary inside the block
@@ -349,18 +347,16 @@ class PartitionFigure(LiveFigure):
         self.gap.set_visible(gap is not None)
         if gap is not None:
             self.gap.set_position((left + gap * slot + slot / 2, y + height / 2))
+        self.model_boxes.set_boxes(boxes)
+        self.stage_bounds = [box[:4] for box in boxes[2:]]
         self.stripes.set_segments(stripes)
         self.node_cuts.set_segments(cuts)
         self.stage_labels.set_texts(labels)
         self.device_labels.set_texts(devices)
         self.hops.set_texts(hops)
-        self.embedding.set_facecolor(STAGE_COLORS[0])
-        self.head.set_facecolor(STAGE_COLORS[(p - 1) % len(STAGE_COLORS)])
         self.end_labels.set_texts([((3.5, y + height / 2), "emb"), ((96.5, y + height / 2), "head")])
-        for k, replica in enumerate(self.replicas):
-            replica.set_visible(k < d - 1)
-            shift = 1.6 * (k + 1)
-            replica.set_bounds(shift, y + shift, 100 - shift, height)
+        shifts = [1.6 * (k + 1) for k in range(min(d - 1, MAX_REPLICAS_DRAWN))]
+        self.replicas.set_boxes([(s, y + s, 100 - s, height, "#EEEEEE") for s in reversed(shifts)])
         # the markers: TP inside the first stage, PP on its first hop, DP between the replicas (top right)
         first_x = left + (slot - width) / 2
         places = {
@@ -420,22 +416,24 @@ class PartitionFigure(LiveFigure):
 
     def _update_bars(self, r):
         capacity = r["capacity_bytes"]
-        start = 0.0
-        for component, patch in zip(MEMORY_COMPONENTS, self.memory_segments, strict=True):
+        start, boxes = 0.0, []
+        for component in MEMORY_COMPONENTS:
             share = r[f"{component}_bytes"] / capacity
-            patch.set_bounds(min(start, 2.0), -0.35, max(0.0, min(share, 2.0 - start)), 0.7)
+            boxes.append((min(start, 2.0), -0.35, max(0.0, min(share, 2.0 - start)), 0.7, COLORS[component]))
             start += share
+        self.memory_segments.set_boxes(boxes)
         verdict = "fits" if r["fits"] else "does not fit"
         self.memory_text.set_text(
             f"{units.format_bytes(r['memory_bytes_per_device'])} of {units.format_bytes(capacity)}: {verdict}"
         )
         total = r["step_time_s"]
-        start, values = 0.0, []
-        for row, ((key, _label, _), patch) in enumerate(zip(STEP_SEGMENTS, self.step_segments, strict=True)):
+        start, values, boxes = 0.0, [], []
+        for row, (key, _label, color) in enumerate(STEP_SEGMENTS):
             share = r[key] / total
-            patch.set_bounds(start, -0.35, share, 0.7)
+            boxes.append((start, -0.35, share, 0.7, color))
             start += share
             values.append(((1.0, -0.55 - 0.32 * row), units.format_time(r[key])))
+        self.step_segments.set_boxes(boxes)
         self.step_values.set_texts(values)
         self.step_text.set_text(f"step {units.format_time(total)}")
 
