@@ -251,13 +251,16 @@ class PartitionFigure(LiveFigure):
         for header, x, ha in _COLUMNS:
             ax.text(x, -1.0, header, ha=ha, va="center", fontsize=8, fontweight="bold")
         ax.plot([0, 1], [-0.5, -0.5], color="#888888", linewidth=0.6)
-        self.columns = [FastTextGroup(ax, size=8, ha=ha, va="center") for _, _, ha in _COLUMNS]
-        self.columns[6] = FastTextGroup(ax, size=8, ha="left", va="center", color=LINK_COLORS["NVLink"])
+        # the table's strings, column by column; drawn as four groups (left-aligned, right-aligned, each link)
+        self.columns: list = [[] for _ in _COLUMNS]
+        self.table_left = FastTextGroup(ax, size=8, ha="left", va="center")
+        self.table_right = FastTextGroup(ax, size=8, ha="right", va="center")
+        self.nvlink_rows = FastTextGroup(ax, size=8, ha="left", va="center", color=LINK_COLORS["NVLink"])
         self.network_rows = FastTextGroup(
             ax, size=8, ha="left", va="center", color=LINK_COLORS["InfiniBand"], weight="bold"
         )
         self.table_note = FastText(ax, (0, MAX_ROWS), size=8, va="center", color="#444444")
-        self._animated += [*self.columns, self.network_rows, self.table_note]
+        self._animated += [self.table_left, self.table_right, self.nvlink_rows, self.network_rows, self.table_note]
 
     def _build_bars(self):
         ax = self.memory_ax
@@ -397,14 +400,16 @@ class PartitionFigure(LiveFigure):
     def _update_table(self, r):
         transfers = r["transfers"][:MAX_ROWS]
         rows = [transfer_row(number, x) for number, x in enumerate(transfers, start=1)]
-        for column, (group, (_, x, _)) in enumerate(zip(self.columns, _COLUMNS, strict=True)):
-            if column == 6:
-                group.set_texts([((x, k), row[6]) for k, row in enumerate(rows) if row[6] != "InfiniBand"])
-            else:
-                group.set_texts([((x, k), row[column]) for k, row in enumerate(rows)])
-        self.network_rows.set_texts(
-            [((_COLUMNS[6][1], k), row[6]) for k, row in enumerate(rows) if row[6] == "InfiniBand"]
-        )
+        self.columns = [[row[column] for row in rows] for column in range(len(_COLUMNS))]
+        placed = {"left": [], "right": []}
+        for column, (_, x, ha) in enumerate(_COLUMNS):
+            if column != 6:
+                placed[ha] += [((x, k), row[column]) for k, row in enumerate(rows)]
+        self.table_left.set_texts(placed["left"])
+        self.table_right.set_texts(placed["right"])
+        link_x = _COLUMNS[6][1]
+        self.nvlink_rows.set_texts([((link_x, k), row[6]) for k, row in enumerate(rows) if row[6] != "InfiniBand"])
+        self.network_rows.set_texts([((link_x, k), row[6]) for k, row in enumerate(rows) if row[6] == "InfiniBand"])
         every = sum(x["time_s"] for x in transfers)
         hidden = every - sum(x["exposed_s"] for x in transfers)
         self.table_note.set_position((0, len(rows) + 0.3))
