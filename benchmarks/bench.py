@@ -114,6 +114,7 @@ LABS = (
     ("global_batch_lab", "batch"),
     ("memory_budget_lab", "memory"),
     ("pipeline_lab", "schedule"),
+    ("partition_lab", "partition"),
     ("serving_lab", "serving"),
 )
 LAB_TARGET_MEDIAN_MS, LAB_TARGET_P95_MS = 30.0, 60.0

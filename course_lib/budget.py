@@ -84,6 +84,8 @@ __all__ = [
     "PLAN_FIELDS",
     "worst_case_ranking",
     "BINDING_CONSTRAINTS",
+    "partition_report",
+    "transfer_link",
 ]
 
 # The fields that name one plan of a search (the schedule follows from virtual_stages).
@@ -373,33 +375,30 @@ def step_time(
     >>> format_time(step_time(GPT2_1_5B, plan, DGX_H100).total_s)     # the default calibration
     '1.06 s'
     """
-    if np.any(np.asarray(plan.devices) > cluster.devices):
-        raise ValueError(f"plan needs {plan.devices} devices; the cluster has {cluster.devices}")
+    _check_cluster_holds(plan, cluster)
     calibration = resolve_calibration(calibration, cluster)
     if calibration is not None:
         return calibrated_step_time(model, plan, cluster, calibration, dtype)
-    efficiency = _validate.fraction("compute_efficiency", compute_efficiency)
-    rate = cluster.accelerator.peak(dtype) * efficiency
-    t, p, m, v = plan.tensor_parallel, plan.pipeline_parallel, plan.grad_accum_steps, plan.virtual_stages
-    shape = (model.seq_len, model.layers, model.hidden, model.vocab)
-    forward = transformer_forward_flops(plan.micro_batch, *shape) / (t * p) / rate
-    total_mb = transformer_flops_per_iteration(plan.micro_batch, *shape, recompute=plan.recompute) / (t * p) / rate
-    backward = total_mb - forward  # includes recomputation
-    windows = {"forward": forward, "backward": backward}
+    return _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)[0]
 
-    per_phase = {}  # (axis, phase) -> total seconds per step of the transfers with that phase
-    for transfer in step_transfers(model, plan):
-        seconds = transfer.calls_per_step * transfer_time_per_call(transfer, plan, cluster)
-        key = (transfer.axis, transfer.phase)
-        per_phase[key] = per_phase.get(key, 0.0) + seconds
+
+def _check_cluster_holds(plan, cluster):
+    if np.any(np.asarray(plan.devices) > cluster.devices):
+        raise ValueError(f"plan needs {plan.devices} devices; the cluster has {cluster.devices}")
+
+
+def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
+    """``step_time``'s ideal model: the StepTime, and ``_timed_transfers``' result it was built from."""
+    p, m, v = plan.pipeline_parallel, plan.grad_accum_steps, plan.virtual_stages
+    shape = (model.seq_len, model.layers, model.hidden, model.vocab)
+    forward, backward = _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype)
+    total_mb = forward + backward
+    timed, per_phase, exposed_phase = _timed_transfers(model, plan, cluster, forward, backward)
 
     exposed = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
     overlapped = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
     for (axis, phase), seconds in per_phase.items():
-        # "last backward" hides behind one micro-batch's backward; "forward"/"backward" transfers recur every
-        # micro-batch, each behind its own forward or backward, so m windows in all.
-        window = {"none": 0.0, "last backward": backward}.get(phase, m * windows.get(phase, 0.0))
-        not_hidden = exposed_after_overlap(seconds, window)
+        not_hidden = exposed_phase[(axis, phase)]
         exposed[axis] = exposed[axis] + not_hidden
         overlapped[axis] = overlapped[axis] + seconds - not_hidden
 
@@ -411,7 +410,7 @@ def step_time(
     model_flops = transformer_flops_per_iteration(samples, *shape, recompute="none")
     hardware_flops = transformer_flops_per_iteration(samples, *shape, recompute=plan.recompute)
     peak_time = plan.devices * cluster.accelerator.peak(dtype) * total
-    return StepTime(
+    step = StepTime(
         _validate.as_result(compute),
         _validate.as_result(bubble),
         {k: _validate.as_result(x) for k, x in exposed.items()},
@@ -420,6 +419,43 @@ def step_time(
         _validate.as_result(model_flops / peak_time),
         _validate.as_result(hardware_flops / peak_time),
     )
+    return step, (timed, per_phase, exposed_phase)
+
+
+def _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype):
+    """(forward, backward with recomputation) seconds of one micro-batch on one device, ideal model."""
+    efficiency = _validate.fraction("compute_efficiency", compute_efficiency)
+    rate = cluster.accelerator.peak(dtype) * efficiency
+    t, p = plan.tensor_parallel, plan.pipeline_parallel
+    shape = (model.seq_len, model.layers, model.hidden, model.vocab)
+    forward = transformer_forward_flops(plan.micro_batch, *shape) / (t * p) / rate
+    total_mb = transformer_flops_per_iteration(plan.micro_batch, *shape, recompute=plan.recompute) / (t * p) / rate
+    return forward, total_mb - forward  # the backward includes recomputation
+
+
+def _timed_transfers(model, plan, cluster, forward, backward):
+    """The step's transfers with their seconds per step and their ``group_collective_phases``, and per (axis,
+    phase) their total and exposed seconds.
+
+    The dependency rule: "none" hides behind nothing; "last backward" behind one micro-batch's backward;
+    "forward"/"backward" transfers recur every micro-batch, each behind its own forward or backward, so m windows.
+    """
+    m = plan.grad_accum_steps
+    windows = {"forward": forward, "backward": backward}
+    timed, per_phase = [], {}  # (axis, phase) -> total seconds per step of the transfers with that phase
+    for transfer in step_transfers(model, plan):
+        phases = group_collective_phases(
+            transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
+        )
+        seconds = transfer.calls_per_step * sum(phase.time_s for phase in phases)  # × transfer_time_per_call
+        timed.append((transfer, seconds, phases))
+        key = (transfer.axis, transfer.phase)
+        per_phase[key] = per_phase.get(key, 0.0) + seconds
+    exposed = {}
+    for (axis, phase), seconds in per_phase.items():
+        window = {"none": 0.0, "last backward": backward}.get(phase, m * windows.get(phase, 0.0))
+        exposed[(axis, phase)] = exposed_after_overlap(seconds, window)
+    return timed, per_phase, exposed
 
 
 def calibrated_cluster(cluster: Cluster, calibration: Calibration) -> Cluster:
@@ -959,3 +995,120 @@ def search_plans(
     binding = _binding(columns["exposed_communication_s"], columns["bubble_s"])
     columns["binding_constraint"] = np.where(columns["fits"], binding, "memory")
     return PlanSearch(columns, evaluated, rejected, capacity)
+
+
+def transfer_link(transfer, plan: ParallelPlan, cluster: Cluster) -> Link:
+    """The link a ``parallelism.BoundaryTransfer``'s group uses on ``cluster``: the network if any phase of its
+    ``group_collective_phases`` crosses nodes with more than one rank, else the node's NVLink.
+
+    >>> from course_lib.hardware import SELENE_3072
+    >>> from course_lib.parallelism import GPT3_175B, step_transfers
+    >>> [transfer_link(step_transfers(GPT3_175B, plan)[0], plan, SELENE_3072).name.split()[0]
+    ...  for plan in (ParallelPlan(tensor_parallel=8), ParallelPlan(tensor_parallel=16))]
+    ['NVLink', 'InfiniBand']
+    """
+    phases = group_collective_phases(
+        transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
+    )
+    return _phases_link(phases, cluster)
+
+
+def _phases_link(phases, cluster: Cluster) -> Link:
+    crosses = any(phase.level == "across nodes" and np.all(np.asarray(phase.ranks) > 1) for phase in phases)
+    return cluster.inter_node_link if crosses else cluster.intra_node_link
+
+
+def partition_report(
+    model: TransformerModel, plan: ParallelPlan, cluster: Cluster, *, compute_efficiency=0.5, dtype="bf16"
+) -> dict:
+    """Everything the partition explorer shows for one plan, as plain Python values, from the ideal model
+    (``memory_breakdown`` and ``step_time`` with ``calibration=None``, ``step_transfers``).
+
+    Keys: the plan's sizes; ``parameters_bytes``, ``gradients_bytes``, ``optimizer_state_bytes``,
+    ``activations_bytes`` (per device, the first pipeline stage), ``memory_bytes_per_device``,
+    ``capacity_bytes``, ``fits``; the step: ``compute_s``, ``bubble_s``, ``exposed_tensor_s``,
+    ``exposed_pipeline_s``, ``exposed_data_s``, ``exposed_communication_s``, ``step_time_s``,
+    ``binding_constraint`` ("memory" when the plan does not fit), ``tokens_per_s``, ``mfu``; and ``transfers``: one
+    dict per boundary tensor (``boundary_tensors``) with ``axis``, ``tensor``, ``op``, ``payload_bytes``,
+    ``calls_per_step``, ``group_size``, ``link`` (the link's name), ``crosses_nodes``, ``time_s`` (per step) and
+    ``exposed_s``. A transfer's exposed time is its share of the exposed time of the transfers it overlaps with
+    (same axis and phase; ``step_time``'s dependency rule), so the axis totals are ``step_time``'s.
+
+    GPT-3 175B on 8 nodes of 8 A100: t = 16 instead of 8 (p = 4 instead of 8, the same 64 GPUs) puts the
+    tensor-parallel all-reduces on InfiniBand, and the step gets slower.
+
+    >>> from dataclasses import replace
+    >>> from course_lib.hardware import DGX_A100
+    >>> from course_lib.parallelism import GPT3_175B
+    >>> plan = ParallelPlan(tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, recompute="selective")
+    >>> for t, p in ((8, 8), (16, 4)):
+    ...     r = partition_report(GPT3_175B, plan.replace(tensor_parallel=t, pipeline_parallel=p),
+    ...                          replace(DGX_A100, nodes=8))
+    ...     tp = r["transfers"][0]
+    ...     print(t, tp["link"].split()[0], tp["calls_per_step"], format_time(tp["time_s"]),
+    ...           format_time(r["step_time_s"]))
+    8 NVLink 1536 472 ms 16.9 s
+    16 InfiniBand 3072 1.75 s 18.6 s
+    """
+    memory = memory_breakdown(model, plan, calibration=None)
+    _check_cluster_holds(plan, cluster)
+    step, (timed, per_phase, exposed_phase) = _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)
+    transfers = []
+    for transfer, seconds, phases in timed:
+        if not transfer.crosses_boundary:
+            continue
+        key = (transfer.axis, transfer.phase)
+        share = float(seconds / per_phase[key]) if per_phase[key] > 0 else 0.0
+        link = _phases_link(phases, cluster)
+        transfers.append(
+            {
+                "axis": transfer.axis,
+                "tensor": transfer.tensor,
+                "op": transfer.op,
+                "payload_bytes": float(transfer.payload_bytes),
+                "calls_per_step": int(transfer.calls_per_step),
+                "group_size": int(transfer.group_size),
+                "link": link.name,
+                "crosses_nodes": link is cluster.inter_node_link,
+                "time_s": float(seconds),
+                "exposed_s": float(share * exposed_phase[key]),
+            }
+        )
+    total = float(memory.total)
+    capacity = float(cluster.accelerator.hbm_capacity_bytes)
+    fits = total <= capacity
+    t, p, d, b, m, v = plan.sizes
+    return {
+        "model": model.name,
+        "layers": int(model.layers),
+        "data_parallel": int(d),
+        "tensor_parallel": int(t),
+        "pipeline_parallel": int(p),
+        "virtual_stages": int(v),
+        "zero_stage": int(plan.zero_stage),
+        "micro_batch": int(b),
+        "grad_accum_steps": int(m),
+        "devices": int(plan.devices),
+        "devices_per_node": int(cluster.devices_per_node),
+        "nodes": int(cluster.nodes),
+        "global_batch": int(plan.global_batch),
+        "device": cluster.accelerator.name,
+        "parameters_bytes": float(memory.parameters),
+        "gradients_bytes": float(memory.gradients),
+        "optimizer_state_bytes": float(memory.optimizer_state),
+        "activations_bytes": float(memory.activations),
+        "memory_bytes_per_device": total,
+        "capacity_bytes": capacity,
+        "fits": bool(fits),
+        "compute_s": float(step.compute_s),
+        "bubble_s": float(step.bubble_s),
+        "exposed_tensor_s": float(step.exposed_s["tensor"]),
+        "exposed_pipeline_s": float(step.exposed_s["pipeline"]),
+        "exposed_data_s": float(step.exposed_s["data"]),
+        "exposed_communication_s": float(step.exposed_communication_s),
+        "step_time_s": float(step.total_s),
+        "binding_constraint": step.binding_constraint if fits else "memory",
+        "tokens_per_s": float(plan.global_batch * model.seq_len / step.total_s),
+        "mfu": float(step.mfu),
+        "transfers": transfers,
+    }

@@ -842,6 +842,11 @@ class BoundaryTransfer:
         return self.phase == "none"
 
     @property
+    def crosses_boundary(self) -> bool:
+        """True when the group has more than one rank and the transfer happens at least once per step."""
+        return bool(np.all(np.asarray(self.group_size) > 1) and np.all(np.asarray(self.calls_per_step) > 0))
+
+    @property
     def bytes_sent_per_device(self):
         """Bytes each device sends per step (ring algorithms; 0 for a group of one).
 
@@ -962,7 +967,7 @@ def boundary_tensors(model: TransformerModel, plan: ParallelPlan) -> tuple[Bound
     >>> [(t.axis, t.op) for t in boundary_tensors(GPT3_175B, ParallelPlan(pipeline_parallel=4, grad_accum_steps=4))]
     [('pipeline', 'send_recv'), ('pipeline', 'send_recv')]
     """
-    return tuple(x for x in step_transfers(model, plan) if x.group_size > 1 and x.calls_per_step > 0)
+    return tuple(x for x in step_transfers(model, plan) if x.crosses_boundary)
 
 
 def communication_volume_per_step(model: TransformerModel, plan: ParallelPlan) -> dict:

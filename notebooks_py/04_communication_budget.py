@@ -266,6 +266,54 @@ for transfer in parallelism.boundary_tensors(MODEL, PLAN):
 # - **data parallel:** one reduce-scatter of the 5.5 GB gradient shard and one all-gather of the updated
 #   parameters, 205 ms each over InfiniBand, and the reduce-scatter can overlap the last backward pass.
 #
+# The partition explorer draws the same plan: the model once, its 96 layers in 8 pipeline stages of 12, each stage
+# cut into $t = 8$ slices inside one node, 16 data-parallel replicas behind it, and a numbered marker where each of
+# these tensors crosses a device boundary, listed below the drawing with its payload, calls per step, link, time
+# per step and the part of it nothing hides. Beside it: the memory of one GPU against its 80 GB, and where the step's
+# time goes. Move any control: the transfers, links and bars follow (the ideal model of this lesson: compute at half
+# of peak, nominal link rates).
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (the partition explorer); its numbers are printed in the next cell
+from course_lib.widgets import partition_lab
+
+explorer = partition_lab(
+    data_parallel=16,
+    tensor_parallel=8,
+    pipeline_parallel=8,
+    zero_stage=1,
+    micro_batch=1,
+    grad_accum_steps=96,
+    recompute="selective",
+    sequence_parallel=True,
+    nodes=128,
+)
+explorer
+
+
+# %%
+def print_transfers(result):
+    """The explorer's boundary tensors: the rows of its table."""
+    for number, x in enumerate(result["transfers"], start=1):
+        print(
+            f"{number} {x['axis']:8} {x['op']:14} {units.format_bytes(x['payload_bytes']):>8} "
+            f"× {x['calls_per_step']:>4}/step on {x['link'].split()[0]:10} {units.format_time(x['time_s']):>7}, "
+            f"exposed {units.format_time(x['exposed_s'])}"
+        )
+    print(
+        f"step {units.format_time(result['step_time_s'])}: exposed communication "
+        f"{units.format_time(result['exposed_communication_s'])}, bubble {units.format_time(result['bubble_s'])}, "
+        f"binding: {result['binding_constraint']}"
+    )
+
+
+print_transfers(explorer.result)
+
+# %% [markdown]
+# The explorer's rows are the table's: the four tensor-parallel collectives take 354 ms each per step on NVLink, all
+# exposed; of the gradient reduce-scatter's 205 ms, only 55.5 ms is exposed (the rest hides behind the last
+# backward pass); the parameter all-gather after the optimizer step hides behind nothing.
+#
 # ### Step 3 · Map the frequent exchanges to fast links
 #
 # Tensor parallelism communicates after every layer, so it belongs on the fastest links. Compare the same 1024 GPUs
@@ -287,6 +335,29 @@ for name, plan in variants.items():
         f"{units.format_time(steps[name].exposed_s['tensor'])}, "
         f"memory {units.format_bytes(parallelism.memory_breakdown(MODEL, plan, calibration=None).total)}"
     )
+
+# %% [markdown]
+# On the explorer, $t = 16$ on the same 1024 GPUs ($d = 8$, 192 micro-batches per step): the red line inside each
+# stage is the node boundary the tensor groups now cross, and the link column of the tensor-parallel rows turns from
+# NVLink to InfiniBand.
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (the partition explorer); its numbers are printed in the next cell
+across = partition_lab(
+    data_parallel=8,
+    tensor_parallel=16,
+    pipeline_parallel=8,
+    zero_stage=1,
+    micro_batch=1,
+    grad_accum_steps=192,
+    recompute="selective",
+    sequence_parallel=True,
+    nodes=128,
+)
+across
+
+# %%
+print_transfers(across.result)
 
 # %% [markdown]
 # Crossing the node boundary nearly doubles each all-reduce (the hierarchical algorithm sends an eighth of the
@@ -847,6 +918,37 @@ print(
 # report an effective bisection bandwidth of 12.9 TB/s for the data-parallel all-reduce of their 3072-GPU run, but
 # that aggregate says nothing about one 50 MB tensor-parallel all-reduce inside a node, which takes the 308 µs that
 # one GPU's links and 14 α-steps allow (step 3 above).
+#
+# On the partition explorer: GPT-3 175B on 8 nodes of 8 A100, $t = 8$ and $p = 8$. Move $t$ from 8 to 16 and watch
+# the tensor-parallel rows: their link turns from NVLink to InfiniBand, and their exposed time grows although each
+# tensor group now commands twice the GPUs, twice the NVLink ports and a share of two nodes' network.
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (the partition explorer); its numbers are printed in the next cell
+misconception = partition_lab(nodes=8, tensor_parallel=8, pipeline_parallel=8)
+misconception
+
+# %%
+cases = {
+    "t = 8,  p = 8 (64 GPUs)": {"tensor_parallel": 8, "pipeline_parallel": 8},
+    "t = 16, p = 8 (128 GPUs)": {"tensor_parallel": 16, "pipeline_parallel": 8},
+    "t = 16, p = 4 (64 GPUs)": {"tensor_parallel": 16, "pipeline_parallel": 4},
+}
+for name, sizes in cases.items():
+    for control, value in sizes.items():
+        misconception.controls[control].value = value
+    r = misconception.result
+    print(
+        f"{name:25} tensor-parallel on {r['tensor_link']:10} exposed {units.format_time(r['exposed_tensor_s']):>7}; "
+        f"step {units.format_time(r['step_time_s']):>6}, MFU {units.format_percent(r['mfu'])}"
+    )
+
+# %% [markdown]
+# Doubling $t$ past the node doubles the GPUs: the step gets shorter (16.9 s to 9.87 s), but not twice as short,
+# and the MFU falls from 41.8 % to 35.8 %, because the tensor-parallel time exposed on every micro-batch nearly
+# doubles (945 ms to 1.75 s) instead of halving with the compute. Keep the 64 GPUs and spend the extra tensor
+# parallelism on fewer pipeline stages instead, and the step gets slower outright, 16.9 s to 18.6 s: the same
+# resources, rearranged so that the most frequent exchange leaves the node.
 
 # %% [markdown]
 # ## Self-check

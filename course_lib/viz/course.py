@@ -35,6 +35,7 @@ LABS = (
     ("Lab: memory budget", "03_parallelism"),
     ("Lab: pipeline schedule", "03_parallelism"),
     ("Lab: measure collectives", "05_measure"),
+    ("Lab: partition explorer", "04_communication_budget"),
 )
 
 

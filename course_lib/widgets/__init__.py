@@ -17,6 +17,7 @@ __all__ = [
     "global_batch_lab",
     "memory_budget_lab",
     "pipeline_lab",
+    "partition_lab",
     "serving_lab",
     "readable_feedback",
 ]
@@ -26,6 +27,7 @@ _HOME = {
     "global_batch_lab": ".batch",
     "memory_budget_lab": ".memory",
     "pipeline_lab": ".schedule",
+    "partition_lab": ".partition",
     "serving_lab": ".serving",
     "readable_feedback": ".feedback",  # otter's results in glyphs every font has (the graded labs call it)
 }

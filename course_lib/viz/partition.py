@@ -1,0 +1,454 @@
+"""The partition explorer's figure: one model diagram split by a plan, the tensors that cross device boundaries, and
+two bars (memory per device, where the step's time goes).
+
+``PartitionFigure(figure)`` builds its axes on a matplotlib Figure once; ``update(report)`` takes the plain dict of
+``budget.partition_report`` and changes only its artists (all of them animated, so a lab redraws them over a cached
+picture of the frames and legends).
+"""
+
+from __future__ import annotations
+
+from matplotlib.collections import LineCollection, PolyCollection
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+
+from .. import units
+from .fast import FastText, FastTextGroup, LiveFigure
+from .parallelism import MEMORY_COMPONENTS
+from .style import AXIS_COLORS, COLORS
+
+__all__ = [
+    "PartitionFigure",
+    "STEP_SEGMENTS",
+    "LINK_COLORS",
+    "STAGE_COLORS",
+    "short_link",
+    "transfer_row",
+    "drawn_stages",
+    "figure_texts",
+]
+
+MAX_STAGES_DRAWN = 8  # with more pipeline stages, the first four, a gap and the last three are drawn
+MAX_STRIPES = 16  # tensor-parallel slices drawn inside a stage box (more are drawn as 16, the label says t)
+MAX_REPLICAS_DRAWN = 3  # data-parallel copies drawn behind the model
+MAX_ROWS = 10  # boundary tensors listed (sequence parallelism and ZeRO-3 make 9)
+STAGE_COLORS = ("#4C72B0", "#DD8452", "#55A868", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
+LINK_COLORS = {"NVLink": "#2F6DB5", "InfiniBand": "#C0392B"}
+# The step's time, left to right: (report key, label, colour).
+STEP_SEGMENTS = (
+    ("compute_s", "compute", COLORS["compute"]),
+    ("bubble_s", "bubble", "#AAAAAA"),
+    ("exposed_tensor_s", "exposed tensor parallel", AXIS_COLORS["tensor"]),
+    ("exposed_data_s", "exposed data parallel", AXIS_COLORS["data"]),
+    ("exposed_pipeline_s", "pipeline sends", AXIS_COLORS["pipeline"]),
+)
+_AXIS_SHORT = {"tensor": "TP", "pipeline": "PP", "data": "DP"}
+_OP_SHORT = {
+    "all_reduce": "all-reduce",
+    "reduce_scatter": "reduce-scatter",
+    "all_gather": "all-gather",
+    "send_recv": "send/recv",
+}
+# The transfer table's columns: (header, x in axes fraction, alignment).
+_COLUMNS = (
+    ("", 0.0, "left"),
+    ("axis", 0.025, "left"),
+    ("tensor", 0.07, "left"),
+    ("op", 0.455, "left"),
+    ("payload/call", 0.665, "right"),
+    ("calls/step", 0.755, "right"),
+    ("link", 0.765, "left"),
+    ("per step", 0.93, "right"),
+    ("exposed", 1.01, "right"),
+)
+
+
+def short_link(link_name: str) -> str:
+    """ "NVLink" or "InfiniBand" (the family) from a ``hardware.Link`` name.
+
+    >>> short_link("InfiniBand HDR, 8 × 200 Gb/s per node"), short_link("NVLink 3 (A100)")
+    ('InfiniBand', 'NVLink')
+    """
+    return link_name.split()[0]
+
+
+def transfer_row(number: int, transfer: dict) -> tuple:
+    """The table row of one transfer dict of ``budget.partition_report`` (formatted with units).
+
+    >>> transfer_row(1, {"axis": "tensor", "tensor": "gradients", "op": "all_reduce", "payload_bytes": 5e7,
+    ...                  "calls_per_step": 1536, "link": "NVLink 3 (A100)", "time_s": 0.472, "exposed_s": 0.472})
+    ('1', 'TP', 'gradients', 'all-reduce', '50 MB', '1536', 'NVLink', '472 ms', '472 ms')
+    """
+    return (
+        str(number),
+        _AXIS_SHORT[transfer["axis"]],
+        transfer["tensor"],
+        _OP_SHORT[transfer["op"]],
+        units.format_bytes(transfer["payload_bytes"]),
+        str(transfer["calls_per_step"]),
+        short_link(transfer["link"]),
+        units.format_time(transfer["time_s"]),
+        units.format_time(transfer["exposed_s"]),
+    )
+
+
+def drawn_stages(stages: int) -> list:
+    """The pipeline stages drawn (0-based), None for the gap when there are more than eight.
+
+    >>> drawn_stages(3), drawn_stages(16)
+    ([0, 1, 2], [0, 1, 2, 3, None, 13, 14, 15])
+    """
+    if stages <= MAX_STAGES_DRAWN:
+        return list(range(stages))
+    return [0, 1, 2, 3, None, stages - 3, stages - 2, stages - 1]
+
+
+class BoxGroup(PolyCollection):
+    """Rectangles drawn as one collection (one draw call instead of one per patch): ``set_boxes([(x, y, width,
+    height, colour), ...])``; ``boxes`` holds their (x, y, width, height) in order."""
+
+    def __init__(self, ax, **kwargs):
+        super().__init__([], **kwargs)
+        self.boxes: list = []
+        ax.add_collection(self, autolim=False)
+
+    def set_boxes(self, boxes) -> None:
+        self.boxes = [tuple(box[:4]) for box in boxes]
+        self.set_verts([[(x, y), (x + w, y), (x + w, y + h), (x, y + h)] for x, y, w, h, _ in boxes])
+        self.set_facecolor([box[4] for box in boxes] or "none")
+
+
+def _node_span(first_rank: int, count: int, per_node: int) -> str:
+    first, last = first_rank // per_node, (first_rank + count - 1) // per_node
+    return f"node {first}" if first == last else f"nodes {first}–{last}"
+
+
+class PartitionFigure(LiveFigure):
+    """The model drawn once, split by a plan, with its boundary tensors, memory and step time (module docstring).
+
+    Top left: the embedding, the transformer blocks grouped into pipeline stages (one colour per stage, the
+    tensor-parallel slices as lines inside each stage, a red line where a tensor group leaves its node), the output
+    layer; the data-parallel replicas as copies behind it; numbered markers where each boundary tensor crosses.
+    Bottom left: one row per boundary tensor (the markers' numbers): axis, tensor, collective or send, payload per
+    call, calls per step, link, time per step, exposed time. Right: memory per device by component against the
+    capacity; the step time split into compute, bubble, exposed tensor-parallel, exposed data-parallel and
+    pipeline sends.
+
+    >>> from dataclasses import replace
+    >>> from matplotlib.figure import Figure
+    >>> from course_lib import budget, hardware, parallelism
+    >>> live = PartitionFigure(Figure(figsize=(10, 5.0)))
+    >>> plan = parallelism.ParallelPlan(tensor_parallel=16, pipeline_parallel=4, grad_accum_steps=64)
+    >>> live.update(budget.partition_report(parallelism.GPT3_175B, plan, replace(hardware.DGX_A100, nodes=8)))
+    >>> live.network_rows.get_texts()[:2], live.tensor_label.get_text()
+    (['InfiniBand', 'InfiniBand'], 't = 16 tensor-parallel slices per stage (2 nodes: the red line)')
+    """
+
+    def __init__(self, figure, rect=(0.0, 0.0, 1.0, 1.0)):
+        x0, y0, w, h = rect
+
+        def place(x, y, width, height):
+            return figure.add_axes((x0 + x * w, y0 + y * h, width * w, height * h))
+
+        self.diagram_ax = place(0.01, 0.47, 0.68, 0.41)
+        self.table_ax = place(0.01, 0.03, 0.72, 0.40)
+        self.memory_ax = place(0.77, 0.66, 0.21, 0.09)
+        self.step_ax = place(0.77, 0.26, 0.21, 0.09)
+        super().__init__(self.diagram_ax, self.table_ax, self.memory_ax, self.step_ax)
+        self.title = FastText(
+            self.diagram_ax,
+            (0.0, 1.0),
+            size=10,
+            weight="bold",
+            va="bottom",
+            transform=self.diagram_ax.transAxes,
+            offset=(0, 18),
+        )
+        self.subtitle = FastText(
+            self.diagram_ax, (0.0, 1.0), size=9, va="bottom", transform=self.diagram_ax.transAxes, offset=(0, 5)
+        )
+        self._build_diagram()
+        self._build_table()
+        self._build_bars()
+        self.animated = tuple(self._animated)
+
+    # ---- construction -------------------------------------------------------------------------------------------
+
+    def _build_diagram(self):
+        ax = self.diagram_ax
+        ax.set_xlim(0, 100)
+        ax.set_ylim(0, 50)
+        ax.set_axis_off()
+        anim = self._animated = [self.title, self.subtitle]
+        # the data-parallel copies behind; the embedding, the drawn stages and the head (stage_bounds: the stages)
+        self.replicas = BoxGroup(ax, edgecolor="#999999", linewidth=0.8, zorder=1)
+        self.model_boxes = BoxGroup(ax, edgecolor="black", linewidth=0.8, zorder=3)
+        self.stage_bounds: list = []
+        self.stripes = ax.add_collection(LineCollection([], colors="white", linewidths=0.8, zorder=4))
+        self.node_cuts = ax.add_collection(
+            LineCollection([], colors=LINK_COLORS["InfiniBand"], linewidths=2.2, zorder=5)
+        )
+        self.gap = FastText(ax, (0, 31), "⋯", size=14, ha="center", va="center")
+        self.end_labels = FastTextGroup(ax, size=8, ha="center", va="center", color="white", weight="bold")
+        self.stage_labels = FastTextGroup(ax, size=8, ha="center", va="top")
+        self.device_labels = FastTextGroup(ax, size=8, ha="center", va="top", color="#444444")
+        self.hops = FastTextGroup(ax, size=10, ha="center", va="center", color=AXIS_COLORS["pipeline"], weight="bold")
+        self.markers = ax.add_line(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker="o",
+                markersize=13,
+                markerfacecolor="white",
+                markeredgewidth=1.5,
+                zorder=6,
+            )
+        )
+        self.marker_colors = {
+            axis: ax.add_line(
+                Line2D(
+                    [],
+                    [],
+                    linestyle="none",
+                    marker="o",
+                    markersize=13,
+                    markerfacecolor="white",
+                    markeredgecolor=color,
+                    markeredgewidth=1.5,
+                    zorder=6,
+                )
+            )
+            for axis, color in AXIS_COLORS.items()
+            if axis != "zero"
+        }
+        self.marker_numbers = FastTextGroup(ax, size=8, ha="center", va="center", weight="bold", zorder=7)
+        self.tensor_label = FastText(ax, (0, 9), size=8, color=AXIS_COLORS["tensor"])
+        self.data_label = FastText(ax, (0, 5), size=8, color=AXIS_COLORS["data"])
+        self.zero_label = FastText(ax, (0, 1), size=8, color=AXIS_COLORS["zero"])
+        anim += [
+            self.replicas,
+            self.model_boxes,
+            self.stripes,
+            self.node_cuts,
+            self.gap,
+            self.end_labels,
+            self.stage_labels,
+            self.device_labels,
+            self.hops,
+            *self.marker_colors.values(),
+            self.marker_numbers,
+            self.tensor_label,
+            self.data_label,
+            self.zero_label,
+        ]
+
+    def _build_table(self):
+        ax = self.table_ax
+        ax.set_xlim(0, 1)
+        ax.set_ylim(MAX_ROWS + 0.5, -1.5)
+        ax.set_axis_off()
+        for header, x, ha in _COLUMNS:
+            ax.text(x, -1.0, header, ha=ha, va="center", fontsize=8, fontweight="bold")
+        ax.plot([0, 1], [-0.5, -0.5], color="#888888", linewidth=0.6)
+        # the table's strings, column by column; drawn as four groups (left-aligned, right-aligned, each link)
+        self.columns: list = [[] for _ in _COLUMNS]
+        self.table_left = FastTextGroup(ax, size=8, ha="left", va="center")
+        self.table_right = FastTextGroup(ax, size=8, ha="right", va="center")
+        self.nvlink_rows = FastTextGroup(ax, size=8, ha="left", va="center", color=LINK_COLORS["NVLink"])
+        self.network_rows = FastTextGroup(
+            ax, size=8, ha="left", va="center", color=LINK_COLORS["InfiniBand"], weight="bold"
+        )
+        self.table_note = FastText(ax, (0, MAX_ROWS), size=8, va="center", color="#444444")
+        self._animated += [self.table_left, self.table_right, self.nvlink_rows, self.network_rows, self.table_note]
+
+    def _build_bars(self):
+        ax = self.memory_ax
+        ax.set_xlim(0, 2)
+        ax.set_ylim(-0.5, 0.5)
+        ax.set_yticks([])
+        ax.set_xticks([0, 0.5, 1, 1.5, 2], ["0", "½", "capacity", "1½", "2×"], fontsize=8)
+        ax.axvline(1, color=COLORS["capacity"], linestyle="--", linewidth=1.2, zorder=4)
+        ax.set_title("memory per device (first stage)", fontsize=9, loc="left", pad=16)
+        self.memory_segments = BoxGroup(ax, edgecolor="white", zorder=2)  # one box per component, in order
+        ax.legend(
+            handles=[Patch(color=COLORS[c], label=name) for c, name in MEMORY_COMPONENTS.items()],
+            loc="upper left",
+            bbox_to_anchor=(0.0, -0.35),
+            ncols=1,
+            fontsize=8,
+            frameon=False,
+        )
+        self.memory_text = FastText(ax, (0, 1), size=8, transform=ax.transAxes, va="bottom", offset=(0, 3))
+        ax = self.step_ax
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.5, 0.5)
+        ax.set_yticks([])
+        ax.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "25 %", "50 %", "75 %", "100 %"], fontsize=8)
+        ax.set_title("where the step's time goes", fontsize=9, loc="left", pad=16)
+        self.step_segments = BoxGroup(ax, edgecolor="white", zorder=2)  # one box per STEP_SEGMENTS term
+        self.step_values = FastTextGroup(self.step_ax, size=8, ha="right", va="center", transform=ax.transAxes)
+        for row, (_, label, color) in enumerate(STEP_SEGMENTS):
+            y = -0.55 - 0.32 * row
+            ax.add_patch(Rectangle((0.0, y - 0.1), 0.04, 0.2, facecolor=color, transform=ax.transAxes, clip_on=False))
+            ax.text(0.07, y, label, fontsize=8, va="center", transform=ax.transAxes)
+        self.step_text = FastText(ax, (0, 1), size=8, transform=ax.transAxes, va="bottom", offset=(0, 3))
+        self._animated += [
+            self.memory_segments,
+            self.memory_text,
+            self.step_segments,
+            self.step_values,
+            self.step_text,
+        ]
+
+    # ---- update ---------------------------------------------------------------------------------------------------
+
+    def update(self, report: dict) -> None:
+        """Show ``report`` (a ``budget.partition_report`` dict)."""
+        self._update_diagram(report)
+        self._update_table(report)
+        self._update_bars(report)
+
+    def _update_diagram(self, r):
+        t, p, d, v = r["tensor_parallel"], r["pipeline_parallel"], r["data_parallel"], r["virtual_stages"]
+        g = r["devices_per_node"]
+        self.title.set_text(
+            f"{r['model']}: d·t·p = {d}·{t}·{p} = {r['devices']} of {r['nodes'] * g} {r['device']} "
+            f"({r['nodes']} nodes of {g})"
+        )
+        self.subtitle.set_text(
+            f"step {units.format_time(r['step_time_s'])} · {units.format_count(r['tokens_per_s'])} tokens/s · "
+            f"MFU {units.format_percent(r['mfu'])} · binding: {r['binding_constraint']}"
+        )
+        stages = drawn_stages(p)
+        left, right, y, height = 9.0, 91.0, 24.0, 14.0
+        slot = (right - left) / len(stages)
+        width = slot * 0.82
+        per_stage = r["layers"] // p
+        stripes, cuts, labels, devices, hops = [], [], [], [], []
+        boxes = [(0, y, 7, height, STAGE_COLORS[0]), (93, y, 7, height, STAGE_COLORS[(p - 1) % len(STAGE_COLORS)])]
+        for index, stage in enumerate(stages):
+            if stage is None:
+                continue
+            x = left + index * slot + (slot - width) / 2
+            boxes.append((x, y, width, height, STAGE_COLORS[stage % len(STAGE_COLORS)]))
+            shown = min(t, MAX_STRIPES)
+            stripes += [[(x + width * k / shown, y), (x + width * k / shown, y + height)] for k in range(1, shown)]
+            if t > g:  # a tensor group spans nodes: mark each node boundary inside the block
+                cuts += [
+                    [(x + width * k * g / t, y - 1), (x + width * k * g / t, y + height + 1)] for k in range(1, t // g)
+                ]
+            first_layer = stage * per_stage + 1
+            layer_text = f"L{first_layer}–{first_layer + per_stage - 1}" if v == 1 else f"{v} chunks"
+            labels.append(((x + width / 2, y - 0.8), f"stage {stage + 1}" if len(stages) <= 5 else f"{stage + 1}"))
+            labels.append(((x + width / 2, y - 4.3), layer_text if len(stages) <= 5 else ""))
+            first_rank = stage * t * d
+            devices.append(((x + width / 2, y - 7.8), _node_span(first_rank, t, g)))
+            if index + 1 < len(stages):
+                hops.append(((x + width + (slot - width) / 2, y + height / 2), "⇄"))
+        gap = stages.index(None) if None in stages else None
+        self.gap.set_visible(gap is not None)
+        if gap is not None:
+            self.gap.set_position((left + gap * slot + slot / 2, y + height / 2))
+        self.model_boxes.set_boxes(boxes)
+        self.stage_bounds = [box[:4] for box in boxes[2:]]
+        self.stripes.set_segments(stripes)
+        self.node_cuts.set_segments(cuts)
+        self.stage_labels.set_texts(labels)
+        self.device_labels.set_texts(devices)
+        self.hops.set_texts(hops)
+        self.end_labels.set_texts([((3.5, y + height / 2), "emb"), ((96.5, y + height / 2), "head")])
+        shifts = [1.6 * (k + 1) for k in range(min(d - 1, MAX_REPLICAS_DRAWN))]
+        self.replicas.set_boxes([(s, y + s, 100 - s, height, "#EEEEEE") for s in reversed(shifts)])
+        # the markers: TP inside the first stage, PP on its first hop, DP between the replicas (top right)
+        first_x = left + (slot - width) / 2
+        places = {
+            "tensor": [(first_x + width * 0.5 + 4.5 * (k - 0.5), y + height + 3.5) for k in range(4)],
+            "pipeline": [(first_x + width + (slot - width) / 2 + dx, y + height + 8.5) for dx in (-2.2, 2.2)],
+            "data": [(95.5 - 4.5 * k, y + height + 8.5) for k in range(3)],
+        }
+        numbers, positions = [], {axis: [] for axis in self.marker_colors}
+        used = {axis: 0 for axis in self.marker_colors}
+        for number, transfer in enumerate(r["transfers"][:MAX_ROWS], start=1):
+            axis = transfer["axis"]
+            xy = places[axis][min(used[axis], len(places[axis]) - 1)]
+            used[axis] += 1
+            positions[axis].append(xy)
+            numbers.append((xy, str(number)))
+        for axis, line in self.marker_colors.items():
+            line.set_data([xy[0] for xy in positions[axis]], [xy[1] for xy in positions[axis]])
+        self.marker_numbers.set_texts(numbers)
+        tp_link = next((short_link(x["link"]) for x in r["transfers"] if x["axis"] == "tensor"), None)
+        if t == 1:
+            tensor_text = "t = 1: each block whole on one GPU, no tensor-parallel traffic"
+        elif t > g:
+            tensor_text = f"t = {t} tensor-parallel slices per stage ({t // g} nodes: the red line)"
+        else:
+            tensor_text = f"t = {t} tensor-parallel slices per stage, inside one node ({tp_link})"
+        self.tensor_label.set_text(tensor_text)
+        self.data_label.set_text(
+            f"× d = {d} data-parallel replicas (copies behind, {min(d - 1, MAX_REPLICAS_DRAWN)} drawn)"
+            if d > 1
+            else "d = 1: one replica, no data-parallel traffic"
+        )
+        zero = r["zero_stage"]
+        sharded = ("nothing", "optimizer state", "optimizer state and gradients", "parameters, gradients, optimizer")
+        self.zero_label.set_text(
+            f"ZeRO-{zero}: {sharded[zero]} split into d = {d} shards" if zero and d > 1 else f"ZeRO-{zero}: no shards"
+        )
+
+    def _update_table(self, r):
+        transfers = r["transfers"][:MAX_ROWS]
+        rows = [transfer_row(number, x) for number, x in enumerate(transfers, start=1)]
+        self.columns = [[row[column] for row in rows] for column in range(len(_COLUMNS))]
+        placed = {"left": [], "right": []}
+        for column, (_, x, ha) in enumerate(_COLUMNS):
+            if column != 6:
+                placed[ha] += [((x, k), row[column]) for k, row in enumerate(rows)]
+        self.table_left.set_texts(placed["left"])
+        self.table_right.set_texts(placed["right"])
+        link_x = _COLUMNS[6][1]
+        self.nvlink_rows.set_texts([((link_x, k), row[6]) for k, row in enumerate(rows) if row[6] != "InfiniBand"])
+        self.network_rows.set_texts([((link_x, k), row[6]) for k, row in enumerate(rows) if row[6] == "InfiniBand"])
+        every = sum(x["time_s"] for x in transfers)
+        hidden = every - sum(x["exposed_s"] for x in transfers)
+        self.table_note.set_position((0, len(rows) + 0.3))
+        self.table_note.set_text(
+            f"hidden behind compute: {units.format_time(hidden)} of {units.format_time(every)}"
+            if transfers
+            else "no tensor crosses a device boundary: one device holds everything"
+        )
+
+    def _update_bars(self, r):
+        capacity = r["capacity_bytes"]
+        start, boxes = 0.0, []
+        for component in MEMORY_COMPONENTS:
+            share = r[f"{component}_bytes"] / capacity
+            boxes.append((min(start, 2.0), -0.35, max(0.0, min(share, 2.0 - start)), 0.7, COLORS[component]))
+            start += share
+        self.memory_segments.set_boxes(boxes)
+        verdict = "fits" if r["fits"] else "does not fit"
+        self.memory_text.set_text(
+            f"{units.format_bytes(r['memory_bytes_per_device'])} of {units.format_bytes(capacity)}: {verdict}"
+        )
+        total = r["step_time_s"]
+        start, values, boxes = 0.0, [], []
+        for row, (key, _label, color) in enumerate(STEP_SEGMENTS):
+            share = r[key] / total
+            boxes.append((start, -0.35, share, 0.7, color))
+            start += share
+            values.append(((1.0, -0.55 - 0.32 * row), units.format_time(r[key])))
+        self.step_segments.set_boxes(boxes)
+        self.step_values.set_texts(values)
+        self.step_text.set_text(f"step {units.format_time(total)}")
+
+
+def figure_texts(live: PartitionFigure) -> list:
+    """Every string the figure shows in its animated artists (for tests)."""
+    texts = []
+    for artist in live.animated:
+        if hasattr(artist, "get_texts"):
+            texts += artist.get_texts()
+        elif hasattr(artist, "get_text") and artist.get_visible():
+            texts.append(artist.get_text())
+    return texts

@@ -1,0 +1,325 @@
+"""Lab 6 · the partition explorer: one model diagram, every split, the tensors that cross each device boundary.
+
+Every number comes from one call, ``budget.partition_report`` (the ideal model: ``memory_breakdown`` and
+``step_time`` with ``calibration=None``, ``step_transfers`` timed on the cluster's links); the figure is
+``viz.partition.PartitionFigure``. The cluster is nodes of 8 A100 or 8 H100, NVLink inside a node and InfiniBand
+between nodes; Megatron-LM's placement puts the tensor-parallel ranks next to each other, so t ≤ 8 keeps them in one
+node and t = 16 spans two.
+
+Only valid plans are reachable: t takes the divisors of the model's heads that divide a node's 8 GPUs or are
+multiples of them (a tensor group fills part of one node or whole nodes), p the divisors of its layers, v (with the
+interleaved schedule) the divisors of the layers per stage, m (interleaved) multiples of p; d·t·p is at most 4096
+GPUs and the node count offers only clusters that hold the plan (moving t, p or d past the cluster grows it).
+
+>>> lab = partition_lab()
+>>> lab.result["transfers"][0]["link"].split()[0], units.format_time(lab.result["step_time_s"])
+('NVLink', '16.9 s')
+>>> lab.controls["tensor_parallel"].value, lab.controls["pipeline_parallel"].value = 16, 4
+>>> lab.result["tensor_link"], units.format_time(lab.result["step_time_s"])
+('InfiniBand', '18.6 s')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import ipywidgets as widgets
+from matplotlib.figure import Figure
+
+from .. import budget, hardware, parallelism, units
+from ..viz.partition import PartitionFigure, short_link
+from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, int_slider
+
+__all__ = [
+    "PartitionLab",
+    "partition_lab",
+    "DEFAULTS",
+    "MODELS",
+    "CLUSTERS",
+    "CUSTOM",
+    "MAX_DEVICES",
+    "options_for",
+    "model_for",
+    "cluster_for",
+]
+
+CUSTOM = "custom"
+MODELS = {
+    m.name: m for m in (parallelism.GPT3_175B, parallelism.MEGATRON_1T, parallelism.LLAMA3_8B, parallelism.LLAMA3_70B)
+}
+CLUSTERS = {
+    "nodes of 8 A100 (NVLink 3, InfiniBand HDR)": hardware.DGX_A100,
+    "nodes of 8 H100 (NVLink 4, InfiniBand NDR)": hardware.DGX_H100,
+}
+MAX_DEVICES = 4096
+NODE_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+DATA_PARALLEL_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+GRAD_ACCUM_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+MAX_TENSOR_PARALLEL, MAX_PIPELINE_PARALLEL, MAX_VIRTUAL_STAGES = 64, 128, 8
+CUSTOM_LAYERS = (12, 24, 32, 40, 48, 64, 80, 96, 128)
+CUSTOM_HIDDEN = (1024, 2048, 4096, 5120, 6144, 8192, 12288, 16384, 20480, 25600)
+CUSTOM_HEADS = (8, 16, 32, 40, 48, 64, 96, 128, 160)
+SCHEDULES = ("1f1b", "gpipe", "interleaved")
+
+# GPT-3 175B on 8 nodes of 8 A100 as Korthikanti et al. 2022 split it inside a node (t = 8, p = 8), d = 1.
+DEFAULTS = {
+    "model": parallelism.GPT3_175B.name,
+    "cluster": next(iter(CLUSTERS)),
+    "nodes": 8,
+    "data_parallel": 1,
+    "tensor_parallel": 8,
+    "pipeline_parallel": 8,
+    "schedule": "1f1b",
+    "virtual_stages": 1,
+    "zero_stage": 1,
+    "sequence_parallel": False,
+    "recompute": "selective",
+    "micro_batch": 1,
+    "grad_accum_steps": 64,
+    "layers": 96,
+    "hidden": 12288,
+    "heads": 96,
+}
+
+
+def model_for(values: dict) -> parallelism.TransformerModel:
+    """The model the controls name: a preset, or the custom layers/hidden/heads (GPT-style, V = 51,200, s = 2048).
+
+    >>> model_for({**DEFAULTS, "model": CUSTOM, "layers": 24, "hidden": 2048, "heads": 16}).params > 1e9
+    True
+    """
+    if values["model"] == CUSTOM:
+        return parallelism.TransformerModel(CUSTOM, values["layers"], values["hidden"], values["heads"], 51200, 2048)
+    return MODELS[values["model"]]
+
+
+def cluster_for(values: dict) -> hardware.Cluster:
+    """The cluster the controls name: ``nodes`` nodes of the chosen node type."""
+    node = CLUSTERS[values["cluster"]]
+    return replace(node, name=f"{values['nodes']} × {node.name.split(' (')[0]}", nodes=values["nodes"])
+
+
+def _nearest(options, value):
+    """The option closest to ``value`` on a log scale (the smaller one on a tie)."""
+    return min(options, key=lambda option: (abs(math.log(option / value)), option))
+
+
+def options_for(values: dict) -> dict:
+    """Every dependent control's options given the others' values, and the values snapped onto them, in the order
+    that keeps each plan valid: heads (custom), t, p, d, schedule, v, m, nodes. Returns {name: (options, value)}.
+    t takes divisors of the heads that divide the node or are multiples of it (``budget.group_collective_phases``
+    places a group on whole nodes or within one).
+
+    >>> opts = options_for({**DEFAULTS, "tensor_parallel": 16, "nodes": 8})
+    >>> opts["nodes"][1]   # t = 16, p = 8: 128 GPUs need 16 nodes
+    16
+    >>> options_for({**DEFAULTS, "schedule": "interleaved"})["virtual_stages"][0]   # 12 layers per stage
+    (2, 3, 4, 6)
+    """
+    values = dict(values)
+    out = {}
+
+    def settle(name, options, prefer_up=False):
+        options = tuple(options)
+        value = values[name]
+        if value not in options:
+            if isinstance(value, str):  # the schedule: interleaving no longer possible
+                value = options[0]
+            elif prefer_up:
+                value = min((o for o in options if o >= value), default=options[-1])
+            else:
+                value = _nearest(options, value)
+        values[name] = value
+        out[name] = (options, value)
+
+    settle("heads", [a for a in CUSTOM_HEADS if values["hidden"] % a == 0])
+    model = model_for(values)
+    d, p = values["data_parallel"], values["pipeline_parallel"]
+    per_node = CLUSTERS[values["cluster"]].devices_per_node
+    settle(
+        "tensor_parallel",
+        [
+            t
+            for t in range(1, MAX_TENSOR_PARALLEL + 1)
+            if parallelism.splits_evenly(model, tensor_parallel=t)
+            and (per_node % t == 0 or t % per_node == 0)  # a group fills part of a node, or whole nodes
+            and d * t * p <= MAX_DEVICES
+        ],
+    )
+    t = values["tensor_parallel"]
+    settle(
+        "pipeline_parallel",
+        [
+            p
+            for p in range(1, min(MAX_PIPELINE_PARALLEL, model.layers) + 1)
+            if parallelism.splits_evenly(model, pipeline_parallel=p) and d * t * p <= MAX_DEVICES
+        ],
+    )
+    p = values["pipeline_parallel"]
+    settle("data_parallel", [d for d in DATA_PARALLEL_SIZES if d * t * p <= MAX_DEVICES])
+    d = values["data_parallel"]
+    per_stage = model.layers // p
+    chunks = [v for v in range(2, MAX_VIRTUAL_STAGES + 1) if per_stage % v == 0]
+    settle("schedule", [s for s in SCHEDULES if s != "interleaved" or (p > 1 and chunks)])
+    interleaved = values["schedule"] == "interleaved"
+    settle("virtual_stages", chunks if interleaved else [1])
+    steps = sorted(set(GRAD_ACCUM_STEPS) | ({p * k for k in (1, 2, 4, 8)} if interleaved else set()))
+    settle("grad_accum_steps", [m for m in steps if not interleaved or m % p == 0])
+    settle("nodes", [n for n in NODE_COUNTS if n * per_node >= d * t * p], prefer_up=True)
+    return out
+
+
+def _labelled(options):
+    return [(str(option), option) for option in options]
+
+
+def _selection(description, options, value):
+    return widgets.SelectionSlider(
+        options=_labelled(options), value=value, description=description, style=CONTROL_STYLE, layout=CONTROL_LAYOUT
+    )
+
+
+def _dropdown(description, options, value):
+    return widgets.Dropdown(
+        options=list(options), value=value, description=description, style=CONTROL_STYLE, layout=CONTROL_LAYOUT
+    )
+
+
+class PartitionLab(Lab):
+    """Split a model over a cluster and see every tensor that crosses a device boundary (module docstring)."""
+
+    def __init__(self, **initial):
+        unknown = sorted(set(initial) - set(DEFAULTS))
+        if unknown:
+            raise ValueError(f"unknown control(s) {unknown}; the partition lab has {sorted(DEFAULTS)}")
+        values = {**DEFAULTS, **{k: getattr(v, "name", v) for k, v in initial.items()}}
+        for name, allowed in (
+            ("model", [*MODELS, CUSTOM]),
+            ("cluster", list(CLUSTERS)),
+            ("layers", CUSTOM_LAYERS),
+            ("hidden", CUSTOM_HIDDEN),
+            ("zero_stage", parallelism.ZERO_STAGES),
+            ("recompute", parallelism.RECOMPUTE_OPTIONS),
+            ("micro_batch", range(1, 17)),
+        ):
+            if values[name] not in allowed:
+                raise ValueError(f"{name} must be one of {list(allowed)}, got {values[name]!r}")
+        dependent = options_for(values)
+        for name, (options, _value) in dependent.items():
+            if values[name] not in options:
+                raise ValueError(
+                    f"{name} must be one of {list(options)} with the other controls given, got {values[name]!r}"
+                )
+        opts = {name: options for name, (options, _) in dependent.items()}
+        controls = {
+            "model": _dropdown("model", [*MODELS, CUSTOM], values["model"]),
+            "cluster": _dropdown("cluster", CLUSTERS, values["cluster"]),
+            "nodes": _selection("nodes", opts["nodes"], values["nodes"]),
+            "data_parallel": _selection("data parallel d", opts["data_parallel"], values["data_parallel"]),
+            "tensor_parallel": _selection("tensor parallel t", opts["tensor_parallel"], values["tensor_parallel"]),
+            "pipeline_parallel": _selection(
+                "pipeline parallel p", opts["pipeline_parallel"], values["pipeline_parallel"]
+            ),
+            "schedule": choice_buttons("schedule", list(opts["schedule"]), values["schedule"]),
+            "virtual_stages": _selection("virtual stages v", opts["virtual_stages"], values["virtual_stages"]),
+            "zero_stage": choice_buttons(
+                "ZeRO stage", [(str(k), k) for k in parallelism.ZERO_STAGES], values["zero_stage"]
+            ),
+            "sequence_parallel": widgets.Checkbox(
+                value=values["sequence_parallel"],
+                description="sequence parallel (no effect when t = 1)",
+                style=CONTROL_STYLE,
+                layout=CONTROL_LAYOUT,
+            ),
+            "recompute": choice_buttons("recomputation", list(parallelism.RECOMPUTE_OPTIONS), values["recompute"]),
+            "micro_batch": int_slider("micro-batch b (seq.)", 1, 16, values["micro_batch"]),
+            "grad_accum_steps": _selection("micro-batches m", opts["grad_accum_steps"], values["grad_accum_steps"]),
+            "layers": _selection("custom: layers", CUSTOM_LAYERS, values["layers"]),
+            "hidden": _selection("custom: hidden size", CUSTOM_HIDDEN, values["hidden"]),
+            "heads": _selection("custom: heads", opts["heads"], values["heads"]),
+        }
+        self._syncing = False
+        figure = Figure(figsize=(10, 5.0), dpi=self.dpi)
+        figure.patch.set_facecolor("white")
+        self.partition_figure = PartitionFigure(figure)
+        self.enable_partial_redraw(figure, self.partition_figure.animated)
+        super().__init__("Lab 6 · Partition explorer", controls, figure)
+
+    # ---- dependent options --------------------------------------------------------------------------------------
+
+    def _on_change(self, change) -> None:
+        if self._syncing:  # option lists being replaced below: refresh once, at the end
+            return
+        self._syncing = True
+        try:
+            for name, (options, value) in options_for(self.values()).items():
+                control = self.controls[name]
+                current = tuple(v for _, v in control.options) if name != "schedule" else tuple(control.options)
+                if current != options:
+                    control.options = list(options) if name == "schedule" else _labelled(options)
+                if control.value != value:
+                    control.value = value
+        finally:
+            self._syncing = False
+        self.refresh()
+
+    # ---- the three parts of a lab ---------------------------------------------------------------------------------
+
+    def compute(self, values: dict) -> dict:
+        model, cluster = model_for(values), cluster_for(values)
+        plan = parallelism.ParallelPlan(
+            data_parallel=values["data_parallel"],
+            tensor_parallel=values["tensor_parallel"],
+            pipeline_parallel=values["pipeline_parallel"],
+            zero_stage=values["zero_stage"],
+            micro_batch=values["micro_batch"],
+            grad_accum_steps=values["grad_accum_steps"],
+            recompute=values["recompute"],
+            sequence_parallel=values["sequence_parallel"],
+            schedule=values["schedule"],
+            virtual_stages=values["virtual_stages"],
+        )
+        result = budget.partition_report(model, plan, cluster)
+        tensor = [x for x in result["transfers"] if x["axis"] == "tensor"]
+        result.update(
+            cluster=values["cluster"],
+            schedule=values["schedule"],
+            recompute=values["recompute"],
+            sequence_parallel=values["sequence_parallel"],
+            tensor_link=short_link(tensor[0]["link"]) if tensor else "none",
+            tensor_time_s=sum(x["time_s"] for x in tensor),
+        )
+        return result
+
+    def draw(self, result: dict) -> None:
+        self.partition_figure.update(result)
+
+    def summary_html(self, result: dict) -> str:
+        b, s = units.format_bytes, units.format_time
+        fit = "fits" if result["fits"] else "<b style='color:#C0392B'>does not fit</b>"
+        tp = (
+            f"tensor-parallel collectives on <b>{result['tensor_link']}</b>: {s(result['tensor_time_s'])} per step, "
+            f"all exposed"
+            if result["tensor_link"] != "none"
+            else "no tensor parallelism"
+        )
+        return (
+            f"<b>{result['model']}</b> on {result['devices']} of {result['nodes'] * result['devices_per_node']} "
+            f"{result['device']}, global batch {result['global_batch']} sequences: memory per device "
+            f"{b(result['memory_bytes_per_device'])} of {b(result['capacity_bytes'])} ({fit}); step "
+            f"<b>{s(result['step_time_s'])}</b>, exposed communication {s(result['exposed_communication_s'])}, "
+            f"bubble {s(result['bubble_s'])}; binding: {result['binding_constraint']}.<br>{tp}.<br>"
+            f"<small>The ideal model (compute at half of peak, nominal links). The custom sliders apply when the model "
+            f"is “custom”; t, p, v, m and the nodes offer only values that make a valid plan.</small>"
+        )
+
+
+def partition_lab(**initial) -> PartitionLab:
+    """The partition explorer; keyword arguments set controls' initial values (``DEFAULTS`` lists the names).
+
+    >>> lab = partition_lab(tensor_parallel=16, nodes=16)
+    >>> lab.result["tensor_link"], lab.result["devices"]
+    ('InfiniBand', 128)
+    """
+    return PartitionLab(**initial)

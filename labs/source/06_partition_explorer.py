@@ -1,0 +1,632 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [raw]
+# # ASSIGNMENT CONFIG
+# # The graded master of lab 6 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
+# # `otter assign` on it; it stages course_lib/ and requirements.txt next to a copy of this notebook first,
+# # so that the autograder zip carries the course's code and runs on Gradescope as it does locally.
+# # Its links are relative to labs/, where the student version goes (make assignments).
+# name: 06_partition_explorer
+# requirements: requirements.txt
+# autograder_files:
+#   - course_lib
+# python_version: "3.11"
+# export_cell: false
+# check_all_cell: true
+# tests:
+#   ok_format: false
+# generate:
+#   show_stdout: true
+#   show_hidden: true
+
+# %% [markdown]
+# # Lab 6 · Partition explorer: the tensors that cross each boundary
+#
+# A partition decides which tensors must leave a device, how often, and over which link.
+# [Lesson 04 · Budget the bytes](../notebooks/04_communication_budget.ipynb) priced them: tensor-parallel
+# collectives after every layer, on the critical path; pipeline sends at every stage boundary, on the critical
+# path; data-parallel gradient traffic once per step or per micro-batch, hidden behind the backward pass where the
+# dependencies allow. In this lab you split one model over a cluster with the partition explorer, watch every
+# boundary tensor and its link, then compute the budget yourself in the graded questions.
+#
+# **What you need:** lessons 03 and 04, in particular the transfers a partition implies (step 2), the placement of
+# the groups on NVLink and InfiniBand (step 3) and the dependency rule (step 4).
+#
+# **Scope.** The ideal model of lesson 04: compute at half of the device's peak, nominal link rates, Megatron-LM's
+# rank order (tensor-parallel ranks adjacent, data-parallel ranks $t$ apart, pipeline stages outermost), and a group
+# that spans nodes runs hierarchically (inside the node over NVLink, across nodes on each GPU's share of the
+# network).
+#
+# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
+# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
+# inputs, chosen so that the usual slips (a collective counted once per layer, pipeline sends in one direction,
+# an off-by-one, a node's aggregate bandwidth used for one collective) fail them, so make your answer right for every
+# input, not only for the public example. Sizes are in bytes, times in seconds.
+
+# %%
+from course_lib import budget, compute, hardware, parallelism, units
+
+# %% [markdown]
+# ## The lab
+#
+# On the left, the model drawn once: the embedding, its layers grouped into pipeline stages (one colour per
+# stage), the output layer; inside each stage, the tensor-parallel slices (a red line where a tensor group leaves
+# its node); behind it, the data-parallel replicas. A numbered marker sits where each boundary tensor crosses, and
+# the table below lists it: axis, tensor, collective or send, payload per call, calls per step, link (NVLink in
+# blue, InfiniBand in red), time per step and the part of it that no compute hides. On the right, the memory of one
+# device against its capacity and where the step's time goes. The sliders offer only values that make a valid plan;
+# moving $d$, $t$ or $p$ past the cluster adds nodes.
+# %% tags=["nbval-ignore-output", "otter_ignore"]
+# nbval-ignore-output: live widget; its output cannot be compared
+from course_lib.widgets import partition_lab
+
+lab = partition_lab()
+lab
+
+# %% [markdown]
+# ## Explore
+#
+# Start from the default settings for each question: GPT-3 175B on 8 nodes of 8 A100 (NVLink 3 inside a node,
+# 8 × 200 Gb/s InfiniBand per node), $d = 1$, $t = 8$, $p = 8$, ZeRO-1, selective recomputation, one sequence per
+# micro-batch and 64 micro-batches per step. These are not graded; the answers are below.
+#
+# 1. **Read the table.** How many tensor-parallel calls does one device make per step, and why that number?
+# 2. **Leave the node.** Move *tensor parallel t* from 8 to 16. What happens to the link of the tensor-parallel
+#    rows, their time per step, the number of nodes and the step time?
+# 3. **The same GPUs.** Now set *pipeline parallel p* to 4, back to 64 GPUs. Compare the step with the default.
+# 4. **Sequence parallelism.** Back at the defaults, tick *sequence parallel*. What happens to the tensor-parallel
+#    rows and their total time, and to the memory bar?
+# 5. **Data parallelism.** Set *data parallel d* to 8 and step *ZeRO stage* through 0–3. Which rows appear, and
+#    which of them hide behind the backward pass?
+#
+# <details>
+# <summary>Answers</summary>
+#
+# 1. 3072: two all-reduces forward and two backward for each of the 12 layers of a stage and each of the 64
+#    micro-batches (1536 of each of the two rows), 472 ms per row on NVLink.
+# 2. Both rows turn to InfiniBand: each 50.3 MB all-reduce now runs hierarchically over two nodes, 874 ms per row
+#    instead of 472 ms; the cluster grows to 16 nodes (128 GPUs) and the step falls from 16.9 s to 9.87 s, not
+#    half, and the MFU from 41.8 % to 35.8 %.
+# 3. With $t = 16$, $p = 4$ on the same 64 GPUs the step is 18.6 s, slower than the 16.9 s of $t = 8$, $p = 8$:
+#    3.5 s of tensor-parallel time is exposed instead of 945 ms.
+# 4. Each all-reduce becomes a reduce-scatter and an all-gather of the same tensor: four rows with the same calls,
+#    each half the time, so the total is unchanged; the activations shrink (they are split $t$ ways between layers).
+# 5. ZeRO-0 all-reduces the gradients once per step; ZeRO-1 reduce-scatters them and all-gathers the updated
+#    parameters; ZeRO-2 reduce-scatters every micro-batch; ZeRO-3 also gathers the parameters for every forward and
+#    backward. The gradient reductions and the ZeRO-3 gathers hide behind compute; the all-gather after the
+#    optimizer step (ZeRO-1 and 2) is exposed.
+#
+# </details>
+
+# %% [markdown]
+# ## Key figures at the default settings
+#
+# A fresh lab at the default plan, and its tensor-parallel rows at $t = 8$ and $t = 16$:
+
+# %% tags=["otter_ignore"]
+reference = partition_lab()
+for t in (8, 16):
+    reference.controls["tensor_parallel"].value = t
+    r = reference.result
+    rows = [x for x in r["transfers"] if x["axis"] == "tensor"]
+    print(
+        f"t = {t:2}: {len(rows)} tensor-parallel rows of {units.format_bytes(rows[0]['payload_bytes'])} × "
+        f"{rows[0]['calls_per_step']} calls on {r['tensor_link']}, {units.format_time(rows[0]['time_s'])} each; "
+        f"{r['devices']} GPUs, step {units.format_time(r['step_time_s'])}, MFU {units.format_percent(r['mfu'])}"
+    )
+
+# %% [markdown]
+# ## Graded questions
+#
+# Each question names the function to define. `model` is a `parallelism.TransformerModel` (fields `layers`,
+# `hidden`, `seq_len`, ...), `plan` a `parallelism.ParallelPlan` (`plan.sizes` is $(t, p, d, b, m, v)$), `cluster`
+# a `hardware.Cluster`. Activations cross boundaries in 16 bit (2 bytes per element).
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q1
+# points: 3
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 1 · The boundary transfers of a plan (3 points)
+#
+# Write `transfers_per_axis(model, plan)`: a dict `{"tensor": (payload_bytes, calls_per_step), "pipeline":
+# (payload_bytes, calls_per_step)}` for one device and one step, where `payload_bytes` is one call's payload and
+# `calls_per_step` counts every call of that axis (all its collectives, or all its sends and receives' messages,
+# in both directions). Megatron-LM's tensor parallelism exchanges the $b \cdot s \cdot h$ activations with two
+# all-reduces per layer in the forward pass and two in the backward pass, for every micro-batch; full recomputation
+# repeats the forward ones; with sequence parallelism each all-reduce becomes a reduce-scatter plus an all-gather
+# of the same tensor (count both). A pipeline stage sends its boundary activations ($b \cdot s \cdot h / t$ per
+# device) forward and receives their gradients backward once per micro-batch, $v$ times with $v$ virtual stages.
+# An axis of size 1 has no transfers: return `(0, 0)` for it. Build it from these rules; do not call
+# `parallelism.step_transfers`, `parallelism.boundary_tensors` or `budget.partition_report`.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def transfers_per_axis(model, plan):
+    """{"tensor": (payload bytes, calls per step), "pipeline": (...)} for one device and one step."""
+    # BEGIN SOLUTION
+    t, p, d, b, m, v = plan.sizes
+    activation = 2 * b * model.seq_len * model.hidden
+    layer_micro_batches = model.layers // p * m
+    forward = 2 * layer_micro_batches * (2 if plan.recompute == "full" else 1)
+    calls = (forward + 2 * layer_micro_batches) * (2 if plan.sequence_parallel else 1)
+    tensor = (activation, calls) if t > 1 else (0, 0)
+    pipeline = (activation / t, 2 * m * v) if p > 1 else (0, 0)
+    return {"tensor": tensor, "pipeline": pipeline}
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q1_public(transfers_per_axis):
+    import sys
+
+    from course_lib import parallelism
+
+    assert callable(transfers_per_axis), "define the function transfers_per_axis"
+
+    def calling(function, *args):  # (result, {forbidden course_lib functions it called})
+        called = set()
+        forbidden = {"step_transfers", "boundary_tensors", "partition_report"}
+
+        def watch(frame, event, arg):
+            code = frame.f_code
+            if event == "call" and code.co_name in forbidden:
+                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism.py", "course_lib/budget.py")):
+                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
+                    if "course_lib/" not in caller:
+                        called.add(code.co_name)
+
+        previous = sys.getprofile()
+        sys.setprofile(watch)
+        try:
+            return function(*args), called
+        finally:
+            sys.setprofile(previous)
+
+    plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, recompute="selective")
+    result, called = calling(transfers_per_axis, parallelism.GPT3_175B, plan)
+    assert not called, f"build it from the rules instead of calling {', '.join(sorted(called))}"
+    assert isinstance(result, dict) and set(result) == {"tensor", "pipeline"}, (
+        f"return a dict with the keys 'tensor' and 'pipeline', got {result!r:.80}"
+    )
+    payload, calls = result["tensor"]
+    assert abs(payload - 50331648) <= 1, f"tensor payload: 2 bytes × b·s·h = 50.3 MB, got {payload!r:.40}"
+    assert calls == 3072, (
+        f"tensor calls: 2 forward + 2 backward all-reduces × 12 layers × 64 micro-batches = 3072, got {calls!r:.40}"
+    )
+    payload, calls = result["pipeline"]
+    assert abs(payload - 6291456) <= 1 and calls == 128, (
+        f"pipeline: 6.29 MB (b·s·h/t in 16 bit), 64 sends forward and 64 backward = 128, got {result['pipeline']!r:.60}"
+    )
+
+
+test_q1_public(transfers_per_axis)
+
+
+# %%
+# HIDDEN
+def test_q1_other_plans(transfers_per_axis):
+    from course_lib import parallelism
+
+    P = parallelism.ParallelPlan
+    gpt3, one_t, llama = parallelism.GPT3_175B, parallelism.MEGATRON_1T, parallelism.LLAMA3_70B
+    cases = [  # (model, plan, tensor (payload, calls), pipeline (payload, calls)), by hand from the rules
+        (
+            gpt3,
+            P(tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, recompute="full"),
+            (50331648, 4608),
+            (6291456, 128),
+        ),  # full recomputation: the 2 forward all-reduces again
+        (
+            gpt3,
+            P(
+                data_parallel=16,
+                tensor_parallel=8,
+                pipeline_parallel=8,
+                grad_accum_steps=96,
+                recompute="selective",
+                sequence_parallel=True,
+            ),
+            (50331648, 9216),
+            (6291456, 192),
+        ),  # SP: reduce-scatter + all-gather
+        (
+            gpt3,
+            P(tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, recompute="full", sequence_parallel=True),
+            (50331648, 9216),
+            (6291456, 128),
+        ),
+        (
+            one_t,
+            P(
+                data_parallel=6,
+                tensor_parallel=8,
+                pipeline_parallel=64,
+                grad_accum_steps=512,
+                recompute="full",
+                schedule="interleaved",
+                virtual_stages=2,
+            ),
+            (104857600, 6144),
+            (13107200, 2048),
+        ),  # v = 2
+        (llama, P(tensor_parallel=4, micro_batch=2, grad_accum_steps=8), (268435456, 2560), (0, 0)),  # p = 1
+        (gpt3, P(pipeline_parallel=12, micro_batch=2, grad_accum_steps=24), (0, 0), (100663296, 48)),  # t = 1
+    ]
+    for model, plan, tensor, pipeline in cases:
+        result = transfers_per_axis(model, plan)
+        for axis, want in (("tensor", tensor), ("pipeline", pipeline)):
+            got = result[axis]
+            assert abs(got[0] - want[0]) <= 1e-9 * max(want[0], 1) and got[1] == want[1], (
+                f"transfers_per_axis({model.name}, t, p, d, b, m, v = {plan.sizes}, recompute={plan.recompute}, "
+                f"SP={plan.sequence_parallel})[{axis!r}]: expected {want}, got {got!r:.60}"
+            )
+
+
+test_q1_other_plans(transfers_per_axis)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q2
+# points: 2
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 2 · Does tensor parallelism leave the node? (2 points)
+#
+# Write `tensor_group_leaves_node(tensor_parallel, data_parallel, devices_per_node, tensor_innermost)`: `True` if
+# a tensor-parallel group has ranks on more than one node. Ranks are numbered node by node (ranks
+# $0 \ldots g-1$ on node 0, $g = $ `devices_per_node`). With `tensor_innermost=True` (Megatron-LM's order) the $t$
+# ranks of a group are adjacent; with `False` the data-parallel ranks are adjacent instead and a group's ranks are
+# $d$ apart. All sizes are powers of two. Check your answer on the explorer: the red line inside a stage.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def tensor_group_leaves_node(tensor_parallel, data_parallel, devices_per_node, tensor_innermost):
+    """Whether a tensor-parallel group spans more than one node."""
+    # BEGIN SOLUTION
+    stride = 1 if tensor_innermost else data_parallel
+    return (tensor_parallel - 1) * stride >= devices_per_node  # the group's last rank lies past the node
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q2_public(tensor_group_leaves_node):
+    assert callable(tensor_group_leaves_node), "define the function tensor_group_leaves_node"
+    assert tensor_group_leaves_node(8, 4, 8, True) is False, "t = 8 adjacent ranks on 8-GPU nodes: one node (False)"
+    assert tensor_group_leaves_node(16, 4, 8, True) is True, "t = 16 adjacent ranks on 8-GPU nodes: two nodes (True)"
+
+
+test_q2_public(tensor_group_leaves_node)
+
+
+# %%
+# HIDDEN
+def test_q2_placements(tensor_group_leaves_node):
+    cases = [  # (t, d, g, tensor innermost) → spans nodes: ranks 0, s, ..., (t − 1)s with s = 1 or d
+        ((8, 1, 8, True), False),
+        ((4, 8, 8, True), False),
+        ((2, 8, 8, False), True),  # ranks 0 and 8
+        ((4, 2, 8, False), False),  # ranks 0, 2, 4, 6
+        ((8, 2, 8, False), True),
+        ((1, 64, 8, False), False),  # one rank never leaves
+        ((4, 4, 4, True), False),
+        ((8, 4, 4, True), True),
+        ((32, 1, 8, True), True),
+    ]
+    for case, want in cases:
+        got = tensor_group_leaves_node(*case)
+        assert bool(got) == want, f"tensor_group_leaves_node{case}: expected {want}, got {got!r:.40}"
+
+
+test_q2_placements(tensor_group_leaves_node)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q3
+# points: 2
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 3 · How many backward passes hide the gradient reduce-scatter? (2 points)
+#
+# Under ZeRO-1 the gradients are reduce-scattered once per step. Suppose the framework could stream this
+# reduce-scatter behind the backward passes of the last $k$ micro-batches. Write `micro_batches_to_hide(model, plan,
+# cluster)`: the smallest whole $k \ge 1$ whose backward passes last at least as long as the reduce-scatter.
+#
+# - the reduce-scatter: the data-parallel transfer of `"gradients"` in `parallelism.step_transfers(model, plan)`,
+#   one call priced by `budget.transfer_time_per_call(transfer, plan, cluster)` (it places the group on the links);
+# - one micro-batch's backward pass on one device, with its recomputation: the FLOPs of the whole iteration of one
+#   micro-batch (`compute.transformer_flops_per_iteration(b, s, l, h, V, recompute=...)`) minus its forward
+#   (`compute.transformer_forward_flops(b, s, l, h, V)`), split over the $t \cdot p$ devices of a replica, at half
+#   of the device's peak (`cluster.accelerator.peak("bf16")`).
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def micro_batches_to_hide(model, plan, cluster):
+    """Smallest k ≥ 1 whose k backward passes last as long as the ZeRO-1 gradient reduce-scatter."""
+    # BEGIN SOLUTION
+    import math
+
+    gradients = next(x for x in parallelism.step_transfers(model, plan) if x.axis == "data" and x.tensor == "gradients")
+    reduce_s = budget.transfer_time_per_call(gradients, plan, cluster)
+    shape = (model.seq_len, model.layers, model.hidden, model.vocab)
+    forward = compute.transformer_forward_flops(plan.micro_batch, *shape)
+    iteration = compute.transformer_flops_per_iteration(plan.micro_batch, *shape, recompute=plan.recompute)
+    rate = 0.5 * cluster.accelerator.peak("bf16")
+    backward_s = (iteration - forward) / (plan.tensor_parallel * plan.pipeline_parallel) / rate
+    return max(1, math.ceil(reduce_s / backward_s))
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q3_public(micro_batches_to_hide):
+    from dataclasses import replace
+
+    from course_lib import hardware, parallelism
+
+    assert callable(micro_batches_to_hide), "define the function micro_batches_to_hide"
+    plan = parallelism.ParallelPlan(
+        data_parallel=8, tensor_parallel=8, pipeline_parallel=2, zero_stage=1, grad_accum_steps=64
+    )
+    got = micro_batches_to_hide(parallelism.GPT3_175B, plan, replace(hardware.DGX_H100, nodes=16))
+    assert got == 3 and int(got) == got, (
+        f"GPT-3 175B, d = 8, t = 8, p = 2 on 16 H100 nodes: a 382 ms reduce-scatter against 186 ms of backward per "
+        f"micro-batch needs 3, got {got!r:.40}"
+    )
+
+
+test_q3_public(micro_batches_to_hide)
+
+
+# %%
+# HIDDEN
+def test_q3_other_plans(micro_batches_to_hide):
+    from dataclasses import replace
+
+    from course_lib import hardware, parallelism
+
+    P = parallelism.ParallelPlan
+    gpt3, one_t, llama = parallelism.GPT3_175B, parallelism.MEGATRON_1T, parallelism.LLAMA3_70B
+    h100, a100 = hardware.DGX_H100, hardware.DGX_A100
+    cases = [  # reduce-scatter / backward of one micro-batch, rounded up (computed once with course_lib)
+        (
+            gpt3,
+            P(data_parallel=8, tensor_parallel=8, pipeline_parallel=2, zero_stage=1, grad_accum_steps=64),
+            replace(a100, nodes=16),
+            2,
+        ),  # 764 ms / 589 ms
+        (
+            gpt3,
+            P(data_parallel=64, tensor_parallel=8, pipeline_parallel=4, zero_stage=1, grad_accum_steps=16),
+            replace(h100, nodes=256),
+            3,
+        ),  # 215 ms / 92.9 ms
+        (
+            gpt3,
+            P(data_parallel=32, tensor_parallel=4, pipeline_parallel=4, zero_stage=1, grad_accum_steps=16),
+            replace(h100, nodes=64),
+            2,
+        ),  # 229 ms / 186 ms
+        (
+            one_t,
+            P(data_parallel=4, tensor_parallel=8, pipeline_parallel=32, zero_stage=1, grad_accum_steps=64),
+            replace(h100, nodes=128),
+            2,
+        ),  # 118 ms / 66.1 ms
+        (
+            llama,
+            P(data_parallel=32, tensor_parallel=8, zero_stage=1, grad_accum_steps=8),
+            replace(h100, nodes=32),
+            1,
+        ),  # 342 ms / 631 ms: one backward is enough
+    ]
+    for model, plan, cluster, want in cases:
+        got = micro_batches_to_hide(model, plan, cluster)
+        assert got == want, (
+            f"micro_batches_to_hide({model.name}, t, p, d = {plan.sizes[:3]}, {cluster.nodes} nodes of "
+            f"{cluster.accelerator.name}): expected {want}, got {got!r:.40}"
+        )
+
+
+test_q3_other_plans(micro_batches_to_hide)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q4
+# points: 3
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 4 · The exposed communication of a plan (3 points)
+#
+# Write `critical_path_communication_s(model, plan, cluster)`: the seconds per step of every boundary tensor whose
+# consumer waits for it (`transfer.phase == "none"`: the tensor-parallel collectives, the pipeline sends in both
+# directions and, under ZeRO-1 and 2, the all-gather of the updated parameters). List the transfers with
+# `parallelism.boundary_tensors(model, plan)` and price one call with `budget.transfer_time_per_call`: a group's
+# time depends on where its ranks sit, and one collective runs on each GPU's own links, not on the node's aggregate.
+# Do not call `budget.step_time` or `budget.partition_report`.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def critical_path_communication_s(model, plan, cluster):
+    """Seconds per step of the boundary tensors on the critical path."""
+    # BEGIN SOLUTION
+    return sum(
+        transfer.calls_per_step * budget.transfer_time_per_call(transfer, plan, cluster)
+        for transfer in parallelism.boundary_tensors(model, plan)
+        if transfer.phase == "none"
+    )
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q4_public(critical_path_communication_s):
+    import math
+    import sys
+    from dataclasses import replace
+
+    from course_lib import hardware, parallelism
+
+    assert callable(critical_path_communication_s), "define the function critical_path_communication_s"
+
+    def calling(function, *args):
+        called = set()
+
+        def watch(frame, event, arg):
+            code = frame.f_code
+            if event == "call" and code.co_name in {"step_time", "partition_report", "calibrated_step_time"}:
+                if code.co_filename.replace("\\", "/").endswith("course_lib/budget.py"):
+                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
+                    if "course_lib/" not in caller:
+                        called.add(code.co_name)
+
+        previous = sys.getprofile()
+        sys.setprofile(watch)
+        try:
+            return function(*args), called
+        finally:
+            sys.setprofile(previous)
+
+    plan = parallelism.ParallelPlan(
+        tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, zero_stage=1, recompute="selective"
+    )
+    got, called = calling(
+        critical_path_communication_s, parallelism.GPT3_175B, plan, replace(hardware.DGX_A100, nodes=8)
+    )
+    assert not called, f"add up the transfers instead of calling {', '.join(sorted(called))}"
+    assert math.isclose(got, 0.97780338688, rel_tol=1e-9), (
+        f"GPT-3 175B, t = 8, p = 8 on 8 A100 nodes: 2 × 472 ms of tensor parallel + 2 × 16.4 ms of pipeline sends "
+        f"= 978 ms, got {got!r:.40}"
+    )
+
+
+test_q4_public(critical_path_communication_s)
+
+
+# %%
+# HIDDEN
+def test_q4_other_plans(critical_path_communication_s):
+    import math
+    from dataclasses import replace
+
+    from course_lib import hardware, parallelism
+
+    P = parallelism.ParallelPlan
+    gpt3, llama = parallelism.GPT3_175B, parallelism.LLAMA3_70B
+    cases = [  # seconds per step of the transfers with phase "none" (computed once with course_lib)
+        (
+            gpt3,
+            P(tensor_parallel=16, pipeline_parallel=4, grad_accum_steps=64, zero_stage=1, recompute="selective"),
+            replace(hardware.DGX_A100, nodes=8),
+            3.51427661824,
+        ),  # t = 16: hierarchical, on each GPU's 25 GB/s
+        (
+            gpt3,
+            P(
+                data_parallel=16,
+                tensor_parallel=8,
+                pipeline_parallel=8,
+                zero_stage=1,
+                grad_accum_steps=96,
+                recompute="selective",
+                sequence_parallel=True,
+            ),
+            hardware.SELENE_3072,
+            1.67140799712,
+        ),  # + all-gather
+        (
+            llama,
+            P(data_parallel=4, tensor_parallel=16, zero_stage=2, grad_accum_steps=8),
+            replace(hardware.DGX_H100, nodes=8),
+            2.388948706524444,
+        ),
+        (llama, P(data_parallel=8, zero_stage=3, grad_accum_steps=4), hardware.DGX_H100, 0.0),  # all hidden
+    ]
+    for model, plan, cluster, want in cases:
+        got = critical_path_communication_s(model, plan, cluster)
+        assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12), (
+            f"critical_path_communication_s({model.name}, t, p, d = {plan.sizes[:3]}, ZeRO-{plan.zero_stage}, "
+            f"{cluster.nodes} nodes): expected {want:.6g} s, got {got!r:.40}"
+        )
+
+
+test_q4_other_plans(critical_path_communication_s)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [markdown]
+# ## Before you submit
+#
+# Restart the kernel and run all cells: the last cell reruns every public test. Then submit this notebook
+# (`06_partition_explorer.ipynb`) as your instructor asks.

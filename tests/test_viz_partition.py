@@ -1,0 +1,108 @@
+"""course_lib.viz.partition.PartitionFigure: what the figure holds after update(report), for several plans."""
+
+from dataclasses import replace
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+
+from course_lib import budget, hardware, parallelism, units  # noqa: E402
+from course_lib.viz.partition import (  # noqa: E402
+    MAX_STAGES_DRAWN,
+    STEP_SEGMENTS,
+    PartitionFigure,
+    drawn_stages,
+    figure_texts,
+    transfer_row,
+)
+
+A100_X16 = replace(hardware.DGX_A100, nodes=16)
+PLANS = [
+    parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, zero_stage=1),
+    parallelism.ParallelPlan(
+        data_parallel=2, tensor_parallel=16, pipeline_parallel=4, grad_accum_steps=32, sequence_parallel=True
+    ),
+    parallelism.ParallelPlan(
+        data_parallel=4, tensor_parallel=2, pipeline_parallel=16, grad_accum_steps=32, zero_stage=3
+    ),
+    parallelism.ParallelPlan(data_parallel=16, grad_accum_steps=4, zero_stage=3),
+]
+
+
+@pytest.fixture(scope="module")
+def live():
+    return PartitionFigure(Figure(figsize=(10, 5.0), dpi=72))
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=lambda p: f"d{p.data_parallel}t{p.tensor_parallel}p{p.pipeline_parallel}")
+def test_figure_holds_the_report(live, plan):
+    model = parallelism.GPT3_175B if plan.tensor_parallel * plan.pipeline_parallel > 1 else parallelism.GPT2_1_5B
+    report = budget.partition_report(model, plan, A100_X16)
+    live.update(report)
+    rows = [transfer_row(k, x) for k, x in enumerate(report["transfers"], start=1)]
+    assert len(rows) == len(report["transfers"]) > 0
+    # every boundary tensor is a row: op, payload per call, calls per step, link, time per step, exposed
+    for column in (0, 1, 2, 3, 4, 5, 7, 8):
+        assert live.columns[column] == [row[column] for row in rows]
+    drawn_texts = live.table_left.get_texts() + live.table_right.get_texts()
+    for column in (2, 3, 4, 7):
+        assert all(text in drawn_texts for text in live.columns[column])
+    links = live.nvlink_rows.get_texts() + live.network_rows.get_texts()
+    assert sorted(links) == sorted(row[6] for row in rows)
+    assert live.network_rows.get_texts() == [row[6] for row in rows if row[6] == "InfiniBand"]
+    # one numbered marker per boundary tensor, in the axis colour
+    assert live.marker_numbers.get_texts() == [str(k) for k in range(1, len(rows) + 1)]
+    for axis, line in live.marker_colors.items():
+        assert len(line.get_xdata()) == sum(x["axis"] == axis for x in report["transfers"])
+    # the model: one box per drawn stage, t slices inside each (at most 16 drawn), node cuts when t > 8
+    p, t = plan.pipeline_parallel, plan.tensor_parallel
+    drawn = [s for s in drawn_stages(p) if s is not None]
+    assert len(live.stage_bounds) == len(drawn) <= MAX_STAGES_DRAWN
+    assert len(live.model_boxes.boxes) == len(drawn) + 2  # and the embedding and the head
+    assert len(live.stripes.get_segments()) == len(drawn) * (min(t, 16) - 1)
+    assert len(live.node_cuts.get_segments()) == len(drawn) * max(t // 8 - 1, 0)
+    assert len(live.replicas.boxes) == min(plan.data_parallel - 1, 3)
+    # memory bars: each component's share of the capacity
+    capacity = report["capacity_bytes"]
+    start = 0.0  # the axis ends at twice the capacity: what lies beyond is cut
+    components = ("parameters", "gradients", "optimizer_state", "activations")
+    for component, (x, _, width, _) in zip(components, live.memory_segments.boxes, strict=True):
+        share = report[f"{component}_bytes"] / capacity
+        assert x == pytest.approx(min(start, 2.0), rel=1e-9)
+        assert width == pytest.approx(max(0.0, min(share, 2.0 - start)), rel=1e-9, abs=1e-12)
+        start += share
+    assert ("fits" if report["fits"] else "does not fit") in live.memory_text.get_text()
+    # step bar: the five terms as shares of the step, adding up to the whole
+    widths = [box[2] for box in live.step_segments.boxes]
+    assert widths == pytest.approx([report[key] / report["step_time_s"] for key, _, _ in STEP_SEGMENTS], rel=1e-9)
+    assert sum(widths) == pytest.approx(1.0, rel=1e-9)
+    assert live.step_values.get_texts() == [units.format_time(report[key]) for key, _, _ in STEP_SEGMENTS]
+    texts = figure_texts(live)
+    assert units.format_time(report["step_time_s"]) in " ".join(texts)
+
+
+def test_tensor_link_changes_with_t_past_the_node(live):
+    plan = PLANS[0]
+    live.update(budget.partition_report(parallelism.GPT3_175B, plan, A100_X16))
+    assert (
+        live.nvlink_rows.get_texts()[:2] == ["NVLink", "NVLink"] and "inside one node" in live.tensor_label.get_text()
+    )
+    live.update(budget.partition_report(parallelism.GPT3_175B, plan.replace(tensor_parallel=16), A100_X16))
+    assert live.network_rows.get_texts()[:2] == ["InfiniBand", "InfiniBand"]
+    assert "2 nodes" in live.tensor_label.get_text()
+
+
+def test_labels_are_readable(live):
+    # every text at least 8 pt
+    live.update(budget.partition_report(parallelism.GPT3_175B, PLANS[1], A100_X16))
+    for ax in live.axes:
+        for text in ax.findobj(Text):
+            if text.get_text():
+                assert text.get_fontsize() >= 8, text.get_text()
+    for artist in live.animated:
+        if hasattr(artist, "_size"):
+            assert artist._size >= 8

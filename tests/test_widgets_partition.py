@@ -1,0 +1,177 @@
+"""Lab 6 (course_lib.widgets.partition, the partition explorer), in process: the contract (.controls, .result,
+.figure), every control swept with the result checked against budget.partition_report recomputed here, the
+dependent options, and the misconception (t from 8 to 16 on a multi-node cluster). No browser and no kernel."""
+
+from __future__ import annotations
+
+import random
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, stops  # noqa: E402
+
+from course_lib import budget, parallelism, units  # noqa: E402
+from course_lib.widgets import partition as partition_module  # noqa: E402
+from course_lib.widgets import partition_lab  # noqa: E402
+
+REQUIRED = (
+    "memory_bytes_per_device",
+    "fits",
+    "step_time_s",
+    "exposed_communication_s",
+    "bubble_s",
+    "binding_constraint",
+    "tokens_per_s",
+    "mfu",
+)
+TRANSFER_KEYS = {"axis", "tensor", "op", "payload_bytes", "calls_per_step", "link", "time_s", "exposed_s"}
+
+
+def expected(values: dict) -> dict:
+    model, cluster = partition_module.model_for(values), partition_module.cluster_for(values)
+    plan = parallelism.ParallelPlan(
+        **{
+            k: values[k]
+            for k in (
+                "data_parallel",
+                "tensor_parallel",
+                "pipeline_parallel",
+                "zero_stage",
+                "micro_batch",
+                "grad_accum_steps",
+                "recompute",
+                "sequence_parallel",
+                "schedule",
+                "virtual_stages",
+            )
+        }
+    )
+    assert plan.devices <= cluster.devices
+    return budget.partition_report(model, plan, cluster)
+
+
+def check(lab):
+    values, result = lab.values(), lab.result
+    plain = {k: v for k, v in result.items() if k != "transfers"}
+    assert_plain_and_finite(plain)
+    for key in REQUIRED:
+        assert key in result, key
+    want = expected(values)
+    for key in REQUIRED:
+        assert result[key] == (pytest.approx(want[key], rel=1e-12) if isinstance(want[key], float) else want[key])
+    assert len(result["transfers"]) == len(want["transfers"])
+    for got, reference in zip(result["transfers"], want["transfers"], strict=True):
+        assert TRANSFER_KEYS <= set(got)
+        assert_plain_and_finite(got)
+        assert got == reference
+    # the figure holds the result: one table row per transfer, the step bar adds up to the step
+    figure = lab.partition_figure
+    assert figure.marker_numbers.get_texts() == [str(k) for k in range(1, len(result["transfers"]) + 1)]
+    assert sum(box[2] for box in figure.step_segments.boxes) == pytest.approx(1.0, rel=1e-9)
+    assert units.format_time(result["step_time_s"]) in lab.summary.value
+    assert "nan" not in lab.summary.value.lower()
+
+
+@pytest.fixture(scope="module")
+def shared_lab():
+    return partition_lab()
+
+
+def reset(lab):
+    """Back to the defaults: the sizes down first (every size 1 is always offered), the nodes last."""
+    for name in ("data_parallel", "tensor_parallel", "pipeline_parallel"):
+        lab.controls[name].value = 1
+    defaults = dict(partition_module.DEFAULTS)
+    nodes = defaults.pop("nodes")
+    for name, value in defaults.items():
+        lab.controls[name].value = value
+    lab.controls["nodes"].value = nodes
+    assert lab.values() == partition_module.DEFAULTS
+    return lab
+
+
+@pytest.fixture
+def lab(shared_lab):
+    return reset(shared_lab)
+
+
+def test_contract_and_defaults(lab):
+    assert set(lab.controls) == set(partition_module.DEFAULTS)
+    check(lab)
+    assert lab.result["tensor_link"] == "NVLink"
+    assert units.format_time(lab.result["step_time_s"]) == "16.9 s"
+    assert_png_matches_savefig(lab)
+
+
+def test_sweep_each_control(lab):
+    for name in partition_module.DEFAULTS:
+        control = lab.controls[name]
+        values = stops(control)
+        assert len(values) >= 2 or name in ("virtual_stages", "heads"), name
+        for value in values:
+            if value not in option_values(control):  # options changed by an earlier move of this sweep
+                continue
+            control.value = value
+            check(lab)
+        reset(lab)
+
+
+def test_dependent_options_keep_every_position_valid(lab):
+    controls = lab.controls
+    controls["schedule"].value = "interleaved"
+    assert option_values(controls["virtual_stages"]) == [2, 3, 4, 6]  # divisors ≥ 2 of the 12 layers per stage
+    assert all(m % controls["pipeline_parallel"].value == 0 for m in option_values(controls["grad_accum_steps"]))
+    check(lab)
+    controls["pipeline_parallel"].value = 1  # no interleaving on one stage
+    assert "interleaved" not in controls["schedule"].options and controls["virtual_stages"].value == 1
+    check(lab)
+    controls["model"].value = parallelism.LLAMA3_8B.name  # 32 heads: t ≤ 32
+    assert max(option_values(controls["tensor_parallel"])) == 32
+    controls["tensor_parallel"].value = 32
+    assert controls["nodes"].value * 8 >= 32 * controls["data_parallel"].value * controls["pipeline_parallel"].value
+    check(lab)
+    controls["model"].value = partition_module.CUSTOM
+    controls["hidden"].value = 5120  # 40 heads divide it; 96 does not
+    assert 96 not in option_values(controls["heads"]) and 40 in option_values(controls["heads"])
+    check(lab)
+
+
+def test_random_walk_never_raises(lab):
+    rng = random.Random(6)
+    names = list(partition_module.DEFAULTS)
+    for _ in range(60):
+        name = rng.choice(names)
+        options = option_values(lab.controls[name])
+        lab.controls[name].value = rng.choice(options)
+        values = lab.values()
+        assert values["data_parallel"] * values["tensor_parallel"] * values["pipeline_parallel"] <= (
+            values["nodes"] * 8
+        )
+        assert_plain_and_finite({k: v for k, v in lab.result.items() if k != "transfers"})
+    check(lab)
+
+
+def test_tensor_parallel_past_the_node_moves_to_infiniband(lab):
+    """The misconception: t from 8 to 16 on a multi-node cluster puts the tensor-parallel collectives on
+    InfiniBand; their exposed time grows although each group has twice the GPUs."""
+    before = dict(lab.result)
+    lab.controls["tensor_parallel"].value = 16
+    after = lab.result
+    assert (before["tensor_link"], after["tensor_link"]) == ("NVLink", "InfiniBand")
+    assert lab.controls["nodes"].value == 16  # 128 GPUs need 16 nodes
+    assert after["exposed_communication_s"] > before["exposed_communication_s"]
+    assert after["exposed_tensor_s"] > 1.5 * before["exposed_tensor_s"]
+    assert lab.partition_figure.network_rows.get_texts()[:2] == ["InfiniBand", "InfiniBand"]
+    # on the same 64 GPUs (p = 4) the step is slower than with t = 8
+    lab.controls["pipeline_parallel"].value = 4
+    assert lab.result["step_time_s"] > before["step_time_s"]
+
+
+def test_bad_initial_values_are_refused():
+    with pytest.raises(ValueError, match="tensor_parallel must be one of"):
+        partition_lab(tensor_parallel=5)
+    with pytest.raises(ValueError, match="unknown control"):
+        partition_lab(gpus=8)
