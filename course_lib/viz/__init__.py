@@ -34,6 +34,7 @@ from .parallelism import (
     plot_memory_breakdown,
     plot_parallelism_splits,
     plot_pipeline_schedule,
+    plot_tensor_parallel_layer,
 )
 from .serving import DecodeBreakdownFigure, LatencyThroughputFigure, plot_decode_breakdown, plot_latency_throughput
 
@@ -48,6 +49,7 @@ __all__ = [
     "plot_pipeline_schedule",
     "plot_memory_breakdown",
     "plot_parallelism_splits",
+    "plot_tensor_parallel_layer",
     "plot_step_timeline",
     "plot_plan_search",
     "LiveFigure",
