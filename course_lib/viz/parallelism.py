@@ -107,10 +107,10 @@ def microbatch_label_size(chunk_width_pt, axes_height_pt, stages, microbatches):
     the widest number to fit. A Gantt chart writes them only when this is at least ``MIN_LABEL_SIZE`` (6 points).
 
     >>> microbatch_label_size(40, 240, 4, 8), round(microbatch_label_size(5, 240, 4, 32), 2)
-    (9.0, 2.87)
+    (9.0, 2.96)
     """
     digits = len(str(microbatches))
-    return min(9.0, 0.8 * axes_height_pt / max(stages, 1) * _BOX_HEIGHT, chunk_width_pt / (0.62 * digits + 0.5))
+    return min(9.0, 0.8 * axes_height_pt / max(stages, 1) * _BOX_HEIGHT, chunk_width_pt / (0.62 * digits + 0.45))
 
 
 def schedule_title(schedule, stages, microbatches, virtual_stages, bubble_fraction) -> str:
@@ -161,8 +161,11 @@ def plot_pipeline_schedule(timeline, ax=None):
     idle.set_gid("pipeline-idle")
     ax.add_collection(idle)
 
-    # Labels fit when a chunk-forward box is wider than its text (estimated from the axes' size in points).
+    # Labels fit when a chunk-forward box is wider than its text (estimated from the axes' size in points, after the
+    # figure's layout engine, if any, has placed the axes: before that they have matplotlib's default margins).
     fig = ax.figure
+    if fig.get_layout_engine() is not None:
+        fig.get_layout_engine().execute(fig)
     width_pt = ax.get_position().width * fig.get_figwidth() * 72
     height_pt = ax.get_position().height * fig.get_figheight() * 72
     chunk_width_pt = width_pt * (1.0 / v) / max(end, 1e-12)

@@ -55,7 +55,7 @@ from course_lib import parallelism, pipeline, units
 # %% [markdown]
 # ## The lab
 #
-# The timeline has one row per stage (one device each), stage 0 on top: blue boxes are forward passes, purple boxes
+# The timeline has one row per stage (one device each), stage 0 on top: blue boxes are forward passes, orange boxes
 # backward passes, lighter shades later model chunks of an interleaved stage, and grey is idle time. Numbers in the
 # boxes are micro-batches, when they fit. On the right, the bubble the simulation measured next to
 # `parallelism.pipeline_bubble_fraction`, and the micro-batches whose activations stage 0 holds at its peak next to
