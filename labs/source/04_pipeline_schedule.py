@@ -217,6 +217,12 @@ def test_q1_public(bubble_fraction):
     got = number(result)
     assert got is not None, f"return a fraction as a number, got {result!r:.80}"
     assert abs(got - 0.375) <= 1e-9, f"4 stages, 8 micro-batches: expected 0.375, got {result!r:.80}"
+    result, called = calling(bubble_fraction, 4, 8, 2)
+    got = number(result)
+    assert not called and got is not None and abs(got - 0.1875) <= 1e-9, (
+        f"4 stages, 8 micro-batches, 2 chunks per device (the lab's interleaved default): expected 0.1875, "
+        f"got {result!r:.80}"
+    )
 
 
 test_q1_public(bubble_fraction)
@@ -328,6 +334,11 @@ def test_q2_public(microbatches_for_bubble):
     result = microbatches_for_bubble(4, 0.25)
     assert type(number(result)) is int and number(result) == 12, (
         f"4 stages, bubble at most 25 %: expected 12 micro-batches (an int), got {result!r:.80}"
+    )
+    result = microbatches_for_bubble(4, 0.1, 2)
+    assert number(result) == 16, (
+        f"4 stages, 2 chunks per device, bubble at most 10 %: 15 micro-batches would do, but interleaving needs a "
+        f"multiple of p = 4: expected 16, got {result!r:.80}"
     )
 
 
@@ -570,6 +581,11 @@ def test_q4_public(in_flight_microbatches):
         assert not called, "derive it instead of calling parallelism.pipeline_in_flight_microbatches"
         got.append(number(result) if type(number(result)) is int else result)
     assert got == [64, 8], f"8 stages, 64 micro-batches: expected 64 (GPipe) and 8 (1F1B), ints, got {got!r:.80}"
+    result, called = calling(in_flight_microbatches, 8, 4, "1f1b")
+    assert not called and number(result) == 4, (
+        f"8 stages but only 4 micro-batches, 1F1B: it cannot hold more micro-batches than there are, expected 4, "
+        f"got {result!r:.80}"
+    )
 
 
 test_q4_public(in_flight_microbatches)
