@@ -729,6 +729,25 @@ quiz.MultipleChoice(
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
+        prompt="With sequence parallelism, what replaces each all-reduce of tensor parallelism, and how many bytes "
+        "does each GPU send for it?",
+        options=(
+            "A reduce-scatter alone: half the bytes, since each GPU keeps only its slice of the sequence",
+            "A reduce-scatter after the row-parallel GEMM and an all-gather before the next column-parallel GEMM: "
+            "the same bytes as the all-reduce",
+            "An all-gather before and after every GEMM: twice the bytes, the price of the memory it saves",
+        ),
+        answer=1,
+        explanation="A ring all-reduce is a reduce-scatter followed by an all-gather. Sequence parallelism keeps "
+        "both halves and moves the all-gather to the start of the next block, past the LayerNorm and dropout that "
+        "now work on s/t tokens: the same bytes, and the 10 sbh bytes of activations kept whole are split t ways.",
+    )
+)
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(
+    quiz.Question(
         prompt="A run uses micro-batch 4, 8 accumulation steps, tensor parallel 8, pipeline parallel 4 and data "
         "parallel 16 (512 GPUs). How many samples does one optimizer step see?",
         options=("512", "16384", "65536"),

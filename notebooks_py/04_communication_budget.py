@@ -714,6 +714,25 @@ quiz.MultipleChoice(
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
+        prompt="ZeRO-3 and tensor parallelism both store only a slice of each weight matrix on a device. Which of "
+        "them splits the matrix multiply itself, and what does that cost inside every layer?",
+        options=(
+            "ZeRO-3: each device multiplies by its own slice, then the gradients are reduce-scattered",
+            "Tensor parallelism: each device multiplies by its slice, and a collective combines the partial results "
+            "before the next operator can run",
+            "Both: a device that stores a slice computes with that slice, so both need a collective per layer",
+        ),
+        answer=1,
+        explanation="ZeRO-3 all-gathers the whole weight before each layer and runs the whole multiply on its own "
+        "examples, so the gathers can be prefetched. Tensor parallelism computes with the slice: its partial sums must "
+        "be combined (the g and f operators of lesson 03) on the critical path of every layer.",
+    )
+)
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(
+    quiz.Question(
         prompt="A collective takes 2.02 ms. The local compute next to it takes 1 ms, and its consumer is the very "
         "next operator. How much step time does the collective add?",
         options=("0 ms: communication overlaps compute", "1.02 ms", "2.02 ms"),
