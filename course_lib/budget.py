@@ -268,9 +268,9 @@ def binding_constraint(compute_s, exposed_communication_s, bubble_s):
     >>> binding_constraint(21.4, 1.73, 1.67), binding_constraint(1.0, 0.5, 2.0)
     ('compute', 'bubble')
     """
-    compute = np.asarray(compute_s)
-    exposed = np.asarray(exposed_communication_s)
-    bubble = np.asarray(bubble_s)
+    compute = np.asarray(_validate.nonnegative("compute_s", compute_s))
+    exposed = np.asarray(_validate.nonnegative("exposed_communication_s", exposed_communication_s))
+    bubble = np.asarray(_validate.nonnegative("bubble_s", bubble_s))
     label = np.where(
         (compute >= exposed) & (compute >= bubble),
         "compute",
