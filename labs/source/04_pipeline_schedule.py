@@ -30,12 +30,11 @@
 #
 # A pipeline of $p$ stages cannot keep every device busy: the first micro-batch has to travel through every stage
 # before the last one has work, and the last backward pass drains them again. [Lesson 03 · Split the
-# work](../notebooks/03_parallelism.ipynb) gave the cost of that idle time, the bubble, as a fraction of the ideal
-# time $m\,(t_f + t_b)$: $(p-1)/m$ for GPipe and 1F1B, and $(p-1)/(v\,m)$ when each device holds $v$ model chunks
-# (the interleaved schedule). In this lab a simulation runs the schedules event by event and measures the bubble
-# without being told the formula; you first change the stages, the micro-batches, the chunks and the schedule, and
-# compare what it measures with what the formula predicts; then you derive the costs yourself in the graded
-# questions.
+# work](../notebooks/03_parallelism.ipynb) measured that idle time, the bubble, as a fraction of the ideal time
+# $m\,(t_f + t_b)$, for GPipe, 1F1B and the interleaved schedule (each device holding $v$ model chunks). In this lab
+# a simulation runs the schedules event by event and measures the bubble without being told any formula; you first
+# change the stages, the micro-batches, the chunks and the schedule, and read off how the idle time grows with
+# each; then you derive the costs yourself in the graded questions, and check them against the simulation.
 #
 # **What you need:** lesson 03, in particular the pipeline schedules (GPipe, 1F1B, interleaved) and the bubble.
 #
@@ -158,8 +157,9 @@ print(
 # ### Question 1 · The bubble (2 points)
 #
 # Write `bubble_fraction(stages, microbatches, virtual_stages=1)`: the idle time of a step as a fraction of its
-# *ideal* time $m\,(t_f + t_b)$, the time the same work would take with no bubble. Do not call
-# `parallelism.pipeline_bubble_fraction` or `pipeline.pipeline_schedule`; compare with the lab.
+# *ideal* time $m\,(t_f + t_b)$, the time the same work would take with no bubble. Derive it from the lab's
+# timelines: how long does stage 0 idle (in $t_f$) as you change $p$, $m$ and $v$ (Explore 1 and 3)? Do not call
+# `parallelism.pipeline_bubble_fraction` or `pipeline.pipeline_schedule` in your function; compare with the lab.
 
 # %% [raw]
 # # BEGIN SOLUTION
