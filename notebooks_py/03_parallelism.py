@@ -24,6 +24,8 @@
 #
 # - name the four splits (data, tensor, pipeline, state sharding with ZeRO 1–3) and, for each, the tensors that
 #   cross device boundaries and the collective that moves them;
+# - draw how tensor parallelism splits one transformer layer (a column-parallel then a row-parallel matrix
+#   multiply, between the operators f and g), and what sequence parallelism changes: the same bytes, less memory;
 # - compute the memory of one device: parameters, gradients and optimizer state (16 bytes per parameter with
 #   mixed-precision Adam) plus stored activations (Korthikanti et al.), and reproduce ZeRO's Table 1;
 # - compute the global batch $B = b_\text{micro} \times N_\text{acc} \times N_\text{dp}$, and explain why tensor and
@@ -812,7 +814,8 @@ quiz.MultipleChoice(
 # - Four splits: data (the batch), tensor (inside layers), pipeline (across depth), state sharding (the stored
 #   state). They combine, with $d \cdot t \cdot p = n$.
 # - Each split has its boundary traffic: data parallel all-reduces gradients once per step (overlappable); tensor
-#   parallel all-reduces activations twice per layer in each direction (blocking); pipeline parallel sends
+#   parallel all-reduces activations twice per layer in each direction (blocking; with sequence parallelism each
+#   all-reduce becomes a reduce-scatter and an all-gather of the same bytes); pipeline parallel sends
 #   activations between stages per micro-batch (blocking); ZeRO-3 gathers parameters twice and costs 1.5×.
 # - Memory per device = model states ($16\Psi$ with mixed-precision Adam, divided by $t\,p$ and sharded by ZeRO)
 #   + activations ($sbh(34 + 5as/h)$ per layer, times the layers and micro-batches in flight, cut by
