@@ -42,10 +42,10 @@
 # the effective number of examples and need their own accounting.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
-# inputs, chosen so that the usual slips (letting the tensor- or pipeline-parallel size multiply the batch,
-# confusing tokens with sequences) fail them, so make your answer right for every input, not only for the public
-# example.
+# runs its public tests and tells you at once whether they pass. The public tests already fail the usual slips
+# (letting the tensor- or pipeline-parallel size multiply the batch, confusing tokens with sequences); the grader
+# also runs hidden tests with other inputs, so make your answer right for every input, not only for the public
+# examples.
 
 # %%
 from course_lib import parallelism, units

@@ -45,10 +45,10 @@
 # fragmentation and the framework's own memory are not counted, so a real plan needs headroom.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
-# inputs, chosen so that the usual slips (partitioning one component too many or too few, an off-by-one in the
-# smallest degree that fits) fail them, so make your answer right for every input, not only for the public
-# example. Sizes are in bytes (decimal: 1 GB = $10^9$ bytes).
+# runs its public tests and tells you at once whether they pass. The public tests already fail the usual slips
+# (partitioning one component too many or too few, an off-by-one in the smallest degree that fits); the grader
+# also runs hidden tests with other inputs, so make your answer right for every input, not only for the public
+# examples. Sizes are in bytes (decimal: 1 GB = $10^9$ bytes).
 
 # %%
 from course_lib import hardware, parallelism, units

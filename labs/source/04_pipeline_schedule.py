@@ -43,10 +43,10 @@
 # timeline is bubble. Times are in units of $t_f$.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
-# inputs, chosen so that the usual slips (measuring the bubble against the wrong time, an off-by-one in the number
-# of micro-batches, forgetting that interleaving needs a multiple of $p$) fail them, so make your answer right for
-# every input, not only for the public example.
+# runs its public tests and tells you at once whether they pass. The public tests already fail the usual slips
+# (measuring the bubble against the wrong time, an off-by-one in the number of micro-batches, forgetting that
+# interleaving needs a multiple of $p$); the grader also runs hidden tests with other inputs, so make your answer
+# right for every input, not only for the public examples.
 
 # %%
 from course_lib import parallelism, pipeline, units
