@@ -28,8 +28,8 @@
 # - explain why tensor parallelism belongs inside the NVLink domain, with numbers;
 # - run a strong-scaling experiment and find where communication starts to dominate;
 # - explain why decoding is latency-bound, and why a good training partition may serve poorly;
-# - search the plans for a model and a cluster, read the binding constraint of each, and compare the model with a
-#   published run.
+# - search the plans for a model and a cluster, read the binding constraint of each (which of compute, exposed
+#   communication and the pipeline bubble takes the most time), and compare the model with a published run.
 
 # %% [markdown]
 # ## Prerequisites
