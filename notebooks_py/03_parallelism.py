@@ -104,7 +104,8 @@ from course_lib.widgets import quiz
 # arrows mark what crosses between them, with labels taken from the cost model (`parallelism.boundary_tensors`).
 
 # %%
-viz.plot_parallelism_splits()
+fig, axes = plt.subplots(4, 1, figsize=(8, 13), layout="constrained")  # one split per row, at the notebook's width
+viz.plot_parallelism_splits(axes)
 plt.show()
 
 # %% [markdown]

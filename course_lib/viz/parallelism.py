@@ -494,7 +494,7 @@ def _matrix(ax, x, y, w, h, name, share=None):
                     zorder=3,
                 )
             )
-    ax.text(x + w / 2, y + h + 0.05, name, ha="center", va="bottom", fontsize=7, zorder=4)
+    ax.text(x + w / 2, y + h + 0.05, name, ha="center", va="bottom", fontsize=8, zorder=4)
 
 
 def _layer(ax, i, y_mid, height, share=None, title=None, xs=_LAYER_X):
