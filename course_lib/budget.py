@@ -31,7 +31,7 @@ backward; the step's first gather and last bucket cannot hide.
 ...                     grad_accum_steps=512, recompute="full", schedule="interleaved", virtual_stages=2)
 >>> step = step_time(MEGATRON_1T, plan, SELENE_3072, calibration=None)
 >>> format_time(step.total_s), step.binding_constraint
-('1.99 min', 'bubble')
+('1.99 min', 'compute')
 >>> step = step_time(MEGATRON_1T, plan, SELENE_3072)   # the default calibration; measured: 163 TFLOP/s hardware
 >>> format_time(step.total_s), format_flops_rate(step.hfu * SELENE_3072.accelerator.peak("bf16"))
 ('86.4 s', '194 TFLOP/s')
@@ -86,6 +86,7 @@ __all__ = [
     "BINDING_CONSTRAINTS",
     "partition_report",
     "transfer_link",
+    "binding_constraint",
 ]
 
 # The fields that name one plan of a search (the schedule follows from virtual_stages).
@@ -340,13 +341,31 @@ class StepTime:
 
     @property
     def binding_constraint(self):
-        """The largest overhead on top of compute: "exposed communication", "bubble", or "compute" if none."""
-        return _binding(self.exposed_communication_s, self.bubble_s)
+        """The largest of the step's three terms, the one that most limits it: "compute", "exposed communication"
+        or "bubble" (ties go to compute, then to exposed communication).
+
+        >>> StepTime(21.4, 1.67, {"tensor": 1.73}, {}, 24.8).binding_constraint   # compute 21.4 of 24.8 s
+        'compute'
+        >>> StepTime(2.0, 1.0, {"tensor": 3.0}, {}, 6.0).binding_constraint
+        'exposed communication'
+        """
+        return binding_constraint(self.compute_s, self.exposed_communication_s, self.bubble_s)
 
 
-def _binding(exposed, bubble):
+def binding_constraint(compute_s, exposed_communication_s, bubble_s):
+    """What binds a step: the largest of its compute, exposed communication and bubble (vectorised: arrays give an
+    array of labels). Ties go to compute, then to exposed communication.
+
+    >>> binding_constraint(21.4, 1.73, 1.67), binding_constraint(1.0, 0.5, 2.0)
+    ('compute', 'bubble')
+    """
+    compute = np.asarray(_validate.nonnegative("compute_s", compute_s))
+    exposed = np.asarray(_validate.nonnegative("exposed_communication_s", exposed_communication_s))
+    bubble = np.asarray(_validate.nonnegative("bubble_s", bubble_s))
     label = np.where(
-        (exposed <= 0) & (bubble <= 0), "compute", np.where(exposed >= bubble, "exposed communication", "bubble")
+        (compute >= exposed) & (compute >= bubble),
+        "compute",
+        np.where(exposed >= bubble, "exposed communication", "bubble"),
     )
     return str(label) if label.ndim == 0 else label
 
@@ -757,7 +776,7 @@ class PlanSearch:
         >>> print(search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None).table([0, 7]))
          row    d   t   p ZeRO  b    m  v recompute  SP   memory     step  exposed   bubble  binding
            0    8   1   1    3  1   64  1      none  no  12.1 GB   1.36 s      0 s      0 s  compute
-           7    8   1   1    2  1   64  1      none  no  14.8 GB   1.37 s  6.06 ms      0 s  exposed communication
+           7    8   1   1    2  1   64  1      none  no  14.8 GB   1.37 s  6.06 ms      0 s  compute
         """
         rows = [_validate.count("rows", row, minimum=0) for row in rows]
         for row in rows:
@@ -992,7 +1011,7 @@ def search_plans(
     order = np.lexsort((columns["memory_bytes"], np.round(columns["step_time_s"], 9), ~fits))
     columns = {name: values[order] for name, values in columns.items()}
     columns["fits"] = fits[order]
-    binding = _binding(columns["exposed_communication_s"], columns["bubble_s"])
+    binding = binding_constraint(columns["compute_s"], columns["exposed_communication_s"], columns["bubble_s"])
     columns["binding_constraint"] = np.where(columns["fits"], binding, "memory")
     return PlanSearch(columns, evaluated, rejected, capacity)
 

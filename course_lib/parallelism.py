@@ -39,6 +39,9 @@ __all__ = [
     "zero_model_state_breakdown",
     "zero_model_state_bytes",
     "activation_bytes_per_layer",
+    "StoredActivation",
+    "STORED_ACTIVATIONS",
+    "stored_activation_bytes",
     "pipeline_in_flight_microbatches",
     "memory_breakdown",
     "calibrated_memory_breakdown",
@@ -529,6 +532,66 @@ def zero_model_state_bytes(params, data_parallel, stage, optimizer_bytes_per_par
     return _validate.as_result(sum(zero_model_state_breakdown(params, data_parallel, stage, optimizer_bytes_per_param)))
 
 
+@dataclass(frozen=True)
+class StoredActivation:
+    """One tensor a GPT layer stores for its backward pass (Korthikanti et al. 2022 §4.1): its bytes are
+    ``sbh_bytes`` · s·b·h + ``as2b_bytes`` · a·s²·b (16-bit values, 1-byte dropout masks). ``split_by_tensor`` says
+    whether tensor parallelism already splits it over t (it lies between a column- and a row-parallel GEMM);
+    the others (LayerNorm and dropout, the GEMMs' inputs) are split only by sequence parallelism."""
+
+    block: str
+    tensor: str
+    sbh_bytes: float
+    as2b_bytes: float
+    split_by_tensor: bool
+
+
+# Korthikanti et al. 2022 §4.1, term by term: attention 11sbh + 5as²b, MLP 19sbh, the two LayerNorms 4sbh.
+STORED_ACTIVATIONS = (
+    StoredActivation("attention", "input of the Q, K, V projections", 2, 0, False),
+    StoredActivation("attention", "Q and K (for QKᵀ)", 4, 0, True),
+    StoredActivation("attention", "softmax output", 0, 2, True),
+    StoredActivation("attention", "softmax dropout mask", 0, 1, True),
+    StoredActivation("attention", "softmax dropout output (for × V)", 0, 2, True),
+    StoredActivation("attention", "V (for × V)", 2, 0, True),
+    StoredActivation("attention", "input of the output projection", 2, 0, True),
+    StoredActivation("attention", "attention dropout mask", 1, 0, False),
+    StoredActivation("MLP", "input of the first linear layer", 2, 0, False),
+    StoredActivation("MLP", "GeLU input (4h wide)", 8, 0, True),
+    StoredActivation("MLP", "input of the second linear layer (4h wide)", 8, 0, True),
+    StoredActivation("MLP", "MLP dropout mask", 1, 0, False),
+    StoredActivation("LayerNorm", "inputs of the two LayerNorms", 4, 0, False),
+)
+_LINEAR_SBH = sum(x.sbh_bytes for x in STORED_ACTIVATIONS)  # 34
+_REPLICATED_SBH = sum(x.sbh_bytes for x in STORED_ACTIVATIONS if not x.split_by_tensor)  # 10
+_SCORES_AS2B = sum(x.as2b_bytes for x in STORED_ACTIVATIONS)  # 5
+
+
+def stored_activation_bytes(seq_len, micro_batch, hidden, heads, tensor_parallel=1, sequence_parallel=False):
+    """Bytes per device of each tensor of ``STORED_ACTIVATIONS`` (no recomputation), in that order.
+
+    Their sum is ``activation_bytes_per_layer``: sbh(34 + 5as/h) at t = 1 (Korthikanti et al. 2022 Eq. (1)).
+
+    >>> rows = stored_activation_bytes(2048, 1, 12288, 96, tensor_parallel=8)
+    >>> format_bytes(sum(rows)), format_bytes(rows[-1])   # the LayerNorm inputs stay whole without SP
+    ('579 MB', '101 MB')
+    """
+    s = _validate.count("seq_len", seq_len)
+    b = _validate.count("micro_batch", micro_batch)
+    h = _validate.count("hidden", hidden)
+    a = _validate.count("heads", heads)
+    t = _validate.count("tensor_parallel", tensor_parallel)
+    sp = _validate.flag("sequence_parallel", sequence_parallel)
+    if np.any(np.asarray(a) % np.asarray(t)):
+        raise ValueError(f"tensor_parallel must divide heads ({a}), got {t}")
+    return tuple(
+        _validate.as_result(
+            (x.sbh_bytes * s * b * h + x.as2b_bytes * a * s * s * b) / (t if x.split_by_tensor or sp else 1)
+        )
+        for x in STORED_ACTIVATIONS
+    )
+
+
 def activation_bytes_per_layer(
     seq_len, micro_batch, hidden, heads, tensor_parallel=1, sequence_parallel=False, recompute="none"
 ):
@@ -545,8 +608,9 @@ def activation_bytes_per_layer(
     "full"                      2sbh                       2sbh
     ==========================  =========================  =========================
 
-    With t = 1 and no recomputation this is Eq. (1), sbh(34 + 5as/h). Full recomputation keeps only each layer's
-    input (2sbh, as the paper's Table 2 lists it; with sequence parallelism Megatron-LM can shard it further).
+    With t = 1 and no recomputation this is Eq. (1), sbh(34 + 5as/h): the sum of ``STORED_ACTIVATIONS``. Full
+    recomputation keeps only each layer's input (2sbh, as the paper's Table 2 lists it; with sequence parallelism
+    Megatron-LM can shard it further).
 
     >>> format_bytes(activation_bytes_per_layer(2048, 1, 12288, 96))   # GPT-3: 5as/h = 80 vs 34
     '2.87 GB'
@@ -564,8 +628,10 @@ def activation_bytes_per_layer(
     if np.any(np.asarray(a) % np.asarray(t)):
         raise ValueError(f"tensor_parallel must divide heads ({a}), got {t}")
     sbh = 1.0 * s * b * h
-    attention_scores = 5.0 * a * s / (h * t)  # softmax output, its dropout mask and dropout output: 5as²b / t
-    replicated = 34.0 / t if sp else 10.0 + 24.0 / t  # without SP, 10sbh (LayerNorm and dropout) is not split
+    # STORED_ACTIVATIONS summed: softmax output, its dropout mask and dropout output, 5as²b / t; without SP the 10sbh
+    # of LayerNorm, dropout and the GEMMs' inputs are not split, the other 24sbh are.
+    attention_scores = _SCORES_AS2B * a * s / (h * t)
+    replicated = _LINEAR_SBH / t if sp else _REPLICATED_SBH + (_LINEAR_SBH - _REPLICATED_SBH) / t
     per_layer = {
         "none": sbh * (replicated + attention_scores),
         "selective": sbh * replicated,

@@ -18,12 +18,14 @@
 # %% [markdown]
 # ## What you'll learn
 #
-# **Learning objective (the card's):** *account for accumulation and replication when sizing global batch.*
+# **Learning objective:** *account for accumulation and replication when sizing global batch.*
 #
 # Along the way you will be able to:
 #
 # - name the four splits (data, tensor, pipeline, state sharding with ZeRO 1–3) and, for each, the tensors that
 #   cross device boundaries and the collective that moves them;
+# - draw how tensor parallelism splits one transformer layer (a column-parallel then a row-parallel matrix
+#   multiply, between the operators f and g), and what sequence parallelism changes: the same bytes, less memory;
 # - compute the memory of one device: parameters, gradients and optimizer state (16 bytes per parameter with
 #   mixed-precision Adam) plus stored activations (Korthikanti et al.), and reproduce ZeRO's Table 1;
 # - compute the global batch $B_\text{global} = b_\text{micro} \times N_\text{acc} \times N_\text{dp}$, and explain why tensor and
@@ -46,7 +48,7 @@
 # %%
 import matplotlib.pyplot as plt
 
-from course_lib import hardware, parallelism, pipeline, units, viz
+from course_lib import collectives, hardware, parallelism, pipeline, units, viz
 from course_lib.widgets import quiz
 
 # %% [markdown]
@@ -102,7 +104,8 @@ from course_lib.widgets import quiz
 # arrows mark what crosses between them, with labels taken from the cost model (`parallelism.boundary_tensors`).
 
 # %%
-viz.plot_parallelism_splits()
+fig, axes = plt.subplots(4, 1, figsize=(8, 13), layout="constrained")  # one split per row, at the notebook's width
+viz.plot_parallelism_splits(axes)
 plt.show()
 
 # %% [markdown]
@@ -138,6 +141,72 @@ for name, plan in splits.items():
 # next operator. Pipeline parallelism sends one activation tensor per micro-batch across each stage boundary, and
 # the receiving stage waits for it. ZeRO-3 has three transfers where plain data parallelism has one: the
 # parameters are gathered for the forward and again for the backward, and the gradients are reduce-scattered.
+
+# %% [markdown]
+# ### Inside one layer: how tensor parallelism splits it, and sequence parallelism
+#
+# Megatron-LM (Shoeybi et al. 2019, §3) splits each block of a transformer layer, attention and MLP alike, into two
+# matrix multiplies (GEMMs) that need no communication between them:
+#
+# 1. a **column-parallel** GEMM: each of the $t$ GPUs holds a slice of the weight's *columns* (for attention, the
+#    $Q$, $K$, $V$ projections of $a/t$ heads; for the MLP, $4h/t$ of the $4h$ hidden units) and computes its slice of
+#    the output from the whole input $X$. The attention of those heads, or the GeLU of those units, then runs
+#    locally on the slice;
+# 2. a **row-parallel** GEMM: each GPU holds the matching *rows* of the next weight and multiplies its slice by
+#    them. The result is a full $b \times s \times h$ tensor on every GPU, but each holds only a **partial sum**: the
+#    true output is the sum over the $t$ GPUs.
+#
+# Two conjugate operators wrap each block. **g**, after the row-parallel GEMM, all-reduces the partial sums in the
+# forward pass (its backward is the identity: the incoming gradient is already whole). **f**, before the
+# column-parallel GEMM, is the identity forward (every GPU already has the whole $X$) and all-reduces the input's
+# gradient backward, because each GPU computed only its slice's contribution to it. Hence *two all-reduces of a
+# $b \times s \times h$ tensor forward and two backward per layer*: the figure's top half.
+#
+# Outside the GEMMs, LayerNorm, dropout and the residual add run on the whole $b \times s \times h$ tensor: the
+# *same* computation repeated on all $t$ GPUs, each storing its activations in full. **Sequence parallelism**
+# (Korthikanti et al. 2022, §4.2.2) splits these regions along the *sequence*: each GPU keeps $s/t$ of the tokens,
+# which is valid because LayerNorm, dropout and the residual treat each token separately. The operators change
+# accordingly (the figure's bottom half): before the column-parallel GEMM, **g** all-gathers the sequence slices
+# into the whole $X$ (backward: reduce-scatters the gradient); after the row-parallel GEMM, **ḡ** reduce-scatters
+# the partial sums, so that each GPU receives the *summed* output for its own $s/t$ tokens (backward: all-gathers).
+
+# %%
+fig, axes = plt.subplots(2, 1, figsize=(8, 7.6), layout="constrained")
+viz.plot_tensor_parallel_layer(sequence_parallel=False, ax=axes[0])
+viz.plot_tensor_parallel_layer(sequence_parallel=True, ax=axes[1])
+plt.show()
+
+# %% [markdown]
+# Why the bytes do not change: a ring all-reduce *is* a reduce-scatter followed by an all-gather (lesson 02).
+# Sequence parallelism only moves the all-gather half to the other end of the block, past the LayerNorm and dropout
+# that now work on slices. The cost model says so for one GPT-3 activation on 8 GPUs, and shows what sequence
+# parallelism buys in memory:
+
+# %%
+activation_payload = parallelism.ACTIVATION_BYTES * 1 * model.seq_len * model.hidden  # one b·s·h tensor, b = 1
+all_reduce = collectives.collective_cost("all_reduce", 8, activation_payload)
+halves = [collectives.collective_cost(op, 8, activation_payload) for op in ("reduce_scatter", "all_gather")]
+print(
+    f"one b·s·h activation, {units.format_bytes(activation_payload)} on t = 8: all-reduce sends "
+    f"{units.format_bytes(all_reduce.wire_bytes)} per GPU; reduce-scatter + all-gather "
+    f"{units.format_bytes(halves[0].wire_bytes)} + {units.format_bytes(halves[1].wire_bytes)} = "
+    f"{units.format_bytes(sum(x.wire_bytes for x in halves))}"
+)
+for sp in (False, True):
+    stored = parallelism.activation_bytes_per_layer(
+        model.seq_len, 1, model.hidden, model.heads, tensor_parallel=8, sequence_parallel=sp, recompute="selective"
+    )
+    print(
+        f"GPT-3 layer, t = 8, selective recomputation, sequence parallel {'yes' if sp else 'no '}: stores "
+        f"{units.format_bytes(stored)} = sbh × {stored / (model.seq_len * model.hidden):.2f}"
+    )
+
+# %% [markdown]
+# Same bytes on the wire, and the activations per layer fall from $sbh(10 + 24/t)$ to $sbh \cdot 34/t$: the 10 bytes
+# per element that LayerNorm, dropout and the GEMMs' inputs stored whole on every GPU (derived term by term in the
+# worked example below) are now split 8 ways too; at $t = 8$ that is 4.25 instead of 13 bytes per $sbh$ element.
+# Lesson 04 lists these four collectives per layer for a real plan, under the names "sequence-sharded activations
+# gathered" and "layer outputs reduce-scattered".
 
 # %% [markdown]
 # ## The science
@@ -202,8 +271,9 @@ for name, plan in splits.items():
 #   adds a second parameter all-gather for the backward pass: $3\Psi$, 1.5 times the baseline. (Exactly, a ring
 #   moves $(N_d - 1)/N_d$ of this.)
 # - **Tensor parallel** (Narayanan et al. 2021, §3.2): two all-reduces of a $b \times s \times h$ tensor in the
-#   forward pass and two in the backward pass of every layer, $8\,bsh\,(t-1)/t$ elements per layer per device per
-#   micro-batch.
+#   forward pass and two in the backward pass of every layer (the operators g and f of the figure above),
+#   $8\,bsh\,(t-1)/t$ elements per layer per device per micro-batch. With sequence parallelism each all-reduce
+#   becomes a reduce-scatter plus an all-gather: the same elements.
 # - **Pipeline parallel**: $bsh$ elements between consecutive stages per micro-batch, forward and backward;
 #   Megatron-LM's scatter/gather optimisation (§4.1) cuts what crosses the network to $bsh/t$.
 #
@@ -233,11 +303,11 @@ for name, plan in splits.items():
 #
 # ### Global batch: replication multiplies examples, splitting does not
 #
-# The card's example: a micro-batch of 8 examples, 16 accumulation steps and 64 data-parallel replicas.
+# An example: a micro-batch of 8 examples, 16 accumulation steps and 64 data-parallel replicas.
 
 # %%
-card_batch = parallelism.global_batch(micro_batch=8, grad_accum_steps=16, data_parallel=64)
-print(f"8 × 16 × 64 = {units.format_count(card_batch)} samples per optimizer step (nominal)")
+example_batch = parallelism.global_batch(micro_batch=8, grad_accum_steps=16, data_parallel=64)
+print(f"8 × 16 × 64 = {units.format_count(example_batch)} samples per optimizer step (nominal)")
 
 # %% [markdown]
 # The Ultra-Scale Playbook (Tazi et al. 2025) sizes a batch from the other end: it wants about 4 M tokens per step
@@ -254,7 +324,7 @@ for gpus, accumulation in ((128, 4), (512, 1)):
     )
 
 # %% [markdown]
-# Now keep the card's batch shape and add tensor and pipeline parallelism: the number of devices grows 32-fold,
+# Now keep that batch shape and add tensor and pipeline parallelism: the number of devices grows 32-fold,
 # the number of examples per step does not.
 
 # %%
@@ -314,12 +384,48 @@ print(
 )
 
 # %% [markdown]
-# Then the activations of one layer for one sequence (b = 1, s = 2048, h = 12288, a = 96). Dividing by $sbh$
-# shows the two terms of Korthikanti et al.'s Eq. 1: 34 bytes per element for the linear parts, and $5as/h$ for
-# the attention scores.
+# Then the activations. Where does $sbh(34 + 5as/h)$ come from? Walk through one layer's forward pass and list
+# every tensor the backward pass will need (Korthikanti et al. 2022, §4.1). Each is $s \times b \times h$ values of
+# 2 bytes (16-bit), or $4h$ wide in the MLP, or $a \times s \times s$ for the attention scores; a dropout mask takes
+# 1 byte per value. The last column says whether tensor parallelism already splits the tensor over $t$ (it lies
+# between a column- and a row-parallel GEMM, in the figure above) or whether every GPU stores it whole. Bytes for
+# GPT-3, one sequence ($b = 1$, $s = 2048$, $h = 12288$, $a = 96$):
 
 # %%
 s, b, h, a = model.seq_len, 1, model.hidden, model.heads
+tensor_bytes = parallelism.stored_activation_bytes(s, b, h, a)
+print(f"{'block':10} {'stored tensor':43} {'× sbh':>6} {'× as²b':>7} {'GPT-3':>9}  split by t?")
+for row, stored in zip(parallelism.STORED_ACTIVATIONS, tensor_bytes, strict=True):
+    print(
+        f"{row.block:10} {row.tensor:43} {row.sbh_bytes or '':>6} {row.as2b_bytes or '':>7} "
+        f"{units.format_bytes(stored):>9}  {'yes' if row.split_by_tensor else 'no: whole on every GPU'}"
+    )
+linear = sum(row.sbh_bytes for row in parallelism.STORED_ACTIVATIONS)
+scores = sum(row.as2b_bytes for row in parallelism.STORED_ACTIVATIONS)
+whole = sum(row.sbh_bytes for row in parallelism.STORED_ACTIVATIONS if not row.split_by_tensor)
+print(f"sum: {linear} sbh + {scores} as²b = sbh({linear} + {scores}as/h) = {units.format_bytes(sum(tensor_bytes))}")
+print(
+    f"kept whole under tensor parallelism: {whole} of {linear} bytes per sbh element; t divides the other {linear - whole}"
+)
+for t in (2, 8):
+    split = parallelism.stored_activation_bytes(s, b, h, a, tensor_parallel=t)
+    kept_whole = sum(x for x, row in zip(split, parallelism.STORED_ACTIVATIONS, strict=True) if not row.split_by_tensor)
+    print(
+        f"t = {t}: {units.format_bytes(sum(split))} per GPU = sbh × {sum(split) / (s * b * h):.0f}, "
+        f"of which the tensors kept whole {units.format_bytes(kept_whole)} = sbh × {kept_whole / (s * b * h):.0f}"
+    )
+
+# %% [markdown]
+# The attention block stores $11\,sbh + 5\,as^2b$, the MLP $19\,sbh$, the two LayerNorms $4\,sbh$: in all
+# $34\,sbh + 5\,as^2b = sbh(34 + 5as/h)$, Korthikanti et al.'s Eq. 1. Under tensor parallelism 24 of the 34 bytes
+# (and all the attention scores) are divided by $t$; the other 10 (the LayerNorm inputs, the two dropout masks and
+# the inputs of the two column-parallel GEMMs) stay whole on every GPU, which gives $sbh(10 + 24/t + 5as/(ht))$
+# (Eq. 2). Sequence parallelism splits those 10 along the sequence as well: $sbh(34/t + 5as/(ht))$.
+#
+# Recomputation trades these bytes for FLOPs. Dividing by $sbh$ shows the two terms of Eq. 1: 34 bytes per element
+# for the linear parts, and $5as/h$ for the attention scores.
+
+# %%
 no_recompute = parallelism.activation_bytes_per_layer(s, b, h, a)
 selective = parallelism.activation_bytes_per_layer(s, b, h, a, recompute="selective")
 full = parallelism.activation_bytes_per_layer(s, b, h, a, recompute="full")
@@ -511,8 +617,10 @@ print(f"ZeRO-3 / plain data parallel: {stage3 / baseline:.2f} (ZeRO §7: 3Ψ aga
 #   $t = 8$ the scatter/gather optimisation sends only $bsh/t$ across the stage boundary (805 MB per step for 64
 #   micro-batches instead of 6.4 GB).
 #
-# Tensor parallelism sends the most bytes by far, in many small blocking calls, which is why it is kept inside
-# the fast NVLink domain of a node. Lesson 04 turns these bytes into time.
+# So data parallelism sends by far the most bytes per step (688 GB for DP 64, against 33.8 GB for TP 8), but in
+# one call per step that can overlap the backward pass. Tensor parallelism sends fewer bytes, in 192 small calls
+# per direction, each of which blocks the next operator; that, not the volume, is why it is kept inside the fast
+# NVLink domain of a node. Lesson 04 turns these bytes into time.
 
 # %% [markdown]
 # ## Figures
@@ -624,6 +732,25 @@ quiz.MultipleChoice(
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
+        prompt="With sequence parallelism, what replaces each all-reduce of tensor parallelism, and how many bytes "
+        "does each GPU send for it?",
+        options=(
+            "A reduce-scatter alone: half the bytes, since each GPU keeps only its slice of the sequence",
+            "A reduce-scatter after the row-parallel GEMM and an all-gather before the next column-parallel GEMM: "
+            "the same bytes as the all-reduce",
+            "An all-gather before and after every GEMM: twice the bytes, the price of the memory it saves",
+        ),
+        answer=1,
+        explanation="A ring all-reduce is a reduce-scatter followed by an all-gather. Sequence parallelism keeps "
+        "both halves and moves the all-gather to the start of the next block, past the LayerNorm and dropout that "
+        "now work on s/t tokens: the same bytes, and the 10 sbh bytes of activations kept whole are split t ways.",
+    )
+)
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(
+    quiz.Question(
         prompt="A run uses micro-batch 4, 8 accumulation steps, tensor parallel 8, pipeline parallel 4 and data "
         "parallel 16 (512 GPUs). How many samples does one optimizer step see?",
         options=("512", "16384", "65536"),
@@ -689,7 +816,8 @@ quiz.MultipleChoice(
 # - Four splits: data (the batch), tensor (inside layers), pipeline (across depth), state sharding (the stored
 #   state). They combine, with $d \cdot t \cdot p = N_\text{GPU}$.
 # - Each split has its boundary traffic: data parallel all-reduces gradients once per step (overlappable); tensor
-#   parallel all-reduces activations twice per layer in each direction (blocking); pipeline parallel sends
+#   parallel all-reduces activations twice per layer in each direction (blocking; with sequence parallelism each
+#   all-reduce becomes a reduce-scatter and an all-gather of the same bytes); pipeline parallel sends
 #   activations between stages per micro-batch (blocking); ZeRO-3 gathers parameters twice and costs 1.5×.
 # - Memory per device = model states ($16\Psi$ with mixed-precision Adam, divided by $t\,p$ and sharded by ZeRO)
 #   + activations ($sbh(34 + 5as/h)$ per layer, times the layers and micro-batches in flight, cut by

@@ -18,7 +18,7 @@
 # %% [markdown]
 # ## What you'll learn
 #
-# **Learning objective (the card's):** *derive communication consequences from a chosen partition and topology.*
+# **Learning objective:** *derive communication consequences from a chosen partition and topology.*
 #
 # Along the way you will be able to:
 #
@@ -28,8 +28,8 @@
 # - explain why tensor parallelism belongs inside the NVLink domain, with numbers;
 # - run a strong-scaling experiment and find where communication starts to dominate;
 # - explain why decoding is latency-bound, and why a good training partition may serve poorly;
-# - search the plans for a model and a cluster, read the binding constraint of each, and compare the model with a
-#   published run.
+# - search the plans for a model and a cluster, read the binding constraint of each (which of compute, exposed
+#   communication and the pipeline bubble takes the most time), and compare the model with a published run.
 
 # %% [markdown]
 # ## Prerequisites
@@ -131,6 +131,13 @@ from course_lib.widgets import quiz
 # bubble $(p-1)/v$ micro-batch slots (Narayanan et al. 2021, Eq. 1). Compute runs at `compute_efficiency` × peak,
 # 0.5 by default.
 #
+# The step is thus made of three terms: compute, exposed communication (tensor, pipeline and the exposed part of the
+# data-parallel traffic) and the bubble. The **binding constraint** of a plan is the largest of the three, the term
+# that limits the step most (`budget.binding_constraint`): a compute-bound plan gains most from faster kernels, a
+# plan bound by exposed communication from faster links or more overlap, a bubble-bound one from more
+# micro-batches or interleaving. A plan search adds two reasons a plan cannot run at all: "memory" (it does not
+# fit) and "batch divisibility" (its sizes do not divide the global batch).
+#
 # ### Variables
 #
 # | Symbol | Code name | Meaning | Unit |
@@ -161,15 +168,15 @@ from course_lib.widgets import quiz
 # %% [markdown]
 # ## Worked example
 #
-# ### The card's synthetic collective
+# ### A synthetic collective
 #
 # Four latency-bearing phases of 5 µs plus 100 MB at 50 GB/s:
 
 # %%
-card_comm_s = collectives.comm_time(
+example_comm_s = collectives.comm_time(
     phases=4, latency_s=5 * units.US, payload_bytes=100 * units.MB, bandwidth_bytes_per_s=50 * units.GB
 )
-print(f"T_comm = 4 × 5 µs + 100 MB / 50 GB/s = {units.format_time(card_comm_s)}")
+print(f"T_comm = 4 × 5 µs + 100 MB / 50 GB/s = {units.format_time(example_comm_s)}")
 
 # %% [markdown]
 # Whether those 2.02 ms cost anything depends on the compute next to them and on the dependencies. The table
@@ -179,8 +186,8 @@ print(f"T_comm = 4 × 5 µs + 100 MB / 50 GB/s = {units.format_time(card_comm_s)
 # %%
 print(f"{'local compute':>14} {'exposed, no overlap':>20} {'step':>9} {'exposed, valid overlap':>23} {'step':>9}")
 for compute_s in (4 * units.MS, 2 * units.MS, 1 * units.MS):
-    blocked = budget.exposed_after_overlap(card_comm_s, 0.0)
-    overlapped = budget.exposed_after_overlap(card_comm_s, compute_s)
+    blocked = budget.exposed_after_overlap(example_comm_s, 0.0)
+    overlapped = budget.exposed_after_overlap(example_comm_s, compute_s)
     print(
         f"{units.format_time(compute_s):>14} {units.format_time(blocked):>20} "
         f"{units.format_time(compute_s + blocked):>9} {units.format_time(overlapped):>23} "
@@ -318,6 +325,8 @@ print_transfers(explorer.result)
 #
 # Tensor parallelism communicates after every layer, so it belongs on the fastest links. Compare the same 1024 GPUs
 # and the same global batch with $t = 8$ (one node per tensor group) and $t = 16$ (each group spans two nodes).
+# With $t = 16$ on 1024 GPUs the data-parallel size halves to $d = 8$, so each pipeline must run twice the
+# micro-batches, $m = 192$ instead of 96, to keep the global batch at 1536 sequences.
 
 # %%
 variants = {
@@ -326,15 +335,26 @@ variants = {
 }
 activation_bytes = parallelism.ACTIVATION_BYTES * PLAN.micro_batch * MODEL.seq_len * MODEL.hidden
 steps = {}
+one_call, tp_calls = {}, {}
 for name, plan in variants.items():
-    one_call = budget.group_collective_time("all_reduce", CLUSTER, plan.tensor_parallel, 1, activation_bytes)
+    one_call[name] = budget.group_collective_time("all_reduce", CLUSTER, plan.tensor_parallel, 1, activation_bytes)
+    tp_calls[name] = sum(x.calls_per_step for x in parallelism.step_transfers(MODEL, plan) if x.axis == "tensor")
     steps[name] = budget.step_time(MODEL, plan, CLUSTER, calibration=None)
     print(
-        f"{name:23} one {units.format_bytes(activation_bytes)} all-reduce {units.format_time(one_call):>7}; "
+        f"{name:23} d = {plan.data_parallel:2d}, m = {plan.grad_accum_steps}: one "
+        f"{units.format_bytes(activation_bytes)} all-reduce {units.format_time(one_call[name]):>7}; "
         f"step {units.format_time(steps[name].total_s)}, exposed tensor-parallel "
         f"{units.format_time(steps[name].exposed_s['tensor'])}, "
         f"memory {units.format_bytes(parallelism.memory_breakdown(MODEL, plan, calibration=None).total)}"
     )
+inside, across = variants
+print(
+    f"t = 16 against t = 8: each call {one_call[across] / one_call[inside]:.2f}× slower, "
+    f"{tp_calls[across] / tp_calls[inside]:.0f}× the tensor-parallel calls per GPU (m = "
+    f"{variants[across].grad_accum_steps} instead of {variants[inside].grad_accum_steps}): exposed tensor-parallel "
+    f"time {steps[across].exposed_s['tensor'] / steps[inside].exposed_s['tensor']:.1f}×, "
+    f"step {steps[across].total_s / steps[inside].total_s:.2f}×"
+)
 
 # %% [markdown]
 # On the explorer, $t = 16$ on the same 1024 GPUs ($d = 8$, 192 micro-batches per step): the red line inside each
@@ -343,7 +363,7 @@ for name, plan in variants.items():
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (the partition explorer); its numbers are printed in the next cell
-across = partition_lab(
+across_lab = partition_lab(
     data_parallel=8,
     tensor_parallel=16,
     pipeline_parallel=8,
@@ -354,14 +374,15 @@ across = partition_lab(
     sequence_parallel=True,
     nodes=128,
 )
-across
+across_lab
 
 # %%
-print_transfers(across.result)
+print_transfers(across_lab.result)
 
 # %% [markdown]
-# Crossing the node boundary nearly doubles each all-reduce (the hierarchical algorithm sends an eighth of the
-# tensor over a link twelve times slower), and since these calls are all on the critical path the step grows by
+# Crossing the node boundary makes each all-reduce 1.85 times slower (the hierarchical algorithm sends an eighth
+# of the tensor over a link twelve times slower), and with twice the micro-batches each GPU makes twice the calls:
+# exposed tensor-parallel time grows 3.7-fold, and since these calls are all on the critical path the step grows by
 # 3 s, 12 %. The larger group halves the memory per GPU, which is the only reason to accept it. This is Narayanan
 # et al.'s first takeaway: use tensor parallelism up to the size of a server, then pipeline parallelism across
 # servers.
@@ -694,11 +715,12 @@ for label, count in counts.items():
 print(search.table(range(6)))
 
 # %% [markdown]
-# The top plans keep $t = 8$ inside a node (two try $t = 16$ across two nodes) and use a deep pipeline with
-# interleaving, selective recomputation and sequence parallelism; they differ in how they trade the bubble (fewer
-# stages, more interleaving) against memory and exposed communication. The counts above show how few candidates
-# reach the ranking: half fail to partition the model (160 heads divide few ways), a quarter pair a pipeline with
-# ZeRO-2 or 3, and most of the rest would not fit in 80 GB.
+# Every top plan keeps $t = 8$ inside a node and uses a deep pipeline with interleaving, and every one is
+# compute-bound: its exposed communication and bubble (3.89 s and 2.46 s for row 0) are small beside a step of
+# 87.2 s. They differ in how they trade the bubble (fewer stages, more interleaving) against memory and exposed
+# communication, which is what separates them by two seconds or so. The counts above
+# show how few candidates reach the ranking: four in five fail to partition the model (160 heads and 128 layers
+# divide few ways), and most of the rest would not fit in 80 GB.
 #
 # How does the paper's own plan fare? Narayanan et al. ran this model with $t = 8$, $p = 64$ ($d = 6$),
 # micro-batch 1, the interleaved schedule and full activation recomputation (sequence parallelism and selective
@@ -804,10 +826,11 @@ viz.plot_step_timeline(
 plt.show()
 
 # %% [markdown]
-# Compute dominates. The two largest overheads are the bubble (grey, 1.67 s) and the tensor-parallel collectives
-# (red, 1.42 s); together with the 49 ms of pipeline sends and the 260 ms of exposed data-parallel traffic, the
-# exposed communication (1.73 s) just outweighs the bubble, which is why the step's binding constraint is "exposed
-# communication". Only the data-parallel reduce-scatter hides, and only in part, under the last backward pass.
+# Compute dominates, 21.4 of the 24.8 s, which is why the step's binding constraint is "compute". The two largest
+# overheads are the bubble (grey, 1.67 s) and the tensor-parallel collectives (red, 1.42 s); together with the
+# 49 ms of pipeline sends and the 260 ms of exposed data-parallel traffic, the exposed communication (1.73 s) just
+# outweighs the bubble, so faster links would help this plan a little more than more micro-batches. Only the
+# data-parallel reduce-scatter hides, and only in part, under the last backward pass.
 #
 # ### Strong scaling: the same step at 8, 256 and 3072 GPUs
 #
@@ -871,9 +894,10 @@ print(
 #
 # ### The plan landscape
 #
-# Every plan of the 1T search that partitions the model and the batch (those rejected for the partition or the
-# batch have no step time to draw): memory per GPU against step time, coloured by what binds it. Row 0 (the best)
-# and the paper's plan are starred.
+# Every plan of the 1T search that partitions the model and the batch, 8292 of the 49728 considered (the plans
+# rejected for the partition or the batch have no step time to draw): memory per GPU against step time, coloured
+# by what binds it. Row 0 (the best) and the paper's plan are starred. The rarest constraints are drawn on top,
+# and the plans that do not fit are faded, so that no colour hides another.
 
 # %%
 constraints = search.columns["binding_constraint"]
@@ -886,11 +910,11 @@ viz.plot_plan_search(search, ax=ax, highlight_rows=(0, paper_row))
 plt.show()
 
 # %% [markdown]
-# Plans to the right of the capacity line do not fit (grey). Of those that fit, the counts above show none bound by
-# compute alone: every plan, the fastest included, is bound by the bubble or by exposed communication (the step's
-# first parameter gather and last gradient bucket can never hide): at this scale every plan pays for coordination.
-# Points side by side at one height are plans with nearly the same step time and different memory; among equal
-# times the search ranks the plan with more headroom first.
+# Plans to the right of the capacity line do not fit (grey). Of the 1675 that fit, 1374 are compute-bound,
+# the fastest included; 183 are bound by exposed communication and 118 by the bubble, and these lie well above
+# the fastest: a plan whose coordination outweighs its compute is slow. Points side by side at one height are
+# plans with the same step time and different memory: in this model ZeRO stages 0 and 1, for example, cost the
+# same time (rows 4 and 5 above) and differ only in the memory of the optimizer state.
 
 # %% [markdown]
 # ## Misconception
@@ -964,6 +988,25 @@ quiz.MultipleChoice(
         answer=0,
         explanation="Tensor parallelism partitions operator dimensions and requires communication to assemble or "
         "combine the resulting values.",
+    )
+)
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="ZeRO-3 and tensor parallelism both store only a slice of each weight matrix on a device. Which of "
+        "them splits the matrix multiply itself, and what does that cost inside every layer?",
+        options=(
+            "ZeRO-3: each device multiplies by its own slice, then the gradients are reduce-scattered",
+            "Tensor parallelism: each device multiplies by its slice, and a collective combines the partial results "
+            "before the next operator can run",
+            "Both: a device that stores a slice computes with that slice, so both need a collective per layer",
+        ),
+        answer=1,
+        explanation="ZeRO-3 all-gathers the whole weight before each layer and runs the whole multiply on its own "
+        "examples, so the gathers can be prefetched. Tensor parallelism computes with the slice: its partial sums must "
+        "be combined (the g and f operators of lesson 03) on the critical path of every layer.",
     )
 )
 
@@ -1051,7 +1094,7 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## Exercises
 #
-# 1. **The card's collective.** With 8 latency phases of 5 µs and 100 MB at 50 GB/s, what is $T_\text{comm}$?
+# 1. **A synthetic collective.** With 8 latency phases of 5 µs and 100 MB at 50 GB/s, what is $T_\text{comm}$?
 #    How much local compute does a valid overlap schedule need to hide it entirely? (`collectives.comm_time`)
 # 2. **Exposed gradients.** In the GPT-3 plan above the data-parallel reduce-scatter took 205 ms against a
 #    149 ms window. With 8 micro-batches (global batch 128) instead of 96, would the exposed part change? Use

@@ -10,7 +10,7 @@
 # # 05 · Measure, don't assume: real collectives, fitted α and B, exposed communication
 #
 # Every number so far was modelled: an α and a B taken from a datasheet or a table, a step time added up from
-# formulas. The card's mechanism ends differently: *"measure completed step or token latency and adjust"*, and a good
+# formulas. Lesson 04's budget ends differently: *"measure completed step or token latency and adjust"*, and a good
 # plan *"measures how much communication is exposed on the critical path instead of assuming that all network time
 # overlaps with computation"*. This lesson runs real collectives with a real MPI library on this machine, fits α and
 # B to the times, reads published GPU measurements the same way, and measures how much of a gradient all-reduce a

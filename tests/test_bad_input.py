@@ -284,6 +284,23 @@ CASES = [
         ),
     ),
     (
+        parallelism.stored_activation_bytes,
+        dict(seq_len=2048, micro_batch=1, hidden=12288, heads=96, tensor_parallel=8, sequence_parallel=False),
+        dict(
+            seq_len="count",
+            micro_batch="count",
+            hidden="count",
+            heads="count",
+            tensor_parallel="count",
+            sequence_parallel="flag",
+        ),
+    ),
+    (
+        budget.binding_constraint,
+        dict(compute_s=21.4, exposed_communication_s=1.73, bubble_s=1.67),
+        dict(compute_s="nonnegative", exposed_communication_s="nonnegative", bubble_s="nonnegative"),
+    ),
+    (
         parallelism.pipeline_in_flight_microbatches,
         dict(stages=4, microbatches=8, schedule="1f1b", virtual_stages=1),
         dict(stages="count", microbatches="count", schedule="schedule", virtual_stages="count"),

@@ -280,7 +280,7 @@ def test_table_lists_the_rows_asked_for(search_1t):
     assert lines[0].split() == ("row d t p ZeRO b m v recompute SP memory step exposed bubble binding".split())
     # Row 0 is the fastest plan that fits; row 376 the paper's plan (Narayanan et al. 2021, Table 1).
     assert lines[1].split()[:10] == "0 24 8 16 1 1 128 4 selective yes".split()
-    assert lines[2].split() == "376 6 8 64 0 1 512 2 full no 51.5 GB 1.99 min 5.03 s 6.9 s bubble".split()
+    assert lines[2].split() == "376 6 8 64 0 1 512 2 full no 51.5 GB 1.99 min 5.03 s 6.9 s compute".split()
     with pytest.raises(ValueError, match="rows"):
         search_1t.table([len(search_1t)])
 
@@ -621,3 +621,26 @@ def test_capstone_answer_llama3_70b_on_64_h100():
     assert top["step_time_s"]["calibrated"] == pytest.approx(70.5, rel=0.01)
     winner = next(r for r in ranking if all(r[k] == best[k] for k in budget.PLAN_FIELDS))
     assert winner["worst_slowdown"] == np.inf and winner["worst_scenario"] == "8 GB less memory"
+
+
+def test_binding_constraint_is_the_largest_term_of_the_step():
+    # Lesson 04's GPT-3 step: compute 21.4 s of 24.8 s, exposed communication 1.73 s, bubble 1.67 s. Compute binds,
+    # although exposed communication is the larger of the two overheads (the rule before issue 15 named it).
+    assert budget.binding_constraint(21.4, 1.73, 1.67) == "compute"
+    assert budget.binding_constraint(1.0, 3.0, 2.0) == "exposed communication"
+    assert budget.binding_constraint(1.0, 2.0, 3.0) == "bubble"
+    assert budget.binding_constraint(0.0, 0.0, 0.0) == "compute"
+    labels = budget.binding_constraint(np.array([5.0, 1.0, 1.0]), np.array([1.0, 4.0, 1.0]), np.array([1.0, 1.0, 4.0]))
+    assert list(labels) == ["compute", "exposed communication", "bubble"]
+
+
+def test_search_binding_agrees_with_each_rows_breakdown(search_1t):
+    c = search_1t.columns
+    fits = c["fits"]
+    terms = np.stack([c["compute_s"], c["exposed_communication_s"], c["bubble_s"]])
+    names = np.array(["compute", "exposed communication", "bubble"])
+    largest = names[np.argmax(terms, axis=0)]
+    assert np.array_equal(c["binding_constraint"][fits], largest[fits])
+    # the three terms make up the step: the binding one is at least a third of it
+    biggest = terms.max(axis=0)[fits]
+    assert np.all(biggest >= c["step_time_s"][fits] / 3 - 1e-9)

@@ -1131,8 +1131,14 @@ def test_lab1_q4_public_test_fails_the_classic_slips(built, lab_tests, mistake):
     assert not result["q4"][2], f"{mistake!r} passes q4's public test"
 
 
+# Labs whose public tests catch every plausible mistake of WRONG (issue 15: a self-learner never sees the hidden
+# tests, so a slip must not get a green check); the hidden tests then add other inputs, not other slips.
+PUBLIC_TESTS_CATCH_EVERY_SLIP = {"02_global_batch", "03_memory_budget", "04_pipeline_schedule"}
+
+
 def test_hidden_tests_catch_mistakes_the_public_ones_miss(built, lab_tests):
-    """Hidden tests earn their place: several plausible mistakes pass every public test and fail only hidden ones."""
+    """Which plausible mistakes pass every public test and fail only hidden ones: none in the labs of
+    PUBLIC_TESTS_CATCH_EVERY_SLIP."""
     caught_by_hidden_only = []
     for lab, question, mistake, source in WRONG_CASES:
         student, autograder, _ = built[lab]
@@ -1143,7 +1149,8 @@ def test_hidden_tests_catch_mistakes_the_public_ones_miss(built, lab_tests):
         if result[question][2]:
             caught_by_hidden_only.append(f"{lab} {question}: {mistake}")
     print("caught only by hidden tests:", *caught_by_hidden_only, sep="\n  ")
-    assert len(caught_by_hidden_only) >= 8, caught_by_hidden_only
+    missed = [case for case in caught_by_hidden_only if case.split()[0] in PUBLIC_TESTS_CATCH_EVERY_SLIP]
+    assert not missed, f"public tests let these slips pass: {missed}"
 
 
 # ---- grading a folder of submissions end to end ----------------------------------------------------------------------

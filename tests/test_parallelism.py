@@ -415,3 +415,28 @@ def test_default_calibration_is_the_playbook_fit_on_its_cluster_and_carried_over
     memory = parallelism.memory_breakdown(GPT3_175B, plan)
     assert memory.framework == parallelism.PLAYBOOK_CALIBRATION.framework_bytes
     assert parallelism.memory_breakdown(GPT3_175B, plan, calibration=None).framework == 0
+
+
+def test_stored_activations_add_up_to_korthikantis_34_and_5():
+    # Korthikanti et al. 2022 §4.1: attention 11sbh + 5as²b, MLP 19sbh, LayerNorms 4sbh; 10sbh not split by t (Eq. 2)
+    rows = parallelism.STORED_ACTIVATIONS
+    by_block = {}
+    for row in rows:
+        by_block[row.block] = by_block.get(row.block, 0) + row.sbh_bytes
+    assert by_block == {"attention": 11, "MLP": 19, "LayerNorm": 4}
+    assert sum(r.as2b_bytes for r in rows) == 5
+    assert sum(r.sbh_bytes for r in rows if not r.split_by_tensor) == 10
+    # the attention scores live between the column- and row-parallel GEMMs: split by t
+    assert all(r.split_by_tensor for r in rows if r.as2b_bytes)
+
+
+@pytest.mark.parametrize("t, sp", [(1, False), (8, False), (8, True), (4, True)])
+def test_stored_activation_bytes_sum_to_table2(t, sp):
+    s, h, a = GPT3_175B.seq_len, GPT3_175B.hidden, GPT3_175B.heads
+    rows = parallelism.stored_activation_bytes(s, 2, h, a, tensor_parallel=t, sequence_parallel=sp)
+    expected = _table2(s, 2, h, a, t)[("none", sp, t)]
+    assert sum(rows) == pytest.approx(expected, rel=1e-12)
+    # hand count: the two LayerNorm inputs, 4 bytes per element of the 2 × 2048 × 12288 tensor, split only with SP
+    assert rows[-1] == pytest.approx(4 * s * 2 * h / (t if sp else 1))
+    with pytest.raises(ValueError, match="tensor_parallel"):
+        parallelism.stored_activation_bytes(s, 1, h, a, tensor_parallel=5)

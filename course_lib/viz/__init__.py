@@ -36,6 +36,7 @@ from .parallelism import (
     plot_memory_breakdown,
     plot_parallelism_splits,
     plot_pipeline_schedule,
+    plot_tensor_parallel_layer,
 )
 from .serving import DecodeBreakdownFigure, LatencyThroughputFigure, plot_decode_breakdown, plot_latency_throughput
 from .validation import PredictedMeasuredFigure, ResidualsFigure, plot_predicted_measured, plot_residuals
@@ -53,6 +54,7 @@ __all__ = [
     "plot_pipeline_schedule",
     "plot_memory_breakdown",
     "plot_parallelism_splits",
+    "plot_tensor_parallel_layer",
     "plot_step_timeline",
     "plot_plan_search",
     "LiveFigure",

@@ -32,8 +32,6 @@ CRITICAL_PATH_SEGMENTS = (
     ("data parallel (exposed)", AXIS_COLORS["data"], lambda step: step.exposed_s["data"]),
 )
 _AXIS_NAMES = {"tensor": "tensor parallel", "pipeline": "pipeline parallel", "data": "data parallel"}
-# Drawn back to front: the rare constraints on top of the common ones.
-_DRAW_ORDER = ("memory", "batch divisibility", "exposed communication", "bubble", "compute")
 
 
 def _checked_step(step):
@@ -204,7 +202,7 @@ def plot_plan_search(search, ax=None, highlight_rows=(0,)):
     >>> from course_lib.parallelism import GPT2_1_5B
     >>> ax = plot_plan_search(budget.search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None))
     >>> ax.get_yscale(), ax.get_legend().get_texts()[0].get_text()
-    ('log', 'compute (23)')
+    ('log', 'compute (409)')
     >>> plt.close("all")
     """
     if not isinstance(search, budget.PlanSearch):
@@ -219,13 +217,14 @@ def plot_plan_search(search, ax=None, highlight_rows=(0,)):
     present = [c for c in CONSTRAINT_COLORS if np.any(constraints == c)]
     present += sorted(set(constraints) - set(present))
     handles = {}
-    for constraint in sorted(present, key=lambda c: _DRAW_ORDER.index(c) if c in _DRAW_ORDER else -1):
+    # The most common constraint at the back, the rarest on top, so that a few plans are never hidden by many.
+    for constraint in sorted(present, key=lambda c: -int(np.sum(constraints == c))):
         chosen = constraints == constraint
         points = ax.scatter(
             memory[chosen],
             time[chosen],
-            s=14,
-            alpha=0.6,
+            s=10,
+            alpha=0.3 if constraint == "memory" else 0.7,  # plans that do not fit recede behind those that do
             linewidths=0,
             color=CONSTRAINT_COLORS.get(constraint, "#333333"),
             label=f"{constraint} ({int(chosen.sum())})",

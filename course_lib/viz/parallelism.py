@@ -5,6 +5,7 @@ Every number drawn comes from ``course_lib.pipeline`` and ``course_lib.paralleli
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 
@@ -29,6 +30,11 @@ __all__ = [
     "plot_pipeline_schedule",
     "plot_memory_breakdown",
     "plot_parallelism_splits",
+    "plot_tensor_parallel_layer",
+    "tp_operator_label",
+    "TP_OPERATORS",
+    "TP_LAYOUT_COLORS",
+    "TP_LAYOUT_NAMES",
     "SCHEDULE_NAMES",
     "MEMORY_COMPONENTS",
     "MIN_LABEL_SIZE",
@@ -101,10 +107,10 @@ def microbatch_label_size(chunk_width_pt, axes_height_pt, stages, microbatches):
     the widest number to fit. A Gantt chart writes them only when this is at least ``MIN_LABEL_SIZE`` (6 points).
 
     >>> microbatch_label_size(40, 240, 4, 8), round(microbatch_label_size(5, 240, 4, 32), 2)
-    (9.0, 2.87)
+    (9.0, 2.96)
     """
     digits = len(str(microbatches))
-    return min(9.0, 0.8 * axes_height_pt / max(stages, 1) * _BOX_HEIGHT, chunk_width_pt / (0.62 * digits + 0.5))
+    return min(9.0, 0.8 * axes_height_pt / max(stages, 1) * _BOX_HEIGHT, chunk_width_pt / (0.62 * digits + 0.45))
 
 
 def schedule_title(schedule, stages, microbatches, virtual_stages, bubble_fraction) -> str:
@@ -155,8 +161,11 @@ def plot_pipeline_schedule(timeline, ax=None):
     idle.set_gid("pipeline-idle")
     ax.add_collection(idle)
 
-    # Labels fit when a chunk-forward box is wider than its text (estimated from the axes' size in points).
+    # Labels fit when a chunk-forward box is wider than its text (estimated from the axes' size in points, after the
+    # figure's layout engine, if any, has placed the axes: before that they have matplotlib's default margins).
     fig = ax.figure
+    if fig.get_layout_engine() is not None:
+        fig.get_layout_engine().execute(fig)
     width_pt = ax.get_position().width * fig.get_figwidth() * 72
     height_pt = ax.get_position().height * fig.get_figheight() * 72
     chunk_width_pt = width_pt * (1.0 / v) / max(end, 1e-12)
@@ -486,7 +495,7 @@ def _matrix(ax, x, y, w, h, name, share=None):
                     zorder=3,
                 )
             )
-    ax.text(x + w / 2, y + h + 0.05, name, ha="center", va="bottom", fontsize=7, zorder=4)
+    ax.text(x + w / 2, y + h + 0.05, name, ha="center", va="bottom", fontsize=8, zorder=4)
 
 
 def _layer(ax, i, y_mid, height, share=None, title=None, xs=_LAYER_X):
@@ -679,6 +688,170 @@ def plot_parallelism_splits(axes=None):
         ax.set_axis_off()
         ax.set_title(title, fontsize=11, fontweight="bold")
     return axes
+
+
+# ---- one transformer layer under tensor parallelism (Megatron-LM's f and g) --------------------------------------
+
+# The conjugate operators around each block (Shoeybi et al. 2019 §3, Fig. 3; Korthikanti et al. 2022 §4.2.2, Fig. 5):
+# without sequence parallelism f is the identity forward and an all-reduce backward, g an all-reduce forward and the
+# identity backward; with it, f becomes an all-gather forward (reduce-scatter backward) and g a reduce-scatter forward
+# (all-gather backward). (operator name, forward op, backward op), in the order they sit in a block.
+# The last field is the tensor the collective carries (forward; backward, its gradient).
+TP_OPERATORS = {
+    False: (
+        ("f", "identity", "all_reduce", "bwd: ∂ of the b·s·h input"),
+        ("g", "all_reduce", "identity", "fwd: b·s·h partial sums"),
+    ),
+    True: (
+        ("g", "all_gather", "reduce_scatter", "b·(s/t)·h slices → b·s·h"),
+        ("ḡ", "reduce_scatter", "all_gather", "b·s·h partial sums → slices"),
+    ),
+}
+# Where a tensor lives: on every GPU whole, split over t along the heads / hidden columns, or split along the sequence.
+TP_LAYOUT_COLORS = {"replicated": "#E6E6E6", "tensor-split": "#F4C7C8", "sequence-split": "#CFE3CF"}
+TP_LAYOUT_NAMES = {
+    "replicated": "whole b·s·h on every GPU (replicated)",
+    "tensor-split": "split over t GPUs: heads / hidden columns",
+    "sequence-split": "split over t GPUs along the sequence (SP)",
+}
+# Each block, left to right: (gid, box text, layout without SP). "norm" and "residual" boxes become sequence-split
+# with SP; the GEMMs and the core (attention heads, GeLU) are tensor-split either way.
+_TP_BLOCKS = (
+    (
+        "attention",
+        (
+            ("norm", "LayerNorm", "replicated"),
+            ("f", None, None),
+            ("column-parallel", "Q, K, V\nGEMM\nW: columns", "tensor-split"),
+            ("core", "attention\na/t heads", "tensor-split"),
+            ("row-parallel", "output\nGEMM\nW: rows", "tensor-split"),
+            ("g", None, None),
+            ("residual", "dropout\n+ residual", "replicated"),
+        ),
+    ),
+    (
+        "MLP",
+        (
+            ("norm", "LayerNorm", "replicated"),
+            ("f", None, None),
+            ("column-parallel", "h → 4h/t\nGEMM\nW: columns", "tensor-split"),
+            ("core", "GeLU\n4h/t", "tensor-split"),
+            ("row-parallel", "4h/t → h\nGEMM\nW: rows", "tensor-split"),
+            ("g", None, None),
+            ("residual", "dropout\n+ residual", "replicated"),
+        ),
+    ),
+)
+
+
+def tp_operator_label(forward_op, backward_op, carries) -> str:
+    """The label under one conjugate operator: the collective it runs forward and backward, and what it carries.
+
+    >>> tp_operator_label("all_reduce", "identity", "fwd: b·s·h partial sums")
+    'fwd: all-reduce\\nbwd: identity\\nfwd: b·s·h partial sums'
+    """
+    names = {**_OP_NAMES, "identity": "identity"}
+    return f"fwd: {names[forward_op]}\nbwd: {names[backward_op]}\n{carries}"
+
+
+def plot_tensor_parallel_layer(sequence_parallel=False, ax=None):
+    """One transformer layer under tensor parallelism: the attention block, then the MLP block, each a
+    column-parallel GEMM followed by a row-parallel one between Megatron-LM's conjugate operators f and g.
+
+    The box colours say where each tensor lives (``TP_LAYOUT_NAMES``): the GEMMs and what lies between them are split
+    over the t GPUs; LayerNorm, dropout and the residual work on the whole b·s·h tensor on every GPU, or, with
+    ``sequence_parallel=True``, on a 1/t slice of the sequence. The circles are the operators (``TP_OPERATORS``),
+    each labelled with the collective it runs forward and backward on the b·s·h activation (or its gradient); the
+    title counts them per layer from ``parallelism.step_transfers``, so the figure and the cost model agree.
+
+    >>> ax = plot_tensor_parallel_layer(sequence_parallel=True)
+    >>> [t.get_text() for t in ax.texts if t.get_gid() == "name-MLP"]
+    ['g', 'ḡ']
+    >>> plt.close("all")
+    """
+    sp = _validate.flag("sequence_parallel", sequence_parallel)
+    ax = axes_or_new(ax, figsize=(8, 3.6))
+    operators = dict(zip(("f", "g"), TP_OPERATORS[sp], strict=True))
+    # The per-layer counts come from the cost model, on a 2-GPU plan of a small model (one micro-batch).
+    plan = parallelism.ParallelPlan(tensor_parallel=2, sequence_parallel=sp)
+    model = parallelism.TransformerModel("1-layer example", layers=1, hidden=64, heads=4, vocab=256, seq_len=32)
+    forward = {}
+    for transfer in parallelism.step_transfers(model, plan):
+        if transfer.axis == "tensor" and "forward" in transfer.tensor:
+            forward[_OP_NAMES[transfer.op]] = transfer.calls_per_step
+    counts = " + ".join(f"{count} {op}s" for op, count in forward.items())
+    width, gap = 1.05, 0.22
+    step = width + gap
+    for row, (block, elements) in enumerate(_TP_BLOCKS):
+        y = 2.9 - 2.25 * row
+        ax.text(-0.15, y, block, ha="right", va="center", fontsize=9, fontweight="bold", rotation=90)
+        x = 0.0
+        centers = []
+        for gid, text, layout in elements:
+            if text is None:  # an operator: a circle and its forward / backward collectives
+                name, fwd, bwd, carries = operators[gid]
+                cx = x + 0.32
+                ax.add_patch(
+                    plt.Circle((cx, y), 0.3, facecolor="white", edgecolor=AXIS_COLORS["tensor"], lw=1.8, zorder=3)
+                )
+                ax.text(
+                    cx, y, name, ha="center", va="center", fontsize=10, fontweight="bold", gid=f"name-{block}", zorder=4
+                )
+                ax.text(
+                    cx,
+                    y - 0.46,
+                    tp_operator_label(fwd, bwd, carries),
+                    ha="center",
+                    va="top",
+                    fontsize=8,
+                    linespacing=1.1,
+                    gid=f"operator-{block}",
+                    zorder=4,
+                )
+                centers.append((x, x + 0.64))
+                x += 0.64 + gap
+                continue
+            if sp and layout == "replicated":
+                layout = "sequence-split"
+            ax.add_patch(
+                Rectangle(
+                    (x, y - 0.45),
+                    width,
+                    0.9,
+                    facecolor=TP_LAYOUT_COLORS[layout],
+                    edgecolor="#555555",
+                    lw=1,
+                    zorder=2,
+                    gid=f"{block}/{gid}/{layout}",
+                )
+            )
+            ax.text(x + width / 2, y, text, ha="center", va="center", fontsize=8, linespacing=1.1, zorder=4)
+            centers.append((x, x + width))
+            x += step
+        for (_, right), (left, _) in itertools.pairwise(centers):
+            ax.add_patch(
+                FancyArrowPatch(
+                    (right, y), (left, y), arrowstyle="-|>", mutation_scale=8, color="#777777", lw=1, zorder=1
+                )
+            )
+    ax.legend(
+        handles=[
+            Patch(facecolor=TP_LAYOUT_COLORS[k], edgecolor="#555555", label=TP_LAYOUT_NAMES[k])
+            for k in (("replicated", "tensor-split") if not sp else ("sequence-split", "tensor-split"))
+        ],
+        loc="upper center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=2,
+        fontsize=8,
+        frameon=False,
+    )
+    title = "without" if not sp else "with"
+    ax.set_title(f"Tensor parallelism {title} sequence parallelism: forward, per layer, {counts}", fontsize=10)
+    ax.set_xlim(-0.4, x - gap + 0.05)
+    ax.set_ylim(-0.95, 3.85)
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+    return ax
 
 
 # ---- live figures: the pipeline lab's Gantt chart and its check bars ----------------------------------------------

@@ -33,7 +33,7 @@ COLORS = {
     "activations": "#C44E52",
     "compute": "#4C72B0",
     "forward": "#4C72B0",
-    "backward": "#8172B3",
+    "backward": "#DD8452",
     "bubble": "#CCCCCC",
     "exposed": "#C44E52",
     "overlapped": "#8DC68F",

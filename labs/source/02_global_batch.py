@@ -42,10 +42,10 @@
 # the effective number of examples and need their own accounting.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
-# inputs, chosen so that the usual slips (letting the tensor- or pipeline-parallel size multiply the batch,
-# confusing tokens with sequences) fail them, so make your answer right for every input, not only for the public
-# example.
+# runs its public tests and tells you at once whether they pass. The public tests already fail the usual slips
+# (letting the tensor- or pipeline-parallel size multiply the batch, confusing tokens with sequences); the grader
+# also runs hidden tests with other inputs, so make your answer right for every input, not only for the public
+# examples.
 
 # %%
 from course_lib import parallelism, units
@@ -68,7 +68,7 @@ lab
 # %% [markdown]
 # ## Explore
 #
-# Start from the default settings (the card's $b = 8$, $N_\text{acc} = 16$, $d = 64$, with $t = p = 1$ and
+# Start from the default settings (the lesson's example, $b = 8$, $N_\text{acc} = 16$, $d = 64$, with $t = p = 1$ and
 # 2048-token sequences) for each question. These are not graded; the answers are below.
 #
 # 1. **Add tensor parallelism.** Move *tensor parallel t* from 1 to 8. What happens to the number of devices, and
@@ -106,7 +106,7 @@ lab
 # %% [markdown]
 # ## Key figures at the default settings
 #
-# A fresh lab at the card's example, and the global batch from `course_lib.parallelism`:
+# A fresh lab at the lesson's example, and the global batch from `course_lib.parallelism`:
 
 # %% tags=["otter_ignore"]
 reference = global_batch_lab()
@@ -190,6 +190,11 @@ def test_q1_public(global_batch_samples):
     )
     assert raises_value_error(global_batch_samples, 1, 1, 12, 8, 1), (
         "12 devices cannot be split into tensor-parallel groups of 8: raise ValueError"
+    )
+    result = global_batch_samples(2, 4, 256, 4, 2)
+    assert number(result) == 256, (
+        "micro-batch 2, 4 accumulation steps, 256 devices with t = 4 and p = 2: 32 replicas, expected 256 samples "
+        f"(tensor and pipeline groups share their replica's examples), got {result!r:.80}"
     )
 
 
@@ -285,6 +290,11 @@ def test_q2_public(accumulation_steps):
     assert raises_value_error(accumulation_steps, 1000, 2, 128, 1, 1), (
         "1000 samples is not a whole number of steps of 256 samples: raise ValueError"
     )
+    result = accumulation_steps(2048, 2, 256, 4, 2)
+    assert number(result) == 32, (
+        "2048 samples, micro-batch 2, 256 devices with t = 4 and p = 2: only the 32 replicas bring examples, "
+        f"expected 32 steps, got {result!r:.80}"
+    )
 
 
 test_q2_public(accumulation_steps)
@@ -378,6 +388,17 @@ def test_q3_public(run_accumulation_steps, run_bubble_fraction):
     bubble = number(run_bubble_fraction)
     assert bubble is not None and bubble > 0, (
         f"run_bubble_fraction must be a positive fraction, got {run_bubble_fraction!r:.80}"
+    )
+    # The question's own definitions, checked on your numbers (they do not give the numbers away):
+    # tokens per step = micro-batch 2 × N_acc × data-parallel replicas × 2048 tokens, and the bubble (p − 1)/m.
+    replicas = 512 // (4 * 8)
+    assert steps * 2 * replicas * 2048 == 2**22, (
+        f"run_accumulation_steps = {steps} gives {steps * 2 * replicas * 2048:,} tokens, not 4,194,304: count "
+        "samples (sequences of 2048 tokens), and only the data-parallel replicas (t and p share their examples)"
+    )
+    assert abs(bubble - 7 / steps) <= 1e-6 * bubble, (
+        f"run_bubble_fraction: the bubble is a fraction of the ideal time, (p − 1)/m with m = {steps} micro-batches "
+        f"per pipeline, got {run_bubble_fraction!r:.80}"
     )
 
 

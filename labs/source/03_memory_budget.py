@@ -45,10 +45,10 @@
 # fragmentation and the framework's own memory are not counted, so a real plan needs headroom.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
-# inputs, chosen so that the usual slips (partitioning one component too many or too few, an off-by-one in the
-# smallest degree that fits) fail them, so make your answer right for every input, not only for the public
-# example. Sizes are in bytes (decimal: 1 GB = $10^9$ bytes).
+# runs its public tests and tells you at once whether they pass. The public tests already fail the usual slips
+# (partitioning one component too many or too few, an off-by-one in the smallest degree that fits); the grader
+# also runs hidden tests with other inputs, so make your answer right for every input, not only for the public
+# examples. Sizes are in bytes (decimal: 1 GB = $10^9$ bytes).
 
 # %%
 from course_lib import hardware, parallelism, units
@@ -225,6 +225,8 @@ def test_q1_public(model_state_bytes):
     for case, want, what in [
         ((7.5e9, 64, 0), 120e9, "7.5B parameters at stage 0: expected 120 GB"),
         ((1e12, 1024, 3), 15.625e9, "1T parameters at stage 3 over 1024 replicas (ZeRO's Table 1): expected 15.6 GB"),
+        ((7.5e9, 64, 1), 31.40625e9, "7.5B at stage 1 over 64 replicas (ZeRO's Table 1): expected 31.4 GB"),
+        ((7.5e9, 16, 2), 21.5625e9, "7.5B at stage 2 over 16 replicas (ZeRO's Table 1): expected 21.6 GB"),
     ]:
         result, called = calling(model_state_bytes, *case)
         assert not called, f"build it from what each stage partitions instead of calling {', '.join(sorted(called))}"
@@ -364,6 +366,16 @@ def test_q2_public(smallest_data_parallel):
     assert type(number(result)) is int and number(result) == 8, (
         f"7.5B parameters, ZeRO-3, 16 GB: 120 GB / 16 GB = 7.5, so expected 8 replicas (an int), got {result!r:.80}"
     )
+    result = smallest_data_parallel(7.5e9, 3, 15e9)
+    assert number(result) == 8, (
+        f"7.5B parameters, ZeRO-3, 15 GB: 8 replicas need exactly 15 GB, which fits (at most the capacity), "
+        f"got {result!r:.80}"
+    )
+    result = smallest_data_parallel(7.5e9, 1, 16e9)
+    assert result is None, (
+        f"7.5B parameters, ZeRO-1, 16 GB: the unpartitioned parameters and gradients alone take 30 GB, expected None, "
+        f"got {result!r:.80}"
+    )
 
 
 test_q2_public(smallest_data_parallel)
@@ -473,6 +485,11 @@ def test_q3_public(largest_micro_batch):
     result = largest_micro_batch(parallelism.GPT3_175B, plan, 80e9)
     assert type(number(result)) is int and number(result) == 6, (
         f"GPT-3 175B, the lab's default plan, on an 80 GB A100: expected 6 (an int), got {result!r:.80}"
+    )
+    result = largest_micro_batch(parallelism.GPT3_175B, parallelism.ParallelPlan(tensor_parallel=8), 80e9)
+    assert number(result) == 0, (
+        f"GPT-3 175B with t = 8 alone needs far more than 80 GB per GPU even at micro-batch 1: expected 0, "
+        f"got {result!r:.80}"
     )
 
 

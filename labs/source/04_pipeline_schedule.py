@@ -30,12 +30,11 @@
 #
 # A pipeline of $p$ stages cannot keep every device busy: the first micro-batch has to travel through every stage
 # before the last one has work, and the last backward pass drains them again. [Lesson 03 · Split the
-# work](../notebooks/03_parallelism.ipynb) gave the cost of that idle time, the bubble, as a fraction of the ideal
-# time $m\,(t_f + t_b)$: $(p-1)/m$ for GPipe and 1F1B, and $(p-1)/(v\,m)$ when each device holds $v$ model chunks
-# (the interleaved schedule). In this lab a simulation runs the schedules event by event and measures the bubble
-# without being told the formula; you first change the stages, the micro-batches, the chunks and the schedule, and
-# compare what it measures with what the formula predicts; then you derive the costs yourself in the graded
-# questions.
+# work](../notebooks/03_parallelism.ipynb) measured that idle time, the bubble, as a fraction of the ideal time
+# $m\,(t_f + t_b)$, for GPipe, 1F1B and the interleaved schedule (each device holding $v$ model chunks). In this lab
+# a simulation runs the schedules event by event and measures the bubble without being told any formula; you first
+# change the stages, the micro-batches, the chunks and the schedule, and read off how the idle time grows with
+# each; then you derive the costs yourself in the graded questions, and check them against the simulation.
 #
 # **What you need:** lesson 03, in particular the pipeline schedules (GPipe, 1F1B, interleaved) and the bubble.
 #
@@ -44,10 +43,10 @@
 # timeline is bubble. Times are in units of $t_f$.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
-# inputs, chosen so that the usual slips (measuring the bubble against the wrong time, an off-by-one in the number
-# of micro-batches, forgetting that interleaving needs a multiple of $p$) fail them, so make your answer right for
-# every input, not only for the public example.
+# runs its public tests and tells you at once whether they pass. The public tests already fail the usual slips
+# (measuring the bubble against the wrong time, an off-by-one in the number of micro-batches, forgetting that
+# interleaving needs a multiple of $p$); the grader also runs hidden tests with other inputs, so make your answer
+# right for every input, not only for the public examples.
 
 # %%
 from course_lib import parallelism, pipeline, units
@@ -55,7 +54,7 @@ from course_lib import parallelism, pipeline, units
 # %% [markdown]
 # ## The lab
 #
-# The timeline has one row per stage (one device each), stage 0 on top: blue boxes are forward passes, purple boxes
+# The timeline has one row per stage (one device each), stage 0 on top: blue boxes are forward passes, orange boxes
 # backward passes, lighter shades later model chunks of an interleaved stage, and grey is idle time. Numbers in the
 # boxes are micro-batches, when they fit. On the right, the bubble the simulation measured next to
 # `parallelism.pipeline_bubble_fraction`, and the micro-batches whose activations stage 0 holds at its peak next to
@@ -158,8 +157,9 @@ print(
 # ### Question 1 · The bubble (2 points)
 #
 # Write `bubble_fraction(stages, microbatches, virtual_stages=1)`: the idle time of a step as a fraction of its
-# *ideal* time $m\,(t_f + t_b)$, the time the same work would take with no bubble. Do not call
-# `parallelism.pipeline_bubble_fraction` or `pipeline.pipeline_schedule`; compare with the lab.
+# *ideal* time $m\,(t_f + t_b)$, the time the same work would take with no bubble. Derive it from the lab's
+# timelines: how long does stage 0 idle (in $t_f$) as you change $p$, $m$ and $v$ (Explore 1 and 3)? Do not call
+# `parallelism.pipeline_bubble_fraction` or `pipeline.pipeline_schedule` in your function; compare with the lab.
 
 # %% [raw]
 # # BEGIN SOLUTION
@@ -217,6 +217,12 @@ def test_q1_public(bubble_fraction):
     got = number(result)
     assert got is not None, f"return a fraction as a number, got {result!r:.80}"
     assert abs(got - 0.375) <= 1e-9, f"4 stages, 8 micro-batches: expected 0.375, got {result!r:.80}"
+    result, called = calling(bubble_fraction, 4, 8, 2)
+    got = number(result)
+    assert not called and got is not None and abs(got - 0.1875) <= 1e-9, (
+        f"4 stages, 8 micro-batches, 2 chunks per device (the lab's interleaved default): expected 0.1875, "
+        f"got {result!r:.80}"
+    )
 
 
 test_q1_public(bubble_fraction)
@@ -328,6 +334,11 @@ def test_q2_public(microbatches_for_bubble):
     result = microbatches_for_bubble(4, 0.25)
     assert type(number(result)) is int and number(result) == 12, (
         f"4 stages, bubble at most 25 %: expected 12 micro-batches (an int), got {result!r:.80}"
+    )
+    result = microbatches_for_bubble(4, 0.1, 2)
+    assert number(result) == 16, (
+        f"4 stages, 2 chunks per device, bubble at most 10 %: 15 micro-batches would do, but interleaving needs a "
+        f"multiple of p = 4: expected 16, got {result!r:.80}"
     )
 
 
@@ -570,6 +581,11 @@ def test_q4_public(in_flight_microbatches):
         assert not called, "derive it instead of calling parallelism.pipeline_in_flight_microbatches"
         got.append(number(result) if type(number(result)) is int else result)
     assert got == [64, 8], f"8 stages, 64 micro-batches: expected 64 (GPipe) and 8 (1F1B), ints, got {got!r:.80}"
+    result, called = calling(in_flight_microbatches, 8, 4, "1f1b")
+    assert not called and number(result) == 4, (
+        f"8 stages but only 4 micro-batches, 1F1B: it cannot hold more micro-batches than there are, expected 4, "
+        f"got {result!r:.80}"
+    )
 
 
 test_q4_public(in_flight_microbatches)
