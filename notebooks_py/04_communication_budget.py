@@ -715,12 +715,13 @@ for label, count in counts.items():
 print(search.table(range(6)))
 
 # %% [markdown]
-# Every top plan keeps $t = 8$ inside a node and uses a deep pipeline with interleaving, and every one is
-# compute-bound: its exposed communication and bubble (3.89 s and 2.46 s for row 0) are small beside a step of
-# 87.2 s. They differ in how they trade the bubble (fewer stages, more interleaving) against memory and exposed
-# communication, which is what separates them by two seconds or so. The counts above
-# show how few candidates reach the ranking: four in five fail to partition the model (160 heads and 128 layers
-# divide few ways), and most of the rest would not fit in 80 GB.
+# The top plans keep $t = 8$ inside a node (rows 4 and 5 try $t = 16$ across two nodes) and use a deep pipeline
+# with interleaving, selective recomputation and sequence parallelism, and every one is compute-bound: its exposed
+# communication and bubble (4.46 s and 1.84 s for row 0) are small beside a step of 63.3 s. They differ in how
+# they trade the bubble (fewer stages, more interleaving) against memory and exposed communication, which is what
+# separates them by a few seconds. The counts above show how few candidates reach the ranking: half fail to
+# partition the model (160 heads and 128 layers divide few ways), a quarter pair a pipeline with ZeRO-2 or 3 (which
+# the framework does not combine), and most of the rest would not fit in 80 GB.
 #
 # How does the paper's own plan fare? Narayanan et al. ran this model with $t = 8$, $p = 64$ ($d = 6$),
 # micro-batch 1, the interleaved schedule and full activation recomputation (sequence parallelism and selective
@@ -894,7 +895,7 @@ print(
 #
 # ### The plan landscape
 #
-# Every plan of the 1T search that partitions the model and the batch, 8292 of the 49728 considered (the plans
+# Every plan of the 1T search that partitions the model and the batch, 10542 of the 49728 considered (the plans
 # rejected for the partition or the batch have no step time to draw): memory per GPU against step time, coloured
 # by what binds it. Row 0 (the best) and the paper's plan are starred. The rarest constraints are drawn on top,
 # and the plans that do not fit are faded, so that no colour hides another.
@@ -910,11 +911,11 @@ viz.plot_plan_search(search, ax=ax, highlight_rows=(0, paper_row))
 plt.show()
 
 # %% [markdown]
-# Plans to the right of the capacity line do not fit (grey). Of the 1675 that fit, 1374 are compute-bound,
-# the fastest included; 183 are bound by exposed communication and 118 by the bubble, and these lie well above
-# the fastest: a plan whose coordination outweighs its compute is slow. Points side by side at one height are
-# plans with the same step time and different memory: in this model ZeRO stages 0 and 1, for example, cost the
-# same time (rows 4 and 5 above) and differ only in the memory of the optimizer state.
+# Plans to the right of the capacity line do not fit (grey). Of the 1304 that fit, 1211 are compute-bound, the
+# fastest included; 45 are bound by exposed communication and 48 by the bubble, and these lie well above the
+# fastest: a plan whose coordination outweighs its compute is slow. Points side by side at one height are plans
+# with nearly the same step time and different memory; among equal times the search ranks the plan with more
+# headroom first.
 
 # %% [markdown]
 # ## Misconception
