@@ -26,7 +26,11 @@ LESSONS = (
         "06 · Check the model\n1,758 measured runs",
         ("04_communication_budget", "05_measure"),
     ),
-    ("07_capstone", "07 · Plan a real run\n70B on 64 H100s", ("06_model_meets_measurements",)),
+    (
+        "07_capstone",
+        "07 · Plan a real run\n70B on 64 H100s",
+        ("04_communication_budget", "05_measure", "06_model_meets_measurements"),
+    ),
 )
 # (lab title, the lesson it practises)
 LABS = (
