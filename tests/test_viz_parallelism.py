@@ -224,6 +224,28 @@ def test_memory_bars_of_a_calibrated_breakdown_reach_its_total():
     plt.close("all")
 
 
+def test_memory_bars_scale_ticks_and_selection():
+    # 10 + 5 + 20 + 13 = 48 GB against 80 GB: the axis ends at 1.2 × 80 GB = 96 GB, ticks every 20 GB.
+    ax = Figure().add_subplot()
+    live = MemoryBarsFigure(ax, ["a", "b"])
+    small = parallelism.MemoryBreakdown(10e9, 5e9, 20e9, 13e9)
+    live.update([small, parallelism.MemoryBreakdown(1e12, 0.0, 0.0, 0.0)], capacity_bytes=80e9, selected=0)
+    assert ax.get_ylim() == pytest.approx((0, 96e9))
+    shown = [t.get_text() for t in live.y_tick_labels if t.get_visible()]
+    assert shown == ["0", "20 GB", "40 GB", "60 GB", "80 GB"]
+    assert list(live.y_tick_marks.get_ydata()) == [0, 20e9, 40e9, 60e9, 80e9]
+    assert [t.get_text() for t in live.totals] == ["48 GB", "↑ 1 TB\ndoes not fit"]
+    assert live.totals[1].get_position()[1] == pytest.approx(0.98 * 96e9)
+    assert [o.get_visible() for o in live.over_outlines] == [False, True]
+    outline = live.selected_outline
+    assert outline.get_visible() and (outline.get_x(), outline.get_height()) == pytest.approx((-0.3, 48e9))
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"] and "bytes" in ax.get_ylabel()
+    live.update([small, small])  # no capacity, nothing selected: 1.18 × the tallest bar
+    assert ax.get_ylim() == pytest.approx((0, 1.18 * 48e9))
+    assert not live.capacity_line.get_visible() and not live.selected_outline.get_visible()
+    assert not any(o.get_visible() for o in live.over_outlines)
+
+
 def test_memory_figure_refuses_to_leave_a_component_out():
     plan = ParallelPlan(tensor_parallel=8, data_parallel=8)  # no pipeline: every ZeRO stage is allowed
     calibrated = [
