@@ -271,7 +271,8 @@ class MemoryBarsFigure(LiveFigure):
     when given (a lab's scale then changes only with the device), else at 1.2 × the largest of the capacity and the
     totals within 2.5× it (1.18 × the largest total without a capacity); a bar above the axis keeps its true height
     and its total is written under the top, after an arrow. With ``selected`` that bar is opaque and outlined in
-    black, the others faded. ``update(breakdowns, capacity_bytes=None, selected=None)`` takes one breakdown per plan,
+    black, the others faded. Texts are ``fontsize`` points, the y tick labels ``y_tick_fontsize`` (at most ``y_ticks``
+    intervals). ``update(breakdowns, capacity_bytes=None, selected=None)`` takes one breakdown per plan,
     in ``plan_labels`` order; one with bytes in a component the figure was built without raises ``ValueError``.
 
     >>> from matplotlib.figure import Figure
@@ -290,6 +291,7 @@ class MemoryBarsFigure(LiveFigure):
         capacity_multiple=None,
         fontsize=9,
         y_ticks=8,
+        y_tick_fontsize=10,
         title=None,
         legend_top=None,
     ):
@@ -363,7 +365,8 @@ class MemoryBarsFigure(LiveFigure):
         )
         self.capacity_text.set_gid("capacity-label")
         # The y scale follows the bars (or the device), so its ticks are artists of their own, redrawn with the bars.
-        tick_labels = left + mtransforms.ScaledTranslation(-5 / 72, 0, ax.figure.dpi_scale_trans)  # 5 pt left
+        # 7 pt left of the spine, as matplotlib puts its own: the 3.5 pt tick and a 3.5 pt pad
+        tick_labels = left + mtransforms.ScaledTranslation(-7 / 72, 0, ax.figure.dpi_scale_trans)
         self.y_tick_marks = ax.add_artist(
             Line2D(
                 [],
@@ -378,7 +381,7 @@ class MemoryBarsFigure(LiveFigure):
             )
         )
         self.y_tick_labels = [
-            CachedText.add(ax, 0, 0, transform=tick_labels, ha="right", va="center", fontsize=fontsize)
+            CachedText.add(ax, 0, 0, transform=tick_labels, ha="right", va="center", fontsize=y_tick_fontsize)
             for _ in range(2 * y_ticks)
         ]
         ax.set_xlim(-0.6, len(labels) - 0.4)
@@ -387,7 +390,7 @@ class MemoryBarsFigure(LiveFigure):
         ax.set_yticks([])
         ax.tick_params(axis="x", labelsize=fontsize)
         # The tick labels are not the axis' own: pad the label by the widest one ("1.25 TB", 7 characters).
-        ax.set_ylabel("memory per device (bytes)", fontsize=fontsize + 1, labelpad=0.62 * fontsize * 7 + 6)
+        ax.set_ylabel("memory per device (bytes)", fontsize=fontsize + 1, labelpad=0.62 * y_tick_fontsize * 7 + 6)
         if title:
             ax.set_title(title, fontsize=fontsize + 1)
         for side in ("top", "right"):
@@ -1101,6 +1104,7 @@ class MemoryBudgetFigure(LiveFigure):
             capacity_multiple=2.0,
             fontsize=8,
             y_ticks=4,
+            y_tick_fontsize=8,
             title=stack_title,
             legend_top=-0.15,
         )
