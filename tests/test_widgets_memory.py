@@ -67,17 +67,18 @@ def check_memory_lab(lab, figure):
         assert result[key] == pytest.approx(value, rel=1e-12), key
     assert type(result["fits"]) is bool
     # The stacked bars hold the result: each ZeRO stage's components, bottom to top, and the same activations.
-    for stage, bars in enumerate(lab.memory_figure.stack_bars):
+    for stage, bars in enumerate(lab.memory_figure.bars.stacks):
         heights = [result[f"zero{stage}_{c}_bytes"] for c in COMPONENTS[:3]] + [result["activations_bytes"]]
         assert [bar.get_height() for bar in bars] == pytest.approx(heights, rel=1e-12)
         assert [bar.get_y() for bar in bars] == pytest.approx(np.cumsum([0.0, *heights[:-1]]), rel=1e-12)
         assert sum(heights) == pytest.approx(result[f"zero{stage}_total_bytes"], rel=1e-12)
         assert bars[0].get_alpha() == (1.0 if stage == values["zero_stage"] else 0.4)
-    outline = lab.memory_figure.stack_outline
+    assert lab.memory_figure.bars.components == COMPONENTS  # the lab's breakdowns count nothing else
+    outline = lab.memory_figure.bars.selected_outline
     assert outline.get_x() + outline.get_width() / 2 == pytest.approx(values["zero_stage"])
     assert outline.get_height() == pytest.approx(min(result["total_bytes"], 2 * result["capacity_bytes"]))
     assert lab.memory_figure.stack_ax.get_ylim() == pytest.approx((0, 2 * result["capacity_bytes"]))
-    assert lab.memory_figure.capacity_line.get_ydata()[0] == result["capacity_bytes"]
+    assert lab.memory_figure.bars.capacity_line.get_ydata()[0] == result["capacity_bytes"]
     for bar, key in zip(lab.memory_figure.log_bars, [f"{c}_bytes" for c in COMPONENTS] + ["total_bytes"], strict=True):
         assert bar.get_x() + bar.get_width() == pytest.approx(result[key], rel=1e-9)
     verdict = lab.memory_figure.verdict.get_text()
@@ -85,7 +86,7 @@ def check_memory_lab(lab, figure):
         assert verdict == f"fits, {units.format_bytes(result['headroom_bytes'])} headroom"
     else:
         assert verdict == f"does not fit by {units.format_bytes(-result['headroom_bytes'])}"
-    for stage, text in enumerate(lab.memory_figure.stack_totals):
+    for stage, text in enumerate(lab.memory_figure.bars.totals):
         assert units.format_bytes(result[f"zero{stage}_total_bytes"]) in text.get_text()
     summary = lab.summary.value
     for key in (
@@ -241,7 +242,7 @@ def test_memory_extremes_read_on_the_fixed_axes(memory_lab):
     )
     check_memory_lab(huge, huge.figure)
     assert not huge.result["fits"] and huge.result["headroom_bytes"] < -10 * units.TB
-    assert huge.memory_figure.stack_totals[0].get_text().startswith("↑ ")
+    assert huge.memory_figure.bars.totals[0].get_text().startswith("↑ ")
 
 
 def test_memory_random_walk_keeps_every_invariant(memory_lab):

@@ -4,7 +4,8 @@ matplotlib; the formula modules never do.
 
 The labs' figures are *live figures* (``fast.LiveFigure``): built once on axes the caller places, then changed by
 ``update(result)`` with the result of one call into the formula layer: ``CollectiveTimeFigure`` and
-``RingStepFigure`` (lab 1), ``GlobalBatchFigure`` (lab 2), ``MemoryBudgetFigure`` (lab 3),
+``RingStepFigure`` (lab 1), ``GlobalBatchFigure`` (lab 2), ``MemoryBudgetFigure`` (lab 3, its bars the lessons'
+``MemoryBarsFigure``),
 ``PipelineScheduleFigure`` and ``ComparisonBarsFigure`` (lab 4). ``fast`` holds how they draw in a few
 milliseconds (``PartialRedraw``, ``CachedText``, ``FastText``), ``style`` the colours and tick formatters every
 figure shares.
@@ -31,6 +32,7 @@ from .fast import LiveFigure
 from .parallelism import (
     ComparisonBarsFigure,
     GlobalBatchFigure,
+    MemoryBarsFigure,
     MemoryBudgetFigure,
     PipelineScheduleFigure,
     plot_memory_breakdown,
@@ -61,6 +63,7 @@ __all__ = [
     "CollectiveTimeFigure",
     "RingStepFigure",
     "GlobalBatchFigure",
+    "MemoryBarsFigure",
     "MemoryBudgetFigure",
     "PipelineScheduleFigure",
     "ComparisonBarsFigure",

@@ -37,6 +37,9 @@ __all__ = [
     "TP_LAYOUT_NAMES",
     "SCHEDULE_NAMES",
     "MEMORY_COMPONENTS",
+    "MODEL_MEMORY_COMPONENTS",
+    "memory_components_of",
+    "MemoryBarsFigure",
     "MIN_LABEL_SIZE",
     "PipelineScheduleFigure",
     "ComparisonBarsFigure",
@@ -52,13 +55,17 @@ __all__ = [
 ]
 
 SCHEDULE_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved 1F1B"}
-# MemoryBreakdown field -> legend text, bottom to top of each stacked bar.
+# MemoryBreakdown field -> legend text, bottom to top of each stacked bar: every component a breakdown reports.
 MEMORY_COMPONENTS = {
     "parameters": "parameters",
     "gradients": "gradients",
     "optimizer_state": "optimizer state",
     "activations": "activations",
+    "logits": "logits",
+    "framework": "framework",
 }
+# What every breakdown counts (logits and framework memory are 0 unless memory_breakdown is given a Calibration).
+MODEL_MEMORY_COMPONENTS = ("parameters", "gradients", "optimizer_state", "activations")
 _BOX_HEIGHT = 0.78  # a pipeline box's height, in stage rows
 MIN_LABEL_SIZE = 6.0  # points: smaller micro-batch numbers are left out of the boxes
 _DEVICE_FILL = ("#DCE8F5", "#FBE3D0")  # background of GPU 0 and GPU 1 in the split diagram
@@ -246,14 +253,262 @@ def _checked_breakdowns(breakdowns):
     return breakdowns
 
 
-def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
-    """Stacked bars of per-device memory: parameters, gradients, optimizer state and activations, one bar per plan.
+def memory_components_of(breakdowns) -> tuple:
+    """The ``MEMORY_COMPONENTS`` that stacked bars of ``breakdowns`` must draw for each bar to reach its total: the
+    model's four (``MODEL_MEMORY_COMPONENTS``) and any other that is not 0 in some breakdown.
 
-    ``breakdowns`` maps a label (the bar's tick) to a ``parallelism.MemoryBreakdown``. Each bar's total is printed
-    above it. With ``capacity_bytes`` a dashed line marks the device's memory; bars above it get a red dashed
-    outline and "does not fit". When a bar is more than 2.5× the capacity the y axis stops short of it (its
-    rectangles keep their true heights) and an arrow label gives its total, so the bars that nearly fit stay
-    readable.
+    >>> calibrated = parallelism.MemoryBreakdown(1.0, 1.0, 1.0, 1.0, logits=2.0)
+    >>> memory_components_of([calibrated])
+    ('parameters', 'gradients', 'optimizer_state', 'activations', 'logits')
+    """
+    return tuple(
+        field
+        for field in MEMORY_COMPONENTS
+        if field in MODEL_MEMORY_COMPONENTS or any(float(getattr(b, field)) != 0 for b in breakdowns)
+    )
+
+
+_BAR_WIDTH = 0.6
+
+
+class MemoryBarsFigure(LiveFigure):
+    """Live stacked bars of per-device memory, one bar per plan, against a device's capacity, on one axes.
+
+    Each bar stacks ``components`` (fields of ``MEMORY_COMPONENTS``, bottom to top, in ``COLORS``) of one
+    ``parallelism.MemoryBreakdown``, its total written above it. With a capacity a dashed line marks it, and a bar
+    above it gets a red dashed outline and "does not fit". The y axis ends at ``capacity_multiple`` × the capacity
+    when given (a lab's scale then changes only with the device), else at 1.2 × the largest of the capacity and the
+    totals within 2.5× it (1.18 × the largest total without a capacity); a bar above the axis keeps its true height
+    and its total is written under the top, after an arrow. With ``selected`` that bar is opaque and outlined in
+    black, the others faded. Texts are ``fontsize`` points, the y tick labels ``y_tick_fontsize`` (at most ``y_ticks``
+    intervals). ``update(breakdowns, capacity_bytes=None, selected=None)`` takes one breakdown per plan,
+    in ``plan_labels`` order; one with bytes in a component the figure was built without raises ``ValueError``.
+
+    >>> from matplotlib.figure import Figure
+    >>> live = MemoryBarsFigure(Figure().add_subplot(), ["t=8 p=8 d=8"])
+    >>> plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, zero_stage=1)
+    >>> live.update([parallelism.memory_breakdown(parallelism.GPT3_175B, plan)], capacity_bytes=80e9)
+    >>> live.totals[0].get_text(), live.capacity_text.get_text()
+    ('22 GB', 'capacity\\n80 GB')
+    """
+
+    def __init__(
+        self,
+        ax,
+        plan_labels,
+        components=MODEL_MEMORY_COMPONENTS,
+        capacity_multiple=None,
+        fontsize=9,
+        y_ticks=8,
+        y_tick_fontsize=10,
+        title=None,
+        legend_top=None,
+    ):
+        super().__init__(ax)
+        self.ax = ax
+        self.components = tuple(components)
+        unknown = [field for field in self.components if field not in MEMORY_COMPONENTS]
+        if unknown or not self.components:
+            raise ValueError(f"components must be fields of MEMORY_COMPONENTS {list(MEMORY_COMPONENTS)}, got {unknown}")
+        self.capacity_multiple = capacity_multiple
+        self.y_ticks = y_ticks
+        labels = [str(label) for label in plan_labels]
+        x = np.arange(len(labels), dtype=float)
+        zeros = np.zeros(len(labels))
+        self.containers = []
+        for field in self.components:
+            bars = ax.bar(
+                x,
+                zeros,
+                _BAR_WIDTH,
+                color=COLORS[field],
+                label=MEMORY_COMPONENTS[field],
+                edgecolor="white",
+                linewidth=0.6,
+                zorder=2,
+            )
+            for bar in bars:
+                bar.set_gid(f"memory-{field}")
+            self.containers.append(bars)
+        self.stacks = [[bars[index] for bars in self.containers] for index in range(len(labels))]  # one per plan
+        self.over_outlines = [
+            ax.add_patch(
+                Rectangle(
+                    (xi - _BAR_WIDTH / 2, 0),
+                    _BAR_WIDTH,
+                    0,
+                    fill=False,
+                    edgecolor=COLORS["exposed"],
+                    linestyle="--",
+                    linewidth=2,
+                    zorder=4,
+                    gid="over-capacity",
+                    visible=False,
+                )
+            )
+            for xi in x
+        ]
+        self.selected_outline = ax.add_patch(
+            Rectangle((-_BAR_WIDTH / 2, 0), _BAR_WIDTH, 0, fill=False, edgecolor="black", linewidth=2.0, zorder=4.5)
+        )
+        self.selected_outline.set_visible(False)
+        self.totals = [
+            CachedText.add(
+                ax,
+                xi,
+                0,
+                ha="center",
+                va="bottom",
+                fontsize=fontsize,
+                zorder=5,
+                bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1),
+            )
+            for xi in x
+        ]
+        left = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
+        self.capacity_line = ax.axhline(
+            0, color=COLORS["capacity"], linestyle="--", linewidth=1.5, zorder=3, gid="capacity", visible=False
+        )
+        self.capacity_text = CachedText.add(
+            ax, 1.01, 0, transform=left, ha="left", va="center", fontsize=fontsize, color=COLORS["capacity"]
+        )
+        self.capacity_text.set_gid("capacity-label")
+        # The y scale follows the bars (or the device), so its ticks are artists of their own, redrawn with the bars.
+        # 7 pt left of the spine, as matplotlib puts its own: the 3.5 pt tick and a 3.5 pt pad
+        tick_labels = left + mtransforms.ScaledTranslation(-7 / 72, 0, ax.figure.dpi_scale_trans)
+        self.y_tick_marks = ax.add_artist(
+            Line2D(
+                [],
+                [],
+                transform=left,
+                marker=TICKLEFT,
+                linestyle="none",
+                color="black",
+                markersize=3.5,
+                markeredgewidth=0.8,
+                clip_on=False,
+            )
+        )
+        self.y_tick_labels = [
+            CachedText.add(ax, 0, 0, transform=tick_labels, ha="right", va="center", fontsize=y_tick_fontsize)
+            for _ in range(2 * y_ticks)
+        ]
+        ax.set_xlim(-0.6, len(labels) - 0.4)
+        ax.set_ylim(0, 1)
+        ax.set_xticks(x, labels)
+        ax.set_yticks([])
+        ax.tick_params(axis="x", labelsize=fontsize)
+        # The tick labels are not the axis' own: pad the label by the widest one ("1.25 TB", 7 characters).
+        ax.set_ylabel("memory per device (bytes)", fontsize=fontsize + 1, labelpad=0.62 * y_tick_fontsize * 7 + 6)
+        if title:
+            ax.set_title(title, fontsize=fontsize + 1)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        if legend_top is None:
+            legend_top = -0.12 if any("\n" in label for label in labels) else -0.08
+        ax.legend(
+            handles=self.containers,
+            loc="upper center",
+            bbox_to_anchor=(0.5, legend_top),
+            ncol=len(self.components) if len(self.components) <= 4 else 3,
+            frameon=False,
+            fontsize=fontsize,
+            handlelength=1.5,
+            columnspacing=1.2,
+        )
+        self.animated = (
+            *[bar for bars in self.containers for bar in bars],
+            *self.over_outlines,
+            self.selected_outline,
+            *self.totals,
+            self.capacity_line,
+            self.capacity_text,
+            self.y_tick_marks,
+            *self.y_tick_labels,
+        )
+        self._top_shown = None
+
+    def _top(self, totals, capacity) -> float:
+        """Where the y axis ends (see the class docstring)."""
+        if capacity is None:
+            peak = max(totals)
+            return 1.18 * peak if peak > 0 else 1.0
+        if self.capacity_multiple is not None:
+            return self.capacity_multiple * capacity
+        return 1.2 * max([capacity] + [total for total in totals if total <= 2.5 * capacity])
+
+    def _set_scale(self, top) -> None:
+        self.ax.set_ylim(0, top)
+        locator = MaxNLocator(nbins=self.y_ticks, steps=[1, 2, 2.5, 5, 10])  # matplotlib's AutoLocator steps
+        ticks = [t for t in locator.tick_values(0, top) if 0 <= t <= top][: len(self.y_tick_labels)]
+        self.y_tick_marks.set_data([0.0] * len(ticks), ticks)
+        for index, label in enumerate(self.y_tick_labels):
+            label.set_visible(index < len(ticks))
+            if index < len(ticks):
+                label.set_y(ticks[index])
+                label.set_text(bytes_formatter(ticks[index], index))
+        self._top_shown = top
+
+    def update(self, breakdowns, capacity_bytes=None, selected=None) -> None:
+        """Draw ``breakdowns`` (one ``MemoryBreakdown`` per plan) against ``capacity_bytes``, plan ``selected``
+        outlined."""
+        breakdowns = list(breakdowns)
+        if len(breakdowns) != len(self.stacks):
+            raise ValueError(f"breakdowns must hold one breakdown per plan ({len(self.stacks)}), got {len(breakdowns)}")
+        for index, breakdown in enumerate(breakdowns):
+            left_out = [f for f in MEMORY_COMPONENTS if f not in self.components and float(getattr(breakdown, f))]
+            if left_out:
+                raise ValueError(
+                    f"breakdowns[{index}] has bytes in {left_out}, which this figure was built without: build it "
+                    f"with components=memory_components_of(breakdowns)"
+                )
+        capacity = None if capacity_bytes is None else float(capacity_bytes)
+        totals = [float(breakdown.total) for breakdown in breakdowns]
+        top = self._top(totals, capacity)
+        if top != self._top_shown:
+            self._set_scale(top)
+        self.capacity_line.set_visible(capacity is not None)
+        self.capacity_text.set_visible(capacity is not None)
+        if capacity is not None:
+            self.capacity_line.set_ydata([capacity, capacity])
+            self.capacity_text.set_y(capacity)
+            self.capacity_text.set_text(f"capacity\n{units.format_bytes(capacity)}")
+        for index, (bars, breakdown, total) in enumerate(zip(self.stacks, breakdowns, totals, strict=True)):
+            bottom = 0.0
+            for bar, field in zip(bars, self.components, strict=True):
+                height = float(getattr(breakdown, field))
+                bar.set_y(bottom)
+                bar.set_height(height)
+                bar.set_alpha(None if selected is None else 1.0 if index == selected else 0.4)
+                bottom += height
+            over = capacity is not None and total > capacity
+            self.over_outlines[index].set_visible(over)
+            self.over_outlines[index].set_height(total)
+            text = units.format_bytes(total) + ("\ndoes not fit" if over else "")
+            label = self.totals[index]
+            if total > 0.93 * top:  # above the axis, or too close to its top for the text: under the top, an arrow
+                label.set_text("↑ " + text)
+                label.set_y(0.98 * top)
+                label.set_verticalalignment("top")
+            else:
+                label.set_text(text)
+                label.set_y(total + 0.01 * top)
+                label.set_verticalalignment("bottom")
+            label.set_color(COLORS["exposed"] if over else "black")
+        self.selected_outline.set_visible(selected is not None)
+        if selected is not None:
+            self.selected_outline.set_x(selected - _BAR_WIDTH / 2)
+            self.selected_outline.set_height(min(totals[selected], top))
+
+
+def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
+    """Stacked bars of per-device memory, one bar per plan: a ``MemoryBarsFigure`` built on ``ax`` and drawn once.
+
+    ``breakdowns`` maps a label (the bar's tick) to a ``parallelism.MemoryBreakdown``; each bar stacks every component
+    that is not 0 in some plan (``memory_components_of``), its total printed above it. With ``capacity_bytes`` a
+    dashed line marks the device's memory; bars above it get a red dashed outline and "does not fit". When a bar is
+    more than 2.5× the capacity the y axis stops short of it (its rectangles keep their true heights) and an arrow
+    label gives its total, so the bars that nearly fit stay readable.
 
     >>> plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, zero_stage=1,
     ...                                 recompute="full")
@@ -266,109 +521,8 @@ def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
     breakdowns = _checked_breakdowns(breakdowns)
     capacity = None if capacity_bytes is None else _validate.positive("capacity_bytes", capacity_bytes)
     ax = axes_or_new(ax)
-    labels = [str(label) for label in breakdowns]
-    x = np.arange(len(labels), dtype=float)
-    totals = np.array([b.total for b in breakdowns.values()], dtype=float)
-    bottom = np.zeros(len(labels))
-    width = 0.6
-    for field, name in MEMORY_COMPONENTS.items():
-        heights = np.array([getattr(b, field) for b in breakdowns.values()], dtype=float)
-        bars = ax.bar(
-            x,
-            heights,
-            width,
-            bottom=bottom,
-            color=COLORS[field],
-            label=name,
-            edgecolor="white",
-            linewidth=0.6,
-            zorder=2,
-        )
-        for bar in bars:
-            bar.set_gid(f"memory-{field}")
-        bottom = bottom + heights
-
-    peak = float(totals.max()) if totals.max() > 0 else 1.0
-    if capacity is not None:
-        shown = [t for t in totals if t <= 2.5 * capacity]
-        top = 1.2 * max([capacity] + shown)
-        line = ax.axhline(
-            capacity,
-            color=COLORS["capacity"],
-            linestyle="--",
-            linewidth=1.5,
-            zorder=3,
-            label=f"capacity {units.format_bytes(capacity)}",
-        )
-        line.set_gid("capacity")
-        ax.text(
-            1.01,
-            capacity,
-            f"capacity\n{units.format_bytes(capacity)}",
-            transform=ax.get_yaxis_transform(),
-            va="center",
-            ha="left",
-            fontsize=9,
-            color=COLORS["capacity"],
-            gid="capacity-label",
-        )
-    else:
-        top = 1.18 * peak
-    for xi, total in zip(x, totals, strict=True):
-        over = capacity is not None and total > capacity
-        if over:
-            outline = Rectangle(
-                (xi - width / 2, 0),
-                width,
-                total,
-                fill=False,
-                edgecolor=COLORS["exposed"],
-                linestyle="--",
-                linewidth=2,
-                zorder=4,
-            )
-            outline.set_gid("over-capacity")
-            ax.add_patch(outline)
-        text = units.format_bytes(total) + ("\ndoes not fit" if over else "")
-        if total > top:  # off the chart
-            ax.text(
-                xi,
-                0.98 * top,
-                "↑ " + text,
-                ha="center",
-                va="top",
-                fontsize=9,
-                zorder=5,
-                color=COLORS["exposed"],
-                bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1.5),
-            )
-        else:
-            ax.text(
-                xi,
-                total + 0.01 * top,
-                text,
-                ha="center",
-                va="bottom",
-                fontsize=9,
-                zorder=5,
-                color=COLORS["exposed"] if over else "black",
-            )
-    ax.set_ylim(0, top)
-    ax.set_xlim(-0.6, len(labels) - 0.4)
-    ax.set_xticks(x, labels)
-    ax.yaxis.set_major_formatter(bytes_formatter)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    label_units(ax, "", "memory per device (bytes)")
-    ax.tick_params(axis="x", labelsize=9)
-    ax.legend(
-        handles=list(ax.containers),
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.12 if "\n" in "".join(labels) else -0.08),
-        ncol=4,
-        frameon=False,
-        fontsize=9,
-    )
+    figure = MemoryBarsFigure(ax, list(breakdowns), memory_components_of(breakdowns.values()))
+    figure.update(breakdowns.values(), capacity)
     return ax
 
 
@@ -1091,12 +1245,11 @@ FIT_COLOR = "#2E7D32"
 class MemoryBudgetFigure(LiveFigure):
     """Live per-device memory of a few plans against the device's capacity, on two axes placed by the caller.
 
-    Left (``stack_ax``): one stacked bar per plan (``MEMORY_COMPONENTS`` bottom to top, ``COLORS``) on a linear
-    axis from 0 to twice the capacity, the selected plan opaque and outlined, each total written above its bar (an
-    arrow and the total when the bar leaves the axis), the capacity dashed, and above the axes whether the selected
-    plan fits. Right (``log_ax``): each component of the selected plan and its total on a fixed log axis
-    ``log_range_bytes``. ``update(breakdowns, selected, capacity_bytes)`` takes one ``parallelism.MemoryBreakdown``
-    per plan (in ``plan_labels`` order), the index of the selected one and the device's memory in bytes.
+    Left (``stack_ax``): a ``MemoryBarsFigure`` of the plans (``components`` stacked) on a linear axis from 0 to twice
+    the capacity, the selected plan opaque and outlined, and above the axes whether it fits. Right (``log_ax``): each
+    component of the selected plan and its total on a fixed log axis ``log_range_bytes``.
+    ``update(breakdowns, selected, capacity_bytes)`` takes one ``parallelism.MemoryBreakdown`` per plan (in
+    ``plan_labels`` order), the index of the selected one and the device's memory in bytes.
 
     >>> from matplotlib.figure import Figure
     >>> figure = Figure(figsize=(9, 4))
@@ -1107,97 +1260,37 @@ class MemoryBudgetFigure(LiveFigure):
     'fits, 58 GB headroom'
     """
 
-    def __init__(self, stack_ax, log_ax, plan_labels, log_range_bytes=(1e5, 1e14), stack_title=None):
+    def __init__(
+        self,
+        stack_ax,
+        log_ax,
+        plan_labels,
+        log_range_bytes=(1e5, 1e14),
+        stack_title=None,
+        components=MODEL_MEMORY_COMPONENTS,
+    ):
         super().__init__(stack_ax, log_ax)
         self.stack_ax, self.log_ax = stack_ax, log_ax
+        self.bars = MemoryBarsFigure(
+            stack_ax,
+            plan_labels,
+            components,
+            capacity_multiple=2.0,
+            fontsize=8,
+            y_ticks=4,
+            y_tick_fontsize=8,
+            title=stack_title,
+            legend_top=-0.15,
+        )
         figure = stack_ax.figure
         # An Axes child placed in figure coordinates: savefig draws animated Axes children, not figure ones.
         self.verdict = CachedText.add(
             stack_ax, 0.5, 0.965, transform=figure.transFigure, ha="center", va="top", fontsize=11, fontweight="bold"
         )
-        width = 0.62
-        self.stack_bars = [
-            [
-                stack_ax.add_patch(
-                    Rectangle(
-                        (index - width / 2, 0),
-                        width,
-                        0,
-                        facecolor=COLORS[c],
-                        edgecolor="white",
-                        linewidth=0.6,
-                        zorder=2,
-                        label=name if index == 0 else None,
-                    )
-                )
-                for c, name in MEMORY_COMPONENTS.items()
-            ]
-            for index in range(len(plan_labels))
-        ]
-        self.stack_outline = stack_ax.add_patch(
-            Rectangle((-width / 2, 0), width, 0, fill=False, edgecolor="black", linewidth=2.0, zorder=4)
-        )
-        below = mtransforms.blended_transform_factory(stack_ax.transData, stack_ax.transAxes)
-        for index, label in enumerate(plan_labels):
-            stack_ax.text(index, -0.03, label, ha="center", va="top", fontsize=8, transform=below)
-        self.stack_totals = [
-            CachedText.add(
-                stack_ax,
-                index,
-                0,
-                ha="center",
-                va="bottom",
-                fontsize=8,
-                zorder=5,
-                bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1),
-            )
-            for index in range(len(plan_labels))
-        ]
-        left = mtransforms.blended_transform_factory(stack_ax.transAxes, stack_ax.transData)
-        self.capacity_line = stack_ax.axhline(0, color=COLORS["capacity"], linestyle="--", linewidth=1.4, zorder=3)
-        self.capacity_text = CachedText.add(
-            stack_ax, 1.01, 0, transform=left, ha="left", va="center", fontsize=8, color=COLORS["capacity"]
-        )
-        # The y scale follows the device, so its ticks are drawn here and redrawn with the bars.
-        self.y_tick_marks = stack_ax.add_artist(
-            Line2D(
-                [],
-                [],
-                transform=left,
-                marker=TICKLEFT,
-                linestyle="none",
-                color="black",
-                markersize=3.5,
-                markeredgewidth=0.8,
-                clip_on=False,
-            )
-        )
-        self.y_tick_labels = [
-            CachedText.add(stack_ax, -0.02, 0, transform=left, ha="right", va="center", fontsize=8) for _ in range(8)
-        ]
-        stack_ax.set_xlim(-0.55, len(plan_labels) - 0.45)
-        stack_ax.set_ylim(0, 1)
-        stack_ax.set_xticks([])
-        stack_ax.set_yticks([])
-        stack_ax.text(
-            -0.16,
-            0.5,
-            "memory per device (bytes)",
-            transform=stack_ax.transAxes,
-            rotation=90,
-            ha="center",
-            va="center",
-            fontsize=9,
-        )
-        if stack_title:
-            stack_ax.set_title(stack_title, fontsize=9)
-        for side in ("top", "right"):
-            stack_ax.spines[side].set_visible(False)
-        _legend_below(stack_ax, -0.15)
 
         # Right: the selected plan's components on a fixed log axis.
-        names = list(MEMORY_COMPONENTS) + ["total"]
-        colors = [COLORS[c] for c in MEMORY_COMPONENTS] + ["#555555"]
+        names = list(self.bars.components) + ["total"]
+        colors = [COLORS[c] for c in self.bars.components] + ["#555555"]
         low = log_range_bytes[0] / 10  # bars start left of the axis, so the smallest value still shows a stub
         self.log_bars = [
             log_ax.add_patch(Rectangle((low, i - 0.35), 0, 0.7, facecolor=color, edgecolor="none"))
@@ -1221,13 +1314,7 @@ class MemoryBudgetFigure(LiveFigure):
         for side in ("top", "right"):
             log_ax.spines[side].set_visible(False)
         self.animated = (
-            *[bar for bars in self.stack_bars for bar in bars],
-            self.capacity_line,
-            self.stack_outline,
-            self.y_tick_marks,
-            *self.y_tick_labels,
-            *self.stack_totals,
-            self.capacity_text,
+            *self.bars.animated,
             *self.log_bars,
             self.log_capacity,
             self.log_capacity_text,
@@ -1238,47 +1325,15 @@ class MemoryBudgetFigure(LiveFigure):
     def update(self, breakdowns, selected, capacity_bytes) -> None:
         """Draw ``breakdowns`` (one ``MemoryBreakdown`` per plan), plan ``selected`` chosen, against the capacity."""
         capacity = float(capacity_bytes)
-        top = 2 * capacity
-        if capacity != self._capacity_shown:  # a new device: the only rescale
-            self.stack_ax.set_ylim(0, top)
-            ticks = [t for t in MaxNLocator(nbins=4).tick_values(0, top) if 0 <= t <= top]
-            self.y_tick_marks.set_data([0.0] * len(ticks), ticks)
-            for index, label in enumerate(self.y_tick_labels):
-                label.set_visible(index < len(ticks))
-                if index < len(ticks):
-                    label.set_y(ticks[index])
-                    label.set_text(bytes_formatter(ticks[index], index))
-            self.capacity_line.set_ydata([capacity, capacity])
-            self.capacity_text.set_y(capacity)
-            self.capacity_text.set_text(f"capacity\n{units.format_bytes(capacity)}")
+        self.bars.update(breakdowns, capacity, selected)
+        if capacity != self._capacity_shown:
             self.log_capacity.set_xdata([capacity, capacity])
             self.log_capacity_text.set_x(capacity)
             self._capacity_shown = capacity
-        for index, (bars, breakdown) in enumerate(zip(self.stack_bars, breakdowns, strict=True)):
-            bottom = 0.0
-            for bar, field in zip(bars, MEMORY_COMPONENTS, strict=True):
-                height = float(getattr(breakdown, field))
-                bar.set_y(bottom)
-                bar.set_height(height)
-                bar.set_alpha(1.0 if index == selected else 0.4)
-                bottom += height
-            total = float(breakdown.total)
-            text = self.stack_totals[index]
-            label = units.format_bytes(total)
-            if total > 0.93 * top:  # above the axis: an arrow and the total
-                text.set_text("↑ " + label)
-                text.set_y(0.93 * top)
-            else:
-                text.set_text(label)
-                text.set_y(total + 0.01 * top)
-            text.set_color(COLORS["exposed"] if total > capacity else "black")
         chosen = breakdowns[selected]
         total = float(chosen.total)
-        self.stack_outline.set_x(selected - self.stack_outline.get_width() / 2)
-        self.stack_outline.set_height(min(total, top))
-
         low = self.log_bars[0].get_x()
-        values = [float(getattr(chosen, field)) for field in MEMORY_COMPONENTS] + [total]
+        values = [float(getattr(chosen, field)) for field in self.bars.components] + [total]
         for bar, value in zip(self.log_bars, values, strict=True):
             bar.set_width(max(value - low, 0.0))
 

@@ -31,6 +31,8 @@ COLORS = {
     "gradients": "#DD8452",
     "optimizer_state": "#55A868",
     "activations": "#C44E52",
+    "logits": "#8172B3",
+    "framework": "#937860",
     "compute": "#4C72B0",
     "forward": "#4C72B0",
     "backward": "#DD8452",
