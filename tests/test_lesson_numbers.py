@@ -1,10 +1,10 @@
-"""Every number in the prose of lessons 00–02 comes from the output beside it or is checked here (issue 15).
+"""Every number in the prose of the lessons comes from the output beside it or is checked here (issue 15).
 
 A quantity in a markdown cell (a number with a unit: "3.57 ms", "78.3 %", "201 GB/s") must appear, as written, in
 the stored outputs of its notebook. The few that cannot (figures quoted from a source, the answers of the exercises,
 which the learner computes) are listed in CHECKED, and each is worked out by a test below with ``course_lib``. The
 list is kept honest both ways: a listed quantity must still be in the prose, and a quantity that is neither printed
-nor listed fails. Lessons 03–05 join when their prose is made to follow their outputs.
+nor listed fails. Lesson 04 joins when its prose is made to follow its outputs.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from course_lib import collectives, compute, hardware, parallelism, units
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = (
-    r"(?:ms|µs|ns|s|B|kB|MB|GB|TB|KiB|MiB|GiB|GB/s|TB/s|Gb/s|Tb/s|TFLOP/s|PFLOP/s|EFLOP|GFLOP|TFLOP|FLOP/byte"
+    r"(?:ms|µs|ns|s|kB|MB|GB|TB|KiB|MiB|GiB|GB/s|TB/s|Gb/s|Tb/s|TFLOP/s|PFLOP/s|EFLOP|GFLOP|TFLOP|FLOP/byte"
     r"|FLOP|%|days)"
 )
-QUANTITY = re.compile(r"(?<![\w.$^{])(\d+(?:[.,]\d+)*)\s?" + UNIT + r"(?![\w/])")
+# Bytes print with a space ("8 B"); "175B" without one is a model's name (its parameter count), not a size.
+QUANTITY = re.compile(r"(?<![\w.$^{])(\d+(?:[.,]\d+)*)(?:\s?" + UNIT + r"|\sB)(?![\w/])")
 YEAR = re.compile(r"^(?:19|20)\d\ds$")  # "the 2010s"
 
 CHECKED = {
@@ -54,6 +55,25 @@ CHECKED = {
         "201 GB/s": "exercise 3",
         "42.7 ms": "exercise 3",
         "600 kB": "exercise 5",
+    },
+    "03_parallelism": {
+        "2.8 TB": "GPT-3's 16 bytes of model state per parameter: test_lesson_03_computed_figures",
+        "50 MB": "GPT-3's b·s·h × 2 bytes: test_lesson_03_computed_figures",
+        "30%": "quoted from ZeRO §3.2 (Rajbhandari et al. 2020)",
+        "70 %": "selective recomputation's saving for GPT-3: test_lesson_03_computed_figures",
+        "65 %": "Korthikanti et al.'s figure for MT-NLG; exercise 3 computes 65.3 %",
+        "2.7 %": "quoted from Korthikanti et al. 2022 (extra FLOPs of selective recomputation, GPT-3)",
+        "1.6 %": "quoted from Korthikanti et al. 2022 (extra FLOPs of selective recomputation, MT-NLG)",
+        "10 ms": "the timeline's chosen t_f, T_F = 10 * units.MS in the code",
+        "52 %": "Narayanan et al. 2021: 163 of the A100's 312 TFLOP/s, test_lesson_03_computed_figures",
+        "15 GB": "exercise 2",
+        "3.28 GB": "exercise 2",
+        "18.3 GB": "exercise 2",
+        "1.64 GB": "exercise 2",
+        "0.82 GB": "exercise 2",
+        "15.8 GB": "exercise 2",
+        "65.3 %": "exercise 3",
+        "4.4 %": "exercise 4",
     },
 }
 
@@ -134,3 +154,36 @@ def test_lesson_02_exercise_answers():
     assert units.format_time(8 * 2**30 / algbw) == "42.7 ms"
     swap = collectives.equal_time_payload_bytes("all_reduce", 8, 50e9, 5e-6, "recursive_doubling", "rabenseifner")
     assert units.format_bytes(swap) == "600 kB"
+
+
+def test_lesson_03_computed_figures():
+    gpt3 = parallelism.GPT3_175B
+    states = parallelism.zero_model_state_bytes(gpt3.params, 1, 0)
+    assert f"{states / 1e12:.1f} TB" == "2.8 TB"  # 16 bytes per parameter, replicated by plain data parallelism
+    assert round(2 * 2048 * gpt3.hidden / 1e6) == 50  # one b·s·h tensor of 2-byte activations, in MB
+    saving = 1 - activation_bytes(gpt3, recompute="selective") / activation_bytes(gpt3)
+    assert units.format_percent(saving, digits=2) == "70 %"
+    assert units.format_percent(163e12 / hardware.A100.peak("bf16"), digits=2) == "52 %"
+    _, _, code = prose_and_outputs("03_parallelism")
+    assert "T_F, T_B = 10 * units.MS, 20 * units.MS" in code
+
+
+def activation_bytes(model, recompute="none"):
+    return parallelism.activation_bytes_per_layer(model.seq_len, 1, model.hidden, model.heads, recompute=recompute)
+
+
+def test_lesson_03_exercise_answers():
+    psi = 7.5e9
+    assert units.format_bytes(2 * psi) == "15 GB"
+    answers = ((32, "3.28 GB", "18.3 GB"), (64, "1.64 GB", "16.6 GB"), (128, "820 MB", "15.8 GB"))
+    for data_parallel, sharded, total in answers:
+        assert units.format_bytes(14 * psi / data_parallel) == sharded  # the prose writes 820 MB as 0.82 GB
+        assert units.format_bytes(parallelism.zero_model_state_bytes(psi, data_parallel, 2)) == total
+    mt_nlg = parallelism.MT_NLG_530B
+    assert 5 * mt_nlg.heads * mt_nlg.seq_len / mt_nlg.hidden == 64
+    saving = 1 - activation_bytes(mt_nlg, recompute="selective") / activation_bytes(mt_nlg)
+    assert units.format_percent(saving) == "65.3 %" and units.format_percent(saving, digits=2) == "65 %"
+    assert parallelism.pipeline_bubble_fraction(8, 139) > 0.05 >= parallelism.pipeline_bubble_fraction(8, 140)
+    # interleaved m must be a multiple of p: 32 is not enough, 40 is the next one
+    assert parallelism.pipeline_bubble_fraction(8, 32, 4) > 0.05 >= parallelism.pipeline_bubble_fraction(8, 40, 4)
+    assert units.format_percent(parallelism.pipeline_bubble_fraction(8, 40, 4), digits=2) == "4.4 %"
