@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib import collectives, compute, hardware, parallelism, units
+from course_lib import collectives, compute, hardware, measure, parallelism, units
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = (
@@ -74,6 +74,12 @@ CHECKED = {
         "15.8 GB": "exercise 2",
         "65.3 %": "exercise 3",
         "4.4 %": "exercise 4",
+    },
+    "05_measure": {
+        "100 ms": "the recorded run's longest times: test_lesson_05_recorded_run",
+        "1 MB": "exercise 2's chosen cut-off, not a result",
+        "64 MB": "exercise 2's chosen cut-off, not a result",
+        "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_05_recorded_run",
     },
 }
 
@@ -187,3 +193,13 @@ def test_lesson_03_exercise_answers():
     # interleaved m must be a multiple of p: 32 is not enough, 40 is the next one
     assert parallelism.pipeline_bubble_fraction(8, 32, 4) > 0.05 >= parallelism.pipeline_bubble_fraction(8, 40, 4)
     assert units.format_percent(parallelism.pipeline_bubble_fraction(8, 40, 4), digits=2) == "4.4 %"
+
+
+def test_lesson_05_recorded_run():
+    recorded = measure.Measurements.from_csv(next((ROOT / "data" / "mpi").glob("*_all_reduce.csv")))
+    times = [row.median_s for row in recorded]
+    assert min(times) < 10e-6 and 100e-3 < max(times) < 1.0 and max(times) / min(times) > 1e4  # "over four decades"
+    ring = recorded.select(algorithm="ring")
+    at = {size: ring.select(size_bytes=size).rows[0].busbw_bytes_per_s for size in (2**20, 2**26)}
+    assert at[2**26] < at[2**20]  # "B measured at 64 MiB is lower than at 1 MiB"
+    assert hardware.NVLINK4.one_way_bytes_per_s_per_device() == pytest.approx(450e9)
