@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib import collectives, compute, hardware, measure, parallelism, units
+from course_lib import collectives, compute, hardware, measure, parallelism, units, validation
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = (
@@ -80,6 +80,11 @@ CHECKED = {
         "1 MB": "exercise 2's chosen cut-off, not a result",
         "64 MB": "exercise 2's chosen cut-off, not a result",
         "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_05_recorded_run",
+    },
+    "06_model_meets_measurements": {
+        "80 GB": "the H100's HBM: test_lesson_06_quoted_figures",
+        "989.5 TFLOP/s": "the Playbook's peak, validation.PLAYBOOK_PEAK_FLOPS_PER_S: test_lesson_06_quoted_figures",
+        "25 MB": "the calibration's gradient bucket (PyTorch DDP's default): test_lesson_06_quoted_figures",
     },
 }
 
@@ -203,3 +208,9 @@ def test_lesson_05_recorded_run():
     at = {size: ring.select(size_bytes=size).rows[0].busbw_bytes_per_s for size in (2**20, 2**26)}
     assert at[2**26] < at[2**20]  # "B measured at 64 MiB is lower than at 1 MiB"
     assert hardware.NVLINK4.one_way_bytes_per_s_per_device() == pytest.approx(450e9)
+
+
+def test_lesson_06_quoted_figures():
+    assert units.format_bytes(hardware.H100.hbm_capacity_bytes) == "80 GB"
+    assert validation.PLAYBOOK_PEAK_FLOPS_PER_S == 989.5e12
+    assert units.format_bytes(validation.PLAYBOOK_CALIBRATION.bucket_bytes) == "25 MB"
