@@ -9,13 +9,14 @@ nor listed fails. Lesson 04 joins when its prose is made to follow its outputs.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from course_lib import collectives, compute, hardware, measure, parallelism, units, validation
+from course_lib import budget, collectives, compute, hardware, measure, parallelism, units, validation
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = (
@@ -85,6 +86,29 @@ CHECKED = {
         "80 GB": "the H100's HBM: test_lesson_06_quoted_figures",
         "989.5 TFLOP/s": "the Playbook's peak, validation.PLAYBOOK_PEAK_FLOPS_PER_S: test_lesson_06_quoted_figures",
         "25 MB": "the calibration's gradient bucket (PyTorch DDP's default): test_lesson_06_quoted_figures",
+    },
+    "07_capstone": {
+        "10 %": "a hypothetical slowdown in the motivation, not a result",
+        "900 GB/s": "the DGX H100 datasheet's NVLink 4, hardware.NVLINK4: test_lesson_07_quoted_figures",
+        "400 Gb/s": "the DGX H100 datasheet's ConnectX-7, hardware.INFINIBAND_NDR_8X: test_lesson_07_quoted_figures",
+        "43 %": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_07_quoted_figures",
+        "430 TFLOP/s": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_07_quoted_figures",
+        "19 GB": "80 GB less the candidate's 61 GB: test_lesson_07_headroom",
+        "98 %": "the winner's 78.3 GB of 80 GB: test_lesson_07_headroom",
+        "11 %": "the recommended plan's worst case, 1.11×: test_lesson_07_headroom",
+        "17.5 GB": "80 GB less the recommended plan's 62.5 GB: test_lesson_07_headroom",
+        "7.72 GB": "exercise 1",
+        "50 %": "exercise 2's given scenario",
+        "63.4 s": "exercise 2",
+        "0.3 %": "exercise 2",
+        "68.4 s": "exercise 2",
+        "19.9 %": "exercise 3",
+        "44 s": "exercise 3",
+        "33.1 s": "exercise 4",
+        "51.6 s": "exercise 5",
+        "0.2 %": "exercise 5",
+        "128 GB": "exercise 5",
+        "16 GB": "exercise 5",
     },
 }
 
@@ -214,3 +238,68 @@ def test_lesson_06_quoted_figures():
     assert units.format_bytes(hardware.H100.hbm_capacity_bytes) == "80 GB"
     assert validation.PLAYBOOK_PEAK_FLOPS_PER_S == 989.5e12
     assert units.format_bytes(validation.PLAYBOOK_CALIBRATION.bucket_bytes) == "25 MB"
+
+
+# Lesson 07's setting: Llama 3 70B on eight DGX H100 nodes, the calibrated model, 512 sequences per step.
+CAPSTONE = dataclasses.replace(hardware.DGX_H100, nodes=8)
+CAL = validation.PLAYBOOK_CALIBRATION
+CANDIDATE = parallelism.ParallelPlan(
+    data_parallel=2, tensor_parallel=8, pipeline_parallel=4, zero_stage=1, grad_accum_steps=256,
+    sequence_parallel=True, attention="flash",
+)  # fmt: skip
+RECOMMENDED = parallelism.ParallelPlan(
+    data_parallel=4, tensor_parallel=2, pipeline_parallel=8, zero_stage=1, grad_accum_steps=128, virtual_stages=2,
+    schedule="interleaved", recompute="full", sequence_parallel=True, attention="flash",
+)  # fmt: skip
+WINNER = {"data_parallel": 16, "tensor_parallel": 4, "pipeline_parallel": 1, "zero_stage": 2, "micro_batch": 4}
+
+
+def test_lesson_07_quoted_figures():
+    assert hardware.NVLINK4.bandwidth_bytes_per_s == 900e9 and hardware.NVLINK4.direction == "two-way"
+    assert hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s == 8 * 400 * units.GBIT  # 8 adapters of 400 Gb/s
+    assert units.format_percent(430e12 / hardware.H100.peak("bf16"), digits=2) == "43 %"
+
+
+def test_lesson_07_headroom():
+    capacity = hardware.H100.hbm_capacity_bytes
+    candidate = parallelism.memory_breakdown(parallelism.LLAMA3_70B, CANDIDATE, calibration=CAL).total
+    assert units.format_bytes(candidate) == "61 GB" and units.format_bytes(capacity - candidate, digits=2) == "19 GB"
+    recommended = parallelism.memory_breakdown(parallelism.LLAMA3_70B, RECOMMENDED, calibration=CAL).total
+    assert units.format_bytes(recommended) == "62.5 GB" and units.format_bytes(capacity - recommended) == "17.5 GB"
+    _, outputs, _ = prose_and_outputs("07_capstone")
+    assert "memory 78.3 GB of 80 GB" in outputs and units.format_percent(78.3e9 / capacity, digits=2) == "98 %"
+    assert "1.11×  network at nominal" in outputs  # the recommended plan's worst case: 11 % slower
+
+
+def test_lesson_07_exercise_answers():
+    model = parallelism.LLAMA3_70B
+    in_flight = parallelism.pipeline_in_flight_microbatches(8, 128, "interleaved", 2)
+    by_hand = 2 * model.hidden / 2 * model.seq_len * 10 * in_flight
+    assert in_flight == 11.5 and units.format_bytes(by_hand) == "7.72 GB"
+    assert by_hand == pytest.approx(parallelism.memory_breakdown(model, RECOMMENDED, calibration=CAL).activations)
+    # 2: the network at 50 % of nominal
+    slow_network = dataclasses.replace(CAL, network_efficiency=0.5)
+    search = budget.search_plans(model, CAPSTONE, 512, calibration=slow_network, attention=("flash",))
+    best = search.row(0)["step_time_s"]
+    winner = search.row(search.find(**WINNER, grad_accum_steps=8, recompute="full", sequence_parallel=True))
+    assert units.format_time(best) == "63.4 s"
+    assert units.format_percent(winner["step_time_s"] / best - 1, digits=1) == "0.3 %"
+    assert units.format_time(budget.step_time(model, RECOMMENDED, CAPSTONE, calibration=slow_network).total_s) == (
+        "68.4 s"
+    )
+    # 3: the ideal model's exposed tensor-parallel share at η = 0.7, and the step at which it is a quarter
+    step = budget.step_time(model, CANDIDATE, CAPSTONE, compute_efficiency=0.7, calibration=None)
+    assert units.format_percent(step.exposed_s["tensor"] / step.total_s) == "19.9 %"
+    assert units.format_time(step.exposed_s["tensor"] / 0.25, digits=2) == "44 s"
+    # 4: 256 sequences per step
+    search = budget.search_plans(model, CAPSTONE, 256, calibration=CAL, attention=("flash",))
+    assert units.format_time(search.row(0)["step_time_s"]) == "33.1 s"
+    # 5: Llama 3 8B on one node
+    search = budget.search_plans(parallelism.LLAMA3_8B, hardware.DGX_H100, 512, calibration=CAL, attention=("flash",))
+    first, second = search.row(0)["step_time_s"], search.row(1)["step_time_s"]
+    assert units.format_time(first) == "51.6 s" and units.format_percent(second / first - 1, digits=1) == "0.2 %"
+    states = parallelism.zero_model_state_bytes(parallelism.LLAMA3_8B.params, 1, 0)
+    assert units.format_bytes(states) == "128 GB"
+    assert (
+        units.format_bytes(parallelism.zero_model_state_bytes(parallelism.LLAMA3_8B.params, 8, 3), digits=2) == "16 GB"
+    )
