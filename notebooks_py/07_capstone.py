@@ -686,7 +686,16 @@ plt.show()
 
 # %% [markdown]
 # The winner sits at the capacity line's edge; the recommended plan a few percent higher with room to its right.
-# Most plans are bound by exposed communication: on this cluster, every plan pays for the network somewhere.
+# What binds the plans that fit (the largest term of each step: compute, the bubble or exposed communication)?
+
+# %%
+bound = search.columns["binding_constraint"][search.feasible].tolist()
+print(", ".join(f"{bound.count(name):,} bound by {name}" for name in sorted(set(bound), key=bound.count, reverse=True)))
+print(f"the 20 fastest: {', '.join(sorted(set(search.columns['binding_constraint'][:20].tolist())))}")
+
+# %% [markdown]
+# Most plans are bound by exposed communication: on this cluster, every plan pays for the network somewhere. The
+# fastest ones are those where it stays smaller than the compute.
 #
 # ### Where the step goes: candidate, winner, recommended
 #
