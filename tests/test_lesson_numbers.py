@@ -110,11 +110,29 @@ CHECKED = {
         "128 GB": "exercise 5",
         "16 GB": "exercise 5",
     },
+    # Lab masters (their student versions carry the same prose; outputs are stored in the masters only). The answers
+    # to the explore questions come from moving the lab's controls: the tests below move them.
+    "labs/source/05_measure_collectives": {
+        "8 B": "the sweep's first size; the recorded sizes of question 1: test_lab_05_quoted_figures",
+        "20 %": "explore 1's given tolerance, not a result",
+        "64 MiB": "explore 3's given setting, not a result",
+        "512 KiB": "the last of question 1's recorded sizes: test_lab_05_quoted_figures",
+        "1 GiB": "question 2's row of the published nccl-tests log: test_lab_05_quoted_figures",
+        "4253.0 µs": "question 2's row of the published nccl-tests log: test_lab_05_quoted_figures",
+        "441.81 GB/s": "question 2's row of the published nccl-tests log: test_lab_05_quoted_figures",
+    },
+    "labs/source/06_partition_explorer": {
+        "200 Gb/s": "the default cluster's InfiniBand HDR adapters: test_lab_06_explore_answers",
+        "18.6 s": "explore 3",
+        "3.5 s": "explore 3",
+        "945 ms": "explore 3",
+    },
 }
 
 
 def prose_and_outputs(name):
-    notebook = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    """A lesson by name ("03_parallelism") or a lab master by its path ("labs/source/06_partition_explorer")."""
+    notebook = nbformat.read(ROOT / f"{name if '/' in name else 'notebooks/' + name}.ipynb", as_version=4)
     prose = [(index, cell.source) for index, cell in enumerate(notebook.cells) if cell.cell_type == "markdown"]
     outputs = "\n".join(
         output.get("text", "") + str(output.get("data", {}).get("text/plain", ""))
@@ -303,3 +321,28 @@ def test_lesson_07_exercise_answers():
     assert (
         units.format_bytes(parallelism.zero_model_state_bytes(parallelism.LLAMA3_8B.params, 8, 3), digits=2) == "16 GB"
     )
+
+
+def test_lab_05_quoted_figures():
+    _, _, code = prose_and_outputs("labs/source/05_measure_collectives")
+    assert "RECORDED_SIZES_BYTES = [8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288]" in code
+    assert units.format_bytes(524288, binary=True) == "512 KiB" and units.format_bytes(8) == "8 B"
+    log = (ROOT / "data" / "nccl_tests" / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(encoding="utf-8")
+    row = next(line.split() for line in log.splitlines() if "  1073741824  " in line)
+    assert row[6:9] == ["4253.0", "252.47", "441.81"]  # time (µs), algbw, busbw (GB/s)
+    assert units.format_bytes(2**30, binary=True) == "1 GiB"
+    busbw = collectives.busbw_bytes_per_s("all_reduce", 8, 2**30, 4253.0e-6)
+    assert busbw == pytest.approx(441.81e9, rel=1e-3)
+
+
+def test_lab_06_explore_answers():
+    from course_lib.widgets import partition_lab
+
+    lab = partition_lab()
+    assert units.format_time(lab.result["tensor_time_s"]) == "945 ms"  # the default's exposed tensor-parallel time
+    assert hardware.INFINIBAND_HDR_8X.bandwidth_bytes_per_s == 8 * 200 * units.GBIT and "HDR" in lab.result["cluster"]
+    lab.controls["tensor_parallel"].value = 16
+    lab.controls["pipeline_parallel"].value = 4
+    assert lab.result["devices"] == 64
+    assert units.format_time(lab.result["step_time_s"]) == "18.6 s"
+    assert units.format_time(lab.result["tensor_time_s"]) == "3.5 s"
