@@ -79,6 +79,7 @@ CHECKED = {
     },
     "05_measure": {
         "100 ms": "the recorded run's longest times: test_lesson_05_recorded_run",
+        "1 MiB": "only the live sweep prints it; the recorded run's B at 1 MiB: test_lesson_05_recorded_run",
         "1 MB": "exercise 2's chosen cut-off, not a result",
         "64 MB": "exercise 2's chosen cut-off, not a result",
         "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_05_recorded_run",
