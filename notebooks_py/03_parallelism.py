@@ -572,7 +572,7 @@ for label, mem in breakdowns.items():
 # by 8 (the activations by less: without sequence parallelism 10 of the 34 bytes per $sbh$ stay replicated), which
 # still leaves 405 GB. Adding 8 pipeline stages divides the states by 8 again, and then the *schedule* decides the
 # activations: GPipe stores all 64 micro-batches (445 GB), 1F1B only 8 (56 GB). Selective recomputation plus
-# sequence parallelism shrinks the activations to 10 GB and brings the plan under 80 GB; a data-parallel dimension
+# sequence parallelism shrinks the activations to 10.3 GB and brings the plan under 80 GB; a data-parallel dimension
 # with ZeRO-1 then spreads the optimizer state too, leaving room for a larger micro-batch.
 #
 # ### Communication volume per step
@@ -615,7 +615,7 @@ print(f"ZeRO-3 / plain data parallel: {stage3 / baseline:.2f} (ZeRO §7: 3Ψ aga
 #   not fall as the group grows, while each device's share of the compute does.
 # - **Pipeline parallel:** 101 MB per micro-batch is $bsh$ elements forward plus $bsh$ backward; combined with
 #   $t = 8$ the scatter/gather optimisation sends only $bsh/t$ across the stage boundary (805 MB per step for 64
-#   micro-batches instead of 6.4 GB).
+#   micro-batches instead of 6.44 GB).
 #
 # So data parallelism sends by far the most bytes per step (688 GB for DP 64, against 33.8 GB for TP 8), but in
 # one call per step that can overlap the backward pass. Tensor parallelism sends fewer bytes, in 192 small calls
@@ -683,7 +683,7 @@ for name, timeline in timelines.items():
 # %% [markdown]
 # GPipe and 1F1B take the same 330 ms for 240 ms of work per device: the same bubble, 3 idle slots out of 8, 37.5 %: 1F1B does not make the pipeline faster, it makes it
 # cheaper, holding the activations of 4 micro-batches instead of 8. Interleaving 2 chunks per device halves the
-# bubble to 18.75 % at the price of 5.5 micro-batches of activations and twice the stage-to-stage traffic. In every
+# bubble to 18.8 % at the price of 5.5 micro-batches of activations and twice the stage-to-stage traffic. In every
 # schedule the cure for the bubble is the same: many more micro-batches than stages, $m \gg p$.
 
 # %% [markdown]

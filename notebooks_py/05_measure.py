@@ -93,7 +93,7 @@ DATA = measure.DATA_DIR
 # with $n$ the latency-bearing steps and $Q$ the bytes on the critical path, both from
 # `collectives.collective_cost(op, p, S, algorithm)`: ring all-reduce $n = 2(p-1)$, $Q = 2\frac{p-1}{p}S$; recursive
 # doubling $n = \lg p$, $Q = S \lg p$. $T$ is linear in the two unknowns $\alpha$ and $1/B$, so a least-squares fit
-# finds them. Measured times span six decades (µs to 100 ms), so the fit minimises **relative** errors,
+# finds them. Measured times span over four decades (a few µs to over 100 ms), so the fit minimises **relative** errors,
 # $\sum_i \big((T_\text{model}(S_i) - T_i)/T_i\big)^2$: otherwise the largest sizes would decide everything and α
 # would be noise. The **crossover** $S^*$, where $n\alpha = Q/B$, separates latency-bound from bandwidth-bound sizes.
 #
@@ -120,7 +120,7 @@ DATA = measure.DATA_DIR
 # ### What a measurement assumes
 #
 # - The ranks here share one machine: "the network" is MPICH's shared-memory path, and $B$ is a memory-copy
-#   bandwidth, not a NIC's. Large buffers fall out of the caches, so $B$ measured at 64 MB is lower than at 1 MB:
+#   bandwidth, not a NIC's. Large buffers fall out of the caches, so $B$ measured at 64 MiB is lower than at 1 MiB:
 #   one $B$ is a summary, and the residuals show where it fails.
 # - Other programs share the cores: the spread (p10–p90) is part of the result.
 
@@ -129,7 +129,7 @@ DATA = measure.DATA_DIR
 #
 # ### Step 1 · Run a sweep, live
 #
-# Two ranks, all-reduce, every power of two from 8 B to 64 MB, MPICH's ring. The progress bar shows each size as it
+# Two ranks, all-reduce, every power of two from 8 B to 64 MiB, MPICH's ring. The progress bar shows each size as it
 # is done. (This cell's numbers change from run to run and machine to machine: nbval does not compare them. Step 2
 # does the same analysis on a run recorded for the course.)
 
@@ -167,7 +167,7 @@ for size in (8, 2**16, 2**26):
 # α is a few microseconds, the cost of one synchronised hand-off through shared memory; B is of the order of a GB/s,
 # a memory copy on a busy two-core machine, two orders of magnitude below NVLink. The crossover lands at some ten
 # kilobytes: below it the size barely matters, above it the time doubles with the size. The median relative
-# residual says how well one α and one B describe six decades of sizes; the 64 MiB row, far above its fit, says
+# residual says how well one α and one B describe seven decades of sizes; the 64 MiB row, far above its fit, says
 # where they fail (the buffers no longer fit in the caches).
 
 # %% [markdown]
@@ -345,8 +345,16 @@ print(*(str(w.message) for w in caught), sep="\n")
 print(crowded.to_text(), "\nranks_exceed_cores:", crowded.conditions["ranks_exceed_cores"])
 
 # %% [markdown]
-# - **One number.** The p10–p90 spread on a shared machine is often ±20 %; a difference between two algorithms
-#   smaller than the spread is not a finding.
+# - **One number.** The p10–p90 spread on a shared machine is wide. In the recorded ring run (medians over its sizes):
+
+# %%
+low = sorted(row.p10_s / row.median_s - 1 for row in ring)
+high = sorted(row.p90_s / row.median_s - 1 for row in ring)
+low, high = units.format_percent(low[len(low) // 2], digits=2), units.format_percent(high[len(high) // 2], digits=2)
+print(f"p10 {low} and p90 +{high} around the median (the median over {len(ring.rows)} sizes)")
+
+# %% [markdown]
+# A difference between two algorithms smaller than this spread is not a finding.
 
 # %% [markdown]
 # ## Self-check

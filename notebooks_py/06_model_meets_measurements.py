@@ -181,11 +181,11 @@ print(validation.figures_report(after))
 held = validation.validation_figures(after, HELD_OUT)
 
 # %% [markdown]
-# Calibration fixes memory: the median error on the held-out runs falls from over 40 % to about 10 %, and
-# "predicted to fit" agrees with "ran" in more than 90 % of them: the precision recipe (fp32 gradients), the logits
+# Calibration fixes memory: the median error on the held-out runs falls from 43.2 % to 10.6 %, and
+# "predicted to fit" agrees with "ran" in 92.6 % of them: the precision recipe (fp32 gradients), the logits
 # and a fixed framework memory were the missing terms, and none of them is specific to the 1B and 3B models. It
-# improves the ranking and the throughput, but not enough: the held-out rank correlation stays below 0.85 and the
-# MFU error above 100 %. The last line of each `by nodes` list says why: on one or two nodes the calibrated model
+# improves the ranking and the throughput, but not enough: the held-out rank correlation stays below 0.85 (0.72) and
+# the MFU error at 120 %. The last line of each `by nodes` list says why: on one or two nodes the calibrated model
 # is within a few percent of the measured MFU, and the further the runs spread over the network, the more it
 # overestimates them.
 #

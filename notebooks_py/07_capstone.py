@@ -164,9 +164,9 @@ print(
 )
 
 # %% [markdown]
-# The count matches the preset to the parameter and the published 70.6 B. Note the shares: the MLP holds 82 % of a
+# The count matches the preset to the parameter and the published 70.6 B. Note the shares: the MLP holds 82.4 % of a
 # layer's weights, and grouped-query attention makes K and V eight times narrower than Q. The two embeddings
-# (2.1 B parameters) are a small share of the model but sit whole on one pipeline stage each.
+# (2.1 billion parameters) are a small share of the model but sit whole on one pipeline stage each.
 #
 # ### Step 2 · The cluster
 #
@@ -404,7 +404,7 @@ print(
 
 # %% [markdown]
 # The two models' totals differ by 6 %, for different reasons. The calibrated one computes
-# faster (its big-GEMM efficiency is 80 %, and a layer's 2 TFLOP micro-batch reaches 70 % of peak) but adds a fixed
+# faster (its big-GEMM efficiency is 80 %, and a layer's 2.03 TFLOP micro-batch reaches 69.7 % of peak) but adds a fixed
 # 3.2 ms per layer and micro-batch: with 256 micro-batches of 20 layers that is 16.6 s per step, a quarter of the
 # compute. And its network runs at a fifth of nominal, so the data-parallel and pipeline transfers cost several
 # times more. Step 9 asks what happens when those fitted numbers are wrong for this cluster.
@@ -456,7 +456,7 @@ print(
 )
 
 # %% [markdown]
-# The winner wins mostly on compute (56 s against 64 s), and exposes less communication too (8.5 s against 12.4 s,
+# The winner wins mostly on compute (56 s against 64 s), and exposes less communication too (8.51 s against 12.4 s,
 # though more of it data-parallel). Three choices add up:
 #
 # - **Fewer, larger micro-batches.** $b = 4$ and $m = 8$ instead of $b = 1$ and $m = 256$ runs 640 layer-passes per
@@ -588,7 +588,7 @@ print(
 # ($m = 128$), full recomputation, sequence parallelism** (with or without sequence parallelism, equally). It is
 # never more than 11 % slower than the best plan of any scenario, while the calibrated winner is infinitely worse in
 # one (it does not fit). Its calibrated step time is 70.5 s (MFU 45.3 %), between 66.3 s and 84.4 s over the
-# scenarios, and it leaves 17 GB of HBM free. Why it is robust: its tensor group (2) and its data-parallel group (4,
+# scenarios, and it leaves 17.5 GB of HBM free. Why it is robust: its tensor group (2) and its data-parallel group (4,
 # $t = 2$ apart) together fill exactly one node, so all their traffic stays on NVLink and only the small pipeline
 # sends cross the network; the network's rate and the overlap hardly matter, and its memory has room.
 #
@@ -663,7 +663,7 @@ print(
 #   work (Llama 3 started there). Choose $B_\text{global}$ as a multiple of $d \cdot b$ (and of $d \cdot b \cdot p$
 #   when interleaving).
 # - **The sequence length** is set by the data and the context the model must handle; its cost is the attention's
-#   share (13 % of the FLOPs at 8,192, over a third at 32,768) and the activation memory per sequence, both linear
+#   share (13.4 % of the FLOPs at 8,192, over a third at 32,768) and the activation memory per sequence, both linear
 #   in $s$ per token. A longer sequence at the same tokens per step means fewer sequences: keep
 #   $B_\text{global} \cdot s$ fixed, not $B_\text{global}$.
 # - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster about seven years:
@@ -686,7 +686,16 @@ plt.show()
 
 # %% [markdown]
 # The winner sits at the capacity line's edge; the recommended plan a few percent higher with room to its right.
-# Most plans are bound by exposed communication: on this cluster, every plan pays for the network somewhere.
+# What binds the plans that fit (the largest term of each step: compute, the bubble or exposed communication)?
+
+# %%
+bound = search.columns["binding_constraint"][search.feasible].tolist()
+print(", ".join(f"{bound.count(name):,} bound by {name}" for name in sorted(set(bound), key=bound.count, reverse=True)))
+print(f"the 20 fastest: {', '.join(sorted(set(search.columns['binding_constraint'][:20].tolist())))}")
+
+# %% [markdown]
+# Most plans are bound by exposed communication: on this cluster, every plan pays for the network somewhere. The
+# fastest ones are those where it stays smaller than the compute.
 #
 # ### Where the step goes: candidate, winner, recommended
 #
@@ -815,16 +824,16 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## Summary
 #
-# - Start from the inputs: the model's real shape (70.55 B parameters, checked), the links per GPU (450 vs 50 GB/s),
+# - Start from the inputs: the model's real shape (70.55 billion parameters, checked), the links per GPU (450 vs 50 GB/s),
 #   the global batch and sequence length, each justified.
 # - A candidate by hand: memory term by term (fp32 gradient buffers, activations of the micro-batches in flight and
 #   the framework's memory count), transfers with payload, calls and link, the step from the dependency rule; then
 #   check it against the tools.
-# - The search's winner ($d = 16$, $t = 4$, ZeRO-2, $b = 4$, full recomputation: 64.5 s, MFU 49 %) wins by cutting
+# - The search's winner ($d = 16$, $t = 4$, ZeRO-2, $b = 4$, full recomputation: 64.5 s, MFU 49.4 %) wins by cutting
 #   fixed costs and the bubble, but sits at 98 % of HBM and loses its lead when the fixed cost, the overlap or the
 #   network differ from their fitted values.
 # - The plan with the best worst case ($d = 4$, $t = 2$, $p = 8$ interleaved, ZeRO-1, full recomputation: 70.5 s,
-#   MFU 45 %, 66–84 s over the scenarios) is never more than 11 % from the best, with 17 GB to spare.
+#   MFU 45.3 %, 66.3 s to 84.4 s over the scenarios) is never more than 11 % from the best, with 17.5 GB to spare.
 # - Before committing, measure the network across nodes, the fixed cost per layer, the slowdown under overlap and
 #   the peak memory; then rerun the search with the measured values.
 
@@ -862,7 +871,7 @@ quiz.MultipleChoice(
 #    $d = 4$, $t = 4$, $p = 4$ with four interleaved chunks, ZeRO-1, $b = 4$ (1.12×): with half the micro-batches the
 #    bubble of $p = 8$ doubles its share, and a shallower pipeline wins.
 # 5. Data parallelism with ZeRO-3 across the node: $d = 4$, $t = 2$ at 51.6 s, with $d = 8$, $t = 1$ 0.2 % behind,
-#    no recomputation. The 8 B model's 128 GB of model states sharded over 8 GPUs is 16 GB each, so every GPU keeps
+#    no recomputation. The 8B model's 128 GB of model states sharded over 8 GPUs is 16 GB each, so every GPU keeps
 #    whole GEMMs, and the parameter gathers and gradient reductions run on NVLink.
 #
 # </details>

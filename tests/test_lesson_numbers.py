@@ -1,28 +1,31 @@
-"""Every number in the prose of lessons 00–02 comes from the output beside it or is checked here (issue 15).
+"""Every number in the prose of the lessons comes from the output beside it or is checked here (issue 15).
 
 A quantity in a markdown cell (a number with a unit: "3.57 ms", "78.3 %", "201 GB/s") must appear, as written, in
 the stored outputs of its notebook. The few that cannot (figures quoted from a source, the answers of the exercises,
 which the learner computes) are listed in CHECKED, and each is worked out by a test below with ``course_lib``. The
 list is kept honest both ways: a listed quantity must still be in the prose, and a quantity that is neither printed
-nor listed fails. Lessons 03–05 join when their prose is made to follow their outputs.
+nor listed fails. Lesson 04 joins when its prose is made to follow its outputs. The masters of labs 5–7 follow the
+same rule; the answers to their explore questions are checked by moving the lab's controls.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from course_lib import collectives, compute, hardware, parallelism, units
+from course_lib import budget, collectives, compute, hardware, measure, parallelism, units, validation
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = (
-    r"(?:ms|µs|ns|s|B|kB|MB|GB|TB|KiB|MiB|GiB|GB/s|TB/s|Gb/s|Tb/s|TFLOP/s|PFLOP/s|EFLOP|GFLOP|TFLOP|FLOP/byte"
+    r"(?:ms|µs|ns|s|kB|MB|GB|TB|KiB|MiB|GiB|GB/s|TB/s|Gb/s|Tb/s|TFLOP/s|PFLOP/s|EFLOP|GFLOP|TFLOP|FLOP/byte"
     r"|FLOP|%|days)"
 )
-QUANTITY = re.compile(r"(?<![\w.$^{])(\d+(?:[.,]\d+)*)\s?" + UNIT + r"(?![\w/])")
+# Bytes print with a space ("8 B"); "175B" without one is a model's name (its parameter count), not a size.
+QUANTITY = re.compile(r"(?<![\w.$^{])(\d+(?:[.,]\d+)*)(?:\s?" + UNIT + r"|\sB)(?![\w/])")
 YEAR = re.compile(r"^(?:19|20)\d\ds$")  # "the 2010s"
 
 CHECKED = {
@@ -55,11 +58,113 @@ CHECKED = {
         "42.7 ms": "exercise 3",
         "600 kB": "exercise 5",
     },
+    "03_parallelism": {
+        "2.8 TB": "GPT-3's 16 bytes of model state per parameter: test_lesson_03_computed_figures",
+        "50 MB": "GPT-3's b·s·h × 2 bytes: test_lesson_03_computed_figures",
+        "30%": "quoted from ZeRO §3.2 (Rajbhandari et al. 2020)",
+        "70 %": "selective recomputation's saving for GPT-3: test_lesson_03_computed_figures",
+        "65 %": "Korthikanti et al.'s figure for MT-NLG; exercise 3 computes 65.3 %",
+        "2.7 %": "quoted from Korthikanti et al. 2022 (extra FLOPs of selective recomputation, GPT-3)",
+        "1.6 %": "quoted from Korthikanti et al. 2022 (extra FLOPs of selective recomputation, MT-NLG)",
+        "10 ms": "the timeline's chosen t_f, T_F = 10 * units.MS in the code",
+        "52 %": "Narayanan et al. 2021: 163 of the A100's 312 TFLOP/s, test_lesson_03_computed_figures",
+        "15 GB": "exercise 2",
+        "3.28 GB": "exercise 2",
+        "18.3 GB": "exercise 2",
+        "1.64 GB": "exercise 2",
+        "0.82 GB": "exercise 2",
+        "15.8 GB": "exercise 2",
+        "65.3 %": "exercise 3",
+        "4.4 %": "exercise 4",
+    },
+    "05_measure": {
+        "100 ms": "the recorded run's longest times: test_lesson_05_recorded_run",
+        "1 MiB": "only the live sweep prints it; the recorded run's B at 1 MiB: test_lesson_05_recorded_run",
+        "1 MB": "exercise 2's chosen cut-off, not a result",
+        "64 MB": "exercise 2's chosen cut-off, not a result",
+        "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_05_recorded_run",
+    },
+    "06_model_meets_measurements": {
+        "80 GB": "the H100's HBM: test_lesson_06_quoted_figures",
+        "989.5 TFLOP/s": "the Playbook's peak, validation.PLAYBOOK_PEAK_FLOPS_PER_S: test_lesson_06_quoted_figures",
+        "25 MB": "the calibration's gradient bucket (PyTorch DDP's default): test_lesson_06_quoted_figures",
+    },
+    "07_capstone": {
+        "10 %": "a hypothetical slowdown in the motivation, not a result",
+        "900 GB/s": "the DGX H100 datasheet's NVLink 4, hardware.NVLINK4: test_lesson_07_quoted_figures",
+        "400 Gb/s": "the DGX H100 datasheet's ConnectX-7, hardware.INFINIBAND_NDR_8X: test_lesson_07_quoted_figures",
+        "43 %": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_07_quoted_figures",
+        "430 TFLOP/s": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_07_quoted_figures",
+        "19 GB": "80 GB less the candidate's 61 GB: test_lesson_07_headroom",
+        "98 %": "the winner's 78.3 GB of 80 GB: test_lesson_07_headroom",
+        "11 %": "the recommended plan's worst case, 1.11×: test_lesson_07_headroom",
+        "17.5 GB": "80 GB less the recommended plan's 62.5 GB: test_lesson_07_headroom",
+        "7.72 GB": "exercise 1",
+        "50 %": "exercise 2's given scenario",
+        "63.4 s": "exercise 2",
+        "0.3 %": "exercise 2",
+        "68.4 s": "exercise 2",
+        "19.9 %": "exercise 3",
+        "44 s": "exercise 3",
+        "33.1 s": "exercise 4",
+        "51.6 s": "exercise 5",
+        "0.2 %": "exercise 5",
+        "128 GB": "exercise 5",
+        "16 GB": "exercise 5",
+    },
+    # Lab masters (their student versions carry the same prose; outputs are stored in the masters only). The answers
+    # to the explore questions come from moving the lab's controls: the tests below move them.
+    "labs/source/05_measure_collectives": {
+        "8 B": "the sweep's first size; the recorded sizes of question 1: test_lab_05_quoted_figures",
+        "20 %": "explore 1's given tolerance, not a result",
+        "64 MiB": "explore 3's given setting, not a result",
+        "512 KiB": "the last of question 1's recorded sizes: test_lab_05_quoted_figures",
+        "1 GiB": "question 2's row of the published nccl-tests log: test_lab_05_quoted_figures",
+        "4253.0 µs": "question 2's row of the published nccl-tests log: test_lab_05_quoted_figures",
+        "441.81 GB/s": "question 2's row of the published nccl-tests log: test_lab_05_quoted_figures",
+    },
+    "labs/source/06_partition_explorer": {
+        "200 Gb/s": "the default cluster's InfiniBand HDR adapters: test_lab_06_explore_answers",
+        "18.6 s": "explore 3",
+        "3.5 s": "explore 3",
+        "945 ms": "explore 3",
+    },
+    "labs/source/07_serving": {
+        "80 GB": "the H100's HBM: test_lab_07_explore_answers",
+        "5 µs": "InfiniBand's α, hardware.INFINIBAND_NDR_8X: test_lab_07_explore_answers",
+        "291 ms": "explore 1",
+        "85.8 ms": "explore 1",
+        "5.19 ms": "explore 1",
+        "2.24 ms": "explore 1",
+        "3.15 s": "explore 1",
+        "8.33 ms": "explore 1",
+        "9.08 ms": "explore 2",
+        "14 ms": "explore 2",
+        "18.9 ms": "explore 2",
+        "46.7 ms": "explore 2",
+        "16 ms": "explore 2",
+        "4.72 MB": "explore 3",
+        "328 kB": "explore 3",
+        "11.4 ms": "explore 4",
+        "7.45 ms": "explore 2 and 4",
+        "6.52 ms": "explore 4",
+        "8.45 ms": "explore 4",
+        "14.2 ms": "explore 4",
+        "1.37 ms": "explore 4",
+        "7.04 ms": "explore 4",
+        "7.65 ms": "explore 5",
+        "344 GB": "explore 6",
+        "43 GB": "explore 6",
+        "93.1 s": "explore 6",
+        "20.4 ms": "explore 6",
+        "12.8 ms": "explore 6",
+    },
 }
 
 
 def prose_and_outputs(name):
-    notebook = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    """A lesson by name ("03_parallelism") or a lab master by its path ("labs/source/06_partition_explorer")."""
+    notebook = nbformat.read(ROOT / f"{name if '/' in name else 'notebooks/' + name}.ipynb", as_version=4)
     prose = [(index, cell.source) for index, cell in enumerate(notebook.cells) if cell.cell_type == "markdown"]
     outputs = "\n".join(
         output.get("text", "") + str(output.get("data", {}).get("text/plain", ""))
@@ -134,3 +239,198 @@ def test_lesson_02_exercise_answers():
     assert units.format_time(8 * 2**30 / algbw) == "42.7 ms"
     swap = collectives.equal_time_payload_bytes("all_reduce", 8, 50e9, 5e-6, "recursive_doubling", "rabenseifner")
     assert units.format_bytes(swap) == "600 kB"
+
+
+def test_lesson_03_computed_figures():
+    gpt3 = parallelism.GPT3_175B
+    states = parallelism.zero_model_state_bytes(gpt3.params, 1, 0)
+    assert f"{states / 1e12:.1f} TB" == "2.8 TB"  # 16 bytes per parameter, replicated by plain data parallelism
+    assert round(2 * 2048 * gpt3.hidden / 1e6) == 50  # one b·s·h tensor of 2-byte activations, in MB
+    saving = 1 - activation_bytes(gpt3, recompute="selective") / activation_bytes(gpt3)
+    assert units.format_percent(saving, digits=2) == "70 %"
+    assert units.format_percent(163e12 / hardware.A100.peak("bf16"), digits=2) == "52 %"
+    _, _, code = prose_and_outputs("03_parallelism")
+    assert "T_F, T_B = 10 * units.MS, 20 * units.MS" in code
+
+
+def activation_bytes(model, recompute="none"):
+    return parallelism.activation_bytes_per_layer(model.seq_len, 1, model.hidden, model.heads, recompute=recompute)
+
+
+def test_lesson_03_exercise_answers():
+    psi = 7.5e9
+    assert units.format_bytes(2 * psi) == "15 GB"
+    answers = ((32, "3.28 GB", "18.3 GB"), (64, "1.64 GB", "16.6 GB"), (128, "820 MB", "15.8 GB"))
+    for data_parallel, sharded, total in answers:
+        assert units.format_bytes(14 * psi / data_parallel) == sharded  # the prose writes 820 MB as 0.82 GB
+        assert units.format_bytes(parallelism.zero_model_state_bytes(psi, data_parallel, 2)) == total
+    mt_nlg = parallelism.MT_NLG_530B
+    assert 5 * mt_nlg.heads * mt_nlg.seq_len / mt_nlg.hidden == 64
+    saving = 1 - activation_bytes(mt_nlg, recompute="selective") / activation_bytes(mt_nlg)
+    assert units.format_percent(saving) == "65.3 %" and units.format_percent(saving, digits=2) == "65 %"
+    assert parallelism.pipeline_bubble_fraction(8, 139) > 0.05 >= parallelism.pipeline_bubble_fraction(8, 140)
+    # interleaved m must be a multiple of p: 32 is not enough, 40 is the next one
+    assert parallelism.pipeline_bubble_fraction(8, 32, 4) > 0.05 >= parallelism.pipeline_bubble_fraction(8, 40, 4)
+    assert units.format_percent(parallelism.pipeline_bubble_fraction(8, 40, 4), digits=2) == "4.4 %"
+
+
+def test_lesson_05_recorded_run():
+    recorded = measure.Measurements.from_csv(next((ROOT / "data" / "mpi").glob("*_all_reduce.csv")))
+    times = [row.median_s for row in recorded]
+    assert min(times) < 10e-6 and 100e-3 < max(times) < 1.0 and max(times) / min(times) > 1e4  # "over four decades"
+    ring = recorded.select(algorithm="ring")
+    at = {size: ring.select(size_bytes=size).rows[0].busbw_bytes_per_s for size in (2**20, 2**26)}
+    assert at[2**26] < at[2**20]  # "B measured at 64 MiB is lower than at 1 MiB"
+    assert hardware.NVLINK4.one_way_bytes_per_s_per_device() == pytest.approx(450e9)
+
+
+def test_lesson_06_quoted_figures():
+    assert units.format_bytes(hardware.H100.hbm_capacity_bytes) == "80 GB"
+    assert validation.PLAYBOOK_PEAK_FLOPS_PER_S == 989.5e12
+    assert units.format_bytes(validation.PLAYBOOK_CALIBRATION.bucket_bytes) == "25 MB"
+
+
+# Lesson 07's setting: Llama 3 70B on eight DGX H100 nodes, the calibrated model, 512 sequences per step.
+CAPSTONE = dataclasses.replace(hardware.DGX_H100, nodes=8)
+CAL = validation.PLAYBOOK_CALIBRATION
+CANDIDATE = parallelism.ParallelPlan(
+    data_parallel=2, tensor_parallel=8, pipeline_parallel=4, zero_stage=1, grad_accum_steps=256,
+    sequence_parallel=True, attention="flash",
+)  # fmt: skip
+RECOMMENDED = parallelism.ParallelPlan(
+    data_parallel=4, tensor_parallel=2, pipeline_parallel=8, zero_stage=1, grad_accum_steps=128, virtual_stages=2,
+    schedule="interleaved", recompute="full", sequence_parallel=True, attention="flash",
+)  # fmt: skip
+WINNER = {"data_parallel": 16, "tensor_parallel": 4, "pipeline_parallel": 1, "zero_stage": 2, "micro_batch": 4}
+
+
+def test_lesson_07_quoted_figures():
+    assert hardware.NVLINK4.bandwidth_bytes_per_s == 900e9 and hardware.NVLINK4.direction == "two-way"
+    assert hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s == 8 * 400 * units.GBIT  # 8 adapters of 400 Gb/s
+    assert units.format_percent(430e12 / hardware.H100.peak("bf16"), digits=2) == "43 %"
+
+
+def test_lesson_07_headroom():
+    capacity = hardware.H100.hbm_capacity_bytes
+    candidate = parallelism.memory_breakdown(parallelism.LLAMA3_70B, CANDIDATE, calibration=CAL).total
+    assert units.format_bytes(candidate) == "61 GB" and units.format_bytes(capacity - candidate, digits=2) == "19 GB"
+    recommended = parallelism.memory_breakdown(parallelism.LLAMA3_70B, RECOMMENDED, calibration=CAL).total
+    assert units.format_bytes(recommended) == "62.5 GB" and units.format_bytes(capacity - recommended) == "17.5 GB"
+    _, outputs, _ = prose_and_outputs("07_capstone")
+    assert "memory 78.3 GB of 80 GB" in outputs and units.format_percent(78.3e9 / capacity, digits=2) == "98 %"
+    assert "1.11×  network at nominal" in outputs  # the recommended plan's worst case: 11 % slower
+
+
+def test_lesson_07_exercise_answers():
+    model = parallelism.LLAMA3_70B
+    in_flight = parallelism.pipeline_in_flight_microbatches(8, 128, "interleaved", 2)
+    by_hand = 2 * model.hidden / 2 * model.seq_len * 10 * in_flight
+    assert in_flight == 11.5 and units.format_bytes(by_hand) == "7.72 GB"
+    assert by_hand == pytest.approx(parallelism.memory_breakdown(model, RECOMMENDED, calibration=CAL).activations)
+    # 2: the network at 50 % of nominal
+    slow_network = dataclasses.replace(CAL, network_efficiency=0.5)
+    search = budget.search_plans(model, CAPSTONE, 512, calibration=slow_network, attention=("flash",))
+    best = search.row(0)["step_time_s"]
+    winner = search.row(search.find(**WINNER, grad_accum_steps=8, recompute="full", sequence_parallel=True))
+    assert units.format_time(best) == "63.4 s"
+    assert units.format_percent(winner["step_time_s"] / best - 1, digits=1) == "0.3 %"
+    assert units.format_time(budget.step_time(model, RECOMMENDED, CAPSTONE, calibration=slow_network).total_s) == (
+        "68.4 s"
+    )
+    # 3: the ideal model's exposed tensor-parallel share at η = 0.7, and the step at which it is a quarter
+    step = budget.step_time(model, CANDIDATE, CAPSTONE, compute_efficiency=0.7, calibration=None)
+    assert units.format_percent(step.exposed_s["tensor"] / step.total_s) == "19.9 %"
+    assert units.format_time(step.exposed_s["tensor"] / 0.25, digits=2) == "44 s"
+    # 4: 256 sequences per step
+    search = budget.search_plans(model, CAPSTONE, 256, calibration=CAL, attention=("flash",))
+    assert units.format_time(search.row(0)["step_time_s"]) == "33.1 s"
+    # 5: Llama 3 8B on one node
+    search = budget.search_plans(parallelism.LLAMA3_8B, hardware.DGX_H100, 512, calibration=CAL, attention=("flash",))
+    first, second = search.row(0)["step_time_s"], search.row(1)["step_time_s"]
+    assert units.format_time(first) == "51.6 s" and units.format_percent(second / first - 1, digits=1) == "0.2 %"
+    states = parallelism.zero_model_state_bytes(parallelism.LLAMA3_8B.params, 1, 0)
+    assert units.format_bytes(states) == "128 GB"
+    assert (
+        units.format_bytes(parallelism.zero_model_state_bytes(parallelism.LLAMA3_8B.params, 8, 3), digits=2) == "16 GB"
+    )
+
+
+def test_lab_05_quoted_figures():
+    _, _, code = prose_and_outputs("labs/source/05_measure_collectives")
+    assert "RECORDED_SIZES_BYTES = [8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288]" in code
+    assert units.format_bytes(524288, binary=True) == "512 KiB" and units.format_bytes(8) == "8 B"
+    log = (ROOT / "data" / "nccl_tests" / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(encoding="utf-8")
+    row = next(line.split() for line in log.splitlines() if "  1073741824  " in line)
+    assert row[6:9] == ["4253.0", "252.47", "441.81"]  # time (µs), algbw, busbw (GB/s)
+    assert units.format_bytes(2**30, binary=True) == "1 GiB"
+    busbw = collectives.busbw_bytes_per_s("all_reduce", 8, 2**30, 4253.0e-6)
+    assert busbw == pytest.approx(441.81e9, rel=1e-3)
+
+
+def test_lab_06_explore_answers():
+    from course_lib.widgets import partition_lab
+
+    lab = partition_lab()
+    assert units.format_time(lab.result["tensor_time_s"]) == "945 ms"  # the default's exposed tensor-parallel time
+    assert hardware.INFINIBAND_HDR_8X.bandwidth_bytes_per_s == 8 * 200 * units.GBIT and "HDR" in lab.result["cluster"]
+    lab.controls["tensor_parallel"].value = 16
+    lab.controls["pipeline_parallel"].value = 4
+    assert lab.result["devices"] == 64
+    assert units.format_time(lab.result["step_time_s"]) == "18.6 s"
+    assert units.format_time(lab.result["tensor_time_s"]) == "3.5 s"
+
+
+def test_lab_07_explore_answers():
+    from course_lib.widgets import serving_lab
+
+    def serve(**settings):  # the lab at its defaults, then the controls moved as the question says
+        lab = serving_lab()
+        for name, value in settings.items():
+            lab.controls[name].value = value
+        return lab.result
+
+    def ms(r, key):
+        return units.format_time(r[key])
+
+    default = serve()
+    assert units.format_bytes(default["capacity_bytes"]) == "80 GB"
+    assert units.format_time(hardware.INFINIBAND_NDR_8X.latency_s) == "5 µs"
+    # 1: prefill against decode, then 8192-token prompts
+    assert (ms(default, "prefill_compute_s"), ms(default, "prefill_all_reduce_s")) == ("291 ms", "85.8 ms")
+    assert (ms(default, "weight_read_s"), ms(default, "all_reduce_latency_s")) == ("5.19 ms", "2.24 ms")
+    long_prompt = serve(prompt_len=8192)
+    assert (ms(long_prompt, "time_to_first_token_s"), ms(long_prompt, "time_per_output_token_s")) == (
+        "3.15 s",
+        "8.33 ms",
+    )
+    # 2: batching
+    assert ms(serve(sequences=64), "time_per_output_token_s") == "9.08 ms"
+    assert ms(serve(sequences=256), "time_per_output_token_s") == "14 ms" and serve(sequences=256)["bound"] == "memory"
+    at_384 = serve(sequences=384)
+    assert ms(at_384, "time_per_output_token_s") == "18.9 ms" and at_384["bound"] == "compute"
+    at_1024 = serve(sequences=1024)
+    assert (ms(at_1024, "time_per_output_token_s"), ms(at_1024, "kv_read_s")) == ("46.7 ms", "16 ms")
+    # 3: grouped-query attention against GPT-3's full multi-head cache
+    gpt3 = serve(model="GPT-3 175B")
+    assert units.format_bytes(gpt3["kv_cache_bytes_per_sequence_token"]) == "4.72 MB"
+    assert units.format_bytes(default["kv_cache_bytes_per_sequence_token"]) == "328 kB"
+    # 4: the tensor-parallel degree at batch 1
+    times = {t: ms(serve(sequences=1, tensor_parallel=t), "time_per_output_token_s") for t in (4, 8, 16, 32, 64)}
+    assert times == {4: "11.4 ms", 8: "7.45 ms", 16: "6.52 ms", 32: "8.45 ms", 64: "14.2 ms"}
+    for t, weights, latency in ((16, "2.64 ms", "3.84 ms"), (32, "1.37 ms", "7.04 ms")):  # beyond the optimum
+        r = serve(sequences=1, tensor_parallel=t)
+        assert (ms(r, "weight_read_s"), ms(r, "all_reduce_latency_s")) == (weights, latency)
+    # 5: a pipeline of 4 stages
+    assert ms(serve(pipeline_parallel=4), "time_per_output_token_s") == "7.65 ms"
+    # the answers' unitless counts: tokens/s per GPU, the ridge point and the sequences that fit
+    rates = {b: units.format_count(serve(sequences=b)["tokens_per_s_per_device"]) for b in (1, 64, 384, 1024)}
+    assert rates == {1: "16.8", 64: "881", 384: "2540", 1024: "2740"}, rates
+    assert round(default["compute_bound_sequences"]) == 295 and default["max_sequences"] == 1187
+    assert gpt3["max_sequences"] == 48 and serve(prompt_len=131072)["max_sequences"] == 11
+    assert units.format_count(serve(pipeline_parallel=4)["tokens_per_s_per_device"]) == "32.7"
+    # 6: 131,072-token prompts
+    longest = serve(prompt_len=131072)
+    assert units.format_bytes(longest["kv_cache_bytes"]) == "344 GB"
+    assert units.format_bytes(longest["kv_cache_bytes_per_device"]) == "43 GB"
+    assert (ms(longest, "time_to_first_token_s"), ms(longest, "time_per_output_token_s")) == ("93.1 s", "20.4 ms")
+    assert (ms(longest, "kv_read_s"), ms(longest, "weight_read_s")) == ("12.8 ms", "5.19 ms")

@@ -509,13 +509,34 @@ def test_saving_in_jupyterlab_writes_the_twin_where_the_configs_say(tmp_path):
 
 
 # The course's internal spec (its two concept cards) stays out of what a learner reads: the word "card" and the
-# spec's field names (issue 15). Lessons 00–02, lab 1 (master and student version) and the README so far; the other
-# lessons and labs join as they are cleaned.
+# spec's field names (issue 15). Every lesson, every lab (master and student version) and the README.
 CARD_WORDS = re.compile(r"\bcards?\b|learningObjective|whyAI|engineeringExample|evidenceNotes|labScope", re.IGNORECASE)
 CARD_FREE = [
     *(ROOT / "notebooks" / f"{name}.ipynb" for name in ("00_course_map", "01_mac", "02_nccl")),
     ROOT / "labs" / "source" / "01_ring_allreduce.ipynb",
     ROOT / "labs" / "01_ring_allreduce.ipynb",
+    *(
+        ROOT / "notebooks" / f"{name}.ipynb"
+        for name in (
+            "03_parallelism",
+            "04_communication_budget",
+            "05_measure",
+            "06_model_meets_measurements",
+            "07_capstone",
+        )
+    ),
+    *(
+        ROOT / folder / f"{name}.ipynb"
+        for folder in ("labs/source", "labs")
+        for name in (
+            "02_global_batch",
+            "03_memory_budget",
+            "04_pipeline_schedule",
+            "05_measure_collectives",
+            "06_partition_explorer",
+            "07_serving",
+        )
+    ),
     ROOT / "README.md",
 ]
 
