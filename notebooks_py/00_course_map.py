@@ -53,10 +53,11 @@ plt.show()
 # | [06 · Check the model against measurements](06_model_meets_measurements.ipynb) | replay 1,758 measured runs through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05 |
 # | [07 · Plan a real run](07_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand and with the search, test how robust the plan is, say what to measure first | 04–06 |
 #
-# **Labs.** Five widget labs practise the lessons with sliders: [the ring all-reduce](../labs/01_ring_allreduce.ipynb)
+# **Labs.** Seven widget labs practise the lessons with sliders: [the ring all-reduce](../labs/01_ring_allreduce.ipynb)
 # (after 02), [the global batch](../labs/02_global_batch.ipynb), [the memory budget](../labs/03_memory_budget.ipynb)
-# and [the pipeline schedule](../labs/04_pipeline_schedule.ipynb) (after 03), and
-# [measuring collectives](../labs/05_measure_collectives.ipynb) (after 05). Each has guided questions to explore,
+# and [the pipeline schedule](../labs/04_pipeline_schedule.ipynb) (after 03),
+# [the partition explorer](../labs/06_partition_explorer.ipynb) and [serving](../labs/07_serving.ipynb) (after 04),
+# and [measuring collectives](../labs/05_measure_collectives.ipynb) (after 05). Each has guided questions to explore,
 # with their answers, then 3 or 4 graded questions that ask you to derive the lab's model yourself: write your
 # answer where you see `...` and run the `grader.check("q1")` cell below it for immediate feedback.
 

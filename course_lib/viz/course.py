@@ -40,6 +40,7 @@ LABS = (
     ("Lab: pipeline schedule", "03_parallelism"),
     ("Lab: measure collectives", "05_measure"),
     ("Lab: partition explorer", "04_communication_budget"),
+    ("Lab: serving", "04_communication_budget"),
 )
 
 
@@ -52,7 +53,7 @@ def plot_course_map(ax=None):
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
     ax = axes_or_new(ax, figsize=(11, 4.2))
-    width, height, gap = 2.3, 0.9, 0.35
+    width, height, gap = 2.4, 0.9, 0.25
     centre = {}
     for index, (stem, title, _) in enumerate(LESSONS):
         x = index * (width + gap)
@@ -70,7 +71,7 @@ def plot_course_map(ax=None):
         # The subtitle wraps so that a box stays readable however many lessons share the figure's width.
         heading, *subtitle = title.splitlines()
         text = "\n".join([heading, *textwrap.wrap(" ".join(subtitle), 18, break_on_hyphens=False)])
-        ax.text(x + width / 2, 1.4 + height / 2, text, ha="center", va="center", fontsize=9)
+        ax.text(x + width / 2, 1.4 + height / 2, text, ha="center", va="center", fontsize=8.5)
         centre[stem] = x + width / 2
     for stem, _, prerequisites in LESSONS:
         if prerequisites:  # draw only the direct chain; the later lessons also build on everything before
