@@ -459,12 +459,15 @@ class PartialRedraw:
         ]
         under = self._layer(index, "background", background)
         over = self._layer(index, "rest", rest)
-        pixels = under.astype(np.float32)
+        pixels = under.copy()
         for layer in (*layers, over):
-            alpha = layer[..., 3:4].astype(np.float32) / 255.0
-            pixels[..., :3] += (layer[..., :3] - pixels[..., :3]) * alpha
-            pixels[..., 3:] += (255.0 - pixels[..., 3:]) * alpha
-        return (*self._columns(index), np.rint(pixels).astype(np.uint8))
+            drawn = layer[..., 3] > 0  # a layer covers a few per cent of its strip: blend only those pixels
+            source, target = layer[drawn].astype(np.float32), pixels[drawn].astype(np.float32)
+            alpha = source[:, 3:] / 255.0
+            target[:, :3] += (source[:, :3] - target[:, :3]) * alpha
+            target[:, 3:] += (255.0 - target[:, 3:]) * alpha
+            pixels[drawn] = np.rint(target)
+        return (*self._columns(index), pixels)
 
     def _set_panel_state(self, index: int, example) -> None:
         panel = self.panels[index]
