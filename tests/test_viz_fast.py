@@ -109,3 +109,12 @@ def test_a_panel_with_static_artists_under_its_grid_is_drawn_whole():
     assert not isinstance(redraw.backgrounds[0, 1.0], tuple)  # a copied region, not a composite
     redraw.set_static_state(2.0)
     assert_same_as_savefig(figure, redraw.png())
+
+
+def test_a_second_figure_drawing_nothing_new_renders():
+    """A second figure of the same owner finds every picture cached (its canvas never drew) and still renders."""
+    limits = ((1, 1e3, 1e-4, 1e-1), 0.5)
+    for _ in range(2):
+        figure, redraw, _line = build("test-layered-second")
+        redraw.set_static_state(limits)
+        assert_same_as_savefig(figure, redraw.png())

@@ -491,7 +491,7 @@ class PartialRedraw:
             picture = self.backgrounds[index, key]
             if isinstance(picture, tuple):  # a layered panel's composite: (x0, x1, RGBA rows)
                 x0, x1, pixels = picture
-                np.asarray(canvas.buffer_rgba())[:, x0:x1] = pixels
+                np.asarray(canvas.get_renderer().buffer_rgba())[:, x0:x1] = pixels  # (made if nothing drew yet)
             else:
                 canvas.restore_region(picture)
         renderer = canvas.get_renderer()

@@ -298,6 +298,8 @@ class ServingLab(Lab):
         return (tuple(ax.get_xlim()) + tuple(ax.get_ylim()), float(self.breakdown_figure.ax.get_xlim()[1]))
 
     def _set_limits(self, limits, panel) -> None:
+        if self._axis_limits()[panel] == limits[panel]:  # as the figures' update left them (the usual case)
+            return
         if panel == 0:
             self.curve_figure.ax.set_xlim(*limits[0][:2])
             self.curve_figure.ax.set_ylim(*limits[0][2:])
