@@ -361,6 +361,8 @@ class PartialRedraw:
     b'PNG'
     """
 
+    MAX_COMPOSITES = 32  # layered pictures kept per redraw besides those on show (each a strip, about 0.5 MB)
+
     def __init__(self, owner: str, figure, animated, panels=None):
         FigureCanvasAgg(figure)  # a canvas of our own: its renderer, and with it the text-layout caches, persist
         self.owner = owner
@@ -388,22 +390,31 @@ class PartialRedraw:
         key = panel.key(example)
         width, height = self.figure.canvas.get_width_height()
         shared = (self.owner, index, key, width, height)
+        if panel.layered and shared not in _BACKGROUNDS:
+            self._set_panel_state(index, example)
+            if self._layerable(panel):
+                # A composite takes a few ms from cached layers: this redraw keeps the latest few, not every one.
+                in_use = {(i, k) for i, k in enumerate(self.keys)}
+                composites = [
+                    name for name, kept in self.backgrounds.items() if isinstance(kept, tuple) and name not in in_use
+                ]
+                for name in composites[: max(0, len(composites) - self.MAX_COMPOSITES + 1)]:
+                    del self.backgrounds[name]
+                self.backgrounds[index, key] = self._layered_picture(index)
+                return
         if shared not in _BACKGROUNDS:
             self._set_panel_state(index, example)
-            if panel.layered and self._layerable(panel):
-                _BACKGROUNDS[shared] = self._layered_picture(index)
+            renderer = self.figure.canvas.get_renderer()
+            renderer.clear()
+            # Not saving: the animated artists are left out.
+            if panel.axes is None:
+                self.figure.draw(renderer)
             else:
-                renderer = self.figure.canvas.get_renderer()
-                renderer.clear()
-                # Not saving: the animated artists are left out.
-                if panel.axes is None:
-                    self.figure.draw(renderer)
-                else:
-                    self.figure.patch.draw(renderer)
-                    for ax in panel.axes:
-                        ax.draw(renderer)
-                x0, x1 = self._columns(index)
-                _BACKGROUNDS[shared] = self.figure.canvas.copy_from_bbox(Bbox([[x0, 0], [x1, height]]))
+                self.figure.patch.draw(renderer)
+                for ax in panel.axes:
+                    ax.draw(renderer)
+            x0, x1 = self._columns(index)
+            _BACKGROUNDS[shared] = self.figure.canvas.copy_from_bbox(Bbox([[x0, 0], [x1, height]]))
         self.backgrounds[index, key] = _BACKGROUNDS[shared]
 
     @staticmethod
