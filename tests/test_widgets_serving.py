@@ -4,6 +4,7 @@ controls against the rules that make a replica valid. No browser and no kernel."
 
 from __future__ import annotations
 
+import io
 import math
 import random
 
@@ -13,7 +14,13 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, stops  # noqa: E402
+from lab_checks import (  # noqa: E402
+    assert_plain_and_finite,
+    assert_png_matches_savefig,
+    decoded,
+    option_values,
+    stops,
+)
 
 from course_lib import hardware, parallelism, serving, units  # noqa: E402
 from course_lib.widgets import serving as serving_module  # noqa: E402
@@ -261,3 +268,28 @@ def test_curve_is_log_spaced_and_rises(lab):
 def test_bad_initial_values_raise(initial, message):
     with pytest.raises(ValueError, match=message):
         serving_lab(**initial)
+
+
+def test_fast_png_matches_savefig_as_the_axes_change(lab):
+    """Moves that change the curve's and the bar's axis ranges (model, device, t, p, batch, context): the picture
+    put together from cached axis layers shows what a full savefig draws, within a level or two of each pixel."""
+    controls = lab.controls
+    moves = [
+        ("tensor_parallel", 1),
+        ("model", parallelism.LLAMA3_8B.name),
+        ("pipeline_parallel", 4),
+        ("device", "B200"),
+        ("sequences", 512),
+        ("prompt_len", 131072),
+        ("model", parallelism.GPT3_175B.name),
+        ("tensor_parallel", 32),
+    ]
+    seen = set()
+    for name, value in moves:
+        controls[name].value = value
+        seen.add(lab._axis_limits())
+        assert_png_matches_savefig(lab)
+        buffer = io.BytesIO()
+        lab.figure.savefig(buffer, format="png", dpi=lab.dpi)
+        assert np.abs(decoded(lab.image.value) - decoded(buffer.getvalue())).max() <= 2, (name, value)
+    assert len(seen) >= 6  # the moves did change the axes

@@ -292,8 +292,14 @@ class Panel(NamedTuple):
     """A vertical strip of a figure, drawn apart: its axes' static artists depend on the controls only via ``key``.
 
     ``x_range`` is the strip in figure fractions; ``draw_static(example)`` sets the static artists of ``axes`` for
-    ``key(example)``; ``examples`` hold one example of each key, drawn at construction. ``axes`` None: the whole
-    figure (every artist that is not animated).
+    ``key(example)``; ``examples`` hold one example of each key, drawn at construction (a key first met in
+    ``set_static_state`` is drawn then). ``axes`` None: the whole figure (every artist that is not animated).
+
+    ``layered``: the static artists of the panel's one axes depend on ``key`` only through its x and y limits (each
+    axis' ticks, labels and grid through its own limits). A key's picture is then put together from a picture of
+    each axis drawn alone, cached per its limits, over the axes' background and under the rest (spines, title,
+    legend), drawn once: a new key costs the drawing of only the axis whose limits are new (a third of a full
+    draw) and a key whose limits were all seen before costs none.
     """
 
     x_range: tuple[float, float]
@@ -301,6 +307,7 @@ class Panel(NamedTuple):
     key: Callable
     draw_static: Callable
     examples: tuple
+    layered: bool = False
 
 
 class LiveFigure:
@@ -354,8 +361,11 @@ class PartialRedraw:
     b'PNG'
     """
 
+    MAX_COMPOSITES = 32  # layered pictures kept per redraw besides those on show (each a strip, about 0.5 MB)
+
     def __init__(self, owner: str, figure, animated, panels=None):
         FigureCanvasAgg(figure)  # a canvas of our own: its renderer, and with it the text-layout caches, persist
+        self.owner = owner
         self.figure = figure
         self.animated = sorted(animated, key=Artist.get_zorder)
         for artist in self.animated:
@@ -365,25 +375,110 @@ class PartialRedraw:
         self.panels = tuple(panels)
         self.keys = [None] * len(self.panels)
         self.backgrounds = {}
-        renderer = figure.canvas.get_renderer()
-        width, height = figure.canvas.get_width_height()
         for index, panel in enumerate(self.panels):
-            strip = Bbox([[round(panel.x_range[0] * width), 0], [round(panel.x_range[1] * width), height]])
             for example in panel.examples:
-                key = panel.key(example)
-                shared = (owner, index, key, width, height)
-                if shared not in _BACKGROUNDS:
-                    self._set_panel_state(index, example)
-                    renderer.clear()
-                    # Not saving: the animated artists are left out.
-                    if panel.axes is None:
-                        figure.draw(renderer)
-                    else:
-                        figure.patch.draw(renderer)
-                        for ax in panel.axes:
-                            ax.draw(renderer)
-                    _BACKGROUNDS[shared] = figure.canvas.copy_from_bbox(strip)
-                self.backgrounds[index, key] = _BACKGROUNDS[shared]
+                self._draw_picture(index, example)
+
+    def _columns(self, index: int) -> tuple[int, int]:
+        """The panel's strip as canvas columns [x0, x1)."""
+        width = self.figure.canvas.get_width_height()[0]
+        return round(self.panels[index].x_range[0] * width), round(self.panels[index].x_range[1] * width)
+
+    def _draw_picture(self, index: int, example) -> None:
+        """Keep the picture of panel ``index``'s static artists for ``example`` (drawn unless one is cached)."""
+        panel = self.panels[index]
+        key = panel.key(example)
+        width, height = self.figure.canvas.get_width_height()
+        shared = (self.owner, index, key, width, height)
+        if panel.layered and shared not in _BACKGROUNDS:
+            self._set_panel_state(index, example)
+            if self._layerable(panel):
+                # A composite takes a few ms from cached layers: this redraw keeps the latest few, not every one.
+                in_use = {(i, k) for i, k in enumerate(self.keys)}
+                composites = [
+                    name for name, kept in self.backgrounds.items() if isinstance(kept, tuple) and name not in in_use
+                ]
+                for name in composites[: max(0, len(composites) - self.MAX_COMPOSITES + 1)]:
+                    del self.backgrounds[name]
+                self.backgrounds[index, key] = self._layered_picture(index)
+                return
+        if shared not in _BACKGROUNDS:
+            self._set_panel_state(index, example)
+            renderer = self.figure.canvas.get_renderer()
+            renderer.clear()
+            # Not saving: the animated artists are left out.
+            if panel.axes is None:
+                self.figure.draw(renderer)
+            else:
+                self.figure.patch.draw(renderer)
+                for ax in panel.axes:
+                    ax.draw(renderer)
+            x0, x1 = self._columns(index)
+            _BACKGROUNDS[shared] = self.figure.canvas.copy_from_bbox(Bbox([[x0, 0], [x1, height]]))
+        self.backgrounds[index, key] = _BACKGROUNDS[shared]
+
+    @staticmethod
+    def _layerable(panel) -> bool:
+        """One axes, and nothing static drawn between its background and its axes (as the layers assume)."""
+        if panel.axes is None or len(panel.axes) != 1:
+            return False
+        (ax,) = panel.axes
+        lowest = min(ax.xaxis.get_zorder(), ax.yaxis.get_zorder())
+        return not any(
+            child.get_visible() and not child.get_animated() and child.get_zorder() <= lowest
+            for child in ax.get_children()
+            if child not in (ax.patch, ax.xaxis, ax.yaxis)
+        )
+
+    def _layer(self, index: int, name, draw) -> np.ndarray:
+        """The panel's strip with only what ``draw(renderer)`` draws, on a transparent canvas (cached by ``name``)."""
+        width, height = self.figure.canvas.get_width_height()
+        shared = (self.owner, index, name, width, height)
+        if shared not in _BACKGROUNDS:
+            renderer = self.figure.canvas.get_renderer()
+            renderer.clear()
+            draw(renderer)
+            x0, x1 = self._columns(index)
+            _BACKGROUNDS[shared] = np.asarray(renderer.buffer_rgba())[:, x0:x1].copy()
+        return _BACKGROUNDS[shared]
+
+    def _layered_picture(self, index: int) -> tuple:
+        """(x0, x1, RGBA rows): the background, the x axis, the y axis and the rest of the axes, composited in the
+        order ``Axes.draw`` draws them (a straight-alpha "over", as Agg blends onto an opaque canvas)."""
+        (ax,) = self.panels[index].axes
+
+        def background(renderer):
+            self.figure.patch.draw(renderer)
+            if ax.axison and ax.get_frame_on():
+                ax.patch.draw(renderer)
+
+        def rest(renderer):
+            hidden = [artist for artist in (ax.patch, ax.xaxis, ax.yaxis) if artist.get_visible()]
+            for artist in hidden:
+                artist.set_visible(False)
+            try:
+                ax.draw(renderer)
+            finally:
+                for artist in hidden:
+                    artist.set_visible(True)
+
+        axes_first = sorted((ax.xaxis, ax.yaxis), key=Artist.get_zorder)  # x before y on a tie, as Axes.draw does
+        layers = [
+            self._layer(index, ("axis", axis.axis_name, tuple(axis.get_view_interval())), axis.draw)
+            for axis in axes_first
+            if axis.get_visible()
+        ]
+        under = self._layer(index, "background", background)
+        over = self._layer(index, "rest", rest)
+        pixels = under.copy()
+        for layer in (*layers, over):
+            drawn = layer[..., 3] > 0  # a layer covers a few per cent of its strip: blend only those pixels
+            source, target = layer[drawn].astype(np.float32), pixels[drawn].astype(np.float32)
+            alpha = source[:, 3:] / 255.0
+            target[:, :3] += (source[:, :3] - target[:, :3]) * alpha
+            target[:, 3:] += (255.0 - target[:, 3:]) * alpha
+            pixels[drawn] = np.rint(target)
+        return (*self._columns(index), pixels)
 
     def _set_panel_state(self, index: int, example) -> None:
         panel = self.panels[index]
@@ -393,15 +488,23 @@ class PartialRedraw:
             self.keys[index] = key
 
     def set_static_state(self, example) -> None:
-        """Set every panel's static artists for ``example`` (each only when its key changes)."""
-        for index in range(len(self.panels)):
+        """Set every panel's static artists for ``example`` (each only when its key changes), drawing the picture
+        of a key not met before."""
+        for index, panel in enumerate(self.panels):
+            if (index, panel.key(example)) not in self.backgrounds:
+                self._draw_picture(index, example)
             self._set_panel_state(index, example)
 
     def png(self) -> bytes:
         """Restore each strip's picture, draw the animated artists over it, and encode the canvas as PNG."""
         canvas = self.figure.canvas
         for index, key in enumerate(self.keys):
-            canvas.restore_region(self.backgrounds[index, key])
+            picture = self.backgrounds[index, key]
+            if isinstance(picture, tuple):  # a layered panel's composite: (x0, x1, RGBA rows)
+                x0, x1, pixels = picture
+                np.asarray(canvas.get_renderer().buffer_rgba())[:, x0:x1] = pixels  # (made if nothing drew yet)
+            else:
+                canvas.restore_region(picture)
         renderer = canvas.get_renderer()
         for artist in self.animated:
             if artist.get_visible():

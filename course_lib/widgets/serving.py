@@ -287,7 +287,6 @@ class ServingLab(Lab):
         self.curve_figure.build(figure.add_axes((0.07, 0.13, 0.4, 0.77)))
         self.breakdown_figure = DecodeBreakdownFigure(snap=True)
         self.breakdown_figure.build(figure.add_axes((0.54, 0.5, 0.44, 0.3)))
-        self._limits = None
 
     def draw(self, result: dict) -> None:
         self.curve_figure.update(self.curve, self.step)
@@ -299,6 +298,8 @@ class ServingLab(Lab):
         return (tuple(ax.get_xlim()) + tuple(ax.get_ylim()), float(self.breakdown_figure.ax.get_xlim()[1]))
 
     def _set_limits(self, limits, panel) -> None:
+        if self._axis_limits()[panel] == limits[panel]:  # as the figures' update left them (the usual case)
+            return
         if panel == 0:
             self.curve_figure.ax.set_xlim(*limits[0][:2])
             self.curve_figure.ax.set_ylim(*limits[0][2:])
@@ -306,20 +307,32 @@ class ServingLab(Lab):
             self.breakdown_figure.ax.set_xlim(0, limits[1])
 
     def render(self) -> None:
-        """Draw the animated artists over a picture of each panel's axes at their current limits; a panel whose
-        limits this process has not drawn yet is drawn in full once (pictures are shared by every serving lab)."""
+        """Draw the animated artists over a picture of each panel's axes at their current limits. A panel's picture
+        is put together from a picture of each of its axes' x and y axis, drawn once per limits in this process
+        (shared by every serving lab), so new limits cost the drawing of one axis, not of the whole panel."""
         limits = self._axis_limits()
-        if limits != self._limits:
+        if self._redraw is None:
             panels = [
-                Panel((0.0, 0.5), (self.curve_figure.ax,), lambda e: e[0], lambda e: self._set_limits(e, 0), (limits,)),
                 Panel(
-                    (0.5, 1.0), (self.breakdown_figure.ax,), lambda e: e[1], lambda e: self._set_limits(e, 1), (limits,)
+                    (0.0, 0.5),
+                    (self.curve_figure.ax,),
+                    lambda e: e[0],
+                    lambda e: self._set_limits(e, 0),
+                    (limits,),
+                    layered=True,
+                ),
+                Panel(
+                    (0.5, 1.0),
+                    (self.breakdown_figure.ax,),
+                    lambda e: e[1],
+                    lambda e: self._set_limits(e, 1),
+                    (limits,),
+                    layered=True,
                 ),
             ]
             animated = [*self.curve_figure.animated, *self.breakdown_figure.animated]
             self._redraw = PartialRedraw(type(self).__qualname__, self.figure, animated, panels)
-            self._redraw.set_static_state(limits)
-            self._limits = limits
+        self._redraw.set_static_state(limits)
         super().render()
 
     def summary_html(self, result: dict) -> str:

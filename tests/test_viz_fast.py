@@ -1,0 +1,131 @@
+"""course_lib.viz.fast's layered panels: a picture put together from each axis drawn alone shows what a full draw
+shows, and a key whose limits were all seen before draws nothing."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from lab_checks import decoded  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from course_lib.viz import fast  # noqa: E402
+
+
+def build(owner):
+    """A two-panel figure: a log–log axes with a grid, a title and a legend (left), a bar axis (right)."""
+    figure = Figure(figsize=(8, 3), dpi=72)
+    figure.patch.set_facecolor("white")
+    left = figure.add_axes((0.1, 0.2, 0.35, 0.65))
+    (line,) = left.plot([20, 50], [2e-2, 5e-2], label="curve")  # inside every range, clear of spines and legend
+    left.set_xscale("log")
+    left.set_yscale("log")
+    left.grid(True, which="both", alpha=0.25)
+    left.set_title("static title")
+    left.set_xlabel("x label")
+    left.set_ylabel("y label")
+    left.legend(loc="lower right")
+    right = figure.add_axes((0.6, 0.4, 0.35, 0.3))
+    (bar,) = right.barh(0, 0.3, 0.6).patches
+    right.set_yticks([])
+    right.spines["left"].set_visible(False)  # the bar (animated, drawn over the static picture) would cover it
+
+    def set_limits(example, panel):
+        if panel == 0:
+            left.set_xlim(*example[0][:2])
+            left.set_ylim(*example[0][2:])
+        else:
+            right.set_xlim(0, example[1])
+
+    panels = [
+        fast.Panel((0.0, 0.5), (left,), lambda e: e[0], lambda e: set_limits(e, 0), (), layered=True),
+        fast.Panel((0.5, 1.0), (right,), lambda e: e[1], lambda e: set_limits(e, 1), (), layered=True),
+    ]
+    return figure, fast.PartialRedraw(owner, figure, [line, bar], panels), line
+
+
+def assert_same_as_savefig(figure, png):
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=72)
+    shown, full = decoded(png), decoded(buffer.getvalue())
+    assert shown.shape == full.shape
+    # Agg blends each artist into the canvas with rounding; the layers are blended in the same order: ±1 level.
+    assert np.abs(shown - full).max() <= 2
+
+
+def stored(owner):
+    return {key for key in fast._BACKGROUNDS if key[0] == owner}
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        ((1, 1e3, 1e-4, 1e-1), 0.5),
+        ((1, 1e2, 1e-4, 1e-1), 0.5),
+        ((1, 1e2, 1e-3, 1), 2.0),
+        ((10, 1e4, 1e-2, 1), 0.05),
+    ],
+)
+def test_layered_picture_matches_a_full_draw(limits):
+    figure, redraw, line = build(f"test-layered-{limits}")
+    redraw.set_static_state(limits)
+    line.set_data([20, 40], [2e-2, 4e-2])
+    assert_same_as_savefig(figure, redraw.png())
+
+
+def test_a_key_of_seen_limits_draws_no_axis():
+    owner = "test-layered-reuse"
+    figure, redraw, line = build(owner)
+    redraw.set_static_state(((1, 1e3, 1e-4, 1e-1), 0.5))
+    redraw.set_static_state(((1, 1e2, 1e-3, 1), 0.5))
+    before = stored(owner)
+    # x from the second key, y from the first: both axis pictures exist, only the composite is new.
+    redraw.set_static_state(((1, 1e2, 1e-4, 1e-1), 0.5))
+    assert stored(owner) == before
+    assert isinstance(redraw.backgrounds[0, (1, 1e2, 1e-4, 1e-1)], tuple)  # a composite, kept by this redraw
+    assert_same_as_savefig(figure, redraw.png())
+    # A new y range alone draws the y axis and no x axis.
+    before = stored(owner)
+    redraw.set_static_state(((1, 1e2, 1e-5, 1e-1), 0.5))
+    assert {key[2] for key in stored(owner) - before} == {("axis", "y", (1e-5, 1e-1))}
+    assert_same_as_savefig(figure, redraw.png())
+
+
+def test_a_panel_with_static_artists_under_its_grid_is_drawn_whole():
+    """Layers assume nothing static lies between the axes' background and its axis: otherwise a full draw."""
+    figure = Figure(figsize=(4, 3), dpi=72)
+    ax = figure.add_axes((0.15, 0.15, 0.8, 0.8))
+    ax.axhspan(0.2, 0.4, color="0.8", zorder=0.5)  # static, under the grid
+    (line,) = ax.plot([0.3, 0.6], [0.5, 0.7])
+    ax.set_ylim(0, 1)
+    ax.grid(True)
+    panel = fast.Panel((0.0, 1.0), (ax,), lambda e: e, lambda e: ax.set_xlim(0, e), (1.0, 2.0), layered=True)
+    redraw = fast.PartialRedraw("test-layered-fallback", figure, [line], [panel])
+    assert not isinstance(redraw.backgrounds[0, 1.0], tuple)  # a copied region, not a composite
+    redraw.set_static_state(2.0)
+    assert_same_as_savefig(figure, redraw.png())
+
+
+def test_a_second_figure_drawing_nothing_new_renders():
+    """A second figure of the same owner finds every picture cached (its canvas never drew) and still renders."""
+    limits = ((1, 1e3, 1e-4, 1e-1), 0.5)
+    for _ in range(2):
+        figure, redraw, _line = build("test-layered-second")
+        redraw.set_static_state(limits)
+        assert_same_as_savefig(figure, redraw.png())
+
+
+def test_a_redraw_keeps_a_bounded_number_of_composites():
+    figure, redraw, _line = build("test-layered-bounded")
+    for upper in range(1, redraw.MAX_COMPOSITES + 10):
+        redraw.set_static_state(((1, 1e3, 1e-4, 1e-1), float(upper)))
+    composites = [name for name, kept in redraw.backgrounds.items() if isinstance(kept, tuple)]
+    assert len(composites) == redraw.MAX_COMPOSITES + 1  # and the left panel's, on show (never dropped)
+    assert (1, float(redraw.MAX_COMPOSITES + 9)) in composites  # the latest is kept ...
+    redraw.set_static_state(((1, 1e3, 1e-4, 1e-1), 1.0))  # ... and one dropped is put together again
+    assert_same_as_savefig(figure, redraw.png())
