@@ -985,7 +985,11 @@ for name, sizes in cases.items():
 quiz.MultipleChoice(
     quiz.Question(
         prompt="Which partition commonly splits a single matrix operation across devices?",
-        options=("Tensor parallelism", "Only dataset shuffling", "Recovery checkpoint compression"),
+        options=(
+            "Tensor parallelism",
+            "Pipeline parallelism: each stage runs its own share of the layers",
+            "ZeRO-3: each device stores a shard of every weight matrix",
+        ),
         answer=0,
         explanation="Tensor parallelism partitions operator dimensions and requires communication to assemble or "
         "combine the resulting values.",
