@@ -4,8 +4,8 @@ A quantity in a markdown cell (a number with a unit: "3.57 ms", "78.3 %", "201 G
 the stored outputs of its notebook. The few that cannot (figures quoted from a source, the answers of the exercises,
 which the learner computes) are listed in CHECKED, and each is worked out by a test below with ``course_lib``. The
 list is kept honest both ways: a listed quantity must still be in the prose, and a quantity that is neither printed
-nor listed fails. Lesson 04 joins when its prose is made to follow its outputs. The masters of labs 5–7 follow the
-same rule; the answers to their explore questions are checked by moving the lab's controls.
+nor listed fails. The masters of the labs follow the same rule; the answers to their explore questions are checked
+by moving the lab's controls.
 """
 
 from __future__ import annotations
@@ -77,6 +77,20 @@ CHECKED = {
         "65.3 %": "exercise 3",
         "4.4 %": "exercise 4",
     },
+    "04_communication_budget": {
+        "2.8 TB": "GPT-3's 16 bytes of model state per parameter, lesson 03: test_lesson_03_computed_figures",
+        "200 Gb/s": "Selene's InfiniBand HDR adapters, hardware.SELENE_3072: test_lesson_04_quoted_figures",
+        "16.8 MB": "Llama 3 70B's 1024 · h · 2 bytes: test_lesson_04_quoted_figures",
+        "3.35 TB/s": "the H100's datasheet HBM bandwidth, hardware.H100: test_lesson_04_quoted_figures",
+        "1.27 ms": "the t = 16 and t = 32 rows of the decode sweep: test_lesson_04_quoted_figures",
+        "3.2 ms": "the t = 16 and t = 32 rows of the decode sweep: test_lesson_04_quoted_figures",
+        "16 kB": "Llama 3 70B's decode all-reduce, h · 2 bytes: test_lesson_04_quoted_figures",
+        "52 %": "Narayanan et al. 2021: 163 of the A100's 312 TFLOP/s, test_lesson_03_computed_figures",
+        "12.9 TB/s": "quoted from Narayanan et al. 2021 §5.9 (effective bisection bandwidth of the 3072-GPU run)",
+        "2.04 ms": "exercise 1",
+        "22 %": "exercise 4",
+        "88 %": "exercise 4",
+    },
     "05_measure": {
         "100 ms": "the recorded run's longest times: test_lesson_05_recorded_run",
         "1 MiB": "only the live sweep prints it; the recorded run's B at 1 MiB: test_lesson_05_recorded_run",
@@ -114,6 +128,16 @@ CHECKED = {
     },
     # Lab masters (their student versions carry the same prose; outputs are stored in the masters only). The answers
     # to the explore questions come from moving the lab's controls: the tests below move them.
+    "labs/source/04_pipeline_schedule": {
+        "100 %": "explore 4's threshold (a bubble above the ideal time), not a result",
+        "75 %": "explore 1",
+        "18.8 %": "explore 1 and 3",
+        "9.38 %": "explore 3",
+        "175 %": "explore 4",
+        "63.6 %": "explore 4",
+        "23.4 %": "explore 5",
+        "5.86 %": "explore 5",
+    },
     "labs/source/05_measure_collectives": {
         "8 B": "the sweep's first size; the recorded sizes of question 1: test_lab_05_quoted_figures",
         "20 %": "explore 1's given tolerance, not a result",
@@ -274,6 +298,43 @@ def test_lesson_03_exercise_answers():
     assert units.format_percent(parallelism.pipeline_bubble_fraction(8, 40, 4), digits=2) == "4.4 %"
 
 
+def test_lesson_04_quoted_figures():
+    selene = hardware.SELENE_3072
+    assert selene.inter_node_link.bandwidth_bytes_per_s == 8 * 200 * units.GBIT  # 8 × 200 Gb/s per node
+    assert selene.inter_bandwidth_bytes_per_s == pytest.approx(25e9)  # each GPU's share, printed beside the prose
+    llama = parallelism.LLAMA3_70B
+    assert units.format_bytes(1024 * llama.hidden * 2) == "16.8 MB"  # the prefill all-reduce of 1024 tokens
+    assert units.format_bytes(llama.hidden * 2, digits=2) == "16 kB"  # the decode all-reduce of one token
+    assert units.format_bandwidth(hardware.H100.hbm_bandwidth_bytes_per_s) == "3.35 TB/s"
+    _, _, code = prose_and_outputs("04_communication_budget")
+    assert "SERVE_MODEL = parallelism.LLAMA3_70B" in code
+    from course_lib import serving
+
+    cluster = hardware.Cluster(
+        "4 × DGX H100", hardware.H100, devices_per_node=8, nodes=4,
+        intra_node_link=hardware.NVLINK4, inter_node_link=hardware.INFINIBAND_NDR_8X,
+    )  # fmt: skip
+    at_16, at_32 = (serving.decode_step(llama, cluster, t, 1, sequences=1, context_len=4096) for t in (16, 32))
+    assert units.format_time(at_16.weight_read_s - at_32.weight_read_s) == "1.27 ms"
+    assert units.format_time(at_32.all_reduce_latency_s - at_16.all_reduce_latency_s, digits=2) == "3.2 ms"
+
+
+def test_lesson_04_exercise_answers():
+    assert units.format_time(collectives.comm_time(8, 5 * units.US, 100 * units.MB, 50 * units.GB)) == "2.04 ms"
+
+    def strong_scaling(data_parallel, global_batch):
+        plan = parallelism.ParallelPlan(
+            data_parallel=data_parallel, tensor_parallel=8, zero_stage=1, micro_batch=1,
+            grad_accum_steps=global_batch // data_parallel, recompute="selective", sequence_parallel=True,
+        )  # fmt: skip
+        return budget.step_time(parallelism.MEGATRON_22B, plan, hardware.SELENE_3072, calibration=None)
+
+    first, last = strong_scaling(1, 3072), strong_scaling(384, 3072)
+    assert units.format_percent(last.exposed_communication_s / last.total_s, digits=2) == "22 %"
+    assert units.format_percent(first.total_s * 8 / (last.total_s * 3072), digits=2) == "88 %"
+    assert units.format_time(last.exposed_s["data"]) == "287 ms"  # "the data-parallel term stays at 287 ms"
+
+
 def test_lesson_05_recorded_run():
     recorded = measure.Measurements.from_csv(next((ROOT / "data" / "mpi").glob("*_all_reduce.csv")))
     times = [row.median_s for row in recorded]
@@ -353,6 +414,31 @@ def test_lesson_07_exercise_answers():
     assert (
         units.format_bytes(parallelism.zero_model_state_bytes(parallelism.LLAMA3_8B.params, 8, 3), digits=2) == "16 GB"
     )
+
+
+def test_lab_04_explore_answers():
+    from course_lib.widgets import pipeline_lab
+
+    def run(**settings):  # the lab at its defaults (1F1B, p = 4, m = 8), then the controls moved as the question says
+        lab = pipeline_lab()
+        for name, value in settings.items():
+            lab.controls[name].value = value
+        r = lab.result
+        return units.format_percent(r["bubble_fraction"]), r["bubble_time"], r["total_time"], r["peak_in_flight"]
+
+    # 1: more micro-batches, the same 9 t_f of idle time
+    assert run(microbatches=4)[:2] == ("75 %", 9.0) and run(microbatches=16)[:2] == ("18.8 %", 9.0)
+    # 3: interleaving, v = 2 then 4
+    assert run(virtual_stages=2)[0] == "18.8 %" and run(virtual_stages=2)[2:] == (28.5, 5.5)
+    assert run(virtual_stages=4) == ("9.38 %", 2.25, 26.25, 4.75)
+    # 4: p = 8, m = 4, a bubble above 100 %
+    lab = pipeline_lab()
+    lab.controls["stages"].value, lab.controls["microbatches"].value = 8, 4
+    assert units.format_percent(lab.result["bubble_fraction"]) == "175 %"
+    assert units.format_percent(lab.result["bubble_share_of_step"]) == "63.6 %" and lab.result["total_time"] == 33.0
+    # 5: the largest pipeline, 1F1B then v = 4
+    assert run(stages=16, microbatches=64) == ("23.4 %", 45.0, 237.0, 16.0)
+    assert run(stages=16, microbatches=64, virtual_stages=4) == ("5.86 %", 11.25, 203.25, 19.75)
 
 
 def test_lab_05_quoted_figures():
