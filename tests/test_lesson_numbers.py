@@ -156,6 +156,7 @@ CHECKED = {
         "10.2 ms": "explore 5",
         "50.2 ms": "explore 5",
     },
+    "labs/source/02_global_batch": {},  # every quantity in its prose is printed beside it
     "labs/source/03_memory_budget": {
         "1 GB": "the definition of a decimal gigabyte, not a result",
         "100 kB": "the right panel's log axis, widgets.memory.LOG_AXIS_BYTES: test_lab_03_explore_answers",
