@@ -559,6 +559,11 @@ print(
     f"all-reduce latency is {units.format_percent(one.all_reduce_latency_s / one.time_per_output_token_s)} of it"
 )
 print(f"decode turns compute-bound at a batch of {ridge_batch:.0f} sequences")
+print(
+    f"all-reduce payloads: prefill 1024 · h · 2 bytes = "
+    f"{units.format_bytes(1024 * SERVE_MODEL.hidden * parallelism.ACTIVATION_BYTES)}, "
+    f"decode h · 2 bytes = {units.format_bytes(SERVE_MODEL.hidden * parallelism.ACTIVATION_BYTES)}"
+)
 
 # %% [markdown]
 # The prefill is a training forward pass: 1024 rows per matrix multiply, compute-bound, with all-reduces of
@@ -604,10 +609,14 @@ for i, t in enumerate(ts):
     )
 best_t = serving.latency_optimal_tensor_parallel(SERVE_MODEL, SERVE_CLUSTER, sequences=1, context_len=4096)
 print(f"lowest time per output token at t = {best_t}")
+print(
+    f"t = 16 → 32: weight reads {units.format_time(sweep.weight_read_s[2] - sweep.weight_read_s[3])} shorter, "
+    f"all-reduce latency {units.format_time(sweep.all_reduce_latency_s[3] - sweep.all_reduce_latency_s[2])} longer"
+)
 
 # %% [markdown]
 # Going from 16 to 32 GPUs saves 1.27 ms of weight reads and adds 3.2 ms of all-reduce latency: the latency term
-# overtakes the shrinking reads, and the time per token rises again. The bandwidth term never matters: 16 kB per
+# overtakes the shrinking reads, and the time per token rises again. The bandwidth term never matters: 16.4 kB per
 # all-reduce.
 #
 # **A plan that trains well and serves poorly.** Take three training plans for this model on the same 32 GPUs
