@@ -1044,7 +1044,8 @@ def partition_report(
     (``memory_breakdown`` and ``step_time`` with ``calibration=None``, ``step_transfers``).
 
     Keys: the plan's sizes; ``parameters_bytes``, ``gradients_bytes``, ``optimizer_state_bytes``,
-    ``activations_bytes`` (per device, the first pipeline stage), ``memory_bytes_per_device``,
+    ``activations_bytes`` (per device, the first pipeline stage), ``logits_bytes`` and ``framework_bytes`` (0 in the
+    ideal model), ``memory_bytes_per_device``,
     ``capacity_bytes``, ``fits``; the step: ``compute_s``, ``bubble_s``, ``exposed_tensor_s``,
     ``exposed_pipeline_s``, ``exposed_data_s``, ``exposed_communication_s``, ``step_time_s``,
     ``binding_constraint`` ("memory" when the plan does not fit), ``tokens_per_s``, ``mfu``; and ``transfers``: one
@@ -1116,6 +1117,8 @@ def partition_report(
         "gradients_bytes": float(memory.gradients),
         "optimizer_state_bytes": float(memory.optimizer_state),
         "activations_bytes": float(memory.activations),
+        "logits_bytes": float(memory.logits),  # 0 in the ideal model; the figure stacks every component
+        "framework_bytes": float(memory.framework),
         "memory_bytes_per_device": total,
         "capacity_bytes": capacity,
         "fits": bool(fits),

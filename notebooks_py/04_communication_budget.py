@@ -10,7 +10,7 @@
 # # 04 · Budget the bytes: from a partition to a step time
 #
 # Lesson 03 counted what a partition costs in bytes: the memory each device keeps and the tensors it must send.
-# Bytes are not yet time. A 50 MB all-reduce inside an NVLink node costs a few hundred microseconds, the same
+# Bytes are not yet time. A 50.3 MB all-reduce inside an NVLink node costs a few hundred microseconds, the same
 # all-reduce across two nodes costs twice as much, and either one costs nothing on the step time if independent
 # compute hides it, or all of it if the next operator is waiting. This lesson turns a partition and a topology
 # into a step time, separates the exposed communication from the hidden, and uses that budget to choose a plan.
@@ -269,8 +269,8 @@ for transfer in parallelism.boundary_tensors(MODEL, PLAN):
 #
 # - **tensor parallel:** 9216 small calls per step (two per layer, for each of four kinds of tensor, × 12 layers
 #   per stage × 96 micro-batches), each 154 µs on NVLink, 1.42 s in all, every one of them blocking;
-# - **pipeline parallel:** 192 sends of 6.3 MB (the $bsh/t$ slice) over InfiniBand, 49 ms in all, blocking;
-# - **data parallel:** one reduce-scatter of the 5.5 GB gradient shard and one all-gather of the updated
+# - **pipeline parallel:** 192 sends of 6.29 MB (the $bsh/t$ slice) over InfiniBand, 49 ms in all, blocking;
+# - **data parallel:** one reduce-scatter of the 5.46 GB gradient shard and one all-gather of the updated
 #   parameters, 205 ms each over InfiniBand, and the reduce-scatter can overlap the last backward pass.
 #
 # The partition explorer draws the same plan: the model once, its 96 layers in 8 pipeline stages of 12, each stage
@@ -413,9 +413,9 @@ print(
 
 # %% [markdown]
 # Only the data-parallel reduce-scatter can hide, and only partly: its 205 ms exceed the last micro-batch's
-# backward pass (149 ms), so 56 ms stay exposed, plus the whole 205 ms parameter all-gather that follows the
+# backward pass (149 ms), so 55.5 ms stay exposed, plus the whole 205 ms parameter all-gather that follows the
 # optimizer step. Everything tensor- and pipeline-parallel is exposed by construction. Exposed communication and
-# the bubble together add 16 % to the compute. The figure section draws this step as a timeline.
+# the bubble together add 15.9 % to the compute. The figure section draws this step as a timeline.
 #
 # ### Step 5 · Measure, and adjust the partition size
 #
@@ -462,17 +462,18 @@ print(
 # %% [markdown]
 # Up to a few hundred GPUs the scaling is nearly perfect, with a constant 12 % of tensor-parallel communication
 # that shrinks in step with the compute (it is per micro-batch). The data-parallel term behaves differently: the
-# gradient shard and the parameter all-gather stay about 290 ms whatever $d$ is, while the compute falls from 3 min
-# to under half a second. At 3072 GPUs, 43 % of the step is exposed communication and the efficiency is 65 %:
-# 384 times the devices buy a 249-fold speed-up. This is where step 5 says *adjust*: a larger batch, fewer devices,
-# or a plan whose data-parallel traffic can hide (ZeRO stages and bucket sizes change the windows).
+# exposed gradient reduce-scatter and parameter all-gather level off between 257 ms and 287 ms from 128 GPUs on,
+# while the compute falls from 3 min to under half a second. At 3072 GPUs, 42.8 % of the step is exposed
+# communication and the efficiency is 64.7 %: 384 times the devices buy a 249-fold speed-up. This is where step 5
+# says *adjust*: a larger batch, fewer devices, or a plan whose data-parallel traffic can hide (ZeRO stages and
+# bucket sizes change the windows).
 #
 # **Serving is not training.** Generating text runs a model in two phases (Pope et al. 2022, *Efficiently Scaling
 # Transformer Inference*; the JAX scaling book's inference chapter). The **prefill** pushes the prompt's $s$ tokens
 # through the model at once: its matrix multiplies have $b \cdot s$ rows, like a training step's forward pass, and it
 # writes every token's keys and values into the **KV cache**. The **decode** then produces one token per sequence per
 # step: $b$ rows meet every weight matrix, and attention reads the whole cache. The tensor-parallel all-reduce shows
-# the difference first. In training (and prefill) it carries $b \cdot s \cdot h$ activations: 50 MB for one GPT-3
+# the difference first. In training (and prefill) it carries $b \cdot s \cdot h$ activations: 50.3 MB for one GPT-3
 # sequence. In decoding each new token is one position, so the same all-reduce carries $b \cdot h \cdot 2$ bytes,
 # 24.6 kB at batch 1. Both, with the α–β model on NVLink:
 
@@ -558,6 +559,11 @@ print(
     f"all-reduce latency is {units.format_percent(one.all_reduce_latency_s / one.time_per_output_token_s)} of it"
 )
 print(f"decode turns compute-bound at a batch of {ridge_batch:.0f} sequences")
+print(
+    f"all-reduce payloads: prefill 1024 · h · 2 bytes = "
+    f"{units.format_bytes(1024 * SERVE_MODEL.hidden * parallelism.ACTIVATION_BYTES)}, "
+    f"decode h · 2 bytes = {units.format_bytes(SERVE_MODEL.hidden * parallelism.ACTIVATION_BYTES)}"
+)
 
 # %% [markdown]
 # The prefill is a training forward pass: 1024 rows per matrix multiply, compute-bound, with all-reduces of
@@ -603,10 +609,14 @@ for i, t in enumerate(ts):
     )
 best_t = serving.latency_optimal_tensor_parallel(SERVE_MODEL, SERVE_CLUSTER, sequences=1, context_len=4096)
 print(f"lowest time per output token at t = {best_t}")
+print(
+    f"t = 16 → 32: weight reads {units.format_time(sweep.weight_read_s[2] - sweep.weight_read_s[3])} shorter, "
+    f"all-reduce latency {units.format_time(sweep.all_reduce_latency_s[3] - sweep.all_reduce_latency_s[2])} longer"
+)
 
 # %% [markdown]
 # Going from 16 to 32 GPUs saves 1.27 ms of weight reads and adds 3.2 ms of all-reduce latency: the latency term
-# overtakes the shrinking reads, and the time per token rises again. The bandwidth term never matters: 16 kB per
+# overtakes the shrinking reads, and the time per token rises again. The bandwidth term never matters: 16.4 kB per
 # all-reduce.
 #
 # **A plan that trains well and serves poorly.** Take three training plans for this model on the same 32 GPUs
@@ -855,7 +865,7 @@ plt.show()
 # ### Latency-bound and bandwidth-bound all-reduce on NVLink
 #
 # The time of one 8-rank all-reduce against its payload, for the algorithms of lesson 02, on Selene's NVLink; the
-# dot marks the 24.6 kB decode payload. The training payload, 50 MB, lies far to the right of the crossover.
+# dot marks the 24.6 kB decode payload. The training payload, 50.3 MB, lies far to the right of the crossover.
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
@@ -923,7 +933,7 @@ plt.show()
 # > *Adding devices increases aggregate resources but can lower efficiency; aggregate link rates do not determine
 # > the latency of a particular collective.*
 #
-# The strong-scaling table showed the first half: 384 times the GPUs, 65 % efficiency. For the second half, take
+# The strong-scaling table showed the first half: 384 times the GPUs, 64.7 % efficiency. For the second half, take
 # one node's aggregate NVLink rate, the kind of figure a datasheet adds up, and divide the decode all-reduce by it:
 
 # %%
@@ -941,7 +951,7 @@ print(
 # The all-reduce is a chain of 14 dependent steps, each paying α, and each GPU can only use its own links: the
 # aggregate rate of the node tells nothing about that chain. The same holds at cluster scale: Narayanan et al.
 # report an effective bisection bandwidth of 12.9 TB/s for the data-parallel all-reduce of their 3072-GPU run, but
-# that aggregate says nothing about one 50 MB tensor-parallel all-reduce inside a node, which takes the 308 µs that
+# that aggregate says nothing about one 50.3 MB tensor-parallel all-reduce inside a node, which takes the 308 µs that
 # one GPU's links and 14 α-steps allow (step 3 above).
 #
 # On the partition explorer: GPT-3 175B on 8 nodes of 8 A100, $t = 8$ and $p = 8$. Move $t$ from 8 to 16 and watch
@@ -1104,7 +1114,7 @@ quiz.MultipleChoice(
 # 2. **Exposed gradients.** In the GPT-3 plan above the data-parallel reduce-scatter took 205 ms against a
 #    149 ms window. With 8 micro-batches (global batch 128) instead of 96, would the exposed part change? Use
 #    `budget.step_time` and explain.
-# 3. **Crossing nodes.** At $t = 16$ the tensor-parallel all-reduce of 50 MB took 569 µs. Estimate by hand the
+# 3. **Crossing nodes.** At $t = 16$ the tensor-parallel all-reduce of 50.3 MB took 569 µs. Estimate by hand the
 #    hierarchical time: reduce-scatter and all-gather over 8 GPUs on NVLink (300 GB/s, 1 µs) and an all-reduce of
 #    $S/8$ between 2 nodes at 25 GB/s with α = 5 µs. Check each phase with `budget.group_collective_phases`.
 # 4. **Strong scaling.** Repeat the strong-scaling experiment with a global batch of 3072. At 3072 GPUs, what
@@ -1118,14 +1128,14 @@ quiz.MultipleChoice(
 # 1. $8 \times 5\,\mu s + 100\,\text{MB} / 50\,\text{GB/s} = 40\,\mu s + 2\,\text{ms} = 2.04$ ms; the window must be
 #    at least 2.04 ms of compute that neither produces nor consumes the transferred data.
 # 2. No. The reduce-scatter happens once per step, after the *last* micro-batch, and its window is one
-#    micro-batch's backward pass whatever $m$ is, so 56 ms stay exposed. What changes is the rest of the step: with
+#    micro-batch's backward pass whatever $m$ is, so 55.5 ms stay exposed. What changes is the rest of the step: with
 #    fewer micro-batches the compute is shorter and the bubble $(p-1)/m$ larger, so the exposed share grows.
 # 3. Reduce-scatter: $7 \times 1\,\mu s + \tfrac78 \cdot 50.3\,\text{MB}/300\,\text{GB/s} = 154\,\mu s$; the
 #    all-gather the same; between nodes, a 2-rank ring all-reduce of 6.29 MB:
 #    $2 \times 5\,\mu s + 6.29\,\text{MB}/25\,\text{GB/s} = 262\,\mu s$. Total ≈ 569 µs, against 308 µs inside one
 #    node.
 # 4. With 3072 sequences, $m = 8$ at 3072 GPUs: the compute is 4 times longer while the data-parallel term stays
-#    about 290 ms, so the exposed share falls from 43 % to about 22 % and the efficiency rises from 65 % to about
+#    at 287 ms, so the exposed share falls from 42.8 % to about 22 % and the efficiency rises from 64.7 % to about
 #    88 %. A larger batch is one way to buy back efficiency, if the optimisation tolerates it.
 # 5. The crossover on 8 ranks is 2.4 MB; $b \cdot 12288 \cdot 2$ bytes = 2.4 MB at $b \approx 98$. Below about
 #    a hundred sequences decoded together, the tensor-parallel all-reduces are latency-bound.

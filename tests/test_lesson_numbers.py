@@ -4,8 +4,8 @@ A quantity in a markdown cell (a number with a unit: "3.57 ms", "78.3 %", "201 G
 the stored outputs of its notebook. The few that cannot (figures quoted from a source, the answers of the exercises,
 which the learner computes) are listed in CHECKED, and each is worked out by a test below with ``course_lib``. The
 list is kept honest both ways: a listed quantity must still be in the prose, and a quantity that is neither printed
-nor listed fails. Lesson 04 joins when its prose is made to follow its outputs. The masters of labs 5–7 follow the
-same rule; the answers to their explore questions are checked by moving the lab's controls.
+nor listed fails. The masters of the labs follow the same rule; the answers to their explore questions are checked
+by moving the lab's controls.
 """
 
 from __future__ import annotations
@@ -77,6 +77,16 @@ CHECKED = {
         "65.3 %": "exercise 3",
         "4.4 %": "exercise 4",
     },
+    "04_communication_budget": {
+        "2.8 TB": "GPT-3's 16 bytes of model state per parameter, lesson 03: test_lesson_03_computed_figures",
+        "200 Gb/s": "Selene's InfiniBand HDR adapters, hardware.SELENE_3072: test_lesson_04_quoted_figures",
+        "3.35 TB/s": "the H100's datasheet HBM bandwidth, hardware.H100: test_lesson_04_quoted_figures",
+        "52 %": "Narayanan et al. 2021: 163 of the A100's 312 TFLOP/s, test_lesson_03_computed_figures",
+        "12.9 TB/s": "quoted from Narayanan et al. 2021 §5.9 (effective bisection bandwidth of the 3072-GPU run)",
+        "2.04 ms": "exercise 1",
+        "22 %": "exercise 4",
+        "88 %": "exercise 4",
+    },
     "05_measure": {
         "100 ms": "the recorded run's longest times: test_lesson_05_recorded_run",
         "1 MiB": "only the live sweep prints it; the recorded run's B at 1 MiB: test_lesson_05_recorded_run",
@@ -114,6 +124,70 @@ CHECKED = {
     },
     # Lab masters (their student versions carry the same prose; outputs are stored in the masters only). The answers
     # to the explore questions come from moving the lab's controls: the tests below move them.
+    "labs/source/01_ring_allreduce": {
+        "1 kB": "the payload explore 2 and 4 and question 2 set, not a result",
+        "1 GB": "the payload explore 5 sets, not a result",
+        "10 µs": "explore 3's doubled α, not a result",
+        "100 GB/s": "explore 3's doubled B, not a result",
+        "2 GB": "question 4's given gradients, not a result",
+        "1 µs": "question 4's given NVLink α, not a result",
+        "900 GB/s": "the DGX H100 datasheet's NVLink 4, hardware.NVLINK4: test_lab_01_explore_answers",
+        "400 Gb/s": "the DGX H100 datasheet's ConnectX-7, hardware.INFINIBAND_NDR_8X: test_lab_01_explore_answers",
+        "3.5 MB": "explore 1",
+        "140 µs": "explore 1",
+        "3.9 ms": "explore 2",
+        "9 %": "explore 2",
+        "150 µs": "explore 2",
+        "4 MB": "explore 3",
+        "15.1 µs": "explore 4",
+        "3.53 ms": "explore 4",
+        "4.12 ms": "explore 4",
+        "30 µs": "explore 4",
+        "40.2 µs": "explore 4",
+        "110 µs": "explore 4",
+        "3.78 ms": "explore 4",
+        "16 ms": "explore 4",
+        "39.8 GB/s": "explore 5",
+        "19.9 GB/s": "explore 5",
+        "10.2 ms": "explore 5",
+        "50.2 ms": "explore 5",
+    },
+    "labs/source/02_global_batch": {},  # every quantity in its prose is printed beside it
+    "labs/source/03_memory_budget": {
+        "1 GB": "the definition of a decimal gigabyte, not a result",
+        "100 kB": "the right panel's log axis, widgets.memory.LOG_AXIS_BYTES: test_lab_03_explore_answers",
+        "100 TB": "the right panel's log axis, widgets.memory.LOG_AXIS_BYTES: test_lab_03_explore_answers",
+        "53.9 GB": "explore 1",
+        "32.7 GB": "explore 1",
+        "682 MB": "explore 1",
+        "20.5 GB": "explore 1",
+        "15.7 GB": "explore 1 and 6",
+        "32 MB": "explore 2",
+        "21.2 GB": "explore 2",
+        "10.9 GB": "explore 2",
+        "76.6 GB": "explore 3",
+        "3.39 GB": "explore 3",
+        "6.88 GB": "explore 3",
+        "86.9 GB": "explore 3",
+        "48.8 GB": "explore 3",
+        "33.8 GB": "explore 3",
+        "5.13 GB": "explore 4",
+        "31.4 GB": "explore 5",
+        "55.6 GB": "explore 5",
+        "9.27 GB": "explore 6",
+        "16 GB": "explore 6: the TPU v5e's HBM",
+        "276 MB": "explore 6",
+    },
+    "labs/source/04_pipeline_schedule": {
+        "100 %": "explore 4's threshold (a bubble above the ideal time), not a result",
+        "75 %": "explore 1",
+        "18.8 %": "explore 1 and 3",
+        "9.38 %": "explore 3",
+        "175 %": "explore 4",
+        "63.6 %": "explore 4",
+        "23.4 %": "explore 5",
+        "5.86 %": "explore 5",
+    },
     "labs/source/05_measure_collectives": {
         "8 B": "the sweep's first size; the recorded sizes of question 1: test_lab_05_quoted_figures",
         "20 %": "explore 1's given tolerance, not a result",
@@ -274,6 +348,38 @@ def test_lesson_03_exercise_answers():
     assert units.format_percent(parallelism.pipeline_bubble_fraction(8, 40, 4), digits=2) == "4.4 %"
 
 
+def test_lesson_04_quoted_figures():
+    selene = hardware.SELENE_3072
+    assert selene.inter_node_link.bandwidth_bytes_per_s == 8 * 200 * units.GBIT  # 8 × 200 Gb/s per node
+    assert selene.inter_bandwidth_bytes_per_s == pytest.approx(25e9)  # each GPU's share, printed beside the prose
+    assert units.format_bandwidth(hardware.H100.hbm_bandwidth_bytes_per_s) == "3.35 TB/s"
+
+
+def test_lesson_04_exercise_answers():
+    assert units.format_time(collectives.comm_time(8, 5 * units.US, 100 * units.MB, 50 * units.GB)) == "2.04 ms"
+    # 2: 8 micro-batches instead of 96 leave the reduce-scatter's 205 ms against the same 149 ms window
+    for micro_batches in (96, 8):
+        plan = parallelism.ParallelPlan(
+            data_parallel=16, tensor_parallel=8, pipeline_parallel=8, zero_stage=1, micro_batch=1,
+            grad_accum_steps=micro_batches, recompute="selective", sequence_parallel=True,
+        )  # fmt: skip
+        step = budget.step_time(parallelism.GPT3_175B, plan, hardware.SELENE_3072, calibration=None)
+        assert units.format_time(step.overlapped_s["data"]) == "149 ms"
+        assert units.format_time(step.exposed_s["data"]) == "260 ms"  # the reduce-scatter's 55.5 ms + the 205 ms gather
+
+    def strong_scaling(data_parallel, global_batch):
+        plan = parallelism.ParallelPlan(
+            data_parallel=data_parallel, tensor_parallel=8, zero_stage=1, micro_batch=1,
+            grad_accum_steps=global_batch // data_parallel, recompute="selective", sequence_parallel=True,
+        )  # fmt: skip
+        return budget.step_time(parallelism.MEGATRON_22B, plan, hardware.SELENE_3072, calibration=None)
+
+    first, last = strong_scaling(1, 3072), strong_scaling(384, 3072)
+    assert units.format_percent(last.exposed_communication_s / last.total_s, digits=2) == "22 %"
+    assert units.format_percent(first.total_s * 8 / (last.total_s * 3072), digits=2) == "88 %"
+    assert units.format_time(last.exposed_s["data"]) == "287 ms"  # "the data-parallel term stays at 287 ms"
+
+
 def test_lesson_05_recorded_run():
     recorded = measure.Measurements.from_csv(next((ROOT / "data" / "mpi").glob("*_all_reduce.csv")))
     times = [row.median_s for row in recorded]
@@ -353,6 +459,126 @@ def test_lesson_07_exercise_answers():
     assert (
         units.format_bytes(parallelism.zero_model_state_bytes(parallelism.LLAMA3_8B.params, 8, 3), digits=2) == "16 GB"
     )
+
+
+def test_lab_01_explore_answers():
+    from course_lib.widgets import ring_allreduce_lab
+
+    def run(**settings):  # the lab at its defaults (8 ranks, 100 MB, 50 GB/s, 5 µs, ring), then the controls moved
+        lab = ring_allreduce_lab()
+        for name, value in settings.items():
+            lab.controls[name].value = value
+        return lab.result
+
+    def ms(r, key="time_s"):
+        return units.format_time(r[key])
+
+    assert hardware.NVLINK4.bandwidth_bytes_per_s == 900e9 and hardware.NVLINK4.direction == "two-way"
+    assert hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s == 8 * 400 * units.GBIT  # 8 adapters of 400 Gb/s
+    # 1: the payload where the two terms are equal
+    equal = run(payload_bytes=2 * units.MB)
+    assert ms(equal, "latency_term_s") == ms(equal, "bandwidth_term_s") == "70 µs"
+    assert units.format_bytes(equal["wire_bytes"]) == "3.5 MB" and ms(equal) == "140 µs"
+    # 2: double the ranks at 100 MB and at 1 kB
+    default, doubled = run(), run(ranks=16)
+    assert (ms(default), ms(doubled)) == ("3.57 ms", "3.9 ms")
+    assert units.format_percent(doubled["time_s"] / default["time_s"] - 1, digits=1) == "9 %"
+    assert (ms(run(payload_bytes=1e3)), ms(run(payload_bytes=1e3, ranks=16))) == ("70 µs", "150 µs")
+    # 3: each doubling doubles the crossover
+    for setting in ({"latency_s": 10 * units.US}, {"bandwidth_bytes_per_s": 100 * units.GB}, {"ranks": 16}):
+        assert units.format_bytes(run(**setting)["crossover_bytes"]) == "4 MB"
+    # 4: the fastest algorithm on 8 and on 12 ranks
+    small = run(payload_bytes=1e3)
+    assert small["fastest_algorithm"] == "recursive_doubling" and ms(small, "recursive_doubling_time_s") == "15.1 µs"
+    assert default["fastest_algorithm"] == "rabenseifner" and ms(default, "rabenseifner_time_s") == "3.53 ms"
+    assert ms(default, "double_binary_tree_time_s") == "4.12 ms"
+    small = run(ranks=12, payload_bytes=1e3)
+    assert small["fastest_algorithm"] == "double_binary_tree"
+    assert [ms(small, f"{a}_time_s") for a in ("double_binary_tree", "binomial_tree", "ring")] == [
+        "30 µs",
+        "40.2 µs",
+        "110 µs",
+    ]
+    large = run(ranks=12)
+    assert large["fastest_algorithm"] == "ring"
+    assert [ms(large, f"{a}_time_s") for a in ("ring", "double_binary_tree", "binomial_tree")] == [
+        "3.78 ms",
+        "4.12 ms",
+        "16 ms",
+    ]
+    # 5: algbw against busbw at 1 GB ("busbw: 50, 49.9, 49.2 and 39.8 GB/s; algbw: 50, 28.5, 25 and 19.9 GB/s")
+    rates = [run(payload_bytes=1 * units.GB, ranks=p) for p in (2, 8, 64)]
+    assert [units.format_bandwidth(r["busbw_bytes_per_s"]) for r in rates] == ["50 GB/s", "49.9 GB/s", "49.2 GB/s"]
+    assert [units.format_bandwidth(r["algbw_bytes_per_s"]) for r in rates] == ["50 GB/s", "28.5 GB/s", "25 GB/s"]
+    widest = run(payload_bytes=1 * units.GB, ranks=1024)
+    assert units.format_bandwidth(widest["busbw_bytes_per_s"]) == "39.8 GB/s"
+    assert units.format_bandwidth(widest["algbw_bytes_per_s"]) == "19.9 GB/s"
+    assert (ms(widest, "latency_term_s"), ms(widest)) == ("10.2 ms", "50.2 ms") and widest["phases"] == 2046
+
+
+def test_lab_03_explore_answers():
+    from course_lib.widgets import memory, memory_budget_lab
+
+    def fit(**settings):  # the lab at its defaults (GPT-3 175B, d = t = p = 8, ZeRO-1), then the controls moved
+        lab = memory_budget_lab()
+        for name, value in settings.items():
+            lab.controls[name].value = value
+        return {key: units.format_bytes(value) for key, value in lab.result.items() if key.endswith("_bytes")}
+
+    assert tuple(units.format_bytes(b) for b in memory.LOG_AXIS_BYTES) == ("100 kB", "100 TB")
+    # 1: the ZeRO stages
+    default = fit()
+    assert (default["zero0_total_bytes"], default["zero0_optimizer_state_bytes"]) == ("53.9 GB", "32.7 GB")
+    assert (default["zero2_gradients_bytes"], default["zero2_total_bytes"]) == ("682 MB", "20.5 GB")
+    assert (default["zero3_parameters_bytes"], default["zero3_total_bytes"]) == ("682 MB", "15.7 GB")
+    # 2: ZeRO-1's floor at d = 1024
+    widest = fit(data_parallel=1024)
+    assert (widest["optimizer_state_bytes"], widest["total_bytes"]) == ("32 MB", "21.2 GB")
+    assert units.format_bytes(2 * 5456744448) == "10.9 GB" and widest["parameters_bytes"] == "5.46 GB"
+    # 3: the micro-batch, then full recomputation
+    assert (fit(micro_batch=6)["total_bytes"], fit(micro_batch=6)["headroom_bytes"]) == ("76.6 GB", "3.39 GB")
+    seven = memory_budget_lab()
+    seven.controls["micro_batch"].value = 7
+    assert not seven.result["fits"] and units.format_bytes(-seven.result["headroom_bytes"]) == "6.88 GB"
+    assert units.format_bytes(seven.result["total_bytes"]) == "86.9 GB"
+    recomputed = fit(micro_batch=7, recompute="full")
+    assert (recomputed["total_bytes"], recomputed["activations_bytes"]) == ("48.8 GB", "33.8 GB")
+    # 4: fewer micro-batches in flight; 5: without sequence parallelism, then without recomputation
+    assert fit(grad_accum_steps=4)["activations_bytes"] == "5.13 GB"
+    assert fit(sequence_parallel=False)["activations_bytes"] == "31.4 GB"
+    assert fit(sequence_parallel=False, recompute="none")["activations_bytes"] == "55.6 GB"
+    # 6: the 16 GB TPU v5e
+    tpu = memory_budget_lab()
+    tpu.controls["device"].value = "TPU v5e"
+    assert units.format_bytes(tpu.result["capacity_bytes"]) == "16 GB"
+    assert units.format_bytes(-tpu.result["headroom_bytes"]) == "9.27 GB"
+    tpu.controls["zero_stage"].value = 3
+    assert tpu.result["fits"] and units.format_bytes(tpu.result["headroom_bytes"]) == "276 MB"
+
+
+def test_lab_04_explore_answers():
+    from course_lib.widgets import pipeline_lab
+
+    def run(**settings):  # the lab at its defaults (1F1B, p = 4, m = 8), then the controls moved as the question says
+        lab = pipeline_lab()
+        for name, value in settings.items():
+            lab.controls[name].value = value
+        r = lab.result
+        return units.format_percent(r["bubble_fraction"]), r["bubble_time"], r["total_time"], r["peak_in_flight"]
+
+    # 1: more micro-batches, the same 9 t_f of idle time
+    assert run(microbatches=4)[:2] == ("75 %", 9.0) and run(microbatches=16)[:2] == ("18.8 %", 9.0)
+    # 3: interleaving, v = 2 then 4
+    assert run(virtual_stages=2)[0] == "18.8 %" and run(virtual_stages=2)[2:] == (28.5, 5.5)
+    assert run(virtual_stages=4) == ("9.38 %", 2.25, 26.25, 4.75)
+    # 4: p = 8, m = 4, a bubble above 100 %
+    lab = pipeline_lab()
+    lab.controls["stages"].value, lab.controls["microbatches"].value = 8, 4
+    assert units.format_percent(lab.result["bubble_fraction"]) == "175 %"
+    assert units.format_percent(lab.result["bubble_share_of_step"]) == "63.6 %" and lab.result["total_time"] == 33.0
+    # 5: the largest pipeline, 1F1B then v = 4
+    assert run(stages=16, microbatches=64) == ("23.4 %", 45.0, 237.0, 16.0)
+    assert run(stages=16, microbatches=64, virtual_stages=4) == ("5.86 %", 11.25, 203.25, 19.75)
 
 
 def test_lab_05_quoted_figures():

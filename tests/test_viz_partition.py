@@ -69,7 +69,9 @@ def test_figure_holds_the_report(live, plan):
     # memory bars: each component's share of the capacity
     capacity = report["capacity_bytes"]
     start = 0.0  # the axis ends at twice the capacity: what lies beyond is cut
-    components = ("parameters", "gradients", "optimizer_state", "activations")
+    # every component the memory bars stack (logits and framework are 0 in the ideal model the explorer uses)
+    components = ("parameters", "gradients", "optimizer_state", "activations", "logits", "framework")
+    assert report["logits_bytes"] == report["framework_bytes"] == 0.0
     for component, (x, _, width, _) in zip(components, live.memory_segments.boxes, strict=True):
         share = report[f"{component}_bytes"] / capacity
         assert x == pytest.approx(min(start, 2.0), rel=1e-9)
