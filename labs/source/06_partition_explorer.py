@@ -51,6 +51,9 @@
 
 # %%
 from course_lib import budget, compute, hardware, parallelism, units
+from course_lib.widgets import readable_feedback
+
+readable_feedback()  # the checks below mark their results with ✔ and ✘, which every font here has
 
 # %% [markdown]
 # ## The lab
