@@ -283,7 +283,8 @@ def transfer_table(
     for transfer, seconds, phases in timed:
         if not transfer.crosses_boundary:
             continue
-        levels = tuple(dict.fromkeys(phase.level for phase in phases if np.all(np.asarray(phase.ranks) > 1)))
+        spanned = {phase.level for phase in phases if np.all(np.asarray(phase.ranks) > 1)}
+        levels = tuple(level for level in ("in node", "across nodes") if level in spanned)
         crosses_nodes = "across nodes" in levels
         key = (transfer.axis, transfer.phase)
         share = float(seconds / per_phase[key]) if per_phase[key] > 0 else 0.0
@@ -308,24 +309,27 @@ def transfer_table(
 
 
 def format_transfer_table(rows) -> str:
-    """``transfer_table``'s rows as a text table, one line per tensor, quantities with their units.
+    """``transfer_table``'s rows (or ``partition_report``'s ``transfers``) as a text table, one line per tensor,
+    quantities with their units: the levels of the cluster its group spans, time per call and per step, the part
+    of it nothing hides, and what it may hide behind.
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT3_175B
     >>> rows = transfer_table(GPT3_175B, ParallelPlan(tensor_parallel=8), DGX_H100)
     >>> print(format_transfer_table(rows[:1]))  # doctest: +NORMALIZE_WHITESPACE
-    axis tensor collective payload ranks links per call calls per step hidden by
-    tensor layer outputs (partial sums), forward all_reduce 50.3 MB 8 in node 210 µs 192 40.3 ms none
+    axis tensor collective payload ranks links per call calls per step exposed hidden by
+    tensor layer outputs (partial sums), forward all_reduce 50.3 MB 8 in node 210 µs 192 40.3 ms 40.3 ms none
     """
     lines = [
-        f"{'axis':8} {'tensor':46} {'collective':14} {'payload':>8} {'ranks':>5} {'links':14} {'per call':>8} "
-        f"{'calls':>6} {'per step':>9}  hidden by"
+        f"{'axis':8} {'tensor':46} {'collective':14} {'payload':>8} {'ranks':>5} {'links':21} {'per call':>8} "
+        f"{'calls':>6} {'per step':>9} {'exposed':>9}  hidden by"
     ]
     for row in rows:
         lines.append(
             f"{row['axis']:8} {row['tensor']:46} {row['op']:14} {units.format_bytes(row['payload_bytes']):>8} "
-            f"{row['group_size']:>5} {row['levels']:14} {units.format_time(row['time_per_call_s']):>8} "
-            f"{row['calls_per_step']:>6} {units.format_time(row['time_s']):>9}  {row['phase']}"
+            f"{row['group_size']:>5} {row['levels']:21} {units.format_time(row['time_per_call_s']):>8} "
+            f"{row['calls_per_step']:>6} {units.format_time(row['time_s']):>9} {units.format_time(row['exposed_s']):>9}"
+            f"  {row['phase']}"
         )
     return "\n".join(lines)
 

@@ -531,8 +531,10 @@ def test_transfer_table_by_hand_on_two_nodes():
     assert rows[2]["exposed_s"] == pytest.approx(rows[2]["time_s"] - backward, rel=1e-9)
     assert rows[3]["exposed_s"] == pytest.approx(rows[3]["time_s"], rel=1e-12)  # after the optimizer step
     # A tensor group of 16 spans both nodes (hierarchical); pipeline stages t·d apart cross the network.
-    wide = budget.transfer_table(GPT3_175B, ParallelPlan(tensor_parallel=16), CLUSTER_2x8)
-    assert {(r["levels"], r["link"]) for r in wide} == {("in node + across nodes", infiniband)}
+    for sequence_parallel in (False, True):  # all-reduces, or all-gathers (network first) and reduce-scatters
+        plan = ParallelPlan(tensor_parallel=16, sequence_parallel=sequence_parallel)
+        wide = budget.transfer_table(GPT3_175B, plan, CLUSTER_2x8)
+        assert {(r["levels"], r["link"]) for r in wide} == {("in node + across nodes", infiniband)}
     piped = budget.transfer_table(GPT3_175B, ParallelPlan(tensor_parallel=8, pipeline_parallel=2), CLUSTER_2x8)
     send = next(r for r in piped if r["axis"] == "pipeline")
     assert send["levels"] == "across nodes" and send["payload_bytes"] == pytest.approx(activation / 8)
