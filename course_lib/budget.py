@@ -243,7 +243,12 @@ def transfer_time_per_call(transfer, plan: ParallelPlan, cluster: Cluster):
     >>> format_time(transfer_time_per_call(step_transfers(GPT3_175B, plan)[0], plan, DGX_H100))
     '210 µs'
     """
-    return group_collective_time(
+    return _validate.as_result(sum(phase.time_s for phase in _transfer_phases(transfer, plan, cluster)))
+
+
+def _transfer_phases(transfer, plan: ParallelPlan, cluster: Cluster) -> tuple:
+    """``group_collective_phases`` of one call of ``transfer``, its group placed by ``plan`` (``axis_stride``)."""
+    return group_collective_phases(
         transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
     )
 
@@ -481,9 +486,7 @@ def _timed_transfers(model, plan, cluster, forward, backward):
     windows = {"forward": forward, "backward": backward}
     timed, per_phase = [], {}  # (axis, phase) -> total seconds per step of the transfers with that phase
     for transfer in step_transfers(model, plan):
-        phases = group_collective_phases(
-            transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
-        )
+        phases = _transfer_phases(transfer, plan, cluster)
         seconds = transfer.calls_per_step * sum(phase.time_s for phase in phases)  # × transfer_time_per_call
         timed.append((transfer, seconds, phases))
         key = (transfer.axis, transfer.phase)
