@@ -263,8 +263,8 @@ def transfer_table(
     Each row is a plain dict: ``axis``, ``tensor``, ``op``, ``payload_bytes`` (S of one call), ``group_size``,
     ``calls_per_step`` and ``phase`` (what it may hide behind) from ``parallelism.boundary_tensors``; ``levels``,
     the levels its phases run on with more than one rank ("in node", "across nodes" or "in node + across nodes",
-    from ``group_collective_phases``); ``link``, the name of the slowest link it uses (the network if it crosses
-    nodes, else the node's link) and ``crosses_nodes``; ``time_per_call_s`` (``transfer_time_per_call``), ``time_s``
+    from ``group_collective_phases``); ``crosses_nodes`` and ``link``, the name of the network's link if it crosses
+    nodes, else of the node's; ``time_per_call_s`` (``transfer_time_per_call``), ``time_s``
     (per step: × calls) and ``exposed_s``, its share of the exposed time of the transfers it overlaps with (same axis
     and phase; ``step_time``'s dependency rule, compute at ``compute_efficiency`` × peak), so the axis totals are
     ``step_time``'s. Two DGX H100 nodes, t = 8 in a node and d = 2 across them, one micro-batch of GPT-3 (the
@@ -1068,7 +1068,6 @@ def partition_report(
     16 InfiniBand 3072 1.75 s 18.6 s
     """
     memory = memory_breakdown(model, plan, calibration=None)
-    _check_cluster_holds(plan, cluster)
     step = step_time(model, plan, cluster, compute_efficiency, dtype, calibration=None)
     transfers = list(transfer_table(model, plan, cluster, compute_efficiency=compute_efficiency, dtype=dtype))
     total = float(memory.total)
