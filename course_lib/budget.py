@@ -54,7 +54,6 @@ from .parallelism import (
     Calibration,
     ParallelPlan,
     TransformerModel,
-    boundary_tensors,
     check_plan_for_model,
     memory_breakdown,
     resolve_calibration,
@@ -85,7 +84,6 @@ __all__ = [
     "worst_case_ranking",
     "BINDING_CONSTRAINTS",
     "partition_report",
-    "transfer_link",
     "binding_constraint",
 ]
 
@@ -245,73 +243,98 @@ def transfer_time_per_call(transfer, plan: ParallelPlan, cluster: Cluster):
     >>> format_time(transfer_time_per_call(step_transfers(GPT3_175B, plan)[0], plan, DGX_H100))
     '210 µs'
     """
-    return group_collective_time(
+    return _validate.as_result(sum(phase.time_s for phase in _transfer_phases(transfer, plan, cluster)))
+
+
+def _transfer_phases(transfer, plan: ParallelPlan, cluster: Cluster) -> tuple:
+    """``group_collective_phases`` of one call of ``transfer``, its group placed by ``plan`` (``axis_stride``)."""
+    return group_collective_phases(
         transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
     )
 
 
-def transfer_table(model: TransformerModel, plan: ParallelPlan, cluster: Cluster) -> tuple[dict, ...]:
-    """One row per tensor that crosses a device boundary in a step of ``plan`` on ``cluster`` (the ideal model).
+def transfer_table(
+    model: TransformerModel, plan: ParallelPlan, cluster: Cluster, *, compute_efficiency=0.5, dtype="bf16"
+) -> tuple[dict, ...]:
+    """One row per tensor that crosses a device boundary in a step of ``plan`` on ``cluster`` (the ideal model,
+    ``step_time`` with ``calibration=None``): the one list of a plan's transfers, for the lessons' tables and
+    ``partition_report``.
 
     Each row is a plain dict: ``axis``, ``tensor``, ``op``, ``payload_bytes`` (S of one call), ``group_size``,
-    ``calls_per_step`` and ``phase`` (what it may hide behind) from ``parallelism.boundary_tensors``; ``links``, the
-    levels its phases run on ("in node", "across nodes" or both, from ``group_collective_phases``); and
-    ``time_per_call_s`` and ``time_per_step_s`` (``transfer_time_per_call``, × calls). Two DGX H100 nodes, t = 8 in a
-    node and d = 2 across them, one micro-batch of GPT-3 (the gradients' 2 B × Ψ/8 = 43.7 GB reduced over the
-    network, 2 × 1/2 × 43.7 GB / 50 GB/s ≈ 873 ms):
+    ``calls_per_step`` and ``phase`` (what it may hide behind) from ``parallelism.boundary_tensors``; ``levels``,
+    the levels its phases run on with more than one rank ("in node", "across nodes" or "in node + across nodes",
+    from ``group_collective_phases``); ``crosses_nodes`` and ``link``, the name of the network's link if it crosses
+    nodes, else of the node's; ``time_per_call_s`` (``transfer_time_per_call``), ``time_s``
+    (per step: × calls) and ``exposed_s``, its share of the exposed time of the transfers it overlaps with (same axis
+    and phase; ``step_time``'s dependency rule, compute at ``compute_efficiency`` × peak), so the axis totals are
+    ``step_time``'s. Two DGX H100 nodes, t = 8 in a node and d = 2 across them, one micro-batch of GPT-3 (the
+    gradients' 2 B × Ψ/8 = 43.7 GB reduced over the network, 2 × 1/2 × 43.7 GB / 50 GB/s ≈ 873 ms, of which the
+    last backward pass, 372 ms at half of the H100's peak, hides as much: 873 − 372 ≈ 502 ms exposed):
 
     >>> from course_lib.hardware import H100, INFINIBAND_NDR_8X, NVLINK4
     >>> from course_lib.parallelism import GPT3_175B
     >>> two_nodes = Cluster("2 × DGX H100", H100, 8, 2, NVLINK4, INFINIBAND_NDR_8X)
     >>> rows = transfer_table(GPT3_175B, ParallelPlan(data_parallel=2, tensor_parallel=8), two_nodes)
-    >>> [(row["axis"], row["op"], row["links"], row["calls_per_step"]) for row in rows]
-    [('tensor', 'all_reduce', 'in node', 192), ('tensor', 'all_reduce', 'in node', 192), \
-('data', 'all_reduce', 'across nodes', 1)]
-    >>> format_bytes(rows[2]["payload_bytes"]), format_time(rows[2]["time_per_step_s"])
-    ('43.7 GB', '873 ms')
+    >>> [(row["axis"], row["op"], row["levels"], row["link"].split()[0], row["calls_per_step"]) for row in rows]
+    [('tensor', 'all_reduce', 'in node', 'NVLink', 192), ('tensor', 'all_reduce', 'in node', 'NVLink', 192), \
+('data', 'all_reduce', 'across nodes', 'InfiniBand', 1)]
+    >>> format_bytes(rows[2]["payload_bytes"]), format_time(rows[2]["time_s"]), format_time(rows[2]["exposed_s"])
+    ('43.7 GB', '873 ms', '502 ms')
     """
+    _check_cluster_holds(plan, cluster)
+    forward, backward = _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype)
+    timed, per_phase, exposed_phase = _timed_transfers(model, plan, cluster, forward, backward)
     rows = []
-    for transfer in boundary_tensors(model, plan):
-        stride = axis_stride(transfer.axis, plan)
-        phases = group_collective_phases(transfer.op, cluster, transfer.group_size, stride, transfer.payload_bytes)
-        levels = tuple(dict.fromkeys(phase.level for phase in phases if np.all(np.asarray(phase.ranks) > 1)))
-        per_call = transfer_time_per_call(transfer, plan, cluster)
+    for transfer, seconds, phases in timed:
+        if not transfer.crosses_boundary:
+            continue
+        spanned = {phase.level for phase in phases if np.all(np.asarray(phase.ranks) > 1)}
+        levels = tuple(level for level in ("in node", "across nodes") if level in spanned)
+        crosses_nodes = "across nodes" in levels
+        key = (transfer.axis, transfer.phase)
+        share = float(seconds / per_phase[key]) if per_phase[key] > 0 else 0.0
         rows.append(
             {
                 "axis": transfer.axis,
                 "tensor": transfer.tensor,
                 "op": transfer.op,
-                "payload_bytes": transfer.payload_bytes,
-                "group_size": transfer.group_size,
-                "calls_per_step": transfer.calls_per_step,
+                "payload_bytes": float(transfer.payload_bytes),
+                "group_size": int(transfer.group_size),
+                "calls_per_step": int(transfer.calls_per_step),
                 "phase": transfer.phase,
-                "links": " + ".join(levels),
-                "time_per_call_s": per_call,
-                "time_per_step_s": _validate.as_result(per_call * transfer.calls_per_step),
+                "levels": " + ".join(levels),
+                "link": (cluster.inter_node_link if crosses_nodes else cluster.intra_node_link).name,
+                "crosses_nodes": crosses_nodes,
+                "time_per_call_s": float(sum(phase.time_s for phase in phases)),
+                "time_s": float(seconds),
+                "exposed_s": float(share * exposed_phase[key]),
             }
         )
     return tuple(rows)
 
 
 def format_transfer_table(rows) -> str:
-    """``transfer_table``'s rows as a text table, one line per tensor, quantities with their units.
+    """``transfer_table``'s rows (or ``partition_report``'s ``transfers``) as a text table, one line per tensor,
+    quantities with their units: the levels of the cluster its group spans, time per call and per step, the part
+    of it nothing hides, and what it may hide behind.
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT3_175B
     >>> rows = transfer_table(GPT3_175B, ParallelPlan(tensor_parallel=8), DGX_H100)
     >>> print(format_transfer_table(rows[:1]))  # doctest: +NORMALIZE_WHITESPACE
-    axis tensor collective payload ranks links per call calls per step hidden by
-    tensor layer outputs (partial sums), forward all_reduce 50.3 MB 8 in node 210 µs 192 40.3 ms none
+    axis tensor collective payload ranks links per call calls per step exposed hidden by
+    tensor layer outputs (partial sums), forward all_reduce 50.3 MB 8 in node 210 µs 192 40.3 ms 40.3 ms none
     """
     lines = [
-        f"{'axis':8} {'tensor':46} {'collective':14} {'payload':>8} {'ranks':>5} {'links':14} {'per call':>8} "
-        f"{'calls':>6} {'per step':>9}  hidden by"
+        f"{'axis':8} {'tensor':46} {'collective':14} {'payload':>8} {'ranks':>5} {'links':21} {'per call':>8} "
+        f"{'calls':>6} {'per step':>9} {'exposed':>9}  hidden by"
     ]
     for row in rows:
         lines.append(
             f"{row['axis']:8} {row['tensor']:46} {row['op']:14} {units.format_bytes(row['payload_bytes']):>8} "
-            f"{row['group_size']:>5} {row['links']:14} {units.format_time(row['time_per_call_s']):>8} "
-            f"{row['calls_per_step']:>6} {units.format_time(row['time_per_step_s']):>9}  {row['phase']}"
+            f"{row['group_size']:>5} {row['levels']:21} {units.format_time(row['time_per_call_s']):>8} "
+            f"{row['calls_per_step']:>6} {units.format_time(row['time_s']):>9} {units.format_time(row['exposed_s']):>9}"
+            f"  {row['phase']}"
         )
     return "\n".join(lines)
 
@@ -398,7 +421,7 @@ def step_time(
     calibration = resolve_calibration(calibration, cluster)
     if calibration is not None:
         return calibrated_step_time(model, plan, cluster, calibration, dtype)
-    return _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)[0]
+    return _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)
 
 
 def _check_cluster_holds(plan, cluster):
@@ -407,12 +430,12 @@ def _check_cluster_holds(plan, cluster):
 
 
 def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
-    """``step_time``'s ideal model: the StepTime, and ``_timed_transfers``' result it was built from."""
+    """``step_time``'s ideal model (compute at ``compute_efficiency`` × peak)."""
     p, m, v = plan.pipeline_parallel, plan.grad_accum_steps, plan.virtual_stages
     shape = (model.seq_len, model.layers, model.hidden, model.vocab)
     forward, backward = _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype)
     total_mb = forward + backward
-    timed, per_phase, exposed_phase = _timed_transfers(model, plan, cluster, forward, backward)
+    _, per_phase, exposed_phase = _timed_transfers(model, plan, cluster, forward, backward)
 
     exposed = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
     overlapped = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
@@ -438,7 +461,7 @@ def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
         _validate.as_result(model_flops / peak_time),
         _validate.as_result(hardware_flops / peak_time),
     )
-    return step, (timed, per_phase, exposed_phase)
+    return step
 
 
 def _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype):
@@ -463,9 +486,7 @@ def _timed_transfers(model, plan, cluster, forward, backward):
     windows = {"forward": forward, "backward": backward}
     timed, per_phase = [], {}  # (axis, phase) -> total seconds per step of the transfers with that phase
     for transfer in step_transfers(model, plan):
-        phases = group_collective_phases(
-            transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
-        )
+        phases = _transfer_phases(transfer, plan, cluster)
         seconds = transfer.calls_per_step * sum(phase.time_s for phase in phases)  # × transfer_time_per_call
         timed.append((transfer, seconds, phases))
         key = (transfer.axis, transfer.phase)
@@ -1016,43 +1037,20 @@ def search_plans(
     return PlanSearch(columns, evaluated, rejected, capacity)
 
 
-def transfer_link(transfer, plan: ParallelPlan, cluster: Cluster) -> Link:
-    """The link a ``parallelism.BoundaryTransfer``'s group uses on ``cluster``: the network if any phase of its
-    ``group_collective_phases`` crosses nodes with more than one rank, else the node's NVLink.
-
-    >>> from course_lib.hardware import SELENE_3072
-    >>> from course_lib.parallelism import GPT3_175B, step_transfers
-    >>> [transfer_link(step_transfers(GPT3_175B, plan)[0], plan, SELENE_3072).name.split()[0]
-    ...  for plan in (ParallelPlan(tensor_parallel=8), ParallelPlan(tensor_parallel=16))]
-    ['NVLink', 'InfiniBand']
-    """
-    phases = group_collective_phases(
-        transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
-    )
-    return _phases_link(phases, cluster)
-
-
-def _phases_link(phases, cluster: Cluster) -> Link:
-    crosses = any(phase.level == "across nodes" and np.all(np.asarray(phase.ranks) > 1) for phase in phases)
-    return cluster.inter_node_link if crosses else cluster.intra_node_link
-
-
 def partition_report(
     model: TransformerModel, plan: ParallelPlan, cluster: Cluster, *, compute_efficiency=0.5, dtype="bf16"
 ) -> dict:
     """Everything the partition explorer shows for one plan, as plain Python values, from the ideal model
-    (``memory_breakdown`` and ``step_time`` with ``calibration=None``, ``step_transfers``).
+    (``memory_breakdown``, ``step_time`` with ``calibration=None`` and ``transfer_table``).
 
     Keys: the plan's sizes; ``parameters_bytes``, ``gradients_bytes``, ``optimizer_state_bytes``,
     ``activations_bytes`` (per device, the first pipeline stage), ``logits_bytes`` and ``framework_bytes`` (0 in the
     ideal model), ``memory_bytes_per_device``,
     ``capacity_bytes``, ``fits``; the step: ``compute_s``, ``bubble_s``, ``exposed_tensor_s``,
     ``exposed_pipeline_s``, ``exposed_data_s``, ``exposed_communication_s``, ``step_time_s``,
-    ``binding_constraint`` ("memory" when the plan does not fit), ``tokens_per_s``, ``mfu``; and ``transfers``: one
-    dict per boundary tensor (``boundary_tensors``) with ``axis``, ``tensor``, ``op``, ``payload_bytes``,
-    ``calls_per_step``, ``group_size``, ``link`` (the link's name), ``crosses_nodes``, ``time_s`` (per step) and
-    ``exposed_s``. A transfer's exposed time is its share of the exposed time of the transfers it overlaps with
-    (same axis and phase; ``step_time``'s dependency rule), so the axis totals are ``step_time``'s.
+    ``binding_constraint`` ("memory" when the plan does not fit), ``tokens_per_s``, ``mfu``; and ``transfers``:
+    ``transfer_table``'s rows (one dict per boundary tensor: ``axis``, ``tensor``, ``op``, ``payload_bytes``,
+    ``calls_per_step``, ``group_size``, ``link``, ``crosses_nodes``, ``time_s`` per step, ``exposed_s``, …).
 
     GPT-3 175B on 8 nodes of 8 A100: t = 16 instead of 8 (p = 4 instead of 8, the same 64 GPUs) puts the
     tensor-parallel all-reduces on InfiniBand, and the step gets slower.
@@ -1071,29 +1069,8 @@ def partition_report(
     16 InfiniBand 3072 1.75 s 18.6 s
     """
     memory = memory_breakdown(model, plan, calibration=None)
-    _check_cluster_holds(plan, cluster)
-    step, (timed, per_phase, exposed_phase) = _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)
-    transfers = []
-    for transfer, seconds, phases in timed:
-        if not transfer.crosses_boundary:
-            continue
-        key = (transfer.axis, transfer.phase)
-        share = float(seconds / per_phase[key]) if per_phase[key] > 0 else 0.0
-        link = _phases_link(phases, cluster)
-        transfers.append(
-            {
-                "axis": transfer.axis,
-                "tensor": transfer.tensor,
-                "op": transfer.op,
-                "payload_bytes": float(transfer.payload_bytes),
-                "calls_per_step": int(transfer.calls_per_step),
-                "group_size": int(transfer.group_size),
-                "link": link.name,
-                "crosses_nodes": link is cluster.inter_node_link,
-                "time_s": float(seconds),
-                "exposed_s": float(share * exposed_phase[key]),
-            }
-        )
+    step = step_time(model, plan, cluster, compute_efficiency, dtype, calibration=None)
+    transfers = list(transfer_table(model, plan, cluster, compute_efficiency=compute_efficiency, dtype=dtype))
     total = float(memory.total)
     capacity = float(cluster.accelerator.hbm_capacity_bytes)
     fits = total <= capacity

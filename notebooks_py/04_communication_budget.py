@@ -247,22 +247,13 @@ print(
 #
 # ### Step 2 · Derive the transfers the partition implies
 #
-# `parallelism.step_transfers` lists every tensor that crosses a device boundary in one step;
+# `budget.transfer_table` lists every tensor that crosses a device boundary in one step (from
+# `parallelism.step_transfers`), the levels of the cluster its group spans, and its time:
 # `budget.transfer_time_per_call` prices one call on the cluster, given where the group's ranks sit (tensor ranks
 # adjacent, data ranks $t$ apart, pipeline ranks $t \cdot d$ apart: `budget.axis_stride`).
 
 # %%
-print(
-    f"{'axis':9} {'tensor':46} {'collective':15} {'payload':>8} {'ranks':>5} {'per call':>9} {'calls':>5} "
-    f"{'per step':>9}  hidden by"
-)
-for transfer in parallelism.boundary_tensors(MODEL, PLAN):
-    per_call = budget.transfer_time_per_call(transfer, PLAN, CLUSTER)
-    print(
-        f"{transfer.axis:9} {transfer.tensor:46} {transfer.op:15} {units.format_bytes(transfer.payload_bytes):>8} "
-        f"{transfer.group_size:>5} {units.format_time(per_call):>9} {transfer.calls_per_step:>5} "
-        f"{units.format_time(per_call * transfer.calls_per_step):>9}  {transfer.phase}"
-    )
+print(budget.format_transfer_table(budget.transfer_table(MODEL, PLAN, CLUSTER)))
 
 # %% [markdown]
 # Three very different profiles come out of one plan:
@@ -300,13 +291,8 @@ explorer
 
 # %%
 def print_transfers(result):
-    """The explorer's boundary tensors: the rows of its table."""
-    for number, x in enumerate(result["transfers"], start=1):
-        print(
-            f"{number} {x['axis']:8} {x['op']:14} {units.format_bytes(x['payload_bytes']):>8} "
-            f"× {x['calls_per_step']:>4}/step on {x['link'].split()[0]:10} {units.format_time(x['time_s']):>7}, "
-            f"exposed {units.format_time(x['exposed_s'])}"
-        )
+    """The explorer's boundary tensors (the rows of its table, in the order of its markers) and its step."""
+    print(budget.format_transfer_table(result["transfers"]))
     print(
         f"step {units.format_time(result['step_time_s'])}: exposed communication "
         f"{units.format_time(result['exposed_communication_s'])}, bubble {units.format_time(result['bubble_s'])}, "

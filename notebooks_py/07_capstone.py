@@ -316,9 +316,7 @@ print(
 # %%
 rows = budget.transfer_table(MODEL, CANDIDATE, CLUSTER)
 print(budget.format_transfer_table(rows))
-per_axis = {
-    axis: sum(r["time_per_step_s"] for r in rows if r["axis"] == axis) for axis in ("tensor", "pipeline", "data")
-}
+per_axis = {axis: sum(r["time_s"] for r in rows if r["axis"] == axis) for axis in ("tensor", "pipeline", "data")}
 print("per step: " + ", ".join(f"{axis} {units.format_time(seconds)}" for axis, seconds in per_axis.items()))
 
 # %% [markdown]
@@ -345,7 +343,7 @@ print("per step: " + ", ".join(f"{axis} {units.format_time(seconds)}" for axis, 
 forward_flops = compute.transformer_forward_flops(b, SEQ_LEN, L, h, V)  # one micro-batch, the whole model
 peak = GPU.peak("bf16")
 tp_pp = per_axis["tensor"] + per_axis["pipeline"]  # exposed: on the critical path
-gradients_rs, parameters_ag = (r["time_per_step_s"] for r in rows if r["axis"] == "data")
+gradients_rs, parameters_ag = (r["time_s"] for r in rows if r["axis"] == "data")
 print(
     f"{'η':>5} {'t_f + t_b':>10} {'exposed DP':>11} {'slot':>9} {'bubble':>8} {'step (hand)':>12} "
     f"{'step_time':>10} {'MFU':>6}"

@@ -75,6 +75,13 @@ _DECODE_KINDS = {
     "dtype": "dtype",
 }
 
+IDEAL_STEP = dict(
+    model=GPT3_175B,
+    plan=ParallelPlan(tensor_parallel=8),
+    cluster=hardware.DGX_H100,
+    compute_efficiency=0.5,
+    dtype="bf16",
+)
 CASES = [
     (
         collectives.comm_time,
@@ -355,28 +362,14 @@ CASES = [
         dict(op="op", group_size="count", stride="count", payload_bytes="positive"),
     ),
     (budget.axis_stride, dict(axis="data", plan=ParallelPlan(tensor_parallel=8)), dict(axis="op")),
-    (
-        budget.step_time,
-        dict(
-            model=GPT3_175B,
-            plan=ParallelPlan(tensor_parallel=8),
-            cluster=hardware.DGX_H100,
-            compute_efficiency=0.5,
-            dtype="bf16",
-            calibration=None,  # the ideal model: the calibrated one does not use compute_efficiency
-        ),
-        dict(compute_efficiency="fraction", dtype="dtype"),
-    ),
-    (
-        budget.partition_report,
-        dict(
-            model=GPT3_175B,
-            plan=ParallelPlan(tensor_parallel=8),
-            cluster=hardware.DGX_H100,
-            compute_efficiency=0.5,
-            dtype="bf16",
-        ),
-        dict(compute_efficiency="fraction", dtype="dtype"),
+    # the ideal model's step (calibration=None: the calibrated one does not use compute_efficiency), its transfers
+    *(
+        (function, {**IDEAL_STEP, **extra}, dict(compute_efficiency="fraction", dtype="dtype"))
+        for function, extra in (
+            (budget.step_time, {"calibration": None}),
+            (budget.transfer_table, {}),
+            (budget.partition_report, {}),
+        )
     ),
     (
         budget.search_plans,
@@ -619,12 +612,10 @@ def test_every_public_function_is_covered():
         "communication_volume_per_step",
         "check_plan_for_model",
         "transfer_time_per_call",
-        "transfer_link",
         "matmul_params",
         "forward_flops_per_token",
         "default_calibration",
         "resolve_calibration",
-        "transfer_table",
         "format_transfer_table",
     }
     assert public - separately <= covered, sorted(public - separately - covered)

@@ -6,7 +6,7 @@ import pytest
 from course_lib import budget, hardware, parallelism
 from course_lib.budget import exposed_after_overlap, group_collective_time, search_plans, step_time
 from course_lib.collectives import collective_time, hierarchical_allreduce_time, latency_bandwidth_crossover_bytes
-from course_lib.compute import transformer_flops_per_iteration
+from course_lib.compute import transformer_flops_per_iteration, transformer_forward_flops
 from course_lib.parallelism import (
     GPT2_1_5B,
     GPT3_175B,
@@ -507,32 +507,55 @@ def test_transfer_table_by_hand_on_two_nodes():
     # m = 2, ZeRO-1. One b·s·h activation: 2 × 2048 × 12288 = 50.33 MB.
     plan = ParallelPlan(data_parallel=2, tensor_parallel=8, grad_accum_steps=2, zero_stage=1)
     rows = budget.transfer_table(GPT3_175B, plan, CLUSTER_2x8)
-    assert [(r["axis"], r["op"], r["links"], r["group_size"]) for r in rows] == [
-        ("tensor", "all_reduce", "in node", 8),
-        ("tensor", "all_reduce", "in node", 8),
-        ("data", "reduce_scatter", "across nodes", 2),
-        ("data", "all_gather", "across nodes", 2),
+    nvlink, infiniband = hardware.NVLINK4.name, hardware.INFINIBAND_NDR_8X.name
+    assert [(r["axis"], r["op"], r["levels"], r["link"], r["crosses_nodes"], r["group_size"]) for r in rows] == [
+        ("tensor", "all_reduce", "in node", nvlink, False, 8),
+        ("tensor", "all_reduce", "in node", nvlink, False, 8),
+        ("data", "reduce_scatter", "across nodes", infiniband, True, 2),
+        ("data", "all_gather", "across nodes", infiniband, True, 2),
     ]
     activation = 2 * 2048 * 12288
     # Ring all-reduce over 8 in a node: 14 × 1 µs + 2 × 7/8 × S / 450 GB/s; 2 per layer × 96 layers × 2 micro-batches.
     tp_call = 14e-6 + 2 * 7 / 8 * activation / 450e9
     assert rows[0]["payload_bytes"] == activation and rows[0]["calls_per_step"] == 2 * 96 * 2
     assert rows[0]["time_per_call_s"] == pytest.approx(tp_call, rel=1e-9)
-    assert rows[0]["time_per_step_s"] == pytest.approx(384 * tp_call, rel=1e-9)
+    assert rows[0]["time_s"] == pytest.approx(384 * tp_call, rel=1e-9)
+    assert rows[0]["exposed_s"] == pytest.approx(rows[0]["time_s"], rel=1e-12)  # on the critical path
     # ZeRO-1 across the 2 nodes, one rank per node: reduce-scatter of 2 B × Ψ/8, 1 × 5 µs + 1/2 × S / 50 GB/s.
     grads = 2 * GPT3_175B.params / 8
     assert rows[2]["payload_bytes"] == pytest.approx(grads)
     assert rows[2]["time_per_call_s"] == pytest.approx(5e-6 + grads / 2 / 50e9, rel=1e-9)
     assert (rows[2]["calls_per_step"], rows[2]["phase"], rows[3]["phase"]) == (1, "last backward", "none")
+    # The reduce-scatter hides behind the last micro-batch's backward: 2 × forward FLOPs / (t·p) at half of peak.
+    backward = 2 * transformer_forward_flops(1, 2048, 96, 12288, 51200) / 8 / (0.5 * hardware.H100.peak("bf16"))
+    assert rows[2]["exposed_s"] == pytest.approx(rows[2]["time_s"] - backward, rel=1e-9)
+    assert rows[3]["exposed_s"] == pytest.approx(rows[3]["time_s"], rel=1e-12)  # after the optimizer step
     # A tensor group of 16 spans both nodes (hierarchical); pipeline stages t·d apart cross the network.
-    wide = budget.transfer_table(GPT3_175B, ParallelPlan(tensor_parallel=16), CLUSTER_2x8)
-    assert {r["links"] for r in wide} == {"in node + across nodes"}
+    for sequence_parallel in (False, True):  # all-reduces, or all-gathers (network first) and reduce-scatters
+        plan = ParallelPlan(tensor_parallel=16, sequence_parallel=sequence_parallel)
+        wide = budget.transfer_table(GPT3_175B, plan, CLUSTER_2x8)
+        assert {(r["levels"], r["link"]) for r in wide} == {("in node + across nodes", infiniband)}
     piped = budget.transfer_table(GPT3_175B, ParallelPlan(tensor_parallel=8, pipeline_parallel=2), CLUSTER_2x8)
     send = next(r for r in piped if r["axis"] == "pipeline")
-    assert send["links"] == "across nodes" and send["payload_bytes"] == pytest.approx(activation / 8)
+    assert send["levels"] == "across nodes" and send["payload_bytes"] == pytest.approx(activation / 8)
     assert send["time_per_call_s"] == pytest.approx(5e-6 + activation / 8 / 50e9, rel=1e-9)
     text = budget.format_transfer_table(rows)
     assert len(text.splitlines()) == 5 and "50.3 MB" in text and "across nodes" in text
+
+
+def test_transfer_table_is_the_partition_reports_and_sums_to_step_time():
+    plan = ParallelPlan(data_parallel=2, tensor_parallel=4, pipeline_parallel=2, grad_accum_steps=4, zero_stage=1)
+    rows = budget.transfer_table(GPT3_175B, plan, CLUSTER_2x8, compute_efficiency=0.4)
+    report = budget.partition_report(GPT3_175B, plan, CLUSTER_2x8, compute_efficiency=0.4)
+    assert report["transfers"] == list(rows)
+    step = step_time(GPT3_175B, plan, CLUSTER_2x8, compute_efficiency=0.4, calibration=None)
+    for axis in ("tensor", "pipeline", "data"):
+        mine = [r for r in rows if r["axis"] == axis]
+        assert sum(r["exposed_s"] for r in mine) == pytest.approx(step.exposed_s[axis], rel=1e-12, abs=1e-15)
+        total = step.exposed_s[axis] + step.overlapped_s[axis]
+        assert sum(r["time_s"] for r in mine) == pytest.approx(total, rel=1e-12, abs=1e-15)
+        for r in mine:
+            assert r["time_s"] == pytest.approx(r["calls_per_step"] * r["time_per_call_s"], rel=1e-12)
 
 
 def test_fastest_within_is_the_brute_force_minimum():
