@@ -287,7 +287,8 @@ class MemoryBarsFigure(LiveFigure):
     >>> from matplotlib.figure import Figure
     >>> live = MemoryBarsFigure(Figure().add_subplot(), ["t=8 p=8 d=8"])
     >>> plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, zero_stage=1)
-    >>> live.update([parallelism.memory_breakdown(parallelism.GPT3_175B, plan)], capacity_bytes=80e9)
+    >>> ideal = parallelism.memory_breakdown(parallelism.GPT3_175B, plan, calibration=None)  # the four model components
+    >>> live.update([ideal], capacity_bytes=80e9)
     >>> live.totals[0].get_text(), live.capacity_text.get_text()
     ('22 GB', 'capacity\\n80 GB')
     """
