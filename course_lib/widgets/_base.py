@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 
 from ..viz.fast import PartialRedraw
 
-__all__ = ["Lab", "nice_values", "unit_slider", "choice_buttons", "int_slider"]
+__all__ = ["Lab", "nice_values", "unit_slider", "choice_buttons", "int_slider", "initial_values"]
 
 CONTROL_STYLE = {"description_width": "150px"}
 CONTROL_LAYOUT = widgets.Layout(width="460px")
@@ -107,6 +107,22 @@ def labelled_row(control: widgets.Widget) -> widgets.Widget:
     )
     control.description = ""
     return widgets.HBox([label, control])
+
+
+def initial_values(defaults: dict, initial: dict, lab: str) -> dict:
+    """The lab's starting values: ``defaults`` updated with ``initial``; a preset object (a model, a device, a
+    cluster) may stand for its name. An unknown control raises ``ValueError`` naming it and the lab's controls.
+
+    >>> initial_values({"stages": 4, "schedule": "1f1b"}, {"stages": 8}, "pipeline lab")
+    {'stages': 8, 'schedule': '1f1b'}
+    >>> initial_values({"stages": 4}, {"stage": 8}, "pipeline lab")
+    Traceback (most recent call last):
+    ValueError: unknown control(s) ['stage']; the pipeline lab has ['stages']
+    """
+    unknown = sorted(set(initial) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown control(s) {unknown}; the {lab} has {sorted(defaults)}")
+    return {**defaults, **{name: getattr(value, "name", value) for name, value in initial.items()}}
 
 
 class Lab(widgets.VBox):

@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 
 from .. import _validate, parallelism, units
 from ..viz.parallelism import GlobalBatchFigure, count_of
-from ._base import Lab, int_slider, stops_with, unit_slider
+from ._base import Lab, initial_values, int_slider, stops_with, unit_slider
 
 __all__ = [
     "global_batch_lab",
@@ -79,12 +79,7 @@ class GlobalBatchLab(Lab):
     """The global batch lab (see the module docstring); build it with ``global_batch_lab(**initial)``."""
 
     def __init__(self, **initial):
-        unknown = sorted(set(initial) - set(DEFAULTS))
-        if unknown:
-            raise ValueError(
-                f"unknown control(s) {', '.join(map(repr, unknown))}; the controls are {', '.join(map(repr, DEFAULTS))}"
-            )
-        start = {**DEFAULTS, **initial}
+        start = initial_values(DEFAULTS, initial, "global batch lab")
         for name, (low, high) in LIMITS.items():
             value = _validate.count(name, start[name])
             if not low <= value <= high:

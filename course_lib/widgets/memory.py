@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from .. import hardware, parallelism, units
 from ..viz.parallelism import FIT_COLOR, MemoryBudgetFigure
 from ..viz.style import COLORS
-from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, int_slider
+from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, initial_values, int_slider
 
 __all__ = [
     "MemoryBudgetLab",
@@ -105,16 +105,7 @@ class MemoryBudgetLab(Lab):
     """Per-device memory of a parallel plan against the device's capacity (see the module docstring)."""
 
     def __init__(self, **initial):
-        values = dict(DEFAULTS)
-        unknown = sorted(set(initial) - set(DEFAULTS))
-        if unknown:
-            raise ValueError(f"unknown control(s) {unknown}; the memory budget lab has {sorted(DEFAULTS)}")
-        values.update(
-            {
-                name: getattr(value, "name", value) if name in ("model", "device") else value
-                for name, value in initial.items()
-            }
-        )
+        values = initial_values(DEFAULTS, initial, "memory budget lab")
         self._check_initial(values)
         model = parallelism.MODELS[values["model"]]
         controls = {

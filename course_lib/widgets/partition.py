@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 
 from .. import budget, hardware, parallelism, units
 from ..viz.partition import PartitionFigure, short_link
-from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, int_slider
+from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, initial_values, int_slider
 
 __all__ = [
     "PartitionLab",
@@ -190,10 +190,7 @@ class PartitionLab(Lab):
     """Split a model over a cluster and see every tensor that crosses a device boundary (module docstring)."""
 
     def __init__(self, **initial):
-        unknown = sorted(set(initial) - set(DEFAULTS))
-        if unknown:
-            raise ValueError(f"unknown control(s) {unknown}; the partition lab has {sorted(DEFAULTS)}")
-        values = {**DEFAULTS, **{k: getattr(v, "name", v) for k, v in initial.items()}}
+        values = initial_values(DEFAULTS, initial, "partition lab")
         for name, allowed in (
             ("model", [*MODELS, CUSTOM]),
             ("cluster", list(CLUSTERS)),

@@ -44,7 +44,7 @@ from ..viz.collectives import (
 )
 from ..viz.fast import Panel
 from ..viz.style import seconds_label
-from ._base import Lab, choice_buttons, int_slider, nice_values, same_stop, stops_with, unit_slider
+from ._base import Lab, choice_buttons, initial_values, int_slider, nice_values, same_stop, stops_with, unit_slider
 
 __all__ = [
     "ring_allreduce_lab",
@@ -113,12 +113,7 @@ class RingAllReduceLab(Lab):
     _syncing = False
 
     def __init__(self, **initial):
-        unknown = sorted(set(initial) - set(DEFAULTS))
-        if unknown:
-            raise ValueError(
-                f"unknown control(s) {', '.join(map(repr, unknown))}; the controls are {', '.join(map(repr, DEFAULTS))}"
-            )
-        start = {**DEFAULTS, **initial}
+        start = initial_values(DEFAULTS, initial, "ring all-reduce lab")
         ranks = _checked_option("ranks", start["ranks"], RANKS[0], RANKS[-1], integer=True)
         payload = _checked_option("payload_bytes", start["payload_bytes"], PAYLOADS_BYTES[0], PAYLOADS_BYTES[-1])
         bandwidth = _checked_option(

@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from .. import parallelism, pipeline, units
 from ..viz.parallelism import SCHEDULE_NAMES, ComparisonBarsFigure, PipelineScheduleFigure
 from ..viz.style import COLORS
-from ._base import Lab, choice_buttons, int_slider
+from ._base import Lab, choice_buttons, initial_values, int_slider
 
 __all__ = [
     "PipelineLab",
@@ -79,11 +79,7 @@ class PipelineLab(Lab):
     """The pipeline schedule lab (see the module docstring)."""
 
     def __init__(self, **initial):
-        values = dict(DEFAULTS)
-        unknown = sorted(set(initial) - set(DEFAULTS))
-        if unknown:
-            raise ValueError(f"unknown control(s) {unknown}; the pipeline lab has {sorted(DEFAULTS)}")
-        values.update(initial)
+        values = initial_values(DEFAULTS, initial, "pipeline lab")
         self._check_initial(values)
         controls = {
             "stages": int_slider("stages p", 1, MAX_STAGES, values["stages"]),

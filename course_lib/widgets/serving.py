@@ -32,7 +32,7 @@ from ..viz.fast import Panel, PartialRedraw
 from ..viz.parallelism import FIT_COLOR
 from ..viz.serving import DecodeBreakdownFigure, LatencyThroughputFigure
 from ..viz.style import COLORS
-from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, unit_slider
+from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, initial_values, unit_slider
 
 __all__ = [
     "ServingLab",
@@ -144,16 +144,7 @@ class ServingLab(Lab):
     """One serving replica's memory, prefill and decode (see the module docstring)."""
 
     def __init__(self, **initial):
-        values = dict(DEFAULTS)
-        unknown = sorted(set(initial) - set(DEFAULTS))
-        if unknown:
-            raise ValueError(f"unknown control(s) {unknown}; the serving lab has {sorted(DEFAULTS)}")
-        values.update(
-            {
-                name: getattr(value, "name", value) if name in ("model", "device") else value
-                for name, value in initial.items()
-            }
-        )
+        values = initial_values(DEFAULTS, initial, "serving lab")
         self._check_initial(values)
         model = MODELS[values["model"]]
         dropdown = dict(style=CONTROL_STYLE, layout=CONTROL_LAYOUT)
