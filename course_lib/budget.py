@@ -283,7 +283,11 @@ def transfer_table(
     """
     _check_cluster_holds(plan, cluster)
     forward, backward = _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype)
-    timed, per_phase, exposed_phase = _timed_transfers(model, plan, cluster, forward, backward)
+    return _transfer_rows(cluster, *_timed_transfers(model, plan, cluster, forward, backward))
+
+
+def _transfer_rows(cluster, timed, per_phase, exposed_phase) -> tuple[dict, ...]:
+    """``transfer_table``'s rows from ``_timed_transfers``' result."""
     rows = []
     for transfer, seconds, phases in timed:
         if not transfer.crosses_boundary:
@@ -421,7 +425,7 @@ def step_time(
     calibration = resolve_calibration(calibration, cluster)
     if calibration is not None:
         return calibrated_step_time(model, plan, cluster, calibration, dtype)
-    return _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)
+    return _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)[0]
 
 
 def _check_cluster_holds(plan, cluster):
@@ -430,12 +434,14 @@ def _check_cluster_holds(plan, cluster):
 
 
 def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
-    """``step_time``'s ideal model (compute at ``compute_efficiency`` × peak)."""
+    """``step_time``'s ideal model (compute at ``compute_efficiency`` × peak): the StepTime, and the
+    ``_timed_transfers`` result it was built from (``partition_report`` makes its table rows from it)."""
     p, m, v = plan.pipeline_parallel, plan.grad_accum_steps, plan.virtual_stages
     shape = (model.seq_len, model.layers, model.hidden, model.vocab)
     forward, backward = _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype)
     total_mb = forward + backward
-    _, per_phase, exposed_phase = _timed_transfers(model, plan, cluster, forward, backward)
+    timed = _timed_transfers(model, plan, cluster, forward, backward)
+    _, per_phase, exposed_phase = timed
 
     exposed = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
     overlapped = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
@@ -461,7 +467,7 @@ def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
         _validate.as_result(model_flops / peak_time),
         _validate.as_result(hardware_flops / peak_time),
     )
-    return step
+    return step, timed
 
 
 def _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype):
@@ -1069,8 +1075,9 @@ def partition_report(
     16 InfiniBand 3072 1.75 s 18.6 s
     """
     memory = memory_breakdown(model, plan, calibration=None)
-    step = step_time(model, plan, cluster, compute_efficiency, dtype, calibration=None)
-    transfers = list(transfer_table(model, plan, cluster, compute_efficiency=compute_efficiency, dtype=dtype))
+    _check_cluster_holds(plan, cluster)
+    step, timed = _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)  # the transfers timed once
+    transfers = list(_transfer_rows(cluster, *timed))
     total = float(memory.total)
     capacity = float(cluster.accelerator.hbm_capacity_bytes)
     fits = total <= capacity
