@@ -15,15 +15,17 @@ whose range spans decades is a ``SelectionSlider`` over log-spaced values whose 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
+from .. import parallelism
 from ..viz.fast import PartialRedraw
 
-__all__ = ["Lab", "nice_values", "unit_slider", "choice_buttons", "int_slider", "initial_values"]
+__all__ = ["Lab", "nice_values", "unit_slider", "choice_buttons", "int_slider", "initial_values", "plan_from"]
 
 CONTROL_STYLE = {"description_width": "150px"}
 CONTROL_LAYOUT = widgets.Layout(width="460px")
@@ -123,6 +125,17 @@ def initial_values(defaults: dict, initial: dict, lab: str) -> dict:
     if unknown:
         raise ValueError(f"unknown control(s) {unknown}; the {lab} has {sorted(defaults)}")
     return {**defaults, **{name: getattr(value, "name", value) for name, value in initial.items()}}
+
+
+def plan_from(values: dict) -> parallelism.ParallelPlan:
+    """The ``ParallelPlan`` a lab's controls describe: every plan field the lab has a control for (the others keep
+    their defaults).
+
+    >>> plan_from({"model": "GPT-3 175B", "tensor_parallel": 8, "zero_stage": 1}).sizes
+    (8, 1, 1, 1, 1, 1)
+    """
+    fields = {field.name for field in dataclasses.fields(parallelism.ParallelPlan)}
+    return parallelism.ParallelPlan(**{name: value for name, value in values.items() if name in fields})
 
 
 class Lab(widgets.VBox):

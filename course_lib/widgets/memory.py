@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from .. import hardware, parallelism, units
 from ..viz.parallelism import FIT_COLOR, MemoryBudgetFigure
 from ..viz.style import COLORS
-from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, initial_values, int_slider
+from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, initial_values, int_slider, plan_from
 
 __all__ = [
     "MemoryBudgetLab",
@@ -195,16 +195,7 @@ class MemoryBudgetLab(Lab):
     def compute(self, values: dict) -> dict:
         model = parallelism.MODELS[values["model"]]
         device = hardware.ACCELERATORS[values["device"]]
-        plan = parallelism.ParallelPlan(
-            data_parallel=values["data_parallel"],
-            tensor_parallel=values["tensor_parallel"],
-            pipeline_parallel=values["pipeline_parallel"],
-            zero_stage=values["zero_stage"],
-            micro_batch=values["micro_batch"],
-            grad_accum_steps=values["grad_accum_steps"],
-            recompute=values["recompute"],
-            sequence_parallel=values["sequence_parallel"],
-        )
+        plan = plan_from(values)
         # The same plan under every ZeRO stage, for the comparison bars (activations do not depend on the stage).
         self.breakdowns = [
             parallelism.memory_breakdown(model, plan.replace(zero_stage=stage), calibration=None)

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 
 from .. import budget, hardware, parallelism, units
 from ..viz.partition import PartitionFigure, short_link
-from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, initial_values, int_slider
+from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, initial_values, int_slider, plan_from
 
 __all__ = [
     "PartitionLab",
@@ -265,18 +265,7 @@ class PartitionLab(Lab):
 
     def compute(self, values: dict) -> dict:
         model, cluster = model_for(values), cluster_for(values)
-        plan = parallelism.ParallelPlan(
-            data_parallel=values["data_parallel"],
-            tensor_parallel=values["tensor_parallel"],
-            pipeline_parallel=values["pipeline_parallel"],
-            zero_stage=values["zero_stage"],
-            micro_batch=values["micro_batch"],
-            grad_accum_steps=values["grad_accum_steps"],
-            recompute=values["recompute"],
-            sequence_parallel=values["sequence_parallel"],
-            schedule=values["schedule"],
-            virtual_stages=values["virtual_stages"],
-        )
+        plan = plan_from(values)
         result = budget.partition_report(model, plan, cluster)
         tensor = [x for x in result["transfers"] if x["axis"] == "tensor"]
         result.update(
