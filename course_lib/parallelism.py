@@ -50,6 +50,8 @@ __all__ = [
     "boundary_tensors",
     "communication_volume_per_step",
     "splits_evenly",
+    "check_tensor_split",
+    "check_pipeline_split",
     "check_plan_for_model",
     "ATTENTION_OPTIONS",
     "PRECISION_RECIPES",
@@ -582,8 +584,7 @@ def stored_activation_bytes(seq_len, micro_batch, hidden, heads, tensor_parallel
     a = _validate.count("heads", heads)
     t = _validate.count("tensor_parallel", tensor_parallel)
     sp = _validate.flag("sequence_parallel", sequence_parallel)
-    if np.any(np.asarray(a) % np.asarray(t)):
-        raise ValueError(f"tensor_parallel must divide heads ({a}), got {t}")
+    check_tensor_split(a, t)
     return tuple(
         _validate.as_result(
             (x.sbh_bytes * s * b * h + x.as2b_bytes * a * s * s * b) / (t if x.split_by_tensor or sp else 1)
@@ -625,8 +626,7 @@ def activation_bytes_per_layer(
     t = _validate.count("tensor_parallel", tensor_parallel)
     sp = _validate.flag("sequence_parallel", sequence_parallel)
     _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
-    if np.any(np.asarray(a) % np.asarray(t)):
-        raise ValueError(f"tensor_parallel must divide heads ({a}), got {t}")
+    check_tensor_split(a, t)
     sbh = 1.0 * s * b * h
     # STORED_ACTIVATIONS summed: softmax output, its dropout mask and dropout output, 5as²b / t; without SP the 10sbh
     # of LayerNorm, dropout and the GEMMs' inputs are not split, the other 24sbh are.
@@ -678,8 +678,45 @@ def splits_evenly(model: TransformerModel, tensor_parallel=1, pipeline_parallel=
     t = _validate.count("tensor_parallel", tensor_parallel)
     p = _validate.count("pipeline_parallel", pipeline_parallel)
     v = _validate.count("virtual_stages", virtual_stages)
-    even = (model.heads % np.asarray(t) == 0) & (model.layers % (np.asarray(p) * np.asarray(v)) == 0)
+    even = _divides(t, model.heads) & _divides(np.asarray(p) * np.asarray(v), model.layers)
     return bool(even) if even.ndim == 0 else even
+
+
+def _divides(parts, whole):
+    """Whether ``parts`` divides ``whole`` (element-wise)."""
+    return np.asarray(whole) % np.asarray(parts) == 0
+
+
+def check_tensor_split(heads, tensor_parallel) -> None:
+    """Raise ValueError unless t divides the attention heads: ``splits_evenly``'s first half, on raw numbers, for the
+    formulas that take the head count rather than a model.
+
+    >>> check_tensor_split(96, 8)
+    >>> check_tensor_split(96, 5)
+    Traceback (most recent call last):
+    ...
+    ValueError: tensor_parallel must divide heads (96), got 5
+    """
+    a = _validate.count("heads", heads)
+    t = _validate.count("tensor_parallel", tensor_parallel)
+    if not np.all(_divides(t, a)):
+        raise ValueError(f"tensor_parallel must divide heads ({a}), got {t}")
+
+
+def check_pipeline_split(layers, pipeline_parallel, virtual_stages=1) -> None:
+    """Raise ValueError unless p·v divides the layers: ``splits_evenly``'s second half, on raw numbers.
+
+    >>> check_pipeline_split(96, 8, 2)
+    >>> check_pipeline_split(80, 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: pipeline_parallel × virtual_stages must divide layers (80), got 3 × 1
+    """
+    n = _validate.count("layers", layers)
+    p = _validate.count("pipeline_parallel", pipeline_parallel)
+    v = _validate.count("virtual_stages", virtual_stages)
+    if not np.all(_divides(np.asarray(p) * np.asarray(v), n)):
+        raise ValueError(f"pipeline_parallel × virtual_stages must divide layers ({n}), got {p} × {v}")
 
 
 def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibration: Calibration | None = None) -> None:
@@ -694,13 +731,9 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
     ...
     ValueError: tensor_parallel must divide heads (96), got 5
     """
-    if not np.all(splits_evenly(model, plan.tensor_parallel)):
-        raise ValueError(f"tensor_parallel must divide heads ({model.heads}), got {plan.tensor_parallel}")
-    if calibration is None and not np.all(splits_evenly(model, 1, plan.pipeline_parallel, plan.virtual_stages)):
-        raise ValueError(
-            f"pipeline_parallel × virtual_stages must divide layers ({model.layers}), got "
-            f"{plan.pipeline_parallel} × {plan.virtual_stages}"
-        )
+    check_tensor_split(model.heads, plan.tensor_parallel)
+    if calibration is None:
+        check_pipeline_split(model.layers, plan.pipeline_parallel, plan.virtual_stages)
     if calibration is not None:
         limit = calibration.max_zero_stage_with_pipeline
         if np.any((np.asarray(plan.pipeline_parallel) > 1) & (np.asarray(plan.zero_stage) > limit)):
@@ -746,8 +779,7 @@ def activation_bytes_per_token_per_layer(
     sp = _validate.flag("sequence_parallel", sequence_parallel)
     _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
     _validate.choice("attention", attention, ATTENTION_OPTIONS)
-    if not np.all(splits_evenly(model, t)):
-        raise ValueError(f"tensor_parallel must divide heads ({model.heads}), got {t}")
+    check_tensor_split(model.heads, t)
     h, f, a, s = model.hidden, model.ffn_hidden, model.heads, model.seq_len
     kv_width = model.kv_heads * model.head_dim
     gpt = model.style == "gpt"

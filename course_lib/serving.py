@@ -41,6 +41,7 @@ from .hardware import Accelerator, Cluster
 from .parallelism import ACTIVATION_BYTES, ParallelPlan, TransformerModel
 
 __all__ = [
+    "serves_with_tensor_parallel",
     "kv_cache_bytes",
     "kv_cache_bytes_per_device",
     "weight_bytes_per_device",
@@ -71,6 +72,20 @@ LOGIT_BYTES = 4  # logits are kept in fp32 for sampling
 def _kv_heads_split(kv_heads, tensor_parallel):
     """Whether t ranks can share kv KV heads: t divides kv, or kv divides t (each head then replicated t/kv times)."""
     return (kv_heads % tensor_parallel == 0) | (tensor_parallel % kv_heads == 0)
+
+
+def serves_with_tensor_parallel(model: TransformerModel, tensor_parallel) -> bool:
+    """Whether t ranks can serve ``model``: t divides its heads (``parallelism.splits_evenly``) and t divides its KV
+    heads or is a multiple of them (each KV head then replicated t/kv times, as vLLM does).
+
+    >>> from course_lib.parallelism import LLAMA3_70B   # 64 heads, 8 KV heads
+    >>> [t for t in (1, 2, 4, 8, 16, 32, 64) if serves_with_tensor_parallel(LLAMA3_70B, t)] == [1, 2, 4, 8, 16, 32, 64]
+    True
+    >>> serves_with_tensor_parallel(LLAMA3_70B, 3)
+    False
+    """
+    t = _validate.count("tensor_parallel", tensor_parallel)
+    return bool(parallelism.splits_evenly(model, t) and _kv_heads_split(model.kv_heads, t))
 
 
 def _kv_heads_per_device(kv_heads, tensor_parallel):
@@ -180,10 +195,8 @@ def max_sequences(capacity_bytes, weight_bytes, kv_bytes_per_sequence, activatio
 def _check_partition(model: TransformerModel, tensor_parallel, pipeline_parallel):
     t = _validate.count("tensor_parallel", tensor_parallel)
     p = _validate.count("pipeline_parallel", pipeline_parallel)
-    if not np.all(parallelism.splits_evenly(model, t)):
-        raise ValueError(f"tensor_parallel must divide heads ({model.heads}), got {t}")
-    if not np.all(parallelism.splits_evenly(model, 1, p)):
-        raise ValueError(f"pipeline_parallel must divide layers ({model.layers}), got {p}")
+    parallelism.check_tensor_split(model.heads, t)
+    parallelism.check_pipeline_split(model.layers, p)
     _kv_heads_per_device(model.kv_heads, t)
     return t, p
 
@@ -616,8 +629,7 @@ def latency_optimal_tensor_parallel(
         [
             t
             for t in range(1, cluster.devices // p + 1)
-            if parallelism.splits_evenly(model, t)
-            and _kv_heads_split(model.kv_heads, t)
+            if serves_with_tensor_parallel(model, t)
             and serving_memory(model, t, p, sequences, context_len).total <= cluster.accelerator.hbm_capacity_bytes
         ]
     )

@@ -150,6 +150,21 @@ CASES = [
         ),
     ),
     (
+        parallelism.check_tensor_split,
+        dict(heads=96, tensor_parallel=8),
+        dict(heads="count", tensor_parallel="count"),
+    ),
+    (
+        parallelism.check_pipeline_split,
+        dict(layers=96, pipeline_parallel=8, virtual_stages=2),
+        dict(layers="count", pipeline_parallel="count", virtual_stages="count"),
+    ),
+    (
+        serving.serves_with_tensor_parallel,
+        dict(model=parallelism.LLAMA3_70B, tensor_parallel=8),
+        dict(tensor_parallel="count"),
+    ),
+    (
         parallelism.splits_evenly,
         dict(model=GPT3_175B, tensor_parallel=8, pipeline_parallel=8, virtual_stages=1),
         dict(tensor_parallel="count", pipeline_parallel="count", virtual_stages="count"),
@@ -674,6 +689,12 @@ def test_calibration_arguments_name_what_they_accept():
 def test_tensor_parallel_must_divide_heads():
     with pytest.raises(ValueError, match="tensor_parallel must divide heads"):
         parallelism.activation_bytes_per_layer(2048, 1, 12288, 96, tensor_parallel=5)
+    with pytest.raises(ValueError, match=r"tensor_parallel must divide heads \(96\), got 5"):
+        parallelism.stored_activation_bytes(2048, 1, 12288, 96, tensor_parallel=5)
+    with pytest.raises(ValueError, match=r"must divide layers \(96\), got 5 × 2"):
+        parallelism.check_pipeline_split(96, 5, 2)
+    parallelism.check_tensor_split(96, 8)  # 8 divides 96: no error
+    parallelism.check_pipeline_split(96, 12, 2)
 
 
 def test_schedule_rules():

@@ -155,7 +155,7 @@ def test_tensor_parallel_must_match_kv_heads():
         serving.kv_cache_bytes_per_device(80, 8, 128, 1, 1, tensor_parallel=3)
     with pytest.raises(ValueError, match="tensor_parallel must divide heads"):
         serving.serving_memory(LLAMA3_70B, 5, 1, 1, 1)
-    with pytest.raises(ValueError, match="pipeline_parallel must divide layers"):
+    with pytest.raises(ValueError, match="pipeline_parallel × virtual_stages must divide layers"):
         serving.serving_memory(LLAMA3_70B, 8, 3, 1, 1)
 
 

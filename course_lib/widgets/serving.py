@@ -83,12 +83,7 @@ def tensor_parallel_options(model: parallelism.TransformerModel) -> tuple:
     >>> tensor_parallel_options(parallelism.LLAMA3_70B)
     (1, 2, 4, 8, 16, 32, 64)
     """
-    kv = model.kv_heads
-    return tuple(
-        t
-        for t in range(1, MAX_TENSOR_PARALLEL + 1)
-        if parallelism.splits_evenly(model, tensor_parallel=t) and (kv % t == 0 or t % kv == 0)
-    )
+    return tuple(t for t in range(1, MAX_TENSOR_PARALLEL + 1) if serving.serves_with_tensor_parallel(model, t))
 
 
 def pipeline_parallel_options(model: parallelism.TransformerModel) -> tuple:
