@@ -937,10 +937,14 @@ class CollectiveTimeFigure(LiveFigure):
 
 
 _GRID_ROW_PITCH = 1.5  # the live step grid's distance between ranks' rows (room for the arrows between rows)
-# Where the step grid sits in its panel (axes fractions): the title and caption above, the key of shades below.
-_GRID_TOP_AT, _GRID_BOTTOM_AT = 0.76, 0.1
+# Room around the step grid in its panel, in points: above it the title (and, in the lab, the caption), below it the
+# key of shades or, without one, a margin for the arrow that closes the ring. Across, the grid spans these fractions.
+_TITLE_ROOM_PT, _CAPTION_ROOM_PT, _KEY_ROOM_PT, _BOTTOM_MARGIN_PT = 40.0, 34.0, 31.0, 4.0
+_GRID_LEFT_AT, _GRID_RIGHT_AT = 0.2, 0.97
 _CHUNK_LABEL_Y = 0.1  # chunk labels sit this far (data units) above the first row
+_CHUNK_LABEL_ROOM_PT = 14.0  # and are this tall: the arrow that closes the ring passes above them
 _RECEIVED_RGBA, _WHITE_RGBA, _EMPTY_RGBA = to_rgba(COLORS["latency"]), to_rgba("white"), to_rgba(EMPTY_COLOR)
+_STEP_TITLE = "ring step {step} of {steps}: {phase}"
 
 
 @functools.cache
@@ -981,11 +985,31 @@ def _span(first: float, last: float, first_at: float, last_at: float) -> tuple[f
     return first - first_at * per_fraction, first + (1 - first_at) * per_fraction
 
 
+def _checked_title(title) -> str:
+    """``title`` if it is a format string whose fields are among step, steps and phase."""
+    if isinstance(title, str):
+        try:
+            title.format(step=0, steps=0, phase="")
+            return title
+        except (KeyError, IndexError, ValueError, AttributeError):
+            pass
+    raise ValueError(
+        f"title must be a format string with fields among {{step}}, {{steps}} and {{phase}}, got {title!r}"
+    )
+
+
 class RingStepFigure(LiveFigure):
-    """Live ring all-reduce, step by step: a grid of ranks (rows) × chunks (columns), each cell shaded by how many
-    ranks' data that copy of the chunk holds after the step (``simulate.Simulation.contributions``), the received
-    copies outlined, one arrow per transfer of the step. Drawn for rings of up to ``max_ranks`` ranks; a larger
-    ring gets a note instead. ``update(ranks, step)``; the grid's size is its static state (``static_key``).
+    """Live ring all-reduce, step by step: a grid of ranks (rows) × chunks (columns, labelled c0 …), each cell shaded
+    by how many ranks' data that copy of the chunk holds after the step (``simulate.Simulation.contributions``), the
+    received copies outlined, one arrow per transfer of the step. An arrow carries the chunk of its column down to
+    the next rank's row (the last rank's goes round the right side to rank 0); the receiver adds it into its copy
+    in the reduce-scatter and copies it in the all-gather, the phase the title names. Drawn for rings of up to
+    ``max_ranks`` ranks; a larger ring gets a note instead. ``update(ranks, step)``; the grid's size is its static
+    state (``static_key``).
+
+    The lab's panel has a caption under the title and a key of shades below the grid. As one panel among many
+    (``plot_ring_allreduce_steps``, one shared legend), ``caption=False`` and ``key=False`` leave them out and the
+    grid takes their room; ``title`` formats the title from ``step``, ``steps`` (2(p − 1)) and ``phase``.
 
     >>> from matplotlib.figure import Figure
     >>> live = RingStepFigure(Figure().add_subplot())
@@ -993,18 +1017,37 @@ class RingStepFigure(LiveFigure):
     >>> live.update(4, 3)
     >>> live.title.get_text(), len(live.heads.get_xdata())
     ('ring step 3 of 6: reduce-scatter', 4)
+    >>> panel = RingStepFigure(Figure().add_subplot(), 4, (4,), caption=False, key=False, title="step {step}")
+    >>> panel.set_static(4)
+    >>> panel.update(4, 5)
+    >>> panel.title.get_text(), [int(x) for x in panel.heads.get_xdata()]  # the columns: the chunks carried
+    ('step 5', [3, 0, 1, 2])
     """
 
-    def __init__(self, ax, max_ranks=8, ranks_options=(2, 3, 4, 5, 6, 7, 8, 9)):
+    def __init__(
+        self, ax, max_ranks=8, ranks_options=(2, 3, 4, 5, 6, 7, 8, 9), *, caption=True, key=True, title=_STEP_TITLE
+    ):
         super().__init__(ax)
         self.max_ranks = m = _checked_drawn_ranks(max_ranks, minimum=2)
+        caption, key = _validate.flag("caption", caption), _validate.flag("key", key)
+        self.title_format = _checked_title(title)
         self.static_examples = tuple({self.static_key(p): p for p in ranks_options}.values())
         ax.set_axis_off()
         ax.set_autoscale_on(False)
         self.ax = ax
+        # The grid's bottom and top (axes fractions): the panel's height less the room of what is shown around it.
+        self.height_pt = ax.bbox.height * 72 / ax.figure.dpi
+        bottom_pt = _KEY_ROOM_PT if key else _BOTTOM_MARGIN_PT
+        top_pt = _TITLE_ROOM_PT + (_CAPTION_ROOM_PT if caption else 0.0)
+        if self.height_pt < 2 * (bottom_pt + top_pt):
+            raise ValueError(
+                f"ax must be at least {2 * (bottom_pt + top_pt):.0f} points tall for this grid and what is shown "
+                f"around it, got {self.height_pt:.0f}"
+            )
+        self.grid_at = (bottom_pt / self.height_pt, 1 - top_pt / self.height_pt)
         cells = [Rectangle((c + 0.04, r * _GRID_ROW_PITCH), 0.92, 1.0) for r in range(m) for c in range(m)]
         self.cells = ax.add_collection(
-            PatchCollection(cells, facecolors="none", edgecolors="none", zorder=2), autolim=False
+            PatchCollection(cells, facecolors="none", edgecolors="none", zorder=2, gid="cells"), autolim=False
         )
         self.rank_labels = [
             FastText(
@@ -1018,25 +1061,32 @@ class RingStepFigure(LiveFigure):
         ]
         # All of one step's arrows are one line (segments split by NaN) plus one line of arrowheads, all pointing
         # down: a chunk moves down its column to the next rank's row; the ring closes around the right side.
-        (self.shafts,) = ax.plot([], [], color="#333333", linewidth=1.2, zorder=3)
-        (self.heads,) = ax.plot([], [], color="#333333", marker="v", markersize=5, linestyle="none", zorder=3)
+        (self.shafts,) = ax.plot([], [], color="#333333", linewidth=1.2, zorder=3, gid="transfers")
+        (self.heads,) = ax.plot(
+            [], [], color="#333333", marker="v", markersize=5, linestyle="none", zorder=3, gid="arrowheads"
+        )
         # The key of shades sits at the bottom of the panel, in axes fractions, whatever the grid's size.
         swatches = [Rectangle((0.2 + k * 0.04, 0.02), 0.035, 0.035) for k in range(m)]
         self.swatches = ax.add_collection(
             PatchCollection(swatches, facecolors="none", edgecolors="none", transform=ax.transAxes), autolim=False
         )
         self.swatch_label = FastText(ax, (0.2, 0.0375), "", transform=ax.transAxes, ha="left", va="center", size=8)
-        self.title = FastText(ax, (0.55, 0.985), "", transform=ax.transAxes, ha="center", va="top", size=10)
-        caption = (
+        # The title and caption hang from the top of the panel, in points.
+        text = dict(transform=ax.transAxes, ha="center", color="#444444")
+        self.title = FastText(
+            ax, (0.55, 1.0), "", transform=ax.transAxes, ha="center", va="top", size=10, offset=(0, -4.5)
+        )
+        self.title.set_gid("title")
+        caption_lines = (
             "each step, every rank passes one chunk (column)",
             "to the next: reduce-scatter adds it in,",
             "all-gather copies it. Outlined: received",
         )
-        text = dict(transform=ax.transAxes, ha="center", color="#444444")
         self.caption = [
-            FastText(ax, (0.55, 0.94 - 0.037 * line), line_text, va="top", size=8, **text)
-            for line, line_text in enumerate(caption)
+            FastText(ax, (0.55, 1.0), line_text, va="top", size=8, offset=(0, -18.5 - 11.5 * line), **text)
+            for line, line_text in enumerate(caption_lines if caption else ())
         ]
+        self.key_shown = key
         too_many = (f"step-by-step view for rings of up to {m} ranks", f"(move ranks to {m} or fewer)")
         self.too_many = [
             FastText(ax, (0.55, 0.52 - 0.05 * line), line_text, va="center", size=10, **text)
@@ -1054,7 +1104,9 @@ class RingStepFigure(LiveFigure):
         for index, (rank_label, chunk_label) in enumerate(zip(self.rank_labels, self.chunk_labels, strict=True)):
             rank_label.set_visible(shown and index < ranks)
             chunk_label.set_visible(shown and index < ranks)
-        for artist in (self.swatches, self.swatch_label, *self.caption):
+        for artist in (self.swatches, self.swatch_label):
+            artist.set_visible(shown and self.key_shown)
+        for artist in self.caption:
             artist.set_visible(shown)
         for artist in self.too_many:
             artist.set_visible(not shown)
@@ -1063,8 +1115,8 @@ class RingStepFigure(LiveFigure):
             self.swatches.set_facecolor([levels[k] if k < ranks else (0, 0, 0, 0) for k in range(self.max_ranks)])
             self.swatch_label.set_x(0.2 + ranks * 0.04 + 0.01)
             self.swatch_label.set_text(f"ranks summed: 1 … {ranks} (final)")
-            self.ax.set_xlim(*_span(0.0, ranks + 0.45, 0.2, 0.97))
-            self.ax.set_ylim(*_span(_grid_bottom(ranks), 0.0, _GRID_BOTTOM_AT, _GRID_TOP_AT))
+            self.ax.set_xlim(*_span(0.0, ranks + 0.45, _GRID_LEFT_AT, _GRID_RIGHT_AT))
+            self.ax.set_ylim(*_span(_grid_bottom(ranks), 0.0, *self.grid_at))
 
     def update(self, ranks, step) -> None:
         """Draw the ring all-reduce over ``ranks`` ranks after ``step`` of its 2(p − 1) steps."""
@@ -1097,10 +1149,9 @@ class RingStepFigure(LiveFigure):
 
         xs, ys, head_x, head_y = [], [], [], []
         loop_x = p + 0.3
-        # Above the chunk labels: their height (in points, hence in data units that depend on p) plus a margin.
-        figure_height = self.ax.figure.get_figheight()
-        points_per_unit = figure_height * 72 * (_GRID_TOP_AT - _GRID_BOTTOM_AT) / _grid_bottom(p)
-        label_height = 14 / points_per_unit
+        # Above the chunk labels: their height in points, in data units (which depend on p and the panel's height).
+        points_per_unit = self.height_pt * (self.grid_at[1] - self.grid_at[0]) / _grid_bottom(p)
+        label_height = _CHUNK_LABEL_ROOM_PT / points_per_unit
         for transfer in transfers:
             x = transfer.chunks[0] + 0.5
             src_bottom = transfer.src * _GRID_ROW_PITCH + 1.0
@@ -1117,7 +1168,8 @@ class RingStepFigure(LiveFigure):
             head_y.append(dst_top - 0.12)
         self.shafts.set_data(xs, ys)
         self.heads.set_data(head_x, head_y)
-        self.title.set_text(f"ring step {step} of {steps}: {ring_step_phase('all_reduce', p, step)}")
+        phase = ring_step_phase("all_reduce", p, step)
+        self.title.set_text(self.title_format.format(step=step, steps=steps, phase=phase))
 
 
 # --- which rank sends what at each step ---------------------------------------------------------------------------
