@@ -653,7 +653,8 @@ plt.show()
 
 # %% [markdown]
 # The ring all-reduce on four ranks, every step: the shade of a chunk counts how many ranks' contributions it
-# already holds, arrows are the step's transfers.
+# already holds, arrows are the step's transfers. Each arrow carries the chunk of its column down to the next rank
+# (rank 3's goes round to rank 0), and the outlined copies are the ones just received.
 
 # %%
 viz.plot_ring_allreduce_steps(ranks=4)

@@ -6,7 +6,9 @@ The labs' figures are *live figures* (``fast.LiveFigure``): built once on axes t
 ``update(result)`` with the result of one call into the formula layer: ``CollectiveTimeFigure`` and
 ``RingStepFigure`` (lab 1), ``GlobalBatchFigure`` (lab 2), ``MemoryBudgetFigure`` (lab 3, its bars the lessons'
 ``MemoryBarsFigure``),
-``PipelineScheduleFigure`` and ``ComparisonBarsFigure`` (lab 4). ``fast`` holds how they draw in a few
+``PipelineScheduleFigure`` and ``ComparisonBarsFigure`` (lab 4). A lesson's ``plot_*`` function draws the same
+figure by building it and updating it once (``plot_ring_allreduce_steps``: one ``RingStepFigure`` a step; the ranks
+on a circle, ``plot_ring_step``, are a picture of their own). ``fast`` holds how they draw in a few
 milliseconds (``PartialRedraw``, ``CachedText``, ``FastText``), ``style`` the colours and tick formatters every
 figure shares.
 

@@ -2,8 +2,9 @@
 α–β time of each algorithm against the payload.
 
 Data movement comes from ``course_lib.simulate`` (the recorded steps of a simulated collective), times from
-``course_lib.collectives``; this module only draws. ``CollectiveTimeFigure`` and ``RingStepFigure`` are the live
-versions the ring all-reduce lab updates on every move of its controls (see ``fast.LiveFigure``).
+``course_lib.collectives``; this module only draws. ``CollectiveTimeFigure`` and ``RingStepFigure`` are live figures
+(see ``fast.LiveFigure``): the ring all-reduce lab updates them on every move of its controls, and the lesson's
+``plot_collective_time_vs_payload`` and ``plot_ring_allreduce_steps`` build them and update them once.
 """
 
 from __future__ import annotations
@@ -465,57 +466,18 @@ def _draw_ring_circle(ax, sim, step, font):
     ax.set_ylim(-radius - 1.8, radius + 1.8)
 
 
-_ROW_PITCH = 1.9  # vertical distance between ranks' rows in the "rows" layout (room for an arrow between them)
-
-
-def _draw_ring_rows(ax, sim, step, font):
-    p = sim.ranks
-    row_y = [-(r * _ROW_PITCH) for r in range(p)]  # rank 0 on top
-    _draw_chunks(ax, sim, step, lambda r: (0.0, row_y[r] - 0.5), font)
-    for r in range(p):
-        ax.text(-0.15, row_y[r], f"rank {r}", ha="right", va="center", fontsize=font, fontweight="bold")
-    gap = _ROW_PITCH - 1.0
-    loop_x = p + 0.45
-    for transfer in sim.steps[step - 1] if step else ():
-        x = transfer.chunks[0] + 0.5
-        bottom_of_src = row_y[transfer.src] - 0.46
-        top_of_dst = row_y[transfer.dst] + 0.46
-        if transfer.dst == transfer.src + 1:  # straight down to the next row
-            points = [(x, bottom_of_src), (x, top_of_dst)]
-            label_at, label_ha = (x - 0.12, (bottom_of_src + top_of_dst) / 2), "right"  # left: the loop is right
-        else:  # the ring closes: down out of the last row, up the right side, into the first row from above
-            below, above = bottom_of_src - gap / 2, top_of_dst + gap / 2
-            points = [(x, bottom_of_src), (x, below), (loop_x, below), (loop_x, above), (x, above), (x, top_of_dst)]
-            label_at, label_ha = (loop_x + 0.12, (below + above) / 2), "left"
-        ax.add_artist(
-            FancyArrowPatch(
-                path=Path(points),
-                arrowstyle="-|>",
-                mutation_scale=12,
-                color="#333333",
-                linewidth=1.3,
-                zorder=1,
-                gid=f"transfer:{transfer.src}->{transfer.dst}",
-            )
-        )
-        ax.text(
-            *label_at, _transfer_text(transfer), ha=label_ha, va="center", fontsize=font - 1, color="#222222", zorder=5
-        )
-    ax.set_xlim(-2.3, p + 2.2)
-    ax.set_ylim(row_y[-1] - 0.5 - gap, 0.5 + gap)
-
-
-def plot_ring_step(simulation, step, ax=None, *, layout="circle", legend=True):
-    """One step of a ring collective: each rank's chunks, shaded by how many ranks' data they already hold.
+def plot_ring_step(simulation, step, ax=None, *, legend=True):
+    """One step of a ring collective, its ranks on a circle: each rank's chunks, shaded by how many ranks' data
+    they already hold.
 
     ``simulation`` is a ``simulate.simulate(...)`` result with op all_reduce, reduce_scatter or all_gather and
     algorithm "ring"; ``step`` runs from 0 (before any transfer) to ``simulation.step_count``. Each rank is a
-    row of chunks (the number in a square is the chunk index); the shade counts the ranks whose contributions
-    that copy of the chunk already sums (for all_gather: received or not). Panel k shows the state after step
-    k, with one arrow per transfer of step k labelled with the chunk it carries ("(+)": added into the
-    receiver's copy); the received copies are outlined. Counts are replayed from the recorded transfers.
-    ``layout="circle"`` puts the ranks on a ring; ``layout="rows"`` stacks them, each chunk moving straight
-    down its column (more compact, for grids of steps). ``legend=False`` leaves out the legend of shades.
+    block of chunks (the number in a square is the chunk index) on a circle, rank 0 on top, clockwise; the shade
+    counts the ranks whose contributions that copy of the chunk already sums (for all_gather: received or not).
+    The state is the one after step ``step``, with one arrow per transfer of that step, from a rank to the next
+    round the circle, labelled with the chunk it carries ("(+)": added into the receiver's copy); the received
+    copies are outlined. Counts are replayed from the recorded transfers. ``legend=False`` leaves out the legend
+    of shades. (Every step of an all-reduce as a grid of rows: ``plot_ring_allreduce_steps``.)
 
     >>> import matplotlib.pyplot as plt
     >>> from course_lib.simulate import simulate
@@ -536,13 +498,12 @@ def plot_ring_step(simulation, step, ax=None, *, layout="circle", legend=True):
     step = _validate.count("step", step, minimum=0)
     if not isinstance(step, int) or step > simulation.step_count:
         raise ValueError(f"step must be an integer in 0..{simulation.step_count} (the step count), got {step!r}")
-    layout = _validate.choice("layout", layout, ("circle", "rows"))
     legend = _validate.flag("legend", legend)
     p = simulation.ranks
 
     ax = axes_or_new(ax)
     font = 10 if p <= 4 else 9 if p <= 6 else 8
-    (_draw_ring_circle if layout == "circle" else _draw_ring_rows)(ax, simulation, step, font)
+    _draw_ring_circle(ax, simulation, step, font)
     if legend:  # room on the right, inside the axes, so the legend never leaves the figure
         x_low, x_high = ax.get_xlim()
         y_low, y_high = ax.get_ylim()
@@ -556,61 +517,98 @@ def plot_ring_step(simulation, step, ax=None, *, layout="circle", legend=True):
     return ax
 
 
+# A panel of the grid of steps (plot_ring_allreduce_steps), in inches.
+_PANEL_WIDTH_IN = 2.7  # the rank labels (a fifth of the panel) beside p chunks
+_PANEL_ROOM_IN = 0.72  # above the grid the title and the chunk labels, below it a margin
+
+
+def _panel_height_in(ranks: int) -> float:
+    """The room plus the grid at 0.33 inches a data unit (rows are 1.5 apart), at most 2.6 inches (p ≥ 6)."""
+    return _PANEL_ROOM_IN + min(0.33 * _grid_bottom(ranks), 2.6)
+
+
+_TRANSFER_LABEL = (
+    "transfer of the chunk in its column\nto the next rank (reduce-scatter:\nadded in; all-gather: copied)"
+)
+
+
+def _steps_text(first: int, last: int) -> str:
+    return f"step {first}" if first == last else f"steps {first}–{last}"
+
+
 def plot_ring_allreduce_steps(ranks=4, axes=None):
     """Every step of a ring all-reduce: the initial state, p − 1 reduce-scatter and p − 1 all-gather steps.
 
-    Draws ``plot_ring_step`` for steps 0 … 2(p − 1) of ``simulate.simulate("all_reduce", ranks)``: the first row
-    is the start and the reduce-scatter, the second row the all-gather, with one shared legend (at most four
-    panels a row: more ranks take more rows). ``ranks`` is 2 to 8. With ``axes`` (at least 2(p − 1) + 1 Axes)
-    the panels go there in order and the first spare Axes, if any, holds the legend (else the figure does).
-    Returns the 2(p − 1) + 1 panel Axes, in step order.
+    Builds one ``RingStepFigure`` a panel (no caption, no key of shades) and updates it to its step, 0 … 2(p − 1),
+    of the ring all-reduce ``simulate.simulate("all_reduce", ranks)``: the first row is the start and the
+    reduce-scatter, the second row the all-gather, with one shared legend (at most four panels a row: more ranks
+    take more rows). ``ranks`` is 2 to 8. With ``axes`` (at least 2(p − 1) + 1 Axes) the panels go there in order
+    and the first spare Axes, if any, holds the legend (else the figure does). Returns the 2(p − 1) + 1 panel Axes,
+    in step order; each panel's title is a path (``FastText``) with gid "title", its cells a collection with gid
+    "cells", its arrowheads a line with gid "arrowheads".
 
     >>> import matplotlib.pyplot as plt
     >>> axes = plot_ring_allreduce_steps(4)
-    >>> len(axes), axes[-1].get_title()
-    (7, 'step 6 of 6: all-gather')
+    >>> titles = [next(a for a in ax.patches if a.get_gid() == "title").get_text() for ax in axes]
+    >>> len(axes), titles[3], titles[-1]
+    (7, 'step 3 of 6: reduce-scatter', 'step 6 of 6: all-gather')
     >>> plt.close("all")
     """
     p = _checked_drawn_ranks(ranks, minimum=2)
     panels = 2 * (p - 1) + 1
-    sim = _simulate.simulate("all_reduce", p, algorithm="ring", elements=p)
     if axes is None:
         # The start and the reduce-scatter fill the first rows, the legend and the all-gather the next ones, at
-        # most four panels a row (p panels each: step 0 … p − 1, then the legend and steps p … 2(p − 1)).
+        # most four panels a row (p panels each: step 0 … p − 1, then the legend and steps p … 2(p − 1)). The
+        # panels' places are fixed (no layout engine): each RingStepFigure fits its grid to its panel's height.
         columns = min(p, 4)
         rows_per_phase = math.ceil(p / columns)
-        height_per_width = (p * _ROW_PITCH + 0.6) / (p + 4.5)  # the "rows" layout's data extent
-        panel_width = 2.45
-        fig, grid = plt.subplots(
+        phases = f"reduce-scatter ({_steps_text(1, p - 1)}), then all-gather ({_steps_text(p, 2 * (p - 1))})"
+        title = f"Ring all-reduce over {p} ranks:" + ("\n" if columns < 3 else " ") + phases  # two lines if narrow
+        title_in, margin_in = 0.4 if columns >= 3 else 0.62, 0.1
+        width = _PANEL_WIDTH_IN * columns + 2 * margin_in
+        height = 2 * rows_per_phase * _panel_height_in(p) + title_in + margin_in
+        fig = plt.figure(figsize=(width, height))
+        grid = fig.subplots(
             2 * rows_per_phase,
             columns,
-            layout="constrained",
-            figsize=(panel_width * columns + 0.3, 2 * rows_per_phase * (panel_width * height_per_width + 0.35) + 0.4),
+            squeeze=False,
+            gridspec_kw=dict(
+                left=margin_in / width,
+                right=1 - margin_in / width,
+                bottom=margin_in / height,
+                top=1 - title_in / height,
+                wspace=0,
+                hspace=0,
+            ),
         )
         first_phase = list(grid[:rows_per_phase].flat)
         second_phase = list(grid[rows_per_phase:].flat)
         step_axes = first_phase[:p] + second_phase[1:p]
         spare = [second_phase[0]] + first_phase[p:] + second_phase[p:]
         fig.suptitle(
-            f"Ring all-reduce over {p} ranks: reduce-scatter (steps 1–{p - 1}), "
-            f"then all-gather (steps {p}–{2 * (p - 1)})",
+            title,
+            y=1 - 0.12 / height,
+            va="top",
             fontsize=12,
         )
     else:
         flat = _checked_axes(axes, panels)
         step_axes, spare = flat[:panels], flat[panels:]
     for step, ax in enumerate(step_axes):
-        plot_ring_step(sim, step, ax=ax, layout="rows", legend=False)
-        ax.title.set_fontsize(10)
+        panel = RingStepFigure(
+            ax, max_ranks=p, ranks_options=(p,), caption=False, key=False, title="step {step} of {steps}: {phase}"
+        )
+        panel.set_static(p)
+        panel.update(p, step)
     handles = _ring_legend_handles("all_reduce", p) + [
         Line2D(
             [],
             [],
             color="#333333",
-            marker=r"$\rightarrow$",
-            markersize=14,
-            linestyle="none",
-            label="transfer of chunk c\n((+): added into the copy)",
+            linewidth=1.2,
+            marker="v",
+            markersize=5,
+            label=_TRANSFER_LABEL,
         )
     ]
     for extra in spare:
@@ -937,10 +935,14 @@ class CollectiveTimeFigure(LiveFigure):
 
 
 _GRID_ROW_PITCH = 1.5  # the live step grid's distance between ranks' rows (room for the arrows between rows)
-# Where the step grid sits in its panel (axes fractions): the title and caption above, the key of shades below.
-_GRID_TOP_AT, _GRID_BOTTOM_AT = 0.76, 0.1
+# Room around the step grid in its panel, in points: above it the title (and, in the lab, the caption), below it the
+# key of shades or, without one, a margin for the arrow that closes the ring. Across, the grid spans these fractions.
+_TITLE_ROOM_PT, _CAPTION_ROOM_PT, _KEY_ROOM_PT, _BOTTOM_MARGIN_PT = 40.0, 34.0, 31.0, 4.0
+_GRID_LEFT_AT, _GRID_RIGHT_AT = 0.2, 0.97
 _CHUNK_LABEL_Y = 0.1  # chunk labels sit this far (data units) above the first row
+_CHUNK_LABEL_ROOM_PT = 14.0  # and are this tall: the arrow that closes the ring passes above them
 _RECEIVED_RGBA, _WHITE_RGBA, _EMPTY_RGBA = to_rgba(COLORS["latency"]), to_rgba("white"), to_rgba(EMPTY_COLOR)
+_STEP_TITLE = "ring step {step} of {steps}: {phase}"
 
 
 @functools.cache
@@ -981,11 +983,31 @@ def _span(first: float, last: float, first_at: float, last_at: float) -> tuple[f
     return first - first_at * per_fraction, first + (1 - first_at) * per_fraction
 
 
+def _checked_title(title) -> str:
+    """``title`` if it is a format string whose fields are among step, steps and phase."""
+    if isinstance(title, str):
+        try:
+            title.format(step=0, steps=0, phase="")
+            return title
+        except (KeyError, IndexError, ValueError, AttributeError):
+            pass
+    raise ValueError(
+        f"title must be a format string with fields among {{step}}, {{steps}} and {{phase}}, got {title!r}"
+    )
+
+
 class RingStepFigure(LiveFigure):
-    """Live ring all-reduce, step by step: a grid of ranks (rows) × chunks (columns), each cell shaded by how many
-    ranks' data that copy of the chunk holds after the step (``simulate.Simulation.contributions``), the received
-    copies outlined, one arrow per transfer of the step. Drawn for rings of up to ``max_ranks`` ranks; a larger
-    ring gets a note instead. ``update(ranks, step)``; the grid's size is its static state (``static_key``).
+    """Live ring all-reduce, step by step: a grid of ranks (rows) × chunks (columns, labelled c0 …), each cell shaded
+    by how many ranks' data that copy of the chunk holds after the step (``simulate.Simulation.contributions``), the
+    received copies outlined, one arrow per transfer of the step. An arrow carries the chunk of its column down to
+    the next rank's row (the last rank's goes round the right side to rank 0); the receiver adds it into its copy
+    in the reduce-scatter and copies it in the all-gather, the phase the title names. Drawn for rings of up to
+    ``max_ranks`` ranks; a larger ring gets a note instead. ``update(ranks, step)``; the grid's size is its static
+    state (``static_key``).
+
+    The lab's panel has a caption under the title and a key of shades below the grid. As one panel among many
+    (``plot_ring_allreduce_steps``, one shared legend), ``caption=False`` and ``key=False`` leave them out and the
+    grid takes their room; ``title`` formats the title from ``step``, ``steps`` (2(p − 1)) and ``phase``.
 
     >>> from matplotlib.figure import Figure
     >>> live = RingStepFigure(Figure().add_subplot())
@@ -993,18 +1015,37 @@ class RingStepFigure(LiveFigure):
     >>> live.update(4, 3)
     >>> live.title.get_text(), len(live.heads.get_xdata())
     ('ring step 3 of 6: reduce-scatter', 4)
+    >>> panel = RingStepFigure(Figure().add_subplot(), 4, (4,), caption=False, key=False, title="step {step}")
+    >>> panel.set_static(4)
+    >>> panel.update(4, 5)
+    >>> panel.title.get_text(), [int(x) for x in panel.heads.get_xdata()]  # the columns: the chunks carried
+    ('step 5', [3, 0, 1, 2])
     """
 
-    def __init__(self, ax, max_ranks=8, ranks_options=(2, 3, 4, 5, 6, 7, 8, 9)):
+    def __init__(
+        self, ax, max_ranks=8, ranks_options=(2, 3, 4, 5, 6, 7, 8, 9), *, caption=True, key=True, title=_STEP_TITLE
+    ):
         super().__init__(ax)
         self.max_ranks = m = _checked_drawn_ranks(max_ranks, minimum=2)
+        caption, key = _validate.flag("caption", caption), _validate.flag("key", key)
+        self.title_format = _checked_title(title)
         self.static_examples = tuple({self.static_key(p): p for p in ranks_options}.values())
         ax.set_axis_off()
         ax.set_autoscale_on(False)
         self.ax = ax
+        # The grid's bottom and top (axes fractions): the panel's height less the room of what is shown around it.
+        self.height_pt = ax.bbox.height * 72 / ax.figure.dpi
+        bottom_pt = _KEY_ROOM_PT if key else _BOTTOM_MARGIN_PT
+        top_pt = _TITLE_ROOM_PT + (_CAPTION_ROOM_PT if caption else 0.0)
+        if self.height_pt < 2 * (bottom_pt + top_pt):
+            raise ValueError(
+                f"ax must be at least {2 * (bottom_pt + top_pt):.0f} points tall for this grid and what is shown "
+                f"around it, got {self.height_pt:.0f}"
+            )
+        self.grid_at = (bottom_pt / self.height_pt, 1 - top_pt / self.height_pt)
         cells = [Rectangle((c + 0.04, r * _GRID_ROW_PITCH), 0.92, 1.0) for r in range(m) for c in range(m)]
         self.cells = ax.add_collection(
-            PatchCollection(cells, facecolors="none", edgecolors="none", zorder=2), autolim=False
+            PatchCollection(cells, facecolors="none", edgecolors="none", zorder=2, gid="cells"), autolim=False
         )
         self.rank_labels = [
             FastText(
@@ -1018,25 +1059,32 @@ class RingStepFigure(LiveFigure):
         ]
         # All of one step's arrows are one line (segments split by NaN) plus one line of arrowheads, all pointing
         # down: a chunk moves down its column to the next rank's row; the ring closes around the right side.
-        (self.shafts,) = ax.plot([], [], color="#333333", linewidth=1.2, zorder=3)
-        (self.heads,) = ax.plot([], [], color="#333333", marker="v", markersize=5, linestyle="none", zorder=3)
+        (self.shafts,) = ax.plot([], [], color="#333333", linewidth=1.2, zorder=3, gid="transfers")
+        (self.heads,) = ax.plot(
+            [], [], color="#333333", marker="v", markersize=5, linestyle="none", zorder=3, gid="arrowheads"
+        )
         # The key of shades sits at the bottom of the panel, in axes fractions, whatever the grid's size.
         swatches = [Rectangle((0.2 + k * 0.04, 0.02), 0.035, 0.035) for k in range(m)]
         self.swatches = ax.add_collection(
             PatchCollection(swatches, facecolors="none", edgecolors="none", transform=ax.transAxes), autolim=False
         )
         self.swatch_label = FastText(ax, (0.2, 0.0375), "", transform=ax.transAxes, ha="left", va="center", size=8)
-        self.title = FastText(ax, (0.55, 0.985), "", transform=ax.transAxes, ha="center", va="top", size=10)
-        caption = (
+        # The title and caption hang from the top of the panel, in points.
+        text = dict(transform=ax.transAxes, ha="center", color="#444444")
+        self.title = FastText(
+            ax, (0.55, 1.0), "", transform=ax.transAxes, ha="center", va="top", size=10, offset=(0, -4.5)
+        )
+        self.title.set_gid("title")
+        caption_lines = (
             "each step, every rank passes one chunk (column)",
             "to the next: reduce-scatter adds it in,",
             "all-gather copies it. Outlined: received",
         )
-        text = dict(transform=ax.transAxes, ha="center", color="#444444")
         self.caption = [
-            FastText(ax, (0.55, 0.94 - 0.037 * line), line_text, va="top", size=8, **text)
-            for line, line_text in enumerate(caption)
+            FastText(ax, (0.55, 1.0), line_text, va="top", size=8, offset=(0, -18.5 - 11.5 * line), **text)
+            for line, line_text in enumerate(caption_lines if caption else ())
         ]
+        self.key_shown = key
         too_many = (f"step-by-step view for rings of up to {m} ranks", f"(move ranks to {m} or fewer)")
         self.too_many = [
             FastText(ax, (0.55, 0.52 - 0.05 * line), line_text, va="center", size=10, **text)
@@ -1054,7 +1102,9 @@ class RingStepFigure(LiveFigure):
         for index, (rank_label, chunk_label) in enumerate(zip(self.rank_labels, self.chunk_labels, strict=True)):
             rank_label.set_visible(shown and index < ranks)
             chunk_label.set_visible(shown and index < ranks)
-        for artist in (self.swatches, self.swatch_label, *self.caption):
+        for artist in (self.swatches, self.swatch_label):
+            artist.set_visible(shown and self.key_shown)
+        for artist in self.caption:
             artist.set_visible(shown)
         for artist in self.too_many:
             artist.set_visible(not shown)
@@ -1063,8 +1113,8 @@ class RingStepFigure(LiveFigure):
             self.swatches.set_facecolor([levels[k] if k < ranks else (0, 0, 0, 0) for k in range(self.max_ranks)])
             self.swatch_label.set_x(0.2 + ranks * 0.04 + 0.01)
             self.swatch_label.set_text(f"ranks summed: 1 … {ranks} (final)")
-            self.ax.set_xlim(*_span(0.0, ranks + 0.45, 0.2, 0.97))
-            self.ax.set_ylim(*_span(_grid_bottom(ranks), 0.0, _GRID_BOTTOM_AT, _GRID_TOP_AT))
+            self.ax.set_xlim(*_span(0.0, ranks + 0.45, _GRID_LEFT_AT, _GRID_RIGHT_AT))
+            self.ax.set_ylim(*_span(_grid_bottom(ranks), 0.0, *self.grid_at))
 
     def update(self, ranks, step) -> None:
         """Draw the ring all-reduce over ``ranks`` ranks after ``step`` of its 2(p − 1) steps."""
@@ -1097,10 +1147,9 @@ class RingStepFigure(LiveFigure):
 
         xs, ys, head_x, head_y = [], [], [], []
         loop_x = p + 0.3
-        # Above the chunk labels: their height (in points, hence in data units that depend on p) plus a margin.
-        figure_height = self.ax.figure.get_figheight()
-        points_per_unit = figure_height * 72 * (_GRID_TOP_AT - _GRID_BOTTOM_AT) / _grid_bottom(p)
-        label_height = 14 / points_per_unit
+        # Above the chunk labels: their height in points, in data units (which depend on p and the panel's height).
+        points_per_unit = self.height_pt * (self.grid_at[1] - self.grid_at[0]) / _grid_bottom(p)
+        label_height = _CHUNK_LABEL_ROOM_PT / points_per_unit
         for transfer in transfers:
             x = transfer.chunks[0] + 0.5
             src_bottom = transfer.src * _GRID_ROW_PITCH + 1.0
@@ -1117,7 +1166,8 @@ class RingStepFigure(LiveFigure):
             head_y.append(dst_top - 0.12)
         self.shafts.set_data(xs, ys)
         self.heads.set_data(head_x, head_y)
-        self.title.set_text(f"ring step {step} of {steps}: {ring_step_phase('all_reduce', p, step)}")
+        phase = ring_step_phase("all_reduce", p, step)
+        self.title.set_text(self.title_format.format(step=step, steps=steps, phase=phase))
 
 
 # --- which rank sends what at each step ---------------------------------------------------------------------------
