@@ -5,9 +5,10 @@ matplotlib; the formula modules never do.
 The labs' figures are *live figures* (``fast.LiveFigure``): built once on axes the caller places, then changed by
 ``update(result)`` with the result of one call into the formula layer: ``CollectiveTimeFigure`` and
 ``RingStepFigure`` (lab 1), ``GlobalBatchFigure`` (lab 2), ``MemoryBudgetFigure`` (lab 3, its bars the lessons'
-``MemoryBarsFigure``), ``PipelineScheduleFigure`` (lab 4, and lesson 03's Gantt charts) and ``ComparisonBarsFigure``
-(lab 4). ``fast`` holds how they draw in a few milliseconds (``PartialRedraw``, ``CachedText``, ``FastText``),
-``style`` the colours and tick formatters every figure shares.
+``MemoryBarsFigure``),
+``PipelineScheduleFigure`` and ``ComparisonBarsFigure`` (lab 4). ``fast`` holds how they draw in a few
+milliseconds (``PartialRedraw``, ``CachedText``, ``FastText``), ``style`` the colours and tick formatters every
+figure shares.
 
 >>> from course_lib import viz
 >>> sorted(name for name in viz.__all__ if name.startswith("plot_"))[:3]
