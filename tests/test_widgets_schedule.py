@@ -162,6 +162,15 @@ def test_pipeline_the_largest_timeline(schedule_lab):
     assert_png_matches_savefig(schedule_lab)
 
 
+def test_pipeline_legend_names_each_chunk_of_v(schedule_lab):
+    # The legend is static (one picture per v): moving v shows its own, and the fast PNG still matches savefig.
+    for v, chunks in ((2, ", chunks 1, 2"), (4, ", chunks 1, 2, 3, 4"), (3, ", chunks 1, 2, 3"), (1, "")):
+        schedule_lab.controls["virtual_stages"].value = v
+        legend = [text.get_text() for text in schedule_lab.gantt.ax.get_legend().get_texts()]
+        assert legend == [f"forward{chunks}", f"backward{chunks}", "idle (bubble)"]
+        assert_png_matches_savefig(schedule_lab)
+
+
 def test_pipeline_dependent_controls(schedule_lab):
     controls = schedule_lab.controls
     controls["virtual_stages"].value = 2  # v ≥ 2 selects interleaving

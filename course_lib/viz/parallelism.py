@@ -12,19 +12,22 @@ from collections.abc import Mapping
 import matplotlib.pyplot as plt
 import matplotlib.transforms as mtransforms
 import numpy as np
-from matplotlib.collections import PatchCollection, PolyCollection
+from matplotlib.collections import PatchCollection
 from matplotlib.colors import to_rgb, to_rgba
+from matplotlib.font_manager import FontProperties
+from matplotlib.legend_handler import HandlerTuple
 from matplotlib.lines import Line2D
 from matplotlib.markers import TICKDOWN, TICKLEFT
 from matplotlib.patches import FancyArrowPatch, Patch, PathPatch, Rectangle
 from matplotlib.path import Path
+from matplotlib.textpath import TextToPath
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
 from .. import _validate, parallelism, units
-from ..pipeline import PipelineTimeline
+from ..pipeline import PipelineTimeline, pipeline_schedule
 from .collectives import RANK_COLORS
 from .fast import CachedText, FastText, FastTextGroup, LiveFigure
-from .style import AXIS_COLORS, COLORS, axes_or_new, bytes_formatter, label_units
+from .style import AXIS_COLORS, COLORS, axes_or_new, bytes_formatter
 
 __all__ = [
     "plot_pipeline_schedule",
@@ -111,7 +114,8 @@ def box_edge_width(chunk_width_pt):
 def microbatch_label_size(chunk_width_pt, axes_height_pt, stages, microbatches):
     """Font size (points) of the micro-batch numbers in boxes whose narrowest, one chunk's forward, is
     ``chunk_width_pt`` wide, in ``stages`` rows of an axes ``axes_height_pt`` high: at most 9, and small enough for
-    the widest number to fit. A Gantt chart writes them only when this is at least ``MIN_LABEL_SIZE`` (6 points).
+    the widest number to fit. A Gantt chart writes them at this size rounded down to whole points, when that is at
+    least its ``min_label_size`` (by default ``MIN_LABEL_SIZE``, 6 points).
 
     >>> microbatch_label_size(40, 240, 4, 8), round(microbatch_label_size(5, 240, 4, 32), 2)
     (9.0, 2.96)
@@ -131,112 +135,35 @@ def schedule_title(schedule, stages, microbatches, virtual_stages, bubble_fracti
     return title + f", m = {microbatches}: bubble {units.format_percent(bubble_fraction)}"
 
 
-def _box(x0, x1, y, height):
-    return [(x0, y - height / 2), (x1, y - height / 2), (x1, y + height / 2), (x0, y + height / 2)]
-
-
 def plot_pipeline_schedule(timeline, ax=None):
-    """Draw a pipeline timeline as a Gantt chart: one row per stage (stage 0 on top), one box per op.
+    """A pipeline timeline as a Gantt chart: the lab's ``PipelineScheduleFigure``, built on ``ax`` and drawn once.
 
-    Forward boxes use ``COLORS["forward"]``, backward boxes ``COLORS["backward"]``; with the interleaved schedule
-    later model chunks get lighter shades. Boxes are labelled with the micro-batch number counted from 1, as in
-    Narayanan et al. 2021's Figures 3 and 4, when the box is wide enough. Grey behind the boxes is idle time: the
-    bubble. Convention: the x axis is in units of t_f (``timeline.forward_time_s``), so a full-stage forward is 1
-    wide whatever the real duration; the axis label gives t_f in seconds when it is not 1 s. Boxes are one
-    ``PolyCollection`` per (kind, chunk) with gid ``"pipeline-<kind>-chunk<c>"``; the idle background has gid
-    ``"pipeline-idle"``.
+    One row per stage (stage 0 on top), one box per op: forward boxes in ``COLORS["forward"]``, backward boxes in
+    ``COLORS["backward"]``, later model chunks of an interleaved stage in lighter shades, each named in the legend.
+    Boxes are labelled with the micro-batch number counted from 1, as in Narayanan et al. 2021's Figures 3 and 4,
+    when the number fits; grey behind the boxes is idle time, the bubble. The x axis is in units of t_f
+    (``timeline.forward_time_s``), so a full-stage forward is 1 wide whatever the real duration; its label gives
+    t_f when it is not 1 s. The boxes are one ``PathPatch`` per (kind, chunk) with gid
+    ``"pipeline-<kind>-chunk<c>"``, the idle background has gid ``"pipeline-idle"``, the title gid
+    ``"pipeline-title"``.
 
     >>> from course_lib.pipeline import pipeline_schedule
-    >>> ax = plot_pipeline_schedule(pipeline_schedule(4, 8, "1f1b"))
-    >>> ax.get_title()
-    '1F1B, p = 4, m = 8: bubble 37.5 %'
+    >>> ax = plot_pipeline_schedule(pipeline_schedule(4, 8, "1f1b", forward_time_s=0.01, backward_time_s=0.02))
+    >>> [text.get_text() for text in ax.texts if text.get_gid() == "pipeline-title"], ax.get_xlabel()
+    (['1F1B, p = 4, m = 8: bubble 37.5 %'], 'time (units of $t_f$ = 10 ms)')
     >>> plt.close("all")
     """
     if not isinstance(timeline, PipelineTimeline):
         raise ValueError(f"timeline must be a PipelineTimeline (from pipeline.pipeline_schedule), got {timeline!r}")
     ax = axes_or_new(ax)
-    p, v, unit = timeline.stages, timeline.virtual_stages, timeline.forward_time_s
-    end = timeline.total_s / unit
-    height = _BOX_HEIGHT
-    idle = PolyCollection(
-        [_box(0.0, end, s, height) for s in range(p)],
-        facecolors=COLORS["bubble"],
-        edgecolors="none",
-        alpha=0.6,
-        zorder=1,
+    figure = PipelineScheduleFigure(
+        ax,
+        max_stages=timeline.stages,
+        max_virtual_stages=timeline.virtual_stages,
+        label_pool=len(timeline.ops),
+        fontsize=10,
     )
-    idle.set_gid("pipeline-idle")
-    ax.add_collection(idle)
-
-    # Labels fit when a chunk-forward box is wider than its text (estimated from the axes' size in points, after the
-    # figure's layout engine, if any, has placed the axes: before that they have matplotlib's default margins).
-    fig = ax.figure
-    if fig.get_layout_engine() is not None:
-        fig.get_layout_engine().execute(fig)
-    width_pt = ax.get_position().width * fig.get_figwidth() * 72
-    height_pt = ax.get_position().height * fig.get_figheight() * 72
-    chunk_width_pt = width_pt * (1.0 / v) / max(end, 1e-12)
-    fontsize = microbatch_label_size(chunk_width_pt, height_pt, p, timeline.microbatches)
-    show_labels = fontsize >= MIN_LABEL_SIZE
-    edge = box_edge_width(chunk_width_pt)  # white gaps between boxes
-
-    handles = []
-    for kind in ("forward", "backward"):
-        for chunk in range(v):
-            ops = [op for op in timeline.ops if op.kind == kind and op.chunk == chunk]
-            color = chunk_color(kind, chunk, v)
-            boxes = PolyCollection(
-                [_box(op.start_s / unit, op.end_s / unit, op.stage, height) for op in ops],
-                facecolors=[color],
-                edgecolors="white",
-                linewidths=edge,
-                zorder=2,
-            )
-            boxes.set_gid(f"pipeline-{kind}-chunk{chunk}")
-            ax.add_collection(boxes)
-            name = kind if v == 1 else f"{kind}, chunk {chunk + 1}"
-            handles.append(Patch(facecolor=color, edgecolor="white", label=name))
-            if show_labels:
-                for op in ops:
-                    ax.text(
-                        (op.start_s + op.end_s) / 2 / unit,
-                        op.stage,
-                        str(op.microbatch + 1),
-                        ha="center",
-                        va="center",
-                        fontsize=fontsize,
-                        color=text_color(color),
-                        zorder=3,
-                    )
-    idle_handle = Patch(facecolor=COLORS["bubble"], alpha=0.6, label="idle (bubble)")
-    if v == 1:
-        handles, columns = handles + [idle_handle], 3
-    else:  # two rows, forward over backward: the legend fills column by column
-        blank = Patch(facecolor="none", edgecolor="none", label=" ")
-        handles = [h for pair in zip(handles[:v], handles[v:], strict=True) for h in pair] + [idle_handle, blank]
-        columns = v + 1
-
-    ax.set_xlim(0, end * 1.005)
-    ax.set_ylim(p - 0.5, -0.5)  # stage 0 on top
-    ticks = range(p) if p <= 16 else MaxNLocator(integer=True, nbins=8).tick_values(0, p - 1)
-    ticks = [int(t) for t in ticks if 0 <= t < p]
-    ax.set_yticks(ticks, [f"stage {t}" for t in ticks])
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=12))
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    xlabel = "time (units of $t_f$)" if unit == 1.0 else f"time (units of $t_f$ = {units.format_time(unit)})"
-    title = schedule_title(timeline.schedule, p, timeline.microbatches, v, timeline.bubble_fraction)
-    label_units(ax, xlabel, "pipeline stage (one per device)", title)
-    ax.legend(
-        handles=handles,
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.14),
-        ncol=columns,
-        frameon=False,
-        fontsize=9 if v <= 3 else 8,
-        columnspacing=1.2,
-        handlelength=1.5,
-    )
+    figure.update(timeline)
     return ax
 
 
@@ -1012,7 +939,7 @@ def plot_tensor_parallel_layer(sequence_parallel=False, ax=None):
 # ---- live figures: the pipeline lab's Gantt chart and its check bars ----------------------------------------------
 
 _KINDS = ("forward", "backward")
-_LIVE_LABEL_SIZE = 7.0  # points: one size for every update (cached bitmaps), at least MIN_LABEL_SIZE
+_ALL_STAGE_TICKS = 16  # up to this many stages every row is labelled; above, about 8 of them
 
 
 def _box_path(x0, x1, y, height) -> Path:
@@ -1048,87 +975,143 @@ def _gantt_geometry(timeline) -> dict:
     }
 
 
-def _legend_below(ax, top, **kwargs):
-    """The live figures' legend: four columns, centred under ``ax``, its top at ``top`` (axes fraction)."""
-    return ax.legend(
-        loc="upper center",
-        bbox_to_anchor=(0.5, top),
-        ncol=4,
-        frameon=False,
-        fontsize=8,
-        handlelength=1.2,
-        columnspacing=1.0,
-        **kwargs,
-    )
+def _stage_ticks(stages: int) -> list[int]:
+    """The stages whose row a Gantt chart labels: every one up to 16 stages, else about 8 of them.
+
+    >>> _stage_ticks(4), _stage_ticks(32)
+    ([0, 1, 2, 3], [0, 4, 8, 12, 16, 20, 24, 28])
+    """
+    if stages <= _ALL_STAGE_TICKS:
+        return list(range(stages))
+    return [int(t) for t in MaxNLocator(integer=True, nbins=8).tick_values(0, stages - 1) if 0 <= t < stages]
+
+
+def _text_width_pt(text: str, fontsize: float) -> float:
+    return TextToPath().get_text_width_height_descent(text, FontProperties(size=fontsize), ismath=False)[0]
 
 
 class PipelineScheduleFigure(LiveFigure):
     """Live Gantt chart of a pipeline timeline, on axes placed by the caller: one row per stage (stage 0 on top),
     one box per op (``chunk_color``), idle time grey behind them, the micro-batch numbers in the boxes when they
-    fit (``microbatch_label_size``), time in units of t_f. ``update(timeline)`` takes a
-    ``pipeline.pipeline_schedule(...)`` of up to ``max_stages`` stages and ``max_virtual_stages`` chunks; both
-    scales change with it, so the ticks are artists of their own (``animated``) rather than the axes'.
+    fit, time in units of t_f. ``update(timeline)`` takes a ``pipeline.pipeline_schedule(...)`` of up to
+    ``max_stages`` stages and ``max_virtual_stages`` chunks; both scales change with it, so the ticks are artists of
+    their own (``animated``) rather than the axes'.
+
+    The numbers are ``microbatch_label_size`` rounded down to whole points (at most 9, one bitmap per size), written
+    when that is at least ``min_label_size``, and when there are at most ``label_pool`` of them. The legend names
+    forward and backward with one shade per chunk, and the x label gives t_f when it is not 1 s (``xlabel`` replaces
+    it): both depend on the timeline only through ``static_key`` (v and the label). Ticks, axis labels and legend
+    are ``fontsize`` points, the title 2 more; they sit at fixed distances in points from the axes.
 
     >>> from matplotlib.figure import Figure
     >>> from course_lib.pipeline import pipeline_schedule
     >>> live = PipelineScheduleFigure(Figure(figsize=(9, 4)).add_axes((0.1, 0.25, 0.6, 0.6)))
+    >>> live.update(pipeline_schedule(4, 8, "interleaved", 2))
+    >>> live.title.get_text(), live.ax.get_xlabel()
+    ('Interleaved 1F1B, p = 4, v = 2, m = 8: bubble 18.8 %', 'time (units of $t_f$)')
+    >>> [text.get_text() for text in live.ax.get_legend().get_texts()]
+    ['forward, chunks 1, 2', 'backward, chunks 1, 2', 'idle (bubble)']
     >>> live.update(pipeline_schedule(4, 8, "1f1b"))
-    >>> live.title.get_text(), sum(label.get_visible() for label in live.labels)
-    ('1F1B, p = 4, m = 8: bubble 37.5 %', 64)
+    >>> sum(label.get_visible() for label in live.labels), live.labels[0].get_fontsize()
+    (64, 9.0)
     """
 
-    def __init__(self, ax, max_stages=16, max_virtual_stages=4, label_pool=128, xlabel="time in units of t_f"):
+    def __init__(
+        self,
+        ax,
+        max_stages=16,
+        max_virtual_stages=4,
+        label_pool=128,
+        xlabel=None,
+        fontsize=8,
+        min_label_size=MIN_LABEL_SIZE,
+    ):
         super().__init__(ax)
         self.ax = ax
+        self.max_stages, self.max_virtual_stages = int(max_stages), int(max_virtual_stages)
+        self.xlabel, self.fontsize, self.min_label_size = xlabel, float(fontsize), float(min_label_size)
         self.idle = ax.add_patch(
-            PathPatch(Path(np.zeros((1, 2))), facecolor=COLORS["bubble"], edgecolor="none", alpha=0.6, zorder=1)
+            PathPatch(
+                Path(np.zeros((1, 2))),
+                facecolor=COLORS["bubble"],
+                edgecolor="none",
+                alpha=0.6,
+                zorder=1,
+                gid="pipeline-idle",
+            )
         )
         # One compound path per (kind, chunk): forward/backward boxes of each model chunk.
         self.boxes = {
             (k, c): ax.add_patch(
-                PathPatch(Path(np.zeros((1, 2))), edgecolor="white", linewidth=0.6, zorder=2, visible=False)
+                PathPatch(
+                    Path(np.zeros((1, 2))),
+                    edgecolor="white",
+                    linewidth=0.6,
+                    zorder=2,
+                    visible=False,
+                    gid=f"pipeline-{kind}-chunk{c}",
+                )
             )
-            for k in range(len(_KINDS))
-            for c in range(max_virtual_stages)
+            for k, kind in enumerate(_KINDS)
+            for c in range(self.max_virtual_stages)
         }
         # RGBA of each (kind, chunk) for each v; later chunks of an interleaved stage are lighter.
         self._colors = {
             v: np.array([[to_rgba(chunk_color(kind, chunk, v)) for chunk in range(v)] for kind in _KINDS])
-            for v in range(1, max_virtual_stages + 1)
+            for v in range(1, self.max_virtual_stages + 1)
         }
         self._text_colors = {
             v: [[text_color(chunk_color(kind, chunk, v)) for chunk in range(v)] for kind in _KINDS]
-            for v in range(1, max_virtual_stages + 1)
+            for v in range(1, self.max_virtual_stages + 1)
         }
+        self._label_size = 9.0
         self.labels = [
-            CachedText.add(ax, 0, 0, ha="center", va="center", fontsize=_LIVE_LABEL_SIZE, zorder=3, visible=False)
+            CachedText.add(
+                ax,
+                0,
+                0,
+                ha="center",
+                va="center",
+                fontsize=self._label_size,
+                zorder=3,
+                visible=False,
+                gid="pipeline-microbatch",
+            )
             for _ in range(label_pool)
         ]
+
+        # Ticks, labels and legend at fixed distances in points from the axes, whatever their size.
+        def shifted(transform, dx_pt, dy_pt):
+            return transform + mtransforms.ScaledTranslation(dx_pt / 72, dy_pt / 72, ax.figure.dpi_scale_trans)
+
+        size = self.fontsize
         below = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
         left = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
         tick = dict(linestyle="none", color="black", markersize=3.5, markeredgewidth=0.8, clip_on=False)
         self.x_tick_marks = ax.add_artist(Line2D([], [], transform=below, marker=TICKDOWN, **tick))
         self.y_tick_marks = ax.add_artist(Line2D([], [], transform=left, marker=TICKLEFT, **tick))
+        # 7 points from the spine, as matplotlib puts its own: the 3.5-point tick and a 3.5-point pad
         self.x_tick_labels = [
-            CachedText.add(ax, 0, -0.03, transform=below, ha="center", va="top", fontsize=8) for _ in range(16)
+            CachedText.add(ax, 0, 0, transform=shifted(below, 0, -7), ha="center", va="top", fontsize=size)
+            for _ in range(16)
         ]
         self.y_tick_labels = [
-            CachedText.add(ax, -0.012, 0, transform=left, ha="right", va="center", fontsize=8)
-            for _ in range(max_stages)
+            CachedText.add(ax, 0, 0, transform=shifted(left, -7, 0), ha="right", va="center", fontsize=size)
+            for _ in range(min(self.max_stages, _ALL_STAGE_TICKS))
         ]
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.text(0.5, -0.11, xlabel, transform=ax.transAxes, ha="center", va="top", fontsize=8)
+        self._xlabel_pad = 7 + 1.2 * size + 3  # under the tick labels
+        self._legend_top = self._xlabel_pad + 1.3 * size  # under the x label ($t_f$ reaches below the line)
+        self._legend_anchor = shifted(ax.transAxes, 0, -self._legend_top)
+        widest = _text_width_pt(f"stage {self.max_stages - 1}", size)
+        ax.set_ylabel("pipeline stage (one per device)", fontsize=size, labelpad=7 + widest + 4)
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
-        self.title = CachedText.add(ax, 0.5, 1.03, transform=ax.transAxes, ha="center", va="bottom", fontsize=10)
-        handles = [
-            Patch(facecolor=COLORS["forward"], label="forward"),
-            Patch(facecolor=COLORS["backward"], label="backward"),
-            Patch(facecolor=COLORS["bubble"], alpha=0.6, label="idle (bubble)"),
-            Patch(facecolor=chunk_color("forward", 1, 2), label="later chunk (interleaved)"),
-        ]
-        _legend_below(ax, -0.18, handles=handles)
+        self.title = CachedText.add(
+            ax, 0.5, 1, transform=shifted(ax.transAxes, 0, 6), ha="center", va="bottom", fontsize=size + 2
+        )
+        self.title.set_gid("pipeline-title")
         self.animated = (
             self.idle,
             *self.boxes.values(),
@@ -1139,18 +1122,68 @@ class PipelineScheduleFigure(LiveFigure):
             *self.y_tick_labels,
             self.title,
         )
+        # One small timeline of each v in t_f = 1 s: the static artists of every v a lab can show.
+        self.static_examples = tuple(
+            pipeline_schedule(1, 1) if v == 1 else pipeline_schedule(2, 2, "interleaved", v)
+            for v in range(1, self.max_virtual_stages + 1)
+        )
+        self._static_shown = None
         self._shown_rows = None
         self._geometries = {}  # id(timeline) → (timeline, its boxes): a lab moving back and forth redraws, not rebuilds
 
+    def time_label(self, timeline) -> str:
+        """The x label: ``xlabel``, else time in units of t_f, with its value when it is not 1 s."""
+        if self.xlabel is not None:
+            return self.xlabel
+        unit = timeline.forward_time_s
+        return "time (units of $t_f$)" if unit == 1.0 else f"time (units of $t_f$ = {units.format_time(unit)})"
+
+    def static_key(self, timeline):
+        """The legend depends on the timeline's v (one shade per chunk), the x label on its t_f."""
+        return timeline.virtual_stages, self.time_label(timeline)
+
+    def set_static(self, timeline) -> None:
+        """The x label and the legend for ``timeline``: forward and backward, each with one swatch per chunk."""
+        v, xlabel = key = self.static_key(timeline)
+        ax, size = self.ax, self.fontsize
+        ax.set_xlabel(xlabel, fontsize=size, labelpad=self._xlabel_pad)
+        handles = [
+            tuple(Patch(facecolor=chunk_color(kind, c, v), edgecolor="white", linewidth=0.6) for c in range(v))
+            for kind in _KINDS
+        ]
+        chunks = "" if v == 1 else ", chunks " + ", ".join(str(c + 1) for c in range(v))
+        ax.legend(
+            [*handles, Patch(facecolor=COLORS["bubble"], alpha=0.6)],
+            [f"{kind}{chunks}" for kind in _KINDS] + ["idle (bubble)"],
+            handler_map={tuple: HandlerTuple(ndivide=None, pad=0.0)},
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            bbox_transform=self._legend_anchor,
+            borderaxespad=0.0,
+            ncol=3,
+            frameon=False,
+            fontsize=size,
+            handlelength=1.5 if v == 1 else 1.0 * v,  # one em per chunk's swatch
+            columnspacing=1.5,
+        )
+        self._static_shown = key
+
     def update(self, timeline) -> None:
         """Draw ``timeline`` (a ``pipeline.PipelineTimeline``)."""
+        p, m, v = timeline.stages, timeline.microbatches, timeline.virtual_stages
+        if p > self.max_stages or v > self.max_virtual_stages:
+            raise ValueError(
+                f"this Gantt chart draws at most {self.max_stages} stages and {self.max_virtual_stages} chunks, "
+                f"got p = {p}, v = {v}"
+            )
+        if self.static_key(timeline) != self._static_shown:  # a lab has set them already (set_static_state)
+            self.set_static(timeline)
         cached = self._geometries.get(id(timeline))
         if cached is None or cached[0] is not timeline:  # the boxes of a timeline drawn before are kept
             if len(self._geometries) >= 32:
                 self._geometries.clear()
             cached = self._geometries[id(timeline)] = (timeline, _gantt_geometry(timeline))
         gantt = cached[1]
-        p, m, v = timeline.stages, timeline.microbatches, timeline.virtual_stages
         ax, end = self.ax, gantt["end"]
         self.idle.set_path(_box_path(np.zeros(p), np.full(p, end), np.arange(p, dtype=float), _BOX_HEIGHT))
         ax.set_xlim(0, end * 1.005)
@@ -1163,16 +1196,24 @@ class PipelineScheduleFigure(LiveFigure):
                 label.set_text(f"{ticks[index]:g}")
         if p != self._shown_rows:
             ax.set_ylim(p - 0.5, -0.5)  # stage 0 on top
-            self.y_tick_marks.set_data([0.0] * p, list(range(p)))
-            for stage, label in enumerate(self.y_tick_labels):
-                label.set_visible(stage < p)
-                label.set_y(stage)
-                label.set_text(f"stage {stage}")
+            rows = _stage_ticks(p)
+            self.y_tick_marks.set_data([0.0] * len(rows), rows)
+            for index, label in enumerate(self.y_tick_labels):
+                label.set_visible(index < len(rows))
+                if index < len(rows):
+                    label.set_y(rows[index])
+                    label.set_text(f"stage {rows[index]}")
             self._shown_rows = p
-        # Box edges and labels only where they fit (sizes in points of the fixed axes).
+        self.title.set_text(schedule_title(timeline.schedule, p, m, v, timeline.bubble_fraction))
+
+        # Box edges and labels only where they fit: sizes in points of the axes, where the figure's layout engine,
+        # if it has one (a lesson's figure; a lab places its axes), puts them.
+        figure = ax.figure
+        if figure.get_layout_engine() is not None:
+            figure.get_layout_engine().execute(figure)
         box = ax.get_position()
-        width_pt = box.width * ax.figure.get_figwidth() * 72
-        height_pt = box.height * ax.figure.get_figheight() * 72
+        width_pt = box.width * figure.get_figwidth() * 72
+        height_pt = box.height * figure.get_figheight() * 72
         chunk_pt = width_pt / (v * end)  # a chunk's forward, the narrowest box
         edge = box_edge_width(chunk_pt)
         for (k, c), patch in self.boxes.items():
@@ -1182,8 +1223,12 @@ class PipelineScheduleFigure(LiveFigure):
                 patch.set_facecolor(self._colors[v][k, c])
                 patch.set_linewidth(edge)
         count = len(gantt["label"])
-        # The numbers are drawn at _LIVE_LABEL_SIZE: shown when they fit at that size (the lesson's rule, one size).
-        show = count <= len(self.labels) and microbatch_label_size(chunk_pt, height_pt, p, m) >= _LIVE_LABEL_SIZE
+        size = float(math.floor(microbatch_label_size(chunk_pt, height_pt, p, m)))
+        show = count <= len(self.labels) and size >= self.min_label_size
+        if show and size != self._label_size:
+            for label in self.labels:
+                label.set_fontsize(size)
+            self._label_size = size
         colors = self._text_colors[v]
         for i, label in enumerate(self.labels):
             if show and i < count:
@@ -1193,7 +1238,6 @@ class PipelineScheduleFigure(LiveFigure):
                 label.set_visible(True)
             elif label.get_visible():
                 label.set_visible(False)
-        self.title.set_text(schedule_title(timeline.schedule, p, m, v, timeline.bubble_fraction))
 
 
 class ComparisonBarsFigure(LiveFigure):

@@ -28,6 +28,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .. import parallelism, pipeline, units
+from ..viz.fast import Panel
 from ..viz.parallelism import SCHEDULE_NAMES, ComparisonBarsFigure, PipelineScheduleFigure
 from ..viz.style import COLORS
 from ._base import Lab, choice_buttons, initial_values, int_slider
@@ -40,6 +41,7 @@ __all__ = [
     "MAX_MICROBATCHES",
     "MAX_VIRTUAL_STAGES",
     "LABEL_POOL",
+    "MIN_LABEL_SIZE",
 ]
 
 DEFAULTS = {"stages": 4, "microbatches": 8, "virtual_stages": 1, "schedule": "1f1b"}
@@ -48,6 +50,7 @@ MAX_STAGES = 16
 MAX_MICROBATCHES = 64
 MAX_VIRTUAL_STAGES = 4
 LABEL_POOL = 128  # micro-batch numbers are written in the boxes when there are at most this many and they fit
+MIN_LABEL_SIZE = 7.0  # points, at the lab's 72 dpi: smaller numbers are left out of the boxes
 BACKWARD_OVER_FORWARD = 2.0  # t_b = 2 t_f (the backward pass computes two gradients per weight matrix)
 
 
@@ -176,7 +179,8 @@ class PipelineLab(Lab):
             MAX_STAGES,
             MAX_VIRTUAL_STAGES,
             LABEL_POOL,
-            xlabel="time in units of t_f, the forward time of one micro-batch through one stage (t_b = 2 t_f)",
+            xlabel=r"time in units of $t_f$, the forward time of one micro-batch through one stage ($t_b = 2\,t_f$)",
+            min_label_size=MIN_LABEL_SIZE,
         )
         # Right: simulation against formula, the bubble on top, the activations stage 0 holds below.
         self.checks = ComparisonBarsFigure(
@@ -185,11 +189,19 @@ class PipelineLab(Lab):
             [(COLORS["bubble"], "#888888"), (COLORS["activations"], "#E39A9C")],
             [units.format_percent, _count],
         )
-        self.enable_partial_redraw(self.figure, (*self.gantt.animated, *self.checks.animated))
+        # The legend has one shade per chunk: one picture of the static figure for each v.
+        gantt = self.gantt
+        self.enable_partial_redraw(
+            self.figure,
+            (*gantt.animated, *self.checks.animated),
+            [Panel((0.0, 1.0), None, gantt.static_key, gantt.set_static, gantt.static_examples)],
+        )
 
     def draw(self, result: dict) -> None:
         p, m, v, schedule = result["stages"], result["microbatches"], result["virtual_stages"], result["schedule"]
-        self.gantt.update(_timeline(p, m, schedule, v))
+        timeline = _timeline(p, m, schedule, v)
+        self.set_static_state(timeline)
+        self.gantt.update(timeline)
         self.checks.update(
             [
                 (result["bubble_fraction"], result["formula_bubble_fraction"]),
