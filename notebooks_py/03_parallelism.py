@@ -755,7 +755,7 @@ quiz.MultipleChoice(
         "parallel 16 (512 GPUs). How many samples does one optimizer step see?",
         options=("512", "16384", "65536"),
         answer=0,
-        explanation="B = 4 × 8 × 16 = 512. The 8-way tensor and 4-way pipeline groups work on the same samples, so "
+        explanation="B_global = b × m × d = 4 × 8 × 16 = 512. The 8-way tensor and 4-way pipeline groups work on the same samples, so "
         "they multiply the devices (512) but not the batch.",
     )
 )
