@@ -25,7 +25,20 @@ from matplotlib.figure import Figure
 from .. import parallelism
 from ..viz.fast import PartialRedraw
 
-__all__ = ["Lab", "nice_values", "unit_slider", "choice_buttons", "int_slider", "initial_values", "plan_from"]
+__all__ = [
+    "Lab",
+    "nice_values",
+    "unit_slider",
+    "option_slider",
+    "dropdown",
+    "choice_buttons",
+    "int_slider",
+    "nearest_option",
+    "set_options",
+    "check_choices",
+    "initial_values",
+    "plan_from",
+]
 
 CONTROL_STYLE = {"description_width": "150px"}
 CONTROL_LAYOUT = widgets.Layout(width="460px")
@@ -80,6 +93,69 @@ def unit_slider(description: str, values, value, formatter, continuous_update: b
         style=CONTROL_STYLE,
         layout=CONTROL_LAYOUT,
     )
+
+
+def option_slider(description: str, options, value) -> widgets.SelectionSlider:
+    """A slider over a few numbers (sizes such as t, p, d, m), each labelled as written."""
+    return widgets.SelectionSlider(
+        options=[(str(option), option) for option in options],
+        value=value,
+        description=description,
+        style=CONTROL_STYLE,
+        layout=CONTROL_LAYOUT,
+    )
+
+
+def dropdown(description: str, options, value) -> widgets.Dropdown:
+    """A drop-down list of names (models, devices, clusters) with the labs' look."""
+    return widgets.Dropdown(
+        options=list(options), value=value, description=description, style=CONTROL_STYLE, layout=CONTROL_LAYOUT
+    )
+
+
+def nearest_option(options, value):
+    """The option closest to ``value`` on a log scale (the smaller one on a tie): where a size slider lands when its
+    options change under it (a new model has other divisors).
+
+    >>> nearest_option((1, 2, 4, 8), 3), nearest_option((1, 3, 9), 100), nearest_option((2, 8), 4)
+    (4, 9, 2)
+    """
+    return min(options, key=lambda option: (abs(math.log(option / value)), option))
+
+
+def set_options(control, options, value) -> None:
+    """Give a selection control the choices ``options`` and the value ``value``, each only if it changed. A control
+    whose options are (label, value) pairs gets pairs labelled as written, one of plain values plain values.
+
+    >>> slider = option_slider("t", (1, 2, 4), 2)
+    >>> set_options(slider, (1, 3), 3)
+    >>> slider.options, slider.value
+    ((('1', 1), ('3', 3)), 3)
+    """
+    options = tuple(options)
+    current = tuple(option[1] if isinstance(option, tuple) else option for option in control.options)
+    if current != options:
+        labelled = bool(control.options) and isinstance(control.options[0], tuple)
+        control.options = [(str(option), option) for option in options] if labelled else list(options)
+    if control.value != value:
+        control.value = value
+
+
+def check_choices(values: dict, allowed: dict, context: str = "") -> None:
+    """Raise ``ValueError`` unless each ``values[name]`` is one of ``allowed[name]`` (a bool only where the choices
+    are bools: ``True`` is not the size 1). ``context`` ends the message (" (for GPT-3 175B)").
+
+    >>> check_choices({"tensor_parallel": 8}, {"tensor_parallel": (1, 2, 4, 8)})
+    >>> check_choices({"tensor_parallel": True}, {"tensor_parallel": (1, 2, 4, 8)}, " (for GPT-3 175B)")
+    Traceback (most recent call last):
+    ValueError: tensor_parallel must be one of [1, 2, 4, 8] (for GPT-3 175B), got True
+    """
+    for name, options in allowed.items():
+        options = list(options)
+        value = values[name]
+        booleans = all(isinstance(option, bool) for option in options)
+        if isinstance(value, bool) != booleans or value not in options:
+            raise ValueError(f"{name} must be one of {options}{context}, got {value!r}")
 
 
 def int_slider(description: str, low: int, high: int, value: int, step: int = 1) -> widgets.IntSlider:
@@ -149,6 +225,7 @@ class Lab(widgets.VBox):
 
     dpi = 72
     _redraw = None  # a PartialRedraw once the subclass calls enable_partial_redraw
+    _syncing = False  # True while sync_controls moves controls: their changes wait for the one refresh after it
 
     def __init__(self, title: str, controls: dict, figure: Figure, extra_children=()):
         self.controls = dict(controls)
@@ -207,7 +284,20 @@ class Lab(widgets.VBox):
         self.figure.savefig(buffer, format="png", dpi=self.dpi)
         self.image.value = buffer.getvalue()
 
-    def _on_change(self, _change) -> None:
+    def sync_controls(self, changed: str) -> None:
+        """Give the controls that depend on control ``changed`` their new options or values (none by default).
+
+        A subclass whose choices depend on other controls (a model's divisors, the algorithms that apply to p ranks)
+        implements it; the changes it makes cause no refresh of their own, one follows it."""
+
+    def _on_change(self, change) -> None:
+        if self._syncing:  # a control moved by sync_controls: refresh once, after it
+            return
+        self._syncing = True
+        try:
+            self.sync_controls(next(name for name, control in self.controls.items() if control is change["owner"]))
+        finally:
+            self._syncing = False
         self.refresh()
 
     def __repr__(self) -> str:

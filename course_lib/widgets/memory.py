@@ -20,15 +20,26 @@ pipeline slider the divisors of its layers (≤ 128); changing the model moves b
 
 from __future__ import annotations
 
-import math
-
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from .. import hardware, parallelism, units
 from ..viz.parallelism import FIT_COLOR, MemoryBudgetFigure
 from ..viz.style import COLORS
-from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, initial_values, int_slider, plan_from
+from ._base import (
+    CONTROL_LAYOUT,
+    CONTROL_STYLE,
+    Lab,
+    check_choices,
+    choice_buttons,
+    dropdown,
+    initial_values,
+    int_slider,
+    nearest_option,
+    option_slider,
+    plan_from,
+    set_options,
+)
 
 __all__ = [
     "MemoryBudgetLab",
@@ -86,21 +97,6 @@ def pipeline_parallel_options(model: parallelism.TransformerModel) -> tuple:
     )
 
 
-def _nearest(options, value):
-    """The option closest to ``value`` on a log scale (the smaller one on a tie)."""
-    return min(options, key=lambda option: (abs(math.log(option / value)), option))
-
-
-def _labelled(options):
-    return [(str(option), option) for option in options]
-
-
-def _selection(description, options, value):
-    return widgets.SelectionSlider(
-        options=_labelled(options), value=value, description=description, style=CONTROL_STYLE, layout=CONTROL_LAYOUT
-    )
-
-
 class MemoryBudgetLab(Lab):
     """Per-device memory of a parallel plan against the device's capacity (see the module docstring)."""
 
@@ -109,21 +105,15 @@ class MemoryBudgetLab(Lab):
         self._check_initial(values)
         model = parallelism.MODELS[values["model"]]
         controls = {
-            "model": widgets.Dropdown(
-                options=list(parallelism.MODELS),
-                value=values["model"],
-                description="model",
-                style=CONTROL_STYLE,
-                layout=CONTROL_LAYOUT,
-            ),
+            "model": dropdown("model", parallelism.MODELS, values["model"]),
             "zero_stage": choice_buttons(
                 "ZeRO stage", [(str(k), k) for k in parallelism.ZERO_STAGES], values["zero_stage"]
             ),
-            "data_parallel": _selection("data parallel d", DATA_PARALLEL_SIZES, values["data_parallel"]),
-            "tensor_parallel": _selection(
+            "data_parallel": option_slider("data parallel d", DATA_PARALLEL_SIZES, values["data_parallel"]),
+            "tensor_parallel": option_slider(
                 "tensor parallel t", tensor_parallel_options(model), values["tensor_parallel"]
             ),
-            "pipeline_parallel": _selection(
+            "pipeline_parallel": option_slider(
                 "pipeline parallel p", pipeline_parallel_options(model), values["pipeline_parallel"]
             ),
             "recompute": choice_buttons("recomputation", list(parallelism.RECOMPUTE_OPTIONS), values["recompute"]),
@@ -134,16 +124,9 @@ class MemoryBudgetLab(Lab):
                 layout=CONTROL_LAYOUT,
             ),
             "micro_batch": int_slider("micro-batch b (seq.)", 1, 64, values["micro_batch"]),
-            "grad_accum_steps": _selection("micro-batches m", GRAD_ACCUM_STEPS, values["grad_accum_steps"]),
-            "device": widgets.Dropdown(
-                options=list(hardware.ACCELERATORS),
-                value=values["device"],
-                description="device",
-                style=CONTROL_STYLE,
-                layout=CONTROL_LAYOUT,
-            ),
+            "grad_accum_steps": option_slider("micro-batches m", GRAD_ACCUM_STEPS, values["grad_accum_steps"]),
+            "device": dropdown("device", hardware.ACCELERATORS, values["device"]),
         }
-        self._syncing = False
         self._build_figure()
         super().__init__("Lab 3 · Memory budget of one device", controls, self.figure)
 
@@ -164,31 +147,18 @@ class MemoryBudgetLab(Lab):
             "micro_batch": tuple(range(1, 65)),
             "grad_accum_steps": GRAD_ACCUM_STEPS,
         }
-        for name, options in allowed.items():
-            value = values[name]
-            if isinstance(value, bool) != (name == "sequence_parallel") or value not in options:
-                raise ValueError(f"{name} must be one of {list(options)} (for {model.name}), got {value!r}")
+        check_choices(values, allowed, f" (for {model.name})")
 
     # ---- dependent options --------------------------------------------------------------------------------------
 
-    def _on_change(self, change) -> None:
-        if self._syncing:  # an option list being replaced below: refresh once, at the end
-            return
-        self._syncing = True
-        try:
-            if change["owner"] is self.controls["model"]:
-                model = parallelism.MODELS[change["new"]]
-                for name, options in (
-                    ("tensor_parallel", tensor_parallel_options(model)),
-                    ("pipeline_parallel", pipeline_parallel_options(model)),
-                ):
-                    control = self.controls[name]
-                    keep = _nearest(options, control.value)
-                    control.options = _labelled(options)  # resets the value to the first option
-                    control.value = keep
-        finally:
-            self._syncing = False
-        self.refresh()
+    def sync_controls(self, changed) -> None:
+        if changed == "model":  # t and p run over the new model's divisors
+            model = parallelism.MODELS[self.controls["model"].value]
+            for name, options in (
+                ("tensor_parallel", tensor_parallel_options(model)),
+                ("pipeline_parallel", pipeline_parallel_options(model)),
+            ):
+                set_options(self.controls[name], options, nearest_option(options, self.controls[name].value))
 
     # ---- the three parts of a lab ---------------------------------------------------------------------------------
 

@@ -21,7 +21,6 @@ GPUs and the node count offers only clusters that hold the plan (moving t, p or 
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import ipywidgets as widgets
@@ -29,7 +28,20 @@ from matplotlib.figure import Figure
 
 from .. import budget, hardware, parallelism, units
 from ..viz.partition import PartitionFigure, short_link
-from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, choice_buttons, initial_values, int_slider, plan_from
+from ._base import (
+    CONTROL_LAYOUT,
+    CONTROL_STYLE,
+    Lab,
+    check_choices,
+    choice_buttons,
+    dropdown,
+    initial_values,
+    int_slider,
+    nearest_option,
+    option_slider,
+    plan_from,
+    set_options,
+)
 
 __all__ = [
     "PartitionLab",
@@ -100,11 +112,6 @@ def cluster_for(values: dict) -> hardware.Cluster:
     return replace(node, name=f"{values['nodes']} × {node.name.split(' (')[0]}", nodes=values["nodes"])
 
 
-def _nearest(options, value):
-    """The option closest to ``value`` on a log scale (the smaller one on a tie)."""
-    return min(options, key=lambda option: (abs(math.log(option / value)), option))
-
-
 def options_for(values: dict) -> dict:
     """Every dependent control's options given the others' values, and the values snapped onto them, in the order
     that keeps each plan valid: heads (custom), t, p, d, schedule, v, m, nodes. Returns {name: (options, value)}.
@@ -129,7 +136,7 @@ def options_for(values: dict) -> dict:
             elif prefer_up:
                 value = min((o for o in options if o >= value), default=options[-1])
             else:
-                value = _nearest(options, value)
+                value = nearest_option(options, value)
         values[name] = value
         out[name] = (options, value)
 
@@ -170,56 +177,37 @@ def options_for(values: dict) -> dict:
     return out
 
 
-def _labelled(options):
-    return [(str(option), option) for option in options]
-
-
-def _selection(description, options, value):
-    return widgets.SelectionSlider(
-        options=_labelled(options), value=value, description=description, style=CONTROL_STYLE, layout=CONTROL_LAYOUT
-    )
-
-
-def _dropdown(description, options, value):
-    return widgets.Dropdown(
-        options=list(options), value=value, description=description, style=CONTROL_STYLE, layout=CONTROL_LAYOUT
-    )
-
-
 class PartitionLab(Lab):
     """Split a model over a cluster and see every tensor that crosses a device boundary (module docstring)."""
 
     def __init__(self, **initial):
         values = initial_values(DEFAULTS, initial, "partition lab")
-        for name, allowed in (
-            ("model", [*MODELS, CUSTOM]),
-            ("cluster", list(CLUSTERS)),
-            ("layers", CUSTOM_LAYERS),
-            ("hidden", CUSTOM_HIDDEN),
-            ("zero_stage", parallelism.ZERO_STAGES),
-            ("recompute", parallelism.RECOMPUTE_OPTIONS),
-            ("micro_batch", range(1, 17)),
-        ):
-            if values[name] not in allowed:
-                raise ValueError(f"{name} must be one of {list(allowed)}, got {values[name]!r}")
-        dependent = options_for(values)
-        for name, (options, _value) in dependent.items():
-            if values[name] not in options:
-                raise ValueError(
-                    f"{name} must be one of {list(options)} with the other controls given, got {values[name]!r}"
-                )
-        opts = {name: options for name, (options, _) in dependent.items()}
+        check_choices(
+            values,
+            {
+                "model": [*MODELS, CUSTOM],
+                "cluster": list(CLUSTERS),
+                "layers": CUSTOM_LAYERS,
+                "hidden": CUSTOM_HIDDEN,
+                "zero_stage": parallelism.ZERO_STAGES,
+                "recompute": parallelism.RECOMPUTE_OPTIONS,
+                "micro_batch": range(1, 17),
+                "sequence_parallel": (True, False),
+            },
+        )
+        opts = {name: options for name, (options, _) in options_for(values).items()}
+        check_choices(values, opts, " with the other controls given")
         controls = {
-            "model": _dropdown("model", [*MODELS, CUSTOM], values["model"]),
-            "cluster": _dropdown("cluster", CLUSTERS, values["cluster"]),
-            "nodes": _selection("nodes", opts["nodes"], values["nodes"]),
-            "data_parallel": _selection("data parallel d", opts["data_parallel"], values["data_parallel"]),
-            "tensor_parallel": _selection("tensor parallel t", opts["tensor_parallel"], values["tensor_parallel"]),
-            "pipeline_parallel": _selection(
+            "model": dropdown("model", [*MODELS, CUSTOM], values["model"]),
+            "cluster": dropdown("cluster", CLUSTERS, values["cluster"]),
+            "nodes": option_slider("nodes", opts["nodes"], values["nodes"]),
+            "data_parallel": option_slider("data parallel d", opts["data_parallel"], values["data_parallel"]),
+            "tensor_parallel": option_slider("tensor parallel t", opts["tensor_parallel"], values["tensor_parallel"]),
+            "pipeline_parallel": option_slider(
                 "pipeline parallel p", opts["pipeline_parallel"], values["pipeline_parallel"]
             ),
             "schedule": choice_buttons("schedule", list(opts["schedule"]), values["schedule"]),
-            "virtual_stages": _selection("virtual stages v", opts["virtual_stages"], values["virtual_stages"]),
+            "virtual_stages": option_slider("virtual stages v", opts["virtual_stages"], values["virtual_stages"]),
             "zero_stage": choice_buttons(
                 "ZeRO stage", [(str(k), k) for k in parallelism.ZERO_STAGES], values["zero_stage"]
             ),
@@ -231,12 +219,11 @@ class PartitionLab(Lab):
             ),
             "recompute": choice_buttons("recomputation", list(parallelism.RECOMPUTE_OPTIONS), values["recompute"]),
             "micro_batch": int_slider("micro-batch b (seq.)", 1, 16, values["micro_batch"]),
-            "grad_accum_steps": _selection("micro-batches m", opts["grad_accum_steps"], values["grad_accum_steps"]),
-            "layers": _selection("custom: layers", CUSTOM_LAYERS, values["layers"]),
-            "hidden": _selection("custom: hidden size", CUSTOM_HIDDEN, values["hidden"]),
-            "heads": _selection("custom: heads", opts["heads"], values["heads"]),
+            "grad_accum_steps": option_slider("micro-batches m", opts["grad_accum_steps"], values["grad_accum_steps"]),
+            "layers": option_slider("custom: layers", CUSTOM_LAYERS, values["layers"]),
+            "hidden": option_slider("custom: hidden size", CUSTOM_HIDDEN, values["hidden"]),
+            "heads": option_slider("custom: heads", opts["heads"], values["heads"]),
         }
-        self._syncing = False
         figure = Figure(figsize=(10, 5.0), dpi=self.dpi)
         figure.patch.set_facecolor("white")
         self.partition_figure = PartitionFigure(figure)
@@ -245,21 +232,9 @@ class PartitionLab(Lab):
 
     # ---- dependent options --------------------------------------------------------------------------------------
 
-    def _on_change(self, change) -> None:
-        if self._syncing:  # option lists being replaced below: refresh once, at the end
-            return
-        self._syncing = True
-        try:
-            for name, (options, value) in options_for(self.values()).items():
-                control = self.controls[name]
-                current = tuple(v for _, v in control.options) if name != "schedule" else tuple(control.options)
-                if current != options:
-                    control.options = list(options) if name == "schedule" else _labelled(options)
-                if control.value != value:
-                    control.value = value
-        finally:
-            self._syncing = False
-        self.refresh()
+    def sync_controls(self, changed) -> None:
+        for name, (options, value) in options_for(self.values()).items():
+            set_options(self.controls[name], options, value)
 
     # ---- the three parts of a lab ---------------------------------------------------------------------------------
 

@@ -110,8 +110,6 @@ def _log_slider(description: str, stops, value, formatter):
 class RingAllReduceLab(Lab):
     """The ring all-reduce lab (see the module docstring); build it with ``ring_allreduce_lab(**initial)``."""
 
-    _syncing = False
-
     def __init__(self, **initial):
         start = initial_values(DEFAULTS, initial, "ring all-reduce lab")
         ranks = _checked_option("ranks", start["ranks"], RANKS[0], RANKS[-1], integer=True)
@@ -164,17 +162,7 @@ class RingAllReduceLab(Lab):
     def _algorithm_options(allowed):
         return [(algorithm_label(a), a) for a in allowed]
 
-    def _on_change(self, change) -> None:
-        if self._syncing:  # an option change made below: one refresh at the end is enough
-            return
-        self._syncing = True
-        try:
-            self._sync_dependent_controls()
-        finally:
-            self._syncing = False
-        self.refresh()
-
-    def _sync_dependent_controls(self) -> None:
+    def sync_controls(self, changed) -> None:
         ranks = self.controls["ranks"].value
         algorithm = self.controls["algorithm"]
         allowed = collectives.applicable_algorithms(OP, ranks)

@@ -92,7 +92,6 @@ class PipelineLab(Lab):
                 "schedule", [(SCHEDULE_NAMES[s], s) for s in parallelism.SCHEDULES], values["schedule"]
             ),
         }
-        self._syncing = False
         self._build_figure()
         self._make_valid(controls, None)
         super().__init__("Lab 4 · Pipeline schedules and the bubble", controls, self.figure)
@@ -141,16 +140,8 @@ class PipelineLab(Lab):
             slider.min, slider.max = low, high
         slider.value = wanted
 
-    def _on_change(self, change) -> None:
-        if self._syncing:  # a dependent control moved by _make_valid: refresh once, at the end
-            return
-        self._syncing = True
-        try:
-            changed = next(name for name, control in self.controls.items() if control is change["owner"])
-            self._make_valid(self.controls, changed)
-        finally:
-            self._syncing = False
-        self.refresh()
+    def sync_controls(self, changed) -> None:
+        self._make_valid(self.controls, changed)
 
     # ---- the three parts of a lab ---------------------------------------------------------------------------------
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 
-import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -32,7 +31,16 @@ from ..viz.fast import Panel, PartialRedraw
 from ..viz.parallelism import FIT_COLOR
 from ..viz.serving import DecodeBreakdownFigure, LatencyThroughputFigure
 from ..viz.style import COLORS
-from ._base import CONTROL_LAYOUT, CONTROL_STYLE, Lab, initial_values, unit_slider
+from ._base import (
+    Lab,
+    check_choices,
+    dropdown,
+    initial_values,
+    nearest_option,
+    option_slider,
+    set_options,
+    unit_slider,
+)
 
 __all__ = [
     "ServingLab",
@@ -116,21 +124,6 @@ def replica_cluster(device: str, devices: int) -> hardware.Cluster:
     )
 
 
-def _nearest(options, value):
-    """The option closest to ``value`` on a log scale (the smaller one on a tie)."""
-    return min(options, key=lambda option: (abs(math.log(option / value)), option))
-
-
-def _selection(description, options, value):
-    return widgets.SelectionSlider(
-        options=[(str(o), o) for o in options],
-        value=value,
-        description=description,
-        style=CONTROL_STYLE,
-        layout=CONTROL_LAYOUT,
-    )
-
-
 def _tokens(n) -> str:
     return f"{units.format_count(n)} tokens"
 
@@ -142,21 +135,19 @@ class ServingLab(Lab):
         values = initial_values(DEFAULTS, initial, "serving lab")
         self._check_initial(values)
         model = MODELS[values["model"]]
-        dropdown = dict(style=CONTROL_STYLE, layout=CONTROL_LAYOUT)
         controls = {
-            "model": widgets.Dropdown(options=list(MODELS), value=values["model"], description="model", **dropdown),
-            "device": widgets.Dropdown(options=list(NODES), value=values["device"], description="device", **dropdown),
-            "tensor_parallel": _selection(
+            "model": dropdown("model", MODELS, values["model"]),
+            "device": dropdown("device", NODES, values["device"]),
+            "tensor_parallel": option_slider(
                 "tensor parallel t", tensor_parallel_options(model), values["tensor_parallel"]
             ),
-            "pipeline_parallel": _selection(
+            "pipeline_parallel": option_slider(
                 "pipeline parallel p", pipeline_parallel_options(model), values["pipeline_parallel"]
             ),
-            "sequences": _selection("batch b (sequences)", SEQUENCES, values["sequences"]),
+            "sequences": option_slider("batch b (sequences)", SEQUENCES, values["sequences"]),
             "prompt_len": unit_slider("prompt length", PROMPT_LENGTHS, values["prompt_len"], _tokens),
             "generated_tokens": unit_slider("generated tokens", GENERATED_TOKENS, values["generated_tokens"], _tokens),
         }
-        self._syncing = False
         self._build_figure()
         super().__init__("Lab 7 · Serving: prefill, decode and the KV cache", controls, self.figure)
 
@@ -174,31 +165,18 @@ class ServingLab(Lab):
             "prompt_len": PROMPT_LENGTHS,
             "generated_tokens": GENERATED_TOKENS,
         }
-        for name, options in allowed.items():
-            value = values[name]
-            if isinstance(value, bool) or value not in options:
-                raise ValueError(f"{name} must be one of {list(options)} (for {model.name}), got {value!r}")
+        check_choices(values, allowed, f" (for {model.name})")
 
     # ---- dependent options --------------------------------------------------------------------------------------
 
-    def _on_change(self, change) -> None:
-        if self._syncing:  # an option list being replaced below: refresh once, at the end
-            return
-        self._syncing = True
-        try:
-            if change["owner"] is self.controls["model"]:
-                model = MODELS[change["new"]]
-                for name, options in (
-                    ("tensor_parallel", tensor_parallel_options(model)),
-                    ("pipeline_parallel", pipeline_parallel_options(model)),
-                ):
-                    control = self.controls[name]
-                    keep = _nearest(options, control.value)
-                    control.options = [(str(o), o) for o in options]  # resets the value to the first option
-                    control.value = keep
-        finally:
-            self._syncing = False
-        self.refresh()
+    def sync_controls(self, changed) -> None:
+        if changed == "model":  # t and p run over the new model's divisors
+            model = MODELS[self.controls["model"].value]
+            for name, options in (
+                ("tensor_parallel", tensor_parallel_options(model)),
+                ("pipeline_parallel", pipeline_parallel_options(model)),
+            ):
+                set_options(self.controls[name], options, nearest_option(options, self.controls[name].value))
 
     # ---- the three parts of a lab ---------------------------------------------------------------------------------
 
