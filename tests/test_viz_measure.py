@@ -9,10 +9,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from lab_checks import assert_updates_match_a_fresh_build
+from matplotlib.figure import Figure
 
 from course_lib import collectives
 from course_lib.measure import SCHEDULES, Measurements, Row, StepMeasurements, fit_alpha_beta
-from course_lib.viz.measure import SweepFigure, plot_algorithms, plot_step, plot_sweep
+from course_lib.viz.measure import AlgorithmsFigure, StepFigure, SweepFigure, plot_algorithms, plot_step, plot_sweep
 
 
 @pytest.fixture(autouse=True)
@@ -21,12 +23,14 @@ def _close_figures():
     plt.close("all")
 
 
-def _table(algorithm="ring", latency_s=5e-6, bandwidth=2e9, spread=0.1):
+def _table(algorithm="ring", latency_s=5e-6, bandwidth=2e9, spread=0.1, sizes=range(3, 25, 3), fell_back=()):
+    """One algorithm on 2 ranks at 2^k bytes for k in ``sizes``; MPICH fell back at the k in ``fell_back``."""
     rows = []
-    for size in (2**k for k in range(3, 25, 3)):
+    for k in sizes:
+        size = 2**k
         t = collectives.collective_time("all_reduce", 2, size, bandwidth, latency_s, algorithm)
         rows.append(Row("all_reduce", algorithm, 2, size, t, t * (1 - spread), t * (1 + spread), size / t, size / t,
-                        5, False))  # fmt: skip
+                        5, k in fell_back))  # fmt: skip
     return Measurements(tuple(rows))
 
 
@@ -46,8 +50,8 @@ def test_sweep_draws_the_medians_their_spread_and_the_fit():
 
 
 def test_sweep_figure_updates_in_place():
-    figure = SweepFigure()
-    ax = figure.build(plt.subplots()[1])
+    figure = SweepFigure(plt.subplots()[1])
+    ax = figure.ax
     figure.update((_table(), None))
     drawn = len(ax.lines) + len(ax.collections)
     figure.update((_table(latency_s=50e-6), None))
@@ -74,3 +78,58 @@ def test_step_stacks_compute_and_exposed():
     assert (2, 0.0, pytest.approx(0.05)) in heights and (2, pytest.approx(0.05), pytest.approx(0.03)) in heights
     labels = [text.get_text() for text in ax.texts]
     assert "exposed\n30 ms" in labels and "exposed\n10 ms" in labels
+
+
+def _built(live_figure):
+    """A builder for ``assert_updates_match_a_fresh_build``: ``live_figure`` on the axes of a new 6 × 4 in figure."""
+
+    def build():
+        figure = Figure(figsize=(6, 4), dpi=72)
+        return figure, live_figure(figure.add_axes((0.14, 0.14, 0.8, 0.76)))
+
+    return build
+
+
+def _sweep(table, fitted):
+    result = (table, fit_alpha_beta(table) if fitted else None)
+    return lambda live: live.update(result)
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        # a fit (its lines, the crossover and set y limits) then none: the limits follow the second table alone
+        (_sweep(_table(fell_back=(24,)), True), _sweep(_table(latency_s=50e-6, sizes=range(10, 20)), False)),
+        (_sweep(_table(sizes=range(3, 12), spread=0.4), False), _sweep(_table(bandwidth=9e9, fell_back=(3,)), True)),
+    ],
+)
+def test_sweep_figure_updated_twice_draws_what_a_fresh_one_draws(first, second):
+    assert_updates_match_a_fresh_build(_built(SweepFigure), first, second)
+    _, live = _built(SweepFigure)()
+    first(live)
+    second(live)
+    assert len(live.ax.get_legend().get_texts()) == len(set(live.ax.get_legend_handles_labels()[1]))  # once each
+
+
+def _algorithms(*tables):
+    table = Measurements.concat(list(tables))
+    return lambda live: live.update(table)
+
+
+def test_algorithms_figure_updated_twice_draws_what_a_fresh_one_draws():
+    three = _algorithms(_table("ring"), _table("recursive_doubling", 3e-6, 1.5e9), _table("rabenseifner", 4e-6, 3e9))
+    two = _algorithms(_table("ring", sizes=range(12, 22)), _table("recursive_doubling", 1e-6, 1e9, sizes=range(12, 22)))
+    assert_updates_match_a_fresh_build(_built(AlgorithmsFigure), three, two)
+
+
+def _step(median, fitted):
+    step = StepMeasurements(2, 2e9, 16 * 2**20, 4, median, median, median, {})
+    result = (step, fit_alpha_beta(_table()) if fitted else None)
+    return lambda live: live.update(result)
+
+
+def test_step_figure_updated_twice_draws_what_a_fresh_one_draws():
+    slow = _step(dict(zip(SCHEDULES, (0.05, 0.03, 0.08, 0.082, 0.06, 0.07), strict=True)), True)
+    fast = _step(dict(zip(SCHEDULES[:3], (0.02, 0.01, 0.025), strict=True)), False)
+    assert_updates_match_a_fresh_build(_built(StepFigure), slow, fast)
+    assert_updates_match_a_fresh_build(_built(StepFigure), fast, slow)

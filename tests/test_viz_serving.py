@@ -7,6 +7,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from lab_checks import assert_updates_match_a_fresh_build  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from course_lib import serving  # noqa: E402
 from course_lib.hardware import DGX_H100, H100, INFINIBAND_NDR_8X, NVLINK4, Cluster  # noqa: E402
@@ -31,9 +33,9 @@ def close_figures():
 def test_curve_holds_every_batch_size_and_the_current_point():
     curve = serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 2, 1, context_len=4096)
     current = serving.decode_step(LLAMA3_8B, DGX_H100, 2, 1, 32, 4096)
-    figure = LatencyThroughputFigure()
-    ax = figure.build()
-    figure.update(curve, current)
+    figure = LatencyThroughputFigure(plt.subplots()[1])
+    ax = figure.ax
+    figure.update((curve, current))
     np.testing.assert_allclose(figure.curve.get_xdata(), curve.tokens_per_s_per_device)
     np.testing.assert_allclose(figure.curve.get_ydata(), curve.time_per_output_token_s)
     assert len(figure.curve.get_xdata()) == curve.sequences[-1]
@@ -47,13 +49,13 @@ def test_curve_holds_every_batch_size_and_the_current_point():
 
 
 def test_update_moves_the_same_artists():
-    figure = LatencyThroughputFigure()
-    ax = figure.build()
-    figure.update(serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 1, 1, context_len=8192))
+    figure = LatencyThroughputFigure(plt.subplots()[1])
+    ax = figure.ax
+    figure.update((serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 1, 1, context_len=8192), None))
     line = figure.curve
     assert len(figure.current.get_xdata()) == 0 and figure.text.get_text() == ""
     longer = serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 1, 1, context_len=1024)
-    figure.update(longer, serving.decode_step(LLAMA3_8B, DGX_H100, 1, 1, 4, 1024))
+    figure.update((longer, serving.decode_step(LLAMA3_8B, DGX_H100, 1, 1, 4, 1024)))
     assert figure.curve is line and len(ax.lines) == 2
     assert len(line.get_xdata()) == longer.sequences[-1]
 
@@ -76,8 +78,8 @@ def test_breakdown_segments_add_up_to_one_batch_path():
 
 
 def test_breakdown_title_says_when_batches_queue_at_each_stage():
-    figure = DecodeBreakdownFigure()
-    ax = figure.build()
+    figure = DecodeBreakdownFigure(plt.subplots()[1])
+    ax = figure.ax
     figure.update(serving.decode_step(LLAMA3_70B, H100_NODES, 8, 2, 4, 4096, batches_in_flight=6))
     assert "6 batches share each stage" in ax.get_title()
     figure.update(serving.decode_step(LLAMA3_70B, H100_NODES, 8, 2, 4, 4096, batches_in_flight=2))
@@ -100,5 +102,45 @@ def test_figures_refuse_the_wrong_results():
         plot_latency_throughput(curve, curve)
     with pytest.raises(ValueError, match="serving.DecodeStep"):
         plot_decode_breakdown("fast")
-    with pytest.raises(ValueError, match="build"):
-        DecodeBreakdownFigure().update(one)
+    with pytest.raises(ValueError, match=r"the pair \(curve, current\), got a DecodeStep"):
+        LatencyThroughputFigure(plt.subplots()[1]).update(curve)
+
+
+def _curve(context_len, sequences=None, t=1):
+    curve = serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, t, 1, context_len=context_len)
+    current = None if sequences is None else serving.decode_step(LLAMA3_8B, DGX_H100, t, 1, sequences, context_len)
+    return lambda live: live.update((curve, current))
+
+
+@pytest.mark.parametrize("snap", [False, True])
+@pytest.mark.parametrize(
+    "first, second",
+    [(_curve(8192, 16), _curve(1024)), (_curve(1024), _curve(131072, 1, t=8)), (_curve(4096, 64), _curve(512, 2))],
+)
+def test_curve_figure_updated_twice_draws_what_a_fresh_one_draws(snap, first, second):
+    def build():
+        figure = Figure(figsize=(7, 4.2), dpi=72)
+        return figure, LatencyThroughputFigure(figure.add_axes((0.12, 0.12, 0.8, 0.78)), snap=snap)
+
+    assert_updates_match_a_fresh_build(build, first, second)
+
+
+def _step(*args, **kwargs):
+    step = serving.decode_step(LLAMA3_70B, H100_NODES, *args, **kwargs)
+    return lambda live: live.update(step)
+
+
+@pytest.mark.parametrize("snap", [False, True])
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (_step(8, 2, 4, 4096, batches_in_flight=6), _step(8, 1, 1, 1024)),
+        (_step(1, 1, 64, 131072), _step(32, 1, 256, 4096, batches_in_flight=2)),
+    ],
+)
+def test_breakdown_figure_updated_twice_draws_what_a_fresh_one_draws(snap, first, second):
+    def build():
+        figure = Figure(figsize=(8, 2.6), dpi=72)
+        return figure, DecodeBreakdownFigure(figure.add_axes((0.05, 0.45, 0.9, 0.4)), snap=snap)
+
+    assert_updates_match_a_fresh_build(build, first, second)

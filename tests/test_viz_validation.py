@@ -9,7 +9,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from lab_checks import assert_updates_match_a_fresh_build
 from matplotlib.colors import to_rgba
+from matplotlib.figure import Figure
 
 from course_lib import validation
 from course_lib.viz.validation import (
@@ -88,8 +90,8 @@ def test_predicted_measured_places_every_run_that_ran(replay, runs):
 
 def test_predicted_measured_memory_in_bytes_and_updates_in_place():
     tiny = _tiny_replay()
-    figure = PredictedMeasuredFigure("memory")
-    ax = figure.build(plt.subplots()[1])
+    figure = PredictedMeasuredFigure(plt.subplots()[1], "memory")
+    ax = figure.ax
     figure.update((tiny, np.array([False, False, True, True])))
     drawn = len(ax.lines) + len(ax.collections)
     figure.update((tiny, np.array([False, False, True, True])))
@@ -100,8 +102,8 @@ def test_predicted_measured_memory_in_bytes_and_updates_in_place():
 
 
 def test_residuals_figure_draws_the_medians_and_quartiles():
-    figure = ResidualsFigure("nodes")
-    ax = figure.build(plt.subplots()[1])
+    figure = ResidualsFigure(plt.subplots()[1], "nodes")
+    ax = figure.ax
     figure.update((_tiny_replay(), None))
     points = ax.lines[1]  # ax.lines[0] is the line at 1
     np.testing.assert_allclose(points.get_ydata(), [3.0, 0.5])
@@ -122,12 +124,39 @@ def test_residuals_on_the_held_out_runs_drift_with_nodes(replay, runs):
 
 def test_bad_arguments_name_what_they_accept(replay):
     with pytest.raises(ValueError, match="quantity must be one of mfu, memory"):
-        PredictedMeasuredFigure("tokens")
+        PredictedMeasuredFigure(plt.subplots()[1], "tokens")
     with pytest.raises(ValueError, match="column must be one of nodes, tp, pp, zero_stage"):
-        ResidualsFigure("dp")
+        ResidualsFigure(plt.subplots()[1], "dp")
     with pytest.raises(ValueError, match="axes must hold one Axes per column"):
         plot_residuals(replay, axes=[plt.subplots()[1]])
     with pytest.raises(ValueError, match="column must be one of"):
         validation.residuals_by(replay, "mbs")
     with pytest.raises(ValueError, match="nodes must be a node count with successful 80B runs"):
         validation.best_in_cell(replay, "80B", 1)
+
+
+@pytest.mark.parametrize(
+    "live_figure",
+    [
+        lambda ax: PredictedMeasuredFigure(ax, "mfu"),
+        lambda ax: PredictedMeasuredFigure(ax, "memory"),
+        lambda ax: ResidualsFigure(ax, "nodes"),
+        lambda ax: ResidualsFigure(ax, "zero_stage", "memory"),
+    ],
+    ids=["predicted-mfu", "predicted-memory", "residuals-nodes", "residuals-zero-stage-memory"],
+)
+def test_figures_updated_twice_draw_what_fresh_ones_draw(replay, runs, live_figure):
+    # Each figure takes (replay, a boolean mask of runs): the Playbook's runs with the held-out ones, and the tiny
+    # replay (fewer points, other limits, fewer groups), in both orders.
+    def build():
+        figure = Figure(figsize=(6, 4.5), dpi=72)
+        return figure, live_figure(figure.add_axes((0.16, 0.12, 0.8, 0.8)))
+
+    every_run = _update((replay, np.isin(runs["model"], validation.HELD_OUT_MODELS)))
+    tiny = _update((_tiny_replay(), np.array([False, False, True, True])))
+    for first, second in ((every_run, tiny), (tiny, every_run)):
+        assert_updates_match_a_fresh_build(build, first, second)
+
+
+def _update(result):
+    return lambda live: live.update(result)

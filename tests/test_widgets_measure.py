@@ -8,7 +8,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np
 import pytest
+from lab_checks import decoded
 
 from course_lib.measure import Measurements, fit_alpha_beta
 from course_lib.widgets.measure import ALGORITHMS, measure_lab
@@ -22,6 +24,25 @@ def test_a_recorded_table_is_fitted_and_drawn():
     fit = fit_alpha_beta(table)
     assert lab.result["latency_s"] == fit.latency_s and lab.result["bandwidth_bytes_per_s"] == fit.bandwidth_bytes_per_s
     assert bytes(lab.image.value).startswith(b"\x89PNG") and "α = " in lab.numbers.value
+
+
+def test_a_second_table_replaces_the_first_in_the_figure():
+    # The lab's SweepFigure draws each table anew: after ring, recursive doubling shows as in a lab that opened on it
+    # (the same limits, and the legend's "measured" entry once). Pixels up to a sub-pixel shift: the constrained
+    # layout places the axes a few millionths of the figure apart after one draw or two.
+    table = Measurements.from_csv(next(MPI_RUNS.glob("*_all_reduce.csv")))
+    ring, doubling = table.select(algorithm="ring"), table.select(algorithm="recursive_doubling")
+    lab = measure_lab(recorded=ring)
+    lab.show(doubling)
+    fresh = measure_lab(recorded=doubling)
+    ax, fresh_ax = lab.sweep_figure.ax, fresh.sweep_figure.ax
+    assert lab.result["latency_s"] == fresh.result["latency_s"]
+    assert ax.get_xlim() == pytest.approx(fresh_ax.get_xlim()) and ax.get_ylim() == pytest.approx(fresh_ax.get_ylim())
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert legend == [text.get_text() for text in fresh_ax.get_legend().get_texts()]
+    assert legend.count("measured: median, p10–p90") == 1
+    shown, expected = decoded(lab.image.value), decoded(fresh.image.value)
+    assert (np.abs(shown - expected).max(axis=2) > 40).mean() < 0.001
 
 
 def test_run_measures_with_the_controls_settings():

@@ -2,16 +2,17 @@
 multi-panel figures), draws with labelled units and returns what it drew on. Importing ``course_lib.viz`` imports
 matplotlib; the formula modules never do.
 
-The labs' figures are *live figures*: built once on axes the caller places, then changed by ``update(result)`` with
-the result of one call into the formula layer. ``CollectiveTimeFigure`` and ``RingStepFigure`` (lab 1),
-``GlobalBatchFigure`` (lab 2), ``MemoryBudgetFigure`` (lab 3, its bars the lessons' ``MemoryBarsFigure``),
-``PipelineScheduleFigure`` and ``ComparisonBarsFigure`` (lab 4) and ``PartitionFigure`` (lab 6) are
-``fast.LiveFigure``s; the measurement and serving labs' (labs 5 and 7) and lesson 06's are built with ``build(ax)``. A
-lesson's ``plot_*`` function draws the same figure by building it and updating it once (``plot_pipeline_schedule``:
-one ``PipelineScheduleFigure``; ``plot_ring_allreduce_steps``: one ``RingStepFigure`` a step; the ranks on a circle,
-``plot_ring_step``, are a picture of their own). ``fast`` holds how they draw in a few
-milliseconds (``PartialRedraw``, ``CachedText``, ``FastText``), ``style`` the colours and tick formatters every
-figure shares.
+The labs' figures are *live figures*, ``fast.LiveFigure``s: built by their constructor on axes the caller places,
+then changed by ``update(result)`` with the result of one call into the formula layer. They are
+``CollectiveTimeFigure`` and ``RingStepFigure`` (lab 1), ``GlobalBatchFigure`` (lab 2), ``MemoryBudgetFigure`` (lab 3,
+its bars the lessons' ``MemoryBarsFigure``), ``PipelineScheduleFigure`` and ``ComparisonBarsFigure`` (lab 4),
+``measure.SweepFigure`` (lab 5, beside lesson 05's ``AlgorithmsFigure`` and ``StepFigure``), ``PartitionFigure``
+(lab 6), ``LatencyThroughputFigure`` and ``DecodeBreakdownFigure`` (lab 7), and lesson 06's
+``PredictedMeasuredFigure`` and ``ResidualsFigure``. A lesson's ``plot_*`` function draws the same figure by building
+it and updating it once (``plot_pipeline_schedule``: one ``PipelineScheduleFigure``; ``plot_ring_allreduce_steps``:
+one ``RingStepFigure`` a step; the ranks on a circle, ``plot_ring_step``, are a picture of their own). ``fast`` holds
+how they draw in a few milliseconds (``PartialRedraw``, ``CachedText``, ``FastText``), ``style`` the colours and tick
+formatters every figure shares.
 
 >>> from course_lib import viz
 >>> sorted(name for name in viz.__all__ if name.startswith("plot_"))[:3]

@@ -8,7 +8,8 @@ label, legend entry and title). The labs therefore redraw only what changes:
   static artists depend on the controls (one picture per key);
 - ``png_bytes`` encodes the canvas about twice as fast as PIL or ``savefig``;
 - ``LiveFigure``: the base of the course's live figures, built once on their axes and changed by ``update(result)``
-  (a lab is its controls, one call into the formula layer, and ``figure.update(result)``);
+  (a lab is its controls, one call into the formula layer, and ``figure.update(result)``); ``ResultArtists`` keeps
+  what one update drew, for a figure that draws each result anew;
 - two kinds of fast text for the animated artists. ``CachedText`` is a ``Text`` (any ``Text`` option, several
   lines, a box) pasted from a bitmap cached per string: the cheapest when the same strings come back, as tick
   labels do. ``FastText`` (and ``FastTextGroup``, many labels in one draw) is a one-line label drawn as its glyphs'
@@ -29,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
+from matplotlib.container import Container
 from matplotlib.font_manager import FontProperties, findfont, get_font
 from matplotlib.ft2font import LoadFlags
 from matplotlib.patches import PathPatch
@@ -37,7 +39,16 @@ from matplotlib.text import Text
 from matplotlib.textpath import TextPath
 from matplotlib.transforms import Affine2D, Bbox, IdentityTransform
 
-__all__ = ["LiveFigure", "PartialRedraw", "Panel", "png_bytes", "CachedText", "FastText", "FastTextGroup"]
+__all__ = [
+    "LiveFigure",
+    "ResultArtists",
+    "PartialRedraw",
+    "Panel",
+    "png_bytes",
+    "CachedText",
+    "FastText",
+    "FastTextGroup",
+]
 
 
 def png_bytes(rgba) -> bytes:
@@ -317,6 +328,9 @@ class LiveFigure:
     A figure whose static artists depend on the result (a legend greying out what does not apply, a grid of p
     rows) says so with ``static_key(example)`` (the same key, the same static artists), ``set_static(example)``
     and ``static_examples`` (one example of each key); ``panel(x_range)`` is then its strip for ``PartialRedraw``.
+    A figure that a lab updates only when a new measurement arrives (lesson 05's, lesson 06's) may instead draw
+    each result anew, legend and limits included: its ``animated`` are then what the last update drew
+    (``ResultArtists``), and it is redrawn in full, never by ``PartialRedraw``.
     Subclasses set ``animated`` and implement ``update``.
     """
 
@@ -339,6 +353,54 @@ class LiveFigure:
     def panel(self, x_range) -> Panel:
         """This figure as a ``Panel`` of ``PartialRedraw``: the strip ``x_range`` (figure fractions) of its axes."""
         return Panel(tuple(x_range), self.axes, self.static_key, self.set_static, tuple(self.static_examples))
+
+
+class ResultArtists:
+    """What a live figure's ``update`` drew for one result on ``ax``, for a figure that draws each result anew.
+
+    ``add(*items)`` keeps artists, or containers (an errorbar's, a bar chart's) with their artists; ``clear()``
+    removes them all and gives the axes back the data limits and autoscaling they had when this was made
+    (at the end of the figure's constructor), so that the next update draws on the axes as a fresh figure's;
+    ``artists`` are the artists kept, containers' included.
+
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().add_subplot()
+    >>> drawn = ResultArtists(ax)
+    >>> drawn.add(ax.bar([0, 1], [5.0, 9.0]))
+    >>> len(drawn.artists), len(ax.containers), float(ax.get_ylim()[1])
+    (2, 1, 9.45)
+    >>> drawn.clear()
+    >>> drawn.add(*ax.plot([0, 1], [1.0, 2.0]))  # the limits follow the line alone, as on a fresh axes
+    >>> len(ax.patches), len(ax.containers), float(ax.get_ylim()[1])
+    (0, 0, 2.05)
+    """
+
+    def __init__(self, ax):
+        self.ax = ax
+        self.items: list = []
+        self._autoscale = (ax.get_autoscalex_on(), ax.get_autoscaley_on())
+
+    def add(self, *items) -> None:
+        self.items.extend(items)
+
+    @property
+    def artists(self) -> tuple:
+        return tuple(
+            artist
+            for item in self.items
+            for artist in (item.get_children() if isinstance(item, Container) else (item,))
+            if artist is not None
+        )
+
+    def clear(self) -> None:
+        if not self.items:  # the axes are as the constructor left them
+            return
+        for item in self.items:
+            item.remove()
+        self.items = []
+        self.ax.relim()  # the data limits of what is left: what the constructor drew
+        for axis, on in zip("xy", self._autoscale, strict=True):
+            self.ax.autoscale(on, axis=axis)
 
 
 _BACKGROUNDS: dict = {}  # (owner, panel index, key, width, height) → picture of the panel's static artists

@@ -1,8 +1,8 @@
 """Figures for serving (lesson 04): the latency–throughput curve of decode, and where a token's time goes.
 
-Each figure is one class built once (``build(ax)``) and updated from new results (``update``), so a lab redraws by
-moving artists (``set_data``, ``set_width``) instead of rebuilding; a ``plot_*`` wrapper builds and updates once.
-Every number drawn comes from ``course_lib.serving``; this module only draws.
+Each figure is a ``fast.LiveFigure``: its constructor builds it on the axes it is given and ``update(result)`` moves
+its artists (``set_data``, ``set_width``) to a new result, so a lab redraws without rebuilding; a ``plot_*`` wrapper
+builds it and updates it once. Every number drawn comes from ``course_lib.serving``; this module only draws.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.ticker import NullFormatter
 
 from .. import serving, units
-from .fast import FastText
+from .fast import FastText, LiveFigure
 from .style import AXIS_COLORS, COLORS, axes_or_new, label_units, seconds_formatter
 
 __all__ = [
@@ -57,37 +57,30 @@ def _checked_step(step, *, curve: bool):
     return step
 
 
-class LatencyThroughputFigure:
-    """Decode's latency–throughput curve: tokens/s per device (x, log) against time per output token (y, log).
+class LatencyThroughputFigure(LiveFigure):
+    """Decode's latency–throughput curve: tokens/s per device (x, log) against time per output token (y, log), built
+    on ``ax``.
 
     Each batch size is a point; larger batches move right (more tokens per weight read) and up (more KV read and,
-    past the ridge, more arithmetic per step). ``update(curve, current)`` redraws the curve and moves the marker of
-    the current decode step.
+    past the ridge, more arithmetic per step). ``update(result)`` takes one result, the pair ``(curve, current)``: it
+    redraws the curve (a DecodeStep over batch sizes) and moves the marker to the current decode step (one
+    DecodeStep, or None for no marker). It changes the axes' limits besides the ``animated`` artists; ``snap=True``
+    puts them on whole decades, so that a lab redraws its axes only when they change.
 
+    >>> from matplotlib.figure import Figure
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_8B
     >>> curve = serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 1, 1, context_len=4096)
-    >>> figure = LatencyThroughputFigure()
-    >>> ax = figure.build()
-    >>> figure.update(curve, serving.decode_step(LLAMA3_8B, DGX_H100, 1, 1, 16, 4096))
+    >>> figure = LatencyThroughputFigure(Figure().add_subplot())
+    >>> figure.update((curve, serving.decode_step(LLAMA3_8B, DGX_H100, 1, 1, 16, 4096)))
     >>> figure.current.get_xdata()[0] > 0, figure.text.get_text()
     (True, 'b = 16: 7.04 ms per token, 2270 tokens/s per device')
-    >>> plt.close("all")
     """
 
-    def __init__(self, snap=False):
-        self.ax = None
-        self.curve = self.current = self.text = None
-        self.snap = bool(snap)  # limits on whole decades, so that a lab redraws its axes only when they change
-
-    @property
-    def animated(self):
-        """The artists ``update`` changes besides the axes' limits (a lab's fast redraw draws only these)."""
-        return (self.curve, self.current, self.text)
-
-    def build(self, ax=None):
-        """Create the axes' artists (empty until ``update``) and return the axes."""
-        ax = axes_or_new(ax, figsize=(7, 4.2))
+    def __init__(self, ax, snap=False):
+        super().__init__(ax)
+        self.ax = ax
+        self.snap = bool(snap)
         (self.curve,) = ax.plot([], [], color=COLORS["compute"], marker=".", markersize=3, linewidth=1.2, gid="curve")
         (self.current,) = ax.plot(
             [], [], linestyle="none", marker="*", markersize=14, color=COLORS["exposed"], gid="current"
@@ -101,13 +94,13 @@ class LatencyThroughputFigure:
             ax, "throughput (tokens/s per device)", "time per output token (s)", "Decode: latency against throughput"
         )
         ax.grid(True, which="both", alpha=0.25)
-        self.ax = ax
-        return ax
+        self.animated = (self.curve, self.current, self.text)
 
-    def update(self, curve, current=None):
-        """Draw ``curve`` (a DecodeStep over batch sizes) and mark ``current`` (one DecodeStep, or None)."""
-        if self.ax is None:
-            raise ValueError("call build(ax) before update")
+    def update(self, result) -> None:
+        """Draw ``curve`` and mark ``current``, from ``result`` = (curve, current)."""
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise ValueError(f"the result must be the pair (curve, current), got a {type(result).__name__}")
+        curve, current = result
         curve = _checked_step(curve, curve=True)
         x, y = np.asarray(curve.tokens_per_s_per_device), np.asarray(curve.time_per_output_token_s)
         self.curve.set_data(x, y)
@@ -133,35 +126,29 @@ class LatencyThroughputFigure:
             self.ax.yaxis.set_minor_formatter(seconds_formatter if y1 / y0 <= 10 * (1 + 1e-9) else NullFormatter())
 
 
-class DecodeBreakdownFigure:
+class DecodeBreakdownFigure(LiveFigure):
     """Where one output token's time goes: a horizontal bar of ``DECODE_SEGMENTS`` (one patch each, gid = legend
-    text), for one decode step. The bar is the path of one batch through the p stages; when more batches are in
-    flight than stages, the time per token is longer than the bar (each stage serves every batch), as the title says.
+    text), for one decode step, built on ``ax``. The bar is the path of one batch through the p stages; when more
+    batches are in flight than stages, the time per token is longer than the bar (each stage serves every batch), as
+    the title says.
 
+    ``update(result)`` takes one result, a ``serving.DecodeStep`` of one step: it sets the bars, the total and the
+    title (the ``animated`` artists) and the axis' upper limit; ``snap=True`` puts that limit on 1, 2 or 5 × 10^k, so
+    that a lab redraws the axis only when that changes, and draws the title as a ``FastText``.
+
+    >>> from matplotlib.figure import Figure
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_70B
-    >>> figure = DecodeBreakdownFigure()
-    >>> ax = figure.build()
+    >>> figure = DecodeBreakdownFigure(Figure().add_subplot())
     >>> figure.update(serving.decode_step(LLAMA3_70B, DGX_H100, 8, 1, 1, 4096))
     >>> [(p.get_gid(), units.format_time(p.get_width())) for p in figure.bars][:3]
     [('weights (read or multiply)', '5.19 ms'), ('KV cache read', '50.1 µs'), ('all-reduce latency (n·α)', '2.24 ms')]
-    >>> plt.close("all")
     """
 
-    def __init__(self, snap=False):
-        self.ax = None
-        self.bars = []
-        self.total = self.title = None
-        self.snap = bool(snap)  # the axis ends at 1, 2 or 5 × 10^k, so that a lab redraws it only when that changes
-
-    @property
-    def animated(self):
-        """The artists ``update`` changes besides the axis' limit: the bars, the total and the title."""
-        return (*self.bars, self.total, self.title)
-
-    def build(self, ax=None):
-        """Create one bar patch per segment (zero width until ``update``) and return the axes."""
-        ax = axes_or_new(ax, figsize=(8, 2.6))
+    def __init__(self, ax, snap=False):
+        super().__init__(ax)
+        self.ax = ax
+        self.snap = bool(snap)
         self.bars = [
             ax.barh(0, 0.0, 0.6, left=0.0, color=color, edgecolor="white", label=name).patches[0]
             for name, color, _ in DECODE_SEGMENTS
@@ -182,14 +169,11 @@ class DecodeBreakdownFigure:
             ax.spines[side].set_visible(False)
         label_units(ax, "time per output token (s)", "")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3, frameon=False, fontsize=8)
-        self.ax = ax
-        return ax
+        self.animated = (*self.bars, self.total, self.title)
 
-    def update(self, step):
-        """Set each segment's extent from ``step`` (one ``serving.DecodeStep``)."""
-        if self.ax is None:
-            raise ValueError("call build(ax) before update")
-        step = _checked_step(step, curve=False)
+    def update(self, result) -> None:
+        """Set each segment's extent from ``result``, one ``serving.DecodeStep``."""
+        step = _checked_step(result, curve=False)
         left = 0.0
         for patch, (_, _, seconds) in zip(self.bars, DECODE_SEGMENTS, strict=True):
             width = float(seconds(step))
@@ -236,10 +220,9 @@ def plot_latency_throughput(curve, current=None, ax=None):
     ('log', 'time per output token (s)')
     >>> plt.close("all")
     """
-    figure = LatencyThroughputFigure()
-    ax = figure.build(ax)
-    figure.update(curve, current)
-    return ax
+    figure = LatencyThroughputFigure(axes_or_new(ax, figsize=(7, 4.2)))
+    figure.update((curve, current))
+    return figure.ax
 
 
 def plot_decode_breakdown(step, ax=None):
@@ -252,7 +235,6 @@ def plot_decode_breakdown(step, ax=None):
     't = 8, p = 1, b = 1: 1.48 ms per token, memory-bound'
     >>> plt.close("all")
     """
-    figure = DecodeBreakdownFigure()
-    ax = figure.build(ax)
+    figure = DecodeBreakdownFigure(axes_or_new(ax, figsize=(8, 2.6)))
     figure.update(step)
-    return ax
+    return figure.ax

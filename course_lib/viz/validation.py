@@ -1,8 +1,9 @@
 """Figures for lesson 06 (the model meets the measurements): predicted against measured MFU and memory for the
 Ultra-Scale Playbook's runs, and the residuals grouped by the plan column that switches each term of the model on.
 
-Each figure is a small class: ``build(ax)`` draws the empty axes once, ``update(result)`` draws a replay on them;
-``plot_*`` builds then updates and returns what it drew on. Numbers come from ``course_lib.validation``
+Each figure is a ``fast.LiveFigure``: its constructor builds the empty axes it is given, ``update(result)`` draws a
+replay on them anew, removing what the last update drew; ``plot_*`` builds one, updates it once and returns what it
+drew on. Numbers come from ``course_lib.validation``
 (``replay_runs``, ``residuals_by``); this module only draws.
 """
 
@@ -15,6 +16,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from .. import validation
+from .fast import LiveFigure, ResultArtists
 from .style import COLORS, axes_or_new, bytes_formatter, label_units, percent_formatter
 
 __all__ = [
@@ -40,18 +42,22 @@ def _shown_runs(replay, quantity):
     return replay.represented & replay.runs.succeeded & (measured > 0)
 
 
-class PredictedMeasuredFigure:
-    """Predicted against measured, one point per run that ran, coloured by nodes: hollow circles for the runs the
-    calibration was fitted on (1B, 3B), filled triangles for the held-out runs (8B, 80B); the line y = x."""
+class PredictedMeasuredFigure(LiveFigure):
+    """Predicted against measured ``quantity`` (``"mfu"`` or ``"memory"``), built on ``ax``: one point per run that
+    ran, coloured by nodes, hollow circles for the runs the calibration was fitted on (1B, 3B), filled triangles for
+    the held-out runs (8B, 80B); the line y = x.
 
-    def __init__(self, quantity="mfu"):
+    ``update(result)`` takes one result, the pair ``(replay, held_out)``: a ``validation.Replay`` and a boolean mask
+    of its held-out runs. Each update draws anew: ``animated`` are the artists it drew and the legend.
+    """
+
+    def __init__(self, ax, quantity="mfu"):
         if quantity not in _QUANTITIES:
             raise ValueError(f"quantity must be one of {', '.join(_QUANTITIES)}, got {quantity!r}")
-        self.quantity = quantity
-
-    def build(self, ax):
+        super().__init__(ax)
         self.ax = ax
-        _, _, label, formatter, log = _QUANTITIES[self.quantity]
+        self.quantity = quantity
+        _, _, label, formatter, log = _QUANTITIES[quantity]
         if log:
             ax.set_xscale("log")
             ax.set_yscale("log")
@@ -59,15 +65,14 @@ class PredictedMeasuredFigure:
         ax.yaxis.set_major_formatter(formatter)
         ax.grid(True, which="major", alpha=0.3)
         label_units(ax, f"measured {label}", f"predicted {label}")
-        return ax
+        self.drawn = ResultArtists(ax)
 
-    def update(self, result):
-        """``result`` = (replay, held_out): a ``validation.Replay`` and a boolean mask of its held-out runs."""
+    def update(self, result) -> None:
+        """Draw ``result`` = (replay, held_out)."""
         replay, held_out = result
         held_out = np.asarray(held_out, dtype=bool)
-        ax = self.ax
-        for artist in list(ax.lines) + list(ax.collections):
-            artist.remove()
+        ax, drawn = self.ax, self.drawn
+        drawn.clear()
         measured_name, predicted_name, *_ = _QUANTITIES[self.quantity]
         measured, predicted = replay.runs[measured_name], replay.columns[predicted_name]
         shown = _shown_runs(replay, self.quantity)
@@ -77,11 +82,12 @@ class PredictedMeasuredFigure:
                 here = shown & (nodes == count) & (held_out == held)
                 if not here.any():
                     continue
-                ax.scatter(measured[here], predicted[here], s=14, marker=marker, linewidths=0.8,
-                           facecolors=color if held else "none", edgecolors=color, label=f"{count}|{held}")  # fmt: skip
+                drawn.add(ax.scatter(measured[here], predicted[here], s=14, marker=marker, linewidths=0.8,
+                                     facecolors=color if held else "none", edgecolors=color,
+                                     label=f"{count}|{held}"))  # fmt: skip
         low = min(measured[shown].min(), predicted[shown].min())
         high = max(measured[shown].max(), predicted[shown].max())
-        ax.plot([low, high], [low, high], color=COLORS["capacity"], lw=1, label="predicted = measured")
+        drawn.add(*ax.plot([low, high], [low, high], color=COLORS["capacity"], lw=1, label="predicted = measured"))
         handles = [Patch(color=color, label=f"{count} node{'s' if count > 1 else ''}")
                    for count, color in NODE_COLORS.items() if (shown & (nodes == count)).any()]  # fmt: skip
         handles += [
@@ -89,47 +95,49 @@ class PredictedMeasuredFigure:
             Line2D([], [], ls="", marker="^", color="#555555", label="held out (8B, 80B)"),
             Line2D([], [], color=COLORS["capacity"], lw=1, label="predicted = measured"),
         ]
-        ax.legend(handles=handles, fontsize=7, loc="upper left", ncol=2)
-        return ax
+        self.animated = (*drawn.artists, ax.legend(handles=handles, fontsize=7, loc="upper left", ncol=2))
 
 
-class ResidualsFigure:
-    """Predicted/measured ratio grouped by one plan column (``validation.RESIDUAL_TERMS``): the median of each group
-    with its 25th–75th percentile bar, on a log axis around 1 (a term the model gets wrong drifts with its column)."""
+class ResidualsFigure(LiveFigure):
+    """Predicted/measured ratio of ``quantity`` grouped by one plan ``column`` (``validation.RESIDUAL_TERMS``), built
+    on ``ax``: the median of each group with its 25th–75th percentile bar, on a log axis around 1 (a term the model
+    gets wrong drifts with its column).
 
-    def __init__(self, column="nodes", quantity="mfu"):
+    ``update(result)`` takes one result, the pair ``(replay, rows)``: a ``validation.Replay`` and the boolean mask of
+    the runs to group (None: all). Each update draws anew: ``animated`` are the artists it drew.
+    """
+
+    def __init__(self, ax, column="nodes", quantity="mfu"):
         if column not in validation.RESIDUAL_TERMS:
             raise ValueError(f"column must be one of {', '.join(validation.RESIDUAL_TERMS)}, got {column!r}")
         if quantity not in _QUANTITIES:
             raise ValueError(f"quantity must be one of {', '.join(_QUANTITIES)}, got {quantity!r}")
-        self.column, self.quantity = column, quantity
-
-    def build(self, ax):
+        super().__init__(ax)
         self.ax = ax
+        self.column, self.quantity = column, quantity
         ax.set_yscale("log")
         ax.axhline(1.0, color=COLORS["capacity"], lw=1)
         ax.grid(True, axis="y", which="both", alpha=0.3)
-        label = _QUANTITIES[self.quantity][2]
-        label_units(ax, validation.RESIDUAL_TERMS[self.column], f"predicted / measured {label}")
-        return ax
+        label_units(ax, validation.RESIDUAL_TERMS[column], f"predicted / measured {_QUANTITIES[quantity][2]}")
+        self.drawn = ResultArtists(ax)
 
-    def update(self, result):
-        """``result`` = (replay, rows): a ``validation.Replay`` and the boolean mask of the runs to group."""
+    def update(self, result) -> None:
+        """Draw ``result`` = (replay, rows)."""
         replay, rows = result
-        ax = self.ax
-        for artist in list(ax.lines[1:]) + list(ax.collections) + list(ax.texts):
-            artist.remove()
+        ax, drawn = self.ax, self.drawn
+        drawn.clear()
         groups = validation.residuals_by(replay, self.column, rows, self.quantity)
         values = list(groups)
         x = np.arange(len(values))
         median, low, high, runs = (np.array([groups[v][i] for v in values]) for i in range(4))
-        ax.errorbar(x, median, yerr=[median - low, high - median], fmt="o", color=COLORS["exposed"], capsize=3)
+        drawn.add(ax.errorbar(x, median, yerr=[median - low, high - median], fmt="o", color=COLORS["exposed"],
+                              capsize=3))  # fmt: skip
         for xi, m, n in zip(x, median, runs, strict=True):
-            ax.annotate(f"{m:.2g}×\n{n} runs", (xi, m), xytext=(6, 0), textcoords="offset points", fontsize=7,
-                        va="center")  # fmt: skip
+            drawn.add(ax.annotate(f"{m:.2g}×\n{n} runs", (xi, m), xytext=(6, 0), textcoords="offset points",
+                                  fontsize=7, va="center"))  # fmt: skip
         ax.set_xticks(x, [str(v) for v in values])
         ax.set_xlim(-0.5, len(values) - 0.3)
-        return ax
+        self.animated = drawn.artists
 
 
 def plot_predicted_measured(replay, held_out, quantity="mfu", ax=None):
@@ -143,9 +151,9 @@ def plot_predicted_measured(replay, held_out, quantity="mfu", ax=None):
     1744
     >>> plt.close("all")
     """
-    figure = PredictedMeasuredFigure(quantity)
-    figure.build(axes_or_new(ax, figsize=(6.5, 5)))
-    return figure.update((replay, held_out))
+    figure = PredictedMeasuredFigure(axes_or_new(ax, figsize=(6.5, 5)), quantity)
+    figure.update((replay, held_out))
+    return figure.ax
 
 
 def plot_residuals(replay, rows=None, columns=tuple(validation.RESIDUAL_TERMS), quantity="mfu", axes=None):
@@ -164,7 +172,5 @@ def plot_residuals(replay, rows=None, columns=tuple(validation.RESIDUAL_TERMS), 
     if len(axes) != len(columns):
         raise ValueError(f"axes must hold one Axes per column ({len(columns)}), got {len(axes)}")
     for ax, column in zip(axes, columns, strict=True):
-        figure = ResidualsFigure(column, quantity)
-        figure.build(ax)
-        figure.update((replay, rows))
+        ResidualsFigure(ax, column, quantity).update((replay, rows))
     return list(axes)

@@ -50,8 +50,7 @@ class MeasureLab(Lab):
         self.button.on_click(lambda _: self.run())
         self.numbers = widgets.HTML("<i>No sweep yet: press Run.</i>")
         figure = Figure(figsize=(8, 4.5), layout="constrained")
-        self.sweep_figure = SweepFigure()
-        self.sweep_figure.build(figure.add_subplot())
+        self.sweep_figure = SweepFigure(figure.add_subplot())
         self._shown = None  # (table, notes) of the last sweep run or recorded table shown
         super().__init__("Lab 5 · measure an all-reduce", controls, figure, extra_children=(self.button, self.numbers))
         if recorded is not None:

@@ -247,13 +247,11 @@ class ServingLab(Lab):
         self.figure = figure
         # Axis limits snap to decades (the curve) and to 1, 2, 5 × 10^k (the bar), so most moves keep them: the
         # figure is then redrawn from cached pictures of each panel's axes (see render).
-        self.curve_figure = LatencyThroughputFigure(snap=True)
-        self.curve_figure.build(figure.add_axes((0.07, 0.13, 0.4, 0.77)))
-        self.breakdown_figure = DecodeBreakdownFigure(snap=True)
-        self.breakdown_figure.build(figure.add_axes((0.54, 0.5, 0.44, 0.3)))
+        self.curve_figure = LatencyThroughputFigure(figure.add_axes((0.07, 0.13, 0.4, 0.77)), snap=True)
+        self.breakdown_figure = DecodeBreakdownFigure(figure.add_axes((0.54, 0.5, 0.44, 0.3)), snap=True)
 
     def draw(self, result: dict) -> None:
-        self.curve_figure.update(self.curve, self.step)
+        self.curve_figure.update((self.curve, self.step))
         self.breakdown_figure.update(self.step)
 
     def _axis_limits(self):
