@@ -555,14 +555,15 @@ def plot_ring_allreduce_steps(ranks=4, axes=None):
     >>> plt.close("all")
     """
     p = _checked_drawn_ranks(ranks, minimum=2)
-    panels = 2 * (p - 1) + 1
+    steps = ring_allreduce_step_count(p)
+    panels = steps + 1
     if axes is None:
         # The start and the reduce-scatter fill the first rows, the legend and the all-gather the next ones, at
         # most four panels a row (p panels each: step 0 … p − 1, then the legend and steps p … 2(p − 1)). The
         # panels' places are fixed (no layout engine): each RingStepFigure fits its grid to its panel's height.
         columns = min(p, 4)
         rows_per_phase = math.ceil(p / columns)
-        phases = f"reduce-scatter ({_steps_text(1, p - 1)}), then all-gather ({_steps_text(p, 2 * (p - 1))})"
+        phases = f"reduce-scatter ({_steps_text(1, p - 1)}), then all-gather ({_steps_text(p, steps)})"
         title = f"Ring all-reduce over {p} ranks:" + ("\n" if columns < 3 else " ") + phases  # two lines if narrow
         title_in, margin_in = 0.4 if columns >= 3 else 0.62, 0.1
         width = _PANEL_WIDTH_IN * columns + 2 * margin_in
