@@ -58,10 +58,6 @@ def assert_same_as_savefig(figure, png):
     assert np.abs(shown - full).max() <= 2
 
 
-def stored(owner):
-    return {key for key in fast._BACKGROUNDS if key[0] == owner}
-
-
 @pytest.mark.parametrize(
     "limits",
     [
@@ -83,16 +79,16 @@ def test_a_key_of_seen_limits_draws_no_axis():
     figure, redraw, line = build(owner)
     redraw.set_static_state(((1, 1e3, 1e-4, 1e-1), 0.5))
     redraw.set_static_state(((1, 1e2, 1e-3, 1), 0.5))
-    before = stored(owner)
+    before = fast.cached_pictures(owner)
     # x from the second key, y from the first: both axis pictures exist, only the composite is new.
     redraw.set_static_state(((1, 1e2, 1e-4, 1e-1), 0.5))
-    assert stored(owner) == before
+    assert fast.cached_pictures(owner) == before
     assert isinstance(redraw.backgrounds[0, (1, 1e2, 1e-4, 1e-1)], tuple)  # a composite, kept by this redraw
     assert_same_as_savefig(figure, redraw.png())
     # A new y range alone draws the y axis and no x axis.
-    before = stored(owner)
+    before = fast.cached_pictures(owner)
     redraw.set_static_state(((1, 1e2, 1e-5, 1e-1), 0.5))
-    assert {key[2] for key in stored(owner) - before} == {("axis", "y", (1e-5, 1e-1))}
+    assert {key[2] for key in fast.cached_pictures(owner) - before} == {("axis", "y", (1e-5, 1e-1))}
     assert_same_as_savefig(figure, redraw.png())
 
 

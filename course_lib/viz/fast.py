@@ -48,6 +48,7 @@ __all__ = [
     "CachedText",
     "FastText",
     "FastTextGroup",
+    "cached_pictures",
 ]
 
 
@@ -404,6 +405,16 @@ class ResultArtists:
 
 
 _BACKGROUNDS: dict = {}  # (owner, panel index, key, width, height) → picture of the panel's static artists
+
+
+def cached_pictures(owner: str) -> set:
+    """The pictures of static artists kept for ``owner``'s figures, as (owner, panel index, key, width, height):
+    labs of one class share them, so each is drawn once per process.
+
+    >>> cached_pictures("no such lab")
+    set()
+    """
+    return {key for key in _BACKGROUNDS if key[0] == owner}
 
 
 class PartialRedraw:
