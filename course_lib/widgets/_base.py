@@ -96,14 +96,12 @@ def unit_slider(description: str, values, value, formatter, continuous_update: b
 
 
 def option_slider(description: str, options, value) -> widgets.SelectionSlider:
-    """A slider over a few numbers (sizes such as t, p, d, m), each labelled as written."""
-    return widgets.SelectionSlider(
-        options=[(str(option), option) for option in options],
-        value=value,
-        description=description,
-        style=CONTROL_STYLE,
-        layout=CONTROL_LAYOUT,
-    )
+    """A slider over a few numbers (sizes such as t, p, d, m), each labelled as written.
+
+    >>> option_slider("tensor parallel t", (1, 2, 4, 8), 4).options[2]
+    ('4', 4)
+    """
+    return unit_slider(description, options, value, str)
 
 
 def dropdown(description: str, options, value) -> widgets.Dropdown:
