@@ -734,7 +734,7 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
     check_tensor_split(model.heads, plan.tensor_parallel)
     if calibration is None:
         check_pipeline_split(model.layers, plan.pipeline_parallel, plan.virtual_stages)
-    if calibration is not None:
+    else:
         limit = calibration.max_zero_stage_with_pipeline
         if np.any((np.asarray(plan.pipeline_parallel) > 1) & (np.asarray(plan.zero_stage) > limit)):
             raise ValueError(

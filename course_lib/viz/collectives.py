@@ -1033,7 +1033,6 @@ class RingStepFigure(LiveFigure):
         self.static_examples = tuple({self.static_key(p): p for p in ranks_options}.values())
         ax.set_axis_off()
         ax.set_autoscale_on(False)
-        self.ax = ax
         # The grid's bottom and top (axes fractions): the panel's height less the room of what is shown around it.
         self.height_pt = ax.bbox.height * 72 / ax.figure.dpi
         bottom_pt = _KEY_ROOM_PT if key else _BOTTOM_MARGIN_PT

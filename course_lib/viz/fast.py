@@ -332,7 +332,7 @@ class LiveFigure:
     A figure that a lab updates only when a new measurement arrives (lesson 05's, lesson 06's) may instead draw
     each result anew, legend and limits included: its ``animated`` are then what the last update drew
     (``ResultArtists``), and it is redrawn in full, never by ``PartialRedraw``.
-    Subclasses set ``animated`` and implement ``update``.
+    Subclasses set ``animated`` and implement ``update``; ``ax`` is the first of their ``axes`` (for most, the one).
     """
 
     animated: tuple = ()
@@ -340,6 +340,7 @@ class LiveFigure:
 
     def __init__(self, *axes):
         self.axes = tuple(axes)
+        self.ax = self.axes[0] if self.axes else None
 
     def update(self, result) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

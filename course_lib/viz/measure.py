@@ -40,7 +40,6 @@ class SweepFigure(LiveFigure):
 
     def __init__(self, ax):
         super().__init__(ax)
-        self.ax = ax
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.xaxis.set_major_formatter(binary_bytes_formatter)
@@ -94,7 +93,6 @@ class AlgorithmsFigure(LiveFigure):
 
     def __init__(self, ax):
         super().__init__(ax)
-        self.ax = ax
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(binary_bytes_formatter)
         ax.grid(True, alpha=0.3)
@@ -128,7 +126,6 @@ class StepFigure(LiveFigure):
 
     def __init__(self, ax):
         super().__init__(ax)
-        self.ax = ax
         ax.yaxis.set_major_formatter(time_formatter)
         ax.grid(True, axis="y", alpha=0.3)
         self.drawn = ResultArtists(ax)

@@ -233,7 +233,6 @@ class MemoryBarsFigure(LiveFigure):
         legend_top=None,
     ):
         super().__init__(ax)
-        self.ax = ax
         self.components = tuple(components)
         unknown = [field for field in self.components if field not in MEMORY_COMPONENTS]
         if unknown or not self.components:
@@ -1027,7 +1026,6 @@ class PipelineScheduleFigure(LiveFigure):
         min_label_size=MIN_LABEL_SIZE,
     ):
         super().__init__(ax)
-        self.ax = ax
         self.max_stages, self.max_virtual_stages = int(max_stages), int(max_virtual_stages)
         self.xlabel, self.fontsize, self.min_label_size = xlabel, float(fontsize), float(min_label_size)
         self.idle = ax.add_patch(

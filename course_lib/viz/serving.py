@@ -79,7 +79,6 @@ class LatencyThroughputFigure(LiveFigure):
 
     def __init__(self, ax, snap=False):
         super().__init__(ax)
-        self.ax = ax
         self.snap = bool(snap)
         (self.curve,) = ax.plot([], [], color=COLORS["compute"], marker=".", markersize=3, linewidth=1.2, gid="curve")
         (self.current,) = ax.plot(
@@ -147,7 +146,6 @@ class DecodeBreakdownFigure(LiveFigure):
 
     def __init__(self, ax, snap=False):
         super().__init__(ax)
-        self.ax = ax
         self.snap = bool(snap)
         self.bars = [
             ax.barh(0, 0.0, 0.6, left=0.0, color=color, edgecolor="white", label=name).patches[0]

@@ -55,7 +55,6 @@ class PredictedMeasuredFigure(LiveFigure):
         if quantity not in _QUANTITIES:
             raise ValueError(f"quantity must be one of {', '.join(_QUANTITIES)}, got {quantity!r}")
         super().__init__(ax)
-        self.ax = ax
         self.quantity = quantity
         _, _, label, formatter, log = _QUANTITIES[quantity]
         if log:
@@ -113,7 +112,6 @@ class ResidualsFigure(LiveFigure):
         if quantity not in _QUANTITIES:
             raise ValueError(f"quantity must be one of {', '.join(_QUANTITIES)}, got {quantity!r}")
         super().__init__(ax)
-        self.ax = ax
         self.column, self.quantity = column, quantity
         ax.set_yscale("log")
         ax.axhline(1.0, color=COLORS["capacity"], lw=1)

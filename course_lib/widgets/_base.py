@@ -121,9 +121,9 @@ def nearest_option(options, value):
     return min(options, key=lambda option: (abs(math.log(option / value)), option))
 
 
-def set_options(control, options, value) -> None:
+def set_options(control, options, value, label=str) -> None:
     """Give a selection control the choices ``options`` and the value ``value``, each only if it changed. A control
-    whose options are (label, value) pairs gets pairs labelled as written, one of plain values plain values.
+    whose options are (label, value) pairs gets pairs labelled by ``label``, one of plain values plain values.
 
     >>> slider = option_slider("t", (1, 2, 4), 2)
     >>> set_options(slider, (1, 3), 3)
@@ -134,7 +134,7 @@ def set_options(control, options, value) -> None:
     current = tuple(option[1] if isinstance(option, tuple) else option for option in control.options)
     if current != options:
         labelled = bool(control.options) and isinstance(control.options[0], tuple)
-        control.options = [(str(option), option) for option in options] if labelled else list(options)
+        control.options = [(label(option), option) for option in options] if labelled else list(options)
     if control.value != value:
         control.value = value
 

@@ -44,7 +44,17 @@ from ..viz.collectives import (
 )
 from ..viz.fast import Panel
 from ..viz.style import seconds_label
-from ._base import Lab, choice_buttons, initial_values, int_slider, nice_values, same_stop, stops_with, unit_slider
+from ._base import (
+    Lab,
+    choice_buttons,
+    initial_values,
+    int_slider,
+    nice_values,
+    same_stop,
+    set_options,
+    stops_with,
+    unit_slider,
+)
 
 __all__ = [
     "ring_allreduce_lab",
@@ -141,7 +151,7 @@ class RingAllReduceLab(Lab):
                 "bandwidth B", BANDWIDTHS_BYTES_PER_S, bandwidth, units.format_bandwidth
             ),
             "latency_s": _log_slider("latency α per step", LATENCIES_S, latency, seconds_label),
-            "algorithm": choice_buttons("algorithm", self._algorithm_options(allowed), algorithm),
+            "algorithm": choice_buttons("algorithm", [(algorithm_label(a), a) for a in allowed], algorithm),
             "step": int_slider("ring step (right)", 0, last_step, step),
         }
         controls["algorithm"].style.button_width = "128px"
@@ -158,18 +168,12 @@ class RingAllReduceLab(Lab):
 
     # --- controls whose options depend on another control ---------------------------------------------------
 
-    @staticmethod
-    def _algorithm_options(allowed):
-        return [(algorithm_label(a), a) for a in allowed]
-
     def sync_controls(self, changed) -> None:
         ranks = self.controls["ranks"].value
         algorithm = self.controls["algorithm"]
         allowed = collectives.applicable_algorithms(OP, ranks)
-        if tuple(value for _, value in algorithm.options) != allowed:
-            chosen = algorithm.value
-            algorithm.options = self._algorithm_options(allowed)  # resets the value to the first option
-            algorithm.value = chosen if chosen in allowed else "ring"
+        kept = algorithm.value if algorithm.value in allowed else "ring"
+        set_options(algorithm, allowed, kept, label=algorithm_label)
         step = self.controls["step"]
         if ranks <= MAX_STEP_RANKS:
             step.max = ring_steps(ranks)  # clamps the value
