@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import _validate, collectives, units
+from . import _check, collectives, units
 from .compute import RECOMPUTE_OPTIONS, transformer_flops_per_iteration, transformer_forward_flops
 from .hardware import Cluster, Link
 from .parallelism import (
@@ -118,9 +118,9 @@ def exposed_after_overlap(communication_s, overlap_window_s):
     >>> format_time(exposed_after_overlap(2.02e-3, 1e-3)), format_time(exposed_after_overlap(2.02e-3, 0))
     ('1.02 ms', '2.02 ms')
     """
-    communication_s = _validate.nonnegative("communication_s", communication_s)
-    overlap_window_s = _validate.nonnegative("overlap_window_s", overlap_window_s)
-    return _validate.as_result(np.maximum(communication_s - overlap_window_s, 0.0))
+    communication_s = _check.nonnegative("communication_s", communication_s)
+    overlap_window_s = _check.nonnegative("overlap_window_s", overlap_window_s)
+    return _check.as_result(np.maximum(communication_s - overlap_window_s, 0.0))
 
 
 @dataclass(frozen=True)
@@ -172,9 +172,9 @@ def group_collective_phases(op, cluster: Cluster, group_size, stride, payload_by
     collectives.check_algorithm(op, "ring")
     if op not in _GROUP_OPS:
         raise ValueError(f"op must be one of {', '.join(map(repr, _GROUP_OPS))} for a training step; got {op!r}")
-    n = _validate.count("group_size", group_size)
-    stride = _validate.count("stride", stride)
-    s = _validate.positive("payload_bytes", payload_bytes)
+    n = _check.count("group_size", group_size)
+    stride = _check.count("stride", stride)
+    s = _check.positive("payload_bytes", payload_bytes)
     g = cluster.devices_per_node
     k = np.where(stride >= g, 1, np.minimum(n, np.maximum(g // stride, 1)))
     nodes = np.maximum(n // k, 1)
@@ -220,7 +220,7 @@ def group_collective_time(op, cluster: Cluster, group_size, stride, payload_byte
     '3.9 ms'
     """
     phases = group_collective_phases(op, cluster, group_size, stride, payload_bytes)
-    return _validate.as_result(sum(phase.time_s for phase in phases))
+    return _check.as_result(sum(phase.time_s for phase in phases))
 
 
 def axis_stride(axis, plan: ParallelPlan):
@@ -230,7 +230,7 @@ def axis_stride(axis, plan: ParallelPlan):
     ...     tensor_parallel=8, data_parallel=4, pipeline_parallel=2))
     (1, 32)
     """
-    _validate.choice("axis", axis, tuple(_AXIS_STRIDE))
+    _check.choice("axis", axis, tuple(_AXIS_STRIDE))
     return _AXIS_STRIDE[axis](plan)
 
 
@@ -243,7 +243,7 @@ def transfer_time_per_call(transfer, plan: ParallelPlan, cluster: Cluster):
     >>> format_time(transfer_time_per_call(step_transfers(GPT3_175B, plan)[0], plan, DGX_H100))
     '210 µs'
     """
-    return _validate.as_result(sum(phase.time_s for phase in _transfer_phases(transfer, plan, cluster)))
+    return _check.as_result(sum(phase.time_s for phase in _transfer_phases(transfer, plan, cluster)))
 
 
 def _transfer_phases(transfer, plan: ParallelPlan, cluster: Cluster) -> tuple:
@@ -386,9 +386,9 @@ def binding_constraint(compute_s, exposed_communication_s, bubble_s):
     >>> binding_constraint(21.4, 1.73, 1.67), binding_constraint(1.0, 0.5, 2.0)
     ('compute', 'bubble')
     """
-    compute = np.asarray(_validate.nonnegative("compute_s", compute_s))
-    exposed = np.asarray(_validate.nonnegative("exposed_communication_s", exposed_communication_s))
-    bubble = np.asarray(_validate.nonnegative("bubble_s", bubble_s))
+    compute = np.asarray(_check.nonnegative("compute_s", compute_s))
+    exposed = np.asarray(_check.nonnegative("exposed_communication_s", exposed_communication_s))
+    bubble = np.asarray(_check.nonnegative("bubble_s", bubble_s))
     label = np.where(
         (compute >= exposed) & (compute >= bubble),
         "compute",
@@ -459,20 +459,20 @@ def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
     hardware_flops = transformer_flops_per_iteration(samples, *shape, recompute=plan.recompute)
     peak_time = plan.devices * cluster.accelerator.peak(dtype) * total
     step = StepTime(
-        _validate.as_result(compute),
-        _validate.as_result(bubble),
-        {k: _validate.as_result(x) for k, x in exposed.items()},
-        {k: _validate.as_result(x) for k, x in overlapped.items()},
-        _validate.as_result(total),
-        _validate.as_result(model_flops / peak_time),
-        _validate.as_result(hardware_flops / peak_time),
+        _check.as_result(compute),
+        _check.as_result(bubble),
+        {k: _check.as_result(x) for k, x in exposed.items()},
+        {k: _check.as_result(x) for k, x in overlapped.items()},
+        _check.as_result(total),
+        _check.as_result(model_flops / peak_time),
+        _check.as_result(hardware_flops / peak_time),
     )
     return step, timed
 
 
 def _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype):
     """(forward, backward with recomputation) seconds of one micro-batch on one device, ideal model."""
-    efficiency = _validate.fraction("compute_efficiency", compute_efficiency)
+    efficiency = _check.fraction("compute_efficiency", compute_efficiency)
     rate = cluster.accelerator.peak(dtype) * efficiency
     t, p = plan.tensor_parallel, plan.pipeline_parallel
     shape = (model.seq_len, model.layers, model.hidden, model.vocab)
@@ -537,11 +537,11 @@ def model_flops_per_step(model: TransformerModel, plan: ParallelPlan, recompute=
     >>> f"{model_flops_per_step(GPT3_175B, plan) / transformer_flops_per_iteration(1536, 2048, 96, 12288, 51200):.4f}"
     '1.0000'
     """
-    recompute = plan.recompute if recompute is None else _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+    recompute = plan.recompute if recompute is None else _check.choice("recompute", recompute, RECOMPUTE_OPTIONS)
     layer, head, core = forward_flops_per_token(model)
     extra = {"none": 0.0, "selective": core, "full": layer}[recompute]
     tokens = 1.0 * plan.global_batch * model.seq_len
-    return _validate.as_result(tokens * (3 * (model.layers * layer + head) + model.layers * extra))
+    return _check.as_result(tokens * (3 * (model.layers * layer + head) + model.layers * extra))
 
 
 def forward_flops_per_token(model: TransformerModel):
@@ -569,12 +569,12 @@ def bucketed_exposure(total_s, bucket_s, window_s, occurrences=1):
     >>> bucketed_exposure(10e-3, 1e-3, 4e-3), bucketed_exposure(10e-3, 1e-3, 20e-3, occurrences=4)
     (0.006, 0.001)
     """
-    total_s = _validate.nonnegative("total_s", total_s)
-    bucket_s = _validate.nonnegative("bucket_s", bucket_s)
-    window_s = _validate.nonnegative("window_s", window_s)
-    occurrences = _validate.count("occurrences", occurrences)
+    total_s = _check.nonnegative("total_s", total_s)
+    bucket_s = _check.nonnegative("bucket_s", bucket_s)
+    window_s = _check.nonnegative("window_s", window_s)
+    occurrences = _check.count("occurrences", occurrences)
     behind = np.maximum(total_s - window_s, 0.0)
-    return _validate.as_result((occurrences - 1) * behind + np.maximum(behind, bucket_s))
+    return _check.as_result((occurrences - 1) * behind + np.maximum(behind, bucket_s))
 
 
 def calibrated_step_time(
@@ -674,21 +674,21 @@ def calibrated_step_time(
     hidden_data = np.maximum(reduce_total + gather_total - exposed_data, 0.0)
     slowdown = calibration.overlap_slowdown * hidden_data
     exposed = {
-        "tensor": _validate.as_result(m * tp_mb),
-        "pipeline": _validate.as_result(m * pp_mb),
-        "data": _validate.as_result(exposed_data + slowdown),
+        "tensor": _check.as_result(m * tp_mb),
+        "pipeline": _check.as_result(m * pp_mb),
+        "data": _check.as_result(exposed_data + slowdown),
     }
-    overlapped = {"tensor": 0.0, "pipeline": 0.0, "data": _validate.as_result(hidden_data)}
+    overlapped = {"tensor": 0.0, "pipeline": 0.0, "data": _check.as_result(hidden_data)}
     total = m * slot + bubble + exposed["data"]
     peak_time = plan.devices * peak * total
     return StepTime(
-        _validate.as_result(m * compute_mb),
-        _validate.as_result(bubble),
+        _check.as_result(m * compute_mb),
+        _check.as_result(bubble),
         exposed,
         overlapped,
-        _validate.as_result(total),
-        _validate.as_result(model_flops_per_step(model, plan, "none") / peak_time),
-        _validate.as_result(model_flops_per_step(model, plan) / peak_time),
+        _check.as_result(total),
+        _check.as_result(model_flops_per_step(model, plan, "none") / peak_time),
+        _check.as_result(model_flops_per_step(model, plan) / peak_time),
     )
 
 
@@ -733,7 +733,7 @@ class PlanSearch:
 
     def best(self, count: int = 5) -> list:
         """The ``count`` fastest feasible plans."""
-        count = _validate.count("count", count)
+        count = _check.count("count", count)
         return [self.plan(row) for row in range(min(count, int(np.sum(self.feasible))))]
 
     def fastest_within(self, memory_bytes) -> int:
@@ -748,7 +748,7 @@ class PlanSearch:
         >>> found.row(90)["recompute"], format_bytes(found.row(90)["memory_bytes"])
         ('selective', '5.79 GB')
         """
-        limit = _validate.positive("memory_bytes", memory_bytes)
+        limit = _check.positive("memory_bytes", memory_bytes)
         rows = np.flatnonzero(self.feasible & (self.columns["memory_bytes"] <= limit))
         if len(rows) == 0:
             raise ValueError(f"memory_bytes must leave room for at least one plan; no plan needs {limit:.3g} B or less")
@@ -805,7 +805,7 @@ class PlanSearch:
            0    8   1   1    3  1   64  1      none  no  12.1 GB   1.36 s      0 s      0 s  compute
            7    8   1   1    2  1   64  1      none  no  14.8 GB   1.37 s  6.06 ms      0 s  compute
         """
-        rows = [_validate.count("rows", row, minimum=0) for row in rows]
+        rows = [_check.count("rows", row, minimum=0) for row in rows]
         for row in rows:
             if row >= len(self):
                 raise ValueError(f"rows must be row numbers in 0..{len(self) - 1}, got {row}")
@@ -842,7 +842,7 @@ def worst_case_ranking(searches: dict, candidates: int = 10) -> list[dict]:
     >>> [(round(row["worst_slowdown"], 4), row["worst_scenario"]) for row in worst_case_ranking(searches, 3)][-2:]
     [(1.0003, 'η = 0.6'), (1.0262, 'η = 0.6')]
     """
-    count = _validate.count("candidates", candidates)
+    count = _check.count("candidates", candidates)
     if not searches:
         raise ValueError("searches must hold at least one PlanSearch, by scenario name")
     names = list(searches)
@@ -928,18 +928,14 @@ def search_plans(
     >>> best["data_parallel"], best["tensor_parallel"], best["zero_stage"], best["binding_constraint"]
     (8, 1, 3, 'compute')
     """
-    batch = _validate.count("global_batch", global_batch)
-    micro_batch_sizes = _options(
-        "micro_batch_sizes", micro_batch_sizes, lambda v: _validate.count("micro_batch_sizes", v)
-    )
-    zero_stages = _options("zero_stages", zero_stages, lambda v: _validate.choice("zero_stages", v, ZERO_STAGES))
-    recompute = _options("recompute", recompute, lambda v: _validate.choice("recompute", v, RECOMPUTE_OPTIONS))
-    sequence_parallel = _options(
-        "sequence_parallel", sequence_parallel, lambda v: _validate.flag("sequence_parallel", v)
-    )
-    virtual_stages = _options("virtual_stages", virtual_stages, lambda v: _validate.count("virtual_stages", v))
-    attention = _options("attention", attention, lambda v: _validate.choice("attention", v, ATTENTION_OPTIONS))
-    _validate.fraction("compute_efficiency", compute_efficiency)
+    batch = _check.count("global_batch", global_batch)
+    micro_batch_sizes = _options("micro_batch_sizes", micro_batch_sizes, lambda v: _check.count("micro_batch_sizes", v))
+    zero_stages = _options("zero_stages", zero_stages, lambda v: _check.choice("zero_stages", v, ZERO_STAGES))
+    recompute = _options("recompute", recompute, lambda v: _check.choice("recompute", v, RECOMPUTE_OPTIONS))
+    sequence_parallel = _options("sequence_parallel", sequence_parallel, lambda v: _check.flag("sequence_parallel", v))
+    virtual_stages = _options("virtual_stages", virtual_stages, lambda v: _check.count("virtual_stages", v))
+    attention = _options("attention", attention, lambda v: _check.choice("attention", v, ATTENTION_OPTIONS))
+    _check.fraction("compute_efficiency", compute_efficiency)
     cluster.accelerator.peak(dtype)
     calibration = resolve_calibration(calibration, cluster)
     rejected = {"partition": 0, "batch divisibility": 0, "memory": 0}

@@ -29,7 +29,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from . import _validate
+from . import _check
 
 __all__ = [
     "OPS",
@@ -112,11 +112,11 @@ def comm_time(phases, latency_s, payload_bytes, bandwidth_bytes_per_s):
     >>> comm_time(4, 5e-6, 100e6, 50e9)    # 4 × 5 µs + 100 MB at 50 GB/s
     0.00202
     """
-    phases = _validate.count("phases", phases, minimum=0)
-    latency_s = _validate.nonnegative("latency_s", latency_s)
-    payload_bytes = _validate.nonnegative("payload_bytes", payload_bytes)
-    bandwidth_bytes_per_s = _validate.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    return _validate.as_result(phases * latency_s + payload_bytes / bandwidth_bytes_per_s)
+    phases = _check.count("phases", phases, minimum=0)
+    latency_s = _check.nonnegative("latency_s", latency_s)
+    payload_bytes = _check.nonnegative("payload_bytes", payload_bytes)
+    bandwidth_bytes_per_s = _check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    return _check.as_result(phases * latency_s + payload_bytes / bandwidth_bytes_per_s)
 
 
 def check_algorithm(op, algorithm) -> None:
@@ -127,7 +127,7 @@ def check_algorithm(op, algorithm) -> None:
     Traceback (most recent call last):
     ValueError: algorithm must be one of 'ring', 'recursive_doubling' for op='all_gather'; got 'bruck'
     """
-    _validate.choice("op", op, OPS)
+    _check.choice("op", op, OPS)
     if algorithm not in ALGORITHMS[op]:
         raise ValueError(
             f"algorithm must be one of {', '.join(repr(a) for a in ALGORITHMS[op])} for op={op!r}; got {algorithm!r}"
@@ -150,8 +150,8 @@ def applicable_algorithms(op, ranks) -> tuple[str, ...]:
     >>> applicable_algorithms("all_reduce", 12)
     ('ring', 'binomial_tree', 'double_binary_tree')
     """
-    _validate.choice("op", op, OPS)
-    p = _validate.count("ranks", ranks)
+    _check.choice("op", op, OPS)
+    p = _check.count("ranks", ranks)
     if not isinstance(p, int):
         raise ValueError(f"ranks must be a single integer, got {ranks!r}")
     return tuple(a for a in ALGORITHMS[op] if a not in POWER_OF_TWO_ONLY or _is_power_of_two(p))
@@ -226,8 +226,8 @@ def collective_cost(op, ranks, payload_bytes, algorithm="ring") -> CollectiveCos
     CollectiveCost(phases=3, wire_bytes=7000000.0, reduced_bytes=0.0)
     """
     check_algorithm(op, algorithm)
-    p = _validate.count("ranks", ranks)
-    s = _validate.positive("payload_bytes", payload_bytes)
+    p = _check.count("ranks", ranks)
+    s = _check.positive("payload_bytes", payload_bytes)
     _check_ranks_for(algorithm, p)
     lg = np.ceil(np.log2(p))  # exact for powers of two; ⌈lg p⌉ steps otherwise
     depth = np.floor(np.log2(p))  # ⌊lg p⌋: the depth of a balanced binary tree of p ranks
@@ -259,7 +259,7 @@ def collective_cost(op, ranks, payload_bytes, algorithm="ring") -> CollectiveCos
     }
     phases, wire, reduced = table[(op, algorithm)]()
     as_count = (lambda x: int(x)) if np.ndim(phases) == 0 else (lambda x: np.asarray(x, dtype=np.int64))
-    return CollectiveCost(as_count(phases), _validate.as_result(wire), _validate.as_result(reduced))
+    return CollectiveCost(as_count(phases), _check.as_result(wire), _check.as_result(reduced))
 
 
 @dataclass(frozen=True)
@@ -278,7 +278,7 @@ class TimeTerms:
     @property
     def total_s(self):
         """n·α + Q/B + R·γ."""
-        return _validate.as_result(self.latency_s + self.bandwidth_s + self.reduction_s)
+        return _check.as_result(self.latency_s + self.bandwidth_s + self.reduction_s)
 
     @property
     def regime(self):
@@ -304,13 +304,13 @@ def time_terms(
     'latency-bound'
     """
     cost = collective_cost(op, ranks, payload_bytes, algorithm)
-    latency_s = _validate.nonnegative("latency_s", latency_s)
-    bandwidth = _validate.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    gamma = _validate.nonnegative("reduce_s_per_byte", reduce_s_per_byte)
+    latency_s = _check.nonnegative("latency_s", latency_s)
+    bandwidth = _check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    gamma = _check.nonnegative("reduce_s_per_byte", reduce_s_per_byte)
     return TimeTerms(
-        _validate.as_result(cost.phases * latency_s + 0.0 * cost.wire_bytes),
-        _validate.as_result(cost.wire_bytes / bandwidth),
-        _validate.as_result(cost.reduced_bytes * gamma),
+        _check.as_result(cost.phases * latency_s + 0.0 * cost.wire_bytes),
+        _check.as_result(cost.wire_bytes / bandwidth),
+        _check.as_result(cost.reduced_bytes * gamma),
         cost,
     )
 
@@ -354,9 +354,9 @@ def busbw_factor(op, ranks):
     >>> busbw_factor("all_gather", 16)
     0.9375
     """
-    _validate.choice("op", op, OPS)
-    n = _validate.count("ranks", ranks)
-    return _validate.as_result(_BUSBW_FACTORS[op](n))
+    _check.choice("op", op, OPS)
+    n = _check.count("ranks", ranks)
+    return _check.as_result(_BUSBW_FACTORS[op](n))
 
 
 def algbw_bytes_per_s(payload_bytes, time_s):
@@ -365,9 +365,7 @@ def algbw_bytes_per_s(payload_bytes, time_s):
     >>> format_bandwidth(algbw_bytes_per_s(1 * GB, 5 * MS))
     '200 GB/s'
     """
-    return _validate.as_result(
-        _validate.positive("payload_bytes", payload_bytes) / _validate.positive("time_s", time_s)
-    )
+    return _check.as_result(_check.positive("payload_bytes", payload_bytes) / _check.positive("time_s", time_s))
 
 
 def busbw_bytes_per_s(op, ranks, payload_bytes, time_s):
@@ -378,7 +376,7 @@ def busbw_bytes_per_s(op, ranks, payload_bytes, time_s):
     >>> format_bandwidth(busbw_bytes_per_s("all_reduce", 8, 1 * GB, 5 * MS))
     '350 GB/s'
     """
-    return _validate.as_result(algbw_bytes_per_s(payload_bytes, time_s) * busbw_factor(op, ranks))
+    return _check.as_result(algbw_bytes_per_s(payload_bytes, time_s) * busbw_factor(op, ranks))
 
 
 def algbw_from_busbw(op, ranks, busbw):
@@ -387,11 +385,11 @@ def algbw_from_busbw(op, ranks, busbw):
     >>> format_bandwidth(algbw_from_busbw("all_reduce", 8, 350 * GB))
     '200 GB/s'
     """
-    busbw = _validate.positive("busbw", busbw)
+    busbw = _check.positive("busbw", busbw)
     factor = busbw_factor(op, ranks)
     if np.any(np.asarray(factor) == 0):
         raise ValueError(f"ranks must be ≥ 2 to convert busbw for op={op!r} (its factor is 0 at one rank)")
-    return _validate.as_result(busbw / factor)
+    return _check.as_result(busbw / factor)
 
 
 def latency_bandwidth_crossover_bytes(op, ranks, bandwidth_bytes_per_s, latency_s, algorithm="ring"):
@@ -402,11 +400,11 @@ def latency_bandwidth_crossover_bytes(op, ranks, bandwidth_bytes_per_s, latency_
     >>> format_bytes(latency_bandwidth_crossover_bytes("all_reduce", 8, 50 * GB, 5 * US))
     '2 MB'
     """
-    _validate.count("ranks", ranks, minimum=2)
-    bandwidth = _validate.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    latency = _validate.nonnegative("latency_s", latency_s)
+    _check.count("ranks", ranks, minimum=2)
+    bandwidth = _check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    latency = _check.nonnegative("latency_s", latency_s)
     per_byte = collective_cost(op, ranks, 1.0, algorithm)  # Q and n for S = 1 byte; Q is linear in S
-    return _validate.as_result(per_byte.phases * latency * bandwidth / per_byte.wire_bytes)
+    return _check.as_result(per_byte.phases * latency * bandwidth / per_byte.wire_bytes)
 
 
 def equal_time_payload_bytes(op, ranks, bandwidth_bytes_per_s, latency_s, algorithm, other_algorithm):
@@ -421,9 +419,9 @@ def equal_time_payload_bytes(op, ranks, bandwidth_bytes_per_s, latency_s, algori
     >>> equal_time_payload_bytes("all_reduce", 8, 50 * GB, 5 * US, "ring", "rabenseifner") is None   # never
     True
     """
-    _validate.count("ranks", ranks, minimum=2)
-    bandwidth = _validate.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    latency = _validate.nonnegative("latency_s", latency_s)
+    _check.count("ranks", ranks, minimum=2)
+    bandwidth = _check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    latency = _check.nonnegative("latency_s", latency_s)
     if np.ndim(ranks) or np.ndim(bandwidth) or np.ndim(latency):
         raise ValueError("ranks, bandwidth_bytes_per_s and latency_s must be single numbers")
     check_algorithm(op, algorithm)
@@ -480,10 +478,10 @@ def collective_report(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s
     >>> [format_time(t) for t in r.times_by_algorithm.values()]
     ['3.03 ms', '8.02 ms', '4.01 ms', '3.02 ms', '4.08 ms']
     """
-    p = _validate.count("ranks", ranks)
+    p = _check.count("ranks", ranks)
     if not isinstance(p, int):
         raise ValueError(f"ranks must be a single integer, got {ranks!r}")
-    size = _validate.positive("payload_bytes", payload_bytes)
+    size = _check.positive("payload_bytes", payload_bytes)
     if np.ndim(size):
         raise ValueError(f"payload_bytes must be a single number for a report, got an array of shape {np.shape(size)}")
     terms = time_terms(op, p, size, bandwidth_bytes_per_s, latency_s, algorithm)
@@ -518,16 +516,16 @@ def collective_report(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s
 def _checked_two_level(payload_bytes, nodes, devices_per_node, intra_bw, intra_latency, inter_bw, inter_latency):
     """Validated (S, N, g, (B_intra, α_intra), (B_inter, α_inter)) of a collective over nodes of g devices."""
     return (
-        _validate.positive("payload_bytes", payload_bytes),
-        _validate.count("nodes", nodes),
-        _validate.count("devices_per_node", devices_per_node),
+        _check.positive("payload_bytes", payload_bytes),
+        _check.count("nodes", nodes),
+        _check.count("devices_per_node", devices_per_node),
         (
-            _validate.positive("intra_bandwidth_bytes_per_s", intra_bw),
-            _validate.nonnegative("intra_latency_s", intra_latency),
+            _check.positive("intra_bandwidth_bytes_per_s", intra_bw),
+            _check.nonnegative("intra_latency_s", intra_latency),
         ),
         (
-            _validate.positive("inter_bandwidth_bytes_per_s", inter_bw),
-            _validate.nonnegative("inter_latency_s", inter_latency),
+            _check.positive("inter_bandwidth_bytes_per_s", inter_bw),
+            _check.nonnegative("inter_latency_s", inter_latency),
         ),
     )
 
@@ -562,7 +560,7 @@ def hierarchical_allreduce_time(
     )
     intra = collective_time("reduce_scatter", g, s, *intra_link) + collective_time("all_gather", g, s, *intra_link)
     inter = ring_allreduce_time(nodes, s / g, *inter_link)
-    return _validate.as_result(intra + inter)
+    return _check.as_result(intra + inter)
 
 
 def multirail_ring_allreduce_time(
@@ -603,7 +601,7 @@ def multirail_ring_allreduce_time(
         inter_bandwidth_bytes_per_s,
         inter_latency_s,
     )
-    rails = g if rails is None else _validate.count("rails", rails)
+    rails = g if rails is None else _check.count("rails", rails)
     if not isinstance(rails, int) or rails > g:
         raise ValueError(f"rails must be a single integer in [1, devices_per_node={g}], got {rails!r}")
     if nodes == 1:

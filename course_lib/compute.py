@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate
+from . import _check
 
 __all__ = [
     "gemm_flops",
@@ -42,7 +42,7 @@ def gemm_flops(m, n, k):
     >>> gemm_flops(2, 3, 4)
     48
     """
-    m, n, k = (_validate.count(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
+    m, n, k = (_check.count(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
     return 2 * m * n * k
 
 
@@ -85,8 +85,8 @@ def gemm_bytes(m, n, k, bytes_per_element=2):
     >>> gemm_bytes(4096, 4096, 4096)   # bf16
     100663296
     """
-    m, n, k = (_validate.count(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
-    bytes_per_element = _validate.positive("bytes_per_element", bytes_per_element)
+    m, n, k = (_check.count(name, v) for name, v in (("m", m), ("n", n), ("k", k)))
+    bytes_per_element = _check.positive("bytes_per_element", bytes_per_element)
     total = bytes_per_element * (m * k + k * n + m * n)
     return int(total) if float(total).is_integer() else total
 
@@ -97,7 +97,7 @@ def arithmetic_intensity(flops, bytes_moved):
     >>> round(arithmetic_intensity(gemm_flops(4096, 4096, 4096), gemm_bytes(4096, 4096, 4096)))
     1365
     """
-    return _validate.as_result(_validate.positive("flops", flops) / _validate.positive("bytes_moved", bytes_moved))
+    return _check.as_result(_check.positive("flops", flops) / _check.positive("bytes_moved", bytes_moved))
 
 
 def ridge_point_flops_per_byte(peak_flops_per_s, memory_bandwidth_bytes_per_s):
@@ -106,9 +106,9 @@ def ridge_point_flops_per_byte(peak_flops_per_s, memory_bandwidth_bytes_per_s):
     >>> round(ridge_point_flops_per_byte(990e12, 3.35e12))   # H100 bf16 (scaling book: 295)
     296
     """
-    return _validate.as_result(
-        _validate.positive("peak_flops_per_s", peak_flops_per_s)
-        / _validate.positive("memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s)
+    return _check.as_result(
+        _check.positive("peak_flops_per_s", peak_flops_per_s)
+        / _check.positive("memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s)
     )
 
 
@@ -118,11 +118,11 @@ def roofline_time(flops, bytes_moved, peak_flops_per_s, memory_bandwidth_bytes_p
     >>> format_time(roofline_time(1e12, 1e9, 990e12, 3.35e12))   # 1 TFLOP on an H100: compute-bound
     '1.01 ms'
     """
-    t_math = _validate.positive("flops", flops) / _validate.positive("peak_flops_per_s", peak_flops_per_s)
-    t_mem = _validate.positive("bytes_moved", bytes_moved) / _validate.positive(
+    t_math = _check.positive("flops", flops) / _check.positive("peak_flops_per_s", peak_flops_per_s)
+    t_mem = _check.positive("bytes_moved", bytes_moved) / _check.positive(
         "memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s
     )
-    return _validate.as_result(np.maximum(t_math, t_mem))
+    return _check.as_result(np.maximum(t_math, t_mem))
 
 
 def attainable_flops_per_s(intensity_flops_per_byte, peak_flops_per_s, memory_bandwidth_bytes_per_s):
@@ -131,10 +131,10 @@ def attainable_flops_per_s(intensity_flops_per_byte, peak_flops_per_s, memory_ba
     >>> attainable_flops_per_s(100, 990e12, 3.35e12) / 1e12   # TFLOP/s, memory-bound
     335.0
     """
-    intensity = _validate.positive("intensity_flops_per_byte", intensity_flops_per_byte)
-    peak = _validate.positive("peak_flops_per_s", peak_flops_per_s)
-    bandwidth = _validate.positive("memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s)
-    return _validate.as_result(np.minimum(peak, intensity * bandwidth))
+    intensity = _check.positive("intensity_flops_per_byte", intensity_flops_per_byte)
+    peak = _check.positive("peak_flops_per_s", peak_flops_per_s)
+    bandwidth = _check.positive("memory_bandwidth_bytes_per_s", memory_bandwidth_bytes_per_s)
+    return _check.as_result(np.minimum(peak, intensity * bandwidth))
 
 
 def training_flops(params, tokens):
@@ -143,7 +143,7 @@ def training_flops(params, tokens):
     >>> training_flops(175e9, 300e9)
     3.15e+23
     """
-    return _validate.as_result(6 * _validate.positive("params", params) * _validate.positive("tokens", tokens))
+    return _check.as_result(6 * _check.positive("params", params) * _check.positive("tokens", tokens))
 
 
 def transformer_params(layers, hidden, vocab, seq_len):
@@ -154,11 +154,11 @@ def transformer_params(layers, hidden, vocab, seq_len):
     >>> format_count(transformer_params(128, 25600, 51200, 2048))   # the paper's 1T model: 1008.0B
     '1.01 trillion'
     """
-    l = _validate.count("layers", layers)
-    h = _validate.count("hidden", hidden)
-    v = _validate.count("vocab", vocab)
-    s = _validate.count("seq_len", seq_len)
-    return _validate.as_result(12.0 * l * h**2 * (1 + 13 / (12 * h) + (v + s) / (12 * l * h)))
+    l = _check.count("layers", layers)
+    h = _check.count("hidden", hidden)
+    v = _check.count("vocab", vocab)
+    s = _check.count("seq_len", seq_len)
+    return _check.as_result(12.0 * l * h**2 * (1 + 13 / (12 * h) + (v + s) / (12 * l * h)))
 
 
 def transformer_layer_forward_flops(batch, seq_len, hidden):
@@ -169,10 +169,10 @@ def transformer_layer_forward_flops(batch, seq_len, hidden):
     >>> transformer_layer_forward_flops(1, 2048, 4096) == 24 * 2048 * 4096**2 + 4 * 2048**2 * 4096
     True
     """
-    b = _validate.count("batch", batch)
-    s = _validate.count("seq_len", seq_len)
-    h = _validate.count("hidden", hidden)
-    return _validate.as_result(24.0 * b * s * h**2 + 4.0 * b * s**2 * h)
+    b = _check.count("batch", batch)
+    s = _check.count("seq_len", seq_len)
+    h = _check.count("hidden", hidden)
+    return _check.as_result(24.0 * b * s * h**2 + 4.0 * b * s**2 * h)
 
 
 def transformer_forward_flops(batch, seq_len, layers, hidden, vocab):
@@ -181,12 +181,12 @@ def transformer_forward_flops(batch, seq_len, layers, hidden, vocab):
     >>> format_flops(transformer_forward_flops(1, 2048, 96, 12288, 51200))   # GPT-3, one sequence
     '735 TFLOP'
     """
-    b = _validate.count("batch", batch)
-    s = _validate.count("seq_len", seq_len)
-    h = _validate.count("hidden", hidden)
-    l = _validate.count("layers", layers)
-    v = _validate.count("vocab", vocab)
-    return _validate.as_result(l * transformer_layer_forward_flops(b, s, h) + 2.0 * b * s * h * v)
+    b = _check.count("batch", batch)
+    s = _check.count("seq_len", seq_len)
+    h = _check.count("hidden", hidden)
+    l = _check.count("layers", layers)
+    v = _check.count("vocab", vocab)
+    return _check.as_result(l * transformer_layer_forward_flops(b, s, h) + 2.0 * b * s * h * v)
 
 
 def transformer_flops_per_iteration(batch, seq_len, layers, hidden, vocab, recompute=True):
@@ -205,16 +205,16 @@ def transformer_flops_per_iteration(batch, seq_len, layers, hidden, vocab, recom
     """
     if isinstance(recompute, (bool, np.bool_)):
         recompute = "full" if recompute else "none"
-    recompute = _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
-    b = _validate.count("batch", batch)
-    s = _validate.count("seq_len", seq_len)
-    l = _validate.count("layers", layers)
-    h = _validate.count("hidden", hidden)
+    recompute = _check.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+    b = _check.count("batch", batch)
+    s = _check.count("seq_len", seq_len)
+    l = _check.count("layers", layers)
+    h = _check.count("hidden", hidden)
     extra_forward = {"none": 0.0, "selective": 4.0 * b * s**2 * h, "full": transformer_layer_forward_flops(b, s, h)}[
         recompute
     ]
     # Backward = 2 × forward (Narayanan et al. 2021, appendix), logits included; recomputation is per layer.
-    return _validate.as_result(3 * transformer_forward_flops(b, s, l, h, vocab) + l * extra_forward)
+    return _check.as_result(3 * transformer_forward_flops(b, s, l, h, vocab) + l * extra_forward)
 
 
 def training_time_s(tokens, params, gpus, achieved_flops_per_s_per_gpu):
@@ -223,8 +223,8 @@ def training_time_s(tokens, params, gpus, achieved_flops_per_s_per_gpu):
     >>> format_time(training_time_s(300e9, 175e9, 1024, 140e12))   # the paper's "34 days" for GPT-3
     '33.9 days'
     """
-    t = _validate.positive("tokens", tokens)
-    p = _validate.positive("params", params)
-    n = _validate.count("gpus", gpus)
-    x = _validate.positive("achieved_flops_per_s_per_gpu", achieved_flops_per_s_per_gpu)
-    return _validate.as_result(8 * t * p / (n * x))
+    t = _check.positive("tokens", tokens)
+    p = _check.positive("params", params)
+    n = _check.count("gpus", gpus)
+    x = _check.positive("achieved_flops_per_s_per_gpu", achieved_flops_per_s_per_gpu)
+    return _check.as_result(8 * t * p / (n * x))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from . import _validate
+from . import _check
 from .units import GB, GBIT, TB, US
 
 __all__ = [
@@ -83,7 +83,7 @@ class Accelerator:
         >>> H100.peak("bf16") / 1e12
         989.0
         """
-        _validate.choice("dtype", dtype, tuple(self.peak_flops_per_s))
+        _check.choice("dtype", dtype, tuple(self.peak_flops_per_s))
         return self.peak_flops_per_s[dtype]
 
 
@@ -102,11 +102,11 @@ class Link:
     note: str = ""
 
     def __post_init__(self):
-        _validate.positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
-        _validate.nonnegative("latency_s", self.latency_s)
-        _validate.choice("direction", self.direction, DIRECTIONS)
-        _validate.choice("scope", self.scope, SCOPES)
-        _validate.choice("basis", self.basis, BASES)
+        _check.positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
+        _check.nonnegative("latency_s", self.latency_s)
+        _check.choice("direction", self.direction, DIRECTIONS)
+        _check.choice("scope", self.scope, SCOPES)
+        _check.choice("basis", self.basis, BASES)
 
     def one_way_bytes_per_s_per_device(self, devices_per_node: int | None = None, links_per_device: int = 1) -> float:
         """The bandwidth the α–β formulas need: one direction, one device's share.
@@ -135,8 +135,8 @@ the number of devices (an integer ≥ 1) that share the node's network, e.g. 8 o
                     "(an integer ≥ 1) that share the node's network, e.g. 8 on a DGX H100"
                 )
             devices_per_node = 1  # not used: only a per-node figure is shared among the node's devices
-        devices_per_node = _validate.count("devices_per_node", devices_per_node)
-        links = _validate.count("links_per_device", links_per_device)
+        devices_per_node = _check.count("devices_per_node", devices_per_node)
+        links = _check.count("links_per_device", links_per_device)
         if self.scope != "per link" and links != 1:
             raise ValueError(f"links_per_device must be 1 for a {self.scope} figure ({self.name}), got {links!r}")
         one_way = self.bandwidth_bytes_per_s / (2 if self.direction == "two-way" else 1)
@@ -158,8 +158,8 @@ class Cluster:
     source: str = field(default="")
 
     def __post_init__(self):
-        _validate.count("devices_per_node", self.devices_per_node)
-        _validate.count("nodes", self.nodes)
+        _check.count("devices_per_node", self.devices_per_node)
+        _check.count("nodes", self.nodes)
 
     @property
     def devices(self) -> int:

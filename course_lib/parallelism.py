@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import _validate, collectives, hardware
+from . import _check, collectives, hardware
 from .compute import RECOMPUTE_OPTIONS
 
 __all__ = [
@@ -133,18 +133,18 @@ class TransformerModel:
 
     def __post_init__(self):
         for name in ("layers", "hidden", "heads", "vocab", "seq_len"):
-            _validate.count(name, getattr(self, name))
+            _check.count(name, getattr(self, name))
         if self.hidden % self.heads:
             raise ValueError(f"heads must divide hidden ({self.hidden}), got {self.heads}")
-        ffn = 4 * self.hidden if self.ffn_hidden is None else _validate.count("ffn_hidden", self.ffn_hidden)
-        kv = self.heads if self.kv_heads is None else _validate.count("kv_heads", self.kv_heads)
+        ffn = 4 * self.hidden if self.ffn_hidden is None else _check.count("ffn_hidden", self.ffn_hidden)
+        kv = self.heads if self.kv_heads is None else _check.count("kv_heads", self.kv_heads)
         if self.heads % kv:
             raise ValueError(f"kv_heads must divide heads ({self.heads}) for grouped-query attention, got {kv}")
         object.__setattr__(self, "ffn_hidden", ffn)
         object.__setattr__(self, "kv_heads", kv)
-        _validate.flag("gated_mlp", self.gated_mlp)
-        _validate.flag("tied_embeddings", self.tied_embeddings)
-        _validate.choice("style", self.style, ARCHITECTURE_STYLES)
+        _check.flag("gated_mlp", self.gated_mlp)
+        _check.flag("tied_embeddings", self.tied_embeddings)
+        _check.choice("style", self.style, ARCHITECTURE_STYLES)
 
     @property
     def head_dim(self) -> int:
@@ -273,7 +273,7 @@ class ParallelPlan:
     attention: str = "standard"
 
     def __post_init__(self):
-        _validate.choice("attention", self.attention, ATTENTION_OPTIONS)
+        _check.choice("attention", self.attention, ATTENTION_OPTIONS)
         for name in (
             "data_parallel",
             "tensor_parallel",
@@ -282,11 +282,11 @@ class ParallelPlan:
             "grad_accum_steps",
             "virtual_stages",
         ):
-            object.__setattr__(self, name, _validate.count(name, getattr(self, name)))
-        _validate.choice("zero_stage", self.zero_stage, ZERO_STAGES)
-        _validate.choice("recompute", self.recompute, RECOMPUTE_OPTIONS)
-        _validate.flag("sequence_parallel", self.sequence_parallel)
-        _validate.choice("schedule", self.schedule, SCHEDULES)
+            object.__setattr__(self, name, _check.count(name, getattr(self, name)))
+        _check.choice("zero_stage", self.zero_stage, ZERO_STAGES)
+        _check.choice("recompute", self.recompute, RECOMPUTE_OPTIONS)
+        _check.flag("sequence_parallel", self.sequence_parallel)
+        _check.choice("schedule", self.schedule, SCHEDULES)
         if self.schedule == "interleaved":
             if np.any(np.asarray(self.virtual_stages) < 2):
                 raise ValueError("virtual_stages must be ≥ 2 with schedule='interleaved'")
@@ -398,19 +398,19 @@ class Calibration:
     framework_bytes: float = 0.0
 
     def __post_init__(self):
-        _validate.choice("precision", self.precision, tuple(PRECISION_RECIPES))
-        _validate.nonnegative("logits_bytes_per_element", self.logits_bytes_per_element)
-        _validate.positive("bucket_bytes", self.bucket_bytes)
-        _validate.nonnegative("overlap_slowdown", self.overlap_slowdown)
-        _validate.choice("max_zero_stage_with_pipeline", self.max_zero_stage_with_pipeline, ZERO_STAGES)
-        _validate.flag("prefetch_parameter_gathers", self.prefetch_parameter_gathers)
-        _validate.fraction("gemm_efficiency", self.gemm_efficiency)
-        _validate.nonnegative("gemm_half_flops", self.gemm_half_flops)
-        _validate.nonnegative("layer_overhead_s", self.layer_overhead_s)
-        _validate.fraction("network_efficiency", self.network_efficiency)
+        _check.choice("precision", self.precision, tuple(PRECISION_RECIPES))
+        _check.nonnegative("logits_bytes_per_element", self.logits_bytes_per_element)
+        _check.positive("bucket_bytes", self.bucket_bytes)
+        _check.nonnegative("overlap_slowdown", self.overlap_slowdown)
+        _check.choice("max_zero_stage_with_pipeline", self.max_zero_stage_with_pipeline, ZERO_STAGES)
+        _check.flag("prefetch_parameter_gathers", self.prefetch_parameter_gathers)
+        _check.fraction("gemm_efficiency", self.gemm_efficiency)
+        _check.nonnegative("gemm_half_flops", self.gemm_half_flops)
+        _check.nonnegative("layer_overhead_s", self.layer_overhead_s)
+        _check.fraction("network_efficiency", self.network_efficiency)
         if self.network_latency_s is not None:
-            _validate.nonnegative("network_latency_s", self.network_latency_s)
-        _validate.nonnegative("framework_bytes", self.framework_bytes)
+            _check.nonnegative("network_latency_s", self.network_latency_s)
+        _check.nonnegative("framework_bytes", self.framework_bytes)
 
 
 # The calibration for nanotron on the Playbook's cluster (8 × H100 per node, NVLink 4, AWS EFA): the framework's traits
@@ -499,9 +499,9 @@ def global_batch(micro_batch, grad_accum_steps, data_parallel):
     1024
     """
     return (
-        _validate.count("micro_batch", micro_batch)
-        * _validate.count("grad_accum_steps", grad_accum_steps)
-        * _validate.count("data_parallel", data_parallel)
+        _check.count("micro_batch", micro_batch)
+        * _check.count("grad_accum_steps", grad_accum_steps)
+        * _check.count("data_parallel", data_parallel)
     )
 
 
@@ -515,14 +515,14 @@ def zero_model_state_breakdown(params, data_parallel, stage, optimizer_bytes_per
     >>> [round(x / 1e9, 2) for x in zero_model_state_breakdown(7.5e9, 64, stage=2)]
     [15.0, 0.23, 1.41]
     """
-    psi = _validate.positive("params", params)
-    n_d = _validate.count("data_parallel", data_parallel)
-    _validate.choice("stage", stage, ZERO_STAGES)
-    k = _validate.nonnegative("optimizer_bytes_per_param", optimizer_bytes_per_param)
+    psi = _check.positive("params", params)
+    n_d = _check.count("data_parallel", data_parallel)
+    _check.choice("stage", stage, ZERO_STAGES)
+    k = _check.nonnegative("optimizer_bytes_per_param", optimizer_bytes_per_param)
     parameters = PARAM_BYTES * psi / (n_d if stage >= 3 else 1)
     gradients = GRAD_BYTES * psi / (n_d if stage >= 2 else 1)
     optimizer = k * psi / (n_d if stage >= 1 else 1)
-    return tuple(_validate.as_result(x) for x in (parameters, gradients, optimizer))
+    return tuple(_check.as_result(x) for x in (parameters, gradients, optimizer))
 
 
 def zero_model_state_bytes(params, data_parallel, stage, optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM):
@@ -531,7 +531,7 @@ def zero_model_state_bytes(params, data_parallel, stage, optimizer_bytes_per_par
     >>> format_bytes(zero_model_state_bytes(1e12, 1024, stage=3))   # ZeRO Table 1: 15.6 GB
     '15.6 GB'
     """
-    return _validate.as_result(sum(zero_model_state_breakdown(params, data_parallel, stage, optimizer_bytes_per_param)))
+    return _check.as_result(sum(zero_model_state_breakdown(params, data_parallel, stage, optimizer_bytes_per_param)))
 
 
 @dataclass(frozen=True)
@@ -578,15 +578,15 @@ def stored_activation_bytes(seq_len, micro_batch, hidden, heads, tensor_parallel
     >>> format_bytes(sum(rows)), format_bytes(rows[-1])   # the LayerNorm inputs stay whole without SP
     ('579 MB', '101 MB')
     """
-    s = _validate.count("seq_len", seq_len)
-    b = _validate.count("micro_batch", micro_batch)
-    h = _validate.count("hidden", hidden)
-    a = _validate.count("heads", heads)
-    t = _validate.count("tensor_parallel", tensor_parallel)
-    sp = _validate.flag("sequence_parallel", sequence_parallel)
+    s = _check.count("seq_len", seq_len)
+    b = _check.count("micro_batch", micro_batch)
+    h = _check.count("hidden", hidden)
+    a = _check.count("heads", heads)
+    t = _check.count("tensor_parallel", tensor_parallel)
+    sp = _check.flag("sequence_parallel", sequence_parallel)
     check_tensor_split(a, t)
     return tuple(
-        _validate.as_result(
+        _check.as_result(
             (x.sbh_bytes * s * b * h + x.as2b_bytes * a * s * s * b) / (t if x.split_by_tensor or sp else 1)
         )
         for x in STORED_ACTIVATIONS
@@ -619,13 +619,13 @@ def activation_bytes_per_layer(
     ...                / activation_bytes_per_layer(2048, 1, 12288, 96))   # "saves 70%"
     '70.2 %'
     """
-    s = _validate.count("seq_len", seq_len)
-    b = _validate.count("micro_batch", micro_batch)
-    h = _validate.count("hidden", hidden)
-    a = _validate.count("heads", heads)
-    t = _validate.count("tensor_parallel", tensor_parallel)
-    sp = _validate.flag("sequence_parallel", sequence_parallel)
-    _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+    s = _check.count("seq_len", seq_len)
+    b = _check.count("micro_batch", micro_batch)
+    h = _check.count("hidden", hidden)
+    a = _check.count("heads", heads)
+    t = _check.count("tensor_parallel", tensor_parallel)
+    sp = _check.flag("sequence_parallel", sequence_parallel)
+    _check.choice("recompute", recompute, RECOMPUTE_OPTIONS)
     check_tensor_split(a, t)
     sbh = 1.0 * s * b * h
     # STORED_ACTIVATIONS summed: softmax output, its dropout mask and dropout output, 5as²b / t; without SP the 10sbh
@@ -637,7 +637,7 @@ def activation_bytes_per_layer(
         "selective": sbh * replicated,
         "full": 2.0 * sbh + 0.0 * t,
     }[recompute]
-    return _validate.as_result(per_layer)
+    return _check.as_result(per_layer)
 
 
 def pipeline_in_flight_microbatches(stages, microbatches, schedule="1f1b", virtual_stages=1):
@@ -650,16 +650,16 @@ def pipeline_in_flight_microbatches(stages, microbatches, schedule="1f1b", virtu
     >>> pipeline_in_flight_microbatches(8, 64), pipeline_in_flight_microbatches(8, 64, "gpipe")
     (8, 64)
     """
-    p = _validate.count("stages", stages)
-    m = _validate.count("microbatches", microbatches)
-    _validate.choice("schedule", schedule, SCHEDULES)
-    v = _validate.count("virtual_stages", virtual_stages)
+    p = _check.count("stages", stages)
+    m = _check.count("microbatches", microbatches)
+    _check.choice("schedule", schedule, SCHEDULES)
+    v = _check.count("virtual_stages", virtual_stages)
     if schedule == "gpipe":
         return m
     if schedule == "interleaved":
         # Megatron-LM's warm-up on stage 0 runs 2(p−1) + (v−1)p chunk-forwards, then one more before the first
         # backward: p + (p−1)/v full-stage micro-batches; with m = p every forward fits in the warm-up, so m.
-        return _validate.as_result(np.minimum(m, p + (p - 1) / v))
+        return _check.as_result(np.minimum(m, p + (p - 1) / v))
     in_flight = np.minimum(p, m)
     return in_flight if np.ndim(in_flight) else int(in_flight)
 
@@ -675,9 +675,9 @@ def splits_evenly(model: TransformerModel, tensor_parallel=1, pipeline_parallel=
     >>> splits_evenly(GPT3_175B, 8, pipeline_parallel=12, virtual_stages=2)   # 96 layers into 24 chunks
     True
     """
-    t = _validate.count("tensor_parallel", tensor_parallel)
-    p = _validate.count("pipeline_parallel", pipeline_parallel)
-    v = _validate.count("virtual_stages", virtual_stages)
+    t = _check.count("tensor_parallel", tensor_parallel)
+    p = _check.count("pipeline_parallel", pipeline_parallel)
+    v = _check.count("virtual_stages", virtual_stages)
     even = _divides(t, model.heads) & _divides(np.asarray(p) * np.asarray(v), model.layers)
     return bool(even) if even.ndim == 0 else even
 
@@ -697,8 +697,8 @@ def check_tensor_split(heads, tensor_parallel) -> None:
     ...
     ValueError: tensor_parallel must divide heads (96), got 5
     """
-    a = _validate.count("heads", heads)
-    t = _validate.count("tensor_parallel", tensor_parallel)
+    a = _check.count("heads", heads)
+    t = _check.count("tensor_parallel", tensor_parallel)
     if not np.all(_divides(t, a)):
         raise ValueError(f"tensor_parallel must divide heads ({a}), got {t}")
 
@@ -712,9 +712,9 @@ def check_pipeline_split(layers, pipeline_parallel, virtual_stages=1) -> None:
     ...
     ValueError: pipeline_parallel × virtual_stages must divide layers (80), got 3 × 1
     """
-    n = _validate.count("layers", layers)
-    p = _validate.count("pipeline_parallel", pipeline_parallel)
-    v = _validate.count("virtual_stages", virtual_stages)
+    n = _check.count("layers", layers)
+    p = _check.count("pipeline_parallel", pipeline_parallel)
+    v = _check.count("virtual_stages", virtual_stages)
     if not np.all(_divides(np.asarray(p) * np.asarray(v), n)):
         raise ValueError(f"pipeline_parallel × virtual_stages must divide layers ({n}), got {p} × {v}")
 
@@ -749,8 +749,8 @@ def stage_layers(layers, pipeline_parallel):
     >>> stage_layers(16, 3), stage_layers(96, 8)
     (6, 12)
     """
-    l = _validate.count("layers", layers)
-    p = _validate.count("pipeline_parallel", pipeline_parallel)
+    l = _check.count("layers", layers)
+    p = _check.count("pipeline_parallel", pipeline_parallel)
     return -(-l // p)
 
 
@@ -775,10 +775,10 @@ def activation_bytes_per_token_per_layer(
     >>> activation_bytes_per_token_per_layer(PLAYBOOK_1B, attention="flash")   # 12h + 4k + 8f + 4a
     98432.0
     """
-    t = _validate.count("tensor_parallel", tensor_parallel)
-    sp = _validate.flag("sequence_parallel", sequence_parallel)
-    _validate.choice("recompute", recompute, RECOMPUTE_OPTIONS)
-    _validate.choice("attention", attention, ATTENTION_OPTIONS)
+    t = _check.count("tensor_parallel", tensor_parallel)
+    sp = _check.flag("sequence_parallel", sequence_parallel)
+    _check.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+    _check.choice("attention", attention, ATTENTION_OPTIONS)
     check_tensor_split(model.heads, t)
     h, f, a, s = model.hidden, model.ffn_hidden, model.heads, model.seq_len
     kv_width = model.kv_heads * model.head_dim
@@ -796,7 +796,7 @@ def activation_bytes_per_token_per_layer(
     per_token = split + (attention_linear + mlp + scores) / t
     if recompute == "full":
         per_token = 2.0 * h / t if sp else 2.0 * h
-    return _validate.as_result(per_token + 0.0 * t)
+    return _check.as_result(per_token + 0.0 * t)
 
 
 def memory_breakdown(
@@ -845,7 +845,7 @@ def memory_breakdown(
         plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule, plan.virtual_stages
     )
     activations = per_layer * (model.layers / plan.pipeline_parallel) * in_flight
-    return MemoryBreakdown(parameters, gradients, optimizer, _validate.as_result(activations))
+    return MemoryBreakdown(parameters, gradients, optimizer, _check.as_result(activations))
 
 
 def calibrated_memory_breakdown(
@@ -895,7 +895,7 @@ def calibrated_memory_breakdown(
     first_total, last_total = sum(first), sum(last)
     heaviest = [np.where(first_total >= last_total, a, z) for a, z in zip(first, last, strict=True)]
     framework = calibration.framework_bytes + 0.0 * first_total
-    return MemoryBreakdown(*(_validate.as_result(x) for x in (*heaviest, framework)))
+    return MemoryBreakdown(*(_check.as_result(x) for x in (*heaviest, framework)))
 
 
 def pipeline_bubble_fraction(stages, microbatches, virtual_stages=1):
@@ -908,12 +908,12 @@ def pipeline_bubble_fraction(stages, microbatches, virtual_stages=1):
     >>> pipeline_bubble_fraction(8, 32), pipeline_bubble_fraction(8, 32, virtual_stages=2)
     (0.21875, 0.109375)
     """
-    p = _validate.count("stages", stages)
-    m = _validate.count("microbatches", microbatches)
-    v = _validate.count("virtual_stages", virtual_stages)
+    p = _check.count("stages", stages)
+    m = _check.count("microbatches", microbatches)
+    v = _check.count("virtual_stages", virtual_stages)
     if np.any((np.asarray(v) > 1) & (np.asarray(m) % np.asarray(p) != 0)):
         raise ValueError(f"microbatches must be a multiple of stages ({p}) when virtual_stages > 1, got {m}")
-    return _validate.as_result((p - 1) / (v * m))
+    return _check.as_result((p - 1) / (v * m))
 
 
 @dataclass(frozen=True, eq=False)
@@ -952,7 +952,7 @@ class BoundaryTransfer:
         1500000000.0
         """
         cost = collectives.collective_cost(self.op, self.group_size, self.payload_bytes)
-        return _validate.as_result(cost.wire_bytes * self.calls_per_step)
+        return _check.as_result(cost.wire_bytes * self.calls_per_step)
 
 
 def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[BoundaryTransfer, ...]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from . import _validate
+from . import _check
 from .parallelism import SCHEDULES
 
 __all__ = ["PipelineOp", "PipelineTimeline", "pipeline_schedule", "device_op_order"]
@@ -103,21 +103,21 @@ class PipelineTimeline:
         return float(Fraction(peak, self.virtual_stages))
 
     def _check_stage(self, stage) -> int:
-        stage = _validate.count("stage", stage, minimum=0)
+        stage = _check.count("stage", stage, minimum=0)
         if not isinstance(stage, int) or stage >= self.stages:
             raise ValueError(f"stage must be an integer in 0..{self.stages - 1}, got {stage!r}")
         return stage
 
 
 def _scalar_count(name, value, minimum=1):
-    result = _validate.count(name, value, minimum)
+    result = _check.count(name, value, minimum)
     if not isinstance(result, int):
         raise ValueError(f"{name} must be a single integer, not an array; got {value!r}")
     return result
 
 
 def _scalar_positive(name, value):
-    result = _validate.positive(name, value)
+    result = _check.positive(name, value)
     if not isinstance(result, float):
         raise ValueError(f"{name} must be a single number, not an array; got {value!r}")
     return result
@@ -176,7 +176,7 @@ def device_op_order(stages, microbatches, schedule="1f1b", virtual_stages=1, sta
 def _check_schedule(stages, microbatches, schedule, virtual_stages):
     p = _scalar_count("stages", stages)
     m = _scalar_count("microbatches", microbatches)
-    _validate.choice("schedule", schedule, SCHEDULES)
+    _check.choice("schedule", schedule, SCHEDULES)
     v = _scalar_count("virtual_stages", virtual_stages)
     if schedule == "interleaved":
         if v < 2:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate, budget, compute, parallelism
+from . import _check, budget, compute, parallelism
 from .hardware import Accelerator, Cluster
 from .parallelism import ACTIVATION_BYTES, ParallelPlan, TransformerModel
 
@@ -84,7 +84,7 @@ def serves_with_tensor_parallel(model: TransformerModel, tensor_parallel) -> boo
     >>> serves_with_tensor_parallel(LLAMA3_70B, 3)
     False
     """
-    t = _validate.count("tensor_parallel", tensor_parallel)
+    t = _check.count("tensor_parallel", tensor_parallel)
     return bool(parallelism.splits_evenly(model, t) and _kv_heads_split(model.kv_heads, t))
 
 
@@ -110,14 +110,14 @@ def kv_cache_bytes(layers, kv_heads, head_dim, context_len, sequences, bytes_per
     >>> format_bytes(kv_cache_bytes(40, 40, 128, 8192, 1))
     '6.71 GB'
     """
-    l = _validate.count("layers", layers)
-    kv = _validate.count("kv_heads", kv_heads)
-    d = _validate.count("head_dim", head_dim)
-    c = _validate.count("context_len", context_len)
-    b = _validate.count("sequences", sequences)
-    e = _validate.positive("bytes_per_element", bytes_per_element)
+    l = _check.count("layers", layers)
+    kv = _check.count("kv_heads", kv_heads)
+    d = _check.count("head_dim", head_dim)
+    c = _check.count("context_len", context_len)
+    b = _check.count("sequences", sequences)
+    e = _check.positive("bytes_per_element", bytes_per_element)
     total = l * 2 * kv * d * c * b * e
-    return int(total) if np.ndim(total) == 0 and float(total).is_integer() else _validate.as_result(total)
+    return int(total) if np.ndim(total) == 0 and float(total).is_integer() else _check.as_result(total)
 
 
 def kv_cache_bytes_per_device(
@@ -130,12 +130,12 @@ def kv_cache_bytes_per_device(
     >>> kv_cache_bytes_per_device(80, 8, 128, 1, 1, tensor_parallel=16) * 16 / kv_cache_bytes(80, 8, 128, 1, 1)
     2.0
     """
-    l = _validate.count("layers", layers)
-    kv = _validate.count("kv_heads", kv_heads)
-    t = _validate.count("tensor_parallel", tensor_parallel)
-    p = _validate.count("pipeline_parallel", pipeline_parallel)
+    l = _check.count("layers", layers)
+    kv = _check.count("kv_heads", kv_heads)
+    t = _check.count("tensor_parallel", tensor_parallel)
+    p = _check.count("pipeline_parallel", pipeline_parallel)
     whole = kv_cache_bytes(l, kv, head_dim, context_len, sequences, bytes_per_element)
-    return _validate.as_result(whole / (l * kv) * (l / p) * _kv_heads_per_device(kv, t))
+    return _check.as_result(whole / (l * kv) * (l / p) * _kv_heads_per_device(kv, t))
 
 
 def weight_bytes_per_device(params, tensor_parallel=1, pipeline_parallel=1, bytes_per_param=2):
@@ -144,11 +144,11 @@ def weight_bytes_per_device(params, tensor_parallel=1, pipeline_parallel=1, byte
     >>> format_bytes(weight_bytes_per_device(70e9, tensor_parallel=8))   # bf16
     '17.5 GB'
     """
-    n = _validate.positive("params", params)
-    t = _validate.count("tensor_parallel", tensor_parallel)
-    p = _validate.count("pipeline_parallel", pipeline_parallel)
-    e = _validate.positive("bytes_per_param", bytes_per_param)
-    return _validate.as_result(n * e / (t * p))
+    n = _check.positive("params", params)
+    t = _check.count("tensor_parallel", tensor_parallel)
+    p = _check.count("pipeline_parallel", pipeline_parallel)
+    e = _check.positive("bytes_per_param", bytes_per_param)
+    return _check.as_result(n * e / (t * p))
 
 
 def decode_activation_bytes(
@@ -164,15 +164,15 @@ def decode_activation_bytes(
     >>> format_bytes(decode_activation_bytes(64, 8192, 28672, 128256, tensor_parallel=8))
     '6.53 MB'
     """
-    b = _validate.count("sequences", sequences)
-    h = _validate.count("hidden", hidden)
-    f = _validate.count("ffn_hidden", ffn_hidden)
-    v = _validate.count("vocab", vocab)
-    t = _validate.count("tensor_parallel", tensor_parallel)
-    gated = _validate.flag("gated_mlp", gated_mlp)
-    e = _validate.positive("bytes_per_element", bytes_per_element)
+    b = _check.count("sequences", sequences)
+    h = _check.count("hidden", hidden)
+    f = _check.count("ffn_hidden", ffn_hidden)
+    v = _check.count("vocab", vocab)
+    t = _check.count("tensor_parallel", tensor_parallel)
+    gated = _check.flag("gated_mlp", gated_mlp)
+    e = _check.positive("bytes_per_element", bytes_per_element)
     mlp = (3 if gated else 1) * f / t
-    return _validate.as_result(b * (e * (h + mlp) + LOGIT_BYTES * v / t))
+    return _check.as_result(b * (e * (h + mlp) + LOGIT_BYTES * v / t))
 
 
 def max_sequences(capacity_bytes, weight_bytes, kv_bytes_per_sequence, activation_bytes_per_sequence=0):
@@ -184,17 +184,17 @@ def max_sequences(capacity_bytes, weight_bytes, kv_bytes_per_sequence, activatio
     >>> max_sequences(16 * 16e9, 140e9, kv_cache_bytes(80, 8, 128, 8192, 1))
     43
     """
-    capacity = _validate.positive("capacity_bytes", capacity_bytes)
-    weights = _validate.nonnegative("weight_bytes", weight_bytes)
-    per_kv = _validate.positive("kv_bytes_per_sequence", kv_bytes_per_sequence)
-    per_act = _validate.nonnegative("activation_bytes_per_sequence", activation_bytes_per_sequence)
+    capacity = _check.positive("capacity_bytes", capacity_bytes)
+    weights = _check.nonnegative("weight_bytes", weight_bytes)
+    per_kv = _check.positive("kv_bytes_per_sequence", kv_bytes_per_sequence)
+    per_act = _check.nonnegative("activation_bytes_per_sequence", activation_bytes_per_sequence)
     count = np.floor(np.maximum(capacity - weights, 0.0) / (per_kv + per_act)).astype(np.int64)
     return int(count) if count.ndim == 0 else count
 
 
 def _check_partition(model: TransformerModel, tensor_parallel, pipeline_parallel):
-    t = _validate.count("tensor_parallel", tensor_parallel)
-    p = _validate.count("pipeline_parallel", pipeline_parallel)
+    t = _check.count("tensor_parallel", tensor_parallel)
+    p = _check.count("pipeline_parallel", pipeline_parallel)
     parallelism.check_tensor_split(model.heads, t)
     parallelism.check_pipeline_split(model.layers, p)
     _kv_heads_per_device(model.kv_heads, t)
@@ -258,8 +258,8 @@ def serving_memory(
     ('17.6 GB', '10.7 GB', '3.26 MB')
     """
     t, p = _check_partition(model, tensor_parallel, pipeline_parallel)
-    e = _validate.positive("bytes_per_param", bytes_per_param)
-    _validate.positive("kv_bytes_per_element", kv_bytes_per_element)
+    e = _check.positive("bytes_per_param", bytes_per_param)
+    _check.positive("kv_bytes_per_element", kv_bytes_per_element)
     params = model.params / (t * p) + model.layers / p * _replicated_kv_params_per_layer(model, t)
     kv = kv_cache_bytes_per_device(
         model.layers, model.kv_heads, model.head_dim, context_len, sequences, t, p, kv_bytes_per_element
@@ -267,7 +267,7 @@ def serving_memory(
     activations = decode_activation_bytes(
         sequences, model.hidden, model.ffn_hidden, model.vocab, t, model.gated_mlp, ACTIVATION_BYTES
     )
-    return ServingMemory(_validate.as_result(params * e), kv, activations)
+    return ServingMemory(_check.as_result(params * e), kv, activations)
 
 
 def max_sequences_that_fit(
@@ -304,10 +304,10 @@ def prefill_flops(model: TransformerModel, prompt_len, sequences=1):
     >>> format_flops(prefill_flops(LLAMA3_70B, 8192))   # the scaling book: 2 × 70e9 × 8192 = 1.15e15 + attention
     '1.23 PFLOP'
     """
-    s = _validate.count("prompt_len", prompt_len)
-    b = _validate.count("sequences", sequences)
+    s = _check.count("prompt_len", prompt_len)
+    b = _check.count("sequences", sequences)
     attention = 2.0 * model.layers * model.hidden * s * (s + 1)
-    return _validate.as_result(b * (2.0 * matmul_params(model) * s + attention))
+    return _check.as_result(b * (2.0 * matmul_params(model) * s + attention))
 
 
 def decode_flops(model: TransformerModel, sequences, context_len):
@@ -317,13 +317,13 @@ def decode_flops(model: TransformerModel, sequences, context_len):
     >>> format_flops(decode_flops(LLAMA3_8B, 1, 1))
     '15 GFLOP'
     """
-    return _validate.as_result(sum(_decode_flops_parts(model, sequences, context_len)))
+    return _check.as_result(sum(_decode_flops_parts(model, sequences, context_len)))
 
 
 def _decode_flops_parts(model: TransformerModel, sequences, context_len):
     """(weight multiplies, attention) FLOPs of one decode step of the whole model."""
-    b = _validate.count("sequences", sequences)
-    c = _validate.count("context_len", context_len)
+    b = _check.count("sequences", sequences)
+    c = _check.count("context_len", context_len)
     return 2.0 * b * matmul_params(model), 4.0 * b * model.layers * model.hidden * c
 
 
@@ -357,7 +357,7 @@ class Prefill:
     @property
     def time_to_first_token_s(self):
         """The prefill's total: the first output token is sampled from its last logits."""
-        return _validate.as_result(self.compute_s + self.all_reduce_s + self.pipeline_hop_s)
+        return _check.as_result(self.compute_s + self.all_reduce_s + self.pipeline_hop_s)
 
 
 def prefill(
@@ -384,7 +384,7 @@ def prefill(
     """
     t, p = _check_partition(model, tensor_parallel, pipeline_parallel)
     _check_cluster(cluster, t, p)
-    efficiency = _validate.fraction("compute_efficiency", compute_efficiency)
+    efficiency = _check.fraction("compute_efficiency", compute_efficiency)
     peak = cluster.accelerator.peak(dtype)
     flops = prefill_flops(model, prompt_len, sequences)
     compute_s = flops / (t * peak * efficiency)
@@ -392,7 +392,7 @@ def prefill(
     latency, bandwidth = _all_reduce_terms(cluster, t, activation)
     all_reduce = 2 * model.layers * (latency + bandwidth)
     hops = (p - 1) * _hop_s(cluster, t, p, activation / t)
-    return Prefill(*(_validate.as_result(x) for x in (compute_s, all_reduce, hops)))
+    return Prefill(*(_check.as_result(x) for x in (compute_s, all_reduce, hops)))
 
 
 def decode_step_time_s(
@@ -410,13 +410,13 @@ def decode_step_time_s(
     >>> format_time(decode_step_time_s(30e9 / 16, 256 * kv / 16, 2 * 256 * 30e9 / 16, 0, 8.1e11, 1.97e14))
     '21.1 ms'
     """
-    weights = _validate.nonnegative("weight_bytes", weight_bytes)
-    kv = _validate.nonnegative("kv_bytes", kv_bytes)
-    matmul = _validate.nonnegative("matmul_flops", matmul_flops)
-    attention = _validate.nonnegative("attention_flops", attention_flops)
-    bandwidth = _validate.positive("hbm_bandwidth_bytes_per_s", hbm_bandwidth_bytes_per_s)
-    peak = _validate.positive("peak_flops_per_s", peak_flops_per_s)
-    return _validate.as_result(
+    weights = _check.nonnegative("weight_bytes", weight_bytes)
+    kv = _check.nonnegative("kv_bytes", kv_bytes)
+    matmul = _check.nonnegative("matmul_flops", matmul_flops)
+    attention = _check.nonnegative("attention_flops", attention_flops)
+    bandwidth = _check.positive("hbm_bandwidth_bytes_per_s", hbm_bandwidth_bytes_per_s)
+    peak = _check.positive("peak_flops_per_s", peak_flops_per_s)
+    return _check.as_result(
         np.maximum(weights / bandwidth, matmul / peak) + np.maximum(kv / bandwidth, attention / peak)
     )
 
@@ -447,7 +447,7 @@ class DecodeStep:
     @property
     def stage_s(self):
         """One stage's busy time per step: both rooflines plus its all-reduces."""
-        return _validate.as_result(
+        return _check.as_result(
             np.maximum(self.weight_read_s, self.matmul_compute_s)
             + np.maximum(self.kv_read_s, self.attention_compute_s)
             + self.all_reduce_latency_s
@@ -462,17 +462,17 @@ class DecodeStep:
         stages; with k batches in flight a stage serves each of them once per token.
         """
         p, k = self.pipeline_parallel, self.batches_in_flight
-        return _validate.as_result(np.maximum(p * self.stage_s + self.pipeline_hop_s, k * self.stage_s))
+        return _check.as_result(np.maximum(p * self.stage_s + self.pipeline_hop_s, k * self.stage_s))
 
     @property
     def tokens_per_s_per_replica(self):
         """k·b tokens every ``time_per_output_token_s``."""
-        return _validate.as_result(self.batches_in_flight * self.sequences / self.time_per_output_token_s)
+        return _check.as_result(self.batches_in_flight * self.sequences / self.time_per_output_token_s)
 
     @property
     def tokens_per_s_per_device(self):
         """Replica throughput over its t·p devices."""
-        return _validate.as_result(self.tokens_per_s_per_replica / (self.tensor_parallel * self.pipeline_parallel))
+        return _check.as_result(self.tokens_per_s_per_replica / (self.tensor_parallel * self.pipeline_parallel))
 
     @property
     def bound(self):
@@ -509,11 +509,11 @@ def decode_step(
     """
     t, p = _check_partition(model, tensor_parallel, pipeline_parallel)
     _check_cluster(cluster, t, p)
-    b = _validate.count("sequences", sequences)
-    c = _validate.count("context_len", context_len)
-    k = _validate.count("batches_in_flight", batches_in_flight)
-    e = _validate.positive("bytes_per_param", bytes_per_param)
-    _validate.positive("kv_bytes_per_element", kv_bytes_per_element)
+    b = _check.count("sequences", sequences)
+    c = _check.count("context_len", context_len)
+    k = _check.count("batches_in_flight", batches_in_flight)
+    e = _check.positive("bytes_per_param", bytes_per_param)
+    _check.positive("kv_bytes_per_element", kv_bytes_per_element)
     accelerator = cluster.accelerator
     bandwidth, peak = accelerator.hbm_bandwidth_bytes_per_s, accelerator.peak(dtype)
     read_params = matmul_params(model) / (t * p) + model.layers / p * _replicated_kv_params_per_layer(model, t)
@@ -530,7 +530,7 @@ def decode_step(
         p,
         k,
         *(
-            _validate.as_result(x)
+            _check.as_result(x)
             for x in (
                 weight_read,
                 matmul,
@@ -564,7 +564,7 @@ def latency_throughput_curve(
     >>> int(curve.sequences[-1]), format_time(curve.time_per_output_token_s[-1])
     (59, '23.4 ms')
     """
-    k = _validate.count("batches_in_flight", batches_in_flight)
+    k = _check.count("batches_in_flight", batches_in_flight)
     fits = max_sequences_that_fit(
         model,
         cluster.accelerator,
@@ -605,10 +605,10 @@ def decode_compute_bound_sequences(peak_flops_per_s, hbm_bandwidth_bytes_per_s, 
     >>> round(decode_compute_bound_sequences(*v5e)), round(decode_compute_bound_sequences(*v5e, bytes_per_param=1))
     (240, 120)
     """
-    peak = _validate.positive("peak_flops_per_s", peak_flops_per_s)
-    bandwidth = _validate.positive("hbm_bandwidth_bytes_per_s", hbm_bandwidth_bytes_per_s)
-    e = _validate.positive("bytes_per_param", bytes_per_param)
-    return _validate.as_result(compute.ridge_point_flops_per_byte(peak, bandwidth) * e / 2)
+    peak = _check.positive("peak_flops_per_s", peak_flops_per_s)
+    bandwidth = _check.positive("hbm_bandwidth_bytes_per_s", hbm_bandwidth_bytes_per_s)
+    e = _check.positive("bytes_per_param", bytes_per_param)
+    return _check.as_result(compute.ridge_point_flops_per_byte(peak, bandwidth) * e / 2)
 
 
 def latency_optimal_tensor_parallel(
@@ -707,7 +707,7 @@ def compare_training_and_serving(
         parallelism.memory_breakdown(model, plan, calibration=None).total <= cluster.accelerator.hbm_capacity_bytes
     )
     t, p = plan.tensor_parallel, plan.pipeline_parallel
-    k = _validate.count("batches_in_flight", batches_in_flight)
+    k = _check.count("batches_in_flight", batches_in_flight)
     pre = prefill(model, cluster, t, p, prompt_len, sequences, compute_efficiency, dtype)
     step = decode_step(model, cluster, t, p, sequences, context_len, k, dtype=dtype)
     memory = serving_memory(model, t, p, k * np.asarray(sequences), context_len)
@@ -718,13 +718,13 @@ def compare_training_and_serving(
         gather = budget.group_collective_time("all_gather", cluster, plan.data_parallel, stride, memory.weights)
     return PlanComparison(
         training,
-        _validate.as_result(tokens),
+        _check.as_result(tokens),
         _as_flag(training_fits),
         pre,
         step,
         memory,
         _as_flag(serving_fits),
-        _validate.as_result(gather),
+        _check.as_result(gather),
     )
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _validate
+from . import _check
 from .collectives import OPS, applicable_algorithms, check_algorithm
 
 __all__ = ["Transfer", "Simulation", "simulate", "reference", "NOT_SIMULATED"]
@@ -172,7 +172,7 @@ class Simulation:
     def _contributors(self, step, asked: str) -> np.ndarray:
         if self.op == "all_to_all":
             raise ValueError(f"op='all_to_all' has no chunk {asked}: its chunks are (source, destination) blocks")
-        step = _validate.count("step", step, minimum=0)
+        step = _check.count("step", step, minimum=0)
         if not isinstance(step, int) or step > self.step_count:
             raise ValueError(f"step must be an integer in 0..{self.step_count} (the step count), got {step!r}")
         contributors = _initial_contributors(self.op, self.ranks)
@@ -510,14 +510,14 @@ def _outputs(op: str, arrays, p: int, steps, root: int) -> tuple[np.ndarray, ...
 
 
 def _checked_ranks(op: str, ranks, algorithm: str) -> int:
-    p = _validate.count("ranks", ranks)
+    p = _check.count("ranks", ranks)
     if algorithm not in applicable_algorithms(op, p):  # refuses an array of ranks too
         raise ValueError(f"ranks must be a power of two for algorithm={algorithm!r}, got {p!r}")
     return p
 
 
 def _checked_root(root, p: int) -> int:
-    root = _validate.count("root", root, minimum=0)
+    root = _check.count("root", root, minimum=0)
     if not isinstance(root, int) or root >= p:
         raise ValueError(f"root must be an integer in 0..{p - 1} (ranks − 1), got {root!r}")
     return root
@@ -556,8 +556,8 @@ def _default_inputs(op: str, p: int, elements, seed) -> tuple[np.ndarray, ...]:
     """Deterministic int64 inputs (integers 0..99 drawn with ``seed``), S = ``elements`` elements of payload."""
     if elements is None:
         elements = p * p * 2 if op == "all_to_all" else p * 3
-    elements = _validate.count("elements", elements)
-    seed = _validate.count("seed", seed, minimum=0)
+    elements = _check.count("elements", elements)
+    seed = _check.count("seed", seed, minimum=0)
     if op == "all_gather" and elements % p:
         raise ValueError(
             f"elements must be a multiple of ranks={p} for all_gather (one equal chunk per rank), got {elements}"
@@ -602,7 +602,7 @@ def simulate(op, ranks, inputs=None, algorithm="ring", root=0, elements=None, se
         arrays = _default_inputs(op, p, elements, seed)
     else:
         arrays = tuple(_read_only(array) for array in _checked_inputs(inputs, p))
-        if elements is not None and _validate.count("elements", elements) != _payload_elements(op, arrays):
+        if elements is not None and _check.count("elements", elements) != _payload_elements(op, arrays):
             raise ValueError(
                 f"elements must match the inputs' payload of {_payload_elements(op, arrays)} "
                 f"elements (or be None), got {elements!r}"
@@ -629,7 +629,7 @@ def reference(op, inputs, root=0) -> tuple[np.ndarray, ...]:
     >>> reference("reduce", inputs, root=1)
     (array([1, 2, 3, 4]), array([11, 22, 33, 44]))
     """
-    _validate.choice("op", op, OPS)
+    _check.choice("op", op, OPS)
     arrays = _checked_inputs(inputs)
     p = len(arrays)
     root = _checked_root(root, p)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from . import _validate
+from . import _check
 
 __all__ = [
     "KB",
@@ -108,7 +108,7 @@ def format_quantity(value: float, unit: str, *, digits: int = 3, binary: bool = 
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"value must be finite, got {value!r}")
-    _validate.count("digits", digits)
+    _check.count("digits", digits)
     if value == 0:
         return f"0 {unit}"
     table = _BINARY if binary else _DECIMAL[[p for _, p in _DECIMAL].index(min_prefix) :]

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _validate, budget, hardware, parallelism, units
+from . import _check, budget, hardware, parallelism, units
 
 __all__ = [
     "PLAYBOOK_CSV",
@@ -136,12 +136,12 @@ def playbook_flops_per_token(model: parallelism.TransformerModel, pipeline_paral
     >>> f"{playbook_flops_per_token(parallelism.PLAYBOOK_1B):.4g}"   # the Playbook README's 9.664e9
     '9.664e+09'
     """
-    p = _validate.count("pipeline_parallel", pipeline_parallel)
+    p = _check.count("pipeline_parallel", pipeline_parallel)
     h, v = model.hidden, model.vocab
     layer, head, _ = budget.forward_flops_per_token(model)
     forward = model.layers * layer + head
     separate_embedding = np.where((not model.tied_embeddings) | (np.asarray(p) > 1), 6.0 * v * h, 0.0)
-    return _validate.as_result(3 * forward + separate_embedding)
+    return _check.as_result(3 * forward + separate_embedding)
 
 
 @dataclass(frozen=True, eq=False)
@@ -249,7 +249,7 @@ def fit_playbook_calibration(runs: PlaybookRuns, models=FIT_MODELS, passes=3) ->
     the uncalibrated values. Never pass the held-out models.
     """
     for label in models:
-        _validate.choice("models", label, FIT_MODELS)
+        _check.choice("models", label, FIT_MODELS)
     rows = runs.succeeded & np.isin(runs["model"], models) & (runs["measured_mfu"] > 0)
     sample = _subset(runs, rows)
     base = replace(
@@ -375,8 +375,8 @@ def residuals_by(replay: Replay, column: str, rows=None, quantity="mfu") -> dict
     >>> {nodes: round(median, 2) for nodes, (median, *_) in residuals_by(replay, "nodes").items()}[64]
     7.57
     """
-    _validate.choice("column", column, tuple(RESIDUAL_TERMS))
-    _validate.choice("quantity", quantity, ("mfu", "memory"))
+    _check.choice("column", column, tuple(RESIDUAL_TERMS))
+    _check.choice("quantity", quantity, ("mfu", "memory"))
     runs = replay.runs
     rows = np.ones(len(runs), dtype=bool) if rows is None else np.asarray(rows, dtype=bool)
     measured, predicted = {
@@ -404,7 +404,7 @@ def best_in_cell(replay: Replay, model: str, nodes: int) -> dict:
     >>> cell["predicted best"]["ran"]   # the model's pick ran out of memory
     False
     """
-    _validate.choice("model", model, tuple(_MODELS))
+    _check.choice("model", model, tuple(_MODELS))
     runs, cols = replay.runs, replay.columns
     cell = replay.represented & (runs["model"] == model) & (runs["nodes"] == nodes)
     if not (cell & runs.succeeded).any():

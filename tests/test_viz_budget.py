@@ -5,13 +5,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-from course_lib import budget, hardware, units  # noqa: E402
-from course_lib.parallelism import GPT2_1_5B, GPT3_175B, MEGATRON_1T, ParallelPlan  # noqa: E402
-from course_lib.viz.budget import plot_plan_search, plot_step_timeline  # noqa: E402
+from course_lib import budget, hardware, units
+from course_lib.parallelism import GPT2_1_5B, GPT3_175B, MEGATRON_1T, ParallelPlan
+from course_lib.viz.budget import plot_plan_search, plot_step_timeline
 
 CLUSTER_64 = hardware.Cluster("8 × DGX H100", hardware.H100, 8, 8, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
 

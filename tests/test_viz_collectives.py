@@ -5,19 +5,19 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import re  # noqa: E402
+import re
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from lab_checks import assert_updates_match_a_fresh_build  # noqa: E402
-from matplotlib.colors import to_rgba  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import FancyArrowPatch  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from lab_checks import assert_updates_match_a_fresh_build
+from matplotlib.colors import to_rgba
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch
 
-from course_lib import collectives  # noqa: E402
-from course_lib.simulate import reference, simulate  # noqa: E402
-from course_lib.viz.collectives import (  # noqa: E402
+from course_lib import collectives
+from course_lib.simulate import reference, simulate
+from course_lib.viz.collectives import (
     EMPTY_COLOR,
     RANK_COLORS,
     SUM_COLOR,

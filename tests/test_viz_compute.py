@@ -5,15 +5,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import math  # noqa: E402
-import re  # noqa: E402
+import math
+import re
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-from course_lib import compute, hardware  # noqa: E402
-from course_lib.viz.compute import plot_flops_breakdown, plot_roofline  # noqa: E402
+from course_lib import compute, hardware
+from course_lib.viz.compute import plot_flops_breakdown, plot_roofline
 
 GPT3 = dict(batch=1536, seq_len=2048, layers=96, hidden=12288, vocab=51200)
 SMALL = dict(batch=2, seq_len=64, layers=3, hidden=32, vocab=100)  # every count exact in float64

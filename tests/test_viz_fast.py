@@ -9,12 +9,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from lab_checks import decoded  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import numpy as np
+import pytest
+from lab_checks import decoded
+from matplotlib.figure import Figure
 
-from course_lib.viz import fast  # noqa: E402
+from course_lib.viz import fast
 
 
 def build(owner):

@@ -8,18 +8,18 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from lab_checks import assert_updates_match_a_fresh_build  # noqa: E402
-from matplotlib.colors import to_rgba  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import FancyArrowPatch  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from lab_checks import assert_updates_match_a_fresh_build
+from matplotlib.colors import to_rgba
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch
 
-from course_lib import hardware, parallelism, units  # noqa: E402
-from course_lib.parallelism import GPT3_175B, ParallelPlan, memory_breakdown  # noqa: E402
-from course_lib.pipeline import pipeline_schedule  # noqa: E402
-from course_lib.viz.parallelism import (  # noqa: E402
+from course_lib import hardware, parallelism, units
+from course_lib.parallelism import GPT3_175B, ParallelPlan, memory_breakdown
+from course_lib.pipeline import pipeline_schedule
+from course_lib.viz.parallelism import (
     MEMORY_COMPONENTS,
     MODEL_MEMORY_COMPONENTS,
     ComparisonBarsFigure,
@@ -36,7 +36,7 @@ from course_lib.viz.parallelism import (  # noqa: E402
     plot_tensor_parallel_layer,
     schedule_title,
 )
-from course_lib.viz.style import COLORS  # noqa: E402
+from course_lib.viz.style import COLORS
 
 
 @pytest.fixture(autouse=True)

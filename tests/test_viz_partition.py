@@ -6,12 +6,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.text import Text
 
-from course_lib import budget, hardware, parallelism, units  # noqa: E402
-from course_lib.viz.partition import (  # noqa: E402
+from course_lib import budget, hardware, parallelism, units
+from course_lib.viz.partition import (
     MAX_STAGES_DRAWN,
     STEP_SEGMENTS,
     PartitionFigure,

@@ -4,16 +4,16 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from lab_checks import assert_updates_match_a_fresh_build  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from lab_checks import assert_updates_match_a_fresh_build
+from matplotlib.figure import Figure
 
-from course_lib import serving  # noqa: E402
-from course_lib.hardware import DGX_H100, H100, INFINIBAND_NDR_8X, NVLINK4, Cluster  # noqa: E402
-from course_lib.parallelism import LLAMA3_8B, LLAMA3_70B  # noqa: E402
-from course_lib.viz.serving import (  # noqa: E402
+from course_lib import serving
+from course_lib.hardware import DGX_H100, H100, INFINIBAND_NDR_8X, NVLINK4, Cluster
+from course_lib.parallelism import LLAMA3_8B, LLAMA3_70B
+from course_lib.viz.serving import (
     DECODE_SEGMENTS,
     DecodeBreakdownFigure,
     LatencyThroughputFigure,

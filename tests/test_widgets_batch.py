@@ -6,14 +6,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import io  # noqa: E402
+import io
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from lab_checks import options, plain_and_finite, png_pixels, sweep  # noqa: E402
+import numpy as np
+import pytest
+from lab_checks import options, plain_and_finite, png_pixels, sweep
 
-from course_lib import parallelism, units  # noqa: E402
-from course_lib.widgets.batch import (  # noqa: E402
+from course_lib import parallelism, units
+from course_lib.widgets.batch import (
     DATA_PARALLEL_SIZES,
     PARALLEL_SIZES,
     SEQ_LENS,

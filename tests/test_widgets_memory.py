@@ -10,14 +10,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import ipywidgets as widgets  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, stops  # noqa: E402
+import ipywidgets as widgets
+import numpy as np
+import pytest
+from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, stops
 
-from course_lib import hardware, parallelism, units  # noqa: E402
-from course_lib.widgets import memory as memory_module  # noqa: E402
-from course_lib.widgets import memory_budget_lab  # noqa: E402
+from course_lib import hardware, parallelism, units
+from course_lib.widgets import memory as memory_module
+from course_lib.widgets import memory_budget_lab
 
 COMPONENTS = ("parameters", "gradients", "optimizer_state", "activations")
 

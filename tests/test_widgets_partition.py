@@ -10,12 +10,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
-from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, stops  # noqa: E402
+import pytest
+from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, stops
 
-from course_lib import budget, parallelism, units  # noqa: E402
-from course_lib.widgets import partition as partition_module  # noqa: E402
-from course_lib.widgets import partition_lab  # noqa: E402
+from course_lib import budget, parallelism, units
+from course_lib.widgets import partition as partition_module
+from course_lib.widgets import partition_lab
 
 REQUIRED = (
     "memory_bytes_per_device",

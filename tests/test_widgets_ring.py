@@ -6,18 +6,18 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import io  # noqa: E402
-import math  # noqa: E402
+import io
+import math
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import traitlets  # noqa: E402
-from lab_checks import options, plain_and_finite, png_pixels, sweep  # noqa: E402
-from matplotlib.colors import to_rgba  # noqa: E402
+import numpy as np
+import pytest
+import traitlets
+from lab_checks import options, plain_and_finite, png_pixels, sweep
+from matplotlib.colors import to_rgba
 
-from course_lib import collectives, simulate, units  # noqa: E402
-from course_lib.viz.collectives import level_colors  # noqa: E402
-from course_lib.widgets.ring import (  # noqa: E402
+from course_lib import collectives, simulate, units
+from course_lib.viz.collectives import level_colors
+from course_lib.widgets.ring import (
     BANDWIDTHS_BYTES_PER_S,
     LATENCIES_S,
     MAX_STEP_RANKS,

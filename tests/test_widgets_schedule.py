@@ -11,13 +11,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, stops  # noqa: E402
+import numpy as np
+import pytest
+from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, stops
 
-from course_lib import parallelism, pipeline, units  # noqa: E402
-from course_lib.widgets import pipeline_lab  # noqa: E402
-from course_lib.widgets import schedule as schedule_module  # noqa: E402
+from course_lib import parallelism, pipeline, units
+from course_lib.widgets import pipeline_lab
+from course_lib.widgets import schedule as schedule_module
 
 COMPONENTS = ("parameters", "gradients", "optimizer_state", "activations")
 

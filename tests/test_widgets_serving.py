@@ -12,9 +12,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from lab_checks import (  # noqa: E402
+import numpy as np
+import pytest
+from lab_checks import (
     assert_plain_and_finite,
     assert_png_matches_savefig,
     decoded,
@@ -22,9 +22,9 @@ from lab_checks import (  # noqa: E402
     stops,
 )
 
-from course_lib import hardware, parallelism, serving, units  # noqa: E402
-from course_lib.widgets import serving as serving_module  # noqa: E402
-from course_lib.widgets import serving_lab  # noqa: E402
+from course_lib import hardware, parallelism, serving, units
+from course_lib.widgets import serving as serving_module
+from course_lib.widgets import serving_lab
 
 NODES = {
     "A100 SXM 80GB": hardware.DGX_A100,

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from assignments import (  # noqa: E402
+from assignments import (
     DEFAULT_OUT,
     autograder_zip,
     checksum_path,
@@ -63,7 +63,7 @@ from assignments import (  # noqa: E402
     otter_environment,
     sha256,
 )
-from grading_sandbox import (  # noqa: E402
+from grading_sandbox import (
     Limits,
     bwrap_works,
     prepare_work_folder,
@@ -71,7 +71,7 @@ from grading_sandbox import (  # noqa: E402
     run_sandboxed,
     runner_command,
 )
-from grading_scan import scan_bytes, summarise  # noqa: E402
+from grading_scan import scan_bytes, summarise
 
 COLUMNS = ("student", "lab", "question", "points", "max_points", "status", "flags", "reason")
 STATUSES = ("graded", "not graded", "timed out", "flagged")

@@ -53,7 +53,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _validate, budget, collectives, units
+from .. import _check, budget, collectives, units
 
 __all__ = [
     "DATA_DIR",
@@ -207,7 +207,7 @@ def parse_sizes(sizes):
         raise ValueError(f"sizes must be a string like '8B:64MB' or a list of byte counts; got {sizes!r}") from None
     if not values:
         raise ValueError("sizes must not be empty")
-    return tuple(int(_validate.count("sizes", value)) for value in values)
+    return tuple(int(_check.count("sizes", value)) for value in values)
 
 
 # --- the table --------------------------------------------------------------------------------------------------
@@ -259,7 +259,7 @@ class Measurements:
 
     def column(self, name):
         """One column as a numpy array (``name`` is a ``Row`` field)."""
-        _validate.choice("name", name, Row._fields)
+        _check.choice("name", name, Row._fields)
         return np.array([getattr(row, name) for row in self.rows])
 
     size_bytes = property(lambda self: self.column("size_bytes"))
@@ -282,7 +282,7 @@ class Measurements:
     def select(self, **where):
         """The rows whose fields equal the given values, e.g. ``table.select(algorithm="ring")``."""
         for name in where:
-            _validate.choice("field", name, Row._fields)
+            _check.choice("field", name, Row._fields)
         rows = tuple(row for row in self.rows if all(getattr(row, k) == v for k, v in where.items()))
         if not rows:
             raise ValueError(f"no rows with {where}; the table has {sorted({r.algorithm for r in self.rows})}")
@@ -478,8 +478,8 @@ def _run_job(ranks, spec, env_extra, timeout_s, expected_records=0, progress=Fal
 
     The job runs in its own session; past ``timeout_s`` (or on any failure) the whole process group is killed and a
     ``MeasurementError`` carries the ranks' stderr."""
-    ranks = _validate.count("ranks", ranks, minimum=2)
-    timeout_s = _validate.positive("timeout_s", timeout_s)
+    ranks = _check.count("ranks", ranks, minimum=2)
+    timeout_s = _check.positive("timeout_s", timeout_s)
     cores = _cores()
     command = [_mpiexec(), "-n", str(ranks), sys.executable, "-m", "course_lib.measure", "worker", json.dumps(spec)]
     marker = f"{os.getpid()}-{time.monotonic_ns()}"
@@ -566,7 +566,7 @@ def _oversubscription_warning(ranks):
 def _check_cases(cases):
     checked, seen = [], set()
     for op, algorithm in cases:
-        _validate.choice("op", op, OPS)
+        _check.choice("op", op, OPS)
         if algorithm not in MPICH_ALGORITHMS[op]:
             raise ValueError(
                 f"algorithm must be one of {', '.join(repr(a) for a in MPICH_ALGORITHMS[op])} (MPICH's names) for "
@@ -591,10 +591,10 @@ def _algorithm_env(cases):
 def _sweep(cases, ranks, sizes_bytes, iterations, warmup, timeout_s, progress, fault=None):
     """Run one sweep job; return its raw records (every iteration's time) and the conditions."""
     cases = _check_cases(cases)
-    ranks = _validate.count("ranks", ranks, minimum=2)
+    ranks = _check.count("ranks", ranks, minimum=2)
     sizes = parse_sizes(sizes_bytes)
-    iterations = _validate.count("iterations", iterations)
-    warmup = _validate.count("warmup", warmup)
+    iterations = _check.count("iterations", iterations)
+    warmup = _check.count("warmup", warmup)
     _oversubscription_warning(ranks)
     spec = {
         "job": "sweep",
@@ -634,7 +634,7 @@ def compare_algorithms(
         _check_cases([(op, algorithm)])
     if not algorithms or len(set(algorithms)) != len(algorithms):
         raise ValueError(f"algorithms must be a non-empty list without repeats, got {algorithms}")
-    rounds = _validate.count("rounds", rounds)
+    rounds = _check.count("rounds", rounds)
     pooled, fell_back, conditions = {}, {}, {}
     for _ in range(rounds):
         for algorithm in algorithms:
@@ -715,13 +715,13 @@ def read_nccl_tests(text, op=None, ranks=None, placement="out_of_place"):
     """
     if not isinstance(text, str):
         raise ValueError(f"text must be the log's text (a str), got {type(text).__name__}")
-    _validate.choice("placement", placement, ("out_of_place", "in_place"))
+    _check.choice("placement", placement, ("out_of_place", "in_place"))
     if op is None:
         found = {_NCCL_OPS[name] for name in re.findall(r"\b(\w+_perf)\b", text) if name in _NCCL_OPS}
         if len(found) != 1:
             raise ValueError(f"op must be given: the log names {sorted(found) or 'no'} nccl-tests binary")
         op = found.pop()
-    _validate.choice("op", op, OPS)
+    _check.choice("op", op, OPS)
     parsed, short = [], False
     for number, raw in enumerate(text.splitlines(), 1):
         line = _PREFIX.sub("", raw, count=1).rstrip()
@@ -746,7 +746,7 @@ def read_nccl_tests(text, op=None, ranks=None, placement="out_of_place"):
     rank_lines = set(re.findall(r"#\s*Rank\s+(\d+)\s+Group", text))
     if ranks is None:
         ranks = len(rank_lines) if len(rank_lines) >= 2 else _ranks_from_ratio(op, parsed)
-    ranks = _validate.count("ranks", ranks, minimum=2)
+    ranks = _check.count("ranks", ranks, minimum=2)
     iterations = re.search(r"\biters:\s*(\d+)", text)
     rows = tuple(
         Row(op, "nccl", ranks, size, t * units.US, t * units.US, t * units.US, a * units.GB, b * units.GB,
@@ -989,17 +989,17 @@ def measure_step(
     DMA engine). Step times are max over ranks after a barrier; the iterations are interleaved (each times
     every schedule in turn) so that a busy spell of a shared machine slows all schedules alike.
     """
-    ranks = _validate.count("ranks", ranks, minimum=2)
-    backward_flops = _validate.positive("backward_flops", backward_flops)
-    gradient_bytes = _validate.count("gradient_bytes", gradient_bytes)
-    buckets = _validate.count("buckets", buckets)
-    iterations = _validate.count("iterations", iterations)
-    warmup = _validate.count("warmup", warmup, minimum=0)
-    schedules = tuple(_validate.choice("schedules", s, SCHEDULES) for s in schedules)
+    ranks = _check.count("ranks", ranks, minimum=2)
+    backward_flops = _check.positive("backward_flops", backward_flops)
+    gradient_bytes = _check.count("gradient_bytes", gradient_bytes)
+    buckets = _check.count("buckets", buckets)
+    iterations = _check.count("iterations", iterations)
+    warmup = _check.count("warmup", warmup, minimum=0)
+    schedules = tuple(_check.choice("schedules", s, SCHEDULES) for s in schedules)
     if "compute" not in schedules:
         raise ValueError("schedules must include 'compute': exposed time is read against compute alone")
     if device_flops_per_s is not None:
-        device_flops_per_s = _validate.positive("device_flops_per_s", device_flops_per_s)
+        device_flops_per_s = _check.positive("device_flops_per_s", device_flops_per_s)
     flops_per_matmul = 2 * _MATRIX_N**3
     matmuls = max(1, round(backward_flops / buckets / flops_per_matmul))
     _oversubscription_warning(ranks)

@@ -22,7 +22,7 @@ from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from matplotlib.path import Path
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from .. import _validate, collectives, units
+from .. import _check, collectives, units
 from .. import simulate as _simulate
 from ..collectives import ALGORITHMS, OPS
 from .fast import FastText, LiveFigure
@@ -107,7 +107,7 @@ def algorithm_label(algorithm: str) -> str:
 
 
 def _checked_drawn_ranks(ranks, minimum=1):
-    p = _validate.count("ranks", ranks, minimum=minimum)
+    p = _check.count("ranks", ranks, minimum=minimum)
     if not isinstance(p, int) or p > _MAX_DRAWN_RANKS:
         raise ValueError(
             f"ranks must be an integer in {minimum}..{_MAX_DRAWN_RANKS} (one readable row or block "
@@ -138,8 +138,8 @@ def demo_inputs(op, ranks):
     >>> demo_inputs("all_gather", 3)
     (array([10]), array([21]), array([32]))
     """
-    _validate.choice("op", op, OPS)
-    p = _validate.count("ranks", ranks)
+    _check.choice("op", op, OPS)
+    p = _check.count("ranks", ranks)
     values = [np.array([10 * (r + 1) + c for c in range(p)], dtype=np.int64) for r in range(p)]
     if op == "all_gather":
         return tuple(row[r : r + 1] for r, row in enumerate(values))
@@ -242,7 +242,7 @@ def plot_collective_data(op, ranks=4, algorithm=None, axes=None):
     ['Σ 100', 'Σ 104', 'Σ 108', 'Σ 112']
     >>> plt.close("all")
     """
-    _validate.choice("op", op, OPS)
+    _check.choice("op", op, OPS)
     if algorithm is None:
         algorithm = ALGORITHMS[op][0]  # "ring" everywhere, "pairwise" for all_to_all
     p = _checked_drawn_ranks(ranks)
@@ -495,10 +495,10 @@ def plot_ring_step(simulation, step, ax=None, *, legend=True):
             f"simulation must be a ring simulation of one of {', '.join(map(repr, _RING_OPS))}; got "
             f"op={simulation.op!r}, algorithm={simulation.algorithm!r}"
         )
-    step = _validate.count("step", step, minimum=0)
+    step = _check.count("step", step, minimum=0)
     if not isinstance(step, int) or step > simulation.step_count:
         raise ValueError(f"step must be an integer in 0..{simulation.step_count} (the step count), got {step!r}")
-    legend = _validate.flag("legend", legend)
+    legend = _check.flag("legend", legend)
     p = simulation.ranks
 
     ax = axes_or_new(ax)
@@ -658,8 +658,8 @@ def _checked_range(payload_range_bytes):
         raise ValueError(
             f"payload_range_bytes must be a (smallest, largest) pair of sizes in bytes, got {payload_range_bytes!r}"
         ) from error
-    low = _validate.positive("payload_range_bytes", low)
-    high = _validate.positive("payload_range_bytes", high)
+    low = _check.positive("payload_range_bytes", low)
+    high = _check.positive("payload_range_bytes", high)
     if not isinstance(low, float) or not isinstance(high, float) or not low < high:
         raise ValueError(
             f"payload_range_bytes must be two numbers with smallest < largest, got {payload_range_bytes!r}"
@@ -695,17 +695,17 @@ def plot_collective_time_vs_payload(
     ['ring: 3.57 ms at 100 MB', 'binomial tree', 'recursive doubling', 'Rabenseifner']
     >>> plt.close("all")
     """
-    _validate.choice("op", op, OPS)
-    p = _validate.count("ranks", ranks, minimum=2)
+    _check.choice("op", op, OPS)
+    p = _check.count("ranks", ranks, minimum=2)
     if not isinstance(p, int):
         raise ValueError(f"ranks must be a single integer ≥ 2, got {ranks!r}")
-    bandwidth = _validate.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    latency = _validate.nonnegative("latency_s", latency_s)
+    bandwidth = _check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    latency = _check.nonnegative("latency_s", latency_s)
     if not isinstance(bandwidth, float) or not isinstance(latency, float):
         raise ValueError("bandwidth_bytes_per_s and latency_s must be single numbers")
     chosen = _checked_algorithms(op, p, algorithms)
     low, high = _checked_range(payload_range_bytes)
-    mark = None if mark_payload_bytes is None else _validate.positive("mark_payload_bytes", mark_payload_bytes)
+    mark = None if mark_payload_bytes is None else _check.positive("mark_payload_bytes", mark_payload_bytes)
     if mark is not None and not isinstance(mark, float):
         raise ValueError(f"mark_payload_bytes must be a single size in bytes, got {mark_payload_bytes!r}")
 
@@ -774,7 +774,7 @@ class CollectiveTimeFigure(LiveFigure):
         ranks_options=(2, 3, 4, 8),
     ):
         super().__init__(ax)
-        self.op = _validate.choice("op", op, OPS)
+        self.op = _check.choice("op", op, OPS)
         low, high = self.payload_range_bytes = _checked_range(payload_range_bytes)
         if curve_payloads_bytes is None:  # 10 points a decade: the curves are sums of a constant and a line
             curve_payloads_bytes = np.logspace(np.log10(low), np.log10(high), round(10 * np.log10(high / low)) + 1)
@@ -1028,7 +1028,7 @@ class RingStepFigure(LiveFigure):
     ):
         super().__init__(ax)
         self.max_ranks = m = _checked_drawn_ranks(max_ranks, minimum=2)
-        caption, key = _validate.flag("caption", caption), _validate.flag("key", key)
+        caption, key = _check.flag("caption", caption), _check.flag("key", key)
         self.title_format = _checked_title(title)
         self.static_examples = tuple({self.static_key(p): p for p in ranks_options}.values())
         ax.set_axis_off()
@@ -1206,7 +1206,7 @@ def plot_collective_steps(op, algorithm="ring", ranks=4, ax=None):
     'recursive doubling all-reduce, 4 ranks: n = 2 steps, Q = 64 B'
     >>> plt.close("all")
     """
-    _validate.choice("op", op, tuple(o for o in OPS if o != "all_to_all"))
+    _check.choice("op", op, tuple(o for o in OPS if o != "all_to_all"))
     p = _checked_drawn_ranks(ranks, minimum=2)
     sim = _simulate.simulate(op, p, demo_inputs(op, p), algorithm=algorithm)
     itemsize = sim.inputs[0].itemsize

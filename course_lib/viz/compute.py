@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from .. import _validate, compute, hardware, units
+from .. import _check, compute, hardware, units
 from .style import COLORS, axes_or_new, flops_rate_formatter, label_units
 
 __all__ = ["plot_roofline", "plot_flops_breakdown"]
@@ -53,7 +53,7 @@ def _checked_points(points):
     for pair in pairs:
         if len(pair) != 2 or not isinstance(pair[0], str) or not isinstance(pair[1], Real) or isinstance(pair[1], bool):
             raise ValueError(f"points must hold (label, intensity_flops_per_byte) pairs, got {pair!r}")
-        checked.append((pair[0], _validate.positive("points intensity_flops_per_byte", pair[1])))
+        checked.append((pair[0], _check.positive("points intensity_flops_per_byte", pair[1])))
     return checked
 
 
@@ -241,7 +241,7 @@ def plot_flops_breakdown(batch, seq_len, layers, hidden, vocab, recompute=True, 
     if isinstance(recompute, (bool, np.bool_)):
         recompute = "full" if recompute else "none"
     b, s, l, h, v = (
-        _validate.count(name, value)
+        _check.count(name, value)
         for name, value in (
             ("batch", batch),
             ("seq_len", seq_len),

@@ -23,7 +23,7 @@ from matplotlib.path import Path
 from matplotlib.textpath import TextToPath
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
-from .. import _validate, parallelism, units
+from .. import _check, parallelism, units
 from ..pipeline import PipelineTimeline, pipeline_schedule
 from .collectives import RANK_COLORS
 from .fast import CachedText, FastText, FastTextGroup, LiveFigure
@@ -446,7 +446,7 @@ def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
     >>> plt.close("all")
     """
     breakdowns = _checked_breakdowns(breakdowns)
-    capacity = None if capacity_bytes is None else _validate.positive("capacity_bytes", capacity_bytes)
+    capacity = None if capacity_bytes is None else _check.positive("capacity_bytes", capacity_bytes)
     ax = axes_or_new(ax)
     figure = MemoryBarsFigure(ax, list(breakdowns), memory_components_of(breakdowns.values()))
     figure.update(breakdowns.values(), capacity)
@@ -850,7 +850,7 @@ def plot_tensor_parallel_layer(sequence_parallel=False, ax=None):
     ['g', 'ḡ']
     >>> plt.close("all")
     """
-    sp = _validate.flag("sequence_parallel", sequence_parallel)
+    sp = _check.flag("sequence_parallel", sequence_parallel)
     ax = axes_or_new(ax, figsize=(8, 3.6))
     operators = dict(zip(("f", "g"), TP_OPERATORS[sp], strict=True))
     # The per-layer counts come from the cost model, on a 2-GPU plan of a small model (one micro-batch).

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from .. import _validate, parallelism, units
+from .. import _check, parallelism, units
 from ..viz.parallelism import GlobalBatchFigure, count_of
 from ._base import Lab, initial_values, int_slider, stops_with, unit_slider
 
@@ -81,7 +81,7 @@ class GlobalBatchLab(Lab):
     def __init__(self, **initial):
         start = initial_values(DEFAULTS, initial, "global batch lab")
         for name, (low, high) in LIMITS.items():
-            value = _validate.count(name, start[name])
+            value = _check.count(name, start[name])
             if not low <= value <= high:
                 raise ValueError(f"{name} must be an integer in {low}..{high}, got {start[name]!r}")
             start[name] = value

@@ -34,7 +34,7 @@ import math
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from .. import _validate, collectives, units
+from .. import _check, collectives, units
 from ..viz.collectives import (
     CollectiveTimeFigure,
     RingStepFigure,
@@ -104,7 +104,7 @@ def _step_phase(ranks: int, step: int) -> str:
 
 def _checked_option(name: str, value, low, high, integer: bool = False):
     """``value`` if it lies in [low, high] (a whole number if ``integer``), else ValueError naming the range."""
-    checked = _validate.count(name, value) if integer else _validate.positive(name, value)
+    checked = _check.count(name, value) if integer else _check.positive(name, value)
     if not low <= checked <= high:
         raise ValueError(f"{name} must be in {low}..{high}, got {value!r}")
     return checked
@@ -136,7 +136,7 @@ class RingAllReduceLab(Lab):
         collectives.check_algorithm(OP, algorithm)
         if algorithm not in allowed:
             raise ValueError(f"algorithm={algorithm!r} needs a power-of-two number of ranks, got ranks={ranks}")
-        step = _validate.count("step", start["step"], minimum=0)
+        step = _check.count("step", start["step"], minimum=0)
         last_step = ring_steps(min(ranks, MAX_STEP_RANKS))
         if step > last_step:
             raise ValueError(

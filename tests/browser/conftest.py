@@ -165,7 +165,7 @@ def browser(chromium_executable):
         unavailable(f"the playwright Python package cannot be imported ({error}); `make test` installs it")
     try:
         playwright = sync_playwright().start()
-    except Exception as error:  # noqa: BLE001 - any reason the driver cannot start means "no browser tests"
+    except Exception as error:  # any reason the driver cannot start means "no browser tests"
         unavailable(f"Playwright's driver cannot start: {error}")
     try:
         browser = playwright.chromium.launch(
