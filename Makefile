@@ -20,7 +20,7 @@ LAB_OVERRIDES = $(VENV)/share/jupyter/lab/settings/overrides.json
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test check validate bench notebooks assignments grade lock clean
+.PHONY: help lab test quick nb check validate bench notebooks assignments grade lock clean
 
 help: ## list the targets (this message)
 	@echo "Targets:"
@@ -33,8 +33,23 @@ lab: $(VENV)/.lab-installed $(LAB_OVERRIDES) ## open the course in JupyterLab (p
 
 # The notebooks' stored outputs were made with PYTHONHASHSEED=0 (set order) and without MPLBACKEND (inline
 # figures); nbval's kernels inherit pytest's environment, so the tests run in the same one.
-test: check $(LAB_OVERRIDES) ## run all tests: lint, unit, property, doctests, notebooks (nbval), environment and Binder checks
-	env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+# The tests run on every core (pytest-xdist, one worker a core): --dist loadgroup keeps together what conftest.py
+# groups (a notebook's cells in one kernel; the grading tests, which share one build and one graded batch).
+PYTEST = env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest -n auto --dist loadgroup
+# The tiers (markers in pyproject.toml, applied by path in conftest.py): `make quick` runs what has none of them.
+QUICK = not (notebook or grading or browser or env or slow)
+test: check $(LAB_OVERRIDES) ## run all tests, every tier: lint, unit, property, doctests, notebooks (nbval), grading, browser, environments
+	$(PYTEST) $(PYTEST_ARGS)
+
+quick: $(VENV)/.test-installed ## the inner loop (under a minute): every test but the notebook, grading, browser, env and slow tiers
+	$(PYTEST) -q -m "$(QUICK)" --hypothesis-profile=quick tests course_lib $(PYTEST_ARGS)
+
+# The lessons and masters whose stored outputs an uncommitted change may affect: its twin, a course_lib module it
+# imports (directly or not), or what every notebook depends on (tools/changed_notebooks.py says which).
+nb: $(VENV)/.test-installed ## nbval on only the notebooks that an uncommitted change may affect
+	@notebooks="$$($(VENV)/bin/python tools/changed_notebooks.py)" || exit 2; \
+	if [ -z "$$notebooks" ]; then echo "make nb: no lesson or master depends on an uncommitted change"; \
+	else echo "make nb:" $$notebooks; $(PYTEST) -q $$notebooks $(PYTEST_ARGS); fi
 
 # ruff's settings are in pyproject.toml: course_lib, tools, tests, benchmarks and the notebooks' .py twins.
 check: $(VENV)/.test-installed ## lint and format check (ruff); `make test` runs it first

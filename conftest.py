@@ -1,13 +1,72 @@
 """pytest configuration for the whole repository (the settings themselves are in pyproject.toml)."""
 
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent
+
+# ---- test tiers ------------------------------------------------------------------------------------------------------
+# Every test belongs to the quick tier unless one of these markers says otherwise (registered in pyproject.toml).
+# `make quick` runs `-m "not (notebook or grading or browser or env or slow)"`; `make test` runs every tier. The four
+# tiers that start heavy real components are applied here by path, so a new test file in those places is tiered
+# without anyone remembering to mark it; `slow` is marked by hand on the few seconds-long tests of other files.
+TIER_PATHS = {
+    "notebook": ("notebooks/", "labs/source/", "tests/test_execute_notebooks.py"),
+    "grading": ("tests/test_grading.py", "tests/test_grading_checks.py"),
+    "browser": ("tests/browser/",),
+    "env": ("tests/test_environments.py", "tests/test_binder.py"),
+}
+# What must run in one pytest-xdist worker, in collection order (`--dist loadgroup`): a notebook's cells (nbval runs
+# them in one kernel, one after another), and the grading tests, which share one build of every lab and one graded
+# batch (session fixtures, built once per worker that needs them).
+GRADING_GROUP = "grading"
+
+# Hypothesis: `make test` runs the full profile (as many examples as the most demanding property test asked for
+# before there were profiles); `make quick` the small one (`--hypothesis-profile quick`), enough to catch a broken
+# property in the inner loop.
+settings.register_profile("full", max_examples=300, deadline=None)
+settings.register_profile("quick", max_examples=25, deadline=None)
+settings.load_profile("full")
+
+
+def tier_of(relative_path: str) -> str | None:
+    """The tier a test file belongs to by its path relative to the repository ('tests/browser/x.py': 'browser'), or
+    None for the quick tier."""
+    for tier, prefixes in TIER_PATHS.items():
+        if relative_path.startswith(prefixes):
+            return tier
+    return None
+
+
+# The longest groups start first, so that with one worker a core the run does not end on one of them alone
+# (pytest-xdist hands out groups in collection order): the grading batch (about 5 minutes), the browser tests, then
+# the notebooks, then everything else.
+START_FIRST = ("grading", "browser", "notebook")
+
+
+def pytest_collection_modifyitems(config, items):
+    tiers = {}
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        relative = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
+        tier = tiers[item.nodeid] = tier_of(relative)
+        if tier is not None:
+            item.add_marker(getattr(pytest.mark, tier))
+        if relative.endswith(".ipynb"):
+            item.add_marker(pytest.mark.xdist_group(relative))
+        elif tier == "grading":
+            item.add_marker(pytest.mark.xdist_group(GRADING_GROUP))
+        elif tier == "browser":
+            item.add_marker(pytest.mark.xdist_group(relative))  # one JupyterLab server per module (its fixtures)
+    items.sort(key=lambda item: START_FIRST.index(tiers[item.nodeid]) if tiers[item.nodeid] in START_FIRST else 3)
+
 
 # The py:percent twins of the notebooks (notebooks_py/ for the lessons, labs/source/ for the graded masters) are not
 # modules: --doctest-modules must not import them, even when pytest is pointed at their folder (the notebooks
@@ -41,16 +100,48 @@ def _doctest_names(doctest_namespace):
     doctest_namespace["plt"] = plt
 
 
+# What `tools/assignments.py` reads to build the labs: when none of it changed, the last build is reused.
+ASSIGNMENT_INPUTS = ("labs/source/*.ipynb", "course_lib/**/*.py", "tools/assignments.py", "requirements.lock")
+ASSIGNMENT_CACHE = ROOT / "build" / "test-cache" / "assignments"
+
+
+def assignment_inputs_hash() -> str:
+    """SHA-256 over the names and bytes of every file `tools/assignments.py` reads, and otter's version."""
+    from importlib.metadata import version
+
+    digest = hashlib.sha256(f"otter-grader {version('otter-grader')}\n".encode())
+    for pattern in ASSIGNMENT_INPUTS:
+        for path in sorted(ROOT.glob(pattern)):
+            if "__pycache__" not in path.parts:
+                digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 @pytest.fixture(scope="session")
 def assigned_out(tmp_path_factory) -> Path:
-    """For the grading tests (tests/test_grading*.py): every lab assigned once per session (otter assign, without
-    its own test run) into a temporary folder."""
-    out = tmp_path_factory.mktemp("assignments")
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "assignments.py"), "--out", str(out), "--no-run-tests"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, f"tools/assignments.py failed:\n{done.stdout}\n{done.stderr}"
+    """For the grading tests (tests/test_grading*.py): every lab assigned (otter assign, without its own test run),
+    in a temporary folder of this session.
+
+    The build is kept in build/test-cache/assignments/<hash of its inputs>/ (ASSIGNMENT_INPUTS), so a second run
+    with the same masters, course_lib, tool and lock copies it instead of running otter assign again (about 30 s);
+    only the newest build is kept. Each session gets its own copy, so a test that changes a zip changes no cache."""
+    key = assignment_inputs_hash()
+    cached = ASSIGNMENT_CACHE / key
+    if not (cached / "complete").exists():
+        building = ASSIGNMENT_CACHE / f"{key}.building-{os.getpid()}"
+        shutil.rmtree(building, ignore_errors=True)
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "tools" / "assignments.py"), "--out", str(building), "--no-run-tests"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert done.returncode == 0, f"tools/assignments.py failed:\n{done.stdout}\n{done.stderr}"
+        (building / "complete").write_text(key + "\n", encoding="utf-8")
+        for old in ASSIGNMENT_CACHE.iterdir():
+            if old != building:
+                shutil.rmtree(old, ignore_errors=True)
+        building.rename(cached)
+    out = tmp_path_factory.mktemp("assignments") / "out"
+    shutil.copytree(cached, out, ignore=shutil.ignore_patterns("complete"))
     return out

@@ -461,6 +461,7 @@ def test_lesson_07_exercise_answers():
     )
 
 
+@pytest.mark.slow
 def test_lab_01_explore_answers():
     from course_lib.widgets import ring_allreduce_lab
 

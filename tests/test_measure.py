@@ -44,6 +44,7 @@ JOBS = [[case for case in job if case] for job in itertools.zip_longest(*[[(op, 
         for op, algorithms in MPICH_ALGORITHMS.items()])]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_every_mpich_algorithm_returns_correct_data(ranks):
     # The worker compares every result with the exact expected values and aborts the job otherwise, so a job that
@@ -61,6 +62,7 @@ def test_every_mpich_algorithm_returns_correct_data(ranks):
     assert seen == {(op, a) for op, algorithms in MPICH_ALGORITHMS.items() for a in algorithms}
 
 
+@pytest.mark.slow
 def test_fallback_is_marked_and_left_out_of_the_fit():
     # Recursive-doubling all-gather needs a power-of-two rank count: at 3 ranks MPICH falls back and says so.
     with warnings.catch_warnings():
@@ -71,6 +73,7 @@ def test_fallback_is_marked_and_left_out_of_the_fit():
         fit_alpha_beta(table)
 
 
+@pytest.mark.slow
 def test_payloads_are_rounded_to_whole_elements_per_rank():
     table = run_collective_sweeps([("all_gather", "ring"), ("all_reduce", "ring")], 2, [10, 100], iterations=1)
     sizes = {(row.op, row.size_bytes) for row in table}
@@ -78,6 +81,7 @@ def test_payloads_are_rounded_to_whole_elements_per_rank():
     assert sizes == {("all_gather", 8), ("all_gather", 96), ("all_reduce", 8), ("all_reduce", 100)}
 
 
+@pytest.mark.slow
 def test_a_two_rank_sweep_gives_finite_times_that_grow_with_size():
     # 64× steps: on a shared machine the median of a size can jump a few-fold, not 64-fold
     table = run_collective_sweep("all_reduce", 2, [2**12, 2**18, 2**24], "ring", iterations=5, warmup=1)
@@ -92,6 +96,7 @@ def test_a_two_rank_sweep_gives_finite_times_that_grow_with_size():
     np.testing.assert_allclose(table.busbw_bytes_per_s, table.algbw_bytes_per_s * 1.0, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_compare_algorithms_pools_the_rounds():
     table = compare_algorithms("all_reduce", 2, [64, 4096], ["ring", "recursive_doubling"], rounds=2, iterations=2,
                                warmup=1)  # fmt: skip
@@ -105,6 +110,7 @@ def test_compare_algorithms_pools_the_rounds():
         compare_algorithms("all_gather", 2, [64], ["ring", "rabenseifner"])
 
 
+@pytest.mark.slow
 def test_more_ranks_than_cores_warns_and_says_so_in_the_result():
     cores = len(__import__("os").sched_getaffinity(0))
     with pytest.warns(UserWarning, match="ranks on .* cores"):
@@ -127,6 +133,7 @@ def _workers_with(tag):
     return hits
 
 
+@pytest.mark.slow
 def test_a_wrong_result_raises_with_the_ranks_message():
     tag = uuid.uuid4().hex
     with pytest.raises(MeasurementError, match=r"rank 1: wrong result of all_reduce at 64 B: element 15 is 4.0"):
@@ -136,6 +143,7 @@ def test_a_wrong_result_raises_with_the_ranks_message():
     assert _workers_with(tag) == []
 
 
+@pytest.mark.slow
 def test_a_rank_that_dies_fails_the_sweep_with_its_stderr():
     tag = uuid.uuid4().hex
     with pytest.raises(MeasurementError, match=r"(?s)exit status.*rank 1: injected fault: exiting with status 7"):
@@ -143,6 +151,7 @@ def test_a_rank_that_dies_fails_the_sweep_with_its_stderr():
     assert _workers_with(tag) == []
 
 
+@pytest.mark.slow
 def test_a_hanging_rank_is_killed_at_the_timeout_with_no_process_left():
     tag = uuid.uuid4().hex
     start = time.monotonic()
@@ -201,6 +210,7 @@ def test_csv_round_trips_exactly(tmp_path):
     assert Measurements.from_csv(path.read_text()).rows[1].median_s == 1 / 3
 
 
+@pytest.mark.slow
 def test_cli_writes_a_csv_that_loads_back_equal(tmp_path):
     out = tmp_path / "sweep.csv"
     command = [sys.executable, "-m", "course_lib.measure", "all_reduce", "--ranks", "2", "--sizes", "1KB:4KB",
@@ -390,6 +400,7 @@ def test_the_recorded_runs_load_and_name_their_machine():
         assert step.conditions["mpi_library"].startswith("MPICH Version:")
 
 
+@pytest.mark.slow
 def test_measure_step_times_every_schedule():
     step = measure_step(2, backward_flops=4e8, gradient_bytes=2**20, buckets=2, iterations=2, warmup=1)
     assert tuple(step.median_s) == SCHEDULES
@@ -399,6 +410,7 @@ def test_measure_step_times_every_schedule():
     assert step.backward_flops == 2 * 6 * 2 * 256**3  # 2 layers × 6 matmuls of 2·256³ FLOP ≈ 4e8
 
 
+@pytest.mark.slow
 def test_measure_step_on_a_modelled_accelerator():
     # 2 layers × 4 multiplies of 2·256³ FLOP at 1 GFLOP/s: the host waits 134 ms per step, its core free
     step = measure_step(2, 2.7e8, 2**16, 2, schedules=("compute", "nonblocking_test"), device_flops_per_s=1e9,

@@ -1,9 +1,9 @@
-"""Properties that must hold for every input (hypothesis)."""
+"""Properties that must hold for every input (hypothesis; how many examples is the profile's: conftest.py)."""
 
 import itertools
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from course_lib.collectives import ALGORITHMS, OPS, collective_time, ring_allreduce_time
@@ -29,7 +29,6 @@ def collective_calls(draw):
     return op, algorithm, draw(ranks_for(algorithm)), draw(sizes), draw(latencies)
 
 
-@settings(max_examples=300, deadline=None)
 @given(collective_calls(), bandwidths, bandwidths)
 def test_more_bandwidth_never_increases_time(call, b1, b2):
     op, algorithm, ranks, size, latency = call
@@ -39,7 +38,6 @@ def test_more_bandwidth_never_increases_time(call, b1, b2):
     )
 
 
-@settings(max_examples=300, deadline=None)
 @given(collective_calls(), bandwidths, st.floats(1.0, 1e3))
 def test_time_grows_with_payload_and_latency(call, bandwidth, factor):
     op, algorithm, ranks, size, latency = call
@@ -48,14 +46,12 @@ def test_time_grows_with_payload_and_latency(call, bandwidth, factor):
     assert collective_time(op, ranks, size, bandwidth, latency * factor + 1e-9, algorithm) >= base
 
 
-@settings(max_examples=100, deadline=None)
 @given(st.sampled_from(PAIRS), sizes, bandwidths, latencies)
 def test_one_rank_communicates_nothing(pair, size, bandwidth, latency):
     op, algorithm = pair
     assert collective_time(op, 1, size, bandwidth, latency, algorithm) == 0.0
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.integers(1, 10**5), sizes, bandwidths, latencies)
 def test_ring_allreduce_is_reduce_scatter_then_all_gather(ranks, size, bandwidth, latency):
     parts = collective_time("reduce_scatter", ranks, size, bandwidth, latency) + collective_time(
@@ -64,7 +60,6 @@ def test_ring_allreduce_is_reduce_scatter_then_all_gather(ranks, size, bandwidth
     assert ring_allreduce_time(ranks, size, bandwidth, latency) == pytest.approx(parts, rel=1e-12)
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.integers(2, 10**6), sizes, bandwidths)
 def test_ring_bandwidth_term_tends_to_two_q_over_b(ranks, size, bandwidth):
     term = ring_allreduce_time(ranks, size, bandwidth, 0.0)
@@ -73,14 +68,12 @@ def test_ring_bandwidth_term_tends_to_two_q_over_b(ranks, size, bandwidth):
     assert limit - term == pytest.approx(limit / ranks, rel=1e-9)  # the gap is exactly 2Q/(pB)
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.floats(1e6, 1e13), st.integers(1, 4096), st.floats(0, 16))
 def test_a_higher_zero_stage_never_increases_memory(params, data_parallel, optimizer_bytes):
     values = [zero_model_state_bytes(params, data_parallel, stage, optimizer_bytes) for stage in range(4)]
     assert all(later <= earlier * (1 + 1e-12) for earlier, later in itertools.pairwise(values))
 
 
-@settings(max_examples=100, deadline=None)
 @given(
     st.sampled_from([1, 2, 4, 8]),
     st.sampled_from([1, 2, 4, 8]),

@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from course_lib import budget, collectives, serving
@@ -340,7 +340,6 @@ def test_a_pipelined_plan_trains_as_well_and_serves_a_quarter_as_much_with_one_b
     assert c.serving_memory.kv_cache == pytest.approx(a.serving_memory.kv_cache)  # 4 batches on a quarter of layers
 
 
-@settings(max_examples=100, deadline=None)
 @given(
     t=st.sampled_from([1, 2, 4, 8, 16, 32]),
     p=st.sampled_from([1, 2, 4]),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -315,7 +315,6 @@ def rank_arrays(draw, max_ranks=12, max_elements=40):
     return draw(hnp.arrays(np.int64, (p, elements)))  # full int64 range: sums may wrap, identically in both
 
 
-@settings(max_examples=60, deadline=None)
 @given(rank_arrays())
 def test_ring_all_reduce_equals_numpy_sum(data):
     inputs = list(data)
@@ -325,7 +324,6 @@ def test_ring_all_reduce_equals_numpy_sum(data):
         assert np.array_equal(out, expected)
 
 
-@settings(max_examples=60, deadline=None)
 @given(st.sampled_from([(op, a) for op, algorithms in ALGORITHMS.items() for a in algorithms]), st.data())
 def test_any_collective_matches_reference_and_model_steps(op_algorithm, data):
     op, algorithm = op_algorithm

@@ -89,6 +89,7 @@ def test_figures_before_the_calibration(replay_before, runs):
     assert before["best_pick_share"] == 0.0
 
 
+@pytest.mark.slow
 def test_the_fit_sees_only_the_1b_and_3b_runs_and_returns_the_calibration(runs):
     with pytest.raises(ValueError, match="models"):
         validation.fit_playbook_calibration(runs, models=("1B", "8B"))

@@ -146,6 +146,7 @@ def test_memory_defaults_are_the_plan_that_fits(memory_lab):
     assert_png_matches_savefig(memory_lab)
 
 
+@pytest.mark.slow
 def test_memory_sweep_each_control(memory_lab):
     """Each control over its options (all when at most 30), the others at their defaults; then back."""
     figure = memory_lab.figure

@@ -106,6 +106,7 @@ def test_contract_and_defaults(lab):
     assert_png_matches_savefig(lab)
 
 
+@pytest.mark.slow
 def test_sweep_each_control(lab):
     for name in partition_module.DEFAULTS:
         control = lab.controls[name]

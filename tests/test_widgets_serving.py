@@ -179,6 +179,7 @@ def test_model_change_keeps_the_nearest_valid_sizes(lab):
     check_serving_lab(lab)
 
 
+@pytest.mark.slow
 def test_every_reachable_replica_is_valid(lab):
     """Every (model, device, t, p) the controls can offer computes, at both ends of batch and context."""
     values = lab.values()
@@ -270,6 +271,7 @@ def test_bad_initial_values_raise(initial, message):
         serving_lab(**initial)
 
 
+@pytest.mark.slow
 def test_fast_png_matches_savefig_as_the_axes_change(lab):
     """Moves that change the curve's and the bar's axis ranges (model, device, t, p, batch, context): the picture
     put together from cached axis layers shows what a full savefig draws, within a level or two of each pixel."""
