@@ -1,6 +1,7 @@
 """Command line: ``python -m course_lib.measure all_reduce --ranks 4 --sizes 8B:256MB --algorithm ring --out x.csv``.
 
-Also the entry point of each MPI rank (``python -m course_lib.measure worker SPEC``, started by ``course_lib.measure``).
+Also the entry point of each MPI rank (``python -m course_lib.measure worker SPEC``, started by
+``course_lib.measure.jobs``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The code each MPI rank runs (``mpiexec -n p python -m course_lib.measure worker SPEC``).
 
 Imported only inside an MPI job: ``from mpi4py import MPI`` initialises MPI. Rank 0 writes one JSON object per line
-to stdout (the parent in ``course_lib.measure`` reads them as they come, for its progress bar); every rank writes its
+to stdout (``course_lib.measure.jobs`` reads them as they come, for its progress bar); every rank writes its
 errors to stderr and aborts the whole job, so a wrong result is never reported as a time.
 
 Timing (as nccl-tests and the OSU micro-benchmarks do): every size is warmed up, then each timed iteration starts
@@ -194,6 +194,33 @@ def _matmul_layer(matrices, chunks, between=None, device_s=None):
             between()
 
 
+def _time_schedules(comm, spec, schedules, reduced, expected):
+    """Warm up and time each of ``spec["schedules"]``, checking the all-reduced gradient ``reduced`` against
+    ``expected`` after every step that communicates; rank 0 emits each schedule's times (max over ranks)."""
+    from mpi4py import MPI
+
+    names = spec["schedules"]
+    for name in names:
+        for _ in range(spec["warmup"]):
+            schedules[name]()
+    # Interleaved: iteration i times every schedule in turn, so a slow spell of the machine hits them all alike.
+    times = {name: np.empty(spec["iterations"]) for name in names}
+    for i in range(spec["iterations"]):
+        for name in names:
+            reduced.fill(np.nan)
+            comm.Barrier()
+            start = time.perf_counter()
+            schedules[name]()
+            times[name][i] = time.perf_counter() - start
+            if name != "compute" and not np.array_equal(reduced, expected):
+                _fail(comm, f"wrong all-reduce result in schedule {name!r}")
+    for name in names:
+        slowest = np.empty_like(times[name])
+        comm.Reduce(times[name], slowest, op=MPI.MAX, root=0)
+        if comm.rank == 0:
+            _emit({"kind": "step", "schedule": name, "times_s": slowest.tolist()})
+
+
 def run_step(comm, spec):
     from mpi4py import MPI
 
@@ -241,26 +268,7 @@ def run_step(comm, spec):
         "nonblocking_test": lambda: bucketed(True),
         "nonblocking_async": lambda: bucketed(False),
     }
-    names = spec["schedules"]
-    for name in names:
-        for _ in range(spec["warmup"]):
-            schedules[name]()
-    # Interleaved: iteration i times every schedule in turn, so a slow spell of the machine hits them all alike.
-    times = {name: np.empty(spec["iterations"]) for name in names}
-    for i in range(spec["iterations"]):
-        for name in names:
-            reduced.fill(np.nan)
-            comm.Barrier()
-            start = time.perf_counter()
-            schedules[name]()
-            times[name][i] = time.perf_counter() - start
-            if name != "compute" and not np.array_equal(reduced, expected):
-                _fail(comm, f"wrong all-reduce result in schedule {name!r}")
-    for name in names:
-        slowest = np.empty_like(times[name])
-        comm.Reduce(times[name], slowest, op=MPI.MAX, root=0)
-        if comm.rank == 0:
-            _emit({"kind": "step", "schedule": name, "times_s": slowest.tolist()})
+    _time_schedules(comm, spec, schedules, reduced, expected)
 
 
 def main(spec_json):
