@@ -14,7 +14,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from .. import units
 from .fast import FastText, FastTextGroup, LiveFigure
-from .parallelism import MEMORY_COMPONENTS
+from .memory_budget import MEMORY_COMPONENTS
 from .style import AXIS_COLORS, COLORS
 
 __all__ = [
