@@ -378,15 +378,31 @@ class PipelineScheduleFigure(LiveFigure):
             )
         if self.static_key(timeline) != self._static_shown:  # a lab has set them already (set_static_state)
             self.set_static(timeline)
+        gantt = self._geometry(timeline)
+        end = gantt["end"]
+        self.idle.set_path(_box_path(np.zeros(p), np.full(p, end), np.arange(p, dtype=float), _BOX_HEIGHT))
+        self._set_time_axis(end)
+        if p != self._shown_rows:
+            self._set_stage_rows(p)
+        self.title.set_text(schedule_title(timeline.schedule, p, m, v, timeline.bubble_fraction))
+        # Box edges and labels only where they fit.
+        width_pt, height_pt = self._axes_size_pt()
+        chunk_pt = width_pt / (v * end)  # a chunk's forward, the narrowest box
+        self._draw_boxes(gantt, v, box_edge_width(chunk_pt))
+        self._draw_labels(gantt, v, float(math.floor(microbatch_label_size(chunk_pt, height_pt, p, m))))
+
+    def _geometry(self, timeline) -> dict:
+        """``_gantt_geometry(timeline)``, kept for the timelines drawn before: a lab moving back and forth redraws."""
         cached = self._geometries.get(id(timeline))
-        if cached is None or cached[0] is not timeline:  # the boxes of a timeline drawn before are kept
+        if cached is None or cached[0] is not timeline:
             if len(self._geometries) >= 32:
                 self._geometries.clear()
             cached = self._geometries[id(timeline)] = (timeline, _gantt_geometry(timeline))
-        gantt = cached[1]
-        ax, end = self.ax, gantt["end"]
-        self.idle.set_path(_box_path(np.zeros(p), np.full(p, end), np.arange(p, dtype=float), _BOX_HEIGHT))
-        ax.set_xlim(0, end * 1.005)
+        return cached[1]
+
+    def _set_time_axis(self, end) -> None:
+        """The x limits, ticks and tick labels of a timeline ``end`` units of t_f long."""
+        self.ax.set_xlim(0, end * 1.005)
         ticks = [t for t in MaxNLocator(nbins=10, integer=True).tick_values(0, end) if 0 <= t <= end]
         self.x_tick_marks.set_data(ticks, [0.0] * len(ticks))
         for index, label in enumerate(self.x_tick_labels):
@@ -394,36 +410,41 @@ class PipelineScheduleFigure(LiveFigure):
             if index < len(ticks):
                 label.set_x(ticks[index])
                 label.set_text(f"{ticks[index]:g}")
-        if p != self._shown_rows:
-            ax.set_ylim(p - 0.5, -0.5)  # stage 0 on top
-            rows = _stage_ticks(p)
-            self.y_tick_marks.set_data([0.0] * len(rows), rows)
-            for index, label in enumerate(self.y_tick_labels):
-                label.set_visible(index < len(rows))
-                if index < len(rows):
-                    label.set_y(rows[index])
-                    label.set_text(f"stage {rows[index]}")
-            self._shown_rows = p
-        self.title.set_text(schedule_title(timeline.schedule, p, m, v, timeline.bubble_fraction))
 
-        # Box edges and labels only where they fit: sizes in points of the axes, where the figure's layout engine,
-        # if it has one (a lesson's figure; a lab places its axes), puts them.
-        figure = ax.figure
+    def _set_stage_rows(self, stages) -> None:
+        """The y limits, ticks and tick labels of ``stages`` rows, stage 0 on top."""
+        self.ax.set_ylim(stages - 0.5, -0.5)
+        rows = _stage_ticks(stages)
+        self.y_tick_marks.set_data([0.0] * len(rows), rows)
+        for index, label in enumerate(self.y_tick_labels):
+            label.set_visible(index < len(rows))
+            if index < len(rows):
+                label.set_y(rows[index])
+                label.set_text(f"stage {rows[index]}")
+        self._shown_rows = stages
+
+    def _axes_size_pt(self) -> tuple[float, float]:
+        """The axes' width and height in points, where the figure's layout engine, if it has one (a lesson's figure;
+        a lab places its axes), puts them."""
+        figure = self.ax.figure
         if figure.get_layout_engine() is not None:
             figure.get_layout_engine().execute(figure)
-        box = ax.get_position()
-        width_pt = box.width * figure.get_figwidth() * 72
-        height_pt = box.height * figure.get_figheight() * 72
-        chunk_pt = width_pt / (v * end)  # a chunk's forward, the narrowest box
-        edge = box_edge_width(chunk_pt)
+        box = self.ax.get_position()
+        return box.width * figure.get_figwidth() * 72, box.height * figure.get_figheight() * 72
+
+    def _draw_boxes(self, gantt, v, edge) -> None:
+        """The boxes of the ``v`` chunks in ``gantt`` (``_gantt_geometry``), with white gaps ``edge`` points wide."""
         for (k, c), patch in self.boxes.items():
             patch.set_visible(c < v)
             if c < v:
                 patch.set_path(gantt["paths"][k, c])
                 patch.set_facecolor(self._colors[v][k, c])
                 patch.set_linewidth(edge)
+
+    def _draw_labels(self, gantt, v, size) -> None:
+        """The micro-batch numbers of ``gantt`` at ``size`` points, or none when that is below ``min_label_size`` or
+        the pool of labels is too small for them."""
         count = len(gantt["label"])
-        size = float(math.floor(microbatch_label_size(chunk_pt, height_pt, p, m)))
         show = count <= len(self.labels) and size >= self.min_label_size
         if show and size != self._label_size:
             for label in self.labels:
