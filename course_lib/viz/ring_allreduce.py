@@ -21,8 +21,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from matplotlib.path import Path
 
-from .. import _check, collectives
+from .. import _check
 from .. import simulate as _simulate
+from ..collectives import RING_OPS, ring_allreduce_step_count, ring_step_phase
 from .fast import FastText, LiveFigure
 from .style import COLORS, EMPTY_COLOR, axes_or_new, checked_axes, checked_drawn_ranks
 
@@ -31,11 +32,7 @@ __all__ = [
     "plot_ring_allreduce_steps",
     "RingStepFigure",
     "level_colors",
-    "ring_allreduce_step_count",
-    "ring_step_phase",
 ]
-
-_RING_OPS = ("all_reduce", "reduce_scatter", "all_gather")
 
 # Chunks and arrows are added with ``ax.add_artist`` rather than ``add_patch``: the limits are set explicitly, and
 # skipping the per-patch autoscaling halves the drawing time. They still appear in ``ax.patches``.
@@ -149,20 +146,6 @@ def _received(sim, step) -> frozenset:
     return frozenset((t.dst, c) for t in (sim.steps[step - 1] if step else ()) for c in t.chunks)
 
 
-def ring_step_phase(op, ranks, step) -> str:
-    """What step ``step`` of a ring ``op`` over ``ranks`` ranks does: an all-reduce is a reduce-scatter (steps 1 …
-    p − 1), then an all-gather (steps p … 2(p − 1)); step 0 is before any transfer.
-
-    >>> [ring_step_phase("all_reduce", 4, step) for step in (0, 3, 4)]
-    ['before any transfer', 'reduce-scatter', 'all-gather']
-    """
-    if step == 0:
-        return "before any transfer"
-    if op == "all_reduce":
-        return "reduce-scatter" if step <= ranks - 1 else "all-gather"
-    return op.replace("_", "-")
-
-
 def _transfer_text(transfer):
     return ", ".join(f"c{c}" for c in transfer.chunks) + (" (+)" if transfer.reduce else "")
 
@@ -255,9 +238,9 @@ def plot_ring_step(simulation, step, ax=None, *, legend=True):
     """
     if not isinstance(simulation, _simulate.Simulation):
         raise ValueError(f"simulation must be a course_lib.simulate.Simulation, got {simulation!r}")
-    if simulation.op not in _RING_OPS or simulation.algorithm != "ring":
+    if simulation.op not in RING_OPS or simulation.algorithm != "ring":
         raise ValueError(
-            f"simulation must be a ring simulation of one of {', '.join(map(repr, _RING_OPS))}; got "
+            f"simulation must be a ring simulation of one of {', '.join(map(repr, RING_OPS))}; got "
             f"op={simulation.op!r}, algorithm={simulation.algorithm!r}"
         )
     step = _check.count("step", step, minimum=0)
@@ -410,16 +393,6 @@ _STEP_TITLE = "ring step {step} of {steps}: {phase}"
 @functools.cache
 def _ring_simulation(ranks: int) -> _simulate.Simulation:
     return _simulate.simulate("all_reduce", ranks, algorithm="ring", elements=ranks)
-
-
-@functools.cache
-def ring_allreduce_step_count(ranks: int) -> int:
-    """Steps of the ring all-reduce, 2(p − 1) (from ``collectives.collective_cost``; cached per p).
-
-    >>> ring_allreduce_step_count(8)
-    14
-    """
-    return collectives.collective_cost("all_reduce", ranks, 1.0, "ring").phases
 
 
 @functools.cache

@@ -37,7 +37,7 @@ from matplotlib.figure import Figure
 from .. import _check, collectives, units
 from ..viz.collectives import CollectiveTimeFigure, algorithm_label
 from ..viz.fast import Panel
-from ..viz.ring_allreduce import RingStepFigure, ring_allreduce_step_count, ring_step_phase
+from ..viz.ring_allreduce import RingStepFigure
 from ..viz.style import seconds_label
 from ._base import (
     Lab,
@@ -88,13 +88,13 @@ _TIME_AXES_BESIDE_GRID = (0.095, 0.3, 0.44, 0.63)
 _TIME_AXES_ALONE = (0.095, 0.3, 0.86, 0.63)
 
 
-ring_steps = ring_allreduce_step_count  # the range of the ``step`` control: 2(p − 1)
+ring_steps = collectives.ring_allreduce_step_count  # the range of the ``step`` control: 2(p − 1)
 
 
 def _step_phase(ranks: int, step: int) -> str:
     if ranks > MAX_STEP_RANKS:
         return f"not drawn (more than {MAX_STEP_RANKS} ranks)"
-    return ring_step_phase(OP, ranks, step)
+    return collectives.ring_step_phase(OP, ranks, step)
 
 
 def _checked_option(name: str, value, low, high, integer: bool = False):
