@@ -728,6 +728,8 @@ def test_link_semantics_are_checked():
         hardware.Link("x", 1e9, "both", "per GPU", "nominal", 1e-6, "-", "-")
     with pytest.raises(ValueError, match="bandwidth_bytes_per_s"):
         hardware.Link("x", 0, "one-way", "per GPU", "nominal", 1e-6, "-", "-")
+    with pytest.raises(ValueError, match="^family must be one of 'NVLink', 'InfiniBand'"):
+        hardware.Link("x", 1e9, "one-way", "per GPU", "nominal", 1e-6, "-", "-", family="NVlink")
 
 
 def test_search_options_are_checked():
