@@ -264,7 +264,8 @@ def transfer_table(
     ``calls_per_step`` and ``phase`` (what it may hide behind) from ``parallelism.boundary_tensors``; ``levels``,
     the levels its phases run on with more than one rank ("in node", "across nodes" or "in node + across nodes",
     from ``group_collective_phases``); ``crosses_nodes`` and ``link``, the name of the network's link if it crosses
-    nodes, else of the node's; ``time_per_call_s`` (``transfer_time_per_call``), ``time_s``
+    nodes, else of the node's (``link_family``: its ``hardware.Link.family``);
+    ``time_per_call_s`` (``transfer_time_per_call``), ``time_s``
     (per step: × calls) and ``exposed_s``, its share of the exposed time of the transfers it overlaps with (same axis
     and phase; ``step_time``'s dependency rule, compute at ``compute_efficiency`` × peak), so the axis totals are
     ``step_time``'s. Two DGX H100 nodes, t = 8 in a node and d = 2 across them, one micro-batch of GPT-3 (the
@@ -295,6 +296,7 @@ def _transfer_rows(cluster, timed, per_phase, exposed_phase) -> tuple[dict, ...]
         spanned = {phase.level for phase in phases if np.all(np.asarray(phase.ranks) > 1)}
         levels = tuple(level for level in ("in node", "across nodes") if level in spanned)
         crosses_nodes = "across nodes" in levels
+        link = cluster.inter_node_link if crosses_nodes else cluster.intra_node_link
         key = (transfer.axis, transfer.phase)
         share = float(seconds / per_phase[key]) if per_phase[key] > 0 else 0.0
         rows.append(
@@ -307,7 +309,8 @@ def _transfer_rows(cluster, timed, per_phase, exposed_phase) -> tuple[dict, ...]
                 "calls_per_step": int(transfer.calls_per_step),
                 "phase": transfer.phase,
                 "levels": " + ".join(levels),
-                "link": (cluster.inter_node_link if crosses_nodes else cluster.intra_node_link).name,
+                "link": link.name,
+                "link_family": link.family,
                 "crosses_nodes": crosses_nodes,
                 "time_per_call_s": float(sum(phase.time_s for phase in phases)),
                 "time_s": float(seconds),

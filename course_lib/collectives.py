@@ -23,6 +23,7 @@ reduce_scatter; everything one rank sends, its own chunk included, for all_to_al
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -48,6 +49,9 @@ __all__ = [
     "collective_time",
     "collective_report",
     "ring_allreduce_time",
+    "RING_OPS",
+    "ring_allreduce_step_count",
+    "ring_step_phase",
     "busbw_factor",
     "algbw_bytes_per_s",
     "busbw_bytes_per_s",
@@ -342,6 +346,44 @@ def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
     '3.03 ms'
     """
     return collective_time("all_reduce", ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, "ring")
+
+
+# The collectives whose ring algorithm is a ring: every step, each rank passes one chunk to the next.
+RING_OPS = ("all_reduce", "reduce_scatter", "all_gather")
+
+
+@functools.cache
+def ring_allreduce_step_count(ranks: int) -> int:
+    """Steps of the ring all-reduce, 2(p − 1) (from ``collective_cost``; cached per p).
+
+    >>> ring_allreduce_step_count(8)
+    14
+    """
+    return collective_cost("all_reduce", ranks, 1.0, "ring").phases
+
+
+def ring_step_phase(op, ranks, step) -> str:
+    """What step ``step`` of a ring ``op`` (one of ``RING_OPS``) over ``ranks`` ranks does: an all-reduce is a
+    reduce-scatter (steps 1 … p − 1), then an all-gather (steps p … 2(p − 1)); step 0 is before any transfer. The
+    steps are ``collective_cost``'s phases.
+
+    >>> [ring_step_phase("all_reduce", 4, step) for step in (0, 3, 4)]
+    ['before any transfer', 'reduce-scatter', 'all-gather']
+    """
+    _check.choice("op", op, RING_OPS)
+    p = _check.count("ranks", ranks)
+    step = _check.count("step", step, minimum=0)
+    if not isinstance(p, int) or not isinstance(step, int):
+        raise ValueError(f"ranks and step must be single integers, got ranks={ranks!r}, step={step!r}")
+    steps = collective_cost(op, p, 1.0, "ring").phases
+    if step > steps:
+        raise ValueError(f"step must be in 0..{steps} (the steps of a ring {op} over {p} ranks), got {step!r}")
+    if step == 0:
+        return "before any transfer"
+    if op != "all_reduce":
+        return op.replace("_", "-")
+    # A ring all-reduce is a ring reduce-scatter followed by a ring all-gather (collective_cost).
+    return "reduce-scatter" if step <= collective_cost("reduce_scatter", p, 1.0, "ring").phases else "all-gather"
 
 
 def busbw_factor(op, ranks):

@@ -12,6 +12,8 @@ for multiplies and adds)"). A FLOP is counted regardless of precision.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _check
@@ -29,6 +31,9 @@ __all__ = [
     "transformer_layer_forward_flops",
     "transformer_forward_flops",
     "transformer_flops_per_iteration",
+    "recompute_option",
+    "PartFlops",
+    "transformer_flops_by_part",
     "training_time_s",
     "RECOMPUTE_OPTIONS",
 ]
@@ -203,9 +208,7 @@ def transformer_flops_per_iteration(batch, seq_len, layers, hidden, vocab, recom
     >>> format_flops(transformer_flops_per_iteration(1536, 2048, 96, 12288, 51200))   # GPT-3 175B, batch 1536
     '4.51 EFLOP'
     """
-    if isinstance(recompute, (bool, np.bool_)):
-        recompute = "full" if recompute else "none"
-    recompute = _check.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+    recompute = recompute_option(recompute)
     b = _check.count("batch", batch)
     s = _check.count("seq_len", seq_len)
     l = _check.count("layers", layers)
@@ -215,6 +218,78 @@ def transformer_flops_per_iteration(batch, seq_len, layers, hidden, vocab, recom
     ]
     # Backward = 2 × forward (Narayanan et al. 2021, appendix), logits included; recomputation is per layer.
     return _check.as_result(3 * transformer_forward_flops(b, s, l, h, vocab) + l * extra_forward)
+
+
+def recompute_option(recompute) -> str:
+    """The name in ``RECOMPUTE_OPTIONS`` of the recomputation ``recompute`` asks for: True is "full", False "none".
+
+    >>> recompute_option(True), recompute_option("selective")
+    ('full', 'selective')
+    """
+    if isinstance(recompute, (bool, np.bool_)):
+        return "full" if recompute else "none"
+    return _check.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+
+
+class PartFlops(NamedTuple):
+    """The FLOPs of one part of the model in one training iteration, by pass (``transformer_flops_by_part``)."""
+
+    part: str
+    forward_flops: int
+    backward_flops: int
+    recompute_flops: int
+
+    @property
+    def total_flops(self) -> int:
+        """Forward, backward and recomputed forward together."""
+        return self.forward_flops + self.backward_flops + self.recompute_flops
+
+
+def transformer_flops_by_part(batch, seq_len, layers, hidden, vocab, recompute=True) -> tuple[PartFlops, ...]:
+    """The FLOPs of one training iteration over a global batch, by part of the model and by pass.
+
+    The parts of Narayanan et al. 2021's appendix, each a sum of ``gemm_flops`` (forward, all ``layers`` together):
+    ``qkv_projections`` 6Bsh²·l, ``attention_scores`` (QKᵀ) 2Bs²h·l, ``attention_over_values`` 2Bs²h·l,
+    ``output_projection`` 2Bsh²·l, ``mlp`` (h → 4h → h) 16Bsh²·l, and ``logits`` 2BshV. The backward pass costs twice
+    the forward; recomputation (``recompute_option``) adds one more forward of every layer part ("full"), of the two
+    s × s products only ("selective", Korthikanti et al. 2022) or of nothing ("none"); the logits are never
+    recomputed. Exact integers, so the forward FLOPs add up to ``transformer_forward_flops`` and everything to
+    ``transformer_flops_per_iteration`` with the same arguments. Each size must be a single integer.
+
+    >>> parts = transformer_flops_by_part(batch=1, seq_len=4, layers=2, hidden=8, vocab=16, recompute="selective")
+    >>> [(part.part, part.forward_flops, part.recompute_flops) for part in parts]   # doctest: +NORMALIZE_WHITESPACE
+    [('qkv_projections', 3072, 0), ('attention_scores', 512, 512), ('attention_over_values', 512, 512),
+     ('output_projection', 1024, 0), ('mlp', 8192, 0), ('logits', 1024, 0)]
+    >>> sum(part.total_flops for part in parts) == transformer_flops_per_iteration(1, 4, 2, 8, 16, "selective")
+    True
+    """
+    recompute = recompute_option(recompute)
+    sizes = []
+    for name, value in (
+        ("batch", batch),
+        ("seq_len", seq_len),
+        ("layers", layers),
+        ("hidden", hidden),
+        ("vocab", vocab),
+    ):
+        size = _check.count(name, value)
+        if not isinstance(size, int):  # Python ints: exact, where int64 would overflow for a 1T model's iteration
+            raise ValueError(f"{name} must be a single integer, got {value!r}")
+        sizes.append(size)
+    b, s, l, h, v = sizes
+    layer_parts = ("qkv_projections", "attention_scores", "attention_over_values", "output_projection", "mlp")
+    recomputed = {"none": (), "selective": layer_parts[1:3], "full": layer_parts}[recompute]
+    forward = {
+        "qkv_projections": l * gemm_flops(b * s, 3 * h, h),
+        "attention_scores": l * b * gemm_flops(s, s, h),
+        "attention_over_values": l * b * gemm_flops(s, h, s),
+        "output_projection": l * gemm_flops(b * s, h, h),
+        "mlp": l * (gemm_flops(b * s, 4 * h, h) + gemm_flops(b * s, h, 4 * h)),
+        "logits": gemm_flops(b * s, v, h),
+    }
+    return tuple(
+        PartFlops(part, flops, 2 * flops, flops if part in recomputed else 0) for part, flops in forward.items()
+    )
 
 
 def training_time_s(tokens, params, gpus, achieved_flops_per_s_per_gpu):

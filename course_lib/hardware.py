@@ -29,6 +29,7 @@ __all__ = [
     "Accelerator",
     "Link",
     "Cluster",
+    "LINK_FAMILIES",
     "ACCELERATORS",
     "LINKS",
     "CLUSTERS",
@@ -60,6 +61,9 @@ __all__ = [
 DIRECTIONS = ("one-way", "two-way")
 SCOPES = ("per link", "per GPU", "per node")
 BASES = ("nominal", "measured")
+# The interconnect a link belongs to: NVIDIA's GPU-to-GPU links inside a node, the networks between nodes (InfiniBand,
+# AWS's Elastic Fabric Adapter, plain or RoCE Ethernet), Google's TPU inter-chip interconnect; "other" for the rest.
+LINK_FAMILIES = ("NVLink", "InfiniBand", "EFA", "Ethernet", "ICI", "other")
 
 _SCALING_BOOK_GPUS = "JAX scaling book, gpus.md (commit 1a55377, 2025-08-18)"
 _SCALING_BOOK_TPUS = "JAX scaling book, tpus.md (commit 0819a7d, 2025-02-18 snapshot)"
@@ -89,7 +93,14 @@ class Accelerator:
 
 @dataclass(frozen=True)
 class Link:
-    """A link family, with the bandwidth exactly as published and what that number means."""
+    """A kind of link, with the bandwidth exactly as published and what that number means.
+
+    ``family`` (keyword only) is the interconnect it belongs to, one of ``LINK_FAMILIES``: what a figure or a table
+    calls the link in one word. A link built without it is "other" (every preset names its own).
+
+    >>> NVLINK4.family, INFINIBAND_NDR_8X.family, EFA_P5.family
+    ('NVLink', 'InfiniBand', 'EFA')
+    """
 
     name: str
     bandwidth_bytes_per_s: float
@@ -100,6 +111,7 @@ class Link:
     source: str
     latency_source: str
     note: str = ""
+    family: str = field(default="other", kw_only=True)
 
     def __post_init__(self):
         _check.positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
@@ -107,6 +119,7 @@ class Link:
         _check.choice("direction", self.direction, DIRECTIONS)
         _check.choice("scope", self.scope, SCOPES)
         _check.choice("basis", self.basis, BASES)
+        _check.choice("family", self.family, LINK_FAMILIES)
 
     def one_way_bytes_per_s_per_device(self, devices_per_node: int | None = None, links_per_device: int = 1) -> float:
         """The bandwidth the α–β formulas need: one direction, one device's share.
@@ -258,6 +271,7 @@ NVLINK3 = Link(
     1 * US,
     f"{_NVIDIA}: 600 GB/s; {_SCALING_BOOK_GPUS}: 12 links × 25 GB/s each way = 300 GB/s",
     _NVLINK_ALPHA,
+    family="NVLink",
 )
 NVLINK4 = Link(
     "NVLink 4 (H100/H200)",
@@ -268,6 +282,7 @@ NVLINK4 = Link(
     1 * US,
     f"{_NVIDIA}: 900 GB/s; {_SCALING_BOOK_GPUS}: 18 links × 25 GB/s each way = 450 GB/s",
     _NVLINK_ALPHA,
+    family="NVLink",
 )
 NVLINK4_MEASURED = Link(
     "NVLink 4, ring all-reduce busbw (measured)",
@@ -279,6 +294,7 @@ NVLINK4_MEASURED = Link(
     f"{_SCALING_BOOK_GPUS}: 8×H100 all-reduce bus bandwidth ≈ 370 GB/s; NVIDIA/nccl-tests issue #212",
     _NVLINK_ALPHA,
     "busbw is one-way per GPU by construction; NVLS (NVLink SHARP) runs report ≈480 GB/s",
+    family="NVLink",
 )
 NVLINK5 = Link(
     "NVLink 5 (B200)",
@@ -289,6 +305,7 @@ NVLINK5 = Link(
     1 * US,
     f"{_NVIDIA}: 1.8 TB/s; {_SCALING_BOOK_GPUS}: 18 links × 50 GB/s each way = 900 GB/s",
     _NVLINK_ALPHA,
+    family="NVLink",
 )
 INFINIBAND_HDR_8X = Link(
     "InfiniBand HDR, 8 × 200 Gb/s per node",
@@ -299,6 +316,7 @@ INFINIBAND_HDR_8X = Link(
     5 * US,
     "Narayanan et al. 2021 §5 (Selene: eight 200 Gbps HDR HCAs per node for compute)",
     _NET_ALPHA,
+    family="InfiniBand",
 )
 INFINIBAND_NDR_8X = Link(
     "InfiniBand NDR, 8 × 400 Gb/s per node",
@@ -309,6 +327,7 @@ INFINIBAND_NDR_8X = Link(
     5 * US,
     f"{_SCALING_BOOK_GPUS}: H100 node egress 400e9 B/s (8 × 400 Gbps ConnectX-7)",
     _NET_ALPHA,
+    family="InfiniBand",
 )
 ICI_V4 = Link(
     "ICI (TPU v4)",
@@ -322,6 +341,7 @@ ICI_V4 = Link(
     f"{_SCALING_BOOK_TPUS} lists 4.5e10 one-way per link for v4p",
     "scaling book sharding.md: ICI per-hop latency 'typically around 1us'",
     "per link: a ring on one torus axis runs both ways at once and gets 2 links' worth per chip (links_per_device=2)",
+    family="ICI",
 )
 EFA_P5 = Link(
     "AWS EFA, 3,200 Gb/s per node (p5)",
@@ -333,6 +353,7 @@ EFA_P5 = Link(
     "AWS EC2 P5 instances: 3,200 Gbps of EFA networking per 8 × H100 node; the cluster of the Ultra-Scale "
     "Playbook's runs (Tazi et al. 2025)",
     _NET_ALPHA,
+    family="EFA",
 )
 ICI_V5E = Link(
     "ICI (TPU v5e)",
@@ -343,6 +364,7 @@ ICI_V5E = Link(
     1 * US,
     f"{_SCALING_BOOK_TPUS}: 4.5e10 one-way, 9e10 bidirectional per link (a later version says 5e10)",
     "scaling book sharding.md: ICI per-hop latency 'typically around 1us'",
+    family="ICI",
 )
 ICI_V5P = Link(
     "ICI (TPU v5p)",
@@ -353,6 +375,7 @@ ICI_V5P = Link(
     1 * US,
     f"{_SCALING_BOOK_TPUS}: 9e10 one-way, 1.8e11 bidirectional per link (a later version says 1e11)",
     "scaling book sharding.md: ICI per-hop latency 'typically around 1us'",
+    family="ICI",
 )
 
 # Clusters.

@@ -174,6 +174,12 @@ CASES = [
         dict(ranks=8, payload_bytes=1e6, bandwidth_bytes_per_s=1e9, latency_s=1e-6),
         dict(ranks="count", payload_bytes="positive", bandwidth_bytes_per_s="positive", latency_s="nonnegative"),
     ),
+    (collectives.ring_allreduce_step_count, dict(ranks=8), dict(ranks="count")),
+    (
+        collectives.ring_step_phase,
+        dict(op="all_reduce", ranks=8, step=7),
+        dict(op="op", ranks="count", step="count0"),
+    ),
     (collectives.busbw_factor, dict(op="all_reduce", ranks=8), dict(op="op", ranks="count")),
     (
         collectives.algbw_bytes_per_s,
@@ -264,6 +270,12 @@ CASES = [
         dict(batch=1, seq_len=16, layers=2, hidden=64, vocab=100, recompute="none"),
         dict(batch="count", seq_len="count", layers="count", hidden="count", vocab="count", recompute="recompute"),
     ),
+    (
+        compute.transformer_flops_by_part,
+        dict(batch=1, seq_len=16, layers=2, hidden=64, vocab=100, recompute="selective"),
+        dict(batch="count", seq_len="count", layers="count", hidden="count", vocab="count", recompute="recompute"),
+    ),
+    (compute.recompute_option, dict(recompute="full"), dict(recompute="recompute")),
     (
         compute.training_time_s,
         dict(tokens=1e12, params=1e9, gpus=8, achieved_flops_per_s_per_gpu=1e14),
@@ -716,6 +728,8 @@ def test_link_semantics_are_checked():
         hardware.Link("x", 1e9, "both", "per GPU", "nominal", 1e-6, "-", "-")
     with pytest.raises(ValueError, match="bandwidth_bytes_per_s"):
         hardware.Link("x", 0, "one-way", "per GPU", "nominal", 1e-6, "-", "-")
+    with pytest.raises(ValueError, match="^family must be one of 'NVLink', 'InfiniBand'"):
+        hardware.Link("x", 1e9, "one-way", "per GPU", "nominal", 1e-6, "-", "-", family="NVlink")
 
 
 def test_search_options_are_checked():

@@ -21,6 +21,7 @@ from course_lib.collectives import (
     multirail_ring_allreduce_time,
     ring_allreduce_time,
 )
+from course_lib.simulate import simulate
 from course_lib.units import GB, MB, US
 
 
@@ -346,3 +347,21 @@ def test_equal_time_payload_by_hand():
     # Never: Rabenseifner has as few steps as the tree and fewer bytes; the ring never beats Rabenseifner.
     assert collectives.equal_time_payload_bytes(*args, "rabenseifner", "double_binary_tree") is None
     assert collectives.equal_time_payload_bytes(*args, "ring", "rabenseifner") is None
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4, 8, 9])
+def test_ring_steps_and_phases_are_the_cost_models(ranks):
+    # 2(p − 1) steps: p − 1 of reduce-scatter, in which the simulated receivers add, then p − 1 of all-gather.
+    steps = collectives.ring_allreduce_step_count(ranks)
+    assert steps == collectives.collective_cost("all_reduce", ranks, 1.0, "ring").phases == 2 * (ranks - 1)
+    phases = [collectives.ring_step_phase("all_reduce", ranks, step) for step in range(steps + 1)]
+    assert phases == ["before any transfer"] + ["reduce-scatter"] * (ranks - 1) + ["all-gather"] * (ranks - 1)
+    sim = simulate("all_reduce", ranks, elements=ranks)
+    assert sim.step_count == steps
+    for step, transfers in enumerate(sim.steps, start=1):
+        assert {transfer.reduce for transfer in transfers} == {phases[step] == "reduce-scatter"}, step
+    assert collectives.ring_step_phase("all_gather", ranks, ranks - 1) == "all-gather"
+    with pytest.raises(ValueError, match=rf"^step must be in 0\.\.{steps}\b"):
+        collectives.ring_step_phase("all_reduce", ranks, steps + 1)
+    with pytest.raises(ValueError, match="^op"):
+        collectives.ring_step_phase("broadcast", ranks, 1)

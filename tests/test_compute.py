@@ -14,6 +14,7 @@ from course_lib.compute import (
     roofline_time,
     training_flops,
     training_time_s,
+    transformer_flops_by_part,
     transformer_flops_per_iteration,
     transformer_forward_flops,
     transformer_params,
@@ -86,6 +87,62 @@ def test_selective_recompute_adds_only_the_attention_core():
         - 1
     )
     assert round(3 * share * 100, 1) == 1.6
+
+
+@pytest.mark.parametrize("recompute", [True, "full", False, "none", "selective"])
+def test_flops_by_part_are_the_appendix_terms(recompute):
+    # By hand, Narayanan et al. 2021's appendix: per layer, forward, QKV 6Bsh², scores 2Bs²h, over values 2Bs²h,
+    # output projection 2Bsh², MLP 16Bsh² (24Bsh² + 4Bs²h together); logits 2BshV once. s ≠ h and l > 1, so
+    # a part that swaps s and h, or counts the logits per layer, gives another number.
+    b, s, l, h, v = 2, 16, 3, 64, 100
+    by_hand = {
+        "qkv_projections": 6 * b * s * h**2 * l,
+        "attention_scores": 2 * b * s**2 * h * l,
+        "attention_over_values": 2 * b * s**2 * h * l,
+        "output_projection": 2 * b * s * h**2 * l,
+        "mlp": 16 * b * s * h**2 * l,
+        "logits": 2 * b * s * h * v,
+    }
+    recomputed = {
+        True: set(by_hand) - {"logits"},
+        "full": set(by_hand) - {"logits"},
+        "selective": {"attention_scores", "attention_over_values"},  # the s × s products (Korthikanti et al. 2022)
+        False: set(),
+        "none": set(),
+    }[recompute]
+    parts = transformer_flops_by_part(b, s, l, h, v, recompute)
+    assert [part.part for part in parts] == list(by_hand)
+    for part in parts:
+        assert type(part.forward_flops) is int and part.forward_flops == by_hand[part.part], part.part
+        assert part.backward_flops == 2 * by_hand[part.part]
+        assert part.recompute_flops == (by_hand[part.part] if part.part in recomputed else 0), part.part
+    assert sum(part.forward_flops for part in parts) == transformer_forward_flops(b, s, l, h, v)
+    assert sum(part.total_flops for part in parts) == transformer_flops_per_iteration(b, s, l, h, v, recompute)
+
+
+def test_flops_by_part_of_gpt3_add_up_to_eq3():
+    parts = transformer_flops_by_part(1536, 2048, 96, 12288, 51200)  # full recomputation: Eq. (3)
+    total = sum(part.total_flops for part in parts)
+    assert total == pytest.approx(transformer_flops_per_iteration(1536, 2048, 96, 12288, 51200), rel=1e-12)
+    assert total == pytest.approx(
+        96 * 1536 * 2048 * 96 * 12288**2 * (1 + 2048 / (6 * 12288) + 51200 / (16 * 96 * 12288))
+    )
+
+
+@pytest.mark.parametrize(
+    "arguments, parameter",
+    [
+        ((0, 16, 3, 64, 100), "batch"),
+        ((2, 16.5, 3, 64, 100), "seq_len"),
+        ((2, 16, np.array([3, 4]), 64, 100), "layers"),
+        ((2, 16, 3, -64, 100), "hidden"),
+        ((2, 16, 3, 64, "100"), "vocab"),
+        ((2, 16, 3, 64, 100, "partial"), "recompute"),
+    ],
+)
+def test_flops_by_part_bad_input_names_the_parameter(arguments, parameter):
+    with pytest.raises(ValueError, match=rf"^{parameter}\b"):
+        transformer_flops_by_part(*arguments)
 
 
 # Narayanan et al. 2021 Table 1: configurations and printed parameter counts (billions).

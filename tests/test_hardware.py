@@ -1,5 +1,7 @@
 """Hardware presets: every number has a source and its semantics, and the conversions give what formulas need."""
 
+from dataclasses import replace
+
 import pytest
 
 from course_lib import hardware
@@ -18,6 +20,26 @@ def test_every_preset_names_its_source_and_semantics():
         assert link.basis in ("nominal", "measured")
     for name in ("A100", "H100", "H200", "B200", "TPU v5e", "TPU v5p"):
         assert any(a.name.startswith(name) for a in hardware.ACCELERATORS.values()), name
+
+
+def test_every_link_preset_names_its_family():
+    families = {
+        "NVLink": (hardware.NVLINK3, hardware.NVLINK4, hardware.NVLINK4_MEASURED, hardware.NVLINK5),
+        "InfiniBand": (hardware.INFINIBAND_HDR_8X, hardware.INFINIBAND_NDR_8X),
+        "EFA": (hardware.EFA_P5,),
+        "ICI": (hardware.ICI_V4, hardware.ICI_V5E, hardware.ICI_V5P),
+    }
+    presets = {link.name: family for family, links in families.items() for link in links}
+    assert set(presets) >= set(hardware.LINKS)  # every preset listed
+    for family, links in families.items():
+        assert [link.family for link in links] == [family] * len(links)
+    for cluster in hardware.CLUSTERS.values():  # NVLink inside the DGX nodes, InfiniBand between them
+        assert (cluster.intra_node_link.family, cluster.inter_node_link.family) == ("NVLink", "InfiniBand")
+    # A link built without one is "other"; the family is a keyword, so the positional fields keep their places.
+    custom = hardware.Link("1 Gb/s", 0.125e9, "one-way", "per node", "nominal", 5e-6, "-", "-")
+    assert custom.family == "other" and replace(custom, family="Ethernet").family == "Ethernet"
+    with pytest.raises(ValueError, match="^family"):
+        replace(hardware.NVLINK4, family="nvlink")
 
 
 @pytest.mark.parametrize(

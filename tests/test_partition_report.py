@@ -32,6 +32,7 @@ def test_hand_computed_transfers_of_a_plan_spanning_two_nodes():
     ring_4 = 2 * 3 * NV_A + 2 * 3 / 4 * activation / NV_B  # 2(n−1)α + 2(n−1)/n·S/B, n = 4, over NVLink
     for x in tensor:
         assert x["link"] == hardware.NVLINK4.name and not x["crosses_nodes"]
+        assert x["link_family"] == "NVLink"
         assert x["time_s"] == pytest.approx(16 * ring_4, rel=1e-12)
         assert x["exposed_s"] == pytest.approx(x["time_s"], rel=1e-12)  # on the critical path
     pipeline = _by(report, "pipeline")
@@ -39,6 +40,7 @@ def test_hand_computed_transfers_of_a_plan_spanning_two_nodes():
     assert [(x["payload_bytes"], x["calls_per_step"]) for x in pipeline] == [(activation / 4, 4)] * 2
     for x in pipeline:
         assert x["link"] == hardware.INFINIBAND_NDR_8X.name and x["crosses_nodes"]
+        assert x["link_family"] == "InfiniBand"
         assert x["time_s"] == pytest.approx(4 * (IB_A + activation / 4 / IB_B), rel=1e-12)
     (data,) = _by(report, "data")
     grads = 2 * TINY.params / (4 * 2)

@@ -27,7 +27,17 @@ REQUIRED = (
     "tokens_per_s",
     "mfu",
 )
-TRANSFER_KEYS = {"axis", "tensor", "op", "payload_bytes", "calls_per_step", "link", "time_s", "exposed_s"}
+TRANSFER_KEYS = {
+    "axis",
+    "tensor",
+    "op",
+    "payload_bytes",
+    "calls_per_step",
+    "link",
+    "link_family",
+    "time_s",
+    "exposed_s",
+}
 
 
 def expected(values: dict) -> dict:

@@ -16,7 +16,7 @@ from lab_checks import options, plain_and_finite, png_pixels, sweep
 from matplotlib.colors import to_rgba
 
 from course_lib import collectives, simulate, units
-from course_lib.viz.collectives import level_colors
+from course_lib.viz.ring_allreduce import level_colors
 from course_lib.widgets.ring import (
     BANDWIDTHS_BYTES_PER_S,
     LATENCIES_S,

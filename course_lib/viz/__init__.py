@@ -1,6 +1,14 @@
-"""Figures of the course, one module per lesson. Every ``plot_*`` function takes ``ax=None`` (``axes=None`` for
-multi-panel figures), draws with labelled units and returns what it drew on. Importing ``course_lib.viz`` imports
-matplotlib; the formula modules never do.
+"""Figures of the course, one module per concept a lesson or a lab draws. Every ``plot_*`` function takes ``ax=None``
+(``axes=None`` for multi-panel figures), draws with labelled units and returns what it drew on. Importing
+``course_lib.viz`` imports matplotlib; the formula modules never do.
+
+The modules, each named after the lesson's concept or the lab that shows its figure live: ``course`` (lesson 00's
+map), ``compute`` (lesson 01: roofline, FLOPs by part), ``collectives`` (lesson 02: what each collective does, which
+rank sends what, time against payload), ``ring_allreduce`` (lesson 02 and lab 1: the ring step by step),
+``parallelism`` (lesson 03: the four splits of one model, one layer under tensor parallelism), ``global_batch``
+(lab 2), ``memory_budget`` (lessons 01 and 03, lab 3: memory per device), ``pipeline_schedule`` (lesson 03 and lab 4:
+the Gantt chart), ``budget`` (lesson 04: step timeline, plan search), ``measure`` (lesson 05 and lab 5),
+``partition`` (lab 6), ``serving`` (lesson 04 and lab 7) and ``validation`` (lesson 06).
 
 The labs' figures are *live figures*, ``fast.LiveFigure``s: built by their constructor on axes the caller places,
 then changed by ``update(result)`` with the result of one call into the formula layer. They are
@@ -11,8 +19,8 @@ its bars the lessons' ``MemoryBarsFigure``), ``PipelineScheduleFigure`` and ``Co
 ``PredictedMeasuredFigure`` and ``ResidualsFigure``. A lesson's ``plot_*`` function draws the same figure by building
 it and updating it once (``plot_pipeline_schedule``: one ``PipelineScheduleFigure``; ``plot_ring_allreduce_steps``:
 one ``RingStepFigure`` a step; the ranks on a circle, ``plot_ring_step``, are a picture of their own). ``fast`` holds
-how they draw in a few milliseconds (``PartialRedraw``, ``CachedText``, ``FastText``), ``style`` the colours and tick
-formatters every figure shares.
+how they draw in a few milliseconds (``PartialRedraw``, ``CachedText``, ``FastText``), ``style`` the colours, tick
+formatters and axes checks every figure shares.
 
 >>> from course_lib import viz
 >>> sorted(name for name in viz.__all__ if name.startswith("plot_"))[:3]
@@ -22,28 +30,19 @@ formatters every figure shares.
 from .budget import plot_plan_search, plot_step_timeline
 from .collectives import (
     CollectiveTimeFigure,
-    RingStepFigure,
     collective_steps_legend,
     plot_collective_data,
     plot_collective_steps,
     plot_collective_time_vs_payload,
-    plot_ring_allreduce_steps,
-    plot_ring_step,
 )
 from .compute import plot_flops_breakdown, plot_roofline
 from .course import plot_course_map
 from .fast import LiveFigure
-from .parallelism import (
-    ComparisonBarsFigure,
-    GlobalBatchFigure,
-    MemoryBarsFigure,
-    MemoryBudgetFigure,
-    PipelineScheduleFigure,
-    plot_memory_breakdown,
-    plot_parallelism_splits,
-    plot_pipeline_schedule,
-    plot_tensor_parallel_layer,
-)
+from .global_batch import GlobalBatchFigure
+from .memory_budget import MemoryBarsFigure, MemoryBudgetFigure, plot_memory_breakdown
+from .parallelism import plot_parallelism_splits, plot_tensor_parallel_layer
+from .pipeline_schedule import ComparisonBarsFigure, PipelineScheduleFigure, plot_pipeline_schedule
+from .ring_allreduce import RingStepFigure, plot_ring_allreduce_steps, plot_ring_step
 from .serving import DecodeBreakdownFigure, LatencyThroughputFigure, plot_decode_breakdown, plot_latency_throughput
 from .validation import PredictedMeasuredFigure, ResidualsFigure, plot_predicted_measured, plot_residuals
 

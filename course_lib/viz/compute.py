@@ -196,27 +196,15 @@ _PASSES = (
     ("recomputation (1 × forward)", "#B8B8B8"),
 )
 
-
-def _breakdown_rows(b, s, l, h, v, recompute):
-    """(label, forward FLOPs of the whole model for that part, recomputed?) for each part, from compute.gemm_flops.
-
-    Narayanan et al. 2021, appendix: QKV 6Bsh², scores 2Bs²h, attention over values 2Bs²h, output projection
-    2Bsh², MLP 16Bsh² (per layer, forward); logits 2BshV. Integers, so the parts add up without rounding.
-    """
-    selective = recompute == "selective"
-    full = recompute == "full"
-    return (
-        ("QKV projections (6Bsh²)", l * compute.gemm_flops(b * s, 3 * h, h), full),
-        ("attention scores QKᵀ (2Bs²h)", l * b * compute.gemm_flops(s, s, h), full or selective),
-        ("attention over values (2Bs²h)", l * b * compute.gemm_flops(s, h, s), full or selective),
-        ("output projection (2Bsh²)", l * compute.gemm_flops(b * s, h, h), full),
-        (
-            "MLP h → 4h → h (16Bsh²)",
-            l * (compute.gemm_flops(b * s, 4 * h, h) + compute.gemm_flops(b * s, h, 4 * h)),
-            full,
-        ),
-        ("logits (2BshV, never recomputed)", compute.gemm_flops(b * s, v, h), False),
-    )
+# How a bar names each part of compute.transformer_flops_by_part: its forward FLOPs (per layer; the logits once).
+_PART_LABELS = {
+    "qkv_projections": "QKV projections (6Bsh²)",
+    "attention_scores": "attention scores QKᵀ (2Bs²h)",
+    "attention_over_values": "attention over values (2Bs²h)",
+    "output_projection": "output projection (2Bsh²)",
+    "mlp": "MLP h → 4h → h (16Bsh²)",
+    "logits": "logits (2BshV, never recomputed)",
+}
 
 
 def plot_flops_breakdown(batch, seq_len, layers, hidden, vocab, recompute=True, ax=None):
@@ -238,25 +226,15 @@ def plot_flops_breakdown(batch, seq_len, layers, hidden, vocab, recompute=True, 
     >>> plt.close("all")
     """
     total = compute.transformer_flops_per_iteration(batch, seq_len, layers, hidden, vocab, recompute)  # validates
-    if isinstance(recompute, (bool, np.bool_)):
-        recompute = "full" if recompute else "none"
-    b, s, l, h, v = (
-        _check.count(name, value)
-        for name, value in (
-            ("batch", batch),
-            ("seq_len", seq_len),
-            ("layers", layers),
-            ("hidden", hidden),
-            ("vocab", vocab),
-        )
-    )
-    rows = _breakdown_rows(b, s, l, h, v, recompute)
+    parts = compute.transformer_flops_by_part(batch, seq_len, layers, hidden, vocab, recompute)
+    recompute = compute.recompute_option(recompute)
+    b, s, l, h, v = (int(size) for size in (batch, seq_len, layers, hidden, vocab))  # whole numbers, checked above
 
     ax = axes_or_new(ax)
-    y = np.arange(len(rows))
+    y = np.arange(len(parts))
     used_passes = set()
-    for row, (label, forward, recomputed) in zip(y, rows, strict=True):
-        segments = (forward, 2 * forward, forward if recomputed else 0)
+    for row, part in zip(y, parts, strict=True):
+        segments = (part.forward_flops, part.backward_flops, part.recompute_flops)
         left = 0
         for (pass_name, color), width in zip(_PASSES, segments, strict=True):
             if width == 0:
@@ -269,7 +247,7 @@ def plot_flops_breakdown(batch, seq_len, layers, hidden, vocab, recompute=True, 
                 height=0.65,
                 edgecolor="white",
                 linewidth=0.5,
-                gid=f"{label}|{pass_name}",
+                gid=f"{_PART_LABELS[part.part]}|{pass_name}",
             )
             used_passes.add(pass_name)
             left += width
@@ -282,10 +260,9 @@ def plot_flops_breakdown(batch, seq_len, layers, hidden, vocab, recompute=True, 
             fontsize=9,
         )
 
-    ax.set_yticks(y, [label for label, _, _ in rows])
+    ax.set_yticks(y, [_PART_LABELS[part.part] for part in parts])
     ax.invert_yaxis()
-    widest = max(3 * f + (f if r else 0) for _, f, r in rows)
-    ax.set_xlim(0, widest * 1.35)
+    ax.set_xlim(0, max(part.total_flops for part in parts) * 1.35)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
     ax.xaxis.set_major_formatter(_flops_formatter)
     ax.legend(

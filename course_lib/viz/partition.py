@@ -14,7 +14,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from .. import units
 from .fast import FastText, FastTextGroup, LiveFigure
-from .parallelism import MEMORY_COMPONENTS
+from .memory_budget import MEMORY_COMPONENTS
 from .style import AXIS_COLORS, COLORS
 
 __all__ = [
@@ -22,7 +22,6 @@ __all__ = [
     "STEP_SEGMENTS",
     "LINK_COLORS",
     "STAGE_COLORS",
-    "short_link",
     "transfer_row",
     "drawn_stages",
     "figure_texts",
@@ -33,7 +32,7 @@ MAX_STRIPES = 16  # tensor-parallel slices drawn inside a stage box (more are dr
 MAX_REPLICAS_DRAWN = 3  # data-parallel copies drawn behind the model
 MAX_ROWS = 10  # boundary tensors listed (sequence parallelism and ZeRO-3 make 9)
 STAGE_COLORS = ("#4C72B0", "#DD8452", "#55A868", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
-LINK_COLORS = {"NVLink": "#2F6DB5", "InfiniBand": "#C0392B"}
+LINK_COLORS = {"NVLink": "#2F6DB5", "InfiniBand": "#C0392B"}  # by hardware.Link.family
 # The step's time, left to right: (report key, label, colour).
 STEP_SEGMENTS = (
     ("compute_s", "compute", COLORS["compute"]),
@@ -63,20 +62,12 @@ _COLUMNS = (
 )
 
 
-def short_link(link_name: str) -> str:
-    """ "NVLink" or "InfiniBand" (the family) from a ``hardware.Link`` name.
-
-    >>> short_link("InfiniBand HDR, 8 × 200 Gb/s per node"), short_link("NVLink 3 (A100)")
-    ('InfiniBand', 'NVLink')
-    """
-    return link_name.split()[0]
-
-
 def transfer_row(number: int, transfer: dict) -> tuple:
     """The table row of one transfer dict of ``budget.partition_report`` (formatted with units).
 
     >>> transfer_row(1, {"axis": "tensor", "tensor": "gradients", "op": "all_reduce", "payload_bytes": 5e7,
-    ...                  "calls_per_step": 1536, "link": "NVLink 3 (A100)", "time_s": 0.472, "exposed_s": 0.472})
+    ...                  "calls_per_step": 1536, "link": "NVLink 3 (A100)", "link_family": "NVLink", "time_s": 0.472,
+    ...                  "exposed_s": 0.472})
     ('1', 'TP', 'gradients', 'all-reduce', '50 MB', '1536', 'NVLink', '472 ms', '472 ms')
     """
     return (
@@ -86,7 +77,7 @@ def transfer_row(number: int, transfer: dict) -> tuple:
         _OP_SHORT[transfer["op"]],
         units.format_bytes(transfer["payload_bytes"]),
         str(transfer["calls_per_step"]),
-        short_link(transfer["link"]),
+        transfer["link_family"],
         units.format_time(transfer["time_s"]),
         units.format_time(transfer["exposed_s"]),
     )
@@ -378,7 +369,7 @@ class PartitionFigure(LiveFigure):
         for axis, line in self.marker_colors.items():
             line.set_data([xy[0] for xy in positions[axis]], [xy[1] for xy in positions[axis]])
         self.marker_numbers.set_texts(numbers)
-        tp_link = next((short_link(x["link"]) for x in r["transfers"] if x["axis"] == "tensor"), None)
+        tp_link = next((x["link_family"] for x in r["transfers"] if x["axis"] == "tensor"), None)
         if t == 1:
             tensor_text = "t = 1: each block whole on one GPU, no tensor-parallel traffic"
         elif t > g:

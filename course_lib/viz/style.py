@@ -6,14 +6,20 @@ No global state: nothing here touches ``matplotlib.rcParams``; every figure gets
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .. import units
+from .. import _check, units
 
 __all__ = [
     "axes_or_new",
+    "checked_axes",
+    "checked_drawn_ranks",
     "COLORS",
     "AXIS_COLORS",
+    "RANK_COLORS",
+    "EMPTY_COLOR",
+    "FIT_COLOR",
     "bytes_formatter",
     "binary_bytes_formatter",
     "time_formatter",
@@ -44,6 +50,12 @@ COLORS = {
     "bandwidth": "#4C72B0",
 }
 AXIS_COLORS = {"data": "#55A868", "tensor": "#C44E52", "pipeline": "#8172B3", "zero": "#DD8452"}
+# One light colour per rank (black text stays readable on each): the ranks of the collectives' pictures, the replicas
+# of the global batch lab. A picture with one row or block per rank draws at most this many.
+RANK_COLORS = ("#A1C9F4", "#FFB482", "#8DE5A1", "#FF9F9B", "#D0BBFF", "#DEBB9B", "#FAB0E4", "#FFFEA3")
+EMPTY_COLOR = "#F0F0F0"  # a chunk of a buffer that holds nothing (yet)
+FIT_COLOR = "#2E7D32"  # the verdict of a plan that fits its device
+_MAX_DRAWN_RANKS = len(RANK_COLORS)
 
 
 def axes_or_new(ax=None, figsize=(8, 4.5)):
@@ -52,6 +64,31 @@ def axes_or_new(ax=None, figsize=(8, 4.5)):
         return ax
     _, new_ax = plt.subplots(figsize=figsize, layout="constrained")
     return new_ax
+
+
+def checked_axes(axes, needed, name="axes"):
+    """The first ``needed`` Axes of ``axes`` (any array-like of Axes), flattened; ValueError if too few."""
+    flat = list(np.ravel(np.asarray(axes, dtype=object)))
+    if len(flat) < needed or not all(isinstance(a, plt.Axes) for a in flat):
+        raise ValueError(f"{name} must hold at least {needed} matplotlib Axes, got {axes!r}")
+    return flat
+
+
+def checked_drawn_ranks(ranks, minimum=1):
+    """``ranks`` if it is an integer from ``minimum`` to 8: a picture with one row or block (one colour) per rank.
+
+    >>> checked_drawn_ranks(9)
+    Traceback (most recent call last):
+    ...
+    ValueError: ranks must be an integer in 1..8 (one readable row or block per rank), got 9
+    """
+    p = _check.count("ranks", ranks, minimum=minimum)
+    if not isinstance(p, int) or p > _MAX_DRAWN_RANKS:
+        raise ValueError(
+            f"ranks must be an integer in {minimum}..{_MAX_DRAWN_RANKS} (one readable row or block "
+            f"per rank), got {ranks!r}"
+        )
+    return p
 
 
 def _formatter(function):

@@ -12,7 +12,7 @@
   so each of its t × p devices, works through in one step; ``devices_per_replica`` = t × p.
 
 Tensor- and pipeline-parallel groups split the work on the *same* examples, so t and p multiply the devices but not
-the examples. The figure, ``viz.parallelism.GlobalBatchFigure``, shows both: on the left the devices, one row per
+the examples. The figure, ``viz.global_batch.GlobalBatchFigure``, shows both: on the left the devices, one row per
 data-parallel replica (t × p cells, shaded by pipeline stage) with the range of examples each replica works on; on
 the right two log-scale bars built from their factors, devices = d · t · p and examples = b · N_acc · d, with the
 shared factor d in the same colour.
@@ -30,7 +30,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from .. import _check, parallelism, units
-from ..viz.parallelism import GlobalBatchFigure, count_of
+from ..viz.global_batch import GlobalBatchFigure, count_of
 from ._base import Lab, initial_values, int_slider, stops_with, unit_slider
 
 __all__ = [

@@ -2,10 +2,10 @@
 
 Every number comes from ``parallelism.memory_breakdown`` (the ideal model, ``calibration=None``) on a ``ParallelPlan``
 (the first pipeline stage, which holds the most activations, under the 1F1B schedule). The figure,
-``viz.parallelism.MemoryBudgetFigure``, has two panels: on the left, the same plan under ZeRO stages 0–3 as stacked bars
-on a linear axis that ends at twice the device's capacity (the selected stage is outlined; a bar above the axis gets an
-arrow and its total); on the right, each component of the selected plan on a log axis from 100 kB to 100 TB, so a 20 kB
-shard and a 40 TB replica are both readable.
+``viz.memory_budget.MemoryBudgetFigure``, has two panels: on the left, the same plan under ZeRO stages 0–3 as stacked
+bars on a linear axis that ends at twice the device's capacity (the selected stage is outlined; a bar above the axis
+gets an arrow and its total); on the right, each component of the selected plan on a log axis from 100 kB to 100 TB,
+so a 20 kB shard and a 40 TB replica are both readable.
 
 Only valid plans are reachable: the tensor-parallel slider offers the divisors of the model's heads (≤ 64) and the
 pipeline slider the divisors of its layers (≤ 128); changing the model moves both to the nearest valid value.
@@ -24,8 +24,8 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from .. import hardware, parallelism, units
-from ..viz.parallelism import FIT_COLOR, MemoryBudgetFigure
-from ..viz.style import COLORS
+from ..viz.memory_budget import MemoryBudgetFigure
+from ..viz.style import COLORS, FIT_COLOR
 from ._base import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,

@@ -12,7 +12,7 @@ interleaved schedule) the divisors of the layers per stage, m (interleaved) mult
 GPUs and the node count offers only clusters that hold the plan (moving t, p or d past the cluster grows it).
 
 >>> lab = partition_lab()
->>> lab.result["transfers"][0]["link"].split()[0], units.format_time(lab.result["step_time_s"])
+>>> lab.result["transfers"][0]["link_family"], units.format_time(lab.result["step_time_s"])
 ('NVLink', '16.9 s')
 >>> lab.controls["tensor_parallel"].value, lab.controls["pipeline_parallel"].value = 16, 4
 >>> lab.result["tensor_link"], units.format_time(lab.result["step_time_s"])
@@ -27,7 +27,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from .. import budget, hardware, parallelism, units
-from ..viz.partition import PartitionFigure, short_link
+from ..viz.partition import PartitionFigure
 from ._base import (
     CONTROL_LAYOUT,
     CONTROL_STYLE,
@@ -248,7 +248,7 @@ class PartitionLab(Lab):
             schedule=values["schedule"],
             recompute=values["recompute"],
             sequence_parallel=values["sequence_parallel"],
-            tensor_link=short_link(tensor[0]["link"]) if tensor else "none",
+            tensor_link=tensor[0]["link_family"] if tensor else "none",
             tensor_time_s=sum(x["time_s"] for x in tensor),
         )
         return result

@@ -14,7 +14,7 @@ right, 0 … 2(p − 1), enabled for rings of up to 8 ranks). Every number comes
 Recursive doubling and Rabenseifner need a power-of-two number of ranks: the ``algorithm`` buttons offer them only
 then (moving ``ranks`` to a value that is not a power of two switches such a choice to the ring), so no position of
 the controls asks ``course_lib`` for a cost it refuses to give. The figure is built once from two live figures of
-``course_lib.viz.collectives``: on the left ``CollectiveTimeFigure`` (time against payload of every applicable
+``course_lib.viz``: on the left ``collectives.CollectiveTimeFigure`` (time against payload of every applicable
 algorithm, log–log), on the right ``RingStepFigure`` (the ring's chunks step by step, from ``course_lib.simulate``);
 an update only moves and recolours their artists.
 
@@ -35,14 +35,9 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from .. import _check, collectives, units
-from ..viz.collectives import (
-    CollectiveTimeFigure,
-    RingStepFigure,
-    algorithm_label,
-    ring_allreduce_step_count,
-    ring_step_phase,
-)
+from ..viz.collectives import CollectiveTimeFigure, algorithm_label
 from ..viz.fast import Panel
+from ..viz.ring_allreduce import RingStepFigure
 from ..viz.style import seconds_label
 from ._base import (
     Lab,
@@ -93,13 +88,13 @@ _TIME_AXES_BESIDE_GRID = (0.095, 0.3, 0.44, 0.63)
 _TIME_AXES_ALONE = (0.095, 0.3, 0.86, 0.63)
 
 
-ring_steps = ring_allreduce_step_count  # the range of the ``step`` control: 2(p − 1)
+ring_steps = collectives.ring_allreduce_step_count  # the range of the ``step`` control: 2(p − 1)
 
 
 def _step_phase(ranks: int, step: int) -> str:
     if ranks > MAX_STEP_RANKS:
         return f"not drawn (more than {MAX_STEP_RANKS} ranks)"
-    return ring_step_phase(OP, ranks, step)
+    return collectives.ring_step_phase(OP, ranks, step)
 
 
 def _checked_option(name: str, value, low, high, integer: bool = False):

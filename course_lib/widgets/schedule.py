@@ -3,7 +3,7 @@
 The timeline comes from ``pipeline.pipeline_schedule`` (an event simulation that knows nothing of the bubble
 formula); the lab shows next to it ``parallelism.pipeline_bubble_fraction`` (p − 1)/(v·m) and
 ``parallelism.pipeline_in_flight_microbatches``, so every position of the controls checks the formulas against the
-simulation. The figure is ``viz.parallelism.PipelineScheduleFigure`` (the timeline) beside a
+simulation. The figure is ``viz.pipeline_schedule.PipelineScheduleFigure`` (the timeline) beside a
 ``ComparisonBarsFigure`` (simulated against formula). Times are in units of the forward time t_f of one micro-batch
 through one stage (t_b = 2 t_f).
 
@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 
 from .. import parallelism, pipeline, units
 from ..viz.fast import Panel
-from ..viz.parallelism import SCHEDULE_NAMES, ComparisonBarsFigure, PipelineScheduleFigure
+from ..viz.pipeline_schedule import SCHEDULE_NAMES, ComparisonBarsFigure, PipelineScheduleFigure
 from ..viz.style import COLORS
 from ._base import Lab, choice_buttons, initial_values, int_slider
 

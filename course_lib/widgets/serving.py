@@ -28,9 +28,8 @@ from matplotlib.figure import Figure
 
 from .. import hardware, parallelism, serving, units
 from ..viz.fast import Panel, PartialRedraw
-from ..viz.parallelism import FIT_COLOR
 from ..viz.serving import DecodeBreakdownFigure, LatencyThroughputFigure
-from ..viz.style import COLORS
+from ..viz.style import COLORS, FIT_COLOR
 from ._base import (
     Lab,
     check_choices,

@@ -1,0 +1,438 @@
+"""Figures of memory per device (lessons 01 and 03, lab 3): stacked bars of each plan's memory against a device's
+capacity, and the memory lab's two panels.
+
+Every number drawn comes from ``parallelism.memory_breakdown``; this module only draws. ``MemoryBarsFigure`` and
+``MemoryBudgetFigure`` are live figures (see ``fast.LiveFigure``): the memory lab updates its ``MemoryBudgetFigure``
+on every move of its controls, and the lessons' ``plot_memory_breakdown`` builds a ``MemoryBarsFigure`` and updates
+it once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import matplotlib.transforms as mtransforms
+import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.markers import TICKLEFT
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator, NullLocator
+
+from .. import _check, parallelism, units
+from .fast import CachedText, LiveFigure
+from .style import COLORS, FIT_COLOR, axes_or_new, bytes_formatter
+
+__all__ = [
+    "plot_memory_breakdown",
+    "MemoryBarsFigure",
+    "MemoryBudgetFigure",
+    "MEMORY_COMPONENTS",
+    "MODEL_MEMORY_COMPONENTS",
+    "memory_components_of",
+]
+
+# MemoryBreakdown field -> legend text, bottom to top of each stacked bar: every component a breakdown reports.
+MEMORY_COMPONENTS = {
+    "parameters": "parameters",
+    "gradients": "gradients",
+    "optimizer_state": "optimizer state",
+    "activations": "activations",
+    "logits": "logits",
+    "framework": "framework",
+}
+# What every breakdown counts (logits and framework memory are 0 unless memory_breakdown is given a Calibration).
+MODEL_MEMORY_COMPONENTS = ("parameters", "gradients", "optimizer_state", "activations")
+
+
+def _checked_breakdowns(breakdowns):
+    if not isinstance(breakdowns, Mapping) or not breakdowns:
+        raise ValueError(
+            f"breakdowns must be a non-empty mapping of label -> parallelism.MemoryBreakdown, got {breakdowns!r}"
+        )
+    for label, breakdown in breakdowns.items():
+        if not isinstance(breakdown, parallelism.MemoryBreakdown):
+            raise ValueError(f"breakdowns[{label!r}] must be a parallelism.MemoryBreakdown, got {breakdown!r}")
+        if any(np.ndim(getattr(breakdown, field)) for field in MEMORY_COMPONENTS):
+            raise ValueError(f"breakdowns[{label!r}] must hold one plan (scalar fields), not arrays")
+    return breakdowns
+
+
+def memory_components_of(breakdowns) -> tuple:
+    """The ``MEMORY_COMPONENTS`` that stacked bars of ``breakdowns`` must draw for each bar to reach its total: the
+    model's four (``MODEL_MEMORY_COMPONENTS``) and any other that is not 0 in some breakdown.
+
+    >>> calibrated = parallelism.MemoryBreakdown(1.0, 1.0, 1.0, 1.0, logits=2.0)
+    >>> memory_components_of([calibrated])
+    ('parameters', 'gradients', 'optimizer_state', 'activations', 'logits')
+    """
+    return tuple(
+        field
+        for field in MEMORY_COMPONENTS
+        if field in MODEL_MEMORY_COMPONENTS or any(float(getattr(b, field)) != 0 for b in breakdowns)
+    )
+
+
+_BAR_WIDTH = 0.6
+
+
+class MemoryBarsFigure(LiveFigure):
+    """Live stacked bars of per-device memory, one bar per plan, against a device's capacity, on one axes.
+
+    Each bar stacks ``components`` (fields of ``MEMORY_COMPONENTS``, bottom to top, in ``COLORS``) of one
+    ``parallelism.MemoryBreakdown``, its total written above it. With a capacity a dashed line marks it, and a bar
+    above it gets a red dashed outline and "does not fit". The y axis ends at ``capacity_multiple`` × the capacity
+    when given (a lab's scale then changes only with the device), else at 1.2 × the largest of the capacity and the
+    totals within 2.5× it (1.18 × the largest total without a capacity); a bar above the axis keeps its true height
+    and its total is written under the top, after an arrow. With ``selected`` that bar is opaque and outlined in
+    black, the others faded. Texts are ``fontsize`` points, the y tick labels ``y_tick_fontsize`` (at most ``y_ticks``
+    intervals). ``update(breakdowns, capacity_bytes=None, selected=None)`` takes one breakdown per plan,
+    in ``plan_labels`` order; one with bytes in a component the figure was built without raises ``ValueError``.
+
+    >>> from matplotlib.figure import Figure
+    >>> live = MemoryBarsFigure(Figure().add_subplot(), ["t=8 p=8 d=8"])
+    >>> plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, zero_stage=1)
+    >>> ideal = parallelism.memory_breakdown(parallelism.GPT3_175B, plan, calibration=None)  # the four model components
+    >>> live.update([ideal], capacity_bytes=80e9)
+    >>> live.totals[0].get_text(), live.capacity_text.get_text()
+    ('22 GB', 'capacity\\n80 GB')
+    """
+
+    def __init__(
+        self,
+        ax,
+        plan_labels,
+        components=MODEL_MEMORY_COMPONENTS,
+        capacity_multiple=None,
+        fontsize=9,
+        y_ticks=8,
+        y_tick_fontsize=10,
+        title=None,
+        legend_top=None,
+    ):
+        super().__init__(ax)
+        self.components = tuple(components)
+        unknown = [field for field in self.components if field not in MEMORY_COMPONENTS]
+        if unknown or not self.components:
+            raise ValueError(f"components must be fields of MEMORY_COMPONENTS {list(MEMORY_COMPONENTS)}, got {unknown}")
+        self.capacity_multiple = capacity_multiple
+        self.y_ticks = y_ticks
+        labels = [str(label) for label in plan_labels]
+        x = np.arange(len(labels), dtype=float)
+        zeros = np.zeros(len(labels))
+        self.containers = []
+        for field in self.components:
+            bars = ax.bar(
+                x,
+                zeros,
+                _BAR_WIDTH,
+                color=COLORS[field],
+                label=MEMORY_COMPONENTS[field],
+                edgecolor="white",
+                linewidth=0.6,
+                zorder=2,
+            )
+            for bar in bars:
+                bar.set_gid(f"memory-{field}")
+            self.containers.append(bars)
+        self.stacks = [[bars[index] for bars in self.containers] for index in range(len(labels))]  # one per plan
+        self.over_outlines = [
+            ax.add_patch(
+                Rectangle(
+                    (xi - _BAR_WIDTH / 2, 0),
+                    _BAR_WIDTH,
+                    0,
+                    fill=False,
+                    edgecolor=COLORS["exposed"],
+                    linestyle="--",
+                    linewidth=2,
+                    zorder=4,
+                    gid="over-capacity",
+                    visible=False,
+                )
+            )
+            for xi in x
+        ]
+        self.selected_outline = ax.add_patch(
+            Rectangle((-_BAR_WIDTH / 2, 0), _BAR_WIDTH, 0, fill=False, edgecolor="black", linewidth=2.0, zorder=4.5)
+        )
+        self.selected_outline.set_visible(False)
+        self.totals = [
+            CachedText.add(
+                ax,
+                xi,
+                0,
+                ha="center",
+                va="bottom",
+                fontsize=fontsize,
+                zorder=5,
+                bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1),
+            )
+            for xi in x
+        ]
+        left = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
+        self.capacity_line = ax.axhline(
+            0, color=COLORS["capacity"], linestyle="--", linewidth=1.5, zorder=3, gid="capacity", visible=False
+        )
+        self.capacity_text = CachedText.add(
+            ax, 1.01, 0, transform=left, ha="left", va="center", fontsize=fontsize, color=COLORS["capacity"]
+        )
+        self.capacity_text.set_gid("capacity-label")
+        # The y scale follows the bars (or the device), so its ticks are artists of their own, redrawn with the bars.
+        # 7 pt left of the spine, as matplotlib puts its own: the 3.5 pt tick and a 3.5 pt pad
+        tick_labels = left + mtransforms.ScaledTranslation(-7 / 72, 0, ax.figure.dpi_scale_trans)
+        self.y_tick_marks = ax.add_artist(
+            Line2D(
+                [],
+                [],
+                transform=left,
+                marker=TICKLEFT,
+                linestyle="none",
+                color="black",
+                markersize=3.5,
+                markeredgewidth=0.8,
+                clip_on=False,
+            )
+        )
+        self.y_tick_labels = [
+            CachedText.add(ax, 0, 0, transform=tick_labels, ha="right", va="center", fontsize=y_tick_fontsize)
+            for _ in range(2 * y_ticks)
+        ]
+        ax.set_xlim(-0.6, len(labels) - 0.4)
+        ax.set_ylim(0, 1)
+        ax.set_xticks(x, labels)
+        ax.set_yticks([])
+        ax.tick_params(axis="x", labelsize=fontsize)
+        # The tick labels are not the axis' own: pad the label by the widest one ("1.25 TB", 7 characters).
+        ax.set_ylabel("memory per device (bytes)", fontsize=fontsize + 1, labelpad=0.62 * y_tick_fontsize * 7 + 6)
+        if title:
+            ax.set_title(title, fontsize=fontsize + 1)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        if legend_top is None:
+            legend_top = -0.12 if any("\n" in label for label in labels) else -0.08
+        ax.legend(
+            handles=self.containers,
+            loc="upper center",
+            bbox_to_anchor=(0.5, legend_top),
+            ncol=len(self.components) if len(self.components) <= 4 else 3,
+            frameon=False,
+            fontsize=fontsize,
+            handlelength=1.5,
+            columnspacing=1.2,
+        )
+        self.animated = (
+            *[bar for bars in self.containers for bar in bars],
+            *self.over_outlines,
+            self.selected_outline,
+            *self.totals,
+            self.capacity_line,
+            self.capacity_text,
+            self.y_tick_marks,
+            *self.y_tick_labels,
+        )
+        self._top_shown = None
+
+    def _top(self, totals, capacity) -> float:
+        """Where the y axis ends (see the class docstring)."""
+        if capacity is None:
+            peak = max(totals)
+            return 1.18 * peak if peak > 0 else 1.0
+        if self.capacity_multiple is not None:
+            return self.capacity_multiple * capacity
+        return 1.2 * max([capacity] + [total for total in totals if total <= 2.5 * capacity])
+
+    def _set_scale(self, top) -> None:
+        self.ax.set_ylim(0, top)
+        locator = MaxNLocator(nbins=self.y_ticks, steps=[1, 2, 2.5, 5, 10])  # matplotlib's AutoLocator steps
+        ticks = [t for t in locator.tick_values(0, top) if 0 <= t <= top][: len(self.y_tick_labels)]
+        self.y_tick_marks.set_data([0.0] * len(ticks), ticks)
+        for index, label in enumerate(self.y_tick_labels):
+            label.set_visible(index < len(ticks))
+            if index < len(ticks):
+                label.set_y(ticks[index])
+                label.set_text(bytes_formatter(ticks[index], index))
+        self._top_shown = top
+
+    def update(self, breakdowns, capacity_bytes=None, selected=None) -> None:
+        """Draw ``breakdowns`` (one ``MemoryBreakdown`` per plan) against ``capacity_bytes``, plan ``selected``
+        outlined."""
+        breakdowns = list(breakdowns)
+        if len(breakdowns) != len(self.stacks):
+            raise ValueError(f"breakdowns must hold one breakdown per plan ({len(self.stacks)}), got {len(breakdowns)}")
+        for index, breakdown in enumerate(breakdowns):
+            left_out = [f for f in MEMORY_COMPONENTS if f not in self.components and float(getattr(breakdown, f))]
+            if left_out:
+                raise ValueError(
+                    f"breakdowns[{index}] has bytes in {left_out}, which this figure was built without: build it "
+                    f"with components=memory_components_of(breakdowns)"
+                )
+        capacity = None if capacity_bytes is None else float(capacity_bytes)
+        totals = [float(breakdown.total) for breakdown in breakdowns]
+        top = self._top(totals, capacity)
+        if top != self._top_shown:
+            self._set_scale(top)
+        self.capacity_line.set_visible(capacity is not None)
+        self.capacity_text.set_visible(capacity is not None)
+        if capacity is not None:
+            self.capacity_line.set_ydata([capacity, capacity])
+            self.capacity_text.set_y(capacity)
+            self.capacity_text.set_text(f"capacity\n{units.format_bytes(capacity)}")
+        for index, (bars, breakdown, total) in enumerate(zip(self.stacks, breakdowns, totals, strict=True)):
+            bottom = 0.0
+            for bar, field in zip(bars, self.components, strict=True):
+                height = float(getattr(breakdown, field))
+                bar.set_y(bottom)
+                bar.set_height(height)
+                bar.set_alpha(None if selected is None else 1.0 if index == selected else 0.4)
+                bottom += height
+            over = capacity is not None and total > capacity
+            self.over_outlines[index].set_visible(over)
+            self.over_outlines[index].set_height(total)
+            text = units.format_bytes(total) + ("\ndoes not fit" if over else "")
+            label = self.totals[index]
+            if total > 0.93 * top:  # above the axis, or too close to its top for the text: under the top, an arrow
+                label.set_text("↑ " + text)
+                label.set_y(0.98 * top)
+                label.set_verticalalignment("top")
+            else:
+                label.set_text(text)
+                label.set_y(total + 0.01 * top)
+                label.set_verticalalignment("bottom")
+            label.set_color(COLORS["exposed"] if over else "black")
+        self.selected_outline.set_visible(selected is not None)
+        if selected is not None:
+            self.selected_outline.set_x(selected - _BAR_WIDTH / 2)
+            self.selected_outline.set_height(min(totals[selected], top))
+
+
+def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
+    """Stacked bars of per-device memory, one bar per plan: a ``MemoryBarsFigure`` built on ``ax`` and drawn once.
+
+    ``breakdowns`` maps a label (the bar's tick) to a ``parallelism.MemoryBreakdown``; each bar stacks every component
+    that is not 0 in some plan (``memory_components_of``), its total printed above it. With ``capacity_bytes`` a
+    dashed line marks the device's memory; bars above it get a red dashed outline and "does not fit". When a bar is
+    more than 2.5× the capacity the y axis stops short of it (its rectangles keep their true heights) and an arrow
+    label gives its total, so the bars that nearly fit stay readable.
+
+    >>> plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, zero_stage=1,
+    ...                                 recompute="full")
+    >>> mem = parallelism.memory_breakdown(parallelism.GPT3_175B, plan, calibration=None)
+    >>> ax = plot_memory_breakdown({"t=8 p=8 d=8": mem}, capacity_bytes=80e9)
+    >>> [c.get_label() for c in ax.containers]
+    ['parameters', 'gradients', 'optimizer state', 'activations']
+    >>> plt.close("all")
+    """
+    breakdowns = _checked_breakdowns(breakdowns)
+    capacity = None if capacity_bytes is None else _check.positive("capacity_bytes", capacity_bytes)
+    ax = axes_or_new(ax)
+    figure = MemoryBarsFigure(ax, list(breakdowns), memory_components_of(breakdowns.values()))
+    figure.update(breakdowns.values(), capacity)
+    return ax
+
+
+# ---- live figure: the memory lab's two panels ---------------------------------------------------------------------
+
+
+class MemoryBudgetFigure(LiveFigure):
+    """Live per-device memory of a few plans against the device's capacity, on two axes placed by the caller.
+
+    Left (``stack_ax``): a ``MemoryBarsFigure`` of the plans (``components`` stacked) on a linear axis from 0 to twice
+    the capacity, the selected plan opaque and outlined, and above the axes whether it fits. Right (``log_ax``): each
+    component of the selected plan and its total on a fixed log axis ``log_range_bytes``.
+    ``update(breakdowns, selected, capacity_bytes)`` takes one ``parallelism.MemoryBreakdown`` per plan (in
+    ``plan_labels`` order), the index of the selected one and the device's memory in bytes.
+
+    >>> from matplotlib.figure import Figure
+    >>> figure = Figure(figsize=(9, 4))
+    >>> live = MemoryBudgetFigure(figure.add_axes((0.1, 0.2, 0.4, 0.6)), figure.add_axes((0.7, 0.2, 0.25, 0.6)), ["a"])
+    >>> plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, zero_stage=1)
+    >>> live.update([parallelism.memory_breakdown(parallelism.GPT3_175B, plan, calibration=None)], 0, 80e9)
+    >>> live.verdict.get_text()
+    'fits, 58 GB headroom'
+    """
+
+    def __init__(
+        self,
+        stack_ax,
+        log_ax,
+        plan_labels,
+        log_range_bytes=(1e5, 1e14),
+        stack_title=None,
+        components=MODEL_MEMORY_COMPONENTS,
+    ):
+        super().__init__(stack_ax, log_ax)
+        self.stack_ax, self.log_ax = stack_ax, log_ax
+        self.bars = MemoryBarsFigure(
+            stack_ax,
+            plan_labels,
+            components,
+            capacity_multiple=2.0,
+            fontsize=8,
+            y_ticks=4,
+            y_tick_fontsize=8,
+            title=stack_title,
+            legend_top=-0.15,
+        )
+        figure = stack_ax.figure
+        # An Axes child placed in figure coordinates: savefig draws animated Axes children, not figure ones.
+        self.verdict = CachedText.add(
+            stack_ax, 0.5, 0.965, transform=figure.transFigure, ha="center", va="top", fontsize=11, fontweight="bold"
+        )
+
+        # Right: the selected plan's components on a fixed log axis.
+        names = list(self.bars.components) + ["total"]
+        colors = [COLORS[c] for c in self.bars.components] + ["#555555"]
+        low = log_range_bytes[0] / 10  # bars start left of the axis, so the smallest value still shows a stub
+        self.log_bars = [
+            log_ax.add_patch(Rectangle((low, i - 0.35), 0, 0.7, facecolor=color, edgecolor="none"))
+            for i, color in enumerate(colors)
+        ]
+        self.log_capacity = log_ax.axvline(log_range_bytes[1], color=COLORS["capacity"], linestyle="--", linewidth=1.4)
+        self.log_capacity_text = CachedText.add(
+            log_ax, log_range_bytes[1], -0.6, "capacity", ha="center", va="bottom", fontsize=7, color=COLORS["capacity"]
+        )
+        log_ax.set_xscale("log")
+        log_ax.set_xlim(*log_range_bytes)
+        log_ax.set_ylim(len(names) - 0.5, -0.5)
+        log_ax.set_yticks(range(len(names)), [MEMORY_COMPONENTS.get(n, n) for n in names], fontsize=8)
+        log_ax.xaxis.set_major_formatter(bytes_formatter)
+        decades = np.log10(log_range_bytes)
+        log_ax.set_xticks([10.0**k for k in range(math.ceil(decades[0]), math.floor(decades[1]) + 1, 2)])
+        log_ax.xaxis.set_minor_locator(NullLocator())
+        log_ax.tick_params(axis="x", labelsize=7)
+        log_ax.set_xlabel("bytes per device (log)", fontsize=8)
+        log_ax.set_title("selected plan, every component", fontsize=9, pad=12)
+        for side in ("top", "right"):
+            log_ax.spines[side].set_visible(False)
+        self.animated = (
+            *self.bars.animated,
+            *self.log_bars,
+            self.log_capacity,
+            self.log_capacity_text,
+            self.verdict,
+        )
+        self._capacity_shown = None
+
+    def update(self, breakdowns, selected, capacity_bytes) -> None:
+        """Draw ``breakdowns`` (one ``MemoryBreakdown`` per plan), plan ``selected`` chosen, against the capacity."""
+        capacity = float(capacity_bytes)
+        self.bars.update(breakdowns, capacity, selected)
+        if capacity != self._capacity_shown:
+            self.log_capacity.set_xdata([capacity, capacity])
+            self.log_capacity_text.set_x(capacity)
+            self._capacity_shown = capacity
+        chosen = breakdowns[selected]
+        total = float(chosen.total)
+        low = self.log_bars[0].get_x()
+        values = [float(getattr(chosen, field)) for field in self.bars.components] + [total]
+        for bar, value in zip(self.log_bars, values, strict=True):
+            bar.set_width(max(value - low, 0.0))
+
+        headroom = capacity - total
+        fits = total <= capacity
+        if fits:
+            self.verdict.set_text(f"fits, {units.format_bytes(headroom)} headroom")
+        else:
+            self.verdict.set_text(f"does not fit by {units.format_bytes(-headroom)}")
+        self.verdict.set_color(FIT_COLOR if fits else COLORS["exposed"])

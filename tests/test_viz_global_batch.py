@@ -1,0 +1,49 @@
+"""course_lib.viz.global_batch, lab 2's live figure: a live figure updated twice matches one built at once."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+from lab_checks import assert_updates_match_a_fresh_build
+from matplotlib.figure import Figure
+
+from course_lib.viz.global_batch import GlobalBatchFigure
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def _batch_figure():
+    figure = Figure(figsize=(9, 4), dpi=72)
+    return figure, GlobalBatchFigure(figure.add_axes((0.0, 0.0, 0.6, 1.0)), figure.add_axes((0.66, 0.2, 0.32, 0.68)))
+
+
+def _batch(b, acc, d, t, p, seq_len=2048):
+    def draw(live):
+        live.update(
+            dict(
+                micro_batch=b,
+                grad_accum_steps=acc,
+                data_parallel=d,
+                tensor_parallel=t,
+                pipeline_parallel=p,
+                seq_len=seq_len,
+                global_batch=b * acc * d,
+                tokens_per_step=b * acc * d * seq_len,
+                devices=d * t * p,
+                devices_per_replica=t * p,
+                examples_per_replica_per_step=b * acc,
+            )
+        )
+
+    return draw
+
+
+def test_batch_figure_updated_twice_draws_what_a_fresh_one_draws():
+    assert_updates_match_a_fresh_build(_batch_figure, _batch(8, 16, 64, 1, 1), _batch(2, 3, 5, 4, 2, 4096))
+    assert_updates_match_a_fresh_build(_batch_figure, _batch(64, 128, 1024, 64, 64), _batch(1, 1, 1, 1, 1))
