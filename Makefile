@@ -41,8 +41,11 @@ QUICK = not (notebook or grading or browser or env or slow)
 test: check $(LAB_OVERRIDES) ## run all tests, every tier: lint, unit, property, doctests, notebooks (nbval), grading, browser, environments
 	$(PYTEST) $(PYTEST_ARGS)
 
+# Without nbval (-p no:nbval, and addopts without its options): it only runs notebooks, and loading it costs each
+# worker seconds (see conftest.py on rfc3987_syntax).
 quick: $(VENV)/.test-installed ## the inner loop (under a minute): every test but the notebook, grading, browser, env and slow tiers
-	$(PYTEST) -q -m "$(QUICK)" --hypothesis-profile=quick tests course_lib $(PYTEST_ARGS)
+	$(PYTEST) -q -p no:nbval -o addopts="--doctest-modules -ra --strict-markers" -m "$(QUICK)" \
+		--hypothesis-profile=quick tests course_lib $(PYTEST_ARGS)
 
 # The lessons and masters whose stored outputs an uncommitted change may affect: its twin, a course_lib module it
 # imports (directly or not), or what every notebook depends on (tools/changed_notebooks.py says which).

@@ -12,6 +12,12 @@ from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent
 
+# jsonschema (imported by nbformat, which the notebook tests and tools import) imports rfc3987-syntax when it can,
+# which compiles a Lark grammar at import time (2-4 s a process, each pytest-xdist worker being one) for a URI format
+# check nbformat never makes; blocked, jsonschema skips that one check. tools/assignments.py does the same for
+# otter's processes (SITECUSTOMIZE there). Under `make test` nbval has imported it before this file runs.
+sys.modules.setdefault("rfc3987_syntax", None)
+
 # ---- test tiers ------------------------------------------------------------------------------------------------------
 # Every test belongs to the quick tier unless one of these markers says otherwise (registered in pyproject.toml).
 # `make quick` runs `-m "not (notebook or grading or browser or env or slow)"`; `make test` runs every tier. The four
