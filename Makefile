@@ -50,7 +50,7 @@ quick: $(VENV)/.test-installed ## the inner loop (under a minute): every test bu
 # The lessons and masters whose stored outputs an uncommitted change may affect: its twin, a course_lib module it
 # imports (directly or not), or what every notebook depends on (tools/changed_notebooks.py says which).
 nb: $(VENV)/.test-installed ## nbval on only the notebooks that an uncommitted change may affect
-	@notebooks="$$($(VENV)/bin/python tools/changed_notebooks.py)" || exit 2; \
+	@notebooks="$$($(VENV)/bin/python -m tools.changed_notebooks)" || exit 2; \
 	if [ -z "$$notebooks" ]; then echo "make nb: no lesson or master depends on an uncommitted change"; \
 	else echo "make nb:" $$notebooks; $(PYTEST) -q $$notebooks $(PYTEST_ARGS); fi
 
@@ -60,17 +60,17 @@ check: $(VENV)/.test-installed ## lint and format check (ruff); `make test` runs
 	$(VENV)/bin/ruff format --check .
 
 validate: $(VENV)/.test-installed ## the model against the Ultra-Scale Playbook's measured runs (tools/validate.py)
-	$(VENV)/bin/python tools/validate.py
+	$(VENV)/bin/python -m tools.validate
 
 bench: $(VENV)/.test-installed ## time course_lib's functions, the notebooks and grading (benchmarks/bench.py)
-	env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python benchmarks/bench.py
+	env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python -m benchmarks.bench
 
 # After editing a lesson's .py: rebuild its .ipynb and store fresh outputs. NOTEBOOKS limits it to some files, each
 # given as its .py or its .ipynb, e.g. make notebooks NOTEBOOKS=notebooks_py/01_mac.py (jupytext.toml pairs the
 # lessons notebooks/X.ipynb with notebooks_py/X.py, the graded masters side by side in labs/source/).
 NOTEBOOKS ?=
 notebooks: $(VENV)/.test-installed ## re-execute the lessons and labs from their .py and store the outputs in the .ipynb
-	PYTHONHASHSEED=0 $(VENV)/bin/python tools/execute_notebooks.py $(NOTEBOOKS)
+	PYTHONHASHSEED=0 $(VENV)/bin/python -m tools.execute_notebooks $(NOTEBOOKS)
 
 # Graded labs (otter-grader 7). Masters: labs/source/NN_name.py/.ipynb (run `make notebooks NOTEBOOKS=...` after
 # editing one). Output: build/assignments/<lab>/student/<lab>.ipynb, build/assignments/<lab>/autograder/*.zip and
@@ -80,7 +80,7 @@ notebooks: $(VENV)/.test-installed ## re-execute the lessons and labs from their
 ASSIGNMENTS = build/assignments
 STUDENT_DIR ?= labs
 assignments: $(VENV)/.test-installed ## make the graded labs' student versions and autograder zips (otter assign)
-	$(VENV)/bin/python tools/assignments.py --out $(ASSIGNMENTS) $(if $(STUDENT_DIR),--student-dir "$(STUDENT_DIR)")
+	$(VENV)/bin/python -m tools.assignments --out $(ASSIGNMENTS) $(if $(STUDENT_DIR),--student-dir "$(STUDENT_DIR)")
 
 # make grade SUBMISSIONS=dir: dir/<student>/<lab>.ipynb, each graded by `otter run` (no Docker) in a bubblewrap
 # sandbox (Debian: apt-get install bubblewrap). Writes grades.csv next to dir (or GRADES=path), feedback/<student>/
@@ -92,16 +92,18 @@ TIMEOUT ?= 300
 UNSAFE ?=
 grade: $(VENV)/.test-installed ## grade SUBMISSIONS=dir of <student>/<lab>.ipynb into grades.csv and feedback (sandboxed)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=dir [GRADES=grades.csv] [TIMEOUT=300] [UNSAFE=1]" >&2; exit 2; }
-	$(VENV)/bin/python tools/grade.py "$(SUBMISSIONS)" --assignments $(ASSIGNMENTS) --timeout $(TIMEOUT)$(if $(GRADES), --grades "$(GRADES)")$(if $(filter 1,$(UNSAFE)), --unsafe)
+	$(VENV)/bin/python -m tools.grade "$(SUBMISSIONS)" --assignments $(ASSIGNMENTS) --timeout $(TIMEOUT)$(if $(GRADES), --grades "$(GRADES)")$(if $(filter 1,$(UNSAFE)), --unsafe)
 
 # One universal resolution (uv pip compile --universal) for every Python from 3.10 up and every platform: a pin
 # that differs between them carries a marker. uv keeps each version already in requirements.lock that still
 # satisfies pyproject.toml, so `make lock` after adding a dependency pins only the new packages and a rerun changes
 # nothing; UPGRADE=1 re-resolves every pin to the newest allowed versions.
 UPGRADE ?=
-lock: $(UV_STAMP) ## pin [lab,test] for Python 3.10+ into requirements.lock (uv; maintainers; UPGRADE=1 for newest)
+# Then environment.yml and binder/environment.yml are written from the lock (tools/environments.py).
+lock: $(VENV)/.test-installed ## pin [lab,test] for Python 3.10+ into requirements.lock and both conda environments (uv; UPGRADE=1 for newest)
 	$(UV) pip compile pyproject.toml --extra lab --extra test --universal --python-version 3.10 \
 		--custom-compile-command "make lock" --quiet $(if $(UPGRADE),--upgrade) -o requirements.lock
+	$(VENV)/bin/python -m tools.environments
 
 clean: ## delete .venv, caches and build artefacts
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

@@ -137,7 +137,8 @@ def assigned_out(tmp_path_factory) -> Path:
         building = ASSIGNMENT_CACHE / f"{key}.building-{os.getpid()}"
         shutil.rmtree(building, ignore_errors=True)
         done = subprocess.run(
-            [sys.executable, str(ROOT / "tools" / "assignments.py"), "--out", str(building), "--no-run-tests"],
+            [sys.executable, "-m", "tools.assignments", "--out", str(building), "--no-run-tests"],
+            cwd=ROOT,
             capture_output=True,
             text=True,
             timeout=900,

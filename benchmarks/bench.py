@@ -220,17 +220,15 @@ def bench_widgets(updates=60):
 def bench_notebooks():
     """Execute every lesson and lab headless with nbclient, as nbval does, in a temporary copy of their folders
     (the repository's files are never rewritten); the kernel and its settings are those of `make notebooks`."""
-    import importlib.util
     import shutil
     import tempfile
     from pathlib import Path
 
     import nbformat
 
+    from tools import execute_notebooks as tool
+
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("execute_notebooks", root / "tools" / "execute_notebooks.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
     totals, counts = {"notebooks": 0.0, "labs": 0.0}, {"notebooks": 0, "labs": 0}
     with tempfile.TemporaryDirectory() as scratch:
         for folder in totals:
@@ -270,8 +268,7 @@ def bench_grading(per_lab=4):
 
     root = Path(__file__).resolve().parents[1]
     built = root / "build" / "assignments"
-    sys.path.insert(0, str(root / "tools"))
-    from assignments import autograder_zip, lab_names
+    from tools.assignments import autograder_zip, lab_names
 
     labs = [lab for lab in lab_names() if autograder_zip(lab, built) is not None]
     if not labs:
@@ -286,7 +283,7 @@ def bench_grading(per_lab=4):
                 shutil.copy(built / lab / "autograder" / f"{lab}.ipynb", folder / f"{lab}.ipynb")
         count = len(labs) * per_lab
         for label, extra in (("sandbox (bubblewrap)", []), ("no sandbox (UNSAFE=1)", ["--unsafe"])):
-            command = [sys.executable, str(root / "tools" / "grade.py"), str(submissions), "--assignments", str(built)]
+            command = [sys.executable, "-m", "tools.grade", str(submissions), "--assignments", str(built)]
             start = time.perf_counter()
             done = subprocess.run(command + extra, capture_output=True, text=True)
             wall = time.perf_counter() - start

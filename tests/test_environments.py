@@ -20,6 +20,8 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tools import environments
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10; pytest depends on tomli there
@@ -33,24 +35,10 @@ ENV_FILES = {
 LOCK = ROOT / "requirements.lock"
 POSTBUILD = ROOT / "binder" / "postBuild"
 OVERRIDES = ROOT / "binder" / "overrides.json"
-COURSE_PYTHON = "3.11"
-# The machine the course's Python runs on, for evaluating the lock's markers (uv's universal lock also pins
-# Windows- and macOS-only packages, and splits some pins at a patch release, e.g. python_full_version < '3.11.5').
-COURSE_PLATFORM = {
-    "python_version": COURSE_PYTHON,
-    "python_full_version": f"{COURSE_PYTHON}.9",
-    "sys_platform": "linux",
-    "platform_system": "Linux",
-    "platform_machine": "x86_64",
-    "os_name": "posix",
-    "implementation_name": "cpython",
-    "platform_python_implementation": "CPython",
-}
+COURSE_PYTHON = environments.COURSE_PYTHON
+COURSE_PLATFORM = environments.COURSE_PLATFORM
 NOTIFICATION = "@jupyterlab/apputils-extension:notification"
-HOW_TO_UPDATE = (
-    "To update pins: edit pyproject.toml, run `make lock`, then copy the lock's "
-    f"Python {COURSE_PYTHON} versions into environment.yml and binder/environment.yml."
-)
+HOW_TO_UPDATE = "To update pins: edit pyproject.toml and run `make lock`, which writes both environment files."
 
 
 def conda_and_pip(path: Path) -> tuple[list[str], list[str]]:
@@ -82,24 +70,10 @@ def pip_pins(path: Path) -> dict[str, str]:
 
 def lock_pins(environment: dict[str, str]) -> dict[str, str]:
     """{canonical name: version} that requirements.lock gives on one platform (marker environment)."""
-    pins: dict[str, str] = {}
-    python_version = environment["python_full_version"]
-    for line in LOCK.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        req = Requirement(line)
-        if req.marker and not req.marker.evaluate(environment):
-            continue
-        (spec,) = req.specifier
-        assert spec.operator == "==", f"requirements.lock: {line!r} is not an exact pin; run `make lock`"
-        name = canonicalize_name(req.name)
-        assert name not in pins, (
-            f"requirements.lock pins {name} twice for Python {python_version}; "
-            "run `make lock` instead of editing it by hand"
-        )
-        pins[name] = spec.version
-    return pins
+    try:
+        return environments.lock_pins(environment)
+    except ValueError as error:
+        pytest.fail(str(error), pytrace=False)
 
 
 def test_lock_covers_the_course_python():
@@ -186,6 +160,15 @@ def test_every_package_line_has_a_comment(name):
             uncommented.append(line.strip())
     assert not uncommented, (
         f"{name}: every package line needs a `# comment` saying what uses the package; add one to: {uncommented}"
+    )
+
+
+@pytest.mark.parametrize("name", ENV_FILES)
+def test_environment_file_is_what_make_lock_writes(name):
+    # The pins, their order and their comments come from requirements.lock and tools/environments.py, not a hand.
+    assert ENV_FILES[name].read_text(encoding="utf-8") == environments.environment_files()[name], (
+        f"{name} is not what `make lock` writes from requirements.lock: run `make lock` (or "
+        "`.venv/bin/python -m tools.environments`), and say in tools/environments.py USES who uses a new package"
     )
 
 

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TOOL = ROOT / "tools" / "execute_notebooks.py"
 
 HEADER = """# ---
 # jupyter:
@@ -73,7 +72,12 @@ def run_tool(*paths):
     env = {key: value for key, value in os.environ.items() if key != "PYTHONHASHSEED"}
     env["MPLBACKEND"] = "Agg"  # the tool must keep it away from the kernel, or the figure would vanish
     return subprocess.run(
-        [sys.executable, str(TOOL), *map(str, paths)], capture_output=True, text=True, env=env, timeout=600
+        [sys.executable, "-m", "tools.execute_notebooks", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=ROOT,
     )
 
 

@@ -34,16 +34,12 @@ from pathlib import Path
 import jupytext
 import nbformat
 import pytest
-from grading_tools import TOOLS, load_tool
+
+from tools import assignments, grade
+from tools import grading_sandbox as sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
-
 MASTERS = ROOT / "labs" / "source"
-
-
-assignments = load_tool("assignments")
-grade = load_tool("grade")
-sandbox = load_tool("grading_sandbox")
 LABS = assignments.lab_names()
 ANSWER_TAG, SOLUTION_TAG = "otter_answer_cell", "otter_assign_solution_cell"
 
@@ -1552,7 +1548,7 @@ def batch(built, tmp_path_factory):
     before = {folder: tree_digest(folder) for folder in (main, odd)}
     before["build"] = tree_digest(built["out"])
     before["repository"] = repository_state()
-    command = [sys.executable, str(TOOLS / "grade.py"), "--assignments", str(built["out"])]
+    command = [sys.executable, "-m", "tools.grade", "--assignments", str(built["out"])]
     # The odd batch runs alongside, one notebook at a time, the endless loop first: the timeout must not stop it.
     # 45 s lets otter start and reject the unreadable notebook on a busy machine, and caps the loop's spinning.
     side = subprocess.Popen(
@@ -1560,8 +1556,9 @@ def batch(built, tmp_path_factory):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        cwd=ROOT,
     )
-    done = subprocess.run(command + [str(main), "--jobs", "2"], capture_output=True, text=True, timeout=1200)
+    done = subprocess.run(command + [str(main), "--jobs", "2"], capture_output=True, text=True, timeout=1200, cwd=ROOT)
     side_output = side.communicate(timeout=600)[0]
     time.sleep(3)  # a survivor of the batch would rewrite grades.csv within this time
     rows = []
@@ -1806,7 +1803,8 @@ def test_grade_without_autograders_says_to_run_make_assignments(tmp_path):
     done = subprocess.run(
         [
             sys.executable,
-            str(TOOLS / "grade.py"),
+            "-m",
+            "tools.grade",
             str(tmp_path / "submissions"),
             "--assignments",
             str(tmp_path / "nothing"),
@@ -1814,6 +1812,7 @@ def test_grade_without_autograders_says_to_run_make_assignments(tmp_path):
         capture_output=True,
         text=True,
         timeout=120,
+        cwd=ROOT,
     )
     assert done.returncode == 2 and "make assignments" in done.stderr
     assert not (tmp_path / "grades.csv").exists()
@@ -1824,7 +1823,8 @@ def test_grade_refuses_to_write_into_the_submissions(tmp_path):
     done = subprocess.run(
         [
             sys.executable,
-            str(TOOLS / "grade.py"),
+            "-m",
+            "tools.grade",
             str(tmp_path / "submissions"),
             "--grades",
             str(tmp_path / "submissions" / "grades.csv"),
@@ -1832,5 +1832,6 @@ def test_grade_refuses_to_write_into_the_submissions(tmp_path):
         capture_output=True,
         text=True,
         timeout=120,
+        cwd=ROOT,
     )
     assert done.returncode == 2 and "never writes into the submissions folder" in done.stderr

@@ -11,14 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from grading_tools import TOOLS, load_tool
+
+from tools import assignments, grade
+from tools import grading_scan as scan
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-scan = load_tool("grading_scan")
-assignments = load_tool("assignments")
-grade = load_tool("grade")
 
 
 # ---- the integrity scan ----------------------------------------------------------------------------------------------
@@ -186,8 +183,9 @@ def test_a_changed_autograder_zip_stops_the_run(assigned, tmp_path):
     zip_path.write_bytes(zip_path.read_bytes() + b"\0")
     submissions = submissions_with_one_notebook(tmp_path, out)
     done = subprocess.run(
-        [sys.executable, str(TOOLS / "grade.py"), str(submissions), "--assignments", str(out)],
+        [sys.executable, "-m", "tools.grade", str(submissions), "--assignments", str(out)],
         capture_output=True,
+        cwd=ROOT,
         text=True,
         timeout=300,
     )
@@ -199,8 +197,9 @@ def test_a_changed_autograder_zip_stops_the_run(assigned, tmp_path):
 def test_without_bubblewrap_grading_refuses_and_says_how_to_install_it(assigned, tmp_path):
     submissions = submissions_with_one_notebook(tmp_path, assigned)
     done = subprocess.run(
-        [sys.executable, str(TOOLS / "grade.py"), str(submissions), "--assignments", str(assigned)],
+        [sys.executable, "-m", "tools.grade", str(submissions), "--assignments", str(assigned)],
         capture_output=True,
+        cwd=ROOT,
         text=True,
         timeout=300,
         env={"PATH": str(tmp_path / "no-bwrap-here"), "HOME": str(tmp_path)},
@@ -213,8 +212,9 @@ def test_without_bubblewrap_grading_refuses_and_says_how_to_install_it(assigned,
 def test_unsafe_grades_without_the_sandbox_and_says_so(assigned, tmp_path):
     submissions = submissions_with_one_notebook(tmp_path, assigned)
     done = subprocess.run(
-        [sys.executable, str(TOOLS / "grade.py"), str(submissions), "--assignments", str(assigned), "--unsafe"],
+        [sys.executable, "-m", "tools.grade", str(submissions), "--assignments", str(assigned), "--unsafe"],
         capture_output=True,
+        cwd=ROOT,
         text=True,
         timeout=600,
     )

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from grading_tools import load_tool
+
+from tools import changed_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
-changed_notebooks = load_tool("changed_notebooks")
 
 LESSONS = sorted(path.name for path in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 MASTERS = sorted(path.name for path in (ROOT / "labs" / "source").glob("[0-9][0-9]_*.ipynb"))

@@ -2,7 +2,7 @@
 
 Usage (through `make assignments`):
 
-    python tools/assignments.py [--out build/assignments] [--student-dir DIR] [--no-run-tests] [MASTER ...]
+    python -m tools.assignments [--out build/assignments] [--student-dir DIR] [--no-run-tests] [MASTER ...]
 
 MASTER is a graded master, labs/source/NN_name.ipynb (its .py twin is the source, as for the lessons); by default
 all of them. For each master:

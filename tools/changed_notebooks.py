@@ -2,7 +2,7 @@
 
 Usage (through `make nb`, which runs nbval on what this prints):
 
-    python tools/changed_notebooks.py [--base REV]
+    python -m tools.changed_notebooks [--base REV]
 
 A lesson (notebooks/X.ipynb) or a graded master (labs/source/X.ipynb) is listed when, compared with REV (default
 HEAD, the last commit; untracked files count as changed):

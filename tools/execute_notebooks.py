@@ -2,7 +2,7 @@
 
 Usage (through `make notebooks`, which sets PYTHONHASHSEED=0):
 
-    python tools/execute_notebooks.py [PATH ...]
+    python -m tools.execute_notebooks [PATH ...]
 
 PATH is a lesson or a graded lab's master, as its .py or its .ipynb; by default every notebooks_py/*.py and
 labs/source/*.py that has a jupytext header. Where the twin of a notebook is, jupytext.toml says: a lesson

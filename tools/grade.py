@@ -2,7 +2,7 @@
 
 Usage (through `make grade`):
 
-    python tools/grade.py SUBMISSIONS [--assignments build/assignments] [--grades PATH] [--feedback DIR]
+    python -m tools.grade SUBMISSIONS [--assignments build/assignments] [--grades PATH] [--feedback DIR]
                           [--timeout 300] [--jobs N] [--unsafe]
 
 SUBMISSIONS holds one folder per student with that student's notebooks, named as the labs are:
@@ -54,8 +54,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from assignments import (
+from .assignments import (
     DEFAULT_OUT,
     autograder_zip,
     checksum_path,
@@ -63,7 +62,7 @@ from assignments import (
     otter_environment,
     sha256,
 )
-from grading_sandbox import (
+from .grading_sandbox import (
     Limits,
     bwrap_works,
     prepare_work_folder,
@@ -71,7 +70,7 @@ from grading_sandbox import (
     run_sandboxed,
     runner_command,
 )
-from grading_scan import scan_bytes, summarise
+from .grading_scan import scan_bytes, summarise
 
 COLUMNS = ("student", "lab", "question", "points", "max_points", "status", "flags", "reason")
 STATUSES = ("graded", "not graded", "timed out", "flagged")

@@ -1,6 +1,6 @@
 """Record the MPI runs shipped in data/mpi/ (lesson 05 and lab 05 analyse them; nbval checks the numbers).
 
-Run: .venv/bin/python tools/record_measurements.py [--out data/mpi]
+Run: .venv/bin/python -m tools.record_measurements [--out data/mpi]
 Each file names the machine, the MPI library and its version in its ``# key: value`` header lines.
 """
 
