@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from . import _check
-from .parallelism import SCHEDULES
 
-__all__ = ["PipelineOp", "PipelineTimeline", "pipeline_schedule", "device_op_order"]
+__all__ = ["SCHEDULES", "PipelineOp", "PipelineTimeline", "pipeline_schedule", "device_op_order"]
+
+# The schedules simulated here; a ``parallelism.ParallelPlan`` takes one of them.
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
 
 
 @dataclass(frozen=True)

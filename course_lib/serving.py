@@ -36,9 +36,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _check, budget, compute, parallelism
+from . import _check, compute
+from .budget.placement import axis_stride, group_collective_phases, group_collective_time
+from .budget.step import StepTime, step_time
 from .hardware import Accelerator, Cluster
-from .parallelism import ACTIVATION_BYTES, ParallelPlan, TransformerModel
+from .parallelism.memory import memory_breakdown
+from .parallelism.models import TransformerModel
+from .parallelism.plan import ParallelPlan, check_pipeline_split, check_tensor_split, splits_evenly
+from .parallelism.transfers import ACTIVATION_BYTES
 
 __all__ = [
     "serves_with_tensor_parallel",
@@ -85,7 +90,7 @@ def serves_with_tensor_parallel(model: TransformerModel, tensor_parallel) -> boo
     False
     """
     t = _check.count("tensor_parallel", tensor_parallel)
-    return bool(parallelism.splits_evenly(model, t) and _kv_heads_split(model.kv_heads, t))
+    return bool(splits_evenly(model, t) and _kv_heads_split(model.kv_heads, t))
 
 
 def _kv_heads_per_device(kv_heads, tensor_parallel):
@@ -195,8 +200,8 @@ def max_sequences(capacity_bytes, weight_bytes, kv_bytes_per_sequence, activatio
 def _check_partition(model: TransformerModel, tensor_parallel, pipeline_parallel):
     t = _check.count("tensor_parallel", tensor_parallel)
     p = _check.count("pipeline_parallel", pipeline_parallel)
-    parallelism.check_tensor_split(model.heads, t)
-    parallelism.check_pipeline_split(model.layers, p)
+    check_tensor_split(model.heads, t)
+    check_pipeline_split(model.layers, p)
     _kv_heads_per_device(model.kv_heads, t)
     return t, p
 
@@ -335,7 +340,7 @@ def _check_cluster(cluster: Cluster, tensor_parallel, pipeline_parallel):
 
 def _all_reduce_terms(cluster: Cluster, tensor_parallel, payload_bytes):
     """(latency, bandwidth) seconds of one tensor-parallel all-reduce; the group's ranks are adjacent (stride 1)."""
-    phases = budget.group_collective_phases("all_reduce", cluster, tensor_parallel, 1, payload_bytes)
+    phases = group_collective_phases("all_reduce", cluster, tensor_parallel, 1, payload_bytes)
     latency = sum(phase.terms.latency_s for phase in phases)
     bandwidth = sum(phase.terms.bandwidth_s + phase.terms.reduction_s for phase in phases)
     return latency, bandwidth
@@ -343,7 +348,7 @@ def _all_reduce_terms(cluster: Cluster, tensor_parallel, payload_bytes):
 
 def _hop_s(cluster: Cluster, tensor_parallel, pipeline_parallel, payload_bytes):
     """One stage-to-stage send; a replica's t·p devices are adjacent, so consecutive stages are t ranks apart."""
-    return budget.group_collective_time("send_recv", cluster, pipeline_parallel, tensor_parallel, payload_bytes)
+    return group_collective_time("send_recv", cluster, pipeline_parallel, tensor_parallel, payload_bytes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -653,7 +658,7 @@ class PlanComparison:
     (0 for stages 0–2), the scaling book's "FSDP is impossible" for generation.
     """
 
-    training: budget.StepTime
+    training: StepTime
     training_tokens_per_s_per_device: float
     training_fits: bool
     prefill: Prefill
@@ -701,11 +706,9 @@ def compare_training_and_serving(
     ('7.25 s', '4.64 ms')
     """
     # The α–β model with the given efficiency (no calibration), like the decode and prefill estimates beside it.
-    training = budget.step_time(model, plan, cluster, compute_efficiency, dtype, calibration=None)
+    training = step_time(model, plan, cluster, compute_efficiency, dtype, calibration=None)
     tokens = plan.global_batch * model.seq_len / (training.total_s * plan.devices)
-    training_fits = (
-        parallelism.memory_breakdown(model, plan, calibration=None).total <= cluster.accelerator.hbm_capacity_bytes
-    )
+    training_fits = memory_breakdown(model, plan, calibration=None).total <= cluster.accelerator.hbm_capacity_bytes
     t, p = plan.tensor_parallel, plan.pipeline_parallel
     k = _check.count("batches_in_flight", batches_in_flight)
     pre = prefill(model, cluster, t, p, prompt_len, sequences, compute_efficiency, dtype)
@@ -714,8 +717,8 @@ def compare_training_and_serving(
     serving_fits = memory.total <= cluster.accelerator.hbm_capacity_bytes
     gather = 0.0
     if plan.zero_stage == 3:
-        stride = budget.axis_stride("data", plan)
-        gather = budget.group_collective_time("all_gather", cluster, plan.data_parallel, stride, memory.weights)
+        stride = axis_stride("data", plan)
+        gather = group_collective_time("all_gather", cluster, plan.data_parallel, stride, memory.weights)
     return PlanComparison(
         training,
         _check.as_result(tokens),

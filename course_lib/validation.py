@@ -31,7 +31,15 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _check, budget, hardware, parallelism, units
+from . import _check, hardware, units
+from .budget.step import forward_flops_per_token, step_time
+
+# PLAYBOOK_CALIBRATION is also this module's (``__all__``): the calibration fitted on the Playbook's 1B and 3B runs
+# only, the default on its cluster; ``parallelism.calibration``, where it lives, documents its constants.
+from .parallelism.calibration import PLAYBOOK_CALIBRATION, Calibration, resolve_calibration
+from .parallelism.memory import memory_breakdown
+from .parallelism.models import GPT3_175B, PLAYBOOK_MODELS, TransformerModel
+from .parallelism.plan import ParallelPlan, splits_evenly
 
 __all__ = [
     "PLAYBOOK_CSV",
@@ -73,10 +81,7 @@ PLAYBOOK_CLUSTER_NODE = hardware.Cluster(
     hardware.EFA_P5,
     "Tazi et al. 2025 (the Ultra-Scale Playbook): 1–64 nodes of 8 × H100",
 )
-# The calibration for nanotron on the Playbook's cluster, fitted on the 1B and 3B runs only (its constants and their
-# meaning are documented where it lives, in ``parallelism``; it is the default there on this cluster).
-PLAYBOOK_CALIBRATION = parallelism.PLAYBOOK_CALIBRATION
-_MODELS = {model.name.removeprefix("Playbook "): model for model in parallelism.PLAYBOOK_MODELS.values()}  # "1B": …
+_MODELS = {model.name.removeprefix("Playbook "): model for model in PLAYBOOK_MODELS.values()}  # "1B": …
 _INT_COLUMNS = ("nodes", "gpus", "dp", "tp", "pp", "zero_stage", "mbs", "grad_acc", "gbs_samples_computed", "seq_len")
 _FLOAT_COLUMNS = ("mfu_pct", "tok_s_per_gpu", "gpu_mem_gb")
 
@@ -126,19 +131,20 @@ def load_playbook_runs(path=None) -> PlaybookRuns:
     return PlaybookRuns(columns)
 
 
-def playbook_flops_per_token(model: parallelism.TransformerModel, pipeline_parallel=1):
+def playbook_flops_per_token(model: TransformerModel, pipeline_parallel=1):
     """Training FLOPs per token as the Playbook's MFU counts them (nanotron's ``get_flops``).
 
     Three times the forward matrix multiplies (2 FLOPs per weight per token, the attention scores and their product
     with V as 4sh per layer without causal masking, the output head 2Vh), plus 6Vh for a separate input embedding
     when the embeddings are untied or the pipeline puts the tied copy on another stage.
 
+    >>> from course_lib import parallelism
     >>> f"{playbook_flops_per_token(parallelism.PLAYBOOK_1B):.4g}"   # the Playbook README's 9.664e9
     '9.664e+09'
     """
     p = _check.count("pipeline_parallel", pipeline_parallel)
     h, v = model.hidden, model.vocab
-    layer, head, _ = budget.forward_flops_per_token(model)
+    layer, head, _ = forward_flops_per_token(model)
     forward = model.layers * layer + head
     separate_embedding = np.where((not model.tied_embeddings) | (np.asarray(p) > 1), 6.0 * v * h, 0.0)
     return _check.as_result(3 * forward + separate_embedding)
@@ -177,7 +183,7 @@ def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5, calibration="default
     """
     if isinstance(calibration, str) and calibration == "playbook":
         calibration = PLAYBOOK_CALIBRATION
-    calibration = parallelism.resolve_calibration(calibration, _cluster(1))
+    calibration = resolve_calibration(calibration, _cluster(1))
     n = len(runs)
     columns = {name: np.full(n, np.nan) for name in ("predicted_memory_bytes", "predicted_step_s", "predicted_mfu")}
     columns["predicted_fits"] = np.zeros(n, dtype=bool)
@@ -185,7 +191,7 @@ def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5, calibration="default
     if calibration is None:
         for label, model in _MODELS.items():
             here = runs["model"] == label
-            even[here] = parallelism.splits_evenly(model, runs["tp"][here], runs["pp"][here])
+            even[here] = splits_evenly(model, runs["tp"][here], runs["pp"][here])
     # A plan holds one ZeRO stage and one sequence-parallel flag: evaluate the runs in groups that share them
     # (nanotron's tensor parallelism always runs with sequence parallelism, so it is on exactly when t > 1). nanotron
     # uses FlashAttention; the uncalibrated model approximates it by selective recomputation (no s × s scores).
@@ -199,7 +205,7 @@ def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5, calibration="default
                 & (runs["zero_stage"] == stage)
                 & ((runs["tp"] > 1) == bool(sequence_parallel))
             )
-            plan = parallelism.ParallelPlan(
+            plan = ParallelPlan(
                 data_parallel=runs["dp"][rows],
                 tensor_parallel=runs["tp"][rows],
                 pipeline_parallel=runs["pp"][rows],
@@ -211,10 +217,8 @@ def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5, calibration="default
                 attention="standard" if calibration is None else "flash",
             )
             cluster = _cluster(int(nodes))
-            memory = parallelism.memory_breakdown(model, plan, calibration=calibration).total
-            step = budget.step_time(
-                model, plan, cluster, compute_efficiency=compute_efficiency, calibration=calibration
-            )
+            memory = memory_breakdown(model, plan, calibration=calibration).total
+            step = step_time(model, plan, cluster, compute_efficiency=compute_efficiency, calibration=calibration)
             tokens_per_s_per_gpu = runs["gbs_samples_computed"][rows] * model.seq_len / (step.total_s * cluster.devices)
             flops = playbook_flops_per_token(model, runs["pp"][rows])
             columns["predicted_memory_bytes"][rows] = memory
@@ -241,7 +245,7 @@ _FIT_GRID = {
 }
 
 
-def fit_playbook_calibration(runs: PlaybookRuns, models=FIT_MODELS, passes=3) -> parallelism.Calibration:
+def fit_playbook_calibration(runs: PlaybookRuns, models=FIT_MODELS, passes=3) -> Calibration:
     """Fit ``PLAYBOOK_CALIBRATION``'s five constants on the successful runs of ``models`` (the 1B and 3B only).
 
     ``framework_bytes``: the median of measured − predicted per-GPU memory (closed form). The four time constants:
@@ -491,7 +495,7 @@ NARAYANAN_TABLE1 = (
 NARAYANAN_SECTION_5_2 = ((384, 4, 144, 153), (768, 2, 88, 149))
 # The physics without fitted constants (big-GEMM efficiency 0.5, nominal links), with DeepSpeed's prefetching of ZeRO-3
 # gathers: "before" for these rows (the ideal model, calibration=None, cannot split 60 layers into 4 × 2 chunks).
-NARAYANAN_UNCALIBRATED = parallelism.Calibration(
+NARAYANAN_UNCALIBRATED = Calibration(
     name="Megatron-LM and DeepSpeed on Selene, uncalibrated", prefetch_parameter_gathers=True
 )
 
@@ -508,11 +512,11 @@ def narayanan_table1_tflops(row, calibration="default") -> float:
     (194, 132)
     """
     heads, hidden, layers, t, p, gpus, batch = row[:7]
-    model = parallelism.TransformerModel("Table 1", layers, hidden, heads, 51200, 2048)
+    model = TransformerModel("Table 1", layers, hidden, heads, 51200, 2048)
     d = gpus // (t * p)
     m = batch // d
     interleaved = p > 1 and m % p == 0
-    plan = parallelism.ParallelPlan(
+    plan = ParallelPlan(
         data_parallel=d,
         tensor_parallel=t,
         pipeline_parallel=p,
@@ -522,15 +526,15 @@ def narayanan_table1_tflops(row, calibration="default") -> float:
         schedule="interleaved" if interleaved else "1f1b",
         virtual_stages=2 if interleaved else 1,
     )
-    step = budget.step_time(model, plan, _selene(gpus), calibration=calibration)
+    step = step_time(model, plan, _selene(gpus), calibration=calibration)
     return float(step.hfu * hardware.A100.peak("bf16") / 1e12)
 
 
 def narayanan_zero3_and_ptdp(gpus, zero3_micro_batch, calibration="default"):
     """The ``budget.StepTime`` of GPT-3 175B (batch 1536) on ``gpus`` A100s of Selene under ZeRO-3 without model
     parallelism and under PTD-P (t = 8, p = 12, interleaved), both with full recomputation, as in §5.2."""
-    model = parallelism.GPT3_175B
-    zero3 = parallelism.ParallelPlan(
+    model = GPT3_175B
+    zero3 = ParallelPlan(
         data_parallel=gpus,
         zero_stage=3,
         micro_batch=zero3_micro_batch,
@@ -538,7 +542,7 @@ def narayanan_zero3_and_ptdp(gpus, zero3_micro_batch, calibration="default"):
         recompute="full",
     )
     d = gpus // 96
-    ptdp = parallelism.ParallelPlan(
+    ptdp = ParallelPlan(
         data_parallel=d,
         tensor_parallel=8,
         pipeline_parallel=12,
@@ -548,7 +552,7 @@ def narayanan_zero3_and_ptdp(gpus, zero3_micro_batch, calibration="default"):
         schedule="interleaved",
         virtual_stages=2,
     )
-    return tuple(budget.step_time(model, plan, _selene(gpus), calibration=calibration) for plan in (zero3, ptdp))
+    return tuple(step_time(model, plan, _selene(gpus), calibration=calibration) for plan in (zero3, ptdp))
 
 
 def narayanan_report(calibration="default") -> str:

@@ -55,3 +55,19 @@ def test_every_module_lists_existing_names():
     for module in (units, hardware, compute, collectives, simulate, parallelism, budget):
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)
+
+
+def test_the_packages_reexport_each_modules_names_once():
+    """``parallelism`` and ``budget`` hold one concept per module; ``parallelism.X`` and ``budget.X`` reach every name
+    of their modules, and no two modules export the same name (a star import would silently keep the last)."""
+    import importlib
+    import pkgutil
+
+    from course_lib import budget
+
+    for package in (parallelism, budget):
+        assert len(package.__all__) == len(set(package.__all__)), package.__name__
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            for name in module.__all__:
+                assert name in package.__all__ and getattr(package, name) is getattr(module, name), (module, name)

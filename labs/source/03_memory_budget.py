@@ -213,7 +213,7 @@ def test_q1_public(model_state_bytes):
         def watch(frame, event, arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"zero_model_state_bytes", "zero_model_state_breakdown"}:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism.py",)):
+                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism/memory.py",)):
                     caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
                     if "course_lib/" not in caller:
                         called.add(code.co_name)
@@ -259,7 +259,7 @@ def test_q1_every_stage(model_state_bytes):
         def watch(frame, event, arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"zero_model_state_bytes", "zero_model_state_breakdown"}:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism.py",)):
+                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism/memory.py",)):
                     caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
                     if "course_lib/" not in caller:
                         called.add(code.co_name)

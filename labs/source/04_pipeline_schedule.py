@@ -202,7 +202,7 @@ def test_q1_public(bubble_fraction):
             code = frame.f_code
             if event == "call" and code.co_name in {"pipeline_schedule", "pipeline_bubble_fraction"}:
                 if code.co_filename.replace("\\", "/").endswith(
-                    ("course_lib/parallelism.py", "course_lib/pipeline.py")
+                    ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
                 ):
                     caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
                     if "course_lib/" not in caller:
@@ -250,7 +250,7 @@ def test_q1_other_pipelines(bubble_fraction):
             code = frame.f_code
             if event == "call" and code.co_name in {"pipeline_schedule", "pipeline_bubble_fraction"}:
                 if code.co_filename.replace("\\", "/").endswith(
-                    ("course_lib/parallelism.py", "course_lib/pipeline.py")
+                    ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
                 ):
                     caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
                     if "course_lib/" not in caller:
@@ -434,7 +434,7 @@ def test_q3_public(step_time_s):
             code = frame.f_code
             if event == "call" and code.co_name in {"pipeline_schedule"}:
                 if code.co_filename.replace("\\", "/").endswith(
-                    ("course_lib/parallelism.py", "course_lib/pipeline.py")
+                    ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
                 ):
                     caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
                     if "course_lib/" not in caller:
@@ -478,7 +478,7 @@ def test_q3_other_pipelines(step_time_s):
             code = frame.f_code
             if event == "call" and code.co_name in {"pipeline_schedule"}:
                 if code.co_filename.replace("\\", "/").endswith(
-                    ("course_lib/parallelism.py", "course_lib/pipeline.py")
+                    ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
                 ):
                     caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
                     if "course_lib/" not in caller:
@@ -566,7 +566,7 @@ def test_q4_public(in_flight_microbatches):
         def watch(frame, event, arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"pipeline_in_flight_microbatches"}:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism.py",)):
+                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism/memory.py",)):
                     caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
                     if "course_lib/" not in caller:
                         called.add(code.co_name)
@@ -612,7 +612,7 @@ def test_q4_other_pipelines(in_flight_microbatches):
         def watch(frame, event, arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"pipeline_in_flight_microbatches"}:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism.py",)):
+                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism/memory.py",)):
                     caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
                     if "course_lib/" not in caller:
                         called.add(code.co_name)

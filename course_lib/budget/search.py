@@ -1,0 +1,389 @@
+"""Plan search: every plan that uses all of a cluster's devices, checked for fit and ranked by step time
+(``search_plans``, ``PlanSearch``), and the plans that stay fast across several scenarios (``worst_case_ranking``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _check, units
+from ..compute import RECOMPUTE_OPTIONS
+from ..hardware import Cluster
+from ..parallelism.calibration import resolve_calibration
+from ..parallelism.memory import memory_breakdown
+from ..parallelism.models import TransformerModel
+from ..parallelism.plan import ATTENTION_OPTIONS, ZERO_STAGES, ParallelPlan, splits_evenly
+from .step import binding_constraint, step_time
+
+__all__ = [
+    "PlanSearch",
+    "search_plans",
+    "worst_case_ranking",
+    "PLAN_FIELDS",
+    "BINDING_CONSTRAINTS",
+]
+
+# The fields that name one plan of a search (the schedule follows from virtual_stages).
+PLAN_FIELDS = (
+    "data_parallel",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "zero_stage",
+    "micro_batch",
+    "grad_accum_steps",
+    "recompute",
+    "sequence_parallel",
+    "virtual_stages",
+    "attention",
+)
+BINDING_CONSTRAINTS = ("compute", "exposed communication", "bubble", "memory", "batch divisibility")
+
+
+@dataclass(frozen=True, eq=False)
+class PlanSearch:
+    """Every plan considered, as columns (numpy arrays, one row per plan), ranked: feasible plans first, fastest
+    first. ``rejected`` counts plans by reason ("partition", "batch divisibility", "memory")."""
+
+    columns: dict
+    evaluated: int
+    rejected: dict
+    capacity_bytes: float
+
+    def __len__(self):
+        return len(self.columns["step_time_s"])
+
+    @property
+    def feasible(self):
+        """Boolean mask of the rows that fit in memory."""
+        return self.columns["fits"]
+
+    def row(self, row: int) -> dict:
+        """One row as plain Python values."""
+        return {name: values[row].item() for name, values in self.columns.items()}
+
+    def plan(self, row: int) -> ParallelPlan:
+        """The ParallelPlan of one row (row 0 is the best feasible plan)."""
+        c = self.columns
+        return ParallelPlan(
+            data_parallel=int(c["data_parallel"][row]),
+            tensor_parallel=int(c["tensor_parallel"][row]),
+            pipeline_parallel=int(c["pipeline_parallel"][row]),
+            zero_stage=int(c["zero_stage"][row]),
+            micro_batch=int(c["micro_batch"][row]),
+            grad_accum_steps=int(c["grad_accum_steps"][row]),
+            recompute=str(c["recompute"][row]),
+            sequence_parallel=bool(c["sequence_parallel"][row]),
+            schedule=str(c["schedule"][row]),
+            virtual_stages=int(c["virtual_stages"][row]),
+            attention=str(c["attention"][row]),
+        )
+
+    def best(self, count: int = 5) -> list:
+        """The ``count`` fastest feasible plans."""
+        count = _check.count("count", count)
+        return [self.plan(row) for row in range(min(count, int(np.sum(self.feasible))))]
+
+    def fastest_within(self, memory_bytes) -> int:
+        """The row of the fastest plan that needs at most ``memory_bytes`` per device (e.g. the capacity less some
+        headroom); re-ranks this search without evaluating any plan again. Raises ValueError if none does.
+
+        >>> from course_lib.hardware import DGX_H100
+        >>> from course_lib.parallelism import GPT2_1_5B
+        >>> found = search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None)   # the ideal model
+        >>> found.fastest_within(80 * GB), found.fastest_within(10 * GB)   # row 0 needs 12.1 GB (see ``table``)
+        (0, 90)
+        >>> found.row(90)["recompute"], format_bytes(found.row(90)["memory_bytes"])
+        ('selective', '5.79 GB')
+        """
+        limit = _check.positive("memory_bytes", memory_bytes)
+        rows = np.flatnonzero(self.feasible & (self.columns["memory_bytes"] <= limit))
+        if len(rows) == 0:
+            raise ValueError(f"memory_bytes must leave room for at least one plan; no plan needs {limit:.3g} B or less")
+        return int(rows[0])
+
+    def fields(self, row: int) -> dict:
+        """The ``PLAN_FIELDS`` of one row, as plain Python values: what ``find`` needs to find the plan again."""
+        return {name: self.columns[name][row].item() for name in PLAN_FIELDS}
+
+    def find(self, **fields) -> int:
+        """The one row whose columns equal ``fields`` (e.g. ``tensor_parallel=8, zero_stage=0``).
+
+        Raises ValueError naming the fields when no row or several rows match, or a field is not a column.
+
+        >>> from course_lib.hardware import DGX_H100
+        >>> from course_lib.parallelism import GPT2_1_5B
+        >>> found = search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None)
+        >>> found.find(data_parallel=8, zero_stage=2, micro_batch=1, recompute="none")
+        7
+        >>> found.find(data_parallel=8, zero_stage=3)
+        Traceback (most recent call last):
+        ...
+        ValueError: 12 plans match data_parallel=8, zero_stage=3 (rows 0, 1, 3, 6, ...); name more fields
+        """
+        if not fields:
+            raise ValueError(f"find needs at least one field; the fields are {', '.join(self.columns)}")
+        unknown = sorted(set(fields) - set(self.columns))
+        if unknown:
+            raise ValueError(
+                f"{', '.join(unknown)} is not a field of the search; the fields are {', '.join(self.columns)}"
+            )
+        match = np.ones(len(self), dtype=bool)
+        for name, value in fields.items():
+            match &= self.columns[name] == value
+        rows = np.flatnonzero(match)
+        wanted = ", ".join(f"{name}={value!r}" for name, value in fields.items())
+        if len(rows) == 0:
+            raise ValueError(
+                f"no plan matches {wanted} (the columns hold only plans that partition the model and the batch)"
+            )
+        if len(rows) > 1:
+            shown = ", ".join(str(row) for row in rows[:4]) + (", ..." if len(rows) > 4 else "")
+            raise ValueError(f"{len(rows)} plans match {wanted} (rows {shown}); name more fields")
+        return int(rows[0])
+
+    def table(self, rows=range(5)) -> str:
+        """Rows of the search as a text table: the plan (d, t, p, ZeRO stage, b, m, v, recomputation, sequence
+        parallelism), its memory per device, step time, exposed communication, bubble and binding constraint.
+
+        >>> from course_lib.hardware import DGX_H100
+        >>> from course_lib.parallelism import GPT2_1_5B
+        >>> print(search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None).table([0, 7]))
+         row    d   t   p ZeRO  b    m  v recompute  SP   memory     step  exposed   bubble  binding
+           0    8   1   1    3  1   64  1      none  no  12.1 GB   1.36 s      0 s      0 s  compute
+           7    8   1   1    2  1   64  1      none  no  14.8 GB   1.37 s  6.06 ms      0 s  compute
+        """
+        rows = [_check.count("rows", row, minimum=0) for row in rows]
+        for row in rows:
+            if row >= len(self):
+                raise ValueError(f"rows must be row numbers in 0..{len(self) - 1}, got {row}")
+        lines = [
+            f"{'row':>4} {'d':>4} {'t':>3} {'p':>3} {'ZeRO':>4} {'b':>2} {'m':>4} {'v':>2} {'recompute':>9} {'SP':>3} "
+            f"{'memory':>8} {'step':>8} {'exposed':>8} {'bubble':>8}  binding"
+        ]
+        for row in rows:
+            r = self.row(row)
+            lines.append(
+                f"{row:>4} {r['data_parallel']:>4} {r['tensor_parallel']:>3} {r['pipeline_parallel']:>3} "
+                f"{r['zero_stage']:>4} {r['micro_batch']:>2} {r['grad_accum_steps']:>4} {r['virtual_stages']:>2} "
+                f"{r['recompute']:>9} {'yes' if r['sequence_parallel'] else 'no':>3} "
+                f"{units.format_bytes(r['memory_bytes']):>8} {units.format_time(r['step_time_s']):>8} "
+                f"{units.format_time(r['exposed_communication_s']):>8} {units.format_time(r['bubble_s']):>8}  "
+                f"{r['binding_constraint']}"
+            )
+        return "\n".join(lines)
+
+
+def worst_case_ranking(searches: dict, candidates: int = 10) -> list[dict]:
+    """The plans of several searches of one model and cluster (one per scenario: calibration, efficiency, ...),
+    ranked by their worst slowdown: in each scenario a plan's step time over that scenario's fastest feasible plan.
+
+    The candidates are the ``candidates`` fastest feasible plans of every search. A plan a scenario does not hold,
+    or that does not fit there, counts as infinitely slow in it. Each row: the plan's ``PLAN_FIELDS``,
+    ``step_time_s`` and ``slowdown`` (dicts by scenario), ``worst_slowdown`` and ``worst_scenario``. The first row
+    is the plan with the best worst case (minimax regret): rarely the fastest anywhere, never far from it.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import GPT2_1_5B
+    >>> searches = {f"η = {eta}": search_plans(GPT2_1_5B, DGX_H100, 512, compute_efficiency=eta, calibration=None)
+    ...             for eta in (0.3, 0.6)}
+    >>> [(round(row["worst_slowdown"], 4), row["worst_scenario"]) for row in worst_case_ranking(searches, 3)][-2:]
+    [(1.0003, 'η = 0.6'), (1.0262, 'η = 0.6')]
+    """
+    count = _check.count("candidates", candidates)
+    if not searches:
+        raise ValueError("searches must hold at least one PlanSearch, by scenario name")
+    names = list(searches)
+    empty = [name for name, search in searches.items() if not np.any(search.feasible)]
+    if empty:
+        raise ValueError(f"searches must each hold a plan that fits; {', '.join(map(repr, empty))} holds none")
+    index = {}
+    for name, search in searches.items():
+        keys = zip(*(search.columns[field].tolist() for field in PLAN_FIELDS), strict=True)
+        index[name] = {key: row for row, key in enumerate(keys) if search.feasible[row]}
+    pool = {}
+    for search in searches.values():
+        for row in range(min(count, int(np.sum(search.feasible)))):
+            pool.setdefault(tuple(search.fields(row).values()), None)
+    fastest = {name: float(searches[name].columns["step_time_s"][0]) for name in names}
+    ranked = []
+    for key in pool:
+        times = {
+            name: float(searches[name].columns["step_time_s"][index[name][key]]) if key in index[name] else np.inf
+            for name in names
+        }
+        slowdown = {name: times[name] / fastest[name] for name in names}
+        worst = max(names, key=lambda name: slowdown[name])
+        ranked.append(
+            dict(zip(PLAN_FIELDS, key, strict=True))
+            | {"step_time_s": times, "slowdown": slowdown, "worst_slowdown": slowdown[worst], "worst_scenario": worst}
+        )
+    ranked.sort(key=lambda row: row["worst_slowdown"])  # stable: ties keep the first search's order
+    return ranked
+
+
+def _factorisations(devices: int):
+    """All (d, t, p) with d·t·p = devices."""
+    divisors = [x for x in range(1, devices + 1) if devices % x == 0]
+    return [(devices // (t * p), t, p) for t in divisors for p in divisors if (devices // t) % p == 0]
+
+
+def _options(name, values, check):
+    """Check a non-empty collection of options, each with ``check``; return them without repeats, in order."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a list of options, got {values!r}")
+    checked = tuple(dict.fromkeys(check(v) for v in values))
+    if not checked:
+        raise ValueError(f"{name} must not be empty")
+    return checked
+
+
+def search_plans(
+    model: TransformerModel,
+    cluster: Cluster,
+    global_batch,
+    *,
+    micro_batch_sizes=(1, 2, 4, 8),
+    zero_stages=ZERO_STAGES,
+    recompute=RECOMPUTE_OPTIONS,
+    sequence_parallel=(False, True),
+    virtual_stages=(1, 2, 4),
+    compute_efficiency=0.5,
+    dtype="bf16",
+    calibration="default",
+    attention=("standard",),
+) -> PlanSearch:
+    """Enumerate plans that use every device of ``cluster`` and rank those that fit.
+
+    Plans: every factorisation d·t·p of the device count, × micro-batch sizes × ZeRO stages × recomputation ×
+    sequence parallelism (only with t > 1) × virtual stages (v = 1 is 1F1B; v > 1 the interleaved schedule, only
+    with p > 1). Rejected: "partition" (t does not divide the heads, or p·v the layers), "batch divisibility"
+    (b·d does not divide the global batch, or m is not a multiple of p when interleaving), "memory" (the first
+    stage's memory exceeds the device's HBM). The rest are ranked by step time; plans rejected for memory are kept
+    in the columns (``fits`` False) so a figure can show them. Every row has its MFU and HFU (``StepTime``).
+
+    ``calibration`` as in ``step_time`` (default "default"; None: the ideal model). Calibrated, the calibrated
+    memory and step time rank the plans, p·v need not divide the
+    layers, and plans combining p > 1 with a ZeRO stage above the calibration's ``max_zero_stage_with_pipeline``
+    are rejected as "framework". ``attention`` lists the attention options ("standard", "flash") to consider.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import GPT2_1_5B
+    >>> found = search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None)
+    >>> found.evaluated, found.rejected
+    (1632, {'partition': 1200, 'batch divisibility': 0, 'memory': 23})
+    >>> best = found.row(0)   # GPT-2's 25 heads rule out tensor parallelism; NVLink hides ZeRO-3's gathers
+    >>> best["data_parallel"], best["tensor_parallel"], best["zero_stage"], best["binding_constraint"]
+    (8, 1, 3, 'compute')
+    """
+    batch = _check.count("global_batch", global_batch)
+    micro_batch_sizes = _options("micro_batch_sizes", micro_batch_sizes, lambda v: _check.count("micro_batch_sizes", v))
+    zero_stages = _options("zero_stages", zero_stages, lambda v: _check.choice("zero_stages", v, ZERO_STAGES))
+    recompute = _options("recompute", recompute, lambda v: _check.choice("recompute", v, RECOMPUTE_OPTIONS))
+    sequence_parallel = _options("sequence_parallel", sequence_parallel, lambda v: _check.flag("sequence_parallel", v))
+    virtual_stages = _options("virtual_stages", virtual_stages, lambda v: _check.count("virtual_stages", v))
+    attention = _options("attention", attention, lambda v: _check.choice("attention", v, ATTENTION_OPTIONS))
+    _check.fraction("compute_efficiency", compute_efficiency)
+    cluster.accelerator.peak(dtype)
+    calibration = resolve_calibration(calibration, cluster)
+    rejected = {"partition": 0, "batch divisibility": 0, "memory": 0}
+    if calibration is not None:
+        rejected = {"partition": 0, "framework": 0, "batch divisibility": 0, "memory": 0}
+    rows = {
+        name: []
+        for name in (
+            "data_parallel",
+            "tensor_parallel",
+            "pipeline_parallel",
+            "zero_stage",
+            "micro_batch",
+            "grad_accum_steps",
+            "recompute",
+            "sequence_parallel",
+            "schedule",
+            "virtual_stages",
+            "attention",
+            "memory_bytes",
+            "compute_s",
+            "bubble_s",
+            "exposed_communication_s",
+            "step_time_s",
+            "mfu",
+            "hfu",
+        )
+    }
+    evaluated = 0
+    shapes = np.array(
+        [(d, t, p, b) for (d, t, p) in _factorisations(cluster.devices) for b in micro_batch_sizes], dtype=np.int64
+    ).reshape(-1, 4)
+    d, t, p, b = shapes.T
+    for stage, rc, sp, v, attn in itertools.product(
+        zero_stages, recompute, sequence_parallel, virtual_stages, attention
+    ):
+        considered = (t > 1) | (not sp)
+        considered &= (p > 1) | (v == 1)
+        evaluated += int(considered.sum())
+        if calibration is None:
+            partition_ok = considered & splits_evenly(model, t, p, v)
+            rejected["partition"] += int((considered & ~partition_ok).sum())
+        else:
+            split_ok = considered & splits_evenly(model, t)
+            rejected["partition"] += int((considered & ~split_ok).sum())
+            partition_ok = split_ok & ((p == 1) | (stage <= calibration.max_zero_stage_with_pipeline))
+            rejected["framework"] += int((split_ok & ~partition_ok).sum())
+        m = np.where(batch % (b * d) == 0, batch // (b * d), 0)
+        batch_ok = partition_ok & (m > 0) & ((v == 1) | (m % p == 0))
+        rejected["batch divisibility"] += int((partition_ok & ~batch_ok).sum())
+        if not batch_ok.any():
+            continue
+        keep = batch_ok
+        plan = ParallelPlan(
+            data_parallel=d[keep],
+            tensor_parallel=t[keep],
+            pipeline_parallel=p[keep],
+            zero_stage=stage,
+            micro_batch=b[keep],
+            grad_accum_steps=m[keep],
+            recompute=rc,
+            sequence_parallel=sp,
+            schedule="interleaved" if v > 1 else "1f1b",
+            virtual_stages=np.full(int(keep.sum()), v),
+            attention=attn,
+        )
+        memory = np.broadcast_to(memory_breakdown(model, plan, calibration=calibration).total, d[keep].shape)
+        step = step_time(model, plan, cluster, compute_efficiency, dtype, calibration)
+        size = len(memory)
+        for name, values in (
+            ("data_parallel", d[keep]),
+            ("tensor_parallel", t[keep]),
+            ("pipeline_parallel", p[keep]),
+            ("zero_stage", np.full(size, stage)),
+            ("micro_batch", b[keep]),
+            ("grad_accum_steps", m[keep]),
+            ("recompute", np.full(size, rc)),
+            ("sequence_parallel", np.full(size, sp)),
+            ("schedule", np.full(size, "interleaved" if v > 1 else "1f1b")),
+            ("virtual_stages", np.full(size, v)),
+            ("attention", np.full(size, attn)),
+            ("memory_bytes", memory),
+            ("compute_s", np.broadcast_to(step.compute_s, (size,))),
+            ("bubble_s", np.broadcast_to(step.bubble_s, (size,))),
+            ("exposed_communication_s", np.broadcast_to(step.exposed_communication_s, (size,))),
+            ("step_time_s", np.broadcast_to(step.total_s, (size,))),
+            ("mfu", np.broadcast_to(step.mfu, (size,))),
+            ("hfu", np.broadcast_to(step.hfu, (size,))),
+        ):
+            rows[name].append(values)
+    columns = {name: np.concatenate(parts) if parts else np.array([]) for name, parts in rows.items()}
+    capacity = cluster.accelerator.hbm_capacity_bytes
+    fits = columns["memory_bytes"] <= capacity
+    rejected["memory"] = int((~fits).sum())
+    # Feasible first, then fastest; equal times (to 1 ns) go to the plan with more memory headroom.
+    order = np.lexsort((columns["memory_bytes"], np.round(columns["step_time_s"], 9), ~fits))
+    columns = {name: values[order] for name, values in columns.items()}
+    columns["fits"] = fits[order]
+    binding = binding_constraint(columns["compute_s"], columns["exposed_communication_s"], columns["bubble_s"])
+    columns["binding_constraint"] = np.where(columns["fits"], binding, "memory")
+    return PlanSearch(columns, evaluated, rejected, capacity)

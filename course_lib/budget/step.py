@@ -1,0 +1,403 @@
+"""Step time: the time of one training step of a plan on a cluster, split into compute, bubble, and exposed and
+hidden communication, and what binds it. Groups are placed as ``placement`` says.
+
+The dependency rule that decides what is exposed:
+- tensor-parallel collectives sit on the critical path: the next operator needs their result;
+- pipeline sends sit on the critical path: the next stage waits for the activations;
+- data-parallel gradient reduction overlaps the backward pass (buckets are reduced while earlier layers still
+  compute their gradients); with ZeRO-3 the parameter gathers overlap the compute of the same micro-batch
+  (prefetching the next layer); the parameter all-gather after a ZeRO-1/2 optimizer step is exposed.
+A transfer is exposed only by the part that does not fit into the compute it may overlap with.
+
+Step time = m·(t_f + t_b + TP + PP per micro-batch) + bubble + exposed data-parallel time, with the bubble
+(p−1)/v of one micro-batch slot (Narayanan et al. 2021 Eq. 1). Compute runs at ``compute_efficiency`` × peak
+(default 0.5; the paper's 1T run reached 163 of 312 TFLOP/s, 52 %).
+
+That is the ideal model of lessons 03 and 04 (``calibration=None``). By default (``calibration="default"``,
+``parallelism.default_calibration``) ``step_time`` and ``search_plans`` run the calibrated model instead
+(``calibrated_step_time``, with a ``parallelism.Calibration``): architecture-aware FLOPs, GEMM-size-dependent
+efficiency, a fixed cost per layer and micro-batch, the heaviest of unevenly split pipeline stages, data-parallel
+traffic in buckets, and one dependency rule for every ZeRO stage (``bucketed_exposure``): a parameter gather may hide
+behind the previous layer's compute when the framework prefetches, a gradient bucket behind the rest of the
+backward; the step's first gather and last bucket cannot hide.
+
+>>> from course_lib.hardware import SELENE_3072
+>>> from course_lib.parallelism import MEGATRON_1T, ParallelPlan
+>>> plan = ParallelPlan(data_parallel=6, tensor_parallel=8, pipeline_parallel=64, micro_batch=1,
+...                     grad_accum_steps=512, recompute="full", schedule="interleaved", virtual_stages=2)
+>>> step = step_time(MEGATRON_1T, plan, SELENE_3072, calibration=None)
+>>> format_time(step.total_s), step.binding_constraint
+('1.99 min', 'compute')
+>>> step = step_time(MEGATRON_1T, plan, SELENE_3072)   # the default calibration; measured: 163 TFLOP/s hardware
+>>> format_time(step.total_s), format_flops_rate(step.hfu * SELENE_3072.accelerator.peak("bf16"))
+('86.4 s', '194 TFLOP/s')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _check
+from ..compute import RECOMPUTE_OPTIONS, transformer_flops_per_iteration, transformer_forward_flops
+from ..hardware import Cluster
+from ..parallelism.calibration import PRECISION_RECIPES, Calibration, calibrated_cluster, resolve_calibration
+from ..parallelism.models import TransformerModel
+from ..parallelism.plan import ParallelPlan, check_plan_for_model, stage_layers
+from ..parallelism.transfers import step_transfers
+from .placement import _transfer_phases, group_collective_time
+
+__all__ = [
+    "StepTime",
+    "step_time",
+    "calibrated_step_time",
+    "exposed_after_overlap",
+    "bucketed_exposure",
+    "binding_constraint",
+    "model_flops_per_step",
+    "forward_flops_per_token",
+]
+
+
+def exposed_after_overlap(communication_s, overlap_window_s):
+    """The part of a transfer no compute hides: max(0, T_comm − T_window).
+
+    ``overlap_window_s`` is the compute that does not depend on the transfer and may run meanwhile (0 for a
+    transfer on the critical path). The card's example: 2.02 ms of communication against 1 ms of local compute.
+
+    >>> format_time(exposed_after_overlap(2.02e-3, 1e-3)), format_time(exposed_after_overlap(2.02e-3, 0))
+    ('1.02 ms', '2.02 ms')
+    """
+    communication_s = _check.nonnegative("communication_s", communication_s)
+    overlap_window_s = _check.nonnegative("overlap_window_s", overlap_window_s)
+    return _check.as_result(np.maximum(communication_s - overlap_window_s, 0.0))
+
+
+@dataclass(frozen=True, eq=False)
+class StepTime:
+    """Where the time of one step goes (seconds). Fields may be arrays when plans were evaluated in bulk.
+
+    ``mfu`` (model FLOPs utilisation) counts the model's FLOPs of the step, forward and backward, without
+    recomputation; ``hfu`` (hardware FLOPs utilisation) adds the recomputed forward FLOPs. Both divide by
+    devices × peak × step time. Narayanan et al. 2021's 163 TFLOP/s/GPU (Eq. (3), full recomputation) is a hardware
+    figure: its MFU is about 6/8 of it.
+    """
+
+    compute_s: float
+    bubble_s: float
+    exposed_s: dict
+    overlapped_s: dict
+    total_s: float
+    mfu: float = float("nan")
+    hfu: float = float("nan")
+
+    @property
+    def exposed_communication_s(self):
+        """Communication time nothing hides: tensor + pipeline + exposed data-parallel."""
+        return sum(self.exposed_s.values())
+
+    @property
+    def binding_constraint(self):
+        """The largest of the step's three terms, the one that most limits it: "compute", "exposed communication"
+        or "bubble" (ties go to compute, then to exposed communication).
+
+        >>> StepTime(21.4, 1.67, {"tensor": 1.73}, {}, 24.8).binding_constraint   # compute 21.4 of 24.8 s
+        'compute'
+        >>> StepTime(2.0, 1.0, {"tensor": 3.0}, {}, 6.0).binding_constraint
+        'exposed communication'
+        """
+        return binding_constraint(self.compute_s, self.exposed_communication_s, self.bubble_s)
+
+
+def binding_constraint(compute_s, exposed_communication_s, bubble_s):
+    """What binds a step: the largest of its compute, exposed communication and bubble (vectorised: arrays give an
+    array of labels). Ties go to compute, then to exposed communication.
+
+    >>> binding_constraint(21.4, 1.73, 1.67), binding_constraint(1.0, 0.5, 2.0)
+    ('compute', 'bubble')
+    """
+    compute = np.asarray(_check.nonnegative("compute_s", compute_s))
+    exposed = np.asarray(_check.nonnegative("exposed_communication_s", exposed_communication_s))
+    bubble = np.asarray(_check.nonnegative("bubble_s", bubble_s))
+    label = np.where(
+        (compute >= exposed) & (compute >= bubble),
+        "compute",
+        np.where(exposed >= bubble, "exposed communication", "bubble"),
+    )
+    return str(label) if label.ndim == 0 else label
+
+
+def step_time(
+    model: TransformerModel,
+    plan: ParallelPlan,
+    cluster: Cluster,
+    compute_efficiency=0.5,
+    dtype="bf16",
+    calibration="default",
+):
+    """Time of one optimizer step of ``plan`` on ``cluster``, split into compute, bubble, exposed and hidden comm.
+
+    See the module docstring for the dependency rule, ``budget.placement``'s for the placement. ``calibration``:
+    "default" (the documented calibration for ``cluster``, ``parallelism.default_calibration``), a
+    ``parallelism.Calibration`` (both run ``calibrated_step_time``; ``compute_efficiency`` is then unused) or None
+    (the ideal model, ``compute_efficiency`` × peak).
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import GPT2_1_5B, ParallelPlan
+    >>> plan = ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4)
+    >>> step = step_time(GPT2_1_5B, plan, DGX_H100, calibration=None)   # the ideal model
+    >>> format_time(step.compute_s), format_time(step.exposed_s["data"]), format_time(step.overlapped_s["data"])
+    ('340 ms', '0 s', '12.1 ms')
+    >>> format_time(step_time(GPT2_1_5B, plan, DGX_H100).total_s)     # the default calibration
+    '1.06 s'
+    """
+    _check_cluster_holds(plan, cluster)
+    calibration = resolve_calibration(calibration, cluster)
+    if calibration is not None:
+        return calibrated_step_time(model, plan, cluster, calibration, dtype)
+    return _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)[0]
+
+
+def _check_cluster_holds(plan, cluster):
+    if np.any(np.asarray(plan.devices) > cluster.devices):
+        raise ValueError(f"plan needs {plan.devices} devices; the cluster has {cluster.devices}")
+
+
+def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
+    """``step_time``'s ideal model (compute at ``compute_efficiency`` × peak): the StepTime, and the
+    ``_timed_transfers`` result it was built from (``partition_report`` makes its table rows from it)."""
+    p, m, v = plan.pipeline_parallel, plan.grad_accum_steps, plan.virtual_stages
+    shape = (model.seq_len, model.layers, model.hidden, model.vocab)
+    forward, backward = _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype)
+    total_mb = forward + backward
+    timed = _timed_transfers(model, plan, cluster, forward, backward)
+    _, per_phase, exposed_phase = timed
+
+    exposed = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
+    overlapped = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
+    for (axis, phase), seconds in per_phase.items():
+        not_hidden = exposed_phase[(axis, phase)]
+        exposed[axis] = exposed[axis] + not_hidden
+        overlapped[axis] = overlapped[axis] + seconds - not_hidden
+
+    slot = total_mb + (exposed["tensor"] + exposed["pipeline"]) / m  # one micro-batch through one stage
+    bubble = (p - 1) / v * slot
+    compute = m * total_mb
+    total = m * slot + bubble + exposed["data"]
+    samples = plan.global_batch
+    model_flops = transformer_flops_per_iteration(samples, *shape, recompute="none")
+    hardware_flops = transformer_flops_per_iteration(samples, *shape, recompute=plan.recompute)
+    peak_time = plan.devices * cluster.accelerator.peak(dtype) * total
+    step = StepTime(
+        _check.as_result(compute),
+        _check.as_result(bubble),
+        {k: _check.as_result(x) for k, x in exposed.items()},
+        {k: _check.as_result(x) for k, x in overlapped.items()},
+        _check.as_result(total),
+        _check.as_result(model_flops / peak_time),
+        _check.as_result(hardware_flops / peak_time),
+    )
+    return step, timed
+
+
+def _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype):
+    """(forward, backward with recomputation) seconds of one micro-batch on one device, ideal model."""
+    efficiency = _check.fraction("compute_efficiency", compute_efficiency)
+    rate = cluster.accelerator.peak(dtype) * efficiency
+    t, p = plan.tensor_parallel, plan.pipeline_parallel
+    shape = (model.seq_len, model.layers, model.hidden, model.vocab)
+    forward = transformer_forward_flops(plan.micro_batch, *shape) / (t * p) / rate
+    total_mb = transformer_flops_per_iteration(plan.micro_batch, *shape, recompute=plan.recompute) / (t * p) / rate
+    return forward, total_mb - forward  # the backward includes recomputation
+
+
+def _timed_transfers(model, plan, cluster, forward, backward):
+    """The step's transfers with their seconds per step and their ``group_collective_phases``, and per (axis,
+    phase) their total and exposed seconds.
+
+    The dependency rule: "none" hides behind nothing; "last backward" behind one micro-batch's backward;
+    "forward"/"backward" transfers recur every micro-batch, each behind its own forward or backward, so m windows.
+    """
+    m = plan.grad_accum_steps
+    windows = {"forward": forward, "backward": backward}
+    timed, per_phase = [], {}  # (axis, phase) -> total seconds per step of the transfers with that phase
+    for transfer in step_transfers(model, plan):
+        phases = _transfer_phases(transfer, plan, cluster)
+        seconds = transfer.calls_per_step * sum(phase.time_s for phase in phases)  # × transfer_time_per_call
+        timed.append((transfer, seconds, phases))
+        key = (transfer.axis, transfer.phase)
+        per_phase[key] = per_phase.get(key, 0.0) + seconds
+    exposed = {}
+    for (axis, phase), seconds in per_phase.items():
+        window = {"none": 0.0, "last backward": backward}.get(phase, m * windows.get(phase, 0.0))
+        exposed[(axis, phase)] = exposed_after_overlap(seconds, window)
+    return timed, per_phase, exposed
+
+
+def model_flops_per_step(model: TransformerModel, plan: ParallelPlan, recompute=None):
+    """FLOPs of one step, architecture-aware: 3 × the forward of every layer and the output layer, over the global
+    batch, plus the recomputed forward (``recompute``; default the plan's: "full" one layer forward, "selective"
+    the attention scores and their product with V). Per token a layer's forward is 2 FLOPs per matrix weight plus
+    4sh for QKᵀ and the product with V (as Narayanan et al. 2021's appendix, no causal saving); the output layer
+    2Vh. With ``recompute="none"`` this is the model FLOPs of MFU.
+
+    >>> from course_lib.parallelism import GPT3_175B
+    >>> from course_lib.compute import transformer_flops_per_iteration
+    >>> plan = ParallelPlan(grad_accum_steps=1536, recompute="full")
+    >>> f"{model_flops_per_step(GPT3_175B, plan) / transformer_flops_per_iteration(1536, 2048, 96, 12288, 51200):.4f}"
+    '1.0000'
+    """
+    recompute = plan.recompute if recompute is None else _check.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+    layer, head, core = forward_flops_per_token(model)
+    extra = {"none": 0.0, "selective": core, "full": layer}[recompute]
+    tokens = 1.0 * plan.global_batch * model.seq_len
+    return _check.as_result(tokens * (3 * (model.layers * layer + head) + model.layers * extra))
+
+
+def forward_flops_per_token(model: TransformerModel):
+    """(one layer's forward, the output layer's forward, the attention core's forward) FLOPs per token: 2 per matrix
+    weight, 4sh for QKᵀ and the product with V (no causal saving), 2Vh for the output layer.
+
+    >>> from course_lib.parallelism import GPT3_175B
+    >>> layer, head, core = forward_flops_per_token(GPT3_175B)
+    >>> layer == 24 * 12288**2 + 4 * 2048 * 12288, head == 2 * 51200 * 12288   # Narayanan et al. 2021, per token
+    (True, True)
+    """
+    h, s = model.hidden, model.seq_len
+    core = 4.0 * s * h
+    return 2.0 * model.matmul_weights_per_layer + core, 2.0 * model.vocab * h, core
+
+
+def bucketed_exposure(total_s, bucket_s, window_s, occurrences=1):
+    """Exposed seconds of a stream of bucketed collectives (total ``total_s`` per occurrence, the boundary bucket
+    ``bucket_s``) that may overlap ``window_s`` of independent compute, ``occurrences`` times per step.
+
+    The dependency rule, one for every ZeRO stage: each occurrence hides behind its window what fits,
+    max(0, T − W); the step's boundary bucket cannot hide (the first parameter gather has no earlier layer to
+    prefetch behind, the last gradient bucket no later layer), so at least ``bucket_s`` is exposed once.
+
+    >>> bucketed_exposure(10e-3, 1e-3, 4e-3), bucketed_exposure(10e-3, 1e-3, 20e-3, occurrences=4)
+    (0.006, 0.001)
+    """
+    total_s = _check.nonnegative("total_s", total_s)
+    bucket_s = _check.nonnegative("bucket_s", bucket_s)
+    window_s = _check.nonnegative("window_s", window_s)
+    occurrences = _check.count("occurrences", occurrences)
+    behind = np.maximum(total_s - window_s, 0.0)
+    return _check.as_result((occurrences - 1) * behind + np.maximum(behind, bucket_s))
+
+
+def calibrated_step_time(
+    model: TransformerModel, plan: ParallelPlan, cluster: Cluster, calibration: Calibration, dtype="bf16"
+):
+    """Step time of the calibrated model: the heaviest pipeline stage, one micro-batch slot at a time.
+
+    Per micro-batch on the heaviest stage (⌈l/p⌉ layers, the output layer on the last stage):
+    - compute: its FLOPs (``model_flops_per_step``'s terms) / t at peak × efficiency, the efficiency
+      ``gemm_efficiency`` · x/(x + ``gemm_half_flops``) with x the per-GPU forward FLOPs of one layer (small
+      micro-batch × sequence, or large t, run below the big-GEMM efficiency), plus ``layer_overhead_s`` per layer;
+    - tensor parallel, on the critical path, per layer: 2 all-reduces forward and 2 backward of b·s·h (sequence
+      parallel: all-gather + reduce-scatter for each), full recomputation repeating the forward ones;
+    - pipeline, on the critical path: the boundary activations sent forward and their gradients back, b·s·h/t
+      each, v times with interleaving (``group_collective_phases``: over NVLink inside a node, else the network).
+    Step = m slots + (p−1)/v slots of bubble + the exposed data-parallel time.
+    Data parallel, in buckets of ``bucket_bytes`` (each bucket a collective with its own latency), exposed by
+    ``bucketed_exposure``: gradients (fp32 with the "bf16-fp32-grads" recipe) reduced once per step behind the last
+    micro-batch's backward (ZeRO-0/1), or reduce-scattered every micro-batch behind its backward (ZeRO-2/3);
+    updated parameters all-gathered after the step behind the first forward (ZeRO-1/2), or gathered for every
+    forward and backward (ZeRO-3) — hidden only if the framework prefetches (``prefetch_parameter_gathers``).
+    Communication that overlaps compute slows it by ``overlap_slowdown`` × its time.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import PLAYBOOK_1B
+    >>> plan = ParallelPlan(data_parallel=8, micro_batch=1, grad_accum_steps=32, attention="flash")
+    >>> step = step_time(PLAYBOOK_1B, plan, DGX_H100, calibration=Calibration())
+    >>> format_time(step.total_s), format_percent(step.mfu)
+    ('2.56 s', '50 %')
+    """
+    check_plan_for_model(model, plan, calibration)
+    cluster = calibrated_cluster(cluster, calibration)
+    peak = cluster.accelerator.peak(dtype)
+    t, p, d, b, m, v = plan.sizes
+    layers = stage_layers(model.layers, p)
+    tokens = 1.0 * b * model.seq_len
+    layer_fwd, head_fwd, core_fwd = (x * tokens / t for x in forward_flops_per_token(model))
+    efficiency = calibration.gemm_efficiency * layer_fwd / (layer_fwd + calibration.gemm_half_flops)
+    rate = peak * efficiency
+    extra = {"none": 0.0, "selective": core_fwd, "full": layer_fwd}[plan.recompute]
+    # The last stage also runs the output layer; with p = 1 one device runs everything.
+    stage_fwd = layers * layer_fwd + head_fwd
+    forward = stage_fwd / rate
+    backward = (2 * stage_fwd + layers * extra) / rate
+    overhead = layers * calibration.layer_overhead_s
+    compute_mb = forward + backward + overhead
+
+    activation = 2.0 * tokens * model.hidden  # one b×s×h tensor in 16 bit
+    repeat = 2 if plan.recompute == "full" else 1
+
+    def collective(op, size, stride, payload):
+        return group_collective_time(op, cluster, size, stride, payload)
+
+    if plan.sequence_parallel:
+        gather = collective("all_gather", t, 1, activation)
+        scatter = collective("reduce_scatter", t, 1, activation)
+        tp_layer = (gather + scatter) * (2 * repeat + 2)
+    else:
+        tp_layer = collective("all_reduce", t, 1, activation) * (2 * repeat + 2)
+    tp_mb = np.where(np.asarray(t) > 1, layers * tp_layer, 0.0)
+    hop = group_collective_time("send_recv", cluster, p, t * d, activation / t)
+    pp_mb = np.where(np.asarray(p) > 1, 2 * v * hop, 0.0)
+    slot = compute_mb + tp_mb + pp_mb
+    bubble = (p - 1) / v * slot
+
+    param_b, grad_b, buffer_b, _ = PRECISION_RECIPES[calibration.precision]
+    params_here = (layers * model.params_per_layer + model.vocab * model.hidden) / t
+    reduce_bytes = (4.0 if buffer_b else grad_b) * params_here
+    gather_bytes = param_b * params_here
+    stride = t
+
+    def stream(op, payload):
+        buckets = np.maximum(np.ceil(payload / calibration.bucket_bytes), 1)
+        per_bucket = collective(op, d, stride, payload / buckets)
+        return np.where(np.asarray(d) > 1, buckets * per_bucket, 0.0), np.where(np.asarray(d) > 1, per_bucket, 0.0)
+
+    stage = plan.zero_stage
+    reduce_op = "all_reduce" if stage == 0 else "reduce_scatter"
+    reduce_s, reduce_bucket = stream(reduce_op, reduce_bytes)
+    prefetch = 1.0 if calibration.prefetch_parameter_gathers else 0.0
+    fwd_window, bwd_window = forward + 0.0 * m, backward + 0.0 * m
+    if stage >= 2:
+        exposed_data = bucketed_exposure(reduce_s, reduce_bucket, bwd_window, m)
+        reduce_total = m * reduce_s
+    else:
+        exposed_data = bucketed_exposure(reduce_s, reduce_bucket, bwd_window)
+        reduce_total = reduce_s
+    gather_s, gather_bucket = stream("all_gather", gather_bytes)
+    gather_total = 0.0
+    if stage in (1, 2):
+        exposed_data = exposed_data + bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window)
+        gather_total = gather_s
+    elif stage == 3:
+        exposed_data = exposed_data + bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window, m)
+        exposed_data = exposed_data + bucketed_exposure(gather_s, 0.0, prefetch * bwd_window, m)
+        gather_total = 2 * m * gather_s
+    hidden_data = np.maximum(reduce_total + gather_total - exposed_data, 0.0)
+    slowdown = calibration.overlap_slowdown * hidden_data
+    exposed = {
+        "tensor": _check.as_result(m * tp_mb),
+        "pipeline": _check.as_result(m * pp_mb),
+        "data": _check.as_result(exposed_data + slowdown),
+    }
+    overlapped = {"tensor": 0.0, "pipeline": 0.0, "data": _check.as_result(hidden_data)}
+    total = m * slot + bubble + exposed["data"]
+    peak_time = plan.devices * peak * total
+    return StepTime(
+        _check.as_result(m * compute_mb),
+        _check.as_result(bubble),
+        exposed,
+        overlapped,
+        _check.as_result(total),
+        _check.as_result(model_flops_per_step(model, plan, "none") / peak_time),
+        _check.as_result(model_flops_per_step(model, plan) / peak_time),
+    )

@@ -1,0 +1,47 @@
+"""Parallelism: how a training step is split across devices, and what each split costs in memory and traffic.
+
+Four ways to split, often combined (Narayanan et al. 2021 call the sizes d, t, p with d·t·p = n):
+data parallel (each replica sees different examples; gradients are averaged), tensor parallel (each matrix
+multiply is split; partial results are combined inside every layer), pipeline parallel (groups of layers on
+different devices; activations flow between stages) and state sharding (ZeRO: parameters, gradients and
+optimizer state partitioned across the data-parallel group instead of replicated).
+
+Numeric fields of ``ParallelPlan`` (and the numeric arguments of every function here) may be numpy arrays, to
+evaluate many plans at once; the plan search does that. Bytes are decimal, counts are whole numbers.
+
+One concept per module, each importing only the ones listed before it; this package re-exports the names in each
+one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import X`` work as they always did:
+
+- ``models``: ``TransformerModel``, its presets and the catalogues ``MODELS``, ``LLAMA_MODELS``, ``PLAYBOOK_MODELS``;
+- ``plan``: ``ParallelPlan``, ``ZERO_STAGES``, ``ATTENTION_OPTIONS``, ``global_batch``, ``pipeline_bubble_fraction``
+  and the split checks (``splits_evenly``, ``check_tensor_split``, ``check_pipeline_split``,
+  ``check_plan_for_model``, ``stage_layers``); the schedules (``SCHEDULES``) are ``pipeline``'s and the
+  recomputation options (``RECOMPUTE_OPTIONS``) ``compute``'s;
+- ``calibration``: the one home of the calibrated model's assumptions and constants (``Calibration``,
+  ``PRECISION_RECIPES``, ``PLAYBOOK_CALIBRATION``, ``default_calibration``, ``resolve_calibration``,
+  ``calibrated_cluster``, which ``budget`` re-exports);
+- ``memory``: ZeRO model states, stored activations, micro-batches in flight, ``memory_breakdown`` and
+  ``calibrated_memory_breakdown``;
+- ``transfers``: ``BoundaryTransfer``, ``step_transfers``, ``boundary_tensors``, ``communication_volume_per_step``.
+
+>>> global_batch(8, 16, 64)   # micro-batch 8, 16 accumulation steps, 64 data-parallel replicas
+8192
+>>> format_bytes(zero_model_state_bytes(7.5e9, 64, stage=1))   # ZeRO §5: P_os with N_d = 64
+'31.4 GB'
+"""
+
+from ..compute import RECOMPUTE_OPTIONS
+from ..pipeline import SCHEDULES
+from . import calibration, memory, models, plan, transfers
+from .calibration import *
+from .memory import *
+from .models import *
+from .plan import *
+from .transfers import *
+
+__all__ = ["SCHEDULES", "RECOMPUTE_OPTIONS"]
+__all__ += models.__all__
+__all__ += plan.__all__
+__all__ += calibration.__all__
+__all__ += memory.__all__
+__all__ += transfers.__all__

@@ -1,0 +1,189 @@
+"""The calibration, in one place: the assumptions and fitted constants of the calibrated model (``Calibration``), the
+documented one (``PLAYBOOK_CALIBRATION``, which ``default_calibration`` carries over to other clusters), how a
+``calibration`` argument resolves (``resolve_calibration``) and the cluster a calibration implies
+(``calibrated_cluster``).
+
+The models that apply a calibration keep the calibrated formula next to the ideal one they default to:
+``memory.calibrated_memory_breakdown`` (``memory_breakdown``) and ``budget.step.calibrated_step_time``
+(``budget.step_time``). This module sits between ``plan`` (whose ZeRO stages it checks) and ``memory``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .. import _check, hardware
+from ..hardware import Cluster
+from .plan import ZERO_STAGES
+
+__all__ = [
+    "PRECISION_RECIPES",
+    "Calibration",
+    "PLAYBOOK_CALIBRATION",
+    "default_calibration",
+    "resolve_calibration",
+    "calibrated_cluster",
+]
+
+# Bytes per parameter: (16-bit parameters, 16-bit gradients, fp32 gradient buffer, optimizer state). "fp16-zero" is
+# ZeRO's recipe (Rajbhandari et al. 2020 §3.1: 2 + 2 + 12 = 16 B). "bf16-fp32-grads" is the recipe of Megatron-LM
+# and nanotron in bf16: gradients accumulated and reduced in an fp32 main-gradient buffer (4 B) beside the bf16
+# gradient, fp32 master weights, momentum and variance (12 B): 20 B per parameter.
+PRECISION_RECIPES = {"fp16-zero": (2, 2, 0, 12), "bf16-fp32-grads": (2, 2, 4, 12)}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The assumptions and constants of the calibrated model (``memory_breakdown``, ``budget.step_time``).
+
+    Stated assumptions (not fitted): ``precision`` (a ``PRECISION_RECIPES`` key), ``logits_bytes_per_element`` (bf16
+    logits 2 B + their fp32 copy for the loss 4 B + the fp32 gradient of the loss 4 B = 10 B per vocabulary entry and
+    token, on the last stage, vocabulary split over t), ``bucket_bytes`` (PyTorch DDP's default bucket, 25 MB),
+    ``overlap_slowdown`` (compute runs this much slower while a collective shares the GPU's memory and SMs),
+    ``max_zero_stage_with_pipeline`` (the highest ZeRO stage the framework combines with pipeline parallelism: 1
+    in Megatron-LM, nanotron and DeepSpeed's pipeline engine), ``prefetch_parameter_gathers`` (whether the framework
+    overlaps a ZeRO parameter all-gather with the previous layer's compute), the links (``None``: the cluster's) and
+    the network's α, ``network_latency_s`` (``None``: the inter-node link's; a ``course_lib.measure`` fit or an
+    nccl-tests log can supply it).
+
+    Fitted constants (``validation.fit_playbook_calibration`` documents the rows): ``gemm_efficiency`` (the share of
+    peak that large matrix multiplies reach), ``gemm_half_flops`` (the per-GPU forward FLOPs of one layer's
+    micro-batch at which the efficiency is half of that: small GEMMs run below the big-GEMM efficiency; 0 means no
+    size effect), ``layer_overhead_s`` (a fixed cost per layer and micro-batch, forward and backward: kernel
+    launches, synchronisation), ``network_efficiency`` (the share of the network's nominal bandwidth NCCL reaches)
+    and ``framework_bytes`` (memory the model does not count: CUDA context, allocator caching and fragmentation).
+
+    The defaults are the uncalibrated physics: big-GEMM efficiency 0.5 (the course's default), no size effect, no
+    overheads, nominal links.
+
+    >>> Calibration().precision, Calibration().bucket_bytes
+    ('bf16-fp32-grads', 25000000.0)
+    """
+
+    name: str = "uncalibrated"
+    precision: str = "bf16-fp32-grads"
+    logits_bytes_per_element: float = 10.0
+    bucket_bytes: float = 25e6
+    overlap_slowdown: float = 0.0
+    max_zero_stage_with_pipeline: int = 1
+    prefetch_parameter_gathers: bool = True
+    intra_node_link: object = None
+    inter_node_link: object = None
+    gemm_efficiency: float = 0.5
+    gemm_half_flops: float = 0.0
+    layer_overhead_s: float = 0.0
+    network_efficiency: float = 1.0
+    network_latency_s: float | None = None
+    framework_bytes: float = 0.0
+
+    def __post_init__(self):
+        _check.choice("precision", self.precision, tuple(PRECISION_RECIPES))
+        _check.nonnegative("logits_bytes_per_element", self.logits_bytes_per_element)
+        _check.positive("bucket_bytes", self.bucket_bytes)
+        _check.nonnegative("overlap_slowdown", self.overlap_slowdown)
+        _check.choice("max_zero_stage_with_pipeline", self.max_zero_stage_with_pipeline, ZERO_STAGES)
+        _check.flag("prefetch_parameter_gathers", self.prefetch_parameter_gathers)
+        _check.fraction("gemm_efficiency", self.gemm_efficiency)
+        _check.nonnegative("gemm_half_flops", self.gemm_half_flops)
+        _check.nonnegative("layer_overhead_s", self.layer_overhead_s)
+        _check.fraction("network_efficiency", self.network_efficiency)
+        if self.network_latency_s is not None:
+            _check.nonnegative("network_latency_s", self.network_latency_s)
+        _check.nonnegative("framework_bytes", self.framework_bytes)
+
+
+# The calibration for nanotron on the Playbook's cluster (8 × H100 per node, NVLink 4, AWS EFA): the framework's traits
+# as stated assumptions, five constants fitted on the 1B and 3B runs only (``validation.fit_playbook_calibration``;
+# the 8B and 80B runs are never seen by the fit). The default of ``memory_breakdown``, ``budget.step_time`` and
+# ``budget.search_plans`` on that cluster (``default_calibration``).
+PLAYBOOK_CALIBRATION = Calibration(
+    name="nanotron on 8 × H100 + EFA (Ultra-Scale Playbook), fitted on the 1B and 3B runs",
+    precision="bf16-fp32-grads",
+    max_zero_stage_with_pipeline=1,
+    prefetch_parameter_gathers=False,  # nanotron's ZeRO-1 all-gathers the updated parameters after the step
+    # Fitted by fit_playbook_calibration on the 1,127 successful 1B and 3B runs (test_validation checks the fit
+    # returns these): large GEMMs at 80 % of the 989 TFLOP/s peak; half of that at 0.3 TFLOP of forward work per layer
+    # and GPU; 3.2 ms per layer and micro-batch (forward + backward) of fixed cost, the top of the fit's grid, so it
+    # absorbs more than kernel launches (nanotron's unoverlapped pipeline and tensor-parallel bookkeeping);
+    # NCCL over EFA at 20 % of the nominal 50 GB/s per GPU; 1.97 GB per GPU of framework memory.
+    gemm_efficiency=0.8,
+    gemm_half_flops=3e11,
+    layer_overhead_s=3.2e-3,
+    network_efficiency=0.2,
+    framework_bytes=1968873984.0,
+)
+# The device the calibration was fitted on, and its peak (H100 SXM dense bf16, as the Playbook's MFU).
+_PLAYBOOK_ACCELERATOR = hardware.H100
+_PLAYBOOK_NETWORK = hardware.EFA_P5
+
+
+def default_calibration(cluster) -> Calibration:
+    """The documented calibration for ``cluster``: ``PLAYBOOK_CALIBRATION`` on the Playbook's H100 + EFA cluster,
+    else that calibration carried over by what is physics and what is the measured cluster.
+
+    Carried over unchanged: the stated framework assumptions (precision recipe, logits, buckets, ZeRO with pipeline
+    up to stage 1, no prefetch of ZeRO gathers) and the fixed costs (3.2 ms per layer and micro-batch, 1.97 GB of
+    framework memory), which belong to the software stack, and the big-GEMM efficiency (0.8, a share of peak).
+    Scaled: the half-efficiency GEMM size by the device's bf16 peak over the H100's (a GEMM of the same duration is
+    as far from its launch and tail costs on either device). Not carried over: the network efficiency (0.2 of EFA's
+    nominal rate), which measures nanotron's NCCL over AWS EFA (its SRD transport and libfabric plug-in), not
+    InfiniBand or NVLink: other clusters' networks run at their nominal rate until a ``course_lib.measure`` fit or an
+    nccl-tests log says otherwise.
+
+    >>> default_calibration(hardware.DGX_H100).network_efficiency, default_calibration(hardware.DGX_H100).name
+    (1.0, 'Playbook calibration carried over to DGX H100 (one node) (network at nominal)')
+    >>> f"{default_calibration(hardware.SELENE_3072).gemm_half_flops:.3g}"
+    '9.46e+10'
+    """
+    if not isinstance(cluster, hardware.Cluster):
+        raise ValueError(f"cluster must be a hardware.Cluster, got {cluster!r}")
+    if cluster.accelerator == _PLAYBOOK_ACCELERATOR and cluster.inter_node_link == _PLAYBOOK_NETWORK:
+        return PLAYBOOK_CALIBRATION
+    scale = cluster.accelerator.peak("bf16") / _PLAYBOOK_ACCELERATOR.peak("bf16")
+    return replace(
+        PLAYBOOK_CALIBRATION,
+        name=f"Playbook calibration carried over to {cluster.name} (network at nominal)",
+        gemm_half_flops=PLAYBOOK_CALIBRATION.gemm_half_flops * scale,
+        network_efficiency=1.0,
+    )
+
+
+def resolve_calibration(calibration, cluster=None) -> Calibration | None:
+    """The one place that maps a ``calibration`` argument to the model that runs: "default" →
+    ``default_calibration(cluster)`` (without a cluster, as for memory, ``PLAYBOOK_CALIBRATION``: the memory terms do
+    not depend on the cluster), None → None (the ideal, uncalibrated model), a ``Calibration`` → itself.
+
+    >>> resolve_calibration("default") is PLAYBOOK_CALIBRATION, resolve_calibration(None)
+    (True, None)
+    >>> resolve_calibration("playbook")
+    Traceback (most recent call last):
+    ...
+    ValueError: calibration must be "default", None (the ideal model) or a parallelism.Calibration, got 'playbook'
+    """
+    if calibration is None or isinstance(calibration, Calibration):
+        return calibration
+    if isinstance(calibration, str) and calibration == "default":
+        return PLAYBOOK_CALIBRATION if cluster is None else default_calibration(cluster)
+    raise ValueError(
+        f'calibration must be "default", None (the ideal model) or a parallelism.Calibration, got {calibration!r}'
+    )
+
+
+def calibrated_cluster(cluster: Cluster, calibration: Calibration) -> Cluster:
+    """``cluster`` with the calibration's links (when set) and its network at ``network_efficiency`` of nominal.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> format_bandwidth(calibrated_cluster(DGX_H100, Calibration(network_efficiency=0.5)).inter_bandwidth_bytes_per_s)
+    '25 GB/s'
+    """
+    intra = calibration.intra_node_link or cluster.intra_node_link
+    inter = calibration.inter_node_link or cluster.inter_node_link
+    if calibration.network_efficiency != 1.0:
+        inter = replace(
+            inter,
+            name=f"{inter.name} at {calibration.network_efficiency:.0%}",
+            bandwidth_bytes_per_s=inter.bandwidth_bytes_per_s * calibration.network_efficiency,
+        )
+    if calibration.network_latency_s is not None:
+        inter = replace(inter, latency_s=calibration.network_latency_s)
+    return replace(cluster, intra_node_link=intra, inter_node_link=inter)

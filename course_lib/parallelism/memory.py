@@ -1,0 +1,371 @@
+"""Memory: the bytes one device holds for a plan. Model states under ZeRO (Rajbhandari et al. 2020), the activations
+each layer stores for the backward, term by term (Korthikanti et al. 2022), the micro-batches a pipeline stage holds,
+and their sum per device (``memory_breakdown``: by default calibrated, ``calibrated_memory_breakdown``;
+``calibration=None``, the ideal model of lessons 03 and 04).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _check
+from ..compute import RECOMPUTE_OPTIONS
+from ..pipeline import SCHEDULES
+from .calibration import PRECISION_RECIPES, Calibration, resolve_calibration
+from .models import TransformerModel
+from .plan import ATTENTION_OPTIONS, ZERO_STAGES, ParallelPlan, check_plan_for_model, check_tensor_split, stage_layers
+
+__all__ = [
+    "MemoryBreakdown",
+    "PARAM_BYTES",
+    "GRAD_BYTES",
+    "ADAM_OPTIMIZER_BYTES_PER_PARAM",
+    "zero_model_state_breakdown",
+    "zero_model_state_bytes",
+    "StoredActivation",
+    "STORED_ACTIVATIONS",
+    "stored_activation_bytes",
+    "activation_bytes_per_layer",
+    "activation_bytes_per_token_per_layer",
+    "pipeline_in_flight_microbatches",
+    "memory_breakdown",
+    "calibrated_memory_breakdown",
+]
+
+# Mixed-precision Adam (ZeRO §3.1): fp16/bf16 parameters 2Ψ and gradients 2Ψ; fp32 master parameters, momentum
+# and variance 4Ψ + 4Ψ + 4Ψ = KΨ with K = 12. In total 16 bytes per parameter.
+PARAM_BYTES = 2
+GRAD_BYTES = 2
+ADAM_OPTIMIZER_BYTES_PER_PARAM = 12
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per device by component (for the first pipeline stage, which holds the most activations; with a
+    ``Calibration``, for the heaviest stage). ``logits`` (the output layer's logits and their loss buffers) and
+    ``framework`` (CUDA context, allocator) are counted only with a ``Calibration``; otherwise 0."""
+
+    parameters: float
+    gradients: float
+    optimizer_state: float
+    activations: float
+    logits: float = 0.0
+    framework: float = 0.0
+
+    @property
+    def model_states(self):
+        """Parameters + gradients + optimizer state (what ZeRO partitions)."""
+        return self.parameters + self.gradients + self.optimizer_state
+
+    @property
+    def total(self):
+        """Everything counted here (without a ``Calibration``, temporary buffers and fragmentation are not)."""
+        return self.model_states + self.activations + self.logits + self.framework
+
+
+def zero_model_state_breakdown(params, data_parallel, stage, optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM):
+    """Per-device (parameters, gradients, optimizer state) bytes under ZeRO stage 0–3 (ZeRO §5).
+
+    Stage 0 is plain data parallelism: everything replicated, (2 + 2 + K)Ψ. Stage 1 (P_os) partitions the
+    optimizer state, stage 2 (P_os+g) also the gradients, stage 3 (P_os+g+p) also the parameters, each over the
+    N_d data-parallel ranks.
+
+    >>> [round(x / 1e9, 2) for x in zero_model_state_breakdown(7.5e9, 64, stage=2)]
+    [15.0, 0.23, 1.41]
+    """
+    psi = _check.positive("params", params)
+    n_d = _check.count("data_parallel", data_parallel)
+    _check.choice("stage", stage, ZERO_STAGES)
+    k = _check.nonnegative("optimizer_bytes_per_param", optimizer_bytes_per_param)
+    parameters = PARAM_BYTES * psi / (n_d if stage >= 3 else 1)
+    gradients = GRAD_BYTES * psi / (n_d if stage >= 2 else 1)
+    optimizer = k * psi / (n_d if stage >= 1 else 1)
+    return tuple(_check.as_result(x) for x in (parameters, gradients, optimizer))
+
+
+def zero_model_state_bytes(params, data_parallel, stage, optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM):
+    """Per-device model-state bytes: 16Ψ, 4Ψ + KΨ/N_d, 2Ψ + (2+K)Ψ/N_d, (4+K)Ψ/N_d for stages 0–3 (ZeRO §5).
+
+    >>> format_bytes(zero_model_state_bytes(1e12, 1024, stage=3))   # ZeRO Table 1: 15.6 GB
+    '15.6 GB'
+    """
+    return _check.as_result(sum(zero_model_state_breakdown(params, data_parallel, stage, optimizer_bytes_per_param)))
+
+
+@dataclass(frozen=True)
+class StoredActivation:
+    """One tensor a GPT layer stores for its backward pass (Korthikanti et al. 2022 §4.1): its bytes are
+    ``sbh_bytes`` · s·b·h + ``as2b_bytes`` · a·s²·b (16-bit values, 1-byte dropout masks). ``split_by_tensor`` says
+    whether tensor parallelism already splits it over t (it lies between a column- and a row-parallel GEMM);
+    the others (LayerNorm and dropout, the GEMMs' inputs) are split only by sequence parallelism."""
+
+    block: str
+    tensor: str
+    sbh_bytes: float
+    as2b_bytes: float
+    split_by_tensor: bool
+
+
+# Korthikanti et al. 2022 §4.1, term by term: attention 11sbh + 5as²b, MLP 19sbh, the two LayerNorms 4sbh.
+STORED_ACTIVATIONS = (
+    StoredActivation("attention", "input of the Q, K, V projections", 2, 0, False),
+    StoredActivation("attention", "Q and K (for QKᵀ)", 4, 0, True),
+    StoredActivation("attention", "softmax output", 0, 2, True),
+    StoredActivation("attention", "softmax dropout mask", 0, 1, True),
+    StoredActivation("attention", "softmax dropout output (for × V)", 0, 2, True),
+    StoredActivation("attention", "V (for × V)", 2, 0, True),
+    StoredActivation("attention", "input of the output projection", 2, 0, True),
+    StoredActivation("attention", "attention dropout mask", 1, 0, False),
+    StoredActivation("MLP", "input of the first linear layer", 2, 0, False),
+    StoredActivation("MLP", "GeLU input (4h wide)", 8, 0, True),
+    StoredActivation("MLP", "input of the second linear layer (4h wide)", 8, 0, True),
+    StoredActivation("MLP", "MLP dropout mask", 1, 0, False),
+    StoredActivation("LayerNorm", "inputs of the two LayerNorms", 4, 0, False),
+)
+_LINEAR_SBH = sum(x.sbh_bytes for x in STORED_ACTIVATIONS)  # 34
+_REPLICATED_SBH = sum(x.sbh_bytes for x in STORED_ACTIVATIONS if not x.split_by_tensor)  # 10
+_SCORES_AS2B = sum(x.as2b_bytes for x in STORED_ACTIVATIONS)  # 5
+
+
+def stored_activation_bytes(seq_len, micro_batch, hidden, heads, tensor_parallel=1, sequence_parallel=False):
+    """Bytes per device of each tensor of ``STORED_ACTIVATIONS`` (no recomputation), in that order.
+
+    Their sum is ``activation_bytes_per_layer``: sbh(34 + 5as/h) at t = 1 (Korthikanti et al. 2022 Eq. (1)).
+
+    >>> rows = stored_activation_bytes(2048, 1, 12288, 96, tensor_parallel=8)
+    >>> format_bytes(sum(rows)), format_bytes(rows[-1])   # the LayerNorm inputs stay whole without SP
+    ('579 MB', '101 MB')
+    """
+    s = _check.count("seq_len", seq_len)
+    b = _check.count("micro_batch", micro_batch)
+    h = _check.count("hidden", hidden)
+    a = _check.count("heads", heads)
+    t = _check.count("tensor_parallel", tensor_parallel)
+    sp = _check.flag("sequence_parallel", sequence_parallel)
+    check_tensor_split(a, t)
+    return tuple(
+        _check.as_result(
+            (x.sbh_bytes * s * b * h + x.as2b_bytes * a * s * s * b) / (t if x.split_by_tensor or sp else 1)
+        )
+        for x in STORED_ACTIVATIONS
+    )
+
+
+def activation_bytes_per_layer(
+    seq_len, micro_batch, hidden, heads, tensor_parallel=1, sequence_parallel=False, recompute="none"
+):
+    """Activation bytes one transformer layer stores for the backward pass (Korthikanti et al. 2022, Table 2).
+
+    With s = seq_len, b = micro_batch, h = hidden, a = heads, t = tensor_parallel (16-bit activations, 1-byte
+    dropout masks, LayerNorm statistics and biases ignored):
+
+    ==========================  =========================  =========================
+    recompute                   sequence_parallel=False    sequence_parallel=True
+    ==========================  =========================  =========================
+    "none"                      sbh(10 + 24/t + 5as/(ht))  sbh(34/t + 5as/(ht))
+    "selective"                 sbh(10 + 24/t)             sbh(34/t)
+    "full"                      2sbh                       2sbh
+    ==========================  =========================  =========================
+
+    With t = 1 and no recomputation this is Eq. (1), sbh(34 + 5as/h): the sum of ``STORED_ACTIVATIONS``. Full
+    recomputation keeps only each layer's input (2sbh, as the paper's Table 2 lists it; with sequence parallelism
+    Megatron-LM can shard it further).
+
+    >>> format_bytes(activation_bytes_per_layer(2048, 1, 12288, 96))   # GPT-3: 5as/h = 80 vs 34
+    '2.87 GB'
+    >>> format_percent(1 - activation_bytes_per_layer(2048, 1, 12288, 96, recompute="selective")
+    ...                / activation_bytes_per_layer(2048, 1, 12288, 96))   # "saves 70%"
+    '70.2 %'
+    """
+    s = _check.count("seq_len", seq_len)
+    b = _check.count("micro_batch", micro_batch)
+    h = _check.count("hidden", hidden)
+    a = _check.count("heads", heads)
+    t = _check.count("tensor_parallel", tensor_parallel)
+    sp = _check.flag("sequence_parallel", sequence_parallel)
+    _check.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+    check_tensor_split(a, t)
+    sbh = 1.0 * s * b * h
+    # STORED_ACTIVATIONS summed: softmax output, its dropout mask and dropout output, 5as²b / t; without SP the 10sbh
+    # of LayerNorm, dropout and the GEMMs' inputs are not split, the other 24sbh are.
+    attention_scores = _SCORES_AS2B * a * s / (h * t)
+    replicated = _LINEAR_SBH / t if sp else _REPLICATED_SBH + (_LINEAR_SBH - _REPLICATED_SBH) / t
+    per_layer = {
+        "none": sbh * (replicated + attention_scores),
+        "selective": sbh * replicated,
+        "full": 2.0 * sbh + 0.0 * t,
+    }[recompute]
+    return _check.as_result(per_layer)
+
+
+def pipeline_in_flight_microbatches(stages, microbatches, schedule="1f1b", virtual_stages=1):
+    """Micro-batches whose activations the first pipeline stage holds at its peak.
+
+    GPipe runs all m forwards first, so it holds m. 1F1B holds min(p, m) (Narayanan et al. 2021 §2.2.1). The
+    interleaved schedule holds p·(1 + (p−1)/(p·v)) worth of full-stage micro-batches (Korthikanti et al. 2022 §4.2.3),
+    or m when m is too small for the warm-up to finish (m = p); ``pipeline.pipeline_schedule`` simulates all three.
+
+    >>> pipeline_in_flight_microbatches(8, 64), pipeline_in_flight_microbatches(8, 64, "gpipe")
+    (8, 64)
+    """
+    p = _check.count("stages", stages)
+    m = _check.count("microbatches", microbatches)
+    _check.choice("schedule", schedule, SCHEDULES)
+    v = _check.count("virtual_stages", virtual_stages)
+    if schedule == "gpipe":
+        return m
+    if schedule == "interleaved":
+        # Megatron-LM's warm-up on stage 0 runs 2(p−1) + (v−1)p chunk-forwards, then one more before the first
+        # backward: p + (p−1)/v full-stage micro-batches; with m = p every forward fits in the warm-up, so m.
+        return _check.as_result(np.minimum(m, p + (p - 1) / v))
+    in_flight = np.minimum(p, m)
+    return in_flight if np.ndim(in_flight) else int(in_flight)
+
+
+def activation_bytes_per_token_per_layer(
+    model: TransformerModel, tensor_parallel=1, sequence_parallel=False, recompute="none", attention="standard"
+):
+    """Bytes one layer stores for the backward, per token of the micro-batch, term by term (16-bit activations).
+
+    Korthikanti et al. 2022 §4's counting, generalised to the architecture (h hidden, f MLP, k = kv_heads·head_dim,
+    a heads, s sequence):
+    - the residual side: the two norms' inputs 2h + 2h, the attention and MLP inputs 2h + 2h, and (GPT) the two
+      dropout masks h + h (1 byte each): split over t only with sequence parallelism;
+    - attention: Q 2h, K and V 2k + 2k, the output (input of the output projection) 2h; standard attention adds the
+      softmax 2as (GPT: + its dropout mask as + dropout output 2as = 5as); FlashAttention stores no scores, only an
+      fp32 log-sum-exp per head, 4a; selective recomputation drops the scores;
+    - MLP: the activation's input and output 2f + 2f; a gated MLP also the up projection and the product, 8f in all.
+    Full recomputation keeps only the layer's input, 2h. For GPT with f = 4h this is Korthikanti's 34h + 5as
+    (Eq. (1) per token); with t and sequence parallelism, everything divided by t.
+
+    >>> from course_lib.parallelism import GPT3_175B, PLAYBOOK_1B
+    >>> activation_bytes_per_token_per_layer(GPT3_175B) * 2048 == activation_bytes_per_layer(2048, 1, 12288, 96)
+    True
+    >>> activation_bytes_per_token_per_layer(PLAYBOOK_1B, attention="flash")   # 12h + 4k + 8f + 4a
+    98432.0
+    """
+    t = _check.count("tensor_parallel", tensor_parallel)
+    sp = _check.flag("sequence_parallel", sequence_parallel)
+    _check.choice("recompute", recompute, RECOMPUTE_OPTIONS)
+    _check.choice("attention", attention, ATTENTION_OPTIONS)
+    check_tensor_split(model.heads, t)
+    h, f, a, s = model.hidden, model.ffn_hidden, model.heads, model.seq_len
+    kv_width = model.kv_heads * model.head_dim
+    gpt = model.style == "gpt"
+    residual = 8.0 * h + (2.0 * h if gpt else 0.0)
+    attention_linear = 2.0 * h + 4.0 * kv_width + 2.0 * h
+    mlp = (8.0 if model.gated_mlp else 4.0) * f
+    if attention == "flash":
+        scores = 4.0 * a
+    elif recompute == "selective":
+        scores = 0.0
+    else:
+        scores = (5.0 if gpt else 2.0) * a * s
+    split = residual / t if sp else residual
+    per_token = split + (attention_linear + mlp + scores) / t
+    if recompute == "full":
+        per_token = 2.0 * h / t if sp else 2.0 * h
+    return _check.as_result(per_token + 0.0 * t)
+
+
+def memory_breakdown(
+    model: TransformerModel,
+    plan: ParallelPlan,
+    optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM,
+    calibration="default",
+) -> MemoryBreakdown:
+    """Per-device memory of a plan: by default the documented calibration (``calibration="default"``:
+    ``calibrated_memory_breakdown`` under ``PLAYBOOK_CALIBRATION``'s memory assumptions), with ``calibration=None``
+    the ideal model of lessons 03 and 04 below, or under any ``Calibration``.
+
+    The ideal model, the first pipeline stage: model states and stored activations. Model states: the device's Ψ/(t·p)
+    parameters (an even split; the embedding's imbalance is ignored) under ZeRO over the d data-parallel ranks.
+    Activations: ``activation_bytes_per_layer`` × L/p layers × the micro-batches in flight
+    (``pipeline_in_flight_microbatches``). Not counted: temporary buffers, the logits, fragmentation and the framework's
+    own memory, so leave headroom.
+
+    >>> from course_lib.parallelism import GPT3_175B
+    >>> mem = memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8,
+    ...                        zero_stage=1, micro_batch=1, grad_accum_steps=64, recompute="selective",
+    ...                        sequence_parallel=True), calibration=None)
+    >>> format_bytes(mem.model_states), format_bytes(mem.activations)
+    ('15 GB', '10.3 GB')
+
+    The calibrated model (``calibrated_memory_breakdown``) is architecture-aware and counts the precision recipe
+    (fp32 main gradients: 26.6 GB of model states here), the logits, the framework's memory and uneven splits.
+    """
+    calibration = resolve_calibration(calibration)
+    if calibration is not None:
+        return calibrated_memory_breakdown(model, plan, calibration)
+    check_plan_for_model(model, plan)
+    params_per_device = model.params / (plan.tensor_parallel * plan.pipeline_parallel)
+    parameters, gradients, optimizer = zero_model_state_breakdown(
+        params_per_device, plan.data_parallel, plan.zero_stage, optimizer_bytes_per_param
+    )
+    per_layer = activation_bytes_per_layer(
+        model.seq_len,
+        plan.micro_batch,
+        model.hidden,
+        model.heads,
+        plan.tensor_parallel,
+        plan.sequence_parallel,
+        plan.recompute,
+    )
+    in_flight = pipeline_in_flight_microbatches(
+        plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule, plan.virtual_stages
+    )
+    activations = per_layer * (model.layers / plan.pipeline_parallel) * in_flight
+    return MemoryBreakdown(parameters, gradients, optimizer, _check.as_result(activations))
+
+
+def calibrated_memory_breakdown(
+    model: TransformerModel, plan: ParallelPlan, calibration: Calibration
+) -> MemoryBreakdown:
+    """Per-device memory of the heaviest pipeline stage under ``calibration``'s assumptions.
+
+    Two stages can be the heaviest: the first holds ⌈l/p⌉ layers, the input embedding V·h/t and min(p, m)
+    micro-batches of activations (1F1B); the last holds ⌈l/p⌉ layers, the output layer V·h/t (a copy when tied
+    and p > 1) and one micro-batch, plus the logits b·s·V/t × ``logits_bytes_per_element``. With p = 1 they are
+    the same device. Model states follow ``calibration.precision``: ZeRO-1 shards the optimizer state over d,
+    ZeRO-2 also the gradients and their fp32 buffer, ZeRO-3 also the parameters. Activations per layer:
+    ``activation_bytes_per_token_per_layer`` × b·s. ``framework_bytes`` is added once.
+
+    >>> from course_lib.parallelism import PLAYBOOK_1B
+    >>> plan = ParallelPlan(data_parallel=8, micro_batch=1, grad_accum_steps=32, attention="flash")
+    >>> mem = memory_breakdown(PLAYBOOK_1B, plan, calibration=Calibration())
+    >>> format_bytes(mem.model_states), format_bytes(mem.activations), format_bytes(mem.logits)
+    ('26.8 GB', '6.45 GB', '5.37 GB')
+    """
+    check_plan_for_model(model, plan, calibration)
+    t, p, d, b, m, _ = plan.sizes
+    h, vocab = model.hidden, model.vocab
+    layers = stage_layers(model.layers, p)
+    embedding = 1.0 * vocab * h
+    single = np.asarray(p) == 1
+    # p = 1: every layer, the embedding, the output layer when untied and the final norm on one device.
+    first_params = layers * model.params_per_layer + embedding + np.where(single, model.embedding_params - embedding, 0)
+    last_params = layers * model.params_per_layer + embedding + h
+    param_b, grad_b, buffer_b, optimizer_b = PRECISION_RECIPES[calibration.precision]
+    stage = plan.zero_stage
+
+    def states(params):
+        per_device = params / t
+        parameters = param_b * per_device / (d if stage >= 3 else 1)
+        gradients = (grad_b + buffer_b) * per_device / (d if stage >= 2 else 1)
+        optimizer = optimizer_b * per_device / (d if stage >= 1 else 1)
+        return parameters, gradients, optimizer
+
+    tokens = 1.0 * b * model.seq_len
+    per_layer = tokens * activation_bytes_per_token_per_layer(
+        model, t, plan.sequence_parallel, plan.recompute, plan.attention
+    )
+    in_flight = pipeline_in_flight_microbatches(p, m, plan.schedule, plan.virtual_stages)
+    logits = tokens * vocab / t * calibration.logits_bytes_per_element
+    first = states(first_params) + (per_layer * layers * in_flight, np.where(single, logits, 0.0))
+    last = states(last_params) + (per_layer * layers, logits)
+    first_total, last_total = sum(first), sum(last)
+    heaviest = [np.where(first_total >= last_total, a, z) for a, z in zip(first, last, strict=True)]
+    framework = calibration.framework_bytes + 0.0 * first_total
+    return MemoryBreakdown(*(_check.as_result(x) for x in (*heaviest, framework)))

@@ -1,0 +1,248 @@
+"""The plan: how one training step is split across devices (``ParallelPlan``), the global batch and the pipeline
+bubble that follow from the split, and the checks that a split fits a model (``splits_evenly``, ``check_*``).
+
+A plan's numeric fields, like the numeric arguments of the functions here, may be numpy arrays: one plan object
+then holds many plans, as the plan search uses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import _check
+from ..compute import RECOMPUTE_OPTIONS
+from ..pipeline import SCHEDULES
+from .models import TransformerModel
+
+if TYPE_CHECKING:  # for the annotation only: calibration.py imports this module (ZERO_STAGES)
+    from .calibration import Calibration
+
+__all__ = [
+    "ParallelPlan",
+    "ZERO_STAGES",
+    "ATTENTION_OPTIONS",
+    "global_batch",
+    "pipeline_bubble_fraction",
+    "splits_evenly",
+    "check_tensor_split",
+    "check_pipeline_split",
+    "check_plan_for_model",
+    "stage_layers",
+]
+
+ZERO_STAGES = (0, 1, 2, 3)
+# "standard" attention stores the softmax of the s × s scores (Korthikanti et al. 2022 Eq. (1)); "flash" attention
+# (Dao et al. 2022, FlashAttention) recomputes the scores tile by tile in the backward and stores only the output and
+# one fp32 log-sum-exp per head and token. It is an option of its own, distinct from selective recomputation.
+ATTENTION_OPTIONS = ("standard", "flash")
+
+
+@dataclass(frozen=True, eq=False)
+class ParallelPlan:
+    """How one training step is split: parallel sizes, ZeRO stage, batch shape, recomputation, schedule.
+
+    devices = data_parallel × tensor_parallel × pipeline_parallel; the global batch is
+    micro_batch × grad_accum_steps × data_parallel (tensor and pipeline groups share the same examples).
+    ``grad_accum_steps`` is also the number of micro-batches m each pipeline processes per step.
+    ``virtual_stages`` (v) > 1 needs ``schedule="interleaved"``.
+
+    >>> plan = ParallelPlan(data_parallel=64, tensor_parallel=8, pipeline_parallel=4, micro_batch=2, grad_accum_steps=8)
+    >>> plan.devices, plan.global_batch
+    (2048, 1024)
+    """
+
+    data_parallel: int = 1
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    zero_stage: int = 0
+    micro_batch: int = 1
+    grad_accum_steps: int = 1
+    recompute: str = "none"
+    sequence_parallel: bool = False
+    schedule: str = "1f1b"
+    virtual_stages: int = 1
+    attention: str = "standard"
+
+    def __post_init__(self):
+        _check.choice("attention", self.attention, ATTENTION_OPTIONS)
+        for name in (
+            "data_parallel",
+            "tensor_parallel",
+            "pipeline_parallel",
+            "micro_batch",
+            "grad_accum_steps",
+            "virtual_stages",
+        ):
+            object.__setattr__(self, name, _check.count(name, getattr(self, name)))
+        _check.choice("zero_stage", self.zero_stage, ZERO_STAGES)
+        _check.choice("recompute", self.recompute, RECOMPUTE_OPTIONS)
+        _check.flag("sequence_parallel", self.sequence_parallel)
+        _check.choice("schedule", self.schedule, SCHEDULES)
+        if self.schedule == "interleaved":
+            if np.any(np.asarray(self.virtual_stages) < 2):
+                raise ValueError("virtual_stages must be ≥ 2 with schedule='interleaved'")
+            if np.any(np.asarray(self.grad_accum_steps) % np.asarray(self.pipeline_parallel)):
+                raise ValueError(
+                    "grad_accum_steps (micro-batches) must be a multiple of pipeline_parallel for the "
+                    "interleaved schedule (Narayanan et al. 2021 §2.2.2)"
+                )
+        elif np.any(np.asarray(self.virtual_stages) != 1):
+            raise ValueError(f"virtual_stages must be 1 unless schedule='interleaved', got {self.virtual_stages}")
+
+    @property
+    def devices(self):
+        """d·t·p devices."""
+        return self.data_parallel * self.tensor_parallel * self.pipeline_parallel
+
+    @property
+    def sizes(self):
+        """(t, p, d, b, m, v): tensor, pipeline and data sizes, micro-batch, micro-batches per step, virtual stages.
+
+        >>> ParallelPlan(data_parallel=4, tensor_parallel=2, grad_accum_steps=8).sizes
+        (2, 1, 4, 1, 8, 1)
+        """
+        return (
+            self.tensor_parallel,
+            self.pipeline_parallel,
+            self.data_parallel,
+            self.micro_batch,
+            self.grad_accum_steps,
+            self.virtual_stages,
+        )
+
+    @property
+    def global_batch(self):
+        """Samples per optimizer step."""
+        return global_batch(self.micro_batch, self.grad_accum_steps, self.data_parallel)
+
+    def replace(self, **changes) -> ParallelPlan:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+
+def global_batch(micro_batch, grad_accum_steps, data_parallel):
+    """B_global = b · m · d samples per optimizer step (micro-batch × micro-batches per step × replicas).
+
+    Tensor- and pipeline-parallel groups work on the *same* samples, so they add devices but not examples.
+
+    >>> global_batch(2, 4, 128)   # Ultra-Scale Playbook: 4M tokens at seq 4096 = 1024 samples
+    1024
+    """
+    return (
+        _check.count("micro_batch", micro_batch)
+        * _check.count("grad_accum_steps", grad_accum_steps)
+        * _check.count("data_parallel", data_parallel)
+    )
+
+
+def pipeline_bubble_fraction(stages, microbatches, virtual_stages=1):
+    """Pipeline bubble as a fraction of the ideal time: (p−1)/(v·m) (Narayanan et al. 2021 §2.2).
+
+    GPipe and 1F1B have the same bubble, (p−1)/m; interleaving v model chunks per device divides it by v, and
+    needs m to be a multiple of p. The bubble is measured against the ideal time m·(t_f + t_b), so it exceeds 1
+    when m < p − 1; as a share of the whole step it is (p−1)/(v·m + p − 1).
+
+    >>> pipeline_bubble_fraction(8, 32), pipeline_bubble_fraction(8, 32, virtual_stages=2)
+    (0.21875, 0.109375)
+    """
+    p = _check.count("stages", stages)
+    m = _check.count("microbatches", microbatches)
+    v = _check.count("virtual_stages", virtual_stages)
+    if np.any((np.asarray(v) > 1) & (np.asarray(m) % np.asarray(p) != 0)):
+        raise ValueError(f"microbatches must be a multiple of stages ({p}) when virtual_stages > 1, got {m}")
+    return _check.as_result((p - 1) / (v * m))
+
+
+def splits_evenly(model: TransformerModel, tensor_parallel=1, pipeline_parallel=1, virtual_stages=1):
+    """Whether a partition splits ``model`` evenly: t divides the attention heads and p·v divides the layers.
+
+    The one home of the rule that ``check_plan_for_model``, ``budget.search_plans`` and the labs' options use.
+    Vectorised: array arguments give a boolean array.
+
+    >>> from course_lib.parallelism import GPT3_175B
+    >>> splits_evenly(GPT3_175B, tensor_parallel=8, pipeline_parallel=8), splits_evenly(GPT3_175B, 5)
+    (True, False)
+    >>> splits_evenly(GPT3_175B, 8, pipeline_parallel=12, virtual_stages=2)   # 96 layers into 24 chunks
+    True
+    """
+    t = _check.count("tensor_parallel", tensor_parallel)
+    p = _check.count("pipeline_parallel", pipeline_parallel)
+    v = _check.count("virtual_stages", virtual_stages)
+    even = _divides(t, model.heads) & _divides(np.asarray(p) * np.asarray(v), model.layers)
+    return bool(even) if even.ndim == 0 else even
+
+
+def _divides(parts, whole):
+    """Whether ``parts`` divides ``whole`` (element-wise)."""
+    return np.asarray(whole) % np.asarray(parts) == 0
+
+
+def check_tensor_split(heads, tensor_parallel) -> None:
+    """Raise ValueError unless t divides the attention heads: ``splits_evenly``'s first half, on raw numbers, for the
+    formulas that take the head count rather than a model.
+
+    >>> check_tensor_split(96, 8)
+    >>> check_tensor_split(96, 5)
+    Traceback (most recent call last):
+    ...
+    ValueError: tensor_parallel must divide heads (96), got 5
+    """
+    a = _check.count("heads", heads)
+    t = _check.count("tensor_parallel", tensor_parallel)
+    if not np.all(_divides(t, a)):
+        raise ValueError(f"tensor_parallel must divide heads ({a}), got {t}")
+
+
+def check_pipeline_split(layers, pipeline_parallel, virtual_stages=1) -> None:
+    """Raise ValueError unless p·v divides the layers: ``splits_evenly``'s second half, on raw numbers.
+
+    >>> check_pipeline_split(96, 8, 2)
+    >>> check_pipeline_split(80, 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: pipeline_parallel × virtual_stages must divide layers (80), got 3 × 1
+    """
+    n = _check.count("layers", layers)
+    p = _check.count("pipeline_parallel", pipeline_parallel)
+    v = _check.count("virtual_stages", virtual_stages)
+    if not np.all(_divides(np.asarray(p) * np.asarray(v), n)):
+        raise ValueError(f"pipeline_parallel × virtual_stages must divide layers ({n}), got {p} × {v}")
+
+
+def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibration: Calibration | None = None) -> None:
+    """Raise ValueError if the plan cannot split this model (heads, layers and virtual stages must divide evenly).
+
+    With a ``Calibration`` the pipeline may split the layers unevenly (as Megatron-LM and nanotron allow; the heaviest
+    stage sets memory and time; nanotron even runs more stages than layers, its embedding and output layer being
+    stages of their own), and ZeRO above the calibration's ``max_zero_stage_with_pipeline`` is refused with p > 1.
+
+    >>> from course_lib.parallelism import GPT3_175B
+    >>> check_plan_for_model(GPT3_175B, ParallelPlan(tensor_parallel=5))
+    Traceback (most recent call last):
+    ...
+    ValueError: tensor_parallel must divide heads (96), got 5
+    """
+    check_tensor_split(model.heads, plan.tensor_parallel)
+    if calibration is None:
+        check_pipeline_split(model.layers, plan.pipeline_parallel, plan.virtual_stages)
+    else:
+        limit = calibration.max_zero_stage_with_pipeline
+        if np.any((np.asarray(plan.pipeline_parallel) > 1) & (np.asarray(plan.zero_stage) > limit)):
+            raise ValueError(
+                f"zero_stage must be at most {limit} with pipeline_parallel > 1 (the calibration's "
+                f"max_zero_stage_with_pipeline), got {plan.zero_stage}"
+            )
+
+
+def stage_layers(layers, pipeline_parallel):
+    """Layers on the heaviest pipeline stage: ⌈l/p⌉ (an uneven split puts one more layer on some stages).
+
+    >>> stage_layers(16, 3), stage_layers(96, 8)
+    (6, 12)
+    """
+    l = _check.count("layers", layers)
+    p = _check.count("pipeline_parallel", pipeline_parallel)
+    return -(-l // p)
