@@ -33,9 +33,10 @@ lab: $(VENV)/.lab-installed $(LAB_OVERRIDES) ## open the course in JupyterLab (p
 
 # The notebooks' stored outputs were made with PYTHONHASHSEED=0 (set order) and without MPLBACKEND (inline
 # figures); nbval's kernels inherit pytest's environment, so the tests run in the same one.
-# The tests run on every core (pytest-xdist, one worker a core): --dist loadgroup keeps together what conftest.py
-# groups (a notebook's cells in one kernel; the grading tests, which share one build and one graded batch).
-PYTEST = env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest -n auto --dist loadgroup
+# The tests run on every core (pytest-xdist, one worker a core), a module at a time (--dist loadscope: a notebook's
+# cells in one kernel; conftest.py's scheduler keeps the two grading modules together), in the order conftest.py
+# puts them (--no-loadscope-reorder: the longest first).
+PYTEST = env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest -n auto --dist loadscope --no-loadscope-reorder
 # The tiers (markers in pyproject.toml, applied by path in conftest.py): `make quick` runs what has none of them.
 QUICK = not (notebook or grading or browser or env or slow)
 test: check $(LAB_OVERRIDES) ## run all tests, every tier: lint, unit, property, doctests, notebooks (nbval), grading, browser, environments

@@ -1,5 +1,6 @@
 """pytest configuration for the whole repository (the settings themselves are in pyproject.toml)."""
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -29,10 +30,11 @@ TIER_PATHS = {
     "browser": ("tests/browser/",),
     "env": ("tests/test_environments.py", "tests/test_binder.py"),
 }
-# What must run in one pytest-xdist worker, in collection order (`--dist loadgroup`): a notebook's cells (nbval runs
-# them in one kernel, one after another), and the grading tests, which share one build of every lab and one graded
-# batch (session fixtures, built once per worker that needs them).
-GRADING_GROUP = "grading"
+# pytest-xdist (`make test`, `make quick`: -n auto --dist loadscope) hands out whole modules: a notebook's cells run
+# in one kernel, one after another, and a test module's module fixtures are built once. TierScheduling (below) also
+# keeps the two grading modules together, since they share one build of every lab (a session fixture, built once per
+# worker that needs it). xdist's own loadgroup cannot do it: with pytest 9 it no longer sees its groups.
+GRADING_SCOPE = "grading"
 
 # Hypothesis: `make test` runs the full profile (as many examples as the most demanding property test asked for
 # before there were profiles); `make quick` the small one (`--hypothesis-profile quick`), enough to catch a broken
@@ -51,9 +53,9 @@ def tier_of(relative_path: str) -> str | None:
     return None
 
 
-# The longest groups start first, so that with one worker a core the run does not end on one of them alone
-# (pytest-xdist hands out groups in collection order): the grading batch (about 5 minutes), the browser tests, then
-# the notebooks, then everything else.
+# The longest work starts first, so that with one worker a core the run does not end on it alone (with
+# --no-loadscope-reorder pytest-xdist hands out scopes in collection order, a new one to a worker when it has two
+# tests or fewer left): the grading modules (about 5 minutes), the browser tests, the notebooks, then the rest.
 START_FIRST = ("grading", "browser", "notebook")
 
 
@@ -65,13 +67,22 @@ def pytest_collection_modifyitems(config, items):
         tier = tiers[item.nodeid] = tier_of(relative)
         if tier is not None:
             item.add_marker(getattr(pytest.mark, tier))
-        if relative.endswith(".ipynb"):
-            item.add_marker(pytest.mark.xdist_group(relative))
-        elif tier == "grading":
-            item.add_marker(pytest.mark.xdist_group(GRADING_GROUP))
-        elif tier == "browser":
-            item.add_marker(pytest.mark.xdist_group(relative))  # one JupyterLab server per module (its fixtures)
     items.sort(key=lambda item: START_FIRST.index(tiers[item.nodeid]) if tiers[item.nodeid] in START_FIRST else 3)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own (firstresult: the first scheduler returned is used)
+def pytest_xdist_make_scheduler(config, log):
+    """Under --dist loadscope, a scheduler that hands out a module at a time, the two grading modules as one."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TierScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return GRADING_SCOPE if tier_of(path) == "grading" else path
+
+    return TierScheduling(config, log)
 
 
 # The py:percent twins of the notebooks (notebooks_py/ for the lessons, labs/source/ for the graded masters) are not
@@ -133,22 +144,30 @@ def assigned_out(tmp_path_factory) -> Path:
     only the newest build is kept. Each session gets its own copy, so a test that changes a zip changes no cache."""
     key = assignment_inputs_hash()
     cached = ASSIGNMENT_CACHE / key
-    if not (cached / "complete").exists():
-        building = ASSIGNMENT_CACHE / f"{key}.building-{os.getpid()}"
-        shutil.rmtree(building, ignore_errors=True)
-        done = subprocess.run(
-            [sys.executable, "-m", "tools.assignments", "--out", str(building), "--no-run-tests"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert done.returncode == 0, f"tools/assignments.py failed:\n{done.stdout}\n{done.stderr}"
-        (building / "complete").write_text(key + "\n", encoding="utf-8")
-        for old in ASSIGNMENT_CACHE.iterdir():
-            if old != building:
-                shutil.rmtree(old, ignore_errors=True)
-        building.rename(cached)
+    ASSIGNMENT_CACHE.mkdir(parents=True, exist_ok=True)
+    with open(ASSIGNMENT_CACHE / ".lock", "w") as lock:  # one build at a time, across workers and test runs
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (cached / "complete").exists():
+            build_assignments(key, cached)
     out = tmp_path_factory.mktemp("assignments") / "out"
     shutil.copytree(cached, out, ignore=shutil.ignore_patterns("complete"))
     return out
+
+
+def build_assignments(key: str, cached: Path) -> None:
+    """Assign every lab into ``cached`` (via a folder of its own, renamed when complete); drop older builds."""
+    building = ASSIGNMENT_CACHE / f"{key}.building-{os.getpid()}"
+    shutil.rmtree(building, ignore_errors=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.assignments", "--out", str(building), "--no-run-tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, f"tools/assignments.py failed:\n{done.stdout}\n{done.stderr}"
+    (building / "complete").write_text(key + "\n", encoding="utf-8")
+    for old in ASSIGNMENT_CACHE.iterdir():
+        if old not in (building, ASSIGNMENT_CACHE / ".lock"):
+            shutil.rmtree(old, ignore_errors=True)
+    building.rename(cached)

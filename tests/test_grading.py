@@ -37,6 +37,7 @@ import pytest
 
 from tools import assignments, grade
 from tools import grading_sandbox as sandbox
+from tools import grading_scan as scan
 
 ROOT = Path(__file__).resolve().parents[1]
 MASTERS = ROOT / "labs" / "source"
@@ -1720,7 +1721,7 @@ def test_flags_say_what_was_tried_and_stay_out_of_the_feedback(batch, student):
 
 
 def grade_scan_kinds():
-    return (*sys.modules["grading_scan"].KINDS, "leaks hidden tests")
+    return (*scan.KINDS, "leaks hidden tests")
 
 
 def test_honest_notebooks_raise_no_flags(batch):
