@@ -33,19 +33,21 @@ lab: $(VENV)/.lab-installed $(LAB_OVERRIDES) ## open the course in JupyterLab (p
 
 # The notebooks' stored outputs were made with PYTHONHASHSEED=0 (set order) and without MPLBACKEND (inline
 # figures); nbval's kernels inherit pytest's environment, so the tests run in the same one.
-# The tests run on every core (pytest-xdist, one worker a core), a module at a time (--dist loadscope: a notebook's
-# cells in one kernel; conftest.py's scheduler keeps the two grading modules together), in the order conftest.py
-# puts them (--no-loadscope-reorder: the longest first).
-PYTEST = env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest -n auto --dist loadscope --no-loadscope-reorder
+# The tests run on every core (pytest-xdist, one worker a core). Where notebooks or the grading tests run, a module
+# at a time (--dist loadscope: a notebook's cells in one kernel; conftest.py's scheduler keeps the two grading modules
+# together), in the order conftest.py puts them (--no-loadscope-reorder: the longest first); the quick tier a test
+# at a time (--dist load), which balances the two workers better.
+PYTEST = env -u MPLBACKEND PYTHONHASHSEED=0 $(VENV)/bin/python -m pytest -n auto
+BY_MODULE = --dist loadscope --no-loadscope-reorder
 # The tiers (markers in pyproject.toml, applied by path in conftest.py): `make quick` runs what has none of them.
 QUICK = not (notebook or grading or browser or env or slow)
 test: check $(LAB_OVERRIDES) ## run all tests, every tier: lint, unit, property, doctests, notebooks (nbval), grading, browser, environments
-	$(PYTEST) $(PYTEST_ARGS)
+	$(PYTEST) $(BY_MODULE) $(PYTEST_ARGS)
 
 # Without nbval (-p no:nbval, and addopts without its options): it only runs notebooks, and loading it costs each
 # worker seconds (see conftest.py on rfc3987_syntax).
 quick: $(VENV)/.test-installed ## the inner loop (under a minute): every test but the notebook, grading, browser, env and slow tiers
-	$(PYTEST) -q -p no:nbval -o addopts="--doctest-modules -ra --strict-markers" -m "$(QUICK)" \
+	$(PYTEST) --dist load -q -p no:nbval -o addopts="--doctest-modules -ra --strict-markers" -m "$(QUICK)" \
 		--hypothesis-profile=quick tests course_lib $(PYTEST_ARGS)
 
 # The lessons and masters whose stored outputs an uncommitted change may affect: its twin, a course_lib module it
@@ -53,7 +55,7 @@ quick: $(VENV)/.test-installed ## the inner loop (under a minute): every test bu
 nb: $(VENV)/.test-installed ## nbval on only the notebooks that an uncommitted change may affect
 	@notebooks="$$($(VENV)/bin/python -m tools.changed_notebooks)" || exit 2; \
 	if [ -z "$$notebooks" ]; then echo "make nb: no lesson or master depends on an uncommitted change"; \
-	else echo "make nb:" $$notebooks; $(PYTEST) -q $$notebooks $(PYTEST_ARGS); fi
+	else echo "make nb:" $$notebooks; $(PYTEST) $(BY_MODULE) -q $$notebooks $(PYTEST_ARGS); fi
 
 # ruff's settings are in pyproject.toml: course_lib, tools, tests, benchmarks and the notebooks' .py twins.
 check: $(VENV)/.test-installed ## lint and format check (ruff); `make test` runs it first
