@@ -104,19 +104,6 @@ def pytest_configure(config):
         os.environ.pop("MPLBACKEND", None)
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _doctest_names(doctest_namespace):
-    """Names every docstring example in course_lib may use without importing them: the unit constants and the
-    display formatters of ``course_lib.units`` (so the formula modules need not import formatters they never call),
-    and ``plt`` (so the figure modules' examples can close their figures without an import the module never uses)."""
-    import matplotlib.pyplot as plt
-
-    from course_lib import units
-
-    doctest_namespace.update({name: getattr(units, name) for name in units.__all__})
-    doctest_namespace["plt"] = plt
-
-
 # What `tools/assignments.py` reads to build the labs: when none of it changed, the last build is reused.
 ASSIGNMENT_INPUTS = ("labs/source/*.ipynb", "course_lib/**/*.py", "tools/assignments.py", "requirements.lock")
 ASSIGNMENT_CACHE = ROOT / "build" / "test-cache" / "assignments"

@@ -151,6 +151,7 @@ def flag(name: str, value) -> bool:
 def as_result(value):
     """Return a 0-d result as a Python float (readable in notebooks), arrays unchanged.
 
+    >>> import numpy as np
     >>> as_result(np.float64(2.5))
     2.5
     """

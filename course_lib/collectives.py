@@ -15,6 +15,7 @@ This is the card's T_comm ≈ nα + Q/B_eff.
 for all_reduce, reduce and broadcast; the whole gathered (or to-be-scattered) array for all_gather and
 reduce_scatter; everything one rank sends, its own chunk included, for all_to_all; the message for send_recv.
 
+>>> from course_lib.units import GB, MB, US, format_time
 >>> format_time(comm_time(4, 5 * US, 100 * MB, 50 * GB))   # the card's worked example
 '2.02 ms'
 >>> format_time(ring_allreduce_time(8, 1 * GB, 100 * GB, 5 * US))
@@ -301,6 +302,7 @@ def time_terms(
     n, Q and R come from ``collective_cost``; ``bandwidth_bytes_per_s`` is the one-way bandwidth of each rank's
     link (per GPU), ``latency_s`` is α. ``payload_bytes`` may be an array (a curve over payloads).
 
+    >>> from course_lib.units import GB, KB, MB, US, format_time
     >>> terms = time_terms("all_reduce", 4, 100 * MB, 50 * GB, 5 * US)
     >>> format_time(terms.latency_s), format_time(terms.bandwidth_s), terms.regime
     ('30 µs', '3 ms', 'bandwidth-bound')
@@ -327,6 +329,7 @@ def collective_time(
     ``bandwidth_bytes_per_s`` is the one-way bandwidth of each rank's link (per GPU, not per node, and not the
     two-way figure datasheets often print); ``latency_s`` is α, the startup cost of one step.
 
+    >>> from course_lib.units import GB, MB, US, format_time
     >>> format_time(collective_time("all_gather", 8, 1 * GB, 450 * GB, 3 * US))
     '1.97 ms'
     >>> format_time(collective_time("all_reduce", 8, 1 * MB, 450 * GB, 3 * US, algorithm="recursive_doubling"))
@@ -342,6 +345,7 @@ def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
     all-reduce, 2(p−1)/p·S/B (Patarasuk & Yuan 2009): each rank must send, and receive, at least 2(p−1)/p·S bytes.
     The term tends to 2S/B as p grows.
 
+    >>> from course_lib.units import GB, MB, US, format_time
     >>> format_time(ring_allreduce_time(4, 100 * MB, 50 * GB, 5 * US))
     '3.03 ms'
     """
@@ -404,6 +408,7 @@ def busbw_factor(op, ranks):
 def algbw_bytes_per_s(payload_bytes, time_s):
     """nccl-tests' algorithm bandwidth: algbw = S/t (S as nccl-tests defines it for the op).
 
+    >>> from course_lib.units import GB, MS, format_bandwidth
     >>> format_bandwidth(algbw_bytes_per_s(1 * GB, 5 * MS))
     '200 GB/s'
     """
@@ -415,6 +420,7 @@ def busbw_bytes_per_s(op, ranks, payload_bytes, time_s):
 
     It normalises away the rank count so it can be compared with a link's peak one-way bandwidth.
 
+    >>> from course_lib.units import GB, MS, format_bandwidth
     >>> format_bandwidth(busbw_bytes_per_s("all_reduce", 8, 1 * GB, 5 * MS))
     '350 GB/s'
     """
@@ -424,6 +430,7 @@ def busbw_bytes_per_s(op, ranks, payload_bytes, time_s):
 def algbw_from_busbw(op, ranks, busbw):
     """Invert busbw = algbw × factor; undefined for one rank of a collective whose factor is 0.
 
+    >>> from course_lib.units import GB, format_bandwidth
     >>> format_bandwidth(algbw_from_busbw("all_reduce", 8, 350 * GB))
     '200 GB/s'
     """
@@ -439,6 +446,7 @@ def latency_bandwidth_crossover_bytes(op, ranks, bandwidth_bytes_per_s, latency_
 
     Below S* the collective is latency-bound, above it bandwidth-bound. For ring all-reduce S* = p·α·B.
 
+    >>> from course_lib.units import GB, US, format_bytes
     >>> format_bytes(latency_bandwidth_crossover_bytes("all_reduce", 8, 50 * GB, 5 * US))
     '2 MB'
     """
@@ -456,6 +464,7 @@ def equal_time_payload_bytes(op, ranks, bandwidth_bytes_per_s, latency_s, algori
     S = (n₁ − n₂)·α·B / (q₂ − q₁) with q = Q/S, when the algorithm with more phases moves fewer bytes. Below that
     payload the one with fewer phases is faster, above it the one with fewer bytes.
 
+    >>> from course_lib.units import GB, US, format_bytes
     >>> format_bytes(equal_time_payload_bytes("all_reduce", 64, 50 * GB, 5 * US, "ring", "double_binary_tree"))
     '228 MB'
     >>> equal_time_payload_bytes("all_reduce", 8, 50 * GB, 5 * US, "ring", "rabenseifner") is None   # never
@@ -512,6 +521,7 @@ class CollectiveReport:
 def collective_report(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s, algorithm="ring"):
     """One collective call, reported whole: the one call a lab, a figure or a lesson needs (scalars only).
 
+    >>> from course_lib.units import GB, MB, US, format_bandwidth, format_bytes, format_time
     >>> r = collective_report("all_reduce", 4, 100 * MB, 50 * GB, 5 * US)
     >>> format_time(r.time_s), r.regime, format_bandwidth(r.busbw_bytes_per_s), format_bytes(r.crossover_bytes)
     ('3.03 ms', 'bandwidth-bound', '49.5 GB/s', '1 MB')
@@ -588,6 +598,7 @@ def hierarchical_allreduce_time(
     are one-way per GPU: NVLink inside the node, the GPU's share of the node's network links between nodes.
     With one node it is the ring all-reduce over NVLink; with one device per node, the ring over the network.
 
+    >>> from course_lib.units import GB, US, format_time
     >>> format_time(hierarchical_allreduce_time(1 * GB, 4, 8, 450 * GB, 3 * US, 50 * GB, 10 * US))
     '7.74 ms'
     """
@@ -629,6 +640,7 @@ def multirail_ring_allreduce_time(
     ``hierarchical_allreduce_time``; what the hierarchy saves is latency steps (2(N−1) across the network
     instead of 2(Ng−1)). With one node it is the ring all-reduce over NVLink. Bandwidths are one-way per GPU.
 
+    >>> from course_lib.units import GB, US, format_time
     >>> format_time(multirail_ring_allreduce_time(1 * GB, 4, 8, 450 * GB, 1 * US, 50 * GB, 5 * US))
     '5.15 ms'
     >>> format_time(multirail_ring_allreduce_time(1 * GB, 4, 8, 450 * GB, 1 * US, 50 * GB, 5 * US, rails=1))

@@ -4,6 +4,7 @@ A multiply-accumulate (MAC) is two floating-point operations, so multiplying an 
 costs m·n·k MACs = 2mnk FLOPs (Narayanan et al. 2021, appendix: "2m×k×n FLOPs (factor of 2 needed to account
 for multiplies and adds)"). A FLOP is counted regardless of precision.
 
+>>> from course_lib.units import format_flops
 >>> format_flops(gemm_flops(4096, 4096, 4096))
 '137 GFLOP'
 >>> format_flops(training_flops(70e9, 15e12))   # LLaMA-3 70B on 15T tokens (scaling book: 6.3e24)
@@ -58,6 +59,7 @@ def count_matmul_operations(a, b):
     count is mn(2k − 1); the 2mnk convention counts each multiply-accumulate as two FLOPs (the first add is
     against zero). This is the lesson's tiny-matrix demonstration of the rule, not a fast matmul.
 
+    >>> import numpy as np
     >>> product, multiplies, adds = count_matmul_operations(np.ones((2, 4)), np.ones((4, 3)))
     >>> multiplies, adds, multiplies + adds, gemm_flops(2, 3, 4)
     (24, 18, 42, 48)
@@ -120,6 +122,7 @@ def ridge_point_flops_per_byte(peak_flops_per_s, memory_bandwidth_bytes_per_s):
 def roofline_time(flops, bytes_moved, peak_flops_per_s, memory_bandwidth_bytes_per_s):
     """T = max(T_math, T_mem) = max(flops / peak, bytes / bandwidth): the roofline's lower bound on time.
 
+    >>> from course_lib.units import format_time
     >>> format_time(roofline_time(1e12, 1e9, 990e12, 3.35e12))   # 1 TFLOP on an H100: compute-bound
     '1.01 ms'
     """
@@ -156,6 +159,7 @@ def transformer_params(layers, hidden, vocab, seq_len):
 
     Counts attention and MLP (h → 4h → h) weights and biases, LayerNorms, word and learned position embeddings.
 
+    >>> from course_lib.units import format_count
     >>> format_count(transformer_params(128, 25600, 51200, 2048))   # the paper's 1T model: 1008.0B
     '1.01 trillion'
     """
@@ -183,6 +187,7 @@ def transformer_layer_forward_flops(batch, seq_len, hidden):
 def transformer_forward_flops(batch, seq_len, layers, hidden, vocab):
     """Forward FLOPs of the whole model: l·(24Bsh² + 4Bs²h) + 2BshV (the logit layer).
 
+    >>> from course_lib.units import format_flops
     >>> format_flops(transformer_forward_flops(1, 2048, 96, 12288, 51200))   # GPT-3, one sequence
     '735 TFLOP'
     """
@@ -205,6 +210,7 @@ def transformer_flops_per_iteration(batch, seq_len, layers, hidden, vocab, recom
     "2.7 % extra FLOPs" for GPT-3 is s/(6h) of the iteration, the attention core's forward and backward together;
     one recomputed forward is a third of that.) The logit layer (6BshV) is never recomputed.
 
+    >>> from course_lib.units import format_flops
     >>> format_flops(transformer_flops_per_iteration(1536, 2048, 96, 12288, 51200))   # GPT-3 175B, batch 1536
     '4.51 EFLOP'
     """
@@ -295,6 +301,7 @@ def transformer_flops_by_part(batch, seq_len, layers, hidden, vocab, recompute=T
 def training_time_s(tokens, params, gpus, achieved_flops_per_s_per_gpu):
     """End-to-end training time ≈ 8TP/(nX), Narayanan et al. 2021 Eq. (4) (full recomputation: 8 = 2 + 4 + 2).
 
+    >>> from course_lib.units import format_time
     >>> format_time(training_time_s(300e9, 175e9, 1024, 140e12))   # the paper's "34 days" for GPT-3
     '33.9 days'
     """

@@ -9,6 +9,7 @@ axis): a ring on one torus axis runs in both directions at once and so drives tw
 Capacities are the marketed decimal figures (an "80 GB" GPU reports 81920 MiB ≈ 85.9 GB; the marketed figure
 leaves headroom for the CUDA context and fragmentation, so a plan that fits it fits the device).
 
+>>> from course_lib.units import format_bandwidth
 >>> format_bandwidth(NVLINK4.one_way_bytes_per_s_per_device())
 '450 GB/s'
 >>> format_bandwidth(INFINIBAND_NDR_8X.one_way_bytes_per_s_per_device(devices_per_node=8))
@@ -131,6 +132,7 @@ class Link:
         directions at once (half the data each way, to both neighbours), 2 × axes for a collective over several
         torus axes. Other scopes already count every link of the device, so they accept only 1.
 
+        >>> from course_lib.units import format_bandwidth
         >>> format_bandwidth(NVLINK3.one_way_bytes_per_s_per_device())
         '300 GB/s'
         >>> format_bandwidth(ICI_V4.one_way_bytes_per_s_per_device(links_per_device=2))   # one torus axis
@@ -188,6 +190,7 @@ class Cluster:
     def inter_bandwidth_bytes_per_s(self) -> float:
         """One-way bandwidth per device between nodes (its share of the node's network links).
 
+        >>> from course_lib.units import format_bandwidth
         >>> format_bandwidth(SELENE_3072.inter_bandwidth_bytes_per_s)
         '25 GB/s'
         """

@@ -215,6 +215,7 @@ def pipeline_schedule(
     the v chunks of an interleaved stage takes t/v. Communication is free, so the gaps are pure bubble. Raises
     RuntimeError if the prescribed orders deadlock (they do not for these schedules).
 
+    >>> from course_lib.units import format_percent, format_time
     >>> t = pipeline_schedule(4, 4, "gpipe", forward_time_s=1e-3, backward_time_s=2e-3)
     >>> format_time(t.total_s), format_percent(t.bubble_fraction)
     ('21 ms', '75 %')

@@ -22,6 +22,7 @@ curve over batch sizes, or over t). Weights and the cache split evenly over the 
 ``parallelism.memory_breakdown`` (the embedding's imbalance between pipeline stages is ignored).
 
 >>> from course_lib.parallelism import LLAMA3_70B
+>>> from course_lib.units import format_time
 >>> kv_cache_bytes(LLAMA3_70B.layers, LLAMA3_70B.kv_heads, LLAMA3_70B.head_dim, context_len=1, sequences=1)
 327680
 >>> from course_lib.hardware import DGX_H100
@@ -112,6 +113,7 @@ def kv_cache_bytes(layers, kv_heads, head_dim, context_len, sequences, bytes_per
     Grouped-query attention enters through ``kv_heads`` (the heads that have their own K and V, not the query
     heads). The scaling book's LLaMA 2-13B example: one 8192-token sequence in bf16 holds 6.7 GB.
 
+    >>> from course_lib.units import format_bytes
     >>> format_bytes(kv_cache_bytes(40, 40, 128, 8192, 1))
     '6.71 GB'
     """
@@ -146,6 +148,7 @@ def kv_cache_bytes_per_device(
 def weight_bytes_per_device(params, tensor_parallel=1, pipeline_parallel=1, bytes_per_param=2):
     """Weights one device holds for serving: params × bytes per parameter / (t·p); no gradients, no optimizer.
 
+    >>> from course_lib.units import format_bytes
     >>> format_bytes(weight_bytes_per_device(70e9, tensor_parallel=8))   # bf16
     '17.5 GB'
     """
@@ -166,6 +169,7 @@ def decode_activation_bytes(
     Nothing is kept between layers, so this is one layer's working set: kilobytes to megabytes, tiny next to the
     weights and the KV cache.
 
+    >>> from course_lib.units import format_bytes
     >>> format_bytes(decode_activation_bytes(64, 8192, 28672, 128256, tensor_parallel=8))
     '6.53 MB'
     """
@@ -258,6 +262,7 @@ def serving_memory(
     (count every batch in flight in ``sequences``); activations: ``decode_activation_bytes``.
 
     >>> from course_lib.parallelism import LLAMA3_70B
+    >>> from course_lib.units import format_bytes
     >>> mem = serving_memory(LLAMA3_70B, 8, 1, sequences=32, context_len=8192)
     >>> format_bytes(mem.weights), format_bytes(mem.kv_cache), format_bytes(mem.activations)
     ('17.6 GB', '10.7 GB', '3.26 MB')
@@ -306,6 +311,7 @@ def prefill_flops(model: TransformerModel, prompt_len, sequences=1):
     et al. 2021, appendix).
 
     >>> from course_lib.parallelism import LLAMA3_70B
+    >>> from course_lib.units import format_flops
     >>> format_flops(prefill_flops(LLAMA3_70B, 8192))   # the scaling book: 2 × 70e9 × 8192 = 1.15e15 + attention
     '1.23 PFLOP'
     """
@@ -319,6 +325,7 @@ def decode_flops(model: TransformerModel, sequences, context_len):
     """FLOPs of one decode step: b × (2 × matmul parameters + attention 4·l·h·context over the cached tokens).
 
     >>> from course_lib.parallelism import LLAMA3_8B
+    >>> from course_lib.units import format_flops
     >>> format_flops(decode_flops(LLAMA3_8B, 1, 1))
     '15 GFLOP'
     """
@@ -383,6 +390,7 @@ def prefill(
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_70B
+    >>> from course_lib.units import format_time
     >>> pre = prefill(LLAMA3_70B, DGX_H100, 8, 1, prompt_len=8192)
     >>> format_time(pre.compute_s), format_time(pre.all_reduce_s), format_time(pre.time_to_first_token_s)
     ('310 ms', '85.8 ms', '396 ms')
@@ -409,6 +417,7 @@ def decode_step_time_s(
     cache does not (the scaling book's "Theoretical Step Time (General)"). Its pop quiz: a 30B model in int8 on 16
     TPU v5e (8.1e11 B/s, 1.97e14 FLOP/s each), 100 kB of KV per token, 8192 tokens, batch 4 then 256:
 
+    >>> from course_lib.units import format_time
     >>> kv = 100e3 * 8192
     >>> format_time(decode_step_time_s(30e9 / 16, 4 * kv / 16, 2 * 4 * 30e9 / 16, 0, 8.1e11, 1.97e14))
     '2.57 ms'
@@ -506,8 +515,10 @@ def decode_step(
     over NVLink inside a node, hierarchically across nodes); each token crosses p − 1 stage boundaries with
     b·h/t bytes. The replica's devices are adjacent (tensor ranks innermost). Arrays give a curve.
 
+    >>> import numpy as np
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_8B
+    >>> from course_lib.units import format_time
     >>> step = decode_step(LLAMA3_8B, DGX_H100, 1, 1, sequences=np.array([1, 64, 320]), context_len=512)
     >>> [format_time(x) for x in step.time_per_output_token_s], step.bound.tolist()
     (['4.5 ms', '5.76 ms', '11.3 ms'], ['memory', 'memory', 'compute'])
@@ -565,6 +576,7 @@ def latency_throughput_curve(
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_8B
+    >>> from course_lib.units import format_time
     >>> curve = latency_throughput_curve(LLAMA3_8B, DGX_H100, 1, 1, context_len=8192)
     >>> int(curve.sequences[-1]), format_time(curve.time_per_output_token_s[-1])
     (59, '23.4 ms')
@@ -699,7 +711,8 @@ def compare_training_and_serving(
     weights on each replica).
 
     >>> from course_lib.hardware import DGX_H100
-    >>> from course_lib.parallelism import LLAMA3_8B
+    >>> from course_lib.parallelism import LLAMA3_8B, ParallelPlan
+    >>> from course_lib.units import format_time
     >>> both = compare_training_and_serving(LLAMA3_8B, ParallelPlan(data_parallel=8, zero_stage=3,
     ...     grad_accum_steps=8), DGX_H100, sequences=1, context_len=4096, prompt_len=1024)
     >>> format_time(both.training.total_s), format_time(both.time_per_output_token_s)

@@ -26,6 +26,7 @@ Wherever a reduce-scatter phase ends, rank r holds chunk r, as in NCCL's ring (`
 are exact for integer dtypes (integer overflow wraps identically in any order); with floats the order of the
 additions differs from ``np.sum``'s.
 
+>>> import numpy as np
 >>> sim = simulate("all_reduce", 4, elements=8)
 >>> sim.step_count, sim.critical_path_elements, sim.reduced_elements_per_rank
 (6, 12, 6)
@@ -581,6 +582,7 @@ def simulate(op, ranks, inputs=None, algorithm="ring", root=0, elements=None, se
     ``collective_cost``'s: recursive doubling/halving and Rabenseifner need a power-of-two ``ranks``; the pipelined
     double binary tree (``NOT_SIMULATED``) is refused.
 
+    >>> import numpy as np
     >>> inputs = [np.array([1, 2, 3]), np.array([10, 20, 30]), np.array([100, 200, 300])]
     >>> sim = simulate("all_reduce", 3, inputs)
     >>> sim.outputs[2]
@@ -621,6 +623,7 @@ def reference(op, inputs, root=0) -> tuple[np.ndarray, ...]:
     other ranks' inputs unchanged; all_to_all: block d of every input, in source order, on rank d;
     send_recv: rank r − 1's input on rank r. Sums keep the inputs' dtype.
 
+    >>> import numpy as np
     >>> inputs = [np.array([1, 2, 3, 4]), np.array([10, 20, 30, 40])]
     >>> reference("reduce_scatter", inputs)
     (array([11, 22]), array([33, 44]))

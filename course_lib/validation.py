@@ -3,8 +3,8 @@
 The runs are the Ultra-Scale Playbook's (Tazi et al. 2025, Apache-2.0): 3,306 configurations of Llama-style 1B, 3B,
 8B and 80B models on 1 to 64 nodes of 8 × H100 (NVLink inside a node, AWS EFA between nodes, 3,200 Gb/s per node),
 sequence length 4,096 and a global batch of 256 sequences (1M tokens); 1,758 of them ran and report per-GPU memory,
-tokens/s/GPU and MFU, the others crashed or ran out of memory. ``data/playbook_runs.csv`` holds them with their
-provenance (``data/playbook_runs.README.md``).
+tokens/s/GPU and MFU, the others crashed or ran out of memory. ``course_lib/data/playbook_runs.csv`` holds them
+with their provenance (``course_lib/data/playbook_runs.README.md``).
 
 Each run is replayed as the course's model sees it: its model (``parallelism.PLAYBOOK_MODELS``), its plan (data,
 tensor and pipeline sizes, ZeRO stage, micro-batch, accumulation; nanotron's tensor parallelism runs with sequence
@@ -26,6 +26,7 @@ A run the model cannot represent is counted as refused, never dropped silently: 
 from __future__ import annotations
 
 import csv
+import importlib.resources
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -68,7 +69,8 @@ __all__ = [
     "narayanan_report",
 ]
 
-PLAYBOOK_CSV = Path(__file__).resolve().parents[1] / "data" / "playbook_runs.csv"
+# Package data, found where course_lib is installed (a pathlib.Path for any pip install; see measure.DATA_DIR).
+PLAYBOOK_CSV = Path(importlib.resources.files("course_lib") / "data" / "playbook_runs.csv")
 # The Playbook's MFU divides by 989.5 TFLOP/s per GPU (H100 SXM dense bf16); its README's consistency check.
 PLAYBOOK_PEAK_FLOPS_PER_S = 989.5e12
 # The Playbook's cluster: nodes of 8 × H100 with NVLink 4 inside and AWS EFA between nodes (3,200 Gb/s per node).
@@ -105,7 +107,7 @@ class PlaybookRuns:
 
 
 def load_playbook_runs(path=None) -> PlaybookRuns:
-    """Read ``data/playbook_runs.csv`` (or ``path``) into columns; measurements in SI units.
+    """Read ``PLAYBOOK_CSV`` (course_lib/data/playbook_runs.csv), or ``path``, into columns; measurements in SI units.
 
     ``measured_memory_bytes`` is the printed GB × 10⁹; ``measured_mfu`` a fraction; ``measured_tokens_per_s_per_gpu``
     tokens/s.

@@ -143,8 +143,8 @@ print(live_fit)
 # %% [markdown]
 # ### Step 2 · The recorded run: fit α and B
 #
-# The same sweep for four algorithms, recorded on the course's build machine and shipped in `data/mpi/`. The file
-# names the machine, the MPI library and its version:
+# The same sweep for four algorithms, recorded on the course's build machine and shipped in `course_lib/data/mpi/`.
+# The file names the machine, the MPI library and its version:
 
 # %%
 recorded = measure.Measurements.from_csv(next((DATA / "mpi").glob("*_all_reduce.csv")))
@@ -442,8 +442,8 @@ quiz.MultipleChoice(
 # - L. Dalcin, Y.-L. L. Fang, *mpi4py: Status Update After 12 Years of Development*, Computing in Science &
 #   Engineering 23(4):47–54, 2021. https://mpi4py.readthedocs.io
 # - NVIDIA, nccl-tests, `doc/PERFORMANCE.md` (algbw and busbw). https://github.com/NVIDIA/nccl-tests
-# - Published nccl-tests logs, with their licences and commits in `data/README.md`: aws-samples/awsome-distributed-
-#   training (MIT-0), dstackai/dstack (MPL-2.0), stas00/ml-engineering (CC BY-SA 4.0).
+# - Published nccl-tests logs, with their licences and commits in `course_lib/data/README.md`:
+#   aws-samples/awsome-distributed-training (MIT-0), dstackai/dstack (MPL-2.0), stas00/ml-engineering (CC BY-SA 4.0).
 # - The OSU micro-benchmarks (Ohio State University, MVAPICH project): warm-up, barrier and maximum-over-ranks
 #   timing of MPI collectives. https://mvapich.cse.ohio-state.edu/benchmarks/
 # - T. Hoefler, A. Lumsdaine, *Message Progression in Parallel Computing – To Thread or not to Thread?*, IEEE

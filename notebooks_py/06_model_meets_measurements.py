@@ -147,8 +147,8 @@ for name, meaning, value in (
 #
 # - One framework (nanotron), one cluster, one sequence length (4,096) and one global batch (1M tokens): the
 #   calibration describes this stack, not every stack.
-# - The data are what the Playbook's public figure shows (`data/playbook_runs.README.md`): one measurement per run,
-#   no spread; a crash may be an out-of-memory or another failure.
+# - The data are what the Playbook's public figure shows (`course_lib/data/playbook_runs.README.md`): one measurement
+#   per run, no spread; a crash may be an out-of-memory or another failure.
 # - The model knows only the terms of lessons 03 and 04 (compute, tensor, pipeline and data-parallel collectives,
 #   bubble, memory by component). Whatever the cluster does that no term describes ends up in the residuals.
 
@@ -430,8 +430,8 @@ quiz.MultipleChoice(
 # ## Sources
 #
 # - N. Tazi, F. Mom, H. Zhao, P. Nguyen, M. Mekkouri, L. von Werra, T. Wolf, *The Ultra-Scale Playbook: Training LLMs
-#   on GPU Clusters*, Hugging Face, 2025 (Apache-2.0): the runs in `data/playbook_runs.csv`, with their provenance in
-#   `data/playbook_runs.README.md`. https://huggingface.co/spaces/nanotron/ultrascale-playbook
+#   on GPU Clusters*, Hugging Face, 2025 (Apache-2.0): the runs in `course_lib/data/playbook_runs.csv`, with their
+#   provenance in `course_lib/data/playbook_runs.README.md`. https://huggingface.co/spaces/nanotron/ultrascale-playbook
 # - D. Narayanan et al., *Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM*, SC'21,
 #   arXiv 2104.04473: the FLOP counts, MFU vs hardware FLOPs, Table 1 and §5.2 (tested in `tests/test_narayanan.py`).
 # - D. Culler et al., *LogP: Towards a Realistic Model of Parallel Computation*, PPoPP 1993.

@@ -883,7 +883,7 @@ quiz.MultipleChoice(
 # - Meta, Llama 3.1 70B release notes and `config.json` (meta-llama/Llama-3.1-70B): 70.6 B parameters, hidden 8192,
 #   80 layers, 64 heads, 8 key/value heads, MLP 28,672, vocabulary 128,256.
 # - N. Tazi et al., *The Ultra-Scale Playbook: Training LLMs on GPU Clusters*, Hugging Face, 2025 — the measured
-#   runs behind `validation.PLAYBOOK_CALIBRATION` (`data/playbook_runs.csv`, Apache-2.0).
+#   runs behind `validation.PLAYBOOK_CALIBRATION` (`course_lib/data/playbook_runs.csv`, Apache-2.0).
 # - D. Narayanan et al., *Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM*, SC'21.
 #   arXiv:2104.04473 — the step time, the bubble and takeaway #1.
 # - V. Korthikanti et al., *Reducing Activation Recomputation in Large Transformer Models*, MLSys 2023.
@@ -895,7 +895,7 @@ quiz.MultipleChoice(
 # - S. McCandlish, J. Kaplan, D. Amodei et al., *An Empirical Model of Large-Batch Training*, arXiv:1812.06162,
 #   2018 — the critical batch size.
 # - A published nccl-tests log of 2 × 8 H100 on InfiniBand: dstackai/dstack (MPL-2.0), in
-#   `data/nccl_tests/nebius_2x8xH100_ib_all_reduce.txt` (provenance in `data/README.md`).
+#   `course_lib/data/nccl_tests/nebius_2x8xH100_ib_all_reduce.txt` (provenance in `course_lib/data/README.md`).
 # - NVIDIA DGX H100 and H100 SXM datasheets: 8 GPUs per node, NVLink 4 at 900 GB/s, 8 × 400 Gb/s ConnectX-7,
 #   989 TFLOP/s dense bf16, 80 GB HBM3.
 

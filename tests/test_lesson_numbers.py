@@ -381,7 +381,7 @@ def test_lesson_04_exercise_answers():
 
 
 def test_lesson_05_recorded_run():
-    recorded = measure.Measurements.from_csv(next((ROOT / "data" / "mpi").glob("*_all_reduce.csv")))
+    recorded = measure.Measurements.from_csv(next((measure.DATA_DIR / "mpi").glob("*_all_reduce.csv")))
     times = [row.median_s for row in recorded]
     assert min(times) < 10e-6 and 100e-3 < max(times) < 1.0 and max(times) / min(times) > 1e4  # "over four decades"
     ring = recorded.select(algorithm="ring")
@@ -586,7 +586,7 @@ def test_lab_05_quoted_figures():
     _, _, code = prose_and_outputs("labs/source/05_measure_collectives")
     assert "RECORDED_SIZES_BYTES = [8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288]" in code
     assert units.format_bytes(524288, binary=True) == "512 KiB" and units.format_bytes(8) == "8 B"
-    log = (ROOT / "data" / "nccl_tests" / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(encoding="utf-8")
+    log = (measure.DATA_DIR / "nccl_tests" / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(encoding="utf-8")
     row = next(line.split() for line in log.splitlines() if "  1073741824  " in line)
     assert row[6:9] == ["4253.0", "252.47", "441.81"]  # time (µs), algbw, busbw (GB/s)
     assert units.format_bytes(2**30, binary=True) == "1 GiB"

@@ -36,8 +36,8 @@ from course_lib.measure import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-NCCL_LOGS = ROOT / "data" / "nccl_tests"
-MPI_RUNS = ROOT / "data" / "mpi"
+NCCL_LOGS = ROOT / "course_lib" / "data" / "nccl_tests"
+MPI_RUNS = ROOT / "course_lib" / "data" / "mpi"
 
 # Each MPI job sets one algorithm per op (MPICH reads MPIR_CVAR_<OP>_INTRA_ALGORITHM at start).
 JOBS = [[case for case in job if case] for job in itertools.zip_longest(*[[(op, a) for a in algorithms]

@@ -93,7 +93,7 @@ def test_a_formula_module_every_notebook_imports_selects_them_all():
 
 
 def test_data_and_settings_select_every_notebook():
-    for path in ("data/playbook_runs.csv", "tests/nbval_sanitize.cfg", "requirements.lock"):
+    for path in ("course_lib/data/playbook_runs.csv", "tests/nbval_sanitize.cfg", "requirements.lock"):
         assert sorted(names({path})) == sorted(LESSONS + MASTERS), path
 
 

@@ -15,7 +15,7 @@ from lab_checks import decoded
 from course_lib.measure import Measurements, fit_alpha_beta
 from course_lib.widgets.measure import ALGORITHMS, measure_lab
 
-MPI_RUNS = Path(__file__).resolve().parent.parent / "data" / "mpi"
+MPI_RUNS = Path(__file__).resolve().parent.parent / "course_lib" / "data" / "mpi"
 
 
 def test_a_recorded_table_is_fitted_and_drawn():

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "course_lib"
 # Changes that can change any notebook's run or its comparison with the stored outputs.
-EVERY_NOTEBOOK = ("data/", "course_lib/data/", "tests/nbval_sanitize.cfg", "requirements.lock", "pyproject.toml")
+EVERY_NOTEBOOK = ("course_lib/data/", "tests/nbval_sanitize.cfg", "requirements.lock", "pyproject.toml")
 
 
 def executed_notebooks() -> dict[Path, Path]:

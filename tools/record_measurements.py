@@ -1,6 +1,6 @@
-"""Record the MPI runs shipped in data/mpi/ (lesson 05 and lab 05 analyse them; nbval checks the numbers).
+"""Record the MPI runs shipped in course_lib/data/mpi/ (lesson 05 and lab 05 analyse them; nbval checks the numbers).
 
-Run: .venv/bin/python -m tools.record_measurements [--out data/mpi]
+Run: .venv/bin/python -m tools.record_measurements [--out course_lib/data/mpi]
 Each file names the machine, the MPI library and its version in its ``# key: value`` header lines.
 """
 
@@ -18,7 +18,7 @@ ALGORITHMS = ("ring", "recursive_doubling", "reduce_scatter_allgather", "auto")
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="data/mpi")
+    parser.add_argument("--out", default="course_lib/data/mpi")
     parser.add_argument("--ranks", type=int, default=2)
     args = parser.parse_args()
     out = Path(args.out)

@@ -72,6 +72,7 @@ def group_collective_phases(op, cluster: Cluster, group_size, stride, payload_by
     and α = 5 µs per GPU), all-reducing 50 MB:
 
     >>> from course_lib.hardware import SELENE_3072
+    >>> from course_lib.units import MB, format_bytes, format_time
     >>> for phase in group_collective_phases("all_reduce", SELENE_3072, 16, 1, 50 * MB):
     ...     print(phase.level, phase.op, phase.ranks, format_bytes(phase.payload_bytes), format_time(phase.time_s))
     in node reduce_scatter 8 50 MB 153 µs
@@ -125,6 +126,7 @@ def group_collective_time(op, cluster: Cluster, group_size, stride, payload_byte
     ``group_collective_phases``.
 
     >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.units import format_time
     >>> format_time(group_collective_time("all_reduce", DGX_H100, 8, 1, 1e9))
     '3.9 ms'
     """
@@ -135,6 +137,7 @@ def group_collective_time(op, cluster: Cluster, group_size, stride, payload_byte
 def axis_stride(axis, plan: ParallelPlan):
     """Distance between neighbouring ranks of a group on ``axis`` in Megatron-LM's rank order (tensor innermost).
 
+    >>> from course_lib.parallelism import ParallelPlan
     >>> axis_stride("tensor", ParallelPlan(tensor_parallel=8, data_parallel=4)), axis_stride("pipeline", ParallelPlan(
     ...     tensor_parallel=8, data_parallel=4, pipeline_parallel=2))
     (1, 32)
@@ -147,7 +150,8 @@ def transfer_time_per_call(transfer, plan: ParallelPlan, cluster: Cluster):
     """Seconds one call of a ``parallelism.BoundaryTransfer`` takes on ``cluster``, where ``plan`` places its group.
 
     >>> from course_lib.hardware import DGX_H100
-    >>> from course_lib.parallelism import GPT3_175B, step_transfers
+    >>> from course_lib.parallelism import GPT3_175B, ParallelPlan, step_transfers
+    >>> from course_lib.units import format_time
     >>> plan = ParallelPlan(tensor_parallel=8)
     >>> format_time(transfer_time_per_call(step_transfers(GPT3_175B, plan)[0], plan, DGX_H100))
     '210 µs'

@@ -39,8 +39,9 @@ def transfer_table(
     gradients' 2 B × Ψ/8 = 43.7 GB reduced over the network, 2 × 1/2 × 43.7 GB / 50 GB/s ≈ 873 ms, of which the
     last backward pass, 372 ms at half of the H100's peak, hides as much: 873 − 372 ≈ 502 ms exposed):
 
-    >>> from course_lib.hardware import H100, INFINIBAND_NDR_8X, NVLINK4
-    >>> from course_lib.parallelism import GPT3_175B
+    >>> from course_lib.hardware import H100, INFINIBAND_NDR_8X, NVLINK4, Cluster
+    >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
+    >>> from course_lib.units import format_bytes, format_time
     >>> two_nodes = Cluster("2 × DGX H100", H100, 8, 2, NVLINK4, INFINIBAND_NDR_8X)
     >>> rows = transfer_table(GPT3_175B, ParallelPlan(data_parallel=2, tensor_parallel=8), two_nodes)
     >>> [(row["axis"], row["op"], row["levels"], row["link"].split()[0], row["calls_per_step"]) for row in rows]
@@ -93,7 +94,7 @@ def format_transfer_table(rows) -> str:
     of it nothing hides, and what it may hide behind.
 
     >>> from course_lib.hardware import DGX_H100
-    >>> from course_lib.parallelism import GPT3_175B
+    >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
     >>> rows = transfer_table(GPT3_175B, ParallelPlan(tensor_parallel=8), DGX_H100)
     >>> print(format_transfer_table(rows[:1]))  # doctest: +NORMALIZE_WHITESPACE
     axis tensor collective payload ranks links per call calls per step exposed hidden by
@@ -133,7 +134,8 @@ def partition_report(
 
     >>> from dataclasses import replace
     >>> from course_lib.hardware import DGX_A100
-    >>> from course_lib.parallelism import GPT3_175B
+    >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
+    >>> from course_lib.units import format_time
     >>> plan = ParallelPlan(tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, recompute="selective")
     >>> for t, p in ((8, 8), (16, 4)):
     ...     r = partition_report(GPT3_175B, plan.replace(tensor_parallel=t, pipeline_parallel=p),

@@ -92,6 +92,7 @@ class PlanSearch:
 
         >>> from course_lib.hardware import DGX_H100
         >>> from course_lib.parallelism import GPT2_1_5B
+        >>> from course_lib.units import GB, format_bytes
         >>> found = search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None)   # the ideal model
         >>> found.fastest_within(80 * GB), found.fastest_within(10 * GB)   # row 0 needs 12.1 GB (see ``table``)
         (0, 90)

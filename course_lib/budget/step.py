@@ -23,6 +23,7 @@ backward; the step's first gather and last bucket cannot hide.
 
 >>> from course_lib.hardware import SELENE_3072
 >>> from course_lib.parallelism import MEGATRON_1T, ParallelPlan
+>>> from course_lib.units import format_flops_rate, format_time
 >>> plan = ParallelPlan(data_parallel=6, tensor_parallel=8, pipeline_parallel=64, micro_batch=1,
 ...                     grad_accum_steps=512, recompute="full", schedule="interleaved", virtual_stages=2)
 >>> step = step_time(MEGATRON_1T, plan, SELENE_3072, calibration=None)
@@ -66,6 +67,7 @@ def exposed_after_overlap(communication_s, overlap_window_s):
     ``overlap_window_s`` is the compute that does not depend on the transfer and may run meanwhile (0 for a
     transfer on the critical path). The card's example: 2.02 ms of communication against 1 ms of local compute.
 
+    >>> from course_lib.units import format_time
     >>> format_time(exposed_after_overlap(2.02e-3, 1e-3)), format_time(exposed_after_overlap(2.02e-3, 0))
     ('1.02 ms', '2.02 ms')
     """
@@ -145,6 +147,7 @@ def step_time(
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B, ParallelPlan
+    >>> from course_lib.units import format_time
     >>> plan = ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4)
     >>> step = step_time(GPT2_1_5B, plan, DGX_H100, calibration=None)   # the ideal model
     >>> format_time(step.compute_s), format_time(step.exposed_s["data"]), format_time(step.overlapped_s["data"])
@@ -242,7 +245,7 @@ def model_flops_per_step(model: TransformerModel, plan: ParallelPlan, recompute=
     4sh for QKᵀ and the product with V (as Narayanan et al. 2021's appendix, no causal saving); the output layer
     2Vh. With ``recompute="none"`` this is the model FLOPs of MFU.
 
-    >>> from course_lib.parallelism import GPT3_175B
+    >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
     >>> from course_lib.compute import transformer_flops_per_iteration
     >>> plan = ParallelPlan(grad_accum_steps=1536, recompute="full")
     >>> f"{model_flops_per_step(GPT3_175B, plan) / transformer_flops_per_iteration(1536, 2048, 96, 12288, 51200):.4f}"
@@ -310,7 +313,8 @@ def calibrated_step_time(
     Communication that overlaps compute slows it by ``overlap_slowdown`` × its time.
 
     >>> from course_lib.hardware import DGX_H100
-    >>> from course_lib.parallelism import PLAYBOOK_1B
+    >>> from course_lib.parallelism import PLAYBOOK_1B, Calibration, ParallelPlan
+    >>> from course_lib.units import format_percent, format_time
     >>> plan = ParallelPlan(data_parallel=8, micro_batch=1, grad_accum_steps=32, attention="flash")
     >>> step = step_time(PLAYBOOK_1B, plan, DGX_H100, calibration=Calibration())
     >>> format_time(step.total_s), format_percent(step.mfu)

@@ -25,6 +25,7 @@ MPICH's algorithm is chosen with its control variable ``MPIR_CVAR_<OP>_INTRA_ALG
 cannot run for a size (e.g. fewer elements than ranks) MPICH says so and runs its own choice; the row is then marked
 ``fell_back`` and ``fit_alpha_beta`` leaves it out.
 
+>>> from course_lib.units import format_time
 >>> table = read_nccl_tests('''# nThread 1 nGpus 1 minBytes 8 maxBytes 32 step: 2(factor) warmup iters: 5 iters: 20
 ... #       size    count   type  redop  root    time  algbw  busbw #wrong    time  algbw  busbw #wrong
 ...          8        2  float    sum    -1   10.00   0.00   0.00      0   10.00   0.00   0.00      0

@@ -58,8 +58,9 @@ def fit_alpha_beta(measurements, algorithm=None, size_range_bytes=None):
     ``size_range_bytes=(low, high)`` so are sizes outside [low, high] (fit near the sizes you will predict: one α
     and one B rarely describe six decades of sizes). The crossover is the size at which n·α = Q/B.
 
+    >>> from course_lib import units
     >>> from course_lib.collectives import collective_time
-    >>> from course_lib.measure import Row
+    >>> from course_lib.measure import Measurements, Row
     >>> sizes = [2**k for k in range(3, 27, 2)]
     >>> times = [collective_time("all_reduce", 4, s, 2e9, 20e-6, "ring") for s in sizes]
     >>> rows = tuple(Row("all_reduce", "ring", 4, s, t, t, t, s / t, 1.5 * s / t, 1, False)

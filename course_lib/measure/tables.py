@@ -9,6 +9,7 @@ of the iterations' times, algbw = S/t and busbw = algbw · ``collectives.busbw_f
 from __future__ import annotations
 
 import csv
+import importlib.resources
 import io
 import json
 import re
@@ -23,9 +24,11 @@ from .. import _check, collectives, units
 
 __all__ = ["DATA_DIR", "OPS", "Row", "Measurements", "parse_sizes"]
 
-# The course's data folder (data/ at the repository's root, beside course_lib): the recorded MPI runs (mpi/) and the
-# published nccl-tests logs (nccl_tests/) that lesson 05 and lab 5 read.
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+# The course's data folder, course_lib/data/ (package data, so in every install): the recorded MPI runs (mpi/) and the
+# published nccl-tests logs (nccl_tests/) that lesson 05 and lab 5 read. importlib.resources finds it wherever
+# course_lib is installed; for a package on the file system, which every pip install (editable or not) leaves, that
+# is a pathlib.Path, which Path() keeps, so callers can glob it.
+DATA_DIR = Path(importlib.resources.files("course_lib") / "data")
 # The collectives MPI can time here: nccl-tests' ops (send_recv is point-to-point, not a collective).
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all")
 

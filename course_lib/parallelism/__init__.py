@@ -24,6 +24,7 @@ one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import
   ``calibrated_memory_breakdown``;
 - ``transfers``: ``BoundaryTransfer``, ``step_transfers``, ``boundary_tensors``, ``communication_volume_per_step``.
 
+>>> from course_lib.units import format_bytes
 >>> global_batch(8, 16, 64)   # micro-batch 8, 16 accumulation steps, 64 data-parallel replicas
 8192
 >>> format_bytes(zero_model_state_bytes(7.5e9, 64, stage=1))   # ZeRO §5: P_os with N_d = 64

@@ -130,6 +130,7 @@ def default_calibration(cluster) -> Calibration:
     InfiniBand or NVLink: other clusters' networks run at their nominal rate until a ``course_lib.measure`` fit or an
     nccl-tests log says otherwise.
 
+    >>> from course_lib import hardware
     >>> default_calibration(hardware.DGX_H100).network_efficiency, default_calibration(hardware.DGX_H100).name
     (1.0, 'Playbook calibration carried over to DGX H100 (one node) (network at nominal)')
     >>> f"{default_calibration(hardware.SELENE_3072).gemm_half_flops:.3g}"
@@ -173,6 +174,7 @@ def calibrated_cluster(cluster: Cluster, calibration: Calibration) -> Cluster:
     """``cluster`` with the calibration's links (when set) and its network at ``network_efficiency`` of nominal.
 
     >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.units import format_bandwidth
     >>> format_bandwidth(calibrated_cluster(DGX_H100, Calibration(network_efficiency=0.5)).inter_bandwidth_bytes_per_s)
     '25 GB/s'
     """

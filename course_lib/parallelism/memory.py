@@ -88,6 +88,7 @@ def zero_model_state_breakdown(params, data_parallel, stage, optimizer_bytes_per
 def zero_model_state_bytes(params, data_parallel, stage, optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM):
     """Per-device model-state bytes: 16Ψ, 4Ψ + KΨ/N_d, 2Ψ + (2+K)Ψ/N_d, (4+K)Ψ/N_d for stages 0–3 (ZeRO §5).
 
+    >>> from course_lib.units import format_bytes
     >>> format_bytes(zero_model_state_bytes(1e12, 1024, stage=3))   # ZeRO Table 1: 15.6 GB
     '15.6 GB'
     """
@@ -134,6 +135,7 @@ def stored_activation_bytes(seq_len, micro_batch, hidden, heads, tensor_parallel
 
     Their sum is ``activation_bytes_per_layer``: sbh(34 + 5as/h) at t = 1 (Korthikanti et al. 2022 Eq. (1)).
 
+    >>> from course_lib.units import format_bytes
     >>> rows = stored_activation_bytes(2048, 1, 12288, 96, tensor_parallel=8)
     >>> format_bytes(sum(rows)), format_bytes(rows[-1])   # the LayerNorm inputs stay whole without SP
     ('579 MB', '101 MB')
@@ -173,6 +175,7 @@ def activation_bytes_per_layer(
     recomputation keeps only each layer's input (2sbh, as the paper's Table 2 lists it; with sequence parallelism
     Megatron-LM can shard it further).
 
+    >>> from course_lib.units import format_bytes, format_percent
     >>> format_bytes(activation_bytes_per_layer(2048, 1, 12288, 96))   # GPT-3: 5as/h = 80 vs 34
     '2.87 GB'
     >>> format_percent(1 - activation_bytes_per_layer(2048, 1, 12288, 96, recompute="selective")
@@ -286,7 +289,8 @@ def memory_breakdown(
     (``pipeline_in_flight_microbatches``). Not counted: temporary buffers, the logits, fragmentation and the framework's
     own memory, so leave headroom.
 
-    >>> from course_lib.parallelism import GPT3_175B
+    >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
+    >>> from course_lib.units import format_bytes
     >>> mem = memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8,
     ...                        zero_stage=1, micro_batch=1, grad_accum_steps=64, recompute="selective",
     ...                        sequence_parallel=True), calibration=None)
@@ -332,7 +336,8 @@ def calibrated_memory_breakdown(
     ZeRO-2 also the gradients and their fp32 buffer, ZeRO-3 also the parameters. Activations per layer:
     ``activation_bytes_per_token_per_layer`` × b·s. ``framework_bytes`` is added once.
 
-    >>> from course_lib.parallelism import PLAYBOOK_1B
+    >>> from course_lib.parallelism import PLAYBOOK_1B, Calibration, ParallelPlan
+    >>> from course_lib.units import format_bytes
     >>> plan = ParallelPlan(data_parallel=8, micro_batch=1, grad_accum_steps=32, attention="flash")
     >>> mem = memory_breakdown(PLAYBOOK_1B, plan, calibration=Calibration())
     >>> format_bytes(mem.model_states), format_bytes(mem.activations), format_bytes(mem.logits)

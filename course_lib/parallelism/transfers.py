@@ -77,7 +77,7 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
     also all-gathers parameters for every forward and backward (ZeRO §7: 2Ψ, 2Ψ, 2Ψ, 3Ψ at one micro-batch).
     Groups of one rank are listed too and cost nothing: ``boundary_tensors`` leaves them out.
 
-    >>> from course_lib.parallelism import GPT3_175B
+    >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
     >>> [t.tensor for t in boundary_tensors(GPT3_175B, ParallelPlan(data_parallel=2, tensor_parallel=8))]
     ['layer outputs (partial sums), forward', 'input gradients (partial sums), backward', 'gradients']
     """
@@ -172,7 +172,7 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
 def boundary_tensors(model: TransformerModel, plan: ParallelPlan) -> tuple[BoundaryTransfer, ...]:
     """The transfers of ``step_transfers`` that actually cross a boundary (group of more than one rank).
 
-    >>> from course_lib.parallelism import GPT3_175B
+    >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
     >>> [(t.axis, t.op) for t in boundary_tensors(GPT3_175B, ParallelPlan(pipeline_parallel=4, grad_accum_steps=4))]
     [('pipeline', 'send_recv'), ('pipeline', 'send_recv')]
     """
@@ -182,7 +182,8 @@ def boundary_tensors(model: TransformerModel, plan: ParallelPlan) -> tuple[Bound
 def communication_volume_per_step(model: TransformerModel, plan: ParallelPlan) -> dict:
     """Bytes each device sends per step on each axis ("data", "tensor", "pipeline"), ring algorithms.
 
-    >>> from course_lib.parallelism import GPT3_175B
+    >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
+    >>> from course_lib.units import format_bytes
     >>> volume = communication_volume_per_step(GPT3_175B, ParallelPlan(data_parallel=64))
     >>> format_bytes(volume["data"])   # 2(d−1)/d × 2 bytes × Ψ
     '688 GB'

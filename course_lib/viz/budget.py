@@ -61,6 +61,8 @@ def plot_step_timeline(step, ax=None, title=None):
     ``"hidden:<axis>"``. The x axis is in seconds, its ticks labelled in one unit (``seconds_formatter``: like
     ``format_time`` but never switching to minutes along an axis).
 
+    >>> import matplotlib.pyplot as plt
+    >>> from course_lib import budget
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B, ParallelPlan
     >>> step = budget.step_time(GPT2_1_5B, ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4), DGX_H100,
@@ -198,6 +200,8 @@ def plot_plan_search(search, ax=None, highlight_rows=(0,)):
     starred and annotated with their plan. Both axes are logarithmic (memory spans orders of magnitude between
     replicated and sharded plans). One scatter per constraint, with gid ``"plans:<constraint>"``.
 
+    >>> import matplotlib.pyplot as plt
+    >>> from course_lib import budget
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B
     >>> ax = plot_plan_search(budget.search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None))

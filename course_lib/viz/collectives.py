@@ -309,6 +309,7 @@ def plot_collective_time_vs_payload(
     bandwidth-bound side right. ``mark_payload_bytes`` puts a dot on that algorithm's curve, labelled with its time.
 
     >>> import matplotlib.pyplot as plt
+    >>> from course_lib.units import MB
     >>> ax = plot_collective_time_vs_payload(mark_payload_bytes=100 * MB)
     >>> ax.get_title()
     'all_reduce, 8 ranks, 50 GB/s, 5 µs'
@@ -379,6 +380,7 @@ class CollectiveTimeFigure(LiveFigure):
     ``update`` changes sits above the grid and the frame (zorder > 2.5), so a partial redraw matches ``savefig``.
 
     >>> from matplotlib.figure import Figure
+    >>> from course_lib import collectives, units
     >>> live = CollectiveTimeFigure(Figure().add_subplot())
     >>> live.update(collectives.collective_report("all_reduce", 8, 100 * units.MB, 50 * units.GB, 5 * units.US))
     >>> live.point_label.get_text(), units.format_bytes(live.crossover.get_xdata()[0])
@@ -585,6 +587,7 @@ def plot_collective_steps(op, algorithm="ring", ranks=4, ax=None):
     n and the bytes on the critical path Q (the largest message of each step, summed), the n and Q of
     ``collectives.collective_cost``. Arrows have gid ``"transfer <step> <src>-><dst>"`` (steps from 1).
 
+    >>> import matplotlib.pyplot as plt
     >>> ax = plot_collective_steps("all_reduce", "recursive_doubling", ranks=4)
     >>> sorted(p.get_gid() for p in ax.patches if p.get_gid())[:3]
     ['transfer 1 0->1', 'transfer 1 1->0', 'transfer 1 2->3']

@@ -218,6 +218,7 @@ def plot_flops_breakdown(batch, seq_len, layers, hidden, vocab, recompute=True, 
     arguments (Eq. (3) of the paper for full recomputation); each bar is annotated with its FLOPs and share.
 
     >>> import matplotlib.pyplot as plt
+    >>> from course_lib import compute, units
     >>> ax = plot_flops_breakdown(1536, 2048, 96, 12288, 51200)   # GPT-3 175B, batch 1536
     >>> bars = sum(bar.get_width() for bar in ax.patches)
     >>> total = compute.transformer_flops_per_iteration(1536, 2048, 96, 12288, 51200)

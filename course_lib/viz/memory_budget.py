@@ -62,6 +62,7 @@ def memory_components_of(breakdowns) -> tuple:
     """The ``MEMORY_COMPONENTS`` that stacked bars of ``breakdowns`` must draw for each bar to reach its total: the
     model's four (``MODEL_MEMORY_COMPONENTS``) and any other that is not 0 in some breakdown.
 
+    >>> from course_lib import parallelism
     >>> calibrated = parallelism.MemoryBreakdown(1.0, 1.0, 1.0, 1.0, logits=2.0)
     >>> memory_components_of([calibrated])
     ('parameters', 'gradients', 'optimizer_state', 'activations', 'logits')
@@ -90,6 +91,7 @@ class MemoryBarsFigure(LiveFigure):
     in ``plan_labels`` order; one with bytes in a component the figure was built without raises ``ValueError``.
 
     >>> from matplotlib.figure import Figure
+    >>> from course_lib import parallelism
     >>> live = MemoryBarsFigure(Figure().add_subplot(), ["t=8 p=8 d=8"])
     >>> plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, zero_stage=1)
     >>> ideal = parallelism.memory_breakdown(parallelism.GPT3_175B, plan, calibration=None)  # the four model components
@@ -315,6 +317,8 @@ def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
     more than 2.5× the capacity the y axis stops short of it (its rectangles keep their true heights) and an arrow
     label gives its total, so the bars that nearly fit stay readable.
 
+    >>> import matplotlib.pyplot as plt
+    >>> from course_lib import parallelism
     >>> plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, zero_stage=1,
     ...                                 recompute="full")
     >>> mem = parallelism.memory_breakdown(parallelism.GPT3_175B, plan, calibration=None)
@@ -344,6 +348,7 @@ class MemoryBudgetFigure(LiveFigure):
     ``plan_labels`` order), the index of the selected one and the device's memory in bytes.
 
     >>> from matplotlib.figure import Figure
+    >>> from course_lib import parallelism
     >>> figure = Figure(figsize=(9, 4))
     >>> live = MemoryBudgetFigure(figure.add_axes((0.1, 0.2, 0.4, 0.6)), figure.add_axes((0.7, 0.2, 0.25, 0.6)), ["a"])
     >>> plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, data_parallel=8, zero_stage=1)

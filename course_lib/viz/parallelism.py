@@ -326,6 +326,7 @@ def plot_parallelism_splits(axes=None):
     does not hold). ZeRO-3: each GPU stores half of each matrix and gathers the other half (hatched) for the
     layer's forward and backward. Returns the 2 × 2 array of Axes (or ``axes`` as given, 4 Axes).
 
+    >>> import matplotlib.pyplot as plt
     >>> axes = plot_parallelism_splits()
     >>> [t.get_text() for t in axes[0, 0].texts if t.get_gid() == "boundary-label"]
     ['gradients: all-reduce']
@@ -420,6 +421,7 @@ def plot_tensor_parallel_layer(sequence_parallel=False, ax=None):
     each labelled with the collective it runs forward and backward on the b·s·h activation (or its gradient); the
     title counts them per layer from ``parallelism.step_transfers``, so the figure and the cost model agree.
 
+    >>> import matplotlib.pyplot as plt
     >>> ax = plot_tensor_parallel_layer(sequence_parallel=True)
     >>> [t.get_text() for t in ax.texts if t.get_gid() == "name-MLP"]
     ['g', 'ḡ']

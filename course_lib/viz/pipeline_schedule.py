@@ -55,6 +55,8 @@ def chunk_color(kind, chunk, chunks):
     """Colour of a pipeline box: ``COLORS[kind]`` (forward or backward), lighter for later model chunks of an
     interleaved stage (``chunk`` of ``chunks``).
 
+    >>> from matplotlib.colors import to_rgb
+    >>> from course_lib.viz.style import COLORS
     >>> chunk_color("forward", 0, 2) == to_rgb(COLORS["forward"])
     True
     """
@@ -117,6 +119,7 @@ def plot_pipeline_schedule(timeline, ax=None):
     ``"pipeline-<kind>-chunk<c>"``, the idle background has gid ``"pipeline-idle"``, the title gid
     ``"pipeline-title"``.
 
+    >>> import matplotlib.pyplot as plt
     >>> from course_lib.pipeline import pipeline_schedule
     >>> ax = plot_pipeline_schedule(pipeline_schedule(4, 8, "1f1b", forward_time_s=0.01, backward_time_s=0.02))
     >>> [text.get_text() for text in ax.texts if text.get_gid() == "pipeline-title"], ax.get_xlabel()

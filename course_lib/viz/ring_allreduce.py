@@ -228,6 +228,7 @@ def plot_ring_step(simulation, step, ax=None, *, legend=True):
     of shades. (Every step of an all-reduce as a grid of rows: ``plot_ring_allreduce_steps``.)
 
     >>> import matplotlib.pyplot as plt
+    >>> from matplotlib.patches import FancyArrowPatch
     >>> from course_lib.simulate import simulate
     >>> ax = plot_ring_step(simulate("all_reduce", 4, elements=4), 3)
     >>> ax.get_title()

@@ -68,6 +68,7 @@ class LatencyThroughputFigure(LiveFigure):
     puts them on whole decades, so that a lab redraws its axes only when they change.
 
     >>> from matplotlib.figure import Figure
+    >>> from course_lib import serving
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_8B
     >>> curve = serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 1, 1, context_len=4096)
@@ -136,6 +137,7 @@ class DecodeBreakdownFigure(LiveFigure):
     that a lab redraws the axis only when that changes, and draws the title as a ``FastText``.
 
     >>> from matplotlib.figure import Figure
+    >>> from course_lib import serving, units
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_70B
     >>> figure = DecodeBreakdownFigure(Figure().add_subplot())
@@ -211,6 +213,8 @@ def _nice_above(x):
 def plot_latency_throughput(curve, current=None, ax=None):
     """Build a ``LatencyThroughputFigure`` on ``ax`` (or a new one), draw ``curve`` and ``current``; return the axes.
 
+    >>> import matplotlib.pyplot as plt
+    >>> from course_lib import serving
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_8B
     >>> ax = plot_latency_throughput(serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 1, 1, context_len=4096))
@@ -226,6 +230,8 @@ def plot_latency_throughput(curve, current=None, ax=None):
 def plot_decode_breakdown(step, ax=None):
     """Build a ``DecodeBreakdownFigure`` on ``ax`` (or a new one) and draw ``step``; return the axes.
 
+    >>> import matplotlib.pyplot as plt
+    >>> from course_lib import serving
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_8B
     >>> ax = plot_decode_breakdown(serving.decode_step(LLAMA3_8B, DGX_H100, 8, 1, 1, 4096))

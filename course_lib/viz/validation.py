@@ -141,6 +141,8 @@ class ResidualsFigure(LiveFigure):
 def plot_predicted_measured(replay, held_out, quantity="mfu", ax=None):
     """``PredictedMeasuredFigure`` of ``replay`` (held-out runs in ``held_out``); returns the Axes.
 
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
     >>> from course_lib import validation
     >>> runs = validation.load_playbook_runs()
     >>> held = np.isin(runs["model"], validation.HELD_OUT_MODELS)
@@ -157,6 +159,7 @@ def plot_predicted_measured(replay, held_out, quantity="mfu", ax=None):
 def plot_residuals(replay, rows=None, columns=tuple(validation.RESIDUAL_TERMS), quantity="mfu", axes=None):
     """One ``ResidualsFigure`` per plan column, side by side; returns the list of Axes.
 
+    >>> import matplotlib.pyplot as plt
     >>> from course_lib import validation
     >>> axes = plot_residuals(validation.replay_runs(validation.load_playbook_runs()))
     >>> [ax.get_xlabel() for ax in axes]

@@ -17,6 +17,7 @@ data-parallel replica (t × p cells, shaded by pipeline stage) with the range of
 the right two log-scale bars built from their factors, devices = d · t · p and examples = b · N_acc · d, with the
 shared factor d in the same colour.
 
+>>> from course_lib import units
 >>> lab = global_batch_lab()
 >>> lab.result["global_batch"], lab.result["devices"], units.format_count(lab.result["tokens_per_step"])
 (8192, 64, '16.8 million')

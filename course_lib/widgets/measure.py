@@ -4,6 +4,7 @@ Unlike the other labs' widgets, moving a control computes nothing: a measurement
 starts it (``course_lib.measure.run_collective_sweep``), and the figure and ``.result`` update when it is done.
 ``measure_lab(recorded=table)`` opens on a recorded table instead of a live run.
 
+>>> from course_lib import units
 >>> from course_lib.measure import Measurements, Row
 >>> times = {s: 5e-6 + s / 2e9 for s in (8, 4096, 2**20)}
 >>> rows = tuple(Row("all_reduce", "ring", 2, s, t, t, t, s / t, s / t, 5, False) for s, t in times.items())

@@ -10,6 +10,7 @@ so a 20 kB shard and a 40 TB replica are both readable.
 Only valid plans are reachable: the tensor-parallel slider offers the divisors of the model's heads (≤ 64) and the
 pipeline slider the divisors of its layers (≤ 128); changing the model moves both to the nearest valid value.
 
+>>> from course_lib import units
 >>> lab = memory_budget_lab()
 >>> units.format_bytes(lab.result["total_bytes"]), lab.result["fits"]
 ('25.3 GB', True)
@@ -80,6 +81,7 @@ MISS_COLOR = COLORS["exposed"]
 def tensor_parallel_options(model: parallelism.TransformerModel) -> tuple:
     """Tensor-parallel sizes the lab offers for ``model``: divisors of its heads, at most 64.
 
+    >>> from course_lib import parallelism
     >>> tensor_parallel_options(parallelism.GPT3_175B)
     (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48)
     """
@@ -89,6 +91,7 @@ def tensor_parallel_options(model: parallelism.TransformerModel) -> tuple:
 def pipeline_parallel_options(model: parallelism.TransformerModel) -> tuple:
     """Pipeline-parallel sizes the lab offers for ``model``: divisors of its layers, at most 128.
 
+    >>> from course_lib import parallelism
     >>> pipeline_parallel_options(parallelism.MT_NLG_530B)
     (1, 3, 5, 7, 15, 21, 35, 105)
     """
@@ -248,6 +251,7 @@ class MemoryBudgetLab(Lab):
 def memory_budget_lab(**initial) -> MemoryBudgetLab:
     """The memory budget lab; keyword arguments set controls' initial values (``DEFAULTS`` lists the names).
 
+    >>> from course_lib import units
     >>> lab = memory_budget_lab(model="GPT-2 1.5B", tensor_parallel=1, pipeline_parallel=1, data_parallel=1,
     ...                         zero_stage=0, recompute="full", sequence_parallel=False)
     >>> units.format_bytes(lab.result["model_states_bytes"])   # 16 bytes × 1.56 billion parameters

@@ -11,6 +11,7 @@ multiples of them (a tensor group fills part of one node or whole nodes), p the 
 interleaved schedule) the divisors of the layers per stage, m (interleaved) multiples of p; d·t·p is at most 4096
 GPUs and the node count offers only clusters that hold the plan (moving t, p or d past the cluster grows it).
 
+>>> from course_lib import units
 >>> lab = partition_lab()
 >>> lab.result["transfers"][0]["link_family"], units.format_time(lab.result["step_time_s"])
 ('NVLink', '16.9 s')

@@ -18,6 +18,7 @@ the controls asks ``course_lib`` for a cost it refuses to give. The figure is bu
 algorithm, log–log), on the right ``RingStepFigure`` (the ring's chunks step by step, from ``course_lib.simulate``);
 an update only moves and recolours their artists.
 
+>>> from course_lib import units
 >>> lab = ring_allreduce_lab()
 >>> units.format_time(lab.result["time_s"]), units.format_bytes(lab.result["crossover_bytes"]), lab.result["regime"]
 ('3.57 ms', '2 MB', 'bandwidth-bound')
@@ -292,6 +293,7 @@ def ring_allreduce_lab(**initial) -> RingAllReduceLab:
     50 GB/s, 5 µs, ring, step 0). A value off a slider's stops is added to them; one outside its range
     raises ValueError.
 
+    >>> from course_lib import units
     >>> lab = ring_allreduce_lab(ranks=4, payload_bytes=64 * units.MB)
     >>> units.format_time(lab.result["time_s"]), units.format_bandwidth(lab.result["busbw_bytes_per_s"])
     ('1.95 ms', '49.2 GB/s')

@@ -11,6 +11,7 @@ Only valid schedules are reachable: GPipe and 1F1B have v = 1; moving the virtua
 the interleaved schedule (and back to 1, 1F1B), and with interleaving the micro-batch slider moves in steps of p,
 since m must be a multiple of p (Narayanan et al. 2021 §2.2.2).
 
+>>> from course_lib import units
 >>> lab = pipeline_lab()
 >>> lab.result["bubble_fraction"], lab.result["formula_bubble_fraction"], lab.result["total_time"]
 (0.375, 0.375, 33.0)

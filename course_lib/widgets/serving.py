@@ -11,6 +11,7 @@ Only valid replicas are reachable: t takes the divisors of the model's heads tha
 multiple of them (≤ 64), p the divisors of its layers (≤ 16); changing the model moves both to the nearest valid
 value.
 
+>>> from course_lib import units
 >>> lab = serving_lab()
 >>> units.format_bytes(lab.result["kv_cache_bytes"]), units.format_time(lab.result["time_per_output_token_s"])
 ('3.36 GB', '7.63 ms')
@@ -87,6 +88,7 @@ CURVE_POINTS = 80  # batch sizes drawn on the latency–throughput curve (log-sp
 def tensor_parallel_options(model: parallelism.TransformerModel) -> tuple:
     """t values for ``model``: divisors of its heads that divide its KV heads or are multiples of them, ≤ 64.
 
+    >>> from course_lib import parallelism
     >>> tensor_parallel_options(parallelism.LLAMA3_70B)
     (1, 2, 4, 8, 16, 32, 64)
     """
@@ -96,6 +98,7 @@ def tensor_parallel_options(model: parallelism.TransformerModel) -> tuple:
 def pipeline_parallel_options(model: parallelism.TransformerModel) -> tuple:
     """p values for ``model``: divisors of its layers, ≤ 16.
 
+    >>> from course_lib import parallelism
     >>> pipeline_parallel_options(parallelism.LLAMA3_405B)
     (1, 2, 3, 6, 7, 9, 14)
     """
