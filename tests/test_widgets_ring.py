@@ -295,3 +295,87 @@ def test_ring_initial_values():
     ):
         with pytest.raises(ValueError):
             ring_allreduce_lab(**bad)
+
+
+# --- the typed result: one frozen RingResult per refresh, one model call, the same plain dict ---------------------
+
+
+def ring_result_as_before(values):
+    """``lab.result`` as the lab built it before it had a typed result: ``collective_report``'s numbers copied into
+    a dict, written out here once more so that the dict view cannot drift."""
+    p, step = values["ranks"], values["step"]
+    report = collectives.collective_report(
+        "all_reduce",
+        p,
+        values["payload_bytes"],
+        values["bandwidth_bytes_per_s"],
+        values["latency_s"],
+        values["algorithm"],
+    )
+    times = dict(report.times_by_algorithm)
+    return {
+        **{key: getattr(report, key) for key in ("time_s", "latency_term_s", "bandwidth_term_s")},
+        **{key: getattr(report, key) for key in ("algbw_bytes_per_s", "busbw_bytes_per_s")},
+        "busbw_factor": collectives.busbw_factor("all_reduce", p),
+        "crossover_bytes": report.crossover_bytes,
+        "phases": int(report.phases),
+        "wire_bytes": float(report.wire_bytes),
+        "regime": report.regime,
+        "fastest_algorithm": min(times, key=times.get),
+        "ranks": p,
+        **{key: getattr(report, key) for key in ("payload_bytes", "bandwidth_bytes_per_s", "latency_s", "algorithm")},
+        "step": step,
+        "ring_steps": 2 * (p - 1),
+        "step_phase": (
+            collectives.ring_step_phase("all_reduce", p, step)
+            if p <= MAX_STEP_RANKS
+            else "not drawn (more than 8 ranks)"
+        ),
+        **{f"{a}_time_s": t for a, t in times.items()},
+    }
+
+
+def test_ring_result_is_one_frozen_dataclass_holding_the_report():
+    import dataclasses
+
+    from course_lib.widgets.ring import RingResult
+
+    ring = ring_allreduce_lab()  # 8 ranks: steps 0..14
+    r = ring.typed_result
+    assert isinstance(r, RingResult) and isinstance(r.report, collectives.CollectiveReport)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.step = 1
+    assert r.report == collectives.collective_report(
+        "all_reduce", r.report.ranks, r.report.payload_bytes, r.report.bandwidth_bytes_per_s, r.report.latency_s
+    )
+    with pytest.raises(ValueError, match="step must be in 0..14"):
+        RingResult(r.report, 15, r.busbw_factor)
+    with pytest.raises(ValueError, match="report must be of an all_reduce"):
+        RingResult(collectives.collective_report("all_gather", 8, 1e6, 1e9, 1e-6), 0, 1.0)
+    assert not hasattr(ring, "report")  # no side channel: the figure and the summary read typed_result
+
+
+def test_ring_dict_view_is_what_it_was_for_many_settings():
+    lab = ring_allreduce_lab()
+    rng = np.random.default_rng(21)
+    for _ in range(120):
+        name = rng.choice(["ranks", "payload_bytes", "bandwidth_bytes_per_s", "latency_s", "algorithm", "step"])
+        lab.controls[name].value = options(lab.controls[name])[rng.integers(len(options(lab.controls[name])))]
+        expected = ring_result_as_before(lab.values())
+        assert lab.result == expected and list(lab.result) == list(expected)
+        assert [type(v) for v in lab.result.values()] == [type(v) for v in expected.values()]
+
+
+def test_ring_refresh_calls_the_model_once(ring):
+    from unittest import mock
+
+    from course_lib.widgets import ring as ring_module
+
+    with mock.patch.object(ring_module.collectives, "collective_report", wraps=collectives.collective_report) as report:
+        for payload in PAYLOADS_BYTES[::10]:
+            report.reset_mock()
+            ring.controls["payload_bytes"].value = payload
+            assert report.call_count == 1
+        report.reset_mock()
+        ring.controls["ranks"].value = 6  # moves the algorithm and the step too: still one refresh, one call
+        assert report.call_count == 1

@@ -90,7 +90,10 @@ def check_serving_lab(lab):
     curve = lab.curve_figure
     assert curve.current.get_xdata()[0] == pytest.approx(result["tokens_per_s_per_device"])
     assert curve.current.get_ydata()[0] == pytest.approx(result["time_per_output_token_s"])
-    assert lab.curve.sequences[-1] == max(result["max_sequences"], 1) and lab.curve.sequences[0] == 1
+    assert (
+        lab.typed_result.curve.sequences[-1] == max(result["max_sequences"], 1)
+        and lab.typed_result.curve.sequences[0] == 1
+    )
     widths = [bar.get_width() for bar in lab.breakdown_figure.bars]
     p = values["pipeline_parallel"]
     assert widths[2] == pytest.approx(p * result["all_reduce_latency_s"])
@@ -190,7 +193,7 @@ def test_every_reachable_replica_is_valid(lab):
                     for b, s, g in ((1, 128, 1), (1024, 131072, 16384)):
                         state = dict(values, model=name, device=device, tensor_parallel=t, pipeline_parallel=p)
                         state.update(sequences=b, prompt_len=s, generated_tokens=g)
-                        result = lab.compute(state)
+                        result = lab.result_dict(lab.compute(state))
                         assert_plain_and_finite(result)
                         assert result["nodes"] == math.ceil(t * p / 8)
 
@@ -216,7 +219,7 @@ def test_past_the_memory_the_lab_says_so(lab):
     controls["model"].value = parallelism.LLAMA3_405B.name
     controls["tensor_parallel"].value, controls["pipeline_parallel"].value = 1, 1
     result = lab.result
-    assert not result["fits"] and result["max_sequences"] == 0 and len(lab.curve.sequences) == 1
+    assert not result["fits"] and result["max_sequences"] == 0 and len(lab.typed_result.curve.sequences) == 1
     assert "does not fit</b>" in lab.summary.value and "not even one sequence fits" in lab.summary.value
     check_serving_lab(lab)
 
@@ -247,7 +250,7 @@ def test_axes_snap_so_most_moves_keep_the_pictures(lab):
 
 
 def test_curve_is_log_spaced_and_rises(lab):
-    curve = lab.curve
+    curve = lab.typed_result.curve
     assert len(curve.sequences) <= serving_module.CURVE_POINTS
     assert np.all(np.diff(curve.sequences) > 0) and np.all(np.diff(curve.time_per_output_token_s) > 0)
 
@@ -295,3 +298,96 @@ def test_fast_png_matches_savefig_as_the_axes_change(lab):
         lab.figure.savefig(buffer, format="png", dpi=lab.dpi)
         assert np.abs(decoded(lab.image.value) - decoded(buffer.getvalue())).max() <= 2, (name, value)
     assert len(seen) >= 6  # the moves did change the axes
+
+
+# --- the typed result: one ServingReport per refresh, one model call, the same plain dict --------------------------
+
+
+def serving_result_as_before(values: dict) -> dict:
+    """``lab.result`` as the lab built it before it had a typed result (from serving_memory, max_sequences_that_fit,
+    prefill and decode_step called one by one), written out here once more so that the dict view cannot drift."""
+    model = serving_module.MODELS[values["model"]]
+    t, p, b = values["tensor_parallel"], values["pipeline_parallel"], values["sequences"]
+    prompt, generated = values["prompt_len"], values["generated_tokens"]
+    context = prompt + generated
+    cluster = serving_module.replica_cluster(values["device"], t * p)
+    device = cluster.accelerator
+    memory = serving.serving_memory(model, t, p, b, context)
+    pre = serving.prefill(model, cluster, t, p, prompt, b, 0.5)
+    step = serving.decode_step(model, cluster, t, p, b, context)
+    capacity, total = float(device.hbm_capacity_bytes), float(memory.total)
+    ttft, tpot = float(pre.time_to_first_token_s), float(step.time_per_output_token_s)
+    step_keys = ("weight_read_s", "matmul_compute_s", "kv_read_s", "attention_compute_s", "all_reduce_latency_s")
+    return {
+        **{"model": model.name, "device": device.name, "tensor_parallel": t, "pipeline_parallel": p},
+        **{"devices": t * p, "nodes": cluster.nodes, "sequences": b, "prompt_len": prompt},
+        **{"generated_tokens": generated, "context_len": context, "kv_heads": model.kv_heads},
+        "weights_bytes": float(memory.weights),
+        "kv_cache_bytes_per_device": float(memory.kv_cache),
+        "activations_bytes": float(memory.activations),
+        **{"total_bytes": total, "capacity_bytes": capacity, "fits": total <= capacity},
+        "headroom_bytes": capacity - total,
+        "max_sequences": int(serving.max_sequences_that_fit(model, device, t, p, context)),
+        "kv_cache_bytes": float(serving.kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, context, b)),
+        "kv_cache_bytes_per_sequence_token": float(
+            serving.kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, 1, 1)
+        ),
+        "prefill_compute_s": float(pre.compute_s),
+        "prefill_all_reduce_s": float(pre.all_reduce_s),
+        "time_to_first_token_s": ttft,
+        **{key: float(getattr(step, key)) for key in step_keys},
+        "all_reduce_bandwidth_s": float(step.all_reduce_bandwidth_s),
+        "pipeline_hop_s": float(step.pipeline_hop_s),
+        "time_per_output_token_s": tpot,
+        "bound": step.bound,
+        "compute_bound_sequences": float(
+            serving.decode_compute_bound_sequences(device.peak("bf16"), device.hbm_bandwidth_bytes_per_s)
+        ),
+        "tokens_per_s_per_replica": float(step.tokens_per_s_per_replica),
+        "tokens_per_s_per_device": float(step.tokens_per_s_per_device),
+        "request_time_s": ttft + (generated - 1) * tpot,
+    }
+
+
+def test_result_is_one_frozen_serving_report(lab):
+    import dataclasses
+
+    report = lab.typed_result
+    assert isinstance(report, serving.ServingReport)
+    assert isinstance(report.step, serving.DecodeStep) and isinstance(report.curve, serving.DecodeStep)
+    assert np.ndim(report.step.sequences) == 0 and np.ndim(report.curve.sequences) == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.prompt_len = 1
+    with pytest.raises(ValueError, match="generated_tokens must be a whole number ≥ 1"):
+        dataclasses.replace(report, generated_tokens=0)
+    with pytest.raises(ValueError, match="max_sequences must be a whole number ≥ 0"):
+        dataclasses.replace(report, max_sequences=-1)
+    with pytest.raises(ValueError, match="step must be one batch's decode step"):
+        dataclasses.replace(report, step=report.curve)
+    assert not hasattr(lab, "curve") and not hasattr(lab, "step")  # no side channels: the figure reads typed_result
+
+
+def test_dict_view_is_what_it_was_for_many_settings(lab):
+    rng = random.Random(7)
+    for _ in range(40):
+        name = rng.choice(list(lab.controls))
+        lab.controls[name].value = rng.choice(option_values(lab.controls[name]))
+        expected = serving_result_as_before(lab.values())
+        assert lab.result == expected and list(lab.result) == list(expected)
+        assert [type(v) for v in lab.result.values()] == [type(v) for v in expected.values()]
+
+
+def test_refresh_calls_the_model_once(lab):
+    """One serving_report per refresh; inside it decode is timed twice (the batch, and the curve's batch sizes)."""
+    from unittest import mock
+
+    with (
+        mock.patch.object(serving, "serving_report", wraps=serving.serving_report) as report,
+        mock.patch.object(serving, "decode_step", wraps=serving.decode_step) as decode,
+        mock.patch.object(serving, "prefill", wraps=serving.prefill) as prefill,
+    ):
+        for name, value in (("sequences", 32), ("prompt_len", 4096), ("model", "Llama 3.2 3B")):
+            for counter in (report, decode, prefill):
+                counter.reset_mock()
+            lab.controls[name].value = value
+            assert (report.call_count, decode.call_count, prefill.call_count) == (1, 2, 1), name

@@ -4,7 +4,9 @@ A lab is an ipywidgets ``VBox`` with three public attributes that tests and grad
 
 - ``controls``: name → control widget (the names are fixed per lab);
 - ``result``: the latest computed values, a plain dict of floats/ints/strings, updated synchronously whenever a
-  control changes;
+  control changes (a view of ``typed_result``, with fixed keys per lab);
+- ``typed_result``: the same values as ``compute`` returned them: for a converted lab one frozen dataclass with named
+  fields, the only thing its figure and summary read;
 - ``figure``: the matplotlib Figure, built once; updates change its artists and never rebuild it.
 
 The figure reaches the page as PNG bytes in an ``ipywidgets.Image``: this works the same in JupyterLab, on
@@ -215,10 +217,12 @@ def plan_from(values: dict) -> parallelism.ParallelPlan:
 class Lab(widgets.VBox):
     """Base class: subclasses build ``controls`` and ``figure``, then implement ``compute`` and ``draw``.
 
-    ``compute(values)`` takes {control name: value} and returns the result dict (one call into the formula layer,
-    whose result a lab may keep for its figure); ``draw(result)`` updates the figure's live figures
-    (``course_lib.viz``, ``figure.update(...)``); ``summary_html(result)`` returns the HTML shown
-    above the figure (quantities formatted with units). ``refresh()`` runs the three and renders the PNG.
+    ``compute(values)`` takes {control name: value}, makes one call into the formula layer and returns one frozen
+    dataclass (the lab's result type, whose fields name its quantities and hold the formula layer's typed results
+    as they come); ``draw(result)`` updates the figure's live figures (``course_lib.viz``, ``figure.update(...)``)
+    and ``summary_html(result)`` returns the HTML shown above the figure (quantities formatted with units), both
+    from that result alone; ``result_dict(result)`` is the plain dict ``result`` shows. ``refresh()`` runs the four
+    and renders the PNG. (A lab whose ``compute`` still returns a plain dict shows that dict as it is.)
     """
 
     dpi = 72
@@ -228,6 +232,7 @@ class Lab(widgets.VBox):
     def __init__(self, title: str, controls: dict, figure: Figure, extra_children=()):
         self.controls = dict(controls)
         self.figure = figure
+        self.typed_result = None
         self.result: dict = {}
         self.summary = widgets.HTML(layout=widgets.Layout(min_height="3em"))
         self.summary.add_class("course-lab-summary")
@@ -242,15 +247,21 @@ class Lab(widgets.VBox):
             control.observe(self._on_change, names="value")
         self.refresh()
 
-    # Subclasses implement these three.
-    def compute(self, values: dict) -> dict:  # pragma: no cover - abstract
+    # Subclasses implement these three, and result_dict if compute returns a dataclass.
+    def compute(self, values: dict):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def draw(self, result: dict) -> None:  # pragma: no cover - abstract
+    def draw(self, result) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def summary_html(self, result: dict) -> str:  # pragma: no cover - abstract
+    def summary_html(self, result) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def result_dict(self, result) -> dict:
+        """The plain dict ``self.result`` shows for ``compute``'s result: the result itself if it is a dict."""
+        if isinstance(result, dict):
+            return result
+        raise NotImplementedError(f"{type(self).__name__} must say how its {type(result).__name__} reads as a dict")
 
     def values(self) -> dict:
         """The controls' current values."""
@@ -258,9 +269,10 @@ class Lab(widgets.VBox):
 
     def refresh(self) -> None:
         """Recompute the result from the controls, update the figure's artists and re-render the PNG."""
-        self.result = self.compute(self.values())
-        self.draw(self.result)
-        self.summary.value = self.summary_html(self.result)
+        self.typed_result = result = self.compute(self.values())
+        self.result = self.result_dict(result)
+        self.draw(result)
+        self.summary.value = self.summary_html(result)
         self.render()
 
     def enable_partial_redraw(self, figure, animated, panels=None) -> None:

@@ -4,7 +4,9 @@
 (1 kB–10 GB), ``bandwidth_bytes_per_s`` (1–1000 GB/s, one-way per rank), ``latency_s`` (α, 0.1–100 µs),
 ``algorithm`` (one of ``collectives.ALGORITHMS["all_reduce"]``) and ``step`` (the step of the ring drawn on the
 right, 0 … 2(p − 1), enabled for rings of up to 8 ranks). Every number comes from one call,
-``collectives.collective_report("all_reduce", p, S, B, α, algorithm)``:
+``collectives.collective_report("all_reduce", p, S, B, α, algorithm)``: ``compute`` returns a ``RingResult`` (that
+``CollectiveReport`` as ``report``, the ``step``, ``busbw_factor``), which alone the figure and the summary read and
+``lab.typed_result`` holds. ``lab.result`` shows it as a plain dict:
 
 - ``time_s`` = n·α + Q/B, split into ``latency_term_s`` (n·α) and ``bandwidth_term_s`` (Q/B);
 - ``algbw_bytes_per_s`` = S/t and ``busbw_bytes_per_s`` = algbw × 2(p − 1)/p, as nccl-tests reports them;
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
@@ -55,6 +58,7 @@ from ._base import (
 __all__ = [
     "ring_allreduce_lab",
     "RingAllReduceLab",
+    "RingResult",
     "ring_steps",
     "RANKS",
     "PAYLOADS_BYTES",
@@ -111,6 +115,49 @@ def _log_slider(description: str, stops, value, formatter):
     slider = unit_slider(description, stops_with(stops, value), value, formatter)
     slider.equals = same_stop  # ipywidgets' Selection compares with this predicate (default ==)
     return slider
+
+
+@dataclass(frozen=True)
+class RingResult:
+    """What one refresh of the ring lab computes: ``collectives.collective_report``'s ``report`` (as it returns it)
+    and the ``step`` of the ring drawn on the right (0 … 2(p − 1)), with ``busbw_factor`` = 2(p − 1)/p.
+
+    >>> r = RingResult(collectives.collective_report(OP, 4, 64 * units.MB, 50 * units.GB, 5 * units.US), 3, 1.5)
+    >>> r.ring_steps, r.step_phase, r.fastest_algorithm
+    (6, 'reduce-scatter', 'rabenseifner')
+    >>> RingResult(r.report, 7, 1.5)
+    Traceback (most recent call last):
+    ValueError: step must be in 0..6 (2(p − 1) for ranks=4), got 7
+    """
+
+    report: collectives.CollectiveReport
+    step: int
+    busbw_factor: float
+
+    def __post_init__(self):
+        if self.report.op != OP:
+            raise ValueError(f"report must be of an {OP}, got one of {self.report.op!r}")
+        last_step = ring_steps(self.report.ranks)
+        if not (isinstance(self.step, int) and 0 <= self.step <= last_step):
+            raise ValueError(
+                f"step must be in 0..{last_step} (2(p − 1) for ranks={self.report.ranks}), got {self.step!r}"
+            )
+
+    @property
+    def ring_steps(self) -> int:
+        """2(p − 1): the last step of the ring."""
+        return ring_steps(self.report.ranks)
+
+    @property
+    def step_phase(self) -> str:
+        """The phase ``step`` belongs to ("reduce-scatter", "all-gather", …), or why it is not drawn."""
+        return _step_phase(self.report.ranks, self.step)
+
+    @property
+    def fastest_algorithm(self) -> str:
+        """The algorithm with the shortest time of ``report.times_by_algorithm`` (the first one on a tie)."""
+        times = self.report.times_by_algorithm
+        return min(times, key=times.get)
 
 
 class RingAllReduceLab(Lab):
@@ -177,10 +224,10 @@ class RingAllReduceLab(Lab):
 
     # --- the three methods of a lab ------------------------------------------------------------------------
 
-    def compute(self, values: dict) -> dict:
-        """One ``collectives.collective_report`` (kept as ``self.report`` for the figure), as a dict of plain values."""
+    def compute(self, values: dict) -> RingResult:
+        """One ``collectives.collective_report``, with the step of the ring drawn on the right."""
         p, step = int(values["ranks"]), int(values["step"])
-        report = self.report = collectives.collective_report(
+        report = collectives.collective_report(
             OP,
             p,
             float(values["payload_bytes"]),
@@ -188,52 +235,57 @@ class RingAllReduceLab(Lab):
             float(values["latency_s"]),
             values["algorithm"],
         )
-        times = dict(report.times_by_algorithm)
-        result = {
+        return RingResult(report, step, _busbw_factor(p))
+
+    def result_dict(self, r: RingResult) -> dict:
+        """``result``: the report's numbers as plain values, then one ``<algorithm>_time_s`` per algorithm."""
+        report = r.report
+        return {
             "time_s": report.time_s,
             "latency_term_s": report.latency_term_s,
             "bandwidth_term_s": report.bandwidth_term_s,
             "algbw_bytes_per_s": report.algbw_bytes_per_s,
             "busbw_bytes_per_s": report.busbw_bytes_per_s,
-            "busbw_factor": _busbw_factor(p),
+            "busbw_factor": r.busbw_factor,
             "crossover_bytes": report.crossover_bytes,
             "phases": int(report.phases),
             "wire_bytes": float(report.wire_bytes),
             "regime": report.regime,
-            "fastest_algorithm": min(times, key=times.get),
-            "ranks": p,
+            "fastest_algorithm": r.fastest_algorithm,
+            "ranks": report.ranks,
             "payload_bytes": report.payload_bytes,
             "bandwidth_bytes_per_s": report.bandwidth_bytes_per_s,
             "latency_s": report.latency_s,
             "algorithm": report.algorithm,
-            "step": step,
-            "ring_steps": ring_steps(p),
-            "step_phase": _step_phase(p, step),
+            "step": r.step,
+            "ring_steps": r.ring_steps,
+            "step_phase": r.step_phase,
+            **{f"{a}_time_s": t for a, t in report.times_by_algorithm.items()},
         }
-        result.update({f"{a}_time_s": t for a, t in times.items()})
-        return result
 
-    def summary_html(self, r: dict) -> str:
+    def summary_html(self, r: RingResult) -> str:
         t, fmt_b, fmt_bw = units.format_time, units.format_bytes, units.format_bandwidth
-        p, name = r["ranks"], algorithm_label(r["algorithm"])
+        report = r.report
+        name = algorithm_label(report.algorithm)
         side_by_side = " · ".join(
             (
-                f"<b>{algorithm_label(a)} {t(r[f'{a}_time_s'])}</b>"
-                if a == r["fastest_algorithm"]
-                else f"{algorithm_label(a)} {t(r[f'{a}_time_s'])}"
+                f"<b>{algorithm_label(a)} {t(time_s)}</b>"
+                if a == r.fastest_algorithm
+                else f"{algorithm_label(a)} {t(time_s)}"
             )
-            for a in self.report.times_by_algorithm
+            for a, time_s in report.times_by_algorithm.items()
         )
-        at_crossover = math.isclose(r["latency_term_s"], r["bandwidth_term_s"], rel_tol=1e-9)
+        at_crossover = math.isclose(report.latency_term_s, report.bandwidth_term_s, rel_tol=1e-9)
         return (
-            f"<b>{name}, {p} ranks, {fmt_b(r['payload_bytes'])}: T = {t(r['time_s'])}</b> = latency term "
-            f"{t(r['latency_term_s'])} (n·α = {r['phases']} × {t(r['latency_s'])}) + bandwidth term "
-            f"{t(r['bandwidth_term_s'])} (Q/B = {fmt_b(r['wire_bytes'])} / {fmt_bw(r['bandwidth_bytes_per_s'])})"
-            f"<br><b>{r['regime']}</b>"
+            f"<b>{name}, {report.ranks} ranks, {fmt_b(report.payload_bytes)}: T = {t(report.time_s)}</b> = latency "
+            f"term {t(report.latency_term_s)} (n·α = {int(report.phases)} × {t(report.latency_s)}) + bandwidth term "
+            f"{t(report.bandwidth_term_s)} (Q/B = {fmt_b(float(report.wire_bytes))} / "
+            f"{fmt_bw(report.bandwidth_bytes_per_s)})"
+            f"<br><b>{report.regime}</b>"
             f"{' (at the crossover: the two terms are equal)' if at_crossover else ''}: the terms are equal at "
-            f"S* = {fmt_b(r['crossover_bytes'])} · "
-            f"algbw = S/T = {fmt_bw(r['algbw_bytes_per_s'])} · busbw = algbw × 2(p − 1)/p = algbw × "
-            f"{r['busbw_factor']:.4g} = {fmt_bw(r['busbw_bytes_per_s'])}"
+            f"S* = {fmt_b(report.crossover_bytes)} · "
+            f"algbw = S/T = {fmt_bw(report.algbw_bytes_per_s)} · busbw = algbw × 2(p − 1)/p = algbw × "
+            f"{r.busbw_factor:.4g} = {fmt_bw(report.busbw_bytes_per_s)}"
             f"<br>side by side at this payload (fastest in bold): {side_by_side}"
         )
 
@@ -276,11 +328,12 @@ class RingAllReduceLab(Lab):
         )
         return fig
 
-    def draw(self, r: dict) -> None:
-        self.set_static_state(r["ranks"])
-        self.time_figure.update(self.report)
-        self.step_figure.update(r["ranks"], r["step"])
-        self.step_figure.title.set_visible(r["ranks"] <= MAX_STEP_RANKS)  # no grid: the summary gives the steps
+    def draw(self, r: RingResult) -> None:
+        ranks = r.report.ranks
+        self.set_static_state(ranks)
+        self.time_figure.update(r.report)
+        self.step_figure.update(ranks, r.step)
+        self.step_figure.title.set_visible(ranks <= MAX_STEP_RANKS)  # no grid: the summary gives the steps
 
 
 @functools.cache

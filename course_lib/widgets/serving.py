@@ -1,9 +1,11 @@
 """Lab 7 · serving a model: memory per device, time to first token, time per output token and throughput.
 
-Every number comes from ``course_lib.serving`` for one replica of t·p devices (tensor ranks innermost, 8 GPUs per
-node, as many nodes as t·p needs): ``serving_memory`` (weights, KV cache, one decode step's activations) at the
-context the last token sees (prompt + generated tokens), ``prefill`` (time to first token) and ``decode_step`` (time
-per output token, at that same context: the slowest step of the request). The figure puts
+Every number comes from one call, ``serving.serving_report``, for one replica of t·p devices (tensor ranks innermost,
+8 GPUs per node, as many nodes as t·p needs): ``serving_memory`` (weights, KV cache, one decode step's activations)
+at the context the last token sees (prompt + generated tokens), ``prefill`` (time to first token) and
+``decode_step`` (time per output token, at that same context: the slowest step of the request; and over the batch
+sizes of the curve). ``compute`` returns that ``ServingReport``, which alone the figure and the summary read and
+``lab.typed_result`` holds; ``lab.result`` shows it as a plain dict. The figure puts
 ``viz.serving.LatencyThroughputFigure`` (decode over every batch size that fits, the current batch marked) beside
 ``viz.serving.DecodeBreakdownFigure`` (where one token's time goes).
 
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from matplotlib.figure import Figure
 
 from .. import hardware, parallelism, serving, units
@@ -182,65 +183,67 @@ class ServingLab(Lab):
 
     # ---- the three parts of a lab ---------------------------------------------------------------------------------
 
-    def compute(self, values: dict) -> dict:
-        model = MODELS[values["model"]]
-        t, p, b = values["tensor_parallel"], values["pipeline_parallel"], values["sequences"]
-        prompt, generated = values["prompt_len"], values["generated_tokens"]
-        context = prompt + generated  # the cache the last token reads
-        cluster = replica_cluster(values["device"], t * p)
-        device = cluster.accelerator
-        memory = serving.serving_memory(model, t, p, b, context)
-        largest = serving.max_sequences_that_fit(model, device, t, p, context)
-        pre = serving.prefill(model, cluster, t, p, prompt, b, COMPUTE_EFFICIENCY)
-        step = serving.decode_step(model, cluster, t, p, b, context)
-        batches = np.unique(np.geomspace(1, max(largest, 1), CURVE_POINTS).round().astype(np.int64))
-        self.step, self.curve = step, serving.decode_step(model, cluster, t, p, batches, context)
-        capacity = float(device.hbm_capacity_bytes)
-        total = float(memory.total)
-        ttft, tpot = float(pre.time_to_first_token_s), float(step.time_per_output_token_s)
+    def compute(self, values: dict) -> serving.ServingReport:
+        """One ``serving.serving_report`` for the replica of t·p devices the controls describe."""
+        t, p = values["tensor_parallel"], values["pipeline_parallel"]
+        return serving.serving_report(
+            MODELS[values["model"]],
+            replica_cluster(values["device"], t * p),
+            t,
+            p,
+            values["sequences"],
+            values["prompt_len"],
+            values["generated_tokens"],
+            COMPUTE_EFFICIENCY,
+            CURVE_POINTS,
+        )
+
+    def result_dict(self, r: serving.ServingReport) -> dict:
+        """``result``: the report's numbers as plain values (the decode step's at the batch, not the curve)."""
+        memory, step, model = r.memory, r.step, r.model
         return {
             "model": model.name,
-            "device": device.name,
-            "tensor_parallel": t,
-            "pipeline_parallel": p,
-            "devices": t * p,
-            "nodes": cluster.nodes,
-            "sequences": b,
-            "prompt_len": prompt,
-            "generated_tokens": generated,
-            "context_len": context,
+            "device": r.cluster.accelerator.name,
+            "tensor_parallel": r.tensor_parallel,
+            "pipeline_parallel": r.pipeline_parallel,
+            "devices": r.devices,
+            "nodes": r.cluster.nodes,
+            "sequences": r.sequences,
+            "prompt_len": r.prompt_len,
+            "generated_tokens": r.generated_tokens,
+            "context_len": r.context_len,
             "kv_heads": model.kv_heads,
             "weights_bytes": float(memory.weights),
             "kv_cache_bytes_per_device": float(memory.kv_cache),
             "activations_bytes": float(memory.activations),
-            "total_bytes": total,
-            "capacity_bytes": capacity,
-            "fits": bool(total <= capacity),
-            "headroom_bytes": capacity - total,
-            "max_sequences": int(largest),
-            "kv_cache_bytes": float(serving.kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, context, b)),
-            "kv_cache_bytes_per_sequence_token": float(
-                serving.kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, 1, 1)
-            ),
-            "prefill_compute_s": float(pre.compute_s),
-            "prefill_all_reduce_s": float(pre.all_reduce_s),
-            "time_to_first_token_s": ttft,
-            "weight_read_s": float(step.weight_read_s),
-            "matmul_compute_s": float(step.matmul_compute_s),
-            "kv_read_s": float(step.kv_read_s),
-            "attention_compute_s": float(step.attention_compute_s),
-            "all_reduce_latency_s": float(step.all_reduce_latency_s),
-            "all_reduce_bandwidth_s": float(step.all_reduce_bandwidth_s),
-            "pipeline_hop_s": float(step.pipeline_hop_s),
-            "time_per_output_token_s": tpot,
+            "total_bytes": float(memory.total),
+            "capacity_bytes": r.capacity_bytes,
+            "fits": r.fits,
+            "headroom_bytes": r.headroom_bytes,
+            "max_sequences": r.max_sequences,
+            "kv_cache_bytes": r.kv_cache_bytes,
+            "kv_cache_bytes_per_sequence_token": r.kv_cache_bytes_per_sequence_token,
+            "prefill_compute_s": float(r.prefill.compute_s),
+            "prefill_all_reduce_s": float(r.prefill.all_reduce_s),
+            "time_to_first_token_s": float(r.prefill.time_to_first_token_s),
+            **{
+                name: float(getattr(step, name))
+                for name in (
+                    "weight_read_s",
+                    "matmul_compute_s",
+                    "kv_read_s",
+                    "attention_compute_s",
+                    "all_reduce_latency_s",
+                    "all_reduce_bandwidth_s",
+                    "pipeline_hop_s",
+                    "time_per_output_token_s",
+                )
+            },
             "bound": step.bound,
-            "compute_bound_sequences": float(
-                serving.decode_compute_bound_sequences(device.peak("bf16"), device.hbm_bandwidth_bytes_per_s)
-            ),
+            "compute_bound_sequences": r.compute_bound_sequences,
             "tokens_per_s_per_replica": float(step.tokens_per_s_per_replica),
             "tokens_per_s_per_device": float(step.tokens_per_s_per_device),
-            # The first token comes from the prefill, the other g − 1 from decode steps (each at most tpot).
-            "request_time_s": ttft + (generated - 1) * tpot,
+            "request_time_s": r.request_time_s,
         }
 
     def _build_figure(self) -> None:
@@ -252,9 +255,9 @@ class ServingLab(Lab):
         self.curve_figure = LatencyThroughputFigure(figure.add_axes((0.07, 0.13, 0.4, 0.77)), snap=True)
         self.breakdown_figure = DecodeBreakdownFigure(figure.add_axes((0.54, 0.5, 0.44, 0.3)), snap=True)
 
-    def draw(self, result: dict) -> None:
-        self.curve_figure.update((self.curve, self.step))
-        self.breakdown_figure.update(self.step)
+    def draw(self, r: serving.ServingReport) -> None:
+        self.curve_figure.update((r.curve, r.step))
+        self.breakdown_figure.update(r.step)
 
     def _axis_limits(self):
         """(curve's x and y limits, the bar's upper limit): the static part of each panel."""
@@ -299,29 +302,29 @@ class ServingLab(Lab):
         self._redraw.set_static_state(limits)
         super().render()
 
-    def summary_html(self, result: dict) -> str:
+    def summary_html(self, r: serving.ServingReport) -> str:
         b, s = units.format_bytes, units.format_time
-        if result["fits"]:
-            verdict = f"<b style='color:{FIT_COLOR}'>fits</b>, {b(result['headroom_bytes'])} headroom"
+        if r.fits:
+            verdict = f"<b style='color:{FIT_COLOR}'>fits</b>, {b(r.headroom_bytes)} headroom"
         else:
-            verdict = f"<b style='color:{COLORS['exposed']}'>does not fit</b> by {b(-result['headroom_bytes'])}"
-        largest = result["max_sequences"]
-        room = f"up to {largest} sequences fit" if largest else "not even one sequence fits"
+            verdict = f"<b style='color:{COLORS['exposed']}'>does not fit</b> by {b(-r.headroom_bytes)}"
+        room = f"up to {r.max_sequences} sequences fit" if r.max_sequences else "not even one sequence fits"
+        memory, step, nodes = r.memory, r.step, r.cluster.nodes
         return (
-            f"<b>{result['model']}</b> ({result['kv_heads']} KV heads) on t·p = {result['tensor_parallel']} · "
-            f"{result['pipeline_parallel']} = <b>{result['devices']}</b> {result['device']} "
-            f"({result['nodes']} node{'s' if result['nodes'] > 1 else ''}), {result['sequences']} sequences of "
-            f"{units.format_count(result['context_len'])} tokens.<br>"
-            f"Per device: weights {b(result['weights_bytes'])} · KV cache {b(result['kv_cache_bytes_per_device'])} "
-            f"· activations {b(result['activations_bytes'])} = <b>{b(result['total_bytes'])}</b> of "
-            f"{b(result['capacity_bytes'])}: {verdict} ({room}). KV cache of the batch, whole replica: "
-            f"{b(result['kv_cache_bytes'])}.<br>"
-            f"Time to first token <b>{s(result['time_to_first_token_s'])}</b> · time per output token "
-            f"<b>{s(result['time_per_output_token_s'])}</b> ({result['bound']}-bound; compute-bound from "
-            f"b ≈ {result['compute_bound_sequences']:.0f}) · "
-            f"{units.format_count(result['tokens_per_s_per_replica'])} tokens/s per replica, "
-            f"{units.format_count(result['tokens_per_s_per_device'])} per device · whole request "
-            f"{s(result['request_time_s'])}.<br>"
+            f"<b>{r.model.name}</b> ({r.model.kv_heads} KV heads) on t·p = {r.tensor_parallel} · "
+            f"{r.pipeline_parallel} = <b>{r.devices}</b> {r.cluster.accelerator.name} "
+            f"({nodes} node{'s' if nodes > 1 else ''}), {r.sequences} sequences of "
+            f"{units.format_count(r.context_len)} tokens.<br>"
+            f"Per device: weights {b(float(memory.weights))} · KV cache {b(float(memory.kv_cache))} "
+            f"· activations {b(float(memory.activations))} = <b>{b(float(memory.total))}</b> of "
+            f"{b(r.capacity_bytes)}: {verdict} ({room}). KV cache of the batch, whole replica: "
+            f"{b(r.kv_cache_bytes)}.<br>"
+            f"Time to first token <b>{s(float(r.prefill.time_to_first_token_s))}</b> · time per output token "
+            f"<b>{s(float(step.time_per_output_token_s))}</b> ({step.bound}-bound; compute-bound from "
+            f"b ≈ {r.compute_bound_sequences:.0f}) · "
+            f"{units.format_count(float(step.tokens_per_s_per_replica))} tokens/s per replica, "
+            f"{units.format_count(float(step.tokens_per_s_per_device))} per device · whole request "
+            f"{s(r.request_time_s)}.<br>"
             f"<small>Decode is timed at the last token's context (prompt + generated), the slowest step. t takes only "
             f"divisors of the heads that split the KV heads evenly (or copy them); p only divisors of the layers: "
             f"every position is a valid replica.</small>"
