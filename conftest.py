@@ -105,7 +105,7 @@ def pytest_configure(config):
 
 
 # What `tools/assignments.py` reads to build the labs: when none of it changed, the last build is reused.
-ASSIGNMENT_INPUTS = ("labs/source/*.ipynb", "course_lib/**/*.py", "tools/assignments.py", "requirements.lock")
+ASSIGNMENT_INPUTS = ("labs/source/*.ipynb", "course_lib/**/*", "tools/assignments.py", "requirements.lock")
 ASSIGNMENT_CACHE = ROOT / "build" / "test-cache" / "assignments"
 
 
@@ -116,7 +116,7 @@ def assignment_inputs_hash() -> str:
     digest = hashlib.sha256(f"otter-grader {version('otter-grader')}\n".encode())
     for pattern in ASSIGNMENT_INPUTS:
         for path in sorted(ROOT.glob(pattern)):
-            if "__pycache__" not in path.parts:
+            if path.is_file() and "__pycache__" not in path.parts:
                 digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 

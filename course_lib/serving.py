@@ -853,6 +853,7 @@ def serving_report(
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_70B
+    >>> from course_lib.units import format_bytes, format_time
     >>> r = serving_report(LLAMA3_70B, DGX_H100, 8, 1, sequences=8, prompt_len=1024, generated_tokens=256)
     >>> format_bytes(r.kv_cache_bytes), format_time(r.step.time_per_output_token_s), r.max_sequences, r.fits
     ('3.36 GB', '7.63 ms', 1187, True)

@@ -549,6 +549,19 @@ CASES = [
     (serving.decode_step, {**_DECODE, "sequences": 4}, {**_DECODE_KINDS, "sequences": "count"}),
     (serving.latency_throughput_curve, _DECODE, _DECODE_KINDS),
     (
+        serving.serving_report,
+        {**_REPLICA, "cluster": hardware.DGX_H100, "sequences": 4, "prompt_len": 512, "generated_tokens": 64},
+        {
+            **_REPLICA_KINDS,
+            "sequences": "count",
+            "prompt_len": "count",
+            "generated_tokens": "count",
+            "compute_efficiency": "fraction",
+            "curve_points": "count",
+            "dtype": "dtype",
+        },
+    ),
+    (
         serving.decode_compute_bound_sequences,
         dict(peak_flops_per_s=989e12, hbm_bandwidth_bytes_per_s=3.35e12, bytes_per_param=2),
         dict(peak_flops_per_s="positive", hbm_bandwidth_bytes_per_s="positive", bytes_per_param="positive"),

@@ -122,6 +122,7 @@ class RingResult:
     """What one refresh of the ring lab computes: ``collectives.collective_report``'s ``report`` (as it returns it)
     and the ``step`` of the ring drawn on the right (0 … 2(p − 1)), with ``busbw_factor`` = 2(p − 1)/p.
 
+    >>> from course_lib import collectives, units
     >>> r = RingResult(collectives.collective_report(OP, 4, 64 * units.MB, 50 * units.GB, 5 * units.US), 3, 1.5)
     >>> r.ring_steps, r.step_phase, r.fastest_algorithm
     (6, 'reduce-scatter', 'rabenseifner')
