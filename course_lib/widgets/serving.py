@@ -249,7 +249,7 @@ class ServingLab(Lab):
         self.curve_figure = LatencyThroughputFigure(figure.add_axes((0.07, 0.13, 0.4, 0.77)), snap=True)
         self.breakdown_figure = DecodeBreakdownFigure(figure.add_axes((0.54, 0.5, 0.44, 0.3)), snap=True)
 
-    def draw(self, result: dict) -> None:
+    def draw(self, _result: dict) -> None:
         self.curve_figure.update((self.curve, self.step))
         self.breakdown_figure.update(self.step)
 
