@@ -168,7 +168,9 @@ def _cluster(nodes: int) -> hardware.Cluster:
     return replace(PLAYBOOK_CLUSTER_NODE, name=f"{nodes} × 8 H100", nodes=nodes)
 
 
-def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5, calibration="default") -> Replay:
+def replay_runs(
+    runs: PlaybookRuns, compute_efficiency=0.5, calibration: Calibration | str | None = "default"
+) -> Replay:
     """Predict memory per GPU, whether it fits, the step time, tokens/s/GPU and MFU of every run.
 
     ``calibration``: "default" or "playbook" (``PLAYBOOK_CALIBRATION``, the default on this cluster), any

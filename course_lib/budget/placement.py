@@ -45,8 +45,8 @@ class GroupPhase:
 
     level: str
     op: str
-    ranks: int
-    payload_bytes: float
+    ranks: _check.IntOrArray
+    payload_bytes: _check.FloatOrArray
     link: Link
     bandwidth_bytes_per_s: float
     latency_s: float
