@@ -20,7 +20,7 @@ LAB_OVERRIDES = $(VENV)/share/jupyter/lab/settings/overrides.json
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test quick nb check validate bench notebooks assignments grade lock clean
+.PHONY: help lab test quick nb check hooks validate bench notebooks assignments grade lock clean
 
 help: ## list the targets (this message)
 	@echo "Targets:"
@@ -58,9 +58,17 @@ nb: $(VENV)/.test-installed ## nbval on only the notebooks that an uncommitted c
 	else echo "make nb:" $$notebooks; $(PYTEST) $(BY_MODULE) -q $$notebooks $(PYTEST_ARGS); fi
 
 # ruff's settings are in pyproject.toml: course_lib, tools, tests, benchmarks and the notebooks' .py twins.
-check: $(VENV)/.test-installed ## lint and format check (ruff); `make test` runs it first
+# pyright's ([tool.pyright]): basic mode on the formula modules. The PyPI wrapper runs the pyright its wheel bundles
+# with the machine's node (nodeenv downloads one if there is none); PYRIGHT_PYTHON_IGNORE_WARNINGS stops it asking
+# PyPI at every run whether a newer wrapper exists.
+check: $(VENV)/.test-installed ## lint, format check (ruff) and type check of the formula modules (pyright); `make test` runs it first
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright
+
+# .pre-commit-config.yaml: local hooks only (ruff, tools/twins.py), run from .venv; pre-commit fetches nothing.
+hooks: $(VENV)/.test-installed ## install the pre-commit hooks (ruff, notebooks in step with their .py twins)
+	$(VENV)/bin/pre-commit install
 
 validate: $(VENV)/.test-installed ## the model against the Ultra-Scale Playbook's measured runs (tools/validate.py)
 	$(VENV)/bin/python -m tools.validate

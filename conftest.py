@@ -59,7 +59,7 @@ def tier_of(relative_path: str) -> str | None:
 START_FIRST = ("grading", "browser", "notebook")
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(items):
     tiers = {}
     for item in items:
         path = Path(str(item.path)).resolve()

@@ -9,10 +9,26 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import TypeAlias, overload
 
 import numpy as np
 
-__all__ = ["count", "positive", "nonnegative", "fraction", "choice", "flag", "as_result"]
+__all__ = [
+    "count",
+    "positive",
+    "nonnegative",
+    "fraction",
+    "choice",
+    "flag",
+    "as_result",
+    "IntOrArray",
+    "FloatOrArray",
+]
+
+# What a check returns and a formula computes: a Python int or float for a scalar argument, an ndarray for an array
+# (one value per payload, per candidate plan, ...). A result's field typed with one holds whichever its inputs were.
+IntOrArray: TypeAlias = "int | np.ndarray"
+FloatOrArray: TypeAlias = "float | np.ndarray"
 
 
 def _first_bad(array: np.ndarray, bad: np.ndarray):
@@ -33,6 +49,10 @@ def _reject_non_numbers(name: str, value) -> np.ndarray:
     return array
 
 
+@overload
+def count(name: str, value: float, minimum: int = 1) -> int: ...
+@overload
+def count(name: str, value: object, minimum: int = 1) -> IntOrArray: ...
 def count(name: str, value, minimum: int = 1):
     """Check a whole-number count (ranks, layers, micro-batches) is an integer ≥ ``minimum``.
 
@@ -58,6 +78,10 @@ def count(name: str, value, minimum: int = 1):
     return int(result) if result.ndim == 0 else result
 
 
+@overload
+def positive(name: str, value: float) -> float: ...
+@overload
+def positive(name: str, value: object) -> FloatOrArray: ...
 def positive(name: str, value):
     """Check a size, rate or time is finite and > 0.
 
@@ -69,7 +93,7 @@ def positive(name: str, value):
     ValueError: bandwidth_bytes_per_s must be finite and > 0, got 0
     """
     if isinstance(value, Real) and not isinstance(value, (bool, np.bool_)):
-        if not (math.isfinite(value) and value > 0):
+        if not math.isfinite(value) or value <= 0:  # numbers.Real defines < and <=, not > or >=
             raise ValueError(f"{name} must be finite and > 0, got {value!r}")
         return float(value)
     array = _reject_non_numbers(name, value)
@@ -80,6 +104,10 @@ def positive(name: str, value):
     return float(array) if array.ndim == 0 else array.astype(float)
 
 
+@overload
+def nonnegative(name: str, value: float) -> float: ...
+@overload
+def nonnegative(name: str, value: object) -> FloatOrArray: ...
 def nonnegative(name: str, value):
     """Check a quantity that may be zero (a latency, a reduction cost) is finite and ≥ 0.
 
@@ -91,7 +119,7 @@ def nonnegative(name: str, value):
     ValueError: latency_s must be finite and ≥ 0, got -1e-06
     """
     if isinstance(value, Real) and not isinstance(value, (bool, np.bool_)):
-        if not (math.isfinite(value) and value >= 0):
+        if not math.isfinite(value) or value < 0:  # numbers.Real defines < and <=, not > or >=
             raise ValueError(f"{name} must be finite and ≥ 0, got {value!r}")
         return float(value)
     array = _reject_non_numbers(name, value)
@@ -112,8 +140,8 @@ def fraction(name: str, value, *, allow_zero: bool = False):
     """
     low = "[0" if allow_zero else "(0"
     if isinstance(value, Real) and not isinstance(value, (bool, np.bool_)):
-        ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0) and value <= 1
-        if not ok:
+        too_low = value < 0 if allow_zero else value <= 0  # numbers.Real defines < and <=, not > or >=
+        if not math.isfinite(value) or too_low or not value <= 1:
             raise ValueError(f"{name} must be in {low}, 1], got {value!r}")
         return float(value)
     raise ValueError(f"{name} must be a number in {low}, 1], got {value!r}")
@@ -148,6 +176,10 @@ def flag(name: str, value) -> bool:
     raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
+@overload
+def as_result(value: float) -> float: ...
+@overload
+def as_result(value: object) -> FloatOrArray: ...
 def as_result(value):
     """Return a 0-d result as a Python float (readable in notebooks), arrays unchanged.
 

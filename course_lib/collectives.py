@@ -103,9 +103,9 @@ _BUSBW_FACTORS = {
 class CollectiveCost:
     """The three coefficients of T = phases·α + wire_bytes/B + reduced_bytes·γ for one collective call."""
 
-    phases: float
-    wire_bytes: float
-    reduced_bytes: float
+    phases: _check.IntOrArray
+    wire_bytes: _check.FloatOrArray
+    reduced_bytes: _check.FloatOrArray
 
 
 def comm_time(phases, latency_s, payload_bytes, bandwidth_bytes_per_s):
@@ -275,9 +275,9 @@ class TimeTerms:
     rounding counts as bandwidth-bound, so the crossover payload itself is the first bandwidth-bound one).
     """
 
-    latency_s: float
-    bandwidth_s: float
-    reduction_s: float
+    latency_s: _check.FloatOrArray
+    bandwidth_s: _check.FloatOrArray
+    reduction_s: _check.FloatOrArray
     cost: CollectiveCost  # the n, Q and R the terms come from
 
     @property
@@ -363,7 +363,7 @@ def ring_allreduce_step_count(ranks: int) -> int:
     >>> ring_allreduce_step_count(8)
     14
     """
-    return collective_cost("all_reduce", ranks, 1.0, "ring").phases
+    return int(collective_cost("all_reduce", ranks, 1.0, "ring").phases)
 
 
 def ring_step_phase(op, ranks, step) -> str:
@@ -534,14 +534,16 @@ def collective_report(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s
     if not isinstance(p, int):
         raise ValueError(f"ranks must be a single integer, got {ranks!r}")
     size = _check.positive("payload_bytes", payload_bytes)
-    if np.ndim(size):
+    if isinstance(size, np.ndarray):
         raise ValueError(f"payload_bytes must be a single number for a report, got an array of shape {np.shape(size)}")
+    # Scalar ranks and payload give scalar terms: float() and int() only state it.
     terms = time_terms(op, p, size, bandwidth_bytes_per_s, latency_s, algorithm)
-    cost, time_s = terms.cost, terms.total_s
+    cost, time_s = terms.cost, float(terms.total_s)
     times = {
-        a: time_s if a == algorithm else collective_time(op, p, size, bandwidth_bytes_per_s, latency_s, a)
+        a: time_s if a == algorithm else float(collective_time(op, p, size, bandwidth_bytes_per_s, latency_s, a))
         for a in applicable_algorithms(op, p)
     }
+    crossover = latency_bandwidth_crossover_bytes(op, p, bandwidth_bytes_per_s, latency_s, algorithm) if p > 1 else None
     return CollectiveReport(
         op=op,
         algorithm=algorithm,
@@ -549,18 +551,16 @@ def collective_report(op, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s
         payload_bytes=size,
         bandwidth_bytes_per_s=float(bandwidth_bytes_per_s),
         latency_s=float(latency_s),
-        phases=cost.phases,
-        wire_bytes=cost.wire_bytes,
-        reduced_bytes=cost.reduced_bytes,
-        latency_term_s=terms.latency_s,
-        bandwidth_term_s=terms.bandwidth_s,
+        phases=int(cost.phases),
+        wire_bytes=float(cost.wire_bytes),
+        reduced_bytes=float(cost.reduced_bytes),
+        latency_term_s=float(terms.latency_s),
+        bandwidth_term_s=float(terms.bandwidth_s),
         time_s=time_s,
-        regime=terms.regime,
-        algbw_bytes_per_s=algbw_bytes_per_s(size, time_s) if time_s > 0 else None,
-        busbw_bytes_per_s=busbw_bytes_per_s(op, p, size, time_s) if time_s > 0 else None,
-        crossover_bytes=(
-            latency_bandwidth_crossover_bytes(op, p, bandwidth_bytes_per_s, latency_s, algorithm) if p > 1 else None
-        ),
+        regime=str(terms.regime),
+        algbw_bytes_per_s=float(algbw_bytes_per_s(size, time_s)) if time_s > 0 else None,
+        busbw_bytes_per_s=float(busbw_bytes_per_s(op, p, size, time_s)) if time_s > 0 else None,
+        crossover_bytes=None if crossover is None else float(crossover),
         times_by_algorithm=MappingProxyType(times),
     )
 

@@ -199,7 +199,7 @@ def transformer_forward_flops(batch, seq_len, layers, hidden, vocab):
     return _check.as_result(l * transformer_layer_forward_flops(b, s, h) + 2.0 * b * s * h * v)
 
 
-def transformer_flops_per_iteration(batch, seq_len, layers, hidden, vocab, recompute=True):
+def transformer_flops_per_iteration(batch, seq_len, layers, hidden, vocab, recompute: bool | str = True):
     """FLOPs of one training iteration (forward, backward, and any recomputation) over a global batch.
 
     ``recompute=True`` (or "full") is Narayanan et al. 2021 Eq. (3), F = 96Bslh²(1 + s/(6h) + V/(16lh)): the

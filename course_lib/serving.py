@@ -130,7 +130,14 @@ def kv_cache_bytes(layers, kv_heads, head_dim, context_len, sequences, bytes_per
 
 
 def kv_cache_bytes_per_device(
-    layers, kv_heads, head_dim, context_len, sequences, tensor_parallel=1, pipeline_parallel=1, bytes_per_element=2
+    layers,
+    kv_heads,
+    head_dim,
+    context_len,
+    sequences,
+    tensor_parallel: _check.IntOrArray = 1,
+    pipeline_parallel: _check.IntOrArray = 1,
+    bytes_per_element=2,
 ):
     """KV cache one device holds: its l/p layers and its share of the KV heads, kv/t (1 when t > kv: replicated).
 
@@ -162,7 +169,7 @@ def weight_bytes_per_device(params, tensor_parallel=1, pipeline_parallel=1, byte
 
 
 def decode_activation_bytes(
-    sequences, hidden, ffn_hidden, vocab, tensor_parallel=1, gated_mlp=True, bytes_per_element=2
+    sequences, hidden, ffn_hidden, vocab, tensor_parallel: _check.IntOrArray = 1, gated_mlp=True, bytes_per_element=2
 ):
     """Live activations of one decode step on a device: b × (residual h + the MLP's widest intermediates + logits).
 
@@ -186,7 +193,9 @@ def decode_activation_bytes(
     return _check.as_result(b * (e * (h + mlp) + LOGIT_BYTES * v / t))
 
 
-def max_sequences(capacity_bytes, weight_bytes, kv_bytes_per_sequence, activation_bytes_per_sequence=0):
+def max_sequences(
+    capacity_bytes, weight_bytes, kv_bytes_per_sequence, activation_bytes_per_sequence: _check.FloatOrArray = 0
+):
     """The largest batch of sequences whose KV caches (and activations) fit next to the weights: 0 if none.
 
     ⌊(capacity − weights) / (KV + activations per sequence)⌋. The scaling book's LLaMA 3-70B in bf16 on 16 TPU v5e
@@ -239,9 +248,9 @@ def matmul_params(model: TransformerModel) -> int:
 class ServingMemory:
     """Bytes per device while serving: weights, KV cache and one decode step's activations (arrays in bulk)."""
 
-    weights: float
-    kv_cache: float
-    activations: float
+    weights: _check.FloatOrArray
+    kv_cache: _check.FloatOrArray
+    activations: _check.FloatOrArray
 
     @property
     def total(self):
@@ -364,9 +373,9 @@ def _hop_s(cluster: Cluster, tensor_parallel, pipeline_parallel, payload_bytes):
 class Prefill:
     """Where a prompt's prefill time goes (seconds): compute, tensor-parallel all-reduces, pipeline sends."""
 
-    compute_s: float
-    all_reduce_s: float
-    pipeline_hop_s: float
+    compute_s: _check.FloatOrArray
+    all_reduce_s: _check.FloatOrArray
+    pipeline_hop_s: _check.FloatOrArray
 
     @property
     def time_to_first_token_s(self):
@@ -448,17 +457,17 @@ class DecodeStep:
     pipeline.
     """
 
-    sequences: int
-    tensor_parallel: int
-    pipeline_parallel: int
-    batches_in_flight: int
-    weight_read_s: float
-    matmul_compute_s: float
-    kv_read_s: float
-    attention_compute_s: float
-    all_reduce_latency_s: float
-    all_reduce_bandwidth_s: float
-    pipeline_hop_s: float
+    sequences: _check.IntOrArray
+    tensor_parallel: _check.IntOrArray
+    pipeline_parallel: _check.IntOrArray
+    batches_in_flight: _check.IntOrArray
+    weight_read_s: _check.FloatOrArray
+    matmul_compute_s: _check.FloatOrArray
+    kv_read_s: _check.FloatOrArray
+    attention_compute_s: _check.FloatOrArray
+    all_reduce_latency_s: _check.FloatOrArray
+    all_reduce_bandwidth_s: _check.FloatOrArray
+    pipeline_hop_s: _check.FloatOrArray
 
     @property
     def stage_s(self):
@@ -599,7 +608,7 @@ def latency_throughput_curve(
             f"no batch fits: {model.name} with tensor_parallel={tensor_parallel}, pipeline_parallel={pipeline_parallel}"
             f", batches_in_flight={k} and context_len={context_len} exceeds {cluster.accelerator.name}'s memory"
         )
-    sequences = np.arange(1, largest + 1)
+    sequences = np.arange(1, int(largest) + 1)
     return decode_step(
         model,
         cluster,
@@ -673,13 +682,13 @@ class PlanComparison:
     """
 
     training: StepTime
-    training_tokens_per_s_per_device: float
-    training_fits: bool
+    training_tokens_per_s_per_device: _check.FloatOrArray
+    training_fits: bool | np.ndarray
     prefill: Prefill
     decode: DecodeStep
     serving_memory: ServingMemory
-    serving_fits: bool
-    zero3_gather_per_token_s: float
+    serving_fits: bool | np.ndarray
+    zero3_gather_per_token_s: _check.FloatOrArray
 
     @property
     def time_to_first_token_s(self):
@@ -788,22 +797,22 @@ class ServingReport:
     @property
     def tensor_parallel(self) -> int:
         """t, the replica's tensor-parallel size."""
-        return self.step.tensor_parallel
+        return int(self.step.tensor_parallel)
 
     @property
     def pipeline_parallel(self) -> int:
         """p, the replica's pipeline stages."""
-        return self.step.pipeline_parallel
+        return int(self.step.pipeline_parallel)
 
     @property
     def devices(self) -> int:
         """t·p, the replica's devices."""
-        return self.step.tensor_parallel * self.step.pipeline_parallel
+        return int(self.step.tensor_parallel * self.step.pipeline_parallel)
 
     @property
     def sequences(self) -> int:
         """b, the batch of sequences."""
-        return self.step.sequences
+        return int(self.step.sequences)
 
     @property
     def context_len(self) -> int:

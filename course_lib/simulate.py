@@ -514,6 +514,7 @@ def _checked_ranks(op: str, ranks, algorithm: str) -> int:
     p = _check.count("ranks", ranks)
     if algorithm not in applicable_algorithms(op, p):  # refuses an array of ranks too
         raise ValueError(f"ranks must be a power of two for algorithm={algorithm!r}, got {p!r}")
+    assert isinstance(p, int)  # applicable_algorithms has refused an array
     return p
 
 

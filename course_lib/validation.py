@@ -70,7 +70,7 @@ __all__ = [
 ]
 
 # Package data, found where course_lib is installed (a pathlib.Path for any pip install; see measure.DATA_DIR).
-PLAYBOOK_CSV = Path(importlib.resources.files("course_lib") / "data" / "playbook_runs.csv")
+PLAYBOOK_CSV = Path(str(importlib.resources.files("course_lib") / "data" / "playbook_runs.csv"))
 # The Playbook's MFU divides by 989.5 TFLOP/s per GPU (H100 SXM dense bf16); its README's consistency check.
 PLAYBOOK_PEAK_FLOPS_PER_S = 989.5e12
 # The Playbook's cluster: nodes of 8 × H100 with NVLink 4 inside and AWS EFA between nodes (3,200 Gb/s per node).
@@ -170,7 +170,9 @@ def _cluster(nodes: int) -> hardware.Cluster:
     return replace(PLAYBOOK_CLUSTER_NODE, name=f"{nodes} × 8 H100", nodes=nodes)
 
 
-def replay_runs(runs: PlaybookRuns, compute_efficiency=0.5, calibration="default") -> Replay:
+def replay_runs(
+    runs: PlaybookRuns, compute_efficiency=0.5, calibration: Calibration | str | None = "default"
+) -> Replay:
     """Predict memory per GPU, whether it fits, the step time, tokens/s/GPU and MFU of every run.
 
     ``calibration``: "default" or "playbook" (``PLAYBOOK_CALIBRATION``, the default on this cluster), any

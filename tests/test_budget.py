@@ -199,7 +199,7 @@ def search_1t():
     return search_plans(MEGATRON_1T, hardware.SELENE_3072, 3072, calibration=None)
 
 
-def _expected_plan_count(devices, heads_ok=lambda t: True):
+def _expected_plan_count(devices):
     count = 0
     divisors = [x for x in range(1, devices + 1) if devices % x == 0]
     for t in divisors:

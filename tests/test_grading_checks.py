@@ -143,7 +143,7 @@ def test_feedback_withholds_a_public_message_that_quotes_the_hidden_tests(assign
     assert "test_q1_other_rings" in secrets and len(secrets) >= 10
     quoted = {"q1": ("q1 results:\n RuntimeError: " + "\n".join(sorted(secrets)), False), "q2": ("q2 ok", True)}
     assert grade.quotes_hidden_tests(quoted, secrets) == ["q1"]
-    body = grade.results_body(quoted, {}, ["q1"])
+    body = grade.results_body(quoted, ["q1"])
     assert not [line for line in secrets if line in body] and "message withheld" in body
 
 

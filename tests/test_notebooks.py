@@ -17,9 +17,10 @@ import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import jupytext
 import nbformat
 import pytest
+
+from tools.twins import difference, twin_of
 
 ROOT = Path(__file__).resolve().parents[1]
 MASTERS = sorted(ROOT.glob("labs/source/*.ipynb"))
@@ -92,10 +93,6 @@ def first_line(source: str) -> str:
     return next((line.strip() for line in source.splitlines() if line.strip()), "")[:60]
 
 
-def inputs(notebook) -> list[tuple[str, str]]:
-    return [(cell.cell_type, cell.source.strip()) for cell in notebook.cells]
-
-
 def markdown_lines(notebook):
     """(cell index, line, heading match or None) for every line of the markdown cells; a line inside a fenced code
     block, or a fence itself, is never a heading."""
@@ -161,40 +158,12 @@ def output_texts(output) -> list[tuple[str, str]]:
 # ---- the .ipynb and its py:percent twin --------------------------------------------------------------------------
 
 
-def twin_of(path: Path) -> Path:
-    """The py:percent twin of a lesson (notebooks/X.ipynb: notebooks_py/X.py) or of a master (beside it), and the
-    reverse, as jupytext.toml pairs them."""
-    if path.parent.name == "notebooks":
-        return ROOT / "notebooks_py" / path.with_suffix(".py").name
-    if path.parent.name == "notebooks_py":
-        return ROOT / "notebooks" / path.with_suffix(".ipynb").name
-    return path.with_suffix(".ipynb" if path.suffix == ".py" else ".py")
-
-
+# twin_of and the comparison live in tools/twins.py, which the pre-commit hook runs too.
 @pytest.mark.parametrize("path", EXECUTED, ids=ids(EXECUTED))
 def test_notebook_has_a_py_twin_with_the_same_cells(path):
-    twin = twin_of(path)
-    assert twin.exists(), (
-        f"{rel(path)}: no py:percent twin {rel(twin)}; create it with "
-        f"`jupytext --sync {rel(path)}` (jupytext.toml says where the twin goes) and commit both"
-    )
-    notebook, text = inputs(jupytext.read(path)), inputs(jupytext.read(twin))
-    for index, (cell, twin_cell) in enumerate(zip(notebook, text, strict=True)):
-        if cell != twin_cell:
-            ours, theirs = f"{cell[0]} cell", f"{twin_cell[0]} cell"
-            if cell[0] == twin_cell[0]:
-                end = "the end of the cell"
-                shown = lambda line, end=end: line if line == end else repr(line)  # noqa: E731
-                lines = zip(cell[1].splitlines() + [end], twin_cell[1].splitlines() + [end], strict=True)
-                ours, theirs = next((shown(a), shown(b)) for a, b in lines if a != b)
-            pytest.fail(
-                f"{rel(path)} cell {index} differs from {rel(twin)}: the .ipynb has {ours} where the .py has "
-                f"{theirs}. The .py is the source: {REGENERATE} to rebuild the .ipynb",
-                pytrace=False,
-            )
-    assert len(notebook) == len(text), (
-        f"{rel(path)} has {len(notebook)} cells, {rel(twin)} has {len(text)}: {REGENERATE} to rebuild the .ipynb"
-    )
+    problem = difference(path, twin_of(path))
+    if problem:
+        pytest.fail(problem, pytrace=False)
 
 
 @pytest.mark.parametrize("path", TWINS, ids=ids(TWINS))

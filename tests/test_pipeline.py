@@ -167,7 +167,7 @@ def test_each_device_is_busy_exactly_its_ideal_time():
 
 
 def test_a_deadlocked_order_raises_instead_of_looping(monkeypatch):
-    def backwards_first(stages, microbatches, schedule="1f1b", virtual_stages=1, stage=0):
+    def backwards_first(_stages, microbatches, _schedule="1f1b", _virtual_stages=1, _stage=0):
         return [("backward", i, 0) for i in range(microbatches)] + [("forward", i, 0) for i in range(microbatches)]
 
     monkeypatch.setattr(pipeline, "device_op_order", backwards_first)

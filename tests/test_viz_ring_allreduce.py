@@ -36,7 +36,7 @@ def arrows(ax):
     return [p for p in ax.patches if isinstance(p, FancyArrowPatch)]
 
 
-def final_squares(ax, ranks):
+def final_squares(ax):
     darkest = by_gid(ax.patches, "chunk:")
     colours = [p.get_facecolor() for p in darkest]
     final = to_rgba(plt.get_cmap("Blues")(0.95))
@@ -55,7 +55,7 @@ def test_ring_step_draws_one_arrow_per_transfer_and_shades_final_chunks(op):
         labels = {t.get_text() for t in ax.texts}
         for transfer in transfers:
             assert f"c{transfer.chunks[0]}" + (" (+)" if transfer.reduce else "") in labels
-        finals, squares = final_squares(ax, 4)
+        finals, squares = final_squares(ax)
         assert squares == 16 and finals == sim.holdings(step).sum()
 
 

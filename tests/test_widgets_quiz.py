@@ -176,9 +176,9 @@ def test_the_lessons_ask_self_check_questions():
 
 
 @pytest.mark.parametrize(
-    "lesson, line, fields", LESSON_QUESTIONS, ids=[f"{lesson}:{line}" for lesson, line, _ in LESSON_QUESTIONS]
+    "fields", [pytest.param(fields, id=f"{lesson}:{line}") for lesson, line, fields in LESSON_QUESTIONS]
 )
-def test_every_lesson_question_is_valid_and_judged(lesson, line, fields):
+def test_every_lesson_question_is_valid_and_judged(fields):
     question = Question(**fields)  # raises ValueError naming the field if the lesson's question is malformed
     widget = MultipleChoice(question)
     assert widget.submit(question.answer) == Feedback(True, f"Correct. {question.explanation}")

@@ -1,8 +1,8 @@
 """The course's maintainer tools, each run from the repository's root as ``python -m tools.NAME`` (the Makefile's
 targets do): ``execute_notebooks`` (`make notebooks`), ``changed_notebooks`` (`make nb`), ``assignments``
 (`make assignments`), ``grade`` with ``grading_scan`` and ``grading_sandbox`` (`make grade`), ``environments``
-(`make lock`), ``validate`` (`make validate`) and ``record_measurements`` (the recorded MPI runs in
-course_lib/data/mpi). ``grading_runner.py`` is the one file run by its path: the sandbox starts it with nothing but
-the standard library and otter. The tools read and write the repository, so they are not part of the installed
-course_lib.
+(`make lock`), ``validate`` (`make validate`), ``twins`` (the pre-commit hook, `make hooks`) and
+``record_measurements`` (the recorded MPI runs in course_lib/data/mpi). ``grading_runner.py`` is the one file run
+by its path: the sandbox starts it with nothing but the standard library and otter. The tools read and write the
+repository, so they are not part of the installed course_lib.
 """

@@ -55,7 +55,7 @@ SAME_FOLDER = "ipynb,py:percent"
 class CurrentEnvironmentKernels(KernelSpecManager):
     """Every kernel name resolves to ipykernel run by this interpreter (like nbval's --nbval-current-env)."""
 
-    def get_kernel_spec(self, kernel_name):
+    def get_kernel_spec(self, _kernel_name):
         return self.kernel_spec_class(
             resource_dir=ipykernel.kernelspec.RESOURCES, **ipykernel.kernelspec.get_kernel_dict()
         )
@@ -142,7 +142,7 @@ def execute(notebook: nbformat.NotebookNode, folder: Path) -> float:
         record_timing=False,
         store_widget_state=False,
         resources={"metadata": {"path": str(folder)}},
-        on_cell_start=lambda cell, cell_index: current.update(index=cell_index),
+        on_cell_start=lambda cell_index, **_: current.update(index=cell_index),  # nbclient passes cell= too
     )
     start = time.perf_counter()
     try:

@@ -303,7 +303,7 @@ def quotes_hidden_tests(texts: dict, secrets: set[str]) -> list[str]:
     return [question for question, (public, _) in texts.items() if any(secret in public for secret in secrets)]
 
 
-def results_body(texts: dict, scores: dict, withheld: list[str] = ()) -> str:
+def results_body(texts: dict, withheld: list[str] = ()) -> str:
     """Public tests' messages as otter shows them, hidden tests as passed or failed; fits FEEDBACK_BYTES."""
     budget = max(200, (FEEDBACK_BYTES - 1500) // max(1, len(texts)))
     sections = []
@@ -395,7 +395,7 @@ def grade_notebook(
     if withheld:
         leak = f"leaks hidden tests ({', '.join(withheld)}: a public test's message quotes them)"
         flags = "; ".join(filter(None, [flags, leak]))
-    text = feedback_text(student, lab, scores, results_body(texts, scores, withheld))
+    text = feedback_text(student, lab, scores, results_body(texts, withheld))
     status = "flagged" if flags else "graded"
     return Graded(student, lab, scores, text, time.perf_counter() - start, status, "", flags)
 
@@ -503,7 +503,9 @@ def write_report(graded: list[Graded], path: Path, unsafe: bool) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_arguments(argv: list[str] | None) -> tuple[argparse.Namespace, Path, Path, Path]:
+    """(arguments, submissions folder, grades CSV, feedback folder), resolved; exits (status 2) on a bad command line,
+    or if an output would go inside the submissions."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("submissions", type=Path, help="folder of <student>/<lab>.ipynb")
     parser.add_argument(
@@ -535,38 +537,23 @@ def main(argv: list[str] | None = None) -> int:
     for output in (grades, feedback):
         if output.is_relative_to(submissions):
             parser.error(f"{output} is inside {submissions}: grading never writes into the submissions folder")
+    return arguments, submissions, grades, feedback
 
-    zips = {lab: autograder_zip(lab, arguments.assignments) for lab in lab_names()}
-    found, skipped = find_submissions(submissions, list(zips))
+
+def cannot_grade(zips: dict[str, Path | None], found: list, assignments: Path, unsafe: bool) -> str | None:
+    """None if grading can start, else why not: a lab submitted (or every lab) has no autograder zip, a zip is not the
+    one `make assignments` recorded, or (unless ``unsafe``) bubblewrap cannot make a sandbox here."""
     missing = sorted({lab for _, lab, _ in found if zips[lab] is None})
     if missing or not any(zips.values()):
-        print(
-            f"error: no autograder zip for {', '.join(missing) or 'any lab'} in {arguments.assignments}: "
-            "run `make assignments` first",
-            file=sys.stderr,
-        )
-        return 2
-    problem = check_autograders(zips, arguments.assignments)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    if not arguments.unsafe:
-        problem = bwrap_works()
-        if problem:
-            print(f"error: {problem}", file=sys.stderr)
-            return 2
-    else:
-        print("warning: UNSAFE: grading without the sandbox; the notebooks run with your rights", file=sys.stderr)
-    for item in skipped:
-        print(f"not graded: {item.reason}")
-    if not found:
-        print(
-            f"error: no lab notebooks in {submissions} (expected <student>/<lab>.ipynb with <lab> one of "
-            f"{', '.join(zips)})",
-            file=sys.stderr,
-        )
-        write_results(skipped, grades, feedback)
-        return 2
+        return f"no autograder zip for {', '.join(missing) or 'any lab'} in {assignments}: run `make assignments` first"
+    return check_autograders(zips, assignments) or (None if unsafe else bwrap_works())
+
+
+def grade_batch(
+    found: list[tuple[str, str, Path]], zips: dict[str, Path | None], arguments: argparse.Namespace
+) -> tuple[list[Graded], bool]:
+    """(a Graded for every submission found, whether Ctrl-C interrupted the batch): ``arguments.jobs`` notebooks at
+    once, each in a sandbox of its own; after Ctrl-C the notebooks being graded finish, the others are not graded."""
     hashes = {lab: sha256(path) for lab, path in zips.items() if path is not None}
     stop = threading.Event()
     slots = queue.SimpleQueue()  # one sandbox user per notebook graded at once
@@ -600,7 +587,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         return result
 
-    start = time.perf_counter()
     pool = ThreadPoolExecutor(max_workers=max(1, arguments.jobs))
     futures = [pool.submit(grade, item) for item in found]
     interrupted = False
@@ -612,6 +598,31 @@ def main(argv: list[str] | None = None) -> int:
         graded = [future.result() for future in futures]
     finally:
         pool.shutdown(wait=True)
+    return graded, interrupted
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments, submissions, grades, feedback = parse_arguments(argv)
+    zips = {lab: autograder_zip(lab, arguments.assignments) for lab in lab_names()}
+    found, skipped = find_submissions(submissions, list(zips))
+    problem = cannot_grade(zips, found, arguments.assignments, arguments.unsafe)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if arguments.unsafe:
+        print("warning: UNSAFE: grading without the sandbox; the notebooks run with your rights", file=sys.stderr)
+    for item in skipped:
+        print(f"not graded: {item.reason}")
+    if not found:
+        print(
+            f"error: no lab notebooks in {submissions} (expected <student>/<lab>.ipynb with <lab> one of "
+            f"{', '.join(zips)})",
+            file=sys.stderr,
+        )
+        write_results(skipped, grades, feedback)
+        return 2
+    start = time.perf_counter()
+    graded, interrupted = grade_batch(found, zips, arguments)
     graded += skipped
     write_results(graded, grades, feedback)
     write_report(graded, grades.with_name(REPORT_NAME), arguments.unsafe)

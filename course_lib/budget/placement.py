@@ -26,7 +26,7 @@ __all__ = [
 
 _GROUP_OPS = ("all_reduce", "reduce_scatter", "all_gather", "send_recv")
 _AXIS_STRIDE = {
-    "tensor": lambda plan: 1,
+    "tensor": lambda _plan: 1,
     "data": lambda plan: plan.tensor_parallel,
     "pipeline": lambda plan: plan.tensor_parallel * plan.data_parallel,
 }
@@ -45,8 +45,8 @@ class GroupPhase:
 
     level: str
     op: str
-    ranks: int
-    payload_bytes: float
+    ranks: _check.IntOrArray
+    payload_bytes: _check.FloatOrArray
     link: Link
     bandwidth_bytes_per_s: float
     latency_s: float

@@ -86,13 +86,13 @@ class StepTime:
     figure: its MFU is about 6/8 of it.
     """
 
-    compute_s: float
-    bubble_s: float
+    compute_s: _check.FloatOrArray
+    bubble_s: _check.FloatOrArray
     exposed_s: dict
     overlapped_s: dict
-    total_s: float
-    mfu: float = float("nan")
-    hfu: float = float("nan")
+    total_s: _check.FloatOrArray
+    mfu: _check.FloatOrArray = float("nan")
+    hfu: _check.FloatOrArray = float("nan")
 
     @property
     def exposed_communication_s(self):
@@ -136,7 +136,7 @@ def step_time(
     cluster: Cluster,
     compute_efficiency=0.5,
     dtype="bf16",
-    calibration="default",
+    calibration: Calibration | str | None = "default",
 ):
     """Time of one optimizer step of ``plan`` on ``cluster``, split into compute, bubble, exposed and hidden comm.
 
@@ -272,7 +272,7 @@ def forward_flops_per_token(model: TransformerModel):
     return 2.0 * model.matmul_weights_per_layer + core, 2.0 * model.vocab * h, core
 
 
-def bucketed_exposure(total_s, bucket_s, window_s, occurrences=1):
+def bucketed_exposure(total_s, bucket_s, window_s, occurrences: _check.IntOrArray = 1):
     """Exposed seconds of a stream of bucketed collectives (total ``total_s`` per occurrence, the boundary bucket
     ``bucket_s``) that may overlap ``window_s`` of independent compute, ``occurrences`` times per step.
 

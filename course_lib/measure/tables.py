@@ -28,7 +28,7 @@ __all__ = ["DATA_DIR", "OPS", "Row", "Measurements", "parse_sizes"]
 # published nccl-tests logs (nccl_tests/) that lesson 05 and lab 5 read. importlib.resources finds it wherever
 # course_lib is installed; for a package on the file system, which every pip install (editable or not) leaves, that
 # is a pathlib.Path, which Path() keeps, so callers can glob it.
-DATA_DIR = Path(importlib.resources.files("course_lib") / "data")
+DATA_DIR = Path(str(importlib.resources.files("course_lib") / "data"))
 # The collectives MPI can time here: nccl-tests' ops (send_recv is point-to-point, not a collective).
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all")
 

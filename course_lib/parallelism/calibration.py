@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import _check, hardware
-from ..hardware import Cluster
+from ..hardware import Cluster, Link
 from .plan import ZERO_STAGES
 
 __all__ = [
@@ -67,8 +67,8 @@ class Calibration:
     overlap_slowdown: float = 0.0
     max_zero_stage_with_pipeline: int = 1
     prefetch_parameter_gathers: bool = True
-    intra_node_link: object = None
-    inter_node_link: object = None
+    intra_node_link: Link | None = None
+    inter_node_link: Link | None = None
     gemm_efficiency: float = 0.5
     gemm_half_flops: float = 0.0
     layer_overhead_s: float = 0.0

@@ -47,12 +47,12 @@ class MemoryBreakdown:
     ``Calibration``, for the heaviest stage). ``logits`` (the output layer's logits and their loss buffers) and
     ``framework`` (CUDA context, allocator) are counted only with a ``Calibration``; otherwise 0."""
 
-    parameters: float
-    gradients: float
-    optimizer_state: float
-    activations: float
-    logits: float = 0.0
-    framework: float = 0.0
+    parameters: _check.FloatOrArray
+    gradients: _check.FloatOrArray
+    optimizer_state: _check.FloatOrArray
+    activations: _check.FloatOrArray
+    logits: _check.FloatOrArray = 0.0
+    framework: _check.FloatOrArray = 0.0
 
     @property
     def model_states(self):
@@ -156,7 +156,13 @@ def stored_activation_bytes(seq_len, micro_batch, hidden, heads, tensor_parallel
 
 
 def activation_bytes_per_layer(
-    seq_len, micro_batch, hidden, heads, tensor_parallel=1, sequence_parallel=False, recompute="none"
+    seq_len,
+    micro_batch,
+    hidden,
+    heads,
+    tensor_parallel: _check.IntOrArray = 1,
+    sequence_parallel=False,
+    recompute="none",
 ):
     """Activation bytes one transformer layer stores for the backward pass (Korthikanti et al. 2022, Table 2).
 
@@ -203,7 +209,7 @@ def activation_bytes_per_layer(
     return _check.as_result(per_layer)
 
 
-def pipeline_in_flight_microbatches(stages, microbatches, schedule="1f1b", virtual_stages=1):
+def pipeline_in_flight_microbatches(stages, microbatches, schedule="1f1b", virtual_stages: _check.IntOrArray = 1):
     """Micro-batches whose activations the first pipeline stage holds at its peak.
 
     GPipe runs all m forwards first, so it holds m. 1F1B holds min(p, m) (Narayanan et al. 2021 §2.2.1). The
@@ -228,7 +234,11 @@ def pipeline_in_flight_microbatches(stages, microbatches, schedule="1f1b", virtu
 
 
 def activation_bytes_per_token_per_layer(
-    model: TransformerModel, tensor_parallel=1, sequence_parallel=False, recompute="none", attention="standard"
+    model: TransformerModel,
+    tensor_parallel: _check.IntOrArray = 1,
+    sequence_parallel=False,
+    recompute="none",
+    attention="standard",
 ):
     """Bytes one layer stores for the backward, per token of the micro-batch, term by term (16-bit activations).
 
@@ -254,6 +264,7 @@ def activation_bytes_per_token_per_layer(
     _check.choice("recompute", recompute, RECOMPUTE_OPTIONS)
     _check.choice("attention", attention, ATTENTION_OPTIONS)
     check_tensor_split(model.heads, t)
+    assert model.kv_heads is not None and model.ffn_hidden is not None  # TransformerModel resolved the defaults
     h, f, a, s = model.hidden, model.ffn_hidden, model.heads, model.seq_len
     kv_width = model.kv_heads * model.head_dim
     gpt = model.style == "gpt"
@@ -277,7 +288,7 @@ def memory_breakdown(
     model: TransformerModel,
     plan: ParallelPlan,
     optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM,
-    calibration="default",
+    calibration: Calibration | str | None = "default",
 ) -> MemoryBreakdown:
     """Per-device memory of a plan: by default the documented calibration (``calibration="default"``:
     ``calibrated_memory_breakdown`` under ``PLAYBOOK_CALIBRATION``'s memory assumptions), with ``calibration=None``

@@ -90,6 +90,7 @@ class TransformerModel:
         >>> LLAMA3_8B.matmul_weights_per_layer   # 2·4096² + 2·4096·1024 + 3·4096·14336
         218103808
         """
+        assert self.kv_heads is not None and self.ffn_hidden is not None  # __post_init__ resolved the defaults
         h, kv_width = self.hidden, self.kv_heads * self.head_dim
         return 2 * h * h + 2 * h * kv_width + (3 if self.gated_mlp else 2) * h * self.ffn_hidden
 
@@ -103,6 +104,7 @@ class TransformerModel:
         >>> GPT3_175B.params_per_layer == 12 * 12288**2 + 13 * 12288   # Narayanan et al. 2021 Eq. (2), per layer
         True
         """
+        assert self.kv_heads is not None and self.ffn_hidden is not None  # __post_init__ resolved the defaults
         h, f, kv_width = self.hidden, self.ffn_hidden, self.kv_heads * self.head_dim
         matrices = self.matmul_weights_per_layer
         if self.style == "llama":

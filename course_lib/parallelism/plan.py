@@ -54,16 +54,16 @@ class ParallelPlan:
     (2048, 1024)
     """
 
-    data_parallel: int = 1
-    tensor_parallel: int = 1
-    pipeline_parallel: int = 1
+    data_parallel: _check.IntOrArray = 1
+    tensor_parallel: _check.IntOrArray = 1
+    pipeline_parallel: _check.IntOrArray = 1
     zero_stage: int = 0
-    micro_batch: int = 1
-    grad_accum_steps: int = 1
+    micro_batch: _check.IntOrArray = 1
+    grad_accum_steps: _check.IntOrArray = 1
     recompute: str = "none"
     sequence_parallel: bool = False
     schedule: str = "1f1b"
-    virtual_stages: int = 1
+    virtual_stages: _check.IntOrArray = 1
     attention: str = "standard"
 
     def __post_init__(self):
@@ -156,7 +156,12 @@ def pipeline_bubble_fraction(stages, microbatches, virtual_stages=1):
     return _check.as_result((p - 1) / (v * m))
 
 
-def splits_evenly(model: TransformerModel, tensor_parallel=1, pipeline_parallel=1, virtual_stages=1):
+def splits_evenly(
+    model: TransformerModel,
+    tensor_parallel: _check.IntOrArray = 1,
+    pipeline_parallel: _check.IntOrArray = 1,
+    virtual_stages: _check.IntOrArray = 1,
+):
     """Whether a partition splits ``model`` evenly: t divides the attention heads and p·v divides the layers.
 
     The one home of the rule that ``check_plan_for_model``, ``budget.search_plans`` and the labs' options use.
@@ -196,7 +201,7 @@ def check_tensor_split(heads, tensor_parallel) -> None:
         raise ValueError(f"tensor_parallel must divide heads ({a}), got {t}")
 
 
-def check_pipeline_split(layers, pipeline_parallel, virtual_stages=1) -> None:
+def check_pipeline_split(layers, pipeline_parallel, virtual_stages: _check.IntOrArray = 1) -> None:
     """Raise ValueError unless p·v divides the layers: ``splits_evenly``'s second half, on raw numbers.
 
     >>> check_pipeline_split(96, 8, 2)

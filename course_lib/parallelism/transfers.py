@@ -38,9 +38,9 @@ class BoundaryTransfer:
     axis: str
     tensor: str
     op: str
-    payload_bytes: float
-    group_size: int
-    calls_per_step: int
+    payload_bytes: _check.FloatOrArray
+    group_size: _check.IntOrArray
+    calls_per_step: _check.IntOrArray
     phase: str
 
     @property
@@ -188,7 +188,7 @@ def communication_volume_per_step(model: TransformerModel, plan: ParallelPlan) -
     >>> format_bytes(volume["data"])   # 2(d−1)/d × 2 bytes × Ψ
     '688 GB'
     """
-    volume = {"data": 0.0, "tensor": 0.0, "pipeline": 0.0}
+    volume: dict[str, _check.FloatOrArray] = {"data": 0.0, "tensor": 0.0, "pipeline": 0.0}
     for transfer in step_transfers(model, plan):
         volume[transfer.axis] = volume[transfer.axis] + transfer.bytes_sent_per_device
     return volume

@@ -345,7 +345,7 @@ class LiveFigure:
     def update(self, result) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def static_key(self, example):
+    def static_key(self, _example):
         """What the static artists depend on (None: nothing; they never change)."""
         return None
 

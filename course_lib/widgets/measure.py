@@ -65,7 +65,7 @@ class MeasureLab(Lab):
         """The sizes *Run* measures: 8 B × 4^k up to the largest size chosen."""
         return [8 * 4**k for k in range(20) if 8 * 4**k <= self.controls["largest_bytes"].value]
 
-    def compute(self, values: dict) -> dict:
+    def compute(self, _values: dict) -> dict:
         if self._shown is None:
             return {}
         table, _ = self._shown
@@ -92,7 +92,7 @@ class MeasureLab(Lab):
                 ]
             )
 
-    def summary_html(self, result: dict) -> str:
+    def summary_html(self, _result: dict) -> str:
         c, sizes = self.values(), self.sizes_bytes()
         return (
             f"Run measures an all-reduce of float32 buffers on <b>{c['ranks']} ranks</b> with MPICH's "

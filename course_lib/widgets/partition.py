@@ -233,7 +233,7 @@ class PartitionLab(Lab):
 
     # ---- dependent options --------------------------------------------------------------------------------------
 
-    def sync_controls(self, changed) -> None:
+    def sync_controls(self, _changed) -> None:
         for name, (options, value) in options_for(self.values()).items():
             set_options(self.controls[name], options, value)
 

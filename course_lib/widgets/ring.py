@@ -212,7 +212,7 @@ class RingAllReduceLab(Lab):
 
     # --- controls whose options depend on another control ---------------------------------------------------
 
-    def sync_controls(self, changed) -> None:
+    def sync_controls(self, _changed) -> None:
         ranks = self.controls["ranks"].value
         algorithm = self.controls["algorithm"]
         allowed = collectives.applicable_algorithms(OP, ranks)

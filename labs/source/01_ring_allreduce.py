@@ -210,7 +210,7 @@ def test_q1_four_ranks(ring_allreduce_time):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"collective_time", "collective_cost", "ring_allreduce_time"}:
                 if code.co_filename.replace("\\", "/").endswith(("course_lib/collectives.py",)):
@@ -253,7 +253,7 @@ def test_q1_other_rings(ring_allreduce_time):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"collective_time", "collective_cost", "ring_allreduce_time"}:
                 if code.co_filename.replace("\\", "/").endswith(("course_lib/collectives.py",)):
@@ -350,7 +350,7 @@ def test_q2_eight_ranks(ring_beats_recursive_doubling_bytes):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"equal_time_payload_bytes", "latency_bandwidth_crossover_bytes"}:
                 if code.co_filename.replace("\\", "/").endswith(("course_lib/collectives.py",)):
@@ -396,7 +396,7 @@ def test_q2_other_rings(ring_beats_recursive_doubling_bytes):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"equal_time_payload_bytes", "latency_bandwidth_crossover_bytes"}:
                 if code.co_filename.replace("\\", "/").endswith(("course_lib/collectives.py",)):
@@ -492,7 +492,7 @@ def test_q3_the_row(busbw_bytes_per_s):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {
                 "algbw_bytes_per_s",
@@ -537,7 +537,7 @@ def test_q3_other_collectives(busbw_bytes_per_s):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {
                 "algbw_bytes_per_s",

@@ -210,7 +210,7 @@ def test_q1_public(model_state_bytes):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"zero_model_state_bytes", "zero_model_state_breakdown"}:
                 if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism/memory.py",)):
@@ -256,7 +256,7 @@ def test_q1_every_stage(model_state_bytes):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"zero_model_state_bytes", "zero_model_state_breakdown"}:
                 if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism/memory.py",)):

@@ -198,7 +198,7 @@ def test_q1_public(bubble_fraction):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"pipeline_schedule", "pipeline_bubble_fraction"}:
                 if code.co_filename.replace("\\", "/").endswith(
@@ -246,7 +246,7 @@ def test_q1_other_pipelines(bubble_fraction):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"pipeline_schedule", "pipeline_bubble_fraction"}:
                 if code.co_filename.replace("\\", "/").endswith(
@@ -430,7 +430,7 @@ def test_q3_public(step_time_s):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"pipeline_schedule"}:
                 if code.co_filename.replace("\\", "/").endswith(
@@ -474,7 +474,7 @@ def test_q3_other_pipelines(step_time_s):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"pipeline_schedule"}:
                 if code.co_filename.replace("\\", "/").endswith(
@@ -563,7 +563,7 @@ def test_q4_public(in_flight_microbatches):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"pipeline_in_flight_microbatches"}:
                 if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism/memory.py",)):
@@ -609,7 +609,7 @@ def test_q4_other_pipelines(in_flight_microbatches):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"pipeline_in_flight_microbatches"}:
                 if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism/memory.py",)):

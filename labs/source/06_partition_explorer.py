@@ -189,7 +189,7 @@ def test_q1_public(transfers_per_axis):
         called = set()
         forbidden = {"step_transfers", "boundary_tensors", "partition_report"}
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in forbidden:
                 if code.co_filename.replace("\\", "/").endswith(
@@ -544,7 +544,7 @@ def test_q4_public(critical_path_communication_s):
     def calling(function, *args):
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"step_time", "partition_report", "calibrated_step_time"}:
                 if code.co_filename.replace("\\", "/").endswith(

@@ -203,7 +203,7 @@ def test_q1_public(kv_cache_bytes):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"kv_cache_bytes", "kv_cache_bytes_per_device", "serving_memory"}:
                 if code.co_filename.replace("\\", "/").endswith(("course_lib/serving.py",)):
@@ -248,7 +248,7 @@ def test_q1_other_models(kv_cache_bytes):
     def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
         called = set()
 
-        def watch(frame, event, arg):
+        def watch(frame, event, _arg):
             code = frame.f_code
             if event == "call" and code.co_name in {"kv_cache_bytes", "kv_cache_bytes_per_device", "serving_memory"}:
                 if code.co_filename.replace("\\", "/").endswith(("course_lib/serving.py",)):
@@ -336,7 +336,7 @@ def test_q2_public(compute_bound_batch):
 
     called = set()
 
-    def watch(frame, event, arg):
+    def watch(frame, event, _arg):
         if event == "call" and frame.f_code.co_name == "decode_compute_bound_sequences":
             called.add(frame.f_code.co_name)
 
@@ -370,7 +370,7 @@ def test_q2_other_devices(compute_bound_batch):
 
     called = set()
 
-    def watch(frame, event, arg):
+    def watch(frame, event, _arg):
         if event == "call" and frame.f_code.co_name == "decode_compute_bound_sequences":
             called.add(frame.f_code.co_name)
 
@@ -456,7 +456,7 @@ def test_q3_public(lowest_latency_t):
 
     called = set()
 
-    def watch(frame, event, arg):
+    def watch(frame, event, _arg):
         if event == "call" and frame.f_code.co_name == "latency_optimal_tensor_parallel":
             called.add(frame.f_code.co_name)
 
@@ -485,7 +485,7 @@ def test_q3_other_cases(lowest_latency_t):
 
     called = set()
 
-    def watch(frame, event, arg):
+    def watch(frame, event, _arg):
         if event == "call" and frame.f_code.co_name == "latency_optimal_tensor_parallel":
             called.add(frame.f_code.co_name)
 
@@ -595,7 +595,7 @@ def test_q4_public(time_per_output_token):
     forbidden = {"decode_step", "latency_throughput_curve", "compare_training_and_serving"}
     called = set()
 
-    def watch(frame, event, arg):
+    def watch(frame, event, _arg):
         code = frame.f_code
         if (
             event == "call"
@@ -638,7 +638,7 @@ def test_q4_other_plans(time_per_output_token):
     forbidden = {"decode_step", "latency_throughput_curve", "compare_training_and_serving"}
     called = set()
 
-    def watch(frame, event, arg):
+    def watch(frame, event, _arg):
         code = frame.f_code
         if (
             event == "call"

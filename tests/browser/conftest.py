@@ -197,7 +197,7 @@ def _write_lab_settings(settings_dir: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def lab_server(tmp_path_factory, chromium_executable, request):
+def lab_server(tmp_path_factory, chromium_executable, request):  # noqa: ARG001 (requested for its skip or failure)
     # chromium_executable first: without a browser there is no point in starting JupyterLab.
     jupyter = Path(sys.executable).parent / "jupyter"
     if not jupyter.exists():
@@ -307,7 +307,7 @@ BROWSER_MESSAGES = pytest.StashKey[list]()
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
+def pytest_runtest_makereport(item):
     """A failed browser test's report gets the tail of JupyterLab's log and the page's console errors."""
     report = yield
     if report.failed:
