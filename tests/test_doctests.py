@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NO_CONFTEST_COMMAND = ["-m", "pytest", "-p", "no:nbval", "-o", "addopts=", "--doctest-modules", "--noconftest"]
 
 
+@pytest.mark.slow  # every doctest again, in a process of its own (about 15 s); the quick tier runs them with conftest
 def test_the_doctests_pass_without_conftest():
     env = {name: value for name, value in os.environ.items() if name != "PYTEST_ADDOPTS"}
     done = subprocess.run(
