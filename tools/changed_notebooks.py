@@ -70,7 +70,8 @@ def imported_modules(source: str, module: str | None = None, is_package: bool = 
     ['course_lib', 'course_lib.viz', 'course_lib.viz.style']
     """
     names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    nodes = list(ast.walk(ast.parse(source)))
+    for node in nodes:
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -86,7 +87,7 @@ def imported_modules(source: str, module: str | None = None, is_package: bool = 
     # A module that starts another course_lib module as a program names it in a string (`python -m course_lib.x`).
     started = {
         f"{node.value}.__main__"
-        for node in ast.walk(ast.parse(source))
+        for node in nodes
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(f"{PACKAGE}.")
     }
     found = set()
@@ -134,10 +135,17 @@ def module_files(module: str) -> frozenset[Path]:
         if name in seen:
             continue
         seen.add(name)
-        path = module_path(name)
-        if path is not None:
-            todo.extend(imported_modules(path.read_text(encoding="utf-8"), name, path.name == "__init__.py"))
+        todo.extend(direct_imports(name))
     return frozenset(path for name in seen if (path := module_path(name)) is not None)
+
+
+@cache
+def direct_imports(module: str) -> frozenset[str]:
+    """The course_lib modules that ``module``'s own code imports (each file is read and parsed once)."""
+    path = module_path(module)
+    if path is None:
+        return frozenset()
+    return frozenset(imported_modules(path.read_text(encoding="utf-8"), module, path.name == "__init__.py"))
 
 
 def notebook_dependencies(notebook: Path, twin: Path) -> set[Path]:
