@@ -383,8 +383,8 @@ def test_refresh_calls_the_model_once(lab):
 
     with (
         mock.patch.object(serving, "serving_report", wraps=serving.serving_report) as report,
-        mock.patch.object(serving, "decode_step", wraps=serving.decode_step) as decode,
-        mock.patch.object(serving, "prefill", wraps=serving.prefill) as prefill,
+        mock.patch.object(serving.reports, "decode_step", wraps=serving.decode_step) as decode,
+        mock.patch.object(serving.reports, "prefill", wraps=serving.prefill) as prefill,
     ):
         for name, value in (("sequences", 32), ("prompt_len", 4096), ("model", "Llama 3.2 3B")):
             for counter in (report, decode, prefill):

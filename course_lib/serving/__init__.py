@@ -1,0 +1,18 @@
+"""Serving: prefill, decode, the KV cache, and why a partition that trains well may serve poorly. One concept per
+module, every public name reachable as ``serving.X``: ``replica`` (the KV cache, memory per device, prefill, decode
+and the latency–throughput curve of one replica) and ``reports`` (a plan's training step beside its serving figures;
+the serving lab's one call, ``serving_report``).
+
+>>> from course_lib import serving
+>>> from course_lib.parallelism import LLAMA3_70B
+>>> serving.kv_cache_bytes(LLAMA3_70B.layers, LLAMA3_70B.kv_heads, LLAMA3_70B.head_dim, context_len=1, sequences=1)
+327680
+"""
+
+from . import replica, reports
+from .replica import *
+from .reports import *
+
+__all__ = []
+__all__ += replica.__all__
+__all__ += reports.__all__
