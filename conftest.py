@@ -104,6 +104,15 @@ def pytest_configure(config):
         os.environ.pop("MPLBACKEND", None)
 
 
+@pytest.fixture(autouse=True)
+def close_figures():
+    """No test leaves a pyplot figure open for the next one (the viz modules' ``plot_*`` open them)."""
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close("all")
+
+
 # What `tools/assignments.py` reads to build the labs: when none of it changed, the last build is reused.
 ASSIGNMENT_INPUTS = ("labs/source/*.ipynb", "course_lib/**/*", "tools/assignments.py", "requirements.lock")
 ASSIGNMENT_CACHE = ROOT / "build" / "test-cache" / "assignments"

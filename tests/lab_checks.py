@@ -1,5 +1,5 @@
-"""Checks the lab tests share (tests/test_widgets_*.py): the values a control can take, plain results, and the fast
-PNG of a lab against a full ``savefig``."""
+"""Checks the lab and figure tests share (tests/test_widgets_*.py, tests/test_viz_*.py): the values a control can
+take, plain results, the fast PNG of a lab against a full ``savefig``, a figure's artists by their gid."""
 
 import io
 import math
@@ -99,3 +99,8 @@ def assert_updates_match_a_fresh_build(build, first, second):
         assert type(artist) is type(fresh_artist)
         assert artist.get_visible() == fresh_artist.get_visible()
     assert np.array_equal(figure_pixels(figure), figure_pixels(fresh_figure))
+
+
+def by_gid(artists, prefix):
+    """The artists whose gid starts with ``prefix``."""
+    return [a for a in artists if (a.get_gid() or "").startswith(prefix)]

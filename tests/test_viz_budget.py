@@ -5,7 +5,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
@@ -14,12 +13,6 @@ from course_lib.parallelism import GPT2_1_5B, GPT3_175B, MEGATRON_1T, ParallelPl
 from course_lib.viz.budget import plot_plan_search, plot_step_timeline
 
 CLUSTER_64 = hardware.Cluster("8 × DGX H100", hardware.H100, 8, 8, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
 
 
 # ---- step timeline ------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import re
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from lab_checks import assert_updates_match_a_fresh_build
+from lab_checks import assert_updates_match_a_fresh_build, by_gid
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
@@ -27,20 +27,10 @@ from course_lib.viz.collectives import (
 from course_lib.viz.style import RANK_COLORS
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 @pytest.fixture
 def two_axes():
     _, axes = plt.subplots(1, 2)
     return axes
-
-
-def by_gid(artists, prefix):
-    return [a for a in artists if (a.get_gid() or "").startswith(prefix)]
 
 
 # --- plot_collective_data --------------------------------------------------------------------------------------

@@ -8,25 +8,15 @@ matplotlib.use("Agg")
 import math
 import re
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from lab_checks import by_gid
 
 from course_lib import compute, hardware
 from course_lib.viz.compute import plot_flops_breakdown, plot_roofline
 
 GPT3 = dict(batch=1536, seq_len=2048, layers=96, hidden=12288, vocab=51200)
 SMALL = dict(batch=2, seq_len=64, layers=3, hidden=32, vocab=100)  # every count exact in float64
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
-def by_gid(artists, prefix):
-    return [a for a in artists if (a.get_gid() or "").startswith(prefix)]
 
 
 # --- plot_roofline ---------------------------------------------------------------------------------------------

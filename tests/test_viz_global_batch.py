@@ -4,18 +4,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt
-import pytest
 from lab_checks import assert_updates_match_a_fresh_build
 from matplotlib.figure import Figure
 
 from course_lib.viz.global_batch import GlobalBatchFigure
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
 
 
 def _batch_figure():

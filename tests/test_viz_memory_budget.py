@@ -24,13 +24,6 @@ from course_lib.viz.memory_budget import (
     plot_memory_breakdown,
 )
 
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 # ---- memory breakdown ---------------------------------------------------------------------------------------------
 
 

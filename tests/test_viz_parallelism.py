@@ -13,13 +13,6 @@ from course_lib import parallelism
 from course_lib.parallelism import ParallelPlan
 from course_lib.viz.parallelism import plot_parallelism_splits, plot_tensor_parallel_layer
 
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 # ---- the four splits ----------------------------------------------------------------------------------------------
 
 

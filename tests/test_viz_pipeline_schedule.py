@@ -26,13 +26,6 @@ from course_lib.viz.pipeline_schedule import (
 )
 from course_lib.viz.style import COLORS
 
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 # ---- pipeline Gantt chart -----------------------------------------------------------------------------------------
 
 

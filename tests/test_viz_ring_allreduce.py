@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from lab_checks import assert_updates_match_a_fresh_build
+from lab_checks import assert_updates_match_a_fresh_build, by_gid
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
@@ -17,17 +17,6 @@ from matplotlib.patches import FancyArrowPatch
 from course_lib.simulate import simulate
 from course_lib.viz.ring_allreduce import RingStepFigure, level_colors, plot_ring_allreduce_steps, plot_ring_step
 from course_lib.viz.style import EMPTY_COLOR
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
-def by_gid(artists, prefix):
-    return [a for a in artists if (a.get_gid() or "").startswith(prefix)]
-
 
 # --- plot_ring_step / plot_ring_allreduce_steps ----------------------------------------------------------------
 

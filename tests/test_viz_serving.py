@@ -24,12 +24,6 @@ from course_lib.viz.serving import (
 H100_NODES = Cluster("4 × DGX H100", H100, 8, 4, NVLINK4, INFINIBAND_NDR_8X)
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 def test_curve_holds_every_batch_size_and_the_current_point():
     curve = serving.latency_throughput_curve(LLAMA3_8B, DGX_H100, 2, 1, context_len=4096)
     current = serving.decode_step(LLAMA3_8B, DGX_H100, 2, 1, 32, 4096)
