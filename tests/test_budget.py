@@ -547,7 +547,7 @@ def test_transfer_table_is_the_partition_reports_and_sums_to_step_time():
     plan = ParallelPlan(data_parallel=2, tensor_parallel=4, pipeline_parallel=2, grad_accum_steps=4, zero_stage=1)
     rows = budget.transfer_table(GPT3_175B, plan, CLUSTER_2x8, compute_efficiency=0.4)
     report = budget.partition_report(GPT3_175B, plan, CLUSTER_2x8, compute_efficiency=0.4)
-    assert report["transfers"] == list(rows)
+    assert [row.as_dict() for row in report.transfers] == list(rows) == report.as_dict()["transfers"]
     step = step_time(GPT3_175B, plan, CLUSTER_2x8, compute_efficiency=0.4, calibration=None)
     for axis in ("tensor", "pipeline", "data"):
         mine = [r for r in rows if r["axis"] == axis]

@@ -1,4 +1,5 @@
-"""course_lib.viz.partition.PartitionFigure: what the figure holds after update(report), for several plans."""
+"""course_lib.viz.partition.PartitionFigure: what the figure holds after update(report), a budget.PartitionReport,
+for several plans."""
 
 from dataclasses import replace
 
@@ -43,8 +44,8 @@ def test_figure_holds_the_report(live, plan):
     model = parallelism.GPT3_175B if plan.tensor_parallel * plan.pipeline_parallel > 1 else parallelism.GPT2_1_5B
     report = budget.partition_report(model, plan, A100_X16)
     live.update(report)
-    rows = [transfer_row(k, x) for k, x in enumerate(report["transfers"], start=1)]
-    assert len(rows) == len(report["transfers"]) > 0
+    rows = [transfer_row(k, x) for k, x in enumerate(report.transfers, start=1)]
+    assert len(rows) == len(report.transfers) > 0
     # every boundary tensor is a row: op, payload per call, calls per step, link, time per step, exposed
     for column in (0, 1, 2, 3, 4, 5, 7, 8):
         assert live.columns[column] == [row[column] for row in rows]
@@ -57,7 +58,7 @@ def test_figure_holds_the_report(live, plan):
     # one numbered marker per boundary tensor, in the axis colour
     assert live.marker_numbers.get_texts() == [str(k) for k in range(1, len(rows) + 1)]
     for axis, line in live.marker_colors.items():
-        assert len(line.get_xdata()) == sum(x["axis"] == axis for x in report["transfers"])
+        assert len(line.get_xdata()) == sum(x.transfer.axis == axis for x in report.transfers)
     # the model: one box per drawn stage, t slices inside each (at most 16 drawn), node cuts when t > 8
     p, t = plan.pipeline_parallel, plan.tensor_parallel
     drawn = [s for s in drawn_stages(p) if s is not None]
@@ -67,24 +68,40 @@ def test_figure_holds_the_report(live, plan):
     assert len(live.node_cuts.get_segments()) == len(drawn) * max(t // 8 - 1, 0)
     assert len(live.replicas.boxes) == min(plan.data_parallel - 1, 3)
     # memory bars: each component's share of the capacity
-    capacity = report["capacity_bytes"]
+    capacity = hardware.A100.hbm_capacity_bytes
     start = 0.0  # the axis ends at twice the capacity: what lies beyond is cut
     # every component the memory bars stack (logits and framework are 0 in the ideal model the explorer uses)
     components = ("parameters", "gradients", "optimizer_state", "activations", "logits", "framework")
-    assert report["logits_bytes"] == report["framework_bytes"] == 0.0
+    assert report.memory.logits == report.memory.framework == 0.0
     for component, (x, _, width, _) in zip(components, live.memory_segments.boxes, strict=True):
-        share = report[f"{component}_bytes"] / capacity
+        share = getattr(report.memory, component) / capacity
         assert x == pytest.approx(min(start, 2.0), rel=1e-9)
         assert width == pytest.approx(max(0.0, min(share, 2.0 - start)), rel=1e-9, abs=1e-12)
         start += share
-    assert ("fits" if report["fits"] else "does not fit") in live.memory_text.get_text()
+    assert ("fits" if report.memory.total <= capacity else "does not fit") in live.memory_text.get_text()
     # step bar: the five terms as shares of the step, adding up to the whole
+    step = report.step
+    terms = (
+        step.compute_s,
+        step.bubble_s,
+        step.exposed_s["tensor"],
+        step.exposed_s["data"],
+        step.exposed_s["pipeline"],
+    )
+    assert [label for label, _, _ in STEP_SEGMENTS] == [
+        "compute",
+        "bubble",
+        "exposed tensor parallel",
+        "exposed data parallel",
+        "pipeline sends",
+    ]
+    assert [seconds(step) for _, _, seconds in STEP_SEGMENTS] == list(terms)
     widths = [box[2] for box in live.step_segments.boxes]
-    assert widths == pytest.approx([report[key] / report["step_time_s"] for key, _, _ in STEP_SEGMENTS], rel=1e-9)
+    assert widths == pytest.approx([term / step.total_s for term in terms], rel=1e-9)
     assert sum(widths) == pytest.approx(1.0, rel=1e-9)
-    assert live.step_values.get_texts() == [units.format_time(report[key]) for key, _, _ in STEP_SEGMENTS]
+    assert live.step_values.get_texts() == [units.format_time(term) for term in terms]
     texts = figure_texts(live)
-    assert units.format_time(report["step_time_s"]) in " ".join(texts)
+    assert units.format_time(step.total_s) in " ".join(texts)
 
 
 def test_tensor_link_changes_with_t_past_the_node(live):
@@ -108,3 +125,9 @@ def test_labels_are_readable(live):
     for artist in live.animated:
         if hasattr(artist, "_size"):
             assert artist._size >= 8
+
+
+def test_update_takes_a_partition_report_only(live):
+    report = budget.partition_report(parallelism.GPT3_175B, PLANS[0], A100_X16)
+    with pytest.raises(ValueError, match="report must be a budget.PartitionReport, got a dict"):
+        live.update(report.as_dict())

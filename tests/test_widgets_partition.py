@@ -1,6 +1,7 @@
 """Lab 6 (course_lib.widgets.partition, the partition explorer), in process: the contract (.controls, .result,
-.figure), every control swept with the result checked against budget.partition_report recomputed here, the
-dependent options, and the misconception (t from 8 to 16 on a multi-node cluster). No browser and no kernel."""
+.typed_result, .figure), every control swept with the result checked against budget.partition_report recomputed
+here, the dependent options, and the misconception (t from 8 to 16 on a multi-node cluster). No browser and no
+kernel."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ REQUIRED = (
     "tokens_per_s",
     "mfu",
 )
+# What the lab adds to PartitionReport.as_dict(): its own choices and the tensor-parallel link.
+LAB_KEYS = ("cluster", "schedule", "recompute", "sequence_parallel", "tensor_link", "tensor_time_s")
 TRANSFER_KEYS = {
     "axis",
     "tensor",
@@ -69,7 +72,19 @@ def check(lab):
     assert_plain_and_finite(plain)
     for key in REQUIRED:
         assert key in result, key
-    want = expected(values)
+    # the typed result is the report; the plain result its as_dict() and the lab's choices
+    report = lab.typed_result
+    assert isinstance(report, budget.PartitionReport)
+    assert {k: v for k, v in result.items() if k not in LAB_KEYS} == report.as_dict()
+    assert {k: result[k] for k in LAB_KEYS} == {
+        "cluster": values["cluster"],
+        "schedule": values["schedule"],
+        "recompute": values["recompute"],
+        "sequence_parallel": values["sequence_parallel"],
+        "tensor_link": report.tensor_link,
+        "tensor_time_s": report.tensor_time_s,
+    }
+    want = expected(values).as_dict()
     for key in REQUIRED:
         assert result[key] == (pytest.approx(want[key], rel=1e-12) if isinstance(want[key], float) else want[key])
     assert len(result["transfers"]) == len(want["transfers"])
@@ -112,6 +127,11 @@ def test_contract_and_defaults(lab):
     assert set(lab.controls) == set(partition_module.DEFAULTS)
     check(lab)
     assert lab.result["tensor_link"] == "NVLink"
+    # the tensor-parallel collectives by hand: 2 all-reduces forward and 2 backward per layer and micro-batch,
+    # 12 layers per stage × 64 micro-batches; per step the sum of the report's tensor rows
+    rows = [x for x in lab.result["transfers"] if x["axis"] == "tensor"]
+    assert [x["calls_per_step"] for x in rows] == [2 * 12 * 64] * 2
+    assert lab.result["tensor_time_s"] == pytest.approx(sum(x["time_s"] for x in rows), rel=1e-12)
     assert units.format_time(lab.result["step_time_s"]) == "16.9 s"
     assert_png_matches_savefig(lab)
 
@@ -186,3 +206,29 @@ def test_bad_initial_values_are_refused():
         partition_lab(tensor_parallel=5)
     with pytest.raises(ValueError, match="unknown control"):
         partition_lab(gpus=8)
+
+
+def test_one_refresh_evaluates_the_model_once(lab):
+    """Moving t runs the plan check, the memory and the step once each: one partition_report, nothing beside it."""
+    import sys
+
+    calls = {}
+    watched = {"partition_report", "check_plan_for_model", "_ideal_memory_breakdown", "_ideal_step_time"}
+
+    def watch(frame, event, _arg):
+        if event == "call" and frame.f_code.co_name in watched:
+            calls[frame.f_code.co_name] = calls.get(frame.f_code.co_name, 0) + 1
+
+    sys.setprofile(watch)
+    try:
+        lab.controls["tensor_parallel"].value = 4
+    finally:
+        sys.setprofile(None)
+    assert calls == dict.fromkeys(watched, 1)
+
+
+def test_cluster_choice_inverts_cluster_for():
+    for choice in partition_module.CLUSTERS:
+        for nodes in (1, 16):
+            cluster = partition_module.cluster_for({"cluster": choice, "nodes": nodes})
+            assert partition_module.cluster_choice(cluster) == choice

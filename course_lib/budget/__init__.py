@@ -12,7 +12,7 @@ one's ``__all__``, so ``budget.X`` and ``from course_lib.budget import X`` work 
 - ``search``: the plan search (``search_plans``, ``PlanSearch``, ``PLAN_FIELDS``, ``BINDING_CONSTRAINTS``,
   ``worst_case_ranking``);
 - ``report``: a plan's boundary transfers as a table and the partition explorer's report (``transfer_table``,
-  ``format_transfer_table``, ``partition_report``).
+  ``format_transfer_table``, ``partition_report`` and its ``PartitionReport`` of ``TimedTransfer`` rows).
 
 The calibration the step time applies lives in ``parallelism.calibration``; ``calibrated_cluster`` is re-exported
 here, as before.

@@ -1,31 +1,127 @@
-"""Report: a plan's boundary transfers as a table (``transfer_table``, ``format_transfer_table``) and everything the
-partition explorer shows for one plan (``partition_report``), from the ideal model.
+"""Report: a plan's boundary transfers placed and timed on a cluster (``TimedTransfer``; ``transfer_table`` and
+``format_transfer_table`` show them as a table) and everything the partition explorer shows for one plan
+(``partition_report``, a ``PartitionReport``), from the ideal model.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
-from .. import units
-from ..hardware import Cluster
-from ..parallelism.memory import memory_breakdown
+from .. import _check, units
+from ..hardware import Cluster, Link
+from ..parallelism.memory import MemoryBreakdown, _ideal_memory_breakdown
 from ..parallelism.models import TransformerModel
 from ..parallelism.plan import ParallelPlan
-from .step import _check_cluster_holds, _ideal_step_time, _microbatch_compute_s, _timed_transfers
+from ..parallelism.transfers import BoundaryTransfer
+from .step import StepTime, _check_cluster_holds, _ideal_step_time, _microbatch_compute_s, _timed_transfers
 
 __all__ = [
+    "TimedTransfer",
+    "PartitionReport",
     "transfer_table",
     "format_transfer_table",
     "partition_report",
 ]
+
+LEVELS = ("in node", "across nodes")  # the levels of a cluster a group's phases run on (``group_collective_phases``)
+AXES = ("tensor", "pipeline", "data")
+
+
+@dataclass(frozen=True)
+class TimedTransfer:
+    """One tensor that crosses a device boundary in a step, placed and timed on a cluster (the ideal model).
+
+    ``transfer`` is the ``parallelism.BoundaryTransfer`` as ``step_transfers`` lists it (axis, tensor, op, payload
+    of one call, group size, calls per step, phase: what it may hide behind); ``levels`` the levels of the cluster
+    its phases run on with more than one rank (``LEVELS``, in that order, from ``group_collective_phases``);
+    ``link`` the network's ``hardware.Link`` if it crosses nodes, else the node's; ``time_per_call_s``
+    (``transfer_time_per_call``), ``time_s`` per step (× calls) and ``exposed_s``, its share of the exposed time of
+    the transfers it overlaps with (same axis and phase, ``step_time``'s dependency rule). ``as_dict()`` is the row
+    of ``transfer_table``.
+
+    >>> from course_lib.hardware import NVLINK4
+    >>> from course_lib.parallelism import BoundaryTransfer
+    >>> grads = BoundaryTransfer("data", "gradients", "all_reduce", 1e9, 2, 1, "last backward")
+    >>> TimedTransfer(grads, ("in node",), NVLINK4, 2.2e-3, 2.2e-3, 1e-3).as_dict()["link_family"]
+    'NVLink'
+    >>> TimedTransfer(grads, ("in node",), NVLINK4, 2.2e-3, 2.2e-3, 3e-3)
+    Traceback (most recent call last):
+    ValueError: exposed_s must be at most time_s (0.0022), got 0.003
+    """
+
+    transfer: BoundaryTransfer
+    levels: tuple[str, ...]
+    link: Link
+    time_per_call_s: float
+    time_s: float
+    exposed_s: float
+
+    def __post_init__(self):
+        transfer = self.transfer
+        if (
+            not isinstance(transfer, BoundaryTransfer)
+            or np.ndim(transfer.calls_per_step)
+            or np.ndim(transfer.group_size)
+        ):
+            raise ValueError(f"transfer must be one parallelism.BoundaryTransfer (scalar sizes), got {transfer!r}")
+        if not transfer.crosses_boundary:
+            raise ValueError(f"transfer must cross a device boundary (group_size > 1, calls > 0), got {transfer!r}")
+        if not isinstance(self.levels, tuple) or not self.levels or self.levels != _ordered_levels(self.levels):
+            raise ValueError(f"levels must be a tuple of one or both of {LEVELS}, in that order, got {self.levels!r}")
+        if not isinstance(self.link, Link):
+            raise ValueError(f"link must be a hardware.Link, got {self.link!r}")
+        per_call = _check.nonnegative("time_per_call_s", self.time_per_call_s)
+        seconds = _check.nonnegative("time_s", self.time_s)
+        if not math.isclose(seconds, transfer.calls_per_step * per_call, rel_tol=1e-9):
+            raise ValueError(
+                f"time_s must be calls_per_step × time_per_call_s ({transfer.calls_per_step} × {per_call}), "
+                f"got {self.time_s!r}"
+            )
+        if _check.nonnegative("exposed_s", self.exposed_s) > seconds * (1 + 1e-9):
+            raise ValueError(f"exposed_s must be at most time_s ({seconds}), got {self.exposed_s!r}")
+
+    @property
+    def crosses_nodes(self) -> bool:
+        """Whether a phase of it runs across nodes (on the network)."""
+        return LEVELS[1] in self.levels
+
+    def as_dict(self) -> dict:
+        """The row of ``transfer_table``: the transfer's fields, ``levels`` joined ("in node + across nodes"),
+        ``link`` and ``link_family`` (the link's name and ``hardware.Link.family``), ``crosses_nodes`` and the times,
+        as plain Python values."""
+        transfer = self.transfer
+        return {
+            "axis": transfer.axis,
+            "tensor": transfer.tensor,
+            "op": transfer.op,
+            "payload_bytes": float(transfer.payload_bytes),
+            "group_size": int(transfer.group_size),
+            "calls_per_step": int(transfer.calls_per_step),
+            "phase": transfer.phase,
+            "levels": " + ".join(self.levels),
+            "link": self.link.name,
+            "link_family": self.link.family,
+            "crosses_nodes": self.crosses_nodes,
+            "time_per_call_s": float(self.time_per_call_s),
+            "time_s": float(self.time_s),
+            "exposed_s": float(self.exposed_s),
+        }
+
+
+def _ordered_levels(levels) -> tuple:
+    return tuple(level for level in LEVELS if level in levels)
 
 
 def transfer_table(
     model: TransformerModel, plan: ParallelPlan, cluster: Cluster, *, compute_efficiency=0.5, dtype="bf16"
 ) -> tuple[dict, ...]:
     """One row per tensor that crosses a device boundary in a step of ``plan`` on ``cluster`` (the ideal model,
-    ``step_time`` with ``calibration=None``): the one list of a plan's transfers, for the lessons' tables and
-    ``partition_report``.
+    ``step_time`` with ``calibration=None``): the lessons' table of a plan's transfers, ``TimedTransfer.as_dict()``
+    of each of ``partition_report``'s ``transfers``.
 
     Each row is a plain dict: ``axis``, ``tensor``, ``op``, ``payload_bytes`` (S of one call), ``group_size``,
     ``calls_per_step`` and ``phase`` (what it may hide behind) from ``parallelism.boundary_tensors``; ``levels``,
@@ -52,46 +148,29 @@ def transfer_table(
     """
     _check_cluster_holds(plan, cluster)
     forward, backward = _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype)
-    return _transfer_rows(cluster, *_timed_transfers(model, plan, cluster, forward, backward))
+    timed = _timed_rows(cluster, *_timed_transfers(model, plan, cluster, forward, backward))
+    return tuple(row.as_dict() for row in timed)
 
 
-def _transfer_rows(cluster, timed, per_phase, exposed_phase) -> tuple[dict, ...]:
-    """``transfer_table``'s rows from ``_timed_transfers``' result."""
+def _timed_rows(cluster, timed, per_phase, exposed_phase) -> tuple[TimedTransfer, ...]:
+    """The ``TimedTransfer`` of each boundary-crossing transfer of ``_timed_transfers``' result."""
     rows = []
     for transfer, seconds, phases in timed:
         if not transfer.crosses_boundary:
             continue
-        spanned = {phase.level for phase in phases if np.all(np.asarray(phase.ranks) > 1)}
-        levels = tuple(level for level in ("in node", "across nodes") if level in spanned)
-        crosses_nodes = "across nodes" in levels
-        link = cluster.inter_node_link if crosses_nodes else cluster.intra_node_link
+        levels = _ordered_levels({phase.level for phase in phases if np.all(np.asarray(phase.ranks) > 1)})
+        link = cluster.inter_node_link if LEVELS[1] in levels else cluster.intra_node_link
         key = (transfer.axis, transfer.phase)
         share = float(seconds / per_phase[key]) if per_phase[key] > 0 else 0.0
-        rows.append(
-            {
-                "axis": transfer.axis,
-                "tensor": transfer.tensor,
-                "op": transfer.op,
-                "payload_bytes": float(transfer.payload_bytes),
-                "group_size": int(transfer.group_size),
-                "calls_per_step": int(transfer.calls_per_step),
-                "phase": transfer.phase,
-                "levels": " + ".join(levels),
-                "link": link.name,
-                "link_family": link.family,
-                "crosses_nodes": crosses_nodes,
-                "time_per_call_s": float(sum(phase.time_s for phase in phases)),
-                "time_s": float(seconds),
-                "exposed_s": float(share * exposed_phase[key]),
-            }
-        )
+        per_call = float(sum(phase.time_s for phase in phases))
+        rows.append(TimedTransfer(transfer, levels, link, per_call, float(seconds), share * exposed_phase[key]))
     return tuple(rows)
 
 
 def format_transfer_table(rows) -> str:
-    """``transfer_table``'s rows (or ``partition_report``'s ``transfers``) as a text table, one line per tensor,
-    quantities with their units: the levels of the cluster its group spans, time per call and per step, the part
-    of it nothing hides, and what it may hide behind.
+    """``transfer_table``'s rows (or the ``transfers`` of ``PartitionReport.as_dict()``) as a text table, one line
+    per tensor, quantities with their units: the levels of the cluster its group spans, time per call and per step,
+    the part of it nothing hides, and what it may hide behind.
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
@@ -114,20 +193,139 @@ def format_transfer_table(rows) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class PartitionReport:
+    """Everything the partition explorer shows for one plan, from the ideal model: ``partition_report``'s result.
+
+    Fields, the formula layer's results as they come: the ``model``, ``plan`` and ``cluster``; ``memory``, the
+    ``parallelism.MemoryBreakdown`` per device (the first pipeline stage; ``logits`` and ``framework`` are 0 in the
+    ideal model); ``step``, the ``StepTime`` (``step_time`` with ``calibration=None``); ``transfers``, the
+    ``TimedTransfer`` of every tensor that crosses a device boundary (``transfer_table``'s rows), whose exposed times
+    add up to ``step.exposed_s`` axis by axis. Derived: ``capacity_bytes``, ``fits``, ``binding_constraint``
+    ("memory" when the plan does not fit), ``tokens_per_s``, ``tensor_link`` and ``tensor_time_s``. ``as_dict()``:
+    the plain dict of numbers and strings that tests, graders and lessons read.
+    """
+
+    model: TransformerModel
+    plan: ParallelPlan
+    cluster: Cluster
+    memory: MemoryBreakdown
+    step: StepTime
+    transfers: tuple[TimedTransfer, ...]
+
+    def __post_init__(self):
+        types = (
+            ("model", TransformerModel),
+            ("plan", ParallelPlan),
+            ("cluster", Cluster),
+            ("memory", MemoryBreakdown),
+            ("step", StepTime),
+        )
+        for name, kind in types:
+            if not isinstance(getattr(self, name), kind):
+                raise ValueError(f"{name} must be a {kind.__name__}, got {getattr(self, name)!r}")
+        if np.ndim(self.plan.devices):
+            raise ValueError(f"plan must be one plan (scalar sizes), got sizes {self.plan.sizes}")
+        if self.plan.devices > self.cluster.devices:
+            raise ValueError(f"cluster must hold the plan's {self.plan.devices} devices, got {self.cluster.devices}")
+        if any(np.ndim(getattr(self.memory, field.name)) for field in dataclasses.fields(MemoryBreakdown)):
+            raise ValueError("memory must be one plan's MemoryBreakdown (scalar fields), not arrays")
+        total = self.step.total_s
+        if np.ndim(total) or not (math.isfinite(total) and total > 0):
+            raise ValueError(f"step must be one plan's StepTime with a finite total_s > 0, got total_s={total!r}")
+        if not isinstance(self.transfers, tuple) or not all(isinstance(x, TimedTransfer) for x in self.transfers):
+            raise ValueError(f"transfers must be a tuple of TimedTransfer, got {self.transfers!r}")
+        for axis in AXES:
+            exposed = sum(x.exposed_s for x in self.transfers if x.transfer.axis == axis)
+            if not math.isclose(exposed, self.step.exposed_s[axis], rel_tol=1e-9, abs_tol=1e-15):
+                raise ValueError(
+                    f"transfers must add up to step's exposed {axis} time ({self.step.exposed_s[axis]} s), got "
+                    f"{exposed} s"
+                )
+
+    @property
+    def capacity_bytes(self) -> float:
+        """One device's HBM."""
+        return float(self.cluster.accelerator.hbm_capacity_bytes)
+
+    @property
+    def fits(self) -> bool:
+        """Whether ``memory.total`` fits one device's HBM."""
+        return bool(self.memory.total <= self.capacity_bytes)
+
+    @property
+    def binding_constraint(self) -> str:
+        """What limits the plan: "memory" if it does not fit, else the step's ``binding_constraint``."""
+        return str(self.step.binding_constraint) if self.fits else "memory"
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens trained per second: global batch × sequence length / step time."""
+        return float(self.plan.global_batch * self.model.seq_len / self.step.total_s)
+
+    @property
+    def tensor_link(self) -> str:
+        """The ``hardware.Link.family`` the tensor-parallel collectives run on ("none" without tensor parallelism)."""
+        return next((x.link.family for x in self.transfers if x.transfer.axis == "tensor"), "none")
+
+    @property
+    def tensor_time_s(self) -> float:
+        """Seconds per step of every tensor-parallel collective (all on the critical path: all exposed)."""
+        return float(sum(x.time_s for x in self.transfers if x.transfer.axis == "tensor"))
+
+    def as_dict(self) -> dict:
+        """The report as plain Python values: the plan's sizes; ``parameters_bytes``, ``gradients_bytes``,
+        ``optimizer_state_bytes``, ``activations_bytes``, ``logits_bytes``, ``framework_bytes``,
+        ``memory_bytes_per_device``, ``capacity_bytes``, ``fits``; the step: ``compute_s``, ``bubble_s``,
+        ``exposed_tensor_s``, ``exposed_pipeline_s``, ``exposed_data_s``, ``exposed_communication_s``,
+        ``step_time_s``, ``binding_constraint``, ``tokens_per_s``, ``mfu``; and ``transfers``, a list of
+        ``TimedTransfer.as_dict()`` (``transfer_table``'s rows)."""
+        model, plan, cluster, memory, step = self.model, self.plan, self.cluster, self.memory, self.step
+        t, p, d, b, m, v = plan.sizes
+        return {
+            "model": model.name,
+            "layers": int(model.layers),
+            "data_parallel": int(d),
+            "tensor_parallel": int(t),
+            "pipeline_parallel": int(p),
+            "virtual_stages": int(v),
+            "zero_stage": int(plan.zero_stage),
+            "micro_batch": int(b),
+            "grad_accum_steps": int(m),
+            "devices": int(plan.devices),
+            "devices_per_node": int(cluster.devices_per_node),
+            "nodes": int(cluster.nodes),
+            "global_batch": int(plan.global_batch),
+            "device": cluster.accelerator.name,
+            "parameters_bytes": float(memory.parameters),
+            "gradients_bytes": float(memory.gradients),
+            "optimizer_state_bytes": float(memory.optimizer_state),
+            "activations_bytes": float(memory.activations),
+            "logits_bytes": float(memory.logits),
+            "framework_bytes": float(memory.framework),
+            "memory_bytes_per_device": float(memory.total),
+            "capacity_bytes": self.capacity_bytes,
+            "fits": self.fits,
+            "compute_s": float(step.compute_s),
+            "bubble_s": float(step.bubble_s),
+            "exposed_tensor_s": float(step.exposed_s["tensor"]),
+            "exposed_pipeline_s": float(step.exposed_s["pipeline"]),
+            "exposed_data_s": float(step.exposed_s["data"]),
+            "exposed_communication_s": float(step.exposed_communication_s),
+            "step_time_s": float(step.total_s),
+            "binding_constraint": self.binding_constraint,
+            "tokens_per_s": self.tokens_per_s,
+            "mfu": float(step.mfu),
+            "transfers": [x.as_dict() for x in self.transfers],
+        }
+
+
 def partition_report(
     model: TransformerModel, plan: ParallelPlan, cluster: Cluster, *, compute_efficiency=0.5, dtype="bf16"
-) -> dict:
-    """Everything the partition explorer shows for one plan, as plain Python values, from the ideal model
-    (``memory_breakdown``, ``step_time`` with ``calibration=None`` and ``transfer_table``).
-
-    Keys: the plan's sizes; ``parameters_bytes``, ``gradients_bytes``, ``optimizer_state_bytes``,
-    ``activations_bytes`` (per device, the first pipeline stage), ``logits_bytes`` and ``framework_bytes`` (0 in the
-    ideal model), ``memory_bytes_per_device``,
-    ``capacity_bytes``, ``fits``; the step: ``compute_s``, ``bubble_s``, ``exposed_tensor_s``,
-    ``exposed_pipeline_s``, ``exposed_data_s``, ``exposed_communication_s``, ``step_time_s``,
-    ``binding_constraint`` ("memory" when the plan does not fit), ``tokens_per_s``, ``mfu``; and ``transfers``:
-    ``transfer_table``'s rows (one dict per boundary tensor: ``axis``, ``tensor``, ``op``, ``payload_bytes``,
-    ``calls_per_step``, ``group_size``, ``link``, ``crosses_nodes``, ``time_s`` per step, ``exposed_s``, …).
+) -> PartitionReport:
+    """Everything the partition explorer shows for one plan, from the ideal model, as a ``PartitionReport``: one
+    evaluation of the model (``memory_breakdown`` and ``step_time`` with ``calibration=None``, the transfers timed
+    once for both the step and its ``transfers``; the plan checked against the model once).
 
     GPT-3 175B on 8 nodes of 8 A100: t = 16 instead of 8 (p = 4 instead of 8, the same 64 GPUs) puts the
     tensor-parallel all-reduces on InfiniBand, and the step gets slower.
@@ -140,53 +338,14 @@ def partition_report(
     >>> for t, p in ((8, 8), (16, 4)):
     ...     r = partition_report(GPT3_175B, plan.replace(tensor_parallel=t, pipeline_parallel=p),
     ...                          replace(DGX_A100, nodes=8))
-    ...     tp = r["transfers"][0]
-    ...     print(t, tp["link"].split()[0], tp["calls_per_step"], format_time(tp["time_s"]),
-    ...           format_time(r["step_time_s"]))
+    ...     tp = r.transfers[0]
+    ...     print(t, r.tensor_link, tp.transfer.calls_per_step, format_time(tp.time_s), format_time(r.step.total_s))
     8 NVLink 1536 472 ms 16.9 s
     16 InfiniBand 3072 1.75 s 18.6 s
+    >>> r.as_dict()["step_time_s"] == r.step.total_s, r.as_dict()["transfers"][0]["link_family"]
+    (True, 'InfiniBand')
     """
-    memory = memory_breakdown(model, plan, calibration=None)
     _check_cluster_holds(plan, cluster)
-    step, timed = _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)  # the transfers timed once
-    transfers = list(_transfer_rows(cluster, *timed))
-    total = float(memory.total)
-    capacity = float(cluster.accelerator.hbm_capacity_bytes)
-    fits = total <= capacity
-    t, p, d, b, m, v = plan.sizes
-    return {
-        "model": model.name,
-        "layers": int(model.layers),
-        "data_parallel": int(d),
-        "tensor_parallel": int(t),
-        "pipeline_parallel": int(p),
-        "virtual_stages": int(v),
-        "zero_stage": int(plan.zero_stage),
-        "micro_batch": int(b),
-        "grad_accum_steps": int(m),
-        "devices": int(plan.devices),
-        "devices_per_node": int(cluster.devices_per_node),
-        "nodes": int(cluster.nodes),
-        "global_batch": int(plan.global_batch),
-        "device": cluster.accelerator.name,
-        "parameters_bytes": float(memory.parameters),
-        "gradients_bytes": float(memory.gradients),
-        "optimizer_state_bytes": float(memory.optimizer_state),
-        "activations_bytes": float(memory.activations),
-        "logits_bytes": float(memory.logits),  # 0 in the ideal model; the figure stacks every component
-        "framework_bytes": float(memory.framework),
-        "memory_bytes_per_device": total,
-        "capacity_bytes": capacity,
-        "fits": bool(fits),
-        "compute_s": float(step.compute_s),
-        "bubble_s": float(step.bubble_s),
-        "exposed_tensor_s": float(step.exposed_s["tensor"]),
-        "exposed_pipeline_s": float(step.exposed_s["pipeline"]),
-        "exposed_data_s": float(step.exposed_s["data"]),
-        "exposed_communication_s": float(step.exposed_communication_s),
-        "step_time_s": float(step.total_s),
-        "binding_constraint": step.binding_constraint if fits else "memory",
-        "tokens_per_s": float(plan.global_batch * model.seq_len / step.total_s),
-        "mfu": float(step.mfu),
-        "transfers": transfers,
-    }
+    step, timed = _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)  # checks the plan for the model
+    memory = _ideal_memory_breakdown(model, plan)
+    return PartitionReport(model, plan, cluster, memory, step, _timed_rows(cluster, *timed))

@@ -169,7 +169,7 @@ def _check_cluster_holds(plan, cluster):
 
 def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
     """``step_time``'s ideal model (compute at ``compute_efficiency`` × peak): the StepTime, and the
-    ``_timed_transfers`` result it was built from (``partition_report`` makes its table rows from it)."""
+    ``_timed_transfers`` result it was built from (``partition_report`` makes its ``TimedTransfer`` rows from it)."""
     p, m, v = plan.pipeline_parallel, plan.grad_accum_steps, plan.virtual_stages
     shape = (model.seq_len, model.layers, model.hidden, model.vocab)
     forward, backward = _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype)

@@ -315,6 +315,14 @@ def memory_breakdown(
     if calibration is not None:
         return calibrated_memory_breakdown(model, plan, calibration)
     check_plan_for_model(model, plan)
+    return _ideal_memory_breakdown(model, plan, optimizer_bytes_per_param)
+
+
+def _ideal_memory_breakdown(
+    model: TransformerModel, plan: ParallelPlan, optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM
+) -> MemoryBreakdown:
+    """``memory_breakdown``'s ideal model, for a plan the caller has already checked against the model
+    (``check_plan_for_model``): ``budget.partition_report`` checks it once, in its step time."""
     params_per_device = model.params / (plan.tensor_parallel * plan.pipeline_parallel)
     parameters, gradients, optimizer = zero_model_state_breakdown(
         params_per_device, plan.data_parallel, plan.zero_stage, optimizer_bytes_per_param

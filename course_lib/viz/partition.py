@@ -1,9 +1,10 @@
 """The partition explorer's figure: one model diagram split by a plan, the tensors that cross device boundaries, and
 two bars (memory per device, where the step's time goes).
 
-``PartitionFigure(figure)`` builds its axes on a matplotlib Figure once; ``update(report)`` takes the plain dict of
-``budget.partition_report`` and changes only its artists (all of them animated, so a lab redraws them over a cached
-picture of the frames and legends).
+``PartitionFigure(figure)`` builds its axes on a matplotlib Figure once; ``update(report)`` takes the
+``budget.PartitionReport`` of ``budget.partition_report`` (it reads its fields: the plan, the cluster, the
+``MemoryBreakdown``, the ``StepTime`` and the ``TimedTransfer`` rows) and changes only its artists (all of them
+animated, so a lab redraws them over a cached picture of the frames and legends).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from .. import units
+from ..budget import PartitionReport, TimedTransfer
 from .fast import FastText, FastTextGroup, LiveFigure
 from .memory_budget import MEMORY_COMPONENTS
 from .style import AXIS_COLORS, COLORS
@@ -33,13 +35,13 @@ MAX_REPLICAS_DRAWN = 3  # data-parallel copies drawn behind the model
 MAX_ROWS = 10  # boundary tensors listed (sequence parallelism and ZeRO-3 make 9)
 STAGE_COLORS = ("#4C72B0", "#DD8452", "#55A868", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
 LINK_COLORS = {"NVLink": "#2F6DB5", "InfiniBand": "#C0392B"}  # by hardware.Link.family
-# The step's time, left to right: (report key, label, colour).
+# The step's time, left to right: (label, colour, its seconds in a budget.StepTime).
 STEP_SEGMENTS = (
-    ("compute_s", "compute", COLORS["compute"]),
-    ("bubble_s", "bubble", "#AAAAAA"),
-    ("exposed_tensor_s", "exposed tensor parallel", AXIS_COLORS["tensor"]),
-    ("exposed_data_s", "exposed data parallel", AXIS_COLORS["data"]),
-    ("exposed_pipeline_s", "pipeline sends", AXIS_COLORS["pipeline"]),
+    ("compute", COLORS["compute"], lambda step: step.compute_s),
+    ("bubble", "#AAAAAA", lambda step: step.bubble_s),
+    ("exposed tensor parallel", AXIS_COLORS["tensor"], lambda step: step.exposed_s["tensor"]),
+    ("exposed data parallel", AXIS_COLORS["data"], lambda step: step.exposed_s["data"]),
+    ("pipeline sends", AXIS_COLORS["pipeline"], lambda step: step.exposed_s["pipeline"]),
 )
 _AXIS_SHORT = {"tensor": "TP", "pipeline": "PP", "data": "DP"}
 _OP_SHORT = {
@@ -62,24 +64,27 @@ _COLUMNS = (
 )
 
 
-def transfer_row(number: int, transfer: dict) -> tuple:
-    """The table row of one transfer dict of ``budget.partition_report`` (formatted with units).
+def transfer_row(number: int, timed: TimedTransfer) -> tuple:
+    """The table row of one ``budget.TimedTransfer`` of a ``PartitionReport`` (formatted with units).
 
-    >>> transfer_row(1, {"axis": "tensor", "tensor": "gradients", "op": "all_reduce", "payload_bytes": 5e7,
-    ...                  "calls_per_step": 1536, "link": "NVLink 3 (A100)", "link_family": "NVLink", "time_s": 0.472,
-    ...                  "exposed_s": 0.472})
-    ('1', 'TP', 'gradients', 'all-reduce', '50 MB', '1536', 'NVLink', '472 ms', '472 ms')
+    >>> from course_lib.budget import TimedTransfer
+    >>> from course_lib.hardware import NVLINK3
+    >>> from course_lib.parallelism import BoundaryTransfer
+    >>> ar = BoundaryTransfer("tensor", "layer outputs", "all_reduce", 5e7, 8, 1536, "none")
+    >>> transfer_row(1, TimedTransfer(ar, ("in node",), NVLINK3, 0.472 / 1536, 0.472, 0.472))
+    ('1', 'TP', 'layer outputs', 'all-reduce', '50 MB', '1536', 'NVLink', '472 ms', '472 ms')
     """
+    transfer = timed.transfer
     return (
         str(number),
-        _AXIS_SHORT[transfer["axis"]],
-        transfer["tensor"],
-        _OP_SHORT[transfer["op"]],
-        units.format_bytes(transfer["payload_bytes"]),
-        str(transfer["calls_per_step"]),
-        transfer["link_family"],
-        units.format_time(transfer["time_s"]),
-        units.format_time(transfer["exposed_s"]),
+        _AXIS_SHORT[transfer.axis],
+        transfer.tensor,
+        _OP_SHORT[transfer.op],
+        units.format_bytes(transfer.payload_bytes),
+        str(transfer.calls_per_step),
+        timed.link.family,
+        units.format_time(timed.time_s),
+        units.format_time(timed.exposed_s),
     )
 
 
@@ -279,7 +284,7 @@ class PartitionFigure(LiveFigure):
         ax.set_title("where the step's time goes", fontsize=9, loc="left", pad=16)
         self.step_segments = BoxGroup(ax, edgecolor="white", zorder=2)  # one box per STEP_SEGMENTS term
         self.step_values = FastTextGroup(self.step_ax, size=8, ha="right", va="center", transform=ax.transAxes)
-        for row, (_, label, color) in enumerate(STEP_SEGMENTS):
+        for row, (label, color, _) in enumerate(STEP_SEGMENTS):
             y = -0.55 - 0.32 * row
             ax.add_patch(Rectangle((0.0, y - 0.1), 0.04, 0.2, facecolor=color, transform=ax.transAxes, clip_on=False))
             ax.text(0.07, y, label, fontsize=8, va="center", transform=ax.transAxes)
@@ -294,28 +299,31 @@ class PartitionFigure(LiveFigure):
 
     # ---- update ---------------------------------------------------------------------------------------------------
 
-    def update(self, report: dict) -> None:
-        """Show ``report`` (a ``budget.partition_report`` dict)."""
+    def update(self, report: PartitionReport) -> None:
+        """Show ``report``, a ``budget.PartitionReport``."""
+        if not isinstance(report, PartitionReport):
+            raise ValueError(f"report must be a budget.PartitionReport, got a {type(report).__name__}")
         self._update_diagram(report)
         self._update_table(report)
         self._update_bars(report)
 
-    def _update_diagram(self, r):
-        t, p, d, v = r["tensor_parallel"], r["pipeline_parallel"], r["data_parallel"], r["virtual_stages"]
-        g = r["devices_per_node"]
+    def _update_diagram(self, r: PartitionReport):
+        t, p, d, _, _, v = r.plan.sizes
+        cluster = r.cluster
+        g = cluster.devices_per_node
         self.title.set_text(
-            f"{r['model']}: d·t·p = {d}·{t}·{p} = {r['devices']} of {r['nodes'] * g} {r['device']} "
-            f"({r['nodes']} nodes of {g})"
+            f"{r.model.name}: d·t·p = {d}·{t}·{p} = {r.plan.devices} of {cluster.devices} {cluster.accelerator.name} "
+            f"({cluster.nodes} nodes of {g})"
         )
         self.subtitle.set_text(
-            f"step {units.format_time(r['step_time_s'])} · {units.format_count(r['tokens_per_s'])} tokens/s · "
-            f"MFU {units.format_percent(r['mfu'])} · binding: {r['binding_constraint']}"
+            f"step {units.format_time(r.step.total_s)} · {units.format_count(r.tokens_per_s)} tokens/s · "
+            f"MFU {units.format_percent(r.step.mfu)} · binding: {r.binding_constraint}"
         )
         stages = drawn_stages(p)
         left, right, y, height = 9.0, 91.0, 24.0, 14.0
         slot = (right - left) / len(stages)
         width = slot * 0.82
-        per_stage = r["layers"] // p
+        per_stage = r.model.layers // p
         stripes, cuts, labels, devices, hops = [], [], [], [], []
         boxes = [(0, y, 7, height, STAGE_COLORS[0]), (93, y, 7, height, STAGE_COLORS[(p - 1) % len(STAGE_COLORS)])]
         for index, stage in enumerate(stages):
@@ -360,8 +368,8 @@ class PartitionFigure(LiveFigure):
         }
         numbers, positions = [], {axis: [] for axis in self.marker_colors}
         used = {axis: 0 for axis in self.marker_colors}
-        for number, transfer in enumerate(r["transfers"][:MAX_ROWS], start=1):
-            axis = transfer["axis"]
+        for number, timed in enumerate(r.transfers[:MAX_ROWS], start=1):
+            axis = timed.transfer.axis
             xy = places[axis][min(used[axis], len(places[axis]) - 1)]
             used[axis] += 1
             positions[axis].append(xy)
@@ -369,27 +377,26 @@ class PartitionFigure(LiveFigure):
         for axis, line in self.marker_colors.items():
             line.set_data([xy[0] for xy in positions[axis]], [xy[1] for xy in positions[axis]])
         self.marker_numbers.set_texts(numbers)
-        tp_link = next((x["link_family"] for x in r["transfers"] if x["axis"] == "tensor"), None)
         if t == 1:
             tensor_text = "t = 1: each block whole on one GPU, no tensor-parallel traffic"
         elif t > g:
             tensor_text = f"t = {t} tensor-parallel slices per stage ({t // g} nodes: the red line)"
         else:
-            tensor_text = f"t = {t} tensor-parallel slices per stage, inside one node ({tp_link})"
+            tensor_text = f"t = {t} tensor-parallel slices per stage, inside one node ({r.tensor_link})"
         self.tensor_label.set_text(tensor_text)
         self.data_label.set_text(
             f"× d = {d} data-parallel replicas (copies behind, {min(d - 1, MAX_REPLICAS_DRAWN)} drawn)"
             if d > 1
             else "d = 1: one replica, no data-parallel traffic"
         )
-        zero = r["zero_stage"]
+        zero = r.plan.zero_stage
         sharded = ("nothing", "optimizer state", "optimizer state and gradients", "parameters, gradients, optimizer")
         self.zero_label.set_text(
             f"ZeRO-{zero}: {sharded[zero]} split into d = {d} shards" if zero and d > 1 else f"ZeRO-{zero}: no shards"
         )
 
-    def _update_table(self, r):
-        transfers = r["transfers"][:MAX_ROWS]
+    def _update_table(self, r: PartitionReport):
+        transfers = r.transfers[:MAX_ROWS]
         rows = [transfer_row(number, x) for number, x in enumerate(transfers, start=1)]
         self.columns = [[row[column] for row in rows] for column in range(len(_COLUMNS))]
         placed = {"left": [], "right": []}
@@ -401,8 +408,8 @@ class PartitionFigure(LiveFigure):
         link_x = _COLUMNS[6][1]
         self.nvlink_rows.set_texts([((link_x, k), row[6]) for k, row in enumerate(rows) if row[6] != "InfiniBand"])
         self.network_rows.set_texts([((link_x, k), row[6]) for k, row in enumerate(rows) if row[6] == "InfiniBand"])
-        every = sum(x["time_s"] for x in transfers)
-        hidden = every - sum(x["exposed_s"] for x in transfers)
+        every = sum(x.time_s for x in transfers)
+        hidden = every - sum(x.exposed_s for x in transfers)
         self.table_note.set_position((0, len(rows) + 0.3))
         self.table_note.set_text(
             f"hidden behind compute: {units.format_time(hidden)} of {units.format_time(every)}"
@@ -410,25 +417,24 @@ class PartitionFigure(LiveFigure):
             else "no tensor crosses a device boundary: one device holds everything"
         )
 
-    def _update_bars(self, r):
-        capacity = r["capacity_bytes"]
+    def _update_bars(self, r: PartitionReport):
+        capacity = r.capacity_bytes
         start, boxes = 0.0, []
         for component in MEMORY_COMPONENTS:
-            share = r[f"{component}_bytes"] / capacity
+            share = getattr(r.memory, component) / capacity
             boxes.append((min(start, 2.0), -0.35, max(0.0, min(share, 2.0 - start)), 0.7, COLORS[component]))
             start += share
         self.memory_segments.set_boxes(boxes)
-        verdict = "fits" if r["fits"] else "does not fit"
-        self.memory_text.set_text(
-            f"{units.format_bytes(r['memory_bytes_per_device'])} of {units.format_bytes(capacity)}: {verdict}"
-        )
-        total = r["step_time_s"]
+        verdict = "fits" if r.fits else "does not fit"
+        self.memory_text.set_text(f"{units.format_bytes(r.memory.total)} of {units.format_bytes(capacity)}: {verdict}")
+        total = r.step.total_s
         start, values, boxes = 0.0, [], []
-        for row, (key, _label, color) in enumerate(STEP_SEGMENTS):
-            share = r[key] / total
+        for row, (_label, color, seconds_of) in enumerate(STEP_SEGMENTS):
+            seconds = seconds_of(r.step)
+            share = seconds / total
             boxes.append((start, -0.35, share, 0.7, color))
             start += share
-            values.append(((1.0, -0.55 - 0.32 * row), units.format_time(r[key])))
+            values.append(((1.0, -0.55 - 0.32 * row), units.format_time(seconds)))
         self.step_segments.set_boxes(boxes)
         self.step_values.set_texts(values)
         self.step_text.set_text(f"step {units.format_time(total)}")

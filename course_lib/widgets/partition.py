@@ -1,8 +1,12 @@
 """Lab 6 · the partition explorer: one model diagram, every split, the tensors that cross each device boundary.
 
 Every number comes from one call, ``budget.partition_report`` (the ideal model: ``memory_breakdown`` and
-``step_time`` with ``calibration=None``, ``step_transfers`` timed on the cluster's links); the figure is
-``viz.partition.PartitionFigure``. The cluster is nodes of 8 A100 or 8 H100, NVLink inside a node and InfiniBand
+``step_time`` with ``calibration=None``, ``step_transfers`` timed on the cluster's links): ``compute`` returns that
+``budget.PartitionReport``, which alone the figure (``viz.partition.PartitionFigure``) and the summary read and
+``lab.typed_result`` holds. ``lab.result`` shows it as a plain dict: ``PartitionReport.as_dict()`` (the plan's sizes,
+memory per device, the step's terms, ``transfers``: one dict per boundary tensor) and the lab's ``cluster`` (the
+node type chosen), ``schedule``, ``recompute``, ``sequence_parallel``, ``tensor_link`` and ``tensor_time_s``. The
+cluster is nodes of 8 A100 or 8 H100, NVLink inside a node and InfiniBand
 between nodes; Megatron-LM's placement puts the tensor-parallel ranks next to each other, so t ≤ 8 keeps them in one
 node and t = 16 spans two.
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import ipywidgets as widgets
+import numpy as np
 from matplotlib.figure import Figure
 
 from .. import budget, hardware, parallelism, units
@@ -55,6 +60,7 @@ __all__ = [
     "options_for",
     "model_for",
     "cluster_for",
+    "cluster_choice",
 ]
 
 CUSTOM = "custom"
@@ -113,6 +119,21 @@ def cluster_for(values: dict) -> hardware.Cluster:
     return replace(node, name=f"{values['nodes']} × {node.name.split(' (')[0]}", nodes=values["nodes"])
 
 
+def cluster_choice(cluster: hardware.Cluster) -> str:
+    """The ``CLUSTERS`` choice ``cluster`` is made of (``cluster_for``'s inverse): the node type with its accelerator
+    and links.
+
+    >>> cluster_choice(cluster_for({**DEFAULTS, "nodes": 2})) == DEFAULTS["cluster"]
+    True
+    """
+    node_type = (cluster.accelerator, cluster.intra_node_link, cluster.inter_node_link)
+    return next(
+        choice
+        for choice, node in CLUSTERS.items()
+        if (node.accelerator, node.intra_node_link, node.inter_node_link) == node_type
+    )
+
+
 def options_for(values: dict) -> dict:
     """Every dependent control's options given the others' values, and the values snapped onto them, in the order
     that keeps each plan valid: heads (custom), t, p, d, schedule, v, m, nodes. Returns {name: (options, value)}.
@@ -145,24 +166,23 @@ def options_for(values: dict) -> dict:
     model = model_for(values)
     d, p = values["data_parallel"], values["pipeline_parallel"]
     per_node = CLUSTERS[values["cluster"]].devices_per_node
+    sizes = range(1, MAX_TENSOR_PARALLEL + 1)
+    even = parallelism.splits_evenly(model, tensor_parallel=np.array(sizes))  # every size in one vectorised call
     settle(
         "tensor_parallel",
         [
             t
-            for t in range(1, MAX_TENSOR_PARALLEL + 1)
-            if parallelism.splits_evenly(model, tensor_parallel=t)
+            for t, splits in zip(sizes, even, strict=True)
+            if splits
             and (per_node % t == 0 or t % per_node == 0)  # a group fills part of a node, or whole nodes
             and d * t * p <= MAX_DEVICES
         ],
     )
     t = values["tensor_parallel"]
+    sizes = range(1, min(MAX_PIPELINE_PARALLEL, model.layers) + 1)
+    even = parallelism.splits_evenly(model, pipeline_parallel=np.array(sizes))
     settle(
-        "pipeline_parallel",
-        [
-            p
-            for p in range(1, min(MAX_PIPELINE_PARALLEL, model.layers) + 1)
-            if parallelism.splits_evenly(model, pipeline_parallel=p) and d * t * p <= MAX_DEVICES
-        ],
+        "pipeline_parallel", [p for p, splits in zip(sizes, even, strict=True) if splits and d * t * p <= MAX_DEVICES]
     )
     p = values["pipeline_parallel"]
     settle("data_parallel", [d for d in DATA_PARALLEL_SIZES if d * t * p <= MAX_DEVICES])
@@ -239,39 +259,38 @@ class PartitionLab(Lab):
 
     # ---- the three parts of a lab ---------------------------------------------------------------------------------
 
-    def compute(self, values: dict) -> dict:
-        model, cluster = model_for(values), cluster_for(values)
-        plan = plan_from(values)
-        result = budget.partition_report(model, plan, cluster)
-        tensor = [x for x in result["transfers"] if x["axis"] == "tensor"]
-        result.update(
-            cluster=values["cluster"],
-            schedule=values["schedule"],
-            recompute=values["recompute"],
-            sequence_parallel=values["sequence_parallel"],
-            tensor_link=tensor[0]["link_family"] if tensor else "none",
-            tensor_time_s=sum(x["time_s"] for x in tensor),
-        )
-        return result
+    def compute(self, values: dict) -> budget.PartitionReport:
+        """One ``budget.partition_report`` of the plan, model and cluster the controls name."""
+        return budget.partition_report(model_for(values), plan_from(values), cluster_for(values))
 
-    def draw(self, result: dict) -> None:
-        self.partition_figure.update(result)
+    def result_dict(self, r: budget.PartitionReport) -> dict:
+        """``result``: ``r.as_dict()``, then the node type chosen, the plan's choices and the tensor-parallel link."""
+        return {
+            **r.as_dict(),
+            "cluster": cluster_choice(r.cluster),
+            "schedule": r.plan.schedule,
+            "recompute": r.plan.recompute,
+            "sequence_parallel": r.plan.sequence_parallel,
+            "tensor_link": r.tensor_link,
+            "tensor_time_s": r.tensor_time_s,
+        }
 
-    def summary_html(self, result: dict) -> str:
+    def draw(self, r: budget.PartitionReport) -> None:
+        self.partition_figure.update(r)
+
+    def summary_html(self, r: budget.PartitionReport) -> str:
         b, s = units.format_bytes, units.format_time
-        fit = "fits" if result["fits"] else "<b style='color:#C0392B'>does not fit</b>"
+        fit = "fits" if r.fits else "<b style='color:#C0392B'>does not fit</b>"
         tp = (
-            f"tensor-parallel collectives on <b>{result['tensor_link']}</b>: {s(result['tensor_time_s'])} per step, "
-            f"all exposed"
-            if result["tensor_link"] != "none"
+            f"tensor-parallel collectives on <b>{r.tensor_link}</b>: {s(r.tensor_time_s)} per step, all exposed"
+            if r.tensor_link != "none"
             else "no tensor parallelism"
         )
         return (
-            f"<b>{result['model']}</b> on {result['devices']} of {result['nodes'] * result['devices_per_node']} "
-            f"{result['device']}, global batch {result['global_batch']} sequences: memory per device "
-            f"{b(result['memory_bytes_per_device'])} of {b(result['capacity_bytes'])} ({fit}); step "
-            f"<b>{s(result['step_time_s'])}</b>, exposed communication {s(result['exposed_communication_s'])}, "
-            f"bubble {s(result['bubble_s'])}; binding: {result['binding_constraint']}.<br>{tp}.<br>"
+            f"<b>{r.model.name}</b> on {r.plan.devices} of {r.cluster.devices} {r.cluster.accelerator.name}, global "
+            f"batch {r.plan.global_batch} sequences: memory per device {b(r.memory.total)} of {b(r.capacity_bytes)} "
+            f"({fit}); step <b>{s(r.step.total_s)}</b>, exposed communication {s(r.step.exposed_communication_s)}, "
+            f"bubble {s(r.step.bubble_s)}; binding: {r.binding_constraint}.<br>{tp}.<br>"
             f"<small>The ideal model (compute at half of peak, nominal links). The custom sliders apply when the model "
             f"is “custom”; t, p, v, m and the nodes offer only values that make a valid plan.</small>"
         )
