@@ -192,7 +192,7 @@ def test_memory_every_reachable_plan_is_valid(memory_lab):
         for t in memory_module.tensor_parallel_options(model):
             for p in memory_module.pipeline_parallel_options(model):
                 state = {**values, "model": name, "tensor_parallel": t, "pipeline_parallel": p}
-                result = memory_lab.compute(state)
+                result = memory_lab.result_dict(memory_lab.compute(state))
                 assert_plain_and_finite(result)
                 assert result["total_bytes"] == pytest.approx(expected_memory(state)["total_bytes"], rel=1e-12)
 
