@@ -10,30 +10,6 @@ from PIL import Image
 PLAIN = (int, float, str, bool)
 
 
-def sweep(values):
-    """All values when there are at most 30, else the first, the last and 10 spread between them."""
-    values = list(values)
-    if len(values) <= 30:
-        return values
-    picks = np.linspace(0, len(values) - 1, 12).round().astype(int)
-    return [values[i] for i in sorted(set(picks))]
-
-
-def options(control):
-    return (
-        [value for _, value in control.options]
-        if hasattr(control, "options")
-        else list(range(control.min, control.max + 1))
-    )
-
-
-def plain_and_finite(result):
-    for key, value in result.items():
-        assert type(value) in (int, float, str, bool), f"{key} is a {type(value).__name__}, not a plain value"
-        if isinstance(value, float):
-            assert math.isfinite(value), f"{key} = {value}"
-
-
 def png_pixels(data: bytes) -> np.ndarray:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"))
@@ -48,13 +24,18 @@ def option_values(control) -> list:
     return list(range(control.min, control.max + 1, control.step))
 
 
-def stops(control) -> list:
-    """All values when there are at most 30, else the ends and at least 8 between (as the issue asks)."""
-    values = option_values(control)
+def thinned(values) -> list:
+    """All ``values`` when there are at most 30, else the ends and at least 8 between (as the issue asks)."""
+    values = list(values)
     if len(values) <= 30:
         return values
     inner = [values[round(i * (len(values) - 1) / 10)] for i in range(1, 10)]
     return [values[0], *dict.fromkeys(inner), values[-1]]
+
+
+def stops(control) -> list:
+    """The values a control can take (``option_values``), ``thinned``."""
+    return thinned(option_values(control))
 
 
 def assert_plain_and_finite(result: dict):

@@ -391,6 +391,20 @@ def calibrated_memory_breakdown(
     return MemoryBreakdown(*(_check.as_result(x) for x in (*heaviest, framework)))
 
 
+_TYPES = {
+    "model": (TransformerModel, "a parallelism.TransformerModel"),
+    "plan": (ParallelPlan, "a parallelism.ParallelPlan"),
+    "accelerator": (Accelerator, "a hardware.Accelerator"),
+}
+
+
+def _check_types(**arguments) -> None:
+    for name, value in arguments.items():
+        kind, described = _TYPES[name]
+        if not isinstance(value, kind):
+            raise ValueError(f"{name} must be {described}, got {value!r}")
+
+
 @dataclass(frozen=True, eq=False)
 class MemoryBudgetReport:
     """One plan's memory per device under the ideal model (``memory_breakdown(..., calibration=None)``: the first
@@ -408,9 +422,7 @@ class MemoryBudgetReport:
     in_flight_microbatches: float
 
     def __post_init__(self):
-        for name, kind in (("model", TransformerModel), ("plan", ParallelPlan), ("accelerator", Accelerator)):
-            if not isinstance(getattr(self, name), kind):
-                raise ValueError(f"{name} must be a {kind.__name__}, got {type(getattr(self, name)).__name__}")
+        _check_types(model=self.model, plan=self.plan, accelerator=self.accelerator)
         if not all(isinstance(size, int) for size in self.plan.sizes):
             raise ValueError(f"plan must hold single sizes, not arrays, got sizes {self.plan.sizes}")
         breakdowns = self.by_zero_stage
@@ -456,11 +468,7 @@ def memory_budget_report(model: TransformerModel, plan: ParallelPlan, accelerato
     >>> format_bytes(report.memory.total), report.fits, [format_bytes(b.total) for b in report.by_zero_stage]
     ('25.3 GB', True, ['53.9 GB', '25.3 GB', '20.5 GB', '15.7 GB'])
     """
-    for name, value, kind in (("model", model, TransformerModel), ("plan", plan, ParallelPlan)):
-        if not isinstance(value, kind):
-            raise ValueError(f"{name} must be a {kind.__name__}, got {value!r}")
-    if not isinstance(accelerator, Accelerator):
-        raise ValueError(f"accelerator must be a hardware.Accelerator, got {accelerator!r}")
+    _check_types(model=model, plan=plan, accelerator=accelerator)
     breakdowns = tuple(
         memory_breakdown(model, plan.replace(zero_stage=stage), calibration=None) for stage in ZERO_STAGES
     )

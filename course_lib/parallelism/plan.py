@@ -171,8 +171,7 @@ class GlobalBatchReport:
     @property
     def global_batch(self) -> int:
         """b·m·d examples per optimizer step (``global_batch``)."""
-        plan = self.plan
-        return global_batch(plan.micro_batch, plan.grad_accum_steps, plan.data_parallel)
+        return int(self.plan.global_batch)
 
     @property
     def tokens_per_step(self) -> int:
@@ -187,7 +186,7 @@ class GlobalBatchReport:
     @property
     def examples_per_replica_per_step(self) -> int:
         """b·m: what each data-parallel replica, and so each of its t·p devices, works through in one step."""
-        return global_batch(self.plan.micro_batch, self.plan.grad_accum_steps, 1)
+        return int(global_batch(self.plan.micro_batch, self.plan.grad_accum_steps, 1))
 
     @property
     def devices_per_replica(self) -> int:
@@ -204,18 +203,20 @@ def global_batch_report(micro_batch, grad_accum_steps, data_parallel, seq_len, t
     >>> report.global_batch, report.devices, report.devices_per_replica
     (8192, 2048, 32)
     """
-    sizes = dict(
-        micro_batch=micro_batch,
-        grad_accum_steps=grad_accum_steps,
+    plan = ParallelPlan(
         data_parallel=data_parallel,
         tensor_parallel=tensor_parallel,
         pipeline_parallel=pipeline_parallel,
+        micro_batch=micro_batch,
+        grad_accum_steps=grad_accum_steps,
     )
-    plan = ParallelPlan(**sizes)
-    for name in sizes:
+    tokens = _check.count("seq_len", seq_len)
+    for name in ("micro_batch", "grad_accum_steps", "data_parallel", "tensor_parallel", "pipeline_parallel"):
         if not isinstance(getattr(plan, name), int):
             raise ValueError(f"{name} must be a single integer, not an array")
-    return GlobalBatchReport(plan, _check.count("seq_len", seq_len))
+    if not isinstance(tokens, int):
+        raise ValueError("seq_len must be a single integer, not an array")
+    return GlobalBatchReport(plan, tokens)
 
 
 def pipeline_bubble_fraction(stages, microbatches, virtual_stages=1):

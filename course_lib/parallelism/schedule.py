@@ -59,7 +59,7 @@ class PipelineScheduleReport:
 
     @property
     def schedule(self) -> str:
-        """"gpipe", "1f1b" or "interleaved"."""
+        """ "gpipe", "1f1b" or "interleaved"."""
         return self.timeline.schedule
 
     @cached_property
