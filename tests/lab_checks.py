@@ -3,6 +3,7 @@ take, plain results, the fast PNG of a lab against a full ``savefig``, a figure'
 
 import io
 import math
+import random
 
 import numpy as np
 from PIL import Image
@@ -85,3 +86,16 @@ def assert_updates_match_a_fresh_build(build, first, second):
 def by_gid(artists, prefix):
     """The artists whose gid starts with ``prefix``."""
     return [a for a in artists if (a.get_gid() or "").startswith(prefix)]
+
+
+def assert_result_as_before(lab, as_before, moves: int, seed: int) -> None:
+    """``moves`` random moves of ``lab``'s controls (seeded): after each, ``lab.result`` is the dict
+    ``as_before(lab.values())`` builds as the lab built it before it had a typed result, keys in the same order and
+    values of the same types."""
+    rng = random.Random(seed)
+    for _ in range(moves):
+        control = lab.controls[rng.choice(list(lab.controls))]
+        control.value = rng.choice(option_values(control))
+        expected = as_before(lab.values())
+        assert lab.result == expected and list(lab.result) == list(expected)
+        assert [type(v) for v in lab.result.values()] == [type(v) for v in expected.values()]

@@ -44,6 +44,7 @@ __all__ = [
     "ControlSpec",
     "KINDS",
     "control_defaults",
+    "model_split_specs",
     "nice_values",
     "unit_slider",
     "option_slider",
@@ -327,6 +328,33 @@ class ControlSpec:
         slider = unit_slider(self.label, stops_with(choices, value), value, self.formatter)
         slider.equals = same_stop  # ipywidgets' Selection compares with this predicate (default ==)
         return slider
+
+
+def model_split_specs(models: dict, tensor_options, pipeline_options, tensor_parallel: int, pipeline_parallel: int):
+    """The ``tensor_parallel`` and ``pipeline_parallel`` controls of a lab whose sizes run over what the model chosen
+    in its ``model`` control allows (``tensor_options(model)``, ``pipeline_options(model)``: divisors of its heads and
+    layers), starting at ``tensor_parallel`` and ``pipeline_parallel``.
+
+    >>> t, p = model_split_specs({"m": "model m"}, lambda model: (1, 2, 4), lambda model: (1, 3), 4, 1)
+    >>> t.choices({"model": "m"}), p.depends_on
+    ((1, 2, 4), ('model',))
+    """
+
+    def of_model(options):
+        return lambda values: options(models[values["model"]])
+
+    return (
+        ControlSpec(
+            "tensor_parallel", "tensor parallel t", of_model(tensor_options), tensor_parallel, depends_on=("model",)
+        ),
+        ControlSpec(
+            "pipeline_parallel",
+            "pipeline parallel p",
+            of_model(pipeline_options),
+            pipeline_parallel,
+            depends_on=("model",),
+        ),
+    )
 
 
 def control_defaults(specs) -> dict:

@@ -32,7 +32,7 @@ from matplotlib.figure import Figure
 from .. import hardware, parallelism, units
 from ..viz.memory_budget import MemoryBudgetFigure
 from ..viz.style import COLORS, FIT_COLOR
-from ._base import ControlSpec, Lab, control_defaults, plan_from
+from ._base import ControlSpec, Lab, control_defaults, model_split_specs, plan_from
 
 __all__ = [
     "MemoryBudgetLab",
@@ -79,30 +79,13 @@ def pipeline_parallel_options(model: parallelism.TransformerModel) -> tuple:
     )
 
 
-def _model_of(values: dict) -> parallelism.TransformerModel:
-    return parallelism.MODELS[values["model"]]
-
-
 # GPT-3 175B as Korthikanti et al. 2022 train it (t = 8, p = 8, selective recomputation + SP), with d = 8 and
 # ZeRO-1: the plan the lesson ends on, which fits an 80 GB A100. t and p run over the model's divisors.
 CONTROLS = (
     ControlSpec("model", "model", tuple(parallelism.MODELS), parallelism.GPT3_175B.name, kind="dropdown"),
     ControlSpec("zero_stage", "ZeRO stage", parallelism.ZERO_STAGES, 1, kind="buttons"),
     ControlSpec("data_parallel", "data parallel d", DATA_PARALLEL_SIZES, 8),
-    ControlSpec(
-        "tensor_parallel",
-        "tensor parallel t",
-        lambda values: tensor_parallel_options(_model_of(values)),
-        8,
-        depends_on=("model",),
-    ),
-    ControlSpec(
-        "pipeline_parallel",
-        "pipeline parallel p",
-        lambda values: pipeline_parallel_options(_model_of(values)),
-        8,
-        depends_on=("model",),
-    ),
+    *model_split_specs(parallelism.MODELS, tensor_parallel_options, pipeline_parallel_options, 8, 8),
     ControlSpec("recompute", "recomputation", parallelism.RECOMPUTE_OPTIONS, "selective", kind="buttons"),
     ControlSpec("sequence_parallel", "sequence parallel (no effect when t = 1)", (False, True), True, kind="checkbox"),
     ControlSpec("micro_batch", "micro-batch b (seq.)", range(1, 65), 1, kind="int slider"),
@@ -127,7 +110,7 @@ class MemoryBudgetLab(Lab):
     def compute(self, values: dict) -> parallelism.MemoryBudgetReport:
         """One ``parallelism.memory_budget_report`` for the plan the controls describe."""
         return parallelism.memory_budget_report(
-            _model_of(values), plan_from(values), hardware.ACCELERATORS[values["device"]]
+            parallelism.MODELS[values["model"]], plan_from(values), hardware.ACCELERATORS[values["device"]]
         )
 
     def result_dict(self, r: parallelism.MemoryBudgetReport) -> dict:

@@ -33,7 +33,7 @@ from .. import hardware, parallelism, serving, units
 from ..viz.fast import Panel, PartialRedraw
 from ..viz.serving import DecodeBreakdownFigure, LatencyThroughputFigure
 from ..viz.style import COLORS, FIT_COLOR
-from ._base import ControlSpec, Lab, control_defaults
+from ._base import ControlSpec, Lab, control_defaults, model_split_specs
 
 __all__ = [
     "ServingLab",
@@ -115,29 +115,12 @@ def _tokens(n) -> str:
     return f"{units.format_count(n)} tokens"
 
 
-def _model_of(values: dict) -> parallelism.TransformerModel:
-    return MODELS[values["model"]]
-
-
 # Llama 3.1 70B on one H100 node (t = 8), a batch of 8 sequences of 1024 + 256 tokens. t and p run over the
 # model's divisors.
 CONTROLS = (
     ControlSpec("model", "model", tuple(MODELS), parallelism.LLAMA3_70B.name, kind="dropdown"),
     ControlSpec("device", "device", tuple(NODES), hardware.H100.name, kind="dropdown"),
-    ControlSpec(
-        "tensor_parallel",
-        "tensor parallel t",
-        lambda values: tensor_parallel_options(_model_of(values)),
-        8,
-        depends_on=("model",),
-    ),
-    ControlSpec(
-        "pipeline_parallel",
-        "pipeline parallel p",
-        lambda values: pipeline_parallel_options(_model_of(values)),
-        1,
-        depends_on=("model",),
-    ),
+    *model_split_specs(MODELS, tensor_parallel_options, pipeline_parallel_options, 8, 1),
     ControlSpec("sequences", "batch b (sequences)", SEQUENCES, 8),
     ControlSpec("prompt_len", "prompt length", PROMPT_LENGTHS, 1024, _tokens),
     ControlSpec("generated_tokens", "generated tokens", GENERATED_TOKENS, 256, _tokens),
@@ -161,7 +144,7 @@ class ServingLab(Lab):
         """One ``serving.serving_report`` for the replica of t·p devices the controls describe."""
         t, p = values["tensor_parallel"], values["pipeline_parallel"]
         return serving.serving_report(
-            _model_of(values),
+            MODELS[values["model"]],
             replica_cluster(values["device"], t * p),
             t,
             p,
