@@ -1,9 +1,9 @@
 """Lab 3 · the memory budget of one device: model states and activations against the device's capacity.
 
-Every number comes from one call, ``parallelism.memory_budget_report(model, plan, device)``: ``parallelism.
-memory_breakdown`` (the ideal model, ``calibration=None``: the first pipeline stage, which holds the most activations,
-under the 1F1B schedule) of the ``ParallelPlan`` the controls (``CONTROLS``) describe, under each ZeRO stage, against
-the device's HBM. ``compute`` returns that ``MemoryBudgetReport``, which alone the figure and the summary read and
+Every number comes from one call, ``parallelism.memory_budget_report(model, plan, device)``: the ideal model's
+``memory_breakdown`` (``calibration=None``: the first pipeline stage, which holds the most activations, under the 1F1B
+schedule) of the ``ParallelPlan`` the controls (``CONTROLS``) describe, under each ZeRO stage, against the device's
+HBM. ``compute`` returns that ``MemoryBudgetReport``, which alone the figure and the summary read and
 ``lab.typed_result`` holds; ``lab.result`` shows it as a plain dict (the model, the plan, each component's bytes of
 the selected stage, ``total_bytes``, ``capacity_bytes``, ``fits``, ``headroom_bytes``, and
 ``zero<k>_<component>_bytes`` for every stage k). The figure,
