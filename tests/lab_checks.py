@@ -3,35 +3,12 @@ take, plain results, the fast PNG of a lab against a full ``savefig``, a figure'
 
 import io
 import math
+import random
 
 import numpy as np
 from PIL import Image
 
 PLAIN = (int, float, str, bool)
-
-
-def sweep(values):
-    """All values when there are at most 30, else the first, the last and 10 spread between them."""
-    values = list(values)
-    if len(values) <= 30:
-        return values
-    picks = np.linspace(0, len(values) - 1, 12).round().astype(int)
-    return [values[i] for i in sorted(set(picks))]
-
-
-def options(control):
-    return (
-        [value for _, value in control.options]
-        if hasattr(control, "options")
-        else list(range(control.min, control.max + 1))
-    )
-
-
-def plain_and_finite(result):
-    for key, value in result.items():
-        assert type(value) in (int, float, str, bool), f"{key} is a {type(value).__name__}, not a plain value"
-        if isinstance(value, float):
-            assert math.isfinite(value), f"{key} = {value}"
 
 
 def png_pixels(data: bytes) -> np.ndarray:
@@ -48,13 +25,18 @@ def option_values(control) -> list:
     return list(range(control.min, control.max + 1, control.step))
 
 
-def stops(control) -> list:
-    """All values when there are at most 30, else the ends and at least 8 between (as the issue asks)."""
-    values = option_values(control)
+def thinned(values) -> list:
+    """All ``values`` when there are at most 30, else the ends and at least 8 between (as the issue asks)."""
+    values = list(values)
     if len(values) <= 30:
         return values
     inner = [values[round(i * (len(values) - 1) / 10)] for i in range(1, 10)]
     return [values[0], *dict.fromkeys(inner), values[-1]]
+
+
+def stops(control) -> list:
+    """The values a control can take (``option_values``), ``thinned``."""
+    return thinned(option_values(control))
 
 
 def assert_plain_and_finite(result: dict):
@@ -104,3 +86,16 @@ def assert_updates_match_a_fresh_build(build, first, second):
 def by_gid(artists, prefix):
     """The artists whose gid starts with ``prefix``."""
     return [a for a in artists if (a.get_gid() or "").startswith(prefix)]
+
+
+def assert_result_as_before(lab, as_before, moves: int, seed: int) -> None:
+    """``moves`` random moves of ``lab``'s controls (seeded): after each, ``lab.result`` is the dict
+    ``as_before(lab.values())`` builds as the lab built it before it had a typed result, keys in the same order and
+    values of the same types."""
+    rng = random.Random(seed)
+    for _ in range(moves):
+        control = lab.controls[rng.choice(list(lab.controls))]
+        control.value = rng.choice(option_values(control))
+        expected = as_before(lab.values())
+        assert lab.result == expected and list(lab.result) == list(expected)
+        assert [type(v) for v in lab.result.values()] == [type(v) for v in expected.values()]

@@ -28,6 +28,7 @@ BAD = {
     "dtype": ["fp64"],
     "rails": [0, -1, 2.5, math.nan, math.inf, "8", True, 9],  # rails of an 8-device node: 1..8, or None
     "attention": ["paged", ""],
+    "object": [None, "GPT-3 175B", 1],  # a preset object (model, plan, accelerator), not its name
 }
 
 # The arguments of the two-level all-reduces (hierarchical and multi-rail flat ring): one DGX H100 cluster.
@@ -285,6 +286,37 @@ CASES = [
         parallelism.global_batch,
         dict(micro_batch=8, grad_accum_steps=16, data_parallel=64),
         dict(micro_batch="count", grad_accum_steps="count", data_parallel="count"),
+    ),
+    (
+        parallelism.global_batch_report,
+        dict(
+            micro_batch=8, grad_accum_steps=16, data_parallel=64, seq_len=2048, tensor_parallel=8, pipeline_parallel=2
+        ),
+        dict(
+            micro_batch="count",
+            grad_accum_steps="count",
+            data_parallel="count",
+            seq_len="count",
+            tensor_parallel="count",
+            pipeline_parallel="count",
+        ),
+    ),
+    (
+        parallelism.memory_budget_report,
+        dict(model=GPT3_175B, plan=ParallelPlan(tensor_parallel=8), accelerator=hardware.H100),
+        dict(model="object", plan="object", accelerator="object"),
+    ),
+    (
+        parallelism.pipeline_schedule_report,
+        dict(stages=4, microbatches=8, schedule="1f1b", virtual_stages=1, forward_time_s=1.0, backward_time_s=2.0),
+        dict(
+            stages="count",
+            microbatches="count",
+            schedule="schedule",
+            virtual_stages="count",
+            forward_time_s="positive",
+            backward_time_s="positive",
+        ),
     ),
     (
         parallelism.zero_model_state_bytes,

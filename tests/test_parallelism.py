@@ -440,3 +440,39 @@ def test_stored_activation_bytes_sum_to_table2(t, sp):
     assert rows[-1] == pytest.approx(4 * s * 2 * h / (t if sp else 1))
     with pytest.raises(ValueError, match="tensor_parallel"):
         parallelism.stored_activation_bytes(s, 1, h, a, tensor_parallel=5)
+
+
+def test_global_batch_report_counts_examples_and_devices():
+    # The Ultra-Scale Playbook's 4M-token batch: b = 2, 4 accumulation steps, d = 128 at 4096 tokens; with t = 8 and
+    # p = 4 each replica is 32 devices sharing the same 8 examples.
+    report = parallelism.global_batch_report(2, 4, 128, seq_len=4096, tensor_parallel=8, pipeline_parallel=4)
+    assert (report.global_batch, report.tokens_per_step) == (1024, 4_194_304)
+    assert (report.devices, report.devices_per_replica, report.examples_per_replica_per_step) == (4096, 32, 8)
+
+
+def test_memory_budget_report_is_zero_section_5_under_each_stage():
+    # Per device Ψ = P/(t·p) parameters; ZeRO §5 with K = 12 over N_d = 8: 16Ψ, 4Ψ + 12Ψ/8, 2Ψ + 14Ψ/8, 16Ψ/8.
+    plan = ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, zero_stage=2, grad_accum_steps=64)
+    report = parallelism.memory_budget_report(GPT3_175B, plan, hardware.A100)
+    psi = GPT3_175B.params / 64
+    states = [16 * psi, 4 * psi + 12 * psi / 8, 2 * psi + 14 * psi / 8, 16 * psi / 8]
+    assert [b.model_states for b in report.by_zero_stage] == pytest.approx(states, rel=1e-12)
+    assert len({b.activations for b in report.by_zero_stage}) == 1 and report.memory is report.by_zero_stage[2]
+    assert report.in_flight_microbatches == 8.0  # 1F1B: min(p, m)
+    assert report.headroom_bytes == pytest.approx(80e9 - report.memory.total) and report.fits
+    for name, bad in (("model", "GPT-3 175B"), ("plan", None), ("accelerator", hardware.DGX_A100)):
+        arguments = {"model": GPT3_175B, "plan": plan, "accelerator": hardware.A100, name: bad}
+        with pytest.raises(ValueError, match=f"^{name} must be a"):
+            parallelism.memory_budget_report(**arguments)
+
+
+def test_pipeline_schedule_report_sets_the_formulas_beside_the_simulation():
+    # Narayanan et al. 2021: (p − 1)/m, GPipe holds m; interleaving divides the bubble by v and holds p + (p − 1)/v.
+    gpipe = parallelism.pipeline_schedule_report(8, 32, "gpipe")
+    assert (gpipe.bubble_fraction, gpipe.formula_bubble_fraction) == (7 / 32, 7 / 32)
+    assert (gpipe.peak_in_flight, gpipe.formula_peak_in_flight) == (32.0, 32.0)
+    assert gpipe.total_s == (32 + 7) * 3.0 and gpipe.bubble_share_of_step == 7 / 39
+    interleaved = parallelism.pipeline_schedule_report(4, 8, "interleaved", virtual_stages=2)
+    assert interleaved.bubble_fraction == pytest.approx(3 / 16) and interleaved.peak_in_flight == 5.5
+    assert interleaved.bubble_matches and interleaved.peak_in_flight_matches
+    assert len(interleaved.timeline.ops) == 2 * 4 * 8 * 2

@@ -7,6 +7,7 @@ matplotlib.use("Agg")
 from lab_checks import assert_updates_match_a_fresh_build
 from matplotlib.figure import Figure
 
+from course_lib import parallelism
 from course_lib.viz.global_batch import GlobalBatchFigure
 
 
@@ -17,21 +18,7 @@ def _batch_figure():
 
 def _batch(b, acc, d, t, p, seq_len=2048):
     def draw(live):
-        live.update(
-            dict(
-                micro_batch=b,
-                grad_accum_steps=acc,
-                data_parallel=d,
-                tensor_parallel=t,
-                pipeline_parallel=p,
-                seq_len=seq_len,
-                global_batch=b * acc * d,
-                tokens_per_step=b * acc * d * seq_len,
-                devices=d * t * p,
-                devices_per_replica=t * p,
-                examples_per_replica_per_step=b * acc,
-            )
-        )
+        live.update(parallelism.global_batch_report(b, acc, d, seq_len, tensor_parallel=t, pipeline_parallel=p))
 
     return draw
 

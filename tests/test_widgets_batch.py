@@ -10,11 +10,12 @@ import io
 
 import numpy as np
 import pytest
-from lab_checks import options, plain_and_finite, png_pixels, sweep
+from lab_checks import assert_plain_and_finite, assert_result_as_before, option_values, png_pixels
 
 from course_lib import parallelism, units
 from course_lib.widgets.batch import (
     DATA_PARALLEL_SIZES,
+    DEFAULTS,
     PARALLEL_SIZES,
     SEQ_LENS,
     SHOWN_DEVICES_PER_REPLICA,
@@ -35,7 +36,7 @@ def check_batch_result(lab):
         for k in ("micro_batch", "grad_accum_steps", "data_parallel", "tensor_parallel", "pipeline_parallel", "seq_len")
     )
     assert BATCH_RESULT_KEYS <= set(r)
-    plain_and_finite(r)
+    assert_plain_and_finite(r)
     assert r["global_batch"] == b * acc * d == parallelism.global_batch(b, acc, d)
     assert r["tokens_per_step"] == b * acc * d * s
     assert r["devices"] == d * t * p
@@ -101,17 +102,10 @@ def test_batch_defaults_are_the_cards_example(batch):
         ("seq_len", 128, 131072, len(SEQ_LENS)),
     ],
 )
-def test_batch_sweep_each_control(batch, name, low, high, count):
-    figure = batch.figure
-    control = batch.controls[name]
-    stops = options(control)
+def test_batch_control_ranges(batch, name, low, high, count):
+    """The ranges of the card (every stop of each is swept in test_widgets_controls.py)."""
+    stops = option_values(batch.controls[name])
     assert (stops[0], stops[-1], len(stops)) == (low, high, count)
-    start = control.value
-    for value in sweep(stops):
-        control.value = value
-        check_batch_result(batch)
-        check_batch_figure(batch, figure)
-    control.value = start
 
 
 def test_batch_tensor_and_pipeline_add_devices_not_examples(batch):
@@ -144,7 +138,7 @@ def test_batch_extremes_and_partial_redraw():
     notes = " ".join(note.get_text() for note in lab.batch_figure.grid_notes)
     assert f"showing {SHOWN_DEVICES_PER_REPLICA} of the 4096 devices" in notes
     for name in lab.controls:
-        lab.controls[name].value = options(lab.controls[name])[0]
+        lab.controls[name].value = option_values(lab.controls[name])[0]
     check_batch_result(lab)
     assert lab.result["devices"] == 1 and lab.result["global_batch"] == 1
     blitted = png_pixels(lab.image.value).astype(int)
@@ -167,3 +161,53 @@ def test_batch_initial_values():
     ):
         with pytest.raises(ValueError):
             global_batch_lab(**bad)
+
+
+# --- the typed result: one GlobalBatchReport per refresh, one model call, the same plain dict ----------------------
+
+
+def batch_result_as_before(values: dict) -> dict:
+    """``lab.result`` as the lab built it before it had a typed result, counted here by hand."""
+    b, acc, d = values["micro_batch"], values["grad_accum_steps"], values["data_parallel"]
+    t, p, seq_len = values["tensor_parallel"], values["pipeline_parallel"], values["seq_len"]
+    return {
+        "global_batch": b * acc * d,
+        "tokens_per_step": b * acc * d * seq_len,
+        "devices": d * t * p,
+        "examples_per_replica_per_step": b * acc,
+        "devices_per_replica": t * p,
+        **{"micro_batch": b, "grad_accum_steps": acc, "data_parallel": d, "tensor_parallel": t},
+        **{"pipeline_parallel": p, "seq_len": seq_len},
+    }
+
+
+def test_batch_result_is_one_frozen_global_batch_report(batch):
+    import dataclasses
+
+    report = batch.typed_result
+    assert isinstance(report, parallelism.GlobalBatchReport) and isinstance(report.plan, parallelism.ParallelPlan)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.seq_len = 1  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.raises(ValueError, match="seq_len must be an integer ≥ 1, got 0"):
+        dataclasses.replace(report, seq_len=0)
+    with pytest.raises(ValueError, match="plan must hold single sizes"):
+        dataclasses.replace(report, plan=parallelism.ParallelPlan(data_parallel=np.array([1, 2])))
+    assert not {"plan", "report", "batch"} & set(vars(batch))  # no side channel: the figure reads typed_result
+
+
+def test_batch_dict_view_is_what_it_was_for_many_settings():
+    lab = global_batch_lab()
+    assert_result_as_before(lab, batch_result_as_before, moves=60, seed=2)
+    assert [type(v) for v in lab.result.values()] == [int] * len(lab.result)
+
+
+def test_batch_refresh_calls_the_model_once(batch):
+    from unittest import mock
+
+    with mock.patch.object(parallelism, "global_batch_report", wraps=parallelism.global_batch_report) as report:
+        for name, value in (("micro_batch", 4), ("data_parallel", 128), ("seq_len", 4096)):
+            report.reset_mock()
+            batch.controls[name].value = value
+            assert report.call_count == 1, name
+    for name, value in DEFAULTS.items():
+        batch.controls[name].value = value

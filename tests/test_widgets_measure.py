@@ -69,3 +69,36 @@ def test_the_summary_follows_the_controls_before_any_run():
     lab.controls["largest_bytes"].value = 2**26
     assert "<b>4 ranks</b>" in lab.summary.value and "12 sizes from 8 B to 32 MiB" in lab.summary.value
     assert lab.result == {}
+
+
+def test_the_result_is_one_frozen_sweep_result_and_its_dict_is_as_before():
+    import dataclasses
+
+    from course_lib.widgets.measure import SweepResult
+
+    table = Measurements.from_csv(next(MPI_RUNS.glob("*_all_reduce.csv"))).select(algorithm="ring")
+    lab = measure_lab()
+    assert lab.typed_result is None and lab.result == {}
+    lab.show(table, ["a note from the run"])
+    r = lab.typed_result
+    assert isinstance(r, SweepResult) and r.table is table and r.notes == ("a note from the run",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.notes = ()  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.raises(ValueError, match="notes must be a tuple of strings"):
+        dataclasses.replace(r, notes=["a list"])
+    with pytest.raises(ValueError, match="fit must be of the table's op and ranks"):
+        dataclasses.replace(r, fit=dataclasses.replace(r.fit, ranks=4))
+    fit = fit_alpha_beta(table)  # lab.result as the lab built it before it had a typed result
+    expected = {
+        "table": table,
+        "fit": fit,
+        "latency_s": fit.latency_s,
+        "bandwidth_bytes_per_s": fit.bandwidth_bytes_per_s,
+        "crossover_bytes": fit.crossover_bytes,
+        "median_relative_residual": fit.median_relative_residual,
+    }
+    assert list(lab.result) == list(expected) and lab.result["table"] is table
+    assert {k: v for k, v in lab.result.items() if k not in ("table", "fit")} == {
+        k: v for k, v in expected.items() if k not in ("table", "fit")
+    }
+    assert "a note from the run" in lab.numbers.value  # the notes come with the result, not from the lab

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import ipywidgets as widgets
 import numpy as np
 import pytest
-from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, stops
+from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, assert_result_as_before, option_values
 
 from course_lib import hardware, parallelism, units
 from course_lib.widgets import memory as memory_module
@@ -146,21 +146,6 @@ def test_memory_defaults_are_the_plan_that_fits(memory_lab):
     assert_png_matches_savefig(memory_lab)
 
 
-@pytest.mark.slow
-def test_memory_sweep_each_control(memory_lab):
-    """Each control over its options (all when at most 30), the others at their defaults; then back."""
-    figure = memory_lab.figure
-    for name in memory_module.DEFAULTS:
-        control = memory_lab.controls[name]
-        values = stops(control)
-        assert len(values) >= 2, name
-        for value in values:
-            control.value = value
-            assert control.value == value
-            check_memory_lab(memory_lab, figure)
-        reset(memory_lab, memory_module.DEFAULTS)
-
-
 def test_memory_model_change_offers_only_valid_sizes(memory_lab):
     """Every model offers the divisors of its heads (t ≤ 64) and layers (p ≤ 128); both ends of each are plans."""
     figure, controls = memory_lab.figure, memory_lab.controls
@@ -192,7 +177,7 @@ def test_memory_every_reachable_plan_is_valid(memory_lab):
         for t in memory_module.tensor_parallel_options(model):
             for p in memory_module.pipeline_parallel_options(model):
                 state = {**values, "model": name, "tensor_parallel": t, "pipeline_parallel": p}
-                result = memory_lab.compute(state)
+                result = memory_lab.result_dict(memory_lab.compute(state))
                 assert_plain_and_finite(result)
                 assert result["total_bytes"] == pytest.approx(expected_memory(state)["total_bytes"], rel=1e-12)
 
@@ -290,3 +275,70 @@ def test_toggle_buttons_are_named_in_the_column_of_the_sliders(memory_lab):
             assert label.layout.width == CONTROL_STYLE["description_width"] == control.style.description_width
         else:
             assert id(control) in shown and control.description
+
+
+# ---- the typed result: one MemoryBudgetReport per refresh, one model call, the same plain dict --------------------
+
+
+def memory_result_as_before(values: dict) -> dict:
+    """``lab.result`` as the lab built it before it had a typed result (memory_breakdown called once per ZeRO stage
+    in the lab), written out here once more so that the dict view cannot drift."""
+    model = parallelism.MODELS[values["model"]]
+    device = hardware.ACCELERATORS[values["device"]]
+    plan = parallelism.ParallelPlan(**{k: v for k, v in values.items() if k not in ("model", "device")})
+    breakdowns = [
+        parallelism.memory_breakdown(model, plan.replace(zero_stage=stage), calibration=None)
+        for stage in parallelism.ZERO_STAGES
+    ]
+    memory = breakdowns[plan.zero_stage]
+    capacity, total = float(device.hbm_capacity_bytes), float(memory.total)
+    in_flight = parallelism.pipeline_in_flight_microbatches(plan.pipeline_parallel, plan.grad_accum_steps)
+    result = {
+        **{"model": model.name, "params": float(model.params), "layers": model.layers, "heads": model.heads},
+        **{"device": device.name, "data_parallel": plan.data_parallel, "tensor_parallel": plan.tensor_parallel},
+        **{"pipeline_parallel": plan.pipeline_parallel, "devices": int(plan.devices)},
+        **{"global_batch": int(plan.global_batch), "zero_stage": plan.zero_stage, "schedule": plan.schedule},
+        "in_flight_microbatches": float(in_flight),
+        **{f"{c}_bytes": float(getattr(memory, c)) for c in (*COMPONENTS, "model_states")},
+        **{"total_bytes": total, "capacity_bytes": capacity, "fits": total <= capacity},
+        "headroom_bytes": capacity - total,
+    }
+    for stage, other in zip(parallelism.ZERO_STAGES, breakdowns, strict=True):
+        for field in ("parameters", "gradients", "optimizer_state", "total"):
+            result[f"zero{stage}_{field}_bytes"] = float(getattr(other, field))
+    return result
+
+
+def test_memory_result_is_one_frozen_memory_budget_report(memory_lab):
+    import dataclasses
+
+    report = memory_lab.typed_result
+    assert isinstance(report, parallelism.MemoryBudgetReport)
+    assert [b.total for b in report.by_zero_stage] == [
+        parallelism.memory_breakdown(report.model, report.plan.replace(zero_stage=k), calibration=None).total
+        for k in parallelism.ZERO_STAGES
+    ]
+    assert report.memory is report.by_zero_stage[1]  # the default plan is ZeRO-1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.plan = report.plan  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.raises(ValueError, match="by_zero_stage must be a tuple of 4"):
+        dataclasses.replace(report, by_zero_stage=report.by_zero_stage[:3])
+    with pytest.raises(ValueError, match="in_flight_microbatches must be finite and ≥ 0"):
+        dataclasses.replace(report, in_flight_microbatches=-1.0)
+    with pytest.raises(ValueError, match="accelerator must be a hardware.Accelerator"):
+        dataclasses.replace(report, accelerator="A100")
+    assert not hasattr(memory_lab, "breakdowns")  # no side channel: the figure reads typed_result
+
+
+def test_memory_dict_view_is_what_it_was_for_many_settings(memory_lab):
+    assert_result_as_before(memory_lab, memory_result_as_before, moves=40, seed=11)
+
+
+def test_memory_refresh_calls_the_model_once(memory_lab):
+    from unittest import mock
+
+    with mock.patch.object(parallelism, "memory_budget_report", wraps=parallelism.memory_budget_report) as report:
+        for name, value in (("zero_stage", 3), ("model", parallelism.GPT2_1_5B.name), ("device", hardware.H100.name)):
+            report.reset_mock()
+            memory_lab.controls[name].value = value  # the model moves t too: still one refresh
+            assert report.call_count == 1, name

@@ -13,7 +13,13 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pytest
-from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, stops
+from lab_checks import (
+    assert_plain_and_finite,
+    assert_png_matches_savefig,
+    assert_result_as_before,
+    option_values,
+    stops,
+)
 
 from course_lib import parallelism, pipeline, units
 from course_lib.widgets import pipeline_lab
@@ -124,7 +130,7 @@ def test_pipeline_defaults(schedule_lab):
     assert_png_matches_savefig(schedule_lab)
 
 
-@pytest.mark.parametrize("schedule", parallelism.SCHEDULES)
+@pytest.mark.parametrize("schedule", ["gpipe", "interleaved"])  # 1F1B, the default: test_widgets_controls.py
 @pytest.mark.parametrize("name", ["stages", "microbatches", "virtual_stages"])
 def test_pipeline_sweep_each_control(schedule_lab, schedule, name):
     figure = schedule_lab.figure
@@ -247,3 +253,54 @@ def test_pipeline_random_walk_keeps_every_invariant(schedule_lab):
 def test_pipeline_bad_initial_values_raise(initial, message):
     with pytest.raises(ValueError, match=message):
         pipeline_lab(**initial)
+
+
+# ---- the typed result: one PipelineScheduleReport per refresh, one model call, the same plain dict -----------------
+
+
+def pipeline_result_as_before(values: dict) -> dict:
+    """``lab.result`` as the lab built it before it had a typed result (the simulation and the two formulas called
+    one by one), written out here once more so that the dict view cannot drift."""
+    p, m, v, schedule = values["stages"], values["microbatches"], values["virtual_stages"], values["schedule"]
+    timeline = pipeline.pipeline_schedule(p, m, schedule, v, forward_time_s=1.0, backward_time_s=2.0)
+    total, bubble = float(timeline.total_s), float(timeline.bubble_s)
+    return {
+        **{"stages": p, "microbatches": m, "virtual_stages": v, "schedule": schedule, "time_unit": "t_f"},
+        **{"forward_time": 1.0, "backward_time": 2.0, "total_time": total, "ideal_time": float(timeline.ideal_s)},
+        **{"bubble_time": bubble, "bubble_fraction": float(timeline.bubble_fraction)},
+        **{"bubble_share_of_step": bubble / total, "peak_in_flight": float(timeline.peak_in_flight(0))},
+        "ops": len(timeline.ops),
+        "formula_bubble_fraction": float(parallelism.pipeline_bubble_fraction(p, m, v)),
+        "formula_peak_in_flight": float(parallelism.pipeline_in_flight_microbatches(p, m, schedule, v)),
+    }
+
+
+def test_pipeline_result_is_one_frozen_schedule_report(schedule_lab):
+    import dataclasses
+
+    report = schedule_lab.typed_result
+    assert isinstance(report, parallelism.PipelineScheduleReport)
+    assert isinstance(report.timeline, pipeline.PipelineTimeline)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.formula_bubble_fraction = 0.0  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.raises(ValueError, match="formula_bubble_fraction must be finite and ≥ 0"):
+        dataclasses.replace(report, formula_bubble_fraction=-0.5)
+    with pytest.raises(ValueError, match="timeline must be a pipeline.PipelineTimeline"):
+        dataclasses.replace(report, timeline=None)
+    assert not {"timeline", "report"} & set(vars(schedule_lab))  # no side channel: the figure reads typed_result
+
+
+def test_pipeline_dict_view_is_what_it_was_for_many_settings(schedule_lab):
+    assert_result_as_before(schedule_lab, pipeline_result_as_before, moves=30, seed=13)
+
+
+def test_pipeline_refresh_calls_the_model_once(schedule_lab):
+    """One report per refresh (the lab caches reports: the cache is emptied first), even when v moves the schedule."""
+    from unittest import mock
+
+    with mock.patch.object(parallelism, "pipeline_schedule_report", wraps=parallelism.pipeline_schedule_report) as call:
+        for name, value in (("stages", 8), ("microbatches", 32), ("virtual_stages", 2)):
+            schedule_module._report.cache_clear()
+            call.reset_mock()
+            schedule_lab.controls[name].value = value
+            assert call.call_count == 1, name

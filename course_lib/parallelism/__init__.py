@@ -13,15 +13,17 @@ One concept per module, each importing only the ones listed before it; this pack
 one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import X`` work as they always did:
 
 - ``models``: ``TransformerModel``, its presets and the catalogues ``MODELS``, ``LLAMA_MODELS``, ``PLAYBOOK_MODELS``;
-- ``plan``: ``ParallelPlan``, ``ZERO_STAGES``, ``ATTENTION_OPTIONS``, ``global_batch``, ``pipeline_bubble_fraction``
-  and the split checks (``splits_evenly``, ``check_tensor_split``, ``check_pipeline_split``,
-  ``check_plan_for_model``, ``stage_layers``); the schedules (``SCHEDULES``) are ``pipeline``'s and the
-  recomputation options (``RECOMPUTE_OPTIONS``) ``compute``'s;
+- ``plan``: ``ParallelPlan``, ``ZERO_STAGES``, ``ATTENTION_OPTIONS``, ``global_batch`` (and ``global_batch_report``,
+  lab 2's one call), ``pipeline_bubble_fraction`` and the split checks (``splits_evenly``, ``check_tensor_split``,
+  ``check_pipeline_split``, ``check_plan_for_model``, ``stage_layers``); the schedules (``SCHEDULES``) are
+  ``pipeline``'s and the recomputation options (``RECOMPUTE_OPTIONS``) ``compute``'s;
 - ``calibration``: the one home of the calibrated model's assumptions and constants (``Calibration``,
   ``PRECISION_RECIPES``, ``PLAYBOOK_CALIBRATION``, ``default_calibration``, ``resolve_calibration``,
   ``calibrated_cluster``, which ``budget`` re-exports);
 - ``memory``: ZeRO model states, stored activations, micro-batches in flight, ``memory_breakdown`` and
-  ``calibrated_memory_breakdown``;
+  ``calibrated_memory_breakdown``, and ``memory_budget_report`` (every ZeRO stage against a device, lab 3's one call);
+- ``schedule``: ``pipeline_schedule_report``, a simulated pipeline step beside the formulas for its bubble and the
+  micro-batches stage 0 holds (lab 4's one call);
 - ``transfers``: ``BoundaryTransfer``, ``step_transfers``, ``boundary_tensors``, ``communication_volume_per_step``.
 
 >>> from course_lib.units import format_bytes
@@ -33,11 +35,12 @@ one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import
 
 from ..compute import RECOMPUTE_OPTIONS
 from ..pipeline import SCHEDULES
-from . import calibration, memory, models, plan, transfers
+from . import calibration, memory, models, plan, schedule, transfers
 from .calibration import *
 from .memory import *
 from .models import *
 from .plan import *
+from .schedule import *
 from .transfers import *
 
 __all__ = ["SCHEDULES", "RECOMPUTE_OPTIONS"]
@@ -45,4 +48,5 @@ __all__ += models.__all__
 __all__ += plan.__all__
 __all__ += calibration.__all__
 __all__ += memory.__all__
+__all__ += schedule.__all__
 __all__ += transfers.__all__

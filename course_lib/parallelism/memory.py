@@ -1,7 +1,8 @@
 """Memory: the bytes one device holds for a plan. Model states under ZeRO (Rajbhandari et al. 2020), the activations
 each layer stores for the backward, term by term (Korthikanti et al. 2022), the micro-batches a pipeline stage holds,
 and their sum per device (``memory_breakdown``: by default calibrated, ``calibrated_memory_breakdown``;
-``calibration=None``, the ideal model of lessons 03 and 04).
+``calibration=None``, the ideal model of lessons 03 and 04); ``memory_budget_report`` sets the ideal model's sum under
+every ZeRO stage against a device's capacity (``MemoryBudgetReport``, lab 3's one call).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import numpy as np
 
 from .. import _check
 from ..compute import RECOMPUTE_OPTIONS
+from ..hardware import Accelerator
 from ..pipeline import SCHEDULES
 from .calibration import PRECISION_RECIPES, Calibration, resolve_calibration
 from .models import TransformerModel
@@ -32,6 +34,8 @@ __all__ = [
     "pipeline_in_flight_microbatches",
     "memory_breakdown",
     "calibrated_memory_breakdown",
+    "MemoryBudgetReport",
+    "memory_budget_report",
 ]
 
 # Mixed-precision Adam (ZeRO §3.1): fp16/bf16 parameters 2Ψ and gradients 2Ψ; fp32 master parameters, momentum
@@ -393,3 +397,90 @@ def calibrated_memory_breakdown(
     heaviest = [np.where(first_total >= last_total, a, z) for a, z in zip(first, last, strict=True)]
     framework = calibration.framework_bytes + 0.0 * first_total
     return MemoryBreakdown(*(_check.as_result(x) for x in (*heaviest, framework)))
+
+
+_TYPES = {
+    "model": (TransformerModel, "a parallelism.TransformerModel"),
+    "plan": (ParallelPlan, "a parallelism.ParallelPlan"),
+    "accelerator": (Accelerator, "a hardware.Accelerator"),
+}
+
+
+def _check_types(**arguments) -> None:
+    for name, value in arguments.items():
+        kind, described = _TYPES[name]
+        if not isinstance(value, kind):
+            raise ValueError(f"{name} must be {described}, got {value!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class MemoryBudgetReport:
+    """One plan's memory per device under the ideal model (``memory_breakdown(..., calibration=None)``: the first
+    pipeline stage) against one accelerator's HBM, with the same plan under every ZeRO stage beside it.
+
+    ``by_zero_stage`` holds one ``MemoryBreakdown`` per stage of ``ZERO_STAGES`` (the activations do not depend on
+    the stage); ``in_flight_microbatches`` the micro-batches whose activations the first stage holds at its peak
+    (``pipeline_in_flight_microbatches``); ``memory`` is the breakdown of the plan's own stage.
+    """
+
+    model: TransformerModel
+    plan: ParallelPlan
+    accelerator: Accelerator
+    by_zero_stage: tuple[MemoryBreakdown, ...]
+    in_flight_microbatches: float
+
+    def __post_init__(self):
+        _check_types(model=self.model, plan=self.plan, accelerator=self.accelerator)
+        if not all(isinstance(size, int) for size in self.plan.sizes):
+            raise ValueError(f"plan must hold single sizes, not arrays, got sizes {self.plan.sizes}")
+        breakdowns = self.by_zero_stage
+        if not (
+            isinstance(breakdowns, tuple)
+            and len(breakdowns) == len(ZERO_STAGES)
+            and all(isinstance(b, MemoryBreakdown) and np.ndim(b.total) == 0 for b in breakdowns)
+        ):
+            raise ValueError(f"by_zero_stage must be a tuple of {len(ZERO_STAGES)} single MemoryBreakdowns (ZeRO 0–3)")
+        _check.nonnegative("in_flight_microbatches", self.in_flight_microbatches)
+
+    @property
+    def memory(self) -> MemoryBreakdown:
+        """The breakdown under the plan's own ZeRO stage."""
+        return self.by_zero_stage[ZERO_STAGES.index(self.plan.zero_stage)]
+
+    @property
+    def capacity_bytes(self) -> float:
+        """One device's HBM."""
+        return float(self.accelerator.hbm_capacity_bytes)
+
+    @property
+    def fits(self) -> bool:
+        """Whether ``memory.total`` fits in ``capacity_bytes``."""
+        return bool(float(self.memory.total) <= self.capacity_bytes)
+
+    @property
+    def headroom_bytes(self) -> float:
+        """HBM left per device (negative: missing)."""
+        return self.capacity_bytes - float(self.memory.total)
+
+
+def memory_budget_report(model: TransformerModel, plan: ParallelPlan, accelerator: Accelerator) -> MemoryBudgetReport:
+    """Per-device memory of ``plan`` (single sizes) under the ideal model and under every ZeRO stage, against
+    ``accelerator``'s HBM (``MemoryBudgetReport``): what the memory budget lab shows.
+
+    >>> from course_lib.hardware import A100
+    >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
+    >>> from course_lib.units import format_bytes
+    >>> plan = ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, zero_stage=1,
+    ...                     grad_accum_steps=64, recompute="selective", sequence_parallel=True)
+    >>> report = memory_budget_report(GPT3_175B, plan, A100)   # 2.73 billion parameters a device
+    >>> format_bytes(report.memory.total), report.fits, [format_bytes(b.total) for b in report.by_zero_stage]
+    ('25.3 GB', True, ['53.9 GB', '25.3 GB', '20.5 GB', '15.7 GB'])
+    """
+    _check_types(model=model, plan=plan, accelerator=accelerator)
+    breakdowns = tuple(
+        memory_breakdown(model, plan.replace(zero_stage=stage), calibration=None) for stage in ZERO_STAGES
+    )
+    in_flight = pipeline_in_flight_microbatches(
+        plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule, plan.virtual_stages
+    )
+    return MemoryBudgetReport(model, plan, accelerator, breakdowns, float(in_flight))

@@ -1,5 +1,6 @@
 """The plan: how one training step is split across devices (``ParallelPlan``), the global batch and the pipeline
-bubble that follow from the split, and the checks that a split fits a model (``splits_evenly``, ``check_*``).
+bubble that follow from the split (``global_batch``, ``GlobalBatchReport``, ``pipeline_bubble_fraction``), and the
+checks that a split fits a model (``splits_evenly``, ``check_*``).
 
 A plan's numeric fields, like the numeric arguments of the functions here, may be numpy arrays: one plan object
 then holds many plans, as the plan search uses it.
@@ -25,6 +26,8 @@ __all__ = [
     "ZERO_STAGES",
     "ATTENTION_OPTIONS",
     "global_batch",
+    "GlobalBatchReport",
+    "global_batch_report",
     "pipeline_bubble_fraction",
     "splits_evenly",
     "check_tensor_split",
@@ -136,6 +139,84 @@ def global_batch(micro_batch, grad_accum_steps, data_parallel):
         * _check.count("grad_accum_steps", grad_accum_steps)
         * _check.count("data_parallel", data_parallel)
     )
+
+
+@dataclass(frozen=True)
+class GlobalBatchReport:
+    """What one plan's sizes make of a training step: ``plan`` (single sizes, not arrays) and the sequence length
+    ``seq_len`` in tokens. The global batch b·m·d and the d·t·p devices follow, and per data-parallel replica the
+    b·m examples its t·p devices work through together: tensor and pipeline groups add devices, not examples.
+
+    >>> report = GlobalBatchReport(ParallelPlan(data_parallel=64, tensor_parallel=8, micro_batch=8,
+    ...                                         grad_accum_steps=16), seq_len=2048)
+    >>> report.global_batch, report.devices, report.examples_per_replica_per_step, report.tokens_per_step
+    (8192, 512, 128, 16777216)
+    >>> GlobalBatchReport(report.plan, seq_len=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: seq_len must be an integer ≥ 1, got 0
+    """
+
+    plan: ParallelPlan
+    seq_len: int
+
+    def __post_init__(self):
+        if not isinstance(self.plan, ParallelPlan):
+            raise ValueError(f"plan must be a ParallelPlan, got {type(self.plan).__name__}")
+        if not all(isinstance(size, int) for size in self.plan.sizes):
+            raise ValueError(f"plan must hold single sizes, not arrays, got sizes {self.plan.sizes}")
+        if not isinstance(self.seq_len, int) or isinstance(self.seq_len, bool) or self.seq_len < 1:
+            raise ValueError(f"seq_len must be an integer ≥ 1, got {self.seq_len!r}")
+
+    @property
+    def global_batch(self) -> int:
+        """b·m·d examples per optimizer step (``global_batch``)."""
+        return int(self.plan.global_batch)
+
+    @property
+    def tokens_per_step(self) -> int:
+        """global_batch × seq_len."""
+        return self.global_batch * self.seq_len
+
+    @property
+    def devices(self) -> int:
+        """d·t·p."""
+        return int(self.plan.devices)
+
+    @property
+    def examples_per_replica_per_step(self) -> int:
+        """b·m: what each data-parallel replica, and so each of its t·p devices, works through in one step."""
+        return int(global_batch(self.plan.micro_batch, self.plan.grad_accum_steps, 1))
+
+    @property
+    def devices_per_replica(self) -> int:
+        """t·p: the devices of one data-parallel replica."""
+        return int(self.plan.replace(data_parallel=1).devices)
+
+
+def global_batch_report(micro_batch, grad_accum_steps, data_parallel, seq_len, tensor_parallel=1, pipeline_parallel=1):
+    """The examples, tokens and devices of one training step (``GlobalBatchReport``): micro-batch b,
+    ``grad_accum_steps`` m (micro-batches per step), ``data_parallel`` d, ``seq_len`` tokens per example, and the
+    tensor- and pipeline-parallel sizes t and p, which multiply the devices but not the examples.
+
+    >>> report = global_batch_report(8, 16, 64, seq_len=2048, tensor_parallel=8, pipeline_parallel=4)
+    >>> report.global_batch, report.devices, report.devices_per_replica
+    (8192, 2048, 32)
+    """
+    plan = ParallelPlan(
+        data_parallel=data_parallel,
+        tensor_parallel=tensor_parallel,
+        pipeline_parallel=pipeline_parallel,
+        micro_batch=micro_batch,
+        grad_accum_steps=grad_accum_steps,
+    )
+    tokens = _check.count("seq_len", seq_len)
+    for name in ("micro_batch", "grad_accum_steps", "data_parallel", "tensor_parallel", "pipeline_parallel"):
+        if not isinstance(getattr(plan, name), int):
+            raise ValueError(f"{name} must be a single integer, not an array")
+    if not isinstance(tokens, int):
+        raise ValueError("seq_len must be a single integer, not an array")
+    return GlobalBatchReport(plan, tokens)
 
 
 def pipeline_bubble_fraction(stages, microbatches, virtual_stages=1):

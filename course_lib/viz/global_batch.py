@@ -1,7 +1,7 @@
 """Figure of the global batch lab (lab 2): which parallel axes multiply the examples of a step and which only add
 devices.
 
-Every number drawn is one the lab gets from ``course_lib.parallelism``; this module only draws. ``GlobalBatchFigure``
+Every number drawn is one of a ``parallelism.GlobalBatchReport``; this module only draws. ``GlobalBatchFigure``
 is a live figure (see ``fast.LiveFigure``): the lab updates it on every move of its controls.
 """
 
@@ -61,17 +61,15 @@ class GlobalBatchFigure(LiveFigure):
     Left (``grid_ax``): the devices, one row per data-parallel replica (up to ``shown_replicas`` rows of
     ``shown_devices`` cells, shaded by pipeline stage) with the range of examples each replica works on. Right
     (``bars_ax``): two log-scale bars built from their factors, devices = d · t · p and examples = b · N_acc · d,
-    the shared factor d in the same colour, on the fixed range ``count_limits``. ``update(result)`` takes a mapping
-    with the plan's ``micro_batch``, ``grad_accum_steps``, ``data_parallel``, ``tensor_parallel``,
-    ``pipeline_parallel`` and ``seq_len`` and what ``parallelism`` makes of them: ``global_batch``,
-    ``tokens_per_step``, ``devices``, ``devices_per_replica`` and ``examples_per_replica_per_step``.
+    the shared factor d in the same colour, on the fixed range ``count_limits``. ``update(report)`` takes a
+    ``parallelism.GlobalBatchReport``: its plan's sizes and what they make of the step (``global_batch``,
+    ``tokens_per_step``, ``devices``, ``devices_per_replica``, ``examples_per_replica_per_step``).
 
     >>> from matplotlib.figure import Figure
+    >>> from course_lib import parallelism
     >>> figure = Figure(figsize=(9, 4))
     >>> live = GlobalBatchFigure(figure.add_axes((0, 0, 0.6, 1)), figure.add_axes((0.66, 0.2, 0.32, 0.68)))
-    >>> live.update(dict(micro_batch=8, grad_accum_steps=16, data_parallel=2, tensor_parallel=2, pipeline_parallel=1,
-    ...                  seq_len=2048, global_batch=256, tokens_per_step=524288, devices=4, devices_per_replica=2,
-    ...                  examples_per_replica_per_step=128))
+    >>> live.update(parallelism.global_batch_report(8, 16, 2, seq_len=2048, tensor_parallel=2))
     >>> live.example_labels.get_texts()
     ['1–128', '129–256']
     """
@@ -169,14 +167,14 @@ class GlobalBatchFigure(LiveFigure):
             ax, (0.4, -0.2), "", transform=ax.transAxes, ha="center", va="top", size=8, color="#444444"
         )
 
-    def update(self, result) -> None:
-        """Draw the plan and the counts in ``result`` (see the class docstring for its keys)."""
-        self._update_grid(result)
-        self._update_bars(result)
+    def update(self, report) -> None:
+        """Draw the plan and the counts of ``report``, a ``parallelism.GlobalBatchReport``."""
+        self._update_grid(report)
+        self._update_bars(report)
 
     def _update_grid(self, r) -> None:
-        d, t, p = r["data_parallel"], r["tensor_parallel"], r["pipeline_parallel"]
-        per_replica, examples = r["devices_per_replica"], r["examples_per_replica_per_step"]
+        d, t, p = r.plan.data_parallel, r.plan.tensor_parallel, r.plan.pipeline_parallel
+        per_replica, examples = r.devices_per_replica, r.examples_per_replica_per_step
         rows, columns = min(d, self.shown_replicas), min(per_replica, self.shown_devices)
         faces = []
         for row in range(self.shown_replicas):
@@ -205,7 +203,7 @@ class GlobalBatchFigure(LiveFigure):
         )
 
         self.grid_title.set_text(
-            f"{count_of(r['devices'], 'device')} = {count_of(d, 'replica')} × {count_of(per_replica, 'device')} each"
+            f"{count_of(r.devices, 'device')} = {count_of(d, 'replica')} × {count_of(per_replica, 'device')} each"
         )
         self.examples_header.set_position((right + 0.55, -0.15))
         self.grid_subtitle.set_text(
@@ -217,7 +215,7 @@ class GlobalBatchFigure(LiveFigure):
         if d > rows:
             notes.append(
                 f"showing the first {rows} of {d} replicas; all {d} together: "
-                f"{units.format_count(r['global_batch'])} examples"
+                f"{units.format_count(r.global_batch)} examples"
             )
         if per_replica > columns:
             notes.append(f"showing {columns} of the {per_replica} devices of each replica (t × p = {t} × {p})")
@@ -227,13 +225,14 @@ class GlobalBatchFigure(LiveFigure):
             note.set_text(text)
 
     def _update_bars(self, r) -> None:
+        plan = r.plan
         factors = {
-            (0, "d"): r["data_parallel"],
-            (0, "t"): r["tensor_parallel"],
-            (0, "p"): r["pipeline_parallel"],
-            (1, "b"): r["micro_batch"],
-            (1, "acc"): r["grad_accum_steps"],
-            (1, "d"): r["data_parallel"],
+            (0, "d"): plan.data_parallel,
+            (0, "t"): plan.tensor_parallel,
+            (0, "p"): plan.pipeline_parallel,
+            (1, "b"): plan.micro_batch,
+            (1, "acc"): plan.grad_accum_steps,
+            (1, "d"): plan.data_parallel,
         }
         names = {"d": "d", "t": "t", "p": "p", "b": "b", "acc": "N_acc"}
         bottoms, labels = {0: 1.0, 1: 1.0}, []
@@ -246,10 +245,8 @@ class GlobalBatchFigure(LiveFigure):
                 labels.append(((bar, math.sqrt(bottom * top)), f"{names[factor]} = {value}"))
             bottoms[bar] = top
         self.segment_labels.set_texts(labels)
-        self.devices_total.set_position((0, r["devices"]))
-        self.devices_total.set_text(units.format_count(r["devices"]))
-        self.examples_total.set_position((1, r["global_batch"]))
-        self.examples_total.set_text(units.format_count(r["global_batch"]))
-        self.tokens_note.set_text(
-            f"× s = {r['seq_len']} tokens: {units.format_count(r['tokens_per_step'])} tokens per step"
-        )
+        self.devices_total.set_position((0, r.devices))
+        self.devices_total.set_text(units.format_count(r.devices))
+        self.examples_total.set_position((1, r.global_batch))
+        self.examples_total.set_text(units.format_count(r.global_batch))
+        self.tokens_note.set_text(f"× s = {r.seq_len} tokens: {units.format_count(r.tokens_per_step)} tokens per step")

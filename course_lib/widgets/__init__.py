@@ -1,5 +1,7 @@
-"""The widget labs. Each factory returns an ipywidgets box with ``.controls`` (name → control), ``.result`` (the
-latest computed values, updated synchronously) and ``.figure`` (a matplotlib Figure built once and updated).
+"""The widget labs. Each factory returns an ipywidgets box with ``.controls`` (name → control, declared in the lab's
+``CONTROLS``), ``.typed_result`` (the frozen result of the lab's one call into the formula layer), ``.result`` (its
+plain dict view, updated synchronously) and ``.figure`` (a matplotlib Figure built once and updated); ``_base``
+describes the contract.
 ``course_lib.widgets.quiz`` holds the lessons' self-check questions (multiple choice with immediate feedback).
 
 Importing ``course_lib.widgets`` imports ipywidgets and matplotlib; the formula modules never do.

@@ -1,13 +1,22 @@
-"""What every lab shares: unit-labelled controls, a figure built once and shown as a PNG, and the update loop.
+"""What every lab shares: controls declared once, a figure built once and shown as a PNG, and the update loop.
 
-A lab is an ipywidgets ``VBox`` with three public attributes that tests and graders use:
+A lab is an ipywidgets ``VBox`` with four public attributes that tests and graders use:
 
 - ``controls``: name → control widget (the names are fixed per lab);
-- ``result``: the latest computed values, a plain dict of floats/ints/strings, updated synchronously whenever a
-  control changes (a view of ``typed_result``, with fixed keys per lab);
-- ``typed_result``: the same values as ``compute`` returned them: for a converted lab one frozen dataclass with named
-  fields, the only thing its figure and summary read;
+- ``typed_result``: what ``compute`` returned for the controls' values: one frozen dataclass with named fields that
+  validates them on construction (a formula layer's report, such as ``parallelism.global_batch_report``'s
+  ``GlobalBatchReport``, or a small result of the lab's own holding one), the only thing the figure and the summary
+  read;
+- ``result``: its plain dict view (``result_dict``), floats/ints/strings with fixed keys per lab, updated
+  synchronously whenever a control changes;
 - ``figure``: the matplotlib Figure, built once; updates change its artists and never rebuild it.
+
+A lab declares its controls in ``CONTROLS``, a tuple of ``ControlSpec`` (name, label, stops, default, formatter,
+kind): the base builds the widgets from it (``build_controls``), checks the values a learner passes to the lab's
+factory against it (``start_values``: a ``ValueError`` naming the control and what it accepts), gives a control whose
+stops depend on other controls its new stops when they move (``sync_choices``), and the generic tests sweep every
+stop of every control of every lab from it. A lab that has no ``CONTROLS`` builds its controls itself and passes them
+to ``Lab.__init__``, as labs did before.
 
 The figure reaches the page as PNG bytes in an ``ipywidgets.Image``: this works the same in JupyterLab, on
 Binder, in Voila and in a test process without a browser, and needs no matplotlib widget backend. A control
@@ -20,6 +29,9 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+from collections.abc import Callable, Sequence
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
@@ -29,6 +41,10 @@ from ..viz.fast import PartialRedraw
 
 __all__ = [
     "Lab",
+    "ControlSpec",
+    "KINDS",
+    "control_defaults",
+    "model_split_specs",
     "nice_values",
     "unit_slider",
     "option_slider",
@@ -37,6 +53,7 @@ __all__ = [
     "int_slider",
     "nearest_option",
     "set_options",
+    "set_range",
     "check_choices",
     "initial_values",
     "plan_from",
@@ -165,9 +182,188 @@ def int_slider(description: str, low: int, high: int, value: int, step: int = 1)
     )
 
 
+def set_range(slider: widgets.IntSlider, low: int, high: int, step: int = 1) -> None:
+    """Give an integer slider the range ``low``..``high`` in steps of ``step``, in an order that never sets its
+    minimum above its maximum (ipywidgets refuses that); its value is clamped into the new range.
+
+    >>> slider = int_slider("m", 1, 8, 6)
+    >>> set_range(slider, 12, 64, 4)
+    >>> slider.min, slider.max, slider.step, slider.value
+    (12, 64, 4, 12)
+    """
+    slider.step = step
+    if low > slider.max:
+        slider.max, slider.min = high, low
+    else:
+        slider.min, slider.max = low, high
+
+
 def choice_buttons(description: str, options, value) -> widgets.ToggleButtons:
     """Toggle buttons for a small set of named choices (``options``: (label, value) pairs or values)."""
     return widgets.ToggleButtons(options=options, value=value, description=description, style=CONTROL_STYLE)
+
+
+KINDS = ("slider", "open slider", "int slider", "dropdown", "buttons", "checkbox")
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class ControlSpec:
+    """One control of a lab, declared once: the lab's widget, the check of a starting value and the generic sweep
+    tests all come from it.
+
+    ``name`` is the control's key (in ``lab.controls`` and the factory's keyword arguments); ``label`` what the page
+    shows beside it; ``stops`` the values it offers (a ``range`` for an int slider), or, for a control whose stops
+    depend on others (a model's divisors), a function of the lab's values (a dict) that reads only the controls named
+    in ``depends_on``, which come before it; ``default`` its starting value; ``formatter`` the label of a stop
+    ("64 MB", "5 µs"). ``kind`` is one of
+
+    - ``"slider"``: a slider over the stops; a value must be one of them;
+    - ``"open slider"``: a slider over the stops that also takes any value between the first and the last, kept as a
+      stop of its own (not snapped); an integer if every stop is one;
+    - ``"int slider"``: a slider over every integer of the ``range`` of stops;
+    - ``"dropdown"`` or ``"buttons"``: a drop-down list or toggle buttons of the stops (names, stages, algorithms);
+    - ``"checkbox"``: a yes/no switch (stops ``(False, True)``).
+
+    >>> seq_len = ControlSpec("seq_len", "sequence length s", (128, 256, 512), 256, lambda n: f"{n} tokens",
+    ...                       kind="open slider")
+    >>> seq_len.checked(300, {}), seq_len.widget(300, {}).label
+    (300, '300 tokens')
+    >>> seq_len.checked(64, {})
+    Traceback (most recent call last):
+    ValueError: seq_len must be an integer in 128 tokens..512 tokens, got 64
+    >>> t = ControlSpec("tensor_parallel", "tensor parallel t", lambda v: (1, 2, 4, 8)[: len(v["model"])], 1,
+    ...                 depends_on=("model",))
+    >>> t.choices({"model": "abc"})
+    (1, 2, 4)
+    >>> t.checked(8, {"model": "abc"})
+    Traceback (most recent call last):
+    ValueError: tensor_parallel must be one of [1, 2, 4] (for model='abc'), got 8
+    """
+
+    name: str
+    label: str
+    stops: Sequence | Callable[[dict], Sequence]
+    default: Any
+    formatter: Callable[[Any], str] = str
+    kind: str = "slider"
+    depends_on: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not (isinstance(self.name, str) and self.name.isidentifier()):
+            raise ValueError(f"name must be a Python identifier, got {self.name!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {list(KINDS)}, got {self.kind!r}")
+        if not callable(self.formatter):
+            raise ValueError(f"formatter of {self.name} must be a function of a stop, got {self.formatter!r}")
+        if callable(self.stops) != bool(self.depends_on):
+            raise ValueError(
+                f"stops of {self.name} must be a function of the values exactly when depends_on names the controls "
+                f"it reads, got stops={self.stops!r}, depends_on={self.depends_on!r}"
+            )
+        if not callable(self.stops):
+            object.__setattr__(self, "stops", self._valid(self.stops))
+
+    def _valid(self, stops):
+        if self.kind == "int slider":
+            if not isinstance(stops, range) or not stops:
+                raise ValueError(f"stops of {self.name} must be a non-empty range (an int slider), got {stops!r}")
+            return stops
+        stops = tuple(stops)
+        if not stops:
+            raise ValueError(f"stops of {self.name} must not be empty")
+        return stops
+
+    def choices(self, values: dict):
+        """The stops with the other controls at ``values`` (a tuple, or a range for an int slider)."""
+        return self._valid(self.stops(values)) if callable(self.stops) else self.stops
+
+    def _context(self, values: dict) -> str:
+        named = ", ".join(f"{name}={values[name]!r}" for name in self.depends_on)
+        return f" (for {named})" if named else ""
+
+    def checked(self, value, values: dict):
+        """``value`` as the control holds it (an int, or a float for an open slider over floats) if the control
+        accepts it with the other controls at ``values``; else ``ValueError`` naming the control and what it takes."""
+        choices, context = self.choices(values), self._context(values)
+        if self.kind == "int slider":
+            if not _is_integer(value) or value not in choices:
+                steps = f" in steps of {choices.step}" if choices.step != 1 else ""
+                raise ValueError(
+                    f"{self.name} must be an integer in {choices[0]}..{choices[-1]}{steps}{context}, got {value!r}"
+                )
+            return int(value)
+        if self.kind == "open slider":
+            integer = all(_is_integer(stop) for stop in choices)
+            low, high = min(choices), max(choices)
+            if not (_is_integer(value) if integer else _is_number(value)) or not low <= value <= high:
+                kind = "an integer" if integer else "a number"
+                span = f"{self.formatter(low)}..{self.formatter(high)}"
+                raise ValueError(f"{self.name} must be {kind} in {span}{context}, got {value!r}")
+            return int(value) if integer else float(value)
+        check_choices({self.name: value}, {self.name: choices}, context)
+        return value
+
+    def widget(self, value, values: dict) -> widgets.Widget:
+        """The control at ``value`` (checked), with the other controls at ``values``."""
+        choices = self.choices(values)
+        if self.kind == "int slider":
+            return int_slider(self.label, choices[0], choices[-1], value, choices.step)
+        if self.kind == "checkbox":
+            return widgets.Checkbox(value=value, description=self.label, style=CONTROL_STYLE, layout=CONTROL_LAYOUT)
+        labelled = [(self.formatter(stop), stop) for stop in choices]
+        if self.kind == "dropdown":
+            return dropdown(self.label, labelled, value)
+        if self.kind == "buttons":
+            return choice_buttons(self.label, labelled, value)
+        if self.kind == "slider":
+            return unit_slider(self.label, choices, value, self.formatter)
+        slider = unit_slider(self.label, stops_with(choices, value), value, self.formatter)
+        slider.equals = same_stop  # ipywidgets' Selection compares with this predicate (default ==)
+        return slider
+
+
+def model_split_specs(models: dict, tensor_options, pipeline_options, tensor_parallel: int, pipeline_parallel: int):
+    """The ``tensor_parallel`` and ``pipeline_parallel`` controls of a lab whose sizes run over what the model chosen
+    in its ``model`` control allows (``tensor_options(model)``, ``pipeline_options(model)``: divisors of its heads and
+    layers), starting at ``tensor_parallel`` and ``pipeline_parallel``.
+
+    >>> t, p = model_split_specs({"m": "model m"}, lambda model: (1, 2, 4), lambda model: (1, 3), 4, 1)
+    >>> t.choices({"model": "m"}), p.depends_on
+    ((1, 2, 4), ('model',))
+    """
+
+    def of_model(options):
+        return lambda values: options(models[values["model"]])
+
+    return (
+        ControlSpec(
+            "tensor_parallel", "tensor parallel t", of_model(tensor_options), tensor_parallel, depends_on=("model",)
+        ),
+        ControlSpec(
+            "pipeline_parallel",
+            "pipeline parallel p",
+            of_model(pipeline_options),
+            pipeline_parallel,
+            depends_on=("model",),
+        ),
+    )
+
+
+def control_defaults(specs) -> dict:
+    """{name: default} of a lab's ``CONTROLS``, in their order (a lab module's ``DEFAULTS``).
+
+    >>> control_defaults((ControlSpec("stages", "stages p", range(1, 17), 4, kind="int slider"),))
+    {'stages': 4}
+    """
+    return {spec.name: spec.default for spec in specs}
 
 
 def labelled_row(control: widgets.Widget) -> widgets.Widget:
@@ -215,16 +411,21 @@ def plan_from(values: dict) -> parallelism.ParallelPlan:
 
 
 class Lab(widgets.VBox):
-    """Base class: subclasses build ``controls`` and ``figure``, then implement ``compute`` and ``draw``.
+    """Base class: a subclass declares ``CONTROLS`` and builds its ``figure``, then implements ``compute``,
+    ``result_dict``, ``draw`` and ``summary_html``.
 
     ``compute(values)`` takes {control name: value}, makes one call into the formula layer and returns one frozen
     dataclass (the lab's result type, whose fields name its quantities and hold the formula layer's typed results
-    as they come); ``draw(result)`` updates the figure's live figures (``course_lib.viz``, ``figure.update(...)``)
-    and ``summary_html(result)`` returns the HTML shown above the figure (quantities formatted with units), both
-    from that result alone; ``result_dict(result)`` is the plain dict ``result`` shows. ``refresh()`` runs the four
-    and renders the PNG. (A lab whose ``compute`` still returns a plain dict shows that dict as it is.)
+    as they come); ``result_dict(result)`` is the plain dict ``result`` shows; ``draw(result)`` updates the
+    figure's live figures (``course_lib.viz``, ``figure.update(...)``) and ``summary_html(result)`` returns the HTML
+    shown above the figure (quantities formatted with units), both from that result alone. ``refresh()`` runs the
+    four and renders the PNG. A subclass's ``__init__`` reads ``start_values(initial)`` (the defaults of
+    ``CONTROLS`` updated with the factory's keyword arguments, each checked) and passes ``build_controls(values)``
+    to ``Lab.__init__``. (A lab without ``CONTROLS`` builds its controls itself; one whose ``compute`` still returns
+    a plain dict shows that dict as it is.)
     """
 
+    CONTROLS: ClassVar[tuple[ControlSpec, ...]] = ()
     dpi = 72
     _redraw = None  # a PartialRedraw once the subclass calls enable_partial_redraw
     _syncing = False  # True while sync_controls moves controls: their changes wait for the one refresh after it
@@ -247,7 +448,50 @@ class Lab(widgets.VBox):
             control.observe(self._on_change, names="value")
         self.refresh()
 
-    # Subclasses implement these three, and result_dict if compute returns a dataclass.
+    # ---- controls from CONTROLS ----------------------------------------------------------------------------------
+
+    @classmethod
+    def control_spec(cls, name: str) -> ControlSpec:
+        """The ``ControlSpec`` of control ``name``."""
+        return next(spec for spec in cls.CONTROLS if spec.name == name)
+
+    @classmethod
+    def start_values(cls, initial: dict) -> dict:
+        """The controls' starting values: the defaults of ``CONTROLS`` updated with ``initial`` (a preset object may
+        stand for its name), each checked against its spec in order. An unknown name or a value a control does not
+        offer raises ``ValueError`` naming the control and what it accepts."""
+        values = initial_values(control_defaults(cls.CONTROLS), initial, cls.__name__)
+        checked = set()
+        for spec in cls.CONTROLS:
+            if not checked.issuperset(spec.depends_on):
+                raise ValueError(f"{cls.__name__}.CONTROLS must list {spec.depends_on} before {spec.name}")
+            values[spec.name] = spec.checked(values[spec.name], values)
+            checked.add(spec.name)
+        return values
+
+    def build_controls(self, values: dict) -> dict:
+        """name → widget of every control of ``CONTROLS``, at ``values`` (from ``start_values``)."""
+        return {spec.name: spec.widget(values[spec.name], values) for spec in self.CONTROLS}
+
+    def sync_choices(self, changed: str) -> None:
+        """Give each control whose stops depend on control ``changed`` (its spec's ``depends_on``) its stops for the
+        current values. It keeps its value if that is still a stop; otherwise it moves to the nearest stop on a log
+        scale (a size) or to the first (a name). An int slider's range is its stops'."""
+        values = self.values()
+        for spec in self.CONTROLS:
+            if changed not in spec.depends_on:
+                continue
+            control, choices = self.controls[spec.name], spec.choices(values)
+            if isinstance(control, widgets.IntSlider):
+                set_range(control, choices[0], choices[-1], choices.step)
+            else:
+                value = control.value
+                if value not in choices:
+                    value = nearest_option(choices, value) if _is_number(value) else choices[0]
+                set_options(control, choices, value, label=spec.formatter)
+            values[spec.name] = control.value
+
+    # ---- what a subclass implements ----------------------------------------------------------------------------
     def compute(self, values: dict):  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -295,10 +539,12 @@ class Lab(widgets.VBox):
         self.image.value = buffer.getvalue()
 
     def sync_controls(self, changed: str) -> None:
-        """Give the controls that depend on control ``changed`` their new options or values (none by default).
+        """Give the controls that depend on control ``changed`` their new options or values: by default those whose
+        spec's stops depend on it (``sync_choices``).
 
-        A subclass whose choices depend on other controls (a model's divisors, the algorithms that apply to p ranks)
-        implements it; the changes it makes cause no refresh of their own, one follows it."""
+        A subclass with other rules (a schedule that needs v ≥ 2, a step control disabled past 8 ranks) extends it;
+        the changes it makes cause no refresh of their own, one follows it."""
+        self.sync_choices(changed)
 
     def _on_change(self, change) -> None:
         if self._syncing:  # a control moved by sync_controls: refresh once, after it

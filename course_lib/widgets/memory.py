@@ -1,14 +1,20 @@
 """Lab 3 · the memory budget of one device: model states and activations against the device's capacity.
 
-Every number comes from ``parallelism.memory_breakdown`` (the ideal model, ``calibration=None``) on a ``ParallelPlan``
-(the first pipeline stage, which holds the most activations, under the 1F1B schedule). The figure,
+Every number comes from one call, ``parallelism.memory_budget_report(model, plan, device)``: the ideal model's
+``memory_breakdown`` (``calibration=None``: the first pipeline stage, which holds the most activations, under the 1F1B
+schedule) of the ``ParallelPlan`` the controls (``CONTROLS``) describe, under each ZeRO stage, against the device's
+HBM. ``compute`` returns that ``MemoryBudgetReport``, which alone the figure and the summary read and
+``lab.typed_result`` holds; ``lab.result`` shows it as a plain dict (the model, the plan, each component's bytes of
+the selected stage, ``total_bytes``, ``capacity_bytes``, ``fits``, ``headroom_bytes``, and
+``zero<k>_<component>_bytes`` for every stage k). The figure,
 ``viz.memory_budget.MemoryBudgetFigure``, has two panels: on the left, the same plan under ZeRO stages 0–3 as stacked
 bars on a linear axis that ends at twice the device's capacity (the selected stage is outlined; a bar above the axis
 gets an arrow and its total); on the right, each component of the selected plan on a log axis from 100 kB to 100 TB,
 so a 20 kB shard and a 40 TB replica are both readable.
 
 Only valid plans are reachable: the tensor-parallel slider offers the divisors of the model's heads (≤ 64) and the
-pipeline slider the divisors of its layers (≤ 128); changing the model moves both to the nearest valid value.
+pipeline slider the divisors of its layers (≤ 128); changing the model moves both to the nearest valid value (their
+specs' stops depend on the model: ``Lab.sync_choices``).
 
 >>> from course_lib import units
 >>> lab = memory_budget_lab()
@@ -21,30 +27,17 @@ pipeline slider the divisors of its layers (≤ 128); changing the model moves b
 
 from __future__ import annotations
 
-import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from .. import hardware, parallelism, units
 from ..viz.memory_budget import MemoryBudgetFigure
 from ..viz.style import COLORS, FIT_COLOR
-from ._base import (
-    CONTROL_LAYOUT,
-    CONTROL_STYLE,
-    Lab,
-    check_choices,
-    choice_buttons,
-    dropdown,
-    initial_values,
-    int_slider,
-    nearest_option,
-    option_slider,
-    plan_from,
-    set_options,
-)
+from ._base import ControlSpec, Lab, control_defaults, model_split_specs, plan_from
 
 __all__ = [
     "MemoryBudgetLab",
     "memory_budget_lab",
+    "CONTROLS",
     "DEFAULTS",
     "DATA_PARALLEL_SIZES",
     "GRAD_ACCUM_STEPS",
@@ -54,20 +47,6 @@ __all__ = [
     "pipeline_parallel_options",
 ]
 
-# GPT-3 175B as Korthikanti et al. 2022 train it (t = 8, p = 8, selective recomputation + SP), with d = 8 and
-# ZeRO-1: the plan the lesson ends on, which fits an 80 GB A100.
-DEFAULTS = {
-    "model": parallelism.GPT3_175B.name,
-    "zero_stage": 1,
-    "data_parallel": 8,
-    "tensor_parallel": 8,
-    "pipeline_parallel": 8,
-    "recompute": "selective",
-    "sequence_parallel": True,
-    "micro_batch": 1,
-    "grad_accum_steps": 64,
-    "device": hardware.A100.name,
-}
 # 1 … 1024: powers of two and three times them (Megatron's 1T plan uses d = 6 on 3072 GPUs)
 DATA_PARALLEL_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 GRAD_ACCUM_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
@@ -100,89 +79,49 @@ def pipeline_parallel_options(model: parallelism.TransformerModel) -> tuple:
     )
 
 
+# GPT-3 175B as Korthikanti et al. 2022 train it (t = 8, p = 8, selective recomputation + SP), with d = 8 and
+# ZeRO-1: the plan the lesson ends on, which fits an 80 GB A100. t and p run over the model's divisors.
+CONTROLS = (
+    ControlSpec("model", "model", tuple(parallelism.MODELS), parallelism.GPT3_175B.name, kind="dropdown"),
+    ControlSpec("zero_stage", "ZeRO stage", parallelism.ZERO_STAGES, 1, kind="buttons"),
+    ControlSpec("data_parallel", "data parallel d", DATA_PARALLEL_SIZES, 8),
+    *model_split_specs(parallelism.MODELS, tensor_parallel_options, pipeline_parallel_options, 8, 8),
+    ControlSpec("recompute", "recomputation", parallelism.RECOMPUTE_OPTIONS, "selective", kind="buttons"),
+    ControlSpec("sequence_parallel", "sequence parallel (no effect when t = 1)", (False, True), True, kind="checkbox"),
+    ControlSpec("micro_batch", "micro-batch b (seq.)", range(1, 65), 1, kind="int slider"),
+    ControlSpec("grad_accum_steps", "micro-batches m", GRAD_ACCUM_STEPS, 64),
+    ControlSpec("device", "device", tuple(hardware.ACCELERATORS), hardware.A100.name, kind="dropdown"),
+)
+DEFAULTS = control_defaults(CONTROLS)
+
+
 class MemoryBudgetLab(Lab):
     """Per-device memory of a parallel plan against the device's capacity (see the module docstring)."""
 
+    CONTROLS = CONTROLS  # the module's, above
+
     def __init__(self, **initial):
-        values = initial_values(DEFAULTS, initial, "memory budget lab")
-        self._check_initial(values)
-        model = parallelism.MODELS[values["model"]]
-        controls = {
-            "model": dropdown("model", parallelism.MODELS, values["model"]),
-            "zero_stage": choice_buttons(
-                "ZeRO stage", [(str(k), k) for k in parallelism.ZERO_STAGES], values["zero_stage"]
-            ),
-            "data_parallel": option_slider("data parallel d", DATA_PARALLEL_SIZES, values["data_parallel"]),
-            "tensor_parallel": option_slider(
-                "tensor parallel t", tensor_parallel_options(model), values["tensor_parallel"]
-            ),
-            "pipeline_parallel": option_slider(
-                "pipeline parallel p", pipeline_parallel_options(model), values["pipeline_parallel"]
-            ),
-            "recompute": choice_buttons("recomputation", list(parallelism.RECOMPUTE_OPTIONS), values["recompute"]),
-            "sequence_parallel": widgets.Checkbox(
-                value=values["sequence_parallel"],
-                description="sequence parallel (no effect when t = 1)",
-                style=CONTROL_STYLE,
-                layout=CONTROL_LAYOUT,
-            ),
-            "micro_batch": int_slider("micro-batch b (seq.)", 1, 64, values["micro_batch"]),
-            "grad_accum_steps": option_slider("micro-batches m", GRAD_ACCUM_STEPS, values["grad_accum_steps"]),
-            "device": dropdown("device", hardware.ACCELERATORS, values["device"]),
-        }
+        controls = self.build_controls(self.start_values(initial))
         self._build_figure()
         super().__init__("Lab 3 · Memory budget of one device", controls, self.figure)
 
-    @staticmethod
-    def _check_initial(values):
-        if values["model"] not in parallelism.MODELS:
-            raise ValueError(f"model must be one of {list(parallelism.MODELS)}, got {values['model']!r}")
-        if values["device"] not in hardware.ACCELERATORS:
-            raise ValueError(f"device must be one of {list(hardware.ACCELERATORS)}, got {values['device']!r}")
-        model = parallelism.MODELS[values["model"]]
-        allowed = {
-            "zero_stage": parallelism.ZERO_STAGES,
-            "data_parallel": DATA_PARALLEL_SIZES,
-            "tensor_parallel": tensor_parallel_options(model),
-            "pipeline_parallel": pipeline_parallel_options(model),
-            "recompute": parallelism.RECOMPUTE_OPTIONS,
-            "sequence_parallel": (True, False),
-            "micro_batch": tuple(range(1, 65)),
-            "grad_accum_steps": GRAD_ACCUM_STEPS,
-        }
-        check_choices(values, allowed, f" (for {model.name})")
+    # ---- the four parts of a lab ----------------------------------------------------------------------------------
 
-    # ---- dependent options --------------------------------------------------------------------------------------
+    def compute(self, values: dict) -> parallelism.MemoryBudgetReport:
+        """One ``parallelism.memory_budget_report`` for the plan the controls describe."""
+        return parallelism.memory_budget_report(
+            parallelism.MODELS[values["model"]], plan_from(values), hardware.ACCELERATORS[values["device"]]
+        )
 
-    def sync_controls(self, changed) -> None:
-        if changed == "model":  # t and p run over the new model's divisors
-            model = parallelism.MODELS[self.controls["model"].value]
-            for name, options in (
-                ("tensor_parallel", tensor_parallel_options(model)),
-                ("pipeline_parallel", pipeline_parallel_options(model)),
-            ):
-                set_options(self.controls[name], options, nearest_option(options, self.controls[name].value))
-
-    # ---- the three parts of a lab ---------------------------------------------------------------------------------
-
-    def compute(self, values: dict) -> dict:
-        model = parallelism.MODELS[values["model"]]
-        device = hardware.ACCELERATORS[values["device"]]
-        plan = plan_from(values)
-        # The same plan under every ZeRO stage, for the comparison bars (activations do not depend on the stage).
-        self.breakdowns = [
-            parallelism.memory_breakdown(model, plan.replace(zero_stage=stage), calibration=None)
-            for stage in parallelism.ZERO_STAGES
-        ]
-        memory = self.breakdowns[plan.zero_stage]
-        capacity = float(device.hbm_capacity_bytes)
-        total = float(memory.total)
+    def result_dict(self, r: parallelism.MemoryBudgetReport) -> dict:
+        """``result``: the model, the plan, the selected stage's bytes against the capacity, then every stage's."""
+        model, plan, memory = r.model, r.plan, r.memory
         result = {
             "model": model.name,
             "params": float(model.params),
             "layers": model.layers,
             "heads": model.heads,
-            "device": device.name,
+            "device": r.accelerator.name,
             "data_parallel": plan.data_parallel,
             "tensor_parallel": plan.tensor_parallel,
             "pipeline_parallel": plan.pipeline_parallel,
@@ -190,22 +129,18 @@ class MemoryBudgetLab(Lab):
             "global_batch": int(plan.global_batch),
             "zero_stage": plan.zero_stage,
             "schedule": plan.schedule,
-            "in_flight_microbatches": float(
-                parallelism.pipeline_in_flight_microbatches(
-                    plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule, plan.virtual_stages
-                )
-            ),
+            "in_flight_microbatches": r.in_flight_microbatches,
             "parameters_bytes": float(memory.parameters),
             "gradients_bytes": float(memory.gradients),
             "optimizer_state_bytes": float(memory.optimizer_state),
             "activations_bytes": float(memory.activations),
             "model_states_bytes": float(memory.model_states),
-            "total_bytes": total,
-            "capacity_bytes": capacity,
-            "fits": bool(total <= capacity),
-            "headroom_bytes": capacity - total,
+            "total_bytes": float(memory.total),
+            "capacity_bytes": r.capacity_bytes,
+            "fits": r.fits,
+            "headroom_bytes": r.headroom_bytes,
         }
-        for stage, other in zip(parallelism.ZERO_STAGES, self.breakdowns, strict=True):
+        for stage, other in zip(parallelism.ZERO_STAGES, r.by_zero_stage, strict=True):
             for field in ("parameters", "gradients", "optimizer_state", "total"):
                 result[f"zero{stage}_{field}_bytes"] = float(getattr(other, field))
         return result
@@ -223,27 +158,28 @@ class MemoryBudgetLab(Lab):
         )
         self.enable_partial_redraw(figure, self.memory_figure.animated)
 
-    def draw(self, result: dict) -> None:
-        self.memory_figure.update(self.breakdowns, result["zero_stage"], result["capacity_bytes"])
+    def draw(self, r: parallelism.MemoryBudgetReport) -> None:
+        self.memory_figure.update(r.by_zero_stage, r.plan.zero_stage, r.capacity_bytes)
 
-    def summary_html(self, result: dict) -> str:
+    def summary_html(self, r: parallelism.MemoryBudgetReport) -> str:
         b = units.format_bytes
-        if result["fits"]:
-            verdict = f"<b style='color:{FIT_COLOR}'>fits</b>, {b(result['headroom_bytes'])} headroom"
+        if r.fits:
+            verdict = f"<b style='color:{FIT_COLOR}'>fits</b>, {b(r.headroom_bytes)} headroom"
         else:
-            verdict = f"<b style='color:{MISS_COLOR}'>does not fit</b> by {b(-result['headroom_bytes'])}"
+            verdict = f"<b style='color:{MISS_COLOR}'>does not fit</b> by {b(-r.headroom_bytes)}"
+        model, plan, memory = r.model, r.plan, r.memory
         return (
-            f"<b>{result['model']}</b> ({units.format_count(result['params'])} parameters, {result['layers']} layers, "
-            f"{result['heads']} heads) on d·t·p = {result['data_parallel']} · {result['tensor_parallel']} · "
-            f"{result['pipeline_parallel']} = <b>{result['devices']}</b> devices, global batch "
-            f"{result['global_batch']} sequences.<br>"
+            f"<b>{model.name}</b> ({units.format_count(float(model.params))} parameters, {model.layers} layers, "
+            f"{model.heads} heads) on d·t·p = {plan.data_parallel} · {plan.tensor_parallel} · "
+            f"{plan.pipeline_parallel} = <b>{int(plan.devices)}</b> devices, global batch "
+            f"{int(plan.global_batch)} sequences.<br>"
             f"Per device (first pipeline stage, 1F1B schedule, micro-batches in flight: "
-            f"{units.format_count(result['in_flight_microbatches'], digits=4)}): "
-            f"parameters {b(result['parameters_bytes'])} · gradients {b(result['gradients_bytes'])} · "
-            f"optimizer state {b(result['optimizer_state_bytes'])} · activations {b(result['activations_bytes'])} "
-            f"= <b>{b(result['total_bytes'])}</b> of {b(result['capacity_bytes'])}: {verdict}.<br>"
-            f"<small>t takes only divisors of the {result['heads']} heads (≤ {MAX_TENSOR_PARALLEL}) and p only "
-            f"divisors of the {result['layers']} layers (≤ {MAX_PIPELINE_PARALLEL}): every position is a valid plan. "
+            f"{units.format_count(r.in_flight_microbatches, digits=4)}): "
+            f"parameters {b(float(memory.parameters))} · gradients {b(float(memory.gradients))} · "
+            f"optimizer state {b(float(memory.optimizer_state))} · activations {b(float(memory.activations))} "
+            f"= <b>{b(float(memory.total))}</b> of {b(r.capacity_bytes)}: {verdict}.<br>"
+            f"<small>t takes only divisors of the {model.heads} heads (≤ {MAX_TENSOR_PARALLEL}) and p only "
+            f"divisors of the {model.layers} layers (≤ {MAX_PIPELINE_PARALLEL}): every position is a valid plan. "
             f"Not counted: temporary buffers, logits, fragmentation: leave headroom.</small>"
         )
 

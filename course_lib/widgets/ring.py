@@ -1,12 +1,12 @@
 """Lab 1, ring all-reduce: how ranks, payload, bandwidth and latency set the time of an all-reduce.
 
-``ring_allreduce_lab()`` returns a ``RingAllReduceLab``. Its controls are ``ranks`` (2–1024), ``payload_bytes``
-(1 kB–10 GB), ``bandwidth_bytes_per_s`` (1–1000 GB/s, one-way per rank), ``latency_s`` (α, 0.1–100 µs),
-``algorithm`` (one of ``collectives.ALGORITHMS["all_reduce"]``) and ``step`` (the step of the ring drawn on the
-right, 0 … 2(p − 1), enabled for rings of up to 8 ranks). Every number comes from one call,
-``collectives.collective_report("all_reduce", p, S, B, α, algorithm)``: ``compute`` returns a ``RingResult`` (that
-``CollectiveReport`` as ``report``, the ``step``, ``busbw_factor``), which alone the figure and the summary read and
-``lab.typed_result`` holds. ``lab.result`` shows it as a plain dict:
+``ring_allreduce_lab()`` returns a ``RingAllReduceLab``. Its controls (``CONTROLS``) are ``ranks`` (2–1024),
+``payload_bytes`` (1 kB–10 GB), ``bandwidth_bytes_per_s`` (1–1000 GB/s, one-way per rank), ``latency_s`` (α,
+0.1–100 µs), ``algorithm`` (one of ``collectives.ALGORITHMS["all_reduce"]`` that applies to p ranks) and ``step``
+(the step of the ring drawn on the right, 0 … 2(p − 1), enabled for rings of up to 8 ranks). Every number comes
+from one call, ``collectives.collective_report("all_reduce", p, S, B, α, algorithm)``: ``compute`` returns a
+``RingResult`` (that ``CollectiveReport`` as ``report``, the ``step``, ``busbw_factor``), which alone the figure and
+the summary read and ``lab.typed_result`` holds. ``lab.result`` shows it as a plain dict:
 
 - ``time_s`` = n·α + Q/B, split into ``latency_term_s`` (n·α) and ``bandwidth_term_s`` (Q/B);
 - ``algbw_bytes_per_s`` = S/t and ``busbw_bytes_per_s`` = algbw × 2(p − 1)/p, as nccl-tests reports them;
@@ -38,27 +38,19 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from .. import _check, collectives, units
+from .. import collectives, units
 from ..viz.collectives import CollectiveTimeFigure, algorithm_label
 from ..viz.fast import Panel
 from ..viz.ring_allreduce import RingStepFigure
 from ..viz.style import seconds_label
-from ._base import (
-    Lab,
-    choice_buttons,
-    initial_values,
-    int_slider,
-    nice_values,
-    same_stop,
-    set_options,
-    stops_with,
-    unit_slider,
-)
+from ._base import ControlSpec, Lab, control_defaults, nice_values
 
 __all__ = [
     "ring_allreduce_lab",
     "RingAllReduceLab",
     "RingResult",
+    "CONTROLS",
+    "DEFAULTS",
     "ring_steps",
     "RANKS",
     "PAYLOADS_BYTES",
@@ -78,15 +70,6 @@ BANDWIDTHS_BYTES_PER_S = tuple(nice_values(1e9, 1e12, mantissas=(1, 1.25, 1.5, 2
 LATENCIES_S = tuple(nice_values(1e-7, 1e-4, mantissas=(1, 2, 3, 5)))  # 0.1 µs … 100 µs
 MAX_STEP_RANKS = 8  # the step-by-step grid stays readable up to 8 ranks × 8 chunks
 
-DEFAULTS = {
-    "ranks": 8,
-    "payload_bytes": 100 * units.MB,
-    "bandwidth_bytes_per_s": 50 * units.GB,
-    "latency_s": 5 * units.US,
-    "algorithm": "ring",
-    "step": 0,
-}  # lesson 02's synthetic example: 100 MB at 50 GB/s, α = 5 µs
-
 _TIME_LIMITS_S = (1e-7, 1e3)  # fixed: the shortest (0.1 µs, 2 ranks) to the longest (1024 ranks, 1 GB/s, 10 GB)
 # The time plot's place (figure fractions): beside the step grid, or the whole width when there is no grid (p > 8).
 _TIME_AXES_BESIDE_GRID = (0.095, 0.3, 0.44, 0.63)
@@ -102,19 +85,39 @@ def _step_phase(ranks: int, step: int) -> str:
     return collectives.ring_step_phase(OP, ranks, step)
 
 
-def _checked_option(name: str, value, low, high, integer: bool = False):
-    """``value`` if it lies in [low, high] (a whole number if ``integer``), else ValueError naming the range."""
-    checked = _check.count(name, value) if integer else _check.positive(name, value)
-    if not low <= checked <= high:
-        raise ValueError(f"{name} must be in {low}..{high}, got {value!r}")
-    return checked
-
-
-def _log_slider(description: str, stops, value, formatter):
-    """``unit_slider`` over ``stops`` (plus ``value``) that also accepts a value within rounding error of a stop."""
-    slider = unit_slider(description, stops_with(stops, value), value, formatter)
-    slider.equals = same_stop  # ipywidgets' Selection compares with this predicate (default ==)
-    return slider
+# Lesson 02's synthetic example: 100 MB at 50 GB/s, α = 5 µs, on a ring of 8 ranks. A value between a slider's stops
+# is kept (added to them); the algorithms that apply and the steps of the ring depend on p.
+CONTROLS = (
+    ControlSpec("ranks", "ranks p", RANKS, 8, kind="open slider"),
+    ControlSpec("payload_bytes", "payload S", PAYLOADS_BYTES, 100 * units.MB, units.format_bytes, kind="open slider"),
+    ControlSpec(
+        "bandwidth_bytes_per_s",
+        "bandwidth B",
+        BANDWIDTHS_BYTES_PER_S,
+        50 * units.GB,
+        units.format_bandwidth,
+        kind="open slider",
+    ),
+    ControlSpec("latency_s", "latency α per step", LATENCIES_S, 5 * units.US, seconds_label, kind="open slider"),
+    ControlSpec(
+        "algorithm",
+        "algorithm",
+        lambda values: collectives.applicable_algorithms(OP, values["ranks"]),
+        "ring",
+        algorithm_label,
+        kind="buttons",
+        depends_on=("ranks",),
+    ),
+    ControlSpec(  # the grid is drawn up to MAX_STEP_RANKS; past it the slider keeps that many steps, disabled
+        "step",
+        "ring step (right)",
+        lambda values: range(ring_steps(min(values["ranks"], MAX_STEP_RANKS)) + 1),
+        0,
+        kind="int slider",
+        depends_on=("ranks",),
+    ),
+)
+DEFAULTS = control_defaults(CONTROLS)
 
 
 @dataclass(frozen=True)
@@ -164,42 +167,13 @@ class RingResult:
 class RingAllReduceLab(Lab):
     """The ring all-reduce lab (see the module docstring); build it with ``ring_allreduce_lab(**initial)``."""
 
-    def __init__(self, **initial):
-        start = initial_values(DEFAULTS, initial, "ring all-reduce lab")
-        ranks = _checked_option("ranks", start["ranks"], RANKS[0], RANKS[-1], integer=True)
-        payload = _checked_option("payload_bytes", start["payload_bytes"], PAYLOADS_BYTES[0], PAYLOADS_BYTES[-1])
-        bandwidth = _checked_option(
-            "bandwidth_bytes_per_s",
-            start["bandwidth_bytes_per_s"],
-            BANDWIDTHS_BYTES_PER_S[0],
-            BANDWIDTHS_BYTES_PER_S[-1],
-        )
-        latency = _checked_option("latency_s", start["latency_s"], LATENCIES_S[0], LATENCIES_S[-1])
-        allowed = collectives.applicable_algorithms(OP, ranks)
-        algorithm = start["algorithm"]
-        collectives.check_algorithm(OP, algorithm)
-        if algorithm not in allowed:
-            raise ValueError(f"algorithm={algorithm!r} needs a power-of-two number of ranks, got ranks={ranks}")
-        step = _check.count("step", start["step"], minimum=0)
-        last_step = ring_steps(min(ranks, MAX_STEP_RANKS))
-        if step > last_step:
-            raise ValueError(
-                f"step must be in 0..{last_step} (2(p − 1), drawn for p ≤ {MAX_STEP_RANKS}) for "
-                f"ranks={ranks}, got {step!r}"
-            )
+    CONTROLS = CONTROLS  # the module's, above
 
-        controls = {
-            "ranks": unit_slider("ranks p", stops_with(RANKS, ranks), ranks, str),
-            "payload_bytes": _log_slider("payload S", PAYLOADS_BYTES, payload, units.format_bytes),
-            "bandwidth_bytes_per_s": _log_slider(
-                "bandwidth B", BANDWIDTHS_BYTES_PER_S, bandwidth, units.format_bandwidth
-            ),
-            "latency_s": _log_slider("latency α per step", LATENCIES_S, latency, seconds_label),
-            "algorithm": choice_buttons("algorithm", [(algorithm_label(a), a) for a in allowed], algorithm),
-            "step": int_slider("ring step (right)", 0, last_step, step),
-        }
+    def __init__(self, **initial):
+        start = self.start_values(initial)
+        controls = self.build_controls(start)
         controls["algorithm"].style.button_width = "128px"
-        controls["step"].disabled = ranks > MAX_STEP_RANKS
+        controls["step"].disabled = start["ranks"] > MAX_STEP_RANKS
         note = widgets.HTML(
             "<small>Recursive doubling and Rabenseifner need a power-of-two number of ranks: they are offered only "
             "then, and a choice of them falls back to the ring when <i>p</i> is not one. The step-by-step view (the "
@@ -212,18 +186,12 @@ class RingAllReduceLab(Lab):
 
     # --- controls whose options depend on another control ---------------------------------------------------
 
-    def sync_controls(self, _changed) -> None:
-        ranks = self.controls["ranks"].value
-        algorithm = self.controls["algorithm"]
-        allowed = collectives.applicable_algorithms(OP, ranks)
-        kept = algorithm.value if algorithm.value in allowed else "ring"
-        set_options(algorithm, allowed, kept, label=algorithm_label)
-        step = self.controls["step"]
-        if ranks <= MAX_STEP_RANKS:
-            step.max = ring_steps(ranks)  # clamps the value
-        step.disabled = ranks > MAX_STEP_RANKS
+    def sync_controls(self, changed) -> None:
+        """The algorithms and the steps follow p (their specs); the step slider is disabled past 8 ranks."""
+        super().sync_controls(changed)
+        self.controls["step"].disabled = self.controls["ranks"].value > MAX_STEP_RANKS
 
-    # --- the three methods of a lab ------------------------------------------------------------------------
+    # --- the four methods of a lab ------------------------------------------------------------------------
 
     def compute(self, values: dict) -> RingResult:
         """One ``collectives.collective_report``, with the step of the ring drawn on the right."""

@@ -1,9 +1,13 @@
 """Lab 4 · pipeline schedules: the simulated timeline of one step, its bubble and the activations stage 0 holds.
 
-The timeline comes from ``pipeline.pipeline_schedule`` (an event simulation that knows nothing of the bubble
-formula); the lab shows next to it ``parallelism.pipeline_bubble_fraction`` (p − 1)/(v·m) and
-``parallelism.pipeline_in_flight_microbatches``, so every position of the controls checks the formulas against the
-simulation. The figure is ``viz.pipeline_schedule.PipelineScheduleFigure`` (the timeline) beside a
+Every number comes from one call, ``parallelism.pipeline_schedule_report(p, m, schedule, v)``: the timeline of
+``pipeline.pipeline_schedule`` (an event simulation that knows nothing of the bubble formula) beside
+``parallelism.pipeline_bubble_fraction`` (p − 1)/(v·m) and ``parallelism.pipeline_in_flight_microbatches``, so every
+position of the controls (``CONTROLS``) checks the formulas against the simulation. ``compute`` returns that
+``PipelineScheduleReport`` (cached: the simulation takes up to ~50 ms at the caps), which alone the figure and the
+summary read and ``lab.typed_result`` holds; ``lab.result`` shows it as a plain dict (the controls, ``total_time``,
+``ideal_time``, ``bubble_time``, ``bubble_fraction``, ``bubble_share_of_step``, ``peak_in_flight``, ``ops`` and the
+two ``formula_*`` values). The figure is ``viz.pipeline_schedule.PipelineScheduleFigure`` (the timeline) beside a
 ``ComparisonBarsFigure`` (simulated against formula). Times are in units of the forward time t_f of one micro-batch
 through one stage (t_b = 2 t_f).
 
@@ -22,21 +26,20 @@ since m must be a multiple of p (Narayanan et al. 2021 §2.2.2).
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
-import numpy as np
 from matplotlib.figure import Figure
 
-from .. import parallelism, pipeline, units
+from .. import parallelism, units
 from ..viz.fast import Panel
 from ..viz.pipeline_schedule import SCHEDULE_NAMES, ComparisonBarsFigure, PipelineScheduleFigure
 from ..viz.style import COLORS
-from ._base import Lab, choice_buttons, initial_values, int_slider
+from ._base import ControlSpec, Lab, control_defaults, set_range
 
 __all__ = [
     "PipelineLab",
     "pipeline_lab",
+    "CONTROLS",
     "DEFAULTS",
     "MAX_STAGES",
     "MAX_MICROBATCHES",
@@ -45,7 +48,6 @@ __all__ = [
     "MIN_LABEL_SIZE",
 ]
 
-DEFAULTS = {"stages": 4, "microbatches": 8, "virtual_stages": 1, "schedule": "1f1b"}
 # Caps that keep the timeline legible and fast: at most 16 × 64 × 4 × 2 = 8192 boxes.
 MAX_STAGES = 16
 MAX_MICROBATCHES = 64
@@ -54,58 +56,33 @@ LABEL_POOL = 128  # micro-batch numbers are written in the boxes when there are 
 MIN_LABEL_SIZE = 7.0  # points, at the lab's 72 dpi: smaller numbers are left out of the boxes
 BACKWARD_OVER_FORWARD = 2.0  # t_b = 2 t_f (the backward pass computes two gradients per weight matrix)
 
+# 1F1B with p = 4 and m = 8 (bubble 3/8). The combination is checked as a ParallelPlan checks it; moving a control
+# keeps it valid (``PipelineLab._make_valid``).
+CONTROLS = (
+    ControlSpec("stages", "stages p", range(1, MAX_STAGES + 1), 4, kind="int slider"),
+    ControlSpec("microbatches", "micro-batches m", range(1, MAX_MICROBATCHES + 1), 8, kind="int slider"),
+    ControlSpec("virtual_stages", "virtual stages v", range(1, MAX_VIRTUAL_STAGES + 1), 1, kind="int slider"),
+    ControlSpec("schedule", "schedule", parallelism.SCHEDULES, "1f1b", SCHEDULE_NAMES.__getitem__, kind="buttons"),
+)
+DEFAULTS = control_defaults(CONTROLS)
+
 
 @lru_cache(maxsize=32)
-def _timeline(stages: int, microbatches: int, schedule: str, virtual_stages: int) -> pipeline.PipelineTimeline:
-    """The simulated step (cached: the simulation is pure and takes up to ~50 ms at the caps)."""
-    return pipeline.pipeline_schedule(
+def _report(stages: int, microbatches: int, schedule: str, virtual_stages: int) -> parallelism.PipelineScheduleReport:
+    """The simulated step against the formulas (cached: the report is immutable and the simulation takes up to ~50 ms
+    at the caps)."""
+    return parallelism.pipeline_schedule_report(
         stages, microbatches, schedule, virtual_stages, forward_time_s=1.0, backward_time_s=BACKWARD_OVER_FORWARD
     )
-
-
-@lru_cache(maxsize=32)
-def _measured(stages: int, microbatches: int, schedule: str, virtual_stages: int) -> dict:
-    """What the simulated timeline measures (its properties scan every op, so they are read once and cached)."""
-    timeline = _timeline(stages, microbatches, schedule, virtual_stages)
-    total, bubble = float(timeline.total_s), float(timeline.bubble_s)
-    return {
-        "total_time": total,
-        "ideal_time": float(timeline.ideal_s),
-        "bubble_time": bubble,
-        "bubble_fraction": float(timeline.bubble_fraction),
-        "bubble_share_of_step": bubble / total,
-        "peak_in_flight": float(timeline.peak_in_flight(0)),
-        "ops": len(timeline.ops),
-    }
 
 
 class PipelineLab(Lab):
     """The pipeline schedule lab (see the module docstring)."""
 
-    def __init__(self, **initial):
-        values = initial_values(DEFAULTS, initial, "pipeline lab")
-        self._check_initial(values)
-        controls = {
-            "stages": int_slider("stages p", 1, MAX_STAGES, values["stages"]),
-            "microbatches": int_slider("micro-batches m", 1, MAX_MICROBATCHES, values["microbatches"]),
-            "virtual_stages": int_slider("virtual stages v", 1, MAX_VIRTUAL_STAGES, values["virtual_stages"]),
-            "schedule": choice_buttons(
-                "schedule", [(SCHEDULE_NAMES[s], s) for s in parallelism.SCHEDULES], values["schedule"]
-            ),
-        }
-        self._build_figure()
-        self._make_valid(controls, None)
-        super().__init__("Lab 4 · Pipeline schedules and the bubble", controls, self.figure)
+    CONTROLS = CONTROLS  # the module's, above
 
-    @staticmethod
-    def _check_initial(values):
-        limits = {"stages": MAX_STAGES, "microbatches": MAX_MICROBATCHES, "virtual_stages": MAX_VIRTUAL_STAGES}
-        for name, largest in limits.items():
-            value = values[name]
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= largest:
-                raise ValueError(f"{name} must be an integer in 1..{largest}, got {value!r}")
-        if values["schedule"] not in parallelism.SCHEDULES:
-            raise ValueError(f"schedule must be one of {list(parallelism.SCHEDULES)}, got {values['schedule']!r}")
+    def __init__(self, **initial):
+        values = self.start_values(initial)
         # Checks the combination the same way the simulation does (v ≥ 2 with interleaving, m a multiple of p).
         parallelism.ParallelPlan(
             pipeline_parallel=values["stages"],
@@ -113,6 +90,10 @@ class PipelineLab(Lab):
             virtual_stages=values["virtual_stages"],
             schedule=values["schedule"],
         )
+        controls = self.build_controls(values)
+        self._build_figure()
+        self._make_valid(controls, None)
+        super().__init__("Lab 4 · Pipeline schedules and the bubble", controls, self.figure)
 
     # ---- dependent options --------------------------------------------------------------------------------------
 
@@ -134,11 +115,7 @@ class PipelineLab(Lab):
         low, step = (p, p) if schedule.value == "interleaved" else (1, 1)
         high = MAX_MICROBATCHES // step * step
         wanted = min(max(int(round(slider.value / step)) * step, low), high)
-        slider.step = step
-        if low > slider.max:
-            slider.max, slider.min = high, low
-        else:
-            slider.min, slider.max = low, high
+        set_range(slider, low, high, step)
         slider.value = wanted
 
     def sync_controls(self, changed) -> None:
@@ -146,20 +123,30 @@ class PipelineLab(Lab):
 
     # ---- the three parts of a lab ---------------------------------------------------------------------------------
 
-    def compute(self, values: dict) -> dict:
-        p, m, v, schedule = values["stages"], values["microbatches"], values["virtual_stages"], values["schedule"]
-        timeline = _timeline(p, m, schedule, v)
+    def compute(self, values: dict) -> parallelism.PipelineScheduleReport:
+        """One ``parallelism.pipeline_schedule_report`` (cached) for the schedule the controls describe."""
+        return _report(values["stages"], values["microbatches"], values["schedule"], values["virtual_stages"])
+
+    def result_dict(self, r: parallelism.PipelineScheduleReport) -> dict:
+        """``result``: the controls, then the simulated numbers (times in units of t_f) and the formulas'."""
+        timeline = r.timeline
         return {
-            "stages": p,
-            "microbatches": m,
-            "virtual_stages": v,
-            "schedule": schedule,
+            "stages": r.stages,
+            "microbatches": r.microbatches,
+            "virtual_stages": r.virtual_stages,
+            "schedule": r.schedule,
             "time_unit": "t_f",
             "forward_time": float(timeline.forward_time_s),
             "backward_time": float(timeline.backward_time_s),
-            **_measured(p, m, schedule, v),
-            "formula_bubble_fraction": float(parallelism.pipeline_bubble_fraction(p, m, v)),
-            "formula_peak_in_flight": float(parallelism.pipeline_in_flight_microbatches(p, m, schedule, v)),
+            "total_time": r.total_s,
+            "ideal_time": r.ideal_s,
+            "bubble_time": r.bubble_s,
+            "bubble_fraction": r.bubble_fraction,
+            "bubble_share_of_step": r.bubble_share_of_step,
+            "peak_in_flight": r.peak_in_flight,
+            "ops": len(timeline.ops),
+            "formula_bubble_fraction": r.formula_bubble_fraction,
+            "formula_peak_in_flight": r.formula_peak_in_flight,
         }
 
     def _build_figure(self) -> None:
@@ -189,41 +176,35 @@ class PipelineLab(Lab):
             [Panel((0.0, 1.0), None, gantt.static_key, gantt.set_static, gantt.static_examples)],
         )
 
-    def draw(self, result: dict) -> None:
-        p, m, v, schedule = result["stages"], result["microbatches"], result["virtual_stages"], result["schedule"]
-        timeline = _timeline(p, m, schedule, v)
-        self.set_static_state(timeline)
-        self.gantt.update(timeline)
+    def draw(self, r: parallelism.PipelineScheduleReport) -> None:
+        self.set_static_state(r.timeline)
+        self.gantt.update(r.timeline)
         self.checks.update(
-            [
-                (result["bubble_fraction"], result["formula_bubble_fraction"]),
-                (result["peak_in_flight"], result["formula_peak_in_flight"]),
-            ]
+            [(r.bubble_fraction, r.formula_bubble_fraction), (r.peak_in_flight, r.formula_peak_in_flight)]
         )
 
-    def summary_html(self, result: dict) -> str:
+    def summary_html(self, r: parallelism.PipelineScheduleReport) -> str:
         pct = units.format_percent
 
         def t(value):  # a time in units of t_f
             return units.format_quantity(value, "", digits=4, min_prefix="").rstrip() + " t<sub>f</sub>"
 
         count = _count
-        p, m, v = result["stages"], result["microbatches"], result["virtual_stages"]
-        same = math.isclose(result["bubble_fraction"], result["formula_bubble_fraction"], abs_tol=1e-12)
-        match = "=" if same else "≠"
-        held = "=" if math.isclose(result["peak_in_flight"], result["formula_peak_in_flight"]) else "≠"
+        p, m, v = r.stages, r.microbatches, r.virtual_stages
+        match = "=" if r.bubble_matches else "≠"
+        held = "=" if r.peak_in_flight_matches else "≠"
         formula = "(p − 1)/m" if v == 1 else "(p − 1)/(v·m)"
         return (
-            f"<b>{SCHEDULE_NAMES[result['schedule']]}</b>, p = {p} stages, m = {m} micro-batches"
-            + (f", v = {v} chunks per device" if result["schedule"] == "interleaved" else "")
+            f"<b>{SCHEDULE_NAMES[r.schedule]}</b>, p = {p} stages, m = {m} micro-batches"
+            + (f", v = {v} chunks per device" if r.schedule == "interleaved" else "")
             + ". "
-            f"Step {t(result['total_time'])} against an ideal {t(result['ideal_time'])} "
+            f"Step {t(r.total_s)} against an ideal {t(r.ideal_s)} "
             f"(m·(t<sub>f</sub> + t<sub>b</sub>), t<sub>b</sub> = 2 t<sub>f</sub>): "
-            f"bubble {t(result['bubble_time'])} = <b>{pct(result['bubble_fraction'])}</b> of the ideal "
-            f"time ({pct(result['bubble_share_of_step'])} of the step); formula {formula} = "
-            f"{pct(result['formula_bubble_fraction'])} {match} simulated.<br>"
-            f"Stage 0 holds the activations of <b>{count(result['peak_in_flight'])}</b> micro-batches at its peak "
-            f"(formula: {count(result['formula_peak_in_flight'])} {held} simulated).<br>"
+            f"bubble {t(r.bubble_s)} = <b>{pct(r.bubble_fraction)}</b> of the ideal "
+            f"time ({pct(r.bubble_share_of_step)} of the step); formula {formula} = "
+            f"{pct(r.formula_bubble_fraction)} {match} simulated.<br>"
+            f"Stage 0 holds the activations of <b>{count(r.peak_in_flight)}</b> micro-batches at its peak "
+            f"(formula: {count(r.formula_peak_in_flight)} {held} simulated).<br>"
             f"<small>Times in units of t<sub>f</sub>, the forward time of one micro-batch through one stage. "
             f"GPipe and 1F1B have v = 1: moving v above 1 selects the interleaved schedule, which needs m to be a "
             f"multiple of p, so m then moves in steps of p.</small>"

@@ -9,9 +9,10 @@ sizes of the curve). ``compute`` returns that ``ServingReport``, which alone the
 ``viz.serving.LatencyThroughputFigure`` (decode over every batch size that fits, the current batch marked) beside
 ``viz.serving.DecodeBreakdownFigure`` (where one token's time goes).
 
-Only valid replicas are reachable: t takes the divisors of the model's heads that divide its KV heads or are a
-multiple of them (≤ 64), p the divisors of its layers (≤ 16); changing the model moves both to the nearest valid
-value.
+The controls (``CONTROLS``) are ``model``, ``device``, ``tensor_parallel``, ``pipeline_parallel``, ``sequences``,
+``prompt_len`` and ``generated_tokens``. Only valid replicas are reachable: t takes the divisors of the model's heads
+that divide its KV heads or are a multiple of them (≤ 64), p the divisors of its layers (≤ 16); changing the model
+moves both to the nearest valid value (their specs' stops depend on the model: ``Lab.sync_choices``).
 
 >>> from course_lib import units
 >>> lab = serving_lab()
@@ -32,20 +33,12 @@ from .. import hardware, parallelism, serving, units
 from ..viz.fast import Panel, PartialRedraw
 from ..viz.serving import DecodeBreakdownFigure, LatencyThroughputFigure
 from ..viz.style import COLORS, FIT_COLOR
-from ._base import (
-    Lab,
-    check_choices,
-    dropdown,
-    initial_values,
-    nearest_option,
-    option_slider,
-    set_options,
-    unit_slider,
-)
+from ._base import ControlSpec, Lab, control_defaults, model_split_specs
 
 __all__ = [
     "ServingLab",
     "serving_lab",
+    "CONTROLS",
     "DEFAULTS",
     "MODELS",
     "NODES",
@@ -66,15 +59,6 @@ MODELS = {**parallelism.LLAMA_MODELS, parallelism.GPT3_175B.name: parallelism.GP
 # One 8-GPU node of each kind; a replica of t·p GPUs spans ⌈t·p/8⌉ of them.
 NODES = {
     node.accelerator.name: node for node in (hardware.DGX_A100, hardware.DGX_H100, hardware.DGX_H200, hardware.DGX_B200)
-}
-DEFAULTS = {
-    "model": parallelism.LLAMA3_70B.name,
-    "device": hardware.H100.name,
-    "tensor_parallel": 8,
-    "pipeline_parallel": 1,
-    "sequences": 8,
-    "prompt_len": 1024,
-    "generated_tokens": 256,
 }
 SEQUENCES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 PROMPT_LENGTHS = tuple(2**k for k in range(7, 18))  # 128 … 131,072 tokens (Llama 3.1's context)
@@ -131,57 +115,30 @@ def _tokens(n) -> str:
     return f"{units.format_count(n)} tokens"
 
 
+# Llama 3.1 70B on one H100 node (t = 8), a batch of 8 sequences of 1024 + 256 tokens. t and p run over the
+# model's divisors.
+CONTROLS = (
+    ControlSpec("model", "model", tuple(MODELS), parallelism.LLAMA3_70B.name, kind="dropdown"),
+    ControlSpec("device", "device", tuple(NODES), hardware.H100.name, kind="dropdown"),
+    *model_split_specs(MODELS, tensor_parallel_options, pipeline_parallel_options, 8, 1),
+    ControlSpec("sequences", "batch b (sequences)", SEQUENCES, 8),
+    ControlSpec("prompt_len", "prompt length", PROMPT_LENGTHS, 1024, _tokens),
+    ControlSpec("generated_tokens", "generated tokens", GENERATED_TOKENS, 256, _tokens),
+)
+DEFAULTS = control_defaults(CONTROLS)
+
+
 class ServingLab(Lab):
     """One serving replica's memory, prefill and decode (see the module docstring)."""
 
+    CONTROLS = CONTROLS  # the module's, above
+
     def __init__(self, **initial):
-        values = initial_values(DEFAULTS, initial, "serving lab")
-        self._check_initial(values)
-        model = MODELS[values["model"]]
-        controls = {
-            "model": dropdown("model", MODELS, values["model"]),
-            "device": dropdown("device", NODES, values["device"]),
-            "tensor_parallel": option_slider(
-                "tensor parallel t", tensor_parallel_options(model), values["tensor_parallel"]
-            ),
-            "pipeline_parallel": option_slider(
-                "pipeline parallel p", pipeline_parallel_options(model), values["pipeline_parallel"]
-            ),
-            "sequences": option_slider("batch b (sequences)", SEQUENCES, values["sequences"]),
-            "prompt_len": unit_slider("prompt length", PROMPT_LENGTHS, values["prompt_len"], _tokens),
-            "generated_tokens": unit_slider("generated tokens", GENERATED_TOKENS, values["generated_tokens"], _tokens),
-        }
+        controls = self.build_controls(self.start_values(initial))
         self._build_figure()
         super().__init__("Lab 7 · Serving: prefill, decode and the KV cache", controls, self.figure)
 
-    @staticmethod
-    def _check_initial(values):
-        if values["model"] not in MODELS:
-            raise ValueError(f"model must be one of {list(MODELS)}, got {values['model']!r}")
-        if values["device"] not in NODES:
-            raise ValueError(f"device must be one of {list(NODES)}, got {values['device']!r}")
-        model = MODELS[values["model"]]
-        allowed = {
-            "tensor_parallel": tensor_parallel_options(model),
-            "pipeline_parallel": pipeline_parallel_options(model),
-            "sequences": SEQUENCES,
-            "prompt_len": PROMPT_LENGTHS,
-            "generated_tokens": GENERATED_TOKENS,
-        }
-        check_choices(values, allowed, f" (for {model.name})")
-
-    # ---- dependent options --------------------------------------------------------------------------------------
-
-    def sync_controls(self, changed) -> None:
-        if changed == "model":  # t and p run over the new model's divisors
-            model = MODELS[self.controls["model"].value]
-            for name, options in (
-                ("tensor_parallel", tensor_parallel_options(model)),
-                ("pipeline_parallel", pipeline_parallel_options(model)),
-            ):
-                set_options(self.controls[name], options, nearest_option(options, self.controls[name].value))
-
-    # ---- the three parts of a lab ---------------------------------------------------------------------------------
+    # ---- the four parts of a lab ---------------------------------------------------------------------------------
 
     def compute(self, values: dict) -> serving.ServingReport:
         """One ``serving.serving_report`` for the replica of t·p devices the controls describe."""
