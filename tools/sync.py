@@ -47,14 +47,14 @@ def uncommitted() -> set[str]:
 def stale_notebooks(twins: dict[Path, Path], stamps: dict[str, str], changed: set[str]) -> list[Path]:
     """The notebooks of ``twins`` ({notebook: twin}) to execute again; records in ``stamps`` the hash of each
     notebook found up to date."""
-    from tools.twins import difference  # jupytext: imported only when a notebook has no stamp that matches
-
     stale = []
     for notebook, twin in twins.items():
         inputs = changed_notebooks.notebook_inputs(notebook, twin)
         digest = assignments.files_digest(inputs)
         if stamps.get(rel(notebook)) == digest:
             continue
+        from tools.twins import difference  # jupytext: imported only when a stamp does not match
+
         if difference(notebook, twin) is None and not {rel(path) for path in inputs} & changed:
             stamps[rel(notebook)] = digest
         else:

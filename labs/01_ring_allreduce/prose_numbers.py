@@ -1,9 +1,5 @@
-"""The quantities in lab 1's prose (its master, 01_ring_allreduce.py) that no output prints beside them.
-
-CHECKED says what each one is and what checks it; check() works out the answers to its explore questions by moving the
-lab's controls. tests/test_lesson_numbers.py holds the rule (every quantity in the prose is printed or listed here) and
-runs check().
-"""
+"""The quantities in lab 1's prose that no output prints (CHECKED: what each is, what checks it) and check(), which
+works out the explore answers by moving the lab's controls; tests/test_lesson_numbers.py runs it."""
 
 from course_lib import hardware, units
 

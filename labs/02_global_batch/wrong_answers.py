@@ -1,8 +1,5 @@
-"""Plausible wrong answers to lab 2's graded questions: {question: [(mistake, source of the answer cell), ...]}.
-
-tests/test_grading.py runs each against the autograder's tests: it must score zero on its question and leave every
-other question at full marks. The first one of each question is also graded end to end (with `make grade`).
-"""
+"""Lab 2's plausible wrong answers, {question: [(mistake, source of the answer cell), ...]}: tests/test_grading.py
+checks that each scores zero on its question and leaves the others at full marks."""
 
 WRONG = {
     "q1": [

@@ -1,8 +1,5 @@
-"""The quantities in lab 5's prose (its master, 05_measure_collectives.py) that no output prints beside them.
-
-CHECKED says what each one is and what checks it; check() checks the figures it quotes against the recorded data.
-tests/test_lesson_numbers.py holds the rule (every quantity in the prose is printed or listed here) and runs check().
-"""
+"""The quantities in lab 5's prose that no output prints (CHECKED: what each is, what checks it) and check(), which
+checks the figures it quotes; tests/test_lesson_numbers.py holds the rule and runs check()."""
 
 from pathlib import Path
 
