@@ -97,7 +97,7 @@ assignments: $(VENV)/.test-installed ## make the graded labs' student versions a
 # `make notebooks` then `make assignments`, each for only what changed (tools/sync.py): a notebook whose twin,
 # course_lib modules, tools or data changed since it was last executed (a hash of them in build/sync/), then a lab
 # whose master, course_lib, tools or lock changed since its last build (the hash in build/assignments/<lab>/). When
-# nothing changed it says so, in about two seconds.
+# nothing changed it says so, in about a second.
 sync: $(VENV)/.test-installed ## after an edit: re-execute the notebooks, then rebuild the labs, that it changed (nothing if nothing did)
 	PYTHONHASHSEED=0 $(VENV)/bin/python -m tools.sync --out $(ASSIGNMENTS) $(if $(STUDENT_DIR),--student-dir "$(STUDENT_DIR)")
 
