@@ -20,7 +20,7 @@ LAB_OVERRIDES = $(VENV)/share/jupyter/lab/settings/overrides.json
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test quick nb check hooks validate bench notebooks assignments grade lock clean
+.PHONY: help lab test quick nb check hooks validate bench notebooks assignments sync grade lock clean
 
 help: ## list the targets (this message)
 	@echo "Targets:"
@@ -78,13 +78,14 @@ bench: $(VENV)/.test-installed ## time course_lib's functions, the notebooks and
 
 # After editing a lesson's .py: rebuild its .ipynb and store fresh outputs. NOTEBOOKS limits it to some files, each
 # given as its .py or its .ipynb, e.g. make notebooks NOTEBOOKS=notebooks_py/01_mac.py (jupytext.toml pairs the
-# lessons notebooks/X.ipynb with notebooks_py/X.py, the graded masters side by side in labs/source/).
+# lessons notebooks/X.ipynb with notebooks_py/X.py, each lab folder's jupytext.toml its master labs/X/X.ipynb with
+# labs/X/X.py beside it). `make sync` does this for what an edit changed, then `make assignments` likewise.
 NOTEBOOKS ?=
 notebooks: $(VENV)/.test-installed ## re-execute the lessons and labs from their .py and store the outputs in the .ipynb
 	PYTHONHASHSEED=0 $(VENV)/bin/python -m tools.execute_notebooks $(NOTEBOOKS)
 
-# Graded labs (otter-grader 7). Masters: labs/source/NN_name.py/.ipynb (run `make notebooks NOTEBOOKS=...` after
-# editing one). Output: build/assignments/<lab>/student/<lab>.ipynb, build/assignments/<lab>/autograder/*.zip and
+# Graded labs (otter-grader 7). A lab is one folder, labs/NN_name/: its master NN_name.py/.ipynb (run
+# `make notebooks NOTEBOOKS=...` after editing one, or `make sync`) and its wrong answers. Output: build/assignments/<lab>/student/<lab>.ipynb, build/assignments/<lab>/autograder/*.zip and
 # the zip's SHA-256 in build/assignments/<lab>/autograder.sha256 (make grade refuses a zip that no longer matches),
 # and a copy of each student version in STUDENT_DIR (labs/<lab>.ipynb, the notebook students open; committed).
 # STUDENT_DIR= (empty) leaves labs/ alone.
@@ -92,6 +93,13 @@ ASSIGNMENTS = build/assignments
 STUDENT_DIR ?= labs
 assignments: $(VENV)/.test-installed ## make the graded labs' student versions and autograder zips (otter assign)
 	$(VENV)/bin/python -m tools.assignments --out $(ASSIGNMENTS) $(if $(STUDENT_DIR),--student-dir "$(STUDENT_DIR)")
+
+# `make notebooks` then `make assignments`, each for only what changed (tools/sync.py): a notebook whose twin,
+# course_lib modules, tools or data changed since it was last executed (a hash of them in build/sync/), then a lab
+# whose master, course_lib, tools or lock changed since its last build (the hash in build/assignments/<lab>/). When
+# nothing changed it says so, in about a second.
+sync: $(VENV)/.test-installed ## after an edit: re-execute the notebooks, then rebuild the labs, that it changed (nothing if nothing did)
+	PYTHONHASHSEED=0 $(VENV)/bin/python -m tools.sync --out $(ASSIGNMENTS) $(if $(STUDENT_DIR),--student-dir "$(STUDENT_DIR)")
 
 # make grade SUBMISSIONS=dir: dir/<student>/<lab>.ipynb, each graded by `otter run` (no Docker) in a bubblewrap
 # sandbox (Debian: apt-get install bubblewrap). Writes grades.csv next to dir (or GRADES=path), feedback/<student>/

@@ -1,7 +1,6 @@
 """pytest configuration for the whole repository (the settings themselves are in pyproject.toml)."""
 
 import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
@@ -10,6 +9,12 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tools import assignments
+
+# A lab's own checks (labs/NN_name/prose_numbers.py), imported by tests/test_lesson_numbers.py, report a failed assert
+# with its values, as a test module's do.
+pytest.register_assert_rewrite("labs")
 
 ROOT = Path(__file__).resolve().parent
 
@@ -25,7 +30,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 # tiers that start heavy real components are applied here by path, so a new test file in those places is tiered
 # without anyone remembering to mark it; `slow` is marked by hand on the few seconds-long tests of other files.
 TIER_PATHS = {
-    "notebook": ("notebooks/", "labs/source/", "tests/test_execute_notebooks.py"),
+    "notebook": ("notebooks/", "labs/", "tests/test_execute_notebooks.py"),
     "grading": ("tests/test_grading.py", "tests/test_grading_checks.py"),
     "browser": ("tests/browser/",),
     "env": ("tests/test_environments.py", "tests/test_binder.py"),
@@ -85,13 +90,14 @@ def pytest_xdist_make_scheduler(config, log):
     return TierScheduling(config, log)
 
 
-# The py:percent twins of the notebooks (notebooks_py/ for the lessons, labs/source/ for the graded masters) are not
-# modules: --doctest-modules must not import them, even when pytest is pointed at their folder (the notebooks
-# themselves, notebooks/*.ipynb and labs/source/*.ipynb, run under nbval). The student versions in labs/
-# have no stored outputs to compare and `...` for answers: tests/test_grading.py grades them untouched (zero
-# points, no crash) and the browser tests run them in JupyterLab.
-# (A list, not the glob "labs/*.ipynb": fnmatch's * also matches "/", so the glob would hide labs/source/ too.)
-collect_ignore_glob = ["notebooks_py/*.py", "labs/source/*.py"]
+# The py:percent twins of the notebooks (notebooks_py/ for the lessons, labs/NN_name/NN_name.py for the graded
+# masters) are not modules: --doctest-modules must not import them, even when pytest is pointed at their folder (the
+# notebooks themselves, notebooks/*.ipynb and labs/NN_name/NN_name.ipynb, run under nbval). Nor are the other files
+# of a lab's folder (its wrong answers, its explore answers): the tests in tests/ import them. The student versions
+# in labs/ have no stored outputs to compare and `...` for answers: tests/test_grading.py grades them untouched
+# (zero points, no crash) and the browser tests run them in JupyterLab.
+# (A list, not the glob "labs/*.ipynb": fnmatch's * also matches "/", so the glob would hide the masters too.)
+collect_ignore_glob = ["notebooks_py/*.py", "labs/*/*.py"]
 collect_ignore = [path.relative_to(ROOT).as_posix() for path in sorted((ROOT / "labs").glob("*.ipynb"))]
 
 
@@ -113,21 +119,7 @@ def close_figures():
         pyplot.close("all")
 
 
-# What `tools/assignments.py` reads to build the labs: when none of it changed, the last build is reused.
-ASSIGNMENT_INPUTS = ("labs/source/*.ipynb", "course_lib/**/*", "tools/assignments.py", "requirements.lock")
 ASSIGNMENT_CACHE = ROOT / "build" / "test-cache" / "assignments"
-
-
-def assignment_inputs_hash() -> str:
-    """SHA-256 over the names and bytes of every file `tools/assignments.py` reads, and otter's version."""
-    from importlib.metadata import version
-
-    digest = hashlib.sha256(f"otter-grader {version('otter-grader')}\n".encode())
-    for pattern in ASSIGNMENT_INPUTS:
-        for path in sorted(ROOT.glob(pattern)):
-            if path.is_file() and "__pycache__" not in path.parts:
-                digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
 
 
 @pytest.fixture(scope="session")
@@ -135,10 +127,11 @@ def assigned_out(tmp_path_factory) -> Path:
     """For the grading tests (tests/test_grading*.py): every lab assigned (otter assign, without its own test run),
     in a temporary folder of this session.
 
-    The build is kept in build/test-cache/assignments/<hash of its inputs>/ (ASSIGNMENT_INPUTS), so a second run
-    with the same masters, course_lib, tool and lock copies it instead of running otter assign again (about 30 s);
-    only the newest build is kept. Each session gets its own copy, so a test that changes a zip changes no cache."""
-    key = assignment_inputs_hash()
+    The build is kept in build/test-cache/assignments/<hash of its inputs>/ (tools/assignments.py's inputs_hash, the
+    one `make sync` compares), so a second run with the same masters, course_lib, tools and lock copies it instead of
+    running otter assign again (about 30 s); only the newest build is kept. Each session gets its own copy, so a test
+    that changes a zip changes no cache."""
+    key = assignments.inputs_hash(assignments.lab_names())
     cached = ASSIGNMENT_CACHE / key
     ASSIGNMENT_CACHE.mkdir(parents=True, exist_ok=True)
     with open(ASSIGNMENT_CACHE / ".lock", "w") as lock:  # one build at a time, across workers and test runs

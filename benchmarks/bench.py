@@ -231,14 +231,15 @@ def bench_notebooks():
     root = Path(__file__).resolve().parents[1]
     totals, counts = {"notebooks": 0.0, "labs": 0.0}, {"notebooks": 0, "labs": 0}
     with tempfile.TemporaryDirectory() as scratch:
-        for folder in totals:
+        for folder in (*totals, "tools"):  # tools/: a master imports the graded tests' helpers from there
             if (root / folder).is_dir():
                 shutil.copytree(
                     root / folder, Path(scratch) / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints")
                 )
         # The labs as `make notebooks` runs them: the graded masters, with their solutions and tests (a student
         # version is the same notebook without them).
-        copies = sorted(Path(scratch).glob("notebooks/*.ipynb")) + sorted(Path(scratch).glob("labs/source/*.ipynb"))
+        masters = [path for path in sorted(Path(scratch).glob("labs/*/*.ipynb")) if path.stem == path.parent.name]
+        copies = sorted(Path(scratch).glob("notebooks/*.ipynb")) + masters
         for copy in copies:
             name = copy.relative_to(scratch).as_posix()
             try:

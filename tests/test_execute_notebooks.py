@@ -2,7 +2,7 @@
 where the repository's jupytext.toml files pair it.
 
 Runs the tool on small notebooks in a temporary copy of the repository's layout (three kernel starts, a few
-seconds): a lesson notebooks_py/X.py builds notebooks/X.ipynb, a master labs/source/X.py builds the .ipynb beside it.
+seconds): a lesson notebooks_py/X.py builds notebooks/X.ipynb, a master labs/X/X.py builds the .ipynb beside it.
 """
 
 import json
@@ -82,12 +82,14 @@ def run_tool(*paths):
 
 
 def test_two_runs_write_identical_files_and_a_raising_cell_is_named(tmp_path):
-    for config in ("jupytext.toml", "labs/source/jupytext.toml"):
-        (tmp_path / config).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / config).write_bytes((ROOT / config).read_bytes())
+    # The repository's jupytext.toml, and a lab folder's in the broken master's folder.
+    configs = {"jupytext.toml": "jupytext.toml", "labs/01_ring_allreduce/jupytext.toml": "labs/02_broken/jupytext.toml"}
+    for config, copy in configs.items():
+        (tmp_path / copy).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / copy).write_bytes((ROOT / config).read_bytes())
     (tmp_path / "notebooks_py").mkdir()
     lesson, notebook = tmp_path / "notebooks_py" / "01_lesson.py", tmp_path / "notebooks" / "01_lesson.ipynb"
-    broken = tmp_path / "labs" / "source" / "02_broken.py"
+    broken = tmp_path / "labs" / "02_broken" / "02_broken.py"
     lesson.write_text(LESSON, encoding="utf-8")
     broken.write_text(BROKEN, encoding="utf-8")
 

@@ -4,13 +4,15 @@ A quantity in a markdown cell (a number with a unit: "3.57 ms", "78.3 %", "201 G
 the stored outputs of its notebook. The few that cannot (figures quoted from a source, the answers of the exercises,
 which the learner computes) are listed in CHECKED, and each is worked out by a test below with ``course_lib``. The
 list is kept honest both ways: a listed quantity must still be in the prose, and a quantity that is neither printed
-nor listed fails. The masters of the labs follow the same rule; the answers to their explore questions are checked
-by moving the lab's controls.
+nor listed fails. The masters of the labs follow the same rule: each lab's folder lists its own in
+labs/NN_name/prose_numbers.py (CHECKED), whose check() works out the answers to the explore questions by moving the
+lab's controls; LAB_CHECKED collects them and test_lab_prose_numbers runs each check().
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import nbformat
 import pytest
 
 from course_lib import budget, collectives, compute, hardware, measure, parallelism, units, validation
+from tools import assignments
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = (
@@ -122,122 +125,23 @@ CHECKED = {
         "128 GB": "exercise 5",
         "16 GB": "exercise 5",
     },
-    # Lab masters (their student versions carry the same prose; outputs are stored in the masters only). The answers
-    # to the explore questions come from moving the lab's controls: the tests below move them.
-    "labs/source/01_ring_allreduce": {
-        "1 kB": "the payload explore 2 and 4 and question 2 set, not a result",
-        "1 GB": "the payload explore 5 sets, not a result",
-        "10 µs": "explore 3's doubled α, not a result",
-        "100 GB/s": "explore 3's doubled B, not a result",
-        "2 GB": "question 4's given gradients, not a result",
-        "1 µs": "question 4's given NVLink α, not a result",
-        "900 GB/s": "the DGX H100 datasheet's NVLink 4, hardware.NVLINK4: test_lab_01_explore_answers",
-        "400 Gb/s": "the DGX H100 datasheet's ConnectX-7, hardware.INFINIBAND_NDR_8X: test_lab_01_explore_answers",
-        "3.5 MB": "explore 1",
-        "140 µs": "explore 1",
-        "3.9 ms": "explore 2",
-        "9 %": "explore 2",
-        "150 µs": "explore 2",
-        "4 MB": "explore 3",
-        "15.1 µs": "explore 4",
-        "3.53 ms": "explore 4",
-        "4.12 ms": "explore 4",
-        "30 µs": "explore 4",
-        "40.2 µs": "explore 4",
-        "110 µs": "explore 4",
-        "3.78 ms": "explore 4",
-        "16 ms": "explore 4",
-        "39.8 GB/s": "explore 5",
-        "19.9 GB/s": "explore 5",
-        "10.2 ms": "explore 5",
-        "50.2 ms": "explore 5",
-    },
-    "labs/source/02_global_batch": {},  # every quantity in its prose is printed beside it
-    "labs/source/03_memory_budget": {
-        "1 GB": "the definition of a decimal gigabyte, not a result",
-        "100 kB": "the right panel's log axis, widgets.memory.LOG_AXIS_BYTES: test_lab_03_explore_answers",
-        "100 TB": "the right panel's log axis, widgets.memory.LOG_AXIS_BYTES: test_lab_03_explore_answers",
-        "53.9 GB": "explore 1",
-        "32.7 GB": "explore 1",
-        "682 MB": "explore 1",
-        "20.5 GB": "explore 1",
-        "15.7 GB": "explore 1 and 6",
-        "32 MB": "explore 2",
-        "21.2 GB": "explore 2",
-        "10.9 GB": "explore 2",
-        "76.6 GB": "explore 3",
-        "3.39 GB": "explore 3",
-        "6.88 GB": "explore 3",
-        "86.9 GB": "explore 3",
-        "48.8 GB": "explore 3",
-        "33.8 GB": "explore 3",
-        "5.13 GB": "explore 4",
-        "31.4 GB": "explore 5",
-        "55.6 GB": "explore 5",
-        "9.27 GB": "explore 6",
-        "16 GB": "explore 6: the TPU v5e's HBM",
-        "276 MB": "explore 6",
-    },
-    "labs/source/04_pipeline_schedule": {
-        "100 %": "explore 4's threshold (a bubble above the ideal time), not a result",
-        "75 %": "explore 1",
-        "18.8 %": "explore 1 and 3",
-        "9.38 %": "explore 3",
-        "175 %": "explore 4",
-        "63.6 %": "explore 4",
-        "23.4 %": "explore 5",
-        "5.86 %": "explore 5",
-    },
-    "labs/source/05_measure_collectives": {
-        "8 B": "the sweep's first size; the recorded sizes of question 1: test_lab_05_quoted_figures",
-        "20 %": "explore 1's given tolerance, not a result",
-        "64 MiB": "explore 3's given setting, not a result",
-        "512 KiB": "the last of question 1's recorded sizes: test_lab_05_quoted_figures",
-        "1 GiB": "question 2's row of the published nccl-tests log: test_lab_05_quoted_figures",
-        "4253.0 µs": "question 2's row of the published nccl-tests log: test_lab_05_quoted_figures",
-        "441.81 GB/s": "question 2's row of the published nccl-tests log: test_lab_05_quoted_figures",
-    },
-    "labs/source/06_partition_explorer": {
-        "200 Gb/s": "the default cluster's InfiniBand HDR adapters: test_lab_06_explore_answers",
-        "18.6 s": "explore 3",
-        "3.5 s": "explore 3",
-        "945 ms": "explore 3",
-    },
-    "labs/source/07_serving": {
-        "80 GB": "the H100's HBM: test_lab_07_explore_answers",
-        "5 µs": "InfiniBand's α, hardware.INFINIBAND_NDR_8X: test_lab_07_explore_answers",
-        "291 ms": "explore 1",
-        "85.8 ms": "explore 1",
-        "5.19 ms": "explore 1",
-        "2.24 ms": "explore 1",
-        "3.15 s": "explore 1",
-        "8.33 ms": "explore 1",
-        "9.08 ms": "explore 2",
-        "14 ms": "explore 2",
-        "18.9 ms": "explore 2",
-        "46.7 ms": "explore 2",
-        "16 ms": "explore 2",
-        "4.72 MB": "explore 3",
-        "328 kB": "explore 3",
-        "11.4 ms": "explore 4",
-        "7.45 ms": "explore 2 and 4",
-        "6.52 ms": "explore 4",
-        "8.45 ms": "explore 4",
-        "14.2 ms": "explore 4",
-        "1.37 ms": "explore 4",
-        "7.04 ms": "explore 4",
-        "7.65 ms": "explore 5",
-        "344 GB": "explore 6",
-        "43 GB": "explore 6",
-        "93.1 s": "explore 6",
-        "20.4 ms": "explore 6",
-        "12.8 ms": "explore 6",
-    },
 }
+# The lab masters' (their student versions carry the same prose; outputs are stored in the masters only), from each
+# lab's labs/NN_name/prose_numbers.py; a lab without one prints every quantity of its prose beside it.
+LAB_NUMBERS = {
+    lab: importlib.import_module(f"labs.{lab}.prose_numbers")
+    for lab in assignments.lab_names()
+    if (ROOT / "labs" / lab / "prose_numbers.py").exists()
+}
+LAB_CHECKED = {
+    f"labs/{lab}/{lab}": LAB_NUMBERS[lab].CHECKED if lab in LAB_NUMBERS else {} for lab in assignments.lab_names()
+}
+# check() of these labs takes seconds (lab 1: about 15 s, its widest rings).
+SLOW_LABS = {"01_ring_allreduce"}
 
 
 def prose_and_outputs(name):
-    """A lesson by name ("03_parallelism") or a lab master by its path ("labs/source/06_partition_explorer")."""
+    """A lesson by name ("03_parallelism") or a lab master by its path without suffix ("labs/06_x/06_x")."""
     notebook = nbformat.read(ROOT / f"{name if '/' in name else 'notebooks/' + name}.ipynb", as_version=4)
     prose = [(index, cell.source) for index, cell in enumerate(notebook.cells) if cell.cell_type == "markdown"]
     outputs = "\n".join(
@@ -250,17 +154,19 @@ def prose_and_outputs(name):
     return prose, outputs, code
 
 
-@pytest.mark.parametrize("name", sorted(CHECKED))
+@pytest.mark.parametrize("name", sorted(CHECKED | LAB_CHECKED))
 def test_every_quantity_in_the_prose_is_printed_or_checked(name):
+    checked = (CHECKED | LAB_CHECKED)[name]
     prose, outputs, _ = prose_and_outputs(name)
     found = {(index, match.group(0)) for index, text in prose for match in QUANTITY.finditer(text)}
     found = {(index, quantity) for index, quantity in found if not YEAR.match(quantity)}
-    unbacked = sorted((index, q) for index, q in found if q not in outputs and q not in CHECKED[name])
+    unbacked = sorted((index, q) for index, q in found if q not in outputs and q not in checked)
+    where = "its prose_numbers.py" if name.startswith("labs/") else "tests/test_lesson_numbers.py"
     assert not unbacked, (
         f"{name}: quantities in the prose that no output shows and no test checks (cell, quantity): {unbacked}; "
-        "print them beside the prose, or check them in tests/test_lesson_numbers.py"
+        f"print them beside the prose, or check them in {where}"
     )
-    stale = sorted(set(CHECKED[name]) - {quantity for _, quantity in found})
+    stale = sorted(set(checked) - {quantity for _, quantity in found})
     assert not stale, f"{name}: CHECKED lists quantities the prose no longer has: {stale}"
 
 
@@ -461,203 +367,8 @@ def test_lesson_07_exercise_answers():
     )
 
 
-@pytest.mark.slow
-def test_lab_01_explore_answers():
-    from course_lib.widgets import ring_allreduce_lab
-
-    def run(**settings):  # the lab at its defaults (8 ranks, 100 MB, 50 GB/s, 5 µs, ring), then the controls moved
-        lab = ring_allreduce_lab()
-        for name, value in settings.items():
-            lab.controls[name].value = value
-        return lab.result
-
-    def ms(r, key="time_s"):
-        return units.format_time(r[key])
-
-    assert hardware.NVLINK4.bandwidth_bytes_per_s == 900e9 and hardware.NVLINK4.direction == "two-way"
-    assert hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s == 8 * 400 * units.GBIT  # 8 adapters of 400 Gb/s
-    # 1: the payload where the two terms are equal
-    equal = run(payload_bytes=2 * units.MB)
-    assert ms(equal, "latency_term_s") == ms(equal, "bandwidth_term_s") == "70 µs"
-    assert units.format_bytes(equal["wire_bytes"]) == "3.5 MB" and ms(equal) == "140 µs"
-    # 2: double the ranks at 100 MB and at 1 kB
-    default, doubled = run(), run(ranks=16)
-    assert (ms(default), ms(doubled)) == ("3.57 ms", "3.9 ms")
-    assert units.format_percent(doubled["time_s"] / default["time_s"] - 1, digits=1) == "9 %"
-    assert (ms(run(payload_bytes=1e3)), ms(run(payload_bytes=1e3, ranks=16))) == ("70 µs", "150 µs")
-    # 3: each doubling doubles the crossover
-    for setting in ({"latency_s": 10 * units.US}, {"bandwidth_bytes_per_s": 100 * units.GB}, {"ranks": 16}):
-        assert units.format_bytes(run(**setting)["crossover_bytes"]) == "4 MB"
-    # 4: the fastest algorithm on 8 and on 12 ranks
-    small = run(payload_bytes=1e3)
-    assert small["fastest_algorithm"] == "recursive_doubling" and ms(small, "recursive_doubling_time_s") == "15.1 µs"
-    assert default["fastest_algorithm"] == "rabenseifner" and ms(default, "rabenseifner_time_s") == "3.53 ms"
-    assert ms(default, "double_binary_tree_time_s") == "4.12 ms"
-    small = run(ranks=12, payload_bytes=1e3)
-    assert small["fastest_algorithm"] == "double_binary_tree"
-    assert [ms(small, f"{a}_time_s") for a in ("double_binary_tree", "binomial_tree", "ring")] == [
-        "30 µs",
-        "40.2 µs",
-        "110 µs",
-    ]
-    large = run(ranks=12)
-    assert large["fastest_algorithm"] == "ring"
-    assert [ms(large, f"{a}_time_s") for a in ("ring", "double_binary_tree", "binomial_tree")] == [
-        "3.78 ms",
-        "4.12 ms",
-        "16 ms",
-    ]
-    # 5: algbw against busbw at 1 GB ("busbw: 50, 49.9, 49.2 and 39.8 GB/s; algbw: 50, 28.5, 25 and 19.9 GB/s")
-    rates = [run(payload_bytes=1 * units.GB, ranks=p) for p in (2, 8, 64)]
-    assert [units.format_bandwidth(r["busbw_bytes_per_s"]) for r in rates] == ["50 GB/s", "49.9 GB/s", "49.2 GB/s"]
-    assert [units.format_bandwidth(r["algbw_bytes_per_s"]) for r in rates] == ["50 GB/s", "28.5 GB/s", "25 GB/s"]
-    widest = run(payload_bytes=1 * units.GB, ranks=1024)
-    assert units.format_bandwidth(widest["busbw_bytes_per_s"]) == "39.8 GB/s"
-    assert units.format_bandwidth(widest["algbw_bytes_per_s"]) == "19.9 GB/s"
-    assert (ms(widest, "latency_term_s"), ms(widest)) == ("10.2 ms", "50.2 ms") and widest["phases"] == 2046
-
-
-def test_lab_03_explore_answers():
-    from course_lib.widgets import memory, memory_budget_lab
-
-    def fit(**settings):  # the lab at its defaults (GPT-3 175B, d = t = p = 8, ZeRO-1), then the controls moved
-        lab = memory_budget_lab()
-        for name, value in settings.items():
-            lab.controls[name].value = value
-        return {key: units.format_bytes(value) for key, value in lab.result.items() if key.endswith("_bytes")}
-
-    assert tuple(units.format_bytes(b) for b in memory.LOG_AXIS_BYTES) == ("100 kB", "100 TB")
-    # 1: the ZeRO stages
-    default = fit()
-    assert (default["zero0_total_bytes"], default["zero0_optimizer_state_bytes"]) == ("53.9 GB", "32.7 GB")
-    assert (default["zero2_gradients_bytes"], default["zero2_total_bytes"]) == ("682 MB", "20.5 GB")
-    assert (default["zero3_parameters_bytes"], default["zero3_total_bytes"]) == ("682 MB", "15.7 GB")
-    # 2: ZeRO-1's floor at d = 1024
-    widest = fit(data_parallel=1024)
-    assert (widest["optimizer_state_bytes"], widest["total_bytes"]) == ("32 MB", "21.2 GB")
-    assert units.format_bytes(2 * 5456744448) == "10.9 GB" and widest["parameters_bytes"] == "5.46 GB"
-    # 3: the micro-batch, then full recomputation
-    assert (fit(micro_batch=6)["total_bytes"], fit(micro_batch=6)["headroom_bytes"]) == ("76.6 GB", "3.39 GB")
-    seven = memory_budget_lab()
-    seven.controls["micro_batch"].value = 7
-    assert not seven.result["fits"] and units.format_bytes(-seven.result["headroom_bytes"]) == "6.88 GB"
-    assert units.format_bytes(seven.result["total_bytes"]) == "86.9 GB"
-    recomputed = fit(micro_batch=7, recompute="full")
-    assert (recomputed["total_bytes"], recomputed["activations_bytes"]) == ("48.8 GB", "33.8 GB")
-    # 4: fewer micro-batches in flight; 5: without sequence parallelism, then without recomputation
-    assert fit(grad_accum_steps=4)["activations_bytes"] == "5.13 GB"
-    assert fit(sequence_parallel=False)["activations_bytes"] == "31.4 GB"
-    assert fit(sequence_parallel=False, recompute="none")["activations_bytes"] == "55.6 GB"
-    # 6: the 16 GB TPU v5e
-    tpu = memory_budget_lab()
-    tpu.controls["device"].value = "TPU v5e"
-    assert units.format_bytes(tpu.result["capacity_bytes"]) == "16 GB"
-    assert units.format_bytes(-tpu.result["headroom_bytes"]) == "9.27 GB"
-    tpu.controls["zero_stage"].value = 3
-    assert tpu.result["fits"] and units.format_bytes(tpu.result["headroom_bytes"]) == "276 MB"
-
-
-def test_lab_04_explore_answers():
-    from course_lib.widgets import pipeline_lab
-
-    def run(**settings):  # the lab at its defaults (1F1B, p = 4, m = 8), then the controls moved as the question says
-        lab = pipeline_lab()
-        for name, value in settings.items():
-            lab.controls[name].value = value
-        r = lab.result
-        return units.format_percent(r["bubble_fraction"]), r["bubble_time"], r["total_time"], r["peak_in_flight"]
-
-    # 1: more micro-batches, the same 9 t_f of idle time
-    assert run(microbatches=4)[:2] == ("75 %", 9.0) and run(microbatches=16)[:2] == ("18.8 %", 9.0)
-    # 3: interleaving, v = 2 then 4
-    assert run(virtual_stages=2)[0] == "18.8 %" and run(virtual_stages=2)[2:] == (28.5, 5.5)
-    assert run(virtual_stages=4) == ("9.38 %", 2.25, 26.25, 4.75)
-    # 4: p = 8, m = 4, a bubble above 100 %
-    lab = pipeline_lab()
-    lab.controls["stages"].value, lab.controls["microbatches"].value = 8, 4
-    assert units.format_percent(lab.result["bubble_fraction"]) == "175 %"
-    assert units.format_percent(lab.result["bubble_share_of_step"]) == "63.6 %" and lab.result["total_time"] == 33.0
-    # 5: the largest pipeline, 1F1B then v = 4
-    assert run(stages=16, microbatches=64) == ("23.4 %", 45.0, 237.0, 16.0)
-    assert run(stages=16, microbatches=64, virtual_stages=4) == ("5.86 %", 11.25, 203.25, 19.75)
-
-
-def test_lab_05_quoted_figures():
-    _, _, code = prose_and_outputs("labs/source/05_measure_collectives")
-    assert "RECORDED_SIZES_BYTES = [8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288]" in code
-    assert units.format_bytes(524288, binary=True) == "512 KiB" and units.format_bytes(8) == "8 B"
-    log = (measure.DATA_DIR / "nccl_tests" / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(encoding="utf-8")
-    row = next(line.split() for line in log.splitlines() if "  1073741824  " in line)
-    assert row[6:9] == ["4253.0", "252.47", "441.81"]  # time (µs), algbw, busbw (GB/s)
-    assert units.format_bytes(2**30, binary=True) == "1 GiB"
-    busbw = collectives.busbw_bytes_per_s("all_reduce", 8, 2**30, 4253.0e-6)
-    assert busbw == pytest.approx(441.81e9, rel=1e-3)
-
-
-def test_lab_06_explore_answers():
-    from course_lib.widgets import partition_lab
-
-    lab = partition_lab()
-    assert units.format_time(lab.result["tensor_time_s"]) == "945 ms"  # the default's exposed tensor-parallel time
-    assert hardware.INFINIBAND_HDR_8X.bandwidth_bytes_per_s == 8 * 200 * units.GBIT and "HDR" in lab.result["cluster"]
-    lab.controls["tensor_parallel"].value = 16
-    lab.controls["pipeline_parallel"].value = 4
-    assert lab.result["devices"] == 64
-    assert units.format_time(lab.result["step_time_s"]) == "18.6 s"
-    assert units.format_time(lab.result["tensor_time_s"]) == "3.5 s"
-
-
-def test_lab_07_explore_answers():
-    from course_lib.widgets import serving_lab
-
-    def serve(**settings):  # the lab at its defaults, then the controls moved as the question says
-        lab = serving_lab()
-        for name, value in settings.items():
-            lab.controls[name].value = value
-        return lab.result
-
-    def ms(r, key):
-        return units.format_time(r[key])
-
-    default = serve()
-    assert units.format_bytes(default["capacity_bytes"]) == "80 GB"
-    assert units.format_time(hardware.INFINIBAND_NDR_8X.latency_s) == "5 µs"
-    # 1: prefill against decode, then 8192-token prompts
-    assert (ms(default, "prefill_compute_s"), ms(default, "prefill_all_reduce_s")) == ("291 ms", "85.8 ms")
-    assert (ms(default, "weight_read_s"), ms(default, "all_reduce_latency_s")) == ("5.19 ms", "2.24 ms")
-    long_prompt = serve(prompt_len=8192)
-    assert (ms(long_prompt, "time_to_first_token_s"), ms(long_prompt, "time_per_output_token_s")) == (
-        "3.15 s",
-        "8.33 ms",
-    )
-    # 2: batching
-    assert ms(serve(sequences=64), "time_per_output_token_s") == "9.08 ms"
-    assert ms(serve(sequences=256), "time_per_output_token_s") == "14 ms" and serve(sequences=256)["bound"] == "memory"
-    at_384 = serve(sequences=384)
-    assert ms(at_384, "time_per_output_token_s") == "18.9 ms" and at_384["bound"] == "compute"
-    at_1024 = serve(sequences=1024)
-    assert (ms(at_1024, "time_per_output_token_s"), ms(at_1024, "kv_read_s")) == ("46.7 ms", "16 ms")
-    # 3: grouped-query attention against GPT-3's full multi-head cache
-    gpt3 = serve(model="GPT-3 175B")
-    assert units.format_bytes(gpt3["kv_cache_bytes_per_sequence_token"]) == "4.72 MB"
-    assert units.format_bytes(default["kv_cache_bytes_per_sequence_token"]) == "328 kB"
-    # 4: the tensor-parallel degree at batch 1
-    times = {t: ms(serve(sequences=1, tensor_parallel=t), "time_per_output_token_s") for t in (4, 8, 16, 32, 64)}
-    assert times == {4: "11.4 ms", 8: "7.45 ms", 16: "6.52 ms", 32: "8.45 ms", 64: "14.2 ms"}
-    for t, weights, latency in ((16, "2.64 ms", "3.84 ms"), (32, "1.37 ms", "7.04 ms")):  # beyond the optimum
-        r = serve(sequences=1, tensor_parallel=t)
-        assert (ms(r, "weight_read_s"), ms(r, "all_reduce_latency_s")) == (weights, latency)
-    # 5: a pipeline of 4 stages
-    assert ms(serve(pipeline_parallel=4), "time_per_output_token_s") == "7.65 ms"
-    # the answers' unitless counts: tokens/s per GPU, the ridge point and the sequences that fit
-    rates = {b: units.format_count(serve(sequences=b)["tokens_per_s_per_device"]) for b in (1, 64, 384, 1024)}
-    assert rates == {1: "16.8", 64: "881", 384: "2540", 1024: "2740"}, rates
-    assert round(default["compute_bound_sequences"]) == 295 and default["max_sequences"] == 1187
-    assert gpt3["max_sequences"] == 48 and serve(prompt_len=131072)["max_sequences"] == 11
-    assert units.format_count(serve(pipeline_parallel=4)["tokens_per_s_per_device"]) == "32.7"
-    # 6: 131,072-token prompts
-    longest = serve(prompt_len=131072)
-    assert units.format_bytes(longest["kv_cache_bytes"]) == "344 GB"
-    assert units.format_bytes(longest["kv_cache_bytes_per_device"]) == "43 GB"
-    assert (ms(longest, "time_to_first_token_s"), ms(longest, "time_per_output_token_s")) == ("93.1 s", "20.4 ms")
-    assert (ms(longest, "kv_read_s"), ms(longest, "weight_read_s")) == ("12.8 ms", "5.19 ms")
+@pytest.mark.parametrize(
+    "lab", [pytest.param(lab, marks=pytest.mark.slow) if lab in SLOW_LABS else lab for lab in sorted(LAB_NUMBERS)]
+)
+def test_lab_prose_numbers(lab):
+    LAB_NUMBERS[lab].check()

@@ -2,8 +2,9 @@
 prerequisite and relative links, the course's lesson skeleton, and what labs/ holds.
 
 Three kinds of notebook:
-- the lessons (notebooks/, their py:percent twins in notebooks_py/) and the graded masters (labs/source/, twins
-  beside them): outputs stored by `make notebooks` (tools/execute_notebooks.py) and checked by nbval;
+- the lessons (notebooks/, their py:percent twins in notebooks_py/) and the graded masters (labs/NN_name/NN_name,
+  twin beside it in the lab's folder): outputs stored by `make notebooks` (tools/execute_notebooks.py) and checked
+  by nbval;
 - the student versions of the labs (labs/): written by `make assignments` from the masters, with
   no twin and no outputs (a student runs them; test_grading checks that they match a fresh build).
 
@@ -20,15 +21,16 @@ from urllib.parse import unquote, urlsplit
 import nbformat
 import pytest
 
+from tools.assignments import lab_names, master_path
 from tools.twins import difference, twin_of
 
 ROOT = Path(__file__).resolve().parents[1]
-MASTERS = sorted(ROOT.glob("labs/source/*.ipynb"))
+MASTERS = [master_path(lab) for lab in lab_names()]
 STUDENT_VERSIONS = sorted(ROOT.glob("labs/*.ipynb"))
 # The notebooks with a py:percent twin and stored outputs.
 EXECUTED = sorted(ROOT.glob("notebooks/*.ipynb")) + MASTERS
 NOTEBOOKS = EXECUTED + STUDENT_VERSIONS
-TWINS = sorted(ROOT.glob("notebooks_py/*.py")) + sorted(ROOT.glob("labs/source/*.py"))
+TWINS = sorted(ROOT.glob("notebooks_py/*.py")) + [path.with_suffix(".py") for path in MASTERS]
 LESSONS = [path for path in EXECUTED if path.parent.name == "notebooks" and re.match(r"\d\d_", path.name)]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -401,12 +403,12 @@ def test_labs_holds_a_student_version_of_every_master_and_nothing_else():
     masters = [path.name for path in MASTERS]
     students = [path.name for path in STUDENT_VERSIONS]
     assert masters and students == masters, (
-        f"labs/ holds {students}, labs/source/ the masters {masters}: run `make assignments` and commit labs/*.ipynb"
+        f"labs/ holds {students}, the lab folders the masters {masters}: run `make assignments` and commit labs/*.ipynb"
     )
     twins = sorted(path.name for path in (ROOT / "labs").glob("*.py"))
     assert not twins, (
         f"labs/ holds {twins}: the student versions have no py:percent twin (labs/jupytext.toml); "
-        "edit the masters in labs/source/ instead and delete these"
+        "edit the masters in the lab folders (labs/NN_name/) instead and delete these"
     )
 
 
@@ -443,9 +445,18 @@ def test_jupytext_pairs_lessons_and_masters_with_their_twin_and_student_versions
     expected = [path] if path in STUDENT_VERSIONS else sorted([path, twin_of(path)])
     assert jupytext_pairs(path) == expected, (
         f"jupytext pairs {rel(path)} with {[rel(paired) for paired in jupytext_pairs(path)]}: jupytext.toml pairs "
-        "notebooks/X.ipynb with notebooks_py/X.py, labs/source/jupytext.toml a master with the .py beside it, and "
+        "notebooks/X.ipynb with notebooks_py/X.py, a lab folder's jupytext.toml its master with the .py beside it, and "
         'labs/jupytext.toml (formats = "ipynb") a student version with nothing'
     )
+
+
+def test_every_lab_folder_has_the_same_jupytext_toml():
+    # jupytext reads the jupytext.toml nearest to a notebook: each lab folder needs one (labs/jupytext.toml pairs
+    # nothing), and they are copies of one file.
+    configs = {lab: (ROOT / "labs" / lab / "jupytext.toml").read_bytes() for lab in lab_names()}
+    first = lab_names()[0]
+    differ = [lab for lab, config in configs.items() if config != configs[first]]
+    assert not differ, f"labs/{differ[0]}/jupytext.toml differs from labs/{first}/jupytext.toml: copy that one"
 
 
 def test_saving_in_jupyterlab_writes_the_twin_where_the_configs_say(tmp_path):
@@ -457,7 +468,7 @@ def test_saving_in_jupyterlab_writes_the_twin_where_the_configs_say(tmp_path):
     from jupytext import AsyncTextFileContentsManager
 
     copied = lesson, master, student = EXECUTED[0], MASTERS[0], STUDENT_VERSIONS[0]
-    for path in (ROOT / "jupytext.toml", ROOT / "labs/jupytext.toml", ROOT / "labs/source/jupytext.toml", *copied):
+    for path in (ROOT / "jupytext.toml", ROOT / "labs/jupytext.toml", master.parent / "jupytext.toml", *copied):
         (tmp_path / rel(path)).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel(path)).write_bytes(path.read_bytes())
     manager = AsyncTextFileContentsManager(root_dir=str(tmp_path))
@@ -482,7 +493,7 @@ def test_saving_in_jupyterlab_writes_the_twin_where_the_configs_say(tmp_path):
 CARD_WORDS = re.compile(r"\bcards?\b|learningObjective|whyAI|engineeringExample|evidenceNotes|labScope", re.IGNORECASE)
 CARD_FREE = [
     *(ROOT / "notebooks" / f"{name}.ipynb" for name in ("00_course_map", "01_mac", "02_nccl")),
-    ROOT / "labs" / "source" / "01_ring_allreduce.ipynb",
+    master_path("01_ring_allreduce"),
     ROOT / "labs" / "01_ring_allreduce.ipynb",
     *(
         ROOT / "notebooks" / f"{name}.ipynb"
@@ -495,8 +506,7 @@ CARD_FREE = [
         )
     ),
     *(
-        ROOT / folder / f"{name}.ipynb"
-        for folder in ("labs/source", "labs")
+        path
         for name in (
             "02_global_batch",
             "03_memory_budget",
@@ -505,6 +515,7 @@ CARD_FREE = [
             "06_partition_explorer",
             "07_serving",
         )
+        for path in (master_path(name), ROOT / "labs" / f"{name}.ipynb")
     ),
     ROOT / "README.md",
 ]

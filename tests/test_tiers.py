@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tools import changed_notebooks
+from tools import assignments, changed_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 
 LESSONS = sorted(path.name for path in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-MASTERS = sorted(path.name for path in (ROOT / "labs" / "source").glob("[0-9][0-9]_*.ipynb"))
+MASTERS = sorted(f"{lab}.ipynb" for lab in assignments.lab_names())
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def conftest(request):
     ("path", "tier"),
     [
         ("notebooks/01_mac.ipynb", "notebook"),
-        ("labs/source/01_ring_allreduce.ipynb", "notebook"),
+        ("labs/01_ring_allreduce/01_ring_allreduce.ipynb", "notebook"),
         ("tests/test_execute_notebooks.py", "notebook"),
         ("tests/test_grading.py", "grading"),
         ("tests/test_grading_checks.py", "grading"),
@@ -69,7 +69,17 @@ def names(changed: set[str]) -> list[str]:
 
 def test_a_twin_change_selects_its_notebook_alone():
     assert names({"notebooks_py/01_mac.py"}) == ["01_mac.ipynb"]
-    assert names({"labs/source/07_serving.py"}) == ["07_serving.ipynb"]
+    assert names({"labs/07_serving/07_serving.py"}) == ["07_serving.ipynb"]
+
+
+def test_a_lab_folder_file_that_no_notebook_runs_selects_nothing():
+    assert names({"labs/07_serving/wrong_answers.py", "labs/07_serving/prose_numbers.py"}) == []
+
+
+def test_the_graded_tests_helpers_select_the_masters_that_import_them():
+    # A master imports tools/grading_helpers.py in its `# IGNORE` cell; lab 5's tests call no helper.
+    masters = sorted(f"{lab}.ipynb" for lab in assignments.lab_names() if lab != "05_measure_collectives")
+    assert names({"tools/grading_helpers.py"}) == masters
 
 
 def test_nothing_that_a_notebook_runs_selects_nothing():

@@ -1,6 +1,7 @@
 """The course's maintainer tools, each run from the repository's root as ``python -m tools.NAME`` (the Makefile's
 targets do): ``execute_notebooks`` (`make notebooks`), ``changed_notebooks`` (`make nb`), ``assignments``
-(`make assignments`), ``grade`` with ``grading_scan`` and ``grading_sandbox`` (`make grade`), ``environments``
+(`make assignments`, which writes ``grading_helpers``' functions into the graded tests; the masters import them),
+``sync`` (`make sync`), ``grade`` with ``grading_scan`` and ``grading_sandbox`` (`make grade`), ``environments``
 (`make lock`), ``validate`` (`make validate`), ``twins`` (the pre-commit hook, `make hooks`) and
 ``record_measurements`` (the recorded MPI runs in course_lib/data/mpi). ``grading_runner.py`` is the one file run
 by its path: the sandbox starts it with nothing but the standard library and otter. The tools read and write the

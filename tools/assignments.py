@@ -4,17 +4,20 @@ Usage (through `make assignments`):
 
     python -m tools.assignments [--out build/assignments] [--student-dir DIR] [--no-run-tests] [MASTER ...]
 
-MASTER is a graded master, labs/source/NN_name.ipynb (its .py twin is the source, as for the lessons); by default
-all of them. For each master:
+MASTER is a graded master, labs/NN_name/NN_name.ipynb in the lab's own folder (its .py twin beside it is the
+source, as for the lessons); by default all of them. For each master:
 
-1. its cells must match its py:percent twin (else: `make notebooks NOTEBOOKS=labs/source/NN_name.py`);
+1. its cells must match its py:percent twin (else: `make notebooks NOTEBOOKS=labs/NN_name/NN_name.py`);
 2. it is copied into a temporary folder next to a snapshot of course_lib/ and a requirements.txt holding
    course_lib's dependencies at the versions of requirements.lock: the master's ASSIGNMENT CONFIG puts both into
-   the autograder zip, so that the zip grades the same way on Gradescope as with `otter run` here;
+   the autograder zip, so that the zip grades the same way on Gradescope as with `otter run` here. In the copy, each
+   test gets the source of the helpers it calls (tools/grading_helpers.py) at the top of its body, so that every
+   test stands alone in the autograder (the master itself imports them in a cell that otter drops, `# IGNORE`);
 3. `otter assign` writes OUT/NN_name/student/NN_name.ipynb (solutions and hidden tests removed, public tests in
    its metadata) and OUT/NN_name/autograder/ (the autograder notebook and NN_name-autograder_<time>.zip); unless
    --no-run-tests, otter first grades the master's solutions with every test; the zip's SHA-256 goes into
-   OUT/NN_name/autograder.sha256, which tools/grade.py checks before grading;
+   OUT/NN_name/autograder.sha256, which tools/grade.py checks before grading, and the hash of everything it was
+   made from into OUT/NN_name/inputs.sha256 (`make sync` rebuilds a lab only when that hash changed);
 4. the student version is normalised (no jupytext metadata, cell ids derived from the content, so that an
    unchanged master gives a byte-identical file) and, with --student-dir, copied to DIR/NN_name.ipynb.
 
@@ -25,6 +28,7 @@ environment of `otter_environment` (see there).
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import os
@@ -33,12 +37,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MASTERS = ROOT / "labs" / "source"
+LABS = ROOT / "labs"
+HELPERS = ROOT / "tools" / "grading_helpers.py"
 DEFAULT_OUT = ROOT / "build" / "assignments"
 LOCK = ROOT / "requirements.lock"
 # course_lib's own dependencies (pyproject.toml [project.dependencies]): what the autograder needs besides otter.
@@ -57,9 +63,43 @@ sys.modules.setdefault("rfc3987_syntax", None)
 """
 
 
-def lab_names(masters_dir: Path = MASTERS) -> list[str]:
-    """The labs that have a graded master: ["01_ring_allreduce", ...]."""
-    return sorted(path.stem for path in masters_dir.glob("[0-9][0-9]_*.ipynb"))
+# What a lab's assignment is made from besides its master: when none of it changed, a build is up to date
+# (`make sync`, and the grading tests' cache of builds in conftest.py).
+SHARED_INPUTS = ("course_lib/**/*", "tools/assignments.py", "tools/grading_helpers.py", "requirements.lock")
+
+
+def lab_names(labs_dir: Path = LABS) -> list[str]:
+    """The labs that have a graded master, labs/NN_name/NN_name.ipynb: ["01_ring_allreduce", ...]."""
+    return sorted(
+        path.stem for path in labs_dir.glob("[0-9][0-9]_*/[0-9][0-9]_*.ipynb") if path.stem == path.parent.name
+    )
+
+
+def master_path(lab: str, labs_dir: Path = LABS) -> Path:
+    """The graded master of ``lab``, in the lab's folder: labs/NN_name/NN_name.ipynb."""
+    return labs_dir / lab / f"{lab}.ipynb"
+
+
+def files_digest(files: list[Path], salt: str = "") -> str:
+    """SHA-256 over ``salt`` and the name (relative to the repository) and bytes of each file, in the given order."""
+    digest = hashlib.sha256(salt.encode())
+    for path in files:
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def inputs_hash(labs: list[str]) -> str:
+    """SHA-256 over every file that assigning ``labs`` reads (their masters and SHARED_INPUTS) and otter's version."""
+    from importlib.metadata import version
+
+    shared = [path for pattern in SHARED_INPUTS for path in sorted(ROOT.glob(pattern)) if path.is_file()]
+    files = [master_path(lab) for lab in sorted(labs)] + [path for path in shared if "__pycache__" not in path.parts]
+    return files_digest(files, salt=f"otter-grader {version('otter-grader')}\n")
+
+
+def inputs_hash_path(lab: str, out: Path = DEFAULT_OUT) -> Path:
+    """Where `make assignments` records ``inputs_hash([lab])`` of the build of ``lab`` under ``out``."""
+    return out / lab / "inputs.sha256"
 
 
 def otter_environment(scratch: Path) -> dict[str, str]:
@@ -157,6 +197,67 @@ def check_twin(master: Path) -> str | None:
     return None
 
 
+def helper_sources(path: Path = HELPERS) -> dict[str, str]:
+    """{name: source without its docstring} of every function of tools/grading_helpers.py, in the file's order."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    sources = {}
+    for node in ast.parse("\n".join(lines)).body:
+        if isinstance(node, ast.FunctionDef):
+            first = node.body[0]
+            documented = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            docstring = range(first.lineno, first.end_lineno + 1) if documented else range(0)
+            numbers = range(node.lineno, node.end_lineno + 1)
+            sources[node.name] = "\n".join(lines[number - 1] for number in numbers if number not in docstring)
+    return sources
+
+
+def with_helpers(source: str, helpers: dict[str, str]) -> str:
+    """A test cell's source with the source of each helper its test function calls (and does not define or take as
+    an argument itself) written at the top of the function's body.
+
+    >>> helpers = {"twice": "def twice(x):\\n    return 2 * x"}
+    >>> print(with_helpers("def test_q1(f):\\n    assert twice(f(1)) == 2\\n", helpers))
+    def test_q1(f):
+        def twice(x):
+            return 2 * x
+    <BLANKLINE>
+        assert twice(f(1)) == 2
+    <BLANKLINE>
+    """
+    tree = ast.parse(source)
+    test = next((node for node in tree.body if isinstance(node, ast.FunctionDef)), None)
+    if test is None:
+        return source
+    names = [node for node in ast.walk(test) if isinstance(node, ast.Name)]
+    bound = {arg.arg for arg in ast.walk(test.args) if isinstance(arg, ast.arg)}
+    bound |= {node.id for node in names if not isinstance(node.ctx, ast.Load)}
+    called = {node.id for node in names if isinstance(node.ctx, ast.Load)} - bound
+    wanted = [code for name, code in helpers.items() if name in called]
+    if not wanted:
+        return source
+    lines = source.splitlines(keepends=True)
+    first = test.body[0].lineno - 1  # the helpers go before the body's first statement, at its indentation
+    indent = " " * test.body[0].col_offset
+    block = "".join(textwrap.indent(code, indent) + "\n\n" for code in wanted)
+    return "".join(lines[:first]) + block + "".join(lines[first:])
+
+
+def stage_master(master: Path, target: Path) -> None:
+    """Copy ``master`` to ``target`` with the helpers written into each of its otter test cells (those between the
+    raw cells `# BEGIN TESTS` and `# END TESTS`)."""
+    notebook = json.loads(master.read_text(encoding="utf-8"))
+    helpers = helper_sources()
+    in_tests = False
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        marker = re.match(r"\s*#\s*(BEGIN|END)\s+TESTS\b", source, flags=re.IGNORECASE)
+        if cell["cell_type"] == "raw" and marker:
+            in_tests = marker.group(1).upper() == "BEGIN"
+        elif cell["cell_type"] == "code" and in_tests:
+            cell["source"] = with_helpers(source, helpers)
+    target.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def normalise_student_version(path: Path) -> None:
     """Remove what changes between runs or machines from otter's student notebook, in place."""
     notebook = json.loads(path.read_text(encoding="utf-8"))
@@ -182,7 +283,7 @@ def assign(master: Path, out: Path, run_tests: bool = True) -> tuple[Path, Path,
     with tempfile.TemporaryDirectory(prefix=f"assign-{lab}-") as scratch:
         stage = Path(scratch) / "stage"
         stage.mkdir()
-        shutil.copy(master, stage / master.name)
+        stage_master(master, stage / master.name)
         shutil.copytree(
             ROOT / "course_lib",
             stage / "course_lib",
@@ -206,12 +307,13 @@ def assign(master: Path, out: Path, run_tests: bool = True) -> tuple[Path, Path,
         raise RuntimeError(f"otter assign {master.name} wrote no student notebook or no autograder zip in {result}")
     normalise_student_version(student)
     record_checksum(lab, zip_path, out)
+    inputs_hash_path(lab, out).write_text(inputs_hash([lab]) + "\n", encoding="utf-8")
     return student, zip_path, seconds
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("masters", nargs="*", type=Path, help="graded masters (default: labs/source/NN_*.ipynb)")
+    parser.add_argument("masters", nargs="*", type=Path, help="graded masters (default: labs/NN_*/NN_*.ipynb)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="build folder (default: build/assignments)")
     parser.add_argument(
         "--student-dir", type=Path, default=None, help="also copy each student version to DIR/NN_name.ipynb (e.g. labs)"
@@ -224,10 +326,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="masters assigned at once")
     arguments = parser.parse_args(argv)
     masters = [path.resolve().with_suffix(".ipynb") for path in arguments.masters] or [
-        MASTERS / f"{lab}.ipynb" for lab in lab_names()
+        master_path(lab) for lab in lab_names()
     ]
     if not masters:
-        parser.error(f"no graded masters in {MASTERS}")
+        parser.error(f"no graded masters in {LABS}/NN_name/")
     problems = [f"{master}: no such master" if not master.exists() else check_twin(master) for master in masters]
     if any(problems):
         parser.error("\n".join(problem for problem in problems if problem))

@@ -4,12 +4,13 @@ Usage (through `make nb`, which runs nbval on what this prints):
 
     python -m tools.changed_notebooks [--base REV]
 
-A lesson (notebooks/X.ipynb) or a graded master (labs/source/X.ipynb) is listed when, compared with REV (default
+A lesson (notebooks/X.ipynb) or a graded master (labs/X/X.ipynb) is listed when, compared with REV (default
 HEAD, the last commit; untracked files count as changed):
 - the notebook or its py:percent twin changed;
 - a course_lib module it imports changed, directly or through the modules those import (read from the code with
   ``ast``, never by importing it; importing ``course_lib.viz.x`` runs ``course_lib/__init__.py`` and
-  ``course_lib/viz/__init__.py`` too, so they count);
+  ``course_lib/viz/__init__.py`` too, so they count), or, for a master, the tools module it imports (the graded
+  tests' helpers, tools/grading_helpers.py);
 - anything every notebook depends on changed: the data files, the nbval settings, the lock or pyproject.toml.
 Nothing is printed when nothing changed. Exit status 2 if this is not a git checkout.
 
@@ -28,15 +29,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "course_lib"
+# The packages whose modules a notebook's outputs depend on: course_lib, and tools for the masters' test helpers.
+PACKAGES = (PACKAGE, "tools")
 # Changes that can change any notebook's run or its comparison with the stored outputs.
 EVERY_NOTEBOOK = ("course_lib/data/", "tests/nbval_sanitize.cfg", "requirements.lock", "pyproject.toml")
 
 
-def executed_notebooks() -> dict[Path, Path]:
-    """{notebook: its py:percent twin} for every lesson and graded master (jupytext.toml pairs them)."""
+def notebook_twins() -> dict[Path, Path]:
+    """{notebook: its py:percent twin} for every lesson's and graded master's twin (jupytext.toml pairs them),
+    whether or not its notebook has been made yet."""
     lessons = {ROOT / "notebooks" / f"{py.stem}.ipynb": py for py in sorted((ROOT / "notebooks_py").glob("*.py"))}
-    masters = {py.with_suffix(".ipynb"): py for py in sorted((ROOT / "labs" / "source").glob("*.py"))}
-    return {notebook: py for notebook, py in (lessons | masters).items() if notebook.exists()}
+    masters = {
+        py.with_suffix(".ipynb"): py for py in sorted((ROOT / "labs").glob("*/*.py")) if py.stem == py.parent.name
+    }
+    return lessons | masters
+
+
+def executed_notebooks() -> dict[Path, Path]:
+    """{notebook: its py:percent twin} for every lesson and graded master that exists."""
+    return {notebook: py for notebook, py in notebook_twins().items() if notebook.exists()}
 
 
 def changed_files(base: str = "HEAD") -> set[str]:
@@ -59,7 +70,8 @@ def module_path(module: str) -> Path | None:
 
 
 def imported_modules(source: str, module: str | None = None, is_package: bool = False) -> set[str]:
-    """The course_lib modules that ``source`` imports, each with the packages above it (their __init__ runs first).
+    """The course_lib (and tools) modules that ``source`` imports, each with the packages above it (their __init__ runs
+    first).
 
     ``module`` is the importing module's own name, to resolve relative imports (``from .. import units``); a
     name imported from a package may be a submodule (``from course_lib import units``), so both are listed.
@@ -93,7 +105,7 @@ def imported_modules(source: str, module: str | None = None, is_package: bool = 
     found = set()
     for name in names | started:
         parts = name.split(".")
-        if parts[0] != PACKAGE:
+        if parts[0] not in PACKAGES:
             continue
         for end in range(1, len(parts) + 1):
             prefix = ".".join(parts[:end])
@@ -154,6 +166,13 @@ def notebook_dependencies(notebook: Path, twin: Path) -> set[Path]:
     for module in imported_modules(twin.read_text(encoding="utf-8")):
         files |= module_files(module)
     return files
+
+
+def notebook_inputs(notebook: Path, twin: Path) -> list[Path]:
+    """Every file, in path order, whose change may change a notebook's stored outputs: its dependencies and what
+    every notebook depends on (EVERY_NOTEBOOK); `make sync` hashes them."""
+    every = [path for prefix in EVERY_NOTEBOOK for path in [ROOT / prefix, *(ROOT / prefix).rglob("*")]]
+    return sorted(path for path in notebook_dependencies(notebook, twin) | set(every) if path.is_file())
 
 
 def changed_notebooks(changed: set[str]) -> list[Path]:

@@ -5,10 +5,10 @@ Usage (through `make notebooks`, which sets PYTHONHASHSEED=0):
     python -m tools.execute_notebooks [PATH ...]
 
 PATH is a lesson or a graded lab's master, as its .py or its .ipynb; by default every notebooks_py/*.py and
-labs/source/*.py that has a jupytext header. Where the twin of a notebook is, jupytext.toml says: a lesson
-notebooks/X.ipynb has its twin in notebooks_py/X.py, a master labs/source/X.ipynb beside it in labs/source/X.py
-(a file with no jupytext.toml above it is paired in its own folder). (The student versions in labs/ are made from
-the masters by `make assignments` and have no twin.) For each X.py:
+labs/NN_name/NN_name.py that has a jupytext header. Where the twin of a notebook is, jupytext.toml says: a lesson
+notebooks/X.ipynb has its twin in notebooks_py/X.py, a master labs/X/X.ipynb beside it in labs/X/X.py (the lab
+folder's own jupytext.toml; a file with no jupytext.toml above it is paired in its own folder). (The student
+versions in labs/ are made from the masters by `make assignments` and have no twin.) For each X.py:
 
 1. the cells come from X.py (read with jupytext and jupytext.toml's filters, so cell tags survive); metadata
    that the filters keep out of X.py (cell ids, nbgrader or otter metadata) comes from the existing X.ipynb;
@@ -73,7 +73,8 @@ def has_jupytext_header(path: Path) -> bool:
 
 
 def default_sources() -> list[Path]:
-    candidates = sorted((ROOT / "notebooks_py").glob("*.py")) + sorted((ROOT / "labs" / "source").glob("*.py"))
+    masters = [path for path in sorted((ROOT / "labs").glob("*/*.py")) if path.stem == path.parent.name]
+    candidates = sorted((ROOT / "notebooks_py").glob("*.py")) + masters
     return [path for path in candidates if has_jupytext_header(path)]
 
 

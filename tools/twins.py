@@ -6,15 +6,18 @@ Usage (the pre-commit hook passes the files a commit changes):
     python -m tools.twins [PATH ...]
 
 PATH is a lesson or a master, as its .ipynb or its .py; by default every pair. jupytext.toml pairs a lesson
-notebooks/X.ipynb with notebooks_py/X.py, labs/source/jupytext.toml a master labs/source/X.ipynb with
-labs/source/X.py beside it; any other file (a student version in labs/, a tool) is not a twin and is skipped. A pair
+notebooks/X.ipynb with notebooks_py/X.py, a lab folder's own jupytext.toml its master labs/X/X.ipynb with labs/X/X.py
+beside it; any other file (a student version in labs/, a lab's wrong_answers.py, a tool) is not a twin and is
+skipped. A pair
 is in step when both files exist and hold the same cells, in order: the same type and source (stripped), read with
 jupytext; outputs and metadata are not compared. The .py is the source: for each pair out of step this prints the
 first difference and what to run (`make notebooks NOTEBOOKS=the .py`, which rebuilds the .ipynb from it), and the
 exit status is 1.
 
->>> twin_of(Path("notebooks/01_mac.ipynb")).as_posix(), twin_of(Path("labs/source/01_ring_allreduce.py")).as_posix()
-('notebooks_py/01_mac.py', 'labs/source/01_ring_allreduce.ipynb')
+>>> twin_of(Path("notebooks/01_mac.ipynb")).as_posix()
+'notebooks_py/01_mac.py'
+>>> twin_of(Path("labs/01_ring_allreduce/01_ring_allreduce.py")).as_posix()
+'labs/01_ring_allreduce/01_ring_allreduce.ipynb'
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def is_twinned(path: Path) -> bool:
     """Whether ``path`` is a lesson's or a master's notebook or twin (the files that come in pairs)."""
     folder = path.parent
     lessons = folder.name in ("notebooks", "notebooks_py")
-    masters = folder.name == "source" and folder.parent.name == "labs"
+    masters = folder.parent.name == "labs" and path.stem == folder.name
     return path.suffix in (".ipynb", ".py") and (lessons or masters)
 
 
@@ -59,8 +62,8 @@ def pair_of(path: Path) -> tuple[Path, Path]:
 def every_pair(root: Path = ROOT) -> list[tuple[Path, Path]]:
     """(notebook, twin) for every lesson and master under ``root``, and for a notebook or twin whose other half is
     missing."""
-    patterns = ("notebooks/*.ipynb", "notebooks_py/*.py", "labs/source/*.ipynb", "labs/source/*.py")
-    return sorted({pair_of(path) for pattern in patterns for path in root.glob(pattern)})
+    patterns = ("notebooks/*.ipynb", "notebooks_py/*.py", "labs/*/*.ipynb", "labs/*/*.py")
+    return sorted({pair_of(path) for pattern in patterns for path in root.glob(pattern) if is_twinned(path)})
 
 
 def shown(path: Path) -> str:

@@ -150,6 +150,15 @@ print(
 # Each question names the function to define. $p$ is the number of stages, $m$ the micro-batches per step and
 # $v$ the model chunks (virtual stages) per device; $v = 1$ is GPipe or 1F1B.
 
+# %%
+# IGNORE: otter leaves this cell out of the student version and the autograder. The tests below call helpers of
+# tools/grading_helpers.py, which `make assignments` writes into each test that calls them (tools/assignments.py).
+import os
+import sys
+
+sys.path.insert(0, os.path.abspath("../.."))  # the repository, for tools/ (this master runs in labs/NN_name/)
+from tools.grading_helpers import calling, number
+
 # %% [raw]
 # # BEGIN QUESTION
 # name: q1
@@ -186,41 +195,15 @@ def bubble_fraction(stages, microbatches, virtual_stages=1):
 # %%
 def test_q1_public(bubble_fraction):
     assert callable(bubble_fraction), "define the function bubble_fraction"
-    import numpy
 
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"pipeline_schedule", "pipeline_bubble_fraction"}:
-                if code.co_filename.replace("\\", "/").endswith(
-                    ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
-                ):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
-    result, called = calling(bubble_fraction, 4, 8)
+    forbidden = {"pipeline_schedule", "pipeline_bubble_fraction"}
+    files = ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
+    result, called = calling(bubble_fraction, 4, 8, forbidden=forbidden, files=files)
     assert not called, f"derive the bubble instead of calling {', '.join(sorted(called))}"
     got = number(result)
     assert got is not None, f"return a fraction as a number, got {result!r:.80}"
     assert abs(got - 0.375) <= 1e-9, f"4 stages, 8 micro-batches: expected 0.375, got {result!r:.80}"
-    result, called = calling(bubble_fraction, 4, 8, 2)
+    result, called = calling(bubble_fraction, 4, 8, 2, forbidden=forbidden, files=files)
     got = number(result)
     assert not called and got is not None and abs(got - 0.1875) <= 1e-9, (
         f"4 stages, 8 micro-batches, 2 chunks per device (the lab's interleaved default): expected 0.1875, "
@@ -234,35 +217,8 @@ test_q1_public(bubble_fraction)
 # %%
 # HIDDEN
 def test_q1_other_pipelines(bubble_fraction):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"pipeline_schedule", "pipeline_bubble_fraction"}:
-                if code.co_filename.replace("\\", "/").endswith(
-                    ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
-                ):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
+    forbidden = {"pipeline_schedule", "pipeline_bubble_fraction"}
+    files = ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
     # (p − 1)/(v·m): idle over useful time, as the simulated schedules give it
     cases = [
         ((8, 32), 0.21875),
@@ -273,7 +229,7 @@ def test_q1_other_pipelines(bubble_fraction):
         ((6, 4), 1.25),
     ]
     for case, want in cases:
-        result, called = calling(bubble_fraction, *case)
+        result, called = calling(bubble_fraction, *case, forbidden=forbidden, files=files)
         got = number(result)
         assert not called and got is not None and abs(got - want) <= max(1e-9 * want, 1e-12), (
             f"bubble_fraction{case}: expected {want:.6g}, got {result!r:.80}"
@@ -327,12 +283,6 @@ def microbatches_for_bubble(stages, max_bubble, virtual_stages=1):
 # %%
 def test_q2_public(microbatches_for_bubble):
     assert callable(microbatches_for_bubble), "define the function microbatches_for_bubble"
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
 
     result = microbatches_for_bubble(4, 0.25)
     assert type(number(result)) is int and number(result) == 12, (
@@ -351,13 +301,6 @@ test_q2_public(microbatches_for_bubble)
 # %%
 # HIDDEN
 def test_q2_other_budgets(microbatches_for_bubble):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
     cases = [  # the smallest m with (p − 1)/(v·m) ≤ budget; interleaved (v > 1): m a multiple of p
         ((8, 0.05), 140),
         ((6, 0.05), 100),  # 6 and 5: a bubble of exactly the budget
@@ -418,36 +361,10 @@ def step_time_s(stages, microbatches, forward_time_s, backward_time_s):
 # %%
 def test_q3_public(step_time_s):
     assert callable(step_time_s), "define the function step_time_s"
-    import numpy
 
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"pipeline_schedule"}:
-                if code.co_filename.replace("\\", "/").endswith(
-                    ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
-                ):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
-    result, called = calling(step_time_s, 4, 8, 1.0, 2.0)
+    forbidden = {"pipeline_schedule"}
+    files = ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
+    result, called = calling(step_time_s, 4, 8, 1.0, 2.0, forbidden=forbidden, files=files)
     assert not called, "derive the step time instead of calling pipeline.pipeline_schedule"
     got = number(result)
     assert got is not None, f"return seconds as a number, got {result!r:.80}"
@@ -462,35 +379,8 @@ test_q3_public(step_time_s)
 # %%
 # HIDDEN
 def test_q3_other_pipelines(step_time_s):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"pipeline_schedule"}:
-                if code.co_filename.replace("\\", "/").endswith(
-                    ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
-                ):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
+    forbidden = {"pipeline_schedule"}
+    files = ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
     cases = [  # (m + p − 1)(t_f + t_b), as the simulated 1F1B schedules give it
         ((8, 32, 0.01, 0.02), 1.17),
         ((2, 2, 1.0, 3.0), 12.0),
@@ -499,7 +389,7 @@ def test_q3_other_pipelines(step_time_s):
         ((16, 64, 2e-3, 4e-3), 0.474),
     ]
     for case, want in cases:
-        result, called = calling(step_time_s, *case)
+        result, called = calling(step_time_s, *case, forbidden=forbidden, files=files)
         got = number(result)
         assert not called and got is not None and abs(got - want) <= 1e-6 * want, (
             f"step_time_s{case}: expected {want:.6g} s, got {result!r:.80}"
@@ -551,40 +441,16 @@ def in_flight_microbatches(stages, microbatches, schedule):
 # %%
 def test_q4_public(in_flight_microbatches):
     assert callable(in_flight_microbatches), "define the function in_flight_microbatches"
-    import numpy
 
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"pipeline_in_flight_microbatches"}:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism/memory.py",)):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
+    forbidden = {"pipeline_in_flight_microbatches"}
+    files = ("course_lib/parallelism/memory.py",)
     got = []
     for schedule in ("gpipe", "1f1b"):
-        result, called = calling(in_flight_microbatches, 8, 64, schedule)
+        result, called = calling(in_flight_microbatches, 8, 64, schedule, forbidden=forbidden, files=files)
         assert not called, "derive it instead of calling parallelism.pipeline_in_flight_microbatches"
         got.append(number(result) if type(number(result)) is int else result)
     assert got == [64, 8], f"8 stages, 64 micro-batches: expected 64 (GPipe) and 8 (1F1B), ints, got {got!r:.80}"
-    result, called = calling(in_flight_microbatches, 8, 4, "1f1b")
+    result, called = calling(in_flight_microbatches, 8, 4, "1f1b", forbidden=forbidden, files=files)
     assert not called and number(result) == 4, (
         f"8 stages but only 4 micro-batches, 1F1B: it cannot hold more micro-batches than there are, expected 4, "
         f"got {result!r:.80}"
@@ -597,38 +463,15 @@ test_q4_public(in_flight_microbatches)
 # %%
 # HIDDEN
 def test_q4_other_pipelines(in_flight_microbatches):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"pipeline_in_flight_microbatches"}:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism/memory.py",)):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
+    forbidden = {"pipeline_in_flight_microbatches"}
+    files = ("course_lib/parallelism/memory.py",)
     # GPipe holds every micro-batch, 1F1B at most p: (stages, micro-batches) -> (GPipe, 1F1B)
     cases = [((4, 2), (2, 2)), ((4, 4), (4, 4)), ((16, 64), (64, 16)), ((1, 8), (8, 1)), ((8, 7), (7, 7))]
     for (stages, microbatches), wants in cases:
         for schedule, want in zip(("gpipe", "1f1b"), wants, strict=True):
-            result, called = calling(in_flight_microbatches, stages, microbatches, schedule)
+            result, called = calling(
+                in_flight_microbatches, stages, microbatches, schedule, forbidden=forbidden, files=files
+            )
             got = number(result)
             assert not called and type(got) is int and got == want, (
                 f"in_flight_microbatches({stages}, {microbatches}, {schedule!r:.80}): expected {want}, got {result!r:.80}"

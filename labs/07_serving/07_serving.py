@@ -152,6 +152,15 @@ print(
 # `model.hidden`. Clusters are `hardware.Cluster`s such as `hardware.DGX_H100`: `cluster.accelerator` has
 # `hbm_capacity_bytes`, `hbm_bandwidth_bytes_per_s` and `peak("bf16")`; `cluster.devices` counts its GPUs.
 
+# %%
+# IGNORE: otter leaves this cell out of the student version and the autograder. The tests below call helpers of
+# tools/grading_helpers.py, which `make assignments` writes into each test that calls them (tools/assignments.py).
+import os
+import sys
+
+sys.path.insert(0, os.path.abspath("../.."))  # the repository, for tools/ (this master runs in labs/NN_name/)
+from tools.grading_helpers import calling, number
+
 # %% [raw]
 # # BEGIN QUESTION
 # name: q1
@@ -189,38 +198,12 @@ def kv_cache_bytes(model, context_len, sequences, bytes_per_element=2):
 # %%
 def test_q1_public(kv_cache_bytes):
     assert callable(kv_cache_bytes), "define the function kv_cache_bytes"
-    import sys
-
-    import numpy
 
     from course_lib import parallelism
 
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"kv_cache_bytes", "kv_cache_bytes_per_device", "serving_memory"}:
-                if code.co_filename.replace("\\", "/").endswith(
-                    ("course_lib/serving/replica.py", "course_lib/serving/reports.py")
-                ):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
-    result, called = calling(kv_cache_bytes, parallelism.LLAMA3_70B, 4096, 1)
+    forbidden = {"kv_cache_bytes", "kv_cache_bytes_per_device", "serving_memory"}
+    files = ("course_lib/serving/replica.py", "course_lib/serving/reports.py")
+    result, called = calling(kv_cache_bytes, parallelism.LLAMA3_70B, 4096, 1, forbidden=forbidden, files=files)
     assert not called, f"build it from the model's shape instead of calling {', '.join(sorted(called))}"
     got = number(result)
     assert got is not None, f"return bytes as a number, got {result!r:.80}"
@@ -236,37 +219,10 @@ test_q1_public(kv_cache_bytes)
 # %%
 # HIDDEN
 def test_q1_other_models(kv_cache_bytes):
-    import sys
-
-    import numpy
-
     from course_lib import parallelism
 
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"kv_cache_bytes", "kv_cache_bytes_per_device", "serving_memory"}:
-                if code.co_filename.replace("\\", "/").endswith(
-                    ("course_lib/serving/replica.py", "course_lib/serving/reports.py")
-                ):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
+    forbidden = {"kv_cache_bytes", "kv_cache_bytes_per_device", "serving_memory"}
+    files = ("course_lib/serving/replica.py", "course_lib/serving/reports.py")
     cases = [  # layers × 2 (K, V) × KV heads × head size × context × sequences × bytes, by hand
         ((parallelism.LLAMA3_8B, 8192, 4), 4_294_967_296),  # 32 × 2 × 8 × 128 × 8192 × 4 × 2
         ((parallelism.GPT3_175B, 2048, 3), 28_991_029_248),  # 96 × 2 × 96 × 128 × 2048 × 3 × 2: every head has K, V
@@ -275,7 +231,7 @@ def test_q1_other_models(kv_cache_bytes):
         ((parallelism.LLAMA32_1B, 128000, 2, 1), 4_194_304_000),  # 16 × 2 × 8 × 64 × 128000 × 2 × 1
     ]
     for case, want in cases:
-        result, called = calling(kv_cache_bytes, *case)
+        result, called = calling(kv_cache_bytes, *case, forbidden=forbidden, files=files)
         got = number(result)
         shown = (case[0].name, *case[1:])
         assert not called and got is not None and abs(got - want) <= 1e-9 * want, (
@@ -331,13 +287,6 @@ def test_q2_public(compute_bound_batch):
     assert callable(compute_bound_batch), "define the function compute_bound_batch"
     import sys
 
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
     called = set()
 
     def watch(frame, event, _arg):
@@ -364,13 +313,6 @@ test_q2_public(compute_bound_batch)
 # HIDDEN
 def test_q2_other_devices(compute_bound_batch):
     import sys
-
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
 
     called = set()
 
@@ -587,14 +529,7 @@ def test_q4_public(time_per_output_token):
     assert callable(time_per_output_token), "define the function time_per_output_token"
     import sys
 
-    import numpy
-
     from course_lib import hardware, parallelism
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
 
     forbidden = {"decode_step", "latency_throughput_curve", "compare_training_and_serving"}
     called = set()
@@ -632,14 +567,7 @@ test_q4_public(time_per_output_token)
 def test_q4_other_plans(time_per_output_token):
     import sys
 
-    import numpy
-
     from course_lib import hardware, parallelism
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
 
     forbidden = {"decode_step", "latency_throughput_curve", "compare_training_and_serving"}
     called = set()

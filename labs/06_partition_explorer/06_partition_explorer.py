@@ -131,6 +131,15 @@ for t in (8, 16):
 # `hidden`, `seq_len`, ...), `plan` a `parallelism.ParallelPlan` (`plan.sizes` is $(t, p, d, b, m, v)$), `cluster`
 # a `hardware.Cluster`. Activations cross boundaries in 16 bit (2 bytes per element).
 
+# %%
+# IGNORE: otter leaves this cell out of the student version and the autograder. The tests below call helpers of
+# tools/grading_helpers.py, which `make assignments` writes into each test that calls them (tools/assignments.py).
+import os
+import sys
+
+sys.path.insert(0, os.path.abspath("../.."))  # the repository, for tools/ (this master runs in labs/NN_name/)
+from tools.grading_helpers import calling
+
 # %% [raw]
 # # BEGIN QUESTION
 # name: q1
@@ -179,35 +188,14 @@ def transfers_per_axis(model, plan):
 
 # %%
 def test_q1_public(transfers_per_axis):
-    import sys
-
     from course_lib import parallelism
 
     assert callable(transfers_per_axis), "define the function transfers_per_axis"
 
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called})
-        called = set()
-        forbidden = {"step_transfers", "boundary_tensors", "partition_report"}
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in forbidden:
-                if code.co_filename.replace("\\", "/").endswith(
-                    ("course_lib/parallelism/transfers.py", "course_lib/budget/report.py")
-                ):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
+    forbidden = {"step_transfers", "boundary_tensors", "partition_report"}
+    files = ("course_lib/parallelism/transfers.py", "course_lib/budget/report.py")
     plan = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, recompute="selective")
-    result, called = calling(transfers_per_axis, parallelism.GPT3_175B, plan)
+    result, called = calling(transfers_per_axis, parallelism.GPT3_175B, plan, forbidden=forbidden, files=files)
     assert not called, f"build it from the rules instead of calling {', '.join(sorted(called))}"
     assert isinstance(result, dict) and set(result) == {"tensor", "pipeline"}, (
         f"return a dict with the keys 'tensor' and 'pipeline', got {result!r:.80}"
@@ -534,38 +522,24 @@ def critical_path_communication_s(model, plan, cluster):
 # %%
 def test_q4_public(critical_path_communication_s):
     import math
-    import sys
     from dataclasses import replace
 
     from course_lib import hardware, parallelism
 
     assert callable(critical_path_communication_s), "define the function critical_path_communication_s"
 
-    def calling(function, *args):
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"step_time", "partition_report", "calibrated_step_time"}:
-                if code.co_filename.replace("\\", "/").endswith(
-                    ("course_lib/budget/step.py", "course_lib/budget/report.py")
-                ):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
+    forbidden = {"step_time", "partition_report", "calibrated_step_time"}
+    files = ("course_lib/budget/step.py", "course_lib/budget/report.py")
     plan = parallelism.ParallelPlan(
         tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, zero_stage=1, recompute="selective"
     )
     got, called = calling(
-        critical_path_communication_s, parallelism.GPT3_175B, plan, replace(hardware.DGX_A100, nodes=8)
+        critical_path_communication_s,
+        parallelism.GPT3_175B,
+        plan,
+        replace(hardware.DGX_A100, nodes=8),
+        forbidden=forbidden,
+        files=files,
     )
     assert not called, f"add up the transfers instead of calling {', '.join(sorted(called))}"
     assert math.isclose(got, 0.97780338688, rel_tol=1e-9), (

@@ -158,6 +158,15 @@ print(
 # Each question names the function or variable to define. "Fits" means at most the device's capacity:
 # `bytes_needed <= capacity_bytes`.
 
+# %%
+# IGNORE: otter leaves this cell out of the student version and the autograder. The tests below call helpers of
+# tools/grading_helpers.py, which `make assignments` writes into each test that calls them (tools/assignments.py).
+import os
+import sys
+
+sys.path.insert(0, os.path.abspath("../.."))  # the repository, for tools/ (this master runs in labs/NN_name/)
+from tools.grading_helpers import calling, number
+
 # %% [raw]
 # # BEGIN QUESTION
 # name: q1
@@ -198,40 +207,16 @@ def model_state_bytes(params, data_parallel, stage):
 # %%
 def test_q1_public(model_state_bytes):
     assert callable(model_state_bytes), "define the function model_state_bytes"
-    import numpy
 
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"zero_model_state_bytes", "zero_model_state_breakdown"}:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism/memory.py",)):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
+    forbidden = {"zero_model_state_bytes", "zero_model_state_breakdown"}
+    files = ("course_lib/parallelism/memory.py",)
     for case, want, what in [
         ((7.5e9, 64, 0), 120e9, "7.5B parameters at stage 0: expected 120 GB"),
         ((1e12, 1024, 3), 15.625e9, "1T parameters at stage 3 over 1024 replicas (ZeRO's Table 1): expected 15.6 GB"),
         ((7.5e9, 64, 1), 31.40625e9, "7.5B at stage 1 over 64 replicas (ZeRO's Table 1): expected 31.4 GB"),
         ((7.5e9, 16, 2), 21.5625e9, "7.5B at stage 2 over 16 replicas (ZeRO's Table 1): expected 21.6 GB"),
     ]:
-        result, called = calling(model_state_bytes, *case)
+        result, called = calling(model_state_bytes, *case, forbidden=forbidden, files=files)
         assert not called, f"build it from what each stage partitions instead of calling {', '.join(sorted(called))}"
         got = number(result)
         assert got is not None, f"return bytes as a number, got {result!r:.80}"
@@ -244,33 +229,8 @@ test_q1_public(model_state_bytes)
 # %%
 # HIDDEN
 def test_q1_every_stage(model_state_bytes):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"zero_model_state_bytes", "zero_model_state_breakdown"}:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/parallelism/memory.py",)):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
+    forbidden = {"zero_model_state_bytes", "zero_model_state_breakdown"}
+    files = ("course_lib/parallelism/memory.py",)
     cases = [  # (params, replicas, stage): 2Ψ + 2Ψ + 12Ψ bytes, each term divided by N_d once its stage partitions it
         ((7500000000.0, 1, 0), 120000000000.0),
         ((7500000000.0, 1, 1), 120000000000.0),
@@ -298,7 +258,7 @@ def test_q1_every_stage(model_state_bytes):
         ((175000000000.0, 64, 3), 43750000000.0),
     ]
     for case, want in cases:
-        result, called = calling(model_state_bytes, *case)
+        result, called = calling(model_state_bytes, *case, forbidden=forbidden, files=files)
         got = number(result)
         assert not called and got is not None and abs(got - want) <= 1e-6 * want, (
             f"model_state_bytes{case}: expected {want:.4g} B, got {result!r:.80}"
@@ -358,12 +318,6 @@ def smallest_data_parallel(params, stage, capacity_bytes):
 # %%
 def test_q2_public(smallest_data_parallel):
     assert callable(smallest_data_parallel), "define the function smallest_data_parallel"
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
 
     result = smallest_data_parallel(7.5e9, 3, 16e9)
     assert type(number(result)) is int and number(result) == 8, (
@@ -387,13 +341,6 @@ test_q2_public(smallest_data_parallel)
 # %%
 # HIDDEN
 def test_q2_other_budgets(smallest_data_parallel):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
     cases = [  # the smallest N_d with model states ≤ capacity (searched up to 2048 once, by hand), or None: never
         ((7.5e9, 2, 16e9), 105),  # exact fit
         ((7.5e9, 1, 40e9), 9),
@@ -466,14 +413,7 @@ def largest_micro_batch(model, plan, capacity_bytes):
 
 # %%
 def test_q3_public(largest_micro_batch):
-    import numpy
-
     from course_lib import parallelism
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
 
     assert callable(largest_micro_batch), "define the function largest_micro_batch"
     plan = parallelism.ParallelPlan(
@@ -502,14 +442,7 @@ test_q3_public(largest_micro_batch)
 # %%
 # HIDDEN
 def test_q3_other_plans(largest_micro_batch):
-    import numpy
-
     from course_lib import parallelism
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
 
     gpt3, mt_nlg = parallelism.GPT3_175B, parallelism.MT_NLG_530B
     cases = [  # the largest micro-batch whose memory fits (searched up to 512 once), 0 if none does

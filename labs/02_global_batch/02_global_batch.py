@@ -134,6 +134,15 @@ print(f"parallelism.global_batch(8, 16, 64) = {formula}; agrees with the lab: {f
 # Each question names the function or variable to define. Every plan below uses all of its devices:
 # $N_\text{GPU} = N_\text{dp} \cdot t \cdot p$.
 
+# %%
+# IGNORE: otter leaves this cell out of the student version and the autograder. The tests below call helpers of
+# tools/grading_helpers.py, which `make assignments` writes into each test that calls them (tools/assignments.py).
+import os
+import sys
+
+sys.path.insert(0, os.path.abspath("../.."))  # the repository, for tools/ (this master runs in labs/NN_name/)
+from tools.grading_helpers import number, raises_value_error
+
 # %% [raw]
 # # BEGIN QUESTION
 # name: q1
@@ -173,19 +182,6 @@ def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel
 # %%
 def test_q1_public(global_batch_samples):
     assert callable(global_batch_samples), "define the function global_batch_samples"
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    def raises_value_error(function, *args):
-        try:
-            function(*args)
-        except ValueError:
-            return True
-        return False
 
     result = global_batch_samples(8, 16, 64, 1, 1)
     assert type(number(result)) is int and number(result) == 8192, (
@@ -207,13 +203,6 @@ test_q1_public(global_batch_samples)
 # %%
 # HIDDEN
 def test_q1_split_devices(global_batch_samples):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
     # b·acc·n/(t·p), worked out by hand; t and p must not multiply the batch; each case has t·p > 1
     cases = [((8, 16, 512, 8, 1), 8192), ((8, 16, 2048, 8, 4), 8192), ((2, 8, 1024, 4, 8), 512)]
     cases += [((1, 64, 4096, 8, 16), 2048), ((4, 1, 32, 1, 2), 64)]
@@ -272,19 +261,6 @@ def accumulation_steps(target_global_batch, micro_batch, devices, tensor_paralle
 # %%
 def test_q2_public(accumulation_steps):
     assert callable(accumulation_steps), "define the function accumulation_steps"
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    def raises_value_error(function, *args):
-        try:
-            function(*args)
-        except ValueError:
-            return True
-        return False
 
     result = accumulation_steps(1024, 2, 128, 1, 1)
     assert type(number(result)) is int and number(result) == 4, (
@@ -306,20 +282,6 @@ test_q2_public(accumulation_steps)
 # %%
 # HIDDEN
 def test_q2_split_devices(accumulation_steps):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    def raises_value_error(function, *args):
-        try:
-            function(*args)
-        except ValueError:
-            return True
-        return False
-
     # target / (b · n/(t·p)), worked out by hand; every case is exact
     for case, want in [
         ((1536, 1, 1024, 8, 8), 96),
@@ -377,13 +339,6 @@ run_bubble_fraction = parallelism.pipeline_bubble_fraction(8, run_accumulation_s
 
 # %%
 def test_q3_public(run_accumulation_steps, run_bubble_fraction):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
     steps = number(run_accumulation_steps)
     assert steps is not None and steps >= 1 and float(steps).is_integer(), (
         f"run_accumulation_steps must be a whole number of steps, got {run_accumulation_steps!r:.80}"
@@ -411,13 +366,6 @@ test_q3_public(run_accumulation_steps, run_bubble_fraction)
 # %%
 # HIDDEN
 def test_q3_values(run_accumulation_steps, run_bubble_fraction):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
     # 2**22 tokens = 2048 sequences; 512 devices / (t·p = 4·8) = 16 replicas; 2048 / (2·16) = 64 steps
     steps = number(run_accumulation_steps)
     assert steps == 64, f"run_accumulation_steps: expected 64, got {run_accumulation_steps!r:.80}"

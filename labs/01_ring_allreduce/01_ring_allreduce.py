@@ -155,6 +155,15 @@ print(
 # Each question names the function or variable to define. Functions take their arguments in SI base units and
 # return SI base units.
 
+# %%
+# IGNORE: otter leaves this cell out of the student version and the autograder. The tests below call helpers of
+# tools/grading_helpers.py, which `make assignments` writes into each test that calls them (tools/assignments.py).
+import os
+import sys
+
+sys.path.insert(0, os.path.abspath("../.."))  # the repository, for tools/ (this master runs in labs/NN_name/)
+from tools.grading_helpers import calling, number
+
 # %% [raw]
 # # BEGIN QUESTION
 # name: q1
@@ -198,34 +207,10 @@ def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
 # %%
 def test_q1_four_ranks(ring_allreduce_time):
     assert callable(ring_allreduce_time), "define the function ring_allreduce_time"
-    import numpy
 
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"collective_time", "collective_cost", "ring_allreduce_time"}:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/collectives.py",)):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
-    result, called = calling(ring_allreduce_time, 4, 100e6, 50e9, 5e-6)
+    forbidden = {"collective_time", "collective_cost", "ring_allreduce_time"}
+    files = ("course_lib/collectives.py",)
+    result, called = calling(ring_allreduce_time, 4, 100e6, 50e9, 5e-6, forbidden=forbidden, files=files)
     assert not called, f"build the time from the α–β model instead of calling {', '.join(sorted(called))}"
     got = number(result)
     assert got is not None, f"return the time in seconds as a float, got {result!r:.80}"
@@ -241,33 +226,8 @@ test_q1_four_ranks(ring_allreduce_time)
 # %%
 # HIDDEN
 def test_q1_other_rings(ring_allreduce_time):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"collective_time", "collective_cost", "ring_allreduce_time"}:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/collectives.py",)):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
+    forbidden = {"collective_time", "collective_cost", "ring_allreduce_time"}
+    files = ("course_lib/collectives.py",)
     cases = [  # (ranks, payload, bandwidth, latency) and the time 2(p − 1)·α + 2(p − 1)/p · S/B, worked out by hand
         ((2, 1e9, 100e9, 5e-6), 0.01001),  # the smallest ring: 2(p − 1) = 2 steps, not 2p = 4
         ((64, 1e9, 25e9, 5e-6), 0.07938),  # many ranks: bandwidth term 2·63/64·S/B, not 2S/B or 2·63·S/B
@@ -276,7 +236,7 @@ def test_q1_other_rings(ring_allreduce_time):
         ((1, 1e9, 100e9, 5e-6), 0.0),  # one rank: nothing moves
     ]
     for case, want in cases:
-        result, called = calling(ring_allreduce_time, *case)
+        result, called = calling(ring_allreduce_time, *case, forbidden=forbidden, files=files)
         assert not called, f"ring_allreduce_time{case} called {', '.join(sorted(called))}"
         got = number(result)
         assert got is not None and abs(got - want) <= max(1e-6 * want, 1e-12), (
@@ -338,34 +298,10 @@ def ring_beats_recursive_doubling_bytes(ranks, bandwidth_bytes_per_s, latency_s)
 # %%
 def test_q2_eight_ranks(ring_beats_recursive_doubling_bytes):
     assert callable(ring_beats_recursive_doubling_bytes), "define the function ring_beats_recursive_doubling_bytes"
-    import numpy
 
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"equal_time_payload_bytes", "latency_bandwidth_crossover_bytes"}:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/collectives.py",)):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
-    result, called = calling(ring_beats_recursive_doubling_bytes, 8, 50e9, 5e-6)
+    forbidden = {"equal_time_payload_bytes", "latency_bandwidth_crossover_bytes"}
+    files = ("course_lib/collectives.py",)
+    result, called = calling(ring_beats_recursive_doubling_bytes, 8, 50e9, 5e-6, forbidden=forbidden, files=files)
     assert not called, f"find the payload from the two algorithms' costs instead of calling {', '.join(called)}"
     got = number(result)
     assert got is not None, f"return the payload in bytes as a number, got {result!r:.80}"
@@ -384,33 +320,8 @@ test_q2_eight_ranks(ring_beats_recursive_doubling_bytes)
 # %%
 # HIDDEN
 def test_q2_other_rings(ring_beats_recursive_doubling_bytes):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {"equal_time_payload_bytes", "latency_bandwidth_crossover_bytes"}:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/collectives.py",)):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
+    forbidden = {"equal_time_payload_bytes", "latency_bandwidth_crossover_bytes"}
+    files = ("course_lib/collectives.py",)
     # S = (2(p − 1) − lg p)·α·B / (lg p − 2(p − 1)/p), worked out by hand
     for case, want in [
         ((4, 50e9, 5e-6), 2e6),  # (6 − 2)/(2 − 1.5) = 8 α B; the ring's own crossover would be 1 MB
@@ -418,7 +329,7 @@ def test_q2_other_rings(ring_beats_recursive_doubling_bytes):
         ((64, 25e9, 5e-6), 3.7209302325581396e6),  # 120/4.03125 α B
         ((1024, 50e9, 2e-6), 2.5443788137661703e7),  # 2036/8.001953125 α B
     ]:
-        result, called = calling(ring_beats_recursive_doubling_bytes, *case)
+        result, called = calling(ring_beats_recursive_doubling_bytes, *case, forbidden=forbidden, files=files)
         got = number(result)
         assert not called and got is not None and abs(got - want) <= 1e-6 * want, (
             f"ring_beats_recursive_doubling_bytes{case}: expected {want:.6g} B, got {result!r:.80}"
@@ -480,39 +391,12 @@ def busbw_bytes_per_s(op, ranks, size_bytes, time_s):
 # %%
 def test_q3_the_row(busbw_bytes_per_s):
     assert callable(busbw_bytes_per_s), "define the function busbw_bytes_per_s"
-    import numpy
 
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {
-                "algbw_bytes_per_s",
-                "busbw_bytes_per_s",
-                "busbw_factor",
-                "algbw_from_busbw",
-            }:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/collectives.py",)):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
-    result, called = calling(busbw_bytes_per_s, "all_reduce", 8, 1073741824, 5741.2e-6)
+    forbidden = {"algbw_bytes_per_s", "busbw_bytes_per_s", "busbw_factor", "algbw_from_busbw"}
+    files = ("course_lib/collectives.py",)
+    result, called = calling(
+        busbw_bytes_per_s, "all_reduce", 8, 1073741824, 5741.2e-6, forbidden=forbidden, files=files
+    )
     assert not called, f"compute busbw yourself instead of calling {', '.join(sorted(called))}"
     got = number(result)
     assert got is not None, f"return bytes per second as a number, got {result!r:.80}"
@@ -525,38 +409,8 @@ test_q3_the_row(busbw_bytes_per_s)
 # %%
 # HIDDEN
 def test_q3_other_collectives(busbw_bytes_per_s):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
-    import sys
-
-    def calling(function, *args):  # (result, {forbidden course_lib functions it called, under whatever name})
-        called = set()
-
-        def watch(frame, event, _arg):
-            code = frame.f_code
-            if event == "call" and code.co_name in {
-                "algbw_bytes_per_s",
-                "busbw_bytes_per_s",
-                "busbw_factor",
-                "algbw_from_busbw",
-            }:
-                if code.co_filename.replace("\\", "/").endswith(("course_lib/collectives.py",)):
-                    caller = frame.f_back.f_code.co_filename.replace("\\", "/") if frame.f_back else ""
-                    if "course_lib/" not in caller:
-                        called.add(code.co_name)
-
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            return function(*args), called
-        finally:
-            sys.setprofile(previous)
-
+    forbidden = {"algbw_bytes_per_s", "busbw_bytes_per_s", "busbw_factor", "algbw_from_busbw"}
+    files = ("course_lib/collectives.py",)
     cases = [  # S/t times nccl-tests' factor: 2(n − 1)/n all-reduce, (n − 1)/n reduce-scatter and all-gather, 1
         (("all_gather", 16, 1e9, 2.5e-3), 375e9),
         (("reduce_scatter", 4, 256e6, 1e-3), 192e9),
@@ -565,7 +419,7 @@ def test_q3_other_collectives(busbw_bytes_per_s):
         (("all_reduce", 64, 4e9, 50e-3), 157.5e9),
     ]
     for case, want in cases:
-        result, called = calling(busbw_bytes_per_s, *case)
+        result, called = calling(busbw_bytes_per_s, *case, forbidden=forbidden, files=files)
         got = number(result)
         assert not called and got is not None and abs(got - want) <= 1e-6 * want, (
             f"busbw_bytes_per_s{case}: expected {want:.6g} B/s, got {result!r:.80}"
@@ -617,13 +471,6 @@ infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 400e9 / 8, 5e-
 
 # %%
 def test_q4_numbers(nvlink_allreduce_s, infiniband_allreduce_s):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
     for name, value in [("nvlink_allreduce_s", nvlink_allreduce_s), ("infiniband_allreduce_s", infiniband_allreduce_s)]:
         got = number(value)
         assert got is not None and got > 0, f"{name} must be a time in seconds, got {value!r:.80}"
@@ -661,13 +508,6 @@ test_q4_numbers(nvlink_allreduce_s, infiniband_allreduce_s)
 # %%
 # HIDDEN
 def test_q4_values(nvlink_allreduce_s, infiniband_allreduce_s):
-    import numpy
-
-    def number(value):  # exactly a float or an int (a numpy scalar as its value), never an object claiming equality
-        if type(value) in (numpy.float64, numpy.float32, numpy.int64, numpy.int32):
-            value = value.item()
-        return value if type(value) in (float, int) else None
-
     nvlink = 7.791777777777778e-3  # 8 ranks, 2 GB, 450 GB/s one-way (half the two-way 900 GB/s), 1 µs
     got = number(nvlink_allreduce_s)
     assert got is not None and abs(got - nvlink) <= 1e-3 * nvlink, (

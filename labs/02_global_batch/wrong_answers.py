@@ -1,0 +1,75 @@
+"""Lab 2's plausible wrong answers, {question: [(mistake, source of the answer cell), ...]}: tests/test_grading.py
+checks that each scores zero on its question and leaves the others at full marks."""
+
+WRONG = {
+    "q1": [
+        (
+            "tensor and pipeline sizes multiply the batch",
+            """
+def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel, pipeline_parallel):
+    if devices % (tensor_parallel * pipeline_parallel):
+        raise ValueError("t·p must divide devices")
+    return micro_batch * grad_accum_steps * devices
+""",
+        ),
+        (
+            "only the tensor size divides the devices",
+            """
+def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel, pipeline_parallel):
+    if devices % (tensor_parallel * pipeline_parallel):
+        raise ValueError("t·p must divide devices")
+    return micro_batch * grad_accum_steps * (devices // tensor_parallel)
+""",
+        ),
+        (
+            "no ValueError for an uneven split",
+            """
+def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel, pipeline_parallel):
+    return micro_batch * grad_accum_steps * (devices // (tensor_parallel * pipeline_parallel))
+""",
+        ),
+    ],
+    "q2": [
+        (
+            "tensor and pipeline sizes multiply the batch",
+            """
+def accumulation_steps(target_global_batch, micro_batch, devices, tensor_parallel, pipeline_parallel):
+    steps, remainder = divmod(target_global_batch, micro_batch * devices)
+    if remainder or steps < 1:
+        raise ValueError("no whole number of steps")
+    return steps
+""",
+        ),
+        (
+            "rounds up instead of raising",
+            """
+import math
+def accumulation_steps(target_global_batch, micro_batch, devices, tensor_parallel, pipeline_parallel):
+    return math.ceil(target_global_batch / (micro_batch * devices // (tensor_parallel * pipeline_parallel)))
+""",
+        ),
+    ],
+    "q3": [
+        (
+            "tokens counted as samples",
+            """
+run_accumulation_steps = 2**22 // (2 * 16)
+run_bubble_fraction = parallelism.pipeline_bubble_fraction(8, run_accumulation_steps)
+""",
+        ),
+        (
+            "every device a replica",
+            """
+run_accumulation_steps = 2**22 // 2048 // (2 * 512)
+run_bubble_fraction = parallelism.pipeline_bubble_fraction(8, run_accumulation_steps)
+""",
+        ),
+        (
+            "the bubble as a share of the step",
+            """
+run_accumulation_steps = 64
+run_bubble_fraction = 7 / (64 + 7)
+""",
+        ),
+    ],
+}
