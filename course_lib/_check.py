@@ -20,6 +20,8 @@ __all__ = [
     "fraction",
     "choice",
     "flag",
+    "is_integer",
+    "is_number",
     "as_result",
     "IntOrArray",
     "FloatOrArray",
@@ -29,6 +31,26 @@ __all__ = [
 # (one value per payload, per candidate plan, ...). A result's field typed with one holds whichever its inputs were.
 IntOrArray: TypeAlias = "int | np.ndarray"
 FloatOrArray: TypeAlias = "float | np.ndarray"
+
+
+def is_integer(value) -> bool:
+    """A scalar whole number (Python or numpy), not a bool: what a count may be.
+
+    >>> import numpy as np
+    >>> is_integer(3), is_integer(np.int64(3)), is_integer(3.0), is_integer(True)
+    (True, True, False, False)
+    """
+    return isinstance(value, Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def is_number(value) -> bool:
+    """A scalar real number (Python or numpy), not a bool.
+
+    >>> import numpy as np
+    >>> is_number(2.5), is_number(np.float32(2.5)), is_number("2.5"), is_number(False)
+    (True, True, False, False)
+    """
+    return isinstance(value, Real) and not isinstance(value, (bool, np.bool_))
 
 
 def _first_bad(array: np.ndarray, bad: np.ndarray):
@@ -65,7 +87,7 @@ def count(name: str, value, minimum: int = 1):
     ...
     ValueError: ranks must be an integer ≥ 1, got 0
     """
-    if isinstance(value, Integral) and not isinstance(value, (bool, np.bool_)):
+    if is_integer(value):
         if value < minimum:
             raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
         return int(value)
@@ -92,7 +114,7 @@ def positive(name: str, value):
     ...
     ValueError: bandwidth_bytes_per_s must be finite and > 0, got 0
     """
-    if isinstance(value, Real) and not isinstance(value, (bool, np.bool_)):
+    if is_number(value):
         if not math.isfinite(value) or value <= 0:  # numbers.Real defines < and <=, not > or >=
             raise ValueError(f"{name} must be finite and > 0, got {value!r}")
         return float(value)
@@ -118,7 +140,7 @@ def nonnegative(name: str, value):
     ...
     ValueError: latency_s must be finite and ≥ 0, got -1e-06
     """
-    if isinstance(value, Real) and not isinstance(value, (bool, np.bool_)):
+    if is_number(value):
         if not math.isfinite(value) or value < 0:  # numbers.Real defines < and <=, not > or >=
             raise ValueError(f"{name} must be finite and ≥ 0, got {value!r}")
         return float(value)
@@ -139,7 +161,7 @@ def fraction(name: str, value, *, allow_zero: bool = False):
     ValueError: compute_efficiency must be in (0, 1], got 1.5
     """
     low = "[0" if allow_zero else "(0"
-    if isinstance(value, Real) and not isinstance(value, (bool, np.bool_)):
+    if is_number(value):
         too_low = value < 0 if allow_zero else value <= 0  # numbers.Real defines < and <=, not > or >=
         if not math.isfinite(value) or too_low or not value <= 1:
             raise ValueError(f"{name} must be in {low}, 1], got {value!r}")

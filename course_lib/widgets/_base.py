@@ -30,13 +30,12 @@ import dataclasses
 import io
 import math
 from collections.abc import Callable, Sequence
-from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from .. import parallelism
+from .. import _check, parallelism
 from ..viz.fast import PartialRedraw
 
 __all__ = [
@@ -206,14 +205,6 @@ def choice_buttons(description: str, options, value) -> widgets.ToggleButtons:
 KINDS = ("slider", "open slider", "int slider", "dropdown", "buttons", "checkbox")
 
 
-def _is_integer(value) -> bool:
-    return isinstance(value, Integral) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, Real) and not isinstance(value, bool)
-
-
 @dataclasses.dataclass(frozen=True)
 class ControlSpec:
     """One control of a lab, declared once: the lab's widget, the check of a starting value and the generic sweep
@@ -294,16 +285,16 @@ class ControlSpec:
         accepts it with the other controls at ``values``; else ``ValueError`` naming the control and what it takes."""
         choices, context = self.choices(values), self._context(values)
         if self.kind == "int slider":
-            if not _is_integer(value) or value not in choices:
+            if not _check.is_integer(value) or value not in choices:
                 steps = f" in steps of {choices.step}" if choices.step != 1 else ""
                 raise ValueError(
                     f"{self.name} must be an integer in {choices[0]}..{choices[-1]}{steps}{context}, got {value!r}"
                 )
             return int(value)
         if self.kind == "open slider":
-            integer = all(_is_integer(stop) for stop in choices)
+            integer = all(_check.is_integer(stop) for stop in choices)
             low, high = min(choices), max(choices)
-            if not (_is_integer(value) if integer else _is_number(value)) or not low <= value <= high:
+            if not (_check.is_integer(value) if integer else _check.is_number(value)) or not low <= value <= high:
                 kind = "an integer" if integer else "a number"
                 span = f"{self.formatter(low)}..{self.formatter(high)}"
                 raise ValueError(f"{self.name} must be {kind} in {span}{context}, got {value!r}")
@@ -487,7 +478,7 @@ class Lab(widgets.VBox):
             else:
                 value = control.value
                 if value not in choices:
-                    value = nearest_option(choices, value) if _is_number(value) else choices[0]
+                    value = nearest_option(choices, value) if _check.is_number(value) else choices[0]
                 set_options(control, choices, value, label=spec.formatter)
             values[spec.name] = control.value
 
