@@ -117,6 +117,9 @@ LABS = (
     ("partition_lab", "partition"),
     ("serving_lab", "serving"),
 )
+# The slider timed where it is not the lab's first: lab 6's first sliders shape the custom model, which a preset
+# model ignores (its node count was the first slider until the controls were ordered by what depends on what).
+TIMED_SLIDER = {"partition_lab": "nodes"}
 LAB_TARGET_MEDIAN_MS, LAB_TARGET_P95_MS = 30.0, 60.0
 
 
@@ -192,7 +195,7 @@ def bench_widgets(updates=60):
             built = time.perf_counter() - start
             names = list(lab.controls)
             sliders = [n for n in names if "Slider" in type(lab.controls[n]).__name__]
-            first = sliders[0] if sliders else names[0]
+            first = TIMED_SLIDER.get(factory_name, sliders[0] if sliders else names[0])
             # the other control: the first that is not a slider (a choice), else the second slider
             others = [n for n in names if n != first and control_values(lab.controls[n])]
             other = next((n for n in others if n not in sliders), others[0] if others else None)

@@ -39,11 +39,18 @@ def stops(control) -> list:
     return thinned(option_values(control))
 
 
-def assert_plain_and_finite(result: dict):
+def assert_plain_and_finite(result: dict, where: str = "result"):
+    """Every value of ``result`` a plain Python int, float (finite), str or bool, or a list of such dicts (lab 6's
+    ``transfers``, one dict per boundary tensor)."""
     for key, value in result.items():
-        assert type(value) in PLAIN, f"result[{key!r}] is a {type(value).__name__}, not a plain Python value"
+        if type(value) is list:
+            for index, row in enumerate(value):
+                assert type(row) is dict, f"{where}[{key!r}][{index}] is a {type(row).__name__}, not a dict"
+                assert_plain_and_finite(row, f"{where}[{key!r}][{index}]")
+            continue
+        assert type(value) in PLAIN, f"{where}[{key!r}] is a {type(value).__name__}, not a plain Python value"
         if isinstance(value, float):
-            assert math.isfinite(value), f"result[{key!r}] = {value}"
+            assert math.isfinite(value), f"{where}[{key!r}] = {value}"
 
 
 def decoded(png: bytes) -> np.ndarray:

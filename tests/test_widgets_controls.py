@@ -1,9 +1,7 @@
 """Every lab's controls, from its declared ``CONTROLS`` (``widgets._base.ControlSpec``): the widgets are the specs',
 a starting value a control does not offer is refused naming the control, and every stop of every control gives a
 plain, finite ``lab.result`` that is the view of a frozen typed result, a figure updated in place whose fast PNG
-shows what ``savefig`` draws, and the numbers each lab's own checks (tests/test_widgets_<lab>.py) recompute.
-
-Lab 6 (the partition explorer) builds its controls itself until it declares ``CONTROLS``; it is not listed here."""
+shows what ``savefig`` draws, and the numbers each lab's own checks (tests/test_widgets_<lab>.py) recompute."""
 
 from __future__ import annotations
 
@@ -20,12 +18,13 @@ import pytest
 from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, option_values, thinned
 from test_widgets_batch import check_batch_figure, check_batch_result
 from test_widgets_memory import check_memory_lab
+from test_widgets_partition import check as check_partition_lab
 from test_widgets_ring import check_ring_figure, check_ring_result
 from test_widgets_schedule import check_pipeline_lab
 from test_widgets_serving import check_serving_lab
 
 from course_lib.measure import Measurements
-from course_lib.widgets import batch, measure, memory, ring, schedule, serving
+from course_lib.widgets import batch, measure, memory, partition, ring, schedule, serving
 from course_lib.widgets._base import ControlSpec, same_stop
 
 MPI_RUNS = Path(__file__).resolve().parent.parent / "course_lib" / "data" / "mpi"
@@ -36,6 +35,7 @@ LIVE_LABS = {
     batch: (batch.global_batch_lab, lambda lab: (check_batch_result(lab), check_batch_figure(lab, lab.figure))),
     memory: (memory.memory_budget_lab, lambda lab: check_memory_lab(lab, lab.figure)),
     schedule: (schedule.pipeline_lab, lambda lab: check_pipeline_lab(lab, lab.figure)),
+    partition: (partition.partition_lab, check_partition_lab),
     serving: (serving.serving_lab, check_serving_lab),
 }
 FACTORIES = {**{module: factory for module, (factory, _) in LIVE_LABS.items()}, measure: measure.measure_lab}

@@ -15,8 +15,7 @@ A lab declares its controls in ``CONTROLS``, a tuple of ``ControlSpec`` (name, l
 kind): the base builds the widgets from it (``build_controls``), checks the values a learner passes to the lab's
 factory against it (``start_values``: a ``ValueError`` naming the control and what it accepts), gives a control whose
 stops depend on other controls its new stops when they move (``sync_choices``), and the generic tests sweep every
-stop of every control of every lab from it. A lab that has no ``CONTROLS`` builds its controls itself and passes them
-to ``Lab.__init__``, as labs did before.
+stop of every control of every lab from it.
 
 The figure reaches the page as PNG bytes in an ``ipywidgets.Image``: this works the same in JupyterLab, on
 Binder, in Voila and in a test process without a browser, and needs no matplotlib widget backend. A control
@@ -46,15 +45,12 @@ __all__ = [
     "model_split_specs",
     "nice_values",
     "unit_slider",
-    "option_slider",
     "dropdown",
     "choice_buttons",
     "int_slider",
     "nearest_option",
     "set_options",
     "set_range",
-    "check_choices",
-    "initial_values",
     "plan_from",
 ]
 
@@ -113,15 +109,6 @@ def unit_slider(description: str, values, value, formatter, continuous_update: b
     )
 
 
-def option_slider(description: str, options, value) -> widgets.SelectionSlider:
-    """A slider over a few numbers (sizes such as t, p, d, m), each labelled as written.
-
-    >>> option_slider("tensor parallel t", (1, 2, 4, 8), 4).options[2]
-    ('4', 4)
-    """
-    return unit_slider(description, options, value, str)
-
-
 def dropdown(description: str, options, value) -> widgets.Dropdown:
     """A drop-down list of names (models, devices, clusters) with the labs' look."""
     return widgets.Dropdown(
@@ -143,7 +130,7 @@ def set_options(control, options, value, label=str) -> None:
     """Give a selection control the choices ``options`` and the value ``value``, each only if it changed. A control
     whose options are (label, value) pairs gets pairs labelled by ``label``, one of plain values plain values.
 
-    >>> slider = option_slider("t", (1, 2, 4), 2)
+    >>> slider = unit_slider("t", (1, 2, 4), 2, str)
     >>> set_options(slider, (1, 3), 3)
     >>> slider.options, slider.value
     ((('1', 1), ('3', 3)), 3)
@@ -157,21 +144,19 @@ def set_options(control, options, value, label=str) -> None:
         control.value = value
 
 
-def check_choices(values: dict, allowed: dict, context: str = "") -> None:
-    """Raise ``ValueError`` unless each ``values[name]`` is one of ``allowed[name]`` (a bool only where the choices
-    are bools: ``True`` is not the size 1). ``context`` ends the message (" (for GPT-3 175B)").
+def check_choice(name: str, value, choices, context: str = "") -> None:
+    """Raise ``ValueError`` unless ``value`` is one of ``choices`` (a bool only where the choices are bools: ``True``
+    is not the size 1). ``context`` ends the message (" (for model='GPT-3 175B')").
 
-    >>> check_choices({"tensor_parallel": 8}, {"tensor_parallel": (1, 2, 4, 8)})
-    >>> check_choices({"tensor_parallel": True}, {"tensor_parallel": (1, 2, 4, 8)}, " (for GPT-3 175B)")
+    >>> check_choice("tensor_parallel", 8, (1, 2, 4, 8))
+    >>> check_choice("tensor_parallel", True, (1, 2, 4, 8), " (for model='GPT-3 175B')")
     Traceback (most recent call last):
-    ValueError: tensor_parallel must be one of [1, 2, 4, 8] (for GPT-3 175B), got True
+    ValueError: tensor_parallel must be one of [1, 2, 4, 8] (for model='GPT-3 175B'), got True
     """
-    for name, options in allowed.items():
-        options = list(options)
-        value = values[name]
-        booleans = all(isinstance(option, bool) for option in options)
-        if isinstance(value, bool) != booleans or value not in options:
-            raise ValueError(f"{name} must be one of {options}{context}, got {value!r}")
+    choices = list(choices)
+    booleans = all(isinstance(choice, bool) for choice in choices)
+    if isinstance(value, bool) != booleans or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}{context}, got {value!r}")
 
 
 def int_slider(description: str, low: int, high: int, value: int, step: int = 1) -> widgets.IntSlider:
@@ -299,8 +284,24 @@ class ControlSpec:
                 span = f"{self.formatter(low)}..{self.formatter(high)}"
                 raise ValueError(f"{self.name} must be {kind} in {span}{context}, got {value!r}")
             return int(value) if integer else float(value)
-        check_choices({self.name: value}, {self.name: choices}, context)
+        check_choice(self.name, value, choices, context)
         return value
+
+    def settled(self, value, values: dict):
+        """Where the control at ``value`` goes when the controls it depends on are at ``values``: it stays while its
+        stops still offer it; else a number moves to the nearest stop (on a log scale: sizes) and a name to the
+        first stop.
+
+        >>> t = ControlSpec("tensor_parallel", "t", lambda v: (1, 2, 4, 8)[: v["heads"]], 1, depends_on=("heads",))
+        >>> t.settled(8, {"heads": 4}), t.settled(8, {"heads": 3})
+        (8, 4)
+        """
+        choices = self.choices(values)
+        if value in choices:
+            return value
+        if self.kind == "int slider":
+            return min(choices, key=lambda stop: (abs(stop - value), stop))
+        return nearest_option(choices, value) if _check.is_number(value) else choices[0]
 
     def widget(self, value, values: dict) -> widgets.Widget:
         """The control at ``value`` (checked), with the other controls at ``values``."""
@@ -374,13 +375,13 @@ def labelled_row(control: widgets.Widget) -> widgets.Widget:
     return widgets.HBox([label, control])
 
 
-def initial_values(defaults: dict, initial: dict, lab: str) -> dict:
+def with_defaults(defaults: dict, initial: dict, lab: str) -> dict:
     """The lab's starting values: ``defaults`` updated with ``initial``; a preset object (a model, a device, a
     cluster) may stand for its name. An unknown control raises ``ValueError`` naming it and the lab's controls.
 
-    >>> initial_values({"stages": 4, "schedule": "1f1b"}, {"stages": 8}, "pipeline lab")
+    >>> with_defaults({"stages": 4, "schedule": "1f1b"}, {"stages": 8}, "pipeline lab")
     {'stages': 8, 'schedule': '1f1b'}
-    >>> initial_values({"stages": 4}, {"stage": 8}, "pipeline lab")
+    >>> with_defaults({"stages": 4}, {"stage": 8}, "pipeline lab")
     Traceback (most recent call last):
     ValueError: unknown control(s) ['stage']; the pipeline lab has ['stages']
     """
@@ -412,8 +413,7 @@ class Lab(widgets.VBox):
     shown above the figure (quantities formatted with units), both from that result alone. ``refresh()`` runs the
     four and renders the PNG. A subclass's ``__init__`` reads ``start_values(initial)`` (the defaults of
     ``CONTROLS`` updated with the factory's keyword arguments, each checked) and passes ``build_controls(values)``
-    to ``Lab.__init__``. (A lab without ``CONTROLS`` builds its controls itself; one whose ``compute`` still returns
-    a plain dict shows that dict as it is.)
+    to ``Lab.__init__``.
     """
 
     CONTROLS: ClassVar[tuple[ControlSpec, ...]] = ()
@@ -450,12 +450,15 @@ class Lab(widgets.VBox):
     def start_values(cls, initial: dict) -> dict:
         """The controls' starting values: the defaults of ``CONTROLS`` updated with ``initial`` (a preset object may
         stand for its name), each checked against its spec in order. An unknown name or a value a control does not
-        offer raises ``ValueError`` naming the control and what it accepts."""
-        values = initial_values(control_defaults(cls.CONTROLS), initial, cls.__name__)
+        offer raises ``ValueError`` naming the control and what it accepts. A default the other values rule out
+        moves as the control would (``ControlSpec.settled``): lab 6 started at t = 16 starts on 16 nodes, not 8."""
+        values = with_defaults(control_defaults(cls.CONTROLS), initial, cls.__name__)
         checked = set()
         for spec in cls.CONTROLS:
             if not checked.issuperset(spec.depends_on):
                 raise ValueError(f"{cls.__name__}.CONTROLS must list {spec.depends_on} before {spec.name}")
+            if spec.name not in initial:
+                values[spec.name] = spec.settled(values[spec.name], values)
             values[spec.name] = spec.checked(values[spec.name], values)
             checked.add(spec.name)
         return values
@@ -465,22 +468,22 @@ class Lab(widgets.VBox):
         return {spec.name: spec.widget(values[spec.name], values) for spec in self.CONTROLS}
 
     def sync_choices(self, changed: str) -> None:
-        """Give each control whose stops depend on control ``changed`` (its spec's ``depends_on``) its stops for the
-        current values. It keeps its value if that is still a stop; otherwise it moves to the nearest stop on a log
-        scale (a size) or to the first (a name). An int slider's range is its stops'."""
-        values = self.values()
+        """Give each control whose stops depend on control ``changed`` (its spec's ``depends_on``), or on a control
+        this moved, its stops for the current values, in the order of ``CONTROLS`` (each after those it depends
+        on). It keeps its value if that is still a stop; otherwise it moves to the nearest stop on a log scale (a
+        size) or to the first (a name). An int slider's range is its stops'."""
+        values, moved = self.values(), {changed}
         for spec in self.CONTROLS:
-            if changed not in spec.depends_on:
+            if moved.isdisjoint(spec.depends_on):
                 continue
             control, choices = self.controls[spec.name], spec.choices(values)
             if isinstance(control, widgets.IntSlider):
                 set_range(control, choices[0], choices[-1], choices.step)
             else:
-                value = control.value
-                if value not in choices:
-                    value = nearest_option(choices, value) if _check.is_number(value) else choices[0]
-                set_options(control, choices, value, label=spec.formatter)
-            values[spec.name] = control.value
+                set_options(control, choices, spec.settled(control.value, values), label=spec.formatter)
+            if control.value != values[spec.name]:
+                moved.add(spec.name)
+                values[spec.name] = control.value
 
     # ---- what a subclass implements ----------------------------------------------------------------------------
     def compute(self, values: dict):  # pragma: no cover - abstract
@@ -492,11 +495,9 @@ class Lab(widgets.VBox):
     def summary_html(self, result) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def result_dict(self, result) -> dict:
-        """The plain dict ``self.result`` shows for ``compute``'s result: the result itself if it is a dict."""
-        if isinstance(result, dict):
-            return result
-        raise NotImplementedError(f"{type(self).__name__} must say how its {type(result).__name__} reads as a dict")
+    def result_dict(self, result) -> dict:  # pragma: no cover - abstract
+        """The plain dict ``self.result`` shows for ``compute``'s result."""
+        raise NotImplementedError
 
     def values(self) -> dict:
         """The controls' current values."""

@@ -10,10 +10,14 @@ cluster is nodes of 8 A100 or 8 H100, NVLink inside a node and InfiniBand
 between nodes; Megatron-LM's placement puts the tensor-parallel ranks next to each other, so t ≤ 8 keeps them in one
 node and t = 16 spans two.
 
-Only valid plans are reachable: t takes the divisors of the model's heads that divide a node's 8 GPUs or are
-multiples of them (a tensor group fills part of one node or whole nodes), p the divisors of its layers, v (with the
-interleaved schedule) the divisors of the layers per stage, m (interleaved) multiples of p; d·t·p is at most 4096
-GPUs and the node count offers only clusters that hold the plan (moving t, p or d past the cluster grows it).
+Only valid plans are reachable. The controls are declared in ``CONTROLS`` in the order their stops depend on each
+other: the model (a preset, or the custom layers, hidden size and heads, whose heads divide the hidden size), the
+node type, then t (the divisors of the model's heads that divide a node's 8 GPUs or are multiples of them: a tensor
+group fills part of one node or whole nodes), p (the divisors of its layers with t·p ≤ 4096 GPUs), d (with
+d·t·p ≤ 4096), the node count (only clusters that hold the plan), the schedule (interleaving needs p > 1 and a
+divisor v ≥ 2 of the layers per stage), v and m (interleaved: multiples of p). Moving a control gives each later one
+that depends on it its new stops (``Lab.sync_choices``): t up pushes d down when the plan would pass 4096 GPUs, and
+grows the cluster when it no longer holds the plan.
 
 >>> from course_lib import units
 >>> lab = partition_lab()
@@ -28,36 +32,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
 from .. import budget, hardware, parallelism, units
 from ..viz.partition import PartitionFigure
-from ._base import (
-    CONTROL_LAYOUT,
-    CONTROL_STYLE,
-    Lab,
-    check_choices,
-    choice_buttons,
-    dropdown,
-    initial_values,
-    int_slider,
-    nearest_option,
-    option_slider,
-    plan_from,
-    set_options,
-)
+from ._base import ControlSpec, Lab, control_defaults, plan_from
 
 __all__ = [
     "PartitionLab",
     "partition_lab",
+    "CONTROLS",
     "DEFAULTS",
     "MODELS",
     "CLUSTERS",
     "CUSTOM",
     "MAX_DEVICES",
-    "options_for",
     "model_for",
     "cluster_for",
     "cluster_choice",
@@ -80,26 +70,7 @@ CUSTOM_LAYERS = (12, 24, 32, 40, 48, 64, 80, 96, 128)
 CUSTOM_HIDDEN = (1024, 2048, 4096, 5120, 6144, 8192, 12288, 16384, 20480, 25600)
 CUSTOM_HEADS = (8, 16, 32, 40, 48, 64, 96, 128, 160)
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
-
-# GPT-3 175B on 8 nodes of 8 A100 as Korthikanti et al. 2022 split it inside a node (t = 8, p = 8), d = 1.
-DEFAULTS = {
-    "model": parallelism.GPT3_175B.name,
-    "cluster": next(iter(CLUSTERS)),
-    "nodes": 8,
-    "data_parallel": 1,
-    "tensor_parallel": 8,
-    "pipeline_parallel": 8,
-    "schedule": "1f1b",
-    "virtual_stages": 1,
-    "zero_stage": 1,
-    "sequence_parallel": False,
-    "recompute": "selective",
-    "micro_batch": 1,
-    "grad_accum_steps": 64,
-    "layers": 96,
-    "hidden": 12288,
-    "heads": 96,
-}
+MODEL_CONTROLS = ("model", "layers", "hidden", "heads")  # what model_for reads
 
 
 def model_for(values: dict) -> parallelism.TransformerModel:
@@ -134,128 +105,161 @@ def cluster_choice(cluster: hardware.Cluster) -> str:
     )
 
 
-def options_for(values: dict) -> dict:
-    """Every dependent control's options given the others' values, and the values snapped onto them, in the order
-    that keeps each plan valid: heads (custom), t, p, d, schedule, v, m, nodes. Returns {name: (options, value)}.
-    t takes divisors of the heads that divide the node or are multiples of it (``budget.group_collective_phases``
-    places a group on whole nodes or within one).
+# ---- each dependent control's stops, from the controls before it ------------------------------------------------
 
-    >>> opts = options_for({**DEFAULTS, "tensor_parallel": 16, "nodes": 8})
-    >>> opts["nodes"][1]   # t = 16, p = 8: 128 GPUs need 16 nodes
-    16
-    >>> options_for({**DEFAULTS, "schedule": "interleaved"})["virtual_stages"][0]   # 12 layers per stage
-    (2, 3, 4, 6)
+
+def heads_stops(values: dict) -> tuple:
+    """The custom heads that divide the custom hidden size.
+
+    >>> heads_stops({"hidden": 5120})
+    (8, 16, 32, 40, 64, 128, 160)
     """
-    values = dict(values)
-    out = {}
+    return tuple(heads for heads in CUSTOM_HEADS if values["hidden"] % heads == 0)
 
-    def settle(name, options, prefer_up=False):
-        options = tuple(options)
-        value = values[name]
-        if value not in options:
-            if isinstance(value, str):  # the schedule: interleaving no longer possible
-                value = options[0]
-            elif prefer_up:
-                value = min((o for o in options if o >= value), default=options[-1])
-            else:
-                value = nearest_option(options, value)
-        values[name] = value
-        out[name] = (options, value)
 
-    settle("heads", [a for a in CUSTOM_HEADS if values["hidden"] % a == 0])
-    model = model_for(values)
-    d, p = values["data_parallel"], values["pipeline_parallel"]
+def tensor_parallel_stops(values: dict) -> tuple:
+    """t: the divisors of the model's heads up to 64 that divide a node's GPUs or are multiples of them
+    (``budget.group_collective_phases`` places a group within one node or on whole nodes).
+
+    >>> tensor_parallel_stops(DEFAULTS)   # GPT-3 175B: 96 heads; 3, 6, 12 do not fit a node of 8
+    (1, 2, 4, 8, 16, 24, 32, 48)
+    """
     per_node = CLUSTERS[values["cluster"]].devices_per_node
-    sizes = range(1, MAX_TENSOR_PARALLEL + 1)
-    even = parallelism.splits_evenly(model, tensor_parallel=np.array(sizes))  # every size in one vectorised call
-    settle(
-        "tensor_parallel",
-        [
-            t
-            for t, splits in zip(sizes, even, strict=True)
-            if splits
-            and (per_node % t == 0 or t % per_node == 0)  # a group fills part of a node, or whole nodes
-            and d * t * p <= MAX_DEVICES
-        ],
-    )
-    t = values["tensor_parallel"]
-    sizes = range(1, min(MAX_PIPELINE_PARALLEL, model.layers) + 1)
-    even = parallelism.splits_evenly(model, pipeline_parallel=np.array(sizes))
-    settle(
-        "pipeline_parallel", [p for p, splits in zip(sizes, even, strict=True) if splits and d * t * p <= MAX_DEVICES]
-    )
+    sizes = np.arange(1, MAX_TENSOR_PARALLEL + 1)
+    even = parallelism.splits_evenly(model_for(values), tensor_parallel=sizes)  # every size in one vectorised call
+    return tuple(int(t) for t in sizes[even] if per_node % t == 0 or t % per_node == 0)
+
+
+def pipeline_parallel_stops(values: dict) -> tuple:
+    """p: the divisors of the model's layers up to 128 with t·p ≤ ``MAX_DEVICES``.
+
+    >>> pipeline_parallel_stops({**DEFAULTS, "tensor_parallel": 48})   # 48 · 96 > 4096
+    (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48)
+    """
+    sizes = np.arange(1, min(MAX_PIPELINE_PARALLEL, model_for(values).layers) + 1)
+    even = parallelism.splits_evenly(model_for(values), pipeline_parallel=sizes)
+    return tuple(int(p) for p in sizes[even] if values["tensor_parallel"] * p <= MAX_DEVICES)
+
+
+def data_parallel_stops(values: dict) -> tuple:
+    """d: the sizes with d·t·p ≤ ``MAX_DEVICES``.
+
+    >>> data_parallel_stops({"tensor_parallel": 8, "pipeline_parallel": 16})
+    (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+    """
+    devices = values["tensor_parallel"] * values["pipeline_parallel"]
+    return tuple(d for d in DATA_PARALLEL_SIZES if d * devices <= MAX_DEVICES)
+
+
+def nodes_stops(values: dict) -> tuple:
+    """The node counts whose GPUs hold the plan's d·t·p.
+
+    >>> nodes_stops({**DEFAULTS, "tensor_parallel": 16})[:3]   # 128 GPUs need 16 nodes of 8
+    (16, 24, 32)
+    """
+    devices = values["data_parallel"] * values["tensor_parallel"] * values["pipeline_parallel"]
+    per_node = CLUSTERS[values["cluster"]].devices_per_node
+    return tuple(n for n in NODE_COUNTS if n * per_node >= devices)
+
+
+def chunks_per_stage(values: dict) -> tuple:
+    """The virtual stages v ≥ 2 (up to 8) an interleaved schedule can cut each of p > 1 stages into: the divisors of
+    the layers per stage.
+
+    >>> chunks_per_stage(DEFAULTS), chunks_per_stage({**DEFAULTS, "pipeline_parallel": 1})   # 12 layers per stage
+    ((2, 3, 4, 6), ())
+    """
     p = values["pipeline_parallel"]
-    settle("data_parallel", [d for d in DATA_PARALLEL_SIZES if d * t * p <= MAX_DEVICES])
-    d = values["data_parallel"]
-    per_stage = model.layers // p
-    chunks = [v for v in range(2, MAX_VIRTUAL_STAGES + 1) if per_stage % v == 0]
-    settle("schedule", [s for s in SCHEDULES if s != "interleaved" or (p > 1 and chunks)])
-    interleaved = values["schedule"] == "interleaved"
-    settle("virtual_stages", chunks if interleaved else [1])
-    steps = sorted(set(GRAD_ACCUM_STEPS) | ({p * k for k in (1, 2, 4, 8)} if interleaved else set()))
-    settle("grad_accum_steps", [m for m in steps if not interleaved or m % p == 0])
-    settle("nodes", [n for n in NODE_COUNTS if n * per_node >= d * t * p], prefer_up=True)
-    return out
+    per_stage = model_for(values).layers // p
+    return tuple(v for v in range(2, MAX_VIRTUAL_STAGES + 1) if p > 1 and per_stage % v == 0)
+
+
+def schedule_stops(values: dict) -> tuple:
+    """The schedules: interleaved only where ``chunks_per_stage`` offers a v."""
+    interleaving = bool(chunks_per_stage(values))
+    return tuple(s for s in SCHEDULES if s != "interleaved" or interleaving)
+
+
+def virtual_stages_stops(values: dict) -> tuple:
+    """v: ``chunks_per_stage`` with the interleaved schedule, else 1."""
+    return chunks_per_stage(values) if values["schedule"] == "interleaved" else (1,)
+
+
+def grad_accum_steps_stops(values: dict) -> tuple:
+    """m: ``GRAD_ACCUM_STEPS``; with the interleaved schedule (Megatron-LM needs m a multiple of p) those multiples
+    of p and p, 2p, 4p, 8p.
+
+    >>> grad_accum_steps_stops({"schedule": "interleaved", "pipeline_parallel": 16})
+    (16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+    """
+    p = values["pipeline_parallel"]
+    if values["schedule"] != "interleaved":
+        return GRAD_ACCUM_STEPS
+    return tuple(sorted(m for m in set(GRAD_ACCUM_STEPS) | {p * k for k in (1, 2, 4, 8)} if m % p == 0))
+
+
+SIZES = ("tensor_parallel", "pipeline_parallel", "data_parallel")
+# GPT-3 175B on 8 nodes of 8 A100 as Korthikanti et al. 2022 split it inside a node (t = 8, p = 8), d = 1.
+CONTROLS = (
+    ControlSpec("model", "model", (*MODELS, CUSTOM), parallelism.GPT3_175B.name, kind="dropdown"),
+    ControlSpec("layers", "custom: layers", CUSTOM_LAYERS, 96),
+    ControlSpec("hidden", "custom: hidden size", CUSTOM_HIDDEN, 12288),
+    ControlSpec("heads", "custom: heads", heads_stops, 96, depends_on=("hidden",)),
+    ControlSpec("cluster", "cluster", tuple(CLUSTERS), next(iter(CLUSTERS)), kind="dropdown"),
+    ControlSpec(
+        "tensor_parallel", "tensor parallel t", tensor_parallel_stops, 8, depends_on=(*MODEL_CONTROLS, "cluster")
+    ),
+    ControlSpec(
+        "pipeline_parallel",
+        "pipeline parallel p",
+        pipeline_parallel_stops,
+        8,
+        depends_on=(*MODEL_CONTROLS, "tensor_parallel"),
+    ),
+    ControlSpec("data_parallel", "data parallel d", data_parallel_stops, 1, depends_on=SIZES[:2]),
+    ControlSpec("nodes", "nodes", nodes_stops, 8, depends_on=("cluster", *SIZES)),
+    ControlSpec(
+        "schedule",
+        "schedule",
+        schedule_stops,
+        "1f1b",
+        kind="buttons",
+        depends_on=(*MODEL_CONTROLS, "pipeline_parallel"),
+    ),
+    ControlSpec(
+        "virtual_stages",
+        "virtual stages v",
+        virtual_stages_stops,
+        1,
+        depends_on=(*MODEL_CONTROLS, "pipeline_parallel", "schedule"),
+    ),
+    ControlSpec(
+        "grad_accum_steps",
+        "micro-batches m",
+        grad_accum_steps_stops,
+        64,
+        depends_on=("pipeline_parallel", "schedule"),
+    ),
+    ControlSpec("micro_batch", "micro-batch b (seq.)", range(1, 17), 1, kind="int slider"),
+    ControlSpec("zero_stage", "ZeRO stage", parallelism.ZERO_STAGES, 1, kind="buttons"),
+    ControlSpec("sequence_parallel", "sequence parallel (no effect when t = 1)", (False, True), False, kind="checkbox"),
+    ControlSpec("recompute", "recomputation", parallelism.RECOMPUTE_OPTIONS, "selective", kind="buttons"),
+)
+DEFAULTS = control_defaults(CONTROLS)
 
 
 class PartitionLab(Lab):
     """Split a model over a cluster and see every tensor that crosses a device boundary (module docstring)."""
 
+    CONTROLS = CONTROLS
+
     def __init__(self, **initial):
-        values = initial_values(DEFAULTS, initial, "partition lab")
-        check_choices(
-            values,
-            {
-                "model": [*MODELS, CUSTOM],
-                "cluster": list(CLUSTERS),
-                "layers": CUSTOM_LAYERS,
-                "hidden": CUSTOM_HIDDEN,
-                "zero_stage": parallelism.ZERO_STAGES,
-                "recompute": parallelism.RECOMPUTE_OPTIONS,
-                "micro_batch": range(1, 17),
-                "sequence_parallel": (True, False),
-            },
-        )
-        opts = {name: options for name, (options, _) in options_for(values).items()}
-        check_choices(values, opts, " with the other controls given")
-        controls = {
-            "model": dropdown("model", [*MODELS, CUSTOM], values["model"]),
-            "cluster": dropdown("cluster", CLUSTERS, values["cluster"]),
-            "nodes": option_slider("nodes", opts["nodes"], values["nodes"]),
-            "data_parallel": option_slider("data parallel d", opts["data_parallel"], values["data_parallel"]),
-            "tensor_parallel": option_slider("tensor parallel t", opts["tensor_parallel"], values["tensor_parallel"]),
-            "pipeline_parallel": option_slider(
-                "pipeline parallel p", opts["pipeline_parallel"], values["pipeline_parallel"]
-            ),
-            "schedule": choice_buttons("schedule", list(opts["schedule"]), values["schedule"]),
-            "virtual_stages": option_slider("virtual stages v", opts["virtual_stages"], values["virtual_stages"]),
-            "zero_stage": choice_buttons(
-                "ZeRO stage", [(str(k), k) for k in parallelism.ZERO_STAGES], values["zero_stage"]
-            ),
-            "sequence_parallel": widgets.Checkbox(
-                value=values["sequence_parallel"],
-                description="sequence parallel (no effect when t = 1)",
-                style=CONTROL_STYLE,
-                layout=CONTROL_LAYOUT,
-            ),
-            "recompute": choice_buttons("recomputation", list(parallelism.RECOMPUTE_OPTIONS), values["recompute"]),
-            "micro_batch": int_slider("micro-batch b (seq.)", 1, 16, values["micro_batch"]),
-            "grad_accum_steps": option_slider("micro-batches m", opts["grad_accum_steps"], values["grad_accum_steps"]),
-            "layers": option_slider("custom: layers", CUSTOM_LAYERS, values["layers"]),
-            "hidden": option_slider("custom: hidden size", CUSTOM_HIDDEN, values["hidden"]),
-            "heads": option_slider("custom: heads", opts["heads"], values["heads"]),
-        }
+        controls = self.build_controls(self.start_values(initial))
         figure = Figure(figsize=(10, 5.0), dpi=self.dpi)
         figure.patch.set_facecolor("white")
         self.partition_figure = PartitionFigure(figure)
         self.enable_partial_redraw(figure, self.partition_figure.animated)
         super().__init__("Lab 6 · Partition explorer", controls, figure)
-
-    # ---- dependent options --------------------------------------------------------------------------------------
-
-    def sync_controls(self, _changed) -> None:
-        for name, (options, value) in options_for(self.values()).items():
-            set_options(self.controls[name], options, value)
 
     # ---- the three parts of a lab ---------------------------------------------------------------------------------
 
