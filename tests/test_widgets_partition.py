@@ -155,6 +155,17 @@ def test_dependent_options_keep_every_position_valid(lab):
     check(lab)
 
 
+def test_the_custom_model_sliders_show_only_for_the_custom_model(lab):
+    custom = ("layers", "hidden", "heads")
+    assert [lab.controls[name].layout.display for name in custom] == ["none"] * 3
+    assert lab.controls["tensor_parallel"].layout.display != "none"  # each control has a layout of its own
+    lab.controls["model"].value = partition_module.CUSTOM
+    assert [lab.controls[name].layout.display for name in custom] == [""] * 3
+    assert "shows sliders for its layers, hidden size and heads" in lab.summary.value
+    lab.controls["model"].value = parallelism.LLAMA3_8B.name
+    assert [lab.controls[name].layout.display for name in custom] == ["none"] * 3
+
+
 def test_random_walk_never_raises(lab):
     rng = random.Random(6)
     names = list(partition_module.DEFAULTS)

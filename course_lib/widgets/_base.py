@@ -55,7 +55,12 @@ __all__ = [
 ]
 
 CONTROL_STYLE = {"description_width": "150px"}
-CONTROL_LAYOUT = widgets.Layout(width="460px")
+CONTROL_WIDTH = "460px"
+
+
+def control_layout() -> widgets.Layout:
+    """A control's layout: its own, so that a lab can hide one control (``layout.display``) and not the others."""
+    return widgets.Layout(width=CONTROL_WIDTH)
 
 
 def nice_values(low: float, high: float, mantissas=(1, 2, 5)) -> list:
@@ -105,14 +110,14 @@ def unit_slider(description: str, values, value, formatter, continuous_update: b
         description=description,
         continuous_update=continuous_update,
         style=CONTROL_STYLE,
-        layout=CONTROL_LAYOUT,
+        layout=control_layout(),
     )
 
 
 def dropdown(description: str, options, value) -> widgets.Dropdown:
     """A drop-down list of names (models, devices, clusters) with the labs' look."""
     return widgets.Dropdown(
-        options=list(options), value=value, description=description, style=CONTROL_STYLE, layout=CONTROL_LAYOUT
+        options=list(options), value=value, description=description, style=CONTROL_STYLE, layout=control_layout()
     )
 
 
@@ -162,7 +167,7 @@ def check_choice(name: str, value, choices, context: str = "") -> None:
 def int_slider(description: str, low: int, high: int, value: int, step: int = 1) -> widgets.IntSlider:
     """A plain integer slider with the labs' look."""
     return widgets.IntSlider(
-        value=value, min=low, max=high, step=step, description=description, style=CONTROL_STYLE, layout=CONTROL_LAYOUT
+        value=value, min=low, max=high, step=step, description=description, style=CONTROL_STYLE, layout=control_layout()
     )
 
 
@@ -309,7 +314,7 @@ class ControlSpec:
         if self.kind == "int slider":
             return int_slider(self.label, choices[0], choices[-1], value, choices.step)
         if self.kind == "checkbox":
-            return widgets.Checkbox(value=value, description=self.label, style=CONTROL_STYLE, layout=CONTROL_LAYOUT)
+            return widgets.Checkbox(value=value, description=self.label, style=CONTROL_STYLE, layout=control_layout())
         labelled = [(self.formatter(stop), stop) for stop in choices]
         if self.kind == "dropdown":
             return dropdown(self.label, labelled, value)

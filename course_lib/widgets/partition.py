@@ -11,7 +11,8 @@ between nodes; Megatron-LM's placement puts the tensor-parallel ranks next to ea
 node and t = 16 spans two.
 
 Only valid plans are reachable. The controls are declared in ``CONTROLS`` in the order their stops depend on each
-other: the model (a preset, or the custom layers, hidden size and heads, whose heads divide the hidden size), the
+other: the model (a preset, or the custom layers, hidden size and heads, whose heads divide the hidden size; their
+sliders show only while the model is “custom”), the
 node type, then t (the divisors of the model's heads that divide a node's 8 GPUs or are multiples of them: a tensor
 group fills part of one node or whole nodes), p (the divisors of its layers with t·p ≤ 4096 GPUs), d (with
 d·t·p ≤ 4096), the node count (only clusters that hold the plan), the schedule (interleaving needs p > 1 and a
@@ -260,6 +261,19 @@ class PartitionLab(Lab):
         self.partition_figure = PartitionFigure(figure)
         self.enable_partial_redraw(figure, self.partition_figure.animated)
         super().__init__("Lab 6 · Partition explorer", controls, figure)
+        self.show_custom_model()
+
+    def sync_controls(self, changed: str) -> None:
+        """The base's settling of dependent stops; a change of model shows or hides the custom model's sliders."""
+        super().sync_controls(changed)
+        if changed == "model":
+            self.show_custom_model()
+
+    def show_custom_model(self) -> None:
+        """Show the custom layers, hidden size and heads sliders only while the model is the custom one."""
+        display = "" if self.controls["model"].value == CUSTOM else "none"
+        for name in MODEL_CONTROLS[1:]:
+            self.controls[name].layout.display = display
 
     # ---- the three parts of a lab ---------------------------------------------------------------------------------
 
@@ -295,8 +309,9 @@ class PartitionLab(Lab):
             f"batch {r.plan.global_batch} sequences: memory per device {b(r.memory.total)} of {b(r.capacity_bytes)} "
             f"({fit}); step <b>{s(r.step.total_s)}</b>, exposed communication {s(r.step.exposed_communication_s)}, "
             f"bubble {s(r.step.bubble_s)}; binding: {r.binding_constraint}.<br>{tp}.<br>"
-            f"<small>The ideal model (compute at half of peak, nominal links). The custom sliders apply when the model "
-            f"is “custom”; t, p, v, m and the nodes offer only values that make a valid plan.</small>"
+            f"<small>The ideal model (compute at half of peak, nominal links). The model “custom” shows sliders for "
+            f"its layers, hidden size and heads; t, p, d, v, m and the nodes offer only values that make a valid "
+            f"plan.</small>"
         )
 
 

@@ -3,7 +3,7 @@
 For every ``labs/*.ipynb`` (the student versions of the graded labs, as a learner gets them, answers still
 ``...``): JupyterLab (started by conftest.py on a copy of the labs) opens the notebook; once its kernel is idle,
 "Run All Cells"; once the lab (the widget box holding the
-``course-lab-summary``) is rendered, the first slider's handle gets the keyboard focus and one arrow key (right,
+``course-lab-summary``) is rendered, the first visible slider's handle gets the keyboard focus and one arrow key (right,
 or left when the slider is at its end). The test then checks what the learner sees:
 
 - the slider's readout shows another value AND the summary (the Python result, formatted with units) changed:
@@ -147,7 +147,7 @@ def test_lab_runs_and_answers_a_slider(notebook: Path, page, lab_server, artifac
         f"{path}: otter's feedback is shown for {shown}, expected every question {questions} (grader.check)"
     )
 
-    slider = lab.locator(".widget-slider").first
+    slider = lab.locator(".widget-slider:visible").first  # lab 6 hides the custom model's sliders
     slider.scroll_into_view_if_needed()  # JupyterLab does not lay out cells far outside the view
     expect(slider).to_be_visible()
     handle, readout = slider.locator(".noUi-handle").first, slider.locator(".widget-readout").first
