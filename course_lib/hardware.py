@@ -48,6 +48,9 @@ __all__ = [
     "INFINIBAND_NDR_8X",
     "ICI_V4",
     "EFA_P5",
+    "EFA_P4DE",
+    "TCPX_A3_HIGH",
+    "TCPXO_A3_MEGA",
     "ICI_V5E",
     "ICI_V5P",
     "NCCL_BASE_LATENCY_S",
@@ -57,6 +60,13 @@ __all__ = [
     "DGX_H200",
     "DGX_B200",
     "SELENE_3072",
+    "AWS_P5",
+    "AWS_P4DE",
+    "NEBIUS_H100_IB",
+    "GCP_A3_HIGH",
+    "GCP_A3_MEGA",
+    "ARCHITECTURES",
+    "HOST_CPUS",
 ]
 
 DIRECTIONS = ("one-way", "two-way")
@@ -65,6 +75,8 @@ BASES = ("nominal", "measured")
 # The interconnect a link belongs to: NVIDIA's GPU-to-GPU links inside a node, the networks between nodes (InfiniBand,
 # AWS's Elastic Fabric Adapter, plain or RoCE Ethernet), Google's TPU inter-chip interconnect; "other" for the rest.
 LINK_FAMILIES = ("NVLink", "InfiniBand", "EFA", "Ethernet", "ICI", "other")
+ARCHITECTURES = ("", "Ampere", "Hopper", "Blackwell")  # NVIDIA generations NCCL's tuning tables have rows for
+HOST_CPUS = ("Intel", "AMD")  # the host CPU vendor: NCCL's tuner picks its LL bandwidth cap and net overhead by it
 
 _SCALING_BOOK_GPUS = "JAX scaling book, gpus.md (commit 1a55377, 2025-08-18)"
 _SCALING_BOOK_TPUS = "JAX scaling book, tpus.md (commit 0819a7d, 2025-02-18 snapshot)"
@@ -81,6 +93,12 @@ class Accelerator:
     hbm_bandwidth_bytes_per_s: float
     source: str
     note: str = ""
+    # NVIDIA's GPU generation ("Ampere", "Hopper", "Blackwell"): which row of NCCL's tuning tables applies
+    # (``nccl``); "" for accelerators NCCL does not run on.
+    architecture: str = field(default="", kw_only=True)
+
+    def __post_init__(self):
+        _check.choice("architecture", self.architecture, ARCHITECTURES)
 
     def peak(self, dtype: str = "bf16") -> float:
         """Dense peak FLOP/s for ``dtype``.
@@ -99,6 +117,12 @@ class Link:
     ``family`` (keyword only) is the interconnect it belongs to, one of ``LINK_FAMILIES``: what a figure or a table
     calls the link in one word. A link built without it is "other" (every preset names its own).
 
+    Two keyword-only fields feed NCCL's model (``nccl``): ``nccl_bandwidth_bytes_per_s``, the one-way bandwidth per
+    device NCCL's topology assigns the link when it differs from the datasheet (NVLink: NCCL counts 20.6 GB/s per
+    NVLink 4 link where the datasheet says 25), ``None`` for "the datasheet's"; ``fabric_latency_s``, the latency
+    the fabric adds to every network step beyond NCCL's own table (NCCL's ``latencyInter``, which a network plugin
+    reports; 0 for InfiniBand, whose transport is built into NCCL).
+
     >>> NVLINK4.family, INFINIBAND_NDR_8X.family, EFA_P5.family
     ('NVLink', 'InfiniBand', 'EFA')
     """
@@ -113,9 +137,14 @@ class Link:
     latency_source: str
     note: str = ""
     family: str = field(default="other", kw_only=True)
+    nccl_bandwidth_bytes_per_s: float | None = field(default=None, kw_only=True)
+    fabric_latency_s: float = field(default=0.0, kw_only=True)
 
     def __post_init__(self):
         _check.positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
+        if self.nccl_bandwidth_bytes_per_s is not None:
+            _check.positive("nccl_bandwidth_bytes_per_s", self.nccl_bandwidth_bytes_per_s)
+        _check.nonnegative("fabric_latency_s", self.fabric_latency_s)
         _check.nonnegative("latency_s", self.latency_s)
         _check.choice("direction", self.direction, DIRECTIONS)
         _check.choice("scope", self.scope, SCOPES)
@@ -162,7 +191,10 @@ the number of devices (an integer ≥ 1) that share the node's network, e.g. 8 o
 
 @dataclass(frozen=True)
 class Cluster:
-    """Nodes of identical devices: a fast link inside each node and a network between nodes."""
+    """Nodes of identical devices: a fast link inside each node and a network between nodes.
+
+    ``host_cpu`` (keyword only, "Intel" or "AMD") is the nodes' CPU vendor, which NCCL's tuner reads (``nccl``).
+    """
 
     name: str
     accelerator: Accelerator
@@ -171,10 +203,12 @@ class Cluster:
     intra_node_link: Link
     inter_node_link: Link
     source: str = field(default="")
+    host_cpu: str = field(default="Intel", kw_only=True)
 
     def __post_init__(self):
         _check.count("devices_per_node", self.devices_per_node)
         _check.count("nodes", self.nodes)
+        _check.choice("host_cpu", self.host_cpu, HOST_CPUS)
 
     @property
     def devices(self) -> int:
@@ -196,6 +230,18 @@ class Cluster:
         """
         return self.inter_node_link.one_way_bytes_per_s_per_device(self.devices_per_node)
 
+    @property
+    def nccl_intra_bandwidth_bytes_per_s(self) -> float:
+        """One-way bandwidth per device inside a node as NCCL's topology counts it (``Link.nccl_bandwidth_bytes_per_s``,
+        else the datasheet's).
+
+        >>> from course_lib.units import format_bandwidth
+        >>> format_bandwidth(DGX_H100.nccl_intra_bandwidth_bytes_per_s)   # 18 NVLinks × 20.6 GB/s
+        '371 GB/s'
+        """
+        link = self.intra_node_link
+        return link.nccl_bandwidth_bytes_per_s or self.intra_bandwidth_bytes_per_s
+
 
 def _flops(**by_dtype: float) -> MappingProxyType:
     return MappingProxyType(dict(by_dtype))
@@ -209,6 +255,7 @@ A100 = Accelerator(
     2.039 * TB,
     f"{_NVIDIA} (A100 80GB SXM); 312 TFLOP/s 16-bit as in Narayanan et al. 2021 §5",
     "scaling book rounds HBM bandwidth to 2.0e12 B/s",
+    architecture="Ampere",
 )
 H100 = Accelerator(
     "H100 SXM 80GB",
@@ -217,6 +264,7 @@ H100 = Accelerator(
     3.35 * TB,
     f"{_NVIDIA} (H100 SXM5, dense); {_SCALING_BOOK_GPUS}: 9.9e14 bf16, 3.35 TB/s",
     "1979 TFLOP/s bf16 is the sparse figure; the dense one is half",
+    architecture="Hopper",
 )
 H200 = Accelerator(
     "H200 SXM 141GB",
@@ -225,6 +273,7 @@ H200 = Accelerator(
     4.8 * TB,
     f"{_NVIDIA} (H200 SXM); {_SCALING_BOOK_GPUS}: 141 GB, 4.8e12 B/s",
     "same compute as H100",
+    architecture="Hopper",
 )
 B200 = Accelerator(
     "B200",
@@ -233,6 +282,7 @@ B200 = Accelerator(
     8 * TB,
     f"{_SCALING_BOOK_GPUS}: 192 GB, 8.0e12 B/s, 2.3e15 bf16 (NVIDIA HGX B200: 2.25 PFLOP/s dense bf16)",
     "DGX B200 lists 180 GB usable per GPU; the scaling book's prose says 9 TB/s, its table 8e12",
+    architecture="Blackwell",
 )
 TPU_V5E = Accelerator(
     "TPU v5e",
@@ -261,6 +311,11 @@ _NVLINK_ALPHA = (
     "≈1 µs per step: NCCL's tuning model (src/graph/tuning.cc, ring, LL protocol) charges 6.6 µs per call plus "
     "0.6 µs per NVLink hop, (6.6 + 14 × 0.6) µs over the 14 steps of an 8-GPU ring all-reduce = 1.07 µs per step"
 )
+# NCCL's topology counts each NVLink at its own figure (src/graph/topo.h at v2.30.7-1: SM80_NVLINK_BW 20.0,
+# SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40.1 GB/s), not the datasheet's 25 or 50 GB/s each way: an 8-GPU H100 ring
+# runs at 18 × 20.6 = 371 GB/s of bus bandwidth, what nccl-tests measures (≈ 370 GB/s, JAX scaling book, gpus.md).
+_AWS_OFI_NCCL = "aws/aws-ofi-nccl @ 2daf7d3 (2026-08-21)"
+_NCCL_TOPO = "NVIDIA/nccl src/graph/topo.h (v2.30.7-1)"
 _NET_ALPHA = (
     "5 µs per step: NCCL's model parameter for a network hop (src/graph/tuning.cc, hwLat[NET][TREE][LL] "
     "= 5.0 µs); the course's card example uses the same 5 µs"
@@ -274,7 +329,9 @@ NVLINK3 = Link(
     1 * US,
     f"{_NVIDIA}: 600 GB/s; {_SCALING_BOOK_GPUS}: 12 links × 25 GB/s each way = 300 GB/s",
     _NVLINK_ALPHA,
+    f"NCCL counts 12 × 20.0 GB/s = 240 GB/s ({_NCCL_TOPO}, SM80_NVLINK_BW)",
     family="NVLink",
+    nccl_bandwidth_bytes_per_s=12 * 20.0 * GB,
 )
 NVLINK4 = Link(
     "NVLink 4 (H100/H200)",
@@ -285,7 +342,9 @@ NVLINK4 = Link(
     1 * US,
     f"{_NVIDIA}: 900 GB/s; {_SCALING_BOOK_GPUS}: 18 links × 25 GB/s each way = 450 GB/s",
     _NVLINK_ALPHA,
+    f"NCCL counts 18 × 20.6 GB/s = 370.8 GB/s ({_NCCL_TOPO}, SM90_NVLINK_BW)",
     family="NVLink",
+    nccl_bandwidth_bytes_per_s=18 * 20.6 * GB,
 )
 NVLINK4_MEASURED = Link(
     "NVLink 4, ring all-reduce busbw (measured)",
@@ -308,7 +367,9 @@ NVLINK5 = Link(
     1 * US,
     f"{_NVIDIA}: 1.8 TB/s; {_SCALING_BOOK_GPUS}: 18 links × 50 GB/s each way = 900 GB/s",
     _NVLINK_ALPHA,
+    f"NCCL counts 18 × 40.1 GB/s = 721.8 GB/s ({_NCCL_TOPO}, SM100_NVLINK_BW)",
     family="NVLink",
+    nccl_bandwidth_bytes_per_s=18 * 40.1 * GB,
 )
 INFINIBAND_HDR_8X = Link(
     "InfiniBand HDR, 8 × 200 Gb/s per node",
@@ -356,7 +417,46 @@ EFA_P5 = Link(
     "AWS EC2 P5 instances: 3,200 Gbps of EFA networking per 8 × H100 node; the cluster of the Ultra-Scale "
     "Playbook's runs (Tazi et al. 2025)",
     _NET_ALPHA,
+    f"fabric latency 20 µs: {_AWS_OFI_NCCL}, src/tuner/nccl_ofi_model.cpp, P5 model parameters, net_lat = 20.0 "
+    "('2 nodes, 8B RDMA w/imm lat')",
     family="EFA",
+    fabric_latency_s=20 * US,
+)
+EFA_P4DE = Link(
+    "AWS EFA, 400 Gb/s per node (p4de)",
+    400 * GBIT,
+    "one-way",
+    "per node",
+    "nominal",
+    5 * US,
+    "AWS EC2 P4de instances: 4 × 100 Gbps EFA per 8 × A100 80GB node",
+    _NET_ALPHA,
+    f"fabric latency 75 µs: {_AWS_OFI_NCCL}, src/platform-aws.cpp, the latency the plugin reports to NCCL for "
+    "p4de.24xlarge (its tuner has no measured figure for p4de's first-generation EFA, which also lacks RDMA write)",
+    family="EFA",
+    fabric_latency_s=75 * US,
+)
+TCPX_A3_HIGH = Link(
+    "GCP GPUDirect-TCPX, 4 × 200 Gb/s per node (a3-highgpu-8g)",
+    4 * 200 * GBIT,
+    "one-way",
+    "per node",
+    "nominal",
+    5 * US,
+    "Google Cloud A3 High (a3-highgpu-8g): four 200 Gbps GPU NICs with GPUDirect-TCPX (1 Tbps with the host NIC)",
+    _NET_ALPHA,
+    family="Ethernet",
+)
+TCPXO_A3_MEGA = Link(
+    "GCP GPUDirect-TCPXO, 8 × 200 Gb/s per node (a3-megagpu-8g)",
+    8 * 200 * GBIT,
+    "one-way",
+    "per node",
+    "nominal",
+    5 * US,
+    "Google Cloud A3 Mega (a3-megagpu-8g): eight 200 Gbps GPU NICs with GPUDirect-TCPXO (1.8 Tbps with the host NIC)",
+    _NET_ALPHA,
+    family="Ethernet",
 )
 ICI_V5E = Link(
     "ICI (TPU v5e)",
@@ -395,6 +495,54 @@ SELENE_3072 = Cluster(
     INFINIBAND_HDR_8X,
     "Narayanan et al. 2021 §5: 3072 A100 80GB GPUs for the 1T-parameter model",
 )
+# The machines of the nccl-tests logs in data/nccl_tests/ (two nodes each; ``dataclasses.replace(..., nodes=n)``
+# for other sizes), from their datasheets: what ``nccl`` is checked against.
+AWS_P5 = Cluster(
+    "2 × AWS p5.48xlarge (8 × H100, EFA)",
+    H100,
+    8,
+    2,
+    NVLINK4,
+    EFA_P5,
+    "AWS EC2 P5: 8 × H100 SXM, NVLink 4 / NVSwitch, 3,200 Gbps EFA, 3rd-generation AMD EPYC hosts",
+    host_cpu="AMD",
+)
+AWS_P4DE = Cluster(
+    "2 × AWS p4de.24xlarge (8 × A100, EFA)",
+    A100,
+    8,
+    2,
+    NVLINK3,
+    EFA_P4DE,
+    "AWS EC2 P4de: 8 × A100 80GB SXM, NVLink 3 / NVSwitch, 400 Gbps EFA, Intel Xeon (Cascade Lake) hosts",
+)
+NEBIUS_H100_IB = Cluster(
+    "2 × Nebius 8 × H100 (InfiniBand)",
+    H100,
+    8,
+    2,
+    NVLINK4,
+    INFINIBAND_NDR_8X,
+    "Nebius AI Cloud H100 nodes: 8 × H100 SXM, NVLink 4 / NVSwitch, 8 × 400 Gb/s NDR InfiniBand, Intel Xeon hosts",
+)
+GCP_A3_HIGH = Cluster(
+    "2 × GCP a3-highgpu-8g (8 × H100, TCPX)",
+    H100,
+    8,
+    2,
+    NVLINK4,
+    TCPX_A3_HIGH,
+    "Google Cloud A3 High: 8 × H100 SXM, NVLink 4 / NVSwitch, 4 × 200 Gbps GPUDirect-TCPX, Intel Xeon hosts",
+)
+GCP_A3_MEGA = Cluster(
+    "2 × GCP a3-megagpu-8g (8 × H100, TCPXO)",
+    H100,
+    8,
+    2,
+    NVLINK4,
+    TCPXO_A3_MEGA,
+    "Google Cloud A3 Mega: 8 × H100 SXM, NVLink 4 / NVSwitch, 8 × 200 Gbps GPUDirect-TCPXO, Intel Xeon hosts",
+)
 
 ACCELERATORS = MappingProxyType({a.name: a for a in (A100, H100, H200, B200, TPU_V5E, TPU_V5P)})
 LINKS = MappingProxyType(
@@ -407,10 +555,20 @@ LINKS = MappingProxyType(
             NVLINK5,
             INFINIBAND_HDR_8X,
             INFINIBAND_NDR_8X,
+            EFA_P5,
+            EFA_P4DE,
+            TCPX_A3_HIGH,
+            TCPXO_A3_MEGA,
             ICI_V4,
             ICI_V5E,
             ICI_V5P,
         )
     }
 )
-CLUSTERS = MappingProxyType({c.name: c for c in (DGX_A100, DGX_H100, DGX_H200, DGX_B200, SELENE_3072)})
+CLUSTERS = MappingProxyType(
+    {
+        c.name: c
+        for c in (DGX_A100, DGX_H100, DGX_H200, DGX_B200, SELENE_3072, AWS_P5, AWS_P4DE, NEBIUS_H100_IB, GCP_A3_HIGH,
+                  GCP_A3_MEGA)
+    }
+)

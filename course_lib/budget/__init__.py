@@ -4,7 +4,7 @@ One concept per module, each importing only the ones listed before it; this pack
 one's ``__all__``, so ``budget.X`` and ``from course_lib.budget import X`` work as they always did:
 
 - ``placement``: where a plan's groups of ranks sit on a cluster (Megatron-LM's rank order) and what one collective
-  call by such a group costs (``group_collective_phases``, ``group_collective_time``, ``axis_stride``,
+  call by such a group costs, as NCCL runs it (``group_collective``, ``group_collective_time``, ``axis_stride``,
   ``transfer_time_per_call``);
 - ``step``: the step time and its terms, the ideal model or the calibrated one (``step_time``,
   ``calibrated_step_time``, ``StepTime``, ``exposed_after_overlap``, ``bucketed_exposure``, ``binding_constraint``,

@@ -1,9 +1,10 @@
 """Placement: where a plan's groups of ranks sit on a cluster, and the time of one collective call by such a group.
 
 Placement follows Megatron-LM's rank order: tensor-parallel ranks are adjacent (inside the NVLink domain when
-t ≤ devices per node), data-parallel ranks next (stride t), pipeline stages outermost (stride t·d). A group that
-spans nodes runs hierarchically: its members inside a node first combine over NVLink, then each of them talks
-across the network on its own share of the node's links (``group_collective_phases``).
+t ≤ devices per node), data-parallel ranks next (stride t), pipeline stages outermost (stride t·d). A group of n
+ranks then has k members on each of N nodes, and its collective runs as NCCL runs it (``nccl.estimate``): a flat
+ring over all n ranks with a channel on every rail, a tree, or NVLink SHARP, whichever NCCL's tuner expects to be
+fastest for that size; a point-to-point send (``send_recv``) crosses the network when the group spans nodes.
 """
 
 from __future__ import annotations
@@ -12,19 +13,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _check, collectives
-from ..hardware import Cluster, Link
+from .. import _check, nccl
+from ..hardware import Cluster
 from ..parallelism.plan import ParallelPlan
 
 __all__ = [
-    "GroupPhase",
-    "group_collective_phases",
+    "LEVELS",
+    "GroupCall",
+    "group_placement",
+    "group_collective",
     "group_collective_time",
     "axis_stride",
     "transfer_time_per_call",
 ]
 
 _GROUP_OPS = ("all_reduce", "reduce_scatter", "all_gather", "send_recv")
+LEVELS = ("in node", "across nodes")  # the levels of a cluster a group can span
 _AXIS_STRIDE = {
     "tensor": lambda _plan: 1,
     "data": lambda plan: plan.tensor_parallel,
@@ -33,105 +37,108 @@ _AXIS_STRIDE = {
 
 
 @dataclass(frozen=True)
-class GroupPhase:
-    """One phase of a group collective: ``op`` by ``ranks`` ranks on one level of the cluster.
+class GroupCall:
+    """One collective call by a group of ranks placed on a cluster: ``ranks`` = ``ranks_per_node`` (k) ×
+    ``nodes`` (N), moving ``payload_bytes``; the ``algorithm`` and ``protocol`` NCCL runs it with ("p2p" and
+    "Simple" for ``send_recv``), its ``latency_s`` and ``bandwidth_bytes_per_s`` (algorithm bandwidth), and
+    ``time_s`` = latency + payload / bandwidth (0 s for a group of one rank). Fields are arrays when groups were
+    evaluated in bulk; ``levels`` needs one group."""
 
-    ``level`` is "in node" (the NVLink domain) or "across nodes" (the network); ``link`` is that level's
-    ``hardware.Link`` and ``bandwidth_bytes_per_s`` what the α–β formulas need from it (one-way, per GPU: for the
-    network, the GPU's share of its node's links). ``cost`` holds n, Q, R (``collectives.collective_cost``) and
-    ``terms`` n·α, Q/B, R·γ (``collectives.time_terms``). A phase on one rank moves nothing and takes 0 s. Fields
-    are arrays when groups were evaluated in bulk.
-    """
-
-    level: str
     op: str
     ranks: _check.IntOrArray
+    ranks_per_node: _check.IntOrArray
+    nodes: _check.IntOrArray
     payload_bytes: _check.FloatOrArray
-    link: Link
-    bandwidth_bytes_per_s: float
-    latency_s: float
-    cost: collectives.CollectiveCost
-    terms: collectives.TimeTerms
+    algorithm: str | np.ndarray
+    protocol: str | np.ndarray
+    latency_s: _check.FloatOrArray
+    bandwidth_bytes_per_s: _check.FloatOrArray
+    time_s: _check.FloatOrArray
 
     @property
-    def time_s(self):
-        """Seconds this phase takes: n·α + Q/B + R·γ."""
-        return self.terms.total_s
+    def levels(self) -> tuple[str, ...]:
+        """The levels of the cluster the call's traffic runs on (``LEVELS``, in that order): "in node" when k > 1,
+        "across nodes" when N > 1; () for a group of one rank."""
+        if np.ndim(self.ranks_per_node) or np.ndim(self.nodes):
+            raise ValueError("levels needs one group: this call was evaluated on arrays of groups")
+        spans = (self.ranks_per_node > 1 and self.op != "send_recv", self.nodes > 1)
+        if self.op == "send_recv" and self.nodes == 1 and self.ranks > 1:
+            spans = (True, False)
+        return tuple(level for level, used in zip(LEVELS, spans, strict=True) if used)
 
 
-def group_collective_phases(op, cluster: Cluster, group_size, stride, payload_bytes) -> tuple:
-    """The phases of one collective call by a group of ranks ``stride`` apart, placed on ``cluster``, in order.
-
-    k = members of the group per node, N = nodes it spans. all_reduce is hierarchical: reduce-scatter in node over
-    k ranks on S, all-reduce across nodes over N ranks on S/k (each of a node's k members on its own share of the
-    network), all-gather in node over k on S. reduce_scatter is its first two phases; all_gather is an all-gather
-    across nodes on S/k, then in node on S; send_recv crosses the network when the group spans nodes, else stays
-    in node (the other phase has one rank). Inside one node (N = 1) these are the flat rings.
-
-    A group of 16 ranks at stride 1 on 8-GPU nodes (Selene: NVLink 300 GB/s and α = 1 µs, InfiniBand 25 GB/s
-    and α = 5 µs per GPU), all-reducing 50 MB:
+def group_placement(cluster: Cluster, group_size, stride):
+    """(k, N): members of a group of ``group_size`` ranks ``stride`` apart on each node of ``cluster``, and the
+    nodes it spans (Megatron-LM's rank order fills a node before the next).
 
     >>> from course_lib.hardware import SELENE_3072
-    >>> from course_lib.units import MB, format_bytes, format_time
-    >>> for phase in group_collective_phases("all_reduce", SELENE_3072, 16, 1, 50 * MB):
-    ...     print(phase.level, phase.op, phase.ranks, format_bytes(phase.payload_bytes), format_time(phase.time_s))
-    in node reduce_scatter 8 50 MB 153 µs
-    across nodes all_reduce 2 6.25 MB 260 µs
-    in node all_gather 8 50 MB 153 µs
+    >>> group_placement(SELENE_3072, 16, 1), group_placement(SELENE_3072, 8, 2), group_placement(SELENE_3072, 4, 8)
+    ((8, 2), (4, 2), (1, 4))
     """
-    collectives.check_algorithm(op, "ring")
-    if op not in _GROUP_OPS:
-        raise ValueError(f"op must be one of {', '.join(map(repr, _GROUP_OPS))} for a training step; got {op!r}")
     n = _check.count("group_size", group_size)
     stride = _check.count("stride", stride)
-    s = _check.positive("payload_bytes", payload_bytes)
     g = cluster.devices_per_node
     k = np.where(stride >= g, 1, np.minimum(n, np.maximum(g // stride, 1)))
     nodes = np.maximum(n // k, 1)
-    if op == "send_recv":  # one message: over the network if the group spans nodes, else over NVLink
-        spans = nodes > 1
-        layout = (("in node", op, np.where(spans, 1, n), s), ("across nodes", op, np.where(spans, n, 1), s))
-    else:
-        in_node, across = ("in node", op, k, s), ("across nodes", op, nodes, s / k)
-        layout = {
-            "all_reduce": (("in node", "reduce_scatter", k, s), across, ("in node", "all_gather", k, s)),
-            "reduce_scatter": (in_node, across),
-            "all_gather": (across, in_node),
-        }[op]
-    return tuple(_group_phase(cluster, *phase) for phase in layout)
+    if np.any(nodes > cluster.nodes):
+        raise ValueError(
+            f"group_size × stride must fit the cluster's {cluster.devices} devices: a group of {group_size} ranks "
+            f"{stride} apart spans {np.max(nodes)} nodes of {cluster.nodes}"
+        )
+    as_int = (lambda x: int(x)) if np.ndim(k) == 0 else (lambda x: np.asarray(x, dtype=np.int64))
+    return as_int(k), as_int(nodes)
 
 
-def _group_phase(cluster: Cluster, level, op, ranks, payload_bytes) -> GroupPhase:
-    if level == "in node":
-        link, bandwidth = cluster.intra_node_link, cluster.intra_bandwidth_bytes_per_s
-    else:
-        link, bandwidth = cluster.inter_node_link, cluster.inter_bandwidth_bytes_per_s
-    ranks = int(ranks) if np.ndim(ranks) == 0 else np.asarray(ranks)
-    terms = collectives.time_terms(op, ranks, payload_bytes, bandwidth, link.latency_s)
-    return GroupPhase(
-        level=level,
-        op=op,
-        ranks=ranks,
-        payload_bytes=payload_bytes,
-        link=link,
-        bandwidth_bytes_per_s=bandwidth,
-        latency_s=link.latency_s,
-        terms=terms,
-        cost=terms.cost,
-    )
+def group_collective(op, cluster: Cluster, group_size, stride, payload_bytes, *, algorithm=None, protocol=None):
+    """One collective call by a group of ranks ``stride`` apart, placed on ``cluster`` (``group_placement``), as
+    NCCL runs it (``nccl.estimate``; ``algorithm=``/``protocol=`` impose one): a ``GroupCall``. ``send_recv`` is
+    one message to the next rank: over the network (each GPU's share of its node's NICs, the network's latency
+    and the fabric's) when the group spans nodes, else over NVLink.
+
+    Two DGX H100 nodes on InfiniBand, 16 ranks at stride 1, all-reducing 1 GB: a tree across the nodes with NVLink
+    SHARP inside them; 16 KiB takes the double binary tree with the LL protocol:
+
+    >>> from course_lib.hardware import NEBIUS_H100_IB
+    >>> from course_lib.units import format_time
+    >>> call = group_collective("all_reduce", NEBIUS_H100_IB, 16, 1, 1e9)
+    >>> call.ranks_per_node, call.nodes, call.algorithm, call.protocol, format_time(call.time_s), call.levels
+    (8, 2, 'nvls_tree', 'Simple', '3.24 ms', ('in node', 'across nodes'))
+    >>> small = group_collective("all_reduce", NEBIUS_H100_IB, 16, 1, 16 * 1024)
+    >>> small.algorithm, small.protocol, format_time(small.time_s)
+    ('tree', 'LL', '26.4 µs')
+    """
+    if op not in _GROUP_OPS:
+        raise ValueError(f"op must be one of {', '.join(map(repr, _GROUP_OPS))} for a training step; got {op!r}")
+    k, nodes = group_placement(cluster, group_size, stride)
+    size = _check.nonnegative("payload_bytes", payload_bytes)
+    n = k * nodes
+    if op == "send_recv":
+        if algorithm is not None or protocol is not None:
+            raise ValueError("algorithm and protocol must be None for send_recv (one point-to-point message)")
+        spans = np.asarray(nodes) > 1
+        inter, intra = cluster.inter_node_link, cluster.intra_node_link
+        latency = np.where(spans, inter.latency_s + inter.fabric_latency_s, intra.latency_s)
+        bandwidth = np.where(spans, cluster.inter_bandwidth_bytes_per_s, cluster.nccl_intra_bandwidth_bytes_per_s)
+        time = np.where(np.asarray(n) > 1, latency + size / bandwidth, 0.0)
+        scalar = np.ndim(time) == 0
+        return GroupCall(op, n, k, nodes, size, "p2p" if scalar else np.full(np.shape(time), "p2p"),
+                         "Simple" if scalar else np.full(np.shape(time), "Simple"), _check.as_result(latency),
+                         _check.as_result(bandwidth), _check.as_result(time))  # fmt: skip
+    call = nccl.estimate(op, cluster, n, nodes, size, algorithm=algorithm, protocol=protocol)
+    return GroupCall(op, n, k, nodes, size, call.algorithm, call.protocol, call.latency_s,
+                     call.bandwidth_bytes_per_s, call.time_s)  # fmt: skip
 
 
 def group_collective_time(op, cluster: Cluster, group_size, stride, payload_bytes):
-    """Time of one collective call by a group of ranks ``stride`` apart, placed on ``cluster``: the sum of its
-    ``group_collective_phases``.
+    """Seconds of one collective call by a group of ranks ``stride`` apart, placed on ``cluster``:
+    ``group_collective``'s ``time_s``.
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.units import format_time
-    >>> format_time(group_collective_time("all_reduce", DGX_H100, 8, 1, 1e9))
-    '3.9 ms'
+    >>> format_time(group_collective_time("all_reduce", DGX_H100, 8, 1, 1e9))   # NVLink SHARP
+    '2.99 ms'
     """
-    phases = group_collective_phases(op, cluster, group_size, stride, payload_bytes)
-    return _check.as_result(sum(phase.time_s for phase in phases))
+    return group_collective(op, cluster, group_size, stride, payload_bytes).time_s
 
 
 def axis_stride(axis, plan: ParallelPlan):
@@ -153,14 +160,14 @@ def transfer_time_per_call(transfer, plan: ParallelPlan, cluster: Cluster):
     >>> from course_lib.parallelism import GPT3_175B, ParallelPlan, step_transfers
     >>> from course_lib.units import format_time
     >>> plan = ParallelPlan(tensor_parallel=8)
-    >>> format_time(transfer_time_per_call(step_transfers(GPT3_175B, plan)[0], plan, DGX_H100))
-    '210 µs'
+    >>> format_time(transfer_time_per_call(step_transfers(GPT3_175B, plan)[0], plan, DGX_H100))   # NVLS, 50.3 MB
+    '174 µs'
     """
-    return _check.as_result(sum(phase.time_s for phase in _transfer_phases(transfer, plan, cluster)))
+    return _transfer_call(transfer, plan, cluster).time_s
 
 
-def _transfer_phases(transfer, plan: ParallelPlan, cluster: Cluster) -> tuple:
-    """``group_collective_phases`` of one call of ``transfer``, its group placed by ``plan`` (``axis_stride``)."""
-    return group_collective_phases(
+def _transfer_call(transfer, plan: ParallelPlan, cluster: Cluster) -> GroupCall:
+    """``group_collective`` of one call of ``transfer``, its group placed by ``plan`` (``axis_stride``)."""
+    return group_collective(
         transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
     )

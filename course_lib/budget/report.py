@@ -17,6 +17,7 @@ from ..parallelism.memory import MemoryBreakdown, _ideal_memory_breakdown
 from ..parallelism.models import TransformerModel
 from ..parallelism.plan import ParallelPlan
 from ..parallelism.transfers import BoundaryTransfer
+from .placement import LEVELS
 from .step import StepTime, _check_cluster_holds, _ideal_step_time, _microbatch_compute_s, _timed_transfers
 
 __all__ = [
@@ -27,7 +28,6 @@ __all__ = [
     "partition_report",
 ]
 
-LEVELS = ("in node", "across nodes")  # the levels of a cluster a group's phases run on (``group_collective_phases``)
 AXES = ("tensor", "pipeline", "data")
 
 
@@ -37,7 +37,7 @@ class TimedTransfer:
 
     ``transfer`` is the ``parallelism.BoundaryTransfer`` as ``step_transfers`` lists it (axis, tensor, op, payload
     of one call, group size, calls per step, phase: what it may hide behind); ``levels`` the levels of the cluster
-    its phases run on with more than one rank (``LEVELS``, in that order, from ``group_collective_phases``);
+    its traffic runs on (``LEVELS``, in that order, ``budget.GroupCall.levels``);
     ``link`` the network's ``hardware.Link`` if it crosses nodes, else the node's; ``time_per_call_s``
     (``transfer_time_per_call``), ``time_s`` per step (× calls) and ``exposed_s``, its share of the exposed time of
     the transfers it overlaps with (same axis and phase, ``step_time``'s dependency rule). ``as_dict()`` is the row
@@ -125,8 +125,8 @@ def transfer_table(
 
     Each row is a plain dict: ``axis``, ``tensor``, ``op``, ``payload_bytes`` (S of one call), ``group_size``,
     ``calls_per_step`` and ``phase`` (what it may hide behind) from ``parallelism.boundary_tensors``; ``levels``,
-    the levels its phases run on with more than one rank ("in node", "across nodes" or "in node + across nodes",
-    from ``group_collective_phases``); ``crosses_nodes`` and ``link``, the name of the network's link if it crosses
+    the levels its traffic runs on ("in node", "across nodes" or "in node + across nodes", from
+    ``budget.GroupCall.levels``); ``crosses_nodes`` and ``link``, the name of the network's link if it crosses
     nodes, else of the node's (``link_family``: its ``hardware.Link.family``); ``time_per_call_s``
     (``transfer_time_per_call``), ``time_s`` (per step: × calls) and ``exposed_s``, its share of the exposed time of
     the transfers it overlaps with (same axis and phase; ``step_time``'s dependency rule, compute at
@@ -155,14 +155,14 @@ def transfer_table(
 def _timed_rows(cluster, timed, per_phase, exposed_phase) -> tuple[TimedTransfer, ...]:
     """The ``TimedTransfer`` of each boundary-crossing transfer of ``_timed_transfers``' result."""
     rows = []
-    for transfer, seconds, phases in timed:
+    for transfer, seconds, call in timed:
         if not transfer.crosses_boundary:
             continue
-        levels = _ordered_levels({phase.level for phase in phases if np.all(np.asarray(phase.ranks) > 1)})
+        levels = call.levels
         link = cluster.inter_node_link if LEVELS[1] in levels else cluster.intra_node_link
         key = (transfer.axis, transfer.phase)
         share = float(seconds / per_phase[key]) if per_phase[key] > 0 else 0.0
-        per_call = float(sum(phase.time_s for phase in phases))
+        per_call = float(call.time_s)
         rows.append(TimedTransfer(transfer, levels, link, per_call, float(seconds), share * exposed_phase[key]))
     return tuple(rows)
 
@@ -177,7 +177,7 @@ def format_transfer_table(rows) -> str:
     >>> rows = transfer_table(GPT3_175B, ParallelPlan(tensor_parallel=8), DGX_H100)
     >>> print(format_transfer_table(rows[:1]))  # doctest: +NORMALIZE_WHITESPACE
     axis tensor collective payload ranks links per call calls per step exposed hidden by
-    tensor layer outputs (partial sums), forward all_reduce 50.3 MB 8 in node 210 µs 192 40.3 ms 40.3 ms none
+    tensor layer outputs (partial sums), forward all_reduce 50.3 MB 8 in node 174 µs 192 33.4 ms 33.4 ms none
     """
     lines = [
         f"{'axis':8} {'tensor':46} {'collective':14} {'payload':>8} {'ranks':>5} {'links':21} {'per call':>8} "
@@ -340,8 +340,8 @@ def partition_report(
     ...                          replace(DGX_A100, nodes=8))
     ...     tp = r.transfers[0]
     ...     print(t, r.tensor_link, tp.transfer.calls_per_step, format_time(tp.time_s), format_time(r.step.total_s))
-    8 NVLink 1536 472 ms 16.9 s
-    16 InfiniBand 3072 1.75 s 18.6 s
+    8 NVLink 1536 650 ms 17.3 s
+    16 InfiniBand 3072 1.81 s 18.7 s
     >>> r.as_dict()["step_time_s"] == r.step.total_s, r.as_dict()["transfers"][0]["link_family"]
     (True, 'InfiniBand')
     """

@@ -28,10 +28,10 @@ backward; the step's first gather and last bucket cannot hide.
 ...                     grad_accum_steps=512, recompute="full", schedule="interleaved", virtual_stages=2)
 >>> step = step_time(MEGATRON_1T, plan, SELENE_3072, calibration=None)
 >>> format_time(step.total_s), step.binding_constraint
-('1.99 min', 'compute')
+('2.01 min', 'compute')
 >>> step = step_time(MEGATRON_1T, plan, SELENE_3072)   # the default calibration; measured: 163 TFLOP/s hardware
 >>> format_time(step.total_s), format_flops_rate(step.hfu * SELENE_3072.accelerator.peak("bf16"))
-('86.4 s', '194 TFLOP/s')
+('87.7 s', '191 TFLOP/s')
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from ..parallelism.calibration import PRECISION_RECIPES, Calibration, calibrated
 from ..parallelism.models import TransformerModel
 from ..parallelism.plan import ParallelPlan, check_plan_for_model, stage_layers
 from ..parallelism.transfers import step_transfers
-from .placement import _transfer_phases, group_collective_time
+from .placement import _transfer_call, group_collective_time
 
 __all__ = [
     "StepTime",
@@ -151,7 +151,7 @@ def step_time(
     >>> plan = ParallelPlan(data_parallel=8, micro_batch=4, grad_accum_steps=4)
     >>> step = step_time(GPT2_1_5B, plan, DGX_H100, calibration=None)   # the ideal model
     >>> format_time(step.compute_s), format_time(step.exposed_s["data"]), format_time(step.overlapped_s["data"])
-    ('340 ms', '0 s', '12.1 ms')
+    ('340 ms', '0 s', '9.25 ms')
     >>> format_time(step_time(GPT2_1_5B, plan, DGX_H100).total_s)     # the default calibration
     '1.06 s'
     """
@@ -216,7 +216,7 @@ def _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype):
 
 
 def _timed_transfers(model, plan, cluster, forward, backward):
-    """The step's transfers with their seconds per step and their ``group_collective_phases``, and per (axis,
+    """The step's transfers with their seconds per step and their ``group_collective`` call, and per (axis,
     phase) their total and exposed seconds.
 
     The dependency rule: "none" hides behind nothing; "last backward" behind one micro-batch's backward;
@@ -226,9 +226,9 @@ def _timed_transfers(model, plan, cluster, forward, backward):
     windows = {"forward": forward, "backward": backward}
     timed, per_phase = [], {}  # (axis, phase) -> total seconds per step of the transfers with that phase
     for transfer in step_transfers(model, plan):
-        phases = _transfer_phases(transfer, plan, cluster)
-        seconds = transfer.calls_per_step * sum(phase.time_s for phase in phases)  # × transfer_time_per_call
-        timed.append((transfer, seconds, phases))
+        call = _transfer_call(transfer, plan, cluster)
+        seconds = transfer.calls_per_step * call.time_s  # × transfer_time_per_call
+        timed.append((transfer, seconds, call))
         key = (transfer.axis, transfer.phase)
         per_phase[key] = per_phase.get(key, 0.0) + seconds
     exposed = {}
@@ -303,7 +303,7 @@ def calibrated_step_time(
     - tensor parallel, on the critical path, per layer: 2 all-reduces forward and 2 backward of b·s·h (sequence
       parallel: all-gather + reduce-scatter for each), full recomputation repeating the forward ones;
     - pipeline, on the critical path: the boundary activations sent forward and their gradients back, b·s·h/t
-      each, v times with interleaving (``group_collective_phases``: over NVLink inside a node, else the network).
+      each, v times with interleaving (``group_collective``: as NCCL runs it, over NVLink inside a node, else the network).
     Step = m slots + (p−1)/v slots of bubble + the exposed data-parallel time.
     Data parallel, in buckets of ``bucket_bytes`` (each bucket a collective with its own latency), exposed by
     ``bucketed_exposure``: gradients (fp32 with the "bf16-fp32-grads" recipe) reduced once per step behind the last

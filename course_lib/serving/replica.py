@@ -28,7 +28,7 @@ curve over batch sizes, or over t). Weights and the cache split evenly over the 
 >>> from course_lib.hardware import DGX_H100
 >>> step = decode_step(LLAMA3_70B, DGX_H100, tensor_parallel=8, pipeline_parallel=1, sequences=1, context_len=4096)
 >>> format_time(step.time_per_output_token_s), step.bound
-('7.49 ms', 'memory')
+('7.67 ms', 'memory')
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _check, compute
-from ..budget.placement import group_collective_phases, group_collective_time
+from ..budget.placement import group_collective, group_collective_time
 from ..hardware import Accelerator, Cluster
 from ..parallelism.models import TransformerModel
 from ..parallelism.plan import check_pipeline_split, check_tensor_split, splits_evenly
@@ -352,10 +352,8 @@ def _check_cluster(cluster: Cluster, tensor_parallel, pipeline_parallel):
 
 def _all_reduce_terms(cluster: Cluster, tensor_parallel, payload_bytes):
     """(latency, bandwidth) seconds of one tensor-parallel all-reduce; the group's ranks are adjacent (stride 1)."""
-    phases = group_collective_phases("all_reduce", cluster, tensor_parallel, 1, payload_bytes)
-    latency = sum(phase.terms.latency_s for phase in phases)
-    bandwidth = sum(phase.terms.bandwidth_s + phase.terms.reduction_s for phase in phases)
-    return latency, bandwidth
+    call = group_collective("all_reduce", cluster, tensor_parallel, 1, payload_bytes)
+    return call.latency_s, call.time_s - call.latency_s
 
 
 def _hop_s(cluster: Cluster, tensor_parallel, pipeline_parallel, payload_bytes):
@@ -398,7 +396,7 @@ def prefill(
     >>> from course_lib.units import format_time
     >>> pre = prefill(LLAMA3_70B, DGX_H100, 8, 1, prompt_len=8192)
     >>> format_time(pre.compute_s), format_time(pre.all_reduce_s), format_time(pre.time_to_first_token_s)
-    ('310 ms', '85.8 ms', '396 ms')
+    ('310 ms', '67.6 ms', '378 ms')
     """
     t, p = _check_partition(model, tensor_parallel, pipeline_parallel)
     _check_cluster(cluster, t, p)
@@ -516,8 +514,8 @@ def decode_step(
 
     Each device reads its weights (``matmul_params``/(t·p), bytes per parameter) and its batch's KV cache
     (``kv_cache_bytes_per_device``) at the accelerator's HBM bandwidth, or is bound by ``decode_flops``/(t·p) at
-    its peak; each layer all-reduces the b×h activations twice over the t ranks (``budget.group_collective_phases``:
-    over NVLink inside a node, hierarchically across nodes); each token crosses p − 1 stage boundaries with
+    its peak; each layer all-reduces the b×h activations twice over the t ranks (``budget.group_collective``, as
+    NCCL runs it: LL on one node, a tree across nodes); each token crosses p − 1 stage boundaries with
     b·h/t bytes. The replica's devices are adjacent (tensor ranks innermost). Arrays give a curve.
 
     >>> import numpy as np

@@ -143,7 +143,7 @@ class DecodeBreakdownFigure(LiveFigure):
     >>> figure = DecodeBreakdownFigure(Figure().add_subplot())
     >>> figure.update(serving.decode_step(LLAMA3_70B, DGX_H100, 8, 1, 1, 4096))
     >>> [(p.get_gid(), units.format_time(p.get_width())) for p in figure.bars][:3]
-    [('weights (read or multiply)', '5.19 ms'), ('KV cache read', '50.1 µs'), ('all-reduce latency (n·α)', '2.24 ms')]
+    [('weights (read or multiply)', '5.19 ms'), ('KV cache read', '50.1 µs'), ('all-reduce latency (n·α)', '2.4 ms')]
     """
 
     def __init__(self, ax, snap=False):
@@ -236,7 +236,7 @@ def plot_decode_breakdown(step, ax=None):
     >>> from course_lib.parallelism import LLAMA3_8B
     >>> ax = plot_decode_breakdown(serving.decode_step(LLAMA3_8B, DGX_H100, 8, 1, 1, 4096))
     >>> ax.get_title()
-    't = 8, p = 1, b = 1: 1.48 ms per token, memory-bound'
+    't = 8, p = 1, b = 1: 1.55 ms per token, memory-bound'
     >>> plt.close("all")
     """
     figure = DecodeBreakdownFigure(axes_or_new(ax, figsize=(8, 2.6)))
