@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _check, nccl
+from .. import _check, collectives, nccl
 from ..hardware import Cluster
 from ..parallelism.plan import ParallelPlan
 
@@ -124,9 +124,34 @@ def group_collective(op, cluster: Cluster, group_size, stride, payload_bytes, *,
         return GroupCall(op, n, k, nodes, size, "p2p" if scalar else np.full(np.shape(time), "p2p"),
                          "Simple" if scalar else np.full(np.shape(time), "Simple"), _check.as_result(latency),
                          _check.as_result(bandwidth), _check.as_result(time))  # fmt: skip
+    if not cluster.accelerator.architecture:  # not an NVIDIA GPU: MPI's flat ring, the textbook α–β model
+        return _textbook_ring(op, cluster, n, k, nodes, size, algorithm, protocol)
     call = nccl.estimate(op, cluster, n, nodes, size, algorithm=algorithm, protocol=protocol)
     return GroupCall(op, n, k, nodes, size, call.algorithm, call.protocol, call.latency_s,
                      call.bandwidth_bytes_per_s, call.time_s)  # fmt: skip
+
+
+def _textbook_ring(op, cluster: Cluster, n, k, nodes, size, algorithm, protocol) -> GroupCall:
+    """A flat ring over the group's n ranks in the α–β model (``collectives.time_terms``), for accelerators NCCL does
+    not run on (MPI on CPUs, a cluster ``measure.calibrate_cluster`` fitted on an MPI sweep): each step costs the
+    slowest link's α, and the ring runs at the slower of a device's link in a node and its members' network share."""
+    if algorithm not in (None, "ring") or protocol is not None:
+        raise ValueError(f"algorithm must be 'ring' (or None) and protocol None on {cluster.accelerator.name!r}, "
+                         "which NCCL does not run on; got algorithm={algorithm!r}, protocol={protocol!r}")
+    spans = np.asarray(nodes) > 1
+    inter, intra = cluster.inter_node_link, cluster.intra_node_link
+    latency_s = np.where(spans, np.maximum(intra.latency_s, inter.latency_s + inter.fabric_latency_s), intra.latency_s)
+    network = k * cluster.inter_bandwidth_bytes_per_s
+    bandwidth = np.where(spans, np.where(np.asarray(k) > 1, np.minimum(cluster.intra_bandwidth_bytes_per_s, network),
+                                         network), cluster.intra_bandwidth_bytes_per_s)  # fmt: skip
+    terms = collectives.time_terms(op, n, size, bandwidth, latency_s) if np.any(np.asarray(n) > 1) else None
+    time = np.where(np.asarray(n) > 1, terms.total_s if terms else 0.0, 0.0)
+    latency = np.where(np.asarray(n) > 1, terms.latency_s if terms else 0.0, 0.0)
+    shape = np.shape(time)
+    algorithm_, protocol_ = ("ring", "α–β") if not shape else (np.full(shape, "ring"), np.full(shape, "α–β"))
+    algbw = np.where(time > latency, size / np.where(time > latency, time - latency, 1.0), np.inf)
+    return GroupCall(op, n, k, nodes, size, algorithm_, protocol_, _check.as_result(latency), _check.as_result(algbw),
+                     _check.as_result(time))  # fmt: skip
 
 
 def group_collective_time(op, cluster: Cluster, group_size, stride, payload_bytes):
