@@ -103,7 +103,8 @@ class NcclEstimate:
 
 
 def _group(op, cluster: Cluster, ranks, nodes, payload_bytes):
-    """Checked arguments: (n, N, k, S) as float arrays, and the architecture."""
+    """Checked arguments: (n, N, k, S) as float arrays, and the architecture. ``nodes`` may exceed ``cluster.nodes``:
+    the cluster gives the node's hardware, and the plan search weighs groups larger than its cluster."""
     _check.choice("op", op, OPS)
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a hardware.Cluster, got {type(cluster).__name__}")
@@ -123,13 +124,22 @@ def _group(op, cluster: Cluster, ranks, nodes, payload_bytes):
     if np.any(per_node > cluster.devices_per_node):
         raise ValueError(f"ranks / nodes must be at most the cluster's {cluster.devices_per_node} devices per node, "
                          f"got {ranks} ranks on {nodes} nodes")
-    if np.any(nodes_ > cluster.nodes):
-        raise ValueError(f"nodes must be at most the cluster's {cluster.nodes}, got {nodes}")
     return n, nodes_, per_node, size, architecture
 
 
 def _floor_log2(x):
     return np.floor(np.log2(np.maximum(x, 1.0)))
+
+
+def _tree_correction(protocol_index, size):
+    """NCCL's treeCorrectionFactor for the tree all-reduce's bandwidth at ``size`` bytes. NCCL applies entry
+    floor(log2(size / 64)) for 64 B ≤ size < 512 MiB, a step at each power of two; the course interpolates between the
+    entries in log2(size), so that a larger message never comes out faster (each doubling raises the factor by less
+    than 2×), and uses 1 outside that range, as NCCL does."""
+    position = np.log2(np.maximum(size, 1.0) / 64)
+    entries = np.append(_TREE_CORRECTION[protocol_index, :23], 1.0)  # from 2^23 × 64 B = 512 MiB on: no correction
+    inside = (size >= 64) & (position < 23)
+    return np.where(inside, np.interp(np.clip(position, 0, 23), np.arange(24), entries), 1.0)
 
 
 def _candidate(op, algorithm, protocol, cluster: Cluster, n, nodes, per_node, size, architecture):
@@ -214,9 +224,7 @@ def _candidate(op, algorithm, protocol, cluster: Cluster, n, nodes, per_node, si
         plateau = multi & (size / (channels * n) >= 64)  # "plateau effect of ring" (×1.9 before Ampere)
         latency = np.where(plateau, 1.4 * latency, latency)
     if algorithm == "tree" and op == "all_reduce":
-        index = _floor_log2(np.maximum(size, 1.0) / 64).astype(int)
-        inside = (size >= 64) & (index < 23)
-        bandwidth = bandwidth * np.where(inside, _TREE_CORRECTION[p, np.clip(index, 0, 22)], 1.0)
+        bandwidth = bandwidth * _tree_correction(p, size)
     return latency, bandwidth, enabled & (bandwidth > 0)
 
 

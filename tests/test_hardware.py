@@ -26,15 +26,20 @@ def test_every_link_preset_names_its_family():
     families = {
         "NVLink": (hardware.NVLINK3, hardware.NVLINK4, hardware.NVLINK4_MEASURED, hardware.NVLINK5),
         "InfiniBand": (hardware.INFINIBAND_HDR_8X, hardware.INFINIBAND_NDR_8X),
-        "EFA": (hardware.EFA_P5,),
+        "EFA": (hardware.EFA_P5, hardware.EFA_P4DE),
+        "Ethernet": (hardware.TCPX_A3_HIGH, hardware.TCPXO_A3_MEGA),
         "ICI": (hardware.ICI_V4, hardware.ICI_V5E, hardware.ICI_V5P),
     }
     presets = {link.name: family for family, links in families.items() for link in links}
     assert set(presets) >= set(hardware.LINKS)  # every preset listed
     for family, links in families.items():
         assert [link.family for link in links] == [family] * len(links)
-    for cluster in hardware.CLUSTERS.values():  # NVLink inside the DGX nodes, InfiniBand between them
-        assert (cluster.intra_node_link.family, cluster.inter_node_link.family) == ("NVLink", "InfiniBand")
+    networks = {"AWS_P5": "EFA", "AWS_P4DE": "EFA", "GCP_A3_HIGH": "Ethernet", "GCP_A3_MEGA": "Ethernet"}
+    for name in ("DGX_A100", "DGX_H100", "DGX_H200", "DGX_B200", "SELENE_3072", "NEBIUS_H100_IB", *networks):
+        cluster = getattr(hardware, name)  # NVLink inside every node; InfiniBand between DGX nodes, else its network
+        assert cluster.name in hardware.CLUSTERS
+        assert (cluster.intra_node_link.family, cluster.inter_node_link.family) == ("NVLink", networks.get(
+            name, "InfiniBand"))
     # A link built without one is "other"; the family is a keyword, so the positional fields keep their places.
     custom = hardware.Link("1 Gb/s", 0.125e9, "one-way", "per node", "nominal", 5e-6, "-", "-")
     assert custom.family == "other" and replace(custom, family="Ethernet").family == "Ethernet"
