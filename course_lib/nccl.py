@@ -117,11 +117,11 @@ def _group(op, cluster: Cluster, ranks, nodes, payload_bytes):
     n = np.asarray(_check.count("ranks", ranks), dtype=float)
     nodes_ = np.asarray(_check.count("nodes", nodes), dtype=float)
     size = np.asarray(_check.nonnegative("payload_bytes", payload_bytes), dtype=float)
-    if np.any(n % nodes_):
-        raise ValueError(f"ranks must be a multiple of nodes (the same number of ranks on each node), got {ranks} "
-                         f"ranks on {nodes} nodes")
-    per_node = n / nodes_
-    if np.any(per_node > cluster.devices_per_node):
+    if np.any(nodes_ > n):
+        raise ValueError(f"nodes must be at most ranks (each node holds a rank of the group), got {ranks} ranks on "
+                         f"{nodes} nodes")
+    per_node = n / nodes_  # NCCL's ppn: an average when the ranks do not fill their nodes evenly (tuning.cc)
+    if np.any(np.ceil(per_node) > cluster.devices_per_node):
         raise ValueError(f"ranks / nodes must be at most the cluster's {cluster.devices_per_node} devices per node, "
                          f"got {ranks} ranks on {nodes} nodes")
     return n, nodes_, per_node, size, architecture

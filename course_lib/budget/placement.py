@@ -68,18 +68,19 @@ class GroupCall:
 
 
 def group_placement(cluster: Cluster, group_size, stride):
-    """(k, N): members of a group of ``group_size`` ranks ``stride`` apart on each node of ``cluster``, and the
-    nodes it spans (Megatron-LM's rank order fills a node before the next).
+    """(k, N): members of a group of ``group_size`` ranks ``stride`` apart on each node of ``cluster`` (fewer on the
+    last node when k does not divide the group), and the nodes it spans (Megatron-LM's rank order fills a node
+    before the next).
 
     >>> from course_lib.hardware import SELENE_3072
-    >>> group_placement(SELENE_3072, 16, 1), group_placement(SELENE_3072, 8, 2), group_placement(SELENE_3072, 4, 8)
-    ((8, 2), (4, 2), (1, 4))
+    >>> group_placement(SELENE_3072, 16, 1), group_placement(SELENE_3072, 8, 2), group_placement(SELENE_3072, 12, 1)
+    ((8, 2), (4, 2), (8, 2))
     """
     n = _check.count("group_size", group_size)
     stride = _check.count("stride", stride)
     g = cluster.devices_per_node
     k = np.where(stride >= g, 1, np.minimum(n, np.maximum(g // stride, 1)))
-    nodes = np.maximum(n // k, 1)  # not checked against cluster.nodes: the plan search weighs plans too big for it
+    nodes = np.maximum(-(-n // k), 1)  # not checked against cluster.nodes: the plan search weighs plans too big for it
     as_int = (lambda x: int(x)) if np.ndim(k) == 0 else (lambda x: np.asarray(x, dtype=np.int64))
     return as_int(k), as_int(nodes)
 
@@ -106,7 +107,7 @@ def group_collective(op, cluster: Cluster, group_size, stride, payload_bytes, *,
         raise ValueError(f"op must be one of {', '.join(map(repr, _GROUP_OPS))} for a training step; got {op!r}")
     k, nodes = group_placement(cluster, group_size, stride)
     size = _check.nonnegative("payload_bytes", payload_bytes)
-    n = k * nodes
+    n = group_size
     if op == "send_recv":
         if algorithm is not None or protocol is not None:
             raise ValueError("algorithm and protocol must be None for send_recv (one point-to-point message)")

@@ -449,7 +449,7 @@ def test_q3_other_cases(lowest_latency_t):
         ((parallelism.GPT3_175B, nodes(4, h100), 1, 2048), 24),  # 96 heads: t = 24 is usable, not only powers of 2
         ((parallelism.GPT3_175B, nodes(8, h100), 8, 2048), 24),
         ((parallelism.LLAMA32_3B, nodes(4, h100), 1, 4096), 4),
-        ((parallelism.LLAMA3_70B, nodes(2, a100), 16, 8192), 16),
+        ((parallelism.LLAMA3_70B, nodes(2, a100), 16, 8192), 8),
         ((parallelism.LLAMA3_70B, nodes(4, b200), 1, 4096), 8),
     ]
     for case, want in cases:
@@ -552,10 +552,10 @@ def test_q4_public(time_per_output_token):
     finally:
         sys.setprofile(previous)
     assert not called, f"build it from its terms instead of calling {', '.join(sorted(called))}"
-    got, want = number(result), 0.007487069263814263
+    got, want = number(result), 0.0076694103777622535
     assert got is not None and abs(got - want) <= 1e-9 * want, (
         f"Llama 3.1 70B on a DGX H100, t = 8, one sequence of 4096 tokens: expected {want * 1e3:.4f} ms (5.19 ms of "
-        f"weight reads, 2.24 ms of all-reduce latency), got {result!r:.80}"
+        f"weight reads, 2.4 ms of all-reduce latency), got {result!r:.80}"
     )
 
 
@@ -590,14 +590,14 @@ def test_q4_other_plans(time_per_output_token):
 
     h100 = hardware.DGX_H100
     cases = [  # serving.decode_step(model, cluster, t, 1, b, context).time_per_output_token_s
-        ((parallelism.LLAMA3_70B, h100, 8, 512, 4096), 0.04209651108288034),  # compute-bound multiplies
+        ((parallelism.LLAMA3_70B, h100, 8, 512, 4096), 0.04261148317048319),  # compute-bound multiplies
         ((parallelism.LLAMA3_8B, h100, 1, 1, 512), 0.004500584539701492),  # t = 1: no all-reduce
-        ((parallelism.LLAMA3_8B, h100, 2, 320, 1024), 0.009339513024094762),
-        ((parallelism.GPT3_175B, nodes(2, h100), 16, 8, 2048), 0.012806088979104478),  # across two nodes
-        ((parallelism.GPT3_175B, nodes(2, h100), 12, 1, 2048), 0.011632842354626867),
-        ((parallelism.LLAMA3_405B, nodes(1, hardware.DGX_B200), 8, 64, 8192), 0.02140071424),
-        ((parallelism.LLAMA3_70B, hardware.DGX_A100, 4, 16, 16384), 0.02874517039960765),
-        ((parallelism.LLAMA32_3B, hardware.DGX_H200, 2, 1024, 128), 0.005787256973848332),
+        ((parallelism.LLAMA3_8B, h100, 2, 320, 1024), 0.010263945980297565),
+        ((parallelism.GPT3_175B, nodes(2, h100), 16, 8, 2048), 0.017179951093263226),  # across two nodes
+        ((parallelism.GPT3_175B, nodes(2, h100), 12, 1, 2048), 0.013649776670231262),
+        ((parallelism.LLAMA3_405B, nodes(1, hardware.DGX_B200), 8, 64, 8192), 0.023904698525957446),
+        ((parallelism.LLAMA3_70B, hardware.DGX_A100, 4, 16, 16384), 0.029924839008045503),
+        ((parallelism.LLAMA32_3B, hardware.DGX_H200, 2, 1024, 128), 0.006693686181874222),
     ]
     for case, want in cases:
         previous = sys.getprofile()
