@@ -11,7 +11,7 @@
 #
 # Lesson 03 counted what a partition costs in bytes: the memory each device keeps and the tensors it must send.
 # Bytes are not yet time. A 50.3 MB all-reduce inside an NVLink node costs a few hundred microseconds, the same
-# all-reduce across two nodes costs twice as much, and either one costs nothing on the step time if independent
+# all-reduce across two nodes costs about 1.4 times as much, and either one costs nothing on the step time if independent
 # compute hides it, or all of it if the next operator is waiting. This lesson turns a partition and a topology
 # into a step time, separates the exposed communication from the hidden, and uses that budget to choose a plan.
 
@@ -154,11 +154,16 @@ from course_lib.widgets import quiz
 # ### What the model assumes, and what it ignores
 #
 # - **Placement** follows Megatron-LM's rank order: tensor-parallel ranks are adjacent (inside one NVLink node
-#   when $t \le 8$), data-parallel ranks next, pipeline stages outermost. A group that spans nodes runs
-#   hierarchically: its members inside a node combine over NVLink, then each talks across the network on its share
-#   of the node's links.
-# - **Links** are the presets of `course_lib.hardware`, at their nominal one-way bandwidth per GPU, with α = 1 µs
-#   per NVLink step and 5 µs per network step.
+#   when $t \le 8$), data-parallel ranks next, pipeline stages outermost.
+# - **Collectives** run as NCCL runs them, priced by NCCL's own cost model (`course_lib.nccl`, after its
+#   `src/graph/tuning.cc`): a flat ring through all the group's ranks, NCCL's tree (a chain in each node, a double
+#   binary tree between nodes) or NVLink SHARP on Hopper and later, with the protocol (LL, LL128 or Simple) that its
+#   tuner expects to be fastest for the size. A ring that spans nodes runs a channel on every rail, so its bandwidth
+#   is the smaller of a GPU's NVLink and the NICs of the group's members on a node. There is no hierarchical
+#   all-reduce: NCCL does not run one.
+# - **Links** are the presets of `course_lib.hardware`: the network at its nominal one-way bandwidth per GPU, NVLink
+#   at the rate NCCL counts (below the datasheet's), NCCL's latencies per call and per hop, and α = 1 µs (NVLink)
+#   or 5 µs (network) for a pipeline send.
 # - **Ignored:** contention between concurrent collectives, congestion in the network's upper levels, kernel launch
 #   overheads, the slowdown of compute kernels that share the GPU with communication kernels, optimizer-step time,
 #   data loading, and any variation of $\eta$ with the matrix shapes. $\eta = 0.5$ is a guess, not a measurement.
@@ -243,13 +248,14 @@ print(
 
 # %% [markdown]
 # The plan fits with room to spare. Note the factor of 12 between the two links: each GPU has 300 GB/s to its
-# node-mates but only 25 GB/s (its share of the node's 8 × 200 Gb/s) to the rest of the cluster.
+# node-mates but only 25 GB/s (its share of the node's 8 × 200 Gb/s) to the rest of the cluster. (NCCL's cost
+# model counts an A100's NVLink as 12 links × 20 GB/s = 240 GB/s, which is what the collectives below run at.)
 #
 # ### Step 2 · Derive the transfers the partition implies
 #
 # `budget.transfer_table` lists every tensor that crosses a device boundary in one step (from
 # `parallelism.step_transfers`), the levels of the cluster its group spans, and its time:
-# `budget.transfer_time_per_call` prices one call on the cluster, given where the group's ranks sit (tensor ranks
+# `budget.transfer_time_per_call` prices one call as NCCL would run it, given where the group's ranks sit (tensor ranks
 # adjacent, data ranks $t$ apart, pipeline ranks $t \cdot d$ apart: `budget.axis_stride`).
 
 # %%
@@ -259,7 +265,8 @@ print(budget.format_transfer_table(budget.transfer_table(MODEL, PLAN, CLUSTER)))
 # Three very different profiles come out of one plan:
 #
 # - **tensor parallel:** 9216 small calls per step (two per layer, for each of four kinds of tensor, × 12 layers
-#   per stage × 96 micro-batches), each 154 µs on NVLink, 1.42 s in all, every one of them blocking;
+#   per stage × 96 micro-batches), each 216 µs on NVLink (NCCL's ring with the Simple protocol), 1.99 s in all,
+#   every one of them blocking;
 # - **pipeline parallel:** 192 sends of 6.29 MB (the $bsh/t$ slice) over InfiniBand, 49 ms in all, blocking;
 # - **data parallel:** one reduce-scatter of the 5.46 GB gradient shard and one all-gather of the updated
 #   parameters, 205 ms each over InfiniBand, and the reduce-scatter can overlap the last backward pass.
@@ -303,8 +310,8 @@ def print_transfers(result):
 print_transfers(explorer.result)
 
 # %% [markdown]
-# The explorer's rows are the table's: the four tensor-parallel collectives take 354 ms each per step on NVLink, all
-# exposed; of the gradient reduce-scatter's 205 ms, only 55.5 ms is exposed (the rest hides behind the last
+# The explorer's rows are the table's: the four tensor-parallel collectives take 497 ms each per step on NVLink, all
+# exposed; of the gradient reduce-scatter's 205 ms, only 55.7 ms is exposed (the rest hides behind the last
 # backward pass); the parameter all-gather after the optimizer step hides behind nothing.
 #
 # ### Step 3 · Map the frequent exchanges to fast links
@@ -366,10 +373,13 @@ across_lab
 print_transfers(across_lab.result)
 
 # %% [markdown]
-# Crossing the node boundary makes each all-reduce 1.85 times slower (the hierarchical algorithm sends an eighth
-# of the tensor over a link twelve times slower), and with twice the micro-batches each GPU makes twice the calls:
-# exposed tensor-parallel time grows 3.7-fold, and since these calls are all on the critical path the step grows by
-# 3 s, 12 %. The larger group halves the memory per GPU, which is the only reason to accept it. This is Narayanan
+# Crossing the node boundary makes each all-reduce 1.39 times slower. Inside a node NCCL runs a ring over NVLink
+# with the Simple protocol; across two nodes it runs one flat ring through all 16 GPUs, with a channel on each of the
+# node's 8 InfiniBand rails, so the ring's bus bandwidth is the node's 8 × 25 GB/s, a little below NVLink, and with
+# the network's higher latency per hop its tuner switches to the LL128 protocol (exercise 3 works it out). With twice
+# the micro-batches each GPU also makes twice the calls: exposed tensor-parallel time grows 2.8-fold, and since these
+# calls are all on the critical path the step grows 1.11-fold. The larger group halves the memory per GPU, which is
+# the only reason to accept it. This is Narayanan
 # et al.'s first takeaway: use tensor parallelism up to the size of a server, then pipeline parallelism across
 # servers.
 #
@@ -399,9 +409,9 @@ print(
 
 # %% [markdown]
 # Only the data-parallel reduce-scatter can hide, and only partly: its 205 ms exceed the last micro-batch's
-# backward pass (149 ms), so 55.5 ms stay exposed, plus the whole 205 ms parameter all-gather that follows the
+# backward pass (149 ms), so 55.7 ms stay exposed, plus the whole 205 ms parameter all-gather that follows the
 # optimizer step. Everything tensor- and pipeline-parallel is exposed by construction. Exposed communication and
-# the bubble together add 15.9 % to the compute. The figure section draws this step as a timeline.
+# the bubble together add 18.7 % to the compute. The figure section draws this step as a timeline.
 #
 # ### Step 5 · Measure, and adjust the partition size
 #
@@ -446,11 +456,11 @@ print(
 )
 
 # %% [markdown]
-# Up to a few hundred GPUs the scaling is nearly perfect, with a constant 12 % of tensor-parallel communication
+# Up to a few hundred GPUs the scaling is nearly perfect, with a near-constant 17 % of tensor-parallel communication
 # that shrinks in step with the compute (it is per micro-batch). The data-parallel term behaves differently: the
-# exposed gradient reduce-scatter and parameter all-gather level off between 257 ms and 287 ms from 128 GPUs on,
-# while the compute falls from 3 min to under half a second. At 3072 GPUs, 42.8 % of the step is exposed
-# communication and the efficiency is 64.7 %: 384 times the devices buy a 249-fold speed-up. This is where step 5
+# exposed gradient reduce-scatter and parameter all-gather level off between 258 ms and 294 ms from 128 GPUs on,
+# while the compute falls from 3 min to under half a second. At 3072 GPUs, 45.5 % of the step is exposed
+# communication and the efficiency is 65.6 %: 384 times the devices buy a 252-fold speed-up. This is where step 5
 # says *adjust*: a larger batch, fewer devices, or a plan whose data-parallel traffic can hide (ZeRO stages and
 # bucket sizes change the windows).
 #
@@ -555,7 +565,8 @@ print(
 # The prefill is a training forward pass: 1024 rows per matrix multiply, compute-bound, with all-reduces of
 # $1024 \cdot h \cdot 2$ bytes = 16.8 MB that are bandwidth-bound. A decode step reads every weight the device holds
 # at 3.35 TB/s to do 300 times less arithmetic than it could in that time, and pays its two all-reduces per layer
-# as pure latency: 160 × 14 steps × 1 µs. Both costs are per step, not per sequence, so decoding many sequences together is almost free
+# as pure latency: 2.4 ms for 160 of them (NCCL's ring with the LL protocol, 15 µs each: 6.6 µs per call and 0.6 µs
+# for each of its 14 hops). Both costs are per step, not per sequence, so decoding many sequences together is almost free
 # until the batch reaches the H100's ridge point, $989\text{ TFLOP/s} / 3.35\text{ TB/s} \times 2\text{ bytes} /
 # 2\text{ FLOPs}$ per parameter. The latency–throughput curve shows it: each point is a batch size, up to the largest
 # whose caches fit.
@@ -574,7 +585,7 @@ viz.plot_latency_throughput(curve, serving.decode_step(SERVE_MODEL, H100_NODE, 8
 plt.show()
 
 # %% [markdown]
-# From 1 to 64 sequences the time per token grows by half while the tokens per GPU grow 42-fold; past a few
+# From 1 to 64 sequences the time per token grows by two thirds while the tokens per GPU grow 38-fold; past a few
 # hundred, the KV reads (which every sequence pays for its own cache) and then the arithmetic take over. Serving
 # trades latency for throughput along this curve; training has no such curve, its batch is fixed by the optimiser.
 #
@@ -601,9 +612,9 @@ print(
 )
 
 # %% [markdown]
-# Going from 16 to 32 GPUs saves 1.27 ms of weight reads and adds 3.2 ms of all-reduce latency: the latency term
-# overtakes the shrinking reads, and the time per token rises again. The bandwidth term never matters: 16.4 kB per
-# all-reduce.
+# Going from 16 to 32 GPUs saves 1.27 ms of weight reads and adds 1.6 ms of all-reduce latency: the latency term
+# overtakes the shrinking reads, and the time per token rises again. The bandwidth term stays small beside them
+# (367 µs per token at $t = 32$, for 160 all-reduces of 16.4 kB).
 #
 # **A plan that trains well and serves poorly.** Take three training plans for this model on the same 32 GPUs
 # (global batch 64 sequences of 8192 tokens), all of which fit: ZeRO-3 over all 32 GPUs; $t = 8$ with ZeRO-3 over
@@ -671,15 +682,16 @@ print(
 )
 
 # %% [markdown]
-# All three train within 8 % of each other, and ZeRO-3 over 32 GPUs is even compute-bound: its gathers hide under
+# All three train within a second of each other (19.4 s to 20.1 s), and ZeRO-3 over 32 GPUs is even compute-bound:
+# its gathers hide under
 # two micro-batches of 8192 tokens each. Served, they differ by orders of magnitude:
 #
 # - **ZeRO-3, d = 32 serves poorly.** Its replica is one GPU ($t = p = 1$), which cannot hold 141 GB of weights; kept
-#   sharded, it would all-gather them for every token, 539 ms per token against 7.91 ms for a $t = 8$ replica. In
+#   sharded, it would all-gather them for every token, 369 ms per token against 8.25 ms for a $t = 8$ replica. In
 #   training one gather feeds 8192 tokens of each micro-batch; in decoding it feeds one.
 # - **The pipeline serves a quarter as much.** With one batch in flight the four stages take turns on every token, so
-#   the latency is that of $t = 8$ alone (plus three sends) while three quarters of the GPUs wait: 31.5 tokens/s per
-#   GPU against 126. Only several batches in flight, each with its own KV cache, fill it, which is the training
+#   the latency is that of $t = 8$ alone (plus three sends) while three quarters of the GPUs wait: 30.3 tokens/s per
+#   GPU against 121. Only several batches in flight, each with its own KV cache, fill it, which is the training
 #   pipeline's micro-batching again.
 #
 # So for Llama 3.1 70B on H100 nodes the lowest decode latency for one sequence is at $t = 16$ (two nodes), and a
@@ -711,9 +723,9 @@ for label, count in counts.items():
 print(search.table(range(6)))
 
 # %% [markdown]
-# The top plans keep $t = 8$ inside a node (rows 4 and 5 try $t = 16$ across two nodes) and use a deep pipeline
+# The top plans keep $t = 8$ inside a node (rows 2 and 5 try $t = 16$ across two nodes) and use a deep pipeline
 # with interleaving, selective recomputation and sequence parallelism, and every one is compute-bound: its exposed
-# communication and bubble (4.46 s and 1.84 s for row 0) are small beside a step of 63.3 s. They differ in how
+# communication and bubble (5.4 s and 1.86 s for row 0) are small beside a step of 64.3 s. They differ in how
 # they trade the bubble (fewer stages, more interleaving) against memory and exposed communication, which is what
 # separates them by a few seconds. The counts above show how few candidates reach the ranking: half fail to
 # partition the model (160 heads and 128 layers divide few ways), a quarter pair a pipeline with ZeRO-2 or 3 (which
@@ -771,13 +783,13 @@ for efficiency in (0.55, 0.58, 0.6):
     )
 
 # %% [markdown]
-# Neither model reproduces the run, and they miss on opposite sides. The calibrated model predicts 194 TFLOP/s per
+# Neither model reproduces the run, and they miss on opposite sides. The calibrated model predicts 191 TFLOP/s per
 # GPU against the measured 163: its big-GEMM efficiency (0.8 of peak) was fitted on nanotron's H100 runs, and
-# Megatron's A100 kernels with full recomputation reached less. The ideal model predicts 140 TFLOP/s: the paper's
+# Megatron's A100 kernels with full recomputation reached less. The ideal model predicts 139 TFLOP/s: the paper's
 # 52 % of peak is an end-to-end figure that *includes* the bubble and all exposed communication, so its matrix
-# kernels ran well above the ideal model's `compute_efficiency = 0.5`. Around 0.58 the ideal model would match (the
+# kernels ran well above the ideal model's `compute_efficiency = 0.5`. Around 0.59 the ideal model would match (the
 # last lines above), but that is a fit to this one run, not a prediction. The search ranks the paper's plan at row
-# 131 (the table above): the plans above it use sequence parallelism and selective recomputation, which did not exist
+# 167 (the table above): the plans above it use sequence parallelism and selective recomputation, which did not exist
 # in 2021. Use the model to compare plans and to see which constraint binds, and measure before trusting the second
 # decimal; lesson 06 shows how far the calibrated model is from 1,758 measured runs.
 #
@@ -803,9 +815,10 @@ print(small_search.table(range(5)))
 # %% [markdown]
 # With only 32 GPUs and a 22B model, no pipeline is needed and little or no tensor parallelism: data parallelism
 # with ZeRO-2 (gradients and optimizer state sharded) and micro-batches of 4 or 8, whose large GEMMs run near the
-# calibration's best efficiency. ZeRO-3 (row 3) would halve the memory but costs time: the framework the calibration
-# describes does not prefetch its parameter gathers, so they are exposed. What binds every top plan is exposed
-# communication, the step's last gradient bucket and what does not fit behind the backward pass. The best partition
+# calibration's best efficiency. ZeRO-3 (row 4) would halve the memory but costs time: the framework the calibration
+# describes does not prefetch its parameter gathers, so they are exposed. Every top plan is compute-bound; what
+# separates them is exposed communication, the step's last gradient bucket and what does not fit behind the backward
+# pass. The best partition
 # depends on the model's size, the batch, the cluster and the framework, and the search says *why* each plan loses.
 
 # %% [markdown]
@@ -823,10 +836,10 @@ viz.plot_step_timeline(
 plt.show()
 
 # %% [markdown]
-# Compute dominates, 21.4 of the 24.8 s, which is why the step's binding constraint is "compute". The two largest
-# overheads are the bubble (grey, 1.67 s) and the tensor-parallel collectives (red, 1.42 s); together with the
-# 49 ms of pipeline sends and the 260 ms of exposed data-parallel traffic, the exposed communication (1.73 s) just
-# outweighs the bubble, so faster links would help this plan a little more than more micro-batches. Only the
+# Compute dominates, 21.4 of the 25.4 s, which is why the step's binding constraint is "compute". The two largest
+# overheads are the tensor-parallel collectives (red, 1.99 s) and the bubble (grey, 1.71 s); with the 49.3 ms of
+# pipeline sends and the 261 ms of exposed data-parallel traffic, the exposed communication (2.3 s) outweighs the
+# bubble, so faster links would help this plan more than more micro-batches. Only the
 # data-parallel reduce-scatter hides, and only in part, under the last backward pass.
 #
 # ### Strong scaling: the same step at 8, 256 and 3072 GPUs
@@ -871,7 +884,7 @@ plt.show()
 # for the decode payload. Right of it, the bytes decide and the ring is optimal. The binomial tree drawn here is
 # MPICH's unpipelined tree, which moves the whole buffer in each of its $2\lceil\lg p\rceil$ phases; it is not
 # what NCCL runs. NCCL's tree is the pipelined double binary tree of lesson 02, with $2\lfloor\lg p\rfloor$ phases
-# and about $2S$ per rank:
+# and about $2S$ per rank (between nodes; inside a node NCCL's tree is different, as the next paragraph says):
 
 # %%
 decode_report = collectives.collective_report("all_reduce", 8, decode_payload, nvlink_bw, nvlink_alpha)
@@ -886,8 +899,12 @@ print(
 )
 
 # %% [markdown]
-# NCCL's tree more than halves the decode all-reduce, and the ring takes over only for buffers of several
-# megabytes, such as the training all-reduce. No algorithm is best everywhere, which is why NCCL chooses per call.
+# In these textbook forms the double binary tree more than halves the decode all-reduce, and the ring takes over
+# only for buffers of several megabytes, such as the training all-reduce. Inside one node NCCL does not run that
+# tree: its tree is a chain through the node's GPUs (the double binary tree links nodes), with as many NVLink hops as
+# the ring. NCCL's own model (`course_lib.nccl`, which the budget uses) gives this 24.6 kB all-reduce on Selene's node
+# 15.5 µs with the ring and 16.4 µs with the tree, both with the LL protocol, and picks the ring. No algorithm is best
+# everywhere, which is why NCCL chooses per call.
 #
 # ### The plan landscape
 #
@@ -907,8 +924,8 @@ viz.plot_plan_search(search, ax=ax, highlight_rows=(0, paper_row))
 plt.show()
 
 # %% [markdown]
-# Plans to the right of the capacity line do not fit (grey). Of the 1304 that fit, 1211 are compute-bound, the
-# fastest included; 45 are bound by exposed communication and 48 by the bubble, and these lie well above the
+# Plans to the right of the capacity line do not fit (grey). Of the 1304 that fit, 1212 are compute-bound, the
+# fastest included; 44 are bound by exposed communication and 48 by the bubble, and these lie well above the
 # fastest: a plan whose coordination outweighs its compute is slow. Points side by side at one height are plans
 # with nearly the same step time and different memory; among equal times the search ranks the plan with more
 # headroom first.
@@ -919,7 +936,7 @@ plt.show()
 # > *Adding devices increases aggregate resources but can lower efficiency; aggregate link rates do not determine
 # > the latency of a particular collective.*
 #
-# The strong-scaling table showed the first half: 384 times the GPUs, 64.7 % efficiency. For the second half, take
+# The strong-scaling table showed the first half: 384 times the GPUs, 65.6 % efficiency. For the second half, take
 # one node's aggregate NVLink rate, the kind of figure a datasheet adds up, and divide the decode all-reduce by it:
 
 # %%
@@ -937,8 +954,8 @@ print(
 # The all-reduce is a chain of 14 dependent steps, each paying α, and each GPU can only use its own links: the
 # aggregate rate of the node tells nothing about that chain. The same holds at cluster scale: Narayanan et al.
 # report an effective bisection bandwidth of 12.9 TB/s for the data-parallel all-reduce of their 3072-GPU run, but
-# that aggregate says nothing about one 50.3 MB tensor-parallel all-reduce inside a node, which takes the 308 µs that
-# one GPU's links and 14 α-steps allow (step 3 above).
+# that aggregate says nothing about one 50.3 MB tensor-parallel all-reduce inside a node, which takes the 423 µs that
+# one GPU's links and the ring's 14 steps allow (step 3 above).
 #
 # On the partition explorer: GPT-3 175B on 8 nodes of 8 A100, $t = 8$ and $p = 8$. Move $t$ from 8 to 16 and watch
 # the tensor-parallel rows: their link turns from NVLink to InfiniBand, and their exposed time grows although each
@@ -965,10 +982,10 @@ for name, sizes in cases.items():
     )
 
 # %% [markdown]
-# Doubling $t$ past the node doubles the GPUs: the step gets shorter (16.9 s to 9.87 s), but not twice as short,
-# and the MFU falls from 41.8 % to 35.8 %, because the tensor-parallel time exposed on every micro-batch nearly
-# doubles (945 ms to 1.75 s) instead of halving with the compute. Keep the 64 GPUs and spend the extra tensor
-# parallelism on fewer pipeline stages instead, and the step gets slower outright, 16.9 s to 18.6 s: the same
+# Doubling $t$ past the node doubles the GPUs: the step gets shorter (17.3 s to 9.93 s), but not twice as short,
+# and the MFU falls from 40.9 % to 35.6 %, because the exposed tensor-parallel time grows (1.3 s to 1.81 s) instead
+# of halving with the compute. Keep the 64 GPUs and spend the extra tensor
+# parallelism on fewer pipeline stages instead, and the step gets slower outright, 17.3 s to 18.7 s: the same
 # resources, rearranged so that the most frequent exchange leaves the node.
 
 # %% [markdown]
@@ -1100,9 +1117,11 @@ quiz.MultipleChoice(
 # 2. **Exposed gradients.** In the GPT-3 plan above the data-parallel reduce-scatter took 205 ms against a
 #    149 ms window. With 8 micro-batches (global batch 128) instead of 96, would the exposed part change? Use
 #    `budget.step_time` and explain.
-# 3. **Crossing nodes.** At $t = 16$ the tensor-parallel all-reduce of 50.3 MB took 569 µs. Estimate by hand the
-#    hierarchical time: reduce-scatter and all-gather over 8 GPUs on NVLink (300 GB/s, 1 µs) and an all-reduce of
-#    $S/8$ between 2 nodes at 25 GB/s with α = 5 µs. Check each phase with `budget.group_collective_phases`.
+# 3. **Crossing nodes.** At $t = 16$ the tensor-parallel all-reduce of 50.3 MB takes 588 µs. Which algorithm and
+#    protocol does NCCL pick, and why? Compute the flat ring's time with LL128 by hand (bus bandwidth
+#    min(NVLink 240 GB/s as NCCL counts it, the node's 8 × 25 GB/s) = 200 GB/s, 0.92 of it for LL128, × 16/30 for
+#    the algorithm bandwidth; latency 14 + 28 × 1.9 + 2 × 4.0 µs) and check with `course_lib.nccl.candidates`
+#    (`nccl.candidates("all_reduce", CLUSTER, 16, 2, activation_bytes)`).
 # 4. **Strong scaling.** Repeat the strong-scaling experiment with a global batch of 3072. At 3072 GPUs, what
 #    share of the step is exposed communication, and what is the efficiency?
 # 5. **Decode crossover.** At what batch size does the decode all-reduce of GPT-3 ($b \cdot h \cdot 2$ bytes) on
@@ -1114,14 +1133,17 @@ quiz.MultipleChoice(
 # 1. $8 \times 5\,\mu s + 100\,\text{MB} / 50\,\text{GB/s} = 40\,\mu s + 2\,\text{ms} = 2.04$ ms; the window must be
 #    at least 2.04 ms of compute that neither produces nor consumes the transferred data.
 # 2. No. The reduce-scatter happens once per step, after the *last* micro-batch, and its window is one
-#    micro-batch's backward pass whatever $m$ is, so 55.5 ms stay exposed. What changes is the rest of the step: with
+#    micro-batch's backward pass whatever $m$ is, so 55.7 ms stay exposed. What changes is the rest of the step: with
 #    fewer micro-batches the compute is shorter and the bubble $(p-1)/m$ larger, so the exposed share grows.
-# 3. Reduce-scatter: $7 \times 1\,\mu s + \tfrac78 \cdot 50.3\,\text{MB}/300\,\text{GB/s} = 154\,\mu s$; the
-#    all-gather the same; between nodes, a 2-rank ring all-reduce of 6.29 MB:
-#    $2 \times 5\,\mu s + 6.29\,\text{MB}/25\,\text{GB/s} = 262\,\mu s$. Total ≈ 569 µs, against 308 µs inside one
-#    node.
+# 3. The flat ring through all 16 GPUs with LL128: $14 + 28 \times 1.9 + 2 \times 4.0 = 75.2\,\mu s$ of latency
+#    (the ring's 30 steps, 28 over NVLink and 2 across the network) and
+#    $0.92 \times 200 \times 16/30 = 98.1$ GB/s of algorithm bandwidth: 75.2 µs + 50.3 MB / 98.1 GB/s = 588 µs,
+#    against 423 µs inside one node (the ring with Simple at 240 GB/s × 8/14: no NVLS on the A100). NCCL picks LL128
+#    because across nodes the ring with Simple pays much more latency (larger costs per hop, and NCCL's × 1.4 for a
+#    ring over several nodes): 184 µs against 75.2 µs, while LL128's lower bandwidth (0.92 of Simple's) costs only
+#    41 µs more on 50.3 MB (656 µs in all with Simple). The tree with LL128 is a close second, 589 µs.
 # 4. With 3072 sequences, $m = 8$ at 3072 GPUs: the compute is 4 times longer while the data-parallel term stays
-#    at 287 ms, so the exposed share falls from 42.8 % to about 22 % and the efficiency rises from 64.7 % to about
+#    at 294 ms, so the exposed share falls from 45.5 % to about 27 % and the efficiency rises from 65.6 % to about
 #    88 %. A larger batch is one way to buy back efficiency, if the optimisation tolerates it.
 # 5. The crossover on 8 ranks is 2.4 MB; $b \cdot 12288 \cdot 2$ bytes = 2.4 MB at $b \approx 98$. Below about
 #    a hundred sequences decoded together, the tensor-parallel all-reduces are latency-bound.
@@ -1143,8 +1165,9 @@ quiz.MultipleChoice(
 # - NVIDIA, nccl-tests, `doc/PERFORMANCE.md` (algorithm and bus bandwidth). https://github.com/NVIDIA/nccl-tests
 # - R. Thakur, R. Rabenseifner, W. Gropp, *Optimization of Collective Communication Operations in MPICH*,
 #   IJHPCA 19(1):49–66, 2005 — the α–β costs of ring, recursive doubling and Rabenseifner algorithms.
-# - NCCL, `src/graph/tuning.cc` (the 5 µs network-step latency used for α on InfiniBand).
-#   https://github.com/NVIDIA/nccl
+# - NCCL, `src/graph/tuning.cc` and `src/graph/topo.h` (v2.30.7-1): the cost model of `course_lib.nccl` (latencies
+#   per call and per hop, each protocol's share of the bandwidth, the algorithm NCCL runs) and NVLink as NCCL counts
+#   it. https://github.com/NVIDIA/nccl
 
 # %% [markdown]
 # ## What's next

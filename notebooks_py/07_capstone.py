@@ -70,7 +70,7 @@ from course_lib.widgets import quiz
 #    sequence length.
 # 2. **Size one candidate by hand**: memory per device term by term; it must fit with headroom.
 # 3. **List its transfers**: which tensor, which collective, how many bytes, how many calls per step, on which link.
-# 4. **Price the step**: compute at an efficiency, the transfers by the α–β model, the exposed part by the
+# 4. **Price the step**: compute at an efficiency, the transfers as NCCL runs them (lesson 04), the exposed part by the
 #    dependency rule, the bubble.
 # 5. **Search** every partition under the same model, and explain why the winner wins.
 # 6. **Stress the answer**: rerun the ranking under other plausible assumptions; if the winner's lead depends on
@@ -205,8 +205,9 @@ print(
 )
 
 # %% [markdown]
-# A factor of 9 separates the two links. And the model states alone fill 14 of the 64 GPUs: the model must be split,
-# and the split must avoid sending frequent traffic over the slower link.
+# A factor of 9 separates the two links (NCCL's cost model, which prices the collectives below, counts NVLink 4 as
+# 18 links × 20.6 GB/s = 370.8 GB/s, still 7.4 times the network's share). And the model states alone fill 14 of
+# the 64 GPUs: the model must be split, and the split must avoid sending frequent traffic over the slower link.
 #
 # ### Step 3 · The global batch and the sequence length
 #
@@ -310,7 +311,7 @@ print(
 # ### Step 5 · The candidate's transfers
 #
 # `budget.transfer_table` lists every tensor the plan sends in one step (from `parallelism.boundary_tensors`), with
-# its collective, its payload $S$, its group, the levels of the cluster it crosses, and its time by the α–β model on
+# its collective, its payload $S$, its group, the levels of the cluster it crosses, and its time as NCCL runs it on
 # those links (`budget.transfer_time_per_call`). This is the ideal model's list: 16-bit gradients, nominal links.
 
 # %%
@@ -324,8 +325,8 @@ print("per step: " + ", ".join(f"{axis} {units.format_time(seconds)}" for axis, 
 #
 # - **tensor parallel**: 4 kinds of call (an all-gather and a reduce-scatter of the $b \cdot s \cdot h$ activations,
 #   forward and backward; sequence parallelism turns each all-reduce into that pair, lesson 03), each 134 MB and
-#   268 µs on NVLink, 10,240 calls of each kind per step (2 per layer × 20 layers × 256 micro-batches): 11 s per
-#   step, every call on the critical path;
+#   349 µs on NVLink (NCCL's ring with the Simple protocol), 10,240 calls of each kind per step (2 per layer ×
+#   20 layers × 256 micro-batches): 14.3 s per step, every call on the critical path;
 # - **pipeline**: 256 sends each way of the $bsh/t$ slice, 16.8 MB, between nodes: 341 µs each;
 # - **data parallel**: one reduce-scatter of this GPU's 4.41 GB of gradients and one all-gather of the updated
 #   parameters, once per step each, between the two replicas in different nodes: 44.1 ms each. (The ideal model
@@ -365,9 +366,9 @@ print(f"exposed tensor + pipeline per step: {units.format_time(tp_pp)}, whatever
 
 # %% [markdown]
 # The hand calculation reproduces `budget.step_time` at every efficiency. Two things stand out. The exposed
-# tensor-parallel time, 11 s per step, does not shrink when the GPUs compute faster, so the faster the compute, the
-# larger its share: at η = 0.7 it is a fifth of the step (11 s of 55.1 s). And the MFU is always below η: at
-# η = 0.5 the plan reaches 41.7 %. Everything here is the ideal model; the next step asks what it leaves out.
+# tensor-parallel time, 14.3 s per step, does not shrink when the GPUs compute faster, so the faster the compute, the
+# larger its share: at η = 0.7 it is nearly a quarter of the step (14.3 s of 58.5 s). And the MFU is always below η:
+# at η = 0.5 the plan reaches 39.9 %. Everything here is the ideal model; the next step asks what it leaves out.
 #
 # ### Step 7 · What the calibrated model adds
 #
@@ -454,7 +455,7 @@ print(
 )
 
 # %% [markdown]
-# The winner wins mostly on compute (56 s against 64 s), and exposes less communication too (8.51 s against 12.4 s,
+# The winner wins mostly on compute (56 s against 64 s), and exposes less communication too (10.3 s against 15.7 s,
 # though more of it data-parallel). Three choices add up:
 #
 # - **Fewer, larger micro-batches.** $b = 4$ and $m = 8$ instead of $b = 1$ and $m = 256$ runs 640 layer-passes per
@@ -463,10 +464,10 @@ print(
 # - **Full recomputation pays for that.** Four sequences of activations would not fit; keeping only each layer's
 #   input costs one more forward pass per layer, a third more compute, which the saved fixed cost more than repays.
 # - **No pipeline, so no bubble and no sends between nodes**; $t = 4$ cuts the exposed tensor-parallel time from
-#   11 s to 6.89 s (per GPU and step, tensor-parallel time grows as $t - 1$: each call moves $(t-1)/t$ of its
+#   14.3 s to 8.48 s (per GPU and step, tensor-parallel time grows as $t - 1$: each call moves $(t-1)/t$ of its
 #   payload, and each GPU's share of the batch grows with $t$; 3 against 7, of which full recomputation, repeating
 #   the forward collectives, gives some back); ZeRO-2 shards gradients and optimizer state over 16 replicas, which is what lets a whole model's layers
-#   fit on $t = 4$ GPUs. Its price is the exposed data-parallel time, 1.61 s: reduce-scatters of fp32 gradients over
+#   fit on $t = 4$ GPUs. Its price is the exposed data-parallel time, 1.82 s: reduce-scatters of fp32 gradients over
 #   the slow network every micro-batch.
 #
 # Two warnings are already in the table. The winner uses 78.3 GB of 80 GB: 98 % of HBM. And its lead rests on the
@@ -521,11 +522,12 @@ print(ideal_search.table([0]))
 # The winner survives a slower GEMM (every plan slows alike) but not the rest:
 #
 # - **Fixed cost.** Without the 3.2 ms per layer and micro-batch, the plain Megatron-style plan ($t = 8$, $p = 2$,
-#   small micro-batches, no recomputation) wins, and the winner is 4 % behind. The fixed cost was fitted at the top
+#   small micro-batches, no recomputation) wins, and the winner is 1.42 % behind. The fixed cost was fitted at the top
 #   of its grid: it is the least certain constant in the calibration.
 # - **Overlap.** If communication that overlaps compute slows it by 30 % (shared memory bandwidth and SMs), the
 #   data-parallel traffic hidden under compute is no longer free and a pipeline plan with ZeRO-1 wins.
-# - **Network.** At InfiniBand's nominal rate, ZeRO-3 with $d = 64$ wins outright; the winner is 4 % behind.
+# - **Network.** At InfiniBand's nominal rate, ZeRO-3 with $d = 32$ and $t = 2$ wins outright; the winner is 4.39 %
+#   behind.
 # - **Memory.** With 8 GB less (a longer fragmentation tail, a larger logits buffer, a framework that holds more),
 #   the winner does not fit at all.
 #
@@ -546,7 +548,7 @@ print(search.table(sorted(set(limits.values()))))
 
 # %% [markdown]
 # Asking for 5 % headroom already moves the answer to a pipeline plan ($d = 4$, $t = 2$, $p = 8$, interleaved),
-# 7 % slower by the model.
+# 5 % slower by the model.
 #
 # ### Step 10 · A plan with the best worst case
 #
@@ -582,12 +584,12 @@ print(
 )
 
 # %% [markdown]
-# The recommendation: **$d = 4$, $t = 2$, $p = 8$ with two interleaved chunks per GPU, ZeRO-1, micro-batch 1
-# ($m = 128$), full recomputation, sequence parallelism** (with or without sequence parallelism, equally). It is
-# never more than 11 % slower than the best plan of any scenario, while the calibrated winner is infinitely worse in
-# one (it does not fit). Its calibrated step time is 70.5 s (MFU 45.3 %), between 66.3 s and 84.4 s over the
-# scenarios, and it leaves 17.5 GB of HBM free. Why it is robust: its tensor group (2) and its data-parallel group (4,
-# $t = 2$ apart) together fill exactly one node, so all their traffic stays on NVLink and only the small pipeline
+# The recommendation: **$d = 4$, $t = 2$, $p = 8$ with two interleaved chunks per GPU, ZeRO-1, micro-batch 2
+# ($m = 64$), full recomputation, sequence parallelism** (micro-batch 1 with $m = 128$ and no sequence parallelism
+# comes close, 1.08×). It is never more than 7 % slower than the best plan of any scenario, while the calibrated
+# winner is infinitely worse in one (it does not fit). Its calibrated step time is 69.7 s (MFU 45.8 %), between
+# 66.8 s and 83.7 s over the scenarios, and it leaves 9.8 GB of HBM free. Why it is robust: its tensor group (2)
+# and its data-parallel group (4, $t = 2$ apart) together fill exactly one node, so all their traffic stays on NVLink and only the small pipeline
 # sends cross the network; the network's rate and the overlap hardly matter, and its memory has room.
 #
 # ### Step 11 · What to measure before committing
@@ -613,8 +615,10 @@ for label, fraction in (("nominal InfiniBand", 1.0), ("calibrated (EFA fit)", CA
     print(f"model, network at {label:21}: {units.format_time(model_s)}")
 
 # %% [markdown]
-#    On that InfiniBand cluster NCCL beat even the nominal model (it runs NVLink SHARP inside the node and overlaps
-#    the phases), so "network at nominal" is the likelier scenario there, where ZeRO-3 with $d = 64$ would win.
+#    On that InfiniBand cluster NCCL took 34.4 ms: a little slower than the nominal model's 27.3 ms (which runs
+#    NVLink SHARP inside each node and a tree between the nodes, as NCCL's tuner would pick) but three times faster
+#    than the calibrated 101 ms. So "network at nominal" is the likelier scenario there, where ZeRO-3 with $d = 32$
+#    and $t = 2$ would win.
 #    Measure yours; if it matches, rerun the search with `network_efficiency=1.0`.
 # 2. **The fixed cost per layer and micro-batch.** Time a few training steps of the model cut to 2 layers, at
 #    $b = 1$ and $b = 4$, with warm-up and the maximum over ranks as lesson 05 timed collectives: the measured time
@@ -720,7 +724,7 @@ plt.show()
 # > *"The plan search gives the answer: take row 0."*
 #
 # Row 0 is the best plan *under the model's assumptions*. Here it uses 98 % of HBM and its lead over the next plan
-# is 7 %, less than the spread of the scenarios above: the fixed cost alone, moved from 3.2 ms to 0, reorders the
+# is 5 %, less than the spread of the scenarios above: the fixed cost alone, moved from 3.2 ms to 0, reorders the
 # top of the ranking. A plan search is a way to find the few plans worth measuring and the assumptions that decide
 # between them, not a substitute for measuring them. The same holds for the rule of thumb the candidate followed
 # ($t = 8$ in a node, pipeline across nodes): it was derived for GPT-3-size models on Selene; here it loses to plans
@@ -754,7 +758,7 @@ quiz.MultipleChoice(
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
-        prompt="In the by-hand step, the exposed tensor-parallel time stays 11 s while η goes from 0.3 to 0.7. "
+        prompt="In the by-hand step, the exposed tensor-parallel time stays 14.3 s while η goes from 0.3 to 0.7. "
         "What happens to its share of the step?",
         options=(
             "It grows: the compute shrinks, the blocking collectives do not",
@@ -772,9 +776,9 @@ quiz.MultipleChoice(
 quiz.MultipleChoice(
     quiz.Question(
         prompt="Plan X is fastest in 5 of 6 scenarios but does not fit in memory in the sixth. Plan Y is at most "
-        "11 % slower than the best in every scenario. Which has the better worst case, and why?",
+        "7 % slower than the best in every scenario. Which has the better worst case, and why?",
         options=(
-            "Y: its worst slowdown is 1.11×; X's is infinite, since a plan that does not fit cannot run",
+            "Y: its worst slowdown is 1.07×; X's is infinite, since a plan that does not fit cannot run",
             "X: it wins most scenarios, so its average is best",
             "Neither: the worst case only counts the calibrated scenario",
         ),
@@ -827,11 +831,12 @@ quiz.MultipleChoice(
 # - A candidate by hand: memory term by term (fp32 gradient buffers, activations of the micro-batches in flight and
 #   the framework's memory count), transfers with payload, calls and link, the step from the dependency rule; then
 #   check it against the tools.
-# - The search's winner ($d = 16$, $t = 4$, ZeRO-2, $b = 4$, full recomputation: 64.5 s, MFU 49.4 %) wins by cutting
+# - The search's winner ($d = 16$, $t = 4$, ZeRO-2, $b = 4$, full recomputation: 66.3 s, MFU 48.1 %) wins by cutting
 #   fixed costs and the bubble, but sits at 98 % of HBM and loses its lead when the fixed cost, the overlap or the
 #   network differ from their fitted values.
-# - The plan with the best worst case ($d = 4$, $t = 2$, $p = 8$ interleaved, ZeRO-1, full recomputation: 70.5 s,
-#   MFU 45.3 %, 66.3 s to 84.4 s over the scenarios) is never more than 11 % from the best, with 17.5 GB to spare.
+# - The plan with the best worst case ($d = 4$, $t = 2$, $p = 8$ interleaved, ZeRO-1, $b = 2$, full recomputation:
+#   69.7 s, MFU 45.8 %, 66.8 s to 83.7 s over the scenarios) is never more than 7 % from the best, with 9.8 GB to
+#   spare.
 # - Before committing, measure the network across nodes, the fixed cost per layer, the slowdown under overlap and
 #   the peak memory; then rerun the search with the measured values.
 
@@ -840,9 +845,10 @@ quiz.MultipleChoice(
 #
 # 1. **Memory by hand.** For the recommended plan, compute the first stage's memory term by term as in step 4:
 #    10 of the 80 layers on each of 8 stages, plus the embedding, over $t = 2$; ZeRO-1 over $d = 4$; full
-#    recomputation keeps only each layer's input, $2h/t$ bytes per token with sequence parallelism; the interleaved
-#    schedule holds more micro-batches in flight (`parallelism.pipeline_in_flight_microbatches(8, 128,
-#    "interleaved", 2)`). Compare with `parallelism.memory_breakdown(MODEL, RECOMMENDED, calibration=CAL)`.
+#    recomputation keeps only each layer's input, $2h/t$ bytes per token with sequence parallelism, for micro-batches
+#    of 2 sequences; the interleaved schedule holds more micro-batches in flight
+#    (`parallelism.pipeline_in_flight_microbatches(8, 64, "interleaved", 2)`). Compare with
+#    `parallelism.memory_breakdown(MODEL, RECOMMENDED, calibration=CAL)`.
 # 2. **A new scenario.** Add "network at 50 %" (`dataclasses.replace(CAL, network_efficiency=0.5)`) to `searches`.
 #    Which plan wins it? Does the recommendation change?
 # 3. **Efficiency range.** Under the ideal model, what share of the candidate's step is exposed tensor-parallel
@@ -857,20 +863,24 @@ quiz.MultipleChoice(
 #
 # 1. First stage: $10 \times 855.65\,\text{M} + 1.05\,\text{G} = 9.61\,\text{G}$ parameters, 4.80 G per GPU:
 #    parameters $2 \times 4.80 = 9.61$ GB, gradients and their fp32 buffer $6 \times 4.80 = 28.8$ GB, optimizer
-#    state $12 \times 4.80 / 4 = 14.4$ GB; activations $2h/t = 8192$ bytes per token × 8192 tokens × 10 layers ×
-#    11.5 micro-batches in flight = 7.72 GB; framework 1.97 GB. Total 62.5 GB, as step 10 printed.
-# 2. ZeRO-3 with $d = 64$, $b = 2$ wins at 63.4 s, tied with $d = 32$, $t = 2$; the calibrated winner is 0.3 % behind.
-#    The recommendation does not change: it takes 68.4 s in that scenario (1.08× its best), and its worst case stays
-#    the 1.11× of "network at nominal".
-# 3. At η = 0.3 the step is 1.89 min and the 11 s of exposed tensor-parallel time are 9.7 % of it; at η = 0.7, 19.9 %.
-#    A quarter needs a step of 44 s, reached only at η ≈ 0.95: beyond what dense GEMMs reach. Between the plausible
-#    efficiencies the share doubles, which is why the tensor-parallel degree matters more on faster GPUs.
-# 4. No. At 256 sequences the calibrated winner is the same shape with $m = 4$ (33.1 s), and the best worst case is
-#    $d = 4$, $t = 4$, $p = 4$ with four interleaved chunks, ZeRO-1, $b = 4$ (1.12×): with half the micro-batches the
-#    bubble of $p = 8$ doubles its share, and a shallower pipeline wins.
-# 5. Data parallelism with ZeRO-3 across the node: $d = 4$, $t = 2$ at 51.6 s, with $d = 8$, $t = 1$ 0.2 % behind,
-#    no recomputation. The 8B model's 128 GB of model states sharded over 8 GPUs is 16 GB each, so every GPU keeps
-#    whole GEMMs, and the parameter gathers and gradient reductions run on NVLink.
+#    state $12 \times 4.80 / 4 = 14.4$ GB; activations $2h/t = 8192$ bytes per token × 2 × 8192 tokens × 10 layers ×
+#    11.5 micro-batches in flight = 15.4 GB; framework 1.97 GB. Total 70.2 GB, as step 10 printed.
+# 2. ZeRO-3 with $d = 32$, $t = 2$, $b = 4$ wins at 65.1 s; the calibrated winner is 0.2 % behind. The recommendation
+#    does not change: it takes 67.5 s in that scenario (1.04× its best), and its worst case stays the 1.07× of
+#    "network at nominal".
+# 3. At η = 0.3 the step is 1.95 min and the 14.3 s of exposed tensor-parallel time are 12.2 % of it; at η = 0.7,
+#    24.4 %. A quarter needs a step of 57 s, reached at η ≈ 0.72: within what large dense GEMMs reach (the
+#    calibration's 0.8). Between the plausible efficiencies the share doubles, which is why the tensor-parallel degree
+#    matters more on faster GPUs.
+# 4. Nearly. At 256 sequences the calibrated winner is the same shape with $m = 4$ (34.1 s), and the best worst case
+#    keeps $d = 4$, $t = 2$, $p = 8$, ZeRO-1, $b = 2$ and full recomputation, but with four interleaved chunks instead
+#    of two (1.09×): with half the micro-batches ($m = 32$) the bubble of $p = 8$ doubles its share, and more chunks
+#    shrink it. With two chunks, the plan recommended at 512 sequences falls to 1.13×.
+# 5. Little tensor parallelism, and the top plans are within 0.3 % of each other: $d = 2$, $t = 2$, $p = 2$ with four
+#    interleaved chunks, ZeRO-1, $b = 2$, at 53.1 s; then $d = 4$, $t = 2$ with ZeRO-3 and no pipeline; no
+#    recomputation. The 8B model's 128 GB of model states need splitting only a few ways (sharded over 8 GPUs, 16 GB
+#    each), so every GPU keeps large GEMMs, and all the traffic (tensor-parallel collectives, pipeline sends,
+#    gathers and gradient reductions) runs on NVLink. Which of them is fastest is for a measurement to decide.
 #
 # </details>
 
