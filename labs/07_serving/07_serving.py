@@ -98,26 +98,27 @@ lab
 # <details>
 # <summary>Answers</summary>
 #
-# 1. The prefill of 8 × 1024 tokens takes 376 ms (291 ms of matrix multiplies at half of peak, 85.8 ms of
-#    all-reduces): compute-bound, like a training forward pass. A decode step makes 8 tokens in 7.63 ms, memory-bound:
-#    5.19 ms of it reads the weights, 2.24 ms is the latency of 160 all-reduces. With 8192-token prompts the time to
-#    first token grows to 3.15 s (8.4 times, for 8 times the tokens: attention's $s^2$ term), the time per output
-#    token only to 8.33 ms (more cache to read).
-# 2. From 1 to 64 sequences the time per token grows from 7.45 to 9.08 ms while the tokens per GPU grow from 16.8
-#    to 881 per second: every sequence shares one read of the weights. At 256 sequences it is 14 ms and still
-#    memory-bound; at 384 it is compute-bound (the H100's ridge point is 295 sequences in bf16), 18.9 ms for 2540
-#    tokens/s per GPU; at 1024, 46.7 ms for 2740. The KV-cache read keeps growing with the batch (16 ms at 1024),
+# 1. The prefill of 8 × 1024 tokens takes 358 ms (291 ms of matrix multiplies at half of peak, 67.6 ms of
+#    all-reduces): compute-bound, like a training forward pass. A decode step makes 8 tokens in 7.97 ms,
+#    memory-bound: 5.19 ms of it reads the weights, 2.4 ms is the latency of 160 all-reduces (NCCL's ring with its
+#    LL protocol, 15 µs each). With 8192-token prompts the time to first token grows to 2.99 s (8.4 times, for 8
+#    times the tokens: attention's $s^2$ term), the time per output token only to 8.67 ms (more cache to read).
+# 2. From 1 to 64 sequences the time per token grows from 7.63 to 10.7 ms while the tokens per GPU grow from 16.4
+#    to 750 per second: every sequence shares one read of the weights. At 256 sequences it is 15.2 ms and still
+#    memory-bound; at 384 it is compute-bound (the H100's ridge point is 295 sequences in bf16), 19.7 ms for 2430
+#    tokens/s per GPU; at 1024, 46 ms for 2780. The KV-cache read keeps growing with the batch (16 ms at 1024),
 #    since each sequence reads its own cache.
 # 3. GPT-3 175B holds 4.72 MB of cache per token against Llama 3.1 70B's 328 kB: 96 KV heads of 128 in 96 layers
 #    against 8 in 80. At $t = 8$ only 48 sequences of 1280 tokens fit next to its weights, against 1187.
-# 4. 11.4 ms at $t = 4$, 7.45 ms at 8, **6.52 ms at 16**, 8.45 ms at 32, 14.2 ms at 64. Beyond 16 the weight reads
-#    still halve (2.64 → 1.37 ms) but the all-reduce latency grows faster (3.84 → 7.04 ms): the group spans more
-#    nodes, and each step across InfiniBand costs 5 µs.
-# 5. The time per output token barely moves (7.65 ms against 7.63) but the tokens per GPU fall from 131 to 32.7 per
+# 4. 12.1 ms at $t = 4$, 7.63 ms at 8, **6.88 ms at 16**, 7.39 ms at 32, 8.35 ms at 64. Beyond 16 the weight reads
+#    still halve (2.64 → 1.37 ms) but the all-reduce latency grows faster (4.03 → 5.63 ms): the group spans more
+#    nodes, and each doubling of them adds a level to NCCL's tree between nodes, two network steps of 5 µs per
+#    all-reduce.
+# 5. The time per output token barely moves (7.99 ms against 7.97) but the tokens per GPU fall from 125 to 31.3 per
 #    second: the four stages take turns on every token, so three quarters of the GPUs wait. A pipeline helps
 #    throughput only with several batches in flight.
-# 6. 344 GB for the batch, 43 GB on each GPU, and only 11 such sequences fit. The first token takes 93.1 s; a decode
-#    step 20.4 ms, of which the KV reads (12.8 ms) now outweigh the weight reads (5.19 ms).
+# 6. 344 GB for the batch, 43 GB on each GPU, and only 11 such sequences fit. The first token takes 90.5 s; a decode
+#    step 20.7 ms, of which the KV reads (12.8 ms) now outweigh the weight reads (5.19 ms).
 #
 # </details>
 
