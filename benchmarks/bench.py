@@ -69,6 +69,24 @@ def bench_simulation():
         )
 
 
+def bench_collectives():
+    """Issue 22: a group's collective time as NCCL runs it (``budget.group_collective_time``) over 1,000 sizes in one
+    call (target < 5 ms), and one size at a time (what a lab's refresh pays per call)."""
+    import numpy as np
+
+    from course_lib.budget import group_collective_time
+    from course_lib.hardware import NEBIUS_H100_IB
+    from course_lib.units import format_time
+
+    sizes = np.logspace(0, 11, 1000)
+    median, best, _ = timed(lambda: group_collective_time("all_reduce", NEBIUS_H100_IB, 16, 1, sizes), 20)
+    one, _, _ = timed(lambda: group_collective_time("all_reduce", NEBIUS_H100_IB, 16, 1, 1e6), 200)
+    print(
+        f"group_collective_time, all-reduce of 16 ranks on 2 nodes (NCCL's model): 1,000 sizes in {format_time(median)} "
+        f"(median of 20, best {format_time(best)}; target < 5 ms); one size {format_time(one)} (median of 200)"
+    )
+
+
 def bench_search():
     """Issue 10: the 1T plan search on 3,072 GPUs under 1 s, with the default (calibrated) model and the ideal one."""
     from course_lib.budget import search_plans
@@ -334,6 +352,7 @@ if __name__ == "__main__":
     bench_measure()
     bench_import()
     bench_simulation()
+    bench_collectives()
     bench_search()
     bench_validation()
     bench_widgets()

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from course_lib import budget, collectives, compute, hardware, parallelism, serving
+from course_lib import budget, collectives, compute, hardware, nccl, parallelism, serving
 from course_lib.parallelism import GPT3_175B, LLAMA3_8B, ParallelPlan
 
 BAD = {
@@ -29,6 +29,9 @@ BAD = {
     "rails": [0, -1, 2.5, math.nan, math.inf, "8", True, 9],  # rails of an 8-device node: 1..8, or None
     "attention": ["paged", ""],
     "object": [None, "GPT-3 175B", 1],  # a preset object (model, plan, accelerator), not its name
+    "host_cpu": ["ARM", "intel", None],
+    "architecture": ["Hopper100", "Volta", None],
+    "optional_positive": [0, -1.0, math.nan, math.inf],  # None means "not given"
 }
 
 # The arguments of the two-level all-reduces (hierarchical and multi-rail flat ring): one DGX H100 cluster.
@@ -413,12 +416,27 @@ CASES = [
     (
         budget.group_collective_time,
         dict(op="all_reduce", cluster=hardware.DGX_H100, group_size=8, stride=1, payload_bytes=1e9),
-        dict(op="op", group_size="count", stride="count", payload_bytes="positive"),
+        dict(op="op", group_size="count", stride="count", payload_bytes="nonnegative"),
     ),
     (
-        budget.group_collective_phases,
+        budget.group_collective,
         dict(op="all_reduce", cluster=hardware.DGX_H100, group_size=16, stride=1, payload_bytes=1e9),
-        dict(op="op", group_size="count", stride="count", payload_bytes="positive"),
+        dict(op="op", group_size="count", stride="count", payload_bytes="nonnegative"),
+    ),
+    (
+        budget.group_placement,
+        dict(cluster=hardware.DGX_H100, group_size=16, stride=1),
+        dict(group_size="count", stride="count"),
+    ),
+    (
+        nccl.estimate,
+        dict(op="all_reduce", cluster=hardware.DGX_H100, ranks=8, nodes=1, payload_bytes=1e9),
+        dict(op="op", ranks="count", nodes="count", payload_bytes="nonnegative"),
+    ),
+    (
+        nccl.candidates,
+        dict(op="all_reduce", cluster=hardware.DGX_H100, ranks=8, nodes=1, payload_bytes=1e9),
+        dict(op="op", ranks="count", nodes="count", payload_bytes="nonnegative"),
     ),
     (budget.axis_stride, dict(axis="data", plan=ParallelPlan(tensor_parallel=8)), dict(axis="op")),
     # the ideal model's step (calibration=None: the calibrated one does not use compute_efficiency), its transfers
@@ -488,7 +506,20 @@ CASES = [
             intra_node_link=hardware.NVLINK4,
             inter_node_link=hardware.INFINIBAND_NDR_8X,
         ),
-        dict(devices_per_node="count", nodes="count"),
+        dict(devices_per_node="count", nodes="count", host_cpu="host_cpu"),
+    ),
+    (
+        hardware.Link,
+        dict(name="l", bandwidth_bytes_per_s=1e11, direction="one-way", scope="per GPU", basis="nominal",
+             latency_s=1e-6, source="-", latency_source="-", nccl_bandwidth_bytes_per_s=9e10, fabric_latency_s=2e-5),
+        dict(bandwidth_bytes_per_s="positive", latency_s="nonnegative", nccl_bandwidth_bytes_per_s="optional_positive",
+             fabric_latency_s="nonnegative"),
+    ),
+    (
+        hardware.Accelerator,
+        dict(name="a", peak_flops_per_s={"bf16": 1e15}, hbm_capacity_bytes=8e10, hbm_bandwidth_bytes_per_s=3e12,
+             source="-", architecture="Hopper"),
+        dict(architecture="architecture"),
     ),
     (serving.kv_cache_bytes, _KV, _KV_KINDS),
     (serving.kv_cache_bytes_per_device, {**_KV, **_SPLIT}, {**_KV_KINDS, **_SPLIT_KINDS}),

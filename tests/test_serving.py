@@ -220,9 +220,10 @@ def test_decode_step_by_hand_with_t_and_p():
     step = serving.decode_step(LLAMA3_70B, H100_NODES, t, p, sequences=b, context_len=c)
     layers_here = 80 / p
     assert step.weight_read_s == pytest.approx(2 * serving.matmul_params(LLAMA3_70B) / (t * p) / HBM)
-    assert step.matmul_compute_s == pytest.approx(2 * b * serving.matmul_params(LLAMA3_70B) / (t * p) / PEAK)
+    # Decode's multiplies at serving.DECODE_COMPUTE_EFFICIENCY = 0.5 of peak, a stated assumption.
+    assert step.matmul_compute_s == pytest.approx(2 * b * serving.matmul_params(LLAMA3_70B) / (t * p) / (PEAK * 0.5))
     assert step.kv_read_s == pytest.approx(layers_here * 2 * (8 / t) * 128 * c * b * 2 / HBM)
-    assert step.attention_compute_s == pytest.approx(4 * b * layers_here * 8192 * c / t / PEAK)
+    assert step.attention_compute_s == pytest.approx(4 * b * layers_here * 8192 * c / t / (PEAK * 0.5))
     # Two all-reduces per layer of b × h × 2 bytes (128 KiB) over t = 4 NVLink ranks: NCCL's ring with LL,
     # (6.6 + 6 × 0.6) µs + S / (141 GB/s × 4/6).
     activation = 2 * b * 8192
@@ -263,11 +264,19 @@ def test_a_pipeline_adds_latency_and_helps_throughput_only_with_batches_in_fligh
 
 
 def test_decode_turns_compute_bound_at_the_ridge():
-    crossover = serving.decode_compute_bound_sequences(PEAK, HBM)  # 295.2; t and p cancel
+    # At half of peak the weight multiplies turn compute-bound past 989e12 × 0.5 / 3.35e12 = 147.6 sequences (t and p
+    # cancel); the step as a whole only when its arithmetic also outweighs the KV cache's reads.
+    crossover = serving.decode_compute_bound_sequences(PEAK * 0.5, HBM)
+    assert 147 < crossover < 148
     for t, p in ((1, 1), (8, 2)):
-        step = serving.decode_step(LLAMA3_8B, H100_NODES, t, p, np.array([295, 296]), 128)
-        assert step.bound.tolist() == ["memory", "compute"], (t, p)
-        assert 295 < crossover < 296
+        step = serving.decode_step(LLAMA3_8B, H100_NODES, t, p, np.array([147, 148]), 128)
+        assert (step.matmul_compute_s > step.weight_read_s).tolist() == [False, True], (t, p)
+    # By hand, t = p = 1 at 128 tokens of context: b·(2P + 4·l·h·c) / (peak/2) = (2P + b·KV per sequence) / HBM.
+    params, context = serving.matmul_params(LLAMA3_8B), 128
+    kv = serving.kv_cache_bytes(32, 8, 128, context, 1)
+    flip = (2 * params / HBM) / ((2 * params + 4 * 32 * 4096 * context) / (PEAK * 0.5) - kv / HBM)
+    step = serving.decode_step(LLAMA3_8B, H100_NODES, 1, 1, np.array([int(flip), int(flip) + 1]), context)
+    assert step.bound.tolist() == ["memory", "compute"] and int(flip) == 175
 
 
 def test_latency_throughput_curve_runs_to_the_largest_batch_that_fits():

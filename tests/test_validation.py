@@ -85,7 +85,7 @@ def test_figures_before_the_calibration(replay_before, runs):
     before = validation.validation_figures(replay_before, np.isin(runs["model"], HELD_OUT))
     assert round(before["memory_median_abs_error"], 3) == 0.432
     assert round(before["fit_agreement"], 3) == 0.836
-    assert round(before["mfu_spearman"], 2) == 0.67
+    assert round(before["mfu_spearman"], 2) == 0.70
     assert before["best_pick_share"] == 0.0
 
 
@@ -123,8 +123,8 @@ def test_held_out_figures(held_out):
     assert round(held_out["memory_median_abs_error"], 3) == 0.106
     assert round(held_out["fit_agreement"], 3) == 0.926
     assert round(held_out["mfu_spearman"], 2) == 0.72
-    assert round(held_out["mfu_median_abs_error"], 2) == 1.20
-    assert round(held_out["best_pick_share"] * held_out["cells"]) == 2
+    assert round(held_out["mfu_median_abs_error"], 2) == 1.36
+    assert round(held_out["best_pick_share"] * held_out["cells"]) == 3
 
 
 def test_memory_median_abs_error_at_most_20_percent(held_out):
@@ -136,7 +136,7 @@ def test_fit_agreement_at_least_90_percent(held_out):
 
 
 @_not_yet(
-    "0.72 overall, 0.75 / 0.62 (8B / 80B): the network term. One network efficiency (0.2 of EFA's nominal) fitted "
+    "0.72 overall, 0.75 / 0.62 (8B / 80B): the network term. One network efficiency (0.3 of EFA's nominal) fitted "
     "on 1B/3B cannot order the 80B runs, whose 16–64-node MFU (1–5 %) is set by effects the model does not have"
 )
 def test_mfu_rank_correlation(held_out):
@@ -145,13 +145,13 @@ def test_mfu_rank_correlation(held_out):
 
 
 @_not_yet(
-    "1.20: predicted/measured MFU is 0.98× on 1 node but 1.9× on 8 and 7.2× on 64 nodes: the inter-node term "
+    "1.36: predicted/measured MFU is 1.04× on 1 node but 2.2× on 8 and 7.3× on 64 nodes: the inter-node term "
     "(data-parallel reduction and pipeline sends over EFA) is far cheaper in the model than measured"
 )
 def test_mfu_median_abs_error_at_most_30_percent(held_out):
     assert held_out["mfu_median_abs_error"] <= 0.30
 
 
-@_not_yet("2 of 12 cells: with MFU wrong by 2–7× across nodes, the predicted-best run is rarely the measured best")
+@_not_yet("3 of 12 cells: with MFU wrong by 2–7× across nodes, the predicted-best run is rarely the measured best")
 def test_predicted_best_within_10_percent_in_half_the_cells(held_out):
     assert held_out["best_pick_share"] >= 0.5

@@ -82,7 +82,7 @@ def test_breakdown_title_says_when_batches_queue_at_each_stage():
 
 def test_compute_bound_weights_draw_the_multiply_time():
     step = serving.decode_step(LLAMA3_8B, DGX_H100, 1, 1, 320, 512)
-    assert step.bound == "compute"
+    assert step.matmul_compute_s > step.weight_read_s  # the multiplies are compute-bound (the step is not: KV reads)
     ax = plot_decode_breakdown(step)
     assert ax.patches[0].get_width() == pytest.approx(step.matmul_compute_s)
 

@@ -131,7 +131,7 @@ def test_contract_and_defaults(lab):
     rows = [x for x in lab.result["transfers"] if x["axis"] == "tensor"]
     assert [x["calls_per_step"] for x in rows] == [2 * 12 * 64] * 2
     assert lab.result["tensor_time_s"] == pytest.approx(sum(x["time_s"] for x in rows), rel=1e-12)
-    assert units.format_time(lab.result["step_time_s"]) == "16.9 s"
+    assert units.format_time(lab.result["step_time_s"]) == "17.3 s"
     assert_png_matches_savefig(lab)
 
 
@@ -190,7 +190,9 @@ def test_tensor_parallel_past_the_node_moves_to_infiniband(lab):
     assert (before["tensor_link"], after["tensor_link"]) == ("NVLink", "InfiniBand")
     assert lab.controls["nodes"].value == 16  # 128 GPUs need 16 nodes
     assert after["exposed_communication_s"] > before["exposed_communication_s"]
-    assert after["exposed_tensor_s"] > 1.5 * before["exposed_tensor_s"]
+    # 903 ms against 650 ms per row: NCCL's flat ring over 16 ranks with LL128 (588 µs a call) against its ring over 8
+    # with Simple (423 µs)
+    assert after["exposed_tensor_s"] / before["exposed_tensor_s"] == pytest.approx(1.39, rel=1e-2)
     assert lab.partition_figure.network_rows.get_texts()[:2] == ["InfiniBand", "InfiniBand"]
     # on the same 64 GPUs (p = 4) the step is slower than with t = 8
     lab.controls["pipeline_parallel"].value = 4

@@ -14,10 +14,14 @@ one. ``jobs``: starting, watching and killing an MPI job (``MeasurementError``).
 ``fit_alpha_beta``. ``steps``: ``StepMeasurements``, ``measure_step``, ``SCHEDULES``. ``worker``: what each rank
 runs; ``__main__``: the command line, and each rank's entry point.
 
-Timing follows nccl-tests (doc/PERFORMANCE.md) and the OSU micro-benchmarks: float32 buffers, every size warmed up,
-each timed iteration started after a barrier, its time the **maximum over ranks**; the table keeps the median and the
-10th and 90th percentiles over iterations. algbw = S/t and busbw = algbw · ``collectives.busbw_factor(op, p)``,
-nccl-tests' definitions, with S as nccl-tests defines it for each op.
+Timing is the course's own, stricter than the usual benchmarks': float32 buffers, every size warmed up, each timed
+iteration started after a barrier, its time the **maximum over ranks** (the slowest rank is the one a step waits
+for); the table keeps the median and the 10th and 90th percentiles over iterations. nccl-tests instead times
+``iters`` back-to-back calls and reports their mean, averaged over ranks by default (its ``-a`` option: rank 0, mean,
+min or max); the OSU micro-benchmarks put a barrier between iterations and report the average over ranks (the
+maximum with ``-f``). So a nccl-tests time is a mean of pipelined calls, not a maximum. algbw = S/t and busbw =
+algbw · ``collectives.busbw_factor(op, p)``, nccl-tests' definitions (doc/PERFORMANCE.md), with S as nccl-tests
+defines it for each op.
 
 MPICH's algorithm is chosen with its control variable ``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` (the names below are those
 ``mpivars`` lists for MPICH 5.0.2). With a forced algorithm the job also sets ``MPIR_CVAR_DEVICE_COLLECTIVES=none``

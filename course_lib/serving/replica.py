@@ -64,6 +64,7 @@ __all__ = [
     "decode_step",
     "latency_throughput_curve",
     "decode_compute_bound_sequences",
+    "DECODE_COMPUTE_EFFICIENCY",
     "latency_optimal_tensor_parallel",
     "LOGIT_BYTES",
 ]
@@ -337,6 +338,12 @@ def decode_flops(model: TransformerModel, sequences, context_len):
     return _check.as_result(sum(_decode_flops_parts(model, sequences, context_len)))
 
 
+# Decode's multiplies have one row per sequence: skinny GEMMs that reach less of peak than training's. The course
+# states one efficiency for them, as for prefill and the training step's ideal model (lesson 04): a stated
+# assumption, not a measurement; pass another to see what it changes.
+DECODE_COMPUTE_EFFICIENCY = 0.5
+
+
 def _decode_flops_parts(model: TransformerModel, sequences, context_len):
     """(weight multiplies, attention) FLOPs of one decode step of the whole model."""
     b = _check.count("sequences", sequences)
@@ -493,8 +500,10 @@ class DecodeStep:
 
     @property
     def bound(self):
-        """ "compute" when the weight multiplies are compute-bound, else "memory"."""
-        label = np.where(self.matmul_compute_s > self.weight_read_s, "compute", "memory")
+        """ "compute" when the step's arithmetic (weight multiplies and attention) takes longer than its HBM reads
+        (weights and the KV cache), else "memory"."""
+        arithmetic = self.matmul_compute_s + self.attention_compute_s
+        label = np.where(arithmetic > self.weight_read_s + self.kv_read_s, "compute", "memory")
         return str(label) if label.ndim == 0 else label
 
 
@@ -509,12 +518,13 @@ def decode_step(
     bytes_per_param=2,
     kv_bytes_per_element=2,
     dtype="bf16",
+    compute_efficiency=DECODE_COMPUTE_EFFICIENCY,
 ) -> DecodeStep:
     """One decode step of ``sequences`` sequences at ``context_len`` cached tokens on a replica of t·p devices.
 
     Each device reads its weights (``matmul_params``/(t·p), bytes per parameter) and its batch's KV cache
     (``kv_cache_bytes_per_device``) at the accelerator's HBM bandwidth, or is bound by ``decode_flops``/(t·p) at
-    its peak; each layer all-reduces the b×h activations twice over the t ranks (``budget.group_collective``, as
+    ``compute_efficiency`` × its peak (``DECODE_COMPUTE_EFFICIENCY``, a stated assumption); each layer all-reduces the b×h activations twice over the t ranks (``budget.group_collective``, as
     NCCL runs it: LL on one node, a tree across nodes); each token crosses p − 1 stage boundaries with
     b·h/t bytes. The replica's devices are adjacent (tensor ranks innermost). Arrays give a curve.
 
@@ -522,9 +532,12 @@ def decode_step(
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_8B
     >>> from course_lib.units import format_time
-    >>> step = decode_step(LLAMA3_8B, DGX_H100, 1, 1, sequences=np.array([1, 64, 320]), context_len=512)
+    >>> step = decode_step(LLAMA3_8B, DGX_H100, 1, 1, sequences=np.array([1, 64, 320, 640]), context_len=512)
     >>> [format_time(x) for x in step.time_per_output_token_s], step.bound.tolist()
-    (['4.5 ms', '5.76 ms', '11.3 ms'], ['memory', 'memory', 'compute'])
+    (['4.5 ms', '5.76 ms', '16.1 ms', '32.2 ms'], ['memory', 'memory', 'memory', 'compute'])
+
+    At 320 sequences the multiplies alone are compute-bound (9.8 ms of arithmetic at half of peak against 4.5 ms of
+    weight reads), but the batch's KV cache adds 6.4 ms of reads: the step as a whole is still memory-bound.
     """
     t, p = _check_partition(model, tensor_parallel, pipeline_parallel)
     _check_cluster(cluster, t, p)
@@ -533,8 +546,9 @@ def decode_step(
     k = _check.count("batches_in_flight", batches_in_flight)
     e = _check.positive("bytes_per_param", bytes_per_param)
     _check.positive("kv_bytes_per_element", kv_bytes_per_element)
+    efficiency = _check.fraction("compute_efficiency", compute_efficiency)
     accelerator = cluster.accelerator
-    bandwidth, peak = accelerator.hbm_bandwidth_bytes_per_s, accelerator.peak(dtype)
+    bandwidth, peak = accelerator.hbm_bandwidth_bytes_per_s, accelerator.peak(dtype) * efficiency
     read_params = matmul_params(model) / (t * p) + model.layers / p * _replicated_kv_params_per_layer(model, t)
     weight_read = e * read_params / bandwidth
     matmul_flops, attention_flops = _decode_flops_parts(model, b, c)
@@ -573,6 +587,7 @@ def latency_throughput_curve(
     bytes_per_param=2,
     kv_bytes_per_element=2,
     dtype="bf16",
+    compute_efficiency=DECODE_COMPUTE_EFFICIENCY,
 ) -> DecodeStep:
     """``decode_step`` over every batch size from 1 to the largest that fits (the KV caches of all k batches in
     flight must fit): time per output token against tokens/s, the latency–throughput curve.
@@ -612,6 +627,7 @@ def latency_throughput_curve(
         bytes_per_param,
         kv_bytes_per_element,
         dtype,
+        compute_efficiency,
     )
 
 
@@ -632,7 +648,13 @@ def decode_compute_bound_sequences(peak_flops_per_s, hbm_bandwidth_bytes_per_s, 
 
 
 def latency_optimal_tensor_parallel(
-    model: TransformerModel, cluster: Cluster, sequences, context_len, pipeline_parallel=1, dtype="bf16"
+    model: TransformerModel,
+    cluster: Cluster,
+    sequences,
+    context_len,
+    pipeline_parallel=1,
+    dtype="bf16",
+    compute_efficiency=DECODE_COMPUTE_EFFICIENCY,
 ) -> int:
     """The t with the lowest time per output token, among those that split the model and fit the cluster's memory.
 
@@ -658,5 +680,6 @@ def latency_optimal_tensor_parallel(
             f"no tensor_parallel fits: {model.name} with pipeline_parallel={p}, {sequences} sequences of "
             f"{context_len} tokens exceeds {cluster.name}'s memory"
         )
-    step = decode_step(model, cluster, options, p, sequences, context_len, dtype=dtype)
+    step = decode_step(model, cluster, options, p, sequences, context_len, dtype=dtype,
+                       compute_efficiency=compute_efficiency)  # fmt: skip
     return int(options[np.argmin(step.time_per_output_token_s)])

@@ -97,7 +97,9 @@ def compare_training_and_serving(
     t, p = plan.tensor_parallel, plan.pipeline_parallel
     k = _check.count("batches_in_flight", batches_in_flight)
     pre = prefill(model, cluster, t, p, prompt_len, sequences, compute_efficiency, dtype)
-    step = decode_step(model, cluster, t, p, sequences, context_len, k, dtype=dtype)
+    step = decode_step(
+        model, cluster, t, p, sequences, context_len, k, dtype=dtype, compute_efficiency=compute_efficiency
+    )
     memory = serving_memory(model, t, p, k * np.asarray(sequences), context_len)
     serving_fits = memory.total <= cluster.accelerator.hbm_capacity_bytes
     gather = 0.0
@@ -126,7 +128,7 @@ class ServingReport:
     of the request) and ``curve`` the ``decode_step`` over ``curve``'s log-spaced batch sizes from 1 to the largest
     that fits (1 if none does); ``kv_cache_bytes`` the batch's whole cache over the replica,
     ``kv_cache_bytes_per_sequence_token`` one token's, and ``compute_bound_sequences`` the batch above which
-    decode's matrix multiplies are compute-bound on this accelerator.
+    decode's matrix multiplies are compute-bound on this accelerator at the report's compute efficiency.
     """
 
     model: TransformerModel
@@ -237,6 +239,7 @@ def serving_report(
     accelerator = cluster.accelerator
     largest = int(max_sequences_that_fit(model, accelerator, tensor_parallel, pipeline_parallel, context))
     batches = np.unique(np.geomspace(1, max(largest, 1), points).round().astype(np.int64))
+    replica = (model, cluster, tensor_parallel, pipeline_parallel)
     return ServingReport(
         model=model,
         cluster=cluster,
@@ -247,12 +250,14 @@ def serving_report(
         prefill=prefill(
             model, cluster, tensor_parallel, pipeline_parallel, prompt, sequences, compute_efficiency, dtype
         ),
-        step=decode_step(model, cluster, tensor_parallel, pipeline_parallel, sequences, context, dtype=dtype),
-        curve=decode_step(model, cluster, tensor_parallel, pipeline_parallel, batches, context, dtype=dtype),
+        step=decode_step(*replica, sequences, context, dtype=dtype, compute_efficiency=compute_efficiency),
+        curve=decode_step(*replica, batches, context, dtype=dtype, compute_efficiency=compute_efficiency),
         kv_cache_bytes=float(kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, context, sequences)),
         kv_cache_bytes_per_sequence_token=float(kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, 1, 1)),
         compute_bound_sequences=float(
-            decode_compute_bound_sequences(accelerator.peak(dtype), accelerator.hbm_bandwidth_bytes_per_s)
+            decode_compute_bound_sequences(
+                accelerator.peak(dtype) * compute_efficiency, accelerator.hbm_bandwidth_bytes_per_s
+            )
         ),
     )
 

@@ -277,7 +277,7 @@ class ServingLab(Lab):
             f"{b(r.capacity_bytes)}: {verdict} ({room}). KV cache of the batch, whole replica: "
             f"{b(r.kv_cache_bytes)}.<br>"
             f"Time to first token <b>{s(float(r.prefill.time_to_first_token_s))}</b> · time per output token "
-            f"<b>{s(float(step.time_per_output_token_s))}</b> ({step.bound}-bound; compute-bound from "
+            f"<b>{s(float(step.time_per_output_token_s))}</b> ({step.bound}-bound; multiplies compute-bound from "
             f"b ≈ {r.compute_bound_sequences:.0f}) · "
             f"{units.format_count(float(step.tokens_per_s_per_replica))} tokens/s per replica, "
             f"{units.format_count(float(step.tokens_per_s_per_device))} per device · whole request "

@@ -38,10 +38,11 @@
 # **What you need:** lessons 03 and 04, in particular the transfers a partition implies (step 2), the placement of
 # the groups on NVLink and InfiniBand (step 3) and the dependency rule (step 4).
 #
-# **Scope.** The ideal model of lesson 04: compute at half of the device's peak, nominal link rates, Megatron-LM's
-# rank order (tensor-parallel ranks adjacent, data-parallel ranks $t$ apart, pipeline stages outermost), and a group
-# that spans nodes runs hierarchically (inside the node over NVLink, across nodes on each GPU's share of the
-# network).
+# **Scope.** The ideal model of lesson 04: compute at half of the device's peak, the links at the rates NCCL counts
+# (NVLink) or the datasheet gives (the network), Megatron-LM's rank order (tensor-parallel ranks adjacent,
+# data-parallel ranks $t$ apart, pipeline stages outermost), and every collective run as NCCL runs it
+# (`budget.group_collective`): a flat ring through all its ranks, a tree or NVLink SHARP, whichever NCCL's tuner
+# expects to be fastest, with each GPU's share of the network (its own rail) when the group spans nodes.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
 # runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other

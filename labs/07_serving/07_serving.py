@@ -98,26 +98,28 @@ lab
 # <details>
 # <summary>Answers</summary>
 #
-# 1. The prefill of 8 × 1024 tokens takes 376 ms (291 ms of matrix multiplies at half of peak, 85.8 ms of
-#    all-reduces): compute-bound, like a training forward pass. A decode step makes 8 tokens in 7.63 ms, memory-bound:
-#    5.19 ms of it reads the weights, 2.24 ms is the latency of 160 all-reduces. With 8192-token prompts the time to
-#    first token grows to 3.15 s (8.4 times, for 8 times the tokens: attention's $s^2$ term), the time per output
-#    token only to 8.33 ms (more cache to read).
-# 2. From 1 to 64 sequences the time per token grows from 7.45 to 9.08 ms while the tokens per GPU grow from 16.8
-#    to 881 per second: every sequence shares one read of the weights. At 256 sequences it is 14 ms and still
-#    memory-bound; at 384 it is compute-bound (the H100's ridge point is 295 sequences in bf16), 18.9 ms for 2540
-#    tokens/s per GPU; at 1024, 46.7 ms for 2740. The KV-cache read keeps growing with the batch (16 ms at 1024),
-#    since each sequence reads its own cache.
+# 1. The prefill of 8 × 1024 tokens takes 358 ms (291 ms of matrix multiplies at half of peak, 67.6 ms of
+#    all-reduces): compute-bound, like a training forward pass. A decode step makes 8 tokens in 7.97 ms,
+#    memory-bound: 5.19 ms of it reads the weights, 2.4 ms is the latency of 160 all-reduces (NCCL's ring with its
+#    LL protocol, 15 µs each). With 8192-token prompts the time to first token grows to 2.99 s (8.4 times, for 8
+#    times the tokens: attention's $s^2$ term), the time per output token only to 8.67 ms (more cache to read).
+# 2. From 1 to 64 sequences the time per token grows from 7.63 to 10.7 ms while the tokens per GPU grow from 16.4
+#    to 750 per second: every sequence shares one read of the weights. The multiplies turn compute-bound past 148
+#    sequences (the H100's ridge point at half of its peak, the rate the course states for decode's multiplies);
+#    the step as a whole only at 256, where its arithmetic (9 ms of multiplies, plus attention) outweighs its reads
+#    (5.19 ms of weights and 4.01 ms of cache): 19 ms for 1690 tokens/s per GPU; at 1024, 64 ms for 2000. The
+#    KV-cache read keeps growing with the batch (16 ms at 1024), since each sequence reads its own cache.
 # 3. GPT-3 175B holds 4.72 MB of cache per token against Llama 3.1 70B's 328 kB: 96 KV heads of 128 in 96 layers
 #    against 8 in 80. At $t = 8$ only 48 sequences of 1280 tokens fit next to its weights, against 1187.
-# 4. 11.4 ms at $t = 4$, 7.45 ms at 8, **6.52 ms at 16**, 8.45 ms at 32, 14.2 ms at 64. Beyond 16 the weight reads
-#    still halve (2.64 → 1.37 ms) but the all-reduce latency grows faster (3.84 → 7.04 ms): the group spans more
-#    nodes, and each step across InfiniBand costs 5 µs.
-# 5. The time per output token barely moves (7.65 ms against 7.63) but the tokens per GPU fall from 131 to 32.7 per
+# 4. 12.1 ms at $t = 4$, 7.63 ms at 8, **6.88 ms at 16**, 7.39 ms at 32, 8.35 ms at 64. Beyond 16 the weight reads
+#    still halve (2.64 → 1.37 ms) but the all-reduce latency grows faster (4.03 → 5.63 ms): the group spans more
+#    nodes, and each doubling of them adds a level to NCCL's tree between nodes, two network steps of 5 µs per
+#    all-reduce.
+# 5. The time per output token barely moves (7.99 ms against 7.97) but the tokens per GPU fall from 125 to 31.3 per
 #    second: the four stages take turns on every token, so three quarters of the GPUs wait. A pipeline helps
 #    throughput only with several batches in flight.
-# 6. 344 GB for the batch, 43 GB on each GPU, and only 11 such sequences fit. The first token takes 93.1 s; a decode
-#    step 20.4 ms, of which the KV reads (12.8 ms) now outweigh the weight reads (5.19 ms).
+# 6. 344 GB for the batch, 43 GB on each GPU, and only 11 such sequences fit. The first token takes 90.5 s; a decode
+#    step 20.7 ms, of which the KV reads (12.8 ms) now outweigh the weight reads (5.19 ms).
 #
 # </details>
 
@@ -260,7 +262,8 @@ test_q1_other_models(kv_cache_bytes)
 # 2 FLOPs per weight and per sequence. Write `compute_bound_batch(peak_flops_per_s, hbm_bandwidth_bytes_per_s,
 # bytes_per_param)`: the smallest whole batch $b$ at which those multiplies take *longer* than reading the weights
 # (at the given peak FLOP/s and HBM bandwidth). Do not call `serving.decode_compute_bound_sequences`. Check your
-# answer in the lab: the decode bar's title says when a batch is compute-bound.
+# answer in the lab, whose summary says from which batch the multiplies are compute-bound: it runs decode's
+# multiplies at half of peak (`serving.DECODE_COMPUTE_EFFICIENCY`), so give your function half the peak to compare.
 
 # %% [raw]
 # # BEGIN SOLUTION
@@ -488,9 +491,10 @@ test_q3_other_cases(lowest_latency_t)
 #
 # - the weight multiplies: the longer of reading the GPU's share of `serving.matmul_params(model)` parameters
 #   (2 bytes each) at the HBM bandwidth, and multiplying them (2 FLOPs per parameter and per sequence) at
-#   `peak("bf16")`;
+#   `serving.DECODE_COMPUTE_EFFICIENCY` × `peak("bf16")` (half of peak: the rate the course states for decode's
+#   skinny multiplies);
 # - attention: the longer of reading the GPU's share of the batch's KV cache (bf16), and its arithmetic, $4 \cdot
-#   b \cdot l \cdot h \cdot$ `context_len` FLOPs for the whole model;
+#   b \cdot l \cdot h \cdot$ `context_len` FLOPs for the whole model, at the same rate;
 # - the tensor-parallel all-reduces of the $b \times h$ activations (2 bytes each) of every layer, each timed with
 #   `budget.group_collective_time("all_reduce", cluster, t, 1, payload_bytes)`. How many per layer?
 #
@@ -507,7 +511,8 @@ def time_per_output_token(model, cluster, tensor_parallel, sequences, context_le
     """Seconds per output token of a replica with t = ``tensor_parallel`` and p = 1 (t divides the KV heads)."""
     # BEGIN SOLUTION
     t, b = tensor_parallel, sequences
-    bandwidth, peak = cluster.accelerator.hbm_bandwidth_bytes_per_s, cluster.accelerator.peak("bf16")
+    bandwidth = cluster.accelerator.hbm_bandwidth_bytes_per_s
+    peak = cluster.accelerator.peak("bf16") * serving.DECODE_COMPUTE_EFFICIENCY
     params = serving.matmul_params(model) / t
     weights = max(2 * params / bandwidth, 2 * b * params / peak)
     cache = serving.kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, context_len, b) / t
@@ -590,14 +595,14 @@ def test_q4_other_plans(time_per_output_token):
 
     h100 = hardware.DGX_H100
     cases = [  # serving.decode_step(model, cluster, t, 1, b, context).time_per_output_token_s
-        ((parallelism.LLAMA3_70B, h100, 8, 512, 4096), 0.04261148317048319),  # compute-bound multiplies
+        ((parallelism.LLAMA3_70B, h100, 8, 512, 4096), 0.051606820145237486),  # compute-bound multiplies
         ((parallelism.LLAMA3_8B, h100, 1, 1, 512), 0.004500584539701492),  # t = 1: no all-reduce
-        ((parallelism.LLAMA3_8B, h100, 2, 320, 1024), 0.010263945980297565),
+        ((parallelism.LLAMA3_8B, h100, 2, 320, 1024), 0.012692233032916372),
         ((parallelism.GPT3_175B, nodes(2, h100), 16, 8, 2048), 0.017179951093263226),  # across two nodes
         ((parallelism.GPT3_175B, nodes(2, h100), 12, 1, 2048), 0.013649776670231262),
         ((parallelism.LLAMA3_405B, nodes(1, hardware.DGX_B200), 8, 64, 8192), 0.023904698525957446),
         ((parallelism.LLAMA3_70B, hardware.DGX_A100, 4, 16, 16384), 0.029924839008045503),
-        ((parallelism.LLAMA32_3B, hardware.DGX_H200, 2, 1024, 128), 0.006693686181874222),
+        ((parallelism.LLAMA32_3B, hardware.DGX_H200, 2, 1024, 128), 0.010020132915722554),
     ]
     for case, want in cases:
         previous = sys.getprofile()

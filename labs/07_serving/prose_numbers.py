@@ -1,36 +1,40 @@
 """The quantities in lab 7's prose that no output prints (CHECKED: what each is, what checks it) and check(), which
 works out the explore answers by moving the lab's controls; tests/test_lesson_numbers.py runs it."""
 
-from course_lib import hardware, units
+from course_lib import hardware, nccl, units
 
 CHECKED = {
     "80 GB": "the H100's HBM: check()",
-    "5 µs": "InfiniBand's α, hardware.INFINIBAND_NDR_8X: check()",
+    "5 µs": "NCCL's network step of the tree with LL (and InfiniBand's α, hardware.INFINIBAND_NDR_8X): check()",
+    "15 µs": "explore 1: one decode all-reduce, NCCL's ring with LL on 8 GPUs",
+    "358 ms": "explore 1",
     "291 ms": "explore 1",
-    "85.8 ms": "explore 1",
+    "67.6 ms": "explore 1",
+    "7.97 ms": "explore 1 and 5",
     "5.19 ms": "explore 1",
-    "2.24 ms": "explore 1",
-    "3.15 s": "explore 1",
-    "8.33 ms": "explore 1",
-    "9.08 ms": "explore 2",
-    "14 ms": "explore 2",
-    "18.9 ms": "explore 2",
-    "46.7 ms": "explore 2",
+    "2.4 ms": "explore 1",
+    "2.99 s": "explore 1",
+    "8.67 ms": "explore 1",
+    "7.63 ms": "explore 2 and 4",
+    "10.7 ms": "explore 2",
+    "9 ms": "explore 2",
+    "4.01 ms": "explore 2",
+    "19 ms": "explore 2",
+    "64 ms": "explore 2",
     "16 ms": "explore 2",
     "4.72 MB": "explore 3",
     "328 kB": "explore 3",
-    "11.4 ms": "explore 4",
-    "7.45 ms": "explore 2 and 4",
-    "6.52 ms": "explore 4",
-    "8.45 ms": "explore 4",
-    "14.2 ms": "explore 4",
+    "12.1 ms": "explore 4",
+    "6.88 ms": "explore 4",
+    "7.39 ms": "explore 4",
+    "8.35 ms": "explore 4",
     "1.37 ms": "explore 4",
-    "7.04 ms": "explore 4",
-    "7.65 ms": "explore 5",
+    "5.63 ms": "explore 4",
+    "7.99 ms": "explore 5",
     "344 GB": "explore 6",
     "43 GB": "explore 6",
-    "93.1 s": "explore 6",
-    "20.4 ms": "explore 6",
+    "90.5 s": "explore 6",
+    "20.7 ms": "explore 6",
     "12.8 ms": "explore 6",
 }
 
@@ -50,42 +54,53 @@ def check():
     default = serve()
     assert units.format_bytes(default["capacity_bytes"]) == "80 GB"
     assert units.format_time(hardware.INFINIBAND_NDR_8X.latency_s) == "5 µs"
+    assert units.format_time(nccl.estimate("all_reduce", hardware.DGX_H100, 16, 2, 8, algorithm="tree").latency_s
+                             - nccl.estimate("all_reduce", hardware.DGX_H100, 8, 1, 8, algorithm="tree").latency_s) \
+        == "10 µs"  # one more level of the tree between nodes: two network steps of 5 µs  # fmt: skip
     # 1: prefill against decode, then 8192-token prompts
-    assert (ms(default, "prefill_compute_s"), ms(default, "prefill_all_reduce_s")) == ("291 ms", "85.8 ms")
-    assert (ms(default, "weight_read_s"), ms(default, "all_reduce_latency_s")) == ("5.19 ms", "2.24 ms")
+    assert (ms(default, "time_to_first_token_s"), ms(default, "prefill_compute_s")) == ("358 ms", "291 ms")
+    assert ms(default, "prefill_all_reduce_s") == "67.6 ms" and ms(default, "time_per_output_token_s") == "7.97 ms"
+    assert (ms(default, "weight_read_s"), ms(default, "all_reduce_latency_s")) == ("5.19 ms", "2.4 ms")
+    one_call = nccl.estimate("all_reduce", hardware.DGX_H100, 8, 1, 2 * 8 * 8192)
+    assert (one_call.algorithm, one_call.protocol, units.format_time(one_call.latency_s)) == ("ring", "LL", "15 µs")
     long_prompt = serve(prompt_len=8192)
     assert (ms(long_prompt, "time_to_first_token_s"), ms(long_prompt, "time_per_output_token_s")) == (
-        "3.15 s",
-        "8.33 ms",
+        "2.99 s",
+        "8.67 ms",
     )
     # 2: batching
-    assert ms(serve(sequences=64), "time_per_output_token_s") == "9.08 ms"
-    assert ms(serve(sequences=256), "time_per_output_token_s") == "14 ms" and serve(sequences=256)["bound"] == "memory"
-    at_384 = serve(sequences=384)
-    assert ms(at_384, "time_per_output_token_s") == "18.9 ms" and at_384["bound"] == "compute"
+    assert ms(serve(sequences=1), "time_per_output_token_s") == "7.63 ms"
+    assert ms(serve(sequences=64), "time_per_output_token_s") == "10.7 ms"
+    assert serve(sequences=128)["bound"] == serve(sequences=192)["bound"] == "memory"  # the multiplies: 148 on
+    at_192 = serve(sequences=192)
+    assert at_192["matmul_compute_s"] > at_192["weight_read_s"]  # already compute-bound multiplies
+    at_256 = serve(sequences=256)
+    assert ms(at_256, "time_per_output_token_s") == "19 ms" and at_256["bound"] == "compute"
+    assert (ms(at_256, "matmul_compute_s"), ms(at_256, "kv_read_s")) == ("9 ms", "4.01 ms")
     at_1024 = serve(sequences=1024)
-    assert (ms(at_1024, "time_per_output_token_s"), ms(at_1024, "kv_read_s")) == ("46.7 ms", "16 ms")
+    assert (ms(at_1024, "time_per_output_token_s"), ms(at_1024, "kv_read_s")) == ("64 ms", "16 ms")
     # 3: grouped-query attention against GPT-3's full multi-head cache
     gpt3 = serve(model="GPT-3 175B")
     assert units.format_bytes(gpt3["kv_cache_bytes_per_sequence_token"]) == "4.72 MB"
     assert units.format_bytes(default["kv_cache_bytes_per_sequence_token"]) == "328 kB"
     # 4: the tensor-parallel degree at batch 1
     times = {t: ms(serve(sequences=1, tensor_parallel=t), "time_per_output_token_s") for t in (4, 8, 16, 32, 64)}
-    assert times == {4: "11.4 ms", 8: "7.45 ms", 16: "6.52 ms", 32: "8.45 ms", 64: "14.2 ms"}
-    for t, weights, latency in ((16, "2.64 ms", "3.84 ms"), (32, "1.37 ms", "7.04 ms")):  # beyond the optimum
+    assert times == {4: "12.1 ms", 8: "7.63 ms", 16: "6.88 ms", 32: "7.39 ms", 64: "8.35 ms"}
+    for t, weights, latency in ((16, "2.64 ms", "4.03 ms"), (32, "1.37 ms", "5.63 ms")):  # beyond the optimum
         r = serve(sequences=1, tensor_parallel=t)
         assert (ms(r, "weight_read_s"), ms(r, "all_reduce_latency_s")) == (weights, latency)
     # 5: a pipeline of 4 stages
-    assert ms(serve(pipeline_parallel=4), "time_per_output_token_s") == "7.65 ms"
+    assert ms(serve(pipeline_parallel=4), "time_per_output_token_s") == "7.99 ms"
     # the answers' unitless counts: tokens/s per GPU, the ridge point and the sequences that fit
-    rates = {b: units.format_count(serve(sequences=b)["tokens_per_s_per_device"]) for b in (1, 64, 384, 1024)}
-    assert rates == {1: "16.8", 64: "881", 384: "2540", 1024: "2740"}, rates
-    assert round(default["compute_bound_sequences"]) == 295 and default["max_sequences"] == 1187
+    rates = {b: units.format_count(serve(sequences=b)["tokens_per_s_per_device"]) for b in (1, 64, 256, 1024)}
+    assert rates == {1: "16.4", 64: "750", 256: "1690", 1024: "2000"}, rates
+    assert round(default["compute_bound_sequences"]) == 148 and default["max_sequences"] == 1187
     assert gpt3["max_sequences"] == 48 and serve(prompt_len=131072)["max_sequences"] == 11
-    assert units.format_count(serve(pipeline_parallel=4)["tokens_per_s_per_device"]) == "32.7"
+    assert units.format_count(default["tokens_per_s_per_device"]) == "125"
+    assert units.format_count(serve(pipeline_parallel=4)["tokens_per_s_per_device"]) == "31.3"
     # 6: 131,072-token prompts
     longest = serve(prompt_len=131072)
     assert units.format_bytes(longest["kv_cache_bytes"]) == "344 GB"
     assert units.format_bytes(longest["kv_cache_bytes_per_device"]) == "43 GB"
-    assert (ms(longest, "time_to_first_token_s"), ms(longest, "time_per_output_token_s")) == ("93.1 s", "20.4 ms")
+    assert (ms(longest, "time_to_first_token_s"), ms(longest, "time_per_output_token_s")) == ("90.5 s", "20.7 ms")
     assert (ms(longest, "kv_read_s"), ms(longest, "weight_read_s")) == ("12.8 ms", "5.19 ms")

@@ -103,7 +103,8 @@ def lowest_latency_t(model, cluster, sequences, context_len):
             """
 def time_per_output_token(model, cluster, tensor_parallel, sequences, context_len):
     t, b = tensor_parallel, sequences
-    bandwidth, peak = cluster.accelerator.hbm_bandwidth_bytes_per_s, cluster.accelerator.peak("bf16")
+    bandwidth = cluster.accelerator.hbm_bandwidth_bytes_per_s
+    peak = cluster.accelerator.peak("bf16") * serving.DECODE_COMPUTE_EFFICIENCY
     params = serving.matmul_params(model) / t
     weights = max(2 * params / bandwidth, 2 * b * params / peak)
     cache = serving.kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, context_len, b) / t
@@ -117,7 +118,8 @@ def time_per_output_token(model, cluster, tensor_parallel, sequences, context_le
             """
 def time_per_output_token(model, cluster, tensor_parallel, sequences, context_len):
     t, b = tensor_parallel, sequences
-    bandwidth, peak = cluster.accelerator.hbm_bandwidth_bytes_per_s, cluster.accelerator.peak("bf16")
+    bandwidth = cluster.accelerator.hbm_bandwidth_bytes_per_s
+    peak = cluster.accelerator.peak("bf16") * serving.DECODE_COMPUTE_EFFICIENCY
     params = serving.matmul_params(model) / t
     weights = max(2 * params / bandwidth, 2 * b * params / peak)
     cache = model.layers * model.kv_heads * model.head_dim * context_len * b * 2 / t
@@ -131,10 +133,25 @@ def time_per_output_token(model, cluster, tensor_parallel, sequences, context_le
             """
 def time_per_output_token(model, cluster, tensor_parallel, sequences, context_len):
     t, b = tensor_parallel, sequences
-    bandwidth, peak = cluster.accelerator.hbm_bandwidth_bytes_per_s, cluster.accelerator.peak("bf16")
+    bandwidth = cluster.accelerator.hbm_bandwidth_bytes_per_s
+    peak = cluster.accelerator.peak("bf16") * serving.DECODE_COMPUTE_EFFICIENCY
     params = serving.matmul_params(model) / t
     weights = max(2 * params / bandwidth, 2 * b * params / peak)
     cache = serving.kv_cache_bytes(model.layers, model.heads, model.head_dim, context_len, b) / t
+    attention = max(cache / bandwidth, 4 * b * model.layers * model.hidden * context_len / t / peak)
+    one_all_reduce = budget.group_collective_time("all_reduce", cluster, t, 1, 2 * b * model.hidden)
+    return weights + attention + 2 * model.layers * one_all_reduce
+""",
+        ),
+        (
+            "the multiplies at the full peak instead of the stated decode efficiency",
+            """
+def time_per_output_token(model, cluster, tensor_parallel, sequences, context_len):
+    t, b = tensor_parallel, sequences
+    bandwidth, peak = cluster.accelerator.hbm_bandwidth_bytes_per_s, cluster.accelerator.peak("bf16")
+    params = serving.matmul_params(model) / t
+    weights = max(2 * params / bandwidth, 2 * b * params / peak)
+    cache = serving.kv_cache_bytes(model.layers, model.kv_heads, model.head_dim, context_len, b) / t
     attention = max(cache / bandwidth, 4 * b * model.layers * model.hidden * context_len / t / peak)
     one_all_reduce = budget.group_collective_time("all_reduce", cluster, t, 1, 2 * b * model.hidden)
     return weights + attention + 2 * model.layers * one_all_reduce
