@@ -564,11 +564,14 @@ print(
 # %% [markdown]
 # The prefill is a training forward pass: 1024 rows per matrix multiply, compute-bound, with all-reduces of
 # $1024 \cdot h \cdot 2$ bytes = 16.8 MB that are bandwidth-bound. A decode step reads every weight the device holds
-# at 3.35 TB/s to do 300 times less arithmetic than it could in that time, and pays its two all-reduces per layer
+# at 3.35 TB/s, and its arithmetic (at half of peak, `serving.DECODE_COMPUTE_EFFICIENCY`) takes 150 times less time
+# than those reads; it pays its two all-reduces per layer
 # as pure latency: 2.4 ms for 160 of them (NCCL's ring with the LL protocol, 15 µs each: 6.6 µs per call and 0.6 µs
-# for each of its 14 hops). Both costs are per step, not per sequence, so decoding many sequences together is almost free
-# until the batch reaches the H100's ridge point, $989\text{ TFLOP/s} / 3.35\text{ TB/s} \times 2\text{ bytes} /
-# 2\text{ FLOPs}$ per parameter. The latency–throughput curve shows it: each point is a batch size, up to the largest
+# for each of its 14 hops). Both costs are per step, not per sequence, so decoding many sequences together is almost
+# free until the arithmetic catches up with the reads. At full peak the multiplies alone would catch up at the H100's
+# ridge point, $989\text{ TFLOP/s} / 3.35\text{ TB/s} \times 2\text{ bytes} / 2\text{ FLOPs}$ per parameter (the
+# 295 sequences above); at half of peak it takes twice as many, and every sequence's KV-cache reads push it further
+# still. The latency–throughput curve shows it: each point is a batch size, up to the largest
 # whose caches fit.
 
 # %%
@@ -586,7 +589,8 @@ plt.show()
 
 # %% [markdown]
 # From 1 to 64 sequences the time per token grows by two thirds while the tokens per GPU grow 38-fold; past a few
-# hundred, the KV reads (which every sequence pays for its own cache) and then the arithmetic take over. Serving
+# hundred, the KV reads (which every sequence pays for its own cache) take over, and even the 371 sequences whose
+# caches fit leave the step memory-bound. Serving
 # trades latency for throughput along this curve; training has no such curve, its batch is fixed by the optimiser.
 #
 # **The t at which decode latency stops falling.** For one sequence, more tensor parallelism divides the weight reads
@@ -723,9 +727,9 @@ for label, count in counts.items():
 print(search.table(range(6)))
 
 # %% [markdown]
-# The top plans keep $t = 8$ inside a node (rows 2 and 5 try $t = 16$ across two nodes) and use a deep pipeline
+# The top plans keep $t = 8$ inside a node (rows 2, 4 and 5 try $t = 16$ across two nodes) and use a deep pipeline
 # with interleaving, selective recomputation and sequence parallelism, and every one is compute-bound: its exposed
-# communication and bubble (5.4 s and 1.86 s for row 0) are small beside a step of 64.3 s. They differ in how
+# communication and bubble (5.38 s and 2.04 s for row 0) are small beside a step of 70.5 s. They differ in how
 # they trade the bubble (fewer stages, more interleaving) against memory and exposed communication, which is what
 # separates them by a few seconds. The counts above show how few candidates reach the ranking: half fail to
 # partition the model (160 heads and 128 layers divide few ways), a quarter pair a pipeline with ZeRO-2 or 3 (which
@@ -783,13 +787,13 @@ for efficiency in (0.55, 0.58, 0.6):
     )
 
 # %% [markdown]
-# Neither model reproduces the run, and they miss on opposite sides. The calibrated model predicts 191 TFLOP/s per
-# GPU against the measured 163: its big-GEMM efficiency (0.8 of peak) was fitted on nanotron's H100 runs, and
+# Neither model reproduces the run, and they miss on opposite sides. The calibrated model predicts 172 TFLOP/s per
+# GPU against the measured 163: its big-GEMM efficiency (0.7 of peak) was fitted on nanotron's H100 runs, and
 # Megatron's A100 kernels with full recomputation reached less. The ideal model predicts 139 TFLOP/s: the paper's
 # 52 % of peak is an end-to-end figure that *includes* the bubble and all exposed communication, so its matrix
 # kernels ran well above the ideal model's `compute_efficiency = 0.5`. Around 0.59 the ideal model would match (the
 # last lines above), but that is a fit to this one run, not a prediction. The search ranks the paper's plan at row
-# 167 (the table above): the plans above it use sequence parallelism and selective recomputation, which did not exist
+# 210 (the table above): the plans above it use sequence parallelism and selective recomputation, which did not exist
 # in 2021. Use the model to compare plans and to see which constraint binds, and measure before trusting the second
 # decimal; lesson 06 shows how far the calibrated model is from 1,758 measured runs.
 #
@@ -813,10 +817,11 @@ print(
 print(small_search.table(range(5)))
 
 # %% [markdown]
-# With only 32 GPUs and a 22B model, no pipeline is needed and little or no tensor parallelism: data parallelism
-# with ZeRO-2 (gradients and optimizer state sharded) and micro-batches of 4 or 8, whose large GEMMs run near the
-# calibration's best efficiency. ZeRO-3 (row 4) would halve the memory but costs time: the framework the calibration
-# describes does not prefetch its parameter gathers, so they are exposed. Every top plan is compute-bound; what
+# With only 32 GPUs and a 22B model, the fastest plans need no pipeline (row 4 is the first with one) and little or
+# no tensor parallelism: data parallelism with ZeRO-2 (gradients and optimizer state sharded) and micro-batches of 2
+# to 8, whose large GEMMs run near the calibration's best efficiency. ZeRO-3 would halve the memory but costs time:
+# the framework the calibration describes does not prefetch its parameter gathers, so they are exposed, and none of
+# the five fastest plans uses it. Every top plan is compute-bound; what
 # separates them is exposed communication, the step's last gradient bucket and what does not fit behind the backward
 # pass. The best partition
 # depends on the model's size, the batch, the cluster and the framework, and the search says *why* each plan loses.

@@ -184,8 +184,8 @@ held = validation.validation_figures(after, HELD_OUT)
 # Calibration fixes memory: the median error on the held-out runs falls from 43.2 % to 10.6 %, and
 # "predicted to fit" agrees with "ran" in 92.6 % of them: the precision recipe (fp32 gradients), the logits
 # and a fixed framework memory were the missing terms, and none of them is specific to the 1B and 3B models. It
-# improves the throughput and the ranking of the runs it was fitted on (rank correlation 0.74 to 0.84), but not
-# enough: the held-out runs' rank correlation stays at 0.70, and their MFU error falls only to 96.6 %. The last line of each `by nodes` list says why: on one or two nodes the calibrated model
+# improves the throughput and the ranking, but not enough: the runs it was fitted on reach the rank-correlation
+# target (0.85), the held-out runs stay below it (0.72), and their MFU error falls only to 136 %. The last line of each `by nodes` list says why: on one or two nodes the calibrated model
 # is within a few percent of the measured MFU, and the further the runs spread over the network, the more it
 # overestimates them.
 #
@@ -215,8 +215,8 @@ print(
 # Two failures dominate. Half of the model's picks *crashed*: the plans it ranks first tend to sit closer to the
 # 80 GB limit (a larger micro-batch, less sharding) than the measured best, and there a memory error of 10 %
 # decides between the fastest run and a crash. Where the pick ran but fell short, it is mostly a plan with a
-# pipeline spread across nodes (8B and 80B on 64 nodes, 80B on 8 nodes), which the model thinks cheap and which
-# measured far slower. A planner should therefore never take the single top row: take the best plans that fit with
+# pipeline spread across nodes (8B on 64 nodes, 80B on 8 nodes), which the model thinks cheap and which measured far
+# slower. A planner should therefore never take the single top row: take the best plans that fit with
 # a margin, and measure a few.
 #
 # ### Step 4 · The residuals by term
@@ -235,8 +235,8 @@ for column, term in validation.RESIDUAL_TERMS.items():
 
 # %% [markdown]
 # Memory holds on every column, between 0.84× and 1.01×, except for deep pipelines, where the model undercounts (the
-# first stage of a 16- or 32-stage pipeline holds more than the model gives it). MFU does not: the ratio is below 1
-# with $p = 1$ (0.82×) and grows with the pipeline's depth up to 16 stages, and it grows with $t$ from 4 up. The pipeline
+# first stage of a 16- or 32-stage pipeline holds more than the model gives it). MFU does not: the ratio is close to
+# 1 with $p = 1$ and grows with the pipeline's depth up to 16 stages, and it grows with $t$ from 4 up. The pipeline
 # term (the bubble and the activations sent between stages over EFA) and the larger tensor-parallel groups are
 # where the model is far too optimistic; the ZeRO stage separates the runs less. A fitted network efficiency cannot
 # repair a term whose mechanism is missing: one constant slows every transfer equally, and the measurements need the
@@ -279,9 +279,10 @@ print("after:", validation.narayanan_report("default"), sep="\n")
 
 # %% [markdown]
 # Carried over, the calibration gets both §5.2 comparisons right, where the uncalibrated physics gets the one at
-# 384 GPUs wrong; but its margin there is narrow (162 against 157 predicted, 153 against 144 measured), and it fits
-# Table 1 worse (6 of 10 runs within 15 %, against 7): its fixed cost per layer, fitted on nanotron, slows
-# Megatron's small models, and its big-GEMM efficiency, fitted on H100s, is too high for the A100 runs. Constants describe the stack they were fitted on.
+# 384 GPUs wrong, and it fits Table 1 better (8 of 10 runs within 15 %, against 7). What it misses still comes from
+# where it was fitted: its fixed cost per layer, fitted on nanotron, slows Megatron's small models (105 and 100
+# predicted against 142 and 135 measured), and its big-GEMM efficiency, fitted on H100s, is a little high for the
+# A100 runs of the largest ones (172 against 163). Constants describe the stack they were fitted on.
 #
 # **The rule.** Use the model to reason and rank: which terms a plan pays, which constraint binds, which plans are
 # certainly worse. Measure to decide: run the best few plans that fit with a margin, and pick by the measurement.
@@ -331,8 +332,8 @@ plt.show()
 # > *A model fitted to measurements is a validated model.*
 #
 # A fit shows only that the constants can reproduce the data they were fitted on. Here the fitted runs reach a rank
-# correlation of 0.84 (Step 2's table), close to the target; the held-out runs, from the same cluster and framework,
-# reach 0.70. A
+# correlation of 0.85 (Step 2's table), the target; the held-out runs, from the same cluster and framework, reach
+# 0.72. A
 # model is validated on data it did not see, with the figure that matters for its use stated in advance. The
 # opposite mistake is as common: *"the model is 3× off, so it is useless."* Its memory is right to about 10 %, it
 # names the binding constraint, and it ranks the runs on a few nodes well: that is what a planner needs, provided
@@ -363,7 +364,7 @@ quiz.MultipleChoice(
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
-        prompt="Predicted/measured MFU is below 1 for p = 1 and grows with every pipeline stage. Which term is wrong?",
+        prompt="Predicted/measured MFU is about 1 for p = 1 and grows with every pipeline stage. Which term is wrong?",
         options=(
             "The GEMM efficiency",
             "The framework's memory",

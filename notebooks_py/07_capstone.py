@@ -402,11 +402,11 @@ print(
 )
 
 # %% [markdown]
-# The two models' totals differ by 6 %, for different reasons. The calibrated one computes
-# faster (its big-GEMM efficiency is 80 %, and a layer's 2.03 TFLOP micro-batch reaches 69.7 % of peak) but adds a fixed
-# 3.2 ms per layer and micro-batch: with 256 micro-batches of 20 layers that is 16.6 s per step, a quarter of the
-# compute. And its network runs at a fifth of nominal, so the data-parallel and pipeline transfers cost several
-# times more. Step 9 asks what happens when those fitted numbers are wrong for this cluster.
+# The two models' totals differ by less than 3 s, for different reasons. The calibrated one runs its matrix
+# multiplies faster (its big-GEMM efficiency is 70 %, and a layer's 2.03 TFLOP micro-batch reaches 61 % of peak) but
+# adds a fixed 1.6 ms per layer and micro-batch: with 256 micro-batches of 20 layers that is 8.29 s per step, an
+# eighth of the compute. And its network runs at 30 % of nominal, so the data-parallel and pipeline transfers cost
+# several times more. Step 9 asks what happens when those fitted numbers are wrong for this cluster.
 #
 # ### Step 8 · The plan search: why its best plan wins
 #
@@ -455,24 +455,25 @@ print(
 )
 
 # %% [markdown]
-# The winner wins mostly on compute (56 s against 64 s), and exposes less communication too (10.3 s against 15.7 s,
-# though more of it data-parallel). Three choices add up:
+# The winner does not win on compute (62.7 s against 62.6 s): what it saves there, it spends again on recomputation.
+# It wins on communication and the bubble: 9.74 s exposed against 15.2 s (though more of it data-parallel), and no
+# bubble. Three choices add up:
 #
 # - **Fewer, larger micro-batches.** $b = 4$ and $m = 8$ instead of $b = 1$ and $m = 256$ runs 640 layer-passes per
-#   step instead of 5,120 on each GPU, so the fixed cost per layer and micro-batch shrinks from 16.6 s to 2 s, and
+#   step instead of 5,120 on each GPU, so the fixed cost per layer and micro-batch shrinks from 8.29 s to 1.02 s, and
 #   each GEMM is larger and more efficient.
 # - **Full recomputation pays for that.** Four sequences of activations would not fit; keeping only each layer's
-#   input costs one more forward pass per layer, a third more compute, which the saved fixed cost more than repays.
+#   input costs one more forward pass per layer, a third more compute, which the saved fixed cost and the larger
+#   GEMMs just repay.
 # - **No pipeline, so no bubble and no sends between nodes**; $t = 4$ cuts the exposed tensor-parallel time from
 #   14.3 s to 8.48 s (per GPU and step, tensor-parallel time grows as $t - 1$: each call moves $(t-1)/t$ of its
 #   payload, and each GPU's share of the batch grows with $t$; 3 against 7, of which full recomputation, repeating
-#   the forward collectives, gives some back); ZeRO-2 shards gradients and optimizer state over 16 replicas, which is what lets a whole model's layers
-#   fit on $t = 4$ GPUs. Its price is the exposed data-parallel time, 1.82 s: reduce-scatters of fp32 gradients over
-#   the slow network every micro-batch.
+#   the forward collectives, gives some back); ZeRO-2 shards gradients and optimizer state over 16 replicas, which
+#   is what lets a whole model's layers fit on $t = 4$ GPUs. Its price is the exposed data-parallel time, 1.26 s:
+#   reduce-scatters of fp32 gradients over the slow network every micro-batch.
 #
 # Two warnings are already in the table. The winner uses 78.3 GB of 80 GB: 98 % of HBM. And its lead rests on the
-# fitted fixed cost (3.2 ms per layer and micro-batch, at the top of the fit's grid) and the fitted network (a fifth
-# of nominal). Both were fitted on another cluster (AWS EFA, not InfiniBand) and another framework's overheads.
+# fitted fixed cost (1.6 ms per layer and micro-batch) and the fitted network (30 % of nominal). Both were fitted on another cluster (AWS EFA, not InfiniBand) and another framework's overheads.
 #
 # ### Step 9 · How sensitive is the choice?
 #
@@ -482,7 +483,7 @@ print(
 # %%
 SCENARIOS = {
     "calibrated": CAL,
-    "GEMMs at 65 % (not 80 %)": dataclasses.replace(CAL, gemm_efficiency=0.65),
+    "GEMMs at 65 % (not 70 %)": dataclasses.replace(CAL, gemm_efficiency=0.65),
     "no fixed cost per layer": dataclasses.replace(CAL, layer_overhead_s=0.0),
     "overlap slows compute 30 %": dataclasses.replace(CAL, overlap_slowdown=0.3),
     "network at nominal": dataclasses.replace(CAL, network_efficiency=1.0),
@@ -521,15 +522,15 @@ print(ideal_search.table([0]))
 # %% [markdown]
 # The winner survives a slower GEMM (every plan slows alike) but not the rest:
 #
-# - **Fixed cost.** Without the 3.2 ms per layer and micro-batch, the plain Megatron-style plan ($t = 8$, $p = 2$,
-#   small micro-batches, no recomputation) wins, and the winner is 1.42 % behind. The fixed cost was fitted at the top
-#   of its grid: it is the least certain constant in the calibration.
+# - **Fixed cost.** Without the 1.6 ms per layer and micro-batch, the plain Megatron-style plan ($t = 8$, $p = 2$,
+#   small micro-batches, no recomputation) wins, and the winner is 3.21 % behind. The fixed cost absorbs more than
+#   kernel launches (nanotron's own bookkeeping): it is the constant least likely to carry over to another framework.
 # - **Overlap.** If communication that overlaps compute slows it by 30 % (shared memory bandwidth and SMs), the
 #   data-parallel traffic hidden under compute is no longer free and a pipeline plan with ZeRO-1 wins.
-# - **Network.** At InfiniBand's nominal rate, ZeRO-3 with $d = 32$ and $t = 2$ wins outright; the winner is 4.39 %
+# - **Network.** At InfiniBand's nominal rate, ZeRO-3 with $d = 32$ and $t = 2$ wins outright; the winner is 3.3 %
 #   behind.
 # - **Memory.** With 8 GB less (a longer fragmentation tail, a larger logits buffer, a framework that holds more),
-#   the winner does not fit at all.
+#   the winner does not fit at all; its shape with micro-batches of two sequences does.
 #
 # The ideal model agrees on the shape ($d = 16$, $t = 4$, no pipeline) but picks ZeRO-3, micro-batches of one
 # sequence and selective recomputation: with no fixed cost per micro-batch and nominal links, nothing pushes it
@@ -547,8 +548,8 @@ for share, row in limits.items():
 print(search.table(sorted(set(limits.values()))))
 
 # %% [markdown]
-# Asking for 5 % headroom already moves the answer to a pipeline plan ($d = 4$, $t = 2$, $p = 8$, interleaved),
-# 5 % slower by the model.
+# Asking for headroom, 5 % or even 15 %, keeps the winner's shape with micro-batches of two sequences: 67.7 GB, 3 %
+# slower by the model.
 #
 # ### Step 10 · A plan with the best worst case
 #
@@ -584,20 +585,19 @@ print(
 )
 
 # %% [markdown]
-# The recommendation: **$d = 4$, $t = 2$, $p = 8$ with two interleaved chunks per GPU, ZeRO-1, micro-batch 2
-# ($m = 64$), full recomputation, sequence parallelism** (micro-batch 1 with $m = 128$ and no sequence parallelism
-# comes close, 1.08×). It is never more than 7 % slower than the best plan of any scenario, while the calibrated
-# winner is infinitely worse in one (it does not fit). Its calibrated step time is 69.7 s (MFU 45.8 %), between
-# 66.8 s and 83.7 s over the scenarios, and it leaves 9.8 GB of HBM free. Why it is robust: its tensor group (2)
-# and its data-parallel group (4, $t = 2$ apart) together fill exactly one node, so all their traffic stays on NVLink and only the small pipeline
-# sends cross the network; the network's rate and the overlap hardly matter, and its memory has room.
+# The recommendation: **$d = 4$, $t = 2$, $p = 8$ with two interleaved chunks per GPU, ZeRO-1, micro-batch 1
+# ($m = 128$), full recomputation, no sequence parallelism** (with it, 1.08×). Its step is never more than 1.06 times
+# that of the best plan of any scenario, while the calibrated winner is infinitely worse in one (it does not fit). Its
+# calibrated step time is 75.5 s (MFU 42.3 %), between 73.3 s and 80.8 s over the scenarios, and it leaves 9.8 GB of
+# HBM free. Why it is robust: its tensor group (2) and its data-parallel group (4, $t = 2$ apart) together fill
+# exactly one node, so all their traffic stays on NVLink and only the small pipeline sends cross the network; the network's rate and the overlap hardly matter, and its memory has room.
 #
 # ### Step 11 · What to measure before committing
 #
 # The scenarios show which assumptions decide the choice; each can be measured in an hour, before a run that takes
 # weeks:
 #
-# 1. **The network's real rate.** The calibration's 20 % of nominal was fitted on AWS EFA through nanotron. Run
+# 1. **The network's real rate.** The calibration's 30 % of nominal was fitted on AWS EFA through nanotron. Run
 #    nccl-tests across two of your nodes, and read it as lesson 05 did: a published log of two 8 × H100 nodes on
 #    InfiniBand, against this course's model of the same all-reduce:
 
@@ -616,8 +616,8 @@ for label, fraction in (("nominal InfiniBand", 1.0), ("calibrated (EFA fit)", CA
 
 # %% [markdown]
 #    On that InfiniBand cluster NCCL took 34.4 ms: a little slower than the nominal model's 27.3 ms (which runs
-#    NVLink SHARP inside each node and a tree between the nodes, as NCCL's tuner would pick) but three times faster
-#    than the calibrated 101 ms. So "network at nominal" is the likelier scenario there, where ZeRO-3 with $d = 32$
+#    NVLink SHARP inside each node and a tree between the nodes, as NCCL's tuner would pick) but twice as fast as the
+#    calibrated 67.2 ms. So "network at nominal" is the likelier scenario there, where ZeRO-3 with $d = 32$
 #    and $t = 2$ would win.
 #    Measure yours; if it matches, rerun the search with `network_efficiency=1.0`.
 # 2. **The fixed cost per layer and micro-batch.** Time a few training steps of the model cut to 2 layers, at
@@ -668,7 +668,7 @@ print(
 #   share (13.4 % of the FLOPs at 8,192, over a third at 32,768) and the activation memory per sequence, both linear
 #   in $s$ per token. A longer sequence at the same tokens per step means fewer sequences: keep
 #   $B_\text{global} \cdot s$ fixed, not $B_\text{global}$.
-# - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster about seven years:
+# - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster about seven and a half years:
 #   64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model on billions of tokens, not for
 #   pre-training it.
 
@@ -696,8 +696,8 @@ print(", ".join(f"{bound.count(name):,} bound by {name}" for name in sorted(set(
 print(f"the 20 fastest: {', '.join(sorted(set(search.columns['binding_constraint'][:20].tolist())))}")
 
 # %% [markdown]
-# Most plans are bound by exposed communication: on this cluster, every plan pays for the network somewhere. The
-# fastest ones are those where it stays smaller than the compute.
+# Half the plans are bound by exposed communication: on this cluster, every plan pays for the network somewhere.
+# The fastest ones are those where it stays smaller than the compute.
 #
 # ### Where the step goes: candidate, winner, recommended
 #
@@ -714,9 +714,10 @@ for ax, (label, step) in zip(
 plt.show()
 
 # %% [markdown]
-# The candidate's compute bar is the longest (the fixed cost of 5,120 layer-passes per GPU); the winner's is the
-# shortest, with the largest exposed data-parallel segment; the recommended plan pays a bubble and some exposed
-# communication and little else.
+# The candidate and the winner compute for about as long; the candidate then adds the longest exposed
+# tensor-parallel segment (14.3 s), the winner the largest exposed data-parallel one. The recommended plan computes
+# longest (69.2 s: a recomputed forward pass on micro-batches of one sequence) and pays a bubble, but exposes the
+# least communication.
 
 # %% [markdown]
 # ## Misconception
@@ -724,7 +725,7 @@ plt.show()
 # > *"The plan search gives the answer: take row 0."*
 #
 # Row 0 is the best plan *under the model's assumptions*. Here it uses 98 % of HBM and its lead over the next plan
-# is 5 %, less than the spread of the scenarios above: the fixed cost alone, moved from 3.2 ms to 0, reorders the
+# is 3 %, less than the spread of the scenarios above: the fixed cost alone, moved from 1.6 ms to 0, reorders the
 # top of the ranking. A plan search is a way to find the few plans worth measuring and the assumptions that decide
 # between them, not a substitute for measuring them. The same holds for the rule of thumb the candidate followed
 # ($t = 8$ in a node, pipeline across nodes): it was derived for GPT-3-size models on Selene; here it loses to plans
@@ -739,18 +740,19 @@ plt.show()
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
-        prompt="The candidate plan (t = 8, p = 4, d = 2, ZeRO-1) computes the same FLOPs as the search's winner. "
-        "Under the calibrated model, why is its compute time longer?",
+        prompt="Under the calibrated model the search's winner (b = 4, m = 8, full recomputation) computes for as "
+        "long as the candidate plan (t = 8, p = 4, d = 2, b = 1, m = 256, no recomputation), although it also "
+        "recomputes every layer's forward pass. What pays for that extra third of FLOPs?",
         options=(
-            "Its 256 micro-batches of one sequence pay the fixed cost per layer and micro-batch 5,120 times per "
-            "GPU, and its small GEMMs run further below peak",
-            "Tensor parallelism over 8 GPUs adds FLOPs that t = 4 does not",
-            "Its pipeline recomputes every layer's forward pass",
+            "Its 8 micro-batches of four sequences pay the fixed cost per layer and micro-batch 640 times per GPU "
+            "instead of 5,120, and its larger GEMMs run closer to peak",
+            "Tensor parallelism over 4 GPUs needs fewer FLOPs than over 8",
+            "Recomputation is free under the calibrated model",
         ),
         answer=0,
         explanation="Compute time = FLOPs / (efficiency × peak) + fixed cost × layers × micro-batches. The FLOPs are "
-        "shared out the same way; b = 1 makes every GEMM smaller (lower efficiency) and m = 256 multiplies the fixed "
-        "cost. The winner uses b = 4, m = 8 and pays for the memory with full recomputation.",
+        "shared out the same way, plus the recomputed forward; b = 1 makes every GEMM smaller (lower efficiency) and "
+        "m = 256 multiplies the fixed cost, 8.29 s per step against the winner's 1.02 s.",
     )
 )
 
@@ -776,9 +778,9 @@ quiz.MultipleChoice(
 quiz.MultipleChoice(
     quiz.Question(
         prompt="Plan X is fastest in 5 of 6 scenarios but does not fit in memory in the sixth. Plan Y is at most "
-        "7 % slower than the best in every scenario. Which has the better worst case, and why?",
+        "6 % slower than the best in every scenario. Which has the better worst case, and why?",
         options=(
-            "Y: its worst slowdown is 1.07×; X's is infinite, since a plan that does not fit cannot run",
+            "Y: its worst slowdown is 1.06×; X's is infinite, since a plan that does not fit cannot run",
             "X: it wins most scenarios, so its average is best",
             "Neither: the worst case only counts the calibrated scenario",
         ),
@@ -831,12 +833,12 @@ quiz.MultipleChoice(
 # - A candidate by hand: memory term by term (fp32 gradient buffers, activations of the micro-batches in flight and
 #   the framework's memory count), transfers with payload, calls and link, the step from the dependency rule; then
 #   check it against the tools.
-# - The search's winner ($d = 16$, $t = 4$, ZeRO-2, $b = 4$, full recomputation: 66.3 s, MFU 48.1 %) wins by cutting
-#   fixed costs and the bubble, but sits at 98 % of HBM and loses its lead when the fixed cost, the overlap or the
+# - The search's winner ($d = 16$, $t = 4$, ZeRO-2, $b = 4$, full recomputation: 72.5 s, MFU 44 %) wins by cutting
+#   fixed costs, the bubble and the exposed tensor-parallel time, but sits at 98 % of HBM and loses its lead when the fixed cost, the overlap or the
 #   network differ from their fitted values.
-# - The plan with the best worst case ($d = 4$, $t = 2$, $p = 8$ interleaved, ZeRO-1, $b = 2$, full recomputation:
-#   69.7 s, MFU 45.8 %, 66.8 s to 83.7 s over the scenarios) is never more than 7 % from the best, with 9.8 GB to
-#   spare.
+# - The plan with the best worst case ($d = 4$, $t = 2$, $p = 8$ interleaved, ZeRO-1, $b = 1$, full recomputation:
+#   75.5 s, MFU 42.3 %, 73.3 s to 80.8 s over the scenarios) is never more than 1.06 times as slow as the best, with
+#   9.8 GB to spare.
 # - Before committing, measure the network across nodes, the fixed cost per layer, the slowdown under overlap and
 #   the peak memory; then rerun the search with the measured values.
 
@@ -845,9 +847,9 @@ quiz.MultipleChoice(
 #
 # 1. **Memory by hand.** For the recommended plan, compute the first stage's memory term by term as in step 4:
 #    10 of the 80 layers on each of 8 stages, plus the embedding, over $t = 2$; ZeRO-1 over $d = 4$; full
-#    recomputation keeps only each layer's input, $2h/t$ bytes per token with sequence parallelism, for micro-batches
-#    of 2 sequences; the interleaved schedule holds more micro-batches in flight
-#    (`parallelism.pipeline_in_flight_microbatches(8, 64, "interleaved", 2)`). Compare with
+#    recomputation keeps only each layer's input, $2h$ bytes per token without sequence parallelism (each of the
+#    $t = 2$ GPUs holds it whole); the interleaved schedule holds more micro-batches in flight
+#    (`parallelism.pipeline_in_flight_microbatches(8, 128, "interleaved", 2)`). Compare with
 #    `parallelism.memory_breakdown(MODEL, RECOMMENDED, calibration=CAL)`.
 # 2. **A new scenario.** Add "network at 50 %" (`dataclasses.replace(CAL, network_efficiency=0.5)`) to `searches`.
 #    Which plan wins it? Does the recommendation change?
@@ -863,24 +865,23 @@ quiz.MultipleChoice(
 #
 # 1. First stage: $10 \times 855.65\,\text{M} + 1.05\,\text{G} = 9.61\,\text{G}$ parameters, 4.80 G per GPU:
 #    parameters $2 \times 4.80 = 9.61$ GB, gradients and their fp32 buffer $6 \times 4.80 = 28.8$ GB, optimizer
-#    state $12 \times 4.80 / 4 = 14.4$ GB; activations $2h/t = 8192$ bytes per token × 2 × 8192 tokens × 10 layers ×
+#    state $12 \times 4.80 / 4 = 14.4$ GB; activations $2h = 16384$ bytes per token × 8192 tokens × 10 layers ×
 #    11.5 micro-batches in flight = 15.4 GB; framework 1.97 GB. Total 70.2 GB, as step 10 printed.
-# 2. ZeRO-3 with $d = 32$, $t = 2$, $b = 4$ wins at 65.1 s; the calibrated winner is 0.2 % behind. The recommendation
-#    does not change: it takes 67.5 s in that scenario (1.04× its best), and its worst case stays the 1.07× of
-#    "network at nominal".
+# 2. The calibrated winner wins it too (72 s), with ZeRO-3 over $d = 32$, $t = 2$, $b = 4$ 0.4 % behind. The
+#    recommendation does not change: it takes 74.5 s in that scenario (1.04× its best), and its worst case stays the
+#    1.06× of "network at nominal".
 # 3. At η = 0.3 the step is 1.95 min and the 14.3 s of exposed tensor-parallel time are 12.2 % of it; at η = 0.7,
-#    24.4 %. A quarter needs a step of 57 s, reached at η ≈ 0.72: within what large dense GEMMs reach (the
-#    calibration's 0.8). Between the plausible efficiencies the share doubles, which is why the tensor-parallel degree
+#    24.4 %. A quarter needs a step of 57 s, reached at η ≈ 0.72: a little above the calibration's big-GEMM
+#    efficiency (0.7), at the edge of what dense GEMMs reach. Between the plausible efficiencies the share doubles, which is why the tensor-parallel degree
 #    matters more on faster GPUs.
-# 4. Nearly. At 256 sequences the calibrated winner is the same shape with $m = 4$ (34.1 s), and the best worst case
-#    keeps $d = 4$, $t = 2$, $p = 8$, ZeRO-1, $b = 2$ and full recomputation, but with four interleaved chunks instead
-#    of two (1.09×): with half the micro-batches ($m = 32$) the bubble of $p = 8$ doubles its share, and more chunks
-#    shrink it. With two chunks, the plan recommended at 512 sequences falls to 1.13×.
-# 5. Little tensor parallelism, and the top plans are within 0.3 % of each other: $d = 2$, $t = 2$, $p = 2$ with four
-#    interleaved chunks, ZeRO-1, $b = 2$, at 53.1 s; then $d = 4$, $t = 2$ with ZeRO-3 and no pipeline; no
-#    recomputation. The 8B model's 128 GB of model states need splitting only a few ways (sharded over 8 GPUs, 16 GB
-#    each), so every GPU keeps large GEMMs, and all the traffic (tensor-parallel collectives, pipeline sends,
-#    gathers and gradient reductions) runs on NVLink. Which of them is fastest is for a measurement to decide.
+# 4. No. At 256 sequences the calibrated winner is the same shape with $m = 4$ (36.9 s), and the best worst case is
+#    ZeRO-3 over $d = 32$ with $t = 2$, $b = 4$ and full recomputation, no pipeline (1.07×): with half the
+#    micro-batches ($m = 64$) the bubble of $p = 8$ doubles its share, and the plan recommended at 512 sequences falls
+#    to 1.09×.
+# 5. Data parallelism with ZeRO-3 and little tensor parallelism: $d = 4$, $t = 2$, $b = 2$ at 55.8 s, no
+#    recomputation; $d = 2$, $t = 2$, $p = 2$ with four interleaved chunks (ZeRO-1) is 0.3 % behind, and $d = 8$,
+#    $t = 1$ (ZeRO-3) 2 %. The 8B model's 128 GB of model states sharded over 8 GPUs is 16 GB each, so every GPU keeps
+#    large GEMMs, and all the traffic (gathers, gradient reductions, tensor-parallel collectives) runs on NVLink.
 #
 # </details>
 

@@ -615,12 +615,12 @@ def test_capstone_answer_llama3_70b_on_64_h100():
     best = searches["calibrated"].row(0)
     fields = ("data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage", "virtual_stages", "recompute")
     assert tuple(best[k] for k in fields) == (16, 4, 1, 2, 1, "full")
-    assert best["memory_bytes"] > 0.95 * 80e9 and best["step_time_s"] == pytest.approx(66.3, rel=0.01)
+    assert best["memory_bytes"] > 0.95 * 80e9 and best["step_time_s"] == pytest.approx(72.5, rel=0.01)
     ranking = budget.worst_case_ranking(searches)
     top = ranking[0]
     assert tuple(top[k] for k in fields) == (4, 2, 8, 1, 2, "full")
-    assert top["worst_slowdown"] == pytest.approx(1.07, abs=0.01)
-    assert top["micro_batch"] == 2 and top["step_time_s"]["calibrated"] == pytest.approx(69.7, rel=0.01)
+    assert top["worst_slowdown"] == pytest.approx(1.06, abs=0.01)
+    assert top["micro_batch"] == 1 and top["step_time_s"]["calibrated"] == pytest.approx(75.5, rel=0.01)
     winner = next(r for r in ranking if all(r[k] == best[k] for k in budget.PLAN_FIELDS))
     assert winner["worst_slowdown"] == np.inf and winner["worst_scenario"] == "8 GB less memory"
 
