@@ -72,7 +72,10 @@ DATA = measure.DATA_DIR
 # 2. calls the collective a few times untimed (**warm-up**: first calls pay for connection set-up, page faults and
 #    cold caches);
 # 3. times each iteration after a **barrier** (all ranks start together), and keeps the **maximum over ranks** (a
-#    collective is over only when its slowest rank is done);
+#    collective is over only when its slowest rank is done). This is stricter than the published benchmarks:
+#    nccl-tests times many back-to-back calls and reports their mean, averaged over ranks by default (its `-a`
+#    option picks rank 0, the mean, the minimum or the maximum); the OSU micro-benchmarks put a barrier between
+#    iterations and report the average over ranks (the maximum with `-f`);
 # 4. **checks the data**: a wrong sum aborts the job; a wrong result is an error, never a time;
 # 5. reports the median and the 10th and 90th percentiles over iterations, algbw $= S/t$ and busbw $=$ algbw
 #    $\times$ `busbw_factor(op, p)` (nccl-tests' definitions).
@@ -219,9 +222,13 @@ for label, name in logs.items():
 
 # %% [markdown]
 # Read with the ring model, the NVLink node gives α around a microsecond per step and B in the hundreds of GB/s.
-# The two-node fit is worse, and its residuals say why: NCCL does not run one flat ring over 16 GPUs across two
-# nodes, but hierarchical rings and trees, and NVLink SHARP inside the node at large sizes. A model is a hypothesis;
-# the fit's residual is the test.
+# What does the fitted B mean physically? On one node it is more than NVLink's 371 GB/s as NCCL counts it: at large
+# sizes NCCL runs NVLink SHARP, whose switch does the reduction, not a ring. On two nodes B = 393 GB/s is what a
+# flat ring across both nodes gets when each of its channels crosses on its own rail: eight 400 Gb/s adapters per
+# node, 8 × 50 GB/s = 400 GB/s, shared by the node's GPUs. The two-node fit is worse, and its residuals say why: one
+# α and one B cannot describe what NCCL actually runs there, its tree with the LL protocol for small buffers and NVLS
+# inside the nodes with a tree between them for large ones (lesson 02's last section, `course_lib.nccl`). A model
+# is a hypothesis; the fit's residual is the test.
 
 # %% [markdown]
 # ### Step 5 · Overlap, measured
@@ -329,7 +336,8 @@ plt.show()
 # - **No warm-up.** The first call sets up connections and touches fresh pages; it can be 10× the steady state.
 # - **No barrier.** Without one a rank that arrives late makes the others' timers include its lateness.
 # - **The mean over ranks, or rank 0's time.** The collective is done when its last rank is; the step waits for the
-#   slowest. Report the maximum over ranks per iteration.
+#   slowest. Report the maximum over ranks per iteration, or say which you report: nccl-tests' and OSU's defaults
+#   are averages over ranks, and nccl-tests' time is a mean over back-to-back calls, which overlap a little.
 # - **More ranks than cores.** MPICH's ranks busy-poll; two ranks sharing a core wait for each other's time slice,
 #   and small messages take milliseconds instead of microseconds. `course_lib.measure` allows it, warns, and records
 #   `ranks_exceed_cores` in the conditions:
@@ -406,7 +414,8 @@ quiz.MultipleChoice(
 #   Thakur, Rabenseifner and Gropp (2005) gave MPICH the algorithms it still selects by size and rank count, with
 #   their α–β costs.
 # - **Measuring them well.** MPI micro-benchmark suites (the OSU micro-benchmarks, Intel's MPI Benchmarks) set the
-#   conventions used here: warm-up, barrier, the maximum over ranks.
+#   conventions the course builds on: warm-up, a barrier between iterations, statistics over ranks (OSU reports the
+#   average, the maximum on request; the course keeps the maximum).
 # - **nccl-tests.** NVIDIA's benchmark for its GPU collective library defined algbw and busbw, so that all-reduce
 #   logs from different rank counts can be compared with a link's bandwidth; cluster acceptance tests publish them.
 
@@ -444,8 +453,10 @@ quiz.MultipleChoice(
 # - NVIDIA, nccl-tests, `doc/PERFORMANCE.md` (algbw and busbw). https://github.com/NVIDIA/nccl-tests
 # - Published nccl-tests logs, with their licences and commits in `course_lib/data/README.md`:
 #   aws-samples/awsome-distributed-training (MIT-0), dstackai/dstack (MPL-2.0), stas00/ml-engineering (CC BY-SA 4.0).
-# - The OSU micro-benchmarks (Ohio State University, MVAPICH project): warm-up, barrier and maximum-over-ranks
-#   timing of MPI collectives. https://mvapich.cse.ohio-state.edu/benchmarks/
+# - The OSU micro-benchmarks (Ohio State University, MVAPICH project): warm-up, a barrier between iterations, the
+#   average over ranks (min and max with `-f`). https://mvapich.cse.ohio-state.edu/benchmarks/
+# - NVIDIA, nccl-tests, `README.md`: `-n` timed iterations run back to back, `-a` (default 1) averages the time
+#   over ranks.
 # - T. Hoefler, A. Lumsdaine, *Message Progression in Parallel Computing – To Thread or not to Thread?*, IEEE
 #   Cluster 2008 — why a non-blocking collective needs something to drive its progress.
 

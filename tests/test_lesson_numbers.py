@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib import budget, collectives, compute, hardware, measure, parallelism, units, validation
+from course_lib import budget, collectives, compute, hardware, measure, nccl, parallelism, units, validation
 from tools import assignments
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,6 +100,10 @@ CHECKED = {
         "1 MB": "exercise 2's chosen cut-off, not a result",
         "64 MB": "exercise 2's chosen cut-off, not a result",
         "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_05_recorded_run",
+        "371 GB/s": "NVLink 4 as NCCL counts it: test_lesson_05_recorded_run",
+        "400 Gb/s": "one InfiniBand NDR adapter, hardware.INFINIBAND_NDR_8X: test_lesson_05_recorded_run",
+        "50 GB/s": "one adapter's 400 Gb/s in bytes: test_lesson_05_recorded_run",
+        "400 GB/s": "a node's 8 rails: test_lesson_05_recorded_run",
     },
     "06_model_meets_measurements": {
         "80 GB": "the H100's HBM: test_lesson_06_quoted_figures",
@@ -307,6 +311,14 @@ def test_lesson_05_recorded_run():
     at = {size: ring.select(size_bytes=size).rows[0].busbw_bytes_per_s for size in (2**20, 2**26)}
     assert at[2**26] < at[2**20]  # "B measured at 64 MiB is lower than at 1 MiB"
     assert hardware.NVLINK4.one_way_bytes_per_s_per_device() == pytest.approx(450e9)
+    # "B = 393 GB/s is what a flat ring across both nodes gets ... 8 × 50 GB/s = 400 GB/s"; NVLink at NCCL's 371 GB/s
+    assert units.format_bandwidth(hardware.NEBIUS_H100_IB.nccl_intra_bandwidth_bytes_per_s) == "371 GB/s"
+    ndr = hardware.INFINIBAND_NDR_8X
+    assert ndr.bandwidth_bytes_per_s == 8 * 400 * units.GBIT and ndr.scope == "per node"
+    assert units.format_bandwidth(ndr.bandwidth_bytes_per_s / 8) == "50 GB/s"
+    assert units.format_bandwidth(ndr.bandwidth_bytes_per_s) == "400 GB/s"
+    ring = nccl.estimate("all_reduce", hardware.NEBIUS_H100_IB, 16, 2, 8e9, algorithm="ring", protocol="Simple")
+    assert ring.bandwidth_bytes_per_s == pytest.approx(370.8e9 * 16 / 30)  # NVLink's 371 binds before the rails' 400
 
 
 def test_lesson_06_quoted_figures():
