@@ -82,8 +82,9 @@ def bench_collectives():
     median, best, _ = timed(lambda: group_collective_time("all_reduce", NEBIUS_H100_IB, 16, 1, sizes), 20)
     one, _, _ = timed(lambda: group_collective_time("all_reduce", NEBIUS_H100_IB, 16, 1, 1e6), 200)
     print(
-        f"group_collective_time, all-reduce of 16 ranks on 2 nodes (NCCL's model): 1,000 sizes in {format_time(median)} "
-        f"(median of 20, best {format_time(best)}; target < 5 ms); one size {format_time(one)} (median of 200)"
+        f"group_collective_time, all-reduce of 16 ranks on 2 nodes (NCCL's model): 1,000 sizes in "
+        f"{format_time(median)} (median of 20, best {format_time(best)}; target < 5 ms); one size "
+        f"{format_time(one)} (median of 200)"
     )
 
 

@@ -568,7 +568,17 @@ LINKS = MappingProxyType(
 CLUSTERS = MappingProxyType(
     {
         c.name: c
-        for c in (DGX_A100, DGX_H100, DGX_H200, DGX_B200, SELENE_3072, AWS_P5, AWS_P4DE, NEBIUS_H100_IB, GCP_A3_HIGH,
-                  GCP_A3_MEGA)
+        for c in (
+            DGX_A100,
+            DGX_H100,
+            DGX_H200,
+            DGX_B200,
+            SELENE_3072,
+            AWS_P5,
+            AWS_P4DE,
+            NEBIUS_H100_IB,
+            GCP_A3_HIGH,
+            GCP_A3_MEGA,
+        )
     }
 )

@@ -132,8 +132,10 @@ def _textbook_ring(op, cluster: Cluster, n, k, nodes, size, algorithm, protocol)
     not run on (MPI on CPUs, a cluster ``measure.calibrate_cluster`` fitted on an MPI sweep): each step costs the
     slowest link's α, and the ring runs at the slower of a device's link in a node and its members' network share."""
     if algorithm not in (None, "ring") or protocol is not None:
-        raise ValueError(f"algorithm must be 'ring' (or None) and protocol None on {cluster.accelerator.name!r}, "
-                         "which NCCL does not run on; got algorithm={algorithm!r}, protocol={protocol!r}")
+        raise ValueError(
+            f"algorithm must be 'ring' (or None) and protocol None on {cluster.accelerator.name!r}, "
+            "which NCCL does not run on; got algorithm={algorithm!r}, protocol={protocol!r}"
+        )
     spans = np.asarray(nodes) > 1
     inter, intra = cluster.inter_node_link, cluster.intra_node_link
     latency_s = np.where(spans, np.maximum(intra.latency_s, inter.latency_s + inter.fabric_latency_s), intra.latency_s)
