@@ -200,7 +200,9 @@ def _candidate(op, algorithm, protocol, cluster: Cluster, n, nodes, per_node, si
         bandwidth = bus
     # Latency (µs), tuning.cc's formulas.
     base = _BASE_US[algorithm][p]
-    intra_lat = _NVLINK_US[algorithm][p]
+    # Each link's fabric_latency_s: what its steps cost beyond NCCL's table (0 on the presets' NVLink; a measurement
+    # fitted by measure.calibrate_cluster may set it).
+    intra_lat = _NVLINK_US[algorithm][p] + cluster.intra_node_link.fabric_latency_s / US
     fabric = cluster.inter_node_link.fabric_latency_s / US
     inter_lat = np.where(per_node == 1, _NET_US["tree"][p], _NET_US[algorithm][p]) + fabric
     if protocol == "Simple":

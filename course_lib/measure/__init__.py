@@ -42,6 +42,7 @@ cannot run for a size (e.g. fewer elements than ranks) MPICH says so and runs it
 
 from __future__ import annotations
 
+from .calibrate import CalibrationWarning, calibrate_cluster
 from .fits import AlphaBetaFit, fit_alpha_beta
 from .jobs import MeasurementError
 from .mpich import MPICH_ALGORITHMS
@@ -66,5 +67,7 @@ __all__ = [
     "compare_algorithms",
     "read_nccl_tests",
     "fit_alpha_beta",
+    "CalibrationWarning",
+    "calibrate_cluster",
     "measure_step",
 ]

@@ -32,7 +32,9 @@ def _sweep(cases, ranks, sizes_bytes, iterations, warmup, timeout_s, progress, f
     records, conditions = _run_job(
         ranks, spec, _algorithm_env(cases), timeout_s, len(cases) * len(sizes), progress, "sweep"
     )
-    conditions.update(iterations=iterations, warmup=warmup, timing="max over ranks per iteration, after a barrier")
+    # mpiexec starts every rank on this machine: one node.
+    conditions.update(iterations=iterations, warmup=warmup, timing="max over ranks per iteration, after a barrier",
+                      nodes=1)  # fmt: skip
     return records, conditions
 
 
