@@ -164,7 +164,7 @@ def test_the_fit_evaluates_the_model_about_30_times_per_scope(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)
         calibrate_cluster(hardware.AWS_P5, log("aws_p5_1node_8xH100_nvlink_all_reduce.txt", 1))
-    assert len(calls) <= 32, len(calls)
+    assert len(calls) <= 30, len(calls)
 
 
 # --- on the shipped logs ------------------------------------------------------------------------------------------
@@ -259,10 +259,11 @@ def test_an_mpi_sweep_calibrates_the_vm(vm_sweeps):
 @pytest.mark.xfail(
     raises=AssertionError,
     strict=False,
-    reason="out of reach on the course VM: the α–β ring budget runs for a CPU cluster has no reduction term, so a "
-    "fit on the all-reduce predicts all-gather = reduce-scatter = half the all-reduce; measured, the reduce-scatter "
-    "(which sums) takes 1.5–2.4× the all-gather (which copies), so one of them misses by 20–60 % (median at ≥ 1 MiB "
-    "over 9 runs: all-gather +34 % to +66 %, reduce-scatter 18 % to 66 %, the machine shared with other jobs)",
+    reason="out of reach on the course VM, for two reasons. The model: the α–β ring budget runs for a CPU cluster "
+    "has no reduction term, so a fit on the all-reduce predicts all-gather = reduce-scatter = half the all-reduce, "
+    "while the reduce-scatter (which sums) takes 1.5–2.4× the all-gather (which copies). The machine: shared with "
+    "other jobs, its large sizes vary 2× from run to run, so that even the all-reduce's own fit misses its sizes ≥ "
+    "1 MiB by 12–57 %. Median |error| at ≥ 1 MiB over 19 runs: all-gather 16–66 %, reduce-scatter 12–66 %",
 )
 def test_an_all_reduce_fit_predicts_all_gather_and_reduce_scatter(vm_sweeps):
     with warnings.catch_warnings():
@@ -283,6 +284,11 @@ def _table(op="all_reduce", ranks=8, nodes=1, sizes=(1024, 2**20, 2**24), **cond
     return Measurements(rows, ({} if nodes is None else {"nodes": nodes}) | conditions)
 
 
+def _two_algorithms():
+    rows = _table().rows
+    return Measurements(rows + tuple(row._replace(algorithm="ring") for row in rows), {"nodes": 1})
+
+
 # (cluster, tables, what the message must say), as tests/test_bad_input.py tables its cases
 BAD = [
     (hardware.DGX_H100, _table(nodes=None), r"tables\[0\] .* has no placement"),
@@ -300,7 +306,9 @@ BAD = [
     (hardware.DGX_H100, Measurements(()), r"tables\[0\] has no rows"),
     (hardware.DGX_H100, _table(sizes=(0, 1024, 4096)), "sizes ≥ 1 byte and finite times > 0"),
     (hardware.DGX_H100, _table(nodes="two"), "nodes must be a number"),
-    (hardware.DGX_H100, Measurements.concat([_table(), _table(op="all_gather")]), "mix several values of op"),
+    (hardware.DGX_H100, Measurements.concat([_table(), _table(op="all_gather")]), r"tables\[0\]: .* values of op"),
+    (hardware.DGX_H100, Measurements.concat([_table(), _table(ranks=4)]), r"tables\[0\]: .* values of ranks"),
+    (hardware.DGX_H100, [_table(), _two_algorithms()], r"tables\[1\]: .* values of algorithm"),
     ("DGX H100", _table(), "cluster must be a hardware.Cluster"),
 ]
 

@@ -14,10 +14,10 @@ latency L, put where that model reads them:
 The in-node scope is fitted first (its tables depend on nothing else), then the network with the fitted in-node link
 in place. A fit minimises the sum of squared relative errors (T_model − T)/T over every row of its tables, every size
 alike: Levenberg–Marquardt on (ln B, ln(L + 0.1 µs)) within ×/÷ 1,000 of the cluster's B and 0 ≤ L ≤ 10 ms, started
-from the best of a coarse scan of B (the model is a minimum over NCCL's algorithms, so its error is flat wherever
-another limit binds; the scan steps over such plateaus). A parameter the tables do not constrain (putting the
-cluster's own value back costs nothing) keeps the cluster's value, and the link's note says so. Deterministic; about
-30 evaluations of the model per scope.
+from a scan and a golden-section search of B (the model is a minimum over NCCL's algorithms, so its error is flat in B
+wherever another limit binds, a plateau a gradient cannot leave). A parameter the tables do not constrain (putting the
+cluster's own value back raises the error by at most 0.1 %) keeps the cluster's value, and the link's note says so.
+Deterministic; about 25 evaluations of the model per scope, 1–2 ms each for a 30-row table.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .tables import Measurements
 
 __all__ = ["CalibrationWarning", "calibrate_cluster"]
 
-SCOPES = budget.LEVELS  # ("in node", "across nodes")
+_SCOPES = budget.LEVELS  # ("in node", "across nodes")
 _MODEL_OPS = ("all_reduce", "reduce_scatter", "all_gather")  # the collectives budget.group_collective models
 _LATENCY_FLOOR_S = 0.1 * units.US  # the latency's log scale: L + 0.1 µs, so that L = 0 is reachable
 _MAX_LATENCY_S = 10e-3
@@ -53,7 +53,6 @@ class CalibrationWarning(UserWarning):
 class _Entry:
     """One table placed on the cluster: ``ranks`` on ``nodes`` nodes, ``stride`` apart in ``budget``'s rank order."""
 
-    index: int
     label: str
     op: str
     ranks: int
@@ -98,11 +97,11 @@ def calibrate_cluster(cluster: Cluster, tables) -> Cluster:
     inter_entries = [e for e in entries if e.nodes > 1]
     result, fitted = cluster, []
     if intra_entries:
-        result = replace(result, intra_node_link=_fit_scope(result, SCOPES[0], intra_entries))
-        fitted.append(SCOPES[0])
+        result = replace(result, intra_node_link=_fit_scope(result, _SCOPES[0], intra_entries))
+        fitted.append(_SCOPES[0])
     if inter_entries:
-        result = replace(result, inter_node_link=_fit_scope(result, SCOPES[1], inter_entries))
-        fitted.append(SCOPES[1])
+        result = replace(result, inter_node_link=_fit_scope(result, _SCOPES[1], inter_entries))
+        fitted.append(_SCOPES[1])
     return replace(result, name=f"{cluster.name}, calibrated ({' and '.join(fitted)})")
 
 
@@ -124,8 +123,11 @@ def _entries(cluster: Cluster, tables) -> list[_Entry]:
     for index, table in enumerate(tables):
         if not table.rows:
             raise ValueError(f"tables[{index}] has no rows")
-        op, ranks, nodes = table.op, table.ranks, table.nodes
-        label = _label(table, index)
+        try:
+            op, ranks, _ = table.op, table.ranks, table.algorithm
+        except ValueError as error:  # several ops, rank counts or algorithms in one table
+            raise ValueError(f"tables[{index}]: {error}") from None
+        nodes, label = table.nodes, _label(table, index)
         if nodes is None:
             raise ValueError(
                 f"tables[{index}] ({label}) has no placement: its conditions do not say on how many nodes the ranks "
@@ -150,7 +152,7 @@ def _entries(cluster: Cluster, tables) -> list[_Entry]:
         sizes, times = table.size_bytes.astype(float), table.median_s
         if np.any(sizes < 1) or np.any(~np.isfinite(times) | (times <= 0)):
             raise ValueError(f"tables[{index}] must have sizes ≥ 1 byte and finite times > 0")
-        entries.append(_Entry(index, label, op, ranks, nodes, stride, sizes, times))
+        entries.append(_Entry(label, op, ranks, nodes, stride, sizes, times))
     return entries
 
 
@@ -168,7 +170,7 @@ def _nvidia(cluster: Cluster) -> bool:
 
 def _start(cluster: Cluster, scope) -> tuple[float, float]:
     """The cluster's own (B, L) for a scope: the parameters the fit starts from and keeps when unconstrained."""
-    if scope == SCOPES[0]:
+    if scope == _SCOPES[0]:
         link = cluster.intra_node_link
         if _nvidia(cluster):
             return cluster.nccl_intra_bandwidth_bytes_per_s, link.fabric_latency_s
@@ -181,7 +183,7 @@ def _start(cluster: Cluster, scope) -> tuple[float, float]:
 def _link(cluster: Cluster, scope, bandwidth, latency) -> Link:
     """The scope's link of ``cluster`` with bandwidth B (one-way, per GPU in a node, per node across) and latency L
     where the model reads them (module docstring)."""
-    inside = scope == SCOPES[0]
+    inside = scope == _SCOPES[0]
     link = cluster.intra_node_link if inside else cluster.inter_node_link
     fields = dict(bandwidth_bytes_per_s=bandwidth, direction="one-way", scope="per GPU" if inside else "per node")
     if _nvidia(cluster):
@@ -194,7 +196,7 @@ def _link(cluster: Cluster, scope, bandwidth, latency) -> Link:
 
 
 def _with_link(cluster: Cluster, scope, link: Link) -> Cluster:
-    return replace(cluster, **{"intra_node_link" if scope == SCOPES[0] else "inter_node_link": link})
+    return replace(cluster, **{"intra_node_link" if scope == _SCOPES[0] else "inter_node_link": link})
 
 
 def _relative_errors(cluster: Cluster, scope, entries, bandwidth, latency) -> np.ndarray:
@@ -242,8 +244,7 @@ def _fit(errors, start) -> tuple[tuple[float, float], np.ndarray, dict]:
     lower = np.array([origin[0] - np.log(_BANDWIDTH_RANGE), np.log(_LATENCY_FLOOR_S)])
     upper = np.array([origin[0] + np.log(_BANDWIDTH_RANGE), np.log(_MAX_LATENCY_S + _LATENCY_FLOOR_S)])
     origin = np.clip(origin, lower, upper)
-    theta = np.array([_bandwidth_search(errors, origin), origin[1]])
-    theta, residual = _levenberg_marquardt(errors, theta, errors(theta), lower, upper)
+    theta, residual = _levenberg_marquardt(errors, *_bandwidth_search(errors, origin), lower, upper)
     kept = {}
     for i, name in enumerate(("bandwidth", "latency")):
         back = theta.copy()
@@ -256,18 +257,21 @@ def _fit(errors, start) -> tuple[tuple[float, float], np.ndarray, dict]:
     return (start[0] if "bandwidth" in kept else bandwidth, start[1] if "latency" in kept else latency), residual, kept
 
 
-def _bandwidth_search(errors, origin, tolerance=0.3) -> float:
-    """ln B minimising Σ errors² at the starting latency: the best of B ×/÷ 10 and 100 around the start (the lowest
-    of equals: above a plateau's edge the error no longer depends on B), then a golden-section search between its
-    neighbours down to ``tolerance`` in ln B. Brackets a minimum hidden next to a plateau, which a gradient misses."""
+def _bandwidth_search(errors, origin, tolerance=0.3) -> tuple[np.ndarray, np.ndarray]:
+    """(θ, errors(θ)) at the starting latency with the best B seen: B ×/÷ 10 and 100 around the start, then a
+    golden-section search between the best one's neighbours (the lowest of equals: above a plateau's edge the error no
+    longer depends on B) down to ``tolerance`` in ln B. It brackets a minimum beside a plateau, which a gradient
+    misses."""
+    seen = []
 
     def cost(ln_b):
-        residual = errors(np.array([ln_b, origin[1]]))
-        return float(residual @ residual)
+        theta = np.array([ln_b, origin[1]])
+        residual = errors(theta)
+        seen.append((float(residual @ residual), ln_b, theta, residual))
+        return seen[-1][0]
 
     scan = origin[0] + np.log([0.01, 0.1, 1.0, 10.0, 100.0])
-    costs = [cost(ln_b) for ln_b in scan]
-    best = int(np.argmin(costs))
+    best = int(np.argmin([cost(ln_b) for ln_b in scan]))
     low, high = scan[max(best - 1, 0)], scan[min(best + 1, len(scan) - 1)]
     ratio = (np.sqrt(5) - 1) / 2
     left, right = high - ratio * (high - low), low + ratio * (high - low)
@@ -281,7 +285,8 @@ def _bandwidth_search(errors, origin, tolerance=0.3) -> float:
             low, left, cost_left = left, right, cost_right
             right = low + ratio * (high - low)
             cost_right = cost(right)
-    return (low + high) / 2
+    _, _, theta, residual = min(seen, key=lambda entry: entry[:2])  # the lowest cost, then the lowest B
+    return theta, residual
 
 
 def _levenberg_marquardt(errors, theta, residual, lower, upper, max_iterations=30):
@@ -307,7 +312,7 @@ def _levenberg_marquardt(errors, theta, residual, lower, upper, max_iterations=3
             damping *= 4
         else:
             return theta, residual
-        converged = cost - trial_cost <= 1e-6 * cost
+        converged = cost - trial_cost <= 1e-4 * cost
         theta, residual, cost, damping = trial, trial_residual, trial_cost, damping / 3
         if converged:
             break
@@ -321,7 +326,7 @@ def _warn_if_off(scope, entries, residuals):
     if large.size:
         worst = large[np.argmax(np.abs(residuals[large]))]
         warnings.warn(
-            f"the {scope} fit misses the measured time by {residuals[worst]:+.0%} at "
+            f"the fit {scope} misses the measured time by {residuals[worst]:+.0%} at "
             f"{units.format_bytes(sizes[worst], binary=True)} ({labels[worst]}): the model cannot follow this table "
             f"there, so predictions near that size are that far off",
             CalibrationWarning,
@@ -333,9 +338,10 @@ def _described(cluster: Cluster, scope, entries, bandwidth, latency, residuals, 
     """The fitted link, its source naming the tables and its note the fitted figures and the residuals."""
     nvidia = _nvidia(cluster)
     link = _link(cluster, scope, bandwidth, latency)
-    latency_name = ("extra latency per NVLink hop" if scope == SCOPES[0] else "fabric latency per network step") \
-        if nvidia else "α per step"  # fmt: skip
-    bandwidth_name = "one-way per GPU" if scope == SCOPES[0] else "one-way per node"
+    inside = scope == _SCOPES[0]
+    latency_name = "extra latency per NVLink hop" if inside else "fabric latency per network step"
+    latency_name = latency_name if nvidia else "α per step"
+    bandwidth_name = "one-way per GPU" if inside else "one-way per node"
     sizes = np.concatenate([entry.sizes_bytes for entry in entries])
     worst = int(np.argmax(np.abs(residuals)))
     large = sizes >= _WARN_FROM_BYTES
