@@ -325,8 +325,8 @@ def test_lesson_05_recorded_run():
     # Step 5: "a 16 KiB all-reduce takes 17.5 µs on eight GPUs in a node and 37.2 µs on sixteen across two"; NCCL's
     # tree across two nodes "only 25 µs an all-reduce in its own model"
     logs = measure.DATA_DIR / "nccl_tests"
-    for name, expected in (("aws_p5_1node_8xH100_nvlink_all_reduce.txt", "17.5 µs"), ("nebius_2x8xH100_ib_all_reduce.txt",
-                                                                                        "37.2 µs")):  # fmt: skip
+    quoted = {"aws_p5_1node_8xH100_nvlink_all_reduce.txt": "17.5 µs", "nebius_2x8xH100_ib_all_reduce.txt": "37.2 µs"}
+    for name, expected in quoted.items():
         log = measure.read_nccl_tests((logs / name).read_text())
         assert units.format_time(log.select(size_bytes=16384).rows[0].median_s) == expected
     tree = nccl.estimate("all_reduce", hardware.NEBIUS_H100_IB, 16, 2, 16384)
