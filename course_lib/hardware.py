@@ -120,8 +120,10 @@ class Link:
     Two keyword-only fields feed NCCL's model (``nccl``): ``nccl_bandwidth_bytes_per_s``, the one-way bandwidth per
     device NCCL's topology assigns the link when it differs from the datasheet (NVLink: NCCL counts 20.6 GB/s per
     NVLink 4 link where the datasheet says 25), ``None`` for "the datasheet's"; ``fabric_latency_s``, the latency
-    the fabric adds to every network step beyond NCCL's own table (NCCL's ``latencyInter``, which a network plugin
-    reports; 0 for InfiniBand, whose transport is built into NCCL).
+    the link adds to every step over it beyond NCCL's own table: on a network NCCL's ``latencyInter``, which a
+    network plugin reports (0 for InfiniBand, whose transport is built into NCCL); inside a node 0 on every preset, a
+    per-hop latency ``measure.calibrate_cluster`` fits from a measurement. The α–β paths of ``budget`` (MPI,
+    point-to-point) add it to ``latency_s``.
 
     >>> NVLINK4.family, INFINIBAND_NDR_8X.family, EFA_P5.family
     ('NVLink', 'InfiniBand', 'EFA')
@@ -568,7 +570,17 @@ LINKS = MappingProxyType(
 CLUSTERS = MappingProxyType(
     {
         c.name: c
-        for c in (DGX_A100, DGX_H100, DGX_H200, DGX_B200, SELENE_3072, AWS_P5, AWS_P4DE, NEBIUS_H100_IB, GCP_A3_HIGH,
-                  GCP_A3_MEGA)
+        for c in (
+            DGX_A100,
+            DGX_H100,
+            DGX_H200,
+            DGX_B200,
+            SELENE_3072,
+            AWS_P5,
+            AWS_P4DE,
+            NEBIUS_H100_IB,
+            GCP_A3_HIGH,
+            GCP_A3_MEGA,
+        )
     }
 )

@@ -118,12 +118,15 @@ def _group(op, cluster: Cluster, ranks, nodes, payload_bytes):
     nodes_ = np.asarray(_check.count("nodes", nodes), dtype=float)
     size = np.asarray(_check.nonnegative("payload_bytes", payload_bytes), dtype=float)
     if np.any(nodes_ > n):
-        raise ValueError(f"nodes must be at most ranks (each node holds a rank of the group), got {ranks} ranks on "
-                         f"{nodes} nodes")
+        raise ValueError(
+            f"nodes must be at most ranks (each node holds a rank of the group), got {ranks} ranks on {nodes} nodes"
+        )
     per_node = n / nodes_  # NCCL's ppn: an average when the ranks do not fill their nodes evenly (tuning.cc)
     if np.any(np.ceil(per_node) > cluster.devices_per_node):
-        raise ValueError(f"ranks / nodes must be at most the cluster's {cluster.devices_per_node} devices per node, "
-                         f"got {ranks} ranks on {nodes} nodes")
+        raise ValueError(
+            f"ranks / nodes must be at most the cluster's {cluster.devices_per_node} devices per node, "
+            f"got {ranks} ranks on {nodes} nodes"
+        )
     return n, nodes_, per_node, size, architecture
 
 
@@ -142,65 +145,75 @@ def _tree_correction(protocol_index, size):
     return np.where(inside, np.interp(np.clip(position, 0, 23), np.arange(24), entries), 1.0)
 
 
-def _candidate(op, algorithm, protocol, cluster: Cluster, n, nodes, per_node, size, architecture):
-    """(latency s, algorithm bandwidth B/s, enabled) of one algorithm and protocol; arrays broadcast."""
-    p = PROTOCOLS.index(protocol)
+def _ll_max(cluster: Cluster, multi, column, architecture):
+    """tuning.cc's llMaxBws (B/s): by GPU generation on one node, by host CPU across nodes."""
+    multi_node = np.take(_LL_MAX_MULTI_NODE[cluster.host_cpu], np.maximum(column - 1, 0))
+    return np.where(multi, multi_node, _LL_MAX_ONE_NODE[architecture]) * GB
+
+
+def _bus_bandwidth(op, algorithm, protocol, cluster: Cluster, nodes, per_node, architecture):
+    """NCCL's bus bandwidth (B/s) of one algorithm and protocol: the graph's bandwidth (nChannels × per-channel
+    speed, here from the cluster's links) with tuning.cc's refinements."""
     multi = nodes > 1
     column = np.where(nodes == 1, 0, np.where(nodes == 2, 1, 2)).astype(int)
     intra = cluster.nccl_intra_bandwidth_bytes_per_s
     net = per_node * cluster.inter_bandwidth_bytes_per_s  # the NICs of the group's members on one node (rails)
-    channels = CHANNELS
-    nvls_capable = _NVLS_EFFICIENCY[architecture] > 0 and cluster.intra_node_link.family == "NVLink"
-    enabled = np.ones(np.broadcast(n, nodes, size).shape, dtype=bool)
-    if protocol != "Simple" and algorithm in _SIMPLE_ONLY:
-        enabled &= False
-    # The graph's bandwidth (NCCL's nChannels × per-channel speed), then tuning.cc's refinements.
-    ring_bw = np.where(multi, np.where(per_node > 1, np.minimum(intra, net), net), intra)
-    if algorithm == "ring":
-        bus = ring_bw
+    nvls = intra * _NVLS_EFFICIENCY[architecture] * (CHANNELS - 1) / CHANNELS
+    if algorithm == "ring" or algorithm == "pat":
+        bus = np.where(multi, np.where(per_node > 1, np.minimum(intra, net), net), intra)
+        if algorithm == "pat":
+            return 0.75 * bus
         if protocol == "LL":
-            ll_max = np.where(multi, np.take(_LL_MAX_MULTI_NODE[cluster.host_cpu], np.maximum(column - 1, 0)),
-                              _LL_MAX_ONE_NODE[architecture]) * GB  # fmt: skip
-            bus = np.minimum(ll_max, 0.5 * bus)
-        elif protocol == "LL128":
-            bus = np.minimum(0.92 * bus, channels * np.take(_PER_CHANNEL_RING_LL128[architecture], column) * GB)
-    elif algorithm == "tree":
-        enabled &= op == "all_reduce"
+            return np.minimum(_ll_max(cluster, multi, column, architecture), 0.5 * bus)
+        if protocol == "LL128":
+            return np.minimum(0.92 * bus, CHANNELS * np.take(_PER_CHANNEL_RING_LL128[architecture], column) * GB)
+        return bus
+    if algorithm == "tree":
         # On one or two nodes NCCL's tuner reads the tree graph's intra-node bandwidth (bw = nNodes <= 2 ? bwIntra :
         # bwInter): on two nodes the two trees cross the network in opposite directions, so the course gives it
         # twice the rails' bandwidth, capped by NVLink; on more nodes the rails'.
         tree_net = np.where(nodes == 2, 2 * net, net)
         bus = np.where(multi, np.where(per_node > 1, np.minimum(intra, tree_net), tree_net), intra)
-        bus = np.minimum(0.92 * bus, channels * np.take(_PER_CHANNEL_TREE[architecture], column) * GB)
+        bus = np.minimum(0.92 * bus, CHANNELS * np.take(_PER_CHANNEL_TREE[architecture], column) * GB)
         if protocol == "LL":
-            ll_max = np.where(multi, np.take(_LL_MAX_MULTI_NODE[cluster.host_cpu], np.maximum(column - 1, 0)),
-                              _LL_MAX_ONE_NODE[architecture]) * GB  # fmt: skip
-            bus = np.minimum(bus / 3.8, ll_max)
-        elif protocol == "LL128":
+            return np.minimum(bus / 3.8, _ll_max(cluster, multi, column, architecture))
+        if protocol == "LL128":
             share = np.where(multi, 120 / 128, 7 / 9)
-            bus = np.minimum(bus * share, channels * np.take(_PER_CHANNEL_TREE_LL128[architecture], column) * GB)
-    elif algorithm == "nvls":
-        enabled &= nvls_capable & ~multi & (per_node > 1)
-        reach = 2.0 if op == "all_reduce" else (per_node - 1) / per_node
-        bus = intra * _NVLS_EFFICIENCY[architecture] * (channels - 1) / channels * reach
-    elif algorithm == "nvls_tree":
-        enabled &= (op == "all_reduce") & nvls_capable & multi & (per_node > 1)
-        inside = intra * _NVLS_EFFICIENCY[architecture] * (channels - 1) / channels * 2
-        between = np.where(nodes <= 2, 2 * net, net)
-        bus = np.minimum(np.minimum(inside, between), channels * np.take(_PER_CHANNEL_NVLS_TREE[architecture], column) * GB)
-    else:  # pat
-        enabled &= (op != "all_reduce") & (per_node == 1) & multi
-        bus = 0.75 * ring_bw
+            return np.minimum(bus * share, CHANNELS * np.take(_PER_CHANNEL_TREE_LL128[architecture], column) * GB)
+        return bus
+    if algorithm == "nvls":
+        return nvls * (2.0 if op == "all_reduce" else (per_node - 1) / per_node)
+    between = np.where(nodes <= 2, 2 * net, net)  # nvls_tree
+    return np.minimum(
+        np.minimum(2 * nvls, between), CHANNELS * np.take(_PER_CHANNEL_NVLS_TREE[architecture], column) * GB
+    )
+
+
+def _enabled(op, algorithm, protocol, cluster: Cluster, nodes, per_node, architecture):
+    """Whether NCCL would run this algorithm and protocol on this group (tuning.cc's and enqueue's rules)."""
+    if protocol != "Simple" and algorithm in _SIMPLE_ONLY:
+        return np.zeros(np.shape(nodes), dtype=bool)
+    multi = nodes > 1
+    nvls_capable = _NVLS_EFFICIENCY[architecture] > 0 and cluster.intra_node_link.family == "NVLink"
+    rules = {
+        "ring": np.ones(np.shape(nodes), dtype=bool),
+        "tree": np.full(np.shape(nodes), op == "all_reduce"),
+        "nvls": nvls_capable & ~multi & (per_node > 1),
+        "nvls_tree": (op == "all_reduce") & nvls_capable & multi & (per_node > 1),
+        "pat": (op != "all_reduce") & (per_node == 1) & multi,
+    }
+    return rules[algorithm]
+
+
+def _latency_s(op, algorithm, protocol, cluster: Cluster, n, nodes, per_node, size):
+    """NCCL's latency (s) of one algorithm and protocol, tuning.cc's formulas, with its ring plateau."""
+    p = PROTOCOLS.index(protocol)
+    multi = nodes > 1
     steps = 2 * (n - 1) if op == "all_reduce" else n - 1
-    if algorithm in ("ring", "nvls", "nvls_tree") and not (algorithm != "ring" and op != "all_reduce"):
-        bandwidth = bus * n / np.maximum(steps, 1)
-    elif algorithm == "tree":
-        bandwidth = 0.5 * bus
-    else:  # NVLS and PAT all-gather / reduce-scatter: tuning.cc converts no bus bandwidth
-        bandwidth = bus
-    # Latency (µs), tuning.cc's formulas.
     base = _BASE_US[algorithm][p]
-    intra_lat = _NVLINK_US[algorithm][p]
+    # Each link's fabric_latency_s: what its steps cost beyond NCCL's table (0 on the presets' NVLink; a measurement
+    # fitted by measure.calibrate_cluster may set it).
+    intra_lat = _NVLINK_US[algorithm][p] + cluster.intra_node_link.fabric_latency_s / US
     fabric = cluster.inter_node_link.fabric_latency_s / US
     inter_lat = np.where(per_node == 1, _NET_US["tree"][p], _NET_US[algorithm][p]) + fabric
     if protocol == "Simple":
@@ -208,9 +221,10 @@ def _candidate(op, algorithm, protocol, cluster: Cluster, n, nodes, per_node, si
     levels = _floor_log2(nodes)
     if algorithm == "ring":
         overhead = np.where(multi, _NET_OVERHEAD_US[cluster.host_cpu] * (3 if protocol == "Simple" else 1), 0.0)
-        hop = np.maximum(intra_lat, overhead)
         inter_steps = np.where(multi, 2 * (nodes - 1) if op == "all_reduce" else nodes - 1, 0)
-        latency = base + (steps - inter_steps) * hop + inter_steps * inter_lat
+        latency = base + (steps - inter_steps) * np.maximum(intra_lat, overhead) + inter_steps * inter_lat
+        if protocol == "Simple" and op == "all_reduce":  # "plateau effect of ring" (×1.9 before Ampere)
+            latency = np.where(multi & (size / (CHANNELS * n) >= 64), 1.4 * latency, latency)
     elif algorithm == "tree":
         latency = base + 2 * ((per_node - 1) * intra_lat + levels * inter_lat)
     elif algorithm == "nvls":
@@ -219,12 +233,21 @@ def _candidate(op, algorithm, protocol, cluster: Cluster, n, nodes, per_node, si
         latency = base + intra_lat + 2 * levels * inter_lat
     else:
         latency = base + levels * inter_lat / 3.5 + 2.8 * n
-    latency = latency * US
-    if algorithm == "ring" and protocol == "Simple" and op == "all_reduce":
-        plateau = multi & (size / (channels * n) >= 64)  # "plateau effect of ring" (×1.9 before Ampere)
-        latency = np.where(plateau, 1.4 * latency, latency)
-    if algorithm == "tree" and op == "all_reduce":
-        bandwidth = bandwidth * _tree_correction(p, size)
+    return latency * US
+
+
+def _candidate(op, algorithm, protocol, cluster: Cluster, n, nodes, per_node, size, architecture):
+    """(latency s, algorithm bandwidth B/s, enabled) of one algorithm and protocol; arrays broadcast."""
+    bus = _bus_bandwidth(op, algorithm, protocol, cluster, nodes, per_node, architecture)
+    steps = 2 * (n - 1) if op == "all_reduce" else n - 1
+    if algorithm == "tree":
+        bandwidth = 0.5 * bus * _tree_correction(PROTOCOLS.index(protocol), size)
+    elif algorithm == "ring" or (algorithm != "pat" and op == "all_reduce"):
+        bandwidth = bus * n / np.maximum(steps, 1)  # busBw to algBw
+    else:  # NVLS and PAT all-gather / reduce-scatter: tuning.cc converts no bus bandwidth
+        bandwidth = bus
+    enabled = _enabled(op, algorithm, protocol, cluster, nodes, per_node, architecture)
+    latency = _latency_s(op, algorithm, protocol, cluster, n, nodes, per_node, size)
     return latency, bandwidth, enabled & (bandwidth > 0)
 
 
@@ -287,8 +310,9 @@ def estimate(op, cluster: Cluster, ranks, nodes, payload_bytes, *, algorithm=Non
     protocols = PROTOCOLS if protocol is None else (_check.choice("protocol", protocol, PROTOCOLS),)
     pairs = [(a, p) for a in algorithms for p in protocols if not (p != "Simple" and a in _SIMPLE_ONLY)]
     if not pairs:
-        raise ValueError(f"protocol must be 'Simple' for algorithm {algorithm!r} (NCCL runs it with no other), "
-                         f"got {protocol!r}")
+        raise ValueError(
+            f"protocol must be 'Simple' for algorithm {algorithm!r} (NCCL runs it with no other), got {protocol!r}"
+        )
     shape = np.broadcast(n, nodes_, size).shape
     latencies, bandwidths, times = [], [], []
     for a, p in pairs:

@@ -637,7 +637,7 @@ for nodes in (2, 4, 16, 64):
 # Its pick for an all-reduce on one DGX H100 node and on two nodes joined by InfiniBand:
 
 # %%
-from course_lib import nccl  # noqa: E402
+from course_lib import nccl
 
 for cluster, ranks, nodes, where in (
     (hardware.DGX_H100, 8, 1, "8 H100, one node"),
@@ -661,7 +661,7 @@ for cluster, ranks, nodes, where in (
 # log of those two Nebius nodes (`data/nccl_tests/`), predicted from the datasheet alone:
 
 # %%
-from course_lib import measure  # noqa: E402
+from course_lib import measure
 
 log = measure.read_nccl_tests((measure.DATA_DIR / "nccl_tests" / "nebius_2x8xH100_ib_all_reduce.txt").read_text())
 for row in log.rows[::4]:

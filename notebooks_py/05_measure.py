@@ -30,6 +30,8 @@
 #   crossover size;
 # - compare the algorithms MPICH actually runs with the course's cost models, size by size;
 # - read a published nccl-tests log (H100, NVLink in a node and InfiniBand across two) into the same table and fit it;
+# - turn a measurement into a cluster (`measure.calibrate_cluster`) and re-run the plan search and the serving
+#   choice on it: the loop from a measurement to a plan;
 # - measure exposed communication = completed step − compute alone, for blocking and non-blocking schedules, and
 #   explain why posting a non-blocking collective does not by itself overlap it;
 # - avoid the usual measuring mistakes: no warm-up, no barrier, the mean instead of the maximum over ranks, more
@@ -45,12 +47,14 @@
 # environment (`mpi4py` and `mpich` are in it); each runs in under a minute on two cores.
 
 # %%
+import dataclasses
 import os
 import sys
+import warnings
 
 import matplotlib.pyplot as plt
 
-from course_lib import measure, units
+from course_lib import budget, hardware, measure, parallelism, serving, units
 from course_lib.viz import measure as viz_measure
 from course_lib.widgets import quiz
 
@@ -72,7 +76,10 @@ DATA = measure.DATA_DIR
 # 2. calls the collective a few times untimed (**warm-up**: first calls pay for connection set-up, page faults and
 #    cold caches);
 # 3. times each iteration after a **barrier** (all ranks start together), and keeps the **maximum over ranks** (a
-#    collective is over only when its slowest rank is done);
+#    collective is over only when its slowest rank is done). This is stricter than the published benchmarks:
+#    nccl-tests times many back-to-back calls and reports their mean, averaged over ranks by default (its `-a`
+#    option picks rank 0, the mean, the minimum or the maximum); the OSU micro-benchmarks put a barrier between
+#    iterations and report the average over ranks (the maximum with `-f`);
 # 4. **checks the data**: a wrong sum aborts the job; a wrong result is an error, never a time;
 # 5. reports the median and the 10th and 90th percentiles over iterations, algbw $= S/t$ and busbw $=$ algbw
 #    $\times$ `busbw_factor(op, p)` (nccl-tests' definitions).
@@ -219,12 +226,73 @@ for label, name in logs.items():
 
 # %% [markdown]
 # Read with the ring model, the NVLink node gives α around a microsecond per step and B in the hundreds of GB/s.
-# The two-node fit is worse, and its residuals say why: NCCL does not run one flat ring over 16 GPUs across two
-# nodes, but hierarchical rings and trees, and NVLink SHARP inside the node at large sizes. A model is a hypothesis;
-# the fit's residual is the test.
+# What does the fitted B mean physically? On one node it is more than NVLink's 371 GB/s as NCCL counts it: at large
+# sizes NCCL runs NVLink SHARP, whose switch does the reduction, not a ring. On two nodes B = 393 GB/s is what a
+# flat ring across both nodes gets when each of its channels crosses on its own rail: eight 400 Gb/s adapters per
+# node, 8 × 50 GB/s = 400 GB/s, shared by the node's GPUs. The two-node fit is worse, and its residuals say why: one
+# α and one B cannot describe what NCCL actually runs there, its tree with the LL protocol for small buffers and NVLS
+# inside the nodes with a tree between them for large ones (lesson 02's last section, `course_lib.nccl`). A model
+# is a hypothesis; the fit's residual is the test.
 
 # %% [markdown]
-# ### Step 5 · Overlap, measured
+# ### Step 5 · From your measurement to your plan
+#
+# A fit of α and B describes a table; the planner needs a *cluster*. `measure.calibrate_cluster(cluster, tables)`
+# fits the parameters of the model the budget actually runs, NCCL's own (`course_lib.nccl`, lesson 02), to the
+# tables: from one-node tables the NVLink bandwidth NCCL reaches and a latency per NVLink hop, from multi-node tables
+# the network's bandwidth per node and a latency per network step. Each table must say where its ranks ran: a
+# nccl-tests log does not always print it, so `read_nccl_tests(..., nodes=)` records it. The result is a
+# `hardware.Cluster` that `budget` and `serving` use unchanged.
+
+# %%
+p5_log = measure.read_nccl_tests(
+    (DATA / "nccl_tests" / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(), nodes=1
+)
+nebius_log = measure.read_nccl_tests((DATA / "nccl_tests" / "nebius_2x8xH100_ib_all_reduce.txt").read_text(), nodes=2)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    measured = measure.calibrate_cluster(hardware.NEBIUS_H100_IB, [p5_log, nebius_log])
+for link in (measured.intra_node_link, measured.inter_node_link):
+    print(f"{link.name}:\n    {link.note}")
+for warning in caught:
+    print(f"CalibrationWarning: {warning.message}")
+
+# %% [markdown]
+# Read the fitted figures physically. NVLink at 267 GB/s per GPU is less than the 371 GB/s NCCL counts: NCCL's
+# model reaches full bandwidth sooner than the log does, so the fit lowers it to follow the middle sizes. The network's 400 GB/s per node stays the datasheet's: on two nodes NVLink, not the network,
+# limits every size, so the log cannot tell a faster network from a slower one (the fit says so). Each network
+# step costs 3.98 µs more than NCCL's table. The warnings name the sizes no single pair of figures follows (8 MiB
+# on one node, 16 MiB across two): trust the calibrated cluster least there.
+#
+# Now the same questions on the datasheet's cluster and on the measured one. Training: the plan search for
+# Llama 3.1 8B on the two nodes (global batch 256, the default calibration). Serving: the latency-optimal $t$ for
+# Llama 3.1 70B at batch 1 and 4096 tokens on four such nodes, and its time per output token at $t$ = 8 and 16.
+
+# %%
+for label, cluster in (("datasheet", hardware.NEBIUS_H100_IB), ("measured", measured)):
+    found = budget.search_plans(parallelism.LLAMA3_8B, cluster, 256)
+    best = found.row(0)
+    four = dataclasses.replace(cluster, nodes=4)
+    decode = {t: serving.decode_step(parallelism.LLAMA3_70B, four, t, 1, 1, 4096) for t in (8, 16)}
+    print(
+        f"{label:>9}: fastest plan d={best['data_parallel']} t={best['tensor_parallel']} "
+        f"p={best['pipeline_parallel']} ZeRO-{best['zero_stage']}, {units.format_time(best['step_time_s'])} a step, "
+        f"{units.format_time(best['exposed_communication_s'])} exposed; decode t = 8: "
+        f"{units.format_time(decode[8].time_per_output_token_s)}, t = 16: "
+        f"{units.format_time(decode[16].time_per_output_token_s)}, latency-optimal t = "
+        f"{serving.latency_optimal_tensor_parallel(parallelism.LLAMA3_70B, four, 1, 4096)}"
+    )
+
+# %% [markdown]
+# Training barely notices: the same plan wins, its exposed communication grows by a third, the step by 2 %. Serving
+# changes its answer. On the datasheet, $t = 16$ (two nodes per replica) is the fastest decode, because NCCL's tree
+# across two nodes costs only 25 µs an all-reduce in its own model; on the measured network each of the 160
+# all-reduces of a token costs more across nodes, and $t = 8$, one node per replica, wins. The published log says
+# the same directly: a 16 KiB all-reduce takes 17.5 µs on eight GPUs in a node and 37.2 µs on sixteen across two.
+# This is the course's motto at work: the exposed communication, and the plan it picks, were assumed on the
+# datasheet and measured here.
+#
+# ### Step 6 · Overlap, measured
 #
 # A data-parallel step on two ranks: a "backward pass" of 4 layers, and a 16 MiB gradient all-reduced in 4 buckets
 # (bucket $k$ holds layer $k$'s gradients and can start when that layer is done). The schedules:
@@ -329,7 +397,8 @@ plt.show()
 # - **No warm-up.** The first call sets up connections and touches fresh pages; it can be 10× the steady state.
 # - **No barrier.** Without one a rank that arrives late makes the others' timers include its lateness.
 # - **The mean over ranks, or rank 0's time.** The collective is done when its last rank is; the step waits for the
-#   slowest. Report the maximum over ranks per iteration.
+#   slowest. Report the maximum over ranks per iteration, or say which you report: nccl-tests' and OSU's defaults
+#   are averages over ranks, and nccl-tests' time is a mean over back-to-back calls, which overlap a little.
 # - **More ranks than cores.** MPICH's ranks busy-poll; two ranks sharing a core wait for each other's time slice,
 #   and small messages take milliseconds instead of microseconds. `course_lib.measure` allows it, warns, and records
 #   `ranks_exceed_cores` in the conditions:
@@ -406,7 +475,8 @@ quiz.MultipleChoice(
 #   Thakur, Rabenseifner and Gropp (2005) gave MPICH the algorithms it still selects by size and rank count, with
 #   their α–β costs.
 # - **Measuring them well.** MPI micro-benchmark suites (the OSU micro-benchmarks, Intel's MPI Benchmarks) set the
-#   conventions used here: warm-up, barrier, the maximum over ranks.
+#   conventions the course builds on: warm-up, a barrier between iterations, statistics over ranks (OSU reports the
+#   average, the maximum on request; the course keeps the maximum).
 # - **nccl-tests.** NVIDIA's benchmark for its GPU collective library defined algbw and busbw, so that all-reduce
 #   logs from different rank counts can be compared with a link's bandwidth; cluster acceptance tests publish them.
 
@@ -416,6 +486,8 @@ quiz.MultipleChoice(
 # - Measure with warm-up, a barrier, the maximum over ranks, and report the spread; check the data.
 # - Fit $T = n\alpha + Q/B$ with the algorithm's own $n$ and $Q$, on relative errors; the residuals show where one
 #   α and one B stop describing the machine.
+# - `measure.calibrate_cluster` turns measurements into a cluster the planner uses; a plan chosen on the datasheet
+#   may change on the measured network (here the decode's $t$: 16 on the datasheet, 8 measured).
 # - Exposed communication is the completed step minus compute alone. Posting a non-blocking collective is not
 #   overlap: something must drive its progress, and the last bucket never hides.
 
@@ -444,8 +516,10 @@ quiz.MultipleChoice(
 # - NVIDIA, nccl-tests, `doc/PERFORMANCE.md` (algbw and busbw). https://github.com/NVIDIA/nccl-tests
 # - Published nccl-tests logs, with their licences and commits in `course_lib/data/README.md`:
 #   aws-samples/awsome-distributed-training (MIT-0), dstackai/dstack (MPL-2.0), stas00/ml-engineering (CC BY-SA 4.0).
-# - The OSU micro-benchmarks (Ohio State University, MVAPICH project): warm-up, barrier and maximum-over-ranks
-#   timing of MPI collectives. https://mvapich.cse.ohio-state.edu/benchmarks/
+# - The OSU micro-benchmarks (Ohio State University, MVAPICH project): warm-up, a barrier between iterations, the
+#   average over ranks (min and max with `-f`). https://mvapich.cse.ohio-state.edu/benchmarks/
+# - NVIDIA, nccl-tests, `README.md`: `-n` timed iterations run back to back, `-a` (default 1) averages the time
+#   over ranks.
 # - T. Hoefler, A. Lumsdaine, *Message Progression in Parallel Computing – To Thread or not to Thread?*, IEEE
 #   Cluster 2008 — why a non-blocking collective needs something to drive its progress.
 

@@ -5,7 +5,7 @@ import pytest
 
 from course_lib import budget, hardware, nccl, parallelism
 from course_lib.budget import exposed_after_overlap, group_collective_time, search_plans, step_time
-from course_lib.collectives import collective_time, latency_bandwidth_crossover_bytes
+from course_lib.collectives import latency_bandwidth_crossover_bytes
 from course_lib.compute import transformer_flops_per_iteration, transformer_forward_flops
 from course_lib.parallelism import (
     GPT2_1_5B,

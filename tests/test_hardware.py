@@ -38,8 +38,10 @@ def test_every_link_preset_names_its_family():
     for name in ("DGX_A100", "DGX_H100", "DGX_H200", "DGX_B200", "SELENE_3072", "NEBIUS_H100_IB", *networks):
         cluster = getattr(hardware, name)  # NVLink inside every node; InfiniBand between DGX nodes, else its network
         assert cluster.name in hardware.CLUSTERS
-        assert (cluster.intra_node_link.family, cluster.inter_node_link.family) == ("NVLink", networks.get(
-            name, "InfiniBand"))
+        assert (cluster.intra_node_link.family, cluster.inter_node_link.family) == (
+            "NVLink",
+            networks.get(name, "InfiniBand"),
+        )
     # A link built without one is "other"; the family is a keyword, so the positional fields keep their places.
     custom = hardware.Link("1 Gb/s", 0.125e9, "one-way", "per node", "nominal", 5e-6, "-", "-")
     assert custom.family == "other" and replace(custom, family="Ethernet").family == "Ethernet"

@@ -115,6 +115,13 @@ CHECKED = {
         "1 MB": "exercise 2's chosen cut-off, not a result",
         "64 MB": "exercise 2's chosen cut-off, not a result",
         "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_05_recorded_run",
+        "371 GB/s": "NVLink 4 as NCCL counts it: test_lesson_05_recorded_run",
+        "400 Gb/s": "one InfiniBand NDR adapter, hardware.INFINIBAND_NDR_8X: test_lesson_05_recorded_run",
+        "50 GB/s": "one adapter's 400 Gb/s in bytes: test_lesson_05_recorded_run",
+        "400 GB/s": "a node's 8 rails: test_lesson_05_recorded_run",
+        "17.5 µs": "the p5 log's 16 KiB all-reduce on 8 GPUs: test_lesson_05_recorded_run",
+        "37.2 µs": "the Nebius log's 16 KiB all-reduce on 16 GPUs: test_lesson_05_recorded_run",
+        "25 µs": "NCCL's tree with LL across two H100 nodes, 25.2 µs: test_lesson_05_recorded_run",
     },
     "06_model_meets_measurements": {
         "80 GB": "the H100's HBM: test_lesson_06_quoted_figures",
@@ -356,6 +363,23 @@ def test_lesson_05_recorded_run():
     at = {size: ring.select(size_bytes=size).rows[0].busbw_bytes_per_s for size in (2**20, 2**26)}
     assert at[2**26] < at[2**20]  # "B measured at 64 MiB is lower than at 1 MiB"
     assert hardware.NVLINK4.one_way_bytes_per_s_per_device() == pytest.approx(450e9)
+    # "B = 393 GB/s is what a flat ring across both nodes gets ... 8 × 50 GB/s = 400 GB/s"; NVLink at NCCL's 371 GB/s
+    assert units.format_bandwidth(hardware.NEBIUS_H100_IB.nccl_intra_bandwidth_bytes_per_s) == "371 GB/s"
+    ndr = hardware.INFINIBAND_NDR_8X
+    assert ndr.bandwidth_bytes_per_s == 8 * 400 * units.GBIT and ndr.scope == "per node"
+    assert units.format_bandwidth(ndr.bandwidth_bytes_per_s / 8) == "50 GB/s"
+    assert units.format_bandwidth(ndr.bandwidth_bytes_per_s) == "400 GB/s"
+    ring = nccl.estimate("all_reduce", hardware.NEBIUS_H100_IB, 16, 2, 8e9, algorithm="ring", protocol="Simple")
+    assert ring.bandwidth_bytes_per_s == pytest.approx(370.8e9 * 16 / 30)  # NVLink's 371 binds before the rails' 400
+    # Step 5: "a 16 KiB all-reduce takes 17.5 µs on eight GPUs in a node and 37.2 µs on sixteen across two"; NCCL's
+    # tree across two nodes "only 25 µs an all-reduce in its own model"
+    logs = measure.DATA_DIR / "nccl_tests"
+    quoted = {"aws_p5_1node_8xH100_nvlink_all_reduce.txt": "17.5 µs", "nebius_2x8xH100_ib_all_reduce.txt": "37.2 µs"}
+    for name, expected in quoted.items():
+        log = measure.read_nccl_tests((logs / name).read_text())
+        assert units.format_time(log.select(size_bytes=16384).rows[0].median_s) == expected
+    tree = nccl.estimate("all_reduce", hardware.NEBIUS_H100_IB, 16, 2, 16384)
+    assert tree.algorithm == "tree" and round(tree.latency_s * 1e6) == 25
 
 
 def test_lesson_06_quoted_figures():

@@ -113,10 +113,7 @@ _SMALL_GEMMS = pytest.mark.xfail(
 
 @pytest.mark.parametrize(
     "row",
-    [
-        pytest.param(row, marks=_SMALL_GEMMS) if i in (2, 3) else row
-        for i, row in enumerate(TABLE1)
-    ],
+    [pytest.param(row, marks=_SMALL_GEMMS) if i in (2, 3) else row for i, row in enumerate(TABLE1)],
 )
 def test_default_calibration_table1_within_15_percent(row):
     assert default_prediction(row) == pytest.approx(row[-1], rel=0.15)

@@ -69,7 +69,9 @@ def test_the_tuner_picks_the_fastest_and_candidates_list_them_all():
     times = [row["time_s"] for row in rows]
     assert times == sorted(times)
     assert {(row["algorithm"], row["protocol"]) for row in rows} == {
-        *(("ring", p) for p in nccl.PROTOCOLS), *(("tree", p) for p in nccl.PROTOCOLS), ("nvls_tree", "Simple")
+        *(("ring", p) for p in nccl.PROTOCOLS),
+        *(("tree", p) for p in nccl.PROTOCOLS),
+        ("nvls_tree", "Simple"),
     }  # NVLS alone needs one node
     best = nccl.estimate("all_reduce", TWO_H100_NODES, 16, 2, 64 * MiB)
     assert (best.algorithm, best.protocol, best.time_s) == (rows[0]["algorithm"], rows[0]["protocol"], times[0])
@@ -167,7 +169,9 @@ def _predicted_over_measured(name):
 
 
 def _marked(names, misses):
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=misses[n])) if n in misses else n for n in names]
+    return [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=misses[n])) if n in misses else n for n in names
+    ]
 
 
 @pytest.mark.parametrize("name", _marked(LOGS, MEDIAN_MISSES))
@@ -181,7 +185,9 @@ def test_median_error_from_1_mib_at_most_25_percent(name):
 def test_every_size_within_a_factor_of_2(name):
     sizes, ratio = _predicted_over_measured(name)
     worst = int(np.argmax(np.abs(np.log(ratio))))
-    assert 0.5 <= ratio.min() and ratio.max() <= 2, f"{name}: predicted/measured {ratio[worst]:.2f} at {sizes[worst]:.0f} B"
+    assert 0.5 <= ratio.min() and ratio.max() <= 2, (
+        f"{name}: predicted/measured {ratio[worst]:.2f} at {sizes[worst]:.0f} B"
+    )
 
 
 def test_the_logs_are_all_checked():

@@ -115,7 +115,7 @@ def test_gpt3_tensor_parallel_past_the_node_on_the_same_gpus_is_slower():
     assert {x.link.name for x in _by(inside, "tensor")} == {hardware.NVLINK3.name}
     assert {x.link.name for x in _by(across, "tensor")} == {hardware.INFINIBAND_HDR_8X.name}
     # 1.33 s against 3.70 s per step: NCCL's flat ring over 16 ranks runs at the node's 8 × 25 GB/s of InfiniBand
-    # (not NVLink's 240) with twice the steps, and each device makes twice the calls (4 stages of 24 layers, not 8 of 12).
+    # (not NVLink's 240) with twice the steps, and each device makes twice the calls (4 stages of 24 layers, not 12).
     assert across.step.exposed_s["tensor"] / inside.step.exposed_s["tensor"] == pytest.approx(2.79, rel=1e-2)
     assert across.step.total_s > inside.step.total_s
 

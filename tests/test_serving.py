@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from course_lib import budget, collectives, serving
+from course_lib import budget, serving
 from course_lib.hardware import DGX_H100, H100, ICI_V5E, INFINIBAND_NDR_8X, NVLINK4, TPU_V5E, Cluster
 from course_lib.parallelism import GPT3_175B, LLAMA3_8B, LLAMA3_70B, ParallelPlan, TransformerModel
 

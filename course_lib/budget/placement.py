@@ -113,7 +113,7 @@ def group_collective(op, cluster: Cluster, group_size, stride, payload_bytes, *,
             raise ValueError("algorithm and protocol must be None for send_recv (one point-to-point message)")
         spans = np.asarray(nodes) > 1
         inter, intra = cluster.inter_node_link, cluster.intra_node_link
-        latency = np.where(spans, inter.latency_s + inter.fabric_latency_s, intra.latency_s)
+        latency = np.where(spans, inter.latency_s + inter.fabric_latency_s, intra.latency_s + intra.fabric_latency_s)
         bandwidth = np.where(spans, cluster.inter_bandwidth_bytes_per_s, cluster.nccl_intra_bandwidth_bytes_per_s)
         time = np.where(np.asarray(n) > 1, latency + size / bandwidth, 0.0)
         scalar = np.ndim(time) == 0
@@ -132,11 +132,14 @@ def _textbook_ring(op, cluster: Cluster, n, k, nodes, size, algorithm, protocol)
     not run on (MPI on CPUs, a cluster ``measure.calibrate_cluster`` fitted on an MPI sweep): each step costs the
     slowest link's α, and the ring runs at the slower of a device's link in a node and its members' network share."""
     if algorithm not in (None, "ring") or protocol is not None:
-        raise ValueError(f"algorithm must be 'ring' (or None) and protocol None on {cluster.accelerator.name!r}, "
-                         "which NCCL does not run on; got algorithm={algorithm!r}, protocol={protocol!r}")
+        raise ValueError(
+            f"algorithm must be 'ring' (or None) and protocol None on {cluster.accelerator.name!r}, "
+            "which NCCL does not run on; got algorithm={algorithm!r}, protocol={protocol!r}"
+        )
     spans = np.asarray(nodes) > 1
     inter, intra = cluster.inter_node_link, cluster.intra_node_link
-    latency_s = np.where(spans, np.maximum(intra.latency_s, inter.latency_s + inter.fabric_latency_s), intra.latency_s)
+    intra_s, inter_s = intra.latency_s + intra.fabric_latency_s, inter.latency_s + inter.fabric_latency_s
+    latency_s = np.where(spans, np.maximum(intra_s, inter_s), intra_s)
     network = k * cluster.inter_bandwidth_bytes_per_s
     bandwidth = np.where(spans, np.where(np.asarray(k) > 1, np.minimum(cluster.intra_bandwidth_bytes_per_s, network),
                                          network), cluster.intra_bandwidth_bytes_per_s)  # fmt: skip

@@ -303,7 +303,7 @@ def calibrated_step_time(
     - tensor parallel, on the critical path, per layer: 2 all-reduces forward and 2 backward of b·s·h (sequence
       parallel: all-gather + reduce-scatter for each), full recomputation repeating the forward ones;
     - pipeline, on the critical path: the boundary activations sent forward and their gradients back, b·s·h/t
-      each, v times with interleaving (``group_collective``: as NCCL runs it, over NVLink inside a node, else the network).
+      each, v times with interleaving (``group_collective``: over NVLink inside a node, else the network).
     Step = m slots + (p−1)/v slots of bubble + the exposed data-parallel time.
     Data parallel, in buckets of ``bucket_bytes`` (each bucket a collective with its own latency), exposed by
     ``bucketed_exposure``: gradients (fp32 with the "bf16-fp32-grads" recipe) reduced once per step behind the last

@@ -4,15 +4,17 @@ The only part of ``course_lib`` that starts processes. ``run_collective_sweep`` 
 (``mpiexec -n p python -m course_lib.measure worker ...``, MPICH through the ``mpich`` and ``mpi4py`` wheels) and
 returns a ``Measurements`` table; ``read_nccl_tests`` reads GPU logs of nccl-tests into the same table;
 ``fit_alpha_beta`` fits T = n·α + Q/B with the phase count n and critical-path bytes Q that
-``course_lib.collectives.collective_cost`` gives; ``measure_step`` times a data-parallel step in several schedules
-and reads the exposed communication off the completed steps.
+``course_lib.collectives.collective_cost`` gives; ``calibrate_cluster`` fits a ``hardware.Cluster``'s links to such
+tables, so that ``budget`` and the plan search run on the measured machine; ``measure_step`` times a data-parallel
+step in several schedules and reads the exposed communication off the completed steps.
 
 One concept per submodule; every public name is importable from here. ``tables``: ``Row``, ``Measurements``,
 ``parse_sizes``, ``OPS`` and ``DATA_DIR``. ``mpich``: ``MPICH_ALGORITHMS`` and the control variables that force
 one. ``jobs``: starting, watching and killing an MPI job (``MeasurementError``). ``sweeps``: ``run_collective_sweep``,
 ``run_collective_sweeps``, ``compare_algorithms``. ``nccl_tests``: ``read_nccl_tests``. ``fits``: ``AlphaBetaFit``,
-``fit_alpha_beta``. ``steps``: ``StepMeasurements``, ``measure_step``, ``SCHEDULES``. ``worker``: what each rank
-runs; ``__main__``: the command line, and each rank's entry point.
+``fit_alpha_beta``. ``calibrate``: ``calibrate_cluster``, ``CalibrationWarning``. ``steps``: ``StepMeasurements``,
+``measure_step``, ``SCHEDULES``. ``worker``: what each rank runs; ``__main__``: the command line, and each rank's
+entry point.
 
 Timing is the course's own, stricter than the usual benchmarks': float32 buffers, every size warmed up, each timed
 iteration started after a barrier, its time the **maximum over ranks** (the slowest rank is the one a step waits
@@ -42,6 +44,7 @@ cannot run for a size (e.g. fewer elements than ranks) MPICH says so and runs it
 
 from __future__ import annotations
 
+from .calibrate import CalibrationWarning, calibrate_cluster
 from .fits import AlphaBetaFit, fit_alpha_beta
 from .jobs import MeasurementError
 from .mpich import MPICH_ALGORITHMS
@@ -66,5 +69,7 @@ __all__ = [
     "compare_algorithms",
     "read_nccl_tests",
     "fit_alpha_beta",
+    "CalibrationWarning",
+    "calibrate_cluster",
     "measure_step",
 ]

@@ -37,14 +37,23 @@ def _ranks_from_ratio(op, rows):
     raise ValueError(f"ranks must be given: busbw/algbw = {ratio:.4f} matches no rank count for op={op!r}")
 
 
-def read_nccl_tests(text, op=None, ranks=None, placement="out_of_place"):
+def read_nccl_tests(text, op=None, ranks=None, placement="out_of_place", nodes=None):
     """Parse nccl-tests output (all_reduce_perf, all_gather_perf, ...) into a ``Measurements`` table.
 
     ``op`` is read from the ``<op>_perf`` name in the text when not given; ``ranks`` from the ``#  Rank`` lines
-    nccl-tests prints, else from busbw/algbw (= ``collectives.busbw_factor(op, n)``). ``placement`` picks the
-    out-of-place or in-place columns. Times are nccl-tests' average over its iterations (so median = p10 = p90);
-    algbw and busbw are the log's own columns, in bytes/s. A log reporting wrong results, or whose data lines do
-    not parse, raises ``ValueError``.
+    nccl-tests prints, else from busbw/algbw (= ``collectives.busbw_factor(op, n)``). ``nodes``, the nodes the ranks
+    ran on (an integer ≥ 1 dividing ``ranks``), from the hosts those lines name (``... on <host> device ...``) when
+    not given, else unknown; the table keeps it as ``conditions["nodes"]`` (``Measurements.nodes``), which
+    ``calibrate_cluster`` needs. ``placement`` picks the out-of-place or in-place columns. Times are nccl-tests'
+    average over its iterations (so median = p10 = p90); algbw and busbw are the log's own columns, in bytes/s. A
+    log reporting wrong results, or whose data lines do not parse, raises ``ValueError``.
+
+    >>> log = '''#  Rank  0 Group  0 Pid  101 on node-a device  0 [0x1b] NVIDIA H100 80GB HBM3
+    ... #  Rank  1 Group  0 Pid  102 on node-b device  0 [0x1b] NVIDIA H100 80GB HBM3
+    ...      1024   256  float  sum  -1   20.00   0.05   0.05   0   20.00   0.05   0.05   0'''
+    >>> table = read_nccl_tests(log, op="all_reduce")
+    >>> table.ranks, table.nodes
+    (2, 2)
     """
     if not isinstance(text, str):
         raise ValueError(f"text must be the log's text (a str), got {type(text).__name__}")
@@ -80,6 +89,7 @@ def read_nccl_tests(text, op=None, ranks=None, placement="out_of_place"):
     if ranks is None:
         ranks = len(rank_lines) if len(rank_lines) >= 2 else _ranks_from_ratio(op, parsed)
     ranks = _check.count("ranks", ranks, minimum=2)
+    nodes = _nodes(text, ranks, nodes)
     iterations = re.search(r"\biters:\s*(\d+)", text)
     rows = tuple(
         Row(op, "nccl", ranks, size, t * units.US, t * units.US, t * units.US, a * units.GB, b * units.GB,
@@ -87,4 +97,19 @@ def read_nccl_tests(text, op=None, ranks=None, placement="out_of_place"):
         for size, t, a, b in parsed
     )  # fmt: skip
     conditions = {"source": "nccl-tests log", "placement": placement, "time": "nccl-tests average over iterations"}
-    return Measurements(rows, conditions)
+    return Measurements(rows, conditions | ({} if nodes is None else {"nodes": nodes}))
+
+
+def _nodes(text, ranks, nodes):
+    """``nodes`` checked (an integer ≥ 1 dividing ``ranks``), or the distinct hosts of the log's rank lines, or None."""
+    hosts = set(re.findall(r"#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device", text))
+    if nodes is None:
+        nodes = len(hosts) or None
+        if nodes is None:
+            return None
+    nodes = _check.count("nodes", nodes)
+    if ranks % nodes:
+        raise ValueError(f"nodes must divide ranks (the same number of ranks on each node): {ranks} ranks on {nodes}")
+    if hosts and len(hosts) != nodes:
+        raise ValueError(f"nodes must match the log, whose rank lines name {len(hosts)} hosts; got nodes={nodes}")
+    return nodes

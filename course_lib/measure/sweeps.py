@@ -32,7 +32,9 @@ def _sweep(cases, ranks, sizes_bytes, iterations, warmup, timeout_s, progress, f
     records, conditions = _run_job(
         ranks, spec, _algorithm_env(cases), timeout_s, len(cases) * len(sizes), progress, "sweep"
     )
-    conditions.update(iterations=iterations, warmup=warmup, timing="max over ranks per iteration, after a barrier")
+    # mpiexec starts every rank on this machine: one node.
+    conditions.update(iterations=iterations, warmup=warmup, timing="max over ranks per iteration, after a barrier",
+                      nodes=1)  # fmt: skip
     return records, conditions
 
 
@@ -85,8 +87,8 @@ def run_collective_sweep(
     taken as the maximum over ranks. The result of every size is checked against the exact expected values
     (small integers in float32): a wrong result raises ``MeasurementError``, as does a rank that dies, or a job
     still running after ``timeout_s`` (then killed with all its processes). More ranks than cores runs, with a
-    warning, and ``conditions["ranks_exceed_cores"]`` says so. ``progress``: True for a bar on stderr, or a stream
-    (a notebook passes ``sys.stdout``).
+    warning, and ``conditions["ranks_exceed_cores"]`` says so; ``conditions["nodes"]`` is 1 (every rank runs on this
+    machine). ``progress``: True for a bar on stderr, or a stream (a notebook passes ``sys.stdout``).
 
     >>> table = run_collective_sweep("all_reduce", 2, "1KB,64KB", "ring", iterations=3, warmup=1)
     >>> table.size_bytes.tolist(), table.conditions["mpi_library"].startswith("MPICH")

@@ -110,7 +110,8 @@ class Measurements:
     """A table of measured collective times (one ``Row`` per op, algorithm and size) and the run's conditions.
 
     ``conditions`` says where and how it was measured (host, cores, MPI library and version, whether ranks >
-    cores, or the source of a published log). Columns are available as numpy arrays (``table.median_s``, ...).
+    cores, or the source of a published log) and, under ``"nodes"``, on how many nodes the ranks ran (``nodes``).
+    Columns are available as numpy arrays (``table.median_s``, ...).
 
     >>> row = Row("all_reduce", "ring", 2, 1024, 1e-5, 9e-6, 2e-5, 1.024e8, 1.024e8, 20, False)
     >>> t = Measurements((row,), {"host": "example"})
@@ -151,6 +152,18 @@ class Measurements:
     op = property(lambda self: self._single("op"))
     algorithm = property(lambda self: self._single("algorithm"))
     ranks = property(lambda self: self._single("ranks"))
+
+    @property
+    def nodes(self) -> int | None:
+        """The nodes the ranks ran on, evenly spread (``conditions["nodes"]``: 1 for ``run_collective_sweep``, whose
+        ranks share this machine; given to ``read_nccl_tests`` or read from its log), or None if the table does not
+        say.
+
+        >>> Measurements((), {"nodes": 2}).nodes, Measurements(()).nodes
+        (2, None)
+        """
+        value = self.conditions.get("nodes")
+        return None if value is None else _check.count("nodes", value)
 
     def select(self, **where):
         """The rows whose fields equal the given values, e.g. ``table.select(algorithm="ring")``."""

@@ -524,9 +524,10 @@ def decode_step(
 
     Each device reads its weights (``matmul_params``/(t·p), bytes per parameter) and its batch's KV cache
     (``kv_cache_bytes_per_device``) at the accelerator's HBM bandwidth, or is bound by ``decode_flops``/(t·p) at
-    ``compute_efficiency`` × its peak (``DECODE_COMPUTE_EFFICIENCY``, a stated assumption); each layer all-reduces the b×h activations twice over the t ranks (``budget.group_collective``, as
-    NCCL runs it: LL on one node, a tree across nodes); each token crosses p − 1 stage boundaries with
-    b·h/t bytes. The replica's devices are adjacent (tensor ranks innermost). Arrays give a curve.
+    ``compute_efficiency`` × its peak (``DECODE_COMPUTE_EFFICIENCY``, a stated assumption); each layer
+    all-reduces the b×h activations twice over the t ranks (``budget.group_collective``, as NCCL runs it: LL on one
+    node, a tree across nodes); each token crosses p − 1 stage boundaries with b·h/t bytes. The replica's devices
+    are adjacent (tensor ranks innermost). Arrays give a curve.
 
     >>> import numpy as np
     >>> from course_lib.hardware import DGX_H100

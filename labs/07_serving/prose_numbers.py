@@ -1,7 +1,11 @@
 """The quantities in lab 7's prose that no output prints (CHECKED: what each is, what checks it) and check(), which
 works out the explore answers by moving the lab's controls; tests/test_lesson_numbers.py runs it."""
 
-from course_lib import hardware, nccl, units
+import dataclasses
+import warnings
+
+from course_lib import hardware, measure, nccl, serving, units
+from course_lib.parallelism import LLAMA3_70B
 
 CHECKED = {
     "80 GB": "the H100's HBM: check()",
@@ -30,6 +34,11 @@ CHECKED = {
     "8.35 ms": "explore 4",
     "1.37 ms": "explore 4",
     "5.63 ms": "explore 4",
+    "8.34 ms": "explore 4: t = 16 on the cluster calibrated to the logs",
+    "7.82 ms": "explore 4: t = 8 on the cluster calibrated to the logs",
+    "16 KiB": "explore 4: a decode all-reduce at b = 1 (2 bytes × 8192), the logs' row",
+    "17.5 µs": "explore 4: the p5 log's 16 KiB all-reduce",
+    "37.2 µs": "explore 4: the Nebius log's 16 KiB all-reduce",
     "7.99 ms": "explore 5",
     "344 GB": "explore 6",
     "43 GB": "explore 6",
@@ -89,6 +98,17 @@ def check():
     for t, weights, latency in ((16, "2.64 ms", "4.03 ms"), (32, "1.37 ms", "5.63 ms")):  # beyond the optimum
         r = serve(sequences=1, tensor_parallel=t)
         assert (ms(r, "weight_read_s"), ms(r, "all_reduce_latency_s")) == (weights, latency)
+    # 4, continued: on a cluster calibrated to the p5 and Nebius logs (lesson 05, step 5), t = 8 wins
+    logs = measure.DATA_DIR / "nccl_tests"
+    p5 = measure.read_nccl_tests((logs / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(), nodes=1)
+    nebius = measure.read_nccl_tests((logs / "nebius_2x8xH100_ib_all_reduce.txt").read_text(), nodes=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", measure.CalibrationWarning)
+        measured = dataclasses.replace(measure.calibrate_cluster(hardware.NEBIUS_H100_IB, [p5, nebius]), nodes=4)
+    decode = {t: serving.decode_step(LLAMA3_70B, measured, t, 1, 1, 4096).time_per_output_token_s for t in (8, 16)}
+    assert (units.format_time(decode[8]), units.format_time(decode[16])) == ("7.82 ms", "8.34 ms")
+    assert units.format_time(p5.select(size_bytes=16384).rows[0].median_s) == "17.5 µs"
+    assert units.format_time(nebius.select(size_bytes=16384).rows[0].median_s) == "37.2 µs"
     # 5: a pipeline of 4 stages
     assert ms(serve(pipeline_parallel=4), "time_per_output_token_s") == "7.99 ms"
     # the answers' unitless counts: tokens/s per GPU, the ridge point and the sequences that fit
