@@ -9,11 +9,11 @@
 # %% [markdown]
 # # 04 · Budget the bytes: from a partition to a step time
 #
-# Lesson 03 counted what a partition costs in bytes: the memory each device keeps and the tensors it must send.
-# Bytes are not yet time. A 50.3 MB all-reduce inside an NVLink node costs a few hundred microseconds, the same
-# all-reduce across two nodes costs about 1.4 times as much, and either one costs nothing on the step time if independent
-# compute hides it, or all of it if the next operator is waiting. This lesson turns a partition and a topology
-# into a step time, separates the exposed communication from the hidden, and uses that budget to choose a plan.
+# Lesson 03 counted what a partition costs in bytes: the memory each device keeps and the tensors it must send. Bytes
+# are not yet time. A 50.3 MB all-reduce inside an NVLink node costs a few hundred microseconds, the same all-reduce
+# across two nodes costs about 1.4 times as much, and either one costs nothing on the step time if independent compute
+# hides it, or all of it if the next operator is waiting. This lesson turns a partition and a topology into a step
+# time, separates the exposed communication from the hidden, and uses that budget to choose a plan.
 
 # %% [markdown]
 # ## What you'll learn
@@ -255,8 +255,8 @@ print(
 #
 # `budget.transfer_table` lists every tensor that crosses a device boundary in one step (from
 # `parallelism.step_transfers`), the levels of the cluster its group spans, and its time:
-# `budget.transfer_time_per_call` prices one call as NCCL would run it, given where the group's ranks sit (tensor ranks
-# adjacent, data ranks $t$ apart, pipeline ranks $t \cdot d$ apart: `budget.axis_stride`).
+# `budget.transfer_time_per_call` prices one call as NCCL would run it, given where the group's ranks sit (tensor
+# ranks adjacent, data ranks $t$ apart, pipeline ranks $t \cdot d$ apart: `budget.axis_stride`).
 
 # %%
 print(budget.format_transfer_table(budget.transfer_table(MODEL, PLAN, CLUSTER)))
@@ -373,15 +373,14 @@ across_lab
 print_transfers(across_lab.result)
 
 # %% [markdown]
-# Crossing the node boundary makes each all-reduce 1.39 times slower. Inside a node NCCL runs a ring over NVLink
-# with the Simple protocol; across two nodes it runs one flat ring through all 16 GPUs, with a channel on each of the
+# Crossing the node boundary makes each all-reduce 1.39 times slower. Inside a node NCCL runs a ring over NVLink with
+# the Simple protocol; across two nodes it runs one flat ring through all 16 GPUs, with a channel on each of the
 # node's 8 InfiniBand rails, so the ring's bus bandwidth is the node's 8 × 25 GB/s, a little below NVLink, and with
 # the network's higher latency per hop its tuner switches to the LL128 protocol (exercise 3 works it out). With twice
 # the micro-batches each GPU also makes twice the calls: exposed tensor-parallel time grows 2.8-fold, and since these
 # calls are all on the critical path the step grows 1.11-fold. The larger group halves the memory per GPU, which is
-# the only reason to accept it. This is Narayanan
-# et al.'s first takeaway: use tensor parallelism up to the size of a server, then pipeline parallelism across
-# servers.
+# the only reason to accept it. This is Narayanan et al.'s first takeaway: use tensor parallelism up to the size of a
+# server, then pipeline parallelism across servers.
 #
 # ### Step 4 · Overlap only where the dependencies allow
 #
@@ -565,14 +564,13 @@ print(
 # The prefill is a training forward pass: 1024 rows per matrix multiply, compute-bound, with all-reduces of
 # $1024 \cdot h \cdot 2$ bytes = 16.8 MB that are bandwidth-bound. A decode step reads every weight the device holds
 # at 3.35 TB/s, and its arithmetic (at half of peak, `serving.DECODE_COMPUTE_EFFICIENCY`) takes 150 times less time
-# than those reads; it pays its two all-reduces per layer
-# as pure latency: 2.4 ms for 160 of them (NCCL's ring with the LL protocol, 15 µs each: 6.6 µs per call and 0.6 µs
-# for each of its 14 hops). Both costs are per step, not per sequence, so decoding many sequences together is almost
-# free until the arithmetic catches up with the reads. At full peak the multiplies alone would catch up at the H100's
-# ridge point, $989\text{ TFLOP/s} / 3.35\text{ TB/s} \times 2\text{ bytes} / 2\text{ FLOPs}$ per parameter (the
-# 295 sequences above); at half of peak it takes twice as many, and every sequence's KV-cache reads push it further
-# still. The latency–throughput curve shows it: each point is a batch size, up to the largest
-# whose caches fit.
+# than those reads; it pays its two all-reduces per layer as pure latency: 2.4 ms for 160 of them (NCCL's ring with the LL
+# protocol, 15 µs each: 6.6 µs per call and 0.6 µs for each of its 14 hops). Both costs are per step, not per
+# sequence, so decoding many sequences together is almost free until the arithmetic catches up with the reads. At full
+# peak the multiplies alone would catch up at the H100's ridge point, $989\text{ TFLOP/s} / 3.35\text{ TB/s} \times
+# 2\text{ bytes} / 2\text{ FLOPs}$ per parameter (the 295 sequences above); at half of peak it takes twice as many,
+# and every sequence's KV-cache reads push it further still. The latency–throughput curve shows it: each point is a
+# batch size, up to the largest whose caches fit.
 
 # %%
 curve = serving.latency_throughput_curve(SERVE_MODEL, H100_NODE, 8, 1, context_len=4096)
@@ -590,8 +588,8 @@ plt.show()
 # %% [markdown]
 # From 1 to 64 sequences the time per token grows by two thirds while the tokens per GPU grow 38-fold; past a few
 # hundred, the KV reads (which every sequence pays for its own cache) take over, and even the 371 sequences whose
-# caches fit leave the step memory-bound. Serving
-# trades latency for throughput along this curve; training has no such curve, its batch is fixed by the optimiser.
+# caches fit leave the step memory-bound. Serving trades latency for throughput along this curve; training has no such
+# curve, its batch is fixed by the optimiser.
 #
 # **The t at which decode latency stops falling.** For one sequence, more tensor parallelism divides the weight reads
 # by $t$ but adds latency-bearing steps to each of the 160 all-reduces per token, and past 8 GPUs the group leaves
@@ -686,9 +684,8 @@ print(
 )
 
 # %% [markdown]
-# All three train within a second of each other (19.4 s to 20.1 s), and ZeRO-3 over 32 GPUs is even compute-bound:
-# its gathers hide under
-# two micro-batches of 8192 tokens each. Served, they differ by orders of magnitude:
+# All three train within a second of each other (19.4 s to 20.1 s), and ZeRO-3 over 32 GPUs is even compute-bound: its
+# gathers hide under two micro-batches of 8192 tokens each. Served, they differ by orders of magnitude:
 #
 # - **ZeRO-3, d = 32 serves poorly.** Its replica is one GPU ($t = p = 1$), which cannot hold 141 GB of weights; kept
 #   sharded, it would all-gather them for every token, 369 ms per token against 8.25 ms for a $t = 8$ replica. In
@@ -698,10 +695,11 @@ print(
 #   GPU against 121. Only several batches in flight, each with its own KV cache, fill it, which is the training
 #   pipeline's micro-batching again.
 #
-# So for Llama 3.1 70B on H100 nodes the lowest decode latency for one sequence is at $t = 16$ (two nodes), and a
-# ZeRO-3 plan that trains well is the one that serves worst: training amortises each collective over $b \cdot s$
-# tokens and hides it under a large compute; decoding pays two all-reduces per layer for every token, with nothing to
-# hide them under. Lab 7 puts this model and others under sliders.
+# So for Llama 3.1 70B on H100 nodes, by the datasheet's links, the lowest decode latency for one sequence is at
+# $t = 16$ (two nodes; lesson 05 measures the network and finds $t = 8$), and a ZeRO-3 plan that trains well is the
+# one that serves worst: training amortises each collective over $b \cdot s$ tokens and hides it under a large
+# compute; decoding pays two all-reduces per layer for every token, with nothing to hide them under. Lab 7 puts this
+# model and others under sliders.
 #
 # **A plan search.** `budget.search_plans` enumerates every factorisation $d \cdot t \cdot p$ of the cluster's
 # device count, crossed with micro-batch sizes, ZeRO stages, recomputation, sequence parallelism and interleaving;
@@ -817,14 +815,13 @@ print(
 print(small_search.table(range(5)))
 
 # %% [markdown]
-# With only 32 GPUs and a 22B model, the fastest plans need no pipeline (row 4 is the first with one) and little or
-# no tensor parallelism: data parallelism with ZeRO-2 (gradients and optimizer state sharded) and micro-batches of 2
-# to 8, whose large GEMMs run near the calibration's best efficiency. ZeRO-3 would halve the memory but costs time:
-# the framework the calibration describes does not prefetch its parameter gathers, so they are exposed, and none of
-# the five fastest plans uses it. Every top plan is compute-bound; what
-# separates them is exposed communication, the step's last gradient bucket and what does not fit behind the backward
-# pass. The best partition
-# depends on the model's size, the batch, the cluster and the framework, and the search says *why* each plan loses.
+# With only 32 GPUs and a 22B model, the fastest plans need no pipeline (row 4 is the first with one) and little or no
+# tensor parallelism: data parallelism with ZeRO-2 (gradients and optimizer state sharded) and micro-batches of 2 to
+# 8, whose large GEMMs run near the calibration's best efficiency. ZeRO-3 would halve the memory but costs time: the
+# framework the calibration describes does not prefetch its parameter gathers, so they are exposed, and none of the
+# five fastest plans uses it. Every top plan is compute-bound; what separates them is exposed communication, the
+# step's last gradient bucket and what does not fit behind the backward pass. The best partition depends on the
+# model's size, the batch, the cluster and the framework, and the search says *why* each plan loses.
 
 # %% [markdown]
 # ## Figures
@@ -1109,8 +1106,9 @@ quiz.MultipleChoice(
 # - Put the frequent, blocking exchanges on the fast links: tensor parallelism inside the NVLink domain.
 # - Strong scaling ends when the per-device compute no longer amortises the communication that does not shrink.
 # - Decode is memory-bound (every weight read for a few tokens) and pays two latency-bound all-reduces per layer
-#   per token: past some $t$ (16 for Llama 3.1 70B on H100 nodes) more devices make each token slower, and a plan
-#   that trains well (ZeRO-3, a pipeline) may serve poorly.
+#   per token: past some $t$ (16 for Llama 3.1 70B on H100 nodes by the datasheet, 8 on the measured network of
+#   lesson 05) more devices make each token slower, and a plan that trains well (ZeRO-3, a pipeline) may serve
+#   poorly.
 # - A plan search enumerates, rejects, estimates and names the binding constraint; the estimate is coarse and its
 #   compute efficiency is an assumption, so measure.
 

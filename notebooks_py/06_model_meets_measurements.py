@@ -181,13 +181,13 @@ print(validation.figures_report(after))
 held = validation.validation_figures(after, HELD_OUT)
 
 # %% [markdown]
-# Calibration fixes memory: the median error on the held-out runs falls from 43.2 % to 10.6 %, and
-# "predicted to fit" agrees with "ran" in 92.6 % of them: the precision recipe (fp32 gradients), the logits
-# and a fixed framework memory were the missing terms, and none of them is specific to the 1B and 3B models. It
-# improves the throughput and the ranking, but not enough: the runs it was fitted on reach the rank-correlation
-# target (0.85), the held-out runs stay below it (0.72), and their MFU error falls only to 136 %. The last line of each `by nodes` list says why: on one or two nodes the calibrated model
-# is within a few percent of the measured MFU, and the further the runs spread over the network, the more it
-# overestimates them.
+# Calibration fixes memory: the median error on the held-out runs falls from 43.2 % to 10.6 %, and "predicted to fit"
+# agrees with "ran" in 92.6 % of them: the precision recipe (fp32 gradients), the logits and a fixed framework memory
+# were the missing terms, and none of them is specific to the 1B and 3B models. It improves the throughput and the
+# ranking, but not enough: the runs it was fitted on reach the rank-correlation target (0.85), the held-out runs stay
+# below it (0.72), and their MFU error falls only to 136 %. The last line of each `by nodes` list says why: on one or
+# two nodes the calibrated model is within a few percent of the measured MFU, and the further the runs spread over the
+# network, the more it overestimates them.
 #
 # ### Step 3 · Why the predicted best is not the measured best
 #
@@ -258,13 +258,12 @@ for model in ("1B", "3B", "8B", "80B"):
     )
 
 # %% [markdown]
-# On 64 nodes three runs in four or more measured under 5 % MFU (the medians are 0.3–2.3 %), even for the models
-# whose best run there reached 10.5 to 18.7 %: plan families that run well on one node collapse across 512 GPUs. The model
-# predicts several times more. No
-# constant fitted on the 1B and 3B runs can produce this: a collapse that depends on the plan, the scale and
-# probably on the network's congestion, retransmissions and the framework's scheduling is not a rate or an
-# overhead. Calibration can fix what the model has the right *form* for: memory components, GEMM efficiency, a fixed
-# cost per layer, a network's average rate. It cannot fix a mechanism the model does not have.
+# On 64 nodes three runs in four or more measured under 5 % MFU (the medians are 0.3–2.3 %), even for the models whose
+# best run there reached 10.5 to 18.7 %: plan families that run well on one node collapse across 512 GPUs. The model
+# predicts several times more. No constant fitted on the 1B and 3B runs can produce this: a collapse that depends on
+# the plan, the scale and probably on the network's congestion, retransmissions and the framework's scheduling is not
+# a rate or an overhead. Calibration can fix what the model has the right *form* for: memory components, GEMM
+# efficiency, a fixed cost per layer, a network's average rate. It cannot fix a mechanism the model does not have.
 #
 # ### Step 6 · Carried to another cluster and framework
 #
@@ -333,11 +332,10 @@ plt.show()
 #
 # A fit shows only that the constants can reproduce the data they were fitted on. Here the fitted runs reach a rank
 # correlation of 0.85 (Step 2's table), the target; the held-out runs, from the same cluster and framework, reach
-# 0.72. A
-# model is validated on data it did not see, with the figure that matters for its use stated in advance. The
+# 0.72. A model is validated on data it did not see, with the figure that matters for its use stated in advance. The
 # opposite mistake is as common: *"the model is 3× off, so it is useless."* Its memory is right to about 10 %, it
-# names the binding constraint, and it ranks the runs on a few nodes well: that is what a planner needs, provided
-# the final choice is measured.
+# names the binding constraint, and it ranks the runs on a few nodes well: that is what a planner needs, provided the
+# final choice is measured.
 #
 # A second trap: adding constants until the error is small. With enough of them, any model fits; five physically
 # named constants that fail honestly say more about the cluster than twenty that succeed.

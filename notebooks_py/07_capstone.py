@@ -70,8 +70,8 @@ from course_lib.widgets import quiz
 #    sequence length.
 # 2. **Size one candidate by hand**: memory per device term by term; it must fit with headroom.
 # 3. **List its transfers**: which tensor, which collective, how many bytes, how many calls per step, on which link.
-# 4. **Price the step**: compute at an efficiency, the transfers as NCCL runs them (lesson 04), the exposed part by the
-#    dependency rule, the bubble.
+# 4. **Price the step**: compute at an efficiency, the transfers as NCCL runs them (lesson 04), the exposed part by
+#    the dependency rule, the bubble.
 # 5. **Search** every partition under the same model, and explain why the winner wins.
 # 6. **Stress the answer**: rerun the ranking under other plausible assumptions; if the winner's lead depends on
 #    one of them, prefer the plan whose worst case is best, and measure that assumption before committing.
@@ -473,7 +473,8 @@ print(
 #   reduce-scatters of fp32 gradients over the slow network every micro-batch.
 #
 # Two warnings are already in the table. The winner uses 78.3 GB of 80 GB: 98 % of HBM. And its lead rests on the
-# fitted fixed cost (1.6 ms per layer and micro-batch) and the fitted network (30 % of nominal). Both were fitted on another cluster (AWS EFA, not InfiniBand) and another framework's overheads.
+# fitted fixed cost (1.6 ms per layer and micro-batch) and the fitted network (30 % of nominal). Both were fitted on
+# another cluster (AWS EFA, not InfiniBand) and another framework's overheads.
 #
 # ### Step 9 · How sensitive is the choice?
 #
@@ -590,7 +591,8 @@ print(
 # that of the best plan of any scenario, while the calibrated winner is infinitely worse in one (it does not fit). Its
 # calibrated step time is 75.5 s (MFU 42.3 %), between 73.3 s and 80.8 s over the scenarios, and it leaves 9.8 GB of
 # HBM free. Why it is robust: its tensor group (2) and its data-parallel group (4, $t = 2$ apart) together fill
-# exactly one node, so all their traffic stays on NVLink and only the small pipeline sends cross the network; the network's rate and the overlap hardly matter, and its memory has room.
+# exactly one node, so all their traffic stays on NVLink and only the small pipeline sends cross the network; the
+# network's rate and the overlap hardly matter, and its memory has room.
 #
 # ### Step 11 · What to measure before committing
 #
@@ -668,9 +670,9 @@ print(
 #   share (13.4 % of the FLOPs at 8,192, over a third at 32,768) and the activation memory per sequence, both linear
 #   in $s$ per token. A longer sequence at the same tokens per step means fewer sequences: keep
 #   $B_\text{global} \cdot s$ fixed, not $B_\text{global}$.
-# - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster about seven and a half years:
-#   64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model on billions of tokens, not for
-#   pre-training it.
+# - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster about seven and a
+#   half years: 64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model on billions of tokens,
+#   not for pre-training it.
 
 # %% [markdown]
 # ## Figures
@@ -834,8 +836,8 @@ quiz.MultipleChoice(
 #   the framework's memory count), transfers with payload, calls and link, the step from the dependency rule; then
 #   check it against the tools.
 # - The search's winner ($d = 16$, $t = 4$, ZeRO-2, $b = 4$, full recomputation: 72.5 s, MFU 44 %) wins by cutting
-#   fixed costs, the bubble and the exposed tensor-parallel time, but sits at 98 % of HBM and loses its lead when the fixed cost, the overlap or the
-#   network differ from their fitted values.
+#   fixed costs, the bubble and the exposed tensor-parallel time, but sits at 98 % of HBM and loses its lead when the
+#   fixed cost, the overlap or the network differ from their fitted values.
 # - The plan with the best worst case ($d = 4$, $t = 2$, $p = 8$ interleaved, ZeRO-1, $b = 1$, full recomputation:
 #   75.5 s, MFU 42.3 %, 73.3 s to 80.8 s over the scenarios) is never more than 1.06 times as slow as the best, with
 #   9.8 GB to spare.
@@ -871,9 +873,9 @@ quiz.MultipleChoice(
 #    recommendation does not change: it takes 74.5 s in that scenario (1.04× its best), and its worst case stays the
 #    1.06× of "network at nominal".
 # 3. At η = 0.3 the step is 1.95 min and the 14.3 s of exposed tensor-parallel time are 12.2 % of it; at η = 0.7,
-#    24.4 %. A quarter needs a step of 57 s, reached at η ≈ 0.72: a little above the calibration's big-GEMM
-#    efficiency (0.7), at the edge of what dense GEMMs reach. Between the plausible efficiencies the share doubles, which is why the tensor-parallel degree
-#    matters more on faster GPUs.
+#    24.4 %. A quarter needs a step of 57 s, reached at η ≈ 0.72: a little above the calibration's big-GEMM efficiency
+#    (0.7), at the edge of what dense GEMMs reach. Between the plausible efficiencies the share doubles, which is why
+#    the tensor-parallel degree matters more on faster GPUs.
 # 4. No. At 256 sequences the calibrated winner is the same shape with $m = 4$ (36.9 s), and the best worst case is
 #    ZeRO-3 over $d = 32$ with $t = 2$, $b = 4$ and full recomputation, no pipeline (1.07×): with half the
 #    micro-batches ($m = 64$) the bubble of $p = 8$ doubles its share, and the plan recommended at 512 sequences falls
