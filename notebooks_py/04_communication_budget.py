@@ -553,7 +553,10 @@ print(
     f"time per output token {units.format_time(one.time_per_output_token_s)} ({one.bound}-bound); "
     f"all-reduce latency is {units.format_percent(one.all_reduce_latency_s / one.time_per_output_token_s)} of it"
 )
-print(f"decode turns compute-bound at a batch of {ridge_batch:.0f} sequences")
+print(
+    f"the multiplies alone would turn compute-bound at a batch of {ridge_batch:.0f} sequences at full peak, "
+    f"{ridge_batch * serving.DECODE_COMPUTE_EFFICIENCY:.0f} at the decode's half of peak"
+)
 print(
     f"all-reduce payloads: prefill 1024 · h · 2 bytes = "
     f"{units.format_bytes(1024 * SERVE_MODEL.hidden * parallelism.ACTIVATION_BYTES)}, "
@@ -568,8 +571,9 @@ print(
 # protocol, 15 µs each: 6.6 µs per call and 0.6 µs for each of its 14 hops). Both costs are per step, not per
 # sequence, so decoding many sequences together is almost free until the arithmetic catches up with the reads. At full
 # peak the multiplies alone would catch up at the H100's ridge point, $989\text{ TFLOP/s} / 3.35\text{ TB/s} \times
-# 2\text{ bytes} / 2\text{ FLOPs}$ per parameter (the 295 sequences above); at half of peak it takes twice as many,
-# and every sequence's KV-cache reads push it further still. The latency–throughput curve shows it: each point is a
+# 2\text{ bytes} / 2\text{ FLOPs}$ per parameter (the 295 sequences above); at the decode's half of peak the
+# arithmetic is twice as slow and catches up sooner, at 148, while every sequence's KV-cache reads push the step as
+# a whole further out. The latency–throughput curve shows it: each point is a
 # batch size, up to the largest whose caches fit.
 
 # %%

@@ -626,8 +626,8 @@ def test_capstone_answer_llama3_70b_on_64_h100():
 
 
 def test_binding_constraint_is_the_largest_term_of_the_step():
-    # Lesson 04's GPT-3 step: compute 21.4 s of 24.8 s, exposed communication 1.73 s, bubble 1.67 s. Compute binds,
-    # although exposed communication is the larger of the two overheads (the rule before issue 15 named it).
+    # A step of 24.8 s: compute 21.4 s, exposed communication 1.73 s, bubble 1.67 s. Compute binds, although exposed
+    # communication is the larger of the two overheads (the rule before issue 15 named it).
     assert budget.binding_constraint(21.4, 1.73, 1.67) == "compute"
     assert budget.binding_constraint(1.0, 3.0, 2.0) == "exposed communication"
     assert budget.binding_constraint(1.0, 2.0, 3.0) == "bubble"

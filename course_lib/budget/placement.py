@@ -134,7 +134,7 @@ def _textbook_ring(op, cluster: Cluster, n, k, nodes, size, algorithm, protocol)
     if algorithm not in (None, "ring") or protocol is not None:
         raise ValueError(
             f"algorithm must be 'ring' (or None) and protocol None on {cluster.accelerator.name!r}, "
-            "which NCCL does not run on; got algorithm={algorithm!r}, protocol={protocol!r}"
+            f"which NCCL does not run on; got algorithm={algorithm!r}, protocol={protocol!r}"
         )
     spans = np.asarray(nodes) > 1
     inter, intra = cluster.inter_node_link, cluster.intra_node_link
