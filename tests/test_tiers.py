@@ -77,9 +77,8 @@ def test_a_lab_folder_file_that_no_notebook_runs_selects_nothing():
 
 
 def test_the_graded_tests_helpers_select_the_masters_that_import_them():
-    # A master imports tools/grading_helpers.py in its `# IGNORE` cell; lab 5's tests call no helper.
-    masters = sorted(f"{lab}.ipynb" for lab in assignments.lab_names() if lab != "05_measure_collectives")
-    assert names({"tools/grading_helpers.py"}) == masters
+    # Every master imports tools/grading_helpers.py in its `# IGNORE` cell.
+    assert names({"tools/grading_helpers.py"}) == MASTERS
 
 
 def test_nothing_that_a_notebook_runs_selects_nothing():

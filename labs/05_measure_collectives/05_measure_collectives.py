@@ -32,19 +32,23 @@
 # B of $T = n\alpha + Q/B$ to the times, and read the exposed communication of a step off the clock. In this lab you
 # first run a sweep yourself and look at its spread; then you do the analysis by hand on recorded tables: fit α and
 # B, compute busbw from a row, choose the algorithm to run at a size, and read the exposed communication of a step
-# from per-rank times.
+# from per-rank times. The last question closes the loop of the lesson's step 5: from a published nccl-tests log to a
+# calibrated cluster, and from that cluster to the exposed communication of a training plan.
 #
 # **What you need:** lesson 05 (and lesson 02 for the α–β model, algbw and busbw).
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests. The grader also runs hidden tests on other recorded tables, chosen so that the usual slips
-# (algbw taken for busbw, the wrong phase count in the fit, the mean instead of the maximum over ranks) fail them.
+# runs its public tests. The grader also runs hidden tests on other recorded tables, logs and clusters, chosen so that
+# the usual slips (algbw taken for busbw, the wrong phase count in the fit, the mean instead of the maximum over
+# ranks, the datasheet's cluster instead of the measured one) fail them. Five questions, 13 points.
 # All quantities are in SI base units: bytes, seconds, bytes per second.
 
 # %%
+import warnings
+
 import numpy as np
 
-from course_lib import collectives, measure, units
+from course_lib import budget, collectives, hardware, measure, parallelism, units
 from course_lib.widgets import readable_feedback
 
 readable_feedback()  # the checks below mark their results with ✔ and ✘, which every font here has
@@ -102,6 +106,15 @@ print(f"crossover {units.format_bytes(r['crossover_bytes'])}, median |residual| 
 #
 # Each question names the function to define. Functions take their arguments in SI base units and return SI base
 # units.
+
+# %%
+# IGNORE: otter leaves this cell out of the student version and the autograder. The tests below call helpers of
+# tools/grading_helpers.py, which `make assignments` writes into each test that calls them (tools/assignments.py).
+import os
+import sys
+
+sys.path.insert(0, os.path.abspath("../.."))  # the repository, for tools/ (this master runs in labs/NN_name/)
+from tools.grading_helpers import number
 
 # %% [raw]
 # # BEGIN QUESTION
@@ -450,6 +463,144 @@ def test_q4_slowest_rank_and_median(exposed_communication_s):
 
 
 test_q4_slowest_rank_and_median(exposed_communication_s)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q5
+# points: 3
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 5 · From a measurement to your plan (3 points)
+#
+# Lesson 05's step 5 turned a measurement into a plan: read an nccl-tests log, fit the cluster's links to it with
+# `measure.calibrate_cluster`, and run the budget on the cluster it returns. Do that loop for one training plan.
+#
+# Write `exposed_on_measured_network(log_text, log_nodes, cluster, model, plan)`: the exposed communication (seconds)
+# of one step of `plan` (a `parallelism.ParallelPlan`) for `model` (a `parallelism.TransformerModel`) on `cluster` (a
+# `hardware.Cluster`) calibrated on the log. `log_text` is the text of an nccl-tests log whose ranks ran on
+# `log_nodes` nodes of that cluster's kind; the cluster you plan on may have more nodes than the log's run had. Read
+# the log with `measure.read_nccl_tests` (these logs do not print where their ranks ran: tell it), calibrate
+# `cluster` on it, and take the step with the ideal model, `budget.step_time(..., calibration=None)`: the measured
+# links replace the datasheet's, so no other correction belongs on top. The calibration warns
+# (`measure.CalibrationWarning`) when its model misses some large size of the log; silence it inside your function
+# with `warnings.catch_warnings()` and `warnings.simplefilter("ignore", measure.CalibrationWarning)`.
+#
+# The public test reads the log of one AWS p5 node (8× H100, NVLink) and plans Llama 3.1 8B on two such nodes with
+# the plan that lesson 05's search picks for it: 8-way data parallel, 2-way tensor parallel with sequence parallelism,
+# ZeRO-2, selective recomputation, 16 micro-batches of 2 sequences.
+
+# %%
+NCCL_LOGS = measure.DATA_DIR / "nccl_tests"
+P5_NODE_LOG = (NCCL_LOGS / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(encoding="utf-8")
+LESSON_PLAN = parallelism.ParallelPlan(
+    data_parallel=8,
+    tensor_parallel=2,
+    zero_stage=2,
+    micro_batch=2,
+    grad_accum_steps=16,
+    recompute="selective",
+    sequence_parallel=True,
+)
+# the public test's call: exposed_on_measured_network(P5_NODE_LOG, 1, hardware.AWS_P5, parallelism.LLAMA3_8B, LESSON_PLAN)
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def exposed_on_measured_network(log_text, log_nodes, cluster, model, plan):
+    """Exposed communication (s) of one step of ``plan`` on ``cluster`` calibrated on an nccl-tests log."""
+    # BEGIN SOLUTION
+    table = measure.read_nccl_tests(log_text, nodes=log_nodes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", measure.CalibrationWarning)
+        measured = measure.calibrate_cluster(cluster, table)
+    return budget.step_time(model, plan, measured, calibration=None).exposed_communication_s
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q5_p5_node(exposed_on_measured_network):
+    import math
+
+    from course_lib import hardware, measure, parallelism
+
+    assert callable(exposed_on_measured_network), "define the function exposed_on_measured_network"
+    log = (measure.DATA_DIR / "nccl_tests" / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(encoding="utf-8")
+    plan = parallelism.ParallelPlan(
+        data_parallel=8,
+        tensor_parallel=2,
+        zero_stage=2,
+        micro_batch=2,
+        grad_accum_steps=16,
+        recompute="selective",
+        sequence_parallel=True,
+    )
+    result = exposed_on_measured_network(log, 1, hardware.AWS_P5, parallelism.LLAMA3_8B, plan)
+    got = number(result)
+    assert got is not None, f"return the exposed communication in seconds as a float, got {result!r:.80}"
+    want = 1.1149204  # s, the reference solution's (the datasheet's cluster gives 0.82487 s)
+    assert math.isclose(got, want, rel_tol=1e-3), (
+        f"expected {want:.4g} s, got {got:.4g} s. Check: the log read on its own node count (1 here, not the "
+        "cluster's 2); the plan run on the cluster calibrate_cluster returns, not the datasheet's; the ideal model "
+        "(calibration=None); the step's exposed communication (tensor, pipeline and data), not its total time and "
+        "not the communication that overlap hides"
+    )
+
+
+test_q5_p5_node(exposed_on_measured_network)
+
+
+# %%
+# HIDDEN
+def test_q5_other_logs_and_clusters(exposed_on_measured_network):
+    import dataclasses
+    import math
+
+    from course_lib import hardware, measure, parallelism
+
+    plan = parallelism.ParallelPlan
+    cases = [  # (log, its nodes, cluster, model, plan) and the reference solution's exposed communication (s)
+        # two-node InfiniBand log, planned on four nodes: log_nodes is the log's 2, not the cluster's 4
+        ("nebius_2x8xH100_ib_all_reduce.txt", 2, dataclasses.replace(hardware.NEBIUS_H100_IB, nodes=4),
+         parallelism.LLAMA3_8B, plan(data_parallel=16, tensor_parallel=2, zero_stage=2, grad_accum_steps=16),
+         0.35462262),
+        # two p4de nodes over EFA (A100): the fitted network is slower than the datasheet's
+        ("aws_2x_p4de_16xA100_efa_all_reduce.txt", 2, hardware.AWS_P4DE, parallelism.LLAMA32_3B,
+         plan(data_parallel=8, tensor_parallel=2, zero_stage=1, micro_batch=2, grad_accum_steps=8), 0.53309822),
+        # an all-gather log (read_nccl_tests finds the op in the log), pure data parallelism
+        ("gcp_a3mega_2x8xH100_tcpxo_all_gather.txt", 2, hardware.GCP_A3_MEGA, parallelism.LLAMA3_8B,
+         plan(data_parallel=16, zero_stage=1, grad_accum_steps=16), 0.07861624),
+        # one A100 node, trimmed columns, planned on two p4de nodes: tensor parallelism inside each node
+        ("mleng_1x8xA100_nvlink_all_reduce_massaged.txt", 1, hardware.AWS_P4DE, parallelism.LLAMA32_3B,
+         plan(data_parallel=4, tensor_parallel=4, micro_batch=2, grad_accum_steps=8), 0.65274958),
+    ]  # fmt: skip
+    for name, log_nodes, cluster, model, chosen, want in cases:
+        log = (measure.DATA_DIR / "nccl_tests" / name).read_text(encoding="utf-8")
+        result = exposed_on_measured_network(log, log_nodes, cluster, model, chosen)
+        got = number(result)
+        assert got is not None, f"{name}: return the exposed communication in seconds as a float, got {result!r:.80}"
+        assert math.isclose(got, want, rel_tol=1e-3), (
+            f"{name} (log_nodes={log_nodes}), {model.name} on {cluster.nodes} nodes: expected {want:.4g} s, "
+            f"got {got:.4g} s"
+        )
+
+
+test_q5_other_logs_and_clusters(exposed_on_measured_network)
 
 # %% [raw]
 # # END TESTS

@@ -89,4 +89,75 @@ def exposed_communication_s(step_times_s, compute_times_s):
 """,
         ),
     ],
+    "q5": [
+        (
+            "the datasheet's cluster: calibrated, then not used",
+            """
+def exposed_on_measured_network(log_text, log_nodes, cluster, model, plan):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", measure.CalibrationWarning)
+        measure.calibrate_cluster(cluster, measure.read_nccl_tests(log_text, nodes=log_nodes))
+    return budget.step_time(model, plan, cluster, calibration=None).exposed_communication_s
+""",
+        ),
+        (
+            "the cluster's node count taken for the log's",
+            """
+def exposed_on_measured_network(log_text, log_nodes, cluster, model, plan):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", measure.CalibrationWarning)
+        measured = measure.calibrate_cluster(cluster, measure.read_nccl_tests(log_text, nodes=cluster.nodes))
+    return budget.step_time(model, plan, measured, calibration=None).exposed_communication_s
+""",
+        ),
+        (
+            "the default calibration on top of the measured links",
+            """
+def exposed_on_measured_network(log_text, log_nodes, cluster, model, plan):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", measure.CalibrationWarning)
+        measured = measure.calibrate_cluster(cluster, measure.read_nccl_tests(log_text, nodes=log_nodes))
+    return budget.step_time(model, plan, measured).exposed_communication_s
+""",
+        ),
+        (
+            "the step's total time",
+            """
+def exposed_on_measured_network(log_text, log_nodes, cluster, model, plan):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", measure.CalibrationWarning)
+        measured = measure.calibrate_cluster(cluster, measure.read_nccl_tests(log_text, nodes=log_nodes))
+    return budget.step_time(model, plan, measured, calibration=None).total_s
+""",
+        ),
+        (
+            "the data-parallel exposure alone",
+            """
+def exposed_on_measured_network(log_text, log_nodes, cluster, model, plan):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", measure.CalibrationWarning)
+        measured = measure.calibrate_cluster(cluster, measure.read_nccl_tests(log_text, nodes=log_nodes))
+    return budget.step_time(model, plan, measured, calibration=None).exposed_s["data"]
+""",
+        ),
+        (
+            "the communication that overlap hides counted too",
+            """
+def exposed_on_measured_network(log_text, log_nodes, cluster, model, plan):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", measure.CalibrationWarning)
+        measured = measure.calibrate_cluster(cluster, measure.read_nccl_tests(log_text, nodes=log_nodes))
+    step = budget.step_time(model, plan, measured, calibration=None)
+    return step.exposed_communication_s + sum(step.overlapped_s.values())
+""",
+        ),
+        (
+            "the log read without its node count (calibrate_cluster raises)",
+            """
+def exposed_on_measured_network(log_text, log_nodes, cluster, model, plan):
+    measured = measure.calibrate_cluster(cluster, measure.read_nccl_tests(log_text))
+    return budget.step_time(model, plan, measured, calibration=None).exposed_communication_s
+""",
+        ),
+    ],
 }
