@@ -489,8 +489,8 @@ test_q4_slowest_rank_and_median(exposed_communication_s)
 # the log with `measure.read_nccl_tests` (these logs do not print where their ranks ran: tell it), calibrate
 # `cluster` on it, and take the step with the ideal model, `budget.step_time(..., calibration=None)`: the measured
 # links replace the datasheet's, so no other correction belongs on top. The calibration warns
-# (`measure.CalibrationWarning`) when its model misses some large size of the log; silence it inside your function
-# with `warnings.catch_warnings()` and `warnings.simplefilter("ignore", measure.CalibrationWarning)`.
+# (`measure.CalibrationWarning`) when its model misses some large size of the log; silence it inside your function:
+# inside a `warnings.catch_warnings()` block, `warnings.simplefilter` can ignore that category.
 #
 # The public test reads the log of one AWS p5 node (8× H100, NVLink) and plans Llama 3.1 8B on two such nodes with
 # the plan that lesson 05's search picks for it: 8-way data parallel, 2-way tensor parallel with sequence parallelism,
@@ -499,15 +499,8 @@ test_q4_slowest_rank_and_median(exposed_communication_s)
 # %%
 NCCL_LOGS = measure.DATA_DIR / "nccl_tests"
 P5_NODE_LOG = (NCCL_LOGS / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(encoding="utf-8")
-LESSON_PLAN = parallelism.ParallelPlan(
-    data_parallel=8,
-    tensor_parallel=2,
-    zero_stage=2,
-    micro_batch=2,
-    grad_accum_steps=16,
-    recompute="selective",
-    sequence_parallel=True,
-)
+LESSON_PLAN = parallelism.ParallelPlan(data_parallel=8, tensor_parallel=2, zero_stage=2, micro_batch=2,
+                                       grad_accum_steps=16, recompute="selective", sequence_parallel=True)  # fmt: skip
 # the public test's call: exposed_on_measured_network(P5_NODE_LOG, 1, hardware.AWS_P5, parallelism.LLAMA3_8B, LESSON_PLAN)
 
 # %% [raw]
@@ -541,15 +534,8 @@ def test_q5_p5_node(exposed_on_measured_network):
 
     assert callable(exposed_on_measured_network), "define the function exposed_on_measured_network"
     log = (measure.DATA_DIR / "nccl_tests" / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(encoding="utf-8")
-    plan = parallelism.ParallelPlan(
-        data_parallel=8,
-        tensor_parallel=2,
-        zero_stage=2,
-        micro_batch=2,
-        grad_accum_steps=16,
-        recompute="selective",
-        sequence_parallel=True,
-    )
+    plan = parallelism.ParallelPlan(data_parallel=8, tensor_parallel=2, zero_stage=2, micro_batch=2,
+                                    grad_accum_steps=16, recompute="selective", sequence_parallel=True)  # fmt: skip
     result = exposed_on_measured_network(log, 1, hardware.AWS_P5, parallelism.LLAMA3_8B, plan)
     got = number(result)
     assert got is not None, f"return the exposed communication in seconds as a float, got {result!r:.80}"
