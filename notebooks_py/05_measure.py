@@ -526,8 +526,9 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## What's next
 #
-# You have measured α, B and the exposed communication on real MPI ranks and read GPU logs the same way. Put
-# the measured numbers back into lesson 04's plan search, and take the labs: Lab 5 · measure collectives asks you
-# to fit α and B, read busbw, choose an algorithm and read exposed communication from recorded tables. Then
+# You have measured α, B and the exposed communication on real MPI ranks, read GPU logs the same way, and put a
+# measurement back into the plan search (step 5). Take the labs: Lab 5 · measure collectives asks you to fit α and
+# B, read busbw, choose an algorithm, read exposed communication from recorded tables, and carry an nccl-tests log
+# through a calibrated cluster to a plan's exposed communication. Then
 # [06 · Check the model against measurements](06_model_meets_measurements.ipynb) measures the whole model: its
 # memory and step time against 1,758 training runs, where it holds and where it breaks.
