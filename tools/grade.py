@@ -45,6 +45,7 @@ import queue
 import re
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import threading
@@ -348,8 +349,8 @@ def grade_notebook(
     notebook = prepared_notebook(data)
     if notebook is None:
         return outcome("not graded", "not a notebook", "the file is not a Jupyter notebook (.ipynb JSON).", flags)
-    with tempfile.TemporaryDirectory(prefix=f"grade-{lab}-", dir=scratch_root(), ignore_cleanup_errors=True) as scratch:
-        work = Path(scratch)
+    work = Path(tempfile.mkdtemp(prefix=f"grade-{lab}-", dir=scratch_root()))
+    try:
         copy, zip_copy, summary_path = work / f"{lab}.ipynb", work / "autograder.zip", work / "summary.json"
         copy.write_bytes(notebook)
         shutil.copyfile(zip_path, zip_copy)
@@ -380,6 +381,8 @@ def grade_notebook(
             summary = json.loads(read_regular_file(summary_path, SUMMARY_BYTES))
         except (OSError, ValueError, RecursionError):
             return outcome("flagged", "grading results unreadable", "the grading results could not be read.", flags)
+    finally:
+        remove_tree(work)
     if isinstance(summary, dict) and summary.get("questions") == {} and isinstance(summary.get("error"), str):
         return outcome(
             "not graded",
@@ -398,6 +401,17 @@ def grade_notebook(
     text = feedback_text(student, lab, scores, results_body(texts, withheld))
     status = "flagged" if flags else "graded"
     return Graded(student, lab, scores, text, time.perf_counter() - start, status, "", flags)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` and all it holds, however deep and whatever its permissions, and never raise: a submission
+    can leave a tree ``shutil.rmtree`` cannot remove (it recurses, and 1,100 nested folders raise RecursionError) or
+    folders without write permission. coreutils' ``chmod -R`` and ``rm -rf`` walk with fts, iteratively. A tree left
+    behind anyway is reported on stderr; the next notebook gets a fresh folder of its own."""
+    for command in (["chmod", "-R", "u+rwx", "--", str(path)], ["rm", "-rf", "--one-file-system", "--", str(path)]):
+        subprocess.run(command, capture_output=True, check=False)
+    if os.path.lexists(path):
+        print(f"grade: could not remove the work folder {path}", file=sys.stderr)
 
 
 def scratch_root() -> str | None:
@@ -460,6 +474,20 @@ def find_submissions(folder: Path, labs: list[str]) -> tuple[list[tuple[str, str
     return found, skipped
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...), +cmd|..., @SUM(...)); a
+# leading apostrophe makes it text (OWASP, "CSV Injection"). Tab and carriage return start formulas in some too.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` as a spreadsheet shows it as text: prefixed with ' when it would start a formula.
+
+    >>> print(spreadsheet_safe("=HYPERLINK(A1)"), spreadsheet_safe("alice"), spreadsheet_safe("-2"))
+    '=HYPERLINK(A1) alice '-2
+    """
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
 def write_results(graded: list[Graded], grades: Path, feedback: Path) -> None:
     """grades.csv (every row) and a feedback file per graded notebook."""
     grades.parent.mkdir(parents=True, exist_ok=True)
@@ -470,7 +498,8 @@ def write_results(graded: list[Graded], grades: Path, feedback: Path) -> None:
         for item in sorted(graded, key=lambda g: (g.student, g.lab, g.path)):
             for student, lab, question, points, max_points, status, flags, reason in item.rows:
                 max_text = number(max_points) if max_points != "" else ""
-                writer.writerow([student, lab, question, number(points), max_text, status, flags, reason])
+                text = [spreadsheet_safe(str(x)) for x in (student, lab, question, status, flags, reason)]
+                writer.writerow([*text[:3], number(points), max_text, *text[3:]])
     partial.replace(grades)
     for item in graded:
         if not item.feedback:
