@@ -53,3 +53,19 @@ def test_a_work_folder_is_removed_however_deep_and_locked(tmp_path):
             locked.chmod(0o700)
     assert not os.path.lexists(work)
     remove_tree(work)  # already gone: nothing to do, nothing raised
+
+
+def test_the_scan_runs_under_limits_and_flags_what_it_cannot_finish():
+    import json
+
+    from tools.grading_scan import scan_bytes, scan_limited, summarise
+
+    honest = json.dumps({"cells": [{"cell_type": "code", "source": "def f(x):\n    return 2 * x"}]}).encode()
+    hostile = json.dumps({"cells": [{"cell_type": "code", "source": "import os\nos.system('ls')"}]}).encode()
+    for data in (honest, hostile):  # the child process says what the scan says in this one
+        assert scan_limited(data) == summarise(scan_bytes(data))
+    # 10 MB of source, two million statements: its syntax tree needs far more than 256 MB. The parent (the grader)
+    # is not touched; the notebook is flagged.
+    bomb = json.dumps({"cells": [{"cell_type": "code", "source": "x=1\n" * 2_000_000}]}).encode()
+    assert scan_limited(bomb, address_space_bytes=256 * 2**20).startswith("too large to scan (MemoryError")
+    assert scan_limited(honest, timeout_s=1e-3) == "too large to scan (it ran past 0.001 s)"

@@ -71,7 +71,7 @@ from .grading_sandbox import (
     run_sandboxed,
     runner_command,
 )
-from .grading_scan import scan_bytes, summarise
+from .grading_scan import scan_limited
 
 COLUMNS = ("student", "lab", "question", "points", "max_points", "status", "flags", "reason")
 STATUSES = ("graded", "not graded", "timed out", "flagged")
@@ -345,7 +345,7 @@ def grade_notebook(
     except OSError as error:
         reason = f"unreadable file: {error.strerror or error}"
         return outcome("not graded", reason, "the file could not be read (is it a notebook you saved?).")
-    flags = summarise(scan_bytes(data))
+    flags = scan_limited(data)
     notebook = prepared_notebook(data)
     if notebook is None:
         return outcome("not graded", "not a notebook", "the file is not a Jupyter notebook (.ipynb JSON).", flags)

@@ -25,11 +25,17 @@ valid Python is skipped (otter reports its error).
 
 from __future__ import annotations
 
+import argparse
 import ast
 import json
 import re
+import resource
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("otter internals", "introspection", "patches a module", "files", "processes", "environment", "dynamic code")
 PROTECTED_MODULES = ("math", "cmath", "numpy", "builtins", "course_lib", "otter", "operator", "numbers", "sys")
 OTTER_ALLOWED = {"Notebook"}  # `import otter; grader = otter.Notebook(...)`: otter's init cell
@@ -323,6 +329,49 @@ def scan_bytes(data: bytes) -> list[Flag]:
     return scan_notebook(notebook)
 
 
+# The scan of one submission runs in a child process under these limits (tools/grade.py): a notebook crafted to make
+# the parser grow (a 19 MB one reached 10 GB) is flagged "too large to scan" instead of taking the batch down.
+SCAN_ADDRESS_SPACE_BYTES = 2 * 2**30
+SCAN_TIMEOUT_S = 120.0
+
+
+def scan_limited(data: bytes, address_space_bytes=SCAN_ADDRESS_SPACE_BYTES, timeout_s=SCAN_TIMEOUT_S) -> str:
+    """``summarise(scan_bytes(data))`` computed in a child process that may use at most ``address_space_bytes`` of
+    memory and ``timeout_s`` seconds; "too large to scan (...)" when it cannot finish within them. Never raises for
+    the submission's sake.
+
+    >>> import json
+    >>> cell = {"cell_type": "code", "source": "import os\\nos.system('ls')"}
+    >>> scan_limited(json.dumps({"cells": [cell]}).encode())
+    'processes (cell 1: os.system)'
+    """
+    command = [sys.executable, "-B", "-m", "tools.grading_scan", "--address-space-bytes", str(int(address_space_bytes))]
+    try:
+        done = subprocess.run(command, input=data, capture_output=True, timeout=timeout_s, cwd=ROOT, check=False)
+    except subprocess.TimeoutExpired:
+        return f"too large to scan (it ran past {timeout_s:g} s)"
+    if done.returncode != 0:
+        last = done.stderr.decode("utf-8", errors="replace").strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+        return f"too large to scan ({last[0][:120]})"
+    return done.stdout.decode("utf-8", errors="replace").strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tools.grading_scan --address-space-bytes N``: the summary of the notebook on stdin, under that
+    memory limit (set before reading it)."""
+    arguments = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    arguments.add_argument("--address-space-bytes", type=int, default=SCAN_ADDRESS_SPACE_BYTES)
+    limit = arguments.parse_args(argv).address_space_bytes
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    sys.setrecursionlimit(10_000)  # deeply nested code is flagged, not a crash: RecursionError is caught below
+    try:
+        print(summarise(scan_bytes(sys.stdin.buffer.read())))
+    except (MemoryError, RecursionError) as error:
+        print(f"{type(error).__name__}: the scan needed more than it may use", file=sys.stderr)
+        return 1
+    return 0
+
+
 def summarise(flags: list[Flag], limit: int = 6) -> str:
     """One line for grades.csv: the kinds found, each with its first places."""
     by_kind: dict[str, list[Flag]] = {}
@@ -334,3 +383,7 @@ def summarise(flags: list[Flag], limit: int = 6) -> str:
         more = f" and {len(found) - 2} more" if len(found) > 2 else ""
         parts.append(f"{kind} ({places}{more})")
     return "; ".join(parts[:limit])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
