@@ -224,3 +224,40 @@ def test_unsafe_grades_without_the_sandbox_and_says_so(assigned, tmp_path):
     assert rows[0] == ",".join(grade.COLUMNS) and len(rows) == 5
     assert all(row.split(",")[3] == row.split(",")[4] and row.split(",")[5] == "graded" for row in rows[1:]), rows
     assert "UNSAFE: graded without the sandbox" in (tmp_path / grade.REPORT_NAME).read_text(encoding="utf-8")
+
+
+# ---- the sandbox's own /tmp and /dev/shm (issue 23, item 2) ------------------------------------------------------
+
+
+def test_the_sandbox_fills_its_own_tmp_and_shm_not_the_hosts(tmp_path):
+    from tools import grading_sandbox as sandbox
+
+    if sandbox.bwrap_works() is not None:
+        pytest.skip(sandbox.bwrap_works())
+    work = Path(grade.scratch_root() or tmp_path) / f"grade-test-{tmp_path.name}"
+    work.mkdir()
+    try:
+        sandbox.prepare_work_folder(work)
+        # Write 64 MiB at a time into each until it fails; print how much fitted.
+        code = (
+            "import sys\n"
+            "for folder in ('/tmp', '/dev/shm'):\n"
+            "    written = 0\n"
+            "    try:\n"
+            "        with open(folder + '/fill', 'wb') as f:\n"
+            "            while written < 2**30:\n"
+            "                f.write(b'x' * 2**26); f.flush(); written += 2**26\n"
+            "    except OSError as error:\n"
+            "        print(folder, written, error.errno)\n"
+        )
+        host_before = shutil.disk_usage("/dev/shm").used
+        outcome = sandbox.run_sandboxed(work, {"PATH": "/usr/bin"}, [sys.executable, "-c", code], 60, tmp_path / "log")
+        log = (tmp_path / "log").read_text()
+        assert outcome.status == 0 and not outcome.timed_out, log
+        limit = sandbox.PRIVATE_TMPFS_BYTES
+        for line, folder in zip(log.split("\n")[:2], ("/tmp", "/dev/shm"), strict=True):
+            name, written, errno = line.split()
+            assert name == folder and int(written) <= limit and errno == "28", log  # ENOSPC at its own limit
+        assert shutil.disk_usage("/dev/shm").used - host_before < 2**26  # the host's /dev/shm did not fill
+    finally:
+        grade.remove_tree(work)

@@ -5,7 +5,7 @@
 - a read-only view of the system (/usr, /etc, /lib...), of the Python installation and virtual environment, and of
   course_lib; nothing else of the host: not the submissions, not the grades, not the build folder, not $HOME;
 - one writable folder, ``work`` (a fresh folder in a tmpfs made by the caller, holding a private copy of the
-  submission and of the autograder zip), and a fresh /tmp;
+  submission and of the autograder zip), and a fresh /tmp and /dev/shm of their own, ``PRIVATE_TMPFS_BYTES`` each;
 - no network (a new network namespace with only loopback), its own PID namespace (when its first process ends,
   at the timeout or because the grader died, the kernel kills every process of the sandbox, double-forked ones
   included), a new session (no terminal), every capability dropped, and an unprivileged user (as root: a host
@@ -43,6 +43,9 @@ INSTALL_HINT = (
     "(the notebooks can then read and change your files: see the README)"
 )
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+# The sandbox's own /tmp and /dev/shm: private tmpfs of this size each (bwrap --size), so that a notebook that fills
+# them fills its own, not the host's that the next notebooks need.
+PRIVATE_TMPFS_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -151,8 +154,10 @@ def sandbox_command(work: Path, environment: dict[str, str], command: list[str],
     argv = [bwrap_path() or "bwrap", *namespace_options(), "--clearenv"]
     for key, value in sorted(environment.items()):
         argv += ["--setenv", key, value]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
-    made = {Path("/"), Path("/dev"), Path("/tmp"), Path("/proc")}
+    size = ["--size", str(PRIVATE_TMPFS_BYTES)]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", *size, "--tmpfs", "/tmp"]
+    argv += ["--perms", "1777", *size, "--tmpfs", "/dev/shm"]
+    made = {Path("/"), Path("/dev"), Path("/dev/shm"), Path("/tmp"), Path("/proc")}
     for path in [*read_only_paths(), work]:
         for parent in reversed(path.parents):  # mount points' parents, readable by the sandbox's user
             if parent not in made and str(parent) not in SYSTEM_PATHS:
