@@ -773,11 +773,12 @@ print(
     f"{units.format_percent(measured_rate / peak)} of {units.format_flops_rate(peak)} (HFU), "
     f"a step of {units.format_time(measured_step_s)}"
 )
-for label, step in (("default calibration:", paper_step), ("ideal model (None, 0.5):", ideal_step)):
+for label, paper in (("default calibration:", paper_step), ("ideal model (None, 0.5):", ideal_step)):
+    # (not `step`: the figures below draw lesson 04's GPT-3 step, which that name holds)
     print(
-        f"{label:26} {units.format_flops_rate(step.hfu * peak)} per GPU = {units.format_percent(step.hfu)} HFU, "
-        f"{units.format_percent(step.mfu)} MFU, a step of {units.format_time(step.total_s)} "
-        f"(binding: {step.binding_constraint})"
+        f"{label:26} {units.format_flops_rate(paper.hfu * peak)} per GPU = {units.format_percent(paper.hfu)} HFU, "
+        f"{units.format_percent(paper.mfu)} MFU, a step of {units.format_time(paper.total_s)} "
+        f"(binding: {paper.binding_constraint})"
     )
 for efficiency in (0.55, 0.58, 0.6):
     trial = budget.step_time(
