@@ -52,6 +52,19 @@ FLAGGED = [
     ("import json\njson.load(open('../results/results.json'))", "otter internals"),
     ("m = __import__('o' + 's')", "dynamic code"),
     ("import importlib\nimportlib.import_module('subprocess')", "dynamic code"),
+    # issue 23's red team: the same things through getattr with constant strings, vars(), get_ipython(), atexit
+    ("import sys\nwant = getattr(sys, '_getframe')(1).f_locals['want']", "introspection"),
+    ("import sys\nrunner = getattr(sys, 'modules')['otter.test_files.exception_test']", "introspection"),
+    ("import sys\ngetattr(sys, 'setprofile')(None)", "introspection"),
+    ("import builtins\ngetattr(builtins, 'exec')('x = 1')", "dynamic code"),
+    ("import builtins\nvars(builtins)['abs'] = len", "dynamic code"),
+    ("import builtins\ntable = builtins.__dict__\ntable['abs'] = len", "introspection"),
+    ("get_ipython().system('ls ..')", "processes"),
+    ("shell = get_ipython\nshell().run_cell_magic('bash', '', 'ls')", "processes"),
+    ("import atexit\natexit.register(print)", "processes"),
+    ("import threading\nthreading.Thread(target=print).start()", "processes"),
+    ("import tempfile\ntempfile.mkdtemp()", "files"),
+    ("import pickle\npickle.dump({}, open('results.pkl', 'wb'))", "introspection"),
 ]
 
 

@@ -64,7 +64,19 @@ INTROSPECTION_ATTRIBUTES = {
     "getinnerframes",
 }
 INTROSPECTION_MODULES = {"inspect", "gc", "traceback", "ctypes", "dis", "pickle", "dill", "marshal"}
-PROCESS_MODULES = {"subprocess", "signal", "multiprocessing", "pty", "pexpect", "psutil", "asyncio.subprocess"}
+PROCESS_MODULES = {
+    "subprocess",
+    "signal",
+    "multiprocessing",
+    "pty",
+    "pexpect",
+    "psutil",
+    "asyncio.subprocess",
+    "atexit",  # code that runs after the tests, e.g. to rewrite their results
+    "threading",  # code that runs beside the tests, out of sight of a tracer
+    "_thread",
+    "concurrent.futures",
+}
 OS_PROCESS = re.compile(r"^(system|popen|exec\w*|spawn\w*|fork\w*|kill\w*|abort|_exit|posix_spawn\w*|setsid|nice)$")
 OS_FILES = re.compile(
     r"^(remove|unlink|rmdir|removedirs|rename|renames|replace|mkdir|makedirs|chmod|chown|lchown|symlink|link|"
@@ -163,9 +175,14 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        name = self.resolve(dotted(node))
-        if node.attr in INTROSPECTION_ATTRIBUTES and not name.startswith("numpy."):
-            self.flag("introspection", node, name or node.attr)
+        self.classify(self.resolve(dotted(node)), node.attr, node, isinstance(node.ctx, ast.Store))
+        self.generic_visit(node)
+
+    def classify(self, name: str, attribute: str, node: ast.AST, stored: bool = False) -> None:
+        """Flag the attribute ``attribute`` of ``name`` (its resolved dotted name), read as ``x.attr`` or as
+        ``getattr(x, "attr")`` with a constant string, which the scan reads as the same thing."""
+        if attribute in INTROSPECTION_ATTRIBUTES and not name.startswith("numpy."):
+            self.flag("introspection", node, name or attribute)
         elif name.startswith("otter.") and name.split(".")[1] not in OTTER_ALLOWED:
             self.flag("otter internals", node, name)
         elif name.startswith("grader.") and name.split(".")[1] not in GRADER_ALLOWED:
@@ -178,15 +195,16 @@ class _Scanner(ast.NodeVisitor):
             self.flag("files", node, name)
         elif name.startswith(("shutil.", "tempfile.")):
             self.flag("files", node, name)
-        elif node.attr in PATH_WRITES and not name.startswith(("os.", "numpy.", "course_lib.")):
-            self.flag("files", node, name or node.attr)
-        elif name == "sys.modules" or node.attr in ("__code__", "__globals__", "__closure__", "__builtins__"):
-            self.flag("introspection", node, name or node.attr)
-        elif node.attr in ("__subclasses__", "__mro__", "__bases__", "__dict__", "__class__") and isinstance(
-            node.ctx, ast.Store
-        ):
-            self.flag("patches a module", node, name or node.attr)
-        self.generic_visit(node)
+        elif attribute in PATH_WRITES and not name.startswith(("os.", "numpy.", "course_lib.")):
+            self.flag("files", node, name or attribute)
+        elif name == "sys.modules" or attribute in ("__code__", "__globals__", "__closure__", "__builtins__"):
+            self.flag("introspection", node, name or attribute)
+        elif attribute in ("__subclasses__", "__mro__", "__bases__", "__dict__", "__class__") and stored:
+            self.flag("patches a module", node, name or attribute)
+        elif attribute == "__dict__" and name.split(".")[0] in PROTECTED_MODULES:  # vars() by another name
+            self.flag("introspection", node, name)
+        elif name.split(".")[0] in ("builtins", "__builtins__") and attribute in DYNAMIC:  # builtins.exec
+            self.flag("dynamic code", node, name)
 
     def protected(self, target: ast.AST) -> str:
         """The dotted name of ``target`` if it is an attribute of a protected module (or the grader)."""
@@ -258,6 +276,18 @@ class _Scanner(ast.NodeVisitor):
         if resolved in ("getattr", "vars", "dir") and node.args and self.protected(node.args[0]) and len(node.args) > 1:
             if not isinstance(node.args[1], ast.Constant):
                 self.flag("dynamic code", node, f"getattr({dotted(node.args[0])}, <computed name>)")
+        if (
+            resolved in ("getattr", "builtins.getattr")
+            and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+        ):
+            target, attribute = dotted(node.args[0]), str(node.args[1].value)
+            if target:  # getattr(sys, "_getframe") is sys._getframe
+                self.classify(f"{self.resolve(target)}.{attribute}", attribute, node)
+        if resolved in ("get_ipython", "IPython.get_ipython"):
+            self.flag("processes", node, "get_ipython() (runs magics and shell commands)")
+        if resolved.startswith("atexit."):
+            self.flag("processes", node, f"{resolved} (runs code after the tests)")
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -265,6 +295,8 @@ class _Scanner(ast.NodeVisitor):
             self.flag("otter internals", node, f"the path {node.value[:40]!r}")
 
     def visit_Name(self, node: ast.Name) -> None:
+        if node.id == "get_ipython" and isinstance(node.ctx, ast.Load):
+            self.flag("processes", node, "get_ipython (runs magics and shell commands)")
         if node.id == "__builtins__":
             self.flag("patches a module" if isinstance(node.ctx, ast.Store) else "introspection", node, node.id)
         self.generic_visit(node)
