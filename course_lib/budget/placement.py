@@ -9,7 +9,7 @@ fastest for that size; a point-to-point send (``send_recv``) crosses the network
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -37,23 +37,14 @@ _AXIS_STRIDE = {
 
 
 @dataclass(frozen=True)
-class GroupCall:
-    """One collective call by a group of ranks placed on a cluster: ``ranks`` = ``ranks_per_node`` (k) ×
-    ``nodes`` (N), moving ``payload_bytes``; the ``algorithm`` and ``protocol`` NCCL runs it with ("p2p" and
-    "Simple" for ``send_recv``), its ``latency_s`` and ``bandwidth_bytes_per_s`` (algorithm bandwidth), and
-    ``time_s`` = latency + payload / bandwidth (0 s for a group of one rank). Fields are arrays when groups were
-    evaluated in bulk; ``levels`` needs one group."""
+class GroupCall(nccl.NcclEstimate):
+    """One collective call by a group of ranks placed on a cluster: an ``nccl.NcclEstimate`` (``ranks`` on
+    ``nodes`` nodes, the ``algorithm`` and ``protocol``, ``latency_s``, ``bandwidth_bytes_per_s`` and ``time_s``;
+    "p2p" and "Simple" for ``send_recv``, "ring" and "α–β" on devices NCCL does not run on) with the most
+    ``ranks_per_node`` (k) the group has on one node. Fields are arrays when groups were evaluated in bulk;
+    ``levels`` needs one group."""
 
-    op: str
-    ranks: _check.IntOrArray
     ranks_per_node: _check.IntOrArray
-    nodes: _check.IntOrArray
-    payload_bytes: _check.FloatOrArray
-    algorithm: str | np.ndarray
-    protocol: str | np.ndarray
-    latency_s: _check.FloatOrArray
-    bandwidth_bytes_per_s: _check.FloatOrArray
-    time_s: _check.FloatOrArray
 
     @property
     def levels(self) -> tuple[str, ...]:
@@ -117,14 +108,13 @@ def group_collective(op, cluster: Cluster, group_size, stride, payload_bytes, *,
         bandwidth = np.where(spans, cluster.inter_bandwidth_bytes_per_s, cluster.nccl_intra_bandwidth_bytes_per_s)
         time = np.where(np.asarray(n) > 1, latency + size / bandwidth, 0.0)
         scalar = np.ndim(time) == 0
-        return GroupCall(op, n, k, nodes, size, "p2p" if scalar else np.full(np.shape(time), "p2p"),
+        return GroupCall(op, n, nodes, size, "p2p" if scalar else np.full(np.shape(time), "p2p"),
                          "Simple" if scalar else np.full(np.shape(time), "Simple"), _check.as_result(latency),
-                         _check.as_result(bandwidth), _check.as_result(time))  # fmt: skip
+                         _check.as_result(bandwidth), _check.as_result(time), ranks_per_node=k)  # fmt: skip
     if not cluster.accelerator.architecture:  # not an NVIDIA GPU: MPI's flat ring, the textbook α–β model
         return _textbook_ring(op, cluster, n, k, nodes, size, algorithm, protocol)
     call = nccl.estimate(op, cluster, n, nodes, size, algorithm=algorithm, protocol=protocol)
-    return GroupCall(op, n, k, nodes, size, call.algorithm, call.protocol, call.latency_s,
-                     call.bandwidth_bytes_per_s, call.time_s)  # fmt: skip
+    return GroupCall(**{field.name: getattr(call, field.name) for field in fields(call)}, ranks_per_node=k)
 
 
 def _textbook_ring(op, cluster: Cluster, n, k, nodes, size, algorithm, protocol) -> GroupCall:
@@ -149,8 +139,8 @@ def _textbook_ring(op, cluster: Cluster, n, k, nodes, size, algorithm, protocol)
     shape = np.shape(time)
     algorithm_, protocol_ = ("ring", "α–β") if not shape else (np.full(shape, "ring"), np.full(shape, "α–β"))
     algbw = np.where(time > latency, size / np.where(time > latency, time - latency, 1.0), np.inf)
-    return GroupCall(op, n, k, nodes, size, algorithm_, protocol_, _check.as_result(latency), _check.as_result(algbw),
-                     _check.as_result(time))  # fmt: skip
+    return GroupCall(op, n, nodes, size, algorithm_, protocol_, _check.as_result(latency), _check.as_result(algbw),
+                     _check.as_result(time), ranks_per_node=k)  # fmt: skip
 
 
 def group_collective_time(op, cluster: Cluster, group_size, stride, payload_bytes):
