@@ -251,6 +251,22 @@ def _candidate(op, algorithm, protocol, cluster: Cluster, n, nodes, per_node, si
     return latency, bandwidth, enabled & (bandwidth > 0)
 
 
+def _weighed(op, cluster: Cluster, pairs, n, nodes, per_node, size, architecture):
+    """[(algorithm, protocol, latency s, algorithm bandwidth B/s, time s)] of each pair, broadcast to the arguments'
+    shape; the time is infinite where NCCL would not run that pair."""
+    shape = np.broadcast(n, nodes, size).shape
+    weighed = []
+    for algorithm, protocol in pairs:
+        latency, bandwidth, enabled = _candidate(
+            op, algorithm, protocol, cluster, n, nodes, per_node, size, architecture
+        )
+        latency, bandwidth = np.broadcast_to(latency, shape), np.broadcast_to(bandwidth, shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            time = np.where(enabled, latency + size / np.where(enabled, bandwidth, 1.0), np.inf)
+        weighed.append((algorithm, protocol, latency, bandwidth, time))
+    return weighed
+
+
 def candidates(op, cluster: Cluster, ranks, nodes, payload_bytes) -> tuple[dict, ...]:
     """Every algorithm and protocol NCCL's tuner weighs for one call of ``op`` by ``ranks`` ranks on ``nodes``
     nodes of ``cluster`` (scalars): one dict each, ``algorithm``, ``protocol``, ``latency_s``,
@@ -271,15 +287,13 @@ def candidates(op, cluster: Cluster, ranks, nodes, payload_bytes) -> tuple[dict,
         if np.ndim(value):
             raise ValueError(f"{name} must be one number for candidates(), got an array of shape {np.shape(value)}")
     n, nodes_, per_node, size, architecture = _group(op, cluster, ranks, nodes, payload_bytes)
-    rows = []
-    for algorithm in _ALGORITHMS_FOR[op]:
-        for protocol in PROTOCOLS:
-            latency, bandwidth, enabled = _candidate(op, algorithm, protocol, cluster, n, nodes_, per_node, size,
-                                                     architecture)  # fmt: skip
-            if bool(enabled):
-                time = float(latency + size / bandwidth)
-                rows.append({"algorithm": algorithm, "protocol": protocol, "latency_s": float(latency),
-                             "bandwidth_bytes_per_s": float(bandwidth), "time_s": time})  # fmt: skip
+    pairs = [(algorithm, protocol) for algorithm in _ALGORITHMS_FOR[op] for protocol in PROTOCOLS]
+    rows = [
+        {"algorithm": a, "protocol": p, "latency_s": float(latency), "bandwidth_bytes_per_s": float(bandwidth),
+         "time_s": float(time)}
+        for a, p, latency, bandwidth, time in _weighed(op, cluster, pairs, n, nodes_, per_node, size, architecture)
+        if np.isfinite(time)
+    ]  # fmt: skip
     return tuple(sorted(rows, key=lambda row: row["time_s"]))
 
 
@@ -313,15 +327,9 @@ def estimate(op, cluster: Cluster, ranks, nodes, payload_bytes, *, algorithm=Non
         raise ValueError(
             f"protocol must be 'Simple' for algorithm {algorithm!r} (NCCL runs it with no other), got {protocol!r}"
         )
-    shape = np.broadcast(n, nodes_, size).shape
-    latencies, bandwidths, times = [], [], []
-    for a, p in pairs:
-        latency, bandwidth, enabled = _candidate(op, a, p, cluster, n, nodes_, per_node, size, architecture)
-        latency, bandwidth = np.broadcast_to(latency, shape), np.broadcast_to(bandwidth, shape)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            time = np.where(enabled, latency + size / np.where(enabled, bandwidth, 1.0), np.inf)
-        latencies.append(latency), bandwidths.append(bandwidth), times.append(time)
-    times = np.stack(times)
+    weighed = _weighed(op, cluster, pairs, n, nodes_, per_node, size, architecture)
+    latencies, bandwidths = [w[2] for w in weighed], [w[3] for w in weighed]
+    times = np.stack([w[4] for w in weighed])
     if np.any(np.all(np.isinf(times), axis=0)):
         raise ValueError(
             f"algorithm {algorithm!r} does not run {op} on this group (nvls: one node of Hopper or later; nvls_tree: "
@@ -333,7 +341,7 @@ def estimate(op, cluster: Cluster, ranks, nodes, payload_bytes, *, algorithm=Non
     idle = (n == 1) | (size == 0)
     names = np.array([a for a, _ in pairs]), np.array([p for _, p in pairs])
     algorithm_, protocol_ = names[0][best], names[1][best]
-    scalar = not shape
+    scalar = not np.ndim(time)
     return NcclEstimate(
         op=op,
         ranks=ranks,

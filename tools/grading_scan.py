@@ -284,10 +284,8 @@ class _Scanner(ast.NodeVisitor):
             target, attribute = dotted(node.args[0]), str(node.args[1].value)
             if target:  # getattr(sys, "_getframe") is sys._getframe
                 self.classify(f"{self.resolve(target)}.{attribute}", attribute, node)
-        if resolved in ("get_ipython", "IPython.get_ipython"):
+        if resolved == "IPython.get_ipython":  # the bare name is flagged where it is read (visit_Name)
             self.flag("processes", node, "get_ipython() (runs magics and shell commands)")
-        if resolved.startswith("atexit."):
-            self.flag("processes", node, f"{resolved} (runs code after the tests)")
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:

@@ -52,9 +52,8 @@ class GroupCall(nccl.NcclEstimate):
         "across nodes" when N > 1; () for a group of one rank."""
         if np.ndim(self.ranks_per_node) or np.ndim(self.nodes):
             raise ValueError("levels needs one group: this call was evaluated on arrays of groups")
-        spans = (self.ranks_per_node > 1 and self.op != "send_recv", self.nodes > 1)
-        if self.op == "send_recv" and self.nodes == 1 and self.ranks > 1:
-            spans = (True, False)
+        in_node = self.nodes == 1 and self.ranks > 1 if self.op == "send_recv" else self.ranks_per_node > 1
+        spans = (in_node, self.nodes > 1)
         return tuple(level for level, used in zip(LEVELS, spans, strict=True) if used)
 
 
