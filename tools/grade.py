@@ -1,4 +1,4 @@
-"""`make grade SUBMISSIONS=dir`: grade a folder of lab submissions offline with `otter run`, each in a sandbox.
+"""`make grade SUBMISSIONS=dir`: grade a folder of lab submissions offline: each runs in a sandbox, the tests here.
 
 Usage (through `make grade`):
 
@@ -10,14 +10,15 @@ SUBMISSIONS/<student>/01_ring_allreduce.ipynb, ... Each notebook is graded with 
 `make assignments` built for its lab, after checking the zip's SHA-256 against the one `make assignments` recorded
 (a changed zip stops the run). The submissions are only ever read. For each notebook, one per core:
 
-1. the integrity scan (tools/grading_scan.py) reads its code with Python's ast, without running it, and lists what
-   it tries besides answering (flags);
-2. a private copy of it (with the course's kernel) and of the autograder zip go into a fresh folder in a tmpfs, and
-   tools/grading_runner.py grades the copy there with otter, in a bubblewrap sandbox (tools/grading_sandbox.py: no
-   network, nothing of the host writable, its own PID namespace, an unprivileged user, limits on memory,
-   processes, CPU time and file size); at --timeout seconds the whole sandbox is killed;
-3. the grader reads the runner's summary from outside and trusts none of it: every score must be a number,
-   finite, between 0 and the question's points; anything else makes the notebook's rows 0, with a reason.
+1. the integrity scan (tools/grading_scan.py) reads its code with Python's ast, without running it, in a child
+   process with memory and time limits, and lists what it tries besides answering (flags);
+2. a private copy of it goes into a fresh folder in a tmpfs, and tools/grading_runner.py runs its code there, in a
+   bubblewrap sandbox (tools/grading_sandbox.py: no network, nothing of the host writable or secret visible, its
+   own PID namespace, an unprivileged user, limits on memory, processes, CPU and file size), then waits for calls;
+   at --timeout seconds the whole sandbox is killed;
+3. the verdict is made here, outside the sandbox (tools/grading_verifier.py): the autograder's test files, public
+   and hidden, run in this process against proxies of the notebook's answers, whose calls go to the worker as
+   plain data and come back as plain data; the student's code never sees a test, an expected value or a score.
 
 grades.csv has one row per question (student, lab, question, points, max_points, status, flags, reason), status
 being "graded", "not graded" (with the reason), "timed out" or "flagged" (graded, but the scan or the results show
@@ -25,7 +26,8 @@ something an instructor should read: flags and reason say what; a public test's 
 tests is withheld from the feedback and flagged). Files that are not gradable (symlinks, files
 outside SUBMISSIONS, dot-folders, nested folders, misnamed files) get a "not graded" row with the reason. The
 feedback file FEEDBACK/<student>/<lab>.txt (at most 20 kB) gives the points per question, otter's messages for the
-public tests and only "passed"/"failed" for the hidden ones; never flags, logs or exception text. The instructor
+public tests (an answer's exception at most as one bounded, escaped line) and only "passed"/"failed" for the hidden
+ones; never flags, logs or the hidden tests' messages. The instructor
 report (grading-report.txt next to the grades file) lists the flags, the notebooks not graded and why, and the
 files skipped. One notebook's failure never stops the batch, and grades.csv is always written. The grades file
 defaults to grades.csv next to SUBMISSIONS, the feedback folder to feedback/ next to the grades file.
@@ -38,12 +40,11 @@ import ast
 import csv
 import dataclasses
 import difflib
+import hashlib
 import json
-import math
 import os
 import queue
 import re
-import shutil
 import stat
 import subprocess
 import sys
@@ -60,18 +61,19 @@ from .assignments import (
     autograder_zip,
     checksum_path,
     lab_names,
-    otter_environment,
     sha256,
 )
 from .grading_sandbox import (
     Limits,
     bwrap_works,
+    kill_group,
     prepare_work_folder,
     processes_limit,
-    run_sandboxed,
     runner_command,
+    start_sandboxed,
 )
 from .grading_scan import scan_limited
+from .grading_verifier import Worker, WorkerFailed, summary, verify
 
 COLUMNS = ("student", "lab", "question", "points", "max_points", "status", "flags", "reason")
 STATUSES = ("graded", "not graded", "timed out", "flagged")
@@ -79,12 +81,7 @@ DEFAULT_TIMEOUT_S = 300
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 FEEDBACK_BYTES = 20_000
 SUBMISSION_BYTES = 20 * 2**20  # a lab notebook is well under 1 MB
-SUMMARY_BYTES = 2**20
 REPORT_NAME = "grading-report.txt"
-NO_RESULTS = (
-    "an answer stopped them (KeyboardInterrupt, SystemExit, os._exit, a dead kernel) or made their results larger "
-    "than the sandbox's file size limit"
-)
 
 
 @dataclass
@@ -239,63 +236,29 @@ def feedback_text(student: str, lab: str, scores: dict, body: str) -> str:
 
 
 def sandbox_environment(work: Path) -> dict[str, str]:
-    """The sandbox's whole environment: otter's (kernelspec, sitecustomize) and nothing of the grader's."""
-    otter = otter_environment(work)
+    """The sandbox's whole environment: nothing of the grader's."""
     home = work / "home"
     home.mkdir(exist_ok=True)
-    environment = {key: otter[key] for key in ("JUPYTER_PATH", "PYTHONPATH", "TMPDIR", "PYTHONHASHSEED")}
-    environment |= {
+    return {
         "HOME": str(home),
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
         "LANG": "C.UTF-8",
+        "TMPDIR": "/tmp",  # the sandbox's own
+        "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
         "MPLCONFIGDIR": str(home / "matplotlib"),
+        "IPYTHONDIR": str(home / "ipython"),
     }
-    return environment
 
 
-def failure_reason(log: str, status: int | None) -> str:
-    """Why the runner failed, in a few words, from its exit status and log (the log itself is never shown)."""
-    for marker, reason in (
-        ("KeyboardInterrupt", "the notebook raised KeyboardInterrupt, which stops otter"),
-        ("MemoryError", "the notebook ran out of memory (the sandbox's limit)"),
-        ("DeadKernelError", "the notebook's kernel died (a crash, or a limit of the sandbox)"),
-        ("NotJSONError", "the file is not a notebook otter can read"),
-        ("Notebook does not appear to be JSON", "the file is not a notebook otter can read"),
-    ):
-        if marker in log:
-            return reason
+def stopped_reason(failure: WorkerFailed, status: int | None) -> str:
+    """Why the worker stopped answering, in a few words, with the signal that killed it if one did."""
     if status is not None and (status < 0 or 128 < status <= 128 + 64):  # bwrap exits with 128 + the signal
-        return f"the grading process was killed (signal {-status if status < 0 else status - 128})"
-    return f"otter could not grade it (exit status {status})"
-
-
-def validated(summary: dict, expected: dict[str, float]) -> tuple[dict, dict, str]:
-    """({question: points}, {question: (public text, hidden passed)}, problem): problem "" if every score is valid."""
-    if not isinstance(summary, dict) or not isinstance(summary.get("questions"), dict):
-        return {}, {}, "the results have no questions"
-    found = summary["questions"]
-    points, texts = {}, {}
-    for question, max_points in expected.items():
-        entry = found.get(question)
-        if not isinstance(entry, dict):
-            return {}, {}, f"no result for {question}"
-        score, possible = entry.get("score"), entry.get("possible")
-        if type(score) not in (int, float) or not math.isfinite(score) or not 0 <= score <= max_points:
-            return {}, {}, f"invalid score for {question}: {str(score)[:20]!r} (0 to {number(max_points)} allowed)"
-        if type(possible) not in (int, float) or possible != max_points:
-            return {}, {}, f"invalid points possible for {question}: {str(possible)[:20]!r}"
-        public, hidden = entry.get("public"), entry.get("hidden_passed")
-        if not isinstance(public, str) or hidden not in (True, False, None):
-            return {}, {}, f"malformed result for {question}"
-        points[question] = float(score)
-        texts[question] = (public, hidden)
-    unknown = sorted(set(found) - set(expected))
-    if unknown:
-        return {}, {}, f"results for questions the lab does not have: {', '.join(map(str, unknown))[:60]}"
-    return points, texts, ""
+        return f"{failure.reason}; killed by signal {-status if status < 0 else status - 128}"
+    return failure.reason
 
 
 def quotes_hidden_tests(texts: dict, secrets: set[str]) -> list[str]:
@@ -329,7 +292,8 @@ def grade_notebook(
     expected_sha256: str | None = None,
     slot: int = 0,
 ) -> Graded:
-    """Grade one notebook in a sandbox; never raises for a problem of the submission itself."""
+    """Grade one notebook: its code runs in a sandbox as a worker, the tests run here (tools/grading_verifier.py);
+    never raises for a problem of the submission itself."""
     expected = questions(zip_path)
     zero = {question: (0.0, max_points) for question, max_points in expected.items()}
     start = time.perf_counter()
@@ -349,56 +313,54 @@ def grade_notebook(
     notebook = prepared_notebook(data)
     if notebook is None:
         return outcome("not graded", "not a notebook", "the file is not a Jupyter notebook (.ipynb JSON).", flags)
+    autograder = zip_path.read_bytes()  # read once: the bytes checked are the bytes whose tests run
+    if expected_sha256 and hashlib.sha256(autograder).hexdigest() != expected_sha256:
+        return outcome("not graded", "the autograder zip changed during grading", "a grader problem.", flags)
     work = Path(tempfile.mkdtemp(prefix=f"grade-{lab}-", dir=scratch_root()))
+    log_path = work.parent / f"{work.name}.log"
+    process = None
     try:
-        copy, zip_copy, summary_path = work / f"{lab}.ipynb", work / "autograder.zip", work / "summary.json"
+        copy = work / f"{lab}.ipynb"
         copy.write_bytes(notebook)
-        shutil.copyfile(zip_path, zip_copy)
-        if expected_sha256 and sha256(zip_copy) != expected_sha256:
-            return outcome("not graded", "the autograder zip changed during grading", "a grader problem.", flags)
         environment = sandbox_environment(work)
         prepare_work_folder(work, slot)
-        command = runner_command(limits, copy, zip_copy, summary_path)
-        ran = run_sandboxed(work, environment, command, timeout_s, work.parent / f"{work.name}.log", unsafe, slot)
-        log_path = work.parent / f"{work.name}.log"
+        command = runner_command(limits, copy)
+        process = start_sandboxed(work, environment, command, log_path, unsafe, slot, pipes=True)
+        worker = Worker(process.stdin, process.stdout, time.monotonic() + timeout_s)
         try:
-            log = log_path.read_bytes()[-200_000:].decode("utf-8", errors="replace")
-        finally:
-            log_path.unlink(missing_ok=True)
-        if ran.timed_out:
-            return outcome(
-                "timed out",
-                f"timed out after {timeout_s:g} s",
-                f"the notebook did not finish within {timeout_s:g} s (an endless loop, or a very slow cell?). "
-                "Make it run top to bottom in a fresh kernel (Kernel > Restart Kernel and Run All Cells) and "
-                "submit it again.",
-                flags,
-            )
-        if ran.status != 0:
-            reason = failure_reason(log, ran.status)
-            return outcome("not graded", reason, reason + ".", flags)
-        try:
-            summary = json.loads(read_regular_file(summary_path, SUMMARY_BYTES))
-        except (OSError, ValueError, RecursionError):
-            return outcome("flagged", "grading results unreadable", "the grading results could not be read.", flags)
+            worker.wait_ready()
+            results = verify(worker, autograder)
+        except WorkerFailed:
+            pass
     finally:
+        if process is not None:
+            kill_group(process)
+        log_path.unlink(missing_ok=True)
         remove_tree(work)
-    if isinstance(summary, dict) and summary.get("questions") == {} and isinstance(summary.get("error"), str):
+    if worker.failure is not None and worker.failure.timed_out:
         return outcome(
-            "not graded",
-            f"otter got no test results ({summary['error'][:120]}): {NO_RESULTS}",
-            f"the tests could not finish: {NO_RESULTS}.",
+            "timed out",
+            f"timed out after {timeout_s:g} s",
+            f"the notebook did not finish within {timeout_s:g} s (an endless loop, or a very slow cell?). "
+            "Make it run top to bottom in a fresh kernel (Kernel > Restart Kernel and Run All Cells) and "
+            "submit it again.",
             flags,
         )
-    points, texts, problem = validated(summary, expected)
-    if problem:
-        return outcome("flagged", f"grading results rejected: {problem}", "the grading results were invalid.", flags)
-    scores = {question: (points[question], max_points) for question, max_points in expected.items()}
+    if worker.failure is not None:
+        reason = stopped_reason(worker.failure, process.returncode)
+        return outcome("not graded", reason, f"{worker.failure.reason}.", flags)
+    found = summary(results)
+    texts = {question: (found[question]["public"], found[question]["hidden_passed"]) for question in expected}
+    scores = {question: (float(found[question]["score"]), max_points) for question, max_points in expected.items()}
     withheld = quotes_hidden_tests(texts, hidden_lines(zip_path))
     if withheld:
         leak = f"leaks hidden tests ({', '.join(withheld)}: a public test's message quotes them)"
         flags = "; ".join(filter(None, [flags, leak]))
-    text = feedback_text(student, lab, scores, results_body(texts, withheld))
+    body = results_body(texts, withheld)
+    failed_cells = worker.ready.get("failed")
+    if type(failed_cells) is int and failed_cells > 0:
+        body = f"{failed_cells} of your notebook's code cells raised an error when the grader ran them.\n\n{body}"
+    text = feedback_text(student, lab, scores, body)
     status = "flagged" if flags else "graded"
     return Graded(student, lab, scores, text, time.perf_counter() - start, status, "", flags)
 

@@ -32,11 +32,12 @@ def number(value):
     return value if type(value) in (float, int) else None
 
 
-def calling(function, *args, forbidden, files):
-    """``(function(*args), called)``: ``called`` holds the names in ``forbidden`` of the functions defined in one of
-    ``files`` (a tuple of path endings, e.g. ``("course_lib/collectives.py",)``) that ``function`` called, under
-    whatever name it reached them; a call made from inside course_lib (one reference function using another) does
-    not count.
+def calling(function, *args, forbidden, files, **kwargs):
+    """``(function(*args, **kwargs), called)``: ``called`` holds the names in ``forbidden`` of the functions defined
+    in one of ``files`` (a tuple of path endings, e.g. ``("course_lib/collectives.py",)``) that ``function`` called,
+    under whatever name it reached them; a call made from inside course_lib (one reference function using another)
+    does not count. When the grader runs a test, ``function`` is its proxy of the answer (tools/grading_verifier.py),
+    and the worker in the sandbox, where the answer runs, watches the calls the same way.
 
     >>> from course_lib import collectives
     >>> def answer(ranks):
@@ -46,6 +47,9 @@ def calling(function, *args, forbidden, files):
     """
     import sys
 
+    watched_remotely = getattr(function, "call_watched", None)
+    if watched_remotely is not None:
+        return watched_remotely(args, kwargs, forbidden, files)
     called = set()
 
     def watch(frame, event, _arg):
@@ -59,7 +63,7 @@ def calling(function, *args, forbidden, files):
     previous = sys.getprofile()
     sys.setprofile(watch)
     try:
-        return function(*args), called
+        return function(*args, **kwargs), called
     finally:
         sys.setprofile(previous)
 

@@ -1,11 +1,12 @@
 """The sandbox one notebook is graded in: bubblewrap (Debian's `bubblewrap`), resource limits, a hard timeout.
 
-``run_sandboxed`` starts tools/grading_runner.py in a sandbox made with ``bwrap`` and waits for it:
+``start_sandboxed`` starts tools/grading_runner.py (the worker) in a sandbox made with ``bwrap``:
 
-- a read-only view of the system (/usr, /etc, /lib...), of the Python installation and virtual environment, and of
-  course_lib; nothing else of the host: not the submissions, not the grades, not the build folder, not $HOME;
+- a read-only view of the system (/usr, /etc, /lib...), of the Python installation and virtual environment, of
+  course_lib and of the worker's three files (WORKER_FILES); nothing else of the host: not the submissions, not
+  the grades, not the build folder with the autograders and their hidden tests, not $HOME;
 - one writable folder, ``work`` (a fresh folder in a tmpfs made by the caller, holding a private copy of the
-  submission and of the autograder zip), and a fresh /tmp and /dev/shm of their own, ``PRIVATE_TMPFS_BYTES`` each;
+  submission), and a fresh /tmp and /dev/shm of their own, ``PRIVATE_TMPFS_BYTES`` each;
 - no network (a new network namespace with only loopback), its own PID namespace (when its first process ends,
   at the timeout or because the grader died, the kernel kills every process of the sandbox, double-forked ones
   included), a new session (no terminal), every capability dropped, and an unprivileged user (as root: a host
@@ -32,6 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = Path(__file__).resolve().parent / "grading_runner.py"
+# The worker and the two files it imports: all of the grader the sandbox sees (never tools/grade.py's tests).
+WORKER_FILES = tuple(RUNNER.parent / name for name in ("grading_runner.py", "grading_wire.py", "grading_helpers.py"))
 SANDBOX_UID = 65534  # nobody: the user inside the sandbox's user namespace (when the grader is not root)
 # When the grader is root, each sandbox graded at once runs as its own unprivileged host user, SLOT_UID_BASE + slot
 # (no such user exists): the kernel counts processes per user, so one notebook's fork bomb cannot use up another's
@@ -140,8 +143,8 @@ def read_only_paths() -> list[Path]:
     for prefix in {sys.base_prefix, sys.prefix, sys.exec_prefix, sys.base_exec_prefix}:
         paths.append(Path(prefix).resolve())
     paths.append(Path(sys.executable).resolve().parent)
-    paths.append(ROOT / "course_lib")  # the editable install's target (the autograder zip also holds a copy)
-    paths.append(RUNNER)
+    paths.append(ROOT / "course_lib")  # the editable install's target
+    paths.extend(WORKER_FILES)
     unique = []
     for path in sorted(set(paths), key=lambda p: len(p.parts)):
         if not any(path.is_relative_to(kept) for kept in unique):
@@ -170,16 +173,9 @@ def sandbox_command(work: Path, environment: dict[str, str], command: list[str],
     return argv
 
 
-def runner_command(limits: Limits, submission: Path, zip_path: Path, summary: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-B",  # no .pyc written (the tree is read-only)
-        str(RUNNER),
-        json.dumps(asdict(limits)),
-        str(submission),
-        str(zip_path),
-        str(summary),
-    ]
+def runner_command(limits: Limits, notebook: Path) -> list[str]:
+    """The worker's command line (tools/grading_runner.py): it runs ``notebook``, then answers on stdin/stdout."""
+    return [sys.executable, "-B", str(RUNNER), json.dumps(asdict(limits)), str(notebook)]  # -B: no .pyc written
 
 
 @dataclass
@@ -188,6 +184,30 @@ class Outcome:
 
     status: int | None
     timed_out: bool
+
+
+def start_sandboxed(
+    work: Path,
+    environment: dict[str, str],
+    command: list[str],
+    log_path: Path,
+    unsafe: bool = False,
+    slot: int = 0,
+    pipes: bool = False,
+) -> subprocess.Popen:
+    """Start ``command`` in the sandbox (or, ``unsafe``, as a plain process group), its stderr (and, without
+    ``pipes``, its stdout) into ``log_path``; with ``pipes`` its stdin and stdout are pipes to the caller."""
+    argv = command if unsafe else sandbox_command(work, environment, command, slot)
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            argv,
+            cwd=work,
+            env=environment if unsafe else {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            stdout=subprocess.PIPE if pipes else log,
+            stderr=log if pipes else subprocess.STDOUT,
+            stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
+            start_new_session=True,  # a process group of its own, killed as a whole
+        )
 
 
 def run_sandboxed(
@@ -200,25 +220,15 @@ def run_sandboxed(
     slot: int = 0,
 ) -> Outcome:
     """Run ``command`` in the sandbox (or, ``unsafe``, as a plain process group), stop it at ``timeout_s``."""
-    argv = command if unsafe else sandbox_command(work, environment, command, slot)
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            argv,
-            cwd=work,
-            env=environment if unsafe else {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # a process group of its own, killed as a whole
-        )
-        try:
-            status = process.wait(timeout=timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            status, timed_out = None, True
-        finally:
-            # bwrap's PID namespace dies with its first process; the group kill covers UNSAFE runs and bwrap itself.
-            kill_group(process)
+    process = start_sandboxed(work, environment, command, log_path, unsafe, slot)
+    try:
+        status = process.wait(timeout=timeout_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        status, timed_out = None, True
+    finally:
+        # bwrap's PID namespace dies with its first process; the group kill covers UNSAFE runs and bwrap itself.
+        kill_group(process)
     return Outcome(status, timed_out)
 
 

@@ -114,7 +114,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.abspath("../.."))  # the repository, for tools/ (this master runs in labs/NN_name/)
-from tools.grading_helpers import number
+from tools.grading_helpers import calling, number
 
 # %% [raw]
 # # BEGIN QUESTION
@@ -169,13 +169,14 @@ def test_q1_recorded_run(fit_ring_alpha_beta):
     from course_lib import measure
 
     assert callable(fit_ring_alpha_beta), "define the function fit_ring_alpha_beta"
-    assert "fit_alpha_beta" not in fit_ring_alpha_beta.__code__.co_names, "fit it yourself: no measure.fit_alpha_beta"
     sizes = [8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288]
     times = [7.69e-06, 6.547e-06, 6.735e-06, 7.329e-06, 9.007e-06, 1.013e-05, 2.205e-05, 5.543e-05, 2.612e-04]
     rows = tuple(measure.Row("all_reduce", "ring", 2, s, t, t, t, s / t, s / t, 1, False)
                  for s, t in zip(sizes, times, strict=True))  # fmt: skip
     want = measure.fit_alpha_beta(measure.Measurements(rows))
-    got = fit_ring_alpha_beta(2, sizes, times)
+    forbidden, files = {"fit_alpha_beta"}, ("course_lib/measure/fits.py",)
+    got, called = calling(fit_ring_alpha_beta, 2, sizes, times, forbidden=forbidden, files=files)
+    assert not called, "fit it yourself: no measure.fit_alpha_beta"
     assert isinstance(got, tuple) and len(got) == 2, f"return (latency_s, bandwidth_bytes_per_s), got {got!r}"
     assert math.isclose(got[0], want.latency_s, rel_tol=1e-4), f"α: expected {want.latency_s:.4g} s, got {got[0]!r}"
     assert math.isclose(got[1], want.bandwidth_bytes_per_s, rel_tol=1e-4), (
@@ -269,9 +270,9 @@ def test_q2_h100_row(busbw_bytes_per_s):
     import math
 
     assert callable(busbw_bytes_per_s), "define the function busbw_bytes_per_s"
-    used = set(busbw_bytes_per_s.__code__.co_names) & {"busbw_factor", "busbw_bytes_per_s"}
+    forbidden, files = {"busbw_factor", "busbw_bytes_per_s"}, ("course_lib/collectives.py",)
+    got, used = calling(busbw_bytes_per_s, "all_reduce", 8, 1073741824, 4253.0e-6, forbidden=forbidden, files=files)
     assert not used, f"derive the factor yourself instead of calling {', '.join(sorted(used))}"
-    got = busbw_bytes_per_s("all_reduce", 8, 1073741824, 4253.0e-6)
     assert math.isclose(got, 441.81e9, rel_tol=1e-3), f"expected 441.81 GB/s (the log's busbw), got {got!r} B/s"
 
 

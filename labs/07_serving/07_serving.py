@@ -290,20 +290,9 @@ def compute_bound_batch(peak_flops_per_s, hbm_bandwidth_bytes_per_s, bytes_per_p
 # %%
 def test_q2_public(compute_bound_batch):
     assert callable(compute_bound_batch), "define the function compute_bound_batch"
-    import sys
 
-    called = set()
-
-    def watch(frame, event, _arg):
-        if event == "call" and frame.f_code.co_name == "decode_compute_bound_sequences":
-            called.add(frame.f_code.co_name)
-
-    previous = sys.getprofile()
-    sys.setprofile(watch)
-    try:
-        result = compute_bound_batch(989e12, 3.35e12, 2)
-    finally:
-        sys.setprofile(previous)
+    forbidden, files = {"decode_compute_bound_sequences"}, ("course_lib/serving/replica.py",)
+    result, called = calling(compute_bound_batch, 989e12, 3.35e12, 2, forbidden=forbidden, files=files)
     assert not called, "compute it from the FLOPs and bytes per weight instead of decode_compute_bound_sequences"
     got = number(result)
     assert got == 296 and float(got).is_integer(), (
@@ -317,14 +306,7 @@ test_q2_public(compute_bound_batch)
 # %%
 # HIDDEN
 def test_q2_other_devices(compute_bound_batch):
-    import sys
-
-    called = set()
-
-    def watch(frame, event, _arg):
-        if event == "call" and frame.f_code.co_name == "decode_compute_bound_sequences":
-            called.add(frame.f_code.co_name)
-
+    forbidden, files = {"decode_compute_bound_sequences"}, ("course_lib/serving/replica.py",)
     cases = [  # the next whole number above peak × bytes / (2 × bandwidth), by hand
         ((1.97e14, 8.2e11, 2), 241),  # TPU v5e, bf16 (the scaling book's 240)
         ((1.97e14, 8.2e11, 1), 121),  # int8 weights, bf16 arithmetic (its 120)
@@ -334,12 +316,7 @@ def test_q2_other_devices(compute_bound_batch):
         ((2e14, 1e12, 2), 201),  # exactly 200: at b = 200 the multiplies take as long as the reads, not longer
     ]
     for case, want in cases:
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            result = compute_bound_batch(*case)
-        finally:
-            sys.setprofile(previous)
+        result, called = calling(compute_bound_batch, *case, forbidden=forbidden, files=files)
         got = number(result)
         assert not called and got == want, f"compute_bound_batch{case}: expected {want}, got {result!r:.80}"
 
@@ -401,23 +378,13 @@ def lowest_latency_t(model, cluster, sequences, context_len):
 # %%
 def test_q3_public(lowest_latency_t):
     assert callable(lowest_latency_t), "define the function lowest_latency_t"
-    import sys
-
     from course_lib import hardware, parallelism
 
-    called = set()
-
-    def watch(frame, event, _arg):
-        if event == "call" and frame.f_code.co_name == "latency_optimal_tensor_parallel":
-            called.add(frame.f_code.co_name)
-
+    forbidden, files = {"latency_optimal_tensor_parallel"}, ("course_lib/serving/replica.py",)
     four_nodes = hardware.Cluster("4 × DGX H100", hardware.H100, 8, 4, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
-    previous = sys.getprofile()
-    sys.setprofile(watch)
-    try:
-        result = lowest_latency_t(parallelism.LLAMA3_70B, four_nodes, 1, 4096)
-    finally:
-        sys.setprofile(previous)
+    result, called = calling(
+        lowest_latency_t, parallelism.LLAMA3_70B, four_nodes, 1, 4096, forbidden=forbidden, files=files
+    )
     assert not called, "compare the decode steps yourself instead of calling latency_optimal_tensor_parallel"
     assert result == 16 and not isinstance(result, bool), (
         f"Llama 3.1 70B, one sequence of 4096 tokens, four DGX H100 nodes: expected t = 16, got {result!r:.80}"
@@ -430,15 +397,9 @@ test_q3_public(lowest_latency_t)
 # %%
 # HIDDEN
 def test_q3_other_cases(lowest_latency_t):
-    import sys
-
     from course_lib import hardware, parallelism
 
-    called = set()
-
-    def watch(frame, event, _arg):
-        if event == "call" and frame.f_code.co_name == "latency_optimal_tensor_parallel":
-            called.add(frame.f_code.co_name)
+    forbidden, files = {"latency_optimal_tensor_parallel"}, ("course_lib/serving/replica.py",)
 
     def nodes(count, node):
         return hardware.Cluster(
@@ -458,12 +419,7 @@ def test_q3_other_cases(lowest_latency_t):
         ((parallelism.LLAMA3_70B, nodes(4, b200), 1, 4096), 8),
     ]
     for case, want in cases:
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            result = lowest_latency_t(*case)
-        finally:
-            sys.setprofile(previous)
+        result, called = calling(lowest_latency_t, *case, forbidden=forbidden, files=files)
         shown = (case[0].name, case[1].name, *case[2:])
         assert not called and result == want and not isinstance(result, bool), (
             f"lowest_latency_t{shown}: expected {want}, got {result!r:.80}"
@@ -534,30 +490,13 @@ def time_per_output_token(model, cluster, tensor_parallel, sequences, context_le
 # %%
 def test_q4_public(time_per_output_token):
     assert callable(time_per_output_token), "define the function time_per_output_token"
-    import sys
-
     from course_lib import hardware, parallelism
 
     forbidden = {"decode_step", "latency_throughput_curve", "compare_training_and_serving"}
-    called = set()
-
-    def watch(frame, event, _arg):
-        code = frame.f_code
-        if (
-            event == "call"
-            and code.co_name in forbidden
-            and code.co_filename.replace("\\", "/").endswith(
-                ("course_lib/serving/replica.py", "course_lib/serving/reports.py")
-            )
-        ):
-            called.add(code.co_name)
-
-    previous = sys.getprofile()
-    sys.setprofile(watch)
-    try:
-        result = time_per_output_token(parallelism.LLAMA3_70B, hardware.DGX_H100, 8, 1, 4096)
-    finally:
-        sys.setprofile(previous)
+    files = ("course_lib/serving/replica.py", "course_lib/serving/reports.py")
+    result, called = calling(
+        time_per_output_token, parallelism.LLAMA3_70B, hardware.DGX_H100, 8, 1, 4096, forbidden=forbidden, files=files
+    )
     assert not called, f"build it from its terms instead of calling {', '.join(sorted(called))}"
     got, want = number(result), 0.0076694103777622535
     assert got is not None and abs(got - want) <= 1e-9 * want, (
@@ -572,23 +511,10 @@ test_q4_public(time_per_output_token)
 # %%
 # HIDDEN
 def test_q4_other_plans(time_per_output_token):
-    import sys
-
     from course_lib import hardware, parallelism
 
     forbidden = {"decode_step", "latency_throughput_curve", "compare_training_and_serving"}
-    called = set()
-
-    def watch(frame, event, _arg):
-        code = frame.f_code
-        if (
-            event == "call"
-            and code.co_name in forbidden
-            and code.co_filename.replace("\\", "/").endswith(
-                ("course_lib/serving/replica.py", "course_lib/serving/reports.py")
-            )
-        ):
-            called.add(code.co_name)
+    files = ("course_lib/serving/replica.py", "course_lib/serving/reports.py")
 
     def nodes(count, node):
         return hardware.Cluster(
@@ -607,12 +533,7 @@ def test_q4_other_plans(time_per_output_token):
         ((parallelism.LLAMA32_3B, hardware.DGX_H200, 2, 1024, 128), 0.010020132915722554),
     ]
     for case, want in cases:
-        previous = sys.getprofile()
-        sys.setprofile(watch)
-        try:
-            result = time_per_output_token(*case)
-        finally:
-            sys.setprofile(previous)
+        result, called = calling(time_per_output_token, *case, forbidden=forbidden, files=files)
         got = number(result)
         shown = (case[0].name, case[1].name, *case[2:])
         assert not called and got is not None and abs(got - want) <= 1e-9 * want, (

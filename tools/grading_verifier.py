@@ -1,0 +1,262 @@
+"""The verdict, outside the sandbox: otter's test files run here, against proxies of the student's answers.
+
+tools/grade.py starts the worker (tools/grading_runner.py) in the sandbox with two pipes, then calls ``verify``:
+
+1. ``Worker`` reads the worker's "ready" line, then sends requests and reads replies, one JSON line each
+   (tools/grading_wire.py), never past the notebook's deadline and never more than ``LINE_BYTES`` a line;
+2. the autograder zip's test files (tests/qN.py: public and hidden cases, the helpers tools/assignments.py wrote
+   into them) are loaded here, in the grader, with otter's own ``ExceptionTestFile``; they never enter the sandbox;
+3. each name a test takes (``ring_allreduce_time``, ...) is looked up in the worker: a function becomes a
+   ``RemoteAnswer``, whose every call sends its inputs to the worker and returns what the answer returned, decoded
+   as plain data (an exception it raised is raised here as a built-in exception of the same family, with a
+   bounded, escaped message); a value comes back as plain data;
+4. otter runs each test file's cases here and scores them: the expected values, the comparisons and the scores
+   never leave this process.
+
+The student's code can answer, answer wrongly, raise, hang or end the worker; it cannot see a hidden test, reach
+this process or write a result. ``calling`` (tools/grading_helpers.py) asks the worker which reference functions an
+answer called: that watch runs beside the student's code, so it guards against the honest shortcut only (the
+reference code is public: copying it into an answer is always possible), and the integrity scan flags tampering
+with it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import select
+import time
+import zipfile
+from dataclasses import dataclass
+
+from .grading_wire import LINE_BYTES, decode, dumps, encode, loads
+
+ERROR_CHARS = 160  # of an exception's message, in a public test's feedback
+# An exception the answer raised is raised here as the first of these in its class's MRO (a ValueError subclass as
+# ValueError, so that `raises_value_error` works); anything else as AnswerRaised. Never BaseException: SystemExit
+# or KeyboardInterrupt from an answer must not stop the grader.
+FAMILIES = (
+    "ValueError",
+    "TypeError",
+    "ZeroDivisionError",
+    "OverflowError",
+    "ArithmeticError",
+    "KeyError",
+    "IndexError",
+    "LookupError",
+    "AttributeError",
+    "NameError",
+    "RecursionError",
+    "NotImplementedError",
+    "RuntimeError",
+    "AssertionError",
+)
+
+
+class WorkerFailed(Exception):
+    """The worker stopped answering: it ended, broke the protocol or ran out of time. ``reason`` says which."""
+
+    def __init__(self, reason: str, timed_out: bool = False):
+        super().__init__(reason)
+        self.reason = reason
+        self.timed_out = timed_out
+
+
+class AnswerRaised(Exception):
+    """An answer raised an exception that is not one of FAMILIES."""
+
+
+def escaped(text: str, limit: int = ERROR_CHARS) -> str:
+    """``text`` on one line, at most ``limit`` characters, non-ASCII and control characters escaped.
+
+    >>> escaped("bad\\nvalue \\u03b1" + "x" * 200)[:20]
+    'bad value \\\\u03b1xxxx'
+    """
+    line = " ".join(str(text).split())[:limit]
+    return line.encode("ascii", "backslashreplace").decode("ascii")
+
+
+class Worker:
+    """The grader's end of the two pipes to one worker; every read and write gives up at ``deadline``."""
+
+    def __init__(self, to_worker, from_worker, deadline: float):
+        self._out = to_worker.fileno()
+        self._in = from_worker.fileno()
+        os.set_blocking(self._out, False)
+        os.set_blocking(self._in, False)
+        self._buffer = b""
+        self._next_id = 0
+        self.deadline = deadline
+        self.failure: WorkerFailed | None = None
+        self.ready: dict = {}
+
+    def _remaining(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            self._fail("the notebook ran out of time", timed_out=True)
+        return left
+
+    def _fail(self, reason: str, timed_out: bool = False):
+        if self.failure is None:
+            self.failure = WorkerFailed(reason, timed_out)
+        raise self.failure
+
+    def _line(self) -> bytes:
+        while b"\n" not in self._buffer:
+            if len(self._buffer) > LINE_BYTES:
+                self._fail(f"the worker sent a line longer than {LINE_BYTES} bytes")
+            readable, _, _ = select.select([self._in], [], [], self._remaining())
+            if not readable:
+                continue
+            try:
+                chunk = os.read(self._in, 2**16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                self._fail("the notebook's process ended (os._exit, a crash, or a limit of the sandbox)")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def _send(self, data: bytes) -> None:
+        while data:
+            _, writable, _ = select.select([], [self._out], [], self._remaining())
+            if not writable:
+                continue
+            try:
+                data = data[os.write(self._out, data) :]
+            except BlockingIOError:
+                continue
+            except (BrokenPipeError, OSError):
+                self._fail("the notebook's process ended (os._exit, a crash, or a limit of the sandbox)")
+
+    def receive(self) -> dict:
+        if self.failure is not None:
+            raise self.failure
+        try:
+            return loads(self._line())
+        except ValueError as error:
+            self._fail(f"the worker broke the protocol ({error})")
+
+    def wait_ready(self) -> dict:
+        """The worker's first line, once the notebook has run: {"ready": True, "cells": N, "failed": K}."""
+        message = self.receive()
+        if message.get("ready") is not True:
+            self._fail("the worker broke the protocol (no ready line)")
+        self.ready = message
+        return message
+
+    def request(self, op: str, **fields) -> dict:
+        """Send one request and return its reply (the reply to an earlier request that timed out is skipped)."""
+        if self.failure is not None:
+            raise self.failure
+        self._next_id += 1
+        ask = self._next_id
+        self._send(dumps({"id": ask, "op": op, **fields}))
+        while True:
+            reply = self.receive()
+            if reply.get("id") == ask:
+                return reply
+
+
+@dataclass(frozen=True)
+class RemoteAnswer:
+    """A student's function, as the tests see it: calling it runs the answer in the worker."""
+
+    worker: Worker
+    name: str
+
+    def __call__(self, *args, **kwargs):
+        return self.call_watched(args, kwargs, (), ())[0]
+
+    def call_watched(self, args: tuple, kwargs: dict, forbidden, files) -> tuple:
+        """(the answer's result, the names of ``forbidden`` reference functions it called): see ``calling``."""
+        reply = self.worker.request(
+            "call",
+            name=self.name,
+            args=encode(tuple(args), dataclasses_too=True),
+            kwargs=encode(dict(kwargs), dataclasses_too=True),
+            forbidden=sorted(forbidden),
+            files=list(files),
+        )
+        if "raised" in reply:
+            raise raised(reply)
+        try:
+            result = decode(reply.get("result"))
+        except (ValueError, RecursionError):
+            raise AnswerRaised(f"{self.name} returned something the grader cannot read") from None
+        called = reply.get("called")
+        called = {str(name) for name in called} & set(forbidden) if isinstance(called, list) else set()
+        return result, called
+
+    def __repr__(self) -> str:
+        return f"<your function {self.name}>"
+
+
+def raised(reply: dict) -> Exception:
+    """The exception to raise here for an answer's: the first built-in family of FAMILIES in its class's MRO."""
+    names = reply.get("raised") if isinstance(reply.get("raised"), list) else []
+    names = [str(name) for name in names]
+    family = next((name for name in names if name in FAMILIES), None)
+    message = escaped(reply.get("message", ""))
+    if family is None or names[0] != family:  # say the answer's own exception class, which otter would not show
+        message = f"{escaped(names[0], 60) if names else 'an exception'}: {message}"
+    return getattr(builtins, family)(message) if family else AnswerRaised(message)
+
+
+def test_files(autograder: bytes) -> list:
+    """otter's ExceptionTestFile for each tests/*.py of the autograder zip (its bytes), read here, never unpacked."""
+    from otter.test_files import ExceptionTestFile
+
+    files = []
+    with zipfile.ZipFile(io.BytesIO(autograder)) as archive:
+        for name in sorted(archive.namelist()):
+            if name.startswith("tests/") and name.endswith(".py"):
+                files.append(ExceptionTestFile.from_string(archive.read(name).decode("utf-8"), path=name))
+    return files
+
+
+def environment(worker: Worker, tests: list) -> dict:
+    """{name: RemoteAnswer or plain value} for every name a test case takes; a name the notebook lacks is absent
+    (otter then passes None, and the test says what to define)."""
+    names = sorted({param for test in tests for case in test.test_cases for param in case.body._get_func_params()})
+    reply = worker.request("lookup", names=names)
+    found = reply.get("names") if isinstance(reply.get("names"), dict) else {}
+    env = {}
+    for name in names:
+        entry = found.get(name) if isinstance(found.get(name), dict) else {}
+        if entry.get("kind") == "callable":
+            env[name] = RemoteAnswer(worker, name)
+        elif entry.get("kind") == "value":
+            try:
+                env[name] = decode(entry.get("value"))
+            except (ValueError, RecursionError):
+                continue
+    return env
+
+
+def verify(worker: Worker, autograder: bytes) -> dict:
+    """{question: otter's test file, run and scored here} for every question of the autograder zip (its bytes)."""
+    tests = test_files(autograder)
+    env = environment(worker, tests)
+    for test in tests:
+        test.run(env)
+    return {test.name: test for test in tests}
+
+
+PUBLIC_SUMMARY_CHARS = 4000  # per question; tools/grade.py cuts the whole feedback to its own limit too
+
+
+def summary(results: dict) -> dict:
+    """{question: {score, possible, public, hidden_passed}} of the test files ``verify`` ran."""
+    out = {}
+    for name, test_file in results.items():
+        hidden = [case.passed for case in test_file.test_case_results if case.test_case.hidden]
+        out[str(name)] = {
+            "score": test_file.score,
+            "possible": test_file.possible,
+            "public": test_file.summary(public_only=True)[:PUBLIC_SUMMARY_CHARS],
+            "hidden_passed": all(hidden) if hidden else None,
+        }
+    return out
