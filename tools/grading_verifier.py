@@ -73,8 +73,8 @@ def escaped(text: str, limit: int = ERROR_CHARS) -> str:
     >>> escaped("bad\\nvalue \\u03b1" + "x" * 200)[:20]
     'bad value \\\\u03b1xxxx'
     """
-    line = " ".join(str(text).split())[:limit]
-    return line.encode("ascii", "backslashreplace").decode("ascii")
+    line = " ".join(str(text)[: 4 * limit].split())  # (a bound before the work, then the exact one)
+    return line.encode("ascii", "backslashreplace").decode("ascii")[:limit]
 
 
 class Worker:
@@ -205,7 +205,7 @@ def raised(reply: dict) -> Exception:
     return getattr(builtins, family)(message) if family else AnswerRaised(message)
 
 
-def test_files(autograder: bytes) -> list:
+def load_test_files(autograder: bytes) -> list:
     """otter's ExceptionTestFile for each tests/*.py of the autograder zip (its bytes), read here, never unpacked."""
     from otter.test_files import ExceptionTestFile
 
@@ -217,11 +217,10 @@ def test_files(autograder: bytes) -> list:
     return files
 
 
-def environment(worker: Worker, tests: list) -> dict:
-    """{name: RemoteAnswer or plain value} for every name a test case takes; a name the notebook lacks is absent
-    (otter then passes None, and the test says what to define)."""
-    names = sorted({param for test in tests for case in test.test_cases for param in case.body._get_func_params()})
-    reply = worker.request("lookup", names=names)
+def environment_of(worker: Worker, names: list[str]) -> dict:
+    """{name: RemoteAnswer or plain value} for each of ``names`` the notebook defines; a name it lacks is absent
+    (otter then passes None, and the public test says what to define)."""
+    reply = worker.request("lookup", names=sorted(names))
     found = reply.get("names") if isinstance(reply.get("names"), dict) else {}
     env = {}
     for name in names:
@@ -236,10 +235,15 @@ def environment(worker: Worker, tests: list) -> dict:
     return env
 
 
+def params(case) -> list[str]:
+    """The names a test case takes (its function's parameters), as otter's ``test_case.call_func`` passes them."""
+    return case.body._get_func_params()
+
+
 def verify(worker: Worker, autograder: bytes) -> dict:
     """{question: otter's test file, run and scored here} for every question of the autograder zip (its bytes)."""
-    tests = test_files(autograder)
-    env = environment(worker, tests)
+    tests = load_test_files(autograder)
+    env = environment_of(worker, sorted({name for test in tests for case in test.test_cases for name in params(case)}))
     for test in tests:
         test.run(env)
     return {test.name: test for test in tests}
