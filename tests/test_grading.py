@@ -28,8 +28,10 @@ import hashlib
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -490,6 +492,83 @@ INTERRUPT = """
 def accumulation_steps(target_global_batch, micro_batch, devices, tensor_parallel, pipeline_parallel):
     raise KeyboardInterrupt
 """
+# The red team of issue 23 (each scored full marks, unflagged, when the tests ran in the student's kernel).
+FRAME_PEEK_GETATTR = """
+import sys
+
+peek = getattr(sys, "_getframe")
+
+
+def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
+    frame = peek(1)
+    while frame is not None:
+        if "want" in frame.f_locals:
+            return frame.f_locals["want"]
+        frame = frame.f_back
+    return 0.0
+"""
+PATCH_OTTER_MODULES = """
+import base64, builtins, sys
+
+code = base64.b64decode(
+    "bW9kdWxlID0gZ2V0YXR0cihzeXMsICJtb2R1bGVzIikuZ2V0KCJvdHRlci50ZXN0X2ZpbGVzLmV4Y2VwdGlvbl90ZXN0Iikgb3Ig"
+    "X19pbXBvcnRfXygKICAgICJvdHRlci50ZXN0X2ZpbGVzLmV4Y2VwdGlvbl90ZXN0IiwgZnJvbWxpc3Q9WyJFeGNlcHRpb25UZXN0"
+    "RmlsZSJdCikKbW9kdWxlLkV4Y2VwdGlvblRlc3RGaWxlLnJ1biA9IGxhbWJkYSBzZWxmLCBlbnY6IE5vbmUK"
+).decode()
+getattr(builtins, "exec")(code)
+"""
+PROFILER_OFF = """
+import sys
+from course_lib import collectives
+
+
+def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
+    getattr(sys, "setprofile")(None)
+    return collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s)
+"""
+ATEXIT_RESULTS = """
+import atexit, glob, pickle
+
+
+def forge():
+    for path in glob.glob("**/*.pkl", recursive=True) + glob.glob("/tmp/**/*.pkl", recursive=True) + ["results.pkl"]:
+        with open(path, "wb") as stream:
+            pickle.dump({"score": 999}, stream)
+
+
+atexit.register(forge)
+"""
+ABS_ALIAS = """
+import builtins as b
+
+b.abs = lambda value: 0.0
+"""
+SPINNERS = """
+import os, time
+for _ in range(128):
+    if os.fork() == 0:
+        os.setsid()
+        end = time.monotonic() + 20
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+"""
+FILL_AND_NEST = """
+import os
+folder = os.open(".", os.O_RDONLY)
+for _ in range(1100):
+    os.mkdir("d", dir_fd=folder)
+    inner = os.open("d", os.O_RDONLY, dir_fd=folder)
+    os.close(folder)
+    folder = inner
+for place in ("/dev/shm", "/tmp"):
+    try:
+        with open(os.path.join(place, "fill"), "wb") as stream:
+            while True:
+                stream.write(b"x" * 2**20)
+    except OSError:
+        pass
+"""
 # The sandbox's limits, shown by the answers: right only if the attempt fails.
 MEMORY = """
 try:
@@ -520,6 +599,11 @@ for _ in range(600):
     children.append(pid)
 REFUSED = len(children) < 600
 """
+ZERO_ANSWERS = {  # lab 1's answers as zeros: right only where the tests compare with a patched abs
+    "q1": "def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):\n    return 0.0",
+    "q2": "def ring_beats_recursive_doubling_bytes(ranks, bandwidth_bytes_per_s, latency_s):\n    return 0.0",
+    "q3": "def busbw_bytes_per_s(op, ranks, size_bytes, time_s):\n    return 0.0",
+}
 ONLY_IF_REFUSED = {
     LAB3: "def model_state_bytes(params, data_parallel, stage):\n    if not REFUSED:\n        return 0.0\n"
     "    return (2 * params / (data_parallel if stage >= 3 else 1) + 2 * params / (data_parallel if stage >= 2 else 1)"
@@ -551,19 +635,26 @@ HOSTILE = {
     "patch_isclose": (LAB1, "replaces math.isclose", "zero+flagged"),
     "patch_course_lib": (LAB1, "replaces the course_lib functions the tests once compared against", "zero+flagged"),
     "alias": (LAB1, "calls the reference function through an alias", {"q1": 0.0}),
-    "patch_otter": (LAB2, "patches otter's test classes", "flagged"),
-    "overwrite_tests": (LAB2, "overwrites the test files in the kernel's folder", "flagged"),
-    "lookalike_tests": (LAB2, "registers look-alike test files", "flagged"),
-    "frame_peek": (LAB1, "reads the expected value from the caller's frame", "flagged"),
+    "patch_otter": (LAB2, "patches otter's test classes", "zero+flagged"),
+    "overwrite_tests": (LAB2, "overwrites the test files in the kernel's folder", "zero+flagged"),
+    "lookalike_tests": (LAB2, "registers look-alike test files", "zero+flagged"),
+    "frame_peek": (LAB1, "reads the expected value from the caller's frame", {"q1": 0.0}),
     "always_equal": (LAB4, "returns objects whose == is always true", "zero"),
     "always_equal_3": (LAB3, "returns objects whose == is always true", "zero"),
-    "forge_results": (LAB3, "writes the results file and kills otter", "zero+flagged"),
-    "garbage_results": (LAB3, "leaves a garbage results file", "zero+flagged"),
-    "harm_others": (LAB1, "overwrites others' files, detaches processes that outlive the batch", "flagged"),
+    "forge_results": (LAB3, "writes a results file and kills its parent", "zero+flagged"),
+    "garbage_results": (LAB3, "leaves a garbage results file, kills its parent, answers right", "flagged"),
+    "harm_others": (LAB1, "overwrites others' files, detaches processes that outlive the batch", "zero+flagged"),
     "leak_hidden": (LAB1, "raises the hidden tests' source", {"q1": 0.0}),
-    "read_hidden": (LAB2, "raises the hidden test file it read, in a public test", {"q1": 0.0}),
+    "read_hidden": (LAB2, "looks for the hidden test files and raises what it found", {"q1": 0.0}),
     "huge_answer": (LAB1, "a 5-million-element answer", {"q1": 0.0}),
-    "interrupt": (LAB2, "an answer raising KeyboardInterrupt", "zero"),
+    "interrupt": (LAB2, "an answer raising KeyboardInterrupt", {"q2": 0.0}),
+    "frame_peek_getattr": (LAB1, "getattr(sys, '_getframe') to read the expected value", {"q1": 0.0}),
+    "patch_otter_modules": (LAB1, "patches otter's runner via sys.modules, base64 and builtins.exec", "zero+flagged"),
+    "profiler_off": (LAB1, "switches the call watch off, then calls the reference", "flagged"),
+    "atexit_results": (LAB1, "an atexit handler that rewrites results pickles", "zero+flagged"),
+    "abs_alias": (LAB1, "patches builtins.abs through an alias, answers 0", {"q1": 0.0, "q2": 0.0, "q3": 0.0}),
+    "spinners": (LAB1, "128 detached CPU spinners beside its own right answers", "flagged"),
+    "fill_and_nest": (LAB2, "1,100 nested folders and full /dev/shm and /tmp, right answers", "flagged"),
     "memory": (LAB3, "allocates 10 GB", "full"),
     "network": (LAB4, "opens a connection to the internet", "full"),
     "processes": (LAB4, "forks 600 processes", "full"),
@@ -594,6 +685,13 @@ def hostile_notebooks(built, paths):
         "memory": hostile(built, LAB3, {"q1": ONLY_IF_REFUSED[LAB3]}, [MEMORY]),
         "network": hostile(built, LAB4, {"q1": ONLY_IF_REFUSED[LAB4]}, [NETWORK]),
         "processes": hostile(built, LAB4, {"q1": ONLY_IF_REFUSED[LAB4]}, [PROCESSES]),
+        "frame_peek_getattr": hostile(built, LAB1, {"q1": FRAME_PEEK_GETATTR}),
+        "patch_otter_modules": hostile(built, LAB1, blank, [PATCH_OTTER_MODULES]),
+        "profiler_off": hostile(built, LAB1, {"q1": PROFILER_OFF}),
+        "atexit_results": hostile(built, LAB1, blank, [ATEXIT_RESULTS]),
+        "abs_alias": hostile(built, LAB1, {q: ZERO_ANSWERS[q] for q in ("q1", "q2", "q3")}, [ABS_ALIAS]),
+        "spinners": hostile(built, LAB1, "solutions", [SPINNERS]),
+        "fill_and_nest": hostile(built, LAB2, "solutions", [FILL_AND_NEST]),
     }
 
 
@@ -636,6 +734,16 @@ def survivors() -> list[str]:
     return found
 
 
+HONEST = ("full", "untouched", "wrong_q1_q3", "bulky")  # graded again alone, after the hostile batch
+FORMULA_STUDENT = '=HYPERLINK(CONCAT("http:", "example.invalid"), "click")'  # a spreadsheet would run it
+
+
+def scratch_entries() -> set[str]:
+    """The work folders (and logs) in the grader's scratch tmpfs: a batch must leave none behind."""
+    root = Path(grade.scratch_root() or tempfile.gettempdir())
+    return {path.name for path in root.glob("grade-*")}
+
+
 @pytest.fixture(scope="session")
 def batch(built, tmp_path_factory):
     """Two folders of synthetic submissions graded by tools/grade.py; returns what the tests check."""
@@ -669,6 +777,14 @@ def batch(built, tmp_path_factory):
             notebook.cells[first:first] = block
         submit(main, "wrong_q1_q3", lab, notebook, {q: 0.0 if q in wrong else p for q, p in possible.items()})
     (main / "full" / "notes.txt").write_text("not a notebook\n")
+    student, autograder, _ = built[LAB3]  # 19 MB, most of it a stored output: graded like any other
+    bulky = filled(student, solution_sources(autograder))
+    bulky.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * (19 * 2**20))]
+    submit(main, "bulky", LAB3, bulky, dict(questions_and_points(built, LAB3)))
+    student, autograder, _ = built[LAB1]
+    submit(main, FORMULA_STUDENT, LAB1, filled(student, solution_sources(autograder)), {})
+    expected[grade.spreadsheet_safe(FORMULA_STUDENT), LAB1] = dict(questions_and_points(built, LAB1))  # as grades.csv
+    del expected[FORMULA_STUDENT, LAB1]
 
     # The hostile class, in the same batch. The harmful ones aim at these absolute paths.
     targets = [
@@ -709,6 +825,10 @@ def batch(built, tmp_path_factory):
     unreadable.write_text('{"cells": [', encoding="utf-8")
     expected["unreadable", "02_global_batch"] = dict.fromkeys(questions_and_points(built, "02_global_batch"), 0.0)
 
+    alone = root / "alone" / "submissions"  # the honest students again, graded in the next batch, alone
+    for student in HONEST:
+        shutil.copytree(main / student, alone / student, ignore=shutil.ignore_patterns("*.txt"))
+    scratch_before = scratch_entries()
     before = {folder: tree_digest(folder) for folder in (main, odd)}
     before["build"] = tree_digest(built["out"])
     before["repository"] = repository_state()
@@ -725,11 +845,15 @@ def batch(built, tmp_path_factory):
     done = subprocess.run(command + [str(main), "--jobs", "2"], capture_output=True, text=True, timeout=1200, cwd=ROOT)
     side_output = side.communicate(timeout=600)[0]
     time.sleep(3)  # a survivor of the batch would rewrite grades.csv within this time
-    rows = []
-    for folder in (main, odd):
+    subprocess.run(command + [str(alone), "--jobs", "2"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    rows, alone_rows = [], []
+    for folder, into in ((main, rows), (odd, rows), (alone, alone_rows)):
         with open(folder.parent / "grades.csv", newline="", encoding="utf-8") as stream:
-            rows += list(csv.DictReader(stream))
+            into += list(csv.DictReader(stream))
     return {
+        "alone_rows": alone_rows,
+        "scratch_before": scratch_before,
+        "scratch_after": scratch_entries(),
         "main": main,
         "odd": odd,
         "before": before,
@@ -816,7 +940,8 @@ def test_an_endless_loop_times_out_is_reported_and_the_batch_goes_on(batch):
 def test_feedback_for_every_graded_notebook(batch):
     for (student, lab), points in batch["expected"].items():
         folder = (batch["odd"] if student in ("endless", "unreadable") else batch["main"]).parent
-        text = (folder / "feedback" / student / f"{lab}.txt").read_text(encoding="utf-8")
+        named = FORMULA_STUDENT if student == grade.spreadsheet_safe(FORMULA_STUDENT) else student  # its folder
+        text = (folder / "feedback" / named / f"{lab}.txt").read_text(encoding="utf-8")
         got = sum(graded(batch, student, lab).values())
         assert text.startswith(f"{lab}: {grade.number(got)} / "), text[:80]
         if student not in HOSTILE:
@@ -867,8 +992,15 @@ FLAG_KINDS = {
     "garbage_results": {"files", "processes"},
     "harm_others": {"files", "processes"},
     "leak_hidden": {"introspection"},
-    "read_hidden": {"otter internals", "leaks hidden tests"},
+    "read_hidden": {"otter internals"},
     "processes": {"processes"},
+    "frame_peek_getattr": {"introspection"},
+    "patch_otter_modules": {"dynamic code"},
+    "profiler_off": {"introspection"},
+    "atexit_results": {"processes"},
+    "abs_alias": {"patches a module"},
+    "spinners": {"processes"},
+    "fill_and_nest": {"files"},
 }
 
 
@@ -892,22 +1024,36 @@ def test_honest_notebooks_raise_no_flags(batch):
         assert {row["flags"] for row in rows_of(batch, student)} == {""}, student
 
 
-def test_killed_or_forged_runs_are_zero_with_a_reason(batch):
-    for student in ("forge_results", "garbage_results"):
-        rows = rows_of(batch, student)
-        assert {row["points"] for row in rows} == {"0"}
-        assert all(row["reason"] for row in rows), rows
+def test_forged_results_change_nothing(batch):
+    """The results are made in the grader: files written and processes killed in the sandbox do not reach them."""
+    assert {row["points"] for row in rows_of(batch, "forge_results")} == {"0"}
+    assert graded(batch, "garbage_results", LAB3) == batch["expected"]["garbage_results", LAB3]
     assert "999" not in (batch["main"].parent / "grades.csv").read_text(encoding="utf-8")
 
 
-def test_an_answer_raising_keyboard_interrupt_scores_zero_with_a_reason(batch):
-    rows = rows_of(batch, "interrupt")
-    assert {row["points"] for row in rows} == {"0"}
-    assert {row["status"] for row in rows} == {"not graded"}
-    assert all(row["reason"].startswith("otter got no test results") for row in rows), rows
-    assert all("KeyboardInterrupt" in row["reason"] for row in rows), rows
+def test_an_answer_raising_keyboard_interrupt_fails_only_its_question(batch):
+    assert graded(batch, "interrupt", LAB2) == batch["expected"]["interrupt", LAB2]
+    assert {row["status"] for row in rows_of(batch, "interrupt")} == {"graded"}
     feedback = (batch["main"].parent / "feedback" / "interrupt" / f"{LAB2}.txt").read_text(encoding="utf-8")
-    assert "the tests could not finish" in feedback and "KeyboardInterrupt" in feedback
+    assert "KeyboardInterrupt" in feedback and "q2 hidden tests: failed" in feedback
+
+
+def test_honest_grades_are_the_same_without_hostile_neighbours(batch):
+    """The honest students graded again, alone, in the next batch (after the one that filled /dev/shm, nested
+    1,100 folders and spun 128 processes): every row identical."""
+    alone = [row for row in batch["alone_rows"] if row["question"]]
+    assert alone and alone == [row for row in batch["rows"] if row["student"] in HONEST and row["question"]]
+
+
+def test_no_work_folder_is_left_behind(batch):
+    assert batch["scratch_after"] <= batch["scratch_before"], batch["scratch_after"] - batch["scratch_before"]
+
+
+def test_a_formula_as_a_folder_name_lands_as_text(batch):
+    safe = "'" + FORMULA_STUDENT
+    rows = rows_of(batch, safe)
+    assert rows and {row["status"] for row in rows} == {"graded"}
+    assert graded(batch, safe, LAB1) == batch["expected"][safe, LAB1]
 
 
 def test_feedback_leaks_nothing(batch, built):
@@ -933,7 +1079,7 @@ def test_feedback_leaks_nothing(batch, built):
     leak = (batch["main"].parent / "feedback" / "leak_hidden" / f"{LAB1}.txt").read_text(encoding="utf-8")
     assert "q1 hidden tests: failed" in leak
     read = (batch["main"].parent / "feedback" / "read_hidden" / f"{LAB2}.txt").read_text(encoding="utf-8")
-    assert "q1 results: message withheld (it quoted the hidden tests)" in read
+    assert "no test file found" in read  # the tests are never in the sandbox
     assert not (batch["main"].parent / "feedback" / "symlink").exists()
 
 

@@ -42,7 +42,7 @@ class Opaque:
     __slots__ = ("type_name",)
 
     def __init__(self, type_name: str):
-        words = re.sub(r"[^A-Za-z0-9_.]", "", str(type_name))[:OPAQUE_NAME_CHARS]
+        words = re.sub(r"[^A-Za-z0-9_. ]", "", str(type_name))[:OPAQUE_NAME_CHARS].strip()
         self.type_name = words or "object"
 
     def __repr__(self) -> str:
