@@ -64,6 +64,15 @@ FLAGGED = [
     ("import threading\nthreading.Thread(target=print).start()", "processes"),
     ("import tempfile\ntempfile.mkdtemp()", "files"),
     ("import pickle\npickle.dump({}, open('results.pkl', 'wb'))", "introspection"),
+    # shell escapes and magics in every form IPython runs (its TransformerManager reads them as the scan does)
+    ("listing = !ls ..", "processes"),
+    ("def f():\n    !rm -rf ..\n", "processes"),
+    ("%load_ext some_extension", "processes"),
+    ("%pip install something", "processes"),
+    ("%%python3\nimport os", "processes"),
+    ("%time import os; os.system('ls')", "processes"),
+    ("%%capture\nimport subprocess", "processes"),
+    ("%%time\nopen('tests/q1.py', 'w')", "files"),
 ]
 
 
@@ -86,6 +95,8 @@ def test_the_scan_leaves_honest_code_alone():
         "import numpy as np\nx = np.zeros(3)\nx[0] = 1\nprint(np.stack([x, x]).sum())",
         "with open('data.csv') as stream:\n    text = stream.read()",
         "%matplotlib inline\nresult = 2 * 3",
+        "%time total = sum(range(10))\n%timeit -n 1 sorted([3, 1, 2])",
+        "%%time\nresult = math.sqrt(2.0)",
     ]
     assert scan.scan_sources(honest) == []
 

@@ -9,7 +9,9 @@ the notebook's code cells. The kinds (``KINDS``):
 - ``patches a module``: assigns or deletes an attribute of ``math``, ``numpy``, ``builtins``, ``course_lib``,
   otter or the ``grader`` (also through ``setattr`` or an alias such as ``np`` or ``from course_lib import x``);
 - ``files``: opens a file for writing, deletes, renames or creates files and folders, %%writefile;
-- ``processes``: subprocess, os.system/popen/exec/spawn/fork, signals, os.kill, shell escapes (!cmd, %%bash);
+- ``processes``: subprocess, os.system/popen/exec/spawn/fork, signals, os.kill, shell escapes and the magics that
+  reach outside Python in every form IPython runs them (``!cmd``, ``x = !cmd``, ``%%bash``, ``%load_ext``, ``%pip``,
+  ``get_ipython().system(...)``; the code inside ``%time`` and ``%%capture`` is scanned as any other);
 - ``environment``: reads environment variables or ``sys.argv``;
 - ``dynamic code``: exec, eval, compile, __import__, importlib (which would hide the rest from this scan).
 
@@ -83,7 +85,6 @@ OS_FILES = re.compile(
     r"truncate|ftruncate|open|write|mkfifo|mknod|utime|chdir|fchmod)$"
 )
 PATH_WRITES = {"write_text", "write_bytes", "unlink", "rmdir", "touch", "mkdir", "symlink_to", "hardlink_to"}
-SHELL_MAGICS = re.compile(r"^\s*(!|%%?(bash|sh|system|sx|script|perl|ruby|writefile|file)\b|%%?(run|load|env)\b)")
 # Otter's files in the grading folder: its tests, results and log.
 OTTER_FILES = re.compile(r"(^|/|\*)(tests|autograder|results|source)/|results\.(json|pkl)|\.otter_log|otter_config")
 DYNAMIC = {"exec", "eval", "compile", "__import__", "execfile", "globals", "vars", "breakpoint"}
@@ -300,18 +301,69 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _python(source: str) -> tuple[str, list[tuple[int, str]]]:
-    """(the source with IPython magics and shell escapes blanked, [(line, shell or magic line)])."""
-    lines, special = [], []
-    for number, line in enumerate(source.splitlines(), 1):
-        stripped = line.lstrip()
-        if stripped.startswith(("!", "%")):
-            if SHELL_MAGICS.match(line):
-                special.append((number, stripped[:60]))
-            lines.append(line[: len(line) - len(stripped)] + "pass")
+# The magics IPython runs that reach outside Python (shell, files, other interpreters, extensions, other notebooks);
+# the others (%matplotlib, %time, ...) are harmless, and the code %time, %timeit, %prun and %%capture run is scanned.
+OUTSIDE_MAGICS = {
+    "bash", "sh", "system", "sx", "script", "perl", "ruby", "python", "python2", "python3", "pypy", "writefile",
+    "file", "run", "load", "env", "load_ext", "reload_ext", "alias", "store", "sc", "cd", "pushd", "popd",
+    "bookmark", "pip", "conda", "mamba", "micromamba", "uv", "macro", "edit", "save", "logstart", "notebook",
+    "javascript", "js", "html", "svg",
+}  # fmt: skip
+CODE_MAGICS = {"time", "timeit", "prun", "capture", "debug"}
+FILE_MAGICS = {"writefile", "file", "save", "logstart", "notebook", "store"}
+
+
+class _Magics(ast.NodeTransformer):
+    """Replaces IPython's calls for magics and shell escapes (as its TransformerManager writes them) by ``None``,
+    noting those that reach outside Python (``special``) and the code the others run (``inner``)."""
+
+    def __init__(self):
+        self.special: list[tuple[int, str, str]] = []  # (line, kind, text)
+        self.inner: list[str] = []
+
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        function = node.func
+        if not (
+            isinstance(function, ast.Attribute)
+            and isinstance(function.value, ast.Call)
+            and isinstance(function.value.func, ast.Name)
+            and function.value.func.id == "get_ipython"
+            and not function.value.args
+        ):
+            return node
+        arguments = [arg.value if isinstance(arg, ast.Constant) else None for arg in node.args]
+        if function.attr in ("system", "getoutput"):
+            self.special.append((node.lineno, "processes", f"!{str(arguments[0] if arguments else '')[:56]}"))
+        elif function.attr in ("run_line_magic", "run_cell_magic") and arguments and isinstance(arguments[0], str):
+            name = arguments[0]
+            code = [arg for arg in arguments[1:] if isinstance(arg, str)]
+            if name in OUTSIDE_MAGICS:
+                kind = "files" if name in FILE_MAGICS else "processes"
+                self.special.append((node.lineno, kind, f"%{name} {' '.join(code)[:50]}".strip()))
+            elif name in CODE_MAGICS:
+                self.inner += code
         else:
-            lines.append(line)
-    return "\n".join(lines), special
+            return node  # any other use of get_ipython() is left for the scanner to flag
+        return ast.copy_location(ast.Constant(None), node)
+
+
+def _python(source: str) -> tuple[str, list[tuple[int, str, str]], list[str]]:
+    """(the source as Python with IPython's magics and shell escapes, in any form IPython accepts (``!ls``,
+    ``x = !ls``, ``%%bash``, ``%time x = f()``...), replaced by None; [(line, kind, magic or shell line)] of those
+    that reach outside Python; [the code the harmless ones run]). A source IPython cannot read is returned as it is."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except (SyntaxError, ValueError, RecursionError, IndexError):
+        return source, [], []
+    magics = _Magics()
+    try:
+        tree = magics.visit(tree)
+        return ast.unparse(tree), magics.special, magics.inner
+    except RecursionError:
+        return source, magics.special, magics.inner
 
 
 def scan_sources(sources: list[str], cells: list[int] | None = None) -> list[Flag]:
@@ -319,20 +371,19 @@ def scan_sources(sources: list[str], cells: list[int] | None = None) -> list[Fla
     aliases: dict[str, str] = {}
     flags: list[Flag] = []
     for index, source in zip(cells or range(1, len(sources) + 1), sources, strict=True):
-        code, special = _python(source)
-        for line, text in special:
-            kind = "files" if "writefile" in text or "%%file" in text else "processes"
-            flags.append(Flag(kind, index, line, text))
-        try:
-            tree = ast.parse(code)
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-        scanner = _Scanner(index, aliases)
-        try:
-            scanner.visit(tree)
-        except RecursionError:
-            flags.append(Flag("dynamic code", index, 0, "code nested too deeply to scan"))
-        flags += scanner.flags
+        code, special, inner = _python(source)
+        flags += [Flag(kind, index, line, text) for line, kind, text in special]
+        for part in [code, *inner]:
+            try:
+                tree = ast.parse(part)
+            except (SyntaxError, ValueError, RecursionError):
+                continue
+            scanner = _Scanner(index, aliases)
+            try:
+                scanner.visit(tree)
+            except RecursionError:
+                flags.append(Flag("dynamic code", index, 0, "code nested too deeply to scan"))
+            flags += scanner.flags
     return flags
 
 
