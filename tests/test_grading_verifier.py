@@ -149,6 +149,18 @@ def sleeps():
 def nodes(cluster, plan):
     return cluster.nodes * plan.tensor_parallel
 
+seen = []
+
+
+def record(x):
+    seen.append(x)
+    return x
+
+
+def spy():
+    return repr(seen)
+
+
 value = 7.5
 print("printed text goes nowhere")
 """
@@ -285,3 +297,47 @@ def test_a_missing_answer_fails_with_the_public_message(worker):
     summary = grading_verifier.summary(results)
     assert summary["q1"]["score"] == 0 and "define the function missing_answer" in summary["q1"]["public"]
     assert "0.01001" not in summary["q1"]["public"]  # the hidden case's failure stays here
+
+
+SPY_FILES = {  # q1's cases give the answer an input each; q2's public message shows what the answer has seen
+    "q1": textwrap.dedent("""
+        from otter.test_files import test_case
+
+        OK_FORMAT = False
+        name = "q1"
+        points = 1
+
+        @test_case(points=None, hidden=False)
+        def test_q1_public(record):
+            record(1.0)
+
+        @test_case(points=None, hidden=True)
+        def test_q1_hidden(record):
+            record(98765.4321)
+    """),
+    "q2": textwrap.dedent("""
+        from otter.test_files import test_case
+
+        OK_FORMAT = False
+        name = "q2"
+        points = 1
+
+        @test_case(points=None, hidden=False)
+        def test_q2_public(spy):
+            assert False, f"the answer says {spy()!r:.80}"
+    """),
+}
+
+
+def test_no_hidden_input_reaches_the_worker_before_every_public_message_is_written(worker):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, source in SPY_FILES.items():
+            archive.writestr(f"tests/{name}.py", source)
+    worker.wait_ready()
+    summary = grading_verifier.summary(grading_verifier.verify(worker, buffer.getvalue()))
+    assert "[1.0]" in summary["q2"]["public"]  # the spy ran, after q1's public case
+    assert "98765" not in summary["q2"]["public"]  # but before q1's hidden one

@@ -241,11 +241,23 @@ def params(case) -> list[str]:
 
 
 def verify(worker: Worker, autograder: bytes) -> dict:
-    """{question: otter's test file, run and scored here} for every question of the autograder zip (its bytes)."""
+    """{question: otter's test file, run and scored here} for every question of the autograder zip (its bytes).
+
+    Every public case of every question runs before any hidden one: the worker sees no hidden input before the
+    last public message (the feedback's only text from an answer) is written, so none can be carried into one."""
     tests = load_test_files(autograder)
     env = environment_of(worker, sorted({name for test in tests for case in test.test_cases for name in params(case)}))
-    for test in tests:
-        test.run(env)
+    results = {id(test): [] for test in tests}
+    for hidden in (False, True):
+        for test in tests:
+            every_case = test.test_cases
+            test.test_cases = [case for case in every_case if case.hidden == hidden]
+            test.run(env)
+            results[id(test)] += test.test_case_results
+            test.test_cases = every_case
+    for test in tests:  # the results in the test file's own order, as otter reports them
+        order = {id(case): index for index, case in enumerate(test.test_cases)}
+        test.test_case_results = sorted(results[id(test)], key=lambda result: order[id(result.test_case)])
     return {test.name: test for test in tests}
 
 
