@@ -208,7 +208,7 @@ def test_unsafe_grades_without_the_sandbox_and_says_so(assigned, tmp_path):
 # ---- the sandbox's own /tmp and /dev/shm (issue 23, item 2) ------------------------------------------------------
 
 
-def test_the_sandbox_fills_its_own_tmp_and_shm_not_the_hosts(tmp_path):
+def test_the_sandbox_fills_its_own_work_folder_tmp_and_shm_not_the_hosts(tmp_path):
     from tools import grading_sandbox as sandbox
 
     if sandbox.bwrap_works() is not None:
@@ -220,7 +220,7 @@ def test_the_sandbox_fills_its_own_tmp_and_shm_not_the_hosts(tmp_path):
         # Write 64 MiB at a time into each until it fails; print how much fitted.
         code = (
             "import sys\n"
-            "for folder in ('/tmp', '/dev/shm'):\n"
+            "for folder in ('/tmp', '/dev/shm', '.'):\n"
             "    written = 0\n"
             "    try:\n"
             "        with open(folder + '/fill', 'wb') as f:\n"
@@ -234,9 +234,10 @@ def test_the_sandbox_fills_its_own_tmp_and_shm_not_the_hosts(tmp_path):
         log = (tmp_path / "log").read_text()
         assert outcome.status == 0 and not outcome.timed_out, log
         limit = sandbox.PRIVATE_TMPFS_BYTES
-        for line, folder in zip(log.split("\n")[:2], ("/tmp", "/dev/shm"), strict=True):
+        for line, folder in zip(log.split("\n")[:3], ("/tmp", "/dev/shm", "."), strict=True):
             name, written, errno = line.split()
             assert name == folder and int(written) <= limit and errno == "28", log  # ENOSPC at its own limit
         assert shutil.disk_usage("/dev/shm").used - host_before < 2**26  # the host's /dev/shm did not fill
+        assert not (work / "fill").exists()  # nor the host's work folder (it holds the grader's files only)
     finally:
         grade.remove_tree(work)

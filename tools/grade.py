@@ -235,22 +235,20 @@ def feedback_text(student: str, lab: str, scores: dict, body: str) -> str:
     return clip("\n".join(lines + ["", body.rstrip(), ""]), FEEDBACK_BYTES)
 
 
-def sandbox_environment(work: Path) -> dict[str, str]:
-    """The sandbox's whole environment: nothing of the grader's."""
-    home = work / "home"
-    home.mkdir(exist_ok=True)
+def sandbox_environment() -> dict[str, str]:
+    """The sandbox's whole environment: nothing of the grader's. Its home is its own /tmp."""
     return {
-        "HOME": str(home),
+        "HOME": "/tmp",
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
         "LANG": "C.UTF-8",
-        "TMPDIR": "/tmp",  # the sandbox's own
+        "TMPDIR": "/tmp",
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
         "MPLBACKEND": "Agg",
-        "MPLCONFIGDIR": str(home / "matplotlib"),
-        "IPYTHONDIR": str(home / "ipython"),
+        "MPLCONFIGDIR": "/tmp/matplotlib",
+        "IPYTHONDIR": "/tmp/ipython",
     }
 
 
@@ -322,7 +320,7 @@ def grade_notebook(
     try:
         copy = work / f"{lab}.ipynb"
         copy.write_bytes(notebook)
-        environment = sandbox_environment(work)
+        environment = sandbox_environment()
         prepare_work_folder(work, slot)
         command = runner_command(limits, copy)
         process = start_sandboxed(work, environment, command, log_path, unsafe, slot, pipes=True)

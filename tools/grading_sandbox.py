@@ -5,8 +5,9 @@
 - a read-only view of the system (/usr, /etc, /lib...), of the Python installation and virtual environment, of
   course_lib and of the worker's three files (WORKER_FILES); nothing else of the host: not the submissions, not
   the grades, not the build folder with the autograders and their hidden tests, not $HOME;
-- one writable folder, ``work`` (a fresh folder in a tmpfs made by the caller, holding a private copy of the
-  submission), and a fresh /tmp and /dev/shm of their own, ``PRIVATE_TMPFS_BYTES`` each;
+- three writable folders, each a private tmpfs of ``PRIVATE_TMPFS_BYTES``: ``work`` (at the path of the fresh host
+  folder the caller made, whose files, a private copy of the submission, are bound into it read-only; nothing
+  written there reaches the host), /tmp and /dev/shm;
 - no network (a new network namespace with only loopback), its own PID namespace (when its first process ends,
   at the timeout or because the grader died, the kernel kills every process of the sandbox, double-forked ones
   included), a new session (no terminal), every capability dropped, and an unprivileged user (as root: a host
@@ -153,7 +154,8 @@ def read_only_paths() -> list[Path]:
 
 
 def sandbox_command(work: Path, environment: dict[str, str], command: list[str], slot: int = 0) -> list[str]:
-    """The bwrap command line that runs ``command`` in the sandbox with ``work`` writable."""
+    """The bwrap command line that runs ``command`` in the sandbox, in ``work`` (a private tmpfs there, holding the
+    host folder's files read-only)."""
     argv = [bwrap_path() or "bwrap", *namespace_options(), "--clearenv"]
     for key, value in sorted(environment.items()):
         argv += ["--setenv", key, value]
@@ -169,7 +171,12 @@ def sandbox_command(work: Path, environment: dict[str, str], command: list[str],
         made.add(path)
     for path in read_only_paths():
         argv += ["--ro-bind", str(path), str(path)]
-    argv += ["--bind", str(work), str(work), "--chdir", str(work), "--", *drop_privileges(slot), *command]
+    # The work folder: a private tmpfs of its own size at the same path, with the files the caller put in the host's
+    # folder (the submission) bound read-only into it; whatever the notebook writes there dies with the sandbox.
+    argv += ["--perms", "1777", *size, "--tmpfs", str(work)]
+    for path in sorted(work.iterdir()):
+        argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--chdir", str(work), "--", *drop_privileges(slot), *command]
     return argv
 
 
