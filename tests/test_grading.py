@@ -280,10 +280,17 @@ def test_a_wrong_answer_loses_exactly_its_questions_points(built, lab_tests, lab
 
 @pytest.mark.parametrize(
     "mistake",
-    ["NVLink's two-way figure", "bits read as bytes", "the per-node InfiniBand preset given to one GPU"],
+    [
+        "NVLink's two-way figure",
+        "bits read as bytes: the figure, already in bytes/s, divided by 8 again",
+        "the per-node figure given to one GPU",
+        "every figure shared by the node's GPUs, per-GPU ones too",
+    ],
 )
 def test_lab1_q4_public_test_fails_the_classic_slips(built, lab_tests, mistake):
-    """A self-learner sees only the public tests: the two bandwidth slips q4 is about must fail there (issue 15)."""
+    """A self-learner sees only the public tests: the bandwidth slips q4 is about (direction, scope, bits and bytes)
+    must fail there on the DGX H100 example (issue 15); the hidden links catch the slips that example cannot tell from
+    the right answer (a constant 8 for the node's GPUs, halving by family)."""
     student, autograder, _ = built["01_ring_allreduce"]
     (source,) = [source for name, source in WRONG["01_ring_allreduce"]["q4"] if name == mistake]
     result = scores(

@@ -443,24 +443,44 @@ test_q3_other_collectives(busbw_bytes_per_s)
 # %% [markdown]
 # ### Question 4 · Which bandwidth goes into $B$? (2 points)
 #
-# Predict two all-reduces of 2 GB of gradients with course_lib's reference `collectives.ring_allreduce_time`
-# (so that a slip in question 1 does not carry over here):
+# A datasheet's bandwidth is not yet the $B$ of the α–β model, the bandwidth over which one rank sends in one
+# direction. Each `hardware.Link` records its figure, `bandwidth_bytes_per_s` (in bytes per second, whatever unit
+# the datasheet used), and what that figure means: its `direction` (`"one-way"`, or `"two-way"`: both directions
+# added), its `scope` (`"per GPU"`, or `"per node"`: the node's whole network, shared by its GPUs) and its `basis`
+# (`"nominal"`, a datasheet's, or `"measured"`). Print `hardware.NVLINK4` and `hardware.INFINIBAND_NDR_8X` to see.
 #
-# 1. `nvlink_allreduce_s`: over the 8 H100 GPUs of one DGX H100 node, whose NVLink 4 datasheet figure is
-#    900 GB/s per GPU, counted in both directions; $\alpha$ = 1 µs.
-# 2. `infiniband_allreduce_s`: over 16 GPUs, one in each of 16 DGX H100 nodes, the ring running through one
-#    InfiniBand NDR adapter per node: each of these GPUs has its own 400 Gb/s adapter (a one-way figure, in bits
-#    per second; the node has eight, one per GPU); $\alpha$ = 5 µs.
+# Write `ring_allreduce_over_link_s(ranks, payload_bytes, link, devices_per_node, latency_s)`: the time in seconds
+# of a ring all-reduce of `payload_bytes` over `ranks` GPUs, each sending over its own share of `link`, in nodes of
+# `devices_per_node` GPUs (a per-node figure is shared by all of them, whether or not they are in the ring), with
+# $\alpha$ = `latency_s`. `link` is any link of `hardware` whose figure is per GPU or per node (not TPU ICI's per-link
+# ones). Work out $B$ from the link's fields yourself, without calling `Link.one_way_bytes_per_s_per_device` or a
+# `Cluster`'s bandwidth properties, then time the ring with course_lib's reference `collectives.ring_allreduce_time`
+# (so that a slip in question 1 does not carry over here). Check it on two all-reduces of 2 GB of gradients:
 #
-# `hardware.NVLINK4` and `hardware.INFINIBAND_NDR_8X` record what their figures mean (direction, scope, basis):
-# read them before you use them.
+# 1. over the 8 H100 GPUs of one DGX H100 node, on `hardware.NVLINK4`, whose datasheet figure is 900 GB/s per GPU,
+#    counted in both directions; $\alpha$ = 1 µs;
+# 2. over 16 GPUs, one in each of 16 DGX H100 nodes, the ring running through `hardware.INFINIBAND_NDR_8X`: each of
+#    a node's 8 GPUs has its own 400 Gb/s adapter (a one-way figure, in bits per second), and the preset records
+#    the node's eight together; $\alpha$ = 5 µs.
+#
+# The hidden tests use other links of `hardware` (other NVLink generations, other networks) and other rings.
 
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
-nvlink_allreduce_s = collectives.ring_allreduce_time(8, 2e9, 900e9 / 2, 1e-6)  # SOLUTION
-infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 400e9 / 8, 5e-6)  # SOLUTION
+def ring_allreduce_over_link_s(ranks, payload_bytes, link, devices_per_node, latency_s):
+    """Seconds for a ring all-reduce of ``payload_bytes`` over ``ranks`` GPUs, each with its share of ``link``."""
+    # BEGIN SOLUTION
+    bandwidth = link.bandwidth_bytes_per_s  # already bytes per second, whatever unit the datasheet used
+    if link.direction == "two-way":
+        bandwidth /= 2  # in B each rank sends in one direction
+    if link.scope == "per node":
+        bandwidth /= devices_per_node  # the node's network is shared by all its GPUs
+    return collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth, latency_s)
+    # END SOLUTION
+
 
 # %% [raw]
 # # END SOLUTION
@@ -470,57 +490,105 @@ infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 400e9 / 8, 5e-
 
 
 # %%
-def test_q4_numbers(nvlink_allreduce_s, infiniband_allreduce_s):
-    for name, value in [("nvlink_allreduce_s", nvlink_allreduce_s), ("infiniband_allreduce_s", infiniband_allreduce_s)]:
-        got = number(value)
-        assert got is not None and got > 0, f"{name} must be a time in seconds, got {value!r:.80}"
+def test_q4_dgx_h100(ring_allreduce_over_link_s):
+    from course_lib import hardware
 
-    def near(got, want):
-        return abs(got - want) <= 1e-3 * want
+    assert callable(ring_allreduce_over_link_s), "define the function ring_allreduce_over_link_s"
 
-    # The ring's time for 2 GB at a B of `gb_per_s` GB/s: 2(p − 1)·α + 2(p − 1)/p · S/B.
+    forbidden = {
+        "one_way_bytes_per_s_per_device",
+        "intra_bandwidth_bytes_per_s",
+        "inter_bandwidth_bytes_per_s",
+        "nccl_intra_bandwidth_bytes_per_s",
+    }
+    files = ("course_lib/hardware.py",)
+
+    # The ring's time for 2 GB at B = gb_per_s GB/s: 2(p − 1)·α + 2(p − 1)/p · S/B.
     def ring(ranks, gb_per_s, latency_s):
         return 2 * (ranks - 1) * latency_s + 2 * (ranks - 1) / ranks * 2e9 / (gb_per_s * 1e9)
 
-    nvlink = number(nvlink_allreduce_s)
-    assert not near(nvlink, ring(8, 900, 1e-6)), (
-        "nvlink_allreduce_s: that is the time at 900 GB/s, NVLink's figure with both directions added; "
-        "in B each rank sends in one direction"
-    )
-    assert not near(nvlink, ring(8, 900, 5e-6)) and not near(nvlink, ring(8, 450, 5e-6)), (
-        "nvlink_allreduce_s: α is 1 µs inside the node"
-    )
-    assert near(nvlink, 7.791777777777778e-3), f"nvlink_allreduce_s: {nvlink:.4g} s is not the ring's time here"
-    infiniband = number(infiniband_allreduce_s)
-    assert not near(infiniband, ring(16, 400, 5e-6)), (
-        "infiniband_allreduce_s: that is the time at 400 GB/s, which is either 400 Gb/s read as bytes or "
-        "INFINIBAND_NDR_8X's whole node (8 × 400 Gb/s) given to one GPU; B is one GPU's adapter, in bytes per second"
-    )
-    assert not near(infiniband, ring(16, 3200, 5e-6)), "infiniband_allreduce_s: that is the node's 3,200 Gb/s as bytes"
-    assert near(infiniband, 0.07515), (
-        f"infiniband_allreduce_s: {infiniband:.4g} s is not the ring's time here (bits or bytes? one GPU or the node?)"
-    )
+    cases = [  # (the ring, its arguments, the expected time, {the B of a slip in GB/s: what the slip is})
+        (
+            "8 GPUs of a DGX H100 on NVLINK4",
+            (8, 2e9, hardware.NVLINK4, 8, 1e-6),
+            7.791777777777778e-3,  # 14·1 µs + 1.75 · 2 GB / 450 GB/s (half the two-way 900 GB/s)
+            {
+                900: "that is the time at 900 GB/s, NVLINK4's figure with both directions added (direction "
+                "'two-way'); in B each rank sends in one direction",
+                56.25: "that is 450 GB/s divided by 8: NVLINK4's figure is one GPU's (scope 'per GPU'), not shared "
+                "by the node's GPUs, and it is already in bytes per second",
+                112.5: "that is 900 GB/s divided by 8: NVLINK4's figure is one GPU's (scope 'per GPU') and counts "
+                "both directions (direction 'two-way')",
+            },
+        ),
+        (
+            "16 GPUs, one per DGX H100 node, on INFINIBAND_NDR_8X",
+            (16, 2e9, hardware.INFINIBAND_NDR_8X, 8, 5e-6),
+            0.07515,  # 30·5 µs + 1.875 · 2 GB / 50 GB/s (the node's 8 × 400 Gb/s = 400 GB/s shared by 8 GPUs)
+            {
+                400: "that is the time at 400 GB/s, INFINIBAND_NDR_8X's whole node (scope 'per node', 8 × 400 Gb/s) "
+                "given to one GPU; each GPU has its own share of the node's adapters",
+                6.25: "that is 50 GB/s divided by 8 again: bandwidth_bytes_per_s is already in bytes per second "
+                "(8 × 400 Gb/s = 400 GB/s for the node)",
+                25: "that is 50 GB/s halved: INFINIBAND_NDR_8X's figure is one-way already (direction 'one-way')",
+            },
+        ),
+    ]
+    for name, args, want, slips in cases:
+        result, called = calling(ring_allreduce_over_link_s, *args, forbidden=forbidden, files=files)
+        assert not called, f"work out B from the link's fields instead of calling {', '.join(sorted(called))}"
+        got = number(result)
+        assert got is not None, f"{name}: return the time in seconds as a float, got {result!r:.80}"
+        for gb_per_s, hint in slips.items():
+            slip = ring(args[0], gb_per_s, args[4])
+            assert abs(got - slip) > 1e-3 * slip, f"{name}: {hint}"
+        assert abs(got - want) <= 1e-3 * want, (
+            f"{name}: expected {want:.4g} s, got {got:.4g} s (one-way or two-way? one GPU or the node?)"
+        )
 
 
-test_q4_numbers(nvlink_allreduce_s, infiniband_allreduce_s)
+test_q4_dgx_h100(ring_allreduce_over_link_s)
 
 
 # %%
 # HIDDEN
-def test_q4_values(nvlink_allreduce_s, infiniband_allreduce_s):
-    nvlink = 7.791777777777778e-3  # 8 ranks, 2 GB, 450 GB/s one-way (half the two-way 900 GB/s), 1 µs
-    got = number(nvlink_allreduce_s)
-    assert got is not None and abs(got - nvlink) <= 1e-3 * nvlink, (
-        f"nvlink_allreduce_s: expected {nvlink:.4g} s, got {nvlink_allreduce_s!r:.80} (one-way or two-way?)"
+def test_q4_other_links(ring_allreduce_over_link_s):
+    import dataclasses
+
+    from course_lib import hardware
+
+    forbidden = {
+        "one_way_bytes_per_s_per_device",
+        "intra_bandwidth_bytes_per_s",
+        "inter_bandwidth_bytes_per_s",
+        "nccl_intra_bandwidth_bytes_per_s",
+    }
+    files = ("course_lib/hardware.py",)
+    # A node of 4 GPUs with 4 NDR adapters: its figure shared by 4, not by a constant 8 (which is also 8 bits a byte)
+    ndr_4x = dataclasses.replace(
+        hardware.INFINIBAND_NDR_8X, name="InfiniBand NDR, 4 × 400 Gb/s per node", bandwidth_bytes_per_s=200e9
     )
-    infiniband = 0.07515  # 16 ranks, 2 GB, 400 Gb/s = 50 GB/s, 5 µs
-    got = number(infiniband_allreduce_s)
-    assert got is not None and abs(got - infiniband) <= 1e-3 * infiniband, (
-        f"infiniband_allreduce_s: expected {infiniband:.4g} s, got {infiniband_allreduce_s!r:.80} (bits or bytes?)"
-    )
+    cases = [  # (ranks, payload, link, devices per node, α) and 2(p − 1)·α + 2(p − 1)/p · S/B, worked out by hand
+        ((8, 1e9, hardware.NVLINK3, 8, 1e-6), 5.847333333333333e-3),  # two-way per GPU: B = 600/2 = 300 GB/s
+        ((4, 1e9, hardware.NVLINK5, 8, 1e-6), 1.6726666666666667e-3),  # 6 µs + 1.5 GB / (1800/2 = 900 GB/s)
+        # measured one-way busbw: 370 GB/s as is (not halved because it is NVLink, not shared because p = 8)
+        ((8, 1e9, hardware.NVLINK4_MEASURED, 8, 1e-6), 4.743729729729730e-3),
+        ((64, 1e9, hardware.INFINIBAND_HDR_8X, 8, 5e-6), 0.07938),  # 8 × 200 Gb/s = 200 GB/s per node, 25 per GPU
+        ((4, 256e6, hardware.EFA_P5, 8, 5e-6), 7.71e-3),  # 3,200 Gb/s = 400 GB/s per node, 50 per GPU
+        ((16, 1e9, hardware.EFA_P4DE, 8, 5e-6), 0.30015),  # 400 Gb/s = 50 GB/s per node, 6.25 per GPU
+        ((8, 1e9, hardware.TCPX_A3_HIGH, 8, 5e-6), 0.14007),  # 4 × 200 Gb/s = 100 GB/s per node, 12.5 per GPU
+        ((8, 1e9, ndr_4x, 4, 5e-6), 0.03507),  # 200 GB/s per node over 4 GPUs: 50 GB/s; 70 µs + 1.75 GB / 50 GB/s
+    ]
+    for case, want in cases:
+        ranks, payload_bytes, link, devices_per_node, latency_s = case
+        call = f"ring_allreduce_over_link_s({ranks}, {payload_bytes:g}, {link.name}, {devices_per_node}, {latency_s:g})"
+        result, called = calling(ring_allreduce_over_link_s, *case, forbidden=forbidden, files=files)
+        assert not called, f"{call} called {', '.join(sorted(called))}"
+        got = number(result)
+        assert got is not None and abs(got - want) <= 1e-6 * want, f"{call}: expected {want:.6g} s, got {result!r:.80}"
 
 
-test_q4_values(nvlink_allreduce_s, infiniband_allreduce_s)
+test_q4_other_links(ring_allreduce_over_link_s)
 
 # %% [raw]
 # # END TESTS

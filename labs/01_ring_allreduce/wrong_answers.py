@@ -116,41 +116,75 @@ def busbw_bytes_per_s(op, ranks, size_bytes, time_s):
         (
             "NVLink's two-way figure",
             """
-nvlink_allreduce_s = collectives.ring_allreduce_time(8, 2e9, 900e9, 1e-6)
-infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 50e9, 5e-6)
+def ring_allreduce_over_link_s(ranks, payload_bytes, link, devices_per_node, latency_s):
+    bandwidth = link.bandwidth_bytes_per_s
+    if link.scope == "per node":
+        bandwidth /= devices_per_node
+    return collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth, latency_s)
 """,
         ),
         (
-            "bits read as bytes",
+            "bits read as bytes: the figure, already in bytes/s, divided by 8 again",
             """
-nvlink_allreduce_s = collectives.ring_allreduce_time(8, 2e9, 450e9, 1e-6)
-infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 400e9, 5e-6)
+def ring_allreduce_over_link_s(ranks, payload_bytes, link, devices_per_node, latency_s):
+    bandwidth = link.bandwidth_bytes_per_s / 8
+    if link.direction == "two-way":
+        bandwidth /= 2
+    if link.scope == "per node":
+        bandwidth /= devices_per_node
+    return collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth, latency_s)
 """,
         ),
         (
-            "the network's latency for NVLink",
+            "the per-node figure given to one GPU",
             """
-nvlink_allreduce_s = collectives.ring_allreduce_time(8, 2e9, 450e9, 5e-6)
-infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 50e9, 5e-6)
+def ring_allreduce_over_link_s(ranks, payload_bytes, link, devices_per_node, latency_s):
+    bandwidth = link.bandwidth_bytes_per_s
+    if link.direction == "two-way":
+        bandwidth /= 2
+    return collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth, latency_s)
 """,
         ),
         (
-            "the per-node InfiniBand preset given to one GPU",
+            "every figure shared by the node's GPUs, per-GPU ones too",
             """
-from course_lib import hardware
-
-nvlink_allreduce_s = collectives.ring_allreduce_time(8, 2e9, 450e9, 1e-6)
-infiniband = hardware.INFINIBAND_NDR_8X.one_way_bytes_per_s_per_device(devices_per_node=1)
-infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, infiniband, 5e-6)
+def ring_allreduce_over_link_s(ranks, payload_bytes, link, devices_per_node, latency_s):
+    bandwidth = link.bandwidth_bytes_per_s / devices_per_node
+    if link.direction == "two-way":
+        bandwidth /= 2
+    return collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth, latency_s)
 """,
         ),
         (
-            "NVLink's preset figure as published",
+            "a per-node figure divided by 8 (bits to bytes, or the DGX's 8 adapters), not by the node's GPUs",
             """
-from course_lib import hardware
-
-nvlink_allreduce_s = collectives.ring_allreduce_time(8, 2e9, hardware.NVLINK4.bandwidth_bytes_per_s, 1e-6)
-infiniband_allreduce_s = collectives.ring_allreduce_time(16, 2e9, 50e9, 5e-6)
+def ring_allreduce_over_link_s(ranks, payload_bytes, link, devices_per_node, latency_s):
+    bandwidth = link.bandwidth_bytes_per_s
+    if link.direction == "two-way":
+        bandwidth /= 2
+    if link.scope == "per node":
+        bandwidth /= 8
+    return collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth, latency_s)
+""",
+        ),
+        (
+            "every NVLink halved, by its family instead of its direction",
+            """
+def ring_allreduce_over_link_s(ranks, payload_bytes, link, devices_per_node, latency_s):
+    bandwidth = link.bandwidth_bytes_per_s
+    if link.family == "NVLink":
+        bandwidth /= 2
+    if link.scope == "per node":
+        bandwidth /= devices_per_node
+    return collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth, latency_s)
+""",
+        ),
+        (
+            "calls course_lib's conversion",
+            """
+def ring_allreduce_over_link_s(ranks, payload_bytes, link, devices_per_node, latency_s):
+    bandwidth = link.one_way_bytes_per_s_per_device(devices_per_node)
+    return collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth, latency_s)
 """,
         ),
     ],

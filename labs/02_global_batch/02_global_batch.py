@@ -316,19 +316,40 @@ test_q2_split_devices(accumulation_steps)
 # ### Question 3 · A real run (2 points)
 #
 # A team trains on 512 GPUs with tensor-parallel groups of $t = 4$ and pipelines of $p = 8$ stages, a micro-batch
-# of 2 sequences of 2048 tokens, and wants $2^{22}$ = 4,194,304 tokens per optimizer step. Set:
+# of 2 sequences of 2048 tokens, and wants $2^{22}$ = 4,194,304 tokens per optimizer step. How many accumulation
+# steps does that take, and how large is the pipeline bubble?
 #
-# - `run_accumulation_steps`: the accumulation steps $N_\text{acc}$ that give exactly that many tokens;
-# - `run_bubble_fraction`: the pipeline bubble of this plan, as a fraction of the ideal time (1F1B). Recall that
-#   each pipeline processes $N_\text{acc}$ micro-batches per step; `parallelism.pipeline_bubble_fraction` computes
-#   the bubble.
+# Write `accumulation_and_bubble(tokens_per_step, sequence_tokens, micro_batch, devices, tensor_parallel,
+# pipeline_parallel)`, which answers both for any such run: it returns the pair `(accumulation_steps,
+# bubble_fraction)`,
+#
+# - `accumulation_steps`: the accumulation steps $N_\text{acc}$ (an int) that give exactly `tokens_per_step` tokens
+#   per step, each sample being one sequence of `sequence_tokens` tokens;
+# - `bubble_fraction`: the pipeline bubble of this plan, as a fraction of the ideal time (1F1B). Recall that each
+#   pipeline processes $N_\text{acc}$ micro-batches per step; `parallelism.pipeline_bubble_fraction` computes the
+#   bubble.
+#
+# Raise `ValueError` if no whole number of steps gives exactly `tokens_per_step` tokens (or if $t \cdot p$ does not
+# divide `devices`). Check it on the team's run; the hidden tests size other runs.
 
 # %% [raw]
 # # BEGIN SOLUTION
 
+
 # %%
-run_accumulation_steps = 2**22 // 2048 // (2 * (512 // (4 * 8)))  # SOLUTION
-run_bubble_fraction = parallelism.pipeline_bubble_fraction(8, run_accumulation_steps)  # SOLUTION
+def accumulation_and_bubble(tokens_per_step, sequence_tokens, micro_batch, devices, tensor_parallel, pipeline_parallel):
+    """(N_acc, pipeline bubble) of a run that wants ``tokens_per_step`` tokens per optimizer step."""
+    # BEGIN SOLUTION
+    if devices % (tensor_parallel * pipeline_parallel):
+        raise ValueError(f"tensor_parallel × pipeline_parallel must divide devices ({devices})")
+    replicas = devices // (tensor_parallel * pipeline_parallel)  # t and p share their replica's examples
+    tokens_per_accumulation_step = micro_batch * replicas * sequence_tokens  # a sample is one sequence
+    steps, remainder = divmod(tokens_per_step, tokens_per_accumulation_step)
+    if remainder or steps < 1:
+        raise ValueError(f"{tokens_per_step} tokens is not a whole number of steps of {tokens_per_accumulation_step}")
+    return steps, parallelism.pipeline_bubble_fraction(pipeline_parallel, steps)  # each pipeline runs N_acc
+    # END SOLUTION
+
 
 # %% [raw]
 # # END SOLUTION
@@ -338,45 +359,79 @@ run_bubble_fraction = parallelism.pipeline_bubble_fraction(8, run_accumulation_s
 
 
 # %%
-def test_q3_public(run_accumulation_steps, run_bubble_fraction):
-    steps = number(run_accumulation_steps)
-    assert steps is not None and steps >= 1 and float(steps).is_integer(), (
-        f"run_accumulation_steps must be a whole number of steps, got {run_accumulation_steps!r:.80}"
+def test_q3_public(accumulation_and_bubble):
+    assert callable(accumulation_and_bubble), "define the function accumulation_and_bubble"
+
+    run = "2**22 tokens per step, 2048-token sequences, micro-batch 2, 512 GPUs, t = 4, p = 8"
+    result = accumulation_and_bubble(2**22, 2048, 2, 512, 4, 8)
+    assert type(result) in (tuple, list) and len(result) == 2, (
+        f"{run}: return the pair (accumulation_steps, bubble_fraction), got {result!r:.80}"
     )
-    bubble = number(run_bubble_fraction)
-    assert bubble is not None and bubble > 0, (
-        f"run_bubble_fraction must be a positive fraction, got {run_bubble_fraction!r:.80}"
+    steps, bubble = number(result[0]), number(result[1])
+    assert type(steps) is int, f"{run}: the accumulation steps must be an int, got {result[0]!r:.80}"
+    # The usual slips, each with its own hint: 2**22 / (2 · 16 replicas) if tokens are counted as samples, and
+    # 2048 sequences / (2 · 512) if every device is a replica
+    assert steps != 131072, f"{run}: count samples (one sequence of 2048 tokens each), not tokens"
+    assert steps != 2, (
+        f"{run}: only the data-parallel replicas bring examples; a replica's t · p = 32 devices share them"
     )
-    # The question's own definitions, checked on your numbers (they do not give the numbers away):
-    # tokens per step = micro-batch 2 × N_acc × data-parallel replicas × 2048 tokens, and the bubble (p − 1)/m.
-    replicas = 512 // (4 * 8)
-    assert steps * 2 * replicas * 2048 == 2**22, (
-        f"run_accumulation_steps = {steps} gives {steps * 2 * replicas * 2048:,} tokens, not 4,194,304: count "
-        "samples (sequences of 2048 tokens), and only the data-parallel replicas (t and p share their examples)"
+    assert steps == 64, f"{run}: expected 64 accumulation steps (2048 sequences over 16 replicas of 2), got {steps}"
+    assert bubble is not None, f"{run}: the bubble must be a float, got {result[1]!r:.80}"
+    assert abs(bubble - 7 / 71) > 1e-6, (
+        f"{run}: that is the bubble as a share of the whole step, (p − 1)/(m + p − 1); the question asks for a "
+        "fraction of the ideal time"
     )
-    assert abs(bubble - 7 / steps) <= 1e-6 * bubble, (
-        f"run_bubble_fraction: the bubble is a fraction of the ideal time, (p − 1)/m with m = {steps} micro-batches "
-        f"per pipeline, got {run_bubble_fraction!r:.80}"
+    assert abs(bubble - 7 / 1024) > 1e-6, (
+        f"{run}: m is the micro-batches each pipeline processes in a step, N_acc, not those of all 16 replicas"
+    )
+    assert abs(bubble - 7 / 64) <= 1e-6 * 7 / 64, f"{run}: expected a bubble of 7/64 = 0.1094, got {bubble:.4g}"
+    assert raises_value_error(accumulation_and_bubble, 4_000_000, 2048, 2, 512, 4, 8), (
+        "4,000,000 tokens is not a whole number of 2048-token sequences (1953.125): raise ValueError"
+    )
+    assert raises_value_error(accumulation_and_bubble, 2**22 + 2048, 2048, 2, 512, 4, 8), (
+        "2**22 + 2048 tokens is 2049 sequences, not a whole number of steps of 2 × 16 = 32: raise ValueError"
     )
 
 
-test_q3_public(run_accumulation_steps, run_bubble_fraction)
+test_q3_public(accumulation_and_bubble)
 
 
 # %%
 # HIDDEN
-def test_q3_values(run_accumulation_steps, run_bubble_fraction):
-    # 2**22 tokens = 2048 sequences; 512 devices / (t·p = 4·8) = 16 replicas; 2048 / (2·16) = 64 steps
-    steps = number(run_accumulation_steps)
-    assert steps == 64, f"run_accumulation_steps: expected 64, got {run_accumulation_steps!r:.80}"
-    bubble = number(run_bubble_fraction)
-    want = 7 / 64  # (p − 1)/m with p = 8 stages
-    assert bubble is not None and abs(bubble - want) <= 1e-6 * want, (
-        f"run_bubble_fraction: expected {want:.4g}, got {run_bubble_fraction!r:.80}"
-    )
+def test_q3_other_runs(accumulation_and_bubble):
+    # (tokens, sequence, micro-batch, devices, t, p) and (N_acc, (p − 1)/N_acc), worked out by hand:
+    # sequences = tokens / sequence, replicas = devices / (t · p), N_acc = sequences / (micro-batch · replicas)
+    cases = [
+        ((2**21, 4096, 1, 256, 8, 8), (128, 7 / 128)),  # 512 sequences, 4 replicas
+        ((2**22, 4096, 4, 1024, 8, 16), (32, 15 / 32)),  # 1024 sequences, 8 replicas
+        ((2**20, 1024, 8, 64, 1, 1), (2, 0.0)),  # 1024 sequences, 64 replicas, no pipeline: no bubble
+        ((1536 * 2048, 2048, 1, 1024, 8, 8), (96, 7 / 96)),  # GPT-3's 1536 sequences, 16 replicas
+        ((3 * 2**20, 4096, 2, 96, 2, 3), (24, 2 / 24)),  # 768 sequences, 16 replicas
+    ]
+    for case, (want_steps, want_bubble) in cases:
+        result = accumulation_and_bubble(*case)
+        assert type(result) in (tuple, list) and len(result) == 2, (
+            f"accumulation_and_bubble{case}: expected a pair, got {result!r:.80}"
+        )
+        steps, bubble = number(result[0]), number(result[1])
+        assert type(steps) is int and steps == want_steps, (
+            f"accumulation_and_bubble{case}: expected {want_steps} steps, got {result!r:.80}"
+        )
+        assert bubble is not None and abs(bubble - want_bubble) <= 1e-6 * want_bubble + 1e-12, (
+            f"accumulation_and_bubble{case}: expected a bubble of {want_bubble:.6g}, got {result!r:.80}"
+        )
+    for case in [
+        (2**22 + 1024, 2048, 2, 512, 4, 8),  # 2048.5 sequences
+        (2**22, 2048, 3, 512, 4, 8),  # 2048 sequences in steps of 3 × 16 = 48
+        (2**15, 2048, 2, 512, 4, 8),  # 16 sequences: less than one step of 32
+        (2**22, 2048, 2, 500, 4, 8),  # t · p = 32 does not divide 500 devices
+    ]:
+        assert raises_value_error(accumulation_and_bubble, *case), (
+            f"accumulation_and_bubble{case} has no whole number of steps: raise ValueError"
+        )
 
 
-test_q3_values(run_accumulation_steps, run_bubble_fraction)
+test_q3_other_runs(accumulation_and_bubble)
 
 # %% [raw]
 # # END TESTS

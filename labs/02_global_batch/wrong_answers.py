@@ -53,22 +53,63 @@ def accumulation_steps(target_global_batch, micro_batch, devices, tensor_paralle
         (
             "tokens counted as samples",
             """
-run_accumulation_steps = 2**22 // (2 * 16)
-run_bubble_fraction = parallelism.pipeline_bubble_fraction(8, run_accumulation_steps)
+def accumulation_and_bubble(tokens_per_step, sequence_tokens, micro_batch, devices, tensor_parallel, pipeline_parallel):
+    if devices % (tensor_parallel * pipeline_parallel):
+        raise ValueError("t·p must divide devices")
+    replicas = devices // (tensor_parallel * pipeline_parallel)
+    steps, remainder = divmod(tokens_per_step, micro_batch * replicas)
+    if remainder or steps < 1:
+        raise ValueError("no whole number of steps")
+    return steps, parallelism.pipeline_bubble_fraction(pipeline_parallel, steps)
 """,
         ),
         (
             "every device a replica",
             """
-run_accumulation_steps = 2**22 // 2048 // (2 * 512)
-run_bubble_fraction = parallelism.pipeline_bubble_fraction(8, run_accumulation_steps)
+def accumulation_and_bubble(tokens_per_step, sequence_tokens, micro_batch, devices, tensor_parallel, pipeline_parallel):
+    if devices % (tensor_parallel * pipeline_parallel):
+        raise ValueError("t·p must divide devices")
+    steps, remainder = divmod(tokens_per_step, micro_batch * devices * sequence_tokens)
+    if remainder or steps < 1:
+        raise ValueError("no whole number of steps")
+    return steps, parallelism.pipeline_bubble_fraction(pipeline_parallel, steps)
 """,
         ),
         (
             "the bubble as a share of the step",
             """
-run_accumulation_steps = 64
-run_bubble_fraction = 7 / (64 + 7)
+def accumulation_and_bubble(tokens_per_step, sequence_tokens, micro_batch, devices, tensor_parallel, pipeline_parallel):
+    if devices % (tensor_parallel * pipeline_parallel):
+        raise ValueError("t·p must divide devices")
+    replicas = devices // (tensor_parallel * pipeline_parallel)
+    steps, remainder = divmod(tokens_per_step, micro_batch * replicas * sequence_tokens)
+    if remainder or steps < 1:
+        raise ValueError("no whole number of steps")
+    return steps, (pipeline_parallel - 1) / (steps + pipeline_parallel - 1)
+""",
+        ),
+        (
+            "the bubble over every replica's micro-batches",
+            """
+def accumulation_and_bubble(tokens_per_step, sequence_tokens, micro_batch, devices, tensor_parallel, pipeline_parallel):
+    if devices % (tensor_parallel * pipeline_parallel):
+        raise ValueError("t·p must divide devices")
+    replicas = devices // (tensor_parallel * pipeline_parallel)
+    steps, remainder = divmod(tokens_per_step, micro_batch * replicas * sequence_tokens)
+    if remainder or steps < 1:
+        raise ValueError("no whole number of steps")
+    return steps, parallelism.pipeline_bubble_fraction(pipeline_parallel, steps * replicas)
+""",
+        ),
+        (
+            "rounds down instead of raising",
+            """
+def accumulation_and_bubble(tokens_per_step, sequence_tokens, micro_batch, devices, tensor_parallel, pipeline_parallel):
+    if devices % (tensor_parallel * pipeline_parallel):
+        raise ValueError("t·p must divide devices")
+    replicas = devices // (tensor_parallel * pipeline_parallel)
+    steps = tokens_per_step // (micro_batch * replicas * sequence_tokens)
+    return steps, parallelism.pipeline_bubble_fraction(pipeline_parallel, steps)
 """,
         ),
     ],
