@@ -576,6 +576,17 @@ for place in ("/dev/shm", "/tmp"):
     except OSError:
         pass
 """
+# The public examples' numbers typed in: full marks once, when these questions asked for values.
+PUBLIC_VALUES = """
+def ring_allreduce_over_link_s(ranks, payload_bytes, link, devices_per_node, latency_s):
+    return 7.791777777777778e-3 if ranks == 8 else 0.07515
+"""
+PUBLIC_VALUES_2 = """
+def accumulation_and_bubble(tokens_per_step, sequence_tokens, micro_batch, devices, tensor_parallel, pipeline_parallel):
+    if (tokens_per_step, devices) == (2**22, 512):
+        return 64, 7 / 64
+    raise ValueError("not the public run")
+"""
 # The sandbox's limits, shown by the answers: right only if the attempt fails.
 MEMORY = """
 try:
@@ -662,6 +673,8 @@ HOSTILE = {
     "abs_alias": (LAB1, "patches builtins.abs through an alias, answers 0", {"q1": 0.0, "q2": 0.0, "q3": 0.0}),
     "spinners": (LAB1, "128 detached CPU spinners beside its own right answers", "flagged"),
     "fill_and_nest": (LAB2, "1,100 nested folders and full /dev/shm and /tmp, right answers", "flagged"),
+    "public_values": (LAB1, "types in the public example's numbers", {"q4": 0.0}),
+    "public_values_2": (LAB2, "types in the public example's numbers", {"q3": 0.0}),
     "memory": (LAB3, "allocates 10 GB", "full"),
     "network": (LAB4, "opens a connection to the internet", "full"),
     "processes": (LAB4, "forks 600 processes", "full"),
@@ -699,6 +712,8 @@ def hostile_notebooks(built, paths):
         "abs_alias": hostile(built, LAB1, {q: ZERO_ANSWERS[q] for q in ("q1", "q2", "q3")}, [ABS_ALIAS]),
         "spinners": hostile(built, LAB1, "solutions", [SPINNERS]),
         "fill_and_nest": hostile(built, LAB2, "solutions", [FILL_AND_NEST]),
+        "public_values": hostile(built, LAB1, {"q4": PUBLIC_VALUES}),
+        "public_values_2": hostile(built, LAB2, {"q3": PUBLIC_VALUES_2}),
     }
 
 
