@@ -56,6 +56,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import grading_cgroup
 from .assignments import (
     DEFAULT_OUT,
     autograder_zip,
@@ -66,11 +67,11 @@ from .assignments import (
 from .grading_sandbox import (
     Limits,
     bwrap_works,
-    kill_group,
     prepare_work_folder,
     processes_limit,
     runner_command,
     start_sandboxed,
+    stop_sandboxed,
 )
 from .grading_scan import scan_limited
 from .grading_verifier import Worker, WorkerFailed, summary, verify
@@ -318,7 +319,7 @@ def grade_notebook(
         return outcome("not graded", "the autograder zip changed during grading", "a grader problem.", flags)
     work = Path(tempfile.mkdtemp(prefix=f"grade-{lab}-", dir=scratch_root()))
     log_path = work.parent / f"{work.name}.log"
-    process = None
+    process, memory_limit_hit = None, False
     try:
         copy = work / f"{lab}.ipynb"
         copy.write_bytes(notebook)
@@ -334,7 +335,7 @@ def grade_notebook(
             pass
     finally:
         if process is not None:
-            kill_group(process)
+            memory_limit_hit = stop_sandboxed(process, slot)
         log_path.unlink(missing_ok=True)
         remove_tree(work)
     if worker.failure is not None and worker.failure.timed_out:
@@ -346,6 +347,9 @@ def grade_notebook(
             "submit it again.",
             flags,
         )
+    if worker.failure is not None and memory_limit_hit:
+        reason = grading_cgroup.memory_limit_reason(slot)
+        return outcome("not graded", reason, f"{reason}.", flags)
     if worker.failure is not None:
         reason = stopped_reason(worker.failure, process.returncode)
         return outcome("not graded", reason, f"{worker.failure.reason}.", flags)
@@ -578,17 +582,21 @@ def grade_batch(
         )
         return result
 
+    groups = grading_cgroup.SlotGroups(max(1, arguments.jobs))  # a cgroup per slot, where the machine has them
+    if not groups.hierarchy.version:
+        print(f"warning: {groups.description()}", file=sys.stderr)
     pool = ThreadPoolExecutor(max_workers=max(1, arguments.jobs))
-    futures = [pool.submit(grade, item) for item in found]
     interrupted = False
-    try:
-        graded = [future.result() for future in futures]
-    except KeyboardInterrupt:  # Ctrl-C: finish the notebooks being graded, skip the others, write what is done
-        interrupted = True
-        stop.set()
-        graded = [future.result() for future in futures]
-    finally:
-        pool.shutdown(wait=True)
+    with groups:
+        futures = [pool.submit(grade, item) for item in found]
+        try:
+            graded = [future.result() for future in futures]
+        except KeyboardInterrupt:  # Ctrl-C: finish the notebooks being graded, skip the others, write what is done
+            interrupted = True
+            stop.set()
+            graded = [future.result() for future in futures]
+        finally:
+            pool.shutdown(wait=True)
     return graded, interrupted
 
 
