@@ -37,7 +37,7 @@ lab: $(VENV)/.lab-installed $(LAB_OVERRIDES) ## open the course in JupyterLab (p
 # The notebooks' stored outputs were made with PYTHONHASHSEED=0 (set order) and without MPLBACKEND (inline
 # figures); nbval's kernels inherit pytest's environment, so the tests run in the same one.
 # The tests run on every core (pytest-xdist, one worker a core). Where notebooks or the grading tests run, a module
-# at a time (--dist loadscope: a notebook's cells in one kernel; conftest.py's scheduler keeps the two grading modules
+# at a time (--dist loadscope: a notebook's cells in one kernel; conftest.py's scheduler keeps the grading modules
 # together), in the order conftest.py puts them (--no-loadscope-reorder: the longest first); the quick tier a test
 # at a time (--dist load), which balances the two workers better.
 # Without PYTHONDONTWRITEBYTECODE: pytest caches the assertion-rewritten test modules as .pyc, and Python caches

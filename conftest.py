@@ -31,13 +31,13 @@ sys.modules.setdefault("rfc3987_syntax", None)
 # without anyone remembering to mark it; `slow` is marked by hand on the few seconds-long tests of other files.
 TIER_PATHS = {
     "notebook": ("notebooks/", "labs/", "tests/test_execute_notebooks.py"),
-    "grading": ("tests/test_grading.py", "tests/test_grading_checks.py"),
+    "grading": ("tests/test_grading.py", "tests/test_grading_checks.py", "tests/test_grading_cgroup.py"),
     "browser": ("tests/browser/",),
     "env": ("tests/test_environments.py", "tests/test_binder.py"),
 }
 # pytest-xdist (`make test`, `make quick`: -n auto --dist loadscope) hands out whole modules: a notebook's cells run
 # in one kernel, one after another, and a test module's module fixtures are built once. TierScheduling (below) also
-# keeps the two grading modules together, since they share one build of every lab (a session fixture, built once per
+# keeps the grading modules together, since they share one build of every lab (a session fixture, built once per
 # worker that needs it). xdist's own loadgroup cannot do it: with pytest 9 it no longer sees its groups.
 GRADING_SCOPE = "grading"
 
@@ -77,7 +77,7 @@ def pytest_collection_modifyitems(items):
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own (firstresult: the first scheduler returned is used)
 def pytest_xdist_make_scheduler(config, log):
-    """Under --dist loadscope, a scheduler that hands out a module at a time, the two grading modules as one."""
+    """Under --dist loadscope, a scheduler that hands out a module at a time, the grading modules as one."""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling

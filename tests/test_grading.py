@@ -39,7 +39,7 @@ import jupytext
 import nbformat
 import pytest
 
-from tools import assignments, grade
+from tools import assignments, grade, grading_cgroup
 from tools import grading_sandbox as sandbox
 from tools import grading_scan as scan
 
@@ -595,6 +595,23 @@ try:
 except MemoryError:
     REFUSED = True
 """
+# 9 GB in six processes of 1.5 GB each, under the 4 GiB the sandbox may use in all (the per-process limit is 4 GiB):
+# right only if one of them was stopped.
+MEMORY_MANY = """
+import os
+children = []
+for _ in range(6):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            hoard = bytearray(1536 * 2**20)
+            hoard[:: 4096] = b"x" * len(range(0, len(hoard), 4096))
+            os._exit(0)
+        except MemoryError:
+            os._exit(1)
+    children.append(pid)
+REFUSED = any(os.waitpid(pid, 0)[1] != 0 for pid in children)
+"""
 NETWORK = """
 import socket
 try:
@@ -676,16 +693,21 @@ HOSTILE = {
     "public_values": (LAB1, "types in the public example's numbers", {"q4": 0.0}),
     "public_values_2": (LAB2, "types in the public example's numbers", {"q3": 0.0}),
     "memory": (LAB3, "allocates 10 GB", "full"),
+    "memory_many": (LAB4, "allocates 9 GB in six processes", "full"),
     "network": (LAB4, "opens a connection to the internet", "full"),
     "processes": (LAB4, "forks 600 processes", "full"),
 }
+# Without cgroups (tools/grading_cgroup.py) the limits are per process: six processes of 1.5 GB would all run, and
+# the batch would take 9 GB of this machine's memory; the README says what that fallback does not cover.
+if not grading_cgroup.detect().version:
+    del HOSTILE["memory_many"]
 
 
 def hostile_notebooks(built, paths):
     """{student: notebook} for HOSTILE; ``paths`` holds the absolute paths the harmful ones aim at."""
     blank = "blank"
     harm = HARM.format(targets=paths, marker=MARKER)
-    return {
+    notebooks = {
         "patch_isclose": hostile(built, LAB1, blank, [PATCH_ISCLOSE]),
         "patch_course_lib": hostile(built, LAB1, blank, [PATCH_COURSE_LIB]),
         "alias": hostile(built, LAB1, {"q1": ALIAS}),
@@ -703,6 +725,7 @@ def hostile_notebooks(built, paths):
         "huge_answer": hostile(built, LAB1, {"q1": HUGE_ANSWER}),
         "interrupt": hostile(built, LAB2, {"q2": INTERRUPT}),
         "memory": hostile(built, LAB3, {"q1": ONLY_IF_REFUSED[LAB3]}, [MEMORY]),
+        "memory_many": hostile(built, LAB4, {"q1": ONLY_IF_REFUSED[LAB4]}, [MEMORY_MANY]),
         "network": hostile(built, LAB4, {"q1": ONLY_IF_REFUSED[LAB4]}, [NETWORK]),
         "processes": hostile(built, LAB4, {"q1": ONLY_IF_REFUSED[LAB4]}, [PROCESSES]),
         "frame_peek_getattr": hostile(built, LAB1, {"q1": FRAME_PEEK_GETATTR}),
@@ -715,6 +738,7 @@ def hostile_notebooks(built, paths):
         "public_values": hostile(built, LAB1, {"q4": PUBLIC_VALUES}),
         "public_values_2": hostile(built, LAB2, {"q3": PUBLIC_VALUES_2}),
     }
+    return {student: notebook for student, notebook in notebooks.items() if student in HOSTILE}
 
 
 def tree_digest(folder: Path) -> dict[str, str]:

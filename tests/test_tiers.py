@@ -30,6 +30,7 @@ def conftest(request):
         ("tests/test_execute_notebooks.py", "notebook"),
         ("tests/test_grading.py", "grading"),
         ("tests/test_grading_checks.py", "grading"),
+        ("tests/test_grading_cgroup.py", "grading"),
         ("tests/browser/test_labs_in_browser.py", "browser"),
         ("tests/test_environments.py", "env"),
         ("tests/test_binder.py", "env"),

@@ -56,6 +56,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import grading_cgroup
 from .assignments import (
     DEFAULT_OUT,
     autograder_zip,
@@ -66,11 +67,11 @@ from .assignments import (
 from .grading_sandbox import (
     Limits,
     bwrap_works,
-    kill_group,
     prepare_work_folder,
     processes_limit,
     runner_command,
     start_sandboxed,
+    stop_sandboxed,
 )
 from .grading_scan import scan_limited
 from .grading_verifier import Worker, WorkerFailed, summary, verify
@@ -316,7 +317,7 @@ def grade_notebook(
         return outcome("not graded", "the autograder zip changed during grading", "a grader problem.", flags)
     work = Path(tempfile.mkdtemp(prefix=f"grade-{lab}-", dir=scratch_root()))
     log_path = work.parent / f"{work.name}.log"
-    process = None
+    process, memory_limit_hit = None, False
     try:
         copy = work / f"{lab}.ipynb"
         copy.write_bytes(notebook)
@@ -332,7 +333,7 @@ def grade_notebook(
             pass
     finally:
         if process is not None:
-            kill_group(process)
+            memory_limit_hit = stop_sandboxed(process, slot)
         log_path.unlink(missing_ok=True)
         remove_tree(work)
     if worker.failure is not None and worker.failure.timed_out:
@@ -344,6 +345,9 @@ def grade_notebook(
             "submit it again.",
             flags,
         )
+    if worker.failure is not None and memory_limit_hit:
+        reason = grading_cgroup.memory_limit_reason(slot)
+        return outcome("not graded", reason, f"{reason}.", flags)
     if worker.failure is not None:
         reason = stopped_reason(worker.failure, process.returncode)
         return outcome("not graded", reason, f"{worker.failure.reason}.", flags)
@@ -469,11 +473,13 @@ def write_results(graded: list[Graded], grades: Path, feedback: Path) -> None:
         path.write_text(item.feedback, encoding="utf-8")
 
 
-def write_report(graded: list[Graded], path: Path, unsafe: bool) -> None:
+def write_report(graded: list[Graded], path: Path, unsafe: bool, limits: str = "") -> None:
     """The instructor report: flagged, not graded and timed-out notebooks, skipped files, with the reasons."""
     lines = ["Grading report (for instructors; students never see it)", ""]
     if unsafe:
         lines += ["UNSAFE: graded without the sandbox (make grade UNSAFE=1).", ""]
+    if limits:
+        lines += [limits[:1].upper() + limits[1:] + ".", ""]
     counts = {status: sum(1 for g in graded if g.status == status) for status in STATUSES}
     lines.append(", ".join(f"{count} {status}" for status, count in counts.items()))
     for status in ("flagged", "timed out", "not graded"):
@@ -540,8 +546,9 @@ def cannot_grade(zips: dict[str, Path | None], found: list, assignments: Path, u
 
 def grade_batch(
     found: list[tuple[str, str, Path]], zips: dict[str, Path | None], arguments: argparse.Namespace
-) -> tuple[list[Graded], bool]:
-    """(a Graded for every submission found, whether Ctrl-C interrupted the batch): ``arguments.jobs`` notebooks at
+) -> tuple[list[Graded], bool, str]:
+    """(a Graded for every submission found, whether Ctrl-C interrupted the batch, the limits per notebook in one
+    line for the report): ``arguments.jobs`` notebooks at
     once, each in a sandbox of its own; after Ctrl-C the notebooks being graded finish, the others are not graded."""
     hashes = {lab: sha256(path) for lab, path in zips.items() if path is not None}
     stop = threading.Event()
@@ -576,18 +583,22 @@ def grade_batch(
         )
         return result
 
+    groups = grading_cgroup.SlotGroups(max(1, arguments.jobs))  # a cgroup per slot, where the machine has them
+    if not groups.hierarchy.version:
+        print(f"warning: {groups.description()}", file=sys.stderr)
     pool = ThreadPoolExecutor(max_workers=max(1, arguments.jobs))
-    futures = [pool.submit(grade, item) for item in found]
     interrupted = False
-    try:
-        graded = [future.result() for future in futures]
-    except KeyboardInterrupt:  # Ctrl-C: finish the notebooks being graded, skip the others, write what is done
-        interrupted = True
-        stop.set()
-        graded = [future.result() for future in futures]
-    finally:
-        pool.shutdown(wait=True)
-    return graded, interrupted
+    with groups:
+        futures = [pool.submit(grade, item) for item in found]
+        try:
+            graded = [future.result() for future in futures]
+        except KeyboardInterrupt:  # Ctrl-C: finish the notebooks being graded, skip the others, write what is done
+            interrupted = True
+            stop.set()
+            graded = [future.result() for future in futures]
+        finally:
+            pool.shutdown(wait=True)
+    return graded, interrupted, groups.description()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -611,10 +622,10 @@ def main(argv: list[str] | None = None) -> int:
         write_results(skipped, grades, feedback)
         return 2
     start = time.perf_counter()
-    graded, interrupted = grade_batch(found, zips, arguments)
+    graded, interrupted, limits = grade_batch(found, zips, arguments)
     graded += skipped
     write_results(graded, grades, feedback)
-    write_report(graded, grades.with_name(REPORT_NAME), arguments.unsafe)
+    write_report(graded, grades.with_name(REPORT_NAME), arguments.unsafe, limits)
     counts = {status: sum(1 for g in graded if g.status == status) for status in STATUSES}
     print(
         f"graded {len(found)} notebooks of {len({s for s, _, _ in found})} students in "

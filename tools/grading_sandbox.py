@@ -14,7 +14,9 @@
   user of its own per job, SLOT_UID_BASE + slot; otherwise nobody in a user namespace);
 - a clean environment: only the variables ``environment`` gives (nothing of the grader's command line or
   environment is visible);
-- limits (``Limits``): address space, processes, CPU time and file size, set by the runner with setrlimit.
+- limits (``Limits``): address space, processes, CPU time and file size, set by the runner with setrlimit; and,
+  where the machine has cgroups, limits for the whole sandbox (memory, processes, a CPU core) in a cgroup of its
+  slot (tools/grading_cgroup.py), which ``start_sandboxed`` makes and ``stop_sandboxed`` removes.
 
 With ``unsafe=True`` (make grade UNSAFE=1) the runner runs without bubblewrap, as the grader's user: the limits
 and the timeout still apply, but the notebook can read and write whatever that user can, and a process it
@@ -31,6 +33,8 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from . import grading_cgroup
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = Path(__file__).resolve().parent / "grading_runner.py"
@@ -187,10 +191,12 @@ def runner_command(limits: Limits, notebook: Path) -> list[str]:
 
 @dataclass
 class Outcome:
-    """How the runner ended: its exit status (negative: killed by that signal), or timed out."""
+    """How the runner ended: its exit status (negative: killed by that signal), or timed out; and whether the
+    sandbox hit the memory limit of its slot's cgroup (the kernel then killed one of its processes)."""
 
     status: int | None
     timed_out: bool
+    memory_limit_hit: bool = False
 
 
 def start_sandboxed(
@@ -203,8 +209,14 @@ def start_sandboxed(
     pipes: bool = False,
 ) -> subprocess.Popen:
     """Start ``command`` in the sandbox (or, ``unsafe``, as a plain process group), its stderr (and, without
-    ``pipes``, its stdout) into ``log_path``; with ``pipes`` its stdin and stdout are pipes to the caller."""
+    ``pipes``, its stdout) into ``log_path``; with ``pipes`` its stdin and stdout are pipes to the caller. In a batch
+    with cgroups (tools/grading_cgroup.py's ``SlotGroups``) it starts in its slot's group, made for it: end it with
+    ``stop_sandboxed``."""
     argv = command if unsafe else sandbox_command(work, environment, command, slot)
+    group = grading_cgroup.slot_group(slot)
+    if group is not None:
+        group.create()
+        argv = [*group.command_prefix(), *argv]  # joins the group, then execs bwrap: all the sandbox is born in it
     with open(log_path, "wb") as log:
         return subprocess.Popen(
             argv,
@@ -234,9 +246,20 @@ def run_sandboxed(
     except subprocess.TimeoutExpired:
         status, timed_out = None, True
     finally:
+        memory_limit_hit = stop_sandboxed(process, slot)
+    return Outcome(status, timed_out, memory_limit_hit)
+
+
+def stop_sandboxed(process: subprocess.Popen, slot: int = 0) -> bool:
+    """Kill what is left of a sandbox ``start_sandboxed`` started, wait for it and remove its slot's cgroup (if it
+    has one): whether the sandbox hit the cgroup's memory limit."""
+    try:
         # bwrap's PID namespace dies with its first process; the group kill covers UNSAFE runs and bwrap itself.
         kill_group(process)
-    return Outcome(status, timed_out)
+    finally:
+        group = grading_cgroup.slot_group(slot)
+        memory_limit_hit = group.finish() if group is not None else False  # kills what the cgroup still holds
+    return memory_limit_hit
 
 
 def kill_group(process: subprocess.Popen) -> None:
