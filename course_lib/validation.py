@@ -499,9 +499,7 @@ NARAYANAN_TABLE1 = (
 NARAYANAN_SECTION_5_2 = ((384, 4, 144, 153), (768, 2, 88, 149))
 # The physics without fitted constants (big-GEMM efficiency 0.5, nominal links), with DeepSpeed's prefetching of ZeRO-3
 # gathers: "before" for these rows (the ideal model, calibration=None, cannot split 60 layers into 4 × 2 chunks).
-NARAYANAN_UNCALIBRATED = Calibration(
-    name="Megatron-LM and DeepSpeed on Selene, uncalibrated", prefetch_parameter_gathers=True
-)
+NARAYANAN_UNCALIBRATED = Calibration(name="Megatron-LM and DeepSpeed on Selene, uncalibrated")  # gathers prefetched
 
 
 def _selene(gpus):

@@ -478,16 +478,23 @@ CASES = [
         parallelism.Calibration,
         dict(),
         dict(
-            logits_bytes_per_element="nonnegative",
-            bucket_bytes="positive",
             overlap_slowdown="nonnegative",
-            max_zero_stage_with_pipeline="stage",
-            prefetch_parameter_gathers="flag",
             gemm_efficiency="fraction",
             gemm_half_flops="nonnegative",
             layer_overhead_s="nonnegative",
             network_efficiency="fraction",
             framework_bytes="nonnegative",
+        ),
+    ),
+    (
+        parallelism.Framework,
+        dict(name="a framework"),
+        dict(
+            logits_bytes_per_element="nonnegative",
+            bucket_bytes="positive",
+            max_zero_stage_with_pipeline="stage",
+            prefetch_parameter_gathers="flag",
+            pipeline_overlap="flag",
         ),
     ),
     (hardware.H100.peak, dict(dtype="bf16"), dict(dtype="dtype")),
@@ -739,6 +746,7 @@ def test_every_public_function_is_covered():
         "forward_flops_per_token",
         "default_calibration",
         "resolve_calibration",
+        "resolve_framework",
         "format_transfer_table",
     }
     assert public - separately <= covered, sorted(public - separately - covered)
@@ -794,6 +802,20 @@ def test_calibration_arguments_name_what_they_accept():
             budget.step_time(GPT3_175B, ParallelPlan(tensor_parallel=8), hardware.DGX_H100, calibration=bad)
         with pytest.raises(ValueError, match='calibration must be "default", None'):
             parallelism.memory_breakdown(GPT3_175B, ParallelPlan(tensor_parallel=8), calibration=bad)
+
+
+def test_framework_arguments_name_what_they_accept():
+    plan = ParallelPlan(tensor_parallel=8)
+    for bad in ("jax", "Megatron", 3, None.__class__):
+        with pytest.raises(ValueError, match="framework must be a parallelism.Framework or one of 'megatron'"):
+            budget.step_time(GPT3_175B, plan, hardware.DGX_H100, framework=bad)
+        with pytest.raises(ValueError, match="framework must be a parallelism.Framework or one of"):
+            parallelism.memory_breakdown(GPT3_175B, plan, framework=bad)
+    with pytest.raises(ValueError, match="framework needs the calibrated model"):
+        budget.step_time(GPT3_175B, plan, hardware.DGX_H100, calibration=None, framework="megatron")
+    # A framework that cannot run a plan says which and why (Megatron's distributed optimizer is ZeRO-1).
+    with pytest.raises(ValueError, match=r"at most 1 with pipeline_parallel > 1 \(Megatron-LM \(Core\) combines"):
+        parallelism.memory_breakdown(GPT3_175B, ParallelPlan(pipeline_parallel=2, zero_stage=3), framework="megatron")
 
 
 def test_tensor_parallel_must_divide_heads():

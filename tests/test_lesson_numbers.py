@@ -385,7 +385,7 @@ def test_lesson_05_recorded_run():
 def test_lesson_06_quoted_figures():
     assert units.format_bytes(hardware.H100.hbm_capacity_bytes) == "80 GB"
     assert validation.PLAYBOOK_PEAK_FLOPS_PER_S == 989.5e12
-    assert units.format_bytes(validation.PLAYBOOK_CALIBRATION.bucket_bytes) == "25 MB"
+    assert units.format_bytes(validation.PLAYBOOK_CALIBRATION.framework.bucket_bytes) == "25 MB"
 
 
 # Lesson 07's setting: Llama 3 70B on eight DGX H100 nodes, the calibrated model, 512 sequences per step.

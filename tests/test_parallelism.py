@@ -389,7 +389,11 @@ def test_calibrated_plans_the_framework_cannot_run_are_refused():
     with pytest.raises(ValueError, match="attention"):
         parallelism.ParallelPlan(attention="paged")
     with pytest.raises(ValueError, match="precision"):
-        parallelism.Calibration(precision="fp8")
+        parallelism.Framework("fp8 everywhere", precision="fp8")
+    with pytest.raises(ValueError, match="tensor_parallel_overlap"):
+        parallelism.Framework("overlapping", tensor_parallel_overlap="some")
+    with pytest.raises(ValueError, match="framework must be a parallelism.Framework"):
+        parallelism.Calibration(framework="megatron")
 
 
 def test_default_calibration_is_the_playbook_fit_on_its_cluster_and_carried_over_elsewhere():
@@ -402,7 +406,7 @@ def test_default_calibration_is_the_playbook_fit_on_its_cluster_and_carried_over
     # By hand: the half-efficiency size 3e11 FLOP × 312 / 989 TFLOP/s; the network at nominal; the rest unchanged.
     assert selene.gemm_half_flops == pytest.approx(3e11 * 312 / 989, rel=1e-12)
     assert selene.network_efficiency == 1.0
-    kept = ("gemm_efficiency", "layer_overhead_s", "framework_bytes", "precision", "prefetch_parameter_gathers")
+    kept = ("gemm_efficiency", "layer_overhead_s", "framework_bytes", "framework")
     assert all(getattr(selene, name) == getattr(parallelism.PLAYBOOK_CALIBRATION, name) for name in kept)
     h100_ib = parallelism.default_calibration(hardware.DGX_H100)  # same device, InfiniBand: only the network differs
     assert h100_ib.gemm_half_flops == 3e11 and h100_ib.network_efficiency == 1.0

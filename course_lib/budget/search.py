@@ -255,6 +255,7 @@ def search_plans(
     dtype="bf16",
     calibration="default",
     attention=("standard",),
+    framework=None,
 ) -> PlanSearch:
     """Enumerate plans that use every device of ``cluster`` and rank those that fit.
 
@@ -265,9 +266,9 @@ def search_plans(
     stage's memory exceeds the device's HBM). The rest are ranked by step time; plans rejected for memory are kept
     in the columns (``fits`` False) so a figure can show them. Every row has its MFU and HFU (``StepTime``).
 
-    ``calibration`` as in ``step_time`` (default "default"; None: the ideal model). Calibrated, the calibrated
-    memory and step time rank the plans, p·v need not divide the
-    layers, and plans combining p > 1 with a ZeRO stage above the calibration's ``max_zero_stage_with_pipeline``
+    ``calibration`` and ``framework`` as in ``step_time`` (default "default", the calibration's own framework; None:
+    the ideal model). Calibrated, the calibrated memory and step time rank the plans, p·v need not divide the
+    layers, and plans combining p > 1 with a ZeRO stage above the framework's ``max_zero_stage_with_pipeline``
     are rejected as "framework". ``attention`` lists the attention options ("standard", "flash") to consider.
 
     >>> from course_lib.hardware import DGX_H100
@@ -288,7 +289,7 @@ def search_plans(
     attention = _options("attention", attention, lambda v: _check.choice("attention", v, ATTENTION_OPTIONS))
     _check.fraction("compute_efficiency", compute_efficiency)
     cluster.accelerator.peak(dtype)
-    calibration = resolve_calibration(calibration, cluster)
+    calibration = resolve_calibration(calibration, cluster, framework)
     rejected = {"partition": 0, "batch divisibility": 0, "memory": 0}
     if calibration is not None:
         rejected = {"partition": 0, "framework": 0, "batch divisibility": 0, "memory": 0}
@@ -332,7 +333,7 @@ def search_plans(
         else:
             split_ok = considered & splits_evenly(model, t)
             rejected["partition"] += int((considered & ~split_ok).sum())
-            partition_ok = split_ok & ((p == 1) | (stage <= calibration.max_zero_stage_with_pipeline))
+            partition_ok = split_ok & ((p == 1) | (stage <= calibration.framework.max_zero_stage_with_pipeline))
             rejected["framework"] += int((split_ok & ~partition_ok).sum())
         m = np.where(batch % (b * d) == 0, batch // (b * d), 0)
         batch_ok = partition_ok & (m > 0) & ((v == 1) | (m % p == 0))

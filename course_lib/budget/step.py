@@ -43,7 +43,8 @@ import numpy as np
 from .. import _check
 from ..compute import RECOMPUTE_OPTIONS, transformer_flops_per_iteration, transformer_forward_flops
 from ..hardware import Cluster
-from ..parallelism.calibration import PRECISION_RECIPES, Calibration, calibrated_cluster, resolve_calibration
+from ..parallelism.calibration import Calibration, calibrated_cluster, resolve_calibration
+from ..parallelism.frameworks import PRECISION_RECIPES
 from ..parallelism.models import TransformerModel
 from ..parallelism.plan import ParallelPlan, check_plan_for_model, stage_layers
 from ..parallelism.transfers import step_transfers
@@ -137,13 +138,16 @@ def step_time(
     compute_efficiency=0.5,
     dtype="bf16",
     calibration: Calibration | str | None = "default",
+    framework=None,
 ):
     """Time of one optimizer step of ``plan`` on ``cluster``, split into compute, bubble, exposed and hidden comm.
 
     See the module docstring for the dependency rule, ``budget.placement``'s for the placement. ``calibration``:
     "default" (the documented calibration for ``cluster``, ``parallelism.default_calibration``), a
     ``parallelism.Calibration`` (both run ``calibrated_step_time``; ``compute_efficiency`` is then unused) or None
-    (the ideal model, ``compute_efficiency`` × peak).
+    (the ideal model, ``compute_efficiency`` × peak). ``framework`` (a ``parallelism.Framework`` or a key of
+    ``parallelism.FRAMEWORKS``, e.g. "megatron") runs the plan as that framework does instead of the calibration's
+    own (nanotron for the default); the ideal model has none.
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B, ParallelPlan
@@ -156,7 +160,7 @@ def step_time(
     '812 ms'
     """
     _check_cluster_holds(plan, cluster)
-    calibration = resolve_calibration(calibration, cluster)
+    calibration = resolve_calibration(calibration, cluster, framework)
     if calibration is not None:
         return calibrated_step_time(model, plan, cluster, calibration, dtype)
     return _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)[0]
@@ -291,6 +295,21 @@ def bucketed_exposure(total_s, bucket_s, window_s, occurrences: _check.IntOrArra
     return _check.as_result((occurrences - 1) * behind + np.maximum(behind, bucket_s))
 
 
+def _column_parallel_share(model: TransformerModel) -> float:
+    """The share of a layer's matrix weights in its column-parallel linears (W_Q, W_K, W_V and the MLP's input
+    matrices): the weight-gradient GEMMs that hide the backward tensor-parallel collectives when a framework
+    overlaps them (Megatron-LM's asynchronous input-gradient all-reduce runs during the weight-gradient GEMM of the
+    same linear).
+
+    >>> from course_lib.parallelism import GPT3_175B
+    >>> _column_parallel_share(GPT3_175B)   # (h² + 2h² + 4h²) / 12h²
+    0.5833333333333334
+    """
+    h, kv_width = model.hidden, model.kv_heads * model.head_dim
+    inputs = h * h + 2 * h * kv_width + (2 if model.gated_mlp else 1) * h * model.ffn_hidden
+    return inputs / model.matmul_weights_per_layer
+
+
 def calibrated_step_time(
     model: TransformerModel, plan: ParallelPlan, cluster: Cluster, calibration: Calibration, dtype="bf16"
 ):
@@ -300,10 +319,13 @@ def calibrated_step_time(
     - compute: its FLOPs (``model_flops_per_step``'s terms) / t at peak × efficiency, the efficiency
       ``gemm_efficiency`` · x/(x + ``gemm_half_flops``) with x the per-GPU forward FLOPs of one layer (small
       micro-batch × sequence, or large t, run below the big-GEMM efficiency), plus ``layer_overhead_s`` per layer;
-    - tensor parallel, on the critical path, per layer: 2 all-reduces forward and 2 backward of b·s·h (sequence
-      parallel: all-gather + reduce-scatter for each), full recomputation repeating the forward ones;
-    - pipeline, on the critical path: the boundary activations sent forward and their gradients back, b·s·h/t
-      each, v times with interleaving (``group_collective``: over NVLink inside a node, else the network).
+    - tensor parallel, per layer: 2 all-reduces forward and 2 backward of b·s·h (sequence parallel: all-gather +
+      reduce-scatter for each), full recomputation repeating the forward ones; on the critical path unless the
+      framework overlaps them (``tensor_parallel_overlap``: "backward" hides the backward ones behind the
+      weight-gradient GEMMs of the column-parallel linears, "all" also the forward ones behind the layer's GEMMs);
+    - pipeline: the boundary activations sent forward and their gradients back, b·s·h/t each, v times with
+      interleaving (``group_collective``: over NVLink inside a node, else the network); on the critical path
+      unless the framework overlaps P2P with compute (``pipeline_overlap``, interleaved schedules only).
     Step = m slots + (p−1)/v slots of bubble + the exposed data-parallel time.
     Data parallel, in buckets of ``bucket_bytes`` (each bucket a collective with its own latency), exposed by
     ``bucketed_exposure``: gradients (fp32 with the "bf16-fp32-grads" recipe) reduced once per step behind the last
@@ -344,32 +366,42 @@ def calibrated_step_time(
         return group_collective_time(op, cluster, size, stride, payload)
 
     if plan.sequence_parallel:
-        gather = collective("all_gather", t, 1, activation)
-        scatter = collective("reduce_scatter", t, 1, activation)
-        tp_layer = (gather + scatter) * (2 * repeat + 2)
+        tp_call = collective("all_gather", t, 1, activation) + collective("reduce_scatter", t, 1, activation)
     else:
-        tp_layer = collective("all_reduce", t, 1, activation) * (2 * repeat + 2)
-    tp_mb = np.where(np.asarray(t) > 1, layers * tp_layer, 0.0)
+        tp_call = collective("all_reduce", t, 1, activation)
+    # Per layer: 2 calls forward (again with full recomputation), 2 backward, each behind what the framework overlaps.
+    gemm_fwd = layer_fwd / rate  # one layer's forward GEMMs (and each of its two backward halves)
+    overlap = calibration.framework.tensor_parallel_overlap
+    fwd_window = gemm_fwd if overlap == "all" else 0.0
+    bwd_window = {"none": 0.0, "backward": _column_parallel_share(model) * gemm_fwd, "all": 2 * gemm_fwd}[overlap]
+    tp_exposed_layer = repeat * exposed_after_overlap(2 * tp_call, fwd_window) + exposed_after_overlap(
+        2 * tp_call, bwd_window
+    )
+    tp_mb = np.where(np.asarray(t) > 1, layers * tp_exposed_layer, 0.0)
+    tp_hidden_mb = np.where(np.asarray(t) > 1, layers * tp_call * (2 * repeat + 2), 0.0) - tp_mb
     hop = group_collective_time("send_recv", cluster, p, t * d, activation / t)
-    pp_mb = np.where(np.asarray(p) > 1, 2 * v * hop, 0.0)
+    pp_all_mb = np.where(np.asarray(p) > 1, 2 * v * hop, 0.0)
+    # Overlapped P2P (interleaved schedules): a stage's sends run while it computes its next chunk.
+    pp_window = compute_mb if calibration.framework.pipeline_overlap else 0.0
+    pp_mb = exposed_after_overlap(pp_all_mb, np.where(np.asarray(v) > 1, pp_window, 0.0))
     slot = compute_mb + tp_mb + pp_mb
     bubble = (p - 1) / v * slot
 
-    param_b, grad_b, buffer_b, _ = PRECISION_RECIPES[calibration.precision]
+    param_b, grad_b, buffer_b, _ = PRECISION_RECIPES[calibration.framework.precision]
     params_here = (layers * model.params_per_layer + model.vocab * model.hidden) / t
     reduce_bytes = (4.0 if buffer_b else grad_b) * params_here
     gather_bytes = param_b * params_here
     stride = t
 
     def stream(op, payload):
-        buckets = np.maximum(np.ceil(payload / calibration.bucket_bytes), 1)
+        buckets = np.maximum(np.ceil(payload / calibration.framework.bucket_bytes), 1)
         per_bucket = collective(op, d, stride, payload / buckets)
         return np.where(np.asarray(d) > 1, buckets * per_bucket, 0.0), np.where(np.asarray(d) > 1, per_bucket, 0.0)
 
     stage = plan.zero_stage
     reduce_op = "all_reduce" if stage == 0 else "reduce_scatter"
     reduce_s, reduce_bucket = stream(reduce_op, reduce_bytes)
-    prefetch = 1.0 if calibration.prefetch_parameter_gathers else 0.0
+    prefetch = 1.0 if calibration.framework.prefetch_parameter_gathers else 0.0
     fwd_window, bwd_window = forward + 0.0 * m, backward + 0.0 * m
     if stage >= 2:
         exposed_data = bucketed_exposure(reduce_s, reduce_bucket, bwd_window, m)
@@ -393,7 +425,11 @@ def calibrated_step_time(
         "pipeline": _check.as_result(m * pp_mb),
         "data": _check.as_result(exposed_data + slowdown),
     }
-    overlapped = {"tensor": 0.0, "pipeline": 0.0, "data": _check.as_result(hidden_data)}
+    overlapped = {
+        "tensor": _check.as_result(m * tp_hidden_mb),
+        "pipeline": _check.as_result(m * (pp_all_mb - pp_mb)),
+        "data": _check.as_result(hidden_data),
+    }
     total = m * slot + bubble + exposed["data"]
     peak_time = plan.devices * peak * total
     return StepTime(

@@ -17,9 +17,12 @@ one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import
   lab 2's one call), ``pipeline_bubble_fraction`` and the split checks (``splits_evenly``, ``check_tensor_split``,
   ``check_pipeline_split``, ``check_plan_for_model``, ``stage_layers``); the schedules (``SCHEDULES``) are
   ``pipeline``'s and the recomputation options (``RECOMPUTE_OPTIONS``) ``compute``'s;
-- ``calibration``: the one home of the calibrated model's assumptions and constants (``Calibration``,
-  ``PRECISION_RECIPES``, ``PLAYBOOK_CALIBRATION``, ``default_calibration``, ``resolve_calibration``,
-  ``calibrated_cluster``, which ``budget`` re-exports);
+- ``frameworks``: how a training framework runs a plan, each behaviour cited (``Framework``, ``PRECISION_RECIPES``,
+  the presets ``MEGATRON_CORE``, ``DEEPSPEED``, ``FSDP2``, ``FSDP2_PIPELINE``, ``NANOTRON``, the bound ``EXPOSED``,
+  ``FRAMEWORKS``, ``resolve_framework``);
+- ``calibration``: the one home of the calibrated model's fitted constants and its framework (``Calibration``,
+  ``PLAYBOOK_CALIBRATION``, ``default_calibration``, ``resolve_calibration``, ``calibrated_cluster``, which
+  ``budget`` re-exports);
 - ``memory``: ZeRO model states, stored activations, micro-batches in flight, ``memory_breakdown`` and
   ``calibrated_memory_breakdown``, and ``memory_budget_report`` (every ZeRO stage against a device, lab 3's one call);
 - ``schedule``: ``pipeline_schedule_report``, a simulated pipeline step beside the formulas for its bubble and the
@@ -35,8 +38,9 @@ one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import
 
 from ..compute import RECOMPUTE_OPTIONS
 from ..pipeline import SCHEDULES
-from . import calibration, memory, models, plan, schedule, transfers
+from . import calibration, frameworks, memory, models, plan, schedule, transfers
 from .calibration import *
+from .frameworks import *
 from .memory import *
 from .models import *
 from .plan import *
@@ -46,6 +50,7 @@ from .transfers import *
 __all__ = ["SCHEDULES", "RECOMPUTE_OPTIONS"]
 __all__ += models.__all__
 __all__ += plan.__all__
+__all__ += frameworks.__all__
 __all__ += calibration.__all__
 __all__ += memory.__all__
 __all__ += schedule.__all__

@@ -14,10 +14,9 @@ from dataclasses import dataclass, replace
 
 from .. import _check, hardware
 from ..hardware import Cluster, Link
-from .plan import ZERO_STAGES
+from .frameworks import GENERIC, NANOTRON, Framework, resolve_framework
 
 __all__ = [
-    "PRECISION_RECIPES",
     "Calibration",
     "PLAYBOOK_CALIBRATION",
     "default_calibration",
@@ -25,26 +24,16 @@ __all__ = [
     "calibrated_cluster",
 ]
 
-# Bytes per parameter: (16-bit parameters, 16-bit gradients, fp32 gradient buffer, optimizer state). "fp16-zero" is
-# ZeRO's recipe (Rajbhandari et al. 2020 §3.1: 2 + 2 + 12 = 16 B). "bf16-fp32-grads" is the recipe of Megatron-LM
-# and nanotron in bf16: gradients accumulated and reduced in an fp32 main-gradient buffer (4 B) beside the bf16
-# gradient, fp32 master weights, momentum and variance (12 B): 20 B per parameter.
-PRECISION_RECIPES = {"fp16-zero": (2, 2, 0, 12), "bf16-fp32-grads": (2, 2, 4, 12)}
-
 
 @dataclass(frozen=True)
 class Calibration:
     """The assumptions and constants of the calibrated model (``memory_breakdown``, ``budget.step_time``).
 
-    Stated assumptions (not fitted): ``precision`` (a ``PRECISION_RECIPES`` key), ``logits_bytes_per_element`` (bf16
-    logits 2 B + their fp32 copy for the loss 4 B + the fp32 gradient of the loss 4 B = 10 B per vocabulary entry and
-    token, on the last stage, vocabulary split over t), ``bucket_bytes`` (PyTorch DDP's default bucket, 25 MB),
-    ``overlap_slowdown`` (compute runs this much slower while a collective shares the GPU's memory and SMs),
-    ``max_zero_stage_with_pipeline`` (the highest ZeRO stage the framework combines with pipeline parallelism: 1
-    in Megatron-LM, nanotron and DeepSpeed's pipeline engine), ``prefetch_parameter_gathers`` (whether the framework
-    overlaps a ZeRO parameter all-gather with the previous layer's compute), the links (``None``: the cluster's) and
-    the network's α, ``network_latency_s`` (``None``: the inter-node link's; a ``course_lib.measure`` fit or an
-    nccl-tests log can supply it).
+    Stated assumptions (not fitted): ``framework`` (how the plan is run: its precision recipe, buckets, overlaps and
+    what it combines, each cited: ``frameworks``), ``overlap_slowdown`` (compute runs this much slower while a
+    collective shares the GPU's memory and SMs), the links (``None``: the cluster's) and the network's α,
+    ``network_latency_s`` (``None``: the inter-node link's; a ``course_lib.measure`` fit or an nccl-tests log can
+    supply it).
 
     Fitted constants (``validation.fit_playbook_calibration`` documents the rows): ``gemm_efficiency`` (the share of
     peak that large matrix multiplies reach), ``gemm_half_flops`` (the per-GPU forward FLOPs of one layer's
@@ -56,17 +45,13 @@ class Calibration:
     The defaults are the uncalibrated physics: big-GEMM efficiency 0.5 (the course's default), no size effect, no
     overheads, nominal links.
 
-    >>> Calibration().precision, Calibration().bucket_bytes
+    >>> Calibration().framework.precision, Calibration().framework.bucket_bytes
     ('bf16-fp32-grads', 25000000.0)
     """
 
     name: str = "uncalibrated"
-    precision: str = "bf16-fp32-grads"
-    logits_bytes_per_element: float = 10.0
-    bucket_bytes: float = 25e6
+    framework: Framework = GENERIC
     overlap_slowdown: float = 0.0
-    max_zero_stage_with_pipeline: int = 1
-    prefetch_parameter_gathers: bool = True
     intra_node_link: Link | None = None
     inter_node_link: Link | None = None
     gemm_efficiency: float = 0.5
@@ -77,12 +62,9 @@ class Calibration:
     framework_bytes: float = 0.0
 
     def __post_init__(self):
-        _check.choice("precision", self.precision, tuple(PRECISION_RECIPES))
-        _check.nonnegative("logits_bytes_per_element", self.logits_bytes_per_element)
-        _check.positive("bucket_bytes", self.bucket_bytes)
+        if not isinstance(self.framework, Framework):
+            raise ValueError(f"framework must be a parallelism.Framework, got {self.framework!r}")
         _check.nonnegative("overlap_slowdown", self.overlap_slowdown)
-        _check.choice("max_zero_stage_with_pipeline", self.max_zero_stage_with_pipeline, ZERO_STAGES)
-        _check.flag("prefetch_parameter_gathers", self.prefetch_parameter_gathers)
         _check.fraction("gemm_efficiency", self.gemm_efficiency)
         _check.nonnegative("gemm_half_flops", self.gemm_half_flops)
         _check.nonnegative("layer_overhead_s", self.layer_overhead_s)
@@ -98,9 +80,7 @@ class Calibration:
 # ``budget.search_plans`` on that cluster (``default_calibration``).
 PLAYBOOK_CALIBRATION = Calibration(
     name="nanotron on 8 × H100 + EFA (Ultra-Scale Playbook), fitted on the 1B and 3B runs",
-    precision="bf16-fp32-grads",
-    max_zero_stage_with_pipeline=1,
-    prefetch_parameter_gathers=False,  # nanotron's ZeRO-1 all-gathers the updated parameters after the step
+    framework=NANOTRON,  # its ZeRO-1 all-gathers the updated parameters after the step, unprefetched
     # Fitted by fit_playbook_calibration on the 1,127 successful 1B and 3B runs, with the collectives as NCCL runs
     # them (``nccl``; test_validation checks the fit returns these): large GEMMs at 70 % of the 989 TFLOP/s peak; half
     # of that at 0.3 TFLOP of forward work per layer and GPU; 1.6 ms per layer and micro-batch (forward + backward) of
@@ -123,8 +103,8 @@ def default_calibration(cluster) -> Calibration:
     """The documented calibration for ``cluster``: ``PLAYBOOK_CALIBRATION`` on the Playbook's H100 + EFA cluster,
     else that calibration carried over by what is physics and what is the measured cluster.
 
-    Carried over unchanged: the stated framework assumptions (precision recipe, logits, buckets, ZeRO with pipeline
-    up to stage 1, no prefetch of ZeRO gathers) and the fixed costs (1.6 ms per layer and micro-batch, 1.97 GB of
+    Carried over unchanged: the framework (nanotron: its precision recipe, logits, buckets, ZeRO with pipeline up to
+    stage 1, no prefetch of ZeRO gathers) and the fixed costs (1.6 ms per layer and micro-batch, 1.97 GB of
     framework memory), which belong to the software stack, and the big-GEMM efficiency (0.7, a share of peak).
     Scaled: the half-efficiency GEMM size by the device's bf16 peak over the H100's (a GEMM of the same duration is
     as far from its launch and tail costs on either device). Not carried over: the network efficiency (0.3 of EFA's
@@ -151,25 +131,37 @@ def default_calibration(cluster) -> Calibration:
     )
 
 
-def resolve_calibration(calibration, cluster=None) -> Calibration | None:
-    """The one place that maps a ``calibration`` argument to the model that runs: "default" →
+def resolve_calibration(calibration, cluster=None, framework=None) -> Calibration | None:
+    """The one place that maps the ``calibration`` and ``framework`` arguments to the model that runs: "default" →
     ``default_calibration(cluster)`` (without a cluster, as for memory, ``PLAYBOOK_CALIBRATION``: the memory terms do
-    not depend on the cluster), None → None (the ideal, uncalibrated model), a ``Calibration`` → itself.
+    not depend on the cluster), None → None (the ideal, uncalibrated model), a ``Calibration`` → itself; then a
+    ``framework`` (a ``Framework`` or a key of ``FRAMEWORKS``; None: the calibration's own) replaces the
+    calibration's. The ideal model has no framework: it is the textbook's rule (lessons 03 and 04).
 
     >>> resolve_calibration("default") is PLAYBOOK_CALIBRATION, resolve_calibration(None)
     (True, None)
+    >>> resolve_calibration("default", framework="megatron").framework.name
+    'Megatron-LM (Core)'
     >>> resolve_calibration("playbook")
     Traceback (most recent call last):
     ...
     ValueError: calibration must be "default", None (the ideal model) or a parallelism.Calibration, got 'playbook'
     """
-    if calibration is None or isinstance(calibration, Calibration):
-        return calibration
     if isinstance(calibration, str) and calibration == "default":
-        return PLAYBOOK_CALIBRATION if cluster is None else default_calibration(cluster)
-    raise ValueError(
-        f'calibration must be "default", None (the ideal model) or a parallelism.Calibration, got {calibration!r}'
-    )
+        calibration = PLAYBOOK_CALIBRATION if cluster is None else default_calibration(cluster)
+    elif calibration is not None and not isinstance(calibration, Calibration):
+        raise ValueError(
+            f'calibration must be "default", None (the ideal model) or a parallelism.Calibration, got {calibration!r}'
+        )
+    if framework is None:
+        return calibration
+    framework = resolve_framework(framework)
+    if calibration is None:
+        raise ValueError(
+            "framework needs the calibrated model: calibration=None is the ideal model, which has no framework "
+            '(pass calibration="default" or a parallelism.Calibration)'
+        )
+    return replace(calibration, framework=framework)
 
 
 def calibrated_cluster(cluster: Cluster, calibration: Calibration) -> Cluster:

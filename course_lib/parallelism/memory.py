@@ -15,7 +15,8 @@ from .. import _check
 from ..compute import RECOMPUTE_OPTIONS
 from ..hardware import Accelerator
 from ..pipeline import SCHEDULES
-from .calibration import PRECISION_RECIPES, Calibration, resolve_calibration
+from .calibration import Calibration, resolve_calibration
+from .frameworks import PRECISION_RECIPES
 from .models import TransformerModel
 from .plan import ATTENTION_OPTIONS, ZERO_STAGES, ParallelPlan, check_plan_for_model, check_tensor_split, stage_layers
 
@@ -293,6 +294,7 @@ def memory_breakdown(
     plan: ParallelPlan,
     optimizer_bytes_per_param=ADAM_OPTIMIZER_BYTES_PER_PARAM,
     calibration: Calibration | str | None = "default",
+    framework=None,
 ) -> MemoryBreakdown:
     """Per-device memory of a plan: by default the documented calibration (``calibration="default"``:
     ``calibrated_memory_breakdown`` under ``PLAYBOOK_CALIBRATION``'s memory assumptions), with ``calibration=None``
@@ -312,10 +314,12 @@ def memory_breakdown(
     >>> format_bytes(mem.model_states), format_bytes(mem.activations)
     ('15 GB', '10.3 GB')
 
-    The calibrated model (``calibrated_memory_breakdown``) is architecture-aware and counts the precision recipe
-    (fp32 main gradients: 26.6 GB of model states here), the logits, the framework's memory and uneven splits.
+    The calibrated model (``calibrated_memory_breakdown``) is architecture-aware and counts the framework's precision
+    recipe (nanotron's bf16 gradients with an fp32 buffer: 26.6 GB of model states here; ``framework="megatron"``,
+    whose fp32 main gradient replaces the bf16 one, holds less), the logits, the framework's memory and uneven
+    splits.
     """
-    calibration = resolve_calibration(calibration)
+    calibration = resolve_calibration(calibration, framework=framework)
     if calibration is not None:
         return calibrated_memory_breakdown(model, plan, calibration)
     check_plan_for_model(model, plan)
@@ -355,7 +359,7 @@ def calibrated_memory_breakdown(
     Two stages can be the heaviest: the first holds ⌈l/p⌉ layers, the input embedding V·h/t and min(p, m)
     micro-batches of activations (1F1B); the last holds ⌈l/p⌉ layers, the output layer V·h/t (a copy when tied
     and p > 1) and one micro-batch, plus the logits b·s·V/t × ``logits_bytes_per_element``. With p = 1 they are
-    the same device. Model states follow ``calibration.precision``: ZeRO-1 shards the optimizer state over d,
+    the same device. Model states follow the framework's ``precision``: ZeRO-1 shards the optimizer state over d,
     ZeRO-2 also the gradients and their fp32 buffer, ZeRO-3 also the parameters. Activations per layer:
     ``activation_bytes_per_token_per_layer`` × b·s. ``framework_bytes`` is added once.
 
@@ -375,7 +379,7 @@ def calibrated_memory_breakdown(
     # p = 1: every layer, the embedding, the output layer when untied and the final norm on one device.
     first_params = layers * model.params_per_layer + embedding + np.where(single, model.embedding_params - embedding, 0)
     last_params = layers * model.params_per_layer + embedding + h
-    param_b, grad_b, buffer_b, optimizer_b = PRECISION_RECIPES[calibration.precision]
+    param_b, grad_b, buffer_b, optimizer_b = PRECISION_RECIPES[calibration.framework.precision]
     stage = plan.zero_stage
 
     def states(params):
@@ -390,7 +394,7 @@ def calibrated_memory_breakdown(
         model, t, plan.sequence_parallel, plan.recompute, plan.attention
     )
     in_flight = pipeline_in_flight_microbatches(p, m, plan.schedule, plan.virtual_stages)
-    logits = tokens * vocab / t * calibration.logits_bytes_per_element
+    logits = tokens * vocab / t * calibration.framework.logits_bytes_per_element
     first = states(first_params) + (per_layer * layers * in_flight, np.where(single, logits, 0.0))
     last = states(last_params) + (per_layer * layers, logits)
     first_total, last_total = sum(first), sum(last)

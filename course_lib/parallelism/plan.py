@@ -303,7 +303,7 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
 
     With a ``Calibration`` the pipeline may split the layers unevenly (as Megatron-LM and nanotron allow; the heaviest
     stage sets memory and time; nanotron even runs more stages than layers, its embedding and output layer being
-    stages of their own), and ZeRO above the calibration's ``max_zero_stage_with_pipeline`` is refused with p > 1.
+    stages of their own), and ZeRO above the framework's ``max_zero_stage_with_pipeline`` is refused with p > 1.
 
     >>> from course_lib.parallelism import GPT3_175B
     >>> check_plan_for_model(GPT3_175B, ParallelPlan(tensor_parallel=5))
@@ -315,11 +315,11 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
     if calibration is None:
         check_pipeline_split(model.layers, plan.pipeline_parallel, plan.virtual_stages)
     else:
-        limit = calibration.max_zero_stage_with_pipeline
+        limit = calibration.framework.max_zero_stage_with_pipeline
         if np.any((np.asarray(plan.pipeline_parallel) > 1) & (np.asarray(plan.zero_stage) > limit)):
             raise ValueError(
-                f"zero_stage must be at most {limit} with pipeline_parallel > 1 (the calibration's "
-                f"max_zero_stage_with_pipeline), got {plan.zero_stage}"
+                f"zero_stage must be at most {limit} with pipeline_parallel > 1 ({calibration.framework.name} "
+                f"combines no higher stage with a pipeline: its max_zero_stage_with_pipeline), got {plan.zero_stage}"
             )
 
 
