@@ -493,6 +493,7 @@ CASES = [
             logits_bytes_per_element="nonnegative",
             bucket_bytes="positive",
             max_zero_stage_with_pipeline="stage",
+            overlap_grad_reduce="flag",
             prefetch_parameter_gathers="flag",
             pipeline_overlap="flag",
         ),

@@ -110,3 +110,12 @@ def test_search_runs_under_a_framework_and_says_what_it_rejects():
     found = budget.search_plans(MODEL, H100_NODES, global_batch=256, framework="fsdp2-pipeline")
     megatron = budget.search_plans(MODEL, H100_NODES, global_batch=256, framework="megatron")
     assert found.rejected["framework"] == 0 < megatron.rejected["framework"]
+
+
+def test_gradient_reduction_without_overlap_is_exposed_after_the_backward():
+    plan = ParallelPlan(data_parallel=32, zero_stage=1, micro_batch=1, grad_accum_steps=8)
+    overlapped = budget.step_time(MODEL, plan, H100_NODES, framework="nanotron")
+    after = dataclasses.replace(parallelism.NANOTRON, name="reduce after the backward", overlap_grad_reduce=False)
+    exposed = budget.step_time(MODEL, plan, H100_NODES, framework=after)
+    traffic = overlapped.exposed_s["data"] + overlapped.overlapped_s["data"]
+    assert exposed.exposed_s["data"] == pytest.approx(traffic, rel=1e-9) and overlapped.exposed_s["data"] < traffic

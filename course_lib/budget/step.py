@@ -327,9 +327,10 @@ def calibrated_step_time(
       interleaving (``group_collective``: over NVLink inside a node, else the network); on the critical path
       unless the framework overlaps P2P with compute (``pipeline_overlap``, interleaved schedules only).
     Step = m slots + (p−1)/v slots of bubble + the exposed data-parallel time.
-    Data parallel, in buckets of ``bucket_bytes`` (each bucket a collective with its own latency), exposed by
-    ``bucketed_exposure``: gradients (fp32 with the "bf16-fp32-grads" recipe) reduced once per step behind the last
-    micro-batch's backward (ZeRO-0/1), or reduce-scattered every micro-batch behind its backward (ZeRO-2/3);
+    Data parallel, in the framework's buckets of ``bucket_bytes`` (each bucket a collective with its own latency),
+    exposed by ``bucketed_exposure``: gradients (fp32 with a recipe that keeps an fp32 buffer) reduced once per step
+    behind the last micro-batch's backward (ZeRO-0/1), or reduce-scattered every micro-batch behind its backward
+    (ZeRO-2/3), if the framework overlaps them (``overlap_grad_reduce``; else after it, exposed);
     updated parameters all-gathered after the step behind the first forward (ZeRO-1/2), or gathered for every
     forward and backward (ZeRO-3) — hidden only if the framework prefetches (``prefetch_parameter_gathers``).
     Communication that overlaps compute slows it by ``overlap_slowdown`` × its time.
@@ -372,10 +373,10 @@ def calibrated_step_time(
     # Per layer: 2 calls forward (again with full recomputation), 2 backward, each behind what the framework overlaps.
     gemm_fwd = layer_fwd / rate  # one layer's forward GEMMs (and each of its two backward halves)
     overlap = calibration.framework.tensor_parallel_overlap
-    fwd_window = gemm_fwd if overlap == "all" else 0.0
-    bwd_window = {"none": 0.0, "backward": _column_parallel_share(model) * gemm_fwd, "all": 2 * gemm_fwd}[overlap]
-    tp_exposed_layer = repeat * exposed_after_overlap(2 * tp_call, fwd_window) + exposed_after_overlap(
-        2 * tp_call, bwd_window
+    tp_fwd_window = gemm_fwd if overlap == "all" else 0.0
+    tp_bwd_window = {"none": 0.0, "backward": _column_parallel_share(model) * gemm_fwd, "all": 2 * gemm_fwd}[overlap]
+    tp_exposed_layer = repeat * exposed_after_overlap(2 * tp_call, tp_fwd_window) + exposed_after_overlap(
+        2 * tp_call, tp_bwd_window
     )
     tp_mb = np.where(np.asarray(t) > 1, layers * tp_exposed_layer, 0.0)
     tp_hidden_mb = np.where(np.asarray(t) > 1, layers * tp_call * (2 * repeat + 2), 0.0) - tp_mb
@@ -402,12 +403,14 @@ def calibrated_step_time(
     reduce_op = "all_reduce" if stage == 0 else "reduce_scatter"
     reduce_s, reduce_bucket = stream(reduce_op, reduce_bytes)
     prefetch = 1.0 if calibration.framework.prefetch_parameter_gathers else 0.0
+    overlap_reduce = 1.0 if calibration.framework.overlap_grad_reduce else 0.0
     fwd_window, bwd_window = forward + 0.0 * m, backward + 0.0 * m
+    reduce_window = overlap_reduce * bwd_window
     if stage >= 2:
-        exposed_data = bucketed_exposure(reduce_s, reduce_bucket, bwd_window, m)
+        exposed_data = bucketed_exposure(reduce_s, reduce_bucket, reduce_window, m)
         reduce_total = m * reduce_s
     else:
-        exposed_data = bucketed_exposure(reduce_s, reduce_bucket, bwd_window)
+        exposed_data = bucketed_exposure(reduce_s, reduce_bucket, reduce_window)
         reduce_total = reduce_s
     gather_s, gather_bucket = stream("all_gather", gather_bytes)
     gather_total = 0.0

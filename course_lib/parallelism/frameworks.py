@@ -58,10 +58,11 @@ class Framework:
     ``precision`` (a ``PRECISION_RECIPES`` key); ``logits_bytes_per_element`` (bytes per vocabulary entry and token
     of the last stage's logits: bf16 logits 2 B + the fp32 copy the loss takes 4 B + its fp32 gradient 4 B = 10 B);
     ``bucket_bytes`` (the size of a data-parallel gradient or parameter bucket); ``max_zero_stage_with_pipeline`` (the
-    highest ZeRO stage it combines with pipeline parallelism); ``prefetch_parameter_gathers`` (whether a ZeRO
-    parameter all-gather runs while the previous layer computes); ``tensor_parallel_overlap`` (a
-    ``TENSOR_PARALLEL_OVERLAPS`` choice); ``pipeline_overlap`` (whether a stage's sends and receives run while it
-    computes another micro-batch, as interleaved schedules with overlapped P2P do).
+    highest ZeRO stage it combines with pipeline parallelism); ``overlap_grad_reduce`` (whether a gradient bucket is
+    reduced while the backward pass computes earlier layers' gradients); ``prefetch_parameter_gathers`` (whether a
+    ZeRO parameter all-gather runs while the previous layer computes, or the next step's first forward);
+    ``tensor_parallel_overlap`` (a ``TENSOR_PARALLEL_OVERLAPS`` choice); ``pipeline_overlap`` (whether a stage's
+    sends and receives run while it computes another micro-batch, as interleaved schedules with overlapped P2P do).
 
     >>> MEGATRON_CORE.precision, PRECISION_RECIPES[MEGATRON_CORE.precision]
     ('fp32-main-grads', (2, 0, 4, 12))
@@ -74,6 +75,7 @@ class Framework:
     logits_bytes_per_element: float = 10.0
     bucket_bytes: float = 25e6
     max_zero_stage_with_pipeline: int = 1
+    overlap_grad_reduce: bool = True
     prefetch_parameter_gathers: bool = True
     tensor_parallel_overlap: str = "none"
     pipeline_overlap: bool = False
@@ -84,6 +86,7 @@ class Framework:
         _check.nonnegative("logits_bytes_per_element", self.logits_bytes_per_element)
         _check.positive("bucket_bytes", self.bucket_bytes)
         _check.choice("max_zero_stage_with_pipeline", self.max_zero_stage_with_pipeline, ZERO_STAGES)
+        _check.flag("overlap_grad_reduce", self.overlap_grad_reduce)
         _check.flag("prefetch_parameter_gathers", self.prefetch_parameter_gathers)
         _check.choice("tensor_parallel_overlap", self.tensor_parallel_overlap, TENSOR_PARALLEL_OVERLAPS)
         _check.flag("pipeline_overlap", self.pipeline_overlap)
@@ -134,10 +137,11 @@ NANOTRON = Framework(
 # The defaults of a bare ``Calibration()``: no framework's in particular (ZeRO gathers prefetched, nothing else
 # overlapped).
 GENERIC = Framework(name="generic (ZeRO gathers prefetched, no tensor-parallel or P2P overlap)")
-# The pessimistic bound: every transfer that some framework overlaps, exposed (the course's ideal model's rule).
+# The pessimistic bound: every transfer that some framework overlaps, exposed.
 EXPOSED = replace(
     NANOTRON,
     name="exposed (no overlap: the pessimistic bound)",
+    overlap_grad_reduce=False,
     prefetch_parameter_gathers=False,
     tensor_parallel_overlap="none",
     pipeline_overlap=False,
