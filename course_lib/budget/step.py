@@ -332,7 +332,8 @@ def calibrated_step_time(
     behind the last micro-batch's backward (ZeRO-0/1), or reduce-scattered every micro-batch behind its backward
     (ZeRO-2/3), if the framework overlaps them (``overlap_grad_reduce``; else after it, exposed);
     updated parameters all-gathered after the step behind the first forward (ZeRO-1/2), or gathered for every
-    forward and backward (ZeRO-3) — hidden only if the framework prefetches (``prefetch_parameter_gathers``).
+    forward and backward (ZeRO-3; once per step with a pipeline under a framework that keeps the stage whole,
+    ``reshard_with_pipeline`` False) — hidden only if the framework prefetches (``prefetch_parameter_gathers``).
     Communication that overlaps compute slows it by ``overlap_slowdown`` × its time.
 
     >>> from course_lib.hardware import DGX_H100
@@ -400,6 +401,9 @@ def calibrated_step_time(
         return np.where(np.asarray(d) > 1, buckets * per_bucket, 0.0), np.where(np.asarray(d) > 1, per_bucket, 0.0)
 
     stage = plan.zero_stage
+    # ZeRO-3 under a framework that keeps a pipeline stage whole through the step (FSDP2 as torchtitan runs it): with
+    # p > 1 the stage's parameters are gathered once and its gradients reduce-scattered once per step.
+    once = (np.asarray(p) > 1) if stage == 3 and not calibration.framework.reshard_with_pipeline else False
     reduce_op = "all_reduce" if stage == 0 else "reduce_scatter"
     reduce_s, reduce_bucket = stream(reduce_op, reduce_bytes)
     prefetch = 1.0 if calibration.framework.prefetch_parameter_gathers else 0.0
@@ -407,8 +411,9 @@ def calibrated_step_time(
     fwd_window, bwd_window = forward + 0.0 * m, backward + 0.0 * m
     reduce_window = overlap_reduce * bwd_window
     if stage >= 2:
-        exposed_data = bucketed_exposure(reduce_s, reduce_bucket, reduce_window, m)
-        reduce_total = m * reduce_s
+        every = bucketed_exposure(reduce_s, reduce_bucket, reduce_window, m)
+        exposed_data = np.where(once, bucketed_exposure(reduce_s, reduce_bucket, reduce_window), every)
+        reduce_total = np.where(once, reduce_s, m * reduce_s)
     else:
         exposed_data = bucketed_exposure(reduce_s, reduce_bucket, reduce_window)
         reduce_total = reduce_s
@@ -418,9 +423,11 @@ def calibrated_step_time(
         exposed_data = exposed_data + bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window)
         gather_total = gather_s
     elif stage == 3:
-        exposed_data = exposed_data + bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window, m)
-        exposed_data = exposed_data + bucketed_exposure(gather_s, 0.0, prefetch * bwd_window, m)
-        gather_total = 2 * m * gather_s
+        every = bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window, m)
+        every = every + bucketed_exposure(gather_s, 0.0, prefetch * bwd_window, m)
+        single = bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window)
+        exposed_data = exposed_data + np.where(once, single, every)
+        gather_total = np.where(once, gather_s, 2 * m * gather_s)
     hidden_data = np.maximum(reduce_total + gather_total - exposed_data, 0.0)
     slowdown = calibration.overlap_slowdown * hidden_data
     exposed = {
