@@ -38,6 +38,7 @@ from .budget.step import forward_flops_per_token, step_time
 # PLAYBOOK_CALIBRATION is also this module's (``__all__``): the calibration fitted on the Playbook's 1B and 3B runs
 # only, the default on its cluster; ``parallelism.calibration``, where it lives, documents its constants.
 from .parallelism.calibration import PLAYBOOK_CALIBRATION, Calibration, resolve_calibration
+from .parallelism.frameworks import DEEPSPEED, MEGATRON_CORE
 from .parallelism.memory import memory_breakdown
 from .parallelism.models import GPT3_175B, PLAYBOOK_MODELS, TransformerModel
 from .parallelism.plan import ParallelPlan, splits_evenly
@@ -64,6 +65,7 @@ __all__ = [
     "NARAYANAN_TABLE1",
     "NARAYANAN_SECTION_5_2",
     "NARAYANAN_UNCALIBRATED",
+    "NARAYANAN_FRAMEWORKS",
     "narayanan_table1_tflops",
     "narayanan_zero3_and_ptdp",
     "narayanan_report",
@@ -499,6 +501,9 @@ NARAYANAN_TABLE1 = (
 NARAYANAN_SECTION_5_2 = ((384, 4, 144, 153), (768, 2, 88, 149))
 # The physics without fitted constants (big-GEMM efficiency 0.5, nominal links), with DeepSpeed's prefetching of ZeRO-3
 # gathers: "before" for these rows (the ideal model, calibration=None, cannot split 60 layers into 4 × 2 chunks).
+# The frameworks of the paper's runs, as the cited presets (``parallelism.frameworks``): ZeRO-3 with DeepSpeed (§5.2),
+# PTD-P (Table 1, §5.2) with Megatron-LM. Today's releases, not 2021's: an approximation the report says.
+NARAYANAN_FRAMEWORKS = {"zero3": DEEPSPEED, "ptdp": MEGATRON_CORE}
 NARAYANAN_UNCALIBRATED = Calibration(name="Megatron-LM and DeepSpeed on Selene, uncalibrated")  # gathers prefetched
 
 
@@ -506,8 +511,9 @@ def _selene(gpus):
     return replace(hardware.SELENE_3072, nodes=gpus // 8)
 
 
-def narayanan_table1_tflops(row, calibration="default") -> float:
-    """Predicted hardware TFLOP/s per GPU of one ``NARAYANAN_TABLE1`` row (its first seven fields).
+def narayanan_table1_tflops(row, calibration="default", framework=None) -> float:
+    """Predicted hardware TFLOP/s per GPU of one ``NARAYANAN_TABLE1`` row (its first seven fields), under
+    ``calibration`` run as ``framework`` would (None: the calibration's own; the paper ran Megatron-LM).
 
     >>> row = NARAYANAN_TABLE1[-1]   # the 1T model: measured 163
     >>> round(narayanan_table1_tflops(row)), round(narayanan_table1_tflops(row, NARAYANAN_UNCALIBRATED))
@@ -528,13 +534,14 @@ def narayanan_table1_tflops(row, calibration="default") -> float:
         schedule="interleaved" if interleaved else "1f1b",
         virtual_stages=2 if interleaved else 1,
     )
-    step = step_time(model, plan, _selene(gpus), calibration=calibration)
+    step = step_time(model, plan, _selene(gpus), calibration=calibration, framework=framework)
     return float(step.hfu * hardware.A100.peak("bf16") / 1e12)
 
 
-def narayanan_zero3_and_ptdp(gpus, zero3_micro_batch, calibration="default"):
+def narayanan_zero3_and_ptdp(gpus, zero3_micro_batch, calibration="default", frameworks=(None, None)):
     """The ``budget.StepTime`` of GPT-3 175B (batch 1536) on ``gpus`` A100s of Selene under ZeRO-3 without model
-    parallelism and under PTD-P (t = 8, p = 12, interleaved), both with full recomputation, as in §5.2."""
+    parallelism and under PTD-P (t = 8, p = 12, interleaved), both with full recomputation, as in §5.2; each run as
+    its framework of ``frameworks`` would (None: the calibration's own; the paper ran DeepSpeed and Megatron-LM)."""
     model = GPT3_175B
     zero3 = ParallelPlan(
         data_parallel=gpus,
@@ -554,18 +561,24 @@ def narayanan_zero3_and_ptdp(gpus, zero3_micro_batch, calibration="default"):
         schedule="interleaved",
         virtual_stages=2,
     )
-    return tuple(step_time(model, plan, _selene(gpus), calibration=calibration) for plan in (zero3, ptdp))
+    return tuple(
+        step_time(model, plan, _selene(gpus), calibration=calibration, framework=framework)
+        for plan, framework in zip((zero3, ptdp), frameworks, strict=True)
+    )
 
 
-def narayanan_report(calibration="default") -> str:
-    """Narayanan et al.'s Table 1 and §5.2 next to the model's predictions under ``calibration``, as text."""
+def narayanan_report(calibration="default", frameworks=False) -> str:
+    """Narayanan et al.'s Table 1 and §5.2 next to the model's predictions under ``calibration``, as text; with
+    ``frameworks``, each run as the framework the paper used would run it (``NARAYANAN_FRAMEWORKS``)."""
     peak = hardware.A100.peak("bf16") / 1e12
-    predicted = [narayanan_table1_tflops(row, calibration) for row in NARAYANAN_TABLE1]
+    table1, zero3_ptdp = (NARAYANAN_FRAMEWORKS["ptdp"], tuple(NARAYANAN_FRAMEWORKS.values())) if frameworks else (
+        None, (None, None))  # fmt: skip
+    predicted = [narayanan_table1_tflops(row, calibration, table1) for row in NARAYANAN_TABLE1]
     within = sum(abs(x / row[-1] - 1) <= 0.15 for x, row in zip(predicted, NARAYANAN_TABLE1, strict=True))
     rows = ", ".join(f"{x:.0f}/{row[-1]}" for x, row in zip(predicted, NARAYANAN_TABLE1, strict=True))
     lines = [f"Narayanan Table 1, predicted/published TFLOP/s per GPU: {rows}; within 15 %: {within} of 10"]
     for gpus, micro_batch, zero3_measured, ptdp_measured in NARAYANAN_SECTION_5_2:
-        zero3, ptdp = narayanan_zero3_and_ptdp(gpus, micro_batch, calibration)
+        zero3, ptdp = narayanan_zero3_and_ptdp(gpus, micro_batch, calibration, zero3_ptdp)
         rates = f"ZeRO-3 {float(zero3.hfu) * peak:.0f}, PTD-P {float(ptdp.hfu) * peak:.0f}"
         lines.append(
             f"Narayanan §5.2, 175B on {gpus} GPUs: {rates} TFLOP/s predicted (measured {zero3_measured}, "

@@ -5,7 +5,8 @@ tests/test_validation.py judges, with issue 10's targets beside them, and the ru
 al. 2021's Table 1 and §5.2 (tests/test_narayanan.py): before (the uncalibrated course model, ``calibration=None``;
 ``validation.NARAYANAN_UNCALIBRATED`` for Narayanan's rows) and after (the default calibration:
 ``PLAYBOOK_CALIBRATION`` on the Playbook's cluster, ``parallelism.default_calibration`` on Selene), with the fitted
-constants.
+constants; then Narayanan's runs under the default calibration as the frameworks the paper used run them
+(``validation.NARAYANAN_FRAMEWORKS``: the Megatron-LM and DeepSpeed presets).
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def main() -> int:
         f"{calibration.network_efficiency}, framework_bytes {units.format_bytes(calibration.framework_bytes)}"
     )
     _report('after: the default, calibrated model (calibration="default")', runs, "default", "default")
+    frameworks = ", ".join(f"{run}: {framework.name}" for run, framework in validation.NARAYANAN_FRAMEWORKS.items())
+    print(f"== Narayanan's runs as their frameworks run them ({frameworks}), default calibration:")
+    print(validation.narayanan_report("default", frameworks=True))
     return 0
 
 
