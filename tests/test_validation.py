@@ -177,7 +177,9 @@ def test_picks_without_the_margin_crash_in_half_the_cells(held_out):
     assert held_out["picks_crashed"] == 6 and round(held_out["crashed_share"], 3) == 0.619
 
 
-@pytest.mark.parametrize("name, _text, _target, check", validation.PICK_TARGETS, ids=lambda x: str(x)[:30])
+@pytest.mark.parametrize(
+    "name, _text, _target, check", validation.PICK_TARGETS, ids=[name for name, *_ in validation.PICK_TARGETS]
+)
 def test_pick_targets_with_the_margin(held_out_picks, name, _text, _target, check):
     assert check(held_out_picks[name]), held_out_picks[name]
 
