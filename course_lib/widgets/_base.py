@@ -25,6 +25,7 @@ whose range spans decades is a ``SelectionSlider`` over log-spaced values whose 
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import io
 import math
@@ -552,6 +553,22 @@ class Lab(widgets.VBox):
         finally:
             self._syncing = False
         self.refresh()
+
+    def _repr_mimebundle_(self, **kwargs) -> dict:
+        """The widget's bundle (its view and its text) plus a PNG of the figure as it is now.
+
+        A front end that runs the widget shows the live lab (the widget view ranks first); one without a kernel or
+        widget state (GitHub, nbviewer, a static site: nbconvert skips a view whose state is not stored) shows the
+        picture instead of the bare repr, so a notebook's stored output reads as the lab's figure at display time.
+
+        >>> import base64
+        >>> from course_lib.widgets import pipeline_lab
+        >>> bundle = pipeline_lab()._repr_mimebundle_()
+        >>> sorted(bundle), base64.b64decode(bundle["image/png"])[1:4]
+        (['application/vnd.jupyter.widget-view+json', 'image/png', 'text/plain'], b'PNG')
+        """
+        bundle = super()._repr_mimebundle_(**kwargs)
+        return {**bundle, "image/png": base64.b64encode(self.image.value).decode("ascii")}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(controls={sorted(self.controls)})"
