@@ -19,7 +19,8 @@ source, as for the lessons); by default all of them. For each master:
    OUT/NN_name/autograder.sha256, which tools/grade.py checks before grading, and the hash of everything it was
    made from into OUT/NN_name/inputs.sha256 (`make sync` rebuilds a lab only when that hash changed);
 4. the student version is normalised (no jupytext metadata, cell ids derived from the content, so that an
-   unchanged master gives a byte-identical file) and, with --student-dir, copied to DIR/NN_name.ipynb.
+   unchanged master gives a byte-identical file), gets back the picture of each lab the master stored (otter strips
+   every output; ``with_lab_pictures``) and, with --student-dir, is copied to DIR/NN_name.ipynb.
 
 OUT/NN_name/ is deleted and rebuilt each time. Otter's kernels and this script's `otter` processes run with the
 environment of `otter_environment` (see there).

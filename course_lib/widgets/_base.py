@@ -18,9 +18,11 @@ stops depend on other controls its new stops when they move (``sync_choices``), 
 stop of every control of every lab from it.
 
 The figure reaches the page as PNG bytes in an ``ipywidgets.Image``: this works the same in JupyterLab, on
-Binder, in Voila and in a test process without a browser, and needs no matplotlib widget backend. A control
-whose range spans decades is a ``SelectionSlider`` over log-spaced values whose labels carry the unit ("64 MB",
-"5 µs"), so no position can hold a value outside the lab's range.
+Binder, in Voila and in a test process without a browser, and needs no matplotlib widget backend. The same PNG
+goes into the lab's display bundle (``Lab._repr_mimebundle_``), so a notebook's stored output shows the figure where
+no kernel runs the widget (GitHub, nbviewer). A control whose range spans decades is a ``SelectionSlider`` over
+log-spaced values whose labels carry the unit ("64 MB", "5 µs"), so no position can hold a value outside the lab's
+range.
 """
 
 from __future__ import annotations
