@@ -493,6 +493,7 @@ CASES = [
             logits_bytes_per_element="nonnegative",
             bucket_bytes="positive",
             max_zero_stage_with_pipeline="stage",
+            overlap_grad_reduce="flag",
             prefetch_parameter_gathers="flag",
             pipeline_overlap="flag",
         ),
@@ -814,7 +815,9 @@ def test_framework_arguments_name_what_they_accept():
     with pytest.raises(ValueError, match="framework needs the calibrated model"):
         budget.step_time(GPT3_175B, plan, hardware.DGX_H100, calibration=None, framework="megatron")
     # A framework that cannot run a plan says which and why (Megatron's distributed optimizer is ZeRO-1).
-    with pytest.raises(ValueError, match=r"at most 1 with pipeline_parallel > 1 \(Megatron-LM \(Core\) combines"):
+    with pytest.raises(
+        ValueError, match=r"at most 1 with pipeline_parallel > 1 \(Megatron-LM \(Core\) with the distributed optimizer"
+    ):
         parallelism.memory_breakdown(GPT3_175B, ParallelPlan(pipeline_parallel=2, zero_stage=3), framework="megatron")
 
 

@@ -646,3 +646,17 @@ def test_search_binding_agrees_with_each_rows_breakdown(search_1t):
     # the three terms make up the step: the binding one is at least a third of it
     biggest = terms.max(axis=0)[fits]
     assert np.all(biggest >= c["step_time_s"][fits] / 3 - 1e-9)
+
+
+def test_the_pick_with_a_memory_margin_leaves_that_margin():
+    from course_lib import validation
+
+    found = budget.search_plans(parallelism.LLAMA3_8B, hardware.DGX_H100, global_batch=256)
+    margin = validation.PLAYBOOK_MEMORY_MARGIN
+    row = found.fastest_with_margin(margin)
+    capacity = hardware.H100.hbm_capacity_bytes
+    assert found.row(row)["memory_bytes"] * (1 + margin) <= capacity < found.row(0)["memory_bytes"] * (1 + margin)
+    # Every faster feasible plan needs more than the margin allows.
+    assert all(found.row(r)["memory_bytes"] * (1 + margin) > capacity for r in range(row))
+    with pytest.raises(ValueError, match="memory_margin"):
+        found.fastest_with_margin(-0.5)

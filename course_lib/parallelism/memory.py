@@ -382,10 +382,14 @@ def calibrated_memory_breakdown(
     param_b, grad_b, buffer_b, optimizer_b = PRECISION_RECIPES[calibration.framework.precision]
     stage = plan.zero_stage
 
+    # ZeRO-3 under a framework that keeps a pipeline stage whole through the step (FSDP2 as torchtitan runs it): with
+    # p > 1 the stage also holds its 16-bit parameters and its fp32 accumulated gradients unsharded.
+    whole = np.where((np.asarray(p) > 1) & (stage == 3) & (not calibration.framework.reshard_with_pipeline), 1.0, 0.0)
+
     def states(params):
         per_device = params / t
-        parameters = param_b * per_device / (d if stage >= 3 else 1)
-        gradients = (grad_b + buffer_b) * per_device / (d if stage >= 2 else 1)
+        parameters = param_b * per_device / (d if stage >= 3 else 1) + whole * param_b * per_device
+        gradients = (grad_b + buffer_b) * per_device / (d if stage >= 2 else 1) + whole * 4.0 * per_device
         optimizer = optimizer_b * per_device / (d if stage >= 1 else 1)
         return parameters, gradients, optimizer
 
