@@ -1,7 +1,5 @@
-"""Where lab 5's graded questions are taught (issue 25): per question, the course_lib names its solution uses and
-the facts it needs (a key with a space, a phrase of the lesson), each with where a learner meets it first: a lesson
-("03_parallelism"), no later than those the lab's "What you need" names, or "intro" (this lab's own text before the
-question). tests/test_taught.py checks that the names are those the solution uses and that each appears there."""
+"""Where lab 5's graded questions are taught: the names and facts each needs, with the lesson (or "intro") that
+teaches it; tests/test_taught.py explains the format and checks it."""
 
 TAUGHT = {
     "q1": {"the fit minimises **relative** errors": "05_measure"},
