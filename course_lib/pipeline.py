@@ -52,12 +52,13 @@ SCHEDULES = ("gpipe", "1f1b", "interleaved")
 # Qi et al. 2024 §2's handcrafted schedules, the backward split into B and W (simulated here; not a plan's schedule).
 ZERO_BUBBLE_SCHEDULES = ("zb-h1", "zb-h2")
 SIMULATED_SCHEDULES = SCHEDULES + ZERO_BUBBLE_SCHEDULES
-# Warm-up forwards per later stage, k: stage s runs k·(p − s − 1) forwards before its first B (ZB-H1 as 1F1B, ZB-H2
-# twice as many, §2.2: "more F passes during the warm-up phase") and runs the W of micro-batch i − k·s after the B of i.
+# Warm-up forwards per later stage, k: stage s runs k·(p − s − 1) warm-up forwards, one more, then its first B (ZB-H1
+# as 1F1B; ZB-H2 twice as many, §2.2's extra warm-up forwards), and runs the W of micro-batch i − k·s after the B of i.
 ZERO_BUBBLE_WARMUP = {"zb-h1": 1, "zb-h2": 2}
 # An op's kind: a forward, a whole backward (B + W), or the backward's two halves.
 OP_KINDS = ("forward", "backward", "backward_input", "backward_weight")
-# How many micro-batches' activations an op adds to its stage: fully held after F, partly (W's inputs) after B.
+# What an op changes in the micro-batches its stage holds, (held whole, waiting for their W): F adds one held whole,
+# a whole backward frees it, B keeps only W's inputs of it, W frees those.
 _HELD_CHANGE = {
     "forward": (1, 0),
     "backward": (-1, 0),
