@@ -19,6 +19,7 @@ BAD = {
     "positive": [0, -1.0, math.nan, math.inf, "1e9", None],
     "nonnegative": [-1e-6, math.nan, math.inf],
     "fraction": [0, 1.5, math.nan, -0.1],
+    "share0": [1.5, math.nan, -0.1, "half", None],  # a share that may be zero: [0, 1]
     "op": ["allreduce", "", 3],
     "algorithm": ["tree", "Ring"],
     "stage": [4, -1, "1", 1.0],
@@ -311,7 +312,15 @@ CASES = [
     ),
     (
         parallelism.pipeline_schedule_report,
-        dict(stages=4, microbatches=8, schedule="1f1b", virtual_stages=1, forward_time_s=1.0, backward_time_s=2.0),
+        dict(
+            stages=4,
+            microbatches=8,
+            schedule="1f1b",
+            virtual_stages=1,
+            forward_time_s=1.0,
+            backward_time_s=2.0,
+            backward_weight_time_s=0.5,
+        ),
         dict(
             stages="count",
             microbatches="count",
@@ -319,7 +328,36 @@ CASES = [
             virtual_stages="count",
             forward_time_s="positive",
             backward_time_s="positive",
+            backward_weight_time_s="optional_positive",
         ),
+    ),
+    (
+        parallelism.pipeline_bubble_time,
+        dict(
+            stages=4,
+            microbatches=8,
+            schedule="zb-h2",
+            virtual_stages=1,
+            forward_time_s=1.0,
+            backward_time_s=2.0,
+            backward_weight_time_s=0.5,
+            optimizer_sync=False,
+        ),
+        dict(
+            stages="count",
+            microbatches="count",
+            schedule="schedule",
+            virtual_stages="count",
+            forward_time_s="positive",
+            backward_time_s="positive",
+            backward_weight_time_s="optional_positive",
+            optimizer_sync="flag",
+        ),
+    ),
+    (
+        parallelism.zero_bubble_stage_in_flight,
+        dict(stages=4, schedule="zb-h2", stage=1, weight_pending_share=0.5),
+        dict(stages="count", schedule="schedule", stage="count0", weight_pending_share="share0"),
     ),
     (
         parallelism.zero_model_state_bytes,
