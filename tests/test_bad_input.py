@@ -472,6 +472,16 @@ CASES = [
         dict(op="op", ranks="count", nodes="count", payload_bytes="nonnegative"),
     ),
     (
+        nccl.all_to_all,
+        dict(cluster=hardware.DGX_H100, ranks=8, nodes=1, payload_bytes=1e9),
+        dict(ranks="count", nodes="count", payload_bytes="nonnegative"),
+    ),
+    (
+        budget.group_collective,
+        dict(op="all_to_all", cluster=hardware.NEBIUS_H100_IB, group_size=16, stride=1, payload_bytes=1e9),
+        dict(op="op", group_size="count", stride="count", payload_bytes="nonnegative"),
+    ),
+    (
         nccl.candidates,
         dict(op="all_reduce", cluster=hardware.DGX_H100, ranks=8, nodes=1, payload_bytes=1e9),
         dict(op="op", ranks="count", nodes="count", payload_bytes="nonnegative"),
