@@ -41,9 +41,9 @@ _AXIS_STRIDE = {
 class GroupCall(nccl.NcclEstimate):
     """One collective call by a group of ranks placed on a cluster: an ``nccl.NcclEstimate`` (``ranks`` on
     ``nodes`` nodes, the ``algorithm`` and ``protocol``, ``latency_s``, ``bandwidth_bytes_per_s`` and ``time_s``;
-    "p2p" and "Simple" for ``send_recv``, "ring" and "α–β" on devices NCCL does not run on) with the most
-    ``ranks_per_node`` (k) the group has on one node. Fields are arrays when groups were evaluated in bulk;
-    ``levels`` needs one group."""
+    "p2p" and "Simple" for ``send_recv``, "p2p" for ``all_to_all``, "ring" (``all_to_all``: "pairwise") and "α–β"
+    on devices NCCL does not run on) with the most ``ranks_per_node`` (k) the group has on one node. Fields are
+    arrays when groups were evaluated in bulk; ``levels`` needs one group."""
 
     ranks_per_node: _check.IntOrArray
 
