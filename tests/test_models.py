@@ -50,9 +50,10 @@ def _mixtral_counts(layers, hidden, heads, kv_heads, ffn, experts, top_k, vocab)
 def test_mixtral_8x7b_counts_equal_the_published_ones():
     total, active = _mixtral_counts(32, 4096, 32, 8, 14336, 8, 2, 32000)
     assert (MIXTRAL_8X7B.params, MIXTRAL_8X7B.active_params) == (total, active) == (46_702_792_704, 12_879_925_248)
-    # Jiang et al. 2024 §2.1: 46.7B total, 12.9B active (13B in the abstract).
+    # Mistral AI, 11 December 2023: 46.7B total, 12.9B per token (Jiang et al. 2024 §2: 47B and 13B).
     assert round(MIXTRAL_8X7B.params / 1e9, 1) == 46.7
     assert round(MIXTRAL_8X7B.active_params / 1e9, 1) == 12.9
+    assert (round(MIXTRAL_8X7B.params / 1e9), round(MIXTRAL_8X7B.active_params / 1e9)) == (47, 13)
 
 
 def test_mixtral_8x22b_counts_equal_the_published_ones():

@@ -58,7 +58,7 @@ class TransformerModel:
 
     >>> LLAMA3_8B.params, LLAMA3_8B.kv_heads, LLAMA3_8B.head_dim
     (8030261248, 8, 128)
-    >>> MIXTRAL_8X7B.params, MIXTRAL_8X7B.active_params   # 46.7 B total, 12.9 B active (Jiang et al. 2024)
+    >>> MIXTRAL_8X7B.params, MIXTRAL_8X7B.active_params   # 46.7 B total, 12.9 B active (Mistral AI 2023)
     (46702792704, 12879925248)
     """
 
@@ -203,7 +203,7 @@ class TransformerModel:
     @property
     def active_params(self) -> int:
         """Parameters one token uses: ``params`` with only the k routed experts (plus shared ones and the router) of
-        each MoE layer; the embeddings count whole, as Jiang et al. 2024 count Mixtral's 12.9 B. Equals ``params``
+        each MoE layer; the embeddings count whole, as Mistral AI counts Mixtral 8x7B's 12.9 B. Equals ``params``
         for a dense model.
 
         >>> LLAMA3_8B.active_params == LLAMA3_8B.params
@@ -222,7 +222,8 @@ MT_NLG_530B = TransformerModel("MT-NLG 530B", 105, 20480, 128, 51200, 2048)
 MEGATRON_1T = TransformerModel("GPT 1T (Megatron)", 128, 25600, 160, 51200, 2048)
 
 
-def _llama(name, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, tied_embeddings):
+def _llama(name, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, tied_embeddings, **experts):
+    """A Llama-style model (``experts``: a mixture of experts' fields; its experts' size is ``ffn_hidden``)."""
     return TransformerModel(
         name,
         layers,
@@ -235,6 +236,7 @@ def _llama(name, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, ti
         gated_mlp=True,
         tied_embeddings=tied_embeddings,
         style="llama",
+        **experts,
     )
 
 
@@ -253,36 +255,17 @@ PLAYBOOK_1B = _llama("Playbook 1B", 16, 2048, 32, 32, 8192, 131072, 4096, tied_e
 PLAYBOOK_3B = _llama("Playbook 3B", 28, 3072, 32, 32, 8192, 131072, 4096, tied_embeddings=True)
 PLAYBOOK_8B = _llama("Playbook 8B", 32, 4096, 32, 32, 14336, 131072, 4096, tied_embeddings=False)
 PLAYBOOK_80B = _llama("Playbook 80B", 80, 8192, 64, 64, 28672, 131072, 4096, tied_embeddings=False)
-
-
 # Mixtral (Jiang et al. 2024, "Mixtral of Experts", arXiv 2401.04088, Table 1): Llama-style layers (SwiGLU, RMSNorm,
 # rotary positions, no biases) whose MLP is 8 experts, top-2, untied embeddings. Fields from the config.json of
 # mistralai/Mixtral-8x7B-v0.1 (num_hidden_layers 32, hidden_size 4096, num_attention_heads 32, num_key_value_heads 8,
 # intermediate_size 14336, num_local_experts 8, num_experts_per_tok 2, vocab_size 32000, max_position_embeddings
 # 32768, tie_word_embeddings false) and of mistralai/Mixtral-8x22B-v0.1 (56, 6144, 48, 8, 16384, 8, 2, 32000, 65536,
-# false). Published counts: 46.7 B total, 12.9 B active (the paper, §2.1); 141 B and 39 B (Mistral AI, "Cheaper,
-# Better, Faster, Stronger", 17 April 2024). tests/test_models checks them to that precision.
-def _mixtral(name, layers, hidden, heads, moe_ffn_hidden, vocab, seq_len):
-    return TransformerModel(
-        name,
-        layers,
-        hidden,
-        heads,
-        vocab,
-        seq_len,
-        ffn_hidden=moe_ffn_hidden,
-        kv_heads=8,
-        gated_mlp=True,
-        tied_embeddings=False,
-        style="llama",
-        experts=8,
-        experts_per_token=2,
-        moe_ffn_hidden=moe_ffn_hidden,
-    )
-
-
-MIXTRAL_8X7B = _mixtral("Mixtral 8x7B", 32, 4096, 32, 14336, 32000, 32768)
-MIXTRAL_8X22B = _mixtral("Mixtral 8x22B", 56, 6144, 48, 16384, 32000, 65536)
+# false). Published counts: 46.7 B total, 12.9 B per token (Mistral AI, "Mixtral of experts", 11 December 2023; the
+# paper, §2: 47 B and 13 B); 141 B and 39 B (Mistral AI, "Cheaper, Better, Faster, Stronger", 17 April 2024).
+# tests/test_models checks them to that precision.
+_MIXTRAL = dict(tied_embeddings=False, experts=8, experts_per_token=2)
+MIXTRAL_8X7B = _llama("Mixtral 8x7B", 32, 4096, 32, 8, 14336, 32000, 32768, **_MIXTRAL)
+MIXTRAL_8X22B = _llama("Mixtral 8x22B", 56, 6144, 48, 8, 16384, 32000, 65536, **_MIXTRAL)
 # The GPT presets (the memory lab's models); the Llama-style presets; the Playbook's benchmark models; the mixtures
 # of experts.
 MODELS = {m.name: m for m in (GPT2_1_5B, MEGATRON_7_5B, MEGATRON_22B, GPT3_175B, MT_NLG_530B, MEGATRON_1T)}
