@@ -5,6 +5,7 @@ import pytest
 
 from course_lib.budget import forward_flops_per_token
 from course_lib.parallelism import (
+    DEEPSEEK_MOE_16B,
     LLAMA_MODELS,
     MIXTRAL_8X7B,
     MIXTRAL_8X22B,
@@ -64,8 +65,30 @@ def test_mixtral_8x22b_counts_equal_the_published_ones():
     assert round(MIXTRAL_8X22B.active_params / 1e9) == 39
 
 
+def test_deepseek_moe_16b_counts_equal_the_published_ones():
+    # deepseek-ai/deepseek-moe-16b-base config.json, tensor by tensor as modeling_deepseek.py builds them.
+    h, vocab, moe_layers = 2048, 102400, 28 - 1  # first_k_dense_replace 1
+    attention = 4 * h * h + 2 * h  # q, k, v, o (16 KV heads: multi-head); two RMSNorms
+    dense_mlp = 3 * h * 10944
+    expert, shared_mlp, gate = 3 * h * 1408, 3 * h * (2 * 1408), 64 * h
+    embeddings = 2 * vocab * h + h
+    dense_layer = attention + dense_mlp
+    total = dense_layer + moe_layers * (attention + 64 * expert + shared_mlp + gate) + embeddings
+    active = dense_layer + moe_layers * (attention + 6 * expert + shared_mlp + gate) + embeddings
+    assert (DEEPSEEK_MOE_16B.params, DEEPSEEK_MOE_16B.active_params) == (total, active)
+    assert (DEEPSEEK_MOE_16B.params, DEEPSEEK_MOE_16B.active_params) == (16_375_728_128, 2_828_650_496)
+    # Dai et al. 2024 §5: 16.4B total, 2.8B activated.
+    assert round(DEEPSEEK_MOE_16B.params / 1e9, 1) == 16.4
+    assert round(DEEPSEEK_MOE_16B.active_params / 1e9, 1) == 2.8
+    assert DEEPSEEK_MOE_16B.moe_layers == 27
+
+
 def test_moe_catalogue_holds_the_presets():
-    assert MOE_MODELS == {"Mixtral 8x7B": MIXTRAL_8X7B, "Mixtral 8x22B": MIXTRAL_8X22B}
+    assert MOE_MODELS == {
+        "Mixtral 8x7B": MIXTRAL_8X7B,
+        "Mixtral 8x22B": MIXTRAL_8X22B,
+        "DeepSeekMoE 16B": DEEPSEEK_MOE_16B,
+    }
 
 
 @pytest.mark.parametrize("model", [*MODELS.values(), *LLAMA_MODELS.values(), *PLAYBOOK_MODELS.values()], ids=str)

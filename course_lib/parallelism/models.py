@@ -1,7 +1,7 @@
 """Models: a decoder-only transformer's shape and architecture (``TransformerModel``) and the presets the course
 uses, in four catalogues: ``MODELS`` (GPT, as Narayanan et al. 2021 and Korthikanti et al. 2022 configure it),
 ``LLAMA_MODELS`` (Llama 3 and 3.2), ``PLAYBOOK_MODELS`` (the Ultra-Scale Playbook's benchmark models) and
-``MOE_MODELS`` (Mixtral's mixtures of experts).
+``MOE_MODELS`` (mixtures of experts: Mixtral, DeepSeekMoE).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ __all__ = [
     "PLAYBOOK_80B",
     "MIXTRAL_8X7B",
     "MIXTRAL_8X22B",
+    "DEEPSEEK_MOE_16B",
     "MODELS",
     "LLAMA_MODELS",
     "PLAYBOOK_MODELS",
@@ -266,9 +267,19 @@ PLAYBOOK_80B = _llama("Playbook 80B", 80, 8192, 64, 64, 28672, 131072, 4096, tie
 _MIXTRAL = dict(tied_embeddings=False, experts=8, experts_per_token=2)
 MIXTRAL_8X7B = _llama("Mixtral 8x7B", 32, 4096, 32, 8, 14336, 32000, 32768, **_MIXTRAL)
 MIXTRAL_8X22B = _llama("Mixtral 8x22B", 56, 6144, 48, 8, 16384, 32000, 65536, **_MIXTRAL)
+# DeepSeekMoE 16B (Dai et al. 2024, "DeepSeekMoE", arXiv 2401.06066, §5: 16.4 B total, 2.8 B activated): fine-grained
+# experts, 2 shared, a dense first layer. Fields from deepseek-ai/deepseek-moe-16b-base config.json: num_hidden_layers
+# 28, hidden_size 2048, num_attention_heads 16, num_key_value_heads 16, intermediate_size 10944 (the dense layer),
+# moe_intermediate_size 1408, n_routed_experts 64, num_experts_per_tok 6, n_shared_experts 2 (its code builds one MLP
+# of 2 × 1408: the same weights), first_k_dense_replace 1, vocab_size 102400, max_position_embeddings 4096,
+# tie_word_embeddings false; the gate is a 64 × 2048 weight with no bias (modeling_deepseek.py, MoEGate).
+DEEPSEEK_MOE_16B = _llama(
+    "DeepSeekMoE 16B", 28, 2048, 16, 16, 10944, 102400, 4096, tied_embeddings=False,
+    experts=64, experts_per_token=6, moe_ffn_hidden=1408, shared_experts=2, dense_layers=1,
+)  # fmt: skip
 # The GPT presets (the memory lab's models); the Llama-style presets; the Playbook's benchmark models; the mixtures
 # of experts.
 MODELS = {m.name: m for m in (GPT2_1_5B, MEGATRON_7_5B, MEGATRON_22B, GPT3_175B, MT_NLG_530B, MEGATRON_1T)}
 LLAMA_MODELS = {m.name: m for m in (LLAMA32_1B, LLAMA32_3B, LLAMA3_8B, LLAMA3_70B, LLAMA3_405B)}
 PLAYBOOK_MODELS = {m.name: m for m in (PLAYBOOK_1B, PLAYBOOK_3B, PLAYBOOK_8B, PLAYBOOK_80B)}
-MOE_MODELS = {m.name: m for m in (MIXTRAL_8X7B, MIXTRAL_8X22B)}
+MOE_MODELS = {m.name: m for m in (MIXTRAL_8X7B, MIXTRAL_8X22B, DEEPSEEK_MOE_16B)}
