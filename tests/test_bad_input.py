@@ -447,6 +447,11 @@ CASES = [
         dict(layers="count", hidden="count", heads="count", vocab="count", seq_len="count"),
     ),
     (
+        parallelism.TransformerModel,
+        dict(name="tiny MoE", layers=2, hidden=64, heads=4, vocab=100, seq_len=16, experts=4, experts_per_token=2),
+        dict(experts="count", experts_per_token="count"),
+    ),
+    (
         budget.exposed_after_overlap,
         dict(communication_s=2e-3, overlap_window_s=1e-3),
         dict(communication_s="nonnegative", overlap_window_s="nonnegative"),

@@ -12,7 +12,8 @@ evaluate many plans at once; the plan search does that. Bytes are decimal, count
 One concept per module, each importing only the ones listed before it; this package re-exports the names in each
 one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import X`` work as they always did:
 
-- ``models``: ``TransformerModel``, its presets and the catalogues ``MODELS``, ``LLAMA_MODELS``, ``PLAYBOOK_MODELS``;
+- ``models``: ``TransformerModel``, its presets and the catalogues ``MODELS``, ``LLAMA_MODELS``, ``PLAYBOOK_MODELS``,
+  ``MOE_MODELS``;
 - ``plan``: ``ParallelPlan``, ``ZERO_STAGES``, ``ATTENTION_OPTIONS``, ``global_batch`` (and ``global_batch_report``,
   lab 2's one call), ``pipeline_bubble_fraction`` and the split checks (``splits_evenly``, ``check_tensor_split``,
   ``check_pipeline_split``, ``check_plan_for_model``, ``stage_layers``); the schedules (``SCHEDULES``) are

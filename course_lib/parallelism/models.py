@@ -1,6 +1,7 @@
 """Models: a decoder-only transformer's shape and architecture (``TransformerModel``) and the presets the course
-uses, in three catalogues: ``MODELS`` (GPT, as Narayanan et al. 2021 and Korthikanti et al. 2022 configure it),
-``LLAMA_MODELS`` (Llama 3 and 3.2) and ``PLAYBOOK_MODELS`` (the Ultra-Scale Playbook's benchmark models).
+uses, in four catalogues: ``MODELS`` (GPT, as Narayanan et al. 2021 and Korthikanti et al. 2022 configure it),
+``LLAMA_MODELS`` (Llama 3 and 3.2), ``PLAYBOOK_MODELS`` (the Ultra-Scale Playbook's benchmark models) and
+``MOE_MODELS`` (mixtures of experts: Mixtral, DeepSeekMoE).
 """
 
 from __future__ import annotations
@@ -27,9 +28,13 @@ __all__ = [
     "PLAYBOOK_3B",
     "PLAYBOOK_8B",
     "PLAYBOOK_80B",
+    "MIXTRAL_8X7B",
+    "MIXTRAL_8X22B",
+    "DEEPSEEK_MOE_16B",
     "MODELS",
     "LLAMA_MODELS",
     "PLAYBOOK_MODELS",
+    "MOE_MODELS",
 ]
 
 ARCHITECTURE_STYLES = ("gpt", "llama")
@@ -46,8 +51,16 @@ class TransformerModel:
     with a weight only, rotary positions with no parameters), a gated SwiGLU MLP (``gated_mlp=True``: three h × f
     matrices), grouped-query attention (``kv_heads`` < ``heads``) and often untied embeddings.
 
+    A mixture of experts (``experts`` E > 1) replaces the MLP of its last l − ``dense_layers`` layers by E expert MLPs
+    of hidden size ``moe_ffn_hidden`` (f_e; ``ffn_hidden`` when None), a router (an h × E matrix, no bias) that sends
+    each token to ``experts_per_token`` k of them, and ``shared_experts`` MLPs of size f_e that every token visits.
+    ``params`` counts every expert (what memory stores); ``active_params`` the weights one token uses (k routed
+    experts, the shared ones and the router); the two are equal for a dense model (E = 1, the default).
+
     >>> LLAMA3_8B.params, LLAMA3_8B.kv_heads, LLAMA3_8B.head_dim
     (8030261248, 8, 128)
+    >>> MIXTRAL_8X7B.params, MIXTRAL_8X7B.active_params   # 46.7 B total, 12.9 B active (Mistral AI 2023)
+    (46702792704, 12879925248)
     """
 
     name: str
@@ -61,6 +74,11 @@ class TransformerModel:
     gated_mlp: bool = False
     tied_embeddings: bool = True
     style: str = "gpt"
+    experts: int = 1
+    experts_per_token: int = 1
+    moe_ffn_hidden: int | None = None
+    shared_experts: int = 0
+    dense_layers: int = 0
 
     def __post_init__(self):
         for name in ("layers", "hidden", "heads", "vocab", "seq_len"):
@@ -76,6 +94,21 @@ class TransformerModel:
         _check.flag("gated_mlp", self.gated_mlp)
         _check.flag("tied_embeddings", self.tied_embeddings)
         _check.choice("style", self.style, ARCHITECTURE_STYLES)
+        self._resolve_experts(ffn)
+
+    def _resolve_experts(self, ffn: int):
+        experts = _check.count("experts", self.experts)
+        k = _check.count("experts_per_token", self.experts_per_token)
+        if k > experts:
+            raise ValueError(f"experts_per_token must be between 1 and experts ({experts}), got {k}")
+        moe_ffn = ffn if self.moe_ffn_hidden is None else _check.count("moe_ffn_hidden", self.moe_ffn_hidden)
+        shared = _check.count("shared_experts", self.shared_experts, minimum=0)
+        dense = _check.count("dense_layers", self.dense_layers, minimum=0)
+        if dense > self.layers:
+            raise ValueError(f"dense_layers must be between 0 and layers ({self.layers}), got {dense}")
+        if experts == 1 and (shared or dense):
+            raise ValueError(f"shared_experts and dense_layers need experts > 1, got experts = {experts}")
+        object.__setattr__(self, "moe_ffn_hidden", moe_ffn)
 
     @property
     def head_dim(self) -> int:
@@ -83,20 +116,62 @@ class TransformerModel:
         return self.hidden // self.heads
 
     @property
-    def matmul_weights_per_layer(self) -> int:
-        """Weights of one layer's matrix multiplies: W_Q and W_O h × h, W_K and W_V h × (kv_heads · head_dim), and
-        the MLP's two h × f matrices (three when gated). Each costs 2 FLOPs per token in the forward pass.
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts: l − dense_layers (0 for a dense model)."""
+        return self.layers - self.dense_layers if self.experts > 1 else 0
+
+    def _layer_sum(self, *, active: bool, params: bool) -> int:
+        """Matrix weights (``params=False``) or parameters of all l layers: each expert as the token sees it."""
+        assert self.kv_heads is not None and self.ffn_hidden is not None and self.moe_ffn_hidden is not None
+        h, kv_width = self.hidden, self.kv_heads * self.head_dim
+        attention = 2 * h * h + 2 * h * kv_width
+        if params and self.style == "gpt":
+            attention += 2 * h + 2 * kv_width + 2 * 2 * h  # biases of W_Q, W_K, W_V, W_O; two LayerNorms (2h each)
+        elif params:
+            attention += 2 * h  # two RMSNorms
+
+        def mlp(f: int) -> int:
+            weights = (3 if self.gated_mlp else 2) * h * f
+            biases = ((2 if self.gated_mlp else 1) * f + h) if params and self.style == "gpt" else 0
+            return weights + biases
+
+        routed = self.experts_per_token if active else self.experts
+        moe = (routed + self.shared_experts) * mlp(self.moe_ffn_hidden) + h * self.experts  # the router: h × E
+        dense_mlp = mlp(self.ffn_hidden)
+        return self.layers * attention + (self.layers - self.moe_layers) * dense_mlp + self.moe_layers * moe
+
+    def _per_layer(self, total: int) -> int | float:
+        return total // self.layers if total % self.layers == 0 else total / self.layers
+
+    @property
+    def matmul_weights_per_layer(self) -> int | float:
+        """Weights of one layer's matrix multiplies that a token uses (the FLOPs per token count these): W_Q and W_O
+        h × h, W_K and W_V h × (kv_heads · head_dim), and the MLP's two h × f matrices (three when gated); in a
+        mixture of experts, the k experts a token visits, the shared experts and the h × E router. Each weight
+        costs 2 FLOPs per token in the forward pass. The mean over the l layers: an integer unless dense and MoE
+        layers mix. ``stored_matmul_weights_per_layer`` counts every expert.
 
         >>> LLAMA3_8B.matmul_weights_per_layer   # 2·4096² + 2·4096·1024 + 3·4096·14336
         218103808
+        >>> MIXTRAL_8X7B.matmul_weights_per_layer   # 2·4096² + 2·4096·1024 + 2 · 3·4096·14336 + 4096·8
+        394297344
         """
-        assert self.kv_heads is not None and self.ffn_hidden is not None  # __post_init__ resolved the defaults
-        h, kv_width = self.hidden, self.kv_heads * self.head_dim
-        return 2 * h * h + 2 * h * kv_width + (3 if self.gated_mlp else 2) * h * self.ffn_hidden
+        return self._per_layer(self._layer_sum(active=True, params=False))
 
     @property
-    def params_per_layer(self) -> int:
-        """Parameters of one transformer layer: attention, MLP, their biases (GPT) and the two norms.
+    def stored_matmul_weights_per_layer(self) -> int | float:
+        """Weights of one layer's matrix multiplies with every expert (what memory holds): equals
+        ``matmul_weights_per_layer`` for a dense model. The mean over the l layers.
+
+        >>> MIXTRAL_8X7B.stored_matmul_weights_per_layer   # 2·4096² + 2·4096·1024 + 8 · 3·4096·14336 + 4096·8
+        1451261952
+        """
+        return self._per_layer(self._layer_sum(active=False, params=False))
+
+    @property
+    def params_per_layer(self) -> int | float:
+        """Parameters of one transformer layer, every expert included (what memory stores): attention, MLP (or
+        experts and router), their biases (GPT) and the two norms. The mean over the l layers.
 
         Attention: W_Q and W_O are h × h, W_K and W_V h × (kv_heads · head_dim). MLP: two h × f matrices, three when
         gated. GPT adds a bias to each of them and two LayerNorms of 2h; Llama has two RMSNorms of h.
@@ -104,13 +179,7 @@ class TransformerModel:
         >>> GPT3_175B.params_per_layer == 12 * 12288**2 + 13 * 12288   # Narayanan et al. 2021 Eq. (2), per layer
         True
         """
-        assert self.kv_heads is not None and self.ffn_hidden is not None  # __post_init__ resolved the defaults
-        h, f, kv_width = self.hidden, self.ffn_hidden, self.kv_heads * self.head_dim
-        matrices = self.matmul_weights_per_layer
-        if self.style == "llama":
-            return matrices + 2 * h
-        biases = (2 * h + 2 * kv_width) + ((2 if self.gated_mlp else 1) * f + h)
-        return matrices + biases + 2 * 2 * h
+        return self._per_layer(self._layer_sum(active=False, params=True))
 
     @property
     def embedding_params(self) -> int:
@@ -124,12 +193,24 @@ class TransformerModel:
 
     @property
     def params(self) -> int:
-        """Parameter count: l · params_per_layer + embedding_params (Narayanan et al. 2021 Eq. (2) for GPT).
+        """Parameter count, every expert included: the l layers + embedding_params (Narayanan et al. 2021 Eq. (2)
+        for GPT).
 
         >>> round(GPT3_175B.params / 1e9, 1)
         174.6
         """
-        return self.layers * self.params_per_layer + self.embedding_params
+        return self._layer_sum(active=False, params=True) + self.embedding_params
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token uses: ``params`` with only the k routed experts (plus shared ones and the router) of
+        each MoE layer; the embeddings count whole, as Mistral AI counts Mixtral 8x7B's 12.9 B. Equals ``params``
+        for a dense model.
+
+        >>> LLAMA3_8B.active_params == LLAMA3_8B.params
+        True
+        """
+        return self._layer_sum(active=True, params=True) + self.embedding_params
 
 
 # Configurations: Narayanan et al. 2021 Table 1 (7.5B, 1T; V = 51,200, s = 2048) and Korthikanti et al. 2022
@@ -142,7 +223,8 @@ MT_NLG_530B = TransformerModel("MT-NLG 530B", 105, 20480, 128, 51200, 2048)
 MEGATRON_1T = TransformerModel("GPT 1T (Megatron)", 128, 25600, 160, 51200, 2048)
 
 
-def _llama(name, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, tied_embeddings):
+def _llama(name, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, tied_embeddings, **experts):
+    """A Llama-style model (``experts``: a mixture of experts' fields; its experts' size is ``ffn_hidden``)."""
     return TransformerModel(
         name,
         layers,
@@ -155,6 +237,7 @@ def _llama(name, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, ti
         gated_mlp=True,
         tied_embeddings=tied_embeddings,
         style="llama",
+        **experts,
     )
 
 
@@ -173,7 +256,30 @@ PLAYBOOK_1B = _llama("Playbook 1B", 16, 2048, 32, 32, 8192, 131072, 4096, tied_e
 PLAYBOOK_3B = _llama("Playbook 3B", 28, 3072, 32, 32, 8192, 131072, 4096, tied_embeddings=True)
 PLAYBOOK_8B = _llama("Playbook 8B", 32, 4096, 32, 32, 14336, 131072, 4096, tied_embeddings=False)
 PLAYBOOK_80B = _llama("Playbook 80B", 80, 8192, 64, 64, 28672, 131072, 4096, tied_embeddings=False)
-# The GPT presets (the memory lab's models); the Llama-style presets; the Playbook's benchmark models.
+# Mixtral (Jiang et al. 2024, "Mixtral of Experts", arXiv 2401.04088, Table 1): Llama-style layers (SwiGLU, RMSNorm,
+# rotary positions, no biases) whose MLP is 8 experts, top-2, untied embeddings. Fields from the config.json of
+# mistralai/Mixtral-8x7B-v0.1 (num_hidden_layers 32, hidden_size 4096, num_attention_heads 32, num_key_value_heads 8,
+# intermediate_size 14336, num_local_experts 8, num_experts_per_tok 2, vocab_size 32000, max_position_embeddings
+# 32768, tie_word_embeddings false) and of mistralai/Mixtral-8x22B-v0.1 (56, 6144, 48, 8, 16384, 8, 2, 32000, 65536,
+# false). Published counts: 46.7 B total, 12.9 B per token (Mistral AI, "Mixtral of experts", 11 December 2023; the
+# paper, §2: 47 B and 13 B); 141 B and 39 B (Mistral AI, "Cheaper, Better, Faster, Stronger", 17 April 2024).
+# tests/test_models checks them to that precision.
+_MIXTRAL = dict(tied_embeddings=False, experts=8, experts_per_token=2)
+MIXTRAL_8X7B = _llama("Mixtral 8x7B", 32, 4096, 32, 8, 14336, 32000, 32768, **_MIXTRAL)
+MIXTRAL_8X22B = _llama("Mixtral 8x22B", 56, 6144, 48, 8, 16384, 32000, 65536, **_MIXTRAL)
+# DeepSeekMoE 16B (Dai et al. 2024, "DeepSeekMoE", arXiv 2401.06066, §5: 16.4 B total, 2.8 B activated): fine-grained
+# experts, 2 shared, a dense first layer. Fields from deepseek-ai/deepseek-moe-16b-base config.json: num_hidden_layers
+# 28, hidden_size 2048, num_attention_heads 16, num_key_value_heads 16, intermediate_size 10944 (the dense layer),
+# moe_intermediate_size 1408, n_routed_experts 64, num_experts_per_tok 6, n_shared_experts 2 (its code builds one MLP
+# of 2 × 1408: the same weights), first_k_dense_replace 1, vocab_size 102400, max_position_embeddings 4096,
+# tie_word_embeddings false; the gate is a 64 × 2048 weight with no bias (modeling_deepseek.py, MoEGate).
+DEEPSEEK_MOE_16B = _llama(
+    "DeepSeekMoE 16B", 28, 2048, 16, 16, 10944, 102400, 4096, tied_embeddings=False,
+    experts=64, experts_per_token=6, moe_ffn_hidden=1408, shared_experts=2, dense_layers=1,
+)  # fmt: skip
+# The GPT presets (the memory lab's models); the Llama-style presets; the Playbook's benchmark models; the mixtures
+# of experts.
 MODELS = {m.name: m for m in (GPT2_1_5B, MEGATRON_7_5B, MEGATRON_22B, GPT3_175B, MT_NLG_530B, MEGATRON_1T)}
 LLAMA_MODELS = {m.name: m for m in (LLAMA32_1B, LLAMA32_3B, LLAMA3_8B, LLAMA3_70B, LLAMA3_405B)}
 PLAYBOOK_MODELS = {m.name: m for m in (PLAYBOOK_1B, PLAYBOOK_3B, PLAYBOOK_8B, PLAYBOOK_80B)}
+MOE_MODELS = {m.name: m for m in (MIXTRAL_8X7B, MIXTRAL_8X22B, DEEPSEEK_MOE_16B)}
