@@ -305,10 +305,12 @@ def _column_parallel_share(model: TransformerModel) -> float:
     >>> _column_parallel_share(GPT3_175B)   # (h² + 2h² + 4h²) / 12h²
     0.5833333333333334
     """
-    assert model.kv_heads is not None and model.ffn_hidden is not None  # __post_init__ resolved the defaults
+    assert model.kv_heads is not None  # __post_init__ resolved the default
     h, kv_width = model.hidden, model.kv_heads * model.head_dim
-    inputs = h * h + 2 * h * kv_width + (2 if model.gated_mlp else 1) * h * model.ffn_hidden
-    return inputs / model.matmul_weights_per_layer
+    weights = model.matmul_weights_per_layer  # what a token uses: with experts, the k it visits and the router
+    mlp = weights - (2 * h * h + 2 * h * kv_width)
+    inputs = h * h + 2 * h * kv_width + mlp * (2 / 3 if model.gated_mlp else 1 / 2)  # gate and up of (gate, up, down)
+    return inputs / weights
 
 
 def calibrated_step_time(
