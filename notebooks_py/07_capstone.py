@@ -684,8 +684,17 @@ print(
 
 # %%
 recommended_row = search.find(**{name: ranking[0][name] for name in budget.PLAN_FIELDS})
-fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
-viz.plot_plan_search(search, ax=ax, highlight_rows=(0, recommended_row, candidate_row))
+fig, ax = plt.subplots(figsize=(9, 6.4), layout="constrained")
+viz.plot_plan_search(
+    search,
+    ax=ax,
+    highlight_rows=(0, recommended_row, candidate_row),
+    highlight_labels=(
+        "row 0, the calibrated winner",
+        f"row {recommended_row}, recommended",
+        f"row {candidate_row}, the candidate",
+    ),
+)
 plt.show()
 
 # %% [markdown]
