@@ -80,7 +80,7 @@ def lesson_figures(lesson: str) -> tuple[list, dict]:
                 continue
             source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
             with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(source, f"notebooks_py/{lesson}.py", "exec"), namespace)  # noqa: S102
+                exec(compile(source, f"notebooks_py/{lesson}.py", "exec"), namespace)
     finally:
         plt.show = original_show
         os.chdir(here)
@@ -378,7 +378,7 @@ def _search_texts(search, rows) -> list:
     return texts
 
 
-def _lesson_01_flops(ns):
+def _lesson_01_flops(_ns):
     gpt3, batch = parallelism.GPT3_175B, 1536
     sizes = (batch, gpt3.seq_len, gpt3.layers, gpt3.hidden, gpt3.vocab)
     total = compute.transformer_flops_per_iteration(*sizes, recompute="full")
@@ -387,7 +387,7 @@ def _lesson_01_flops(ns):
     return texts + [units.format_flops(total), "3", *map(str, sizes), "2 ×", "1 ×"]  # "Eq. 3", the passes' ×
 
 
-def _lesson_01_roofline(ns):
+def _lesson_01_roofline(_ns):
     accelerators = (hardware.H100, hardware.A100, hardware.B200, hardware.TPU_V5E)
     texts = []
     for accelerator in accelerators:
@@ -402,7 +402,7 @@ def _lesson_01_roofline(ns):
     return texts
 
 
-def _lesson_01_memory(ns):
+def _lesson_01_memory(_ns):
     totals = [
         parallelism.MemoryBreakdown(*parallelism.zero_model_state_breakdown(params, 1, 0), activations=0.0).total
         for params in (1.5e9, 7.5e9, parallelism.GPT3_175B.params)
@@ -418,7 +418,7 @@ def _collective_steps(op, algorithms):
     return lambda _ns: texts
 
 
-def _lesson_02_time(ns):
+def _lesson_02_time(_ns):
     report = collectives.collective_report("all_reduce", 8, 100 * units.MB, 50 * units.GB, 5 * units.US)
     crossover = collectives.latency_bandwidth_crossover_bytes("all_reduce", 8, 50 * units.GB, 5 * units.US)
     return ["8", "50 GB/s", "5 µs", f_time(report.time_s), "100 MB", f_bytes(crossover)]
@@ -431,12 +431,12 @@ def _lesson_03_memory(ns):
     ]
 
 
-def _lesson_03_schedules(ns):
+def _lesson_03_schedules(_ns):
     bubbles = [parallelism.pipeline_bubble_fraction(4, 8, v) for v in (1, 1, 2)]
     return ["10 ms"] + [f_pct(bubble) for bubble in bubbles]
 
 
-def _lesson_04_serving(ns):
+def _lesson_04_serving(_ns):
     step = serving.decode_step(parallelism.LLAMA3_70B, hardware.DGX_H100, 8, 1, 64, 4096)
     return ["64", f_time(step.time_per_output_token_s), f_count(step.tokens_per_s_per_device)]
 
@@ -448,7 +448,7 @@ def _lesson_04_step(ns):
     return _step_texts(step, [str(size) for size in sizes])
 
 
-def _lesson_04_scaling(ns):
+def _lesson_04_scaling(_ns):
     possible, required = [], []
     for devices in (8, 256, 3072):
         d = devices // 8
@@ -468,7 +468,7 @@ def _lesson_04_scaling(ns):
     return possible, required
 
 
-def _lesson_04_payload(ns):
+def _lesson_04_payload(_ns):
     cluster = hardware.SELENE_3072
     bandwidth, latency = cluster.intra_bandwidth_bytes_per_s, cluster.intra_node_link.latency_s
     payload = parallelism.ACTIVATION_BYTES * parallelism.GPT3_175B.hidden
@@ -477,7 +477,7 @@ def _lesson_04_payload(ns):
     return ["8", units.format_bandwidth(bandwidth), f_time(latency), f_time(time), f_bytes(payload), f_bytes(crossover)]
 
 
-def _lesson_04_landscape(ns):
+def _lesson_04_landscape(_ns):
     search = budget.search_plans(parallelism.MEGATRON_1T, hardware.SELENE_3072, global_batch=3072)
     paper = search.find(
         data_parallel=6,
