@@ -391,7 +391,8 @@ def ring_step_phase(op, ranks, step) -> str:
 
 
 def busbw_factor(op, ranks):
-    """nccl-tests' bus-bandwidth factor: busbw = algbw × factor (doc/PERFORMANCE.md; send_recv from sendrecv.cu).
+    """nccl-tests' bus-bandwidth factor: busbw = algbw × factor (doc/PERFORMANCE.md's summary, AlltoAll included, as
+    alltoall.cu's AlltoAllGetBw computes it; send_recv from sendrecv.cu).
 
     all_reduce 2(n−1)/n; reduce_scatter, all_gather, all_to_all (n−1)/n; broadcast, reduce, send_recv 1.
 

@@ -19,6 +19,8 @@ Algorithms, for a group of n ranks on N nodes, k per node (n = k·N):
 - ``nvls_tree``: NVLS inside each node, a tree between nodes (all-reduce across nodes, Hopper and later).
 - ``pat``: Parallel Aggregated Trees, all-gather and reduce-scatter with one GPU per node.
 
+The all-to-all is not in the tuner: NCCL runs it as grouped point-to-point sends and receives (``all_to_all``).
+
 Protocols: ``LL`` (8-byte lines of 4 bytes of data and a 4-byte flag: half the bandwidth, the lowest latency),
 ``LL128`` (128-byte lines with 120 bytes of data), ``Simple`` (full bandwidth, a flush and the highest latency).
 
@@ -43,9 +45,20 @@ from . import _check
 from .hardware import Cluster
 from .units import GB, US
 
-__all__ = ["OPS", "ALGORITHMS", "PROTOCOLS", "CHANNELS", "NcclEstimate", "estimate", "candidates"]
+__all__ = [
+    "OPS",
+    "ALGORITHMS",
+    "PROTOCOLS",
+    "CHANNELS",
+    "P2P_LL_THRESHOLD_BYTES",
+    "NcclEstimate",
+    "estimate",
+    "candidates",
+    "p2p_link",
+    "all_to_all",
+]
 
-OPS = ("all_reduce", "reduce_scatter", "all_gather")
+OPS = ("all_reduce", "reduce_scatter", "all_gather")  # the ops NCCL's tuner weighs (all_to_all is point-to-point)
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat")
 PROTOCOLS = ("LL", "LL128", "Simple")
 # Which algorithm runs which op (tuning.cc skips the others; CollNet needs SHARP switches and is left out).
@@ -58,6 +71,9 @@ _SIMPLE_ONLY = frozenset({"nvls", "nvls_tree", "pat"})
 # The channel count the model assumes where NCCL's tuner multiplies a per-channel cap by it: NCCL opens 16 to 32
 # channels on 8-GPU NVSwitch nodes; at 16 the per-channel caps below bind on none of the course's presets.
 CHANNELS = 16
+# enqueue.cc, NCCL_PARAM(P2pLLThreshold, "P2P_LL_THRESHOLD", 16384): a send or receive uses the LL protocol when its
+# bytes are at most nChannels × this, else Simple.
+P2P_LL_THRESHOLD_BYTES = 16384
 
 # tuning.cc, ncclTunerConstantsDefaults (µs): baseLatencies[algorithm][protocol] (LL, LL128, Simple).
 _BASE_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0, 0, 0), "nvls_tree": (0, 0, 0),
@@ -106,6 +122,11 @@ def _group(op, cluster: Cluster, ranks, nodes, payload_bytes):
     """Checked arguments: (n, N, k, S) as float arrays, and the architecture. ``nodes`` may exceed ``cluster.nodes``:
     the cluster gives the node's hardware, and the plan search weighs groups larger than its cluster."""
     _check.choice("op", op, OPS)
+    return _placed_group(cluster, ranks, nodes, payload_bytes)
+
+
+def _placed_group(cluster: Cluster, ranks, nodes, payload_bytes):
+    """``_group`` for any op: the checks of the cluster, the group and the payload."""
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a hardware.Cluster, got {type(cluster).__name__}")
     architecture = cluster.accelerator.architecture
@@ -352,4 +373,80 @@ def estimate(op, cluster: Cluster, ranks, nodes, payload_bytes, *, algorithm=Non
         latency_s=_check.as_result(np.where(idle, 0.0, pick(latencies))),
         bandwidth_bytes_per_s=_check.as_result(pick(bandwidths)),
         time_s=_check.as_result(np.where(idle, 0.0, time)),
+    )
+
+
+def p2p_link(cluster: Cluster, across_nodes):
+    """(latency s, one-way bandwidth B/s) of one point-to-point message between two GPUs of ``cluster``: over the
+    network when ``across_nodes`` (each GPU's share of its node's NICs; the network's latency and the fabric's), else
+    over NVLink as NCCL counts it. ``across_nodes`` may be an array of booleans.
+
+    >>> from course_lib.hardware import NEBIUS_H100_IB
+    >>> from course_lib.units import format_bandwidth
+    >>> [format_bandwidth(p2p_link(NEBIUS_H100_IB, spans)[1]) for spans in (False, True)]
+    ['371 GB/s', '50 GB/s']
+    """
+    if not isinstance(cluster, Cluster):
+        raise ValueError(f"cluster must be a hardware.Cluster, got {type(cluster).__name__}")
+    inter, intra = cluster.inter_node_link, cluster.intra_node_link
+    spans = np.asarray(across_nodes, dtype=bool)
+    latency = np.where(spans, inter.latency_s + inter.fabric_latency_s, intra.latency_s + intra.fabric_latency_s)
+    bandwidth = np.where(spans, cluster.inter_bandwidth_bytes_per_s, cluster.nccl_intra_bandwidth_bytes_per_s)
+    return _check.as_result(latency), _check.as_result(bandwidth)
+
+
+def all_to_all(cluster: Cluster, ranks, nodes, payload_bytes) -> NcclEstimate:
+    """NCCL's all-to-all of ``payload_bytes`` (S, what each rank holds in all, S/n per destination) by ``ranks`` (n)
+    ranks spread evenly over ``nodes`` (N) nodes of ``cluster``, k = n/N on each: an ``NcclEstimate`` with algorithm
+    "p2p". Arguments may be arrays (they broadcast); one rank, or an empty payload, takes 0 s.
+
+    NCCL runs no ring or tree for it: ``ncclAlltoAll`` appends one ``ncclSend`` and one ``ncclRecv`` per rank to a
+    group (src/enqueue.cc, ``ncclFuncAlltoAll``; nccl-tests' alltoall_perf calls ncclGroupStart, n × (ncclSend,
+    ncclRecv), ncclGroupEnd), and the group's point-to-point schedule (src/init.cc, ``ncclP2pSchedule``) runs the
+    peers over several channels at once. The course takes every peer as concurrent, so each GPU's links carry its
+    bytes at once:
+
+    - the (k − 1)/n·S for peers on its node over NVLink (NVSwitch: every pair at full bandwidth B_NVLink),
+    - the (n − k)/n·S for peers on other nodes through its share of the node's NICs, B_net,
+
+    T = α + max((k − 1)/n·S / B_NVLink, (n − k)/n·S / B_net), α the network's (``p2p_link``) when the group spans
+    nodes, else NVLink's. On one node T = α + (n − 1)/n·S / B_NVLink, so nccl-tests' busbw = (n − 1)/n·S/T tends to
+    B_NVLink. The protocol reported is NCCL's rule with one channel: LL when one message S/n is at most
+    ``P2P_LL_THRESHOLD_BYTES``, else Simple. The time is the same for both: LL's lower latency and its halved
+    bandwidth (8-byte lines carrying 4 bytes of data) are not modelled, since NCCL's tuner has no point-to-point
+    latencies to copy, and halving the bandwidth alone would make a message just below the threshold slower than
+    one just above it. Not modelled either: PXN (a message sent through the NVLink peer on the destination's rail)
+    and the network's congestion.
+
+    Eight H100s on one node, then sixteen on two nodes (B_net = 50 GB/s: 15/16 − 7/16 = 1/2 of S leaves the node):
+
+    >>> from course_lib.hardware import NEBIUS_H100_IB
+    >>> from course_lib.units import format_time
+    >>> one, two = all_to_all(NEBIUS_H100_IB, 8, 1, 1e9), all_to_all(NEBIUS_H100_IB, 16, 2, 1e9)
+    >>> one.algorithm, one.protocol, format_time(one.time_s), format_time(two.time_s)
+    ('p2p', 'Simple', '2.36 ms', '10 ms')
+    """
+    n, nodes_, per_node, size, _architecture = _placed_group(cluster, ranks, nodes, payload_bytes)
+    spans = nodes_ > 1
+    latency, network = p2p_link(cluster, spans)
+    nvlink = cluster.nccl_intra_bandwidth_bytes_per_s
+    local_s = (per_node - 1) / n * size / nvlink
+    remote_s = np.where(spans, (n - per_node) / n * size / network, 0.0)
+    idle = (n == 1) | (size == 0)
+    time = np.where(idle, 0.0, latency + np.maximum(local_s, remote_s))
+    transfer_s = time - np.where(idle, 0.0, latency)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bandwidth = np.where(transfer_s > 0, size / np.where(transfer_s > 0, transfer_s, 1.0), np.inf)
+    scalar = not np.ndim(time)
+    protocol = np.where(size / n <= P2P_LL_THRESHOLD_BYTES, "LL", "Simple")
+    return NcclEstimate(
+        op="all_to_all",
+        ranks=ranks,
+        nodes=nodes,
+        payload_bytes=payload_bytes,
+        algorithm="p2p" if scalar else np.full(np.shape(time), "p2p"),
+        protocol=str(protocol) if scalar else np.broadcast_to(protocol, np.shape(time)).copy(),
+        latency_s=_check.as_result(np.where(idle, 0.0, latency)),
+        bandwidth_bytes_per_s=_check.as_result(bandwidth),
+        time_s=_check.as_result(time),
     )

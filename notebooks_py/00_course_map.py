@@ -50,7 +50,7 @@ plt.show()
 # | [03 · Split the work](03_parallelism.ipynb) | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 |
 # | [04 · Budget the bytes](04_communication_budget.ipynb) | derive a partition's transfers, separate exposed from hidden time, search for a plan | 01–03 |
 # | [05 · Measure, don't assume](05_measure.ipynb) | time real collectives on MPI, fit α and B, measure exposed communication, read nccl-tests logs | 02, 04 |
-# | [06 · Check the model against measurements](06_model_meets_measurements.ipynb) | replay 1,758 measured runs through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05 |
+# | [06 · Check the model against measurements](06_model_meets_measurements.ipynb) | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05 |
 # | [07 · Plan a real run](07_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand and with the search, test how robust the plan is, say what to measure first | 04–06 |
 #
 # **Labs.** Seven widget labs practise the lessons with sliders: [the ring all-reduce](../labs/01_ring_allreduce.ipynb)

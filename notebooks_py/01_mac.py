@@ -397,7 +397,7 @@ print(
 )
 
 # %% [markdown]
-# The MLP alone is two thirds of the work (64.7 %), the four weight GEMMs together 97.1 %. The logit layer is small and
+# The MLP alone is two thirds of the work (64.7 %), the four weight GEMMs together 97 %. The logit layer is small and
 # has no recomputation segment. The bars add up exactly to Eq. (3)'s 4.51 EFLOP.
 #
 # The roofline of four accelerators, with the worked example's GEMMs for $M$ = 1, 8 and 8192 tokens placed on the

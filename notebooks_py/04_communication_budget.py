@@ -271,6 +271,12 @@ print(budget.format_transfer_table(budget.transfer_table(MODEL, PLAN, CLUSTER)))
 # - **data parallel:** one reduce-scatter of the 5.46 GB gradient shard and one all-gather of the updated
 #   parameters, 205 ms each over InfiniBand, and the reduce-scatter can overlap the last backward pass.
 #
+# Recomputation changes the tensor-parallel count. This plan's selective recomputation redoes only the attention
+# scores, inside each device (every GPU holds whole heads), so it adds no collective. *Full* recomputation keeps only
+# each layer's input (lesson 03), so the backward pass first runs the layer's forward pass again, its collectives
+# included: full recomputation repeats the forward tensor-parallel collectives, once more per layer and micro-batch
+# (`parallelism.step_transfers` counts them so), while the backward ones run once as before.
+#
 # The partition explorer draws the same plan: the model once, its 96 layers in 8 pipeline stages of 12, each stage
 # cut into $t = 8$ slices inside one node, 16 data-parallel replicas behind it, and a numbered marker where each of
 # these tensors crosses a device boundary, listed below the drawing with its payload, calls per step, link, time
@@ -524,11 +530,20 @@ print(f"weights in bf16: {units.format_bytes(serving.weight_bytes_per_device(SER
 for t in (8, 16):
     fit = serving.max_sequences_that_fit(SERVE_MODEL, hardware.H100, t, 1, 8192)
     print(f"t = {t:>2}: {fit} sequences of 8192 tokens fit next to the weights on 80 GB H100s")
+fit_8 = serving.max_sequences_that_fit(SERVE_MODEL, hardware.H100, 8, 1, 8192)
+memory_8 = serving.serving_memory(SERVE_MODEL, 8, 1, sequences=fit_8, context_len=8192)
+print(
+    f"serving_memory at t = 8 with those {fit_8}: weights {units.format_bytes(memory_8.weights)} + KV cache "
+    f"{units.format_bytes(memory_8.kv_cache)} + activations {units.format_bytes(memory_8.activations)} = "
+    f"{units.format_bytes(memory_8.total)} per GPU"
+)
 
 # %% [markdown]
 # Grouped-query attention divides the cache by eight: with a K and V per query head, one long conversation would
 # hold more than a quarter of an H100. The weights alone need two H100s; from $t = 8$ on, the room left decides the
 # batch. (Past $t = 8$ each rank keeps a copy of one KV head, so $t = 16$ does not double the batch.)
+# `serving.serving_memory(model, t, p, sequences, context_len)` adds up what one GPU holds: its share of the weights,
+# of the batch's caches and one decode step's activations; the largest batch is the last whose `total` fits.
 #
 # Now one request on one node ($t = 8$): a 1024-token prompt, then decode steps at 2048 tokens of context.
 
@@ -553,9 +568,15 @@ print(
     f"time per output token {units.format_time(one.time_per_output_token_s)} ({one.bound}-bound); "
     f"all-reduce latency is {units.format_percent(one.all_reduce_latency_s / one.time_per_output_token_s)} of it"
 )
+half_ridge_batch = ridge_batch * serving.DECODE_COMPUTE_EFFICIENCY
 print(
-    f"the multiplies alone would turn compute-bound at a batch of {ridge_batch:.0f} sequences at full peak, "
-    f"{ridge_batch * serving.DECODE_COMPUTE_EFFICIENCY:.0f} at the decode's half of peak"
+    f"the multiplies alone take as long as the weight reads at a batch of {ridge_batch:.1f} sequences at full peak, "
+    f"{half_ridge_batch:.1f} at the decode's half of peak: longer from {int(ridge_batch) + 1} and from "
+    f"{int(half_ridge_batch) + 1} sequences on"
+)
+print(
+    f"weights a decode step multiplies by (serving.matmul_params): {units.format_count(serving.matmul_params(SERVE_MODEL))}"
+    f" of the {units.format_count(SERVE_MODEL.params)} parameters"
 )
 print(
     f"all-reduce payloads: prefill 1024 · h · 2 bytes = "
@@ -565,16 +586,16 @@ print(
 
 # %% [markdown]
 # The prefill is a training forward pass: 1024 rows per matrix multiply, compute-bound, with all-reduces of
-# $1024 \cdot h \cdot 2$ bytes = 16.8 MB that are bandwidth-bound. A decode step reads every weight the device holds
-# at 3.35 TB/s, and its arithmetic (at half of peak, `serving.DECODE_COMPUTE_EFFICIENCY`) takes 150 times less time
+# $1024 \cdot h \cdot 2$ bytes = 16.8 MB that are bandwidth-bound. A decode step reads every weight it multiplies by
+# at 3.35 TB/s (`serving.matmul_params`: all but the input embedding table, of which it looks up only $b$ rows), and its arithmetic (at half of peak, `serving.DECODE_COMPUTE_EFFICIENCY`) takes 150 times less time
 # than those reads; it pays its two all-reduces per layer as pure latency: 2.4 ms for 160 of them (NCCL's ring with the LL
 # protocol, 15 µs each: 6.6 µs per call and 0.6 µs for each of its 14 hops). Both costs are per step, not per
 # sequence, so decoding many sequences together is almost free until the arithmetic catches up with the reads. At full
 # peak the multiplies alone would catch up at the H100's ridge point, $989\text{ TFLOP/s} / 3.35\text{ TB/s} \times
-# 2\text{ bytes} / 2\text{ FLOPs}$ per parameter (the 295 sequences above); at the decode's half of peak the
-# arithmetic is twice as slow and catches up sooner, at 148, while every sequence's KV-cache reads push the step as
-# a whole further out. The latency–throughput curve shows it: each point is a
-# batch size, up to the largest whose caches fit.
+# 2\text{ bytes} / 2\text{ FLOPs}$ per parameter: at 295.2 sequences they take as long as the reads, and only a whole
+# batch of 296 makes them take longer. At the decode's half of peak the arithmetic is twice as slow and catches up
+# sooner, at 147.6, so from 148 sequences on, while every sequence's KV-cache reads push the step as a whole further
+# out. The latency–throughput curve shows it: each point is a batch size, up to the largest whose caches fit.
 
 # %%
 curve = serving.latency_throughput_curve(SERVE_MODEL, H100_NODE, 8, 1, context_len=4096)
@@ -798,7 +819,7 @@ for efficiency in (0.55, 0.58, 0.6):
 # last lines above), but that is a fit to this one run, not a prediction. The search ranks the paper's plan at row
 # 210 (the table above): the plans above it use sequence parallelism and selective recomputation, which did not exist
 # in 2021. Use the model to compare plans and to see which constraint binds, and measure before trusting the second
-# decimal; lesson 06 shows how far the calibrated model is from 1,758 measured runs.
+# decimal; lesson 06 shows how far the calibrated model is from 3,306 measured runs (1,758 of which ran).
 #
 # A smaller case shows a different winner. GPT 22B on four DGX H100 nodes (32 GPUs), global batch 256:
 
@@ -818,14 +839,22 @@ print(
     + ", ".join(f"{reason} {units.format_count(count)}" for reason, count in small_search.rejected.items())
 )
 print(small_search.table(range(5)))
+print(f"{'row':>4} {'compute':>8} {'exposed tensor parallel':>24}")
+for row in range(5):
+    small_step = budget.step_time(parallelism.MEGATRON_22B, small_search.plan(row), SMALL_CLUSTER)
+    tensor_s = small_step.exposed_s["tensor"]
+    print(f"{row:>4} {units.format_time(small_step.compute_s):>8} {units.format_time(tensor_s):>24}")
 
 # %% [markdown]
 # With only 32 GPUs and a 22B model, the fastest plans need no pipeline (row 4 is the first with one) and little or no
 # tensor parallelism: data parallelism with ZeRO-2 (gradients and optimizer state sharded) and micro-batches of 2 to
 # 8, whose large GEMMs run near the calibration's best efficiency. ZeRO-3 would halve the memory but costs time: the
 # framework the calibration describes does not prefetch its parameter gathers, so they are exposed, and none of the
-# five fastest plans uses it. Every top plan is compute-bound; what separates them is exposed communication, the
-# step's last gradient bucket and what does not fit behind the backward pass. The best partition depends on the
+# five fastest plans uses it. Every top plan is compute-bound: its compute, 3.93 to 4.55 s, is most of its step, and
+# the compute orders them as much as the exposed communication does. Rows 2 and 3 expose less than row 0 (325 and
+# 265 ms against 382 ms) but compute longer: row 2 runs micro-batches of 2, whose smaller GEMMs are less efficient,
+# and row 3 full recomputation, a second forward pass. Rows 0 and 1 compute alike; row 1 loses on its exposed
+# tensor-parallel collectives, 654 ms at $t = 4$ against 227 ms at $t = 2$. The best partition depends on the
 # model's size, the batch, the cluster and the framework, and the search says *why* each plan loses.
 
 # %% [markdown]

@@ -19,6 +19,7 @@ BAD = {
     "positive": [0, -1.0, math.nan, math.inf, "1e9", None],
     "nonnegative": [-1e-6, math.nan, math.inf],
     "fraction": [0, 1.5, math.nan, -0.1],
+    "share0": [1.5, math.nan, -0.1, "half", None],  # a share that may be zero: [0, 1]
     "op": ["allreduce", "", 3],
     "algorithm": ["tree", "Ring"],
     "stage": [4, -1, "1", 1.0],
@@ -311,7 +312,15 @@ CASES = [
     ),
     (
         parallelism.pipeline_schedule_report,
-        dict(stages=4, microbatches=8, schedule="1f1b", virtual_stages=1, forward_time_s=1.0, backward_time_s=2.0),
+        dict(
+            stages=4,
+            microbatches=8,
+            schedule="1f1b",
+            virtual_stages=1,
+            forward_time_s=1.0,
+            backward_time_s=2.0,
+            backward_weight_time_s=0.5,
+        ),
         dict(
             stages="count",
             microbatches="count",
@@ -319,7 +328,36 @@ CASES = [
             virtual_stages="count",
             forward_time_s="positive",
             backward_time_s="positive",
+            backward_weight_time_s="optional_positive",
         ),
+    ),
+    (
+        parallelism.pipeline_bubble_time,
+        dict(
+            stages=4,
+            microbatches=8,
+            schedule="zb-h2",
+            virtual_stages=1,
+            forward_time_s=1.0,
+            backward_time_s=2.0,
+            backward_weight_time_s=0.5,
+            optimizer_sync=False,
+        ),
+        dict(
+            stages="count",
+            microbatches="count",
+            schedule="schedule",
+            virtual_stages="count",
+            forward_time_s="positive",
+            backward_time_s="positive",
+            backward_weight_time_s="optional_positive",
+            optimizer_sync="flag",
+        ),
+    ),
+    (
+        parallelism.zero_bubble_stage_in_flight,
+        dict(stages=4, schedule="zb-h2", stage=1, weight_pending_share=0.5),
+        dict(stages="count", schedule="schedule", stage="count0", weight_pending_share="share0"),
     ),
     (
         parallelism.zero_model_state_bytes,
@@ -434,6 +472,16 @@ CASES = [
         dict(op="op", ranks="count", nodes="count", payload_bytes="nonnegative"),
     ),
     (
+        nccl.all_to_all,
+        dict(cluster=hardware.DGX_H100, ranks=8, nodes=1, payload_bytes=1e9),
+        dict(ranks="count", nodes="count", payload_bytes="nonnegative"),
+    ),
+    (
+        budget.group_collective,
+        dict(op="all_to_all", cluster=hardware.NEBIUS_H100_IB, group_size=16, stride=1, payload_bytes=1e9),
+        dict(op="op", group_size="count", stride="count", payload_bytes="nonnegative"),
+    ),
+    (
         nccl.candidates,
         dict(op="all_reduce", cluster=hardware.DGX_H100, ranks=8, nodes=1, payload_bytes=1e9),
         dict(op="op", ranks="count", nodes="count", payload_bytes="nonnegative"),
@@ -493,6 +541,7 @@ CASES = [
             logits_bytes_per_element="nonnegative",
             bucket_bytes="positive",
             max_zero_stage_with_pipeline="stage",
+            overlap_grad_reduce="flag",
             prefetch_parameter_gathers="flag",
             pipeline_overlap="flag",
         ),
@@ -814,7 +863,9 @@ def test_framework_arguments_name_what_they_accept():
     with pytest.raises(ValueError, match="framework needs the calibrated model"):
         budget.step_time(GPT3_175B, plan, hardware.DGX_H100, calibration=None, framework="megatron")
     # A framework that cannot run a plan says which and why (Megatron's distributed optimizer is ZeRO-1).
-    with pytest.raises(ValueError, match=r"at most 1 with pipeline_parallel > 1 \(Megatron-LM \(Core\) combines"):
+    with pytest.raises(
+        ValueError, match=r"at most 1 with pipeline_parallel > 1 \(Megatron-LM \(Core\) with the distributed optimizer"
+    ):
         parallelism.memory_breakdown(GPT3_175B, ParallelPlan(pipeline_parallel=2, zero_stage=3), framework="megatron")
 
 

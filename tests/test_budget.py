@@ -64,12 +64,48 @@ def test_group_calls_by_hand_on_two_h100_nodes():
 
 def test_group_calls_in_bulk_agree_with_one_group_at_a_time():
     sizes, strides = np.array([16, 8, 2, 4]), np.array([1, 2, 8, 1])
-    for op in ("all_reduce", "reduce_scatter", "all_gather", "send_recv"):
+    for op in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv"):
         bulk = budget.group_collective(op, CLUSTER_2x8, sizes, strides, 1e9)
         for i, (n, stride) in enumerate(zip(sizes, strides, strict=True)):
             one = budget.group_collective(op, CLUSTER_2x8, int(n), int(stride), 1e9)
             assert one.algorithm == bulk.algorithm[i] and one.protocol == bulk.protocol[i]
             assert one.time_s == pytest.approx(bulk.time_s[i], rel=1e-12)
+
+
+def test_group_all_to_all_is_ncclS_grouped_point_to_point():
+    # 8 ranks in a node: NVLink's 1 µs + 7/8 of S at 370.8 GB/s. 16 ranks on two nodes: half of S leaves the node
+    # through each GPU's 50 GB/s while 7/16 crosses NVLink. Stride 8: one member per node, 1/2 of S on the network.
+    c = CLUSTER_2x8
+    one_node = budget.group_collective("all_to_all", c, 8, 1, 1e9)
+    assert (one_node.algorithm, one_node.protocol, one_node.levels) == ("p2p", "Simple", ("in node",))
+    assert one_node.time_s == pytest.approx(1e-6 + 7 / 8 * 1e9 / 370.8e9)
+    two_nodes = budget.group_collective("all_to_all", c, 16, 1, 1e9)
+    assert two_nodes.levels == ("in node", "across nodes") and two_nodes.ranks_per_node == 8
+    assert two_nodes.time_s == pytest.approx(5e-6 + 8 / 16 * 1e9 / 50e9)
+    across = budget.group_collective("all_to_all", c, 2, 8, 1e9)
+    assert across.levels == ("across nodes",) and across.time_s == pytest.approx(5e-6 + 1 / 2 * 1e9 / 50e9)
+    assert group_collective_time("all_to_all", c, 1, 1, 1e9) == 0.0
+    assert budget.group_collective("all_to_all", c, 16, 1, 1e9, algorithm="p2p").time_s == two_nodes.time_s
+    with pytest.raises(ValueError, match="algorithm must be None or 'p2p' and protocol None for all_to_all"):
+        budget.group_collective("all_to_all", c, 8, 1, 1e9, algorithm="ring")
+    with pytest.raises(ValueError, match="algorithm must be None or 'p2p' and protocol None for all_to_all"):
+        budget.group_collective("all_to_all", c, 8, 1, 1e9, protocol="LL")
+
+
+def test_group_all_to_all_off_nccl_is_the_textbook_pairwise_exchange():
+    # TPU v5e (no NCCL): MPI's pairwise exchange in the α–β model, n − 1 steps of S/n at the slowest link's α, at the
+    # slower of the device's ICI share and its own network share when the group spans nodes.
+    tpu = hardware.Cluster("TPU", hardware.TPU_V5E, 4, 2, hardware.ICI_V5E, hardware.INFINIBAND_NDR_8X)
+    one_node = budget.group_collective("all_to_all", tpu, 4, 1, 1e9)
+    alpha, intra = tpu.intra_node_link.latency_s, tpu.intra_bandwidth_bytes_per_s
+    assert (one_node.algorithm, one_node.protocol) == ("pairwise", "α–β")
+    assert one_node.time_s == pytest.approx(3 * alpha + 3 / 4 * 1e9 / intra)
+    two_nodes = budget.group_collective("all_to_all", tpu, 8, 1, 1e9)
+    alpha = max(alpha, tpu.inter_node_link.latency_s)
+    slowest = min(intra, tpu.inter_bandwidth_bytes_per_s)
+    assert two_nodes.time_s == pytest.approx(7 * alpha + 7 / 8 * 1e9 / slowest)
+    with pytest.raises(ValueError, match="algorithm must be 'pairwise' \\(or None\\) and protocol None for all_to_all"):
+        budget.group_collective("all_to_all", tpu, 4, 1, 1e9, algorithm="ring")
 
 
 def test_group_calls_refuse_other_collectives():
@@ -646,3 +682,17 @@ def test_search_binding_agrees_with_each_rows_breakdown(search_1t):
     # the three terms make up the step: the binding one is at least a third of it
     biggest = terms.max(axis=0)[fits]
     assert np.all(biggest >= c["step_time_s"][fits] / 3 - 1e-9)
+
+
+def test_the_pick_with_a_memory_margin_leaves_that_margin():
+    from course_lib import validation
+
+    found = budget.search_plans(parallelism.LLAMA3_8B, hardware.DGX_H100, global_batch=256)
+    margin = validation.PLAYBOOK_MEMORY_MARGIN
+    row = found.fastest_with_margin(margin)
+    capacity = hardware.H100.hbm_capacity_bytes
+    assert found.row(row)["memory_bytes"] * (1 + margin) <= capacity < found.row(0)["memory_bytes"] * (1 + margin)
+    # Every faster feasible plan needs more than the margin allows.
+    assert all(found.row(r)["memory_bytes"] * (1 + margin) > capacity for r in range(row))
+    with pytest.raises(ValueError, match="memory_margin"):
+        found.fastest_with_margin(-0.5)

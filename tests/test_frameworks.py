@@ -32,18 +32,36 @@ def test_recipes_hold_their_documented_bytes_per_parameter(recipe, total):
 
 @pytest.mark.parametrize("d", [2, 8, 64])
 def test_megatron_distributed_optimizer_holds_6_plus_12_over_d_bytes(d):
-    # Megatron-LM's distributed optimizer: 6 + 12/d bytes per parameter (ZeRO-1); nanotron's recipe at ZeRO-1:
-    # 8 + 12/d (its bf16 gradient and fp32 buffer both unsharded). Same parameters, so the ratio is exact.
+    # Megatron-LM's distributed optimizer guide: 6 + 12/d bytes per parameter (ZeRO-1); a recipe that keeps a bf16
+    # gradient beside the fp32 buffer (the generic framework): 8 + 12/d. Same parameters, so the ratio is exact.
     plan = ParallelPlan(data_parallel=d, zero_stage=1)
-    ratio = model_states("megatron", plan) / model_states("nanotron", plan)
+    ratio = model_states("megatron", plan) / model_states("generic", plan)
     assert ratio == pytest.approx((6 + 12 / d) / (8 + 12 / d), rel=1e-12)
+    assert model_states("nanotron", plan) == model_states("megatron", plan)  # nanotron's code: the same 18 B
 
 
 def test_zero3_frameworks_shard_everything_over_d():
     plan = ParallelPlan(data_parallel=8, zero_stage=3)
-    # DeepSpeed (ZeRO's 16 B) against nanotron's 20 B recipe, both fully sharded: 16/20.
-    assert model_states("deepspeed", plan) / model_states("nanotron", plan) == pytest.approx(16 / 20, rel=1e-12)
+    # DeepSpeed (ZeRO's 16 B) against Megatron's 18 B recipe, both fully sharded: 16/18.
+    assert model_states("deepspeed", plan) / model_states("megatron", plan) == pytest.approx(16 / 18, rel=1e-12)
     assert model_states("fsdp2", plan) == pytest.approx(model_states("deepspeed", plan), rel=1e-12)
+
+
+def test_fsdp2_with_pipelining_keeps_the_stage_whole_through_the_step():
+    # torchtitan with pipelining does not reshard after forward, and PyTorch's pipelining keeps gradients unsharded
+    # until one reduce-scatter after the last micro-batch: per parameter 2 (bf16) + 4 (fp32 gradients) whole, plus
+    # the 16/d shards: 6 + 16/d, against 16/d when each layer is resharded.
+    d = 4
+    plan = ParallelPlan(data_parallel=d, pipeline_parallel=2, zero_stage=3, grad_accum_steps=8)
+    resharding = dataclasses.replace(parallelism.FSDP2_PIPELINE, name="resharding", reshard_with_pipeline=True)
+    ratio = model_states("fsdp2-pipeline", plan) / model_states(resharding, plan)
+    assert ratio == pytest.approx((6 + 16 / d) / (16 / d), rel=1e-12)
+    # Its traffic: one gather and one reduce-scatter per step instead of 2 gathers and 1 reduce-scatter per
+    # micro-batch, so less data-parallel time in all.
+    whole = budget.step_time(MODEL, plan, H100_NODES, framework="fsdp2-pipeline")
+    every = budget.step_time(MODEL, plan, H100_NODES, framework=resharding)
+    traffic = {name: x.exposed_s["data"] + x.overlapped_s["data"] for name, x in (("whole", whole), ("every", every))}
+    assert traffic["whole"] < traffic["every"] / 4
 
 
 def test_only_fsdp2_with_pipelining_combines_zero3_with_a_pipeline():
@@ -110,3 +128,31 @@ def test_search_runs_under_a_framework_and_says_what_it_rejects():
     found = budget.search_plans(MODEL, H100_NODES, global_batch=256, framework="fsdp2-pipeline")
     megatron = budget.search_plans(MODEL, H100_NODES, global_batch=256, framework="megatron")
     assert found.rejected["framework"] == 0 < megatron.rejected["framework"]
+
+
+def test_gradient_reduction_without_overlap_is_exposed_after_the_backward():
+    plan = ParallelPlan(data_parallel=32, zero_stage=1, micro_batch=1, grad_accum_steps=8)
+    overlapped = budget.step_time(MODEL, plan, H100_NODES, framework="nanotron")
+    after = dataclasses.replace(parallelism.NANOTRON, name="reduce after the backward", overlap_grad_reduce=False)
+    exposed = budget.step_time(MODEL, plan, H100_NODES, framework=after)
+    traffic = overlapped.exposed_s["data"] + overlapped.overlapped_s["data"]
+    assert exposed.exposed_s["data"] == pytest.approx(traffic, rel=1e-9) and overlapped.exposed_s["data"] < traffic
+
+
+CITED_FIELDS = ("precision", "max_zero_stage_with_pipeline", "overlap_grad_reduce", "prefetch_parameter_gathers")
+
+
+@pytest.mark.parametrize("key", ["megatron", "deepspeed", "fsdp2", "fsdp2-pipeline", "nanotron"])
+def test_every_preset_cites_its_behaviours(key):
+    framework = FRAMEWORKS[key]
+    bare = parallelism.Framework(name="bare")
+    differs = {
+        field.name
+        for field in dataclasses.fields(framework)
+        if field.name not in ("name", "sources", "logits_bytes_per_element")
+        and getattr(framework, field.name) != getattr(bare, field.name)
+    }
+    missing = [name for name in sorted(set(CITED_FIELDS) | differs) if not framework.cited(name)]
+    assert not missing, f"{framework.name}: no source for {missing}"
+    for field, citation in framework.sources:
+        assert hasattr(framework, field) and "@" in citation and ":" in citation, (field, citation)

@@ -130,6 +130,11 @@ CHECKED = {
     },
     "07_capstone": {
         "10 %": "a hypothetical slowdown in the motivation, not a result",
+        "172 TFLOP/s": "lesson 04's calibrated prediction of Megatron's 1T run: test_lesson_07_scenario_reasons",
+        "66 %": "70 % × 163/172, the GEMM efficiency that meets lesson 04's 1T run: test_lesson_07_scenario_reasons",
+        "18.9 %": "quoted from Lee et al. 2025 (arXiv:2507.03114), the average overlap slowdown",
+        "40 %": "quoted from Lee et al. 2025 (arXiv:2507.03114), the largest overlap slowdown",
+        "10.6 %": "lesson 06's held-out median memory error, calibrated: test_lesson_07_scenario_reasons",
         "900 GB/s": "the DGX H100 datasheet's NVLink 4, hardware.NVLINK4: test_lesson_07_quoted_figures",
         "400 Gb/s": "the DGX H100 datasheet's ConnectX-7, hardware.INFINIBAND_NDR_8X: test_lesson_07_quoted_figures",
         "43 %": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_07_quoted_figures",
@@ -428,6 +433,20 @@ def test_lesson_07_quoted_figures():
     assert hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s == 8 * 400 * units.GBIT  # 8 adapters of 400 Gb/s
     assert units.format_percent(430e12 / hardware.H100.peak("bf16"), digits=2) == "43 %"
     assert hardware.DGX_H100.nccl_intra_bandwidth_bytes_per_s == pytest.approx(18 * 20.6e9)  # 370.8 GB/s
+
+
+def test_lesson_07_scenario_reasons():
+    # The capstone sizes three what-ifs by other lessons' outputs: GEMMs at 65 %, just past the efficiency at which
+    # lesson 04's calibrated 1T prediction meets the paper; 8 GB less, lesson 06's median memory error of 80 GB.
+    _, lesson_04, _ = prose_and_outputs("04_communication_budget")
+    assert re.search(r"measured \(paper\): +163 TFLOP/s", lesson_04)
+    assert re.search(r"default calibration: +172 TFLOP/s", lesson_04)
+    assert units.format_percent(0.70 * 163 / 172, digits=2) == "66 %" and CAL.gemm_efficiency == 0.70
+    _, lesson_06, _ = prose_and_outputs("06_model_meets_measurements")
+    after = lesson_06.split("== after: the calibrated default")[1]
+    held_out = re.search(r"per-GPU memory, median \|error\| .*? (\S+ %)\n", after)
+    assert held_out and held_out.group(1) == "10.6 %"
+    assert units.format_bytes(0.106 * hardware.H100.hbm_capacity_bytes, digits=1) == "8 GB"
 
 
 def test_lesson_07_headroom():

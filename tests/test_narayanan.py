@@ -8,7 +8,10 @@ TFLOP/s, PTD-P (t = 8, p = 12, micro-batch 1) 153 and 149. No constant is fitted
 uncalibrated physics (``Calibration()``: big-GEMM efficiency 0.5, nominal links) with DeepSpeed's prefetching of
 ZeRO-3 gathers, and the course's default (``calibration="default"``: ``parallelism.default_calibration`` on Selene).
 Ideal: Table 1 within 15 % in 7 of 10 rows; §5.2 PTD-P faster at 768 GPUs, not at 384. Default: Table 1 within 15 % in
-8 of 10 rows; §5.2 PTD-P faster at both.
+8 of 10 rows; §5.2 PTD-P faster at both. The runs as their frameworks ran them (the Megatron-LM and DeepSpeed presets,
+issue 24's targets): Table 1 within 15 % in 8 of 10 rows and never worse than the ideal model (mean error 9.3 %
+against 12.6 %); §5.2 PTD-P faster at neither (strict xfail: the DeepSpeed preset's prefetch hides all of ZeRO-3's
+traffic).
 """
 
 import pytest
@@ -133,4 +136,55 @@ def test_default_calibration_section_5_2_figures():
 @pytest.mark.parametrize("gpus, zero3_micro_batch", [(384, 4), (768, 2)])
 def test_default_calibration_section_5_2_ptdp_beats_zero3(gpus, zero3_micro_batch):
     zero3, ptdp = _default_zero3_and_ptdp(gpus, zero3_micro_batch)
+    assert ptdp.total_s < zero3.total_s
+
+
+# ---- the runs as their frameworks ran them (issue 24): Table 1 and PTD-P with the Megatron-LM preset, §5.2's ZeRO-3
+# with the DeepSpeed preset (parallelism.frameworks; today's releases, not 2021's), under the default calibration.
+FRAMEWORKS = validation.NARAYANAN_FRAMEWORKS
+
+
+def preset_prediction(row):
+    return validation.narayanan_table1_tflops(row[:7], "default", FRAMEWORKS["ptdp"])
+
+
+def test_framework_presets_table1_predictions():
+    assert [round(preset_prediction(row)) for row in TABLE1] == [137, 124, 109, 106, 131, 145, 156, 168, 173, 178]
+
+
+def test_framework_presets_table1_never_worse_than_the_ideal_model():
+    def mean_error(predictions):
+        return sum(abs(x / row[-1] - 1) for x, row in zip(predictions, TABLE1, strict=True)) / len(TABLE1)
+
+    presets = mean_error([preset_prediction(row) for row in TABLE1])
+    ideal = mean_error([table1_prediction(*row[:7]) for row in TABLE1])
+    assert presets <= ideal, (presets, ideal)  # 9.3 % against 12.6 %
+
+
+_FIXED_COST = pytest.mark.xfail(
+    strict=True,
+    reason="fixed cost per layer: with the Megatron-LM preset the default calibration predicts 109 and 106 TFLOP/s for "
+    "the 8.3B and 18B rows (−23 %, −22 % of 142 and 135): the calibration's 1.6 ms per layer and micro-batch was "
+    "fitted on nanotron's runs; a per-framework fixed cost is issue 24's refit",
+)
+
+
+@pytest.mark.parametrize(
+    "row", [pytest.param(row, marks=_FIXED_COST) if i in (2, 3) else row for i, row in enumerate(TABLE1)]
+)
+def test_framework_presets_table1_within_15_percent(row):
+    assert preset_prediction(row) == pytest.approx(row[-1], rel=0.15)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="ZeRO-3 as DeepSpeed runs it: with its prefetch and 5e8-element buckets the model hides all of ZeRO-3's "
+    "traffic (two 350 GB all-gathers and a reduce-scatter per step, 7.4 s of NCCL rings over a node's eight HDR "
+    "rails at 768 GPUs) behind 27 s of compute and predicts 217 and 216 TFLOP/s where the paper measured 144 and "
+    "88; what DeepSpeed lost in 2021 is not yet a mechanism of the model (without the prefetch, nanotron's rule, "
+    "the model predicts 144 and 54: right at 384 GPUs for the wrong reason)",
+)
+@pytest.mark.parametrize("gpus, zero3_micro_batch", [(384, 4), (768, 2)])
+def test_framework_presets_section_5_2_ptdp_beats_zero3(gpus, zero3_micro_batch):
+    zero3, ptdp = validation.narayanan_zero3_and_ptdp(gpus, zero3_micro_batch, "default", tuple(FRAMEWORKS.values()))
     assert ptdp.total_s < zero3.total_s

@@ -193,3 +193,88 @@ def test_every_size_within_a_factor_of_2(name):
 def test_the_logs_are_all_checked():
     shipped = {path.name for path in (Path(measure.DATA_DIR) / "nccl_tests").glob("*.txt")}
     assert shipped == set(LOGS)
+
+
+# --- all-to-all: grouped point-to-point, not the tuner (enqueue.cc, ncclFuncAlltoAll) ---------------------------------
+
+
+def test_all_to_all_by_hand():
+    # NVLink 4 at NCCL's 370.8 GB/s per GPU and 1 µs; InfiniBand NDR 50 GB/s per GPU and 5 µs; S = 1 GB.
+    one_node = nccl.all_to_all(TWO_H100_NODES, 8, 1, 1e9)
+    assert (one_node.op, one_node.algorithm, one_node.protocol) == ("all_to_all", "p2p", "Simple")
+    assert one_node.latency_s == pytest.approx(1 * US)
+    assert one_node.time_s == pytest.approx(1 * US + 7 / 8 * 1e9 / (370.8 * GB))
+    # 16 ranks on 2 nodes: 7/16 of S over NVLink and 8/16 over the network at once; the network binds.
+    two_nodes = nccl.all_to_all(TWO_H100_NODES, 16, 2, 1e9)
+    assert two_nodes.time_s == pytest.approx(5 * US + 8 / 16 * 1e9 / (50 * GB))
+    assert two_nodes.bandwidth_bytes_per_s == pytest.approx(100 * GB)  # S / (T − α)
+    # One GPU per node: all but the own block leaves through the GPU's NIC share.
+    spread = nccl.all_to_all(dataclasses.replace(TWO_H100_NODES, nodes=4), 4, 4, 1e9)
+    assert spread.time_s == pytest.approx(5 * US + 3 / 4 * 1e9 / (50 * GB))
+    # 64 KiB on 8 ranks: 8 KiB per peer ≤ 16 KiB, NCCL's LL protocol (its time modelled as Simple's).
+    small = nccl.all_to_all(TWO_H100_NODES, 8, 1, 64 * 1024)
+    assert small.protocol == "LL"
+    assert small.time_s == pytest.approx(1 * US + 7 / 8 * 64 * 1024 / (370.8 * GB))
+    assert nccl.all_to_all(TWO_H100_NODES, 8, 1, 8 * 16384 + 8).protocol == "Simple"
+
+
+def test_all_to_all_where_nvlink_binds():
+    # A network as fast as NVLink per GPU: 7/16 of S over NVLink at 370.8 GB/s against 8/16 over 3 × 370.8 GB/s.
+    fast = dataclasses.replace(
+        TWO_H100_NODES,
+        inter_node_link=dataclasses.replace(
+            TWO_H100_NODES.inter_node_link,
+            bandwidth_bytes_per_s=TWO_H100_NODES.inter_node_link.bandwidth_bytes_per_s * 3 * 370.8 / 50,
+        ),
+    )
+    assert fast.inter_bandwidth_bytes_per_s == pytest.approx(3 * 370.8 * GB)
+    assert nccl.all_to_all(fast, 16, 2, 1e9).time_s == pytest.approx(5 * US + 7 / 16 * 1e9 / (370.8 * GB))
+
+
+def test_all_to_all_busbw_on_one_node_tends_to_nvlink():
+    # nccl-tests' busbw = (n − 1)/n · S / T (alltoall.cu, AlltoAllGetBw): on one node it tends to NVLink's bandwidth.
+    from course_lib.collectives import busbw_bytes_per_s
+
+    call = nccl.all_to_all(TWO_H100_NODES, 8, 1, 100 * GB)
+    assert busbw_bytes_per_s("all_to_all", 8, 100 * GB, call.time_s) == pytest.approx(370.8 * GB, rel=1e-4)
+
+
+def test_all_to_all_arrays_agree_with_one_call_at_a_time():
+    sizes = np.logspace(3, 10, 50)
+    bulk = nccl.all_to_all(TWO_H100_NODES, 16, 2, sizes)
+    assert np.all(np.diff(bulk.time_s) > 0)
+    for i in (0, 20, 49):
+        one = nccl.all_to_all(TWO_H100_NODES, 16, 2, float(sizes[i]))
+        assert (one.algorithm, one.protocol) == (bulk.algorithm[i], bulk.protocol[i])
+        assert one.time_s == pytest.approx(bulk.time_s[i], rel=1e-12)
+    groups = nccl.all_to_all(TWO_H100_NODES, np.array([2, 8, 16]), np.array([1, 1, 2]), 1e9)
+    assert groups.time_s.shape == (3,) and list(groups.protocol) == ["Simple"] * 3
+    assert list(bulk.protocol[:3]) == ["LL"] * 3 and bulk.protocol[-1] == "Simple"
+    assert groups.time_s[0] < groups.time_s[1] < groups.time_s[2]
+
+
+def test_all_to_all_of_one_rank_or_no_bytes_takes_no_time():
+    assert nccl.all_to_all(DGX_H100, 1, 1, 1e9).time_s == 0.0
+    assert nccl.all_to_all(DGX_H100, 8, 1, 0).time_s == 0.0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ((DGX_H100, 24, 2, 1e6), "ranks / nodes must be at most the cluster's 8"),
+        ((DGX_H100, 2, 3, 1e6), "nodes must be at most ranks"),
+        ((DGX_H100, 0, 1, 1e6), "ranks"),
+        ((DGX_H100, 8, 1, -1.0), "payload_bytes"),
+        (("DGX H100", 8, 1, 1e6), "cluster must be a hardware.Cluster"),
+    ],
+)
+def test_all_to_all_bad_input_names_the_argument(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        nccl.all_to_all(*arguments)
+
+
+def test_p2p_link_is_nvlink_inside_a_node_and_the_nic_share_across():
+    assert nccl.p2p_link(TWO_H100_NODES, False) == (pytest.approx(1 * US), pytest.approx(370.8 * GB))
+    assert nccl.p2p_link(TWO_H100_NODES, True) == (pytest.approx(5 * US), pytest.approx(50 * GB))
+    with pytest.raises(ValueError, match="cluster must be a hardware.Cluster"):
+        nccl.p2p_link("DGX H100", True)

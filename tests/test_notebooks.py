@@ -6,7 +6,8 @@ Three kinds of notebook:
   twin beside it in the lab's folder): outputs stored by `make notebooks` (tools/execute_notebooks.py) and checked
   by nbval;
 - the student versions of the labs (labs/): written by `make assignments` from the masters, with
-  no twin and no outputs (a student runs them; test_grading checks that they match a fresh build).
+  no twin and no outputs but the picture of each lab (a student runs them; test_grading checks that they match a
+  fresh build).
 
 Each failure names the notebook, the cell index (0-based, as in the .ipynb) and what to do. Most problems found here
 are fixed by editing the .py and running `make notebooks` again.
@@ -14,6 +15,7 @@ are fixed by editing the .py and running `make notebooks` again.
 
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -412,6 +414,12 @@ def test_labs_holds_a_student_version_of_every_master_and_nothing_else():
     )
 
 
+def is_lab_picture(output) -> bool:
+    """A picture of a lab as make assignments keeps it in a student version: display data, a PNG, no widget view."""
+    data = output.get("data", {})
+    return output.output_type == "display_data" and "image/png" in data and WIDGET_VIEW not in data
+
+
 @pytest.mark.parametrize("path", STUDENT_VERSIONS, ids=ids(STUDENT_VERSIONS))
 def test_student_version_is_unexecuted_otter_output(path):
     notebook = read(path)
@@ -421,10 +429,50 @@ def test_student_version_is_unexecuted_otter_output(path):
     executed = [
         index
         for index, cell in enumerate(notebook.cells)
-        if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)
+        if cell.cell_type == "code"
+        and (cell.execution_count is not None or not all(is_lab_picture(output) for output in cell.outputs))
     ]
-    assert not executed, f"{rel(path)}: cells {executed} hold outputs; a student version is stored as otter writes it"
+    assert not executed, (
+        f"{rel(path)}: cells {executed} hold outputs other than a lab's picture; a student version is stored as otter "
+        "writes it, plus the pictures of its labs (make assignments)"
+    )
     assert "jupytext" not in notebook.metadata, f"{rel(path)} has jupytext metadata; rebuild it with make assignments"
+
+
+def lab_cells(notebook) -> list[int]:
+    """The code cells, tagged otter_ignore, that build the lab a student explores (``lab = ..._lab(...)``)."""
+    return [
+        index
+        for index, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code"
+        and "otter_ignore" in cell.metadata.get("tags", [])
+        and re.search(r"^lab = \w+_lab\(", cell.source, re.MULTILINE)
+    ]
+
+
+@pytest.mark.parametrize("lab", lab_names())
+def test_every_lab_shows_a_picture_of_its_initial_state_without_a_kernel(lab):
+    # Opened without a kernel (GitHub, nbviewer, a static site) a lab shows its figure, not "PartitionLab(...)": the
+    # master stores the widget's PNG beside its view (Lab._repr_mimebundle_), and the student version the same PNG
+    # as display data (tools/assignments.py, with_lab_pictures), which running the cell replaces with the live lab.
+    master, student = read(master_path(lab)), read(ROOT / "labs" / f"{lab}.ipynb")
+    (index,) = lab_cells(master) or [None]
+    assert index is not None, f"{rel(master_path(lab))}: no cell `lab = ..._lab(...)` tagged otter_ignore"
+    shown = [output.data for output in master.cells[index].outputs if "image/png" in output.get("data", {})]
+    assert len(shown) == 1 and WIDGET_VIEW in shown[0], (
+        f"{rel(master_path(lab))}, cell {index}: the lab's output holds no picture beside its widget view: {REGENERATE}"
+    )
+    png = base64.b64decode(shown[0]["image/png"])
+    assert png.startswith(b"\x89PNG") and len(png) > 2000, f"{rel(master_path(lab))}, cell {index}: not a picture"
+    (student_index,) = [i for i, cell in enumerate(student.cells) if cell.source == master.cells[index].source]
+    pictures = student.cells[student_index].outputs
+    assert len(pictures) == 1 and is_lab_picture(pictures[0]), (
+        f"labs/{lab}.ipynb, cell {student_index}: no picture of the lab (only a PNG, no widget view); run "
+        "`make assignments`"
+    )
+    assert pictures[0].data["image/png"] == shown[0]["image/png"], (
+        f"labs/{lab}.ipynb: its picture differs from the master's; run `make assignments`"
+    )
 
 
 def jupytext_pairs(path: Path) -> list[Path]:

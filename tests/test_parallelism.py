@@ -23,6 +23,7 @@ from course_lib.parallelism import (
     step_transfers,
     zero_model_state_bytes,
 )
+from course_lib.pipeline import pipeline_schedule
 
 # ZeRO (Rajbhandari et al. 2020) Table 1: per-device model-state memory in GB, as printed.
 # Columns: model (Ψ), stage; rows: DP degree N_d.
@@ -480,3 +481,41 @@ def test_pipeline_schedule_report_sets_the_formulas_beside_the_simulation():
     assert interleaved.bubble_fraction == pytest.approx(3 / 16) and interleaved.peak_in_flight == 5.5
     assert interleaved.bubble_matches and interleaved.peak_in_flight_matches
     assert len(interleaved.timeline.ops) == 2 * 4 * 8 * 2
+
+
+def test_pipeline_schedule_report_of_the_zero_bubble_schedules():
+    # Qi et al. 2024 Table 2 with T_F = 1, T_B = 1.5, T_W = 0.5 (t_b = 2): ZB-H1 (p − 1)(T_F + T_B − T_W) = 3 · 2,
+    # ZB-H2 without the optimizer step's synchronisation (p − 1)(T_F + T_B − 2T_W) = 3 · 1.5; with it the same, as
+    # X = 1.5 ≥ T_F.
+    h1 = parallelism.pipeline_schedule_report(4, 8, "zb-h1", backward_weight_time_s=0.5)
+    assert (h1.bubble_s, h1.bubble_fraction, h1.formula_bubble_fraction) == (6.0, 0.25, 0.25)
+    assert h1.unsynchronised_bubble_fraction == h1.formula_unsynchronised_bubble_fraction == 0.25
+    assert (h1.peak_in_flight, h1.formula_peak_in_flight) == (4.0, 4.0) and h1.peak_in_flight_matches
+    h2 = parallelism.pipeline_schedule_report(4, 8, "zb-h2", backward_weight_time_s=0.5)
+    assert (h2.bubble_s, h2.unsynchronised_bubble_fraction, h2.formula_unsynchronised_bubble_fraction) == (
+        4.5,
+        4.5 / 24,
+        4.5 / 24,
+    )
+    assert h2.bubble_matches and (h2.peak_in_flight, h2.formula_peak_in_flight) == (7.0, 7.0)
+    # T_F = T_B = T_W: ZB-H2's stages never idle, but the step still waits (p − 1)·T_F for the last stage.
+    equal = parallelism.pipeline_schedule_report(4, 8, "zb-h2")
+    assert (equal.bubble_fraction, equal.unsynchronised_bubble_fraction) == (3 / 24, 0.0) and equal.bubble_matches
+    assert equal.schedule == "zb-h2" and len(equal.timeline.ops) == 3 * 4 * 8
+
+
+def test_pipeline_bubble_time_takes_arrays():
+    # The formula for many plans at once, as the plan search calls the others: 1F1B, then ZB-H1 and ZB-H2 for
+    # p = 2, 4, 8 (m = 16, T_F = T_B = T_W = 1 s).
+    stages = np.array([2, 4, 8])
+    assert parallelism.pipeline_bubble_time(stages, 16).tolist() == [3.0, 9.0, 21.0]
+    assert parallelism.pipeline_bubble_time(stages, 16, "zb-h1").tolist() == [1.0, 3.0, 7.0]
+    assert parallelism.pipeline_bubble_time(stages, 16, "zb-h2", optimizer_sync=False).tolist() == [0.0, 0.0, 0.0]
+    # t_b = 2: T_B = 1.75, 1.5, 0.5; 3·(T_F + T_B − T_W), and with T_W > T_F the last stage's late start, 3·T_F.
+    t_w = np.array([0.25, 0.5, 1.5])
+    assert parallelism.pipeline_bubble_time(4, 16, "zb-h1", backward_weight_time_s=t_w).tolist() == [7.5, 6.0, 3.0]
+    assert pipeline_schedule(4, 16, "zb-h1", backward_weight_time_s=1.5).bubble_s == 3.0
+    with pytest.raises(ValueError, match="microbatches"):
+        parallelism.pipeline_bubble_time(stages, 8, "zb-h2")  # p = 8 needs 15
+    with pytest.raises(ValueError, match="virtual_stages must be 1 unless"):
+        parallelism.pipeline_bubble_time(4, 8, "zb-h1", virtual_stages=2)

@@ -1,15 +1,23 @@
-"""The pipeline event simulation against Narayanan et al.'s bubble formulas, Megatron-LM's order, and its own rules."""
+"""The pipeline event simulation against Narayanan et al.'s bubble formulas, Megatron-LM's order, Qi et al.'s
+zero-bubble schedules (ZB-H1, ZB-H2: their Table 2 and per-worker memory), and its own rules."""
 
+import hashlib
 import itertools
 import math
 from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from course_lib import pipeline
-from course_lib.parallelism import pipeline_bubble_fraction, pipeline_in_flight_microbatches
-from course_lib.pipeline import PipelineOp, device_op_order, pipeline_schedule
+from course_lib.parallelism import (
+    pipeline_bubble_fraction,
+    pipeline_bubble_time,
+    pipeline_in_flight_microbatches,
+    zero_bubble_stage_in_flight,
+)
+from course_lib.pipeline import PipelineOp, device_op_order, pipeline_schedule, zero_bubble_min_microbatches
 
 
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
@@ -123,6 +131,11 @@ CASES = [
     (4, 8, "interleaved", 2),
     (4, 4, "interleaved", 4),
     (5, 10, "interleaved", 2),
+    (1, 2, "zb-h1", 1),
+    (4, 4, "zb-h1", 1),
+    (4, 9, "zb-h1", 1),
+    (3, 5, "zb-h2", 1),
+    (4, 12, "zb-h2", 1),
 ]
 
 
@@ -131,23 +144,32 @@ def _dependency_of(op, p, v):
         if op.stage > 0:
             return ("forward", op.microbatch, op.chunk, op.stage - 1)
         return ("forward", op.microbatch, op.chunk - 1, p - 1) if op.chunk > 0 else None
-    if op.stage < p - 1:
-        return ("backward", op.microbatch, op.chunk, op.stage + 1)
+    if op.kind == "backward_weight":  # W after its own B
+        return ("backward_input", op.microbatch, op.chunk, op.stage)
+    if op.stage < p - 1:  # a backward or a B after the next stage's
+        return (op.kind, op.microbatch, op.chunk, op.stage + 1)
     if op.chunk < v - 1:
-        return ("backward", op.microbatch, op.chunk + 1, 0)
+        return (op.kind, op.microbatch, op.chunk + 1, 0)
     return ("forward", op.microbatch, op.chunk, op.stage)
+
+
+def _kinds(schedule):
+    return ("forward", "backward_input", "backward_weight") if schedule.startswith("zb") else ("forward", "backward")
 
 
 @pytest.mark.parametrize("p, m, schedule, v", CASES)
 @pytest.mark.parametrize("backward_time_s", [2.0, 1.0, 0.5])
 def test_timeline_is_a_valid_execution(p, m, schedule, v, backward_time_s):
-    timeline = pipeline_schedule(p, m, schedule, v, 1.0, backward_time_s)
+    # t_W a fifth of t_b, so that B and W take different times from each other and from F.
+    timeline = pipeline_schedule(p, m, schedule, v, 1.0, backward_time_s, backward_weight_time_s=backward_time_s / 5)
     keys = Counter((op.stage, op.microbatch, op.chunk, op.kind) for op in timeline.ops)
-    expected = {(s, i, c, k) for s in range(p) for i in range(m) for c in range(v) for k in ("forward", "backward")}
+    expected = {(s, i, c, k) for s in range(p) for i in range(m) for c in range(v) for k in _kinds(schedule)}
     assert set(keys) == expected and all(n == 1 for n in keys.values())
     end = {(op.kind, op.microbatch, op.chunk, op.stage): op.end_s for op in timeline.ops}
+    durations = {"forward": 1.0, "backward": backward_time_s, "backward_input": 0.8 * backward_time_s}
+    durations["backward_weight"] = backward_time_s / 5
     for op in timeline.ops:
-        assert op.duration_s == pytest.approx((1.0 if op.kind == "forward" else backward_time_s) / v)
+        assert op.duration_s == pytest.approx(durations[op.kind] / v)
         needed = _dependency_of(op, p, v)
         if needed is not None:
             assert op.start_s >= end[needed] - 1e-12, (op, needed)
@@ -164,6 +186,174 @@ def test_each_device_is_busy_exactly_its_ideal_time():
         assert sum(op.duration_s for op in timeline.stage_ops(s)) == pytest.approx(timeline.ideal_s)
     assert timeline.bubble_s == pytest.approx(timeline.total_s - 8 * 9e-3)
     assert isinstance(timeline.ops[0], PipelineOp)
+
+
+def _fused_cases():
+    for p in range(1, 7):
+        for m in range(1, 13):
+            for t_b in (2.0, 1.0, 0.5, 3.7):
+                for schedule in ("gpipe", "1f1b"):
+                    yield p, m, schedule, 1, 1.3, t_b
+                for v in (2, 3):
+                    if m % p == 0:
+                        yield p, m, "interleaved", v, 1.3, t_b
+
+
+def _fused_digest(**kwargs) -> tuple:
+    digest = hashlib.sha256()
+    cases = list(_fused_cases())
+    for args in cases:
+        t = pipeline_schedule(*args, **kwargs)
+        rows = [(op.stage, op.microbatch, op.chunk, op.kind, op.start_s.hex(), op.end_s.hex()) for op in t.ops]
+        digest.update(repr((args, rows, t.total_s.hex(), t.peak_in_flight(0))).encode())
+    return len(cases), digest.hexdigest()
+
+
+def test_fused_schedules_are_unchanged_by_the_split_backward():
+    # Regression: every op (stage, micro-batch, chunk, kind, start, end, bit for bit), the makespan and stage 0's peak
+    # of 808 GPipe, 1F1B and interleaved steps, as the simulation gave them before B and W existed (main at 702ce4c).
+    # They run the backward whole, so t_W changes nothing.
+    before = (808, "da97ec77bc05f54ce0d3b373d19eeef26f4bd28ad1999293ab07a27ed0ecf2af")
+    assert _fused_digest() == before
+    assert _fused_digest(backward_weight_time_s=0.1) == before
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b", "interleaved"])
+def test_fused_schedules_idle_the_same_with_or_without_the_step_synchronisation(schedule):
+    # Stage 0 starts first and ends last: its idle time is the step's bubble.
+    for p in range(1, 7):
+        for m in (p, 2 * p, 3 * p + (schedule != "interleaved")):
+            timeline = pipeline_schedule(p, m, schedule, 2 if schedule == "interleaved" else 1)
+            assert timeline.unsynchronised_bubble_s == pytest.approx(timeline.bubble_s, abs=1e-12)
+            assert timeline.stage_bubble_s(0) == pytest.approx(timeline.bubble_s, abs=1e-12)
+            assert timeline.unsynchronised_bubble_fraction == pytest.approx(timeline.bubble_fraction, abs=1e-12)
+
+
+def test_zero_bubble_orders_follow_qi_et_al_figure_3():
+    # Written out by hand from §2.1 and §2.2 for p = 3, m = 5 (F, B, W and the micro-batch from 1): ZB-H1 warms up as
+    # 1F1B and runs each W s micro-batches after its B; ZB-H2 warms up with 2(p − s − 1) forwards and delays W by 2s.
+    letter = {"forward": "F", "backward_input": "B", "backward_weight": "W"}
+
+    def row(schedule, stage):
+        return " ".join(f"{letter[k]}{i + 1}" for k, i, c in device_op_order(3, 5, schedule, stage=stage) if c == 0)
+
+    assert [row("zb-h1", s) for s in range(3)] == [
+        "F1 F2 F3 B1 W1 F4 B2 W2 F5 B3 W3 B4 W4 B5 W5",
+        "F1 F2 B1 F3 B2 W1 F4 B3 W2 F5 B4 W3 B5 W4 W5",
+        "F1 B1 F2 B2 F3 B3 W1 F4 B4 W2 F5 B5 W3 W4 W5",
+    ]
+    assert [row("zb-h2", s) for s in range(3)] == [
+        "F1 F2 F3 F4 F5 B1 W1 B2 W2 B3 W3 B4 W4 B5 W5",
+        "F1 F2 F3 B1 F4 B2 F5 B3 W1 B4 W2 B5 W3 W4 W5",
+        "F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 W1 W2 W3 W4 W5",
+    ]
+
+
+def _zero_bubble_grid():
+    """(schedule, p, m, t_F, t_B, t_W) over stages, micro-batches and op times, exact (dyadic) so that == holds."""
+    ratios = [(1, 1, 1), (1, 1.5, 0.5), (1, 1.25, 0.75), (2, 1, 1), (1, 2, 1), (1, 1, 0.5), (1, 0.5, 1), (0.5, 1, 1)]
+    ratios += [(1, 1, 2), (1, 2, 2), (0.25, 3, 0.5), (2, 0.5, 1.5)]
+    for schedule in ("zb-h1", "zb-h2"):
+        for p in range(1, 8):
+            fewest = zero_bubble_min_microbatches(p, schedule)
+            for m in (fewest, fewest + 1, 2 * fewest + 3):
+                for t_f, t_b, t_w in ratios:
+                    yield schedule, p, m, float(t_f), float(t_b), float(t_w)
+
+
+def test_zero_bubble_simulation_equals_its_formulas():
+    # Every stage s idles (p − 1 − s)·X, X = t_F + t_B − k·min(t_F, t_W) ≥ 0; with the step's synchronisation the
+    # bubble is (p − 1)·max(t_F, X), without it (p − 1)·X (pipeline_bubble_time); 2 × 7 × 3 × 12 = 504 steps.
+    cases = 0
+    for schedule, p, m, t_f, t_b, t_w in _zero_bubble_grid():
+        timeline = pipeline_schedule(p, m, schedule, 1, t_f, t_b + t_w, backward_weight_time_s=t_w)
+        times = (t_f, t_b + t_w, t_w)
+        sync = pipeline_bubble_time(p, m, schedule, 1, *times)
+        no_sync = pipeline_bubble_time(p, m, schedule, 1, *times, optimizer_sync=False)
+        assert (timeline.bubble_s, timeline.unsynchronised_bubble_s) == (sync, no_sync), (schedule, p, m, times)
+        k = 1 if schedule == "zb-h1" else 2
+        x = max(t_f + t_b - k * min(t_f, t_w), 0.0)
+        assert [timeline.stage_bubble_s(s) for s in range(p)] == [(p - 1 - s) * x for s in range(p)]
+        assert timeline.ideal_s == m * (t_f + t_b + t_w)
+        cases += 1
+    assert cases == 504
+
+
+def test_zero_bubble_table_2():
+    # Qi et al. 2024 Table 2, for T_W ≤ T_F (as in their Table 1, T_W < T_F < T_B): bubble (p − 1)(T_F + T_B + T_W)
+    # for 1F1B, (p − 1)(T_F + T_B − T_W) for ZB-H1, (p − 1)(T_F + T_B − 2T_W) for ZB-H2 (the last without the
+    # optimizer step's synchronisation, §2.2 and §4); peak memory pM_B, pM_B and (2p − 1)M_B.
+    for schedule, p, m, t_f, t_b, t_w in _zero_bubble_grid():
+        if t_w > t_f or t_f + t_b < 2 * t_w:
+            continue
+        fused = pipeline_schedule(p, m, "1f1b", 1, t_f, t_b + t_w)
+        split = pipeline_schedule(p, m, schedule, 1, t_f, t_b + t_w, backward_weight_time_s=t_w)
+        assert fused.bubble_s == (p - 1) * (t_f + t_b + t_w)
+        assert fused.peak_in_flight(0) == min(p, m) == p
+        if schedule == "zb-h1":
+            assert split.bubble_s == split.unsynchronised_bubble_s == (p - 1) * (t_f + t_b - t_w)
+            assert split.peak_in_flight(0) == p
+        else:
+            assert split.unsynchronised_bubble_s == (p - 1) * (t_f + t_b - 2 * t_w)
+            assert split.peak_in_flight(0) == 2 * p - 1
+
+
+def test_zero_bubble_worked_numbers():
+    # §2.1: with T_F = T_B = T_W ZB-H1's bubble is a third of 1F1B's; §2.2: ZB-H2's is zero once the optimizer step
+    # no longer synchronises the stages (§4), else the last stage's late start, (p − 1)·T_F.
+    for p, m in ((4, 8), (8, 24), (16, 64)):
+        one_f_one_b = pipeline_schedule(p, m, "1f1b")
+        h1, h2 = (pipeline_schedule(p, m, s) for s in ("zb-h1", "zb-h2"))
+        assert h1.bubble_s * 3 == one_f_one_b.bubble_s == 3 * (p - 1)
+        assert (h2.unsynchronised_bubble_s, h2.bubble_s) == (0.0, p - 1.0)
+    # Times in proportion to Table 1's FLOPs for a GPT-3 175B layer (h = 12288) at s = 2048: F sbh(24h + 4s),
+    # B sbh(24h + 8s), W 24sbh², i.e. 37 : 38 : 36 (× 8192 sbh), so T_B + T_W = 2T_F and T_W < T_F < T_B.
+    h, s = 12288, 2048
+    t_f, t_b, t_w = (Fraction(24 * h + 4 * s, 8192), Fraction(24 * h + 8 * s, 8192), Fraction(24 * h, 8192))
+    assert (t_f, t_b, t_w) == (37, 38, 36) and t_b + t_w == 2 * t_f
+    one_f_one_b = pipeline_schedule(8, 32, "1f1b", 1, 37.0, 74.0)
+    h1 = pipeline_schedule(8, 32, "zb-h1", 1, 37.0, 74.0, backward_weight_time_s=36.0)
+    h2 = pipeline_schedule(8, 32, "zb-h2", 1, 37.0, 74.0, backward_weight_time_s=36.0)
+    assert (one_f_one_b.bubble_s, h1.bubble_s, h2.unsynchronised_bubble_s) == (7 * 111, 7 * 39, 7 * 3)
+    assert h2.bubble_s == 7 * 37  # synchronised, the last stage's (p − 1)·T_F
+    assert h1.peak_in_flight(0) == 8 and h2.peak_in_flight(0) == 15
+
+
+def test_zero_bubble_memory_per_worker():
+    # Qi et al. §2.3: worker i (from 1) holds (p − i + 1)M_B + (i − 1)M_W with ZB-H1 and (2p − 2i + 1)M_B +
+    # (2i − 2)M_W with ZB-H2, in units of M_B: the micro-batches between their B and their W count M_W/M_B. Table 1:
+    # M_B = sb(34h + 5as), M_W = 32sbh; for GPT-3 175B's layer (h = 12288, a = 96) at s = 2048, M_W/M_B = 0.28.
+    h, a, s = 12288, 96, 2048
+    table_1_share = 32 * h / (34 * h + 5 * a * s)
+    assert table_1_share == pytest.approx(0.2807, abs=1e-4)
+    for schedule in ("zb-h1", "zb-h2"):
+        for p in (1, 2, 4, 7):
+            for m in (zero_bubble_min_microbatches(p, schedule), 3 * p + 1):
+                timeline = pipeline_schedule(p, m, schedule)
+                for share in (0.0, 0.5, 1.0, table_1_share):
+                    for i in range(1, p + 1):
+                        if schedule == "zb-h1":
+                            paper = (p - i + 1) + (i - 1) * share
+                        else:
+                            paper = (2 * p - 2 * i + 1) + (2 * i - 2) * share
+                        simulated = timeline.peak_in_flight(i - 1, weight_pending_share=share)
+                        assert simulated == pytest.approx(paper, abs=1e-12), (schedule, p, m, share, i)
+                        assert zero_bubble_stage_in_flight(p, schedule, i - 1, share) == pytest.approx(paper)
+                assert timeline.peak_in_flight(0) == pipeline_in_flight_microbatches(p, m, schedule)
+
+
+def test_zero_bubble_needs_enough_microbatches():
+    # Stage 0 runs k(p − 1) warm-up forwards and one more before its first B: m ≥ p (ZB-H1), m ≥ 2p − 1 (ZB-H2).
+    assert [zero_bubble_min_microbatches(p, "zb-h1") for p in (1, 4, 8)] == [1, 4, 8]
+    assert [zero_bubble_min_microbatches(p, "zb-h2") for p in (1, 4, 8)] == [1, 7, 15]
+    for schedule, fewest in (("zb-h1", 4), ("zb-h2", 7)):
+        pipeline_schedule(4, fewest, schedule)
+        with pytest.raises(ValueError, match=rf"^microbatches must be ≥ .* = {fewest} for schedule='{schedule}'"):
+            pipeline_schedule(4, fewest - 1, schedule)
+        with pytest.raises(ValueError, match="microbatches"):
+            pipeline_bubble_time(4, fewest - 1, schedule)
+        with pytest.raises(ValueError, match="microbatches"):
+            pipeline_in_flight_microbatches(4, fewest - 1, schedule)
 
 
 def test_a_deadlocked_order_raises_instead_of_looping(monkeypatch):
@@ -196,6 +386,17 @@ def test_a_deadlocked_order_raises_instead_of_looping(monkeypatch):
         (dict(forward_time_s=math.inf), "forward_time_s"),
         (dict(backward_time_s=math.nan), "backward_time_s"),
         (dict(backward_time_s="2"), "backward_time_s"),
+        (dict(schedule="zb-h3"), "schedule"),
+        (dict(schedule="ZB-H1"), "schedule"),
+        (dict(schedule="zb-h1", virtual_stages=2), "virtual_stages"),
+        (dict(schedule="zb-h1", microbatches=3), "microbatches"),
+        (dict(schedule="zb-h2", microbatches=6), "microbatches"),
+        (dict(schedule="zb-h1", backward_weight_time_s=-0.5), "backward_weight_time_s"),
+        (dict(schedule="zb-h1", backward_weight_time_s=0), "backward_weight_time_s"),
+        (dict(schedule="zb-h1", backward_weight_time_s=2.0), "backward_weight_time_s"),
+        (dict(schedule="zb-h1", backward_weight_time_s=math.nan), "backward_weight_time_s"),
+        (dict(schedule="zb-h1", backward_weight_time_s=np.array([0.5, 1.0])), "backward_weight_time_s"),
+        (dict(schedule="1f1b", backward_weight_time_s=3.0), "backward_weight_time_s"),
     ],
 )
 def test_bad_input_names_the_parameter(kwargs, parameter):
@@ -210,4 +411,16 @@ def test_bad_stage_names_the_parameter(stage):
     with pytest.raises(ValueError, match="stage"):
         timeline.peak_in_flight(stage)
     with pytest.raises(ValueError, match="stage"):
+        timeline.stage_bubble_s(stage)
+    with pytest.raises(ValueError, match="stage"):
         device_op_order(4, 8, "1f1b", 1, stage)
+    with pytest.raises(ValueError, match="stage"):
+        zero_bubble_stage_in_flight(4, "zb-h1", stage)
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5, math.nan, "half", None])
+def test_bad_weight_pending_share_names_the_parameter(share):
+    with pytest.raises(ValueError, match=r"^weight_pending_share must be .*\[0, 1\]"):
+        pipeline_schedule(4, 8, "zb-h1").peak_in_flight(0, share)
+    with pytest.raises(ValueError, match="weight_pending_share"):
+        zero_bubble_stage_in_flight(4, "zb-h1", 0, share)

@@ -402,3 +402,31 @@ def test_contributions_count_the_ranks_in_each_partial_sum():
     assert np.array_equal(sim.contributions(3) == 4, sim.holdings(3))
     with pytest.raises(ValueError, match="no chunk contributions"):
         simulate("all_to_all", 2, algorithm="bruck").contributions(0)
+
+
+# --- all-to-all: the transpose of the chunk matrix, and what each rank sends --------------------------------------
+
+
+@pytest.mark.parametrize("algorithm", ["pairwise", "bruck"])
+@pytest.mark.parametrize("p", [2, 3, 5, 8])
+def test_all_to_all_is_the_transpose_of_the_chunk_matrix(algorithm, p):
+    block = 3
+    inputs = [np.arange(p * block) + 1000 * rank for rank in range(p)]
+    sim = simulate("all_to_all", p, inputs, algorithm=algorithm)
+    chunks = np.stack(inputs).reshape(p, p, block)  # [source, destination, element]
+    expected = np.swapaxes(chunks, 0, 1)  # [destination, source, element]
+    assert np.array_equal(np.stack(sim.outputs).reshape(p, p, block), expected)
+
+
+@pytest.mark.parametrize("p", [2, 3, 5, 8])
+def test_pairwise_all_to_all_steps_and_each_rank_sends_what_the_model_charges(p):
+    # p − 1 steps; every rank sends one block of S/p to a different peer each step, (p − 1)/p·S in all: Q of the model.
+    block = 4
+    sim = simulate("all_to_all", p, algorithm="pairwise", elements=p * block)
+    cost = collective_cost("all_to_all", p, sim.payload_bytes, "pairwise")
+    assert sim.step_count == cost.phases == p - 1
+    itemsize = sim.inputs[0].itemsize
+    for rank in range(p):
+        sent = [t for step in sim.steps for t in step if t.src == rank]
+        assert sorted(t.dst for t in sent) == [peer for peer in range(p) if peer != rank]
+        assert sum(t.elements for t in sent) * itemsize == cost.wire_bytes == (p - 1) / p * sim.payload_bytes

@@ -15,7 +15,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from course_lib import parallelism
-from course_lib.pipeline import pipeline_schedule
+from course_lib.pipeline import OP_KINDS, pipeline_schedule
 from course_lib.viz.pipeline_schedule import (
     ComparisonBarsFigure,
     PipelineScheduleFigure,
@@ -34,9 +34,9 @@ def _gantt_boxes(ax) -> dict:
     ``ax``, read back from the paths of its patches (gid "pipeline-<kind>-chunk<c>")."""
     boxes = {}
     for patch in ax.patches:
-        gid = str(patch.get_gid())
-        if gid.startswith(("pipeline-forward-", "pipeline-backward-")) and patch.get_visible():
-            _, kind, chunk = gid.split("-")
+        gid = str(patch.get_gid()).split("-")
+        if len(gid) == 3 and gid[1] in OP_KINDS and patch.get_visible():
+            _, kind, chunk = gid
             corners = patch.get_path().vertices.reshape(-1, 5, 2)
             rows = np.column_stack([corners[:, 0, 0], corners[:, 1, 0], corners[:, :4, 1].mean(axis=1)])
             boxes[kind, int(chunk.removeprefix("chunk"))] = (patch, rows[np.lexsort(rows.T[::-1])])
@@ -97,6 +97,41 @@ def test_gantt_has_one_box_per_op_at_its_times(p, m, schedule, v, title, legend)
     )
     idle = next(patch for patch in ax.patches if patch.get_gid() == "pipeline-idle")
     assert idle.get_path().vertices.reshape(-1, 5, 2)[:, :, 0].max(axis=1) == pytest.approx([timeline.total_s] * p)
+
+
+@pytest.mark.parametrize("schedule", ["zb-h1", "zb-h2"])
+def test_gantt_draws_b_and_w_apart(schedule):
+    # A split backward: F, B and W boxes each in their colour (no whole-backward box), named in the legend; the title
+    # adds the bubble without the optimizer step's synchronisation where it differs (ZB-H2).
+    timeline = pipeline_schedule(4, 8, schedule, backward_weight_time_s=0.5)  # t_B = 1.5, t_W = 0.5
+    ax = plot_pipeline_schedule(timeline)
+    drawn, expected = _gantt_boxes(ax), _expected_boxes(timeline)
+    assert sorted(drawn) == sorted(expected) == [("backward_input", 0), ("backward_weight", 0), ("forward", 0)]
+    for key, rows in expected.items():
+        np.testing.assert_allclose(drawn[key][1], rows, rtol=0, atol=1e-12)
+        assert drawn[key][0].get_facecolor() == pytest.approx(to_rgba(COLORS[key[0]]))
+    assert COLORS["backward_weight"] != COLORS["backward_input"]
+    assert sum(len(rows) for _, rows in drawn.values()) == len(timeline.ops) == 3 * 4 * 8
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == [
+        "forward",
+        "backward B (input gradient)",
+        "backward W (weight gradient)",
+        "idle (bubble)",
+    ]
+    # 3·(1 + 1.5 − 0.5) = 6 of 24 and 3·max(T_F, 1 + 1.5 − 1) = 4.5 (the same without the synchronisation).
+    titles = {"zb-h1": "ZB-H1, p = 4, m = 8: bubble 25 %", "zb-h2": "ZB-H2, p = 4, m = 8: bubble 18.8 %"}
+    assert [text.get_text() for text in _gantt_texts(ax, "pipeline-title")] == [titles[schedule]]
+    equal_times = plot_pipeline_schedule(pipeline_schedule(4, 8, schedule))
+    titles = {"zb-h1": "ZB-H1, p = 4, m = 8: bubble 12.5 %", "zb-h2": titles["zb-h2"].replace("18.8", "12.5")}
+    titles["zb-h2"] += " (0 % without the optimizer sync)"
+    assert [text.get_text() for text in _gantt_texts(equal_times, "pipeline-title")] == [titles[schedule]]
+    # The numbers are sized for the narrowest box, a W half as wide as a forward.
+    numbers = _gantt_texts(ax, "pipeline-microbatch")
+    box = ax.get_position()
+    narrowest_pt = box.width * 8 * 72 * 0.5 / timeline.total_s
+    assert len(numbers) == len(timeline.ops)
+    size = math.floor(microbatch_label_size(narrowest_pt, box.height * 4.5 * 72, 4, 8))
+    assert {t.get_fontsize() for t in numbers} == {size} and size < 9
 
 
 def test_gantt_numbers_as_large_as_the_boxes_allow():
@@ -174,6 +209,8 @@ def _timeline(stages, microbatches, schedule, virtual_stages=1, forward_time_s=1
         (_timeline(4, 8, "1f1b"), _timeline(4, 8, "interleaved", 2)),
         (_timeline(16, 64, "gpipe"), _timeline(2, 3, "1f1b", forward_time_s=0.01)),
         (_timeline(8, 16, "interleaved", 4), _timeline(8, 32, "gpipe")),
+        (_timeline(4, 8, "interleaved", 2), _timeline(4, 8, "zb-h2")),
+        (_timeline(4, 8, "zb-h1"), _timeline(4, 8, "1f1b")),
     ],
 )
 def test_gantt_figure_updated_twice_draws_what_a_fresh_one_draws(first, second):
@@ -185,7 +222,7 @@ def test_gantt_figure_boxes_are_the_timeline_in_units_of_t_f():
     timeline = pipeline_schedule(4, 8, "interleaved", 2, forward_time_s=0.01, backward_time_s=0.02)
     live.update(timeline)
     for (kind, chunk), patch in live.boxes.items():
-        ops = [op for op in timeline.ops if (op.kind, op.chunk) == (("forward", "backward")[kind], chunk)]
+        ops = [op for op in timeline.ops if (op.kind, op.chunk) == (OP_KINDS[kind], chunk)]
         assert patch.get_visible() == bool(ops)
         if ops:
             corners = patch.get_path().vertices.reshape(-1, 5, 2)

@@ -19,7 +19,8 @@ source, as for the lessons); by default all of them. For each master:
    OUT/NN_name/autograder.sha256, which tools/grade.py checks before grading, and the hash of everything it was
    made from into OUT/NN_name/inputs.sha256 (`make sync` rebuilds a lab only when that hash changed);
 4. the student version is normalised (no jupytext metadata, cell ids derived from the content, so that an
-   unchanged master gives a byte-identical file) and, with --student-dir, copied to DIR/NN_name.ipynb.
+   unchanged master gives a byte-identical file), gets back the picture of each lab the master stored (otter strips
+   every output; ``with_lab_pictures``) and, with --student-dir, is copied to DIR/NN_name.ipynb.
 
 OUT/NN_name/ is deleted and rebuilt each time. Otter's kernels and this script's `otter` processes run with the
 environment of `otter_environment` (see there).
@@ -62,6 +63,8 @@ import sys
 sys.modules.setdefault("rfc3987_syntax", None)
 """
 
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 # What a lab's assignment is made from besides its master: when none of it changed, a build is up to date
 # (`make sync`, and the grading tests' cache of builds in conftest.py).
@@ -242,6 +245,11 @@ def with_helpers(source: str, helpers: dict[str, str]) -> str:
     return "".join(lines[:first]) + block + "".join(lines[first:])
 
 
+def cell_source(cell: dict) -> str:
+    """A cell's source as one string (nbformat stores it as a string or a list of lines)."""
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
 def stage_master(master: Path, target: Path) -> None:
     """Copy ``master`` to ``target`` with the helpers written into each of its otter test cells (those between the
     raw cells `# BEGIN TESTS` and `# END TESTS`)."""
@@ -249,7 +257,7 @@ def stage_master(master: Path, target: Path) -> None:
     helpers = helper_sources()
     in_tests = False
     for cell in notebook["cells"]:
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        source = cell_source(cell)
         marker = re.match(r"\s*#\s*(BEGIN|END)\s+TESTS\b", source, flags=re.IGNORECASE)
         if cell["cell_type"] == "raw" and marker:
             in_tests = marker.group(1).upper() == "BEGIN"
@@ -258,16 +266,62 @@ def stage_master(master: Path, target: Path) -> None:
     target.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def normalise_student_version(path: Path) -> None:
-    """Remove what changes between runs or machines from otter's student notebook, in place."""
+def lab_pictures(master: dict) -> dict[str, list[dict]]:
+    """{source of a code cell: its pictures} for each cell of ``master`` (a notebook as JSON) that displays a lab: an
+    output holding both a widget view and the PNG a lab adds to it (``Lab._repr_mimebundle_``). Each picture is that
+    output as display data without the view: the notebook stores no widget state, so a front end would show
+    "model not found" for the view instead of falling back to the picture."""
+    pictures = {}
+    for cell in master["cells"]:
+        shown = [
+            output["data"]
+            for output in cell.get("outputs", [])
+            if WIDGET_VIEW in output.get("data", {}) and "image/png" in output.get("data", {})
+        ]
+        if cell["cell_type"] == "code" and shown:
+            pictures[cell_source(cell)] = [
+                {
+                    "output_type": "display_data",
+                    "data": {mime: data[mime] for mime in ("image/png", "text/plain") if mime in data},
+                    "metadata": {},
+                }
+                for data in shown
+            ]
+    return pictures
+
+
+def with_lab_pictures(student: dict, master: dict) -> int:
+    """Store in ``student`` (otter's student version, whose outputs otter removes) the picture of the lab's initial
+    state that ``master`` stored, in the cell with the same source; return how many cells got one. Opened without a
+    kernel (GitHub, nbviewer, JupyterLab before the cell runs), the lab then shows its figure; running the cell
+    replaces the picture with the live lab.
+
+    >>> png, view = {"image/png": "iVBO", "text/plain": "Lab()"}, {WIDGET_VIEW: {"model_id": "0"}}
+    >>> master = {"cells": [{"cell_type": "code", "source": "lab", "outputs": [{"data": {**png, **view}}]}]}
+    >>> student = {"cells": [{"cell_type": "code", "source": "lab", "outputs": []}]}
+    >>> with_lab_pictures(student, master), student["cells"][0]["outputs"][0]["data"] == png
+    (1, True)
+    """
+    pictures, count = lab_pictures(master), 0
+    for cell in student["cells"]:
+        if cell["cell_type"] == "code" and cell_source(cell) in pictures:
+            cell["outputs"] = pictures[cell_source(cell)]
+            count += 1
+    return count
+
+
+def normalise_student_version(path: Path, master: Path | None = None) -> None:
+    """Remove what changes between runs or machines from otter's student notebook, in place; with ``master``, put
+    back the pictures of its labs (``with_lab_pictures``)."""
     notebook = json.loads(path.read_text(encoding="utf-8"))
     notebook["metadata"].pop("jupytext", None)
+    if master is not None:
+        with_lab_pictures(notebook, json.loads(master.read_text(encoding="utf-8")))
     taken = set()
     for index, cell in enumerate(notebook["cells"]):
         cell["metadata"].pop("lines_to_next_cell", None)
         cell["metadata"].pop("execution", None)
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        digest = hashlib.sha1(f"{path.stem}\n{index}\n{source}".encode()).hexdigest()
+        digest = hashlib.sha1(f"{path.stem}\n{index}\n{cell_source(cell)}".encode()).hexdigest()
         cell["id"] = next(digest[i : i + 8] for i in range(len(digest) - 7) if digest[i : i + 8] not in taken)
         taken.add(cell["id"])
     path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
@@ -305,7 +359,7 @@ def assign(master: Path, out: Path, run_tests: bool = True) -> tuple[Path, Path,
     zip_path = autograder_zip(lab, out)
     if not student.exists() or zip_path is None:
         raise RuntimeError(f"otter assign {master.name} wrote no student notebook or no autograder zip in {result}")
-    normalise_student_version(student)
+    normalise_student_version(student, master)
     record_checksum(lab, zip_path, out)
     inputs_hash_path(lab, out).write_text(inputs_hash([lab]) + "\n", encoding="utf-8")
     return student, zip_path, seconds

@@ -5,7 +5,9 @@ tests/test_validation.py judges, with issue 10's targets beside them, and the ru
 al. 2021's Table 1 and §5.2 (tests/test_narayanan.py): before (the uncalibrated course model, ``calibration=None``;
 ``validation.NARAYANAN_UNCALIBRATED`` for Narayanan's rows) and after (the default calibration:
 ``PLAYBOOK_CALIBRATION`` on the Playbook's cluster, ``parallelism.default_calibration`` on Selene), with the fitted
-constants.
+constants; then Narayanan's runs under the default calibration as the frameworks the paper used run them
+(``validation.NARAYANAN_FRAMEWORKS``: the Megatron-LM and DeepSpeed presets); and the default model's picks on
+the held-out cells, without and with the memory margin the fit split gives (``validation.memory_margin``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,29 @@ def _report(label: str, runs, calibration, selene_calibration) -> None:
     print(validation.narayanan_report(selene_calibration))
 
 
+def _picks(runs) -> None:
+    """The default model's picks on the held-out cells, without and with the memory margin the fit split gives."""
+    import numpy as np
+
+    replay = validation.replay_runs(runs)
+    held_out = np.isin(runs["model"], validation.HELD_OUT_MODELS)
+    margin = validation.memory_margin(replay)
+    print(f"== the picks, held out: a plan is picked only if it fits with a memory margin (the 1B and 3B runs' "
+          f"90th percentile of measured/predicted memory: +{units.format_percent(margin)})")  # fmt: skip
+    for label, used in (("no margin", 0.0), (f"margin +{units.format_percent(margin)}", margin)):
+        figures = validation.validation_figures(replay, held_out, memory_margin=used)
+        shown = {"best_pick_share": units.format_percent(figures["best_pick_share"])}
+        shown["picks_crashed"] = f"{figures['picks_crashed']} of {figures['cells']}"
+        met = sum(check(figures[name]) for name, _, _, check in validation.PICK_TARGETS)
+        targets = "; ".join(
+            f"{text} {shown[name]} (target {target})" for name, text, target, _ in validation.PICK_TARGETS
+        )
+        print(f"{label}: {targets}; {met} of {len(validation.PICK_TARGETS)} met")
+    figures = validation.validation_figures(replay, held_out)
+    print(f"predicted fits vs measured ran {units.format_percent(figures['fit_agreement'])}, beside its base rate: "
+          f"{units.format_percent(figures['crashed_share'])} of the held-out runs crashed")  # fmt: skip
+
+
 def main() -> int:
     runs = validation.load_playbook_runs()
     print(f"Ultra-Scale Playbook runs: {len(runs)} ({int(runs.succeeded.sum())} ran)")
@@ -42,6 +67,10 @@ def main() -> int:
         f"{calibration.network_efficiency}, framework_bytes {units.format_bytes(calibration.framework_bytes)}"
     )
     _report('after: the default, calibrated model (calibration="default")', runs, "default", "default")
+    _picks(runs)
+    frameworks = ", ".join(f"{run}: {framework.name}" for run, framework in validation.NARAYANAN_FRAMEWORKS.items())
+    print(f"== Narayanan's runs as their frameworks run them ({frameworks}), default calibration:")
+    print(validation.narayanan_report("default", frameworks=True))
     return 0
 
 

@@ -4,7 +4,8 @@ Placement follows Megatron-LM's rank order: tensor-parallel ranks are adjacent (
 t ≤ devices per node), data-parallel ranks next (stride t), pipeline stages outermost (stride t·d). A group of n
 ranks then has k members on each of N nodes, and its collective runs as NCCL runs it (``nccl.estimate``): a flat
 ring over all n ranks with a channel on every rail, a tree, or NVLink SHARP, whichever NCCL's tuner expects to be
-fastest for that size; a point-to-point send (``send_recv``) crosses the network when the group spans nodes.
+fastest for that size; a point-to-point send (``send_recv``) crosses the network when the group spans nodes; an
+all-to-all runs as NCCL's grouped sends and receives (``nccl.all_to_all``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ __all__ = [
     "transfer_time_per_call",
 ]
 
-_GROUP_OPS = ("all_reduce", "reduce_scatter", "all_gather", "send_recv")
+_GROUP_OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv")
 LEVELS = ("in node", "across nodes")  # the levels of a cluster a group can span
 _AXIS_STRIDE = {
     "tensor": lambda _plan: 1,
@@ -40,9 +41,9 @@ _AXIS_STRIDE = {
 class GroupCall(nccl.NcclEstimate):
     """One collective call by a group of ranks placed on a cluster: an ``nccl.NcclEstimate`` (``ranks`` on
     ``nodes`` nodes, the ``algorithm`` and ``protocol``, ``latency_s``, ``bandwidth_bytes_per_s`` and ``time_s``;
-    "p2p" and "Simple" for ``send_recv``, "ring" and "α–β" on devices NCCL does not run on) with the most
-    ``ranks_per_node`` (k) the group has on one node. Fields are arrays when groups were evaluated in bulk;
-    ``levels`` needs one group."""
+    "p2p" and "Simple" for ``send_recv``, "p2p" for ``all_to_all``, "ring" (``all_to_all``: "pairwise") and "α–β"
+    on devices NCCL does not run on) with the most ``ranks_per_node`` (k) the group has on one node. Fields are
+    arrays when groups were evaluated in bulk; ``levels`` needs one group."""
 
     ranks_per_node: _check.IntOrArray
 
@@ -79,7 +80,8 @@ def group_collective(op, cluster: Cluster, group_size, stride, payload_bytes, *,
     """One collective call by a group of ranks ``stride`` apart, placed on ``cluster`` (``group_placement``), as
     NCCL runs it (``nccl.estimate``; ``algorithm=``/``protocol=`` impose one): a ``GroupCall``. ``send_recv`` is
     one message to the next rank: over the network (each GPU's share of its node's NICs, the network's latency
-    and the fabric's) when the group spans nodes, else over NVLink.
+    and the fabric's) when the group spans nodes, else over NVLink (``nccl.p2p_link``). ``all_to_all`` is NCCL's
+    grouped point-to-point (``nccl.all_to_all``; algorithm "p2p").
 
     Two DGX H100 nodes on InfiniBand, 16 ranks at stride 1, all-reducing 1 GB: a tree across the nodes with NVLink
     SHARP inside them; 16 KiB takes the double binary tree with the LL protocol:
@@ -92,6 +94,9 @@ def group_collective(op, cluster: Cluster, group_size, stride, payload_bytes, *,
     >>> small = group_collective("all_reduce", NEBIUS_H100_IB, 16, 1, 16 * 1024)
     >>> small.algorithm, small.protocol, format_time(small.time_s)
     ('tree', 'LL', '26.4 µs')
+    >>> a2a = group_collective("all_to_all", NEBIUS_H100_IB, 16, 1, 1e9)   # half of S leaves each node at 50 GB/s
+    >>> a2a.algorithm, a2a.protocol, format_time(a2a.time_s), a2a.levels
+    ('p2p', 'Simple', '10 ms', ('in node', 'across nodes'))
     """
     if op not in _GROUP_OPS:
         raise ValueError(f"op must be one of {', '.join(map(repr, _GROUP_OPS))} for a training step; got {op!r}")
@@ -101,10 +106,7 @@ def group_collective(op, cluster: Cluster, group_size, stride, payload_bytes, *,
     if op == "send_recv":
         if algorithm is not None or protocol is not None:
             raise ValueError("algorithm and protocol must be None for send_recv (one point-to-point message)")
-        spans = np.asarray(nodes) > 1
-        inter, intra = cluster.inter_node_link, cluster.intra_node_link
-        latency = np.where(spans, inter.latency_s + inter.fabric_latency_s, intra.latency_s + intra.fabric_latency_s)
-        bandwidth = np.where(spans, cluster.inter_bandwidth_bytes_per_s, cluster.nccl_intra_bandwidth_bytes_per_s)
+        latency, bandwidth = nccl.p2p_link(cluster, np.asarray(nodes) > 1)
         time = np.where(np.asarray(n) > 1, latency + size / bandwidth, 0.0)
         scalar = np.ndim(time) == 0
         return GroupCall(op, n, nodes, size, "p2p" if scalar else np.full(np.shape(time), "p2p"),
@@ -112,31 +114,43 @@ def group_collective(op, cluster: Cluster, group_size, stride, payload_bytes, *,
                          _check.as_result(bandwidth), _check.as_result(time), ranks_per_node=k)  # fmt: skip
     if not cluster.accelerator.architecture:  # not an NVIDIA GPU: MPI's flat ring, the textbook α–β model
         return _textbook_ring(op, cluster, n, k, nodes, size, algorithm, protocol)
-    call = nccl.estimate(op, cluster, n, nodes, size, algorithm=algorithm, protocol=protocol)
+    if op == "all_to_all":
+        if algorithm not in (None, "p2p") or protocol is not None:
+            raise ValueError(
+                "algorithm must be None or 'p2p' and protocol None for all_to_all (NCCL runs it as grouped "
+                f"point-to-point messages); got algorithm={algorithm!r}, protocol={protocol!r}"
+            )
+        call = nccl.all_to_all(cluster, n, nodes, size)
+    else:
+        call = nccl.estimate(op, cluster, n, nodes, size, algorithm=algorithm, protocol=protocol)
     return GroupCall(**{field.name: getattr(call, field.name) for field in fields(call)}, ranks_per_node=k)
 
 
 def _textbook_ring(op, cluster: Cluster, n, k, nodes, size, algorithm, protocol) -> GroupCall:
     """A flat ring over the group's n ranks in the α–β model (``collectives.time_terms``), for accelerators NCCL does
     not run on (MPI on CPUs, a cluster ``measure.calibrate_cluster`` fitted on an MPI sweep): each step costs the
-    slowest link's α, and the ring runs at the slower of a device's link in a node and its members' network share."""
-    if algorithm not in (None, "ring") or protocol is not None:
+    slowest link's α, and the ring runs at the slower of a device's link in a node and its members' network share.
+    An all-to-all is MPI's pairwise exchange, its steps at the slower of a device's link and its own network share."""
+    textbook = "pairwise" if op == "all_to_all" else "ring"
+    if algorithm not in (None, textbook) or protocol is not None:
         raise ValueError(
-            f"algorithm must be 'ring' (or None) and protocol None on {cluster.accelerator.name!r}, "
+            f"algorithm must be {textbook!r} (or None) and protocol None for {op} on {cluster.accelerator.name!r}, "
             f"which NCCL does not run on; got algorithm={algorithm!r}, protocol={protocol!r}"
         )
     spans = np.asarray(nodes) > 1
     inter, intra = cluster.inter_node_link, cluster.intra_node_link
     intra_s, inter_s = intra.latency_s + intra.fabric_latency_s, inter.latency_s + inter.fabric_latency_s
     latency_s = np.where(spans, np.maximum(intra_s, inter_s), intra_s)
-    network = k * cluster.inter_bandwidth_bytes_per_s
+    # A ring's k channels leave the node on k rails at once; a pairwise exchange step sends each GPU's block to a peer
+    # on another node through that GPU's own share of the NICs.
+    network = (1 if op == "all_to_all" else k) * cluster.inter_bandwidth_bytes_per_s
     bandwidth = np.where(spans, np.where(np.asarray(k) > 1, np.minimum(cluster.intra_bandwidth_bytes_per_s, network),
                                          network), cluster.intra_bandwidth_bytes_per_s)  # fmt: skip
-    terms = collectives.time_terms(op, n, size, bandwidth, latency_s) if np.any(np.asarray(n) > 1) else None
+    terms = collectives.time_terms(op, n, size, bandwidth, latency_s, textbook) if np.any(np.asarray(n) > 1) else None
     time = np.where(np.asarray(n) > 1, terms.total_s if terms else 0.0, 0.0)
     latency = np.where(np.asarray(n) > 1, terms.latency_s if terms else 0.0, 0.0)
     shape = np.shape(time)
-    algorithm_, protocol_ = ("ring", "α–β") if not shape else (np.full(shape, "ring"), np.full(shape, "α–β"))
+    algorithm_, protocol_ = (textbook, "α–β") if not shape else (np.full(shape, textbook), np.full(shape, "α–β"))
     algbw = np.where(time > latency, size / np.where(time > latency, time - latency, 1.0), np.inf)
     return GroupCall(op, n, nodes, size, algorithm_, protocol_, _check.as_result(latency), _check.as_result(algbw),
                      _check.as_result(time), ranks_per_node=k)  # fmt: skip

@@ -305,6 +305,7 @@ def _column_parallel_share(model: TransformerModel) -> float:
     >>> _column_parallel_share(GPT3_175B)   # (h² + 2h² + 4h²) / 12h²
     0.5833333333333334
     """
+    assert model.kv_heads is not None and model.ffn_hidden is not None  # __post_init__ resolved the defaults
     h, kv_width = model.hidden, model.kv_heads * model.head_dim
     inputs = h * h + 2 * h * kv_width + (2 if model.gated_mlp else 1) * h * model.ffn_hidden
     return inputs / model.matmul_weights_per_layer
@@ -327,11 +328,13 @@ def calibrated_step_time(
       interleaving (``group_collective``: over NVLink inside a node, else the network); on the critical path
       unless the framework overlaps P2P with compute (``pipeline_overlap``, interleaved schedules only).
     Step = m slots + (p−1)/v slots of bubble + the exposed data-parallel time.
-    Data parallel, in buckets of ``bucket_bytes`` (each bucket a collective with its own latency), exposed by
-    ``bucketed_exposure``: gradients (fp32 with the "bf16-fp32-grads" recipe) reduced once per step behind the last
-    micro-batch's backward (ZeRO-0/1), or reduce-scattered every micro-batch behind its backward (ZeRO-2/3);
+    Data parallel, in the framework's buckets of ``bucket_bytes`` (each bucket a collective with its own latency),
+    exposed by ``bucketed_exposure``: gradients (fp32 with a recipe that keeps an fp32 buffer) reduced once per step
+    behind the last micro-batch's backward (ZeRO-0/1), or reduce-scattered every micro-batch behind its backward
+    (ZeRO-2/3), if the framework overlaps them (``overlap_grad_reduce``; else after it, exposed);
     updated parameters all-gathered after the step behind the first forward (ZeRO-1/2), or gathered for every
-    forward and backward (ZeRO-3) — hidden only if the framework prefetches (``prefetch_parameter_gathers``).
+    forward and backward (ZeRO-3; once per step with a pipeline under a framework that keeps the stage whole,
+    ``reshard_with_pipeline`` False) — hidden only if the framework prefetches (``prefetch_parameter_gathers``).
     Communication that overlaps compute slows it by ``overlap_slowdown`` × its time.
 
     >>> from course_lib.hardware import DGX_H100
@@ -372,10 +375,10 @@ def calibrated_step_time(
     # Per layer: 2 calls forward (again with full recomputation), 2 backward, each behind what the framework overlaps.
     gemm_fwd = layer_fwd / rate  # one layer's forward GEMMs (and each of its two backward halves)
     overlap = calibration.framework.tensor_parallel_overlap
-    fwd_window = gemm_fwd if overlap == "all" else 0.0
-    bwd_window = {"none": 0.0, "backward": _column_parallel_share(model) * gemm_fwd, "all": 2 * gemm_fwd}[overlap]
-    tp_exposed_layer = repeat * exposed_after_overlap(2 * tp_call, fwd_window) + exposed_after_overlap(
-        2 * tp_call, bwd_window
+    tp_fwd_window = gemm_fwd if overlap == "all" else 0.0
+    tp_bwd_window = {"none": 0.0, "backward": _column_parallel_share(model) * gemm_fwd, "all": 2 * gemm_fwd}[overlap]
+    tp_exposed_layer = repeat * exposed_after_overlap(2 * tp_call, tp_fwd_window) + exposed_after_overlap(
+        2 * tp_call, tp_bwd_window
     )
     tp_mb = np.where(np.asarray(t) > 1, layers * tp_exposed_layer, 0.0)
     tp_hidden_mb = np.where(np.asarray(t) > 1, layers * tp_call * (2 * repeat + 2), 0.0) - tp_mb
@@ -399,15 +402,21 @@ def calibrated_step_time(
         return np.where(np.asarray(d) > 1, buckets * per_bucket, 0.0), np.where(np.asarray(d) > 1, per_bucket, 0.0)
 
     stage = plan.zero_stage
+    # ZeRO-3 under a framework that keeps a pipeline stage whole through the step (FSDP2 as torchtitan runs it): with
+    # p > 1 the stage's parameters are gathered once and its gradients reduce-scattered once per step.
+    once = (np.asarray(p) > 1) if stage == 3 and not calibration.framework.reshard_with_pipeline else False
     reduce_op = "all_reduce" if stage == 0 else "reduce_scatter"
     reduce_s, reduce_bucket = stream(reduce_op, reduce_bytes)
     prefetch = 1.0 if calibration.framework.prefetch_parameter_gathers else 0.0
+    overlap_reduce = 1.0 if calibration.framework.overlap_grad_reduce else 0.0
     fwd_window, bwd_window = forward + 0.0 * m, backward + 0.0 * m
+    reduce_window = overlap_reduce * bwd_window
     if stage >= 2:
-        exposed_data = bucketed_exposure(reduce_s, reduce_bucket, bwd_window, m)
-        reduce_total = m * reduce_s
+        every = bucketed_exposure(reduce_s, reduce_bucket, reduce_window, m)
+        exposed_data = np.where(once, bucketed_exposure(reduce_s, reduce_bucket, reduce_window), every)
+        reduce_total = np.where(once, reduce_s, m * reduce_s)
     else:
-        exposed_data = bucketed_exposure(reduce_s, reduce_bucket, bwd_window)
+        exposed_data = bucketed_exposure(reduce_s, reduce_bucket, reduce_window)
         reduce_total = reduce_s
     gather_s, gather_bucket = stream("all_gather", gather_bytes)
     gather_total = 0.0
@@ -415,9 +424,11 @@ def calibrated_step_time(
         exposed_data = exposed_data + bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window)
         gather_total = gather_s
     elif stage == 3:
-        exposed_data = exposed_data + bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window, m)
-        exposed_data = exposed_data + bucketed_exposure(gather_s, 0.0, prefetch * bwd_window, m)
-        gather_total = 2 * m * gather_s
+        every = bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window, m)
+        every = every + bucketed_exposure(gather_s, 0.0, prefetch * bwd_window, m)
+        single = bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window)
+        exposed_data = exposed_data + np.where(once, single, every)
+        gather_total = np.where(once, gather_s, 2 * m * gather_s)
     hidden_data = np.maximum(reduce_total + gather_total - exposed_data, 0.0)
     slowdown = calibration.overlap_slowdown * hidden_data
     exposed = {

@@ -23,10 +23,12 @@ one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import
 - ``calibration``: the one home of the calibrated model's fitted constants and its framework (``Calibration``,
   ``PLAYBOOK_CALIBRATION``, ``default_calibration``, ``resolve_calibration``, ``calibrated_cluster``, which
   ``budget`` re-exports);
-- ``memory``: ZeRO model states, stored activations, micro-batches in flight, ``memory_breakdown`` and
+- ``memory``: ZeRO model states, stored activations, micro-batches in flight (``pipeline_in_flight_microbatches``, and
+  per stage of a zero-bubble schedule ``zero_bubble_stage_in_flight``), ``memory_breakdown`` and
   ``calibrated_memory_breakdown``, and ``memory_budget_report`` (every ZeRO stage against a device, lab 3's one call);
-- ``schedule``: ``pipeline_schedule_report``, a simulated pipeline step beside the formulas for its bubble and the
-  micro-batches stage 0 holds (lab 4's one call);
+- ``schedule``: ``pipeline_bubble_time``, the bubble of every simulated schedule by formula (ZB-H1 and ZB-H2 with
+  and without the optimizer step's synchronisation), and ``pipeline_schedule_report``, a simulated pipeline step
+  beside the formulas for its bubble and the micro-batches stage 0 holds (lab 4's one call);
 - ``transfers``: ``BoundaryTransfer``, ``step_transfers``, ``boundary_tensors``, ``communication_volume_per_step``.
 
 >>> from course_lib.units import format_bytes

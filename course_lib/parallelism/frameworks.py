@@ -58,10 +58,13 @@ class Framework:
     ``precision`` (a ``PRECISION_RECIPES`` key); ``logits_bytes_per_element`` (bytes per vocabulary entry and token
     of the last stage's logits: bf16 logits 2 B + the fp32 copy the loss takes 4 B + its fp32 gradient 4 B = 10 B);
     ``bucket_bytes`` (the size of a data-parallel gradient or parameter bucket); ``max_zero_stage_with_pipeline`` (the
-    highest ZeRO stage it combines with pipeline parallelism); ``prefetch_parameter_gathers`` (whether a ZeRO
-    parameter all-gather runs while the previous layer computes); ``tensor_parallel_overlap`` (a
-    ``TENSOR_PARALLEL_OVERLAPS`` choice); ``pipeline_overlap`` (whether a stage's sends and receives run while it
-    computes another micro-batch, as interleaved schedules with overlapped P2P do).
+    highest ZeRO stage it combines with pipeline parallelism); ``reshard_with_pipeline`` (False: with a pipeline,
+    ZeRO-3 keeps a stage's 16-bit parameters and fp32 gradients whole through the step, gathering once and
+    reduce-scattering once per step, as torchtitan runs FSDP2); ``overlap_grad_reduce`` (whether a gradient bucket is
+    reduced while the backward pass computes earlier layers' gradients); ``prefetch_parameter_gathers`` (whether a
+    ZeRO parameter all-gather runs while the previous layer computes, or the next step's first forward);
+    ``tensor_parallel_overlap`` (a ``TENSOR_PARALLEL_OVERLAPS`` choice); ``pipeline_overlap`` (whether a stage's
+    sends and receives run while it computes another micro-batch, as interleaved schedules with overlapped P2P do).
 
     >>> MEGATRON_CORE.precision, PRECISION_RECIPES[MEGATRON_CORE.precision]
     ('fp32-main-grads', (2, 0, 4, 12))
@@ -74,6 +77,8 @@ class Framework:
     logits_bytes_per_element: float = 10.0
     bucket_bytes: float = 25e6
     max_zero_stage_with_pipeline: int = 1
+    reshard_with_pipeline: bool = True
+    overlap_grad_reduce: bool = True
     prefetch_parameter_gathers: bool = True
     tensor_parallel_overlap: str = "none"
     pipeline_overlap: bool = False
@@ -84,6 +89,8 @@ class Framework:
         _check.nonnegative("logits_bytes_per_element", self.logits_bytes_per_element)
         _check.positive("bucket_bytes", self.bucket_bytes)
         _check.choice("max_zero_stage_with_pipeline", self.max_zero_stage_with_pipeline, ZERO_STAGES)
+        _check.flag("reshard_with_pipeline", self.reshard_with_pipeline)
+        _check.flag("overlap_grad_reduce", self.overlap_grad_reduce)
         _check.flag("prefetch_parameter_gathers", self.prefetch_parameter_gathers)
         _check.choice("tensor_parallel_overlap", self.tensor_parallel_overlap, TENSOR_PARALLEL_OVERLAPS)
         _check.flag("pipeline_overlap", self.pipeline_overlap)
@@ -93,51 +100,211 @@ class Framework:
         return dict(self.sources).get(field, "")
 
 
-# The presets. Each cites the framework's source at a release (repository, path, line) or its documentation.
+# The presets. Each cites the framework's source at a release (repository@tag path:line) or its own documentation.
+_MEGATRON = "NVIDIA/Megatron-LM@core_v0.19.0 "
+_DEEPSPEED = "deepspeedai/DeepSpeed@v0.19.5 "
+_TORCH = "pytorch/pytorch@v2.14.1 (5c48869) "
+_TORCHTITAN = "pytorch/torchtitan@b5bcd76 "
+_NANOTRON = "huggingface/nanotron@2411b02 "
+
 MEGATRON_CORE = Framework(
-    name="Megatron-LM (Core)",
+    name="Megatron-LM (Core) with the distributed optimizer, --overlap-grad-reduce and --overlap-param-gather",
     precision="fp32-main-grads",
-    bucket_bytes=40e6,
+    bucket_bytes=160e6,
     max_zero_stage_with_pipeline=1,
+    overlap_grad_reduce=True,
     prefetch_parameter_gathers=True,
     tensor_parallel_overlap="backward",
     pipeline_overlap=True,
-    sources=(),
+    sources=(
+        (
+            "precision",
+            _MEGATRON + "docs/user-guide/features/dist_optimizer.md:14-20: bf16 parameters, fp32 "
+            "gradients: 18 B per parameter, 6 + 12/d with the distributed optimizer; megatron/training/arguments.py:"
+            "1181-1194: bf16 accumulates and reduces gradients in fp32; tensor_parallel/layers.py:679-681: the weight "
+            "gradient GEMM accumulates into the fp32 main_grad",
+        ),
+        (
+            "bucket_bytes",
+            _MEGATRON + "megatron/core/distributed/distributed_data_parallel.py:68-72: buckets of "
+            "max(40 M, 1 M × d) parameters when overlapping (160 MB of fp32 gradients up to d = 40); :95-106: one "
+            "bucket on pipeline stages after the first",
+        ),
+        (
+            "max_zero_stage_with_pipeline",
+            _MEGATRON + "the distributed optimizer (ZeRO-1) runs with pipelines "
+            "(functional test gpt3_mcore_te_tp1_pp4_vp1_dist_optimizer_overlap_grad_reduce_param_gather); "
+            "arguments.py:997-1007: --use-torch-fsdp2 is not supported with pipeline parallelism",
+        ),
+        (
+            "overlap_grad_reduce",
+            _MEGATRON + "distributed_data_parallel_config.py:18-22 (--overlap-grad-reduce); "
+            "param_and_grad_buffer.py:863-879: buckets fire during the last micro-batch's backward only",
+        ),
+        (
+            "prefetch_parameter_gathers",
+            _MEGATRON + "distributed_data_parallel_config.py:18-22 "
+            "(--overlap-param-gather: the all-gather overlaps the next forward, from a forward pre-hook, "
+            "distributed_data_parallel.py:394-397)",
+        ),
+        (
+            "tensor_parallel_overlap",
+            _MEGATRON + "megatron/core/tensor_parallel/layers.py:775-790: the input "
+            "gradient's all-reduce (reduce-scatter with sequence parallelism) runs asynchronously with the weight "
+            "gradient GEMM; --tp-comm-overlap (forward too) needs sequence parallelism and is off by default",
+        ),
+        (
+            "pipeline_overlap",
+            _MEGATRON + "arguments.py:976-984 and :2965-2967: P2P overlap is on by default and "
+            "switched off outside the interleaved schedule",
+        ),
+    ),
 )
 DEEPSPEED = Framework(
-    name="DeepSpeed (ZeRO)",
+    name="DeepSpeed ZeRO (defaults of v0.19.5)",
     precision="fp16-zero",
-    bucket_bytes=5e8,
+    bucket_bytes=1e9,
     max_zero_stage_with_pipeline=1,
+    overlap_grad_reduce=True,
     prefetch_parameter_gathers=True,
     tensor_parallel_overlap="none",
     pipeline_overlap=False,
-    sources=(),
+    sources=(
+        (
+            "precision",
+            _DEEPSPEED + "deepspeed/runtime/engine.py:1444-1455: gradients accumulate in the model's "
+            "dtype (bf16) unless grad_accum_dtype says fp32; zero/stage3.py:711-712: ZeRO-3's gradient partitions in "
+            "that dtype; the fp32 gradient of a partition exists only during the step (stage_1_and_2.py:2335-2341): "
+            "2 + 2 + 12 = 16 B, ZeRO's recipe (its memory estimators count 18, with that transient fp32 gradient)",
+        ),
+        (
+            "bucket_bytes",
+            _DEEPSPEED + "deepspeed/runtime/zero/config.py:113: reduce_bucket_size 5e8 elements "
+            "(1 GB of bf16 gradients); :215 stage3_prefetch_bucket_size 5e7 (the documentation says 5e8)",
+        ),
+        (
+            "max_zero_stage_with_pipeline",
+            _DEEPSPEED + "deepspeed/runtime/pipe/engine.py:76-77: 'ZeRO-2 and "
+            "ZeRO-3 are incompatible with pipeline parallelism'",
+        ),
+        (
+            "overlap_grad_reduce",
+            _DEEPSPEED + "zero/config.py:138, :384-385: overlap_comm defaults to True for "
+            "ZeRO-3 only (the documentation says false); the pipeline engine reduces after all micro-batches "
+            "(pipe/schedule.py:237-241)",
+        ),
+        (
+            "prefetch_parameter_gathers",
+            _DEEPSPEED + "zero/partitioned_param_coordinator.py:451-453: the next "
+            "submodules' parameters are all-gathered ahead, in the order traced in the first step, up to "
+            "stage3_prefetch_bucket_size elements",
+        ),
+    ),
 )
 FSDP2 = Framework(
-    name="PyTorch FSDP2",
+    name="PyTorch FSDP2 (fully_shard), without pipelining",
     precision="fp16-zero",
     max_zero_stage_with_pipeline=0,
+    overlap_grad_reduce=True,
     prefetch_parameter_gathers=True,
-    sources=(),
+    sources=(
+        (
+            "precision",
+            _TORCH + "torch/distributed/fsdp/_fully_shard/_fsdp_api.py:21-31: the sharded parameter "
+            "keeps its dtype (fp32) and the optimizer steps on it; _fsdp_collectives.py:596-600, :696: gradients "
+            "reduce-scattered in fp32 into fp32 shards: 4 + 4 + 8 = 16 B per parameter over d, the total of ZeRO's "
+            "recipe (torchtitan's defaults, torchtitan/config/configs.py:87-102: fp32 model, bf16 compute)",
+        ),
+        (
+            "max_zero_stage_with_pipeline",
+            "NVIDIA/Megatron-LM@core_v0.19.0 megatron/training/arguments.py:997-1007: "
+            "'--use-torch-fsdp2 is not supported with pipeline parallelism' (torchtitan combines them: "
+            "FSDP2_PIPELINE)",
+        ),
+        (
+            "overlap_grad_reduce",
+            _TORCH + "_fsdp_param_group.py:88-93: a reduce-scatter stream of its own, beside the backward",
+        ),
+        (
+            "prefetch_parameter_gathers",
+            _TORCH + "_fsdp_param_group.py:88-93, :854-856: the next unit's "
+            "all-gather is issued during the current unit's forward (the previous unit's during backward)",
+        ),
+    ),
 )
-FSDP2_PIPELINE = replace(FSDP2, name="PyTorch FSDP2 with pipelining (torchtitan)", max_zero_stage_with_pipeline=3)
+FSDP2_PIPELINE = replace(
+    FSDP2,
+    name="PyTorch FSDP2 with pipelining (torchtitan)",
+    max_zero_stage_with_pipeline=3,
+    reshard_with_pipeline=False,
+    sources=(
+        *FSDP2.sources[:1],
+        *FSDP2.sources[2:],
+        (
+            "max_zero_stage_with_pipeline",
+            _TORCHTITAN + "torchtitan/models/llama3/parallelize.py:68-78: "
+            "apply_fsdp_to_decoder(..., pp_enabled=...); Llama 3 (arXiv 2407.21783 §3.3.2) ran FSDP with pipeline "
+            "parallelism, sharding optimizer states and gradients",
+        ),
+        (
+            "reshard_with_pipeline",
+            _TORCHTITAN + "torchtitan/distributed/fsdp.py:129-132: with pipelining, "
+            "parameters are not resharded after forward; " + _TORCH + "torch/distributed/pipelining/stage.py:935-939, "
+            ":1262-1275: no gradient sync and no reshard after backward until one reduce-scatter after the last "
+            "micro-batch (the stage's bf16 parameters and fp32 gradients stay whole during the step)",
+        ),
+    ),
+)
 NANOTRON = Framework(
     name="nanotron",
-    precision="bf16-fp32-grads",
+    precision="fp32-main-grads",
+    bucket_bytes=25e6,
     max_zero_stage_with_pipeline=1,
+    overlap_grad_reduce=True,
     prefetch_parameter_gathers=False,
     tensor_parallel_overlap="none",
     pipeline_overlap=False,
-    sources=(),
+    sources=(
+        (
+            "precision",
+            _NANOTRON + "src/nanotron/optim/gradient_accumulator.py:66-95: accumulate_grad_in_fp32 "
+            "keeps an fp32 gradient buffer for every parameter and fp32 master weights for the ones the rank updates "
+            "(bf16 model, config.py:311-317): 2 + 4 + 12 = 18 B (read from the code; nanotron documents no table)",
+        ),
+        (
+            "bucket_bytes",
+            _NANOTRON + "src/nanotron/config/config.py:313: ddp_bucket_cap_mb 25 (MiB: 26.2 MB; the model takes 25 MB)",
+        ),
+        (
+            "max_zero_stage_with_pipeline",
+            _NANOTRON + "README.md:172, :182: ZeRO-1 only (ZeRO-3 on the roadmap); optim/zero.py:26",
+        ),
+        (
+            "overlap_grad_reduce",
+            _NANOTRON + "gradient_accumulator.py:335, :383-386: buckets all-reduced "
+            "asynchronously during the last micro-batch's backward (parallel/pipeline_parallel/engine.py:112-116)",
+        ),
+        (
+            "prefetch_parameter_gathers",
+            _NANOTRON + "optim/zero.py:118-119: the updated parameters are all-gathered after the optimizer step",
+        ),
+        (
+            "tensor_parallel_overlap",
+            _NANOTRON + "parallel/tensor_parallel/functional.py:285-287: "
+            "tp_linear_async_communication (off by default, parallelism_config.py:47-48) overlaps only the forward "
+            "all-gather of a column linear with its local shard's GEMM",
+        ),
+        ("pipeline_overlap", _NANOTRON + "README.md:170, :185: AFAB and 1F1B engines, no interleaving"),
+    ),
 )
 # The defaults of a bare ``Calibration()``: no framework's in particular (ZeRO gathers prefetched, nothing else
 # overlapped).
 GENERIC = Framework(name="generic (ZeRO gathers prefetched, no tensor-parallel or P2P overlap)")
-# The pessimistic bound: every transfer that some framework overlaps, exposed (the course's ideal model's rule).
+# The pessimistic bound: every transfer that some framework overlaps, exposed.
 EXPOSED = replace(
     NANOTRON,
     name="exposed (no overlap: the pessimistic bound)",
+    overlap_grad_reduce=False,
     prefetch_parameter_gathers=False,
     tensor_parallel_overlap="none",
     pipeline_overlap=False,

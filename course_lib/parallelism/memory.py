@@ -14,7 +14,7 @@ import numpy as np
 from .. import _check
 from ..compute import RECOMPUTE_OPTIONS
 from ..hardware import Accelerator
-from ..pipeline import SCHEDULES
+from ..pipeline import SIMULATED_SCHEDULES, ZERO_BUBBLE_SCHEDULES, ZERO_BUBBLE_WARMUP, check_schedule
 from .calibration import Calibration, resolve_calibration
 from .frameworks import PRECISION_RECIPES
 from .models import TransformerModel
@@ -33,6 +33,7 @@ __all__ = [
     "activation_bytes_per_layer",
     "activation_bytes_per_token_per_layer",
     "pipeline_in_flight_microbatches",
+    "zero_bubble_stage_in_flight",
     "memory_breakdown",
     "calibrated_memory_breakdown",
     "MemoryBudgetReport",
@@ -219,14 +220,18 @@ def pipeline_in_flight_microbatches(stages, microbatches, schedule="1f1b", virtu
 
     GPipe runs all m forwards first, so it holds m. 1F1B holds min(p, m) (Narayanan et al. 2021 §2.2.1). The
     interleaved schedule holds p·(1 + (p−1)/(p·v)) worth of full-stage micro-batches (Korthikanti et al. 2022 §4.2.3),
-    or m when m is too small for the warm-up to finish (m = p); ``pipeline.pipeline_schedule`` simulates all three.
+    or m when m is too small for the warm-up to finish (m = p). ZB-H1 holds p and ZB-H2 2p − 1, none of them
+    waiting for its W at the peak (Qi et al. 2024 Table 2: pM_B and (2p − 1)M_B; ``zero_bubble_stage_in_flight``);
+    ``pipeline.pipeline_schedule`` simulates all five.
 
     >>> pipeline_in_flight_microbatches(8, 64), pipeline_in_flight_microbatches(8, 64, "gpipe")
     (8, 64)
+    >>> pipeline_in_flight_microbatches(8, 64, "zb-h1"), pipeline_in_flight_microbatches(8, 64, "zb-h2")
+    (8, 15)
     """
     p = _check.count("stages", stages)
     m = _check.count("microbatches", microbatches)
-    _check.choice("schedule", schedule, SCHEDULES)
+    _check.choice("schedule", schedule, SIMULATED_SCHEDULES)
     v = _check.count("virtual_stages", virtual_stages)
     if schedule == "gpipe":
         return m
@@ -234,8 +239,36 @@ def pipeline_in_flight_microbatches(stages, microbatches, schedule="1f1b", virtu
         # Megatron-LM's warm-up on stage 0 runs 2(p−1) + (v−1)p chunk-forwards, then one more before the first
         # backward: p + (p−1)/v full-stage micro-batches; with m = p every forward fits in the warm-up, so m.
         return _check.as_result(np.minimum(m, p + (p - 1) / v))
+    if schedule in ZERO_BUBBLE_SCHEDULES:
+        check_schedule(p, m, schedule, v)
+        held = zero_bubble_stage_in_flight(p, schedule, stage=0)  # whole micro-batches: none waits for its W
+        return held if np.ndim(held) else int(held)
     in_flight = np.minimum(p, m)
     return in_flight if np.ndim(in_flight) else int(in_flight)
+
+
+def zero_bubble_stage_in_flight(stages, schedule="zb-h1", stage: _check.IntOrArray = 0, weight_pending_share=1.0):
+    """Peak activations stage s of ZB-H1 or ZB-H2 holds, in micro-batches (units of M_B, one micro-batch's whole stage
+    activations): (p − s)M_B + s·M_W for ZB-H1 and (2p − 2s − 1)M_B + 2s·M_W for ZB-H2 (Qi et al. 2024 §2.3, worker
+    i = s + 1), where ``weight_pending_share`` = M_W/M_B is what a micro-batch keeps between its B and its W.
+
+    Each stage keeps k(p − 1) + 1 micro-batches in flight (k = 1 for ZB-H1, 2 for ZB-H2), k·s of them waiting for
+    their W at the peak; stage 0 holds the most, (k(p − 1) + 1)·M_B. Their Table 1 gives M_B = sb(34h + 5as) and
+    M_W = 32sbh per layer. Holds once m reaches ``pipeline.zero_bubble_min_microbatches``.
+
+    >>> zero_bubble_stage_in_flight(4, "zb-h1", stage=3), zero_bubble_stage_in_flight(4, "zb-h1", 3, 0.5)
+    (4.0, 2.5)
+    >>> zero_bubble_stage_in_flight(4, "zb-h2", stage=0), zero_bubble_stage_in_flight(4, "zb-h2", 3, 0.5)
+    (7.0, 4.0)
+    """
+    p = _check.count("stages", stages)
+    k = ZERO_BUBBLE_WARMUP[_check.choice("schedule", schedule, ZERO_BUBBLE_SCHEDULES)]
+    s = _check.count("stage", stage, minimum=0)
+    if np.any(np.asarray(s) >= np.asarray(p)):
+        raise ValueError(f"stage must be in 0..p − 1 = {np.asarray(p) - 1}, got {stage!r}")
+    share = _check.fraction("weight_pending_share", weight_pending_share, allow_zero=True)
+    full, waiting_for_w = k * (p - 1 - s) + 1, k * s
+    return _check.as_result(full + share * waiting_for_w)
 
 
 def activation_bytes_per_token_per_layer(
@@ -382,10 +415,14 @@ def calibrated_memory_breakdown(
     param_b, grad_b, buffer_b, optimizer_b = PRECISION_RECIPES[calibration.framework.precision]
     stage = plan.zero_stage
 
+    # ZeRO-3 under a framework that keeps a pipeline stage whole through the step (FSDP2 as torchtitan runs it): with
+    # p > 1 the stage also holds its 16-bit parameters and its fp32 accumulated gradients unsharded.
+    whole = np.where((np.asarray(p) > 1) & (stage == 3) & (not calibration.framework.reshard_with_pipeline), 1.0, 0.0)
+
     def states(params):
         per_device = params / t
-        parameters = param_b * per_device / (d if stage >= 3 else 1)
-        gradients = (grad_b + buffer_b) * per_device / (d if stage >= 2 else 1)
+        parameters = param_b * per_device / (d if stage >= 3 else 1) + whole * param_b * per_device
+        gradients = (grad_b + buffer_b) * per_device / (d if stage >= 2 else 1) + whole * 4.0 * per_device
         optimizer = optimizer_b * per_device / (d if stage >= 1 else 1)
         return parameters, gradients, optimizer
 

@@ -219,7 +219,7 @@ def global_batch_report(micro_batch, grad_accum_steps, data_parallel, seq_len, t
     return GlobalBatchReport(plan, tokens)
 
 
-def pipeline_bubble_fraction(stages, microbatches, virtual_stages=1):
+def pipeline_bubble_fraction(stages, microbatches, virtual_stages: _check.IntOrArray = 1):
     """Pipeline bubble as a fraction of the ideal time: (p−1)/(v·m) (Narayanan et al. 2021 §2.2).
 
     GPipe and 1F1B have the same bubble, (p−1)/m; interleaving v model chunks per device divides it by v, and

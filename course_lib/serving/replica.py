@@ -636,7 +636,7 @@ def decode_compute_bound_sequences(peak_flops_per_s, hbm_bandwidth_bytes_per_s, 
     """The batch above which decode's weight multiplies are compute-bound: peak / bandwidth × bytes per param / 2.
 
     2·b FLOPs per parameter against the bytes per parameter read; t and p cancel. The scaling book: 240 for bf16 on
-    TPU v5e, 120 with int8 weights and bf16 arithmetic; an H100 in bf16 needs about 295.
+    TPU v5e, 120 with int8 weights and bf16 arithmetic; an H100 in bf16 295.2 (compute-bound from a batch of 296).
 
     >>> v5e = (1.97e14, 8.2e11)   # peak bf16 FLOP/s, HBM bytes/s
     >>> round(decode_compute_bound_sequences(*v5e)), round(decode_compute_bound_sequences(*v5e, bytes_per_param=1))

@@ -23,7 +23,7 @@ from matplotlib.textpath import TextToPath
 from matplotlib.ticker import MaxNLocator
 
 from .. import units
-from ..pipeline import PipelineTimeline, pipeline_schedule
+from ..pipeline import OP_KINDS, ZERO_BUBBLE_SCHEDULES, PipelineTimeline, pipeline_schedule
 from .fast import CachedText, LiveFigure
 from .figure_check import TICK_GID
 from .style import COLORS, axes_or_new
@@ -33,6 +33,7 @@ __all__ = [
     "PipelineScheduleFigure",
     "ComparisonBarsFigure",
     "SCHEDULE_NAMES",
+    "KIND_NAMES",
     "MIN_LABEL_SIZE",
     "chunk_color",
     "text_color",
@@ -41,7 +42,20 @@ __all__ = [
     "schedule_title",
 ]
 
-SCHEDULE_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved 1F1B"}
+SCHEDULE_NAMES = {
+    "gpipe": "GPipe",
+    "1f1b": "1F1B",
+    "interleaved": "Interleaved 1F1B",
+    "zb-h1": "ZB-H1",
+    "zb-h2": "ZB-H2",
+}
+# The legend's name of each kind of op (``pipeline.OP_KINDS``).
+KIND_NAMES = {
+    "forward": "forward",
+    "backward": "backward",
+    "backward_input": "backward B (input gradient)",
+    "backward_weight": "backward W (weight gradient)",
+}
 _BOX_HEIGHT = 0.78  # a pipeline box's height, in stage rows
 MIN_LABEL_SIZE = 6.0  # points: smaller micro-batch numbers are left out of the boxes
 
@@ -97,22 +111,33 @@ def microbatch_label_size(chunk_width_pt, axes_height_pt, stages, microbatches):
     return min(9.0, 0.8 * axes_height_pt / max(stages, 1) * _BOX_HEIGHT, chunk_width_pt / (0.62 * digits + 0.45))
 
 
-def schedule_title(schedule, stages, microbatches, virtual_stages, bubble_fraction) -> str:
-    """The title of a pipeline timeline: schedule, p (v when interleaved), m and the bubble.
+def schedule_title(
+    schedule, stages, microbatches, virtual_stages, bubble_fraction, unsynchronised_bubble_fraction=None
+) -> str:
+    """The title of a pipeline timeline: schedule, p (v when interleaved), m and the bubble; and the bubble without
+    the optimizer step's synchronisation (``PipelineTimeline.unsynchronised_bubble_fraction``) when given and
+    different.
 
     >>> schedule_title("interleaved", 4, 8, 2, 0.1875)
     'Interleaved 1F1B, p = 4, v = 2, m = 8: bubble 18.8 %'
+    >>> schedule_title("zb-h2", 4, 8, 1, 0.125, 0.0)
+    'ZB-H2, p = 4, m = 8: bubble 12.5 % (0 % without the optimizer sync)'
     """
     title = f"{SCHEDULE_NAMES[schedule]}, p = {stages}"
     title += f", v = {virtual_stages}" if schedule == "interleaved" else ""
-    return title + f", m = {microbatches}: bubble {units.format_percent(bubble_fraction)}"
+    title += f", m = {microbatches}: bubble {units.format_percent(bubble_fraction)}"
+    unsynchronised = unsynchronised_bubble_fraction
+    if unsynchronised is not None and not math.isclose(unsynchronised, bubble_fraction, abs_tol=1e-12):
+        title += f" ({units.format_percent(unsynchronised)} without the optimizer sync)"
+    return title
 
 
 def plot_pipeline_schedule(timeline, ax=None):
     """A pipeline timeline as a Gantt chart: the lab's ``PipelineScheduleFigure``, built on ``ax`` and drawn once.
 
     One row per stage (stage 1 on top: stages are counted from 1, as the micro-batches), one box per op: forward boxes
-    in ``COLORS["forward"]``, backward boxes in ``COLORS["backward"]``, later model chunks of an interleaved stage in
+    in ``COLORS["forward"]``, backward boxes in ``COLORS["backward"]`` (a split backward's B and W in
+    ``COLORS["backward_input"]`` and ``COLORS["backward_weight"]``), later model chunks of an interleaved stage in
     lighter shades, each named in the legend. Boxes are labelled with the micro-batch number counted from 1, as in
     Narayanan et al. 2021's Figures 3 and 4, when the number fits; grey behind the boxes is idle time, the bubble. The x
     axis is in units of t_f (``timeline.forward_time_s``), so a full-stage forward is 1 wide whatever the real duration;
@@ -142,7 +167,7 @@ def plot_pipeline_schedule(timeline, ax=None):
 
 # ---- live figures: the pipeline lab's Gantt chart and its check bars ----------------------------------------------
 
-_KINDS = ("forward", "backward")
+_KINDS = OP_KINDS
 _ALL_STAGE_TICKS = 16  # up to this many stages every row is labelled; above, about 8 of them
 
 
@@ -170,6 +195,7 @@ def _gantt_geometry(timeline) -> dict:
             paths[k, c] = _box_path(start[mine], end[mine], stage[mine], _BOX_HEIGHT)
     return {
         "end": float(timeline.total_s / unit),
+        "narrowest": float(np.min(end - start)),  # the narrowest box: sets the numbers' size and the gaps' width
         "paths": paths,
         "centre": (start + end) / 2,
         "stage": stage,
@@ -177,6 +203,12 @@ def _gantt_geometry(timeline) -> dict:
         "chunk": chunk,
         "label": [str(op.microbatch + 1) for op in ops],
     }
+
+
+def _drawn_kinds(timeline) -> tuple[str, ...]:
+    """The kinds of op a timeline holds: forward and backward, or forward, B and W when its backward is split."""
+    split = timeline.schedule in ZERO_BUBBLE_SCHEDULES
+    return ("forward", "backward_input", "backward_weight") if split else ("forward", "backward")
 
 
 def _stage_ticks(stages: int) -> list[int]:
@@ -205,9 +237,11 @@ class PipelineScheduleFigure(LiveFigure):
 
     The numbers are ``microbatch_label_size`` rounded down to whole points (at most 9, one bitmap per size), written
     when that is at least ``min_label_size``, and when there are at most ``label_pool`` of them. The legend names
-    forward and backward with one shade per chunk, and the x label gives t_f when it is not 1 s (``xlabel`` replaces
-    it): both depend on the timeline only through ``static_key`` (v and the label). Ticks, axis labels and legend
-    are ``fontsize`` points, the title 2 more; they sit at fixed distances in points from the axes.
+    forward and backward (or B and W, when the backward is split) with one shade per chunk, and the x label gives
+    t_f when it is not 1 s (``xlabel`` replaces it): both depend on the timeline only through ``static_key`` (v, the
+    kinds of op and the label). Ticks, axis labels and legend are ``fontsize`` points, the title 2 more; they sit at
+    fixed distances in points from the axes. The title gives the bubble, and the bubble without the optimizer
+    step's synchronisation where that differs (ZB-H2: ``schedule_title``).
 
     >>> from matplotlib.figure import Figure
     >>> from course_lib.pipeline import pipeline_schedule
@@ -220,6 +254,9 @@ class PipelineScheduleFigure(LiveFigure):
     >>> live.update(pipeline_schedule(4, 8, "1f1b"))
     >>> sum(label.get_visible() for label in live.labels), live.labels[0].get_fontsize()
     (64, 9.0)
+    >>> live.update(pipeline_schedule(4, 8, "zb-h1"))
+    >>> [text.get_text() for text in live.ax.get_legend().get_texts()][1:3]
+    ['backward B (input gradient)', 'backward W (weight gradient)']
     """
 
     def __init__(
@@ -348,28 +385,28 @@ class PipelineScheduleFigure(LiveFigure):
         return "time (units of $t_f$)" if unit == 1.0 else f"time (units of $t_f$ = {units.format_time(unit)})"
 
     def static_key(self, timeline):
-        """The legend depends on the timeline's v (one shade per chunk), the x label on its t_f."""
-        return timeline.virtual_stages, self.time_label(timeline)
+        """The legend depends on the timeline's v (one shade per chunk) and kinds of op, the x label on its t_f."""
+        return timeline.virtual_stages, _drawn_kinds(timeline), self.time_label(timeline)
 
     def set_static(self, timeline) -> None:
-        """The x label and the legend for ``timeline``: forward and backward, each with one swatch per chunk."""
-        v, xlabel = key = self.static_key(timeline)
+        """The x label and the legend for ``timeline``: each kind of op with one swatch per chunk."""
+        v, kinds, xlabel = key = self.static_key(timeline)
         ax, size = self.ax, self.fontsize
         ax.set_xlabel(xlabel, fontsize=size, labelpad=self._xlabel_pad)
         handles = [
             tuple(Patch(facecolor=chunk_color(kind, c, v), edgecolor="white", linewidth=0.6) for c in range(v))
-            for kind in _KINDS
+            for kind in kinds
         ]
         chunks = "" if v == 1 else ", chunks " + ", ".join(str(c + 1) for c in range(v))
         ax.legend(
             [*handles, Patch(facecolor=COLORS["bubble"], alpha=0.6)],
-            [f"{kind}{chunks}" for kind in _KINDS] + ["idle (bubble)"],
+            [f"{KIND_NAMES[kind]}{chunks}" for kind in kinds] + ["idle (bubble)"],
             handler_map={tuple: HandlerTuple(ndivide=None, pad=0.0)},
             loc="upper center",
             bbox_to_anchor=(0.5, 0.0),
             bbox_transform=self._legend_anchor,
             borderaxespad=0.0,
-            ncol=3,
+            ncol=len(kinds) + 1,
             frameon=False,
             fontsize=size,
             handlelength=1.5 if v == 1 else 1.0 * v,  # one em per chunk's swatch
@@ -393,12 +430,15 @@ class PipelineScheduleFigure(LiveFigure):
         self._set_time_axis(end)
         if p != self._shown_rows:
             self._set_stage_rows(p)
-        self.title.set_text(schedule_title(timeline.schedule, p, m, v, timeline.bubble_fraction))
+        title = schedule_title(
+            timeline.schedule, p, m, v, timeline.bubble_fraction, timeline.unsynchronised_bubble_fraction
+        )
+        self.title.set_text(title)
         # Box edges and labels only where they fit.
         width_pt, height_pt = self._axes_size_pt()
-        chunk_pt = width_pt / (v * end)  # a chunk's forward, the narrowest box
-        self._draw_boxes(gantt, v, box_edge_width(chunk_pt))
-        self._draw_labels(gantt, v, float(math.floor(microbatch_label_size(chunk_pt, height_pt, p, m))))
+        narrowest_pt = width_pt * gantt["narrowest"] / end  # with t_b ≥ t_f, a chunk's forward
+        self._draw_boxes(gantt, v, _drawn_kinds(timeline), box_edge_width(narrowest_pt))
+        self._draw_labels(gantt, v, float(math.floor(microbatch_label_size(narrowest_pt, height_pt, p, m))))
 
     def _geometry(self, timeline) -> dict:
         """``_gantt_geometry(timeline)``, kept for the timelines drawn before: a lab moving back and forth redraws."""
@@ -441,11 +481,13 @@ class PipelineScheduleFigure(LiveFigure):
         box = self.ax.get_position()
         return box.width * figure.get_figwidth() * 72, box.height * figure.get_figheight() * 72
 
-    def _draw_boxes(self, gantt, v, edge) -> None:
-        """The boxes of the ``v`` chunks in ``gantt`` (``_gantt_geometry``), with white gaps ``edge`` points wide."""
+    def _draw_boxes(self, gantt, v, kinds, edge) -> None:
+        """The boxes of ``kinds`` of op in the ``v`` chunks of ``gantt`` (``_gantt_geometry``), with white gaps
+        ``edge`` points wide."""
         for (k, c), patch in self.boxes.items():
-            patch.set_visible(c < v)
-            if c < v:
+            shown = c < v and _KINDS[k] in kinds
+            patch.set_visible(shown)
+            if shown:
                 patch.set_path(gantt["paths"][k, c])
                 patch.set_facecolor(self._colors[v][k, c])
                 patch.set_linewidth(edge)

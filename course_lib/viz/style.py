@@ -42,6 +42,8 @@ COLORS = {
     "compute": "#4C72B0",
     "forward": "#4C72B0",
     "backward": "#DD8452",
+    "backward_input": "#DD8452",  # B of a split backward: the backward's critical half, its colour
+    "backward_weight": "#55A868",  # W, the weight gradient that zero-bubble schedules move into the bubble
     "bubble": "#CCCCCC",
     "exposed": "#C44E52",
     "overlapped": "#8DC68F",

@@ -18,13 +18,16 @@ stops depend on other controls its new stops when they move (``sync_choices``), 
 stop of every control of every lab from it.
 
 The figure reaches the page as PNG bytes in an ``ipywidgets.Image``: this works the same in JupyterLab, on
-Binder, in Voila and in a test process without a browser, and needs no matplotlib widget backend. A control
-whose range spans decades is a ``SelectionSlider`` over log-spaced values whose labels carry the unit ("64 MB",
-"5 µs"), so no position can hold a value outside the lab's range.
+Binder, in Voila and in a test process without a browser, and needs no matplotlib widget backend. The same PNG
+goes into the lab's display bundle (``Lab._repr_mimebundle_``), so a notebook's stored output shows the figure where
+no kernel runs the widget (GitHub, nbviewer). A control whose range spans decades is a ``SelectionSlider`` over
+log-spaced values whose labels carry the unit ("64 MB", "5 µs"), so no position can hold a value outside the lab's
+range.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import io
 import math
@@ -552,6 +555,22 @@ class Lab(widgets.VBox):
         finally:
             self._syncing = False
         self.refresh()
+
+    def _repr_mimebundle_(self, **kwargs) -> dict:
+        """The widget's bundle (its view and its text) plus a PNG of the figure as it is now.
+
+        A front end that runs the widget shows the live lab (the widget view ranks first); one without a kernel or
+        widget state (GitHub, nbviewer, a static site: nbconvert skips a view whose state is not stored) shows the
+        picture instead of the bare repr, so a notebook's stored output reads as the lab's figure at display time.
+
+        >>> import base64
+        >>> from course_lib.widgets import pipeline_lab
+        >>> bundle = pipeline_lab()._repr_mimebundle_()
+        >>> sorted(bundle), base64.b64decode(bundle["image/png"])[1:4]
+        (['application/vnd.jupyter.widget-view+json', 'image/png', 'text/plain'], b'PNG')
+        """
+        bundle = super()._repr_mimebundle_(**kwargs)
+        return {**bundle, "image/png": base64.b64encode(self.image.value).decode("ascii")}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(controls={sorted(self.controls)})"

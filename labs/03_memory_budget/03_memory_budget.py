@@ -156,7 +156,8 @@ print(
 # ## Graded questions
 #
 # Each question names the function or variable to define. "Fits" means at most the device's capacity:
-# `bytes_needed <= capacity_bytes`.
+# `bytes_needed <= capacity_bytes`. A plan is a `parallelism.ParallelPlan` (lesson 03), a frozen record: to try it
+# with one field changed, `plan.replace(micro_batch=2)` returns a copy with that field set and the others kept.
 
 # %%
 # IGNORE: otter leaves this cell out of the student version and the autograder. The tests below call helpers of

@@ -58,23 +58,24 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 #
 # Choose the ranks, MPICH's all-reduce algorithm, the largest size and the iterations, then press *Run*: two or more
 # MPI ranks all-reduce every fourth power of two from 8 B up to that size (a few seconds), and the figure shows the
-# medians with their p10–p90 spread, the fitted line $n\alpha + Q/B$ and its two terms. Run it a few times: the
-# medians move a little, the spread a lot, more on a busy machine. With 3 or 4 ranks on a two-core machine you get
-# more ranks than cores: read the note under the numbers.
+# medians with their p10–p90 spread, the fitted line $n\alpha + Q/B$ and its two terms. Until you press *Run* it
+# shows the ring run recorded for the course (2 ranks, MPICH). Run it a few times: the medians move a little, the
+# spread a lot, more on a busy machine. With 3 or 4 ranks on a two-core machine you get more ranks than cores: read
+# the note under the numbers.
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets.measure import measure_lab
 
-lab = measure_lab()
+recorded = measure.Measurements.from_csv(next((measure.DATA_DIR / "mpi").glob("*_all_reduce.csv")))
+lab = measure_lab(recorded=recorded.select(algorithm="ring"))  # the recorded run until you press Run
 lab
 
 # %% [markdown]
 # ## Key figures of the recorded run
 #
-# The same widget on the ring run recorded for the course (no MPI needed), and the fit it shows:
+# A fresh widget on the ring run recorded for the course (no MPI needed), and the fit it shows:
 
 # %% tags=["otter_ignore"]
-recorded = measure.Measurements.from_csv(next((measure.DATA_DIR / "mpi").glob("*_all_reduce.csv")))
 reference = measure_lab()
 reference.show(recorded.select(algorithm="ring"))
 r = reference.result

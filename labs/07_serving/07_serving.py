@@ -104,8 +104,9 @@ lab
 #    LL protocol, 15 µs each). With 8192-token prompts the time to first token grows to 2.99 s (8.4 times, for 8
 #    times the tokens: attention's $s^2$ term), the time per output token only to 8.67 ms (more cache to read).
 # 2. From 1 to 64 sequences the time per token grows from 7.63 to 10.7 ms while the tokens per GPU grow from 16.4
-#    to 750 per second: every sequence shares one read of the weights. The multiplies turn compute-bound past 148
-#    sequences (the H100's ridge point at half of its peak, the rate the course states for decode's multiplies);
+#    to 750 per second: every sequence shares one read of the weights. The multiplies turn compute-bound from 148
+#    sequences on (the H100's ridge point at half of its peak, 147.6, the rate the course states for decode's
+#    multiplies);
 #    the step as a whole only at 256, where its arithmetic (9 ms of multiplies, plus attention) outweighs its reads
 #    (5.19 ms of weights and 4.01 ms of cache): 19 ms for 1690 tokens/s per GPU; at 1024, 64 ms for 2000. The
 #    KV-cache read keeps growing with the batch (16 ms at 1024), since each sequence reads its own cache.
