@@ -950,8 +950,9 @@ print(
 #
 # Every plan of the 1T search that partitions the model and the batch, 10542 of the 49728 considered (the plans
 # rejected for the partition or the batch have no step time to draw): memory per GPU against step time, coloured
-# by what binds it. Row 0 (the best) and the paper's plan are starred. The rarest constraints are drawn on top,
-# and the plans that do not fit are faded, so that no colour hides another.
+# and shaped by what binds it. Row 0 (the best) and the paper's plan are marked, and named in the legend under the
+# figure. The rarest constraints are drawn on top, and the plans that do not fit are faded, so that no colour hides
+# another.
 
 # %%
 constraints = search.columns["binding_constraint"]

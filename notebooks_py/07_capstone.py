@@ -693,8 +693,9 @@ print(
 #
 # ### The plan landscape
 #
-# Every plan of the calibrated search: memory per GPU against step time, coloured by what binds it. Starred: the
-# calibrated winner (row 0), the recommended plan and the by-hand candidate.
+# Every plan of the calibrated search: memory per GPU against step time, coloured and shaped by what binds it.
+# Marked, each with a shape of its own and named in the legend under the figure: the calibrated winner (row 0), the
+# recommended plan and the by-hand candidate.
 
 # %%
 recommended_row = search.find(**{name: ranking[0][name] for name in budget.PLAN_FIELDS})

@@ -549,20 +549,18 @@ def _lesson_07_steps(ns):
     return possible, required
 
 
-LLAMA_70B_ON_64 = ["70B", "64"]
+def _lesson_00_map(_ns):
+    """The map's numbers: the lessons, lesson 06's runs that ran, and lesson 07's GPUs ("70B on 64 H100s")."""
+    capstone = lesson_figures("07_capstone")[1]
+    runs = int(np.sum(validation.load_playbook_runs().succeeded))
+    return [f"{n:02d}" for n in range(1, 8)] + [f"{runs:,}", str(capstone["CLUSTER"].devices)]
+
+
 # (lesson, heading, index under it) → (function of the lesson's namespace giving the values, or (possible,
 # required), "numbers" or "quantities" (a diagram's bare numbers are names: ranks, chunks, micro-batches), names
 # whose digits are no numbers).
 FIGURE_NUMBERS = {
-    ("00_course_map", "The chain of lessons", 0): (
-        lambda _ns: (
-            [f"{n:02d}" for n in range(1, 8)]
-            + [f"{int(np.sum(validation.load_playbook_runs().succeeded)):,}"]
-            + LLAMA_70B_ON_64
-        ),
-        "numbers",
-        (),
-    ),
+    ("00_course_map", "The chain of lessons", 0): (_lesson_00_map, "numbers", ()),
     ("01_mac", "Figures", 0): (_lesson_01_flops, "numbers", ()),
     ("01_mac", "Figures", 1): (_lesson_01_roofline, "numbers", (hardware.H100.name, hardware.A100.name)),
     ("01_mac", "Figures", 2): (_lesson_01_memory, "quantities", ("GPT-3 175B",)),

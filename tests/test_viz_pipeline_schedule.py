@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from course_lib import parallelism
 from course_lib.pipeline import OP_KINDS, pipeline_schedule
+from course_lib.viz.figure_check import TICK_GID
 from course_lib.viz.pipeline_schedule import (
     ComparisonBarsFigure,
     PipelineScheduleFigure,
@@ -165,7 +166,7 @@ def test_gantt_in_units_of_t_f_for_real_seconds():
 def test_gantt_of_many_stages_labels_about_eight_rows():
     ax = plot_pipeline_schedule(pipeline_schedule(32, 4, "gpipe"))
     assert ax.get_ylim() == (31.5, -0.5)
-    assert [text.get_text() for text in _gantt_texts(ax, None) if text.get_text().startswith("stage")] == [
+    assert [text.get_text() for text in _gantt_texts(ax, TICK_GID) if text.get_text().startswith("stage")] == [
         f"stage {s}"
         for s in (1, 4, 8, 12, 16, 20, 24, 28, 32)  # counted from 1, as the micro-batches
     ]
