@@ -15,7 +15,9 @@ title) fails.
 
 A lesson's figures are the ones its twin draws: its code cells run in order, in ``notebooks/`` as the kernel runs
 them, and each ``plt.show()`` hands over the figures open at that point, named by the heading above the cell. The labs
-a lesson opens (lesson 04's partition explorers) are checked as labs.
+a lesson opens (lesson 04's partition explorers) are checked as labs. Running the lessons takes about a minute (lesson
+05 measures live), so the lessons' tests are in the slow tier (``make test``); the check's own tests and the labs' at
+their listed states are quick.
 """
 
 from __future__ import annotations
@@ -48,7 +50,6 @@ from tools import assignments
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = sorted(path.stem for path in (ROOT / "notebooks_py").glob("*.py"))
-SLOW_LESSONS = {"05_measure_collectives", "05_measure"}  # lesson 05 runs a live MPI sweep (about 20 s)
 # A call that draws a figure in a lesson's or a lab's source: a plot function, a live figure or a lab.
 DRAWING_CALL = re.compile(r"\b(?:viz(?:_\w+)?\.plot_\w+|\w+_lab)\(")
 
@@ -95,9 +96,8 @@ def readable_problems(figures) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize(
-    "lesson", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_LESSONS else name for name in LESSONS]
-)
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson", LESSONS)
 def test_every_figure_of_a_lesson_is_readable(lesson):
     figures, namespace = lesson_figures(lesson)
     cells = [cell.source for cell in jupytext.read(ROOT / "notebooks_py" / f"{lesson}.py").cells]
@@ -448,20 +448,20 @@ def _lesson_04_step(ns):
     return _step_texts(step, [str(size) for size in sizes])
 
 
-def _lesson_04_scaling(_ns):
+def _lesson_04_scaling(ns):
     possible, required = [], []
     for devices in (8, 256, 3072):
-        d = devices // 8
+        d = devices // 8  # the strong-scaling plan at that size (not the lesson's `plan`, which later cells rebind)
         plan = parallelism.ParallelPlan(
             data_parallel=d,
             tensor_parallel=8,
             zero_stage=1,
             micro_batch=1,
-            grad_accum_steps=768 // d,
+            grad_accum_steps=ns["SCALING_BATCH"] // d,
             recompute="selective",
             sequence_parallel=True,
         )
-        step = budget.step_time(parallelism.MEGATRON_22B, plan, hardware.SELENE_3072, calibration=None)
+        step = budget.step_time(ns["SCALING_MODEL"], plan, hardware.SELENE_3072, calibration=None)
         title = [str(devices), f_time(step.total_s), f_pct(step.exposed_communication_s / step.total_s)]
         some, must = _step_texts(step, title)
         possible, required = possible + some, required + must
@@ -477,18 +477,9 @@ def _lesson_04_payload(_ns):
     return ["8", units.format_bandwidth(bandwidth), f_time(latency), f_time(time), f_bytes(payload), f_bytes(crossover)]
 
 
-def _lesson_04_landscape(_ns):
+def _lesson_04_landscape(ns):
     search = budget.search_plans(parallelism.MEGATRON_1T, hardware.SELENE_3072, global_batch=3072)
-    paper = search.find(
-        data_parallel=6,
-        tensor_parallel=8,
-        pipeline_parallel=64,
-        micro_batch=1,
-        virtual_stages=2,
-        recompute="full",
-        sequence_parallel=False,
-        zero_stage=0,
-    )
+    paper = search.find(**{name: getattr(ns["paper_plan"], name) for name in budget.PLAN_FIELDS})  # the paper's plan
     return _search_texts(search, (0, paper))
 
 
@@ -636,9 +627,8 @@ def _indexed(figures):
         yield heading, index, fig
 
 
-@pytest.mark.parametrize(
-    "lesson", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_LESSONS else name for name in LESSONS]
-)
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson", LESSONS)
 def test_every_number_in_a_lesson_figure_is_the_computed_value(lesson):
     figures, namespace = lesson_figures(lesson)
     failures = []
@@ -656,6 +646,7 @@ def test_every_number_in_a_lesson_figure_is_the_computed_value(lesson):
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.slow
 def test_a_rebound_name_in_a_title_is_caught():
     # lesson 04's bug: the step timeline titled "GPT-3 175B, ... on 1024 A100s" drew the 1T model's step (1.99 min)
     from course_lib.viz import plot_step_timeline
@@ -678,11 +669,8 @@ def _texts(fig) -> str:
 
 def test_the_partition_explorer_shows_its_report():
     lab = _factory("partition_lab")(tensor_parallel=16)
-    report = budget.partition_report(
-        parallelism.GPT3_175B,
-        parallelism.ParallelPlan(**{k: v for k, v in lab.values().items() if k in _PLAN_FIELDS}),
-        lab.typed_result.cluster,
-    )
+    shown = lab.typed_result
+    report = budget.partition_report(shown.model, shown.plan, shown.cluster)  # again, from what the lab shows
     possible = [
         *map(f_bytes, (getattr(report.memory, c) for c in ("parameters", "gradients", "optimizer_state"))),
         *map(f_bytes, (report.memory.activations, report.memory.logits, report.memory.framework, report.memory.total)),
@@ -700,20 +688,6 @@ def test_the_partition_explorer_shows_its_report():
     assert set(quantities) <= set(possible), _texts(lab.figure)
     assert {f_time(report.step.total_s), f_bytes(report.memory.total)} <= set(quantities)
     assert "nodes 10–11" not in _texts(lab.figure) and "10–11" in _texts(lab.figure)
-
-
-_PLAN_FIELDS = {
-    "data_parallel",
-    "tensor_parallel",
-    "pipeline_parallel",
-    "zero_stage",
-    "micro_batch",
-    "grad_accum_steps",
-    "recompute",
-    "sequence_parallel",
-    "schedule",
-    "virtual_stages",
-}
 
 
 def test_the_serving_lab_shows_its_step():
