@@ -655,7 +655,7 @@ timelines = {
         4, 8, "interleaved", virtual_stages=2, forward_time_s=T_F, backward_time_s=T_B
     ),
 }
-fig, axes = plt.subplots(3, 1, figsize=(8, 9.5), layout="constrained")
+fig, axes = plt.subplots(3, 1, figsize=(10, 9.5), layout="constrained")  # wide: the interleaved boxes are half as wide
 for ax, timeline in zip(axes, timelines.values(), strict=True):
     viz.plot_pipeline_schedule(timeline, ax=ax)
 plt.show()

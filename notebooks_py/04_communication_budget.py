@@ -866,8 +866,12 @@ for row in range(5):
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+gpt3_step = steps["t = 8, inside a node"]  # by its key: a name such as `step` may be rebound by a later cell
 viz.plot_step_timeline(
-    step, ax=ax, title=f"GPT-3 175B, d = 16, t = 8, p = 8 on 1024 A100s: {units.format_time(step.total_s)} per step"
+    gpt3_step,
+    ax=ax,
+    title=f"{MODEL.name}, d = {PLAN.data_parallel}, t = {PLAN.tensor_parallel}, p = {PLAN.pipeline_parallel} on "
+    f"{PLAN.devices} {CLUSTER.accelerator.name}: {units.format_time(gpt3_step.total_s)} per step",
 )
 plt.show()
 
@@ -946,8 +950,9 @@ print(
 #
 # Every plan of the 1T search that partitions the model and the batch, 10542 of the 49728 considered (the plans
 # rejected for the partition or the batch have no step time to draw): memory per GPU against step time, coloured
-# by what binds it. Row 0 (the best) and the paper's plan are starred. The rarest constraints are drawn on top,
-# and the plans that do not fit are faded, so that no colour hides another.
+# and shaped by what binds it. Row 0 (the best) and the paper's plan are marked, and named in the legend under the
+# figure. The rarest constraints are drawn on top, and the plans that do not fit are faded, so that no colour hides
+# another.
 
 # %%
 constraints = search.columns["binding_constraint"]
@@ -955,8 +960,13 @@ print(f"plans drawn {len(search)}, of which {int(np.sum(search.feasible))} fit; 
 for constraint in budget.BINDING_CONSTRAINTS:
     if np.any(constraints == constraint):
         print(f"  {constraint:22} {int(np.sum(constraints == constraint)):>5}")
-fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-viz.plot_plan_search(search, ax=ax, highlight_rows=(0, paper_row))
+fig, ax = plt.subplots(figsize=(8, 5.6), layout="constrained")
+viz.plot_plan_search(
+    search,
+    ax=ax,
+    highlight_rows=(0, paper_row),
+    highlight_labels=("row 0, the fastest", f"row {paper_row}, the paper's"),
+)
 plt.show()
 
 # %% [markdown]

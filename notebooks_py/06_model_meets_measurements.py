@@ -292,9 +292,10 @@ print("after:", validation.narayanan_report("default"), sep="\n")
 #
 # ### Predicted against measured MFU
 #
-# Every run that ran (calibrated default), coloured by nodes; hollow circles are the 1B and 3B runs the constants
-# were fitted on, filled triangles the held-out 8B and 80B runs. Points above the line are runs the model
-# overestimates.
+# Every run that ran (calibrated default), coloured by nodes (four groups, from 1 node to 32–64); hollow circles are
+# the 1B and 3B runs the constants were fitted on, filled triangles the held-out 8B and 80B runs. Points above the
+# line are runs the model overestimates. The columns on the left are the slowest runs: the Playbook prints MFU with
+# one decimal, so their measured values fall on a few steps.
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 5.5), layout="constrained")
@@ -319,6 +320,8 @@ plt.show()
 # constants.
 #
 # ### The residuals by term (held-out runs)
+#
+# One panel per term's switch; each group's median is written above its bar, and its number of runs under its value.
 
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(12, 3.8), sharey=True, layout="constrained")

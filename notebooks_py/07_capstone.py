@@ -693,13 +693,23 @@ print(
 #
 # ### The plan landscape
 #
-# Every plan of the calibrated search: memory per GPU against step time, coloured by what binds it. Starred: the
-# calibrated winner (row 0), the recommended plan and the by-hand candidate.
+# Every plan of the calibrated search: memory per GPU against step time, coloured and shaped by what binds it.
+# Marked, each with a shape of its own and named in the legend under the figure: the calibrated winner (row 0), the
+# recommended plan and the by-hand candidate.
 
 # %%
 recommended_row = search.find(**{name: ranking[0][name] for name in budget.PLAN_FIELDS})
-fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
-viz.plot_plan_search(search, ax=ax, highlight_rows=(0, recommended_row, candidate_row))
+fig, ax = plt.subplots(figsize=(9, 6.4), layout="constrained")
+viz.plot_plan_search(
+    search,
+    ax=ax,
+    highlight_rows=(0, recommended_row, candidate_row),
+    highlight_labels=(
+        "row 0, the calibrated winner",
+        f"row {recommended_row}, recommended",
+        f"row {candidate_row}, the candidate",
+    ),
+)
 plt.show()
 
 # %% [markdown]

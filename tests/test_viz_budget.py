@@ -10,7 +10,7 @@ import pytest
 
 from course_lib import budget, hardware, units
 from course_lib.parallelism import GPT2_1_5B, GPT3_175B, MEGATRON_1T, ParallelPlan
-from course_lib.viz.budget import plot_plan_search, plot_step_timeline
+from course_lib.viz.budget import THIN_SEGMENT_SHARE, plot_plan_search, plot_step_timeline
 
 CLUSTER_64 = hardware.Cluster("8 × DGX H100", hardware.H100, 8, 8, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
 
@@ -71,9 +71,16 @@ def test_step_timeline_segments_are_the_step_fields(name):
         assert max(p.get_x() + p.get_width() for p in hidden) == pytest.approx(step.compute_s)
     assert len(hidden) == sum(v > 0 for v in step.overlapped_s.values())
     names = {"tensor": "tensor parallel", "pipeline": "pipeline parallel", "data": "data parallel"}
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(widths) + [
-        f"{names[p.get_gid().split(':')[1]]} (hidden)" for p in hidden
-    ]
+    drawn = {**widths, **{f"{names[p.get_gid().split(':')[1]]} (hidden)": p.get_width() for p in hidden}}
+    # every segment is in the legend, or (too thin to see: under THIN_SEGMENT_SHARE of the axis) in the note
+    thin = {name: seconds for name, seconds in drawn.items() if seconds < THIN_SEGMENT_SHARE * ax.get_xlim()[1]}
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [name for name in drawn if name not in thin]
+    notes = [t.get_text() for t in ax.texts if t.get_gid() == "thin-segments"]
+    assert notes == (
+        ["too thin to see: " + ", ".join(f"{name} {units.format_time(seconds)}" for name, seconds in thin.items())]
+        if thin
+        else []
+    )
     assert any(units.format_time(step.total_s) in t.get_text() for t in ax.texts)
     assert ax.get_xlabel() == "time (s)"
     assert step.binding_constraint in ax.get_title()
@@ -125,22 +132,30 @@ def test_plan_search_scatter_has_every_row(gpt3_search):
     assert {text.rsplit(" (", 1)[0] for text in legend} == present
     counts = {text.rsplit(" (", 1)[0]: int(text.rsplit("(", 1)[1].rstrip(")")) for text in legend}
     assert sum(counts.values()) == len(search)
-    stars = next(c for c in ax.collections if c.get_gid() == "highlight")
-    np.testing.assert_allclose(stars.get_offsets(), expected[[0, 3]])
-    notes = [t.get_text() for t in ax.texts if t.get_gid() == "highlight-label"]
+    marked = [c for c in ax.collections if str(c.get_gid()).startswith("highlight:")]
+    np.testing.assert_allclose(np.concatenate([c.get_offsets() for c in marked]), expected[[0, 3]])
+    assert len({c.get_paths()[0].vertices.tobytes() for c in marked}) == 2  # a marker of its own each
+    notes = [t.get_text() for t in ax.figure.legends[0].get_texts()]
     best = search.row(0)
-    assert notes[0].startswith(
-        f"d={best['data_parallel']} t={best['tensor_parallel']} "
+    assert notes[0] == (
+        f"row 0: {units.format_time(best['step_time_s'])}\nd={best['data_parallel']} t={best['tensor_parallel']} "
         f"p={best['pipeline_parallel']} ZeRO-{best['zero_stage']} b={best['micro_batch']}"
+        + notes[0].split(f"b={best['micro_batch']}", 1)[1]
     )
+    assert notes[1].startswith(f"row 3: {units.format_time(search.row(3)['step_time_s'])}\n")
+    labelled = plot_plan_search(search, highlight_rows=(3,), highlight_labels=("the paper's",))
+    assert labelled.figure.legends[0].get_texts()[0].get_text().startswith("the paper's: ")
     assert "memory" in ax.get_xlabel() and "(s)" in ax.get_ylabel()
 
 
 def test_plan_search_without_highlight_and_bad_input(gpt3_search):
     ax = plot_plan_search(gpt3_search, highlight_rows=())
-    assert not [c for c in ax.collections if c.get_gid() == "highlight"]
-    for bad in [(len(gpt3_search),), (-1,), ("0",), (True,), 0, "0"]:
+    assert not [c for c in ax.collections if str(c.get_gid()).startswith("highlight")] and not ax.figure.legends
+    for bad in [(len(gpt3_search),), (-1,), ("0",), (True,), 0, "0", (0, 1, 2, 3, 4)]:
         with pytest.raises(ValueError, match="highlight_rows"):
             plot_plan_search(gpt3_search, highlight_rows=bad)
+    for bad in [("a", "b"), "ab", ("",), (3,)]:
+        with pytest.raises(ValueError, match="highlight_labels"):
+            plot_plan_search(gpt3_search, highlight_rows=(0,), highlight_labels=bad)
     with pytest.raises(ValueError, match="search"):
         plot_plan_search({"step_time_s": [1.0]})

@@ -50,12 +50,14 @@ def test_roofline_points_sit_on_the_first_accelerators_roof_and_widen_the_range(
         [hardware.H100, hardware.A100], points=[("GEMM 4096³", intensity), ("tiny", 0.25), ("huge", 5e4)]
     )
     assert len(ax.lines) == 2
-    (points,) = by_gid(ax.collections, "points")
+    points = [c for c in ax.collections if str(c.get_gid()).startswith("point:")]
     xs = np.array([intensity, 0.25, 5e4])
     expected = compute.attainable_flops_per_s(xs, hardware.H100.peak("bf16"), hardware.H100.hbm_bandwidth_bytes_per_s)
-    np.testing.assert_allclose(points.get_offsets(), np.column_stack([xs, expected]))
-    labels = [t.get_text() for t in by_gid(ax.texts, "point-label")]
-    assert len(labels) == 3 and labels[0].startswith("GEMM 4096³") and "989 TFLOP/s" in labels[0]
+    np.testing.assert_allclose(np.concatenate([c.get_offsets() for c in points]), np.column_stack([xs, expected]))
+    assert len({c.get_paths()[0].vertices.tobytes() for c in points}) == 3  # a marker of its own each
+    labels = [c.get_label() for c in points]  # named in the legend, not in notes over the lines
+    assert labels[0] == "GEMM 4096³: 1,365 FLOP/byte → 989 TFLOP/s" and not ax.texts[2:]
+    assert ax.get_legend().get_texts()[-3].get_text() == labels[0]
     low, high = ax.get_xlim()
     assert low <= 0.25 and high >= 5e4
 

@@ -62,10 +62,12 @@ def test_sweep_figure_updates_in_place():
 def test_algorithms_plots_each_time_over_the_fastest():
     table = Measurements.concat([_table("ring"), _table("recursive_doubling", latency_s=3e-6, bandwidth=1.5e9)])
     ax = plot_algorithms(table)
-    ratios = np.array([line.get_ydata() for line in ax.lines if line.get_label() in ("ring", "recursive_doubling")])
+    lines = {line.get_gid(): line for line in ax.lines if str(line.get_gid()).startswith("algorithm:")}
+    assert [line.get_label() for line in lines.values()] == ["recursive doubling", "ring"]
+    ratios = np.array([line.get_ydata() for line in lines.values()])
     np.testing.assert_allclose(ratios.min(axis=0), 1.0)
     # at 8 B recursive doubling (1 phase of 3 µs) beats ring (2 phases of 5 µs): ring is ~3.3× slower there
-    ring = next(line for line in ax.lines if line.get_label() == "ring")
+    ring = lines["algorithm:ring"]
     assert ring.get_ydata()[0] == pytest.approx((2 * 5e-6 + 8 / 2e9) / (3e-6 + 8 / 1.5e9), rel=1e-9)
 
 

@@ -16,6 +16,8 @@ from matplotlib.figure import Figure
 from course_lib import validation
 from course_lib.viz.validation import (
     NODE_COLORS,
+    NODE_GROUP_COLORS,
+    NODE_GROUPS,
     PredictedMeasuredFigure,
     ResidualsFigure,
     plot_predicted_measured,
@@ -77,13 +79,15 @@ def test_predicted_measured_places_every_run_that_ran(replay, runs):
     expected = np.column_stack([runs["measured_mfu"][shown], replay.columns["predicted_mfu"][shown]])
     np.testing.assert_allclose(np.sort(drawn, axis=0), np.sort(expected, axis=0))
     for collection in ax.collections:
-        nodes, is_held = collection.get_label().split("|")
-        color = to_rgba(NODE_COLORS[int(nodes)])
-        np.testing.assert_allclose(collection.get_edgecolor()[0], color)
+        group, is_held = collection.get_label().split("|")
+        for nodes in NODE_GROUPS[group]:
+            np.testing.assert_allclose(collection.get_edgecolor()[0], to_rgba(NODE_COLORS[nodes]))
         filled = len(collection.get_facecolor()) and collection.get_facecolor()[0][3] > 0
         assert bool(filled) == (is_held == "True")  # held-out runs filled, fitted runs hollow
-        here = shown & (runs["nodes"] == int(nodes)) & (held == (is_held == "True"))
+        here = shown & np.isin(runs["nodes"], NODE_GROUPS[group]) & (held == (is_held == "True"))
         assert len(collection.get_offsets()) == here.sum()
+    assert {nodes for counts in NODE_GROUPS.values() for nodes in counts} == set(runs["nodes"].tolist())
+    assert len(set(NODE_GROUP_COLORS.values())) == len(NODE_GROUPS) == 4  # four colours a reader can tell apart
     (diagonal,) = [line for line in ax.lines if line.get_label() == "predicted = measured"]
     np.testing.assert_allclose(diagonal.get_xdata(), diagonal.get_ydata())
 
@@ -110,7 +114,8 @@ def test_residuals_figure_draws_the_medians_and_quartiles():
     (bars,) = ax.collections
     np.testing.assert_allclose([segment[:, 1].min() for segment in bars.get_segments()], [2.5, 0.5])
     np.testing.assert_allclose([segment[:, 1].max() for segment in bars.get_segments()], [3.5, 0.5])
-    assert [tick.get_text() for tick in ax.get_xticklabels()] == ["1", "2"]
+    assert [tick.get_text() for tick in ax.get_xticklabels()] == ["1\n(2)", "2\n(1)"]  # the group, its runs
+    assert [text.get_text() for text in ax.texts] == ["3×", "0.5×"]  # each median above its bar
     figure.update((_tiny_replay(), None))
     assert len(ax.lines) == 2 + 2 and len(ax.collections) == 1  # axhline, points, two cap lines: redrawn, not added
 

@@ -81,7 +81,7 @@ def check_pipeline_lab(lab, figure):
     assert lab.gantt.ax.get_xlim()[1] == pytest.approx(timeline.total_s * 1.005)
     assert lab.gantt.ax.get_ylim() == (p - 0.5, -0.5)
     assert [label.get_text() for label in lab.gantt.y_tick_labels if label.get_visible()] == [
-        f"stage {s}" for s in range(p)
+        f"stage {s}" for s in range(1, p + 1)
     ]
     shown = [label for label in lab.gantt.labels if label.get_visible()]
     assert not shown or [label.get_text() for label in shown] == [str(op.microbatch + 1) for op in timeline.ops]

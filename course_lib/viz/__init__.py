@@ -20,7 +20,9 @@ its bars the lessons' ``MemoryBarsFigure``), ``PipelineScheduleFigure`` and ``Co
 it and updating it once (``plot_pipeline_schedule``: one ``PipelineScheduleFigure``; ``plot_ring_allreduce_steps``:
 one ``RingStepFigure`` a step; the ranks on a circle, ``plot_ring_step``, are a picture of their own). ``fast`` holds
 how they draw in a few milliseconds (``PartialRedraw``, ``CachedText``, ``FastText``), ``style`` the colours, tick
-formatters and axes checks every figure shares.
+formatters and axes checks every figure shares, and ``figure_check`` what a reader would trip on in a figure (text
+over text, text cut or too small, legend entries with nothing drawn) and the numbers its text holds, which
+tests/test_figures.py checks on every figure of the lessons and labs.
 
 >>> from course_lib import viz
 >>> sorted(name for name in viz.__all__ if name.startswith("plot_"))[:3]

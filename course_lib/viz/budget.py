@@ -13,16 +13,36 @@ from matplotlib.ticker import LogLocator, NullFormatter
 from .. import budget, units
 from .style import AXIS_COLORS, COLORS, axes_or_new, bytes_formatter, label_units, seconds_formatter
 
-__all__ = ["plot_step_timeline", "plot_plan_search", "CONSTRAINT_COLORS", "CRITICAL_PATH_SEGMENTS", "seconds_formatter"]
+__all__ = [
+    "plot_step_timeline",
+    "plot_plan_search",
+    "plan_text",
+    "THIN_SEGMENT_SHARE",
+    "CONSTRAINT_COLORS",
+    "CONSTRAINT_MARKERS",
+    "CRITICAL_PATH_SEGMENTS",
+    "seconds_formatter",
+]
 
-# One fixed colour per binding constraint (budget.BINDING_CONSTRAINTS), so every search figure reads the same.
+# One fixed colour and marker per binding constraint (budget.BINDING_CONSTRAINTS), so every search figure reads the
+# same: the shapes tell the constraints apart where the colours are hard to (printed in grey, or a colour-blind eye).
 CONSTRAINT_COLORS = {
     "compute": COLORS["compute"],
     "exposed communication": COLORS["exposed"],
-    "bubble": AXIS_COLORS["pipeline"],
+    "bubble": "#2CA6A4",
     "memory": "#9A9A9A",
     "batch divisibility": COLORS["latency"],
 }
+CONSTRAINT_MARKERS = {
+    "compute": "o",
+    "exposed communication": "^",
+    "bubble": "s",
+    "memory": "o",
+    "batch divisibility": "D",
+}
+# The highlighted plans, in order: a marker each (gold, edged in black), so that plans side by side stay apart.
+HIGHLIGHT_MARKERS = (("*", 190), ("D", 60), ("P", 90), ("X", 90))
+HIGHLIGHT_COLOR = "#FFD92F"
 # Critical-path segments, left to right: (legend text, colour, function of the StepTime giving seconds).
 CRITICAL_PATH_SEGMENTS = (
     ("compute", COLORS["compute"], lambda step: step.compute_s),
@@ -51,6 +71,11 @@ def _segment_text(ax, x0, width, y, text, text_color, axis_span):
         ax.text(x0 + width / 2, y, text, ha="center", va="center", fontsize=8, color=text_color, zorder=4)
 
 
+# A segment narrower than this share of the time axis is under about a pixel at notebook width: it is drawn, but
+# named in a note under the bars instead of the legend, whose entries must each show something.
+THIN_SEGMENT_SHARE = 0.002
+
+
 def plot_step_timeline(step, ax=None, title=None):
     """Two bars for one training step: the critical path, and the communication hidden under compute.
 
@@ -58,8 +83,10 @@ def plot_step_timeline(step, ax=None, title=None):
     the segments add up to ``step.total_s``. Bottom bar: communication that overlaps compute
     (``step.overlapped_s``), drawn so that it ends where the compute segment ends, under the compute that hides it.
     Zero-time segments are left out. Each segment is one bar patch with gid ``"critical:<legend text>"`` or
-    ``"hidden:<axis>"``. The x axis is in seconds, its ticks labelled in one unit (``seconds_formatter``: like
-    ``format_time`` but never switching to minutes along an axis).
+    ``"hidden:<axis>"``. A segment too thin to see (under ``THIN_SEGMENT_SHARE`` of the axis) is named, with its
+    time, in a note under the bars (gid ``"thin-segments"``) rather than in the legend. The x axis is in seconds, its
+    ticks labelled in one unit (``seconds_formatter``: like ``format_time`` but never switching to minutes along an
+    axis).
 
     >>> import matplotlib.pyplot as plt
     >>> from course_lib import budget
@@ -79,7 +106,7 @@ def plot_step_timeline(step, ax=None, title=None):
     total = float(step.total_s)
     span = total * 1.22  # room for the total on the right
     y_critical, y_hidden, height = 1.0, 0.0, 0.6
-    handles = []
+    handles, thin = [], []
     left = 0.0
     for name, color, seconds in CRITICAL_PATH_SEGMENTS:
         width = float(seconds(step))
@@ -89,7 +116,7 @@ def plot_step_timeline(step, ax=None, title=None):
             y_critical, width, height, left=left, color=color, edgecolor="white", linewidth=0.8, label=name, zorder=3
         )
         bar.patches[0].set_gid(f"critical:{name}")
-        handles.append(bar)
+        _keep_or_note(bar, name, width, span, handles, thin)
         _segment_text(
             ax,
             left,
@@ -109,10 +136,47 @@ def plot_step_timeline(step, ax=None, title=None):
         fontsize=9,
         fontweight="bold",
     )
+    _draw_hidden(ax, step, y_hidden, height, span, handles, thin)
+    ax.axvline(float(step.compute_s), color="#555555", linestyle=":", linewidth=1, zorder=2)
+    if thin:
+        ax.text(
+            0.0,
+            -0.5,
+            "too thin to see: " + ", ".join(thin),
+            ha="left",
+            va="center",
+            fontsize=8,
+            style="italic",
+            color="#555555",
+            gid="thin-segments",
+        )
 
+    ax.set_xlim(0, span)
+    ax.set_ylim(-0.7, 1.6)
+    ax.set_yticks([y_critical, y_hidden], ["critical path", "hidden under\ncompute"])
+    ax.xaxis.set_major_formatter(seconds_formatter)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.tick_params(axis="y", length=0)
+    if title is None:
+        title = f"One step: {units.format_time(total)}; binding constraint: {step.binding_constraint}"
+    label_units(ax, "time (s)", "", title)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3, frameon=False, fontsize=9)
+    return ax
+
+
+def _keep_or_note(bar, name, seconds, span, handles, thin):
+    """Put a drawn segment in the legend, or in the note of segments too thin to see."""
+    if seconds >= THIN_SEGMENT_SHARE * span:
+        handles.append(bar)
+    else:
+        thin.append(f"{name} {units.format_time(seconds)}")
+
+
+def _draw_hidden(ax, step, y_hidden, height, span, handles, thin):
+    """The bottom bar: each axis' hidden communication, ending where the compute ends, and its total."""
     compute_end = float(step.compute_s)
     hidden = [(axis, float(seconds)) for axis, seconds in step.overlapped_s.items() if seconds > 0]
-    hidden_total = sum(seconds for _, seconds in hidden)
     right = compute_end
     for axis, seconds in hidden:
         name = f"{_AXIS_NAMES.get(axis, axis)} (hidden)"
@@ -130,46 +194,25 @@ def plot_step_timeline(step, ax=None, title=None):
             zorder=3,
         )
         bar.patches[0].set_gid(f"hidden:{axis}")
-        handles.append(bar)
+        _keep_or_note(bar, name, seconds, span, handles, thin)
         _segment_text(ax, right - seconds, seconds, y_hidden, units.format_time(seconds), "black", span)
         right -= seconds
     if hidden:
-        ax.text(
-            compute_end + 0.01 * span,
-            y_hidden,
-            f"hidden {units.format_time(hidden_total)}",
-            ha="left",
-            va="center",
-            fontsize=9,
-        )
+        text, style = f"hidden {units.format_time(sum(seconds for _, seconds in hidden))}", "normal"
+        x, color = compute_end + 0.01 * span, "black"
     else:
-        ax.text(
-            0.01 * span,
-            y_hidden,
-            "nothing overlaps compute",
-            ha="left",
-            va="center",
-            fontsize=9,
-            style="italic",
-            color="#555555",
-        )
-    ax.axvline(compute_end, color="#555555", linestyle=":", linewidth=1, zorder=2)
-
-    ax.set_xlim(0, span)
-    ax.set_ylim(-0.6, 1.6)
-    ax.set_yticks([y_critical, y_hidden], ["critical path", "hidden under\ncompute"])
-    ax.xaxis.set_major_formatter(seconds_formatter)
-    for side in ("top", "right", "left"):
-        ax.spines[side].set_visible(False)
-    ax.tick_params(axis="y", length=0)
-    if title is None:
-        title = f"One step: {units.format_time(total)}; binding constraint: {step.binding_constraint}"
-    label_units(ax, "time (s)", "", title)
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3, frameon=False, fontsize=9)
-    return ax
+        text, style, x, color = "nothing overlaps compute", "italic", 0.01 * span, "#555555"
+    ax.text(x, y_hidden, text, ha="left", va="center", fontsize=9, style=style, color=color)
 
 
-def _plan_text(row):
+def plan_text(row) -> str:
+    """A plan of a search's row in the course's notation, on one line: sizes, ZeRO stage, micro-batch, then what it
+    recomputes and whether it uses sequence parallelism.
+
+    >>> plan_text({"data_parallel": 12, "tensor_parallel": 8, "pipeline_parallel": 32, "zero_stage": 1,
+    ...            "micro_batch": 1, "virtual_stages": 4, "recompute": "selective", "sequence_parallel": True})
+    'd=12 t=8 p=32 ZeRO-1 b=1 v=4, selective recompute, SP'
+    """
     text = (
         f"d={row['data_parallel']} t={row['tensor_parallel']} p={row['pipeline_parallel']} "
         f"ZeRO-{row['zero_stage']} b={row['micro_batch']}"
@@ -178,7 +221,7 @@ def _plan_text(row):
         text += f" v={row['virtual_stages']}"
     extras = [f"{row['recompute']} recompute"] if row["recompute"] != "none" else []
     extras += ["SP"] if row["sequence_parallel"] else []
-    return text + ("\n" + ", ".join(extras) if extras else "") + f"\n{units.format_time(row['step_time_s'])}"
+    return ", ".join([text, *extras])
 
 
 def _checked_rows(highlight_rows, rows):
@@ -189,35 +232,29 @@ def _checked_rows(highlight_rows, rows):
         if isinstance(row, (bool, np.bool_)) or not isinstance(row, Integral) or not 0 <= row < rows:
             raise ValueError(f"highlight_rows must hold row numbers in 0..{rows - 1}, got {row!r}")
         checked.append(int(row))
+    if len(checked) > len(HIGHLIGHT_MARKERS):
+        raise ValueError(f"highlight_rows must hold at most {len(HIGHLIGHT_MARKERS)} rows, got {len(checked)}")
     return checked
 
 
-def plot_plan_search(search, ax=None, highlight_rows=(0,)):
-    """Every plan of a search: memory per device (x) against step time (y, log), coloured by binding constraint.
+def _checked_labels(highlight_labels, rows):
+    if highlight_labels is None:
+        return [f"row {row}" for row in rows]
+    if isinstance(highlight_labels, str) or not hasattr(highlight_labels, "__iter__"):
+        raise ValueError(
+            f"highlight_labels must be a sequence of strings, one per highlighted row, got {highlight_labels!r}"
+        )
+    labels = list(highlight_labels)
+    if len(labels) != len(rows) or not all(isinstance(label, str) and label for label in labels):
+        raise ValueError(
+            f"highlight_labels must hold one non-empty string per highlighted row ({len(rows)}), "
+            f"got {highlight_labels!r}"
+        )
+    return labels
 
-    Rows that do not fit (constraint "memory") lie right of the "HBM capacity" line at ``search.capacity_bytes``.
-    The legend counts the plans per constraint. ``highlight_rows`` (row 0 is the fastest plan that fits) are
-    starred and annotated with their plan. Both axes are logarithmic (memory spans orders of magnitude between
-    replicated and sharded plans). One scatter per constraint, with gid ``"plans:<constraint>"``.
 
-    >>> import matplotlib.pyplot as plt
-    >>> from course_lib import budget
-    >>> from course_lib.hardware import DGX_H100
-    >>> from course_lib.parallelism import GPT2_1_5B
-    >>> ax = plot_plan_search(budget.search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None))
-    >>> ax.get_yscale(), ax.get_legend().get_texts()[0].get_text()
-    ('log', 'compute (409)')
-    >>> plt.close("all")
-    """
-    if not isinstance(search, budget.PlanSearch):
-        raise ValueError(f"search must be a budget.PlanSearch (from budget.search_plans), got {search!r}")
-    rows = len(search)
-    highlight = _checked_rows(highlight_rows, rows)
-    ax = axes_or_new(ax)
-    columns = search.columns
-    constraints = np.asarray(columns["binding_constraint"]).astype(str) if rows else np.array([], dtype=str)
-    memory = np.asarray(columns["memory_bytes"], dtype=float)
-    time = np.asarray(columns["step_time_s"], dtype=float)
+def _draw_plans(ax, constraints, memory, time):
+    """One scatter per binding constraint, the most common at the back; {constraint: scatter} in legend order."""
     present = [c for c in CONSTRAINT_COLORS if np.any(constraints == c)]
     present += sorted(set(constraints) - set(present))
     handles = {}
@@ -227,8 +264,9 @@ def plot_plan_search(search, ax=None, highlight_rows=(0,)):
         points = ax.scatter(
             memory[chosen],
             time[chosen],
-            s=10,
-            alpha=0.3 if constraint == "memory" else 0.7,  # plans that do not fit recede behind those that do
+            s=12,
+            marker=CONSTRAINT_MARKERS.get(constraint, "o"),
+            alpha=0.3 if constraint == "memory" else 0.75,  # plans that do not fit recede behind those that do
             linewidths=0,
             color=CONSTRAINT_COLORS.get(constraint, "#333333"),
             label=f"{constraint} ({int(chosen.sum())})",
@@ -236,7 +274,10 @@ def plot_plan_search(search, ax=None, highlight_rows=(0,)):
         )
         points.set_gid(f"plans:{constraint}")
         handles[constraint] = points
-    capacity = float(search.capacity_bytes)
+    return {constraint: handles[constraint] for constraint in present}
+
+
+def _draw_capacity(ax, capacity, rows):
     line = ax.axvline(capacity, color=COLORS["capacity"], linestyle="--", linewidth=1.5, zorder=3)
     line.set_gid("capacity")
     ax.set_xscale("log")
@@ -255,33 +296,58 @@ def plot_plan_search(search, ax=None, highlight_rows=(0,)):
         gid="capacity-label",
         bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1),
     )
-    if highlight:
-        ax.scatter(
-            memory[highlight],
-            time[highlight],
-            marker="*",
-            s=220,
-            color="#FFD92F",
-            edgecolors="black",
-            linewidths=0.9,
-            zorder=5,
-            gid="highlight",
-            label="_highlight",
-        )
-        for k, row in enumerate(highlight):
-            ax.annotate(
-                _plan_text(search.row(row)),
-                (memory[row], time[row]),
-                xytext=(40, 12 + 50 * k),
-                textcoords="offset points",
-                fontsize=8,
-                ha="left",
-                va="bottom",
-                zorder=6,
-                bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor="#777777", alpha=0.9),
-                arrowprops=dict(arrowstyle="-", color="#555555", linewidth=0.8),
-                gid="highlight-label",
+
+
+def plot_plan_search(search, ax=None, highlight_rows=(0,), highlight_labels=None):
+    """Every plan of a search: memory per device (x) against step time (y, log), by binding constraint.
+
+    Rows that do not fit (constraint "memory") lie right of the "HBM capacity" line at ``search.capacity_bytes``.
+    Each constraint has its colour and marker (``CONSTRAINT_COLORS``, ``CONSTRAINT_MARKERS``); the legend on the
+    right counts the plans per constraint. ``highlight_rows`` (row 0 is the fastest plan that fits; at most four) are
+    marked each with its own gold marker (``HIGHLIGHT_MARKERS``) and named in a second legend below the axes: its
+    label (``highlight_labels``, one per row; default "row N"), its step time and its plan (``plan_text``), so that
+    no note covers the points. Both axes are logarithmic (memory spans orders of magnitude between replicated and
+    sharded plans). One scatter per constraint, with gid ``"plans:<constraint>"``, and one per highlighted row,
+    ``"highlight:<k>"``.
+
+    >>> import matplotlib.pyplot as plt
+    >>> from course_lib import budget
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import GPT2_1_5B
+    >>> ax = plot_plan_search(budget.search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None))
+    >>> ax.get_yscale(), ax.get_legend().get_texts()[0].get_text(), ax.figure.legends[0].get_texts()[0].get_text()
+    ('log', 'compute (409)', 'row 0: 1.36 s\\nd=8 t=1 p=1 ZeRO-3 b=2')
+    >>> plt.close("all")
+    """
+    if not isinstance(search, budget.PlanSearch):
+        raise ValueError(f"search must be a budget.PlanSearch (from budget.search_plans), got {search!r}")
+    rows = len(search)
+    highlight = _checked_rows(highlight_rows, rows)
+    labels = _checked_labels(highlight_labels, highlight)
+    ax = axes_or_new(ax)
+    columns = search.columns
+    constraints = np.asarray(columns["binding_constraint"]).astype(str) if rows else np.array([], dtype=str)
+    memory = np.asarray(columns["memory_bytes"], dtype=float)
+    time = np.asarray(columns["step_time_s"], dtype=float)
+    handles = _draw_plans(ax, constraints, memory, time)
+    _draw_capacity(ax, float(search.capacity_bytes), rows)
+    marked = []
+    for k, (row, label) in enumerate(zip(highlight, labels, strict=True)):
+        marker, size = HIGHLIGHT_MARKERS[k]
+        marked.append(
+            ax.scatter(
+                memory[row],
+                time[row],
+                marker=marker,
+                s=size,
+                color=HIGHLIGHT_COLOR,
+                edgecolors="black",
+                linewidths=0.9,
+                zorder=5 + k,
+                gid=f"highlight:{k}",
+                label=f"{label}: {units.format_time(time[row])}\n{plan_text(search.row(row))}",
             )
+        )
     if not rows:
         ax.text(0.5, 0.5, "no plans to show", transform=ax.transAxes, ha="center", va="center", fontsize=10)
     ax.set_xscale("log")
@@ -300,15 +366,16 @@ def plot_plan_search(search, ax=None, highlight_rows=(0,)):
         "step time (s)",
         f"{rows} plans: {int(np.sum(search.feasible)) if rows else 0} fit in memory",
     )
-    if present:
+    legend_style = dict(frameon=False, fontsize=9, title_fontsize=9)
+    if handles:
         ax.legend(
-            handles=[handles[c] for c in present],
+            handles=list(handles.values()),
             title="binding constraint",
             loc="upper left",
             bbox_to_anchor=(1.01, 1.0),
-            frameon=False,
-            fontsize=9,
-            title_fontsize=9,
             markerscale=1.5,
+            **legend_style,
         )
+    if marked:  # below the figure: a figure legend, which the constrained layout makes room for
+        ax.figure.legend(handles=marked, loc="outside lower left", labelspacing=0.7, **legend_style)
     return ax

@@ -14,6 +14,7 @@ import math
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.colors import to_hex
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import FixedLocator, NullLocator
@@ -22,6 +23,7 @@ from .. import _check, collectives, units
 from .. import simulate as _simulate
 from ..collectives import ALGORITHMS, OPS
 from .fast import FastText, LiveFigure
+from .figure_check import NOT_APPLICABLE
 from .style import (
     COLORS,
     EMPTY_COLOR,
@@ -356,6 +358,7 @@ def plot_collective_time_vs_payload(
     shown = [*(line for line in figure.curves.values() if line.get_visible())]
     shown += [line for line in (figure.latency_term, figure.bandwidth_term, figure.crossover) if line.get_visible()]
     ax.legend(handles=shown, loc="upper left", fontsize=8.5, framealpha=0.95)
+    _note_coinciding(ax, op, p, high, bandwidth, latency, chosen, reference)
     ax.tick_params(labelsize=10)
     label_units(
         ax,
@@ -364,6 +367,29 @@ def plot_collective_time_vs_payload(
         f"{op}, {p} ranks, {units.format_bandwidth(bandwidth)}, {units.format_time(latency)}",
     )
     return ax
+
+
+def _note_coinciding(ax, op, ranks, high, bandwidth, latency, chosen, reference):
+    """Name the curves that lie on the reference's at the largest payload (within 25 %): drawn on top of each other,
+    they would look like one."""
+    times = {a: float(collectives.collective_time(op, ranks, high, bandwidth, latency, a)) for a in chosen}
+    together = [a for a in chosen if abs(math.log(times[a] / times[reference])) < math.log(1.25)]
+    if len(together) < 2:
+        return
+    names = [algorithm_label(a) for a in together]
+    listed = ", ".join(names[:-1]) + f" and\n{names[-1]}"
+    ax.text(  # in the empty corner above the curves, right of the crossover
+        0.56,
+        0.97,
+        f"{listed} nearly coincide\nfor large S: they move about the same bytes",
+        transform=ax.transAxes,
+        ha="left",
+        va="top",
+        fontsize=8.5,
+        color="#333333",
+        gid="coincide-note",
+        bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1),
+    )
 
 
 # --- live figure: the ring all-reduce lab's time panel ------------------------------------------------------------
@@ -520,6 +546,7 @@ class CollectiveTimeFigure(LiveFigure):
             usable = algorithm in allowed
             text.set_text(algorithm_label(algorithm) + ("" if usable else " (2^k p)"))
             text.set_color("#222222" if usable else "#AAAAAA")
+            text.set_gid(None if usable else NOT_APPLICABLE)  # greyed out, no curve: figure_check knows why
 
     def update(self, report) -> None:
         """Draw ``report`` (a ``collectives.CollectiveReport`` of this figure's op)."""
@@ -650,11 +677,21 @@ def plot_collective_steps(op, algorithm="ring", ranks=4, ax=None):
 
 
 def collective_steps_legend(figure) -> None:
-    """A legend for ``plot_collective_steps``' two arrow colours, below the axes of ``figure`` (constrained layout)."""
+    """A legend for ``plot_collective_steps``' two arrow colours, below the axes of ``figure`` (constrained layout):
+    only the kinds of arrow the figure draws (a broadcast only overwrites)."""
+    entries = (
+        (_ADDS_COLOR, "receiver adds it into its copy"),
+        (_COPIES_COLOR, "receiver overwrites its copy"),
+    )
+    drawn = {
+        to_hex(patch.get_edgecolor())
+        for ax in figure.axes
+        for patch in ax.patches
+        if isinstance(patch, FancyArrowPatch)
+    }
     figure.legend(
         handles=[
-            Line2D([], [], color=_ADDS_COLOR, marker=">", label="receiver adds it into its copy"),
-            Line2D([], [], color=_COPIES_COLOR, marker=">", label="receiver overwrites its copy"),
+            Line2D([], [], color=color, marker=">", label=label) for color, label in entries if to_hex(color) in drawn
         ],
         loc="outside lower center",
         ncol=2,

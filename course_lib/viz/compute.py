@@ -18,6 +18,7 @@ __all__ = ["plot_roofline", "plot_flops_breakdown"]
 
 DEFAULT_ACCELERATORS = (hardware.A100, hardware.H100, hardware.B200, hardware.TPU_V5E)
 _ROOFLINE_COLORS = ("#4C72B0", "#C44E52", "#55A868", "#8172B3", "#DD8452", "#937860", "#DA8BC3", "#8C8C8C")
+_POINT_MARKERS = ("D", "s", "^", "v", "P", "X")  # the points on the first roofline, one shape each
 _DEFAULT_INTENSITY_RANGE = (1.0, 1e4)  # FLOP/byte: holds every preset's ridge point (153 to 295 in bf16)
 
 _intensity_formatter = FuncFormatter(lambda value, _position: f"{value:g}")
@@ -148,29 +149,21 @@ def plot_roofline(accelerators=None, dtype="bf16", points=(), ax=None):
     if pairs:
         peak, bandwidth = first.peak(dtype), first.hbm_bandwidth_bytes_per_s
         xs = np.array([i for _, i in pairs])
-        ys = compute.attainable_flops_per_s(xs, peak, bandwidth)
-        ax.scatter(xs, np.atleast_1d(ys), marker="D", s=40, color="#222222", zorder=4, gid="points")
-        bottom, top = np.log10(rates_low), np.log10(rates_high)
-        for (label, intensity), rate in zip(pairs, np.atleast_1d(ys), strict=True):
-            # Under the roof: below and to the right of a point on the slope, straight below one on the flat
-            # part (right-aligned at the right edge); above the point when it sits near the bottom.
-            near_bottom = (np.log10(rate) - bottom) / (top - bottom) < 0.25
-            across = (np.log10(intensity) - np.log10(low)) / (np.log10(high) - np.log10(low))
-            if intensity >= first_ridge:
-                ha, dx = ("right", 6) if across > 0.9 else ("center", 0)
-            else:
-                ha, dx = "left", 6
-            ax.annotate(
-                f"{label}\n{_intensity_text(intensity)} FLOP/byte → {units.format_flops_rate(rate)}",
-                (intensity, rate),
-                xytext=(dx, 8 if near_bottom else -10),
-                textcoords="offset points",
-                fontsize=8.5,
-                ha=ha,
-                va="bottom" if near_bottom else "top",
-                multialignment="left",
-                gid="point-label",
-                bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1),
+        ys = np.atleast_1d(compute.attainable_flops_per_s(xs, peak, bandwidth))
+        # A marker of its own for each point, named in the legend with its numbers: a note beside each point would
+        # lie over the other accelerators' lines (and, for points close together, over each other).
+        for index, ((label, intensity), rate) in enumerate(zip(pairs, ys, strict=True)):
+            ax.scatter(
+                [intensity],
+                [rate],
+                marker=_POINT_MARKERS[index % len(_POINT_MARKERS)],
+                s=46,
+                color="#222222",
+                edgecolor="white",
+                linewidth=0.6,
+                zorder=4,
+                gid=f"point:{label}",
+                label=f"{label}: {_intensity_text(intensity)} FLOP/byte → {units.format_flops_rate(rate)}",
             )
 
     ax.set_xscale("log")

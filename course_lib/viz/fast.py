@@ -237,6 +237,21 @@ class FastText(PathPatch):
         self._ha = ha
         self.stale = True
 
+    @property
+    def size_pt(self) -> float:
+        """The font size in points."""
+        return self._size
+
+    def text_boxes(self, renderer) -> list:
+        """[(text, its box in display pixels)] for the label drawn (none when it is empty), as a ``Text``'s window
+        extent: the line box's height, the glyphs' width (``course_lib.viz.figure_check`` reads it)."""
+        if not self._text:
+            return []
+        x, y = self._anchor.transform(self._xy)
+        return [(self._text, _label_box(self._text, self._size, self._weight, self._ha, self._va, renderer,
+                                        (x + self._offset[0] * renderer.points_to_pixels(1.0),
+                                         y + self._offset[1] * renderer.points_to_pixels(1.0))))]  # fmt: skip
+
     def draw(self, renderer):
         if not self.get_visible() or not self._text:
             return
@@ -275,6 +290,19 @@ class FastTextGroup(PathPatch):
     def get_positions(self) -> list[tuple]:
         return [xy for xy, _ in self._entries]
 
+    @property
+    def size_pt(self) -> float:
+        """The font size in points (every label's)."""
+        return self._size
+
+    def text_boxes(self, renderer) -> list:
+        """[(text, its box in display pixels)] of every label, as ``FastText.text_boxes``."""
+        anchors = self._anchor.transform(np.array([xy for xy, _ in self._entries], dtype=float).reshape(-1, 2))
+        return [
+            (text, _label_box(text, self._size, self._weight, self._ha, self._va, renderer, anchor))
+            for anchor, (_, text) in zip(anchors, self._entries, strict=True)
+        ]
+
     def draw(self, renderer):
         if not self.get_visible() or not self._entries:
             return
@@ -288,6 +316,19 @@ class FastTextGroup(PathPatch):
         self._path = Path(np.concatenate(vertices), np.concatenate(codes))
         self.set_transform(IdentityTransform())  # the vertices are in display coordinates already
         super().draw(renderer)
+
+
+def _label_box(text: str, size: float, weight: str, ha: str, va: str, renderer, anchor) -> Bbox:
+    """The box of a one-line label in display pixels, as a ``Text``'s: its characters' advance widths (the space a
+    reader needs around the glyphs), over the line box."""
+    _, left, right = _glyphs(text, size, weight)
+    advance = sum(_glyph(char, size, weight)[2] for char in text)
+    bottom, top = _line_box(size, weight)
+    dx = {"left": -left, "center": -(left + right) / 2, "right": -right}[ha]
+    dy = {"baseline": 0.0, "bottom": -bottom, "center": -(bottom + top) / 2, "top": -top}[va]
+    scale = renderer.points_to_pixels(1.0)
+    x0, y0 = anchor[0] + dx * scale, anchor[1] + (bottom + dy) * scale
+    return Bbox([[x0, y0], [x0 + advance * scale, y0 + (top - bottom) * scale]])
 
 
 def _aligned_glyphs(text: str, size: float, weight: str, ha: str, va: str) -> tuple[np.ndarray, np.ndarray]:

@@ -27,6 +27,13 @@ __all__ = [
 ]
 
 _ALGORITHM_COLORS = ("#222222", "#55A868", "#C44E52", "#8172B3", "#4C72B0", "#DD8452")
+# How the legend names MPICH's algorithms (MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM values): "auto" is no algorithm of its
+# own but MPICH choosing one per size.
+_ALGORITHM_LABELS = {
+    "auto": "auto (MPICH picks one per size)",
+    "recursive_doubling": "recursive doubling",
+    "reduce_scatter_allgather": "reduce-scatter + all-gather",
+}
 
 
 class SweepFigure(LiveFigure):
@@ -56,8 +63,11 @@ class SweepFigure(LiveFigure):
         spread = np.vstack([median - table.p10_s, table.p90_s - median])
         fell_back = table.column("fell_back")
         ok = ~fell_back
-        drawn.add(ax.errorbar(sizes[ok], median[ok], yerr=spread[:, ok], fmt="o", ms=4, color="#222222", capsize=2,
-                              label="measured: median, p10–p90"))  # fmt: skip
+        if np.any(spread[:, ok] > 0):
+            drawn.add(ax.errorbar(sizes[ok], median[ok], yerr=spread[:, ok], fmt="o", ms=4, color="#222222", capsize=2,
+                                  label="measured: median, p10–p90"))  # fmt: skip
+        else:  # one time per size (a published log): no spread to draw, and the legend promises none
+            drawn.add(*ax.plot(sizes[ok], median[ok], "o", ms=4, color="#222222", label="measured (one time per size)"))
         if fell_back.any():
             skipped = "MPICH fell back (not fitted)"
             drawn.add(*ax.plot(sizes[fell_back], median[fell_back], "x", color="#999999", label=skipped))
@@ -74,9 +84,10 @@ class SweepFigure(LiveFigure):
                                label=f"Q/B (B = {units.format_bandwidth(fit.bandwidth_bytes_per_s)})"))  # fmt: skip
             if fit.crossover_bytes > 0:
                 drawn.add(ax.axvline(fit.crossover_bytes, color="#777777", lw=0.8))
+                # At the top of the axes: the measured points near the crossover lie low, at the latency floor.
                 drawn.add(ax.annotate(f"crossover {units.format_bytes(fit.crossover_bytes)}",
-                                      (fit.crossover_bytes, 0.02), xycoords=("data", "axes fraction"), rotation=90,
-                                      ha="right", va="bottom", fontsize=8))  # fmt: skip
+                                      (fit.crossover_bytes, 0.98), xycoords=("data", "axes fraction"), rotation=90,
+                                      ha="right", va="top", fontsize=8))  # fmt: skip
             ax.set_ylim(min(median.min(), latency[0]) / 2, median.max() * 2)
         label_units(ax, "payload S (bytes)", "time per call (max over ranks)",
                     f"{table.op} · {table.algorithm} · {table.ranks} ranks")  # fmt: skip
@@ -109,7 +120,8 @@ class AlgorithmsFigure(LiveFigure):
         best = np.array([min(times[a].get(s, np.inf) for a in algorithms) for s in sizes])
         for color, algorithm in zip(_ALGORITHM_COLORS, algorithms, strict=False):
             ratio = np.array([times[algorithm].get(s, np.nan) for s in sizes]) / best
-            drawn.add(*ax.plot(sizes, ratio, "o-", ms=3, color=color, label=algorithm))
+            label = _ALGORITHM_LABELS.get(algorithm, algorithm)
+            drawn.add(*ax.plot(sizes, ratio, "o-", ms=3, color=color, label=label, gid=f"algorithm:{algorithm}"))
         drawn.add(ax.axhline(1.0, color="#999999", lw=0.8))
         label_units(ax, "payload S (bytes)", "median time ÷ fastest at that size",
                     f"{table.op} · {table.ranks} ranks: which MPICH algorithm wins where")  # fmt: skip
@@ -151,11 +163,12 @@ class StepFigure(LiveFigure):
             if name in predicted:
                 drawn.add(*ax.plot(i, compute + predicted[name], "D", color="#222222", ms=5, mfc="white"))
             exposed = step.exposed_s.get(name)
-            if exposed is not None:
-                drawn.add(ax.annotate(f"exposed\n{units.format_time(exposed)}", (i, median), textcoords="offset points",
+            if exposed is not None:  # above the whisker and the prediction, which would strike it through
+                top = max(median, step.p90_s[name], compute + predicted.get(name, 0.0))
+                drawn.add(ax.annotate(f"exposed\n{units.format_time(exposed)}", (i, top), textcoords="offset points",
                                       xytext=(0, 4), ha="center", va="bottom", fontsize=8))  # fmt: skip
         ax.set_xticks(x, [name.replace("_", "\n") for name in names])
-        ax.set_ylim(0, max(step.p90_s.values()) * 1.25)
+        ax.set_ylim(0, max(*step.p90_s.values(), *(compute + v for v in predicted.values())) * 1.3)
         handles = [
             Patch(color=COLORS["compute"], label="compute alone"),
             Patch(color=COLORS["exposed"], label="exposed = step − compute"),

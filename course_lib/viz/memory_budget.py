@@ -21,6 +21,7 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 
 from .. import _check, parallelism, units
 from .fast import CachedText, LiveFigure
+from .figure_check import TICK_GID
 from .style import COLORS, FIT_COLOR, axes_or_new, bytes_formatter
 
 __all__ = [
@@ -75,20 +76,22 @@ def memory_components_of(breakdowns) -> tuple:
 
 
 _BAR_WIDTH = 0.6
+# A bar over the capacity: outlined and labelled in the capacity line's colour, not in red, which is activations'.
+OVER_CAPACITY_COLOR = COLORS["capacity"]
 
 
 class MemoryBarsFigure(LiveFigure):
     """Live stacked bars of per-device memory, one bar per plan, against a device's capacity, on one axes.
 
     Each bar stacks ``components`` (fields of ``MEMORY_COMPONENTS``, bottom to top, in ``COLORS``) of one
-    ``parallelism.MemoryBreakdown``, its total written above it. With a capacity a dashed line marks it, and a bar
-    above it gets a red dashed outline and "does not fit". The y axis ends at ``capacity_multiple`` × the capacity
-    when given (a lab's scale then changes only with the device), else at 1.2 × the largest of the capacity and the
-    totals within 2.5× it (1.18 × the largest total without a capacity); a bar above the axis keeps its true height
-    and its total is written under the top, after an arrow. With ``selected`` that bar is opaque and outlined in
-    black, the others faded. Texts are ``fontsize`` points, the y tick labels ``y_tick_fontsize`` (at most ``y_ticks``
-    intervals). ``update(breakdowns, capacity_bytes=None, selected=None)`` takes one breakdown per plan,
-    in ``plan_labels`` order; one with bytes in a component the figure was built without raises ``ValueError``.
+    ``parallelism.MemoryBreakdown``, its total written above it. With a capacity a dashed line marks it, and a bar above
+    it gets a dashed outline in the capacity line's colour (red is activations') and "does not fit". The y axis ends at
+    ``capacity_multiple`` × the capacity when given (a lab's scale then changes only with the device), else at 1.2 × the
+    largest of the capacity and the totals within 2.5× it (1.18 × the largest total without a capacity); a bar above the
+    axis keeps its true height and its total is written under the top, after an arrow. With ``selected`` that bar is
+    opaque and outlined in black, the others faded. Texts are ``fontsize`` points, the y tick labels ``y_tick_fontsize``
+    (at most ``y_ticks`` intervals). ``update(breakdowns, capacity_bytes=None, selected=None)`` takes one breakdown per
+    plan, in ``plan_labels`` order; one with bytes in a component the figure was built without raises ``ValueError``.
 
     >>> from matplotlib.figure import Figure
     >>> from course_lib import parallelism
@@ -145,7 +148,7 @@ class MemoryBarsFigure(LiveFigure):
                     _BAR_WIDTH,
                     0,
                     fill=False,
-                    edgecolor=COLORS["exposed"],
+                    edgecolor=OVER_CAPACITY_COLOR,
                     linestyle="--",
                     linewidth=2,
                     zorder=4,
@@ -197,7 +200,9 @@ class MemoryBarsFigure(LiveFigure):
             )
         )
         self.y_tick_labels = [
-            CachedText.add(ax, 0, 0, transform=tick_labels, ha="right", va="center", fontsize=y_tick_fontsize)
+            CachedText.add(
+                ax, 0, 0, transform=tick_labels, ha="right", va="center", fontsize=y_tick_fontsize, gid=TICK_GID
+            )
             for _ in range(2 * y_ticks)
         ]
         ax.set_xlim(-0.6, len(labels) - 0.4)
@@ -301,7 +306,7 @@ class MemoryBarsFigure(LiveFigure):
                 label.set_text(text)
                 label.set_y(total + 0.01 * top)
                 label.set_verticalalignment("bottom")
-            label.set_color(COLORS["exposed"] if over else "black")
+            label.set_color(OVER_CAPACITY_COLOR if over else "black")
         self.selected_outline.set_visible(selected is not None)
         if selected is not None:
             self.selected_outline.set_x(selected - _BAR_WIDTH / 2)
@@ -312,10 +317,10 @@ def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
     """Stacked bars of per-device memory, one bar per plan: a ``MemoryBarsFigure`` built on ``ax`` and drawn once.
 
     ``breakdowns`` maps a label (the bar's tick) to a ``parallelism.MemoryBreakdown``; each bar stacks every component
-    that is not 0 in some plan (``memory_components_of``), its total printed above it. With ``capacity_bytes`` a
-    dashed line marks the device's memory; bars above it get a red dashed outline and "does not fit". When a bar is
-    more than 2.5× the capacity the y axis stops short of it (its rectangles keep their true heights) and an arrow
-    label gives its total, so the bars that nearly fit stay readable.
+    that is not 0 in some plan (only those are in the legend), its total printed above it. With ``capacity_bytes`` a
+    dashed line marks the device's memory; bars above it get a dashed outline in its colour and "does not fit". When a
+    bar is more than 2.5× the capacity the y axis stops short of it (its rectangles keep their true heights) and an
+    arrow label gives its total, so the bars that nearly fit stay readable.
 
     >>> import matplotlib.pyplot as plt
     >>> from course_lib import parallelism
@@ -330,7 +335,9 @@ def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
     breakdowns = _checked_breakdowns(breakdowns)
     capacity = None if capacity_bytes is None else _check.positive("capacity_bytes", capacity_bytes)
     ax = axes_or_new(ax)
-    figure = MemoryBarsFigure(ax, list(breakdowns), memory_components_of(breakdowns.values()))
+    # Only what some bar holds: a legend entry with nothing drawn (activations left at 0) promises a colour in vain.
+    held = [f for f in memory_components_of(breakdowns.values()) if any(getattr(b, f) for b in breakdowns.values())]
+    figure = MemoryBarsFigure(ax, list(breakdowns), held or MODEL_MEMORY_COMPONENTS[:1])
     figure.update(breakdowns.values(), capacity)
     return ax
 
@@ -395,7 +402,7 @@ class MemoryBudgetFigure(LiveFigure):
         ]
         self.log_capacity = log_ax.axvline(log_range_bytes[1], color=COLORS["capacity"], linestyle="--", linewidth=1.4)
         self.log_capacity_text = CachedText.add(
-            log_ax, log_range_bytes[1], -0.6, "capacity", ha="center", va="bottom", fontsize=7, color=COLORS["capacity"]
+            log_ax, log_range_bytes[1], -0.6, "capacity", ha="center", va="bottom", fontsize=8, color=COLORS["capacity"]
         )
         log_ax.set_xscale("log")
         log_ax.set_xlim(*log_range_bytes)
@@ -407,7 +414,7 @@ class MemoryBudgetFigure(LiveFigure):
         log_ax.xaxis.set_minor_locator(NullLocator())
         log_ax.tick_params(axis="x", labelsize=7)
         log_ax.set_xlabel("bytes per device (log)", fontsize=8)
-        log_ax.set_title("selected plan, every component", fontsize=9, pad=12)
+        log_ax.set_title("selected plan, every component", fontsize=9, pad=20)  # above the "capacity" label
         for side in ("top", "right"):
             log_ax.spines[side].set_visible(False)
         self.animated = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch, Rectangle
+from matplotlib.patches import Rectangle
 
 from .. import units
 from ..budget import PartitionReport, TimedTransfer
@@ -64,6 +64,11 @@ _COLUMNS = (
 )
 
 
+def _key_y(row: int) -> float:
+    """The height of a bar's key row ``row``, in axes fractions of the bar's axes: under its tick labels."""
+    return -0.95 - 0.34 * row
+
+
 def transfer_row(number: int, timed: TimedTransfer) -> tuple:
     """The table row of one ``budget.TimedTransfer`` of a ``PartitionReport`` (formatted with units).
 
@@ -114,9 +119,11 @@ class BoxGroup(PolyCollection):
         self.set_facecolor([box[4] for box in boxes] or "none")
 
 
-def _node_span(first_rank: int, count: int, per_node: int) -> str:
+def _node_span(first_rank: int, count: int, per_node: int, named: bool = True) -> str:
+    """The nodes ``count`` ranks from ``first_rank`` sit on: "node 3", "nodes 10–11" (``named=False``: "10–11")."""
     first, last = first_rank // per_node, (first_rank + count - 1) // per_node
-    return f"node {first}" if first == last else f"nodes {first}–{last}"
+    span = f"{first}" if first == last else f"{first}–{last}"
+    return (f"node{'' if first == last else 's'} " if named else "") + span
 
 
 class PartitionFigure(LiveFigure):
@@ -128,7 +135,7 @@ class PartitionFigure(LiveFigure):
     Bottom left: one row per boundary tensor (the markers' numbers): axis, tensor, collective or send, payload per
     call, calls per step, link, time per step, exposed time. Right: memory per device by component against the
     capacity; the step time split into compute, bubble, exposed tensor-parallel, exposed data-parallel and
-    pipeline sends.
+    pipeline sends; under each bar a key of its parts with their values (zeros too).
 
     >>> from dataclasses import replace
     >>> from matplotlib.figure import Figure
@@ -148,8 +155,8 @@ class PartitionFigure(LiveFigure):
 
         self.diagram_ax = place(0.01, 0.47, 0.68, 0.41)
         self.table_ax = place(0.01, 0.03, 0.72, 0.40)
-        self.memory_ax = place(0.77, 0.66, 0.21, 0.09)
-        self.step_ax = place(0.77, 0.26, 0.21, 0.09)
+        self.memory_ax = place(0.77, 0.72, 0.21, 0.09)
+        self.step_ax = place(0.77, 0.23, 0.21, 0.09)
         super().__init__(self.diagram_ax, self.table_ax, self.memory_ax, self.step_ax)
         self.title = FastText(
             self.diagram_ax,
@@ -259,6 +266,8 @@ class PartitionFigure(LiveFigure):
         self._animated += [self.table_left, self.table_right, self.nvlink_rows, self.network_rows, self.table_note]
 
     def _build_bars(self):
+        # Each bar's key is a list under it: a swatch, a name and the value (animated) per component or term, zeros
+        # included (a component a plan lacks reads 0 B, where a legend would promise a colour that is not drawn).
         ax = self.memory_ax
         ax.set_xlim(0, 2)
         ax.set_ylim(-0.5, 0.5)
@@ -267,14 +276,8 @@ class PartitionFigure(LiveFigure):
         ax.axvline(1, color=COLORS["capacity"], linestyle="--", linewidth=1.2, zorder=4)
         ax.set_title("memory per device (first stage)", fontsize=9, loc="left", pad=16)
         self.memory_segments = BoxGroup(ax, edgecolor="white", zorder=2)  # one box per component, in order
-        ax.legend(
-            handles=[Patch(color=COLORS[c], label=name) for c, name in MEMORY_COMPONENTS.items()],
-            loc="upper left",
-            bbox_to_anchor=(0.0, -0.35),
-            ncols=1,
-            fontsize=8,
-            frameon=False,
-        )
+        self._key_rows(ax, [(name, COLORS[c]) for c, name in MEMORY_COMPONENTS.items()])
+        self.memory_values = FastTextGroup(ax, size=8, ha="right", va="center", transform=ax.transAxes)
         self.memory_text = FastText(ax, (0, 1), size=8, transform=ax.transAxes, va="bottom", offset=(0, 3))
         ax = self.step_ax
         ax.set_xlim(0, 1)
@@ -283,19 +286,25 @@ class PartitionFigure(LiveFigure):
         ax.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "25 %", "50 %", "75 %", "100 %"], fontsize=8)
         ax.set_title("where the step's time goes", fontsize=9, loc="left", pad=16)
         self.step_segments = BoxGroup(ax, edgecolor="white", zorder=2)  # one box per STEP_SEGMENTS term
+        self._key_rows(ax, [(label, color) for label, color, _ in STEP_SEGMENTS])
         self.step_values = FastTextGroup(self.step_ax, size=8, ha="right", va="center", transform=ax.transAxes)
-        for row, (label, color, _) in enumerate(STEP_SEGMENTS):
-            y = -0.55 - 0.32 * row
-            ax.add_patch(Rectangle((0.0, y - 0.1), 0.04, 0.2, facecolor=color, transform=ax.transAxes, clip_on=False))
-            ax.text(0.07, y, label, fontsize=8, va="center", transform=ax.transAxes)
         self.step_text = FastText(ax, (0, 1), size=8, transform=ax.transAxes, va="bottom", offset=(0, 3))
         self._animated += [
             self.memory_segments,
+            self.memory_values,
             self.memory_text,
             self.step_segments,
             self.step_values,
             self.step_text,
         ]
+
+    @staticmethod
+    def _key_rows(ax, entries):
+        """A key under ``ax``'s tick labels: a swatch and a name per row (``_key_y``), the value right-aligned."""
+        for row, (label, color) in enumerate(entries):
+            y = _key_y(row)
+            ax.add_patch(Rectangle((0.0, y - 0.1), 0.04, 0.2, facecolor=color, transform=ax.transAxes, clip_on=False))
+            ax.text(0.07, y, label, fontsize=8, va="center", transform=ax.transAxes)
 
     # ---- update ---------------------------------------------------------------------------------------------------
 
@@ -324,7 +333,12 @@ class PartitionFigure(LiveFigure):
         slot = (right - left) / len(stages)
         width = slot * 0.82
         per_stage = r.model.layers // p
+        # A stage on several nodes is labelled "10–11" under a row name "nodes" (left, under the embedding): eight
+        # labels "nodes 10–11" would run into each other.
+        spans_nodes = t > g and len(stages) > 4
         stripes, cuts, labels, devices, hops = [], [], [], [], []
+        if spans_nodes:
+            devices.append(((3.5, y - 7.8), "nodes"))
         boxes = [(0, y, 7, height, STAGE_COLORS[0]), (93, y, 7, height, STAGE_COLORS[(p - 1) % len(STAGE_COLORS)])]
         for index, stage in enumerate(stages):
             if stage is None:
@@ -342,7 +356,7 @@ class PartitionFigure(LiveFigure):
             labels.append(((x + width / 2, y - 0.8), f"stage {stage + 1}" if len(stages) <= 5 else f"{stage + 1}"))
             labels.append(((x + width / 2, y - 4.3), layer_text if len(stages) <= 5 else ""))
             first_rank = stage * t * d
-            devices.append(((x + width / 2, y - 7.8), _node_span(first_rank, t, g)))
+            devices.append(((x + width / 2, y - 7.8), _node_span(first_rank, t, g, named=not spans_nodes)))
             if index + 1 < len(stages):
                 hops.append(((x + width + (slot - width) / 2, y + height / 2), "⇄"))
         gap = stages.index(None) if None in stages else None
@@ -425,6 +439,9 @@ class PartitionFigure(LiveFigure):
             boxes.append((min(start, 2.0), -0.35, max(0.0, min(share, 2.0 - start)), 0.7, COLORS[component]))
             start += share
         self.memory_segments.set_boxes(boxes)
+        self.memory_values.set_texts(
+            [((1.0, _key_y(row)), units.format_bytes(getattr(r.memory, c))) for row, c in enumerate(MEMORY_COMPONENTS)]
+        )
         verdict = "fits" if r.fits else "does not fit"
         self.memory_text.set_text(f"{units.format_bytes(r.memory.total)} of {units.format_bytes(capacity)}: {verdict}")
         total = r.step.total_s
@@ -434,7 +451,7 @@ class PartitionFigure(LiveFigure):
             share = seconds / total
             boxes.append((start, -0.35, share, 0.7, color))
             start += share
-            values.append(((1.0, -0.55 - 0.32 * row), units.format_time(seconds)))
+            values.append(((1.0, _key_y(row)), units.format_time(seconds)))
         self.step_segments.set_boxes(boxes)
         self.step_values.set_texts(values)
         self.step_text.set_text(f"step {units.format_time(total)}")

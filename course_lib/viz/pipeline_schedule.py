@@ -25,6 +25,7 @@ from matplotlib.ticker import MaxNLocator
 from .. import units
 from ..pipeline import OP_KINDS, ZERO_BUBBLE_SCHEDULES, PipelineTimeline, pipeline_schedule
 from .fast import CachedText, LiveFigure
+from .figure_check import TICK_GID
 from .style import COLORS, axes_or_new
 
 __all__ = [
@@ -134,16 +135,14 @@ def schedule_title(
 def plot_pipeline_schedule(timeline, ax=None):
     """A pipeline timeline as a Gantt chart: the lab's ``PipelineScheduleFigure``, built on ``ax`` and drawn once.
 
-    One row per stage (stage 0 on top), one box per op: forward boxes in ``COLORS["forward"]``, backward boxes in
-    ``COLORS["backward"]`` (a split backward's B and W in ``COLORS["backward_input"]`` and
-    ``COLORS["backward_weight"]``), later model chunks of an interleaved stage in lighter shades, each named in the
-    legend.
-    Boxes are labelled with the micro-batch number counted from 1, as in Narayanan et al. 2021's Figures 3 and 4,
-    when the number fits; grey behind the boxes is idle time, the bubble. The x axis is in units of t_f
-    (``timeline.forward_time_s``), so a full-stage forward is 1 wide whatever the real duration; its label gives
-    t_f when it is not 1 s. The boxes are one ``PathPatch`` per (kind, chunk) with gid
-    ``"pipeline-<kind>-chunk<c>"``, the idle background has gid ``"pipeline-idle"``, the title gid
-    ``"pipeline-title"``.
+    One row per stage (stage 1 on top: stages are counted from 1, as the micro-batches), one box per op: forward boxes
+    in ``COLORS["forward"]``, backward boxes in ``COLORS["backward"]`` (a split backward's B and W in
+    ``COLORS["backward_input"]`` and ``COLORS["backward_weight"]``), later model chunks of an interleaved stage in
+    lighter shades, each named in the legend. Boxes are labelled with the micro-batch number counted from 1, as in
+    Narayanan et al. 2021's Figures 3 and 4, when the number fits; grey behind the boxes is idle time, the bubble. The x
+    axis is in units of t_f (``timeline.forward_time_s``), so a full-stage forward is 1 wide whatever the real duration;
+    its label gives t_f when it is not 1 s. The boxes are one ``PathPatch`` per (kind, chunk) with gid
+    ``"pipeline-<kind>-chunk<c>"``, the idle background has gid ``"pipeline-idle"``, the title gid ``"pipeline-title"``.
 
     >>> import matplotlib.pyplot as plt
     >>> from course_lib.pipeline import pipeline_schedule
@@ -213,14 +212,16 @@ def _drawn_kinds(timeline) -> tuple[str, ...]:
 
 
 def _stage_ticks(stages: int) -> list[int]:
-    """The stages whose row a Gantt chart labels: every one up to 16 stages, else about 8 of them.
+    """The stages (0-based rows) whose row a Gantt chart labels: every one up to 16 stages, else about 8 of them,
+    whose names (counted from 1, as the micro-batches) are round numbers.
 
     >>> _stage_ticks(4), _stage_ticks(32)
-    ([0, 1, 2, 3], [0, 4, 8, 12, 16, 20, 24, 28])
+    ([0, 1, 2, 3], [0, 3, 7, 11, 15, 19, 23, 27, 31])
     """
     if stages <= _ALL_STAGE_TICKS:
         return list(range(stages))
-    return [int(t) for t in MaxNLocator(integer=True, nbins=8).tick_values(0, stages - 1) if 0 <= t < stages]
+    names = MaxNLocator(integer=True, nbins=8).tick_values(1, stages)
+    return sorted({0} | {int(t) - 1 for t in names if 1 <= t <= stages})
 
 
 def _text_width_pt(text: str, fontsize: float) -> float:
@@ -228,7 +229,7 @@ def _text_width_pt(text: str, fontsize: float) -> float:
 
 
 class PipelineScheduleFigure(LiveFigure):
-    """Live Gantt chart of a pipeline timeline, on axes placed by the caller: one row per stage (stage 0 on top),
+    """Live Gantt chart of a pipeline timeline, on axes placed by the caller: one row per stage (stage 1 on top),
     one box per op (``chunk_color``), idle time grey behind them, the micro-batch numbers in the boxes when they
     fit, time in units of t_f. ``update(timeline)`` takes a ``pipeline.pipeline_schedule(...)`` of up to
     ``max_stages`` stages and ``max_virtual_stages`` chunks; both scales change with it, so the ticks are artists of
@@ -333,11 +334,15 @@ class PipelineScheduleFigure(LiveFigure):
         self.y_tick_marks = ax.add_artist(Line2D([], [], transform=left, marker=TICKLEFT, **tick))
         # 7 points from the spine, as matplotlib puts its own: the 3.5-point tick and a 3.5-point pad
         self.x_tick_labels = [
-            CachedText.add(ax, 0, 0, transform=shifted(below, 0, -7), ha="center", va="top", fontsize=size)
+            CachedText.add(
+                ax, 0, 0, transform=shifted(below, 0, -7), ha="center", va="top", fontsize=size, gid=TICK_GID
+            )
             for _ in range(16)
         ]
         self.y_tick_labels = [
-            CachedText.add(ax, 0, 0, transform=shifted(left, -7, 0), ha="right", va="center", fontsize=size)
+            CachedText.add(
+                ax, 0, 0, transform=shifted(left, -7, 0), ha="right", va="center", fontsize=size, gid=TICK_GID
+            )
             for _ in range(min(self.max_stages, _ALL_STAGE_TICKS))
         ]
         ax.set_xticks([])
@@ -345,7 +350,7 @@ class PipelineScheduleFigure(LiveFigure):
         self._xlabel_pad = 7 + 1.2 * size + 3  # under the tick labels
         self._legend_top = self._xlabel_pad + 1.3 * size  # under the x label ($t_f$ reaches below the line)
         self._legend_anchor = shifted(ax.transAxes, 0, -self._legend_top)
-        widest = _text_width_pt(f"stage {self.max_stages - 1}", size)
+        widest = _text_width_pt(f"stage {self.max_stages}", size)
         ax.set_ylabel("pipeline stage (one per device)", fontsize=size, labelpad=7 + widest + 4)
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
@@ -456,7 +461,7 @@ class PipelineScheduleFigure(LiveFigure):
                 label.set_text(f"{ticks[index]:g}")
 
     def _set_stage_rows(self, stages) -> None:
-        """The y limits, ticks and tick labels of ``stages`` rows, stage 0 on top."""
+        """The y limits, ticks and tick labels of ``stages`` rows, stage 1 on top."""
         self.ax.set_ylim(stages - 0.5, -0.5)
         rows = _stage_ticks(stages)
         self.y_tick_marks.set_data([0.0] * len(rows), rows)
@@ -464,7 +469,7 @@ class PipelineScheduleFigure(LiveFigure):
             label.set_visible(index < len(rows))
             if index < len(rows):
                 label.set_y(rows[index])
-                label.set_text(f"stage {rows[index]}")
+                label.set_text(f"stage {rows[index] + 1}")  # counted from 1, as the micro-batches in the boxes
         self._shown_rows = stages
 
     def _axes_size_pt(self) -> tuple[float, float]:

@@ -8,10 +8,11 @@ builds it and updates it once. Every number drawn comes from ``course_lib.servin
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.collections import PolyCollection
 from matplotlib.ticker import NullFormatter
 
 from .. import serving, units
-from .fast import FastText, LiveFigure
+from .fast import FastText, FastTextGroup, LiveFigure
 from .style import AXIS_COLORS, COLORS, axes_or_new, label_units, seconds_formatter
 
 __all__ = [
@@ -85,7 +86,7 @@ class LatencyThroughputFigure(LiveFigure):
         (self.current,) = ax.plot(
             [], [], linestyle="none", marker="*", markersize=14, color=COLORS["exposed"], gid="current"
         )
-        self.text = FastText(ax, (0.02, 0.96), "", size=9, ha="left", va="top", transform=ax.transAxes)
+        self.text = FastText(ax, (0.02, 0.96), "", size=10, ha="left", va="top", transform=ax.transAxes)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(seconds_formatter)
@@ -155,7 +156,7 @@ class DecodeBreakdownFigure(LiveFigure):
         ]
         for patch, (name, _, _) in zip(self.bars, DECODE_SEGMENTS, strict=True):
             patch.set_gid(name)
-        self.total = FastText(ax, (0, 0), "", size=9, ha="left", va="center", weight="bold")
+        self.total = FastText(ax, (0, 0), "", size=10, ha="left", va="center", weight="bold")
         # The title changes with every step: in a lab (snap) drawn as a FastText, 0.2 ms instead of 20.
         self.title = (
             FastText(ax, (0.5, 1.0), "", size=12, ha="center", va="bottom", transform=ax.transAxes, offset=(0, 6))
@@ -168,8 +169,13 @@ class DecodeBreakdownFigure(LiveFigure):
         for side in ("top", "right", "left"):
             ax.spines[side].set_visible(False)
         label_units(ax, "time per output token (s)", "")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3, frameon=False, fontsize=8)
-        self.animated = (*self.bars, self.total, self.title)
+        # The key under the axis names only the segments the step has (no "pipeline hops" at p = 1): a swatch and a
+        # label each, redrawn with the bars (a matplotlib legend is static, and slow to redraw).
+        self.key_swatches = ax.add_collection(
+            PolyCollection([], transform=ax.transAxes, edgecolor="none", clip_on=False, zorder=4), autolim=False
+        )
+        self.key_labels = FastTextGroup(ax, size=10, ha="left", va="center", transform=ax.transAxes)
+        self.animated = (*self.bars, self.total, self.title, self.key_swatches, self.key_labels)
 
     def update(self, result) -> None:
         """Set each segment's extent from ``result``, one ``serving.DecodeStep``."""
@@ -180,6 +186,7 @@ class DecodeBreakdownFigure(LiveFigure):
             patch.set_x(left)
             patch.set_width(width)
             left += width
+        self._update_key(step)
         tpot = float(step.time_per_output_token_s)
         self.total.set_position((left * 1.01, 0))
         self.total.set_text(units.format_time(tpot))
@@ -190,6 +197,21 @@ class DecodeBreakdownFigure(LiveFigure):
             f"{units.format_time(tpot)} per token, {step.bound}-bound"
             + (f" ({step.batches_in_flight} batches share each stage)" if tpot > left * (1 + 1e-9) else "")
         )
+
+    def _update_key(self, step) -> None:
+        """The key's entries: the segments with time in ``step``, two to a row under the axis label."""
+        shown = [(name, color) for name, color, seconds in DECODE_SEGMENTS if float(seconds(step)) > 0]
+        swatches, labels = [], []
+        for index, (name, color) in enumerate(shown):
+            x, y = _KEY_COLUMNS[index % 2], _KEY_TOP - _KEY_ROW * (index // 2)
+            swatches.append(([(x, y - 0.05), (x + 0.035, y - 0.05), (x + 0.035, y + 0.05), (x, y + 0.05)], color))
+            labels.append(((x + 0.05, y), name))
+        self.key_swatches.set_verts([verts for verts, _ in swatches])
+        self.key_swatches.set_facecolor([color for _, color in swatches] or "none")
+        self.key_labels.set_texts(labels)
+
+
+_KEY_COLUMNS, _KEY_TOP, _KEY_ROW = (0.0, 0.52), -0.72, 0.3  # the key's places, in axes fractions
 
 
 def _decade_below(x):

@@ -11,24 +11,31 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib import colormaps
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from .. import validation
+from .. import units, validation
 from .fast import LiveFigure, ResultArtists
 from .style import COLORS, axes_or_new, bytes_formatter, label_units, percent_formatter
 
 __all__ = [
     "NODE_COLORS",
+    "NODE_GROUPS",
+    "NODE_GROUP_COLORS",
     "PredictedMeasuredFigure",
     "ResidualsFigure",
     "plot_predicted_measured",
     "plot_residuals",
 ]
 
-# One colour per node count of the Playbook's runs (1–64 nodes of 8 × H100), light to dark.
-NODE_COLORS = {nodes: colormaps["viridis"](i / 6) for i, nodes in enumerate((1, 2, 4, 8, 16, 32, 64))}
+# The Playbook's node counts (1–64 nodes of 8 × H100) in four groups, one clearly distinct colour each, cool to warm:
+# seven shades of one colour map on small markers could not be told apart.
+NODE_GROUPS = {"1 node": (1,), "2–4 nodes": (2, 4), "8–16 nodes": (8, 16), "32–64 nodes": (32, 64)}
+NODE_GROUP_COLORS = dict(zip(NODE_GROUPS, ("#1B7837", "#4575B4", "#F46D43", "#A50026"), strict=True))
+NODE_COLORS = {nodes: NODE_GROUP_COLORS[group] for group, counts in NODE_GROUPS.items() for nodes in counts}
+# The Playbook prints MFU with one decimal (course_lib/data/playbook_runs.README.md): its small values fall in columns.
+MFU_STEP = 0.001
 _QUANTITIES = {
     # quantity: (measured column, predicted column, axis label, formatter, log axes)
     "mfu": ("measured_mfu", "predicted_mfu", "MFU", percent_formatter, True),
@@ -76,25 +83,32 @@ class PredictedMeasuredFigure(LiveFigure):
         measured, predicted = replay.runs[measured_name], replay.columns[predicted_name]
         shown = _shown_runs(replay, self.quantity)
         nodes = replay.runs["nodes"]
-        for count, color in NODE_COLORS.items():
+        for group, counts in reversed(NODE_GROUPS.items()):  # the fewest runs (1 node) last, on top
             for held, marker in ((False, "o"), (True, "^")):
-                here = shown & (nodes == count) & (held_out == held)
+                here = shown & np.isin(nodes, counts) & (held_out == held)
                 if not here.any():
                     continue
-                drawn.add(ax.scatter(measured[here], predicted[here], s=14, marker=marker, linewidths=0.8,
+                color = NODE_GROUP_COLORS[group]
+                drawn.add(ax.scatter(measured[here], predicted[here], s=22, marker=marker, linewidths=0.9,
                                      facecolors=color if held else "none", edgecolors=color,
-                                     label=f"{count}|{held}"))  # fmt: skip
+                                     label=f"{group}|{held}"))  # fmt: skip
         low = min(measured[shown].min(), predicted[shown].min())
         high = max(measured[shown].max(), predicted[shown].max())
         drawn.add(*ax.plot([low, high], [low, high], color=COLORS["capacity"], lw=1, label="predicted = measured"))
-        handles = [Patch(color=color, label=f"{count} node{'s' if count > 1 else ''}")
-                   for count, color in NODE_COLORS.items() if (shown & (nodes == count)).any()]  # fmt: skip
+        handles = [Patch(color=NODE_GROUP_COLORS[group], label=group)
+                   for group, counts in NODE_GROUPS.items() if (shown & np.isin(nodes, counts)).any()]  # fmt: skip
         handles += [
             Line2D([], [], ls="", marker="o", mfc="none", mec="#555555", label="fitted on (1B, 3B)"),
             Line2D([], [], ls="", marker="^", color="#555555", label="held out (8B, 80B)"),
             Line2D([], [], color=COLORS["capacity"], lw=1, label="predicted = measured"),
         ]
-        self.animated = (*drawn.artists, ax.legend(handles=handles, fontsize=7, loc="upper left", ncol=2))
+        legend = ax.legend(handles=handles, fontsize=8, loc="upper left", ncol=2)
+        self.animated = (*drawn.artists, legend)
+        if self.quantity == "mfu" and np.any(measured[shown] < 10 * MFU_STEP):
+            drawn.add(ax.text(0.98, 0.03, f"the columns on the left: the Playbook prints MFU to "
+                              f"{units.format_percent(MFU_STEP)}", transform=ax.transAxes, ha="right", va="bottom",
+                              fontsize=8, color="#444444"))  # fmt: skip
+            self.animated = (*drawn.artists, legend)
 
 
 class ResidualsFigure(LiveFigure):
@@ -114,9 +128,15 @@ class ResidualsFigure(LiveFigure):
         super().__init__(ax)
         self.column, self.quantity = column, quantity
         ax.set_yscale("log")
+        # Ratios labelled 0.5×, 1×, 2×, 5×, 10×, ...: a log axis around 1 with only 10⁰ and 10¹ said too little.
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:g}×"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.axhline(1.0, color=COLORS["capacity"], lw=1)
         ax.grid(True, axis="y", which="both", alpha=0.3)
-        label_units(ax, validation.RESIDUAL_TERMS[column], f"predicted / measured {_QUANTITIES[quantity][2]}")
+        label_units(
+            ax, f"{validation.RESIDUAL_TERMS[column]}\n(runs)", f"predicted / measured {_QUANTITIES[quantity][2]}"
+        )
         self.drawn = ResultArtists(ax)
 
     def update(self, result) -> None:
@@ -130,11 +150,14 @@ class ResidualsFigure(LiveFigure):
         median, low, high, runs = (np.array([groups[v][i] for v in values]) for i in range(4))
         drawn.add(ax.errorbar(x, median, yerr=[median - low, high - median], fmt="o", color=COLORS["exposed"],
                               capsize=3))  # fmt: skip
-        for xi, m, n in zip(x, median, runs, strict=True):
-            drawn.add(ax.annotate(f"{m:.2g}×\n{n} runs", (xi, m), xytext=(6, 0), textcoords="offset points",
-                                  fontsize=7, va="center"))  # fmt: skip
-        ax.set_xticks(x, [str(v) for v in values])
-        ax.set_xlim(-0.5, len(values) - 0.3)
+        # The median above its bar, the runs under the group's tick: notes beside the points ran into each other.
+        for xi, m, top in zip(x, median, high, strict=True):
+            drawn.add(ax.annotate(f"{m:.2g}×", (xi, top), xytext=(0, 3), textcoords="offset points", fontsize=8,
+                                  ha="center", va="bottom"))  # fmt: skip
+        ax.set_xticks(x, [f"{v}\n({n})" for v, n in zip(values, runs, strict=True)])
+        ax.set_xlim(-0.5, len(values) - 0.5)
+        bottom, ceiling = ax.get_ylim()
+        ax.set_ylim(min(bottom, low.min() / 1.3), max(ceiling, high.max() * 1.8))  # room for the medians' notes
         self.animated = drawn.artists
 
 
@@ -162,8 +185,8 @@ def plot_residuals(replay, rows=None, columns=tuple(validation.RESIDUAL_TERMS), 
     >>> import matplotlib.pyplot as plt
     >>> from course_lib import validation
     >>> axes = plot_residuals(validation.replay_runs(validation.load_playbook_runs()))
-    >>> [ax.get_xlabel() for ax in axes]
-    ['network (nodes)', 'tensor parallel (t)', 'pipeline (p)', 'ZeRO']
+    >>> [ax.get_xlabel().split("\\n")[0] for ax in axes], axes[0].get_xticklabels()[0].get_text()
+    (['network (nodes)', 'tensor parallel (t)', 'pipeline (p)', 'ZeRO'], '1\\n(69)')
     >>> plt.close("all")
     """
     rows = np.ones(len(replay.runs), dtype=bool) if rows is None else rows

@@ -425,7 +425,7 @@ class Lab(widgets.VBox):
     """
 
     CONTROLS: ClassVar[tuple[ControlSpec, ...]] = ()
-    dpi = 72
+    dpi = 96
     _redraw = None  # a PartialRedraw once the subclass calls enable_partial_redraw
     _syncing = False  # True while sync_controls moves controls: their changes wait for the one refresh after it
 

@@ -1,4 +1,5 @@
-"""Lab 4 · pipeline schedules: the simulated timeline of one step, its bubble and the activations stage 0 holds.
+"""Lab 4 · pipeline schedules: the simulated timeline of one step, its bubble and the activations the first stage
+(stage 1) holds.
 
 Every number comes from one call, ``parallelism.pipeline_schedule_report(p, m, schedule, v)``: the timeline of
 ``pipeline.pipeline_schedule`` (an event simulation that knows nothing of the bubble formula) beside
@@ -161,10 +162,10 @@ class PipelineLab(Lab):
             xlabel=r"time in units of $t_f$, the forward time of one micro-batch through one stage ($t_b = 2\,t_f$)",
             min_label_size=MIN_LABEL_SIZE,
         )
-        # Right: simulation against formula, the bubble on top, the activations stage 0 holds below.
+        # Right: simulation against formula, the bubble on top, the activations stage 1 holds below.
         self.checks = ComparisonBarsFigure(
             [figure.add_axes((0.8, 0.6 - 0.42 * row, 0.17, 0.28)) for row in range(2)],
-            ["bubble, % of the ideal time", "stage 0 holds (micro-batches)"],
+            ["bubble, % of the ideal time", "stage 1 holds (micro-batches)"],
             [(COLORS["bubble"], "#888888"), (COLORS["activations"], "#E39A9C")],
             [units.format_percent, _count],
         )

@@ -210,7 +210,7 @@ class ServingLab(Lab):
         # Axis limits snap to decades (the curve) and to 1, 2, 5 × 10^k (the bar), so most moves keep them: the
         # figure is then redrawn from cached pictures of each panel's axes (see render).
         self.curve_figure = LatencyThroughputFigure(figure.add_axes((0.07, 0.13, 0.4, 0.77)), snap=True)
-        self.breakdown_figure = DecodeBreakdownFigure(figure.add_axes((0.54, 0.5, 0.44, 0.3)), snap=True)
+        self.breakdown_figure = DecodeBreakdownFigure(figure.add_axes((0.54, 0.5, 0.42, 0.3)), snap=True)
 
     def draw(self, r: serving.ServingReport) -> None:
         self.curve_figure.update((r.curve, r.step))

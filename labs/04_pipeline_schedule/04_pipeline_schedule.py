@@ -57,11 +57,11 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # %% [markdown]
 # ## The lab
 #
-# The timeline has one row per stage (one device each), stage 0 on top: blue boxes are forward passes, orange boxes
+# The timeline has one row per stage (one device each), stage 1 on top: blue boxes are forward passes, orange boxes
 # backward passes, lighter shades later model chunks of an interleaved stage, and grey is idle time. Numbers in the
-# boxes are micro-batches, when they fit. On the right, the bubble the simulation measured next to
-# `parallelism.pipeline_bubble_fraction`, and the micro-batches whose activations stage 0 holds at its peak next to
-# `parallelism.pipeline_in_flight_microbatches`. GPipe and 1F1B have $v = 1$: moving *virtual stages v* above 1
+# boxes are micro-batches, when they fit; stages and micro-batches are both counted from 1. On the right, the bubble
+# the simulation measured next to `parallelism.pipeline_bubble_fraction`, and the micro-batches whose activations
+# stage 1 (the first) holds at its peak next to `parallelism.pipeline_in_flight_microbatches`. GPipe and 1F1B have $v = 1$: moving *virtual stages v* above 1
 # selects the interleaved schedule, which needs $m$ to be a multiple of $p$, so the micro-batch slider then moves in
 # steps of $p$.
 # %% tags=["nbval-ignore-output", "otter_ignore"]
@@ -80,7 +80,7 @@ lab
 # 1. **More micro-batches.** Move *micro-batches m* from 4 to 16. How does the bubble change, and does the idle time
 #    itself (in $t_f$) change?
 # 2. **GPipe against 1F1B.** Switch between *GPipe* and *1F1B*. What changes in the timeline, in the bubble, and in
-#    the activations stage 0 holds?
+#    the activations stage 1 (the first) holds?
 # 3. **Interleave.** Move *virtual stages v* to 2, then 4. What happens to the bubble and to the activations held?
 #    Why does the micro-batch slider now move in steps of 4?
 # 4. **A bubble above 100 %.** Set $p = 8$ and $m = 4$. How large is the bubble, and what share of the step does
@@ -95,7 +95,7 @@ lab
 #    draining the pipeline costs the same however many micro-batches follow, so more micro-batches only spread it
 #    over more work.
 # 2. The step takes 33 $t_f$ either way and the bubble is 37.5 % for both. GPipe runs all 8 forwards before any
-#    backward, so stage 0 holds the activations of 8 micro-batches; 1F1B starts the backward passes as soon as it
+#    backward, so stage 1 holds the activations of 8 micro-batches; 1F1B starts the backward passes as soon as it
 #    can and holds 4. 1F1B does not make the pipeline faster; it makes it cheaper in memory.
 # 3. $v = 2$ halves the bubble to 18.8 % (step 28.5 $t_f$) and $v = 4$ quarters it to 9.38 % (26.25 $t_f$): each
 #    chunk op is $v$ times shorter, so filling the pipeline is too. Stage 0 then holds 5.5 and 4.75 micro-batches of
@@ -135,7 +135,7 @@ print(
     f"bubble                  {t_f(r['bubble_time'])} = {units.format_percent(r['bubble_fraction'])} of the ideal "
     f"time, {units.format_percent(r['bubble_share_of_step'])} of the step"
 )
-print(f"stage 0 holds           {units.format_count(r['peak_in_flight'])} micro-batches of activations")
+print(f"stage 1 holds           {units.format_count(r['peak_in_flight'])} micro-batches of activations")
 formula = parallelism.pipeline_bubble_fraction(4, 8)
 held = parallelism.pipeline_in_flight_microbatches(4, 8, "1f1b")
 print(
@@ -170,7 +170,7 @@ from tools.grading_helpers import calling, number
 #
 # Write `bubble_fraction(stages, microbatches, virtual_stages=1)`: the idle time of a step as a fraction of its
 # *ideal* time $m\,(t_f + t_b)$, the time the same work would take with no bubble. Derive it from the lab's
-# timelines: how long does stage 0 idle (in $t_f$) as you change $p$, $m$ and $v$ (Explore 1 and 3)? Do not call
+# timelines: how long does stage 1 idle (in $t_f$) as you change $p$, $m$ and $v$ (Explore 1 and 3)? Do not call
 # `parallelism.pipeline_bubble_fraction` or `pipeline.pipeline_schedule` in your function; compare with the lab.
 
 # %% [raw]
@@ -423,7 +423,7 @@ test_q3_other_pipelines(step_time_s)
 
 # %%
 def in_flight_microbatches(stages, microbatches, schedule):
-    """Micro-batches whose activations stage 0 holds at its peak under GPipe or 1F1B."""
+    """Micro-batches whose activations stage 1 (the first) holds at its peak under GPipe or 1F1B."""
     # BEGIN SOLUTION
     if schedule == "gpipe":
         return microbatches  # every forward runs before the first backward

@@ -63,7 +63,8 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # On the left, decode's latency–throughput curve: each point is a batch size, from one sequence to the largest
 # whose KV caches fit, with the time per output token against the tokens per second each GPU produces; the star is
 # the current batch. On the right, where one output token's time goes: weight reads (or their multiplies, once the
-# batch is large enough), KV-cache reads, the all-reduces' latency and bandwidth terms, and the pipeline's hops.
+# batch is large enough), KV-cache reads, the all-reduces' latency and bandwidth terms, and the pipeline's hops (the
+# key under the bar names only the parts the step has: no hops at $p = 1$).
 # The tensor-parallel slider offers only the $t$ that split the model's heads and KV heads evenly (or copy whole KV
 # heads), the pipeline slider only divisors of its layers, so every position is a replica the model can be split
 # into.
