@@ -173,7 +173,7 @@ def test_master_keeps_otter_markers_through_jupytext(lab):
     raw = [cell.source.splitlines()[0] for cell in notebook.cells if cell.cell_type == "raw"]
     assert raw[0] == "# ASSIGNMENT CONFIG"
     assert raw.count("# BEGIN QUESTION") == raw.count("# END QUESTION") == len(WRONG[lab]) >= 3
-    builds_a_lab = [cell for cell in notebook.cells if cell.cell_type == "code" and "_lab()" in cell.source]
+    builds_a_lab = [cell for cell in notebook.cells if cell.cell_type == "code" and "_lab(" in cell.source]
     ignored = [cell for cell in notebook.cells if "otter_ignore" in cell.metadata.get("tags", [])]
     assert len(builds_a_lab) == 2 and ignored == builds_a_lab, "the widget cell and the key figures' cell"
     assert "nbval-ignore-output" in builds_a_lab[0].metadata["tags"]
