@@ -241,3 +241,54 @@ def test_plans_must_divide_experts_sequence_and_heads():
 
     ok = splits_context_and_experts(MIXTRAL_8X7B, 1, np.array([1, 2, 3]), "ring", np.array([8, 4, 8]))
     assert ok.tolist() == [True, True, False]
+
+
+def test_the_search_enumerates_experts_for_a_mixture_and_prunes_before_timing():
+    found = budget.search_plans(MIXTRAL_8X7B, TWO_NODES, 64, attention=("flash",))
+    e = found.columns["expert_parallel"]
+    assert set(e.tolist()) == {1, 2, 4, 8}  # every divisor of the 8 experts that divides d·c
+    assert np.all((found.columns["data_parallel"] * found.columns["context_parallel"]) % e == 0)
+    # Plans with e > 1 that do not fit were not timed, so not kept: every kept row with e > 1 fits.
+    assert np.all(found.feasible[e > 1])
+    assert found.row(0)["expert_parallel"] == 8  # the experts spread over a node beat replicating them
+    assert " e " in found.table([0]).splitlines()[0] and " c " not in found.table([0]).splitlines()[0]
+    for row in (0, len(found) // 2, len(found) - 1):  # a row is what step_time and memory_breakdown give its plan
+        plan = found.plan(row)
+        assert found.columns["step_time_s"][row] == pytest.approx(
+            budget.step_time(MIXTRAL_8X7B, plan, TWO_NODES).total_s
+        )
+        assert found.columns["memory_bytes"][row] == pytest.approx(memory_breakdown(MIXTRAL_8X7B, plan).total)
+    assert found.find(**found.fields(0)) == 0
+
+
+def test_the_search_enumerates_context_parallelism_only_when_asked_and_where_the_model_allows():
+    dense = budget.search_plans(LLAMA3_8B, TWO_NODES, 32)
+    assert not set(budget.AXIS_FIELDS) & set(dense.columns) and " c " not in dense.table([0])
+    model = replace(LLAMA3_8B, seq_len=131072)
+    found = budget.search_plans(
+        model, TWO_NODES, 8, attention=("flash",), context_parallel="auto", context_parallel_kind=("ring", "all_to_all")
+    )
+    c, kind = found.columns["context_parallel"], found.columns["context_parallel_kind"]
+    assert set(c.tolist()) <= {1, 2, 4, 8, 16} and found.row(0)["context_parallel"] > 1
+    # DeepSpeed-Ulysses needs whole heads on each rank: c divides the 32 / t heads and the 8 KV heads.
+    ulysses = (kind == "all_to_all") & (c > 1)
+    assert ulysses.any() and np.all(8 % c[ulysses] == 0)
+    assert "ring" in found.table(range(3))
+    plan = found.plan(0)
+    assert found.columns["step_time_s"][0] == pytest.approx(budget.step_time(model, plan, TWO_NODES).total_s)
+    # Without context parallelism the fastest plan that fits is slower (it needs t, p or recomputation instead).
+    without = budget.search_plans(model, TWO_NODES, 8, attention=("flash",))
+    assert without.columns["step_time_s"][0] > found.columns["step_time_s"][0]
+
+
+def test_worst_case_ranking_keeps_the_axes_apart():
+    searches = {
+        f"η = {eta}": budget.search_plans(MIXTRAL_8X7B, TWO_NODES, 64, attention=("flash",), compute_efficiency=eta,
+                                          calibration=None)
+        for eta in (0.4, 0.6)
+    }  # fmt: skip
+    ranking = budget.worst_case_ranking(searches, 3)
+    assert "expert_parallel" in ranking[0] and ranking[0]["worst_slowdown"] >= 1
+    with pytest.raises(ValueError, match="searches must enumerate the same axes"):
+        budget.worst_case_ranking(searches | {"dense": budget.search_plans(MIXTRAL_8X7B, TWO_NODES, 64,
+                                                                          expert_parallel=(1,))}, 3)  # fmt: skip

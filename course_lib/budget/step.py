@@ -462,21 +462,25 @@ def calibrated_step_time(
     # Gradients over the d·c ranks that hold the same weights at stride t; with expert parallelism the routed
     # experts' (1/e of them here) over the d·c/e ranks that hold the same experts, at stride t·e (``placement``).
     group = d * c
-    split_experts = model.experts > 1 and np.any(np.asarray(e) > 1)
-    experts_here = layers * model.routed_expert_params / model.layers / t if split_experts else 0.0
-    groups = [(params_here - experts_here, group, t)]
+    split = np.asarray(e) > 1  # plans (e may be an array) whose experts have a gradient group of their own
+    split_experts = model.experts > 1 and bool(np.any(split))
+    experts_here = (
+        np.where(split, layers * model.routed_expert_params / model.layers / t, 0.0) if split_experts else 0.0
+    )
+    groups: list[tuple] = [(params_here - experts_here, group, t, True)]
     if split_experts:
-        groups.append((experts_here / e, group // e, t * e))
+        groups.append((experts_here / e, group // e, t * e, split))
 
     def stream(op, bytes_per_param):
         """(seconds per occurrence of every bucket, of the boundary bucket) of ``op`` over each group's buckets."""
         total, boundary = 0.0, 0.0
-        for params, ranks, stride in groups:
+        for params, ranks, stride, used in groups:
             payload = bytes_per_param * params
             buckets = np.maximum(np.ceil(payload / calibration.framework.bucket_bytes), 1)
             per_bucket = collective(op, ranks, stride, payload / buckets)
-            total = total + np.where(np.asarray(ranks) > 1, buckets * per_bucket, 0.0)
-            boundary = np.maximum(boundary, np.where(np.asarray(ranks) > 1, per_bucket, 0.0))
+            runs = (np.asarray(ranks) > 1) & used
+            total = total + np.where(runs, buckets * per_bucket, 0.0)
+            boundary = np.maximum(boundary, np.where(runs, per_bucket, 0.0))
         return total, boundary
 
     stage = plan.zero_stage

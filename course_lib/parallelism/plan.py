@@ -335,13 +335,14 @@ def splits_context_and_experts(
     ...     expert_parallel=8), splits_context_and_experts(LLAMA3_405B, expert_parallel=2)
     (False, True, False)
     """
-    even = _context_and_expert_errors(model, tensor_parallel, context_parallel, context_parallel_kind, expert_parallel)
-    ok = ~np.any(np.stack([bad for bad, _ in even]), axis=0)
+    rules = _context_and_expert_errors(model, tensor_parallel, context_parallel, context_parallel_kind, expert_parallel)
+    ok = ~np.any(np.stack(np.broadcast_arrays(*(bad for bad, _ in rules))), axis=0)
     return bool(ok) if ok.ndim == 0 else ok
 
 
 def _context_and_expert_errors(model, tensor_parallel, context_parallel, context_parallel_kind, expert_parallel):
-    """[(where c or e fails one rule (a boolean array), the rule's ValueError message)]: the one home of the rules."""
+    """[(where c or e fails one rule (a boolean array), a function giving the rule's ValueError message)]: the one
+    home of the rules."""
     t = np.asarray(_check.count("tensor_parallel", tensor_parallel))
     c = np.asarray(_check.count("context_parallel", context_parallel))
     e = np.asarray(_check.count("expert_parallel", expert_parallel))
@@ -349,17 +350,16 @@ def _context_and_expert_errors(model, tensor_parallel, context_parallel, context
     heads_here = np.where(model.heads % t == 0, model.heads // t, 0)
     ulysses = kind == "all_to_all"
     return [
-        (~_divides(c, model.seq_len), f"context_parallel must divide seq_len ({model.seq_len}), got {c}"),
+        (~_divides(c, model.seq_len), lambda: f"context_parallel must divide seq_len ({model.seq_len}), got {c}"),
         (
             ulysses & ~(_divides(c, heads_here) & (heads_here > 0) & _divides(c, model.kv_heads)),
-            f"context_parallel must divide the heads per tensor-parallel rank ({model.heads} / {t}) and kv_heads "
-            f"({model.kv_heads}) with context_parallel_kind='all_to_all' (DeepSpeed-Ulysses), got {c}",
+            lambda: (
+                f"context_parallel must divide the heads per tensor-parallel rank ({model.heads} / {t}) and "
+                f"kv_heads ({model.kv_heads}) with context_parallel_kind='all_to_all' (DeepSpeed-Ulysses), got {c}"
+            ),
         ),
-        (
-            (e > 1) & (model.experts == 1),
-            f"expert_parallel must be 1 for a dense model (experts = 1), got {e}",
-        ),
-        (~_divides(e, model.experts), f"expert_parallel must divide experts ({model.experts}), got {e}"),
+        ((e > 1) & (model.experts == 1), lambda: f"expert_parallel must be 1 for a dense model (experts = 1), got {e}"),
+        (~_divides(e, model.experts), lambda: f"expert_parallel must divide experts ({model.experts}), got {e}"),
     ]
 
 
@@ -418,7 +418,7 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
         model, plan.tensor_parallel, plan.context_parallel, plan.context_parallel_kind, plan.expert_parallel
     ):
         if np.any(bad):
-            raise ValueError(message)
+            raise ValueError(message())
     if calibration is None:
         check_pipeline_split(model.layers, plan.pipeline_parallel, plan.virtual_stages)
     else:
