@@ -244,8 +244,8 @@ class GlobalBatchReport:
 
     @property
     def devices_per_replica(self) -> int:
-        """t·p: the devices of one data-parallel replica."""
-        return int(self.plan.replace(data_parallel=1).devices)
+        """t·p·c: the devices of one data-parallel replica (expert parallelism adds none)."""
+        return int(self.plan.replace(data_parallel=1, expert_parallel=1).devices)
 
 
 def global_batch_report(micro_batch, grad_accum_steps, data_parallel, seq_len, tensor_parallel=1, pipeline_parallel=1):
