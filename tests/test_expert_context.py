@@ -292,3 +292,12 @@ def test_worst_case_ranking_keeps_the_axes_apart():
     with pytest.raises(ValueError, match="searches must enumerate the same axes"):
         budget.worst_case_ranking(searches | {"dense": budget.search_plans(MIXTRAL_8X7B, TWO_NODES, 64,
                                                                           expert_parallel=(1,))}, 3)  # fmt: skip
+
+
+def test_the_search_runs_at_a_capacity_factor_and_its_plans_keep_it():
+    found = budget.search_plans(MIXTRAL_8X7B, TWO_NODES, 64, attention=("flash",), capacity_factor=1.25)
+    assert set(found.columns["capacity_factor"].tolist()) == {1.25} and found.plan(0).capacity_factor == 1.25
+    balanced = budget.search_plans(MIXTRAL_8X7B, TWO_NODES, 64, attention=("flash",))
+    assert found.columns["step_time_s"][0] > balanced.columns["step_time_s"][0]
+    with pytest.raises(ValueError, match="capacity_factor must be a number ≥ 1"):
+        budget.search_plans(MIXTRAL_8X7B, TWO_NODES, 64, capacity_factor=0.5)

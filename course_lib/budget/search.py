@@ -21,6 +21,7 @@ from ..parallelism.plan import (
     CONTEXT_PARALLEL_KINDS,
     ZERO_STAGES,
     ParallelPlan,
+    check_capacity_factor,
     splits_context_and_experts,
     splits_evenly,
 )
@@ -49,9 +50,9 @@ PLAN_FIELDS = (
     "attention",
 )
 # The fields of the context and expert axes: columns of a search (and fields of its plans) only when it enumerates
-# them (``search_plans``' ``context_parallel`` or ``expert_parallel`` beyond 1), so a search without them reads as
-# it always did.
-AXIS_FIELDS = ("context_parallel", "context_parallel_kind", "expert_parallel")
+# them (``search_plans``' ``context_parallel`` or ``expert_parallel`` beyond 1, or a ``capacity_factor`` above 1), so
+# a search without them reads as it always did.
+AXIS_FIELDS = ("context_parallel", "context_parallel_kind", "expert_parallel", "capacity_factor")
 BINDING_CONSTRAINTS = ("compute", "exposed communication", "bubble", "memory", "batch divisibility")
 
 
@@ -326,6 +327,7 @@ def search_plans(
     context_parallel=(1,),
     context_parallel_kind=("ring",),
     expert_parallel="auto",
+    capacity_factor=1.0,
 ) -> PlanSearch:
     """Enumerate plans that use every device of ``cluster`` and rank those that fit.
 
@@ -344,10 +346,11 @@ def search_plans(
     Context and expert parallelism: ``context_parallel`` lists the sizes c to consider (default 1; "auto": every
     divisor of the device count that divides the sequence), each with every ``context_parallel_kind`` ("ring",
     "all_to_all"); then d·t·p·c = devices. ``expert_parallel`` lists the sizes e (default "auto": every divisor of the
-    experts, so 1 for a dense model), e dividing d·c. Plans whose c or e does not split the model
-    (``parallelism.splits_context_and_experts``) are rejected as "partition". Plans with c or e > 1 are pruned
-    before their step is timed: those that do not fit in memory are counted as "memory" and not kept as rows. The
-    columns ``AXIS_FIELDS`` exist only when the search enumerates c or e beyond 1 (``table`` then shows them).
+    experts, so 1 for a dense model), e dividing d·c; every plan has the MoE ``capacity_factor`` (default 1). Plans
+    whose c or e does not split the model (``parallelism.splits_context_and_experts``) are rejected as "partition".
+    Plans with c or e > 1 are pruned before their step is timed: those that do not fit in memory are counted as
+    "memory" and not kept as rows. The columns ``AXIS_FIELDS`` exist only when the search enumerates c or e beyond 1
+    or runs at a capacity factor above 1 (``table`` then shows c and e where a plan uses them).
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B
@@ -371,7 +374,8 @@ def search_plans(
         context_parallel_kind,
         lambda v: _check.choice("context_parallel_kind", v, CONTEXT_PARALLEL_KINDS),
     )
-    with_axes = contexts != (1,) or experts != (1,)
+    factor = check_capacity_factor(capacity_factor)
+    with_axes = contexts != (1,) or experts != (1,) or factor != 1
     _check.fraction("compute_efficiency", compute_efficiency)
     cluster.accelerator.peak(dtype)
     calibration = resolve_calibration(calibration, cluster, framework)
@@ -450,6 +454,7 @@ def search_plans(
             schedule="interleaved" if v > 1 else "1f1b",
             attention=attn,
             context_parallel_kind=kind,
+            capacity_factor=factor,
         )
         plan_of = functools.partial(_batch_plan, sizes, fixed, v)
         plan = plan_of(keep)
@@ -466,7 +471,7 @@ def search_plans(
         size = len(memory)
         axis_columns = (
             (("context_parallel", c[keep]), ("context_parallel_kind", np.full(size, kind)), ("expert_parallel",
-             e[keep])) if with_axes else ()
+             e[keep]), ("capacity_factor", np.full(size, factor))) if with_axes else ()
         )  # fmt: skip
         for name, values in (
             *axis_columns,
