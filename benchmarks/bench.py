@@ -112,6 +112,20 @@ def bench_search():
             f"{format_time(top['step_time_s'])} per step, MFU {top['mfu']:.0%}, HFU {top['hfu']:.0%}, "
             f"bound by {top['binding_constraint']}"
         )
+    # Issue 26: the same search with the context-parallel axis (every c that divides the devices and the sequence,
+    # ring attention), and a mixture of experts' search with the expert-parallel axis (every e dividing its experts).
+    from course_lib.parallelism import MIXTRAL_8X22B
+
+    for label, model, axes, target in (
+        ("context_parallel='auto'", MEGATRON_1T, dict(context_parallel="auto"), " (target < 1 s)"),
+        ("expert_parallel='auto'", MIXTRAL_8X22B, {}, ""),
+    ):
+        median, best, found = timed(lambda m=model, a=axes: search_plans(m, SELENE_3072, 3072, **a), 3)
+        print(
+            f"plan search with {label} (default calibration), {model.name} on 3072 A100s: {found.evaluated:,d} plans "
+            f"evaluated ({int(found.feasible.sum()):,d} feasible) in {format_time(median)} (median of 3, best "
+            f"{format_time(best)}){target}"
+        )
 
 
 def bench_validation():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from course_lib import budget, collectives, compute, hardware, nccl, parallelism, serving
-from course_lib.parallelism import GPT3_175B, LLAMA3_8B, ParallelPlan
+from course_lib.parallelism import GPT3_175B, LLAMA3_8B, MIXTRAL_8X7B, ParallelPlan
 
 BAD = {
     "count": [0, -1, 2.5, math.nan, math.inf, "8", True, None],
@@ -33,6 +33,8 @@ BAD = {
     "host_cpu": ["ARM", "intel", None],
     "architecture": ["Hopper100", "Volta", None],
     "optional_positive": [0, -1.0, math.nan, math.inf],  # None means "not given"
+    "context_parallel_kind": ["ulysses", "Ring", None],
+    "capacity_factor": [0.99, 0, -1.0, math.nan, math.inf, "1.25", None],  # at least 1
 }
 
 # The arguments of the two-level all-reduces (hierarchical and multi-rail flat ring): one DGX H100 cluster.
@@ -169,6 +171,24 @@ CASES = [
         dict(model=parallelism.LLAMA3_70B, tensor_parallel=8),
         dict(tensor_parallel="count"),
     ),
+    (
+        parallelism.splits_context_and_experts,
+        dict(
+            model=MIXTRAL_8X7B, tensor_parallel=1, context_parallel=2, context_parallel_kind="ring", expert_parallel=8
+        ),
+        dict(
+            tensor_parallel="count",
+            context_parallel="count",
+            context_parallel_kind="context_parallel_kind",
+            expert_parallel="count",
+        ),
+    ),
+    (
+        parallelism.expert_activation_bytes_per_token,
+        dict(model=MIXTRAL_8X7B, capacity_factor=1.0),
+        dict(capacity_factor="capacity_factor"),
+    ),
+    (parallelism.check_capacity_factor, dict(capacity_factor=1.0), dict(capacity_factor="capacity_factor")),
     (
         parallelism.splits_evenly,
         dict(model=GPT3_175B, tensor_parallel=8, pipeline_parallel=8, virtual_stages=1),
@@ -428,6 +448,10 @@ CASES = [
             grad_accum_steps=4,
             recompute="none",
             sequence_parallel=False,
+            context_parallel=1,
+            context_parallel_kind="ring",
+            expert_parallel=1,
+            capacity_factor=1.0,
         ),
         dict(
             data_parallel="count",
@@ -438,6 +462,10 @@ CASES = [
             grad_accum_steps="count",
             recompute="recompute",
             sequence_parallel="flag",
+            context_parallel="count",
+            context_parallel_kind="context_parallel_kind",
+            expert_parallel="count",
+            capacity_factor="capacity_factor",
             attention="attention",
         ),
     ),
@@ -514,7 +542,13 @@ CASES = [
     (
         parallelism.activation_bytes_per_token_per_layer,
         dict(model=parallelism.PLAYBOOK_1B, tensor_parallel=2, sequence_parallel=True, recompute="none"),
-        dict(tensor_parallel="count", sequence_parallel="flag", recompute="recompute", attention="attention"),
+        dict(
+            tensor_parallel="count",
+            sequence_parallel="flag",
+            recompute="recompute",
+            attention="attention",
+            capacity_factor="capacity_factor",
+        ),
     ),
     (parallelism.stage_layers, dict(layers=16, pipeline_parallel=3), dict(layers="count", pipeline_parallel="count")),
     (

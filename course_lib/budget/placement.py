@@ -1,7 +1,10 @@
 """Placement: where a plan's groups of ranks sit on a cluster, and the time of one collective call by such a group.
 
 Placement follows Megatron-LM's rank order: tensor-parallel ranks are adjacent (inside the NVLink domain when
-t ≤ devices per node), data-parallel ranks next (stride t), pipeline stages outermost (stride t·d). A group of n
+t ≤ devices per node), data-parallel ranks next (stride t), pipeline stages outermost (stride t·d). With context
+(c) and expert (e) parallelism, Megatron-Core's order: context and expert groups at stride t (an expert group of
+e ≤ devices per node at t = 1 stays in a node), gradients over the d·c data and context ranks at stride t, the
+routed experts' over the d·c/e that hold the same experts at stride t·e, pipeline stages at stride t·c·d. A group of n
 ranks then has k members on each of N nodes, and its collective runs as NCCL runs it (``nccl.estimate``): a flat
 ring over all n ranks with a channel on every rail, a tree, or NVLink SHARP, whichever NCCL's tuner expects to be
 fastest for that size; a point-to-point send (``send_recv``) crosses the network when the group spans nodes; an
@@ -30,10 +33,17 @@ __all__ = [
 
 _GROUP_OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv")
 LEVELS = ("in node", "across nodes")  # the levels of a cluster a group can span
+# Megatron-Core's default order "tp-cp-ep-dp-pp" (megatron/core/parallel_state.py, ``initialize_model_parallel``):
+# tensor innermost, then context; the data-parallel gradient group is the d·c data and context ranks at stride t
+# (context parallelism piggybacks on it); the expert ranks ("tp-ep-dp-pp" among the same ranks) sit at stride t, the
+# ranks that hold the same experts ("expert data") at stride t·e; pipeline stages outermost, at stride t·c·d.
 _AXIS_STRIDE = {
     "tensor": lambda _plan: 1,
+    "context": lambda plan: plan.tensor_parallel,
+    "expert": lambda plan: plan.tensor_parallel,
     "data": lambda plan: plan.tensor_parallel,
-    "pipeline": lambda plan: plan.tensor_parallel * plan.data_parallel,
+    "expert data": lambda plan: plan.tensor_parallel * plan.expert_parallel,
+    "pipeline": lambda plan: plan.tensor_parallel * plan.data_parallel * plan.context_parallel,
 }
 
 

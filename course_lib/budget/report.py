@@ -179,13 +179,14 @@ def format_transfer_table(rows) -> str:
     axis tensor collective payload ranks links per call calls per step exposed hidden by
     tensor layer outputs (partial sums), forward all_reduce 50.3 MB 8 in node 174 µs 192 33.4 ms 33.4 ms none
     """
+    width = max([8, *(len(row["axis"]) for row in rows)])  # "expert data" is wider than the three classic axes
     lines = [
-        f"{'axis':8} {'tensor':46} {'collective':14} {'payload':>8} {'ranks':>5} {'links':21} {'per call':>8} "
+        f"{'axis':{width}} {'tensor':46} {'collective':14} {'payload':>8} {'ranks':>5} {'links':21} {'per call':>8} "
         f"{'calls':>6} {'per step':>9} {'exposed':>9}  hidden by"
     ]
     for row in rows:
         lines.append(
-            f"{row['axis']:8} {row['tensor']:46} {row['op']:14} {units.format_bytes(row['payload_bytes']):>8} "
+            f"{row['axis']:{width}} {row['tensor']:46} {row['op']:14} {units.format_bytes(row['payload_bytes']):>8} "
             f"{row['group_size']:>5} {row['levels']:21} {units.format_time(row['time_per_call_s']):>8} "
             f"{row['calls_per_step']:>6} {units.format_time(row['time_s']):>9} {units.format_time(row['exposed_s']):>9}"
             f"  {row['phase']}"
@@ -235,7 +236,7 @@ class PartitionReport:
             raise ValueError(f"step must be one plan's StepTime with a finite total_s > 0, got total_s={total!r}")
         if not isinstance(self.transfers, tuple) or not all(isinstance(x, TimedTransfer) for x in self.transfers):
             raise ValueError(f"transfers must be a tuple of TimedTransfer, got {self.transfers!r}")
-        for axis in AXES:
+        for axis in self.step.exposed_s:  # AXES, and "context", "expert", "expert data" when the plan uses them
             exposed = sum(x.exposed_s for x in self.transfers if x.transfer.axis == axis)
             if not math.isclose(exposed, self.step.exposed_s[axis], rel_tol=1e-9, abs_tol=1e-15):
                 raise ValueError(
@@ -277,7 +278,8 @@ class PartitionReport:
         """The report as plain Python values: the plan's sizes; ``parameters_bytes``, ``gradients_bytes``,
         ``optimizer_state_bytes``, ``activations_bytes``, ``logits_bytes``, ``framework_bytes``,
         ``memory_bytes_per_device``, ``capacity_bytes``, ``fits``; the step: ``compute_s``, ``bubble_s``,
-        ``exposed_tensor_s``, ``exposed_pipeline_s``, ``exposed_data_s``, ``exposed_communication_s``,
+        ``exposed_tensor_s``, ``exposed_pipeline_s``, ``exposed_data_s`` (and ``exposed_context_s``,
+        ``exposed_expert_s``, ``exposed_expert_data_s`` when the plan uses them), ``exposed_communication_s``,
         ``step_time_s``, ``binding_constraint``, ``tokens_per_s``, ``mfu``; and ``transfers``, a list of
         ``TimedTransfer.as_dict()`` (``transfer_table``'s rows)."""
         model, plan, cluster, memory, step = self.model, self.plan, self.cluster, self.memory, self.step
@@ -311,6 +313,11 @@ class PartitionReport:
             "exposed_tensor_s": float(step.exposed_s["tensor"]),
             "exposed_pipeline_s": float(step.exposed_s["pipeline"]),
             "exposed_data_s": float(step.exposed_s["data"]),
+            **{
+                f"exposed_{axis.replace(' ', '_')}_s": float(seconds)
+                for axis, seconds in step.exposed_s.items()
+                if axis not in AXES
+            },
             "exposed_communication_s": float(step.exposed_communication_s),
             "step_time_s": float(step.total_s),
             "binding_constraint": self.binding_constraint,

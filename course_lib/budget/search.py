@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -15,7 +16,15 @@ from ..hardware import Cluster
 from ..parallelism.calibration import resolve_calibration
 from ..parallelism.memory import memory_breakdown
 from ..parallelism.models import TransformerModel
-from ..parallelism.plan import ATTENTION_OPTIONS, ZERO_STAGES, ParallelPlan, splits_evenly
+from ..parallelism.plan import (
+    ATTENTION_OPTIONS,
+    CONTEXT_PARALLEL_KINDS,
+    ZERO_STAGES,
+    ParallelPlan,
+    check_capacity_factor,
+    splits_context_and_experts,
+    splits_evenly,
+)
 from .step import binding_constraint, step_time
 
 __all__ = [
@@ -23,6 +32,7 @@ __all__ = [
     "search_plans",
     "worst_case_ranking",
     "PLAN_FIELDS",
+    "AXIS_FIELDS",
     "BINDING_CONSTRAINTS",
 ]
 
@@ -39,6 +49,10 @@ PLAN_FIELDS = (
     "virtual_stages",
     "attention",
 )
+# The fields of the context and expert axes: columns of a search (and fields of its plans) only when it enumerates
+# them (``search_plans``' ``context_parallel`` or ``expert_parallel`` beyond 1, or a ``capacity_factor`` above 1), so
+# a search without them reads as it always did.
+AXIS_FIELDS = ("context_parallel", "context_parallel_kind", "expert_parallel", "capacity_factor")
 BINDING_CONSTRAINTS = ("compute", "exposed communication", "bubble", "memory", "batch divisibility")
 
 
@@ -67,7 +81,9 @@ class PlanSearch:
     def plan(self, row: int) -> ParallelPlan:
         """The ParallelPlan of one row (row 0 is the best feasible plan)."""
         c = self.columns
+        axes = {name: c[name][row].item() for name in AXIS_FIELDS if name in c}
         return ParallelPlan(
+            **axes,
             data_parallel=int(c["data_parallel"][row]),
             tensor_parallel=int(c["tensor_parallel"][row]),
             pipeline_parallel=int(c["pipeline_parallel"][row]),
@@ -121,8 +137,9 @@ class PlanSearch:
         return self.fastest_within(self.capacity_bytes / (1 + margin))
 
     def fields(self, row: int) -> dict:
-        """The ``PLAN_FIELDS`` of one row, as plain Python values: what ``find`` needs to find the plan again."""
-        return {name: self.columns[name][row].item() for name in PLAN_FIELDS}
+        """The ``PLAN_FIELDS`` of one row (and the ``AXIS_FIELDS`` the search has), as plain Python values: what
+        ``find`` needs to find the plan again."""
+        return {name: self.columns[name][row].item() for name in _plan_fields(self)}
 
     def find(self, **fields) -> int:
         """The one row whose columns equal ``fields`` (e.g. ``tensor_parallel=8, zero_stage=0``).
@@ -162,7 +179,9 @@ class PlanSearch:
 
     def table(self, rows=range(5)) -> str:
         """Rows of the search as a text table: the plan (d, t, p, ZeRO stage, b, m, v, recomputation, sequence
-        parallelism), its memory per device, step time, exposed communication, bubble and binding constraint.
+        parallelism), its memory per device, step time, exposed communication, bubble and binding constraint; the
+        context-parallel size c and its kind ("ring" or "a2a") and the expert-parallel size e when the search has
+        plans that use them.
 
         >>> from course_lib.hardware import DGX_H100
         >>> from course_lib.parallelism import GPT2_1_5B
@@ -175,14 +194,22 @@ class PlanSearch:
         for row in rows:
             if row >= len(self):
                 raise ValueError(f"rows must be row numbers in 0..{len(self) - 1}, got {row}")
+        columns = self.columns
+        context = "context_parallel" in columns and bool(np.any(columns["context_parallel"] > 1))
+        expert = "expert_parallel" in columns and bool(np.any(columns["expert_parallel"] > 1))
+        axes_head = (f" {'c':>3} {'CP':>4}" if context else "") + (f" {'e':>3}" if expert else "")
         lines = [
-            f"{'row':>4} {'d':>4} {'t':>3} {'p':>3} {'ZeRO':>4} {'b':>2} {'m':>4} {'v':>2} {'recompute':>9} {'SP':>3} "
-            f"{'memory':>8} {'step':>8} {'exposed':>8} {'bubble':>8}  binding"
+            f"{'row':>4} {'d':>4} {'t':>3} {'p':>3}{axes_head} {'ZeRO':>4} {'b':>2} {'m':>4} {'v':>2} {'recompute':>9} "
+            f"{'SP':>3} {'memory':>8} {'step':>8} {'exposed':>8} {'bubble':>8}  binding"
         ]
         for row in rows:
             r = self.row(row)
+            kind = {"ring": "ring", "all_to_all": "a2a"}[r["context_parallel_kind"]] if context else ""
+            axes = (
+                f" {r['context_parallel']:>3} {kind if r['context_parallel'] > 1 else '-':>4}" if context else ""
+            ) + (f" {r['expert_parallel']:>3}" if expert else "")
             lines.append(
-                f"{row:>4} {r['data_parallel']:>4} {r['tensor_parallel']:>3} {r['pipeline_parallel']:>3} "
+                f"{row:>4} {r['data_parallel']:>4} {r['tensor_parallel']:>3} {r['pipeline_parallel']:>3}{axes} "
                 f"{r['zero_stage']:>4} {r['micro_batch']:>2} {r['grad_accum_steps']:>4} {r['virtual_stages']:>2} "
                 f"{r['recompute']:>9} {'yes' if r['sequence_parallel'] else 'no':>3} "
                 f"{units.format_bytes(r['memory_bytes']):>8} {units.format_time(r['step_time_s']):>8} "
@@ -215,9 +242,12 @@ def worst_case_ranking(searches: dict, candidates: int = 10) -> list[dict]:
     empty = [name for name, search in searches.items() if not np.any(search.feasible)]
     if empty:
         raise ValueError(f"searches must each hold a plan that fits; {', '.join(map(repr, empty))} holds none")
+    fields = _plan_fields(searches[names[0]])
+    if any(_plan_fields(search) != fields for search in searches.values()):
+        raise ValueError("searches must enumerate the same axes (their context and expert fields differ)")
     index = {}
     for name, search in searches.items():
-        keys = zip(*(search.columns[field].tolist() for field in PLAN_FIELDS), strict=True)
+        keys = zip(*(search.columns[field].tolist() for field in fields), strict=True)
         index[name] = {key: row for row, key in enumerate(keys) if search.feasible[row]}
     pool = {}
     for search in searches.values():
@@ -233,11 +263,34 @@ def worst_case_ranking(searches: dict, candidates: int = 10) -> list[dict]:
         slowdown = {name: times[name] / fastest[name] for name in names}
         worst = max(names, key=lambda name: slowdown[name])
         ranked.append(
-            dict(zip(PLAN_FIELDS, key, strict=True))
+            dict(zip(fields, key, strict=True))
             | {"step_time_s": times, "slowdown": slowdown, "worst_slowdown": slowdown[worst], "worst_scenario": worst}
         )
     ranked.sort(key=lambda row: row["worst_slowdown"])  # stable: ties keep the first search's order
     return ranked
+
+
+def _batch_plan(sizes: dict, fixed: dict, virtual_stages, keep) -> ParallelPlan:
+    """One ParallelPlan holding the plans of the rows ``keep`` selects: ``sizes`` arrays, ``fixed`` fields."""
+    rows = {name: values[keep] for name, values in sizes.items()}
+    return ParallelPlan(**rows, **fixed, virtual_stages=np.full(int(np.sum(keep)), virtual_stages))
+
+
+def _plan_fields(search: PlanSearch) -> tuple[str, ...]:
+    """``PLAN_FIELDS`` and the ``AXIS_FIELDS`` the search has as columns."""
+    return PLAN_FIELDS + tuple(name for name in AXIS_FIELDS if name in search.columns)
+
+
+def _axis_options(model: TransformerModel, devices: int, context_parallel, expert_parallel):
+    """The context- and expert-parallel sizes to enumerate: "auto" gives every divisor of the device count that
+    divides the sequence (c), and every divisor of the experts (e; 1 for a dense model)."""
+    if context_parallel == "auto":
+        context_parallel = [c for c in range(1, devices + 1) if devices % c == 0 and model.seq_len % c == 0]
+    if expert_parallel == "auto":
+        expert_parallel = [e for e in range(1, model.experts + 1) if model.experts % e == 0]
+    contexts = _options("context_parallel", context_parallel, lambda v: _check.count("context_parallel", v))
+    experts = _options("expert_parallel", expert_parallel, lambda v: _check.count("expert_parallel", v))
+    return contexts, experts
 
 
 def _factorisations(devices: int):
@@ -271,6 +324,10 @@ def search_plans(
     calibration="default",
     attention=("standard",),
     framework=None,
+    context_parallel=(1,),
+    context_parallel_kind=("ring",),
+    expert_parallel="auto",
+    capacity_factor=1.0,
 ) -> PlanSearch:
     """Enumerate plans that use every device of ``cluster`` and rank those that fit.
 
@@ -285,6 +342,15 @@ def search_plans(
     the ideal model). Calibrated, the calibrated memory and step time rank the plans, p·v need not divide the
     layers, and plans combining p > 1 with a ZeRO stage above the framework's ``max_zero_stage_with_pipeline``
     are rejected as "framework". ``attention`` lists the attention options ("standard", "flash") to consider.
+
+    Context and expert parallelism: ``context_parallel`` lists the sizes c to consider (default 1; "auto": every
+    divisor of the device count that divides the sequence), each with every ``context_parallel_kind`` ("ring",
+    "all_to_all"); then d·t·p·c = devices. ``expert_parallel`` lists the sizes e (default "auto": every divisor of the
+    experts, so 1 for a dense model), e dividing d·c; every plan has the MoE ``capacity_factor`` (default 1). Plans
+    whose c or e does not split the model (``parallelism.splits_context_and_experts``) are rejected as "partition".
+    Plans with c or e > 1 are pruned before their step is timed: those that do not fit in memory are counted as
+    "memory" and not kept as rows. The columns ``AXIS_FIELDS`` exist only when the search enumerates c or e beyond 1
+    or runs at a capacity factor above 1 (``table`` then shows c and e where a plan uses them).
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B
@@ -302,6 +368,14 @@ def search_plans(
     sequence_parallel = _options("sequence_parallel", sequence_parallel, lambda v: _check.flag("sequence_parallel", v))
     virtual_stages = _options("virtual_stages", virtual_stages, lambda v: _check.count("virtual_stages", v))
     attention = _options("attention", attention, lambda v: _check.choice("attention", v, ATTENTION_OPTIONS))
+    contexts, experts = _axis_options(model, cluster.devices, context_parallel, expert_parallel)
+    kinds = _options(
+        "context_parallel_kind",
+        context_parallel_kind,
+        lambda v: _check.choice("context_parallel_kind", v, CONTEXT_PARALLEL_KINDS),
+    )
+    factor = check_capacity_factor(capacity_factor)
+    with_axes = contexts != (1,) or experts != (1,) or factor != 1
     _check.fraction("compute_efficiency", compute_efficiency)
     cluster.accelerator.peak(dtype)
     calibration = resolve_calibration(calibration, cluster, framework)
@@ -311,6 +385,7 @@ def search_plans(
     rows = {
         name: []
         for name in (
+            *(AXIS_FIELDS if with_axes else ()),
             "data_parallel",
             "tensor_parallel",
             "pipeline_parallel",
@@ -331,17 +406,30 @@ def search_plans(
             "hfu",
         )
     }
-    evaluated = 0
+    evaluated, pruned = 0, 0
     shapes = np.array(
-        [(d, t, p, b) for (d, t, p) in _factorisations(cluster.devices) for b in micro_batch_sizes], dtype=np.int64
-    ).reshape(-1, 4)
-    d, t, p, b = shapes.T
-    for stage, rc, sp, v, attn in itertools.product(
-        zero_stages, recompute, sequence_parallel, virtual_stages, attention
+        [
+            (d, t, p, c, e, b)
+            for c in contexts
+            if cluster.devices % c == 0
+            for (d, t, p) in _factorisations(int(cluster.devices // c))
+            for e in experts
+            for b in micro_batch_sizes
+        ],
+        dtype=np.int64,
+    ).reshape(-1, 6)
+    d, t, p, c, e, b = shapes.T
+    for stage, rc, sp, v, attn, kind in itertools.product(
+        zero_stages, recompute, sequence_parallel, virtual_stages, attention, kinds
     ):
         considered = (t > 1) | (not sp)
         considered &= (p > 1) | (v == 1)
+        considered &= (c > 1) | (kind == kinds[0])  # without context parallelism its kind makes no plan of its own
         evaluated += int(considered.sum())
+        if with_axes:
+            axes_ok = considered & ((d * c) % e == 0) & splits_context_and_experts(model, t, c, kind, e)
+            rejected["partition"] += int((considered & ~axes_ok).sum())
+            considered = axes_ok
         if calibration is None:
             partition_ok = considered & splits_evenly(model, t, p, v)
             rejected["partition"] += int((considered & ~partition_ok).sum())
@@ -356,23 +444,37 @@ def search_plans(
         if not batch_ok.any():
             continue
         keep = batch_ok
-        plan = ParallelPlan(
-            data_parallel=d[keep],
-            tensor_parallel=t[keep],
-            pipeline_parallel=p[keep],
+        sizes = dict(data_parallel=d, tensor_parallel=t, pipeline_parallel=p, micro_batch=b, grad_accum_steps=m)
+        if with_axes:
+            sizes |= dict(context_parallel=c, expert_parallel=e)
+        fixed = dict(
             zero_stage=stage,
-            micro_batch=b[keep],
-            grad_accum_steps=m[keep],
             recompute=rc,
             sequence_parallel=sp,
             schedule="interleaved" if v > 1 else "1f1b",
-            virtual_stages=np.full(int(keep.sum()), v),
             attention=attn,
+            context_parallel_kind=kind,
+            capacity_factor=factor,
         )
+        plan_of = functools.partial(_batch_plan, sizes, fixed, v)
+        plan = plan_of(keep)
         memory = np.broadcast_to(memory_breakdown(model, plan, calibration=calibration).total, d[keep].shape)
+        if with_axes:  # prune what cannot fit before timing it
+            kept = (memory <= cluster.accelerator.hbm_capacity_bytes) | ((c[keep] == 1) & (e[keep] == 1))
+            pruned += int((~kept).sum())
+            if not kept.any():
+                continue
+            keep = keep.copy()
+            keep[keep] = kept
+            plan, memory = plan_of(keep), memory[kept]
         step = step_time(model, plan, cluster, compute_efficiency, dtype, calibration)
         size = len(memory)
+        axis_columns = (
+            (("context_parallel", c[keep]), ("context_parallel_kind", np.full(size, kind)), ("expert_parallel",
+             e[keep]), ("capacity_factor", np.full(size, factor))) if with_axes else ()
+        )  # fmt: skip
         for name, values in (
+            *axis_columns,
             ("data_parallel", d[keep]),
             ("tensor_parallel", t[keep]),
             ("pipeline_parallel", p[keep]),
@@ -396,7 +498,7 @@ def search_plans(
     columns = {name: np.concatenate(parts) if parts else np.array([]) for name, parts in rows.items()}
     capacity = cluster.accelerator.hbm_capacity_bytes
     fits = columns["memory_bytes"] <= capacity
-    rejected["memory"] = int((~fits).sum())
+    rejected["memory"] = int((~fits).sum()) + pruned
     # Feasible first, then fastest; equal times (to 1 ns) go to the plan with more memory headroom.
     order = np.lexsort((columns["memory_bytes"], np.round(columns["step_time_s"], 9), ~fits))
     columns = {name: values[order] for name, values in columns.items()}

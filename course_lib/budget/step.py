@@ -185,13 +185,15 @@ def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
     overlapped = {"tensor": 0.0, "pipeline": 0.0, "data": 0.0}
     for (axis, phase), seconds in per_phase.items():
         not_hidden = exposed_phase[(axis, phase)]
-        exposed[axis] = exposed[axis] + not_hidden
-        overlapped[axis] = overlapped[axis] + seconds - not_hidden
+        exposed[axis] = exposed.get(axis, 0.0) + not_hidden
+        overlapped[axis] = overlapped.get(axis, 0.0) + seconds - not_hidden
 
-    slot = total_mb + (exposed["tensor"] + exposed["pipeline"]) / m  # one micro-batch through one stage
+    # Tensor, pipeline, context and expert transfers recur in every micro-batch slot; gradients once per step.
+    per_slot = sum(seconds for axis, seconds in exposed.items() if axis not in _STEP_AXES)
+    slot = total_mb + per_slot / m  # one micro-batch through one stage
     bubble = (p - 1) / v * slot
     compute = m * total_mb
-    total = m * slot + bubble + exposed["data"]
+    total = m * slot + bubble + sum(exposed[axis] for axis in _STEP_AXES if axis in exposed)
     samples = plan.global_batch
     model_flops = transformer_flops_per_iteration(samples, *shape, recompute="none")
     hardware_flops = transformer_flops_per_iteration(samples, *shape, recompute=plan.recompute)
@@ -208,14 +210,17 @@ def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
     return step, timed
 
 
+_STEP_AXES = ("data", "expert data")  # the axes whose transfers happen once per step, not in every micro-batch slot
+
+
 def _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype):
     """(forward, backward with recomputation) seconds of one micro-batch on one device, ideal model."""
     efficiency = _check.fraction("compute_efficiency", compute_efficiency)
     rate = cluster.accelerator.peak(dtype) * efficiency
-    t, p = plan.tensor_parallel, plan.pipeline_parallel
+    split = plan.tensor_parallel * plan.pipeline_parallel * plan.context_parallel  # c ranks share each sequence
     shape = (model.seq_len, model.layers, model.hidden, model.vocab)
-    forward = transformer_forward_flops(plan.micro_batch, *shape) / (t * p) / rate
-    total_mb = transformer_flops_per_iteration(plan.micro_batch, *shape, recompute=plan.recompute) / (t * p) / rate
+    forward = transformer_forward_flops(plan.micro_batch, *shape) / split / rate
+    total_mb = transformer_flops_per_iteration(plan.micro_batch, *shape, recompute=plan.recompute) / split / rate
     return forward, total_mb - forward  # the backward includes recomputation
 
 
@@ -224,10 +229,19 @@ def _timed_transfers(model, plan, cluster, forward, backward):
     phase) their total and exposed seconds.
 
     The dependency rule: "none" hides behind nothing; "last backward" behind one micro-batch's backward;
-    "forward"/"backward" transfers recur every micro-batch, each behind its own forward or backward, so m windows.
+    "forward"/"backward" transfers recur every micro-batch, each behind its own forward or backward, so m windows;
+    "attention forward"/"attention backward" (ring attention's K/V blocks) behind the attention core's share of
+    them, 4s²h of 24sh² + 4s²h per layer (Narayanan et al. 2021's count, ``compute.transformer_layer_forward_flops``).
     """
     m = plan.grad_accum_steps
-    windows = {"forward": forward, "backward": backward}
+    h, s = model.hidden, model.seq_len
+    core = model.layers * 4.0 * s * h / (model.layers * (24.0 * h * h + 4.0 * s * h) + 2.0 * model.vocab * h)
+    windows = {
+        "forward": forward,
+        "backward": backward,
+        "attention forward": core * forward,
+        "attention backward": core * forward * 2,
+    }
     timed, per_phase = [], {}  # (axis, phase) -> total seconds per step of the transfers with that phase
     for transfer in step_transfers(model, plan):
         call = _transfer_call(transfer, plan, cluster)
@@ -313,6 +327,52 @@ def _column_parallel_share(model: TransformerModel) -> float:
     return inputs / weights
 
 
+def _context_exposed_mb(model: TransformerModel, plan: ParallelPlan, cluster: Cluster, layers, tokens, core_s):
+    """(exposed, hidden) seconds per micro-batch of context parallelism's transfers on a stage of ``layers`` layers,
+    each rank holding ``tokens`` tokens; ``core_s`` is one layer's attention-core forward on a rank.
+
+    Ring (``parallelism.transfers._context_transfers``): each of the c − 1 hops of a layer's forward sends the K/V
+    block while the rank computes the attention of the block it holds, 1/c of its attention core (the zig-zag split
+    balances the causal work); backward, K/V and their gradients behind twice that. Full recomputation repeats the
+    forward ring. All-to-all (DeepSpeed-Ulysses): four all-to-alls forward and four backward, all exposed.
+    """
+    c, t = plan.context_parallel, plan.tensor_parallel
+    if not np.any(np.asarray(c) > 1):
+        return 0.0, 0.0
+    assert model.kv_heads is not None
+    repeat = 2 if plan.recompute == "full" else 1
+    keys = 2.0 * tokens * model.kv_heads * model.head_dim / t  # one of K or V on a rank, 16-bit
+    if plan.context_parallel_kind == "ring":
+        forward_hop = group_collective_time("send_recv", cluster, c, t, 2 * keys)
+        backward_hop = group_collective_time("send_recv", cluster, c, t, 4 * keys)
+        block = core_s / c
+        exposed = (c - 1) * (
+            repeat * exposed_after_overlap(forward_hop, block) + exposed_after_overlap(backward_hop, 2 * block)
+        )
+        total = (c - 1) * (repeat * forward_hop + backward_hop)
+    else:
+        queries = 2.0 * tokens * model.hidden / t
+        per_pass = 2 * group_collective_time("all_to_all", cluster, c, t, queries) + 2 * group_collective_time(
+            "all_to_all", cluster, c, t, keys
+        )
+        exposed = total = (repeat + 1) * per_pass
+    return layers * exposed, layers * (total - exposed)
+
+
+def _expert_exposed_mb(model: TransformerModel, plan: ParallelPlan, cluster: Cluster, tokens):
+    """Exposed seconds per micro-batch of expert parallelism's all-to-alls on the heaviest stage: per MoE layer the
+    dispatch and combine forward (again with full recomputation) and backward, each of a rank's tokens × k ×
+    capacity factor × h × 2 bytes / t, on the critical path (``parallelism.transfers._expert_transfers``).
+    Not modelled: overlapping them with another micro-batch's compute (Megatron-Core's newer schedules can)."""
+    e, t, p = plan.expert_parallel, plan.tensor_parallel, plan.pipeline_parallel
+    if model.experts == 1 or not np.any(np.asarray(e) > 1):
+        return 0.0
+    repeat = 2 if plan.recompute == "full" else 1
+    payload = 2.0 * tokens * model.experts_per_token * plan.capacity_factor * model.hidden / t
+    moe_layers = -(-model.moe_layers // p)
+    return moe_layers * 2 * (repeat + 1) * group_collective_time("all_to_all", cluster, e, t, payload)
+
+
 def calibrated_step_time(
     model: TransformerModel, plan: ParallelPlan, cluster: Cluster, calibration: Calibration, dtype="bf16"
 ):
@@ -351,9 +411,12 @@ def calibrated_step_time(
     cluster = calibrated_cluster(cluster, calibration)
     peak = cluster.accelerator.peak(dtype)
     t, p, d, b, m, v = plan.sizes
+    c, e = plan.context_parallel, plan.expert_parallel
     layers = stage_layers(model.layers, p)
-    tokens = 1.0 * b * model.seq_len
+    tokens = 1.0 * b * model.seq_len / c  # a context-parallel rank's s/c tokens, each attending to all s
     layer_fwd, head_fwd, core_fwd = (x * tokens / t for x in forward_flops_per_token(model))
+    # Experts padded to capacity: the slowest rank computes tokens × k × capacity factor / e tokens' expert MLPs.
+    layer_fwd = layer_fwd + (plan.capacity_factor - 1) * 2.0 * model.routed_matmul_weights_per_layer * tokens / t
     efficiency = calibration.gemm_efficiency * layer_fwd / (layer_fwd + calibration.gemm_half_flops)
     rate = peak * efficiency
     extra = {"none": 0.0, "selective": core_fwd, "full": layer_fwd}[plan.recompute]
@@ -364,7 +427,7 @@ def calibrated_step_time(
     overhead = layers * calibration.layer_overhead_s
     compute_mb = forward + backward + overhead
 
-    activation = 2.0 * tokens * model.hidden  # one b×s×h tensor in 16 bit
+    activation = 2.0 * tokens * model.hidden  # one b×(s/c)×h tensor in 16 bit
     repeat = 2 if plan.recompute == "full" else 1
 
     def collective(op, size, stride, payload):
@@ -384,31 +447,48 @@ def calibrated_step_time(
     )
     tp_mb = np.where(np.asarray(t) > 1, layers * tp_exposed_layer, 0.0)
     tp_hidden_mb = np.where(np.asarray(t) > 1, layers * tp_call * (2 * repeat + 2), 0.0) - tp_mb
-    hop = group_collective_time("send_recv", cluster, p, t * d, activation / t)
+    context_mb, context_hidden_mb = _context_exposed_mb(model, plan, cluster, layers, tokens, core_fwd / rate)
+    expert_mb = _expert_exposed_mb(model, plan, cluster, tokens)
+    hop = group_collective_time("send_recv", cluster, p, t * d * c, activation / t)
     pp_all_mb = np.where(np.asarray(p) > 1, 2 * v * hop, 0.0)
     # Overlapped P2P (interleaved schedules): a stage's sends run while it computes its next chunk.
     pp_window = compute_mb if calibration.framework.pipeline_overlap else 0.0
     pp_mb = exposed_after_overlap(pp_all_mb, np.where(np.asarray(v) > 1, pp_window, 0.0))
-    slot = compute_mb + tp_mb + pp_mb
+    slot = compute_mb + tp_mb + pp_mb + context_mb + expert_mb
     bubble = (p - 1) / v * slot
 
     param_b, grad_b, buffer_b, _ = PRECISION_RECIPES[calibration.framework.precision]
     params_here = (layers * model.params_per_layer + model.vocab * model.hidden) / t
-    reduce_bytes = (4.0 if buffer_b else grad_b) * params_here
-    gather_bytes = param_b * params_here
-    stride = t
+    # Gradients over the d·c ranks that hold the same weights at stride t; with expert parallelism the routed
+    # experts' (1/e of them here) over the d·c/e ranks that hold the same experts, at stride t·e (``placement``).
+    group = d * c
+    split = np.asarray(e) > 1  # plans (e may be an array) whose experts have a gradient group of their own
+    split_experts = model.experts > 1 and bool(np.any(split))
+    experts_here = (
+        np.where(split, layers * model.routed_expert_params / model.layers / t, 0.0) if split_experts else 0.0
+    )
+    groups: list[tuple] = [(params_here - experts_here, group, t, True)]
+    if split_experts:
+        groups.append((experts_here / e, group // e, t * e, split))
 
-    def stream(op, payload):
-        buckets = np.maximum(np.ceil(payload / calibration.framework.bucket_bytes), 1)
-        per_bucket = collective(op, d, stride, payload / buckets)
-        return np.where(np.asarray(d) > 1, buckets * per_bucket, 0.0), np.where(np.asarray(d) > 1, per_bucket, 0.0)
+    def stream(op, bytes_per_param):
+        """(seconds per occurrence of every bucket, of the boundary bucket) of ``op`` over each group's buckets."""
+        total, boundary = 0.0, 0.0
+        for params, ranks, stride, used in groups:
+            payload = bytes_per_param * params
+            buckets = np.maximum(np.ceil(payload / calibration.framework.bucket_bytes), 1)
+            per_bucket = collective(op, ranks, stride, payload / buckets)
+            runs = (np.asarray(ranks) > 1) & used
+            total = total + np.where(runs, buckets * per_bucket, 0.0)
+            boundary = np.maximum(boundary, np.where(runs, per_bucket, 0.0))
+        return total, boundary
 
     stage = plan.zero_stage
     # ZeRO-3 under a framework that keeps a pipeline stage whole through the step (FSDP2 as torchtitan runs it): with
     # p > 1 the stage's parameters are gathered once and its gradients reduce-scattered once per step.
     once = (np.asarray(p) > 1) if stage == 3 and not calibration.framework.reshard_with_pipeline else False
     reduce_op = "all_reduce" if stage == 0 else "reduce_scatter"
-    reduce_s, reduce_bucket = stream(reduce_op, reduce_bytes)
+    reduce_s, reduce_bucket = stream(reduce_op, 4.0 if buffer_b else grad_b)
     prefetch = 1.0 if calibration.framework.prefetch_parameter_gathers else 0.0
     overlap_reduce = 1.0 if calibration.framework.overlap_grad_reduce else 0.0
     fwd_window, bwd_window = forward + 0.0 * m, backward + 0.0 * m
@@ -420,7 +500,7 @@ def calibrated_step_time(
     else:
         exposed_data = bucketed_exposure(reduce_s, reduce_bucket, reduce_window)
         reduce_total = reduce_s
-    gather_s, gather_bucket = stream("all_gather", gather_bytes)
+    gather_s, gather_bucket = stream("all_gather", param_b)
     gather_total = 0.0
     if stage in (1, 2):
         exposed_data = exposed_data + bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window)
@@ -443,6 +523,11 @@ def calibrated_step_time(
         "pipeline": _check.as_result(m * (pp_all_mb - pp_mb)),
         "data": _check.as_result(hidden_data),
     }
+    if np.any(np.asarray(c) > 1):
+        exposed["context"] = _check.as_result(m * context_mb)
+        overlapped["context"] = _check.as_result(m * context_hidden_mb)
+    if split_experts:
+        exposed["expert"], overlapped["expert"] = _check.as_result(m * expert_mb), 0.0
     total = m * slot + bubble + exposed["data"]
     peak_time = plan.devices * peak * total
     return StepTime(

@@ -4,7 +4,10 @@ Four ways to split, often combined (Narayanan et al. 2021 call the sizes d, t, p
 data parallel (each replica sees different examples; gradients are averaged), tensor parallel (each matrix
 multiply is split; partial results are combined inside every layer), pipeline parallel (groups of layers on
 different devices; activations flow between stages) and state sharding (ZeRO: parameters, gradients and
-optimizer state partitioned across the data-parallel group instead of replicated).
+optimizer state partitioned across the data-parallel group instead of replicated). Two more axes for long
+sequences and mixtures of experts: context parallel (c ranks each hold s/c tokens of every sequence; ring attention
+or DeepSpeed-Ulysses' all-to-alls; d·t·p·c = n) and expert parallel (e of the d·c ranks share a layer's experts, and
+tokens reach them in all-to-alls).
 
 Numeric fields of ``ParallelPlan`` (and the numeric arguments of every function here) may be numpy arrays, to
 evaluate many plans at once; the plan search does that. Bytes are decimal, counts are whole numbers.
@@ -14,9 +17,10 @@ one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import
 
 - ``models``: ``TransformerModel``, its presets and the catalogues ``MODELS``, ``LLAMA_MODELS``, ``PLAYBOOK_MODELS``,
   ``MOE_MODELS``;
-- ``plan``: ``ParallelPlan``, ``ZERO_STAGES``, ``ATTENTION_OPTIONS``, ``global_batch`` (and ``global_batch_report``,
-  lab 2's one call), ``pipeline_bubble_fraction`` and the split checks (``splits_evenly``, ``check_tensor_split``,
-  ``check_pipeline_split``, ``check_plan_for_model``, ``stage_layers``); the schedules (``SCHEDULES``) are
+- ``plan``: ``ParallelPlan``, ``ZERO_STAGES``, ``ATTENTION_OPTIONS``, ``CONTEXT_PARALLEL_KINDS``, ``global_batch``
+  (and ``global_batch_report``, lab 2's one call), ``pipeline_bubble_fraction`` and the split checks
+  (``splits_evenly``, ``check_tensor_split``, ``check_pipeline_split``, ``check_plan_for_model``, ``stage_layers``;
+  for c and e ``splits_context_and_experts`` and ``check_capacity_factor``); the schedules (``SCHEDULES``) are
   ``pipeline``'s and the recomputation options (``RECOMPUTE_OPTIONS``) ``compute``'s;
 - ``frameworks``: how a training framework runs a plan, each behaviour cited (``Framework``, ``PRECISION_RECIPES``,
   the presets ``MEGATRON_CORE``, ``DEEPSPEED``, ``FSDP2``, ``FSDP2_PIPELINE``, ``NANOTRON``, the bound ``EXPOSED``,

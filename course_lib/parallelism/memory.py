@@ -18,7 +18,15 @@ from ..pipeline import SIMULATED_SCHEDULES, ZERO_BUBBLE_SCHEDULES, ZERO_BUBBLE_W
 from .calibration import Calibration, resolve_calibration
 from .frameworks import PRECISION_RECIPES
 from .models import TransformerModel
-from .plan import ATTENTION_OPTIONS, ZERO_STAGES, ParallelPlan, check_plan_for_model, check_tensor_split, stage_layers
+from .plan import (
+    ATTENTION_OPTIONS,
+    ZERO_STAGES,
+    ParallelPlan,
+    check_capacity_factor,
+    check_plan_for_model,
+    check_tensor_split,
+    stage_layers,
+)
 
 __all__ = [
     "MemoryBreakdown",
@@ -32,6 +40,7 @@ __all__ = [
     "stored_activation_bytes",
     "activation_bytes_per_layer",
     "activation_bytes_per_token_per_layer",
+    "expert_activation_bytes_per_token",
     "pipeline_in_flight_microbatches",
     "zero_bubble_stage_in_flight",
     "memory_breakdown",
@@ -277,6 +286,7 @@ def activation_bytes_per_token_per_layer(
     sequence_parallel=False,
     recompute="none",
     attention="standard",
+    capacity_factor=1.0,
 ):
     """Bytes one layer stores for the backward, per token of the micro-batch, term by term (16-bit activations).
 
@@ -287,7 +297,9 @@ def activation_bytes_per_token_per_layer(
     - attention: Q 2h, K and V 2k + 2k, the output (input of the output projection) 2h; standard attention adds the
       softmax 2as (GPT: + its dropout mask as + dropout output 2as = 5as); FlashAttention stores no scores, only an
       fp32 log-sum-exp per head, 4a; selective recomputation drops the scores;
-    - MLP: the activation's input and output 2f + 2f; a gated MLP also the up projection and the product, 8f in all.
+    - MLP: the activation's input and output 2f + 2f; a gated MLP also the up projection and the product, 8f in all;
+      a mixture of experts, the mean over the layers of its experts' (``expert_activation_bytes_per_token``, with
+      ``capacity_factor``).
     Full recomputation keeps only the layer's input, 2h. For GPT with f = 4h this is Korthikanti's 34h + 5as
     (Eq. (1) per token); with t and sequence parallelism, everything divided by t.
 
@@ -308,7 +320,7 @@ def activation_bytes_per_token_per_layer(
     gpt = model.style == "gpt"
     residual = 8.0 * h + (2.0 * h if gpt else 0.0)
     attention_linear = 2.0 * h + 4.0 * kv_width + 2.0 * h
-    mlp = (8.0 if model.gated_mlp else 4.0) * f
+    mlp = (8.0 if model.gated_mlp else 4.0) * f + expert_activation_bytes_per_token(model, capacity_factor)
     if attention == "flash":
         scores = 4.0 * a
     elif recompute == "selective":
@@ -364,10 +376,19 @@ def _ideal_memory_breakdown(
 ) -> MemoryBreakdown:
     """``memory_breakdown``'s ideal model, for a plan the caller has already checked against the model
     (``check_plan_for_model``): ``budget.partition_report`` checks it once, in its step time."""
-    params_per_device = model.params / (plan.tensor_parallel * plan.pipeline_parallel)
+    dense, experts = _dense_and_expert_params(model, plan)
+    model_parallel = plan.tensor_parallel * plan.pipeline_parallel
+    zero_group, expert_zero_group = _zero_groups(plan)
     parameters, gradients, optimizer = zero_model_state_breakdown(
-        params_per_device, plan.data_parallel, plan.zero_stage, optimizer_bytes_per_param
+        dense / model_parallel, zero_group, plan.zero_stage, optimizer_bytes_per_param
     )
+    if model.experts > 1:  # the routed experts: e ranks share them, ZeRO shards them over the d·c/e that hold them
+        expert_states = zero_model_state_breakdown(
+            experts / model_parallel, expert_zero_group, plan.zero_stage, optimizer_bytes_per_param
+        )
+        parameters, gradients, optimizer = (
+            x + y for x, y in zip((parameters, gradients, optimizer), expert_states, strict=True)
+        )
     per_layer = activation_bytes_per_layer(
         model.seq_len,
         plan.micro_batch,
@@ -380,8 +401,53 @@ def _ideal_memory_breakdown(
     in_flight = pipeline_in_flight_microbatches(
         plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule, plan.virtual_stages
     )
-    activations = per_layer * (model.layers / plan.pipeline_parallel) * in_flight
+    if model.experts > 1 and plan.recompute != "full":
+        tokens = 1.0 * plan.micro_batch * model.seq_len
+        per_layer = per_layer + tokens * expert_activation_bytes_per_token(model, plan.capacity_factor) / (
+            plan.tensor_parallel
+        )
+    # Context parallelism: each of the c ranks stores its s/c tokens (their scores against all s keys included).
+    activations = per_layer / plan.context_parallel * (model.layers / plan.pipeline_parallel) * in_flight
     return MemoryBreakdown(parameters, gradients, optimizer, _check.as_result(activations))
+
+
+def _dense_and_expert_params(model: TransformerModel, plan: ParallelPlan):
+    """(parameters every rank of an expert group holds, the routed experts' parameters / e): the model's, before the
+    tensor and pipeline split."""
+    experts = model.routed_expert_params
+    return model.params - experts, experts / plan.expert_parallel
+
+
+def _zero_groups(plan: ParallelPlan):
+    """(d·c, d·c/e): the ranks that hold the same dense weights and the same experts, over which ZeRO shards their
+    states and gradients are reduced (Megatron-Core: the data-and-context group, the expert data-parallel group)."""
+    data = plan.data_parallel * plan.context_parallel
+    return data, data // plan.expert_parallel
+
+
+def expert_activation_bytes_per_token(model: TransformerModel, capacity_factor=1.0):
+    """Activation bytes per token a mixture of experts stores beyond one dense MLP of ``ffn_hidden``, the mean over
+    the l layers (0 for a dense model). A MoE layer stores, per token, the MLP activations of the k routed experts
+    it visits, times the capacity factor c_f (their buffers are padded to capacity), and of the shared experts
+    (8f_e each when gated, else 4f_e, as ``activation_bytes_per_token_per_layer`` counts an MLP), plus the k·c_f
+    copies of the token (2h each) the dispatch hands the experts; a dense layer stores one MLP of f.
+    Whichever device runs an expert stores them: with expert parallelism the e ranks of a group exchange tokens,
+    so each still holds tokens × k × c_f expert inputs on average.
+
+    >>> from course_lib.parallelism import LLAMA3_8B, MIXTRAL_8X7B
+    >>> expert_activation_bytes_per_token(MIXTRAL_8X7B)   # (2 − 1) · 8 · 14336 + 2 · 2 · 4096
+    131072.0
+    >>> expert_activation_bytes_per_token(LLAMA3_8B)
+    0.0
+    """
+    factor = check_capacity_factor(capacity_factor)
+    if model.experts == 1:
+        return 0.0
+    assert model.moe_ffn_hidden is not None and model.ffn_hidden is not None
+    per_unit = 8.0 if model.gated_mlp else 4.0
+    routed = model.experts_per_token * factor
+    moe = (routed + model.shared_experts) * per_unit * model.moe_ffn_hidden + 2.0 * model.hidden * routed
+    return model.moe_layers * (moe - per_unit * model.ffn_hidden) / model.layers
 
 
 def calibrated_memory_breakdown(
@@ -404,7 +470,7 @@ def calibrated_memory_breakdown(
     ('26.8 GB', '6.45 GB', '5.37 GB')
     """
     check_plan_for_model(model, plan, calibration)
-    t, p, d, b, m, _ = plan.sizes
+    t, p, _, b, m, _ = plan.sizes  # ZeRO's groups: d·c and d·c/e (``_zero_groups``)
     h, vocab = model.hidden, model.vocab
     layers = stage_layers(model.layers, p)
     embedding = 1.0 * vocab * h
@@ -412,6 +478,12 @@ def calibrated_memory_breakdown(
     # p = 1: every layer, the embedding, the output layer when untied and the final norm on one device.
     first_params = layers * model.params_per_layer + embedding + np.where(single, model.embedding_params - embedding, 0)
     last_params = layers * model.params_per_layer + embedding + h
+    # The routed experts (the mean per layer): a device holds 1/e of them, sharded by ZeRO over the d·c/e that share
+    # them; the rest over all d·c data- and context-parallel ranks.
+    experts = layers * (model.routed_expert_params / model.layers)
+    experts_here = experts / plan.expert_parallel
+    first_params, last_params = first_params - experts, last_params - experts
+    zero_group, expert_zero_group = _zero_groups(plan)
     param_b, grad_b, buffer_b, optimizer_b = PRECISION_RECIPES[calibration.framework.precision]
     stage = plan.zero_stage
 
@@ -419,16 +491,20 @@ def calibrated_memory_breakdown(
     # p > 1 the stage also holds its 16-bit parameters and its fp32 accumulated gradients unsharded.
     whole = np.where((np.asarray(p) > 1) & (stage == 3) & (not calibration.framework.reshard_with_pipeline), 1.0, 0.0)
 
-    def states(params):
+    def shard(params, group):
         per_device = params / t
-        parameters = param_b * per_device / (d if stage >= 3 else 1) + whole * param_b * per_device
-        gradients = (grad_b + buffer_b) * per_device / (d if stage >= 2 else 1) + whole * 4.0 * per_device
-        optimizer = optimizer_b * per_device / (d if stage >= 1 else 1)
+        parameters = param_b * per_device / (group if stage >= 3 else 1) + whole * param_b * per_device
+        gradients = (grad_b + buffer_b) * per_device / (group if stage >= 2 else 1) + whole * 4.0 * per_device
+        optimizer = optimizer_b * per_device / (group if stage >= 1 else 1)
         return parameters, gradients, optimizer
 
-    tokens = 1.0 * b * model.seq_len
+    def states(params):
+        dense, routed = shard(params, zero_group), shard(experts_here, expert_zero_group)
+        return tuple(x + y for x, y in zip(dense, routed, strict=True))
+
+    tokens = 1.0 * b * model.seq_len / plan.context_parallel  # a context-parallel rank's s/c tokens
     per_layer = tokens * activation_bytes_per_token_per_layer(
-        model, t, plan.sequence_parallel, plan.recompute, plan.attention
+        model, t, plan.sequence_parallel, plan.recompute, plan.attention, plan.capacity_factor
     )
     in_flight = pipeline_in_flight_microbatches(p, m, plan.schedule, plan.virtual_stages)
     logits = tokens * vocab / t * calibration.framework.logits_bytes_per_element

@@ -130,15 +130,41 @@ class TransformerModel:
         elif params:
             attention += 2 * h  # two RMSNorms
 
-        def mlp(f: int) -> int:
-            weights = (3 if self.gated_mlp else 2) * h * f
-            biases = ((2 if self.gated_mlp else 1) * f + h) if params and self.style == "gpt" else 0
-            return weights + biases
-
         routed = self.experts_per_token if active else self.experts
-        moe = (routed + self.shared_experts) * mlp(self.moe_ffn_hidden) + h * self.experts  # the router: h × E
-        dense_mlp = mlp(self.ffn_hidden)
+        expert = self._mlp(self.moe_ffn_hidden, params=params)
+        moe = (routed + self.shared_experts) * expert + h * self.experts  # the router: h × E
+        dense_mlp = self._mlp(self.ffn_hidden, params=params)
         return self.layers * attention + (self.layers - self.moe_layers) * dense_mlp + self.moe_layers * moe
+
+    def _mlp(self, ffn_hidden: int, *, params: bool) -> int:
+        """Matrix weights (or parameters, with GPT's biases) of one MLP of hidden size ``ffn_hidden``."""
+        h = self.hidden
+        weights = (3 if self.gated_mlp else 2) * h * ffn_hidden
+        biases = ((2 if self.gated_mlp else 1) * ffn_hidden + h) if params and self.style == "gpt" else 0
+        return weights + biases
+
+    @property
+    def routed_matmul_weights_per_layer(self) -> int | float:
+        """Weights of the k routed experts a token visits in one layer, the mean over the l layers (0 for a dense
+        model): the part of ``matmul_weights_per_layer`` whose compute the capacity factor pads.
+
+        >>> MIXTRAL_8X7B.routed_matmul_weights_per_layer   # 2 · 3·4096·14336
+        352321536
+        """
+        assert self.moe_ffn_hidden is not None
+        return self._per_layer(self.moe_layers * self.experts_per_token * self._mlp(self.moe_ffn_hidden, params=False))
+
+    @property
+    def routed_expert_params(self) -> int:
+        """Parameters of the routed experts, every MoE layer: (l − dense_layers) · E · (one expert MLP). Expert
+        parallelism splits these over e ranks; everything else (attention, router, shared experts, dense layers,
+        embeddings) each rank of an expert group holds whole. 0 for a dense model.
+
+        >>> MIXTRAL_8X7B.routed_expert_params   # 32 layers × 8 experts × 3·4096·14336
+        45097156608
+        """
+        assert self.moe_ffn_hidden is not None
+        return self.moe_layers * self.experts * self._mlp(self.moe_ffn_hidden, params=True)
 
     def _per_layer(self, total: int) -> int | float:
         return total // self.layers if total % self.layers == 0 else total / self.layers

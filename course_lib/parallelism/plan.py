@@ -8,6 +8,7 @@ then holds many plans, as the plan search uses it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -25,11 +26,14 @@ __all__ = [
     "ParallelPlan",
     "ZERO_STAGES",
     "ATTENTION_OPTIONS",
+    "CONTEXT_PARALLEL_KINDS",
     "global_batch",
     "GlobalBatchReport",
     "global_batch_report",
     "pipeline_bubble_fraction",
     "splits_evenly",
+    "splits_context_and_experts",
+    "check_capacity_factor",
     "check_tensor_split",
     "check_pipeline_split",
     "check_plan_for_model",
@@ -41,16 +45,32 @@ ZERO_STAGES = (0, 1, 2, 3)
 # (Dao et al. 2022, FlashAttention) recomputes the scores tile by tile in the backward and stores only the output and
 # one fp32 log-sum-exp per head and token. It is an option of its own, distinct from selective recomputation.
 ATTENTION_OPTIONS = ("standard", "flash")
+# Context parallelism's two forms: "ring" passes K/V blocks around the c ranks (Liu et al. 2023, Ring Attention;
+# Megatron-Core's context parallelism; Llama 3 §3.3.2), "all_to_all" re-splits the heads across them
+# (Jacobs et al. 2023, DeepSpeed-Ulysses).
+CONTEXT_PARALLEL_KINDS = ("ring", "all_to_all")
 
 
 @dataclass(frozen=True, eq=False)
 class ParallelPlan:
     """How one training step is split: parallel sizes, ZeRO stage, batch shape, recomputation, schedule.
 
-    devices = data_parallel × tensor_parallel × pipeline_parallel; the global batch is
-    micro_batch × grad_accum_steps × data_parallel (tensor and pipeline groups share the same examples).
+    devices = data_parallel × tensor_parallel × pipeline_parallel × context_parallel; the global batch is
+    micro_batch × grad_accum_steps × data_parallel (tensor, pipeline and context groups share the same examples).
     ``grad_accum_steps`` is also the number of micro-batches m each pipeline processes per step.
     ``virtual_stages`` (v) > 1 needs ``schedule="interleaved"``.
+
+    ``context_parallel`` (c) splits each sequence into c parts, one per rank of a context group
+    (``context_parallel_kind``: "ring" or "all_to_all", ``CONTEXT_PARALLEL_KINDS``). ``expert_parallel`` (e) spreads
+    a mixture of experts' experts over e ranks carved out of the d·c data- and context-parallel ranks, as
+    Megatron-Core does (megatron/core/parallel_state.py, ``initialize_model_parallel``: the expert ranks are generated
+    over the world / (t·p) ranks the dense layers use for data and context parallelism), so e must divide d·c and
+    adds no devices. ``capacity_factor`` (≥ 1) sizes each expert's buffer at that multiple of its even share of
+    the routed tokens, padded to it (GShard, Lepikhin et al. 2021; Switch, Fedus et al. 2022; Megatron-Core's
+    ``--moe-expert-capacity-factor`` with ``--moe-pad-expert-input-to-capacity``): the all-to-all payloads, the
+    experts' activations and the slowest rank's expert compute all scale with it, so it is also the bound on load
+    imbalance the step time charges (the default 1.0 is a perfectly balanced router). It is a plan field, not a
+    model's: the same model trains with different factors.
 
     >>> plan = ParallelPlan(data_parallel=64, tensor_parallel=8, pipeline_parallel=4, micro_batch=2, grad_accum_steps=8)
     >>> plan.devices, plan.global_batch
@@ -68,6 +88,10 @@ class ParallelPlan:
     schedule: str = "1f1b"
     virtual_stages: _check.IntOrArray = 1
     attention: str = "standard"
+    context_parallel: _check.IntOrArray = 1
+    context_parallel_kind: str = "ring"
+    expert_parallel: _check.IntOrArray = 1
+    capacity_factor: float = 1.0
 
     def __post_init__(self):
         _check.choice("attention", self.attention, ATTENTION_OPTIONS)
@@ -78,8 +102,17 @@ class ParallelPlan:
             "micro_batch",
             "grad_accum_steps",
             "virtual_stages",
+            "context_parallel",
+            "expert_parallel",
         ):
             object.__setattr__(self, name, _check.count(name, getattr(self, name)))
+        _check.choice("context_parallel_kind", self.context_parallel_kind, CONTEXT_PARALLEL_KINDS)
+        object.__setattr__(self, "capacity_factor", check_capacity_factor(self.capacity_factor))
+        if np.any(_data_and_context(self) % np.asarray(self.expert_parallel)):
+            raise ValueError(
+                "expert_parallel must divide data_parallel × context_parallel (Megatron-Core carves the expert ranks "
+                f"out of them), got {self.expert_parallel} for {self.data_parallel} × {self.context_parallel}"
+            )
         _check.choice("zero_stage", self.zero_stage, ZERO_STAGES)
         _check.choice("recompute", self.recompute, RECOMPUTE_OPTIONS)
         _check.flag("sequence_parallel", self.sequence_parallel)
@@ -97,8 +130,8 @@ class ParallelPlan:
 
     @property
     def devices(self):
-        """d·t·p devices."""
-        return self.data_parallel * self.tensor_parallel * self.pipeline_parallel
+        """d·t·p·c devices (expert parallelism adds none: its ranks are data- and context-parallel ranks)."""
+        return self.data_parallel * self.tensor_parallel * self.pipeline_parallel * self.context_parallel
 
     @property
     def sizes(self):
@@ -124,6 +157,27 @@ class ParallelPlan:
     def replace(self, **changes) -> ParallelPlan:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
+
+
+def check_capacity_factor(capacity_factor) -> float:
+    """``capacity_factor`` as a float, or ValueError unless it is a finite number ≥ 1.
+
+    >>> check_capacity_factor(1.25)
+    1.25
+    >>> check_capacity_factor(0.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: capacity_factor must be a number ≥ 1 (1: a perfectly balanced router), got 0.5
+    """
+    factor = capacity_factor
+    if not (_check.is_number(factor) and math.isfinite(factor) and factor >= 1):
+        raise ValueError(f"capacity_factor must be a number ≥ 1 (1: a perfectly balanced router), got {factor!r}")
+    return float(factor)
+
+
+def _data_and_context(plan: ParallelPlan):
+    """d·c: the ranks that hold the same dense weights (Megatron-Core reduces gradients over data × context)."""
+    return np.asarray(plan.data_parallel) * np.asarray(plan.context_parallel)
 
 
 def global_batch(micro_batch, grad_accum_steps, data_parallel):
@@ -190,8 +244,8 @@ class GlobalBatchReport:
 
     @property
     def devices_per_replica(self) -> int:
-        """t·p: the devices of one data-parallel replica."""
-        return int(self.plan.replace(data_parallel=1).devices)
+        """t·p·c: the devices of one data-parallel replica (expert parallelism adds none)."""
+        return int(self.plan.replace(data_parallel=1, expert_parallel=1).devices)
 
 
 def global_batch_report(micro_batch, grad_accum_steps, data_parallel, seq_len, tensor_parallel=1, pipeline_parallel=1):
@@ -243,7 +297,8 @@ def splits_evenly(
     pipeline_parallel: _check.IntOrArray = 1,
     virtual_stages: _check.IntOrArray = 1,
 ):
-    """Whether a partition splits ``model`` evenly: t divides the attention heads and p·v divides the layers.
+    """Whether a partition splits ``model`` evenly: t divides the attention heads and p·v divides the layers
+    (``splits_context_and_experts`` checks c and e).
 
     The one home of the rule that ``check_plan_for_model``, ``budget.search_plans`` and the labs' options use.
     Vectorised: array arguments give a boolean array.
@@ -259,6 +314,53 @@ def splits_evenly(
     v = _check.count("virtual_stages", virtual_stages)
     even = _divides(t, model.heads) & _divides(np.asarray(p) * np.asarray(v), model.layers)
     return bool(even) if even.ndim == 0 else even
+
+
+def splits_context_and_experts(
+    model: TransformerModel,
+    tensor_parallel: _check.IntOrArray = 1,
+    context_parallel: _check.IntOrArray = 1,
+    context_parallel_kind: str = "ring",
+    expert_parallel: _check.IntOrArray = 1,
+):
+    """Whether c and e split ``model`` evenly: c divides the sequence (and, for ``context_parallel_kind=
+    "all_to_all"``, the heads each of the t tensor-parallel ranks holds and the key/value heads: DeepSpeed-Ulysses
+    gives each of the c ranks whole heads); e divides the experts, and e = 1 for a dense model. Vectorised.
+
+    >>> from course_lib.parallelism import LLAMA3_405B, MIXTRAL_8X7B
+    >>> from dataclasses import replace
+    >>> splits_context_and_experts(replace(LLAMA3_405B, seq_len=131072), 8, 16)
+    True
+    >>> splits_context_and_experts(LLAMA3_405B, 8, 16, "all_to_all"), splits_context_and_experts(MIXTRAL_8X7B,
+    ...     expert_parallel=8), splits_context_and_experts(LLAMA3_405B, expert_parallel=2)
+    (False, True, False)
+    """
+    rules = _context_and_expert_errors(model, tensor_parallel, context_parallel, context_parallel_kind, expert_parallel)
+    ok = ~np.any(np.stack(np.broadcast_arrays(*(bad for bad, _ in rules))), axis=0)
+    return bool(ok) if ok.ndim == 0 else ok
+
+
+def _context_and_expert_errors(model, tensor_parallel, context_parallel, context_parallel_kind, expert_parallel):
+    """[(where c or e fails one rule (a boolean array), a function giving the rule's ValueError message)]: the one
+    home of the rules."""
+    t = np.asarray(_check.count("tensor_parallel", tensor_parallel))
+    c = np.asarray(_check.count("context_parallel", context_parallel))
+    e = np.asarray(_check.count("expert_parallel", expert_parallel))
+    kind = _check.choice("context_parallel_kind", context_parallel_kind, CONTEXT_PARALLEL_KINDS)
+    heads_here = np.where(model.heads % t == 0, model.heads // t, 0)
+    ulysses = kind == "all_to_all"
+    return [
+        (~_divides(c, model.seq_len), lambda: f"context_parallel must divide seq_len ({model.seq_len}), got {c}"),
+        (
+            ulysses & ~(_divides(c, heads_here) & (heads_here > 0) & _divides(c, model.kv_heads)),
+            lambda: (
+                f"context_parallel must divide the heads per tensor-parallel rank ({model.heads} / {t}) and "
+                f"kv_heads ({model.kv_heads}) with context_parallel_kind='all_to_all' (DeepSpeed-Ulysses), got {c}"
+            ),
+        ),
+        ((e > 1) & (model.experts == 1), lambda: f"expert_parallel must be 1 for a dense model (experts = 1), got {e}"),
+        (~_divides(e, model.experts), lambda: f"expert_parallel must divide experts ({model.experts}), got {e}"),
+    ]
 
 
 def _divides(parts, whole):
@@ -312,6 +414,11 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
     ValueError: tensor_parallel must divide heads (96), got 5
     """
     check_tensor_split(model.heads, plan.tensor_parallel)
+    for bad, message in _context_and_expert_errors(
+        model, plan.tensor_parallel, plan.context_parallel, plan.context_parallel_kind, plan.expert_parallel
+    ):
+        if np.any(bad):
+            raise ValueError(message())
     if calibration is None:
         check_pipeline_split(model.layers, plan.pipeline_parallel, plan.virtual_stages)
     else:

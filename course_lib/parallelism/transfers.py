@@ -55,12 +55,13 @@ class BoundaryTransfer:
 
     @property
     def bytes_sent_per_device(self):
-        """Bytes each device sends per step (ring algorithms; 0 for a group of one).
+        """Bytes each device sends per step (ring algorithms, pairwise for an all-to-all; 0 for a group of one).
 
         >>> BoundaryTransfer("data", "gradients", "all_reduce", 1e9, 4, 1, "last backward").bytes_sent_per_device
         1500000000.0
         """
-        cost = collectives.collective_cost(self.op, self.group_size, self.payload_bytes)
+        algorithm = "pairwise" if self.op == "all_to_all" else "ring"
+        cost = collectives.collective_cost(self.op, self.group_size, self.payload_bytes, algorithm)
         return _check.as_result(cost.wire_bytes * self.calls_per_step)
 
 
@@ -74,8 +75,22 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
     (b·s·h/t per device with Megatron's scatter/gather, §4.1), v times more with interleaving; on the critical path.
     Data parallel: stage 0 all-reduces gradients once per step; stage 1 reduce-scatters gradients and all-gathers
     updated parameters; stage 2 reduce-scatters gradients every micro-batch (they are partitioned); stage 3
-    also all-gathers parameters for every forward and backward (ZeRO §7: 2Ψ, 2Ψ, 2Ψ, 3Ψ at one micro-batch).
+    also all-gathers parameters for every forward and backward (ZeRO §7: 2Ψ, 2Ψ, 2Ψ, 3Ψ at one micro-batch), over
+    the d·c ranks that hold the same weights; with expert parallelism the routed experts' over the d·c/e ranks that
+    hold the same experts (axis "expert data").
+    Context parallel (axis "context", ``_context_transfers``): a device holds s/c tokens of each sequence, so every
+    activation above is b·(s/c)·h; ring attention's K/V blocks, or DeepSpeed-Ulysses' four all-to-alls per layer.
+    Expert parallel (axis "expert", ``_expert_transfers``): the dispatch and combine all-to-alls of every MoE layer.
     Groups of one rank are listed too and cost nothing: ``boundary_tensors`` leaves them out.
+
+    Mixtral 8x7B with e = 8: per layer and micro-batch, 2 all-to-alls forward and 2 backward of s·k·h·2 bytes, 7/8
+    of which leave the device:
+
+    >>> from course_lib.parallelism import MIXTRAL_8X7B
+    >>> dispatch = [x for x in step_transfers(MIXTRAL_8X7B, ParallelPlan(data_parallel=8, expert_parallel=8))
+    ...             if x.axis == "expert"][0]
+    >>> dispatch.tensor, dispatch.payload_bytes == 32768 * 2 * 4096 * 2, dispatch.calls_per_step
+    ('expert dispatch (all-to-all), forward', True, 32)
 
     >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
     >>> [t.tensor for t in boundary_tensors(GPT3_175B, ParallelPlan(data_parallel=2, tensor_parallel=8))]
@@ -83,10 +98,13 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
     """
     check_plan_for_model(model, plan)
     t, p, d, b, m, v = plan.sizes
-    activation = ACTIVATION_BYTES * b * model.seq_len * model.hidden  # one b×s×h tensor
+    c = plan.context_parallel
+    tokens = b * (model.seq_len // c)  # a device's tokens of one micro-batch: s/c of each sequence
+    activation = ACTIVATION_BYTES * tokens * model.hidden  # one b×(s/c)×h tensor
     layers_here = model.layers // p
     per_mb = layers_here * m  # layer-micro-batch pairs per step on a device
-    forward_calls = 2 * per_mb * (2 if plan.recompute == "full" else 1)
+    repeat = 2 if plan.recompute == "full" else 1
+    forward_calls = 2 * per_mb * repeat
     transfers = []
     if plan.sequence_parallel:
         transfers += [
@@ -130,6 +148,10 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
                 "tensor", "input gradients (partial sums), backward", "all_reduce", activation, t, 2 * per_mb, "none"
             ),
         ]
+    if np.any(np.asarray(c) > 1):
+        transfers += _context_transfers(model, plan, tokens, per_mb, repeat)
+    if model.experts > 1 and np.any(np.asarray(plan.expert_parallel) > 1):
+        transfers += _expert_transfers(model, plan, tokens, repeat)
     stage_hops = (p > 1) * m * v  # v chunks per device: v times the stage crossings
     transfers += [
         BoundaryTransfer(
@@ -145,28 +167,99 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
             "none",
         ),
     ]
-    params_here = model.params / (t * p)
+    # Gradients are reduced over the d·c ranks that hold the same weights (Megatron-Core piggybacks the context
+    # ranks on the data-parallel group); with expert parallelism the routed experts' over the d·c/e that hold the
+    # same experts ("expert data").
+    group = d * c
+    if model.experts > 1 and np.any(np.asarray(plan.expert_parallel) > 1):
+        experts_here = model.routed_expert_params / (plan.expert_parallel * t * p)
+        transfers += _data_transfers("data", "", (model.params - model.routed_expert_params) / (t * p), group, plan)
+        transfers += _data_transfers("expert data", "expert ", experts_here, group // plan.expert_parallel, plan)
+    else:
+        transfers += _data_transfers("data", "", model.params / (t * p), group, plan)
+    return tuple(transfers)
+
+
+def _data_transfers(axis, prefix, params_here, group, plan: ParallelPlan) -> list[BoundaryTransfer]:
+    """The gradient reduction and parameter gathers of ``params_here`` parameters per device over ``group`` ranks
+    under the plan's ZeRO stage (``step_transfers``' data-parallel rule); ``prefix`` names their tensors."""
+    m = plan.grad_accum_steps
     grads, weights = GRAD_BYTES * params_here, PARAM_BYTES * params_here
+    gradients, parameters = f"{prefix}gradients", f"updated {prefix}parameters"
     stage = plan.zero_stage
     if stage == 0:
-        transfers.append(BoundaryTransfer("data", "gradients", "all_reduce", grads, d, 1 + 0 * m, "last backward"))
-    elif stage == 1:
-        transfers += [
-            BoundaryTransfer("data", "gradients", "reduce_scatter", grads, d, 1 + 0 * m, "last backward"),
-            BoundaryTransfer("data", "updated parameters", "all_gather", weights, d, 1 + 0 * m, "none"),
+        return [BoundaryTransfer(axis, gradients, "all_reduce", grads, group, 1 + 0 * m, "last backward")]
+    if stage == 1:
+        return [
+            BoundaryTransfer(axis, gradients, "reduce_scatter", grads, group, 1 + 0 * m, "last backward"),
+            BoundaryTransfer(axis, parameters, "all_gather", weights, group, 1 + 0 * m, "none"),
         ]
-    elif stage == 2:
-        transfers += [
-            BoundaryTransfer("data", "gradients", "reduce_scatter", grads, d, m, "backward"),
-            BoundaryTransfer("data", "updated parameters", "all_gather", weights, d, 1 + 0 * m, "none"),
+    if stage == 2:
+        return [
+            BoundaryTransfer(axis, gradients, "reduce_scatter", grads, group, m, "backward"),
+            BoundaryTransfer(axis, parameters, "all_gather", weights, group, 1 + 0 * m, "none"),
         ]
-    else:
-        transfers += [
-            BoundaryTransfer("data", "parameters for the forward", "all_gather", weights, d, m, "forward"),
-            BoundaryTransfer("data", "parameters for the backward", "all_gather", weights, d, m, "backward"),
-            BoundaryTransfer("data", "gradients", "reduce_scatter", grads, d, m, "backward"),
-        ]
-    return tuple(transfers)
+    return [
+        BoundaryTransfer(axis, f"{prefix}parameters for the forward", "all_gather", weights, group, m, "forward"),
+        BoundaryTransfer(axis, f"{prefix}parameters for the backward", "all_gather", weights, group, m, "backward"),
+        BoundaryTransfer(axis, gradients, "reduce_scatter", grads, group, m, "backward"),
+    ]
+
+
+def _context_transfers(model: TransformerModel, plan: ParallelPlan, tokens, per_mb, repeat) -> list[BoundaryTransfer]:
+    """Context parallelism's transfers per step: the c ranks of a group each hold ``tokens`` of a micro-batch.
+
+    "ring" (Liu et al. 2023, Ring Attention; Megatron-Core's context parallelism, which Llama 3 §3.3.2 adapts): per
+    layer and micro-batch each rank passes K and V blocks (2 · tokens · kv_heads·head_dim/t values) to the next rank
+    c − 1 times forward, and K, V and their gradients (twice that) c − 1 times backward, each hop while the block it
+    has computes (phases "attention forward" and "attention backward": what may hide them is the attention core's
+    compute). The causal mask would leave the ranks unbalanced; the zig-zag split (each rank holds chunks i and
+    2c − 1 − i of 2c) balances them, so every rank does 1/c of the attention.
+    "all_to_all" (Jacobs et al. 2023, DeepSpeed-Ulysses): per layer and micro-batch four all-to-alls forward (Q, K,
+    V from sequence-split to head-split, the output back) and four backward (their gradients), on the critical path.
+    """
+    c = plan.context_parallel
+    t, m = plan.tensor_parallel, plan.grad_accum_steps
+    assert model.kv_heads is not None
+    queries = ACTIVATION_BYTES * tokens * model.hidden / t
+    keys = ACTIVATION_BYTES * tokens * model.kv_heads * model.head_dim / t
+    if plan.context_parallel_kind == "ring":
+        hops = per_mb * (c - 1)
+        return [
+            BoundaryTransfer(
+                "context", "K/V blocks around the ring, forward", "send_recv", 2 * keys, c, repeat * hops,
+                "attention forward",
+            ),
+            BoundaryTransfer(
+                "context", "K/V blocks and their gradients, backward", "send_recv", 4 * keys, c, hops,
+                "attention backward",
+            ),
+        ]  # fmt: skip
+    calls = 2 * per_mb + 0 * m
+    return [
+        BoundaryTransfer("context", "Q and output (all-to-all), forward", "all_to_all", queries, c, repeat * calls,
+                         "none"),
+        BoundaryTransfer("context", "K and V (all-to-all), forward", "all_to_all", keys, c, repeat * calls, "none"),
+        BoundaryTransfer("context", "Q and output gradients (all-to-all), backward", "all_to_all", queries, c, calls,
+                         "none"),
+        BoundaryTransfer("context", "K and V gradients (all-to-all), backward", "all_to_all", keys, c, calls, "none"),
+    ]  # fmt: skip
+
+
+def _expert_transfers(model: TransformerModel, plan: ParallelPlan, tokens, repeat) -> list[BoundaryTransfer]:
+    """Expert parallelism's all-to-alls per step: per MoE layer of the heaviest stage and micro-batch, the dispatch
+    (tokens to their experts' ranks) and the combine (results back) forward, both again backward (their gradients),
+    on the critical path. Each rank's payload: its tokens × k × capacity factor × h × 2 bytes (/t: each
+    tensor-parallel rank dispatches its share, Megatron-Core's all-to-all dispatcher with sequence parallelism);
+    (e − 1)/e of it crosses devices."""
+    e, t, p, m = plan.expert_parallel, plan.tensor_parallel, plan.pipeline_parallel, plan.grad_accum_steps
+    payload = ACTIVATION_BYTES * tokens * model.experts_per_token * plan.capacity_factor * model.hidden / t
+    calls = -(-model.moe_layers // p) * m
+    return [
+        BoundaryTransfer("expert", f"expert {name} (all-to-all), {pass_}", "all_to_all", payload, e, count, "none")
+        for pass_, count in (("forward", repeat * calls), ("backward", calls))
+        for name in ("dispatch", "combine")
+    ]
 
 
 def boundary_tensors(model: TransformerModel, plan: ParallelPlan) -> tuple[BoundaryTransfer, ...]:
@@ -180,7 +273,8 @@ def boundary_tensors(model: TransformerModel, plan: ParallelPlan) -> tuple[Bound
 
 
 def communication_volume_per_step(model: TransformerModel, plan: ParallelPlan) -> dict:
-    """Bytes each device sends per step on each axis ("data", "tensor", "pipeline"), ring algorithms.
+    """Bytes each device sends per step on each axis ("data", "tensor", "pipeline"; "context", "expert" and
+    "expert data" when the plan uses them), ring algorithms (all-to-all: the (n − 1)/n of its payload it sends).
 
     >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
     >>> from course_lib.units import format_bytes
@@ -190,5 +284,5 @@ def communication_volume_per_step(model: TransformerModel, plan: ParallelPlan) -
     """
     volume: dict[str, _check.FloatOrArray] = {"data": 0.0, "tensor": 0.0, "pipeline": 0.0}
     for transfer in step_transfers(model, plan):
-        volume[transfer.axis] = volume[transfer.axis] + transfer.bytes_sent_per_device
+        volume[transfer.axis] = volume.get(transfer.axis, 0.0) + transfer.bytes_sent_per_device
     return volume
