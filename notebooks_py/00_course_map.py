@@ -43,22 +43,34 @@ viz.plot_course_map(ax=ax)
 plt.show()
 
 # %% [markdown]
-# | Lesson | You learn to | Needs |
-# |---|---|---|
-# | [01 · Count the work](01_mac.ipynb) | count FLOPs (a MAC is 2 FLOPs; a GEMM is $2MNK$), use the roofline, budget bytes per parameter | Python, matrices |
-# | [02 · Move the data](02_nccl.ipynb) | say what each collective does, cost it with $T \approx n\alpha + Q/B_\text{eff}$, read algbw and busbw | 01 |
-# | [03 · Split the work](03_parallelism.ipynb) | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 |
-# | [04 · Budget the bytes](04_communication_budget.ipynb) | derive a partition's transfers, separate exposed from hidden time, price one plan's step | 01–03 |
-# | [05 · Search for a plan](05_plan_search.ipynb) | search every plan a cluster allows, read why each loses, compare the model with a published run | 03, 04 |
-# | [06 · Measure, don't assume](06_measure.ipynb) | time real collectives on MPI, fit α and B, measure exposed communication, read nccl-tests logs | 02, 04 |
-# | [07 · Check the model against measurements](07_model_meets_measurements.ipynb) | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04–06 |
-# | [08 · Plan a real run](08_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand and with the search, test how robust the plan is, say what to measure first | 04–07 |
+# The whole course takes an estimated **22–28 hours**: the times below add up to 16 hours for the lessons and 9 for
+# the labs, 25 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
+# time at its top. Sections headed *Going deeper (optional)* can be skipped: nothing later needs them.
 #
-# **Labs.** Seven widget labs practise the lessons with sliders: [the ring all-reduce](../labs/01_ring_allreduce.ipynb)
-# (after 02), [the global batch](../labs/02_global_batch.ipynb), [the memory budget](../labs/03_memory_budget.ipynb)
-# and [the pipeline schedule](../labs/04_pipeline_schedule.ipynb) (after 03),
-# [the partition explorer](../labs/05_partition_explorer.ipynb) and [serving](../labs/06_serving.ipynb) (after 04),
-# and [measuring collectives](../labs/07_measure_collectives.ipynb) (after 06). Each has guided questions to explore,
+# | Lesson | You learn to | Needs | Time |
+# |---|---|---|---|
+# | [01 · Count the work](01_mac.ipynb) | count FLOPs (a MAC is 2 FLOPs; a GEMM is $2MNK$), use the roofline, budget bytes per parameter | Python, matrices | 1.5 h |
+# | [02 · Move the data](02_nccl.ipynb) | say what each collective does, cost it with $T \approx n\alpha + Q/B_\text{eff}$, read algbw and busbw | 01 | 2.5 h |
+# | [03 · Split the work](03_parallelism.ipynb) | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 | 2.5 h |
+# | [04 · Budget the bytes](04_communication_budget.ipynb) | derive a partition's transfers, separate exposed from hidden time, price one plan's step | 01–03 | 2.5 h |
+# | [05 · Search for a plan](05_plan_search.ipynb) | search every plan a cluster allows, read why each loses, compare the model with a published run | 03, 04 | 1.5 h |
+# | [06 · Measure, don't assume](06_measure.ipynb) | time real collectives on MPI, fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 1.5 h |
+# | [07 · Check the model against measurements](07_model_meets_measurements.ipynb) | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04–06 | 1.5 h |
+# | [08 · Plan a real run](08_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand and with the search, test how robust the plan is, say what to measure first | 04–07 | 2.5 h |
+#
+# **Labs.** Seven widget labs practise the lessons with sliders, in the order you meet their lessons:
+#
+# | Lab | After lesson | Time |
+# |---|---|---|
+# | [01 · the ring all-reduce](../labs/01_ring_allreduce.ipynb) | 02 | 1.5 h |
+# | [02 · the global batch](../labs/02_global_batch.ipynb) | 03 | 1 h |
+# | [03 · the memory budget](../labs/03_memory_budget.ipynb) | 03 | 1 h |
+# | [04 · the pipeline schedule](../labs/04_pipeline_schedule.ipynb) | 03 | 1 h |
+# | [05 · the partition explorer](../labs/05_partition_explorer.ipynb) | 04 | 1.5 h |
+# | [06 · serving](../labs/06_serving.ipynb) | 04 | 1.5 h |
+# | [07 · measuring collectives](../labs/07_measure_collectives.ipynb) | 06 | 1.5 h |
+#
+# Each has guided questions to explore,
 # with their answers, then 3 or 4 graded questions that ask you to derive the lab's model yourself: write your
 # answer where you see `...` and run the `grader.check("q1")` cell below it for immediate feedback.
 

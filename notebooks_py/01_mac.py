@@ -31,7 +31,9 @@
 #
 # None: this is the first lesson. It assumes you can read Python and numpy, that you know how a matrix product is
 # defined (row times column, summed), and that you have met a neural-network layer as "multiply by a weight matrix,
-# then apply a nonlinearity". Budget about 60 minutes, plus 30 for the exercises.
+# then apply a nonlinearity".
+#
+# **Time to learn:** about 1.5 hours (1 hour to read and run, half an hour for the exercises).
 #
 # All quantities in `course_lib` are in SI base units (FLOP, bytes, seconds, FLOP/s, bytes/s) with decimal
 # prefixes: 1 GB is $10^9$ bytes, as in the papers quoted here. They are converted to text only for printing, by

@@ -33,10 +33,11 @@
 # %% [markdown]
 # ## Prerequisites
 #
-# - [01_mac: count the work](01_mac.ipynb) (about 90 minutes with exercises): FLOPs, bytes, bandwidth and the
+# - [01_mac: count the work](01_mac.ipynb): FLOPs, bytes, bandwidth and the
 #   roofline, and the `course_lib.units` conventions (SI base units, decimal prefixes: 100 MB at 50 GB/s is 2 ms).
 #
-# Budget about 75 minutes for this lesson, plus 30 for the exercises.
+# **Time to learn:** about 2.5 hours (2 to read and run, half an hour for the exercises; the three optional sections
+# add about half an hour).
 
 # %%
 import matplotlib.pyplot as plt
@@ -245,7 +246,16 @@ for algorithm in ("ring", "binomial_tree", "recursive_doubling", "rabenseifner")
 #
 # The **binomial tree** is MPICH's unpipelined tree: the whole buffer goes up the tree, one level per phase, and the
 # whole sum comes back down, so every one of its $2\lceil\lg p\rceil$ phases moves all $S$ bytes. It is not what
-# NCCL runs. NCCL's tree all-reduce (since NCCL 2.4) is a **double binary tree**, the two-tree scheme of Sanders,
+# NCCL runs. NCCL's tree all-reduce (since NCCL 2.4) is a **double binary tree**, the table's last row:
+# $2\lfloor\lg p\rfloor$ phases and about $2S$ per rank (the optional section below derives them).
+
+# %% [markdown]
+# ### Going deeper (optional): the double binary tree, derived
+#
+# Nothing later in the course needs it: skip it if you like, the chain of lessons goes on without it. Later lessons use
+# only the table's row.
+#
+# NCCL's tree all-reduce (since NCCL 2.4) is a **double binary tree**, the two-tree scheme of Sanders,
 # Speck & Träff (2009): two binary trees over the same ranks, built so that each rank is an inner node in one and a
 # leaf in the other. Each tree reduces half of the buffer up to its root and broadcasts it back down, and the half
 # streams through the tree in $k$ chunks, so every level works at once. The latency term stays logarithmic: α is
@@ -321,15 +331,6 @@ for algorithm in ("ring", "binomial_tree", "recursive_doubling", "rabenseifner")
 #
 # This is the communication-budget principle in miniature: put the frequent, heavy exchanges on the links that
 # can carry them, and send only what must cross the slow links.
-#
-# The fair comparison is not a flat ring through one GPU's network adapter. NCCL runs a flat ring as several rings
-# at once (channels), each leaving a node through a different GPU's adapter: one ring per network *rail*
-# (`collectives.multirail_ring_allreduce_time`). With $r = g$ rails each ring all-reduces $S/g$ over all
-# $gN_\text{nodes}$ GPUs at one adapter's bandwidth $B_\text{node}/g$, so its network term is
-# $\frac{2(gN_\text{nodes}-1)}{gN_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g} \approx 2S/B_\text{node}$: the same
-# as the hierarchical all-reduce's, $\frac{2(N_\text{nodes}-1)}{N_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g}$.
-# What the hierarchy saves is latency: its network ring has $2(N_\text{nodes}-1)$ steps, the flat ring
-# $2(gN_\text{nodes}-1)$, each paying the network's α.
 
 # %% [markdown]
 # The step counts and bytes of the model are the ones the simulation records. For each collective of the
@@ -506,33 +507,6 @@ for link, links in (
 # a ring on one torus axis run both ways gets 100 GB/s per chip, and a collective over all three axes up to six
 # links' worth.
 #
-# **A torus-axis all-reduce on TPU v4.** The TPU v4 supercomputer wires 4096 chips as a 3D torus, 16 × 16 × 16
-# (4 × 4 × 4 cubes joined by optical circuit switches). All-reducing 1 GB along one axis of 16 chips, as a ring
-# in both directions with ICI's α of about 1 µs per hop:
-
-# %%
-ici = hardware.ICI_V4
-axis_chips = 16
-per_chip = ici.one_way_bytes_per_s_per_device(links_per_device=2)
-one_way_only = ici.one_way_bytes_per_s_per_device(links_per_device=1)
-torus = collectives.time_terms("all_reduce", axis_chips, 1 * units.GB, per_chip, ici.latency_s)
-one_direction = collectives.collective_time("all_reduce", axis_chips, 1 * units.GB, one_way_only, ici.latency_s)
-print(
-    f"bidirectional ring on a {axis_chips}-chip axis: {units.format_bandwidth(per_chip)} per chip, "
-    f"{units.format_time(torus.latency_s)} + {units.format_time(torus.bandwidth_s)} = {units.format_time(torus.total_s)}"
-)
-print(f"the same ring in one direction only: {units.format_time(one_direction)}")
-print(
-    f"large-axis limit 2·S / (bidirectional link bandwidth): "
-    f"{units.format_time(2 * 1 * units.GB / (2 * ici.bandwidth_bytes_per_s))}"
-)
-
-# %% [markdown]
-# 18.8 ms both ways against 37.5 ms one way: reading ICI's per-link figure as the per-chip bandwidth of a
-# collective would get this all-reduce wrong by a factor of two, and a collective over all three axes drives three
-# times as many links again. The large-axis limit, $2S$ over the bidirectional link bandwidth, is the form the JAX
-# scaling book uses for an all-reduce on a full torus ring.
-#
 # The model can then be checked against the measurements above. Its $\alpha$ must not come from the row it is
 # checked against, so it is taken from a source: NCCL's own tuning model (`src/graph/tuning.cc`, ring, LL protocol)
 # charges 6.6 µs per call plus 0.6 µs per NVLink hop, and an 8-GPU ring all-reduce has 14 hops. The presets round
@@ -567,7 +541,41 @@ for label, size_bytes, measured_s in (("8 B", 8, 12.90 * units.US), ("16 GiB", 1
 # The 8-byte all-reduce is pure latency: 14 phases × 1 µs = 14 µs in the model (15 µs in NCCL's own), 12.9 µs
 # measured, a little faster than either. At 16 GiB the ring model with the measured ring bandwidth predicts
 # 81.3 ms, and NVLS did better (62.2 ms) by not being a ring at all. A model is only as good as its assumption about the algorithm.
+
+# %% [markdown]
+# ### Going deeper (optional): a torus-axis all-reduce on TPU v4
 #
+# Nothing later in the course needs it: skip it if you like, the chain of lessons goes on without it. Later lessons use
+# only the semantics above: ICI's figure is per link and per direction.
+#
+# The TPU v4 supercomputer wires 4096 chips as a 3D torus, 16 × 16 × 16
+# (4 × 4 × 4 cubes joined by optical circuit switches). All-reducing 1 GB along one axis of 16 chips, as a ring
+# in both directions with ICI's α of about 1 µs per hop:
+
+# %%
+ici = hardware.ICI_V4
+axis_chips = 16
+per_chip = ici.one_way_bytes_per_s_per_device(links_per_device=2)
+one_way_only = ici.one_way_bytes_per_s_per_device(links_per_device=1)
+torus = collectives.time_terms("all_reduce", axis_chips, 1 * units.GB, per_chip, ici.latency_s)
+one_direction = collectives.collective_time("all_reduce", axis_chips, 1 * units.GB, one_way_only, ici.latency_s)
+print(
+    f"bidirectional ring on a {axis_chips}-chip axis: {units.format_bandwidth(per_chip)} per chip, "
+    f"{units.format_time(torus.latency_s)} + {units.format_time(torus.bandwidth_s)} = {units.format_time(torus.total_s)}"
+)
+print(f"the same ring in one direction only: {units.format_time(one_direction)}")
+print(
+    f"large-axis limit 2·S / (bidirectional link bandwidth): "
+    f"{units.format_time(2 * 1 * units.GB / (2 * ici.bandwidth_bytes_per_s))}"
+)
+
+# %% [markdown]
+# 18.8 ms both ways against 37.5 ms one way: reading ICI's per-link figure as the per-chip bandwidth of a
+# collective would get this all-reduce wrong by a factor of two, and a collective over all three axes drives three
+# times as many links again. The large-axis limit, $2S$ over the bidirectional link bandwidth, is the form the JAX
+# scaling book uses for an all-reduce on a full torus ring.
+
+# %% [markdown]
 # ### Hierarchical all-reduce across nodes
 #
 # A 1 GB gradient all-reduce over DGX H100 nodes (8 GPUs each, NVLink 4 at 450 GB/s one-way and $\alpha$ = 1 µs
@@ -593,7 +601,24 @@ for nodes in (2, 4, 16, 64):
 # %% [markdown]
 # The single-rail flat ring pushes $2(p-1)/p \cdot S \approx 2$ GB through one adapter at 50 GB/s: about 40 ms
 # whatever the node count, five times the hierarchical all-reduce. But that compares against a ring NCCL does not
-# run. With one ring per rail the eight adapters share the bytes, and the flat ring's network term is about
+# run: NCCL runs one ring per rail (the last column), which the optional section below compares with the hierarchy.
+
+# %% [markdown]
+# ### Going deeper (optional): the flat ring on every rail
+#
+# Nothing later in the course needs it: skip it if you like, the chain of lessons goes on without it. Lesson 04 says
+# what it needs of it in one sentence: a ring that spans nodes runs a channel on every rail.
+#
+# The fair comparison is not a flat ring through one GPU's network adapter. NCCL runs a flat ring as several rings
+# at once (channels), each leaving a node through a different GPU's adapter: one ring per network *rail*
+# (`collectives.multirail_ring_allreduce_time`). With $r = g$ rails each ring all-reduces $S/g$ over all
+# $gN_\text{nodes}$ GPUs at one adapter's bandwidth $B_\text{node}/g$, so its network term is
+# $\frac{2(gN_\text{nodes}-1)}{gN_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g} \approx 2S/B_\text{node}$: the same
+# as the hierarchical all-reduce's, $\frac{2(N_\text{nodes}-1)}{N_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g}$.
+# What the hierarchy saves is latency: its network ring has $2(N_\text{nodes}-1)$ steps, the flat ring
+# $2(gN_\text{nodes}-1)$, each paying the network's α.
+#
+# In the table above, with one ring per rail the eight adapters share the bytes, and the flat ring's network term is about
 # $2S/B_\text{node}$, the same as the hierarchy's. Up to 16 nodes the multi-rail ring is even faster in this
 # model, because it streams NVLink and network traffic at once, while the hierarchical phases run one after
 # another. Its weak point is latency: every one of its $2(gN_\text{nodes}-1)$ steps pays the network's α, and on 64
@@ -892,7 +917,7 @@ quiz.MultipleChoice(
 # - A bandwidth figure needs its direction, scope and basis before it goes into $B$: NVLink 4 is 900 GB/s two-way,
 #   450 one-way, about 370 measured; InfiniBand NDR is 400 GB/s per node, 50 per GPU. TPU ICI is quoted per link:
 #   a ring on one torus axis runs both ways and gets two links' worth per chip.
-# - Across nodes, NCCL's flat ring runs one ring per network rail, so its network term is already about
+# - (Going deeper.) Across nodes, NCCL's flat ring runs one ring per network rail, so its network term is already about
 #   $2S/B_\text{node}$, the hierarchical all-reduce's; the hierarchy saves latency steps ($2(N_\text{nodes}-1)$ on
 #   the network instead of $2(gN_\text{nodes}-1)$). Aggregate bandwidth does not set a collective's time; its phases
 #   and slowest link do.

@@ -41,7 +41,7 @@
 # - [02 · Move the data](02_nccl.ipynb): what all-reduce, reduce-scatter, all-gather and send/recv do, and the
 #   α–β cost model.
 #
-# **Time to learn:** about 75 minutes (45 to read and run, 30 for the exercises).
+# **Time to learn:** about 2.5 hours (2 to read and run, half an hour for the exercises).
 #
 # Everything below is computed by `course_lib`; the notebook only calls it and prints the results.
 
@@ -531,6 +531,12 @@ print(f"15B would need {units.format_bytes(parallelism.zero_model_state_bytes(15
 #
 # Now the whole budget for GPT-3 175B on 80 GB A100s, with `parallelism.memory_breakdown` (first pipeline stage,
 # micro-batch 1, 64 micro-batches per step when there is a pipeline). Each plan changes one thing.
+#
+# The cell passes `calibration=None`: the ideal model of this lesson, 16 bytes of model state per parameter and
+# the activations above. Called without it, `memory_breakdown` (and lesson 04's `budget.step_time`, lesson 05's
+# `budget.search_plans`) uses the course's default calibration instead: the memory of a real framework, nanotron
+# (its precision recipe's bytes per parameter, its logits and buffers), fitted on the Ultra-Scale Playbook's
+# measured runs. Lesson 07 explains where it comes from.
 
 # %%
 PLANS = {

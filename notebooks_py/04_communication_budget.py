@@ -41,7 +41,7 @@
 # - [03 · Split the work](03_parallelism.ipynb): data, tensor, pipeline and ZeRO parallelism; memory per device;
 #   the tensors that cross device boundaries; the pipeline bubble.
 #
-# **Time to learn:** about 90 minutes (60 to read and run, 30 for the exercises).
+# **Time to learn:** about 2.5 hours (2 to read and run, half an hour for the exercises).
 
 # %%
 import matplotlib.pyplot as plt
@@ -129,8 +129,13 @@ from course_lib.widgets import quiz
 #
 # with $m$ micro-batches per step, $t_f$ and $t_b$ the forward and backward compute of one micro-batch on one
 # device, $T_\text{TP}$ and $T_\text{PP}$ the (exposed) tensor and pipeline communication per micro-batch, and the
-# bubble $(p-1)/v$ micro-batch slots (Narayanan et al. 2021, Eq. 1). Compute runs at `compute_efficiency` × peak,
-# 0.5 by default.
+# bubble $(p-1)/v$ micro-batch slots (Narayanan et al. 2021, Eq. 1). In this lesson's ideal model
+# (`calibration=None`, which every cell below passes) compute runs at `compute_efficiency` × peak, 0.5 unless you
+# pass another. Called without `calibration`, `budget.step_time` uses the course's default calibration instead: the
+# framework preset nanotron (`parallelism.frameworks.NANOTRON`: its memory per parameter; its gradient buckets
+# overlap the backward pass, its ZeRO-3 parameter gathers are not prefetched, its tensor-parallel collectives never
+# overlap), a GEMM efficiency that grows with the matrix size and a fixed cost per layer, fitted on the Ultra-Scale
+# Playbook's measured runs. Lesson 05 ranks plans with it; lesson 07 explains where it comes from.
 #
 # The step is thus made of three terms: compute, exposed communication (tensor, pipeline and the exposed part of the
 # data-parallel traffic) and the bubble. The **binding constraint** of a plan is the largest of the three, the term

@@ -37,7 +37,7 @@
 # - [04 · Budget the bytes](04_communication_budget.ipynb): the step time of one plan, exposed and hidden
 #   communication, the bubble, the binding constraint.
 #
-# **Time to learn:** about 60 minutes (40 to read and run, 20 for the exercises).
+# **Time to learn:** about 1.5 hours (1 hour to read and run, half an hour for the exercises).
 
 # %%
 import matplotlib.pyplot as plt

@@ -44,8 +44,8 @@
 # - [04 · Budget the bytes](04_communication_budget.ipynb): exposed and hidden communication, the overlap window.
 # - [05 · Search for a plan](05_plan_search.ipynb): the plan search, which step 5 re-runs on a measured cluster.
 #
-# **Time to learn:** about 60 minutes (40 to read and run, 20 for the exercises). The live cells need the course's
-# environment (`mpi4py` and `mpich` are in it); each runs in under a minute on two cores.
+# **Time to learn:** about 1.5 hours (1 hour to read and run, half an hour for the exercises). The live cells need
+# the course's environment (`mpi4py` and `mpich` are in it); each runs in under a minute on two cores.
 
 # %%
 import dataclasses

@@ -43,7 +43,8 @@
 # - [05 · Search for a plan](05_plan_search.ipynb): the plan search and the calibrated model it ranks with.
 # - [06 · Measure, don't assume](06_measure.ipynb): fitting a model to measurements, residuals, spread.
 #
-# **Time to learn:** about 50 minutes (35 to read and run, 15 for the exercises). Every cell runs in a few seconds.
+# **Time to learn:** about 1.5 hours (1 hour to read and run, half an hour for the exercises). Every cell runs in a
+# few seconds.
 
 # %%
 import matplotlib.pyplot as plt

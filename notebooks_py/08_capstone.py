@@ -48,7 +48,7 @@
 # - Behind them: [03 · Split the work](03_parallelism.ipynb) (memory per device, sequence parallelism, ZeRO, the
 #   pipeline bubble) and [01 · Count the work](01_mac.ipynb) (FLOPs of a layer, 6PD, MFU).
 #
-# **Time to learn:** about 90 minutes (60 to read and run, 30 for the exercises).
+# **Time to learn:** about 2.5 hours (2 to read and run, half an hour for the exercises).
 
 # %%
 import dataclasses

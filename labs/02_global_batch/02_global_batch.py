@@ -35,6 +35,8 @@
 # examples. In this lab you first move the six numbers and watch both counts: the global batch in examples and in
 # tokens, and the devices it takes; then you use that accounting to size real runs in the graded questions.
 #
+# **Time to learn:** about 1 hour, the graded questions included.
+#
 # **What you need:** lesson 03, in particular the global batch and the pipeline bubble.
 #
 # **Scope.** The count is nominal: every replica runs the same micro-batch and the same number of accumulation

@@ -37,6 +37,8 @@
 # you first change one of these at a time and watch each component against the device's capacity, then compute
 # the budgets yourself in the graded questions.
 #
+# **Time to learn:** about 1 hour, the graded questions included.
+#
 # **What you need:** lesson 03, in particular the memory anatomy of one device, the ZeRO stages and ZeRO's
 # Table 1.
 #

@@ -36,6 +36,8 @@
 # change the stages, the micro-batches, the chunks and the schedule, and read off how the idle time grows with
 # each; then you derive the costs yourself in the graded questions, and check them against the simulation.
 #
+# **Time to learn:** about 1 hour, the graded questions included.
+#
 # **What you need:** lesson 03, in particular the pipeline schedules (GPipe, 1F1B, interleaved) and the bubble.
 #
 # **Scope.** Every stage takes the same time, $t_f$ forward and $t_b = 2\,t_f$ backward per micro-batch (a chunk

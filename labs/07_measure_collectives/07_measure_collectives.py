@@ -35,6 +35,8 @@
 # from per-rank times. The last question closes the loop of the lesson's step 5: from a published nccl-tests log to a
 # calibrated cluster, and from that cluster to the exposed communication of a training plan.
 #
+# **Time to learn:** about 1.5 hours, the graded questions included.
+#
 # **What you need:** lesson 06 (and lesson 02 for the α–β model, algbw and busbw).
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
