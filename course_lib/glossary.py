@@ -102,7 +102,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "Splitting the sequence dimension of every activation (attention included) across devices, each holding "
         "a slice of the tokens; Megatron-Core's CP.",
-        "07_capstone.ipynb",
+        "03_parallelism.ipynb",
         (r"[Cc]ontext[ -]parallel(?:ism)?",),
         source="NVIDIA Megatron-Core documentation, context parallelism; Liu et al. 2023, Ring Attention",
     ),
@@ -111,7 +111,7 @@ ENTRIES: tuple[Entry, ...] = (
         "copy-engine",
         "term",
         "A GPU's DMA engine: it copies between memories (another GPU's, the host's) without using the SMs.",
-        "05_measure.ipynb",
+        "06_measure.ipynb",
         (r"copy engines?",),
         source="NVIDIA CUDA C++ Programming Guide, asynchronous concurrent execution",
     ),
@@ -130,7 +130,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "Attention computed tile by tile in on-chip memory, never storing the $s \\times s$ score matrix in HBM, so "
         "attention's activation memory grows linearly in $s$.",
-        "06_model_meets_measurements.ipynb",
+        "07_model_meets_measurements.ipynb",
         (r"Flash-?Attention(?:-\d)?",),
         source="Dao et al. 2022, FlashAttention, arXiv:2205.14135",
     ),
@@ -140,7 +140,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "$\\log \\sum_i e^{x_i}$, the softmax's normaliser in log space, computed stably by subtracting the "
         "largest $x_i$ first; FlashAttention keeps it per row to combine tiles.",
-        "06_model_meets_measurements.ipynb",
+        "08_capstone.ipynb",
         (r"log-sum-exp", r"logsumexp"),
     ),
     Entry(
@@ -160,7 +160,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "Mixture of experts: a layer whose MLP is several expert MLPs, a router sending each token to a few of them; "
         "the parameters grow with the experts, the FLOPs per token only with the experts a token visits.",
-        "04_communication_budget.ipynb",
+        "01_mac.ipynb",
         (r"MoE", r"[Mm]ixtures? of experts"),
         source="Shazeer et al. 2017, arXiv:1701.06538",
     ),
@@ -180,7 +180,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "Root-mean-square normalisation: divides a vector by its RMS and scales it, without subtracting the mean "
         "(Llama's normalisation, in place of LayerNorm).",
-        "07_capstone.ipynb",
+        "08_capstone.ipynb",
         (r"RMSNorm",),
         source="Zhang & Sennrich 2019, Root Mean Square Layer Normalization, arXiv:1910.07467",
     ),
@@ -189,7 +189,7 @@ ENTRIES: tuple[Entry, ...] = (
         "swiglu",
         "term",
         "The gated MLP of Llama: $(\\mathrm{Swish}(xW_1) \\odot xW_3)W_2$, three weight matrices instead of two.",
-        "07_capstone.ipynb",
+        "08_capstone.ipynb",
         (r"SwiGLU",),
         source="Shazeer 2020, GLU Variants Improve Transformer, arXiv:2002.05202",
     ),
@@ -209,7 +209,7 @@ ENTRIES: tuple[Entry, ...] = (
         "dma",
         "abbreviation",
         "Direct memory access: a device copies memory by itself, without a processor doing the loads and stores.",
-        "05_measure.ipynb",
+        "06_measure.ipynb",
         (r"DMA",),
     ),
     Entry(
@@ -218,7 +218,7 @@ ENTRIES: tuple[Entry, ...] = (
         "abbreviation",
         "Elastic Fabric Adapter, AWS's network interface for HPC and ML: 3,200 Gbps per p5.48xlarge, 400 Gbps per "
         "p4de.24xlarge.",
-        "02_nccl.ipynb",
+        "07_model_meets_measurements.ipynb",
         (r"EFA",),
         source="AWS EC2 P5 and P4 instance pages",
     ),
@@ -227,7 +227,7 @@ ENTRIES: tuple[Entry, ...] = (
         "ffn",
         "abbreviation",
         "Feed-forward network: the MLP block of a transformer layer ($h \\to 4h \\to h$ in GPT-3).",
-        "03_parallelism.ipynb",
+        "07_model_meets_measurements.ipynb",
         (r"FFN",),
     ),
     Entry(
@@ -236,7 +236,7 @@ ENTRIES: tuple[Entry, ...] = (
         "abbreviation",
         "PyTorch's Fully Sharded Data Parallel: data parallelism with parameters, gradients and optimizer state "
         "sharded, as in ZeRO stage 3.",
-        "03_parallelism.ipynb",
+        "08_capstone.ipynb",
         (r"FSDP",),
         source="Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277",
     ),
@@ -283,7 +283,7 @@ ENTRIES: tuple[Entry, ...] = (
         "abbreviation",
         "Streaming multiprocessor, a GPU's unit of compute (132 on an H100 SXM, 108 on an A100); a kernel that "
         "runs a collective occupies some.",
-        "04_communication_budget.ipynb",
+        "08_capstone.ipynb",
         (r"SMs?",),
         source=f"{_NVIDIA_H100}; {_NVIDIA_A100}",
     ),
@@ -293,7 +293,7 @@ ENTRIES: tuple[Entry, ...] = (
         "abbreviation",
         "Zero Redundancy Optimizer: data parallelism that shards the optimizer state (stage 1), then the gradients "
         "(2), then the parameters (3) across the replicas.",
-        "03_parallelism.ipynb",
+        "01_mac.ipynb",
         (r"ZeRO(?:-[0-3])?",),
         source="Rajbhandari et al. 2020, arXiv:1910.02054",
     ),
@@ -342,7 +342,7 @@ ENTRIES: tuple[Entry, ...] = (
         "software",
         "MPI, the Message Passing Interface standard for processes that exchange messages; MPICH, an open-source "
         "implementation of it.",
-        "02_nccl.ipynb",
+        "06_measure.ipynb",
         (r"MPICH", r"MPI"),
         source="MPI Forum, MPI 4.0 (2021); mpich.org",
     ),
@@ -362,7 +362,7 @@ ENTRIES: tuple[Entry, ...] = (
         "software",
         "The framework is what runs a plan (its precision recipe, buckets, overlaps); the calibrated model "
         "assumes Hugging Face's nanotron, the library of the Ultra-Scale Playbook's runs.",
-        "04_communication_budget.ipynb",
+        "../labs/03_memory_budget.ipynb",
         (r"nanotron", r"the framework"),
         source="github.com/huggingface/nanotron; course_lib.parallelism.frameworks",
     ),
@@ -371,8 +371,8 @@ ENTRIES: tuple[Entry, ...] = (
         "calibration",
         "software",
         "The ideal model (every byte and FLOP from the formulas, compute at an assumed efficiency $\\eta$); "
-        "without it, course_lib applies the calibration that lesson 06 fits.",
-        "03_parallelism.ipynb",
+        "without it, course_lib applies the calibration that lesson 07 fits.",
+        "07_model_meets_measurements.ipynb",
         (r"calibration=None", r"calibrated model"),
         code_name="calibration",
     ),
@@ -416,7 +416,8 @@ ENTRIES: tuple[Entry, ...] = (
         "symbol",
         "Accelerators working on one run, $d \\cdot t \\cdot p$.",
         "00_course_map.ipynb",
-        code_name="gpus",
+        code_name="gpus, devices",
+        nouns=("GPU", "device"),
     ),
     Entry(
         "$K_\\text{opt}$",
@@ -446,7 +447,7 @@ ENTRIES: tuple[Entry, ...] = (
         "$p$",
         "p",
         "symbol",
-        "Ranks of a collective (lessons 02, 04, 05) and pipeline stages (lesson 03 on): the one shared symbol.",
+        "Ranks of a collective (lessons 02, 04 and 06) and pipeline stages (lesson 03 on): the one shared symbol.",
         "00_course_map.ipynb",
         code_name="ranks, pipeline_parallel, pp",
         nouns=("rank", "stage", "GPU", "device", "chunk", "micro-batch"),
@@ -616,7 +617,7 @@ ENTRIES: tuple[Entry, ...] = (
         "symbol",
         "Bytes per parameter of the weights, the gradients and the optimizer state, as the framework keeps them: "
         "2 (bf16 weights), 4 (fp32 gradients) and 12 (Adam) in nanotron's recipe, the calibrated model's.",
-        "07_capstone.ipynb",
+        "08_capstone.ipynb",
         (r"b_\\text\{param\}", r"b_\\text\{grad\}", r"b_\\text\{opt\}"),
         source="course_lib.parallelism.frameworks (PRECISION_RECIPES, NANOTRON)",
     ),
@@ -627,7 +628,7 @@ ENTRIES: tuple[Entry, ...] = (
         "Memory of the last stage's logits (bf16, the loss's fp32 copy and its fp32 gradient: 10 bytes per token and "
         "vocabulary entry), and what the model does "
         "not count (CUDA context, allocator caching, fragmentation; about 2 GB fitted).",
-        "07_capstone.ipynb",
+        "08_capstone.ipynb",
         (r"M_\\text\{logits\}", r"M_\\text\{framework\}"),
         source="course_lib.parallelism.frameworks (logits_bytes_per_element); calibration (framework_bytes)",
     ),
@@ -638,7 +639,7 @@ ENTRIES: tuple[Entry, ...] = (
         "notation",
         "A plan as $d \\cdot t \\cdot p$, its ZeRO stage and $b \\times m$: 2 replicas, no tensor parallelism, "
         "4 stages, ZeRO-1, micro-batch 1, 128 micro-batches per step.",
-        "06_model_meets_measurements.ipynb",
+        "07_model_meets_measurements.ipynb",
         (r"\d+·\d+·\d+ ZeRO-\d(?: b\d+×\d+)?",),
     ),
 )
