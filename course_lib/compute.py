@@ -171,9 +171,9 @@ def transformer_params(layers, hidden, vocab, seq_len):
 
 
 def transformer_layer_forward_flops(batch, seq_len, hidden):
-    """Forward FLOPs of one transformer layer: 24Bsh² + 4Bs²h (Narayanan et al. 2021, appendix).
+    """Forward FLOPs of one transformer layer: 24bsh² + 4bs²h (Narayanan et al. 2021, appendix).
 
-    QKV projections 6Bsh², scores QKᵀ 2Bs²h, attention over values 2Bs²h, output projection 2Bsh², MLP 16Bsh².
+    QKV projections 6bsh², scores QKᵀ 2bs²h, attention over values 2bs²h, output projection 2bsh², MLP 16bsh².
 
     >>> transformer_layer_forward_flops(1, 2048, 4096) == 24 * 2048 * 4096**2 + 4 * 2048**2 * 4096
     True
@@ -185,7 +185,7 @@ def transformer_layer_forward_flops(batch, seq_len, hidden):
 
 
 def transformer_forward_flops(batch, seq_len, layers, hidden, vocab):
-    """Forward FLOPs of the whole model: l·(24Bsh² + 4Bs²h) + 2BshV (the logit layer).
+    """Forward FLOPs of the whole model: l·(24bsh² + 4bs²h) + 2bshV (the logit layer).
 
     >>> from course_lib.units import format_flops
     >>> format_flops(transformer_forward_flops(1, 2048, 96, 12288, 51200))   # GPT-3, one sequence
@@ -255,8 +255,8 @@ def transformer_flops_by_part(batch, seq_len, layers, hidden, vocab, recompute=T
     """The FLOPs of one training iteration over a global batch, by part of the model and by pass.
 
     The parts of Narayanan et al. 2021's appendix, each a sum of ``gemm_flops`` (forward, all ``layers`` together):
-    ``qkv_projections`` 6Bsh²·l, ``attention_scores`` (QKᵀ) 2Bs²h·l, ``attention_over_values`` 2Bs²h·l,
-    ``output_projection`` 2Bsh²·l, ``mlp`` (h → 4h → h) 16Bsh²·l, and ``logits`` 2BshV. The backward pass costs twice
+    ``qkv_projections`` 6bsh²·l, ``attention_scores`` (QKᵀ) 2bs²h·l, ``attention_over_values`` 2bs²h·l,
+    ``output_projection`` 2bsh²·l, ``mlp`` (h → 4h → h) 16bsh²·l, and ``logits`` 2bshV. The backward pass costs twice
     the forward; recomputation (``recompute_option``) adds one more forward of every layer part ("full"), of the two
     s × s products only ("selective", Korthikanti et al. 2022) or of nothing ("none"); the logits are never
     recomputed. Exact integers, so the forward FLOPs add up to ``transformer_forward_flops`` and everything to

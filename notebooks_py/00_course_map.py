@@ -22,9 +22,10 @@
 # on Binder, and instructors who hand the labs out as graded assignments.
 #
 # **How it is built.** Every number in these notebooks is computed by one small Python package, `course_lib`, whose
-# formulas are tested against published tables (ZeRO's Table 1, nccl-tests' bus-bandwidth factors, Korthikanti et
-# al.'s activation table, Narayanan et al.'s FLOP derivation) and against simulations (collectives run step by step
-# on numpy arrays; pipeline schedules run event by event). The notebooks call it; they never re-derive a formula.
+# formulas are tested against published tables ([ZeRO](glossary.ipynb#zero)'s Table 1, nccl-tests' bus-bandwidth
+# factors, Korthikanti et al.'s activation table, Narayanan et al.'s FLOP derivation) and against simulations
+# (collectives run step by step on numpy arrays; pipeline schedules run event by event). The notebooks call it; they
+# never re-derive a formula.
 
 # %%
 import matplotlib.pyplot as plt
@@ -49,12 +50,12 @@ plt.show()
 #
 # | Lesson | You learn to | Needs | Time |
 # |---|---|---|---|
-# | [01 · Count the work](01_mac.ipynb) | count FLOPs (a MAC is 2 FLOPs; a GEMM is $2MNK$), use the roofline, budget bytes per parameter | Python, matrices | 1.5 h |
+# | [01 · Count the work](01_mac.ipynb) | count FLOPs (a MAC is 2 FLOPs; a [GEMM](glossary.ipynb#gemm) is $2MNK$), use the roofline, budget bytes per parameter | Python, matrices | 1.5 h |
 # | [02 · Move the data](02_nccl.ipynb) | say what each collective does, cost it with $T \approx n\alpha + Q/B_\text{eff}$, read algbw and busbw | 01 | 2.5 h |
 # | [03 · Split the work](03_parallelism.ipynb) | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 | 2.5 h |
 # | [04 · Budget the bytes](04_communication_budget.ipynb) | derive a partition's transfers, separate exposed from hidden time, price one plan's step | 01–03 | 2.5 h |
 # | [05 · Search for a plan](05_plan_search.ipynb) | search every plan a cluster allows, read why each loses, compare the model with a published run | 03, 04 | 1.5 h |
-# | [06 · Measure, don't assume](06_measure.ipynb) | time real collectives on MPI, fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 1.5 h |
+# | [06 · Measure, don't assume](06_measure.ipynb) | time real collectives on [MPI](glossary.ipynb#mpi), fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 1.5 h |
 # | [07 · Check the model against measurements](07_model_meets_measurements.ipynb) | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04–06 | 1.5 h |
 # | [08 · Plan a real run](08_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand and with the search, test how robust the plan is, say what to measure first | 04–07 | 2.5 h |
 #
@@ -86,6 +87,8 @@ plt.show()
 #   again: every quantity is printed with its unit ("2.02 ms", "100 MB", "50 GB/s").
 # - **Self-checks.** Each lesson has multiple-choice questions that answer immediately with an explanation. They
 #   are for you; nothing is recorded.
+# - **Glossary.** Every term, abbreviation, symbol and hardware name is in the [glossary](glossary.ipynb), with the
+#   lesson that introduces it and its source; a lesson links an entry where you first meet a term it does not define.
 # - **Graded labs.** The labs' questions are otter-grader assignments. On your own, `grader.check` runs each
 #   question's public tests and tells you at once whether your answer passes. Instructors also have hidden tests
 #   and grade a class offline: the README's instructor section says how.
@@ -93,7 +96,8 @@ plt.show()
 # %% [markdown]
 # ## Notation
 #
-# The same symbols are used in the prose, in the equations and — under the code name — in `course_lib`. Quantities
+# The same symbols are used in the prose, in the equations and — under the code name — in `course_lib`; the
+# [glossary](glossary.ipynb#Symbols) lists them with the symbols the lessons add. Quantities
 # are in SI base units; decimal prefixes by default (1 GB = $10^9$ bytes), binary ones (GiB) only where named.
 #
 # | Symbol | Code name | Meaning | Unit |
@@ -119,24 +123,24 @@ plt.show()
 # | $\alpha$ | `latency_s` | startup latency of one step | s |
 # | $B_\text{eff}$ (or $B$) | `bandwidth_bytes_per_s` | effective one-way bandwidth per rank | bytes/s |
 # | $g$, $N_\text{nodes}$ | `devices_per_node`, `nodes` | GPUs per node, nodes (lesson 02's hierarchical all-reduce) | — |
-# | $r$ | `rails` | network rails a flat ring runs on, one ring each (lesson 02) | — |
+# | $N_\text{rails}$ | `rails` | network rails a flat ring runs on, one ring each (lesson 02) | — |
 # | $k$ | `DOUBLE_BINARY_TREE_CHUNKS` | chunks a pipelined tree cuts the buffer into (lesson 02) | — |
 # | $\gamma$ | `reduce_s_per_byte` | reduction cost | s/byte |
 # | algbw, busbw | `algbw_bytes_per_s`, `busbw_bytes_per_s` | nccl-tests' algorithm and bus bandwidth | bytes/s |
-# | $d$ (or $N_d$) | `data_parallel` | data-parallel replicas | — |
+# | $d$ (or $N_d$, $N_\text{dp}$) | `data_parallel` | data-parallel replicas | — |
 # | $t$ | `tensor_parallel` | tensor-parallel group size | — |
 # | $p$ | `pipeline_parallel` | pipeline stages (lesson 03 on) | — |
 # | $m$ (or $N_\text{acc}$) | `grad_accum_steps` | micro-batches per step (gradient accumulation) | — |
 # | $v$ | `virtual_stages` | model chunks per device (interleaved schedule) | — |
 # | $T_\text{comm}$ | `comm_time`, `collective_time` | time of a collective, $n\alpha + Q/B_\text{eff}$ | s |
 #
-# Each symbol names one quantity, with one exception the literature forces on us: $p$ is the ranks of a collective
-# (as in MPI's papers: lessons 02, 04 and 06) and the pipeline stages (as in Megatron-LM's: lesson 03 on); lesson 04
-# uses both and says where each applies. A symbol in brackets is a second form a lesson keeps where it follows a
-# paper: ZeRO's $N_d$ in its memory formulas, the accumulation count $N_\text{acc}$ in the global batch, $P$ in
-# Narayanan et al.'s formulas (lesson 01), and the plain $B$ of the α–β model for a bandwidth.
-# `course_lib.pipeline` and `parallelism.pipeline_bubble_fraction` name $p$ and $m$ `stages` and `microbatches`,
-# the names their graded lab uses.
+# Each symbol names one quantity, with one exception the literature forces on us: $p$ is the ranks of a collective (as
+# in MPI's papers: lessons 02, 04 and 06) and the pipeline stages (as in Megatron-LM's: lesson 03 on); lesson 04 uses
+# both and says where each applies. A symbol in brackets is a second form a lesson keeps where it follows a paper:
+# ZeRO's $N_d$ in its memory formulas, $N_\text{dp}$ in lesson 03's global batch, the accumulation count $N_\text{acc}$
+# in the global batch, $P$ in Narayanan et al.'s formulas (lesson 01), and the plain $B$ of the α–β model for a
+# bandwidth. `course_lib.pipeline` and `parallelism.pipeline_bubble_fraction` name $p$ and $m$ `stages` and
+# `microbatches`, the names their graded lab uses.
 
 # %% [markdown]
 # ## The hardware presets
@@ -199,7 +203,7 @@ for cluster in hardware.CLUSTERS.values():
 # | Place frequent exchanges on fast links: the hierarchical all-reduce | [02 · Worked example](02_nccl.ipynb#Worked-example); [04 · Mechanism](04_communication_budget.ipynb#Mechanism) |
 # | The price of a split: sharding makes a model fit but adds traffic; larger groups shrink each device's work until communication dominates | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [04 · Mechanism](04_communication_budget.ipynb#Mechanism) (strong scaling) |
 # | Exposed against overlapped communication, and why a step must be measured | [04 · The science](04_communication_budget.ipynb#The-science), [04 · Worked example](04_communication_budget.ipynb#Worked-example); [06 · Measure, don't assume](06_measure.ipynb) |
-# | Training against serving: why a partition that trains well may serve poorly | [04 · Worked example](04_communication_budget.ipynb#Worked-example), step 5 (decode is latency-bound); [01 · Figures](01_mac.ipynb#Figures) (the roofline) |
+# | Training against serving: why a partition that trains well may serve poorly | [04 · Worked example](04_communication_budget.ipynb#Worked-example), step 5 ([decode](glossary.ipynb#decode) is latency-bound); [01 · Figures](01_mac.ipynb#Figures) (the roofline) |
 # | Pipeline bubbles and schedules | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [lab 4](../labs/04_pipeline_schedule.ipynb) |
 # | The usual mistakes | the *Misconception* section of [02](02_nccl.ipynb#Misconception), [03](03_parallelism.ipynb#Misconception) and [04](04_communication_budget.ipynb#Misconception) |
 

@@ -59,8 +59,9 @@ from course_lib.widgets import quiz
 # 3. **A transformer is mostly matrix products** (GEMMs, general matrix multiplies). Adding them up layer by layer
 #    gives the FLOPs of a forward pass. The backward pass costs about twice as much, so a training step costs
 #    about three forward passes (four if activations are recomputed).
-# 4. **Every GEMM also moves bytes.** Its inputs must be read from the accelerator's memory (HBM) and its output
-#    written back. Arithmetic and memory traffic each take time; whichever takes longer sets the pace.
+# 4. **Every GEMM also moves bytes.** Its inputs must be read from the accelerator's memory (**HBM**, high-bandwidth
+#    memory: the DRAM stacked beside the chip) and its output written back. Arithmetic and memory traffic each take
+#    time; whichever takes longer sets the pace.
 # 5. **Training holds more than the weights.** Gradients and optimizer state sit next to the parameters, 16 bytes
 #    per parameter in all with mixed-precision Adam. For large models that exceeds one device's memory, and the
 #    rest of the course is about dividing it, and the work, among devices.
@@ -118,7 +119,7 @@ for m, k, n in [(2, 1, 2), (2, 3, 4), (4, 16, 4), (4, 256, 4)]:
 # | $V$ | `vocab` | vocabulary size | count |
 # | $P$ (ZeRO writes $\Psi$) | `params` | parameters of the model | count |
 # | $D$ (Eq. 4 writes $T$) | `tokens` | training tokens | count |
-# | $N_\text{GPU}$ (Eq. 4 writes $n$) | `gpus` | accelerators working on the run | count |
+# | $N_\text{GPU}$ (Eq. 4's n) | `gpus` | accelerators working on the run | count |
 # | $X$ | `achieved_flops_per_s_per_gpu` | FLOP/s each GPU actually achieves | FLOP/s |
 #
 # **GEMM** (`compute.gemm_flops(m, n, k)`):
@@ -154,9 +155,9 @@ for m, k, n in [(2, 1, 2), (2, 3, 4), (4, 16, 4), (4, 256, 4)]:
 # $12lh^2$ is the weight matrices, $13lh$ the biases and LayerNorm parameters, $(V + s)h$ the token and position
 # embeddings.
 #
-# *Assumptions:* dense GPT-style layers (no mixture of experts, no grouped-query attention), MLP width $4h$, FLOPs
-# counted regardless of precision; softmax, LayerNorm, activation functions and the optimizer step are left out
-# (they are small next to the GEMMs). The paper calls Eq. (3) a lower bound for that reason.
+# *Assumptions:* dense GPT-style layers (no [mixture of experts](glossary.ipynb#moe), no grouped-query attention), MLP
+# width $4h$, FLOPs counted regardless of precision; softmax, LayerNorm, activation functions and the optimizer step are
+# left out (they are small next to the GEMMs). The paper calls Eq. (3) a lower bound for that reason.
 #
 # The derivation of $F_\text{layer}$, one GEMM at a time, for a GPT-3 layer ($h = 12288$) processing one
 # sequence of $s = 2048$ tokens. Attention runs per head, but $a$ heads of width $h/a$ add up to one product of
@@ -204,11 +205,11 @@ print(f"equal: {layer_total == formula}")
 # $$T = \max\left(T_\text{math},\ T_\text{mem}\right) = \max\left(\frac{F}{R},\ \frac{Q_\text{mem}}{W}\right)$$
 # Dividing $F$ by $T$ gives the **attainable rate** (`compute.attainable_flops_per_s`), the roofline itself:
 # $$R_\text{attainable} = \min(R,\ I \cdot W), \qquad I = \frac{F}{Q_\text{mem}}$$
-# The two regimes meet at the **ridge point** $I^* = R/W$ (`compute.ridge_point_flops_per_byte`). Below it a
-# kernel is memory-bound and more FLOP/s would not help; above it, compute-bound.
-# A bf16 GEMM reads both inputs and writes its output at least once: $Q_\text{mem} = 2(MK + KN + MN)$ bytes
-# (`compute.gemm_bytes`). When one dimension $M$ is much smaller than $K$ and $N$ (a few tokens against large
-# weight matrices), $I = MNK/(MK + KN + MN) \approx M$: the intensity is about the number of tokens in the batch.
+# The two regimes meet at the **ridge point** $I^* = R/W$ (`compute.ridge_point_flops_per_byte`). Below it a kernel is
+# memory-bound and more FLOP/s would not help; above it, compute-bound. A [bf16](glossary.ipynb#number-formats) (2-byte)
+# GEMM reads both inputs and writes its output at least once: $Q_\text{mem} = 2(MK + KN + MN)$ bytes
+# (`compute.gemm_bytes`). When one dimension $M$ is much smaller than $K$ and $N$ (a few tokens against large weight
+# matrices), $I = MNK/(MK + KN + MN) \approx M$: the intensity is about the number of tokens in the batch.
 #
 # *Assumptions:* each operand crosses HBM exactly once (perfect on-chip reuse), compute and memory traffic overlap
 # completely, and the peak is the dense datasheet figure. Real kernels sit below the roofline; it is an upper bound

@@ -23,12 +23,13 @@
 # - How a ring all-reduce works: a reduce-scatter followed by an all-gather, $2(p-1)$ steps that each move $S/p$
 #   bytes per rank.
 # - The α–β cost model $T_\text{comm} \approx n\alpha + Q/B_\text{eff}$, and the costs of ring, binomial-tree,
-#   recursive-doubling, Rabenseifner and NCCL's double-binary-tree algorithms side by side.
+#   recursive-doubling, Rabenseifner and [NCCL](glossary.ipynb#nccl)'s double-binary-tree algorithms side by side.
 # - When a collective is latency-bound and when bandwidth-bound, and the payload where it switches.
 # - How to read nccl-tests' *algbw* and *busbw*, and what a bandwidth figure means: one-way or two-way, per GPU or
 #   per node, nominal or measured.
-# - What an all-reduce across nodes costs as NCCL's multi-rail flat ring and as a hierarchical all-reduce (NVLink
-#   inside each node, the network between nodes), and what the hierarchy really saves: latency steps.
+# - What an all-reduce across nodes costs as NCCL's multi-rail flat ring and as a hierarchical all-reduce
+#   ([NVLink](glossary.ipynb#nvlink) inside each node, the network between nodes), and what the hierarchy really saves:
+#   latency steps.
 
 # %% [markdown]
 # ## Prerequisites
@@ -60,7 +61,7 @@ from course_lib.widgets import quiz
 # | **all-reduce** | every rank holds a buffer | every rank holds the sum |
 # | **reduce-scatter** | every rank holds a buffer of $p$ chunks | rank $r$ holds chunk $r$ of the sum |
 # | **all-gather** | rank $r$ holds chunk $r$ | every rank holds all $p$ chunks |
-# | **all-to-all** | rank $s$ holds $p$ blocks, block $d$ meant for rank $d$ | rank $d$ holds block $d$ of every rank |
+# | **all-to-all** | rank $i$ holds $p$ blocks, block $j$ meant for rank $j$ | rank $j$ holds block $j$ of every rank |
 # | **send/recv** | rank $r$ holds a buffer | rank $r+1$ holds it (point to point; here every rank sends around a ring) |
 #
 # In training, all-reduce sums gradients across data-parallel replicas and combines the partial outputs of a
@@ -92,7 +93,7 @@ for op in ("broadcast", "reduce", "all_reduce", "reduce_scatter", "all_gather", 
 # %% [markdown]
 # Read the sums: all-reduce leaves $10+20+30+40 = 100$ (plus $4c$) in chunk $c$ on every rank; reduce leaves it
 # only on the root (the other ranks keep their inputs); reduce-scatter leaves chunk $r$ of it on rank $r$. In the
-# all-to-all, rank $d$ ends with element $d$ of every rank's buffer: 10 + d, 20 + d, 30 + d, 40 + d. This is a
+# all-to-all, rank $j$ ends with element $j$ of every rank's buffer: 10 + j, 20 + j, 30 + j, 40 + j. This is a
 # transpose of the ranks × blocks grid. Every simulated result matches the numpy reference. The *Figures* section
 # draws the same data as before/after grids.
 #
@@ -278,10 +279,10 @@ for algorithm in ("ring", "binomial_tree", "recursive_doubling", "rabenseifner")
 #
 # ### algbw and busbw: how nccl-tests reports bandwidth
 #
-# NVIDIA's nccl-tests measure a collective's time $t$ for a buffer of $S$ bytes and print two bandwidths
+# NVIDIA's nccl-tests measure a collective's time $T$ for a buffer of $S$ bytes and print two bandwidths
 # (`doc/PERFORMANCE.md`):
 #
-# - **algbw** $= S/t$ (`collectives.algbw_bytes_per_s`): useful for predicting how long an operation of another
+# - **algbw** $= S/T$ (`collectives.algbw_bytes_per_s`): useful for predicting how long an operation of another
 #   size takes, but it depends on $p$: a ring all-reduce's algbw falls as ranks are added.
 # - **busbw** $=$ algbw $\times$ factor (`collectives.busbw_bytes_per_s`, `collectives.busbw_factor`), with the
 #   factor chosen so that busbw is the bandwidth each rank's link actually sustained, comparable with the
@@ -386,8 +387,8 @@ print(
 #
 # ### All-reduce algorithms side by side
 #
-# Eight ranks, $B$ = 50 GB/s (an InfiniBand NDR port's share per GPU) and $\alpha$ = 5 µs, for payloads from 1 kB
-# to 1 GB. The fastest algorithm of each row is marked.
+# Eight ranks, $B$ = 50 GB/s (an [InfiniBand](glossary.ipynb#infiniband) NDR port's share per GPU) and $\alpha$ = 5 µs,
+# for payloads from 1 kB to 1 GB. The fastest algorithm of each row is marked.
 
 # %%
 bandwidth, latency = 50 * units.GB, 5 * units.US
@@ -446,8 +447,9 @@ for p in (8, 64, 512):
 #
 # ### Reading nccl-tests: algbw and busbw
 #
-# Two published all-reduce measurements of 16 GiB on one 8-GPU node: an AWS p5.48xlarge (8× H100, NVLink 4,
-# out-of-place time 62239 µs) and an 8× A100 node (NVLink 3, 127997 µs). Converting the measured time:
+# Two published all-reduce measurements of 16 GiB on one 8-GPU node: an AWS
+# [p5.48xlarge](glossary.ipynb#cloud-instances) (8× H100, NVLink 4, [out-of-place](glossary.ipynb#out-of-place) time
+# 62239 µs) and an 8× A100 node (NVLink 3, 127997 µs). Converting the measured time:
 
 # %%
 measured = [
@@ -467,10 +469,10 @@ for name, size_bytes, time_s, link in measured:
 
 # %% [markdown]
 # The A100 node's busbw, 235 GB/s, is 78.3 % of its NVLink's 300 GB/s one-way rate, a typical ratio of measured to
-# nominal. The H100 node's 483 GB/s is *above* its NVLink's 450 GB/s one-way rate. That is not a faster wire: at
-# large sizes NCCL used NVLink SHARP (NVLS), where the NVSwitches perform the reduction, so each GPU sends less than
-# the $2(p-1)/p \cdot S$ that the busbw factor assumes. Ring-only H100 runs reach about 370 GB/s. Busbw is a
-# normalisation, not a link speed.
+# nominal. The H100 node's 483 GB/s is *above* its NVLink's 450 GB/s one-way rate. That is not a faster wire: at large
+# sizes NCCL used NVLink SHARP (NVLS), where the [NVSwitches](glossary.ipynb#nvswitch) perform the reduction, so each
+# GPU sends less than the $2(p-1)/p \cdot S$ that the busbw factor assumes. Ring-only H100 runs reach about 370 GB/s.
+# Busbw is a normalisation, not a link speed.
 #
 # ### Bandwidth semantics: from datasheet to $B$
 #
@@ -508,7 +510,8 @@ for link, links in (
 # links' worth.
 #
 # The model can then be checked against the measurements above. Its $\alpha$ must not come from the row it is
-# checked against, so it is taken from a source: NCCL's own tuning model (`src/graph/tuning.cc`, ring, LL protocol)
+# checked against, so it is taken from a source: NCCL's own tuning model (`src/graph/tuning.cc`, ring,
+# [LL protocol](glossary.ipynb#ll-protocol))
 # charges 6.6 µs per call plus 0.6 µs per NVLink hop, and an 8-GPU ring all-reduce has 14 hops. The presets round
 # the result to 1 µs per step:
 
@@ -611,7 +614,7 @@ for nodes in (2, 4, 16, 64):
 #
 # The fair comparison is not a flat ring through one GPU's network adapter. NCCL runs a flat ring as several rings
 # at once (channels), each leaving a node through a different GPU's adapter: one ring per network *rail*
-# (`collectives.multirail_ring_allreduce_time`). With $r = g$ rails each ring all-reduces $S/g$ over all
+# (`collectives.multirail_ring_allreduce_time`). With $N_\text{rails} = g$ rails each ring all-reduces $S/g$ over all
 # $gN_\text{nodes}$ GPUs at one adapter's bandwidth $B_\text{node}/g$, so its network term is
 # $\frac{2(gN_\text{nodes}-1)}{gN_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g} \approx 2S/B_\text{node}$: the same
 # as the hierarchical all-reduce's, $\frac{2(N_\text{nodes}-1)}{N_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g}$.
@@ -698,14 +701,14 @@ for row in log.rows[::4]:
     )
 
 # %% [markdown]
-# The model is optimistic everywhere: between 0.55 and 0.83 of the measured time. NCCL's tuner expects its
-# algorithms to reach their full bandwidth sooner than they do, and has no cost for filling its pipelines; it is
-# built to *rank* the algorithms, not to predict their times. `tests/test_nccl.py` holds it to every log in
-# `data/nccl_tests/`: within a factor of 2 at every size on all but two, which it names with the reason (one ran
-# one process for 8 GPUs, one a TCP transport at half its NICs' rate), and a median error of at most 25 % from
-# 1 MiB up on three of the seven (this one misses it). From lesson 04 on, `budget` times every collective of a plan
-# with this model; the textbook formulas above are how to read it: the ring's $2(p-1)$ steps and
-# $2(p-1)/p \cdot S$ bytes, the tree's $\lg$ steps.
+# The model is optimistic everywhere: between 0.55 and 0.83 of the measured time. NCCL's tuner expects its algorithms to
+# reach their full bandwidth sooner than they do, and has no cost for filling its pipelines; it is built to *rank* the
+# algorithms, not to predict their times. `tests/test_nccl.py` holds it to every log in `data/nccl_tests/`: within a
+# factor of 2 at every size on all but two, which it names with the reason (one ran one process for 8 GPUs, one a TCP
+# transport at half its [NICs](glossary.ipynb#nic)' rate), and a median error of at most 25 % from 1 MiB up on three of
+# the seven (this one misses it). From lesson 04 on, `budget` times every collective of a plan with this model; the
+# textbook formulas above are how to read it: the ring's $2(p-1)$ steps and $2(p-1)/p \cdot S$ bytes, the tree's $\lg$
+# steps.
 #
 # The ring all-reduce lab, which comes with the labs, lets you vary ranks, payload, effective bandwidth and startup
 # latency in an ideal ring all-reduce. That is its scope: it is not a topology-specific or every-collective traffic
@@ -732,8 +735,8 @@ plt.show()
 
 # %% [markdown]
 # Reduce-scatter leaves one quarter of the sum on each rank; all-gather spreads the quarters to everyone. Run one
-# after the other, they are an all-reduce. The all-to-all is a transpose: column $d$ of rank $s$ becomes column
-# $s$ of rank $d$.
+# after the other, they are an all-reduce. The all-to-all is a transpose: column $j$ of rank $i$ becomes column
+# $i$ of rank $j$.
 
 # %%
 viz.plot_collective_data("all_to_all", ranks=4)

@@ -70,10 +70,10 @@ from course_lib.widgets import quiz
 #   state: the optimizer state (stage 1), then the gradients (stage 2), then the parameters themselves (stage 3)
 #   are partitioned across the data-parallel devices and gathered when needed.
 #
-# Other schemes partition the sequence (context parallelism), the experts of a mixture-of-experts model, or both;
-# they follow the same logic and are not modelled in this course. The splits combine: a large run uses all of them
-# at once, with $d \cdot t \cdot p = N_\text{GPU}$ devices for data-parallel size $d$, tensor-parallel size $t$ and
-# pipeline-parallel size $p$ (Narayanan et al. 2021's notation).
+# Other schemes partition the sequence ([context parallelism](glossary.ipynb#context-parallelism)), the experts of a
+# mixture-of-experts model, or both; they follow the same logic and are not modelled in this course. The splits combine:
+# a large run uses all of them at once, with $d \cdot t \cdot p = N_\text{GPU}$ devices for data-parallel size $d$,
+# tensor-parallel size $t$ and pipeline-parallel size $p$ (Narayanan et al. 2021's notation).
 #
 # | Split | What is partitioned | Consequence |
 # |---|---|---|
@@ -254,9 +254,9 @@ for sp in (False, True):
 #
 # ### 3. Pipeline schedules and the bubble
 #
-# With $p$ stages and $m$ micro-batches, GPipe and 1F1B (PipeDream-Flush) idle for $(p-1)$ micro-batch slots at
-# the start and end of every step, so the bubble, as a fraction of the ideal time $m(t_f + t_b)$, is
-# (Narayanan et al. 2021, §2.2)
+# With $p$ stages and $m$ micro-batches, GPipe and 1F1B (PipeDream-Flush) idle for $(p-1)$ micro-batch slots at the
+# start and end of every step, so the bubble time $t_\text{pb}$, as a fraction of the ideal time
+# $t_\text{id} = m(t_f + t_b)$ ([glossary](glossary.ipynb#bubble-time)), is (Narayanan et al. 2021, §2.2)
 #
 # $$\frac{t_\text{pb}}{t_\text{id}} = \frac{p-1}{m}, \qquad \text{interleaved with } v \text{ chunks per device: } \frac{p-1}{v\,m}.$$
 #
@@ -532,10 +532,11 @@ print(f"15B would need {units.format_bytes(parallelism.zero_model_state_bytes(15
 # Now the whole budget for GPT-3 175B on 80 GB A100s, with `parallelism.memory_breakdown` (first pipeline stage,
 # micro-batch 1, 64 micro-batches per step when there is a pipeline). Each plan changes one thing.
 #
-# The cell passes `calibration=None`: the ideal model of this lesson, 16 bytes of model state per parameter and
-# the activations above. Called without it, `memory_breakdown` (and lesson 04's `budget.step_time`, lesson 05's
-# `budget.search_plans`) uses the course's default calibration instead: the memory of a real framework, nanotron
-# (its precision recipe's bytes per parameter, its logits and buffers), fitted on the Ultra-Scale Playbook's
+# The cell passes [`calibration=None`](glossary.ipynb#calibration): the ideal model of this lesson, 16 bytes of
+# model state per parameter and the activations above. Called without it, `memory_breakdown` (and lesson 04's
+# `budget.step_time`, lesson 05's `budget.search_plans`) uses the course's default calibration instead: the memory of
+# a real framework, [nanotron](glossary.ipynb#framework) (its precision recipe's bytes per parameter, its logits and
+# buffers), fitted on the Ultra-Scale Playbook's
 # measured runs. Lesson 07 explains where it comes from.
 
 # %%
@@ -698,8 +699,8 @@ for name, timeline in timelines.items():
 # > *Doubling GPU count does not guarantee halving runtime; communication and serial dependencies remain.*
 #
 # Take the 4-stage pipeline above and double it to 8 stages, with the same 8 micro-batches. Each stage now holds
-# half the layers, so $t_f$ and $t_b$ halve. The pipeline's serial dependency (stage $k$ cannot start a
-# micro-batch before stage $k-1$ has finished it) does not shrink:
+# half the layers, so $t_f$ and $t_b$ halve. The pipeline's serial dependency (a stage cannot start a
+# micro-batch before the stage before it has finished it) does not shrink:
 
 # %%
 four_stages = pipeline.pipeline_schedule(4, 8, "1f1b", forward_time_s=T_F, backward_time_s=T_B)

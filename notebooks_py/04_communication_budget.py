@@ -501,11 +501,12 @@ print(f"latency–bandwidth crossover for 8 ranks: {units.format_bytes(report.cr
 decode_payload = parallelism.ACTIVATION_BYTES * 1 * MODEL.hidden
 
 # %% [markdown]
-# The training all-reduce is bandwidth-bound (the bandwidth term is 20 times the latency term); the decode
-# all-reduce is the opposite, a hundred times more latency than transfer. The rest of this section serves Llama 3.1
-# 70B (80 layers, 64 query heads that share 8 KV heads: grouped-query attention) on H100s with `course_lib.serving`.
-# First the memory. Serving keeps no gradients and no optimizer state, only the bf16 weights and, per sequence,
-# $2 \cdot l \cdot n_{kv} \cdot d_\text{head}$ values per token of context: a K and a V for each layer and each KV head.
+# The training all-reduce is bandwidth-bound (the bandwidth term is 20 times the latency term); the decode all-reduce is
+# the opposite, a hundred times more latency than transfer. The rest of this section serves Llama 3.1 70B (80 layers, 64
+# query heads that share 8 KV heads: grouped-query attention) on H100s with `course_lib.serving`. First the memory.
+# Serving keeps no gradients and no optimizer state, only the bf16 weights and, per sequence,
+# $2 \cdot l \cdot n_{kv} \cdot d_\text{head}$ values per token of context: a K and a V for each layer and each KV head
+# ($n_{kv}$ key-value heads of $d_\text{head} = h/a$ values each: [glossary](glossary.ipynb#kv-heads)).
 
 # %%
 from course_lib import serving

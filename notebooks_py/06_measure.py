@@ -70,7 +70,7 @@ DATA = measure.DATA_DIR
 #
 # An MPI job is $p$ processes ("ranks") started together by `mpiexec`; each calls the same collective on its own
 # buffer. MPICH implements the algorithms lesson 02 costs (ring, recursive doubling, Rabenseifner's reduce-scatter +
-# all-gather, binomial trees, Bruck, pairwise) and lets a run force one with a control variable, e.g.
+# all-gather, binomial trees, [Bruck](glossary.ipynb#bruck), pairwise) and lets a run force one with a control variable, e.g.
 # `MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring`. `course_lib.measure` starts such a job, and for every size:
 #
 # 1. fills float32 buffers with small integers, so the exact result is known;
@@ -82,7 +82,7 @@ DATA = measure.DATA_DIR
 #    option picks rank 0, the mean, the minimum or the maximum); the OSU micro-benchmarks put a barrier between
 #    iterations and report the average over ranks (the maximum with `-f`);
 # 4. **checks the data**: a wrong sum aborts the job; a wrong result is an error, never a time;
-# 5. reports the median and the 10th and 90th percentiles over iterations, algbw $= S/t$ and busbw $=$ algbw
+# 5. reports the median and the 10th and 90th percentiles over iterations, algbw $= S/T$ and busbw $=$ algbw
 #    $\times$ `busbw_factor(op, p)` (nccl-tests' definitions).
 #
 # For the overlap experiment, `measure.measure_step` runs a data-parallel step on MPI ranks: a "backward pass" of
@@ -110,8 +110,8 @@ DATA = measure.DATA_DIR
 # $$T_\text{exposed} = T_\text{step} - T_\text{compute alone}$$
 #
 # read off completed steps, next to lesson 04's prediction, `budget.exposed_after_overlap(T_comm, window)`. With the
-# gradient in $k$ buckets, each posted when its layer's backward finishes, the last bucket starts when the compute
-# ends: at best $T_\text{exposed} \ge T_\text{comm}(S/k)$.
+# gradient in $N_\text{buckets}$ buckets, each posted when its layer's backward finishes, the last bucket starts when
+# the compute ends: at best $T_\text{exposed} \ge T_\text{comm}(S/N_\text{buckets})$.
 #
 # ### Variables
 #
@@ -122,8 +122,8 @@ DATA = measure.DATA_DIR
 # | $n$, $Q$ | phases and critical-path bytes of the algorithm | –, bytes |
 # | $\alpha$ | per-phase latency | s |
 # | $B$ | one-way per-rank bandwidth | bytes/s |
-# | $t$ | median time of one call, max over ranks | s |
-# | $k$ | gradient buckets | – |
+# | $T$ | median time of one call, max over ranks | s |
+# | $N_\text{buckets}$ | gradient buckets | – |
 #
 # ### What a measurement assumes
 #
@@ -297,7 +297,7 @@ for label, cluster in (("datasheet", hardware.NEBIUS_H100_IB), ("measured", meas
 # ### Step 6 · Overlap, measured
 #
 # A data-parallel step on two ranks: a "backward pass" of 4 layers, and a 16 MiB gradient all-reduced in 4 buckets
-# (bucket $k$ holds layer $k$'s gradients and can start when that layer is done). The schedules:
+# (bucket $i$ holds layer $i$'s gradients and can start when that layer is done). The schedules:
 #
 # | schedule | what runs |
 # |---|---|
@@ -309,10 +309,10 @@ for label, cluster in (("datasheet", hardware.NEBIUS_H100_IB), ("measured", meas
 # | `nonblocking_async` | `nonblocking` with MPICH's progress thread (`MPIR_CVAR_ASYNC_PROGRESS=1`) |
 #
 # The backward pass runs in one of two ways. On a GPU the host core is free while the device computes, and a NIC or
-# copy engine moves the bytes; to model that, `device_flops_per_s=40e9` makes each layer a wait of its FLOPs over
-# 40 GFLOP/s, during which the rank's core can copy. Without it the ranks multiply matrices with numpy on the
-# same two cores that must also copy the gradient through shared memory. Live first, the modelled accelerator
-# (numbers vary; not compared):
+# [copy engine](glossary.ipynb#copy-engine) moves the bytes; to model that, `device_flops_per_s=40e9` makes each layer a
+# wait of its FLOPs over 40 GFLOP/s, during which the rank's core can copy. Without it the ranks multiply matrices with
+# numpy on the same two cores that must also copy the gradient through shared memory. Live first, the modelled
+# accelerator (numbers vary; not compared):
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: a live MPI measurement; its times differ on every run
@@ -370,9 +370,9 @@ for recorded_step in steps.values():
 # competes with the ranks for the cores, and here it is no better than `blocking` (MPICH's documentation asks for a
 # free hardware thread per progress thread).
 #
-# With the backward pass on the CPU, no schedule hides the all-reduce by more than the spread: the cores that
-# multiply matrices are the ones that copy the gradient through shared memory, so every schedule pays the copy.
-# Overlap needs an agent that moves the bytes while the compute runs: a NIC's DMA, a GPU's copy engine, or a free
+# With the backward pass on the CPU, no schedule hides the all-reduce by more than the spread: the cores that multiply
+# matrices are the ones that copy the gradient through shared memory, so every schedule pays the copy. Overlap needs an
+# agent that moves the bytes while the compute runs: a NIC's [DMA](glossary.ipynb#dma), a GPU's copy engine, or a free
 # core. Lesson 04's prediction assumes one exists.
 
 # %% [markdown]

@@ -63,11 +63,12 @@ HELD_OUT = np.isin(runs["model"], validation.HELD_OUT_MODELS)  # the 8B and 80B 
 # **Role.** A model that ranks plans is only as good as the plans it gets right. Validation is the step that
 # says, with numbers, where the model may be trusted.
 #
-# Each measured run is *replayed*: its model (layers, hidden size, FFN, grouped-query attention, vocabulary), its
-# plan (data, tensor and pipeline sizes, ZeRO stage, micro-batch, accumulation) and its cluster (that many nodes of
-# 8 × H100, NVLink inside a node, AWS EFA between nodes) go into the same functions lesson 04 uses:
-# `parallelism.memory_breakdown` gives the memory per GPU, hence "fits in 80 GB?", and `budget.step_time` the step,
-# hence tokens/s and MFU. `validation.replay_runs` does this for all 3,306 runs at once. Then:
+# Each measured run is *replayed*: its model (layers, hidden size, [FFN](glossary.ipynb#ffn), grouped-query attention,
+# vocabulary), its plan (data, tensor and pipeline sizes, ZeRO stage, micro-batch, accumulation) and its cluster (that
+# many nodes of 8 × H100, NVLink inside a node, AWS [EFA](glossary.ipynb#efa) between nodes) go into the same functions
+# lesson 04 uses: `parallelism.memory_breakdown` gives the memory per GPU, hence "fits in 80 GB?", and
+# `budget.step_time` the step, hence tokens/s and MFU. `validation.replay_runs` does this for all 3,306 runs at once.
+# Then:
 #
 # 1. **Fit** a few constants on the runs of the 1B and 3B models (`validation.fit_playbook_calibration`).
 # 2. **Hold out** the 8B and 80B runs: every judgement is made on them.
@@ -87,11 +88,11 @@ HELD_OUT = np.isin(runs["model"], validation.HELD_OUT_MODELS)  # the 8B and 80B 
 #
 # ### The calibration: five constants, each with a meaning
 #
-# The calibrated model (`parallelism.Calibration`) states the framework's traits as assumptions (bf16 weights with
-# fp32 main gradients, FlashAttention, 25 MB gradient buckets, no prefetch of ZeRO parameter gathers, ZeRO with a
-# pipeline only up to stage 1) and fits five constants, printed below with their fitted values. It is the default of
-# `step_time`, `search_plans` and `memory_breakdown` (`calibration="default"`); `calibration=None` is the ideal
-# model of lessons 03 and 04.
+# The **calibrated model** (`parallelism.Calibration`) states the framework's traits as assumptions (bf16 weights with
+# fp32 main gradients, [FlashAttention](glossary.ipynb#flashattention), 25 MB gradient buckets, no prefetch of ZeRO
+# parameter gathers, ZeRO with a pipeline only up to stage 1) and fits five constants, printed below with their fitted
+# values. It is the default of `step_time`, `search_plans` and `memory_breakdown` (`calibration="default"`);
+# **`calibration=None`** is the ideal model of lessons 03 and 04.
 
 # %%
 cal = parallelism.PLAYBOOK_CALIBRATION
@@ -140,10 +141,10 @@ for name, meaning, value in (
 # | symbol | in code | meaning | unit |
 # |---|---|---|---|
 # | MFU | `predicted_mfu`, `measured_mfu` | model FLOPs utilisation | fraction |
-# | $M$ | `predicted_memory_bytes`, `measured_memory_bytes` | peak memory per GPU | bytes |
+# | $M_\text{peak}$ | `predicted_memory_bytes`, `measured_memory_bytes` | peak memory per GPU | bytes |
 # | $\rho$ | `validation.spearman` | Spearman's rank correlation | – |
-# | $r$ | `validation.residuals_by` | predicted / measured, per run | – |
-# | $n$, $t$, $p$ | `nodes`, `tp`, `pp` | nodes, tensor- and pipeline-parallel sizes | – |
+# | ratio | `validation.residuals_by` | predicted / measured, per run | – |
+# | $N_\text{nodes}$, $t$, $p$ | `nodes`, `tp`, `pp` | nodes, tensor- and pipeline-parallel sizes | – |
 #
 # ### What the comparison assumes
 #
@@ -194,6 +195,9 @@ held = validation.validation_figures(after, HELD_OUT)
 # ### Step 3 · Why the predicted best is not the measured best
 #
 # In each (model, nodes) cell, the model picks the plan with the highest predicted MFU among those it thinks fit.
+# A plan is written $d \cdot t \cdot p$, its ZeRO stage, then micro-batch × accumulation steps: **2·1·4 ZeRO-1
+# b1×128** is 2 replicas, no tensor parallelism, 4 pipeline stages, ZeRO-1 and 128 micro-batches of 1 sequence
+# per step ([glossary](glossary.ipynb#plan-notation)).
 
 # %%
 for model in validation.HELD_OUT_MODELS:

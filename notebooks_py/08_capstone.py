@@ -91,10 +91,13 @@ from course_lib.widgets import quiz
 # Memory per device, for the heaviest pipeline stage (lesson 03), with $\Psi_\text{stage}$ the parameters of the
 # stage's $\lceil l/p \rceil$ layers (plus the embedding on the first stage):
 #
-# $$M = \underbrace{\frac{\Psi_\text{stage}}{t}\Big(\frac{b_\text{param}}{d_{\ge 3}} + \frac{b_\text{grad}}{d_{\ge 2}} + \frac{b_\text{opt}}{d_{\ge 1}}\Big)}_\text{model states, ZeRO stage} + \underbrace{\Big\lceil\frac{l}{p}\Big\rceil \cdot b\,s \cdot A_\text{token} \cdot \min(p, m)}_\text{activations, 1F1B} + M_\text{logits} + M_\text{framework}$$
+# $$M_\text{device} = \underbrace{\frac{\Psi_\text{stage}}{t}\Big(\frac{b_\text{param}}{d_{\ge 3}} + \frac{b_\text{grad}}{d_{\ge 2}} + \frac{b_\text{opt}}{d_{\ge 1}}\Big)}_\text{model states, ZeRO stage} + \underbrace{\Big\lceil\frac{l}{p}\Big\rceil \cdot b\,s \cdot A_\text{token} \cdot \min(p, m)}_\text{activations, 1F1B} + M_\text{logits} + M_\text{framework}$$
 #
-# where $d_{\ge k}$ is $d$ when the ZeRO stage is at least $k$ and 1 otherwise, and $A_\text{token}$ the bytes one
-# layer stores per token (lesson 03's table, for this architecture).
+# where $b_\text{param}$, $b_\text{grad}$ and $b_\text{opt}$ are the bytes per parameter of the weights, the gradients
+# and the optimizer state as the framework keeps them ([glossary](glossary.ipynb#bytes-per-param)), $d_{\ge z}$ is $d$
+# when the ZeRO stage is at least $z$ and 1 otherwise, $A_\text{token}$ the bytes one layer stores per token (lesson
+# 03's table, for this architecture), $M_\text{logits}$ the last stage's logits and $M_\text{framework}$ the memory the
+# framework holds beyond the model ([glossary](glossary.ipynb#memory-terms)).
 #
 # Step time (lesson 04), with a micro-batch slot $T_\text{slot} = t_f + t_b + T_\text{TP} + T_\text{PP}$:
 #
@@ -139,9 +142,9 @@ from course_lib.widgets import quiz
 #
 # ### Step 1 · The model, checked against its published size
 #
-# `parallelism.LLAMA3_70B` is Llama 3.1 70B as its published configuration describes it: 80 layers of hidden size
-# 8192, 64 query heads sharing 8 key/value heads (grouped-query attention), a gated (SwiGLU) MLP of 28,672, a
-# vocabulary of 128,256 with separate input and output embeddings, trained on sequences of 8,192 tokens.
+# `parallelism.LLAMA3_70B` is Llama 3.1 70B as its published configuration describes it: 80 layers of hidden size 8192,
+# 64 query heads sharing 8 key/value heads (grouped-query attention), a gated ([SwiGLU](glossary.ipynb#swiglu)) MLP of
+# 28,672, a vocabulary of 128,256 with separate input and output embeddings, trained on sequences of 8,192 tokens.
 
 # %%
 MODEL = parallelism.LLAMA3_70B
@@ -541,8 +544,9 @@ print(ideal_search.table([0]))
 # - **Fixed cost.** Without the 1.6 ms per layer and micro-batch, the plain Megatron-style plan ($t = 8$, $p = 2$,
 #   small micro-batches, no recomputation) wins, and the winner is 3.21 % behind. The fixed cost absorbs more than
 #   kernel launches (nanotron's own bookkeeping): it is the constant least likely to carry over to another framework.
-# - **Overlap.** If communication that overlaps compute slows it by 30 % (shared memory bandwidth and SMs), the
-#   data-parallel traffic hidden under compute is no longer free and a pipeline plan with ZeRO-1 wins.
+# - **Overlap.** If communication that overlaps compute slows it by 30 % (shared memory bandwidth and
+#   [SMs](glossary.ipynb#sm)), the data-parallel traffic hidden under compute is no longer free and a pipeline plan with
+#   ZeRO-1 wins.
 # - **Network.** At InfiniBand's nominal rate, ZeRO-3 with $d = 32$ and $t = 2$ wins outright; the winner is 3.3 %
 #   behind.
 # - **Memory.** With 8 GB less (a longer fragmentation tail, a larger logits buffer, a framework that holds more),
@@ -846,8 +850,8 @@ quiz.MultipleChoice(
 # - **2022: searching automatically.** Alpa (Zheng et al., OSDI'22) searched inter- and intra-operator parallelism
 #   automatically with a cost model and integer programming, and matched hand-tuned Megatron-LM plans on GPT models.
 # - **2024: a 70B-class model in the open.** Llama 3's paper (Grattafiori et al.) reported its 4D parallelism (tensor,
-#   context, pipeline, data with FSDP), the 405B model's batch schedule (4 M tokens, then 8 M and 16 M) and 38–43 % MFU on up to
-#   16,384 H100s (380–430 TFLOP/s per GPU of 989).
+#   context, pipeline, data with [FSDP](glossary.ipynb#fsdp)), the 405B model's batch schedule (4 M tokens, then 8 M and
+#   16 M) and 38–43 % MFU on up to 16,384 H100s (380–430 TFLOP/s per GPU of 989).
 # - **2025: measured plans published.** The Ultra-Scale Playbook (Tazi et al.) ran thousands of configurations on up
 #   to 512 H100s and published them, with the memory and throughput each reached; the course's calibration is fitted
 #   on them, and lesson 07 shows how far the model is from the measurements.

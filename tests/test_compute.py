@@ -91,8 +91,8 @@ def test_selective_recompute_adds_only_the_attention_core():
 
 @pytest.mark.parametrize("recompute", [True, "full", False, "none", "selective"])
 def test_flops_by_part_are_the_appendix_terms(recompute):
-    # By hand, Narayanan et al. 2021's appendix: per layer, forward, QKV 6Bsh², scores 2Bs²h, over values 2Bs²h,
-    # output projection 2Bsh², MLP 16Bsh² (24Bsh² + 4Bs²h together); logits 2BshV once. s ≠ h and l > 1, so
+    # By hand, Narayanan et al. 2021's appendix: per layer, forward, QKV 6bsh², scores 2bs²h, over values 2bs²h,
+    # output projection 2bsh², MLP 16bsh² (24bsh² + 4bs²h together); logits 2bshV once. s ≠ h and l > 1, so
     # a part that swaps s and h, or counts the logits per layer, gives another number.
     b, s, l, h, v = 2, 16, 3, 64, 100
     by_hand = {

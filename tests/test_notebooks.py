@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 import nbformat
 import pytest
 
+from course_lib import glossary
 from tools.assignments import lab_names, master_path
 from tools.twins import difference, twin_of
 
@@ -268,28 +269,39 @@ def test_prerequisites_link_only_to_earlier_lessons(path):
 
 
 COURSE_MAP = ROOT / "notebooks" / "00_course_map.ipynb"
+GLOSSARY = ROOT / "notebooks" / "glossary.ipynb"
 MATH = re.compile(r"\$([^$]+)\$")
 CODE = re.compile(r"`([A-Za-z_][A-Za-z0-9_.]*)`")
 # The one symbol the course lets name two quantities, as 00 says: a collective's ranks and the pipeline stages.
 SHARED_SYMBOLS = {"p"}
 
 
-def variable_tables(notebook) -> list[tuple[int, list[str], list[str]]]:
-    """(cell index, symbols, code names) of every row of a markdown table whose header has "Symbol" and "Code name":
-    the symbols are the $...$ pieces of the first column, split at commas; the code names the `...` of the second
-    outside brackets, an attribute by its last part (`CollectiveCost.wire_bytes` is `wire_bytes`)."""
+def symbol_table_rows(notebook, headers) -> list[tuple[int, list[str], str]]:
+    """(cell index, symbols, second cell) of every row of a markdown table whose first two header cells are one of
+    ``headers`` (lower case): the symbols are the $...$ pieces of the first column, split at commas."""
     rows, header = [], False
     for index, line, _ in markdown_lines(notebook):
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")] if line.lstrip().startswith("|") else []
         if not cells:
             header = False
-        elif [cell.lower() for cell in cells[:2]] == ["symbol", "code name"]:
+        elif tuple(cell.lower() for cell in cells[:2]) in headers:
             header = True
         elif header and len(cells) >= 2 and not set(cells[0]) <= set("-: "):
-            symbols = [part.strip() for piece in MATH.findall(cells[0]) for part in piece.split(",")]
-            names = CODE.findall(re.sub(r"\([^)]*\)", "", cells[1]))  # "(of `f`)" qualifies, it names no quantity
-            rows.append((index, symbols, [name.rsplit(".", 1)[-1] for name in names]))
+            rows.append(
+                (index, [part.strip() for piece in MATH.findall(cells[0]) for part in piece.split(",")], cells[1])
+            )
     return rows
+
+
+def variable_tables(notebook) -> list[tuple[int, list[str], list[str]]]:
+    """(cell index, symbols, code names) of every row of a markdown table whose header has "Symbol" and "Code name"
+    (or "in code"): the code names are the `...` of the second column outside brackets, an attribute by its last
+    part (`CollectiveCost.wire_bytes` is `wire_bytes`)."""
+    return [
+        # "(of `f`)" qualifies, it names no quantity
+        (index, symbols, [name.rsplit(".", 1)[-1] for name in CODE.findall(re.sub(r"\([^)]*\)", "", second))])
+        for index, symbols, second in symbol_table_rows(notebook, {("symbol", "code name"), ("symbol", "in code")})
+    ]
 
 
 def course_notation() -> dict[str, set[str]]:
@@ -338,6 +350,169 @@ def test_variable_tables_use_the_course_notation(path):
                     f"{rel(path)}, cell {index}: none of {symbols} is 00's symbol for `{name}` "
                     f"({' or '.join(sorted(notation[name]))}); use 00's symbol ({REGENERATE})"
                 )
+
+
+def test_the_glossary_defines_every_symbol_of_the_course_notation():
+    defined = glossary_symbols()
+    missing = [
+        symbol for _, symbols, _ in variable_tables(read(COURSE_MAP)) for symbol in symbols if symbol not in defined
+    ]
+    assert not missing, f"00's notation table has {missing}, which course_lib/glossary.py does not define: add them"
+
+
+@pytest.mark.parametrize("path", EXECUTED, ids=ids(EXECUTED))
+def test_variable_tables_give_each_symbol_its_glossary_meaning(path):
+    """A lesson's or lab's variable table gives a symbol the code name the glossary gives it ($r$ is a rank's index,
+    not a ratio): each symbol stands for one quantity across the course."""
+    entries, problems = glossary_symbols(), []
+    for index, symbols, names in variable_tables(read(path)):
+        pairs = (
+            zip(symbols, [[n] for n in names], strict=True)
+            if len(symbols) == len(names)
+            else ((s, names) for s in symbols)
+        )
+        for symbol, named in pairs:
+            entry = entries.get(symbol)
+            meant = {name.strip() for name in entry.code_name.split(",")} if entry and entry.code_name else None
+            if meant is not None and not meant & set(named):
+                problems.append(
+                    f"cell {index}: ${symbol}$ for {', '.join(f'`{n}`' for n in named)}, which the glossary gives "
+                    f"{', '.join(f'`{n}`' for n in sorted(meant))}; use another symbol ({REGENERATE})"
+                )
+    assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
+
+
+WORD = re.compile(r"[a-z]{3,}")
+# Words too common to say that two meanings agree.
+COMMON = {"the", "and", "for", "one", "per", "each", "every", "with", "that", "this", "from", "its", "are", "not"}
+
+
+def meaning_tables(notebook) -> list[tuple[int, list[str], str]]:
+    """(cell index, symbols, meaning) of every row of a markdown table headed "Symbol | Meaning" (no code names)."""
+    return symbol_table_rows(notebook, {("symbol", "meaning")})
+
+
+@pytest.mark.parametrize("path", EXECUTED, ids=ids(EXECUTED))
+def test_meaning_tables_agree_with_the_glossary(path):
+    """A "Symbol | Meaning" table (no code names) gives each symbol the glossary defines a meaning that shares a word
+    with the glossary's definition ($k$, "gradient buckets", against "chunks a pipelined tree cuts the buffer
+    into", does not)."""
+    entries, problems = glossary_symbols(), []
+    for index, symbols, meaning in meaning_tables(read(path)):
+        for symbol in symbols:
+            entry = entries.get(symbol)
+            if entry is None:
+                continue
+            shared = (set(WORD.findall(meaning.lower())) & set(WORD.findall(entry.definition.lower()))) - COMMON
+            if not shared:
+                problems.append(
+                    f"cell {index}: ${symbol}$ is {meaning!r} here, but the glossary defines it as "
+                    f"{entry.definition!r}; use another symbol, or say the same thing ({REGENERATE})"
+                )
+    assert not problems, f"{rel(path)}:\n  " + "\n  ".join(problems)
+
+
+# A symbol's meaning as the prose gives it: the thing it counts ("$k$ chunks", "$n$ latency-bearing steps", "ranks
+# $n$", "rank count $n$"), one of these nouns, or "index" where it numbers one of them ("rank $r$", "stage $k$"); a
+# variable table's row reads the same way ("| $k$ | gradient buckets |").
+SYMBOL = r"\$(\\?[A-Za-z]+(?:_(?:\w|\{[^{}$]*\}|\\text\{[^{}$]*\}))?)\$"
+NOUNS = (
+    "rank",
+    "chunk",
+    "bucket",
+    "micro-batch",
+    "rail",
+    "phase",
+    "step",
+    "stage",
+    "layer",
+    "node",
+    "GPU",
+    "device",
+    "head",
+    "replica",
+    "expert",
+)
+NOUN = r"(" + "|".join(NOUNS) + r")"
+# At most one word between a symbol and the noun it counts, not a word that starts a new phrase.
+FILLER = r"(?:(?!(?:and|or|of|per|for|the|a|an|in|to|on|at|by|with|from|than|as|is|are|each|every)\b)[a-z-]+\s+)?"
+COUNTED = re.compile(SYMBOL + r"\s+" + FILLER + NOUN + r"(?:s|es)\b")  # a count is plural
+NAMED = re.compile(r"\b" + NOUN + r"(s|es)?\s+(count\s+)?" + SYMBOL)
+INDEX = "index"
+
+
+def glossary_symbols() -> dict[str, glossary.Entry]:
+    """Each symbol the glossary defines ("k", "N_\\text{rails}"), with its entry."""
+    return {
+        symbol.strip(): entry
+        for entry in glossary.ENTRIES
+        if entry.kind == "symbol"
+        for piece in MATH.findall(entry.term)
+        for symbol in piece.split(",")
+    }
+
+
+def sentences(source: str) -> list[str]:
+    """A markdown cell's text, lines joined, each table row apart: a row of one symbol reads "$k$ gradient
+    buckets" (its symbol and its meaning, the first cell after it not in code), then each of its other cells.
+
+    >>> sentences("rank $r$ holds\\nchunk $r$\\n| $k$ | `k` | chunks |\\n| $n$, $Q$ | phases |")
+    ['$k$ chunks', '`k`', 'chunks', 'phases', 'rank $r$ holds chunk $r$']
+    """
+    rows, prose = [], []
+    for line in source.splitlines():
+        if not line.lstrip().startswith("|"):
+            prose.append(line)
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        meaning = next((cell for cell in cells[1:] if not cell.startswith("`")), "")
+        if len(MATH.findall(cells[0])) == 1 and "," not in cells[0]:
+            rows.append(f"{cells[0]} {meaning}")
+        rows += cells[1:]
+    return rows + [" ".join(" ".join(prose).split())]
+
+
+def symbol_uses(paths) -> dict[str, dict[str, list[str]]]:
+    """symbol -> the noun it counts, or INDEX -> where ("notebooks/02_nccl.ipynb, cell 12"), for every symbol the
+    prose pairs with a noun."""
+    uses: dict[str, dict[str, list[str]]] = {}
+    for path in paths:
+        for index, cell in enumerate(read(path).cells):
+            if cell.cell_type != "markdown":
+                continue
+            texts = sentences(cell.source)
+            pairs = [(m.group(1), m.group(2)) for text in texts for m in COUNTED.finditer(text)]
+            pairs += [
+                (m.group(4), m.group(1) if m.group(2) or m.group(3) else INDEX)
+                for text in texts
+                for m in NAMED.finditer(text)
+            ]
+            for symbol, noun in pairs:
+                uses.setdefault(symbol, {}).setdefault(noun, []).append(f"{rel(path)}, cell {index}")
+    return uses
+
+
+def test_each_symbol_has_one_meaning_in_every_lesson_and_lab():
+    """A symbol counts or numbers one thing across the lessons and the labs: what the glossary's entry lists (its
+    ``nouns``; $p$, the one shared symbol, lists ranks and stages), or, for a symbol the glossary does not define,
+    one thing wherever it appears."""
+    entries, problems = glossary_symbols(), []
+    for symbol, nouns in sorted(symbol_uses([path for path in EXECUTED if path != GLOSSARY]).items()):
+        entry = entries.get(symbol)
+        allowed = set(entry.nouns) if entry is not None else None
+        wrong = sorted(set(nouns) - allowed) if allowed is not None else sorted(nouns) if len(nouns) > 1 else []
+        for noun in wrong:
+            meaning = (
+                f"the glossary gives it {', '.join(sorted(allowed)) or 'none of these'}"
+                if allowed is not None
+                else f"also {sorted(nouns)}"
+            )
+            use = "as an index" if noun == INDEX else f"counting {noun}"
+            problems.append(f"${symbol}$ {use} in {'; '.join(nouns[noun])}: {meaning}")
+    assert not problems, (
+        "a symbol with two meanings: rename it in the prose (the glossary, course_lib/glossary.py, and 00's "
+        "notation table say which symbol means what)\n  " + "\n  ".join(problems)
+    )
 
 
 def link_base(path: Path) -> Path:

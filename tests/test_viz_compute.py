@@ -91,10 +91,10 @@ def test_flops_breakdown_parts_follow_the_appendix_and_gpt3_adds_up():
         for label, pass_name in [p.get_gid().split("|")]
         if pass_name == "forward"
     }
-    assert forward["QKV projections (6Bsh²)"] == 6 * b * s * h**2 * l
-    assert forward["attention scores QKᵀ (2Bs²h)"] == 2 * b * s**2 * h * l
-    assert forward["MLP h → 4h → h (16Bsh²)"] == 16 * b * s * h**2 * l
-    assert forward["logits (2BshV, never recomputed)"] == 2 * b * s * h * v
+    assert forward["QKV projections (6bsh²)"] == 6 * b * s * h**2 * l
+    assert forward["attention scores QKᵀ (2bs²h)"] == 2 * b * s**2 * h * l
+    assert forward["MLP h → 4h → h (16bsh²)"] == 16 * b * s * h**2 * l
+    assert forward["logits (2bshV, never recomputed)"] == 2 * b * s * h * v
     shares = [float(re.search(r"\(([\d.]+) %\)", t.get_text()).group(1)) for t in ax.texts]
     assert len(shares) == 6 and sum(shares) == pytest.approx(100, abs=0.1)
     assert "FLOP" in ax.get_xlabel() and "4.51 EFLOP" in ax.get_title()

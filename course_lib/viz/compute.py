@@ -191,20 +191,20 @@ _PASSES = (
 
 # How a bar names each part of compute.transformer_flops_by_part: its forward FLOPs (per layer; the logits once).
 _PART_LABELS = {
-    "qkv_projections": "QKV projections (6Bsh²)",
-    "attention_scores": "attention scores QKᵀ (2Bs²h)",
-    "attention_over_values": "attention over values (2Bs²h)",
-    "output_projection": "output projection (2Bsh²)",
-    "mlp": "MLP h → 4h → h (16Bsh²)",
-    "logits": "logits (2BshV, never recomputed)",
+    "qkv_projections": "QKV projections (6bsh²)",
+    "attention_scores": "attention scores QKᵀ (2bs²h)",
+    "attention_over_values": "attention over values (2bs²h)",
+    "output_projection": "output projection (2bsh²)",
+    "mlp": "MLP h → 4h → h (16bsh²)",
+    "logits": "logits (2bshV, never recomputed)",
 }
 
 
 def plot_flops_breakdown(batch, seq_len, layers, hidden, vocab, recompute=True, ax=None):
     """Horizontal stacked bars: the FLOPs of one training iteration, by part of the model and by pass.
 
-    Parts as in Narayanan et al. 2021's appendix (each × ``layers``): QKV projections 6Bsh², attention scores
-    2Bs²h, attention over values 2Bs²h, output projection 2Bsh², MLP 16Bsh²; and the logits 2BshV. Each bar is
+    Parts as in Narayanan et al. 2021's appendix (each × ``layers``): QKV projections 6bsh², attention scores
+    2bs²h, attention over values 2bs²h, output projection 2bsh², MLP 16bsh²; and the logits 2bshV. Each bar is
     split into the forward pass, the backward pass (2 × forward) and, with ``recompute``, the recomputed
     forward (``True``/``"full"``: every layer part; ``"selective"``: only the two s × s products; ``False``/
     ``"none"``: nothing). The bars add up exactly to ``compute.transformer_flops_per_iteration`` with the same

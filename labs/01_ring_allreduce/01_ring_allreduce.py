@@ -355,8 +355,8 @@ test_q2_other_rings(ring_beats_recursive_doubling_bytes)
 # %% [markdown]
 # ### Question 3 · From an nccl-tests row to busbw (2 points)
 #
-# nccl-tests times a collective on a buffer of `size` bytes and prints algbw $= S/t$ and busbw $=$ algbw $\times$
-# a factor that depends on the collective and on the number of ranks $n$. Here is a row of `all_reduce_perf` on
+# nccl-tests times a collective on a buffer of `size` bytes and prints algbw $= S/T$ ($T$ the time) and busbw $=$ algbw
+# $\times$ a factor that depends on the collective and on the number of ranks $p$. Here is a row of `all_reduce_perf` on
 # 8 GPUs, with its busbw column blanked:
 #
 # ```

@@ -42,9 +42,9 @@
 # **What you need:** lesson 03, in particular the memory anatomy of one device, the ZeRO stages and ZeRO's
 # Table 1.
 #
-# **Scope.** The memory is that of the first pipeline stage (it holds the most activations) under the 1F1B
-# schedule, with the parameters split evenly over $t \cdot p$ devices. Temporary buffers, the logits, memory
-# fragmentation and the framework's own memory are not counted, so a real plan needs headroom.
+# **Scope.** The memory is that of the first pipeline stage (it holds the most activations) under the 1F1B schedule,
+# with the parameters split evenly over $t \cdot p$ devices. Temporary buffers, the logits, memory fragmentation and the
+# [framework](../notebooks/glossary.ipynb#framework)'s own memory are not counted, so a real plan needs headroom.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
 # runs its public tests and tells you at once whether they pass. The public tests already fail the usual slips
@@ -382,11 +382,11 @@ test_q2_other_budgets(smallest_data_parallel)
 # %% [markdown]
 # ### Question 3 · The largest micro-batch that fits (2 points)
 #
-# Activations grow with the micro-batch; model states do not. Write `largest_micro_batch(model, plan,
-# capacity_bytes)`: the largest micro-batch $b \ge 1$ for which `parallelism.memory_breakdown(model, plan,
-# calibration=None)` (lesson 03's model, as in the lab above) with that micro-batch fits in `capacity_bytes` (all of
-# it: model states and activations), or 0 if even $b = 1$ does not fit. `plan.replace(micro_batch=b)` gives a copy of
-# the plan with another micro-batch.
+# Activations grow with the micro-batch; model states do not. Write `largest_micro_batch(model, plan, capacity_bytes)`:
+# the largest micro-batch $b \ge 1$ for which `parallelism.memory_breakdown(model, plan, calibration=None)` (lesson 03's
+# [ideal model](../notebooks/glossary.ipynb#calibration), as in the lab above) with that micro-batch fits in
+# `capacity_bytes` (all of it: model states and activations), or 0 if even $b = 1$ does not fit.
+# `plan.replace(micro_batch=b)` gives a copy of the plan with another micro-batch.
 
 # %% [raw]
 # # BEGIN SOLUTION

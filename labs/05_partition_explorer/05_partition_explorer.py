@@ -367,9 +367,9 @@ test_q2_placements(tensor_group_leaves_node)
 # %% [markdown]
 # ### Question 3 · How many backward passes hide the gradient reduce-scatter? (2 points)
 #
-# Under ZeRO-1 the gradients are reduce-scattered once per step. Suppose the framework could stream this
-# reduce-scatter behind the backward passes of the last $k$ micro-batches. Write `micro_batches_to_hide(model, plan,
-# cluster)`: the smallest whole $k \ge 1$ whose backward passes last at least as long as the reduce-scatter.
+# Under ZeRO-1 the gradients are reduce-scattered once per step. Suppose the framework could stream this reduce-scatter
+# behind the backward passes of the last $m_\text{hide}$ micro-batches. Write `micro_batches_to_hide(model, plan,
+# cluster)`: the smallest whole $m_\text{hide} \ge 1$ whose backward passes last at least as long as the reduce-scatter.
 #
 # - the reduce-scatter: the data-parallel transfer of `"gradients"` in `parallelism.step_transfers(model, plan)`,
 #   one call priced by `budget.transfer_time_per_call(transfer, plan, cluster)` (it places the group on the links);

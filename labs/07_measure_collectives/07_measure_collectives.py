@@ -237,11 +237,11 @@ test_q1_other_tables(fit_ring_alpha_beta)
 # %% [markdown]
 # ### Question 2 · busbw from a measured row (2 points)
 #
-# nccl-tests reports algbw $= S/t$ and busbw $=$ algbw $\times$ a factor that depends on the collective and the
-# rank count $n$: $2(n-1)/n$ for all-reduce; $(n-1)/n$ for all-gather, reduce-scatter and all-to-all; 1 for
+# nccl-tests reports algbw $= S/T$ ($T$ the time) and busbw $=$ algbw $\times$ a factor that depends on the collective
+# and the rank count $p$: $2(p-1)/p$ for all-reduce; $(p-1)/p$ for all-gather, reduce-scatter and all-to-all; 1 for
 # broadcast and reduce. Write `busbw_bytes_per_s(op, ranks, size_bytes, time_s)` without calling
-# `collectives.busbw_factor` or `collectives.busbw_bytes_per_s`. The public test is the 1 GiB row of the 8× H100
-# log: 4253.0 µs, busbw 441.81 GB/s.
+# `collectives.busbw_factor` or `collectives.busbw_bytes_per_s`. The public test is the 1 GiB row of the 8× H100 log:
+# 4253.0 µs, busbw 441.81 GB/s.
 
 # %% [raw]
 # # BEGIN SOLUTION

@@ -1,0 +1,696 @@
+"""The course's glossary, in one place: every term, abbreviation, symbol, hardware and software name and the plan
+notation the lessons and labs use, each with a one-line definition, the notebook that introduces it and, where the
+definition states a fact, its source.
+
+``notebooks/glossary.ipynb`` shows ``markdown()`` (tests/test_glossary.py checks that it is the same text), one HTML
+anchor per entry, so that a lesson can link ``glossary.ipynb#hbm`` at a term's first use. The same test reads the
+lessons and labs in the order of the course and fails where a term is used before the cell that defines it (bold at
+its definition, or a link to its entry), and where a symbol stands for two different things.
+
+>>> entry = ENTRIES_BY_ANCHOR["hbm"]
+>>> entry.term, entry.kind
+('HBM', 'abbreviation')
+>>> markdown().count('<a id="hbm"></a>')
+1
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["KINDS", "Entry", "ENTRIES", "ENTRIES_BY_ANCHOR", "notebook_label", "markdown"]
+
+# The kinds of entry, in the order the glossary shows them, with the heading of each section.
+KINDS = {
+    "term": "Terms",
+    "abbreviation": "Abbreviations",
+    "hardware": "Hardware and cloud instances",
+    "software": "Software",
+    "symbol": "Symbols",
+    "notation": "Notation",
+}
+_ANCHOR = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+# Where a notebook lives, as a link from notebooks/ (the glossary's folder): a lesson or a lab's student version.
+_NOTEBOOK = re.compile(r"(?:\d\d_\w+|\.\./labs/\d\d_\w+)\.ipynb")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One glossary entry.
+
+    ``term`` as the glossary prints it (markdown: a symbol in $...$); ``anchor`` its HTML id in the glossary notebook
+    (lower case, hyphens); ``kind`` one of ``KINDS``; ``definition`` one line of markdown; ``introduced_in`` the
+    notebook (a link from notebooks/: ``01_mac.ipynb``, ``../labs/05_measure_collectives.ipynb``) where a learner
+    meets it first; ``aliases`` the regular expressions that find the term in a lesson's prose (case-sensitive; the
+    test adds word boundaries; none for a symbol that the course map's notation table defines before any lesson);
+    ``nouns`` for a symbol, the things it counts or indexes ("$k$ chunks", "rank $r$"), singular; ``code_name`` the
+    course_lib name a symbol stands for; ``source`` where a stated fact comes from.
+
+    >>> Entry("X", "x", "term", "A letter.", "01_mac.ipynb").anchor
+    'x'
+    >>> Entry("X", "X!", "term", "A letter.", "01_mac.ipynb")
+    Traceback (most recent call last):
+    ...
+    ValueError: anchor must be lower-case words joined by hyphens (e.g. 'ring-all-reduce'), got 'X!'
+    """
+
+    term: str
+    anchor: str
+    kind: str
+    definition: str
+    introduced_in: str
+    aliases: tuple[str, ...] = ()
+    nouns: tuple[str, ...] = ()
+    code_name: str = ""
+    source: str = ""
+
+    def __post_init__(self):
+        if not _ANCHOR.fullmatch(self.anchor):
+            raise ValueError(
+                f"anchor must be lower-case words joined by hyphens (e.g. 'ring-all-reduce'), got {self.anchor!r}"
+            )
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {sorted(KINDS)}, got {self.kind!r}")
+        if not self.term or not self.definition or "\n" in self.definition or "|" in self.definition:
+            raise ValueError(f"{self.anchor}: term and definition must be non-empty, one line, without '|'")
+        if not _NOTEBOOK.fullmatch(self.introduced_in):
+            raise ValueError(
+                "introduced_in must be a lesson or lab as linked from notebooks/ ('01_mac.ipynb', "
+                f"'../labs/01_ring_allreduce.ipynb'), got {self.introduced_in!r}"
+            )
+        for alias in self.aliases:
+            re.compile(alias)  # a bad pattern fails here, where the entry is written
+
+
+_NVIDIA_H100 = "NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022)"
+_NVIDIA_A100 = "NVIDIA A100 Tensor Core GPU architecture whitepaper (2020)"
+
+ENTRIES: tuple[Entry, ...] = (
+    # ---- terms ----
+    Entry(
+        "all-reduce, all-gather, reduce-scatter",
+        "collectives",
+        "term",
+        "Collectives: every rank ends with the sum of all buffers; with all ranks' chunks; with one chunk of the sum.",
+        "02_nccl.ipynb",
+        source="MPI standard 4.0, chapter 6; NCCL documentation, Collective operations",
+    ),
+    Entry(
+        "Bruck",
+        "bruck",
+        "term",
+        "Bruck et al.'s all-to-all: ⌈lg p⌉ steps, step k sending the blocks whose index has bit k set; fewer steps "
+        "than the pairwise exchange's p − 1, about lg p / 2 times its bytes.",
+        "06_measure.ipynb",
+        (r"Bruck",),
+        source="Bruck et al. 1997, Efficient algorithms for all-to-all communications in multiport message-passing "
+        "systems, IEEE TPDS 8(11); course_lib.collectives.collective_cost",
+    ),
+    Entry(
+        "context parallelism",
+        "context-parallelism",
+        "term",
+        "Splitting the sequence dimension of every activation (attention included) across devices, each holding "
+        "a slice of the tokens; Megatron-Core's CP.",
+        "03_parallelism.ipynb",
+        (r"[Cc]ontext[ -]parallel(?:ism)?",),
+        source="NVIDIA Megatron-Core documentation, context parallelism; Liu et al. 2023, Ring Attention",
+    ),
+    Entry(
+        "copy engine",
+        "copy-engine",
+        "term",
+        "A GPU's DMA engine: it copies between memories (another GPU's, the host's) without using the SMs.",
+        "06_measure.ipynb",
+        (r"copy engines?",),
+        source="NVIDIA CUDA C++ Programming Guide, asynchronous concurrent execution",
+    ),
+    Entry(
+        "decode",
+        "decode",
+        "term",
+        "The serving phase that generates one token per sequence per step, reading every weight and the KV cache "
+        "once per step; prefill, the phase before it, processes the whole prompt at once.",
+        "04_communication_budget.ipynb",
+        (r"[Dd]ecod(?:e|es|ing)",),
+    ),
+    Entry(
+        "FlashAttention",
+        "flashattention",
+        "term",
+        "Attention computed tile by tile in on-chip memory, never storing the $s \\times s$ score matrix in HBM, so "
+        "attention's activation memory grows linearly in $s$.",
+        "07_model_meets_measurements.ipynb",
+        (r"Flash-?Attention(?:-\d)?",),
+        source="Dao et al. 2022, FlashAttention, arXiv:2205.14135",
+    ),
+    Entry(
+        "log-sum-exp",
+        "log-sum-exp",
+        "term",
+        "$\\log \\sum_i e^{x_i}$, the softmax's normaliser in log space, computed stably by subtracting the "
+        "largest $x_i$ first; FlashAttention keeps it per row to combine tiles.",
+        "08_capstone.ipynb",
+        (r"log-sum-exp", r"logsumexp"),
+    ),
+    Entry(
+        "LL protocol",
+        "ll-protocol",
+        "term",
+        "NCCL's low-latency protocol: each 8-byte store carries 4 bytes of data and a 4-byte flag the receiver "
+        "polls, so it needs no separate synchronisation but delivers half the link's bandwidth (LL128: 120 of "
+        "128 bytes).",
+        "02_nccl.ipynb",
+        (r"LL(?:128)?(?: protocol)?",),
+        source="NCCL source, src/include/device.h (NCCL_PROTO_LL, LL128); NCCL_PROTO in the NCCL documentation",
+    ),
+    Entry(
+        "MoE",
+        "moe",
+        "term",
+        "Mixture of experts: a layer whose MLP is several expert MLPs, a router sending each token to a few of them; "
+        "the parameters grow with the experts, the FLOPs per token only with the experts a token visits.",
+        "01_mac.ipynb",
+        (r"MoE", r"[Mm]ixtures? of experts"),
+        source="Shazeer et al. 2017, arXiv:1701.06538",
+    ),
+    Entry(
+        "out-of-place",
+        "out-of-place",
+        "term",
+        "A collective that writes its result into a separate output buffer; in-place reuses the input buffer. "
+        "nccl-tests times both.",
+        "02_nccl.ipynb",
+        (r"out-of-place", r"in-place"),
+        source="NCCL documentation, In-place operations; nccl-tests README",
+    ),
+    Entry(
+        "RMSNorm",
+        "rmsnorm",
+        "term",
+        "Root-mean-square normalisation: divides a vector by its RMS and scales it, without subtracting the mean "
+        "(Llama's normalisation, in place of LayerNorm).",
+        "08_capstone.ipynb",
+        (r"RMSNorm",),
+        source="Zhang & Sennrich 2019, Root Mean Square Layer Normalization, arXiv:1910.07467",
+    ),
+    Entry(
+        "SwiGLU",
+        "swiglu",
+        "term",
+        "The gated MLP of Llama: $(\\mathrm{Swish}(xW_1) \\odot xW_3)W_2$, three weight matrices instead of two.",
+        "08_capstone.ipynb",
+        (r"SwiGLU",),
+        source="Shazeer 2020, GLU Variants Improve Transformer, arXiv:2002.05202",
+    ),
+    # ---- abbreviations ----
+    Entry(
+        "bf16, fp16, fp32",
+        "number-formats",
+        "abbreviation",
+        "Number formats: bfloat16 (8 exponent, 7 mantissa bits), IEEE half (5, 10) and IEEE single precision "
+        "(8, 23): 2, 2 and 4 bytes per number.",
+        "01_mac.ipynb",
+        (r"bf16", r"fp16", r"fp32", r"BF16", r"FP16", r"FP32"),
+        source="IEEE 754-2008; Google Cloud, bfloat16: the secret to high performance on Cloud TPUs (2019)",
+    ),
+    Entry(
+        "DMA",
+        "dma",
+        "abbreviation",
+        "Direct memory access: a device copies memory by itself, without a processor doing the loads and stores.",
+        "06_measure.ipynb",
+        (r"DMA",),
+    ),
+    Entry(
+        "EFA",
+        "efa",
+        "abbreviation",
+        "Elastic Fabric Adapter, AWS's network interface for HPC and ML: 3,200 Gbps per p5.48xlarge, 400 Gbps per "
+        "p4de.24xlarge.",
+        "07_model_meets_measurements.ipynb",
+        (r"EFA",),
+        source="AWS EC2 P5 and P4 instance pages",
+    ),
+    Entry(
+        "FFN",
+        "ffn",
+        "abbreviation",
+        "Feed-forward network: the MLP block of a transformer layer ($h \\to 4h \\to h$ in GPT-3).",
+        "07_model_meets_measurements.ipynb",
+        (r"FFN",),
+    ),
+    Entry(
+        "FSDP",
+        "fsdp",
+        "abbreviation",
+        "PyTorch's Fully Sharded Data Parallel: data parallelism with parameters, gradients and optimizer state "
+        "sharded, as in ZeRO stage 3.",
+        "08_capstone.ipynb",
+        (r"FSDP",),
+        source="Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277",
+    ),
+    Entry(
+        "GEMM",
+        "gemm",
+        "abbreviation",
+        "General matrix multiply, $[M \\times K] \\cdot [K \\times N]$: $2MNK$ FLOPs.",
+        "01_mac.ipynb",
+        (r"GEMMs?",),
+    ),
+    Entry(
+        "HBM",
+        "hbm",
+        "abbreviation",
+        "High Bandwidth Memory: the stacked DRAM beside an accelerator's die that holds its weights, activations "
+        "and optimizer state (80 GB at 3.35 TB/s on an H100 SXM).",
+        "01_mac.ipynb",
+        (r"HBM\d?e?",),
+        source=_NVIDIA_H100,
+    ),
+    Entry(
+        "NIC",
+        "nic",
+        "abbreviation",
+        "Network interface card: the adapter between a node and the network (a DGX H100 has one 400 Gb/s "
+        "InfiniBand NIC per GPU).",
+        "02_nccl.ipynb",
+        (r"NICs?",),
+        source="NVIDIA DGX H100 user guide, network ports",
+    ),
+    Entry(
+        "PTD-P",
+        "ptd-p",
+        "abbreviation",
+        "Pipeline, tensor and data parallelism combined, as Megatron-LM trains a 1-trillion-parameter model.",
+        "03_parallelism.ipynb",
+        (r"PTD-P",),
+        source="Narayanan et al. 2021, arXiv:2104.04473",
+    ),
+    Entry(
+        "SM",
+        "sm",
+        "abbreviation",
+        "Streaming multiprocessor, a GPU's unit of compute (132 on an H100 SXM, 108 on an A100); a kernel that "
+        "runs a collective occupies some.",
+        "08_capstone.ipynb",
+        (r"SMs?",),
+        source=f"{_NVIDIA_H100}; {_NVIDIA_A100}",
+    ),
+    Entry(
+        "ZeRO",
+        "zero",
+        "abbreviation",
+        "Zero Redundancy Optimizer: data parallelism that shards the optimizer state (stage 1), then the gradients "
+        "(2), then the parameters (3) across the replicas.",
+        "01_mac.ipynb",
+        (r"ZeRO(?:-[0-3])?",),
+        source="Rajbhandari et al. 2020, arXiv:1910.02054",
+    ),
+    # ---- hardware and instances ----
+    Entry(
+        "InfiniBand",
+        "infiniband",
+        "hardware",
+        "A data-centre network with RDMA, between nodes; an NDR port carries 400 Gb/s (50 GB/s) each way.",
+        "02_nccl.ipynb",
+        (r"InfiniBand",),
+        source="InfiniBand Trade Association roadmap; NVIDIA ConnectX-7 datasheet",
+    ),
+    Entry(
+        "NVLink",
+        "nvlink",
+        "hardware",
+        "NVIDIA's GPU-to-GPU link inside a node; NVLink 4 gives an H100 18 links, 900 GB/s two-way in total.",
+        "02_nccl.ipynb",
+        (r"NVLink(?: \d)?",),
+        source=_NVIDIA_H100,
+    ),
+    Entry(
+        "NVSwitch",
+        "nvswitch",
+        "hardware",
+        "The switch chip that connects every GPU of a node by NVLink, so that any pair talks at full bandwidth.",
+        "02_nccl.ipynb",
+        (r"NVSwitch(?:es)?",),
+        source=_NVIDIA_H100,
+    ),
+    Entry(
+        "p4de, p5.48xlarge, a3-mega",
+        "cloud-instances",
+        "hardware",
+        "Cloud nodes of 8 GPUs: AWS p4de.24xlarge (A100 80 GB, 400 Gbps EFA), AWS p5.48xlarge (H100, 3,200 Gbps "
+        "EFA), Google Cloud a3-megagpu-8g (H100, 8 × 200 Gbps GPU NICs).",
+        "02_nccl.ipynb",
+        (r"p4de(?:\.24xlarge)?", r"p5(?:\.48xlarge)?", r"a3-mega(?:gpu-8g)?"),
+        source="AWS EC2 P4 and P5 instance pages; Google Cloud accelerator-optimized machines (A3 Mega)",
+    ),
+    # ---- software ----
+    Entry(
+        "MPI, MPICH",
+        "mpi",
+        "software",
+        "MPI, the Message Passing Interface standard for processes that exchange messages; MPICH, an open-source "
+        "implementation of it.",
+        "06_measure.ipynb",
+        (r"MPICH", r"MPI"),
+        source="MPI Forum, MPI 4.0 (2021); mpich.org",
+    ),
+    Entry(
+        "NCCL",
+        "nccl",
+        "software",
+        "NVIDIA Collective Communications Library: the collectives GPUs run over NVLink and the network; "
+        "nccl-tests is its benchmark.",
+        "02_nccl.ipynb",
+        (r"NCCL",),
+        source="github.com/NVIDIA/nccl",
+    ),
+    Entry(
+        "nanotron, the framework",
+        "framework",
+        "software",
+        "The framework is what runs a plan (its precision recipe, buckets, overlaps); the calibrated model "
+        "assumes Hugging Face's nanotron, the library of the Ultra-Scale Playbook's runs.",
+        "03_parallelism.ipynb",
+        (r"nanotron", r"the framework"),
+        source="github.com/huggingface/nanotron; course_lib.parallelism.frameworks",
+    ),
+    Entry(
+        "calibration=None",
+        "calibration",
+        "software",
+        "The ideal model (every byte and FLOP from the formulas, compute at an assumed efficiency $\\eta$); "
+        "without it, course_lib applies the calibration that lesson 07 fits.",
+        "07_model_meets_measurements.ipynb",
+        (r"calibration=None", r"calibrated model"),
+        code_name="calibration",
+    ),
+    # ---- symbols: the course map's notation table, then the lessons' own ----
+    Entry(
+        "$M, N, K$",
+        "gemm-dims",
+        "symbol",
+        "GEMM dimensions: $[M\\times K]\\cdot[K\\times N]$.",
+        "00_course_map.ipynb",
+        code_name="m, n, k",
+    ),
+    Entry(
+        "$b$",
+        "micro-batch",
+        "symbol",
+        "Sequences one replica processes at once (a micro-batch).",
+        "00_course_map.ipynb",
+        code_name="micro_batch, batch",
+    ),
+    Entry(
+        "$B_\\text{global}$",
+        "global-batch",
+        "symbol",
+        "Samples per optimizer step, $b \\cdot m \\cdot d$.",
+        "00_course_map.ipynb",
+        code_name="global_batch, batch",
+    ),
+    Entry("$s$", "seq-len", "symbol", "Sequence length, in tokens.", "00_course_map.ipynb", code_name="seq_len"),
+    Entry("$h$", "hidden", "symbol", "Hidden size of the transformer.", "00_course_map.ipynb", code_name="hidden"),
+    Entry("$a$", "heads", "symbol", "Attention heads.", "00_course_map.ipynb", code_name="heads", nouns=("head",)),
+    Entry(
+        "$l$", "layers", "symbol", "Transformer layers.", "00_course_map.ipynb", code_name="layers", nouns=("layer",)
+    ),
+    Entry("$V$", "vocab", "symbol", "Vocabulary size.", "00_course_map.ipynb", code_name="vocab"),
+    Entry("$\\Psi$ (or $P$)", "params", "symbol", "Parameter count.", "00_course_map.ipynb", code_name="params"),
+    Entry("$D$", "tokens", "symbol", "Training tokens.", "00_course_map.ipynb", code_name="tokens"),
+    Entry(
+        "$N_\\text{GPU}$",
+        "gpus",
+        "symbol",
+        "Accelerators working on one run, $d \\cdot t \\cdot p$.",
+        "00_course_map.ipynb",
+        code_name="gpus, devices",
+        nouns=("GPU", "device"),
+    ),
+    Entry(
+        "$K_\\text{opt}$",
+        "k-opt",
+        "symbol",
+        "Optimizer-state bytes per parameter (12 for mixed-precision Adam).",
+        "00_course_map.ipynb",
+        code_name="optimizer_bytes_per_param",
+    ),
+    Entry(
+        "$I$",
+        "intensity",
+        "symbol",
+        "Arithmetic intensity, FLOP per byte moved.",
+        "00_course_map.ipynb",
+        code_name="intensity_flops_per_byte",
+    ),
+    Entry(
+        "$T_\\text{math}$, $T_\\text{mem}$",
+        "roofline-times",
+        "symbol",
+        "Compute time and memory time of a kernel; the roofline takes the larger.",
+        "00_course_map.ipynb",
+        code_name="roofline_time",
+    ),
+    Entry(
+        "$p$",
+        "p",
+        "symbol",
+        "Ranks of a collective (lessons 02, 04 and 06) and pipeline stages (lesson 03 on): the one shared symbol.",
+        "00_course_map.ipynb",
+        code_name="ranks, pipeline_parallel, pp",
+        nouns=("rank", "stage", "GPU", "device", "chunk", "micro-batch"),
+    ),
+    Entry(
+        "$S$",
+        "payload",
+        "symbol",
+        "A collective's buffer size in bytes, as nccl-tests defines it.",
+        "00_course_map.ipynb",
+        code_name="payload_bytes",
+    ),
+    Entry(
+        "$n$",
+        "phases",
+        "symbol",
+        "Latency-bearing steps (phases) of a collective.",
+        "00_course_map.ipynb",
+        code_name="phases",
+        nouns=("phase", "step"),
+    ),
+    Entry(
+        "$Q$",
+        "wire-bytes",
+        "symbol",
+        "Bytes on a collective's critical path.",
+        "00_course_map.ipynb",
+        code_name="wire_bytes",
+    ),
+    Entry(
+        "$\\alpha$",
+        "alpha",
+        "symbol",
+        "Startup latency of one step of a collective, in seconds.",
+        "00_course_map.ipynb",
+        code_name="latency_s",
+    ),
+    Entry(
+        "$B_\\text{eff}$ (or $B$)",
+        "bandwidth",
+        "symbol",
+        "Effective one-way bandwidth per rank, bytes/s.",
+        "00_course_map.ipynb",
+        code_name="bandwidth_bytes_per_s",
+    ),
+    Entry(
+        "$g$, $N_\\text{nodes}$",
+        "nodes",
+        "symbol",
+        "GPUs per node, and nodes.",
+        "00_course_map.ipynb",
+        code_name="devices_per_node, nodes",
+        nouns=("GPU", "node", "rank"),
+    ),
+    Entry(
+        "$N_\\text{rails}$",
+        "rails",
+        "symbol",
+        "Network rails a flat ring runs on, one ring each (lesson 02).",
+        "00_course_map.ipynb",
+        code_name="rails",
+        nouns=("rail",),
+    ),
+    Entry(
+        "$k$",
+        "tree-chunks",
+        "symbol",
+        "Chunks a pipelined tree cuts the buffer into (lesson 02).",
+        "00_course_map.ipynb",
+        code_name="DOUBLE_BINARY_TREE_CHUNKS",
+        nouns=("chunk",),
+    ),
+    Entry(
+        "$\\gamma$",
+        "gamma",
+        "symbol",
+        "Reduction cost, seconds per byte.",
+        "00_course_map.ipynb",
+        code_name="reduce_s_per_byte",
+    ),
+    Entry(
+        "algbw, busbw",
+        "algbw-busbw",
+        "symbol",
+        "nccl-tests' algorithm bandwidth ($S$ over the time) and bus bandwidth (algbw times a factor per collective).",
+        "00_course_map.ipynb",
+        code_name="algbw_bytes_per_s, busbw_bytes_per_s",
+        source="nccl-tests, doc/PERFORMANCE.md",
+    ),
+    Entry(
+        "$d$ (or $N_d$, $N_\\text{dp}$)",
+        "data-parallel",
+        "symbol",
+        "Data-parallel replicas; $N_d$ in ZeRO's formulas, $N_\\text{dp}$ in the global batch.",
+        "00_course_map.ipynb",
+        (r"N_\\text\{dp\}", r"N_\{\\text\{dp\}\}"),
+        nouns=("replica", "rank", "GPU", "device"),
+        code_name="data_parallel",
+    ),
+    Entry(
+        "$t$",
+        "tensor-parallel",
+        "symbol",
+        "Tensor-parallel group size.",
+        "00_course_map.ipynb",
+        code_name="tensor_parallel, tp",
+        nouns=("GPU", "rank", "device"),
+    ),
+    Entry(
+        "$m$ (or $N_\\text{acc}$)",
+        "grad-accum",
+        "symbol",
+        "Micro-batches per step (gradient accumulation).",
+        "00_course_map.ipynb",
+        code_name="grad_accum_steps",
+        nouns=("micro-batch", "step"),
+    ),
+    Entry(
+        "$v$",
+        "virtual-stages",
+        "symbol",
+        "Model chunks per device (interleaved schedule).",
+        "00_course_map.ipynb",
+        code_name="virtual_stages",
+        nouns=("chunk", "stage"),
+    ),
+    Entry(
+        "$T_\\text{comm}$",
+        "comm-time",
+        "symbol",
+        "Time of a collective, $n\\alpha + Q/B_\\text{eff}$.",
+        "00_course_map.ipynb",
+        code_name="comm_time, collective_time",
+    ),
+    Entry(
+        "$r$",
+        "rank-index",
+        "symbol",
+        "The index of a rank, $0 \\dots p-1$.",
+        "02_nccl.ipynb",
+        nouns=("index",),
+        code_name="rank",
+    ),
+    Entry(
+        "$t_\\text{pb}$, $t_\\text{id}$",
+        "bubble-time",
+        "symbol",
+        "Narayanan et al.'s pipeline bubble time and ideal (bubble-free) time of a step; their ratio is the "
+        "bubble fraction.",
+        "03_parallelism.ipynb",
+        (r"t_\\text\{pb\}", r"t_\\text\{id\}"),
+        source="Narayanan et al. 2021, §2.2.1",
+    ),
+    Entry(
+        "$n_{kv}$, $d_\\text{head}$",
+        "kv-heads",
+        "symbol",
+        "Key-value heads (fewer than $a$ under grouped-query attention) and the size of one head, $h/a$.",
+        "04_communication_budget.ipynb",
+        (r"n_\{kv\}", r"n_\\text\{kv\}", r"d_\\text\{head\}", r"d_\{\\text\{head\}\}"),
+        code_name="kv_heads",
+        nouns=("head",),
+    ),
+    Entry(
+        "$b_\\text{param}$, $b_\\text{grad}$, $b_\\text{opt}$",
+        "bytes-per-param",
+        "symbol",
+        "Bytes per parameter of the weights, the gradients and the optimizer state, as the framework keeps them: "
+        "2 (bf16 weights), 4 (fp32 gradients) and 12 (Adam) in nanotron's recipe, the calibrated model's.",
+        "08_capstone.ipynb",
+        (r"b_\\text\{param\}", r"b_\\text\{grad\}", r"b_\\text\{opt\}"),
+        source="course_lib.parallelism.frameworks (PRECISION_RECIPES, NANOTRON)",
+    ),
+    Entry(
+        "$M_\\text{logits}$, $M_\\text{framework}$",
+        "memory-terms",
+        "symbol",
+        "Memory of the last stage's logits (bf16, the loss's fp32 copy and its fp32 gradient: 10 bytes per token and "
+        "vocabulary entry), and what the model does "
+        "not count (CUDA context, allocator caching, fragmentation; about 2 GB fitted).",
+        "08_capstone.ipynb",
+        (r"M_\\text\{logits\}", r"M_\\text\{framework\}"),
+        source="course_lib.parallelism.frameworks (logits_bytes_per_element); calibration (framework_bytes)",
+    ),
+    # ---- notation ----
+    Entry(
+        "2·1·4 ZeRO-1 b1×128",
+        "plan-notation",
+        "notation",
+        "A plan as $d \\cdot t \\cdot p$, its ZeRO stage and $b \\times m$: 2 replicas, no tensor parallelism, "
+        "4 stages, ZeRO-1, micro-batch 1, 128 micro-batches per step.",
+        "07_model_meets_measurements.ipynb",
+        (r"\d+·\d+·\d+ ZeRO-\d(?: b\d+×\d+)?",),
+    ),
+)
+
+ENTRIES_BY_ANCHOR = {entry.anchor: entry for entry in ENTRIES}
+
+
+def notebook_label(introduced_in: str) -> str:
+    """How the glossary names a notebook: 'lesson 03', 'lab 5' or 'course map'.
+
+    >>> notebook_label("03_parallelism.ipynb"), notebook_label("../labs/05_measure_collectives.ipynb")
+    ('lesson 03', 'lab 5')
+    """
+    stem = introduced_in.rsplit("/", 1)[-1]
+    if introduced_in.startswith("../labs/"):
+        return f"lab {int(stem[:2])}"
+    return "course map" if stem.startswith("00_") else f"lesson {stem[:2]}"
+
+
+def markdown() -> str:
+    """The glossary as markdown: a section per kind, a table row per entry with its HTML anchor; the symbols in the
+    order of the course map's notation table, then the lessons', every other kind alphabetically.
+
+    >>> text = markdown()
+    >>> text.splitlines()[0]
+    '## Terms'
+    >>> '| <a id="gemm"></a>GEMM | General matrix multiply' in text
+    True
+    """
+    sections = []
+    for kind, heading in KINDS.items():
+        entries = [e for e in ENTRIES if e.kind == kind]
+        if kind != "symbol":
+            entries.sort(key=lambda e: e.term.lower())
+        rows = [
+            f'| <a id="{e.anchor}"></a>{e.term} | {e.definition} | [{notebook_label(e.introduced_in)}]'
+            f"({e.introduced_in}) | {e.source} |"
+            for e in entries
+        ]
+        sections.append(
+            f"## {heading}\n\n| Term | Definition | Introduced in | Source |\n|---|---|---|---|\n" + "\n".join(rows)
+        )
+    return "\n\n".join(sections)

@@ -1,0 +1,115 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Glossary
+#
+# Every term, abbreviation, symbol, hardware and software name and the plan notation that the lessons and labs use,
+# with a one-line definition, the lesson or lab where you meet it first, and the source of any fact it states. A
+# lesson links an entry at the term's first use (`glossary.ipynb#hbm`); the symbols are those of the
+# [course map's notation table](00_course_map.ipynb#Notation), then the lessons' own. The table is written from
+# `course_lib.glossary`, and a test checks that every lesson and lab defines or links each term where a learner
+# first meets it.
+
+# %% [markdown]
+# ## Terms
+#
+# | Term | Definition | Introduced in | Source |
+# |---|---|---|---|
+# | <a id="collectives"></a>all-reduce, all-gather, reduce-scatter | Collectives: every rank ends with the sum of all buffers; with all ranks' chunks; with one chunk of the sum. | [lesson 02](02_nccl.ipynb) | MPI standard 4.0, chapter 6; NCCL documentation, Collective operations |
+# | <a id="bruck"></a>Bruck | Bruck et al.'s all-to-all: ⌈lg p⌉ steps, step k sending the blocks whose index has bit k set; fewer steps than the pairwise exchange's p − 1, about lg p / 2 times its bytes. | [lesson 06](06_measure.ipynb) | Bruck et al. 1997, Efficient algorithms for all-to-all communications in multiport message-passing systems, IEEE TPDS 8(11); course_lib.collectives.collective_cost |
+# | <a id="context-parallelism"></a>context parallelism | Splitting the sequence dimension of every activation (attention included) across devices, each holding a slice of the tokens; Megatron-Core's CP. | [lesson 03](03_parallelism.ipynb) | NVIDIA Megatron-Core documentation, context parallelism; Liu et al. 2023, Ring Attention |
+# | <a id="copy-engine"></a>copy engine | A GPU's DMA engine: it copies between memories (another GPU's, the host's) without using the SMs. | [lesson 06](06_measure.ipynb) | NVIDIA CUDA C++ Programming Guide, asynchronous concurrent execution |
+# | <a id="decode"></a>decode | The serving phase that generates one token per sequence per step, reading every weight and the KV cache once per step; prefill, the phase before it, processes the whole prompt at once. | [lesson 04](04_communication_budget.ipynb) |  |
+# | <a id="flashattention"></a>FlashAttention | Attention computed tile by tile in on-chip memory, never storing the $s \times s$ score matrix in HBM, so attention's activation memory grows linearly in $s$. | [lesson 07](07_model_meets_measurements.ipynb) | Dao et al. 2022, FlashAttention, arXiv:2205.14135 |
+# | <a id="ll-protocol"></a>LL protocol | NCCL's low-latency protocol: each 8-byte store carries 4 bytes of data and a 4-byte flag the receiver polls, so it needs no separate synchronisation but delivers half the link's bandwidth (LL128: 120 of 128 bytes). | [lesson 02](02_nccl.ipynb) | NCCL source, src/include/device.h (NCCL_PROTO_LL, LL128); NCCL_PROTO in the NCCL documentation |
+# | <a id="log-sum-exp"></a>log-sum-exp | $\log \sum_i e^{x_i}$, the softmax's normaliser in log space, computed stably by subtracting the largest $x_i$ first; FlashAttention keeps it per row to combine tiles. | [lesson 08](08_capstone.ipynb) |  |
+# | <a id="moe"></a>MoE | Mixture of experts: a layer whose MLP is several expert MLPs, a router sending each token to a few of them; the parameters grow with the experts, the FLOPs per token only with the experts a token visits. | [lesson 01](01_mac.ipynb) | Shazeer et al. 2017, arXiv:1701.06538 |
+# | <a id="out-of-place"></a>out-of-place | A collective that writes its result into a separate output buffer; in-place reuses the input buffer. nccl-tests times both. | [lesson 02](02_nccl.ipynb) | NCCL documentation, In-place operations; nccl-tests README |
+# | <a id="rmsnorm"></a>RMSNorm | Root-mean-square normalisation: divides a vector by its RMS and scales it, without subtracting the mean (Llama's normalisation, in place of LayerNorm). | [lesson 08](08_capstone.ipynb) | Zhang & Sennrich 2019, Root Mean Square Layer Normalization, arXiv:1910.07467 |
+# | <a id="swiglu"></a>SwiGLU | The gated MLP of Llama: $(\mathrm{Swish}(xW_1) \odot xW_3)W_2$, three weight matrices instead of two. | [lesson 08](08_capstone.ipynb) | Shazeer 2020, GLU Variants Improve Transformer, arXiv:2002.05202 |
+#
+# ## Abbreviations
+#
+# | Term | Definition | Introduced in | Source |
+# |---|---|---|---|
+# | <a id="number-formats"></a>bf16, fp16, fp32 | Number formats: bfloat16 (8 exponent, 7 mantissa bits), IEEE half (5, 10) and IEEE single precision (8, 23): 2, 2 and 4 bytes per number. | [lesson 01](01_mac.ipynb) | IEEE 754-2008; Google Cloud, bfloat16: the secret to high performance on Cloud TPUs (2019) |
+# | <a id="dma"></a>DMA | Direct memory access: a device copies memory by itself, without a processor doing the loads and stores. | [lesson 06](06_measure.ipynb) |  |
+# | <a id="efa"></a>EFA | Elastic Fabric Adapter, AWS's network interface for HPC and ML: 3,200 Gbps per p5.48xlarge, 400 Gbps per p4de.24xlarge. | [lesson 07](07_model_meets_measurements.ipynb) | AWS EC2 P5 and P4 instance pages |
+# | <a id="ffn"></a>FFN | Feed-forward network: the MLP block of a transformer layer ($h \to 4h \to h$ in GPT-3). | [lesson 07](07_model_meets_measurements.ipynb) |  |
+# | <a id="fsdp"></a>FSDP | PyTorch's Fully Sharded Data Parallel: data parallelism with parameters, gradients and optimizer state sharded, as in ZeRO stage 3. | [lesson 08](08_capstone.ipynb) | Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277 |
+# | <a id="gemm"></a>GEMM | General matrix multiply, $[M \times K] \cdot [K \times N]$: $2MNK$ FLOPs. | [lesson 01](01_mac.ipynb) |  |
+# | <a id="hbm"></a>HBM | High Bandwidth Memory: the stacked DRAM beside an accelerator's die that holds its weights, activations and optimizer state (80 GB at 3.35 TB/s on an H100 SXM). | [lesson 01](01_mac.ipynb) | NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022) |
+# | <a id="nic"></a>NIC | Network interface card: the adapter between a node and the network (a DGX H100 has one 400 Gb/s InfiniBand NIC per GPU). | [lesson 02](02_nccl.ipynb) | NVIDIA DGX H100 user guide, network ports |
+# | <a id="ptd-p"></a>PTD-P | Pipeline, tensor and data parallelism combined, as Megatron-LM trains a 1-trillion-parameter model. | [lesson 03](03_parallelism.ipynb) | Narayanan et al. 2021, arXiv:2104.04473 |
+# | <a id="sm"></a>SM | Streaming multiprocessor, a GPU's unit of compute (132 on an H100 SXM, 108 on an A100); a kernel that runs a collective occupies some. | [lesson 08](08_capstone.ipynb) | NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022); NVIDIA A100 Tensor Core GPU architecture whitepaper (2020) |
+# | <a id="zero"></a>ZeRO | Zero Redundancy Optimizer: data parallelism that shards the optimizer state (stage 1), then the gradients (2), then the parameters (3) across the replicas. | [lesson 01](01_mac.ipynb) | Rajbhandari et al. 2020, arXiv:1910.02054 |
+#
+# ## Hardware and cloud instances
+#
+# | Term | Definition | Introduced in | Source |
+# |---|---|---|---|
+# | <a id="infiniband"></a>InfiniBand | A data-centre network with RDMA, between nodes; an NDR port carries 400 Gb/s (50 GB/s) each way. | [lesson 02](02_nccl.ipynb) | InfiniBand Trade Association roadmap; NVIDIA ConnectX-7 datasheet |
+# | <a id="nvlink"></a>NVLink | NVIDIA's GPU-to-GPU link inside a node; NVLink 4 gives an H100 18 links, 900 GB/s two-way in total. | [lesson 02](02_nccl.ipynb) | NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022) |
+# | <a id="nvswitch"></a>NVSwitch | The switch chip that connects every GPU of a node by NVLink, so that any pair talks at full bandwidth. | [lesson 02](02_nccl.ipynb) | NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022) |
+# | <a id="cloud-instances"></a>p4de, p5.48xlarge, a3-mega | Cloud nodes of 8 GPUs: AWS p4de.24xlarge (A100 80 GB, 400 Gbps EFA), AWS p5.48xlarge (H100, 3,200 Gbps EFA), Google Cloud a3-megagpu-8g (H100, 8 × 200 Gbps GPU NICs). | [lesson 02](02_nccl.ipynb) | AWS EC2 P4 and P5 instance pages; Google Cloud accelerator-optimized machines (A3 Mega) |
+#
+# ## Software
+#
+# | Term | Definition | Introduced in | Source |
+# |---|---|---|---|
+# | <a id="calibration"></a>calibration=None | The ideal model (every byte and FLOP from the formulas, compute at an assumed efficiency $\eta$); without it, course_lib applies the calibration that lesson 07 fits. | [lesson 07](07_model_meets_measurements.ipynb) |  |
+# | <a id="mpi"></a>MPI, MPICH | MPI, the Message Passing Interface standard for processes that exchange messages; MPICH, an open-source implementation of it. | [lesson 06](06_measure.ipynb) | MPI Forum, MPI 4.0 (2021); mpich.org |
+# | <a id="framework"></a>nanotron, the framework | The framework is what runs a plan (its precision recipe, buckets, overlaps); the calibrated model assumes Hugging Face's nanotron, the library of the Ultra-Scale Playbook's runs. | [lesson 03](03_parallelism.ipynb) | github.com/huggingface/nanotron; course_lib.parallelism.frameworks |
+# | <a id="nccl"></a>NCCL | NVIDIA Collective Communications Library: the collectives GPUs run over NVLink and the network; nccl-tests is its benchmark. | [lesson 02](02_nccl.ipynb) | github.com/NVIDIA/nccl |
+#
+# ## Symbols
+#
+# | Term | Definition | Introduced in | Source |
+# |---|---|---|---|
+# | <a id="gemm-dims"></a>$M, N, K$ | GEMM dimensions: $[M\times K]\cdot[K\times N]$. | [course map](00_course_map.ipynb) |  |
+# | <a id="micro-batch"></a>$b$ | Sequences one replica processes at once (a micro-batch). | [course map](00_course_map.ipynb) |  |
+# | <a id="global-batch"></a>$B_\text{global}$ | Samples per optimizer step, $b \cdot m \cdot d$. | [course map](00_course_map.ipynb) |  |
+# | <a id="seq-len"></a>$s$ | Sequence length, in tokens. | [course map](00_course_map.ipynb) |  |
+# | <a id="hidden"></a>$h$ | Hidden size of the transformer. | [course map](00_course_map.ipynb) |  |
+# | <a id="heads"></a>$a$ | Attention heads. | [course map](00_course_map.ipynb) |  |
+# | <a id="layers"></a>$l$ | Transformer layers. | [course map](00_course_map.ipynb) |  |
+# | <a id="vocab"></a>$V$ | Vocabulary size. | [course map](00_course_map.ipynb) |  |
+# | <a id="params"></a>$\Psi$ (or $P$) | Parameter count. | [course map](00_course_map.ipynb) |  |
+# | <a id="tokens"></a>$D$ | Training tokens. | [course map](00_course_map.ipynb) |  |
+# | <a id="gpus"></a>$N_\text{GPU}$ | Accelerators working on one run, $d \cdot t \cdot p$. | [course map](00_course_map.ipynb) |  |
+# | <a id="k-opt"></a>$K_\text{opt}$ | Optimizer-state bytes per parameter (12 for mixed-precision Adam). | [course map](00_course_map.ipynb) |  |
+# | <a id="intensity"></a>$I$ | Arithmetic intensity, FLOP per byte moved. | [course map](00_course_map.ipynb) |  |
+# | <a id="roofline-times"></a>$T_\text{math}$, $T_\text{mem}$ | Compute time and memory time of a kernel; the roofline takes the larger. | [course map](00_course_map.ipynb) |  |
+# | <a id="p"></a>$p$ | Ranks of a collective (lessons 02, 04 and 06) and pipeline stages (lesson 03 on): the one shared symbol. | [course map](00_course_map.ipynb) |  |
+# | <a id="payload"></a>$S$ | A collective's buffer size in bytes, as nccl-tests defines it. | [course map](00_course_map.ipynb) |  |
+# | <a id="phases"></a>$n$ | Latency-bearing steps (phases) of a collective. | [course map](00_course_map.ipynb) |  |
+# | <a id="wire-bytes"></a>$Q$ | Bytes on a collective's critical path. | [course map](00_course_map.ipynb) |  |
+# | <a id="alpha"></a>$\alpha$ | Startup latency of one step of a collective, in seconds. | [course map](00_course_map.ipynb) |  |
+# | <a id="bandwidth"></a>$B_\text{eff}$ (or $B$) | Effective one-way bandwidth per rank, bytes/s. | [course map](00_course_map.ipynb) |  |
+# | <a id="nodes"></a>$g$, $N_\text{nodes}$ | GPUs per node, and nodes. | [course map](00_course_map.ipynb) |  |
+# | <a id="rails"></a>$N_\text{rails}$ | Network rails a flat ring runs on, one ring each (lesson 02). | [course map](00_course_map.ipynb) |  |
+# | <a id="tree-chunks"></a>$k$ | Chunks a pipelined tree cuts the buffer into (lesson 02). | [course map](00_course_map.ipynb) |  |
+# | <a id="gamma"></a>$\gamma$ | Reduction cost, seconds per byte. | [course map](00_course_map.ipynb) |  |
+# | <a id="algbw-busbw"></a>algbw, busbw | nccl-tests' algorithm bandwidth ($S$ over the time) and bus bandwidth (algbw times a factor per collective). | [course map](00_course_map.ipynb) | nccl-tests, doc/PERFORMANCE.md |
+# | <a id="data-parallel"></a>$d$ (or $N_d$, $N_\text{dp}$) | Data-parallel replicas; $N_d$ in ZeRO's formulas, $N_\text{dp}$ in the global batch. | [course map](00_course_map.ipynb) |  |
+# | <a id="tensor-parallel"></a>$t$ | Tensor-parallel group size. | [course map](00_course_map.ipynb) |  |
+# | <a id="grad-accum"></a>$m$ (or $N_\text{acc}$) | Micro-batches per step (gradient accumulation). | [course map](00_course_map.ipynb) |  |
+# | <a id="virtual-stages"></a>$v$ | Model chunks per device (interleaved schedule). | [course map](00_course_map.ipynb) |  |
+# | <a id="comm-time"></a>$T_\text{comm}$ | Time of a collective, $n\alpha + Q/B_\text{eff}$. | [course map](00_course_map.ipynb) |  |
+# | <a id="rank-index"></a>$r$ | The index of a rank, $0 \dots p-1$. | [lesson 02](02_nccl.ipynb) |  |
+# | <a id="bubble-time"></a>$t_\text{pb}$, $t_\text{id}$ | Narayanan et al.'s pipeline bubble time and ideal (bubble-free) time of a step; their ratio is the bubble fraction. | [lesson 03](03_parallelism.ipynb) | Narayanan et al. 2021, §2.2.1 |
+# | <a id="kv-heads"></a>$n_{kv}$, $d_\text{head}$ | Key-value heads (fewer than $a$ under grouped-query attention) and the size of one head, $h/a$. | [lesson 04](04_communication_budget.ipynb) |  |
+# | <a id="bytes-per-param"></a>$b_\text{param}$, $b_\text{grad}$, $b_\text{opt}$ | Bytes per parameter of the weights, the gradients and the optimizer state, as the framework keeps them: 2 (bf16 weights), 4 (fp32 gradients) and 12 (Adam) in nanotron's recipe, the calibrated model's. | [lesson 08](08_capstone.ipynb) | course_lib.parallelism.frameworks (PRECISION_RECIPES, NANOTRON) |
+# | <a id="memory-terms"></a>$M_\text{logits}$, $M_\text{framework}$ | Memory of the last stage's logits (bf16, the loss's fp32 copy and its fp32 gradient: 10 bytes per token and vocabulary entry), and what the model does not count (CUDA context, allocator caching, fragmentation; about 2 GB fitted). | [lesson 08](08_capstone.ipynb) | course_lib.parallelism.frameworks (logits_bytes_per_element); calibration (framework_bytes) |
+#
+# ## Notation
+#
+# | Term | Definition | Introduced in | Source |
+# |---|---|---|---|
+# | <a id="plan-notation"></a>2·1·4 ZeRO-1 b1×128 | A plan as $d \cdot t \cdot p$, its ZeRO stage and $b \times m$: 2 replicas, no tensor parallelism, 4 stages, ZeRO-1, micro-batch 1, 128 micro-batches per step. | [lesson 07](07_model_meets_measurements.ipynb) |  |
