@@ -163,7 +163,7 @@ def test_a_self_check_becomes_text_with_its_answer_folded(course, tmp_path):
     site.stage(site.pages(course), out, course)
     cell = staged(out, "notebooks/01_next.ipynb")["cells"][2]
     assert "nbval" not in cell["source"]
-    assert cell["metadata"]["tags"] == ["hide-input"]
+    assert cell["metadata"]["tags"] == ["remove-input"]
     (output,) = cell["outputs"]
     assert set(output["data"]) == {"text/html"}
     quiz = output["data"]["text/html"]

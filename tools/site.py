@@ -284,7 +284,9 @@ def stage_notebook(source: str, notebook: dict, binder_url: str) -> dict:
             cell["source"] = "\n".join(line for line in text.splitlines() if not line.startswith("# nbval-"))
             cell["outputs"] = static_outputs(source, index, cell)
             tags = cell.setdefault("metadata", {}).setdefault("tags", [])
-            if is_plumbing(text) or quiz_html(text) is not None:
+            if quiz_html(text) is not None:
+                tags.append("remove-input")  # the question's text says all its code does
+            elif is_plumbing(text):
                 tags.append("hide-input")
             if any("image/png" in output.get("data", {}) for output in cell["outputs"]):
                 alt = alt_text(title, section, before)
