@@ -378,9 +378,12 @@ def stage_mathjax(target: Path) -> None:
 def run_sphinx(stage_dir: Path, out: Path, home: str) -> None:
     """Sphinx's HTML build of the staged pages; any warning fails it, named by the repository's file."""
     from sphinx.application import Sphinx
+    from sphinx.util.docutils import docutils_namespace, patch_docutils
 
     reports = io.StringIO()
-    with warnings.catch_warnings():
+    # As sphinx-build does: docutils' registries restored after the build, so that a second build in the same process
+    # (the tests) does not warn that Sphinx's nodes are registered already.
+    with patch_docutils(CONFIG_DIR), docutils_namespace(), warnings.catch_warnings():
         # The theme's and MyST's own use of APIs that Sphinx will remove: theirs to fix, not a reader's problem.
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", PendingDeprecationWarning)
