@@ -23,11 +23,11 @@ LAB_OVERRIDES = $(VENV)/share/jupyter/lab/settings/overrides.json
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test quick nb check hooks validate bench notebooks assignments sync grade lock clean
+.PHONY: help lab test quick nb check hooks validate bench notebooks assignments sync grade site serve-site lock clean
 
 help: ## list the targets (this message)
 	@echo "Targets:"
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 18
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 18
 
 # root_dir: without it, Jupyter serves only the opened file's folder (notebooks/), hiding labs/.
 lab: $(VENV)/.lab-installed $(LAB_OVERRIDES) ## open the course in JupyterLab (prints the URL with its login token)
@@ -119,14 +119,26 @@ grade: $(VENV)/.test-installed ## grade SUBMISSIONS=dir of <student>/<lab>.ipynb
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=dir [GRADES=grades.csv] [TIMEOUT=300] [UNSAFE=1]" >&2; exit 2; }
 	$(VENV)/bin/python -m tools.grade "$(SUBMISSIONS)" --assignments $(ASSIGNMENTS) --timeout $(TIMEOUT)$(if $(GRADES), --grades "$(GRADES)")$(if $(filter 1,$(UNSAFE)), --unsafe)
 
+# The course as a static website (tools/site.py; Sphinx with MyST-NB and sphinx-book-theme, configured in site/):
+# every lesson, lab (student version) and the instructors' section, from the notebooks' stored outputs, nothing
+# executed and nothing fetched. A notebook without outputs, a broken link or a missing image stops it, naming the
+# file and the link. Publish by copying build/site/ to any static host; `make serve-site` previews it locally.
+SITE = build/site
+SITE_PORT ?= 8000
+site: $(VENV)/.site-installed ## build the course's website into build/site (from the stored outputs; offline)
+	$(VENV)/bin/python -m tools.site --out $(SITE)
+
+serve-site: site ## build the website, then serve it at http://127.0.0.1:8000 (SITE_PORT=...; Ctrl-C stops it)
+	$(VENV)/bin/python -m http.server $(SITE_PORT) --bind 127.0.0.1 --directory $(SITE)
+
 # One universal resolution (uv pip compile --universal) for every Python from 3.10 up and every platform: a pin
 # that differs between them carries a marker. uv keeps each version already in requirements.lock that still
 # satisfies pyproject.toml, so `make lock` after adding a dependency pins only the new packages and a rerun changes
 # nothing; UPGRADE=1 re-resolves every pin to the newest allowed versions.
 UPGRADE ?=
 # Then environment.yml and binder/environment.yml are written from the lock (tools/environments.py).
-lock: $(VENV)/.test-installed ## pin [lab,test] for Python 3.10+ into requirements.lock and both conda environments (uv; UPGRADE=1 for newest)
-	$(UV) pip compile pyproject.toml --extra lab --extra test --universal --python-version 3.10 \
+lock: $(VENV)/.test-installed ## pin [lab,test,site] for Python 3.10+ into requirements.lock and both conda environments (uv; UPGRADE=1 for newest)
+	$(UV) pip compile pyproject.toml --extra lab --extra test --extra site --universal --python-version 3.10 \
 		--custom-compile-command "make lock" --quiet $(if $(UPGRADE),--upgrade) -o requirements.lock
 	$(VENV)/bin/python -m tools.environments
 
@@ -155,10 +167,16 @@ $(VENV)/.lab-installed: pyproject.toml requirements.lock | $(UV_STAMP)
 	$(UV_INSTALL) -e ".[lab]"
 	touch $@
 
-# [lab,test] includes everything [lab] installs, so this also satisfies the lab stamp.
+# [site]: the website's packages (`make site`). course_lib comes along (its runtime packages), not JupyterLab.
+$(VENV)/.site-installed: pyproject.toml requirements.lock | $(UV_STAMP)
+	$(UV_INSTALL) -e ".[site]"
+	touch $@
+
+# [lab,test,site] includes everything [lab] and [site] install, so this also satisfies their stamps (the browser
+# tests build the website).
 $(VENV)/.test-installed: pyproject.toml requirements.lock | $(UV_STAMP)
-	$(UV_INSTALL) -e ".[lab,test]"
-	touch $@ $(VENV)/.lab-installed
+	$(UV_INSTALL) -e ".[lab,test,site]"
+	touch $@ $(VENV)/.lab-installed $(VENV)/.site-installed
 
 $(LAB_OVERRIDES): binder/overrides.json | $(VENV)/bin/python
 	mkdir -p $(@D)

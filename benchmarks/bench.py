@@ -384,6 +384,34 @@ def bench_calibrate(repeat=7):
         )
 
 
+def bench_site():
+    """`make site` from a clean checkout: a fresh `git clone` of HEAD (no build/, no cache), then tools/site.py in it
+    with this environment's Python, timed as a whole (Python's start and the imports included); and the largest page,
+    its HTML and images (target: build < 2 min, every page < 3 MB)."""
+    import tempfile
+    from pathlib import Path
+
+    from tools import site
+
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as scratch:
+        clone = Path(scratch) / "course"
+        subprocess.run(["git", "clone", "--quiet", str(root), str(clone)], check=True)
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "tools.site", "--out", "build/site"], cwd=clone, text=True,
+                              capture_output=True)  # fmt: skip
+        seconds = time.perf_counter() - start
+        if done.returncode != 0:
+            print(f"make site from a clean checkout: FAILED after {seconds:.1f} s\n{done.stderr.strip()}")
+            return
+        sizes = site.page_bytes(clone / "build" / "site")
+    largest = max(sizes, key=sizes.__getitem__)
+    print(
+        f"make site from a clean checkout (HEAD): {seconds:.1f} s for {len(sizes)} pages (target < 120 s); largest "
+        f"page {largest}, {sizes[largest] / 1e6:.2f} MB with its images (target < 3 MB)"
+    )
+
+
 if __name__ == "__main__":
     print(f"python {sys.version.split()[0]} on {sys.platform}")
     bench_measure()
@@ -395,4 +423,5 @@ if __name__ == "__main__":
     bench_validation()
     bench_widgets()
     bench_notebooks()
+    bench_site()
     bench_grading()

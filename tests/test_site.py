@@ -1,0 +1,276 @@
+"""tools/site.py (`make site`): which pages, in which order, and how a notebook is staged for Sphinx; what stops the
+build (a notebook without outputs, a broken link or heading, a missing image), naming the file and the link.
+
+These run on a small course made in a temporary folder (no Sphinx, except the one slow test); the browser tier
+(tests/browser/test_site_in_browser.py) builds the real site and reads it in Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tools import site
+
+BINDER = "https://mybinder.org/v2/gh/OWNER/REPO/HEAD?urlpath=lab/tree/notebooks/00_map.ipynb"
+README = f"""# A course
+
+[![Binder](https://mybinder.org/badge_logo.svg)]({BINDER})
+
+## For instructors: graded labs
+
+Grade with `make grade`.
+
+## For maintainers
+
+Not on the site.
+"""
+QUIZ = """# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="Which is <right>?",
+        options=("this one", "that one"),
+        answer=1,
+        explanation="Because " "it is.",
+    )
+)"""
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+def markdown(text: str) -> dict:
+    return {"cell_type": "markdown", "id": f"m{abs(hash(text)) % 10**8}", "metadata": {}, "source": text}
+
+
+def code(text: str, outputs: list | None = None) -> dict:
+    return {
+        "cell_type": "code",
+        "id": f"c{abs(hash(text)) % 10**8}",
+        "metadata": {},
+        "execution_count": None,
+        "source": text,
+        "outputs": outputs or [],
+    }
+
+
+def printed(text: str) -> dict:
+    return {"output_type": "stream", "name": "stdout", "text": text}
+
+
+def picture(**extra_data) -> dict:
+    return {
+        "output_type": "display_data",
+        "metadata": {},
+        "data": {"image/png": PNG, "text/plain": "<Figure>"} | extra_data,
+    }
+
+
+def write_notebook(path: Path, cells: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3"}, "language_info": {"name": "python"}}
+    notebook = {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+
+
+@pytest.fixture
+def course(tmp_path) -> Path:
+    """A course of two lessons and a lab, every link good: each test breaks one thing."""
+    (tmp_path / "README.md").write_text(README, encoding="utf-8")
+    write_notebook(
+        tmp_path / "notebooks" / "00_map.ipynb",
+        [
+            markdown("# 00 · The map\n\nRead [01](01_next.ipynb#The-science) and [the lab](../labs/01_lab.ipynb)."),
+            code("import math\n\nfrom course_lib import units"),
+            markdown("## Notation\n\nThe figure below draws $T$ against $Q$: one line a link."),
+            code("plot()", [picture()]),
+        ],
+    )
+    write_notebook(
+        tmp_path / "notebooks" / "01_next.ipynb",
+        [
+            markdown("# 01 · Next\n\n## The science\n\nSee [the map](00_map.ipynb#Notation)."),
+            code("print(1)", [printed("1\n")]),
+            code(QUIZ, [{"output_type": "execute_result", "execution_count": 2, "metadata": {},
+                         "data": {site.WIDGET_VIEW: {"model_id": "x"}, "text/plain": "MultipleChoice(...)"}}]),
+        ],
+    )  # fmt: skip
+    write_notebook(
+        tmp_path / "labs" / "01_lab.ipynb",
+        [
+            code('import otter\ngrader = otter.Notebook("01_lab.ipynb")'),
+            markdown("# Lab 1 · A lab\n\nAfter [lesson 01](../notebooks/01_next.ipynb)."),
+            code("lab = a_lab()\nlab", [picture()]),
+            code("answer = ..."),
+        ],
+    )
+    return tmp_path
+
+
+def staged(stage_dir: Path, source: str) -> dict:
+    return json.loads((stage_dir / source).read_text(encoding="utf-8"))
+
+
+def test_pages_come_from_the_files_in_chain_order(course):
+    write_notebook(course / "notebooks" / "05_later.ipynb", [markdown("# 05 · Later")])
+    write_notebook(course / "notebooks" / "glossary.ipynb", [markdown("# Glossary")])
+    write_notebook(course / "labs" / "00_first_lab.ipynb", [markdown("# Lab 0")])
+    write_notebook(course / "labs" / "01_lab" / "01_lab.ipynb", [markdown("# The master, not a page")])
+    found = [(page.source, page.caption) for page in site.pages(course)]
+    assert found == [
+        ("notebooks/00_map.ipynb", "Lessons"),
+        ("notebooks/01_next.ipynb", "Lessons"),
+        ("notebooks/05_later.ipynb", "Lessons"),
+        ("labs/00_first_lab.ipynb", "Labs"),
+        ("labs/01_lab.ipynb", "Labs"),
+        ("notebooks/glossary.ipynb", "Reference"),
+        ("README.md", "Reference"),
+    ]
+    assert [page.docname for page in site.pages(course)][-1] == "instructors"
+
+
+def test_no_lessons_is_an_error(tmp_path):
+    with pytest.raises(site.SiteError, match="no lesson matches"):
+        site.pages(tmp_path)
+
+
+def test_staging_shows_each_notebook_as_the_site_reads_it(course, tmp_path):
+    out = tmp_path / "stage"
+    site.stage(site.pages(course), out, course)
+    home = staged(out, "notebooks/00_map.ipynb")
+    title = home["cells"][0]["source"]
+    assert title.startswith('# 00 · The map\n\n<p class="course-open">')
+    assert "http://127.0.0.1:8888/lab/tree/notebooks/00_map.ipynb" in title
+    assert "urlpath=lab/tree/notebooks/00_map.ipynb" in title
+    assert home["cells"][1]["metadata"]["tags"] == ["hide-input"]  # imports: folded
+    assert home["cells"][3]["metadata"]["mystnb"]["image"]["alt"] == (
+        "Figure of 00 · The map, section Notation: The figure below draws T against Q: one line a link."
+    )
+    # The sidebar: every other page under its caption, in chain order, from the home page.
+    toctree = home["cells"][-1]["source"]
+    assert toctree.index("/notebooks/01_next") < toctree.index(":caption: Labs") < toctree.index("/labs/01_lab")
+    assert ":caption: Reference" in toctree and "/instructors" in toctree
+    lab = staged(out, "labs/01_lab.ipynb")
+    assert lab["cells"][0]["metadata"]["tags"] == ["hide-input"]  # the grader's start
+    assert "tags" not in lab["cells"][2]["metadata"] or lab["cells"][2]["metadata"]["tags"] == []
+    assert (out / "instructors.md").read_text().splitlines()[0] == "# For instructors: graded labs"
+    assert "For maintainers" not in (out / "instructors.md").read_text()
+    assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()
+
+
+def test_a_self_check_becomes_text_with_its_answer_folded(course, tmp_path):
+    out = tmp_path / "stage"
+    site.stage(site.pages(course), out, course)
+    cell = staged(out, "notebooks/01_next.ipynb")["cells"][2]
+    assert "nbval" not in cell["source"]
+    assert cell["metadata"]["tags"] == ["remove-input"]
+    (output,) = cell["outputs"]
+    assert set(output["data"]) == {"text/html"}
+    quiz = output["data"]["text/html"]
+    assert "Which is &lt;right&gt;?" in quiz
+    assert "<li>this one</li><li>that one</li>" in quiz
+    assert "<details><summary>Answer</summary><p><strong>B. that one</strong>. Because it is.</p></details>" in quiz
+
+
+def test_a_widget_keeps_its_picture_and_loses_its_live_view():
+    cell = code("lab", [picture(**{site.WIDGET_VIEW: {"model_id": "y"}})])
+    (output,) = site.static_outputs("labs/01_lab.ipynb", 2, cell)
+    assert set(output["data"]) == {"image/png", "text/plain"}
+
+
+def test_a_live_widget_without_a_picture_is_an_error():
+    cell = code("w = slider()\nw", [{"output_type": "display_data", "metadata": {}, "data": {site.WIDGET_VIEW: {}}}])
+    with pytest.raises(
+        site.SiteError, match=r"notebooks/02_x.ipynb: cell 4 shows a live widget with no stored picture"
+    ):
+        site.static_outputs("notebooks/02_x.ipynb", 4, cell)
+
+
+@pytest.mark.parametrize(
+    ("source", "plumbing"),
+    [
+        ("import math\nfrom course_lib import units", True),
+        ("readable_feedback()", True),
+        ('import otter\ngrader = otter.Notebook("x.ipynb")', True),
+        ("import math\nprint(math.pi)", False),
+        ("lab = ring_allreduce_lab(ranks=8)", False),
+        ("", False),
+        ("def broken(:", False),
+    ],
+)
+def test_plumbing_cells(source, plumbing):
+    assert site.is_plumbing(source) is plumbing
+
+
+def test_a_question_with_computed_arguments_is_not_made_text():
+    assert site.quiz_html('quiz.MultipleChoice(quiz.Question(prompt=f"{x} ms?", options=("a", "b"), answer=0))') is None
+    assert site.quiz_html("print(1)") is None
+
+
+def test_a_notebook_without_stored_outputs_stops_the_build(course, tmp_path):
+    write_notebook(course / "notebooks" / "02_unrun.ipynb", [markdown("# 02 · Unrun"), code("x = 1"), code("x")])
+    with pytest.raises(site.SiteError, match=r"notebooks/02_unrun.ipynb: none of its 2 code cells has a stored output"):
+        site.stage(site.pages(course), tmp_path / "stage", course)
+
+
+@pytest.mark.parametrize(
+    ("link", "message"),
+    [
+        ("[gone](03_gone.ipynb)", r"broken link \[gone\]\(03_gone.ipynb\): notebooks/03_gone.ipynb is not a page"),
+        (
+            "[01](01_next.ipynb#The-sceince)",
+            r"broken link \[01\]\(01_next.ipynb#The-sceince\): notebooks/01_next.ipynb has no heading with the anchor "
+            r"#The-sceince",
+        ),
+        ("[here](#Nowhere)", r"broken link \[here\]\(#Nowhere\): notebooks/00_map.ipynb has no heading"),
+        (
+            "[master](../labs/01_lab/01_lab.ipynb)",
+            r"broken link \[master\]\(../labs/01_lab/01_lab.ipynb\): labs/01_lab/01_lab.ipynb is not a page of the "
+            r"site",
+        ),
+        ("![a plot](figures/missing.png)", r"image !\[a plot\]\(figures/missing.png\): notebooks/figures/missing.png"),
+    ],
+)
+def test_a_broken_link_or_image_stops_the_build_naming_file_and_link(course, tmp_path, link, message):
+    notebook = json.loads((course / "notebooks" / "00_map.ipynb").read_text())
+    notebook["cells"].append(markdown(f"## More\n\nSee {link}."))
+    (course / "notebooks" / "00_map.ipynb").write_text(json.dumps(notebook))
+    with pytest.raises(site.SiteError, match=r"^notebooks/00_map.ipynb: " + message):
+        site.stage(site.pages(course), tmp_path / "stage", course)
+
+
+def test_links_in_code_blocks_and_to_the_web_are_left_alone(course, tmp_path):
+    notebook = json.loads((course / "notebooks" / "00_map.ipynb").read_text())
+    notebook["cells"].append(markdown("## Web\n\n[paper](https://arxiv.org/abs/1)\n\n```\n[x](nothing.ipynb)\n```"))
+    (course / "notebooks" / "00_map.ipynb").write_text(json.dumps(notebook))
+    site.stage(site.pages(course), tmp_path / "stage", course)
+
+
+def test_a_readme_without_binder_link_or_instructors_section_is_an_error(course, tmp_path):
+    (course / "README.md").write_text(README.replace(BINDER, "https://example.org"), encoding="utf-8")
+    with pytest.raises(site.SiteError, match="README.md: no Binder link"):
+        site.stage(site.pages(course), tmp_path / "stage", course)
+    (course / "README.md").write_text(README.replace("## For instructors", "## Teachers"), encoding="utf-8")
+    with pytest.raises(site.SiteError, match="README.md: no section starting with '## For instructors'"):
+        site.stage(site.pages(course), tmp_path / "stage", course)
+
+
+def test_alt_text_and_anchors():
+    assert site.jupyter_anchor("What you'll learn") == "What-you'll-learn"
+    assert site.alt_text("01 · Count", "01 · Count", "") == "Figure of 01 · Count"
+    long = "word " * 100
+    assert site.alt_text("T", "S", long).endswith("…")
+    assert len(site.alt_text("T", "S", long)) < 300
+
+
+@pytest.mark.slow
+def test_a_sphinx_warning_stops_the_build_naming_the_file(course, tmp_path):
+    out = tmp_path / "site"
+    sizes = site.build(out, course, tmp_path / "stage")
+    assert set(sizes) >= {"notebooks/00_map.html", "notebooks/01_next.html", "labs/01_lab.html", "instructors.html"}
+    assert "00_map.html" in (out / "index.html").read_text()
+    notebook = json.loads((course / "notebooks" / "01_next.ipynb").read_text())
+    notebook["cells"].append(markdown("```{no-such-directive}\n```"))
+    (course / "notebooks" / "01_next.ipynb").write_text(json.dumps(notebook))
+    with pytest.raises(site.SiteError, match=r"notebooks/01_next.ipynb:\d+: (ERROR|WARNING): .*no-such-directive"):
+        site.build(out, course, tmp_path / "stage")
