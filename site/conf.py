@@ -6,8 +6,11 @@ copies it from the django-static-mathjax wheel), the theme's fonts and scripts s
 notebooks' widgets are replaced by their static pictures before Sphinx reads them.
 """
 
+import re
 import sys
 from pathlib import Path
+
+from docutils import nodes
 
 # tools.site.jupyter_anchor (myst_heading_slug_func below) is imported by name, so that the setting can be cached.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -53,3 +56,20 @@ html_copy_source = False
 html_show_sourcelink = False
 html_last_updated_fmt = None
 exclude_patterns = [".doctrees"]
+
+# The glossary's entries are rows of a table, each with an HTML anchor (`<a id="gemm"></a>`, course_lib.glossary),
+# which the lessons link as `glossary.ipynb#gemm`, as JupyterLab follows them. MyST resolves a link's #id against a
+# page's headings and its Sphinx labels only, so each such anchor is registered as a label of its page (named
+# "page:id", so two pages may use the same id); Sphinx forgets a page's labels when it reads the page again.
+_HTML_ANCHOR = re.compile(r'<a\s+id="([A-Za-z0-9_-]+)"')
+
+
+def _register_html_anchors(app, doctree):
+    labels = app.env.get_domain("std").anonlabels
+    for raw in doctree.findall(nodes.raw):
+        for anchor in _HTML_ANCHOR.findall(raw.astext()):
+            labels[f"{app.env.docname}:{anchor}"] = (app.env.docname, anchor)
+
+
+def setup(app):
+    app.connect("doctree-read", _register_html_anchors)

@@ -255,6 +255,14 @@ def test_a_readme_without_binder_link_or_instructors_section_is_an_error(course,
         site.stage(site.pages(course), tmp_path / "stage", course)
 
 
+def test_an_html_anchor_is_a_link_target_like_a_heading():
+    # the glossary's rows carry <a id="..."> anchors, which lessons link as glossary.ipynb#gemm
+    notebook = {"cells": [markdown('## The science\n| <a id="gemm"></a>GEMM | a matrix multiply |')]}
+    assert site.heading_anchors(notebook) == {"The-science", "gemm"}
+    fenced = {"cells": [markdown('```\n<a id="not-an-anchor"></a>\n```')]}
+    assert site.heading_anchors(fenced) == set()
+
+
 def test_alt_text_and_anchors():
     assert site.jupyter_anchor("What you'll learn") == "What-you'll-learn"
     assert site.alt_text("01 · Count", "01 · Count", "") == "Figure of 01 · Count"

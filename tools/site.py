@@ -55,6 +55,8 @@ MATHJAX_FILES = ("tex-chtml.js", "input/tex/extensions", "output/chtml", "ui", "
 LINK = re.compile(r"(!?)\[((?:[^\]\\]|\\.)*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
 ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+# An HTML anchor in markdown (`<a id="gemm"></a>`: the glossary's entries), a link target like a heading's.
+HTML_ANCHOR = re.compile(r'<a\s+id="([A-Za-z0-9_-]+)"')
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
 
 
@@ -121,10 +123,12 @@ def headings(markdown: str) -> list[str]:
 
 
 def heading_anchors(notebook: dict) -> set[str]:
-    """Every anchor JupyterLab gives the notebook's headings, with and without their inline markup."""
+    """Every anchor JupyterLab gives the notebook's headings, with and without their inline markup, and every HTML
+    anchor of its markdown (``<a id="...">``: site/conf.py makes them link targets on the site too)."""
     anchors = set()
     for cell in notebook["cells"]:
         if cell["cell_type"] == "markdown":
+            anchors.update(HTML_ANCHOR.findall(FENCE.sub("", markdown_text(cell))))
             for text in headings(markdown_text(cell)):
                 anchors.add(jupyter_anchor(text))
                 anchors.add(jupyter_anchor(re.sub(r"[*_`]", "", text)))
