@@ -109,48 +109,59 @@ CHECKED = {
         "27 %": "exercise 4",
         "88 %": "exercise 4",
     },
-    "05_measure": {
-        "100 ms": "the recorded run's longest times: test_lesson_05_recorded_run",
-        "1 MiB": "only the live sweep prints it; the recorded run's B at 1 MiB: test_lesson_05_recorded_run",
+    "05_plan_search": {
+        "80 GB": "Selene's A100s, hardware.SELENE_3072: test_lesson_05_quoted_figures",
+        "52 %": "Narayanan et al. 2021: 163 of the A100's 312 TFLOP/s, test_lesson_03_computed_figures",
+        "91.3 s": "exercise 1: test_lesson_05_exercise_answers",
+        "83.8 GB": "exercise 1: test_lesson_05_exercise_answers",
+        "4.71 s": "exercise 2: test_lesson_05_exercise_answers",
+        "10.5 s": "exercise 2: test_lesson_05_exercise_answers",
+        "5.61 s": "exercise 2: test_lesson_05_exercise_answers",
+        "9.78 s": "exercise 3: test_lesson_05_exercise_answers",
+        "609 ms": "exercise 3: test_lesson_05_exercise_answers",
+    },
+    "06_measure": {
+        "100 ms": "the recorded run's longest times: test_lesson_06_recorded_run",
+        "1 MiB": "only the live sweep prints it; the recorded run's B at 1 MiB: test_lesson_06_recorded_run",
         "1 MB": "exercise 2's chosen cut-off, not a result",
         "64 MB": "exercise 2's chosen cut-off, not a result",
-        "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_05_recorded_run",
-        "371 GB/s": "NVLink 4 as NCCL counts it: test_lesson_05_recorded_run",
-        "400 Gb/s": "one InfiniBand NDR adapter, hardware.INFINIBAND_NDR_8X: test_lesson_05_recorded_run",
-        "50 GB/s": "one adapter's 400 Gb/s in bytes: test_lesson_05_recorded_run",
-        "400 GB/s": "a node's 8 rails: test_lesson_05_recorded_run",
-        "17.5 µs": "the p5 log's 16 KiB all-reduce on 8 GPUs: test_lesson_05_recorded_run",
-        "37.2 µs": "the Nebius log's 16 KiB all-reduce on 16 GPUs: test_lesson_05_recorded_run",
-        "25 µs": "NCCL's tree with LL across two H100 nodes, 25.2 µs: test_lesson_05_recorded_run",
+        "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_06_recorded_run",
+        "371 GB/s": "NVLink 4 as NCCL counts it: test_lesson_06_recorded_run",
+        "400 Gb/s": "one InfiniBand NDR adapter, hardware.INFINIBAND_NDR_8X: test_lesson_06_recorded_run",
+        "50 GB/s": "one adapter's 400 Gb/s in bytes: test_lesson_06_recorded_run",
+        "400 GB/s": "a node's 8 rails: test_lesson_06_recorded_run",
+        "17.5 µs": "the p5 log's 16 KiB all-reduce on 8 GPUs: test_lesson_06_recorded_run",
+        "37.2 µs": "the Nebius log's 16 KiB all-reduce on 16 GPUs: test_lesson_06_recorded_run",
+        "25 µs": "NCCL's tree with LL across two H100 nodes, 25.2 µs: test_lesson_06_recorded_run",
     },
-    "06_model_meets_measurements": {
-        "80 GB": "the H100's HBM: test_lesson_06_quoted_figures",
-        "989.5 TFLOP/s": "the Playbook's peak, validation.PLAYBOOK_PEAK_FLOPS_PER_S: test_lesson_06_quoted_figures",
-        "25 MB": "the calibration's gradient bucket (PyTorch DDP's default): test_lesson_06_quoted_figures",
+    "07_model_meets_measurements": {
+        "80 GB": "the H100's HBM: test_lesson_07_quoted_figures",
+        "989.5 TFLOP/s": "the Playbook's peak, validation.PLAYBOOK_PEAK_FLOPS_PER_S: test_lesson_07_quoted_figures",
+        "25 MB": "the calibration's gradient bucket (PyTorch DDP's default): test_lesson_07_quoted_figures",
         "10 s": "a timing note: the loss surface's hundred replays",
         "50 %": "a target (cells within 10 %) and the ideal model's compute efficiency, 0.5",
-        "163 TFLOP/s": "Narayanan et al.'s 1T row, validation.NARAYANAN_TABLE1: test_lesson_06_quoted_figures",
+        "163 TFLOP/s": "Narayanan et al.'s 1T row, validation.NARAYANAN_TABLE1: test_lesson_07_quoted_figures",
     },
-    "07_capstone": {
+    "08_capstone": {
         "10 %": "a hypothetical slowdown in the motivation, not a result",
-        "141 TFLOP/s": "lesson 04's calibrated prediction of Megatron's 1T run: test_lesson_07_scenario_reasons",
-        "64 %": "55 % × 163/141, the efficiency that meets lesson 04's 1T run: test_lesson_07_scenario_reasons",
+        "141 TFLOP/s": "lesson 05's calibrated prediction of Megatron's 1T run: test_lesson_08_scenario_reasons",
+        "64 %": "55 % × 163/141, the efficiency that meets lesson 05's 1T run: test_lesson_08_scenario_reasons",
         "18.9 %": "quoted from Lee et al. 2025 (arXiv:2507.03114), the average overlap slowdown",
         "40 %": "quoted from Lee et al. 2025 (arXiv:2507.03114), the largest overlap slowdown",
-        "400 GB/s": "the p5 node's EFA datasheet rate, whose log fits best at 232: test_lesson_07_scenario_reasons",
-        "13.3 %": "lesson 06's held-out median memory error, calibrated: test_lesson_07_scenario_reasons",
-        "11 GB": "13.3 % of 80 GB, the memory scenario: test_lesson_07_scenario_reasons",
-        "2.9 GB": "the fitted framework memory, 2.86 GB: test_lesson_07_headroom",
-        "900 GB/s": "the DGX H100 datasheet's NVLink 4, hardware.NVLINK4: test_lesson_07_quoted_figures",
-        "400 Gb/s": "the DGX H100 datasheet's ConnectX-7, hardware.INFINIBAND_NDR_8X: test_lesson_07_quoted_figures",
-        "43 %": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_07_quoted_figures",
-        "430 TFLOP/s": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_07_quoted_figures",
-        "20.6 GB/s": "NVLink 4 as NCCL counts it, 18 × 20.6 GB/s: test_lesson_07_quoted_figures",
-        "370.8 GB/s": "NVLink 4 as NCCL counts it, 18 × 20.6 GB/s: test_lesson_07_quoted_figures",
-        "23 GB": "80 GB less the candidate's 57.3 GB: test_lesson_07_headroom",
-        "96 %": "the winner's 76.5 GB of 80 GB: test_lesson_07_headroom",
-        "5 %": "headroom asked for: test_lesson_07_headroom",
-        "15 %": "headroom asked for: test_lesson_07_headroom",
+        "400 GB/s": "the p5 node's EFA datasheet rate, whose log fits best at 232: test_lesson_08_scenario_reasons",
+        "13.3 %": "lesson 07's held-out median memory error, calibrated: test_lesson_08_scenario_reasons",
+        "11 GB": "13.3 % of 80 GB, the memory scenario: test_lesson_08_scenario_reasons",
+        "2.9 GB": "the fitted framework memory, 2.86 GB: test_lesson_08_headroom",
+        "900 GB/s": "the DGX H100 datasheet's NVLink 4, hardware.NVLINK4: test_lesson_08_quoted_figures",
+        "400 Gb/s": "the DGX H100 datasheet's ConnectX-7, hardware.INFINIBAND_NDR_8X: test_lesson_08_quoted_figures",
+        "43 %": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_08_quoted_figures",
+        "430 TFLOP/s": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_08_quoted_figures",
+        "20.6 GB/s": "NVLink 4 as NCCL counts it, 18 × 20.6 GB/s: test_lesson_08_quoted_figures",
+        "370.8 GB/s": "NVLink 4 as NCCL counts it, 18 × 20.6 GB/s: test_lesson_08_quoted_figures",
+        "23 GB": "80 GB less the candidate's 57.3 GB: test_lesson_08_headroom",
+        "96 %": "the winner's 76.5 GB of 80 GB: test_lesson_08_headroom",
+        "5 %": "headroom asked for: test_lesson_08_headroom",
+        "15 %": "headroom asked for: test_lesson_08_headroom",
         "37.4 GB": "exercise 1",
         "50 %": "exercise 2's given scenario",
         "82.5 s": "exercise 2",
@@ -362,7 +373,49 @@ def test_lesson_04_exercise_answers():
     assert units.format_time(last.exposed_s["data"]) == "294 ms"  # "the data-parallel term stays at 294 ms"
 
 
-def test_lesson_05_recorded_run():
+def test_lesson_05_quoted_figures():
+    assert units.format_bytes(hardware.SELENE_3072.accelerator.hbm_capacity_bytes) == "80 GB"
+
+
+# Lesson 05's GPT 22B searches: four DGX H100 nodes, global batch 256 (exercise 3: 512).
+SMALL_CLUSTER = dataclasses.replace(hardware.DGX_H100, name="4 × DGX H100", nodes=4)
+
+
+def test_lesson_05_exercise_answers():
+    # 1: Narayanan et al.'s 1T plan with selective recomputation and sequence parallelism would be faster but does not
+    # fit; the fastest plan halves the pipeline, doubles d and shards the optimizer state
+    search = budget.search_plans(parallelism.MEGATRON_1T, hardware.SELENE_3072, global_batch=3072)
+    paper = dict(data_parallel=6, tensor_parallel=8, pipeline_parallel=64, micro_batch=1, virtual_stages=2)
+    paper["zero_stage"] = 0
+    today = search.row(search.find(**paper, recompute="selective", sequence_parallel=True))
+    full = search.row(search.find(**paper, recompute="full", sequence_parallel=False))
+    assert units.format_time(today["step_time_s"]) == "91.3 s" and units.format_time(full["step_time_s"]) == "1.97 min"
+    assert units.format_bytes(today["memory_bytes"]) == "83.8 GB" and not today["fits"]
+    best = search.row(0)
+    assert plan_fields(best) + (best["virtual_stages"],) == (12, 8, 32, 1, 1, 4)
+    assert units.format_bytes(best["memory_bytes"]) == "67 GB" and units.format_time(best["step_time_s"]) == "85.8 s"
+    # 2: the ideal model's winner is ZeRO-3 over all 32 GPUs, nothing exposed; calibrated (no prefetch) it is row 999
+    model = parallelism.MEGATRON_22B
+    ideal = budget.search_plans(model, SMALL_CLUSTER, global_batch=256, calibration=None)
+    assert plan_fields(ideal.row(0)) == (32, 1, 1, 3, 1)
+    assert units.format_time(ideal.row(0)["step_time_s"]) == "4.71 s" and ideal.row(0)["exposed_communication_s"] == 0
+    calibrated = budget.search_plans(model, SMALL_CLUSTER, global_batch=256)
+    row = calibrated.row(calibrated.find(**ideal.fields(0)))
+    assert calibrated.find(**ideal.fields(0)) == 999 and row["binding_constraint"] == "exposed communication"
+    assert units.format_time(row["step_time_s"]) == "10.5 s"
+    assert units.format_time(row["exposed_communication_s"]) == "5.61 s"
+    # 3: a batch of 512 keeps the winner's shape with m = 8
+    larger = budget.search_plans(model, SMALL_CLUSTER, global_batch=512)
+    first, before = larger.row(0), calibrated.row(0)
+    assert plan_fields(first) == plan_fields(before) == (16, 2, 1, 2, 4)
+    assert (first["grad_accum_steps"], before["grad_accum_steps"]) == (8, 4)
+    assert units.format_time(first["step_time_s"]) == "9.78 s" and units.format_time(before["step_time_s"]) == "4.97 s"
+    assert f"{first['step_time_s'] / before['step_time_s']:.2f}" == "1.97"
+    assert units.format_time(first["exposed_communication_s"]) == "609 ms"
+    assert units.format_time(before["exposed_communication_s"]) == "382 ms"
+
+
+def test_lesson_06_recorded_run():
     recorded = measure.Measurements.from_csv(next((measure.DATA_DIR / "mpi").glob("*_all_reduce.csv")))
     times = [row.median_s for row in recorded]
     assert min(times) < 10e-6 and 100e-3 < max(times) < 1.0 and max(times) / min(times) > 1e4  # "over four decades"
@@ -389,14 +442,14 @@ def test_lesson_05_recorded_run():
     assert tree.algorithm == "tree" and round(tree.latency_s * 1e6) == 25
 
 
-def test_lesson_06_quoted_figures():
+def test_lesson_07_quoted_figures():
     assert units.format_bytes(hardware.H100.hbm_capacity_bytes) == "80 GB"
     assert validation.PLAYBOOK_PEAK_FLOPS_PER_S == 989.5e12
     assert units.format_bytes(validation.PLAYBOOK_CALIBRATION.framework.bucket_bytes) == "25 MB"
     assert validation.NARAYANAN_TABLE1[-1][-1] == 163
 
 
-# Lesson 07's setting: Llama 3 70B on eight DGX H100 nodes, the calibrated model carried over to them (their own
+# Lesson 08's setting: Llama 3 70B on eight DGX H100 nodes, the calibrated model carried over to them (their own
 # links), 512 sequences per step.
 CAPSTONE = hardware.Cluster("8 × DGX H100", hardware.H100, 8, 8, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
 CAL = parallelism.default_calibration(CAPSTONE)
@@ -429,36 +482,36 @@ def plan_fields(row, names=("data_parallel", "tensor_parallel", "pipeline_parall
     return tuple(row[name] for name in names)
 
 
-def test_lesson_07_quoted_figures():
+def test_lesson_08_quoted_figures():
     assert hardware.NVLINK4.bandwidth_bytes_per_s == 900e9 and hardware.NVLINK4.direction == "two-way"
     assert hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s == 8 * 400 * units.GBIT  # 8 adapters of 400 Gb/s
     assert units.format_percent(430e12 / hardware.H100.peak("bf16"), digits=2) == "43 %"
     assert hardware.DGX_H100.nccl_intra_bandwidth_bytes_per_s == pytest.approx(18 * 20.6e9)  # 370.8 GB/s
 
 
-def test_lesson_07_scenario_reasons():
+def test_lesson_08_scenario_reasons():
     # The capstone sizes its what-ifs by other lessons' outputs and by a measurement: GEMMs at 64 %, the efficiency at
-    # which lesson 04's calibrated 1T prediction meets the paper; the network at 58 %, the p5 EFA log's best fit
-    # (232 of 400 GB/s per node); 11 GB less, lesson 06's median memory error of 80 GB.
-    _, lesson_04, _ = prose_and_outputs("04_communication_budget")
-    assert re.search(r"measured \(paper\): +163 TFLOP/s", lesson_04)
-    assert re.search(r"default calibration: +141 TFLOP/s", lesson_04)
+    # which lesson 05's calibrated 1T prediction meets the paper; the network at 58 %, the p5 EFA log's best fit
+    # (232 of 400 GB/s per node); 11 GB less, lesson 07's median memory error of 80 GB.
+    _, lesson_05, _ = prose_and_outputs("05_plan_search")
+    assert re.search(r"measured \(paper\): +163 TFLOP/s", lesson_05)
+    assert re.search(r"default calibration: +141 TFLOP/s", lesson_05)
     assert units.format_percent(0.55 * 163 / 141, digits=2) == "64 %" and CAL.gemm_efficiency == 0.55
     assert hardware.EFA_P5.bandwidth_bytes_per_s == 400e9
     assert "best fit, 232 GB/s" in validation.playbook_measured_cluster().inter_node_link.note
-    _, lesson_06, _ = prose_and_outputs("06_model_meets_measurements")
-    after = lesson_06.split("== after: the calibrated default")[1]
+    _, lesson_07, _ = prose_and_outputs("07_model_meets_measurements")
+    after = lesson_07.split("== after: the calibrated default")[1]
     held_out = re.search(r"per-GPU memory, median \|error\| .*? (\S+ %)\n", after)
     assert held_out and held_out.group(1) == "13.3 %"
     assert units.format_bytes(0.133 * hardware.H100.hbm_capacity_bytes, digits=2) == "11 GB"
 
 
-def test_lesson_07_headroom():
+def test_lesson_08_headroom():
     capacity = hardware.H100.hbm_capacity_bytes
     assert units.format_bytes(CAL.framework_bytes, digits=2) == "2.9 GB"
     candidate = parallelism.memory_breakdown(parallelism.LLAMA3_70B, CANDIDATE, calibration=CAL).total
     assert units.format_bytes(candidate) == "57.3 GB" and units.format_bytes(capacity - candidate, digits=2) == "23 GB"
-    _, outputs, _ = prose_and_outputs("07_capstone")
+    _, outputs, _ = prose_and_outputs("08_capstone")
     assert "memory 76.5 GB of 80 GB" in outputs and units.format_percent(76.5e9 / capacity, digits=2) == "96 %"
     # with 5 %, 10 % and 15 % of HBM kept free: rows 1, 2 and 5
     search = capstone_searches(512, {"calibrated": CAL})["calibrated"]
@@ -466,7 +519,7 @@ def test_lesson_07_headroom():
     assert plan_fields(search.row(0)) == tuple(WINNER.values())
 
 
-def test_lesson_07_exercise_answers():
+def test_lesson_08_exercise_answers():
     model = parallelism.LLAMA3_70B
     # 1: the recommended plan's activations by hand: step 4's 41.5 kB per token and layer, 5.5 micro-batches in flight
     in_flight = parallelism.pipeline_in_flight_microbatches(4, 256, "interleaved", 2)
@@ -517,7 +570,7 @@ def test_lesson_07_exercise_answers():
 
 
 @pytest.mark.slow  # thirteen plan searches: about 5 s
-def test_lesson_07_exercise_rankings():
+def test_lesson_08_exercise_rankings():
     # The recommended plan is the lesson's best worst case (1.02×, in "no fixed cost per layer"); with "network at 50 %"
     # added (exercise 2) it still is.
     slow_network = dataclasses.replace(CAL, network_efficiency=0.5)
