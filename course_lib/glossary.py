@@ -141,7 +141,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "Attention computed tile by tile in on-chip memory, never storing the $s \\times s$ score matrix in HBM, so "
         "attention's activation memory grows linearly in $s$.",
-        "07_model_meets_measurements.ipynb",
+        "08_capstone.ipynb",
         (r"Flash-?Attention(?:-\d)?",),
         source="Dao et al. 2022, FlashAttention, arXiv:2205.14135",
     ),

@@ -51,6 +51,11 @@ __all__ = [
     "PlaybookRuns",
     "Replay",
     "load_playbook_runs",
+    "FIT_GRID",
+    "H100_BEST_GEMM_SHARE",
+    "PLAYBOOK_NCCL_LOGS",
+    "playbook_measured_cluster",
+    "fit_loss_surface",
     "fit_playbook_calibration",
     "playbook_flops_per_token",
     "replay_runs",
@@ -244,48 +249,87 @@ def _subset(runs: PlaybookRuns, rows) -> PlaybookRuns:
 
 FIT_MODELS = ("1B", "3B")
 HELD_OUT_MODELS = ("8B", "80B")  # never seen by the fit: every target is judged on these
-# The grid the fit searches, one constant at a time (coordinate descent, three passes): its values span what is
-# physically plausible for each constant.
-_FIT_GRID = {
-    "gemm_efficiency": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8),
-    "gemm_half_flops": (0.0, 1e10, 3e10, 1e11, 3e11, 1e12, 3e12),
-    "layer_overhead_s": (0.0, 50e-6, 100e-6, 200e-6, 400e-6, 800e-6, 1.6e-3, 3.2e-3),
-    "network_efficiency": (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0),
-}
+# The grid of the step-time fit, (gemm_efficiency, layer_overhead_s): efficiencies from 40 % of peak to 90 % (above
+# the 80 % the best cuBLAS bf16 GEMM reaches on an H100, ``H100_BEST_GEMM_SHARE``), fixed costs from none to 3.2 ms
+# per layer and micro-batch. The fit's optimum must lie inside it (test_validation checks it is not on an edge).
+FIT_GRID = (
+    tuple(round(0.40 + 0.05 * k, 2) for k in range(11)),
+    tuple(round(0.4e-3 * k, 5) for k in range(9)),
+)
+# The best bf16 matrix multiply measured on an H100 SXM: 792.1 of 989 TFLOP/s (stas00/ml-engineering,
+# compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table", CUDA 12.1): a whole layer, with
+# its attention, norms and activations, cannot run its FLOPs faster than its largest GEMM.
+H100_BEST_GEMM_SHARE = 792.1 / 989
+# The nccl-tests logs the Playbook cluster's links are measured from (``course_lib/data/nccl_tests``): AWS p5 nodes,
+# the Playbook's machine; (file, nodes it ran on).
+PLAYBOOK_NCCL_LOGS = (
+    ("aws_p5_1node_8xH100_nvlink_all_reduce.txt", 1),
+    ("aws_2x_p5_16xH100_efa_all_reduce.txt", 2),
+)
 
 
-def fit_playbook_calibration(runs: PlaybookRuns, models=FIT_MODELS, passes=3) -> Calibration:
-    """Fit ``PLAYBOOK_CALIBRATION``'s five constants on the successful runs of ``models`` (the 1B and 3B only).
+def playbook_measured_cluster() -> hardware.Cluster:
+    """The Playbook's cluster (AWS p5) with its links fitted to the shipped nccl-tests logs (``PLAYBOOK_NCCL_LOGS``)
+    by ``measure.calibrate_cluster``: where ``parallelism.PLAYBOOK_NVLINK`` and ``PLAYBOOK_EFA`` come from (the
+    fit warns that no α–β model follows every size of the logs; its largest misses are printed in the links' notes).
 
-    ``framework_bytes``: the median of measured − predicted per-GPU memory (closed form). The four time constants:
-    coordinate descent over ``_FIT_GRID`` minimising the median |log(predicted MFU / measured MFU)|, starting from
-    the uncalibrated values. Never pass the held-out models.
+    >>> cluster = playbook_measured_cluster()
+    >>> nvlink, efa = cluster.intra_node_link, cluster.inter_node_link
+    >>> round(nvlink.nccl_bandwidth_bytes_per_s / 1e9), round(efa.fabric_latency_s * 1e6, 1)
+    (267, 26.5)
     """
+    import warnings
+
+    from .measure import DATA_DIR, CalibrationWarning, calibrate_cluster, read_nccl_tests
+
+    tables = [
+        read_nccl_tests((DATA_DIR / "nccl_tests" / name).read_text(), nodes=nodes) for name, nodes in PLAYBOOK_NCCL_LOGS
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        return calibrate_cluster(hardware.AWS_P5, tables)
+
+
+def _fit_sample(runs: PlaybookRuns, models, nodes=None) -> PlaybookRuns:
     for label in models:
         _check.choice("models", label, FIT_MODELS)
     rows = runs.succeeded & np.isin(runs["model"], models) & (runs["measured_mfu"] > 0)
-    sample = _subset(runs, rows)
-    base = replace(
-        PLAYBOOK_CALIBRATION,
-        gemm_efficiency=0.5,
-        gemm_half_flops=0.0,
-        layer_overhead_s=0.0,
-        network_efficiency=1.0,
-        framework_bytes=0.0,
+    if nodes is not None:
+        rows &= runs["nodes"] == nodes
+    return _subset(runs, rows)
+
+
+def fit_loss_surface(runs: PlaybookRuns, models=FIT_MODELS, nodes=1) -> np.ndarray:
+    """The step-time fit's objective over ``FIT_GRID``: for each (gemm_efficiency, layer_overhead_s) the median
+    |log(predicted MFU / measured MFU)| over the successful runs of ``models`` on ``nodes`` nodes (one node: the
+    network plays no part), the rest of ``PLAYBOOK_CALIBRATION`` as it is. Rows: efficiencies; columns: overheads.
+    About 100 replays of 56 runs: 10 s.
+    """
+    sample = _fit_sample(runs, models, nodes)
+    surface = np.empty((len(FIT_GRID[0]), len(FIT_GRID[1])))
+    for i, efficiency in enumerate(FIT_GRID[0]):
+        for j, overhead in enumerate(FIT_GRID[1]):
+            calibration = replace(PLAYBOOK_CALIBRATION, gemm_efficiency=efficiency, layer_overhead_s=overhead)
+            predicted = replay_runs(sample, calibration=calibration).columns["predicted_mfu"]
+            surface[i, j] = np.median(np.abs(np.log(predicted / sample["measured_mfu"])))
+    return surface
+
+
+def fit_playbook_calibration(runs: PlaybookRuns, models=FIT_MODELS, surface=None) -> Calibration:
+    """Fit ``PLAYBOOK_CALIBRATION``'s three constants on the successful runs of ``models`` (the 1B and 3B only).
+
+    ``gemm_efficiency`` and ``layer_overhead_s``: the minimum of ``fit_loss_surface`` (the one-node runs, where the
+    measured NVLink is the only link; pass ``surface`` if already computed). ``framework_bytes``: the median of
+    measured − predicted per-GPU memory over every successful run of ``models`` (closed form). The links are
+    measured (``playbook_measured_cluster``), the framework is cited (``frameworks.NANOTRON``): neither is fitted.
+    Never pass the held-out models.
+    """
+    surface = fit_loss_surface(runs, models) if surface is None else np.asarray(surface)
+    i, j = np.unravel_index(np.argmin(surface), surface.shape)
+    best = replace(
+        PLAYBOOK_CALIBRATION, gemm_efficiency=FIT_GRID[0][i], layer_overhead_s=FIT_GRID[1][j], framework_bytes=0.0
     )
-
-    def loss(calibration):
-        replay = replay_runs(sample, calibration=calibration)
-        return float(np.median(np.abs(np.log(replay.columns["predicted_mfu"] / sample["measured_mfu"]))))
-
-    best, best_loss = base, loss(base)
-    for _ in range(passes):
-        for name, grid in _FIT_GRID.items():
-            for value in grid:
-                candidate = replace(best, **{name: value})
-                candidate_loss = loss(candidate)
-                if candidate_loss < best_loss - 1e-9:
-                    best, best_loss = candidate, candidate_loss
+    sample = _fit_sample(runs, models)
     memory = replay_runs(sample, calibration=best).columns["predicted_memory_bytes"]
     framework = float(np.median(sample["measured_memory_bytes"] - memory))
     return replace(best, framework_bytes=max(framework, 0.0))
@@ -326,10 +370,11 @@ def validation_figures(replay: Replay, rows=None, memory_margin=0.0) -> dict:
     memory_median_abs_error: median |predicted − measured| / measured of per-GPU memory, over successful runs;
     fit_agreement: share of runs where "predicted to fit" equals "ran", and crashed_share beside it (the share of
     runs that did not run: the rate a model that always says "does not fit" would agree with); mfu_spearman
-    (overall and per model); mfu_median_abs_error; best_pick_share: share of (model, nodes) cells whose
-    predicted-best run reached within 10 % of the cell's measured best MFU, and picks_crashed, the cells whose pick
-    did not run; a pick is chosen among the runs predicted to fit with ``memory_margin`` to spare (predicted memory
-    × (1 + margin) within the device's memory; ``memory_margin``), and a pick that crashed counts as a miss. Runs the
+    (overall, per model, and mfu_spearman_worst_model, the lowest per model); mfu_median_abs_error;
+    best_pick_share: share of (model, nodes) cells whose predicted-best run reached within 10 % of the cell's
+    measured best MFU, and picks_crashed, the cells whose pick did not run; a pick is chosen among the runs predicted
+    to fit with ``memory_margin`` to spare (predicted memory × (1 + margin) within the device's memory;
+    ``memory_margin``), and a pick that crashed counts as a miss. Runs the
     model refused are left out of every figure and counted in ``refused``.
     """
     margin = _check.nonnegative("memory_margin", memory_margin)
@@ -371,6 +416,7 @@ def validation_figures(replay: Replay, rows=None, memory_margin=0.0) -> dict:
         "crashed_share": float(np.mean(~runs.succeeded[usable])),
         "mfu_spearman": spearman(cols["predicted_mfu"][ok], runs["measured_mfu"][ok]),
         "mfu_spearman_per_model": per_model,
+        "mfu_spearman_worst_model": min(per_model.values(), default=float("nan")),
         "mfu_median_abs_error": float(np.median(mfu_error)),
         "mfu_ratio_median_by_nodes": {
             int(nodes): float(np.median(cols["predicted_mfu"][here] / runs["measured_mfu"][here]))
@@ -389,7 +435,7 @@ def memory_margin(replay: Replay, models=FIT_MODELS, quantile=0.9) -> float:
     the held-out runs can judge it).
 
     >>> round(memory_margin(replay_runs(load_playbook_runs())), 3)
-    0.421
+    0.384
     """
     for label in models:
         _check.choice("models", label, tuple(_MODELS))
@@ -412,7 +458,7 @@ def residuals_by(replay: Replay, column: str, rows=None, quantity="mfu") -> dict
 
     >>> replay = replay_runs(load_playbook_runs())
     >>> {nodes: round(median, 2) for nodes, (median, *_) in residuals_by(replay, "nodes").items()}[64]
-    8.51
+    12.85
     """
     _check.choice("column", column, tuple(RESIDUAL_TERMS))
     _check.choice("quantity", quantity, ("mfu", "memory"))
@@ -439,9 +485,9 @@ def best_in_cell(replay: Replay, model: str, nodes: int) -> dict:
 
     >>> cell = best_in_cell(replay_runs(load_playbook_runs()), "8B", 1)
     >>> cell["measured best"]["plan"], cell["predicted best"]["plan"]
-    ('2·1·4 ZeRO-1 b1×128', '4·2·1 ZeRO-1 b2×32')
-    >>> cell["predicted best"]["ran"]   # the model's pick ran out of memory
-    False
+    ('2·1·4 ZeRO-1 b1×128', '4·1·2 ZeRO-1 b1×64')
+    >>> cell["predicted best"]["ran"], cell["predicted best"]["measured_mfu"]   # it ran, at a third of the best's MFU
+    (True, 0.166)
     """
     _check.choice("model", model, tuple(_MODELS))
     runs, cols = replay.runs, replay.columns
@@ -467,17 +513,17 @@ def best_in_cell(replay: Replay, model: str, nodes: int) -> dict:
     return {"measured best": describe(np.argmax(measured)), "predicted best": describe(np.argmax(predicted))}
 
 
-# issue 10's targets, judged on the held-out runs: (figure, label, target as printed, test)
+# issue 24's targets, judged on the held-out runs: (figure, label, target as printed, test). The rank correlation is
+# judged per model (its worst model): ranking plans is what a planner does for one model at a time.
 TARGETS = (
-    ("memory_median_abs_error", "per-GPU memory, median |error|", "≤ 20 %", lambda x: x <= 0.20),
-    ("fit_agreement", "predicted fits vs measured ran", "≥ 90 %", lambda x: x >= 0.90),
-    ("mfu_spearman", "MFU rank correlation (Spearman)", "≥ 0.85", lambda x: x >= 0.85),
+    ("memory_median_abs_error", "per-GPU memory, median |error|", "≤ 15 %", lambda x: x <= 0.15),
+    ("fit_agreement", "predicted fits vs measured ran", "≥ 92 %", lambda x: x >= 0.92),
+    ("mfu_spearman_worst_model", "MFU rank correlation, worst model", "≥ 0.85", lambda x: x >= 0.85),
     ("mfu_median_abs_error", "MFU median |error|", "≤ 30 %", lambda x: x <= 0.30),
-    ("best_pick_share", "cells whose predicted best is within 10 %", "≥ 50 %", lambda x: x >= 0.50),
 )
 # The memory margin of the default calibration's picks: ``memory_margin`` on the 1B and 3B runs (test_validation
-# checks it): a plan is picked only if it fits with 42 % of its predicted memory to spare.
-PLAYBOOK_MEMORY_MARGIN = 0.421
+# checks it): a plan is picked only if it fits with 38 % of its predicted memory to spare.
+PLAYBOOK_MEMORY_MARGIN = 0.384
 # issue 24's targets for the picks, judged on the held-out cells with that margin: (figure, label, target, test)
 PICK_TARGETS = (
     ("best_pick_share", "cells whose pick is within 10 % of the best", "≥ 50 %", lambda x: x >= 0.50),
@@ -498,7 +544,7 @@ def figures_report(replay: Replay) -> str:
     figures = {name: validation_figures(replay, np.isin(runs["model"], models)) for name, models in SPLITS}
 
     def shown(name, value):
-        return f"{value:.2f}" if name == "mfu_spearman" else units.format_percent(value)
+        return f"{value:.2f}" if name.startswith("mfu_spearman") else units.format_percent(value)
 
     refused = ", ".join(f"{count} runs ({reason})" for reason, count in replay.refused.items()) or "none"
     header = f"{'figure':<44}{'target':>9}" + "".join(f"{name:>22}" for name, _ in SPLITS)
@@ -509,7 +555,8 @@ def figures_report(replay: Replay) -> str:
         per_model = ", ".join(f"{m} {rho:.2f}" for m, rho in figures[split]["mfu_spearman_per_model"].items())
         ratios = ", ".join(f"{n}: {r:.2f}×" for n, r in figures[split]["mfu_ratio_median_by_nodes"].items())
         lines.append(
-            f"{split}: Spearman per model {per_model} (target ≥ 0.80); predicted/measured MFU by nodes {ratios}"
+            f"{split}: Spearman per model {per_model}, all runs {figures[split]['mfu_spearman']:.2f}; "
+            f"predicted/measured MFU by nodes {ratios}"
         )
         lines.append(f"{split}: {figures[split]['runs']} runs, {figures[split]['cells']} (model, nodes) cells")
     held = figures[SPLITS[1][0]]
@@ -554,7 +601,7 @@ def narayanan_table1_tflops(row, calibration="default", framework=None) -> float
 
     >>> row = NARAYANAN_TABLE1[-1]   # the 1T model: measured 163
     >>> round(narayanan_table1_tflops(row)), round(narayanan_table1_tflops(row, NARAYANAN_UNCALIBRATED))
-    (172, 131)
+    (141, 131)
     """
     heads, hidden, layers, t, p, gpus, batch = row[:7]
     model = TransformerModel("Table 1", layers, hidden, heads, 51200, 2048)

@@ -108,8 +108,9 @@ CLUSTER = hardware.SELENE_3072
 # rejects the plans that do not partition the model, that the framework does not run (ZeRO-2 or 3 with a pipeline),
 # that do not divide the batch, or do not fit in memory; estimates the step time of the rest and names each one's
 # binding constraint. It ranks by the course's *calibrated* model (`calibration="default"`): the constants fitted on
-# the Ultra-Scale Playbook's measured runs (lesson 07: GEMM efficiency by size, a fixed cost per layer, framework
-# memory, no prefetch of ZeRO-3 gathers), carried over to Selene's A100s with the network at its nominal rate;
+# the Ultra-Scale Playbook's measured runs (lesson 07: an efficiency and a fixed cost per layer fitted on nanotron's
+# runs, its framework memory, and nanotron's behaviour, such as no prefetch of ZeRO-3 gathers), carried over to
+# Selene's A100s on Selene's own links;
 # `calibration=None` is the ideal model of lesson 04's worked example. First Narayanan et al.'s largest case: the 1T model on
 # all 3072 GPUs of Selene with a global batch of 3072.
 
@@ -128,9 +129,9 @@ for label, count in counts.items():
 print(search.table(range(6)))
 
 # %% [markdown]
-# The top plans keep $t = 8$ inside a node (rows 2, 4 and 5 try $t = 16$ across two nodes) and use a deep pipeline
+# The top plans keep $t = 8$ inside a node (rows 2 and 5 try $t = 16$ across two nodes) and use a deep pipeline
 # with interleaving, selective recomputation and sequence parallelism, and every one is compute-bound: its exposed
-# communication and bubble (5.38 s and 2.04 s for row 0) are small beside a step of 70.5 s. They differ in how
+# communication and bubble (5.34 s and 2.5 s for row 0) are small beside a step of 85.8 s. They differ in how
 # they trade the bubble (fewer stages, more interleaving) against memory and exposed communication, which is what
 # separates them by a few seconds. The counts above show how few candidates reach the ranking: half fail to
 # partition the model (160 heads and 128 layers divide few ways), a quarter pair a pipeline with ZeRO-2 or 3 (which
@@ -188,13 +189,13 @@ for efficiency in (0.55, 0.58, 0.6):
     )
 
 # %% [markdown]
-# Neither model reproduces the run, and they miss on opposite sides. The calibrated model predicts 172 TFLOP/s per
-# GPU against the measured 163: its big-GEMM efficiency (0.7 of peak) was fitted on nanotron's H100 runs, and
-# Megatron's A100 kernels with full recomputation reached less. The ideal model predicts 139 TFLOP/s: the paper's
-# 52 % of peak is an end-to-end figure that *includes* the bubble and all exposed communication, so its matrix
+# Neither model reproduces the run, and both fall short. The calibrated model predicts 141 TFLOP/s per GPU against
+# the measured 163: its efficiency (0.55 of peak) and its fixed cost per layer were fitted on nanotron's H100 runs,
+# and Megatron's A100 kernels did better. The ideal model predicts 139 TFLOP/s: the paper's 52 % of peak is an
+# end-to-end figure that *includes* the bubble and all exposed communication, so its matrix
 # kernels ran well above the ideal model's `compute_efficiency = 0.5`. Around 0.59 the ideal model would match (the
 # last lines above), but that is a fit to this one run, not a prediction. The search ranks the paper's plan at row
-# 210 (the table above): the plans above it use sequence parallelism and selective recomputation, which did not exist
+# 277 (the table above): the plans above it use sequence parallelism and selective recomputation, which did not exist
 # in 2021. Use the model to compare plans and to see which constraint binds, and measure before trusting the second
 # decimal; lesson 06 shows how far the calibrated model is from 3,306 measured runs (1,758 of which ran).
 #
@@ -225,15 +226,16 @@ for row in range(5):
     print(f"{row:>4} {units.format_time(small_step.compute_s):>8} {units.format_time(tensor_s):>24}")
 
 # %% [markdown]
-# With only 32 GPUs and a 22B model, the fastest plans need no pipeline (row 4 is the first with one) and little or no
+# With only 32 GPUs and a 22B model, the fastest plans need no pipeline (row 3 is the first with one) and little
 # tensor parallelism: data parallelism with ZeRO-2 (gradients and optimizer state sharded) and micro-batches of 2 to
-# 8, whose large GEMMs run near the calibration's best efficiency. ZeRO-3 would halve the memory but costs time: the
-# framework the calibration describes does not prefetch its parameter gathers, so they are exposed, and none of the
-# five fastest plans uses it. Every top plan is compute-bound: its compute, 3.93 to 4.55 s, is most of its step, and
-# the compute orders them as much as the exposed communication does. Rows 2 and 3 expose less than row 0 (325 and
-# 265 ms against 382 ms) but compute longer: row 2 runs micro-batches of 2, whose smaller GEMMs are less efficient,
-# and row 3 full recomputation, a second forward pass. Rows 0 and 1 compute alike; row 1 loses on its exposed
-# tensor-parallel collectives, 654 ms at $t = 4$ against 227 ms at $t = 2$. The best partition depends on the
+# 4, which pay the fixed cost per layer and micro-batch less often than micro-batches of one. ZeRO-3 would halve the
+# memory but costs time: the framework the calibration describes does not prefetch its parameter gathers, so they
+# are exposed, and none of the five fastest plans uses it. Every top plan is compute-bound: its compute, 4.58 to
+# 5.06 s, is most of its step, and the compute orders them more than the exposed communication does. Rows 1 and 3
+# expose less than row 0 (325 and 301 ms against 382 ms) but compute longer: row 1 runs micro-batches of 2, which
+# pay the fixed cost twice as often as row 0's micro-batches of 4, and row 3 also splits the layers over a pipeline.
+# Rows 1 and 2 compute alike and differ in sequence parallelism: row 2's exposes more tensor-parallel time (245 ms
+# against 169 ms). The best partition depends on the
 # model's size, the batch, the cluster and the framework, and the search says *why* each plan loses.
 
 
@@ -291,7 +293,7 @@ print(
 
 # %% [markdown]
 # The plan that exposes least keeps every collective off the critical path by running no tensor parallelism and a
-# pipeline of 8 stages, and pays for it twice over: its bubble alone takes 4.32 s, as long as row 0's whole step, and
+# pipeline of 8 stages, and pays for it twice over: its bubble alone takes 5.36 s, longer than row 0's whole step, and
 # full recomputation lengthens its compute. A plan is as fast as the sum of its three terms; the search compares the
 # sums.
 
@@ -356,8 +358,8 @@ quiz.MultipleChoice(
 #   pipeline with $t = 8$ inside a node, GPT 22B on 32 H100s data parallelism with ZeRO-2 and little tensor
 #   parallelism.
 # - The least communication is not the fastest plan: the step is compute, exposed communication and the bubble.
-# - The model misses a published run on either side (calibrated or ideal): use it to compare plans and find what
-#   binds, and measure.
+# - The model misses a published run (the calibrated and the ideal model both fall short of it): use it to compare
+#   plans and find what binds, and measure.
 
 # %% [markdown]
 # ## Exercises
@@ -373,14 +375,14 @@ quiz.MultipleChoice(
 # <details>
 # <summary>Answers</summary>
 #
-# 1. It would take 74.8 s against 97 s with full recomputation, but it needs 87.1 GB per GPU: the search rejects it
-#    for memory. Row 0 halves the pipeline ($p = 32$), doubles $d$ to 12, shards the optimizer state (ZeRO-1) and
-#    interleaves 4 chunks per device: 74.3 GB, 70.5 s.
+# 1. It would take 91.3 s against 1.97 min with full recomputation, but it needs 83.8 GB per GPU: the search rejects
+#    it for memory. Row 0 halves the pipeline ($p = 32$), doubles $d$ to 12, shards the optimizer state (ZeRO-1) and
+#    interleaves 4 chunks per device: 67 GB, 85.8 s.
 # 2. ZeRO-3 over all 32 GPUs ($d = 32$, $t = p = 1$, $b = 1$): 4.71 s with nothing exposed, because the ideal model
-#    prefetches the parameter gathers under the compute. The calibrated search ranks it at row 915: its framework
-#    does not prefetch, so 5.88 s of gathers are exposed and the step takes 10.4 s, bound by exposed communication.
-# 3. No: the same shape ($d = 16$, $t = 2$, ZeRO-2, $b = 4$) with $m = 8$ instead of 4. Its step takes 8.46 s,
-#    1.96 times the 4.31 s of the batch of 256; the exposed communication grows from 382 ms to 609 ms.
+#    prefetches the parameter gathers under the compute. The calibrated search ranks it at row 999: its framework
+#    does not prefetch, so 5.61 s of gathers are exposed and the step takes 10.5 s, bound by exposed communication.
+# 3. No: the same shape ($d = 16$, $t = 2$, ZeRO-2, $b = 4$) with $m = 8$ instead of 4. Its step takes 9.78 s,
+#    1.97 times the 4.97 s of the batch of 256; the exposed communication grows from 382 ms to 609 ms.
 #
 # </details>
 

@@ -55,7 +55,7 @@ import dataclasses
 
 import matplotlib.pyplot as plt
 
-from course_lib import budget, compute, hardware, measure, parallelism, units, validation, viz
+from course_lib import budget, compute, hardware, measure, parallelism, units, viz
 from course_lib.widgets import quiz
 
 # %% [markdown]
@@ -128,11 +128,12 @@ from course_lib.widgets import quiz
 #
 # - **the ideal model** (`calibration=None`): lesson 04's physics, compute at an assumed efficiency $\eta$,
 #   nominal links, no fixed costs, GPT-style FLOP and activation counts;
-# - **the calibrated model** (`calibration=validation.PLAYBOOK_CALIBRATION`): the same physics, architecture-aware
-#   (grouped-query attention, gated MLP, separate output layer), with fp32 gradient buffers, the logits, bucketed
-#   data-parallel traffic, a GEMM efficiency that falls for small matrix multiplies, a fixed cost per layer and
-#   micro-batch, the network at a fitted share of its nominal rate and the framework's own memory, fitted on the
-#   Ultra-Scale Playbook's runs of nanotron on H100 nodes (lesson 07 judges that fit on runs it never saw).
+# - **the calibrated model** (`calibration=parallelism.default_calibration(CLUSTER)`): the same physics,
+#   architecture-aware (grouped-query attention, gated MLP, separate output layer), run as nanotron runs a plan (fp32
+#   gradient buffers, bucketed data-parallel traffic), with the logits, an efficiency, a fixed cost per layer and
+#   micro-batch and the framework's own memory fitted on the Ultra-Scale Playbook's runs of nanotron on H100 nodes
+#   (lesson 07 judges that fit on runs it never saw), and this cluster's own links: the Playbook cluster's were
+#   measured, on another network, and are not carried over.
 #
 # The calibrated model is the course's best estimate; the ideal one is what you can redo with pencil and paper.
 # Neither is a measurement.
@@ -243,15 +244,16 @@ print(
 # Start from lesson 04's rule of thumb: tensor parallelism inside a node ($t = 8$, on NVLink), pipeline parallelism
 # across nodes until the model fits, data parallelism for the rest. With $p = 4$ stages of 20 layers, $d = 2$.
 # Micro-batch $b = 1$, so $m = 512 / (1 \cdot 2) = 256$ micro-batches per step; ZeRO-1 (optimizer state sharded over
-# the two replicas); sequence parallelism (lesson 03) and FlashAttention, no recomputation; the 1F1B schedule.
+# the two replicas); sequence parallelism (lesson 03) and [FlashAttention](glossary.ipynb#flashattention), no
+# recomputation; the 1F1B schedule.
 #
-# The calibrated model counts memory as a framework holds it: bf16 parameters (2 bytes), bf16 gradients plus their
-# fp32 accumulation buffer (2 + 4 bytes), Adam's fp32 master weights and two moments (12 bytes), the activations of
-# the $\min(p, m) = 4$ micro-batches the first stage holds under 1F1B, and the framework's own memory (CUDA context,
-# allocator caches), fitted at about 2 GB.
+# The calibrated model counts memory as nanotron holds it: bf16 parameters (2 bytes), an fp32 gradient buffer that the
+# backward accumulates into (4 bytes), Adam's fp32 master weights and two moments (12 bytes), the activations of the
+# $\min(p, m) = 4$ micro-batches the first stage holds under 1F1B, and the framework's own memory (CUDA context,
+# NCCL buffers, allocator caches), fitted at about 2.9 GB.
 
 # %%
-CAL = validation.PLAYBOOK_CALIBRATION  # the calibrated model: nanotron on H100 nodes, fitted on the Playbook's runs
+CAL = parallelism.default_calibration(CLUSTER)  # the Playbook's fit (nanotron on H100 nodes), this cluster's links
 CANDIDATE = parallelism.ParallelPlan(
     data_parallel=2,
     tensor_parallel=8,
@@ -279,7 +281,7 @@ per_gpu_params = stage_params / t
 a_token = (8 * h + 2 * h + 4 * kv_width + 2 * h + 8 * f + 4 * MODEL.heads) / t
 hand = {
     "parameters (2 B)": 2 * per_gpu_params,
-    "gradients + fp32 buffer (2 + 4 B)": 6 * per_gpu_params,
+    "gradients, fp32 buffer (4 B)": 4 * per_gpu_params,
     "optimizer state (12 B / d)": 12 * per_gpu_params / d,
     "activations": stage_layers * b * SEQ_LEN * a_token * min(p, m),
     "framework (fitted)": CAL.framework_bytes,
@@ -304,8 +306,8 @@ print(
 )
 
 # %% [markdown]
-# The hand count and `memory_breakdown` agree term by term. The candidate fits with 19 GB to spare. Three things a
-# quick estimate misses are visible in the table: the fp32 gradient buffer (as large as the optimizer state here),
+# The hand count and `memory_breakdown` agree term by term. The candidate fits with 23 GB to spare. Three things a
+# quick estimate misses are visible in the table: the fp32 gradient buffer (two thirds of the optimizer state here),
 # the 4 micro-batches of activations the first stage holds under 1F1B, and the gated MLP, which stores $8f$ bytes
 # per token where GPT's MLP stores $4 \cdot 4h = 16h$ — for this model $8f = 28h$. The ideal model counts the GPT
 # way and knows no FlashAttention: it stores the $5as$ bytes of attention scores per token (lesson 03), which at
@@ -402,16 +404,16 @@ print(
     f"and micro-batch: {units.format_time(fixed)} per step (big-GEMM efficiency {units.format_percent(CAL.gemm_efficiency)})"
 )
 print(
-    f"network at {units.format_percent(CAL.network_efficiency)} of nominal: "
-    f"{units.format_bandwidth(CLUSTER.inter_bandwidth_bytes_per_s * CAL.network_efficiency)} per GPU"
+    f"links: this cluster's own, network {units.format_bandwidth(CLUSTER.inter_bandwidth_bytes_per_s)} per GPU "
+    f"(the Playbook's measured EFA is not carried over)"
 )
 
 # %% [markdown]
-# The two models' totals differ by less than 3 s, for different reasons. The calibrated one runs its matrix
-# multiplies faster (its big-GEMM efficiency is 70 %, and a layer's 2.03 TFLOP micro-batch reaches 61 % of peak) but
-# adds a fixed 1.6 ms per layer and micro-batch: with 256 micro-batches of 20 layers that is 8.29 s per step, an
-# eighth of the compute. And its network runs at 30 % of nominal, so the data-parallel and pipeline transfers cost
-# several times more. Step 9 asks what happens when those fitted numbers are wrong for this cluster.
+# The calibrated model is 8 s slower. Its matrix multiplies run a little faster (55 % of peak, against the ideal
+# model's 50 %), but it adds a fixed 1.6 ms per layer and micro-batch: with 256 micro-batches of 20 layers that is
+# 8.29 s per step, an eighth of the compute. Its links are this cluster's own, as in the ideal model, so its
+# transfers differ only by what nanotron sends (fp32 gradients). Step 9 asks what happens when the fitted numbers are
+# wrong for this cluster.
 #
 # ### Step 8 · The plan search: why its best plan wins
 #
@@ -436,9 +438,10 @@ print(
 )
 
 # %% [markdown]
-# "Framework" rejects the plans that combine a pipeline with ZeRO-2 or 3, which the calibrated framework does not
-# run. The winner is far from the rule of thumb: $t = 4$, no pipeline, $d = 16$ with ZeRO-2, micro-batches of 4
-# sequences, and full recomputation. Compare its breakdown with the candidate's:
+# "Framework" rejects the plans that combine a pipeline with ZeRO-2 or 3, which nanotron does not run. The winner
+# keeps the rule of thumb's shape, $t = 8$ inside a node and a pipeline across nodes, but with half the candidate's
+# stages ($p = 2$), twice its replicas ($d = 4$) and two interleaved chunks per GPU. Compare its breakdown with the
+# candidate's:
 
 # %%
 best_plan = search.plan(0)
@@ -447,7 +450,13 @@ best_memory = parallelism.memory_breakdown(MODEL, best_plan, calibration=CAL)
 print(f"{'':26} {'candidate':>10} {'best':>10}")
 for label, x, y in (
     ("compute (incl. fixed cost)", calibrated.compute_s, best_step.compute_s),
-    ("  of which fixed cost", fixed, CAL.layer_overhead_s * L * best_plan.grad_accum_steps),
+    (
+        "  of which fixed cost",
+        fixed,
+        CAL.layer_overhead_s
+        * (L // best_plan.pipeline_parallel)
+        * (best_plan.grad_accum_steps + (best_plan.pipeline_parallel - 1) / best_plan.virtual_stages),
+    ),
     ("bubble", calibrated.bubble_s, best_step.bubble_s),
     ("exposed tensor parallel", calibrated.exposed_s["tensor"], best_step.exposed_s["tensor"]),
     ("exposed pipeline", calibrated.exposed_s["pipeline"], best_step.exposed_s["pipeline"]),
@@ -460,53 +469,48 @@ print(
 )
 
 # %% [markdown]
-# The winner does not win on compute (62.7 s against 62.6 s): what it saves there, it spends again on recomputation.
-# It wins on communication and the bubble: 9.74 s exposed against 15.2 s (though more of it data-parallel), and no
-# bubble. Three choices add up:
+# The winner wins by little (81.9 s against 84 s), on two terms. The bubble: with two stages of two chunks each, it
+# waits $(p - 1)/v = 1/2$ of a micro-batch slot where the candidate waits 3 (318 ms against 972 ms). And compute
+# (67 s against 68.5 s): the last stage also runs the output layer, as costly as one more layer, once per
+# micro-batch, beside 40 layers instead of 20. Everything else is the same: $t = 8$ exposes 14.3 s of
+# tensor-parallel collectives on NVLink in both, the pipeline sends cost the same, and the fixed cost per layer and
+# micro-batch is paid as often (20 layers × 256 micro-batches, or 40 × 128). Its data-parallel traffic grows with its
+# replicas but stays small.
 #
-# - **Fewer, larger micro-batches.** $b = 4$ and $m = 8$ instead of $b = 1$ and $m = 256$ runs 640 layer-passes per
-#   step instead of 5,120 on each GPU, so the fixed cost per layer and micro-batch shrinks from 8.29 s to 1.02 s, and
-#   each GEMM is larger and more efficient.
-# - **Full recomputation pays for that.** Four sequences of activations would not fit; keeping only each layer's
-#   input costs one more forward pass per layer, a third more compute, which the saved fixed cost and the larger
-#   GEMMs just repay.
-# - **No pipeline, so no bubble and no sends between nodes**; $t = 4$ cuts the exposed tensor-parallel time from
-#   14.3 s to 8.48 s (per GPU and step, tensor-parallel time grows as $t - 1$: each call moves $(t-1)/t$ of its
-#   payload, and each GPU's share of the batch grows with $t$; 3 against 7, of which full recomputation, repeating
-#   the forward collectives, gives some back); ZeRO-2 shards gradients and optimizer state over 16 replicas, which
-#   is what lets a whole model's layers fit on $t = 4$ GPUs. Its price is the exposed data-parallel time, 1.26 s:
-#   reduce-scatters of fp32 gradients over the slow network every micro-batch.
-#
-# Two warnings are already in the table. The winner uses 78.3 GB of 80 GB: 98 % of HBM. And its lead rests on the
-# fitted fixed cost (1.6 ms per layer and micro-batch) and the fitted network (30 % of nominal). Both were fitted on
-# another cluster (AWS EFA, not InfiniBand) and another framework's overheads.
+# Two warnings are already in the tables. The winner's activations are 34 GB against 27.2 GB (interleaving keeps
+# more micro-batches in flight), and it uses 76.5 GB of 80 GB: 96 % of HBM. And its lead is smaller than rows 1 and
+# 2 are apart from it (81.9 s and 82.1 s), so any assumption that moves a few percent can reorder them.
 #
 # ### Step 9 · How sensitive is the choice?
 #
 # Each scenario below changes one assumption of the calibrated model and reruns the search (each search takes a
-# fraction of a second): the compute efficiency, the fixed cost, the overlap, the network, the memory headroom. Two
-# are the calibration's own alternatives (no fixed cost; the network at its datasheet rate); the other three are
-# what-ifs, each sized by a measurement:
+# fraction of a second): the compute efficiency, the fixed cost, the overlap, the network, the memory headroom. One
+# is the calibration's own alternative (no fixed cost); the other four are what-ifs, each sized by a measurement:
 #
-# - **GEMMs at 65 % instead of the fitted 70 %.** Lesson 05 carried the calibration to Megatron's 1T run on A100s and
-#   predicted 172 TFLOP/s per GPU where the paper measured 163: the GEMM efficiency at which the two would agree is
-#   about 66 % (70 % × 163/172). 65 % is a round value just past it.
+# - **GEMMs at 64 % instead of the fitted 55 %.** Lesson 05 carried the calibration to Megatron's 1T run on A100s and
+#   predicted 141 TFLOP/s per GPU where the paper measured 163: the efficiency at which the two would agree is about
+#   64 % (55 % × 163/141).
 # - **Overlap slows compute by 30 %.** The calibrated model lets overlapped communication cost compute nothing. Lee et
 #   al. (2025) measured GEMMs on A100, H100, MI250 and MI210 while collectives ran beside them: an average slowdown of
 #   18.9 %, at most 40 %. 30 % lies between the two.
-# - **8 GB less memory.** On lesson 07's held-out runs the calibrated memory model's median error is 10.6 %, about
-#   8 GB of an 80 GB H100, and it errs mostly by counting too little: 8 GB less is one typical miss.
+# - **Network at 58 %.** The nccl-tests log of the Playbook's two EFA nodes fits best at 232 of 400 GB/s per node,
+#   58 %, though it cannot tell that from the datasheet's rate (lesson 07); step 11 meets an InfiniBand log that
+#   agrees.
+# - **11 GB less memory.** On lesson 07's held-out runs the calibrated memory model's median error is 13.3 %, about
+#   11 GB of an 80 GB H100, and it errs by counting too little (every run it wrongly thought would fit crashed): 11 GB
+#   less is one typical miss.
 
 # %%
 SCENARIOS = {  # why these values: the list above
     "calibrated": CAL,
-    "GEMMs at 65 % (not 70 %)": dataclasses.replace(CAL, gemm_efficiency=0.65),  # lesson 05: 70 % × 163/172
+    "GEMMs at 64 % (not 55 %)": dataclasses.replace(CAL, gemm_efficiency=0.64),  # lesson 05: 55 % × 163/141
     "no fixed cost per layer": dataclasses.replace(CAL, layer_overhead_s=0.0),
     # Lee et al. 2025 (arXiv:2507.03114): compute 18.9 % slower on average while overlapped, at most 40 %
     "overlap slows compute 30 %": dataclasses.replace(CAL, overlap_slowdown=0.3),
-    "network at nominal": dataclasses.replace(CAL, network_efficiency=1.0),
-    # lesson 07: the calibrated memory's median error on the held-out runs, 10.6 % of 80 GB
-    "8 GB less memory": dataclasses.replace(CAL, framework_bytes=CAL.framework_bytes + 8 * units.GB),
+    # the EFA log's best fit, 232 of 400 GB/s per node, which the log cannot tell from the datasheet (lesson 07)
+    "network at 58 %": dataclasses.replace(CAL, network_efficiency=0.58),
+    # lesson 07: the calibrated memory's median error on the held-out runs, 13.3 % of 80 GB
+    "11 GB less memory": dataclasses.replace(CAL, framework_bytes=CAL.framework_bytes + 11 * units.GB),
 }
 searches = {"calibrated": search} | {
     name: budget.search_plans(MODEL, CLUSTER, GLOBAL_BATCH, calibration=cal, attention=("flash",))
@@ -539,22 +543,14 @@ print("\nthe ideal model of lesson 04 (η = 0.5), for comparison:")
 print(ideal_search.table([0]))
 
 # %% [markdown]
-# The winner survives a slower GEMM (every plan slows alike) but not the rest:
+# The winner is the best plan of every scenario but one. A faster GEMM or no fixed cost speed every plan up alike
+# (73.6 s and 73.7 s); the overlap and the slower network hardly move it (82 s and 82.3 s): its data-parallel traffic
+# is small and its tensor-parallel traffic stays on NVLink. With 11 GB less memory it does not fit at all, and a
+# four-stage pipeline over two replicas wins (83.7 s).
 #
-# - **Fixed cost.** Without the 1.6 ms per layer and micro-batch, the plain Megatron-style plan ($t = 8$, $p = 2$,
-#   small micro-batches, no recomputation) wins, and the winner is 3.21 % behind. The fixed cost absorbs more than
-#   kernel launches (nanotron's own bookkeeping): it is the constant least likely to carry over to another framework.
-# - **Overlap.** If communication that overlaps compute slows it by 30 % (shared memory bandwidth and
-#   [SMs](glossary.ipynb#sm)), the data-parallel traffic hidden under compute is no longer free and a pipeline plan with
-#   ZeRO-1 wins.
-# - **Network.** At InfiniBand's nominal rate, ZeRO-3 with $d = 32$ and $t = 2$ wins outright; the winner is 3.3 %
-#   behind.
-# - **Memory.** With 8 GB less (a longer fragmentation tail, a larger logits buffer, a framework that holds more),
-#   the winner does not fit at all; its shape with micro-batches of two sequences does.
-#
-# The ideal model agrees on the shape ($d = 16$, $t = 4$, no pipeline) but picks ZeRO-3, micro-batches of one
-# sequence and selective recomputation: with no fixed cost per micro-batch and nominal links, nothing pushes it
-# towards larger micro-batches, and ZeRO-3's parameter gathers hide behind compute.
+# The ideal model picks another shape ($d = 16$, $t = 4$, no pipeline, ZeRO-3, selective recomputation): with no
+# fixed cost per micro-batch and no fp32 gradients, ZeRO-3's parameter gathers hide behind compute and a pipeline's
+# bubble is pure loss.
 #
 # Memory headroom can also be examined without a new search: `PlanSearch.fastest_within` re-ranks the calibrated
 # search under a smaller memory limit.
@@ -568,8 +564,9 @@ for share, row in limits.items():
 print(search.table(sorted(set(limits.values()))))
 
 # %% [markdown]
-# Asking for headroom, 5 % or even 15 %, keeps the winner's shape with micro-batches of two sequences: 67.7 GB, 3 %
-# slower by the model.
+# Asking for headroom moves down the same family: with 5 % kept free, the winner's split with four interleaved chunks
+# (73.1 GB, 81.9 s); with 10 %, the same split without interleaving (69.7 GB, 82.1 s); with 15 %, four stages over
+# two replicas (67.5 GB, 83.7 s).
 #
 # ### Step 10 · A plan with the best worst case
 #
@@ -605,22 +602,22 @@ print(
 )
 
 # %% [markdown]
-# The recommendation: **$d = 4$, $t = 2$, $p = 8$ with two interleaved chunks per GPU, ZeRO-1, micro-batch 1
-# ($m = 128$), full recomputation, no sequence parallelism** (with it, 1.08×). Its step is never more than 1.06 times
-# that of the best plan of any scenario, while the calibrated winner is infinitely worse in one (it does not fit). Its
-# calibrated step time is 75.5 s (MFU 42.3 %), between 73.3 s and 80.8 s over the scenarios, and it leaves 9.8 GB of
-# HBM free. Why it is robust: its tensor group (2) and its data-parallel group (4, $t = 2$ apart) together fill
-# exactly one node, so all their traffic stays on NVLink and only the small pipeline sends cross the network; the
-# network's rate and the overlap hardly matter, and its memory has room.
+# The recommendation: **$d = 2$, $t = 8$, $p = 4$ with two interleaved chunks per GPU, ZeRO-1, micro-batch 1
+# ($m = 256$), no recomputation, sequence parallelism**: the candidate of step 2, interleaved. Its step is never more
+# than 1.02 times that of the best plan of any scenario, while the calibrated winner is infinitely worse in one (it
+# does not fit). Its calibrated step time is 83.7 s (MFU 38.1 %), between 75.1 s and 83.9 s over the scenarios, and
+# it uses 67.5 GB. Why it is robust: its tensor group fills one node, so the heavy tensor-parallel traffic stays on
+# NVLink and the network carries only pipeline sends and two replicas' gradients; and with four stages each GPU holds
+# a quarter of the model, which leaves room for a memory model that counts 11 GB too little.
 #
 # ### Step 11 · What to measure before committing
 #
 # The scenarios show which assumptions decide the choice; each can be measured in an hour, before a run that takes
 # weeks:
 #
-# 1. **The network's real rate.** The calibration's 30 % of nominal was fitted on AWS EFA through nanotron. Run
-#    nccl-tests across two of your nodes, and read it as lesson 06 did: a published log of two 8 × H100 nodes on
-#    InfiniBand, against this course's model of the same all-reduce:
+# 1. **The network's real rate.** The calibrated model runs this cluster's network at its datasheet rate; the
+#    Playbook's EFA log fits best at 58 % of it. Run nccl-tests across two of your nodes, and read it as lesson 06
+#    did: a published log of two 8 × H100 nodes on InfiniBand, against this course's model of the same all-reduce:
 
 # %%
 log = measure.read_nccl_tests((measure.DATA_DIR / "nccl_tests" / "nebius_2x8xH100_ib_all_reduce.txt").read_text())
@@ -630,17 +627,17 @@ print(
     f"measured, {log.ranks} ranks, {units.format_bytes(largest.size_bytes)}: {units.format_time(largest.median_s)}, "
     f"busbw {units.format_bandwidth(largest.busbw_bytes_per_s)}"
 )
-for label, fraction in (("nominal InfiniBand", 1.0), ("calibrated (EFA fit)", CAL.network_efficiency)):
+for label, fraction in (("nominal InfiniBand", 1.0), ("58 % of nominal", 0.58)):
     cluster = budget.calibrated_cluster(two_nodes, dataclasses.replace(CAL, network_efficiency=fraction))
     model_s = budget.group_collective_time("all_reduce", cluster, 16, 1, largest.size_bytes)
     print(f"model, network at {label:21}: {units.format_time(model_s)}")
 
 # %% [markdown]
-#    On that InfiniBand cluster NCCL took 34.4 ms: a little slower than the nominal model's 27.3 ms (which runs
-#    NVLink SHARP inside each node and a tree between the nodes, as NCCL's tuner would pick) but twice as fast as the
-#    calibrated 67.2 ms. So "network at nominal" is the likelier scenario there, where ZeRO-3 with $d = 32$
-#    and $t = 2$ would win.
-#    Measure yours; if it matches, rerun the search with `network_efficiency=1.0`.
+#    On that InfiniBand cluster NCCL took 34.4 ms: slower than the nominal model's 27.3 ms (which runs NVLink SHARP
+#    inside each node and a tree between the nodes, as NCCL's tuner would pick), and as slow as the model with the
+#    network at 58 % of nominal, 34.8 ms. So "network at 58 %" is the likelier scenario there; the recommended plan is
+#    within 1.02× of the best in it, as in every scenario. Measure yours; if it matches, rerun the search with
+#    `network_efficiency=0.58`.
 # 2. **The fixed cost per layer and micro-batch.** Time a few training steps of the model cut to 2 layers, at
 #    $b = 1$ and $b = 4$, with warm-up and the maximum over ranks as lesson 06 timed collectives: the measured time
 #    per layer and micro-batch, less its FLOPs at the GEMM efficiency, is this constant.
@@ -683,14 +680,14 @@ print(
 #   ($(p-1)/(v \cdot m)$) and the per-step data-parallel synchronisation eat into the MFU; above 512 the gain is small.
 #   The optimiser sets the upper end: past the critical batch size, larger batches need more tokens to reach the
 #   same loss. 512 × 8192 (4.2 M tokens) sits where the hardware is near its plateau and the optimiser is known to
-#   work (Llama 3 started there). Choose $B_\text{global}$ as a multiple of $d \cdot b$ (and of $d \cdot b \cdot p$
+#   work (Llama 3 began with 4 M tokens of 4,096-token sequences, then 8 M and 16 M). Choose $B_\text{global}$ as a multiple of $d \cdot b$ (and of $d \cdot b \cdot p$
 #   when interleaving).
 # - **The sequence length** is set by the data and the context the model must handle; its cost is the attention's
 #   share (13.4 % of the FLOPs at 8,192, over a third at 32,768) and the activation memory per sequence, both linear
 #   in $s$ per token. A longer sequence at the same tokens per step means fewer sequences: keep
 #   $B_\text{global} \cdot s$ fixed, not $B_\text{global}$.
-# - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster about seven and a
-#   half years: 64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model on billions of tokens,
+# - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster about eight
+#   years: 64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model on billions of tokens,
 #   not for pre-training it.
 
 # %% [markdown]
@@ -727,8 +724,8 @@ print(", ".join(f"{bound.count(name):,} bound by {name}" for name in sorted(set(
 print(f"the 20 fastest: {', '.join(sorted(set(search.columns['binding_constraint'][:20].tolist())))}")
 
 # %% [markdown]
-# Half the plans are bound by exposed communication: on this cluster, every plan pays for the network somewhere.
-# The fastest ones are those where it stays smaller than the compute.
+# Most plans that fit are bound by compute, and so are the fastest: the exposed communication of a good plan (its
+# tensor-parallel collectives on NVLink) stays well below its compute.
 #
 # ### Where the step goes: candidate, winner, recommended
 #
@@ -745,22 +742,21 @@ for ax, (label, step) in zip(
 plt.show()
 
 # %% [markdown]
-# The candidate and the winner compute for about as long; the candidate then adds the longest exposed
-# tensor-parallel segment (14.3 s), the winner the largest exposed data-parallel one. The recommended plan computes
-# longest (69.2 s: a recomputed forward pass on micro-batches of one sequence) and pays a bubble, but exposes the
-# least communication.
+# All three expose the same tensor-parallel time (14.3 s: $t = 8$ in each) and compute for about as long; they differ
+# in the bubble. The recommended plan is the candidate with its stages split into two chunks: the same compute, half
+# the bubble.
 
 # %% [markdown]
 # ## Misconception
 #
 # > *"The plan search gives the answer: take row 0."*
 #
-# Row 0 is the best plan *under the model's assumptions*. Here it uses 98 % of HBM and its lead over the next plan
-# is 3 %, less than the spread of the scenarios above: the fixed cost alone, moved from 1.6 ms to 0, reorders the
-# top of the ranking. A plan search is a way to find the few plans worth measuring and the assumptions that decide
+# Row 0 is the best plan *under the model's assumptions*. Here it uses 96 % of HBM and its lead over the next rows is
+# smaller than the spread of the scenarios above: a memory model that counts 11 GB too little makes it crash. A plan
+# search is a way to find the few plans worth measuring and the assumptions that decide
 # between them, not a substitute for measuring them. The same holds for the rule of thumb the candidate followed
-# ($t = 8$ in a node, pipeline across nodes): it was derived for GPT-3-size models on Selene; here it loses to plans
-# that cut the fixed costs, unless those costs are much smaller than fitted.
+# ($t = 8$ in a node, pipeline across nodes): it was derived for GPT-3-size models on Selene; here the search keeps its
+# shape and tunes the rest (the stages, the replicas, the interleaving), which is where the measurements decide.
 
 # %% [markdown]
 # ## Self-check
@@ -771,19 +767,18 @@ plt.show()
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
-        prompt="Under the calibrated model the search's winner (b = 4, m = 8, full recomputation) computes for as "
-        "long as the candidate plan (t = 8, p = 4, d = 2, b = 1, m = 256, no recomputation), although it also "
-        "recomputes every layer's forward pass. What pays for that extra third of FLOPs?",
+        prompt="Under the calibrated model the search's winner (d = 4, t = 8, p = 2, two interleaved chunks) and the "
+        "candidate (d = 2, t = 8, p = 4, one chunk) expose the same 14.3 s of tensor-parallel time. Where does the "
+        "winner gain?",
         options=(
-            "Its 8 micro-batches of four sequences pay the fixed cost per layer and micro-batch 640 times per GPU "
-            "instead of 5,120, and its larger GEMMs run closer to peak",
-            "Tensor parallelism over 4 GPUs needs fewer FLOPs than over 8",
-            "Recomputation is free under the calibrated model",
+            "In the bubble: (p − 1)/v is 1/2 of a micro-batch slot for the winner, 3 for the candidate",
+            "In the tensor-parallel traffic, since t = 8 is faster with more replicas",
+            "In the GEMM efficiency, since its micro-batches are larger",
         ),
         answer=0,
-        explanation="Compute time = FLOPs / (efficiency × peak) + fixed cost × layers × micro-batches. The FLOPs are "
-        "shared out the same way, plus the recomputed forward; b = 1 makes every GEMM smaller (lower efficiency) and "
-        "m = 256 multiplies the fixed cost, 8.29 s per step against the winner's 1.02 s.",
+        explanation="The bubble costs (p − 1)/v micro-batch slots: two stages of two chunks wait half a slot, four "
+        "stages of one chunk wait three (318 ms against 972 ms). Both use b = 1 and t = 8, so their GEMMs and "
+        "tensor-parallel collectives are the same.",
     )
 )
 
@@ -864,23 +859,20 @@ quiz.MultipleChoice(
 # - A candidate by hand: memory term by term (fp32 gradient buffers, activations of the micro-batches in flight and
 #   the framework's memory count), transfers with payload, calls and link, the step from the dependency rule; then
 #   check it against the tools.
-# - The search's winner ($d = 16$, $t = 4$, ZeRO-2, $b = 4$, full recomputation: 72.5 s, MFU 44 %) wins by cutting
-#   fixed costs, the bubble and the exposed tensor-parallel time, but sits at 98 % of HBM and loses its lead when the
-#   fixed cost, the overlap or the network differ from their fitted values.
-# - The plan with the best worst case ($d = 4$, $t = 2$, $p = 8$ interleaved, ZeRO-1, $b = 1$, full recomputation:
-#   75.5 s, MFU 42.3 %, 73.3 s to 80.8 s over the scenarios) is never more than 1.06 times as slow as the best, with
-#   9.8 GB to spare.
+# - The search's winner ($d = 4$, $t = 8$, $p = 2$ interleaved, ZeRO-1, $b = 1$: 81.9 s, MFU 39 %) wins by a smaller
+#   bubble, but sits at 96 % of HBM and does not fit if the memory model counts 11 GB too little.
+# - The plan with the best worst case ($d = 2$, $t = 8$, $p = 4$ interleaved, ZeRO-1, $b = 1$: 83.7 s, MFU 38.1 %,
+#   75.1 s to 83.9 s over the scenarios) is never more than 1.02 times as slow as the best, and uses 67.5 GB.
 # - Before committing, measure the network across nodes, the fixed cost per layer, the slowdown under overlap and
 #   the peak memory; then rerun the search with the measured values.
 
 # %% [markdown]
 # ## Exercises
 #
-# 1. **Memory by hand.** For the recommended plan, compute the first stage's memory term by term as in step 4:
-#    10 of the 80 layers on each of 8 stages, plus the embedding, over $t = 2$; ZeRO-1 over $d = 4$; full
-#    recomputation keeps only each layer's input, $2h$ bytes per token without sequence parallelism (each of the
-#    $t = 2$ GPUs holds it whole); the interleaved schedule holds more micro-batches in flight
-#    (`parallelism.pipeline_in_flight_microbatches(8, 128, "interleaved", 2)`). Compare with
+# 1. **Memory by hand.** For the recommended plan, compute the first stage's memory term by term as in step 4: it
+#    holds the candidate's layers (20 of the 80, plus the embedding, over $t = 8$; ZeRO-1 over $d = 2$; step 4's
+#    41.5 kB per token per layer), but the interleaved schedule holds more micro-batches in flight
+#    (`parallelism.pipeline_in_flight_microbatches(4, 256, "interleaved", 2)`). Compare with
 #    `parallelism.memory_breakdown(MODEL, RECOMMENDED, calibration=CAL)`.
 # 2. **A new scenario.** Add "network at 50 %" (`dataclasses.replace(CAL, network_efficiency=0.5)`) to `searches`.
 #    Which plan wins it? Does the recommendation change?
@@ -894,24 +886,23 @@ quiz.MultipleChoice(
 # <details>
 # <summary>Answers</summary>
 #
-# 1. First stage: $10 \times 855.65\,\text{M} + 1.05\,\text{G} = 9.61\,\text{G}$ parameters, 4.80 G per GPU:
-#    parameters $2 \times 4.80 = 9.61$ GB, gradients and their fp32 buffer $6 \times 4.80 = 28.8$ GB, optimizer
-#    state $12 \times 4.80 / 4 = 14.4$ GB; activations $2h = 16384$ bytes per token × 8192 tokens × 10 layers ×
-#    11.5 micro-batches in flight = 15.4 GB; framework 1.97 GB. Total 70.2 GB, as step 10 printed.
-# 2. The calibrated winner wins it too (72 s), with ZeRO-3 over $d = 32$, $t = 2$, $b = 4$ 0.4 % behind. The
-#    recommendation does not change: it takes 74.5 s in that scenario (1.04× its best), and its worst case stays the
-#    1.06× of "network at nominal".
+# 1. Parameters, gradients, optimizer state and framework as step 4 printed them (4.54, 9.08, 13.6 and 2.86 GB);
+#    activations $41.5\,\text{kB} \times 8192 \times 20$ layers $\times$ 5.5 micro-batches in flight = 37.4 GB,
+#    against 4 micro-batches under 1F1B. Total 67.5 GB, as step 10 printed.
+# 2. The calibrated winner wins it too (82.5 s), its split without interleaving just behind. The recommendation does
+#    not change: it takes 84.1 s in that scenario (1.02× its best), and its worst case stays the 1.02× of "no fixed
+#    cost per layer".
 # 3. At η = 0.3 the step is 1.95 min and the 14.3 s of exposed tensor-parallel time are 12.2 % of it; at η = 0.7,
-#    24.4 %. A quarter needs a step of 57 s, reached at η ≈ 0.72: a little above the calibration's big-GEMM efficiency
-#    (0.7), at the edge of what dense GEMMs reach. Between the plausible efficiencies the share doubles, which is why
+#    24.4 %. A quarter needs a step of 57 s, reached at η ≈ 0.72: above the calibration's efficiency (0.55), near the
+#    0.8 that the best dense GEMMs reach. Between the plausible efficiencies the share doubles, which is why
 #    the tensor-parallel degree matters more on faster GPUs.
-# 4. No. At 256 sequences the calibrated winner is the same shape with $m = 4$ (36.9 s), and the best worst case is
-#    ZeRO-3 over $d = 32$ with $t = 2$, $b = 4$ and full recomputation, no pipeline (1.07×): with half the
-#    micro-batches ($m = 64$) the bubble of $p = 8$ doubles its share, and the plan recommended at 512 sequences falls
-#    to 1.09×.
-# 5. Data parallelism with ZeRO-3 and little tensor parallelism: $d = 4$, $t = 2$, $b = 2$ at 55.8 s, no
-#    recomputation; $d = 2$, $t = 2$, $p = 2$ with four interleaved chunks (ZeRO-1) is 0.3 % behind, and $d = 8$,
-#    $t = 1$ (ZeRO-3) 2 %. The 8B model's 128 GB of model states sharded over 8 GPUs is 16 GB each, so every GPU keeps
+# 4. Almost. At 256 sequences the calibrated winner is the same split with four interleaved chunks and $m = 64$
+#    (41.1 s), and the best worst case is the recommended split with four chunks instead of two (1.02×): with half the
+#    micro-batches the bubble's share doubles, and more chunks shrink it. The plan recommended at 512 sequences is
+#    1.03×.
+# 5. Data parallelism with little tensor parallelism: $d = 4$, $t = 2$, $b = 1$ with ZeRO-2 at 64.7 s (ZeRO-1 is as
+#    fast), no recomputation; $d = 2$, $t = 2$, $p = 2$ (ZeRO-1, $b = 2$) is 0.1 % behind, and $d = 4$, $t = 2$ with
+#    ZeRO-3 and $b = 2$ 0.4 %. The 8B model's 128 GB of model states sharded over 8 GPUs is 16 GB each, so every GPU keeps
 #    large GEMMs, and all the traffic (gathers, gradient reductions, tensor-parallel collectives) runs on NVLink.
 #
 # </details>

@@ -516,6 +516,19 @@ def _lesson_07_residuals(ns):
     ]
 
 
+def _lesson_07_loss_surface(ns):
+    return [f"{100 * value:.0f}" for value in validation.fit_loss_surface(ns["runs"]).ravel()]
+
+
+def _lesson_07_before_after(ns):
+    held = ns["HELD_OUT"]
+    return [
+        f"{median:.2g}×"
+        for replay in (validation.replay_runs(ns["runs"], calibration=None), validation.replay_runs(ns["runs"]))
+        for median, *_ in validation.residuals_by(replay, "nodes", held).values()
+    ]
+
+
 def _lesson_08_landscape(ns):
     search = budget.search_plans(
         ns["MODEL"], ns["CLUSTER"], ns["GLOBAL_BATCH"], calibration=ns["CAL"], attention=("flash",)
@@ -599,6 +612,16 @@ FIGURE_NUMBERS = {
         _lesson_06_step,
         "numbers",
         (),
+    ),
+    ("07_model_meets_measurements", "The calibration: measured, cited, fitted", 0): (
+        _lesson_07_loss_surface,
+        "numbers",
+        ("1B", "3B"),
+    ),
+    ("07_model_meets_measurements", "Step 4 · The residuals by term", 0): (
+        _lesson_07_before_after,
+        "numbers",
+        ("8B", "80B"),
     ),
     ("07_model_meets_measurements", "Predicted against measured MFU", 0): (
         lambda _ns: [f_pct(0.001), "1", "2", "4", "8", "16", "32", "64"],  # MFU's printed step; the node groups

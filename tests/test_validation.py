@@ -1,8 +1,9 @@
 """The Playbook's measured runs (Tazi et al. 2025) and the model replayed on them (course_lib.validation).
 
-The counts and FLOPs per token are the data's own (its README); the validation targets are issue 10's. Where the
-model does not reach a target yet, the test stays at the target and is marked xfail(strict=True) with the figure
-it measures, so that an improvement shows (strict: an unexpected pass fails until the mark is removed).
+The counts and FLOPs per token are the data's own (its README); the validation targets are issue 24's. Each fitted
+constant of the calibration is checked outside the runs it was fitted on. Where the model does not reach a target
+yet, the test stays at the target and is marked xfail(strict=True) with the figure it measures and its cause, so
+that an improvement shows (strict: an unexpected pass fails until the mark is removed).
 """
 
 import numpy as np
@@ -89,12 +90,62 @@ def test_figures_before_the_calibration(replay_before, runs):
     assert before["best_pick_share"] == 0.0
 
 
+@pytest.fixture(scope="module")
+def surface(runs):
+    return validation.fit_loss_surface(runs)
+
+
 @pytest.mark.slow
-def test_the_fit_sees_only_the_1b_and_3b_runs_and_returns_the_calibration(runs):
+def test_the_fit_sees_only_the_1b_and_3b_runs_and_returns_the_calibration(runs, surface):
     with pytest.raises(ValueError, match="models"):
         validation.fit_playbook_calibration(runs, models=("1B", "8B"))
-    fitted = validation.fit_playbook_calibration(runs)
+    fitted = validation.fit_playbook_calibration(runs, surface=surface)
     assert fitted == validation.PLAYBOOK_CALIBRATION
+
+
+@pytest.mark.slow
+def test_the_fit_has_three_constants_and_its_optimum_is_inside_its_grid(surface):
+    # Efficiency and fixed cost: the minimum of the one-node loss, away from every edge of the grid; the median error
+    # there is 8.5 %; no other constant of the step time is fitted (the links are measured, the framework cited).
+    i, j = np.unravel_index(np.argmin(surface), surface.shape)
+    assert 0 < i < surface.shape[0] - 1 and 0 < j < surface.shape[1] - 1, (i, j)
+    cal = validation.PLAYBOOK_CALIBRATION
+    assert (validation.FIT_GRID[0][i], validation.FIT_GRID[1][j]) == (cal.gemm_efficiency, cal.layer_overhead_s)
+    assert round(float(surface[i, j]), 3) == 0.085
+    assert cal.gemm_half_flops == 0 and cal.network_efficiency == 1 and cal.framework is parallelism.NANOTRON
+
+
+def test_the_links_are_the_nccl_tests_logs_measurements():
+    # PLAYBOOK_NVLINK and PLAYBOOK_EFA are measure.calibrate_cluster's fit of the shipped p5 logs, not a fit to runs.
+    measured = validation.playbook_measured_cluster()
+    for stored, fitted in (
+        (parallelism.PLAYBOOK_NVLINK, measured.intra_node_link),
+        (parallelism.PLAYBOOK_EFA, measured.inter_node_link),
+    ):
+        for name in ("bandwidth_bytes_per_s", "fabric_latency_s", "latency_s"):
+            assert getattr(stored, name) == pytest.approx(getattr(fitted, name), rel=1e-3), name
+        assert (stored.direction, stored.scope, stored.basis) == (fitted.direction, fitted.scope, "measured")
+    assert parallelism.PLAYBOOK_NVLINK.nccl_bandwidth_bytes_per_s == pytest.approx(
+        measured.intra_node_link.nccl_bandwidth_bytes_per_s, rel=1e-3
+    )
+
+
+def test_the_efficiency_is_below_the_best_measured_gemm_and_carries_to_megatrons_largest_run():
+    # Independent checks of gemm_efficiency (fitted on nanotron's one-node H100 runs): a layer's FLOPs cannot run
+    # faster than the best bf16 GEMM measured on an H100 (792.1 of 989 TFLOP/s); carried to Selene's A100s it
+    # predicts the 1T row of Narayanan et al.'s Table 1 (163 TFLOP/s, 52 % of peak) within 15 %.
+    cal = validation.PLAYBOOK_CALIBRATION
+    assert cal.gemm_efficiency < validation.H100_BEST_GEMM_SHARE == pytest.approx(0.801, abs=1e-3)
+    one_trillion = validation.NARAYANAN_TABLE1[-1]
+    assert validation.narayanan_table1_tflops(one_trillion[:7]) == pytest.approx(one_trillion[-1], rel=0.15)
+
+
+def test_the_fixed_cost_fitted_on_one_node_holds_on_two_nodes(replay, runs):
+    # layer_overhead_s was fitted on one-node runs; on two nodes (the network now in play, the fit never saw them)
+    # the median predicted/measured MFU stays within 10 %: 1.07× for the 1B and 3B, 0.97× for the 8B and 80B.
+    for models, expected in ((validation.FIT_MODELS, 1.07), (HELD_OUT, 0.97)):
+        median = validation.residuals_by(replay, "nodes", np.isin(runs["model"], models))[2][0]
+        assert round(median, 2) == expected and abs(median - 1) <= 0.10
 
 
 def test_a_missing_file_is_a_clear_error(tmp_path):
@@ -102,7 +153,7 @@ def test_a_missing_file_is_a_clear_error(tmp_path):
         validation.load_playbook_runs(tmp_path / "nothing.csv")
 
 
-# ---- targets (issue 10), on the held-out runs: the 8B and 80B models, which no calibration may see -----------------
+# ---- targets (issue 24), on the held-out runs: the 8B and 80B models, which no calibration may see -----------------
 
 HELD_OUT = validation.HELD_OUT_MODELS
 
@@ -112,49 +163,45 @@ def held_out(replay, runs):
     return validation.validation_figures(replay, np.isin(runs["model"], HELD_OUT))
 
 
-def _not_yet(figure):
-    return pytest.mark.xfail(
-        strict=True, reason=f"calibrated model (PLAYBOOK_CALIBRATION): measured {figure} on the held-out runs"
-    )
-
-
 def test_held_out_figures(held_out):
     # The calibrated model on the 8B and 80B runs, which the fit never saw (make validate prints them).
-    assert round(held_out["memory_median_abs_error"], 3) == 0.106
-    assert round(held_out["fit_agreement"], 3) == 0.926
-    assert round(held_out["mfu_spearman"], 2) == 0.72
-    assert round(held_out["mfu_median_abs_error"], 2) == 1.36
-    assert round(held_out["best_pick_share"] * held_out["cells"]) == 3
+    assert round(held_out["memory_median_abs_error"], 3) == 0.133
+    assert round(held_out["fit_agreement"], 3) == 0.916 and round(held_out["crashed_share"], 3) == 0.619
+    assert {m: round(rho, 2) for m, rho in held_out["mfu_spearman_per_model"].items()} == {"8B": 0.77, "80B": 0.69}
+    assert round(held_out["mfu_median_abs_error"], 2) == 1.95
+    ratios = {n: round(r, 2) for n, r in held_out["mfu_ratio_median_by_nodes"].items()}
+    assert ratios == {1: 0.98, 2: 0.97, 4: 2.09, 8: 2.52, 16: 2.13, 32: 4.32, 64: 10.07}
 
 
-def test_memory_median_abs_error_at_most_20_percent(held_out):
-    assert held_out["memory_median_abs_error"] <= 0.20
-
-
-def test_fit_agreement_at_least_90_percent(held_out):
-    assert held_out["fit_agreement"] >= 0.90
-
-
-@_not_yet(
-    "0.72 overall, 0.75 / 0.62 (8B / 80B): the network term. One network efficiency (0.3 of EFA's nominal) fitted "
-    "on 1B/3B cannot order the 80B runs, whose 16–64-node MFU (1–5 %) is set by effects the model does not have"
+# Why a target is not met: the figure and its cause (the residual is far from one node: 0.98× on one node and 0.97× on
+# two, 2.1× on 4, 10× on 64; it sits in runs whose pipeline crosses nodes with small micro-batches, 0.1–1.8 s per
+# micro-batch beyond the model whatever the bytes sent, a thousand times what the measured EFA gives nanotron's
+# three-message P2P sends; no cited mechanism of nanotron or EFA accounts for it yet).
+_CROSS_NODE = (
+    "the model misses by 2–10× on 4–64 nodes (0.98× on one node): runs whose pipeline crosses nodes with small "
+    "micro-batches lose 0.1–1.8 s per micro-batch, whatever the bytes sent, which neither the measured EFA links "
+    "nor nanotron's P2P protocol (two blocking metadata sends before each tensor) accounts for"
 )
-def test_mfu_rank_correlation(held_out):
-    assert held_out["mfu_spearman"] >= 0.85
-    assert min(held_out["mfu_spearman_per_model"].values()) >= 0.80
+_UNMET = {
+    "fit_agreement": "91.6 % (base rate: 61.9 % of the held-out runs crashed): every miss is a run predicted to fit "
+    "that crashed (139, none the other way), 66 GB predicted at the median, 87 % of them with a pipeline; nanotron's "
+    "18 B per parameter (cited) lowered the prediction from the old fit's 20, and the data do not say which crashed "
+    "for memory",
+    "mfu_spearman_worst_model": "0.69 (80B; 8B 0.77): " + _CROSS_NODE,
+    "mfu_median_abs_error": "195 %: " + _CROSS_NODE,
+}
 
 
-@_not_yet(
-    "1.36: predicted/measured MFU is 1.04× on 1 node but 2.2× on 8 and 7.3× on 64 nodes: the inter-node term "
-    "(data-parallel reduction and pipeline sends over EFA) is far cheaper in the model than measured"
+@pytest.mark.parametrize(
+    "name, target",
+    [
+        pytest.param(name, target, marks=pytest.mark.xfail(strict=True, reason=_UNMET[name]) if name in _UNMET else ())
+        for name, _, target, _ in validation.TARGETS
+    ],
 )
-def test_mfu_median_abs_error_at_most_30_percent(held_out):
-    assert held_out["mfu_median_abs_error"] <= 0.30
-
-
-@_not_yet("3 of 12 cells: with MFU wrong by 2–7× across nodes, the predicted-best run is rarely the measured best")
-def test_predicted_best_within_10_percent_in_half_the_cells(held_out):
-    assert held_out["best_pick_share"] >= 0.5
+def test_held_out_target(held_out, name, target):
+    check = next(check for figure, _, _, check in validation.TARGETS if figure == name)
+    assert check(held_out[name]), f"{name} {held_out[name]:.3f}, target {target}"
 
 
 # ---- the picks with a memory margin (issue 24, item 4): taken from the runs the fit saw, judged on the held-out cells
@@ -172,20 +219,32 @@ def held_out_picks(replay, runs):
     return validation.validation_figures(replay, rows, memory_margin=validation.PLAYBOOK_MEMORY_MARGIN)
 
 
-def test_picks_without_the_margin_crash_in_half_the_cells(held_out):
-    # The base the margin is judged against: 6 of 12 picks did not run; 61.9 % of the held-out runs crashed.
-    assert held_out["picks_crashed"] == 6 and round(held_out["crashed_share"], 3) == 0.619
+def test_picks_without_the_margin_crash_in_most_cells(held_out):
+    # The base the margin is judged against: 8 of 12 picks did not run; 61.9 % of the held-out runs crashed.
+    assert held_out["picks_crashed"] == 8 and round(held_out["crashed_share"], 3) == 0.619
+
+
+_PICK_CRASHED = pytest.mark.xfail(
+    strict=True,
+    reason="2 of 12 picks did not run with the +38.4 % margin (8 without): the 80B on 16 and 64 nodes, 4·4·8 and "
+    "16·4·8 ZeRO-1 b1, predicted 57 and 51 GB; the data say 'crashed or OOM' without telling which, and both put an "
+    "8-stage pipeline across nodes, where the runs that did run lost most of their speed",
+)
 
 
 @pytest.mark.parametrize(
-    "name, _text, _target, check", validation.PICK_TARGETS, ids=[name for name, *_ in validation.PICK_TARGETS]
+    "name, check",
+    [
+        pytest.param(name, check, marks=_PICK_CRASHED if name == "picks_crashed" else ())
+        for name, _, _, check in validation.PICK_TARGETS
+    ],
 )
-def test_pick_targets_with_the_margin(held_out_picks, name, _text, _target, check):
+def test_pick_targets_with_the_margin(held_out_picks, name, check):
     assert check(held_out_picks[name]), held_out_picks[name]
 
 
 def test_picks_with_the_margin(held_out_picks):
-    assert held_out_picks["picks_crashed"] == 1 and round(held_out_picks["best_pick_share"] * 12) == 7
+    assert held_out_picks["picks_crashed"] == 2 and round(held_out_picks["best_pick_share"] * 12) == 7
 
 
 def test_a_negative_margin_is_refused(replay):

@@ -62,9 +62,10 @@ def main() -> int:
     calibration = validation.PLAYBOOK_CALIBRATION
     print(f"fitted on the 1B and 3B runs only ({calibration.name}):")
     print(
-        f"  gemm_efficiency {calibration.gemm_efficiency}, gemm_half_flops {calibration.gemm_half_flops:.3g} FLOP, "
-        f"layer_overhead_s {units.format_time(calibration.layer_overhead_s)}, network_efficiency "
-        f"{calibration.network_efficiency}, framework_bytes {units.format_bytes(calibration.framework_bytes)}"
+        f"  fitted: gemm_efficiency {calibration.gemm_efficiency}, layer_overhead_s "
+        f"{units.format_time(calibration.layer_overhead_s)} (both on the one-node runs), framework_bytes "
+        f"{units.format_bytes(calibration.framework_bytes)}; measured, not fitted: {calibration.intra_node_link.note}; "
+        f"{calibration.inter_node_link.note}"
     )
     _report('after: the default, calibrated model (calibration="default")', runs, "default", "default")
     _picks(runs)

@@ -31,7 +31,7 @@ backward; the step's first gather and last bucket cannot hide.
 ('2.01 min', 'compute')
 >>> step = step_time(MEGATRON_1T, plan, SELENE_3072)   # the default calibration; measured: 163 TFLOP/s hardware
 >>> format_time(step.total_s), format_flops_rate(step.hfu * SELENE_3072.accelerator.peak("bf16"))
-('97 s', '172 TFLOP/s')
+('1.97 min', '141 TFLOP/s')
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def step_time(
     >>> format_time(step.compute_s), format_time(step.exposed_s["data"]), format_time(step.overlapped_s["data"])
     ('340 ms', '0 s', '9.25 ms')
     >>> format_time(step_time(GPT2_1_5B, plan, DGX_H100).total_s)     # the default calibration
-    '812 ms'
+    '617 ms'
     """
     _check_cluster_holds(plan, cluster)
     calibration = resolve_calibration(calibration, cluster, framework)

@@ -18,6 +18,8 @@ from .frameworks import GENERIC, NANOTRON, Framework, resolve_framework
 
 __all__ = [
     "Calibration",
+    "PLAYBOOK_NVLINK",
+    "PLAYBOOK_EFA",
     "PLAYBOOK_CALIBRATION",
     "default_calibration",
     "resolve_calibration",
@@ -31,19 +33,21 @@ class Calibration:
 
     Stated assumptions (not fitted): ``framework`` (how the plan is run: its precision recipe, buckets, overlaps and
     what it combines, each cited: ``frameworks``), ``overlap_slowdown`` (compute runs this much slower while a
-    collective shares the GPU's memory and SMs), the links (``None``: the cluster's) and the network's α,
-    ``network_latency_s`` (``None``: the inter-node link's; a ``course_lib.measure`` fit or an nccl-tests log can
-    supply it).
+    collective shares the GPU's memory and SMs), the links (``None``: the cluster's; measured links from
+    ``measure.calibrate_cluster`` on the cluster's nccl-tests logs, as ``PLAYBOOK_CALIBRATION`` has) and the network's
+    α, ``network_latency_s`` (``None``: the inter-node link's). ``network_efficiency`` is a what-if, never fitted: the
+    share of the network's bandwidth to assume (1 in every shipped calibration; "what if the network ran at half its
+    rate?").
 
     Fitted constants (``validation.fit_playbook_calibration`` documents the rows): ``gemm_efficiency`` (the share of
-    peak that large matrix multiplies reach), ``gemm_half_flops`` (the per-GPU forward FLOPs of one layer's
-    micro-batch at which the efficiency is half of that: small GEMMs run below the big-GEMM efficiency; 0 means no
-    size effect), ``layer_overhead_s`` (a fixed cost per layer and micro-batch, forward and backward: kernel
-    launches, synchronisation), ``network_efficiency`` (the share of the network's nominal bandwidth NCCL reaches)
-    and ``framework_bytes`` (memory the model does not count: CUDA context, allocator caching and fragmentation).
+    peak at which the layers' FLOPs run), ``layer_overhead_s`` (a fixed cost per layer and micro-batch, forward and
+    backward: kernel launches, synchronisation) and ``framework_bytes`` (memory the model does not count: CUDA context,
+    NCCL buffers, allocator caching and fragmentation). ``gemm_half_flops`` is an option of the model, not fitted (0 in
+    the shipped calibration): the per-GPU forward FLOPs of one layer's micro-batch at which the efficiency would be
+    half of ``gemm_efficiency`` (small GEMMs below the big-GEMM efficiency; 0 means no size effect).
 
-    The defaults are the uncalibrated physics: big-GEMM efficiency 0.5 (the course's default), no size effect, no
-    overheads, nominal links.
+    The defaults are the uncalibrated physics: efficiency 0.5 (the course's default), no size effect, no overheads,
+    the cluster's links.
 
     >>> Calibration().framework.precision, Calibration().framework.bucket_bytes
     ('bf16-fp32-grads', 25000000.0)
@@ -74,27 +78,52 @@ class Calibration:
         _check.nonnegative("framework_bytes", self.framework_bytes)
 
 
+# The Playbook cluster's links as measured, not fitted to training runs: ``measure.calibrate_cluster`` on the shipped
+# nccl-tests logs of AWS p5 nodes (``data/nccl_tests/aws_p5_1node_8xH100_nvlink_all_reduce.txt`` inside a node,
+# ``aws_2x_p5_16xH100_efa_all_reduce.txt`` across two nodes; ``validation.playbook_measured_cluster`` runs that fit and
+# test_validation checks these figures equal its output). Inside a node NCCL reaches 267 GB/s per GPU one way (its
+# topology counts 370.8) plus 65 ns per NVLink hop; across nodes each network step costs 26.5 µs beyond NCCL's table,
+# and the log does not tell EFA's bandwidth from the datasheet's 400 GB/s per node (NVLink bounds every size of it).
+PLAYBOOK_NVLINK = replace(
+    hardware.NVLINK4,
+    name="NVLink 4, measured (nccl-tests, one p5 node)",
+    bandwidth_bytes_per_s=266.59e9,
+    direction="one-way",
+    basis="measured",
+    source="measure.calibrate_cluster on data/nccl_tests/aws_p5_1node_8xH100_nvlink_all_reduce.txt",
+    note="B = 267 GB/s one-way per GPU, 65.2 ns per NVLink hop beyond NCCL's table",
+    nccl_bandwidth_bytes_per_s=266.59e9,
+    fabric_latency_s=65.16e-9,
+)
+PLAYBOOK_EFA = replace(
+    hardware.EFA_P5,
+    name="AWS EFA (p5), measured (nccl-tests, two p5 nodes)",
+    basis="measured",
+    source="measure.calibrate_cluster on data/nccl_tests/aws_2x_p5_16xH100_efa_all_reduce.txt",
+    note="fabric latency 26.5 µs per network step; bandwidth the datasheet's 400 GB/s per node, which the log cannot "
+    "tell from its best fit, 232 GB/s (within 0.1 %)",
+    fabric_latency_s=26.55e-6,
+)
 # The calibration for nanotron on the Playbook's cluster (8 × H100 per node, NVLink 4, AWS EFA): the framework's traits
-# as stated assumptions, five constants fitted on the 1B and 3B runs only (``validation.fit_playbook_calibration``;
-# the 8B and 80B runs are never seen by the fit). The default of ``memory_breakdown``, ``budget.step_time`` and
-# ``budget.search_plans`` on that cluster (``default_calibration``).
+# (``frameworks.NANOTRON``, each cited) and the measured links as stated inputs; three constants fitted on the 1B and
+# 3B runs only (``validation.fit_playbook_calibration``; the 8B and 80B runs are never seen by the fit). The default
+# of ``memory_breakdown``, ``budget.step_time`` and ``budget.search_plans`` on that cluster (``default_calibration``).
 PLAYBOOK_CALIBRATION = Calibration(
     name="nanotron on 8 × H100 + EFA (Ultra-Scale Playbook), fitted on the 1B and 3B runs",
-    # nanotron as the fit assumed it: 20 B per parameter (a bf16 gradient beside the fp32 buffer), where nanotron's
-    # code holds 18 (``frameworks.NANOTRON``); the refit on the cited preset is issue 24's next step.
-    framework=replace(NANOTRON, name="nanotron, as fitted (20 B per parameter)", precision="bf16-fp32-grads"),
-    # Fitted by fit_playbook_calibration on the 1,127 successful 1B and 3B runs, with the collectives as NCCL runs
-    # them (``nccl``; test_validation checks the fit returns these): large GEMMs at 70 % of the 989 TFLOP/s peak; half
-    # of that at 0.3 TFLOP of forward work per layer and GPU; 1.6 ms per layer and micro-batch (forward + backward) of
-    # fixed cost, which absorbs more than kernel launches (nanotron's unoverlapped pipeline and tensor-parallel
-    # bookkeeping); the network at 30 % of EFA's nominal 50 GB/s per GPU, a fit that absorbs what the structure gets
-    # wrong at scale (NCCL itself reaches about the nominal rate on the shipped 2 × p5 log); 1.97 GB per GPU of
-    # framework memory.
-    gemm_efficiency=0.7,
-    gemm_half_flops=3e11,
+    framework=NANOTRON,
+    intra_node_link=PLAYBOOK_NVLINK,
+    inter_node_link=PLAYBOOK_EFA,
+    # Fitted by fit_playbook_calibration (test_validation checks the fit returns these), each checked outside the runs
+    # it was fitted on (tests/test_validation.py): the step-time pair on the 56 one-node 1B and 3B runs, where no
+    # network is involved: the layers' FLOPs at 55 % of the 989 TFLOP/s peak (below the 80 % the best cuBLAS bf16
+    # GEMM reaches on an H100, which bounds it) and 1.6 ms per layer and micro-batch (forward + backward) of fixed
+    # cost (kernel launches, nanotron's host-synchronising pipeline sends, everything the FLOP count leaves out),
+    # judged on the two-node runs; the two trade along a valley of the fit's loss (lesson 07 shows it). Memory: 2.86
+    # GB per GPU the model does not count (CUDA context, NCCL buffers, allocator caching), the median over the 1B and
+    # 3B runs, judged on the 8B and 80B runs' memory.
+    gemm_efficiency=0.55,
     layer_overhead_s=1.6e-3,
-    network_efficiency=0.3,
-    framework_bytes=1968873984.0,
+    framework_bytes=2861158144.0,
 )
 # The device the calibration was fitted on, and its peak (H100 SXM dense bf16, as the Playbook's MFU).
 _PLAYBOOK_ACCELERATOR = hardware.H100
@@ -103,33 +132,29 @@ _PLAYBOOK_NETWORK = hardware.EFA_P5
 
 def default_calibration(cluster) -> Calibration:
     """The documented calibration for ``cluster``: ``PLAYBOOK_CALIBRATION`` on the Playbook's H100 + EFA cluster,
-    else that calibration carried over by what is physics and what is the measured cluster.
+    else that calibration carried over by what belongs to the software and what to the machine.
 
     Carried over unchanged: the framework (nanotron: its precision recipe, logits, buckets, ZeRO with pipeline up to
-    stage 1, no prefetch of ZeRO gathers) and the fixed costs (1.6 ms per layer and micro-batch, 1.97 GB of
-    framework memory), which belong to the software stack, and the big-GEMM efficiency (0.7, a share of peak).
-    Scaled: the half-efficiency GEMM size by the device's bf16 peak over the H100's (a GEMM of the same duration is
-    as far from its launch and tail costs on either device). Not carried over: the network efficiency (0.3 of EFA's
-    nominal rate), a fit on nanotron's runs over AWS EFA (its SRD transport and libfabric plug-in), not
-    InfiniBand or NVLink: other clusters' networks run at their nominal rate until a ``course_lib.measure`` fit or an
-    nccl-tests log says otherwise.
+    stage 1, no prefetch of ZeRO gathers), the fixed costs (1.6 ms per layer and micro-batch, 2.86 GB of framework
+    memory), which belong to the software stack, and the efficiency (0.55 of the device's bf16 peak; the best cuBLAS
+    GEMM reaches a similar share on an A100, 86 %, as on an H100, 80 %). Not carried over: the links, measured on
+    the Playbook's AWS p5 nodes: another cluster runs on its own links (its datasheet's, or a
+    ``measure.calibrate_cluster`` fit of its nccl-tests logs).
 
     >>> from course_lib import hardware
-    >>> default_calibration(hardware.DGX_H100).network_efficiency, default_calibration(hardware.DGX_H100).name
-    (1.0, 'Playbook calibration carried over to DGX H100 (one node) (network at nominal)')
-    >>> f"{default_calibration(hardware.SELENE_3072).gemm_half_flops:.3g}"
-    '9.46e+10'
+    >>> carried = default_calibration(hardware.DGX_H100)
+    >>> carried.inter_node_link is None, carried.name
+    (True, 'Playbook calibration carried over to DGX H100 (one node) (its own links)')
     """
     if not isinstance(cluster, hardware.Cluster):
         raise ValueError(f"cluster must be a hardware.Cluster, got {cluster!r}")
     if cluster.accelerator == _PLAYBOOK_ACCELERATOR and cluster.inter_node_link == _PLAYBOOK_NETWORK:
         return PLAYBOOK_CALIBRATION
-    scale = cluster.accelerator.peak("bf16") / _PLAYBOOK_ACCELERATOR.peak("bf16")
     return replace(
         PLAYBOOK_CALIBRATION,
-        name=f"Playbook calibration carried over to {cluster.name} (network at nominal)",
-        gemm_half_flops=PLAYBOOK_CALIBRATION.gemm_half_flops * scale,
-        network_efficiency=1.0,
+        name=f"Playbook calibration carried over to {cluster.name} (its own links)",
+        intra_node_link=None,
+        inter_node_link=None,
     )
 
 
@@ -167,7 +192,7 @@ def resolve_calibration(calibration, cluster=None, framework=None) -> Calibratio
 
 
 def calibrated_cluster(cluster: Cluster, calibration: Calibration) -> Cluster:
-    """``cluster`` with the calibration's links (when set) and its network at ``network_efficiency`` of nominal.
+    """``cluster`` with the calibration's links (when set), its network at ``network_efficiency`` of their rate.
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.units import format_bandwidth

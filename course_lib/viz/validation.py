@@ -1,5 +1,6 @@
 """Figures for lesson 07 (the model meets the measurements): predicted against measured MFU and memory for the
-Ultra-Scale Playbook's runs, and the residuals grouped by the plan column that switches each term of the model on.
+Ultra-Scale Playbook's runs, the residuals grouped by the plan column that switches each term of the model on, and
+the calibration fit's loss over its two step-time constants.
 
 Each figure is a ``fast.LiveFigure``: its constructor builds the empty axes it is given, ``update(result)`` draws a
 replay on them anew, removing what the last update drew; ``plot_*`` builds one, updates it once and returns what it
@@ -25,6 +26,8 @@ __all__ = [
     "NODE_GROUP_COLORS",
     "PredictedMeasuredFigure",
     "ResidualsFigure",
+    "LossSurfaceFigure",
+    "plot_loss_surface",
     "plot_predicted_measured",
     "plot_residuals",
 ]
@@ -159,6 +162,52 @@ class ResidualsFigure(LiveFigure):
         bottom, ceiling = ax.get_ylim()
         ax.set_ylim(min(bottom, low.min() / 1.3), max(ceiling, high.max() * 1.8))  # room for the medians' notes
         self.animated = drawn.artists
+
+
+class LossSurfaceFigure(LiveFigure):
+    """The calibration fit's objective (``validation.fit_loss_surface``: median |log(predicted / measured MFU)| over
+    the one-node 1B and 3B runs) over ``validation.FIT_GRID``, built on ``ax``: one cell per (fixed cost per layer
+    and micro-batch, efficiency), coloured by the loss in percent, its value written in it; the minimum is circled.
+
+    ``update(result)`` takes the surface (rows: efficiencies, columns: fixed costs). Each update draws anew.
+    """
+
+    def __init__(self, ax):
+        super().__init__(ax)
+        efficiencies, overheads = validation.FIT_GRID
+        ax.set_xticks(range(len(overheads)), [f"{o * 1e3:g}" for o in overheads])
+        ax.set_yticks(range(len(efficiencies)), [f"{e:.0%}" for e in efficiencies])
+        label_units(ax, "fixed cost per layer and micro-batch (ms)", "efficiency (share of peak)")
+        self.drawn = ResultArtists(ax)
+
+    def update(self, result) -> None:
+        """Draw ``result``, the surface."""
+        surface = np.asarray(result, dtype=float)
+        ax, drawn = self.ax, self.drawn
+        drawn.clear()
+        drawn.add(ax.imshow(100 * surface, origin="lower", cmap="viridis_r", vmax=50, aspect="auto"))
+        for (i, j), value in np.ndenumerate(surface):
+            color = "white" if value > 0.3 else "black"
+            drawn.add(ax.text(j, i, f"{100 * value:.0f}", ha="center", va="center", fontsize=8, color=color))
+        i, j = np.unravel_index(np.argmin(surface), surface.shape)
+        drawn.add(*ax.plot([j], [i], "o", ms=16, mfc="none", mec=COLORS["exposed"], mew=2, label="minimum"))
+        self.animated = drawn.artists
+
+
+def plot_loss_surface(surface, ax=None):
+    """``LossSurfaceFigure`` of ``surface`` (``validation.fit_loss_surface``); returns the Axes.
+
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> surface = np.ones((11, 9)); surface[3, 4] = 0.05
+    >>> ax = plot_loss_surface(surface)
+    >>> [float(v[0]) for v in ax.lines[0].get_data()], float(ax.images[0].get_array()[3, 4])   # (x, y), loss %
+    ([4.0, 3.0], 5.0)
+    >>> plt.close("all")
+    """
+    figure = LossSurfaceFigure(axes_or_new(ax, figsize=(7, 5)))
+    figure.update(surface)
+    return figure.ax
 
 
 def plot_predicted_measured(replay, held_out, quantity="mfu", ax=None):
