@@ -138,16 +138,14 @@ def test_fp8_expert_dispatch():
     fp8 = communication_volume_per_step(MIXTRAL_8X7B, plan, replace(TE_FP8, fp8_dispatch=True))["expert"]
     assert fp8 / bf16 == pytest.approx(0.75)
     assert communication_volume_per_step(MIXTRAL_8X7B, plan, TE_FP8)["expert"] == bf16  # off by default
+    # The calibrated model: per MoE layer and pass, one all-to-all of b·s·k·h·2 bytes and one of half that, against
+    # two of the full payload (e = 8 ranks at stride t = 1 inside the node).
+    run = replace(plan, micro_batch=1, grad_accum_steps=4, attention="flash", recompute="full", zero_stage=1)
+    cluster = calibrated_cluster(DGX_H100, resolve_calibration("default", DGX_H100, MEGATRON_CORE))
+    payload = 2.0 * MIXTRAL_8X7B.seq_len * 2 * 4096
+    full, half = (group_collective_time("all_to_all", cluster, 8, 1, x) for x in (payload, payload / 2))
     with_dispatch = replace(MEGATRON_CORE, fp8=replace(TE_FP8, fp8_dispatch=True))
-    run = ParallelPlan(
-        data_parallel=8,
-        expert_parallel=8,
-        micro_batch=1,
-        grad_accum_steps=4,
-        attention="flash",
-        recompute="full",
-        zero_stage=1,
-    )
     slow = step_time(MIXTRAL_8X7B, run, DGX_H100, framework=TE).exposed_s["expert"]
     fast = step_time(MIXTRAL_8X7B, run, DGX_H100, framework=with_dispatch).exposed_s["expert"]
-    assert 0.5 < float(fast) / float(slow) < 1.0
+    assert float(slow) == pytest.approx(4 * 32 * 2 * 3 * full, rel=1e-9)  # m · layers · 2 · (2 forward + 1 backward)
+    assert float(fast) == pytest.approx(4 * 32 * 3 * (full + half), rel=1e-9)
