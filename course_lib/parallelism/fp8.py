@@ -90,8 +90,9 @@ TE_FP8 = Fp8Recipe(
         ),
         (
             "fp8_activations",
-            _TE + "the Linear modules save their FP8-cast input (columnwise usage, for the weight-gradient GEMM) "
-            "for the backward; DeepSeek-V3 (arXiv 2412.19437 §3.3.3) caches the Linear inputs in FP8 likewise",
+            _TE + "transformer_engine/pytorch/module/linear.py _Linear.forward: the quantized input, its row-wise "
+            "data discarded ('not needed in backward pass'), is the saved_inputmat; 'Weight with column-wise usage is "
+            "needed for dgrad GEMM'; DeepSeek-V3 (arXiv 2412.19437 §3.3.3) caches the Linear inputs in FP8 likewise",
         ),
     ),
 )
