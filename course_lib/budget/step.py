@@ -44,6 +44,7 @@ from .. import _check
 from ..compute import RECOMPUTE_OPTIONS, transformer_flops_per_iteration, transformer_forward_flops
 from ..hardware import Cluster
 from ..parallelism.calibration import Calibration, calibrated_cluster, resolve_calibration
+from ..parallelism.fp8 import fp8_peak
 from ..parallelism.frameworks import PRECISION_RECIPES
 from ..parallelism.models import TransformerModel
 from ..parallelism.plan import ParallelPlan, check_plan_for_model, stage_layers
@@ -359,10 +360,12 @@ def _context_exposed_mb(model: TransformerModel, plan: ParallelPlan, cluster: Cl
     return layers * exposed, layers * (total - exposed)
 
 
-def _expert_exposed_mb(model: TransformerModel, plan: ParallelPlan, cluster: Cluster, tokens):
+def _expert_exposed_mb(model: TransformerModel, plan: ParallelPlan, cluster: Cluster, tokens, fp8_dispatch=False):
     """Exposed seconds per micro-batch of expert parallelism's all-to-alls on the heaviest stage: per MoE layer the
     dispatch and combine forward (again with full recomputation) and backward, each of a rank's tokens × k ×
-    capacity factor × h × 2 bytes / t, on the critical path (``parallelism.transfers._expert_transfers``).
+    capacity factor × h × 2 bytes / t, on the critical path (``parallelism.transfers._expert_transfers``). With
+    ``fp8_dispatch`` one of each pass's two all-to-alls carries 1 byte per element (the dispatch forward, the
+    combine's gradient backward: DeepSeek-V3 §3.3.3), the other stays bf16.
     Not modelled: overlapping them with another micro-batch's compute (Megatron-Core's newer schedules can)."""
     e, t, p = plan.expert_parallel, plan.tensor_parallel, plan.pipeline_parallel
     if model.experts == 1 or not np.any(np.asarray(e) > 1):
@@ -370,7 +373,10 @@ def _expert_exposed_mb(model: TransformerModel, plan: ParallelPlan, cluster: Clu
     repeat = 2 if plan.recompute == "full" else 1
     payload = 2.0 * tokens * model.experts_per_token * plan.capacity_factor * model.hidden / t
     moe_layers = -(-model.moe_layers // p)
-    return moe_layers * 2 * (repeat + 1) * group_collective_time("all_to_all", cluster, e, t, payload)
+    call = group_collective_time("all_to_all", cluster, e, t, payload)
+    if fp8_dispatch:
+        return moe_layers * (repeat + 1) * (call + group_collective_time("all_to_all", cluster, e, t, payload / 2))
+    return moe_layers * 2 * (repeat + 1) * call
 
 
 def calibrated_step_time(
@@ -398,6 +404,10 @@ def calibrated_step_time(
     forward and backward (ZeRO-3; once per step with a pipeline under a framework that keeps the stage whole,
     ``reshard_with_pipeline`` False) — hidden only if the framework prefetches (``prefetch_parameter_gathers``).
     Communication that overlaps compute slows it by ``overlap_slowdown`` × its time.
+    A framework with an FP8 recipe (``Framework.fp8``, module ``parallelism.fp8``) runs the linear layers' GEMMs at
+    the FP8 peak at the same efficiency (the attention core, the output layer and the overheads as before; MFU and
+    HFU still divide by the ``dtype`` peak), gathers the linear weights in ZeRO at the recipe's ``gather_bytes`` and,
+    with ``fp8_dispatch``, sends half the expert all-to-alls in FP8; an accelerator without an FP8 peak is an error.
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import PLAYBOOK_1B, Calibration, ParallelPlan
@@ -419,6 +429,10 @@ def calibrated_step_time(
     layer_fwd = layer_fwd + (plan.capacity_factor - 1) * 2.0 * model.routed_matmul_weights_per_layer * tokens / t
     efficiency = calibration.gemm_efficiency * layer_fwd / (layer_fwd + calibration.gemm_half_flops)
     rate = peak * efficiency
+    fp8 = calibration.framework.fp8
+    if fp8 is not None:
+        # The linear GEMMs at the FP8 peak: in time, their FLOPs shrink by the peaks' ratio (the core stays 16-bit).
+        layer_fwd = (layer_fwd - core_fwd) * peak / fp8_peak(cluster.accelerator) + core_fwd
     extra = {"none": 0.0, "selective": core_fwd, "full": layer_fwd}[plan.recompute]
     # The last stage also runs the output layer; with p = 1 one device runs everything.
     stage_fwd = layers * layer_fwd + head_fwd
@@ -448,7 +462,7 @@ def calibrated_step_time(
     tp_mb = np.where(np.asarray(t) > 1, layers * tp_exposed_layer, 0.0)
     tp_hidden_mb = np.where(np.asarray(t) > 1, layers * tp_call * (2 * repeat + 2), 0.0) - tp_mb
     context_mb, context_hidden_mb = _context_exposed_mb(model, plan, cluster, layers, tokens, core_fwd / rate)
-    expert_mb = _expert_exposed_mb(model, plan, cluster, tokens)
+    expert_mb = _expert_exposed_mb(model, plan, cluster, tokens, fp8 is not None and fp8.fp8_dispatch)
     hop = group_collective_time("send_recv", cluster, p, t * d * c, activation / t)
     pp_all_mb = np.where(np.asarray(p) > 1, 2 * v * hop, 0.0)
     # Overlapped P2P (interleaved schedules): a stage's sends run while it computes its next chunk.
@@ -467,15 +481,20 @@ def calibrated_step_time(
     experts_here = (
         np.where(split, layers * model.routed_expert_params / model.layers / t, 0.0) if split_experts else 0.0
     )
-    groups: list[tuple] = [(params_here - experts_here, group, t, True)]
+    # Each group's parameters, and how many of them are linear-layer weights (an FP8 recipe may gather those in FP8).
+    linear_here = layers * model.stored_matmul_weights_per_layer / t - experts_here
+    groups: list[tuple] = [(params_here - experts_here, linear_here, group, t, True)]
     if split_experts:
-        groups.append((experts_here / e, group // e, t * e, split))
+        groups.append((experts_here / e, experts_here / e, group // e, t * e, split))
 
-    def stream(op, bytes_per_param):
-        """(seconds per occurrence of every bucket, of the boundary bucket) of ``op`` over each group's buckets."""
+    def stream(op, bytes_per_param, linear_bytes=None):
+        """(seconds per occurrence of every bucket, of the boundary bucket) of ``op`` over each group's buckets,
+        its linear-layer weights at ``linear_bytes`` (None: at ``bytes_per_param`` like the rest)."""
         total, boundary = 0.0, 0.0
-        for params, ranks, stride, used in groups:
+        for params, linear, ranks, stride, used in groups:
             payload = bytes_per_param * params
+            if linear_bytes is not None:
+                payload = bytes_per_param * (params - linear) + linear_bytes * linear
             buckets = np.maximum(np.ceil(payload / calibration.framework.bucket_bytes), 1)
             per_bucket = collective(op, ranks, stride, payload / buckets)
             runs = (np.asarray(ranks) > 1) & used
@@ -500,7 +519,7 @@ def calibrated_step_time(
     else:
         exposed_data = bucketed_exposure(reduce_s, reduce_bucket, reduce_window)
         reduce_total = reduce_s
-    gather_s, gather_bucket = stream("all_gather", param_b)
+    gather_s, gather_bucket = stream("all_gather", param_b, None if fp8 is None else fp8.gather_bytes)
     gather_total = 0.0
     if stage in (1, 2):
         exposed_data = exposed_data + bucketed_exposure(gather_s, gather_bucket, prefetch * fwd_window)

@@ -22,6 +22,8 @@ one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import
   (``splits_evenly``, ``check_tensor_split``, ``check_pipeline_split``, ``check_plan_for_model``, ``stage_layers``;
   for c and e ``splits_context_and_experts`` and ``check_capacity_factor``); the schedules (``SCHEDULES``) are
   ``pipeline``'s and the recomputation options (``RECOMPUTE_OPTIONS``) ``compute``'s;
+- ``fp8``: FP8 training recipes, opt-in through a framework's ``fp8`` field (``Fp8Recipe``, the presets ``TE_FP8``,
+  ``TE_FP8_PARAM_GATHER``, ``TORCHAO_FP8_FSDP``, ``FP8_RECIPES``, ``fp8_peak``);
 - ``frameworks``: how a training framework runs a plan, each behaviour cited (``Framework``, ``PRECISION_RECIPES``,
   the presets ``MEGATRON_CORE``, ``DEEPSPEED``, ``FSDP2``, ``FSDP2_PIPELINE``, ``NANOTRON``, the bound ``EXPOSED``,
   ``FRAMEWORKS``, ``resolve_framework``);
@@ -45,8 +47,9 @@ one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import
 
 from ..compute import RECOMPUTE_OPTIONS
 from ..pipeline import SCHEDULES
-from . import calibration, frameworks, memory, models, plan, schedule, transfers
+from . import calibration, fp8, frameworks, memory, models, plan, schedule, transfers
 from .calibration import *
+from .fp8 import *
 from .frameworks import *
 from .memory import *
 from .models import *
@@ -57,6 +60,7 @@ from .transfers import *
 __all__ = ["SCHEDULES", "RECOMPUTE_OPTIONS"]
 __all__ += models.__all__
 __all__ += plan.__all__
+__all__ += fp8.__all__
 __all__ += frameworks.__all__
 __all__ += calibration.__all__
 __all__ += memory.__all__

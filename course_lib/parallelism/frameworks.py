@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import _check
+from .fp8 import FP8_RECIPES, Fp8Recipe
 from .plan import ZERO_STAGES
 
 __all__ = [
@@ -64,12 +65,18 @@ class Framework:
     reduced while the backward pass computes earlier layers' gradients); ``prefetch_parameter_gathers`` (whether a
     ZeRO parameter all-gather runs while the previous layer computes, or the next step's first forward);
     ``tensor_parallel_overlap`` (a ``TENSOR_PARALLEL_OVERLAPS`` choice); ``pipeline_overlap`` (whether a stage's
-    sends and receives run while it computes another micro-batch, as interleaved schedules with overlapped P2P do).
+    sends and receives run while it computes another micro-batch, as interleaved schedules with overlapped P2P do);
+    ``fp8`` (None: bf16 GEMMs; an ``Fp8Recipe``, e.g. from ``FP8_RECIPES``: the linear layers' GEMMs in FP8 as that
+    recipe runs them, module ``fp8``; no preset has one: ``replace(MEGATRON_CORE, fp8=TE_FP8)`` opts in).
 
     >>> MEGATRON_CORE.precision, PRECISION_RECIPES[MEGATRON_CORE.precision]
     ('fp32-main-grads', (2, 0, 4, 12))
     >>> [f.name for f in FRAMEWORKS.values() if f.max_zero_stage_with_pipeline == 3]
     ['PyTorch FSDP2 with pipelining (torchtitan)']
+    >>> from dataclasses import replace
+    >>> from course_lib.parallelism import FP8_RECIPES
+    >>> replace(MEGATRON_CORE, fp8=FP8_RECIPES["te-param-gather"]).fp8.gather_bytes
+    1.0
     """
 
     name: str
@@ -83,8 +90,12 @@ class Framework:
     tensor_parallel_overlap: str = "none"
     pipeline_overlap: bool = False
     sources: tuple[tuple[str, str], ...] = ()
+    fp8: Fp8Recipe | None = None
 
     def __post_init__(self):
+        if self.fp8 is not None and not isinstance(self.fp8, Fp8Recipe):
+            choices = ", ".join(repr(key) for key in FP8_RECIPES)
+            raise ValueError(f"fp8 must be None or a parallelism.Fp8Recipe (FP8_RECIPES: {choices}), got {self.fp8!r}")
         _check.choice("precision", self.precision, tuple(PRECISION_RECIPES))
         _check.nonnegative("logits_bytes_per_element", self.logits_bytes_per_element)
         _check.positive("bucket_bytes", self.bucket_bytes)

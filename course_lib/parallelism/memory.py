@@ -287,6 +287,7 @@ def activation_bytes_per_token_per_layer(
     recompute="none",
     attention="standard",
     capacity_factor=1.0,
+    fp8_activations=False,
 ):
     """Bytes one layer stores for the backward, per token of the micro-batch, term by term (16-bit activations).
 
@@ -302,15 +303,21 @@ def activation_bytes_per_token_per_layer(
       ``capacity_factor``).
     Full recomputation keeps only the layer's input, 2h. For GPT with f = 4h this is Korthikanti's 34h + 5as
     (Eq. (1) per token); with t and sequence parallelism, everything divided by t.
+    ``fp8_activations`` (an FP8 recipe's, ``parallelism.fp8``): the inputs of the dense linear layers (attention
+    and MLP inputs, the output projection's input, the down projection's input) are saved in 1 byte: h + h + h + f
+    fewer (the experts' own inputs are not changed here).
 
     >>> from course_lib.parallelism import GPT3_175B, PLAYBOOK_1B
     >>> activation_bytes_per_token_per_layer(GPT3_175B) * 2048 == activation_bytes_per_layer(2048, 1, 12288, 96)
     True
     >>> activation_bytes_per_token_per_layer(PLAYBOOK_1B, attention="flash")   # 12h + 4k + 8f + 4a
     98432.0
+    >>> activation_bytes_per_token_per_layer(PLAYBOOK_1B, attention="flash", fp8_activations=True)   # − 3h − f
+    84096.0
     """
     t = _check.count("tensor_parallel", tensor_parallel)
     sp = _check.flag("sequence_parallel", sequence_parallel)
+    fp8 = _check.flag("fp8_activations", fp8_activations)
     _check.choice("recompute", recompute, RECOMPUTE_OPTIONS)
     _check.choice("attention", attention, ATTENTION_OPTIONS)
     check_tensor_split(model.heads, t)
@@ -327,6 +334,8 @@ def activation_bytes_per_token_per_layer(
         scores = 0.0
     else:
         scores = (5.0 if gpt else 2.0) * a * s
+    if fp8:  # 1 byte instead of 2 for the attention and MLP inputs, the output and down projections' inputs
+        residual, attention_linear, mlp = residual - 2.0 * h, attention_linear - h, mlp - f
     split = residual / t if sp else residual
     per_token = split + (attention_linear + mlp + scores) / t
     if recompute == "full":
@@ -460,7 +469,9 @@ def calibrated_memory_breakdown(
     and p > 1) and one micro-batch, plus the logits b·s·V/t × ``logits_bytes_per_element``. With p = 1 they are
     the same device. Model states follow the framework's ``precision``: ZeRO-1 shards the optimizer state over d,
     ZeRO-2 also the gradients and their fp32 buffer, ZeRO-3 also the parameters. Activations per layer:
-    ``activation_bytes_per_token_per_layer`` × b·s. ``framework_bytes`` is added once.
+    ``activation_bytes_per_token_per_layer`` × b·s. ``framework_bytes`` is added once. A framework with an FP8
+    recipe (``Framework.fp8``) adds its ``weight_copy_bytes`` per linear-layer weight to the parameters (sharded as
+    they are) and saves the linear layers' inputs in FP8 when the recipe does (``fp8_activations``).
 
     >>> from course_lib.parallelism import PLAYBOOK_1B, Calibration, ParallelPlan
     >>> from course_lib.units import format_bytes
@@ -485,26 +496,37 @@ def calibrated_memory_breakdown(
     first_params, last_params = first_params - experts, last_params - experts
     zero_group, expert_zero_group = _zero_groups(plan)
     param_b, grad_b, buffer_b, optimizer_b = PRECISION_RECIPES[calibration.framework.precision]
+    fp8 = calibration.framework.fp8
+    copy_b = 0.0 if fp8 is None else fp8.weight_copy_bytes  # FP8 weight copies per linear-layer weight
+    dense_linear = layers * model.stored_matmul_weights_per_layer - experts
     stage = plan.zero_stage
 
     # ZeRO-3 under a framework that keeps a pipeline stage whole through the step (FSDP2 as torchtitan runs it): with
     # p > 1 the stage also holds its 16-bit parameters and its fp32 accumulated gradients unsharded.
     whole = np.where((np.asarray(p) > 1) & (stage == 3) & (not calibration.framework.reshard_with_pipeline), 1.0, 0.0)
 
-    def shard(params, group):
+    def shard(params, linear, group):
         per_device = params / t
         parameters = param_b * per_device / (group if stage >= 3 else 1) + whole * param_b * per_device
+        if copy_b:
+            parameters = parameters + copy_b * linear / t * (1 / (group if stage >= 3 else 1) + whole)
         gradients = (grad_b + buffer_b) * per_device / (group if stage >= 2 else 1) + whole * 4.0 * per_device
         optimizer = optimizer_b * per_device / (group if stage >= 1 else 1)
         return parameters, gradients, optimizer
 
     def states(params):
-        dense, routed = shard(params, zero_group), shard(experts_here, expert_zero_group)
+        dense, routed = shard(params, dense_linear, zero_group), shard(experts_here, experts_here, expert_zero_group)
         return tuple(x + y for x, y in zip(dense, routed, strict=True))
 
     tokens = 1.0 * b * model.seq_len / plan.context_parallel  # a context-parallel rank's s/c tokens
     per_layer = tokens * activation_bytes_per_token_per_layer(
-        model, t, plan.sequence_parallel, plan.recompute, plan.attention, plan.capacity_factor
+        model,
+        t,
+        plan.sequence_parallel,
+        plan.recompute,
+        plan.attention,
+        plan.capacity_factor,
+        fp8_activations=fp8 is not None and fp8.fp8_activations,
     )
     in_flight = pipeline_in_flight_microbatches(p, m, plan.schedule, plan.virtual_stages)
     logits = tokens * vocab / t * calibration.framework.logits_bytes_per_element

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _check, collectives
+from .fp8 import Fp8Recipe
 from .memory import GRAD_BYTES, PARAM_BYTES
 from .models import TransformerModel
 from .plan import ParallelPlan, check_plan_for_model
@@ -65,7 +66,9 @@ class BoundaryTransfer:
         return _check.as_result(cost.wire_bytes * self.calls_per_step)
 
 
-def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[BoundaryTransfer, ...]:
+def step_transfers(
+    model: TransformerModel, plan: ParallelPlan, fp8: Fp8Recipe | None = None
+) -> tuple[BoundaryTransfer, ...]:
     """Every tensor that crosses a device boundary in one step, with its collective, size and count.
 
     Tensor parallel (Megatron-LM, per layer and micro-batch): 2 all-reduces of the b·s·h activations forward and 2
@@ -82,6 +85,9 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
     activation above is b·(s/c)·h; ring attention's K/V blocks, or DeepSpeed-Ulysses' four all-to-alls per layer.
     Expert parallel (axis "expert", ``_expert_transfers``): the dispatch and combine all-to-alls of every MoE layer.
     Groups of one rank are listed too and cost nothing: ``boundary_tensors`` leaves them out.
+    ``fp8`` (a ``parallelism.Fp8Recipe``, None for none): ZeRO's parameter all-gathers move the linear-layer weights
+    at the recipe's ``gather_bytes``; with ``fp8_dispatch`` the expert dispatch forward and the combine's gradient
+    backward move 1 byte per element; everything else as without it (``parallelism.fp8``).
 
     Mixtral 8x7B with e = 8: per layer and micro-batch, 2 all-to-alls forward and 2 backward of s·k·h·2 bytes, 7/8
     of which leave the device:
@@ -151,7 +157,7 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
     if np.any(np.asarray(c) > 1):
         transfers += _context_transfers(model, plan, tokens, per_mb, repeat)
     if model.experts > 1 and np.any(np.asarray(plan.expert_parallel) > 1):
-        transfers += _expert_transfers(model, plan, tokens, repeat)
+        transfers += _expert_transfers(model, plan, tokens, repeat, fp8 is not None and fp8.fp8_dispatch)
     stage_hops = (p > 1) * m * v  # v chunks per device: v times the stage crossings
     transfers += [
         BoundaryTransfer(
@@ -171,20 +177,30 @@ def step_transfers(model: TransformerModel, plan: ParallelPlan) -> tuple[Boundar
     # ranks on the data-parallel group); with expert parallelism the routed experts' over the d·c/e that hold the
     # same experts ("expert data").
     group = d * c
+    gather = None if fp8 is None else fp8.gather_bytes
+    linear = model.layers * model.stored_matmul_weights_per_layer  # the linear-layer weights, every expert included
     if model.experts > 1 and np.any(np.asarray(plan.expert_parallel) > 1):
         experts_here = model.routed_expert_params / (plan.expert_parallel * t * p)
-        transfers += _data_transfers("data", "", (model.params - model.routed_expert_params) / (t * p), group, plan)
-        transfers += _data_transfers("expert data", "expert ", experts_here, group // plan.expert_parallel, plan)
+        dense = (model.params - model.routed_expert_params) / (t * p)
+        dense_linear = (linear - model.routed_expert_params) / (t * p)
+        transfers += _data_transfers("data", "", dense, group, plan, (dense_linear, gather))
+        transfers += _data_transfers(
+            "expert data", "expert ", experts_here, group // plan.expert_parallel, plan, (experts_here, gather)
+        )
     else:
-        transfers += _data_transfers("data", "", model.params / (t * p), group, plan)
+        transfers += _data_transfers("data", "", model.params / (t * p), group, plan, (linear / (t * p), gather))
     return tuple(transfers)
 
 
-def _data_transfers(axis, prefix, params_here, group, plan: ParallelPlan) -> list[BoundaryTransfer]:
+def _data_transfers(axis, prefix, params_here, group, plan: ParallelPlan, linear=(0.0, None)) -> list[BoundaryTransfer]:
     """The gradient reduction and parameter gathers of ``params_here`` parameters per device over ``group`` ranks
-    under the plan's ZeRO stage (``step_transfers``' data-parallel rule); ``prefix`` names their tensors."""
+    under the plan's ZeRO stage (``step_transfers``' data-parallel rule); ``prefix`` names their tensors.
+    ``linear``: (how many of them are linear-layer weights, the bytes each of those is gathered in; None: 16-bit)."""
     m = plan.grad_accum_steps
     grads, weights = GRAD_BYTES * params_here, PARAM_BYTES * params_here
+    linear_here, gather_bytes = linear
+    if gather_bytes is not None:
+        weights = PARAM_BYTES * (params_here - linear_here) + gather_bytes * linear_here
     gradients, parameters = f"{prefix}gradients", f"updated {prefix}parameters"
     stage = plan.zero_stage
     if stage == 0:
@@ -246,17 +262,29 @@ def _context_transfers(model: TransformerModel, plan: ParallelPlan, tokens, per_
     ]  # fmt: skip
 
 
-def _expert_transfers(model: TransformerModel, plan: ParallelPlan, tokens, repeat) -> list[BoundaryTransfer]:
+def _expert_transfers(
+    model: TransformerModel, plan: ParallelPlan, tokens, repeat, fp8_dispatch=False
+) -> list[BoundaryTransfer]:
     """Expert parallelism's all-to-alls per step: per MoE layer of the heaviest stage and micro-batch, the dispatch
     (tokens to their experts' ranks) and the combine (results back) forward, both again backward (their gradients),
     on the critical path. Each rank's payload: its tokens × k × capacity factor × h × 2 bytes (/t: each
     tensor-parallel rank dispatches its share, Megatron-Core's all-to-all dispatcher with sequence parallelism);
-    (e − 1)/e of it crosses devices."""
+    (e − 1)/e of it crosses devices. ``fp8_dispatch``: the dispatch forward and the combine backward (the gradient
+    sent to the experts' down projections) in FP8, half the bytes (DeepSeek-V3, arXiv 2412.19437 §3.3.3)."""
     e, t, p, m = plan.expert_parallel, plan.tensor_parallel, plan.pipeline_parallel, plan.grad_accum_steps
     payload = ACTIVATION_BYTES * tokens * model.experts_per_token * plan.capacity_factor * model.hidden / t
     calls = -(-model.moe_layers // p) * m
+    fp8 = {("forward", "dispatch"), ("backward", "combine")} if fp8_dispatch else set()
     return [
-        BoundaryTransfer("expert", f"expert {name} (all-to-all), {pass_}", "all_to_all", payload, e, count, "none")
+        BoundaryTransfer(
+            "expert",
+            f"expert {name} (all-to-all), {pass_}",
+            "all_to_all",
+            payload / 2 if (pass_, name) in fp8 else payload,
+            e,
+            count,
+            "none",
+        )
         for pass_, count in (("forward", repeat * calls), ("backward", calls))
         for name in ("dispatch", "combine")
     ]
@@ -272,9 +300,10 @@ def boundary_tensors(model: TransformerModel, plan: ParallelPlan) -> tuple[Bound
     return tuple(x for x in step_transfers(model, plan) if x.crosses_boundary)
 
 
-def communication_volume_per_step(model: TransformerModel, plan: ParallelPlan) -> dict:
+def communication_volume_per_step(model: TransformerModel, plan: ParallelPlan, fp8: Fp8Recipe | None = None) -> dict:
     """Bytes each device sends per step on each axis ("data", "tensor", "pipeline"; "context", "expert" and
-    "expert data" when the plan uses them), ring algorithms (all-to-all: the (n − 1)/n of its payload it sends).
+    "expert data" when the plan uses them), ring algorithms (all-to-all: the (n − 1)/n of its payload it sends);
+    ``fp8`` as ``step_transfers`` takes it.
 
     >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
     >>> from course_lib.units import format_bytes
@@ -283,6 +312,6 @@ def communication_volume_per_step(model: TransformerModel, plan: ParallelPlan) -
     '688 GB'
     """
     volume: dict[str, _check.FloatOrArray] = {"data": 0.0, "tensor": 0.0, "pipeline": 0.0}
-    for transfer in step_transfers(model, plan):
+    for transfer in step_transfers(model, plan, fp8):
         volume[transfer.axis] = volume.get(transfer.axis, 0.0) + transfer.bytes_sent_per_device
     return volume
