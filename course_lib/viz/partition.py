@@ -9,6 +9,7 @@ animated, so a lab redraws them over a cached picture of the frames and legends)
 
 from __future__ import annotations
 
+import matplotlib.colors as mcolors
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
@@ -134,8 +135,9 @@ class PartitionFigure(LiveFigure):
     layer; the data-parallel replicas as copies behind it; numbered markers where each boundary tensor crosses.
     Bottom left: one row per boundary tensor (the markers' numbers): axis, tensor, collective or send, payload per
     call, calls per step, link, time per step, exposed time. Right: memory per device by component against the
-    capacity; the step time split into compute, bubble, exposed tensor-parallel, exposed data-parallel and
-    pipeline sends; under each bar a key of its parts with their values (zeros too).
+    capacity, the report's ``memory_margin`` as a hatched band under the capacity (a plan fits with the margin when
+    its bar ends left of the band); the step time split into compute, bubble, exposed tensor-parallel, exposed
+    data-parallel and pipeline sends; under each bar a key of its parts with their values (zeros too).
 
     >>> from dataclasses import replace
     >>> from matplotlib.figure import Figure
@@ -274,9 +276,37 @@ class PartitionFigure(LiveFigure):
         ax.set_yticks([])
         ax.set_xticks([0, 0.5, 1, 1.5, 2], ["0", "½", "capacity", "1½", "2×"], fontsize=8)
         ax.axvline(1, color=COLORS["capacity"], linestyle="--", linewidth=1.2, zorder=4)
+        self.margin_zone = ax.add_patch(
+            Rectangle(
+                (1, -0.5),
+                0,
+                1,
+                facecolor=mcolors.to_rgba(COLORS["capacity"], 0.1),
+                edgecolor=mcolors.to_rgba(COLORS["capacity"], 0.5),
+                hatch="///",
+                linewidth=0,
+                zorder=1,
+                gid="memory-margin",
+            )
+        )
         ax.set_title("memory per device (first stage)", fontsize=9, loc="left", pad=16)
         self.memory_segments = BoxGroup(ax, edgecolor="white", zorder=2)  # one box per component, in order
         self._key_rows(ax, [(name, COLORS[c]) for c, name in MEMORY_COMPONENTS.items()])
+        y = _key_y(len(MEMORY_COMPONENTS))  # the margin's row: a hatched swatch like the band
+        ax.add_patch(
+            Rectangle(
+                (0.0, y - 0.1),
+                0.04,
+                0.2,
+                transform=ax.transAxes,
+                clip_on=False,
+                facecolor=self.margin_zone.get_facecolor(),
+                edgecolor=self.margin_zone.get_edgecolor(),
+                hatch="///",
+                linewidth=0,
+            )
+        )
+        ax.text(0.07, y, "fits with the margin?", fontsize=8, va="center", transform=ax.transAxes)
         self.memory_values = FastTextGroup(ax, size=8, ha="right", va="center", transform=ax.transAxes)
         self.memory_text = FastText(ax, (0, 1), size=8, transform=ax.transAxes, va="bottom", offset=(0, 3))
         ax = self.step_ax
@@ -290,6 +320,7 @@ class PartitionFigure(LiveFigure):
         self.step_values = FastTextGroup(self.step_ax, size=8, ha="right", va="center", transform=ax.transAxes)
         self.step_text = FastText(ax, (0, 1), size=8, transform=ax.transAxes, va="bottom", offset=(0, 3))
         self._animated += [
+            self.margin_zone,
             self.memory_segments,
             self.memory_values,
             self.memory_text,
@@ -439,8 +470,13 @@ class PartitionFigure(LiveFigure):
             boxes.append((min(start, 2.0), -0.35, max(0.0, min(share, 2.0 - start)), 0.7, COLORS[component]))
             start += share
         self.memory_segments.set_boxes(boxes)
+        margin = r.memory_margin
+        self.margin_zone.set_x(1 / (1 + margin))
+        self.margin_zone.set_width(1 - 1 / (1 + margin))
+        with_margin = units.format_bytes(r.memory.total * (1 + margin))
         self.memory_values.set_texts(
             [((1.0, _key_y(row)), units.format_bytes(getattr(r.memory, c))) for row, c in enumerate(MEMORY_COMPONENTS)]
+            + [((1.0, _key_y(len(MEMORY_COMPONENTS))), f"{'yes' if r.fits_with_margin else 'no'}: {with_margin}")]
         )
         verdict = "fits" if r.fits else "does not fit"
         self.memory_text.set_text(f"{units.format_bytes(r.memory.total)} of {units.format_bytes(capacity)}: {verdict}")
