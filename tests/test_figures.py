@@ -670,11 +670,14 @@ def _texts(fig) -> str:
 def test_the_partition_explorer_shows_its_report():
     lab = _factory("partition_lab")(tensor_parallel=16)
     shown = lab.typed_result
-    report = budget.partition_report(shown.model, shown.plan, shown.cluster)  # again, from what the lab shows
+    # again, from what the lab shows, with the calibrated model's memory margin (+42.1 %)
+    margin = parallelism.PLAYBOOK_CALIBRATION.memory_margin
+    report = budget.partition_report(shown.model, shown.plan, shown.cluster, memory_margin=margin)
     possible = [
         *map(f_bytes, (getattr(report.memory, c) for c in ("parameters", "gradients", "optimizer_state"))),
         *map(f_bytes, (report.memory.activations, report.memory.logits, report.memory.framework, report.memory.total)),
         f_bytes(report.capacity_bytes),
+        f_bytes(report.memory.total * (1 + margin)),
         f_time(report.step.total_s),
         f_count(report.tokens_per_s),
         f_pct(report.step.mfu),
