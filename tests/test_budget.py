@@ -647,8 +647,8 @@ def test_capstone_answer_llama3_70b_on_64_h100():
         "network at nominal": replace(cal, network_efficiency=1.0),
         "8 GB less memory": replace(cal, framework_bytes=cal.framework_bytes + 8e9),
     }
-    searches = {
-        name: search_plans(LLAMA3_70B, cluster, 512, calibration=c, attention=("flash",))
+    searches = {  # as if the model's memory were exact, as the lesson's steps 8 and 9 rank
+        name: search_plans(LLAMA3_70B, cluster, 512, calibration=c, attention=("flash",), memory_margin=0.0)
         for name, c in scenarios.items()
     }
     best = searches["calibrated"].row(0)

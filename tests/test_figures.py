@@ -518,7 +518,7 @@ def _lesson_06_residuals(ns):
 
 def _lesson_07_landscape(ns):
     search = budget.search_plans(
-        ns["MODEL"], ns["CLUSTER"], ns["GLOBAL_BATCH"], calibration=ns["CAL"], attention=("flash",)
+        ns["MODEL"], ns["CLUSTER"], ns["GLOBAL_BATCH"], calibration=ns["CAL"], attention=("flash",), memory_margin=0.0
     )
     fields = {name: getattr(ns["RECOMMENDED"], name) for name in budget.PLAN_FIELDS}
     candidate = search.find(**{name: getattr(ns["CANDIDATE"], name) for name in budget.PLAN_FIELDS})
@@ -527,7 +527,9 @@ def _lesson_07_landscape(ns):
 
 def _lesson_07_steps(ns):
     model, cluster, cal, candidate = ns["MODEL"], ns["CLUSTER"], ns["CAL"], ns["CANDIDATE"]
-    search = budget.search_plans(model, cluster, ns["GLOBAL_BATCH"], calibration=cal, attention=("flash",))
+    search = budget.search_plans(
+        model, cluster, ns["GLOBAL_BATCH"], calibration=cal, attention=("flash",), memory_margin=0.0
+    )
     steps = [
         budget.step_time(model, plan, cluster, calibration=cal)
         for plan in (candidate, search.plan(0), ns["RECOMMENDED"])
