@@ -156,7 +156,7 @@ LABS = (
     ("partition_lab", "partition"),
     ("serving_lab", "serving"),
 )
-# The slider timed where it is not the lab's first: lab 6's first sliders shape the custom model, which a preset
+# The slider timed where it is not the lab's first: lab 5's first sliders shape the custom model, which a preset
 # model ignores (its node count was the first slider until the controls were ordered by what depends on what).
 TIMED_SLIDER = {"partition_lab": "nodes"}
 LAB_TARGET_MEDIAN_MS, LAB_TARGET_P95_MS = 30.0, 60.0
@@ -344,7 +344,7 @@ def bench_grading(per_lab=4):
 
 
 def bench_measure():
-    """Lesson 05's default live sweep (2 ranks, 8 B – 64 MB, ring and recursive doubling): wall time, α and B."""
+    """Lesson 06's default live sweep (2 ranks, 8 B – 64 MB, ring and recursive doubling): wall time, α and B."""
     import warnings
 
     from course_lib.measure import fit_alpha_beta, run_collective_sweep

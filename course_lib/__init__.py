@@ -4,7 +4,7 @@ them for display.
 
 Formula modules (imported here; none of them imports matplotlib or ipywidgets, so ``import course_lib`` is fast):
 ``units``, ``hardware``, ``compute`` (lesson 01), ``collectives`` and ``simulate`` (lesson 02), ``pipeline`` and
-``parallelism`` (lesson 03), ``budget`` (lesson 04), ``serving`` (prefill, decode and the KV cache; lesson 04).
+``parallelism`` (lesson 03), ``budget`` (lessons 04 and 05), ``serving`` (prefill, decode and the KV cache; lesson 04).
 ``parallelism`` and ``budget`` are packages of one concept per module, their names re-exported at the top:
 ``parallelism.models``, ``.plan``, ``.calibration`` (the calibrated model's one home), ``.memory``, ``.transfers``;
 ``budget.placement``, ``.step``, ``.search``, ``.report``. Each module imports only from the layers below it:

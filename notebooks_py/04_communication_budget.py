@@ -13,7 +13,8 @@
 # are not yet time. A 50.3 MB all-reduce inside an NVLink node costs a few hundred microseconds, the same all-reduce
 # across two nodes costs about 1.4 times as much, and either one costs nothing on the step time if independent compute
 # hides it, or all of it if the next operator is waiting. This lesson turns a partition and a topology into a step
-# time, separates the exposed communication from the hidden, and uses that budget to choose a plan.
+# time, and separates the exposed communication from the hidden: the budget of one plan. Lesson 05 uses this budget
+# to search over plans.
 
 # %% [markdown]
 # ## What you'll learn
@@ -27,9 +28,9 @@
 # - decide which transfers can overlap compute (the dependency rule) and compute the exposed remainder;
 # - explain why tensor parallelism belongs inside the NVLink domain, with numbers;
 # - run a strong-scaling experiment and find where communication starts to dominate;
-# - explain why decoding is latency-bound, and why a good training partition may serve poorly;
-# - search the plans for a model and a cluster, read the binding constraint of each (which of compute, exposed
-#   communication and the pipeline bubble takes the most time), and compare the model with a published run.
+# - name a plan's binding constraint: which of compute, exposed communication and the pipeline bubble takes the
+#   most time;
+# - explain why decoding is latency-bound, and why a good training partition may serve poorly.
 
 # %% [markdown]
 # ## Prerequisites
@@ -46,7 +47,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from course_lib import budget, collectives, compute, hardware, parallelism, units, viz
+from course_lib import budget, collectives, hardware, parallelism, units, viz
 from course_lib.widgets import quiz
 
 # %% [markdown]
@@ -135,7 +136,7 @@ from course_lib.widgets import quiz
 # data-parallel traffic) and the bubble. The **binding constraint** of a plan is the largest of the three, the term
 # that limits the step most (`budget.binding_constraint`): a compute-bound plan gains most from faster kernels, a
 # plan bound by exposed communication from faster links or more overlap, a bubble-bound one from more
-# micro-batches or interleaving. A plan search adds two reasons a plan cannot run at all: "memory" (it does not
+# micro-batches or interleaving. A plan search (lesson 05) adds two reasons a plan cannot run at all: "memory" (it does not
 # fit) and "batch divisibility" (its sizes do not divide the global batch).
 #
 # ### Variables
@@ -645,7 +646,7 @@ print(
 #
 # **A plan that trains well and serves poorly.** Take three training plans for this model on the same 32 GPUs
 # (global batch 64 sequences of 8192 tokens), all of which fit: ZeRO-3 over all 32 GPUs; $t = 8$ with ZeRO-3 over
-# $d = 4$ (the fastest plan `budget.search_plans` finds); and $t = 8$ with an interleaved pipeline of $p = 4$.
+# $d = 4$ (the fastest plan `budget.search_plans` finds: lesson 05 introduces the search); and $t = 8$ with an interleaved pipeline of $p = 4$.
 # `serving.compare_training_and_serving` times each one's step (the budget model above, uncalibrated) next to what a
 # serving replica of its $t \cdot p$ GPUs does with 8 sequences of 4096 tokens.
 
@@ -721,141 +722,10 @@ print(
 #   pipeline's micro-batching again.
 #
 # So for Llama 3.1 70B on H100 nodes, by the datasheet's links, the lowest decode latency for one sequence is at
-# $t = 16$ (two nodes; lesson 05 measures the network and finds $t = 8$), and a ZeRO-3 plan that trains well is the
+# $t = 16$ (two nodes; lesson 06 measures the network and finds $t = 8$), and a ZeRO-3 plan that trains well is the
 # one that serves worst: training amortises each collective over $b \cdot s$ tokens and hides it under a large
-# compute; decoding pays two all-reduces per layer for every token, with nothing to hide them under. Lab 7 puts this
+# compute; decoding pays two all-reduces per layer for every token, with nothing to hide them under. Lab 6 puts this
 # model and others under sliders.
-#
-# **A plan search.** `budget.search_plans` enumerates every factorisation $d \cdot t \cdot p$ of the cluster's
-# device count, crossed with micro-batch sizes, ZeRO stages, recomputation, sequence parallelism and interleaving;
-# rejects the plans that do not partition the model, that the framework does not run (ZeRO-2 or 3 with a pipeline),
-# that do not divide the batch, or do not fit in memory; estimates the step time of the rest and names each one's
-# binding constraint. It ranks by the course's *calibrated* model (`calibration="default"`): the constants fitted on
-# the Ultra-Scale Playbook's measured runs (lesson 06: GEMM efficiency by size, a fixed cost per layer, framework
-# memory, no prefetch of ZeRO-3 gathers), carried over to Selene's A100s with the network at its nominal rate;
-# `calibration=None` is the ideal model of the steps above. First Narayanan et al.'s largest case: the 1T model on
-# all 3072 GPUs of Selene with a global batch of 3072.
-
-# %%
-search = budget.search_plans(parallelism.MEGATRON_1T, CLUSTER, global_batch=3072)
-print(
-    f"{parallelism.MEGATRON_1T.name}: {units.format_count(parallelism.MEGATRON_1T.params)} parameters, "
-    f"{units.format_count(CLUSTER.devices)} GPUs, global batch 3072"
-)
-counts = {f"rejected for {reason}": count for reason, count in search.rejected.items()}
-counts["ranked (they fit in memory)"] = int(np.sum(search.feasible))
-print(f"{'plans considered':33} {search.evaluated:>6}")
-for label, count in counts.items():
-    print(f"  {label:31} {count:>6}  ({units.format_percent(count / search.evaluated)})")
-print(search.table(range(6)))
-
-# %% [markdown]
-# The top plans keep $t = 8$ inside a node (rows 2, 4 and 5 try $t = 16$ across two nodes) and use a deep pipeline
-# with interleaving, selective recomputation and sequence parallelism, and every one is compute-bound: its exposed
-# communication and bubble (5.38 s and 2.04 s for row 0) are small beside a step of 70.5 s. They differ in how
-# they trade the bubble (fewer stages, more interleaving) against memory and exposed communication, which is what
-# separates them by a few seconds. The counts above show how few candidates reach the ranking: half fail to
-# partition the model (160 heads and 128 layers divide few ways), a quarter pair a pipeline with ZeRO-2 or 3 (which
-# the framework does not combine), and most of the rest would not fit in 80 GB.
-#
-# How does the paper's own plan fare? Narayanan et al. ran this model with $t = 8$, $p = 64$ ($d = 6$),
-# micro-batch 1, the interleaved schedule and full activation recomputation (sequence parallelism and selective
-# recomputation came a year later). We take $v = 2$ chunks per device, an assumption, find that row by its fields
-# (`PlanSearch.find` refuses if none or several rows match), and compare the calibrated and the ideal model with the
-# paper. The paper's 163 TFLOP/s counts Eq. (3)'s FLOPs, recomputed forward included: a *hardware* FLOPs utilisation
-# (HFU); `StepTime` reports it as `hfu` and the model FLOPs utilisation, without recomputation, as `mfu`:
-
-# %%
-paper_row = search.find(
-    data_parallel=6,
-    tensor_parallel=8,
-    pipeline_parallel=64,
-    micro_batch=1,
-    virtual_stages=2,
-    recompute="full",
-    sequence_parallel=False,
-    zero_stage=0,
-)
-print(search.table([paper_row]))
-paper_plan = search.plan(paper_row)
-paper_step = budget.step_time(parallelism.MEGATRON_1T, paper_plan, CLUSTER)  # the default calibration, as the search
-ideal_step = budget.step_time(parallelism.MEGATRON_1T, paper_plan, CLUSTER, calibration=None)
-# Narayanan et al. 2021, Eq. (3): FLOPs per iteration with full recomputation, the count behind their 163 TFLOP/s
-# (hardware FLOPs: the recomputed forward counts; StepTime.hfu uses the same count, StepTime.mfu leaves it out)
-model_1t = parallelism.MEGATRON_1T
-iteration_flops = compute.transformer_flops_per_iteration(
-    3072, model_1t.seq_len, model_1t.layers, model_1t.hidden, model_1t.vocab, recompute="full"
-)
-measured_rate = 163 * units.TFLOP  # per GPU, Narayanan et al. 2021, Table 1
-peak = CLUSTER.accelerator.peak("bf16")
-measured_step_s = iteration_flops / (CLUSTER.devices * measured_rate)
-print(
-    f"measured (paper):          {units.format_flops_rate(measured_rate)} per GPU = "
-    f"{units.format_percent(measured_rate / peak)} of {units.format_flops_rate(peak)} (HFU), "
-    f"a step of {units.format_time(measured_step_s)}"
-)
-for label, paper in (("default calibration:", paper_step), ("ideal model (None, 0.5):", ideal_step)):
-    # (not `step`: the figures below draw lesson 04's GPT-3 step, which that name holds)
-    print(
-        f"{label:26} {units.format_flops_rate(paper.hfu * peak)} per GPU = {units.format_percent(paper.hfu)} HFU, "
-        f"{units.format_percent(paper.mfu)} MFU, a step of {units.format_time(paper.total_s)} "
-        f"(binding: {paper.binding_constraint})"
-    )
-for efficiency in (0.55, 0.58, 0.6):
-    trial = budget.step_time(
-        parallelism.MEGATRON_1T, paper_plan, CLUSTER, compute_efficiency=efficiency, calibration=None
-    )
-    print(
-        f"  ideal model with compute_efficiency = {efficiency}: {units.format_time(trial.total_s)}, "
-        f"{units.format_flops_rate(iteration_flops / (CLUSTER.devices * trial.total_s))} per GPU"
-    )
-
-# %% [markdown]
-# Neither model reproduces the run, and they miss on opposite sides. The calibrated model predicts 172 TFLOP/s per
-# GPU against the measured 163: its big-GEMM efficiency (0.7 of peak) was fitted on nanotron's H100 runs, and
-# Megatron's A100 kernels with full recomputation reached less. The ideal model predicts 139 TFLOP/s: the paper's
-# 52 % of peak is an end-to-end figure that *includes* the bubble and all exposed communication, so its matrix
-# kernels ran well above the ideal model's `compute_efficiency = 0.5`. Around 0.59 the ideal model would match (the
-# last lines above), but that is a fit to this one run, not a prediction. The search ranks the paper's plan at row
-# 210 (the table above): the plans above it use sequence parallelism and selective recomputation, which did not exist
-# in 2021. Use the model to compare plans and to see which constraint binds, and measure before trusting the second
-# decimal; lesson 06 shows how far the calibrated model is from 3,306 measured runs (1,758 of which ran).
-#
-# A smaller case shows a different winner. GPT 22B on four DGX H100 nodes (32 GPUs), global batch 256:
-
-# %%
-SMALL_CLUSTER = hardware.Cluster(
-    "4 × DGX H100",
-    hardware.H100,
-    devices_per_node=8,
-    nodes=4,
-    intra_node_link=hardware.NVLINK4,
-    inter_node_link=hardware.INFINIBAND_NDR_8X,
-)
-small_search = budget.search_plans(parallelism.MEGATRON_22B, SMALL_CLUSTER, global_batch=256)
-print(
-    f"{parallelism.MEGATRON_22B.name} on {SMALL_CLUSTER.name}: considered "
-    f"{units.format_count(small_search.evaluated)}; rejected: "
-    + ", ".join(f"{reason} {units.format_count(count)}" for reason, count in small_search.rejected.items())
-)
-print(small_search.table(range(5)))
-print(f"{'row':>4} {'compute':>8} {'exposed tensor parallel':>24}")
-for row in range(5):
-    small_step = budget.step_time(parallelism.MEGATRON_22B, small_search.plan(row), SMALL_CLUSTER)
-    tensor_s = small_step.exposed_s["tensor"]
-    print(f"{row:>4} {units.format_time(small_step.compute_s):>8} {units.format_time(tensor_s):>24}")
-
-# %% [markdown]
-# With only 32 GPUs and a 22B model, the fastest plans need no pipeline (row 4 is the first with one) and little or no
-# tensor parallelism: data parallelism with ZeRO-2 (gradients and optimizer state sharded) and micro-batches of 2 to
-# 8, whose large GEMMs run near the calibration's best efficiency. ZeRO-3 would halve the memory but costs time: the
-# framework the calibration describes does not prefetch its parameter gathers, so they are exposed, and none of the
-# five fastest plans uses it. Every top plan is compute-bound: its compute, 3.93 to 4.55 s, is most of its step, and
-# the compute orders them as much as the exposed communication does. Rows 2 and 3 expose less than row 0 (325 and
-# 265 ms against 382 ms) but compute longer: row 2 runs micro-batches of 2, whose smaller GEMMs are less efficient,
-# and row 3 full recomputation, a second forward pass. Rows 0 and 1 compute alike; row 1 loses on its exposed
-# tensor-parallel collectives, 654 ms at $t = 4$ against 227 ms at $t = 2$. The best partition depends on the
-# model's size, the batch, the cluster and the framework, and the search says *why* each plan loses.
 
 # %% [markdown]
 # ## Figures
@@ -945,36 +815,6 @@ print(
 # the ring. NCCL's own model (`course_lib.nccl`, which the budget uses) gives this 24.6 kB all-reduce on Selene's node
 # 15.5 µs with the ring and 16.4 µs with the tree, both with the LL protocol, and picks the ring. No algorithm is best
 # everywhere, which is why NCCL chooses per call.
-#
-# ### The plan landscape
-#
-# Every plan of the 1T search that partitions the model and the batch, 10542 of the 49728 considered (the plans
-# rejected for the partition or the batch have no step time to draw): memory per GPU against step time, coloured
-# and shaped by what binds it. Row 0 (the best) and the paper's plan are marked, and named in the legend under the
-# figure. The rarest constraints are drawn on top, and the plans that do not fit are faded, so that no colour hides
-# another.
-
-# %%
-constraints = search.columns["binding_constraint"]
-print(f"plans drawn {len(search)}, of which {int(np.sum(search.feasible))} fit; bound by:")
-for constraint in budget.BINDING_CONSTRAINTS:
-    if np.any(constraints == constraint):
-        print(f"  {constraint:22} {int(np.sum(constraints == constraint)):>5}")
-fig, ax = plt.subplots(figsize=(8, 5.6), layout="constrained")
-viz.plot_plan_search(
-    search,
-    ax=ax,
-    highlight_rows=(0, paper_row),
-    highlight_labels=("row 0, the fastest", f"row {paper_row}, the paper's"),
-)
-plt.show()
-
-# %% [markdown]
-# Plans to the right of the capacity line do not fit (grey). Of the 1304 that fit, 1212 are compute-bound, the
-# fastest included; 44 are bound by exposed communication and 48 by the bubble, and these lie well above the
-# fastest: a plan whose coordination outweighs its compute is slow. Points side by side at one height are plans
-# with nearly the same step time and different memory; among equal times the search ranks the plan with more
-# headroom first.
 
 # %% [markdown]
 # ## Misconception
@@ -1151,10 +991,10 @@ quiz.MultipleChoice(
 # - Strong scaling ends when the per-device compute no longer amortises the communication that does not shrink.
 # - Decode is memory-bound (every weight read for a few tokens) and pays two latency-bound all-reduces per layer
 #   per token: past some $t$ (16 for Llama 3.1 70B on H100 nodes by the datasheet, 8 on the measured network of
-#   lesson 05) more devices make each token slower, and a plan that trains well (ZeRO-3, a pipeline) may serve
+#   lesson 06) more devices make each token slower, and a plan that trains well (ZeRO-3, a pipeline) may serve
 #   poorly.
-# - A plan search enumerates, rejects, estimates and names the binding constraint; the estimate is coarse and its
-#   compute efficiency is an assumption, so measure.
+# - The step is compute, exposed communication and the bubble; the largest of the three is the plan's binding
+#   constraint. The estimate is coarse and its compute efficiency is an assumption, so measure.
 
 # %% [markdown]
 # ## Exercises
@@ -1219,7 +1059,6 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## What's next
 #
-# You can now go from a model, a batch and a cluster to the memory of each device, the transfers of each split,
-# the exposed part of each transfer, and a ranked list of plans. Every number in it was modelled: next,
-# [05 · Measure, don't assume](05_measure.ipynb) times real collectives on MPI, fits α and B to them, and measures
-# the exposed communication of real steps. The labs put these budgets under sliders and end with graded questions.
+# You can now go from a model, a batch and a cluster to the memory of each device, the transfers of each split, the
+# exposed part of each transfer and the step time of one plan, and name what binds it. Next,
+# [05 · Search for a plan](05_plan_search.ipynb) runs this budget over every plan a cluster allows and ranks them.

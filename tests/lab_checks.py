@@ -40,7 +40,7 @@ def stops(control) -> list:
 
 
 def assert_plain_and_finite(result: dict, where: str = "result"):
-    """Every value of ``result`` a plain Python int, float (finite), str or bool, or a list of such dicts (lab 6's
+    """Every value of ``result`` a plain Python int, float (finite), str or bool, or a list of such dicts (lab 5's
     ``transfers``, one dict per boundary tensor)."""
     for key, value in result.items():
         if type(value) is list:

@@ -270,7 +270,7 @@ def test_the_published_1t_plan_fits_and_find_returns_its_row(search_1t):
     fields = dict(tensor_parallel=8, pipeline_parallel=64, micro_batch=1, recompute="full", zero_stage=0)
     row = search_1t.find(**fields, virtual_stages=2, sequence_parallel=False)
     assert row == np.flatnonzero(match)[0]
-    assert row == 396  # lesson 04 states the row the model ranks the paper's plan at
+    assert row == 396  # lesson 05 states the row the model ranks the paper's plan at
     with pytest.raises(ValueError, match=r"2 plans match tensor_parallel=8, .*, virtual_stages=2 \(rows 396, 400\)"):
         search_1t.find(**fields, virtual_stages=2)  # with and without sequence parallelism
     with pytest.raises(ValueError, match="no plan matches tensor_parallel=5"):
@@ -630,7 +630,7 @@ def test_worst_case_ranking_by_hand():
 
 
 def test_capstone_answer_llama3_70b_on_64_h100():
-    # Lesson 07's claims: the calibrated winner sits at the edge of HBM and fails with 8 GB less; the plan with the
+    # Lesson 08's claims: the calibrated winner sits at the edge of HBM and fails with 8 GB less; the plan with the
     # best worst case over the lesson's scenarios is d = 4, t = 2, p = 8 interleaved, ZeRO-1, full recomputation.
     from dataclasses import replace
 

@@ -16,7 +16,7 @@ title) fails.
 A lesson's figures are the ones its twin draws: its code cells run in order, in ``notebooks/`` as the kernel runs
 them, and each ``plt.show()`` hands over the figures open at that point, named by the heading above the cell. The labs
 a lesson opens (lesson 04's partition explorers) are checked as labs. Running the lessons takes about a minute (lesson
-05 measures live), so the lessons' tests are in the slow tier (``make test``); the check's own tests and the labs' at
+06 measures live), so the lessons' tests are in the slow tier (``make test``); the check's own tests and the labs' at
 their listed states are quick.
 """
 
@@ -147,7 +147,7 @@ LAB_FACTORIES = (
     "serving_lab",
 )
 # States a reader reaches and a figure once got wrong: the partition explorer's node labels at t = 16 ("nodes
-# 10–11nodes 12–13"), lab 1's greyed-out algorithms at 6 ranks, lab 3's tiny bars (GPT-2), lab 7 with pipeline hops
+# 10–11nodes 12–13"), lab 1's greyed-out algorithms at 6 ranks, lab 3's tiny bars (GPT-2), lab 6 with pipeline hops
 # and at its longest steps.
 LAB_STATES = {
     "ring_allreduce_lab": [{}, {"ranks": 6}, {"ranks": 2}],
@@ -203,7 +203,7 @@ def test_every_lab_figure_is_readable_as_each_control_moves(factory):
 
 def test_the_labs_render_at_the_size_the_check_assumes():
     # figure_check counts a CSS point as 96/72 pixels: at 96 dpi a lab's 8-pt text shows at 8 pt. At the former
-    # 72 dpi it showed at 6 (lab 7's legend "at about 6 px").
+    # 72 dpi it showed at 6 (lab 6's legend "at about 6 px").
     assert _base.Lab.dpi == 96
     lab = _factory("serving_lab")()
     width, height = lab.figure.get_size_inches() * lab.dpi
@@ -245,7 +245,7 @@ def test_text_over_text_and_tick_labels_over_each_other_are_found():
 
 
 def test_labels_of_a_fast_text_group_running_into_each_other_are_found():
-    # lab 6 at t = 16 once read "nodes 10–11nodes 12–13": labels drawn as glyph outlines have a Text's box too
+    # lab 5 at t = 16 once read "nodes 10–11nodes 12–13": labels drawn as glyph outlines have a Text's box too
     fig, ax = _figure(dpi=96)
     ax.set_xlim(0, 100)
     group = FastTextGroup(ax, size=9, ha="center", va="center")
@@ -297,7 +297,7 @@ def test_a_legend_entry_with_nothing_drawn_is_found():
 
 
 def test_an_error_bar_without_bars_is_found():
-    # lesson 05's H100 fit promised p10–p90 bars that a published log (one time per size) cannot have
+    # lesson 06's H100 fit promised p10–p90 bars that a published log (one time per size) cannot have
     fig, ax = _figure()
     ax.errorbar([1, 2, 3], [1, 2, 3], yerr=np.zeros((2, 3)), fmt="o", label="median, p10–p90")
     ax.legend()
@@ -477,13 +477,13 @@ def _lesson_04_payload(_ns):
     return ["8", units.format_bandwidth(bandwidth), f_time(latency), f_time(time), f_bytes(payload), f_bytes(crossover)]
 
 
-def _lesson_04_landscape(ns):
+def _lesson_05_landscape(ns):
     search = budget.search_plans(parallelism.MEGATRON_1T, hardware.SELENE_3072, global_batch=3072)
     paper = search.find(**{name: getattr(ns["paper_plan"], name) for name in budget.PLAN_FIELDS})  # the paper's plan
     return _search_texts(search, (0, paper))
 
 
-def _lesson_05_sweep(label):
+def _lesson_06_sweep(label):
     def expected(ns):
         if label == "ring":
             fit = measure.fit_alpha_beta(ns["recorded"].select(algorithm="ring"))
@@ -495,7 +495,7 @@ def _lesson_05_sweep(label):
     return expected
 
 
-def _lesson_05_step(ns):
+def _lesson_06_step(ns):
     step = ns["steps"]["device"]
     texts = [f_time(seconds) for seconds in step.exposed_s.values()]
     return texts + [
@@ -506,7 +506,7 @@ def _lesson_05_step(ns):
     ]
 
 
-def _lesson_06_residuals(ns):
+def _lesson_07_residuals(ns):
     replay, held = validation.replay_runs(ns["runs"]), ns["HELD_OUT"]
     return [
         f"{groups[value][0]:.2g}×"
@@ -516,7 +516,7 @@ def _lesson_06_residuals(ns):
     ]
 
 
-def _lesson_07_landscape(ns):
+def _lesson_08_landscape(ns):
     search = budget.search_plans(
         ns["MODEL"], ns["CLUSTER"], ns["GLOBAL_BATCH"], calibration=ns["CAL"], attention=("flash",), memory_margin=0.0
     )
@@ -525,7 +525,7 @@ def _lesson_07_landscape(ns):
     return _search_texts(search, (0, search.find(**fields), candidate))
 
 
-def _lesson_07_steps(ns):
+def _lesson_08_steps(ns):
     model, cluster, cal, candidate = ns["MODEL"], ns["CLUSTER"], ns["CAL"], ns["CANDIDATE"]
     search = budget.search_plans(
         model, cluster, ns["GLOBAL_BATCH"], calibration=cal, attention=("flash",), memory_margin=0.0
@@ -543,10 +543,10 @@ def _lesson_07_steps(ns):
 
 
 def _lesson_00_map(_ns):
-    """The map's numbers: the lessons, lesson 06's runs that ran, and lesson 07's GPUs ("70B on 64 H100s")."""
-    capstone = lesson_figures("07_capstone")[1]
+    """The map's numbers: the lessons, lesson 07's runs that ran, and lesson 08's GPUs ("70B on 64 H100s")."""
+    capstone = lesson_figures("08_capstone")[1]
     runs = int(np.sum(validation.load_playbook_runs().succeeded))
-    return [f"{n:02d}" for n in range(1, 8)] + [f"{runs:,}", str(capstone["CLUSTER"].devices)]
+    return [f"{n:02d}" for n in range(1, 9)] + [f"{runs:,}", str(capstone["CLUSTER"].devices)]
 
 
 # (lesson, heading, index under it) → (function of the lesson's namespace giving the values, or (possible,
@@ -593,32 +593,32 @@ FIGURE_NUMBERS = {
         "numbers",
         (),
     ),
-    ("04_communication_budget", "The plan landscape", 0): (_lesson_04_landscape, "numbers", ()),
-    ("05_measure", "The recorded ring sweep against its fit", 0): (_lesson_05_sweep("ring"), "numbers", ()),
-    ("05_measure", "MPICH's algorithms side by side (recorded)", 0): (lambda _ns: ["2"], "numbers", ()),
-    ("05_measure", "H100 in one node, fitted", 0): (_lesson_05_sweep("1 node, 8× H100, NVLink"), "numbers", ()),
-    ("05_measure", "Where the step's time goes (recorded, modelled accelerator)", 0): (
-        _lesson_05_step,
+    ("05_plan_search", "The plan landscape", 0): (_lesson_05_landscape, "numbers", ()),
+    ("06_measure", "The recorded ring sweep against its fit", 0): (_lesson_06_sweep("ring"), "numbers", ()),
+    ("06_measure", "MPICH's algorithms side by side (recorded)", 0): (lambda _ns: ["2"], "numbers", ()),
+    ("06_measure", "H100 in one node, fitted", 0): (_lesson_06_sweep("1 node, 8× H100, NVLink"), "numbers", ()),
+    ("06_measure", "Where the step's time goes (recorded, modelled accelerator)", 0): (
+        _lesson_06_step,
         "numbers",
         (),
     ),
-    ("06_model_meets_measurements", "Predicted against measured MFU", 0): (
+    ("07_model_meets_measurements", "Predicted against measured MFU", 0): (
         lambda _ns: [f_pct(0.001), "1", "2", "4", "8", "16", "32", "64"],  # MFU's printed step; the node groups
         "numbers",
         ("1B", "3B", "8B", "80B"),
     ),
-    ("06_model_meets_measurements", "Predicted against measured memory", 0): (
+    ("07_model_meets_measurements", "Predicted against measured memory", 0): (
         lambda _ns: ["1", "2", "4", "8", "16", "32", "64"],
         "numbers",
         ("1B", "3B", "8B", "80B"),
     ),
-    ("06_model_meets_measurements", "The residuals by term (held-out runs)", 0): (
-        _lesson_06_residuals,
+    ("07_model_meets_measurements", "The residuals by term (held-out runs)", 0): (
+        _lesson_07_residuals,
         "numbers",
         ("8B", "80B"),
     ),
-    ("07_capstone", "The plan landscape", 0): (_lesson_07_landscape, "numbers", ()),
-    ("07_capstone", "Where the step goes: candidate, winner, recommended", 0): (_lesson_07_steps, "numbers", ()),
+    ("08_capstone", "The plan landscape", 0): (_lesson_08_landscape, "numbers", ()),
+    ("08_capstone", "Where the step goes: candidate, winner, recommended", 0): (_lesson_08_steps, "numbers", ()),
 }
 
 
@@ -655,7 +655,7 @@ def test_a_rebound_name_in_a_title_is_caught():
 
     ns = {"PLAN": lesson_figures("04_communication_budget")[1]["PLAN"]}
     possible, required = _lesson_04_step(ns)
-    wrong = budget.step_time(parallelism.MEGATRON_1T, lesson_figures("04_communication_budget")[1]["paper_plan"],
+    wrong = budget.step_time(parallelism.MEGATRON_1T, lesson_figures("05_plan_search")[1]["paper_plan"],
                              hardware.SELENE_3072, calibration=None)  # fmt: skip
     ax = plot_step_timeline(wrong, title=f"GPT-3 175B, d = 16, t = 8, p = 8 on 1024 GPUs: {f_time(wrong.total_s)}")
     found = figure_numbers(ax.figure, ignore=("GPT-3 175B",))

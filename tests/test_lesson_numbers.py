@@ -109,45 +109,56 @@ CHECKED = {
         "27 %": "exercise 4",
         "88 %": "exercise 4",
     },
-    "05_measure": {
-        "100 ms": "the recorded run's longest times: test_lesson_05_recorded_run",
-        "1 MiB": "only the live sweep prints it; the recorded run's B at 1 MiB: test_lesson_05_recorded_run",
+    "05_plan_search": {
+        "80 GB": "Selene's A100s, hardware.SELENE_3072: test_lesson_05_quoted_figures",
+        "52 %": "Narayanan et al. 2021: 163 of the A100's 312 TFLOP/s, test_lesson_03_computed_figures",
+        "74.8 s": "exercise 1: test_lesson_05_exercise_answers",
+        "87.1 GB": "exercise 1: test_lesson_05_exercise_answers",
+        "4.71 s": "exercise 2: test_lesson_05_exercise_answers",
+        "10.4 s": "exercise 2: test_lesson_05_exercise_answers",
+        "5.88 s": "exercise 2: test_lesson_05_exercise_answers",
+        "8.46 s": "exercise 3: test_lesson_05_exercise_answers",
+        "609 ms": "exercise 3: test_lesson_05_exercise_answers",
+    },
+    "06_measure": {
+        "100 ms": "the recorded run's longest times: test_lesson_06_recorded_run",
+        "1 MiB": "only the live sweep prints it; the recorded run's B at 1 MiB: test_lesson_06_recorded_run",
         "1 MB": "exercise 2's chosen cut-off, not a result",
         "64 MB": "exercise 2's chosen cut-off, not a result",
-        "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_05_recorded_run",
-        "371 GB/s": "NVLink 4 as NCCL counts it: test_lesson_05_recorded_run",
-        "400 Gb/s": "one InfiniBand NDR adapter, hardware.INFINIBAND_NDR_8X: test_lesson_05_recorded_run",
-        "50 GB/s": "one adapter's 400 Gb/s in bytes: test_lesson_05_recorded_run",
-        "400 GB/s": "a node's 8 rails: test_lesson_05_recorded_run",
-        "17.5 µs": "the p5 log's 16 KiB all-reduce on 8 GPUs: test_lesson_05_recorded_run",
-        "37.2 µs": "the Nebius log's 16 KiB all-reduce on 16 GPUs: test_lesson_05_recorded_run",
-        "25 µs": "NCCL's tree with LL across two H100 nodes, 25.2 µs: test_lesson_05_recorded_run",
+        "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_06_recorded_run",
+        "371 GB/s": "NVLink 4 as NCCL counts it: test_lesson_06_recorded_run",
+        "400 Gb/s": "one InfiniBand NDR adapter, hardware.INFINIBAND_NDR_8X: test_lesson_06_recorded_run",
+        "50 GB/s": "one adapter's 400 Gb/s in bytes: test_lesson_06_recorded_run",
+        "400 GB/s": "a node's 8 rails: test_lesson_06_recorded_run",
+        "17.5 µs": "the p5 log's 16 KiB all-reduce on 8 GPUs: test_lesson_06_recorded_run",
+        "37.2 µs": "the Nebius log's 16 KiB all-reduce on 16 GPUs: test_lesson_06_recorded_run",
+        "25 µs": "NCCL's tree with LL across two H100 nodes, 25.2 µs: test_lesson_06_recorded_run",
     },
-    "06_model_meets_measurements": {
-        "80 GB": "the H100's HBM: test_lesson_06_quoted_figures",
-        "989.5 TFLOP/s": "the Playbook's peak, validation.PLAYBOOK_PEAK_FLOPS_PER_S: test_lesson_06_quoted_figures",
-        "25 MB": "the calibration's gradient bucket (PyTorch DDP's default): test_lesson_06_quoted_figures",
+    "07_model_meets_measurements": {
+        "80 GB": "the H100's HBM: test_lesson_07_quoted_figures",
+        "989.5 TFLOP/s": "the Playbook's peak, validation.PLAYBOOK_PEAK_FLOPS_PER_S: test_lesson_07_quoted_figures",
+        "25 MB": "the calibration's gradient bucket (PyTorch DDP's default): test_lesson_07_quoted_figures",
     },
-    "07_capstone": {
+    "08_capstone": {
         "10 %": "a hypothetical slowdown in the motivation, not a result",
-        "172 TFLOP/s": "lesson 04's calibrated prediction of Megatron's 1T run: test_lesson_07_scenario_reasons",
-        "66 %": "70 % × 163/172, the GEMM efficiency that meets lesson 04's 1T run: test_lesson_07_scenario_reasons",
+        "172 TFLOP/s": "lesson 05's calibrated prediction of Megatron's 1T run: test_lesson_08_scenario_reasons",
+        "66 %": "70 % × 163/172, the GEMM efficiency that meets lesson 05's 1T run: test_lesson_08_scenario_reasons",
         "18.9 %": "quoted from Lee et al. 2025 (arXiv:2507.03114), the average overlap slowdown",
         "40 %": "quoted from Lee et al. 2025 (arXiv:2507.03114), the largest overlap slowdown",
-        "10.6 %": "lesson 06's held-out median memory error, calibrated: test_lesson_07_scenario_reasons",
-        "900 GB/s": "the DGX H100 datasheet's NVLink 4, hardware.NVLINK4: test_lesson_07_quoted_figures",
-        "400 Gb/s": "the DGX H100 datasheet's ConnectX-7, hardware.INFINIBAND_NDR_8X: test_lesson_07_quoted_figures",
-        "43 %": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_07_quoted_figures",
-        "430 TFLOP/s": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_07_quoted_figures",
-        "20.6 GB/s": "NVLink 4 as NCCL counts it, 18 × 20.6 GB/s: test_lesson_07_quoted_figures",
-        "370.8 GB/s": "NVLink 4 as NCCL counts it, 18 × 20.6 GB/s: test_lesson_07_quoted_figures",
-        "19 GB": "80 GB less the candidate's 61 GB: test_lesson_07_headroom",
-        "98 %": "the winner's 78.3 GB of 80 GB: test_lesson_07_headroom",
-        "5 %": "headroom asked for: test_lesson_07_headroom",
-        "15 %": "headroom asked for: test_lesson_07_headroom",
-        "3 %": "the plan with 5 % to 15 % headroom is 3 % slower; the winner's lead: test_lesson_07_headroom",
-        "9.8 GB": "80 GB less the recommended plan's 70.2 GB: test_lesson_07_headroom",
-        "69.2 s": "the recommended plan's compute (the scenario table's 69.2 s is another): test_lesson_07_headroom",
+        "10.6 %": "lesson 07's held-out median memory error, calibrated: test_lesson_08_scenario_reasons",
+        "900 GB/s": "the DGX H100 datasheet's NVLink 4, hardware.NVLINK4: test_lesson_08_quoted_figures",
+        "400 Gb/s": "the DGX H100 datasheet's ConnectX-7, hardware.INFINIBAND_NDR_8X: test_lesson_08_quoted_figures",
+        "43 %": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_08_quoted_figures",
+        "430 TFLOP/s": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_08_quoted_figures",
+        "20.6 GB/s": "NVLink 4 as NCCL counts it, 18 × 20.6 GB/s: test_lesson_08_quoted_figures",
+        "370.8 GB/s": "NVLink 4 as NCCL counts it, 18 × 20.6 GB/s: test_lesson_08_quoted_figures",
+        "19 GB": "80 GB less the candidate's 61 GB: test_lesson_08_headroom",
+        "98 %": "the winner's 78.3 GB of 80 GB: test_lesson_08_headroom",
+        "5 %": "headroom asked for: test_lesson_08_headroom",
+        "15 %": "headroom asked for: test_lesson_08_headroom",
+        "3 %": "the plan with 5 % to 15 % headroom is 3 % slower; the winner's lead: test_lesson_08_headroom",
+        "9.8 GB": "80 GB less the recommended plan's 70.2 GB: test_lesson_08_headroom",
+        "69.2 s": "the recommended plan's compute (the scenario table's 69.2 s is another): test_lesson_08_headroom",
         "15.4 GB": "exercise 1",
         "50 %": "exercise 2's given scenario",
         "72 s": "exercise 2",
@@ -360,7 +371,49 @@ def test_lesson_04_exercise_answers():
     assert units.format_time(last.exposed_s["data"]) == "294 ms"  # "the data-parallel term stays at 294 ms"
 
 
-def test_lesson_05_recorded_run():
+def test_lesson_05_quoted_figures():
+    assert units.format_bytes(hardware.SELENE_3072.accelerator.hbm_capacity_bytes) == "80 GB"
+
+
+# Lesson 05's GPT 22B searches: four DGX H100 nodes, global batch 256 (exercise 3: 512).
+SMALL_CLUSTER = dataclasses.replace(hardware.DGX_H100, name="4 × DGX H100", nodes=4)
+
+
+def test_lesson_05_exercise_answers():
+    # 1: Narayanan et al.'s 1T plan with selective recomputation and sequence parallelism would be faster but does not
+    # fit; the fastest plan halves the pipeline, doubles d and shards the optimizer state
+    search = budget.search_plans(parallelism.MEGATRON_1T, hardware.SELENE_3072, global_batch=3072)
+    paper = dict(data_parallel=6, tensor_parallel=8, pipeline_parallel=64, micro_batch=1, virtual_stages=2)
+    paper["zero_stage"] = 0
+    today = search.row(search.find(**paper, recompute="selective", sequence_parallel=True))
+    full = search.row(search.find(**paper, recompute="full", sequence_parallel=False))
+    assert units.format_time(today["step_time_s"]) == "74.8 s" and units.format_time(full["step_time_s"]) == "97 s"
+    assert units.format_bytes(today["memory_bytes"]) == "87.1 GB" and not today["fits"]
+    best = search.row(0)
+    assert plan_fields(best) + (best["virtual_stages"],) == (12, 8, 32, 1, 1, 4)
+    assert units.format_bytes(best["memory_bytes"]) == "74.3 GB" and units.format_time(best["step_time_s"]) == "70.5 s"
+    # 2: the ideal model's winner is ZeRO-3 over all 32 GPUs, nothing exposed; calibrated (no prefetch) it is row 915
+    model = parallelism.MEGATRON_22B
+    ideal = budget.search_plans(model, SMALL_CLUSTER, global_batch=256, calibration=None)
+    assert plan_fields(ideal.row(0)) == (32, 1, 1, 3, 1)
+    assert units.format_time(ideal.row(0)["step_time_s"]) == "4.71 s" and ideal.row(0)["exposed_communication_s"] == 0
+    calibrated = budget.search_plans(model, SMALL_CLUSTER, global_batch=256)
+    row = calibrated.row(calibrated.find(**ideal.fields(0)))
+    assert calibrated.find(**ideal.fields(0)) == 915 and row["binding_constraint"] == "exposed communication"
+    assert units.format_time(row["step_time_s"]) == "10.4 s"
+    assert units.format_time(row["exposed_communication_s"]) == "5.88 s"
+    # 3: a batch of 512 keeps the winner's shape with m = 8
+    larger = budget.search_plans(model, SMALL_CLUSTER, global_batch=512)
+    first, before = larger.row(0), calibrated.row(0)
+    assert plan_fields(first) == plan_fields(before) == (16, 2, 1, 2, 4)
+    assert (first["grad_accum_steps"], before["grad_accum_steps"]) == (8, 4)
+    assert units.format_time(first["step_time_s"]) == "8.46 s" and units.format_time(before["step_time_s"]) == "4.31 s"
+    assert f"{first['step_time_s'] / before['step_time_s']:.2f}" == "1.96"
+    assert units.format_time(first["exposed_communication_s"]) == "609 ms"
+    assert units.format_time(before["exposed_communication_s"]) == "382 ms"
+
+
+def test_lesson_06_recorded_run():
     recorded = measure.Measurements.from_csv(next((measure.DATA_DIR / "mpi").glob("*_all_reduce.csv")))
     times = [row.median_s for row in recorded]
     assert min(times) < 10e-6 and 100e-3 < max(times) < 1.0 and max(times) / min(times) > 1e4  # "over four decades"
@@ -387,13 +440,13 @@ def test_lesson_05_recorded_run():
     assert tree.algorithm == "tree" and round(tree.latency_s * 1e6) == 25
 
 
-def test_lesson_06_quoted_figures():
+def test_lesson_07_quoted_figures():
     assert units.format_bytes(hardware.H100.hbm_capacity_bytes) == "80 GB"
     assert validation.PLAYBOOK_PEAK_FLOPS_PER_S == 989.5e12
     assert units.format_bytes(validation.PLAYBOOK_CALIBRATION.framework.bucket_bytes) == "25 MB"
 
 
-# Lesson 07's setting: Llama 3 70B on eight DGX H100 nodes, the calibrated model, 512 sequences per step.
+# Lesson 08's setting: Llama 3 70B on eight DGX H100 nodes, the calibrated model, 512 sequences per step.
 CAPSTONE = dataclasses.replace(hardware.DGX_H100, nodes=8)
 CAL = validation.PLAYBOOK_CALIBRATION
 CANDIDATE = parallelism.ParallelPlan(
@@ -442,34 +495,34 @@ def plan_fields(row, names=("data_parallel", "tensor_parallel", "pipeline_parall
     return tuple(row[name] for name in names)
 
 
-def test_lesson_07_quoted_figures():
+def test_lesson_08_quoted_figures():
     assert hardware.NVLINK4.bandwidth_bytes_per_s == 900e9 and hardware.NVLINK4.direction == "two-way"
     assert hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s == 8 * 400 * units.GBIT  # 8 adapters of 400 Gb/s
     assert units.format_percent(430e12 / hardware.H100.peak("bf16"), digits=2) == "43 %"
     assert hardware.DGX_H100.nccl_intra_bandwidth_bytes_per_s == pytest.approx(18 * 20.6e9)  # 370.8 GB/s
 
 
-def test_lesson_07_scenario_reasons():
+def test_lesson_08_scenario_reasons():
     # The capstone sizes three what-ifs by other lessons' outputs: GEMMs at 65 %, just past the efficiency at which
-    # lesson 04's calibrated 1T prediction meets the paper; 8 GB less, lesson 06's median memory error of 80 GB.
-    _, lesson_04, _ = prose_and_outputs("04_communication_budget")
-    assert re.search(r"measured \(paper\): +163 TFLOP/s", lesson_04)
-    assert re.search(r"default calibration: +172 TFLOP/s", lesson_04)
+    # lesson 05's calibrated 1T prediction meets the paper; 8 GB less, lesson 07's median memory error of 80 GB.
+    _, lesson_05, _ = prose_and_outputs("05_plan_search")
+    assert re.search(r"measured \(paper\): +163 TFLOP/s", lesson_05)
+    assert re.search(r"default calibration: +172 TFLOP/s", lesson_05)
     assert units.format_percent(0.70 * 163 / 172, digits=2) == "66 %" and CAL.gemm_efficiency == 0.70
-    _, lesson_06, _ = prose_and_outputs("06_model_meets_measurements")
+    _, lesson_06, _ = prose_and_outputs("07_model_meets_measurements")
     after = lesson_06.split("== after: the calibrated default")[1]
     held_out = re.search(r"per-GPU memory, median \|error\| .*? (\S+ %)\n", after)
     assert held_out and held_out.group(1) == "10.6 %"
     assert units.format_bytes(0.106 * hardware.H100.hbm_capacity_bytes, digits=1) == "8 GB"
 
 
-def test_lesson_07_headroom():
+def test_lesson_08_headroom():
     capacity = hardware.H100.hbm_capacity_bytes
     candidate = parallelism.memory_breakdown(parallelism.LLAMA3_70B, CANDIDATE, calibration=CAL).total
     assert units.format_bytes(candidate) == "61 GB" and units.format_bytes(capacity - candidate, digits=2) == "19 GB"
     minimax = parallelism.memory_breakdown(parallelism.LLAMA3_70B, MINIMAX, calibration=CAL).total
     assert units.format_bytes(minimax) == "70.2 GB" and units.format_bytes(capacity - minimax, digits=2) == "9.8 GB"
-    _, outputs, _ = prose_and_outputs("07_capstone")
+    _, outputs, _ = prose_and_outputs("08_capstone")
     assert "memory 78.3 GB of 80 GB" in outputs and units.format_percent(78.3e9 / capacity, digits=2) == "98 %"
     assert "1.06×  network at nominal" in outputs  # the best worst case's worst case
     # with the margin: the best worst case needs 99.8 GB; the recommended (robust) plan 56 GB, 79.6 GB with it
@@ -489,7 +542,7 @@ def test_lesson_07_headroom():
     assert units.format_percent(second["step_time_s"] / first["step_time_s"] - 1, digits=1) == "3 %"
 
 
-def test_lesson_07_robust_plan():
+def test_lesson_08_robust_plan():
     # Step 10: the default search (the +42.1 % margin, the held-out band): 436 plans fit with the margin, 699 without;
     # the fastest spans all eight nodes (t·p = 64, band up to 37 min); the robust plan is the recommended one.
     search = capstone_searches(512, {"calibrated": CAL}, memory_margin=None)["calibrated"]
@@ -520,7 +573,7 @@ def test_lesson_07_robust_plan():
     assert round(4e6 / 4096) == 977 and round(4 * 2**20 / 4096) == 1024  # Llama 3 405B's first batch: "about 1,000"
 
 
-def test_lesson_07_exercise_answers():
+def test_lesson_08_exercise_answers():
     model = parallelism.LLAMA3_70B
     # 1: the best worst case's activations by hand
     in_flight = parallelism.pipeline_in_flight_microbatches(8, 128, "interleaved", 2)
@@ -577,7 +630,7 @@ def test_lesson_07_exercise_answers():
 
 
 @pytest.mark.slow  # thirteen plan searches: about 5 s
-def test_lesson_07_exercise_rankings():
+def test_lesson_08_exercise_rankings():
     # 2: with "network at 50 %" added, the best worst case is still step 10's, 1.06× in "network at nominal"
     slow_network = dataclasses.replace(CAL, network_efficiency=0.5)
     top = budget.worst_case_ranking(capstone_searches(512, SCENARIOS | {"network at 50 %": slow_network}))[0]

@@ -548,9 +548,10 @@ CARD_FREE = [
         for name in (
             "03_parallelism",
             "04_communication_budget",
-            "05_measure",
-            "06_model_meets_measurements",
-            "07_capstone",
+            "05_plan_search",
+            "06_measure",
+            "07_model_meets_measurements",
+            "08_capstone",
         )
     ),
     *(
@@ -559,9 +560,9 @@ CARD_FREE = [
             "02_global_batch",
             "03_memory_budget",
             "04_pipeline_schedule",
-            "05_measure_collectives",
-            "06_partition_explorer",
-            "07_serving",
+            "07_measure_collectives",
+            "05_partition_explorer",
+            "06_serving",
         )
         for path in (master_path(name), ROOT / "labs" / f"{name}.ipynb")
     ),

@@ -1,5 +1,5 @@
 """budget.partition_report: every number of the partition explorer against hand calculations (NCCL's model by hand), its
-PartitionReport's checks on its fields, and its plain dict (as_dict, what lab 6's result shows)."""
+PartitionReport's checks on its fields, and its plain dict (as_dict, what lab 5's result shows)."""
 
 import dataclasses
 
@@ -125,7 +125,7 @@ def test_a_plan_larger_than_the_cluster_is_refused():
         budget.partition_report(TINY, PLAN.replace(data_parallel=4), CLUSTER_2x8)
 
 
-# The dict lab 6's result starts with, key for key in this order (the lab master, its graders and lesson 04 read it).
+# The dict lab 5's result starts with, key for key in this order (the lab master, its graders and lesson 04 read it).
 REPORT_KEYS = (
     "model layers data_parallel tensor_parallel pipeline_parallel virtual_stages zero_stage micro_batch "
     "grad_accum_steps devices devices_per_node nodes global_batch device parameters_bytes gradients_bytes "

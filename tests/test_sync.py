@@ -9,7 +9,7 @@ from tools import assignments, changed_notebooks, sync
 
 ROOT = sync.ROOT
 LESSON = ROOT / "notebooks" / "01_mac.ipynb"
-SERVING = assignments.master_path("07_serving")
+SERVING = assignments.master_path("06_serving")
 TWINS = {
     notebook: twin for notebook, twin in changed_notebooks.notebook_twins().items() if notebook in {LESSON, SERVING}
 }
@@ -18,7 +18,7 @@ TWINS = {
 def test_with_no_stamp_a_committed_notebook_is_up_to_date_and_gets_stamped():
     stamps: dict[str, str] = {}
     assert sync.stale_notebooks(TWINS, stamps, changed=set()) == []
-    assert sorted(stamps) == ["labs/07_serving/07_serving.ipynb", "notebooks/01_mac.ipynb"]
+    assert sorted(stamps) == ["labs/06_serving/06_serving.ipynb", "notebooks/01_mac.ipynb"]
 
 
 def test_an_uncommitted_change_to_what_a_notebook_runs_makes_it_stale_until_it_is_stamped():
@@ -33,7 +33,7 @@ def test_an_uncommitted_change_to_what_a_notebook_runs_makes_it_stale_until_it_i
 
 
 def test_a_lab_is_rebuilt_unless_its_recorded_hash_and_student_copy_match(tmp_path):
-    out, students, lab = tmp_path / "out", tmp_path / "labs", "07_serving"
+    out, students, lab = tmp_path / "out", tmp_path / "labs", "06_serving"
     assert sync.stale_labs([lab], out, students) == [lab]  # nothing built yet
     built = out / lab / "student" / f"{lab}.ipynb"
     built.parent.mkdir(parents=True)
@@ -48,6 +48,6 @@ def test_a_lab_is_rebuilt_unless_its_recorded_hash_and_student_copy_match(tmp_pa
     assert sync.stale_labs([lab], out, students) == [lab]  # the copy was changed
     shutil.copy(built, students / f"{lab}.ipynb")
     assignments.inputs_hash_path(lab, out).write_text(
-        assignments.inputs_hash(["06_partition_explorer"]) + "\n", encoding="utf-8"
+        assignments.inputs_hash(["05_partition_explorer"]) + "\n", encoding="utf-8"
     )
     assert sync.stale_labs([lab], out, students) == [lab]  # built from other inputs

@@ -70,11 +70,11 @@ def names(changed: set[str]) -> list[str]:
 
 def test_a_twin_change_selects_its_notebook_alone():
     assert names({"notebooks_py/01_mac.py"}) == ["01_mac.ipynb"]
-    assert names({"labs/07_serving/07_serving.py"}) == ["07_serving.ipynb"]
+    assert names({"labs/06_serving/06_serving.py"}) == ["06_serving.ipynb"]
 
 
 def test_a_lab_folder_file_that_no_notebook_runs_selects_nothing():
-    assert names({"labs/07_serving/wrong_answers.py", "labs/07_serving/prose_numbers.py"}) == []
+    assert names({"labs/06_serving/wrong_answers.py", "labs/06_serving/prose_numbers.py"}) == []
 
 
 def test_the_graded_tests_helpers_select_the_masters_that_import_them():
@@ -88,13 +88,13 @@ def test_nothing_that_a_notebook_runs_selects_nothing():
 
 
 def test_a_lazily_exported_lab_selects_only_its_master():
-    # course_lib.widgets imports serving_lab's module on first use: only lab 7 imports it.
-    assert names({"course_lib/widgets/serving.py"}) == ["07_serving.ipynb"]
+    # course_lib.widgets imports serving_lab's module on first use: only lab 6 imports it.
+    assert names({"course_lib/widgets/serving.py"}) == ["06_serving.ipynb"]
 
 
 def test_a_module_started_as_a_program_counts():
     # The MPI worker is never imported by a notebook: measure starts it with `python -m course_lib.measure worker`.
-    assert {"05_measure.ipynb", "05_measure_collectives.ipynb"} <= set(names({"course_lib/measure/worker.py"}))
+    assert {"06_measure.ipynb", "07_measure_collectives.ipynb"} <= set(names({"course_lib/measure/worker.py"}))
 
 
 def test_a_formula_module_every_notebook_imports_selects_them_all():

@@ -27,7 +27,12 @@ def test_prerequisites_are_earlier_lessons_and_labs_hang_on_lessons():
         seen.add(stem)
     assert {lesson for _, lesson in LABS} <= seen
     prerequisites = {stem: set(needs) for stem, _, needs in LESSONS}
-    assert prerequisites["07_capstone"] >= {"04_communication_budget", "05_measure", "06_model_meets_measurements"}
+    assert prerequisites["08_capstone"] >= {
+        "04_communication_budget",
+        "05_plan_search",
+        "06_measure",
+        "07_model_meets_measurements",
+    }
 
 
 def test_the_map_draws_one_box_per_lesson_and_lab():

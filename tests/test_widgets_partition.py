@@ -1,4 +1,4 @@
-"""Lab 6 (course_lib.widgets.partition, the partition explorer), in process: the contract (.controls, .result,
+"""Lab 5 (course_lib.widgets.partition, the partition explorer), in process: the contract (.controls, .result,
 .typed_result, .figure), the result checked against budget.partition_report recomputed here (``check``, which
 tests/test_widgets_controls.py runs at every stop of every control), the dependent options, and the misconception
 (t from 8 to 16 on a multi-node cluster). No browser and no kernel."""

@@ -1,4 +1,4 @@
-"""Lab 7 (course_lib.widgets.serving, serving a model), in process: every control swept over its range, each result
+"""Lab 6 (course_lib.widgets.serving, serving a model), in process: every control swept over its range, each result
 checked against course_lib.serving recomputed here, the figure's artists against the result, and the dependent
 controls against the rules that make a replica valid. No browser and no kernel."""
 

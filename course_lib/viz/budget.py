@@ -1,4 +1,5 @@
-"""Figures for lesson 04 (budget the bytes): where one step's time goes, and the landscape of a plan search.
+"""Figures for lessons 04 and 05 (budget the bytes, search for a plan): where one step's time goes, and the landscape
+of a plan search.
 
 Every number drawn comes from ``course_lib.budget``; this module only draws.
 """

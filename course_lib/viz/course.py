@@ -17,19 +17,28 @@ LESSONS = (
     ("03_parallelism", "03 · Split the work\nDP, TP, PP, ZeRO; memory", ("01_mac", "02_nccl")),
     (
         "04_communication_budget",
-        "04 · Budget the bytes\nexposed time, plan search",
+        "04 · Budget the bytes\nexposed time, step time",
         ("01_mac", "02_nccl", "03_parallelism"),
     ),
-    ("05_measure", "05 · Measure it\nMPI runs, fitted α and B", ("02_nccl", "04_communication_budget")),
     (
-        "06_model_meets_measurements",
-        "06 · Check the model\n1,758 measured runs",
-        ("04_communication_budget", "05_measure"),
+        "05_plan_search",
+        "05 · Search for a plan\nrank every plan, why each loses",
+        ("03_parallelism", "04_communication_budget"),
     ),
     (
-        "07_capstone",
-        "07 · Plan a real run\n70B on 64 H100s",
-        ("04_communication_budget", "05_measure", "06_model_meets_measurements"),
+        "06_measure",
+        "06 · Measure it\nMPI runs, fitted α and B",
+        ("02_nccl", "04_communication_budget", "05_plan_search"),
+    ),
+    (
+        "07_model_meets_measurements",
+        "07 · Check the model\n1,758 measured runs",
+        ("04_communication_budget", "05_plan_search", "06_measure"),
+    ),
+    (
+        "08_capstone",
+        "08 · Plan a real run\n70B on 64 H100s",
+        ("04_communication_budget", "05_plan_search", "06_measure", "07_model_meets_measurements"),
     ),
 )
 # (lab title, the lesson it practises)
@@ -38,9 +47,9 @@ LABS = (
     ("Lab: global batch", "03_parallelism"),
     ("Lab: memory budget", "03_parallelism"),
     ("Lab: pipeline schedule", "03_parallelism"),
-    ("Lab: measure collectives", "05_measure"),
     ("Lab: partition explorer", "04_communication_budget"),
     ("Lab: serving", "04_communication_budget"),
+    ("Lab: measure collectives", "06_measure"),
 )
 
 
@@ -52,7 +61,7 @@ def plot_course_map(ax=None):
     ['01 · Count the work', '02 · Move the data']
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
-    ax = axes_or_new(ax, figsize=(11, 4.2))
+    ax = axes_or_new(ax, figsize=(13, 4.2))
     width, height, gap = 2.4, 0.9, 0.25
     centre = {}
     for index, (stem, title, _) in enumerate(LESSONS):

@@ -1,4 +1,4 @@
-"""Figures for lesson 06 (the model meets the measurements): predicted against measured MFU and memory for the
+"""Figures for lesson 07 (the model meets the measurements): predicted against measured MFU and memory for the
 Ultra-Scale Playbook's runs, and the residuals grouped by the plan column that switches each term of the model on.
 
 Each figure is a ``fast.LiveFigure``: its constructor builds the empty axes it is given, ``update(result)`` draws a

@@ -459,7 +459,7 @@ class Lab(widgets.VBox):
         """The controls' starting values: the defaults of ``CONTROLS`` updated with ``initial`` (a preset object may
         stand for its name), each checked against its spec in order. An unknown name or a value a control does not
         offer raises ``ValueError`` naming the control and what it accepts. A default the other values rule out
-        moves as the control would (``ControlSpec.settled``): lab 6 started at t = 16 starts on 16 nodes, not 8."""
+        moves as the control would (``ControlSpec.settled``): lab 5 started at t = 16 starts on 16 nodes, not 8."""
         values = with_defaults(control_defaults(cls.CONTROLS), initial, cls.__name__)
         checked = set()
         for spec in cls.CONTROLS:

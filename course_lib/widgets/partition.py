@@ -1,4 +1,4 @@
-"""Lab 6 · the partition explorer: one model diagram, every split, the tensors that cross each device boundary.
+"""Lab 5 · the partition explorer: one model diagram, every split, the tensors that cross each device boundary.
 
 Every number comes from one call, ``budget.partition_report`` (the ideal model: ``memory_breakdown`` and
 ``step_time`` with ``calibration=None``, ``step_transfers`` timed on the cluster's links): ``compute`` returns that
@@ -265,7 +265,7 @@ class PartitionLab(Lab):
         figure.patch.set_facecolor("white")
         self.partition_figure = PartitionFigure(figure)
         self.enable_partial_redraw(figure, self.partition_figure.animated)
-        super().__init__("Lab 6 · Partition explorer", controls, figure)
+        super().__init__("Lab 5 · Partition explorer", controls, figure)
         self.show_custom_model()
 
     def sync_controls(self, changed: str) -> None:

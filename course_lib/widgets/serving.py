@@ -1,4 +1,4 @@
-"""Lab 7 · serving a model: memory per device, time to first token, time per output token and throughput.
+"""Lab 6 · serving a model: memory per device, time to first token, time per output token and throughput.
 
 Every number comes from one call, ``serving.serving_report``, for one replica of t·p devices (tensor ranks innermost,
 8 GPUs per node, as many nodes as t·p needs): ``serving_memory`` (weights, KV cache, one decode step's activations)
@@ -136,7 +136,7 @@ class ServingLab(Lab):
     def __init__(self, **initial):
         controls = self.build_controls(self.start_values(initial))
         self._build_figure()
-        super().__init__("Lab 7 · Serving: prefill, decode and the KV cache", controls, self.figure)
+        super().__init__("Lab 6 · Serving: prefill, decode and the KV cache", controls, self.figure)
 
     # ---- the four parts of a lab ---------------------------------------------------------------------------------
 

@@ -147,7 +147,7 @@ def test_lab_runs_and_answers_a_slider(notebook: Path, page, lab_server, artifac
         f"{path}: otter's feedback is shown for {shown}, expected every question {questions} (grader.check)"
     )
 
-    slider = lab.locator(".widget-slider:visible").first  # lab 6 hides the custom model's sliders
+    slider = lab.locator(".widget-slider:visible").first  # lab 5 hides the custom model's sliders
     slider.scroll_into_view_if_needed()  # JupyterLab does not lay out cells far outside the view
     expect(slider).to_be_visible()
     handle, readout = slider.locator(".noUi-handle").first, slider.locator(".widget-readout").first

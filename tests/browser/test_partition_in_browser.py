@@ -1,4 +1,4 @@
-"""Lab 6 (the partition explorer) in a real JupyterLab: GPT-3 175B on 8 nodes of 8 A100, the tensor-parallel
+"""Lab 5 (the partition explorer) in a real JupyterLab: GPT-3 175B on 8 nodes of 8 A100, the tensor-parallel
 slider moved from t = 8 to t = 16 (the next value it offers): the summary's tensor-parallel link changes from NVLink
 to InfiniBand and the exposed communication grows (issue 13's browser test). Run alone:
 ``.venv/bin/python -m pytest -q tests/browser -k partition``; fixtures in conftest.py."""
@@ -11,7 +11,7 @@ from test_labs_in_browser import CHANGE_TIMEOUT_MS, RUN_ALL, RUN_ALL_TIMEOUT_MS,
 
 from course_lib import units
 
-PATH = "labs/06_partition_explorer.ipynb"
+PATH = "labs/05_partition_explorer.ipynb"
 SECONDS = {"ns": units.NS, "µs": units.US, "ms": units.MS, "s": 1.0, "min": units.MINUTE, "h": units.HOUR}
 
 
@@ -55,7 +55,7 @@ def test_tensor_parallel_past_the_node_moves_to_infiniband(page, lab_server, art
     after = text_of(summary)
     assert tensor_link(after) == "InfiniBand"
     assert exposed_s(after) > exposed_s(before), (before, after)
-    lab.screenshot(path=artifacts_dir / "06_partition_explorer-t16.png")
+    lab.screenshot(path=artifacts_dir / "05_partition_explorer-t16.png")
     print(
         f"t = 8 → 16: tensor-parallel link {tensor_link(before)} → {tensor_link(after)}, exposed communication "
         f"{units.format_time(exposed_s(before))} → {units.format_time(exposed_s(after))}; screenshot in {artifacts_dir}"

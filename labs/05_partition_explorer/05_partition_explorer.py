@@ -8,11 +8,11 @@
 
 # %% [raw]
 # # ASSIGNMENT CONFIG
-# # The graded master of lab 6 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
+# # The graded master of lab 5 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
 # # `otter assign` on it; it stages course_lib/ and requirements.txt next to a copy of this notebook first,
 # # so that the autograder zip carries the course's code and runs on Gradescope as it does locally.
 # # Its links are relative to labs/, where the student version goes (make assignments).
-# name: 06_partition_explorer
+# name: 05_partition_explorer
 # requirements: requirements.txt
 # autograder_files:
 #   - course_lib
@@ -26,7 +26,7 @@
 #   show_hidden: true
 
 # %% [markdown]
-# # Lab 6 · Partition explorer: the tensors that cross each boundary
+# # Lab 5 · Partition explorer: the tensors that cross each boundary
 #
 # A partition decides which tensors must leave a device, how often, and over which link.
 # [Lesson 04 · Budget the bytes](../notebooks/04_communication_budget.ipynb) priced them: tensor-parallel
@@ -612,4 +612,4 @@ test_q4_other_plans(critical_path_communication_s)
 # ## Before you submit
 #
 # Restart the kernel and run all cells: the last cell reruns every public test. Then submit this notebook
-# (`06_partition_explorer.ipynb`) as your instructor asks.
+# (`05_partition_explorer.ipynb`) as your instructor asks.

@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 05 · Measure, don't assume: real collectives, fitted α and B, exposed communication
+# # 06 · Measure, don't assume: real collectives, fitted α and B, exposed communication
 #
 # Every number so far was modelled: an α and a B taken from a datasheet or a table, a step time added up from
 # formulas. Lesson 04's budget ends differently: *"measure completed step or token latency and adjust"*, and a good
@@ -42,6 +42,7 @@
 #
 # - [02 · Move the data](02_nccl.ipynb): collectives and their algorithms, the α–β model, algbw and busbw.
 # - [04 · Budget the bytes](04_communication_budget.ipynb): exposed and hidden communication, the overlap window.
+# - [05 · Search for a plan](05_plan_search.ipynb): the plan search, which step 5 re-runs on a measured cluster.
 #
 # **Time to learn:** about 60 minutes (40 to read and run, 20 for the exercises). The live cells need the course's
 # environment (`mpi4py` and `mpich` are in it); each runs in under a minute on two cores.
@@ -546,8 +547,8 @@ quiz.MultipleChoice(
 # ## What's next
 #
 # You have measured α, B and the exposed communication on real MPI ranks, read GPU logs the same way, and put a
-# measurement back into the plan search (step 5). Take the labs: Lab 5 · measure collectives asks you to fit α and
+# measurement back into the plan search (step 5). Take the labs: Lab 7 · measure collectives asks you to fit α and
 # B, read busbw, choose an algorithm, read exposed communication from recorded tables, and carry an nccl-tests log
 # through a calibrated cluster to a plan's exposed communication. Then
-# [06 · Check the model against measurements](06_model_meets_measurements.ipynb) measures the whole model: its
+# [07 · Check the model against measurements](07_model_meets_measurements.ipynb) measures the whole model: its
 # memory and step time against 3,306 training runs (1,758 of which ran), where it holds and where it breaks.

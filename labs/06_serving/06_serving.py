@@ -8,11 +8,11 @@
 
 # %% [raw]
 # # ASSIGNMENT CONFIG
-# # The graded master of lab 7 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
+# # The graded master of lab 6 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
 # # `otter assign` on it; it stages course_lib/ and requirements.txt next to a copy of this notebook first,
 # # so that the autograder zip carries the course's code and runs on Gradescope as it does locally.
 # # Its links are relative to labs/, where the student version goes (make assignments).
-# name: 07_serving
+# name: 06_serving
 # requirements: requirements.txt
 # autograder_files:
 #   - course_lib
@@ -26,7 +26,7 @@
 #   show_hidden: true
 
 # %% [markdown]
-# # Lab 7 · Serve a model: prefill, decode and the KV cache
+# # Lab 6 · Serve a model: prefill, decode and the KV cache
 #
 # A partition that trains well may serve poorly. [Lesson 04 · Budget the
 # bytes](../notebooks/04_communication_budget.ipynb) ends on why: generating text runs the model in two phases. The
@@ -117,7 +117,7 @@ lab
 #    still halve (2.64 → 1.37 ms) but the all-reduce latency grows faster (4.03 → 5.63 ms): the group spans more
 #    nodes, and each doubling of them adds a level to NCCL's tree between nodes, two network steps of 5 µs per
 #    all-reduce. That optimum rests on NCCL's own cost model, optimistic across nodes. On a cluster calibrated to
-#    the published logs (lesson 05, step 5) $t = 16$ takes 8.34 ms and $t = 8$ 7.82 ms: one node per replica wins,
+#    the published logs (lesson 06, step 5) $t = 16$ takes 8.34 ms and $t = 8$ 7.82 ms: one node per replica wins,
 #    as the logs' 16 KiB all-reduces (17.5 µs on 8 GPUs, 37.2 µs on 16 across two nodes) say directly.
 # 5. The time per output token barely moves (7.99 ms against 7.97) but the tokens per GPU fall from 125 to 31.3 per
 #    second: the four stages take turns on every token, so three quarters of the GPUs wait. A pipeline helps
@@ -555,4 +555,4 @@ test_q4_other_plans(time_per_output_token)
 # ## Before you submit
 #
 # Restart the kernel and run all cells: the last cell reruns every public test. Then submit this notebook
-# (`07_serving.ipynb`) as your instructor asks.
+# (`06_serving.ipynb`) as your instructor asks.

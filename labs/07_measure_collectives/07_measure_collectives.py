@@ -8,11 +8,11 @@
 
 # %% [raw]
 # # ASSIGNMENT CONFIG
-# # The graded master of lab 5 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
+# # The graded master of lab 7 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
 # # `otter assign` on it; it stages course_lib/ and requirements.txt next to a copy of this notebook first,
 # # so that the autograder zip carries the course's code and runs on Gradescope as it does locally.
 # # Its links are relative to labs/, where the student version goes (make assignments).
-# name: 05_measure_collectives
+# name: 07_measure_collectives
 # requirements: requirements.txt
 # autograder_files:
 #   - course_lib
@@ -26,16 +26,16 @@
 #   show_hidden: true
 
 # %% [markdown]
-# # Lab 5 · Measure collectives
+# # Lab 7 · Measure collectives
 #
-# [Lesson 05 · Measure, don't assume](../notebooks/05_measure.ipynb) ran real collectives with MPICH, fitted α and
+# [Lesson 06 · Measure, don't assume](../notebooks/06_measure.ipynb) ran real collectives with MPICH, fitted α and
 # B of $T = n\alpha + Q/B$ to the times, and read the exposed communication of a step off the clock. In this lab you
 # first run a sweep yourself and look at its spread; then you do the analysis by hand on recorded tables: fit α and
 # B, compute busbw from a row, choose the algorithm to run at a size, and read the exposed communication of a step
 # from per-rank times. The last question closes the loop of the lesson's step 5: from a published nccl-tests log to a
 # calibrated cluster, and from that cluster to the exposed communication of a training plan.
 #
-# **What you need:** lesson 05 (and lesson 02 for the α–β model, algbw and busbw).
+# **What you need:** lesson 06 (and lesson 02 for the α–β model, algbw and busbw).
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
 # runs its public tests. The grader also runs hidden tests on other recorded tables, logs and clusters, chosen so that
@@ -481,7 +481,7 @@ test_q4_slowest_rank_and_median(exposed_communication_s)
 # %% [markdown]
 # ### Question 5 · From a measurement to your plan (3 points)
 #
-# Lesson 05's step 5 turned a measurement into a plan: read an nccl-tests log, fit the cluster's links to it with
+# Lesson 06's step 5 turned a measurement into a plan: read an nccl-tests log, fit the cluster's links to it with
 # `measure.calibrate_cluster`, and run the budget on the cluster it returns. Do that loop for one training plan.
 #
 # Write `exposed_on_measured_network(log_text, log_nodes, cluster, model, plan)`: the exposed communication (seconds)
@@ -495,7 +495,7 @@ test_q4_slowest_rank_and_median(exposed_communication_s)
 # inside a `warnings.catch_warnings()` block, `warnings.simplefilter` can ignore that category.
 #
 # The public test reads the log of one AWS p5 node (8× H100, NVLink) and plans Llama 3.1 8B on two such nodes with
-# the plan that lesson 05's search picks for it: 8-way data parallel, 2-way tensor parallel with sequence parallelism,
+# the plan that lesson 06's search picks for it: 8-way data parallel, 2-way tensor parallel with sequence parallelism,
 # ZeRO-2, selective recomputation, 16 micro-batches of 2 sequences.
 
 # %%
@@ -600,4 +600,4 @@ test_q5_other_logs_and_clusters(exposed_on_measured_network)
 # ## Before you submit
 #
 # Restart the kernel and run all cells: the last cell reruns every public test. Then submit this notebook
-# (`05_measure_collectives.ipynb`) as your instructor asks.
+# (`07_measure_collectives.ipynb`) as your instructor asks.

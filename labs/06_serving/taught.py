@@ -1,4 +1,4 @@
-"""Where lab 7's graded questions are taught: the names and facts each needs, with the lesson (or "intro") that
+"""Where lab 6's graded questions are taught: the names and facts each needs, with the lesson (or "intro") that
 teaches it; tests/test_taught.py explains the format and checks it."""
 
 TAUGHT = {

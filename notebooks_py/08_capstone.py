@@ -7,13 +7,13 @@
 # ---
 
 # %% [markdown]
-# # 07 · Plan a real run: a 70B model on 64 H100s
+# # 08 · Plan a real run: a 70B model on 64 H100s
 #
 # *"I have a 70B model and 64 H100s in 8 nodes: how should I split it, and how long will a step take?"*
 #
 # This last lesson answers that question twice. First by hand, for one candidate plan: the memory each GPU holds,
 # term by term; every tensor the plan sends, its size, how often and over which link; what is exposed; and the step
-# time over a range of compute efficiencies. Then with the plan search of lesson 04: which plan it picks and why,
+# time over a range of compute efficiencies. Then with the plan search of lesson 05: which plan it picks and why,
 # how far that choice moves when the assumptions move, what to measure before committing 64 GPUs for weeks, and how
 # the global batch and the sequence length enter. The answer is a plan with its step time, its MFU, its memory, and
 # the range those numbers could take.
@@ -39,10 +39,11 @@
 # ## Prerequisites
 #
 # - [04 · Budget the bytes](04_communication_budget.ipynb): the transfers of a partition, exposed vs hidden time,
-#   the step time, the plan search.
-# - [05 · Measure, don't assume](05_measure.ipynb): fitted α and B, published nccl-tests logs, measured exposed
+#   the step time.
+# - [05 · Search for a plan](05_plan_search.ipynb): the plan search, its rejections and binding constraints.
+# - [06 · Measure, don't assume](06_measure.ipynb): fitted α and B, published nccl-tests logs, measured exposed
 #   communication.
-# - [06 · Check the model against measurements](06_model_meets_measurements.ipynb): the calibration used here, what
+# - [07 · Check the model against measurements](07_model_meets_measurements.ipynb): the calibration used here, what
 #   it was fitted on, and where the model still misses.
 # - Behind them: [03 · Split the work](03_parallelism.ipynb) (memory per device, sequence parallelism, ZeRO, the
 #   pipeline bubble) and [01 · Count the work](01_mac.ipynb) (FLOPs of a layer, 6PD, MFU).
@@ -128,7 +129,7 @@ from course_lib.widgets import quiz
 #   (grouped-query attention, gated MLP, separate output layer), with fp32 gradient buffers, the logits, bucketed
 #   data-parallel traffic, a GEMM efficiency that falls for small matrix multiplies, a fixed cost per layer and
 #   micro-batch, the network at a fitted share of its nominal rate and the framework's own memory, fitted on the
-#   Ultra-Scale Playbook's runs of nanotron on H100 nodes (lesson 06 judges that fit on runs it never saw).
+#   Ultra-Scale Playbook's runs of nanotron on H100 nodes (lesson 07 judges that fit on runs it never saw).
 #
 # The calibrated model is the course's best estimate; the ideal one is what you can redo with pencil and paper.
 # Neither is a measurement.
@@ -307,7 +308,7 @@ print(
 # way and knows no FlashAttention: it stores the $5as$ bytes of attention scores per token (lesson 03), which at
 # $s = 8192$ are about nine times the rest, and finds 260 GB. That is why a search under the ideal model (step 9 runs
 # one for comparison) picks selective recomputation: it drops exactly those scores, as FlashAttention never stores
-# them. Lesson 04's searches, like step 8's, rank with the calibrated model instead.
+# them. Lesson 05's searches, like step 8's, rank with the calibrated model instead.
 #
 # ### Step 5 · The candidate's transfers
 #
@@ -484,24 +485,24 @@ print(
 # are the calibration's own alternatives (no fixed cost; the network at its datasheet rate); the other three are
 # what-ifs, each sized by a measurement:
 #
-# - **GEMMs at 65 % instead of the fitted 70 %.** Lesson 04 carried the calibration to Megatron's 1T run on A100s and
+# - **GEMMs at 65 % instead of the fitted 70 %.** Lesson 05 carried the calibration to Megatron's 1T run on A100s and
 #   predicted 172 TFLOP/s per GPU where the paper measured 163: the GEMM efficiency at which the two would agree is
 #   about 66 % (70 % × 163/172). 65 % is a round value just past it.
 # - **Overlap slows compute by 30 %.** The calibrated model lets overlapped communication cost compute nothing. Lee et
 #   al. (2025) measured GEMMs on A100, H100, MI250 and MI210 while collectives ran beside them: an average slowdown of
 #   18.9 %, at most 40 %. 30 % lies between the two.
-# - **8 GB less memory.** On lesson 06's held-out runs the calibrated memory model's median error is 10.6 %, about
+# - **8 GB less memory.** On lesson 07's held-out runs the calibrated memory model's median error is 10.6 %, about
 #   8 GB of an 80 GB H100, and it errs mostly by counting too little: 8 GB less is one typical miss.
 
 # %%
 SCENARIOS = {  # why these values: the list above
     "calibrated": CAL,
-    "GEMMs at 65 % (not 70 %)": dataclasses.replace(CAL, gemm_efficiency=0.65),  # lesson 04: 70 % × 163/172
+    "GEMMs at 65 % (not 70 %)": dataclasses.replace(CAL, gemm_efficiency=0.65),  # lesson 05: 70 % × 163/172
     "no fixed cost per layer": dataclasses.replace(CAL, layer_overhead_s=0.0),
     # Lee et al. 2025 (arXiv:2507.03114): compute 18.9 % slower on average while overlapped, at most 40 %
     "overlap slows compute 30 %": dataclasses.replace(CAL, overlap_slowdown=0.3),
     "network at nominal": dataclasses.replace(CAL, network_efficiency=1.0),
-    # lesson 06: the calibrated memory's median error on the held-out runs, 10.6 % of 80 GB
+    # lesson 07: the calibrated memory's median error on the held-out runs, 10.6 % of 80 GB
     "8 GB less memory": dataclasses.replace(CAL, framework_bytes=CAL.framework_bytes + 8 * units.GB),
 }
 searches = {"calibrated": search} | {
@@ -614,7 +615,7 @@ print(
 # weeks:
 #
 # 1. **The network's real rate.** The calibration's 30 % of nominal was fitted on AWS EFA through nanotron. Run
-#    nccl-tests across two of your nodes, and read it as lesson 05 did: a published log of two 8 × H100 nodes on
+#    nccl-tests across two of your nodes, and read it as lesson 06 did: a published log of two 8 × H100 nodes on
 #    InfiniBand, against this course's model of the same all-reduce:
 
 # %%
@@ -637,9 +638,9 @@ for label, fraction in (("nominal InfiniBand", 1.0), ("calibrated (EFA fit)", CA
 #    and $t = 2$ would win.
 #    Measure yours; if it matches, rerun the search with `network_efficiency=1.0`.
 # 2. **The fixed cost per layer and micro-batch.** Time a few training steps of the model cut to 2 layers, at
-#    $b = 1$ and $b = 4$, with warm-up and the maximum over ranks as lesson 05 timed collectives: the measured time
+#    $b = 1$ and $b = 4$, with warm-up and the maximum over ranks as lesson 06 timed collectives: the measured time
 #    per layer and micro-batch, less its FLOPs at the GEMM efficiency, is this constant.
-# 3. **Overlap.** Time a step with data-parallel communication on and off (lesson 05's exposed-communication
+# 3. **Overlap.** Time a step with data-parallel communication on and off (lesson 06's exposed-communication
 #    measurement): the slowdown of compute under overlap is `overlap_slowdown`.
 # 4. **Peak memory** of the chosen plan for a few steps at full sequence length (`torch.cuda.max_memory_allocated`
 #    and the allocator's reserved bytes): the headroom is what decides between the fragile and the robust plan.
@@ -849,7 +850,7 @@ quiz.MultipleChoice(
 #   16,384 H100s (380–430 TFLOP/s per GPU of 989).
 # - **2025: measured plans published.** The Ultra-Scale Playbook (Tazi et al.) ran thousands of configurations on up
 #   to 512 H100s and published them, with the memory and throughput each reached; the course's calibration is fitted
-#   on them, and lesson 06 shows how far the model is from the measurements.
+#   on them, and lesson 07 shows how far the model is from the measurements.
 
 # %% [markdown]
 # ## Summary
@@ -946,5 +947,5 @@ quiz.MultipleChoice(
 # batch, and plan a run: by hand for one candidate, with the search for all of them, and with scenarios for how
 # much to trust the answer. Go back to the labs to practise the pieces under sliders ([Lab 3 · memory
 # budget](../labs/03_memory_budget.ipynb) for step 4, [Lab 4 · pipeline schedule](../labs/04_pipeline_schedule.ipynb)
-# for the bubble, [Lab 5 · measure collectives](../labs/05_measure_collectives.ipynb) for step 11), and plan your own
+# for the bubble, [Lab 7 · measure collectives](../labs/07_measure_collectives.ipynb) for step 11), and plan your own
 # model: replace `MODEL`, `CLUSTER` and `GLOBAL_BATCH` at the top of the worked example and run the notebook again.

@@ -1,4 +1,4 @@
-"""The quantities in lab 6's prose that no output prints (CHECKED: what each is, what checks it) and check(), which
+"""The quantities in lab 5's prose that no output prints (CHECKED: what each is, what checks it) and check(), which
 works out the explore answers by moving the lab's controls; tests/test_lesson_numbers.py runs it."""
 
 from course_lib import hardware, units

@@ -7,10 +7,10 @@
 # ---
 
 # %% [markdown]
-# # 06 · Check the model against measurements: where a step-time model holds and where it breaks
+# # 07 · Check the model against measurements: where a step-time model holds and where it breaks
 #
-# Lessons 03 and 04 built a model that turns a plan into memory per device and a step time, and lesson 04's plan
-# search ranks thousands of plans with it. Lesson 05 measured single collectives. This lesson puts the whole model
+# Lessons 03 and 04 built a model that turns a plan into memory per device and a step time, and lesson 05's plan
+# search ranks thousands of plans with it. Lesson 06 measured single collectives. This lesson puts the whole model
 # next to 3,306 measured training runs, 1,758 of which ran (the others crashed or ran out of memory): the Ultra-Scale
 # Playbook's Llama-style 1B to 80B models on 1 to 64 nodes of 8 × H100. It calibrates the model with five named
 # constants fitted on the small models only, judges it on the large models it never saw, and shows which terms hold,
@@ -39,9 +39,9 @@
 # %% [markdown]
 # ## Prerequisites
 #
-# - [04 · Budget the bytes](04_communication_budget.ipynb): the step-time model, exposed communication, the plan
-#   search.
-# - [05 · Measure, don't assume](05_measure.ipynb): fitting a model to measurements, residuals, spread.
+# - [04 · Budget the bytes](04_communication_budget.ipynb): the step-time model, exposed communication.
+# - [05 · Search for a plan](05_plan_search.ipynb): the plan search and the calibrated model it ranks with.
+# - [06 · Measure, don't assume](06_measure.ipynb): fitting a model to measurements, residuals, spread.
 #
 # **Time to learn:** about 50 minutes (35 to read and run, 15 for the exercises). Every cell runs in a few seconds.
 
@@ -427,7 +427,7 @@ quiz.MultipleChoice(
 #    (`models=("8B",)` is refused) and explain what the refusal protects.
 # 3. Group the memory residuals by `"pp"` and explain why deep pipelines are undercounted: which stage holds the
 #    most activations under 1F1B, and what does the model assume it holds?
-# 4. Take lesson 04's plan search for GPT-3 175B on Selene with `calibration=None` and with the default. Which of the
+# 4. Take lesson 05's plan search for GPT-3 175B on Selene with `calibration=None` and with the default. Which of the
 #    top five plans change, and which constraint binds in each?
 
 # %% [markdown]
@@ -446,5 +446,5 @@ quiz.MultipleChoice(
 # ## What's next
 #
 # You have seen where the model holds (memory, ranking on a few nodes) and where it breaks (pipelines and many
-# nodes). The capstone, [07 · Plan a real run](07_capstone.ipynb), asks you to plan a training run end to end: choose a
+# nodes). The capstone, [08 · Plan a real run](08_capstone.ipynb), asks you to plan a training run end to end: choose a
 # partition with the model, say which terms you trust, and say what you would measure before deciding.

@@ -1,0 +1,15 @@
+"""Where lab 7's graded questions are taught: the names and facts each needs, with the lesson (or "intro") that
+teaches it; tests/test_taught.py explains the format and checks it."""
+
+TAUGHT = {
+    "q1": {"the fit minimises **relative** errors": "06_measure"},
+    "q2": {"busbw = algbw × $2(p-1)/p$ for all-reduce": "02_nccl"},
+    "q3": {"Which algorithm wins where": "06_measure"},
+    "q4": {"keeps the **maximum over ranks**": "06_measure"},
+    "q5": {
+        "budget.step_time": "04_communication_budget",
+        "measure.CalibrationWarning": "06_measure",
+        "measure.calibrate_cluster": "06_measure",
+        "measure.read_nccl_tests": "06_measure",
+    },
+}
