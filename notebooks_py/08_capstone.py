@@ -32,8 +32,8 @@
 # - turn compute, transfers and the dependency rule into a step time, over a range of compute efficiencies;
 # - explain why the search's best plan beats the candidate, and test how fragile that choice is (compute
 #   efficiency, fixed costs, overlap, network, memory headroom);
-# - choose a plan with the best worst case, list what to measure before committing, and choose the global batch
-#   and sequence length.
+# - choose a plan with the best worst case, and the robust plan under the model's measured error (a memory margin
+#   and a step-time band), list what to measure before committing, and choose the global batch and sequence length.
 
 # %% [markdown]
 # ## Prerequisites
@@ -76,6 +76,9 @@ from course_lib.widgets import quiz
 # 5. **Search** every partition under the same model, and explain why the winner wins.
 # 6. **Stress the answer**: rerun the ranking under other plausible assumptions; if the winner's lead depends on
 #    one of them, prefer the plan whose worst case is best, and measure that assumption before committing.
+# 7. **Rank with the model's own error**: count a plan as fitting only with the memory margin the measured runs
+#    asked for, and give every step time the band the held-out runs measured; commit to the plan whose band's high
+#    end is lowest (the robust plan), not the fastest point estimate.
 #
 # **Trade-off.** The fastest plan under one set of assumptions often sits at an edge (memory nearly full, one link
 # saturated); a plan a few percent slower may stay close to the best under every assumption.
@@ -107,6 +110,12 @@ from course_lib.widgets import quiz
 #
 # and the plan with the smallest $R$ has the best worst case (decision theory's *minimax regret*, as a ratio).
 #
+# The **robust plan** ranks with the model's measured error instead of chosen scenarios: with $\mu$ the memory margin
+# and $r_{10}, r_{90}$ the 10th and 90th percentiles of measured / predicted step time on runs the calibration never
+# saw (lesson 07), for plans whose replica spans $t \cdot p$ GPUs,
+#
+# $$x^\ast = \arg\min_{x:\ M(x)(1 + \mu) \le M_\text{HBM}} r_{90}(t\,p)\,T(x),\qquad T(x) \in \big[r_{10}\,T(x),\ r_{90}\,T(x)\big].$$
+#
 # ### Variables
 #
 # | Symbol | Code name | Meaning | Unit |
@@ -117,6 +126,8 @@ from course_lib.widgets import quiz
 # | $A_\text{token}$ | `activation_bytes_per_token_per_layer` | bytes one layer stores per token | bytes |
 # | $T_\sigma(x)$ | `step_time_s` | step time of plan $x$ in scenario $\sigma$ | s |
 # | $R(x)$ | `worst_slowdown` | worst ratio to the scenario's best | – |
+# | $\mu$ | `memory_margin` | memory a plan must leave spare, as a share of its predicted memory | – |
+# | $r_{10}, r_{90}$ | `step_time_band` | 10th and 90th percentiles of measured / predicted step time | – |
 #
 # ### Two models, said each time
 #
@@ -414,10 +425,13 @@ print(
 #
 # `budget.search_plans` enumerates every factorisation of the 64 GPUs with every micro-batch size, ZeRO stage,
 # recomputation, sequence parallelism and interleaving, under the calibrated model (FlashAttention, as the
-# calibration's runs used):
+# calibration's runs used). By default it counts a plan as fitting only with the calibration's memory margin to
+# spare (step 10); steps 8 and 9 first rank as if the model's memory were exact, `memory_margin=0.0`, to see what
+# the point estimates alone pick. Each row's step time carries its band (p10–p90, step 10), which does not change
+# the ranking:
 
 # %%
-search = budget.search_plans(MODEL, CLUSTER, GLOBAL_BATCH, calibration=CAL, attention=("flash",))
+search = budget.search_plans(MODEL, CLUSTER, GLOBAL_BATCH, calibration=CAL, attention=("flash",), memory_margin=0.0)
 print(
     f"{search.evaluated:,} plans considered; rejected: "
     + ", ".join(f"{reason} {count:,}" for reason, count in search.rejected.items())
@@ -506,7 +520,7 @@ SCENARIOS = {  # why these values: the list above
     "8 GB less memory": dataclasses.replace(CAL, framework_bytes=CAL.framework_bytes + 8 * units.GB),
 }
 searches = {"calibrated": search} | {
-    name: budget.search_plans(MODEL, CLUSTER, GLOBAL_BATCH, calibration=cal, attention=("flash",))
+    name: budget.search_plans(MODEL, CLUSTER, GLOBAL_BATCH, calibration=cal, attention=("flash",), memory_margin=0.0)
     for name, cal in SCENARIOS.items()
     if name != "calibrated"
 }
@@ -587,27 +601,69 @@ for r in ranking[:3] + [ranking[winner_rank]]:
     print(
         f"{plan_text:31} {worst:>6}  {r['worst_scenario']:27} {units.format_time(r['step_time_s']['calibrated']):>15}"
     )
-RECOMMENDED = parallelism.ParallelPlan(
+MINIMAX = parallelism.ParallelPlan(
     **{name: value for name, value in ranking[0].items() if name in budget.PLAN_FIELDS},
     schedule="interleaved" if ranking[0]["virtual_stages"] > 1 else "1f1b",
 )
-recommended = budget.step_time(MODEL, RECOMMENDED, CLUSTER, calibration=CAL)
-recommended_memory = parallelism.memory_breakdown(MODEL, RECOMMENDED, calibration=CAL)
+minimax = budget.step_time(MODEL, MINIMAX, CLUSTER, calibration=CAL)
+minimax_memory = parallelism.memory_breakdown(MODEL, MINIMAX, calibration=CAL)
 times = ranking[0]["step_time_s"].values()
 print(
-    f"recommended: step {units.format_time(recommended.total_s)} (calibrated; {units.format_time(min(times))} to "
-    f"{units.format_time(max(times))} over the scenarios), MFU {units.format_percent(recommended.mfu)}, "
-    f"memory {units.format_bytes(recommended_memory.total)}"
+    f"best worst case: step {units.format_time(minimax.total_s)} (calibrated; {units.format_time(min(times))} to "
+    f"{units.format_time(max(times))} over the scenarios), MFU {units.format_percent(minimax.mfu)}, "
+    f"memory {units.format_bytes(minimax_memory.total)}"
 )
 
 # %% [markdown]
-# The recommendation: **$d = 4$, $t = 2$, $p = 8$ with two interleaved chunks per GPU, ZeRO-1, micro-batch 1
-# ($m = 128$), full recomputation, no sequence parallelism** (with it, 1.08×). Its step is never more than 1.06 times
-# that of the best plan of any scenario, while the calibrated winner is infinitely worse in one (it does not fit). Its
-# calibrated step time is 75.5 s (MFU 42.3 %), between 73.3 s and 80.8 s over the scenarios, and it leaves 9.8 GB of
-# HBM free. Why it is robust: its tensor group (2) and its data-parallel group (4, $t = 2$ apart) together fill
-# exactly one node, so all their traffic stays on NVLink and only the small pipeline sends cross the network; the
-# network's rate and the overlap hardly matter, and its memory has room.
+# The best worst case over these scenarios: **$d = 4$, $t = 2$, $p = 8$ with two interleaved chunks per GPU, ZeRO-1,
+# micro-batch 1 ($m = 128$), full recomputation, no sequence parallelism** (with it, 1.08×). Its step is never more
+# than 1.06 times that of the best plan of any scenario, while the calibrated winner is infinitely worse in one (it
+# does not fit). Its calibrated step time is 75.5 s (MFU 42.3 %), between 73.3 s and 80.8 s over the scenarios, and
+# it leaves 9.8 GB of HBM free. Its tensor group (2) and its data-parallel group (4, $t = 2$ apart) together fill
+# exactly one node, so all their traffic stays on NVLink and only the small pipeline sends cross the network.
+#
+# The scenarios were chosen by hand, one assumption at a time. Lesson 07 measured how wrong the calibrated model is
+# on runs it never saw, and the calibration carries both figures: a plan's real memory was up to 42.1 % above the
+# predicted one (`CAL.memory_margin`, the 90th percentile), and its real step time between $r_{10}$ and $r_{90}$
+# times the predicted one (`CAL.step_time_band`), a band that widens with the nodes a model replica spans, where the
+# model's network terms miss most. The default search ranks with both: a plan fits only with the margin to spare, and
+# `PlanSearch.robust()` is the plan whose band's high end is lowest.
+
+# %%
+print("the step-time band by the GPUs a replica spans, t·p: " + "; ".join(
+    f"≥ {start}: {low:.2f}–{high:.2f}×" for start, low, high in CAL.step_time_band))  # fmt: skip
+uncertain = budget.search_plans(MODEL, CLUSTER, GLOBAL_BATCH, calibration=CAL, attention=("flash",))
+fastest_row, robust_row = uncertain.fastest(), uncertain.robust()
+print(
+    f"with the +{units.format_percent(uncertain.memory_margin)} margin, {int(uncertain.feasible.sum()):,} plans fit "
+    f"(without it {int(search.feasible.sum()):,}); the fastest (row {fastest_row}) and the robust plan "
+    f"(row {robust_row}):"
+)
+print(uncertain.table([fastest_row, robust_row]))
+minimax_needs = float(minimax_memory.total) * (1 + CAL.memory_margin)
+print(f"the best worst case needs {units.format_bytes(minimax_needs)} with the margin: it does not fit")
+RECOMMENDED = uncertain.plan(robust_row)
+recommended = budget.step_time(MODEL, RECOMMENDED, CLUSTER, calibration=CAL)
+recommended_memory = parallelism.memory_breakdown(MODEL, RECOMMENDED, calibration=CAL)
+robust = uncertain.row(robust_row)
+band = units.format_time_band(robust["step_time_s"], robust["step_time_low_s"], robust["step_time_high_s"])
+print(
+    f"recommended: step {band}, MFU {units.format_percent(recommended.mfu)}, memory {units.format_bytes(recommended_memory.total)}"
+)
+
+# %% [markdown]
+# The margin removes the best worst case (it needs 99.8 GB) and the winner of step 8; of the 699 plans that fit
+# by the point estimate, 436 fit with it. The fastest of those, $t = 8$ and $p = 8$ with no data parallelism, has a
+# band up to 37 min: its model replica spans all eight nodes, and the held-out runs whose replica spanned four or
+# more ran 1.09 to 27 times as long as predicted. The **recommendation is the robust plan: $d = 32$, $t = 2$, no
+# pipeline, ZeRO-3, micro-batches of two sequences ($m = 8$), full recomputation, no sequence parallelism**: 88 s
+# by the model (MFU 36.3 %), 66 s to 4.7 min by the band, 56 GB of memory (79.6 GB with the margin). Its replica
+# sits inside one node, where the held-out runs stayed within 0.75 to 3.18 times the prediction; what crosses the
+# network is ZeRO-3's data-parallel traffic (23.4 s exposed, the parameter gathers of every micro-batch).
+#
+# Two cautions come with it. The band was measured on the Playbook's ZeRO-0 and ZeRO-1 runs over AWS EFA: ZeRO-3's
+# gathers on InfiniBand are outside what it saw, so the network and the overlap (step 11) are the first things to
+# measure. And a band is a spread, not a guarantee: one run in ten fell outside it.
 #
 # ### Step 11 · What to measure before committing
 #
@@ -643,7 +699,8 @@ for label, fraction in (("nominal InfiniBand", 1.0), ("calibrated (EFA fit)", CA
 # 3. **Overlap.** Time a step with data-parallel communication on and off (lesson 06's exposed-communication
 #    measurement): the slowdown of compute under overlap is `overlap_slowdown`.
 # 4. **Peak memory** of the chosen plan for a few steps at full sequence length (`torch.cuda.max_memory_allocated`
-#    and the allocator's reserved bytes): the headroom is what decides between the fragile and the robust plan.
+#    and the allocator's reserved bytes): if it is well under the margin's 79.6 GB, the faster plans the margin
+#    excluded come back into play.
 #
 # ### Step 12 · Choosing the global batch and the sequence length
 #
@@ -675,18 +732,20 @@ print(
 )
 
 # %% [markdown]
-# - **The global batch** trades the optimiser against the hardware. Below 256 sequences the pipeline bubble
-#   ($(p-1)/(v \cdot m)$) and the per-step data-parallel synchronisation eat into the MFU; above 512 the gain is small.
-#   The optimiser sets the upper end: past the critical batch size, larger batches need more tokens to reach the
-#   same loss. 512 × 8192 (4.2 M tokens) sits where the hardware is near its plateau and the optimiser is known to
-#   work (Llama 3 started there). Choose $B_\text{global}$ as a multiple of $d \cdot b$ (and of $d \cdot b \cdot p$
-#   when interleaving).
+# - **The global batch** trades the optimiser against the hardware. For the recommended plan the MFU is the same at
+#   every batch: without a pipeline there is no bubble to amortise, and ZeRO-3 gathers the parameters again for
+#   every micro-batch, so the step grows in proportion to $m$ (a plan with a pipeline, like step 10's best worst
+#   case, loses MFU below 256 sequences to its bubble, $(p-1)/(v \cdot m)$). The optimiser then sets the batch: past
+#   the critical batch size, larger batches need more tokens to reach the same loss. 512 × 8192 is 4.2 M tokens per
+#   step, the size Llama 3 405B started with, although in 4,096-token sequences (about 1,000 of them), before
+#   doubling to 8 M and 16 M tokens as training went on (Grattafiori et al. 2024, §3.4.1). Choose $B_\text{global}$
+#   as a multiple of $d \cdot b$ (and of $d \cdot b \cdot p$ when interleaving).
 # - **The sequence length** is set by the data and the context the model must handle; its cost is the attention's
 #   share (13.4 % of the FLOPs at 8,192, over a third at 32,768) and the activation memory per sequence, both linear
 #   in $s$ per token. A longer sequence at the same tokens per step means fewer sequences: keep
 #   $B_\text{global} \cdot s$ fixed, not $B_\text{global}$.
-# - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster about seven and a
-#   half years: 64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model on billions of tokens,
+# - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster almost nine
+#   years: 64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model on billions of tokens,
 #   not for pre-training it.
 
 # %% [markdown]
@@ -699,7 +758,7 @@ print(
 # recommended plan and the by-hand candidate.
 
 # %%
-recommended_row = search.find(**{name: ranking[0][name] for name in budget.PLAN_FIELDS})
+recommended_row = search.find(**uncertain.fields(robust_row))
 fig, ax = plt.subplots(figsize=(9, 6.4), layout="constrained")
 viz.plot_plan_search(
     search,
@@ -714,7 +773,7 @@ viz.plot_plan_search(
 plt.show()
 
 # %% [markdown]
-# The winner sits at the capacity line's edge; the recommended plan a few percent higher with room to its right.
+# The winner sits at the capacity line's edge; the recommended plan a fifth slower, with 24 GB to spare.
 # What binds the plans that fit (the largest term of each step: compute, the bubble or exposed communication)?
 
 # %%
@@ -742,17 +801,17 @@ plt.show()
 
 # %% [markdown]
 # The candidate and the winner compute for about as long; the candidate then adds the longest exposed
-# tensor-parallel segment (14.3 s), the winner the largest exposed data-parallel one. The recommended plan computes
-# longest (69.2 s: a recomputed forward pass on micro-batches of one sequence) and pays a bubble, but exposes the
-# least communication.
+# tensor-parallel segment (14.3 s), the winner a larger exposed data-parallel one. The recommended plan computes as
+# long as the winner (62.7 s) and has no bubble, but exposes the most data-parallel time (23.4 s: ZeRO-3's gathers
+# over the network): it is slower by the point estimate and safer by the band.
 
 # %% [markdown]
 # ## Misconception
 #
 # > *"The plan search gives the answer: take row 0."*
 #
-# Row 0 is the best plan *under the model's assumptions*. Here it uses 98 % of HBM and its lead over the next plan
-# is 3 %, less than the spread of the scenarios above: the fixed cost alone, moved from 1.6 ms to 0, reorders the
+# Row 0 is the best plan *under the model's assumptions*. Here it uses 98 % of HBM (it does not fit with the margin
+# the measured runs ask for) and its lead over the next plan is 3 %, far less than the band of its step time: the fixed cost alone, moved from 1.6 ms to 0, reorders the
 # top of the ranking. A plan search is a way to find the few plans worth measuring and the assumptions that decide
 # between them, not a substitute for measuring them. The same holds for the rule of thumb the candidate followed
 # ($t = 8$ in a node, pipeline across nodes): it was derived for GPT-3-size models on Selene; here it loses to plans
@@ -863,27 +922,30 @@ quiz.MultipleChoice(
 # - The search's winner ($d = 16$, $t = 4$, ZeRO-2, $b = 4$, full recomputation: 72.5 s, MFU 44 %) wins by cutting
 #   fixed costs, the bubble and the exposed tensor-parallel time, but sits at 98 % of HBM and loses its lead when the
 #   fixed cost, the overlap or the network differ from their fitted values.
-# - The plan with the best worst case ($d = 4$, $t = 2$, $p = 8$ interleaved, ZeRO-1, $b = 1$, full recomputation:
-#   75.5 s, MFU 42.3 %, 73.3 s to 80.8 s over the scenarios) is never more than 1.06 times as slow as the best, with
-#   9.8 GB to spare.
+# - The plan with the best worst case over the scenarios ($d = 4$, $t = 2$, $p = 8$ interleaved, ZeRO-1, $b = 1$,
+#   full recomputation: 75.5 s, 73.3 s to 80.8 s over the scenarios) is never more than 1.06 times as slow as the
+#   best, but needs 99.8 GB with the +42.1 % memory margin the measured runs ask for.
+# - The robust plan, recommended ($d = 32$, $t = 2$, ZeRO-3, $b = 2$, full recomputation: 88 s, 66 s to 4.7 min by
+#   the held-out band, MFU 36.3 %, 56 GB), fits with the margin and has the lowest high end of the band: its replica
+#   stays in one node.
 # - Before committing, measure the network across nodes, the fixed cost per layer, the slowdown under overlap and
 #   the peak memory; then rerun the search with the measured values.
 
 # %% [markdown]
 # ## Exercises
 #
-# 1. **Memory by hand.** For the recommended plan, compute the first stage's memory term by term as in step 4:
-#    10 of the 80 layers on each of 8 stages, plus the embedding, over $t = 2$; ZeRO-1 over $d = 4$; full
+# 1. **Memory by hand.** For step 10's best worst case (`MINIMAX`), compute the first stage's memory term by term
+#    as in step 4: 10 of the 80 layers on each of 8 stages, plus the embedding, over $t = 2$; ZeRO-1 over $d = 4$; full
 #    recomputation keeps only each layer's input, $2h$ bytes per token without sequence parallelism (each of the
 #    $t = 2$ GPUs holds it whole); the interleaved schedule holds more micro-batches in flight
 #    (`parallelism.pipeline_in_flight_microbatches(8, 128, "interleaved", 2)`). Compare with
-#    `parallelism.memory_breakdown(MODEL, RECOMMENDED, calibration=CAL)`.
+#    `parallelism.memory_breakdown(MODEL, MINIMAX, calibration=CAL)`.
 # 2. **A new scenario.** Add "network at 50 %" (`dataclasses.replace(CAL, network_efficiency=0.5)`) to `searches`.
-#    Which plan wins it? Does the recommendation change?
+#    Which plan wins it? Does the best worst case change?
 # 3. **Efficiency range.** Under the ideal model, what share of the candidate's step is exposed tensor-parallel
 #    time at η = 0.3 and at η = 0.7? At what η would it reach a quarter? (`budget.step_time(..., calibration=None)`)
 # 4. **A different batch.** Rerun the scenario searches and the worst-case ranking at $B_\text{global} = 256$. Is
-#    the recommended plan the same?
+#    the best worst case the same?
 # 5. **Another model.** Run the calibrated search for `parallelism.LLAMA3_8B` on one node (`hardware.DGX_H100`) with
 #    $B_\text{global} = 512$. Which parallelism does it use, and why is little or no tensor parallelism needed?
 #
@@ -895,7 +957,7 @@ quiz.MultipleChoice(
 #    state $12 \times 4.80 / 4 = 14.4$ GB; activations $2h = 16384$ bytes per token × 8192 tokens × 10 layers ×
 #    11.5 micro-batches in flight = 15.4 GB; framework 1.97 GB. Total 70.2 GB, as step 10 printed.
 # 2. The calibrated winner wins it too (72 s), with ZeRO-3 over $d = 32$, $t = 2$, $b = 4$ 0.4 % behind. The
-#    recommendation does not change: it takes 74.5 s in that scenario (1.04× its best), and its worst case stays the
+#    best worst case does not change: it takes 74.5 s in that scenario (1.04× its best), and its worst case stays the
 #    1.06× of "network at nominal".
 # 3. At η = 0.3 the step is 1.95 min and the 14.3 s of exposed tensor-parallel time are 12.2 % of it; at η = 0.7,
 #    24.4 %. A quarter needs a step of 57 s, reached at η ≈ 0.72: a little above the calibration's big-GEMM efficiency
@@ -903,12 +965,14 @@ quiz.MultipleChoice(
 #    the tensor-parallel degree matters more on faster GPUs.
 # 4. No. At 256 sequences the calibrated winner is the same shape with $m = 4$ (36.9 s), and the best worst case is
 #    ZeRO-3 over $d = 32$ with $t = 2$, $b = 4$ and full recomputation, no pipeline (1.07×): with half the
-#    micro-batches ($m = 64$) the bubble of $p = 8$ doubles its share, and the plan recommended at 512 sequences falls
+#    micro-batches ($m = 64$) the bubble of $p = 8$ doubles its share, and the best worst case at 512 sequences falls
 #    to 1.09×.
-# 5. Data parallelism with ZeRO-3 and little tensor parallelism: $d = 4$, $t = 2$, $b = 2$ at 55.8 s, no
-#    recomputation; $d = 2$, $t = 2$, $p = 2$ with four interleaved chunks (ZeRO-1) is 0.3 % behind, and $d = 8$,
-#    $t = 1$ (ZeRO-3) 2 %. The 8B model's 128 GB of model states sharded over 8 GPUs is 16 GB each, so every GPU keeps
-#    large GEMMs, and all the traffic (gathers, gradient reductions, tensor-parallel collectives) runs on NVLink.
+# 5. Data parallelism with sharded states and little tensor parallelism: $d = 4$, $t = 2$, ZeRO-2, $b = 1$ at
+#    59.4 s (44 s to 3.2 min by the band), no recomputation; $d = 2$, $t = 2$, $p = 2$ with four interleaved chunks
+#    (ZeRO-1) is 5 % behind, and $d = 8$, $t = 1$ (ZeRO-3, full recomputation) 9 %. The memory margin rules out the
+#    micro-batches of two sequences that would be faster by the point estimate. The 8B model's 128 GB of model
+#    states sharded over 8 GPUs is 16 GB each, so every GPU keeps large GEMMs, and all the traffic (gathers, gradient
+#    reductions, tensor-parallel collectives) runs on NVLink.
 #
 # </details>
 
@@ -916,8 +980,8 @@ quiz.MultipleChoice(
 # ## Sources
 #
 # - A. Grattafiori et al. (Llama Team, AI @ Meta), *The Llama 3 Herd of Models*, arXiv:2407.21783, 2024 — the
-#   architecture (Table 3), training at 8,192 tokens, the batch schedule (4 M tokens, then 8 M and 16 M), 4D
-#   parallelism and MFU (§3.3). https://arxiv.org/abs/2407.21783
+#   architecture (Table 3), training at 8,192 tokens, the batch schedule (§3.4.1: 4 M tokens in 4,096-token
+#   sequences, then 8 M tokens in 8,192-token sequences, then 16 M), 4D parallelism and MFU (§3.3). https://arxiv.org/abs/2407.21783
 # - Meta, Llama 3.1 70B release notes and `config.json` (meta-llama/Llama-3.1-70B): 70.6 B parameters, hidden 8192,
 #   80 layers, 64 heads, 8 key/value heads, MLP 28,672, vocabulary 128,256.
 # - N. Tazi et al., *The Ultra-Scale Playbook: Training LLMs on GPU Clusters*, Hugging Face, 2025 — the measured

@@ -478,7 +478,7 @@ def _lesson_04_payload(_ns):
 
 
 def _lesson_05_landscape(ns):
-    search = budget.search_plans(parallelism.MEGATRON_1T, hardware.SELENE_3072, global_batch=3072)
+    search = budget.search_plans(parallelism.MEGATRON_1T, hardware.SELENE_3072, global_batch=3072, memory_margin=0.0)
     paper = search.find(**{name: getattr(ns["paper_plan"], name) for name in budget.PLAN_FIELDS})  # the paper's plan
     return _search_texts(search, (0, paper))
 
