@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-import matplotlib.colors as mcolors
 import matplotlib.transforms as mtransforms
 import numpy as np
 from matplotlib.lines import Line2D
@@ -23,7 +22,7 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 from .. import _check, parallelism, units
 from .fast import CachedText, LiveFigure
 from .figure_check import TICK_GID
-from .style import COLORS, FIT_COLOR, axes_or_new, bytes_formatter
+from .style import COLORS, FIT_COLOR, MARGIN_STYLE, axes_or_new, bytes_formatter
 
 __all__ = [
     "plot_memory_breakdown",
@@ -197,10 +196,7 @@ class MemoryBarsFigure(LiveFigure):
                     1,
                     0,
                     transform=left,
-                    facecolor=mcolors.to_rgba(COLORS["capacity"], 0.1),
-                    edgecolor=mcolors.to_rgba(COLORS["capacity"], 0.5),
-                    hatch="///",
-                    linewidth=0,
+                    **MARGIN_STYLE,
                     zorder=1,
                     gid="memory-margin",
                     label=f"the +{units.format_percent(self.memory_margin)} margin (fit below it)",

@@ -9,7 +9,6 @@ animated, so a lab redraws them over a cached picture of the frames and legends)
 
 from __future__ import annotations
 
-import matplotlib.colors as mcolors
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
@@ -18,7 +17,7 @@ from .. import units
 from ..budget import PartitionReport, TimedTransfer
 from .fast import FastText, FastTextGroup, LiveFigure
 from .memory_budget import MEMORY_COMPONENTS
-from .style import AXIS_COLORS, COLORS
+from .style import AXIS_COLORS, COLORS, MARGIN_STYLE
 
 __all__ = [
     "PartitionFigure",
@@ -276,36 +275,12 @@ class PartitionFigure(LiveFigure):
         ax.set_yticks([])
         ax.set_xticks([0, 0.5, 1, 1.5, 2], ["0", "½", "capacity", "1½", "2×"], fontsize=8)
         ax.axvline(1, color=COLORS["capacity"], linestyle="--", linewidth=1.2, zorder=4)
-        self.margin_zone = ax.add_patch(
-            Rectangle(
-                (1, -0.5),
-                0,
-                1,
-                facecolor=mcolors.to_rgba(COLORS["capacity"], 0.1),
-                edgecolor=mcolors.to_rgba(COLORS["capacity"], 0.5),
-                hatch="///",
-                linewidth=0,
-                zorder=1,
-                gid="memory-margin",
-            )
-        )
+        self.margin_zone = ax.add_patch(Rectangle((1, -0.5), 0, 1, **MARGIN_STYLE, zorder=1, gid="memory-margin"))
         ax.set_title("memory per device (first stage)", fontsize=9, loc="left", pad=16)
         self.memory_segments = BoxGroup(ax, edgecolor="white", zorder=2)  # one box per component, in order
         self._key_rows(ax, [(name, COLORS[c]) for c, name in MEMORY_COMPONENTS.items()])
         y = _key_y(len(MEMORY_COMPONENTS))  # the margin's row: a hatched swatch like the band
-        ax.add_patch(
-            Rectangle(
-                (0.0, y - 0.1),
-                0.04,
-                0.2,
-                transform=ax.transAxes,
-                clip_on=False,
-                facecolor=self.margin_zone.get_facecolor(),
-                edgecolor=self.margin_zone.get_edgecolor(),
-                hatch="///",
-                linewidth=0,
-            )
-        )
+        ax.add_patch(Rectangle((0.0, y - 0.1), 0.04, 0.2, transform=ax.transAxes, clip_on=False, **MARGIN_STYLE))
         ax.text(0.07, y, "fits with the margin?", fontsize=8, va="center", transform=ax.transAxes)
         self.memory_values = FastTextGroup(ax, size=8, ha="right", va="center", transform=ax.transAxes)
         self.memory_text = FastText(ax, (0, 1), size=8, transform=ax.transAxes, va="bottom", offset=(0, 3))
