@@ -469,8 +469,8 @@ def test_q3_other_plans(exposed_reduce_scatter_s):
     ]
     for model, plan, cluster, want in cases:
         got = exposed_reduce_scatter_s(model, plan, cluster)
-        number = isinstance(got, (int, float)) and not isinstance(got, bool)
-        assert number and abs(got - want) <= 1e-3 * max(want, 1e-3), (
+        assert isinstance(got, (int, float)) and not isinstance(got, bool), f"expected seconds, got {got!r:.40}"
+        assert abs(got - want) <= 1e-3 * max(want, 1e-3), (
             f"exposed_reduce_scatter_s({model.name}, t, p, d = {plan.sizes[:3]}, {cluster.nodes} nodes of "
             f"{cluster.accelerator.name}): expected {want:.4g} s, got {got!r:.40}"
         )
