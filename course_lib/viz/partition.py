@@ -13,7 +13,7 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from .. import units
+from .. import _check, units
 from ..budget import PartitionReport, TimedTransfer
 from .fast import FastText, FastTextGroup, LiveFigure
 from .memory_budget import MEMORY_COMPONENTS
@@ -134,9 +134,10 @@ class PartitionFigure(LiveFigure):
     layer; the data-parallel replicas as copies behind it; numbered markers where each boundary tensor crosses.
     Bottom left: one row per boundary tensor (the markers' numbers): axis, tensor, collective or send, payload per
     call, calls per step, link, time per step, exposed time. Right: memory per device by component against the
-    capacity, the report's ``memory_margin`` as a hatched band under the capacity (a plan fits with the margin when
-    its bar ends left of the band); the step time split into compute, bubble, exposed tensor-parallel, exposed
-    data-parallel and pipeline sends; under each bar a key of its parts with their values (zeros too).
+    capacity, ``memory_margin`` (the reports' own, checked) as a hatched band under the capacity, drawn once with the
+    static artists (a plan fits with the margin when its bar ends left of the band); the step time split into
+    compute, bubble, exposed tensor-parallel, exposed data-parallel and pipeline sends; under each bar a key of its
+    parts with their values (zeros too).
 
     >>> from dataclasses import replace
     >>> from matplotlib.figure import Figure
@@ -148,8 +149,9 @@ class PartitionFigure(LiveFigure):
     (['InfiniBand', 'InfiniBand'], 't = 16 tensor-parallel slices per stage (2 nodes: the red line)')
     """
 
-    def __init__(self, figure, rect=(0.0, 0.0, 1.0, 1.0)):
+    def __init__(self, figure, rect=(0.0, 0.0, 1.0, 1.0), memory_margin=0.0):
         x0, y0, w, h = rect
+        self.memory_margin = _check.nonnegative("memory_margin", memory_margin)
 
         def place(x, y, width, height):
             return figure.add_axes((x0 + x * w, y0 + y * h, width * w, height * h))
@@ -275,7 +277,10 @@ class PartitionFigure(LiveFigure):
         ax.set_yticks([])
         ax.set_xticks([0, 0.5, 1, 1.5, 2], ["0", "½", "capacity", "1½", "2×"], fontsize=8)
         ax.axvline(1, color=COLORS["capacity"], linestyle="--", linewidth=1.2, zorder=4)
-        self.margin_zone = ax.add_patch(Rectangle((1, -0.5), 0, 1, **MARGIN_STYLE, zorder=1, gid="memory-margin"))
+        below = 1 / (1 + self.memory_margin)  # static: a band redrawn on every update costs the lab ~8 ms (hatching)
+        self.margin_zone = ax.add_patch(
+            Rectangle((below, -0.5), 1 - below, 1, **MARGIN_STYLE, zorder=1, gid="memory-margin")
+        )
         ax.set_title("memory per device (first stage)", fontsize=9, loc="left", pad=16)
         self.memory_segments = BoxGroup(ax, edgecolor="white", zorder=2)  # one box per component, in order
         self._key_rows(ax, [(name, COLORS[c]) for c, name in MEMORY_COMPONENTS.items()])
@@ -295,7 +300,6 @@ class PartitionFigure(LiveFigure):
         self.step_values = FastTextGroup(self.step_ax, size=8, ha="right", va="center", transform=ax.transAxes)
         self.step_text = FastText(ax, (0, 1), size=8, transform=ax.transAxes, va="bottom", offset=(0, 3))
         self._animated += [
-            self.margin_zone,
             self.memory_segments,
             self.memory_values,
             self.memory_text,
@@ -446,8 +450,11 @@ class PartitionFigure(LiveFigure):
             start += share
         self.memory_segments.set_boxes(boxes)
         margin = r.memory_margin
-        self.margin_zone.set_x(1 / (1 + margin))
-        self.margin_zone.set_width(1 - 1 / (1 + margin))
+        if margin != self.memory_margin:
+            raise ValueError(
+                f"report's memory_margin must be the figure's {self.memory_margin} (its band is drawn once), "
+                f"got {margin}"
+            )
         with_margin = units.format_bytes(r.memory.total * (1 + margin))
         self.memory_values.set_texts(
             [((1.0, _key_y(row)), units.format_bytes(getattr(r.memory, c))) for row, c in enumerate(MEMORY_COMPONENTS)]

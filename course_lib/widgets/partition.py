@@ -263,7 +263,7 @@ class PartitionLab(Lab):
         controls = self.build_controls(self.start_values(initial))
         figure = Figure(figsize=(10, 5.0), dpi=self.dpi)
         figure.patch.set_facecolor("white")
-        self.partition_figure = PartitionFigure(figure)
+        self.partition_figure = PartitionFigure(figure, memory_margin=MEMORY_MARGIN)
         self.enable_partial_redraw(figure, self.partition_figure.animated)
         super().__init__("Lab 5 · Partition explorer", controls, figure)
         self.show_custom_model()
