@@ -88,30 +88,47 @@ def bench_collectives():
     )
 
 
+def _plan_text(row: dict) -> str:
+    return (
+        f"d={row['data_parallel']} t={row['tensor_parallel']} p={row['pipeline_parallel']} ZeRO-{row['zero_stage']} "
+        f"b={row['micro_batch']} m={row['grad_accum_steps']} recompute={row['recompute']} "
+        f"SP={row['sequence_parallel']} v={row['virtual_stages']}"
+    )
+
+
 def bench_search():
-    """Issue 10: the 1T plan search on 3,072 GPUs under 1 s, with the default (calibrated) model and the ideal one."""
+    """Issues 10 and 24: the 1T plan search on 3,072 GPUs under 1 s: with the default (calibrated) model, which on
+    Selene carries the memory margin but no measured band; with the Playbook's step-time band as well (issue 24's
+    case: margin and band); and with the ideal model."""
     from course_lib.budget import search_plans
     from course_lib.hardware import SELENE_3072
     from course_lib.parallelism import MEGATRON_1T
-    from course_lib.units import format_time
+    from course_lib.units import format_percent, format_time, format_time_band
+    from course_lib.validation import PLAYBOOK_STEP_TIME_BAND
 
-    for label, calibration in (("default calibration", "default"), ("ideal model, calibration=None", None)):
+    cases = (
+        ("default calibration: margin, no band", "default", None),
+        ("default calibration + the Playbook's band", "default", PLAYBOOK_STEP_TIME_BAND),
+        ("ideal model, calibration=None", None, None),
+    )
+    for label, calibration, band in cases:
         median, best, found = timed(
-            lambda c=calibration: search_plans(MEGATRON_1T, SELENE_3072, 3072, calibration=c), 5
+            lambda c=calibration, b=band: search_plans(MEGATRON_1T, SELENE_3072, 3072, calibration=c, step_time_band=b),
+            5,
         )
-        top = found.row(0)
         print(
             f"plan search ({label}), 1T model on 3072 A100s, global batch 3072: {found.evaluated:,d} plans evaluated "
-            f"({int(found.feasible.sum()):,d} feasible; rejected {found.rejected}) in {format_time(median)} "
-            f"(median of 5, best {format_time(best)}), {found.evaluated / median:,.0f} plans/s (target < 1 s)"
+            f"({int(found.feasible.sum()):,d} fit with the +{format_percent(found.memory_margin)} margin; rejected "
+            f"{found.rejected}) in {format_time(median)} (median of 5, best {format_time(best)}), "
+            f"{found.evaluated / median:,.0f} plans/s (target < 1 s)"
         )
-        print(
-            f"  fastest: d={top['data_parallel']} t={top['tensor_parallel']} p={top['pipeline_parallel']} "
-            f"ZeRO-{top['zero_stage']} b={top['micro_batch']} m={top['grad_accum_steps']} "
-            f"recompute={top['recompute']} SP={top['sequence_parallel']} v={top['virtual_stages']}: "
-            f"{format_time(top['step_time_s'])} per step, MFU {top['mfu']:.0%}, HFU {top['hfu']:.0%}, "
-            f"bound by {top['binding_constraint']}"
-        )
+        for name, row in (("fastest", found.fastest()), ("robust", found.robust())):
+            r = found.row(row)
+            step = format_time_band(r["step_time_s"], r["step_time_low_s"], r["step_time_high_s"])
+            print(
+                f"  {name} (row {row}): {_plan_text(r)}: {step} per step, MFU {r['mfu']:.0%}, HFU {r['hfu']:.0%}, "
+                f"bound by {r['binding_constraint']}"
+            )
     # Issue 26: the same search with the context-parallel axis (every c that divides the devices and the sequence,
     # ring attention), and a mixture of experts' search with the expert-parallel axis (every e dividing its experts).
     from course_lib.parallelism import MIXTRAL_8X22B
@@ -129,7 +146,8 @@ def bench_search():
 
 
 def bench_validation():
-    """Issue 10: replaying all 3,306 Playbook runs (< 2 s)."""
+    """Issues 10 and 24: replaying all 3,306 Playbook runs (< 2 s), and deriving the memory margin and the
+    step-time band from the replay."""
     from course_lib import validation
     from course_lib.units import format_time
 
@@ -139,6 +157,8 @@ def bench_validation():
         f"replay of the {len(runs):,d} Playbook runs, calibrated model: {format_time(median)} (median of 5, best "
         f"{format_time(best)}; {int(replay.represented.sum()):,d} represented) (target < 2 s)"
     )
+    median, _, _ = timed(lambda: (validation.memory_margin(replay), validation.step_time_band(replay)), 5)
+    print(f"  memory margin and step-time band from the replay: {format_time(median)} (median of 5)")
 
 
 # The labs (course_lib.widgets): factory name and the module that defines it.

@@ -39,6 +39,7 @@ __all__ = [
     "format_quantity",
     "format_bytes",
     "format_time",
+    "format_time_band",
     "format_bandwidth",
     "format_flops",
     "format_flops_rate",
@@ -155,6 +156,23 @@ def format_time(time_s: float, *, digits: int = 3) -> str:
         if abs(seconds) >= 100 and abs(seconds) >= length:
             return f"{_significant(float(f'{seconds / length:.{digits}g}'), digits)} {name}"
     return format_quantity(seconds, "s", digits=digits)
+
+
+def format_time_band(time_s: float, low_s: float, high_s: float) -> str:
+    """Format a duration with its band, the band to two digits and its unit written once when both ends share it.
+
+    >>> format_time_band(2.31, 1.9, 4.04), format_time_band(0.85, 0.64, 2.7), format_time_band(2.0, 2.0, 2.0)
+    ('2.31 s (1.9–4 s)', '850 ms (640 ms–2.7 s)', '2 s')
+    """
+    point = format_time(time_s)
+    if low_s == time_s == high_s:
+        return point
+    (low, low_unit), (high, high_unit) = (format_time(t, digits=2).rsplit(" ", 1) for t in (low_s, high_s))
+    return (
+        f"{point} ({low}–{high} {high_unit})"
+        if low_unit == high_unit
+        else f"{point} ({low} {low_unit}–{high} {high_unit})"
+    )
 
 
 def format_bandwidth(bandwidth_bytes_per_s: float, *, digits: int = 3) -> str:

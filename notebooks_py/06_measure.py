@@ -286,7 +286,7 @@ for label, cluster in (("datasheet", hardware.NEBIUS_H100_IB), ("measured", meas
     )
 
 # %% [markdown]
-# Training barely notices: the same plan wins, its exposed communication grows by a third, the step by 2 %. Serving
+# Training barely notices: the same plan wins, its exposed communication grows by 30 %, the step by 1 %. Serving
 # changes its answer. On the datasheet, $t = 16$ (two nodes per replica) is the fastest decode, because NCCL's tree
 # across two nodes costs only 25 µs an all-reduce in its own model; on the measured network each of the 160
 # all-reduces of a token costs more across nodes, and $t = 8$, one node per replica, wins. The published log says

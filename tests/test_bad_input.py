@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from course_lib import budget, collectives, compute, hardware, nccl, parallelism, serving
+from course_lib import budget, collectives, compute, hardware, nccl, parallelism, serving, validation
 from course_lib.parallelism import GPT3_175B, LLAMA3_8B, MIXTRAL_8X7B, ParallelPlan
 
 BAD = {
@@ -951,9 +951,26 @@ def test_search_options_are_checked():
         ("recompute", ("some",)),
         ("virtual_stages", (1.5,)),
         ("sequence_parallel", ("no",)),
+        ("memory_margin", -0.1),
+        ("memory_margin", float("nan")),
+        ("step_time_band", ((2, 0.8, 3.0),)),
+        ("step_time_band", ((1, 3.0, 0.8),)),
+        ("step_time_band", ((1, 0.0, 3.0),)),
+        ("step_time_band", (1, 0.8, 3.0)),
     ):
         with pytest.raises(ValueError, match=name):
             budget.search_plans(parallelism.GPT2_1_5B, hardware.DGX_H100, 64, **{name: bad})
+
+
+def test_band_quantiles_and_margins_are_checked():
+    replay = validation.replay_runs(validation.load_playbook_runs())
+    for quantiles in ((0.0, 0.9), (0.1, 1.0), (0.9, 0.1), (0.5,), (-0.1, 0.9)):
+        with pytest.raises(ValueError, match="quantiles"):
+            validation.step_time_band(replay, quantiles=quantiles)
+    with pytest.raises(ValueError, match="quantile"):
+        validation.memory_margin(replay, quantile=1.5)
+    with pytest.raises(ValueError, match="memory_margin"):
+        parallelism.Calibration(memory_margin=-0.421)
 
 
 def test_arrays_with_one_bad_element_are_refused():

@@ -1,5 +1,7 @@
 """Step time, exposure and the plan search: identities, hand values and agreement between scalar and bulk paths."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -280,7 +282,8 @@ def test_the_published_1t_plan_fits_and_find_returns_its_row(search_1t):
 
 
 def test_table_lists_the_rows_asked_for(search_1t):
-    lines = search_1t.table([0, 396]).splitlines()
+    caption, *lines = search_1t.table([0, 396]).splitlines()
+    assert caption == "fits: memory ≤ 80 GB (no margin); step: a point estimate (no measured band)"
     assert lines[0].split() == ("row d t p ZeRO b m v recompute SP memory step exposed bubble binding".split())
     # Row 0 is the fastest plan that fits; row 396 the paper's plan (Narayanan et al. 2021, Table 1).
     assert lines[1].split()[:10] == "0 24 8 16 1 1 128 4 selective yes".split()
@@ -645,8 +648,8 @@ def test_capstone_answer_llama3_70b_on_64_h100():
         "network at 58 %": replace(cal, network_efficiency=0.58),
         "11 GB less memory": replace(cal, framework_bytes=cal.framework_bytes + 11e9),
     }
-    searches = {
-        name: search_plans(LLAMA3_70B, cluster, 512, calibration=c, attention=("flash",))
+    searches = {  # as if the model's memory were exact, as the lesson's steps 8 and 9 rank
+        name: search_plans(LLAMA3_70B, cluster, 512, calibration=c, attention=("flash",), memory_margin=0.0)
         for name, c in scenarios.items()
     }
     best = searches["calibrated"].row(0)
@@ -685,15 +688,74 @@ def test_search_binding_agrees_with_each_rows_breakdown(search_1t):
     assert np.all(biggest >= c["step_time_s"][fits] / 3 - 1e-9)
 
 
-def test_the_pick_with_a_memory_margin_leaves_that_margin():
+def test_the_search_fits_plans_with_the_calibrations_margin():
     from course_lib import validation
 
-    found = budget.search_plans(parallelism.LLAMA3_8B, hardware.DGX_H100, global_batch=256)
     margin = validation.PLAYBOOK_MEMORY_MARGIN
-    row = found.fastest_with_margin(margin)
+    assert margin == validation.PLAYBOOK_CALIBRATION.memory_margin == 0.384
+    found = budget.search_plans(parallelism.LLAMA3_8B, hardware.DGX_H100, global_batch=256)
+    bare = budget.search_plans(parallelism.LLAMA3_8B, hardware.DGX_H100, global_batch=256, memory_margin=0.0)
     capacity = hardware.H100.hbm_capacity_bytes
-    assert found.row(row)["memory_bytes"] * (1 + margin) <= capacity < found.row(0)["memory_bytes"] * (1 + margin)
-    # Every faster feasible plan needs more than the margin allows.
-    assert all(found.row(r)["memory_bytes"] * (1 + margin) > capacity for r in range(row))
+    assert found.memory_margin == margin and bare.memory_margin == 0.0
+    assert np.all(found.columns["memory_margin"] == margin)
+    # "fits" is the brute-force check, memory × 1.384 ≤ 80 GB, and the margin rejects plans that fit without it
+    assert np.array_equal(found.feasible, found.columns["memory_bytes"] * 1.384 <= capacity)
+    assert found.rejected["memory"] == bare.rejected["memory"] + int(np.sum(bare.feasible)) - int(
+        np.sum(found.feasible)
+    )
+    assert found.rejected["memory"] > bare.rejected["memory"]
+    # the zero-margin search's fastest plan does not fit with the margin; re-ranked with it, it names the same plan
+    row = bare.fastest_with_margin(margin)
+    assert bare.row(0)["memory_bytes"] * (1 + margin) > capacity >= bare.row(row)["memory_bytes"] * (1 + margin)
+    assert all(bare.row(r)["memory_bytes"] * (1 + margin) > capacity for r in range(row))
+    assert bare.fields(row) == found.fields(found.fastest())
     with pytest.raises(ValueError, match="memory_margin"):
         found.fastest_with_margin(-0.5)
+
+
+def test_the_ideal_model_has_no_margin_and_no_band():
+    found = search_plans(GPT2_1_5B, hardware.DGX_H100, global_batch=512, calibration=None)
+    assert found.memory_margin == 0.0 and found.step_time_band == ()
+    c = found.columns
+    assert np.array_equal(c["step_time_low_s"], c["step_time_s"]) and np.array_equal(
+        c["step_time_high_s"], c["step_time_s"]
+    )
+    assert found.robust() == found.fastest() == 0
+    # a margin and a band can be given to the ideal model too
+    banded = search_plans(
+        GPT2_1_5B, hardware.DGX_H100, 512, calibration=None, memory_margin=0.5, step_time_band=((1, 0.5, 2.0),)
+    )
+    assert np.allclose(banded.columns["step_time_high_s"], 2 * banded.columns["step_time_s"])
+    assert np.sum(banded.feasible) < np.sum(found.feasible)
+
+
+# The default calibration's band by the GPUs a replica spans, t·p (validation.PLAYBOOK_STEP_TIME_BAND), by hand.
+BAND_BY_HAND = {1: (0.884, 2.931), 2: (0.884, 2.931), 4: (0.884, 2.931), 8: (0.897, 7.391), 16: (0.923, 12.279)}
+
+
+def test_every_row_has_the_step_time_band_of_its_model_parallel_size():
+    from course_lib import validation
+
+    cluster = replace(validation.PLAYBOOK_CLUSTER_NODE, nodes=2)
+    found = search_plans(parallelism.LLAMA3_8B, cluster, 256, attention=("flash",), micro_batch_sizes=(1, 2))
+    assert found.step_time_band == validation.PLAYBOOK_STEP_TIME_BAND
+    c = found.columns
+    for row in range(0, len(found), 97):
+        low, high = BAND_BY_HAND[int(c["tensor_parallel"][row] * c["pipeline_parallel"][row])]
+        assert c["step_time_low_s"][row] == pytest.approx(low * c["step_time_s"][row])
+        assert c["step_time_high_s"][row] == pytest.approx(high * c["step_time_s"][row])
+    # the robust plan: the smallest high end among the plans that fit, by brute force
+    fits = [row for row in range(len(found)) if found.feasible[row]]
+    assert found.robust() == min(fits, key=lambda row: c["step_time_high_s"][row])
+    assert found.fastest() == 0 and found.feasible[found.robust()]
+
+
+def test_the_robust_plan_trades_speed_for_a_better_worst_case():
+    from course_lib import validation
+
+    four_nodes = replace(validation.PLAYBOOK_CLUSTER_NODE, nodes=4)
+    found = search_plans(parallelism.LLAMA3_70B, four_nodes, 256, attention=("flash",))
+    fastest, robust = found.row(found.fastest()), found.row(found.robust())
+    assert fastest["tensor_parallel"] * fastest["pipeline_parallel"] == 32  # spans four nodes: band up to 27×
+    assert robust["tensor_parallel"] * robust["pipeline_parallel"] < 8  # within a node: band up to 3.2×
+    assert fastest["step_time_s"] < robust["step_time_s"] and robust["step_time_high_s"] < fastest["step_time_high_s"]

@@ -478,7 +478,7 @@ def _lesson_04_payload(_ns):
 
 
 def _lesson_05_landscape(ns):
-    search = budget.search_plans(parallelism.MEGATRON_1T, hardware.SELENE_3072, global_batch=3072)
+    search = budget.search_plans(parallelism.MEGATRON_1T, hardware.SELENE_3072, global_batch=3072, memory_margin=0.0)
     paper = search.find(**{name: getattr(ns["paper_plan"], name) for name in budget.PLAN_FIELDS})  # the paper's plan
     return _search_texts(search, (0, paper))
 
@@ -531,7 +531,7 @@ def _lesson_07_before_after(ns):
 
 def _lesson_08_landscape(ns):
     search = budget.search_plans(
-        ns["MODEL"], ns["CLUSTER"], ns["GLOBAL_BATCH"], calibration=ns["CAL"], attention=("flash",)
+        ns["MODEL"], ns["CLUSTER"], ns["GLOBAL_BATCH"], calibration=ns["CAL"], attention=("flash",), memory_margin=0.0
     )
     fields = {name: getattr(ns["RECOMMENDED"], name) for name in budget.PLAN_FIELDS}
     candidate = search.find(**{name: getattr(ns["CANDIDATE"], name) for name in budget.PLAN_FIELDS})
@@ -540,7 +540,9 @@ def _lesson_08_landscape(ns):
 
 def _lesson_08_steps(ns):
     model, cluster, cal, candidate = ns["MODEL"], ns["CLUSTER"], ns["CAL"], ns["CANDIDATE"]
-    search = budget.search_plans(model, cluster, ns["GLOBAL_BATCH"], calibration=cal, attention=("flash",))
+    search = budget.search_plans(
+        model, cluster, ns["GLOBAL_BATCH"], calibration=cal, attention=("flash",), memory_margin=0.0
+    )
     steps = [
         budget.step_time(model, plan, cluster, calibration=cal)
         for plan in (candidate, search.plan(0), ns["RECOMMENDED"])
@@ -693,11 +695,14 @@ def _texts(fig) -> str:
 def test_the_partition_explorer_shows_its_report():
     lab = _factory("partition_lab")(tensor_parallel=16)
     shown = lab.typed_result
-    report = budget.partition_report(shown.model, shown.plan, shown.cluster)  # again, from what the lab shows
+    # again, from what the lab shows, with the calibrated model's memory margin (+38.4 %)
+    margin = parallelism.PLAYBOOK_CALIBRATION.memory_margin
+    report = budget.partition_report(shown.model, shown.plan, shown.cluster, memory_margin=margin)
     possible = [
         *map(f_bytes, (getattr(report.memory, c) for c in ("parameters", "gradients", "optimizer_state"))),
         *map(f_bytes, (report.memory.activations, report.memory.logits, report.memory.framework, report.memory.total)),
         f_bytes(report.capacity_bytes),
+        f_bytes(report.memory.total * (1 + margin)),
         f_time(report.step.total_s),
         f_count(report.tokens_per_s),
         f_pct(report.step.mfu),

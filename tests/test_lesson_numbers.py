@@ -111,6 +111,7 @@ CHECKED = {
     },
     "05_plan_search": {
         "80 GB": "Selene's A100s, hardware.SELENE_3072: test_lesson_05_quoted_figures",
+        "38.4 %": "the default calibration's memory margin, lesson 08 prints it: test_lesson_05_quoted_figures",
         "52 %": "Narayanan et al. 2021: 163 of the A100's 312 TFLOP/s, test_lesson_03_computed_figures",
         "91.3 s": "exercise 1: test_lesson_05_exercise_answers",
         "83.8 GB": "exercise 1: test_lesson_05_exercise_answers",
@@ -133,6 +134,7 @@ CHECKED = {
         "17.5 µs": "the p5 log's 16 KiB all-reduce on 8 GPUs: test_lesson_06_recorded_run",
         "37.2 µs": "the Nebius log's 16 KiB all-reduce on 16 GPUs: test_lesson_06_recorded_run",
         "25 µs": "NCCL's tree with LL across two H100 nodes, 25.2 µs: test_lesson_06_recorded_run",
+        "30 %": "the exposed communication on the measured cluster: test_lesson_06_training_on_the_measured_cluster",
     },
     "07_model_meets_measurements": {
         "80 GB": "the H100's HBM: test_lesson_07_quoted_figures",
@@ -163,6 +165,16 @@ CHECKED = {
         "5 %": "headroom asked for: test_lesson_08_headroom",
         "15 %": "headroom asked for: test_lesson_08_headroom",
         "37.4 GB": "exercise 1",
+        "93.4 GB": "the best worst case's 67.5 GB × 1.384, its memory with the margin: test_lesson_08_robust_plan",
+        "75.7 GB": "the recommended plan's 54.7 GB × 1.384, its memory with the margin: test_lesson_08_robust_plan",
+        "1.84 s": "the recommended plan's exposed tensor-parallel time: test_lesson_08_robust_plan",
+        "78.1 s": "the recommended plan's compute: test_lesson_08_robust_plan",
+        "65.7 s": "exercise 5",
+        "1.6 %": "exercise 5",
+        "58.5 GB": "exercise 5",
+        "81 GB": "exercise 5",
+        "25.3 GB": "80 GB less the recommended plan's 54.7 GB: test_lesson_08_robust_plan",
+        "9.75 s": "the recommended (robust) plan's exposed data-parallel time: test_lesson_08_robust_plan",
         "50 %": "exercise 2's given scenario",
         "82.5 s": "exercise 2",
         "84.1 s": "exercise 2",
@@ -171,8 +183,6 @@ CHECKED = {
         "57 s": "exercise 3",
         "41.1 s": "exercise 4",
         "64.7 s": "exercise 5",
-        "0.1 %": "exercise 5",
-        "0.4 %": "exercise 5",
         "128 GB": "exercise 5",
         "16 GB": "exercise 5",
     },
@@ -375,6 +385,9 @@ def test_lesson_04_exercise_answers():
 
 def test_lesson_05_quoted_figures():
     assert units.format_bytes(hardware.SELENE_3072.accelerator.hbm_capacity_bytes) == "80 GB"
+    # the default calibration's memory margin, carried to Selene (the search's default there)
+    margin = parallelism.default_calibration(hardware.SELENE_3072).memory_margin
+    assert margin == validation.PLAYBOOK_MEMORY_MARGIN and units.format_percent(margin) == "38.4 %"
 
 
 # Lesson 05's GPT 22B searches: four DGX H100 nodes, global batch 256 (exercise 3: 512).
@@ -384,7 +397,7 @@ SMALL_CLUSTER = dataclasses.replace(hardware.DGX_H100, name="4 × DGX H100", nod
 def test_lesson_05_exercise_answers():
     # 1: Narayanan et al.'s 1T plan with selective recomputation and sequence parallelism would be faster but does not
     # fit; the fastest plan halves the pipeline, doubles d and shards the optimizer state
-    search = budget.search_plans(parallelism.MEGATRON_1T, hardware.SELENE_3072, global_batch=3072)
+    search = budget.search_plans(parallelism.MEGATRON_1T, hardware.SELENE_3072, global_batch=3072, memory_margin=0.0)
     paper = dict(data_parallel=6, tensor_parallel=8, pipeline_parallel=64, micro_batch=1, virtual_stages=2)
     paper["zero_stage"] = 0
     today = search.row(search.find(**paper, recompute="selective", sequence_parallel=True))
@@ -399,13 +412,13 @@ def test_lesson_05_exercise_answers():
     ideal = budget.search_plans(model, SMALL_CLUSTER, global_batch=256, calibration=None)
     assert plan_fields(ideal.row(0)) == (32, 1, 1, 3, 1)
     assert units.format_time(ideal.row(0)["step_time_s"]) == "4.71 s" and ideal.row(0)["exposed_communication_s"] == 0
-    calibrated = budget.search_plans(model, SMALL_CLUSTER, global_batch=256)
+    calibrated = budget.search_plans(model, SMALL_CLUSTER, global_batch=256, memory_margin=0.0)
     row = calibrated.row(calibrated.find(**ideal.fields(0)))
     assert calibrated.find(**ideal.fields(0)) == 999 and row["binding_constraint"] == "exposed communication"
     assert units.format_time(row["step_time_s"]) == "10.5 s"
     assert units.format_time(row["exposed_communication_s"]) == "5.61 s"
     # 3: a batch of 512 keeps the winner's shape with m = 8
-    larger = budget.search_plans(model, SMALL_CLUSTER, global_batch=512)
+    larger = budget.search_plans(model, SMALL_CLUSTER, global_batch=512, memory_margin=0.0)
     first, before = larger.row(0), calibrated.row(0)
     assert plan_fields(first) == plan_fields(before) == (16, 2, 1, 2, 4)
     assert (first["grad_accum_steps"], before["grad_accum_steps"]) == (8, 4)
@@ -442,6 +455,28 @@ def test_lesson_06_recorded_run():
     assert tree.algorithm == "tree" and round(tree.latency_s * 1e6) == 25
 
 
+def test_lesson_06_training_on_the_measured_cluster():
+    # Step 5: "the same plan wins, its exposed communication grows by 30 %, the step by 1 %" (the default search,
+    # with the calibration's memory margin)
+    import warnings
+
+    logs = measure.DATA_DIR / "nccl_tests"
+    p5 = measure.read_nccl_tests((logs / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(), nodes=1)
+    nebius = measure.read_nccl_tests((logs / "nebius_2x8xH100_ib_all_reduce.txt").read_text(), nodes=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the CalibrationWarnings the lesson prints
+        measured = measure.calibrate_cluster(hardware.NEBIUS_H100_IB, [p5, nebius])
+    datasheet, fitted = (
+        budget.search_plans(parallelism.LLAMA3_8B, cluster, 256).row(0)
+        for cluster in (hardware.NEBIUS_H100_IB, measured)
+    )
+    fields = ("data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage", "micro_batch")
+    assert [datasheet[k] for k in fields] == [fitted[k] for k in fields]
+    exposed = fitted["exposed_communication_s"] / datasheet["exposed_communication_s"] - 1
+    assert units.format_percent(exposed, digits=2) == "30 %"
+    assert units.format_percent(fitted["step_time_s"] / datasheet["step_time_s"] - 1, digits=1) == "1 %"
+
+
 def test_lesson_07_quoted_figures():
     assert units.format_bytes(hardware.H100.hbm_capacity_bytes) == "80 GB"
     assert validation.PLAYBOOK_PEAK_FLOPS_PER_S == 989.5e12
@@ -457,7 +492,13 @@ CANDIDATE = parallelism.ParallelPlan(
     data_parallel=2, tensor_parallel=8, pipeline_parallel=4, zero_stage=1, grad_accum_steps=256,
     sequence_parallel=True, attention="flash",
 )  # fmt: skip
-RECOMMENDED = CANDIDATE.replace(virtual_stages=2, schedule="interleaved")
+# Step 10: the best worst case over the scenarios (the candidate, interleaved), and the robust plan of the default
+# search (with the memory margin and the Playbook's step-time band), which the lesson recommends.
+MINIMAX = CANDIDATE.replace(virtual_stages=2, schedule="interleaved")
+RECOMMENDED = parallelism.ParallelPlan(
+    data_parallel=32, tensor_parallel=2, pipeline_parallel=1, zero_stage=3, micro_batch=2, grad_accum_steps=8,
+    recompute="full", sequence_parallel=False, attention="flash",
+)  # fmt: skip
 WINNER = {"data_parallel": 4, "tensor_parallel": 8, "pipeline_parallel": 2, "zero_stage": 1, "micro_batch": 1}
 # Step 9's scenarios: each changes one assumption of the calibrated model.
 SCENARIOS = {
@@ -470,10 +511,20 @@ SCENARIOS = {
 }
 
 
-def capstone_searches(global_batch, scenarios):
-    """The lesson's search of Llama 3.1 70B on 64 H100s under each scenario, by name."""
+def capstone_searches(global_batch, scenarios, memory_margin=0.0, step_time_band=None):
+    """The lesson's search of Llama 3.1 70B on 64 H100s under each scenario, by name: steps 8 and 9 rank as if the
+    model's memory were exact (``memory_margin=0.0``); None is the calibration's margin, and step 10 passes the
+    Playbook's ``step_time_band``."""
     return {
-        name: budget.search_plans(parallelism.LLAMA3_70B, CAPSTONE, global_batch, calibration=cal, attention=("flash",))
+        name: budget.search_plans(
+            parallelism.LLAMA3_70B,
+            CAPSTONE,
+            global_batch,
+            calibration=cal,
+            attention=("flash",),
+            memory_margin=memory_margin,
+            step_time_band=step_time_band,
+        )  # fmt: skip
         for name, cal in scenarios.items()
     }
 
@@ -519,11 +570,59 @@ def test_lesson_08_headroom():
     assert plan_fields(search.row(0)) == tuple(WINNER.values())
 
 
+def test_lesson_08_robust_plan():
+    # Step 10: the default search with the +38.4 % margin and the Playbook's band, borrowed: 503 plans fit with the
+    # margin, 752 without; the fastest is the candidate's split (t·p = 32, band up to 47 min); the robust plan is the
+    # recommended one.
+    band = validation.PLAYBOOK_STEP_TIME_BAND
+    assert CAL.step_time_band == () and CAL.memory_margin == validation.PLAYBOOK_MEMORY_MARGIN == 0.384
+    search = capstone_searches(512, {"calibrated": CAL}, memory_margin=None, step_time_band=band)["calibrated"]
+    assert int(search.feasible.sum()) == 503 and int(capstone_searches(512, {"c": CAL})["c"].feasible.sum()) == 752
+    fastest, robust = search.row(search.fastest()), search.row(search.robust())
+    assert plan_fields(fastest) == (2, 8, 4, 1, 1) and fastest["virtual_stages"] == 1
+    assert [units.format_time(fastest[k], digits=2) for k in ("step_time_low_s", "step_time_high_s")] == [
+        "1.8 min",
+        "47 min",
+    ]
+    assert search.fields(search.robust()) == {name: getattr(RECOMMENDED, name) for name in budget.PLAN_FIELDS}
+    times = [units.format_time(robust[k], digits=2) for k in ("step_time_s", "step_time_low_s", "step_time_high_s")]
+    assert times == ["90 s", "79 s", "4.4 min"] and units.format_time(robust["step_time_s"]) == "89.7 s"
+    first, last = band[0], band[-1]
+    assert (round(first[1], 2), round(first[2], 2)) == (0.88, 2.93) and (round(last[1], 2), round(last[2], 2)) == (
+        1.31,
+        33.5,
+    )
+    # memory: the best worst case needs 93.4 GB with the margin; the recommended plan 54.7 GB, 75.7 GB with it
+    minimax = parallelism.memory_breakdown(parallelism.LLAMA3_70B, MINIMAX, calibration=CAL).total
+    assert units.format_bytes(minimax * 1.384) == "93.4 GB"
+    recommended = parallelism.memory_breakdown(parallelism.LLAMA3_70B, RECOMMENDED, calibration=CAL).total
+    assert units.format_bytes(recommended) == "54.7 GB" and units.format_bytes(recommended * 1.384) == "75.7 GB"
+    assert units.format_bytes(80e9 - recommended) == "25.3 GB"
+    step = budget.step_time(parallelism.LLAMA3_70B, RECOMMENDED, CAPSTONE, calibration=CAL)
+    assert units.format_time(step.compute_s) == "78.1 s" and units.format_time(step.exposed_s["data"]) == "9.75 s"
+    assert units.format_time(step.exposed_s["tensor"]) == "1.84 s" and step.bubble_s == 0
+    assert units.format_percent(step.mfu) == "35.6 %"
+    winner = capstone_searches(512, {"c": CAL})["c"].row(0)["step_time_s"]
+    assert units.format_time(winner) == "81.9 s" and round(step.total_s / winner - 1, 1) == 0.1  # "about a tenth"
+    # Step 12: no pipeline and ZeRO-3's gathers every micro-batch: the same MFU at every batch; 15 T tokens
+    mfus = set()
+    for batch in (128, 256, 512, 1024):
+        plan = RECOMMENDED.replace(grad_accum_steps=batch // 64)
+        mfus.add(units.format_percent(budget.step_time(parallelism.LLAMA3_70B, plan, CAPSTONE, calibration=CAL).mfu))
+    assert mfus == {"35.6 %"}
+    mfu = budget.step_time(parallelism.LLAMA3_70B, RECOMMENDED, CAPSTONE, calibration=CAL).mfu
+    days = (
+        compute.training_flops(parallelism.LLAMA3_70B.params, 15e12) / (64 * hardware.H100.peak("bf16") * mfu) / 86400
+    )
+    assert round(days / 365, 1) == 8.9  # "almost nine years"
+    assert round(4e6 / 4096) == 977 and round(4 * 2**20 / 4096) == 1024  # Llama 3 405B's first batch: "about 1,000"
+
+
 def test_lesson_08_exercise_answers():
     model = parallelism.LLAMA3_70B
     # 1: the recommended plan's activations by hand: step 4's 41.5 kB per token and layer, 5.5 micro-batches in flight
     in_flight = parallelism.pipeline_in_flight_microbatches(4, 256, "interleaved", 2)
-    recommended = parallelism.memory_breakdown(model, RECOMMENDED, calibration=CAL)
+    recommended = parallelism.memory_breakdown(model, MINIMAX, calibration=CAL)
     candidate = parallelism.memory_breakdown(model, CANDIDATE, calibration=CAL)
     assert in_flight == 5.5 and units.format_bytes(recommended.activations) == "37.4 GB"
     assert recommended.activations == pytest.approx(candidate.activations * 5.5 / 4)
@@ -534,7 +633,7 @@ def test_lesson_08_exercise_answers():
     best = search.row(0)["step_time_s"]
     assert units.format_time(best) == "82.5 s" and plan_fields(search.row(0)) == tuple(WINNER.values())
     assert search.row(1)["virtual_stages"] == 1 and plan_fields(search.row(1)) == tuple(WINNER.values())
-    recommended_s = budget.step_time(model, RECOMMENDED, CAPSTONE, calibration=slow_network).total_s
+    recommended_s = budget.step_time(model, MINIMAX, CAPSTONE, calibration=slow_network).total_s
     assert units.format_time(recommended_s) == "84.1 s" and round(recommended_s / best, 2) == 1.02
     # 3: the ideal model's exposed tensor-parallel share at η = 0.3 and 0.7, and the η at which it is a quarter
     share = {}
@@ -548,20 +647,24 @@ def test_lesson_08_exercise_answers():
     search = capstone_searches(256, {"calibrated": CAL})["calibrated"]
     assert units.format_time(search.row(0)["step_time_s"]) == "41.1 s"
     assert plan_fields(search.row(0)) == (4, 8, 2, 1, 1) and search.row(0)["virtual_stages"] == 4
-    # 5: Llama 3 8B on one node
+    # 5: Llama 3 8B on one node, the default search (with the memory margin)
     search = budget.search_plans(parallelism.LLAMA3_8B, hardware.DGX_H100, 512, calibration=CAL, attention=("flash",))
-    first, third, fourth = (search.row(i)["step_time_s"] for i in (0, 2, 3))
-    assert units.format_time(first) == "64.7 s" and units.format_time(search.row(1)["step_time_s"]) == "64.7 s"
-    assert units.format_percent(third / first - 1, digits=1) == "0.1 %"
-    assert units.format_percent(fourth / first - 1, digits=1) == "0.4 %"
-    fields = ("data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage", "micro_batch")
-    assert [tuple(search.row(i)[k] for k in fields) for i in range(4)] == [
-        (4, 2, 1, 2, 1),
-        (4, 2, 1, 1, 1),
-        (2, 2, 2, 1, 2),
-        (4, 2, 1, 3, 2),
-    ]
-    assert {search.row(i)["recompute"] for i in range(4)} == {"none"}
+    first, second = search.row(0), search.row(1)
+    fields = ("data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage", "micro_batch", "virtual_stages")
+    assert tuple(first[k] for k in fields) == (4, 2, 1, 2, 1, 1) and first["sequence_parallel"]
+    assert tuple(second[k] for k in fields) == (2, 2, 2, 1, 1, 4)
+    assert (first["recompute"], second["recompute"]) == ("none", "none")
+    assert units.format_time(first["step_time_s"]) == "65.7 s"
+    assert units.format_percent(second["step_time_s"] / first["step_time_s"] - 1, digits=2) == "3.3 %"
+    # without the margin, the same split without sequence parallelism wins, but it needs 81 GB with the margin
+    bare = budget.search_plans(
+        parallelism.LLAMA3_8B, hardware.DGX_H100, 512, calibration=CAL, attention=("flash",), memory_margin=0.0
+    )
+    top = bare.row(0)
+    assert tuple(top[k] for k in fields) == (4, 2, 1, 2, 1, 1) and not top["sequence_parallel"]
+    assert units.format_time(top["step_time_s"]) == "64.7 s" and units.format_bytes(top["memory_bytes"]) == "58.5 GB"
+    assert units.format_percent(1 - top["step_time_s"] / first["step_time_s"], digits=2) == "1.6 %"
+    assert units.format_bytes(top["memory_bytes"] * (1 + CAL.memory_margin), digits=2) == "81 GB"
     states = parallelism.zero_model_state_bytes(parallelism.LLAMA3_8B.params, 1, 0)
     assert units.format_bytes(states) == "128 GB"
     assert (
@@ -576,7 +679,7 @@ def test_lesson_08_exercise_rankings():
     slow_network = dataclasses.replace(CAL, network_efficiency=0.5)
     for scenarios in (SCENARIOS, SCENARIOS | {"network at 50 %": slow_network}):
         top = budget.worst_case_ranking(capstone_searches(512, scenarios))[0]
-        assert all(top[name] == getattr(RECOMMENDED, name) for name in budget.PLAN_FIELDS)
+        assert all(top[name] == getattr(MINIMAX, name) for name in budget.PLAN_FIELDS)
         assert round(top["worst_slowdown"], 2) == 1.02 and top["worst_scenario"] == "no fixed cost per layer"
     # 4: at 256 sequences the best worst case is the recommended split with four chunks (1.02×); the plan recommended
     # at 512 sequences, 1.03×
@@ -584,7 +687,7 @@ def test_lesson_08_exercise_rankings():
     top = ranking[0]
     assert plan_fields(top) == (2, 8, 4, 1, 1) and top["virtual_stages"] == 4
     assert round(top["worst_slowdown"], 2) == 1.02
-    at_256 = RECOMMENDED.replace(grad_accum_steps=128)
+    at_256 = MINIMAX.replace(grad_accum_steps=128)
     row = next(r for r in ranking if all(r[name] == getattr(at_256, name) for name in budget.PLAN_FIELDS))
     assert round(row["worst_slowdown"], 2) == 1.03
 

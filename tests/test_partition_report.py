@@ -130,8 +130,8 @@ REPORT_KEYS = (
     "model layers data_parallel tensor_parallel pipeline_parallel virtual_stages zero_stage micro_batch "
     "grad_accum_steps devices devices_per_node nodes global_batch device parameters_bytes gradients_bytes "
     "optimizer_state_bytes activations_bytes logits_bytes framework_bytes memory_bytes_per_device capacity_bytes fits "
-    "compute_s bubble_s exposed_tensor_s exposed_pipeline_s exposed_data_s exposed_communication_s step_time_s "
-    "binding_constraint tokens_per_s mfu transfers"
+    "memory_margin fits_with_margin compute_s bubble_s exposed_tensor_s exposed_pipeline_s exposed_data_s "
+    "exposed_communication_s step_time_s binding_constraint tokens_per_s mfu transfers"
 ).split()
 
 
@@ -183,6 +183,19 @@ def test_a_report_that_does_not_fit_is_bound_by_memory():
     report = budget.partition_report(TINY, PLAN, cluster)
     assert not report.fits and report.binding_constraint == "memory"
     assert report.as_dict()["fits"] is False and report.as_dict()["binding_constraint"] == "memory"
+
+
+def test_a_report_judges_fit_with_a_memory_margin_too():
+    # 158 MB per device: with a 160 MB device it fits, with a +42.1 % margin (224 MB) it does not; 300 MB holds both.
+    for capacity, with_margin in ((160e6, False), (300e6, True)):
+        gpu = dataclasses.replace(hardware.H100, hbm_capacity_bytes=capacity)
+        cluster = dataclasses.replace(CLUSTER_2x8, accelerator=gpu)
+        report = budget.partition_report(TINY, PLAN, cluster, memory_margin=0.421)
+        assert report.fits and report.fits_with_margin is with_margin
+        assert report.as_dict()["memory_margin"] == 0.421 and report.as_dict()["fits_with_margin"] is with_margin
+    assert budget.partition_report(TINY, PLAN, CLUSTER_2x8).memory_margin == 0.0
+    with pytest.raises(ValueError, match="memory_margin"):
+        budget.partition_report(TINY, PLAN, CLUSTER_2x8, memory_margin=-0.1)
 
 
 def _report_with(**fields):

@@ -250,3 +250,53 @@ def test_picks_with_the_margin(held_out_picks):
 def test_a_negative_margin_is_refused(replay):
     with pytest.raises(ValueError, match="memory_margin"):
         validation.validation_figures(replay, memory_margin=-0.1)
+
+
+# ---- the step-time band and the robust pick (issue 24, item 4): the band from the held-out runs ---------------------
+
+
+def test_the_step_time_band_comes_from_the_held_out_runs_and_is_the_documented_one(replay, runs):
+    band = validation.step_time_band(replay)
+    assert tuple((start, round(low, 3), round(high, 3)) for start, low, high in band) == (
+        validation.PLAYBOOK_STEP_TIME_BAND
+    )
+    # by hand for the first row: the held-out runs whose replica fits in a node (t·p < 8)
+    ok = replay.represented & runs.succeeded & np.isin(runs["model"], HELD_OUT) & (runs["measured_mfu"] > 0)
+    here = ok & (runs["tp"] * runs["pp"] < 8)
+    measured = (
+        runs["gbs_samples_computed"][here] * 4096 / (runs["measured_tokens_per_s_per_gpu"][here] * runs["gpus"][here])
+    )
+    ratio = np.sort(measured / replay.columns["predicted_step_s"][here])
+    assert np.mean(ratio <= band[0][1]) == pytest.approx(0.1, abs=1 / len(ratio) + 1e-9)
+    assert np.mean(ratio <= band[0][2]) == pytest.approx(0.9, abs=1 / len(ratio) + 1e-9)
+    # the band widens with the nodes a replica spans: the inter-node terms are where the model misses most
+    highs = [high for _, _, high in band]
+    assert highs == sorted(highs) and highs[-1] > 8 * highs[0]
+    # the runs the calibration was fitted on give another band
+    fit_band = validation.step_time_band(replay, models=validation.FIT_MODELS)
+    assert abs(fit_band[-1][2] - band[-1][2]) > 1
+
+
+@pytest.fixture(scope="module")
+def robust_picks(replay, runs):
+    rows = np.isin(runs["model"], HELD_OUT)
+    band = validation.PLAYBOOK_STEP_TIME_BAND
+    margin = validation.PLAYBOOK_MEMORY_MARGIN
+    return validation.validation_figures(replay, rows, memory_margin=margin, step_time_band=band)["robust_picks"]
+
+
+@pytest.mark.parametrize(
+    "name, _text, _target, check", validation.PICK_TARGETS, ids=[name for name, *_ in validation.PICK_TARGETS]
+)
+def test_pick_targets_of_the_robust_pick(robust_picks, name, _text, _target, check):
+    assert check(robust_picks[name]), robust_picks[name]
+
+
+def test_robust_picks(robust_picks, replay, runs):
+    # 6 of 12 cells within 10 % of the measured best (the fastest pick: 7), none crashed (the fastest pick: 1)
+    assert robust_picks["picks_crashed"] == 0 and round(robust_picks["best_pick_share"] * 12) == 6
+    # The judgement does not lean on the held-out band: the band of the runs the fit saw picks as well.
+    fit_band = validation.step_time_band(replay, models=validation.FIT_MODELS)
+    rows = np.isin(runs["model"], HELD_OUT)
+    margin = validation.PLAYBOOK_MEMORY_MARGIN
+    assert validation.validation_figures(replay, rows, margin, fit_band)["robust_picks"] == robust_picks

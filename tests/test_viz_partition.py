@@ -131,3 +131,21 @@ def test_update_takes_a_partition_report_only(live):
     report = budget.partition_report(parallelism.GPT3_175B, PLANS[0], A100_X16)
     with pytest.raises(ValueError, match="report must be a budget.PartitionReport, got a dict"):
         live.update(report.as_dict())
+
+
+def test_the_margin_band_is_drawn_once_for_the_figures_margin():
+    live = PartitionFigure(Figure(figsize=(10, 5.0), dpi=72), memory_margin=0.421)
+    zone = live.margin_zone  # capacity / 1.421 up to the capacity, on the axis in units of the capacity
+    assert zone.get_x() == pytest.approx(1 / 1.421) and zone.get_x() + zone.get_width() == pytest.approx(1.0)
+    assert zone not in live.animated  # static: drawn with the frames, not on every update
+    report = budget.partition_report(parallelism.GPT3_175B, PLANS[0], A100_X16, memory_margin=0.421)
+    live.update(report)  # 99.2 GB: does not fit, and needs 141 GB with the margin
+    assert units.format_bytes(report.memory.total * 1.421) == "141 GB" and "no: 141 GB" in figure_texts(live)
+    small = PLANS[0].replace(data_parallel=2, recompute="full")  # 32.1 GB, 45.6 GB with the margin
+    fits = budget.partition_report(parallelism.GPT3_175B, small, A100_X16, memory_margin=0.421)
+    live.update(fits)
+    assert fits.fits_with_margin and f"yes: {units.format_bytes(fits.memory.total * 1.421)}" in figure_texts(live)
+    with pytest.raises(ValueError, match="memory_margin must be the figure's 0.421"):
+        live.update(budget.partition_report(parallelism.GPT3_175B, PLANS[0], A100_X16))
+    with pytest.raises(ValueError, match="memory_margin"):
+        PartitionFigure(Figure(), memory_margin=-1)

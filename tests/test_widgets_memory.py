@@ -47,6 +47,8 @@ def expected_memory(values: dict) -> dict:
         capacity_bytes=capacity,
         fits=memory.total <= capacity,
         headroom_bytes=capacity - memory.total,
+        memory_margin=0.384,  # the calibrated model's (PLAYBOOK_CALIBRATION.memory_margin)
+        fits_with_margin=memory.total * 1.384 <= capacity,
         devices=values["data_parallel"] * values["tensor_parallel"] * values["pipeline_parallel"],
     )
     for stage in parallelism.ZERO_STAGES:
@@ -82,8 +84,13 @@ def check_memory_lab(lab, figure):
     for bar, key in zip(lab.memory_figure.log_bars, [f"{c}_bytes" for c in COMPONENTS] + ["total_bytes"], strict=True):
         assert bar.get_x() + bar.get_width() == pytest.approx(result[key], rel=1e-9)
     verdict = lab.memory_figure.verdict.get_text()
+    zone = lab.memory_figure.bars.margin_zone  # the hatched band: capacity / 1.384 up to the capacity
+    assert zone.get_y() == pytest.approx(result["capacity_bytes"] / 1.384)
+    assert zone.get_y() + zone.get_height() == pytest.approx(result["capacity_bytes"])
     if result["fits"]:
-        assert verdict == f"fits, {units.format_bytes(result['headroom_bytes'])} headroom"
+        also = "also" if result["fits_with_margin"] else "but not"
+        headroom = units.format_bytes(result["headroom_bytes"])
+        assert verdict == f"fits, {headroom} headroom; {also} with the +38.4 % margin"
     else:
         assert verdict == f"does not fit by {units.format_bytes(-result['headroom_bytes'])}"
     for stage, text in enumerate(lab.memory_figure.bars.totals):
@@ -302,6 +309,7 @@ def memory_result_as_before(values: dict) -> dict:
         **{f"{c}_bytes": float(getattr(memory, c)) for c in (*COMPONENTS, "model_states")},
         **{"total_bytes": total, "capacity_bytes": capacity, "fits": total <= capacity},
         "headroom_bytes": capacity - total,
+        **{"memory_margin": 0.384, "fits_with_margin": total * 1.384 <= capacity},
     }
     for stage, other in zip(parallelism.ZERO_STAGES, breakdowns, strict=True):
         for field in ("parameters", "gradients", "optimizer_state", "total"):

@@ -202,7 +202,8 @@ class PartitionReport:
     ``parallelism.MemoryBreakdown`` per device (the first pipeline stage; ``logits`` and ``framework`` are 0 in the
     ideal model); ``step``, the ``StepTime`` (``step_time`` with ``calibration=None``); ``transfers``, the
     ``TimedTransfer`` of every tensor that crosses a device boundary (``transfer_table``'s rows), whose exposed times
-    add up to ``step.exposed_s`` axis by axis. Derived: ``capacity_bytes``, ``fits``, ``binding_constraint``
+    add up to ``step.exposed_s`` axis by axis; ``memory_margin``, the share of its memory a plan must leave spare to
+    count as fitting with a margin. Derived: ``capacity_bytes``, ``fits``, ``fits_with_margin``, ``binding_constraint``
     ("memory" when the plan does not fit), ``tokens_per_s``, ``tensor_link`` and ``tensor_time_s``. ``as_dict()``:
     the plain dict of numbers and strings that tests, graders and lessons read.
     """
@@ -213,6 +214,7 @@ class PartitionReport:
     memory: MemoryBreakdown
     step: StepTime
     transfers: tuple[TimedTransfer, ...]
+    memory_margin: float = 0.0
 
     def __post_init__(self):
         types = (
@@ -236,6 +238,7 @@ class PartitionReport:
             raise ValueError(f"step must be one plan's StepTime with a finite total_s > 0, got total_s={total!r}")
         if not isinstance(self.transfers, tuple) or not all(isinstance(x, TimedTransfer) for x in self.transfers):
             raise ValueError(f"transfers must be a tuple of TimedTransfer, got {self.transfers!r}")
+        _check.nonnegative("memory_margin", self.memory_margin)
         for axis in self.step.exposed_s:  # AXES, and "context", "expert", "expert data" when the plan uses them
             exposed = sum(x.exposed_s for x in self.transfers if x.transfer.axis == axis)
             if not math.isclose(exposed, self.step.exposed_s[axis], rel_tol=1e-9, abs_tol=1e-15):
@@ -253,6 +256,11 @@ class PartitionReport:
     def fits(self) -> bool:
         """Whether ``memory.total`` fits one device's HBM."""
         return bool(self.memory.total <= self.capacity_bytes)
+
+    @property
+    def fits_with_margin(self) -> bool:
+        """Whether ``memory.total`` × (1 + ``memory_margin``) fits one device's HBM."""
+        return bool(self.memory.total * (1 + self.memory_margin) <= self.capacity_bytes)
 
     @property
     def binding_constraint(self) -> str:
@@ -277,11 +285,11 @@ class PartitionReport:
     def as_dict(self) -> dict:
         """The report as plain Python values: the plan's sizes; ``parameters_bytes``, ``gradients_bytes``,
         ``optimizer_state_bytes``, ``activations_bytes``, ``logits_bytes``, ``framework_bytes``,
-        ``memory_bytes_per_device``, ``capacity_bytes``, ``fits``; the step: ``compute_s``, ``bubble_s``,
-        ``exposed_tensor_s``, ``exposed_pipeline_s``, ``exposed_data_s`` (and ``exposed_context_s``,
-        ``exposed_expert_s``, ``exposed_expert_data_s`` when the plan uses them), ``exposed_communication_s``,
-        ``step_time_s``, ``binding_constraint``, ``tokens_per_s``, ``mfu``; and ``transfers``, a list of
-        ``TimedTransfer.as_dict()`` (``transfer_table``'s rows)."""
+        ``memory_bytes_per_device``, ``capacity_bytes``, ``fits``, ``memory_margin``, ``fits_with_margin``; the step:
+        ``compute_s``, ``bubble_s``, ``exposed_tensor_s``, ``exposed_pipeline_s``, ``exposed_data_s`` (and
+        ``exposed_context_s``, ``exposed_expert_s``, ``exposed_expert_data_s`` when the plan uses them),
+        ``exposed_communication_s``, ``step_time_s``, ``binding_constraint``, ``tokens_per_s``, ``mfu``; and
+        ``transfers``, a list of ``TimedTransfer.as_dict()`` (``transfer_table``'s rows)."""
         model, plan, cluster, memory, step = self.model, self.plan, self.cluster, self.memory, self.step
         t, p, d, b, m, v = plan.sizes
         return {
@@ -308,6 +316,8 @@ class PartitionReport:
             "memory_bytes_per_device": float(memory.total),
             "capacity_bytes": self.capacity_bytes,
             "fits": self.fits,
+            "memory_margin": self.memory_margin,
+            "fits_with_margin": self.fits_with_margin,
             "compute_s": float(step.compute_s),
             "bubble_s": float(step.bubble_s),
             "exposed_tensor_s": float(step.exposed_s["tensor"]),
@@ -328,11 +338,18 @@ class PartitionReport:
 
 
 def partition_report(
-    model: TransformerModel, plan: ParallelPlan, cluster: Cluster, *, compute_efficiency=0.5, dtype="bf16"
+    model: TransformerModel,
+    plan: ParallelPlan,
+    cluster: Cluster,
+    *,
+    compute_efficiency=0.5,
+    dtype="bf16",
+    memory_margin=0.0,
 ) -> PartitionReport:
     """Everything the partition explorer shows for one plan, from the ideal model, as a ``PartitionReport``: one
     evaluation of the model (``memory_breakdown`` and ``step_time`` with ``calibration=None``, the transfers timed
-    once for both the step and its ``transfers``; the plan checked against the model once).
+    once for both the step and its ``transfers``; the plan checked against the model once), its memory judged also
+    with ``memory_margin`` to spare.
 
     GPT-3 175B on 8 nodes of 8 A100: t = 16 instead of 8 (p = 4 instead of 8, the same 64 GPUs) puts the
     tensor-parallel all-reduces on InfiniBand, and the step gets slower.
@@ -355,4 +372,4 @@ def partition_report(
     _check_cluster_holds(plan, cluster)
     step, timed = _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)  # checks the plan for the model
     memory = _ideal_memory_breakdown(model, plan)
-    return PartitionReport(model, plan, cluster, memory, step, _timed_rows(cluster, *timed))
+    return PartitionReport(model, plan, cluster, memory, step, _timed_rows(cluster, *timed), memory_margin)

@@ -13,7 +13,7 @@ import numpy as np
 from .. import _check, units
 from ..compute import RECOMPUTE_OPTIONS
 from ..hardware import Cluster
-from ..parallelism.calibration import resolve_calibration
+from ..parallelism.calibration import Calibration, resolve_calibration
 from ..parallelism.memory import memory_breakdown
 from ..parallelism.models import TransformerModel
 from ..parallelism.plan import (
@@ -59,12 +59,16 @@ BINDING_CONSTRAINTS = ("compute", "exposed communication", "bubble", "memory", "
 @dataclass(frozen=True, eq=False)
 class PlanSearch:
     """Every plan considered, as columns (numpy arrays, one row per plan), ranked: feasible plans first, fastest
-    first. ``rejected`` counts plans by reason ("partition", "batch divisibility", "memory")."""
+    first. ``rejected`` counts plans by reason ("partition", "batch divisibility", "memory"). A plan is feasible
+    ("fits") when its memory × (1 + ``memory_margin``) is within ``capacity_bytes``; ``step_time_band`` (a
+    ``Calibration.step_time_band``; empty: none) set the columns ``step_time_low_s`` and ``step_time_high_s``."""
 
     columns: dict
     evaluated: int
     rejected: dict
     capacity_bytes: float
+    memory_margin: float = 0.0
+    step_time_band: tuple = ()
 
     def __len__(self):
         return len(self.columns["step_time_s"])
@@ -97,6 +101,32 @@ class PlanSearch:
             attention=str(c["attention"][row]),
         )
 
+    def fastest(self) -> int:
+        """The row of the fastest plan that fits with the margin (row 0). Raises ValueError if none fits."""
+        if not np.any(self.feasible):
+            raise ValueError(f"no plan fits in {units.format_bytes(self.capacity_bytes)} with the memory margin")
+        return 0
+
+    def robust(self) -> int:
+        """The row of the robust plan: the best worst case, the smallest high end of the step-time band
+        (``step_time_high_s``) among the plans that fit with the margin; the fastest when there is no band.
+        Raises ValueError if none fits.
+
+        >>> from dataclasses import replace
+        >>> from course_lib.parallelism import LLAMA3_70B
+        >>> from course_lib.validation import PLAYBOOK_CLUSTER_NODE
+        >>> four_nodes = replace(PLAYBOOK_CLUSTER_NODE, nodes=4)   # the Playbook's cluster: its calibration's band
+        >>> found = search_plans(LLAMA3_70B, four_nodes, 256, attention=("flash",))
+        >>> print(found.table([found.fastest(), found.robust()]))   # doctest: +ELLIPSIS
+        fits: memory × (1 + 38.4 %) ≤ 80 GB; step (p10–p90): the band of measured/predicted step times
+         row    d   t   p ZeRO  b    m  v recompute  SP   memory                    step  exposed   bubble  binding
+           0    1   4   8    0  1  256  1      full  no  56.8 GB     97.1 s (2.1–54 min)   8.02 s   2.58 s  compute
+          18   16   2   1    3  1   16  1      full yes  53.2 GB 1.77 min (94 s–5.2 min)   26.9 s      0 s  compute
+        """
+        self.fastest()
+        high = np.where(self.feasible, self.columns["step_time_high_s"], np.inf)
+        return int(np.argmin(high))
+
     def best(self, count: int = 5) -> list:
         """The ``count`` fastest feasible plans."""
         count = _check.count("count", count)
@@ -123,15 +153,15 @@ class PlanSearch:
 
     def fastest_with_margin(self, memory_margin) -> int:
         """The row of the fastest plan that fits with ``memory_margin`` of its memory to spare (memory × (1 + margin)
-        within the device's): the pick that survives a memory model that under-predicts, e.g. by
-        ``validation.PLAYBOOK_MEMORY_MARGIN`` (+38 %: the 1B and 3B runs' 90th percentile, which kept the held-out
-        picks from crashing in 10 of 12 cells).
+        within the device's): a margin other than the search's own (``memory_margin``, the calibration's: the
+        default calibration's margin is the 1B and 3B runs' 90th percentile, which kept the held-out picks from
+        crashing (``make validate``)), without searching again.
 
         >>> from course_lib.hardware import DGX_H100
         >>> from course_lib.parallelism import LLAMA3_8B
         >>> found = search_plans(LLAMA3_8B, DGX_H100, global_batch=256)
-        >>> found.fastest_with_margin(0.0), found.fastest_with_margin(0.384) > 0
-        (0, True)
+        >>> found.memory_margin, found.fastest_with_margin(0.384), found.fastest_with_margin(0.8) > 0
+        (0.384, 0, True)
         """
         margin = _check.nonnegative("memory_margin", memory_margin)
         return self.fastest_within(self.capacity_bytes / (1 + margin))
@@ -178,17 +208,19 @@ class PlanSearch:
         return int(rows[0])
 
     def table(self, rows=range(5)) -> str:
-        """Rows of the search as a text table: the plan (d, t, p, ZeRO stage, b, m, v, recomputation, sequence
-        parallelism), its memory per device, step time, exposed communication, bubble and binding constraint; the
+        """Rows of the search as a text table, under a line that says how "fits" and the band were judged: the plan
+        (d, t, p, ZeRO stage, b, m, v, recomputation, sequence parallelism), its memory per device, step time with
+        its band (p10–p90, when the calibration has one), exposed communication, bubble and binding constraint; the
         context-parallel size c and its kind ("ring" or "a2a") and the expert-parallel size e when the search has
         plans that use them.
 
         >>> from course_lib.hardware import DGX_H100
         >>> from course_lib.parallelism import GPT2_1_5B
         >>> print(search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None).table([0, 7]))
-         row    d   t   p ZeRO  b    m  v recompute  SP   memory     step  exposed   bubble  binding
-           0    8   1   1    3  2   32  1      none  no    21 GB   1.36 s      0 s      0 s  compute
-           7    8   1   1    1  1   64  1      none  no  17.5 GB   1.37 s  7.38 ms      0 s  compute
+        fits: memory ≤ 80 GB (no margin); step: a point estimate (no measured band)
+         row    d   t   p ZeRO  b    m  v recompute  SP   memory                    step  exposed   bubble  binding
+           0    8   1   1    3  2   32  1      none  no    21 GB                  1.36 s      0 s      0 s  compute
+           7    8   1   1    1  1   64  1      none  no  17.5 GB                  1.37 s  7.38 ms      0 s  compute
         """
         rows = [_check.count("rows", row, minimum=0) for row in rows]
         for row in rows:
@@ -198,9 +230,21 @@ class PlanSearch:
         context = "context_parallel" in columns and bool(np.any(columns["context_parallel"] > 1))
         expert = "expert_parallel" in columns and bool(np.any(columns["expert_parallel"] > 1))
         axes_head = (f" {'c':>3} {'CP':>4}" if context else "") + (f" {'e':>3}" if expert else "")
+        capacity = units.format_bytes(self.capacity_bytes)
+        fits = (
+            f"memory × (1 + {units.format_percent(self.memory_margin)}) ≤ {capacity}"
+            if self.memory_margin
+            else f"memory ≤ {capacity} (no margin)"
+        )
+        band = (
+            "step (p10–p90): the band of measured/predicted step times"
+            if self.step_time_band
+            else "step: a point estimate (no measured band)"
+        )
         lines = [
+            f"fits: {fits}; {band}",
             f"{'row':>4} {'d':>4} {'t':>3} {'p':>3}{axes_head} {'ZeRO':>4} {'b':>2} {'m':>4} {'v':>2} {'recompute':>9} "
-            f"{'SP':>3} {'memory':>8} {'step':>8} {'exposed':>8} {'bubble':>8}  binding"
+            f"{'SP':>3} {'memory':>8} {'step':>23} {'exposed':>8} {'bubble':>8}  binding",
         ]
         for row in rows:
             r = self.row(row)
@@ -208,11 +252,12 @@ class PlanSearch:
             axes = (
                 f" {r['context_parallel']:>3} {kind if r['context_parallel'] > 1 else '-':>4}" if context else ""
             ) + (f" {r['expert_parallel']:>3}" if expert else "")
+            step = units.format_time_band(r["step_time_s"], r["step_time_low_s"], r["step_time_high_s"])
             lines.append(
                 f"{row:>4} {r['data_parallel']:>4} {r['tensor_parallel']:>3} {r['pipeline_parallel']:>3}{axes} "
                 f"{r['zero_stage']:>4} {r['micro_batch']:>2} {r['grad_accum_steps']:>4} {r['virtual_stages']:>2} "
                 f"{r['recompute']:>9} {'yes' if r['sequence_parallel'] else 'no':>3} "
-                f"{units.format_bytes(r['memory_bytes']):>8} {units.format_time(r['step_time_s']):>8} "
+                f"{units.format_bytes(r['memory_bytes']):>8} {step:>23} "
                 f"{units.format_time(r['exposed_communication_s']):>8} {units.format_time(r['bubble_s']):>8}  "
                 f"{r['binding_constraint']}"
             )
@@ -328,6 +373,8 @@ def search_plans(
     context_parallel_kind=("ring",),
     expert_parallel="auto",
     capacity_factor=1.0,
+    memory_margin=None,
+    step_time_band=None,
 ) -> PlanSearch:
     """Enumerate plans that use every device of ``cluster`` and rank those that fit.
 
@@ -348,9 +395,17 @@ def search_plans(
     "all_to_all"); then d·t·p·c = devices. ``expert_parallel`` lists the sizes e (default "auto": every divisor of the
     experts, so 1 for a dense model), e dividing d·c; every plan has the MoE ``capacity_factor`` (default 1). Plans
     whose c or e does not split the model (``parallelism.splits_context_and_experts``) are rejected as "partition".
-    Plans with c or e > 1 are pruned before their step is timed: those that do not fit in memory are counted as
-    "memory" and not kept as rows. The columns ``AXIS_FIELDS`` exist only when the search enumerates c or e beyond 1
-    or runs at a capacity factor above 1 (``table`` then shows c and e where a plan uses them).
+    Plans with c or e > 1 are pruned before their step is timed: those that do not fit in memory (with the margin
+    below) are counted as "memory" and not kept as rows. The columns ``AXIS_FIELDS`` exist only when the search
+    enumerates c or e beyond 1 or runs at a capacity factor above 1 (``table`` then shows c and e where a plan uses
+    them).
+
+    The search ranks with the model's measured uncertainty. ``memory_margin`` (None: the calibration's
+    ``memory_margin``; 0 for the ideal model, whose errors no runs measured here): a plan fits only if its memory
+    × (1 + margin) is within the device's, else it is rejected for "memory". ``step_time_band`` (None: the
+    calibration's, measured on the Playbook's cluster only; none for the ideal model): every row's
+    ``step_time_low_s`` and ``step_time_high_s``; ``PlanSearch.robust`` is the plan with the best worst
+    case. Every row holds the ``memory_margin`` it was judged with.
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B
@@ -379,6 +434,12 @@ def search_plans(
     _check.fraction("compute_efficiency", compute_efficiency)
     cluster.accelerator.peak(dtype)
     calibration = resolve_calibration(calibration, cluster, framework)
+    uncertainty = calibration or Calibration()  # the ideal model: no margin, no band
+    if memory_margin is not None or step_time_band is not None:
+        uncertainty = Calibration(
+            memory_margin=uncertainty.memory_margin if memory_margin is None else memory_margin,
+            step_time_band=uncertainty.step_time_band if step_time_band is None else step_time_band,
+        )
     rejected = {"partition": 0, "batch divisibility": 0, "memory": 0}
     if calibration is not None:
         rejected = {"partition": 0, "framework": 0, "batch divisibility": 0, "memory": 0}
@@ -460,7 +521,8 @@ def search_plans(
         plan = plan_of(keep)
         memory = np.broadcast_to(memory_breakdown(model, plan, calibration=calibration).total, d[keep].shape)
         if with_axes:  # prune what cannot fit before timing it
-            kept = (memory <= cluster.accelerator.hbm_capacity_bytes) | ((c[keep] == 1) & (e[keep] == 1))
+            fits_with_margin = memory * (1 + uncertainty.memory_margin) <= cluster.accelerator.hbm_capacity_bytes
+            kept = fits_with_margin | ((c[keep] == 1) & (e[keep] == 1))
             pruned += int((~kept).sum())
             if not kept.any():
                 continue
@@ -497,7 +559,12 @@ def search_plans(
             rows[name].append(values)
     columns = {name: np.concatenate(parts) if parts else np.array([]) for name, parts in rows.items()}
     capacity = cluster.accelerator.hbm_capacity_bytes
-    fits = columns["memory_bytes"] <= capacity
+    margin = uncertainty.memory_margin
+    fits = columns["memory_bytes"] * (1 + margin) <= capacity
+    low, high = uncertainty.step_time_ratios(columns["tensor_parallel"] * columns["pipeline_parallel"])
+    columns["step_time_low_s"] = columns["step_time_s"] * low
+    columns["step_time_high_s"] = columns["step_time_s"] * high
+    columns["memory_margin"] = np.full(len(fits), margin)
     rejected["memory"] = int((~fits).sum()) + pruned
     # Feasible first, then fastest; equal times (to 1 ns) go to the plan with more memory headroom.
     order = np.lexsort((columns["memory_bytes"], np.round(columns["step_time_s"], 9), ~fits))
@@ -505,4 +572,4 @@ def search_plans(
     columns["fits"] = fits[order]
     binding = binding_constraint(columns["compute_s"], columns["exposed_communication_s"], columns["bubble_s"])
     columns["binding_constraint"] = np.where(columns["fits"], binding, "memory")
-    return PlanSearch(columns, evaluated, rejected, capacity)
+    return PlanSearch(columns, evaluated, rejected, capacity, margin, uncertainty.step_time_band)

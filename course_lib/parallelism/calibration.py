@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from .. import _check, hardware
 from ..hardware import Cluster, Link
 from .frameworks import GENERIC, NANOTRON, Framework, resolve_framework
@@ -46,8 +48,14 @@ class Calibration:
     the shipped calibration): the per-GPU forward FLOPs of one layer's micro-batch at which the efficiency would be
     half of ``gemm_efficiency`` (small GEMMs below the big-GEMM efficiency; 0 means no size effect).
 
+    Measured uncertainty (``validation`` derives both from the Playbook's runs; ``budget.search_plans`` ranks with
+    them): ``memory_margin``, the share of its predicted memory a plan must leave spare to be counted as fitting
+    (``validation.memory_margin``), and ``step_time_band``, the spread of measured / predicted step time: rows
+    ``(min_model_parallel, low, high)``, one per range of model-parallel sizes t·p, ascending from 1
+    (``validation.step_time_band``); empty: no band was measured, a step time is a point estimate.
+
     The defaults are the uncalibrated physics: efficiency 0.5 (the course's default), no size effect, no overheads,
-    the cluster's links.
+    the cluster's links, no margin, no band.
 
     >>> Calibration().framework.precision, Calibration().framework.bucket_bytes
     ('bf16-fp32-grads', 25000000.0)
@@ -64,6 +72,8 @@ class Calibration:
     network_efficiency: float = 1.0
     network_latency_s: float | None = None
     framework_bytes: float = 0.0
+    memory_margin: float = 0.0
+    step_time_band: tuple = ()
 
     def __post_init__(self):
         if not isinstance(self.framework, Framework):
@@ -76,6 +86,37 @@ class Calibration:
         if self.network_latency_s is not None:
             _check.nonnegative("network_latency_s", self.network_latency_s)
         _check.nonnegative("framework_bytes", self.framework_bytes)
+        _check.nonnegative("memory_margin", self.memory_margin)
+        _check_band(self.step_time_band)
+
+    def step_time_ratios(self, model_parallel):
+        """The band's (low, high) ratios of measured to predicted step time for plans whose model replica spans
+        ``model_parallel`` = t·p GPUs (arrays give arrays): the row whose ``min_model_parallel`` is the largest not
+        above it; (1, 1) without a band.
+
+        >>> band = ((1, 0.8, 3.0), (8, 1.1, 9.0))
+        >>> Calibration(step_time_band=band).step_time_ratios([1, 4, 8, 64])
+        (array([0.8, 0.8, 1.1, 1.1]), array([3., 3., 9., 9.]))
+        """
+        size = np.asarray(_check.count("model_parallel", model_parallel))
+        if not self.step_time_band:
+            return np.ones(size.shape), np.ones(size.shape)
+        starts, low, high = (np.array(column, dtype=float) for column in zip(*self.step_time_band, strict=True))
+        row = np.searchsorted(starts, size, side="right") - 1
+        return low[row], high[row]
+
+
+def _check_band(band):
+    """Check a ``step_time_band``: rows (min_model_parallel, low, high), starting at 1 and ascending, 0 < low ≤
+    high."""
+    if not isinstance(band, tuple) or any(not isinstance(row, tuple) or len(row) != 3 for row in band):
+        raise ValueError(f"step_time_band must be a tuple of (min_model_parallel, low, high) rows, got {band!r}")
+    starts = [_check.count("step_time_band", row[0]) for row in band]
+    if band and (starts[0] != 1 or starts != sorted(set(starts))):
+        raise ValueError(f"step_time_band's min_model_parallel must start at 1 and ascend, got {starts}")
+    for _, low, high in band:
+        if not _check.positive("step_time_band", low) <= _check.positive("step_time_band", high):
+            raise ValueError(f"step_time_band's rows must have low ≤ high, got {low!r} > {high!r}")
 
 
 # The Playbook cluster's links as measured, not fitted to training runs: ``measure.calibrate_cluster`` on the shipped
@@ -124,6 +165,12 @@ PLAYBOOK_CALIBRATION = Calibration(
     gemm_efficiency=0.55,
     layer_overhead_s=1.6e-3,
     framework_bytes=2861158144.0,
+    # Measured, not fitted (test_validation derives both from the shipped runs): the 90th percentile of measured /
+    # predicted memory on the 1B and 3B runs, less 1 (``validation.memory_margin``); the 10th and 90th percentiles of
+    # measured / predicted step time on the held-out 8B and 80B runs, by the GPUs a model replica spans, t·p: within a
+    # node, one node, two, four or more (``validation.step_time_band``).
+    memory_margin=0.384,
+    step_time_band=((1, 0.884, 2.931), (8, 0.897, 7.391), (16, 0.923, 12.279), (32, 1.307, 33.499)),
 )
 # The device the calibration was fitted on, and its peak (H100 SXM dense bf16, as the Playbook's MFU).
 _PLAYBOOK_ACCELERATOR = hardware.H100
@@ -136,10 +183,12 @@ def default_calibration(cluster) -> Calibration:
 
     Carried over unchanged: the framework (nanotron: its precision recipe, logits, buckets, ZeRO with pipeline up to
     stage 1, no prefetch of ZeRO gathers), the fixed costs (1.6 ms per layer and micro-batch, 2.86 GB of framework
-    memory), which belong to the software stack, and the efficiency (0.55 of the device's bf16 peak; the best cuBLAS
-    GEMM reaches a similar share on an A100, 86 %, as on an H100, 80 %). Not carried over: the links, measured on
-    the Playbook's AWS p5 nodes: another cluster runs on its own links (its datasheet's, or a
-    ``measure.calibrate_cluster`` fit of its nccl-tests logs).
+    memory) and the memory margin (+38.4 %: the memory the model misses), which belong to the software
+    stack, and the efficiency (0.55 of the device's bf16 peak; the best cuBLAS GEMM reaches a similar share on an
+    A100, 86 %, as on an H100, 80 %). Not carried over: the links, measured on the Playbook's AWS p5 nodes: another
+    cluster runs on its own links (its datasheet's, or a ``measure.calibrate_cluster`` fit of its nccl-tests logs);
+    nor the step-time band, measured on EFA where the model's inter-node terms miss most: elsewhere a step time is a
+    point estimate until runs there measure its band.
 
     >>> from course_lib import hardware
     >>> carried = default_calibration(hardware.DGX_H100)
@@ -155,6 +204,7 @@ def default_calibration(cluster) -> Calibration:
         name=f"Playbook calibration carried over to {cluster.name} (its own links)",
         intra_node_link=None,
         inter_node_link=None,
+        step_time_band=(),
     )
 
 

@@ -559,7 +559,8 @@ class MemoryBudgetReport:
 
     ``by_zero_stage`` holds one ``MemoryBreakdown`` per stage of ``ZERO_STAGES`` (the activations do not depend on
     the stage); ``in_flight_microbatches`` the micro-batches whose activations the first stage holds at its peak
-    (``pipeline_in_flight_microbatches``); ``memory`` is the breakdown of the plan's own stage.
+    (``pipeline_in_flight_microbatches``); ``memory`` is the breakdown of the plan's own stage; ``memory_margin``
+    the share of its memory a plan must leave spare to count as fitting with a margin (``fits_with_margin``).
     """
 
     model: TransformerModel
@@ -567,6 +568,7 @@ class MemoryBudgetReport:
     accelerator: Accelerator
     by_zero_stage: tuple[MemoryBreakdown, ...]
     in_flight_microbatches: float
+    memory_margin: float = 0.0
 
     def __post_init__(self):
         _check_types(model=self.model, plan=self.plan, accelerator=self.accelerator)
@@ -580,6 +582,7 @@ class MemoryBudgetReport:
         ):
             raise ValueError(f"by_zero_stage must be a tuple of {len(ZERO_STAGES)} single MemoryBreakdowns (ZeRO 0–3)")
         _check.nonnegative("in_flight_microbatches", self.in_flight_microbatches)
+        _check.nonnegative("memory_margin", self.memory_margin)
 
     @property
     def memory(self) -> MemoryBreakdown:
@@ -597,14 +600,22 @@ class MemoryBudgetReport:
         return bool(float(self.memory.total) <= self.capacity_bytes)
 
     @property
+    def fits_with_margin(self) -> bool:
+        """Whether ``memory.total`` × (1 + ``memory_margin``) fits in ``capacity_bytes``."""
+        return bool(float(self.memory.total) * (1 + self.memory_margin) <= self.capacity_bytes)
+
+    @property
     def headroom_bytes(self) -> float:
         """HBM left per device (negative: missing)."""
         return self.capacity_bytes - float(self.memory.total)
 
 
-def memory_budget_report(model: TransformerModel, plan: ParallelPlan, accelerator: Accelerator) -> MemoryBudgetReport:
+def memory_budget_report(
+    model: TransformerModel, plan: ParallelPlan, accelerator: Accelerator, memory_margin=0.0
+) -> MemoryBudgetReport:
     """Per-device memory of ``plan`` (single sizes) under the ideal model and under every ZeRO stage, against
-    ``accelerator``'s HBM (``MemoryBudgetReport``): what the memory budget lab shows.
+    ``accelerator``'s HBM (``MemoryBudgetReport``), judged also with ``memory_margin`` to spare: what the memory
+    budget lab shows.
 
     >>> from course_lib.hardware import A100
     >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
@@ -614,6 +625,8 @@ def memory_budget_report(model: TransformerModel, plan: ParallelPlan, accelerato
     >>> report = memory_budget_report(GPT3_175B, plan, A100)   # 2.73 billion parameters a device
     >>> format_bytes(report.memory.total), report.fits, [format_bytes(b.total) for b in report.by_zero_stage]
     ('25.3 GB', True, ['53.9 GB', '25.3 GB', '20.5 GB', '15.7 GB'])
+    >>> memory_budget_report(GPT3_175B, plan.replace(micro_batch=2, zero_stage=0), A100, 0.421).fits_with_margin
+    False
     """
     _check_types(model=model, plan=plan, accelerator=accelerator)
     breakdowns = tuple(
@@ -622,4 +635,4 @@ def memory_budget_report(model: TransformerModel, plan: ParallelPlan, accelerato
     in_flight = pipeline_in_flight_microbatches(
         plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule, plan.virtual_stages
     )
-    return MemoryBudgetReport(model, plan, accelerator, breakdowns, float(in_flight))
+    return MemoryBudgetReport(model, plan, accelerator, breakdowns, float(in_flight), memory_margin)

@@ -22,7 +22,7 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 from .. import _check, parallelism, units
 from .fast import CachedText, LiveFigure
 from .figure_check import TICK_GID
-from .style import COLORS, FIT_COLOR, axes_or_new, bytes_formatter
+from .style import COLORS, FIT_COLOR, MARGIN_STYLE, axes_or_new, bytes_formatter
 
 __all__ = [
     "plot_memory_breakdown",
@@ -92,6 +92,9 @@ class MemoryBarsFigure(LiveFigure):
     opaque and outlined in black, the others faded. Texts are ``fontsize`` points, the y tick labels ``y_tick_fontsize``
     (at most ``y_ticks`` intervals). ``update(breakdowns, capacity_bytes=None, selected=None)`` takes one breakdown per
     plan, in ``plan_labels`` order; one with bytes in a component the figure was built without raises ``ValueError``.
+    With ``memory_margin`` (a share, e.g. ``PLAYBOOK_CALIBRATION.memory_margin``) a hatched band under the capacity
+    line, from capacity / (1 + margin) up to it, marks the memory a plan must leave spare to fit with that margin,
+    with its own legend entry.
 
     >>> from matplotlib.figure import Figure
     >>> from course_lib import parallelism
@@ -114,9 +117,11 @@ class MemoryBarsFigure(LiveFigure):
         y_tick_fontsize=10,
         title=None,
         legend_top=None,
+        memory_margin=None,
     ):
         super().__init__(ax)
         self.components = tuple(components)
+        self.memory_margin = None if memory_margin is None else _check.nonnegative("memory_margin", memory_margin)
         unknown = [field for field in self.components if field not in MEMORY_COMPONENTS]
         if unknown or not self.components:
             raise ValueError(f"components must be fields of MEMORY_COMPONENTS {list(MEMORY_COMPONENTS)}, got {unknown}")
@@ -183,6 +188,20 @@ class MemoryBarsFigure(LiveFigure):
             ax, 1.01, 0, transform=left, ha="left", va="center", fontsize=fontsize, color=COLORS["capacity"]
         )
         self.capacity_text.set_gid("capacity-label")
+        self.margin_zone = None
+        if self.memory_margin is not None:
+            self.margin_zone = ax.add_patch(
+                Rectangle(
+                    (0, 0),
+                    1,
+                    0,
+                    transform=left,
+                    **MARGIN_STYLE,
+                    zorder=1,
+                    gid="memory-margin",
+                    label=f"the +{units.format_percent(self.memory_margin)} margin (fit below it)",
+                )
+            )
         # The y scale follows the bars (or the device), so its ticks are artists of their own, redrawn with the bars.
         # 7 pt left of the spine, as matplotlib puts its own: the 3.5 pt tick and a 3.5 pt pad
         tick_labels = left + mtransforms.ScaledTranslation(-7 / 72, 0, ax.figure.dpi_scale_trans)
@@ -218,16 +237,19 @@ class MemoryBarsFigure(LiveFigure):
             ax.spines[side].set_visible(False)
         if legend_top is None:
             legend_top = -0.12 if any("\n" in label for label in labels) else -0.08
+        handles = [*self.containers, *([self.margin_zone] if self.margin_zone is not None else [])]
         ax.legend(
-            handles=self.containers,
+            handles=handles,
             loc="upper center",
             bbox_to_anchor=(0.5, legend_top),
-            ncol=len(self.components) if len(self.components) <= 4 else 3,
+            ncol=len(handles) if len(handles) <= 4 else 3,
             frameon=False,
             fontsize=fontsize,
             handlelength=1.5,
             columnspacing=1.2,
         )
+        if self.margin_zone is not None:
+            self.margin_zone.set_visible(False)  # after the legend, whose handle copies the zone's visibility
         self.animated = (
             *[bar for bars in self.containers for bar in bars],
             *self.over_outlines,
@@ -235,6 +257,7 @@ class MemoryBarsFigure(LiveFigure):
             *self.totals,
             self.capacity_line,
             self.capacity_text,
+            *([self.margin_zone] if self.margin_zone is not None else []),
             self.y_tick_marks,
             *self.y_tick_labels,
         )
@@ -285,6 +308,12 @@ class MemoryBarsFigure(LiveFigure):
             self.capacity_line.set_ydata([capacity, capacity])
             self.capacity_text.set_y(capacity)
             self.capacity_text.set_text(f"capacity\n{units.format_bytes(capacity)}")
+        if self.margin_zone is not None:
+            self.margin_zone.set_visible(capacity is not None)
+            if capacity is not None:
+                below = capacity / (1 + self.memory_margin)
+                self.margin_zone.set_y(below)
+                self.margin_zone.set_height(capacity - below)
         for index, (bars, breakdown, total) in enumerate(zip(self.stacks, breakdowns, totals, strict=True)):
             bottom = 0.0
             for bar, field in zip(bars, self.components, strict=True):
@@ -372,6 +401,7 @@ class MemoryBudgetFigure(LiveFigure):
         log_range_bytes=(1e5, 1e14),
         stack_title=None,
         components=MODEL_MEMORY_COMPONENTS,
+        memory_margin=None,
     ):
         super().__init__(stack_ax, log_ax)
         self.stack_ax, self.log_ax = stack_ax, log_ax
@@ -385,6 +415,7 @@ class MemoryBudgetFigure(LiveFigure):
             y_tick_fontsize=8,
             title=stack_title,
             legend_top=-0.15,
+            memory_margin=memory_margin,
         )
         figure = stack_ax.figure
         # An Axes child placed in figure coordinates: savefig draws animated Axes children, not figure ones.
@@ -444,7 +475,13 @@ class MemoryBudgetFigure(LiveFigure):
         headroom = capacity - total
         fits = total <= capacity
         if fits:
-            self.verdict.set_text(f"fits, {units.format_bytes(headroom)} headroom")
+            verdict = f"fits, {units.format_bytes(headroom)} headroom"
         else:
-            self.verdict.set_text(f"does not fit by {units.format_bytes(-headroom)}")
+            verdict = f"does not fit by {units.format_bytes(-headroom)}"
+        margin = self.bars.memory_margin
+        if margin is not None and fits:
+            shown = units.format_percent(margin)
+            with_margin = total * (1 + margin) <= capacity
+            verdict += f"; {'also' if with_margin else 'but not'} with the +{shown} margin"
+        self.verdict.set_text(verdict)
         self.verdict.set_color(FIT_COLOR if fits else COLORS["exposed"])

@@ -13,11 +13,11 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from .. import units
+from .. import _check, units
 from ..budget import PartitionReport, TimedTransfer
 from .fast import FastText, FastTextGroup, LiveFigure
 from .memory_budget import MEMORY_COMPONENTS
-from .style import AXIS_COLORS, COLORS
+from .style import AXIS_COLORS, COLORS, MARGIN_STYLE
 
 __all__ = [
     "PartitionFigure",
@@ -134,8 +134,10 @@ class PartitionFigure(LiveFigure):
     layer; the data-parallel replicas as copies behind it; numbered markers where each boundary tensor crosses.
     Bottom left: one row per boundary tensor (the markers' numbers): axis, tensor, collective or send, payload per
     call, calls per step, link, time per step, exposed time. Right: memory per device by component against the
-    capacity; the step time split into compute, bubble, exposed tensor-parallel, exposed data-parallel and
-    pipeline sends; under each bar a key of its parts with their values (zeros too).
+    capacity, ``memory_margin`` (the reports' own, checked) as a hatched band under the capacity, drawn once with the
+    static artists (a plan fits with the margin when its bar ends left of the band); the step time split into
+    compute, bubble, exposed tensor-parallel, exposed data-parallel and pipeline sends; under each bar a key of its
+    parts with their values (zeros too).
 
     >>> from dataclasses import replace
     >>> from matplotlib.figure import Figure
@@ -147,8 +149,9 @@ class PartitionFigure(LiveFigure):
     (['InfiniBand', 'InfiniBand'], 't = 16 tensor-parallel slices per stage (2 nodes: the red line)')
     """
 
-    def __init__(self, figure, rect=(0.0, 0.0, 1.0, 1.0)):
+    def __init__(self, figure, rect=(0.0, 0.0, 1.0, 1.0), memory_margin=0.0):
         x0, y0, w, h = rect
+        self.memory_margin = _check.nonnegative("memory_margin", memory_margin)
 
         def place(x, y, width, height):
             return figure.add_axes((x0 + x * w, y0 + y * h, width * w, height * h))
@@ -274,9 +277,16 @@ class PartitionFigure(LiveFigure):
         ax.set_yticks([])
         ax.set_xticks([0, 0.5, 1, 1.5, 2], ["0", "½", "capacity", "1½", "2×"], fontsize=8)
         ax.axvline(1, color=COLORS["capacity"], linestyle="--", linewidth=1.2, zorder=4)
+        below = 1 / (1 + self.memory_margin)  # static: a band redrawn on every update costs the lab ~8 ms (hatching)
+        self.margin_zone = ax.add_patch(
+            Rectangle((below, -0.5), 1 - below, 1, **MARGIN_STYLE, zorder=1, gid="memory-margin")
+        )
         ax.set_title("memory per device (first stage)", fontsize=9, loc="left", pad=16)
         self.memory_segments = BoxGroup(ax, edgecolor="white", zorder=2)  # one box per component, in order
         self._key_rows(ax, [(name, COLORS[c]) for c, name in MEMORY_COMPONENTS.items()])
+        y = _key_y(len(MEMORY_COMPONENTS))  # the margin's row: a hatched swatch like the band
+        ax.add_patch(Rectangle((0.0, y - 0.1), 0.04, 0.2, transform=ax.transAxes, clip_on=False, **MARGIN_STYLE))
+        ax.text(0.07, y, "fits with the margin?", fontsize=8, va="center", transform=ax.transAxes)
         self.memory_values = FastTextGroup(ax, size=8, ha="right", va="center", transform=ax.transAxes)
         self.memory_text = FastText(ax, (0, 1), size=8, transform=ax.transAxes, va="bottom", offset=(0, 3))
         ax = self.step_ax
@@ -439,8 +449,16 @@ class PartitionFigure(LiveFigure):
             boxes.append((min(start, 2.0), -0.35, max(0.0, min(share, 2.0 - start)), 0.7, COLORS[component]))
             start += share
         self.memory_segments.set_boxes(boxes)
+        margin = r.memory_margin
+        if margin != self.memory_margin:
+            raise ValueError(
+                f"report's memory_margin must be the figure's {self.memory_margin} (its band is drawn once), "
+                f"got {margin}"
+            )
+        with_margin = units.format_bytes(r.memory.total * (1 + margin))
         self.memory_values.set_texts(
             [((1.0, _key_y(row)), units.format_bytes(getattr(r.memory, c))) for row, c in enumerate(MEMORY_COMPONENTS)]
+            + [((1.0, _key_y(len(MEMORY_COMPONENTS))), f"{'yes' if r.fits_with_margin else 'no'}: {with_margin}")]
         )
         verdict = "fits" if r.fits else "does not fit"
         self.memory_text.set_text(f"{units.format_bytes(r.memory.total)} of {units.format_bytes(capacity)}: {verdict}")

@@ -5,6 +5,7 @@ No global state: nothing here touches ``matplotlib.rcParams``; every figure gets
 
 from __future__ import annotations
 
+import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter
@@ -20,6 +21,7 @@ __all__ = [
     "RANK_COLORS",
     "EMPTY_COLOR",
     "FIT_COLOR",
+    "MARGIN_STYLE",
     "bytes_formatter",
     "binary_bytes_formatter",
     "time_formatter",
@@ -57,6 +59,13 @@ AXIS_COLORS = {"data": "#55A868", "tensor": "#C44E52", "pipeline": "#8172B3", "z
 RANK_COLORS = ("#A1C9F4", "#FFB482", "#8DE5A1", "#FF9F9B", "#D0BBFF", "#DEBB9B", "#FAB0E4", "#FFFEA3")
 EMPTY_COLOR = "#F0F0F0"  # a chunk of a buffer that holds nothing (yet)
 FIT_COLOR = "#2E7D32"  # the verdict of a plan that fits its device
+# The memory margin under a device's capacity (a band, and its swatch in a key): hatched in the capacity line's colour.
+MARGIN_STYLE = {
+    "facecolor": mcolors.to_rgba(COLORS["capacity"], 0.1),
+    "edgecolor": mcolors.to_rgba(COLORS["capacity"], 0.5),
+    "hatch": "///",
+    "linewidth": 0,
+}
 _MAX_DRAWN_RANKS = len(RANK_COLORS)
 
 

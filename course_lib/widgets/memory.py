@@ -5,12 +5,16 @@ Every number comes from one call, ``parallelism.memory_budget_report(model, plan
 schedule) of the ``ParallelPlan`` the controls (``CONTROLS``) describe, under each ZeRO stage, against the device's
 HBM. ``compute`` returns that ``MemoryBudgetReport``, which alone the figure and the summary read and
 ``lab.typed_result`` holds; ``lab.result`` shows it as a plain dict (the model, the plan, each component's bytes of
-the selected stage, ``total_bytes``, ``capacity_bytes``, ``fits``, ``headroom_bytes``, and
-``zero<k>_<component>_bytes`` for every stage k). The figure,
-``viz.memory_budget.MemoryBudgetFigure``, has two panels: on the left, the same plan under ZeRO stages 0–3 as stacked
-bars on a linear axis that ends at twice the device's capacity (the selected stage is outlined; a bar above the axis
-gets an arrow and its total); on the right, each component of the selected plan on a log axis from 100 kB to 100 TB,
-so a 20 kB shard and a 40 TB replica are both readable.
+the selected stage, ``total_bytes``, ``capacity_bytes``, ``fits``, ``headroom_bytes``, ``memory_margin``,
+``fits_with_margin`` and ``zero<k>_<component>_bytes`` for every stage k). The margin (``MEMORY_MARGIN``) is the
+calibrated model's, ``PLAYBOOK_CALIBRATION.memory_margin`` (+38.4 %: the 90th percentile of measured/predicted
+memory on the Playbook's 1B and 3B runs, which kept the held-out picks from crashing); the ideal model this lab
+shows misses more (no framework memory, no logits), so a plan that fits only without the margin is a gamble. The
+figure, ``viz.memory_budget.MemoryBudgetFigure``, has two panels: on the left, the same plan under ZeRO stages 0–3
+as stacked bars on a linear axis that ends at twice the device's capacity (the selected stage is outlined; a bar
+above the axis gets an arrow and its total; a hatched band under the capacity marks the margin); on the right, each
+component of the selected plan on a log axis from 100 kB to 100 TB, so a 20 kB shard and a 40 TB replica are both
+readable.
 
 Only valid plans are reachable: the tensor-parallel slider offers the divisors of the model's heads (≤ 64) and the
 pipeline slider the divisors of its layers (≤ 128); changing the model moves both to the nearest valid value (their
@@ -43,6 +47,7 @@ __all__ = [
     "GRAD_ACCUM_STEPS",
     "MAX_TENSOR_PARALLEL",
     "MAX_PIPELINE_PARALLEL",
+    "MEMORY_MARGIN",
     "tensor_parallel_options",
     "pipeline_parallel_options",
 ]
@@ -54,6 +59,7 @@ MAX_TENSOR_PARALLEL = 64  # one tensor-parallel group rarely spans more than a f
 MAX_PIPELINE_PARALLEL = 128
 ZERO_NAMES = {stage: f"ZeRO-{stage}" for stage in parallelism.ZERO_STAGES}
 LOG_AXIS_BYTES = (100 * units.KB, 100 * units.TB)  # the right panel's fixed range
+MEMORY_MARGIN = parallelism.PLAYBOOK_CALIBRATION.memory_margin
 MISS_COLOR = COLORS["exposed"]
 
 
@@ -110,7 +116,10 @@ class MemoryBudgetLab(Lab):
     def compute(self, values: dict) -> parallelism.MemoryBudgetReport:
         """One ``parallelism.memory_budget_report`` for the plan the controls describe."""
         return parallelism.memory_budget_report(
-            parallelism.MODELS[values["model"]], plan_from(values), hardware.ACCELERATORS[values["device"]]
+            parallelism.MODELS[values["model"]],
+            plan_from(values),
+            hardware.ACCELERATORS[values["device"]],
+            memory_margin=MEMORY_MARGIN,
         )
 
     def result_dict(self, r: parallelism.MemoryBudgetReport) -> dict:
@@ -139,6 +148,8 @@ class MemoryBudgetLab(Lab):
             "capacity_bytes": r.capacity_bytes,
             "fits": r.fits,
             "headroom_bytes": r.headroom_bytes,
+            "memory_margin": r.memory_margin,
+            "fits_with_margin": r.fits_with_margin,
         }
         for stage, other in zip(parallelism.ZERO_STAGES, r.by_zero_stage, strict=True):
             for field in ("parameters", "gradients", "optimizer_state", "total"):
@@ -155,6 +166,7 @@ class MemoryBudgetLab(Lab):
             [ZERO_NAMES[stage] for stage in parallelism.ZERO_STAGES],
             LOG_AXIS_BYTES,
             stack_title="the same plan under each ZeRO stage (selected: outlined)",
+            memory_margin=MEMORY_MARGIN,
         )
         self.enable_partial_redraw(figure, self.memory_figure.animated)
 
@@ -163,11 +175,17 @@ class MemoryBudgetLab(Lab):
 
     def summary_html(self, r: parallelism.MemoryBudgetReport) -> str:
         b = units.format_bytes
-        if r.fits:
-            verdict = f"<b style='color:{FIT_COLOR}'>fits</b>, {b(r.headroom_bytes)} headroom"
+        model, plan, memory = r.model, r.plan, r.memory
+        margin = f"+{units.format_percent(r.memory_margin)} margin"
+        if r.fits_with_margin:
+            verdict = f"<b style='color:{FIT_COLOR}'>fits</b>, {b(r.headroom_bytes)} headroom, also with the {margin}"
+        elif r.fits:
+            verdict = (
+                f"<b style='color:{FIT_COLOR}'>fits</b>, {b(r.headroom_bytes)} headroom, but not with the {margin} "
+                f"(it needs {b(float(memory.total) * (1 + r.memory_margin))})"
+            )
         else:
             verdict = f"<b style='color:{MISS_COLOR}'>does not fit</b> by {b(-r.headroom_bytes)}"
-        model, plan, memory = r.model, r.plan, r.memory
         return (
             f"<b>{model.name}</b> ({units.format_count(float(model.params))} parameters, {model.layers} layers, "
             f"{model.heads} heads) on d·t·p = {plan.data_parallel} · {plan.tensor_parallel} · "
@@ -180,7 +198,8 @@ class MemoryBudgetLab(Lab):
             f"= <b>{b(float(memory.total))}</b> of {b(r.capacity_bytes)}: {verdict}.<br>"
             f"<small>t takes only divisors of the {model.heads} heads (≤ {MAX_TENSOR_PARALLEL}) and p only "
             f"divisors of the {model.layers} layers (≤ {MAX_PIPELINE_PARALLEL}): every position is a valid plan. "
-            f"Not counted: temporary buffers, logits, fragmentation: leave headroom.</small>"
+            f"Not counted: temporary buffers, logits, fragmentation: leave headroom. The hatched band is the "
+            f"{margin} the calibrated model needed on the Playbook's measured runs.</small>"
         )
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "MODELS",
     "CLUSTERS",
     "CUSTOM",
+    "MEMORY_MARGIN",
     "MAX_DEVICES",
     "model_for",
     "cluster_for",
@@ -55,6 +56,10 @@ __all__ = [
 ]
 
 CUSTOM = "custom"
+# The calibrated model's memory margin (+38.4 %: the Playbook's 1B and 3B runs' 90th percentile of measured/predicted
+# memory), drawn on the memory bar: the ideal model this lab shows misses more, so a plan that fits only without it is
+# a gamble.
+MEMORY_MARGIN = parallelism.PLAYBOOK_CALIBRATION.memory_margin
 MODELS = {
     m.name: m for m in (parallelism.GPT3_175B, parallelism.MEGATRON_1T, parallelism.LLAMA3_8B, parallelism.LLAMA3_70B)
 }
@@ -258,7 +263,7 @@ class PartitionLab(Lab):
         controls = self.build_controls(self.start_values(initial))
         figure = Figure(figsize=(10, 5.0), dpi=self.dpi)
         figure.patch.set_facecolor("white")
-        self.partition_figure = PartitionFigure(figure)
+        self.partition_figure = PartitionFigure(figure, memory_margin=MEMORY_MARGIN)
         self.enable_partial_redraw(figure, self.partition_figure.animated)
         super().__init__("Lab 5 · Partition explorer", controls, figure)
         self.show_custom_model()
@@ -279,7 +284,9 @@ class PartitionLab(Lab):
 
     def compute(self, values: dict) -> budget.PartitionReport:
         """One ``budget.partition_report`` of the plan, model and cluster the controls name."""
-        return budget.partition_report(model_for(values), plan_from(values), cluster_for(values))
+        return budget.partition_report(
+            model_for(values), plan_from(values), cluster_for(values), memory_margin=MEMORY_MARGIN
+        )
 
     def result_dict(self, r: budget.PartitionReport) -> dict:
         """``result``: ``r.as_dict()``, then the node type chosen, the plan's choices and the tensor-parallel link."""
@@ -298,7 +305,11 @@ class PartitionLab(Lab):
 
     def summary_html(self, r: budget.PartitionReport) -> str:
         b, s = units.format_bytes, units.format_time
-        fit = "fits" if r.fits else "<b style='color:#C0392B'>does not fit</b>"
+        margin = f"+{units.format_percent(r.memory_margin)} margin"
+        if r.fits:
+            fit = f"fits, {'also' if r.fits_with_margin else '<b>but not</b>'} with the {margin} (hatched)"
+        else:
+            fit = "<b style='color:#C0392B'>does not fit</b>"
         tp = (
             f"tensor-parallel collectives on <b>{r.tensor_link}</b>: {s(r.tensor_time_s)} per step, all exposed"
             if r.tensor_link != "none"
@@ -309,7 +320,8 @@ class PartitionLab(Lab):
             f"batch {r.plan.global_batch} sequences: memory per device {b(r.memory.total)} of {b(r.capacity_bytes)} "
             f"({fit}); step <b>{s(r.step.total_s)}</b>, exposed communication {s(r.step.exposed_communication_s)}, "
             f"bubble {s(r.step.bubble_s)}; binding: {r.binding_constraint}.<br>{tp}.<br>"
-            f"<small>The ideal model (compute at half of peak, nominal links). The model “custom” shows sliders for "
+            f"<small>The ideal model (compute at half of peak, nominal links); the {margin} is the memory the "
+            f"calibrated model needed to spare on the Playbook's measured runs. The model “custom” shows sliders for "
             f"its layers, hidden size and heads; t, p, d, v, m and the nodes offer only values that make a valid "
             f"plan.</small>"
         )

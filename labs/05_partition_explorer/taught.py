@@ -30,6 +30,7 @@ TAUGHT = {
         "x.axis": "04_communication_budget",
         "x.tensor": "03_parallelism",
         "window: one micro-batch's backward": "04_communication_budget",
+        "the last micro-batch's backward pass": "04_communication_budget",
     },
     "q4": {
         "budget.transfer_time_per_call": "04_communication_budget",

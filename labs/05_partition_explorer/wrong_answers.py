@@ -93,10 +93,9 @@ def tensor_group_leaves_node(tensor_parallel, data_parallel, devices_per_node, t
     ],
     "q3": [
         (
-            "rounds down",
+            "every micro-batch's backward pass hides it (the gradients are not final until the last one)",
             """
-def micro_batches_to_hide(model, plan, cluster):
-    import math
+def exposed_reduce_scatter_s(model, plan, cluster):
     gradients = next(x for x in parallelism.step_transfers(model, plan) if x.axis == "data" and x.tensor == "gradients")
     reduce_s = budget.transfer_time_per_call(gradients, plan, cluster)
     shape = (model.seq_len, model.layers, model.hidden, model.vocab)
@@ -104,27 +103,25 @@ def micro_batches_to_hide(model, plan, cluster):
     iteration = compute.transformer_flops_per_iteration(plan.micro_batch, *shape, recompute=plan.recompute)
     rate = 0.5 * cluster.accelerator.peak("bf16")
     backward_s = (iteration - forward) / (plan.tensor_parallel * plan.pipeline_parallel) / rate
-    return max(1, math.floor(reduce_s / backward_s))
+    return max(0.0, reduce_s - plan.grad_accum_steps * backward_s)
 """,
         ),
         (
-            "the forward pass counted in the window",
+            "the window is the whole iteration of a micro-batch, forward included",
             """
-def micro_batches_to_hide(model, plan, cluster):
-    import math
+def exposed_reduce_scatter_s(model, plan, cluster):
     gradients = next(x for x in parallelism.step_transfers(model, plan) if x.axis == "data" and x.tensor == "gradients")
     reduce_s = budget.transfer_time_per_call(gradients, plan, cluster)
     shape = (model.seq_len, model.layers, model.hidden, model.vocab)
     iteration = compute.transformer_flops_per_iteration(plan.micro_batch, *shape, recompute=plan.recompute)
     window_s = iteration / (plan.tensor_parallel * plan.pipeline_parallel) / (0.5 * cluster.accelerator.peak("bf16"))
-    return max(1, math.ceil(reduce_s / window_s))
+    return max(0.0, reduce_s - window_s)
 """,
         ),
         (
             "a node's aggregate network bandwidth for the reduce-scatter",
             """
-def micro_batches_to_hide(model, plan, cluster):
-    import math
+def exposed_reduce_scatter_s(model, plan, cluster):
     from dataclasses import replace
     aggregate = replace(cluster, inter_node_link=replace(cluster.inter_node_link, scope="per GPU"))
     gradients = next(x for x in parallelism.step_transfers(model, plan) if x.axis == "data" and x.tensor == "gradients")
@@ -134,7 +131,21 @@ def micro_batches_to_hide(model, plan, cluster):
     iteration = compute.transformer_flops_per_iteration(plan.micro_batch, *shape, recompute=plan.recompute)
     rate = 0.5 * cluster.accelerator.peak("bf16")
     backward_s = (iteration - forward) / (plan.tensor_parallel * plan.pipeline_parallel) / rate
-    return max(1, math.ceil(reduce_s / backward_s))
+    return max(0.0, reduce_s - backward_s)
+""",
+        ),
+        (
+            "no floor at 0: a backward pass longer than the reduce-scatter gives a negative time",
+            """
+def exposed_reduce_scatter_s(model, plan, cluster):
+    gradients = next(x for x in parallelism.step_transfers(model, plan) if x.axis == "data" and x.tensor == "gradients")
+    reduce_s = budget.transfer_time_per_call(gradients, plan, cluster)
+    shape = (model.seq_len, model.layers, model.hidden, model.vocab)
+    forward = compute.transformer_forward_flops(plan.micro_batch, *shape)
+    iteration = compute.transformer_flops_per_iteration(plan.micro_batch, *shape, recompute=plan.recompute)
+    rate = 0.5 * cluster.accelerator.peak("bf16")
+    backward_s = (iteration - forward) / (plan.tensor_parallel * plan.pipeline_parallel) / rate
+    return reduce_s - backward_s
 """,
         ),
     ],
