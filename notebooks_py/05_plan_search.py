@@ -245,12 +245,14 @@ for row in range(5):
 # Both searches ranked plans as nanotron runs them, the default calibration's framework (lesson 04's "What the
 # framework hides"). `framework="megatron"` ranks the same candidates as Megatron-LM runs them: its precision recipe,
 # its gradient and parameter-gather overlaps, its backward tensor-parallel overlap, its overlapped P2P in interleaved
-# schedules (each cited in `parallelism.MEGATRON_CORE.sources`). The fastest plan of each search, under each:
+# schedules (each cited in `parallelism.MEGATRON_CORE.sources`). The fastest plan of each search (`memory_margin=0.0`, as above), under each:
 
 # %%
-megatron_search = budget.search_plans(parallelism.MEGATRON_1T, CLUSTER, global_batch=3072, framework="megatron")
+megatron_search = budget.search_plans(
+    parallelism.MEGATRON_1T, CLUSTER, global_batch=3072, memory_margin=0.0, framework="megatron"
+)
 megatron_small_search = budget.search_plans(
-    parallelism.MEGATRON_22B, SMALL_CLUSTER, global_batch=256, framework="megatron"
+    parallelism.MEGATRON_22B, SMALL_CLUSTER, global_batch=256, memory_margin=0.0, framework="megatron"
 )
 for label, default, megatron in (
     (f"{parallelism.MEGATRON_1T.name} on {CLUSTER.name}", search, megatron_search),
