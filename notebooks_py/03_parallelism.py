@@ -582,6 +582,76 @@ for label, mem in breakdowns.items():
 # sequence parallelism shrinks the activations to 10.3 GB and brings the plan under 80 GB; a data-parallel dimension
 # with ZeRO-1 then spreads the optimizer state too, leaving room for a larger micro-batch.
 #
+# ### What a framework stores, and what it combines
+#
+# The 16 bytes per parameter above are ZeRO's recipe (§3.1): 16-bit parameters and gradients, and 12 bytes of fp32
+# master weights and Adam moments. A real framework stores its own recipe, and it also decides which ZeRO stages it
+# runs together with a pipeline. The calibrated model reads both from a *framework preset*
+# (`parallelism.FRAMEWORKS`), each behaviour cited to the framework's source at a release (`Framework.sources`). The
+# cell below asks `memory_breakdown` for the model states of GPT-3 175B on one device and with ZeRO-1 over 8
+# data-parallel ranks under each preset, per parameter, and prints what each preset combines and where that comes
+# from.
+
+# %%
+FRAMEWORK_KEYS = ("deepspeed", "fsdp2", "fsdp2-pipeline", "nanotron", "megatron", "generic")
+ZERO1_PLAN = parallelism.ParallelPlan(data_parallel=8, zero_stage=1)
+
+
+def state_bytes_per_param(plan, framework):
+    """Model-state bytes per parameter of GPT-3 175B on one device of ``plan``, as ``framework`` stores them."""
+    return parallelism.memory_breakdown(model, plan, framework=framework).model_states / model.params
+
+
+def short_citation(citation):
+    """A preset's citation up to its first explanation: the repository, release, file and lines."""
+    return citation.split(": ")[0].split("; ")[0]
+
+
+print(
+    f"{'preset':15} {'recipe':16} {'one device':>10} {'ZeRO-1, N_d = 8':>16} {'highest ZeRO stage with a pipeline':>35}"
+)
+for key in FRAMEWORK_KEYS:
+    preset = parallelism.FRAMEWORKS[key]
+    print(
+        f"{key:15} {preset.precision:16} {state_bytes_per_param(parallelism.ParallelPlan(), key):>8g} B "
+        f"{state_bytes_per_param(ZERO1_PLAN, key):>14g} B {preset.max_zero_stage_with_pipeline:>35}"
+    )
+print("\nsources (recipe; what it combines with a pipeline):")
+for key in FRAMEWORK_KEYS:
+    preset = parallelism.FRAMEWORKS[key]
+    if not preset.sources:
+        print(f"  {key}: none (a bare Calibration's defaults, no framework's)")
+        continue
+    print(f"  {key}: {short_citation(preset.cited('precision'))}")
+    print(f"  {'':{len(key)}}  {short_citation(preset.cited('max_zero_stage_with_pipeline'))}")
+STAGE_PLAN = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64)
+extra = (state_bytes_per_param(STAGE_PLAN, "megatron") - state_bytes_per_param(STAGE_PLAN, "deepspeed")) * model.params
+print(f"\n18 B against 16 B on one GPU of TP 8 × PP 8 (first stage): {units.format_bytes(extra)} more model states")
+
+# %% [markdown]
+# Three recipes come out:
+#
+# - **16 B**, ZeRO's: DeepSpeed keeps bf16 gradients and builds a partition's fp32 gradient only during the
+#   optimizer step; FSDP2 keeps the sharded parameters in fp32 (the optimizer steps on them) and reduces fp32
+#   gradients into fp32 shards, 4 + 4 + 8 bytes, the same total.
+# - **18 B**, Megatron-LM's and nanotron's: the weight-gradient GEMM accumulates straight into an fp32 *main
+#   gradient*, which replaces the bf16 gradient (2 + 4 + 12). With ZeRO-1 over $N_d$ ranks that is Megatron's
+#   documented "6 + 12/d": 7.5 B at $N_d = 8$, against 5.5 B for ZeRO's recipe.
+# - **20 B**, a bf16 gradient kept beside an fp32 accumulation buffer (2 + 2 + 4 + 12): no preset above stores it; a
+#   bare `Calibration()` (`generic`) does.
+#
+# Two bytes per parameter look small, but on one GPU of GPT-3 175B's TP 8 × PP 8 plan they are 5.59 GB of model states
+# without ZeRO, room for several micro-batches' activations.
+#
+# What a framework *combines* matters as much. ZeRO-2 and ZeRO-3 shard the gradients, which a pipeline accumulates
+# over all its micro-batches before reducing them. DeepSpeed's pipeline engine refuses them ("ZeRO-2 and ZeRO-3 are
+# incompatible with pipeline parallelism"), nanotron implements only ZeRO-1, and Megatron-LM pairs its distributed
+# optimizer (ZeRO-1) with pipelines but refuses PyTorch's FSDP2 with them. torchtitan runs FSDP2 *with* pipelining,
+# as Llama 3 trained: a pipeline stage then keeps its parameters and gradients whole for the step and reduce-scatters
+# once after the last micro-batch (`reshard_with_pipeline=False`). Lesson 05's search rejects as "framework" every
+# plan that pairs a pipeline with a higher ZeRO stage than its preset runs: under `fsdp2-pipeline` those plans come
+# back.
+#
 # ### Communication volume per step
 #
 # Each split also has a traffic bill. `parallelism.communication_volume_per_step` adds up, for one device, the

@@ -44,6 +44,8 @@
 # **Time to learn:** about 2.5 hours (2 to read and run, half an hour for the exercises).
 
 # %%
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -421,8 +423,62 @@ print(
 # %% [markdown]
 # Only the data-parallel reduce-scatter can hide, and only partly: its 205 ms exceed the last micro-batch's
 # backward pass (149 ms), so 55.7 ms stay exposed, plus the whole 205 ms parameter all-gather that follows the
-# optimizer step. Everything tensor- and pipeline-parallel is exposed by construction. Exposed communication and
-# the bubble together add 18.7 % to the compute. The figure section draws this step as a timeline.
+# optimizer step. Under this lesson's dependency rule everything tensor- and pipeline-parallel is exposed. Exposed
+# communication and the bubble together add 18.7 % to the compute. The figure section draws this step as a timeline.
+#
+# #### What the framework hides
+#
+# The dependency rule is a bound, not a law: a framework can split an operator so that part of its communication
+# runs beside compute that does not need it. The calibrated model (lesson 07) runs a plan as a framework preset
+# says (`framework=`, a key of `parallelism.FRAMEWORKS`), each overlap cited to the framework's source. The same
+# plan under three presets: `exposed`, the pessimistic bound (nothing overlaps that could); `nanotron`, the
+# calibration's own framework; and `megatron`, Megatron-LM (Core) with `--overlap-grad-reduce` and
+# `--overlap-param-gather`:
+
+# %%
+FRAMEWORK_KEYS = ("exposed", "nanotron", "megatron")
+framework_steps = {key: budget.step_time(MODEL, PLAN, CLUSTER, framework=key) for key in FRAMEWORK_KEYS}
+print(
+    f"{'framework':10} {'compute':>8} {'bubble':>7} {'TP exposed':>11} {'hidden':>7} {'PP exposed':>11} "
+    f"{'DP exposed':>11} {'hidden':>7} {'all exposed':>12} {'step':>7}"
+)
+for key, framework_step in framework_steps.items():
+    exposed, hidden = framework_step.exposed_s, framework_step.overlapped_s
+    print(
+        f"{key:10} {units.format_time(framework_step.compute_s):>8} {units.format_time(framework_step.bubble_s):>7} "
+        f"{units.format_time(exposed['tensor']):>11} {units.format_time(hidden['tensor']):>7} "
+        f"{units.format_time(exposed['pipeline']):>11} {units.format_time(exposed['data']):>11} "
+        f"{units.format_time(hidden['data']):>7} {units.format_time(framework_step.exposed_communication_s):>12} "
+        f"{units.format_time(framework_step.total_s):>7}"
+    )
+for key in FRAMEWORK_KEYS[1:]:
+    preset = parallelism.FRAMEWORKS[key]
+    print(f"\n{key}:")
+    for field in ("overlap_grad_reduce", "prefetch_parameter_gathers", "tensor_parallel_overlap"):
+        cited = f"{field} = {getattr(preset, field)!r}: {preset.cited(field)}"
+        print(textwrap.fill(cited, width=116, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False))
+
+# %% [markdown]
+# The compute is the same in every row (the calibrated model's, not this lesson's half of peak); only what hides
+# changes:
+#
+# - **`overlap_grad_reduce`** (nanotron and Megatron-LM): gradient buckets are reduced while the last micro-batch's
+#   backward pass still computes earlier layers' gradients. nanotron hides 139 ms of the data-parallel traffic this
+#   way; the bound hides nothing and exposes 776 ms.
+# - **`prefetch_parameter_gathers`** (Megatron-LM's `--overlap-param-gather`): the all-gather of the parameters
+#   updated by the ZeRO-1 optimizer step runs during the next step's first forward pass, from a forward pre-hook.
+#   nanotron gathers them right after the optimizer step, exposed.
+# - **`tensor_parallel_overlap="backward"`** (Megatron-LM): in the backward pass the all-reduce of the input gradient
+#   (a reduce-scatter with sequence parallelism) runs while the weight-gradient GEMM computes. Half of the
+#   tensor-parallel time hides: 994 ms of the 1.99 s. The forward collectives stay exposed (`--tp-comm-overlap`
+#   would chunk those GEMMs too; it is off by default). nanotron's `tp_linear_async_communication` overlaps only a
+#   forward all-gather and is off by default.
+#
+# Megatron-LM's step is 24.9 s against 26.3 s for the bound: its exposed communication is 1.49 s, not 2.81 s, and its
+# bubble shrinks too, since each bubble slot carries a micro-batch's exposed tensor-parallel time. Overlap is not
+# free: hidden traffic slows the compute it shares the GPU with (`Calibration.overlap_slowdown`), which the model
+# charges to the exposed data-parallel time. The pipeline sends stay exposed in all three rows: Megatron-LM overlaps
+# them only in its interleaved schedule, and this plan is not interleaved.
 #
 # ### Step 5 · Measure, and adjust the partition size
 #
