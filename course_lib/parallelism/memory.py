@@ -362,16 +362,19 @@ def memory_breakdown(
 
     >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
     >>> from course_lib.units import format_bytes
-    >>> mem = memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8,
-    ...                        zero_stage=1, micro_batch=1, grad_accum_steps=64, recompute="selective",
-    ...                        sequence_parallel=True), calibration=None)
+    >>> plan_of_3d = ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, zero_stage=1, micro_batch=1,
+    ...                           grad_accum_steps=64, recompute="selective", sequence_parallel=True)
+    >>> mem = memory_breakdown(GPT3_175B, plan_of_3d, calibration=None)
     >>> format_bytes(mem.model_states), format_bytes(mem.activations)
     ('15 GB', '10.3 GB')
 
     The calibrated model (``calibrated_memory_breakdown``) is architecture-aware and counts the framework's precision
-    recipe (nanotron's bf16 gradients with an fp32 buffer: 26.6 GB of model states here; ``framework="megatron"``,
-    whose fp32 main gradient replaces the bf16 one, holds less), the logits, the framework's memory and uneven
-    splits.
+    recipe (nanotron's and Megatron's fp32 main gradients, 18 bytes per parameter; DeepSpeed's 16), the logits, the
+    framework's memory and uneven splits:
+
+    >>> [format_bytes(memory_breakdown(GPT3_175B, plan_of_3d, framework=name).model_states)
+    ...  for name in ("nanotron", "megatron", "deepspeed")]
+    ['21 GB', '21 GB', '15.4 GB']
     """
     calibration = resolve_calibration(calibration, framework=framework)
     if calibration is not None:
