@@ -144,9 +144,9 @@ def test_every_lab_has_a_master():
         "02_global_batch",
         "03_memory_budget",
         "04_pipeline_schedule",
-        "07_measure_collectives",
         "05_partition_explorer",
         "06_serving",
+        "07_measure_collectives",
     ]
 
 
