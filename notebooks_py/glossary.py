@@ -13,7 +13,7 @@
 # with a one-line definition, the lesson or lab where you meet it first, and the source of any fact it states. A
 # lesson links an entry at the term's first use (`glossary.ipynb#hbm`); the symbols are those of the
 # [course map's notation table](00_course_map.ipynb#Notation), then the lessons' own. The table is written from
-# `course_lib.glossary`, and a test checks that every lesson and lab defines or links each term where a learner
+# `course_lib.glossary_entries`, and a test checks that every lesson and lab defines or links each term where a learner
 # first meets it.
 
 # %% [markdown]

@@ -57,7 +57,7 @@ html_show_sourcelink = False
 html_last_updated_fmt = None
 exclude_patterns = [".doctrees"]
 
-# The glossary's entries are rows of a table, each with an HTML anchor (`<a id="gemm"></a>`, course_lib.glossary),
+# The glossary's entries are rows of a table, each with an HTML anchor (`<a id="gemm"></a>`: glossary_entries),
 # which the lessons link as `glossary.ipynb#gemm`, as JupyterLab follows them. MyST resolves a link's #id against a
 # page's headings and its Sphinx labels only, so each such anchor is registered as a label of its page (named
 # "page:id", so two pages may use the same id); Sphinx forgets a page's labels when it reads the page again.

@@ -1,4 +1,4 @@
-"""The glossary (course_lib.glossary) as the lessons and labs use it (issue 25): the glossary notebook shows the
+"""The glossary (course_lib.glossary_entries) as the lessons and labs use it (issue 25): the glossary notebook shows the
 module's text; the lessons and labs, read in the order of the course, define or link every glossary term at its
 first use; and each entry names the notebook that introduces it.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib import glossary
+from course_lib import glossary_entries as glossary
 from tools.assignments import lab_names, master_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,14 +132,14 @@ def test_each_entry_names_the_notebook_that_introduces_it(entry):
     assert entry.introduced_in == name, (
         f"glossary entry {entry.anchor}: introduced_in = {entry.introduced_in!r}, but {name} introduces it (the "
         "first notebook to define it in its prose, bold or in a variable table, else the first to use it); set "
-        "introduced_in to that (course_lib/glossary.py)"
+        "introduced_in to that (course_lib/glossary_entries.py)"
     )
 
 
 def test_the_glossary_notebook_shows_the_module():
     cells = markdown_cells(GLOSSARY)
     assert any(source == glossary.markdown() for _, source in cells), (
-        "notebooks/glossary.ipynb does not hold course_lib.glossary.markdown() as one markdown cell: run "
-        "`python -m tools.glossary` (it rewrites notebooks_py/glossary.py), then `make notebooks "
+        "notebooks/glossary.ipynb does not hold course_lib.glossary_entries.markdown() as one markdown cell: run "
+        "`python -m tools.write_glossary` (it rewrites notebooks_py/glossary.py), then `make notebooks "
         "NOTEBOOKS=notebooks_py/glossary.py`"
     )

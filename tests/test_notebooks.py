@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 import nbformat
 import pytest
 
-from course_lib import glossary
+from course_lib import glossary_entries as glossary
 from tools.assignments import lab_names, master_path
 from tools.twins import difference, twin_of
 
@@ -357,7 +357,9 @@ def test_the_glossary_defines_every_symbol_of_the_course_notation():
     missing = [
         symbol for _, symbols, _ in variable_tables(read(COURSE_MAP)) for symbol in symbols if symbol not in defined
     ]
-    assert not missing, f"00's notation table has {missing}, which course_lib/glossary.py does not define: add them"
+    assert not missing, (
+        f"00's notation table has {missing}, which course_lib/glossary_entries.py does not define: add them"
+    )
 
 
 @pytest.mark.parametrize("path", EXECUTED, ids=ids(EXECUTED))
@@ -510,7 +512,7 @@ def test_each_symbol_has_one_meaning_in_every_lesson_and_lab():
             use = "as an index" if noun == INDEX else f"counting {noun}"
             problems.append(f"${symbol}$ {use} in {'; '.join(nouns[noun])}: {meaning}")
     assert not problems, (
-        "a symbol with two meanings: rename it in the prose (the glossary, course_lib/glossary.py, and 00's "
+        "a symbol with two meanings: rename it in the prose (the glossary, course_lib/glossary_entries.py, and 00's "
         "notation table say which symbol means what)\n  " + "\n  ".join(problems)
     )
 

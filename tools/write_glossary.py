@@ -1,14 +1,14 @@
-"""Write notebooks_py/glossary.py, the twin of notebooks/glossary.ipynb, from course_lib.glossary (one source of
+"""Write notebooks_py/glossary.py, the twin of notebooks/glossary.ipynb, from course_lib.glossary_entries (one source of
 truth: tests/test_glossary.py checks that the notebook shows ``glossary.markdown()``).
 
-Usage: python -m tools.glossary, then make notebooks NOTEBOOKS=notebooks_py/glossary.py
+Usage: python -m tools.write_glossary, then make notebooks NOTEBOOKS=notebooks_py/glossary.py
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from course_lib import glossary
+from course_lib import glossary_entries as glossary
 
 ROOT = Path(__file__).resolve().parents[1]
 TWIN = ROOT / "notebooks_py" / "glossary.py"
@@ -30,7 +30,7 @@ Every term, abbreviation, symbol, hardware and software name and the plan notati
 with a one-line definition, the lesson or lab where you meet it first, and the source of any fact it states. A
 lesson links an entry at the term's first use (`glossary.ipynb#hbm`); the symbols are those of the
 [course map's notation table](00_course_map.ipynb#Notation), then the lessons' own. The table is written from
-`course_lib.glossary`, and a test checks that every lesson and lab defines or links each term where a learner
+`course_lib.glossary_entries`, and a test checks that every lesson and lab defines or links each term where a learner
 first meets it."""
 
 
