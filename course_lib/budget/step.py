@@ -272,13 +272,14 @@ def _pipeline_bubble_s(plan: ParallelPlan, slot_s, forward_share, backward_weigh
     the communication on its critical path).
 
     GPipe, 1F1B and interleaved: (p − 1)/v slots (Narayanan et al. 2021 Eq. 1). ZB-H1 and ZB-H2 split the slot into
-    t_F (``forward_share`` of it), t_W = ``backward_weight_s`` (the weight-gradient GEMMs, which wait for nothing and
-    send nothing) and t_B, the rest, and take ``parallelism.pipeline_bubble_time``: (p − 1)(t_F + t_B − t_W) for ZB-H1
-    and, without the optimizer step's synchronisation (``plan.optimizer_sync`` False), (p − 1)(t_F + t_B − 2t_W) for
-    ZB-H2, 0 once t_F + t_B ≤ 2t_W (Qi et al. 2024 Table 2, with t_W ≤ t_F); with it, at least (p − 1)t_F.
-    t_W follows Qi et al.'s Table 1: per layer F costs sbh(24h + 4s) FLOPs, B sbh(24h + 8s) and W 24sbh², so W is
-    the linear layers' forward again, half their backward (a linear layer's input and weight gradients are one GEMM
-    each, as large as its forward), and the attention core's backward is all in B.
+    t_F (``forward_share`` of it, communication included), t_W = ``backward_weight_s`` (the weight-gradient GEMMs,
+    which wait for nothing and send nothing) and t_B (the rest), and take ``parallelism.pipeline_bubble_time``, the
+    simulator's idle time by formula: (p − 1)(t_F + t_B − t_W) for ZB-H1 where 1F1B has (p − 1)(t_F + t_B + t_W);
+    for ZB-H2 (p − 1)·max(t_F + t_B − 2t_W, 0) without the optimizer step's synchronisation (``plan.optimizer_sync``
+    False, Qi et al. 2024 §4), zero once t_F + t_B ≤ 2t_W, and at least (p − 1)t_F with it (both with t_W ≤ t_F,
+    their Table 2). The split of the backward follows their Table 1: per layer F costs sbh(24h + 4s) FLOPs, B
+    sbh(24h + 8s) and W 24sbh²: W is the linear layers' forward again, half their backward (a linear layer's input
+    and weight gradients are one GEMM each, as large as its forward); the attention core's backward is all in B.
 
     >>> plan = ParallelPlan(pipeline_parallel=4, grad_accum_steps=8)
     >>> _pipeline_bubble_s(plan, 3.0, 1 / 3, 1.0), _pipeline_bubble_s(plan.replace(schedule="zb-h1"), 3.0, 1 / 3, 1.0)
@@ -514,8 +515,9 @@ def calibrated_step_time(
     pp_window = compute_mb if calibration.framework.pipeline_overlap else 0.0
     pp_mb = exposed_after_overlap(pp_all_mb, np.where(np.asarray(v) > 1, pp_window, 0.0))
     slot = compute_mb + tp_mb + pp_mb + context_mb + expert_mb
-    # W: the weight-gradient GEMMs of the stage's linear layers and output layer (in FP8 time with an FP8 recipe)
-    weight_s = (layers * (layer_fwd - core_fwd) + head_fwd) / rate
+    # W: the weight-gradient GEMMs of the stage's linear layers and output layer (in FP8 time with an FP8 recipe),
+    # with their share of the per-layer overhead (the compute's, split as its FLOPs are)
+    weight_s = (layers * (layer_fwd - core_fwd) + head_fwd) / rate * compute_mb / (forward + backward)
     bubble = _pipeline_bubble_s(plan, slot, forward / (forward + backward), weight_s)
 
     param_b, grad_b, buffer_b, _ = PRECISION_RECIPES[calibration.framework.precision]
