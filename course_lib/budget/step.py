@@ -281,6 +281,7 @@ def _pipeline_bubble_s(plan: ParallelPlan, slot_s, forward_share, backward_weigh
     sbh(24h + 8s) and W 24sbh²: W is the linear layers' forward again, half their backward (a linear layer's input
     and weight gradients are one GEMM each, as large as its forward); the attention core's backward is all in B.
 
+    >>> from course_lib.parallelism import ParallelPlan
     >>> plan = ParallelPlan(pipeline_parallel=4, grad_accum_steps=8)
     >>> _pipeline_bubble_s(plan, 3.0, 1 / 3, 1.0), _pipeline_bubble_s(plan.replace(schedule="zb-h1"), 3.0, 1 / 3, 1.0)
     (9.0, 3.0)
