@@ -996,6 +996,8 @@ def test_search_options_are_checked():
         ("zero_stages", (5,)),
         ("recompute", ("some",)),
         ("virtual_stages", (1.5,)),
+        ("zero_bubble", ("zb-h3",)),
+        ("zero_bubble", "zb-h1"),
         ("sequence_parallel", ("no",)),
         ("memory_margin", -0.1),
         ("memory_margin", float("nan")),

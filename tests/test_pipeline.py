@@ -437,7 +437,7 @@ _STEP_CASES = [  # (p, m, recompute, seq_len): unequal F/B/W from recomputation 
 
 
 def _ideal_times(model, plan, cluster):
-    """(t_F, t_W) of one micro-batch slot of the ideal model, from FLOPs written out here: per layer F is
+    """(slot, t_F, t_W, the 1F1B step) of the ideal model, t_F and t_W from FLOPs written out here: per layer F is
     24bsh² + 4bs²h and W 24bsh² (Qi et al. 2024 Table 1), the output layer 2bshV in both; the backward is 2F,
     and full recomputation adds one F; the slot's communication goes with F and B in proportion to their compute."""
     from course_lib import budget
