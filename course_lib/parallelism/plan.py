@@ -61,9 +61,11 @@ class ParallelPlan:
     ``schedule`` is one of ``pipeline.SIMULATED_SCHEDULES``: "gpipe", "1f1b", "interleaved" (``virtual_stages`` (v)
     > 1 needs it), or the zero-bubble "zb-h1" and "zb-h2" of Qi et al. 2024 (the backward split into B and W; v = 1
     and m ≥ ``pipeline.zero_bubble_min_microbatches``: p for ZB-H1, 2p − 1 for ZB-H2). ``optimizer_sync`` (default
-    True) says the optimizer step synchronises the stages (a gradient-norm all-reduce across them, as every framework
-    preset does); False is Qi et al. §4's post-validation, the condition of ZB-H2's zero bubble
-    (``parallelism.pipeline_bubble_time``); it changes nothing for the other schedules.
+    True) says the optimizer step synchronises the stages (gradient clipping all-reduces the norm across them:
+    Megatron-Core core_v0.19.0 megatron/core/optimizer/clip_grads.py:132-134, torchtitan@b5bcd76
+    torchtitan/distributed/utils.py:663-665); False is Qi et al. §4's post-validation, the condition of ZB-H2's zero
+    bubble (``parallelism.pipeline_bubble_time``), which only the ideal model takes; it changes nothing for the other
+    schedules.
 
     ``context_parallel`` (c) splits each sequence into c parts, one per rank of a context group
     (``context_parallel_kind``: "ring" or "all_to_all", ``CONTEXT_PARALLEL_KINDS``). ``expert_parallel`` (e) spreads
@@ -446,9 +448,8 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
         if not plan.optimizer_sync:
             raise ValueError(
                 "optimizer_sync must be True with a calibration: the framework presets synchronise the pipeline "
-                "stages at the optimizer step (gradient clipping all-reduces the norm across them, e.g. torchtitan "
-                "distributed/utils.py:663-665); Qi et al. 2024 §4's post-validation is in their own fork. The ideal "
-                "model (calibration=None) takes False"
+                "stages at the optimizer step (gradient clipping all-reduces the norm across them); Qi et al. 2024 "
+                "§4's post-validation is in their own fork. The ideal model (calibration=None) takes False"
             )
     for bad, message in _context_and_expert_errors(
         model, plan.tensor_parallel, plan.context_parallel, plan.context_parallel_kind, plan.expert_parallel
