@@ -67,7 +67,8 @@ def expected(values: dict) -> dict:
         }
     )
     assert plan.devices <= cluster.devices
-    return budget.partition_report(model, plan, cluster)
+    framework = None if values["framework"] == partition_module.IDEAL else values["framework"]
+    return budget.partition_report(model, plan, cluster, framework=framework)
 
 
 def check(lab):
@@ -365,4 +366,43 @@ def test_context_parallel_offers_the_all_to_all_form_only_where_heads_allow(lab)
     rows = [x for x in lab.result["transfers"] if x["axis"] == "context"]
     assert [x["op"] for x in rows] == ["send_recv", "send_recv"]
     assert lab.values()["nodes"] * 8 >= 8 * 8 * 32  # t·c·p GPUs
+    check(lab)
+
+
+# ---- a framework (issue 24) -----------------------------------------------------------------------------------------
+
+
+def test_the_framework_dropdown_runs_the_plan_as_that_framework(lab):
+    controls = lab.controls
+    assert option_values(controls["framework"]) == [partition_module.IDEAL, *parallelism.FRAMEWORKS]
+    assert controls["framework"].value == "ideal" and lab.result["framework"] == "ideal model"
+    ideal = dict(lab.result)
+    controls["framework"].value = "megatron"
+    check(lab)
+    megatron = lab.result
+    assert megatron["framework"] == parallelism.FRAMEWORKS["megatron"].name and megatron["not_run"] == ""
+    # Megatron-LM hides the backward tensor-parallel all-reduces: half of the 1.3 s is exposed (forward only)
+    rows = [x for x in megatron["transfers"] if x["axis"] == "tensor"]
+    assert [x["exposed_s"] == x["time_s"] for x in rows] == [True, False]
+    assert megatron["exposed_tensor_s"] == pytest.approx(rows[0]["time_s"], rel=1e-12)
+    assert megatron["step_time_s"] != ideal["step_time_s"] and megatron["framework_bytes"] > 0
+    assert "Megatron-LM hides 650 ms of the 1.33 s its transfers take: the backward tensor-parallel" in (
+        lab.summary.value
+    )
+    assert "as Megatron-LM runs it" in lab.partition_figure.subtitle.get_text()
+    controls["framework"].value = "nanotron"  # overlaps none of this plan's transfers (d = 1, 1F1B)
+    assert "nanotron hides 0 s of the 1.33 s its transfers take (it overlaps none" in lab.summary.value
+
+
+def test_a_plan_the_framework_does_not_run_is_a_state_not_an_error(lab):
+    controls = lab.controls
+    controls["framework"].value = "megatron"
+    controls["zero_stage"].value = 3  # with p = 8: Megatron-LM has no ZeRO-3 with a pipeline
+    check(lab)
+    assert lab.result["not_run"].startswith("Megatron-LM does not run ZeRO-3 with a pipeline (p = 8)")
+    assert lab.result["framework"] == "ideal model"
+    assert "does not run ZeRO-3 with a pipeline" in lab.summary.value and "the ideal model's" in lab.summary.value
+    assert "does not run this plan" in lab.partition_figure.subtitle.get_text()
+    controls["framework"].value = "fsdp2-pipeline"  # torchtitan runs FSDP with pipelining
+    assert lab.result["not_run"] == "" and lab.result["framework"].startswith("PyTorch FSDP2 with pipelining")
     check(lab)

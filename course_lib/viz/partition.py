@@ -425,6 +425,8 @@ class PartitionFigure(LiveFigure):
         self.subtitle.set_text(
             f"step {units.format_time(r.step.total_s)} · {units.format_count(r.tokens_per_s)} tokens/s · "
             f"MFU {units.format_percent(r.step.mfu)} · binding: {r.binding_constraint}"
+            + (f" · as {r.framework.name.split(' (')[0]} runs it" if r.framework is not None else "")
+            + (" · the ideal model: the framework does not run this plan" if r.not_run else "")
         )
         stages = drawn_stages(p)
         left, right, y, height = 9.0, 91.0, 24.0, 14.0

@@ -268,6 +268,30 @@ def grad_accum_steps_stops(values: dict) -> tuple:
 
 
 KIND_LABELS = {"ring": "ring (zig-zag)", "all_to_all": "all-to-all (Ulysses)"}
+IDEAL = "ideal"  # the framework control's first choice: no framework, the ideal model
+FRAMEWORK_LABELS = {
+    IDEAL: "ideal model",
+    "megatron": "Megatron-LM",
+    "deepspeed": "DeepSpeed",
+    "fsdp2": "PyTorch FSDP2",
+    "fsdp2-pipeline": "FSDP2 + pipeline (torchtitan)",
+    "nanotron": "nanotron",
+    "generic": "generic calibration",
+    "exposed": "nothing overlapped (bound)",
+}
+# What each of a framework's overlap options hides: its Framework field, the value that hides, the words, and
+# whether the plan has such transfers.
+HIDES = (
+    ("tensor_parallel_overlap", "backward", "the backward tensor-parallel calls behind the weight-gradient GEMMs",
+     lambda plan: plan.tensor_parallel > 1),
+    ("tensor_parallel_overlap", "all", "the tensor-parallel calls behind the GEMMs",
+     lambda plan: plan.tensor_parallel > 1),
+    ("overlap_grad_reduce", True, "gradient buckets behind the backward pass",
+     lambda plan: plan.data_parallel * plan.context_parallel > 1),
+    ("prefetch_parameter_gathers", True, "ZeRO's parameter gathers behind the compute before them",
+     lambda plan: plan.zero_stage > 0 and plan.data_parallel * plan.context_parallel > 1),
+    ("pipeline_overlap", True, "pipeline sends behind the next chunk", lambda plan: plan.virtual_stages > 1),
+)  # fmt: skip
 SIZES = ("tensor_parallel", "context_parallel", "expert_parallel", "pipeline_parallel", "data_parallel")
 # GPT-3 175B on 8 nodes of 8 A100 as Korthikanti et al. 2022 split it inside a node (t = 8, p = 8), d = 1.
 CONTROLS = (
@@ -276,6 +300,14 @@ CONTROLS = (
     ControlSpec("hidden", "custom: hidden size", CUSTOM_HIDDEN, 12288),
     ControlSpec("heads", "custom: heads", heads_stops, 96, depends_on=("hidden",)),
     ControlSpec("cluster", "cluster", tuple(CLUSTERS), next(iter(CLUSTERS)), kind="dropdown"),
+    ControlSpec(
+        "framework",
+        "framework",
+        (IDEAL, *parallelism.FRAMEWORKS),
+        IDEAL,
+        lambda key: FRAMEWORK_LABELS.get(key, key),
+        kind="dropdown",
+    ),
     ControlSpec(
         "tensor_parallel", "tensor parallel t", tensor_parallel_stops, 8, depends_on=(*MODEL_CONTROLS, "cluster")
     ),
@@ -371,8 +403,9 @@ class PartitionLab(Lab):
 
     def compute(self, values: dict) -> budget.PartitionReport:
         """One ``budget.partition_report`` of the plan, model and cluster the controls name."""
+        framework = None if values["framework"] == IDEAL else values["framework"]
         return budget.partition_report(
-            model_for(values), plan_from(values), cluster_for(values), memory_margin=MEMORY_MARGIN
+            model_for(values), plan_from(values), cluster_for(values), memory_margin=MEMORY_MARGIN, framework=framework
         )
 
     def result_dict(self, r: budget.PartitionReport) -> dict:
@@ -397,29 +430,60 @@ class PartitionLab(Lab):
             fit = f"fits, {'also' if r.fits_with_margin else '<b>but not</b>'} with the {margin} (hatched)"
         else:
             fit = "<b style='color:#C0392B'>does not fit</b>"
-        tp = (
-            f"tensor-parallel collectives on <b>{r.tensor_link}</b>: {s(r.tensor_time_s)} per step, all exposed"
-            if r.tensor_link != "none"
-            else "no tensor parallelism"
-        )
-        for axis, what in (("context", f"context parallel ({KIND_LABELS[r.plan.context_parallel_kind]})"),
+        links = []
+        for axis, what in (("tensor", "tensor-parallel collectives"),
+                           ("context", f"context parallel ({KIND_LABELS[r.plan.context_parallel_kind]})"),
                            ("expert", "expert all-to-alls")):  # fmt: skip
             rows = [x for x in r.transfers if x.transfer.axis == axis]
             if rows:
-                tp += (
-                    f"; {what} on <b>{rows[0].link.family}</b>: {s(sum(x.time_s for x in rows))} per step, "
-                    f"{s(sum(x.exposed_s for x in rows))} exposed"
-                )
+                seconds, exposed = sum(x.time_s for x in rows), sum(x.exposed_s for x in rows)
+                shown = "all exposed" if exposed == seconds else f"{s(exposed)} exposed"
+                links.append(f"{what} on <b>{rows[0].link.family}</b>: {s(seconds)} per step, {shown}")
+        tp = "; ".join(links) if links else "no tensor parallelism"
         return (
             f"<b>{r.model.name}</b> on {r.plan.devices} of {r.cluster.devices} {r.cluster.accelerator.name}, global "
             f"batch {r.plan.global_batch} sequences: memory per device {b(r.memory.total)} of {b(r.capacity_bytes)} "
             f"({fit}); step <b>{s(r.step.total_s)}</b>, exposed communication {s(r.step.exposed_communication_s)}, "
-            f"bubble {s(r.step.bubble_s)}; binding: {r.binding_constraint}.<br>{tp}.<br>"
-            f"<small>The ideal model (compute at half of peak, nominal links); the {margin} is the memory the "
+            f"bubble {s(r.step.bubble_s)}; binding: {r.binding_constraint}.<br>{tp}.<br>{framework_html(r)}"
+            f"<small>{model_note(r)}; the {margin} is the memory the "
             f"calibrated model needed to spare on the Playbook's measured runs. The model “custom” shows sliders for "
             f"its layers, hidden size and heads; t, c, p, e, d, v, m and the nodes offer only values that make a "
             f"valid plan.</small>"
         )
+
+
+def framework_html(r: budget.PartitionReport) -> str:
+    """The summary's line on the framework: why it does not run the plan, or what it hides and how much ("" for the
+    ideal model).
+
+    >>> plan = parallelism.ParallelPlan(tensor_parallel=8, data_parallel=2, grad_accum_steps=8)
+    >>> two_nodes = replace(hardware.DGX_H100, nodes=2)
+    >>> print(framework_html(budget.partition_report(parallelism.GPT3_175B, plan, two_nodes, framework="megatron")))
+    Megatron-LM hides 605 ms of the 2.31 s its transfers take: the backward tensor-parallel calls behind the \
+weight-gradient GEMMs; gradient buckets behind the backward pass.<br>
+    """
+    if r.not_run:
+        return f"<b style='color:#C0392B'>{r.not_run}</b>: the numbers are the ideal model's.<br>"
+    if r.framework is None:
+        return ""
+    s = units.format_time
+    every = sum(x.time_s for x in r.transfers)
+    hidden = every - sum(x.exposed_s for x in r.transfers)
+    mechanisms = [words for field, value, words, has in HIDES if getattr(r.framework, field) == value and has(r.plan)]
+    how = ": " + "; ".join(mechanisms) if mechanisms else " (it overlaps none of this plan's transfers with compute)"
+    name = r.framework.name.split(" (")[0]
+    return f"{name} hides {s(hidden)} of the {s(every)} its transfers take{how}.<br>"
+
+
+def model_note(r: budget.PartitionReport) -> str:
+    """Which model the numbers come from, for the summary's small print."""
+    if r.framework is None:
+        return "The ideal model (compute at half of peak, nominal links)"
+    return (
+        f"As {r.framework.name} runs it: the calibrated model for this cluster (GEMM efficiency by size, a fixed cost "
+        f"per layer, the measured network, the framework's precision recipe and overlaps; memory of the heaviest "
+        f"stage with the logits and the framework's own)"
+    )
 
 
 def partition_lab(**initial) -> PartitionLab:
