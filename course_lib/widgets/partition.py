@@ -456,6 +456,8 @@ def framework_html(r: budget.PartitionReport) -> str:
     """The summary's line on the framework: why it does not run the plan, or what it hides and how much ("" for the
     ideal model).
 
+    >>> from dataclasses import replace
+    >>> from course_lib import budget, hardware, parallelism
     >>> plan = parallelism.ParallelPlan(tensor_parallel=8, data_parallel=2, grad_accum_steps=8)
     >>> two_nodes = replace(hardware.DGX_H100, nodes=2)
     >>> print(framework_html(budget.partition_report(parallelism.GPT3_175B, plan, two_nodes, framework="megatron")))
