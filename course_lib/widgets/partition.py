@@ -1,7 +1,9 @@
 """Lab 5 · the partition explorer: one model diagram, every split, the tensors that cross each device boundary.
 
-Every number comes from one call, ``budget.partition_report`` (the ideal model: ``memory_breakdown`` and
-``step_time`` with ``calibration=None``, ``step_transfers`` timed on the cluster's links): ``compute`` returns that
+Every number comes from one call, ``budget.partition_report`` (by default the ideal model: ``memory_breakdown`` and
+``step_time`` with ``calibration=None``, ``step_transfers`` timed on the cluster's links; the *framework* control runs
+the calibrated model as Megatron-LM, DeepSpeed, FSDP2 or nanotron run the plan, and a plan the framework does not run
+is the ideal model's report saying so, ``not_run``): ``compute`` returns that
 ``budget.PartitionReport``, which alone the figure (``viz.partition.PartitionFigure``) and the summary read and
 ``lab.typed_result`` holds. ``lab.result`` shows it as a plain dict: ``PartitionReport.as_dict()`` (the plan's sizes,
 memory per device, the step's terms, ``transfers``: one dict per boundary tensor) and the lab's ``cluster`` (the
