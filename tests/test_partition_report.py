@@ -131,7 +131,7 @@ REPORT_KEYS = (
     "grad_accum_steps devices devices_per_node nodes global_batch device parameters_bytes gradients_bytes "
     "optimizer_state_bytes activations_bytes logits_bytes framework_bytes memory_bytes_per_device capacity_bytes fits "
     "memory_margin fits_with_margin compute_s bubble_s exposed_tensor_s exposed_pipeline_s exposed_data_s "
-    "exposed_communication_s step_time_s binding_constraint tokens_per_s mfu transfers"
+    "exposed_communication_s step_time_s binding_constraint tokens_per_s mfu transfers framework not_run"
 ).split()
 
 
@@ -255,3 +255,69 @@ def test_the_report_is_frozen():
     report = budget.partition_report(TINY, PLAN, CLUSTER_2x8)
     with pytest.raises(dataclasses.FrozenInstanceError):
         report.step = None  # type: ignore[misc]
+
+
+# ---- a framework: the calibrated model, its transfers apportioned axis by axis (issue 24) -------------------------
+
+GPT3_PLAN = ParallelPlan(
+    data_parallel=2, tensor_parallel=8, pipeline_parallel=4, grad_accum_steps=16, schedule="interleaved",
+    virtual_stages=2, sequence_parallel=True,
+)  # fmt: skip
+A100_X8 = dataclasses.replace(hardware.DGX_A100, nodes=8)
+
+
+@pytest.mark.parametrize("framework", ["megatron", "deepspeed", "nanotron", "exposed"])
+def test_a_framework_runs_the_calibrated_model(framework):
+    from course_lib.budget import step_time
+    from course_lib.budget.placement import group_collective
+    from course_lib.parallelism import calibrated_cluster, resolve_calibration
+
+    report = budget.partition_report(GPT3_175B, GPT3_PLAN, A100_X8, framework=framework)
+    calibration = resolve_calibration("default", A100_X8, framework)
+    step = step_time(GPT3_175B, GPT3_PLAN, A100_X8, framework=framework)
+    assert report.framework is calibration.framework and report.not_run == ""
+    assert report.step.total_s == pytest.approx(step.total_s, rel=1e-12)
+    assert report.memory.total == pytest.approx(
+        memory_breakdown(GPT3_175B, GPT3_PLAN, calibration=calibration).total, rel=1e-12
+    )
+    assert report.memory.framework > 0  # the calibrated model counts the framework's own memory, the ideal one not
+    network = calibrated_cluster(A100_X8, calibration)
+    for axis in report.step.exposed_s:
+        rows = [x for x in report.transfers if x.transfer.axis == axis]
+        # every axis's rows add up to the calibrated step's seconds on it, exposed and in all
+        assert sum(x.exposed_s for x in rows) == pytest.approx(report.step.exposed_s[axis], rel=1e-9, abs=1e-15)
+        whole = report.step.exposed_s[axis] + report.step.overlapped_s[axis]
+        assert sum(x.time_s for x in rows) == pytest.approx(whole, rel=1e-9, abs=1e-15)
+        if axis in ("tensor", "pipeline"):  # timed per call as the calibrated model times them: exact per op
+            for x in rows:
+                stride = 1 if axis == "tensor" else 8 * 2
+                call = group_collective(x.transfer.op, network, x.transfer.group_size, stride, x.transfer.payload_bytes)
+                assert x.time_per_call_s == pytest.approx(call.time_s, rel=1e-9)
+
+
+def test_what_each_framework_hides_of_the_tensor_parallel_calls():
+    """Megatron-LM hides the backward tensor-parallel calls (behind the weight-gradient GEMMs) and sends the forward
+    ones exposed; nanotron hides none; its P2P sends hide behind the interleaved chunks under Megatron-LM only."""
+    megatron = budget.partition_report(GPT3_175B, GPT3_PLAN, A100_X8, framework="megatron")
+    nanotron = budget.partition_report(GPT3_175B, GPT3_PLAN, A100_X8, framework="nanotron")
+    for x in _by(megatron, "tensor"):
+        assert x.exposed_s == (x.time_s if x.transfer.tensor.endswith("forward") else 0.0)
+    assert all(x.exposed_s == x.time_s > 0 for x in _by(nanotron, "tensor"))
+    assert megatron.step.exposed_s["pipeline"] < sum(x.time_s for x in _by(megatron, "pipeline"))
+    assert all(x.exposed_s == x.time_s for x in _by(nanotron, "pipeline"))
+
+
+def test_a_plan_the_framework_does_not_run_is_a_state_of_the_report():
+    plan = GPT3_PLAN.replace(zero_stage=3)
+    report = budget.partition_report(GPT3_175B, plan, A100_X8, framework="megatron")
+    ideal = budget.partition_report(GPT3_175B, plan, A100_X8)
+    assert (
+        report.not_run
+        == "Megatron-LM does not run ZeRO-3 with a pipeline (p = 4): its highest ZeRO stage with one is 1"
+    )
+    assert report.framework is None and report.step.total_s == ideal.step.total_s  # the ideal model's numbers
+    assert report.as_dict()["not_run"] == report.not_run and report.as_dict()["framework"] == "ideal model"
+    # FSDP2 with pipelining (torchtitan) runs it
+    assert budget.partition_report(GPT3_175B, plan, A100_X8, framework="fsdp2-pipeline").not_run == ""
+    with pytest.raises(ValueError, match=r"^framework must be a parallelism.Framework or one of 'megatron'"):
+        budget.partition_report(GPT3_175B, plan, A100_X8, framework="jax")

@@ -13,11 +13,13 @@ from matplotlib.text import Text
 
 from course_lib import budget, hardware, parallelism, units
 from course_lib.viz.partition import (
+    KEYED_SEGMENTS,
     MAX_STAGES_DRAWN,
     STEP_SEGMENTS,
     PartitionFigure,
     drawn_stages,
     figure_texts,
+    sequence_halves,
     transfer_row,
 )
 
@@ -87,6 +89,8 @@ def test_figure_holds_the_report(live, plan):
         step.exposed_s["tensor"],
         step.exposed_s["data"],
         step.exposed_s["pipeline"],
+        0.0,  # no context or expert parallelism in these plans
+        0.0,
     )
     assert [label for label, _, _ in STEP_SEGMENTS] == [
         "compute",
@@ -94,12 +98,17 @@ def test_figure_holds_the_report(live, plan):
         "exposed tensor parallel",
         "exposed data parallel",
         "pipeline sends",
+        "exposed context parallel",
+        "exposed expert parallel",
     ]
     assert [seconds(step) for _, _, seconds in STEP_SEGMENTS] == list(terms)
     widths = [box[2] for box in live.step_segments.boxes]
     assert widths == pytest.approx([term / step.total_s for term in terms], rel=1e-9)
     assert sum(widths) == pytest.approx(1.0, rel=1e-9)
-    assert live.step_values.get_texts() == [units.format_time(term) for term in terms]
+    assert live.step_values.get_texts() == [units.format_time(term) for term in terms[:KEYED_SEGMENTS]]
+    # a dense plan without c draws no sequence split and no experts
+    assert live.sequence_cells.boxes == [] and live.expert_cells.boxes == []
+    assert [text.get_text() for text in live.step_extra] == ["", ""]
     texts = figure_texts(live)
     assert units.format_time(step.total_s) in " ".join(texts)
 
@@ -149,3 +158,46 @@ def test_the_margin_band_is_drawn_once_for_the_figures_margin():
         live.update(budget.partition_report(parallelism.GPT3_175B, PLANS[0], A100_X16))
     with pytest.raises(ValueError, match="memory_margin"):
         PartitionFigure(Figure(), memory_margin=-1)
+
+
+H100_X4 = replace(hardware.DGX_H100, nodes=4)
+MIXTRAL_E8 = parallelism.ParallelPlan(  # 32 GPUs: the 8 expert ranks neighbours (t = 1) or 2 apart (t = 2)
+    data_parallel=8, pipeline_parallel=4, expert_parallel=8, grad_accum_steps=16, recompute="full"
+)
+
+
+@pytest.mark.parametrize("t, p, link, cuts", [(1, 4, "NVLink", 0), (2, 2, "InfiniBand", 1)])
+def test_the_experts_are_drawn_by_the_rank_that_holds_them(live, t, p, link, cuts):
+    plan = MIXTRAL_E8.replace(tensor_parallel=t, pipeline_parallel=p)
+    report = budget.partition_report(parallelism.MIXTRAL_8X7B, plan, H100_X4)
+    live.update(report)
+    assert len(live.expert_cells.boxes) == 8  # one box per expert, coloured by its rank (8 ranks: 8 colours)
+    assert len(set(map(tuple, live.expert_cells.get_facecolor()))) == 8
+    assert live.expert_numbers.get_texts() == [str(k) for k in range(8)]
+    assert len(live.expert_cuts.get_segments()) == cuts  # the red line where the expert ranks change node
+    assert live.expert_label.get_text().endswith(f"all-to-all on {link}")
+    assert len(live.expert_bracket.get_segments()) == 1 + 8  # the all-to-all joins the 8 ranks
+    rows = [x for x in report.transfers if x.transfer.axis == "expert"]
+    assert {transfer_row(1, x)[1:4] for x in rows} == {("EP", x.transfer.tensor, "all-to-all") for x in rows}
+    assert {transfer_row(1, x)[6] for x in rows} == {link}
+    assert len(live.marker_colors["expert"].get_xdata()) == 4
+    seconds = sum(x.exposed_s for x in rows)
+    assert seconds == pytest.approx(report.step.exposed_s["expert"], rel=1e-12)
+    assert [text.get_text() for text in live.step_extra] == ["", f"EP {units.format_time(seconds)}"]
+    assert live.step_segments.boxes[-1][2] == pytest.approx(seconds / report.step.total_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("kind, cells", [("ring", [0, 1, 2, 3, 3, 2, 1, 0]), ("all_to_all", [0, 1, 2, 3])])
+def test_the_sequence_split_is_drawn_in_c_bands_and_its_halves(live, kind, cells):
+    plan = PLANS[0].replace(context_parallel=4, context_parallel_kind=kind)
+    report = budget.partition_report(parallelism.GPT3_175B, plan, replace(hardware.DGX_A100, nodes=32))
+    live.update(report)
+    assert sequence_halves(4, kind) == cells
+    assert live.sequence_numbers.get_texts() == [str(rank) for rank in cells]
+    assert len(live.sequence_cells.boxes) == len(cells)
+    assert len(live.sequence_cuts.get_segments()) == 8 * 3  # c − 1 cuts across each of the 8 stages
+    assert live.sequence_label.get_text().startswith("s = 2048, ")
+    rows = [x for x in report.transfers if x.transfer.axis == "context"]
+    assert len(rows) == (2 if kind == "ring" else 4) == len(live.marker_colors["context"].get_xdata())
+    assert {transfer_row(1, x)[1] for x in rows} == {"CP"}
+    assert "d·c·t·p = 1·4·8·8 = 256" in live.title.get_text()

@@ -1,6 +1,6 @@
 """Report: a plan's boundary transfers placed and timed on a cluster (``TimedTransfer``; ``transfer_table`` and
 ``format_transfer_table`` show them as a table) and everything the partition explorer shows for one plan
-(``partition_report``, a ``PartitionReport``), from the ideal model.
+(``partition_report``, a ``PartitionReport``), from the ideal model or as a framework runs it (the calibrated model).
 """
 
 from __future__ import annotations
@@ -13,12 +13,21 @@ import numpy as np
 
 from .. import _check, units
 from ..hardware import Cluster, Link
-from ..parallelism.memory import MemoryBreakdown, _ideal_memory_breakdown
+from ..parallelism.calibration import Calibration, calibrated_cluster, resolve_calibration
+from ..parallelism.frameworks import Framework, resolve_framework
+from ..parallelism.memory import MemoryBreakdown, _ideal_memory_breakdown, calibrated_memory_breakdown
 from ..parallelism.models import TransformerModel
 from ..parallelism.plan import ParallelPlan
-from ..parallelism.transfers import BoundaryTransfer
-from .placement import LEVELS
-from .step import StepTime, _check_cluster_holds, _ideal_step_time, _microbatch_compute_s, _timed_transfers
+from ..parallelism.transfers import BoundaryTransfer, step_transfers
+from .placement import LEVELS, _transfer_call
+from .step import (
+    StepTime,
+    _check_cluster_holds,
+    _ideal_step_time,
+    _microbatch_compute_s,
+    _timed_transfers,
+    calibrated_step_time,
+)
 
 __all__ = [
     "TimedTransfer",
@@ -167,6 +176,67 @@ def _timed_rows(cluster, timed, per_phase, exposed_phase) -> tuple[TimedTransfer
     return tuple(rows)
 
 
+def _step_axis(axis: str, step: StepTime) -> str:
+    """The axis of ``step.exposed_s`` that a transfer on ``axis`` counts under: its own, or "data" for the experts'
+    gradient group ("expert data") in a calibrated step, which streams both groups' buckets as one data axis."""
+    return axis if axis in step.exposed_s or axis != "expert data" else "data"
+
+
+def _calibrated_rows(model, plan, cluster, calibration: Calibration, step: StepTime) -> tuple[TimedTransfer, ...]:
+    """The ``TimedTransfer`` of each boundary-crossing transfer of a calibrated ``step``: each placed on the
+    calibration's cluster (its links and network, ``calibrated_cluster``), listed as the framework sends it
+    (``step_transfers`` with its FP8 recipe).
+
+    The calibrated model times each axis as a whole, so its seconds are apportioned over the axis's rows by a stated
+    rule. A row's ``time_s`` is the axis's total (exposed + overlapped) times the row's share of the axis's seconds
+    per step with each call timed on its own (calls × ``group_collective``): exact for the tensor, pipeline, context
+    and expert rows, which the calibrated model times per call the same way; for the data-parallel rows a share of what
+    the calibrated model counts per axis (buckets with a latency each, fp32 gradients where the recipe reduces in
+    fp32, the compute slowed by overlapped traffic, ``overlap_slowdown``). A row the framework leaves on the critical
+    path (``_framework_exposes``) is exposed in full; the rest of the axis's exposed time goes to its other rows in
+    proportion to their ``time_s``."""
+    network = calibrated_cluster(cluster, calibration)
+    calls = [
+        (transfer, _transfer_call(transfer, plan, network))
+        for transfer in step_transfers(model, plan, calibration.framework.fp8)
+        if transfer.crosses_boundary
+    ]
+    per_axis: dict = {}
+    for transfer, call in calls:
+        axis = _step_axis(transfer.axis, step)
+        per_axis[axis] = per_axis.get(axis, 0.0) + transfer.calls_per_step * call.time_s
+    timed = []  # (transfer, call, axis, seconds per step, on the critical path)
+    for transfer, call in calls:
+        axis = _step_axis(transfer.axis, step)
+        alone = transfer.calls_per_step * call.time_s
+        share = float(alone / per_axis[axis]) if per_axis[axis] > 0 else 0.0
+        seconds = share * float(step.exposed_s[axis] + step.overlapped_s[axis])
+        timed.append((transfer, call, axis, seconds, _framework_exposes(transfer, plan, calibration.framework)))
+    rest, others = {}, {}  # per axis: exposed seconds left after the critical rows; seconds of the other rows
+    for _, _, axis, seconds, critical in timed:
+        rest[axis] = rest.get(axis, float(step.exposed_s[axis])) - (seconds if critical else 0.0)
+        others[axis] = others.get(axis, 0.0) + (0.0 if critical else seconds)
+    rows = []
+    for transfer, call, axis, seconds, critical in timed:
+        share = seconds / others[axis] if others[axis] > 0 else 0.0
+        exposed = seconds if critical else min(max(rest[axis], 0.0) * share, seconds)
+        link = network.inter_node_link if LEVELS[1] in call.levels else network.intra_node_link
+        rows.append(TimedTransfer(transfer, call.levels, link, seconds / transfer.calls_per_step, seconds, exposed))
+    return tuple(rows)
+
+
+def _framework_exposes(transfer: BoundaryTransfer, plan: ParallelPlan, framework: Framework) -> bool:
+    """Whether ``framework`` leaves every call of ``transfer`` on the critical path, as ``calibrated_step_time`` does:
+    the tensor-parallel calls it does not overlap (``tensor_parallel_overlap``: "none" all, "backward" the forward
+    ones), pipeline sends unless it overlaps P2P with an interleaved schedule, the expert and Ulysses all-to-alls."""
+    if transfer.axis == "tensor":
+        overlap = framework.tensor_parallel_overlap
+        return overlap == "none" or (overlap == "backward" and transfer.tensor.endswith("forward"))
+    if transfer.axis == "pipeline":
+        return not (framework.pipeline_overlap and plan.virtual_stages > 1)
+    return transfer.op == "all_to_all"
+
+
 def format_transfer_table(rows) -> str:
     """``transfer_table``'s rows (or the ``transfers`` of ``PartitionReport.as_dict()``) as a text table, one line
     per tensor, quantities with their units: the levels of the cluster its group spans, time per call and per step,
@@ -196,14 +266,19 @@ def format_transfer_table(rows) -> str:
 
 @dataclass(frozen=True)
 class PartitionReport:
-    """Everything the partition explorer shows for one plan, from the ideal model: ``partition_report``'s result.
+    """Everything the partition explorer shows for one plan, from the ideal model or as a framework runs it:
+    ``partition_report``'s result.
 
     Fields, the formula layer's results as they come: the ``model``, ``plan`` and ``cluster``; ``memory``, the
-    ``parallelism.MemoryBreakdown`` per device (the first pipeline stage; ``logits`` and ``framework`` are 0 in the
-    ideal model); ``step``, the ``StepTime`` (``step_time`` with ``calibration=None``); ``transfers``, the
+    ``parallelism.MemoryBreakdown`` per device (the ideal model: the first pipeline stage, ``logits`` and
+    ``framework`` 0; a framework: the heaviest stage, ``calibrated_memory_breakdown``); ``step``, the ``StepTime``
+    (``step_time`` with ``calibration=None``, or the framework's calibrated step); ``transfers``, the
     ``TimedTransfer`` of every tensor that crosses a device boundary (``transfer_table``'s rows), whose exposed times
-    add up to ``step.exposed_s`` axis by axis; ``memory_margin``, the share of its memory a plan must leave spare to
-    count as fitting with a margin. Derived: ``capacity_bytes``, ``fits``, ``fits_with_margin``, ``binding_constraint``
+    add up to ``step.exposed_s`` axis by axis (a calibrated step counts the experts' gradient group under "data");
+    ``memory_margin``, the share of its memory a plan must leave spare to count as fitting with a margin;
+    ``framework``, the ``parallelism.Framework`` that runs the plan (None: the ideal model); ``not_run``, why the
+    framework asked for does not run the plan ("" when it does or none was asked for: ``_framework_refusal``), the
+    numbers then the ideal model's. Derived: ``capacity_bytes``, ``fits``, ``fits_with_margin``, ``binding_constraint``
     ("memory" when the plan does not fit), ``tokens_per_s``, ``tensor_link`` and ``tensor_time_s``. ``as_dict()``:
     the plain dict of numbers and strings that tests, graders and lessons read.
     """
@@ -215,6 +290,8 @@ class PartitionReport:
     step: StepTime
     transfers: tuple[TimedTransfer, ...]
     memory_margin: float = 0.0
+    framework: Framework | None = None
+    not_run: str = ""
 
     def __post_init__(self):
         types = (
@@ -239,8 +316,14 @@ class PartitionReport:
         if not isinstance(self.transfers, tuple) or not all(isinstance(x, TimedTransfer) for x in self.transfers):
             raise ValueError(f"transfers must be a tuple of TimedTransfer, got {self.transfers!r}")
         _check.nonnegative("memory_margin", self.memory_margin)
+        if self.framework is not None and not isinstance(self.framework, Framework):
+            raise ValueError(
+                f"framework must be None (the ideal model) or a parallelism.Framework, got {self.framework!r}"
+            )
+        if not isinstance(self.not_run, str) or (self.not_run and self.framework is not None):
+            raise ValueError(f"not_run must be a sentence only in a report of the ideal model, got {self.not_run!r}")
         for axis in self.step.exposed_s:  # AXES, and "context", "expert", "expert data" when the plan uses them
-            exposed = sum(x.exposed_s for x in self.transfers if x.transfer.axis == axis)
+            exposed = sum(x.exposed_s for x in self.transfers if _step_axis(x.transfer.axis, self.step) == axis)
             if not math.isclose(exposed, self.step.exposed_s[axis], rel_tol=1e-9, abs_tol=1e-15):
                 raise ValueError(
                     f"transfers must add up to step's exposed {axis} time ({self.step.exposed_s[axis]} s), got "
@@ -288,8 +371,9 @@ class PartitionReport:
         ``memory_bytes_per_device``, ``capacity_bytes``, ``fits``, ``memory_margin``, ``fits_with_margin``; the step:
         ``compute_s``, ``bubble_s``, ``exposed_tensor_s``, ``exposed_pipeline_s``, ``exposed_data_s`` (and
         ``exposed_context_s``, ``exposed_expert_s``, ``exposed_expert_data_s`` when the plan uses them),
-        ``exposed_communication_s``, ``step_time_s``, ``binding_constraint``, ``tokens_per_s``, ``mfu``; and
-        ``transfers``, a list of ``TimedTransfer.as_dict()`` (``transfer_table``'s rows)."""
+        ``exposed_communication_s``, ``step_time_s``, ``binding_constraint``, ``tokens_per_s``, ``mfu``;
+        ``transfers``, a list of ``TimedTransfer.as_dict()`` (``transfer_table``'s rows); and ``framework``, the
+        framework's name ("ideal model" without one) and ``not_run``."""
         model, plan, cluster, memory, step = self.model, self.plan, self.cluster, self.memory, self.step
         t, p, d, b, m, v = plan.sizes
         return {
@@ -334,6 +418,8 @@ class PartitionReport:
             "tokens_per_s": self.tokens_per_s,
             "mfu": float(step.mfu),
             "transfers": [x.as_dict() for x in self.transfers],
+            "framework": "ideal model" if self.framework is None else self.framework.name,
+            "not_run": self.not_run,
         }
 
 
@@ -345,11 +431,19 @@ def partition_report(
     compute_efficiency=0.5,
     dtype="bf16",
     memory_margin=0.0,
+    framework=None,
 ) -> PartitionReport:
-    """Everything the partition explorer shows for one plan, from the ideal model, as a ``PartitionReport``: one
-    evaluation of the model (``memory_breakdown`` and ``step_time`` with ``calibration=None``, the transfers timed
-    once for both the step and its ``transfers``; the plan checked against the model once), its memory judged also
-    with ``memory_margin`` to spare.
+    """Everything the partition explorer shows for one plan as a ``PartitionReport``: one evaluation of the model,
+    its memory judged also with ``memory_margin`` to spare.
+
+    ``framework=None``: the ideal model (``memory_breakdown`` and ``step_time`` with ``calibration=None``, compute at
+    ``compute_efficiency`` × peak, the transfers timed once for both the step and its ``transfers``; the plan checked
+    against the model once). A framework (a ``parallelism.Framework`` or a key of ``parallelism.FRAMEWORKS``): the
+    calibrated model as that framework runs the plan, under the default calibration for ``cluster``
+    (``step_time(..., framework=...)``, ``calibrated_memory_breakdown``; ``compute_efficiency`` unused), its
+    transfers' times apportioned from the calibrated step axis by axis (``_calibrated_rows`` states the rule). A
+    plan the framework does not run (ZeRO-2/3 with a pipeline under Megatron-LM or nanotron) is a state, not an
+    error: the report of the ideal model, its ``not_run`` saying why (``_framework_refusal``).
 
     GPT-3 175B on 8 nodes of 8 A100: t = 16 instead of 8 (p = 4 instead of 8, the same 64 GPUs) puts the
     tensor-parallel all-reduces on InfiniBand, and the step gets slower.
@@ -368,8 +462,49 @@ def partition_report(
     16 InfiniBand 3072 1.81 s 18.7 s
     >>> r.as_dict()["step_time_s"] == r.step.total_s, r.as_dict()["transfers"][0]["link_family"]
     (True, 'InfiniBand')
+
+    As Megatron-LM runs the t = 16 plan: it hides the backward tensor-parallel all-reduces behind the weight-gradient
+    GEMMs, so less of the tensor-parallel time is exposed than its whole:
+
+    >>> r = partition_report(GPT3_175B, plan.replace(tensor_parallel=16, pipeline_parallel=4),
+    ...                      replace(DGX_A100, nodes=8), framework="megatron")
+    >>> tp = sum(x.time_s for x in r.transfers if x.transfer.axis == "tensor")
+    >>> format_time(tp), format_time(r.step.exposed_s["tensor"]), r.as_dict()["framework"].split(" (")[0]
+    ('3.61 s', '1.81 s', 'Megatron-LM')
+    >>> [format_time(x.exposed_s) for x in r.transfers if x.transfer.axis == "tensor"]   # forward, backward
+    ['1.81 s', '0 s']
+    >>> r = partition_report(GPT3_175B, plan.replace(zero_stage=3), replace(DGX_A100, nodes=8), framework="megatron")
+    >>> r.framework is None, r.not_run
+    (True, 'Megatron-LM does not run ZeRO-3 with a pipeline (p = 8): its highest ZeRO stage with one is 1')
     """
     _check_cluster_holds(plan, cluster)
-    step, timed = _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)  # checks the plan for the model
-    memory = _ideal_memory_breakdown(model, plan)
-    return PartitionReport(model, plan, cluster, memory, step, _timed_rows(cluster, *timed), memory_margin)
+    not_run = "" if framework is None else _framework_refusal(plan, resolve_framework(framework))
+    if framework is None or not_run:
+        step, timed = _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)  # checks the plan
+        memory = _ideal_memory_breakdown(model, plan)
+        rows = _timed_rows(cluster, *timed)
+        return PartitionReport(model, plan, cluster, memory, step, rows, memory_margin, not_run=not_run)
+    calibration = resolve_calibration("default", cluster, framework)
+    assert calibration is not None
+    step = calibrated_step_time(model, plan, cluster, calibration, dtype)  # checks the plan for model and framework
+    memory = calibrated_memory_breakdown(model, plan, calibration)
+    rows = _calibrated_rows(model, plan, cluster, calibration, step)
+    return PartitionReport(model, plan, cluster, memory, step, rows, memory_margin, calibration.framework)
+
+
+def _framework_refusal(plan: ParallelPlan, framework: Framework) -> str:
+    """Why ``framework`` does not run ``plan``, "" if it does: a ZeRO stage above its ``max_zero_stage_with_pipeline``
+    with p > 1 (the rule ``parallelism.check_plan_for_model`` enforces for a calibration), as one sentence.
+
+    >>> from course_lib.parallelism import FRAMEWORKS, ParallelPlan
+    >>> _framework_refusal(ParallelPlan(pipeline_parallel=4, zero_stage=1), FRAMEWORKS["megatron"])
+    ''
+    >>> _framework_refusal(ParallelPlan(pipeline_parallel=4, zero_stage=2), FRAMEWORKS["nanotron"])
+    'nanotron does not run ZeRO-2 with a pipeline (p = 4): its highest ZeRO stage with one is 1'
+    """
+    limit, p = framework.max_zero_stage_with_pipeline, plan.pipeline_parallel
+    if p > 1 and plan.zero_stage > limit:
+        name = framework.name.split(" (")[0]
+        stage = plan.zero_stage
+        return f"{name} does not run ZeRO-{stage} with a pipeline (p = {p}): its highest ZeRO stage with one is {limit}"
+    return ""

@@ -17,7 +17,7 @@ from .. import _check, units
 from ..budget import PartitionReport, TimedTransfer
 from .fast import FastText, FastTextGroup, LiveFigure
 from .memory_budget import MEMORY_COMPONENTS
-from .style import AXIS_COLORS, COLORS, MARGIN_STYLE
+from .style import AXIS_COLORS, COLORS, MARGIN_STYLE, RANK_COLORS
 
 __all__ = [
     "PartitionFigure",
@@ -27,28 +27,41 @@ __all__ = [
     "transfer_row",
     "drawn_stages",
     "figure_texts",
+    "PLAN_AXIS_COLORS",
+    "expert_ranks",
+    "sequence_halves",
 ]
 
 MAX_STAGES_DRAWN = 8  # with more pipeline stages, the first four, a gap and the last three are drawn
 MAX_STRIPES = 16  # tensor-parallel slices drawn inside a stage box (more are drawn as 16, the label says t)
 MAX_REPLICAS_DRAWN = 3  # data-parallel copies drawn behind the model
-MAX_ROWS = 10  # boundary tensors listed (sequence parallelism and ZeRO-3 make 9)
+FULL_SPACING_ROWS = 10  # rows listed one line apart; up to MAX_ROWS more are listed closer together
+MAX_ROWS = 14  # boundary tensors listed (the rest are counted in the table's note)
+MAX_SEQUENCE_CELLS = 64  # a ring of c ≤ 32 cuts the sequence into 2c zig-zag halves
+MAX_EXPERTS_DRAWN = 64
 STAGE_COLORS = ("#4C72B0", "#DD8452", "#55A868", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
 LINK_COLORS = {"NVLink": "#2F6DB5", "InfiniBand": "#C0392B"}  # by hardware.Link.family
+# The axes' colours: the three classic ones and ZeRO (``style.AXIS_COLORS``), context (the sequence split), expert
+# (the all-to-alls) and the experts' own gradient reduction (a darker data-parallel green).
+PLAN_AXIS_COLORS = {**AXIS_COLORS, "context": "#1799A8", "expert": "#B8860B", "expert data": "#2E7D4F"}
 # The step's time, left to right: (label, colour, its seconds in a budget.StepTime).
 STEP_SEGMENTS = (
     ("compute", COLORS["compute"], lambda step: step.compute_s),
     ("bubble", "#AAAAAA", lambda step: step.bubble_s),
     ("exposed tensor parallel", AXIS_COLORS["tensor"], lambda step: step.exposed_s["tensor"]),
-    ("exposed data parallel", AXIS_COLORS["data"], lambda step: step.exposed_s["data"]),
+    ("exposed data parallel", AXIS_COLORS["data"], lambda step: step.exposed_s["data"] + _axis_s(step, "expert data")),
     ("pipeline sends", AXIS_COLORS["pipeline"], lambda step: step.exposed_s["pipeline"]),
+    ("exposed context parallel", PLAN_AXIS_COLORS["context"], lambda step: _axis_s(step, "context")),
+    ("exposed expert parallel", PLAN_AXIS_COLORS["expert"], lambda step: _axis_s(step, "expert")),
 )
-_AXIS_SHORT = {"tensor": "TP", "pipeline": "PP", "data": "DP"}
+KEYED_SEGMENTS = 5  # segments with a row in the key under the bar; the last two are named above it when used
+_AXIS_SHORT = {"tensor": "TP", "pipeline": "PP", "data": "DP", "context": "CP", "expert": "EP", "expert data": "EDP"}
 _OP_SHORT = {
     "all_reduce": "all-reduce",
     "reduce_scatter": "reduce-scatter",
     "all_gather": "all-gather",
     "send_recv": "send/recv",
+    "all_to_all": "all-to-all",
 }
 # The transfer table's columns: (header, x in axes fraction, alignment).
 _COLUMNS = (
@@ -62,6 +75,39 @@ _COLUMNS = (
     ("per step", 0.93, "right"),
     ("exposed", 1.01, "right"),
 )
+
+
+def _axis_s(step, axis: str) -> float:
+    """A ``StepTime``'s exposed seconds on ``axis``, 0 for an axis the plan does not use."""
+    return step.exposed_s.get(axis, 0.0)
+
+
+def sequence_halves(context_parallel: int, kind: str) -> list:
+    """The context-parallel rank that holds each piece of a sequence, in order: ring attention cuts it into 2c halves
+    and rank i holds halves i and 2c − 1 − i (the zig-zag split that balances the causal mask); the all-to-all form
+    into c chunks, one per rank.
+
+    >>> sequence_halves(4, "ring"), sequence_halves(4, "all_to_all")
+    ([0, 1, 2, 3, 3, 2, 1, 0], [0, 1, 2, 3])
+    """
+    c = context_parallel
+    if kind == "ring":
+        return [min(half, 2 * c - 1 - half) for half in range(2 * c)]
+    return list(range(c))
+
+
+def expert_ranks(experts: int, expert_parallel: int, tensor_parallel: int, devices_per_node: int) -> list:
+    """(rank, node) of the expert-parallel rank that holds each of a MoE layer's ``experts`` (E/e contiguous
+    experts per rank); the e ranks of the first group sit ``tensor_parallel`` devices apart from device 0
+    (``budget.axis_stride``), so a rank's node is rank · t // devices per node.
+
+    >>> expert_ranks(8, 8, 2, 8)   # t = 2 pushes ranks 4–7 to the second node
+    [(0, 0), (1, 0), (2, 0), (3, 0), (4, 1), (5, 1), (6, 1), (7, 1)]
+    >>> expert_ranks(8, 2, 1, 8)
+    [(0, 0), (0, 0), (0, 0), (0, 0), (1, 0), (1, 0), (1, 0), (1, 0)]
+    """
+    per_rank = experts // expert_parallel
+    return [(j // per_rank, (j // per_rank) * tensor_parallel // devices_per_node) for j in range(experts)]
 
 
 def _key_y(row: int) -> float:
@@ -131,13 +177,20 @@ class PartitionFigure(LiveFigure):
 
     Top left: the embedding, the transformer blocks grouped into pipeline stages (one colour per stage, the
     tensor-parallel slices as lines inside each stage, a red line where a tensor group leaves its node), the output
-    layer; the data-parallel replicas as copies behind it; numbered markers where each boundary tensor crosses.
+    layer; the data-parallel replicas as copies behind it; numbered markers where each boundary tensor crosses. With
+    context parallelism (c > 1) each stage is cut in c dashed bands (a device holds s/c of each sequence) and, above
+    the model, the sequence's 2c halves (ring: rank i holds halves i and 2c − 1 − i, the zig-zag split) or c chunks
+    (all-to-all) in the colour of the rank that holds them. For a mixture of experts, under the model, one MoE
+    layer's E experts in the colour of the expert-parallel rank that holds them, a red line where those ranks change
+    node, the all-to-all's bracket under them and the link it runs on (blue NVLink, red the network).
     Bottom left: one row per boundary tensor (the markers' numbers): axis, tensor, collective or send, payload per
     call, calls per step, link, time per step, exposed time. Right: memory per device by component against the
     capacity, ``memory_margin`` (the reports' own, checked) as a hatched band under the capacity, drawn once with the
     static artists (a plan fits with the margin when its bar ends left of the band); the step time split into
-    compute, bubble, exposed tensor-parallel, exposed data-parallel and pipeline sends; under each bar a key of its
-    parts with their values (zeros too).
+    compute, bubble, exposed tensor-parallel, exposed data-parallel (the experts' own gradient group included) and
+    pipeline sends, and the exposed context and expert all-to-alls, named above the bar in their colours when the plan
+    uses them; under each bar a key of its parts with their values (zeros too). Past 10 rows the table's rows close
+    up; past ``MAX_ROWS`` its note counts the rest.
 
     >>> from dataclasses import replace
     >>> from matplotlib.figure import Figure
@@ -211,6 +264,22 @@ class PartitionFigure(LiveFigure):
                 zorder=6,
             )
         )
+        self.sequence_cuts = ax.add_collection(
+            LineCollection([], colors="#333333", linewidths=0.7, linestyles=(0, (2, 2)), zorder=4)
+        )
+        self.sequence_cells = BoxGroup(ax, edgecolor="white", linewidth=0.6, zorder=3)
+        self.sequence_numbers = FastTextGroup(ax, size=8, ha="center", va="center", zorder=4)
+        self.sequence_label = FastText(
+            ax, (84.0, 50.3), size=8, ha="right", va="center", color=PLAN_AXIS_COLORS["context"]
+        )
+        self.expert_cells = BoxGroup(ax, edgecolor="white", linewidth=0.6, zorder=3)
+        self.expert_numbers = FastTextGroup(ax, size=8, ha="center", va="center", zorder=4)
+        self.expert_cuts = ax.add_collection(
+            LineCollection([], colors=LINK_COLORS["InfiniBand"], linewidths=2.2, zorder=5)
+        )
+        self.expert_bracket = ax.add_collection(LineCollection([], linewidths=1.4, zorder=4))
+        self.expert_title = FastText(ax, (67, 11.5), size=8, va="center", color=PLAN_AXIS_COLORS["expert"])
+        self.expert_label = FastText(ax, (57.5, 1.9), size=8, va="center")
         self.marker_colors = {
             axis: ax.add_line(
                 Line2D(
@@ -225,7 +294,7 @@ class PartitionFigure(LiveFigure):
                     zorder=6,
                 )
             )
-            for axis, color in AXIS_COLORS.items()
+            for axis, color in PLAN_AXIS_COLORS.items()
             if axis != "zero"
         }
         self.marker_numbers = FastTextGroup(ax, size=8, ha="center", va="center", weight="bold", zorder=7)
@@ -242,6 +311,16 @@ class PartitionFigure(LiveFigure):
             self.stage_labels,
             self.device_labels,
             self.hops,
+            self.sequence_cuts,
+            self.sequence_cells,
+            self.sequence_numbers,
+            self.sequence_label,
+            self.expert_cells,
+            self.expert_numbers,
+            self.expert_cuts,
+            self.expert_bracket,
+            self.expert_title,
+            self.expert_label,
             *self.marker_colors.values(),
             self.marker_numbers,
             self.tensor_label,
@@ -252,7 +331,7 @@ class PartitionFigure(LiveFigure):
     def _build_table(self):
         ax = self.table_ax
         ax.set_xlim(0, 1)
-        ax.set_ylim(MAX_ROWS + 0.5, -1.5)
+        ax.set_ylim(FULL_SPACING_ROWS + 0.5, -1.5)
         ax.set_axis_off()
         for header, x, ha in _COLUMNS:
             ax.text(x, -1.0, header, ha=ha, va="center", fontsize=8, fontweight="bold")
@@ -296,9 +375,14 @@ class PartitionFigure(LiveFigure):
         ax.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "25 %", "50 %", "75 %", "100 %"], fontsize=8)
         ax.set_title("where the step's time goes", fontsize=9, loc="left", pad=16)
         self.step_segments = BoxGroup(ax, edgecolor="white", zorder=2)  # one box per STEP_SEGMENTS term
-        self._key_rows(ax, [(label, color) for label, color, _ in STEP_SEGMENTS])
+        self._key_rows(ax, [(label, color) for label, color, _ in STEP_SEGMENTS[:KEYED_SEGMENTS]])
         self.step_values = FastTextGroup(self.step_ax, size=8, ha="right", va="center", transform=ax.transAxes)
         self.step_text = FastText(ax, (0, 1), size=8, transform=ax.transAxes, va="bottom", offset=(0, 3))
+        # the context and expert segments, named above the bar in their colours (no room for key rows under it)
+        self.step_extra = [
+            FastText(ax, (x, 1), size=8, ha="right", color=color, transform=ax.transAxes, va="bottom", offset=(0, 3))
+            for x, (_, color, _) in zip((0.68, 1.0), STEP_SEGMENTS[KEYED_SEGMENTS:], strict=True)
+        ]
         self._animated += [
             self.memory_segments,
             self.memory_values,
@@ -306,6 +390,7 @@ class PartitionFigure(LiveFigure):
             self.step_segments,
             self.step_values,
             self.step_text,
+            *self.step_extra,
         ]
 
     @staticmethod
@@ -328,15 +413,20 @@ class PartitionFigure(LiveFigure):
 
     def _update_diagram(self, r: PartitionReport):
         t, p, d, _, _, v = r.plan.sizes
+        c, e = r.plan.context_parallel, r.plan.expert_parallel
         cluster = r.cluster
         g = cluster.devices_per_node
+        split = f"d·t·p = {d}·{t}·{p}" if c == e == 1 else f"d·c·t·p = {d}·{c}·{t}·{p}"
+        experts = f", e = {e} of d·c" if e > 1 else ""
         self.title.set_text(
-            f"{r.model.name}: d·t·p = {d}·{t}·{p} = {r.plan.devices} of {cluster.devices} {cluster.accelerator.name} "
+            f"{r.model.name}: {split} = {r.plan.devices}{experts} of {cluster.devices} {cluster.accelerator.name} "
             f"({cluster.nodes} nodes of {g})"
         )
         self.subtitle.set_text(
             f"step {units.format_time(r.step.total_s)} · {units.format_count(r.tokens_per_s)} tokens/s · "
             f"MFU {units.format_percent(r.step.mfu)} · binding: {r.binding_constraint}"
+            + (f" · as {r.framework.name.split(' (')[0]} runs it" if r.framework is not None else "")
+            + (" · the ideal model: the framework does not run this plan" if r.not_run else "")
         )
         stages = drawn_stages(p)
         left, right, y, height = 9.0, 91.0, 24.0, 14.0
@@ -365,7 +455,7 @@ class PartitionFigure(LiveFigure):
             layer_text = f"L{first_layer}–{first_layer + per_stage - 1}" if v == 1 else f"{v} chunks"
             labels.append(((x + width / 2, y - 0.8), f"stage {stage + 1}" if len(stages) <= 5 else f"{stage + 1}"))
             labels.append(((x + width / 2, y - 4.3), layer_text if len(stages) <= 5 else ""))
-            first_rank = stage * t * d
+            first_rank = stage * t * d * c  # pipeline stages are outermost, at stride t·c·d
             devices.append(((x + width / 2, y - 7.8), _node_span(first_rank, t, g, named=not spans_nodes)))
             if index + 1 < len(stages):
                 hops.append(((x + width + (slot - width) / 2, y + height / 2), "⇄"))
@@ -375,6 +465,8 @@ class PartitionFigure(LiveFigure):
             self.gap.set_position((left + gap * slot + slot / 2, y + height / 2))
         self.model_boxes.set_boxes(boxes)
         self.stage_bounds = [box[:4] for box in boxes[2:]]
+        self._update_sequence(r, boxes)
+        self._update_experts(r)
         self.stripes.set_segments(stripes)
         self.node_cuts.set_segments(cuts)
         self.stage_labels.set_texts(labels)
@@ -389,10 +481,13 @@ class PartitionFigure(LiveFigure):
             "tensor": [(first_x + width * 0.5 + 4.5 * (k - 0.5), y + height + 3.5) for k in range(4)],
             "pipeline": [(first_x + width + (slot - width) / 2 + dx, y + height + 8.5) for dx in (-2.2, 2.2)],
             "data": [(95.5 - 4.5 * k, y + height + 8.5) for k in range(3)],
+            "expert data": [(95.5 - 4.5 * k, y + height + 3.5) for k in range(3)],
+            "context": [(56.0 + 3.0 * k, y + height + 8.5) for k in range(4)],  # left of the sequence's halves
+            "expert": [(58.5, 10.2), (62.9, 10.2), (58.5, 5.6), (62.9, 5.6)],
         }
         numbers, positions = [], {axis: [] for axis in self.marker_colors}
         used = {axis: 0 for axis in self.marker_colors}
-        for number, timed in enumerate(r.transfers[:MAX_ROWS], start=1):
+        for number, timed in enumerate(_listed(r.transfers), start=1):
             axis = timed.transfer.axis
             xy = places[axis][min(used[axis], len(places[axis]) - 1)]
             used[axis] += 1
@@ -419,24 +514,87 @@ class PartitionFigure(LiveFigure):
             f"ZeRO-{zero}: {sharded[zero]} split into d = {d} shards" if zero and d > 1 else f"ZeRO-{zero}: no shards"
         )
 
+    def _update_sequence(self, r: PartitionReport, boxes) -> None:
+        """The sequence split: each box of the model cut in c bands (a device holds s/c of every sequence's tokens),
+        and above it the sequence's 2c zig-zag halves (ring) or c chunks (all-to-all), coloured by the rank that
+        holds them."""
+        c, kind = r.plan.context_parallel, r.plan.context_parallel_kind
+        cuts, cells, numbers, label = [], [], [], ""
+        if c > 1:
+            bands = min(c, MAX_STRIPES)
+            for x, y, width, height, _ in boxes[2:]:  # the stages (the embedding and head keep their names legible)
+                cuts += [[(x, y + height * k / bands), (x + width, y + height * k / bands)] for k in range(1, bands)]
+            ranks = sequence_halves(c, kind)
+            left, right, bottom, tall = 67.0, 84.0, 44.8, 3.4
+            cell = (right - left) / len(ranks)
+            for k, rank in enumerate(ranks):
+                cells.append((left + k * cell, bottom, cell, tall, RANK_COLORS[rank % len(RANK_COLORS)]))
+                if len(ranks) <= 8:
+                    numbers.append(((left + (k + 0.5) * cell, bottom + tall / 2), str(rank)))
+            s = units.format_count(r.model.seq_len)
+            label = f"s = {s}, zig-zag halves" if kind == "ring" else f"s = {s}, one chunk per rank"
+        self.sequence_cuts.set_segments(cuts)
+        self.sequence_cells.set_boxes(cells)
+        self.sequence_numbers.set_texts(numbers)
+        self.sequence_label.set_text(label)
+
+    def _update_experts(self, r: PartitionReport) -> None:
+        """One MoE layer's E experts coloured by the expert-parallel rank that holds them, a red line where the e
+        ranks change node, and a bracket under them in the colour of the link their all-to-all runs on."""
+        experts, e, g = r.model.experts, r.plan.expert_parallel, r.cluster.devices_per_node
+        cells, numbers, cuts, bracket, title, label = [], [], [], [], "", ""
+        link = next((x.link.family for x in r.transfers if x.transfer.axis == "expert"), "none")
+        if experts > 1:
+            held = expert_ranks(experts, e, r.plan.tensor_parallel, g)
+            left, right, bottom, tall = 67.0, 99.0, 6.3, 3.6
+            width = (right - left) / len(held)
+            for j, (rank, node) in enumerate(held):
+                cells.append((left + j * width, bottom, width, tall, RANK_COLORS[rank % len(RANK_COLORS)]))
+                if j and node != held[j - 1][1]:
+                    cuts.append([(left + j * width, bottom - 1.4), (left + j * width, bottom + tall + 0.3)])
+            per_rank = (right - left) / e
+            if e <= 16:
+                numbers = [((left + (k + 0.5) * per_rank, bottom + tall / 2), str(k)) for k in range(e)]
+            title = f"E = {experts} experts of a MoE layer, by rank"
+            if e > 1:
+                ticks = [left + (k + 0.5) * per_rank for k in range(e)]
+                under = bottom - 0.9  # under the experts: the title sits over them
+                bracket = [[(ticks[0], under), (ticks[-1], under)]] + [[(x, under), (x, bottom)] for x in ticks]
+                nodes = _node_span(0, (e - 1) * r.plan.tensor_parallel + 1, g)
+                label = f"e = {e} ranks on {nodes}: all-to-all on {link}"
+            else:
+                label = f"e = 1: every device holds all {experts} experts"
+        self.expert_cells.set_boxes(cells)
+        self.expert_numbers.set_texts(numbers)
+        self.expert_cuts.set_segments(cuts)
+        self.expert_bracket.set_segments(bracket)
+        self.expert_bracket.set_color(LINK_COLORS.get(link, "#888888"))
+        self.expert_title.set_text(title)
+        self.expert_label.set_text(label)
+        self.expert_label.set_color(LINK_COLORS.get(link, "#444444"))
+
     def _update_table(self, r: PartitionReport):
-        transfers = r.transfers[:MAX_ROWS]
+        transfers = _listed(r.transfers)
         rows = [transfer_row(number, x) for number, x in enumerate(transfers, start=1)]
         self.columns = [[row[column] for row in rows] for column in range(len(_COLUMNS))]
         placed = {"left": [], "right": []}
+        spacing = min(1.0, FULL_SPACING_ROWS / max(len(rows), 1))  # past 10 rows, closer together
         for column, (_, x, ha) in enumerate(_COLUMNS):
             if column != 6:
-                placed[ha] += [((x, k), row[column]) for k, row in enumerate(rows)]
+                placed[ha] += [((x, k * spacing), row[column]) for k, row in enumerate(rows)]
         self.table_left.set_texts(placed["left"])
         self.table_right.set_texts(placed["right"])
         link_x = _COLUMNS[6][1]
-        self.nvlink_rows.set_texts([((link_x, k), row[6]) for k, row in enumerate(rows) if row[6] != "InfiniBand"])
-        self.network_rows.set_texts([((link_x, k), row[6]) for k, row in enumerate(rows) if row[6] == "InfiniBand"])
-        every = sum(x.time_s for x in transfers)
-        hidden = every - sum(x.exposed_s for x in transfers)
-        self.table_note.set_position((0, len(rows) + 0.3))
+        links = [((link_x, k * spacing), row[6]) for k, row in enumerate(rows)]
+        self.nvlink_rows.set_texts([(xy, link) for xy, link in links if link != "InfiniBand"])
+        self.network_rows.set_texts([(xy, link) for xy, link in links if link == "InfiniBand"])
+        every = sum(x.time_s for x in r.transfers)
+        hidden = every - sum(x.exposed_s for x in r.transfers)
+        more = len(r.transfers) - len(rows)
+        self.table_note.set_position((0, len(rows) * spacing + 0.3))
         self.table_note.set_text(
             f"hidden behind compute: {units.format_time(hidden)} of {units.format_time(every)}"
+            + (f" ({more} more rows not listed)" if more else "")
             if transfers
             else "no tensor crosses a device boundary: one device holds everything"
         )
@@ -471,8 +629,18 @@ class PartitionFigure(LiveFigure):
             start += share
             values.append(((1.0, _key_y(row)), units.format_time(seconds)))
         self.step_segments.set_boxes(boxes)
-        self.step_values.set_texts(values)
+        self.step_values.set_texts(values[:KEYED_SEGMENTS])
         self.step_text.set_text(f"step {units.format_time(total)}")
+        for text, (_, _, seconds_of), axis in zip(
+            self.step_extra, STEP_SEGMENTS[KEYED_SEGMENTS:], ("context", "expert"), strict=True
+        ):
+            used = axis in r.step.exposed_s
+            text.set_text(f"{_AXIS_SHORT[axis]} {units.format_time(seconds_of(r.step))}" if used else "")
+
+
+def _listed(transfers) -> tuple:
+    """The transfers the table lists (and the diagram numbers): the first ``MAX_ROWS``."""
+    return transfers[:MAX_ROWS]
 
 
 def figure_texts(live: PartitionFigure) -> list:

@@ -1,7 +1,9 @@
 """Lab 5 · the partition explorer: one model diagram, every split, the tensors that cross each device boundary.
 
-Every number comes from one call, ``budget.partition_report`` (the ideal model: ``memory_breakdown`` and
-``step_time`` with ``calibration=None``, ``step_transfers`` timed on the cluster's links): ``compute`` returns that
+Every number comes from one call, ``budget.partition_report`` (by default the ideal model: ``memory_breakdown`` and
+``step_time`` with ``calibration=None``, ``step_transfers`` timed on the cluster's links; the *framework* control runs
+the calibrated model as Megatron-LM, DeepSpeed, FSDP2 or nanotron run the plan, and a plan the framework does not run
+is the ideal model's report saying so, ``not_run``): ``compute`` returns that
 ``budget.PartitionReport``, which alone the figure (``viz.partition.PartitionFigure``) and the summary read and
 ``lab.typed_result`` holds. ``lab.result`` shows it as a plain dict: ``PartitionReport.as_dict()`` (the plan's sizes,
 memory per device, the step's terms, ``transfers``: one dict per boundary tensor) and the lab's ``cluster`` (the
@@ -11,14 +13,18 @@ between nodes; Megatron-LM's placement puts the tensor-parallel ranks next to ea
 node and t = 16 spans two.
 
 Only valid plans are reachable. The controls are declared in ``CONTROLS`` in the order their stops depend on each
-other: the model (a preset, or the custom layers, hidden size and heads, whose heads divide the hidden size; their
-sliders show only while the model is “custom”), the
+other: the model (a dense preset, a mixture of experts (Mixtral 8x7B, 8x22B, DeepSeekMoE 16B), or the custom layers,
+hidden size and heads, whose heads divide the hidden size; their sliders show only while the model is “custom”), the
 node type, then t (the divisors of the model's heads that divide a node's 8 GPUs or are multiples of them: a tensor
-group fills part of one node or whole nodes), p (the divisors of its layers with t·p ≤ 4096 GPUs), d (with
-d·t·p ≤ 4096), the node count (only clusters that hold the plan), the schedule (interleaving needs p > 1 and a
-divisor v ≥ 2 of the layers per stage), v and m (interleaved: multiples of p). Moving a control gives each later one
-that depends on it its new stops (``Lab.sync_choices``): t up pushes d down when the plan would pass 4096 GPUs, and
-grows the cluster when it no longer holds the plan.
+group fills part of one node or whole nodes), c (context parallelism: sizes up to 32 that divide the sequence) and the
+attention split (ring attention's zig-zag halves always; DeepSpeed-Ulysses' all-to-all form only where c divides the
+heads per tensor rank and the key/value heads), p (the divisors of its layers with t·c·p ≤ 4096 GPUs), e (expert
+parallelism: the divisors of the model's experts, 1 for a dense model), d (with d·t·c·p ≤ 4096 and e dividing d·c:
+Megatron-Core carves the expert ranks out of the data and context ranks), the node count (only clusters that hold the
+plan's d·t·c·p GPUs), the schedule (interleaving needs p > 1 and a divisor v ≥ 2 of the layers per stage), v and m
+(interleaved: multiples of p). Moving a control gives each later one that depends on it its new stops
+(``Lab.sync_choices``): t up pushes d down when the plan would pass 4096 GPUs, e up pushes d up to a multiple of e/c,
+and either grows the cluster when it no longer holds the plan.
 
 >>> from course_lib import units
 >>> lab = partition_lab()
@@ -61,7 +67,16 @@ CUSTOM = "custom"
 # a gamble.
 MEMORY_MARGIN = parallelism.PLAYBOOK_CALIBRATION.memory_margin
 MODELS = {
-    m.name: m for m in (parallelism.GPT3_175B, parallelism.MEGATRON_1T, parallelism.LLAMA3_8B, parallelism.LLAMA3_70B)
+    m.name: m
+    for m in (
+        parallelism.GPT3_175B,
+        parallelism.MEGATRON_1T,
+        parallelism.LLAMA3_8B,
+        parallelism.LLAMA3_70B,
+        parallelism.MIXTRAL_8X7B,
+        parallelism.MIXTRAL_8X22B,
+        parallelism.DEEPSEEK_MOE_16B,
+    )
 }
 CLUSTERS = {
     "nodes of 8 A100 (NVLink 3, InfiniBand HDR)": hardware.DGX_A100,
@@ -72,6 +87,8 @@ NODE_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384,
 DATA_PARALLEL_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 GRAD_ACCUM_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 MAX_TENSOR_PARALLEL, MAX_PIPELINE_PARALLEL, MAX_VIRTUAL_STAGES = 64, 128, 8
+CONTEXT_PARALLEL_SIZES = (1, 2, 4, 8, 16, 32)
+EXPERT_PARALLEL_SIZES = (1, 2, 4, 8, 16, 32, 64)
 CUSTOM_LAYERS = (12, 24, 32, 40, 48, 64, 80, 96, 128)
 CUSTOM_HIDDEN = (1024, 2048, 4096, 5120, 6144, 8192, 12288, 16384, 20480, 25600)
 CUSTOM_HEADS = (8, 16, 32, 40, 48, 64, 96, 128, 160)
@@ -136,34 +153,82 @@ def tensor_parallel_stops(values: dict) -> tuple:
     return tuple(int(t) for t in sizes[even] if per_node % t == 0 or t % per_node == 0)
 
 
+def context_parallel_stops(values: dict) -> tuple:
+    """c: the sizes up to 32 that divide the model's sequence (ring attention's split), with t·c ≤ ``MAX_DEVICES``.
+
+    >>> context_parallel_stops(DEFAULTS)   # GPT-3 175B: s = 2048
+    (1, 2, 4, 8, 16, 32)
+    """
+    model, t = model_for(values), values["tensor_parallel"]
+    sizes = np.asarray(CONTEXT_PARALLEL_SIZES)
+    even = parallelism.splits_context_and_experts(model, t, sizes, "ring")
+    return tuple(int(c) for c in sizes[even] if t * c <= MAX_DEVICES)
+
+
+def context_parallel_kind_stops(values: dict) -> tuple:
+    """Ring attention always (with c = 1 it does nothing); DeepSpeed-Ulysses' all-to-all form where c > 1 divides the
+    heads per tensor-parallel rank and the key/value heads (``parallelism.splits_context_and_experts``).
+
+    >>> context_parallel_kind_stops({**DEFAULTS, "context_parallel": 4}), context_parallel_kind_stops(DEFAULTS)
+    (('ring', 'all_to_all'), ('ring',))
+    >>> context_parallel_kind_stops({**DEFAULTS, "context_parallel": 32})   # 96 heads / t = 8: 12 per rank
+    ('ring',)
+    """
+    c = values["context_parallel"]
+    ulysses = c > 1 and parallelism.splits_context_and_experts(
+        model_for(values), values["tensor_parallel"], c, "all_to_all"
+    )
+    return ("ring", "all_to_all") if ulysses else ("ring",)
+
+
+def expert_parallel_stops(values: dict) -> tuple:
+    """e: the divisors of the model's experts up to 64 (1 for a dense model) for which some d gives e | d·c within
+    ``MAX_DEVICES`` (Megatron-Core carves the expert ranks out of the data and context ranks).
+
+    >>> expert_parallel_stops({**DEFAULTS, "model": "Mixtral 8x7B"}), expert_parallel_stops(DEFAULTS)
+    ((1, 2, 4, 8), (1,))
+    """
+    model = model_for(values)
+    sizes = np.asarray(EXPERT_PARALLEL_SIZES)
+    even = parallelism.splits_context_and_experts(model, expert_parallel=sizes)
+    return tuple(int(e) for e in sizes[even] if data_parallel_stops({**values, "expert_parallel": int(e)}))
+
+
 def pipeline_parallel_stops(values: dict) -> tuple:
-    """p: the divisors of the model's layers up to 128 with t·p ≤ ``MAX_DEVICES``.
+    """p: the divisors of the model's layers up to 128 with t·c·p ≤ ``MAX_DEVICES``.
 
     >>> pipeline_parallel_stops({**DEFAULTS, "tensor_parallel": 48})   # 48 · 96 > 4096
     (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48)
     """
     sizes = np.arange(1, min(MAX_PIPELINE_PARALLEL, model_for(values).layers) + 1)
     even = parallelism.splits_evenly(model_for(values), pipeline_parallel=sizes)
-    return tuple(int(p) for p in sizes[even] if values["tensor_parallel"] * p <= MAX_DEVICES)
+    devices = values["tensor_parallel"] * values["context_parallel"]
+    return tuple(int(p) for p in sizes[even] if devices * p <= MAX_DEVICES)
 
 
 def data_parallel_stops(values: dict) -> tuple:
-    """d: the sizes with d·t·p ≤ ``MAX_DEVICES``.
+    """d: the sizes with d·t·c·p ≤ ``MAX_DEVICES`` and e dividing d·c (the expert ranks are data and context ranks).
 
-    >>> data_parallel_stops({"tensor_parallel": 8, "pipeline_parallel": 16})
+    >>> data_parallel_stops({"tensor_parallel": 8, "pipeline_parallel": 16, "context_parallel": 1,
+    ...                      "expert_parallel": 1})
     (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+    >>> data_parallel_stops({"tensor_parallel": 1, "pipeline_parallel": 1, "context_parallel": 2,
+    ...                      "expert_parallel": 8})[:3]
+    (4, 8, 12)
     """
-    devices = values["tensor_parallel"] * values["pipeline_parallel"]
-    return tuple(d for d in DATA_PARALLEL_SIZES if d * devices <= MAX_DEVICES)
+    c, e = values["context_parallel"], values["expert_parallel"]
+    devices = values["tensor_parallel"] * values["pipeline_parallel"] * c
+    return tuple(d for d in DATA_PARALLEL_SIZES if d * devices <= MAX_DEVICES and (d * c) % e == 0)
 
 
 def nodes_stops(values: dict) -> tuple:
-    """The node counts whose GPUs hold the plan's d·t·p.
+    """The node counts whose GPUs hold the plan's d·t·c·p.
 
     >>> nodes_stops({**DEFAULTS, "tensor_parallel": 16})[:3]   # 128 GPUs need 16 nodes of 8
     (16, 24, 32)
     """
     devices = values["data_parallel"] * values["tensor_parallel"] * values["pipeline_parallel"]
+    devices *= values["context_parallel"]
     per_node = CLUSTERS[values["cluster"]].devices_per_node
     return tuple(n for n in NODE_COUNTS if n * per_node >= devices)
 
@@ -204,7 +269,32 @@ def grad_accum_steps_stops(values: dict) -> tuple:
     return tuple(sorted(m for m in set(GRAD_ACCUM_STEPS) | {p * k for k in (1, 2, 4, 8)} if m % p == 0))
 
 
-SIZES = ("tensor_parallel", "pipeline_parallel", "data_parallel")
+KIND_LABELS = {"ring": "ring (zig-zag)", "all_to_all": "all-to-all (Ulysses)"}
+IDEAL = "ideal"  # the framework control's first choice: no framework, the ideal model
+FRAMEWORK_LABELS = {
+    IDEAL: "ideal model",
+    "megatron": "Megatron-LM",
+    "deepspeed": "DeepSpeed",
+    "fsdp2": "PyTorch FSDP2",
+    "fsdp2-pipeline": "FSDP2 + pipeline (torchtitan)",
+    "nanotron": "nanotron",
+    "generic": "generic calibration",
+    "exposed": "nothing overlapped (bound)",
+}
+# What each of a framework's overlap options hides: its Framework field, the value that hides, the words, and
+# whether the plan has such transfers.
+HIDES = (
+    ("tensor_parallel_overlap", "backward", "the backward tensor-parallel calls behind the weight-gradient GEMMs",
+     lambda plan: plan.tensor_parallel > 1),
+    ("tensor_parallel_overlap", "all", "the tensor-parallel calls behind the GEMMs",
+     lambda plan: plan.tensor_parallel > 1),
+    ("overlap_grad_reduce", True, "gradient buckets behind the backward pass",
+     lambda plan: plan.data_parallel * plan.context_parallel > 1),
+    ("prefetch_parameter_gathers", True, "ZeRO's parameter gathers behind the compute before them",
+     lambda plan: plan.zero_stage > 0 and plan.data_parallel * plan.context_parallel > 1),
+    ("pipeline_overlap", True, "pipeline sends behind the next chunk", lambda plan: plan.virtual_stages > 1),
+)  # fmt: skip
+SIZES = ("tensor_parallel", "context_parallel", "expert_parallel", "pipeline_parallel", "data_parallel")
 # GPT-3 175B on 8 nodes of 8 A100 as Korthikanti et al. 2022 split it inside a node (t = 8, p = 8), d = 1.
 CONTROLS = (
     ControlSpec("model", "model", (*MODELS, CUSTOM), parallelism.GPT3_175B.name, kind="dropdown"),
@@ -213,16 +303,47 @@ CONTROLS = (
     ControlSpec("heads", "custom: heads", heads_stops, 96, depends_on=("hidden",)),
     ControlSpec("cluster", "cluster", tuple(CLUSTERS), next(iter(CLUSTERS)), kind="dropdown"),
     ControlSpec(
+        "framework",
+        "framework",
+        (IDEAL, *parallelism.FRAMEWORKS),
+        IDEAL,
+        lambda key: FRAMEWORK_LABELS.get(key, key),
+        kind="dropdown",
+    ),
+    ControlSpec(
         "tensor_parallel", "tensor parallel t", tensor_parallel_stops, 8, depends_on=(*MODEL_CONTROLS, "cluster")
+    ),
+    ControlSpec(
+        "context_parallel",
+        "context parallel c",
+        context_parallel_stops,
+        1,
+        depends_on=(*MODEL_CONTROLS, "tensor_parallel"),
+    ),
+    ControlSpec(
+        "context_parallel_kind",
+        "attention split",
+        context_parallel_kind_stops,
+        "ring",
+        KIND_LABELS.__getitem__,
+        kind="buttons",
+        depends_on=(*MODEL_CONTROLS, "tensor_parallel", "context_parallel"),
     ),
     ControlSpec(
         "pipeline_parallel",
         "pipeline parallel p",
         pipeline_parallel_stops,
         8,
-        depends_on=(*MODEL_CONTROLS, "tensor_parallel"),
+        depends_on=(*MODEL_CONTROLS, "tensor_parallel", "context_parallel"),
     ),
-    ControlSpec("data_parallel", "data parallel d", data_parallel_stops, 1, depends_on=SIZES[:2]),
+    ControlSpec(
+        "expert_parallel",
+        "expert parallel e",
+        expert_parallel_stops,
+        1,
+        depends_on=(*MODEL_CONTROLS, "tensor_parallel", "context_parallel", "pipeline_parallel"),
+    ),
+    ControlSpec("data_parallel", "data parallel d", data_parallel_stops, 1, depends_on=SIZES[:4]),
     ControlSpec("nodes", "nodes", nodes_stops, 8, depends_on=("cluster", *SIZES)),
     ControlSpec(
         "schedule",
@@ -284,8 +405,9 @@ class PartitionLab(Lab):
 
     def compute(self, values: dict) -> budget.PartitionReport:
         """One ``budget.partition_report`` of the plan, model and cluster the controls name."""
+        framework = None if values["framework"] == IDEAL else values["framework"]
         return budget.partition_report(
-            model_for(values), plan_from(values), cluster_for(values), memory_margin=MEMORY_MARGIN
+            model_for(values), plan_from(values), cluster_for(values), memory_margin=MEMORY_MARGIN, framework=framework
         )
 
     def result_dict(self, r: budget.PartitionReport) -> dict:
@@ -310,21 +432,62 @@ class PartitionLab(Lab):
             fit = f"fits, {'also' if r.fits_with_margin else '<b>but not</b>'} with the {margin} (hatched)"
         else:
             fit = "<b style='color:#C0392B'>does not fit</b>"
-        tp = (
-            f"tensor-parallel collectives on <b>{r.tensor_link}</b>: {s(r.tensor_time_s)} per step, all exposed"
-            if r.tensor_link != "none"
-            else "no tensor parallelism"
-        )
+        links = []
+        for axis, what in (("tensor", "tensor-parallel collectives"),
+                           ("context", f"context parallel ({KIND_LABELS[r.plan.context_parallel_kind]})"),
+                           ("expert", "expert all-to-alls")):  # fmt: skip
+            rows = [x for x in r.transfers if x.transfer.axis == axis]
+            if rows:
+                seconds, exposed = sum(x.time_s for x in rows), sum(x.exposed_s for x in rows)
+                shown = "all exposed" if exposed == seconds else f"{s(exposed)} exposed"
+                links.append(f"{what} on <b>{rows[0].link.family}</b>: {s(seconds)} per step, {shown}")
+        tp = "; ".join(links) if links else "no tensor parallelism"
         return (
             f"<b>{r.model.name}</b> on {r.plan.devices} of {r.cluster.devices} {r.cluster.accelerator.name}, global "
             f"batch {r.plan.global_batch} sequences: memory per device {b(r.memory.total)} of {b(r.capacity_bytes)} "
             f"({fit}); step <b>{s(r.step.total_s)}</b>, exposed communication {s(r.step.exposed_communication_s)}, "
-            f"bubble {s(r.step.bubble_s)}; binding: {r.binding_constraint}.<br>{tp}.<br>"
-            f"<small>The ideal model (compute at half of peak, nominal links); the {margin} is the memory the "
+            f"bubble {s(r.step.bubble_s)}; binding: {r.binding_constraint}.<br>{tp}.<br>{framework_html(r)}"
+            f"<small>{model_note(r)}; the {margin} is the memory the "
             f"calibrated model needed to spare on the Playbook's measured runs. The model “custom” shows sliders for "
-            f"its layers, hidden size and heads; t, p, d, v, m and the nodes offer only values that make a valid "
-            f"plan.</small>"
+            f"its layers, hidden size and heads; t, c, p, e, d, v, m and the nodes offer only values that make a "
+            f"valid plan.</small>"
         )
+
+
+def framework_html(r: budget.PartitionReport) -> str:
+    """The summary's line on the framework: why it does not run the plan, or what it hides and how much ("" for the
+    ideal model).
+
+    >>> from dataclasses import replace
+    >>> from course_lib import budget, hardware, parallelism
+    >>> plan = parallelism.ParallelPlan(tensor_parallel=8, data_parallel=2, grad_accum_steps=8)
+    >>> two_nodes = replace(hardware.DGX_H100, nodes=2)
+    >>> print(framework_html(budget.partition_report(parallelism.GPT3_175B, plan, two_nodes, framework="megatron")))
+    Megatron-LM hides 605 ms of the 2.31 s its transfers take: the backward tensor-parallel calls behind the \
+weight-gradient GEMMs; gradient buckets behind the backward pass.<br>
+    """
+    if r.not_run:
+        return f"<b style='color:#C0392B'>{r.not_run}</b>: the numbers are the ideal model's.<br>"
+    if r.framework is None:
+        return ""
+    s = units.format_time
+    every = sum(x.time_s for x in r.transfers)
+    hidden = every - sum(x.exposed_s for x in r.transfers)
+    mechanisms = [words for field, value, words, has in HIDES if getattr(r.framework, field) == value and has(r.plan)]
+    how = ": " + "; ".join(mechanisms) if mechanisms else " (it overlaps none of this plan's transfers with compute)"
+    name = r.framework.name.split(" (")[0]
+    return f"{name} hides {s(hidden)} of the {s(every)} its transfers take{how}.<br>"
+
+
+def model_note(r: budget.PartitionReport) -> str:
+    """Which model the numbers come from, for the summary's small print."""
+    if r.framework is None:
+        return "The ideal model (compute at half of peak, nominal links)"
+    return (
+        f"As {r.framework.name} runs it: the calibrated model for this cluster (GEMM efficiency by size, a fixed cost "
+        f"per layer, the measured network, the framework's precision recipe and overlaps; memory of the heaviest "
+        f"stage with the logits and the framework's own)"
+    )
 
 
 def partition_lab(**initial) -> PartitionLab:

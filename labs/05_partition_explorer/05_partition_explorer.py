@@ -44,7 +44,12 @@
 # (NVLink) or the datasheet gives (the network), Megatron-LM's rank order (tensor-parallel ranks adjacent,
 # data-parallel ranks $t$ apart, pipeline stages outermost), and every collective run as NCCL runs it
 # (`budget.group_collective`): a flat ring through all its ranks, a tree or NVLink SHARP, whichever NCCL's tuner
-# expects to be fastest, with each GPU's share of the network (its own rail) when the group spans nodes.
+# expects to be fastest, with each GPU's share of the network (its own rail) when the group spans nodes. The graded
+# questions use this model. The explorer's *framework* control changes it: "ideal model" (the default) is the model
+# above; a framework (Megatron-LM, DeepSpeed, PyTorch FSDP2 alone or with pipelining as torchtitan runs it, nanotron)
+# runs the calibrated model (`budget.step_time`'s default) as that framework runs the plan: its fitted GEMM
+# efficiency and per-layer cost, the cluster's measured network, the framework's precision recipe (bytes per
+# parameter), the transfers it overlaps with compute, and the ZeRO stages it combines with a pipeline.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
 # runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
@@ -67,7 +72,18 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # the table below lists it: axis, tensor, collective or send, payload per call, calls per step, link (NVLink in
 # blue, InfiniBand in red), time per step and the part of it that no compute hides. On the right, the memory of one
 # device against its capacity and where the step's time goes. The sliders offer only values that make a valid plan;
-# moving $d$, $t$ or $p$ past the cluster adds nodes.
+# moving $d$, $t$, $c$ or $p$ past the cluster adds nodes.
+#
+# Two more axes, for long sequences and mixtures of experts. *Context parallel c* cuts each sequence in $c$ parts
+# (dashed bands across each stage): with ring attention the sequence's $2c$ halves are drawn above the model, rank
+# $i$ holding halves $i$ and $2c-1-i$ (the zig-zag split that balances the causal mask), and the K/V blocks travel
+# around the ring; the all-to-all form (DeepSpeed-Ulysses) is offered only where $c$ divides the heads of a
+# tensor-parallel rank. *Expert parallel e* (a mixture of experts: Mixtral, DeepSeekMoE) spreads each MoE layer's
+# experts over $e$ ranks carved out of the $d \cdot c$ data and context ranks: under the model, the experts in the
+# colour of the rank that holds them, a red line where those ranks change node, and the link of their dispatch and
+# combine all-to-alls. The *framework* control runs the plan as a framework does (see *Scope*): the table then shows
+# what that framework leaves exposed, the summary what it hides, and a plan it does not run (ZeRO-3 with a pipeline
+# under Megatron-LM) is said so, with the ideal model's numbers.
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets import partition_lab
@@ -90,6 +106,10 @@ lab
 #    rows and their total time, and to the memory bar?
 # 5. **Data parallelism.** Set *data parallel d* to 8 and step *ZeRO stage* through 0–3. Which rows appear, and
 #    which of them hide behind the backward pass?
+# 6. **Experts.** Choose *Mixtral 8x7B* on nodes of 8 H100, $t = 1$, $p = 4$, $m = 16$, full recomputation, then
+#    *expert parallel e* = 8. What does $d$ do, and on which link do the all-to-all rows run? Then set $t = 2$.
+# 7. **A framework.** Back at the defaults, choose the framework *Megatron-LM*. Which rows change, and what happens
+#    to the step and the memory? Then set ZeRO stage 3, and then the framework *FSDP2 + pipeline (torchtitan)*.
 #
 # <details>
 # <summary>Answers</summary>
@@ -108,6 +128,16 @@ lab
 #    parameters; ZeRO-2 reduce-scatters every micro-batch; ZeRO-3 also gathers the parameters for every forward and
 #    backward. The gradient reductions and the ZeRO-3 gathers hide behind compute; the all-gather after the
 #    optimizer step (ZeRO-1 and 2) is exposed.
+# 6. $e$ must divide $d \cdot c$ (the expert ranks are data-parallel ranks), so $d$ jumps to 8. The 8 expert ranks
+#    are 8 neighbouring GPUs: each of the four all-to-all rows (dispatch and combine, forward and backward) moves
+#    537 MB a call (32,768 tokens × 2 experts × 4096 × 2 bytes, 7/8 of it to other GPUs) over NVLink, 1.27 ms a call.
+#    With $t = 2$ the expert ranks sit 2 apart, over 16 GPUs: a red line cuts the experts between ranks 3 and 4 and
+#    the rows turn to InfiniBand, 2.69 ms a call although each call carries half the bytes.
+# 7. Megatron-LM overlaps the backward tensor-parallel all-reduce with the weight-gradient GEMMs: that row's
+#    exposed time drops to 0 s, the forward one stays at 650 ms. The step becomes 16.9 s, and the memory 84.6 GB:
+#    no longer fits, with Megatron's fp32 main gradients, the logits and its own memory counted. With ZeRO-3 the
+#    summary says Megatron-LM does not run ZeRO-3 with a pipeline, and the numbers are the ideal model's again;
+#    FSDP2 with pipelining runs it.
 #
 # </details>
 

@@ -11,6 +11,13 @@ CHECKED = {
     "423 µs": "explore 1: one tensor-parallel call at the defaults",
     "331 ms": "explore 4: each sequence-parallel row",
     "1.33 s": "explore 4: the sequence-parallel rows' total",
+    "537 MB": "explore 6: the all-to-all's payload per call",
+    "1.27 ms": "explore 6: an all-to-all call inside a node",
+    "2.69 ms": "explore 6: an all-to-all call over two nodes",
+    "0 s": "explore 7: Megatron-LM's exposed backward tensor-parallel row",
+    "650 ms": "explore 1 and 7: a tensor-parallel row",
+    "16.9 s": "explore 7: the step as Megatron-LM runs it",
+    "84.6 GB": "explore 7: the memory as Megatron-LM runs it",
 }
 
 
@@ -31,3 +38,43 @@ def check():
     assert lab.result["devices"] == 64
     assert units.format_time(lab.result["step_time_s"]) == "18.7 s"
     assert units.format_time(lab.result["tensor_time_s"]) == "3.61 s"
+
+    check_experts_and_framework()
+
+
+def check_experts_and_framework():
+    """Explore 6 and 7, by moving the controls as the prose says."""
+    from course_lib.widgets import partition_lab
+
+    lab = partition_lab()
+    moves = {
+        "model": "Mixtral 8x7B",
+        "cluster": "nodes of 8 H100 (NVLink 4, InfiniBand NDR)",
+        "tensor_parallel": 1,
+        "pipeline_parallel": 4,
+        "grad_accum_steps": 16,
+        "recompute": "full",
+        "expert_parallel": 8,
+    }
+    for name, value in moves.items():
+        lab.controls[name].value = value
+    assert lab.values()["data_parallel"] == 8
+    rows = [row for row in lab.result["transfers"] if row["axis"] == "expert"]
+    assert len(rows) == 4 and {row["link_family"] for row in rows} == {"NVLink"}
+    assert {units.format_bytes(row["payload_bytes"]) for row in rows} == {"537 MB"}
+    assert rows[0]["payload_bytes"] == 32768 * 2 * 4096 * 2
+    assert {units.format_time(row["time_per_call_s"]) for row in rows} == {"1.27 ms"}
+    lab.controls["tensor_parallel"].value = 2
+    rows = [row for row in lab.result["transfers"] if row["axis"] == "expert"]
+    assert {row["link_family"] for row in rows} == {"InfiniBand"}
+    assert {units.format_time(row["time_per_call_s"]) for row in rows} == {"2.69 ms"}
+    assert len(lab.partition_figure.expert_cuts.get_segments()) == 1
+    lab = partition_lab(framework="megatron")
+    rows = [row for row in lab.result["transfers"] if row["axis"] == "tensor"]
+    assert [units.format_time(row["exposed_s"]) for row in rows] == ["650 ms", "0 s"]
+    assert units.format_time(lab.result["step_time_s"]) == "16.9 s"
+    assert units.format_bytes(lab.result["memory_bytes_per_device"]) == "84.6 GB" and not lab.result["fits"]
+    lab.controls["zero_stage"].value = 3
+    assert lab.result["not_run"].startswith("Megatron-LM does not run ZeRO-3 with a pipeline")
+    lab.controls["framework"].value = "fsdp2-pipeline"
+    assert lab.result["not_run"] == ""
