@@ -62,8 +62,8 @@ def plot_course_map(ax=None):
     """Draw the lessons as a chain (arrows: "is a prerequisite of") with their labs hanging below.
 
     >>> ax = plot_course_map()
-    >>> sorted(t.get_text().splitlines()[0] for t in ax.texts)[:2]
-    ['01 · Count the work', '02 · Move the data']
+    >>> sorted(" ".join(t.get_text().split()) for t in ax.texts)[:2]   # each box's text, wrapped to fit it
+    ['01 · Count the work FLOPs, intensity, roofline', '02 · Move the data collectives, α–β cost']
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
     ax = axes_or_new(ax, figsize=(13, 4.2))
