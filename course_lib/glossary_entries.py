@@ -97,6 +97,17 @@ ENTRIES: tuple[Entry, ...] = (
         source="MPI standard 4.0, chapter 6; NCCL documentation, Collective operations",
     ),
     Entry(
+        "B/W split",
+        "bw-split",
+        "term",
+        "Zero-bubble schedules split a micro-batch's backward pass into B, the input gradient the previous "
+        "stage waits for, and W, the weight gradient nothing waits for, which the schedule moves into the "
+        "bubble.",
+        "06_sequences_and_experts.ipynb",
+        (r"B/W split",),
+        source="Qi et al. 2024, Zero Bubble Pipeline Parallelism, ICLR 2024, arXiv:2401.10241, §2",
+    ),
+    Entry(
         "Bruck",
         "bruck",
         "term",
@@ -106,6 +117,17 @@ ENTRIES: tuple[Entry, ...] = (
         (r"Bruck",),
         source="Bruck et al. 1997, Efficient algorithms for all-to-all communications in multiport message-passing "
         "systems, IEEE TPDS 8(11); course_lib.collectives.collective_cost",
+    ),
+    Entry(
+        "capacity factor",
+        "capacity-factor",
+        "term",
+        "The multiple of its even share of a batch's routed tokens that each expert's buffer holds (padded to "
+        "it, the tokens beyond it dropped): it bounds load imbalance, and the all-to-alls and the slowest "
+        "rank's compute grow with it.",
+        "06_sequences_and_experts.ipynb",
+        (r"capacity factors?",),
+        source="Lepikhin et al. 2021, GShard, arXiv:2006.16668; Fedus et al. 2022, Switch Transformers, JMLR",
     ),
     Entry(
         "context parallelism",
@@ -136,12 +158,33 @@ ENTRIES: tuple[Entry, ...] = (
         (r"[Dd]ecod(?:e|es|ing)",),
     ),
     Entry(
+        "DeepSpeed-Ulysses",
+        "deepspeed-ulysses",
+        "term",
+        "Context parallelism by all-to-alls: four per layer each way turn the sequence split into a head "
+        "split (Q, K, V) and back (the output), so each rank computes whole heads over the whole sequence; "
+        "the heads must divide by c.",
+        "06_sequences_and_experts.ipynb",
+        (r"(?:DeepSpeed[- ])?Ulysses",),
+        source="Jacobs et al. 2023, DeepSpeed Ulysses, arXiv:2309.14509",
+    ),
+    Entry(
+        "expert parallelism",
+        "expert-parallelism",
+        "term",
+        "Spreading a mixture of experts' experts over e ranks; each MoE layer sends every token to its "
+        "experts' ranks and back in two all-to-alls (dispatch and combine), forward and backward.",
+        "06_sequences_and_experts.ipynb",
+        (r"[Ee]xpert[ -]parallel(?:ism)?",),
+        source="Lepikhin et al. 2021, GShard, arXiv:2006.16668; Megatron-Core documentation, MoE",
+    ),
+    Entry(
         "FlashAttention",
         "flashattention",
         "term",
         "Attention computed tile by tile in on-chip memory, never storing the $s \\times s$ score matrix in HBM, so "
         "attention's activation memory grows linearly in $s$.",
-        "09_capstone.ipynb",
+        "06_sequences_and_experts.ipynb",
         (r"Flash-?Attention(?:-\d)?",),
         source="Dao et al. 2022, FlashAttention, arXiv:2205.14135",
     ),
@@ -186,6 +229,16 @@ ENTRIES: tuple[Entry, ...] = (
         source="NCCL documentation, In-place operations; nccl-tests README",
     ),
     Entry(
+        "ring attention",
+        "ring-attention",
+        "term",
+        "Context parallelism by a ring: each rank passes its K/V block to the next c − 1 times per layer "
+        "while it computes attention against the block it holds, which hides the transfer.",
+        "06_sequences_and_experts.ipynb",
+        (r"[Rr]ing [Aa]ttention",),
+        source="Liu et al. 2023, Ring Attention with Blockwise Transformers, arXiv:2310.01889",
+    ),
+    Entry(
         "RMSNorm",
         "rmsnorm",
         "term",
@@ -203,6 +256,27 @@ ENTRIES: tuple[Entry, ...] = (
         "09_capstone.ipynb",
         (r"SwiGLU",),
         source="Shazeer 2020, GLU Variants Improve Transformer, arXiv:2002.05202",
+    ),
+    Entry(
+        "ZB-H1, ZB-H2",
+        "zb-h1",
+        "term",
+        "Qi et al.'s zero-bubble pipeline schedules: with the B/W split, ZB-H1 cuts 1F1B's bubble to (p − "
+        "1)(t_F + t_B − t_W) at 1F1B's first-stage memory; ZB-H2 removes it, holding 2p − 1 micro-batches.",
+        "06_sequences_and_experts.ipynb",
+        (r"ZB-H[12]",),
+        source="Qi et al. 2024, Zero Bubble Pipeline Parallelism, ICLR 2024, arXiv:2401.10241, §2",
+    ),
+    Entry(
+        "zig-zag split",
+        "zig-zag-split",
+        "term",
+        "Context parallelism's cut of a sequence into 2c chunks, rank r holding chunks r and 2c − 1 − r, so "
+        "that under the causal mask every rank does the same attention work.",
+        "06_sequences_and_experts.ipynb",
+        (r"[Zz]ig-?zag(?: split)?",),
+        source="Megatron-Core documentation, context parallelism; Grattafiori et al. 2024, The Llama 3 Herd of "
+        "Models, §3.3.2",
     ),
     # ---- abbreviations ----
     Entry(
@@ -240,6 +314,16 @@ ENTRIES: tuple[Entry, ...] = (
         "Feed-forward network: the MLP block of a transformer layer ($h \\to 4h \\to h$ in GPT-3).",
         "08_model_meets_measurements.ipynb",
         (r"FFN",),
+    ),
+    Entry(
+        "FP8",
+        "fp8",
+        "abbreviation",
+        "8-bit floating point (E4M3 and E5M2): matrix multiplies at twice the bf16 peak on an H100, and 1 "
+        "byte per stored or gathered number where a framework keeps it.",
+        "06_sequences_and_experts.ipynb",
+        (r"FP8",),
+        source="Micikevicius et al. 2022, FP8 Formats for Deep Learning, arXiv:2209.05433; course_lib.parallelism.fp8",
     ),
     Entry(
         "FSDP",

@@ -44,8 +44,8 @@ viz.plot_course_map(ax=ax)
 plt.show()
 
 # %% [markdown]
-# The whole course takes an estimated **22–28 hours**: the times below add up to 16 hours for the lessons and 9 for
-# the labs, 25 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
+# The whole course takes an estimated **24–30 hours**: the times below add up to 18 hours for the lessons and 9 for
+# the labs, 27 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
 # time at its top. Sections headed *Going deeper (optional)* can be skipped: nothing later needs them.
 #
 # | Lesson | You learn to | Needs | Time |
@@ -55,6 +55,7 @@ plt.show()
 # | [03 · Split the work](03_parallelism.ipynb) | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 | 2.5 h |
 # | [04 · Budget the bytes](04_communication_budget.ipynb) | derive a partition's transfers, separate exposed from hidden time, price one plan's step | 01–03 | 2.5 h |
 # | [05 · Search for a plan](05_plan_search.ipynb) | search every plan a cluster allows, read why each loses, compare the model with a published run | 03, 04 | 1.5 h |
+# | [06 · Long sequences and many experts](06_sequences_and_experts.ipynb) | split long sequences and many experts over GPUs, find the longest sequence that fits, price what the new axes move, read zero-bubble pipelines and 8-bit training | 03, 04, 05 | 2 h |
 # | [07 · Measure, don't assume](07_measure.ipynb) | time real collectives on [MPI](glossary.ipynb#mpi), fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 1.5 h |
 # | [08 · Check the model against measurements](08_model_meets_measurements.ipynb) | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05, 07 | 1.5 h |
 # | [09 · Plan a real run](09_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand and with the search, test how robust the plan is, say what to measure first | 04, 05, 07, 08 | 2.5 h |

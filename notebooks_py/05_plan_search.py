@@ -433,7 +433,7 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## What's next
 #
-# You can now go from a model, a batch and a cluster to a ranked list of plans, and say why each loses. Every number
-# in it was modelled: next, [07 · Measure, don't assume](07_measure.ipynb) times real collectives on MPI, fits α and
-# B to them, and measures the exposed communication of real steps. The labs put these budgets under sliders and end
-# with graded questions.
+# You can now go from a model, a batch and a cluster to a ranked list of plans, and say why each loses. The plans so
+# far split data, tensors and layers; next, [06 · Long sequences and many experts](06_sequences_and_experts.ipynb)
+# adds the axes that long sequences and many experts need, zero-bubble pipelines and 8-bit training. The labs put
+# these budgets under sliders and end with graded questions.

@@ -35,6 +35,7 @@ BAD = {
     "optional_positive": [0, -1.0, math.nan, math.inf],  # None means "not given"
     "context_parallel_kind": ["ulysses", "Ring", None],
     "capacity_factor": [0.99, 0, -1.0, math.nan, math.inf, "1.25", None],  # at least 1
+    "split": ["striped", "Zigzag", None],
 }
 
 # The arguments of the two-level all-reduces (hierarchical and multi-rail flat ring): one DGX H100 cluster.
@@ -189,6 +190,11 @@ CASES = [
         dict(capacity_factor="capacity_factor"),
     ),
     (parallelism.check_capacity_factor, dict(capacity_factor=1.0), dict(capacity_factor="capacity_factor")),
+    (
+        parallelism.causal_attention_shares,
+        dict(context_parallel=4, split="zigzag"),
+        dict(context_parallel="count", split="split"),
+    ),
     (
         parallelism.splits_evenly,
         dict(model=GPT3_175B, tensor_parallel=8, pipeline_parallel=8, virtual_stages=1),

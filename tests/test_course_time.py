@@ -39,5 +39,8 @@ def test_the_stated_times_add_up_to_the_course_maps_estimate():
     lessons = sum(stated_hours(ROOT / "notebooks_py" / f"{lesson}.py") for lesson in LESSONS)
     labs = sum(stated_hours(ROOT / "labs" / lab / f"{lab}.py") for lab in lab_names())
     assert low <= lessons + labs <= high, (lessons, labs, (low, high))
-    sentence = re.search(r"add up to (\d+) hours for the lessons and (\d+) for\n# the labs, (\d+) in all", MAP)
+    number = r"(\d+(?:\.\d+)?)"
+    sentence = re.search(
+        rf"add up to {number} hours for the lessons and {number} for\n# the labs, {number} in all", MAP
+    )
     assert sentence and tuple(map(float, sentence.groups())) == (lessons, labs, lessons + labs)

@@ -23,6 +23,7 @@ their listed states are quick.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import io
 import os
@@ -559,7 +560,21 @@ def _lesson_00_map(_ns):
     """The map's numbers: the lessons, lesson 08's runs that ran, and lesson 09's GPUs ("70B on 64 H100s")."""
     capstone = lesson_figures("09_capstone")[1]
     runs = int(np.sum(validation.load_playbook_runs().succeeded))
-    return [f"{n:02d}" for n in range(1, 9)] + [f"{runs:,}", str(capstone["CLUSTER"].devices)]
+    return [f"{n:02d}" for n in range(1, 10)] + [f"{runs:,}", str(capstone["CLUSTER"].devices)]
+
+
+def _lesson_06_memory(_ns):
+    model = dataclasses.replace(parallelism.LLAMA3_8B, seq_len=524288)
+    plan = parallelism.ParallelPlan(
+        tensor_parallel=8, sequence_parallel=True, attention="flash", recompute="full", zero_stage=1
+    )
+    totals = [parallelism.memory_breakdown(model, plan.replace(context_parallel=c)).total for c in (1, 2, 4, 8)]
+    return [f_bytes(hardware.H100.hbm_capacity_bytes), *map(f_bytes, totals)]
+
+
+def _lesson_06_schedules(_ns):
+    # (p − 1)(t_F + t_B ± t_W) over m(t_f + t_b) with t_F = t_B = t_W = 1 (1F1B, ZB-H1); ZB-H2: 0 unsynchronised
+    return [f_pct(3 * 3 / 24), f_pct(3 * 1 / 24), f_pct(0.0)]
 
 
 # (lesson, heading, index under it) → (function of the lesson's namespace giving the values, or (possible,
@@ -607,6 +622,12 @@ FIGURE_NUMBERS = {
         (),
     ),
     ("05_plan_search", "The plan landscape", 0): (_lesson_05_landscape, "numbers", ()),
+    ("06_sequences_and_experts", "Memory per GPU at 524,288 tokens", 0): (
+        _lesson_06_memory,
+        "quantities",
+        (parallelism.LLAMA3_8B.name,),
+    ),
+    ("06_sequences_and_experts", "1F1B, ZB-H1 and ZB-H2", 0): (_lesson_06_schedules, "quantities", ()),
     ("07_measure", "The recorded ring sweep against its fit", 0): (_lesson_07_sweep("ring"), "numbers", ()),
     ("07_measure", "MPICH's algorithms side by side (recorded)", 0): (lambda _ns: ["2"], "numbers", ()),
     ("07_measure", "H100 in one node, fitted", 0): (_lesson_07_sweep("1 node, 8× H100, NVLink"), "numbers", ()),

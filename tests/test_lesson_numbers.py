@@ -19,7 +19,19 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib import budget, collectives, compute, hardware, measure, nccl, parallelism, serving, units, validation
+from course_lib import (
+    budget,
+    collectives,
+    compute,
+    hardware,
+    measure,
+    nccl,
+    parallelism,
+    pipeline,
+    serving,
+    units,
+    validation,
+)
 from tools import assignments
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,6 +132,13 @@ CHECKED = {
         "5.61 s": "exercise 2: test_lesson_05_exercise_answers",
         "9.78 s": "exercise 3: test_lesson_05_exercise_answers",
         "609 ms": "exercise 3: test_lesson_05_exercise_answers",
+    },
+    "06_sequences_and_experts": {
+        "77.6 GB": "exercise 1: t = 4, c = 2 at 262,144 tokens: test_lesson_06_exercise_answers",
+        "128 GB": "exercise 1: t = 4, c = 2 at 524,288 tokens: test_lesson_06_exercise_answers",
+        "1.61 GB": "exercise 2: DBRX-shaped dispatch payload: test_lesson_06_exercise_answers",
+        "1.41 GB": "exercise 2: (e − 1)/e of it: test_lesson_06_exercise_answers",
+        "6 s": "exercise 3: ZB-H1's bubble with t_W = 0.5 s: test_lesson_06_exercise_answers",
     },
     "07_measure": {
         "100 ms": "the recorded run's longest times: test_lesson_07_recorded_run",
@@ -426,6 +445,25 @@ def test_lesson_05_exercise_answers():
     assert f"{first['step_time_s'] / before['step_time_s']:.2f}" == "1.97"
     assert units.format_time(first["exposed_communication_s"]) == "609 ms"
     assert units.format_time(before["exposed_communication_s"]) == "382 ms"
+
+
+def test_lesson_06_exercise_answers():
+    plan = parallelism.ParallelPlan(
+        tensor_parallel=4, context_parallel=2, sequence_parallel=True, attention="flash", recompute="full", zero_stage=1
+    )
+    totals = [
+        parallelism.memory_breakdown(dataclasses.replace(parallelism.LLAMA3_8B, seq_len=2**k), plan).total
+        for k in (18, 19)
+    ]
+    assert [units.format_bytes(x) for x in totals] == ["77.6 GB", "128 GB"]
+    assert totals[0] <= hardware.H100.hbm_capacity_bytes < totals[1]  # 262,144 tokens is the longest that fits
+    # DBRX's shape (h 6144, 4 of 16 experts): the payload, and what a pairwise all-to-all of 8 ranks sends of it
+    payload = 32768 * 4 * 6144 * 2
+    sent = collectives.collective_cost("all_to_all", 8, payload, "pairwise").wire_bytes
+    assert units.format_bytes(payload) == "1.61 GB" and units.format_bytes(sent) == "1.41 GB"
+    zb = pipeline.pipeline_schedule(4, 8, "zb-h1", backward_time_s=2.0, backward_weight_time_s=0.5)
+    assert units.format_time(zb.bubble_s) == "6 s" == units.format_time(3 * (1 + 1.5 - 0.5))
+    assert pipeline.pipeline_schedule(4, 8, "1f1b", backward_time_s=2.0).bubble_s == 9.0
 
 
 def test_lesson_07_recorded_run():

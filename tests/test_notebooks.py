@@ -726,6 +726,7 @@ CARD_FREE = [
             "03_parallelism",
             "04_communication_budget",
             "05_plan_search",
+            "06_sequences_and_experts",
             "07_measure",
             "08_model_meets_measurements",
             "09_capstone",

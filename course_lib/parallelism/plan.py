@@ -33,6 +33,8 @@ __all__ = [
     "pipeline_bubble_fraction",
     "splits_evenly",
     "splits_context_and_experts",
+    "CONTEXT_SPLITS",
+    "causal_attention_shares",
     "check_capacity_factor",
     "check_tensor_split",
     "check_pipeline_split",
@@ -49,6 +51,9 @@ ATTENTION_OPTIONS = ("standard", "flash")
 # Megatron-Core's context parallelism; Llama 3 §3.3.2), "all_to_all" re-splits the heads across them
 # (Jacobs et al. 2023, DeepSpeed-Ulysses).
 CONTEXT_PARALLEL_KINDS = ("ring", "all_to_all")
+# How a sequence is cut among the c ranks of a context group: "contiguous" (rank r holds the r-th of c equal chunks)
+# or "zigzag" (2c chunks, rank r holds chunks r and 2c − 1 − r: Megatron-Core's context parallelism, Llama 3 §3.3.2).
+CONTEXT_SPLITS = ("contiguous", "zigzag")
 
 
 @dataclass(frozen=True, eq=False)
@@ -363,6 +368,29 @@ def splits_context_and_experts(
     rules = _context_and_expert_errors(model, tensor_parallel, context_parallel, context_parallel_kind, expert_parallel)
     ok = ~np.any(np.stack(np.broadcast_arrays(*(bad for bad, _ in rules))), axis=0)
     return bool(ok) if ok.ndim == 0 else ok
+
+
+def causal_attention_shares(context_parallel, split="zigzag"):
+    """The share of a sequence's causal attention work (QKᵀ and the product with V) each of the c ranks does, rank
+    0 first, when ``split`` (``CONTEXT_SPLITS``) cuts the sequence among them.
+
+    Cut into n equal chunks, query chunk i attends to key chunks 0..i, the last of them half (the causal mask): its
+    work is i + ½ chunk-pairs of n²/2. "contiguous" (n = c) gives rank r a share (2r + 1)/c², so the last rank does
+    2 − 1/c times the mean; "zigzag" (n = 2c, chunks r and 2c − 1 − r) gives every rank 2c chunk-pairs, 1/c each.
+
+    >>> causal_attention_shares(4, "contiguous")
+    (0.0625, 0.1875, 0.3125, 0.4375)
+    >>> causal_attention_shares(4)
+    (0.25, 0.25, 0.25, 0.25)
+    """
+    c = _check.count("context_parallel", context_parallel)
+    if np.ndim(c):
+        raise ValueError(f"context_parallel must be one count, got {context_parallel!r}")
+    split = _check.choice("split", split, CONTEXT_SPLITS)
+    chunks = c if split == "contiguous" else 2 * c
+    pairs = chunks * chunks / 2  # the causal half of the chunks × chunks score matrix
+    held = [(r,) if split == "contiguous" else (r, 2 * c - 1 - r) for r in range(c)]
+    return tuple(sum(i + 0.5 for i in mine) / pairs for mine in held)
 
 
 def _context_and_expert_errors(model, tensor_parallel, context_parallel, context_parallel_kind, expert_parallel):

@@ -26,6 +26,11 @@ LESSONS = (
         ("03_parallelism", "04_communication_budget"),
     ),
     (
+        "06_sequences_and_experts",
+        "06 · Long sequences, many experts\ncontext, experts, zero bubble",
+        ("03_parallelism", "04_communication_budget", "05_plan_search"),
+    ),
+    (
         "07_measure",
         "07 · Measure it\nMPI runs, fitted α and B",
         ("02_nccl", "04_communication_budget", "05_plan_search"),
@@ -57,8 +62,8 @@ def plot_course_map(ax=None):
     """Draw the lessons as a chain (arrows: "is a prerequisite of") with their labs hanging below.
 
     >>> ax = plot_course_map()
-    >>> sorted(t.get_text().splitlines()[0] for t in ax.texts)[:2]
-    ['01 · Count the work', '02 · Move the data']
+    >>> sorted(" ".join(t.get_text().split()) for t in ax.texts)[:2]   # each box's text, wrapped to fit it
+    ['01 · Count the work FLOPs, intensity, roofline', '02 · Move the data collectives, α–β cost']
     >>> import matplotlib.pyplot as plt; plt.close("all")
     """
     ax = axes_or_new(ax, figsize=(13, 4.2))
@@ -77,21 +82,22 @@ def plot_course_map(ax=None):
                 linewidth=1.5,
             )
         )
-        # The subtitle wraps so that a box stays readable however many lessons share the figure's width.
+        # Heading and subtitle wrap so that a box stays readable however many lessons share the figure's width.
         heading, *subtitle = title.splitlines()
-        text = "\n".join([heading, *textwrap.wrap(" ".join(subtitle), 18, break_on_hyphens=False)])
-        ax.text(x + width / 2, 1.4 + height / 2, text, ha="center", va="center", fontsize=8.5)
+        lines = textwrap.wrap(heading, 16, break_on_hyphens=False)
+        text = "\n".join([*lines, *textwrap.wrap(" ".join(subtitle), 16, break_on_hyphens=False)])
+        ax.text(x + width / 2, 1.4 + height / 2, text, ha="center", va="center", fontsize=8)
         centre[stem] = x + width / 2
     for stem, _, prerequisites in LESSONS:
         if prerequisites:  # draw only the direct chain; the later lessons also build on everything before
             source = prerequisites[-1]
+            if centre[stem] - centre[source] < 2 * width:  # neighbours: side to side
+                ends, style = ((centre[source] + width / 2 + 0.03, 1.85), (centre[stem] - width / 2 - 0.03, 1.85)), None
+            else:  # over the lessons between, top to top, so that the arrow crosses no box
+                ends, style = ((centre[source], 2.33), (centre[stem], 2.33)), "arc3,rad=-0.25"
             ax.add_patch(
                 FancyArrowPatch(
-                    (centre[source] + width / 2 + 0.03, 1.85),
-                    (centre[stem] - width / 2 - 0.03, 1.85),
-                    arrowstyle="-|>",
-                    mutation_scale=14,
-                    color="#333333",
+                    *ends, arrowstyle="-|>", mutation_scale=14, color="#333333", connectionstyle=style or "arc3"
                 )
             )
     labs_per_lesson = {}
@@ -129,7 +135,7 @@ def plot_course_map(ax=None):
             linestyle=":",
         )
     ax.set_xlim(-0.2, len(LESSONS) * (width + gap) - gap + 0.2)
-    ax.set_ylim(-0.5, 2.5)
+    ax.set_ylim(-0.5, 2.9)
     ax.set_axis_off()
     ax.set_title("Lessons in prerequisite order (arrows) and the labs that practise them (green)")
     return ax

@@ -1,0 +1,605 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 · Long sequences and many experts: context and expert parallelism, zero-bubble pipelines, FP8
+#
+# Lessons 03 to 05 split a model by data, tensor and pipeline, and priced what each split moves. The runs you read
+# about today use more. Llama 3 405B trained its last stage on 128k-token sequences with the sequence itself split
+# over 16 GPUs; Mixtral, DBRX and DeepSeek-V3 are [mixtures of experts](glossary.ipynb#moe) whose tokens cross the
+# network twice in every layer ([expert parallelism](glossary.ipynb#expert-parallelism)); zero-bubble schedules fill
+# most of the pipeline's bubble by splitting the backward pass; and [FP8](glossary.ipynb#fp8) changes both the
+# compute peak and the bytes that move. This lesson adds each of them to the budget
+# of lesson 04, with the same question: what does it cost in memory, in bytes and in time?
+
+# %% [markdown]
+# ## What you'll learn
+#
+# **Learning objective:** *derive communication consequences from a chosen partition and topology*, for the axes
+# that long sequences and mixtures of experts add.
+#
+# Along the way you will be able to:
+#
+# - say why attention's $s^2$ FLOPs and activation memory that grows with $s$ create a sequence axis, and find the
+#   longest sequence that fits with and without [context parallelism](glossary.ipynb#context-parallelism);
+# - compare the two forms of context parallelism, [ring attention](glossary.ipynb#ring-attention) and
+#   [DeepSpeed-Ulysses](glossary.ipynb#deepspeed-ulysses): the bytes each moves, and when each hides or waits;
+# - compute the all-to-all bytes of a MoE layer under [expert parallelism](glossary.ipynb#expert-parallelism), time
+#   them inside a node and across nodes, and say why expert parallelism should usually stay inside a node;
+# - read the bubble and activation memory of [ZB-H1 and ZB-H2](glossary.ipynb#zb-h1) beside 1F1B;
+# - say what [FP8](glossary.ipynb#fp8) training changes in a step's compute, memory and bytes.
+
+# %% [markdown]
+# ## Prerequisites
+#
+# - [03 · Split the work](03_parallelism.ipynb): the plan's sizes, memory per device, pipeline schedules and their
+#   bubble.
+# - [04 · Budget the bytes](04_communication_budget.ipynb): a plan's transfers, exposed and hidden time, the step.
+# - [05 · Search for a plan](05_plan_search.ipynb): the calibrated model and why a plan wins.
+#
+# **Time to learn:** about 2 hours (1.5 hours to read and run, half an hour for the exercises).
+
+# %%
+from dataclasses import replace
+
+import matplotlib.pyplot as plt
+
+from course_lib import budget, hardware, parallelism, pipeline, units, viz
+from course_lib.widgets import quiz
+
+# %% [markdown]
+# ## Mechanism
+#
+# **Role.** Four additions to the partition and the step of lessons 03 and 04, each aimed at one cost that the three
+# classic axes leave alone:
+#
+# 1. [Context parallelism](glossary.ipynb#context-parallelism) ($c$, `plan.context_parallel`) splits every sequence
+#    into $c$ parts, one per rank of a context group: each rank stores the activations of $s/c$ tokens. Attention
+#    needs every earlier token's keys and values, so the ranks exchange them, in one of two forms
+#    (`plan.context_parallel_kind`):
+#    - **ring attention** (`"ring"`): each rank passes its K/V block to the next rank of a ring, $c - 1$ times per
+#      layer, while it computes attention against the block it holds, so the transfer hides behind that compute.
+#      Under the causal mask a rank holding the end of the sequence has more work than one holding its start; the
+#      **zig-zag split** cuts the sequence into $2c$ chunks and gives rank $r$ the chunks numbered $r$ and
+#      $2c - 1 - r$, so every rank does the same work;
+#    - **DeepSpeed-Ulysses** (`"all_to_all"`): four all-to-alls per layer turn the sequence split into a head split
+#      (Q, K, V) and back (the output), so that each rank computes whole heads over the whole sequence; the heads
+#      each tensor-parallel rank holds must divide by $c$, and nothing hides the all-to-alls.
+# 2. **Expert parallelism** ($e$, `plan.expert_parallel`) spreads a MoE layer's $E$ experts (`model.experts`) over
+#    $e$ ranks. A router sends each token to $k_E$ of them (`model.experts_per_token`), so every MoE layer runs two
+#    all-to-alls forward, the **dispatch and combine** (tokens to their experts' ranks, results back), and both again
+#    backward. The **capacity factor** sizes each expert's buffer at that multiple of its even share of the tokens.
+# 3. **Zero-bubble schedules** split the backward pass (the **B/W split**) into B, the input gradient the previous
+#    stage waits for, and W, the weight gradient nothing waits for; **ZB-H1** and **ZB-H2** (Qi et al.) move the W
+#    passes into the bubble of 1F1B.
+# 4. **FP8** runs the linear layers' matrix multiplies in 8-bit floating point, at twice the bf16 peak, and can
+#    store their inputs and gather their weights in 1 byte instead of 2.
+#
+# **Trade-off.** Context and expert parallelism add transfers that the classic axes do not have (K/V blocks,
+# all-to-alls), in exchange for memory per device; zero-bubble schedules trade bubble for activation memory; FP8
+# trades precision for compute time and bytes.
+#
+# **Why it matters for AI.** Long-context training (128k tokens and more) does not fit without splitting the
+# sequence; the largest open models are mixtures of experts, whose all-to-alls decide where their experts can live.
+
+# %% [markdown]
+# ## The science
+#
+# **Attention grows with $s^2$.** Per token and layer the forward pass costs 2 FLOPs per matrix weight plus $4sh$
+# for $QK^\top$ and the product with $V$ (lesson 04's `budget.forward_flops_per_token`), so a sequence's attention
+# costs $4s^2h$ per layer. The stored activations grow with $s$ ([FlashAttention](glossary.ipynb#flashattention)
+# never stores the $s \times s$ scores), and so do the last stage's logits, $s \cdot V$ of them. Context parallelism
+# divides both by $c$: a rank holds $s/c$ tokens, and with ZeRO the optimizer state is sharded over the $d \cdot c$
+# ranks that hold the same weights. It adds $c$ times the devices: $N_\text{GPU} = d \cdot t \cdot p \cdot c$.
+#
+# **Ring attention's bytes.** Per layer and micro-batch each rank sends its K and V block,
+# $2 \cdot (s/c) \cdot n_{kv} d_\text{head} / t$ values of 2 bytes, $c - 1$ times forward, and K, V and their
+# gradients (twice that) $c - 1$ times backward. Each hop hides behind the attention of the block the rank already
+# holds, $1/c$ of its attention core with the zig-zag split. **Ulysses' bytes.** Four all-to-alls forward and four
+# backward per layer, of Q and the output ($s/c \cdot h/t$ values each) and of K and V ($s/c \cdot n_{kv}
+# d_\text{head}/t$); a rank sends $(c - 1)/c$ of each, and waits for it.
+#
+# **The experts' all-to-alls.** A rank holding $T$ tokens of a micro-batch dispatches $T \cdot k_E \cdot h$
+# activations of 2 bytes (`model.experts_per_token`, `model.hidden`), times the capacity factor; an all-to-all keeps
+# $1/e$ of its payload and sends $(e - 1)/e$ of it to the other $e - 1$ ranks. Per MoE layer and micro-batch: dispatch
+# and combine forward, dispatch and combine backward, four calls of
+#
+# $$S_\text{dispatch} = T \cdot k_E \cdot h \cdot 2\ \text{bytes},$$
+#
+# $$\text{sent} = S_\text{dispatch} \cdot (e - 1)/e.$$
+#
+# **Zero-bubble bubbles.** With $t_F$, $t_B$ and $t_W$ the times of F, B and W of one micro-batch on one stage, Qi
+# et al. give the bubble of 1F1B as $(p-1)(t_F + t_B + t_W)$, of ZB-H1 as $(p-1)(t_F + t_B - t_W)$ and of ZB-H2 as
+# $(p-1)(t_F + t_B - 2t_W)$, zero when the three are equal. The price is memory: ZB-H1's first stage holds $p$
+# micro-batches as 1F1B does, but so does every later stage until their W runs; ZB-H2 holds $2p - 1$.
+#
+# | Symbol | Code name | Meaning | Unit |
+# |---|---|---|---|
+# | $c$ | `context_parallel` | context-parallel group size: the sequence is split $c$ ways | – |
+# | $e$ | `expert_parallel` | expert-parallel group size: a MoE layer's experts are spread over it | – |
+# | $E$ | `experts` | experts of a MoE layer | – |
+# | $k_E$ | `experts_per_token` | experts the router sends each token to | – |
+# | $s$ | `seq_len` | sequence length | tokens |
+# | $h$ | `hidden` | hidden size of the transformer | – |
+#
+# *Assumptions:* those of lessons 04 and 05 (the calibrated model by default), activations exchanged in 16 bits, a
+# perfectly balanced router unless the capacity factor says otherwise.
+
+# %% [markdown]
+# ## Worked example
+#
+# ### Step 1 · How long a sequence fits
+#
+# Llama 3.1 8B, tensor parallel $t = 8$ inside each DGX H100 node, FlashAttention, sequence parallelism, full
+# recomputation and ZeRO-1: `parallelism.memory_breakdown` of one sequence per GPU group, for sequence lengths from
+# 32k to 1M tokens, without context parallelism and with $c$ = 2, 4 and 8 (`plan.context_parallel`; one node per
+# context rank).
+
+# %%
+MODEL = parallelism.LLAMA3_8B
+H100 = hardware.H100
+PLAN = parallelism.ParallelPlan(
+    tensor_parallel=8, sequence_parallel=True, attention="flash", recompute="full", zero_stage=1
+)
+SEQUENCES = [2**k for k in range(15, 21)]  # 32,768 to 1,048,576 tokens
+CONTEXTS = (1, 2, 4, 8)
+print(f"{MODEL.name}, t = 8 in each node, one sequence at a time: memory per GPU (✗: more than 80 GB)")
+print(f"{'model.seq_len':>13}" + "".join(f"{f'c = {c} ({8 * c} GPUs)':>18}" for c in CONTEXTS))
+largest = {}
+for seq_len in SEQUENCES:
+    model = replace(MODEL, seq_len=seq_len)
+    cells = []
+    for c in CONTEXTS:
+        total = parallelism.memory_breakdown(model, PLAN.replace(context_parallel=c)).total
+        fits = total <= H100.hbm_capacity_bytes
+        largest[c] = seq_len if fits else largest.get(c, 0)
+        cells.append(units.format_bytes(total) + ("" if fits else " ✗"))
+    print(f"{seq_len:>13,}" + "".join(f"{cell:>18}" for cell in cells))
+for c in CONTEXTS:
+    print(f"the longest sequence (a power of two) that fits with c = {c}: {largest[c]:,} tokens")
+
+# %% [markdown]
+# Without context parallelism the longest sequence that fits is 262,144 tokens (71.5 GB); 524,288 needs 122 GB. With
+# $c = 2$ it fits in 65.5 GB, and $c = 4$ fits the million-token sequence in 62.5 GB. What does $c$ divide? The
+# breakdown at 524,288 tokens:
+
+# %%
+LONG = replace(MODEL, seq_len=2**19)
+breakdowns = {f"c = {c}": parallelism.memory_breakdown(LONG, PLAN.replace(context_parallel=c)) for c in CONTEXTS}
+print(f"{'':8}" + "".join(f"{name:>17}" for name in ("parameters", "gradients", "optimizer state", "activations",
+                                                      "logits", "framework")))  # fmt: skip
+for label, mem in breakdowns.items():
+    parts = (mem.parameters, mem.gradients, mem.optimizer_state, mem.activations, mem.logits, mem.framework)
+    print(f"{label:8}" + "".join(f"{units.format_bytes(x):>17}" for x in parts))
+
+# %% [markdown]
+# The activations (17.2 GB at $c = 1$) and the last stage's logits (84.1 GB: 10 bytes per token and vocabulary
+# entry, the vocabulary split over the $t$ ranks) grow with the tokens a rank holds, and $c$ divides them. ZeRO-1
+# shards the optimizer state over the $d \cdot c$ ranks that hold the same weights, so it shrinks too; the
+# parameters and gradients do not. Here the logits, not attention, are the largest term: FlashAttention keeps
+# attention's memory linear in $s$.
+#
+# The FLOPs are another story. `budget.forward_flops_per_token` for Llama 3 405B, one layer's forward per token,
+# and the attention core's share of it:
+
+# %%
+for seq_len in (8192, 32768, 131072):
+    layer, _, core = budget.forward_flops_per_token(replace(parallelism.LLAMA3_405B, seq_len=seq_len))
+    print(
+        f"s = {seq_len:>7,}: {units.format_flops(layer)} per token and layer, of which the attention core "
+        f"{units.format_flops(core)} ({units.format_percent(core / layer)})"
+    )
+
+# %% [markdown]
+# Per token, attention's cost grows with $s$ (per sequence, with $s^2$): at 8k tokens it is 7.77 % of a layer's
+# forward, at 128k tokens 57.4 %. Long-context training is attention-bound, and its memory per device grows with
+# $s$: the two reasons for a sequence axis.
+#
+# ### Step 2 · Ring or all-to-all
+#
+# The causal mask makes a contiguous split unfair: rank 0 holds the start of the sequence and attends to few keys, the
+# last rank to all of them. `parallelism.causal_attention_shares` gives each rank's share of the attention work for
+# $c = 4$:
+
+# %%
+for split in parallelism.CONTEXT_SPLITS:
+    shares = parallelism.causal_attention_shares(4, split)
+    print(
+        f"{split:>10}: " + ", ".join(units.format_percent(x) for x in shares)
+        + f"; the slowest rank does {max(shares) * len(shares):.2f}× the mean"
+    )  # fmt: skip
+
+# %% [markdown]
+# With the contiguous split the last rank does 43.8 % of the work, 1.75× the mean, and the others wait for it; the
+# zig-zag split gives every rank 25 %. Now the bytes and times of both forms on one plan: Llama 3.1 8B on 131,072-token
+# sequences, $t = 4$ and $c = 4$ over two DGX H100 nodes (16 GPUs), each context-parallel transfer as
+# `budget.partition_report` places and times it (the ideal model):
+
+# %%
+TWO_NODES = replace(hardware.DGX_H100, nodes=2, name="two DGX H100 nodes")
+LONG_8B = replace(MODEL, seq_len=131072)
+for kind in parallelism.CONTEXT_PARALLEL_KINDS:
+    plan = parallelism.ParallelPlan(
+        tensor_parallel=4, context_parallel=4, context_parallel_kind=kind, sequence_parallel=True, attention="flash"
+    )
+    report = budget.partition_report(LONG_8B, plan, TWO_NODES)
+    print(f"context_parallel_kind = {kind!r}")
+    for row in report.transfers:
+        x = row.transfer
+        if x.axis == "context":
+            print(
+                f"  {x.tensor:46} {x.op:10} {units.format_bytes(x.payload_bytes):>8} × {x.calls_per_step:>3}"
+                f" {' + '.join(row.levels):>22} {units.format_time(row.time_s):>8}, exposed "
+                f"{units.format_time(row.exposed_s)}"
+            )
+    sent = parallelism.communication_volume_per_step(LONG_8B, plan)["context"]
+    print(
+        f"  each GPU sends {units.format_bytes(sent)}; exposed {units.format_time(report.step.exposed_s['context'])}, "
+        f"hidden {units.format_time(report.step.overlapped_s['context'])}; step {units.format_time(report.step.total_s)}"
+    )
+
+# %% [markdown]
+# The ring sends more, 9.66 GB per GPU against Ulysses' 8.05 GB, and all of it across nodes (with $t = 4$ a node holds
+# two context ranks, and the ring's hops between the nodes set its pace), yet none of it is exposed: each hop hides
+# behind the attention of the block a rank already holds. Ulysses' all-to-alls have nothing to hide behind, and
+# expose 109 ms. The ring wins here, where the attention of a 32,768-token block is long; Ulysses wins where blocks are
+# short (the ring's hops no longer hide) and inside a node, and it needs the heads each tensor-parallel rank holds to
+# divide by $c$ (Llama 3.1 8B's 32 heads over $t = 4$ leave 8: $c$ up to 8).
+#
+# ### Step 3 · Llama 3 405B at 128k tokens
+#
+# Llama 3's last pre-training stage ran 131,072-token sequences on 16,384 H100s with $t = 8$, $c = 16$, $p = 16$,
+# $d = 8$, and reported 380 TFLOP/s per GPU (Grattafiori et al. 2024, Table 4). The same plan in the calibrated
+# model, with the Megatron-Core framework preset and what the paper does not publish chosen as
+# `tests/test_expert_context.py` chooses it (ring attention, FlashAttention, sequence parallelism, ZeRO-1, full
+# recomputation, the interleaved schedule with $v = 8$):
+
+# %%
+MODEL_405B = replace(parallelism.LLAMA3_405B, seq_len=131072)
+LLAMA3_CLUSTER = replace(hardware.DGX_H100, nodes=2048, name="Llama 3's 16,384 H100s")
+LLAMA3_PLAN = parallelism.ParallelPlan(
+    data_parallel=8, tensor_parallel=8, pipeline_parallel=16, context_parallel=16, micro_batch=1,
+    grad_accum_steps=16, sequence_parallel=True, attention="flash", recompute="full", zero_stage=1,
+    schedule="interleaved", virtual_stages=8,
+)  # fmt: skip
+PUBLISHED_RATE = 380 * units.TFLOP  # per GPU, Grattafiori et al. 2024, Table 4
+llama3_step = budget.step_time(MODEL_405B, LLAMA3_PLAN, LLAMA3_CLUSTER, framework="megatron")
+llama3_memory = parallelism.memory_breakdown(MODEL_405B, LLAMA3_PLAN, framework="megatron")
+llama3_rate = budget.model_flops_per_step(MODEL_405B, LLAMA3_PLAN, "none") / LLAMA3_PLAN.devices / llama3_step.total_s
+print(
+    f"{units.format_count(LLAMA3_PLAN.devices)} GPUs, {units.format_bytes(llama3_memory.total)} per GPU, a step of "
+    f"{units.format_time(llama3_step.total_s)}"
+)
+print(
+    f"modelled {units.format_flops_rate(llama3_rate)} per GPU against the published "
+    f"{units.format_flops_rate(PUBLISHED_RATE)}: {units.format_percent(llama3_rate / PUBLISHED_RATE - 1)}"
+)
+print(
+    f"context parallelism: exposed {units.format_time(llama3_step.exposed_s['context'])}, hidden "
+    f"{units.format_time(llama3_step.overlapped_s['context'])}"
+)
+
+# %% [markdown]
+# The model predicts 331 TFLOP/s per GPU, 12.9 % below the published 380 TFLOP/s, inside the margin the course's test
+# allows; the ring's 673 ms of K/V transfers all hide behind attention, which at 128k tokens is most of each layer's
+# work.
+#
+# ### Step 4 · Experts and their all-to-alls
+#
+# Mixtral 8×7B is a mixture of experts: 8 experts per layer (`model.experts`), 2 per token
+# (`model.experts_per_token`). Its parameters count every expert; a token's FLOPs only the two it visits:
+
+# %%
+MOE = parallelism.MIXTRAL_8X7B
+print(
+    f"{MOE.name}: {units.format_count(MOE.params)} parameters, {units.format_count(MOE.active_params)} active per "
+    f"token; experts {MOE.experts}, experts_per_token {MOE.experts_per_token}, hidden {MOE.hidden}, "
+    f"seq_len {MOE.seq_len:,}, MoE layers {MOE.moe_layers}"
+)
+
+# %% [markdown]
+# With $e = 8$ each rank holds one expert of each layer. One micro-batch of one sequence on one rank (no tensor
+# parallelism) has $T$ = `model.seq_len` tokens; the dispatch payload and the bytes a rank sends, by the formula and as
+# `parallelism.step_transfers` lists the dispatch:
+
+# %%
+E_PARALLEL = 8
+tokens = 1 * MOE.seq_len  # micro-batch b = 1, t = 1, c = 1
+dispatch_bytes = tokens * MOE.experts_per_token * MOE.hidden * 2  # 16-bit activations
+sent_bytes = dispatch_bytes * (E_PARALLEL - 1) / E_PARALLEL
+in_node = parallelism.ParallelPlan(data_parallel=16, expert_parallel=E_PARALLEL, attention="flash", recompute="full",
+                                   zero_stage=1)  # fmt: skip
+dispatch = next(x for x in parallelism.step_transfers(MOE, in_node) if x.tensor.startswith("expert dispatch"))
+print(
+    f"dispatch payload {units.format_bytes(dispatch_bytes)} (step_transfers: "
+    f"{units.format_bytes(dispatch.payload_bytes)}); each rank sends (e − 1)/e of it, "
+    f"{units.format_bytes(sent_bytes)}"
+)
+print(
+    f"per MoE layer and micro-batch: dispatch and combine, forward and backward, 4 × "
+    f"{units.format_bytes(sent_bytes)} = {units.format_bytes(4 * sent_bytes)} sent by each rank"
+)
+for stride, where in ((1, "inside one node (8 neighbours, NVLink)"), (2, "across two nodes (every other GPU)")):
+    one_call = budget.group_collective_time("all_to_all", TWO_NODES, E_PARALLEL, stride, dispatch_bytes)
+    print(f"one dispatch {where}: {units.format_time(one_call)}")
+
+# %% [markdown]
+# Each rank sends (e − 1)/e of a 537 MB dispatch, 470 MB, and 1.88 GB per MoE layer and micro-batch.
+# `budget.group_collective_time("all_to_all", cluster, e, stride, payload)` times one call on the cluster, the group's
+# ranks `stride` apart: inside a node the all-to-all takes 1.27 ms; spread over two nodes, 5.37 ms, four times as
+# long: every rank sends half its payload over the network, whose bandwidth per GPU is a fraction of NVLink's. Three plans on the same 16 GPUs, each with $d = 8$ and
+# $t = 2$ (the same batch, the same tensor-parallel work), show what that does to a step (calibrated model):
+
+# %%
+SPREAD = parallelism.ParallelPlan(
+    data_parallel=8, tensor_parallel=2, expert_parallel=8, attention="flash", recompute="full", zero_stage=1
+)
+EXPERT_PLANS = {
+    "e 8, ZeRO-1": SPREAD,
+    "e 4, ZeRO-1": SPREAD.replace(expert_parallel=4),
+    "e 4, ZeRO-2": SPREAD.replace(expert_parallel=4, zero_stage=2),
+}
+print(f"{'plan':12} {'dispatch runs on':>22} {'memory':>10} {'step':>7} {'expert exposed':>15} {'tokens/s/GPU':>13}")
+for label, plan in EXPERT_PLANS.items():
+    step = budget.step_time(MOE, plan, TWO_NODES)
+    memory = parallelism.memory_breakdown(MOE, plan).total
+    row = next(r for r in budget.transfer_table(MOE, plan, TWO_NODES) if r["tensor"].startswith("expert dispatch"))
+    per_gpu = plan.global_batch * MOE.seq_len / step.total_s / plan.devices
+    fits = "" if memory <= H100.hbm_capacity_bytes else " ✗"
+    print(
+        f"{label:12} {row['levels']:>22} {units.format_bytes(memory) + fits:>10} {units.format_time(step.total_s):>7}"
+        f" {units.format_time(step.exposed_s['expert']):>15} {per_gpu:>13,.0f}"
+    )
+
+# %% [markdown]
+# With $t = 2$ and $e = 8$ the expert ranks sit 2 apart (Megatron-Core's rank order puts tensor parallelism
+# innermost) and span both nodes: the all-to-alls expose 516 ms of a 5.8 s step. With $e = 4$ the expert group fits
+# in one node and exposes 104 ms, but each rank now holds two experts of each layer: 90.4 GB, which does not fit.
+# ZeRO-2 finds the memory elsewhere, by sharding the gradients over the data-parallel ranks: 76.3 GB, and the fastest
+# step of the three, 5.51 s. That is the rule of thumb: **keep the expert group inside a node** (Megatron-Core
+# places it there while $t \cdot e \le 8$), and find memory with sharding or more experts per node rather than by
+# spreading the experts over the network.
+#
+# **The capacity factor and load imbalance.** A router does not split tokens evenly. With a capacity factor of 1.25
+# each expert takes up to 1.25 times its even share (padded to it; the tokens beyond it are dropped), so the slowest
+# rank computes 1.25 times the mean and every all-to-all carries 1.25 times the payload (`plan.capacity_factor`), on
+# the fastest plan above:
+
+# %%
+BALANCED = EXPERT_PLANS["e 4, ZeRO-2"]
+balanced_s = budget.step_time(MOE, BALANCED, TWO_NODES).total_s
+for factor in (1.0, 1.25, 1.5):
+    step = budget.step_time(MOE, BALANCED.replace(capacity_factor=factor), TWO_NODES)
+    print(
+        f"capacity factor {factor:<4}: step {units.format_time(step.total_s)} "
+        f"(+{units.format_percent(step.total_s / balanced_s - 1)}), compute {units.format_time(step.compute_s)}, "
+        f"expert all-to-alls exposed {units.format_time(step.exposed_s['expert'])}, MFU {units.format_percent(step.mfu)}"
+    )
+
+# %% [markdown]
+# A capacity factor of 1.5 makes the step 25.6 % longer (6.92 s against 5.51 s), and the MFU falls from 38.5 % to
+# 30.6 %: the padding is computed and sent but counts for no model FLOPs. Whatever the router does, every rank waits
+# for the slowest, which is why MoE training adds a loss that pushes the router towards balance.
+#
+# ### Step 5 · Zero-bubble pipelines
+#
+# `pipeline.pipeline_schedule(p, m, schedule)` simulates a step; with `"zb-h1"` and `"zb-h2"` it runs the backward
+# as B and W. Four stages, eight micro-batches, $t_F = t_B = t_W$ (the defaults: $t_f$ one second, $t_b$ two split in
+# half), beside the paper's formulas (`parallelism.pipeline_bubble_time`; `optimizer_sync=False` drops the step's final
+# synchronisation, as Qi et al. do):
+
+# %%
+STAGES, MICROBATCHES = 4, 8
+timelines = {name: pipeline.pipeline_schedule(STAGES, MICROBATCHES, name) for name in ("1f1b", "zb-h1", "zb-h2")}
+zb = timelines["zb-h1"]
+print(
+    f"p = {STAGES}, m = {MICROBATCHES}, t_F = {units.format_time(zb.forward_time_s)}, t_B = "
+    f"{units.format_time(zb.backward_input_time_s)}, t_W = {units.format_time(zb.backward_weight_time_s)}"
+)
+print(
+    f"{'schedule':9} {'step':>6} {'bubble (sim.)':>14} {'(formula)':>10} {'unsynchronised':>15} {'(formula)':>10}"
+    f" {'held by stage 0':>16} {'by stage 3':>11}"
+)
+for name, timeline in timelines.items():
+    formula = parallelism.pipeline_bubble_time(STAGES, MICROBATCHES, name)
+    unsynchronised = parallelism.pipeline_bubble_time(STAGES, MICROBATCHES, name, optimizer_sync=False)
+    print(
+        f"{name:9} {units.format_time(timeline.total_s):>6} {units.format_time(timeline.bubble_s):>14}"
+        f" {units.format_time(formula):>10} {units.format_time(timeline.unsynchronised_bubble_s):>15}"
+        f" {units.format_time(unsynchronised):>10} {timeline.peak_in_flight(0):>16g}"
+        f" {timeline.peak_in_flight(STAGES - 1):>11g}"
+    )
+
+# %% [markdown]
+# The simulation finds the formulas' bubbles: 9 s for 1F1B, $(p-1)(t_F+t_B+t_W)$; 3 s for ZB-H1,
+# $(p-1)(t_F+t_B-t_W)$, a third of it; and for ZB-H2 no bubble at all once the stages need not wait for each other
+# at the end of the step (3 s with the synchronisation, the last stage's late start). The memory is the price:
+# ZB-H1's last stage holds 4 micro-batches' activations where 1F1B's holds 1 (it keeps W's inputs until W runs), and
+# ZB-H2's first stage holds 7, $2p - 1$. The figure below shows where the W passes go.
+#
+# ### Step 6 · FP8
+#
+# An FP8 recipe is opt-in: a framework runs one when its `fp8` field (`Framework.fp8`) holds it. Llama 3 70B on 16
+# DGX H100 nodes with $d = 16$, $t = 8$ and ZeRO-3, as Megatron-Core runs it in bf16 and with Transformer Engine's FP8
+# and FP8 parameter gathers (`parallelism.FP8_RECIPES["te-param-gather"]`):
+
+# %%
+FP8_FRAMEWORK = replace(parallelism.MEGATRON_CORE, fp8=parallelism.FP8_RECIPES["te-param-gather"])
+SIXTEEN_NODES = replace(hardware.DGX_H100, nodes=16, name="16 DGX H100 nodes")
+FSDP_PLAN = parallelism.ParallelPlan(
+    data_parallel=16, tensor_parallel=8, zero_stage=3, attention="flash", sequence_parallel=True, grad_accum_steps=4
+)
+print(
+    f"H100 peak: bf16 {units.format_flops_rate(H100.peak('bf16'))}, "
+    f"FP8 {units.format_flops_rate(parallelism.fp8_peak(H100))}"
+)
+for label, framework in (("bf16", parallelism.MEGATRON_CORE), ("FP8", FP8_FRAMEWORK)):
+    step = budget.step_time(parallelism.LLAMA3_70B, FSDP_PLAN, SIXTEEN_NODES, framework=framework)
+    memory = parallelism.memory_breakdown(parallelism.LLAMA3_70B, FSDP_PLAN, framework=framework)
+    sent = parallelism.communication_volume_per_step(parallelism.LLAMA3_70B, FSDP_PLAN, fp8=framework.fp8)
+    print(
+        f"{label:5} step {units.format_time(step.total_s)} (compute {units.format_time(step.compute_s)}), memory "
+        f"{units.format_bytes(memory.total)} (activations {units.format_bytes(memory.activations)}), sent per GPU: "
+        f"data {units.format_bytes(sent['data'])}, tensor {units.format_bytes(sent['tensor'])}"
+    )
+
+# %% [markdown]
+# FP8 doubles the peak (1.98 PFLOP/s against 989 TFLOP/s), but the compute falls from 4.14 s to 2.59 s, not by half:
+# the attention core, the output layer and the normalisations stay in bf16. The linear layers' saved inputs in 1
+# byte take the activations from 27.2 GB to 22.8 GB, and ZeRO-3's parameter all-gathers in FP8 cut the data-parallel
+# bytes from 198 GB to 134 GB per GPU. The tensor-parallel activations stay 16-bit: 301 GB either way.
+
+# %% [markdown]
+# ## Figures
+#
+# ### Memory per GPU at 524,288 tokens
+#
+# The breakdown of Step 1 for each $c$, against the H100's 80 GB: without context parallelism the logits alone
+# exceed it.
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+viz.plot_memory_breakdown(breakdowns, capacity_bytes=H100.hbm_capacity_bytes, ax=ax)
+ax.set_title(f"{MODEL.name}, 524,288-token sequences, t = 8: memory per GPU by context-parallel size c")
+plt.show()
+
+# %% [markdown]
+# ### 1F1B, ZB-H1 and ZB-H2
+#
+# The three timelines of Step 5 on one time axis: B and W drawn apart in the zero-bubble schedules. ZB-H1 fills the
+# cool-down of 1F1B with W passes; ZB-H2 also fills the warm-up with extra forwards.
+
+# %%
+fig, axes = plt.subplots(3, 1, figsize=(10, 8.5), layout="constrained")
+longest_s = max(timeline.total_s for timeline in timelines.values())
+for ax, timeline in zip(axes, timelines.values(), strict=True):
+    viz.plot_pipeline_schedule(timeline, ax=ax)
+    ax.set_xlim(0, longest_s)  # one time scale: 1F1B's longer step shows
+plt.show()
+
+# %% [markdown]
+# ## Misconception
+#
+# > *Expert parallelism is free: the experts add parameters, not FLOPs, so spreading them over more GPUs only saves
+# > memory.*
+#
+# The FLOPs per token do stay those of the $k_E$ experts a token visits, but every MoE layer moves every token twice
+# each way, and where the expert group sits decides what that costs: in Step 4, the same tokens and the same batch
+# expose 516 ms of all-to-alls when the expert group spans two nodes, and 104 ms when it stays inside one. Spread the
+# experts over the network only when nothing else frees the memory.
+
+# %% [markdown]
+# ## Self-check
+#
+# Pick an answer and press *Check*.
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="A rank of an 8-way expert group dispatches a payload S. How many bytes does it send to other ranks?",
+        options=("S", "S · 7/8", "S · 8", "S / 8"),
+        answer=1,
+        explanation="An all-to-all keeps 1/e of the payload on the rank (the tokens routed to its own experts) and "
+        "sends (e − 1)/e of it, 7/8 with e = 8.",
+    )
+)
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(
+    quiz.Question(
+        prompt="Ring attention sent more bytes than DeepSpeed-Ulysses in Step 2, yet its step was shorter. Why?",
+        options=(
+            "The ring's transfers run on NVLink only",
+            "Each hop of the ring hides behind the attention of the block the rank already holds; Ulysses' "
+            "all-to-alls have nothing to hide behind",
+            "Ulysses recomputes attention twice",
+        ),
+        answer=1,
+        explanation="A rank computes attention against the K/V block it holds while the next one arrives; at "
+        "32,768 tokens per block that compute is longer than the hop. Ulysses must finish each all-to-all first.",
+    )
+)
+
+# %% [markdown]
+# ## History
+#
+# - **2017–2021: experts.** Shazeer et al. (2017) brought sparsely gated mixtures of experts to deep learning;
+#   GShard (Lepikhin et al. 2021) and Switch Transformers (Fedus et al. 2022) spread the experts over devices with
+#   all-to-alls and a capacity factor.
+# - **2023: long sequences.** Ring Attention (Liu et al. 2023) passed K/V blocks around a ring of devices;
+#   DeepSpeed-Ulysses (Jacobs et al. 2023) re-split the heads with all-to-alls instead; Megatron-Core's context
+#   parallelism, which Llama 3 adapted, balances the causal mask with the zig-zag split.
+# - **2023–2024: the bubble and FP8.** Qi et al. (arXiv 2401.10241, ICLR 2024) split the backward pass into B and W
+#   and filled the bubble with W; FP8 formats (Micikevicius et al. 2022) reached training with Hopper's FP8 tensor
+#   cores and Transformer Engine, and DeepSeek-V3 (2024) trained a 671B mixture of experts in FP8.
+
+# %% [markdown]
+# ## Summary
+#
+# - Attention costs $4s^2h$ per layer and sequence, and activations and logits grow with $s$: context parallelism
+#   splits the sequence $c$ ways, dividing them by $c$ at the price of $c$ times the devices.
+# - Ring attention passes K/V blocks around the ring and hides each hop behind the attention of the block a rank holds
+#   (the zig-zag split balances the causal work); DeepSpeed-Ulysses re-splits by heads with four all-to-alls per
+#   layer that nothing hides.
+# - Expert parallelism moves every token twice each way per MoE layer (dispatch and combine), $T \cdot k_E \cdot h
+#   \cdot 2$ bytes a call, $(e - 1)/e$ of it sent; inside a node it is a few times faster than across nodes, so keep
+#   the expert group in a node. The capacity factor bounds load imbalance, and the slowest rank pays it.
+# - ZB-H1 cuts 1F1B's bubble to $(p-1)(t_F+t_B-t_W)$ with the same first-stage memory; ZB-H2 removes it for
+#   $2p - 1$ micro-batches of activations.
+# - FP8 doubles the peak of the linear layers, not of the whole step, and halves the bytes of what it stores and
+#   gathers in 1 byte.
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. **A longer context.** Llama 3.1 8B with Step 1's plan and $c = 2$: find the longest power-of-two sequence that
+#    fits with $t = 4$ instead of 8 (two context ranks of 4 GPUs each, 8 GPUs in all).
+# 2. **DBRX's all-to-all.** A MoE model with $h = 6144$, $k_E = 4$ of 16 experts, 32,768 tokens per rank and
+#    $e = 8$: how many bytes does a rank send in one dispatch?
+# 3. **ZB-H1 with a short W.** With $t_F = 1$ s, $t_B = 1.5$ s and $t_W = 0.5$ s, $p = 4$, $m = 8$: what is ZB-H1's
+#    bubble, and 1F1B's?
+#
+# <details>
+# <summary>Answers</summary>
+#
+# 1. 262,144 tokens: `memory_breakdown(replace(MODEL, seq_len=s), PLAN.replace(tensor_parallel=4,
+#    context_parallel=2))` is 77.6 GB at 262,144 and 128 GB at 524,288. Two ranks of $t = 4$ hold each sequence as
+#    one rank of $t = 8$ did, but the weights are split 4 ways, not 8.
+# 2. $32768 \cdot 4 \cdot 6144 \cdot 2$ = 1.61 GB of payload, of which $7/8$, 1.41 GB, leaves the rank.
+# 3. ZB-H1: $(p-1)(t_F + t_B - t_W)$ = 6 s; 1F1B: $(p-1)(t_F + t_b)$ = 9 s
+#    (`pipeline.pipeline_schedule(4, 8, "zb-h1", backward_time_s=2.0, backward_weight_time_s=0.5).bubble_s`).
+#
+# </details>
+
+# %% [markdown]
+# ## Sources
+#
+# - A. Grattafiori et al., *The Llama 3 Herd of Models*, arXiv:2407.21783, 2024: Table 4 (128k stage: t 8, c 16,
+#   p 16, d 8, 16,384 GPUs, 380 TFLOP/s per GPU), §3.3.2 (context parallelism with an all-gather of K and V, the
+#   zig-zag-balanced split).
+# - H. Liu, M. Zaharia, P. Abbeel, *Ring Attention with Blockwise Transformers for Near-Infinite Context*,
+#   arXiv:2310.01889, 2023.
+# - S. A. Jacobs et al., *DeepSpeed Ulysses: System Optimizations for Enabling Training of Extreme Long Sequence
+#   Transformer Models*, arXiv:2309.14509, 2023.
+# - Mistral AI, *Mixtral of Experts*, arXiv:2401.04088, 2024 (46.7B total, 12.9B active parameters).
+# - D. Lepikhin et al., *GShard*, arXiv:2006.16668, ICLR 2021; W. Fedus, B. Zoph, N. Shazeer, *Switch Transformers*,
+#   JMLR 2022 (the capacity factor).
+# - P. Qi, X. Wan, G. Huang, M. Lin, *Zero Bubble Pipeline Parallelism*, arXiv:2401.10241, ICLR 2024: §2 (B/W split,
+#   ZB-H1, ZB-H2, their bubbles and memory).
+# - P. Micikevicius et al., *FP8 Formats for Deep Learning*, arXiv:2209.05433, 2022; NVIDIA Transformer Engine
+#   documentation; DeepSeek-AI, *DeepSeek-V3 Technical Report*, arXiv:2412.19437, 2024 (§3.3: FP8 training and FP8
+#   dispatch).
+
+# %% [markdown]
+# ## What's next
+#
+# Every number in this lesson and the ones before it was modelled. Next, [07 · Measure, don't assume](07_measure.ipynb)
+# times real collectives on MPI, fits α and B to them, and measures the exposed communication of real steps. The lab
+# on sequences and experts puts this lesson's budgets under sliders.
