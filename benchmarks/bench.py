@@ -359,7 +359,7 @@ def bench_grading(per_lab=4):
 
 
 def bench_measure():
-    """Lesson 06's default live sweep (2 ranks, 8 B – 64 MB, ring and recursive doubling): wall time, α and B."""
+    """Lesson 07's default live sweep (2 ranks, 8 B – 64 MB, ring and recursive doubling): wall time, α and B."""
     import warnings
 
     from course_lib.measure import fit_alpha_beta, run_collective_sweep

@@ -102,7 +102,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "Bruck et al.'s all-to-all: ⌈lg p⌉ steps, step k sending the blocks whose index has bit k set; fewer steps "
         "than the pairwise exchange's p − 1, about lg p / 2 times its bytes.",
-        "06_measure.ipynb",
+        "07_measure.ipynb",
         (r"Bruck",),
         source="Bruck et al. 1997, Efficient algorithms for all-to-all communications in multiport message-passing "
         "systems, IEEE TPDS 8(11); course_lib.collectives.collective_cost",
@@ -122,7 +122,7 @@ ENTRIES: tuple[Entry, ...] = (
         "copy-engine",
         "term",
         "A GPU's DMA engine: it copies between memories (another GPU's, the host's) without using the SMs.",
-        "06_measure.ipynb",
+        "07_measure.ipynb",
         (r"copy engines?",),
         source="NVIDIA CUDA C++ Programming Guide, asynchronous concurrent execution",
     ),
@@ -141,7 +141,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "Attention computed tile by tile in on-chip memory, never storing the $s \\times s$ score matrix in HBM, so "
         "attention's activation memory grows linearly in $s$.",
-        "08_capstone.ipynb",
+        "09_capstone.ipynb",
         (r"Flash-?Attention(?:-\d)?",),
         source="Dao et al. 2022, FlashAttention, arXiv:2205.14135",
     ),
@@ -151,7 +151,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "$\\log \\sum_i e^{x_i}$, the softmax's normaliser in log space, computed stably by subtracting the "
         "largest $x_i$ first; FlashAttention keeps it per row to combine tiles.",
-        "08_capstone.ipynb",
+        "09_capstone.ipynb",
         (r"log-sum-exp", r"logsumexp"),
     ),
     Entry(
@@ -191,7 +191,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "Root-mean-square normalisation: divides a vector by its RMS and scales it, without subtracting the mean "
         "(Llama's normalisation, in place of LayerNorm).",
-        "08_capstone.ipynb",
+        "09_capstone.ipynb",
         (r"RMSNorm",),
         source="Zhang & Sennrich 2019, Root Mean Square Layer Normalization, arXiv:1910.07467",
     ),
@@ -200,7 +200,7 @@ ENTRIES: tuple[Entry, ...] = (
         "swiglu",
         "term",
         "The gated MLP of Llama: $(\\mathrm{Swish}(xW_1) \\odot xW_3)W_2$, three weight matrices instead of two.",
-        "08_capstone.ipynb",
+        "09_capstone.ipynb",
         (r"SwiGLU",),
         source="Shazeer 2020, GLU Variants Improve Transformer, arXiv:2002.05202",
     ),
@@ -220,7 +220,7 @@ ENTRIES: tuple[Entry, ...] = (
         "dma",
         "abbreviation",
         "Direct memory access: a device copies memory by itself, without a processor doing the loads and stores.",
-        "06_measure.ipynb",
+        "07_measure.ipynb",
         (r"DMA",),
     ),
     Entry(
@@ -229,7 +229,7 @@ ENTRIES: tuple[Entry, ...] = (
         "abbreviation",
         "Elastic Fabric Adapter, AWS's network interface for HPC and ML: 3,200 Gbps per p5.48xlarge, 400 Gbps per "
         "p4de.24xlarge.",
-        "07_model_meets_measurements.ipynb",
+        "08_model_meets_measurements.ipynb",
         (r"EFA",),
         source="AWS EC2 P5 and P4 instance pages",
     ),
@@ -238,7 +238,7 @@ ENTRIES: tuple[Entry, ...] = (
         "ffn",
         "abbreviation",
         "Feed-forward network: the MLP block of a transformer layer ($h \\to 4h \\to h$ in GPT-3).",
-        "07_model_meets_measurements.ipynb",
+        "08_model_meets_measurements.ipynb",
         (r"FFN",),
     ),
     Entry(
@@ -247,7 +247,7 @@ ENTRIES: tuple[Entry, ...] = (
         "abbreviation",
         "PyTorch's Fully Sharded Data Parallel: data parallelism with parameters, gradients and optimizer state "
         "sharded, as in ZeRO stage 3.",
-        "08_capstone.ipynb",
+        "09_capstone.ipynb",
         (r"FSDP",),
         source="Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277",
     ),
@@ -294,7 +294,7 @@ ENTRIES: tuple[Entry, ...] = (
         "abbreviation",
         "Streaming multiprocessor, a GPU's unit of compute (132 on an H100 SXM, 108 on an A100); a kernel that "
         "runs a collective occupies some.",
-        "08_capstone.ipynb",
+        "09_capstone.ipynb",
         (r"SMs?",),
         source=f"{_NVIDIA_H100}; {_NVIDIA_A100}",
     ),
@@ -353,7 +353,7 @@ ENTRIES: tuple[Entry, ...] = (
         "software",
         "MPI, the Message Passing Interface standard for processes that exchange messages; MPICH, an open-source "
         "implementation of it.",
-        "06_measure.ipynb",
+        "07_measure.ipynb",
         (r"MPICH", r"MPI"),
         source="MPI Forum, MPI 4.0 (2021); mpich.org",
     ),
@@ -382,8 +382,8 @@ ENTRIES: tuple[Entry, ...] = (
         "calibration",
         "software",
         "The ideal model (every byte and FLOP from the formulas, compute at an assumed efficiency $\\eta$); "
-        "without it, course_lib applies the calibration that lesson 07 fits.",
-        "07_model_meets_measurements.ipynb",
+        "without it, course_lib applies the calibration that lesson 08 fits.",
+        "08_model_meets_measurements.ipynb",
         (r"calibration=None", r"calibrated model"),
         code_name="calibration",
     ),
@@ -458,7 +458,7 @@ ENTRIES: tuple[Entry, ...] = (
         "$p$",
         "p",
         "symbol",
-        "Ranks of a collective (lessons 02, 04 and 06) and pipeline stages (lesson 03 on): the one shared symbol.",
+        "Ranks of a collective (lessons 02, 04 and 07) and pipeline stages (lesson 03 on): the one shared symbol.",
         "00_course_map.ipynb",
         code_name="ranks, pipeline_parallel, pp",
         nouns=("rank", "stage", "GPU", "device", "chunk", "micro-batch"),
@@ -628,7 +628,7 @@ ENTRIES: tuple[Entry, ...] = (
         "symbol",
         "Bytes per parameter of the weights, the gradients and the optimizer state, as the framework keeps them: "
         "2 (bf16 weights), 4 (fp32 gradients) and 12 (Adam) in nanotron's recipe, the calibrated model's.",
-        "08_capstone.ipynb",
+        "09_capstone.ipynb",
         (r"b_\\text\{param\}", r"b_\\text\{grad\}", r"b_\\text\{opt\}"),
         source="course_lib.parallelism.frameworks (PRECISION_RECIPES, NANOTRON)",
     ),
@@ -639,7 +639,7 @@ ENTRIES: tuple[Entry, ...] = (
         "Memory of the last stage's logits (bf16, the loss's fp32 copy and its fp32 gradient: 10 bytes per token and "
         "vocabulary entry), and what the model does "
         "not count (CUDA context, allocator caching, fragmentation; about 2 GB fitted).",
-        "08_capstone.ipynb",
+        "09_capstone.ipynb",
         (r"M_\\text\{logits\}", r"M_\\text\{framework\}"),
         source="course_lib.parallelism.frameworks (logits_bytes_per_element); calibration (framework_bytes)",
     ),
@@ -650,7 +650,7 @@ ENTRIES: tuple[Entry, ...] = (
         "notation",
         "A plan as $d \\cdot t \\cdot p$, its ZeRO stage and $b \\times m$: 2 replicas, no tensor parallelism, "
         "4 stages, ZeRO-1, micro-batch 1, 128 micro-batches per step.",
-        "07_model_meets_measurements.ipynb",
+        "08_model_meets_measurements.ipynb",
         (r"\d+·\d+·\d+ ZeRO-\d(?: b\d+×\d+)?",),
     ),
 )

@@ -55,9 +55,9 @@ plt.show()
 # | [03 · Split the work](03_parallelism.ipynb) | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 | 2.5 h |
 # | [04 · Budget the bytes](04_communication_budget.ipynb) | derive a partition's transfers, separate exposed from hidden time, price one plan's step | 01–03 | 2.5 h |
 # | [05 · Search for a plan](05_plan_search.ipynb) | search every plan a cluster allows, read why each loses, compare the model with a published run | 03, 04 | 1.5 h |
-# | [06 · Measure, don't assume](06_measure.ipynb) | time real collectives on [MPI](glossary.ipynb#mpi), fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 1.5 h |
-# | [07 · Check the model against measurements](07_model_meets_measurements.ipynb) | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04–06 | 1.5 h |
-# | [08 · Plan a real run](08_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand and with the search, test how robust the plan is, say what to measure first | 04–07 | 2.5 h |
+# | [07 · Measure, don't assume](07_measure.ipynb) | time real collectives on [MPI](glossary.ipynb#mpi), fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 1.5 h |
+# | [08 · Check the model against measurements](08_model_meets_measurements.ipynb) | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05, 07 | 1.5 h |
+# | [09 · Plan a real run](09_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand and with the search, test how robust the plan is, say what to measure first | 04, 05, 07, 08 | 2.5 h |
 #
 # **Labs.** Seven widget labs practise the lessons with sliders, in the order you meet their lessons:
 #
@@ -69,7 +69,7 @@ plt.show()
 # | [04 · the pipeline schedule](../labs/04_pipeline_schedule.ipynb) | 03 | 1 h |
 # | [05 · the partition explorer](../labs/05_partition_explorer.ipynb) | 04 | 1.5 h |
 # | [06 · serving](../labs/06_serving.ipynb) | 04 | 1.5 h |
-# | [07 · measuring collectives](../labs/07_measure_collectives.ipynb) | 06 | 1.5 h |
+# | [08 · measuring collectives](../labs/08_measure_collectives.ipynb) | 07 | 1.5 h |
 #
 # Each has guided questions to explore,
 # with their answers, then 3 or 4 graded questions that ask you to derive the lab's model yourself: write your
@@ -116,7 +116,7 @@ plt.show()
 # | $K_\text{opt}$ | `optimizer_bytes_per_param` | optimizer-state bytes per parameter (12 for mixed-precision Adam) | bytes |
 # | $I$ | `intensity_flops_per_byte` | arithmetic intensity | FLOP/byte |
 # | $T_\text{math}$, $T_\text{mem}$ | `roofline_time` | compute time, memory time; $T = \max$ of the two | s |
-# | $p$ | `ranks` | ranks taking part in a collective (lessons 02, 04 and 06) | — |
+# | $p$ | `ranks` | ranks taking part in a collective (lessons 02, 04 and 07) | — |
 # | $S$ | `payload_bytes` | a collective's buffer size, as nccl-tests defines it | bytes |
 # | $n$ | `phases` | latency-bearing steps of a collective | — |
 # | $Q$ | `wire_bytes` | bytes on a collective's critical path | bytes |
@@ -135,7 +135,7 @@ plt.show()
 # | $T_\text{comm}$ | `comm_time`, `collective_time` | time of a collective, $n\alpha + Q/B_\text{eff}$ | s |
 #
 # Each symbol names one quantity, with one exception the literature forces on us: $p$ is the ranks of a collective (as
-# in MPI's papers: lessons 02, 04 and 06) and the pipeline stages (as in Megatron-LM's: lesson 03 on); lesson 04 uses
+# in MPI's papers: lessons 02, 04 and 07) and the pipeline stages (as in Megatron-LM's: lesson 03 on); lesson 04 uses
 # both and says where each applies. A symbol in brackets is a second form a lesson keeps where it follows a paper:
 # ZeRO's $N_d$ in its memory formulas, $N_\text{dp}$ in lesson 03's global batch, the accumulation count $N_\text{acc}$
 # in the global batch, $P$ in Narayanan et al.'s formulas (lesson 01), and the plain $B$ of the α–β model for a
@@ -202,7 +202,7 @@ for cluster in hardware.CLUSTERS.values():
 # | What a bandwidth figure means (direction, scope, basis) and which one goes into $B$ | [02 · The science](02_nccl.ipynb#The-science), [02 · Misconception](02_nccl.ipynb#Misconception); [lab 1](../labs/01_ring_allreduce.ipynb) |
 # | Place frequent exchanges on fast links: the hierarchical all-reduce | [02 · Worked example](02_nccl.ipynb#Worked-example); [04 · Mechanism](04_communication_budget.ipynb#Mechanism) |
 # | The price of a split: sharding makes a model fit but adds traffic; larger groups shrink each device's work until communication dominates | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [04 · Mechanism](04_communication_budget.ipynb#Mechanism) (strong scaling) |
-# | Exposed against overlapped communication, and why a step must be measured | [04 · The science](04_communication_budget.ipynb#The-science), [04 · Worked example](04_communication_budget.ipynb#Worked-example); [06 · Measure, don't assume](06_measure.ipynb) |
+# | Exposed against overlapped communication, and why a step must be measured | [04 · The science](04_communication_budget.ipynb#The-science), [04 · Worked example](04_communication_budget.ipynb#Worked-example); [07 · Measure, don't assume](07_measure.ipynb) |
 # | Training against serving: why a partition that trains well may serve poorly | [04 · Worked example](04_communication_budget.ipynb#Worked-example), step 5 ([decode](glossary.ipynb#decode) is latency-bound); [01 · Figures](01_mac.ipynb#Figures) (the roofline) |
 # | Pipeline bubbles and schedules | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [lab 4](../labs/04_pipeline_schedule.ipynb) |
 # | The usual mistakes | the *Misconception* section of [02](02_nccl.ipynb#Misconception), [03](03_parallelism.ipynb#Misconception) and [04](04_communication_budget.ipynb#Misconception) |

@@ -537,7 +537,7 @@ print(f"15B would need {units.format_bytes(parallelism.zero_model_state_bytes(15
 # `budget.step_time`, lesson 05's `budget.search_plans`) uses the course's default calibration instead: the memory of
 # a real framework, [nanotron](glossary.ipynb#framework) (its precision recipe's bytes per parameter, its logits and
 # buffers), fitted on the Ultra-Scale Playbook's
-# measured runs. Lesson 07 explains where it comes from.
+# measured runs. Lesson 08 explains where it comes from.
 
 # %%
 PLANS = {

@@ -137,7 +137,7 @@ from course_lib.widgets import quiz
 # framework preset nanotron (`parallelism.frameworks.NANOTRON`: its memory per parameter; its gradient buckets
 # overlap the backward pass, its ZeRO-3 parameter gathers are not prefetched, its tensor-parallel collectives never
 # overlap), a GEMM efficiency that grows with the matrix size and a fixed cost per layer, fitted on the Ultra-Scale
-# Playbook's measured runs. Lesson 05 ranks plans with it; lesson 07 explains where it comes from.
+# Playbook's measured runs. Lesson 05 ranks plans with it; lesson 08 explains where it comes from.
 #
 # The step is thus made of three terms: compute, exposed communication (tensor, pipeline and the exposed part of the
 # data-parallel traffic) and the bubble. The **binding constraint** of a plan is the largest of the three, the term
@@ -429,7 +429,7 @@ print(
 # #### What the framework hides
 #
 # The dependency rule is a bound, not a law: a framework can split an operator so that part of its communication
-# runs beside compute that does not need it. The calibrated model (lesson 07) runs a plan as a framework preset
+# runs beside compute that does not need it. The calibrated model (lesson 08) runs a plan as a framework preset
 # says (`framework=`, a key of `parallelism.FRAMEWORKS`), each overlap cited to the framework's source. The same
 # plan under three presets: `exposed`, the pessimistic bound (nothing overlaps that could); `nanotron`, the
 # calibration's own framework; and `megatron`, Megatron-LM (Core) with `--overlap-grad-reduce` and
@@ -784,7 +784,7 @@ print(
 #   pipeline's micro-batching again.
 #
 # So for Llama 3.1 70B on H100 nodes, by the datasheet's links, the lowest decode latency for one sequence is at
-# $t = 16$ (two nodes; lesson 06 measures the network and finds $t = 8$), and a ZeRO-3 plan that trains well is the
+# $t = 16$ (two nodes; lesson 07 measures the network and finds $t = 8$), and a ZeRO-3 plan that trains well is the
 # one that serves worst: training amortises each collective over $b \cdot s$ tokens and hides it under a large
 # compute; decoding pays two all-reduces per layer for every token, with nothing to hide them under. Lab 6 puts this
 # model and others under sliders.
@@ -1053,7 +1053,7 @@ quiz.MultipleChoice(
 # - Strong scaling ends when the per-device compute no longer amortises the communication that does not shrink.
 # - Decode is memory-bound (every weight read for a few tokens) and pays two latency-bound all-reduces per layer
 #   per token: past some $t$ (16 for Llama 3.1 70B on H100 nodes by the datasheet, 8 on the measured network of
-#   lesson 06) more devices make each token slower, and a plan that trains well (ZeRO-3, a pipeline) may serve
+#   lesson 07) more devices make each token slower, and a plan that trains well (ZeRO-3, a pipeline) may serve
 #   poorly.
 # - The step is compute, exposed communication and the bubble; the largest of the three is the plan's binding
 #   constraint. The estimate is coarse and its compute efficiency is an assumption, so measure.

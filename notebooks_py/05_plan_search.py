@@ -108,12 +108,12 @@ CLUSTER = hardware.SELENE_3072
 # rejects the plans that do not partition the model, that the framework does not run (ZeRO-2 or 3 with a pipeline),
 # that do not divide the batch, or do not fit in memory; estimates the step time of the rest and names each one's
 # binding constraint. It ranks by the course's *calibrated* model (`calibration="default"`): the constants fitted on
-# the Ultra-Scale Playbook's measured runs (lesson 07: an efficiency and a fixed cost per layer fitted on nanotron's
+# the Ultra-Scale Playbook's measured runs (lesson 08: an efficiency and a fixed cost per layer fitted on nanotron's
 # runs, its framework memory, and nanotron's behaviour, such as no prefetch of ZeRO-3 gathers), carried over to
 # Selene's A100s on Selene's own links; `calibration=None` is the ideal model of lesson 04's worked example. A plan
 # fits here when its predicted memory is within the GPU's (`memory_margin=0.0`); by default the search asks for the
-# calibration's margin too, the share of memory the calibrated model missed on the measured runs lesson 07 replays
-# (+38.4 %; lesson 08 plans with it). First Narayanan et al.'s largest case: the 1T model on all 3072 GPUs of Selene
+# calibration's margin too, the share of memory the calibrated model missed on the measured runs lesson 08 replays
+# (+38.4 %; lesson 09 plans with it). First Narayanan et al.'s largest case: the 1T model on all 3072 GPUs of Selene
 # with a global batch of 3072.
 
 
@@ -199,7 +199,7 @@ for efficiency in (0.55, 0.58, 0.6):
 # last lines above), but that is a fit to this one run, not a prediction. The search ranks the paper's plan at row
 # 277 (the table above): the plans above it use sequence parallelism and selective recomputation, which did not exist
 # in 2021. Use the model to compare plans and to see which constraint binds, and measure before trusting the second
-# decimal; lesson 06 shows how far the calibrated model is from 3,306 measured runs (1,758 of which ran).
+# decimal; lesson 08 shows how far the calibrated model is from 3,306 measured runs (1,758 of which ran).
 #
 # ### GPT 22B on 32 H100s
 #
@@ -363,7 +363,7 @@ quiz.MultipleChoice(
         ),
         answer=2,
         explanation="A model whose errors are alike across plans still orders them; its absolute step time is a "
-        "coarse estimate. Lesson 07 measures how far it is from measured runs.",
+        "coarse estimate. Lesson 08 measures how far it is from measured runs.",
     )
 )
 
@@ -424,7 +424,7 @@ quiz.MultipleChoice(
 #   arXiv:2104.04473. https://arxiv.org/abs/2104.04473 — Eq. (3), Table 1 (1T model: t = 8, p = 64, 3072 GPUs,
 #   163 teraFLOP/s per GPU, 52 % of peak in hardware FLOPs), its takeaways on combining the three parallelisms.
 # - N. Tazi, F. Mom, H. Zhao, P. Nguyen, M. Mekkouri, L. von Werra, T. Wolf, *The Ultra-Scale Playbook: Training LLMs
-#   on GPU Clusters*, Hugging Face, 2025: the measured runs the default calibration is fitted on (lesson 07).
+#   on GPU Clusters*, Hugging Face, 2025: the measured runs the default calibration is fitted on (lesson 08).
 #   https://huggingface.co/spaces/nanotron/ultrascale-playbook
 # - L. Zheng, Z. Li, H. Zhang, Y. Zhuang, Z. Chen, Y. Huang, Y. Wang, Y. Xu, D. Zhuo, E. P. Xing, J. E. Gonzalez,
 #   I. Stoica, *Alpa: Automating Inter- and Intra-Operator Parallelism for Distributed Deep Learning*, OSDI 2022.
@@ -434,6 +434,6 @@ quiz.MultipleChoice(
 # ## What's next
 #
 # You can now go from a model, a batch and a cluster to a ranked list of plans, and say why each loses. Every number
-# in it was modelled: next, [06 · Measure, don't assume](06_measure.ipynb) times real collectives on MPI, fits α and
+# in it was modelled: next, [07 · Measure, don't assume](07_measure.ipynb) times real collectives on MPI, fits α and
 # B to them, and measures the exposed communication of real steps. The labs put these budgets under sliders and end
 # with graded questions.

@@ -22,32 +22,32 @@
 # | Term | Definition | Introduced in | Source |
 # |---|---|---|---|
 # | <a id="collectives"></a>all-reduce, all-gather, reduce-scatter | Collectives: every rank ends with the sum of all buffers; with all ranks' chunks; with one chunk of the sum. | [lesson 02](02_nccl.ipynb) | MPI standard 4.0, chapter 6; NCCL documentation, Collective operations |
-# | <a id="bruck"></a>Bruck | Bruck et al.'s all-to-all: ⌈lg p⌉ steps, step k sending the blocks whose index has bit k set; fewer steps than the pairwise exchange's p − 1, about lg p / 2 times its bytes. | [lesson 06](06_measure.ipynb) | Bruck et al. 1997, Efficient algorithms for all-to-all communications in multiport message-passing systems, IEEE TPDS 8(11); course_lib.collectives.collective_cost |
+# | <a id="bruck"></a>Bruck | Bruck et al.'s all-to-all: ⌈lg p⌉ steps, step k sending the blocks whose index has bit k set; fewer steps than the pairwise exchange's p − 1, about lg p / 2 times its bytes. | [lesson 07](07_measure.ipynb) | Bruck et al. 1997, Efficient algorithms for all-to-all communications in multiport message-passing systems, IEEE TPDS 8(11); course_lib.collectives.collective_cost |
 # | <a id="context-parallelism"></a>context parallelism | Splitting the sequence dimension of every activation (attention included) across devices, each holding a slice of the tokens; Megatron-Core's CP. | [lesson 03](03_parallelism.ipynb) | NVIDIA Megatron-Core documentation, context parallelism; Liu et al. 2023, Ring Attention |
-# | <a id="copy-engine"></a>copy engine | A GPU's DMA engine: it copies between memories (another GPU's, the host's) without using the SMs. | [lesson 06](06_measure.ipynb) | NVIDIA CUDA C++ Programming Guide, asynchronous concurrent execution |
+# | <a id="copy-engine"></a>copy engine | A GPU's DMA engine: it copies between memories (another GPU's, the host's) without using the SMs. | [lesson 07](07_measure.ipynb) | NVIDIA CUDA C++ Programming Guide, asynchronous concurrent execution |
 # | <a id="decode"></a>decode | The serving phase that generates one token per sequence per step, reading every weight and the KV cache once per step; prefill, the phase before it, processes the whole prompt at once. | [lesson 04](04_communication_budget.ipynb) |  |
-# | <a id="flashattention"></a>FlashAttention | Attention computed tile by tile in on-chip memory, never storing the $s \times s$ score matrix in HBM, so attention's activation memory grows linearly in $s$. | [lesson 08](08_capstone.ipynb) | Dao et al. 2022, FlashAttention, arXiv:2205.14135 |
+# | <a id="flashattention"></a>FlashAttention | Attention computed tile by tile in on-chip memory, never storing the $s \times s$ score matrix in HBM, so attention's activation memory grows linearly in $s$. | [lesson 09](09_capstone.ipynb) | Dao et al. 2022, FlashAttention, arXiv:2205.14135 |
 # | <a id="ll-protocol"></a>LL protocol | NCCL's low-latency protocol: each 8-byte store carries 4 bytes of data and a 4-byte flag the receiver polls, so it needs no separate synchronisation but delivers half the link's bandwidth (LL128: 120 of 128 bytes). | [lesson 02](02_nccl.ipynb) | NCCL source, src/include/device.h (NCCL_PROTO_LL, LL128); NCCL_PROTO in the NCCL documentation |
-# | <a id="log-sum-exp"></a>log-sum-exp | $\log \sum_i e^{x_i}$, the softmax's normaliser in log space, computed stably by subtracting the largest $x_i$ first; FlashAttention keeps it per row to combine tiles. | [lesson 08](08_capstone.ipynb) |  |
+# | <a id="log-sum-exp"></a>log-sum-exp | $\log \sum_i e^{x_i}$, the softmax's normaliser in log space, computed stably by subtracting the largest $x_i$ first; FlashAttention keeps it per row to combine tiles. | [lesson 09](09_capstone.ipynb) |  |
 # | <a id="moe"></a>MoE | Mixture of experts: a layer whose MLP is several expert MLPs, a router sending each token to a few of them; the parameters grow with the experts, the FLOPs per token only with the experts a token visits. | [lesson 01](01_mac.ipynb) | Shazeer et al. 2017, arXiv:1701.06538 |
 # | <a id="out-of-place"></a>out-of-place | A collective that writes its result into a separate output buffer; in-place reuses the input buffer. nccl-tests times both. | [lesson 02](02_nccl.ipynb) | NCCL documentation, In-place operations; nccl-tests README |
-# | <a id="rmsnorm"></a>RMSNorm | Root-mean-square normalisation: divides a vector by its RMS and scales it, without subtracting the mean (Llama's normalisation, in place of LayerNorm). | [lesson 08](08_capstone.ipynb) | Zhang & Sennrich 2019, Root Mean Square Layer Normalization, arXiv:1910.07467 |
-# | <a id="swiglu"></a>SwiGLU | The gated MLP of Llama: $(\mathrm{Swish}(xW_1) \odot xW_3)W_2$, three weight matrices instead of two. | [lesson 08](08_capstone.ipynb) | Shazeer 2020, GLU Variants Improve Transformer, arXiv:2002.05202 |
+# | <a id="rmsnorm"></a>RMSNorm | Root-mean-square normalisation: divides a vector by its RMS and scales it, without subtracting the mean (Llama's normalisation, in place of LayerNorm). | [lesson 09](09_capstone.ipynb) | Zhang & Sennrich 2019, Root Mean Square Layer Normalization, arXiv:1910.07467 |
+# | <a id="swiglu"></a>SwiGLU | The gated MLP of Llama: $(\mathrm{Swish}(xW_1) \odot xW_3)W_2$, three weight matrices instead of two. | [lesson 09](09_capstone.ipynb) | Shazeer 2020, GLU Variants Improve Transformer, arXiv:2002.05202 |
 #
 # ## Abbreviations
 #
 # | Term | Definition | Introduced in | Source |
 # |---|---|---|---|
 # | <a id="number-formats"></a>bf16, fp16, fp32 | Number formats: bfloat16 (8 exponent, 7 mantissa bits), IEEE half (5, 10) and IEEE single precision (8, 23): 2, 2 and 4 bytes per number. | [lesson 01](01_mac.ipynb) | IEEE 754-2008; Google Cloud, bfloat16: the secret to high performance on Cloud TPUs (2019) |
-# | <a id="dma"></a>DMA | Direct memory access: a device copies memory by itself, without a processor doing the loads and stores. | [lesson 06](06_measure.ipynb) |  |
-# | <a id="efa"></a>EFA | Elastic Fabric Adapter, AWS's network interface for HPC and ML: 3,200 Gbps per p5.48xlarge, 400 Gbps per p4de.24xlarge. | [lesson 07](07_model_meets_measurements.ipynb) | AWS EC2 P5 and P4 instance pages |
-# | <a id="ffn"></a>FFN | Feed-forward network: the MLP block of a transformer layer ($h \to 4h \to h$ in GPT-3). | [lesson 07](07_model_meets_measurements.ipynb) |  |
-# | <a id="fsdp"></a>FSDP | PyTorch's Fully Sharded Data Parallel: data parallelism with parameters, gradients and optimizer state sharded, as in ZeRO stage 3. | [lesson 08](08_capstone.ipynb) | Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277 |
+# | <a id="dma"></a>DMA | Direct memory access: a device copies memory by itself, without a processor doing the loads and stores. | [lesson 07](07_measure.ipynb) |  |
+# | <a id="efa"></a>EFA | Elastic Fabric Adapter, AWS's network interface for HPC and ML: 3,200 Gbps per p5.48xlarge, 400 Gbps per p4de.24xlarge. | [lesson 08](08_model_meets_measurements.ipynb) | AWS EC2 P5 and P4 instance pages |
+# | <a id="ffn"></a>FFN | Feed-forward network: the MLP block of a transformer layer ($h \to 4h \to h$ in GPT-3). | [lesson 08](08_model_meets_measurements.ipynb) |  |
+# | <a id="fsdp"></a>FSDP | PyTorch's Fully Sharded Data Parallel: data parallelism with parameters, gradients and optimizer state sharded, as in ZeRO stage 3. | [lesson 09](09_capstone.ipynb) | Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277 |
 # | <a id="gemm"></a>GEMM | General matrix multiply, $[M \times K] \cdot [K \times N]$: $2MNK$ FLOPs. | [lesson 01](01_mac.ipynb) |  |
 # | <a id="hbm"></a>HBM | High Bandwidth Memory: the stacked DRAM beside an accelerator's die that holds its weights, activations and optimizer state (80 GB at 3.35 TB/s on an H100 SXM). | [lesson 01](01_mac.ipynb) | NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022) |
 # | <a id="nic"></a>NIC | Network interface card: the adapter between a node and the network (a DGX H100 has one 400 Gb/s InfiniBand NIC per GPU). | [lesson 02](02_nccl.ipynb) | NVIDIA DGX H100 user guide, network ports |
 # | <a id="ptd-p"></a>PTD-P | Pipeline, tensor and data parallelism combined, as Megatron-LM trains a 1-trillion-parameter model. | [lesson 03](03_parallelism.ipynb) | Narayanan et al. 2021, arXiv:2104.04473 |
-# | <a id="sm"></a>SM | Streaming multiprocessor, a GPU's unit of compute (132 on an H100 SXM, 108 on an A100); a kernel that runs a collective occupies some. | [lesson 08](08_capstone.ipynb) | NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022); NVIDIA A100 Tensor Core GPU architecture whitepaper (2020) |
+# | <a id="sm"></a>SM | Streaming multiprocessor, a GPU's unit of compute (132 on an H100 SXM, 108 on an A100); a kernel that runs a collective occupies some. | [lesson 09](09_capstone.ipynb) | NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022); NVIDIA A100 Tensor Core GPU architecture whitepaper (2020) |
 # | <a id="zero"></a>ZeRO | Zero Redundancy Optimizer: data parallelism that shards the optimizer state (stage 1), then the gradients (2), then the parameters (3) across the replicas. | [lesson 01](01_mac.ipynb) | Rajbhandari et al. 2020, arXiv:1910.02054 |
 #
 # ## Hardware and cloud instances
@@ -63,8 +63,8 @@
 #
 # | Term | Definition | Introduced in | Source |
 # |---|---|---|---|
-# | <a id="calibration"></a>calibration=None | The ideal model (every byte and FLOP from the formulas, compute at an assumed efficiency $\eta$); without it, course_lib applies the calibration that lesson 07 fits. | [lesson 07](07_model_meets_measurements.ipynb) |  |
-# | <a id="mpi"></a>MPI, MPICH | MPI, the Message Passing Interface standard for processes that exchange messages; MPICH, an open-source implementation of it. | [lesson 06](06_measure.ipynb) | MPI Forum, MPI 4.0 (2021); mpich.org |
+# | <a id="calibration"></a>calibration=None | The ideal model (every byte and FLOP from the formulas, compute at an assumed efficiency $\eta$); without it, course_lib applies the calibration that lesson 08 fits. | [lesson 08](08_model_meets_measurements.ipynb) |  |
+# | <a id="mpi"></a>MPI, MPICH | MPI, the Message Passing Interface standard for processes that exchange messages; MPICH, an open-source implementation of it. | [lesson 07](07_measure.ipynb) | MPI Forum, MPI 4.0 (2021); mpich.org |
 # | <a id="framework"></a>nanotron, the framework | The framework is what runs a plan (its precision recipe, buckets, overlaps); the calibrated model assumes Hugging Face's nanotron, the library of the Ultra-Scale Playbook's runs. | [lesson 03](03_parallelism.ipynb) | github.com/huggingface/nanotron; course_lib.parallelism.frameworks |
 # | <a id="nccl"></a>NCCL | NVIDIA Collective Communications Library: the collectives GPUs run over NVLink and the network; nccl-tests is its benchmark. | [lesson 02](02_nccl.ipynb) | github.com/NVIDIA/nccl |
 #
@@ -86,7 +86,7 @@
 # | <a id="k-opt"></a>$K_\text{opt}$ | Optimizer-state bytes per parameter (12 for mixed-precision Adam). | [course map](00_course_map.ipynb) |  |
 # | <a id="intensity"></a>$I$ | Arithmetic intensity, FLOP per byte moved. | [course map](00_course_map.ipynb) |  |
 # | <a id="roofline-times"></a>$T_\text{math}$, $T_\text{mem}$ | Compute time and memory time of a kernel; the roofline takes the larger. | [course map](00_course_map.ipynb) |  |
-# | <a id="p"></a>$p$ | Ranks of a collective (lessons 02, 04 and 06) and pipeline stages (lesson 03 on): the one shared symbol. | [course map](00_course_map.ipynb) |  |
+# | <a id="p"></a>$p$ | Ranks of a collective (lessons 02, 04 and 07) and pipeline stages (lesson 03 on): the one shared symbol. | [course map](00_course_map.ipynb) |  |
 # | <a id="payload"></a>$S$ | A collective's buffer size in bytes, as nccl-tests defines it. | [course map](00_course_map.ipynb) |  |
 # | <a id="phases"></a>$n$ | Latency-bearing steps (phases) of a collective. | [course map](00_course_map.ipynb) |  |
 # | <a id="wire-bytes"></a>$Q$ | Bytes on a collective's critical path. | [course map](00_course_map.ipynb) |  |
@@ -105,11 +105,11 @@
 # | <a id="rank-index"></a>$r$ | The index of a rank, $0 \dots p-1$. | [lesson 02](02_nccl.ipynb) |  |
 # | <a id="bubble-time"></a>$t_\text{pb}$, $t_\text{id}$ | Narayanan et al.'s pipeline bubble time and ideal (bubble-free) time of a step; their ratio is the bubble fraction. | [lesson 03](03_parallelism.ipynb) | Narayanan et al. 2021, §2.2.1 |
 # | <a id="kv-heads"></a>$n_{kv}$, $d_\text{head}$ | Key-value heads (fewer than $a$ under grouped-query attention) and the size of one head, $h/a$. | [lesson 04](04_communication_budget.ipynb) |  |
-# | <a id="bytes-per-param"></a>$b_\text{param}$, $b_\text{grad}$, $b_\text{opt}$ | Bytes per parameter of the weights, the gradients and the optimizer state, as the framework keeps them: 2 (bf16 weights), 4 (fp32 gradients) and 12 (Adam) in nanotron's recipe, the calibrated model's. | [lesson 08](08_capstone.ipynb) | course_lib.parallelism.frameworks (PRECISION_RECIPES, NANOTRON) |
-# | <a id="memory-terms"></a>$M_\text{logits}$, $M_\text{framework}$ | Memory of the last stage's logits (bf16, the loss's fp32 copy and its fp32 gradient: 10 bytes per token and vocabulary entry), and what the model does not count (CUDA context, allocator caching, fragmentation; about 2 GB fitted). | [lesson 08](08_capstone.ipynb) | course_lib.parallelism.frameworks (logits_bytes_per_element); calibration (framework_bytes) |
+# | <a id="bytes-per-param"></a>$b_\text{param}$, $b_\text{grad}$, $b_\text{opt}$ | Bytes per parameter of the weights, the gradients and the optimizer state, as the framework keeps them: 2 (bf16 weights), 4 (fp32 gradients) and 12 (Adam) in nanotron's recipe, the calibrated model's. | [lesson 09](09_capstone.ipynb) | course_lib.parallelism.frameworks (PRECISION_RECIPES, NANOTRON) |
+# | <a id="memory-terms"></a>$M_\text{logits}$, $M_\text{framework}$ | Memory of the last stage's logits (bf16, the loss's fp32 copy and its fp32 gradient: 10 bytes per token and vocabulary entry), and what the model does not count (CUDA context, allocator caching, fragmentation; about 2 GB fitted). | [lesson 09](09_capstone.ipynb) | course_lib.parallelism.frameworks (logits_bytes_per_element); calibration (framework_bytes) |
 #
 # ## Notation
 #
 # | Term | Definition | Introduced in | Source |
 # |---|---|---|---|
-# | <a id="plan-notation"></a>2·1·4 ZeRO-1 b1×128 | A plan as $d \cdot t \cdot p$, its ZeRO stage and $b \times m$: 2 replicas, no tensor parallelism, 4 stages, ZeRO-1, micro-batch 1, 128 micro-batches per step. | [lesson 07](07_model_meets_measurements.ipynb) |  |
+# | <a id="plan-notation"></a>2·1·4 ZeRO-1 b1×128 | A plan as $d \cdot t \cdot p$, its ZeRO stage and $b \times m$: 2 replicas, no tensor parallelism, 4 stages, ZeRO-1, micro-batch 1, 128 micro-batches per step. | [lesson 08](08_model_meets_measurements.ipynb) |  |

@@ -630,7 +630,7 @@ def test_worst_case_ranking_by_hand():
 
 
 def test_capstone_answer_llama3_70b_on_64_h100():
-    # Lesson 08's claims: the calibrated winner (d = 4, t = 8, p = 2 interleaved, ZeRO-1) fills 96 % of HBM and fails
+    # Lesson 09's claims: the calibrated winner (d = 4, t = 8, p = 2 interleaved, ZeRO-1) fills 96 % of HBM and fails
     # with 11 GB less; the plan with the best worst case over the lesson's scenarios is d = 2, t = 8, p = 4 with two
     # interleaved chunks, 2 % slower.
     from dataclasses import replace

@@ -16,7 +16,7 @@ title) fails.
 A lesson's figures are the ones its twin draws: its code cells run in order, in ``notebooks/`` as the kernel runs
 them, and each ``plt.show()`` hands over the figures open at that point, named by the heading above the cell. The labs
 a lesson opens (lesson 04's partition explorers) are checked as labs. Running the lessons takes about a minute (lesson
-06 measures live), so the lessons' tests are in the slow tier (``make test``); the check's own tests and the labs' at
+07 measures live), so the lessons' tests are in the slow tier (``make test``); the check's own tests and the labs' at
 their listed states are quick.
 """
 
@@ -299,7 +299,7 @@ def test_a_legend_entry_with_nothing_drawn_is_found():
 
 
 def test_an_error_bar_without_bars_is_found():
-    # lesson 06's H100 fit promised p10–p90 bars that a published log (one time per size) cannot have
+    # lesson 07's H100 fit promised p10–p90 bars that a published log (one time per size) cannot have
     fig, ax = _figure()
     ax.errorbar([1, 2, 3], [1, 2, 3], yerr=np.zeros((2, 3)), fmt="o", label="median, p10–p90")
     ax.legend()
@@ -485,7 +485,7 @@ def _lesson_05_landscape(ns):
     return _search_texts(search, (0, paper))
 
 
-def _lesson_06_sweep(label):
+def _lesson_07_sweep(label):
     def expected(ns):
         if label == "ring":
             fit = measure.fit_alpha_beta(ns["recorded"].select(algorithm="ring"))
@@ -497,7 +497,7 @@ def _lesson_06_sweep(label):
     return expected
 
 
-def _lesson_06_step(ns):
+def _lesson_07_step(ns):
     step = ns["steps"]["device"]
     texts = [f_time(seconds) for seconds in step.exposed_s.values()]
     return texts + [
@@ -508,7 +508,7 @@ def _lesson_06_step(ns):
     ]
 
 
-def _lesson_07_residuals(ns):
+def _lesson_08_residuals(ns):
     replay, held = validation.replay_runs(ns["runs"]), ns["HELD_OUT"]
     return [
         f"{groups[value][0]:.2g}×"
@@ -518,11 +518,11 @@ def _lesson_07_residuals(ns):
     ]
 
 
-def _lesson_07_loss_surface(ns):
+def _lesson_08_loss_surface(ns):
     return [f"{100 * value:.0f}" for value in validation.fit_loss_surface(ns["runs"]).ravel()]
 
 
-def _lesson_07_before_after(ns):
+def _lesson_08_before_after(ns):
     held = ns["HELD_OUT"]
     return [
         f"{median:.2g}×"
@@ -531,7 +531,7 @@ def _lesson_07_before_after(ns):
     ]
 
 
-def _lesson_08_landscape(ns):
+def _lesson_09_landscape(ns):
     search = budget.search_plans(
         ns["MODEL"], ns["CLUSTER"], ns["GLOBAL_BATCH"], calibration=ns["CAL"], attention=("flash",), memory_margin=0.0
     )
@@ -540,7 +540,7 @@ def _lesson_08_landscape(ns):
     return _search_texts(search, (0, search.find(**fields), candidate))
 
 
-def _lesson_08_steps(ns):
+def _lesson_09_steps(ns):
     model, cluster, cal, candidate = ns["MODEL"], ns["CLUSTER"], ns["CAL"], ns["CANDIDATE"]
     search = budget.search_plans(
         model, cluster, ns["GLOBAL_BATCH"], calibration=cal, attention=("flash",), memory_margin=0.0
@@ -558,8 +558,8 @@ def _lesson_08_steps(ns):
 
 
 def _lesson_00_map(_ns):
-    """The map's numbers: the lessons, lesson 07's runs that ran, and lesson 08's GPUs ("70B on 64 H100s")."""
-    capstone = lesson_figures("08_capstone")[1]
+    """The map's numbers: the lessons, lesson 08's runs that ran, and lesson 09's GPUs ("70B on 64 H100s")."""
+    capstone = lesson_figures("09_capstone")[1]
     runs = int(np.sum(validation.load_playbook_runs().succeeded))
     return [f"{n:02d}" for n in range(1, 9)] + [f"{runs:,}", str(capstone["CLUSTER"].devices)]
 
@@ -609,41 +609,41 @@ FIGURE_NUMBERS = {
         (),
     ),
     ("05_plan_search", "The plan landscape", 0): (_lesson_05_landscape, "numbers", ()),
-    ("06_measure", "The recorded ring sweep against its fit", 0): (_lesson_06_sweep("ring"), "numbers", ()),
-    ("06_measure", "MPICH's algorithms side by side (recorded)", 0): (lambda _ns: ["2"], "numbers", ()),
-    ("06_measure", "H100 in one node, fitted", 0): (_lesson_06_sweep("1 node, 8× H100, NVLink"), "numbers", ()),
-    ("06_measure", "Where the step's time goes (recorded, modelled accelerator)", 0): (
-        _lesson_06_step,
+    ("07_measure", "The recorded ring sweep against its fit", 0): (_lesson_07_sweep("ring"), "numbers", ()),
+    ("07_measure", "MPICH's algorithms side by side (recorded)", 0): (lambda _ns: ["2"], "numbers", ()),
+    ("07_measure", "H100 in one node, fitted", 0): (_lesson_07_sweep("1 node, 8× H100, NVLink"), "numbers", ()),
+    ("07_measure", "Where the step's time goes (recorded, modelled accelerator)", 0): (
+        _lesson_07_step,
         "numbers",
         (),
     ),
-    ("07_model_meets_measurements", "The calibration: measured, cited, fitted", 0): (
-        _lesson_07_loss_surface,
+    ("08_model_meets_measurements", "The calibration: measured, cited, fitted", 0): (
+        _lesson_08_loss_surface,
         "numbers",
         ("1B", "3B"),
     ),
-    ("07_model_meets_measurements", "Step 4 · The residuals by term", 0): (
-        _lesson_07_before_after,
+    ("08_model_meets_measurements", "Step 4 · The residuals by term", 0): (
+        _lesson_08_before_after,
         "numbers",
         ("8B", "80B"),
     ),
-    ("07_model_meets_measurements", "Predicted against measured MFU", 0): (
+    ("08_model_meets_measurements", "Predicted against measured MFU", 0): (
         lambda _ns: [f_pct(0.001), "1", "2", "4", "8", "16", "32", "64"],  # MFU's printed step; the node groups
         "numbers",
         ("1B", "3B", "8B", "80B"),
     ),
-    ("07_model_meets_measurements", "Predicted against measured memory", 0): (
+    ("08_model_meets_measurements", "Predicted against measured memory", 0): (
         lambda _ns: ["1", "2", "4", "8", "16", "32", "64"],
         "numbers",
         ("1B", "3B", "8B", "80B"),
     ),
-    ("07_model_meets_measurements", "The residuals by term (held-out runs)", 0): (
-        _lesson_07_residuals,
+    ("08_model_meets_measurements", "The residuals by term (held-out runs)", 0): (
+        _lesson_08_residuals,
         "numbers",
         ("8B", "80B"),
     ),
-    ("08_capstone", "The plan landscape", 0): (_lesson_08_landscape, "numbers", ()),
-    ("08_capstone", "Where the step goes: candidate, winner, recommended", 0): (_lesson_08_steps, "numbers", ()),
+    ("09_capstone", "The plan landscape", 0): (_lesson_09_landscape, "numbers", ()),
+    ("09_capstone", "Where the step goes: candidate, winner, recommended", 0): (_lesson_09_steps, "numbers", ()),
 }
 
 

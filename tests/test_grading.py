@@ -146,7 +146,7 @@ def test_every_lab_has_a_master():
         "04_pipeline_schedule",
         "05_partition_explorer",
         "06_serving",
-        "07_measure_collectives",
+        "08_measure_collectives",
     ]
 
 

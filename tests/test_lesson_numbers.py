@@ -111,7 +111,7 @@ CHECKED = {
     },
     "05_plan_search": {
         "80 GB": "Selene's A100s, hardware.SELENE_3072: test_lesson_05_quoted_figures",
-        "38.4 %": "the default calibration's memory margin, lesson 08 prints it: test_lesson_05_quoted_figures",
+        "38.4 %": "the default calibration's memory margin, lesson 09 prints it: test_lesson_05_quoted_figures",
         "52 %": "Narayanan et al. 2021: 163 of the A100's 312 TFLOP/s, test_lesson_03_computed_figures",
         "91.3 s": "exercise 1: test_lesson_05_exercise_answers",
         "83.8 GB": "exercise 1: test_lesson_05_exercise_answers",
@@ -121,60 +121,60 @@ CHECKED = {
         "9.78 s": "exercise 3: test_lesson_05_exercise_answers",
         "609 ms": "exercise 3: test_lesson_05_exercise_answers",
     },
-    "06_measure": {
-        "100 ms": "the recorded run's longest times: test_lesson_06_recorded_run",
-        "1 MiB": "only the live sweep prints it; the recorded run's B at 1 MiB: test_lesson_06_recorded_run",
+    "07_measure": {
+        "100 ms": "the recorded run's longest times: test_lesson_07_recorded_run",
+        "1 MiB": "only the live sweep prints it; the recorded run's B at 1 MiB: test_lesson_07_recorded_run",
         "1 MB": "exercise 2's chosen cut-off, not a result",
         "64 MB": "exercise 2's chosen cut-off, not a result",
-        "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_06_recorded_run",
-        "371 GB/s": "NVLink 4 as NCCL counts it: test_lesson_06_recorded_run",
-        "400 Gb/s": "one InfiniBand NDR adapter, hardware.INFINIBAND_NDR_8X: test_lesson_06_recorded_run",
-        "50 GB/s": "one adapter's 400 Gb/s in bytes: test_lesson_06_recorded_run",
-        "400 GB/s": "a node's 8 rails: test_lesson_06_recorded_run",
-        "17.5 µs": "the p5 log's 16 KiB all-reduce on 8 GPUs: test_lesson_06_recorded_run",
-        "37.2 µs": "the Nebius log's 16 KiB all-reduce on 16 GPUs: test_lesson_06_recorded_run",
-        "25 µs": "NCCL's tree with LL across two H100 nodes, 25.2 µs: test_lesson_06_recorded_run",
-        "30 %": "the exposed communication on the measured cluster: test_lesson_06_training_on_the_measured_cluster",
+        "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_07_recorded_run",
+        "371 GB/s": "NVLink 4 as NCCL counts it: test_lesson_07_recorded_run",
+        "400 Gb/s": "one InfiniBand NDR adapter, hardware.INFINIBAND_NDR_8X: test_lesson_07_recorded_run",
+        "50 GB/s": "one adapter's 400 Gb/s in bytes: test_lesson_07_recorded_run",
+        "400 GB/s": "a node's 8 rails: test_lesson_07_recorded_run",
+        "17.5 µs": "the p5 log's 16 KiB all-reduce on 8 GPUs: test_lesson_07_recorded_run",
+        "37.2 µs": "the Nebius log's 16 KiB all-reduce on 16 GPUs: test_lesson_07_recorded_run",
+        "25 µs": "NCCL's tree with LL across two H100 nodes, 25.2 µs: test_lesson_07_recorded_run",
+        "30 %": "the exposed communication on the measured cluster: test_lesson_07_training_on_the_measured_cluster",
     },
-    "07_model_meets_measurements": {
-        "80 GB": "the H100's HBM: test_lesson_07_quoted_figures",
-        "989.5 TFLOP/s": "the Playbook's peak, validation.PLAYBOOK_PEAK_FLOPS_PER_S: test_lesson_07_quoted_figures",
-        "25 MB": "the calibration's gradient bucket (PyTorch DDP's default): test_lesson_07_quoted_figures",
+    "08_model_meets_measurements": {
+        "80 GB": "the H100's HBM: test_lesson_08_quoted_figures",
+        "989.5 TFLOP/s": "the Playbook's peak, validation.PLAYBOOK_PEAK_FLOPS_PER_S: test_lesson_08_quoted_figures",
+        "25 MB": "the calibration's gradient bucket (PyTorch DDP's default): test_lesson_08_quoted_figures",
         "10 s": "a timing note: the loss surface's hundred replays",
         "50 %": "a target (cells within 10 %) and the ideal model's compute efficiency, 0.5",
-        "163 TFLOP/s": "Narayanan et al.'s 1T row, validation.NARAYANAN_TABLE1: test_lesson_07_quoted_figures",
+        "163 TFLOP/s": "Narayanan et al.'s 1T row, validation.NARAYANAN_TABLE1: test_lesson_08_quoted_figures",
     },
-    "08_capstone": {
+    "09_capstone": {
         "10 %": "a hypothetical slowdown in the motivation, not a result",
-        "141 TFLOP/s": "lesson 05's calibrated prediction of Megatron's 1T run: test_lesson_08_scenario_reasons",
-        "64 %": "55 % × 163/141, the efficiency that meets lesson 05's 1T run: test_lesson_08_scenario_reasons",
+        "141 TFLOP/s": "lesson 05's calibrated prediction of Megatron's 1T run: test_lesson_09_scenario_reasons",
+        "64 %": "55 % × 163/141, the efficiency that meets lesson 05's 1T run: test_lesson_09_scenario_reasons",
         "18.9 %": "quoted from Lee et al. 2025 (arXiv:2507.03114), the average overlap slowdown",
         "40 %": "quoted from Lee et al. 2025 (arXiv:2507.03114), the largest overlap slowdown",
-        "400 GB/s": "the p5 node's EFA datasheet rate, whose log fits best at 232: test_lesson_08_scenario_reasons",
-        "13.3 %": "lesson 07's held-out median memory error, calibrated: test_lesson_08_scenario_reasons",
-        "11 GB": "13.3 % of 80 GB, the memory scenario: test_lesson_08_scenario_reasons",
-        "2.9 GB": "the fitted framework memory, 2.86 GB: test_lesson_08_headroom",
-        "900 GB/s": "the DGX H100 datasheet's NVLink 4, hardware.NVLINK4: test_lesson_08_quoted_figures",
-        "400 Gb/s": "the DGX H100 datasheet's ConnectX-7, hardware.INFINIBAND_NDR_8X: test_lesson_08_quoted_figures",
-        "43 %": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_08_quoted_figures",
-        "430 TFLOP/s": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_08_quoted_figures",
-        "20.6 GB/s": "NVLink 4 as NCCL counts it, 18 × 20.6 GB/s: test_lesson_08_quoted_figures",
-        "370.8 GB/s": "NVLink 4 as NCCL counts it, 18 × 20.6 GB/s: test_lesson_08_quoted_figures",
-        "23 GB": "80 GB less the candidate's 57.3 GB: test_lesson_08_headroom",
-        "96 %": "the winner's 76.5 GB of 80 GB: test_lesson_08_headroom",
-        "5 %": "headroom asked for: test_lesson_08_headroom",
-        "15 %": "headroom asked for: test_lesson_08_headroom",
+        "400 GB/s": "the p5 node's EFA datasheet rate, whose log fits best at 232: test_lesson_09_scenario_reasons",
+        "13.3 %": "lesson 08's held-out median memory error, calibrated: test_lesson_09_scenario_reasons",
+        "11 GB": "13.3 % of 80 GB, the memory scenario: test_lesson_09_scenario_reasons",
+        "2.9 GB": "the fitted framework memory, 2.86 GB: test_lesson_09_headroom",
+        "900 GB/s": "the DGX H100 datasheet's NVLink 4, hardware.NVLINK4: test_lesson_09_quoted_figures",
+        "400 Gb/s": "the DGX H100 datasheet's ConnectX-7, hardware.INFINIBAND_NDR_8X: test_lesson_09_quoted_figures",
+        "43 %": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_09_quoted_figures",
+        "430 TFLOP/s": "quoted from Llama 3's paper (Grattafiori et al. 2024): test_lesson_09_quoted_figures",
+        "20.6 GB/s": "NVLink 4 as NCCL counts it, 18 × 20.6 GB/s: test_lesson_09_quoted_figures",
+        "370.8 GB/s": "NVLink 4 as NCCL counts it, 18 × 20.6 GB/s: test_lesson_09_quoted_figures",
+        "23 GB": "80 GB less the candidate's 57.3 GB: test_lesson_09_headroom",
+        "96 %": "the winner's 76.5 GB of 80 GB: test_lesson_09_headroom",
+        "5 %": "headroom asked for: test_lesson_09_headroom",
+        "15 %": "headroom asked for: test_lesson_09_headroom",
         "37.4 GB": "exercise 1",
-        "93.4 GB": "the best worst case's 67.5 GB × 1.384, its memory with the margin: test_lesson_08_robust_plan",
-        "75.7 GB": "the recommended plan's 54.7 GB × 1.384, its memory with the margin: test_lesson_08_robust_plan",
-        "1.84 s": "the recommended plan's exposed tensor-parallel time: test_lesson_08_robust_plan",
-        "78.1 s": "the recommended plan's compute: test_lesson_08_robust_plan",
+        "93.4 GB": "the best worst case's 67.5 GB × 1.384, its memory with the margin: test_lesson_09_robust_plan",
+        "75.7 GB": "the recommended plan's 54.7 GB × 1.384, its memory with the margin: test_lesson_09_robust_plan",
+        "1.84 s": "the recommended plan's exposed tensor-parallel time: test_lesson_09_robust_plan",
+        "78.1 s": "the recommended plan's compute: test_lesson_09_robust_plan",
         "65.7 s": "exercise 5",
         "1.6 %": "exercise 5",
         "58.5 GB": "exercise 5",
         "81 GB": "exercise 5",
-        "25.3 GB": "80 GB less the recommended plan's 54.7 GB: test_lesson_08_robust_plan",
-        "9.75 s": "the recommended (robust) plan's exposed data-parallel time: test_lesson_08_robust_plan",
+        "25.3 GB": "80 GB less the recommended plan's 54.7 GB: test_lesson_09_robust_plan",
+        "9.75 s": "the recommended (robust) plan's exposed data-parallel time: test_lesson_09_robust_plan",
         "50 %": "exercise 2's given scenario",
         "82.5 s": "exercise 2",
         "84.1 s": "exercise 2",
@@ -428,7 +428,7 @@ def test_lesson_05_exercise_answers():
     assert units.format_time(before["exposed_communication_s"]) == "382 ms"
 
 
-def test_lesson_06_recorded_run():
+def test_lesson_07_recorded_run():
     recorded = measure.Measurements.from_csv(next((measure.DATA_DIR / "mpi").glob("*_all_reduce.csv")))
     times = [row.median_s for row in recorded]
     assert min(times) < 10e-6 and 100e-3 < max(times) < 1.0 and max(times) / min(times) > 1e4  # "over four decades"
@@ -455,7 +455,7 @@ def test_lesson_06_recorded_run():
     assert tree.algorithm == "tree" and round(tree.latency_s * 1e6) == 25
 
 
-def test_lesson_06_training_on_the_measured_cluster():
+def test_lesson_07_training_on_the_measured_cluster():
     # Step 5: "the same plan wins, its exposed communication grows by 30 %, the step by 1 %" (the default search,
     # with the calibration's memory margin)
     import warnings
@@ -477,14 +477,14 @@ def test_lesson_06_training_on_the_measured_cluster():
     assert units.format_percent(fitted["step_time_s"] / datasheet["step_time_s"] - 1, digits=1) == "1 %"
 
 
-def test_lesson_07_quoted_figures():
+def test_lesson_08_quoted_figures():
     assert units.format_bytes(hardware.H100.hbm_capacity_bytes) == "80 GB"
     assert validation.PLAYBOOK_PEAK_FLOPS_PER_S == 989.5e12
     assert units.format_bytes(validation.PLAYBOOK_CALIBRATION.framework.bucket_bytes) == "25 MB"
     assert validation.NARAYANAN_TABLE1[-1][-1] == 163
 
 
-# Lesson 08's setting: Llama 3 70B on eight DGX H100 nodes, the calibrated model carried over to them (their own
+# Lesson 09's setting: Llama 3 70B on eight DGX H100 nodes, the calibrated model carried over to them (their own
 # links), 512 sequences per step.
 CAPSTONE = hardware.Cluster("8 × DGX H100", hardware.H100, 8, 8, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
 CAL = parallelism.default_calibration(CAPSTONE)
@@ -533,36 +533,36 @@ def plan_fields(row, names=("data_parallel", "tensor_parallel", "pipeline_parall
     return tuple(row[name] for name in names)
 
 
-def test_lesson_08_quoted_figures():
+def test_lesson_09_quoted_figures():
     assert hardware.NVLINK4.bandwidth_bytes_per_s == 900e9 and hardware.NVLINK4.direction == "two-way"
     assert hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s == 8 * 400 * units.GBIT  # 8 adapters of 400 Gb/s
     assert units.format_percent(430e12 / hardware.H100.peak("bf16"), digits=2) == "43 %"
     assert hardware.DGX_H100.nccl_intra_bandwidth_bytes_per_s == pytest.approx(18 * 20.6e9)  # 370.8 GB/s
 
 
-def test_lesson_08_scenario_reasons():
+def test_lesson_09_scenario_reasons():
     # The capstone sizes its what-ifs by other lessons' outputs and by a measurement: GEMMs at 64 %, the efficiency at
     # which lesson 05's calibrated 1T prediction meets the paper; the network at 58 %, the p5 EFA log's best fit
-    # (232 of 400 GB/s per node); 11 GB less, lesson 07's median memory error of 80 GB.
+    # (232 of 400 GB/s per node); 11 GB less, lesson 08's median memory error of 80 GB.
     _, lesson_05, _ = prose_and_outputs("05_plan_search")
     assert re.search(r"measured \(paper\): +163 TFLOP/s", lesson_05)
     assert re.search(r"default calibration: +141 TFLOP/s", lesson_05)
     assert units.format_percent(0.55 * 163 / 141, digits=2) == "64 %" and CAL.gemm_efficiency == 0.55
     assert hardware.EFA_P5.bandwidth_bytes_per_s == 400e9
     assert "best fit, 232 GB/s" in validation.playbook_measured_cluster().inter_node_link.note
-    _, lesson_07, _ = prose_and_outputs("07_model_meets_measurements")
-    after = lesson_07.split("== after: the calibrated default")[1]
+    _, lesson_08, _ = prose_and_outputs("08_model_meets_measurements")
+    after = lesson_08.split("== after: the calibrated default")[1]
     held_out = re.search(r"per-GPU memory, median \|error\| .*? (\S+ %)\n", after)
     assert held_out and held_out.group(1) == "13.3 %"
     assert units.format_bytes(0.133 * hardware.H100.hbm_capacity_bytes, digits=2) == "11 GB"
 
 
-def test_lesson_08_headroom():
+def test_lesson_09_headroom():
     capacity = hardware.H100.hbm_capacity_bytes
     assert units.format_bytes(CAL.framework_bytes, digits=2) == "2.9 GB"
     candidate = parallelism.memory_breakdown(parallelism.LLAMA3_70B, CANDIDATE, calibration=CAL).total
     assert units.format_bytes(candidate) == "57.3 GB" and units.format_bytes(capacity - candidate, digits=2) == "23 GB"
-    _, outputs, _ = prose_and_outputs("08_capstone")
+    _, outputs, _ = prose_and_outputs("09_capstone")
     assert "memory 76.5 GB of 80 GB" in outputs and units.format_percent(76.5e9 / capacity, digits=2) == "96 %"
     # with 5 %, 10 % and 15 % of HBM kept free: rows 1, 2 and 5
     search = capstone_searches(512, {"calibrated": CAL})["calibrated"]
@@ -570,7 +570,7 @@ def test_lesson_08_headroom():
     assert plan_fields(search.row(0)) == tuple(WINNER.values())
 
 
-def test_lesson_08_robust_plan():
+def test_lesson_09_robust_plan():
     # Step 10: the default search with the +38.4 % margin and the Playbook's band, borrowed: 503 plans fit with the
     # margin, 752 without; the fastest is the candidate's split (t·p = 32, band up to 47 min); the robust plan is the
     # recommended one.
@@ -618,7 +618,7 @@ def test_lesson_08_robust_plan():
     assert round(4e6 / 4096) == 977 and round(4 * 2**20 / 4096) == 1024  # Llama 3 405B's first batch: "about 1,000"
 
 
-def test_lesson_08_exercise_answers():
+def test_lesson_09_exercise_answers():
     model = parallelism.LLAMA3_70B
     # 1: the recommended plan's activations by hand: step 4's 41.5 kB per token and layer, 5.5 micro-batches in flight
     in_flight = parallelism.pipeline_in_flight_microbatches(4, 256, "interleaved", 2)
@@ -673,7 +673,7 @@ def test_lesson_08_exercise_answers():
 
 
 @pytest.mark.slow  # thirteen plan searches: about 5 s
-def test_lesson_08_exercise_rankings():
+def test_lesson_09_exercise_rankings():
     # The recommended plan is the lesson's best worst case (1.02×, in "no fixed cost per layer"); with "network at 50 %"
     # added (exercise 2) it still is.
     slow_network = dataclasses.replace(CAL, network_efficiency=0.5)

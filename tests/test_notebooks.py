@@ -726,9 +726,9 @@ CARD_FREE = [
             "03_parallelism",
             "04_communication_budget",
             "05_plan_search",
-            "06_measure",
-            "07_model_meets_measurements",
-            "08_capstone",
+            "07_measure",
+            "08_model_meets_measurements",
+            "09_capstone",
         )
     ),
     *(
@@ -737,7 +737,7 @@ CARD_FREE = [
             "02_global_batch",
             "03_memory_budget",
             "04_pipeline_schedule",
-            "07_measure_collectives",
+            "08_measure_collectives",
             "05_partition_explorer",
             "06_serving",
         )

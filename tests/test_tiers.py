@@ -96,7 +96,7 @@ def test_a_lazily_exported_lab_selects_only_its_master():
 
 def test_a_module_started_as_a_program_counts():
     # The MPI worker is never imported by a notebook: measure starts it with `python -m course_lib.measure worker`.
-    assert {"06_measure.ipynb", "07_measure_collectives.ipynb"} <= set(names({"course_lib/measure/worker.py"}))
+    assert {"07_measure.ipynb", "08_measure_collectives.ipynb"} <= set(names({"course_lib/measure/worker.py"}))
 
 
 def test_a_formula_module_every_notebook_imports_selects_them_all():

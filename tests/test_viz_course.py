@@ -27,11 +27,11 @@ def test_prerequisites_are_earlier_lessons_and_labs_hang_on_lessons():
         seen.add(stem)
     assert {lesson for _, lesson in LABS} <= seen
     prerequisites = {stem: set(needs) for stem, _, needs in LESSONS}
-    assert prerequisites["08_capstone"] >= {
+    assert prerequisites["09_capstone"] >= {
         "04_communication_budget",
         "05_plan_search",
-        "06_measure",
-        "07_model_meets_measurements",
+        "07_measure",
+        "08_model_meets_measurements",
     }
 
 

@@ -30,7 +30,7 @@ from course_lib.widgets._base import ControlSpec, same_stop
 
 MPI_RUNS = Path(__file__).resolve().parent.parent / "course_lib" / "data" / "mpi"
 
-# lab module → its factory and what its own tests check at every position (lab 7 computes nothing when moved).
+# lab module → its factory and what its own tests check at every position (lab 8 computes nothing when moved).
 LIVE_LABS = {
     ring: (ring.ring_allreduce_lab, lambda lab: (check_ring_result(lab), check_ring_figure(lab, lab.figure))),
     batch: (batch.global_batch_lab, lambda lab: (check_batch_result(lab), check_batch_figure(lab, lab.figure))),

@@ -1,4 +1,4 @@
-"""course_lib.widgets.measure: lab 7's widget shows a recorded table, and its Run button runs a real MPI sweep."""
+"""course_lib.widgets.measure: lab 8's widget shows a recorded table, and its Run button runs a real MPI sweep."""
 
 from __future__ import annotations
 

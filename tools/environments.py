@@ -52,8 +52,8 @@ USES = {
     "ipykernel": "the Python kernel that runs the notebooks",
     "jupytext": "keeps each notebook's .ipynb and its paired .py in sync",
     "otter-grader": "graded labs: grader.check(...) in the student notebooks",
-    "mpi4py": "lesson 06 and lab 07: real collectives on MPI (course_lib.measure)",
-    "mpich": "the MPI library and mpiexec that mpi4py runs on (lesson 06, lab 07)",
+    "mpi4py": "lesson 07 and lab 08: real collectives on MPI (course_lib.measure)",
+    "mpich": "the MPI library and mpiexec that mpi4py runs on (lesson 07, lab 08)",
 }
 HEADERS = {
     "environment.yml": """\

@@ -1,4 +1,4 @@
-"""Record the MPI runs shipped in course_lib/data/mpi/ (lesson 06 and lab 07 analyse them; nbval checks the numbers).
+"""Record the MPI runs shipped in course_lib/data/mpi/ (lesson 07 and lab 08 analyse them; nbval checks the numbers).
 
 Run: .venv/bin/python -m tools.record_measurements [--out course_lib/data/mpi]
 Each file names the machine, the MPI library and its version in its ``# key: value`` header lines.

@@ -25,7 +25,7 @@ from .. import _check, collectives, units
 __all__ = ["DATA_DIR", "OPS", "Row", "Measurements", "parse_sizes"]
 
 # The course's data folder, course_lib/data/ (package data, so in every install): the recorded MPI runs (mpi/) and the
-# published nccl-tests logs (nccl_tests/) that lesson 06 and lab 7 read. importlib.resources finds it wherever
+# published nccl-tests logs (nccl_tests/) that lesson 07 and lab 8 read. importlib.resources finds it wherever
 # course_lib is installed; for a package on the file system, which every pip install (editable or not) leaves, that
 # is a pathlib.Path, which Path() keeps, so callers can glob it.
 DATA_DIR = Path(str(importlib.resources.files("course_lib") / "data"))

@@ -7,15 +7,15 @@ map), ``compute`` (lesson 01: roofline, FLOPs by part), ``collectives`` (lesson 
 rank sends what, time against payload), ``ring_allreduce`` (lesson 02 and lab 1: the ring step by step),
 ``parallelism`` (lesson 03: the four splits of one model, one layer under tensor parallelism), ``global_batch``
 (lab 2), ``memory_budget`` (lessons 01 and 03, lab 3: memory per device), ``pipeline_schedule`` (lesson 03 and lab 4:
-the Gantt chart), ``budget`` (lesson 04: step timeline; lesson 05: plan search), ``measure`` (lesson 06 and lab 7),
-``partition`` (lab 5), ``serving`` (lesson 04 and lab 6) and ``validation`` (lesson 07).
+the Gantt chart), ``budget`` (lesson 04: step timeline; lesson 05: plan search), ``measure`` (lesson 07 and lab 8),
+``partition`` (lab 5), ``serving`` (lesson 04 and lab 6) and ``validation`` (lesson 08).
 
 The labs' figures are *live figures*, ``fast.LiveFigure``s: built by their constructor on axes the caller places,
 then changed by ``update(result)`` with the result of one call into the formula layer. They are
 ``CollectiveTimeFigure`` and ``RingStepFigure`` (lab 1), ``GlobalBatchFigure`` (lab 2), ``MemoryBudgetFigure`` (lab 3,
 its bars the lessons' ``MemoryBarsFigure``), ``PipelineScheduleFigure`` and ``ComparisonBarsFigure`` (lab 4),
-``measure.SweepFigure`` (lab 7, beside lesson 06's ``AlgorithmsFigure`` and ``StepFigure``), ``PartitionFigure``
-(lab 5), ``LatencyThroughputFigure`` and ``DecodeBreakdownFigure`` (lab 6), and lesson 07's
+``measure.SweepFigure`` (lab 8, beside lesson 07's ``AlgorithmsFigure`` and ``StepFigure``), ``PartitionFigure``
+(lab 5), ``LatencyThroughputFigure`` and ``DecodeBreakdownFigure`` (lab 6), and lesson 08's
 ``PredictedMeasuredFigure`` and ``ResidualsFigure``. A lesson's ``plot_*`` function draws the same figure by building
 it and updating it once (``plot_pipeline_schedule``: one ``PipelineScheduleFigure``; ``plot_ring_allreduce_steps``:
 one ``RingStepFigure`` a step; the ranks on a circle, ``plot_ring_step``, are a picture of their own). ``fast`` holds

@@ -26,19 +26,19 @@ LESSONS = (
         ("03_parallelism", "04_communication_budget"),
     ),
     (
-        "06_measure",
-        "06 · Measure it\nMPI runs, fitted α and B",
+        "07_measure",
+        "07 · Measure it\nMPI runs, fitted α and B",
         ("02_nccl", "04_communication_budget", "05_plan_search"),
     ),
     (
-        "07_model_meets_measurements",
-        "07 · Check the model\n1,758 measured runs",
-        ("04_communication_budget", "05_plan_search", "06_measure"),
+        "08_model_meets_measurements",
+        "08 · Check the model\n1,758 measured runs",
+        ("04_communication_budget", "05_plan_search", "07_measure"),
     ),
     (
-        "08_capstone",
-        "08 · Plan a real run\n70B on 64 H100s",
-        ("04_communication_budget", "05_plan_search", "06_measure", "07_model_meets_measurements"),
+        "09_capstone",
+        "09 · Plan a real run\n70B on 64 H100s",
+        ("04_communication_budget", "05_plan_search", "07_measure", "08_model_meets_measurements"),
     ),
 )
 # (lab title, the lesson it practises)
@@ -49,7 +49,7 @@ LABS = (
     ("Lab: pipeline schedule", "03_parallelism"),
     ("Lab: partition explorer", "04_communication_budget"),
     ("Lab: serving", "04_communication_budget"),
-    ("Lab: measure collectives", "06_measure"),
+    ("Lab: measure collectives", "07_measure"),
 )
 
 

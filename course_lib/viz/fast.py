@@ -370,7 +370,7 @@ class LiveFigure:
     A figure whose static artists depend on the result (a legend greying out what does not apply, a grid of p
     rows) says so with ``static_key(example)`` (the same key, the same static artists), ``set_static(example)``
     and ``static_examples`` (one example of each key); ``panel(x_range)`` is then its strip for ``PartialRedraw``.
-    A figure that a lab updates only when a new measurement arrives (lesson 06's, lesson 07's) may instead draw
+    A figure that a lab updates only when a new measurement arrives (lesson 07's, lesson 08's) may instead draw
     each result anew, legend and limits included: its ``animated`` are then what the last update drew
     (``ResultArtists``), and it is redrawn in full, never by ``PartialRedraw``.
     Subclasses set ``animated`` and implement ``update``; ``ax`` is the first of their ``axes`` (for most, the one).

@@ -1,8 +1,8 @@
-"""Figures for lesson 06 (measure, don't assume): measured collective times against the α–β model, MPICH's algorithms
+"""Figures for lesson 07 (measure, don't assume): measured collective times against the α–β model, MPICH's algorithms
 side by side, and the exposed communication of each step schedule.
 
 Each figure is a ``fast.LiveFigure``: its constructor builds the empty axes it is given, ``update(result)`` draws a
-result on them anew, removing what the last update drew (lab 7's sweep updates the same figure after each run);
+result on them anew, removing what the last update drew (lab 8's sweep updates the same figure after each run);
 ``plot_*`` builds one, updates it once and returns the Axes. Numbers come from ``course_lib.measure``; this module
 only draws.
 """

@@ -1,4 +1,4 @@
-"""Figures for lesson 07 (the model meets the measurements): predicted against measured MFU and memory for the
+"""Figures for lesson 08 (the model meets the measurements): predicted against measured MFU and memory for the
 Ultra-Scale Playbook's runs, the residuals grouped by the plan column that switches each term of the model on, and
 the calibration fit's loss over its two step-time constants.
 

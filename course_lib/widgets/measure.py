@@ -1,4 +1,4 @@
-"""Lab 7's widget: run an MPI all-reduce sweep with a chosen MPICH algorithm, see it against its α–β fit.
+"""Lab 8's widget: run an MPI all-reduce sweep with a chosen MPICH algorithm, see it against its α–β fit.
 
 Unlike the other labs' widgets, moving a control computes nothing: a measurement takes seconds, so the *Run* button
 starts it (``course_lib.measure.run_collective_sweep``), and the figure and ``.result`` update when it is done.
@@ -48,7 +48,7 @@ DEFAULTS = control_defaults(CONTROLS)
 
 @dataclass(frozen=True, eq=False)
 class SweepResult:
-    """A sweep shown by lab 7: its ``table`` (one op, algorithm and rank count), the ``fit`` of α and B to it
+    """A sweep shown by lab 8: its ``table`` (one op, algorithm and rank count), the ``fit`` of α and B to it
     (``measure.fit_alpha_beta``) and the ``notes`` (warnings) its run raised.
 
     >>> from course_lib.measure import Measurements, Row, fit_alpha_beta
@@ -96,7 +96,7 @@ class MeasureLab(Lab):
         figure = Figure(figsize=(8, 4.5), layout="constrained")
         self.sweep_figure = SweepFigure(figure.add_subplot())
         self._shown = None  # (table, notes) of the last sweep run or recorded table shown: compute's input
-        super().__init__("Lab 7 · measure an all-reduce", controls, figure, extra_children=(self.button, self.numbers))
+        super().__init__("Lab 8 · measure an all-reduce", controls, figure, extra_children=(self.button, self.numbers))
         if recorded is not None:
             self.show(recorded)
 
@@ -176,7 +176,7 @@ class MeasureLab(Lab):
 
 
 def measure_lab(recorded=None, **initial) -> MeasureLab:
-    """Lab 7's widget; ``recorded`` (a ``Measurements`` of one algorithm) is shown without running anything,
+    """Lab 8's widget; ``recorded`` (a ``Measurements`` of one algorithm) is shown without running anything,
     ``initial`` sets the controls (``DEFAULTS`` lists the names); a value a control does not offer raises ValueError.
 
     >>> measure_lab(largest_bytes=1000)

@@ -119,7 +119,7 @@ lab
 #    still halve (2.64 → 1.37 ms) but the all-reduce latency grows faster (4.03 → 5.63 ms): the group spans more
 #    nodes, and each doubling of them adds a level to NCCL's tree between nodes, two network steps of 5 µs per
 #    all-reduce. That optimum rests on NCCL's own cost model, optimistic across nodes. On a cluster calibrated to
-#    the published logs (lesson 06, step 5) $t = 16$ takes 8.34 ms and $t = 8$ 7.82 ms: one node per replica wins,
+#    the published logs (lesson 07, step 5) $t = 16$ takes 8.34 ms and $t = 8$ 7.82 ms: one node per replica wins,
 #    as the logs' 16 KiB all-reduces (17.5 µs on 8 GPUs, 37.2 µs on 16 across two nodes) say directly.
 # 5. The time per output token barely moves (7.99 ms against 7.97) but the tokens per GPU fall from 125 to 31.3 per
 #    second: the four stages take turns on every token, so three quarters of the GPUs wait. A pipeline helps

@@ -98,7 +98,7 @@ def check():
     for t, weights, latency in ((16, "2.64 ms", "4.03 ms"), (32, "1.37 ms", "5.63 ms")):  # beyond the optimum
         r = serve(sequences=1, tensor_parallel=t)
         assert (ms(r, "weight_read_s"), ms(r, "all_reduce_latency_s")) == (weights, latency)
-    # 4, continued: on a cluster calibrated to the p5 and Nebius logs (lesson 06, step 5), t = 8 wins
+    # 4, continued: on a cluster calibrated to the p5 and Nebius logs (lesson 07, step 5), t = 8 wins
     logs = measure.DATA_DIR / "nccl_tests"
     p5 = measure.read_nccl_tests((logs / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(), nodes=1)
     nebius = measure.read_nccl_tests((logs / "nebius_2x8xH100_ib_all_reduce.txt").read_text(), nodes=2)

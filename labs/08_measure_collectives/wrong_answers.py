@@ -1,4 +1,4 @@
-"""Lab 7's plausible wrong answers, {question: [(mistake, source of the answer cell), ...]}: tests/test_grading.py
+"""Lab 8's plausible wrong answers, {question: [(mistake, source of the answer cell), ...]}: tests/test_grading.py
 checks that each scores zero on its question and leaves the others at full marks."""
 
 WRONG = {

@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 06 · Measure, don't assume: real collectives, fitted α and B, exposed communication
+# # 07 · Measure, don't assume: real collectives, fitted α and B, exposed communication
 #
 # Every number so far was modelled: an α and a B taken from a datasheet or a table, a step time added up from
 # formulas. Lesson 04's budget ends differently: *"measure completed step or token latency and adjust"*, and a good
@@ -547,8 +547,8 @@ quiz.MultipleChoice(
 # ## What's next
 #
 # You have measured α, B and the exposed communication on real MPI ranks, read GPU logs the same way, and put a
-# measurement back into the plan search (step 5). Take the labs: Lab 7 · measure collectives asks you to fit α and
+# measurement back into the plan search (step 5). Take the labs: Lab 8 · measure collectives asks you to fit α and
 # B, read busbw, choose an algorithm, read exposed communication from recorded tables, and carry an nccl-tests log
 # through a calibrated cluster to a plan's exposed communication. Then
-# [07 · Check the model against measurements](07_model_meets_measurements.ipynb) measures the whole model: its
+# [08 · Check the model against measurements](08_model_meets_measurements.ipynb) measures the whole model: its
 # memory and step time against 3,306 training runs (1,758 of which ran), where it holds and where it breaks.

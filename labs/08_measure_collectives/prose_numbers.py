@@ -1,4 +1,4 @@
-"""The quantities in lab 7's prose that no output prints (CHECKED: what each is, what checks it) and check(), which
+"""The quantities in lab 8's prose that no output prints (CHECKED: what each is, what checks it) and check(), which
 checks the figures it quotes; tests/test_lesson_numbers.py holds the rule and runs check()."""
 
 from pathlib import Path
@@ -19,7 +19,7 @@ CHECKED = {
 
 
 def check():
-    code = Path(__file__).with_name("07_measure_collectives.py").read_text(encoding="utf-8")
+    code = Path(__file__).with_name("08_measure_collectives.py").read_text(encoding="utf-8")
     assert "RECORDED_SIZES_BYTES = [8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288]" in code
     assert units.format_bytes(524288, binary=True) == "512 KiB" and units.format_bytes(8) == "8 B"
     log = (measure.DATA_DIR / "nccl_tests" / "aws_p5_1node_8xH100_nvlink_all_reduce.txt").read_text(encoding="utf-8")

@@ -7,10 +7,10 @@
 # ---
 
 # %% [markdown]
-# # 07 · Check the model against measurements: where a step-time model holds and where it breaks
+# # 08 · Check the model against measurements: where a step-time model holds and where it breaks
 #
 # Lessons 03 and 04 built a model that turns a plan into memory per device and a step time, and lesson 05's plan
-# search ranks thousands of plans with it. Lesson 06 measured single collectives. This lesson puts the whole model
+# search ranks thousands of plans with it. Lesson 07 measured single collectives. This lesson puts the whole model
 # next to 3,306 measured training runs, 1,758 of which ran (the others crashed or ran out of memory): the Ultra-Scale
 # Playbook's Llama-style 1B to 80B models on 1 to 64 nodes of 8 × H100. It calibrates the model with what was
 # measured (the network, from nccl-tests logs), what is documented (the framework's behaviour) and three named
@@ -43,7 +43,7 @@
 #
 # - [04 · Budget the bytes](04_communication_budget.ipynb): the step-time model, exposed communication.
 # - [05 · Search for a plan](05_plan_search.ipynb): the plan search and the calibrated model it ranks with.
-# - [06 · Measure, don't assume](06_measure.ipynb): fitting a model to measurements, residuals, spread.
+# - [07 · Measure, don't assume](07_measure.ipynb): fitting a model to measurements, residuals, spread.
 #
 # **Time to learn:** about 1.5 hours (1 hour to read and run, half an hour for the exercises). Every cell runs in a
 # few seconds, except the loss surface (about 10 s).
@@ -539,5 +539,5 @@ quiz.MultipleChoice(
 # ## What's next
 #
 # You have seen where the model holds (memory, one and two nodes) and where it breaks (pipelines across many
-# nodes). The capstone, [08 · Plan a real run](08_capstone.ipynb), asks you to plan a training run end to end: choose a
+# nodes). The capstone, [09 · Plan a real run](09_capstone.ipynb), asks you to plan a training run end to end: choose a
 # partition with the model, say which terms you trust, and say what you would measure before deciding.

@@ -8,11 +8,11 @@
 
 # %% [raw]
 # # ASSIGNMENT CONFIG
-# # The graded master of lab 7 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
+# # The graded master of lab 8 (otter-grader 7 format). `make assignments` (tools/assignments.py) runs
 # # `otter assign` on it; it stages course_lib/ and requirements.txt next to a copy of this notebook first,
 # # so that the autograder zip carries the course's code and runs on Gradescope as it does locally.
 # # Its links are relative to labs/, where the student version goes (make assignments).
-# name: 07_measure_collectives
+# name: 08_measure_collectives
 # requirements: requirements.txt
 # autograder_files:
 #   - course_lib
@@ -26,9 +26,9 @@
 #   show_hidden: true
 
 # %% [markdown]
-# # Lab 7 · Measure collectives
+# # Lab 8 · Measure collectives
 #
-# [Lesson 06 · Measure, don't assume](../notebooks/06_measure.ipynb) ran real collectives with MPICH, fitted α and
+# [Lesson 07 · Measure, don't assume](../notebooks/07_measure.ipynb) ran real collectives with MPICH, fitted α and
 # B of $T = n\alpha + Q/B$ to the times, and read the exposed communication of a step off the clock. In this lab you
 # first run a sweep yourself and look at its spread; then you do the analysis by hand on recorded tables: fit α and
 # B, compute busbw from a row, choose the algorithm to run at a size, and read the exposed communication of a step
@@ -37,7 +37,7 @@
 #
 # **Time to learn:** about 1.5 hours, the graded questions included.
 #
-# **What you need:** lesson 06 (and lesson 02 for the α–β model, algbw and busbw).
+# **What you need:** lesson 07 (and lesson 02 for the α–β model, algbw and busbw).
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
 # runs its public tests. The grader also runs hidden tests on other recorded tables, logs and clusters, chosen so that
@@ -483,7 +483,7 @@ test_q4_slowest_rank_and_median(exposed_communication_s)
 # %% [markdown]
 # ### Question 5 · From a measurement to your plan (3 points)
 #
-# Lesson 06's step 5 turned a measurement into a plan: read an nccl-tests log, fit the cluster's links to it with
+# Lesson 07's step 5 turned a measurement into a plan: read an nccl-tests log, fit the cluster's links to it with
 # `measure.calibrate_cluster`, and run the budget on the cluster it returns. Do that loop for one training plan.
 #
 # Write `exposed_on_measured_network(log_text, log_nodes, cluster, model, plan)`: the exposed communication (seconds)
@@ -497,7 +497,7 @@ test_q4_slowest_rank_and_median(exposed_communication_s)
 # inside a `warnings.catch_warnings()` block, `warnings.simplefilter` can ignore that category.
 #
 # The public test reads the log of one AWS p5 node (8× H100, NVLink) and plans Llama 3.1 8B on two such nodes with
-# the plan that lesson 06's search picks for it: 8-way data parallel, 2-way tensor parallel with sequence parallelism,
+# the plan that lesson 07's search picks for it: 8-way data parallel, 2-way tensor parallel with sequence parallelism,
 # ZeRO-2, selective recomputation, 16 micro-batches of 2 sequences.
 
 # %%
@@ -602,4 +602,4 @@ test_q5_other_logs_and_clusters(exposed_on_measured_network)
 # ## Before you submit
 #
 # Restart the kernel and run all cells: the last cell reruns every public test. Then submit this notebook
-# (`07_measure_collectives.ipynb`) as your instructor asks.
+# (`08_measure_collectives.ipynb`) as your instructor asks.

@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 08 · Plan a real run: a 70B model on 64 H100s
+# # 09 · Plan a real run: a 70B model on 64 H100s
 #
 # *"I have a 70B model and 64 H100s in 8 nodes: how should I split it, and how long will a step take?"*
 #
@@ -41,9 +41,9 @@
 # - [04 · Budget the bytes](04_communication_budget.ipynb): the transfers of a partition, exposed vs hidden time,
 #   the step time.
 # - [05 · Search for a plan](05_plan_search.ipynb): the plan search, its rejections and binding constraints.
-# - [06 · Measure, don't assume](06_measure.ipynb): fitted α and B, published nccl-tests logs, measured exposed
+# - [07 · Measure, don't assume](07_measure.ipynb): fitted α and B, published nccl-tests logs, measured exposed
 #   communication.
-# - [07 · Check the model against measurements](07_model_meets_measurements.ipynb): the calibration used here, what
+# - [08 · Check the model against measurements](08_model_meets_measurements.ipynb): the calibration used here, what
 #   it was fitted on, and where the model still misses.
 # - Behind them: [03 · Split the work](03_parallelism.ipynb) (memory per device, sequence parallelism, ZeRO, the
 #   pipeline bubble) and [01 · Count the work](01_mac.ipynb) (FLOPs of a layer, 6PD, MFU).
@@ -115,7 +115,7 @@ from course_lib.widgets import quiz
 #
 # The **robust plan** ranks with the model's measured error instead of chosen scenarios: with $\mu$ the memory margin
 # and $r_{10}, r_{90}$ the 10th and 90th percentiles of measured / predicted step time on runs the calibration never
-# saw (lesson 07), for plans whose replica spans $t \cdot p$ GPUs,
+# saw (lesson 08), for plans whose replica spans $t \cdot p$ GPUs,
 #
 # $$x^\ast = \arg\min_{x:\ M(x)(1 + \mu) \le M_\text{HBM}} r_{90}(t\,p)\,T(x),\qquad T(x) \in \big[r_{10}\,T(x),\ r_{90}\,T(x)\big].$$
 #
@@ -143,7 +143,7 @@ from course_lib.widgets import quiz
 #   architecture-aware (grouped-query attention, gated MLP, separate output layer), run as nanotron runs a plan (fp32
 #   gradient buffers, bucketed data-parallel traffic), with the logits, an efficiency, a fixed cost per layer and
 #   micro-batch and the framework's own memory fitted on the Ultra-Scale Playbook's runs of nanotron on H100 nodes
-#   (lesson 07 judges that fit on runs it never saw), and this cluster's own links: the Playbook cluster's were
+#   (lesson 08 judges that fit on runs it never saw), and this cluster's own links: the Playbook cluster's were
 #   measured, on another network, and are not carried over.
 #
 # The calibrated model is the course's best estimate; the ideal one is what you can redo with pencil and paper.
@@ -508,9 +508,9 @@ print(
 #   al. (2025) measured GEMMs on A100, H100, MI250 and MI210 while collectives ran beside them: an average slowdown of
 #   18.9 %, at most 40 %. 30 % lies between the two.
 # - **Network at 58 %.** The nccl-tests log of the Playbook's two EFA nodes fits best at 232 of 400 GB/s per node,
-#   58 %, though it cannot tell that from the datasheet's rate (lesson 07); step 11 meets an InfiniBand log that
+#   58 %, though it cannot tell that from the datasheet's rate (lesson 08); step 11 meets an InfiniBand log that
 #   agrees.
-# - **11 GB less memory.** On lesson 07's held-out runs the calibrated memory model's median error is 13.3 %, about
+# - **11 GB less memory.** On lesson 08's held-out runs the calibrated memory model's median error is 13.3 %, about
 #   11 GB of an 80 GB H100, and it errs by counting too little (every run it wrongly thought would fit crashed): 11 GB
 #   less is one typical miss.
 
@@ -521,9 +521,9 @@ SCENARIOS = {  # why these values: the list above
     "no fixed cost per layer": dataclasses.replace(CAL, layer_overhead_s=0.0),
     # Lee et al. 2025 (arXiv:2507.03114): compute 18.9 % slower on average while overlapped, at most 40 %
     "overlap slows compute 30 %": dataclasses.replace(CAL, overlap_slowdown=0.3),
-    # the EFA log's best fit, 232 of 400 GB/s per node, which the log cannot tell from the datasheet (lesson 07)
+    # the EFA log's best fit, 232 of 400 GB/s per node, which the log cannot tell from the datasheet (lesson 08)
     "network at 58 %": dataclasses.replace(CAL, network_efficiency=0.58),
-    # lesson 07: the calibrated memory's median error on the held-out runs, 13.3 % of 80 GB
+    # lesson 08: the calibrated memory's median error on the held-out runs, 13.3 % of 80 GB
     "11 GB less memory": dataclasses.replace(CAL, framework_bytes=CAL.framework_bytes + 11 * units.GB),
 }
 searches = {"calibrated": search} | {
@@ -624,7 +624,7 @@ print(
 # traffic stays on NVLink and the network carries only pipeline sends and two replicas' gradients; and with four
 # stages each GPU holds a quarter of the model, which leaves room for a memory model that counts 11 GB too little.
 #
-# The scenarios were chosen by hand, one assumption at a time. Lesson 07 measured how wrong the calibrated model is
+# The scenarios were chosen by hand, one assumption at a time. Lesson 08 measured how wrong the calibrated model is
 # on runs it never saw. A plan's real memory was up to 38.4 % above the predicted one (the 90th percentile), and the
 # calibration carries that margin to any cluster (`CAL.memory_margin`): it belongs to how the framework holds memory.
 # Its real step time was between $r_{10}$ and $r_{90}$ times the predicted one, a band that widens with the nodes a
@@ -635,7 +635,7 @@ print(
 # `PlanSearch.robust()` is the plan whose band's high end is lowest.
 
 # %%
-BAND = validation.PLAYBOOK_STEP_TIME_BAND  # measured on EFA (lesson 07); borrowed for this cluster
+BAND = validation.PLAYBOOK_STEP_TIME_BAND  # measured on EFA (lesson 08); borrowed for this cluster
 print("the step-time band by the GPUs a replica spans, t·p: " + "; ".join(
     f"≥ {start}: {low:.2f}–{high:.2f}×" for start, low, high in BAND))  # fmt: skip
 uncertain = budget.search_plans(
@@ -680,7 +680,7 @@ print(
 # weeks:
 #
 # 1. **The network's real rate.** The calibrated model runs this cluster's network at its datasheet rate; the
-#    Playbook's EFA log fits best at 58 % of it. Run nccl-tests across two of your nodes, and read it as lesson 06
+#    Playbook's EFA log fits best at 58 % of it. Run nccl-tests across two of your nodes, and read it as lesson 07
 #    did: a published log of two 8 × H100 nodes on InfiniBand, against this course's model of the same all-reduce:
 
 # %%
@@ -703,9 +703,9 @@ for label, fraction in (("nominal InfiniBand", 1.0), ("58 % of nominal", 0.58)):
 #    case is within 1.02× of the best in it, as in every scenario. Measure yours; if it matches, rerun the search with
 #    `network_efficiency=0.58`.
 # 2. **The fixed cost per layer and micro-batch.** Time a few training steps of the model cut to 2 layers, at
-#    $b = 1$ and $b = 4$, with warm-up and the maximum over ranks as lesson 06 timed collectives: the measured time
+#    $b = 1$ and $b = 4$, with warm-up and the maximum over ranks as lesson 07 timed collectives: the measured time
 #    per layer and micro-batch, less its FLOPs at the GEMM efficiency, is this constant.
-# 3. **Overlap.** Time a step with data-parallel communication on and off (lesson 06's exposed-communication
+# 3. **Overlap.** Time a step with data-parallel communication on and off (lesson 07's exposed-communication
 #    measurement): the slowdown of compute under overlap is `overlap_slowdown`.
 # 4. **Peak memory** of the chosen plan for a few steps at full sequence length (`torch.cuda.max_memory_allocated`
 #    and the allocator's reserved bytes): if it is well under the margin's 75.7 GB, the faster plans the margin
@@ -917,7 +917,7 @@ quiz.MultipleChoice(
 #   16 M) and 38–43 % MFU on up to 16,384 H100s (380–430 TFLOP/s per GPU of 989).
 # - **2025: measured plans published.** The Ultra-Scale Playbook (Tazi et al.) ran thousands of configurations on up
 #   to 512 H100s and published them, with the memory and throughput each reached; the course's calibration is fitted
-#   on them, and lesson 07 shows how far the model is from the measurements.
+#   on them, and lesson 08 shows how far the model is from the measurements.
 
 # %% [markdown]
 # ## Summary
@@ -1016,5 +1016,5 @@ quiz.MultipleChoice(
 # batch, and plan a run: by hand for one candidate, with the search for all of them, and with scenarios for how
 # much to trust the answer. Go back to the labs to practise the pieces under sliders ([Lab 3 · memory
 # budget](../labs/03_memory_budget.ipynb) for step 4, [Lab 4 · pipeline schedule](../labs/04_pipeline_schedule.ipynb)
-# for the bubble, [Lab 7 · measure collectives](../labs/07_measure_collectives.ipynb) for step 11), and plan your own
+# for the bubble, [Lab 8 · measure collectives](../labs/08_measure_collectives.ipynb) for step 11), and plan your own
 # model: replace `MODEL`, `CLUSTER` and `GLOBAL_BATCH` at the top of the worked example and run the notebook again.
