@@ -44,8 +44,8 @@ viz.plot_course_map(ax=ax)
 plt.show()
 
 # %% [markdown]
-# The whole course takes an estimated **22–28 hours**: the times below add up to 16 hours for the lessons and 9 for
-# the labs, 25 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
+# The whole course takes an estimated **22–28 hours**: the times below add up to 16 hours for the lessons and 10.5 for
+# the labs, 26.5 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
 # time at its top. Sections headed *Going deeper (optional)* can be skipped: nothing later needs them.
 #
 # | Lesson | You learn to | Needs | Time |
@@ -69,6 +69,7 @@ plt.show()
 # | [04 · the pipeline schedule](../labs/04_pipeline_schedule.ipynb) | 03 | 1 h |
 # | [05 · the partition explorer](../labs/05_partition_explorer.ipynb) | 04 | 1.5 h |
 # | [06 · serving](../labs/06_serving.ipynb) | 04 | 1.5 h |
+# | [07 · sequences and experts](../labs/07_sequences_and_experts.ipynb) | 06 | 1.5 h |
 # | [08 · measuring collectives](../labs/08_measure_collectives.ipynb) | 07 | 1.5 h |
 #
 # Each has guided questions to explore,

@@ -302,12 +302,12 @@ test_q1_other_layers(moe_all_to_all_bytes)
 def longest_fitting_seq_len(model, plan, seq_lens, capacity_bytes):
     """The longest of ``seq_lens`` at which ``model`` trained with ``plan`` fits ``capacity_bytes``, or None."""
     # BEGIN SOLUTION
-    fitting = []
+    longest = None
     for seq_len in seq_lens:
         memory = parallelism.memory_breakdown(dataclasses.replace(model, seq_len=seq_len), plan)
-        if memory.total <= capacity_bytes:
-            fitting.append(seq_len)
-    return max(fitting) if fitting else None
+        if memory.total <= capacity_bytes and (longest is None or seq_len > longest):
+            longest = seq_len
+    return longest
     # END SOLUTION
 
 
