@@ -39,5 +39,6 @@ def test_the_stated_times_add_up_to_the_course_maps_estimate():
     lessons = sum(stated_hours(ROOT / "notebooks_py" / f"{lesson}.py") for lesson in LESSONS)
     labs = sum(stated_hours(ROOT / "labs" / lab / f"{lab}.py") for lab in lab_names())
     assert low <= lessons + labs <= high, (lessons, labs, (low, high))
-    sentence = re.search(r"add up to (\d+(?:\.\d+)?) hours for the lessons and (\d+(?:\.\d+)?) for\n# the labs, (\d+(?:\.\d+)?) in all", MAP)
+    hours = r"(\d+(?:\.\d+)?)"  # whole or half hours
+    sentence = re.search(rf"add up to {hours} hours for the lessons and {hours} for\n# the labs, {hours} in all", MAP)
     assert sentence and tuple(map(float, sentence.groups())) == (lessons, labs, lessons + labs)
