@@ -4,17 +4,17 @@ teaches it; tests/test_taught.py explains the format and checks it."""
 TAUGHT = {
     "q1": {
         "dispatch and combine, forward and backward": "intro",
-        "(e − 1)/e of it leaves the rank": "06_sequences_and_experts",
+        "keeps $1/e$ of its payload": "06_sequences_and_experts",
     },
     "q2": {
         "memory.total": "03_parallelism",
         "parallelism.memory_breakdown": "03_parallelism",
-        "activations divided by c": "06_sequences_and_experts",
+        "stores the activations of $s/c$ tokens": "06_sequences_and_experts",
     },
     "q3": {
         "pipeline.pipeline_schedule": "03_parallelism",
         "timeline.bubble_fraction": "03_parallelism",
-        "(p − 1)(t_F + t_B − t_W)": "06_sequences_and_experts",
+        "of ZB-H1 as $(p-1)(t_F + t_B - t_W)$": "06_sequences_and_experts",
     },
     "q4": {
         "budget.group_collective_time": "04_communication_budget",
