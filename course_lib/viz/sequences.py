@@ -116,7 +116,7 @@ class MoeLayerFigure(LiveFigure):
 
     >>> from dataclasses import replace
     >>> from matplotlib.figure import Figure
-    >>> from course_lib import budget, hardware, parallelism
+    >>> from course_lib import budget, hardware, parallelism, units
     >>> eight = replace(hardware.DGX_H100, nodes=8)
     >>> times = [budget.moe_layer_times(parallelism.MIXTRAL_8X7B, eight, 8, 4096, s) for s in (1, 8)]
     >>> figure = MoeLayerFigure(Figure().add_subplot())

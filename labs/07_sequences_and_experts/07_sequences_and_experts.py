@@ -31,8 +31,8 @@
 # Two things break the data, tensor and pipeline split of the earlier labs. A **long sequence** fills a device with
 # activations: they grow with the sequence length $s$ (and the attention scores with $s^2$, which FlashAttention
 # never stores), so at 128k tokens one sequence no longer fits, whatever $t$ and $p$ do. **Context parallelism**
-# splits every sequence over $c$ ranks, each holding $s/c$ of its tokens and so $1/c$ of the activations. A
-# **mixture of experts** sends each token to $k$ of its $E$ expert MLPs; **expert parallelism** spreads the experts
+# splits every sequence into $c$ parts, one per rank, each holding $s/c$ of its tokens and so $1/c$ of the
+# activations. A **mixture of experts** sends each token to $k_E$ of its $E$ expert MLPs; **expert parallelism** spreads the experts
 # over $e$ ranks, and every MoE layer then moves the tokens to their experts' ranks and back in all-to-alls that sit
 # on the critical path. [Lesson 06 · Long sequences and many
 # experts](../notebooks/06_sequences_and_experts.ipynb) builds both, and zero-bubble pipeline schedules, which split
@@ -73,7 +73,7 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # the star at the chosen $s$; the dashed line is the H100's 80 GB, and a plan must also stay below the hatched band
 # to fit with the calibrated model's +38.4 % margin. In the middle, one MoE layer of one micro-batch on one rank:
 # its four all-to-alls (dispatch and combine, forward and backward) with the $e$ expert ranks side by side in one
-# node, and with one rank on each of $e$ nodes, beside the experts' own compute (the placement not chosen is faded).
+# node, and with one rank per node, beside the experts' own compute (the placement not chosen is faded).
 # On the right, the pipeline bubble of the chosen schedule against 1F1B's, each as a share of the ideal step.
 # The context-parallel slider offers only a $c$ that splits the sequence and, in its all-to-all form, the heads of
 # a tensor-parallel rank; the expert slider only divisors of the experts (1 for a dense model); the micro-batch
@@ -165,8 +165,8 @@ print(
 # ## Graded questions
 #
 # Each question names the function to define. Models are `parallelism.TransformerModel`s such as
-# `parallelism.MIXTRAL_8X7B`: `model.hidden`, `model.experts`, `model.experts_per_token` ($k$), `model.seq_len`, and
-# `model.routed_matmul_weights_per_layer`, the weights of the $k$ experts a token visits in one layer. A model
+# `parallelism.MIXTRAL_8X7B`: `model.hidden`, `model.experts`, `model.experts_per_token` ($k_E$), `model.seq_len`, and
+# `model.routed_matmul_weights_per_layer`, the weights of the $k_E$ experts a token visits in one layer. A model
 # trained on sequences of $s$ tokens is `dataclasses.replace(model, seq_len=s)`. Plans are
 # `parallelism.ParallelPlan`s; clusters are `hardware.Cluster`s: `cluster.devices_per_node`, and
 # `cluster.accelerator` with `peak("bf16")`.
@@ -190,7 +190,7 @@ from tools.grading_helpers import calling, number
 # ### Question 1 · The bytes of a MoE layer's all-to-alls (2 points)
 #
 # A rank holds `tokens` tokens; each goes to `experts_per_token` experts, so the rank's dispatch buffer holds
-# tokens × $k$ vectors of `hidden` numbers, `bytes_per_element` bytes each, and the combine brings as many back.
+# tokens × $k_E$ vectors of `hidden` numbers, `bytes_per_element` bytes each, and the combine brings as many back.
 # The experts are spread evenly over `expert_parallel` ranks ($e$), so on average $1/e$ of the buffer is for
 # experts the rank holds itself and never leaves it. Write `moe_all_to_all_bytes(tokens, experts_per_token, hidden,
 # expert_parallel, bytes_per_element=2)`: the bytes one rank sends in one MoE layer's all-to-alls during one
@@ -488,12 +488,12 @@ test_q3_other_pipelines(zb_h1_bubble_fraction)
 #
 # 1. its four all-to-alls (dispatch and combine, forward and backward) with the `expert_parallel` ranks side by
 #    side, stride 1 (inside one node when $e$ is at most its GPUs);
-# 2. the same with the ranks `cluster.devices_per_node` apart: one on each of $e$ nodes;
+# 2. the same with the ranks `cluster.devices_per_node` apart: one rank per node;
 # 3. the experts' compute: each token visits `model.routed_matmul_weights_per_layer` weights, 2 FLOPs per weight
 #    forward and 4 backward, at half of `cluster.accelerator.peak("bf16")`.
 #
 # Time one all-to-all with `budget.group_collective_time("all_to_all", cluster, expert_parallel, stride,
-# payload_bytes)`, whose payload is the rank's whole buffer (tokens × $k$ × $h$ × 2 bytes; the function knows that
+# payload_bytes)`, whose payload is the rank's whole buffer (tokens × $k_E$ × $h$ × 2 bytes; the function knows that
 # $1/e$ of it stays). Do not call `budget.moe_layer_times`. Then look at your numbers for the public example: which
 # placement adds little to the experts' compute, and which adds a quarter?
 
