@@ -407,14 +407,9 @@ test_q2_other_plans(longest_fitting_seq_len)
 def zb_h1_bubble_fraction(stages, microbatches, forward_time_s, backward_input_time_s, backward_weight_time_s):
     """ZB-H1's simulated bubble over the ideal step m·(t_F + t_B + t_W)."""
     # BEGIN SOLUTION
-    timeline = pipeline.pipeline_schedule(
-        stages,
-        microbatches,
-        "zb-h1",
-        forward_time_s=forward_time_s,
-        backward_time_s=backward_input_time_s + backward_weight_time_s,  # the whole backward, B + W
-        backward_weight_time_s=backward_weight_time_s,
-    )
+    t_f, t_b, t_w = forward_time_s, backward_input_time_s, backward_weight_time_s
+    times = dict(forward_time_s=t_f, backward_time_s=t_b + t_w, backward_weight_time_s=t_w)  # the backward: B + W
+    timeline = pipeline.pipeline_schedule(stages, microbatches, "zb-h1", **times)
     return timeline.bubble_fraction
     # END SOLUTION
 
@@ -506,10 +501,8 @@ def expert_layer_times(model, cluster, expert_parallel, tokens):
     """(all-to-alls inside a node, all-to-alls one rank per node, experts' compute): seconds of one MoE layer."""
     # BEGIN SOLUTION
     payload = tokens * model.experts_per_token * model.hidden * 2  # bf16
-    inside, across = (
-        4 * budget.group_collective_time("all_to_all", cluster, expert_parallel, stride, payload)
-        for stride in (1, cluster.devices_per_node)
-    )
+    inside = 4 * budget.group_collective_time("all_to_all", cluster, expert_parallel, 1, payload)
+    across = 4 * budget.group_collective_time("all_to_all", cluster, expert_parallel, cluster.devices_per_node, payload)
     flops = 6 * tokens * model.routed_matmul_weights_per_layer  # 2 forward + 4 backward per weight
     return inside, across, flops / (0.5 * cluster.accelerator.peak("bf16"))
     # END SOLUTION
