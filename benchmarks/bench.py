@@ -130,12 +130,19 @@ def bench_search():
                 f"bound by {r['binding_constraint']}"
             )
     # Issue 26: the same search with the context-parallel axis (every c that divides the devices and the sequence,
-    # ring attention), and a mixture of experts' search with the expert-parallel axis (every e dividing its experts).
+    # ring attention), a mixture of experts' search with the expert-parallel axis (every e dividing its experts), and
+    # the search with the zero-bubble schedules.
     from course_lib.parallelism import MIXTRAL_8X22B
 
     for label, model, axes, target in (
         ("context_parallel='auto'", MEGATRON_1T, dict(context_parallel="auto"), " (target < 1 s)"),
         ("expert_parallel='auto'", MIXTRAL_8X22B, {}, ""),
+        (  # opt-in: the zero-bubble schedules, under the one preset that runs them
+            "zero_bubble=('zb-h1', 'zb-h2'), framework='fsdp2-pipeline'",
+            MEGATRON_1T,
+            dict(zero_bubble=("zb-h1", "zb-h2"), framework="fsdp2-pipeline"),
+            "",
+        ),
     ):
         median, best, found = timed(lambda m=model, a=axes: search_plans(m, SELENE_3072, 3072, **a), 3)
         print(

@@ -47,9 +47,10 @@ __all__ = [
     "check_backward_weight_time",
 ]
 
-# The schedules a ``parallelism.ParallelPlan`` takes: one backward op per micro-batch and model chunk.
+# The schedules with one backward op per micro-batch and model chunk (lab 4's buttons).
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
-# Qi et al. 2024 §2's handcrafted schedules, the backward split into B and W (simulated here; not a plan's schedule).
+# Qi et al. 2024 §2's handcrafted schedules, the backward split into B and W; a ``parallelism.ParallelPlan`` takes
+# these too (``SIMULATED_SCHEDULES``), under a framework that splits the backward (``Framework.split_backward``).
 ZERO_BUBBLE_SCHEDULES = ("zb-h1", "zb-h2")
 SIMULATED_SCHEDULES = SCHEDULES + ZERO_BUBBLE_SCHEDULES
 # Warm-up forwards per later stage, k: stage s runs k·(p − s − 1) warm-up forwards, one more, then its first B (ZB-H1

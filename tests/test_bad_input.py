@@ -467,7 +467,19 @@ CASES = [
             expert_parallel="count",
             capacity_factor="capacity_factor",
             attention="attention",
+            schedule="schedule",
+            optimizer_sync="flag",
         ),
+    ),
+    (
+        ParallelPlan,
+        dict(pipeline_parallel=4, grad_accum_steps=7, schedule="zb-h2", optimizer_sync=False),
+        dict(pipeline_parallel="count", grad_accum_steps="count", schedule="schedule", optimizer_sync="flag"),
+    ),
+    (
+        parallelism.check_framework_schedule,
+        dict(framework=parallelism.FSDP2_PIPELINE, schedule="zb-h1"),
+        dict(schedule="schedule"),
     ),
     (
         parallelism.TransformerModel,
@@ -948,6 +960,40 @@ def test_schedule_rules():
         ParallelPlan(schedule="zero-bubble")
 
 
+def test_zero_bubble_plan_rules():
+    # ZB-H1 needs m ≥ p, ZB-H2 m ≥ 2p − 1 (Qi et al. 2024 §2's warm-up), and v = 1.
+    ParallelPlan(pipeline_parallel=4, grad_accum_steps=4, schedule="zb-h1")
+    ParallelPlan(pipeline_parallel=4, grad_accum_steps=7, schedule="zb-h2")
+    with pytest.raises(ValueError, match=r"grad_accum_steps .* ≥ 1\(p − 1\) \+ 1 = 4 with schedule='zb-h1'.*got 3"):
+        ParallelPlan(pipeline_parallel=4, grad_accum_steps=3, schedule="zb-h1")
+    with pytest.raises(ValueError, match=r"grad_accum_steps .* ≥ 2\(p − 1\) \+ 1 = 7 with schedule='zb-h2'.*got 6"):
+        ParallelPlan(pipeline_parallel=4, grad_accum_steps=6, schedule="zb-h2")
+    with pytest.raises(ValueError, match="grad_accum_steps"):  # arrays: one plan too short is enough
+        ParallelPlan(pipeline_parallel=np.array([2, 8]), grad_accum_steps=8, schedule="zb-h2")
+    with pytest.raises(ValueError, match="virtual_stages must be 1 unless schedule='interleaved'"):
+        ParallelPlan(pipeline_parallel=4, grad_accum_steps=8, schedule="zb-h1", virtual_stages=2)
+
+
+def test_zero_bubble_schedule_needs_a_framework_that_splits_the_backward():
+    model, cluster = parallelism.GPT2_1_5B, hardware.DGX_H100
+    plan = ParallelPlan(data_parallel=2, pipeline_parallel=4, grad_accum_steps=8, schedule="zb-h1")
+    budget.step_time(model, plan, cluster, framework="fsdp2-pipeline")  # torchtitan runs PyTorch's ZB schedules
+    budget.step_time(model, plan, cluster, calibration=None)  # the ideal model has no framework
+    for framework in ("megatron", "deepspeed", "nanotron", "fsdp2"):
+        with pytest.raises(ValueError, match=r"schedule='zb-h1' needs .* Presets that do: 'fsdp2-pipeline'"):
+            budget.step_time(model, plan, cluster, framework=framework)
+    with pytest.raises(ValueError, match="schedule='zb-h1'"):  # the default calibration runs nanotron
+        budget.step_time(model, plan, cluster)
+    with pytest.raises(ValueError, match="schedule='zb-h1'"):
+        parallelism.calibrated_memory_breakdown(model, plan, parallelism.default_calibration(cluster))
+    unsynchronised = plan.replace(schedule="zb-h2", optimizer_sync=False)
+    budget.step_time(model, unsynchronised, cluster, calibration=None)
+    with pytest.raises(ValueError, match="optimizer_sync must be True with a calibration"):
+        budget.step_time(model, unsynchronised, cluster, framework="fsdp2-pipeline")
+    with pytest.raises(ValueError, match="framework must be a parallelism.Framework"):
+        parallelism.check_framework_schedule("megatron", "zb-h1")
+
+
 def test_algorithm_must_apply_to_the_op():
     with pytest.raises(ValueError, match="algorithm must be one of 'pairwise', 'bruck' for op='all_to_all'"):
         collectives.collective_time("all_to_all", 8, 1e6, 1e9, 1e-6)
@@ -969,6 +1015,8 @@ def test_search_options_are_checked():
         ("zero_stages", (5,)),
         ("recompute", ("some",)),
         ("virtual_stages", (1.5,)),
+        ("zero_bubble", ("zb-h3",)),
+        ("zero_bubble", "zb-h1"),
         ("sequence_parallel", ("no",)),
         ("memory_margin", -0.1),
         ("memory_margin", float("nan")),

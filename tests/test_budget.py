@@ -759,3 +759,36 @@ def test_the_robust_plan_trades_speed_for_a_better_worst_case():
     assert fastest["tensor_parallel"] * fastest["pipeline_parallel"] == 32  # spans four nodes: band up to 27×
     assert robust["tensor_parallel"] * robust["pipeline_parallel"] < 8  # within a node: band up to 3.2×
     assert fastest["step_time_s"] < robust["step_time_s"] and robust["step_time_high_s"] < fastest["step_time_high_s"]
+
+
+def test_search_enumerates_the_zero_bubble_schedules_on_request():
+    from course_lib.pipeline import zero_bubble_min_microbatches
+
+    model, cluster = parallelism.GPT2_1_5B, hardware.DGX_H100
+    base = search_plans(model, cluster, 512, calibration=None)
+    found = search_plans(model, cluster, 512, calibration=None, zero_bubble=("zb-h1", "zb-h2"))
+    schedules = found.columns["schedule"]
+    zero = np.isin(schedules, ("zb-h1", "zb-h2"))
+    assert "schedule" not in base.fields(0) and "schedule" in found.fields(0)
+    assert set(base.columns["schedule"]) == {"1f1b", "interleaved"} and zero.sum() > 0
+    # The 1F1B and interleaved rows are the search without the option, as they were.
+    assert (~zero).sum() == len(base) and found.evaluated > base.evaluated
+    assert sorted(found.columns["step_time_s"][~zero]) == sorted(base.columns["step_time_s"])
+    p, m = found.columns["pipeline_parallel"][zero], found.columns["grad_accum_steps"][zero]
+    assert (p > 1).all() and (found.columns["virtual_stages"][zero] == 1).all()
+    for schedule in ("zb-h1", "zb-h2"):
+        rows = schedules == schedule
+        assert (m[rows[zero]] >= zero_bubble_min_microbatches(p[rows[zero]], schedule)).all()
+    for row in np.flatnonzero(zero)[:4]:  # each row is its plan's step time, evaluated alone
+        plan = found.plan(int(row))
+        assert plan.schedule == schedules[row]
+        scalar = step_time(model, plan, cluster, calibration=None)
+        assert scalar.total_s == pytest.approx(found.columns["step_time_s"][row], rel=1e-12)
+        assert scalar.bubble_s < step_time(model, plan.replace(schedule="1f1b"), cluster, calibration=None).bubble_s
+    # Calibrated: only a framework that splits the backward runs them; under the default (nanotron) all are refused.
+    refused = search_plans(model, cluster, 512, zero_bubble=("zb-h1",))
+    calibrated = search_plans(model, cluster, 512)
+    assert set(refused.columns["schedule"]) == {"1f1b", "interleaved"}
+    assert refused.rejected["framework"] > calibrated.rejected["framework"]
+    torchtitan = search_plans(model, cluster, 512, framework="fsdp2-pipeline", zero_bubble=("zb-h1",))
+    assert "zb-h1" in set(torchtitan.columns["schedule"])

@@ -156,3 +156,25 @@ def test_every_preset_cites_its_behaviours(key):
     assert not missing, f"{framework.name}: no source for {missing}"
     for field, citation in framework.sources:
         assert hasattr(framework, field) and "@" in citation and ":" in citation, (field, citation)
+
+
+def test_only_torchtitan_runs_the_zero_bubble_schedules():
+    # PyTorch's pipelining splits the backward (ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble); Megatron-Core,
+    # DeepSpeed and nanotron run each backward whole. Each preset that runs a pipeline says why, with its source.
+    assert [key for key, framework in FRAMEWORKS.items() if framework.split_backward] == ["fsdp2-pipeline"]
+    for key in ("megatron", "deepspeed", "fsdp2-pipeline", "nanotron"):
+        assert "@" in FRAMEWORKS[key].cited("split_backward"), key
+    plan = ParallelPlan(data_parallel=8, pipeline_parallel=4, grad_accum_steps=8, attention="flash")
+    one_f_one_b = budget.step_time(MODEL, plan, H100_NODES, framework="fsdp2-pipeline")
+    for schedule in ("zb-h1", "zb-h2"):
+        step = budget.step_time(MODEL, plan.replace(schedule=schedule), H100_NODES, framework="fsdp2-pipeline")
+        assert 0 < step.bubble_s < one_f_one_b.bubble_s
+        assert step.compute_s == one_f_one_b.compute_s and step.exposed_s == one_f_one_b.exposed_s
+        for key in ("megatron", "deepspeed", "nanotron", "generic", "exposed"):
+            with pytest.raises(ValueError, match=f"schedule='{schedule}' needs .*Presets that do: 'fsdp2-pipeline'"):
+                budget.step_time(MODEL, plan.replace(schedule=schedule), H100_NODES, framework=key)
+    # A framework opts in by its flag: Megatron-Core with a split backward runs ZB-H1 on its own overlaps.
+    split = dataclasses.replace(FRAMEWORKS["megatron"], split_backward=True)
+    assert budget.step_time(MODEL, plan.replace(schedule="zb-h1"), H100_NODES, framework=split).bubble_s < (
+        budget.step_time(MODEL, plan, H100_NODES, framework="megatron").bubble_s
+    )

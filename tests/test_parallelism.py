@@ -522,3 +522,33 @@ def test_pipeline_bubble_time_takes_arrays():
         parallelism.pipeline_bubble_time(stages, 8, "zb-h2")  # p = 8 needs 15
     with pytest.raises(ValueError, match="virtual_stages must be 1 unless"):
         parallelism.pipeline_bubble_time(4, 8, "zb-h1", virtual_stages=2)
+
+
+def test_zero_bubble_plans_in_the_ideal_step_model():
+    # Qi et al. 2024 §2: ZB-H1 removes 2T_W per bubble slot; ZB-H2, without the optimizer step's synchronisation
+    # (§4), leaves (p − 1)(T_F + T_B − 2T_W), here only the attention core's share (its backward is all in B), 4s²h of
+    # the 24sh² + 4s²h FLOPs of a layer: for GPT-3 175B at s = 2048, 2.7 % of the forward, three times over.
+    from course_lib import budget, hardware
+
+    model, cluster = parallelism.GPT3_175B, hardware.SELENE_3072
+    plan = ParallelPlan(data_parallel=8, pipeline_parallel=8, grad_accum_steps=64)  # t = 1: little communication
+    steps = {
+        (schedule, sync): budget.step_time(
+            model, plan.replace(schedule=schedule, optimizer_sync=sync), cluster, calibration=None
+        )
+        for schedule in ("1f1b", "zb-h1", "zb-h2")
+        for sync in (True, False)
+    }
+    one_f_one_b = steps[("1f1b", True)].bubble_s
+    assert steps[("1f1b", False)].bubble_s == one_f_one_b  # the synchronisation changes nothing for 1F1B
+    h1 = steps[("zb-h1", True)].bubble_s
+    assert steps[("zb-h1", False)].bubble_s == h1
+    assert 0.33 < h1 / one_f_one_b < 0.36  # about a third: T_F ≈ T_B ≈ T_W
+    h2 = steps[("zb-h2", False)].bubble_s
+    h, s = model.hidden, model.seq_len
+    core = 4 * s * h / (24 * h * h + 4 * s * h + 2 * model.vocab * h / model.layers)
+    # X = T_F + T_B − 2T_W per slot: the slot's pipeline sends and the core's share of its compute.
+    slot, sends = one_f_one_b / 7, steps[("1f1b", True)].exposed_s["pipeline"] / 64
+    assert h2 == pytest.approx(7 * (sends + (slot - sends) * core), rel=1e-9) and h2 / one_f_one_b < 0.03
+    assert steps[("zb-h2", True)].bubble_s == pytest.approx(one_f_one_b / 3, rel=0.01)  # synchronised: (p − 1)T_F
+    assert ParallelPlan(pipeline_parallel=8, grad_accum_steps=15, schedule="zb-h2").global_batch == 15

@@ -424,3 +424,123 @@ def test_bad_weight_pending_share_names_the_parameter(share):
         pipeline_schedule(4, 8, "zb-h1").peak_in_flight(0, share)
     with pytest.raises(ValueError, match="weight_pending_share"):
         zero_bubble_stage_in_flight(4, "zb-h1", 0, share)
+
+
+# The step models' bubble for ZB-H1 and ZB-H2 (budget.step_time) against the simulator fed the same F, B and W times.
+_STEP_CASES = [  # (p, m, recompute, seq_len): unequal F/B/W from recomputation and the attention core's s²
+    (4, 4, "none", 1024),
+    (4, 8, "none", 8192),
+    (4, 13, "full", 4096),
+    (8, 15, "none", 2048),
+    (8, 32, "full", 16384),
+]
+
+
+def _ideal_times(model, plan, cluster):
+    """(slot, t_F, t_W, the 1F1B step) of the ideal model, t_F and t_W from FLOPs written out here: per layer F is
+    24bsh² + 4bs²h and W 24bsh² (Qi et al. 2024 Table 1), the output layer 2bshV in both; the backward is 2F,
+    and full recomputation adds one F; the slot's communication goes with F and B in proportion to their compute."""
+    from course_lib import budget
+
+    b, s, h, l, vocab = plan.micro_batch, model.seq_len, model.hidden, model.layers, model.vocab
+    rate = cluster.accelerator.peak("bf16") * 0.5 * plan.tensor_parallel * plan.pipeline_parallel
+    forward = (l * (24 * b * s * h * h + 4 * b * s * s * h) + 2 * b * s * h * vocab) / rate
+    weight = (l * 24 * b * s * h * h + 2 * b * s * h * vocab) / rate
+    compute = forward * (4 if plan.recompute == "full" else 3)
+    one_f_one_b = budget.step_time(model, plan.replace(schedule="1f1b"), cluster, calibration=None)
+    slot = one_f_one_b.bubble_s / (plan.pipeline_parallel - 1)
+    return slot, slot * forward / compute, weight, one_f_one_b
+
+
+@pytest.mark.parametrize("p, m, recompute, seq_len", _STEP_CASES)
+def test_ideal_step_bubble_is_the_simulated_one(p, m, recompute, seq_len):
+    from dataclasses import replace
+
+    from course_lib import budget, hardware, parallelism
+
+    model, cluster = replace(parallelism.GPT2_1_5B, seq_len=seq_len), hardware.DGX_H100
+    for schedule in ("zb-h1", "zb-h2"):
+        if m < zero_bubble_min_microbatches(p, schedule):
+            continue
+        for sync in (True, False):
+            plan = parallelism.ParallelPlan(
+                data_parallel=8 // p,
+                pipeline_parallel=p,
+                grad_accum_steps=m,
+                recompute=recompute,
+                schedule=schedule,
+                optimizer_sync=sync,
+            )
+            slot, t_f, t_w, one_f_one_b = _ideal_times(model, plan, cluster)
+            assert t_w < t_f < slot - t_f - t_w  # T_W < T_F < T_B, as Qi et al.'s Table 1
+            timeline = pipeline_schedule(p, m, schedule, 1, t_f, slot - t_f, backward_weight_time_s=t_w)
+            simulated = timeline.bubble_s if sync else timeline.unsynchronised_bubble_s
+            step = budget.step_time(model, plan, cluster, calibration=None)
+            assert step.bubble_s == pytest.approx(simulated, rel=1e-9), (schedule, sync)
+            assert step.total_s - step.bubble_s == pytest.approx(one_f_one_b.total_s - one_f_one_b.bubble_s)
+            # 1F1B on the same times: the step model's (p − 1) slots, unchanged
+            fused = pipeline_schedule(p, m, "1f1b", 1, t_f, slot - t_f)
+            assert one_f_one_b.bubble_s == pytest.approx(fused.bubble_s, rel=1e-9)
+            if schedule == "zb-h1":  # Qi et al. Table 2: (p − 1)(T_F + T_B − T_W)
+                assert step.bubble_s == pytest.approx((p - 1) * (slot - 2 * t_w), rel=1e-9)
+
+
+@pytest.mark.parametrize("p, m, recompute, seq_len", _STEP_CASES)
+def test_calibrated_step_bubble_is_the_simulated_one(p, m, recompute, seq_len):
+    from dataclasses import replace
+
+    from course_lib import budget, hardware, parallelism
+    from course_lib.budget import forward_flops_per_token
+
+    model, cluster = replace(parallelism.GPT2_1_5B, seq_len=seq_len), hardware.DGX_H100
+    calibration = replace(parallelism.default_calibration(cluster), framework=parallelism.FSDP2_PIPELINE)
+    layer, head, core = forward_flops_per_token(model)
+    layers = -(-model.layers // p)
+    stage_forward = layers * layer + head
+    compute = 3 * stage_forward + (layers * layer if recompute == "full" else 0.0)  # FLOPs of F + B + W
+    for schedule in ("zb-h1", "zb-h2"):
+        if m < zero_bubble_min_microbatches(p, schedule):
+            continue
+        plan = parallelism.ParallelPlan(
+            data_parallel=8 // p, pipeline_parallel=p, grad_accum_steps=m, recompute=recompute, schedule=schedule
+        )
+        one_f_one_b = budget.step_time(model, plan.replace(schedule="1f1b"), cluster, calibration=calibration)
+        slot = one_f_one_b.bubble_s / (p - 1)
+        compute_mb = one_f_one_b.compute_s / m  # with the per-layer overhead, shared out as the FLOPs are
+        t_f = slot * stage_forward / compute
+        t_w = compute_mb * (layers * (layer - core) + head) / compute
+        timeline = pipeline_schedule(p, m, schedule, 1, t_f, slot - t_f, backward_weight_time_s=t_w)
+        step = budget.step_time(model, plan, cluster, calibration=calibration)
+        assert step.bubble_s == pytest.approx(timeline.bubble_s, rel=1e-9), schedule
+        assert step.total_s - step.bubble_s == pytest.approx(one_f_one_b.total_s - one_f_one_b.bubble_s)
+        assert step.bubble_s < one_f_one_b.bubble_s
+
+
+def test_zero_bubble_plans_hold_the_simulated_activations():
+    # The first stage holds what the simulator's stage 0 peaks at: p micro-batches for ZB-H1 (as 1F1B), 2p − 1 for
+    # ZB-H2 (Qi et al. 2024 Table 2); under a calibration the last stage also holds the k(p − 1) waiting for their W,
+    # counted whole (the simulator's peak of stage p − 1 with weight_pending_share = 1): as many as the first.
+    from course_lib import parallelism
+
+    model = parallelism.GPT2_1_5B
+    calibration = parallelism.Calibration(framework=parallelism.FSDP2_PIPELINE)
+    for p, m in ((4, 8), (8, 16), (6, 24)):
+        base = parallelism.ParallelPlan(pipeline_parallel=p, grad_accum_steps=m, attention="flash")
+        one_micro_batch = (
+            parallelism.activation_bytes_per_token_per_layer(model, attention="flash")
+            * model.seq_len
+            * -(-model.layers // p)
+        )
+        one_f_one_b = parallelism.memory_breakdown(model, base, calibration=None).activations
+        flat = parallelism.memory_breakdown(model, base, calibration=calibration)
+        assert (flat.activations, flat.logits) == (pytest.approx(p * one_micro_batch), 0.0)  # 1F1B: the first stage
+        for schedule in ("zb-h1", "zb-h2"):
+            plan = base.replace(schedule=schedule)
+            timeline = pipeline_schedule(p, m, schedule)
+            first, last = timeline.peak_in_flight(0), timeline.peak_in_flight(p - 1)
+            assert first == last == {"zb-h1": p, "zb-h2": 2 * p - 1}[schedule]
+            ideal = parallelism.memory_breakdown(model, plan, calibration=None).activations
+            assert ideal == pytest.approx(one_f_one_b * first / p)
+            held = parallelism.memory_breakdown(model, plan, calibration=calibration)
+            # The last stage, as many micro-batches as the first and the logits besides, is now the heaviest.
+            assert held.activations == pytest.approx(one_micro_batch * last) and held.logits > 0

@@ -25,6 +25,7 @@ from ..parallelism.plan import (
     splits_context_and_experts,
     splits_evenly,
 )
+from ..pipeline import ZERO_BUBBLE_SCHEDULES, zero_bubble_min_microbatches
 from .step import binding_constraint, step_time
 
 __all__ = [
@@ -36,7 +37,8 @@ __all__ = [
     "BINDING_CONSTRAINTS",
 ]
 
-# The fields that name one plan of a search (the schedule follows from virtual_stages).
+# The fields that name one plan of a search (the schedule follows from virtual_stages, unless the search enumerates the
+# zero-bubble schedules: ``_plan_fields``).
 PLAN_FIELDS = (
     "data_parallel",
     "tensor_parallel",
@@ -322,8 +324,14 @@ def _batch_plan(sizes: dict, fixed: dict, virtual_stages, keep) -> ParallelPlan:
 
 
 def _plan_fields(search: PlanSearch) -> tuple[str, ...]:
-    """``PLAN_FIELDS`` and the ``AXIS_FIELDS`` the search has as columns."""
-    return PLAN_FIELDS + tuple(name for name in AXIS_FIELDS if name in search.columns)
+    """``PLAN_FIELDS``, the ``AXIS_FIELDS`` the search has as columns, and "schedule" when it holds zero-bubble
+    plans (``search_plans``' ``zero_bubble``: there v = 1 no longer names the schedule)."""
+    zero_bubble = "schedule" in search.columns and np.isin(search.columns["schedule"], ZERO_BUBBLE_SCHEDULES).any()
+    return (
+        PLAN_FIELDS
+        + tuple(name for name in AXIS_FIELDS if name in search.columns)
+        + (("schedule",) if zero_bubble else ())
+    )
 
 
 def _axis_options(model: TransformerModel, devices: int, context_parallel, expert_parallel):
@@ -342,6 +350,17 @@ def _factorisations(devices: int):
     """All (d, t, p) with d·t·p = devices."""
     divisors = [x for x in range(1, devices + 1) if devices % x == 0]
     return [(devices // (t * p), t, p) for t in divisors for p in divisors if (devices // t) % p == 0]
+
+
+def _schedule_options(virtual_stages, zero_bubble) -> tuple[tuple, ...]:
+    """(v, schedule) pairs to enumerate: each of ``virtual_stages`` (v = 1: 1F1B, v > 1: interleaved), then each of
+    ``zero_bubble`` (may be empty) with v = 1."""
+    stages = _options("virtual_stages", virtual_stages, lambda v: _check.count("virtual_stages", v))
+    pairs = tuple((v, "interleaved" if v > 1 else "1f1b") for v in stages)
+    if hasattr(zero_bubble, "__len__") and not isinstance(zero_bubble, (str, bytes)) and len(zero_bubble) == 0:
+        return pairs
+    zero = _options("zero_bubble", zero_bubble, lambda v: _check.choice("zero_bubble", v, ZERO_BUBBLE_SCHEDULES))
+    return pairs + tuple((1, schedule) for schedule in zero)
 
 
 def _options(name, values, check):
@@ -375,6 +394,7 @@ def search_plans(
     capacity_factor=1.0,
     memory_margin=None,
     step_time_band=None,
+    zero_bubble=(),
 ) -> PlanSearch:
     """Enumerate plans that use every device of ``cluster`` and rank those that fit.
 
@@ -389,6 +409,10 @@ def search_plans(
     the ideal model). Calibrated, the calibrated memory and step time rank the plans, p·v need not divide the
     layers, and plans combining p > 1 with a ZeRO stage above the framework's ``max_zero_stage_with_pipeline``
     are rejected as "framework". ``attention`` lists the attention options ("standard", "flash") to consider.
+    ``zero_bubble`` (default none) lists zero-bubble schedules ("zb-h1", "zb-h2") to consider besides, each with
+    v = 1 and p > 1; a plan with fewer micro-batches than the schedule's warm-up needs
+    (``pipeline.zero_bubble_min_microbatches``) is rejected for "batch divisibility", and, calibrated, every one
+    under a framework without ``split_backward`` for "framework".
 
     Context and expert parallelism: ``context_parallel`` lists the sizes c to consider (default 1; "auto": every
     divisor of the device count that divides the sequence), each with every ``context_parallel_kind`` ("ring",
@@ -421,7 +445,7 @@ def search_plans(
     zero_stages = _options("zero_stages", zero_stages, lambda v: _check.choice("zero_stages", v, ZERO_STAGES))
     recompute = _options("recompute", recompute, lambda v: _check.choice("recompute", v, RECOMPUTE_OPTIONS))
     sequence_parallel = _options("sequence_parallel", sequence_parallel, lambda v: _check.flag("sequence_parallel", v))
-    virtual_stages = _options("virtual_stages", virtual_stages, lambda v: _check.count("virtual_stages", v))
+    schedules = _schedule_options(virtual_stages, zero_bubble)
     attention = _options("attention", attention, lambda v: _check.choice("attention", v, ATTENTION_OPTIONS))
     contexts, experts = _axis_options(model, cluster.devices, context_parallel, expert_parallel)
     kinds = _options(
@@ -480,11 +504,11 @@ def search_plans(
         dtype=np.int64,
     ).reshape(-1, 6)
     d, t, p, c, e, b = shapes.T
-    for stage, rc, sp, v, attn, kind in itertools.product(
-        zero_stages, recompute, sequence_parallel, virtual_stages, attention, kinds
+    for stage, rc, sp, (v, schedule), attn, kind in itertools.product(
+        zero_stages, recompute, sequence_parallel, schedules, attention, kinds
     ):
         considered = (t > 1) | (not sp)
-        considered &= (p > 1) | (v == 1)
+        considered &= (p > 1) | (schedule == "1f1b")  # interleaved and zero-bubble schedules need a pipeline
         considered &= (c > 1) | (kind == kinds[0])  # without context parallelism its kind makes no plan of its own
         evaluated += int(considered.sum())
         if with_axes:
@@ -497,10 +521,13 @@ def search_plans(
         else:
             split_ok = considered & splits_evenly(model, t)
             rejected["partition"] += int((considered & ~split_ok).sum())
-            partition_ok = split_ok & ((p == 1) | (stage <= calibration.framework.max_zero_stage_with_pipeline))
+            runs = calibration.framework.split_backward or schedule not in ZERO_BUBBLE_SCHEDULES
+            partition_ok = split_ok & runs & ((p == 1) | (stage <= calibration.framework.max_zero_stage_with_pipeline))
             rejected["framework"] += int((split_ok & ~partition_ok).sum())
         m = np.where(batch % (b * d) == 0, batch // (b * d), 0)
         batch_ok = partition_ok & (m > 0) & ((v == 1) | (m % p == 0))
+        if schedule in ZERO_BUBBLE_SCHEDULES:  # the warm-up's k(p − 1) + 1 micro-batches
+            batch_ok &= m >= zero_bubble_min_microbatches(p, schedule)
         rejected["batch divisibility"] += int((partition_ok & ~batch_ok).sum())
         if not batch_ok.any():
             continue
@@ -512,7 +539,7 @@ def search_plans(
             zero_stage=stage,
             recompute=rc,
             sequence_parallel=sp,
-            schedule="interleaved" if v > 1 else "1f1b",
+            schedule=schedule,
             attention=attn,
             context_parallel_kind=kind,
             capacity_factor=factor,
@@ -545,7 +572,7 @@ def search_plans(
             ("grad_accum_steps", m[keep]),
             ("recompute", np.full(size, rc)),
             ("sequence_parallel", np.full(size, sp)),
-            ("schedule", np.full(size, "interleaved" if v > 1 else "1f1b")),
+            ("schedule", np.full(size, schedule)),
             ("virtual_stages", np.full(size, v)),
             ("attention", np.full(size, attn)),
             ("memory_bytes", memory),

@@ -10,7 +10,8 @@ The dependency rule that decides what is exposed:
 A transfer is exposed only by the part that does not fit into the compute it may overlap with.
 
 Step time = m·(t_f + t_b + TP + PP per micro-batch) + bubble + exposed data-parallel time, with the bubble
-(p−1)/v of one micro-batch slot (Narayanan et al. 2021 Eq. 1). Compute runs at ``compute_efficiency`` × peak
+(p−1)/v of one micro-batch slot (Narayanan et al. 2021 Eq. 1), less with the zero-bubble schedules
+(``_pipeline_bubble_s``). Compute runs at ``compute_efficiency`` × peak
 (default 0.5; the paper's 1T run reached 163 of 312 TFLOP/s, 52 %).
 
 That is the ideal model of lessons 03 and 04 (``calibration=None``). By default (``calibration="default"``,
@@ -48,7 +49,9 @@ from ..parallelism.fp8 import fp8_peak
 from ..parallelism.frameworks import PRECISION_RECIPES
 from ..parallelism.models import TransformerModel
 from ..parallelism.plan import ParallelPlan, check_plan_for_model, stage_layers
+from ..parallelism.schedule import pipeline_bubble_time
 from ..parallelism.transfers import step_transfers
+from ..pipeline import ZERO_BUBBLE_SCHEDULES
 from .placement import _transfer_call, group_collective_time
 
 __all__ = [
@@ -175,7 +178,7 @@ def _check_cluster_holds(plan, cluster):
 def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
     """``step_time``'s ideal model (compute at ``compute_efficiency`` × peak): the StepTime, and the
     ``_timed_transfers`` result it was built from (``partition_report`` makes its ``TimedTransfer`` rows from it)."""
-    p, m, v = plan.pipeline_parallel, plan.grad_accum_steps, plan.virtual_stages
+    m = plan.grad_accum_steps
     shape = (model.seq_len, model.layers, model.hidden, model.vocab)
     forward, backward = _microbatch_compute_s(model, plan, cluster, compute_efficiency, dtype)
     total_mb = forward + backward
@@ -192,7 +195,8 @@ def _ideal_step_time(model, plan, cluster, compute_efficiency, dtype):
     # Tensor, pipeline, context and expert transfers recur in every micro-batch slot; gradients once per step.
     per_slot = sum(seconds for axis, seconds in exposed.items() if axis not in _STEP_AXES)
     slot = total_mb + per_slot / m  # one micro-batch through one stage
-    bubble = (p - 1) / v * slot
+    # W: the weight-gradient GEMMs, as long as the forward's linear layers (all but the attention core)
+    bubble = _pipeline_bubble_s(plan, slot, forward / total_mb, (1.0 - _attention_core_share(model)) * forward)
     compute = m * total_mb
     total = m * slot + bubble + sum(exposed[axis] for axis in _STEP_AXES if axis in exposed)
     samples = plan.global_batch
@@ -235,8 +239,7 @@ def _timed_transfers(model, plan, cluster, forward, backward):
     them, 4s²h of 24sh² + 4s²h per layer (Narayanan et al. 2021's count, ``compute.transformer_layer_forward_flops``).
     """
     m = plan.grad_accum_steps
-    h, s = model.hidden, model.seq_len
-    core = model.layers * 4.0 * s * h / (model.layers * (24.0 * h * h + 4.0 * s * h) + 2.0 * model.vocab * h)
+    core = _attention_core_share(model)
     windows = {
         "forward": forward,
         "backward": backward,
@@ -255,6 +258,49 @@ def _timed_transfers(model, plan, cluster, forward, backward):
         window = {"none": 0.0, "last backward": backward}.get(phase, m * windows.get(phase, 0.0))
         exposed[(axis, phase)] = exposed_after_overlap(seconds, window)
     return timed, per_phase, exposed
+
+
+def _attention_core_share(model):
+    """The attention core's share of the forward FLOPs, 4s²h of 24sh² + 4s²h per layer with the output layer's 2Vh
+    beside them (Narayanan et al. 2021's count, ``compute.transformer_forward_flops``)."""
+    h, s = model.hidden, model.seq_len
+    return model.layers * 4.0 * s * h / (model.layers * (24.0 * h * h + 4.0 * s * h) + 2.0 * model.vocab * h)
+
+
+def _pipeline_bubble_s(plan: ParallelPlan, slot_s, forward_share, backward_weight_s):
+    """The pipeline bubble of one step (seconds), from ``slot_s``, one micro-batch through one stage (its compute and
+    the communication on its critical path).
+
+    GPipe, 1F1B and interleaved: (p − 1)/v slots (Narayanan et al. 2021 Eq. 1). ZB-H1 and ZB-H2 split the slot into
+    t_F (``forward_share`` of it, communication included), t_W = ``backward_weight_s`` (the weight-gradient GEMMs,
+    which wait for nothing and send nothing) and t_B (the rest), and take ``parallelism.pipeline_bubble_time``, the
+    simulator's idle time by formula: (p − 1)(t_F + t_B − t_W) for ZB-H1 where 1F1B has (p − 1)(t_F + t_B + t_W);
+    for ZB-H2 (p − 1)·max(t_F + t_B − 2t_W, 0) without the optimizer step's synchronisation (``plan.optimizer_sync``
+    False, Qi et al. 2024 §4), zero once t_F + t_B ≤ 2t_W, and at least (p − 1)t_F with it (both with t_W ≤ t_F,
+    their Table 2). The split of the backward follows their Table 1: per layer F costs sbh(24h + 4s) FLOPs, B
+    sbh(24h + 8s) and W 24sbh²: W is the linear layers' forward again, half their backward (a linear layer's input
+    and weight gradients are one GEMM each, as large as its forward); the attention core's backward is all in B.
+
+    >>> from course_lib.parallelism import ParallelPlan
+    >>> plan = ParallelPlan(pipeline_parallel=4, grad_accum_steps=8)
+    >>> _pipeline_bubble_s(plan, 3.0, 1 / 3, 1.0), _pipeline_bubble_s(plan.replace(schedule="zb-h1"), 3.0, 1 / 3, 1.0)
+    (9.0, 3.0)
+    >>> _pipeline_bubble_s(plan.replace(schedule="zb-h2", optimizer_sync=False), 3.0, 1 / 3, 1.0)
+    0.0
+    """
+    p, v = plan.pipeline_parallel, plan.virtual_stages
+    if plan.schedule not in ZERO_BUBBLE_SCHEDULES:
+        return (p - 1) / v * slot_s
+    forward_s = slot_s * forward_share
+    return pipeline_bubble_time(
+        p,
+        plan.grad_accum_steps,
+        plan.schedule,
+        forward_time_s=forward_s,
+        backward_time_s=slot_s - forward_s,
+        backward_weight_time_s=backward_weight_s,
+        optimizer_sync=plan.optimizer_sync,
+    )
 
 
 def model_flops_per_step(model: TransformerModel, plan: ParallelPlan, recompute=None):
@@ -395,7 +441,8 @@ def calibrated_step_time(
     - pipeline: the boundary activations sent forward and their gradients back, b·s·h/t each, v times with
       interleaving (``group_collective``: over NVLink inside a node, else the network); on the critical path
       unless the framework overlaps P2P with compute (``pipeline_overlap``, interleaved schedules only).
-    Step = m slots + (p−1)/v slots of bubble + the exposed data-parallel time.
+    Step = m slots + (p−1)/v slots of bubble (less with ZB-H1 and ZB-H2: ``_pipeline_bubble_s``) + the exposed
+    data-parallel time.
     Data parallel, in the framework's buckets of ``bucket_bytes`` (each bucket a collective with its own latency),
     exposed by ``bucketed_exposure``: gradients (fp32 with a recipe that keeps an fp32 buffer) reduced once per step
     behind the last micro-batch's backward (ZeRO-0/1), or reduce-scattered every micro-batch behind its backward
@@ -469,7 +516,10 @@ def calibrated_step_time(
     pp_window = compute_mb if calibration.framework.pipeline_overlap else 0.0
     pp_mb = exposed_after_overlap(pp_all_mb, np.where(np.asarray(v) > 1, pp_window, 0.0))
     slot = compute_mb + tp_mb + pp_mb + context_mb + expert_mb
-    bubble = (p - 1) / v * slot
+    # W: the weight-gradient GEMMs of the stage's linear layers and output layer (in FP8 time with an FP8 recipe),
+    # with their share of the per-layer overhead (the compute's, split as its FLOPs are)
+    weight_s = (layers * (layer_fwd - core_fwd) + head_fwd) / rate * compute_mb / (forward + backward)
+    bubble = _pipeline_bubble_s(plan, slot, forward / (forward + backward), weight_s)
 
     param_b, grad_b, buffer_b, _ = PRECISION_RECIPES[calibration.framework.precision]
     params_here = (layers * model.params_per_layer + model.vocab * model.hidden) / t

@@ -20,13 +20,14 @@ one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import
 - ``plan``: ``ParallelPlan``, ``ZERO_STAGES``, ``ATTENTION_OPTIONS``, ``CONTEXT_PARALLEL_KINDS``, ``global_batch``
   (and ``global_batch_report``, lab 2's one call), ``pipeline_bubble_fraction`` and the split checks
   (``splits_evenly``, ``check_tensor_split``, ``check_pipeline_split``, ``check_plan_for_model``, ``stage_layers``;
-  for c and e ``splits_context_and_experts`` and ``check_capacity_factor``); the schedules (``SCHEDULES``) are
-  ``pipeline``'s and the recomputation options (``RECOMPUTE_OPTIONS``) ``compute``'s;
+  for c and e ``splits_context_and_experts`` and ``check_capacity_factor``); the schedules (``SCHEDULES``, and the
+  zero-bubble ones a plan also takes, ``pipeline.ZERO_BUBBLE_SCHEDULES``) are ``pipeline``'s and the recomputation
+  options (``RECOMPUTE_OPTIONS``) ``compute``'s;
 - ``fp8``: FP8 training recipes, opt-in through a framework's ``fp8`` field (``Fp8Recipe``, the presets ``TE_FP8``,
   ``TE_FP8_PARAM_GATHER``, ``TORCHAO_FP8_FSDP``, ``FP8_RECIPES``, ``fp8_peak``);
 - ``frameworks``: how a training framework runs a plan, each behaviour cited (``Framework``, ``PRECISION_RECIPES``,
   the presets ``MEGATRON_CORE``, ``DEEPSPEED``, ``FSDP2``, ``FSDP2_PIPELINE``, ``NANOTRON``, the bound ``EXPOSED``,
-  ``FRAMEWORKS``, ``resolve_framework``);
+  ``FRAMEWORKS``, ``resolve_framework``, ``check_framework_schedule``);
 - ``calibration``: the one home of the calibrated model's fitted constants and its framework (``Calibration``,
   ``PLAYBOOK_CALIBRATION``, ``default_calibration``, ``resolve_calibration``, ``calibrated_cluster``, which
   ``budget`` re-exports);

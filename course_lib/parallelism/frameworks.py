@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import _check
+from ..pipeline import SIMULATED_SCHEDULES, ZERO_BUBBLE_SCHEDULES
 from .fp8 import FP8_RECIPES, Fp8Recipe
 from .plan import ZERO_STAGES
 
@@ -32,6 +33,7 @@ __all__ = [
     "EXPOSED",
     "FRAMEWORKS",
     "resolve_framework",
+    "check_framework_schedule",
 ]
 
 # Bytes per parameter a device holds before any sharding: (16-bit parameters, 16-bit gradients, fp32 gradient
@@ -67,7 +69,9 @@ class Framework:
     ``tensor_parallel_overlap`` (a ``TENSOR_PARALLEL_OVERLAPS`` choice); ``pipeline_overlap`` (whether a stage's
     sends and receives run while it computes another micro-batch, as interleaved schedules with overlapped P2P do);
     ``fp8`` (None: bf16 GEMMs; an ``Fp8Recipe``, e.g. from ``FP8_RECIPES``: the linear layers' GEMMs in FP8 as that
-    recipe runs them, module ``fp8``; no preset has one: ``replace(MEGATRON_CORE, fp8=TE_FP8)`` opts in).
+    recipe runs them, module ``fp8``; no preset has one: ``replace(MEGATRON_CORE, fp8=TE_FP8)`` opts in);
+    ``split_backward`` (whether its pipeline runs the backward as two passes, the input gradient B and the weight
+    gradient W, as the zero-bubble schedules "zb-h1" and "zb-h2" need; ``check_framework_schedule``).
 
     >>> MEGATRON_CORE.precision, PRECISION_RECIPES[MEGATRON_CORE.precision]
     ('fp32-main-grads', (2, 0, 4, 12))
@@ -91,6 +95,7 @@ class Framework:
     pipeline_overlap: bool = False
     sources: tuple[tuple[str, str], ...] = ()
     fp8: Fp8Recipe | None = None
+    split_backward: bool = False
 
     def __post_init__(self):
         if self.fp8 is not None and not isinstance(self.fp8, Fp8Recipe):
@@ -105,6 +110,7 @@ class Framework:
         _check.flag("prefetch_parameter_gathers", self.prefetch_parameter_gathers)
         _check.choice("tensor_parallel_overlap", self.tensor_parallel_overlap, TENSOR_PARALLEL_OVERLAPS)
         _check.flag("pipeline_overlap", self.pipeline_overlap)
+        _check.flag("split_backward", self.split_backward)
 
     def cited(self, field: str) -> str:
         """The citation of ``field``'s value ("" for a field the preset leaves at the default)."""
@@ -169,6 +175,13 @@ MEGATRON_CORE = Framework(
             _MEGATRON + "arguments.py:976-984 and :2965-2967: P2P overlap is on by default and "
             "switched off outside the interleaved schedule",
         ),
+        (
+            "split_backward",
+            _MEGATRON + "megatron/core/pipeline_parallel/schedules.py:156-163: get_forward_backward_func "
+            "runs 1F1B, interleaved 1F1B or no pipeline, each backward whole; delay_wgrad_compute "
+            "(transformer/transformer_config.py:2748-2752) defers weight gradients only to overlap the MoE "
+            "all-to-alls (it requires overlap_moe_expert_parallel_comm), not as a pipeline schedule",
+        ),
     ),
 )
 DEEPSPEED = Framework(
@@ -210,6 +223,12 @@ DEEPSPEED = Framework(
             "submodules' parameters are all-gathered ahead, in the order traced in the first step, up to "
             "stage3_prefetch_bucket_size elements",
         ),
+        (
+            "split_backward",
+            _DEEPSPEED + "deepspeed/runtime/pipe/schedule.py:189-241: TrainSchedule issues one "
+            "ForwardPass and one BackwardPass instruction per micro-batch (BackwardPass, :412: the whole backward); "
+            "no schedule splits it",
+        ),
     ),
 )
 FSDP2 = Framework(
@@ -248,6 +267,7 @@ FSDP2_PIPELINE = replace(
     name="PyTorch FSDP2 with pipelining (torchtitan)",
     max_zero_stage_with_pipeline=3,
     reshard_with_pipeline=False,
+    split_backward=True,
     sources=(
         *FSDP2.sources[:1],
         *FSDP2.sources[2:],
@@ -263,6 +283,14 @@ FSDP2_PIPELINE = replace(
             "parameters are not resharded after forward; " + _TORCH + "torch/distributed/pipelining/stage.py:935-939, "
             ":1262-1275: no gradient sync and no reshard after backward until one reduce-scatter after the last "
             "micro-batch (the stage's bf16 parameters and fp32 gradients stay whole during the step)",
+        ),
+        (
+            "split_backward",
+            _TORCHTITAN + "torchtitan/config/configs.py:216-223: any schedule of torch.distributed.pipelining "
+            "by name (get_schedule_class); torchtitan/distributed/pipeline_parallel.py:17-25 imports "
+            "ScheduleZBVZeroBubble; PyTorch's torch/distributed/pipelining/schedules.py runs the backward as "
+            "BACKWARD_INPUT and BACKWARD_WEIGHT actions in ScheduleInterleavedZeroBubble ('the ZB1P schedule' of "
+            "Qi et al. 2024) and ScheduleZBVZeroBubble (class docstrings read; line numbers not checked at v2.14.1)",
         ),
     ),
 )
@@ -306,6 +334,11 @@ NANOTRON = Framework(
             "all-gather of a column linear with its local shard's GEMM",
         ),
         ("pipeline_overlap", _NANOTRON + "README.md:170, :185: AFAB and 1F1B engines, no interleaving"),
+        (
+            "split_backward",
+            _NANOTRON + "README.md:170: AFAB and 1F1B schedules only; parallel/pipeline_parallel/engine.py:175, "
+            ":235: the two engines, each backward whole",
+        ),
     ),
 )
 # The defaults of a bare ``Calibration()``: no framework's in particular (ZeRO gathers prefetched, nothing else
@@ -349,3 +382,24 @@ def resolve_framework(framework) -> Framework:
         return FRAMEWORKS[framework]
     choices = ", ".join(repr(key) for key in FRAMEWORKS)
     raise ValueError(f"framework must be a parallelism.Framework or one of {choices}, got {framework!r}")
+
+
+def check_framework_schedule(framework: Framework, schedule: str) -> None:
+    """Raise ValueError if ``framework`` cannot run ``schedule``: the zero-bubble schedules (``pipeline.
+    ZERO_BUBBLE_SCHEDULES``) need a framework that splits the backward into B and W (``Framework.split_backward``).
+
+    >>> check_framework_schedule(FSDP2_PIPELINE, "zb-h1")
+    >>> check_framework_schedule(MEGATRON_CORE, "zb-h2")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: schedule='zb-h2' needs a framework that splits the backward into B and W ...
+    """
+    if not isinstance(framework, Framework):
+        raise ValueError(f"framework must be a parallelism.Framework, got {type(framework).__name__}")
+    _check.choice("schedule", schedule, SIMULATED_SCHEDULES)
+    if schedule in ZERO_BUBBLE_SCHEDULES and not framework.split_backward:
+        runners = ", ".join(repr(key) for key, preset in FRAMEWORKS.items() if preset.split_backward)
+        raise ValueError(
+            f"schedule={schedule!r} needs a framework that splits the backward into B and W (Framework."
+            f"split_backward); {framework.name} does not. Presets that do: {runners}; or use schedule='1f1b'"
+        )

@@ -468,10 +468,12 @@ def calibrated_memory_breakdown(
     """Per-device memory of the heaviest pipeline stage under ``calibration``'s assumptions.
 
     Two stages can be the heaviest: the first holds ⌈l/p⌉ layers, the input embedding V·h/t and min(p, m)
-    micro-batches of activations (1F1B); the last holds ⌈l/p⌉ layers, the output layer V·h/t (a copy when tied
-    and p > 1) and one micro-batch, plus the logits b·s·V/t × ``logits_bytes_per_element``. With p = 1 they are
-    the same device. Model states follow the framework's ``precision``: ZeRO-1 shards the optimizer state over d,
-    ZeRO-2 also the gradients and their fp32 buffer, ZeRO-3 also the parameters. Activations per layer:
+    micro-batches of activations (1F1B; ``pipeline_in_flight_microbatches``); the last holds ⌈l/p⌉ layers, the
+    output layer V·h/t (a copy when tied and p > 1) and one micro-batch (ZB-H1 and ZB-H2: also the k(p − 1) whose W
+    is still to run, each counted whole, an upper bound: ``zero_bubble_stage_in_flight``), plus the logits
+    b·s·V/t × ``logits_bytes_per_element``. With p = 1 they are the same device. Model states follow the framework's
+    ``precision``: ZeRO-1 shards the optimizer state over d, ZeRO-2 also the gradients and their fp32 buffer, ZeRO-3
+    also the parameters. Activations per layer:
     ``activation_bytes_per_token_per_layer`` × b·s. ``framework_bytes`` is added once. A framework with an FP8
     recipe (``Framework.fp8``) adds its ``weight_copy_bytes`` per linear-layer weight to the parameters (sharded as
     they are) and saves the linear layers' inputs in FP8 when the recipe does (``fp8_activations``).
@@ -534,7 +536,10 @@ def calibrated_memory_breakdown(
     in_flight = pipeline_in_flight_microbatches(p, m, plan.schedule, plan.virtual_stages)
     logits = tokens * vocab / t * calibration.framework.logits_bytes_per_element
     first = states(first_params) + (per_layer * layers * in_flight, np.where(single, logits, 0.0))
-    last = states(last_params) + (per_layer * layers, logits)
+    last_activations = per_layer * layers
+    if plan.schedule in ZERO_BUBBLE_SCHEDULES:  # and the k(p − 1) micro-batches waiting for their W, counted whole
+        last_activations = last_activations * zero_bubble_stage_in_flight(p, plan.schedule, stage=p - 1)
+    last = states(last_params) + (last_activations, logits)
     first_total, last_total = sum(first), sum(last)
     heaviest = [np.where(first_total >= last_total, a, z) for a, z in zip(first, last, strict=True)]
     framework = calibration.framework_bytes + 0.0 * first_total

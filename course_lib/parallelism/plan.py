@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _check
 from ..compute import RECOMPUTE_OPTIONS
-from ..pipeline import SCHEDULES
+from ..pipeline import SIMULATED_SCHEDULES, ZERO_BUBBLE_SCHEDULES, ZERO_BUBBLE_WARMUP, zero_bubble_min_microbatches
 from .models import TransformerModel
 
 if TYPE_CHECKING:  # for the annotation only: calibration.py imports this module (ZERO_STAGES)
@@ -58,7 +58,14 @@ class ParallelPlan:
     devices = data_parallel × tensor_parallel × pipeline_parallel × context_parallel; the global batch is
     micro_batch × grad_accum_steps × data_parallel (tensor, pipeline and context groups share the same examples).
     ``grad_accum_steps`` is also the number of micro-batches m each pipeline processes per step.
-    ``virtual_stages`` (v) > 1 needs ``schedule="interleaved"``.
+    ``schedule`` is one of ``pipeline.SIMULATED_SCHEDULES``: "gpipe", "1f1b", "interleaved" (``virtual_stages`` (v)
+    > 1 needs it), or the zero-bubble "zb-h1" and "zb-h2" of Qi et al. 2024 (the backward split into B and W; v = 1
+    and m ≥ ``pipeline.zero_bubble_min_microbatches``: p for ZB-H1, 2p − 1 for ZB-H2). ``optimizer_sync`` (default
+    True) says the optimizer step synchronises the stages (gradient clipping all-reduces the norm across them:
+    Megatron-Core core_v0.19.0 megatron/core/optimizer/clip_grads.py:132-134, torchtitan@b5bcd76
+    torchtitan/distributed/utils.py:663-665); False is Qi et al. §4's post-validation, the condition of ZB-H2's zero
+    bubble (``parallelism.pipeline_bubble_time``), which only the ideal model takes; it changes nothing for the other
+    schedules.
 
     ``context_parallel`` (c) splits each sequence into c parts, one per rank of a context group
     (``context_parallel_kind``: "ring" or "all_to_all", ``CONTEXT_PARALLEL_KINDS``). ``expert_parallel`` (e) spreads
@@ -92,6 +99,7 @@ class ParallelPlan:
     context_parallel_kind: str = "ring"
     expert_parallel: _check.IntOrArray = 1
     capacity_factor: float = 1.0
+    optimizer_sync: bool = True
 
     def __post_init__(self):
         _check.choice("attention", self.attention, ATTENTION_OPTIONS)
@@ -116,17 +124,7 @@ class ParallelPlan:
         _check.choice("zero_stage", self.zero_stage, ZERO_STAGES)
         _check.choice("recompute", self.recompute, RECOMPUTE_OPTIONS)
         _check.flag("sequence_parallel", self.sequence_parallel)
-        _check.choice("schedule", self.schedule, SCHEDULES)
-        if self.schedule == "interleaved":
-            if np.any(np.asarray(self.virtual_stages) < 2):
-                raise ValueError("virtual_stages must be ≥ 2 with schedule='interleaved'")
-            if np.any(np.asarray(self.grad_accum_steps) % np.asarray(self.pipeline_parallel)):
-                raise ValueError(
-                    "grad_accum_steps (micro-batches) must be a multiple of pipeline_parallel for the "
-                    "interleaved schedule (Narayanan et al. 2021 §2.2.2)"
-                )
-        elif np.any(np.asarray(self.virtual_stages) != 1):
-            raise ValueError(f"virtual_stages must be 1 unless schedule='interleaved', got {self.virtual_stages}")
+        _check_schedule_fields(self)
 
     @property
     def devices(self):
@@ -157,6 +155,33 @@ class ParallelPlan:
     def replace(self, **changes) -> ParallelPlan:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
+
+
+def _check_schedule_fields(plan: ParallelPlan) -> None:
+    """``ParallelPlan``'s schedule rules: v ≥ 2 and p dividing m with "interleaved", v = 1 otherwise, and enough
+    micro-batches for a zero-bubble schedule's warm-up."""
+    _check.choice("schedule", plan.schedule, SIMULATED_SCHEDULES)
+    _check.flag("optimizer_sync", plan.optimizer_sync)
+    m, p = np.asarray(plan.grad_accum_steps), np.asarray(plan.pipeline_parallel)
+    if plan.schedule == "interleaved":
+        if np.any(np.asarray(plan.virtual_stages) < 2):
+            raise ValueError("virtual_stages must be ≥ 2 with schedule='interleaved'")
+        if np.any(m % p):
+            raise ValueError(
+                "grad_accum_steps (micro-batches) must be a multiple of pipeline_parallel for the "
+                "interleaved schedule (Narayanan et al. 2021 §2.2.2)"
+            )
+    elif np.any(np.asarray(plan.virtual_stages) != 1):
+        raise ValueError(f"virtual_stages must be 1 unless schedule='interleaved', got {plan.virtual_stages}")
+    if plan.schedule in ZERO_BUBBLE_SCHEDULES:
+        k = ZERO_BUBBLE_WARMUP[plan.schedule]
+        fewest = zero_bubble_min_microbatches(plan.pipeline_parallel, plan.schedule)
+        if np.any(m < fewest):
+            raise ValueError(
+                f"grad_accum_steps (micro-batches) must be ≥ {k}(p − 1) + 1 = {fewest} with schedule="
+                f"{plan.schedule!r} and pipeline_parallel = {plan.pipeline_parallel} (stage 0 runs {k}(p − 1) warm-up "
+                f"forwards and one more before its first B; Qi et al. 2024 §2), got {plan.grad_accum_steps}"
+            )
 
 
 def check_capacity_factor(capacity_factor) -> float:
@@ -405,7 +430,9 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
 
     With a ``Calibration`` the pipeline may split the layers unevenly (as Megatron-LM and nanotron allow; the heaviest
     stage sets memory and time; nanotron even runs more stages than layers, its embedding and output layer being
-    stages of their own), and ZeRO above the framework's ``max_zero_stage_with_pipeline`` is refused with p > 1.
+    stages of their own), and ZeRO above the framework's ``max_zero_stage_with_pipeline`` is refused with p > 1, as
+    are a zero-bubble schedule under a framework without ``split_backward`` and ``optimizer_sync=False`` (no preset
+    skips the optimizer step's synchronisation). The ideal model (no calibration) has no framework and allows both.
 
     >>> from course_lib.parallelism import GPT3_175B
     >>> check_plan_for_model(GPT3_175B, ParallelPlan(tensor_parallel=5))
@@ -414,6 +441,16 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
     ValueError: tensor_parallel must divide heads (96), got 5
     """
     check_tensor_split(model.heads, plan.tensor_parallel)
+    if calibration is not None:
+        from .frameworks import check_framework_schedule  # here: frameworks.py imports this module
+
+        check_framework_schedule(calibration.framework, plan.schedule)
+        if not plan.optimizer_sync:
+            raise ValueError(
+                "optimizer_sync must be True with a calibration: the framework presets synchronise the pipeline "
+                "stages at the optimizer step (gradient clipping all-reduces the norm across them); Qi et al. 2024 "
+                "§4's post-validation is in their own fork. The ideal model (calibration=None) takes False"
+            )
     for bad, message in _context_and_expert_errors(
         model, plan.tensor_parallel, plan.context_parallel, plan.context_parallel_kind, plan.expert_parallel
     ):
