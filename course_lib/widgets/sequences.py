@@ -363,7 +363,8 @@ class SequencesLab(Lab):
             f"(without the optimizer's synchronisation "
             f"{units.format_percent(float(timeline.unsynchronised_bubble_fraction))})."
             "<br><small>Memory: the calibrated model (nanotron's recipe), ZeRO-1 over d = 8, FlashAttention, no "
-            "recomputation, 1F1B's activations (ZB-H2 holds more). The bubble: t_F = t_B = t_W.</small>"
+            "recomputation, 1F1B's activations (nanotron runs no zero-bubble schedule; ZB-H1 holds as many, ZB-H2 "
+            "more). The bubble: t_F = t_B = t_W.</small>"
         )
 
 
