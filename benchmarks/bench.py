@@ -176,6 +176,7 @@ LABS = (
     ("pipeline_lab", "schedule"),
     ("partition_lab", "partition"),
     ("serving_lab", "serving"),
+    ("sequences_lab", "sequences"),
 )
 # The slider timed where it is not the lab's first: lab 5's first sliders shape the custom model, which a preset
 # model ignores (its node count was the first slider until the controls were ordered by what depends on what).

@@ -44,8 +44,8 @@ viz.plot_course_map(ax=ax)
 plt.show()
 
 # %% [markdown]
-# The whole course takes an estimated **24–30 hours**: the times below add up to 18 hours for the lessons and 9 for
-# the labs, 27 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
+# The whole course takes an estimated **24–30 hours**: the times below add up to 18 hours for the lessons and 10.5 for
+# the labs, 28.5 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
 # time at its top. Sections headed *Going deeper (optional)* can be skipped: nothing later needs them.
 #
 # | Lesson | You learn to | Needs | Time |
@@ -60,7 +60,7 @@ plt.show()
 # | [08 · Check the model against measurements](08_model_meets_measurements.ipynb) | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05, 07 | 1.5 h |
 # | [09 · Plan a real run](09_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand and with the search, test how robust the plan is, say what to measure first | 04, 05, 07, 08 | 2.5 h |
 #
-# **Labs.** Seven widget labs practise the lessons with sliders, in the order you meet their lessons:
+# **Labs.** Eight widget labs practise the lessons with sliders, in the order you meet their lessons:
 #
 # | Lab | After lesson | Time |
 # |---|---|---|
@@ -70,6 +70,7 @@ plt.show()
 # | [04 · the pipeline schedule](../labs/04_pipeline_schedule.ipynb) | 03 | 1 h |
 # | [05 · the partition explorer](../labs/05_partition_explorer.ipynb) | 04 | 1.5 h |
 # | [06 · serving](../labs/06_serving.ipynb) | 04 | 1.5 h |
+# | [07 · sequences and experts](../labs/07_sequences_and_experts.ipynb) | 06 | 1.5 h |
 # | [08 · measuring collectives](../labs/08_measure_collectives.ipynb) | 07 | 1.5 h |
 #
 # Each has guided questions to explore,

@@ -508,6 +508,25 @@ CASES = [
         dict(op="op", group_size="count", stride="count", payload_bytes="nonnegative"),
     ),
     (
+        budget.moe_layer_times,
+        dict(
+            model=MIXTRAL_8X7B,
+            cluster=hardware.DGX_H100,
+            expert_parallel=8,
+            tokens=4096,
+            stride=1,
+            tensor_parallel=1,
+            compute_efficiency=0.5,
+        ),
+        dict(
+            expert_parallel="count",
+            tokens="positive",
+            stride="count",
+            tensor_parallel="count",
+            compute_efficiency="fraction",
+        ),
+    ),  # fmt: skip
+    (
         budget.group_collective,
         dict(op="all_reduce", cluster=hardware.DGX_H100, group_size=16, stride=1, payload_bytes=1e9),
         dict(op="op", group_size="count", stride="count", payload_bytes="nonnegative"),

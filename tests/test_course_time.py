@@ -39,8 +39,6 @@ def test_the_stated_times_add_up_to_the_course_maps_estimate():
     lessons = sum(stated_hours(ROOT / "notebooks_py" / f"{lesson}.py") for lesson in LESSONS)
     labs = sum(stated_hours(ROOT / "labs" / lab / f"{lab}.py") for lab in lab_names())
     assert low <= lessons + labs <= high, (lessons, labs, (low, high))
-    number = r"(\d+(?:\.\d+)?)"
-    sentence = re.search(
-        rf"add up to {number} hours for the lessons and {number} for\n# the labs, {number} in all", MAP
-    )
+    hours = r"(\d+(?:\.\d+)?)"  # whole or half hours
+    sentence = re.search(rf"add up to {hours} hours for the lessons and {hours} for\n# the labs, {hours} in all", MAP)
     assert sentence and tuple(map(float, sentence.groups())) == (lessons, labs, lessons + labs)

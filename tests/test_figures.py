@@ -146,10 +146,11 @@ LAB_FACTORIES = (
     "measure_lab",
     "partition_lab",
     "serving_lab",
+    "sequences_lab",
 )
 # States a reader reaches and a figure once got wrong: the partition explorer's node labels at t = 16 ("nodes
 # 10–11nodes 12–13"), lab 1's greyed-out algorithms at 6 ranks, lab 3's tiny bars (GPT-2), lab 6 with pipeline hops
-# and at its longest steps.
+# and at its longest steps, lab 7 with a dense model (no bars) and at its longest sequence.
 LAB_STATES = {
     "ring_allreduce_lab": [{}, {"ranks": 6}, {"ranks": 2}],
     "global_batch_lab": [{}],
@@ -158,6 +159,7 @@ LAB_STATES = {
     "measure_lab": [{}],
     "partition_lab": [{}, {"tensor_parallel": 16}, {"tensor_parallel": 16, "pipeline_parallel": 4}],
     "serving_lab": [{}, {"pipeline_parallel": 2}, {"sequences": 1024}],
+    "sequences_lab": [{}, {"model": "Llama 3.1 70B"}, {"expert_placement": "across nodes", "seq_len": 1048576}],
 }
 
 

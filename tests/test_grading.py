@@ -146,6 +146,7 @@ def test_every_lab_has_a_master():
         "04_pipeline_schedule",
         "05_partition_explorer",
         "06_serving",
+        "07_sequences_and_experts",
         "08_measure_collectives",
     ]
 

@@ -741,6 +741,7 @@ CARD_FREE = [
             "08_measure_collectives",
             "05_partition_explorer",
             "06_serving",
+            "07_sequences_and_experts",
         )
         for path in (master_path(name), ROOT / "labs" / f"{name}.ipynb")
     ),

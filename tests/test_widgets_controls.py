@@ -21,10 +21,11 @@ from test_widgets_memory import check_memory_lab
 from test_widgets_partition import check as check_partition_lab
 from test_widgets_ring import check_ring_figure, check_ring_result
 from test_widgets_schedule import check_pipeline_lab
+from test_widgets_sequences import check_sequences_lab
 from test_widgets_serving import check_serving_lab
 
 from course_lib.measure import Measurements
-from course_lib.widgets import batch, measure, memory, partition, ring, schedule, serving
+from course_lib.widgets import batch, measure, memory, partition, ring, schedule, sequences, serving
 from course_lib.widgets._base import ControlSpec, same_stop
 
 MPI_RUNS = Path(__file__).resolve().parent.parent / "course_lib" / "data" / "mpi"
@@ -37,6 +38,7 @@ LIVE_LABS = {
     schedule: (schedule.pipeline_lab, lambda lab: check_pipeline_lab(lab, lab.figure)),
     partition: (partition.partition_lab, check_partition_lab),
     serving: (serving.serving_lab, check_serving_lab),
+    sequences: (sequences.sequences_lab, check_sequences_lab),
 }
 FACTORIES = {**{module: factory for module, (factory, _) in LIVE_LABS.items()}, measure: measure.measure_lab}
 SPECS = [(module, spec) for module in FACTORIES for spec in module.CONTROLS]

@@ -11,6 +11,8 @@ one's ``__all__``, so ``budget.X`` and ``from course_lib.budget import X`` work 
   ``model_flops_per_step``, ``forward_flops_per_token``);
 - ``search``: the plan search (``search_plans``, ``PlanSearch``, ``PLAN_FIELDS``, ``BINDING_CONSTRAINTS``,
   ``worst_case_ranking``);
+- ``experts``: one mixture-of-experts layer's all-to-alls against its experts' compute, for a group of e ranks
+  placed on a cluster (``moe_layer_times``, ``MoeLayerTimes``);
 - ``report``: a plan's boundary transfers as a table and the partition explorer's report (``transfer_table``,
   ``format_transfer_table``, ``partition_report`` and its ``PartitionReport`` of ``TimedTransfer`` rows).
 
@@ -19,7 +21,8 @@ here, as before.
 """
 
 from ..parallelism.calibration import calibrated_cluster
-from . import placement, report, search, step
+from . import experts, placement, report, search, step
+from .experts import *
 from .placement import *
 from .report import *
 from .search import *
@@ -30,3 +33,4 @@ __all__ += placement.__all__
 __all__ += step.__all__
 __all__ += search.__all__
 __all__ += report.__all__
+__all__ += experts.__all__

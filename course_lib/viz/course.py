@@ -54,6 +54,7 @@ LABS = (
     ("Lab: pipeline schedule", "03_parallelism"),
     ("Lab: partition explorer", "04_communication_budget"),
     ("Lab: serving", "04_communication_budget"),
+    ("Lab: sequences and experts", "06_sequences_and_experts"),
     ("Lab: measure collectives", "07_measure"),
 )
 
