@@ -74,16 +74,19 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # device against its capacity and where the step's time goes. The sliders offer only values that make a valid plan;
 # moving $d$, $t$, $c$ or $p$ past the cluster adds nodes.
 #
-# Two more axes, for long sequences and mixtures of experts. *Context parallel c* cuts each sequence in $c$ parts
-# (dashed bands across each stage): with ring attention the sequence's $2c$ halves are drawn above the model, rank
-# $i$ holding halves $i$ and $2c-1-i$ (the zig-zag split that balances the causal mask), and the K/V blocks travel
-# around the ring; the all-to-all form (DeepSpeed-Ulysses) is offered only where $c$ divides the heads of a
-# tensor-parallel rank. *Expert parallel e* (a mixture of experts: Mixtral, DeepSeekMoE) spreads each MoE layer's
-# experts over $e$ ranks carved out of the $d \cdot c$ data and context ranks: under the model, the experts in the
-# colour of the rank that holds them, a red line where those ranks change node, and the link of their dispatch and
-# combine all-to-alls. The *framework* control runs the plan as a framework does (see *Scope*): the table then shows
-# what that framework leaves exposed, the summary what it hides, and a plan it does not run (ZeRO-3 with a pipeline
-# under Megatron-LM) is said so, with the ideal model's numbers.
+# Two more axes, for long sequences and mixtures of experts (lesson 06 teaches them; skip them until then). *Context
+# parallel c* cuts each sequence in $c$ parts (dashed bands across each stage): with [ring
+# attention](../notebooks/glossary.ipynb#ring-attention) the sequence's $2c$ halves are drawn above the model, rank
+# $i$ holding halves $i$ and $2c-1-i$ (the [zig-zag split](../notebooks/glossary.ipynb#zig-zag-split) that balances
+# the causal mask), and the K/V blocks travel around the ring; the all-to-all form
+# ([DeepSpeed-Ulysses](../notebooks/glossary.ipynb#deepspeed-ulysses)) is offered only where $c$ divides the heads of
+# a tensor-parallel rank. *Expert parallel e* ([expert parallelism](../notebooks/glossary.ipynb#expert-parallelism); a
+# mixture of experts: Mixtral, DeepSeekMoE) spreads each MoE layer's experts over $e$ ranks carved out of the $d \cdot
+# c$ data and context ranks: under the model, the experts in the colour of the rank that holds them, a red line where
+# those ranks change node, and the link of their dispatch and combine all-to-alls. The *framework* control runs the
+# plan as a framework does (see *Scope*): the table then shows what that framework leaves exposed, the summary what it
+# hides, and a plan it does not run (ZeRO-3 with a pipeline under Megatron-LM) is said so, with the ideal model's
+# numbers.
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets import partition_lab

@@ -30,9 +30,9 @@
 #
 # Two things break the data, tensor and pipeline split of the earlier labs. A **long sequence** fills a device with
 # activations: they grow with the sequence length $s$ (and the attention scores with $s^2$, which FlashAttention
-# never stores), so at 128k tokens one sequence no longer fits, whatever $t$ and $p$ do. **Context parallelism**
+# never stores), so at 128k tokens one sequence no longer fits, whatever $t$ and $p$ do. [Context parallelism](../notebooks/glossary.ipynb#context-parallelism)
 # splits every sequence into $c$ parts, one per rank, each holding $s/c$ of its tokens and so $1/c$ of the
-# activations. A **mixture of experts** sends each token to $k_E$ of its $E$ expert MLPs; **expert parallelism** spreads the experts
+# activations. A [mixture of experts](../notebooks/glossary.ipynb#moe) sends each token to $k_E$ of its $E$ expert MLPs; **expert parallelism** spreads the experts
 # over $e$ ranks, and every MoE layer then moves the tokens to their experts' ranks and back in all-to-alls that sit
 # on the critical path. [Lesson 06 · Long sequences and many
 # experts](../notebooks/06_sequences_and_experts.ipynb) builds both, and zero-bubble pipeline schedules, which split
@@ -93,7 +93,7 @@ lab
 # parallelism with $c = 8$, $e = 8$ in one node, $p = 4$ with ZB-H1 and 8 micro-batches. These are not graded; the
 # answers are below.
 #
-# 1. **Context parallelism and memory.** Set $c = 1$. How much memory does a device need at 32k tokens, and what is
+# 1. **Memory against the sequence.** Set $c = 1$. How much memory does a device need at 32k tokens, and what is
 #    the longest sequence that fits with $c = 1$, $c = 8$ and $c = 16$? Which part of the memory does $c$ divide?
 # 2. **Ring or all-to-all.** Switch *context parallel kind* to all_to_all. What happens to the memory? Then choose
 #    Llama 3.1 8B with $t = 8$: which $c$ does each kind offer, and why?
