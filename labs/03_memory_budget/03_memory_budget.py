@@ -46,7 +46,7 @@
 # with the parameters split evenly over $t \cdot p$ devices. Temporary buffers, the logits, memory fragmentation and the
 # [framework](../notebooks/glossary.ipynb#framework)'s own memory are not counted, so a real plan needs headroom.
 #
-# **The framework, and the default.** The lab starts on the *ideal model* (its *framework* control reads "ideal
+# **The default.** The lab starts on the *ideal model* (its *framework* control reads "ideal
 # model"): lesson 03's accounting and nothing else, because that is what the explore questions and the graded
 # questions check, term by term. The same control switches to the calibrated model as a real framework runs the
 # plan (nanotron, Megatron-LM, DeepSpeed, FSDP2, FSDP2 + pipelining): its own bytes per parameter, the logits of the
@@ -91,17 +91,17 @@ lab
 # to the framework's source in `Framework.sources`; bytes per parameter before ZeRO shards them, as parameters +
 # gradients + optimizer state):
 #
-# - **nanotron and Megatron-LM** accumulate each gradient in an fp32 *main gradient*, 4 bytes, which replaces the
+# - *nanotron and Megatron-LM* accumulate each gradient in an fp32 *main gradient*, 4 bytes, which replaces the
 #   16-bit one: 2 + 4 + 12 = 18 bytes (Megatron-LM's documentation of its distributed optimizer writes it
 #   6 + 12/d). Their bars are the same; the two differ in what they overlap, which is time (lab 5), not memory.
-# - **DeepSpeed** keeps the 16-bit gradients and makes an fp32 copy of a shard only during the optimizer step:
+# - *DeepSpeed* keeps the 16-bit gradients and makes an fp32 copy of a shard only during the optimizer step:
 #   ZeRO's 16 bytes.
-# - **FSDP2** keeps fp32 parameter shards and reduces fp32 gradients, 4 + 4 + 8 bytes: 16 as well. Alone it runs no
-#   pipeline, apart from plain data parallelism (ZeRO-0); **with pipelining, as torchtitan runs it**, it combines every
+# - *FSDP2* keeps fp32 parameter shards and reduces fp32 gradients, 4 + 4 + 8 bytes: 16 as well. Alone it runs no
+#   pipeline, apart from plain data parallelism (ZeRO-0); *with pipelining, as torchtitan runs it*, it combines every
 #   ZeRO stage with a pipeline, but under ZeRO-3 a stage keeps its parameters and fp32 gradients whole through the
 #   step (one gather before the first micro-batch, one reduce-scatter after the last), on top of its shards.
-# - Every framework also holds the **logits** on the last pipeline stage, 10 bytes per vocabulary entry and token
-#   (bf16 logits, the fp32 copy the loss takes, its fp32 gradient), and a fixed **framework memory**: the CUDA
+# - Every framework also holds the *logits* on the last pipeline stage, 10 bytes per vocabulary entry and token
+#   (bf16 logits, the fp32 copy the loss takes, its fp32 gradient), and a fixed *framework memory*: the CUDA
 #   context, NCCL's buffers, the allocator's cache and fragmentation. That last term is a fit, not physics: the median,
 #   over the Ultra-Scale Playbook's 1B and 3B runs with nanotron, of the memory measured beyond what the model counts,
 #   judged afterwards on the 8B and 80B runs; it also absorbs whatever else the model misses, and on another framework
@@ -161,7 +161,7 @@ print(
 #    $t > 1$?
 # 6. **A smaller device.** Switch *device* to the 16 GB TPU v5e. By how much does the default plan miss, and which
 #    single change of ZeRO stage makes it fit?
-# 7. **A framework's bill.** Set *framework* to nanotron. How much more does the default plan need than the ideal
+# 7. **Beyond the ideal model.** Set *framework* to nanotron. How much more does the default plan need than the ideal
 #    model, and which components grew? Why are ZeRO-2 and ZeRO-3 empty? Then choose DeepSpeed, and FSDP2 + pipelining
 #    under ZeRO-2 and ZeRO-3: why is ZeRO-3 the larger?
 #
