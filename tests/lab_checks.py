@@ -8,7 +8,8 @@ import random
 import numpy as np
 from PIL import Image
 
-PLAIN = (int, float, str, bool)
+# None: a quantity a lab has no number for (lab 3: a ZeRO stage the chosen framework does not run).
+PLAIN = (int, float, str, bool, type(None))
 
 
 def png_pixels(data: bytes) -> np.ndarray:
@@ -40,8 +41,8 @@ def stops(control) -> list:
 
 
 def assert_plain_and_finite(result: dict, where: str = "result"):
-    """Every value of ``result`` a plain Python int, float (finite), str or bool, or a list of such dicts (lab 5's
-    ``transfers``, one dict per boundary tensor)."""
+    """Every value of ``result`` a plain Python int, float (finite), str, bool or None, or a list of such dicts
+    (lab 5's ``transfers``, one dict per boundary tensor)."""
     for key, value in result.items():
         if type(value) is list:
             for index, row in enumerate(value):

@@ -333,8 +333,8 @@ CASES = [
     ),
     (
         parallelism.memory_budget_report,
-        dict(model=GPT3_175B, plan=ParallelPlan(tensor_parallel=8), accelerator=hardware.H100),
-        dict(model="object", plan="object", accelerator="object"),
+        dict(model=GPT3_175B, plan=ParallelPlan(tensor_parallel=8), accelerator=hardware.H100, memory_margin=0.0),
+        dict(model="object", plan="object", accelerator="object", memory_margin="nonnegative"),
     ),
     (
         parallelism.pipeline_schedule_report,
@@ -937,6 +937,8 @@ def test_framework_arguments_name_what_they_accept():
             budget.step_time(GPT3_175B, plan, hardware.DGX_H100, framework=bad)
         with pytest.raises(ValueError, match="framework must be a parallelism.Framework or one of"):
             parallelism.memory_breakdown(GPT3_175B, plan, framework=bad)
+        with pytest.raises(ValueError, match="framework must be a parallelism.Framework or one of 'megatron'"):
+            parallelism.memory_budget_report(GPT3_175B, plan, hardware.H100, framework=bad)
     with pytest.raises(ValueError, match="framework needs the calibrated model"):
         budget.step_time(GPT3_175B, plan, hardware.DGX_H100, calibration=None, framework="megatron")
     # A framework that cannot run a plan says which and why (Megatron's distributed optimizer is ZeRO-1).

@@ -149,12 +149,18 @@ LAB_FACTORIES = (
     "sequences_lab",
 )
 # States a reader reaches and a figure once got wrong: the partition explorer's node labels at t = 16 ("nodes
-# 10–11nodes 12–13"), lab 1's greyed-out algorithms at 6 ranks, lab 3's tiny bars (GPT-2), lab 6 with pipeline hops
-# and at its longest steps, lab 7 with a dense model (no bars) and at its longest sequence.
+# 10–11nodes 12–13"), lab 1's greyed-out algorithms at 6 ranks, lab 3's tiny bars (GPT-2), its empty slots (nanotron's
+# ZeRO-2 with p > 1) and a framework's legend, lab 6 with pipeline hops and at its longest steps, lab 7 with a dense
+# model (no bars) and at its longest sequence.
 LAB_STATES = {
     "ring_allreduce_lab": [{}, {"ranks": 6}, {"ranks": 2}],
     "global_batch_lab": [{}],
-    "memory_budget_lab": [{}, {"model": "GPT-2 1.5B"}],
+    "memory_budget_lab": [
+        {},
+        {"model": "GPT-2 1.5B"},
+        {"framework": "nanotron", "zero_stage": 2},
+        {"framework": "megatron"},
+    ],
     "pipeline_lab": [{}, {"schedule": "interleaved", "virtual_stages": 2}],
     "measure_lab": [{}],
     "partition_lab": [{}, {"tensor_parallel": 16}, {"tensor_parallel": 16, "pipeline_parallel": 4}],

@@ -474,6 +474,62 @@ def test_memory_budget_report_is_zero_section_5_under_each_stage():
             parallelism.memory_budget_report(**arguments)
 
 
+def test_memory_budget_report_as_a_framework_runs_it_by_hand():
+    # GPT-2 1.5B on one replica group of d = 8 (t = p = 1), ZeRO-1, b = 1: Ψ = l(12h² + 13h) + Vh + sh (tied, learned
+    # positions); nanotron's 18 B recipe 2Ψ + 4Ψ + 12Ψ/8, DeepSpeed's 16 B 2Ψ + 2Ψ + 12Ψ/8; activations s·l(34h + 5as)
+    # (Korthikanti Eq. (1), one micro-batch in flight); logits s·V × 10 B; 2.86 GB of fitted framework memory.
+    l, h, a, vocab, s = 48, 1600, 25, 50257, 1024
+    psi = l * (12 * h**2 + 13 * h) + vocab * h + s * h
+    activations = s * l * (34 * h + 5 * a * s)
+    logits, framework = s * vocab * 10, 2861158144
+    plan = ParallelPlan(data_parallel=8, zero_stage=1, grad_accum_steps=16)
+    for name, grads in (("nanotron", 4), ("deepspeed", 2)):
+        report = parallelism.memory_budget_report(parallelism.GPT2_1_5B, plan, hardware.H100, framework=name)
+        memory = report.memory
+        assert memory is not None and report.runs and report.supported == (True,) * 4 and report.reason == ""
+        assert float(memory.model_states) == pytest.approx((2 + grads + 12 / 8) * psi, rel=1e-12)
+        assert (float(memory.activations), float(memory.logits)) == pytest.approx((activations, logits), rel=1e-12)
+        assert float(memory.framework) == framework
+        total = (2 + grads + 12 / 8) * psi + activations + logits + framework
+        assert float(memory.total) == pytest.approx(total, rel=1e-12)
+        assert report.headroom_bytes == pytest.approx(80e9 - total) and report.framework is parallelism.FRAMEWORKS[name]
+    assert psi == parallelism.GPT2_1_5B.params
+
+
+def test_memory_budget_report_leaves_a_stage_the_framework_does_not_run_empty():
+    plan = ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, zero_stage=2, grad_accum_steps=64)
+    report = parallelism.memory_budget_report(GPT3_175B, plan, hardware.A100, 0.384, framework=parallelism.NANOTRON)
+    assert report.supported == (True, True, False, False) and report.by_zero_stage[2:] == (None, None)
+    assert report.memory is None and not report.runs and report.headroom_bytes is None
+    assert (report.fits, report.fits_with_margin) == (False, False)
+    assert (
+        report.reason == "nanotron runs no ZeRO stage above 1 with a pipeline (p = 8): its max_zero_stage_with_pipeline"
+    )
+    ran = report.by_zero_stage[1]
+    assert ran is not None
+    assert ran.total == parallelism.memory_breakdown(GPT3_175B, plan.replace(zero_stage=1), framework="nanotron").total
+    # FSDP2 as torchtitan runs it combines every stage with a pipeline; FSDP2 alone none above 0.
+    assert parallelism.memory_budget_report(GPT3_175B, plan, hardware.A100, framework="fsdp2-pipeline").runs
+    fsdp2 = parallelism.memory_budget_report(GPT3_175B, plan, hardware.A100, framework="fsdp2")
+    assert fsdp2.supported == (True, False, False, False)
+    assert (
+        parallelism.memory_budget_report(
+            GPT3_175B, plan.replace(pipeline_parallel=1), hardware.A100, framework="nanotron"
+        ).supported
+        == (True,) * 4
+    )
+    import dataclasses
+
+    with pytest.raises(ValueError, match="None exactly for the stages the framework does not run"):
+        dataclasses.replace(report, by_zero_stage=(ran, ran, ran, ran))
+    with pytest.raises(ValueError, match="None exactly"):
+        dataclasses.replace(report, framework=None)
+    with pytest.raises(ValueError, match="framework must be a parallelism.Framework or one of 'megatron'"):
+        parallelism.memory_budget_report(GPT3_175B, plan, hardware.A100, framework="jax")
+    with pytest.raises(ValueError, match="framework must be None"):
+        dataclasses.replace(report, framework="nanotron")
+
+
 def test_pipeline_schedule_report_sets_the_formulas_beside_the_simulation():
     # Narayanan et al. 2021: (p − 1)/m, GPipe holds m; interleaving divides the bubble by v and holds p + (p − 1)/v.
     gpipe = parallelism.pipeline_schedule_report(8, 32, "gpipe")

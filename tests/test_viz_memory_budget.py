@@ -186,12 +186,13 @@ def test_memory_figure_refuses_to_leave_a_component_out():
 # ---- the lab's live figure -----------------------------------------------------------------------------------------
 
 
-def _memory_figure():
+def _memory_figure(**options):
     figure = Figure(figsize=(9, 4), dpi=72)
     live = MemoryBudgetFigure(
         figure.add_axes((0.1, 0.2, 0.44, 0.63)),
         figure.add_axes((0.71, 0.2, 0.26, 0.63)),
         ["ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"],
+        **options,
     )
     return figure, live
 
@@ -224,3 +225,54 @@ def test_memory_figure_stacks_are_the_breakdowns():
     fits = breakdowns[2].total <= 32e9
     headroom = units.format_bytes(abs(32e9 - breakdowns[2].total))
     assert live.verdict.get_text() == (f"fits, {headroom} headroom" if fits else f"does not fit by {headroom}")
+
+
+# ---- a plan a framework does not run: an empty, labelled slot ------------------------------------------------------
+
+
+def _nanotron(plan, selected, capacity_bytes):
+    """Lab 3's figure for ``plan`` under nanotron: every stage it runs, None for the others."""
+    report = parallelism.memory_budget_report(GPT3_175B, plan, hardware.A100, framework="nanotron")
+    label = "not run by nanotron\nwith a pipeline"
+    return (lambda live: live.update(report.by_zero_stage, selected, capacity_bytes, label)), report
+
+
+def _full_memory_figure():
+    """Lab 3's: every component, the margin, a legend of four columns."""
+    return _memory_figure(components=tuple(MEMORY_COMPONENTS), memory_margin=0.384, legend_columns=4)
+
+
+def test_memory_figure_draws_a_stage_not_run_as_a_labelled_empty_slot():
+    plan = ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64)
+    draw, report = _nanotron(plan, 2, 80e9)
+    assert report.supported == (True, True, False, False)
+    _, live = _full_memory_figure()
+    draw(live)
+    bars = live.bars
+    assert [slot.get_visible() for slot in bars.empty_slots] == [False, False, True, True]
+    assert [slot.get_height() for slot in bars.empty_slots[2:]] == pytest.approx([0.9 * 160e9] * 2)
+    assert [slot.get_gid() for slot in bars.empty_slots] == ["not-run"] * 4
+    assert [t.get_text() for t in bars.empty_texts[2:]] == ["not run by nanotron\nwith a pipeline"] * 2
+    assert [t.get_visible() for t in bars.totals] == [True, True, False, False]
+    assert all(bar.get_height() == 0.0 for stack in bars.stacks[2:] for bar in stack)
+    first = report.by_zero_stage[0]
+    assert first is not None
+    assert sum(bar.get_height() for bar in bars.stacks[0]) == pytest.approx(first.total, rel=1e-12)
+    assert bars.selected_outline.get_height() == pytest.approx(0.9 * 160e9)  # the empty slot, outlined
+    assert live.verdict.get_text() == "not run by nanotron with a pipeline"
+    assert live.log_missing.get_visible() and all(bar.get_width() == 0.0 for bar in live.log_bars)
+    # Selecting a stage that runs brings its verdict and its components back; the slots stay.
+    live.update(report.by_zero_stage, 1, 80e9, "not run by nanotron\nwith a pipeline")
+    assert live.verdict.get_text().startswith("fits, ") and not live.log_missing.get_visible()
+    assert [slot.get_visible() for slot in bars.empty_slots] == [False, False, True, True]
+    ax = plot_memory_breakdown({"a": parallelism.MemoryBreakdown(1.0, 1.0, 1.0, 1.0)})
+    assert not any(p.get_visible() for p in ax.patches if p.get_gid() == "not-run")
+    plt.close("all")
+
+
+def test_memory_figure_with_empty_slots_updated_twice_draws_what_a_fresh_one_draws():
+    plan = ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64)
+    first, _ = _memory(plan, 3, 80e9)
+    second, _ = _nanotron(plan.replace(recompute="selective"), 3, 80e9)
+    assert_updates_match_a_fresh_build(_full_memory_figure, first, second)
+    assert_updates_match_a_fresh_build(_full_memory_figure, second, first)

@@ -5,6 +5,7 @@ controls against the rules that make a plan valid. No browser and no kernel."""
 from __future__ import annotations
 
 import random
+import re
 
 import matplotlib
 
@@ -16,19 +17,20 @@ import pytest
 from lab_checks import assert_plain_and_finite, assert_png_matches_savefig, assert_result_as_before, option_values
 
 from course_lib import hardware, parallelism, units
+from course_lib.viz.figure_check import NOT_APPLICABLE
 from course_lib.widgets import memory as memory_module
 from course_lib.widgets import memory_budget_lab
 
 COMPONENTS = ("parameters", "gradients", "optimizer_state", "activations")
+EXTRA = ("logits", "framework")  # what a framework's (calibrated) breakdown adds
+NAN = re.compile(r"\bnan\b", re.IGNORECASE)  # not in "nanotron"
 
 
 # ---- lab 3: memory budget ----------------------------------------------------------------------------------------
 
 
-def expected_memory(values: dict) -> dict:
-    """The lab's numbers, recomputed from the control values with course_lib."""
-    model = parallelism.MODELS[values["model"]]
-    plan = parallelism.ParallelPlan(
+def plan_of(values: dict) -> parallelism.ParallelPlan:
+    return parallelism.ParallelPlan(
         data_parallel=values["data_parallel"],
         tensor_parallel=values["tensor_parallel"],
         pipeline_parallel=values["pipeline_parallel"],
@@ -38,24 +40,51 @@ def expected_memory(values: dict) -> dict:
         recompute=values["recompute"],
         sequence_parallel=values["sequence_parallel"],
     )
-    parallelism.check_plan_for_model(model, plan)
-    memory = parallelism.memory_breakdown(model, plan, calibration=None)
+
+
+def breakdown_of(model, plan, framework: str):
+    """The breakdown course_lib gives ``plan`` under ``framework`` ("ideal": the ideal model), or None where the
+    framework refuses it (``check_plan_for_model`` with its calibration raises: a ZeRO stage it runs no pipeline
+    with)."""
+    if framework == "ideal":
+        parallelism.check_plan_for_model(model, plan)
+        return parallelism.memory_breakdown(model, plan, calibration=None)
+    try:
+        return parallelism.memory_breakdown(model, plan, framework=framework)
+    except ValueError as error:
+        assert "with pipeline_parallel > 1" in str(error) and plan.pipeline_parallel > 1
+        return None
+
+
+def expected_memory(values: dict) -> dict:
+    """The lab's numbers, recomputed from the control values with course_lib (None: a stage not run)."""
+    model = parallelism.MODELS[values["model"]]
+    plan = plan_of(values)
+    memory = breakdown_of(model, plan, values["framework"])
     capacity = hardware.ACCELERATORS[values["device"]].hbm_capacity_bytes
-    expected = {f"{c}_bytes": getattr(memory, c) for c in COMPONENTS}
+    expected = {"runs": memory is not None}
+    if memory is None:
+        expected.update({f"{c}_bytes": None for c in (*COMPONENTS, *EXTRA)}, total_bytes=None, headroom_bytes=None)
+        expected.update(fits=False, fits_with_margin=False)
+    else:
+        expected.update({f"{c}_bytes": getattr(memory, c) for c in (*COMPONENTS, *EXTRA)})
+        expected.update(
+            total_bytes=memory.total,
+            fits=memory.total <= capacity,
+            headroom_bytes=capacity - memory.total,
+            fits_with_margin=memory.total * 1.384 <= capacity,
+        )
     expected.update(
-        total_bytes=memory.total,
         capacity_bytes=capacity,
-        fits=memory.total <= capacity,
-        headroom_bytes=capacity - memory.total,
         memory_margin=0.384,  # the calibrated model's (PLAYBOOK_CALIBRATION.memory_margin)
-        fits_with_margin=memory.total * 1.384 <= capacity,
         devices=values["data_parallel"] * values["tensor_parallel"] * values["pipeline_parallel"],
     )
     for stage in parallelism.ZERO_STAGES:
-        other = parallelism.memory_breakdown(model, plan.replace(zero_stage=stage), calibration=None)
-        expected[f"zero{stage}_total_bytes"] = other.total
+        other = breakdown_of(model, plan.replace(zero_stage=stage), values["framework"])
+        expected[f"zero{stage}_runs"] = other is not None
+        expected[f"zero{stage}_total_bytes"] = None if other is None else other.total
         for c in COMPONENTS[:3]:
-            expected[f"zero{stage}_{c}_bytes"] = getattr(other, c)
+            expected[f"zero{stage}_{c}_bytes"] = None if other is None else getattr(other, c)
     return expected
 
 
@@ -66,51 +95,86 @@ def check_memory_lab(lab, figure):
     model = parallelism.MODELS[values["model"]]
     assert model.heads % values["tensor_parallel"] == 0 and model.layers % values["pipeline_parallel"] == 0
     for key, value in expected_memory(values).items():
-        assert result[key] == pytest.approx(value, rel=1e-12), key
+        assert result[key] == (None if value is None else pytest.approx(value, rel=1e-12)), key
     assert type(result["fits"]) is bool
-    # The stacked bars hold the result: each ZeRO stage's components, bottom to top, and the same activations.
+    assert result["framework"] == memory_module.FRAMEWORK_LABELS[values["framework"]]
+    # The stacked bars hold the result: each ZeRO stage's components, bottom to top, and the same activations; a
+    # stage the framework does not run is an empty slot labelled so, with no bar and no total.
+    ideal = values["framework"] == "ideal"
+    label = f"not run by {result['framework']}\nwith a pipeline"
+    top = 2 * result["capacity_bytes"]
     for stage, bars in enumerate(lab.memory_figure.bars.stacks):
-        heights = [result[f"zero{stage}_{c}_bytes"] for c in COMPONENTS[:3]] + [result["activations_bytes"]]
+        slot, text = lab.memory_figure.bars.empty_slots[stage], lab.memory_figure.bars.empty_texts[stage]
+        total_text = lab.memory_figure.bars.totals[stage]
+        if not result[f"zero{stage}_runs"]:
+            assert [bar.get_height() for bar in bars] == [0.0] * len(bars)
+            assert slot.get_visible() and slot.get_height() == pytest.approx(0.9 * top)
+            assert text.get_visible() and text.get_text() == label and not total_text.get_visible()
+            continue
+        assert not slot.get_visible() and not text.get_visible() and total_text.get_visible()
+        stage_breakdown = breakdown_of(model, plan_of(values).replace(zero_stage=stage), values["framework"])
+        heights = [float(getattr(stage_breakdown, c)) for c in (*COMPONENTS, *EXTRA)]
+        assert heights[:3] == pytest.approx([result[f"zero{stage}_{c}_bytes"] for c in COMPONENTS[:3]], rel=1e-12)
+        if result["runs"]:
+            assert heights[3] == pytest.approx(result["activations_bytes"], rel=1e-12)
+        if ideal:
+            assert heights[4:] == [0.0, 0.0]  # the ideal model counts no logits and no framework memory
         assert [bar.get_height() for bar in bars] == pytest.approx(heights, rel=1e-12)
         assert [bar.get_y() for bar in bars] == pytest.approx(np.cumsum([0.0, *heights[:-1]]), rel=1e-12)
         assert sum(heights) == pytest.approx(result[f"zero{stage}_total_bytes"], rel=1e-12)
         assert bars[0].get_alpha() == (1.0 if stage == values["zero_stage"] else 0.4)
-    assert lab.memory_figure.bars.components == COMPONENTS  # the lab's breakdowns count nothing else
+        assert units.format_bytes(result[f"zero{stage}_total_bytes"]) in total_text.get_text()
+    assert lab.memory_figure.bars.components == (*COMPONENTS, *EXTRA)  # every component a framework counts
+    # The legend greys out what no bar holds: the ideal model's logits and framework memory, the logits of a pipeline
+    # whose heaviest stage is the first.
+    held = {c for c in EXTRA for k in range(4) if result[f"zero{k}_runs"] and bar_height(lab, k, c) > 0}
+    for c, text in lab.memory_figure.bars.legend_texts.items():
+        greyed = c in EXTRA and c not in held
+        assert (text.get_gid() == NOT_APPLICABLE, text.get_color() == "#AAAAAA") == (greyed, greyed), c
+    if ideal:
+        assert not held
     outline = lab.memory_figure.bars.selected_outline
     assert outline.get_x() + outline.get_width() / 2 == pytest.approx(values["zero_stage"])
-    assert outline.get_height() == pytest.approx(min(result["total_bytes"], 2 * result["capacity_bytes"]))
-    assert lab.memory_figure.stack_ax.get_ylim() == pytest.approx((0, 2 * result["capacity_bytes"]))
+    shown = 0.9 * top if not result["runs"] else min(result["total_bytes"], top)
+    assert outline.get_height() == pytest.approx(shown)
+    assert lab.memory_figure.stack_ax.get_ylim() == pytest.approx((0, top))
     assert lab.memory_figure.bars.capacity_line.get_ydata()[0] == result["capacity_bytes"]
-    for bar, key in zip(lab.memory_figure.log_bars, [f"{c}_bytes" for c in COMPONENTS] + ["total_bytes"], strict=True):
-        assert bar.get_x() + bar.get_width() == pytest.approx(result[key], rel=1e-9)
+    keys = [f"{c}_bytes" for c in (*COMPONENTS, *EXTRA)] + ["total_bytes"]
+    for bar, key in zip(lab.memory_figure.log_bars, keys, strict=True):
+        width = bar.get_x() + bar.get_width()
+        assert width == pytest.approx(result[key], rel=1e-9) if result[key] else bar.get_width() == 0.0
     verdict = lab.memory_figure.verdict.get_text()
     zone = lab.memory_figure.bars.margin_zone  # the hatched band: capacity / 1.384 up to the capacity
     assert zone.get_y() == pytest.approx(result["capacity_bytes"] / 1.384)
     assert zone.get_y() + zone.get_height() == pytest.approx(result["capacity_bytes"])
+    summary = lab.summary.value
+    assert lab.memory_figure.log_missing.get_visible() == (not result["runs"])
+    if not result["runs"]:
+        assert verdict == label.replace("\n", " ") and lab.memory_figure.log_missing.get_text() == label
+        assert f"{result['framework']} does not run ZeRO-{values['zero_stage']} with a pipeline</b>" in summary
+        assert result["not_run_reason"] and not result["fits"] and not result["fits_with_margin"]
+        assert not NAN.search(summary)
+        return
     if result["fits"]:
         also = "also" if result["fits_with_margin"] else "but not"
         headroom = units.format_bytes(result["headroom_bytes"])
         assert verdict == f"fits, {headroom} headroom; {also} with the +38.4 % margin"
     else:
         assert verdict == f"does not fit by {units.format_bytes(-result['headroom_bytes'])}"
-    for stage, text in enumerate(lab.memory_figure.bars.totals):
-        assert units.format_bytes(result[f"zero{stage}_total_bytes"]) in text.get_text()
-    summary = lab.summary.value
-    for key in (
-        "parameters_bytes",
-        "gradients_bytes",
-        "optimizer_state_bytes",
-        "activations_bytes",
-        "total_bytes",
-        "capacity_bytes",
-    ):
+    shown_keys = [f"{c}_bytes" for c in (*COMPONENTS, *(() if ideal else EXTRA))] + ["total_bytes", "capacity_bytes"]
+    for key in shown_keys:
         assert units.format_bytes(result[key]) in summary, key
     assert (
         "</b>, " + units.format_bytes(result["headroom_bytes"]) + " headroom"
         if result["fits"]
         else "does not fit</b> by " + units.format_bytes(-result["headroom_bytes"])
     ) in summary
-    assert "nan" not in summary.lower() and "nan" not in verdict.lower()
+    assert ("16 B per parameter" if ideal else "B per parameter before ZeRO shards it") in summary
+    assert not NAN.search(summary) and not NAN.search(verdict)
+
+
+def bar_height(lab, stage, component):
+    return lab.memory_figure.bars.stacks[stage][(*COMPONENTS, *EXTRA).index(component)].get_height()
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +198,7 @@ def memory_lab(shared_memory_lab):
 def test_memory_defaults_are_the_plan_that_fits(memory_lab):
     assert memory_lab.values() == {
         "model": "GPT-3 175B",
+        "framework": "ideal",
         "zero_stage": 1,
         "data_parallel": 8,
         "tensor_parallel": 8,
@@ -247,6 +312,44 @@ def test_memory_random_walk_keeps_every_invariant(memory_lab):
         check_memory_lab(memory_lab, memory_lab.figure)
 
 
+@pytest.mark.parametrize("framework", list(memory_module.FRAMEWORK_LABELS))
+def test_memory_every_framework_under_every_stage_with_and_without_a_pipeline(memory_lab, framework):
+    """Every framework, every ZeRO stage, p = 8 and p = 1: a breakdown or a labelled empty slot, never an error."""
+    controls = memory_lab.controls
+    controls["framework"].value = framework
+    for p in (8, 1):
+        controls["pipeline_parallel"].value = p
+        for stage in parallelism.ZERO_STAGES:
+            controls["zero_stage"].value = stage
+            check_memory_lab(memory_lab, memory_lab.figure)
+        runs = [memory_lab.result[f"zero{k}_runs"] for k in parallelism.ZERO_STAGES]
+        limit = 3 if framework == "ideal" else parallelism.FRAMEWORKS[framework].max_zero_stage_with_pipeline
+        assert runs == [p == 1 or k <= limit for k in parallelism.ZERO_STAGES], (framework, p)
+
+
+def test_memory_nanotron_with_a_pipeline_leaves_zero_2_and_3_empty(memory_lab):
+    controls = memory_lab.controls
+    controls["framework"].value, controls["zero_stage"].value = "nanotron", 2
+    result = memory_lab.result
+    assert (result["runs"], result["total_bytes"], result["zero3_total_bytes"]) == (False, None, None)
+    assert [result[f"zero{k}_runs"] for k in range(4)] == [True, True, False, False]
+    assert [t.get_text() for t in memory_lab.memory_figure.bars.empty_texts if t.get_visible()] == [
+        "not run by nanotron\nwith a pipeline"
+    ] * 2
+    assert "nanotron does not run ZeRO-2 with a pipeline</b>" in memory_lab.summary.value
+    assert "huggingface/nanotron" in memory_lab.summary.value  # the behaviour's source
+    assert_png_matches_savefig(memory_lab)
+    # ZeRO-1 runs: 18 B per parameter (2 + 4 + 12/8 of 2.73 billion a device), 10.3 GB of activations, 2.86 GB of
+    # framework memory; the heaviest stage is the first, whose logits are on the last.
+    controls["zero_stage"].value = 1
+    result = memory_lab.result
+    assert units.format_bytes(result["model_states_bytes"]) == "21 GB"
+    assert units.format_bytes(result["activations_bytes"]) == "10.3 GB"
+    assert (units.format_bytes(result["framework_bytes"]), result["logits_bytes"]) == ("2.86 GB", 0.0)
+    assert units.format_bytes(result["total_bytes"]) == "34.1 GB" and result["fits_with_margin"]
+    assert "the logits are on the last stage" in memory_lab.summary.value
+
+
 @pytest.mark.parametrize(
     "initial, message",
     [
@@ -257,6 +360,8 @@ def test_memory_random_walk_keeps_every_invariant(memory_lab):
         ({"zero_stage": 4}, "zero_stage must be one of"),
         ({"sequence_parallel": 1}, "sequence_parallel must be one of"),
         ({"device": "V100"}, "device must be one of"),
+        ({"framework": "jax"}, "framework must be one of"),
+        ({"framework": None}, "framework must be one of"),
     ],
 )
 def test_memory_bad_initial_values_raise(initial, message):
@@ -289,32 +394,48 @@ def test_toggle_buttons_are_named_in_the_column_of_the_sliders(memory_lab):
 
 def memory_result_as_before(values: dict) -> dict:
     """``lab.result`` as the lab built it before it had a typed result (memory_breakdown called once per ZeRO stage
-    in the lab), written out here once more so that the dict view cannot drift."""
+    in the lab), written out here once more so that the dict view cannot drift; since the framework control, the
+    same keys (None for a stage the framework does not run) and then the framework's."""
     model = parallelism.MODELS[values["model"]]
     device = hardware.ACCELERATORS[values["device"]]
-    plan = parallelism.ParallelPlan(**{k: v for k, v in values.items() if k not in ("model", "device")})
-    breakdowns = [
-        parallelism.memory_breakdown(model, plan.replace(zero_stage=stage), calibration=None)
-        for stage in parallelism.ZERO_STAGES
-    ]
+    plan = parallelism.ParallelPlan(**{k: v for k, v in values.items() if k not in ("model", "device", "framework")})
+    breakdowns = [breakdown_of(model, plan.replace(zero_stage=stage), values["framework"]) for stage in range(4)]
     memory = breakdowns[plan.zero_stage]
-    capacity, total = float(device.hbm_capacity_bytes), float(memory.total)
+    capacity = float(device.hbm_capacity_bytes)
+    total = None if memory is None else float(memory.total)
     in_flight = parallelism.pipeline_in_flight_microbatches(plan.pipeline_parallel, plan.grad_accum_steps)
+
+    def bytes_of(breakdown, field):
+        return None if breakdown is None else float(getattr(breakdown, field))
+
     result = {
         **{"model": model.name, "params": float(model.params), "layers": model.layers, "heads": model.heads},
         **{"device": device.name, "data_parallel": plan.data_parallel, "tensor_parallel": plan.tensor_parallel},
         **{"pipeline_parallel": plan.pipeline_parallel, "devices": int(plan.devices)},
         **{"global_batch": int(plan.global_batch), "zero_stage": plan.zero_stage, "schedule": plan.schedule},
         "in_flight_microbatches": float(in_flight),
-        **{f"{c}_bytes": float(getattr(memory, c)) for c in (*COMPONENTS, "model_states")},
-        **{"total_bytes": total, "capacity_bytes": capacity, "fits": total <= capacity},
-        "headroom_bytes": capacity - total,
-        **{"memory_margin": 0.384, "fits_with_margin": total * 1.384 <= capacity},
+        **{f"{c}_bytes": bytes_of(memory, c) for c in (*COMPONENTS, "model_states")},
+        **{"total_bytes": total, "capacity_bytes": capacity, "fits": total is not None and total <= capacity},
+        "headroom_bytes": None if total is None else capacity - total,
+        **{"memory_margin": 0.384, "fits_with_margin": total is not None and total * 1.384 <= capacity},
     }
     for stage, other in zip(parallelism.ZERO_STAGES, breakdowns, strict=True):
         for field in ("parameters", "gradients", "optimizer_state", "total"):
-            result[f"zero{stage}_{field}_bytes"] = float(getattr(other, field))
+            result[f"zero{stage}_{field}_bytes"] = bytes_of(other, field)
+    result["framework"] = memory_module.FRAMEWORK_LABELS[values["framework"]]
+    result.update(logits_bytes=bytes_of(memory, "logits"), framework_bytes=bytes_of(memory, "framework"))
+    result.update(runs=memory is not None, not_run_reason=memory_lab_reason(values) if None in breakdowns else "")
+    for stage, other in enumerate(breakdowns):
+        result[f"zero{stage}_runs"] = other is not None
     return result
+
+
+def memory_lab_reason(values: dict) -> str:
+    framework = parallelism.FRAMEWORKS[values["framework"]]
+    return (
+        f"{framework.name} runs no ZeRO stage above {framework.max_zero_stage_with_pipeline} with a pipeline "
+        f"(p = {values['pipeline_parallel']}): its max_zero_stage_with_pipeline"
+    )
 
 
 def test_memory_result_is_one_frozen_memory_budget_report(memory_lab):

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from .. import _check
 from ..pipeline import SIMULATED_SCHEDULES, ZERO_BUBBLE_SCHEDULES
 from .fp8 import FP8_RECIPES, Fp8Recipe
@@ -111,6 +113,17 @@ class Framework:
         _check.choice("tensor_parallel_overlap", self.tensor_parallel_overlap, TENSOR_PARALLEL_OVERLAPS)
         _check.flag("pipeline_overlap", self.pipeline_overlap)
         _check.flag("split_backward", self.split_backward)
+
+    def combines(self, zero_stage, pipeline_parallel):
+        """Whether it runs ZeRO ``zero_stage`` with ``pipeline_parallel`` stages (arrays give arrays): any stage
+        without a pipeline, at most ``max_zero_stage_with_pipeline`` with one (``plan.check_plan_for_model`` refuses
+        the rest).
+
+        >>> NANOTRON.combines(2, 1), NANOTRON.combines(2, 8), FSDP2_PIPELINE.combines(3, 8)
+        (True, False, True)
+        """
+        runs = (np.asarray(pipeline_parallel) == 1) | (np.asarray(zero_stage) <= self.max_zero_stage_with_pipeline)
+        return runs if np.ndim(runs) else bool(runs)
 
     def cited(self, field: str) -> str:
         """The citation of ``field``'s value ("" for a field the preset leaves at the default)."""

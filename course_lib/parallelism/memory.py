@@ -1,8 +1,8 @@
 """Memory: the bytes one device holds for a plan. Model states under ZeRO (Rajbhandari et al. 2020), the activations
 each layer stores for the backward, term by term (Korthikanti et al. 2022), the micro-batches a pipeline stage holds,
 and their sum per device (``memory_breakdown``: by default calibrated, ``calibrated_memory_breakdown``;
-``calibration=None``, the ideal model of lessons 03 and 04); ``memory_budget_report`` sets the ideal model's sum under
-every ZeRO stage against a device's capacity (``MemoryBudgetReport``, lab 3's one call).
+``calibration=None``, the ideal model of lessons 03 and 04); ``memory_budget_report`` sets the sum under every ZeRO
+stage, the ideal model's or a framework's, against a device's capacity (``MemoryBudgetReport``, lab 3's one call).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..compute import RECOMPUTE_OPTIONS
 from ..hardware import Accelerator
 from ..pipeline import SIMULATED_SCHEDULES, ZERO_BUBBLE_SCHEDULES, ZERO_BUBBLE_WARMUP, check_schedule
 from .calibration import Calibration, resolve_calibration
-from .frameworks import PRECISION_RECIPES
+from .frameworks import PRECISION_RECIPES, Framework, resolve_framework
 from .models import TransformerModel
 from .plan import (
     ATTENTION_OPTIONS,
@@ -562,40 +562,76 @@ def _check_types(**arguments) -> None:
 
 @dataclass(frozen=True, eq=False)
 class MemoryBudgetReport:
-    """One plan's memory per device under the ideal model (``memory_breakdown(..., calibration=None)``: the first
-    pipeline stage) against one accelerator's HBM, with the same plan under every ZeRO stage beside it.
+    """One plan's memory per device against one accelerator's HBM, with the same plan under every ZeRO stage beside
+    it: under the ideal model (``framework`` None: ``memory_breakdown(..., calibration=None)``, the first pipeline
+    stage) or as a framework runs it (a ``Framework``: the calibrated model, its heaviest stage).
 
     ``by_zero_stage`` holds one ``MemoryBreakdown`` per stage of ``ZERO_STAGES`` (the activations do not depend on
-    the stage); ``in_flight_microbatches`` the micro-batches whose activations the first stage holds at its peak
-    (``pipeline_in_flight_microbatches``); ``memory`` is the breakdown of the plan's own stage; ``memory_margin``
-    the share of its memory a plan must leave spare to count as fitting with a margin (``fits_with_margin``).
+    the stage), or None for a stage the framework does not run with this plan (``supported``; ``reason`` says why):
+    no number, rather than a wrong one. ``in_flight_microbatches`` is the micro-batches whose activations the first
+    stage holds at its peak (``pipeline_in_flight_microbatches``); ``memory`` the breakdown of the plan's own stage
+    (None when the framework does not run it: ``runs``); ``memory_margin`` the share of its memory a plan must leave
+    spare to count as fitting with a margin (``fits_with_margin``).
     """
 
     model: TransformerModel
     plan: ParallelPlan
     accelerator: Accelerator
-    by_zero_stage: tuple[MemoryBreakdown, ...]
+    by_zero_stage: tuple[MemoryBreakdown | None, ...]
     in_flight_microbatches: float
     memory_margin: float = 0.0
+    framework: Framework | None = None
 
     def __post_init__(self):
         _check_types(model=self.model, plan=self.plan, accelerator=self.accelerator)
+        if self.framework is not None and not isinstance(self.framework, Framework):
+            raise ValueError(
+                f"framework must be None (the ideal model) or a parallelism.Framework, got {self.framework!r}"
+            )
         if not all(isinstance(size, int) for size in self.plan.sizes):
             raise ValueError(f"plan must hold single sizes, not arrays, got sizes {self.plan.sizes}")
         breakdowns = self.by_zero_stage
         if not (
             isinstance(breakdowns, tuple)
             and len(breakdowns) == len(ZERO_STAGES)
-            and all(isinstance(b, MemoryBreakdown) and np.ndim(b.total) == 0 for b in breakdowns)
+            and all(b is None or (isinstance(b, MemoryBreakdown) and np.ndim(b.total) == 0) for b in breakdowns)
         ):
             raise ValueError(f"by_zero_stage must be a tuple of {len(ZERO_STAGES)} single MemoryBreakdowns (ZeRO 0–3)")
+        if tuple(b is not None for b in breakdowns) != self.supported:
+            raise ValueError(
+                f"by_zero_stage must hold None exactly for the stages the framework does not run, {self.supported}"
+            )
         _check.nonnegative("in_flight_microbatches", self.in_flight_microbatches)
         _check.nonnegative("memory_margin", self.memory_margin)
 
     @property
-    def memory(self) -> MemoryBreakdown:
-        """The breakdown under the plan's own ZeRO stage."""
+    def supported(self) -> tuple[bool, ...]:
+        """Whether the framework runs the plan under each ZeRO stage (the ideal model: every one)."""
+        if self.framework is None:
+            return (True,) * len(ZERO_STAGES)
+        return tuple(bool(self.framework.combines(stage, self.plan.pipeline_parallel)) for stage in ZERO_STAGES)
+
+    @property
+    def reason(self) -> str:
+        """Why some stage is not run ("" when every one is)."""
+        if all(self.supported):
+            return ""
+        assert self.framework is not None
+        limit = self.framework.max_zero_stage_with_pipeline
+        return (
+            f"{self.framework.name} runs no ZeRO stage above {limit} with a pipeline (p = "
+            f"{self.plan.pipeline_parallel}): its max_zero_stage_with_pipeline"
+        )
+
+    @property
+    def memory(self) -> MemoryBreakdown | None:
+        """The breakdown under the plan's own ZeRO stage (None when the framework does not run it)."""
         return self.by_zero_stage[ZERO_STAGES.index(self.plan.zero_stage)]
+
+    @property
+    def runs(self) -> bool:
+        """Whether the framework runs the plan under its own ZeRO stage."""
+        return self.memory is not None
 
     @property
     def capacity_bytes(self) -> float:
@@ -604,26 +640,31 @@ class MemoryBudgetReport:
 
     @property
     def fits(self) -> bool:
-        """Whether ``memory.total`` fits in ``capacity_bytes``."""
-        return bool(float(self.memory.total) <= self.capacity_bytes)
+        """Whether the plan runs and ``memory.total`` fits in ``capacity_bytes``."""
+        return self.memory is not None and bool(float(self.memory.total) <= self.capacity_bytes)
 
     @property
     def fits_with_margin(self) -> bool:
-        """Whether ``memory.total`` × (1 + ``memory_margin``) fits in ``capacity_bytes``."""
-        return bool(float(self.memory.total) * (1 + self.memory_margin) <= self.capacity_bytes)
+        """Whether the plan runs and ``memory.total`` × (1 + ``memory_margin``) fits in ``capacity_bytes``."""
+        memory = self.memory
+        return memory is not None and bool(float(memory.total) * (1 + self.memory_margin) <= self.capacity_bytes)
 
     @property
-    def headroom_bytes(self) -> float:
-        """HBM left per device (negative: missing)."""
-        return self.capacity_bytes - float(self.memory.total)
+    def headroom_bytes(self) -> float | None:
+        """HBM left per device (negative: missing; None when the framework does not run the plan)."""
+        return None if self.memory is None else self.capacity_bytes - float(self.memory.total)
 
 
 def memory_budget_report(
-    model: TransformerModel, plan: ParallelPlan, accelerator: Accelerator, memory_margin=0.0
+    model: TransformerModel, plan: ParallelPlan, accelerator: Accelerator, memory_margin=0.0, framework=None
 ) -> MemoryBudgetReport:
-    """Per-device memory of ``plan`` (single sizes) under the ideal model and under every ZeRO stage, against
-    ``accelerator``'s HBM (``MemoryBudgetReport``), judged also with ``memory_margin`` to spare: what the memory
-    budget lab shows.
+    """Per-device memory of ``plan`` (single sizes) under every ZeRO stage, against ``accelerator``'s HBM
+    (``MemoryBudgetReport``), judged also with ``memory_margin`` to spare: what the memory budget lab shows.
+
+    ``framework`` None: the ideal model (``memory_breakdown(..., calibration=None)``, lessons 03 and 04). A
+    ``Framework`` or a key of ``FRAMEWORKS``: the calibrated model as that framework runs the plan
+    (``memory_breakdown(..., framework=framework)`` under ``PLAYBOOK_CALIBRATION``): its precision recipe, the logits
+    and the fitted framework memory; a stage it does not run with this plan is None, not a number.
 
     >>> from course_lib.hardware import A100
     >>> from course_lib.parallelism import GPT3_175B, ParallelPlan
@@ -635,12 +676,26 @@ def memory_budget_report(
     ('25.3 GB', True, ['53.9 GB', '25.3 GB', '20.5 GB', '15.7 GB'])
     >>> memory_budget_report(GPT3_175B, plan.replace(micro_batch=2, zero_stage=0), A100, 0.421).fits_with_margin
     False
+    >>> nanotron = memory_budget_report(GPT3_175B, plan, A100, framework="nanotron")   # 18 B a parameter
+    >>> [b and format_bytes(b.total) for b in nanotron.by_zero_stage], nanotron.supported
+    (['63.5 GB', '34.1 GB', None, None], (True, True, False, False))
     """
     _check_types(model=model, plan=plan, accelerator=accelerator)
-    breakdowns = tuple(
-        memory_breakdown(model, plan.replace(zero_stage=stage), calibration=None) for stage in ZERO_STAGES
-    )
+    if framework is None:
+        breakdowns = tuple(
+            memory_breakdown(model, plan.replace(zero_stage=stage), calibration=None) for stage in ZERO_STAGES
+        )
+    else:
+        framework = resolve_framework(framework)
+        calibration = resolve_calibration("default", framework=framework)
+        assert calibration is not None
+        breakdowns = tuple(
+            calibrated_memory_breakdown(model, plan.replace(zero_stage=stage), calibration)
+            if framework.combines(stage, plan.pipeline_parallel)
+            else None
+            for stage in ZERO_STAGES
+        )
     in_flight = pipeline_in_flight_microbatches(
         plan.pipeline_parallel, plan.grad_accum_steps, plan.schedule, plan.virtual_stages
     )
-    return MemoryBudgetReport(model, plan, accelerator, breakdowns, float(in_flight), memory_margin)
+    return MemoryBudgetReport(model, plan, accelerator, breakdowns, float(in_flight), memory_margin, framework)

@@ -488,7 +488,7 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
         check_pipeline_split(model.layers, plan.pipeline_parallel, plan.virtual_stages)
     else:
         limit = calibration.framework.max_zero_stage_with_pipeline
-        if np.any((np.asarray(plan.pipeline_parallel) > 1) & (np.asarray(plan.zero_stage) > limit)):
+        if not np.all(calibration.framework.combines(plan.zero_stage, plan.pipeline_parallel)):
             raise ValueError(
                 f"zero_stage must be at most {limit} with pipeline_parallel > 1 ({calibration.framework.name} "
                 f"combines no higher stage with a pipeline: its max_zero_stage_with_pipeline), got {plan.zero_stage}"

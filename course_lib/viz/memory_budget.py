@@ -21,8 +21,8 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 
 from .. import _check, parallelism, units
 from .fast import CachedText, LiveFigure
-from .figure_check import TICK_GID
-from .style import COLORS, FIT_COLOR, MARGIN_STYLE, axes_or_new, bytes_formatter
+from .figure_check import NOT_APPLICABLE, TICK_GID
+from .style import COLORS, EMPTY_COLOR, FIT_COLOR, MARGIN_STYLE, axes_or_new, bytes_formatter
 
 __all__ = [
     "plot_memory_breakdown",
@@ -76,8 +76,15 @@ def memory_components_of(breakdowns) -> tuple:
 
 
 _BAR_WIDTH = 0.6
+_EMPTY_SLOT_SHARE = 0.9  # an empty slot (a plan not run) reaches this share of the axis
+EMPTY_EDGE_COLOR = "#999999"
 # A bar over the capacity: outlined and labelled in the capacity line's colour, not in red, which is activations'.
 OVER_CAPACITY_COLOR = COLORS["capacity"]
+
+
+def _hidden_slots(ax, x, **style) -> list:
+    """One hidden rectangle of a bar's width at each of ``x``, 0 high (``update`` sets its height): outlines, slots."""
+    return [ax.add_patch(Rectangle((xi - _BAR_WIDTH / 2, 0), _BAR_WIDTH, 0, visible=False, **style)) for xi in x]
 
 
 class MemoryBarsFigure(LiveFigure):
@@ -90,11 +97,14 @@ class MemoryBarsFigure(LiveFigure):
     largest of the capacity and the totals within 2.5× it (1.18 × the largest total without a capacity); a bar above the
     axis keeps its true height and its total is written under the top, after an arrow. With ``selected`` that bar is
     opaque and outlined in black, the others faded. Texts are ``fontsize`` points, the y tick labels ``y_tick_fontsize``
-    (at most ``y_ticks`` intervals). ``update(breakdowns, capacity_bytes=None, selected=None)`` takes one breakdown per
-    plan, in ``plan_labels`` order; one with bytes in a component the figure was built without raises ``ValueError``.
+    (at most ``y_ticks`` intervals). ``update(breakdowns, capacity_bytes=None, selected=None, missing_label=...)``
+    takes one breakdown per plan, in ``plan_labels`` order; one with bytes in a component the figure was built without
+    raises ``ValueError``. None instead of a breakdown (a plan that a framework does not run) draws an empty slot, a
+    dashed outline the height of the axis with ``missing_label`` written up it, and no total.
     With ``memory_margin`` (a share, e.g. ``PLAYBOOK_CALIBRATION.memory_margin``) a hatched band under the capacity
     line, from capacity / (1 + margin) up to it, marks the memory a plan must leave spare to fit with that margin,
-    with its own legend entry.
+    with its own legend entry. The legend, under the axes, has ``legend_columns`` columns (default: one row up to four
+    entries, else three).
 
     >>> from matplotlib.figure import Figure
     >>> from course_lib import parallelism
@@ -118,6 +128,7 @@ class MemoryBarsFigure(LiveFigure):
         title=None,
         legend_top=None,
         memory_margin=None,
+        legend_columns=None,
     ):
         super().__init__(ax)
         self.components = tuple(components)
@@ -146,27 +157,39 @@ class MemoryBarsFigure(LiveFigure):
                 bar.set_gid(f"memory-{field}")
             self.containers.append(bars)
         self.stacks = [[bars[index] for bars in self.containers] for index in range(len(labels))]  # one per plan
-        self.over_outlines = [
-            ax.add_patch(
-                Rectangle(
-                    (xi - _BAR_WIDTH / 2, 0),
-                    _BAR_WIDTH,
-                    0,
-                    fill=False,
-                    edgecolor=OVER_CAPACITY_COLOR,
-                    linestyle="--",
-                    linewidth=2,
-                    zorder=4,
-                    gid="over-capacity",
-                    visible=False,
-                )
-            )
-            for xi in x
-        ]
+        self.over_outlines = _hidden_slots(
+            ax, x, fill=False, edgecolor=OVER_CAPACITY_COLOR, linestyle="--", linewidth=2, zorder=4, gid="over-capacity"
+        )
         self.selected_outline = ax.add_patch(
             Rectangle((-_BAR_WIDTH / 2, 0), _BAR_WIDTH, 0, fill=False, edgecolor="black", linewidth=2.0, zorder=4.5)
         )
         self.selected_outline.set_visible(False)
+        # A plan with no breakdown (a framework does not run it): an empty slot, labelled up its middle.
+        self.empty_slots = _hidden_slots(
+            ax,
+            x,
+            facecolor=EMPTY_COLOR,
+            edgecolor=EMPTY_EDGE_COLOR,
+            linestyle="--",
+            linewidth=1.2,
+            zorder=2,
+            gid="not-run",
+        )
+        self.empty_texts = [  # on the slot's colour, over the capacity line and the margin band
+            CachedText.add(
+                ax,
+                xi,
+                0,
+                ha="center",
+                va="center",
+                rotation=90,
+                fontsize=fontsize,
+                color="#555555",
+                zorder=5,
+                bbox=dict(facecolor=EMPTY_COLOR, edgecolor="none", pad=1),
+            )
+            for xi in x
+        ]
         self.totals = [
             CachedText.add(
                 ax,
@@ -238,21 +261,24 @@ class MemoryBarsFigure(LiveFigure):
         if legend_top is None:
             legend_top = -0.12 if any("\n" in label for label in labels) else -0.08
         handles = [*self.containers, *([self.margin_zone] if self.margin_zone is not None else [])]
-        ax.legend(
+        legend = ax.legend(
             handles=handles,
             loc="upper center",
             bbox_to_anchor=(0.5, legend_top),
-            ncol=len(handles) if len(handles) <= 4 else 3,
+            ncol=legend_columns or (len(handles) if len(handles) <= 4 else 3),
             frameon=False,
             fontsize=fontsize,
             handlelength=1.5,
             columnspacing=1.2,
         )
+        self.legend_texts = dict(zip(self.components, legend.get_texts(), strict=False))
         if self.margin_zone is not None:
             self.margin_zone.set_visible(False)  # after the legend, whose handle copies the zone's visibility
         self.animated = (
             *[bar for bars in self.containers for bar in bars],
             *self.over_outlines,
+            *self.empty_slots,
+            *self.empty_texts,
             self.selected_outline,
             *self.totals,
             self.capacity_line,
@@ -262,6 +288,18 @@ class MemoryBarsFigure(LiveFigure):
             *self.y_tick_labels,
         )
         self._top_shown = None
+
+    def static_key(self, held):
+        """The legend depends on which components some bar holds (``held``: ``memory_components_of``)."""
+        return tuple(field for field in self.components if field in held)
+
+    def set_static(self, held) -> None:
+        """Grey out, in the legend, the components no bar holds (the logits: the ideal model counts none, and the
+        heaviest stage of a pipeline is not the last, which holds them). The texts stay: the legend keeps its size."""
+        for field, text in self.legend_texts.items():
+            shown = field in held
+            text.set_color("black" if shown else "#AAAAAA")
+            text.set_gid(None if shown else NOT_APPLICABLE)  # greyed out, nothing drawn: figure_check knows why
 
     def _top(self, totals, capacity) -> float:
         """Where the y axis ends (see the class docstring)."""
@@ -284,13 +322,15 @@ class MemoryBarsFigure(LiveFigure):
                 label.set_text(bytes_formatter(ticks[index], index))
         self._top_shown = top
 
-    def update(self, breakdowns, capacity_bytes=None, selected=None) -> None:
-        """Draw ``breakdowns`` (one ``MemoryBreakdown`` per plan) against ``capacity_bytes``, plan ``selected``
-        outlined."""
+    def update(self, breakdowns, capacity_bytes=None, selected=None, missing_label="not run") -> None:
+        """Draw ``breakdowns`` (one ``MemoryBreakdown`` per plan, or None for a plan that is not run: an empty slot
+        labelled ``missing_label``) against ``capacity_bytes``, plan ``selected`` outlined."""
         breakdowns = list(breakdowns)
         if len(breakdowns) != len(self.stacks):
             raise ValueError(f"breakdowns must hold one breakdown per plan ({len(self.stacks)}), got {len(breakdowns)}")
         for index, breakdown in enumerate(breakdowns):
+            if breakdown is None:
+                continue
             left_out = [f for f in MEMORY_COMPONENTS if f not in self.components and float(getattr(breakdown, f))]
             if left_out:
                 raise ValueError(
@@ -298,7 +338,7 @@ class MemoryBarsFigure(LiveFigure):
                     f"with components=memory_components_of(breakdowns)"
                 )
         capacity = None if capacity_bytes is None else float(capacity_bytes)
-        totals = [float(breakdown.total) for breakdown in breakdowns]
+        totals = [0.0 if breakdown is None else float(breakdown.total) for breakdown in breakdowns]
         top = self._top(totals, capacity)
         if top != self._top_shown:
             self._set_scale(top)
@@ -314,10 +354,18 @@ class MemoryBarsFigure(LiveFigure):
                 below = capacity / (1 + self.memory_margin)
                 self.margin_zone.set_y(below)
                 self.margin_zone.set_height(capacity - below)
+        slot_height = _EMPTY_SLOT_SHARE * top
         for index, (bars, breakdown, total) in enumerate(zip(self.stacks, breakdowns, totals, strict=True)):
+            missing = breakdown is None
+            self.empty_slots[index].set_visible(missing)
+            self.empty_texts[index].set_visible(missing)
+            if missing:
+                self.empty_slots[index].set_height(slot_height)
+                self.empty_texts[index].set_y(slot_height / 2)
+                self.empty_texts[index].set_text(missing_label)
             bottom = 0.0
             for bar, field in zip(bars, self.components, strict=True):
-                height = float(getattr(breakdown, field))
+                height = 0.0 if missing else float(getattr(breakdown, field))
                 bar.set_y(bottom)
                 bar.set_height(height)
                 bar.set_alpha(None if selected is None else 1.0 if index == selected else 0.4)
@@ -327,6 +375,7 @@ class MemoryBarsFigure(LiveFigure):
             self.over_outlines[index].set_height(total)
             text = units.format_bytes(total) + ("\ndoes not fit" if over else "")
             label = self.totals[index]
+            label.set_visible(not missing)
             if total > 0.93 * top:  # above the axis, or too close to its top for the text: under the top, an arrow
                 label.set_text("↑ " + text)
                 label.set_y(0.98 * top)
@@ -339,7 +388,8 @@ class MemoryBarsFigure(LiveFigure):
         self.selected_outline.set_visible(selected is not None)
         if selected is not None:
             self.selected_outline.set_x(selected - _BAR_WIDTH / 2)
-            self.selected_outline.set_height(min(totals[selected], top))
+            shown = slot_height if breakdowns[selected] is None else min(totals[selected], top)
+            self.selected_outline.set_height(shown)
 
 
 def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
@@ -379,9 +429,13 @@ class MemoryBudgetFigure(LiveFigure):
 
     Left (``stack_ax``): a ``MemoryBarsFigure`` of the plans (``components`` stacked) on a linear axis from 0 to twice
     the capacity, the selected plan opaque and outlined, and above the axes whether it fits. Right (``log_ax``): each
-    component of the selected plan and its total on a fixed log axis ``log_range_bytes``.
-    ``update(breakdowns, selected, capacity_bytes)`` takes one ``parallelism.MemoryBreakdown`` per plan (in
-    ``plan_labels`` order), the index of the selected one and the device's memory in bytes.
+    component of the selected plan and its total on a fixed log axis ``log_range_bytes``. ``legend_columns`` is the
+    left legend's (``MemoryBarsFigure``), which greys out the components no bar holds: a static part that depends on
+    ``memory_components_of`` the breakdowns (``static_key``, ``set_static``; ``panel`` for ``PartialRedraw``).
+    ``update(breakdowns, selected, capacity_bytes, missing_label="not run")`` takes one ``parallelism.MemoryBreakdown``
+    per plan (in ``plan_labels`` order; None for a plan that is not run: an empty slot labelled ``missing_label``, and
+    that label as the verdict and across the right panel when it is the selected one), the index of the selected one
+    and the device's memory in bytes.
 
     >>> from matplotlib.figure import Figure
     >>> from course_lib import parallelism
@@ -402,6 +456,7 @@ class MemoryBudgetFigure(LiveFigure):
         stack_title=None,
         components=MODEL_MEMORY_COMPONENTS,
         memory_margin=None,
+        legend_columns=None,
     ):
         super().__init__(stack_ax, log_ax)
         self.stack_ax, self.log_ax = stack_ax, log_ax
@@ -416,6 +471,7 @@ class MemoryBudgetFigure(LiveFigure):
             title=stack_title,
             legend_top=-0.15,
             memory_margin=memory_margin,
+            legend_columns=legend_columns,
         )
         figure = stack_ax.figure
         # An Axes child placed in figure coordinates: savefig draws animated Axes children, not figure ones.
@@ -446,6 +502,17 @@ class MemoryBudgetFigure(LiveFigure):
         log_ax.tick_params(axis="x", labelsize=7)
         log_ax.set_xlabel("bytes per device (log)", fontsize=8)
         log_ax.set_title("selected plan, every component", fontsize=9, pad=20)  # above the "capacity" label
+        self.log_missing = CachedText.add(
+            log_ax,
+            0.5,
+            0.5,
+            transform=log_ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="#555555",
+            bbox=dict(facecolor="white", edgecolor="none", pad=1),  # over the capacity line
+        )
         for side in ("top", "right"):
             log_ax.spines[side].set_visible(False)
         self.animated = (
@@ -453,21 +520,45 @@ class MemoryBudgetFigure(LiveFigure):
             *self.log_bars,
             self.log_capacity,
             self.log_capacity_text,
+            self.log_missing,
             self.verdict,
         )
         self._capacity_shown = None
+        # One legend per set of components held: the four of the ideal model, with a framework's memory, with logits.
+        self.static_examples = tuple(
+            dict.fromkeys(
+                self.bars.static_key(held)
+                for held in (self.bars.components, MODEL_MEMORY_COMPONENTS, (*MODEL_MEMORY_COMPONENTS, "framework"))
+            )
+        )
 
-    def update(self, breakdowns, selected, capacity_bytes) -> None:
-        """Draw ``breakdowns`` (one ``MemoryBreakdown`` per plan), plan ``selected`` chosen, against the capacity."""
+    def static_key(self, held):
+        """The left legend depends on which components some bar holds (``MemoryBarsFigure.static_key``)."""
+        return self.bars.static_key(held)
+
+    def set_static(self, held) -> None:
+        self.bars.set_static(held)
+
+    def update(self, breakdowns, selected, capacity_bytes, missing_label="not run") -> None:
+        """Draw ``breakdowns`` (one ``MemoryBreakdown`` per plan, None for one not run), plan ``selected`` chosen,
+        against the capacity."""
         capacity = float(capacity_bytes)
-        self.bars.update(breakdowns, capacity, selected)
+        self.bars.update(breakdowns, capacity, selected, missing_label)
         if capacity != self._capacity_shown:
             self.log_capacity.set_xdata([capacity, capacity])
             self.log_capacity_text.set_x(capacity)
             self._capacity_shown = capacity
         chosen = breakdowns[selected]
-        total = float(chosen.total)
+        self.log_missing.set_visible(chosen is None)
         low = self.log_bars[0].get_x()
+        if chosen is None:
+            self.log_missing.set_text(missing_label)
+            for bar in self.log_bars:
+                bar.set_width(0.0)
+            self.verdict.set_text(missing_label.replace("\n", " "))
+            self.verdict.set_color(COLORS["capacity"])
+            return
+        total = float(chosen.total)
         values = [float(getattr(chosen, field)) for field in self.bars.components] + [total]
         for bar, value in zip(self.log_bars, values, strict=True):
             bar.set_width(max(value - low, 0.0))

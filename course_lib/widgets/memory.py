@@ -1,20 +1,24 @@
 """Lab 3 · the memory budget of one device: model states and activations against the device's capacity.
 
-Every number comes from one call, ``parallelism.memory_budget_report(model, plan, device)``: the ideal model's
-``memory_breakdown`` (``calibration=None``: the first pipeline stage, which holds the most activations, under the 1F1B
-schedule) of the ``ParallelPlan`` the controls (``CONTROLS``) describe, under each ZeRO stage, against the device's
-HBM. ``compute`` returns that ``MemoryBudgetReport``, which alone the figure and the summary read and
+Every number comes from one call, ``parallelism.memory_budget_report(model, plan, device, framework=...)``, for the
+``ParallelPlan`` the controls (``CONTROLS``) describe, under each ZeRO stage, against the device's HBM. The
+``framework`` control chooses the model: "ideal" (the default: lesson 03's accounting, ``memory_breakdown`` with
+``calibration=None``, the first pipeline stage under 1F1B, which the explore questions and the graded questions
+check) or a framework of ``FRAMEWORK_LABELS`` (the calibrated model as that framework runs the plan: its precision
+recipe, the logits, the fitted framework memory, the heaviest pipeline stage). A ZeRO stage the framework does not run
+with the plan (nanotron and ZeRO-2 with p > 1) has no breakdown: an empty, labelled slot in the figure, None in the
+dict view. ``compute`` returns that ``MemoryBudgetReport``, which alone the figure and the summary read and
 ``lab.typed_result`` holds; ``lab.result`` shows it as a plain dict (the model, the plan, each component's bytes of
 the selected stage, ``total_bytes``, ``capacity_bytes``, ``fits``, ``headroom_bytes``, ``memory_margin``,
-``fits_with_margin`` and ``zero<k>_<component>_bytes`` for every stage k). The margin (``MEMORY_MARGIN``) is the
-calibrated model's, ``PLAYBOOK_CALIBRATION.memory_margin`` (+38.4 %: the 90th percentile of measured/predicted
-memory on the Playbook's 1B and 3B runs, which kept the held-out picks from crashing); the ideal model this lab
-shows misses more (no framework memory, no logits), so a plan that fits only without the margin is a gamble. The
-figure, ``viz.memory_budget.MemoryBudgetFigure``, has two panels: on the left, the same plan under ZeRO stages 0–3
-as stacked bars on a linear axis that ends at twice the device's capacity (the selected stage is outlined; a bar
-above the axis gets an arrow and its total; a hatched band under the capacity marks the margin); on the right, each
-component of the selected plan on a log axis from 100 kB to 100 TB, so a 20 kB shard and a 40 TB replica are both
-readable.
+``fits_with_margin``, ``zero<k>_<component>_bytes`` for every stage k, then the framework, whether it runs the
+selected stage and each stage, and why not). The margin (``MEMORY_MARGIN``) is the calibrated model's,
+``PLAYBOOK_CALIBRATION.memory_margin`` (+38.4 %: the 90th percentile of measured/predicted memory on the Playbook's
+1B and 3B runs, which kept the held-out picks from crashing); the ideal model misses more (no framework memory, no
+logits), so a plan that fits only without the margin is a gamble. The figure, ``viz.memory_budget.MemoryBudgetFigure``,
+has two panels: on the left, the same plan under ZeRO stages 0–3 as stacked bars on a linear axis that ends at twice
+the device's capacity (the selected stage is outlined; a bar above the axis gets an arrow and its total; a hatched
+band under the capacity marks the margin); on the right, each component of the selected plan on a log axis from
+100 kB to 100 TB, so a 20 kB shard and a 40 TB replica are both readable.
 
 Only valid plans are reachable: the tensor-parallel slider offers the divisors of the model's heads (≤ 64) and the
 pipeline slider the divisors of its layers (≤ 128); changing the model moves both to the nearest valid value (their
@@ -34,7 +38,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from .. import hardware, parallelism, units
-from ..viz.memory_budget import MemoryBudgetFigure
+from ..viz.memory_budget import MEMORY_COMPONENTS, MODEL_MEMORY_COMPONENTS, MemoryBudgetFigure, memory_components_of
 from ..viz.style import COLORS, FIT_COLOR
 from ._base import ControlSpec, Lab, control_defaults, model_split_specs, plan_from
 
@@ -48,6 +52,8 @@ __all__ = [
     "MAX_TENSOR_PARALLEL",
     "MAX_PIPELINE_PARALLEL",
     "MEMORY_MARGIN",
+    "FRAMEWORK_LABELS",
+    "framework_label",
     "tensor_parallel_options",
     "pipeline_parallel_options",
 ]
@@ -61,6 +67,28 @@ ZERO_NAMES = {stage: f"ZeRO-{stage}" for stage in parallelism.ZERO_STAGES}
 LOG_AXIS_BYTES = (100 * units.KB, 100 * units.TB)  # the right panel's fixed range
 MEMORY_MARGIN = parallelism.PLAYBOOK_CALIBRATION.memory_margin
 MISS_COLOR = COLORS["exposed"]
+# The framework control: "ideal" (lesson 03's model) or a key of parallelism.FRAMEWORKS, with the names the lab shows.
+FRAMEWORK_LABELS = {
+    "ideal": "ideal model",
+    "nanotron": "nanotron",
+    "megatron": "Megatron-LM",
+    "deepspeed": "DeepSpeed",
+    "fsdp2": "FSDP2",
+    "fsdp2-pipeline": "FSDP2 + pipelining",
+}
+
+
+def framework_label(framework: parallelism.Framework | None) -> str:
+    """The lab's name of a report's framework: "ideal model" for None, a preset's short name, else its own name.
+
+    >>> from course_lib import parallelism
+    >>> framework_label(None), framework_label(parallelism.MEGATRON_CORE)
+    ('ideal model', 'Megatron-LM')
+    """
+    if framework is None:
+        return FRAMEWORK_LABELS["ideal"]
+    keys = [key for key, preset in parallelism.FRAMEWORKS.items() if preset is framework and key in FRAMEWORK_LABELS]
+    return FRAMEWORK_LABELS[keys[0]] if keys else framework.name
 
 
 def tensor_parallel_options(model: parallelism.TransformerModel) -> tuple:
@@ -89,6 +117,7 @@ def pipeline_parallel_options(model: parallelism.TransformerModel) -> tuple:
 # ZeRO-1: the plan the lesson ends on, which fits an 80 GB A100. t and p run over the model's divisors.
 CONTROLS = (
     ControlSpec("model", "model", tuple(parallelism.MODELS), parallelism.GPT3_175B.name, kind="dropdown"),
+    ControlSpec("framework", "framework", tuple(FRAMEWORK_LABELS), "ideal", FRAMEWORK_LABELS.__getitem__, "dropdown"),
     ControlSpec("zero_stage", "ZeRO stage", parallelism.ZERO_STAGES, 1, kind="buttons"),
     ControlSpec("data_parallel", "data parallel d", DATA_PARALLEL_SIZES, 8),
     *model_split_specs(parallelism.MODELS, tensor_parallel_options, pipeline_parallel_options, 8, 8),
@@ -115,16 +144,23 @@ class MemoryBudgetLab(Lab):
 
     def compute(self, values: dict) -> parallelism.MemoryBudgetReport:
         """One ``parallelism.memory_budget_report`` for the plan the controls describe."""
+        framework = values["framework"]
         return parallelism.memory_budget_report(
             parallelism.MODELS[values["model"]],
             plan_from(values),
             hardware.ACCELERATORS[values["device"]],
             memory_margin=MEMORY_MARGIN,
+            framework=None if framework == "ideal" else framework,
         )
 
     def result_dict(self, r: parallelism.MemoryBudgetReport) -> dict:
-        """``result``: the model, the plan, the selected stage's bytes against the capacity, then every stage's."""
+        """``result``: the model, the plan, the selected stage's bytes against the capacity, then every stage's, then
+        the framework and what it runs. A stage the framework does not run has None for its bytes."""
         model, plan, memory = r.model, r.plan, r.memory
+
+        def bytes_of(breakdown, field):
+            return None if breakdown is None else float(getattr(breakdown, field))
+
         result = {
             "model": model.name,
             "params": float(model.params),
@@ -139,12 +175,8 @@ class MemoryBudgetLab(Lab):
             "zero_stage": plan.zero_stage,
             "schedule": plan.schedule,
             "in_flight_microbatches": r.in_flight_microbatches,
-            "parameters_bytes": float(memory.parameters),
-            "gradients_bytes": float(memory.gradients),
-            "optimizer_state_bytes": float(memory.optimizer_state),
-            "activations_bytes": float(memory.activations),
-            "model_states_bytes": float(memory.model_states),
-            "total_bytes": float(memory.total),
+            **{f"{field}_bytes": bytes_of(memory, field) for field in (*MODEL_MEMORY_COMPONENTS, "model_states")},
+            "total_bytes": bytes_of(memory, "total"),
             "capacity_bytes": r.capacity_bytes,
             "fits": r.fits,
             "headroom_bytes": r.headroom_bytes,
@@ -153,7 +185,16 @@ class MemoryBudgetLab(Lab):
         }
         for stage, other in zip(parallelism.ZERO_STAGES, r.by_zero_stage, strict=True):
             for field in ("parameters", "gradients", "optimizer_state", "total"):
-                result[f"zero{stage}_{field}_bytes"] = float(getattr(other, field))
+                result[f"zero{stage}_{field}_bytes"] = bytes_of(other, field)
+        result.update(
+            framework=framework_label(r.framework),
+            logits_bytes=bytes_of(memory, "logits"),
+            framework_bytes=bytes_of(memory, "framework"),
+            runs=r.runs,
+            not_run_reason=r.reason,
+        )
+        for stage, supported in zip(parallelism.ZERO_STAGES, r.supported, strict=True):
+            result[f"zero{stage}_runs"] = supported
         return result
 
     def _build_figure(self) -> None:
@@ -166,16 +207,46 @@ class MemoryBudgetLab(Lab):
             [ZERO_NAMES[stage] for stage in parallelism.ZERO_STAGES],
             LOG_AXIS_BYTES,
             stack_title="the same plan under each ZeRO stage (selected: outlined)",
+            components=tuple(MEMORY_COMPONENTS),
             memory_margin=MEMORY_MARGIN,
+            legend_columns=4,
         )
-        self.enable_partial_redraw(figure, self.memory_figure.animated)
+        # The legend greys out the components no bar holds (the ideal model's logits and framework memory): one
+        # picture of the static figure per set of components held.
+        self.enable_partial_redraw(figure, self.memory_figure.animated, [self.memory_figure.panel((0.0, 1.0))])
 
     def draw(self, r: parallelism.MemoryBudgetReport) -> None:
-        self.memory_figure.update(r.by_zero_stage, r.plan.zero_stage, r.capacity_bytes)
+        self.set_static_state(memory_components_of([b for b in r.by_zero_stage if b is not None]))
+        self.memory_figure.update(r.by_zero_stage, r.plan.zero_stage, r.capacity_bytes, not_run_label(r))
 
     def summary_html(self, r: parallelism.MemoryBudgetReport) -> str:
+        model, plan = r.model, r.plan
+        devices = (
+            f"<b>{model.name}</b> ({units.format_count(float(model.params))} parameters, {model.layers} layers, "
+            f"{model.heads} heads) on d·t·p = {plan.data_parallel} · {plan.tensor_parallel} · "
+            f"{plan.pipeline_parallel} = <b>{int(plan.devices)}</b> devices, global batch "
+            f"{int(plan.global_batch)} sequences.<br>"
+        )
+        choices = (
+            f"<small>t takes only divisors of the {model.heads} heads (≤ {MAX_TENSOR_PARALLEL}) and p only "
+            f"divisors of the {model.layers} layers (≤ {MAX_PIPELINE_PARALLEL}): every position is a plan the model "
+            f"can be split into. "
+        )
+        return devices + self._memory_html(r) + choices + self._counted_html(r) + "</small>"
+
+    def _memory_html(self, r: parallelism.MemoryBudgetReport) -> str:
+        """The selected stage's components against the capacity, and the verdict; or why it is not run."""
         b = units.format_bytes
-        model, plan, memory = r.model, r.plan, r.memory
+        memory, name = r.memory, framework_label(r.framework)
+        if memory is None:
+            assert r.framework is not None
+            limit = r.framework.max_zero_stage_with_pipeline
+            return (
+                f"<b>{name} does not run ZeRO-{r.plan.zero_stage} with a pipeline</b> (p = {r.plan.pipeline_parallel}):"
+                f" it combines no ZeRO stage above {limit} with one "
+                f"(<small>{r.framework.cited('max_zero_stage_with_pipeline')}</small>). The model gives no number for "
+                f"a plan the framework does not run: choose ZeRO-{limit} or below, p = 1, or FSDP2 + pipelining.<br>"
+            )
         margin = f"+{units.format_percent(r.memory_margin)} margin"
         if r.fits_with_margin:
             verdict = f"<b style='color:{FIT_COLOR}'>fits</b>, {b(r.headroom_bytes)} headroom, also with the {margin}"
@@ -185,22 +256,41 @@ class MemoryBudgetLab(Lab):
                 f"(it needs {b(float(memory.total) * (1 + r.memory_margin))})"
             )
         else:
-            verdict = f"<b style='color:{MISS_COLOR}'>does not fit</b> by {b(-r.headroom_bytes)}"
+            verdict = f"<b style='color:{MISS_COLOR}'>does not fit</b> by {b(-float(r.headroom_bytes or 0.0))}"
+        fields = MODEL_MEMORY_COMPONENTS if r.framework is None else tuple(MEMORY_COMPONENTS)
+        parts = " · ".join(f"{MEMORY_COMPONENTS[field]} {b(float(getattr(memory, field)))}" for field in fields)
+        stage = "first pipeline stage" if r.framework is None else f"as {name} runs it, the heaviest pipeline stage"
+        if r.framework is not None and r.plan.pipeline_parallel > 1 and float(memory.logits) == 0:
+            parts += " (the logits are on the last stage, which holds less)"
         return (
-            f"<b>{model.name}</b> ({units.format_count(float(model.params))} parameters, {model.layers} layers, "
-            f"{model.heads} heads) on d·t·p = {plan.data_parallel} · {plan.tensor_parallel} · "
-            f"{plan.pipeline_parallel} = <b>{int(plan.devices)}</b> devices, global batch "
-            f"{int(plan.global_batch)} sequences.<br>"
-            f"Per device (first pipeline stage, 1F1B schedule, micro-batches in flight: "
-            f"{units.format_count(r.in_flight_microbatches, digits=4)}): "
-            f"parameters {b(float(memory.parameters))} · gradients {b(float(memory.gradients))} · "
-            f"optimizer state {b(float(memory.optimizer_state))} · activations {b(float(memory.activations))} "
+            f"Per device ({stage}, 1F1B schedule, micro-batches in flight: "
+            f"{units.format_count(r.in_flight_microbatches, digits=4)}): {parts} "
             f"= <b>{b(float(memory.total))}</b> of {b(r.capacity_bytes)}: {verdict}.<br>"
-            f"<small>t takes only divisors of the {model.heads} heads (≤ {MAX_TENSOR_PARALLEL}) and p only "
-            f"divisors of the {model.layers} layers (≤ {MAX_PIPELINE_PARALLEL}): every position is a valid plan. "
-            f"Not counted: temporary buffers, logits, fragmentation: leave headroom. The hatched band is the "
-            f"{margin} the calibrated model needed on the Playbook's measured runs.</small>"
         )
+
+    def _counted_html(self, r: parallelism.MemoryBudgetReport) -> str:
+        """What the model counts and what not, and the margin."""
+        margin = f"The hatched band is the +{units.format_percent(r.memory_margin)} margin the calibrated model needed"
+        if r.framework is None:
+            return (
+                "The ideal model: 16 B per parameter (2 + 2 + 12). Not counted: temporary buffers, logits, "
+                f"fragmentation, the framework's own memory: leave headroom. {margin} on the Playbook's measured runs."
+            )
+        param, grad, buffer, optimizer = parallelism.PRECISION_RECIPES[r.framework.precision]
+        framework_bytes = units.format_bytes(parallelism.PLAYBOOK_CALIBRATION.framework_bytes)
+        logits = units.format_count(r.framework.logits_bytes_per_element)
+        return (
+            f"{framework_label(r.framework)} stores {param + grad + buffer + optimizer} B per parameter before ZeRO "
+            f"shards it ({param} + {grad + buffer} + {optimizer}: parameters, gradients, optimizer state; recipe "
+            f"“{r.framework.precision}”), the last stage's logits ({logits} B per vocabulary entry and token) and "
+            f"{framework_bytes} of framework memory, a constant fitted on "
+            f"nanotron's runs (CUDA context, NCCL buffers, allocator cache), not physics. {margin} on those runs."
+        )
+
+
+def not_run_label(r: parallelism.MemoryBudgetReport) -> str:
+    """The label of an empty slot: "not run by <framework>\\nwith a pipeline"."""
+    return f"not run by {framework_label(r.framework)}\nwith a pipeline"
 
 
 def memory_budget_lab(**initial) -> MemoryBudgetLab:

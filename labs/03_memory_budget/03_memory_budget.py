@@ -46,6 +46,13 @@
 # with the parameters split evenly over $t \cdot p$ devices. Temporary buffers, the logits, memory fragmentation and the
 # [framework](../notebooks/glossary.ipynb#framework)'s own memory are not counted, so a real plan needs headroom.
 #
+# **The default.** The lab starts on the *ideal model* (its *framework* control reads "ideal
+# model"): lesson 03's accounting and nothing else, because that is what the explore questions and the graded
+# questions check, term by term. The same control switches to the calibrated model as a real framework runs the
+# plan (nanotron, Megatron-LM, DeepSpeed, FSDP2, FSDP2 + pipelining): its own bytes per parameter, the logits of the
+# last stage and the memory the fit found beside the model's (see [What a framework stores](#What-a-framework-stores)
+# below). A ZeRO stage that a framework does not combine with a pipeline is drawn as an empty slot, with no number.
+#
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
 # runs its public tests and tells you at once whether they pass. The public tests already fail the usual slips
 # (partitioning one component too many or too few, an off-by-one in the smallest degree that fits); the grader
@@ -66,13 +73,72 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # that runs off the axis gets an arrow and its total. On the right, every component of the selected plan on a log
 # axis from 100 kB to 100 TB, so that both a few megabytes and tens of terabytes can be read. The tensor-parallel
 # slider offers only the divisors of the model's attention heads and the pipeline slider only the divisors of its
-# layers, so every position is a plan the model can be split into.
+# layers, so every position is a plan the model can be split into. The hatched band under the capacity is the margin
+# a plan should leave (the calibrated model's, measured on real runs); a framework's legend greys out what no bar
+# holds.
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets import memory_budget_lab
 
 lab = memory_budget_lab()
 lab
+
+# %% [markdown]
+# ## What a framework stores
+#
+# The ideal model counts 16 bytes per parameter, ZeRO's recipe. Frameworks keep other copies, and a plan that fits on
+# paper can fail on the cluster for it. What the lab counts for each (`parallelism.FRAMEWORKS`, every behaviour cited
+# to the framework's source in `Framework.sources`; bytes per parameter before ZeRO shards them, as parameters +
+# gradients + optimizer state):
+#
+# - *nanotron and Megatron-LM* accumulate each gradient in an fp32 *main gradient*, 4 bytes, which replaces the
+#   16-bit one: 2 + 4 + 12 = 18 bytes (Megatron-LM's documentation of its distributed optimizer writes it
+#   6 + 12/d). Their bars are the same; the two differ in what they overlap, which is time (lab 5), not memory.
+# - *DeepSpeed* keeps the 16-bit gradients and makes an fp32 copy of a shard only during the optimizer step:
+#   ZeRO's 16 bytes.
+# - *FSDP2* keeps fp32 parameter shards and reduces fp32 gradients, 4 + 4 + 8 bytes: 16 as well. Alone it runs no
+#   pipeline, apart from plain data parallelism (ZeRO-0); *with pipelining, as torchtitan runs it*, it combines every
+#   ZeRO stage with a pipeline, but under ZeRO-3 a stage keeps its parameters and fp32 gradients whole through the
+#   step (one gather before the first micro-batch, one reduce-scatter after the last), on top of its shards.
+# - Every framework also holds the *logits* on the last pipeline stage, 10 bytes per vocabulary entry and token
+#   (bf16 logits, the fp32 copy the loss takes, its fp32 gradient), and a fixed *framework memory*: the CUDA
+#   context, NCCL's buffers, the allocator's cache and fragmentation. That last term is a fit, not physics: the median,
+#   over the Ultra-Scale Playbook's 1B and 3B runs with nanotron, of the memory measured beyond what the model counts,
+#   judged afterwards on the 8B and 80B runs; it also absorbs whatever else the model misses, and on another framework
+#   it is carried over unchanged.
+#
+# With a framework the lab shows the heaviest pipeline stage: the first (most activations) or the last (the logits).
+# The default plan under each:
+
+# %%
+from course_lib.widgets.memory import FRAMEWORK_LABELS  # the names the lab's framework control shows
+
+default_plan = parallelism.ParallelPlan(
+    data_parallel=8,
+    tensor_parallel=8,
+    pipeline_parallel=8,
+    zero_stage=1,
+    grad_accum_steps=64,
+    recompute="selective",
+    sequence_parallel=True,
+)
+ideal_recipe = parallelism.PARAM_BYTES + parallelism.GRAD_BYTES + parallelism.ADAM_OPTIMIZER_BYTES_PER_PARAM
+print(f"{'framework':20} {'bytes per parameter':22} {'ZeRO with p > 1':16} default plan under ZeRO 0, 1, 2, 3")
+for key, label in FRAMEWORK_LABELS.items():
+    framework = None if key == "ideal" else parallelism.FRAMEWORKS[key]
+    report = parallelism.memory_budget_report(parallelism.GPT3_175B, default_plan, hardware.A100, framework=framework)
+    totals = ", ".join("not run" if b is None else units.format_bytes(b.total) for b in report.by_zero_stage)
+    if framework is None:
+        recipe, limit = f"{ideal_recipe} B = 2 + 2 + 12", "any"
+    else:
+        param, grad, buffer, optimizer = parallelism.PRECISION_RECIPES[framework.precision]
+        recipe = f"{param + grad + buffer + optimizer} B = {param} + {grad + buffer} + {optimizer}"
+        limit = f"up to ZeRO-{framework.max_zero_stage_with_pipeline}"
+    print(f"{label:20} {recipe:22} {limit:16} {totals}")
+print(
+    f"logits: {units.format_count(parallelism.NANOTRON.logits_bytes_per_element)} B per vocabulary entry and token; "
+    f"framework memory (fitted): {units.format_bytes(parallelism.PLAYBOOK_CALIBRATION.framework_bytes)}"
+)
 
 # %% [markdown]
 # ## Explore
@@ -95,6 +161,9 @@ lab
 #    $t > 1$?
 # 6. **A smaller device.** Switch *device* to the 16 GB TPU v5e. By how much does the default plan miss, and which
 #    single change of ZeRO stage makes it fit?
+# 7. **Beyond the ideal model.** Set *framework* to nanotron. How much more does the default plan need than the ideal
+#    model, and which components grew? Why are ZeRO-2 and ZeRO-3 empty? Then choose DeepSpeed, and FSDP2 + pipelining
+#    under ZeRO-2 and ZeRO-3: why is ZeRO-3 the larger?
 #
 # <details>
 # <summary>Answers</summary>
@@ -118,6 +187,14 @@ lab
 #    there is nothing to split: 10 + 24/t and 34/t are both 34.
 # 6. It misses by 9.27 GB (25.3 GB on 16 GB). ZeRO-3 brings it to 15.7 GB, which fits with 276 MB to spare, a
 #    margin no real run would trust (see the scope above).
+# 7. nanotron needs 34.1 GB instead of 25.3 GB. The gradients double, 5.46 → 11.2 GB (the fp32 main gradient, 4 bytes
+#    a parameter instead of 2), and 2.86 GB of framework memory appear; the parameters and the optimizer state grow a
+#    little (5.59 GB and 4.2 GB: the first stage also holds the input embedding). The activations are the same 10.3 GB,
+#    and the logits are on the last stage, which holds less. nanotron combines only ZeRO-1 with a pipeline, so ZeRO-2
+#    and ZeRO-3 have no number: that plan does not run. DeepSpeed's 16 bytes give 28.5 GB. FSDP2 + pipelining runs
+#    every stage: 23.6 GB under ZeRO-2 but 35.5 GB under ZeRO-3, because with a pipeline it keeps the stage's
+#    parameters and fp32 gradients whole through the step besides their shards (that buys one gather and one
+#    reduce-scatter a step instead of one per micro-batch).
 #
 # </details>
 
@@ -137,19 +214,9 @@ for name in ("parameters", "gradients", "optimizer_state", "activations", "total
     print(f"{name.replace('_', ' '):18} {units.format_bytes(r[name + '_bytes']):>9}")
 print(f"capacity           {units.format_bytes(r['capacity_bytes']):>9}")
 print(f"fits: {r['fits']}, headroom {units.format_bytes(r['headroom_bytes'])}")
-plan = parallelism.ParallelPlan(
-    data_parallel=8,
-    tensor_parallel=8,
-    pipeline_parallel=8,
-    zero_stage=1,
-    micro_batch=1,
-    grad_accum_steps=64,
-    recompute="selective",
-    sequence_parallel=True,
-)
-total = parallelism.memory_breakdown(parallelism.GPT3_175B, plan, calibration=None).total
+total = parallelism.memory_breakdown(parallelism.GPT3_175B, default_plan, calibration=None).total  # defined above
 print(
-    f"memory_breakdown(GPT3_175B, plan, calibration=None).total = {units.format_bytes(total)}; agrees with the lab: "
+    f"memory_breakdown(GPT3_175B, default_plan, calibration=None).total = {units.format_bytes(total)}; agrees with the lab: "
     f"{total == r['total_bytes']}; fits an {units.format_bytes(hardware.A100.hbm_capacity_bytes)} A100: "
     f"{total <= hardware.A100.hbm_capacity_bytes}"
 )
@@ -495,6 +562,109 @@ def test_q3_other_plans(largest_micro_batch):
 
 
 test_q3_other_plans(largest_micro_batch)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q4
+# points: 2
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 4 · A framework's bytes per parameter (2 points)
+#
+# A framework's recipe counts more than ZeRO's three terms (see [What a framework stores](#What-a-framework-stores)).
+# `parallelism.PRECISION_RECIPES` gives each as bytes per parameter of four copies: (16-bit parameters, 16-bit
+# gradients, fp32 gradient buffer, optimizer state with the fp32 master weights); nanotron's and Megatron-LM's
+# "fp32-main-grads" is `(2, 0, 4, 12)`. Write `recipe_model_state_bytes(params, data_parallel, stage, recipe)`: the
+# model-state bytes one device holds for $\Psi$ = `params` parameters stored as `recipe` (such a tuple), over
+# $N_d$ = `data_parallel` replicas under ZeRO `stage`. As in question 1, ZeRO-1 shards the optimizer state, ZeRO-2
+# also the gradients (both gradient copies), ZeRO-3 also the parameters. Megatron-LM's documentation writes its
+# distributed optimizer (ZeRO-1) as $6 + 12/d$ bytes per parameter: your function should agree.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def recipe_model_state_bytes(params, data_parallel, stage, recipe):
+    """Model-state bytes per device of a framework's recipe (bytes per parameter of the four copies) under ZeRO."""
+    # BEGIN SOLUTION
+    parameter_bytes, gradient_bytes, buffer_bytes, optimizer_bytes = recipe
+    parameters = parameter_bytes * params / (data_parallel if stage >= 3 else 1)
+    gradients = (gradient_bytes + buffer_bytes) * params / (data_parallel if stage >= 2 else 1)
+    optimizer_state = optimizer_bytes * params / (data_parallel if stage >= 1 else 1)
+    return parameters + gradients + optimizer_state
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q4_public(recipe_model_state_bytes):
+    assert callable(recipe_model_state_bytes), "define the function recipe_model_state_bytes"
+
+    for case, want, what in [
+        ((1e9, 8, 1, (2, 0, 4, 12)), 7.5e9, "Megatron-LM's distributed optimizer, 6 + 12/8 bytes a parameter: 7.5 GB"),
+        ((7.5e9, 64, 1, (2, 2, 0, 12)), 31.40625e9, "ZeRO's recipe at stage 1 over 64 replicas (Table 1): 31.4 GB"),
+        ((7.5e9, 16, 2, (2, 2, 4, 12)), 23.4375e9, "bf16 gradients and their fp32 buffer, stage 2 over 16: 23.4 GB"),
+        ((1e9, 8, 3, (2, 0, 4, 12)), 2.25e9, "fp32 main gradients, stage 3 over 8 replicas: 18 GB / 8 = 2.25 GB"),
+    ]:
+        result = recipe_model_state_bytes(*case)
+        got = number(result)
+        assert got is not None, f"return bytes as a number, got {result!r:.80}"
+        assert abs(got - want) <= 1e-6 * want, f"{what}, got {got:.4g} B"
+
+
+test_q4_public(recipe_model_state_bytes)
+
+
+# %%
+# HIDDEN
+def test_q4_every_recipe_and_stage(recipe_model_state_bytes):
+    cases = [  # 7.5B parameters, the three recipes: (p + g + b + o)Ψ, each term divided by N_d once its stage shards it
+        ((7.5e9, 1, 0, (2, 2, 0, 12)), 120000000000.0),
+        ((7.5e9, 8, 1, (2, 2, 0, 12)), 41250000000.0),
+        ((7.5e9, 8, 2, (2, 2, 0, 12)), 28125000000.0),
+        ((7.5e9, 8, 3, (2, 2, 0, 12)), 15000000000.0),
+        ((7.5e9, 64, 0, (2, 2, 0, 12)), 120000000000.0),
+        ((7.5e9, 64, 2, (2, 2, 0, 12)), 16640625000.0),
+        ((7.5e9, 1, 3, (2, 2, 4, 12)), 150000000000.0),
+        ((7.5e9, 8, 0, (2, 2, 4, 12)), 150000000000.0),
+        ((7.5e9, 8, 1, (2, 2, 4, 12)), 71250000000.0),
+        ((7.5e9, 8, 2, (2, 2, 4, 12)), 31875000000.0),
+        ((7.5e9, 8, 3, (2, 2, 4, 12)), 18750000000.0),
+        ((7.5e9, 64, 1, (2, 2, 4, 12)), 61406250000.0),
+        ((7.5e9, 64, 2, (2, 2, 4, 12)), 17109375000.0),
+        ((7.5e9, 64, 3, (2, 2, 4, 12)), 2343750000.0),
+        ((7.5e9, 1, 2, (2, 0, 4, 12)), 135000000000.0),
+        ((7.5e9, 8, 0, (2, 0, 4, 12)), 135000000000.0),
+        ((7.5e9, 8, 1, (2, 0, 4, 12)), 56250000000.0),
+        ((7.5e9, 8, 2, (2, 0, 4, 12)), 30000000000.0),
+        ((7.5e9, 8, 3, (2, 0, 4, 12)), 16875000000.0),
+        ((7.5e9, 64, 1, (2, 0, 4, 12)), 46406250000.0),
+        ((7.5e9, 64, 2, (2, 0, 4, 12)), 16875000000.0),
+        ((7.5e9, 64, 3, (2, 0, 4, 12)), 2109375000.0),
+    ]
+    for case, want in cases:
+        result = recipe_model_state_bytes(*case)
+        got = number(result)
+        assert got is not None and abs(got - want) <= 1e-6 * want, (
+            f"recipe_model_state_bytes{case}: expected {want:.4g} B, got {result!r:.80}"
+        )
+
+
+test_q4_every_recipe_and_stage(recipe_model_state_bytes)
 
 # %% [raw]
 # # END TESTS

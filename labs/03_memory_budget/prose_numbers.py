@@ -27,17 +27,24 @@ CHECKED = {
     "9.27 GB": "explore 6",
     "16 GB": "explore 6: the TPU v5e's HBM",
     "276 MB": "explore 6",
+    "11.2 GB": "explore 7",
+    "5.59 GB": "explore 7",
+    "4.2 GB": "explore 7",
 }
 
 
 def check():
     from course_lib.widgets import memory, memory_budget_lab
 
-    def fit(**settings):  # the lab at its defaults (GPT-3 175B, d = t = p = 8, ZeRO-1), then the controls moved
+    def fit(**settings):  # the lab at its defaults (GPT-3 175B, d = t = p = 8, ZeRO-1, ideal model), then moved
         lab = memory_budget_lab()
         for name, value in settings.items():
             lab.controls[name].value = value
-        return {key: units.format_bytes(value) for key, value in lab.result.items() if key.endswith("_bytes")}
+        return {
+            key: units.format_bytes(value)
+            for key, value in lab.result.items()
+            if key.endswith("_bytes") and value is not None  # None: a ZeRO stage the framework does not run
+        }
 
     assert tuple(units.format_bytes(b) for b in memory.LOG_AXIS_BYTES) == ("100 kB", "100 TB")
     # 1: the ZeRO stages
@@ -68,3 +75,18 @@ def check():
     assert units.format_bytes(-tpu.result["headroom_bytes"]) == "9.27 GB"
     tpu.controls["zero_stage"].value = 3
     assert tpu.result["fits"] and units.format_bytes(tpu.result["headroom_bytes"]) == "276 MB"
+    # 7: nanotron (18 B a parameter, its framework memory), then DeepSpeed and FSDP2 + pipelining
+    nanotron = fit(framework="nanotron")
+    assert (nanotron["total_bytes"], default["total_bytes"]) == ("34.1 GB", "25.3 GB")
+    assert (default["gradients_bytes"], nanotron["gradients_bytes"]) == ("5.46 GB", "11.2 GB")
+    assert (nanotron["parameters_bytes"], nanotron["optimizer_state_bytes"]) == ("5.59 GB", "4.2 GB")
+    assert (nanotron["framework_bytes"], nanotron["activations_bytes"], nanotron["logits_bytes"]) == (
+        "2.86 GB",
+        "10.3 GB",
+        "0 B",
+    )
+    runs = memory_budget_lab(framework="nanotron").result
+    assert [runs[f"zero{k}_runs"] for k in range(4)] == [True, True, False, False]
+    assert fit(framework="deepspeed")["total_bytes"] == "28.5 GB"
+    torchtitan = fit(framework="fsdp2-pipeline")
+    assert (torchtitan["zero2_total_bytes"], torchtitan["zero3_total_bytes"]) == ("23.6 GB", "35.5 GB")

@@ -5,4 +5,5 @@ TAUGHT = {
     "q1": {"ZeRO's Table 1 gives the per-device model-state memory": "03_parallelism"},
     "q2": {"parallelism.zero_model_state_bytes": "03_parallelism"},
     "q3": {"parallelism.memory_breakdown": "03_parallelism", "plan.replace": "intro"},
+    "q4": {"bytes per parameter before ZeRO shards them": "intro"},
 }

@@ -96,4 +96,33 @@ def largest_micro_batch(model, plan, capacity_bytes):
 """,
         ),
     ],
+    "q4": [
+        (
+            "the fp32 gradient buffer is never sharded",
+            """
+def recipe_model_state_bytes(params, data_parallel, stage, recipe):
+    p, g, b, o = recipe
+    return (p * params / (data_parallel if stage >= 3 else 1) + g * params / (data_parallel if stage >= 2 else 1)
+            + b * params + o * params / (data_parallel if stage >= 1 else 1))
+""",
+        ),
+        (
+            "ZeRO's three terms only (the buffer left out)",
+            """
+def recipe_model_state_bytes(params, data_parallel, stage, recipe):
+    p, g, b, o = recipe
+    return (p * params / (data_parallel if stage >= 3 else 1) + g * params / (data_parallel if stage >= 2 else 1)
+            + o * params / (data_parallel if stage >= 1 else 1))
+""",
+        ),
+        (
+            "stage 1 also shards the gradients",
+            """
+def recipe_model_state_bytes(params, data_parallel, stage, recipe):
+    p, g, b, o = recipe
+    return (p * params / (data_parallel if stage >= 3 else 1) + (g + b) * params / (data_parallel if stage >= 1 else 1)
+            + o * params / (data_parallel if stage >= 1 else 1))
+""",
+        ),
+    ],
 }
