@@ -494,7 +494,7 @@ def partition_report(
 
 def _framework_refusal(plan: ParallelPlan, framework: Framework) -> str:
     """Why ``framework`` does not run ``plan``, "" if it does: a ZeRO stage above its ``max_zero_stage_with_pipeline``
-    with p > 1 (the rule ``parallelism.check_plan_for_model`` enforces for a calibration), as one sentence.
+    with p > 1 (``Framework.combines``, the rule ``parallelism.check_plan_for_model`` enforces), as one sentence.
 
     >>> from course_lib.parallelism import FRAMEWORKS, ParallelPlan
     >>> _framework_refusal(ParallelPlan(pipeline_parallel=4, zero_stage=1), FRAMEWORKS["megatron"])
@@ -503,7 +503,7 @@ def _framework_refusal(plan: ParallelPlan, framework: Framework) -> str:
     'nanotron does not run ZeRO-2 with a pipeline (p = 4): its highest ZeRO stage with one is 1'
     """
     limit, p = framework.max_zero_stage_with_pipeline, plan.pipeline_parallel
-    if p > 1 and plan.zero_stage > limit:
+    if not framework.combines(plan.zero_stage, p):
         name = framework.name.split(" (")[0]
         stage = plan.zero_stage
         return f"{name} does not run ZeRO-{stage} with a pipeline (p = {p}): its highest ZeRO stage with one is {limit}"
