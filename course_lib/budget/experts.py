@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .. import _check
 from ..hardware import Cluster
 from ..parallelism.models import TransformerModel
-from ..parallelism.transfers import ACTIVATION_BYTES
+from ..parallelism.transfers import expert_dispatch_bytes
 from .placement import group_collective_time
 
 __all__ = ["MoeLayerTimes", "moe_layer_times", "MOE_ALL_TO_ALLS_PER_LAYER"]
@@ -85,7 +85,7 @@ def moe_layer_times(
     efficiency = float(_check.positive("compute_efficiency", compute_efficiency))
     if efficiency > 1:
         raise ValueError(f"compute_efficiency must be in (0, 1], got {efficiency}")
-    payload = ACTIVATION_BYTES * tokens * model.experts_per_token * model.hidden / t
+    payload = expert_dispatch_bytes(model, tokens, t)
     call = float(group_collective_time("all_to_all", cluster, e, stride, payload))
     routed_per_moe_layer = model.routed_matmul_weights_per_layer * model.layers / model.moe_layers
     flops = 6.0 * tokens * routed_per_moe_layer / t

@@ -50,7 +50,7 @@ from ..parallelism.frameworks import PRECISION_RECIPES
 from ..parallelism.models import TransformerModel
 from ..parallelism.plan import ParallelPlan, check_plan_for_model, stage_layers
 from ..parallelism.schedule import pipeline_bubble_time
-from ..parallelism.transfers import step_transfers
+from ..parallelism.transfers import expert_dispatch_bytes, step_transfers
 from ..pipeline import ZERO_BUBBLE_SCHEDULES
 from .placement import _transfer_call, group_collective_time
 
@@ -417,7 +417,7 @@ def _expert_exposed_mb(model: TransformerModel, plan: ParallelPlan, cluster: Clu
     if model.experts == 1 or not np.any(np.asarray(e) > 1):
         return 0.0
     repeat = 2 if plan.recompute == "full" else 1
-    payload = 2.0 * tokens * model.experts_per_token * plan.capacity_factor * model.hidden / t
+    payload = expert_dispatch_bytes(model, tokens, t, plan.capacity_factor)
     moe_layers = -(-model.moe_layers // p)
     call = group_collective_time("all_to_all", cluster, e, t, payload)
     if fp8_dispatch:

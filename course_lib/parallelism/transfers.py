@@ -17,6 +17,7 @@ from .plan import ParallelPlan, check_plan_for_model
 
 __all__ = [
     "ACTIVATION_BYTES",
+    "expert_dispatch_bytes",
     "BoundaryTransfer",
     "step_transfers",
     "boundary_tensors",
@@ -24,6 +25,18 @@ __all__ = [
 ]
 
 ACTIVATION_BYTES = 2  # activations exchanged between devices are 16-bit
+
+
+def expert_dispatch_bytes(model: TransformerModel, tokens, tensor_parallel=1, capacity_factor=1.0):
+    """One expert all-to-all's buffer per rank (dispatch or combine, forward or backward): the rank's ``tokens`` × k
+    (``model.experts_per_token``) × ``capacity_factor`` × h × 2 bytes, / t (each tensor-parallel rank dispatches its
+    share, Megatron-Core's all-to-all dispatcher with sequence parallelism); (e − 1)/e of it leaves the rank.
+
+    >>> from course_lib.parallelism import MIXTRAL_8X7B
+    >>> expert_dispatch_bytes(MIXTRAL_8X7B, 32768) / 1e6   # 32768 · 2 · 4096 · 2 B
+    536.870912
+    """
+    return ACTIVATION_BYTES * tokens * model.experts_per_token * capacity_factor * model.hidden / tensor_parallel
 
 
 @dataclass(frozen=True, eq=False)
@@ -272,7 +285,7 @@ def _expert_transfers(
     (e − 1)/e of it crosses devices. ``fp8_dispatch``: the dispatch forward and the combine backward (the gradient
     sent to the experts' down projections) in FP8, half the bytes (DeepSeek-V3, arXiv 2412.19437 §3.3.3)."""
     e, t, p, m = plan.expert_parallel, plan.tensor_parallel, plan.pipeline_parallel, plan.grad_accum_steps
-    payload = ACTIVATION_BYTES * tokens * model.experts_per_token * plan.capacity_factor * model.hidden / t
+    payload = expert_dispatch_bytes(model, tokens, t, plan.capacity_factor)
     calls = -(-model.moe_layers // p) * m
     fp8 = {("forward", "dispatch"), ("backward", "combine")} if fp8_dispatch else set()
     return [
