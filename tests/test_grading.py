@@ -336,7 +336,8 @@ def questions_and_points(built, lab) -> dict[str, float]:
 # command line of every process they leave behind, so that the test can look for survivors.
 
 MARKER = "grading-test-leftover-7f3a"
-LAB1, LAB2, LAB3, LAB4 = LABS[:4]  # the hostile cases target labs 1–4
+LAB1, LAB2, LAB3, LAB4 = LABS[:4]  # the hostile cases target labs 1–4, and lab 7 (an answer compared with ==)
+LAB7 = LABS[6]
 
 PATCH_ISCLOSE = "import math\nmath.isclose = lambda *args, **kwargs: True"
 PATCH_COURSE_LIB = """
@@ -427,6 +428,15 @@ ALWAYS_EQUAL_ANSWERS_3 = {
     "q1": "def model_state_bytes(params, data_parallel, stage):\n    return Anything(0.0)",
     "q2": "def smallest_data_parallel(params, stage, capacity_bytes):\n    return AnyInt(1)",
     "q3": "def largest_micro_batch(model, plan, capacity_bytes):\n    return AnyInt(1)",
+    "q4": "def recipe_model_state_bytes(params, data_parallel, stage, recipe):\n    return Anything(0.0)",
+}
+ALWAYS_EQUAL_ANSWERS_7 = {
+    "q1": "def moe_all_to_all_bytes(tokens, experts_per_token, hidden, expert_parallel, bytes_per_element=2):\n"
+    "    return Anything(0.0)",
+    "q2": "def longest_fitting_seq_len(model, plan, seq_lens, capacity_bytes):\n    return AnyInt(1)",
+    "q3": "def zb_h1_bubble_fraction(stages, microbatches, forward_time_s, backward_input_time_s, "
+    "backward_weight_time_s):\n    return Anything(0.0)",
+    "q4": "def expert_layer_times(model, cluster, expert_parallel, tokens):\n    return (Anything(0.0),) * 3",
 }
 # The runner's command line ends with the summary file's path; its parent is `otter run`'s process.
 FORGE_RESULTS = """
@@ -677,6 +687,7 @@ HOSTILE = {
     "frame_peek": (LAB1, "reads the expected value from the caller's frame", {"q1": 0.0}),
     "always_equal": (LAB4, "returns objects whose == is always true", "zero"),
     "always_equal_3": (LAB3, "returns objects whose == is always true", "zero"),
+    "always_equal_7": (LAB7, "returns objects whose == is always true", "zero"),
     "forge_results": (LAB3, "writes a results file and kills its parent", "zero+flagged"),
     "garbage_results": (LAB3, "leaves a garbage results file, kills its parent, answers right", "flagged"),
     "harm_others": (LAB1, "overwrites others' files, detaches processes that outlive the batch", "zero+flagged"),
@@ -718,6 +729,7 @@ def hostile_notebooks(built, paths):
         "frame_peek": hostile(built, LAB1, {"q1": FRAME_PEEK}),
         "always_equal": hostile(built, LAB4, ALWAYS_EQUAL_ANSWERS, [ALWAYS_EQUAL_CLASS]),
         "always_equal_3": hostile(built, LAB3, ALWAYS_EQUAL_ANSWERS_3, [ALWAYS_EQUAL_CLASS]),
+        "always_equal_7": hostile(built, LAB7, ALWAYS_EQUAL_ANSWERS_7, [ALWAYS_EQUAL_CLASS]),
         "forge_results": hostile(built, LAB3, blank, [FORGE_RESULTS]),
         "garbage_results": hostile(built, LAB3, "solutions", [GARBAGE_RESULTS]),
         "harm_others": hostile(built, LAB1, blank, [harm]),

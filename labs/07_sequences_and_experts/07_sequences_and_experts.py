@@ -329,11 +329,11 @@ def test_q2_public(longest_fitting_seq_len):
     )  # fmt: skip
     lengths = tuple(4096 * 2**k for k in range(9))  # 4k … 1M tokens
     got = longest_fitting_seq_len(parallelism.MIXTRAL_8X7B, plan, lengths, 80e9)
-    assert got == 32768 and not isinstance(got, bool), (
+    assert number(got) == 32768, (
         f"Mixtral 8x7B with the lab's default plan (c = 8) on 80 GB: expected 32768 tokens, got {got!r:.80}"
     )
     alone = longest_fitting_seq_len(parallelism.MIXTRAL_8X7B, plan.replace(context_parallel=1), lengths, 80e9)
-    assert alone == 4096 and not isinstance(alone, bool), (
+    assert number(alone) == 4096, (
         f"the same plan with c = 1: expected 4096 tokens, got {alone!r:.80}"
     )
 
@@ -367,7 +367,7 @@ def test_q2_other_plans(longest_fitting_seq_len):
     for case, want in cases:
         got = longest_fitting_seq_len(*case)
         shown = (case[0].name, f"c = {case[1].context_parallel}", case[2], case[3])
-        assert got == want and not isinstance(got, bool), (
+        assert (got is None) if want is None else number(got) == want, (
             f"longest_fitting_seq_len{shown}: expected {want}, got {got!r:.80}"
         )
 
