@@ -333,9 +333,7 @@ def test_q2_public(longest_fitting_seq_len):
         f"Mixtral 8x7B with the lab's default plan (c = 8) on 80 GB: expected 32768 tokens, got {got!r:.80}"
     )
     alone = longest_fitting_seq_len(parallelism.MIXTRAL_8X7B, plan.replace(context_parallel=1), lengths, 80e9)
-    assert number(alone) == 4096, (
-        f"the same plan with c = 1: expected 4096 tokens, got {alone!r:.80}"
-    )
+    assert number(alone) == 4096, f"the same plan with c = 1: expected 4096 tokens, got {alone!r:.80}"
 
 
 test_q2_public(longest_fitting_seq_len)
