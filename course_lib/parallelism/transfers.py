@@ -27,7 +27,7 @@ __all__ = [
 ACTIVATION_BYTES = 2  # activations exchanged between devices are 16-bit
 
 
-def expert_dispatch_bytes(model: TransformerModel, tokens, tensor_parallel=1, capacity_factor=1.0):
+def expert_dispatch_bytes(model: TransformerModel, tokens, tensor_parallel: _check.IntOrArray = 1, capacity_factor=1.0):
     """One expert all-to-all's buffer per rank (dispatch or combine, forward or backward): the rank's ``tokens`` × k
     (``model.experts_per_token``) × ``capacity_factor`` × h × 2 bytes, / t (each tensor-parallel rank dispatches its
     share, Megatron-Core's all-to-all dispatcher with sequence parallelism); (e − 1)/e of it leaves the rank.
