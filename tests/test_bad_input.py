@@ -191,6 +191,11 @@ CASES = [
     ),
     (parallelism.check_capacity_factor, dict(capacity_factor=1.0), dict(capacity_factor="capacity_factor")),
     (
+        parallelism.expert_dispatch_bytes,
+        dict(model=MIXTRAL_8X7B, tokens=4096, tensor_parallel=1, capacity_factor=1.0),
+        dict(tokens="nonnegative", tensor_parallel="count", capacity_factor="capacity_factor"),
+    ),
+    (
         parallelism.causal_attention_shares,
         dict(context_parallel=4, split="zigzag"),
         dict(context_parallel="count", split="split"),

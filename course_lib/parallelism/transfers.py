@@ -13,7 +13,7 @@ from .. import _check, collectives
 from .fp8 import Fp8Recipe
 from .memory import GRAD_BYTES, PARAM_BYTES
 from .models import TransformerModel
-from .plan import ParallelPlan, check_plan_for_model
+from .plan import ParallelPlan, check_capacity_factor, check_plan_for_model
 
 __all__ = [
     "ACTIVATION_BYTES",
@@ -36,6 +36,11 @@ def expert_dispatch_bytes(model: TransformerModel, tokens, tensor_parallel: _che
     >>> expert_dispatch_bytes(MIXTRAL_8X7B, 32768) / 1e6   # 32768 · 2 · 4096 · 2 B
     536.870912
     """
+    if not isinstance(model, TransformerModel):
+        raise ValueError(f"model must be a parallelism.TransformerModel, got {model!r}")
+    _check.nonnegative("tokens", tokens)
+    _check.count("tensor_parallel", tensor_parallel)
+    check_capacity_factor(capacity_factor)
     return ACTIVATION_BYTES * tokens * model.experts_per_token * capacity_factor * model.hidden / tensor_parallel
 
 
