@@ -13,10 +13,12 @@ binary prefixes (KiB, MiB, ...) are separate names. Conversion for display happe
 from __future__ import annotations
 
 import math
+import numbers
 
 from . import _check
 
 __all__ = [
+    "format_seq_len",
     "KB",
     "MB",
     "GB",
@@ -225,6 +227,17 @@ def format_count(number: float, *, digits: int = 3) -> str:
         if abs(value) >= scale:
             return f"{_significant(float(f'{value / scale:.{digits}g}'), digits)} {word}"
     return f"{value:.0f}" if value == round(value) else _significant(float(f"{value:.{digits}g}"), digits)
+
+
+def format_seq_len(tokens: int) -> str:
+    """Format a sequence length as models state it, in binary k (2¹⁰) and M (2²⁰) tokens, whole ones.
+
+    >>> format_seq_len(32768), format_seq_len(131072), format_seq_len(2**20)
+    ('32k', '128k', '1M')
+    """
+    if isinstance(tokens, bool) or not isinstance(tokens, numbers.Integral) or tokens < 1:
+        raise ValueError(f"tokens must be a whole number ≥ 1, got {tokens!r}")
+    return f"{tokens // 2**20}M" if tokens >= 2**20 else f"{tokens // 2**10}k"
 
 
 def format_percent(share: float, *, digits: int = 3) -> str:

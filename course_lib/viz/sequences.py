@@ -68,7 +68,7 @@ class SequenceMemoryFigure(LiveFigure):
         if seq_lens is not None:
             seq_lens = list(seq_lens)
             ax.set_xlim(seq_lens[0] / 1.3, seq_lens[-1] * 1.3)
-            ax.set_xticks(seq_lens[::2], [_tokens_label(s) for s in seq_lens[::2]])
+            ax.set_xticks(seq_lens[::2], [units.format_seq_len(s) for s in seq_lens[::2]])
         ax.yaxis.set_major_formatter(bytes_formatter)
         ax.grid(True, which="major", alpha=0.25)
         label_units(ax, "sequence length s (tokens)", "memory per device (bytes)")
@@ -97,14 +97,9 @@ class SequenceMemoryFigure(LiveFigure):
         self.current.set_data([current], [here])
         alone = float(without_c[list(seq_lens).index(current)])
         self.text.set_text(
-            f"s = {_tokens_label(current)}, c = {c}: {units.format_bytes(here)} per device"
+            f"s = {units.format_seq_len(current)}, c = {c}: {units.format_bytes(here)} per device"
             + (f" (c = 1: {units.format_bytes(alone)})" if c > 1 else "")
         )
-
-
-def _tokens_label(tokens) -> str:
-    """'4k', '1M': a sequence length on the axis (binary k and M, as models state them)."""
-    return f"{tokens // 2**20}M" if tokens >= 2**20 else f"{tokens // 2**10}k"
 
 
 class MoeLayerFigure(LiveFigure):

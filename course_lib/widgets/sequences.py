@@ -135,7 +135,7 @@ def _microbatch_options(values: dict) -> tuple:
 
 
 def _tokens(n) -> str:
-    return f"{n // 1024}k tokens" if n < 2**20 else f"{n // 2**20}M tokens"
+    return f"{units.format_seq_len(n)} tokens"
 
 
 # Mixtral 8x7B at 32k tokens, t = 1, c = 8 (ring), e = 8 in one node, p = 4 with ZB-H1 and 8 micro-batches.
