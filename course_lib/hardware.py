@@ -88,7 +88,8 @@ class Accelerator:
     """One accelerator: dense peak FLOP/s by data type, HBM capacity and HBM bandwidth, with sources."""
 
     name: str
-    peak_flops_per_s: MappingProxyType
+    # compared, not hashed (a mapping has no hash): equal accelerators still hash alike, so a Cluster can key a cache
+    peak_flops_per_s: MappingProxyType = field(hash=False)
     hbm_capacity_bytes: float
     hbm_bandwidth_bytes_per_s: float
     source: str

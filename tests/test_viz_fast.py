@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 from lab_checks import decoded
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from course_lib.viz import fast
@@ -125,3 +126,45 @@ def test_a_redraw_keeps_a_bounded_number_of_composites():
     assert (1, float(redraw.MAX_COMPOSITES + 9)) in composites  # the latest is kept ...
     redraw.set_static_state(((1, 1e3, 1e-4, 1e-1), 1.0))  # ... and one dropped is put together again
     assert_same_as_savefig(figure, redraw.png())
+
+
+def test_png_bytes_reusing_bands_decodes_to_each_image():
+    """png_bytes deflates bands of rows apart and reuses a band equal to the last image's: every image, including
+    one that changes a single band, one of a new size and one whose height is not a whole number of bands, decodes
+    to its pixels exactly."""
+    rng = np.random.default_rng(0)
+    first = rng.integers(0, 256, (5 * fast._PNG_BAND_ROWS + 3, 41, 4), dtype=np.uint8)
+    one_band_changed = first.copy()
+    one_band_changed[2 * fast._PNG_BAND_ROWS + 1, 7] = (1, 2, 3, 4)
+    smaller = first[: fast._PNG_BAND_ROWS, :20].copy()
+    for image in (first, one_band_changed, first, smaller, one_band_changed):
+        assert np.array_equal(decoded(fast.png_bytes(image)), image)
+    fast.png_bytes(first)
+    previous = fast._previous_bands[41, first.shape[0]]
+    fast.png_bytes(one_band_changed)
+    current = fast._previous_bands[41, first.shape[0]]
+    reused = [now is before for now, before in zip(current, previous, strict=True)]
+    assert reused == [True, True, False, True, True, True]  # 5 whole bands and 3 rows: only band 2 is deflated again
+
+
+def test_a_label_pasted_from_its_bitmap_matches_its_outline_filled_in_place():
+    """FastText on Agg fills a label's outline the first time it meets it and pastes a bitmap of it from the second:
+    at a fractional anchor and past the canvas's edge, the pasted label differs from the filled one (the PDF/SVG
+    path) by Agg's blending rounding only (at most 4 levels of 255)."""
+    figure = Figure(figsize=(3, 1), dpi=100)
+    figure.patch.set_facecolor("white")
+    ax = figure.add_axes((0, 0, 1, 1))
+    ax.set_axis_off()
+    texts = ("2.02 ms · Ψ (a test label)", "past the edge (a test label)")
+    fast.FastText(ax, (0.0133, 0.4071), texts[0], size=11, color="#1f77b4", transform=ax.transAxes)
+    fast.FastText(ax, (0.97, 0.9), texts[1], size=9, transform=ax.transAxes)  # runs off the right side
+    canvas = FigureCanvasAgg(figure)
+    drawn = []
+    for _ in range(2):
+        canvas.draw()
+        drawn.append(np.asarray(canvas.buffer_rgba()).astype(int))
+        kept = [entry for key, entry in fast._label_bitmaps.items() if key[0] in texts]
+        assert len(kept) == 2 and all((entry is None) == (len(drawn) == 1) for entry in kept)
+    filled, pasted = drawn
+    assert (filled != 255).any(axis=2).sum() > 200  # the labels drew something
+    assert np.abs(pasted - filled).max() <= 4

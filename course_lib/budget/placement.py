@@ -13,6 +13,7 @@ all-to-all runs as NCCL's grouped sends and receives (``nccl.all_to_all``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -205,6 +206,15 @@ def transfer_time_per_call(transfer, plan: ParallelPlan, cluster: Cluster):
 
 def _transfer_call(transfer, plan: ParallelPlan, cluster: Cluster) -> GroupCall:
     """``group_collective`` of one call of ``transfer``, its group placed by ``plan`` (``axis_stride``)."""
-    return group_collective(
-        transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
-    )
+    arguments = (transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes)
+    if any(isinstance(argument, np.ndarray) for argument in arguments[2:]):  # the plan search's arrays of plans
+        return group_collective(*arguments)
+    return _scalar_group_collective(*arguments)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _scalar_group_collective(op, cluster: Cluster, group_size, stride, payload_bytes) -> GroupCall:
+    """``group_collective`` of one group, remembered: a lab's update times the same few calls again and again (NCCL's
+    tuner weighs about 20 algorithm and protocol pairs per call, ~2 ms). Its arguments are scalars and a frozen
+    Cluster; the result, frozen, is shared by the callers."""
+    return group_collective(op, cluster, group_size, stride, payload_bytes)
