@@ -332,44 +332,65 @@ class FastTextGroup(PathPatch):
         _draw_labels(self, renderer, labels, self._size, self._weight, self._ha, self._va)
 
 
-_label_bitmaps: dict = {}  # (text, look, fraction of a pixel) -> None (seen once) or (RGBA rows bottom-up, dx, dy)
+_label_bitmaps: dict = {}  # (text, look, fraction of a pixel) -> (RGBA rows bottom-up, dx, dy from the anchor)
 _MAX_LABEL_BITMAPS = 8192
 
 
 def _draw_labels(patch: PathPatch, renderer, labels, size: float, weight: str, ha: str, va: str) -> None:
     """Draw one-line ``labels`` [(anchor in display pixels, text)] as ``patch`` draws a path (its colour, no edge).
 
-    On Agg a label met before is pasted from a bitmap of its outline kept per (text, look, dpi, the anchor's fraction
-    of a pixel, to 1/64): the same pixels as filling the outline there (Agg's coverage moves with a whole-pixel
-    shift, its blending rounds within 4 levels of 255), about 0.03 ms where rasterising a label takes 0.1–0.5 ms.
-    The bitmap is made the second time a label is met: a label met once (a number of a state never seen) costs what
-    filling its outline costs, with the other new labels in one path. Other renderers (PDF, SVG) fill every outline.
+    On Agg each label is pasted from a bitmap of its outline, kept per (text, look, dpi, the anchor's fraction of a
+    pixel, to 1/64): within 4 levels of 255 of filling the outline in place (Agg's coverage moves with a whole-pixel
+    shift; blending twice rounds twice), about 0.03 ms where rasterising a label takes 0.1–0.5 ms. Every label is
+    pasted, the first time too, so what a figure shows does not depend on what it showed before; the labels met for
+    the first time are rasterised together, in one path. Other renderers (PDF, SVG) fill the outlines.
     """
-    scale = renderer.points_to_pixels(1.0)
     if not isinstance(renderer, RendererAgg):
         _fill_outlines(patch, renderer, labels, size, weight, ha, va)
         return
     look = (size, weight, ha, va, tuple(patch.get_facecolor()), renderer.dpi)
-    gc, first_met = renderer.new_gc(), []
+    placed = []
     for (x, y), text in labels:
         whole_x, whole_y = math.floor(x), math.floor(y)
         fraction = (round((x - whole_x) * 64) / 64, round((y - whole_y) * 64) / 64)
-        key = (text, look, fraction)
-        entry = _label_bitmaps.get(key)
-        if entry is None:
-            if len(_label_bitmaps) >= _MAX_LABEL_BITMAPS:
-                _label_bitmaps.clear()
-            if key not in _label_bitmaps:
-                _label_bitmaps[key] = None
-                first_met.append(((x, y), text))
-                continue
-            entry = _label_bitmaps[key] = _label_bitmap(patch, renderer.dpi, text, look, fraction, scale)
-        pixels, dx, dy = entry
+        placed.append(((text, look, fraction), whole_x, whole_y))
+    missing = list(dict.fromkeys(key for key, _, _ in placed if key not in _label_bitmaps))
+    if missing:
+        if len(_label_bitmaps) + len(missing) > _MAX_LABEL_BITMAPS:
+            _label_bitmaps.clear()
+        _label_bitmaps.update(zip(missing, _rasterise_labels(patch, renderer, missing), strict=True))
+    gc = renderer.new_gc()
+    for key, whole_x, whole_y in placed:
+        pixels, dx, dy = _label_bitmaps[key]
         renderer.draw_image(gc, whole_x + dx, whole_y + dy, pixels)
     gc.restore()
-    if first_met:
-        _fill_outlines(patch, renderer, first_met, size, weight, ha, va)
     patch.stale = False
+
+
+def _rasterise_labels(patch: PathPatch, renderer, keys) -> list:
+    """[(RGBA rows bottom-up, dx, dy)] of each label ``key`` (text, look, fraction): its outline filled by ``patch``
+    on a transparent canvas, the anchor ``fraction`` of a pixel past (dx, dy) from the bitmap's lower left corner.
+    The labels are stacked in one canvas, each in its own rows with a pixel to spare around its outline, and filled
+    as one path."""
+    scale, boxes, vertices, codes, height = renderer.points_to_pixels(1.0), [], [], [], 0
+    for text, (size, weight, ha, va, *_), fraction in keys:
+        glyph_vertices, glyph_codes = _aligned_glyphs(text, size, weight, ha, va)
+        glyph_vertices = glyph_vertices * scale + fraction
+        (left, bottom), (right, top) = np.floor(glyph_vertices.min(axis=0)) - 1, np.ceil(glyph_vertices.max(axis=0)) + 1
+        boxes.append((int(left), int(bottom), int(right - left), int(top - bottom), height))
+        vertices.append(glyph_vertices - (left, bottom - height))
+        codes.append(glyph_codes)
+        height += int(top - bottom)
+    width = max(box[2] for box in boxes)
+    canvas = RendererAgg(width, height, renderer.dpi)
+    patch._path = Path(np.concatenate(vertices), np.concatenate(codes))
+    patch.set_transform(IdentityTransform())  # the vertices are in the canvas's pixels already
+    PathPatch.draw(patch, canvas)
+    rows = np.asarray(canvas.buffer_rgba())  # top row first
+    return [
+        (rows[height - (row + box_height) : height - row, :box_width][::-1].copy(), left, bottom)
+        for left, bottom, box_width, box_height, row in boxes
+    ]
 
 
 def _fill_outlines(patch: PathPatch, renderer, labels, size: float, weight: str, ha: str, va: str) -> None:
@@ -382,20 +403,6 @@ def _fill_outlines(patch: PathPatch, renderer, labels, size: float, weight: str,
     patch._path = Path(np.concatenate(vertices), np.concatenate(codes))
     patch.set_transform(IdentityTransform())  # the vertices are in display coordinates already
     PathPatch.draw(patch, renderer)
-
-
-def _label_bitmap(patch: PathPatch, dpi: float, text: str, look: tuple, fraction: tuple, scale: float) -> tuple:
-    """(RGBA rows bottom-up, dx, dy): ``text``'s outline filled by ``patch`` on a transparent canvas just its size,
-    with the anchor ``fraction`` of a pixel past the whole pixel (dx, dy) from the canvas's lower left corner."""
-    size, weight, ha, va = look[:4]
-    vertices, codes = _aligned_glyphs(text, size, weight, ha, va)
-    vertices = vertices * scale + fraction
-    (left, bottom), (right, top) = np.floor(vertices.min(axis=0)) - 1, np.ceil(vertices.max(axis=0)) + 1
-    canvas = RendererAgg(int(right - left), int(top - bottom), dpi)
-    patch._path = Path(vertices - (left, bottom), codes)
-    patch.set_transform(IdentityTransform())
-    PathPatch.draw(patch, canvas)
-    return np.asarray(canvas.buffer_rgba())[::-1].copy(), int(left), int(bottom)
 
 
 def _label_box(text: str, size: float, weight: str, ha: str, va: str, renderer, anchor) -> Bbox:
