@@ -60,19 +60,19 @@ def decoded(png: bytes) -> np.ndarray:
 
 def assert_png_matches_savefig(lab):
     """The fast PNG (cached background + animated artists) shows what a full ``savefig`` draws."""
-    buffer = io.BytesIO()
-    lab.figure.savefig(buffer, format="png", dpi=lab.dpi)
-    shown, full = decoded(lab.image.value), decoded(buffer.getvalue())
+    shown, full = decoded(lab.image.value), figure_pixels(lab.figure, dpi=lab.dpi)
     assert shown.shape == full.shape
     differing = (np.abs(shown - full).max(axis=2) > 40).mean()
     assert differing < 0.005, f"{differing:.2%} of the pixels differ from savefig"
 
 
-def figure_pixels(figure) -> np.ndarray:
-    """``figure`` as ``savefig`` draws it (every artist), as an RGBA array."""
+def figure_pixels(figure, dpi=None) -> np.ndarray:
+    """``figure`` as ``savefig`` draws it (every artist) at ``dpi`` (default the figure's), as an RGBA array of ints.
+    Saved as raw RGBA: the pixels a PNG would hold, without its compression (a third of the time)."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return np.asarray(Image.open(io.BytesIO(buffer.getvalue())).convert("RGBA")).astype(int)
+    figure.savefig(buffer, format="rgba", dpi=dpi)
+    width, height = (figure.get_size_inches() * (figure.dpi if dpi is None else dpi)).astype(int)  # as Agg sizes it
+    return np.frombuffer(buffer.getvalue(), dtype=np.uint8).reshape(height, width, 4).astype(int)
 
 
 def assert_updates_match_a_fresh_build(build, first, second):

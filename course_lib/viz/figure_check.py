@@ -182,7 +182,7 @@ def drawn_texts(fig, dpi=None, bbox_inches=None) -> tuple[list[DrawnText], Bbox]
     box, both in pixels of the saved image."""
     dpi = float(fig.dpi if dpi is None else dpi)
     with _recording() as recorder:
-        fig.savefig(io.BytesIO(), format="png", dpi=dpi, bbox_inches=bbox_inches)
+        fig.savefig(io.BytesIO(), format="rgba", dpi=dpi, bbox_inches=bbox_inches)  # drawn, not compressed
     roles = _roles(fig)  # after the draw: an axis makes the ticks it needs as it draws
     renderer, drawn = recorder.passes[-1]
     texts = []
