@@ -430,6 +430,7 @@ def _aligned_glyphs(text: str, size: float, weight: str, ha: str, va: str) -> tu
     dy = {"baseline": 0.0, "bottom": -bottom, "center": -(bottom + top) / 2, "top": -top}[va]
     codes = path.codes if path.codes is not None else np.full(len(path.vertices), Path.MOVETO, dtype=Path.code_type)
     vertices = path.vertices + (dx, dy)
+    vertices.flags.writeable = False  # shared by every caller (cached)
     return vertices, codes, (*vertices.min(axis=0), *vertices.max(axis=0))
 
 
