@@ -217,7 +217,7 @@ def forget_remembered_updates():
     from course_lib.budget import placement
     from course_lib.viz import fast
 
-    placement._scalar_group_collective.cache_clear()
+    placement._remembered_group_call.cache_clear()
     fast._label_bitmaps.clear()
     fast._previous_bands.clear()
 

@@ -795,10 +795,10 @@ def test_search_enumerates_the_zero_bubble_schedules_on_request():
 
 
 def test_a_remembered_group_call_is_the_call_computed_afresh_for_that_very_cluster():
-    """``_transfer_call`` remembers scalar group calls keyed by their arguments, the cluster included: each answer
-    equals ``group_collective`` computed afresh, and a cluster that differs in one field (1 ms more per step across
-    the network) gets its own answer, not the preset's."""
-    from course_lib.budget.placement import _transfer_call, axis_stride, group_collective
+    """``group_collective`` remembers one group's call keyed by its arguments, the cluster included: each answer (here
+    through ``_transfer_call``, as a step asks for it) equals the call computed afresh (``_group_call``), and a
+    cluster that differs in one field (1 ms more per step across the network) gets its own answer, not the preset's."""
+    from course_lib.budget.placement import _group_call, _transfer_call, axis_stride
 
     plan = ParallelPlan(tensor_parallel=8, data_parallel=4)
     network = hardware.DGX_H100.inter_node_link
@@ -809,8 +809,8 @@ def test_a_remembered_group_call_is_the_call_computed_afresh_for_that_very_clust
         for transfer in step_transfers(GPT3_175B, plan):
             stride = axis_stride(transfer.axis, plan)
             remembered = _transfer_call(transfer, plan, cluster)
-            assert remembered == group_collective(transfer.op, cluster, transfer.group_size, stride,
-                                                  transfer.payload_bytes)  # fmt: skip
+            assert remembered == _group_call(transfer.op, cluster, transfer.group_size, stride,
+                                             transfer.payload_bytes, None, None)  # fmt: skip
             if transfer.axis == "data":
                 data[cluster.inter_node_link.fabric_latency_s] = remembered.time_s
     assert data[1e-3] > data[network.fabric_latency_s] + 1e-3  # the all-reduce's steps across the slower network

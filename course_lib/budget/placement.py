@@ -109,6 +109,21 @@ def group_collective(op, cluster: Cluster, group_size, stride, payload_bytes, *,
     >>> a2a.algorithm, a2a.protocol, format_time(a2a.time_s), a2a.levels
     ('p2p', 'Simple', '10 ms', ('in node', 'across nodes'))
     """
+    one_group = (  # hashable arguments: the call can be remembered
+        isinstance(op, str)
+        and isinstance(cluster, Cluster)
+        and all(isinstance(value, _SCALARS) for value in (group_size, stride, payload_bytes))
+        and all(name is None or isinstance(name, str) for name in (algorithm, protocol))
+    )
+    call = _remembered_group_call if one_group else _group_call
+    return call(op, cluster, group_size, stride, payload_bytes, algorithm, protocol)
+
+
+_SCALARS = (int, float, np.integer, np.floating)
+
+
+def _group_call(op, cluster: Cluster, group_size, stride, payload_bytes, algorithm, protocol) -> GroupCall:
+    """``group_collective``, computed (scalars or arrays of groups)."""
     if op not in _GROUP_OPS:
         raise ValueError(f"op must be one of {', '.join(map(repr, _GROUP_OPS))} for a training step; got {op!r}")
     k, nodes = group_placement(cluster, group_size, stride)
@@ -135,6 +150,12 @@ def group_collective(op, cluster: Cluster, group_size, stride, payload_bytes, *,
     else:
         call = nccl.estimate(op, cluster, n, nodes, size, algorithm=algorithm, protocol=protocol)
     return GroupCall(**{field.name: getattr(call, field.name) for field in fields(call)}, ranks_per_node=k)
+
+
+# One group's call, remembered: a lab's update asks for the same few calls again and again, and NCCL's tuner weighs
+# about 20 algorithm and protocol pairs per call (~2 ms). The key is scalars, strings and a frozen Cluster (typed: 8
+# and 8.0 are kept apart, as the result holds the arguments as given); the result, frozen, is shared by the callers.
+_remembered_group_call = functools.lru_cache(maxsize=4096, typed=True)(_group_call)
 
 
 def _textbook_ring(op, cluster: Cluster, n, k, nodes, size, algorithm, protocol) -> GroupCall:
@@ -206,15 +227,6 @@ def transfer_time_per_call(transfer, plan: ParallelPlan, cluster: Cluster):
 
 def _transfer_call(transfer, plan: ParallelPlan, cluster: Cluster) -> GroupCall:
     """``group_collective`` of one call of ``transfer``, its group placed by ``plan`` (``axis_stride``)."""
-    arguments = (transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes)
-    if any(isinstance(argument, np.ndarray) for argument in arguments[2:]):  # the plan search's arrays of plans
-        return group_collective(*arguments)
-    return _scalar_group_collective(*arguments)
-
-
-@functools.lru_cache(maxsize=4096, typed=True)
-def _scalar_group_collective(op, cluster: Cluster, group_size, stride, payload_bytes) -> GroupCall:
-    """``group_collective`` of one group, remembered: a lab's update times the same few calls again and again (NCCL's
-    tuner weighs about 20 algorithm and protocol pairs per call, ~2 ms). Its arguments are scalars and a frozen
-    Cluster; the result, frozen, is shared by the callers."""
-    return group_collective(op, cluster, group_size, stride, payload_bytes)
+    return group_collective(
+        transfer.op, cluster, transfer.group_size, axis_stride(transfer.axis, plan), transfer.payload_bytes
+    )
