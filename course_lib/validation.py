@@ -189,7 +189,7 @@ def replay_runs(
 ) -> Replay:
     """Predict memory per GPU, whether it fits, the step time, tokens/s/GPU and MFU of every run.
 
-    ``calibration``: "default" or "playbook" (``PLAYBOOK_CALIBRATION``, the default on this cluster), any
+    ``calibration``: "default" or "playbook" (``PLAYBOOK_CALIBRATION``, fitted on these runs' cluster), any
     ``parallelism.Calibration``, or None for the uncalibrated course model of before issue 10 (FlashAttention
     approximated by selective recomputation, even pipeline splits only, ``compute_efficiency`` × peak).
 
@@ -199,8 +199,8 @@ def replay_runs(
     >>> replay_runs(runs).refused
     {}
     """
-    if isinstance(calibration, str) and calibration == "playbook":
-        calibration = PLAYBOOK_CALIBRATION
+    if isinstance(calibration, str) and calibration in ("default", "playbook"):
+        calibration = PLAYBOOK_CALIBRATION  # the runs' own cluster and framework: the case study's calibration
     calibration = resolve_calibration(calibration, _cluster(1))
     n = len(runs)
     names = ("predicted_memory_bytes", "predicted_step_s", "predicted_compute_s", "predicted_mfu")

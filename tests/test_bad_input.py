@@ -26,6 +26,8 @@ BAD = {
     "recompute": ["partial", True and "yes"],
     "flag": ["yes", 1, None],
     "schedule": ["zero-bubble"],
+    "stages": [(4,), (1, 1), 1, [0, 1], None],  # a tuple of distinct ZeRO stages
+    "schedules": [("zero-bubble",), ("1f1b", "1f1b"), "1f1b", None],  # a tuple of distinct schedules
     "dtype": ["fp64"],
     "rails": [0, -1, 2.5, math.nan, math.inf, "8", True, 9],  # rails of an 8-device node: 1..8, or None
     "attention": ["paged", ""],
@@ -488,11 +490,6 @@ CASES = [
         dict(pipeline_parallel="count", grad_accum_steps="count", schedule="schedule", optimizer_sync="flag"),
     ),
     (
-        parallelism.check_framework_schedule,
-        dict(framework=parallelism.FSDP2_PIPELINE, schedule="zb-h1"),
-        dict(schedule="schedule"),
-    ),
-    (
         parallelism.TransformerModel,
         dict(name="tiny", layers=2, hidden=64, heads=4, vocab=100, seq_len=16),
         dict(layers="count", hidden="count", heads="count", vocab="count", seq_len="count"),
@@ -620,10 +617,12 @@ CASES = [
         dict(name="a framework"),
         dict(
             logits_bytes_per_element="nonnegative",
-            bucket_bytes="positive",
+            bucket_bytes="optional_positive",
+            zero_stages="stages",
             max_zero_stage_with_pipeline="stage",
-            overlap_grad_reduce="flag",
-            prefetch_parameter_gathers="flag",
+            schedules="schedules",
+            overlap_grad_reduce="stages",
+            prefetch_parameter_gathers="stages",
             pipeline_overlap="flag",
         ),
     ),
@@ -917,7 +916,11 @@ def test_calibrated_model_refuses_what_it_cannot_represent():
         kwargs = {} if args else {"calibration": cal}
         with pytest.raises(ValueError, match="tensor_parallel must divide heads"):
             function(GPT3_175B, ParallelPlan(tensor_parallel=5), *args, **kwargs)
-        with pytest.raises(ValueError, match="zero_stage must be at most 1 with pipeline_parallel > 1"):
+        with pytest.raises(
+            ValueError,
+            match=r"zero_stage=3 with pipeline_parallel=2 is not run by generic: it combines no ZeRO stage above 1 "
+            "with a pipeline$",
+        ):
             function(GPT3_175B, ParallelPlan(pipeline_parallel=2, zero_stage=3), *args, **kwargs)
     # An uneven pipeline (7 stages for 96 layers) is representable: the heaviest stage holds 14 layers.
     assert parallelism.memory_breakdown(GPT3_175B, ParallelPlan(pipeline_parallel=7), calibration=cal).total > 0
@@ -948,9 +951,17 @@ def test_framework_arguments_name_what_they_accept():
         budget.step_time(GPT3_175B, plan, hardware.DGX_H100, calibration=None, framework="megatron")
     # A framework that cannot run a plan says which and why (Megatron's distributed optimizer is ZeRO-1).
     with pytest.raises(
-        ValueError, match=r"at most 1 with pipeline_parallel > 1 \(Megatron-LM \(Core\) with the distributed optimizer"
+        ValueError,
+        match=r"zero_stage=3 with pipeline_parallel=2 is not run by Megatron-LM: it combines no ZeRO stage above 1 "
+        r"with a pipeline \(NVIDIA/Megatron-LM@core_v0.19.0 the distributed optimizer \(ZeRO-1\) runs with pipelines",
     ):
         parallelism.memory_breakdown(GPT3_175B, ParallelPlan(pipeline_parallel=2, zero_stage=3), framework="megatron")
+    # nanotron has ZeRO-1 only, with or without a pipeline; its engines run AFAB (GPipe) and 1F1B, never interleaved.
+    with pytest.raises(ValueError, match=r"zero_stage=2 is not run by nanotron: it runs ZeRO-0 and ZeRO-1 only \(hug"):
+        parallelism.memory_breakdown(GPT3_175B, ParallelPlan(data_parallel=8, zero_stage=2), framework="nanotron")
+    interleaved = ParallelPlan(pipeline_parallel=4, grad_accum_steps=8, schedule="interleaved", virtual_stages=2)
+    with pytest.raises(ValueError, match=r"schedule='interleaved' is not run by nanotron: its pipeline schedules are "):
+        budget.step_time(GPT3_175B, interleaved, hardware.DGX_H100, framework="nanotron")
 
 
 def test_tensor_parallel_must_divide_heads():
@@ -992,19 +1003,23 @@ def test_zero_bubble_schedule_needs_a_framework_that_splits_the_backward():
     plan = ParallelPlan(data_parallel=2, pipeline_parallel=4, grad_accum_steps=8, schedule="zb-h1")
     budget.step_time(model, plan, cluster, framework="fsdp2-pipeline")  # torchtitan runs PyTorch's ZB schedules
     budget.step_time(model, plan, cluster, calibration=None)  # the ideal model has no framework
-    for framework in ("megatron", "deepspeed", "nanotron", "fsdp2"):
-        with pytest.raises(ValueError, match=r"schedule='zb-h1' needs .* Presets that do: 'fsdp2-pipeline'"):
+    for framework in ("megatron", "deepspeed", "nanotron"):
+        with pytest.raises(ValueError, match=r"schedule='zb-h1' is not run by .*: its pipeline schedules are"):
             budget.step_time(model, plan, cluster, framework=framework)
-    with pytest.raises(ValueError, match="schedule='zb-h1'"):  # the default calibration runs nanotron
+    with pytest.raises(ValueError, match="pipeline_parallel=4 is not run by PyTorch FSDP2: it has no pipeline"):
+        budget.step_time(model, plan, cluster, framework="fsdp2")
+    with pytest.raises(ValueError, match="schedule='zb-h2' is not run by PyTorch FSDP2 with pipelining"):
+        budget.step_time(model, plan.replace(schedule="zb-h2", grad_accum_steps=8), cluster, framework="fsdp2-pipeline")
+    with pytest.raises(ValueError, match="schedule='zb-h1'"):  # the default calibration runs Megatron-LM
         budget.step_time(model, plan, cluster)
     with pytest.raises(ValueError, match="schedule='zb-h1'"):
         parallelism.calibrated_memory_breakdown(model, plan, parallelism.default_calibration(cluster))
     unsynchronised = plan.replace(schedule="zb-h2", optimizer_sync=False)
     budget.step_time(model, unsynchronised, cluster, calibration=None)
-    with pytest.raises(ValueError, match="optimizer_sync must be True with a calibration"):
+    with pytest.raises(ValueError, match="schedule='zb-h2' is not run by PyTorch FSDP2 with pipelining"):
         budget.step_time(model, unsynchronised, cluster, framework="fsdp2-pipeline")
-    with pytest.raises(ValueError, match="framework must be a parallelism.Framework"):
-        parallelism.check_framework_schedule("megatron", "zb-h1")
+    with pytest.raises(ValueError, match="optimizer_sync must be True with a calibration"):
+        budget.step_time(model, unsynchronised.replace(schedule="zb-h1"), cluster, framework="fsdp2-pipeline")
 
 
 def test_algorithm_must_apply_to_the_op():

@@ -277,7 +277,7 @@ class PartitionReport:
     add up to ``step.exposed_s`` axis by axis (a calibrated step counts the experts' gradient group under "data");
     ``memory_margin``, the share of its memory a plan must leave spare to count as fitting with a margin;
     ``framework``, the ``parallelism.Framework`` that runs the plan (None: the ideal model); ``not_run``, why the
-    framework asked for does not run the plan ("" when it does or none was asked for: ``_framework_refusal``), the
+    framework asked for does not run the plan ("" when it does or none was asked for: ``Framework.refusal``), the
     numbers then the ideal model's. Derived: ``capacity_bytes``, ``fits``, ``fits_with_margin``, ``binding_constraint``
     ("memory" when the plan does not fit), ``tokens_per_s``, ``tensor_link`` and ``tensor_time_s``. ``as_dict()``:
     the plain dict of numbers and strings that tests, graders and lessons read.
@@ -443,7 +443,7 @@ def partition_report(
     (``step_time(..., framework=...)``, ``calibrated_memory_breakdown``; ``compute_efficiency`` unused), its
     transfers' times apportioned from the calibrated step axis by axis (``_calibrated_rows`` states the rule). A
     plan the framework does not run (ZeRO-2/3 with a pipeline under Megatron-LM or nanotron) is a state, not an
-    error: the report of the ideal model, its ``not_run`` saying why (``_framework_refusal``).
+    error: the report of the ideal model, its ``not_run`` saying why (``Framework.refusal``).
 
     GPT-3 175B on 8 nodes of 8 A100: t = 16 instead of 8 (p = 4 instead of 8, the same 64 GPUs) puts the
     tensor-parallel all-reduces on InfiniBand, and the step gets slower.
@@ -474,11 +474,11 @@ def partition_report(
     >>> [format_time(x.exposed_s) for x in r.transfers if x.transfer.axis == "tensor"]   # forward, backward
     ['1.81 s', '0 s']
     >>> r = partition_report(GPT3_175B, plan.replace(zero_stage=3), replace(DGX_A100, nodes=8), framework="megatron")
-    >>> r.framework is None, r.not_run
-    (True, 'Megatron-LM does not run ZeRO-3 with a pipeline (p = 8): its highest ZeRO stage with one is 1')
+    >>> r.framework is None, r.not_run.split(" (")[0]   # then the rule's citation
+    (True, 'zero_stage=3 with pipeline_parallel=8 is not run by Megatron-LM: it combines no ZeRO stage above 1 with a pipeline')
     """
     _check_cluster_holds(plan, cluster)
-    not_run = "" if framework is None else _framework_refusal(plan, resolve_framework(framework))
+    not_run = "" if framework is None else resolve_framework(framework).refusal(plan)
     if framework is None or not_run:
         step, timed = _ideal_step_time(model, plan, cluster, compute_efficiency, dtype)  # checks the plan
         memory = _ideal_memory_breakdown(model, plan)
@@ -490,21 +490,3 @@ def partition_report(
     memory = calibrated_memory_breakdown(model, plan, calibration)
     rows = _calibrated_rows(model, plan, cluster, calibration, step)
     return PartitionReport(model, plan, cluster, memory, step, rows, memory_margin, calibration.framework)
-
-
-def _framework_refusal(plan: ParallelPlan, framework: Framework) -> str:
-    """Why ``framework`` does not run ``plan``, "" if it does: a ZeRO stage above its ``max_zero_stage_with_pipeline``
-    with p > 1 (``Framework.combines``, the rule ``parallelism.check_plan_for_model`` enforces), as one sentence.
-
-    >>> from course_lib.parallelism import FRAMEWORKS, ParallelPlan
-    >>> _framework_refusal(ParallelPlan(pipeline_parallel=4, zero_stage=1), FRAMEWORKS["megatron"])
-    ''
-    >>> _framework_refusal(ParallelPlan(pipeline_parallel=4, zero_stage=2), FRAMEWORKS["nanotron"])
-    'nanotron does not run ZeRO-2 with a pipeline (p = 4): its highest ZeRO stage with one is 1'
-    """
-    limit, p = framework.max_zero_stage_with_pipeline, plan.pipeline_parallel
-    if not framework.combines(plan.zero_stage, p):
-        name = framework.name.split(" (")[0]
-        stage = plan.zero_stage
-        return f"{name} does not run ZeRO-{stage} with a pipeline (p = {p}): its highest ZeRO stage with one is {limit}"
-    return ""

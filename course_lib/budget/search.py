@@ -521,8 +521,7 @@ def search_plans(
         else:
             split_ok = considered & splits_evenly(model, t)
             rejected["partition"] += int((considered & ~split_ok).sum())
-            runs = calibration.framework.split_backward or schedule not in ZERO_BUBBLE_SCHEDULES
-            partition_ok = split_ok & runs & ((p == 1) | (stage <= calibration.framework.max_zero_stage_with_pipeline))
+            partition_ok = split_ok & calibration.framework.runs(stage, p, schedule)
             rejected["framework"] += int((split_ok & ~partition_ok).sum())
         m = np.where(batch % (b * d) == 0, batch // (b * d), 0)
         batch_ok = partition_ok & (m > 0) & ((v == 1) | (m % p == 0))

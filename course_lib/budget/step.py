@@ -425,6 +425,14 @@ def _expert_exposed_mb(model: TransformerModel, plan: ParallelPlan, cluster: Clu
     return moe_layers * 2 * (repeat + 1) * call
 
 
+def _buckets(payload_bytes, bucket_bytes, layers):
+    """How many collectives carry ``payload_bytes``: ⌈payload / bucket⌉ buckets (at least one), or one per layer
+    of the stage when ``bucket_bytes`` is None (a framework that issues one collective per sharded unit)."""
+    if bucket_bytes is None:
+        return np.full(np.shape(payload_bytes), 1.0) * layers
+    return np.maximum(np.ceil(payload_bytes / bucket_bytes), 1)
+
+
 def calibrated_step_time(
     model: TransformerModel, plan: ParallelPlan, cluster: Cluster, calibration: Calibration, dtype="bf16"
 ):
@@ -443,13 +451,15 @@ def calibrated_step_time(
       unless the framework overlaps P2P with compute (``pipeline_overlap``, interleaved schedules only).
     Step = m slots + (p−1)/v slots of bubble (less with ZB-H1 and ZB-H2: ``_pipeline_bubble_s``) + the exposed
     data-parallel time.
-    Data parallel, in the framework's buckets of ``bucket_bytes`` (each bucket a collective with its own latency),
+    Data parallel, in the framework's buckets of ``bucket_bytes`` (each bucket a collective with its own latency;
+    None: one per layer of the stage, as FSDP2 issues one per ``fully_shard`` unit),
     exposed by ``bucketed_exposure``: gradients (fp32 with a recipe that keeps an fp32 buffer) reduced once per step
     behind the last micro-batch's backward (ZeRO-0/1), or reduce-scattered every micro-batch behind its backward
-    (ZeRO-2/3), if the framework overlaps them (``overlap_grad_reduce``; else after it, exposed);
+    (ZeRO-2/3), if the framework overlaps them under that stage (``overlap_grad_reduce``; else after it, exposed);
     updated parameters all-gathered after the step behind the first forward (ZeRO-1/2), or gathered for every
     forward and backward (ZeRO-3; once per step with a pipeline under a framework that keeps the stage whole,
-    ``reshard_with_pipeline`` False) — hidden only if the framework prefetches (``prefetch_parameter_gathers``).
+    ``reshard_with_pipeline`` False) — hidden only if the framework prefetches them under that stage
+    (``prefetch_parameter_gathers``; DeepSpeed's ZeRO-1/2 gather in the optimizer step, exposed).
     Communication that overlaps compute slows it by ``overlap_slowdown`` × its time.
     A framework with an FP8 recipe (``Framework.fp8``, module ``parallelism.fp8``) runs the linear layers' GEMMs at
     the FP8 peak at the same efficiency (the attention core, the output layer and the overheads as before; MFU and
@@ -545,7 +555,7 @@ def calibrated_step_time(
             payload = bytes_per_param * params
             if linear_bytes is not None:
                 payload = bytes_per_param * (params - linear) + linear_bytes * linear
-            buckets = np.maximum(np.ceil(payload / calibration.framework.bucket_bytes), 1)
+            buckets = _buckets(payload, calibration.framework.bucket_bytes, layers)
             per_bucket = collective(op, ranks, stride, payload / buckets)
             runs = (np.asarray(ranks) > 1) & used
             total = total + np.where(runs, buckets * per_bucket, 0.0)
@@ -558,8 +568,8 @@ def calibrated_step_time(
     once = (np.asarray(p) > 1) if stage == 3 and not calibration.framework.reshard_with_pipeline else False
     reduce_op = "all_reduce" if stage == 0 else "reduce_scatter"
     reduce_s, reduce_bucket = stream(reduce_op, 4.0 if buffer_b else grad_b)
-    prefetch = 1.0 if calibration.framework.prefetch_parameter_gathers else 0.0
-    overlap_reduce = 1.0 if calibration.framework.overlap_grad_reduce else 0.0
+    prefetch = 1.0 if calibration.framework.prefetches_gathers(stage) else 0.0
+    overlap_reduce = 1.0 if calibration.framework.hides_grad_reduce(stage) else 0.0
     fwd_window, bwd_window = forward + 0.0 * m, backward + 0.0 * m
     reduce_window = overlap_reduce * bwd_window
     if stage >= 2:

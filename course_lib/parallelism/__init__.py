@@ -28,9 +28,10 @@ one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import
   ``TE_FP8_PARAM_GATHER``, ``TORCHAO_FP8_FSDP``, ``FP8_RECIPES``, ``fp8_peak``);
 - ``frameworks``: how a training framework runs a plan, each behaviour cited (``Framework``, ``PRECISION_RECIPES``,
   the presets ``MEGATRON_CORE``, ``DEEPSPEED``, ``FSDP2``, ``FSDP2_PIPELINE``, ``NANOTRON``, the bound ``EXPOSED``,
-  ``FRAMEWORKS``, ``resolve_framework``, ``check_framework_schedule``);
+  ``FRAMEWORKS``, ``resolve_framework``; ``Framework.refusal`` states why a framework does not run a plan);
 - ``calibration``: the one home of the calibrated model's fitted constants and its framework (``Calibration``,
-  ``PLAYBOOK_CALIBRATION``, ``default_calibration``, ``resolve_calibration``, ``calibrated_cluster``, which
+  the default ``REFERENCE_CALIBRATION`` on ``REFERENCE_CLUSTER``, the case study ``PLAYBOOK_CALIBRATION``,
+  ``default_calibration``, ``resolve_calibration``, ``calibrated_cluster``, which
   ``budget`` re-exports);
 - ``memory``: ZeRO model states, stored activations, micro-batches in flight (``pipeline_in_flight_microbatches``, and
   per stage of a zero-bubble schedule ``zero_bubble_stage_in_flight``), ``memory_breakdown`` and

@@ -1,5 +1,7 @@
 """The calibration, in one place: the assumptions and fitted constants of the calibrated model (``Calibration``), the
-documented one (``PLAYBOOK_CALIBRATION``, which ``default_calibration`` carries over to other clusters), how a
+default a learner plans with (``REFERENCE_CALIBRATION``: Megatron-Core on DGX H100 nodes with NDR InfiniBand, fitted on
+published well-tuned runs; ``default_calibration`` carries it over to other clusters), the Ultra-Scale Playbook's
+cluster as a case study of a real one (``PLAYBOOK_CALIBRATION``, fitted on its 1B and 3B runs), how a
 ``calibration`` argument resolves (``resolve_calibration``) and the cluster a calibration implies
 (``calibrated_cluster``).
 
@@ -16,13 +18,16 @@ import numpy as np
 
 from .. import _check, hardware
 from ..hardware import Cluster, Link
-from .frameworks import GENERIC, NANOTRON, Framework, resolve_framework
+from .frameworks import GENERIC, MEGATRON_CORE, NANOTRON, Framework, resolve_framework
 
 __all__ = [
     "Calibration",
     "PLAYBOOK_NVLINK",
     "PLAYBOOK_EFA",
     "PLAYBOOK_CALIBRATION",
+    "REFERENCE_INFINIBAND",
+    "REFERENCE_CLUSTER",
+    "REFERENCE_CALIBRATION",
     "default_calibration",
     "resolve_calibration",
     "calibrated_cluster",
@@ -147,8 +152,8 @@ PLAYBOOK_EFA = replace(
 )
 # The calibration for nanotron on the Playbook's cluster (8 × H100 per node, NVLink 4, AWS EFA): the framework's traits
 # (``frameworks.NANOTRON``, each cited) and the measured links as stated inputs; three constants fitted on the 1B and
-# 3B runs only (``validation.fit_playbook_calibration``; the 8B and 80B runs are never seen by the fit). The default
-# of ``memory_breakdown``, ``budget.step_time`` and ``budget.search_plans`` on that cluster (``default_calibration``).
+# 3B runs only (``validation.fit_playbook_calibration``; the 8B and 80B runs are never seen by the fit). The case study
+# of a real cluster (lesson 08), passed explicitly: the default is ``REFERENCE_CALIBRATION``.
 PLAYBOOK_CALIBRATION = Calibration(
     name="nanotron on 8 × H100 + EFA (Ultra-Scale Playbook), fitted on the 1B and 3B runs",
     framework=NANOTRON,
@@ -172,36 +177,70 @@ PLAYBOOK_CALIBRATION = Calibration(
     memory_margin=0.384,
     step_time_band=((1, 0.884, 2.931), (8, 0.897, 7.391), (16, 0.923, 12.279), (32, 1.307, 33.499)),
 )
-# The device the calibration was fitted on, and its peak (H100 SXM dense bf16, as the Playbook's MFU).
-_PLAYBOOK_ACCELERATOR = hardware.H100
-_PLAYBOOK_NETWORK = hardware.EFA_P5
+# The reference cluster's network as measured, not fitted to training runs: ``measure.calibrate_cluster`` on the
+# shipped nccl-tests logs of one p5 node (NVLink: the same 8 × H100 SXM board and NVSwitch as a DGX H100, hence
+# ``PLAYBOOK_NVLINK``) and of two Nebius nodes with 8 × 400 Gb/s NDR InfiniBand
+# (``data/nccl_tests/nebius_2x8xH100_ib_all_reduce.txt``); test_validation checks these figures equal its output.
+REFERENCE_INFINIBAND = replace(
+    hardware.INFINIBAND_NDR_8X,
+    name="InfiniBand NDR 8 × 400 Gb/s, measured (nccl-tests, two Nebius H100 nodes)",
+    basis="measured",
+    source="measure.calibrate_cluster on data/nccl_tests/nebius_2x8xH100_ib_all_reduce.txt",
+    note="fabric latency 3.98 µs per network step beyond NCCL's table; bandwidth the datasheet's 400 GB/s per node, "
+    "which the log cannot tell from its best fit, 211 GB/s (on two nodes NVLink bounds every size)",
+    fabric_latency_s=3.975462602537211e-06,
+)
+# The reference cluster: DGX H100 nodes (8 × H100 SXM 80 GB, NVLink 4 / NVSwitch, 8 × 400 Gb/s NDR InfiniBand per
+# node), one node here (``dataclasses.replace(REFERENCE_CLUSTER, nodes=n)`` for more), with its measured links.
+REFERENCE_CLUSTER = replace(
+    hardware.DGX_H100,
+    name="DGX H100 + NDR InfiniBand, measured links (one node)",
+    intra_node_link=PLAYBOOK_NVLINK,
+    inter_node_link=REFERENCE_INFINIBAND,
+)
+# The default a learner plans with: Megatron-Core (``frameworks.MEGATRON_CORE``, each behaviour cited; change the
+# framework here and every lesson's plans, the labs' framework-less defaults and the capstone's recommendation follow)
+# on the reference cluster's measured links, fitted on published well-tuned runs (``published_runs``,
+# ``validation.fit_reference_calibration`` names the fitted and the held-out rows).
+REFERENCE_CALIBRATION = Calibration(
+    name="Megatron-Core on DGX H100 + NDR InfiniBand (the reference), fitted on published runs",
+    framework=MEGATRON_CORE,
+    intra_node_link=PLAYBOOK_NVLINK,
+    inter_node_link=REFERENCE_INFINIBAND,
+    gemm_efficiency=PLAYBOOK_CALIBRATION.gemm_efficiency,
+    layer_overhead_s=PLAYBOOK_CALIBRATION.layer_overhead_s,
+    framework_bytes=PLAYBOOK_CALIBRATION.framework_bytes,
+    memory_margin=PLAYBOOK_CALIBRATION.memory_margin,
+)
 
 
 def default_calibration(cluster) -> Calibration:
-    """The documented calibration for ``cluster``: ``PLAYBOOK_CALIBRATION`` on the Playbook's H100 + EFA cluster,
-    else that calibration carried over by what belongs to the software and what to the machine.
+    """The calibration a learner plans with on ``cluster``: ``REFERENCE_CALIBRATION`` on the reference's machine
+    (H100s with NDR InfiniBand), else that calibration carried over by what belongs to the software and what to the
+    machine.
 
-    Carried over unchanged: the framework (nanotron: its precision recipe, logits, buckets, ZeRO with pipeline up to
-    stage 1, no prefetch of ZeRO gathers), the fixed costs (1.6 ms per layer and micro-batch, 2.86 GB of framework
-    memory) and the memory margin (+38.4 %: the memory the model misses), which belong to the software
-    stack, and the efficiency (0.55 of the device's bf16 peak; the best cuBLAS GEMM reaches a similar share on an
-    A100, 86 %, as on an H100, 80 %). Not carried over: the links, measured on the Playbook's AWS p5 nodes: another
-    cluster runs on its own links (its datasheet's, or a ``measure.calibrate_cluster`` fit of its nccl-tests logs);
-    nor the step-time band, measured on EFA where the model's inter-node terms miss most: elsewhere a step time is a
-    point estimate until runs there measure its band.
+    Carried over unchanged: the framework (Megatron-Core: its precision recipe, buckets, overlaps and what it runs),
+    the fixed costs and the memory margin, which belong to the software stack, and the efficiency (a share of the
+    device's bf16 peak; the best cuBLAS GEMM reaches a similar share on an A100, 86 %, as on an H100, 80 %). Not
+    carried over: the links, measured on H100 nodes: another cluster runs on its own links (its datasheet's, or a
+    ``measure.calibrate_cluster`` fit of its nccl-tests logs); nor the step-time band: elsewhere a step time is a point
+    estimate until runs there measure its band. The Playbook's cluster is no exception: its own calibration
+    (``PLAYBOOK_CALIBRATION``, nanotron on EFA) is its case study, passed explicitly.
 
     >>> from course_lib import hardware
-    >>> carried = default_calibration(hardware.DGX_H100)
-    >>> carried.inter_node_link is None, carried.name
-    (True, 'Playbook calibration carried over to DGX H100 (one node) (its own links)')
+    >>> default_calibration(hardware.DGX_H100) is REFERENCE_CALIBRATION
+    True
+    >>> carried = default_calibration(hardware.DGX_A100)
+    >>> carried.inter_node_link is None, carried.framework.short_name, carried.name
+    (True, 'Megatron-LM', 'the reference calibration carried over to DGX A100 (one node) (its own links)')
     """
     if not isinstance(cluster, hardware.Cluster):
         raise ValueError(f"cluster must be a hardware.Cluster, got {cluster!r}")
-    if cluster.accelerator == _PLAYBOOK_ACCELERATOR and cluster.inter_node_link == _PLAYBOOK_NETWORK:
-        return PLAYBOOK_CALIBRATION
+    if cluster.accelerator == REFERENCE_CLUSTER.accelerator and cluster.inter_node_link.family == "InfiniBand":
+        return REFERENCE_CALIBRATION
     return replace(
-        PLAYBOOK_CALIBRATION,
-        name=f"Playbook calibration carried over to {cluster.name} (its own links)",
+        REFERENCE_CALIBRATION,
+        name=f"the reference calibration carried over to {cluster.name} (its own links)",
         intra_node_link=None,
         inter_node_link=None,
         step_time_band=(),
@@ -210,22 +249,22 @@ def default_calibration(cluster) -> Calibration:
 
 def resolve_calibration(calibration, cluster=None, framework=None) -> Calibration | None:
     """The one place that maps the ``calibration`` and ``framework`` arguments to the model that runs: "default" →
-    ``default_calibration(cluster)`` (without a cluster, as for memory, ``PLAYBOOK_CALIBRATION``: the memory terms do
+    ``default_calibration(cluster)`` (without a cluster, as for memory, ``REFERENCE_CALIBRATION``: the memory terms do
     not depend on the cluster), None → None (the ideal, uncalibrated model), a ``Calibration`` → itself; then a
     ``framework`` (a ``Framework`` or a key of ``FRAMEWORKS``; None: the calibration's own) replaces the
     calibration's. The ideal model has no framework: it is the textbook's rule (lessons 03 and 04).
 
-    >>> resolve_calibration("default") is PLAYBOOK_CALIBRATION, resolve_calibration(None)
+    >>> resolve_calibration("default") is REFERENCE_CALIBRATION, resolve_calibration(None)
     (True, None)
-    >>> resolve_calibration("default", framework="megatron").framework.precision
-    'fp32-main-grads'
+    >>> resolve_calibration("default", framework="deepspeed").framework.precision
+    'fp16-zero'
     >>> resolve_calibration("playbook")
     Traceback (most recent call last):
     ...
     ValueError: calibration must be "default", None (the ideal model) or a parallelism.Calibration, got 'playbook'
     """
     if isinstance(calibration, str) and calibration == "default":
-        calibration = PLAYBOOK_CALIBRATION if cluster is None else default_calibration(cluster)
+        calibration = REFERENCE_CALIBRATION if cluster is None else default_calibration(cluster)
     elif calibration is not None and not isinstance(calibration, Calibration):
         raise ValueError(
             f'calibration must be "default", None (the ideal model) or a parallelism.Calibration, got {calibration!r}'

@@ -351,7 +351,7 @@ def memory_breakdown(
     framework=None,
 ) -> MemoryBreakdown:
     """Per-device memory of a plan: by default the documented calibration (``calibration="default"``:
-    ``calibrated_memory_breakdown`` under ``PLAYBOOK_CALIBRATION``'s memory assumptions), with ``calibration=None``
+    ``calibrated_memory_breakdown`` under ``REFERENCE_CALIBRATION``'s memory assumptions), with ``calibration=None``
     the ideal model of lessons 03 and 04 below, or under any ``Calibration``.
 
     The ideal model, the first pipeline stage: model states and stored activations. Model states: the device's Ψ/(t·p)
@@ -609,19 +609,18 @@ class MemoryBudgetReport:
         """Whether the framework runs the plan under each ZeRO stage (the ideal model: every one)."""
         if self.framework is None:
             return (True,) * len(ZERO_STAGES)
-        return tuple(bool(self.framework.combines(stage, self.plan.pipeline_parallel)) for stage in ZERO_STAGES)
+        plan = self.plan
+        return tuple(bool(self.framework.runs(stage, plan.pipeline_parallel, plan.schedule)) for stage in ZERO_STAGES)
 
     @property
     def reason(self) -> str:
-        """Why some stage is not run ("" when every one is)."""
+        """Why the plan's own stage is not run, else why the first stage not run is not ("" when every one is):
+        ``Framework.refusal``."""
         if all(self.supported):
             return ""
         assert self.framework is not None
-        limit = self.framework.max_zero_stage_with_pipeline
-        return (
-            f"{self.framework.name} runs no ZeRO stage above {limit} with a pipeline (p = "
-            f"{self.plan.pipeline_parallel}): its max_zero_stage_with_pipeline"
-        )
+        stage = self.plan.zero_stage if self.memory is None else ZERO_STAGES[self.supported.index(False)]
+        return self.framework.refusal(self.plan.replace(zero_stage=stage))
 
     @property
     def memory(self) -> MemoryBreakdown | None:
@@ -663,7 +662,7 @@ def memory_budget_report(
 
     ``framework`` None: the ideal model (``memory_breakdown(..., calibration=None)``, lessons 03 and 04). A
     ``Framework`` or a key of ``FRAMEWORKS``: the calibrated model as that framework runs the plan
-    (``memory_breakdown(..., framework=framework)`` under ``PLAYBOOK_CALIBRATION``): its precision recipe, the logits
+    (``memory_breakdown(..., framework=framework)`` under ``REFERENCE_CALIBRATION``): its precision recipe, the logits
     and the fitted framework memory; a stage it does not run with this plan is None, not a number.
 
     >>> from course_lib.hardware import A100
@@ -691,7 +690,7 @@ def memory_budget_report(
         assert calibration is not None
         breakdowns = tuple(
             calibrated_memory_breakdown(model, plan.replace(zero_stage=stage), calibration)
-            if framework.combines(stage, plan.pipeline_parallel)
+            if framework.runs(stage, plan.pipeline_parallel, plan.schedule)
             else None
             for stage in ZERO_STAGES
         )

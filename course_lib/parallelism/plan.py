@@ -458,9 +458,10 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
 
     With a ``Calibration`` the pipeline may split the layers unevenly (as Megatron-LM and nanotron allow; the heaviest
     stage sets memory and time; nanotron even runs more stages than layers, its embedding and output layer being
-    stages of their own), and ZeRO above the framework's ``max_zero_stage_with_pipeline`` is refused with p > 1, as
-    are a zero-bubble schedule under a framework without ``split_backward`` and ``optimizer_sync=False`` (no preset
-    skips the optimizer step's synchronisation). The ideal model (no calibration) has no framework and allows both.
+    stages of their own), and a plan its framework does not run is refused with the framework's cited rule
+    (``Framework.refusal``: a ZeRO stage it lacks, or combines with no pipeline, a schedule it lacks), as is
+    ``optimizer_sync=False`` (no preset skips the optimizer step's synchronisation). The ideal model (no calibration)
+    has no framework and allows all of them.
 
     >>> from course_lib.parallelism import GPT3_175B
     >>> check_plan_for_model(GPT3_175B, ParallelPlan(tensor_parallel=5))
@@ -470,9 +471,9 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
     """
     check_tensor_split(model.heads, plan.tensor_parallel)
     if calibration is not None:
-        from .frameworks import check_framework_schedule  # here: frameworks.py imports this module
-
-        check_framework_schedule(calibration.framework, plan.schedule)
+        refusal = calibration.framework.refusal(plan)
+        if refusal:
+            raise ValueError(refusal)
         if not plan.optimizer_sync:
             raise ValueError(
                 "optimizer_sync must be True with a calibration: the framework presets synchronise the pipeline "
@@ -486,13 +487,6 @@ def check_plan_for_model(model: TransformerModel, plan: ParallelPlan, calibratio
             raise ValueError(message())
     if calibration is None:
         check_pipeline_split(model.layers, plan.pipeline_parallel, plan.virtual_stages)
-    else:
-        limit = calibration.framework.max_zero_stage_with_pipeline
-        if not np.all(calibration.framework.combines(plan.zero_stage, plan.pipeline_parallel)):
-            raise ValueError(
-                f"zero_stage must be at most {limit} with pipeline_parallel > 1 ({calibration.framework.name} "
-                f"combines no higher stage with a pipeline: its max_zero_stage_with_pipeline), got {plan.zero_stage}"
-            )
 
 
 def stage_layers(layers, pipeline_parallel):

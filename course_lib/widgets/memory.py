@@ -12,7 +12,7 @@ dict view. ``compute`` returns that ``MemoryBudgetReport``, which alone the figu
 the selected stage, ``total_bytes``, ``capacity_bytes``, ``fits``, ``headroom_bytes``, ``memory_margin``,
 ``fits_with_margin``, ``zero<k>_<component>_bytes`` for every stage k, then the framework, whether it runs the
 selected stage and each stage, and why not). The margin (``MEMORY_MARGIN``) is the calibrated model's,
-``PLAYBOOK_CALIBRATION.memory_margin`` (+38.4 %: the 90th percentile of measured/predicted memory on the Playbook's
+``REFERENCE_CALIBRATION.memory_margin`` (+38.4 %: the 90th percentile of measured/predicted memory on the Playbook's
 1B and 3B runs, which kept the held-out picks from crashing); the ideal model misses more (no framework memory, no
 logits), so a plan that fits only without the margin is a gamble. The figure, ``viz.memory_budget.MemoryBudgetFigure``,
 has two panels: on the left, the same plan under ZeRO stages 0–3 as stacked bars on a linear axis that ends at twice
@@ -34,6 +34,8 @@ specs' stops depend on the model: ``Lab.sync_choices``).
 """
 
 from __future__ import annotations
+
+import html
 
 from matplotlib.figure import Figure
 
@@ -65,7 +67,7 @@ MAX_TENSOR_PARALLEL = 64  # one tensor-parallel group rarely spans more than a f
 MAX_PIPELINE_PARALLEL = 128
 ZERO_NAMES = {stage: f"ZeRO-{stage}" for stage in parallelism.ZERO_STAGES}
 LOG_AXIS_BYTES = (100 * units.KB, 100 * units.TB)  # the right panel's fixed range
-MEMORY_MARGIN = parallelism.PLAYBOOK_CALIBRATION.memory_margin
+MEMORY_MARGIN = parallelism.REFERENCE_CALIBRATION.memory_margin
 MISS_COLOR = COLORS["exposed"]
 # The framework control: "ideal" (lesson 03's model) or a key of parallelism.FRAMEWORKS, with the names the lab shows.
 FRAMEWORK_LABELS = {
@@ -239,13 +241,9 @@ class MemoryBudgetLab(Lab):
         b = units.format_bytes
         memory, name = r.memory, framework_label(r.framework)
         if memory is None:
-            assert r.framework is not None
-            limit = r.framework.max_zero_stage_with_pipeline
             return (
-                f"<b>{name} does not run ZeRO-{r.plan.zero_stage} with a pipeline</b> (p = {r.plan.pipeline_parallel}):"
-                f" it combines no ZeRO stage above {limit} with one "
-                f"(<small>{r.framework.cited('max_zero_stage_with_pipeline')}</small>). The model gives no number for "
-                f"a plan the framework does not run: choose ZeRO-{limit} or below, p = 1, or FSDP2 + pipelining.<br>"
+                f"<b>Not run by {name}</b>: {html.escape(r.reason)}. The model gives no number for a plan the "
+                f"framework does not run: choose a ZeRO stage it runs, p = 1, or another framework.<br>"
             )
         margin = f"+{units.format_percent(r.memory_margin)} margin"
         if r.fits_with_margin:
@@ -277,7 +275,7 @@ class MemoryBudgetLab(Lab):
                 f"fragmentation, the framework's own memory: leave headroom. {margin} on the Playbook's measured runs."
             )
         param, grad, buffer, optimizer = parallelism.PRECISION_RECIPES[r.framework.precision]
-        framework_bytes = units.format_bytes(parallelism.PLAYBOOK_CALIBRATION.framework_bytes)
+        framework_bytes = units.format_bytes(parallelism.REFERENCE_CALIBRATION.framework_bytes)
         logits = units.format_count(r.framework.logits_bytes_per_element)
         return (
             f"{framework_label(r.framework)} stores {param + grad + buffer + optimizer} B per parameter before ZeRO "
@@ -289,8 +287,14 @@ class MemoryBudgetLab(Lab):
 
 
 def not_run_label(r: parallelism.MemoryBudgetReport) -> str:
-    """The label of an empty slot: "not run by <framework>\\nwith a pipeline"."""
-    return f"not run by {framework_label(r.framework)}\nwith a pipeline"
+    """The label of an empty slot: "not run by <framework>", and "with a pipeline" when the pipeline is why (every
+    stage not run is one the framework has)."""
+    name = framework_label(r.framework)
+    if r.framework is None or any(
+        stage not in r.framework.zero_stages for stage, runs in zip(parallelism.ZERO_STAGES, r.supported) if not runs
+    ):
+        return f"not run by {name}"
+    return f"not run by {name}\nwith a pipeline"
 
 
 def memory_budget_lab(**initial) -> MemoryBudgetLab:

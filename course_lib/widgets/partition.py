@@ -65,7 +65,7 @@ CUSTOM = "custom"
 # The calibrated model's memory margin (+38.4 %: the Playbook's 1B and 3B runs' 90th percentile of measured/predicted
 # memory), drawn on the memory bar: the ideal model this lab shows misses more, so a plan that fits only without it is
 # a gamble.
-MEMORY_MARGIN = parallelism.PLAYBOOK_CALIBRATION.memory_margin
+MEMORY_MARGIN = parallelism.REFERENCE_CALIBRATION.memory_margin
 MODELS = {
     m.name: m
     for m in (
@@ -281,18 +281,18 @@ FRAMEWORK_LABELS = {
     "generic": "generic calibration",
     "exposed": "nothing overlapped (bound)",
 }
-# What each of a framework's overlap options hides: its Framework field, the value that hides, the words, and
+# What each of a framework's overlap options hides: whether the framework hides it for the plan, the words, and
 # whether the plan has such transfers.
 HIDES = (
-    ("tensor_parallel_overlap", "backward", "the backward tensor-parallel calls behind the weight-gradient GEMMs",
+    (lambda f, plan: f.tensor_parallel_overlap == "backward",
+     "the backward tensor-parallel calls behind the weight-gradient GEMMs", lambda plan: plan.tensor_parallel > 1),
+    (lambda f, plan: f.tensor_parallel_overlap == "all", "the tensor-parallel calls behind the GEMMs",
      lambda plan: plan.tensor_parallel > 1),
-    ("tensor_parallel_overlap", "all", "the tensor-parallel calls behind the GEMMs",
-     lambda plan: plan.tensor_parallel > 1),
-    ("overlap_grad_reduce", True, "gradient buckets behind the backward pass",
+    (lambda f, plan: f.hides_grad_reduce(plan.zero_stage), "gradient buckets behind the backward pass",
      lambda plan: plan.data_parallel * plan.context_parallel > 1),
-    ("prefetch_parameter_gathers", True, "ZeRO's parameter gathers behind the compute before them",
+    (lambda f, plan: f.prefetches_gathers(plan.zero_stage), "ZeRO's parameter gathers behind the compute before them",
      lambda plan: plan.zero_stage > 0 and plan.data_parallel * plan.context_parallel > 1),
-    ("pipeline_overlap", True, "pipeline sends behind the next chunk", lambda plan: plan.virtual_stages > 1),
+    (lambda f, plan: f.pipeline_overlap, "pipeline sends behind the next chunk", lambda plan: plan.virtual_stages > 1),
 )  # fmt: skip
 SIZES = ("tensor_parallel", "context_parallel", "expert_parallel", "pipeline_parallel", "data_parallel")
 # GPT-3 175B on 8 nodes of 8 A100 as Korthikanti et al. 2022 split it inside a node (t = 8, p = 8), d = 1.
@@ -473,9 +473,9 @@ weight-gradient GEMMs; gradient buckets behind the backward pass.<br>
     s = units.format_time
     every = sum(x.time_s for x in r.transfers)
     hidden = every - sum(x.exposed_s for x in r.transfers)
-    mechanisms = [words for field, value, words, has in HIDES if getattr(r.framework, field) == value and has(r.plan)]
+    mechanisms = [words for hides, words, has in HIDES if hides(r.framework, r.plan) and has(r.plan)]
     how = ": " + "; ".join(mechanisms) if mechanisms else " (it overlaps none of this plan's transfers with compute)"
-    name = r.framework.name.split(" (")[0]
+    name = r.framework.short_name
     return f"{name} hides {s(hidden)} of the {s(every)} its transfers take{how}.<br>"
 
 

@@ -7,7 +7,7 @@ Every number comes from course_lib:
 
 - memory per device: ``parallelism.memory_breakdown`` (the calibrated model, nanotron's recipe; the 1F1B activations
   a ZB-H1 stage also holds) at every sequence length of the slider, for c = 1 and the chosen c, against the H100's
-  80 GB and the calibration's memory margin (``PLAYBOOK_CALIBRATION.memory_margin``);
+  80 GB and the calibration's memory margin (``REFERENCE_CALIBRATION.memory_margin``);
 - one MoE layer of one micro-batch on one rank (s/c tokens): ``budget.moe_layer_times`` with the e ranks side by
   side (stride 1, one node) and one per node (stride 8, across nodes), beside the experts' compute;
 - the bubble: ``pipeline.pipeline_schedule`` of the chosen schedule and of 1F1B for (p, m), t_F = t_B = t_W.
@@ -69,7 +69,7 @@ SCHEDULES = ("1f1b", "zb-h1", "zb-h2")
 PLACEMENTS = {"one node": 1, "across nodes": 8}  # the expert group's stride: side by side, or one rank per node
 DATA_PARALLEL = 8  # every e here divides d·c
 CLUSTER = dataclasses.replace(hardware.DGX_H100, nodes=8, name="8 × DGX H100")
-MEMORY_MARGIN = parallelism.PLAYBOOK_CALIBRATION.memory_margin
+MEMORY_MARGIN = parallelism.REFERENCE_CALIBRATION.memory_margin
 MOE_EFFICIENCY = 0.5  # the experts' GEMMs at half of the bf16 peak (budget.moe_layer_times' default)
 
 
