@@ -121,7 +121,7 @@ def test_fp8_parameter_gathers_by_hand():
 
     exposed = [
         step_time(
-            LLAMA3_8B, plan, DGX_H100, framework=replace(MEGATRON_CORE, fp8=fp8, prefetch_parameter_gathers=False)
+            LLAMA3_8B, plan, DGX_H100, framework=replace(MEGATRON_CORE, fp8=fp8, prefetch_parameter_gathers=())
         ).exposed_s["data"]
         for fp8 in (TE_FP8, TE_FP8_PARAM_GATHER)
     ]

@@ -383,7 +383,7 @@ def test_calibrated_memory_of_the_heaviest_stage_by_hand():
 
 def test_calibrated_plans_the_framework_cannot_run_are_refused():
     cal = parallelism.Calibration()
-    with pytest.raises(ValueError, match="zero_stage must be at most 1 with pipeline_parallel > 1"):
+    with pytest.raises(ValueError, match="zero_stage=2 with pipeline_parallel=2 is not run by generic"):
         parallelism.memory_breakdown(
             parallelism.PLAYBOOK_1B, parallelism.ParallelPlan(pipeline_parallel=2, zero_stage=2), calibration=cal
         )
@@ -397,31 +397,37 @@ def test_calibrated_plans_the_framework_cannot_run_are_refused():
         parallelism.Calibration(framework="megatron")
 
 
-def test_default_calibration_is_the_playbook_fit_on_its_cluster_and_carried_over_elsewhere():
+def test_default_calibration_is_the_reference_and_carried_over_elsewhere():
     from course_lib import budget, validation
 
-    playbook = replace(validation.PLAYBOOK_CLUSTER_NODE, nodes=4)
-    assert parallelism.default_calibration(playbook) is parallelism.PLAYBOOK_CALIBRATION
+    # The reference (Megatron-Core on DGX H100 + NDR InfiniBand) on H100 nodes with InfiniBand; the Playbook's
+    # calibration is its own cluster's case study, passed explicitly (validation replays its runs with it).
+    reference = parallelism.REFERENCE_CALIBRATION
+    assert parallelism.default_calibration(replace(hardware.DGX_H100, nodes=8)) is reference
+    assert parallelism.default_calibration(hardware.NEBIUS_H100_IB) is reference
+    assert reference.framework is parallelism.MEGATRON_CORE
+    assert reference.intra_node_link is parallelism.PLAYBOOK_NVLINK  # the HGX H100 board's NVLink, measured
+    assert reference.inter_node_link is parallelism.REFERENCE_INFINIBAND
     assert validation.PLAYBOOK_CALIBRATION is parallelism.PLAYBOOK_CALIBRATION
-    selene = parallelism.default_calibration(hardware.SELENE_3072)
-    # Carried over: the fitted constants and the framework; not the links, measured on the Playbook's p5 nodes.
     assert parallelism.PLAYBOOK_CALIBRATION.inter_node_link is parallelism.PLAYBOOK_EFA
-    assert selene.intra_node_link is None and selene.inter_node_link is None and selene.network_efficiency == 1.0
-    kept = ("gemm_efficiency", "gemm_half_flops", "layer_overhead_s", "framework_bytes", "framework")
-    assert all(getattr(selene, name) == getattr(parallelism.PLAYBOOK_CALIBRATION, name) for name in kept)
-    h100_ib = parallelism.default_calibration(hardware.DGX_H100)  # same device, InfiniBand: its own links
-    assert (
-        h100_ib.inter_node_link is None and h100_ib.gemm_efficiency == parallelism.PLAYBOOK_CALIBRATION.gemm_efficiency
-    )
-    assert budget.calibrated_cluster(hardware.DGX_H100, h100_ib).inter_node_link is hardware.DGX_H100.inter_node_link
+    assert parallelism.PLAYBOOK_CALIBRATION.framework is parallelism.NANOTRON
+    # Carried over elsewhere (the Playbook's EFA cluster included): the fitted constants and the framework; not the
+    # links, nor the band.
+    for cluster in (hardware.SELENE_3072, replace(validation.PLAYBOOK_CLUSTER_NODE, nodes=4), hardware.DGX_H200):
+        carried = parallelism.default_calibration(cluster)
+        assert carried.intra_node_link is None and carried.inter_node_link is None and carried.step_time_band == ()
+        kept = ("gemm_efficiency", "gemm_half_flops", "layer_overhead_s", "framework_bytes", "framework")
+        assert all(getattr(carried, name) == getattr(reference, name) for name in kept)
+        assert budget.calibrated_cluster(cluster, carried).inter_node_link is cluster.inter_node_link
     # "default" is that calibration; None the ideal model.
+    selene = parallelism.default_calibration(hardware.SELENE_3072)
     plan = ParallelPlan(data_parallel=8, tensor_parallel=8, pipeline_parallel=8, micro_batch=1, grad_accum_steps=64)
     by_default = budget.step_time(GPT3_175B, plan, hardware.SELENE_3072)
     assert by_default.total_s == budget.step_time(GPT3_175B, plan, hardware.SELENE_3072, calibration=selene).total_s
     ideal = budget.step_time(GPT3_175B, plan, hardware.SELENE_3072, calibration=None)
     assert ideal.total_s != by_default.total_s
     memory = parallelism.memory_breakdown(GPT3_175B, plan)
-    assert memory.framework == parallelism.PLAYBOOK_CALIBRATION.framework_bytes
+    assert memory.framework == reference.framework_bytes
     assert parallelism.memory_breakdown(GPT3_175B, plan, calibration=None).framework == 0
 
 
@@ -486,7 +492,9 @@ def test_memory_budget_report_as_a_framework_runs_it_by_hand():
     for name, grads in (("nanotron", 4), ("deepspeed", 2)):
         report = parallelism.memory_budget_report(parallelism.GPT2_1_5B, plan, hardware.H100, framework=name)
         memory = report.memory
-        assert memory is not None and report.runs and report.supported == (True,) * 4 and report.reason == ""
+        supported = (True, True, False, False) if name == "nanotron" else (True,) * 4  # nanotron: ZeRO-1 only
+        assert memory is not None and report.runs and report.supported == supported
+        assert report.reason == ("" if name == "deepspeed" else parallelism.NANOTRON.refusal(plan.replace(zero_stage=2)))
         assert float(memory.model_states) == pytest.approx((2 + grads + 12 / 8) * psi, rel=1e-12)
         assert (float(memory.activations), float(memory.logits)) == pytest.approx((activations, logits), rel=1e-12)
         assert float(memory.framework) == framework
@@ -502,22 +510,18 @@ def test_memory_budget_report_leaves_a_stage_the_framework_does_not_run_empty():
     assert report.supported == (True, True, False, False) and report.by_zero_stage[2:] == (None, None)
     assert report.memory is None and not report.runs and report.headroom_bytes is None
     assert (report.fits, report.fits_with_margin) == (False, False)
-    assert (
-        report.reason == "nanotron runs no ZeRO stage above 1 with a pipeline (p = 8): its max_zero_stage_with_pipeline"
-    )
+    assert report.reason.startswith("zero_stage=2 is not run by nanotron: it runs ZeRO-0 and ZeRO-1 only (")
     ran = report.by_zero_stage[1]
     assert ran is not None
     assert ran.total == parallelism.memory_breakdown(GPT3_175B, plan.replace(zero_stage=1), framework="nanotron").total
-    # FSDP2 as torchtitan runs it combines every stage with a pipeline; FSDP2 alone none above 0.
+    # FSDP2 as torchtitan runs it combines every stage with a pipeline; FSDP2 alone runs no pipeline at all.
     assert parallelism.memory_budget_report(GPT3_175B, plan, hardware.A100, framework="fsdp2-pipeline").runs
     fsdp2 = parallelism.memory_budget_report(GPT3_175B, plan, hardware.A100, framework="fsdp2")
-    assert fsdp2.supported == (True, False, False, False)
-    assert (
-        parallelism.memory_budget_report(
-            GPT3_175B, plan.replace(pipeline_parallel=1), hardware.A100, framework="nanotron"
-        ).supported
-        == (True,) * 4
-    )
+    assert fsdp2.supported == (False,) * 4 and fsdp2.reason.startswith("pipeline_parallel=8 is not run by PyTorch FSDP2")
+    # Without a pipeline nanotron still has ZeRO-1 only (README.md:172, :182); Megatron-LM and DeepSpeed every stage.
+    flat = plan.replace(pipeline_parallel=1)
+    for name, supported in (("nanotron", (True, True, False, False)), ("megatron", (True,) * 4), ("deepspeed", (True,) * 4)):
+        assert parallelism.memory_budget_report(GPT3_175B, flat, hardware.A100, framework=name).supported == supported
     import dataclasses
 
     with pytest.raises(ValueError, match="None exactly for the stages the framework does not run"):

@@ -485,6 +485,17 @@ def test_ideal_step_bubble_is_the_simulated_one(p, m, recompute, seq_len):
                 assert step.bubble_s == pytest.approx((p - 1) * (slot - 2 * t_w), rel=1e-9)
 
 
+def zero_bubble_runner():
+    """torchtitan's FSDP2 with pipelining given ZB-H2 too (PyTorch offers ZB1P, not ZB-H2): both schedules under one
+    framework's overlaps, to check the step model's bubble and memory against the simulator."""
+    from dataclasses import replace
+
+    from course_lib import parallelism
+
+    fsdp2 = parallelism.FSDP2_PIPELINE
+    return replace(fsdp2, name="FSDP2 with pipelining and ZB-H2", schedules=(*fsdp2.schedules, "zb-h2"))
+
+
 @pytest.mark.parametrize("p, m, recompute, seq_len", _STEP_CASES)
 def test_calibrated_step_bubble_is_the_simulated_one(p, m, recompute, seq_len):
     from dataclasses import replace
@@ -493,7 +504,7 @@ def test_calibrated_step_bubble_is_the_simulated_one(p, m, recompute, seq_len):
     from course_lib.budget import forward_flops_per_token
 
     model, cluster = replace(parallelism.GPT2_1_5B, seq_len=seq_len), hardware.DGX_H100
-    calibration = replace(parallelism.default_calibration(cluster), framework=parallelism.FSDP2_PIPELINE)
+    calibration = replace(parallelism.default_calibration(cluster), framework=zero_bubble_runner())
     layer, head, core = forward_flops_per_token(model)
     layers = -(-model.layers // p)
     stage_forward = layers * layer + head
@@ -523,7 +534,7 @@ def test_zero_bubble_plans_hold_the_simulated_activations():
     from course_lib import parallelism
 
     model = parallelism.GPT2_1_5B
-    calibration = parallelism.Calibration(framework=parallelism.FSDP2_PIPELINE)
+    calibration = parallelism.Calibration(framework=zero_bubble_runner())
     for p, m in ((4, 8), (8, 16), (6, 24)):
         base = parallelism.ParallelPlan(pipeline_parallel=p, grad_accum_steps=m, attention="flash")
         one_micro_batch = (
