@@ -1,15 +1,15 @@
 """Published training runs: well-tuned throughputs that frameworks and papers report, one row per run with its source.
 
 ``course_lib/data/published_runs.csv`` holds them, transcribed cell by cell from NeMo's and Megatron-Bridge's
-performance summaries, Megatron-LM's weak-scaling table, torchtitan's benchmarks, and the Llama 3 and DeepSeek-V3
-papers (``course_lib/data/published_runs.README.md`` gives every source, its version and its caveats). A cell the
+performance summaries, NVIDIA's DGX Cloud benchmarking recipes (DGX H100 reference architecture), Megatron-LM's
+weak-scaling table, torchtitan's benchmarks, and the Llama 3 and DeepSeek-V3 papers (``course_lib/data/published_runs.README.md`` gives every source, its version and its caveats). A cell the
 source does not state is empty (NaN here); a cell derived from others (say, dp = gpus / (tp · pp · cp)) is named in
 the row's ``derived`` column. Nothing is modelled: these are the measurements the course's step model is judged on,
 fitted on one model family and held out on the others (``FIT_FAMILIES``).
 
 >>> runs = load_published_runs()
 >>> len(runs), len(set(runs["source"])), len(set(runs["family"]))
-(82, 10, 7)
+(152, 11, 8)
 >>> row = runs.row("nemo2407-llama3-70b")
 >>> row["tokens_per_s_per_gpu"], row["flops_per_s_per_gpu"], row["cp"]
 (1524.0, 734000000000000.0, 2)
@@ -29,7 +29,7 @@ __all__ = ["PUBLISHED_RUNS_CSV", "FIT_FAMILIES", "PublishedRuns", "load_publishe
 # Package data, found where course_lib is installed (as validation.PLAYBOOK_CSV).
 PUBLISHED_RUNS_CSV = Path(str(importlib.resources.files("course_lib") / "data" / "published_runs.csv"))
 # The proposed split (published_runs.README.md, "Fitted and held-out rows"): fit on the GPT family (Megatron-LM's
-# weak scaling and NeMo's GPT-3 rows, Megatron-Core on H100), hold out every other family.
+# weak scaling, NeMo's and DGX Cloud's GPT-3 175B: Megatron-Core on H100, BF16 and FP8), hold out every other family.
 FIT_FAMILIES = ("gpt",)
 
 _TEXT = ("id", "source", "source_detail", "framework", "model", "family", "gpu", "precision", "recompute", "derived",
@@ -44,7 +44,7 @@ class PublishedRuns:
     """Published runs as columns (numpy arrays, one row per run); a cell the source leaves out is NaN (or "").
 
     Measurements in SI units: ``tokens_per_s_per_gpu`` (tokens/s), ``flops_per_s_per_gpu`` (model FLOP/s per GPU, as
-    each source counts them: see the README), ``mfu`` (a fraction).
+    each source counts them: see the README), ``mfu`` (a fraction), ``step_time_s``.
     """
 
     columns: dict
@@ -96,12 +96,14 @@ def _flag(name: str, text: str) -> float:
 def load_published_runs(path=None) -> PublishedRuns:
     """Read ``PUBLISHED_RUNS_CSV`` (course_lib/data/published_runs.csv), or ``path``, into columns in SI units.
 
-    ``flops_per_s_per_gpu`` is the published TFLOP/s × 10¹²; ``mfu`` a fraction; flags (``moe``,
+    ``flops_per_s_per_gpu`` and ``mfu_peak_flops_per_s`` (the peak a source's MFU divides by, where it says) are the
+    published TFLOP/s × 10¹²; ``mfu`` a fraction; ``step_time_s``, ``tokens_per_s`` (the whole job) and
+    ``flops_per_sequence`` (a source's model FLOPs for one sequence) as published; flags (``moe``,
     ``distributed_optimizer``) 1.0, 0.0 or NaN (not stated).
 
     >>> runs = load_published_runs()
     >>> int(runs.is_moe.sum()), int(runs.is_context_parallel.sum()), int(runs.held_out.sum())
-    (11, 18, 69)
+    (17, 52, 129)
     """
     path = Path(PUBLISHED_RUNS_CSV if path is None else path)
     if not path.is_file():
@@ -120,6 +122,9 @@ def load_published_runs(path=None) -> PublishedRuns:
     columns["tokens_per_s_per_gpu"] = np.array([_number(row["tokens_per_s_per_gpu"]) for row in rows])
     columns["flops_per_s_per_gpu"] = np.array([_number(row["tflops_per_s_per_gpu"]) for row in rows]) * 1e12
     columns["mfu"] = np.array([_number(row["mfu"]) for row in rows])
+    columns["mfu_peak_flops_per_s"] = np.array([_number(row["mfu_peak_tflops_per_s"]) for row in rows]) * 1e12
+    for name in ("step_time_s", "tokens_per_s", "flops_per_sequence"):
+        columns[name] = np.array([_number(row[name]) for row in rows])
     if len(set(columns["id"])) != len(rows):
         raise ValueError(f"id must be unique; {path} repeats one")
     return PublishedRuns(columns)

@@ -45,7 +45,7 @@ def training_flops_per_token(model, seq_len, *, causal):
 
 
 def test_the_file_parses_and_every_row_has_a_source():
-    assert len(RUNS) == 82
+    assert len(RUNS) == 152
     with PUBLISHED_RUNS_CSV.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == len(RUNS)
@@ -148,8 +148,8 @@ def test_mfu_is_model_flops_over_the_dense_bf16_peak():
     0.4044, printed 41 % (a TFLOP/s of 405 rounded to 400 would give 0.4095)."""
     peak = hardware.H100.peak("bf16")
     assert peak == 989e12
-    given = ~np.isnan(RUNS["mfu"])
-    assert given.sum() == 12
+    given = ~np.isnan(RUNS["mfu"]) & ~np.isnan(RUNS["flops_per_s_per_gpu"])
+    assert given.sum() == 12  # Megatron-LM's weak scaling (9) and the Llama 3 paper (3)
     for i in np.flatnonzero(given):
         flops_rounding = 5e12 if RUNS["source"][i] == "llama3-paper" else 0.05e12
         tolerance = 0.005 + flops_rounding / peak + 1e-9
@@ -166,3 +166,53 @@ def test_bad_input_names_the_parameter(tmp_path):
         load_published_runs(empty)
     with pytest.raises(ValueError, match="run_id"):
         RUNS.row("no-such-run")
+
+
+# NVIDIA's DGX Cloud recipes publish the step time, the job's tokens/s, MFU and the model FLOPs of one sequence, and
+# say which peak MFU divides by (989 TFLOP/s for BF16, 1979 for FP8). Two published cells disagree with the rest of
+# their row (README, "Suspicious cells"): Grok-1 FP8 on 1,024 GPUs prints a step of 17.01 s where its tokens/s imply
+# 17.10 s; Llama 3.1 405B's FLOPs per sequence count 16 query groups (the model has 8) and a sequence of 8129.
+DGXC = np.flatnonzero(RUNS["source"] == "dgxc-benchmarking-25.02.01")
+
+
+def test_dgx_cloud_rows_agree_with_their_own_step_time_and_mfu():
+    """tokens/s = s · GBS / step; MFU = tokens/s · FLOPs per sequence / s / GPUs / peak. By hand, Llama 3.1 70B BF16
+    on 64 GPUs: 8192 · 128 / 14.61 s = 71,771 tokens/s (published 71,756: the step printed to 0.01 s); MFU =
+    71,756 · 3.94e15 / 8192 / 64 / 989e12 = 0.5452 (published 54.52 %)."""
+    assert len(DGXC) == 70
+    row = RUNS.row("dgxc-llama31-70b-bf16-64gpu")
+    assert 8192 * 128 / row["step_time_s"] == pytest.approx(71771, abs=1)
+    mfu = row["tokens_per_s"] * 3.94e15 / 8192 / 64 / 989e12
+    assert mfu == pytest.approx(0.5452, abs=5e-5) and row["mfu"] == 0.5452
+    for i in DGXC:
+        s, gpus = RUNS["seq_len"][i], RUNS["gpus"][i]
+        step = s * RUNS["global_batch"][i] / RUNS["tokens_per_s"][i]
+        tolerance = 0.006 if RUNS["id"][i] == "dgxc-grok1-314b-fp8-1024gpu" else 0.0007  # the step's 3-4 figures
+        assert step / RUNS["step_time_s"][i] - 1 == pytest.approx(0, abs=tolerance), RUNS["id"][i]
+        if RUNS["id"][i] == "dgxc-grok1-314b-fp8-1024gpu":
+            assert step / RUNS["step_time_s"][i] - 1 > 0.005
+        mfu = RUNS["tokens_per_s"][i] * RUNS["flops_per_sequence"][i] / s / gpus / RUNS["mfu_peak_flops_per_s"][i]
+        assert mfu == pytest.approx(RUNS["mfu"][i], abs=6e-5), RUNS["id"][i]  # MFU printed to 0.01 %
+        assert RUNS["tokens_per_s_per_gpu"][i] == pytest.approx(RUNS["tokens_per_s"][i] / gpus, abs=0.0051)  # rounded to 0.01
+        peak = hardware.H100.peak("fp8" if RUNS.is_fp8[i] else "bf16")
+        assert RUNS["mfu_peak_flops_per_s"][i] == pytest.approx(peak, rel=1e-3)  # 1979 printed, 1979e12 preset
+
+
+def test_dgx_cloud_flops_per_sequence_is_the_non_causal_count():
+    """Their formula (12lh²(1 + kv/a + s/h) + 18lfh + 6Vh per token) is the course's 3 × forward with attention over
+    the whole square, to the 3 figures printed; Llama 3.1 405B's is 0.9 % high (16 query groups, 8129)."""
+    presets = {"Llama 3.1 8B": models.LLAMA3_8B, "Llama 3.1 70B": models.LLAMA3_70B,
+               "Llama 3.1 405B": models.LLAMA3_405B, "GPT 3 175B": models.GPT3_175B}  # fmt: skip
+    checked = set()
+    for i in DGXC:
+        model = presets.get(RUNS["model"][i])
+        if model is None:
+            continue  # Nemotron-4 and Grok-1 have no preset
+        s = int(RUNS["seq_len"][i])
+        error = RUNS["flops_per_sequence"][i] / (s * training_flops_per_token(model, s, causal=False)) - 1
+        if model is models.LLAMA3_405B:
+            assert 0.008 < error < 0.01
+        else:
+            assert abs(error) < 0.0025, (RUNS["id"][i], error)
+        checked.add(RUNS["model"][i])
+    assert checked == set(presets)
