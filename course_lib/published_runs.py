@@ -2,9 +2,10 @@
 
 ``course_lib/data/published_runs.csv`` holds them, transcribed cell by cell from NeMo's and Megatron-Bridge's
 performance summaries, NVIDIA's DGX Cloud benchmarking recipes (DGX H100 reference architecture), Megatron-LM's
-weak-scaling table, torchtitan's benchmarks, and the Llama 3 and DeepSeek-V3 papers (``course_lib/data/published_runs.README.md`` gives every source, its version and its caveats). A cell the
-source does not state is empty (NaN here); a cell derived from others (say, dp = gpus / (tp · pp · cp)) is named in
-the row's ``derived`` column. Nothing is modelled: these are the measurements the course's step model is judged on,
+weak-scaling table, torchtitan's benchmarks, and the Llama 3 and DeepSeek-V3 papers
+(``course_lib/data/published_runs.README.md`` gives every source, its version and its caveats). A cell the source
+does not state is empty (NaN here); a cell derived from others (say, dp = gpus / (tp · pp · cp)) is named in the row's
+``derived`` column. Nothing is modelled: these are the measurements the course's step model is judged on,
 fitted on one model family and held out on the others (``FIT_FAMILIES``).
 
 >>> runs = load_published_runs()
@@ -17,12 +18,13 @@ fitted on one model family and held out on the others (``FIT_FAMILIES``).
 
 from __future__ import annotations
 
-import csv
 import importlib.resources
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from . import _check
 
 __all__ = ["PUBLISHED_RUNS_CSV", "FIT_FAMILIES", "PublishedRuns", "load_published_runs"]
 
@@ -105,13 +107,8 @@ def load_published_runs(path=None) -> PublishedRuns:
     >>> int(runs.is_moe.sum()), int(runs.is_context_parallel.sum()), int(runs.held_out.sum())
     (17, 52, 129)
     """
-    path = Path(PUBLISHED_RUNS_CSV if path is None else path)
-    if not path.is_file():
-        raise ValueError(f"path must be the published runs CSV; {path} does not exist")
-    with path.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    if not rows or "tokens_per_s_per_gpu" not in rows[0]:
-        raise ValueError(f"path must be a CSV with the published runs' columns; {path} has none")
+    path = PUBLISHED_RUNS_CSV if path is None else path
+    rows = _check.csv_rows(path, what="the published runs CSV", column="tokens_per_s_per_gpu")
     columns = {name: np.array([row[name] for row in rows]) for name in _TEXT}
     for name in _INT:
         columns[name] = np.array([int(row[name]) for row in rows], dtype=np.int64)
