@@ -7,8 +7,10 @@ the parameter and the accepted range. Scalars come back as Python ``int``/``floa
 
 from __future__ import annotations
 
+import csv
 import math
 from numbers import Integral, Real
+from pathlib import Path
 from typing import TypeAlias, overload
 
 import numpy as np
@@ -20,6 +22,7 @@ __all__ = [
     "fraction",
     "choice",
     "flag",
+    "csv_rows",
     "is_integer",
     "is_number",
     "as_result",
@@ -196,6 +199,25 @@ def flag(name: str, value) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def csv_rows(path, *, what: str, column: str) -> list[dict]:
+    """The rows of the CSV file at ``path`` (a dict per row, cells as text), checked once where a data file enters:
+    it exists and has ``column`` (``what`` names the file in the message).
+
+    >>> csv_rows("no/such.csv", what="the Playbook runs CSV", column="model")
+    Traceback (most recent call last):
+    ...
+    ValueError: path must be the Playbook runs CSV; no/such.csv does not exist
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"path must be {what}; {path} does not exist")
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    if not rows or column not in rows[0]:
+        raise ValueError(f"path must be {what} with its columns ({column}, ...); {path} has none")
+    return rows
 
 
 @overload

@@ -25,7 +25,6 @@ A run the model cannot represent is counted as refused, never dropped silently: 
 
 from __future__ import annotations
 
-import csv
 import importlib.resources
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -126,13 +125,7 @@ def load_playbook_runs(path=None) -> PlaybookRuns:
     ``measured_memory_bytes`` is the printed GB × 10⁹; ``measured_mfu`` a fraction; ``measured_tokens_per_s_per_gpu``
     tokens/s.
     """
-    path = Path(PLAYBOOK_CSV if path is None else path)
-    if not path.is_file():
-        raise ValueError(f"path must be the Playbook runs CSV; {path} does not exist")
-    with path.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    if not rows or "model" not in rows[0]:
-        raise ValueError(f"path must be a CSV with the Playbook's columns; {path} has none")
+    rows = _check.csv_rows(PLAYBOOK_CSV if path is None else path, what="the Playbook runs CSV", column="model")
     columns = {"model": np.array([row["model"] for row in rows]), "status": np.array([row["status"] for row in rows])}
     for name in _INT_COLUMNS:
         columns[name] = np.array([int(row[name]) for row in rows], dtype=np.int64)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import course_lib
-from course_lib import measure, validation
+from course_lib import measure, published_runs, validation
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,7 +41,9 @@ def test_the_data_lives_in_the_package():
     package = Path(course_lib.__file__).parent
     assert measure.DATA_DIR == package / "data" == ROOT / "course_lib" / "data"
     assert validation.PLAYBOOK_CSV == measure.DATA_DIR / "playbook_runs.csv"
-    assert {"README.md", "playbook_runs.csv", "playbook_runs.README.md"} <= set(data_files(measure.DATA_DIR))
+    assert published_runs.PUBLISHED_RUNS_CSV == measure.DATA_DIR / "published_runs.csv"
+    assert {"README.md", "playbook_runs.csv", "playbook_runs.README.md", "published_runs.csv",
+            "published_runs.README.md"} <= set(data_files(measure.DATA_DIR))  # fmt: skip
 
 
 @pytest.mark.slow
