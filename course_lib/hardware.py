@@ -34,6 +34,7 @@ __all__ = [
     "ACCELERATORS",
     "LINKS",
     "CLUSTERS",
+    "NODE_TYPES",
     "A100",
     "H100",
     "H200",
@@ -583,5 +584,16 @@ CLUSTERS = MappingProxyType(
             GCP_A3_HIGH,
             GCP_A3_MEGA,
         )
+    }
+)
+# The node types the labs offer, one list for every lab (the partition explorer's cluster control, the serving lab's
+# device control): a label and one node of 8 accelerators. The explorer's default is named where it is set
+# (``widgets.partition``), never "whichever comes first".
+NODE_TYPES = MappingProxyType(
+    {
+        "nodes of 8 A100 (NVLink 3, InfiniBand HDR)": DGX_A100,
+        "nodes of 8 H100 (NVLink 4, InfiniBand NDR)": DGX_H100,
+        "nodes of 8 H200 (NVLink 4, InfiniBand NDR)": DGX_H200,
+        "nodes of 8 B200 (NVLink 5, InfiniBand NDR)": DGX_B200,
     }
 )

@@ -26,7 +26,22 @@ import numpy as np
 
 from . import _check
 
-__all__ = ["PUBLISHED_RUNS_CSV", "FIT_FAMILIES", "PublishedRuns", "load_published_runs"]
+__all__ = [
+    "PUBLISHED_RUNS_CSV",
+    "FIT_FAMILIES",
+    "PublishedRuns",
+    "load_published_runs",
+    "PublishedReplay",
+    "replay_published_runs",
+    "REFERENCE_FIT_GRID",
+    "reference_fit_surface",
+    "fit_reference_calibration",
+    "reference_step_time_band",
+    "KIND_LABELS",
+    "MEDIAN_ERROR_TARGET",
+    "published_figures",
+    "published_report",
+]
 
 # Package data, found where course_lib is installed (as validation.PLAYBOOK_CSV).
 PUBLISHED_RUNS_CSV = Path(str(importlib.resources.files("course_lib") / "data" / "published_runs.csv"))
@@ -79,6 +94,11 @@ class PublishedRuns:
         """True where the model is a mixture of experts."""
         return self.columns["moe"] == 1.0
 
+    def subset(self, rows) -> PublishedRuns:
+        """The runs where ``rows`` (a boolean mask) is True."""
+        rows = np.asarray(rows, dtype=bool)
+        return PublishedRuns({name: column[rows] for name, column in self.columns.items()})
+
     @property
     def held_out(self) -> np.ndarray:
         """True for the rows outside ``FIT_FAMILIES``: the ones a calibration fitted on the rest is judged on."""
@@ -125,3 +145,284 @@ def load_published_runs(path=None) -> PublishedRuns:
     if len(set(columns["id"])) != len(rows):
         raise ValueError(f"id must be unique; {path} repeats one")
     return PublishedRuns(columns)
+
+
+# ---- replaying the runs through the step model -------------------------------------------------------------------
+
+# Which attention FLOPs a source's "model TFLOP/s" counts (published_runs.README.md, "How each source counts FLOPs"):
+# Megatron-Bridge and DGX Cloud's Grok-1 recipe count the causal half of QKᵀ and AV; NeMo 24.07, the other DGX Cloud
+# recipes and Megatron-LM the whole square (the course's ``forward_flops_per_token``). The Llama 3 paper does not say:
+# its rows are read with the whole square, as the course's MFU counts.
+_CAUSAL_SOURCES = ("megatron-bridge-25.09", "megatron-bridge-25.11", "megatron-bridge-26.04.01")
+_CAUSAL_MODELS = ("Grok 1 314B",)
+# The frameworks the rows name, as the course's presets (``frameworks``): Megatron-Core under NeMo and
+# Megatron-Bridge; torchtitan's FSDP2 (with pipelining when p > 1); Meta's Llama 3 stack ran FSDP with pipelining,
+# parameters kept whole after the forward (Llama 3 §3.3.2), as torchtitan's FSDP2 with pipelining does.
+_MEGATRON_FRAMEWORKS = ("megatron-core", "nemo", "megatron-bridge")
+_PIPELINED_FSDP_FRAMEWORKS = ("torchtitan", "meta-4d")
+# The devices replayed as the reference's H100 SXM 80 GB: "H100" (Megatron-LM does not say which form factor; its
+# MFU divides by the SXM's dense bf16 peak). torchtitan's 96 GB HBM2e parts at 500 W and DeepSeek's H800 are other
+# devices: refused, not replayed at a peak they do not reach.
+_H100_SXM = ("H100-SXM-80GB", "H100")
+
+
+@dataclass(frozen=True, eq=False)
+class PublishedReplay:
+    """The step model's predictions for every published run, aligned with ``runs``: NaN where a run was refused,
+    with the reason in ``refused`` ({reason: count}) and ``reason`` (one per row, "" for a replayed one).
+
+    ``measured_tokens_per_s_per_gpu`` is each run's throughput: its published tokens/s, else its published TFLOP/s
+    over the model's FLOPs per token counted as that source counts them. ``error`` is predicted / measured − 1.
+    """
+
+    runs: PublishedRuns
+    predicted_tokens_per_s_per_gpu: np.ndarray
+    measured_tokens_per_s_per_gpu: np.ndarray
+    reason: np.ndarray
+    plans: tuple
+
+    @property
+    def replayed(self) -> np.ndarray:
+        """True for the runs the model replayed."""
+        return self.reason == ""
+
+    @property
+    def error(self) -> np.ndarray:
+        """predicted / measured − 1 (NaN where refused)."""
+        return self.predicted_tokens_per_s_per_gpu / self.measured_tokens_per_s_per_gpu - 1
+
+    @property
+    def refused(self) -> dict:
+        """{reason: how many runs} for the runs not replayed."""
+        reasons, counts = np.unique(self.reason[~self.replayed], return_counts=True)
+        return {str(r): int(n) for r, n in zip(reasons, counts, strict=True)}
+
+    def median_abs_error(self, rows) -> float:
+        """The median |predicted / measured − 1| over the replayed runs among ``rows`` (a boolean mask)."""
+        chosen = np.asarray(rows, dtype=bool) & self.replayed
+        return float(np.median(np.abs(self.error[chosen]))) if chosen.any() else float("nan")
+
+
+def _counted_flops_per_token(model, source: str) -> float:
+    """Training FLOPs per token as ``source`` counts them: 3 × forward, attention's square whole or its causal half."""
+    from .budget.step import forward_flops_per_token
+
+    layer, head, core = forward_flops_per_token(model)
+    causal = source in _CAUSAL_SOURCES or model.name in _CAUSAL_MODELS
+    return 3.0 * (model.layers * (layer - (core / 2 if causal else 0.0)) + head)
+
+
+def _framework(row: dict, pipeline_parallel: int):
+    """The course's preset for the row's framework and precision, or a reason it has none."""
+    from dataclasses import replace
+
+    from .parallelism import FP8_RECIPES, FSDP2, FSDP2_PIPELINE, MEGATRON_CORE
+
+    precision = row["precision"]
+    if not precision:
+        return None, "precision not stated"
+    fp8 = precision.startswith("fp8")
+    if row["framework"] in _MEGATRON_FRAMEWORKS:
+        framework = MEGATRON_CORE
+        recipe = FP8_RECIPES["te"]  # Transformer Engine's FP8 (delayed or current scaling: the same bytes and peak)
+    elif row["framework"] in _PIPELINED_FSDP_FRAMEWORKS:
+        framework = FSDP2_PIPELINE if pipeline_parallel > 1 or row["framework"] == "meta-4d" else FSDP2
+        recipe = FP8_RECIPES["torchao-fsdp"]
+    else:
+        return None, f"framework {row['framework']} has no preset"
+    return (replace(framework, fp8=recipe) if fp8 else framework), ""
+
+
+def _plan(row: dict, model, framework):
+    """The row's plan as the course writes it, with the choices the source leaves open made as stated in
+    ``replay_published_runs``; or a reason it cannot be written."""
+    from .parallelism import ParallelPlan
+
+    t, p, c, e, d = (int(row[k]) for k in ("tp", "pp", "cp", "ep", "dp"))
+    if np.isnan(row["global_batch"]):
+        return None, "global batch not stated"
+    b = 1 if np.isnan(row["micro_batch"]) else int(row["micro_batch"])
+    if np.isnan(row["micro_batch"]) and p == 1 and row["framework"] in _PIPELINED_FSDP_FRAMEWORKS:
+        b = int(row["global_batch"]) // d  # torchtitan without a pipeline: one micro-batch, no accumulation
+    m, rest = divmod(int(row["global_batch"]), b * d)
+    if rest or m < 1:
+        return None, "global batch is not micro-batch × data-parallel × accumulation"
+    v = 1 if p == 1 else (min(8, -(-model.layers // p)) if np.isnan(row["vp"]) else int(row["vp"]))
+    fsdp = 0 if np.isnan(row["fsdp"]) else int(row["fsdp"])
+    zero = 3 if fsdp > 1 or row["framework"] in _PIPELINED_FSDP_FRAMEWORKS else 1
+    schedule = "interleaved" if v > 1 else "1f1b"
+    try:
+        plan = ParallelPlan(
+            data_parallel=d, tensor_parallel=t, pipeline_parallel=p, context_parallel=c, expert_parallel=e,
+            zero_stage=zero, micro_batch=b, grad_accum_steps=m, sequence_parallel=t > 1, attention="flash",
+            schedule=schedule, virtual_stages=v,
+        )  # fmt: skip
+    except ValueError as error:
+        return None, f"plan not representable ({str(error).split(':')[0]})"
+    if framework.refusal(plan):
+        return None, f"plan not run by {framework.short_name}"
+    return plan, ""
+
+
+def _recompute(row: dict) -> str:
+    """The row's recomputation: as published, else none (Megatron-Core's default, ``--recompute-granularity`` unset;
+    NeMo's and Megatron-Bridge's performance recipes recompute only where their tables say)."""
+    stated = row["recompute"].split(" ")[0]
+    return stated if stated in ("none", "selective", "full") else "none"
+
+
+def replay_published_runs(runs: PublishedRuns | None = None, calibration=None, models=None) -> PublishedReplay:
+    """Replay every published run through the calibrated step model on the reference cluster (as many DGX H100
+    nodes as the run used), as its framework runs it (``_framework``: Megatron-Core for NeMo and Megatron-Bridge,
+    FSDP2 for torchtitan, with the FP8 recipe of an FP8 row), and predict its tokens/s per GPU.
+
+    ``calibration`` (default ``parallelism.REFERENCE_CALIBRATION``) supplies the constants and links; the row's
+    framework replaces its framework. ``models`` maps the CSV's model names to presets (default
+    ``parallelism.PUBLISHED_RUN_MODELS``). Choices a source leaves open, made here once for every row: micro-batch 1
+    (torchtitan without a pipeline: the whole local batch), ZeRO-1 (Megatron's distributed optimizer) unless the row
+    states FSDP (ZeRO-3), sequence parallelism with t > 1, FlashAttention, ring context parallelism, v = min(8, ⌈l/p⌉)
+    for an interleaved schedule of unstated v, and no recomputation unless stated (``_recompute``). A run refused
+    (a model the course cannot represent, an unstated precision, a device other than an H100 SXM, a batch that does
+    not divide, a plan the framework does not run) is NaN with its reason.
+
+    >>> replay = replay_published_runs()
+    >>> sorted(replay.refused)[:2]
+    ['device H100-HBM2e-96GB-500W is not the reference H100 SXM 80 GB', 'device H800-SXM-80GB is not the reference H100 SXM 80 GB']
+    """
+    from dataclasses import replace
+
+    from . import budget, parallelism
+
+    runs = load_published_runs() if runs is None else runs
+    calibration = parallelism.REFERENCE_CALIBRATION if calibration is None else calibration
+    models = getattr(parallelism, "PUBLISHED_RUN_MODELS", {}) if models is None else models
+    n = len(runs)
+    predicted, measured = np.full(n, np.nan), np.full(n, np.nan)
+    reasons, plans = [], []
+    for i in range(n):
+        row = {name: column[i].item() for name, column in runs.columns.items()}
+        plan, reason = None, ""
+        base = models.get(row["model"])
+        if base is None:
+            reason = "model not representable"
+        elif row["gpu"] not in _H100_SXM:
+            reason = f"device {row['gpu']} is not the reference H100 SXM 80 GB"
+        if not reason:
+            model = replace(base, seq_len=int(row["seq_len"]))
+            measured[i] = (
+                row["tokens_per_s_per_gpu"]
+                if not np.isnan(row["tokens_per_s_per_gpu"])
+                else row["flops_per_s_per_gpu"] / _counted_flops_per_token(model, row["source"])
+            )
+            framework, reason = _framework(row, int(row["pp"]))
+        if not reason:
+            plan, reason = _plan(row, model, framework)
+        if not reason:
+            cal = replace(calibration, framework=framework)
+            cluster = replace(parallelism.REFERENCE_CLUSTER, nodes=max(1, int(row["gpus"]) // 8))
+            plan = plan.replace(recompute=_recompute(row))
+            step = budget.step_time(model, plan, cluster, calibration=cal)
+            predicted[i] = plan.global_batch * model.seq_len / step.total_s / plan.devices
+        reasons.append(reason)
+        plans.append(plan)
+    return PublishedReplay(runs, predicted, measured, np.array(reasons, dtype=object), tuple(plans))
+
+
+# The grid of the reference's step-time fit, (gemm_efficiency, layer_overhead_s): efficiencies from 40 % of peak to
+# 86 % (above the 80 % the best cuBLAS bf16 GEMM reaches on an H100, ``validation.H100_BEST_GEMM_SHARE``), fixed costs
+# from none to 2 ms per layer and micro-batch. The optimum must lie inside it (a test checks it is not on an edge).
+REFERENCE_FIT_GRID = (
+    tuple(round(0.40 + 0.02 * k, 2) for k in range(24)),
+    tuple(round(1e-4 * k, 5) for k in range(21)),
+)
+
+
+def reference_fit_surface(runs: PublishedRuns | None = None, models=None) -> np.ndarray:
+    """The reference fit's objective over ``REFERENCE_FIT_GRID``: for each (gemm_efficiency, layer_overhead_s) the
+    median |log(predicted / measured tokens/s)| over the fitted rows (``FIT_FAMILIES``) the model replays, the rest
+    of ``parallelism.REFERENCE_CALIBRATION`` as it is. Rows: efficiencies; columns: overheads."""
+    from dataclasses import replace
+
+    from .parallelism import REFERENCE_CALIBRATION
+
+    runs = load_published_runs() if runs is None else runs
+    fitted = runs.subset(~runs.held_out)
+    surface = np.empty((len(REFERENCE_FIT_GRID[0]), len(REFERENCE_FIT_GRID[1])))
+    for i, efficiency in enumerate(REFERENCE_FIT_GRID[0]):
+        for j, overhead in enumerate(REFERENCE_FIT_GRID[1]):
+            calibration = replace(REFERENCE_CALIBRATION, gemm_efficiency=efficiency, layer_overhead_s=overhead)
+            replay = replay_published_runs(fitted, calibration, models)
+            ratio = replay.predicted_tokens_per_s_per_gpu / replay.measured_tokens_per_s_per_gpu
+            surface[i, j] = np.median(np.abs(np.log(ratio[replay.replayed])))
+    return surface
+
+
+def fit_reference_calibration(runs: PublishedRuns | None = None, models=None, surface=None):
+    """(gemm_efficiency, layer_overhead_s): the minimum of ``reference_fit_surface`` (pass ``surface`` if already
+    computed), fitted on the ``FIT_FAMILIES`` rows only; never on a held-out row."""
+    surface = reference_fit_surface(runs, models) if surface is None else np.asarray(surface)
+    i, j = np.unravel_index(np.argmin(surface), surface.shape)
+    return REFERENCE_FIT_GRID[0][i], REFERENCE_FIT_GRID[1][j]
+
+
+def reference_step_time_band(replay: PublishedReplay) -> tuple:
+    """The step-time band of the held-out runs: ((1, p10, p90),), the 10th and 90th percentiles of measured /
+    predicted step time (= predicted / measured tokens/s) over the held-out runs ``replay`` replayed, rounded to 3
+    decimals (``Calibration.step_time_band``'s form; one row for every model-parallel size)."""
+    held = replay.runs.held_out & replay.replayed
+    ratio = replay.predicted_tokens_per_s_per_gpu[held] / replay.measured_tokens_per_s_per_gpu[held]
+    low, high = np.percentile(ratio, [10, 90])
+    return ((1, round(float(low), 3), round(float(high), 3)),)
+
+
+# Issue 37's targets for the published runs, judged on the held-out rows the model replays, by kind: (key, label,
+# rows of that kind, target as printed, test). A run may be of several kinds (an FP8 context-parallel run).
+def _kinds(runs: PublishedRuns) -> dict:
+    bf16 = runs["precision"] == "bf16"
+    return {
+        "dense": bf16 & ~runs.is_context_parallel & ~runs.is_moe,
+        "fp8": runs.is_fp8,
+        "context_parallel": runs.is_context_parallel,
+        "moe": runs.is_moe,
+    }
+
+
+KIND_LABELS = {
+    "dense": "dense BF16 (no context parallelism, no experts)",
+    "fp8": "FP8",
+    "context_parallel": "context-parallel",
+    "moe": "mixture of experts",
+}
+MEDIAN_ERROR_TARGET = 0.15
+
+
+def published_figures(replay: PublishedReplay) -> dict:
+    """{kind: (median |tokens/s error|, replayed held-out runs)} for each of ``KIND_LABELS``'s kinds, and "fitted"
+    for the fitted rows, over the runs ``replay`` replayed.
+
+    >>> figures = published_figures(replay_published_runs())
+    >>> sorted(figures)
+    ['context_parallel', 'dense', 'fitted', 'fp8', 'moe']
+    """
+    runs = replay.runs
+    held = runs.held_out & replay.replayed
+    out = {
+        kind: (replay.median_abs_error(rows & held), int((rows & held).sum())) for kind, rows in _kinds(runs).items()
+    }
+    fitted = ~runs.held_out & replay.replayed
+    out["fitted"] = (replay.median_abs_error(fitted), int(fitted.sum()))
+    return out
+
+
+def published_report(replay: PublishedReplay) -> str:
+    """``published_figures`` as ``make validate`` prints them, with the refused runs by reason."""
+    figures = published_figures(replay)
+    lines = [f"published runs: {len(replay.runs)}; replayed {int(replay.replayed.sum())}; refused: "
+             + "; ".join(f"{n} ({reason})" for reason, n in sorted(replay.refused.items()))]  # fmt: skip
+    error, n = figures["fitted"]
+    lines.append(f"fitted rows ({', '.join(FIT_FAMILIES)}): median |tokens/s error| {error:.1%} over {n} runs")
+    for kind, label in KIND_LABELS.items():
+        error, n = figures[kind]
+        met = "met" if error <= MEDIAN_ERROR_TARGET else "NOT met"
+        lines.append(f"held out, {label}: median |tokens/s error| {error:.1%} over {n} runs (target ≤ 15 %: {met})")
+    return "\n".join(lines)

@@ -132,7 +132,9 @@ def test_each_preset_runs_what_its_sources_say_everywhere(key, fields, runs):
         return
     assert report.reason == partition.not_run == framework.refusal(plan)
     rules = ("zero_stages", "max_zero_stage_with_pipeline", "schedules")
-    assert any(framework.refusal(plan).endswith(f" ({framework.cited(rule)})") for rule in rules if framework.cited(rule))
+    assert any(
+        framework.refusal(plan).endswith(f" ({framework.cited(rule)})") for rule in rules if framework.cited(rule)
+    )
     for function in (budget.step_time, parallelism.memory_breakdown):
         args = (MODEL, plan, H100_NODES) if function is budget.step_time else (MODEL, plan)
         with pytest.raises(ValueError, match="is not run by"):
@@ -145,7 +147,9 @@ def test_the_search_rejects_what_each_preset_does_not_run():
     assert rows and all(row["zero_stage"] <= 1 and row["virtual_stages"] == 1 for row in rows)
     assert found.rejected["framework"] > 0
     deepspeed = budget.search_plans(MODEL, H100_NODES, global_batch=256, framework="deepspeed")
-    assert all(r["pipeline_parallel"] == 1 or r["virtual_stages"] == 1 for r in map(deepspeed.row, range(len(deepspeed))))
+    assert all(
+        r["pipeline_parallel"] == 1 or r["virtual_stages"] == 1 for r in map(deepspeed.row, range(len(deepspeed)))
+    )
 
 
 TP_PLAN = ParallelPlan(data_parallel=4, tensor_parallel=8, zero_stage=1, grad_accum_steps=8)

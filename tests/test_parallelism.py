@@ -494,7 +494,9 @@ def test_memory_budget_report_as_a_framework_runs_it_by_hand():
         memory = report.memory
         supported = (True, True, False, False) if name == "nanotron" else (True,) * 4  # nanotron: ZeRO-1 only
         assert memory is not None and report.runs and report.supported == supported
-        assert report.reason == ("" if name == "deepspeed" else parallelism.NANOTRON.refusal(plan.replace(zero_stage=2)))
+        assert report.reason == (
+            "" if name == "deepspeed" else parallelism.NANOTRON.refusal(plan.replace(zero_stage=2))
+        )
         assert float(memory.model_states) == pytest.approx((2 + grads + 12 / 8) * psi, rel=1e-12)
         assert (float(memory.activations), float(memory.logits)) == pytest.approx((activations, logits), rel=1e-12)
         assert float(memory.framework) == framework
@@ -517,10 +519,16 @@ def test_memory_budget_report_leaves_a_stage_the_framework_does_not_run_empty():
     # FSDP2 as torchtitan runs it combines every stage with a pipeline; FSDP2 alone runs no pipeline at all.
     assert parallelism.memory_budget_report(GPT3_175B, plan, hardware.A100, framework="fsdp2-pipeline").runs
     fsdp2 = parallelism.memory_budget_report(GPT3_175B, plan, hardware.A100, framework="fsdp2")
-    assert fsdp2.supported == (False,) * 4 and fsdp2.reason.startswith("pipeline_parallel=8 is not run by PyTorch FSDP2")
+    assert fsdp2.supported == (False,) * 4 and fsdp2.reason.startswith(
+        "pipeline_parallel=8 is not run by PyTorch FSDP2"
+    )
     # Without a pipeline nanotron still has ZeRO-1 only (README.md:172, :182); Megatron-LM and DeepSpeed every stage.
     flat = plan.replace(pipeline_parallel=1)
-    for name, supported in (("nanotron", (True, True, False, False)), ("megatron", (True,) * 4), ("deepspeed", (True,) * 4)):
+    for name, supported in (
+        ("nanotron", (True, True, False, False)),
+        ("megatron", (True,) * 4),
+        ("deepspeed", (True,) * 4),
+    ):
         assert parallelism.memory_budget_report(GPT3_175B, flat, hardware.A100, framework=name).supported == supported
     import dataclasses
 

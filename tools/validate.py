@@ -1,15 +1,16 @@
-"""`make validate`: the step-time and memory model against the Ultra-Scale Playbook's measured runs.
+"""`make validate`: the step-time and memory model against published and measured training runs.
 
-Prints, for the runs a calibration may see (the 1B and 3B models) and for the held-out runs (8B and 80B), the figures
-tests/test_validation.py judges, with issue 10's targets beside them, and the runs the model refused; then Narayanan et
-al. 2021's Table 1 and §5.2 (tests/test_narayanan.py): before (the uncalibrated course model, ``calibration=None``;
-``validation.NARAYANAN_UNCALIBRATED`` for Narayanan's rows) and after (the default calibration:
-``PLAYBOOK_CALIBRATION`` on the Playbook's cluster, ``parallelism.default_calibration`` on Selene), with the fitted
-constants; then Narayanan's runs under the default calibration as the frameworks the paper used run them
-(``validation.NARAYANAN_FRAMEWORKS``: the Megatron-LM and DeepSpeed presets); and the default model's picks on
-the held-out cells, without and with the memory margin the fit split gives (``validation.memory_margin``): the
-fastest pick, and the robust pick (the best worst case under the step-time band of the held-out runs,
-``validation.step_time_band``), each against ``validation.PICK_TARGETS``.
+First the default, the reference calibration (``parallelism.REFERENCE_CALIBRATION``: Megatron-Core on DGX H100 nodes
+with NDR InfiniBand), against the published well-tuned runs (``published_runs``): fitted on the GPT family, judged on
+the held-out rows by kind (dense, FP8, context-parallel, MoE) against issue 37's targets, Llama 3 405B's published
+plans row by row, and the step-time band the held-out rows give (the capstone's band, p90 / p10). Then the Ultra-Scale
+Playbook's cluster as a case study of a real one (``PLAYBOOK_CALIBRATION``, nanotron on EFA, fitted on its 1B and 3B
+runs): the figures tests/test_validation.py judges, before (the uncalibrated course model, ``calibration=None``) and
+after, on all held-out runs and on the healthy ones (``validation.healthy_runs``); the picks on the held-out cells
+with the memory margin the fit split gives (``validation.memory_margin``) and the robust pick under the held-out
+step-time band (``validation.step_time_band``), each against ``validation.PICK_TARGETS``; then Narayanan et al.
+2021's Table 1 and §5.2 (tests/test_narayanan.py) under the default calibration, as the frameworks the paper used run
+them (``validation.NARAYANAN_FRAMEWORKS``).
 """
 
 from __future__ import annotations
@@ -17,16 +18,49 @@ from __future__ import annotations
 import sys
 import time
 
-from course_lib import units, validation
+from course_lib import parallelism, published_runs, units, validation
 
 
-def _report(label: str, runs, calibration, selene_calibration) -> None:
+def _report(label: str, runs, calibration) -> None:
+    import numpy as np
+
     started = time.perf_counter()
     replay = validation.replay_runs(runs, calibration=calibration)
     elapsed = time.perf_counter() - started
     print(f"== {label}: replayed in {elapsed:.2f} s")
     print(validation.figures_report(replay))
-    print(validation.narayanan_report(selene_calibration))
+    held_out = np.isin(runs["model"], validation.HELD_OUT_MODELS)
+    healthy = validation.healthy_figures(replay, held_out)
+    print(f"held out, healthy runs (MFU ≥ {units.format_percent(validation.HEALTHY_SHARE)} of their cell's best): "
+          f"{healthy['healthy_runs']}")  # fmt: skip
+    for name, text, target, check in validation.HEALTHY_TARGETS:
+        value = f"{healthy[name]:.2f}" if "spearman" in name else units.format_percent(healthy[name])
+        print(f"  {text}: {value} (target {target}: {'met' if check(healthy[name]) else 'NOT met'})")
+
+
+def _reference() -> None:
+    import numpy as np
+
+    calibration = parallelism.REFERENCE_CALIBRATION
+    started = time.perf_counter()
+    replay = published_runs.replay_published_runs()
+    elapsed = time.perf_counter() - started
+    print(f"== the default: {calibration.name}; the published runs replayed in {elapsed:.2f} s")
+    print(
+        f"  fitted on the {', '.join(published_runs.FIT_FAMILIES)} rows: gemm_efficiency {calibration.gemm_efficiency}, "
+        f"layer_overhead_s {units.format_time(calibration.layer_overhead_s)}; framework_bytes "
+        f"{units.format_bytes(calibration.framework_bytes)} and the memory margin "
+        f"+{units.format_percent(calibration.memory_margin)} from the Playbook's memory (no published run reports it); "
+        f"links measured: {calibration.intra_node_link.note}; {calibration.inter_node_link.note}"
+    )
+    print(published_runs.published_report(replay))
+    runs = replay.runs
+    for i in np.flatnonzero(runs["source"] == "llama3-paper"):
+        print(f"  Llama 3 405B, {runs['id'][i]}: predicted {replay.predicted_tokens_per_s_per_gpu[i]:.0f} tokens/s per "
+              f"GPU, published {replay.measured_tokens_per_s_per_gpu[i]:.0f} ({replay.error[i]:+.1%}; target ≤ 15 %)")  # fmt: skip
+    ((_, low, high),) = calibration.step_time_band
+    print(f"  step-time band (p10–p90 of measured/predicted, held-out rows): {low:.3f}–{high:.3f}×, p90/p10 = "
+          f"{high / low:.2f} (target ≤ 1.5)")  # fmt: skip
 
 
 def _pick_line(label: str, figures: dict) -> str:
@@ -42,7 +76,7 @@ def _picks(runs) -> None:
     split gives, and the robust pick (best worst case under the held-out step-time band) with the margin."""
     import numpy as np
 
-    replay = validation.replay_runs(runs)
+    replay = validation.replay_runs(runs, calibration=validation.PLAYBOOK_CALIBRATION)
     held_out = np.isin(runs["model"], validation.HELD_OUT_MODELS)
     margin = validation.memory_margin(replay)
     band = validation.step_time_band(replay)
@@ -60,14 +94,10 @@ def _picks(runs) -> None:
 
 
 def main() -> int:
+    _reference()
     runs = validation.load_playbook_runs()
-    print(f"Ultra-Scale Playbook runs: {len(runs)} ({int(runs.succeeded.sum())} ran)")
-    _report(
-        "before: the uncalibrated course model (calibration=None; Narayanan's rows: NARAYANAN_UNCALIBRATED)",
-        runs,
-        None,
-        validation.NARAYANAN_UNCALIBRATED,
-    )
+    print(f"== the Ultra-Scale Playbook's cluster, a case study: {len(runs)} runs ({int(runs.succeeded.sum())} ran)")
+    _report("before: the uncalibrated course model (calibration=None)", runs, None)
     calibration = validation.PLAYBOOK_CALIBRATION
     print(f"fitted on the 1B and 3B runs only ({calibration.name}):")
     print(
@@ -76,10 +106,12 @@ def main() -> int:
         f"{units.format_bytes(calibration.framework_bytes)}; measured, not fitted: {calibration.intra_node_link.note}; "
         f"{calibration.inter_node_link.note}"
     )
-    _report('after: the default, calibrated model (calibration="default")', runs, "default", "default")
+    _report("after: the Playbook's calibration (nanotron on its EFA cluster)", runs, calibration)
     _picks(runs)
+    print("== Narayanan et al. 2021 on Selene: the uncalibrated model, then the default calibration")
+    print(validation.narayanan_report(validation.NARAYANAN_UNCALIBRATED))
     frameworks = ", ".join(f"{run}: {framework.name}" for run, framework in validation.NARAYANAN_FRAMEWORKS.items())
-    print(f"== Narayanan's runs as their frameworks run them ({frameworks}), default calibration:")
+    print(f"as their frameworks run them ({frameworks}):")
     print(validation.narayanan_report("default", frameworks=True))
     return 0
 

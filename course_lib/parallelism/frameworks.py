@@ -202,7 +202,7 @@ class Framework:
         return dict(self.sources).get(field, "")
 
     def _because(self, field: str) -> str:
-        """" (<citation>)" for a refusal's sentence, "" for a field without one."""
+        """ " (<citation>)" for a refusal's sentence, "" for a field without one."""
         cited = self.cited(field)
         return f" ({cited})" if cited else ""
 
@@ -501,4 +501,3 @@ def resolve_framework(framework) -> Framework:
         return FRAMEWORKS[framework]
     choices = ", ".join(repr(key) for key in FRAMEWORKS)
     raise ValueError(f"framework must be a parallelism.Framework or one of {choices}, got {framework!r}")
-

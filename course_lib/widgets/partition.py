@@ -78,10 +78,10 @@ MODELS = {
         parallelism.DEEPSEEK_MOE_16B,
     )
 }
-CLUSTERS = {
-    "nodes of 8 A100 (NVLink 3, InfiniBand HDR)": hardware.DGX_A100,
-    "nodes of 8 H100 (NVLink 4, InfiniBand NDR)": hardware.DGX_H100,
-}
+# The node types (``hardware.NODE_TYPES``, the serving lab's too); the default is A100 nodes: the explorer opens on
+# Korthikanti et al. 2022's GPT-3 175B split on 8 nodes of 8 A100.
+CLUSTERS = dict(hardware.NODE_TYPES)
+DEFAULT_CLUSTER = "nodes of 8 A100 (NVLink 3, InfiniBand HDR)"
 MAX_DEVICES = 4096
 NODE_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 DATA_PARALLEL_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
@@ -301,7 +301,7 @@ CONTROLS = (
     ControlSpec("layers", "custom: layers", CUSTOM_LAYERS, 96),
     ControlSpec("hidden", "custom: hidden size", CUSTOM_HIDDEN, 12288),
     ControlSpec("heads", "custom: heads", heads_stops, 96, depends_on=("hidden",)),
-    ControlSpec("cluster", "cluster", tuple(CLUSTERS), next(iter(CLUSTERS)), kind="dropdown"),
+    ControlSpec("cluster", "cluster", tuple(CLUSTERS), DEFAULT_CLUSTER, kind="dropdown"),
     ControlSpec(
         "framework",
         "framework",

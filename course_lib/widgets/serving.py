@@ -57,9 +57,7 @@ __all__ = [
 # The Llama 3 family (grouped-query attention, 8 KV heads) and GPT-3 175B (one KV head per query head).
 MODELS = {**parallelism.LLAMA_MODELS, parallelism.GPT3_175B.name: parallelism.GPT3_175B}
 # One 8-GPU node of each kind; a replica of t·p GPUs spans ⌈t·p/8⌉ of them.
-NODES = {
-    node.accelerator.name: node for node in (hardware.DGX_A100, hardware.DGX_H100, hardware.DGX_H200, hardware.DGX_B200)
-}
+NODES = {node.accelerator.name: node for node in hardware.NODE_TYPES.values()}
 SEQUENCES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 PROMPT_LENGTHS = tuple(2**k for k in range(7, 18))  # 128 … 131,072 tokens (Llama 3.1's context)
 GENERATED_TOKENS = tuple(2**k for k in range(0, 15))  # 1 … 16,384 tokens
