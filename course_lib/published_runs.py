@@ -286,8 +286,8 @@ def replay_published_runs(runs: PublishedRuns | None = None, calibration=None, m
     not divide, a plan the framework does not run) is NaN with its reason.
 
     >>> replay = replay_published_runs()
-    >>> sorted(replay.refused)[:2]
-    ['device H100-HBM2e-96GB-500W is not the reference H100 SXM 80 GB', 'device H800-SXM-80GB is not the reference H100 SXM 80 GB']
+    >>> print(sorted(replay.refused)[0])
+    device H100-HBM2e-96GB-500W is not the reference H100 SXM 80 GB
     """
     from dataclasses import replace
 

@@ -47,7 +47,8 @@ def _reference() -> None:
     elapsed = time.perf_counter() - started
     print(f"== the default: {calibration.name}; the published runs replayed in {elapsed:.2f} s")
     print(
-        f"  fitted on the {', '.join(published_runs.FIT_FAMILIES)} rows: gemm_efficiency {calibration.gemm_efficiency}, "
+        f"  fitted on the {', '.join(published_runs.FIT_FAMILIES)} rows: gemm_efficiency "
+        f"{calibration.gemm_efficiency}, "
         f"layer_overhead_s {units.format_time(calibration.layer_overhead_s)}; framework_bytes "
         f"{units.format_bytes(calibration.framework_bytes)} and the memory margin "
         f"+{units.format_percent(calibration.memory_margin)} from the Playbook's memory (no published run reports it); "
@@ -56,8 +57,9 @@ def _reference() -> None:
     print(published_runs.published_report(replay))
     runs = replay.runs
     for i in np.flatnonzero(runs["source"] == "llama3-paper"):
-        print(f"  Llama 3 405B, {runs['id'][i]}: predicted {replay.predicted_tokens_per_s_per_gpu[i]:.0f} tokens/s per "
-              f"GPU, published {replay.measured_tokens_per_s_per_gpu[i]:.0f} ({replay.error[i]:+.1%}; target ≤ 15 %)")  # fmt: skip
+        predicted, published = replay.predicted_tokens_per_s_per_gpu[i], replay.measured_tokens_per_s_per_gpu[i]
+        print(f"  Llama 3 405B, {runs['id'][i]}: predicted {predicted:.0f} tokens/s per GPU, published "
+              f"{published:.0f} ({replay.error[i]:+.1%}; target ≤ 15 %)")  # fmt: skip
     ((_, low, high),) = calibration.step_time_band
     print(f"  step-time band (p10–p90 of measured/predicted, held-out rows): {low:.3f}–{high:.3f}×, p90/p10 = "
           f"{high / low:.2f} (target ≤ 1.5)")  # fmt: skip

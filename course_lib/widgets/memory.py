@@ -291,7 +291,9 @@ def not_run_label(r: parallelism.MemoryBudgetReport) -> str:
     stage not run is one the framework has)."""
     name = framework_label(r.framework)
     if r.framework is None or any(
-        stage not in r.framework.zero_stages for stage, runs in zip(parallelism.ZERO_STAGES, r.supported) if not runs
+        stage not in r.framework.zero_stages
+        for stage, runs in zip(parallelism.ZERO_STAGES, r.supported, strict=True)
+        if not runs
     ):
         return f"not run by {name}"
     return f"not run by {name}\nwith a pipeline"

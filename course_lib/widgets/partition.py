@@ -284,15 +284,15 @@ FRAMEWORK_LABELS = {
 # What each of a framework's overlap options hides: whether the framework hides it for the plan, the words, and
 # whether the plan has such transfers.
 HIDES = (
-    (lambda f, plan: f.tensor_parallel_overlap == "backward",
+    (lambda f, _: f.tensor_parallel_overlap == "backward",
      "the backward tensor-parallel calls behind the weight-gradient GEMMs", lambda plan: plan.tensor_parallel > 1),
-    (lambda f, plan: f.tensor_parallel_overlap == "all", "the tensor-parallel calls behind the GEMMs",
+    (lambda f, _: f.tensor_parallel_overlap == "all", "the tensor-parallel calls behind the GEMMs",
      lambda plan: plan.tensor_parallel > 1),
     (lambda f, plan: f.hides_grad_reduce(plan.zero_stage), "gradient buckets behind the backward pass",
      lambda plan: plan.data_parallel * plan.context_parallel > 1),
     (lambda f, plan: f.prefetches_gathers(plan.zero_stage), "ZeRO's parameter gathers behind the compute before them",
      lambda plan: plan.zero_stage > 0 and plan.data_parallel * plan.context_parallel > 1),
-    (lambda f, plan: f.pipeline_overlap, "pipeline sends behind the next chunk", lambda plan: plan.virtual_stages > 1),
+    (lambda f, _: f.pipeline_overlap, "pipeline sends behind the next chunk", lambda plan: plan.virtual_stages > 1),
 )  # fmt: skip
 SIZES = ("tensor_parallel", "context_parallel", "expert_parallel", "pipeline_parallel", "data_parallel")
 # GPT-3 175B on 8 nodes of 8 A100 as Korthikanti et al. 2022 split it inside a node (t = 8, p = 8), d = 1.
