@@ -56,10 +56,12 @@ quick: $(VENV)/.test-installed ## the inner loop (under a minute): every test bu
 	$(PYTEST) --dist load -q -p no:nbval -o addopts="--doctest-modules -ra --strict-markers" -m "$(QUICK)" \
 		--hypothesis-profile=quick tests course_lib $(PYTEST_ARGS)
 
-# The lessons and masters whose stored outputs an uncommitted change may affect: its twin, a course_lib module it
-# imports (directly or not), or what every notebook depends on (tools/changed_notebooks.py says which).
-nb: $(VENV)/.test-installed ## nbval on only the notebooks that an uncommitted change may affect
-	@notebooks="$$($(VENV)/bin/python -m tools.changed_notebooks)" || exit 2; \
+# The lessons and masters whose stored outputs a change since BASE (default HEAD: the uncommitted change) may affect:
+# its twin, a course_lib module it imports (directly or not), or what every notebook depends on
+# (tools/changed_notebooks.py says which). `make nb BASE=main` checks a branch's whole change.
+BASE ?= HEAD
+nb: $(VENV)/.test-installed ## nbval on only the notebooks that a change since BASE (default HEAD) may affect
+	@notebooks="$$($(VENV)/bin/python -m tools.changed_notebooks --base $(BASE))" || exit 2; \
 	if [ -z "$$notebooks" ]; then echo "make nb: no lesson or master depends on an uncommitted change"; \
 	else echo "make nb:" $$notebooks; $(PYTEST) $(BY_MODULE) -q $$notebooks $(PYTEST_ARGS); fi
 

@@ -8,8 +8,9 @@ Usage (through `make sync`, which sets PYTHONHASHSEED=0):
    unless it is up to date, that is, unless the hash of what its stored outputs depend on (itself, its twin, the
    course_lib modules and tools it imports, what every notebook depends on: tools/changed_notebooks.py) is the one
    recorded in STAMPS when sync last executed or checked it. With no such record it is up to date when its twin is
-   in step (tools/twins.py) and git sees no uncommitted change in any of those files: the committed notebooks are
-   in step with the committed code (the notebook tests check it), so a fresh clone executes nothing.
+   in step (tools/twins.py) and none of those files changed after the notebook's own last commit, committed or not
+   (git): a course_lib change committed without re-executing the notebooks it affects makes them stale, and a fresh
+   clone whose notebooks were committed with (or after) their code executes nothing.
 2. Assignments (as `make assignments` makes them, tools/assignments.py, after step 1): a lab is rebuilt unless
    OUT/<lab>/inputs.sha256 holds the hash of what it is made from now (the hash the grading tests key their cache
    with) and its student version in STUDENT_DIR is the one built.
@@ -44,9 +45,27 @@ def uncommitted() -> set[str]:
         return set()
 
 
-def stale_notebooks(twins: dict[Path, Path], stamps: dict[str, str], changed: set[str]) -> list[Path]:
+def committed_since(notebook: Path) -> set[str]:
+    """The files committed after the last commit that stored ``notebook`` (none for a notebook never committed, or
+    outside a git checkout)."""
+
+    def git(*args: str) -> list[str]:
+        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True)
+        return [line for line in done.stdout.splitlines() if line]
+
+    try:
+        last = git("log", "-1", "--format=%H", "--", rel(notebook))
+        return set(git("diff", "--name-only", last[0], "HEAD")) if last else set()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return set()
+
+
+def stale_notebooks(
+    twins: dict[Path, Path], stamps: dict[str, str], changed: set[str], since=committed_since
+) -> list[Path]:
     """The notebooks of ``twins`` ({notebook: twin}) to execute again; records in ``stamps`` the hash of each
-    notebook found up to date."""
+    notebook found up to date. ``changed``: the uncommitted files; ``since(notebook)``: the files committed after
+    the notebook (``committed_since``)."""
     stale = []
     for notebook, twin in twins.items():
         inputs = changed_notebooks.notebook_inputs(notebook, twin)
@@ -55,7 +74,7 @@ def stale_notebooks(twins: dict[Path, Path], stamps: dict[str, str], changed: se
             continue
         from tools.twins import difference  # jupytext: imported only when a stamp does not match
 
-        if difference(notebook, twin) is None and not {rel(path) for path in inputs} & changed:
+        if difference(notebook, twin) is None and not {rel(path) for path in inputs} & (changed | since(notebook)):
             stamps[rel(notebook)] = digest
         else:
             stale.append(notebook)
