@@ -180,7 +180,7 @@ def test_a_model_of_dense_layers_only_is_allowed():
 # The presets of the published training runs (course_lib/data/published_runs.csv): their counts against the published
 # ones, the run-to-preset map against the file, and each source's FLOPs per token against the course's count.
 def test_published_presets_counts_equal_the_published_ones():
-    # Llama 2: the checkpoints' counts (meta-llama/Llama-2-*-hf, model.safetensors.index.json total_size / 2 bytes).
+    # Llama 2: the checkpoints' weight tensors summed (meta-llama/Llama-2-7b-hf, -13b-hf, -70b-hf: 6.74, 13.0, 69.0 B).
     assert (models.LLAMA2_7B.params, models.LLAMA2_13B.params, models.LLAMA2_70B.params) == (
         6_738_415_616, 13_015_864_320, 68_976_648_192)  # fmt: skip
     # By hand, Llama 2 7B: 32 · (4·4096² + 3·4096·11008 + 2·4096) + 2·32000·4096 + 4096.
