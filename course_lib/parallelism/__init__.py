@@ -16,7 +16,8 @@ One concept per module, each importing only the ones listed before it; this pack
 one's ``__all__``, so ``parallelism.X`` and ``from course_lib.parallelism import X`` work as they always did:
 
 - ``models``: ``TransformerModel``, its presets and the catalogues ``MODELS``, ``LLAMA_MODELS``, ``PLAYBOOK_MODELS``,
-  ``MOE_MODELS``;
+  ``MOE_MODELS``, ``PUBLISHED_MODELS``; ``PUBLISHED_RUN_MODELS`` (each published run's model to its preset) and
+  ``UNREPRESENTABLE_MODELS`` (the runs' models no preset describes, and why);
 - ``plan``: ``ParallelPlan``, ``ZERO_STAGES``, ``ATTENTION_OPTIONS``, ``CONTEXT_PARALLEL_KINDS``, ``global_batch``
   (and ``global_batch_report``, lab 2's one call), ``pipeline_bubble_fraction`` and the split checks
   (``splits_evenly``, ``check_tensor_split``, ``check_pipeline_split``, ``check_plan_for_model``, ``stage_layers``;

@@ -1,7 +1,12 @@
 """Models: a decoder-only transformer's shape and architecture (``TransformerModel``) and the presets the course
 uses, in four catalogues: ``MODELS`` (GPT, as Narayanan et al. 2021 and Korthikanti et al. 2022 configure it),
 ``LLAMA_MODELS`` (Llama 3 and 3.2), ``PLAYBOOK_MODELS`` (the Ultra-Scale Playbook's benchmark models) and
-``MOE_MODELS`` (mixtures of experts: Mixtral, DeepSeekMoE).
+``MOE_MODELS`` (mixtures of experts: Mixtral, DeepSeekMoE); and ``PUBLISHED_MODELS``, the further models of the
+published training runs (``course_lib/data/published_runs.csv``), with ``PUBLISHED_RUN_MODELS`` mapping each run's
+``model`` string to its preset and ``UNREPRESENTABLE_MODELS`` saying why the others have none.
+
+>>> PUBLISHED_RUN_MODELS["Nemotron4 15B"] is NEMOTRON4_15B, NEMOTRON4_15B.kv_heads, round(NEMOTRON4_15B.params / 1e9, 1)
+(True, 8, 15.6)
 """
 
 from __future__ import annotations
@@ -31,10 +36,24 @@ __all__ = [
     "MIXTRAL_8X7B",
     "MIXTRAL_8X22B",
     "DEEPSEEK_MOE_16B",
+    "LLAMA2_7B",
+    "LLAMA2_13B",
+    "LLAMA2_70B",
+    "NEMO_GPT3_5B",
+    "NEMO_GPT3_20B",
+    "NEMOTRON3_8B",
+    "NEMOTRON3_22B",
+    "NEMOTRON4_15B",
+    "NEMOTRON4_340B",
+    "MEGATRON_WEAK_SCALING_MODELS",
+    "GROK1_314B",
     "MODELS",
     "LLAMA_MODELS",
     "PLAYBOOK_MODELS",
     "MOE_MODELS",
+    "PUBLISHED_MODELS",
+    "PUBLISHED_RUN_MODELS",
+    "UNREPRESENTABLE_MODELS",
 ]
 
 ARCHITECTURE_STYLES = ("gpt", "llama")
@@ -309,3 +328,122 @@ MODELS = {m.name: m for m in (GPT2_1_5B, MEGATRON_7_5B, MEGATRON_22B, GPT3_175B,
 LLAMA_MODELS = {m.name: m for m in (LLAMA32_1B, LLAMA32_3B, LLAMA3_8B, LLAMA3_70B, LLAMA3_405B)}
 PLAYBOOK_MODELS = {m.name: m for m in (PLAYBOOK_1B, PLAYBOOK_3B, PLAYBOOK_8B, PLAYBOOK_80B)}
 MOE_MODELS = {m.name: m for m in (MIXTRAL_8X7B, MIXTRAL_8X22B, DEEPSEEK_MOE_16B)}
+
+
+# The further models of the published training runs (course_lib/data/published_runs.csv; its README cites each run).
+# Llama 2 (Touvron et al. 2023, arXiv 2307.09288, Table 1; config.json of meta-llama/Llama-2-7b-hf, -13b-hf, -70b-hf:
+# num_hidden_layers 32/40/80, hidden_size 4096/5120/8192, num_attention_heads 32/40/64, num_key_value_heads 32/40/8,
+# intermediate_size 11008/13824/28672, vocab_size 32000, max_position_embeddings 4096, tie_word_embeddings false).
+# Counts equal the checkpoints' to the parameter: 6,738,415,616, 13,015,864,320 and 68,976,648,192 (tests/test_models).
+LLAMA2_7B = _llama("Llama 2 7B", 32, 4096, 32, 32, 11008, 32000, 4096, tied_embeddings=False)
+LLAMA2_13B = _llama("Llama 2 13B", 40, 5120, 40, 40, 13824, 32000, 4096, tied_embeddings=False)
+LLAMA2_70B = _llama("Llama 2 70B", 80, 8192, 64, 8, 28672, 32000, 4096, tied_embeddings=False)
+# NeMo's GPT-3 configurations (NVIDIA/NeMo nemo/collections/llm/gpt/model/base.py, GPTConfig5B: num_layers 24,
+# hidden_size 4096, ffn_hidden_size 16384, num_attention_heads 32; GPTConfig20B: 44, 6144, 24576, 48; seq_length 2048;
+# Megatron's GPT defaults: GeLU MLP, biases, LayerNorm, learned positions, tied embeddings). NeMo trains them on the
+# GPT-2 BPE (50,257 tokens) padded by Megatron to a multiple of 128 · TP; the vocabulary here is GPT3_175B's 51,200,
+# as the DGX Cloud recipes state for NeMo's GPT-3 (the unpadded 50,257 would lower the FLOPs per token by < 0.1 %).
+NEMO_GPT3_5B = TransformerModel("GPT-3 5B (NeMo)", 24, 4096, 32, 51200, 2048)
+NEMO_GPT3_20B = TransformerModel("GPT-3 20B (NeMo)", 44, 6144, 48, 51200, 2048)
+
+
+def _nemotron(name, layers, hidden, heads, kv_heads, ffn_hidden):
+    """A Nemotron model (NVIDIA/NeMo nemo/collections/llm/gpt/model/nemotron.py, NemotronConfig): squared-ReLU MLP of
+    two matrices (gated_mlp=False: up and down projections, 4hf FLOPs per token, as the course counts any 2-matrix
+    MLP), no biases (add_bias_linear False), rotary positions on half of each head (no parameters), untied embeddings,
+    vocabulary 256,000, sequence 4,096. Style "llama" fits: no biases, no learned positions. Its LayerNorm1p has a
+    bias as well as a weight (2h per norm where the course counts h): 2h per layer, under 10⁻⁵ of the count."""
+    return TransformerModel(
+        name, layers, hidden, heads, 256000, 4096, ffn_hidden=ffn_hidden, kv_heads=kv_heads, gated_mlp=False,
+        tied_embeddings=False, style="llama",
+    )  # fmt: skip
+
+
+# NeMo 24.07's "Nemotron-8B" and "Nemotron-22B" are Nemotron-3 8B and 22B (nemotron.py, Nemotron3Config8B: 32 layers,
+# hidden 4096, ffn 16384, 32 heads; Nemotron3Config22B: 40, 6144, 24576, 48; num_query_groups None: multi-head
+# attention); their published FLOP/s ÷ tokens/s equal this count within 0.1 % (tests/test_models). Nemotron-4 15B
+# (Parmar et al. 2024, arXiv 2402.16819, Table 1: 32 layers, hidden 6144, 48 heads, 8 KV heads, "3.2 billion embedding
+# and 12.5 billion non-embedding parameters") and 340B (NVIDIA 2024, arXiv 2406.11704, Table 1: 96 layers, hidden
+# 18432, 96 heads, 8 KV heads, "9.4 billion embedding and 331.6 billion non-embedding"); Nemotron4Config15B and
+# Nemotron4Config340B give the same fields, ffn 24576 and 73728 (4h). NeMo 24.07's "Nemotron-340B" is Nemotron-4 340B.
+NEMOTRON3_8B = _nemotron("Nemotron-3 8B", 32, 4096, 32, 32, 16384)
+NEMOTRON3_22B = _nemotron("Nemotron-3 22B", 40, 6144, 48, 48, 24576)
+NEMOTRON4_15B = _nemotron("Nemotron-4 15B", 32, 6144, 48, 8, 24576)
+NEMOTRON4_340B = _nemotron("Nemotron-4 340B", 96, 18432, 96, 8, 73728)
+# Megatron-LM's weak-scaling GPTs (NVIDIA/Megatron-LM@f2e5db402c README.md, "All models use a vocabulary size of
+# 131,072 and a sequence length of 4096", and images/model_table.png: layers, hidden size and heads). Neither states
+# the MLP, the attention or the embeddings: assumed Megatron's GPT defaults (MLP 4h with GeLU, multi-head attention,
+# biases, LayerNorm, learned positions) and untied embeddings, the one choice whose counts give the table's sizes
+# (7.13B, 16.1B, 69.8B, 177.2B with untied; 6.60B, 15.3B, 68.8B, 175.6B tied). Keyed by the published size.
+MEGATRON_WEAK_SCALING_MODELS = {
+    size: TransformerModel(f"GPT {size} (Megatron-LM weak scaling)", layers, hidden, heads, 131072, 4096,
+                           tied_embeddings=False)
+    for size, layers, hidden, heads in (
+        ("1.7B", 24, 2048, 16), ("7.1B", 30, 4096, 32), ("16B", 32, 6144, 48), ("32B", 48, 7168, 56),
+        ("70B", 84, 8192, 64), ("119B", 92, 10240, 80), ("177B", 96, 12288, 96), ("314B", 96, 16384, 128),
+        ("462B", 112, 18432, 144),
+    )
+}  # fmt: skip
+# Grok-1 (xai-org/grok-1 README: 314B parameters, 8 experts, 2 per token, 64 layers, 48 query and 8 key/value heads,
+# embedding 6,144, vocabulary 131,072, context 8,192; run.py: emb_size 48 · 128, widening_factor 8, key_size 128;
+# model.py ffn_size: int(8 · 6144) · 2 // 3 = 32,768, a gated GeLU MLP of three matrices (linear, linear_v,
+# linear_1), no biases, RMSNorm, rotary positions, one embedding matrix for input and output (InOutEmbed): tied).
+# Its four RMSNorms per layer (before and after attention and MoE) are 2h more per layer than the course counts.
+# The count, 315.7 B, is 0.5 % above the README's "314B" (tests/test_models).
+GROK1_314B = _llama("Grok-1 314B", 64, 6144, 48, 8, 32768, 131072, 8192, tied_embeddings=True,
+                    experts=8, experts_per_token=2)  # fmt: skip
+PUBLISHED_MODELS = {
+    m.name: m
+    for m in (LLAMA2_7B, LLAMA2_13B, LLAMA2_70B, NEMO_GPT3_5B, NEMO_GPT3_20B, NEMOTRON3_8B, NEMOTRON3_22B,
+              NEMOTRON4_15B, NEMOTRON4_340B, *MEGATRON_WEAK_SCALING_MODELS.values(), GROK1_314B)
+}  # fmt: skip
+
+# Each published run's ``model`` string (published_runs.csv) to the preset of that architecture. Spellings differ by
+# source: NeMo 24.07 ("GPT3-175B", "LLAMA3-8B"), Megatron-Bridge ("LLAMA3_70B", "LLAMA3.1_405B"), DGX Cloud
+# ("GPT 3 175B", "Nemotron4 15B"), torchtitan ("Llama 3.1 8B"), the Llama 3 paper ("Llama 3 405B"). Llama 3 and 3.1
+# share their shapes (config.json of meta-llama/Meta-Llama-3-8B and -70B); NeMo's and DGX Cloud's GPT-3 175B is
+# GPT3_175B (vocabulary 51,200 as DGX Cloud states).
+PUBLISHED_RUN_MODELS = {
+    "GPT 3 175B": GPT3_175B,
+    "GPT3-175B": GPT3_175B,
+    "GPT3-5B": NEMO_GPT3_5B,
+    "GPT3-20B": NEMO_GPT3_20B,
+    **{m.name: m for m in MEGATRON_WEAK_SCALING_MODELS.values()},
+    "LLAMA2-7B": LLAMA2_7B,
+    "LLAMA2-13B": LLAMA2_13B,
+    "LLAMA2-70B": LLAMA2_70B,
+    "LLAMA3-8B": LLAMA3_8B,
+    "LLAMA3_8B": LLAMA3_8B,
+    "Llama 3.1 8B": LLAMA3_8B,
+    "LLAMA3-70B": LLAMA3_70B,
+    "LLAMA3_70B": LLAMA3_70B,
+    "Llama 3.1 70B": LLAMA3_70B,
+    "LLAMA3.1_405B": LLAMA3_405B,
+    "Llama 3.1 405B": LLAMA3_405B,
+    "Llama 3 405B": LLAMA3_405B,
+    "Nemotron-8B": NEMOTRON3_8B,
+    "Nemotron-22B": NEMOTRON3_22B,
+    "Nemotron4 15B": NEMOTRON4_15B,
+    "Nemotron-340B": NEMOTRON4_340B,
+    "Nemotron4 340B": NEMOTRON4_340B,
+    "Grok 1 314B": GROK1_314B,
+}
+# The runs' models a TransformerModel cannot describe, and why. Qwen3 and GPT-OSS set their head size apart from
+# hidden / heads (config.json head_dim), so their attention projections are h × (a · head_dim), not h × h, and the
+# attention scores cost 4s · a · head_dim per token, not 4sh: the course derives both from h (head_dim = h / a).
+UNREPRESENTABLE_MODELS = {
+    "Qwen3_30B_a3B": "attention wider than the model: 32 heads × head_dim 128 = 4096 ≠ hidden 2048 (Qwen/Qwen3-30B-A3B "
+    "config.json), and QK-norm",
+    "Qwen3_30B_a3B (tokendrop)": "as Qwen3_30B_a3B (the same model, trained with token dropping)",
+    "Qwen3_235B_a22B": "attention wider than the model: 64 heads × head_dim 128 = 8192 ≠ hidden 4096 "
+    "(Qwen/Qwen3-235B-A22B config.json), and QK-norm",
+    "Qwen3_235B_a22B (tokendrop)": "as Qwen3_235B_a22B (the same model, trained with token dropping)",
+    "GPT OSS 120B": "attention wider than the model (64 heads × head_dim 64 = 4096 ≠ hidden 2880), sliding-window "
+    "attention (128 tokens) on every other layer, attention sinks and biases on the experts (openai/gpt-oss-120b "
+    "config.json)",
+    "DeepSeekV3 (dropless)": "multi-head latent attention (low-rank compressed K/V and queries, decoupled rotary "
+    "heads) and a multi-token-prediction module (DeepSeek-V3 report, arXiv 2412.19437, §2.1-2.2)",
+    "DeepSeek-V3 671B": "as DeepSeekV3 (dropless): multi-head latent attention and multi-token prediction",
+    "Nemotron_3_Nano": "hybrid of Mamba-2 state-space layers, a few attention layers and MoE layers "
+    "(nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B): no attention-only layer model applies",
+}
