@@ -42,9 +42,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # grading_wire.py and grading_helpers.py, beside it
 
 from grading_helpers import disable, reference_functions
-from grading_wire import build_course_dataclass, decode, dumps, encode, loads
+from grading_wire import ANSWER_BYTES, build_course_dataclass, decode, dumps, encode, loads
 
-ANSWER_BYTES = 2**20  # the largest reply sent as it is (the grader refuses lines over grading_wire.LINE_BYTES)
 MESSAGE_CHARS = 300  # of an exception's message; the grader cuts and escapes it again
 # Otter's own lines in a student notebook: its set-up and the public checks, which need otter's tests/ folder.
 OTTER_LINE = re.compile(
