@@ -287,3 +287,43 @@ def test_the_sandbox_fills_its_own_work_folder_tmp_and_shm_not_the_hosts(tmp_pat
         assert not (work / "fill").exists()  # nor the host's work folder (it holds the grader's files only)
     finally:
         grade.remove_tree(work)
+
+
+def test_the_sandbox_sees_only_the_etc_files_python_needs(tmp_path):
+    """Issue 39: all of /etc was readable (/etc/pip.conf may hold an index's credentials)."""
+    from tools import grading_sandbox as sandbox
+
+    if sandbox.bwrap_works() is not None:
+        pytest.skip(sandbox.bwrap_works())
+    work = Path(grade.scratch_root() or tmp_path) / f"grade-test-etc-{tmp_path.name}"
+    work.mkdir()
+    try:
+        sandbox.prepare_work_folder(work)
+        code = "import os, numpy\nprint(' '.join(sorted(os.listdir('/etc'))))"
+        outcome = sandbox.run_sandboxed(work, {"PATH": "/usr/bin"}, [sys.executable, "-c", code], 60, tmp_path / "log")
+        log = (tmp_path / "log").read_text()
+        assert outcome.status == 0, log  # Python and numpy start with these alone
+        seen = set(log.split())
+        assert seen <= {Path(path).name for path in sandbox.ETC_FILES}, seen
+        assert not seen & {"pip.conf", "passwd", "shadow", "hostname", "hosts", "environment"}
+    finally:
+        grade.remove_tree(work)
+
+
+def test_concurrent_batches_claim_different_sandbox_users():
+    """Issue 39: two `make grade` at once used the same slot users (the kernel counts processes per user)."""
+    from tools import grading_sandbox as sandbox
+
+    if not sandbox.privileged():
+        pytest.skip("sandbox users are claimed only when the grader runs as root")
+    code = (
+        "import time\nfrom tools import grading_sandbox as s\n"
+        "with s.SlotUsers(3):\n    print(sorted(s.sandbox_uid(slot) for slot in range(3)), flush=True)\n"
+        "    time.sleep(3)\n"
+    )
+    batches = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT) for _ in range(2)
+    ]
+    claimed = [set(eval(batch.communicate(timeout=60)[0])) for batch in batches]
+    assert len(claimed[0]) == len(claimed[1]) == 3 and not claimed[0] & claimed[1], claimed
+    assert all(uid >= sandbox.SLOT_UID_BASE for uid in claimed[0] | claimed[1])

@@ -25,11 +25,13 @@ being "graded", "not graded" (with the reason), "timed out" or "flagged" (graded
 something an instructor should read: flags and reason say what; a public test's message that quotes the hidden
 tests is withheld from the feedback and flagged). Files that are not gradable (symlinks, files
 outside SUBMISSIONS, dot-folders, nested folders, misnamed files) get a "not graded" row with the reason. The
-feedback file FEEDBACK/<student>/<lab>.txt (at most 20 kB) gives the points per question, otter's messages for the
-public tests (an answer's exception at most as one bounded, escaped line) and only "passed"/"failed" for the hidden
-ones; never flags, logs or the hidden tests' messages. The instructor
+feedback file FEEDBACK/<student>/<lab>.txt (at most 20 kB; and <lab>.html, the same text HTML-escaped) gives the
+points per question, otter's messages for the public tests (an answer's exception by its class alone) and only
+"passed"/"failed" for the hidden ones; never flags, logs or the hidden tests' messages. The instructor
 report (grading-report.txt next to the grades file) lists the flags, the notebooks not graded and why, and the
-files skipped. One notebook's failure never stops the batch, and grades.csv is always written. The grades file
+files skipped. Every name, flag and reason is written with its control characters escaped (``printable``). One
+notebook's failure never stops the batch, and grades.csv is always written: Ctrl-C (however often) and SIGTERM stop
+the notebooks being graded, whose rows, with those not started, say "not graded", reason "interrupted". The grades file
 defaults to grades.csv next to SUBMISSIONS, the feedback folder to feedback/ next to the grades file.
 """
 
