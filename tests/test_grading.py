@@ -14,7 +14,10 @@
   dot-folder, a nested folder, a misnamed notebook): each cheat scores 0 or is flagged, the honest notebooks keep
   their marks, feedback leaks nothing, and afterwards the submissions, the build folder and the repository are
   unchanged and no process of the batch is left. A second folder, graded alongside with a 45 s timeout, holds an
-  endless loop and an unreadable notebook.
+  endless loop and an unreadable notebook. Issue 39's findings are in the same batch: the ways around "do not call
+  the reference function" (each now scores 0 on its question, most are flagged), a forged reply that stalled the
+  grader, folder names and shell lines with escape codes or formulas, HTML answers and host files in error messages;
+  two small batches are interrupted (Ctrl-C thrice, SIGTERM) and must keep their finished grades.
 
 About 4 minutes on 2 idle cores: 4 `otter assign` and about 35 sandboxed `otter run`, most of it in processes and
 kernels starting and importing otter.
@@ -918,7 +921,7 @@ HONEST = ("full", "untouched", "wrong_q1_q3", "bulky")  # graded again alone, af
 ALONE_LABS = (LAB1, LAB2, LAB3)
 FORMULA_STUDENT = '=HYPERLINK(CONCAT("http:", "example.invalid"), "click")'  # a spreadsheet would run it
 # Issue 39: names that rewrite the console line they are printed on, or start a formula after a space or in fullwidth.
-ODD_NAMES = ("mallory\x1b[2K\x1b[1Gbob", ' =HYPERLINK("http://example.invalid")', "\uff1dHYPERLINK(A1)")
+ODD_NAMES = ("mallory\x1b[2K\x1b[1Gbob", ' =HYPERLINK("example.invalid")', "\uff1dHYPERLINK(A1)")
 
 
 def csv_name(folder: str) -> str:
@@ -1359,7 +1362,7 @@ def test_grade_refuses_to_write_into_the_submissions(tmp_path):
     assert done.returncode == 2 and "never writes into the submissions folder" in done.stderr
 
 
-# ---- issue 39: what the round-3 red team found -------------------------------------------------------------------------
+# ---- issue 39: what the round-3 red team found ----------------------------------------------------------------------
 
 
 def test_no_control_character_reaches_the_console_the_grades_the_report_or_the_feedback(batch):

@@ -121,7 +121,8 @@ def test_q1(answer):
     assert written.startswith("# HIDDEN\ndef test_q1(answer):\n    def number(value):")  # otter reads the comment
     function = ast.parse(written).body[0]
     assert isinstance(function, ast.FunctionDef)
-    assert [node.name for node in function.body if isinstance(node, ast.FunctionDef)] == ["number", "reference_functions", "disable", "calling"]
+    defined = [node.name for node in function.body if isinstance(node, ast.FunctionDef)]
+    assert defined == ["number", "reference_functions", "disable", "calling"]  # and what calling calls
     run_alone(written, lambda ranks: 2 * ranks)
     with pytest.raises(AssertionError):
         run_alone(written, lambda ranks: collectives.ring_allreduce_time(ranks, 1e9, 50e9, 5e-6))

@@ -189,7 +189,9 @@ def hidden_lines(zip_path: Path) -> set[str]:
 # Unicode line and paragraph separators, zero-width and bidirectional formatting characters (issue 39: a student
 # folder named "mallory\x1b[2K\x1b[1Gbob" rewrote the console line it was printed on).
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
-CONTROL_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+CONTROL_BUT_NEWLINE = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
+)
 
 
 def printable(text, keep_newlines: bool = False) -> str:
@@ -499,7 +501,8 @@ def spreadsheet_safe(text: str) -> str:
 
     >>> print(spreadsheet_safe("=HYPERLINK(A1)"), spreadsheet_safe("alice"), spreadsheet_safe("-2"))
     '=HYPERLINK(A1) alice '-2
-    >>> print(spreadsheet_safe(" =HYPERLINK(A1)"), spreadsheet_safe(chr(0xFF1D) + "HYPERLINK(A1)")[:2] == "'" + chr(0xFF1D))
+    >>> fullwidth = chr(0xFF1D) + "HYPERLINK(A1)"
+    >>> print(spreadsheet_safe(" =HYPERLINK(A1)"), spreadsheet_safe(fullwidth) == "'" + fullwidth)
     ' =HYPERLINK(A1) True
     """
     return "'" + text if text.startswith(FORMULA_STARTS) or text.lstrip().startswith(FORMULA_STARTS) else text
@@ -535,6 +538,7 @@ def feedback_html(feedback: str) -> str:
     <pre>got &#x27;&lt;b&gt;1&lt;/b&gt;&#x27; &amp; more</pre>
     """
     return f'<!DOCTYPE html>\n<html>\n<meta charset="utf-8">\n<pre>{html.escape(feedback, quote=True)}</pre>\n</html>\n'
+
 
 def write_report(graded: list[Graded], path: Path, unsafe: bool, limits: str = "") -> None:
     """The instructor report: flagged, not graded and timed-out notebooks, skipped files, with the reasons."""
@@ -714,8 +718,9 @@ def main(argv: list[str] | None = None) -> int:
         write_results(graded, grades, feedback)
         write_report(graded, grades.with_name(REPORT_NAME), arguments.unsafe, limits)
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        if not cancel.is_set():  # once interrupted, a second or third Ctrl-C while the results are written is ignored
+            for number, handler in previous.items():
+                signal.signal(number, handler)
     counts = {status: sum(1 for g in graded if g.status == status) for status in STATUSES}
     print(
         f"graded {len(found)} notebooks of {len({s for s, _, _ in found})} students in "

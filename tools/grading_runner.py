@@ -4,7 +4,8 @@ tools/grade.py starts it inside bubblewrap (tools/grading_sandbox.py) as
 
     python tools/grading_runner.py LIMITS_JSON NOTEBOOK [FILE ...]
 
-(FILE: the course_lib files whose functions the lab's tests forbid, e.g. course_lib/collectives.py) with a pipe from the grader on stdin and a pipe to it on stdout, and then
+(FILE: the course_lib files whose functions the lab's tests forbid, e.g. course_lib/collectives.py) with a pipe
+from the grader on stdin and a pipe to it on stdout, and then
 
 1. it lowers its resource limits (LIMITS_JSON: {"address_space_bytes", "processes", "cpu_s", "file_bytes"}, see
    ``resource.setrlimit``); everything the notebook starts inherits them;
@@ -27,8 +28,8 @@ tools/grade.py starts it inside bubblewrap (tools/grading_sandbox.py) as
 It holds no test, no expected value and no score: the grader (tools/grading_verifier.py) keeps those outside the
 sandbox, and trusts nothing this process says beyond reading it as plain data. The student's code runs in this
 same process and may change any of it; what it can gain is only to answer wrongly (or to rebuild a disabled
-function from its public source, which the integrity scan flags where it reaches into a function's internals). Standard library, IPython and
-the two tools/ files beside it.
+function from its public source, which the integrity scan flags where it reaches into a function's internals).
+Standard library, IPython and the two tools/ files beside it.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -389,8 +390,11 @@ class _Scanner(ast.NodeVisitor):
             names = list(node.args)
         names += [keyword.value for keyword in node.keywords if keyword.arg in ("name", "attr")]
         target = dotted(node.args[0]) if node.args and last not in ("attrgetter", "methodcaller") else ""
-        if not names or node.keywords and any(keyword.arg is None for keyword in node.keywords) or any(
-            isinstance(arg, ast.Starred) for arg in node.args
+        if (
+            not names
+            or node.keywords
+            and any(keyword.arg is None for keyword in node.keywords)
+            or any(isinstance(arg, ast.Starred) for arg in node.args)
         ):
             self.flag("dynamic code", node, f"{resolved or last}(<computed name>)")
             return
@@ -544,26 +548,31 @@ def scan_limited(
     'processes (cell 1: os.system)'
     """
     command = [sys.executable, "-B", "-m", "tools.grading_scan", "--address-space-bytes", str(int(address_space_bytes))]
-    # A session of its own: a Ctrl-C at the terminal reaches the grader, which stops this child itself.
-    child = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, start_new_session=True
-    )
-    end, given = time.monotonic() + timeout_s, data
-    try:
-        while True:
-            try:
-                out, err = child.communicate(given, timeout=0.25)
-                break
-            except subprocess.TimeoutExpired:
-                given = None  # communicate keeps writing what it was given first
+    # The notebook and the answer go through unnamed files, not pipes: nothing to keep writing or reading while
+    # waiting (a retried Popen.communicate does not resume writing its input: CPython 3.11 subprocess.py
+    # _communicate registers stdin only when given input). A session of its own: a Ctrl-C at the terminal reaches
+    # the grader, which stops this child itself.
+    with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as output, tempfile.TemporaryFile() as errors:
+        given.write(data)
+        given.seek(0)
+        child = subprocess.Popen(command, stdin=given, stdout=output, stderr=errors, cwd=ROOT, start_new_session=True)
+        end = time.monotonic() + timeout_s
+        try:
+            while child.poll() is None:
                 if (cancel is not None and cancel.is_set()) or time.monotonic() > end:
                     child.kill()
-                    child.communicate()
-                    return "" if cancel is not None and cancel.is_set() else f"too large to scan (it ran past {timeout_s:g} s)"
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+                    child.wait()
+                    if cancel is not None and cancel.is_set():
+                        return ""
+                    return f"too large to scan (it ran past {timeout_s:g} s)"
+                time.sleep(0.02)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        output.seek(0)
+        errors.seek(0)
+        out, err = output.read(), errors.read()
     if child.returncode != 0:
         last = err.decode("utf-8", errors="replace").strip().splitlines()[-1:] or [f"exit {child.returncode}"]
         return f"too large to scan ({last[0][:120]})"

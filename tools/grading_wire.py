@@ -130,29 +130,36 @@ def _decode(data, build, depth: int, count: list, deadline):
             raise ValueError(f"list of more than {ITEMS} items")
         return [_decode(item, build, depth + 1, count, deadline) for item in data]
     if type(data) is dict and len(data) <= 2:
-        if set(data) == {"$tuple"} and type(data["$tuple"]) is list:
-            if len(data["$tuple"]) > ITEMS:
-                raise ValueError(f"tuple of more than {ITEMS} items")
-            return tuple(_decode(item, build, depth + 1, count, deadline) for item in data["$tuple"])
-        if set(data) == {"$dict"} and type(data["$dict"]) is list:
-            pairs = data["$dict"]
-            if len(pairs) > ITEMS or not all(type(pair) is list and len(pair) == 2 for pair in pairs):
-                raise ValueError("malformed dict")
-            keys = [_decode(key, build, depth + 1, count, deadline) for key, _ in pairs]
-            allowed = (str,) if build is None else (str, int, float, bool, tuple, type(None))
-            if not all(type(key) in allowed for key in keys):
-                raise ValueError("malformed dict key")
-            values = [_decode(value, build, depth + 1, count, deadline) for _, value in pairs]
-            return dict(zip(keys, values, strict=True))
-        if set(data) == {"$float"} and data["$float"] in ("nan", "inf", "-inf"):
-            return float(data["$float"])
-        if set(data) == {"$opaque"} and type(data["$opaque"]) is str:
-            return Opaque(data["$opaque"][: 4 * OPAQUE_NAME_CHARS])
-        if set(data) == {"$dataclass", "fields"} and type(data["fields"]) is dict:
-            if build is None:
-                return Opaque(str(data["$dataclass"])[: 4 * OPAQUE_NAME_CHARS].rpartition(":")[2])
-            fields = {str(name): _decode(value, build, depth + 1, count, deadline) for name, value in data["fields"].items()}
-            return build(str(data["$dataclass"]), fields)
+        return _decode_object(data, build, depth, count, deadline)
+    raise ValueError("not a value this protocol makes")
+
+
+def _decode_object(data: dict, build, depth: int, count: list, deadline):
+    """A tuple, dict, non-finite float, opaque object or dataclass, as ``encode`` writes them in a JSON object."""
+    if set(data) == {"$tuple"} and type(data["$tuple"]) is list:
+        if len(data["$tuple"]) > ITEMS:
+            raise ValueError(f"tuple of more than {ITEMS} items")
+        return tuple(_decode(item, build, depth + 1, count, deadline) for item in data["$tuple"])
+    if set(data) == {"$dict"} and type(data["$dict"]) is list:
+        pairs = data["$dict"]
+        if len(pairs) > ITEMS or not all(type(pair) is list and len(pair) == 2 for pair in pairs):
+            raise ValueError("malformed dict")
+        keys = [_decode(key, build, depth + 1, count, deadline) for key, _ in pairs]
+        allowed = (str,) if build is None else (str, int, float, bool, tuple, type(None))
+        if not all(type(key) in allowed for key in keys):
+            raise ValueError("malformed dict key")
+        values = [_decode(value, build, depth + 1, count, deadline) for _, value in pairs]
+        return dict(zip(keys, values, strict=True))
+    if set(data) == {"$float"} and data["$float"] in ("nan", "inf", "-inf"):
+        return float(data["$float"])
+    if set(data) == {"$opaque"} and type(data["$opaque"]) is str:
+        return Opaque(data["$opaque"][: 4 * OPAQUE_NAME_CHARS])
+    if set(data) == {"$dataclass", "fields"} and type(data["fields"]) is dict:
+        name = str(data["$dataclass"])[: 4 * OPAQUE_NAME_CHARS]
+        if build is None:
+            return Opaque(name.rpartition(":")[2])
+        fields = {str(key): _decode(value, build, depth + 1, count, deadline) for key, value in data["fields"].items()}
+        return build(str(data["$dataclass"]), fields)
     raise ValueError("not a value this protocol makes")
 
 
