@@ -718,9 +718,11 @@ def main(argv: list[str] | None = None) -> int:
         write_results(graded, grades, feedback)
         write_report(graded, grades.with_name(REPORT_NAME), arguments.unsafe, limits)
     finally:
-        if not cancel.is_set():  # once interrupted, a second or third Ctrl-C while the results are written is ignored
-            for number, handler in previous.items():
-                signal.signal(number, handler)
+        for number, handler in previous.items():
+            # Once interrupted, a second or third Ctrl-C is ignored to the end, through the interpreter's exit too (it
+            # restores the default action, which would end the process by SIGINT, of every handler but SIG_IGN:
+            # CPython 3.11 Modules/signalmodule.c _PySignal_Fini).
+            signal.signal(number, signal.SIG_IGN if cancel.is_set() else handler)
     counts = {status: sum(1 for g in graded if g.status == status) for status in STATUSES}
     print(
         f"graded {len(found)} notebooks of {len({s for s, _, _ in found})} students in "
