@@ -14,7 +14,10 @@
   dot-folder, a nested folder, a misnamed notebook): each cheat scores 0 or is flagged, the honest notebooks keep
   their marks, feedback leaks nothing, and afterwards the submissions, the build folder and the repository are
   unchanged and no process of the batch is left. A second folder, graded alongside with a 45 s timeout, holds an
-  endless loop and an unreadable notebook.
+  endless loop and an unreadable notebook. Issue 39's findings are in the same batch: the ways around "do not call
+  the reference function" (each now scores 0 on its question, most are flagged), a forged reply that stalled the
+  grader, folder names and shell lines with escape codes or formulas, HTML answers and host files in error messages;
+  two small batches are interrupted (Ctrl-C thrice, SIGTERM) and must keep their finished grades.
 
 About 4 minutes on 2 idle cores: 4 `otter assign` and about 35 sandboxed `otter run`, most of it in processes and
 kernels starting and importing otter.
@@ -598,6 +601,98 @@ def accumulation_and_bubble(tokens_per_step, sequence_tokens, micro_batch, devic
         return 64, 7 / 64
     raise ValueError("not the public run")
 """
+# Issue 39's ways around "do not call the reference function" (each scored 9/9, graded, unflagged, in round 2): the
+# function is now disabled while an answer runs, so each scores 0 on q1; the scan reads what runs and flags the rest.
+CALLS_REFERENCE = """
+from course_lib import collectives
+
+
+def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
+    return collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s)
+"""
+OTTER_STRING = 'grader.check("""q0)\nimport sys\nsys.setprofile(None)\ngrader.check("""q0)'
+OTTER_BRACKETS = "quiet = (\nimport otter\n)\nimport sys\nsys.setprofile(None)"
+LINE_SEPARATOR = "import sys\n# a note\u2028sys.setprofile(None)"
+MAGIC_CONFIG = "%config Foo.bar = globals().__setitem__('quiet', __import__('sys').setprofile(None))"
+MAGIC_AUTOCALL = ("%autocall 2", 'exec "import sys; sys.setprofile(None)"')
+NAME_TRICKS = """
+import operator, os, sys
+operator.attrgetter("set" + "profile")(sys)(None)
+x = os
+x.getcwd()
+_w = open
+
+
+def gen():
+    yield 1
+
+
+frame = getattr(gen(), "gi_" + "frame")
+"""
+WRAPPER_LAUNDER = {
+    "q1": "from course_lib import collectives\n\n\n"
+    "def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):\n"
+    '    return collectives.time_terms("all_reduce", ranks, payload_bytes, bandwidth_bytes_per_s, latency_s).total_s',
+    "q3": "from course_lib import collectives\n\n\n"
+    "def busbw_bytes_per_s(op, ranks, size_bytes, time_s):\n"
+    "    return size_bytes / time_s * collectives._BUSBW_FACTORS[op](ranks)",
+}
+FORGED_FILENAME = """
+import types
+from course_lib import collectives
+
+code = compile("lambda *args: reference(*args)", "/srv/course_lib/x.py", "eval").co_consts[0]
+ring_allreduce_time = types.FunctionType(code, {"reference": collectives.ring_allreduce_time})
+"""
+TO_THREAD = """
+import asyncio
+from course_lib import collectives
+
+
+def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
+    reference = collectives.ring_allreduce_time
+    return asyncio.run(asyncio.to_thread(reference, ranks, payload_bytes, bandwidth_bytes_per_s, latency_s))
+"""
+# Issue 39's stalled grader: a reply forged on the worker's reply pipe, 36,000 int keys that all hash to 0 (about
+# 900 kB; building that dict took the grader minutes). Refused unread now: the question fails, the batch goes on.
+FORGED_REPLY = """
+import os
+
+forged = []
+
+
+def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
+    if not forged:  # the first call is the grader's request 2 (request 1 looked the names up)
+        forged.append(True)
+        pairs = ",".join(f"[{n * (2**61 - 1)},0]" for n in range(36_000))
+        line = ('{"id":2,"result":{"$dict":[' + pairs + ']},"called":[]}\\n').encode()
+        for descriptor in range(3, 10):  # the reply pipe is one of these (the others refuse a write)
+            try:
+                os.write(descriptor, line)
+                break
+            except OSError:
+                pass
+    steps = 2 * (ranks - 1)
+    return steps * latency_s + steps * payload_bytes / ranks / bandwidth_bytes_per_s
+"""
+# Issue 39's injections: escape codes in a shell line (they reach the flag), HTML in an answer (it reaches the
+# feedback), host files read into an error message.
+ESCAPE_FLAG = '!echo "\x1b[2K\x1b[1Gnothing to see here"'
+HTML_ANSWER = """
+def ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s):
+    return "<script>alert('x')</script>"
+"""
+HOST_FILES = """
+def global_batch_samples(micro_batch, grad_accum_steps, devices, tensor_parallel, pipeline_parallel):
+    found = []
+    for path in ("/etc/pip.conf", "/etc/passwd", "/etc/hostname", "/etc/hosts", "/etc/os-release"):
+        try:
+            found.append(open(path).read())
+        except OSError:
+            pass
+    raise ValueError("HOSTFILE " + " ".join(found))
+"""
+
 # The sandbox's limits, shown by the answers: right only if the attempt fails.
 MEMORY = """
 try:
@@ -697,7 +792,7 @@ HOSTILE = {
     "interrupt": (LAB2, "an answer raising KeyboardInterrupt", {"q2": 0.0}),
     "frame_peek_getattr": (LAB1, "getattr(sys, '_getframe') to read the expected value", {"q1": 0.0}),
     "patch_otter_modules": (LAB1, "patches otter's runner via sys.modules, base64 and builtins.exec", "zero+flagged"),
-    "profiler_off": (LAB1, "switches the call watch off, then calls the reference", "flagged"),
+    "profiler_off": (LAB1, "switches the call watch off, then calls the reference", {"q1": 0.0}),
     "atexit_results": (LAB1, "an atexit handler that rewrites results pickles", "zero+flagged"),
     "abs_alias": (LAB1, "patches builtins.abs through an alias, answers 0", {"q1": 0.0, "q2": 0.0, "q3": 0.0}),
     "spinners": (LAB1, "128 detached CPU spinners beside its own right answers", "flagged"),
@@ -708,6 +803,20 @@ HOSTILE = {
     "memory_many": (LAB4, "allocates 9 GB in six processes", "full"),
     "network": (LAB4, "opens a connection to the internet", "full"),
     "processes": (LAB4, "forks 600 processes", "full"),
+    # issue 39
+    "otter_string": (LAB1, "hides code between two otter lines, calls the reference", {"q1": 0.0}),
+    "otter_brackets": (LAB1, "an otter line inside brackets, calls the reference", {"q1": 0.0}),
+    "line_separator": (LAB1, "code after U+2028 in a comment, calls the reference", {"q1": 0.0}),
+    "magic_config": (LAB1, "%config that runs code, calls the reference", {"q1": 0.0}),
+    "magic_autocall": (LAB1, "%autocall 2 and exec without brackets, calls the reference", {"q1": 0.0}),
+    "name_tricks": (LAB1, "attrgetter, aliases of os and open, a generator's frame", {"q1": 0.0}),
+    "wrapper_launder": (LAB1, "course_lib's wrappers and private table of the references", {"q1": 0.0}),
+    "forged_filename": (LAB1, "the reference in a function with a course_lib file name", {"q1": 0.0}),
+    "to_thread": (LAB1, "the reference called in another thread", {"q1": 0.0}),
+    "forged_reply": (LAB1, "a forged reply of colliding keys on the reply pipe", {"q1": 0.0}),
+    "escape_flag": (LAB2, "escape codes in a shell line, right answers", "flagged"),
+    "html_answer": (LAB1, "an answer returning HTML", {"q1": 0.0}),
+    "host_files": (LAB2, "reads host files into an error message", {"q1": 0.0}),
 }
 # Without cgroups (tools/grading_cgroup.py) the limits are per process: six processes of 1.5 GB would all run, and
 # the batch would take 9 GB of this machine's memory; the README says what that fallback does not cover.
@@ -750,6 +859,19 @@ def hostile_notebooks(built, paths):
         "fill_and_nest": hostile(built, LAB2, "solutions", [FILL_AND_NEST]),
         "public_values": hostile(built, LAB1, {"q4": PUBLIC_VALUES}),
         "public_values_2": hostile(built, LAB2, {"q3": PUBLIC_VALUES_2}),
+        "otter_string": hostile(built, LAB1, {"q1": CALLS_REFERENCE}, [OTTER_STRING]),
+        "otter_brackets": hostile(built, LAB1, {"q1": CALLS_REFERENCE}, [OTTER_BRACKETS]),
+        "line_separator": hostile(built, LAB1, {"q1": CALLS_REFERENCE}, [LINE_SEPARATOR]),
+        "magic_config": hostile(built, LAB1, {"q1": CALLS_REFERENCE}, [MAGIC_CONFIG]),
+        "magic_autocall": hostile(built, LAB1, {"q1": CALLS_REFERENCE}, list(MAGIC_AUTOCALL)),
+        "name_tricks": hostile(built, LAB1, {"q1": CALLS_REFERENCE}, [NAME_TRICKS]),
+        "wrapper_launder": hostile(built, LAB1, WRAPPER_LAUNDER),
+        "forged_filename": hostile(built, LAB1, {"q1": FORGED_FILENAME}),
+        "to_thread": hostile(built, LAB1, {"q1": TO_THREAD}),
+        "forged_reply": hostile(built, LAB1, {"q1": FORGED_REPLY}),
+        "escape_flag": hostile(built, LAB2, "solutions", [ESCAPE_FLAG]),
+        "html_answer": hostile(built, LAB1, {"q1": HTML_ANSWER}),
+        "host_files": hostile(built, LAB2, {"q1": HOST_FILES}),
     }
     return {student: notebook for student, notebook in notebooks.items() if student in HOSTILE}
 
@@ -798,6 +920,13 @@ HONEST = ("full", "untouched", "wrong_q1_q3", "bulky")  # graded again alone, af
 # What else a hostile neighbour could leave (a full /dev/shm, processes, folders) would touch every lab alike.
 ALONE_LABS = (LAB1, LAB2, LAB3)
 FORMULA_STUDENT = '=HYPERLINK(CONCAT("http:", "example.invalid"), "click")'  # a spreadsheet would run it
+# Issue 39: names that rewrite the console line they are printed on, or start a formula after a space or in fullwidth.
+ODD_NAMES = ("mallory\x1b[2K\x1b[1Gbob", ' =HYPERLINK("example.invalid")', "\uff1dHYPERLINK(A1)")
+
+
+def csv_name(folder: str) -> str:
+    """A student folder's name as grades.csv writes it."""
+    return grade.spreadsheet_safe(grade.printable(folder))
 
 
 def scratch_entries() -> set[str]:
@@ -847,6 +976,11 @@ def batch(built, tmp_path_factory):
     submit(main, FORMULA_STUDENT, LAB1, filled(student, solution_sources(autograder)), {})
     expected[grade.spreadsheet_safe(FORMULA_STUDENT), LAB1] = dict(questions_and_points(built, LAB1))  # as grades.csv
     del expected[FORMULA_STUDENT, LAB1]
+    student, autograder, _ = built[LAB2]
+    for name in ODD_NAMES:
+        submit(main, name, LAB2, filled(student, solution_sources(autograder)), {})
+        expected[csv_name(name), LAB2] = dict(questions_and_points(built, LAB2))
+        del expected[name, LAB2]
 
     # The hostile class, in the same batch. The harmful ones aim at these absolute paths.
     targets = [
@@ -1005,7 +1139,8 @@ def test_an_endless_loop_times_out_is_reported_and_the_batch_goes_on(batch):
 def test_feedback_for_every_graded_notebook(batch):
     for (student, lab), points in batch["expected"].items():
         folder = (batch["odd"] if student in ("endless", "unreadable") else batch["main"]).parent
-        named = FORMULA_STUDENT if student == grade.spreadsheet_safe(FORMULA_STUDENT) else student  # its folder
+        folders = {csv_name(name): name for name in (FORMULA_STUDENT, *ODD_NAMES)}
+        named = folders.get(student, student)  # its folder
         text = (folder / "feedback" / named / f"{lab}.txt").read_text(encoding="utf-8")
         got = sum(graded(batch, student, lab).values())
         assert text.startswith(f"{lab}: {grade.number(got)} / "), text[:80]
@@ -1066,6 +1201,15 @@ FLAG_KINDS = {
     "abs_alias": {"patches a module"},
     "spinners": {"processes"},
     "fill_and_nest": {"files"},
+    "otter_string": {"introspection"},
+    "otter_brackets": {"introspection"},
+    "magic_config": {"dynamic code"},
+    "magic_autocall": {"dynamic code", "unreadable code"},
+    "name_tricks": {"dynamic code"},
+    "wrapper_launder": {"reference internals"},
+    "forged_filename": {"dynamic code"},
+    "forged_reply": {"files"},
+    "escape_flag": {"processes"},
 }
 
 
@@ -1150,7 +1294,7 @@ def test_feedback_leaks_nothing(batch, built):
     leak = (batch["main"].parent / "feedback" / "leak_hidden" / f"{LAB1}.txt").read_text(encoding="utf-8")
     assert "q1 hidden tests: failed" in leak
     read = (batch["main"].parent / "feedback" / "read_hidden" / f"{LAB2}.txt").read_text(encoding="utf-8")
-    assert "no test file found" in read  # the tests are never in the sandbox
+    assert "RuntimeError raised by your answer" in read and "no test file found" not in read  # its text: never
     assert not (batch["main"].parent / "feedback" / "symlink").exists()
 
 
@@ -1216,3 +1360,102 @@ def test_grade_refuses_to_write_into_the_submissions(tmp_path):
         cwd=ROOT,
     )
     assert done.returncode == 2 and "never writes into the submissions folder" in done.stderr
+
+
+# ---- issue 39: what the round-3 red team found ----------------------------------------------------------------------
+
+
+def test_no_control_character_reaches_the_console_the_grades_the_report_or_the_feedback(batch):
+    """A folder named to rewrite the console line, escape codes in a shell line's flag: all written escaped."""
+    folder = batch["main"].parent
+    texts = {
+        "console": batch["output"],
+        "grades.csv": (folder / "grades.csv").read_text(encoding="utf-8"),
+        "report": (folder / grade.REPORT_NAME).read_text(encoding="utf-8"),
+        **{str(path): path.read_text(encoding="utf-8") for path in feedback_files(batch)},
+    }
+    for where, text in texts.items():
+        assert not grade.CONTROL_BUT_NEWLINE.search(text), f"{where} holds a control character"
+    assert "mallory\\x1b[2K\\x1b[1Gbob" in texts["console"] and "mallory\\x1b[2K\\x1b[1Gbob" in texts["grades.csv"]
+    assert "mallory\\x1b[2K" in texts["report"] or not rows_of(batch, csv_name(ODD_NAMES[0]))[0]["flags"]
+    (flags,) = {row["flags"] for row in rows_of(batch, "escape_flag")}
+    assert "\\x1b[2K\\x1b[1Gnothing to see" in flags, flags
+
+
+def test_formulas_after_a_space_or_in_fullwidth_land_as_text(batch):
+    for name in ODD_NAMES[1:]:
+        rows = rows_of(batch, "'" + name)
+        assert rows and {row["status"] for row in rows} == {"graded"}, name
+        assert graded(batch, "'" + name, LAB2) == batch["expected"]["'" + name, LAB2]
+
+
+def test_feedback_html_shows_an_answers_html_as_text(batch):
+    folder = batch["main"].parent / "feedback" / "html_answer"
+    text = (folder / f"{LAB1}.txt").read_text(encoding="utf-8")
+    page = (folder / f"{LAB1}.html").read_text(encoding="utf-8")
+    assert "<script>" in text  # the plain text quotes the answer as otter does
+    assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_an_answers_error_message_never_reaches_the_feedback(batch):
+    """Host files read into an exception: the sandbox shows none of /etc's (issue 39: /etc/pip.conf), and the
+    feedback names the exception without its message."""
+    text = (batch["main"].parent / "feedback" / "host_files" / f"{LAB2}.txt").read_text(encoding="utf-8")
+    assert "ValueError raised by your answer" in text and "HOSTFILE" not in text
+
+
+def test_a_forged_reply_is_refused_at_once(batch):
+    """Issue 39: the same reply took the grader 197 s to decode; now well under the timeout + 5 s."""
+    (line,) = [line for line in batch["output"].splitlines() if line.startswith(f"forged_reply/{LAB1}:")]
+    seconds = float(line.split(" in ")[1].split(" s")[0])
+    assert seconds < 20, line
+
+
+def interrupted_batch(built, tmp_path, signals) -> tuple[int, list[dict], set[str], float]:
+    """(exit status, grades.csv rows, work folders left, seconds from the first signal to the end) of a batch of
+    three lab 2 notebooks graded one at a time (a finished one, an endless loop, one not started), sent ``signals``
+    once the endless loop is being graded."""
+    import signal as signals_module
+
+    folder = tmp_path / "submissions"
+    student, autograder, _ = built[LAB2]
+    looping = filled(student, solution_sources(autograder))
+    looping.cells.append(nbformat.v4.new_code_cell("while True:\n    pass"))
+    for name, notebook in (("a_done", filled(student, solution_sources(autograder))), ("b_loop", looping),
+                           ("c_later", student)):  # fmt: skip
+        (folder / name).mkdir(parents=True)
+        nbformat.write(notebook, folder / name / f"{LAB2}.ipynb")
+    before = scratch_entries()
+    command = [sys.executable, "-m", "tools.grade", str(folder), "--assignments", str(built["out"]), "--jobs", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    assert process.stdout is not None
+    for line in process.stdout:  # the first notebook done: the loop is next
+        if line.startswith("a_done/"):
+            break
+    time.sleep(2)  # the loop's sandbox started and spinning
+    start = time.monotonic()
+    for number in signals:
+        process.send_signal(getattr(signals_module, number))
+        time.sleep(0.2)
+    process.communicate(timeout=60)
+    elapsed = time.monotonic() - start
+    with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as stream:
+        rows = list(csv.DictReader(stream))
+    return process.returncode, rows, scratch_entries() - before, elapsed
+
+
+@pytest.mark.parametrize("signals", [("SIGINT", "SIGINT", "SIGINT"), ("SIGTERM",)], ids=["ctrl-c-thrice", "sigterm"])
+def test_an_interrupted_batch_keeps_its_finished_grades_and_leaves_nothing(built, tmp_path, signals):
+    """Issue 39: three Ctrl-C during a stall lost every grade and left a work folder in /dev/shm."""
+    status, rows, left, elapsed = interrupted_batch(built, tmp_path, signals)
+    assert status == 130 and elapsed < 15
+    by_student = {}
+    for row in rows:
+        by_student.setdefault(row["student"], set()).add((row["status"], row["reason"]))
+    assert by_student["a_done"] == {("graded", "")}
+    assert sum(float(row["points"]) for row in rows if row["student"] == "a_done") == sum(
+        questions_and_points(built, LAB2).values()
+    )
+    assert by_student["b_loop"] == by_student["c_later"] == {("not graded", "interrupted")}
+    assert left == set()
+    assert (tmp_path / "feedback" / "a_done" / f"{LAB2}.txt").exists()

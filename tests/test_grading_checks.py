@@ -73,6 +73,29 @@ FLAGGED = [
     ("%time import os; os.system('ls')", "processes"),
     ("%%capture\nimport subprocess", "processes"),
     ("%%time\nopen('tests/q1.py', 'w')", "files"),
+    # issue 39: the scan reads what runs, every magic off the allow-list, aliases, computed names, frames
+    ("x = (\nimport otter\n)\nimport os", "unreadable code"),
+    ("# a comment\u2028_quiet = sys.setprofile", None),  # U+2028 is inside the comment for Python too: nothing runs
+    ("# a comment\f\nimport sys\n_quiet = sys.setprofile", "introspection"),
+    ("%config Foo.bar = globals().__setitem__('x', 1)", "dynamic code"),
+    ("%autocall 2", "dynamic code"),
+    ('exec "import os"', "unreadable code"),
+    ("%time %config Foo.bar = 1", "dynamic code"),
+    ("import operator, sys\noperator.attrgetter('set' + 'profile')(sys)(None)", "dynamic code"),
+    ("from operator import attrgetter as a\na('f_back')", "introspection"),
+    ("import os\nx = os\nx.system('ls')", "dynamic code"),
+    ("_w = open\n_w('tests/q1.py', 'w')", "dynamic code"),
+    ("def g():\n    yield 1\ngen = g()\nframe = getattr(gen, 'gi_' + 'frame')", "dynamic code"),
+    ("frame = getattr(gen, 'gi_frame')", "introspection"),
+    ("frame = gen.gi_frame.f_back", "introspection"),
+    ("try:\n    1 / 0\nexcept Exception as e:\n    f = e.__traceback__.tb_frame", "introspection"),
+    ("classes = ().__class__.__base__.__subclasses__()", "introspection"),
+    ("x = object.__getattribute__(obj, name)", "dynamic code"),
+    ("from course_lib import collectives\nfactors = collectives._BUSBW_FACTORS", "reference internals"),
+    ("from course_lib.collectives import _BUSBW_FACTORS", "reference internals"),
+    ("f = ring_allreduce_time.__code__", "introspection"),
+    ("import __main__\n__main__.call = None", "otter internals"),
+    ("import grading_helpers", "otter internals"),
 ]
 
 
@@ -97,14 +120,37 @@ def test_the_scan_leaves_honest_code_alone():
         "%matplotlib inline\nresult = 2 * 3",
         "%time total = sum(range(10))\n%timeit -n 1 sorted([3, 1, 2])",
         "%%time\nresult = math.sqrt(2.0)",
+        "import sys, io\nprint(1, file=sys.stderr)\nok = isinstance(sys.stdout, io.StringIO)",
+        "class Plan(object):\n    pass\nvalue = getattr(plan, 'micro_batch')",
+        "x = 1  # a comment \u2028 with a line separator",
+        "%%capture out\nresult = 2",
     ]
     assert scan.scan_sources(honest) == []
 
 
-def test_the_scan_follows_aliases_across_cells_and_skips_invalid_cells():
-    flags = scan.scan_sources(["import math as m", "this is not python", "m.sqrt = abs"])
-    assert [(flag.kind, flag.cell, flag.detail) for flag in flags] == [("patches a module", 3, "math.sqrt")]
-    assert scan.summarise(flags) == "patches a module (cell 3: math.sqrt)"
+def test_the_scan_follows_aliases_across_cells_and_flags_invalid_cells():
+    flags = scan.scan_sources(["import math as m", "this is not python(", "m.sqrt = abs"])
+    assert [(flag.kind, flag.cell, flag.detail) for flag in flags] == [
+        ("unreadable code", 2, "the cell does not parse (SyntaxError)"),
+        ("patches a module", 3, "math.sqrt"),
+    ]
+    assert scan.summarise(flags) == (
+        "unreadable code (cell 2: the cell does not parse (SyntaxError)); patches a module (cell 3: math.sqrt)"
+    )
+
+
+def test_the_scan_reads_the_sources_the_worker_runs():
+    """One function (tools/grading_runner.py's code_cells) gives both: an otter line becomes a stub, never a gap
+    that joins the two ends of a string; lines end where Python's tokenizer ends them."""
+    from tools.grading_runner import OTTER_STUB, code_cells
+
+    hiding = 'grader.check("""q1)\nimport os\nos.system("ls")\ngrader.check("""q1)'
+    notebook = {"cells": [{"cell_type": "code", "source": hiding}, {"cell_type": "code", "source": "a = 1\u2028b"}]}
+    assert code_cells(notebook) == [
+        (1, f'{OTTER_STUB}\nimport os\nos.system("ls")\n{OTTER_STUB}'),
+        (2, "a = 1\u2028b"),
+    ]
+    assert {flag.kind for flag in scan.scan_notebook(notebook)} == {"processes", "unreadable code"}
 
 
 @pytest.mark.parametrize("lab", assignments.lab_names())
@@ -241,3 +287,43 @@ def test_the_sandbox_fills_its_own_work_folder_tmp_and_shm_not_the_hosts(tmp_pat
         assert not (work / "fill").exists()  # nor the host's work folder (it holds the grader's files only)
     finally:
         grade.remove_tree(work)
+
+
+def test_the_sandbox_sees_only_the_etc_files_python_needs(tmp_path):
+    """Issue 39: all of /etc was readable (/etc/pip.conf may hold an index's credentials)."""
+    from tools import grading_sandbox as sandbox
+
+    if sandbox.bwrap_works() is not None:
+        pytest.skip(sandbox.bwrap_works())
+    work = Path(grade.scratch_root() or tmp_path) / f"grade-test-etc-{tmp_path.name}"
+    work.mkdir()
+    try:
+        sandbox.prepare_work_folder(work)
+        code = "import os, numpy\nprint(' '.join(sorted(os.listdir('/etc'))))"
+        outcome = sandbox.run_sandboxed(work, {"PATH": "/usr/bin"}, [sys.executable, "-c", code], 60, tmp_path / "log")
+        log = (tmp_path / "log").read_text()
+        assert outcome.status == 0, log  # Python and numpy start with these alone
+        seen = set(log.split())
+        assert seen <= {Path(path).name for path in sandbox.ETC_FILES}, seen
+        assert not seen & {"pip.conf", "passwd", "shadow", "hostname", "hosts", "environment"}
+    finally:
+        grade.remove_tree(work)
+
+
+def test_concurrent_batches_claim_different_sandbox_users():
+    """Issue 39: two `make grade` at once used the same slot users (the kernel counts processes per user)."""
+    from tools import grading_sandbox as sandbox
+
+    if not sandbox.privileged():
+        pytest.skip("sandbox users are claimed only when the grader runs as root")
+    code = (
+        "import time\nfrom tools import grading_sandbox as s\n"
+        "with s.SlotUsers(3):\n    print(sorted(s.sandbox_uid(slot) for slot in range(3)), flush=True)\n"
+        "    time.sleep(3)\n"
+    )
+    batches = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT) for _ in range(2)
+    ]
+    claimed = [set(eval(batch.communicate(timeout=60)[0])) for batch in batches]
+    assert len(claimed[0]) == len(claimed[1]) == 3 and not claimed[0] & claimed[1], claimed
+    assert all(uid >= sandbox.SLOT_UID_BASE for uid in claimed[0] | claimed[1])

@@ -109,8 +109,7 @@ def test_answers_are_called_in_the_worker_and_return_plain_data(worker):
     with pytest.raises(ValueError) as raised:
         env["strict"](-1)
     message = str(raised.value)
-    assert message.startswith("PlanError: x must be >= 0") and "\n" not in message and len(message) <= 200
-    assert "\\xe9" in message  # escaped, not raw text the answer chose
+    assert message == f"PlanError raised by your answer: {grading_verifier.UNSHOWN}"  # not the answer's own text
 
 
 def test_reference_calls_are_watched_in_the_worker(worker):

@@ -22,11 +22,40 @@ def crossed(value, build=None):
 
 @pytest.mark.parametrize(
     "value",
-    [None, True, 0, -7, 2**80, 0.1, "α β", [], [1, [2.5, "x"]], (1, 2), (), {"tensor": (50331648, 3072)}, {2: None}],
+    [None, True, 0, -7, 2**80, 0.1, "α β", [], [1, [2.5, "x"]], (1, 2), (), {"tensor": (50331648, 3072)}],
 )
 def test_plain_data_crosses_unchanged_with_its_type(value):
     back = crossed(value)
     assert back == value and type(back) is type(value)
+
+
+def test_the_grader_decodes_str_keys_only_and_the_worker_the_grader_inputs_keys():
+    with pytest.raises(ValueError, match="malformed dict key"):
+        crossed({2: None})
+    assert crossed({2: None}, build_course_dataclass) == {2: None}
+
+
+def test_a_forged_reply_is_refused_before_it_is_built_and_decoding_keeps_its_deadline():
+    """Issue 39: 4 MiB of int keys that all hash to 0 took the grader three minutes to build as a dict."""
+    import json
+    import time
+
+    colliding = {"$dict": [[n * (2**61 - 1), 0] for n in range(200_000)]}
+    line = json.dumps({"id": 1, "result": colliding}).encode()
+    start = time.perf_counter()
+    with pytest.raises(ValueError):
+        decode(grading_wire.loads(line)["result"])
+    assert time.perf_counter() - start < 1.0
+    with pytest.raises(ValueError, match="more than 64 keys"):
+        grading_wire.loads(json.dumps({str(n): 0 for n in range(65)}).encode())
+    with pytest.raises(ValueError, match="longer than"):
+        grading_wire.loads(b"[" * (grading_wire.REPLY_BYTES + 1), grading_wire.REPLY_BYTES)
+    many = [[0] * 1000 for _ in range(grading_wire.NODES // 1000 + 1)]
+    with pytest.raises(ValueError, match="more than"):
+        decode(many)
+    with pytest.raises(grading_wire.DecodeTimeout):
+        decode([[0] * 100 for _ in range(100)], deadline=time.monotonic() - 1)
+    assert decode([[0] * 100 for _ in range(100)], deadline=time.monotonic() + 60)[99][99] == 0
 
 
 def test_non_finite_floats_cross_as_floats_in_strict_json():

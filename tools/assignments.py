@@ -216,7 +216,7 @@ def helper_sources(path: Path = HELPERS) -> dict[str, str]:
 
 def with_helpers(source: str, helpers: dict[str, str]) -> str:
     """A test cell's source with the source of each helper its test function calls (and does not define or take as
-    an argument itself) written at the top of the function's body.
+    an argument itself), and of the helpers those call, written at the top of the function's body.
 
     >>> helpers = {"twice": "def twice(x):\\n    return 2 * x"}
     >>> print(with_helpers("def test_q1(f):\\n    assert twice(f(1)) == 2\\n", helpers))
@@ -235,6 +235,16 @@ def with_helpers(source: str, helpers: dict[str, str]) -> str:
     bound = {arg.arg for arg in ast.walk(test.args) if isinstance(arg, ast.arg)}
     bound |= {node.id for node in names if not isinstance(node.ctx, ast.Load)}
     called = {node.id for node in names if isinstance(node.ctx, ast.Load)} - bound
+    while True:  # and the helpers those helpers call (calling uses disable and reference_functions)
+        more = {
+            node.id
+            for name in called & set(helpers)
+            for node in ast.walk(ast.parse(helpers[name]))
+            if isinstance(node, ast.Name) and node.id in helpers
+        }
+        if more <= called:
+            break
+        called |= more
     wanted = [code for name, code in helpers.items() if name in called]
     if not wanted:
         return source

@@ -25,11 +25,13 @@ being "graded", "not graded" (with the reason), "timed out" or "flagged" (graded
 something an instructor should read: flags and reason say what; a public test's message that quotes the hidden
 tests is withheld from the feedback and flagged). Files that are not gradable (symlinks, files
 outside SUBMISSIONS, dot-folders, nested folders, misnamed files) get a "not graded" row with the reason. The
-feedback file FEEDBACK/<student>/<lab>.txt (at most 20 kB) gives the points per question, otter's messages for the
-public tests (an answer's exception at most as one bounded, escaped line) and only "passed"/"failed" for the hidden
-ones; never flags, logs or the hidden tests' messages. The instructor
+feedback file FEEDBACK/<student>/<lab>.txt (at most 20 kB; and <lab>.html, the same text HTML-escaped) gives the
+points per question, otter's messages for the public tests (an answer's exception by its class alone) and only
+"passed"/"failed" for the hidden ones; never flags, logs or the hidden tests' messages. The instructor
 report (grading-report.txt next to the grades file) lists the flags, the notebooks not graded and why, and the
-files skipped. One notebook's failure never stops the batch, and grades.csv is always written. The grades file
+files skipped. Every name, flag and reason is written with its control characters escaped (``printable``). One
+notebook's failure never stops the batch, and grades.csv is always written: Ctrl-C (however often) and SIGTERM stop
+the notebooks being graded, whose rows, with those not started, say "not graded", reason "interrupted". The grades file
 defaults to grades.csv next to SUBMISSIONS, the feedback folder to feedback/ next to the grades file.
 """
 
@@ -41,10 +43,13 @@ import csv
 import dataclasses
 import difflib
 import hashlib
+import html
+import io
 import json
 import os
 import queue
 import re
+import signal
 import stat
 import subprocess
 import sys
@@ -52,7 +57,7 @@ import tempfile
 import threading
 import time
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +71,7 @@ from .assignments import (
 )
 from .grading_sandbox import (
     Limits,
+    SlotUsers,
     bwrap_works,
     prepare_work_folder,
     processes_limit,
@@ -74,7 +80,7 @@ from .grading_sandbox import (
     stop_sandboxed,
 )
 from .grading_scan import scan_limited
-from .grading_verifier import Worker, WorkerFailed, summary, verify
+from .grading_verifier import INTERRUPTED, Worker, WorkerFailed, summary, verify
 
 COLUMNS = ("student", "lab", "question", "points", "max_points", "status", "flags", "reason")
 STATUSES = ("graded", "not graded", "timed out", "flagged")
@@ -136,6 +142,24 @@ def questions(zip_path: Path) -> dict[str, float]:
     return dict(sorted(found.items(), key=lambda item: (len(item[0]), item[0])))  # q2 before q10
 
 
+def watched_files(autograder: bytes) -> list[str]:
+    """The course_lib files whose functions the zip's tests forbid (each test's ``files = (...)``), sorted: the
+    worker notes their functions before the notebook runs (tools/grading_runner.py's ``reference_table``)."""
+    found = set()
+    with zipfile.ZipFile(io.BytesIO(autograder)) as archive:
+        for name in archive.namelist():
+            if not (name.startswith("tests/") and name.endswith(".py")):
+                continue
+            for node in ast.walk(ast.parse(archive.read(name).decode("utf-8"))):
+                if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["files"]:
+                    try:
+                        value = ast.literal_eval(node.value)
+                    except ValueError:
+                        continue
+                    found |= {str(path) for path in value if str(path).startswith("course_lib/")}
+    return sorted(found)
+
+
 def hidden_lines(zip_path: Path) -> set[str]:
     """Lines of the zip's hidden test cases that no public one has (and their names): feedback must not quote them."""
     hidden, public = set(), set()
@@ -159,6 +183,26 @@ def hidden_lines(zip_path: Path) -> set[str]:
                 if is_hidden:
                     hidden.add(node.name)
     return {line for line in hidden - public if len(line) >= 16}
+
+
+# What a terminal, a spreadsheet or an editor would act on or hide: C0 and C1 controls (ESC among them), DEL, the
+# Unicode line and paragraph separators, zero-width and bidirectional formatting characters (issue 39: a student
+# folder named "mallory\x1b[2K\x1b[1Gbob" rewrote the console line it was printed on).
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+CONTROL_BUT_NEWLINE = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
+)
+
+
+def printable(text, keep_newlines: bool = False) -> str:
+    """``text`` with every control character escaped as Python writes it (``\\x1b``, ``\\u2028``): one line of what it
+    holds, which no terminal or spreadsheet acts on.
+
+    >>> print(printable("mallory" + chr(27) + "[2K" + chr(0x2028) + "bob"))
+    mallory\\x1b[2K\\u2028bob
+    """
+    pattern = CONTROL_BUT_NEWLINE if keep_newlines else CONTROL
+    return pattern.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), str(text))
 
 
 def number(value) -> str:
@@ -229,11 +273,11 @@ def feedback_text(student: str, lab: str, scores: dict, body: str) -> str:
     """The student's feedback: points per question, then ``body``; at most FEEDBACK_BYTES."""
     total = sum(p for p, _ in scores.values())
     possible = sum(m for _, m in scores.values())
-    lines = [f"{lab}: {number(total)} / {number(possible)} points ({student})", ""]
+    lines = [f"{lab}: {number(total)} / {number(possible)} points ({printable(student)})", ""]
     lines += [
         f"  {question}: {number(points)} / {number(max_points)}" for question, (points, max_points) in scores.items()
     ]
-    return clip("\n".join(lines + ["", body.rstrip(), ""]), FEEDBACK_BYTES)
+    return clip("\n".join(lines + ["", printable(body.rstrip(), keep_newlines=True), ""]), FEEDBACK_BYTES)
 
 
 def sandbox_environment() -> dict[str, str]:
@@ -290,9 +334,11 @@ def grade_notebook(
     limits: Limits | None = None,
     expected_sha256: str | None = None,
     slot: int = 0,
+    cancel: threading.Event | None = None,
 ) -> Graded:
     """Grade one notebook: its code runs in a sandbox as a worker, the tests run here (tools/grading_verifier.py);
-    never raises for a problem of the submission itself."""
+    never raises for a problem of the submission itself. Once ``cancel`` is set (Ctrl-C, SIGTERM) it stops the
+    sandbox and says the notebook was not graded: interrupted."""
     expected = questions(zip_path)
     zero = {question: (0.0, max_points) for question, max_points in expected.items()}
     start = time.perf_counter()
@@ -308,7 +354,10 @@ def grade_notebook(
     except OSError as error:
         reason = f"unreadable file: {error.strerror or error}"
         return outcome("not graded", reason, "the file could not be read (is it a notebook you saved?).")
-    flags = scan_limited(data)
+    cancel = cancel or threading.Event()
+    flags = scan_limited(data, cancel=cancel)
+    if cancel.is_set():
+        return outcome("not graded", INTERRUPTED, "grading was interrupted; ask your instructor.")
     notebook = prepared_notebook(data)
     if notebook is None:
         return outcome("not graded", "not a notebook", "the file is not a Jupyter notebook (.ipynb JSON).", flags)
@@ -323,9 +372,9 @@ def grade_notebook(
         copy.write_bytes(notebook)
         environment = sandbox_environment()
         prepare_work_folder(work, slot)
-        command = runner_command(limits, copy)
+        command = runner_command(limits, copy, watched_files(autograder))
         process = start_sandboxed(work, environment, command, log_path, unsafe, slot, pipes=True)
-        worker = Worker(process.stdin, process.stdout, time.monotonic() + timeout_s)
+        worker = Worker(process.stdin, process.stdout, time.monotonic() + timeout_s, cancel)
         try:
             worker.wait_ready()
             results = verify(worker, autograder)
@@ -336,6 +385,8 @@ def grade_notebook(
             memory_limit_hit = stop_sandboxed(process, slot)
         log_path.unlink(missing_ok=True)
         remove_tree(work)
+    if worker.failure is not None and worker.failure.interrupted:
+        return outcome("not graded", INTERRUPTED, "grading was interrupted; ask your instructor.")
     if worker.failure is not None and worker.failure.timed_out:
         return outcome(
             "timed out",
@@ -438,18 +489,23 @@ def find_submissions(folder: Path, labs: list[str]) -> tuple[list[tuple[str, str
     return found, skipped
 
 
-# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...), +cmd|..., @SUM(...)); a
-# leading apostrophe makes it text (OWASP, "CSV Injection"). Tab and carriage return start formulas in some too.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...), +cmd|..., @SUM(...)), also
+# after leading spaces, and in their fullwidth forms, which some read as the ASCII ones; a leading apostrophe makes it
+# text (OWASP, "CSV Injection"). Tab and carriage return start formulas in some too.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 
 def spreadsheet_safe(text: str) -> str:
-    """``text`` as a spreadsheet shows it as text: prefixed with ' when it would start a formula.
+    """``text`` as a spreadsheet shows it as text: prefixed with ' when it would start a formula, after any leading
+    whitespace too.
 
     >>> print(spreadsheet_safe("=HYPERLINK(A1)"), spreadsheet_safe("alice"), spreadsheet_safe("-2"))
     '=HYPERLINK(A1) alice '-2
+    >>> fullwidth = chr(0xFF1D) + "HYPERLINK(A1)"
+    >>> print(spreadsheet_safe(" =HYPERLINK(A1)"), spreadsheet_safe(fullwidth) == "'" + fullwidth)
+    ' =HYPERLINK(A1) True
     """
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    return "'" + text if text.startswith(FORMULA_STARTS) or text.lstrip().startswith(FORMULA_STARTS) else text
 
 
 def write_results(graded: list[Graded], grades: Path, feedback: Path) -> None:
@@ -462,7 +518,7 @@ def write_results(graded: list[Graded], grades: Path, feedback: Path) -> None:
         for item in sorted(graded, key=lambda g: (g.student, g.lab, g.path)):
             for student, lab, question, points, max_points, status, flags, reason in item.rows:
                 max_text = number(max_points) if max_points != "" else ""
-                text = [spreadsheet_safe(str(x)) for x in (student, lab, question, status, flags, reason)]
+                text = [spreadsheet_safe(printable(x)) for x in (student, lab, question, status, flags, reason)]
                 writer.writerow([*text[:3], number(points), max_text, *text[3:]])
     partial.replace(grades)
     for item in graded:
@@ -471,6 +527,17 @@ def write_results(graded: list[Graded], grades: Path, feedback: Path) -> None:
         path = feedback / item.student / f"{item.lab}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(item.feedback, encoding="utf-8")
+        path.with_suffix(".html").write_text(feedback_html(item.feedback), encoding="utf-8")
+
+
+def feedback_html(feedback: str) -> str:
+    """The feedback as a page to upload where feedback is rendered as HTML: every character of it escaped, so that an
+    answer returning "<script>..." shows as that text.
+
+    >>> print(feedback_html("got '<b>1</b>' & more").splitlines()[3])
+    <pre>got &#x27;&lt;b&gt;1&lt;/b&gt;&#x27; &amp; more</pre>
+    """
+    return f'<!DOCTYPE html>\n<html>\n<meta charset="utf-8">\n<pre>{html.escape(feedback, quote=True)}</pre>\n</html>\n'
 
 
 def write_report(graded: list[Graded], path: Path, unsafe: bool, limits: str = "") -> None:
@@ -488,13 +555,13 @@ def write_report(graded: list[Graded], path: Path, unsafe: bool, limits: str = "
             continue
         lines += ["", f"{status.upper()}:"]
         for item in sorted(items, key=lambda g: (g.student, g.lab, g.path)):
-            where = item.path or f"{item.student}/{item.lab}.ipynb"
+            where = printable(item.path or f"{item.student}/{item.lab}.ipynb")
             points = f" {number(item.points)} / {number(item.max_points)}" if item.scores else ""
             lines.append(f"  {where}:{points}")
             if item.reason:
-                lines.append(f"    reason: {item.reason}")
+                lines.append(f"    reason: {printable(item.reason)}")
             if item.flags:
-                lines.append(f"    flags: {item.flags}")
+                lines.append(f"    flags: {printable(item.flags)}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -545,28 +612,39 @@ def cannot_grade(zips: dict[str, Path | None], found: list, assignments: Path, u
 
 
 def grade_batch(
-    found: list[tuple[str, str, Path]], zips: dict[str, Path | None], arguments: argparse.Namespace
+    found: list[tuple[str, str, Path]],
+    zips: dict[str, Path | None],
+    arguments: argparse.Namespace,
+    cancel: threading.Event | None = None,
 ) -> tuple[list[Graded], bool, str]:
-    """(a Graded for every submission found, whether Ctrl-C interrupted the batch, the limits per notebook in one
-    line for the report): ``arguments.jobs`` notebooks at
-    once, each in a sandbox of its own; after Ctrl-C the notebooks being graded finish, the others are not graded."""
+    """(a Graded for every submission found, whether ``cancel`` interrupted the batch, the limits per notebook in one
+    line for the report): ``arguments.jobs`` notebooks at once, each in a sandbox of its own. Once ``cancel`` is set
+    (main sets it on Ctrl-C and SIGTERM) the notebooks being graded are stopped and, with those not started, not
+    graded: interrupted; the finished ones keep their grades."""
+    cancel = cancel or threading.Event()
     hashes = {lab: sha256(path) for lab, path in zips.items() if path is not None}
-    stop = threading.Event()
+    jobs = max(1, arguments.jobs)
     slots = queue.SimpleQueue()  # one sandbox user per notebook graded at once
-    for slot in range(max(1, arguments.jobs)):
+    for slot in range(jobs):
         slots.put(slot)
+
+    def interrupted(student: str, lab: str) -> Graded:
+        zero = {question: (0.0, max_points) for question, max_points in questions(zips[lab]).items()}
+        text = feedback_text(student, lab, zero, "Not graded: grading was interrupted; ask your instructor.")
+        return Graded(student, lab, zero, text, 0.0, "not graded", INTERRUPTED)
 
     def grade(item):
         student, lab, path = item
-        if stop.is_set():
-            zero = {question: (0.0, max_points) for question, max_points in questions(zips[lab]).items()}
-            return Graded(student, lab, zero, "", 0.0, "not graded", "grading was interrupted")
+        if cancel.is_set():
+            result = interrupted(student, lab)
+            result.path = f"{student}/{lab}.ipynb"
+            return result
         limits = Limits(cpu_s=int(arguments.timeout) + 5)
         slot = slots.get()
         try:
             limits = dataclasses.replace(limits, processes=processes_limit(limits, slot))
             result = grade_notebook(
-                path, zips[lab], student, lab, arguments.timeout, arguments.unsafe, limits, hashes[lab], slot
+                path, zips[lab], student, lab, arguments.timeout, arguments.unsafe, limits, hashes[lab], slot, cancel
             )
         except Exception as error:  # a grader problem with this notebook: report it, go on with the batch
             zero = {question: (0.0, max_points) for question, max_points in questions(zips[lab]).items()}
@@ -578,27 +656,37 @@ def grade_batch(
         result.path = f"{student}/{lab}.ipynb"
         note = f" {result.status.upper()}: {result.reason or result.flags}" if result.status != "graded" else ""
         print(
-            f"{student}/{lab}: {number(result.points)} / {number(result.max_points)} in {result.seconds:.1f} s{note}",
+            printable(f"{student}/{lab}: {number(result.points)} / {number(result.max_points)} in "
+                      f"{result.seconds:.1f} s{note}"),
             flush=True,
-        )
+        )  # fmt: skip
         return result
 
-    groups = grading_cgroup.SlotGroups(max(1, arguments.jobs))  # a cgroup per slot, where the machine has them
+    groups = grading_cgroup.SlotGroups(jobs)  # a cgroup per slot, where the machine has them
     if not groups.hierarchy.version:
         print(f"warning: {groups.description()}", file=sys.stderr)
-    pool = ThreadPoolExecutor(max_workers=max(1, arguments.jobs))
-    interrupted = False
-    with groups:
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    with groups, SlotUsers(jobs):
         futures = [pool.submit(grade, item) for item in found]
-        try:
-            graded = [future.result() for future in futures]
-        except KeyboardInterrupt:  # Ctrl-C: finish the notebooks being graded, skip the others, write what is done
-            interrupted = True
-            stop.set()
-            graded = [future.result() for future in futures]
-        finally:
-            pool.shutdown(wait=True)
-    return graded, interrupted, groups.description()
+        pending = set(futures)
+        while pending:  # in short waits, so that the main thread runs a signal's handler at once
+            pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION).not_done
+        pool.shutdown(wait=True)
+        graded = [future.result() for future in futures]
+    return graded, cancel.is_set(), groups.description()
+
+
+def on_signals(cancel: threading.Event) -> dict:
+    """Make Ctrl-C (SIGINT, however often) and SIGTERM set ``cancel`` instead of raising in the middle of the batch:
+    the batch stops its notebooks and returns, and grades.csv is written. The previous handlers, to restore."""
+
+    def handler(number, _frame):
+        if not cancel.is_set():
+            print(f"grade: {signal.Signals(number).name}: stopping; the notebooks not finished are not graded",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        cancel.set()
+
+    return {number: signal.signal(number, handler) for number in (signal.SIGINT, signal.SIGTERM)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -612,7 +700,7 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.unsafe:
         print("warning: UNSAFE: grading without the sandbox; the notebooks run with your rights", file=sys.stderr)
     for item in skipped:
-        print(f"not graded: {item.reason}")
+        print(f"not graded: {printable(item.reason)}")
     if not found:
         print(
             f"error: no lab notebooks in {submissions} (expected <student>/<lab>.ipynb with <lab> one of "
@@ -622,10 +710,19 @@ def main(argv: list[str] | None = None) -> int:
         write_results(skipped, grades, feedback)
         return 2
     start = time.perf_counter()
-    graded, interrupted, limits = grade_batch(found, zips, arguments)
-    graded += skipped
-    write_results(graded, grades, feedback)
-    write_report(graded, grades.with_name(REPORT_NAME), arguments.unsafe, limits)
+    cancel = threading.Event()
+    previous = on_signals(cancel)
+    try:
+        graded, interrupted, limits = grade_batch(found, zips, arguments, cancel)
+        graded += skipped
+        write_results(graded, grades, feedback)
+        write_report(graded, grades.with_name(REPORT_NAME), arguments.unsafe, limits)
+    finally:
+        for number, handler in previous.items():
+            # Once interrupted, a second or third Ctrl-C is ignored to the end, through the interpreter's exit too (it
+            # restores the default action, which would end the process by SIGINT, of every handler but SIG_IGN:
+            # CPython 3.11 Modules/signalmodule.c _PySignal_Fini).
+            signal.signal(number, signal.SIG_IGN if cancel.is_set() else handler)
     counts = {status: sum(1 for g in graded if g.status == status) for status in STATUSES}
     print(
         f"graded {len(found)} notebooks of {len({s for s, _, _ in found})} students in "

@@ -2,7 +2,8 @@
 
 ``start_sandboxed`` starts tools/grading_runner.py (the worker) in a sandbox made with ``bwrap``:
 
-- a read-only view of the system (/usr, /etc, /lib...), of the Python installation and virtual environment, of
+- a read-only view of the system (/usr, /lib..., and of /etc only the few files ETC_FILES lists), of the Python
+  installation and virtual environment, of
   course_lib and of the worker's three files (WORKER_FILES); nothing else of the host: not the submissions, not
   the grades, not the build folder with the autograders and their hidden tests, not $HOME;
 - three writable folders, each a private tmpfs of ``PRIVATE_TMPFS_BYTES``: ``work`` (at the path of the fresh host
@@ -11,7 +12,8 @@
 - no network (a new network namespace with only loopback), its own PID namespace (when its first process ends,
   at the timeout or because the grader died, the kernel kills every process of the sandbox, double-forked ones
   included), a new session (no terminal), every capability dropped, and an unprivileged user (as root: a host
-  user of its own per job, SLOT_UID_BASE + slot; otherwise nobody in a user namespace);
+  user of its own per job, from SLOT_UID_BASE on, claimed by ``SlotUsers`` so that concurrent batches never share
+  one; otherwise nobody in a user namespace);
 - a clean environment: only the variables ``environment`` gives (nothing of the grader's command line or
   environment is visible);
 - limits (``Limits``): address space, processes, CPU time and file size, set by the runner with setrlimit; and,
@@ -25,12 +27,15 @@ detaches can outlive the batch.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -50,7 +55,19 @@ INSTALL_HINT = (
     "(Debian/Ubuntu) or `sudo dnf install bubblewrap` (Fedora), or pass UNSAFE=1 to grade without a sandbox "
     "(the notebooks can then read and change your files: see the README)"
 )
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
+# Of /etc, only what the dynamic linker, Python, numpy and matplotlib read (issue 39: all of /etc was readable, e.g.
+# /etc/pip.conf, which may hold a package index's credentials): no passwd, no host name, no configuration of tools.
+ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/mime.types",
+    "/etc/fonts",
+    "/etc/alternatives",
+)
 # The sandbox's own /tmp and /dev/shm: private tmpfs of this size each (bwrap --size), so that a notebook that fills
 # them fills its own, not the host's that the next notebooks need.
 PRIVATE_TMPFS_BYTES = 256 * 2**20
@@ -104,9 +121,65 @@ def namespace_options() -> list[str]:
     return ["--unshare-user", *common, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
 
 
+SLOT_UIDS = 256  # SLOT_UID_BASE ... SLOT_UID_BASE + 255: the sandbox users of every batch running on the machine
+_claimed: dict[int, int] = {}  # slot -> uid, claimed by this process's batch (SlotUsers)
+
+
 def sandbox_uid(slot: int = 0) -> int:
-    """The host user the sandbox of job ``slot`` runs as (its processes are counted against this user)."""
-    return SLOT_UID_BASE + slot if privileged() else os.getuid()
+    """The host user the sandbox of job ``slot`` runs as (its processes are counted against this user): the uid
+    ``SlotUsers`` claimed for it, so that two batches at once never share one."""
+    return _claimed.get(slot, SLOT_UID_BASE + slot) if privileged() else os.getuid()
+
+
+def slot_lock_folder() -> Path:
+    """Where batches lock the sandbox users they use: a folder only root can write (checked, not trusted)."""
+    base = Path("/run/lock") if Path("/run/lock").is_dir() else Path(tempfile.gettempdir())
+    folder = base / "course-grading-users"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
+        raise RuntimeError(f"{folder} is not a folder that only root can write: remove it")
+    return folder
+
+
+class SlotUsers:
+    """As root, a context manager that claims a host uid of its own for each of ``slots`` slots: an exclusive lock on
+    a file per uid in ``slot_lock_folder()``, held for the batch and let go on leaving or when the process ends, so
+    that concurrent ``make grade`` runs never share a sandbox user (the kernel counts processes per user, and a user
+    can signal its own processes). Not root: nothing to claim (each sandbox is nobody in a user namespace)."""
+
+    def __init__(self, slots: int):
+        self.slots = slots
+        self.locks: list[int] = []
+
+    def __enter__(self) -> SlotUsers:
+        if not privileged():
+            return self
+        folder = slot_lock_folder()
+        for uid in range(SLOT_UID_BASE, SLOT_UID_BASE + SLOT_UIDS):
+            if len(_claimed) == self.slots:
+                break
+            descriptor = os.open(folder / f"uid-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(descriptor)
+                continue
+            self.locks.append(descriptor)
+            _claimed[len(_claimed)] = uid
+        if len(_claimed) < self.slots:
+            self.__exit__()
+            raise RuntimeError(f"no free sandbox user: {SLOT_UIDS} are in use by other grading batches")
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        _claimed.clear()
+        for descriptor in self.locks:
+            os.close(descriptor)  # closing the file lets go of its lock
+        self.locks.clear()
 
 
 def drop_privileges(slot: int = 0) -> list[str]:
@@ -143,8 +216,9 @@ def processes_limit(limits: Limits, slot: int = 0) -> int:
 
 
 def read_only_paths() -> list[Path]:
-    """What the sandbox sees of the host besides its work folder: the system, Python, the venv, course_lib."""
-    paths = [Path(p) for p in SYSTEM_PATHS if Path(p).exists()]
+    """What the sandbox sees of the host besides its work folder: the system (of /etc only ETC_FILES), Python, the
+    venv, course_lib."""
+    paths = [Path(p) for p in (*SYSTEM_PATHS, *ETC_FILES) if os.path.lexists(p)]
     for prefix in {sys.base_prefix, sys.prefix, sys.exec_prefix, sys.base_exec_prefix}:
         paths.append(Path(prefix).resolve())
     paths.append(Path(sys.executable).resolve().parent)
@@ -184,9 +258,10 @@ def sandbox_command(work: Path, environment: dict[str, str], command: list[str],
     return argv
 
 
-def runner_command(limits: Limits, notebook: Path) -> list[str]:
-    """The worker's command line (tools/grading_runner.py): it runs ``notebook``, then answers on stdin/stdout."""
-    return [sys.executable, "-B", str(RUNNER), json.dumps(asdict(limits)), str(notebook)]  # -B: no .pyc written
+def runner_command(limits: Limits, notebook: Path, files: list[str] = ()) -> list[str]:
+    """The worker's command line (tools/grading_runner.py): it notes the functions of the course_lib ``files`` the
+    tests forbid, runs ``notebook``, then answers on stdin/stdout."""
+    return [sys.executable, "-B", str(RUNNER), json.dumps(asdict(limits)), str(notebook), *files]  # -B: no .pyc
 
 
 @dataclass

@@ -5,7 +5,8 @@ the notebook's code cells. The kinds (``KINDS``):
 
 - ``otter internals``: imports or uses otter beyond ``otter.Notebook`` (its test classes, runners, results), or
   names otter's files (``tests/``, ``results.json``...);
-- ``introspection``: frames, stacks, tracers, the garbage collector's object lists, /proc;
+- ``introspection``: frames (of functions, generators, coroutines, tracebacks), stacks, tracers, the garbage
+  collector's object lists, /proc, an object's ``__class__``, ``__subclasses__``, ``__dict__``, ``__code__``...;
 - ``patches a module``: assigns or deletes an attribute of ``math``, ``numpy``, ``builtins``, ``course_lib``,
   otter or the ``grader`` (also through ``setattr`` or an alias such as ``np`` or ``from course_lib import x``);
 - ``files``: opens a file for writing, deletes, renames or creates files and folders, %%writefile;
@@ -13,11 +14,21 @@ the notebook's code cells. The kinds (``KINDS``):
   reach outside Python in every form IPython runs them (``!cmd``, ``x = !cmd``, ``%%bash``, ``%load_ext``, ``%pip``,
   ``get_ipython().system(...)``; the code inside ``%time`` and ``%%capture`` is scanned as any other);
 - ``environment``: reads environment variables or ``sys.argv``;
-- ``dynamic code``: exec, eval, compile, __import__, importlib (which would hide the rest from this scan).
+- ``dynamic code``: exec, eval, compile, __import__, importlib, attribute names computed at run time (``getattr``,
+  ``operator.attrgetter``, ``methodcaller``, ``__getattribute__`` with a name that is not a constant, on any
+  object), a dangerous module or builtin passed around as a value (``x = os``, ``_w = open``, ``f(getattr)``), and
+  every magic but the harmless few of ``ALLOWED_MAGICS`` (``%config``, ``%autocall``...): what would hide the rest
+  from this scan;
+- ``reference internals``: course_lib's private names (``collectives._BUSBW_FACTORS``), which hold what the
+  reference functions compute;
+- ``unreadable code``: a cell that IPython or Python cannot read (it raises when it runs; what it would do is not
+  known), or nested too deeply to scan.
+
+The scan reads exactly the code the worker runs: the sources tools/grading_runner.py's ``code_cells`` gives (otter's
+lines replaced by a stub, lines split as Python's tokenizer splits them), as ``python_source`` transforms them.
 
 A flag is a reason for an instructor to read the notebook, not a verdict: tools/grade.py writes the flags into
-grades.csv (status "flagged") and the instructor report, never into the student's feedback. A cell that is not
-valid Python is skipped (otter reports its error).
+grades.csv (status "flagged") and the instructor report, never into the student's feedback.
 
 >>> [f.kind for f in scan_sources(["import math", "math.isclose = lambda *a, **k: True"])]
 ['patches a module']
@@ -34,11 +45,25 @@ import re
 import resource
 import subprocess
 import sys
+import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .grading_runner import code_cells, python_source
+
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = ("otter internals", "introspection", "patches a module", "files", "processes", "environment", "dynamic code")
+KINDS = (
+    "otter internals",
+    "introspection",
+    "patches a module",
+    "files",
+    "processes",
+    "environment",
+    "dynamic code",
+    "reference internals",
+    "unreadable code",
+)
 PROTECTED_MODULES = ("math", "cmath", "numpy", "builtins", "course_lib", "otter", "operator", "numbers", "sys")
 OTTER_ALLOWED = {"Notebook"}  # `import otter; grader = otter.Notebook(...)`: otter's init cell
 GRADER_ALLOWED = {"check", "check_all", "export", "to_pdf"}
@@ -54,6 +79,19 @@ INTROSPECTION_ATTRIBUTES = {
     "gi_frame",
     "cr_frame",
     "ag_frame",
+    "gi_code",
+    "cr_code",
+    "ag_code",
+    "gi_yieldfrom",
+    "cr_await",
+    "ag_await",
+    "tb_next",
+    "f_trace",
+    "__traceback__",
+    "monitoring",
+    "settrace_all_threads",
+    "setprofile_all_threads",
+    "_current_exceptions",
     "settrace",
     "setprofile",
     "gettrace",
@@ -87,7 +125,39 @@ OS_FILES = re.compile(
 PATH_WRITES = {"write_text", "write_bytes", "unlink", "rmdir", "touch", "mkdir", "symlink_to", "hardlink_to"}
 # Otter's files in the grading folder: its tests, results and log.
 OTTER_FILES = re.compile(r"(^|/|\*)(tests|autograder|results|source)/|results\.(json|pkl)|\.otter_log|otter_config")
-DYNAMIC = {"exec", "eval", "compile", "__import__", "execfile", "globals", "vars", "breakpoint"}
+DYNAMIC = {"exec", "eval", "compile", "__import__", "execfile", "globals", "vars", "breakpoint", "locals"}
+# Read on any object, these reach what a function, class or module is made of (and so a disabled reference function's
+# code, or every class of the process).
+INTERNAL_ATTRIBUTES = {
+    "__code__", "__globals__", "__closure__", "__builtins__", "__class__", "__subclasses__", "__mro__", "__bases__",
+    "__base__", "__dict__", "__kwdefaults__", "__defaults__", "__wrapped__", "__func__", "__self__",
+    "__getattribute__", "__reduce__", "__reduce_ex__", "__loader__", "__spec__",
+}  # fmt: skip
+# A module or builtin that is dangerous to pass around as a value: under another name, the scan could not see what
+# it does (``x = os; x.system(...)``, ``_w = open``).
+DANGEROUS_MODULES = {
+    "os", "posix", "sys", "subprocess", "shutil", "builtins", "importlib", "inspect", "gc", "ctypes", "signal",
+    "threading", "_thread", "multiprocessing", "runpy", "code", "pty", "atexit", "operator", "types", "marshal",
+    "pickle", "tempfile",
+}  # fmt: skip
+# Of these, every attribute is dangerous as a value; of the others (os, sys, operator...), the ones named here.
+DANGEROUS_THROUGHOUT = {
+    "subprocess", "shutil", "builtins", "importlib", "inspect", "gc", "ctypes", "signal", "threading", "_thread",
+    "multiprocessing", "runpy", "pty", "atexit", "marshal", "pickle", "tempfile",
+}  # fmt: skip
+DANGEROUS_ATTRIBUTES = {"sys._getframe", "sys.settrace", "sys.setprofile", "sys.modules", "operator.attrgetter",
+                        "operator.methodcaller", "types.FunctionType", "types.CodeType"}  # fmt: skip
+DANGEROUS_BUILTINS = {
+    "open", "exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr", "vars", "globals", "locals",
+    "breakpoint",
+}  # fmt: skip
+# Attribute lookups by a name given at run time.
+COMPUTED_LOOKUPS = {
+    "getattr", "builtins.getattr", "setattr", "builtins.setattr", "delattr", "builtins.delattr", "hasattr",
+    "operator.attrgetter", "operator.methodcaller", "inspect.getattr_static", "object.__getattribute__",
+    "type.__getattribute__",
+}  # fmt: skip
+GRADER_MODULES = {"__main__", "grading_runner", "grading_helpers", "grading_wire", "tools", "IPython", "ipykernel"}
 
 
 @dataclass(frozen=True)
@@ -132,6 +202,8 @@ class _Scanner(ast.NodeVisitor):
 
     def check_module(self, module: str, node: ast.AST) -> None:
         top = module.split(".")[0]
+        if top in GRADER_MODULES:
+            self.flag("otter internals", node, f"import {module} (the grader's or IPython's internals)")
         if top == "otter" and module != "otter":
             self.flag("otter internals", node, f"import {module}")
         if top in INTROSPECTION_MODULES:
@@ -155,6 +227,8 @@ class _Scanner(ast.NodeVisitor):
         self.check_module(module, node)
         for alias in node.names:
             full = f"{module}.{alias.name}"
+            if module.split(".")[0] == "course_lib" and alias.name.startswith("_"):
+                self.flag("reference internals", node, full)
             if module == "otter" and alias.name not in OTTER_ALLOWED:
                 self.flag("otter internals", node, f"from otter import {alias.name}")
             if module.split(".")[0] == "os" and (OS_PROCESS.match(alias.name) or alias.name in ("environ", "getenv")):
@@ -177,7 +251,32 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         self.classify(self.resolve(dotted(node)), node.attr, node, isinstance(node.ctx, ast.Store))
+        self.passed_around(node)
         self.generic_visit(node)
+
+    def passed_around(self, node: ast.AST) -> None:
+        """Flag a dangerous module or builtin read as a value (not called, not the object of an attribute): an
+        alias, an argument, an item of a list would hide what it is used for."""
+        if not isinstance(getattr(node, "ctx", None), ast.Load):
+            return
+        parent = getattr(node, "parent", None)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            return
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return
+        name = self.resolve(dotted(node))
+        if not name or name.startswith("()"):
+            return
+        top, _, attribute = name.partition(".")
+        dangerous = (
+            name in DANGEROUS_BUILTINS
+            or name in DANGEROUS_ATTRIBUTES
+            or (top in DANGEROUS_MODULES and not attribute)
+            or (top in DANGEROUS_THROUGHOUT and attribute.count(".") == 0)
+            or (top == "os" and bool(OS_PROCESS.match(attribute) or OS_FILES.match(attribute)))
+        )
+        if dangerous:
+            self.flag("dynamic code", node, f"{name} used as a value (an alias hides what it does)")
 
     def classify(self, name: str, attribute: str, node: ast.AST, stored: bool = False) -> None:
         """Flag the attribute ``attribute`` of ``name`` (its resolved dotted name), read as ``x.attr`` or as
@@ -198,12 +297,12 @@ class _Scanner(ast.NodeVisitor):
             self.flag("files", node, name)
         elif attribute in PATH_WRITES and not name.startswith(("os.", "numpy.", "course_lib.")):
             self.flag("files", node, name or attribute)
-        elif name == "sys.modules" or attribute in ("__code__", "__globals__", "__closure__", "__builtins__"):
-            self.flag("introspection", node, name or attribute)
         elif attribute in ("__subclasses__", "__mro__", "__bases__", "__dict__", "__class__") and stored:
             self.flag("patches a module", node, name or attribute)
-        elif attribute == "__dict__" and name.split(".")[0] in PROTECTED_MODULES:  # vars() by another name
-            self.flag("introspection", node, name)
+        elif name == "sys.modules" or attribute in INTERNAL_ATTRIBUTES:
+            self.flag("introspection", node, name or attribute)
+        elif name.startswith("course_lib.") and attribute.startswith("_") and not attribute.startswith("__"):
+            self.flag("reference internals", node, name)
         elif name.split(".")[0] in ("builtins", "__builtins__") and attribute in DYNAMIC:  # builtins.exec
             self.flag("dynamic code", node, name)
 
@@ -274,26 +373,45 @@ class _Scanner(ast.NodeVisitor):
             path = node.args[0] if node.args else None
             if isinstance(path, ast.Constant) and str(path.value).startswith("/proc"):
                 self.flag("introspection", node, f"open({path.value!r})")
-        if resolved in ("getattr", "vars", "dir") and node.args and self.protected(node.args[0]) and len(node.args) > 1:
-            if not isinstance(node.args[1], ast.Constant):
-                self.flag("dynamic code", node, f"getattr({dotted(node.args[0])}, <computed name>)")
-        if (
-            resolved in ("getattr", "builtins.getattr")
-            and len(node.args) > 1
-            and isinstance(node.args[1], ast.Constant)
-        ):
-            target, attribute = dotted(node.args[0]), str(node.args[1].value)
-            if target:  # getattr(sys, "_getframe") is sys._getframe
-                self.classify(f"{self.resolve(target)}.{attribute}", attribute, node)
+        self.computed_lookup(node, resolved, last)
         if resolved == "IPython.get_ipython":  # the bare name is flagged where it is read (visit_Name)
             self.flag("processes", node, "get_ipython() (runs magics and shell commands)")
         self.generic_visit(node)
+
+    def computed_lookup(self, node: ast.Call, resolved: str, last: str) -> None:
+        """getattr(x, name), operator.attrgetter(name), x.__getattribute__(name)...: a name that is not a constant
+        string is flagged, whatever the object; a constant one is read as the attribute itself."""
+        if resolved not in COMPUTED_LOOKUPS and last not in ("__getattribute__", "__getattr__", "getattr_static"):
+            return
+        names = list(node.args[:1]) if last in ("attrgetter", "methodcaller") else list(node.args[1:2])
+        if last in ("__getattribute__", "__getattr__") and node.args:
+            names = [node.args[-1]]
+        if last == "attrgetter":
+            names = list(node.args)
+        names += [keyword.value for keyword in node.keywords if keyword.arg in ("name", "attr")]
+        target = dotted(node.args[0]) if node.args and last not in ("attrgetter", "methodcaller") else ""
+        if (
+            not names
+            or node.keywords
+            and any(keyword.arg is None for keyword in node.keywords)
+            or any(isinstance(arg, ast.Starred) for arg in node.args)
+        ):
+            self.flag("dynamic code", node, f"{resolved or last}(<computed name>)")
+            return
+        for name in names:
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                self.flag("dynamic code", node, f"{resolved or last}({target or '...'}, <computed name>)")
+                continue
+            for attribute in name.value.split("."):  # attrgetter("a.b"): each step; getattr(sys, "x") is sys.x
+                owner = self.resolve(target) if target else ""
+                self.classify(f"{owner}.{attribute}" if owner else attribute, attribute, node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and OTTER_FILES.search(node.value):
             self.flag("otter internals", node, f"the path {node.value[:40]!r}")
 
     def visit_Name(self, node: ast.Name) -> None:
+        self.passed_around(node)
         if node.id == "get_ipython" and isinstance(node.ctx, ast.Load):
             self.flag("processes", node, "get_ipython (runs magics and shell commands)")
         if node.id == "__builtins__":
@@ -301,21 +419,23 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-# The magics IPython runs that reach outside Python (shell, files, other interpreters, extensions, other notebooks);
-# the others (%matplotlib, %time, ...) are harmless, and the code %time, %timeit, %prun and %%capture run is scanned.
-OUTSIDE_MAGICS = {
-    "bash", "sh", "system", "sx", "script", "perl", "ruby", "python", "python2", "python3", "pypy", "writefile",
-    "file", "run", "load", "env", "load_ext", "reload_ext", "alias", "store", "sc", "cd", "pushd", "popd",
-    "bookmark", "pip", "conda", "mamba", "micromamba", "uv", "macro", "edit", "save", "logstart", "notebook",
-    "javascript", "js", "html", "svg",
+# The magics a lab needs, which do nothing outside Python: every other magic is flagged (%config, %autocall, %alias,
+# %run... reach the shell, files or IPython's own settings, or change what the next cells mean). The code that %time,
+# %timeit and %%capture run is scanned as any other.
+ALLOWED_MAGICS = {"matplotlib", "time", "timeit", "capture", "who", "whos", "precision", "pprint"}
+CODE_MAGICS = {"time", "timeit", "capture"}
+SHELL_MAGICS = {
+    "bash", "sh", "system", "sx", "script", "perl", "ruby", "python", "python2", "python3", "pypy", "pip", "conda",
+    "mamba", "micromamba", "uv", "sc", "cd", "pushd", "popd", "env", "set_env", "load_ext", "reload_ext", "alias",
+    "macro", "javascript", "js", "html", "svg",
 }  # fmt: skip
-CODE_MAGICS = {"time", "timeit", "prun", "capture", "debug"}
-FILE_MAGICS = {"writefile", "file", "save", "logstart", "notebook", "store"}
+FILE_MAGICS = {"writefile", "file", "save", "logstart", "notebook", "store", "load", "run", "edit", "bookmark"}
+TIMEIT_OPTIONS = re.compile(r"^\s*(?:-[a-z]+\s*\d*(?=\s)\s*)*")
 
 
 class _Magics(ast.NodeTransformer):
     """Replaces IPython's calls for magics and shell escapes (as its TransformerManager writes them) by ``None``,
-    noting those that reach outside Python (``special``) and the code the others run (``inner``)."""
+    noting the magics not allowed (``special``) and the code the allowed ones run (``inner``)."""
 
     def __init__(self):
         self.special: list[tuple[int, str, str]] = []  # (line, kind, text)
@@ -338,67 +458,66 @@ class _Magics(ast.NodeTransformer):
         elif function.attr in ("run_line_magic", "run_cell_magic") and arguments and isinstance(arguments[0], str):
             name = arguments[0]
             code = [arg for arg in arguments[1:] if isinstance(arg, str)]
-            if name in OUTSIDE_MAGICS:
-                kind = "files" if name in FILE_MAGICS else "processes"
+            if name not in ALLOWED_MAGICS or len(code) != len(arguments) - 1:
+                kind = "files" if name in FILE_MAGICS else "processes" if name in SHELL_MAGICS else "dynamic code"
                 self.special.append((node.lineno, kind, f"%{name} {' '.join(code)[:50]}".strip()))
             elif name in CODE_MAGICS:
-                self.inner += code
+                line, cell = code[0] if code else "", code[1] if len(code) > 1 else None
+                if name != "capture":  # %%capture's line holds its options and the name of its result
+                    self.inner.append(TIMEIT_OPTIONS.sub("", line, count=1))
+                if cell is not None:
+                    self.inner.append(cell)
         else:
             return node  # any other use of get_ipython() is left for the scanner to flag
         return ast.copy_location(ast.Constant(None), node)
 
 
-def _python(source: str) -> tuple[str, list[tuple[int, str, str]], list[str]]:
-    """(the source as Python with IPython's magics and shell escapes, in any form IPython accepts (``!ls``,
-    ``x = !ls``, ``%%bash``, ``%time x = f()``...), replaced by None; [(line, kind, magic or shell line)] of those
-    that reach outside Python; [the code the harmless ones run]). A source IPython cannot read is returned as it is."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    try:
-        tree = ast.parse(TransformerManager().transform_cell(source))
-    except (SyntaxError, ValueError, RecursionError, IndexError):
-        return source, [], []
-    magics = _Magics()
-    try:
-        tree = magics.visit(tree)
-        return ast.unparse(tree), magics.special, magics.inner
-    except RecursionError:
-        return source, magics.special, magics.inner
-
-
 def scan_sources(sources: list[str], cells: list[int] | None = None) -> list[Flag]:
-    """Flags of a list of code cell sources (``cells``: their numbers in the notebook, default 1, 2, ...)."""
+    """Flags of a list of code cell sources, each read as ``python_source`` gives it (``cells``: their numbers in the
+    notebook, default 1, 2, ...)."""
     aliases: dict[str, str] = {}
     flags: list[Flag] = []
     for index, source in zip(cells or range(1, len(sources) + 1), sources, strict=True):
-        code, special, inner = _python(source)
-        flags += [Flag(kind, index, line, text) for line, kind, text in special]
-        for part in [code, *inner]:
-            try:
-                tree = ast.parse(part)
-            except (SyntaxError, ValueError, RecursionError):
-                continue
-            scanner = _Scanner(index, aliases)
-            try:
-                scanner.visit(tree)
-            except RecursionError:
-                flags.append(Flag("dynamic code", index, 0, "code nested too deeply to scan"))
-            flags += scanner.flags
+        pending, depth = [source], 0
+        while pending and depth < 20:  # the code %time runs may itself hold magics
+            depth += 1
+            inner = []
+            for part in pending:
+                found, more = _scan_one(part, index, aliases)
+                flags += found
+                inner += more
+            pending = inner
+        if pending:
+            flags.append(Flag("unreadable code", index, 0, "magics nested too deeply to scan"))
     return flags
 
 
+def _scan_one(source: str, index: int, aliases: dict[str, str]) -> tuple[list[Flag], list[str]]:
+    """(the flags of one source, the sources its allowed magics run)."""
+    try:
+        tree = ast.parse(python_source(source))
+    except (SyntaxError, ValueError, RecursionError, IndexError) as error:
+        where = getattr(error, "lineno", 0) or 0
+        return [Flag("unreadable code", index, where, f"the cell does not parse ({type(error).__name__})")], []
+    magics = _Magics()
+    scanner = _Scanner(index, aliases)
+    try:
+        tree = magics.visit(tree)
+        for parent in ast.walk(tree):
+            for child in ast.iter_child_nodes(parent):
+                child.parent = parent  # type: ignore[attr-defined]
+        scanner.visit(tree)
+    except RecursionError:
+        scanner.flags.append(Flag("unreadable code", index, 0, "code nested too deeply to scan"))
+    special = [Flag(kind, index, line, text) for line, kind, text in magics.special]
+    return special + scanner.flags, magics.inner
+
+
 def scan_notebook(notebook: dict) -> list[Flag]:
-    """Flags of a notebook given as parsed JSON (nbformat 4): every code cell, in order."""
-    sources, numbers = [], []
-    for index, cell in enumerate(notebook.get("cells", []) if isinstance(notebook, dict) else [], 1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else source
-        if isinstance(source, str):
-            sources.append(source)
-            numbers.append(index)
-    return scan_sources(sources, numbers)
+    """Flags of a notebook given as parsed JSON (nbformat 4): the code the worker runs, cell by cell
+    (tools/grading_runner.py's ``code_cells``)."""
+    cells = code_cells(notebook)
+    return scan_sources([source for _, source in cells], [number for number, _ in cells])
 
 
 def scan_bytes(data: bytes) -> list[Flag]:
@@ -416,10 +535,12 @@ SCAN_ADDRESS_SPACE_BYTES = 2 * 2**30
 SCAN_TIMEOUT_S = 120.0
 
 
-def scan_limited(data: bytes, address_space_bytes=SCAN_ADDRESS_SPACE_BYTES, timeout_s=SCAN_TIMEOUT_S) -> str:
+def scan_limited(
+    data: bytes, address_space_bytes=SCAN_ADDRESS_SPACE_BYTES, timeout_s=SCAN_TIMEOUT_S, cancel=None
+) -> str:
     """``summarise(scan_bytes(data))`` computed in a child process that may use at most ``address_space_bytes`` of
-    memory and ``timeout_s`` seconds; "too large to scan (...)" when it cannot finish within them. Never raises for
-    the submission's sake.
+    memory and ``timeout_s`` seconds; "too large to scan (...)" when it cannot finish within them; "" at once when
+    ``cancel`` (a threading.Event) is set. Never raises for the submission's sake.
 
     >>> import json
     >>> cell = {"cell_type": "code", "source": "import os\\nos.system('ls')"}
@@ -427,14 +548,35 @@ def scan_limited(data: bytes, address_space_bytes=SCAN_ADDRESS_SPACE_BYTES, time
     'processes (cell 1: os.system)'
     """
     command = [sys.executable, "-B", "-m", "tools.grading_scan", "--address-space-bytes", str(int(address_space_bytes))]
-    try:
-        done = subprocess.run(command, input=data, capture_output=True, timeout=timeout_s, cwd=ROOT, check=False)
-    except subprocess.TimeoutExpired:
-        return f"too large to scan (it ran past {timeout_s:g} s)"
-    if done.returncode != 0:
-        last = done.stderr.decode("utf-8", errors="replace").strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+    # The notebook and the answer go through unnamed files, not pipes: nothing to keep writing or reading while
+    # waiting (a retried Popen.communicate does not resume writing its input: CPython 3.11 subprocess.py
+    # _communicate registers stdin only when given input). A session of its own: a Ctrl-C at the terminal reaches
+    # the grader, which stops this child itself.
+    with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as output, tempfile.TemporaryFile() as errors:
+        given.write(data)
+        given.seek(0)
+        child = subprocess.Popen(command, stdin=given, stdout=output, stderr=errors, cwd=ROOT, start_new_session=True)
+        end = time.monotonic() + timeout_s
+        try:
+            while child.poll() is None:
+                if (cancel is not None and cancel.is_set()) or time.monotonic() > end:
+                    child.kill()
+                    child.wait()
+                    if cancel is not None and cancel.is_set():
+                        return ""
+                    return f"too large to scan (it ran past {timeout_s:g} s)"
+                time.sleep(0.02)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        output.seek(0)
+        errors.seek(0)
+        out, err = output.read(), errors.read()
+    if child.returncode != 0:
+        last = err.decode("utf-8", errors="replace").strip().splitlines()[-1:] or [f"exit {child.returncode}"]
         return f"too large to scan ({last[0][:120]})"
-    return done.stdout.decode("utf-8", errors="replace").strip()
+    return out.decode("utf-8", errors="replace").strip()
 
 
 def main(argv: list[str] | None = None) -> int:

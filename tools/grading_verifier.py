@@ -8,16 +8,15 @@ tools/grade.py starts the worker (tools/grading_runner.py) in the sandbox with t
    into them) are loaded here, in the grader, with otter's own ``ExceptionTestFile``; they never enter the sandbox;
 3. each name a test takes (``ring_allreduce_time``, ...) is looked up in the worker: a function becomes a
    ``RemoteAnswer``, whose every call sends its inputs to the worker and returns what the answer returned, decoded
-   as plain data (an exception it raised is raised here as a built-in exception of the same family, with a
-   bounded, escaped message); a value comes back as plain data;
+   as plain data (an exception it raised is raised here as a built-in exception of the same family, named, without
+   the answer's message); a value comes back as plain data;
 4. otter runs each test file's cases here and scores them: the expected values, the comparisons and the scores
    never leave this process.
 
 The student's code can answer, answer wrongly, raise, hang or end the worker; it cannot see a hidden test, reach
-this process or write a result. ``calling`` (tools/grading_helpers.py) asks the worker which reference functions an
-answer called: that watch runs beside the student's code, so it guards against the honest shortcut only (the
-reference code is public: copying it into an answer is always possible), and the integrity scan flags tampering
-with it.
+this process or write a result. ``calling`` (tools/grading_helpers.py) has the worker disable the reference functions a
+test forbids while the answer runs (the function objects it noted before the notebook ran) and say which the
+answer called.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 
-from .grading_wire import LINE_BYTES, decode, dumps, encode, loads
+from .grading_wire import REPLY_BYTES, DecodeTimeout, decode, dumps, encode, loads
 
 ERROR_CHARS = 160  # of an exception's message, in a public test's feedback
 # An exception the answer raised is raised here as the first of these in its class's MRO (a ValueError subclass as
@@ -55,12 +54,14 @@ FAMILIES = (
 
 
 class WorkerFailed(Exception):
-    """The worker stopped answering: it ended, broke the protocol or ran out of time. ``reason`` says which."""
+    """The worker stopped answering: it ended, broke the protocol or ran out of time, or the batch was interrupted.
+    ``reason`` says which."""
 
-    def __init__(self, reason: str, timed_out: bool = False):
+    def __init__(self, reason: str, timed_out: bool = False, interrupted: bool = False):
         super().__init__(reason)
         self.reason = reason
         self.timed_out = timed_out
+        self.interrupted = interrupted
 
 
 class AnswerRaised(Exception):
@@ -77,10 +78,16 @@ def escaped(text: str, limit: int = ERROR_CHARS) -> str:
     return line.encode("ascii", "backslashreplace").decode("ascii")[:limit]
 
 
-class Worker:
-    """The grader's end of the two pipes to one worker; every read and write gives up at ``deadline``."""
+INTERRUPTED = "interrupted"
+POLL_S = 0.25  # how often a wait on the worker looks at ``cancel``
 
-    def __init__(self, to_worker, from_worker, deadline: float):
+
+class Worker:
+    """The grader's end of the two pipes to one worker; every read and write gives up at ``deadline``, or once
+    ``cancel`` (a threading.Event: Ctrl-C, SIGTERM) is set."""
+
+    def __init__(self, to_worker, from_worker, deadline: float, cancel=None):
+        self.cancel = cancel
         self._out = to_worker.fileno()
         self._in = from_worker.fileno()
         os.set_blocking(self._out, False)
@@ -92,20 +99,22 @@ class Worker:
         self.ready: dict = {}
 
     def _remaining(self) -> float:
+        if self.cancel is not None and self.cancel.is_set():
+            self.fail(INTERRUPTED, interrupted=True)
         left = self.deadline - time.monotonic()
         if left <= 0:
-            self._fail("the notebook ran out of time", timed_out=True)
-        return left
+            self.fail("the notebook ran out of time", timed_out=True)
+        return min(left, POLL_S)
 
-    def _fail(self, reason: str, timed_out: bool = False):
+    def fail(self, reason: str, timed_out: bool = False, interrupted: bool = False):
         if self.failure is None:
-            self.failure = WorkerFailed(reason, timed_out)
+            self.failure = WorkerFailed(reason, timed_out, interrupted)
         raise self.failure
 
     def _line(self) -> bytes:
         while b"\n" not in self._buffer:
-            if len(self._buffer) > LINE_BYTES:
-                self._fail(f"the worker sent a line longer than {LINE_BYTES} bytes")
+            if len(self._buffer) > REPLY_BYTES:
+                self.fail(f"the worker sent a line longer than {REPLY_BYTES} bytes")
             readable, _, _ = select.select([self._in], [], [], self._remaining())
             if not readable:
                 continue
@@ -114,7 +123,7 @@ class Worker:
             except BlockingIOError:
                 continue
             if not chunk:
-                self._fail("the notebook's process ended (os._exit, a crash, or a limit of the sandbox)")
+                self.fail("the notebook's process ended (os._exit, a crash, or a limit of the sandbox)")
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
@@ -129,21 +138,21 @@ class Worker:
             except BlockingIOError:
                 continue
             except (BrokenPipeError, OSError):
-                self._fail("the notebook's process ended (os._exit, a crash, or a limit of the sandbox)")
+                self.fail("the notebook's process ended (os._exit, a crash, or a limit of the sandbox)")
 
     def receive(self) -> dict:
         if self.failure is not None:
             raise self.failure
         try:
-            return loads(self._line())
-        except ValueError as error:
-            self._fail(f"the worker broke the protocol ({error})")
+            return loads(self._line(), REPLY_BYTES)
+        except (ValueError, RecursionError) as error:
+            self.fail(f"the worker broke the protocol ({error})")
 
     def wait_ready(self) -> dict:
         """The worker's first line, once the notebook has run: {"ready": True, "cells": N, "failed": K}."""
         message = self.receive()
         if message.get("ready") is not True:
-            self._fail("the worker broke the protocol (no ready line)")
+            self.fail("the worker broke the protocol (no ready line)")
         self.ready = message
         return message
 
@@ -183,7 +192,9 @@ class RemoteAnswer:
         if "raised" in reply:
             raise raised(reply)
         try:
-            result = decode(reply.get("result"))
+            result = decode(reply.get("result"), deadline=self.worker.deadline)
+        except DecodeTimeout:
+            self.worker.fail("the notebook ran out of time", timed_out=True)
         except (ValueError, RecursionError):
             raise AnswerRaised(f"{self.name} returned something the grader cannot read") from None
         called = reply.get("called")
@@ -194,14 +205,17 @@ class RemoteAnswer:
         return f"<your function {self.name}>"
 
 
+UNSHOWN = "its message is not shown here (run the public test in your notebook to read it)"
+
+
 def raised(reply: dict) -> Exception:
-    """The exception to raise here for an answer's: the first built-in family of FAMILIES in its class's MRO."""
+    """The exception to raise here for an answer's: the first built-in family of FAMILIES in its class's MRO, named,
+    without the answer's message: text an answer chose (a file it read) never reaches the feedback; the student
+    reads the message by running the public test in the notebook."""
     names = reply.get("raised") if isinstance(reply.get("raised"), list) else []
     names = [str(name) for name in names]
     family = next((name for name in names if name in FAMILIES), None)
-    message = escaped(reply.get("message", ""))
-    if family is None or names[0] != family:  # say the answer's own exception class, which otter would not show
-        message = f"{escaped(names[0], 60) if names else 'an exception'}: {message}"
+    message = f"{escaped(names[0], 60) if names else 'an exception'} raised by your answer: {UNSHOWN}"
     return getattr(builtins, family)(message) if family else AnswerRaised(message)
 
 
@@ -229,7 +243,9 @@ def environment_of(worker: Worker, names: list[str]) -> dict:
             env[name] = RemoteAnswer(worker, name)
         elif entry.get("kind") == "value":
             try:
-                env[name] = decode(entry.get("value"))
+                env[name] = decode(entry.get("value"), deadline=worker.deadline)
+            except DecodeTimeout:
+                worker.fail("the notebook ran out of time", timed_out=True)
             except (ValueError, RecursionError):
                 continue
     return env

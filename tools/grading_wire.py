@@ -29,11 +29,22 @@ import importlib
 import json
 import math
 import re
+import time
 import types
 
-LINE_BYTES = 4 * 2**20  # the longest message either side accepts (a test's inputs, an answer)
+LINE_BYTES = 4 * 2**20  # the longest message the worker accepts (a test's inputs)
+ANSWER_BYTES = 2**20  # the largest reply the worker sends as it is; a larger answer goes as an opaque object
+REPLY_BYTES = ANSWER_BYTES + 2**12  # the longest reply the grader reads
 DEPTH = 40  # nested lists, tuples, dicts and dataclasses
 OPAQUE_NAME_CHARS = 60
+# What the grader decodes is bounded before it is built (issue 39: a forged reply of 4 MiB whose dict keys all hashed
+# alike took three minutes to build): a JSON object has at most OBJECT_KEYS keys, a list, tuple or dict at most
+# ITEMS items, a whole value at most NODES of them, and a decoded dict only str keys, whose hashes Python randomises
+# per process and which a reply cannot make collide (int keys n·(2**61 − 1) all hash to 0).
+OBJECT_KEYS = 64
+ITEMS = 2**17
+NODES = 2**18
+DEADLINE_EVERY = 2**12  # nodes between two looks at the clock
 
 
 class Opaque:
@@ -87,39 +98,68 @@ def encode(value, dataclasses_too: bool = False, depth: int = 0):
     return {"$opaque": type(value).__name__}
 
 
-def decode(data, build=None, depth: int = 0):
+class DecodeTimeout(Exception):
+    """Decoding went past its deadline."""
+
+
+def decode(data, build=None, deadline: float | None = None):
     """The value ``data`` (a JSON value made by ``encode``) stands for. ``build(qualified_name, fields)`` rebuilds
-    a dataclass; without it a dataclass decodes to an ``Opaque``. Raises ValueError on anything ``encode`` does
-    not make."""
+    a dataclass (the worker, for the grader's inputs); without it a dataclass decodes to an ``Opaque``, and a dict
+    may only have str keys. Raises ValueError on anything ``encode`` does not make or past the bounds (DEPTH, ITEMS,
+    NODES), DecodeTimeout past ``deadline`` (``time.monotonic()``), checked every DEADLINE_EVERY nodes.
+
+    >>> decode({"$dict": [[1, 2]]})
+    Traceback (most recent call last):
+    ValueError: malformed dict key
+    """
+    return _decode(data, build, 0, [0], deadline)
+
+
+def _decode(data, build, depth: int, count: list, deadline):
     if depth > DEPTH:
         raise ValueError(f"value nested deeper than {DEPTH} levels")
+    count[0] += 1
+    if count[0] > NODES:
+        raise ValueError(f"value of more than {NODES} items")
+    if deadline is not None and count[0] % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
+        raise DecodeTimeout("decoding ran past the deadline")
     if data is None or type(data) in (bool, int, float, str):
         return data
     if type(data) is list:
-        return [decode(item, build, depth + 1) for item in data]
+        if len(data) > ITEMS:
+            raise ValueError(f"list of more than {ITEMS} items")
+        return [_decode(item, build, depth + 1, count, deadline) for item in data]
     if type(data) is dict and len(data) <= 2:
-        if set(data) == {"$tuple"} and type(data["$tuple"]) is list:
-            return tuple(decode(item, build, depth + 1) for item in data["$tuple"])
-        if set(data) == {"$dict"} and type(data["$dict"]) is list:
-            pairs = data["$dict"]
-            if not all(type(pair) is list and len(pair) == 2 for pair in pairs):
-                raise ValueError("malformed dict")
-            out = {}
-            for key, value in pairs:
-                key = decode(key, build, depth + 1)
-                if type(key) not in (str, int, float, bool, tuple) and key is not None:
-                    raise ValueError("malformed dict key")
-                out[key] = decode(value, build, depth + 1)
-            return out
-        if set(data) == {"$float"} and data["$float"] in ("nan", "inf", "-inf"):
-            return float(data["$float"])
-        if set(data) == {"$opaque"} and type(data["$opaque"]) is str:
-            return Opaque(data["$opaque"])
-        if set(data) == {"$dataclass", "fields"} and type(data["fields"]) is dict:
-            if build is None:
-                return Opaque(str(data["$dataclass"]).rpartition(":")[2])
-            fields = {str(name): decode(value, build, depth + 1) for name, value in data["fields"].items()}
-            return build(str(data["$dataclass"]), fields)
+        return _decode_object(data, build, depth, count, deadline)
+    raise ValueError("not a value this protocol makes")
+
+
+def _decode_object(data: dict, build, depth: int, count: list, deadline):
+    """A tuple, dict, non-finite float, opaque object or dataclass, as ``encode`` writes them in a JSON object."""
+    if set(data) == {"$tuple"} and type(data["$tuple"]) is list:
+        if len(data["$tuple"]) > ITEMS:
+            raise ValueError(f"tuple of more than {ITEMS} items")
+        return tuple(_decode(item, build, depth + 1, count, deadline) for item in data["$tuple"])
+    if set(data) == {"$dict"} and type(data["$dict"]) is list:
+        pairs = data["$dict"]
+        if len(pairs) > ITEMS or not all(type(pair) is list and len(pair) == 2 for pair in pairs):
+            raise ValueError("malformed dict")
+        keys = [_decode(key, build, depth + 1, count, deadline) for key, _ in pairs]
+        allowed = (str,) if build is None else (str, int, float, bool, tuple, type(None))
+        if not all(type(key) in allowed for key in keys):
+            raise ValueError("malformed dict key")
+        values = [_decode(value, build, depth + 1, count, deadline) for _, value in pairs]
+        return dict(zip(keys, values, strict=True))
+    if set(data) == {"$float"} and data["$float"] in ("nan", "inf", "-inf"):
+        return float(data["$float"])
+    if set(data) == {"$opaque"} and type(data["$opaque"]) is str:
+        return Opaque(data["$opaque"][: 4 * OPAQUE_NAME_CHARS])
+    if set(data) == {"$dataclass", "fields"} and type(data["fields"]) is dict:
+        name = str(data["$dataclass"])[: 4 * OPAQUE_NAME_CHARS]
+        if build is None:
+            return Opaque(name.rpartition(":")[2])
+        fields = {str(key): _decode(value, build, depth + 1, count, deadline) for key, value in data["fields"].items()}
+        return build(str(data["$dataclass"]), fields)
     raise ValueError("not a value this protocol makes")
 
 
@@ -141,17 +181,24 @@ def dumps(message: dict) -> bytes:
     return json.dumps(message, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii") + b"\n"
 
 
-def loads(line: bytes) -> dict:
-    """The message of one line; ValueError if it is not one (too long, not JSON, not an object)."""
-    if len(line) > LINE_BYTES:
-        raise ValueError(f"message longer than {LINE_BYTES} bytes")
+def loads(line: bytes, limit: int = LINE_BYTES) -> dict:
+    """The message of one line; ValueError if it is not one (longer than ``limit``, not JSON, not an object, an
+    object of more than OBJECT_KEYS keys)."""
+    if len(line) > limit:
+        raise ValueError(f"message longer than {limit} bytes")
     try:
-        message = json.loads(line, parse_constant=_no_constant)
+        message = json.loads(line, parse_constant=_no_constant, object_pairs_hook=_small_object)
     except RecursionError:
         raise ValueError("message nested too deeply") from None
     if type(message) is not dict:
         raise ValueError("message is not a JSON object")
     return message
+
+
+def _small_object(pairs: list) -> dict:
+    if len(pairs) > OBJECT_KEYS:
+        raise ValueError(f"a JSON object of more than {OBJECT_KEYS} keys")
+    return dict(pairs)
 
 
 def _no_constant(name: str):

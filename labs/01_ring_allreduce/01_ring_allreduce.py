@@ -46,11 +46,13 @@
 # topology-specific or every-collective traffic model: contention, NVLink SHARP, in-network reduction and NCCL's
 # protocol switching are outside it, as the measurements in lesson 02 showed.
 #
-# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
-# inputs, chosen so that the usual slips (an off-by-one in $p-1$, a two-way bandwidth, bits for bytes) fail them,
-# so make your answer right for every input, not only for the public example. All quantities are in SI base units:
-# bytes, seconds, bytes per second.
+# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
+# its public tests and tells you at once whether they pass. The grader also runs hidden tests with other inputs, chosen
+# so that the usual slips (an off-by-one in $p-1$, a two-way bandwidth, bits for bytes) fail them, so make your answer
+# right for every input, not only for the public example. All quantities are in SI base units: bytes, seconds, bytes per
+# second. Where a question says not to call a course_lib function, the grader makes that function, and every course_lib
+# function that uses it, raise an error while it runs your answer (whatever name you reach it by): an answer that calls
+# it scores 0 on that question.
 
 # %%
 import math

@@ -53,11 +53,13 @@
 # last stage and the memory the fit found beside the model's (see [What a framework stores](#What-a-framework-stores)
 # below). A ZeRO stage that a framework does not combine with a pipeline is drawn as an empty slot, with no number.
 #
-# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests and tells you at once whether they pass. The public tests already fail the usual slips
-# (partitioning one component too many or too few, an off-by-one in the smallest degree that fits); the grader
-# also runs hidden tests with other inputs, so make your answer right for every input, not only for the public
-# examples. Sizes are in bytes (decimal: 1 GB = $10^9$ bytes).
+# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
+# its public tests and tells you at once whether they pass. The public tests already fail the usual slips (partitioning
+# one component too many or too few, an off-by-one in the smallest degree that fits); the grader also runs hidden tests
+# with other inputs, so make your answer right for every input, not only for the public examples. Sizes are in bytes
+# (decimal: 1 GB = $10^9$ bytes). Where a question says not to call a course_lib function, the grader makes that
+# function, and every course_lib function that uses it, raise an error while it runs your answer (whatever name you
+# reach it by): an answer that calls it scores 0 on that question.
 
 # %%
 from course_lib import hardware, parallelism, units

@@ -44,11 +44,13 @@
 # of an interleaved stage takes $1/v$ of that), and sending activations between stages is free, so every gap in the
 # timeline is bubble. Times are in units of $t_f$.
 #
-# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests and tells you at once whether they pass. The public tests already fail the usual slips
-# (measuring the bubble against the wrong time, an off-by-one in the number of micro-batches, forgetting that
-# interleaving needs a multiple of $p$); the grader also runs hidden tests with other inputs, so make your answer
-# right for every input, not only for the public examples.
+# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
+# its public tests and tells you at once whether they pass. The public tests already fail the usual slips (measuring the
+# bubble against the wrong time, an off-by-one in the number of micro-batches, forgetting that interleaving needs a
+# multiple of $p$); the grader also runs hidden tests with other inputs, so make your answer right for every input, not
+# only for the public examples. Where a question says not to call a course_lib function, the grader makes that function,
+# and every course_lib function that uses it, raise an error while it runs your answer (whatever name you reach it by):
+# an answer that calls it scores 0 on that question.
 
 # %%
 from course_lib import parallelism, pipeline, units

@@ -51,11 +51,13 @@
 # efficiency and per-layer cost, the cluster's measured network, the framework's precision recipe (bytes per
 # parameter), the transfers it overlaps with compute, and the ZeRO stages it combines with a pipeline.
 #
-# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
-# inputs, chosen so that the usual slips (a collective counted once per layer, pipeline sends in one direction,
-# an off-by-one, a node's aggregate bandwidth used for one collective) fail them, so make your answer right for every
-# input, not only for the public example. Sizes are in bytes, times in seconds.
+# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
+# its public tests and tells you at once whether they pass. The grader also runs hidden tests with other inputs, chosen
+# so that the usual slips (a collective counted once per layer, pipeline sends in one direction, an off-by-one, a node's
+# aggregate bandwidth used for one collective) fail them, so make your answer right for every input, not only for the
+# public example. Sizes are in bytes, times in seconds. Where a question says not to call a course_lib function, the
+# grader makes that function, and every course_lib function that uses it, raise an error while it runs your answer
+# (whatever name you reach it by): an answer that calls it scores 0 on that question.
 
 # %%
 from course_lib import budget, compute, hardware, parallelism, units

@@ -47,11 +47,13 @@
 # a decode step is timed at the context of the request's last token (prompt + generated tokens), its slowest step.
 # Not modelled: paged or quantised caches, speculative decoding, batching requests that arrive at different times.
 #
-# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
-# inputs, chosen so that the usual slips (counting K but not V, all query heads instead of the KV heads, one
-# all-reduce per layer instead of two) fail them, so make your answer right for every input, not only for the
-# public example. Sizes are in bytes (decimal: 1 GB = $10^9$ bytes), times in seconds.
+# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
+# its public tests and tells you at once whether they pass. The grader also runs hidden tests with other inputs, chosen
+# so that the usual slips (counting K but not V, all query heads instead of the KV heads, one all-reduce per layer
+# instead of two) fail them, so make your answer right for every input, not only for the public example. Sizes are in
+# bytes (decimal: 1 GB = $10^9$ bytes), times in seconds. Where a question says not to call a course_lib function, the
+# grader makes that function, and every course_lib function that uses it, raise an error while it runs your answer
+# (whatever name you reach it by): an answer that calls it scores 0 on that question.
 
 # %%
 from course_lib import budget, hardware, parallelism, serving, units

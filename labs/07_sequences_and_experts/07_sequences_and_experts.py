@@ -52,11 +52,13 @@
 # (`budget.group_collective_time`) and a perfectly balanced router; the experts' multiplies run at half of the bf16
 # peak. The pipeline bubble comes from the course's simulator with $t_F = t_B = t_W$.
 #
-# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question
-# runs its public tests and tells you at once whether they pass. The grader also runs hidden tests with other
-# inputs, chosen so that the usual slips (forgetting the $(e-1)/e$ that stays on the rank, counting only the
-# forward pass, using 1F1B's bubble for ZB-H1) fail them, so make your answer right for every input, not only for
-# the public example. Sizes are in bytes (decimal: 1 GB = $10^9$ bytes), times in seconds.
+# **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
+# its public tests and tells you at once whether they pass. The grader also runs hidden tests with other inputs, chosen
+# so that the usual slips (forgetting the $(e-1)/e$ that stays on the rank, counting only the forward pass, using 1F1B's
+# bubble for ZB-H1) fail them, so make your answer right for every input, not only for the public example. Sizes are in
+# bytes (decimal: 1 GB = $10^9$ bytes), times in seconds. Where a question says not to call a course_lib function, the
+# grader makes that function, and every course_lib function that uses it, raise an error while it runs your answer
+# (whatever name you reach it by): an answer that calls it scores 0 on that question.
 
 # %%
 import dataclasses
