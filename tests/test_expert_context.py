@@ -213,7 +213,7 @@ def test_ulysses_needs_c_to_divide_the_kv_heads_of_a_tensor_parallel_rank():
     assert splits_context_and_experts(LLAMA3_8B, 8, 8, "ring") and splits_context_and_experts(LLAMA3_8B, 8, 8,
                                                                                               "all_gather")  # fmt: skip
     with pytest.raises(ValueError, match=r"^context_parallel must divide the heads each tensor-parallel rank holds, "
-                                         r"32 / 4 query heads and 8 / 4 key/value heads \(2.0 a rank\)"):  # fmt: skip
+                                         r"32 / 4 query heads and 8 / 4 key/value heads \(2 a rank\)"):  # fmt: skip
         check_plan_for_model(LLAMA3_8B, ParallelPlan(tensor_parallel=4, context_parallel=4,
                                                      context_parallel_kind="all_to_all"))  # fmt: skip
     # Megatron-Core gives each rank one KV head when t exceeds them (attention.py:353-360): c = 1 only.

@@ -84,7 +84,7 @@ class ParallelPlan:
     adds no devices. ``capacity_factor`` (default None) is dropless routing, every token reaching its experts
     with no capacity and no padding: Megatron-Core's default (``moe_expert_capacity_factor: Optional[float] = None``,
     "None means no token will be dropped", NVIDIA/Megatron-LM@core_v0.19.0 megatron/core/transformer/
-    transformer_config.py:888-890), as Mixtral and DeepSeek-V3 (arXiv 2412.19437 §2.1.2, "no token-dropping") train;
+    transformer_config.py:888-890), as DeepSeek-V3 trained (arXiv 2412.19437 §2.1.2, "no token-dropping");
     the course's router is then balanced. A number (≥ 1) sizes each expert's buffer at that multiple of its even
     share of the routed tokens, padded to it (GShard, Lepikhin et al. 2021; Switch, Fedus et al. 2022; Megatron-Core's
     ``--moe-expert-capacity-factor`` with ``--moe-pad-expert-input-to-capacity``, lines 892-895): the all-to-all
@@ -461,14 +461,19 @@ def _context_and_expert_errors(model, tensor_parallel, context_parallel, context
             ulysses & ~(_divides(c, heads_here) & (heads_here > 0) & _divides(c, kv_whole) & (kv_whole > 0)),
             lambda: (
                 f"context_parallel must divide the heads each tensor-parallel rank holds, {model.heads} / {t} query "
-                f"heads and {model.kv_heads} / {t} key/value heads ({kv_here} a rank), with context_parallel_kind="
-                f"'all_to_all' (DeepSpeed-Ulysses gives each context rank whole Q, K and V heads; Transformer Engine "
-                f"asserts num_heads % cp_size == 0 for Q, K and V), got {c}"
+                f"heads and {model.kv_heads} / {t} key/value heads ({_shown(kv_here)} a rank), with "
+                f"context_parallel_kind='all_to_all' (DeepSpeed-Ulysses gives each context rank whole Q, K and V "
+                f"heads; Transformer Engine asserts num_heads % cp_size == 0 for Q, K and V), got {c}"
             ),
         ),
         ((e > 1) & (model.experts == 1), lambda: f"expert_parallel must be 1 for a dense model (experts = 1), got {e}"),
         (~_divides(e, model.experts), lambda: f"expert_parallel must divide experts ({model.experts}), got {e}"),
     ]
+
+
+def _shown(values) -> str:
+    """Numbers as a message shows them: 2 rather than 2.0, an array as a list."""
+    return np.array2string(np.asarray(values, dtype=float), formatter={"float_kind": lambda x: f"{x:g}"})
 
 
 def _divides(parts, whole):
