@@ -261,6 +261,13 @@ def test_attention_flops_grow_with_the_square_of_the_sequence():
     """``forward_flops_per_token``: 4sh per token for QKᵀ and × V, so per sequence the attention grows with s²."""
     short, long = (budget.forward_flops_per_token(replace(LLAMA3_405B, seq_len=s))[2] for s in (8192, 131072))
     assert long / short == 16 and long == 4 * 131072 * 16384
+    # Lesson 06's shares at 128k: 57.4 % counting every score (Narayanan et al.'s formula, no causal saving), 40.3 %
+    # under the causal mask (half the scores), by hand from Llama 3 405B's shape (h 16384, 8 KV heads, f 53248).
+    h, kv, f, s = 16384, 8 * 128, 53248, 131072
+    linear = 2 * (2 * h * h + 2 * h * kv + 3 * h * f)  # 2 FLOPs per weight of W_Q, W_O, W_K, W_V and the SwiGLU MLP
+    layer, _, core = budget.forward_flops_per_token(replace(LLAMA3_405B, seq_len=s))
+    assert layer == linear + 4 * s * h
+    assert round(100 * core / layer, 1) == 57.4 and round(100 * (core / 2) / (linear + core / 2), 1) == 40.3
 
 
 def test_llama3_405b_128k_plan_is_reproduced_within_15_percent():
