@@ -267,8 +267,8 @@ for kind in parallelism.CONTEXT_PARALLEL_KINDS:
 # form waits for its K and V (Transformer Engine's own docstring: "KV all-gather between CP ranks is exposed") and
 # exposes 55.7 ms; Ulysses' all-to-alls have nothing to hide behind either, and expose 43.7 ms. Llama 3 chose the
 # all-gather anyway (§3.3.2): it supports any attention mask, such as the document mask, and with grouped-query
-# attention K and V are a quarter of Q here, so the exposed gather stays small. The ring wins where the attention of
-# a block is long; Ulysses where blocks are short (the ring's hops no longer hide) and inside a node.
+# attention K and V are each a quarter of the size of Q here, so the exposed gather stays small. The ring wins where
+# the attention of a block is long; Ulysses where blocks are short (the ring's hops no longer hide) and inside a node.
 #
 # Ulysses cannot go further on this model. Llama 3.1 8B has 32 query heads but only 8 key/value heads, and each
 # context rank must receive whole heads of those its tensor-parallel rank holds, K and V included: $c$ must divide
