@@ -127,9 +127,10 @@ from course_lib.widgets import quiz
 # **Zero-bubble bubbles.** With $t_F$, $t_B$ and $t_W$ the times of F, B and W of one micro-batch on one stage, Qi
 # et al. give the bubble of 1F1B as $(p-1)(t_F + t_B + t_W)$, of ZB-H1 as $(p-1)(t_F + t_B - t_W)$ and of ZB-H2 as
 # $(p-1)(t_F + t_B - 2t_W)$, zero when the three are equal. The price is memory: ZB-H1's first stage holds $p$
-# micro-batches as 1F1B does, and every later stage $s$ holds $s$ micro-batches waiting for their W besides, each
-# with only what W reads, the inputs of its linear layers and the gradients of their outputs ($M_W$, $32sbh$ per
-# layer for GPT against $M_B = sb(34h + 5as)$, Qi et al.'s Table 1); ZB-H2's first stage holds $2p - 1$.
+# micro-batches as 1F1B does, and each later stage holds, besides, one micro-batch waiting for its W for every stage
+# before it, each with only what W reads, the inputs of its linear layers and the gradients of their outputs
+# ($M_W$, $32sbh$ per layer for GPT against $M_B = sb(34h + 5as)$, Qi et al.'s Table 1); ZB-H2's first stage holds
+# $2p - 1$.
 #
 # | Symbol | Code name | Meaning | Unit |
 # |---|---|---|---|

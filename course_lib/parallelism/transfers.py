@@ -16,7 +16,6 @@ from .models import TransformerModel
 from .plan import ParallelPlan, capacity_padding, check_plan_for_model
 
 __all__ = [
-    "ACTIVATION_BYTES",
     "expert_dispatch_bytes",
     "BoundaryTransfer",
     "step_transfers",
