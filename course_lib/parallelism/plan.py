@@ -50,7 +50,7 @@ ZERO_STAGES = (0, 1, 2, 3)
 # one fp32 log-sum-exp per head and token. It is an option of its own, distinct from selective recomputation.
 ATTENTION_OPTIONS = ("standard", "flash")
 # Context parallelism's three forms, as Megatron-Core names them (cp_comm_type, NVIDIA/Megatron-LM@core_v0.19.0
-# megatron/core/transformer/transformer_config.py:987-999) and Transformer Engine runs them: "ring" ("p2p") passes K/V
+# megatron/core/transformer/transformer_config.py:987-1001) and Transformer Engine runs them: "ring" ("p2p") passes K/V
 # blocks around the c ranks (Liu et al. 2023, Ring Attention); "all_gather" gathers every rank's K and V before
 # attention, exposed (Llama 3, arXiv 2407.21783 §3.3.2); "all_to_all" ("a2a") re-splits the heads across them
 # (Jacobs et al. 2023, DeepSpeed-Ulysses).
