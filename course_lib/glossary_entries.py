@@ -122,9 +122,9 @@ ENTRIES: tuple[Entry, ...] = (
         "capacity factor",
         "capacity-factor",
         "term",
-        "The multiple of its even share of a batch's routed tokens that each expert's buffer holds (padded to "
-        "it, the tokens beyond it dropped): it bounds load imbalance, and the all-to-alls and the slowest "
-        "rank's compute grow with it.",
+        "When one is set, the multiple of its even share of a batch's routed tokens that each expert's buffer "
+        "holds (padded to it, the tokens beyond it dropped): it bounds load imbalance, and the all-to-alls and "
+        "the slowest rank's compute grow with it. Without one, routing is dropless (Megatron-Core's default).",
         "06_sequences_and_experts.ipynb",
         (r"capacity factors?",),
         source="Lepikhin et al. 2021, GShard, arXiv:2006.16668; Fedus et al. 2022, Switch Transformers, JMLR",
@@ -163,7 +163,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "Context parallelism by all-to-alls: four per layer each way turn the sequence split into a head "
         "split (Q, K, V) and back (the output), so each rank computes whole heads over the whole sequence; "
-        "the heads must divide by c.",
+        "the query and key/value heads of each tensor-parallel rank must divide by c.",
         "06_sequences_and_experts.ipynb",
         (r"(?:DeepSpeed[- ])?Ulysses",),
         source="Jacobs et al. 2023, DeepSpeed Ulysses, arXiv:2309.14509",

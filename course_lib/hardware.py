@@ -122,10 +122,11 @@ class Link:
     Two keyword-only fields feed NCCL's model (``nccl``): ``nccl_bandwidth_bytes_per_s``, the one-way bandwidth per
     device NCCL's topology assigns the link when it differs from the datasheet (NVLink: NCCL counts 20.6 GB/s per
     NVLink 4 link where the datasheet says 25), ``None`` for "the datasheet's"; ``fabric_latency_s``, the latency
-    the link adds to every step over it beyond NCCL's own table: on a network NCCL's ``latencyInter``, which a
-    network plugin reports (0 for InfiniBand, whose transport is built into NCCL); inside a node 0 on every preset, a
-    per-hop latency ``measure.calibrate_cluster`` fits from a measurement. The α–β paths of ``budget`` (MPI,
-    point-to-point) add it to ``latency_s``.
+    the link adds to every step over it beyond NCCL's own table: on a network the time a step takes on it (0 for
+    InfiniBand, whose transport is built into NCCL and in its table; a measured figure for a plugin's network, which
+    may differ from the ``latencyInter`` the plugin reports to NCCL to steer its choice: ``EFA_P5``); inside a node
+    0 on every preset, a per-hop latency ``measure.calibrate_cluster`` fits from a measurement. The α–β paths of
+    ``budget`` (MPI, point-to-point) add it to ``latency_s``.
 
     >>> NVLINK4.family, INFINIBAND_NDR_8X.family, EFA_P5.family
     ('NVLink', 'InfiniBand', 'EFA')
@@ -421,8 +422,14 @@ EFA_P5 = Link(
     "AWS EC2 P5 instances: 3,200 Gbps of EFA networking per 8 × H100 node; the cluster of the Ultra-Scale "
     "Playbook's runs (Tazi et al. 2025)",
     _NET_ALPHA,
-    f"fabric latency 20 µs: {_AWS_OFI_NCCL}, src/tuner/nccl_ofi_model.cpp, P5 model parameters, net_lat = 20.0 "
-    "('2 nodes, 8B RDMA w/imm lat')",
+    f"fabric latency 20 µs, a measured time per network step: {_AWS_OFI_NCCL}, src/tuner/nccl_ofi_model.cpp:15, the "
+    "plugin tuner's P5 model parameter net_lat = 20.0 ('2 nodes, 8B RDMA w/imm lat'), which the shipped two-node p5 "
+    "log supports (measure.calibrate_cluster fits 26.5 µs, parallelism.PLAYBOOK_EFA). It is not NCCL's latencyInter: "
+    "the plugin reports 75 µs to NCCL for p5 (src/platform-aws.cpp:133-137, the p5/p5e entry's latency = 75.0, "
+    "passed on as props->latency in src/nccl_ofi_net.cpp:481; include/nccl_ofi_param.h:277-285 says the tuner's "
+    "parameter differs 'by design'), a figure chosen to steer NCCL's algorithm choice ('NCCL's internal tuner choices "
+    "work better with this value', platform-aws.cpp:775-782), which as a time would put the log's 64 B all-reduce at "
+    "2.7× its measurement",
     family="EFA",
     fabric_latency_s=20 * US,
 )

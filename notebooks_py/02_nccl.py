@@ -647,9 +647,11 @@ for nodes in (2, 4, 16, 64):
 #
 # ### What NCCL actually runs: its own cost model
 #
-# NCCL does not run the hierarchy. For every call its tuner weighs a few algorithms, each with three protocols, by
-# a cost model of its own (`src/graph/tuning.cc`: time = latency + bytes / bandwidth), and runs the cheapest.
-# `course_lib.nccl` is that model, with NCCL's constants:
+# NCCL does not run this textbook hierarchy as such, but several of its algorithms are hierarchical: its tree (a
+# chain inside each node, a double binary tree between nodes), NVLS tree (NVLink SHARP inside each node, a tree
+# between) and CollNet (the network's switches reduce between nodes, with SHARP; not modelled here). For every call
+# its tuner weighs a few algorithms, each with three protocols, by a cost model of its own (`src/graph/tuning.cc`:
+# time = latency + bytes / bandwidth), and runs the cheapest. `course_lib.nccl` is that model, with NCCL's constants:
 #
 # - **ring**: one flat ring through all the ranks, on one node or many, with a channel on every network rail; its
 #   bus bandwidth is the smaller of NVLink as NCCL counts it (18 links × 20.6 GB/s = 371 GB/s on an H100, not the

@@ -167,8 +167,9 @@ from course_lib.widgets import quiz
 #   `src/graph/tuning.cc`): a flat ring through all the group's ranks, NCCL's tree (a chain in each node, a double
 #   binary tree between nodes) or NVLink SHARP on Hopper and later, with the protocol (LL, LL128 or Simple) that its
 #   tuner expects to be fastest for the size. A ring that spans nodes runs a channel on every rail, so its bandwidth
-#   is the smaller of a GPU's NVLink and the NICs of the group's members on a node. There is no hierarchical
-#   all-reduce: NCCL does not run one.
+#   is the smaller of a GPU's NVLink and the NICs of the group's members on a node. Lesson 02's textbook
+#   hierarchical all-reduce is not among them; NCCL's own hierarchical algorithms are its tree and NVLS tree (one
+#   level inside each node, another between nodes), and CollNet (switches that reduce), which the course leaves out.
 # - **Links** are the presets of `course_lib.hardware`: the network at its nominal one-way bandwidth per GPU, NVLink
 #   at the rate NCCL counts (below the datasheet's), NCCL's latencies per call and per hop, and α = 1 µs (NVLink)
 #   or 5 µs (network) for a pipeline send.

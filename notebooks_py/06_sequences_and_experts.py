@@ -27,8 +27,9 @@
 #
 # - say why attention's $s^2$ FLOPs and activation memory that grows with $s$ create a sequence axis, and find the
 #   longest sequence that fits with and without [context parallelism](glossary.ipynb#context-parallelism);
-# - compare the two forms of context parallelism, [ring attention](glossary.ipynb#ring-attention) and
-#   [DeepSpeed-Ulysses](glossary.ipynb#deepspeed-ulysses): the bytes each moves, and when each hides or waits;
+# - compare the three forms of context parallelism, [ring attention](glossary.ipynb#ring-attention), Llama 3's
+#   all-gather of K and V, and [DeepSpeed-Ulysses](glossary.ipynb#deepspeed-ulysses): the bytes each moves, when
+#   each hides or waits, and which $c$ each allows;
 # - compute the all-to-all bytes of a MoE layer under [expert parallelism](glossary.ipynb#expert-parallelism), time
 #   them inside a node and across nodes, and say why expert parallelism should usually stay inside a node;
 # - read the bubble and activation memory of [ZB-H1 and ZB-H2](glossary.ipynb#zb-h1) beside 1F1B;
@@ -60,20 +61,25 @@ from course_lib.widgets import quiz
 #
 # 1. [Context parallelism](glossary.ipynb#context-parallelism) ($c$, `plan.context_parallel`) splits every sequence
 #    into $c$ parts, one per rank of a context group: each rank stores the activations of $s/c$ tokens. Attention
-#    needs every earlier token's keys and values, so the ranks exchange them, in one of two forms
-#    (`plan.context_parallel_kind`):
+#    needs every earlier token's keys and values, so the ranks exchange them, in one of three forms
+#    (`plan.context_parallel_kind`, Megatron-Core's `cp_comm_type`):
 #    - **ring attention** (`"ring"`): each rank passes its K/V block to the next rank of a ring, $c - 1$ times per
 #      layer, while it computes attention against the block it holds, so the transfer hides behind that compute.
 #      Under the causal mask a rank holding the end of the sequence has more work than one holding its start; the
 #      **zig-zag split** cuts the sequence into $2c$ chunks and gives rank $r$ the chunks numbered $r$ and
 #      $2c - 1 - r$, so every rank does the same work;
+#    - **all-gather** (`"all_gather"`, Llama 3's form): each rank gathers every rank's K and V before attention,
+#      then computes its own queries' attention against the whole sequence; nothing hides the gather, but with
+#      grouped-query attention K and V are small, and any attention mask is easy to apply;
 #    - **DeepSpeed-Ulysses** (`"all_to_all"`): four all-to-alls per layer turn the sequence split into a head split
 #      (Q, K, V) and back (the output), so that each rank computes whole heads over the whole sequence; the heads
-#      each tensor-parallel rank holds must divide by $c$, and nothing hides the all-to-alls.
+#      each tensor-parallel rank holds, its key/value heads included, must divide by $c$, and nothing hides the
+#      all-to-alls.
 # 2. **Expert parallelism** ($e$, `plan.expert_parallel`) spreads a MoE layer's $E$ experts (`model.experts`) over
 #    $e$ ranks. A router sends each token to $k_E$ of them (`model.experts_per_token`), so every MoE layer runs two
 #    all-to-alls forward, the **dispatch and combine** (tokens to their experts' ranks, results back), and both again
-#    backward. The **capacity factor** sizes each expert's buffer at that multiple of its even share of the tokens.
+#    backward. Routing is **dropless** by default (every token reaches its experts); a **capacity factor**, when
+#    set, sizes each expert's buffer at that multiple of its even share of the tokens and pads it to that.
 # 3. **Zero-bubble schedules** split the backward pass (the **B/W split**) into B, the input gradient the previous
 #    stage waits for, and W, the weight gradient nothing waits for; **ZB-H1** and **ZB-H2** (Qi et al.) move the W
 #    passes into the bubble of 1F1B.
@@ -100,12 +106,17 @@ from course_lib.widgets import quiz
 # **Ring attention's bytes.** Per layer and micro-batch each rank sends its K and V block,
 # $2 \cdot (s/c) \cdot n_{kv} d_\text{head} / t$ values of 2 bytes, $c - 1$ times forward, and K, V and their
 # gradients (twice that) $c - 1$ times backward. Each hop hides behind the attention of the block the rank already
-# holds, $1/c$ of its attention core with the zig-zag split. **Ulysses' bytes.** Four all-to-alls forward and four
-# backward per layer, of Q and the output ($s/c \cdot h/t$ values each) and of K and V ($s/c \cdot n_{kv}
-# d_\text{head}/t$); a rank sends $(c - 1)/c$ of each, and waits for it.
+# holds, $1/c$ of its attention core with the zig-zag split. **The all-gather's bytes.** Per layer K and V are
+# gathered forward, gathered again backward, and their gradients reduce-scattered: six collectives of $c$ times a
+# rank's K or V, of which it sends $(c - 1)/c$, the same bytes as the ring, all waited for; during a layer's backward
+# a rank also holds the whole sequence's K and V and their gradients. **Ulysses' bytes.** Four all-to-alls forward
+# and four backward per layer, of Q and the output ($s/c \cdot h/t$ values each) and of K and V ($s/c \cdot n_{kv}
+# d_\text{head}/t$); a rank sends $(c - 1)/c$ of each, and waits for it. Each rank must receive whole heads: $c$
+# divides $a/t$ and $n_{kv}/t$, so $c \cdot t \le n_{kv}$ (Transformer Engine asserts it).
 #
 # **The experts' all-to-alls.** A rank holding $T$ tokens of a micro-batch dispatches $T \cdot k_E \cdot h$
-# activations of 2 bytes (`model.experts_per_token`, `model.hidden`), times the capacity factor; an all-to-all keeps
+# activations of 2 bytes (`model.experts_per_token`, `model.hidden`), times the capacity factor if one is set; an
+# all-to-all keeps
 # $1/e$ of its payload and sends $(e - 1)/e$ of it to the other $e - 1$ ranks. Per MoE layer and micro-batch: dispatch
 # and combine forward, dispatch and combine backward, four calls of
 #
@@ -116,7 +127,10 @@ from course_lib.widgets import quiz
 # **Zero-bubble bubbles.** With $t_F$, $t_B$ and $t_W$ the times of F, B and W of one micro-batch on one stage, Qi
 # et al. give the bubble of 1F1B as $(p-1)(t_F + t_B + t_W)$, of ZB-H1 as $(p-1)(t_F + t_B - t_W)$ and of ZB-H2 as
 # $(p-1)(t_F + t_B - 2t_W)$, zero when the three are equal. The price is memory: ZB-H1's first stage holds $p$
-# micro-batches as 1F1B does, but so does every later stage until their W runs; ZB-H2 holds $2p - 1$.
+# micro-batches as 1F1B does, and each later stage holds, besides, one micro-batch waiting for its W for every stage
+# before it, each with only what W reads, the inputs of its linear layers and the gradients of their outputs
+# ($M_W$, $32sbh$ per layer for GPT against $M_B = sb(34h + 5as)$, Qi et al.'s Table 1); ZB-H2's first stage holds
+# $2p - 1$.
 #
 # | Symbol | Code name | Meaning | Unit |
 # |---|---|---|---|
@@ -190,17 +204,22 @@ for label, mem in breakdowns.items():
 # %%
 for seq_len in (8192, 32768, 131072):
     layer, _, core = budget.forward_flops_per_token(replace(parallelism.LLAMA3_405B, seq_len=seq_len))
+    causal = core / 2  # the causal mask: each query attends to the keys before it, half the scores on average
     print(
         f"s = {seq_len:>7,}: {units.format_flops(layer)} per token and layer, of which the attention core "
-        f"{units.format_flops(core)} ({units.format_percent(core / layer)})"
+        f"{units.format_flops(core)} ({units.format_percent(core / layer)}); causal, "
+        f"{units.format_percent(causal / (layer - core + causal))}"
     )
 
 # %% [markdown]
 # Per token, attention's cost grows with $s$ (per sequence, with $s^2$): at 8k tokens it is 7.77 % of a layer's
-# forward, at 128k tokens 57.4 %. Long-context training is attention-bound, and its memory per device grows with
-# $s$: the two reasons for a sequence axis.
+# forward, at 128k tokens 57.4 %. Those shares count every score, as Narayanan et al.'s FLOP formula and the
+# course's MFU do (`budget.forward_flops_per_token`, no causal saving). Under the causal mask each query attends only
+# to the keys before it, half of them on average, and FlashAttention skips the masked blocks: the work a GPU does is
+# 4.04 % at 8k tokens and 40.3 % at 128k. Either way long-context training is attention-bound, and its memory
+# per device grows with $s$: the two reasons for a sequence axis.
 #
-# ### Step 2 · Ring or all-to-all
+# ### Step 2 · Ring, all-gather or all-to-all
 #
 # The causal mask makes a contiguous split unfair: rank 0 holds the start of the sequence and attends to few keys, the
 # last rank to all of them. `parallelism.causal_attention_shares` gives each rank's share of the attention work for
@@ -216,25 +235,25 @@ for split in parallelism.CONTEXT_SPLITS:
 
 # %% [markdown]
 # With the contiguous split the last rank does 43.8 % of the work, 1.75× the mean, and the others wait for it; the
-# zig-zag split gives every rank 25 %. Now the bytes and times of both forms on one plan: Llama 3.1 8B on 131,072-token
-# sequences, $t = 4$ and $c = 4$ over two DGX H100 nodes (16 GPUs), each context-parallel transfer as
+# zig-zag split gives every rank 25 %. Now the bytes and times of the three forms on one plan: Llama 3.1 8B on
+# 131,072-token sequences, $t = 2$ and $c = 4$ on one DGX H100 node (8 GPUs), each context-parallel transfer as
 # `budget.partition_report` places and times it (the ideal model):
 
 # %%
-TWO_NODES = replace(hardware.DGX_H100, nodes=2, name="two DGX H100 nodes")
+ONE_NODE = hardware.DGX_H100
 LONG_8B = replace(MODEL, seq_len=131072)
 for kind in parallelism.CONTEXT_PARALLEL_KINDS:
     plan = parallelism.ParallelPlan(
-        tensor_parallel=4, context_parallel=4, context_parallel_kind=kind, sequence_parallel=True, attention="flash"
+        tensor_parallel=2, context_parallel=4, context_parallel_kind=kind, sequence_parallel=True, attention="flash"
     )
-    report = budget.partition_report(LONG_8B, plan, TWO_NODES)
+    report = budget.partition_report(LONG_8B, plan, ONE_NODE)
     print(f"context_parallel_kind = {kind!r}")
     for row in report.transfers:
         x = row.transfer
         if x.axis == "context":
             print(
-                f"  {x.tensor:46} {x.op:10} {units.format_bytes(x.payload_bytes):>8} × {x.calls_per_step:>3}"
-                f" {' + '.join(row.levels):>22} {units.format_time(row.time_s):>8}, exposed "
+                f"  {x.tensor:46} {x.op:14} {units.format_bytes(x.payload_bytes):>8} × {x.calls_per_step:>3}"
+                f" {' + '.join(row.levels):>8} {units.format_time(row.time_s):>8}, exposed "
                 f"{units.format_time(row.exposed_s)}"
             )
     sent = parallelism.communication_volume_per_step(LONG_8B, plan)["context"]
@@ -244,13 +263,28 @@ for kind in parallelism.CONTEXT_PARALLEL_KINDS:
     )
 
 # %% [markdown]
-# The ring sends more, 9.66 GB per GPU against Ulysses' 8.05 GB, and all of it across nodes (with $t = 4$ a node holds
-# two context ranks, and the ring's hops between the nodes set its pace), yet none of it is exposed: each hop hides
-# behind the attention of the block a rank already holds. Ulysses' all-to-alls have nothing to hide behind, and
-# expose 109 ms. The ring wins here, where the attention of a 32,768-token block is long; Ulysses wins where blocks are
-# short (the ring's hops no longer hide) and inside a node, and it needs the heads each tensor-parallel rank holds to
-# divide by $c$ (Llama 3.1 8B's 32 heads over $t = 4$ leave 8: $c$ up to 8).
+# The ring and the all-gather form send the same bytes, 19.3 GB per GPU against Ulysses' 16.1 GB, but the ring hides
+# all of it: each hop travels while the rank computes the attention of the block it already holds. The all-gather
+# form waits for its K and V (Transformer Engine's own docstring: "KV all-gather between CP ranks is exposed") and
+# exposes 55.7 ms; Ulysses' all-to-alls have nothing to hide behind either, and expose 43.7 ms. Llama 3 chose the
+# all-gather anyway (§3.3.2): it supports any attention mask, such as the document mask, and with grouped-query
+# attention K and V are each a quarter of the size of Q here, so the exposed gather stays small. The ring wins where
+# the attention of a block is long; Ulysses where blocks are short (the ring's hops no longer hide) and inside a node.
 #
+# Ulysses cannot go further on this model. Llama 3.1 8B has 32 query heads but only 8 key/value heads, and each
+# context rank must receive whole heads of those its tensor-parallel rank holds, K and V included: $c$ must divide
+# $8/t$, so $c \cdot t \le 8$. At $t = 4$ a rank holds 2 key/value heads and $c \le 2$; at $t = 8$ it holds one and
+# only $c = 1$ is left. `check_plan_for_model` refuses the rest, as Transformer Engine does:
+
+# %%
+for t, c in ((4, 2), (4, 4), (8, 2)):
+    plan = parallelism.ParallelPlan(tensor_parallel=t, context_parallel=c, context_parallel_kind="all_to_all")
+    try:
+        parallelism.check_plan_for_model(LONG_8B, plan)
+        print(f"t = {t}, c = {c}: runs")
+    except ValueError as error:
+        print(f"t = {t}, c = {c}: {str(error).split(' (DeepSpeed')[0]}")
+
 # ### Step 3 · Llama 3 405B at 128k tokens
 #
 # Llama 3's last pre-training stage ran 131,072-token sequences on 16,384 H100s with $t = 8$, $c = 16$, $p = 16$,
@@ -309,6 +343,7 @@ print(
 
 # %%
 E_PARALLEL = 8
+TWO_NODES = replace(hardware.DGX_H100, nodes=2, name="two DGX H100 nodes")
 tokens = 1 * MOE.seq_len  # micro-batch b = 1, t = 1, c = 1
 dispatch_bytes = tokens * MOE.experts_per_token * MOE.hidden * 2  # 16-bit activations
 sent_bytes = dispatch_bytes * (E_PARALLEL - 1) / E_PARALLEL
@@ -361,22 +396,34 @@ for label, plan in EXPERT_PLANS.items():
 # innermost) and span both nodes: the all-to-alls expose 516 ms of a 5.8 s step. With $e = 4$ the expert group fits
 # in one node and exposes 104 ms, but each rank now holds two experts of each layer: 90.4 GB, which does not fit.
 # ZeRO-2 finds the memory elsewhere, by sharding the gradients over the data-parallel ranks: 76.3 GB, and the fastest
-# step of the three, 5.51 s. That is the rule of thumb: **keep the expert group inside a node** (Megatron-Core
-# places it there while $t \cdot e \le 8$), and find memory with sharding or more experts per node rather than by
-# spreading the experts over the network.
+# step of the three, 5.51 s. That is the rule of thumb for a model of Mixtral's size: **keep the expert group inside
+# a node** (Megatron-Core places it there while $t \cdot e \le 8$), and find memory with sharding or more experts
+# per node rather than by spreading the experts over the network.
 #
-# **The capacity factor and load imbalance.** A router does not split tokens evenly. With a capacity factor of 1.25
-# each expert takes up to 1.25 times its even share (padded to it; the tokens beyond it are dropped), so the slowest
-# rank computes 1.25 times the mean and every all-to-all carries 1.25 times the payload (`plan.capacity_factor`), on
-# the fastest plan above:
+# It is a rule of thumb, not a law. The model here sends every copy of a token to its expert's rank, whatever node
+# that is, as Megatron-Core's all-to-all dispatcher does. Models too large for one node's experts bound the network
+# traffic instead. DeepSeek-V3 spreads 256 routed experts over 64-way expert parallelism on 8 nodes but routes each
+# token to experts on at most $M = 4$ nodes (**node-limited routing**, arXiv 2412.19437 §2.1.2), and sends a token
+# across the network once per node, however many of its experts live there, to be forwarded over NVLink inside the
+# node (**deduplicated dispatch**, §3.2.2): a token's network bytes are then at most $M$ copies, not $k_E = 8$. With
+# both, an expert group may span nodes and its all-to-alls still cost about what a few copies across the network
+# cost. The course's all-to-all does not model either: it is right for a router that ignores nodes.
+#
+# **The capacity factor and load imbalance.** A router does not split tokens evenly. Megatron-Core's default, as
+# DeepSeek-V3 trained ("no token-dropping"), is *dropless*: no capacity, every token reaches its experts, nothing is
+# padded (`plan.capacity_factor=None`, the default; the course's router is then balanced). GShard and Switch set a
+# capacity factor instead: with 1.25 each expert takes up to 1.25 times its even share (padded to it, as Megatron-Core
+# does with `--moe-pad-expert-input-to-capacity`; the tokens beyond it are dropped), so the slowest rank computes
+# 1.25 times the mean and every all-to-all carries 1.25 times the payload (`plan.capacity_factor`), on the fastest
+# plan above:
 
 # %%
 BALANCED = EXPERT_PLANS["e 4, ZeRO-2"]
 balanced_s = budget.step_time(MOE, BALANCED, TWO_NODES).total_s
-for factor in (1.0, 1.25, 1.5):
+for factor in (None, 1.25, 1.5):
     step = budget.step_time(MOE, BALANCED.replace(capacity_factor=factor), TWO_NODES)
     print(
-        f"capacity factor {factor:<4}: step {units.format_time(step.total_s)} "
+        f"capacity factor {'none' if factor is None else factor:<4}: step {units.format_time(step.total_s)} "
         f"(+{units.format_percent(step.total_s / balanced_s - 1)}), compute {units.format_time(step.compute_s)}, "
         f"expert all-to-alls exposed {units.format_time(step.exposed_s['expert'])}, MFU {units.format_percent(step.mfu)}"
     )
@@ -405,6 +452,10 @@ print(
     f"{'schedule':9} {'step':>6} {'bubble (sim.)':>14} {'(formula)':>10} {'unsynchronised':>15} {'(formula)':>10}"
     f" {'held by stage 0':>16} {'by stage 3':>11}"
 )
+# M_W / M_B: what a micro-batch keeps until its W, against its whole activations (GPT-3 175B's layer, s = 2048)
+W_SHARE = parallelism.weight_gradient_bytes_per_token_per_layer(
+    parallelism.GPT3_175B
+) / parallelism.activation_bytes_per_token_per_layer(parallelism.GPT3_175B)
 for name, timeline in timelines.items():
     formula = parallelism.pipeline_bubble_time(STAGES, MICROBATCHES, name)
     unsynchronised = parallelism.pipeline_bubble_time(STAGES, MICROBATCHES, name, optimizer_sync=False)
@@ -412,15 +463,21 @@ for name, timeline in timelines.items():
         f"{name:9} {units.format_time(timeline.total_s):>6} {units.format_time(timeline.bubble_s):>14}"
         f" {units.format_time(formula):>10} {units.format_time(timeline.unsynchronised_bubble_s):>15}"
         f" {units.format_time(unsynchronised):>10} {timeline.peak_in_flight(0):>16g}"
-        f" {timeline.peak_in_flight(STAGES - 1):>11g}"
+        f" {timeline.peak_in_flight(STAGES - 1, weight_pending_share=W_SHARE):>11.2f}"
     )
+print(
+    f"M_W / M_B = {W_SHARE:.2f}: a micro-batch waiting for its W keeps {units.format_percent(W_SHARE)} of its activations"
+)
 
 # %% [markdown]
 # The simulation finds the formulas' bubbles: 9 s for 1F1B, $(p-1)(t_F+t_B+t_W)$; 3 s for ZB-H1,
 # $(p-1)(t_F+t_B-t_W)$, a third of it; and for ZB-H2 no bubble at all once the stages need not wait for each other
 # at the end of the step (3 s with the synchronisation, the last stage's late start). The memory is the price:
-# ZB-H1's last stage holds 4 micro-batches' activations where 1F1B's holds 1 (it keeps W's inputs until W runs), and
-# ZB-H2's first stage holds 7, $2p - 1$. The figure below shows where the W passes go.
+# ZB-H1's first stage holds 4 micro-batches' activations, as 1F1B's does, and ZB-H2's 7, $2p - 1$. The later stages
+# hold more than in 1F1B too, but less than whole micro-batches: a micro-batch between its B and its W keeps only
+# what W reads, the inputs of the linear layers and the gradients of their outputs, 28.1 % of its activations for
+# GPT-3 175B's layer (`parallelism.weight_gradient_bytes_per_token_per_layer`, Qi et al.'s $M_W = 32sbh$), so ZB-H1's
+# last stage holds 1.84 micro-batches' worth where 1F1B's holds 1. The figure below shows where the W passes go.
 #
 # ### Step 6 · FP8
 #
@@ -450,9 +507,13 @@ for label, framework in (("bf16", parallelism.MEGATRON_CORE), ("FP8", FP8_FRAMEW
 
 # %% [markdown]
 # FP8 doubles the peak (1.98 PFLOP/s against 989 TFLOP/s), but the compute falls from 4.14 s to 2.59 s, not by half:
-# the attention core, the output layer and the normalisations stay in bf16. The linear layers' saved inputs in 1
-# byte take the activations from 27.2 GB to 22.8 GB, and ZeRO-3's parameter all-gathers in FP8 cut the data-parallel
-# bytes from 198 GB to 134 GB per GPU. The tensor-parallel activations stay 16-bit: 301 GB either way.
+# the attention core, the output layer, the normalisations (and a mixture of experts' router) stay in bf16. The
+# linear layers' saved inputs in 1 byte take the activations from 27.2 GB to 22.8 GB, and ZeRO-3's parameter
+# all-gathers in FP8 cut the data-parallel bytes from 198 GB to 134 GB per GPU. The tensor-parallel bytes fall too,
+# from 301 GB to 225 GB: with sequence parallelism Transformer Engine quantises before it gathers, so the all-gathers
+# of the layer-norm outputs (before W_QKV and the MLP's first matrices) and of the output gradients in the backward
+# (before W_O and the MLP's last matrix) move 1 byte an element; the reduce-scatters carry the GEMMs' outputs, still
+# 16-bit.
 
 # %% [markdown]
 # ## Figures
@@ -535,7 +596,8 @@ quiz.MultipleChoice(
 #   all-to-alls and a capacity factor.
 # - **2023: long sequences.** Ring Attention (Liu et al. 2023) passed K/V blocks around a ring of devices;
 #   DeepSpeed-Ulysses (Jacobs et al. 2023) re-split the heads with all-to-alls instead; Megatron-Core's context
-#   parallelism, which Llama 3 adapted, balances the causal mask with the zig-zag split.
+#   parallelism balances the causal mask with the zig-zag split, and Llama 3 (2024) kept that split but all-gathered
+#   K and V, for masks the ring handles badly.
 # - **2023–2024: the bubble and FP8.** Qi et al. (arXiv 2401.10241, ICLR 2024) split the backward pass into B and W
 #   and filled the bubble with W; FP8 formats (Micikevicius et al. 2022) reached training with Hopper's FP8 tensor
 #   cores and Transformer Engine, and DeepSeek-V3 (2024) trained a 671B mixture of experts in FP8.
@@ -543,18 +605,21 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## Summary
 #
-# - Attention costs $4s^2h$ per layer and sequence, and activations and logits grow with $s$: context parallelism
-#   splits the sequence $c$ ways, dividing them by $c$ at the price of $c$ times the devices.
+# - Attention costs $4s^2h$ per layer and sequence (half of it under the causal mask), and activations and logits
+#   grow with $s$: context parallelism splits the sequence $c$ ways, dividing them, and with ZeRO the optimizer state,
+#   by $c$ at the price of $c$ times the devices.
 # - Ring attention passes K/V blocks around the ring and hides each hop behind the attention of the block a rank holds
-#   (the zig-zag split balances the causal work); DeepSpeed-Ulysses re-splits by heads with four all-to-alls per
-#   layer that nothing hides.
+#   (the zig-zag split balances the causal work); Llama 3's all-gather form moves the same bytes and waits for them;
+#   DeepSpeed-Ulysses re-splits by heads with four all-to-alls per layer that nothing hides, and needs $c$ to divide
+#   the key/value heads of a tensor-parallel rank.
 # - Expert parallelism moves every token twice each way per MoE layer (dispatch and combine), $T \cdot k_E \cdot h
 #   \cdot 2$ bytes a call, $(e - 1)/e$ of it sent; inside a node it is a few times faster than across nodes, so keep
-#   the expert group in a node. The capacity factor bounds load imbalance, and the slowest rank pays it.
-# - ZB-H1 cuts 1F1B's bubble to $(p-1)(t_F+t_B-t_W)$ with the same first-stage memory; ZB-H2 removes it for
-#   $2p - 1$ micro-batches of activations.
+#   the expert group in a node unless the router limits the nodes a token visits and the dispatch sends it once per
+#   node. Routing is dropless by default; a capacity factor bounds load imbalance, and the slowest rank pays it.
+# - ZB-H1 cuts 1F1B's bubble to $(p-1)(t_F+t_B-t_W)$ with the same first-stage memory (later stages keep W's inputs
+#   besides); ZB-H2 removes it for $2p - 1$ micro-batches of activations.
 # - FP8 doubles the peak of the linear layers, not of the whole step, and halves the bytes of what it stores and
-#   gathers in 1 byte.
+#   gathers in 1 byte, sequence parallelism's all-gathers included.
 
 # %% [markdown]
 # ## Exercises

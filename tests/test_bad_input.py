@@ -36,7 +36,7 @@ BAD = {
     "architecture": ["Hopper100", "Volta", None],
     "optional_positive": [0, -1.0, math.nan, math.inf],  # None means "not given"
     "context_parallel_kind": ["ulysses", "Ring", None],
-    "capacity_factor": [0.99, 0, -1.0, math.nan, math.inf, "1.25", None],  # at least 1
+    "capacity_factor": [0.99, 0, -1.0, math.nan, math.inf, "1.25"],  # None (dropless) or at least 1
     "split": ["striped", "Zigzag", None],
 }
 
@@ -192,6 +192,22 @@ CASES = [
         dict(capacity_factor="capacity_factor"),
     ),
     (parallelism.check_capacity_factor, dict(capacity_factor=1.0), dict(capacity_factor="capacity_factor")),
+    (parallelism.capacity_padding, dict(capacity_factor=1.0), dict(capacity_factor="capacity_factor")),
+    (parallelism.kv_heads_per_tensor_rank, dict(model=LLAMA3_8B, tensor_parallel=4), dict(tensor_parallel="count")),
+    (
+        parallelism.context_kv_bytes,
+        dict(model=LLAMA3_8B, tokens=4096, tensor_parallel=4),
+        dict(tokens="nonnegative", tensor_parallel="count"),
+    ),
+    (
+        parallelism.weight_gradient_bytes_per_token_per_layer,
+        dict(
+            model=MIXTRAL_8X7B, tensor_parallel=1, sequence_parallel=False, capacity_factor=1.0, fp8_activations=False
+        ),
+        dict(
+            tensor_parallel="count", sequence_parallel="flag", capacity_factor="capacity_factor", fp8_activations="flag"
+        ),
+    ),  # fmt: skip
     (
         parallelism.expert_dispatch_bytes,
         dict(model=MIXTRAL_8X7B, tokens=4096, tensor_parallel=1, capacity_factor=1.0),
@@ -878,6 +894,8 @@ def test_every_public_function_is_covered():
         "resolve_framework",
         "format_transfer_table",
         "fp8_peak",  # an Accelerator; tests/test_fp8.py checks the one without an FP8 peak
+        "fp8_linear_weights_per_layer",  # a model
+        "context_gather_bytes",  # a model and a plan
     }
     assert public - separately <= covered, sorted(public - separately - covered)
 

@@ -51,6 +51,27 @@ def test_mixtral_memory_on_8_gpus_with_8_way_expert_parallelism_is_the_hand_calc
     assert mem.parameters == pytest.approx(14.49e9, rel=1e-3)
 
 
+def test_routing_is_dropless_by_default_and_pads_only_when_a_capacity_factor_is_set():
+    """Megatron-Core's default: moe_expert_capacity_factor None, "None means no token will be dropped"
+    (NVIDIA/Megatron-LM@core_v0.19.0 megatron/core/transformer/transformer_config.py:888-890); padding needs a factor
+    (moe_pad_expert_input_to_capacity, 892-895). Mixtral and DeepSeek-V3 train dropless."""
+    from course_lib.parallelism import capacity_padding, expert_dispatch_bytes
+
+    assert ParallelPlan().capacity_factor is None and capacity_padding(None) == 1.0
+    # dropless: a rank's 32768 tokens × k = 2 copies × h × 2 B, no padding
+    assert expert_dispatch_bytes(MIXTRAL_8X7B, SEQ) == SEQ * K * H * 2
+    plan = ParallelPlan(data_parallel=8, expert_parallel=8, attention="flash")
+    padded = plan.replace(capacity_factor=1.5)
+    volume = communication_volume_per_step(MIXTRAL_8X7B, plan)["expert"]
+    assert volume == pytest.approx(32 * 4 * SEQ * K * H * 2 * 7 / 8)  # layers · 4 all-to-alls · (e − 1)/e
+    assert communication_volume_per_step(MIXTRAL_8X7B, padded)["expert"] == pytest.approx(1.5 * volume)
+    # a factor of 1 pads to exactly the even share: the same numbers as dropless under a balanced router
+    assert (
+        memory_breakdown(MIXTRAL_8X7B, plan).total
+        == memory_breakdown(MIXTRAL_8X7B, plan.replace(capacity_factor=1.0)).total
+    )
+
+
 def test_capacity_factor_scales_the_expert_activations_and_payloads():
     base = activation_bytes_per_token_per_layer(MIXTRAL_8X7B, attention="flash")
     padded = activation_bytes_per_token_per_layer(MIXTRAL_8X7B, attention="flash", capacity_factor=1.25)
@@ -174,15 +195,86 @@ def test_ring_attention_hides_behind_the_blocks_attention_and_ulysses_does_not()
     plan = ParallelPlan(data_parallel=1, tensor_parallel=8, context_parallel=2, attention="flash")
     ring = budget.step_time(model, plan, TWO_NODES)
     assert ring.exposed_s["context"] == 0 and ring.overlapped_s["context"] > 0
-    ulysses = budget.step_time(model, plan.replace(tensor_parallel=4, context_parallel=4, context_parallel_kind=(
-        "all_to_all")), TWO_NODES)  # fmt: skip
+    ulysses = budget.step_time(model, plan.replace(tensor_parallel=4, context_parallel_kind="all_to_all"), TWO_NODES)
     assert ulysses.exposed_s["context"] > 0 and ulysses.overlapped_s["context"] == 0
+    gathered = budget.step_time(model, plan.replace(context_parallel_kind="all_gather"), TWO_NODES)
+    assert gathered.exposed_s["context"] > 0 and gathered.overlapped_s["context"] == 0
+
+
+def test_ulysses_needs_c_to_divide_the_kv_heads_of_a_tensor_parallel_rank():
+    """Transformer Engine (Megatron-Core's cp_comm_type "a2a") asserts num_heads % cp_size == 0 for Q, K and V on the
+    heads of one tensor-parallel rank (NVIDIA/TransformerEngine@v2.18 .../dot_product_attention/context_parallel.py:
+    4243-4246). Llama 3.1 8B: 32 query and 8 KV heads; t = 4 leaves 8 and 2 a rank, t = 8 leaves 4 and 1."""
+    from course_lib.parallelism import kv_heads_per_tensor_rank, splits_context_and_experts
+
+    for t, allowed in ((1, [1, 2, 4, 8]), (2, [1, 2, 4]), (4, [1, 2]), (8, [1])):
+        assert [c for c in (1, 2, 4, 8, 16) if splits_context_and_experts(LLAMA3_8B, t, c, "all_to_all")] == allowed
+    # the ring and the all-gather form need no whole heads
+    assert splits_context_and_experts(LLAMA3_8B, 8, 8, "ring") and splits_context_and_experts(LLAMA3_8B, 8, 8,
+                                                                                              "all_gather")  # fmt: skip
+    with pytest.raises(ValueError, match=r"^context_parallel must divide the heads each tensor-parallel rank holds, "
+                                         r"32 / 4 query heads and 8 / 4 key/value heads \(2 a rank\)"):  # fmt: skip
+        check_plan_for_model(LLAMA3_8B, ParallelPlan(tensor_parallel=4, context_parallel=4,
+                                                     context_parallel_kind="all_to_all"))  # fmt: skip
+    # Megatron-Core gives each rank one KV head when t exceeds them (attention.py:353-360): c = 1 only.
+    assert kv_heads_per_tensor_rank(LLAMA3_8B, 16) == 1
+    assert not splits_context_and_experts(replace(LLAMA3_8B, heads=64, hidden=8192), 16, 2, "all_to_all")
+
+
+def test_all_gather_context_parallelism_is_the_hand_calculation():
+    """Llama 3 §3.3.2 and Megatron-Core's cp_comm_type "all_gather" (Transformer Engine's AttnFuncWithCPAndKVAllGather):
+    per layer K and V all-gathered forward, again backward, and dK, dV reduce-scattered; each gathered tensor is c
+    times a rank's K or V, all exposed. Llama 3.1 8B at 131,072 tokens, t = 4, c = 4, one micro-batch."""
+    model = replace(LLAMA3_8B, seq_len=131072)
+    plan = ParallelPlan(tensor_parallel=4, context_parallel=4, context_parallel_kind="all_gather", attention="flash")
+    tokens = 131072 // 4
+    kv = tokens * (8 // 4) * 128 * 2  # one of K or V on a rank: 2 KV heads of 128, 16 bit = 16.8 MB
+    gathered = 4 * kv  # the whole sequence's
+    rows = [x for x in step_transfers(model, plan) if x.axis == "context"]
+    assert [(x.op, x.payload_bytes, x.calls_per_step, x.phase) for x in rows] == [
+        ("all_gather", gathered, 64, "none"),  # K and V, 32 layers
+        ("all_gather", gathered, 64, "none"),
+        ("reduce_scatter", gathered, 64, "none"),
+    ]
+    # each GPU sends (c − 1)/c of each gathered tensor: 3 × 64 × 50.3 MB = 9.66 GB, as much as the ring
+    assert communication_volume_per_step(model, plan)["context"] == pytest.approx(3 * 64 * gathered * 3 / 4)
+    assert communication_volume_per_step(model, plan)["context"] == pytest.approx(
+        communication_volume_per_step(model, plan.replace(context_parallel_kind="ring"))["context"]
+    )
+    # time: every call exposed, as group_collective_time times each (the c ranks t = 4 apart)
+    step = budget.step_time(model, plan, TWO_NODES, calibration=None)
+    gather = budget.group_collective_time("all_gather", TWO_NODES, 4, 4, gathered)
+    scatter = budget.group_collective_time("reduce_scatter", TWO_NODES, 4, 4, gathered)
+    assert step.exposed_s["context"] == pytest.approx(32 * (4 * gather + 2 * scatter), rel=1e-9)
+    assert step.overlapped_s["context"] == 0
+    # the calibrated step: the same six collectives per layer on the calibration's measured links, none hidden
+    from course_lib.parallelism import calibrated_cluster, default_calibration
+
+    calibrated = budget.step_time(model, plan, TWO_NODES)
+    cluster = calibrated_cluster(TWO_NODES, default_calibration(TWO_NODES))
+    gather = budget.group_collective_time("all_gather", cluster, 4, 4, gathered)
+    scatter = budget.group_collective_time("reduce_scatter", cluster, 4, 4, gathered)
+    assert calibrated.exposed_s["context"] == pytest.approx(32 * (4 * gather + 2 * scatter), rel=1e-9)
+    assert calibrated.overlapped_s["context"] == 0
+    # memory: one layer's gathered K and V and their full-length gradients, 4 × 4 × 16.8 MB = 268 MB, on top
+    ring = memory_breakdown(model, plan.replace(context_parallel_kind="ring"), calibration=None)
+    assert memory_breakdown(model, plan, calibration=None).activations - ring.activations == pytest.approx(4 * gathered)
+    assert memory_breakdown(model, plan).activations - memory_breakdown(
+        model, plan.replace(context_parallel_kind="ring")
+    ).activations == pytest.approx(4 * gathered)
 
 
 def test_attention_flops_grow_with_the_square_of_the_sequence():
     """``forward_flops_per_token``: 4sh per token for QKᵀ and × V, so per sequence the attention grows with s²."""
     short, long = (budget.forward_flops_per_token(replace(LLAMA3_405B, seq_len=s))[2] for s in (8192, 131072))
     assert long / short == 16 and long == 4 * 131072 * 16384
+    # Lesson 06's shares at 128k: 57.4 % counting every score (Narayanan et al.'s formula, no causal saving), 40.3 %
+    # under the causal mask (half the scores), by hand from Llama 3 405B's shape (h 16384, 8 KV heads, f 53248).
+    h, kv, f, s = 16384, 8 * 128, 53248, 131072
+    linear = 2 * (2 * h * h + 2 * h * kv + 3 * h * f)  # 2 FLOPs per weight of W_Q, W_O, W_K, W_V and the SwiGLU MLP
+    layer, _, core = budget.forward_flops_per_token(replace(LLAMA3_405B, seq_len=s))
+    assert layer == linear + 4 * s * h
+    assert round(100 * core / layer, 1) == 57.4 and round(100 * (core / 2) / (linear + core / 2), 1) == 40.3
 
 
 def test_llama3_405b_128k_plan_is_reproduced_within_15_percent():
@@ -230,9 +322,9 @@ def test_plans_must_divide_experts_sequence_and_heads():
     assert ParallelPlan(data_parallel=4, context_parallel=2, expert_parallel=8).devices == 8
     with pytest.raises(ValueError, match=r"context_parallel must divide seq_len \(2048\)"):
         check_plan_for_model(GPT3_175B, ParallelPlan(context_parallel=3))
-    with pytest.raises(ValueError, match=r"context_parallel must divide the heads per tensor-parallel rank"):
+    with pytest.raises(ValueError, match=r"context_parallel must divide the heads each tensor-parallel rank holds"):
         check_plan_for_model(LLAMA3_8B, ParallelPlan(context_parallel=16, context_parallel_kind="all_to_all"))
-    with pytest.raises(ValueError, match=r"capacity_factor must be a number ≥ 1"):
+    with pytest.raises(ValueError, match=r"capacity_factor must be None \(dropless\) or a number ≥ 1"):
         ParallelPlan(capacity_factor=0.9)
     with pytest.raises(ValueError, match=r"context_parallel_kind must be one of"):
         ParallelPlan(context_parallel_kind="ulysses")
@@ -283,9 +375,10 @@ def test_the_search_enumerates_context_parallelism_only_when_asked_and_where_the
     )
     c, kind = found.columns["context_parallel"], found.columns["context_parallel_kind"]
     assert set(c.tolist()) <= {1, 2, 4, 8, 16} and found.row(0)["context_parallel"] > 1
-    # DeepSpeed-Ulysses needs whole heads on each rank: c divides the 32 / t heads and the 8 KV heads.
+    # DeepSpeed-Ulysses needs whole heads on each rank: c divides the 32 / t query heads and the 8 / t KV heads.
     ulysses = (kind == "all_to_all") & (c > 1)
-    assert ulysses.any() and np.all(8 % c[ulysses] == 0)
+    t = found.columns["tensor_parallel"]
+    assert ulysses.any() and np.all((8 // t[ulysses]) % c[ulysses] == 0) and np.all(t[ulysses] * c[ulysses] <= 8)
     assert "ring" in found.table(range(3))
     plan = found.plan(0)
     assert found.columns["step_time_s"][0] == pytest.approx(budget.step_time(model, plan, TWO_NODES).total_s)
@@ -312,5 +405,5 @@ def test_the_search_runs_at_a_capacity_factor_and_its_plans_keep_it():
     assert set(found.columns["capacity_factor"].tolist()) == {1.25} and found.plan(0).capacity_factor == 1.25
     balanced = budget.search_plans(MIXTRAL_8X7B, TWO_NODES, 64, attention=("flash",))
     assert found.columns["step_time_s"][0] > balanced.columns["step_time_s"][0]
-    with pytest.raises(ValueError, match="capacity_factor must be a number ≥ 1"):
+    with pytest.raises(ValueError, match=r"capacity_factor must be None \(dropless\) or a number ≥ 1"):
         budget.search_plans(MIXTRAL_8X7B, TWO_NODES, 64, capacity_factor=0.5)

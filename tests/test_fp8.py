@@ -149,3 +149,64 @@ def test_fp8_expert_dispatch():
     fast = step_time(MIXTRAL_8X7B, run, DGX_H100, framework=with_dispatch).exposed_s["expert"]
     assert float(slow) == pytest.approx(4 * 32 * 2 * 3 * full, rel=1e-9)  # m · layers · 2 · (2 forward + 1 backward)
     assert float(fast) == pytest.approx(4 * 32 * 3 * (full + half), rel=1e-9)
+
+
+def test_fp8_sequence_parallel_gathers_by_hand():
+    """Transformer Engine quantises before the sequence-parallel all-gathers (NVIDIA/TransformerEngine@v2.18
+    module/layernorm_linear.py:279-300 forward, module/base.py:1655-1684 backward): each all-gather moves 1 byte per
+    element, each reduce-scatter still 2. Llama 3 8B, t = 8, one micro-batch of 8192 tokens: per layer 2 all-gathers
+    and 2 reduce-scatters each way of the b·s·h activation, (t − 1)/t of each sent."""
+    plan = ParallelPlan(tensor_parallel=8, sequence_parallel=True, attention="flash")
+    bf16 = communication_volume_per_step(LLAMA3_8B, plan)["tensor"]
+    fp8 = communication_volume_per_step(LLAMA3_8B, plan, TE_FP8)["tensor"]
+    activation = 2 * S * H  # 67.1 MB
+    assert bf16 == pytest.approx(L * 8 * activation * 7 / 8, rel=1e-12)  # 4 all-gathers + 4 reduce-scatters
+    assert bf16 - fp8 == pytest.approx(L * 4 * activation / 2 * 7 / 8, rel=1e-12)  # the 4 all-gathers halve
+    assert fp8 / bf16 == pytest.approx(0.75)
+    assert communication_volume_per_step(LLAMA3_8B, plan.replace(sequence_parallel=False), TE_FP8)["tensor"] == (
+        pytest.approx(communication_volume_per_step(LLAMA3_8B, plan.replace(sequence_parallel=False))["tensor"])
+    )  # all-reduces of GEMM outputs: bf16 either way
+    # The calibrated step: per layer the tensor-parallel call is an all-gather of half the bytes plus a reduce-scatter.
+    run = plan.replace(grad_accum_steps=2)
+    cluster = calibrated_cluster(DGX_H100, resolve_calibration("default", DGX_H100, MEGATRON_CORE))
+    exposed = {
+        name: float(step_time(LLAMA3_8B, run, DGX_H100, framework=replace(framework, tensor_parallel_overlap="none"))
+                    .exposed_s["tensor"])
+        for name, framework in (("bf16", MEGATRON_CORE), ("fp8", TE))
+    }  # fmt: skip
+
+    def gather(payload):
+        return group_collective_time("all_gather", cluster, 8, 1, payload)
+
+    saved = 2 * L * 4 * (gather(activation) - gather(activation / 2))  # m · layers · 4 all-gathers, none hidden
+    assert exposed["bf16"] - exposed["fp8"] == pytest.approx(saved, rel=1e-9)
+
+
+def test_the_router_stays_out_of_fp8():
+    """Megatron-Core computes the router's logits with router_gating_linear, a bf16 matmul outside Transformer
+    Engine's FP8 modules (NVIDIA/Megatron-LM@core_v0.19.0 megatron/core/transformer/moe/router.py:87-108): its 2hE
+    FLOPs per token stay at the bf16 peak, and it has no FP8 weight copy."""
+    from course_lib.parallelism import fp8_linear_weights_per_layer
+
+    experts_h = 8 * 4096  # Mixtral's router: h × E
+    assert MIXTRAL_8X7B.router_weights_per_layer == experts_h
+    assert MIXTRAL_8X7B.stored_matmul_weights_per_layer - fp8_linear_weights_per_layer(MIXTRAL_8X7B) == experts_h
+    plan = ParallelPlan(data_parallel=8, expert_parallel=8, attention="flash", recompute="full", zero_stage=1)
+    calibration = resolve_calibration("default", DGX_H100, TE)
+    bf16, fp8 = (
+        calibrated_memory_breakdown(MIXTRAL_8X7B, plan, resolve_calibration("default", DGX_H100, framework))
+        for framework in (MEGATRON_CORE, TE)
+    )
+    # FP8 copies (2 B) of every linear weight a GPU holds but the router: attention and one expert of each layer
+    attention = 2 * 4096 * 4096 + 2 * 4096 * 1024
+    assert fp8.parameters - bf16.parameters == pytest.approx(2 * 32 * (attention + 3 * 4096 * 14336), rel=1e-12)
+    # Compute: x = the layer's forward FLOPs, the linear part at the FP8 peak, the router and the core at bf16's.
+    tokens = MIXTRAL_8X7B.seq_len
+    linear = tokens * 2.0 * (MIXTRAL_8X7B.matmul_weights_per_layer - experts_h)
+    router, core = tokens * 2.0 * experts_h, tokens * 4.0 * tokens * 4096
+    head = tokens * 2.0 * 32000 * 4096
+    x = linear + router + core
+    rate = 989e12 * calibration.gemm_efficiency * x / (x + calibration.gemm_half_flops)
+    layer = linear * 989 / 1979 + router + core
+    compute_mb = (3 * (32 * layer + head) + 32 * layer) / rate + 32 * calibration.layer_overhead_s  # full recompute
+    assert float(step_time(MIXTRAL_8X7B, plan, DGX_H100, framework=TE).compute_s) == pytest.approx(compute_mb, rel=1e-9)

@@ -1,6 +1,7 @@
 """Hardware presets: every number has a source and its semantics, and the conversions give what formulas need."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,29 @@ def test_nvlink_alpha_comes_from_nccl_tuning_model_not_from_the_measurement():
     assert collective_time(
         "all_reduce", 8, 8, hardware.NVLINK4.one_way_bytes_per_s_per_device(), hardware.NVLINK4.latency_s
     ) == pytest.approx(12.90 * US, rel=0.10)
+
+
+def test_efa_p5_fabric_latency_is_the_measured_step_not_the_latency_the_plugin_reports():
+    """aws/aws-ofi-nccl@2daf7d3: the plugin's tuner models a P5 network step at net_lat = 20.0 µs
+    (src/tuner/nccl_ofi_model.cpp:15, '2 nodes, 8B RDMA w/imm lat'), while it reports latency = 75.0 µs to NCCL for
+    p5 (src/platform-aws.cpp:133-137, props->latency in src/nccl_ofi_net.cpp:481). The shipped two-node p5 nccl-tests
+    log, fitted by measure.calibrate_cluster, gives 26.5 µs per step: the 20 µs time, not the 75 µs report."""
+    from course_lib import measure, nccl
+    from course_lib.parallelism import PLAYBOOK_EFA
+    from course_lib.units import US
+
+    link = hardware.EFA_P5
+    assert link.fabric_latency_s == 20 * US
+    assert "net_lat = 20.0" in link.note and "75.0" in link.note and "not NCCL's latencyInter" in link.note
+    assert abs(PLAYBOOK_EFA.fabric_latency_s - 20 * US) < abs(PLAYBOOK_EFA.fabric_latency_s - 75 * US) / 5
+    # as a time, 75 µs would overshoot the log's 64 B all-reduce 2.7-fold; 20 µs stays within it
+    log = measure.read_nccl_tests(
+        (Path(measure.DATA_DIR) / "nccl_tests" / "aws_2x_p5_16xH100_efa_all_reduce.txt").read_text()
+    )
+    sizes, measured = log.column("size_bytes").astype(float), log.column("median_s")
+
+    def worst_over_measured(latency_us):
+        cluster = replace(hardware.AWS_P5, inter_node_link=replace(link, fabric_latency_s=latency_us * US))
+        return (nccl.estimate("all_reduce", cluster, 16, 2, sizes).time_s / measured).max()
+
+    assert worst_over_measured(20) <= 1.01 and worst_over_measured(75) > 2.6

@@ -529,29 +529,36 @@ def test_calibrated_step_bubble_is_the_simulated_one(p, m, recompute, seq_len):
 
 def test_zero_bubble_plans_hold_the_simulated_activations():
     # The first stage holds what the simulator's stage 0 peaks at: p micro-batches for ZB-H1 (as 1F1B), 2p − 1 for
-    # ZB-H2 (Qi et al. 2024 Table 2); under a calibration the last stage also holds the k(p − 1) waiting for their W,
-    # counted whole (the simulator's peak of stage p − 1 with weight_pending_share = 1): as many as the first.
+    # ZB-H2 (Qi et al. 2024 Table 2); under a calibration the last stage holds one micro-batch whole and the k(p − 1)
+    # waiting for their W, each with only what W reads, M_W (Qi et al. §2.3, Table 1: 32sbh for GPT, against
+    # M_B = sb(34h + 5as)): the simulator's peak of stage p − 1 with weight_pending_share = M_W/M_B.
     from course_lib import parallelism
 
     model = parallelism.GPT2_1_5B
     calibration = parallelism.Calibration(framework=zero_bubble_runner())
+    h = model.hidden
+    # GPT: M_W per token and layer is 32h bytes, Qi et al.'s Table 1
+    assert parallelism.weight_gradient_bytes_per_token_per_layer(model) == 32 * h
     for p, m in ((4, 8), (8, 16), (6, 24)):
         base = parallelism.ParallelPlan(pipeline_parallel=p, grad_accum_steps=m, attention="flash")
-        one_micro_batch = (
-            parallelism.activation_bytes_per_token_per_layer(model, attention="flash")
-            * model.seq_len
-            * -(-model.layers // p)
-        )
+        layers = -(-model.layers // p)
+        m_b = parallelism.activation_bytes_per_token_per_layer(model, attention="flash") * model.seq_len * layers
+        m_w = 32 * h * model.seq_len * layers
         one_f_one_b = parallelism.memory_breakdown(model, base, calibration=None).activations
         flat = parallelism.memory_breakdown(model, base, calibration=calibration)
-        assert (flat.activations, flat.logits) == (pytest.approx(p * one_micro_batch), 0.0)  # 1F1B: the first stage
+        assert (flat.activations, flat.logits) == (pytest.approx(p * m_b), 0.0)  # 1F1B: the first stage
         for schedule in ("zb-h1", "zb-h2"):
             plan = base.replace(schedule=schedule)
             timeline = pipeline_schedule(p, m, schedule)
-            first, last = timeline.peak_in_flight(0), timeline.peak_in_flight(p - 1)
-            assert first == last == {"zb-h1": p, "zb-h2": 2 * p - 1}[schedule]
+            first = timeline.peak_in_flight(0)
+            assert first == {"zb-h1": p, "zb-h2": 2 * p - 1}[schedule]
             ideal = parallelism.memory_breakdown(model, plan, calibration=None).activations
             assert ideal == pytest.approx(one_f_one_b * first / p)
-            held = parallelism.memory_breakdown(model, plan, calibration=calibration)
-            # The last stage, as many micro-batches as the first and the logits besides, is now the heaviest.
-            assert held.activations == pytest.approx(one_micro_batch * last) and held.logits > 0
+            last = timeline.peak_in_flight(p - 1, weight_pending_share=m_w / m_b) * m_b
+            k = {"zb-h1": 1, "zb-h2": 2}[schedule]
+            assert last == pytest.approx(m_b + k * (p - 1) * m_w)  # by hand
+            parts = parallelism.calibrated_memory_breakdown(model, plan, calibration)
+            # the heaviest of the two: the first stage's activations, or the last's with its logits
+            want = max((first * m_b, 0.0), (last, float(parts.logits)), key=sum)
+            assert (float(parts.activations), float(parts.logits)) == (pytest.approx(want[0]), pytest.approx(want[1]))
+            assert last < (1 + k * (p - 1)) * m_b  # less than the k(p − 1) waiting micro-batches counted whole

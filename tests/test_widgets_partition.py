@@ -356,16 +356,21 @@ def test_context_parallel_offers_the_all_to_all_form_only_where_heads_allow(lab)
     controls = lab.controls
     assert option_values(controls["context_parallel_kind"]) == ["ring"]  # c = 1
     controls["context_parallel"].value = 4  # GPT-3: 96 heads / t = 8 = 12 per rank, 4 divides them
-    assert option_values(controls["context_parallel_kind"]) == ["ring", "all_to_all"]
+    assert option_values(controls["context_parallel_kind"]) == ["ring", "all_gather", "all_to_all"]
     controls["context_parallel_kind"].value = "all_to_all"
     check(lab)
     rows = [x for x in lab.result["transfers"] if x["axis"] == "context"]
     assert len(rows) == 4 and {x["op"] for x in rows} == {"all_to_all"}
-    controls["context_parallel"].value = 32  # 12 heads per rank: only the ring
+    controls["context_parallel"].value = 32  # 12 heads per rank: the ring and the all-gather form
     assert controls["context_parallel_kind"].value == "ring"
-    assert option_values(controls["context_parallel_kind"]) == ["ring"]
+    assert option_values(controls["context_parallel_kind"]) == ["ring", "all_gather"]
     rows = [x for x in lab.result["transfers"] if x["axis"] == "context"]
     assert [x["op"] for x in rows] == ["send_recv", "send_recv"]
+    controls["context_parallel_kind"].value = "all_gather"
+    check(lab)
+    rows = [x for x in lab.result["transfers"] if x["axis"] == "context"]
+    assert [x["op"] for x in rows] == ["all_gather", "all_gather", "reduce_scatter"]
+    controls["context_parallel_kind"].value = "ring"
     assert lab.values()["nodes"] * 8 >= 8 * 8 * 32  # t·c·p GPUs
     check(lab)
 

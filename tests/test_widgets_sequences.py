@@ -138,14 +138,21 @@ def test_dense_models_offer_only_e_1_and_draw_no_bars(lab):
 
 
 def test_all_to_all_context_offers_only_c_that_split_the_heads(lab):
-    lab.controls["model"].value = "Llama 3.1 8B"  # 32 heads
-    lab.controls["tensor_parallel"].value = 8  # 4 heads a rank
+    # Transformer Engine asserts num_heads % cp_size == 0 for Q, K and V on a tensor-parallel rank's heads
+    lab.controls["model"].value = "Llama 3.1 8B"  # 32 heads, 8 KV heads
+    lab.controls["tensor_parallel"].value = 4  # 8 heads and 2 KV heads a rank
     lab.controls["context_parallel_kind"].value = "all_to_all"
-    assert option_values(lab.controls["context_parallel"]) == [1, 2, 4]
-    assert lab.values()["context_parallel"] == 4  # 8 moved to the nearest valid c
+    assert option_values(lab.controls["context_parallel"]) == [1, 2]
+    assert lab.values()["context_parallel"] == 2  # 8 moved to the nearest valid c
     check_sequences_lab(lab)
-    lab.controls["context_parallel_kind"].value = "ring"
-    assert option_values(lab.controls["context_parallel"]) == [1, 2, 4, 8, 16]
+    lab.controls["tensor_parallel"].value = 8  # 4 heads and 1 KV head a rank: no split
+    assert option_values(lab.controls["context_parallel"]) == [1]
+    check_sequences_lab(lab)
+    for kind in ("ring", "all_gather"):  # neither needs whole heads
+        lab.controls["context_parallel_kind"].value = kind
+        assert option_values(lab.controls["context_parallel"]) == [1, 2, 4, 8, 16]
+    lab.controls["context_parallel"].value = 8
+    check_sequences_lab(lab)
 
 
 def test_zb_h2_needs_2p_minus_1_microbatches(lab):

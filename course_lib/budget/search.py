@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -52,9 +54,10 @@ PLAN_FIELDS = (
     "attention",
 )
 # The fields of the context and expert axes: columns of a search (and fields of its plans) only when it enumerates
-# them (``search_plans``' ``context_parallel`` or ``expert_parallel`` beyond 1, or a ``capacity_factor`` above 1), so
+# them (``search_plans``' ``context_parallel`` or ``expert_parallel`` beyond 1, or a ``capacity_factor``), so
 # a search without them reads as it always did.
 AXIS_FIELDS = ("context_parallel", "context_parallel_kind", "expert_parallel", "capacity_factor")
+_KIND_LABELS = {"ring": "ring", "all_gather": "ag", "all_to_all": "a2a"}  # ``table``'s short names
 BINDING_CONSTRAINTS = ("compute", "exposed communication", "bubble", "memory", "batch divisibility")
 
 
@@ -87,7 +90,7 @@ class PlanSearch:
     def plan(self, row: int) -> ParallelPlan:
         """The ParallelPlan of one row (row 0 is the best feasible plan)."""
         c = self.columns
-        axes = {name: c[name][row].item() for name in AXIS_FIELDS if name in c}
+        axes = {name: _cell(c[name][row]) for name in AXIS_FIELDS if name in c}
         return ParallelPlan(
             **axes,
             data_parallel=int(c["data_parallel"][row]),
@@ -171,7 +174,7 @@ class PlanSearch:
     def fields(self, row: int) -> dict:
         """The ``PLAN_FIELDS`` of one row (and the ``AXIS_FIELDS`` the search has), as plain Python values: what
         ``find`` needs to find the plan again."""
-        return {name: self.columns[name][row].item() for name in _plan_fields(self)}
+        return {name: _cell(self.columns[name][row]) for name in _plan_fields(self)}
 
     def find(self, **fields) -> int:
         """The one row whose columns equal ``fields`` (e.g. ``tensor_parallel=8, zero_stage=0``).
@@ -197,7 +200,8 @@ class PlanSearch:
             )
         match = np.ones(len(self), dtype=bool)
         for name, value in fields.items():
-            match &= self.columns[name] == value
+            column = self.columns[name]
+            match &= np.isnan(column) if name == "capacity_factor" and value is None else column == value
         rows = np.flatnonzero(match)
         wanted = ", ".join(f"{name}={value!r}" for name, value in fields.items())
         if len(rows) == 0:
@@ -250,7 +254,7 @@ class PlanSearch:
         ]
         for row in rows:
             r = self.row(row)
-            kind = {"ring": "ring", "all_to_all": "a2a"}[r["context_parallel_kind"]] if context else ""
+            kind = _KIND_LABELS[r["context_parallel_kind"]] if context else ""
             axes = (
                 f" {r['context_parallel']:>3} {kind if r['context_parallel'] > 1 else '-':>4}" if context else ""
             ) + (f" {r['expert_parallel']:>3}" if expert else "")
@@ -323,6 +327,12 @@ def _batch_plan(sizes: dict, fixed: dict, virtual_stages, keep) -> ParallelPlan:
     return ParallelPlan(**rows, **fixed, virtual_stages=np.full(int(np.sum(keep)), virtual_stages))
 
 
+def _cell(value) -> Any:
+    """A column's cell as a plain Python value; a capacity factor's NaN (dropless) as None."""
+    plain = value.item()
+    return None if isinstance(plain, float) and math.isnan(plain) else plain
+
+
 def _plan_fields(search: PlanSearch) -> tuple[str, ...]:
     """``PLAN_FIELDS``, the ``AXIS_FIELDS`` the search has as columns, and "schedule" when it holds zero-bubble
     plans (``search_plans``' ``zero_bubble``: there v = 1 no longer names the schedule)."""
@@ -391,7 +401,7 @@ def search_plans(
     context_parallel=(1,),
     context_parallel_kind=("ring",),
     expert_parallel="auto",
-    capacity_factor=1.0,
+    capacity_factor=None,
     memory_margin=None,
     step_time_band=None,
     zero_bubble=(),
@@ -415,13 +425,14 @@ def search_plans(
     under a framework without ``split_backward`` for "framework".
 
     Context and expert parallelism: ``context_parallel`` lists the sizes c to consider (default 1; "auto": every
-    divisor of the device count that divides the sequence), each with every ``context_parallel_kind`` ("ring",
-    "all_to_all"); then d·t·p·c = devices. ``expert_parallel`` lists the sizes e (default "auto": every divisor of the
-    experts, so 1 for a dense model), e dividing d·c; every plan has the MoE ``capacity_factor`` (default 1). Plans
-    whose c or e does not split the model (``parallelism.splits_context_and_experts``) are rejected as "partition".
+    divisor of the device count that divides the sequence), each with every ``context_parallel_kind`` listed (default
+    "ring"; ``parallelism.CONTEXT_PARALLEL_KINDS``); then d·t·p·c = devices. ``expert_parallel`` lists the sizes e
+    (default "auto": every divisor of the experts, so 1 for a dense model), e dividing d·c; every plan has the MoE
+    ``capacity_factor`` (default None: dropless; its column holds NaN for it). Plans whose c or e does not split
+    the model (``parallelism.splits_context_and_experts``) are rejected as "partition".
     Plans with c or e > 1 are pruned before their step is timed: those that do not fit in memory (with the margin
     below) are counted as "memory" and not kept as rows. The columns ``AXIS_FIELDS`` exist only when the search
-    enumerates c or e beyond 1 or runs at a capacity factor above 1 (``table`` then shows c and e where a plan uses
+    enumerates c or e beyond 1 or runs at a capacity factor (``table`` then shows c and e where a plan uses
     them).
 
     The search ranks with the model's measured uncertainty. ``memory_margin`` (None: the calibration's
@@ -454,7 +465,7 @@ def search_plans(
         lambda v: _check.choice("context_parallel_kind", v, CONTEXT_PARALLEL_KINDS),
     )
     factor = check_capacity_factor(capacity_factor)
-    with_axes = contexts != (1,) or experts != (1,) or factor != 1
+    with_axes = contexts != (1,) or experts != (1,) or factor is not None
     _check.fraction("compute_efficiency", compute_efficiency)
     cluster.accelerator.peak(dtype)
     calibration = resolve_calibration(calibration, cluster, framework)
@@ -559,7 +570,7 @@ def search_plans(
         size = len(memory)
         axis_columns = (
             (("context_parallel", c[keep]), ("context_parallel_kind", np.full(size, kind)), ("expert_parallel",
-             e[keep]), ("capacity_factor", np.full(size, factor))) if with_axes else ()
+             e[keep]), ("capacity_factor", np.full(size, np.nan if factor is None else factor))) if with_axes else ()
         )  # fmt: skip
         for name, values in (
             *axis_columns,

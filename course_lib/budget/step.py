@@ -45,12 +45,12 @@ from .. import _check
 from ..compute import RECOMPUTE_OPTIONS, transformer_flops_per_iteration, transformer_forward_flops
 from ..hardware import Cluster
 from ..parallelism.calibration import Calibration, calibrated_cluster, resolve_calibration
-from ..parallelism.fp8 import fp8_peak
+from ..parallelism.fp8 import fp8_linear_weights_per_layer, fp8_peak
 from ..parallelism.frameworks import PRECISION_RECIPES
 from ..parallelism.models import TransformerModel
-from ..parallelism.plan import ParallelPlan, check_plan_for_model, stage_layers
+from ..parallelism.plan import ParallelPlan, capacity_padding, check_plan_for_model, stage_layers
 from ..parallelism.schedule import pipeline_bubble_time
-from ..parallelism.transfers import expert_dispatch_bytes, step_transfers
+from ..parallelism.transfers import context_kv_bytes, expert_dispatch_bytes, step_transfers
 from ..pipeline import ZERO_BUBBLE_SCHEDULES
 from .placement import _transfer_call, group_collective_time
 
@@ -381,14 +381,15 @@ def _context_exposed_mb(model: TransformerModel, plan: ParallelPlan, cluster: Cl
     Ring (``parallelism.transfers._context_transfers``): each of the c − 1 hops of a layer's forward sends the K/V
     block while the rank computes the attention of the block it holds, 1/c of its attention core (the zig-zag split
     balances the causal work); backward, K/V and their gradients behind twice that. Full recomputation repeats the
-    forward ring. All-to-all (DeepSpeed-Ulysses): four all-to-alls forward and four backward, all exposed.
+    forward ring. All-gather (Llama 3's form): K and V gathered forward (again with full recomputation), gathered
+    again backward and their gradients reduce-scattered, c times a rank's K or V each, all exposed. All-to-all
+    (DeepSpeed-Ulysses): four all-to-alls forward and four backward, all exposed.
     """
     c, t = plan.context_parallel, plan.tensor_parallel
     if not np.any(np.asarray(c) > 1):
         return 0.0, 0.0
-    assert model.kv_heads is not None
     repeat = 2 if plan.recompute == "full" else 1
-    keys = 2.0 * tokens * model.kv_heads * model.head_dim / t  # one of K or V on a rank, 16-bit
+    keys = context_kv_bytes(model, tokens, t)  # one of K or V on a rank, 16-bit
     if plan.context_parallel_kind == "ring":
         forward_hop = group_collective_time("send_recv", cluster, c, t, 2 * keys)
         backward_hop = group_collective_time("send_recv", cluster, c, t, 4 * keys)
@@ -397,6 +398,10 @@ def _context_exposed_mb(model: TransformerModel, plan: ParallelPlan, cluster: Cl
             repeat * exposed_after_overlap(forward_hop, block) + exposed_after_overlap(backward_hop, 2 * block)
         )
         total = (c - 1) * (repeat * forward_hop + backward_hop)
+    elif plan.context_parallel_kind == "all_gather":
+        gather = group_collective_time("all_gather", cluster, c, t, c * keys)
+        scatter = group_collective_time("reduce_scatter", cluster, c, t, c * keys)
+        exposed = total = 2 * ((repeat + 1) * gather + scatter)
     else:
         queries = 2.0 * tokens * model.hidden / t
         per_pass = 2 * group_collective_time("all_to_all", cluster, c, t, queries) + 2 * group_collective_time(
@@ -462,9 +467,10 @@ def calibrated_step_time(
     (``prefetch_parameter_gathers``; DeepSpeed's ZeRO-1/2 gather in the optimizer step, exposed).
     Communication that overlaps compute slows it by ``overlap_slowdown`` × its time.
     A framework with an FP8 recipe (``Framework.fp8``, module ``parallelism.fp8``) runs the linear layers' GEMMs at
-    the FP8 peak at the same efficiency (the attention core, the output layer and the overheads as before; MFU and
-    HFU still divide by the ``dtype`` peak), gathers the linear weights in ZeRO at the recipe's ``gather_bytes`` and,
-    with ``fp8_dispatch``, sends half the expert all-to-alls in FP8; an accelerator without an FP8 peak is an error.
+    the FP8 peak at the same efficiency (the router, the attention core, the output layer and the overheads as
+    before; MFU and HFU still divide by the ``dtype`` peak), gathers the linear weights in ZeRO at the recipe's
+    ``gather_bytes``, sequence parallelism's all-gathers at its ``tensor_parallel_gather_bytes`` and, with
+    ``fp8_dispatch``, sends half the expert all-to-alls in FP8; an accelerator without an FP8 peak is an error.
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import PLAYBOOK_1B, Calibration, ParallelPlan
@@ -482,14 +488,19 @@ def calibrated_step_time(
     layers = stage_layers(model.layers, p)
     tokens = 1.0 * b * model.seq_len / c  # a context-parallel rank's s/c tokens, each attending to all s
     layer_fwd, head_fwd, core_fwd = (x * tokens / t for x in forward_flops_per_token(model))
-    # Experts padded to capacity: the slowest rank computes tokens × k × capacity factor / e tokens' expert MLPs.
-    layer_fwd = layer_fwd + (plan.capacity_factor - 1) * 2.0 * model.routed_matmul_weights_per_layer * tokens / t
+    # Experts padded to capacity (when a factor is set): the slowest rank computes tokens × k × factor / e tokens'
+    # expert MLPs; dropless (None) computes no padding.
+    padding = capacity_padding(plan.capacity_factor)
+    layer_fwd = layer_fwd + (padding - 1) * 2.0 * model.routed_matmul_weights_per_layer * tokens / t
     efficiency = calibration.gemm_efficiency * layer_fwd / (layer_fwd + calibration.gemm_half_flops)
     rate = peak * efficiency
     fp8 = calibration.framework.fp8
     if fp8 is not None:
-        # The linear GEMMs at the FP8 peak: in time, their FLOPs shrink by the peaks' ratio (the core stays 16-bit).
-        layer_fwd = (layer_fwd - core_fwd) * peak / fp8_peak(cluster.accelerator) + core_fwd
+        # The linear GEMMs at the FP8 peak: in time, their FLOPs shrink by the peaks' ratio (the attention core and
+        # the router stay 16-bit).
+        router_fwd = 2.0 * model.router_weights_per_layer * tokens / t
+        high = core_fwd + router_fwd
+        layer_fwd = (layer_fwd - high) * peak / fp8_peak(cluster.accelerator) + high
     extra = {"none": 0.0, "selective": core_fwd, "full": layer_fwd}[plan.recompute]
     # The last stage also runs the output layer; with p = 1 one device runs everything.
     stage_fwd = layers * layer_fwd + head_fwd
@@ -504,8 +515,9 @@ def calibrated_step_time(
     def collective(op, size, stride, payload):
         return group_collective_time(op, cluster, size, stride, payload)
 
-    if plan.sequence_parallel:
-        tp_call = collective("all_gather", t, 1, activation) + collective("reduce_scatter", t, 1, activation)
+    if plan.sequence_parallel:  # the all-gathers in FP8 when the recipe gathers in FP8 (``parallelism.fp8``)
+        gathered = activation * (2.0 if fp8 is None else fp8.tensor_parallel_gather_bytes) / 2
+        tp_call = collective("all_gather", t, 1, gathered) + collective("reduce_scatter", t, 1, activation)
     else:
         tp_call = collective("all_reduce", t, 1, activation)
     # Per layer: 2 calls forward (again with full recomputation), 2 backward, each behind what the framework overlaps.
@@ -542,7 +554,7 @@ def calibrated_step_time(
         np.where(split, layers * model.routed_expert_params / model.layers / t, 0.0) if split_experts else 0.0
     )
     # Each group's parameters, and how many of them are linear-layer weights (an FP8 recipe may gather those in FP8).
-    linear_here = layers * model.stored_matmul_weights_per_layer / t - experts_here
+    linear_here = layers * fp8_linear_weights_per_layer(model) / t - experts_here
     groups: list[tuple] = [(params_here - experts_here, linear_here, group, t, True)]
     if split_experts:
         groups.append((experts_here / e, experts_here / e, group // e, t * e, split))

@@ -16,15 +16,17 @@ from ..compute import RECOMPUTE_OPTIONS
 from ..hardware import Accelerator
 from ..pipeline import SIMULATED_SCHEDULES, ZERO_BUBBLE_SCHEDULES, ZERO_BUBBLE_WARMUP, check_schedule
 from .calibration import Calibration, resolve_calibration
+from .fp8 import fp8_linear_weights_per_layer
 from .frameworks import PRECISION_RECIPES, Framework, resolve_framework
 from .models import TransformerModel
 from .plan import (
     ATTENTION_OPTIONS,
     ZERO_STAGES,
     ParallelPlan,
-    check_capacity_factor,
+    capacity_padding,
     check_plan_for_model,
     check_tensor_split,
+    kv_heads_per_tensor_rank,
     stage_layers,
 )
 
@@ -32,6 +34,7 @@ __all__ = [
     "MemoryBreakdown",
     "PARAM_BYTES",
     "GRAD_BYTES",
+    "ACTIVATION_BYTES",
     "ADAM_OPTIMIZER_BYTES_PER_PARAM",
     "zero_model_state_breakdown",
     "zero_model_state_bytes",
@@ -41,6 +44,9 @@ __all__ = [
     "activation_bytes_per_layer",
     "activation_bytes_per_token_per_layer",
     "expert_activation_bytes_per_token",
+    "weight_gradient_bytes_per_token_per_layer",
+    "context_kv_bytes",
+    "context_gather_bytes",
     "pipeline_in_flight_microbatches",
     "zero_bubble_stage_in_flight",
     "memory_breakdown",
@@ -53,6 +59,7 @@ __all__ = [
 # and variance 4Ψ + 4Ψ + 4Ψ = KΨ with K = 12. In total 16 bytes per parameter.
 PARAM_BYTES = 2
 GRAD_BYTES = 2
+ACTIVATION_BYTES = 2  # activations stored and exchanged between devices are 16-bit
 ADAM_OPTIMIZER_BYTES_PER_PARAM = 12
 
 
@@ -286,7 +293,7 @@ def activation_bytes_per_token_per_layer(
     sequence_parallel=False,
     recompute="none",
     attention="standard",
-    capacity_factor=1.0,
+    capacity_factor=None,
     fp8_activations=False,
 ):
     """Bytes one layer stores for the backward, per token of the micro-batch, term by term (16-bit activations).
@@ -418,8 +425,10 @@ def _ideal_memory_breakdown(
         per_layer = per_layer + tokens * expert_activation_bytes_per_token(model, plan.capacity_factor) / (
             plan.tensor_parallel
         )
-    # Context parallelism: each of the c ranks stores its s/c tokens (their scores against all s keys included).
+    # Context parallelism: each of the c ranks stores its s/c tokens (their scores against all s keys included), and
+    # under the all-gather form one layer's gathered K/V and their gradients at a time.
     activations = per_layer / plan.context_parallel * (model.layers / plan.pipeline_parallel) * in_flight
+    activations = activations + context_gather_bytes(model, plan)
     return MemoryBreakdown(parameters, gradients, optimizer, _check.as_result(activations))
 
 
@@ -437,10 +446,11 @@ def _zero_groups(plan: ParallelPlan):
     return data, data // plan.expert_parallel
 
 
-def expert_activation_bytes_per_token(model: TransformerModel, capacity_factor=1.0):
+def expert_activation_bytes_per_token(model: TransformerModel, capacity_factor=None):
     """Activation bytes per token a mixture of experts stores beyond one dense MLP of ``ffn_hidden``, the mean over
     the l layers (0 for a dense model). A MoE layer stores, per token, the MLP activations of the k routed experts
-    it visits, times the capacity factor c_f (their buffers are padded to capacity), and of the shared experts
+    it visits, times the capacity factor c_f when one is set (their buffers are padded to capacity; 1 when dropless,
+    ``capacity_factor`` None: ``plan.capacity_padding``), and of the shared experts
     (8f_e each when gated, else 4f_e, as ``activation_bytes_per_token_per_layer`` counts an MLP), plus the k·c_f
     copies of the token (2h each) the dispatch hands the experts; a dense layer stores one MLP of f.
     Whichever device runs an expert stores them: with expert parallelism the e ranks of a group exchange tokens,
@@ -452,7 +462,7 @@ def expert_activation_bytes_per_token(model: TransformerModel, capacity_factor=1
     >>> expert_activation_bytes_per_token(LLAMA3_8B)
     0.0
     """
-    factor = check_capacity_factor(capacity_factor)
+    factor = capacity_padding(capacity_factor)
     if model.experts == 1:
         return 0.0
     assert model.moe_ffn_hidden is not None and model.ffn_hidden is not None
@@ -460,6 +470,88 @@ def expert_activation_bytes_per_token(model: TransformerModel, capacity_factor=1
     routed = model.experts_per_token * factor
     moe = (routed + model.shared_experts) * per_unit * model.moe_ffn_hidden + 2.0 * model.hidden * routed
     return model.moe_layers * (moe - per_unit * model.ffn_hidden) / model.layers
+
+
+def weight_gradient_bytes_per_token_per_layer(
+    model: TransformerModel,
+    tensor_parallel: _check.IntOrArray = 1,
+    sequence_parallel=False,
+    capacity_factor=None,
+    fp8_activations=False,
+):
+    """Bytes per token one layer keeps between a micro-batch's B and its W (the zero-bubble schedules' M_W): what the
+    linear layers' weight-gradient GEMMs read, each linear layer's input and the gradient of its output, 2 bytes a
+    value; B frees the rest (the attention core's and the activation function's tensors).
+
+    Values per token: the inputs of W_Q, W_K, W_V (h), of W_O (h), of the MLP's first matrices (h) and of its last
+    (f); the gradients of their outputs, h + 2k (k = kv_heads·head_dim), h, f (2f gated) and h. A MoE layer has
+    these for each of the k routed experts a token visits (times the capacity padding, ``plan.capacity_padding``) and
+    each shared expert, of size f_e. For GPT (f = 4h, k = h) it is 7h + 9h values, 32h bytes: Qi et al. 2024 Table 1's
+    M_W = 32sbh. As ``activation_bytes_per_token_per_layer`` counts them: the inputs of W_Q/W_K/W_V and of the MLP and
+    the gradients of W_O's and the MLP's outputs (h wide) are split over t only with sequence parallelism, the rest
+    always; with ``fp8_activations`` the dense layers' saved inputs take 1 byte.
+
+    >>> from course_lib.parallelism import GPT3_175B, MIXTRAL_8X7B
+    >>> weight_gradient_bytes_per_token_per_layer(GPT3_175B) / GPT3_175B.hidden   # Qi et al.'s 32sbh
+    32.0
+    >>> weight_gradient_bytes_per_token_per_layer(MIXTRAL_8X7B) / MIXTRAL_8X7B.hidden   # 2 experts of f = 3.5h
+    59.0
+    """
+    t = _check.count("tensor_parallel", tensor_parallel)
+    sp = _check.flag("sequence_parallel", sequence_parallel)
+    fp8 = _check.flag("fp8_activations", fp8_activations)
+    check_tensor_split(model.heads, t)
+    assert model.kv_heads is not None and model.ffn_hidden is not None and model.moe_ffn_hidden is not None
+    h, kv_width = model.hidden, model.kv_heads * model.head_dim
+    gate = 2.0 if model.gated_mlp else 1.0
+    input_bytes = 1.0 if fp8 else 2.0
+
+    def mlp(ffn, copies, inputs_bytes):
+        """(residual-side, split) bytes of ``copies`` MLPs of hidden size ``ffn``."""
+        return copies * (inputs_bytes * h + 2.0 * h), copies * (inputs_bytes * ffn + 2.0 * gate * ffn)
+
+    dense_residual, dense_split = mlp(model.ffn_hidden, 1.0, input_bytes)
+    routed = model.experts_per_token * capacity_padding(capacity_factor) + model.shared_experts
+    moe_residual, moe_split = mlp(model.moe_ffn_hidden, routed, 2.0)
+    share = model.moe_layers / model.layers
+    residual = input_bytes * h + 2.0 * h + (1 - share) * dense_residual + share * moe_residual
+    split = input_bytes * h + 2.0 * (h + 2 * kv_width) + (1 - share) * dense_split + share * moe_split
+    return _check.as_result((residual / t if sp else residual) + split / t)
+
+
+def context_kv_bytes(model: TransformerModel, tokens, tensor_parallel: _check.IntOrArray = 1):
+    """Bytes of one of K or V that a context-parallel rank holding ``tokens`` tokens computes, on one of t tensor-
+    parallel ranks: tokens × (the key/value heads the rank holds, ``plan.kv_heads_per_tensor_rank``) × head size ×
+    2 B.
+
+    >>> from course_lib.parallelism import LLAMA3_8B
+    >>> context_kv_bytes(LLAMA3_8B, 32768, 4) / 1e6   # 32768 tokens × 2 heads × 128 × 2 B
+    16.777216
+    """
+    _check.nonnegative("tokens", tokens)
+    return ACTIVATION_BYTES * tokens * kv_heads_per_tensor_rank(model, tensor_parallel) * model.head_dim
+
+
+def context_gather_bytes(model: TransformerModel, plan: ParallelPlan):
+    """Bytes a device holds for one layer at a time under context parallelism's all-gather form
+    (``context_parallel_kind="all_gather"``, c > 1; 0 otherwise): in the backward, the whole sequence's K and V
+    gathered again and their full-length gradients before the reduce-scatter, 4 · c · ``context_kv_bytes``
+    (NVIDIA/TransformerEngine@v2.18 transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py:
+    3786-3787 gather k_ag, v_ag; 4120-4121 reduce-scatter dk, dv: the forward saves only the rank's own K and V,
+    line 3611, so this is a transient of one layer, not of every layer).
+
+    >>> from course_lib.parallelism import LLAMA3_8B, ParallelPlan
+    >>> from dataclasses import replace
+    >>> plan = ParallelPlan(tensor_parallel=4, context_parallel=4, context_parallel_kind="all_gather")
+    >>> context_gather_bytes(replace(LLAMA3_8B, seq_len=131072), plan) / 1e6   # 4 · 4 · 16.8 MB
+    268.435456
+    """
+    c = plan.context_parallel
+    if plan.context_parallel_kind != "all_gather":
+        return 0.0 * c
+    tokens = 1.0 * plan.micro_batch * model.seq_len / c
+    gathered = 4.0 * c * context_kv_bytes(model, tokens, plan.tensor_parallel)
+    return _check.as_result(np.where(np.asarray(c) > 1, gathered, 0.0))
 
 
 def calibrated_memory_breakdown(
@@ -470,13 +562,16 @@ def calibrated_memory_breakdown(
     Two stages can be the heaviest: the first holds ⌈l/p⌉ layers, the input embedding V·h/t and min(p, m)
     micro-batches of activations (1F1B; ``pipeline_in_flight_microbatches``); the last holds ⌈l/p⌉ layers, the
     output layer V·h/t (a copy when tied and p > 1) and one micro-batch (ZB-H1 and ZB-H2: also the k(p − 1) whose W
-    is still to run, each counted whole, an upper bound: ``zero_bubble_stage_in_flight``), plus the logits
+    is still to run, each holding only what W reads, ``weight_gradient_bytes_per_token_per_layer``: Qi et al. 2024
+    §2.3's M_W; ``zero_bubble_stage_in_flight``), plus the logits
     b·s·V/t × ``logits_bytes_per_element``. With p = 1 they are the same device. Model states follow the framework's
     ``precision``: ZeRO-1 shards the optimizer state over d, ZeRO-2 also the gradients and their fp32 buffer, ZeRO-3
     also the parameters. Activations per layer:
-    ``activation_bytes_per_token_per_layer`` × b·s. ``framework_bytes`` is added once. A framework with an FP8
-    recipe (``Framework.fp8``) adds its ``weight_copy_bytes`` per linear-layer weight to the parameters (sharded as
-    they are) and saves the linear layers' inputs in FP8 when the recipe does (``fp8_activations``).
+    ``activation_bytes_per_token_per_layer`` × b·s, and under the all-gather form of context parallelism one layer's
+    gathered K and V with their gradients (``context_gather_bytes``). ``framework_bytes`` is added once. A framework
+    with an FP8 recipe (``Framework.fp8``) adds its ``weight_copy_bytes`` per linear-layer weight (not the router's:
+    ``fp8_linear_weights_per_layer``) to the parameters (sharded as they are) and saves the linear layers' inputs in
+    FP8 when the recipe does (``fp8_activations``).
 
     >>> from course_lib.parallelism import PLAYBOOK_1B, Calibration, ParallelPlan
     >>> from course_lib.units import format_bytes
@@ -503,7 +598,7 @@ def calibrated_memory_breakdown(
     param_b, grad_b, buffer_b, optimizer_b = PRECISION_RECIPES[calibration.framework.precision]
     fp8 = calibration.framework.fp8
     copy_b = 0.0 if fp8 is None else fp8.weight_copy_bytes  # FP8 weight copies per linear-layer weight
-    dense_linear = layers * model.stored_matmul_weights_per_layer - experts
+    dense_linear = layers * fp8_linear_weights_per_layer(model) - experts  # the weights FP8 caches a copy of
     stage = plan.zero_stage
 
     # ZeRO-3 under a framework that keeps a pipeline stage whole through the step (FSDP2 as torchtitan runs it): with
@@ -535,10 +630,17 @@ def calibrated_memory_breakdown(
     )
     in_flight = pipeline_in_flight_microbatches(p, m, plan.schedule, plan.virtual_stages)
     logits = tokens * vocab / t * calibration.framework.logits_bytes_per_element
-    first = states(first_params) + (per_layer * layers * in_flight, np.where(single, logits, 0.0))
-    last_activations = per_layer * layers
-    if plan.schedule in ZERO_BUBBLE_SCHEDULES:  # and the k(p − 1) micro-batches waiting for their W, counted whole
-        last_activations = last_activations * zero_bubble_stage_in_flight(p, plan.schedule, stage=p - 1)
+    gathered = context_gather_bytes(model, plan)  # one layer's gathered K/V and their gradients (all-gather form)
+    first = states(first_params) + (per_layer * layers * in_flight + gathered, np.where(single, logits, 0.0))
+    last_activations = per_layer * layers + gathered
+    if plan.schedule in ZERO_BUBBLE_SCHEDULES:  # and the k(p − 1) micro-batches waiting for their W, W's inputs only
+        waiting = zero_bubble_stage_in_flight(p, plan.schedule, p - 1) - zero_bubble_stage_in_flight(
+            p, plan.schedule, p - 1, weight_pending_share=0.0
+        )
+        pending = tokens * weight_gradient_bytes_per_token_per_layer(
+            model, t, plan.sequence_parallel, plan.capacity_factor, fp8 is not None and fp8.fp8_activations
+        )
+        last_activations = last_activations + waiting * pending * layers
     last = states(last_params) + (last_activations, logits)
     first_total, last_total = sum(first), sum(last)
     heaviest = [np.where(first_total >= last_total, a, z) for a, z in zip(first, last, strict=True)]

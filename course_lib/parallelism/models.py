@@ -174,6 +174,16 @@ class TransformerModel:
         return self._per_layer(self.moe_layers * self.experts_per_token * self._mlp(self.moe_ffn_hidden, params=False))
 
     @property
+    def router_weights_per_layer(self) -> int | float:
+        """Weights of the router's h × E matrix, the mean over the l layers (0 for a dense model): a GEMM frameworks
+        keep out of FP8 (``parallelism.fp8``).
+
+        >>> MIXTRAL_8X7B.router_weights_per_layer   # 4096 · 8
+        32768
+        """
+        return self._per_layer(self.moe_layers * self.hidden * self.experts)
+
+    @property
     def routed_expert_params(self) -> int:
         """Parameters of the routed experts, every MoE layer: (l − dense_layers) · E · (one expert MLP). Expert
         parallelism splits these over e ranks; everything else (attention, router, shared experts, dense layers,

@@ -36,10 +36,12 @@ __all__ = [
     "CONTEXT_SPLITS",
     "causal_attention_shares",
     "check_capacity_factor",
+    "capacity_padding",
     "check_tensor_split",
     "check_pipeline_split",
     "check_plan_for_model",
     "stage_layers",
+    "kv_heads_per_tensor_rank",
 ]
 
 ZERO_STAGES = (0, 1, 2, 3)
@@ -47,10 +49,12 @@ ZERO_STAGES = (0, 1, 2, 3)
 # (Dao et al. 2022, FlashAttention) recomputes the scores tile by tile in the backward and stores only the output and
 # one fp32 log-sum-exp per head and token. It is an option of its own, distinct from selective recomputation.
 ATTENTION_OPTIONS = ("standard", "flash")
-# Context parallelism's two forms: "ring" passes K/V blocks around the c ranks (Liu et al. 2023, Ring Attention;
-# Megatron-Core's context parallelism; Llama 3 §3.3.2), "all_to_all" re-splits the heads across them
+# Context parallelism's three forms, as Megatron-Core names them (cp_comm_type, NVIDIA/Megatron-LM@core_v0.19.0
+# megatron/core/transformer/transformer_config.py:987-1001) and Transformer Engine runs them: "ring" ("p2p") passes K/V
+# blocks around the c ranks (Liu et al. 2023, Ring Attention); "all_gather" gathers every rank's K and V before
+# attention, exposed (Llama 3, arXiv 2407.21783 §3.3.2); "all_to_all" ("a2a") re-splits the heads across them
 # (Jacobs et al. 2023, DeepSpeed-Ulysses).
-CONTEXT_PARALLEL_KINDS = ("ring", "all_to_all")
+CONTEXT_PARALLEL_KINDS = ("ring", "all_gather", "all_to_all")
 # How a sequence is cut among the c ranks of a context group: "contiguous" (rank r holds the r-th of c equal chunks)
 # or "zigzag" (2c chunks, rank r holds chunks r and 2c − 1 − r: Megatron-Core's context parallelism, Llama 3 §3.3.2).
 CONTEXT_SPLITS = ("contiguous", "zigzag")
@@ -77,12 +81,16 @@ class ParallelPlan:
     a mixture of experts' experts over e ranks carved out of the d·c data- and context-parallel ranks, as
     Megatron-Core does (megatron/core/parallel_state.py, ``initialize_model_parallel``: the expert ranks are generated
     over the world / (t·p) ranks the dense layers use for data and context parallelism), so e must divide d·c and
-    adds no devices. ``capacity_factor`` (≥ 1) sizes each expert's buffer at that multiple of its even share of
-    the routed tokens, padded to it (GShard, Lepikhin et al. 2021; Switch, Fedus et al. 2022; Megatron-Core's
-    ``--moe-expert-capacity-factor`` with ``--moe-pad-expert-input-to-capacity``): the all-to-all payloads, the
-    experts' activations and the slowest rank's expert compute all scale with it, so it is also the bound on load
-    imbalance the step time charges (the default 1.0 is a perfectly balanced router). It is a plan field, not a
-    model's: the same model trains with different factors.
+    adds no devices. ``capacity_factor`` (default None) is dropless routing, every token reaching its experts
+    with no capacity and no padding: Megatron-Core's default (``moe_expert_capacity_factor: Optional[float] = None``,
+    "None means no token will be dropped", NVIDIA/Megatron-LM@core_v0.19.0 megatron/core/transformer/
+    transformer_config.py:888-890), as DeepSeek-V3 trained (arXiv 2412.19437 §2.1.2, "no token-dropping");
+    the course's router is then balanced. A number (≥ 1) sizes each expert's buffer at that multiple of its even
+    share of the routed tokens, padded to it (GShard, Lepikhin et al. 2021; Switch, Fedus et al. 2022; Megatron-Core's
+    ``--moe-expert-capacity-factor`` with ``--moe-pad-expert-input-to-capacity``, lines 892-895): the all-to-all
+    payloads, the experts' activations and the slowest rank's expert compute all scale with it
+    (``capacity_padding``), so it is also the bound on load imbalance the step time charges. It is a plan field, not
+    a model's: the same model trains with different factors.
 
     >>> plan = ParallelPlan(data_parallel=64, tensor_parallel=8, pipeline_parallel=4, micro_batch=2, grad_accum_steps=8)
     >>> plan.devices, plan.global_batch
@@ -103,7 +111,7 @@ class ParallelPlan:
     context_parallel: _check.IntOrArray = 1
     context_parallel_kind: str = "ring"
     expert_parallel: _check.IntOrArray = 1
-    capacity_factor: float = 1.0
+    capacity_factor: float | None = None
     optimizer_sync: bool = True
 
     def __post_init__(self):
@@ -189,20 +197,38 @@ def _check_schedule_fields(plan: ParallelPlan) -> None:
             )
 
 
-def check_capacity_factor(capacity_factor) -> float:
-    """``capacity_factor`` as a float, or ValueError unless it is a finite number ≥ 1.
+def check_capacity_factor(capacity_factor) -> float | None:
+    """``capacity_factor`` as a float, None (dropless: no capacity, no padding) as None, or ValueError unless it is a
+    finite number ≥ 1.
 
-    >>> check_capacity_factor(1.25)
-    1.25
+    >>> check_capacity_factor(1.25), check_capacity_factor(None)
+    (1.25, None)
     >>> check_capacity_factor(0.5)
     Traceback (most recent call last):
     ...
-    ValueError: capacity_factor must be a number ≥ 1 (1: a perfectly balanced router), got 0.5
+    ValueError: capacity_factor must be None (dropless) or a number ≥ 1 (1: a perfectly balanced router), got 0.5
     """
     factor = capacity_factor
+    if factor is None:
+        return None
     if not (_check.is_number(factor) and math.isfinite(factor) and factor >= 1):
-        raise ValueError(f"capacity_factor must be a number ≥ 1 (1: a perfectly balanced router), got {factor!r}")
+        raise ValueError(
+            f"capacity_factor must be None (dropless) or a number ≥ 1 (1: a perfectly balanced router), got {factor!r}"
+        )
     return float(factor)
+
+
+def capacity_padding(capacity_factor) -> float:
+    """The multiple of its even share of the routed tokens each expert computes and the all-to-alls carry: the
+    capacity factor when one is set (each expert's buffer padded to it, Megatron-Core's
+    ``moe_pad_expert_input_to_capacity``), 1 when dropless (None: every token routed, nothing padded; the course's
+    router is balanced).
+
+    >>> capacity_padding(None), capacity_padding(1.5)
+    (1.0, 1.5)
+    """
+    factor = check_capacity_factor(capacity_factor)
+    return 1.0 if factor is None else factor
 
 
 def _data_and_context(plan: ParallelPlan):
@@ -354,7 +380,7 @@ def splits_context_and_experts(
     expert_parallel: _check.IntOrArray = 1,
 ):
     """Whether c and e split ``model`` evenly: c divides the sequence (and, for ``context_parallel_kind=
-    "all_to_all"``, the heads each of the t tensor-parallel ranks holds and the key/value heads: DeepSpeed-Ulysses
+    "all_to_all"``, the query and the key/value heads each of the t tensor-parallel ranks holds: DeepSpeed-Ulysses
     gives each of the c ranks whole heads); e divides the experts, and e = 1 for a dense model. Vectorised.
 
     >>> from course_lib.parallelism import LLAMA3_405B, MIXTRAL_8X7B
@@ -364,6 +390,11 @@ def splits_context_and_experts(
     >>> splits_context_and_experts(LLAMA3_405B, 8, 16, "all_to_all"), splits_context_and_experts(MIXTRAL_8X7B,
     ...     expert_parallel=8), splits_context_and_experts(LLAMA3_405B, expert_parallel=2)
     (False, True, False)
+    >>> from course_lib.parallelism import LLAMA3_8B   # 8 KV heads: 2 a rank at t = 4, 1 at t = 8
+    >>> [c for c in (1, 2, 4, 8) if splits_context_and_experts(LLAMA3_8B, 4, c, "all_to_all")]
+    [1, 2]
+    >>> [c for c in (1, 2, 4, 8) if splits_context_and_experts(LLAMA3_8B, 8, c, "all_to_all")]
+    [1]
     """
     rules = _context_and_expert_errors(model, tensor_parallel, context_parallel, context_parallel_kind, expert_parallel)
     ok = ~np.any(np.stack(np.broadcast_arrays(*(bad for bad, _ in rules))), axis=0)
@@ -393,27 +424,56 @@ def causal_attention_shares(context_parallel, split="zigzag"):
     return tuple(sum(i + 0.5 for i in mine) / pairs for mine in held)
 
 
+def kv_heads_per_tensor_rank(model: TransformerModel, tensor_parallel: _check.IntOrArray = 1):
+    """Key/value heads each of t tensor-parallel ranks holds: n_kv/t, or 1 when t > n_kv (Megatron-Core then gives
+    each rank a copy of one: NVIDIA/Megatron-LM@core_v0.19.0 megatron/core/transformer/attention.py:353-366,
+    ``num_query_groups_per_partition``). Vectorised.
+
+    >>> from course_lib.parallelism import LLAMA3_8B   # 8 KV heads
+    >>> [float(kv_heads_per_tensor_rank(LLAMA3_8B, t)) for t in (1, 4, 8, 16)]
+    [8.0, 2.0, 1.0, 1.0]
+    """
+    assert model.kv_heads is not None  # TransformerModel resolved the default
+    t = np.asarray(_check.count("tensor_parallel", tensor_parallel))
+    return _check.as_result(np.where(t > model.kv_heads, 1.0, model.kv_heads / t))
+
+
 def _context_and_expert_errors(model, tensor_parallel, context_parallel, context_parallel_kind, expert_parallel):
     """[(where c or e fails one rule (a boolean array), a function giving the rule's ValueError message)]: the one
-    home of the rules."""
+    home of the rules.
+
+    Ulysses ("all_to_all") gives each of the c ranks whole heads of those its tensor-parallel rank holds, the key/value
+    heads included: Transformer Engine, which Megatron-Core's cp_comm_type "a2a" runs, asserts it
+    (NVIDIA/TransformerEngine@v2.18 transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py:
+    4243-4246, "requires num_heads % cp_size == 0 for Q, K, V", on the heads of one tensor-parallel rank). So c must
+    divide a/t and ``kv_heads_per_tensor_rank``; the course refuses any other c, as TE does (no replication)."""
     t = np.asarray(_check.count("tensor_parallel", tensor_parallel))
     c = np.asarray(_check.count("context_parallel", context_parallel))
     e = np.asarray(_check.count("expert_parallel", expert_parallel))
     kind = _check.choice("context_parallel_kind", context_parallel_kind, CONTEXT_PARALLEL_KINDS)
     heads_here = np.where(model.heads % t == 0, model.heads // t, 0)
+    kv_here = np.asarray(kv_heads_per_tensor_rank(model, t))
+    kv_whole = np.where(kv_here == np.floor(kv_here), kv_here, 0).astype(int)
     ulysses = kind == "all_to_all"
     return [
         (~_divides(c, model.seq_len), lambda: f"context_parallel must divide seq_len ({model.seq_len}), got {c}"),
         (
-            ulysses & ~(_divides(c, heads_here) & (heads_here > 0) & _divides(c, model.kv_heads)),
+            ulysses & ~(_divides(c, heads_here) & (heads_here > 0) & _divides(c, kv_whole) & (kv_whole > 0)),
             lambda: (
-                f"context_parallel must divide the heads per tensor-parallel rank ({model.heads} / {t}) and "
-                f"kv_heads ({model.kv_heads}) with context_parallel_kind='all_to_all' (DeepSpeed-Ulysses), got {c}"
+                f"context_parallel must divide the heads each tensor-parallel rank holds, {model.heads} / {t} query "
+                f"heads and {model.kv_heads} / {t} key/value heads ({_shown(kv_here)} a rank), with "
+                f"context_parallel_kind='all_to_all' (DeepSpeed-Ulysses gives each context rank whole Q, K and V "
+                f"heads; Transformer Engine asserts num_heads % cp_size == 0 for Q, K and V), got {c}"
             ),
         ),
         ((e > 1) & (model.experts == 1), lambda: f"expert_parallel must be 1 for a dense model (experts = 1), got {e}"),
         (~_divides(e, model.experts), lambda: f"expert_parallel must divide experts ({model.experts}), got {e}"),
     ]
+
+
+def _shown(values) -> str:
+    """Numbers as a message shows them: 2 rather than 2.0, an array as a list."""
+    return np.array2string(np.asarray(values, dtype=float), formatter={"float_kind": lambda x: f"{x:g}"})
 
 
 def _divides(parts, whole):

@@ -10,13 +10,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _check, collectives
-from .fp8 import Fp8Recipe
-from .memory import GRAD_BYTES, PARAM_BYTES
+from .fp8 import Fp8Recipe, fp8_linear_weights_per_layer
+from .memory import ACTIVATION_BYTES, GRAD_BYTES, PARAM_BYTES, context_kv_bytes
 from .models import TransformerModel
-from .plan import ParallelPlan, check_capacity_factor, check_plan_for_model
+from .plan import ParallelPlan, capacity_padding, check_plan_for_model
 
 __all__ = [
-    "ACTIVATION_BYTES",
     "expert_dispatch_bytes",
     "BoundaryTransfer",
     "step_transfers",
@@ -24,12 +23,13 @@ __all__ = [
     "communication_volume_per_step",
 ]
 
-ACTIVATION_BYTES = 2  # activations exchanged between devices are 16-bit
 
-
-def expert_dispatch_bytes(model: TransformerModel, tokens, tensor_parallel: _check.IntOrArray = 1, capacity_factor=1.0):
+def expert_dispatch_bytes(
+    model: TransformerModel, tokens, tensor_parallel: _check.IntOrArray = 1, capacity_factor=None
+):
     """One expert all-to-all's buffer per rank (dispatch or combine, forward or backward): the rank's ``tokens`` × k
-    (``model.experts_per_token``) × ``capacity_factor`` × h × 2 bytes, / t (each tensor-parallel rank dispatches its
+    (``model.experts_per_token``) × the capacity padding (``capacity_padding``: 1 when dropless, None) × h × 2 bytes,
+    / t (each tensor-parallel rank dispatches its
     share, Megatron-Core's all-to-all dispatcher with sequence parallelism); (e − 1)/e of it leaves the rank.
 
     >>> from course_lib.parallelism import MIXTRAL_8X7B
@@ -40,8 +40,8 @@ def expert_dispatch_bytes(model: TransformerModel, tokens, tensor_parallel: _che
         raise ValueError(f"model must be a parallelism.TransformerModel, got {model!r}")
     _check.nonnegative("tokens", tokens)
     _check.count("tensor_parallel", tensor_parallel)
-    check_capacity_factor(capacity_factor)
-    return ACTIVATION_BYTES * tokens * model.experts_per_token * capacity_factor * model.hidden / tensor_parallel
+    padding = capacity_padding(capacity_factor)
+    return ACTIVATION_BYTES * tokens * model.experts_per_token * padding * model.hidden / tensor_parallel
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,12 +100,14 @@ def step_transfers(
     the d·c ranks that hold the same weights; with expert parallelism the routed experts' over the d·c/e ranks that
     hold the same experts (axis "expert data").
     Context parallel (axis "context", ``_context_transfers``): a device holds s/c tokens of each sequence, so every
-    activation above is b·(s/c)·h; ring attention's K/V blocks, or DeepSpeed-Ulysses' four all-to-alls per layer.
+    activation above is b·(s/c)·h; ring attention's K/V blocks, the all-gathers of K and V (Llama 3's form), or
+    DeepSpeed-Ulysses' four all-to-alls per layer.
     Expert parallel (axis "expert", ``_expert_transfers``): the dispatch and combine all-to-alls of every MoE layer.
     Groups of one rank are listed too and cost nothing: ``boundary_tensors`` leaves them out.
     ``fp8`` (a ``parallelism.Fp8Recipe``, None for none): ZeRO's parameter all-gathers move the linear-layer weights
-    at the recipe's ``gather_bytes``; with ``fp8_dispatch`` the expert dispatch forward and the combine's gradient
-    backward move 1 byte per element; everything else as without it (``parallelism.fp8``).
+    at the recipe's ``gather_bytes``; sequence parallelism's all-gathers move its ``tensor_parallel_gather_bytes``
+    per element; with ``fp8_dispatch`` the expert dispatch forward and the combine's gradient backward move 1 byte
+    per element; everything else as without it (``parallelism.fp8``).
 
     Mixtral 8x7B with e = 8: per layer and micro-batch, 2 all-to-alls forward and 2 backward of s·k·h·2 bytes, 7/8
     of which leave the device:
@@ -131,12 +133,14 @@ def step_transfers(
     forward_calls = 2 * per_mb * repeat
     transfers = []
     if plan.sequence_parallel:
+        # an FP8 recipe may gather in FP8 (the layer-norm outputs forward, the output gradients backward)
+        gathered = activation * (ACTIVATION_BYTES if fp8 is None else fp8.tensor_parallel_gather_bytes) / 2
         transfers += [
             BoundaryTransfer(
                 "tensor",
                 "sequence-sharded activations gathered, forward",
                 "all_gather",
-                activation,
+                gathered,
                 t,
                 forward_calls,
                 "none",
@@ -151,7 +155,7 @@ def step_transfers(
                 "none",
             ),
             BoundaryTransfer(
-                "tensor", "activation gradients gathered, backward", "all_gather", activation, t, 2 * per_mb, "none"
+                "tensor", "activation gradients gathered, backward", "all_gather", gathered, t, 2 * per_mb, "none"
             ),
             BoundaryTransfer(
                 "tensor",
@@ -196,7 +200,7 @@ def step_transfers(
     # same experts ("expert data").
     group = d * c
     gather = None if fp8 is None else fp8.gather_bytes
-    linear = model.layers * model.stored_matmul_weights_per_layer  # the linear-layer weights, every expert included
+    linear = model.layers * fp8_linear_weights_per_layer(model)  # the FP8 recipe's weights, every expert included
     if model.experts > 1 and np.any(np.asarray(plan.expert_parallel) > 1):
         experts_here = model.routed_expert_params / (plan.expert_parallel * t * p)
         dense = (model.params - model.routed_expert_params) / (t * p)
@@ -241,22 +245,29 @@ def _data_transfers(axis, prefix, params_here, group, plan: ParallelPlan, linear
 
 
 def _context_transfers(model: TransformerModel, plan: ParallelPlan, tokens, per_mb, repeat) -> list[BoundaryTransfer]:
-    """Context parallelism's transfers per step: the c ranks of a group each hold ``tokens`` of a micro-batch.
+    """Context parallelism's transfers per step: the c ranks of a group each hold ``tokens`` of a micro-batch, K and
+    V of ``context_kv_bytes`` each.
 
-    "ring" (Liu et al. 2023, Ring Attention; Megatron-Core's context parallelism, which Llama 3 §3.3.2 adapts): per
-    layer and micro-batch each rank passes K and V blocks (2 · tokens · kv_heads·head_dim/t values) to the next rank
-    c − 1 times forward, and K, V and their gradients (twice that) c − 1 times backward, each hop while the block it
-    has computes (phases "attention forward" and "attention backward": what may hide them is the attention core's
-    compute). The causal mask would leave the ranks unbalanced; the zig-zag split (each rank holds chunks i and
-    2c − 1 − i of 2c) balances them, so every rank does 1/c of the attention.
+    "ring" (Liu et al. 2023, Ring Attention; Megatron-Core's cp_comm_type "p2p"): per layer and micro-batch each rank
+    passes its K and V blocks to the next rank c − 1 times forward, and K, V and their gradients (twice that) c − 1
+    times backward, each hop while the block it has computes (phases "attention forward" and "attention backward":
+    what may hide them is the attention core's compute). The causal mask would leave the ranks unbalanced; the
+    zig-zag split (each rank holds chunks i and 2c − 1 − i of 2c) balances them, so every rank does 1/c of the
+    attention.
+    "all_gather" (Llama 3, arXiv 2407.21783 §3.3.2; Megatron-Core's cp_comm_type "all_gather", run by Transformer
+    Engine's AttnFuncWithCPAndKVAllGather, NVIDIA/TransformerEngine@v2.18 transformer_engine/pytorch/attention/
+    dot_product_attention/context_parallel.py): per layer and micro-batch K and V are all-gathered before attention
+    (lines 3213-3214), again in the backward (3786-3787), where the full-length dK and dV are reduce-scattered back
+    (4120-4121); each gathered tensor is c times a rank's K or V. All exposed: "KV all-gather between CP ranks is
+    exposed" (its docstring, 3016), as Llama 3 says ("the all-gather communication latency is exposed in the critical
+    path").
     "all_to_all" (Jacobs et al. 2023, DeepSpeed-Ulysses): per layer and micro-batch four all-to-alls forward (Q, K,
     V from sequence-split to head-split, the output back) and four backward (their gradients), on the critical path.
     """
     c = plan.context_parallel
     t, m = plan.tensor_parallel, plan.grad_accum_steps
-    assert model.kv_heads is not None
     queries = ACTIVATION_BYTES * tokens * model.hidden / t
-    keys = ACTIVATION_BYTES * tokens * model.kv_heads * model.head_dim / t
+    keys = context_kv_bytes(model, tokens, t)
     if plan.context_parallel_kind == "ring":
         hops = per_mb * (c - 1)
         return [
@@ -270,6 +281,15 @@ def _context_transfers(model: TransformerModel, plan: ParallelPlan, tokens, per_
             ),
         ]  # fmt: skip
     calls = 2 * per_mb + 0 * m
+    if plan.context_parallel_kind == "all_gather":
+        return [
+            BoundaryTransfer("context", "K and V gathered (all-gather), forward", "all_gather", c * keys, c,
+                             repeat * calls, "none"),
+            BoundaryTransfer("context", "K and V gathered again (all-gather), backward", "all_gather", c * keys, c,
+                             calls, "none"),
+            BoundaryTransfer("context", "K and V gradients (reduce-scatter), backward", "reduce_scatter", c * keys,
+                             c, calls, "none"),
+        ]  # fmt: skip
     return [
         BoundaryTransfer("context", "Q and output (all-to-all), forward", "all_to_all", queries, c, repeat * calls,
                          "none"),

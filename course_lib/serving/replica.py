@@ -40,9 +40,9 @@ import numpy as np
 from .. import _check, compute
 from ..budget.placement import group_collective, group_collective_time
 from ..hardware import Accelerator, Cluster
+from ..parallelism.memory import ACTIVATION_BYTES
 from ..parallelism.models import TransformerModel
 from ..parallelism.plan import check_pipeline_split, check_tensor_split, splits_evenly
-from ..parallelism.transfers import ACTIVATION_BYTES
 
 __all__ = [
     "serves_with_tensor_parallel",

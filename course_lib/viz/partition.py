@@ -83,15 +83,16 @@ def _axis_s(step, axis: str) -> float:
 
 
 def sequence_halves(context_parallel: int, kind: str) -> list:
-    """The context-parallel rank that holds each piece of a sequence, in order: ring attention cuts it into 2c halves
-    and rank i holds halves i and 2c − 1 − i (the zig-zag split that balances the causal mask); the all-to-all form
-    into c chunks, one per rank.
+    """The context-parallel rank that holds each piece of a sequence, in order: ring attention and the all-gather form
+    cut it into 2c halves and rank i holds halves i and 2c − 1 − i (the zig-zag split that balances the causal mask;
+    Transformer Engine's all-gather form reorders the gathered K/V into the same 2c chunks); the all-to-all form into c
+    chunks, one per rank.
 
-    >>> sequence_halves(4, "ring"), sequence_halves(4, "all_to_all")
-    ([0, 1, 2, 3, 3, 2, 1, 0], [0, 1, 2, 3])
+    >>> sequence_halves(4, "ring"), sequence_halves(4, "all_gather"), sequence_halves(4, "all_to_all")
+    ([0, 1, 2, 3, 3, 2, 1, 0], [0, 1, 2, 3, 3, 2, 1, 0], [0, 1, 2, 3])
     """
     c = context_parallel
-    if kind == "ring":
+    if kind in ("ring", "all_gather"):
         return [min(half, 2 * c - 1 - half) for half in range(2 * c)]
     return list(range(c))
 
@@ -516,8 +517,8 @@ class PartitionFigure(LiveFigure):
 
     def _update_sequence(self, r: PartitionReport, boxes) -> None:
         """The sequence split: each box of the model cut in c bands (a device holds s/c of every sequence's tokens),
-        and above it the sequence's 2c zig-zag halves (ring) or c chunks (all-to-all), coloured by the rank that
-        holds them."""
+        and above it the sequence's 2c zig-zag halves (ring, all-gather) or c chunks (all-to-all), coloured by the
+        rank that holds them."""
         c, kind = r.plan.context_parallel, r.plan.context_parallel_kind
         cuts, cells, numbers, label = [], [], [], ""
         if c > 1:
@@ -532,7 +533,7 @@ class PartitionFigure(LiveFigure):
                 if len(ranks) <= 8:
                     numbers.append(((left + (k + 0.5) * cell, bottom + tall / 2), str(rank)))
             s = units.format_count(r.model.seq_len)
-            label = f"s = {s}, zig-zag halves" if kind == "ring" else f"s = {s}, one chunk per rank"
+            label = f"s = {s}, zig-zag halves" if len(ranks) == 2 * c else f"s = {s}, one chunk per rank"
         self.sequence_cuts.set_segments(cuts)
         self.sequence_cells.set_boxes(cells)
         self.sequence_numbers.set_texts(numbers)

@@ -166,19 +166,20 @@ def context_parallel_stops(values: dict) -> tuple:
 
 
 def context_parallel_kind_stops(values: dict) -> tuple:
-    """Ring attention always (with c = 1 it does nothing); DeepSpeed-Ulysses' all-to-all form where c > 1 divides the
-    heads per tensor-parallel rank and the key/value heads (``parallelism.splits_context_and_experts``).
+    """With c = 1 the ring alone (no form does anything); with c > 1 the ring and the all-gather form always, and
+    DeepSpeed-Ulysses' all-to-all form where c divides the query and key/value heads per tensor-parallel rank
+    (``parallelism.splits_context_and_experts``).
 
     >>> context_parallel_kind_stops({**DEFAULTS, "context_parallel": 4}), context_parallel_kind_stops(DEFAULTS)
-    (('ring', 'all_to_all'), ('ring',))
+    (('ring', 'all_gather', 'all_to_all'), ('ring',))
     >>> context_parallel_kind_stops({**DEFAULTS, "context_parallel": 32})   # 96 heads / t = 8: 12 per rank
-    ('ring',)
+    ('ring', 'all_gather')
     """
     c = values["context_parallel"]
-    ulysses = c > 1 and parallelism.splits_context_and_experts(
-        model_for(values), values["tensor_parallel"], c, "all_to_all"
-    )
-    return ("ring", "all_to_all") if ulysses else ("ring",)
+    if c == 1:
+        return ("ring",)
+    ulysses = parallelism.splits_context_and_experts(model_for(values), values["tensor_parallel"], c, "all_to_all")
+    return parallelism.CONTEXT_PARALLEL_KINDS if ulysses else ("ring", "all_gather")
 
 
 def expert_parallel_stops(values: dict) -> tuple:
@@ -269,7 +270,7 @@ def grad_accum_steps_stops(values: dict) -> tuple:
     return tuple(sorted(m for m in set(GRAD_ACCUM_STEPS) | {p * k for k in (1, 2, 4, 8)} if m % p == 0))
 
 
-KIND_LABELS = {"ring": "ring (zig-zag)", "all_to_all": "all-to-all (Ulysses)"}
+KIND_LABELS = {"ring": "ring (zig-zag)", "all_gather": "all-gather (Llama 3)", "all_to_all": "all-to-all (Ulysses)"}
 IDEAL = "ideal"  # the framework control's first choice: no framework, the ideal model
 FRAMEWORK_LABELS = {
     IDEAL: "ideal model",

@@ -1,13 +1,15 @@
 """Lab 7 · long sequences and many experts: memory against the sequence length with context parallelism, a MoE
 layer's all-to-alls inside and across nodes, and a zero-bubble pipeline schedule against 1F1B.
 
-The plan: d = 8 data-parallel ranks (ZeRO-1), t, p, c (ring or all-to-all) and e from the controls, one sequence per
-micro-batch, m micro-batches, FlashAttention, sequence parallelism with t > 1, no recomputation, on DGX H100 nodes.
+The plan: d = 8 data-parallel ranks (ZeRO-1), t, p, c (ring, all-gather or all-to-all) and e from the controls, one
+sequence per micro-batch, m micro-batches, FlashAttention, sequence parallelism with t > 1, no recomputation, on DGX
+H100 nodes.
 Every number comes from course_lib:
 
 - memory per device: ``parallelism.memory_breakdown`` (the calibrated model, nanotron's recipe; the 1F1B activations
-  a ZB-H1 stage also holds) at every sequence length of the slider, for c = 1 and the chosen c, against the H100's
-  80 GB and the calibration's memory margin (``REFERENCE_CALIBRATION.memory_margin``);
+  a ZB-H1 stage also holds, a micro-batch waiting for its W with only W's inputs) at every sequence length of the
+  slider, for c = 1 and the chosen c, against the H100's 80 GB and the calibration's memory margin
+  (``REFERENCE_CALIBRATION.memory_margin``);
 - one MoE layer of one micro-batch on one rank (s/c tokens): ``budget.moe_layer_times`` with the e ranks side by
   side (stride 1, one node) and one per node (stride 8, across nodes), beside the experts' compute;
 - the bubble: ``pipeline.pipeline_schedule`` of the chosen schedule and of 1F1B for (p, m), t_F = t_B = t_W.
@@ -143,7 +145,9 @@ CONTROLS = (
     ControlSpec("model", "model", tuple(MODELS), parallelism.MIXTRAL_8X7B.name, kind="dropdown"),
     ControlSpec("seq_len", "sequence length s", SEQ_LENS, 32768, _tokens),
     ControlSpec("tensor_parallel", "tensor parallel t", TENSOR_PARALLEL, 1),
-    ControlSpec("context_parallel_kind", "context parallel kind", ("ring", "all_to_all"), "ring", kind="buttons"),
+    ControlSpec(
+        "context_parallel_kind", "context parallel kind", parallelism.CONTEXT_PARALLEL_KINDS, "ring", kind="buttons"
+    ),
     ControlSpec(
         "context_parallel",
         "context parallel c",

@@ -77,8 +77,8 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # its four all-to-alls (dispatch and combine, forward and backward) with the $e$ expert ranks side by side in one
 # node, and with one rank per node, beside the experts' own compute (the placement not chosen is faded).
 # On the right, the pipeline bubble of the chosen schedule against 1F1B's, each as a share of the ideal step.
-# The context-parallel slider offers only a $c$ that splits the sequence and, in its all-to-all form, the heads of
-# a tensor-parallel rank; the expert slider only divisors of the experts (1 for a dense model); the micro-batch
+# The context-parallel slider offers only a $c$ that splits the sequence and, in its all-to-all form, both the query
+# and the key/value heads of a tensor-parallel rank; the expert slider only divisors of the experts (1 for a dense model); the micro-batch
 # slider only the $m$ the schedule runs with.
 
 # %% tags=["nbval-ignore-output", "otter_ignore"]
@@ -97,8 +97,9 @@ lab
 #
 # 1. **Memory against the sequence.** Set $c = 1$. How much memory does a device need at 32k tokens, and what is
 #    the longest sequence that fits with $c = 1$, $c = 8$ and $c = 16$? Which part of the memory does $c$ divide?
-# 2. **Ring or all-to-all.** Switch *context parallel kind* to all_to_all. What happens to the memory? Then choose
-#    Llama 3.1 8B with $t = 8$: which $c$ does each kind offer, and why?
+# 2. **Ring, all-gather or all-to-all.** Switch *context parallel kind* to all_gather, then to all_to_all. What
+#    happens to the memory? Then choose Llama 3.1 8B with $t = 4$, then $t = 8$: which $c$ does each kind offer, and
+#    why?
 # 3. **Experts in one node or across nodes.** Compare the three bars of the MoE panel. How much do the all-to-alls
 #    add to the experts' compute inside one node, and across eight? Set $s$ to 4096 tokens: does the comparison
 #    change?
@@ -112,14 +113,20 @@ lab
 #
 # 1. With $c = 1$ a device needs 345 GB at 32k tokens: the activations of 32,768 tokens in each of 32 layers, for
 #    the 4 micro-batches a 1F1B stage holds. The longest sequence that fits is 4k tokens with $c = 1$ (70.9 GB: it
-#    fits, but not with the margin), 32k with $c = 8$ (55.5 GB) and 64k with $c = 16$. $c$ divides the activations
-#    only: each rank holds $s/c$ of every sequence's tokens; the parameters, gradients and optimizer state are the
-#    same on every context rank.
-# 2. The memory does not change (55.5 GB): both kinds leave $s/c$ tokens on each rank; they differ in what moves
-#    (the ring passes K and V blocks around, the all-to-all form regroups the heads). With Llama 3.1 8B at $t = 8$,
-#    each tensor-parallel rank holds 4 of the 32 heads, and the all-to-all form gives each context rank whole heads,
-#    so it offers only $c \le 4$; the ring offers up to 16. The longest sequence that fits is 256k tokens with the
-#    all-to-all form ($c = 4$) and 512k with the ring at $c = 8$.
+#    fits, but not with the margin), 32k with $c = 8$ (55.5 GB) and 64k with $c = 16$. $c$ divides the activations,
+#    314 GB at $c = 1$ to 39.2 GB at $c = 8$: each rank holds $s/c$ of every sequence's tokens. It divides the
+#    optimizer state too: ZeRO-1 shards it over the $d \cdot c$ ranks that hold the same weights (Megatron-Core's
+#    distributed optimizer shards over the data-parallel group with the context ranks in it), 64 here against 8,
+#    so 17.6 GB becomes 2.2 GB. The parameters and gradients are the same on every context rank.
+# 2. Every kind leaves $s/c$ tokens on each rank, so the memory barely moves: 55.8 GB with the all-gather form,
+#    which also holds one layer's whole-sequence K and V and their gradients during the backward, 55.5 GB with the
+#    all-to-all form as with the ring. They differ in what moves: the ring passes K and V blocks around and hides
+#    them behind attention, the all-gather form gathers all of K and V before attention and waits for it, the
+#    all-to-all form regroups the heads. With Llama 3.1 8B at $t = 4$, each tensor-parallel rank holds 8 of the 32
+#    query heads and 2 of the 8 key/value heads; the all-to-all form gives each context rank whole heads, K and V
+#    included (Transformer Engine asserts it), so it offers only $c \le 2$; at $t = 8$ a rank holds one key/value
+#    head, and only $c = 1$ remains. The ring and the all-gather form offer up to 16 either way. At $t = 8$ the
+#    longest sequence that fits is 64k tokens with the all-to-all form and 512k with the ring at $c = 8$.
 # 3. In one node the four all-to-alls take 637 µs against 17.5 ms of experts' compute, 3.6 % more; with one rank on
 #    each of eight nodes they take 4.72 ms, 27 % more, on the critical path of every MoE layer: the tokens then cross
 #    InfiniBand at 50 GB/s per GPU instead of NVLink. At 4096 tokens (512 a rank) all three shrink eightfold
@@ -355,12 +362,13 @@ def test_q2_other_plans(longest_fitting_seq_len):
         data_parallel=8, tensor_parallel=8, pipeline_parallel=8, zero_stage=1, grad_accum_steps=16,
         attention="flash", sequence_parallel=True, context_parallel=8, expert_parallel=8,
     )  # fmt: skip
-    ulysses = dense.replace(context_parallel=4, context_parallel_kind="all_to_all")
+    # Ulysses needs c to divide the 8 / t KV heads of a tensor-parallel rank: t = 2 leaves 4
+    ulysses = dense.replace(tensor_parallel=2, context_parallel=4, context_parallel_kind="all_to_all")
     cases = [  # the lengths at which parallelism.memory_breakdown's total fits, the longest of them
         ((parallelism.LLAMA3_70B, dense, lengths, 80e9), 262144),
         ((parallelism.LLAMA3_70B, dense.replace(context_parallel=1), lengths, 80e9), 16384),
         ((parallelism.LLAMA3_70B, dense, lengths, 141e9), 524288),  # an H200
-        ((parallelism.LLAMA3_8B, ulysses, (131072, 8192, 524288, 32768), 80e9), 131072),  # not in order
+        ((parallelism.LLAMA3_8B, ulysses, (131072, 8192, 524288, 32768), 80e9), 32768),  # not in order
         ((parallelism.LLAMA3_8B, parallelism.ParallelPlan(attention="flash"), (65536, 131072), 80e9), None),
         ((parallelism.MIXTRAL_8X22B, moe, lengths, 80e9), 131072),
     ]

@@ -8,6 +8,11 @@ CHECKED = {
     "80 GB": "the H100's HBM: check()",
     "38.4 %": "the calibrated memory margin, PLAYBOOK_CALIBRATION.memory_margin: check()",
     "345 GB": "explore 1: c = 1 at 32k tokens",
+    "314 GB": "explore 1: the activations at c = 1",
+    "39.2 GB": "explore 1: the activations at c = 8",
+    "17.6 GB": "explore 1: the optimizer state at c = 1 (ZeRO-1 over d = 8)",
+    "2.2 GB": "explore 1: the optimizer state at c = 8 (ZeRO-1 over d·c = 64)",
+    "55.8 GB": "explore 2: the all-gather form's memory",
     "70.9 GB": "explore 1: c = 1 at 4k tokens",
     "3.6 %": "explore 3: the all-to-alls in one node over the experts' compute",
     "27 %": "explore 3: the all-to-alls across eight nodes over the experts' compute",
@@ -45,15 +50,27 @@ def check():
     assert lab(context_parallel=16)["longest_fitting_seq_len"] == 65536
     alone, split = (sequences_lab(context_parallel=c).typed_result.memory for c in (1, 8))
     assert float(split.activations) * 8 == float(alone.activations) and split.parameters == alone.parameters
-    # 2: ring or all-to-all
+    assert (b(alone.activations), b(split.activations)) == ("314 GB", "39.2 GB")
+    # ZeRO-1 shards the optimizer state over d·c: 8 ranks at c = 1, 64 at c = 8
+    assert float(split.optimizer_state) * 8 == float(alone.optimizer_state) and split.gradients == alone.gradients
+    assert (b(alone.optimizer_state), b(split.optimizer_state)) == ("17.6 GB", "2.2 GB")
+    # 2: ring, all-gather or all-to-all
     assert lab(context_parallel_kind="all_to_all")["memory_bytes_per_device"] == default["memory_bytes_per_device"]
+    assert b(lab(context_parallel_kind="all_gather")["memory_bytes_per_device"]) == "55.8 GB"
+
+    def offered(lab_):
+        return [value for _, value in lab_.controls["context_parallel"].options]
+
     llama = sequences_lab(
-        model="Llama 3.1 8B", tensor_parallel=8, context_parallel_kind="all_to_all", context_parallel=4
+        model="Llama 3.1 8B", tensor_parallel=4, context_parallel_kind="all_to_all", context_parallel=1
     )
-    options = [value for _, value in llama.controls["context_parallel"].options]
-    assert options == [1, 2, 4] and llama.result["longest_fitting_seq_len"] == 262144
+    assert offered(llama) == [1, 2]  # 2 KV heads a tensor-parallel rank
+    llama.controls["tensor_parallel"].value = 8
+    assert offered(llama) == [1] and llama.result["longest_fitting_seq_len"] == 65536  # 1 KV head a rank
+    for kind in ("ring", "all_gather"):
+        llama.controls["context_parallel_kind"].value = kind
+        assert offered(llama) == [1, 2, 4, 8, 16]
     llama.controls["context_parallel_kind"].value = "ring"
-    assert [value for _, value in llama.controls["context_parallel"].options] == [1, 2, 4, 8, 16]
     llama.controls["context_parallel"].value = 8
     assert llama.result["longest_fitting_seq_len"] == 524288
     # 3: the experts in one node or across nodes
