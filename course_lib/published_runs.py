@@ -260,11 +260,14 @@ def _plan(row: dict, model, framework):
     fsdp = 0 if np.isnan(row["fsdp"]) else int(row["fsdp"])
     zero = 3 if fsdp > 1 or row["framework"] in _PIPELINED_FSDP_FRAMEWORKS else 1
     schedule = "interleaved" if v > 1 else "1f1b"
+    # Context parallelism as each stack runs it: Megatron-Core's default cp_comm_type "p2p" (the ring, transformer_
+    # config.py), torchtitan's ring attention; Llama 3 all-gathers K and V (arXiv 2407.21783 §3.3.2).
+    kind = "all_gather" if row["framework"] == "meta-4d" else "ring"
     try:
         plan = ParallelPlan(
             data_parallel=d, tensor_parallel=t, pipeline_parallel=p, context_parallel=c, expert_parallel=e,
             zero_stage=zero, micro_batch=b, grad_accum_steps=m, sequence_parallel=t > 1, attention="flash",
-            schedule=schedule, virtual_stages=v,
+            schedule=schedule, virtual_stages=v, context_parallel_kind=kind,
         )  # fmt: skip
     except ValueError as error:
         return None, f"plan not representable ({str(error).split(':')[0]})"
@@ -289,7 +292,7 @@ def replay_published_runs(runs: PublishedRuns | None = None, calibration=None, m
     framework replaces its framework. ``models`` maps the CSV's model names to presets (default
     ``parallelism.PUBLISHED_RUN_MODELS``). Choices a source leaves open, made here once for every row: micro-batch 1
     (torchtitan without a pipeline: the whole local batch), ZeRO-1 (Megatron's distributed optimizer) unless the row
-    states FSDP (ZeRO-3), sequence parallelism with t > 1, FlashAttention, ring context parallelism, v = min(8, ⌈l/p⌉)
+    states FSDP (ZeRO-3), sequence parallelism with t > 1, FlashAttention, ring context parallelism (Llama 3's all-gather), v = min(8, ⌈l/p⌉)
     for an interleaved schedule of unstated v, and no recomputation unless stated (``_recompute``). A run refused
     (a model the course cannot represent, an unstated precision, a device other than an H100 SXM, a batch that does
     not divide, a plan the framework does not run) is NaN with its reason.
