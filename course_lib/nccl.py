@@ -452,12 +452,12 @@ def all_to_all(cluster: Cluster, ranks, nodes, payload_bytes) -> NcclEstimate:
 
     T = floor + α + max((k − 1)/n·S / B_NVLink, (n − k)/n·S / B_net), with the cluster's launch floor and α the
     network's (``p2p_link``) when the group spans nodes, else NVLink's. On one node T = floor + α + (n − 1)/n·S /
-    B_NVLink, so nccl-tests' busbw = (n − 1)/n·S/T tends to B_NVLink. The protocol reported is NCCL's rule with one channel: LL when one message S/n is at most
-    ``P2P_LL_THRESHOLD_BYTES``, else Simple. The time is the same for both: LL's lower latency and its halved
-    bandwidth (8-byte lines carrying 4 bytes of data) are not modelled, since NCCL's tuner has no point-to-point
-    latencies to copy, and halving the bandwidth alone would make a message just below the threshold slower than
-    one just above it. Not modelled either: PXN (a message sent through the NVLink peer on the destination's rail)
-    and the network's congestion.
+    B_NVLink, so nccl-tests' busbw = (n − 1)/n·S/T tends to B_NVLink. The protocol reported is NCCL's rule with one
+    channel: LL when one message S/n is at most ``P2P_LL_THRESHOLD_BYTES``, else Simple. The time is the same for both:
+    LL's lower latency and its halved bandwidth (8-byte lines carrying 4 bytes of data) are not modelled, since NCCL's
+    tuner has no point-to-point latencies to copy, and halving the bandwidth alone would make a message just below the
+    threshold slower than one just above it. Not modelled either: PXN (a message sent through the NVLink peer on the
+    destination's rail) and the network's congestion.
 
     Eight H100s on one node, then sixteen on two nodes (B_net = 50 GB/s: 15/16 − 7/16 = 1/2 of S leaves the node):
 

@@ -321,7 +321,9 @@ def test_the_torch_floor_predicts_the_h200_sweeps_small_sizes():
     cluster, ranks, nodes = SWEEPS["8xH200 1 node"]
     bare = dataclasses.replace(cluster, launch_floor_s=0.0)
     measured = _sweep("8xH200 1 node")[1]
-    assert nccl.estimate("all_reduce", bare, ranks, nodes, sizes[0]).time_s / measured[0] == pytest.approx(0.39, abs=0.02)
+    assert nccl.estimate("all_reduce", bare, ranks, nodes, sizes[0]).time_s / measured[0] == pytest.approx(
+        0.39, abs=0.02
+    )
 
 
 def test_the_floor_is_charged_once_per_call_and_the_tuner_chooses_without_it():

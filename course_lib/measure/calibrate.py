@@ -136,7 +136,7 @@ def _entries(cluster: Cluster, tables) -> list[_Entry]:
                 "ran (read_nccl_tests(..., nodes=) sets conditions['nodes'])"
             )
         if op not in _MODEL_OPS:
-            raise ValueError(f"tables[{index}] ({label}) measures {op!r}, which the model does not run (one of "
+            raise ValueError(f"{label} measures {op!r}, which the model does not run (one of "
                              f"{', '.join(_MODEL_OPS)})")  # fmt: skip
         if ranks % nodes:
             raise ValueError(f"tables[{index}] has nodes={nodes}, which does not divide its {ranks} ranks")
