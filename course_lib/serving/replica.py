@@ -358,9 +358,11 @@ def _check_cluster(cluster: Cluster, tensor_parallel, pipeline_parallel):
 
 
 def _all_reduce_terms(cluster: Cluster, tensor_parallel, payload_bytes):
-    """(latency, bandwidth) seconds of one tensor-parallel all-reduce; the group's ranks are adjacent (stride 1)."""
+    """(latency, bandwidth) seconds of one tensor-parallel all-reduce, the launch floor counted with the latency (a
+    cost per call, not per byte); the group's ranks are adjacent (stride 1)."""
     call = group_collective("all_reduce", cluster, tensor_parallel, 1, payload_bytes)
-    return call.latency_s, call.time_s - call.latency_s
+    fixed = call.launch_floor_s + call.latency_s
+    return fixed, call.time_s - fixed
 
 
 def _hop_s(cluster: Cluster, tensor_parallel, pipeline_parallel, payload_bytes):
@@ -451,9 +453,9 @@ class DecodeStep:
 
     Per pipeline stage (one device): ``weight_read_s`` and ``matmul_compute_s`` (the weight multiplies' two
     rooflines), ``kv_read_s`` and ``attention_compute_s`` (attention's), ``all_reduce_latency_s`` and
-    ``all_reduce_bandwidth_s`` (the stage's 2·l/p tensor-parallel all-reduces: n·α and Q/B). Per token:
-    ``pipeline_hop_s`` (the p − 1 sends). ``batches_in_flight`` batches of ``sequences`` sequences share the
-    pipeline.
+    ``all_reduce_bandwidth_s`` (the stage's 2·l/p tensor-parallel all-reduces: the launch floor + n·α, and Q/B).
+    Per token: ``pipeline_hop_s`` (the p − 1 sends). ``batches_in_flight`` batches of ``sequences`` sequences share
+    the pipeline.
     """
 
     sequences: _check.IntOrArray
