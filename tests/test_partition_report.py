@@ -55,7 +55,7 @@ def test_hand_computed_transfers_of_a_plan_spanning_two_nodes():
     assert (data.transfer.op, data.transfer.payload_bytes, data.transfer.calls_per_step) == ("all_reduce", grads, 1)
     assert data.link == hardware.NVLINK4
     # NVLink SHARP over the 2 ranks: 25 µs + S / (NVLink × 0.85 × 15/16 × 2 × n / 2(n − 1)).
-    assert data.time_s == pytest.approx(25e-6 + grads / (NV_B * 0.85 * 15 / 16 * 2 * 2 / 2), rel=1e-12)
+    assert data.time_s == pytest.approx(LAUNCH_FLOOR_S + 25e-6 + grads / (NV_B * 0.85 * 15 / 16 * 2 * 2 / 2), rel=1e-12)
     # the gradient all-reduce hides behind the last micro-batch's backward (2 × forward, no recomputation)
     forward = FORWARD_S
     assert data.exposed_s == pytest.approx(max(0.0, data.time_s - 2 * forward), abs=1e-15)
