@@ -651,8 +651,9 @@ print(
 # The prefill is a training forward pass: 1024 rows per matrix multiply, compute-bound, with all-reduces of
 # $1024 \cdot h \cdot 2$ bytes = 16.8 MB that are bandwidth-bound. A decode step reads every weight it multiplies by
 # at 3.35 TB/s (`serving.matmul_params`: all but the input embedding table, of which it looks up only $b$ rows), and its arithmetic (at half of peak, `serving.DECODE_COMPUTE_EFFICIENCY`) takes 150 times less time
-# than those reads; it pays its two all-reduces per layer as pure latency: 2.4 ms for 160 of them (NCCL's ring with the LL
-# protocol, 15 µs each: 6.6 µs per call and 0.6 µs for each of its 14 hops). Both costs are per step, not per
+# than those reads; it pays its two all-reduces per layer as pure latency: 3.17 ms for 160 of them (NCCL's ring with the
+# LL protocol, 15 µs each: 6.6 µs per call and 0.6 µs for each of its 14 hops, plus the launch floor of 4.8 µs, lesson
+# 02). Both costs are per step, not per
 # sequence, so decoding many sequences together is almost free until the arithmetic catches up with the reads. At full
 # peak the multiplies alone would catch up at the H100's ridge point, $989\text{ TFLOP/s} / 3.35\text{ TB/s} \times
 # 2\text{ bytes} / 2\text{ FLOPs}$ per parameter: at 295.2 sequences they take as long as the reads, and only a whole

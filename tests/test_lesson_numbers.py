@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 from course_lib import (
@@ -76,6 +77,14 @@ CHECKED = {
         "371 GB/s": "18 × 20.6 GB/s, hardware.DGX_H100.nccl_intra_bandwidth_bytes_per_s: test_lesson_02_quoted_figures",
         "1 MiB": "the size from which tests/test_nccl.py checks the median error",
         "25 %": "tests/test_nccl.py's median-error target; test_lesson_02_quoted_figures counts the logs that meet it",
+        "4.8 µs": "hardware.LAUNCH_FLOOR_S: test_lesson_02_quoted_figures",
+        "8 B": "the smallest size of the floor's fit (tests/test_nccl.py)",
+        "1 KiB": "the largest size of the floor's fit (tests/test_nccl.py)",
+        "16 B": "the Nebius log's second size: test_lesson_02_quoted_figures",
+        "256 KiB": "the Nebius log's last size before 512 KiB: test_lesson_02_quoted_figures",
+        "45.7 µs": "the Nebius log's 8-byte row: test_lesson_02_quoted_figures",
+        "30 µs": "the Nebius log's 16 B–1 KiB rows (29.9–31.4 µs): test_lesson_02_quoted_figures",
+        "512 KiB": "from where the model is optimistic on the Nebius log: test_lesson_02_quoted_figures",
     },
     "03_parallelism": {
         "2.8 TB": "GPT-3's 16 bytes of model state per parameter: test_lesson_03_computed_figures",
@@ -105,6 +114,8 @@ CHECKED = {
         "240 GB/s": "NVLink 3 as NCCL counts it, 12 × 20 GB/s: test_lesson_04_nccl_figures",
         "20 GB/s": "NVLink 3 as NCCL counts it, 12 × 20 GB/s: test_lesson_04_nccl_figures",
         "15 µs": "a decode all-reduce's NCCL latency, 6.6 + 14 × 0.6 µs: test_lesson_04_nccl_figures",
+        "3.17 ms": "160 decode all-reduces, each 4.8 + 15 µs: test_lesson_04_nccl_figures",
+        "4.8 µs": "hardware.LAUNCH_FLOOR_S: test_lesson_04_nccl_figures",
         "6.6 µs": "NCCL's base latency of the ring with LL: test_lesson_04_nccl_figures",
         "0.6 µs": "NCCL's latency per NVLink hop with LL: test_lesson_04_nccl_figures",
         "15.5 µs": "NCCL's ring for GPT-3's decode all-reduce on Selene's node: test_lesson_04_nccl_figures",
@@ -293,9 +304,21 @@ def test_lesson_02_quoted_figures():
     assert hardware.NVLINK4.nccl_bandwidth_bytes_per_s == pytest.approx(18 * 20.6e9)
     import test_nccl
 
-    assert len(test_nccl.LOGS) == 7 and len(test_nccl.WITHIN_2X_MISSES) == 2
-    assert len(test_nccl.LOGS) - len(test_nccl.MEDIAN_MISSES) == 3
-    assert "nebius_2x8xH100_ib_all_reduce.txt" in test_nccl.MEDIAN_MISSES
+    assert len(test_nccl.LOGS) == 8 and len(test_nccl.WITHIN_2X_MISSES) == 3
+    assert len(test_nccl.LOGS) - len(test_nccl.MEDIAN_MISSES) == 5
+    nebius = "nebius_2x8xH100_ib_all_reduce.txt"
+    assert nebius in test_nccl.MEDIAN_MISSES
+    # The launch floor and the Nebius log: "0.74 to 1.01 of the measured time from 16 B to 256 KiB" (8 B is 45.7 µs
+    # against 30 µs at 16 and 32 B), "from 512 KiB up between 0.59 and 0.79".
+    assert units.format_time(hardware.LAUNCH_FLOOR_S) == "4.8 µs"
+    sizes, ratio = test_nccl._predicted_over_measured(nebius)
+    log = test_nccl._log_table(nebius)
+    assert units.format_time(log.median_s[0]) == "45.7 µs"
+    assert [units.format_time(t) for t in log.median_s[1:3]] == ["29.9 µs", "30.1 µs"]  # its neighbours, 16 and 32 B
+    small = ratio[(sizes > 8) & (sizes < 512 * 1024)]
+    assert (round(small.min(), 2), round(small.max(), 2)) == (0.74, 1.01)
+    large = ratio[sizes >= 512 * 1024]
+    assert (round(large.min(), 2), round(large.max(), 2)) == (0.59, 0.79)
 
 
 def test_lesson_02_exercise_answers():
@@ -355,7 +378,10 @@ def test_lesson_04_nccl_figures():
     assert selene.nccl_intra_bandwidth_bytes_per_s == pytest.approx(12 * 20e9)  # 240 GB/s, not the datasheet's 300
     # Serving: a decode all-reduce of Llama 3.1 70B on one DGX H100 is latency only, NCCL's ring with LL
     decode = serving.decode_step(parallelism.LLAMA3_70B, hardware.DGX_H100, 8, 1, sequences=1, context_len=2048)
-    assert decode.all_reduce_latency_s / 160 == pytest.approx(6.6e-6 + 14 * 0.6e-6)  # 15 µs
+    assert decode.all_reduce_latency_s / 160 == pytest.approx(
+        hardware.LAUNCH_FLOOR_S + 6.6e-6 + 14 * 0.6e-6
+    )  # 4.8 + 15 µs
+    assert units.format_time(decode.all_reduce_latency_s) == "3.17 ms"
     # GPT-3's decode all-reduce (24.6 kB) on Selene's node: the ring and the tree (a chain in a node), both with LL
     rows = nccl.candidates("all_reduce", selene, 8, 1, 2 * parallelism.GPT3_175B.hidden)
     times = {(row["algorithm"], row["protocol"]): units.format_time(row["time_s"]) for row in rows}
