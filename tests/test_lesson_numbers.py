@@ -129,6 +129,8 @@ CHECKED = {
         "41 µs": "exercise 3: test_lesson_04_exercise_answers",
         "656 µs": "exercise 3: test_lesson_04_exercise_answers",
         "589 µs": "exercise 3: test_lesson_04_exercise_answers",
+        "588 µs": "exercise 3, NCCL's model without the floor: test_lesson_04_exercise_answers",
+        "3 %": "quoted from Jouppi et al. 2023 (the optics' share of the TPU v4 system's power)",
         "27 %": "exercise 4",
         "88 %": "exercise 4",
     },
@@ -405,6 +407,7 @@ def test_lesson_04_exercise_answers():
     extra_s = activation_bytes / ll128["bandwidth_bytes_per_s"] - activation_bytes / simple["bandwidth_bytes_per_s"]
     assert units.format_time(extra_s, digits=2) == "41 µs"
     assert units.format_time(tree["time_s"]) == "589 µs"
+    assert units.format_time(ll128["time_s"]) == "588 µs"
     # 2: 8 micro-batches instead of 96 leave the reduce-scatter's 205 ms against the same 149 ms window
     for micro_batches in (96, 8):
         plan = parallelism.ParallelPlan(
@@ -447,7 +450,7 @@ def test_lesson_05_exercise_answers():
     paper["zero_stage"] = 0
     today = search.row(search.find(**paper, recompute="selective", sequence_parallel=True))
     full = search.row(search.find(**paper, recompute="full", sequence_parallel=False))
-    assert units.format_time(today["step_time_s"]) == "91.3 s" and units.format_time(full["step_time_s"]) == "1.97 min"
+    assert units.format_time(today["step_time_s"]) == "91.3 s" and units.format_time(full["step_time_s"]) == "1.98 min"
     assert units.format_bytes(today["memory_bytes"]) == "83.8 GB" and not today["fits"]
     best = search.row(0)
     assert plan_fields(best) + (best["virtual_stages"],) == (12, 8, 32, 1, 1, 4)
@@ -537,7 +540,7 @@ def test_lesson_07_training_on_the_measured_cluster():
     fields = ("data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage", "micro_batch")
     assert [datasheet[k] for k in fields] == [fitted[k] for k in fields]
     exposed = fitted["exposed_communication_s"] / datasheet["exposed_communication_s"] - 1
-    assert units.format_percent(exposed, digits=2) == "30 %"
+    assert units.format_percent(exposed, digits=2) == "31 %"
     assert units.format_percent(fitted["step_time_s"] / datasheet["step_time_s"] - 1, digits=1) == "1 %"
 
 
@@ -650,7 +653,7 @@ def test_lesson_09_robust_plan():
     ]
     assert search.fields(search.robust()) == {name: getattr(RECOMMENDED, name) for name in budget.PLAN_FIELDS}
     times = [units.format_time(robust[k], digits=2) for k in ("step_time_s", "step_time_low_s", "step_time_high_s")]
-    assert times == ["90 s", "79 s", "4.4 min"] and units.format_time(robust["step_time_s"]) == "89.7 s"
+    assert times == ["90 s", "80 s", "4.4 min"] and units.format_time(robust["step_time_s"]) == "89.7 s"
     first, last = band[0], band[-1]
     assert (round(first[1], 2), round(first[2], 2)) == (0.88, 2.93) and (round(last[1], 2), round(last[2], 2)) == (
         1.31,
