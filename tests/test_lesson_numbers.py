@@ -17,7 +17,6 @@ import re
 from pathlib import Path
 
 import nbformat
-import numpy as np
 import pytest
 
 from course_lib import (

@@ -124,8 +124,8 @@ def _check_band(band):
 # ``aws_2x_p5_16xH100_efa_all_reduce.txt`` across two nodes; ``validation.playbook_measured_cluster`` runs that fit and
 # test_validation checks these figures equal its output). Inside a node NCCL reaches 274 GB/s per GPU one way (its
 # topology counts 370.8), with no latency per NVLink hop beyond NCCL's table and the launch floor; across nodes each
-# network step costs 24.7 µs beyond NCCL's table, and the log does not tell EFA's bandwidth from the datasheet's 400 GB/s
-# per node (NVLink bounds every size of it).
+# network step costs 24.7 µs beyond NCCL's table, and the log does not tell EFA's bandwidth from the datasheet's
+# 400 GB/s per node (NVLink bounds every size of it).
 PLAYBOOK_NVLINK = replace(
     hardware.NVLINK4,
     name="NVLink 4, measured (nccl-tests, one p5 node)",
