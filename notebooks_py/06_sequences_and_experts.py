@@ -247,7 +247,7 @@ for kind in parallelism.CONTEXT_PARALLEL_KINDS:
 # The ring sends more, 9.66 GB per GPU against Ulysses' 8.05 GB, and all of it across nodes (with $t = 4$ a node holds
 # two context ranks, and the ring's hops between the nodes set its pace), yet none of it is exposed: each hop hides
 # behind the attention of the block a rank already holds. Ulysses' all-to-alls have nothing to hide behind, and
-# expose 109 ms. The ring wins here, where the attention of a 32,768-token block is long; Ulysses wins where blocks are
+# expose 110 ms. The ring wins here, where the attention of a 32,768-token block is long; Ulysses wins where blocks are
 # short (the ring's hops no longer hide) and inside a node, and it needs the heads each tensor-parallel rank holds to
 # divide by $c$ (Llama 3.1 8B's 32 heads over $t = 4$ leave 8: $c$ up to 8).
 #
@@ -286,7 +286,7 @@ print(
 
 # %% [markdown]
 # The model predicts 331 TFLOP/s per GPU, 12.9 % below the published 380 TFLOP/s, inside the margin the course's test
-# allows; the ring's 673 ms of K/V transfers all hide behind attention, which at 128k tokens is most of each layer's
+# allows; the ring's 701 ms of K/V transfers all hide behind attention, which at 128k tokens is most of each layer's
 # work.
 #
 # ### Step 4 · Experts and their all-to-alls
@@ -331,7 +331,7 @@ for stride, where in ((1, "inside one node (8 neighbours, NVLink)"), (2, "across
 # %% [markdown]
 # Each rank sends (e − 1)/e of a 537 MB dispatch, 470 MB, and 1.88 GB per MoE layer and micro-batch.
 # `budget.group_collective_time("all_to_all", cluster, e, stride, payload)` times one call on the cluster, the group's
-# ranks `stride` apart: inside a node the all-to-all takes 1.27 ms; spread over two nodes, 5.37 ms, four times as
+# ranks `stride` apart: inside a node the all-to-all takes 1.27 ms; spread over two nodes, 5.38 ms, four times as
 # long: every rank sends half its payload over the network, whose bandwidth per GPU is a fraction of NVLink's. Three plans on the same 16 GPUs, each with $d = 8$ and
 # $t = 2$ (the same batch, the same tensor-parallel work), show what that does to a step (calibrated model):
 
@@ -358,10 +358,10 @@ for label, plan in EXPERT_PLANS.items():
 
 # %% [markdown]
 # With $t = 2$ and $e = 8$ the expert ranks sit 2 apart (Megatron-Core's rank order puts tensor parallelism
-# innermost) and span both nodes: the all-to-alls expose 516 ms of a 5.8 s step. With $e = 4$ the expert group fits
-# in one node and exposes 104 ms, but each rank now holds two experts of each layer: 90.4 GB, which does not fit.
+# innermost) and span both nodes: the all-to-alls expose 517 ms of a 5.8 s step. With $e = 4$ the expert group fits
+# in one node and exposes 105 ms, but each rank now holds two experts of each layer: 90.4 GB, which does not fit.
 # ZeRO-2 finds the memory elsewhere, by sharding the gradients over the data-parallel ranks: 76.3 GB, and the fastest
-# step of the three, 5.51 s. That is the rule of thumb: **keep the expert group inside a node** (Megatron-Core
+# step of the three, 5.52 s. That is the rule of thumb: **keep the expert group inside a node** (Megatron-Core
 # places it there while $t \cdot e \le 8$), and find memory with sharding or more experts per node rather than by
 # spreading the experts over the network.
 #
@@ -382,7 +382,7 @@ for factor in (1.0, 1.25, 1.5):
     )
 
 # %% [markdown]
-# A capacity factor of 1.5 makes the step 25.6 % longer (6.92 s against 5.51 s), and the MFU falls from 38.5 % to
+# A capacity factor of 1.5 makes the step 25.6 % longer (6.93 s against 5.52 s), and the MFU falls from 38.4 % to
 # 30.6 %: the padding is computed and sent but counts for no model FLOPs. Whatever the router does, every rank waits
 # for the slowest, which is why MoE training adds a loss that pushes the router towards balance.
 #
@@ -490,7 +490,7 @@ plt.show()
 #
 # The FLOPs per token do stay those of the $k_E$ experts a token visits, but every MoE layer moves every token twice
 # each way, and where the expert group sits decides what that costs: in Step 4, the same tokens and the same batch
-# expose 516 ms of all-to-alls when the expert group spans two nodes, and 104 ms when it stays inside one. Spread the
+# expose 517 ms of all-to-alls when the expert group spans two nodes, and 105 ms when it stays inside one. Spread the
 # experts over the network only when nothing else frees the memory.
 
 # %% [markdown]
