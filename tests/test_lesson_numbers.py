@@ -167,7 +167,10 @@ CHECKED = {
         "25 µs": "NCCL's tree with LL across two H100 nodes, 25.2 µs: test_lesson_07_recorded_run",
         "31 %": "the exposed communication on the measured cluster: test_lesson_07_training_on_the_measured_cluster",
         "9 %": "t = 16's lead on the datasheet: test_lesson_07_training_on_the_measured_cluster",
-        "31.2 µs": "the datasheet's tree with LL across two nodes and the launch floor: test_lesson_07_training_on_the_measured_cluster",
+        "31.2 µs": (
+            "the datasheet's tree with LL across two nodes and the launch floor: "
+            "test_lesson_07_training_on_the_measured_cluster"
+        ),
         "19.8 µs": "37.2 − 17.5 µs, the logs' 16 KiB all-reduces: test_lesson_07_training_on_the_measured_cluster",
         "3.16 ms": "160 × 19.8 µs: test_lesson_07_training_on_the_measured_cluster",
         "5.19 ms": "the decode step's weight reads at t = 8: test_lesson_07_training_on_the_measured_cluster",
