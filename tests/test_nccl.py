@@ -156,11 +156,11 @@ _OPTIMISTIC = (
 )
 _TCPX = (
     "GPUDirect-TCPX moves data through the hosts' TCP stacks: the log plateaus at 50 GB/s of bus bandwidth, half of "
-    "the four 200 Gb/s NICs' 100 GB/s that the datasheet (and NCCL's model) offers; predicted ÷ measured 0.21–0.56"
+    "the four 200 Gb/s NICs' 100 GB/s that the datasheet (and NCCL's model) offers; predicted ÷ measured 0.17–0.53"
 )
 _ONE_PROCESS = (
     "the log was run as one process driving all 8 GPUs (all_reduce_perf -g 8): 43.8 µs at 32 KiB where NCCL's model "
-    "and the launch floor, for one process per GPU, expect 20.5 µs; predicted ÷ measured 0.40–0.47 from 32 KiB to "
+    "and the launch floor, for one process per GPU, expect 20.5 µs; predicted ÷ measured 0.38–0.47 from 32 KiB to "
     "1 MiB, a ratio rather than an offset (the gap grows from 23 to 61 µs), so no per-call floor closes it"
 )
 _WARM_UP = (
@@ -168,9 +168,10 @@ _WARM_UP = (
     "slower than its successor, which no model monotone in size follows; predicted ÷ measured 0.47 there"
 )
 _SKEW = (
-    "the 4-node sweep's small calls take 6.3 ms at 32 KiB, 120× the one-node time at the same size and falling to "
-    "35 µs only by 4 MiB: one call per trial after a barrier, each call waiting for the last rank to leave it, so "
-    "the ranks' skew across nodes is timed, not the all-reduce (predicted ÷ measured 0.009 at 32 KiB)"
+    "the 4-node sweep's small calls take 6.3 ms at 32 KiB, about 130× the one-node time at that size, and "
+    "predicted ÷ measured stays below 0.5 up to 8 MiB (0.02 at 32 KiB): the script timed one call per trial after a "
+    "barrier, so each call most likely waited for the last rank to leave it, and the ranks' skew across four nodes "
+    "is timed with the all-reduce; no per-call floor follows a cost that falls from 6.3 ms to a few hundred µs"
 )
 _B200_NVLS = (
     "NCCL's cost model offers NVLink SHARP on 8 B200s 2 × 0.74 × 15/16 × 721.8 = 1,001 GB/s of bus bandwidth where "
