@@ -56,6 +56,8 @@ __all__ = [
     "ICI_V5P",
     "NCCL_BASE_LATENCY_S",
     "NCCL_NVLINK_HOP_LATENCY_S",
+    "LAUNCH_FLOOR_S",
+    "TORCH_EAGER_LAUNCH_FLOOR_S",
     "DGX_A100",
     "DGX_H100",
     "DGX_H200",
@@ -78,6 +80,18 @@ BASES = ("nominal", "measured")
 LINK_FAMILIES = ("NVLink", "InfiniBand", "EFA", "Ethernet", "ICI", "other")
 ARCHITECTURES = ("", "Ampere", "Hopper", "Blackwell")  # NVIDIA generations NCCL's tuning tables have rows for
 HOST_CPUS = ("Intel", "AMD")  # the host CPU vendor: NCCL's tuner picks its LL bandwidth cap and net overhead by it
+# The per-call launch floor (``Cluster.launch_floor_s``): what one NCCL call costs beyond NCCL's own cost model, the
+# same at every size. A fit, not physics: the median of (measured − NCCL's model) at 8 B–1 KiB on two of the shipped
+# nccl-tests logs (Nebius 2 × 8 H100 on InfiniBand, AWS p5 one node: 16 rows, 4.8 µs; tests/test_nccl.py refits it).
+# It absorbs the kernel launch and the host's enqueue as nccl-tests times them (back-to-back calls, one process per
+# GPU), nccl-tests' own timing, and across nodes the network proxy's steps NCCL's table leaves out: 0.6 µs on one node,
+# 5.2 µs on two. Held out, the AWS p5 pair's small sizes sit 5.8 µs above NCCL's model.
+LAUNCH_FLOOR_S = 4.8 * US
+# A PyTorch eager call on an idle device, its caller waiting on the result (torch.distributed.all_reduce between two
+# CUDA events): "PyTorch's per-call host overhead of some 20-30us" (stas00/ml-engineering @ 0cc3de50,
+# network/benchmarks/all_reduce_bench.py:29), the middle of that range. Not the default: a training loop's host runs
+# ahead of the device and hides it.
+TORCH_EAGER_LAUNCH_FLOOR_S = 25 * US
 
 _SCALING_BOOK_GPUS = "JAX scaling book, gpus.md (commit 1a55377, 2025-08-18)"
 _SCALING_BOOK_TPUS = "JAX scaling book, tpus.md (commit 0819a7d, 2025-02-18 snapshot)"
@@ -199,6 +213,13 @@ class Cluster:
     """Nodes of identical devices: a fast link inside each node and a network between nodes.
 
     ``host_cpu`` (keyword only, "Intel" or "AMD") is the nodes' CPU vendor, which NCCL's tuner reads (``nccl``).
+    ``launch_floor_s`` (keyword only, s ≥ 0) is what each NCCL call costs beyond NCCL's cost model, at every size: the
+    host's enqueue, the kernel launch and the timing's own cost (``LAUNCH_FLOOR_S``, fitted on nccl-tests logs;
+    ``TORCH_EAGER_LAUNCH_FLOOR_S`` for a PyTorch call waited on). ``nccl`` adds it to every call's time; NCCL's tuner
+    chooses without it.
+
+    >>> DGX_H100.launch_floor_s == LAUNCH_FLOOR_S
+    True
     """
 
     name: str
@@ -209,11 +230,13 @@ class Cluster:
     inter_node_link: Link
     source: str = field(default="")
     host_cpu: str = field(default="Intel", kw_only=True)
+    launch_floor_s: float = field(default=LAUNCH_FLOOR_S, kw_only=True)
 
     def __post_init__(self):
         _check.count("devices_per_node", self.devices_per_node)
         _check.count("nodes", self.nodes)
         _check.choice("host_cpu", self.host_cpu, HOST_CPUS)
+        _check.nonnegative("launch_floor_s", self.launch_floor_s)
 
     @property
     def devices(self) -> int:

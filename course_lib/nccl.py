@@ -28,16 +28,21 @@ Protocols: ``LL`` (8-byte lines of 4 bytes of data and a 4-byte flag: half the b
 gathered array for all_gather and reduce_scatter. Bandwidths are one-way, per GPU (NVLink) or per node (the
 network), in bytes/s.
 
+The launch floor: NCCL's tuner weighs algorithms by its cost model alone, which has no per-call host cost, while a
+measured call (nccl-tests, a training step) also pays the host's enqueue and the kernel launch. Every call's time
+here is the cluster's ``launch_floor_s`` (``hardware.LAUNCH_FLOOR_S``, fitted on nccl-tests logs) plus NCCL's time;
+the floor is the same for every algorithm and protocol, so the tuner's choice is made without it and stays NCCL's.
+
 >>> from course_lib.hardware import DGX_H100
 >>> from course_lib.units import MiB, format_time
 >>> small = estimate("all_reduce", DGX_H100, 8, 1, 16 * 1024)   # a decode step's all-reduce on one node
->>> small.algorithm, small.protocol, format_time(small.time_s)
-('ring', 'LL', '15.2 µs')
+>>> small.algorithm, small.protocol, format_time(small.launch_floor_s), format_time(small.time_s)
+('ring', 'LL', '4.8 µs', '20 µs')
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -55,6 +60,7 @@ __all__ = [
     "estimate",
     "candidates",
     "p2p_link",
+    "send_recv",
     "all_to_all",
 ]
 
@@ -104,8 +110,9 @@ _TREE_CORRECTION = np.array([
 @dataclass(frozen=True)
 class NcclEstimate:
     """NCCL's expectation for one call: the ``algorithm`` and ``protocol`` (picked by its tuner, or imposed), the
-    ``latency_s`` and ``bandwidth_bytes_per_s`` (the algorithm bandwidth S / (time − latency)) of its cost model,
-    and ``time_s`` = latency + S / bandwidth. Fields are arrays when the call was evaluated on arrays."""
+    ``latency_s`` and ``bandwidth_bytes_per_s`` (the algorithm bandwidth) of its cost model, the cluster's
+    ``launch_floor_s``, and ``time_s`` = launch floor + latency + S / bandwidth (0 for a call that moves nothing).
+    Fields are arrays when the call was evaluated on arrays."""
 
     op: str
     ranks: _check.IntOrArray
@@ -116,6 +123,7 @@ class NcclEstimate:
     latency_s: _check.FloatOrArray
     bandwidth_bytes_per_s: _check.FloatOrArray
     time_s: _check.FloatOrArray
+    launch_floor_s: _check.FloatOrArray = field(default=0.0, kw_only=True)
 
 
 def _group(op, cluster: Cluster, ranks, nodes, payload_bytes):
@@ -291,7 +299,8 @@ def _weighed(op, cluster: Cluster, pairs, n, nodes, per_node, size, architecture
 def candidates(op, cluster: Cluster, ranks, nodes, payload_bytes) -> tuple[dict, ...]:
     """Every algorithm and protocol NCCL's tuner weighs for one call of ``op`` by ``ranks`` ranks on ``nodes``
     nodes of ``cluster`` (scalars): one dict each, ``algorithm``, ``protocol``, ``latency_s``,
-    ``bandwidth_bytes_per_s`` and ``time_s``, fastest first. The first is what ``estimate`` picks.
+    ``bandwidth_bytes_per_s`` and ``time_s``, fastest first. The first is what ``estimate`` picks. The times are the
+    tuner's, without the cluster's launch floor (which ``estimate`` adds to the pick).
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.units import format_time
@@ -332,10 +341,10 @@ def estimate(op, cluster: Cluster, ranks, nodes, payload_bytes, *, algorithm=Non
     >>> for size in (16 * 1024, 2**30):
     ...     call = estimate("all_reduce", NEBIUS_H100_IB, 16, 2, size)
     ...     print(call.algorithm, call.protocol, format_time(call.time_s))
-    tree LL 26.4 µs
-    nvls_tree Simple 3.47 ms
+    tree LL 31.2 µs
+    nvls_tree Simple 3.48 ms
     >>> format_time(estimate("all_reduce", NEBIUS_H100_IB, 16, 2, 2**30, algorithm="ring").time_s)
-    '5.61 ms'
+    '5.62 ms'
     """
     n, nodes_, per_node, size, architecture = _group(op, cluster, ranks, nodes, payload_bytes)
     algorithms = _ALGORITHMS_FOR[op]
@@ -372,7 +381,8 @@ def estimate(op, cluster: Cluster, ranks, nodes, payload_bytes, *, algorithm=Non
         protocol=str(protocol_) if scalar else protocol_,
         latency_s=_check.as_result(np.where(idle, 0.0, pick(latencies))),
         bandwidth_bytes_per_s=_check.as_result(pick(bandwidths)),
-        time_s=_check.as_result(np.where(idle, 0.0, time)),
+        time_s=_check.as_result(np.where(idle, 0.0, cluster.launch_floor_s + time)),
+        launch_floor_s=_check.as_result(np.where(idle, 0.0, cluster.launch_floor_s)),
     )
 
 
@@ -395,6 +405,37 @@ def p2p_link(cluster: Cluster, across_nodes):
     return _check.as_result(latency), _check.as_result(bandwidth)
 
 
+def send_recv(cluster: Cluster, ranks, nodes, payload_bytes) -> NcclEstimate:
+    """One point-to-point message of ``payload_bytes`` from each of ``ranks`` ranks on ``nodes`` nodes of ``cluster``
+    to the next (nccl-tests' sendrecv_perf: every rank sends to rank + 1 and receives from rank − 1 at once, each
+    pair on its own links): an ``NcclEstimate`` with algorithm "p2p", protocol "Simple". The slowest message sets the
+    time: over the network (``p2p_link``) when the group spans nodes, else over NVLink; T = launch floor + α + S / B.
+    Arguments may be arrays (they broadcast); a group of one rank takes 0 s.
+
+    >>> from course_lib.hardware import NEBIUS_H100_IB
+    >>> from course_lib.units import format_time
+    >>> [format_time(send_recv(NEBIUS_H100_IB, 8 * nodes, nodes, 1e9).time_s) for nodes in (1, 2)]   # 1 GB
+    ['2.7 ms', '20 ms']
+    """
+    n, nodes_, _per_node, size, _architecture = _placed_group(cluster, ranks, nodes, payload_bytes)
+    latency, bandwidth = p2p_link(cluster, nodes_ > 1)
+    alone = n == 1
+    time = np.where(alone, 0.0, cluster.launch_floor_s + latency + size / bandwidth)
+    scalar = not np.ndim(time)
+    return NcclEstimate(
+        op="send_recv",
+        ranks=ranks,
+        nodes=nodes,
+        payload_bytes=payload_bytes,
+        algorithm="p2p" if scalar else np.full(np.shape(time), "p2p"),
+        protocol="Simple" if scalar else np.full(np.shape(time), "Simple"),
+        latency_s=_check.as_result(np.broadcast_to(latency, np.shape(time))),
+        bandwidth_bytes_per_s=_check.as_result(np.broadcast_to(bandwidth, np.shape(time))),
+        time_s=_check.as_result(time),
+        launch_floor_s=_check.as_result(np.where(alone, 0.0, cluster.launch_floor_s)),
+    )
+
+
 def all_to_all(cluster: Cluster, ranks, nodes, payload_bytes) -> NcclEstimate:
     """NCCL's all-to-all of ``payload_bytes`` (S, what each rank holds in all, S/n per destination) by ``ranks`` (n)
     ranks spread evenly over ``nodes`` (N) nodes of ``cluster``, k = n/N on each: an ``NcclEstimate`` with algorithm
@@ -409,14 +450,14 @@ def all_to_all(cluster: Cluster, ranks, nodes, payload_bytes) -> NcclEstimate:
     - the (k − 1)/n·S for peers on its node over NVLink (NVSwitch: every pair at full bandwidth B_NVLink),
     - the (n − k)/n·S for peers on other nodes through its share of the node's NICs, B_net,
 
-    T = α + max((k − 1)/n·S / B_NVLink, (n − k)/n·S / B_net), α the network's (``p2p_link``) when the group spans
-    nodes, else NVLink's. On one node T = α + (n − 1)/n·S / B_NVLink, so nccl-tests' busbw = (n − 1)/n·S/T tends to
-    B_NVLink. The protocol reported is NCCL's rule with one channel: LL when one message S/n is at most
-    ``P2P_LL_THRESHOLD_BYTES``, else Simple. The time is the same for both: LL's lower latency and its halved
-    bandwidth (8-byte lines carrying 4 bytes of data) are not modelled, since NCCL's tuner has no point-to-point
-    latencies to copy, and halving the bandwidth alone would make a message just below the threshold slower than
-    one just above it. Not modelled either: PXN (a message sent through the NVLink peer on the destination's rail)
-    and the network's congestion.
+    T = floor + α + max((k − 1)/n·S / B_NVLink, (n − k)/n·S / B_net), with the cluster's launch floor and α the
+    network's (``p2p_link``) when the group spans nodes, else NVLink's. On one node T = floor + α + (n − 1)/n·S /
+    B_NVLink, so nccl-tests' busbw = (n − 1)/n·S/T tends to B_NVLink. The protocol reported is NCCL's rule with one
+    channel: LL when one message S/n is at most ``P2P_LL_THRESHOLD_BYTES``, else Simple. The time is the same for both:
+    LL's lower latency and its halved bandwidth (8-byte lines carrying 4 bytes of data) are not modelled, since NCCL's
+    tuner has no point-to-point latencies to copy, and halving the bandwidth alone would make a message just below the
+    threshold slower than one just above it. Not modelled either: PXN (a message sent through the NVLink peer on the
+    destination's rail) and the network's congestion.
 
     Eight H100s on one node, then sixteen on two nodes (B_net = 50 GB/s: 15/16 − 7/16 = 1/2 of S leaves the node):
 
@@ -424,7 +465,7 @@ def all_to_all(cluster: Cluster, ranks, nodes, payload_bytes) -> NcclEstimate:
     >>> from course_lib.units import format_time
     >>> one, two = all_to_all(NEBIUS_H100_IB, 8, 1, 1e9), all_to_all(NEBIUS_H100_IB, 16, 2, 1e9)
     >>> one.algorithm, one.protocol, format_time(one.time_s), format_time(two.time_s)
-    ('p2p', 'Simple', '2.36 ms', '10 ms')
+    ('p2p', 'Simple', '2.37 ms', '10 ms')
     """
     n, nodes_, per_node, size, _architecture = _placed_group(cluster, ranks, nodes, payload_bytes)
     spans = nodes_ > 1
@@ -433,8 +474,8 @@ def all_to_all(cluster: Cluster, ranks, nodes, payload_bytes) -> NcclEstimate:
     local_s = (per_node - 1) / n * size / nvlink
     remote_s = np.where(spans, (n - per_node) / n * size / network, 0.0)
     idle = (n == 1) | (size == 0)
-    time = np.where(idle, 0.0, latency + np.maximum(local_s, remote_s))
-    transfer_s = time - np.where(idle, 0.0, latency)
+    transfer_s = np.where(idle, 0.0, np.maximum(local_s, remote_s))
+    time = np.where(idle, 0.0, cluster.launch_floor_s + latency + transfer_s)
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = np.where(transfer_s > 0, size / np.where(transfer_s > 0, transfer_s, 1.0), np.inf)
     scalar = not np.ndim(time)
@@ -449,4 +490,5 @@ def all_to_all(cluster: Cluster, ranks, nodes, payload_bytes) -> NcclEstimate:
         latency_s=_check.as_result(np.where(idle, 0.0, latency)),
         bandwidth_bytes_per_s=_check.as_result(bandwidth),
         time_s=_check.as_result(time),
+        launch_floor_s=_check.as_result(np.where(idle, 0.0, cluster.launch_floor_s)),
     )

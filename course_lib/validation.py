@@ -279,7 +279,7 @@ def playbook_measured_cluster() -> hardware.Cluster:
     >>> cluster = playbook_measured_cluster()
     >>> nvlink, efa = cluster.intra_node_link, cluster.inter_node_link
     >>> round(nvlink.nccl_bandwidth_bytes_per_s / 1e9), round(efa.fabric_latency_s * 1e6, 1)
-    (267, 26.5)
+    (274, 24.7)
     """
     import warnings
 
@@ -496,7 +496,7 @@ def step_time_band(replay: Replay, models=HELD_OUT_MODELS, quantiles=(0.1, 0.9))
 
     >>> band = step_time_band(replay_runs(load_playbook_runs()))
     >>> [(start, round(low, 2), round(high, 2)) for start, low, high in band][:2]
-    [(1, 0.88, 2.93), (8, 0.9, 7.39)]
+    [(1, 0.89, 2.93), (8, 0.9, 7.38)]
     """
     for label in models:
         _check.choice("models", label, tuple(_MODELS))
@@ -534,7 +534,7 @@ def residuals_by(replay: Replay, column: str, rows=None, quantity="mfu") -> dict
 
     >>> replay = replay_runs(load_playbook_runs())
     >>> {nodes: round(median, 2) for nodes, (median, *_) in residuals_by(replay, "nodes").items()}[64]
-    12.85
+    12.99
     """
     _check.choice("column", column, tuple(RESIDUAL_TERMS))
     _check.choice("quantity", quantity, ("mfu", "memory"))

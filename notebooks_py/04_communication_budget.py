@@ -274,7 +274,7 @@ print(budget.format_transfer_table(budget.transfer_table(MODEL, PLAN, CLUSTER)))
 # Three very different profiles come out of one plan:
 #
 # - **tensor parallel:** 9216 small calls per step (two per layer, for each of four kinds of tensor, × 12 layers
-#   per stage × 96 micro-batches), each 216 µs on NVLink (NCCL's ring with the Simple protocol), 1.99 s in all,
+#   per stage × 96 micro-batches), each 221 µs on NVLink (NCCL's ring with the Simple protocol), 2.03 s in all,
 #   every one of them blocking;
 # - **pipeline parallel:** 192 sends of 6.29 MB (the $bsh/t$ slice) over InfiniBand, 49 ms in all, blocking;
 # - **data parallel:** one reduce-scatter of the 5.46 GB gradient shard and one all-gather of the updated
@@ -325,7 +325,7 @@ def print_transfers(result):
 print_transfers(explorer.result)
 
 # %% [markdown]
-# The explorer's rows are the table's: the four tensor-parallel collectives take 497 ms each per step on NVLink, all
+# The explorer's rows are the table's: the four tensor-parallel collectives take 508 ms each per step on NVLink, all
 # exposed; of the gradient reduce-scatter's 205 ms, only 55.7 ms is exposed (the rest hides behind the last
 # backward pass); the parameter all-gather after the optimizer step hides behind nothing.
 #
@@ -425,7 +425,7 @@ print(
 # Only the data-parallel reduce-scatter can hide, and only partly: its 205 ms exceed the last micro-batch's
 # backward pass (149 ms), so 55.7 ms stay exposed, plus the whole 205 ms parameter all-gather that follows the
 # optimizer step. Under this lesson's dependency rule everything tensor- and pipeline-parallel is exposed. Exposed
-# communication and the bubble together add 18.7 % to the compute. The figure section draws this step as a timeline.
+# communication and the bubble together add 19 % to the compute. The figure section draws this step as a timeline.
 #
 # #### What the framework hides
 #
@@ -465,17 +465,17 @@ for key in FRAMEWORK_KEYS[1:]:
 #
 # - **`overlap_grad_reduce`** (nanotron and Megatron-LM): gradient buckets are reduced while the last micro-batch's
 #   backward pass still computes earlier layers' gradients. nanotron hides 139 ms of the data-parallel traffic this
-#   way; the bound hides nothing and exposes 776 ms.
+#   way; the bound hides nothing and exposes 779 ms.
 # - **`prefetch_parameter_gathers`** (Megatron-LM's `--overlap-param-gather`): the all-gather of the parameters
 #   updated by the ZeRO-1 optimizer step runs during the next step's first forward pass, from a forward pre-hook.
 #   nanotron gathers them right after the optimizer step, exposed.
 # - **`tensor_parallel_overlap="backward"`** (Megatron-LM): in the backward pass the all-reduce of the input gradient
 #   (a reduce-scatter with sequence parallelism) runs while the weight-gradient GEMM computes. Half of the
-#   tensor-parallel time hides: 994 ms of the 1.99 s. The forward collectives stay exposed (`--tp-comm-overlap`
+#   tensor-parallel time hides: 1.02 s of the 2.03 s. The forward collectives stay exposed (`--tp-comm-overlap`
 #   would chunk those GEMMs too; it is off by default). nanotron's `tp_linear_async_communication` overlaps only a
 #   forward all-gather and is off by default.
 #
-# Megatron-LM's step is 24.9 s against 26.3 s for the bound: its exposed communication is 1.49 s, not 2.81 s, and its
+# Megatron-LM's step is 24.9 s against 26.4 s for the bound: its exposed communication is 1.51 s, not 2.86 s, and its
 # bubble shrinks too, since each bubble slot carries a micro-batch's exposed tensor-parallel time. Overlap is not
 # free: hidden traffic slows the compute it shares the GPU with (`Calibration.overlap_slowdown`), which the model
 # charges to the exposed data-parallel time. The pipeline sends stay exposed in all three rows: Megatron-LM overlaps
@@ -524,11 +524,11 @@ print(
 )
 
 # %% [markdown]
-# Up to a few hundred GPUs the scaling is nearly perfect, with a near-constant 17 % of tensor-parallel communication
+# Up to a few hundred GPUs the scaling is nearly perfect, with a near-constant 17.5 % of tensor-parallel communication
 # that shrinks in step with the compute (it is per micro-batch). The data-parallel term behaves differently: the
 # exposed gradient reduce-scatter and parameter all-gather level off between 258 ms and 294 ms from 128 GPUs on,
-# while the compute falls from 3 min to under half a second. At 3072 GPUs, 45.5 % of the step is exposed
-# communication and the efficiency is 65.6 %: 384 times the devices buy a 252-fold speed-up. This is where step 5
+# while the compute falls from 3 min to under half a second. At 3072 GPUs, 45.8 % of the step is exposed
+# communication and the efficiency is 65.7 %: 384 times the devices buy a 252-fold speed-up. This is where step 5
 # says *adjust*: a larger batch, fewer devices, or a plan whose data-parallel traffic can hide (ZeRO stages and
 # bucket sizes change the windows).
 #
@@ -652,8 +652,9 @@ print(
 # The prefill is a training forward pass: 1024 rows per matrix multiply, compute-bound, with all-reduces of
 # $1024 \cdot h \cdot 2$ bytes = 16.8 MB that are bandwidth-bound. A decode step reads every weight it multiplies by
 # at 3.35 TB/s (`serving.matmul_params`: all but the input embedding table, of which it looks up only $b$ rows), and its arithmetic (at half of peak, `serving.DECODE_COMPUTE_EFFICIENCY`) takes 150 times less time
-# than those reads; it pays its two all-reduces per layer as pure latency: 2.4 ms for 160 of them (NCCL's ring with the LL
-# protocol, 15 µs each: 6.6 µs per call and 0.6 µs for each of its 14 hops). Both costs are per step, not per
+# than those reads; it pays its two all-reduces per layer as pure latency: 3.17 ms for 160 of them (NCCL's ring with the
+# LL protocol, 15 µs each: 6.6 µs per call and 0.6 µs for each of its 14 hops, plus the launch floor of 4.8 µs, lesson
+# 02). Both costs are per step, not per
 # sequence, so decoding many sequences together is almost free until the arithmetic catches up with the reads. At full
 # peak the multiplies alone would catch up at the H100's ridge point, $989\text{ TFLOP/s} / 3.35\text{ TB/s} \times
 # 2\text{ bytes} / 2\text{ FLOPs}$ per parameter: at 295.2 sequences they take as long as the reads, and only a whole
@@ -773,11 +774,11 @@ print(
 )
 
 # %% [markdown]
-# All three train within a second of each other (19.4 s to 20.1 s), and ZeRO-3 over 32 GPUs is even compute-bound: its
+# All three train within a second of each other (19.5 s to 20.1 s), and ZeRO-3 over 32 GPUs is even compute-bound: its
 # gathers hide under two micro-batches of 8192 tokens each. Served, they differ by orders of magnitude:
 #
 # - **ZeRO-3, d = 32 serves poorly.** Its replica is one GPU ($t = p = 1$), which cannot hold 141 GB of weights; kept
-#   sharded, it would all-gather them for every token, 369 ms per token against 8.25 ms for a $t = 8$ replica. In
+#   sharded, it would all-gather them for every token, 369 ms per token against 9.02 ms for a $t = 8$ replica. In
 #   training one gather feeds 8192 tokens of each micro-batch; in decoding it feeds one.
 # - **The pipeline serves a quarter as much.** With one batch in flight the four stages take turns on every token, so
 #   the latency is that of $t = 8$ alone (plus three sends) while three quarters of the GPUs wait: 30.3 tokens/s per
@@ -810,8 +811,8 @@ plt.show()
 
 # %% [markdown]
 # Compute dominates, 21.4 of the 25.4 s, which is why the step's binding constraint is "compute". The two largest
-# overheads are the tensor-parallel collectives (red, 1.99 s) and the bubble (grey, 1.71 s); with the 49.3 ms of
-# pipeline sends and the 261 ms of exposed data-parallel traffic, the exposed communication (2.3 s) outweighs the
+# overheads are the tensor-parallel collectives (red, 2.03 s) and the bubble (grey, 1.71 s); with the 50.2 ms of
+# pipeline sends and the 261 ms of exposed data-parallel traffic, the exposed communication (2.34 s) outweighs the
 # bubble, so faster links would help this plan more than more micro-batches. Only the
 # data-parallel reduce-scatter hides, and only in part, under the last backward pass.
 #
@@ -885,7 +886,7 @@ print(
 # > *Adding devices increases aggregate resources but can lower efficiency; aggregate link rates do not determine
 # > the latency of a particular collective.*
 #
-# The strong-scaling table showed the first half: 384 times the GPUs, 65.6 % efficiency. For the second half, take
+# The strong-scaling table showed the first half: 384 times the GPUs, 65.7 % efficiency. For the second half, take
 # one node's aggregate NVLink rate, the kind of figure a datasheet adds up, and divide the decode all-reduce by it:
 
 # %%
@@ -903,7 +904,7 @@ print(
 # The all-reduce is a chain of 14 dependent steps, each paying α, and each GPU can only use its own links: the
 # aggregate rate of the node tells nothing about that chain. The same holds at cluster scale: Narayanan et al.
 # report an effective bisection bandwidth of 12.9 TB/s for the data-parallel all-reduce of their 3072-GPU run, but
-# that aggregate says nothing about one 50.3 MB tensor-parallel all-reduce inside a node, which takes the 423 µs that
+# that aggregate says nothing about one 50.3 MB tensor-parallel all-reduce inside a node, which takes the 428 µs that
 # one GPU's links and the ring's 14 steps allow (step 3 above).
 #
 # On the partition explorer: GPT-3 175B on 8 nodes of 8 A100, $t = 8$ and $p = 8$. Move $t$ from 8 to 16 and watch
@@ -931,10 +932,10 @@ for name, sizes in cases.items():
     )
 
 # %% [markdown]
-# Doubling $t$ past the node doubles the GPUs: the step gets shorter (17.3 s to 9.93 s), but not twice as short,
-# and the MFU falls from 40.9 % to 35.6 %, because the exposed tensor-parallel time grows (1.3 s to 1.81 s) instead
+# Doubling $t$ past the node doubles the GPUs: the step gets shorter (17.3 s to 9.95 s), but not twice as short,
+# and the MFU falls from 40.8 % to 35.5 %, because the exposed tensor-parallel time grows (1.31 s to 1.82 s) instead
 # of halving with the compute. Keep the 64 GPUs and spend the extra tensor
-# parallelism on fewer pipeline stages instead, and the step gets slower outright, 17.3 s to 18.7 s: the same
+# parallelism on fewer pipeline stages instead, and the step gets slower outright, 17.3 s to 18.8 s: the same
 # resources, rearranged so that the most frequent exchange leaves the node.
 
 # %% [markdown]
@@ -1067,7 +1068,7 @@ quiz.MultipleChoice(
 # 2. **Exposed gradients.** In the GPT-3 plan above the data-parallel reduce-scatter took 205 ms against a
 #    149 ms window. With 8 micro-batches (global batch 128) instead of 96, would the exposed part change? Use
 #    `budget.step_time` and explain.
-# 3. **Crossing nodes.** At $t = 16$ the tensor-parallel all-reduce of 50.3 MB takes 588 µs. Which algorithm and
+# 3. **Crossing nodes.** At $t = 16$ the tensor-parallel all-reduce of 50.3 MB takes 593 µs. Which algorithm and
 #    protocol does NCCL pick, and why? Compute the flat ring's time with LL128 by hand (bus bandwidth
 #    min(NVLink 240 GB/s as NCCL counts it, the node's 8 × 25 GB/s) = 200 GB/s, 0.92 of it for LL128, × 16/30 for
 #    the algorithm bandwidth; latency 14 + 28 × 1.9 + 2 × 4.0 µs) and check with `course_lib.nccl.candidates`
@@ -1087,13 +1088,14 @@ quiz.MultipleChoice(
 #    fewer micro-batches the compute is shorter and the bubble $(p-1)/m$ larger, so the exposed share grows.
 # 3. The flat ring through all 16 GPUs with LL128: $14 + 28 \times 1.9 + 2 \times 4.0 = 75.2\,\mu s$ of latency
 #    (the ring's 30 steps, 28 over NVLink and 2 across the network) and
-#    $0.92 \times 200 \times 16/30 = 98.1$ GB/s of algorithm bandwidth: 75.2 µs + 50.3 MB / 98.1 GB/s = 588 µs,
-#    against 423 µs inside one node (the ring with Simple at 240 GB/s × 8/14: no NVLS on the A100). NCCL picks LL128
+#    $0.92 \times 200 \times 16/30 = 98.1$ GB/s of algorithm bandwidth: 75.2 µs + 50.3 MB / 98.1 GB/s = 588 µs by
+#    NCCL's model, 593 µs with the launch floor (lesson 02), against 428 µs inside one node (the ring with Simple at
+#    240 GB/s × 8/14: no NVLS on the A100). NCCL picks LL128
 #    because across nodes the ring with Simple pays much more latency (larger costs per hop, and NCCL's × 1.4 for a
 #    ring over several nodes): 184 µs against 75.2 µs, while LL128's lower bandwidth (0.92 of Simple's) costs only
 #    41 µs more on 50.3 MB (656 µs in all with Simple). The tree with LL128 is a close second, 589 µs.
 # 4. With 3072 sequences, $m = 8$ at 3072 GPUs: the compute is 4 times longer while the data-parallel term stays
-#    at 294 ms, so the exposed share falls from 45.5 % to about 27 % and the efficiency rises from 65.6 % to about
+#    at 294 ms, so the exposed share falls from 45.8 % to about 27 % and the efficiency rises from 65.7 % to about
 #    88 %. A larger batch is one way to buy back efficiency, if the optimisation tolerates it.
 # 5. The crossover on 8 ranks is 2.4 MB; $b \cdot 12288 \cdot 2$ bytes = 2.4 MB at $b \approx 98$. Below about
 #    a hundred sequences decoded together, the tensor-parallel all-reduces are latency-bound.

@@ -133,7 +133,7 @@ print(search.table(range(6)))
 # %% [markdown]
 # The top plans keep $t = 8$ inside a node (rows 2 and 5 try $t = 16$ across two nodes) and use a deep pipeline
 # with interleaving, selective recomputation and sequence parallelism, and every one is compute-bound: its exposed
-# communication and bubble (5.34 s and 2.5 s for row 0) are small beside a step of 85.8 s. They differ in how
+# communication and bubble (5.4 s and 2.5 s for row 0) are small beside a step of 85.9 s. They differ in how
 # they trade the bubble (fewer stages, more interleaving) against memory and exposed communication, which is what
 # separates them by a few seconds. The counts above show how few candidates reach the ranking: half fail to
 # partition the model (160 heads and 128 layers divide few ways), a quarter pair a pipeline with ZeRO-2 or 3 (which
@@ -234,10 +234,10 @@ for row in range(5):
 # memory but costs time: the framework the calibration describes does not prefetch its parameter gathers, so they
 # are exposed, and none of the five fastest plans uses it. Every top plan is compute-bound: its compute, 4.58 to
 # 5.06 s, is most of its step, and the compute orders them more than the exposed communication does. Rows 1 and 3
-# expose less than row 0 (325 and 301 ms against 382 ms) but compute longer: row 1 runs micro-batches of 2, which
+# expose less than row 0 (337 and 311 ms against 394 ms) but compute longer: row 1 runs micro-batches of 2, which
 # pay the fixed cost twice as often as row 0's micro-batches of 4, and row 3 also splits the layers over a pipeline.
-# Rows 1 and 2 compute alike and differ in sequence parallelism: row 2's exposes more tensor-parallel time (245 ms
-# against 169 ms). The best partition depends on the
+# Rows 1 and 2 compute alike and differ in sequence parallelism: row 2's exposes more tensor-parallel time (259 ms
+# against 177 ms). The best partition depends on the
 # model's size, the batch, the cluster and the framework, and the search says *why* each plan loses.
 #
 # ### The framework changes the pick
@@ -263,10 +263,10 @@ for label, default, megatron in (
     print(megatron.table([0]).splitlines()[-1])
 
 # %% [markdown]
-# On the 1T model the pick is the same plan, 82.7 s a step under Megatron-LM against 85.8 s: the order of deep
-# interleaved pipelines does not change when their exposed communication shrinks from 5.34 s to 2.33 s. On GPT 22B the
+# On the 1T model the pick is the same plan, 82.8 s a step under Megatron-LM against 85.9 s: the order of deep
+# interleaved pipelines does not change when their exposed communication shrinks from 5.4 s to 2.35 s. On GPT 22B the
 # pick changes: Megatron-LM's preset prefetches parameter all-gathers under the compute, so ZeRO-3 with $d = 32$
-# exposes 1.07 ms instead of paying its gathers on the critical path, and it beats nanotron's pick (ZeRO-2, $t = 2$).
+# exposes 1.08 ms instead of paying its gathers on the critical path, and it beats nanotron's pick (ZeRO-2, $t = 2$).
 # A plan is fastest for a framework, not in general: search with the framework you will run.
 
 
@@ -406,14 +406,14 @@ quiz.MultipleChoice(
 # <details>
 # <summary>Answers</summary>
 #
-# 1. It would take 91.3 s against 1.97 min with full recomputation, but it needs 83.8 GB per GPU: the search rejects
+# 1. It would take 91.3 s against 1.98 min with full recomputation, but it needs 83.8 GB per GPU: the search rejects
 #    it for memory. Row 0 halves the pipeline ($p = 32$), doubles $d$ to 12, shards the optimizer state (ZeRO-1) and
-#    interleaves 4 chunks per device: 67 GB, 85.8 s.
+#    interleaves 4 chunks per device: 67 GB, 85.9 s.
 # 2. ZeRO-3 over all 32 GPUs ($d = 32$, $t = p = 1$, $b = 1$): 4.71 s with nothing exposed, because the ideal model
-#    prefetches the parameter gathers under the compute. The calibrated search ranks it at row 999: its framework
-#    does not prefetch, so 5.61 s of gathers are exposed and the step takes 10.5 s, bound by exposed communication.
-# 3. No: the same shape ($d = 16$, $t = 2$, ZeRO-2, $b = 4$) with $m = 8$ instead of 4. Its step takes 9.78 s,
-#    1.97 times the 4.97 s of the batch of 256; the exposed communication grows from 382 ms to 609 ms.
+#    prefetches the parameter gathers under the compute. The calibrated search ranks it at row 1023: its framework
+#    does not prefetch, so 5.88 s of gathers are exposed and the step takes 10.8 s, bound by exposed communication.
+# 3. No: the same shape ($d = 16$, $t = 2$, ZeRO-2, $b = 4$) with $m = 8$ instead of 4. Its step takes 9.8 s,
+#    1.97 times the 4.98 s of the batch of 256; the exposed communication grows from 394 ms to 628 ms.
 #
 # </details>
 

@@ -236,7 +236,7 @@ print(
 # another story. On one and two nodes the calibrated model is within 3 % of the measured MFU on runs it never saw
 # (the `by nodes` lists: 0.98× and 0.97×, against 1.34× and 1.36× before): the measured NVLink, the efficiency and
 # the fixed cost removed that residual. From four nodes on it overestimates, 2.1× on 4 nodes and 10× on 64, so the
-# held-out MFU error stays at 195 % and the rank correlation at 0.77 (8B) and 0.69 (80B), below the 0.85 target. The
+# held-out MFU error stays at 198 % and the rank correlation at 0.78 (8B) and 0.70 (80B), below the 0.85 target. The
 # network is measured, not fitted, so no constant absorbs that gap any more: it is there to be seen.
 #
 # ### Step 3 · Why the predicted best is not the measured best
@@ -364,8 +364,8 @@ print(f"ZeRO-3 on 768 GPUs with DeepSpeed's prefetch: {units.format_flops_rate(z
 
 # %% [markdown]
 # Carried over, the calibration gets both §5.2 comparisons right, where the uncalibrated physics gets the one at
-# 384 GPUs wrong, and it fits Table 1 better (8 of 10 runs within 15 %, against 7; a mean error of 12.6 % against
-# 12.7 %). The 1T model comes out at 141 TFLOP/s against 163 measured: the efficiency fitted on nanotron's H100 runs
+# 384 GPUs wrong, and it fits Table 1 better (8 of 10 runs within 15 %, against 7; a mean error of 12.7 % against
+# 12.8 %). The 1T model comes out at 141 TFLOP/s against 163 measured: the efficiency fitted on nanotron's H100 runs
 # carries to Megatron's A100 runs within 15 %. What it misses still comes from where it was fitted: its fixed cost
 # per layer, fitted on nanotron, slows Megatron's small models (112 and 105 predicted against 142 and 135 measured).
 # And §5.2 comes out right for a reason that is not DeepSpeed's: the calibration's framework is nanotron, which does
@@ -425,7 +425,7 @@ plt.show()
 #
 # A fit shows only that the constants can reproduce the data they were fitted on. Here the fitted runs reach a rank
 # correlation of 0.88 (1B) and 0.79 (3B) (Step 2's table); the held-out runs, from the same cluster and framework,
-# 0.77 and 0.69. A model is validated on data it did not see, with the figure that matters for its use stated in
+# 0.78 and 0.70. A model is validated on data it did not see, with the figure that matters for its use stated in
 # advance. The opposite mistake is as common: *"the model is 3× off, so it is useless."* Its memory is right to about
 # 13.3 %, it names the binding constraint, and it predicts the runs on one or two nodes within a few percent: that is
 # what a planner needs, provided the final choice is measured.

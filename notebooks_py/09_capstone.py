@@ -343,9 +343,9 @@ print("per step: " + ", ".join(f"{axis} {units.format_time(seconds)}" for axis, 
 #
 # - **tensor parallel**: 4 kinds of call (an all-gather and a reduce-scatter of the $b \cdot s \cdot h$ activations,
 #   forward and backward; sequence parallelism turns each all-reduce into that pair, lesson 03), each 134 MB and
-#   349 µs on NVLink (NCCL's ring with the Simple protocol), 10,240 calls of each kind per step (2 per layer ×
-#   20 layers × 256 micro-batches): 14.3 s per step, every call on the critical path;
-# - **pipeline**: 256 sends each way of the $bsh/t$ slice, 16.8 MB, between nodes: 341 µs each;
+#   354 µs on NVLink (NCCL's ring with the Simple protocol), 10,240 calls of each kind per step (2 per layer ×
+#   20 layers × 256 micro-batches): 14.5 s per step, every call on the critical path;
+# - **pipeline**: 256 sends each way of the $bsh/t$ slice, 16.8 MB, between nodes: 345 µs each;
 # - **data parallel**: one reduce-scatter of this GPU's 4.41 GB of gradients and one all-gather of the updated
 #   parameters, once per step each, between the two replicas in different nodes: 44.1 ms each. (The ideal model
 #   splits the parameters evenly over the stages, 2 bytes × Ψ/32, ignoring that the first stage also holds the
@@ -384,9 +384,9 @@ print(f"exposed tensor + pipeline per step: {units.format_time(tp_pp)}, whatever
 
 # %% [markdown]
 # The hand calculation reproduces `budget.step_time` at every efficiency. Two things stand out. The exposed
-# tensor-parallel time, 14.3 s per step, does not shrink when the GPUs compute faster, so the faster the compute, the
-# larger its share: at η = 0.7 it is nearly a quarter of the step (14.3 s of 58.5 s). And the MFU is always below η:
-# at η = 0.5 the plan reaches 39.9 %. Everything here is the ideal model; the next step asks what it leaves out.
+# tensor-parallel time, 14.5 s per step, does not shrink when the GPUs compute faster, so the faster the compute, the
+# larger its share: at η = 0.7 it is nearly a quarter of the step (14.5 s of 58.7 s). And the MFU is always below η:
+# at η = 0.5 the plan reaches 39.8 %. Everything here is the ideal model; the next step asks what it leaves out.
 #
 # ### Step 7 · What the calibrated model adds
 #
@@ -483,17 +483,17 @@ print(
 )
 
 # %% [markdown]
-# The winner wins by little (81.9 s against 84 s), on two terms. The bubble: with two stages of two chunks each, it
-# waits $(p - 1)/v = 1/2$ of a micro-batch slot where the candidate waits 3 (318 ms against 972 ms). And compute
+# The winner wins by little (82.1 s against 84.2 s), on two terms. The bubble: with two stages of two chunks each, it
+# waits $(p - 1)/v = 1/2$ of a micro-batch slot where the candidate waits 3 (319 ms against 974 ms). And compute
 # (67 s against 68.5 s): the last stage also runs the output layer, as costly as one more layer, once per
-# micro-batch, beside 40 layers instead of 20. Everything else is the same: $t = 8$ exposes 14.3 s of
+# micro-batch, beside 40 layers instead of 20. Everything else is the same: $t = 8$ exposes 14.5 s of
 # tensor-parallel collectives on NVLink in both, the pipeline sends cost the same, and the fixed cost per layer and
 # micro-batch is paid as often (20 layers × 256 micro-batches, or 40 × 128). Its data-parallel traffic grows with its
 # replicas but stays small.
 #
 # Two warnings are already in the tables. The winner's activations are 34 GB against 27.2 GB (interleaving keeps
 # more micro-batches in flight), and it uses 76.5 GB of 80 GB: 96 % of HBM. And its lead is smaller than rows 1 and
-# 2 are apart from it (81.9 s and 82.1 s), so any assumption that moves a few percent can reorder them.
+# 2 are apart from it (82.1 s and 82.3 s), so any assumption that moves a few percent can reorder them.
 #
 # ### Step 9 · How sensitive is the choice?
 #
@@ -558,9 +558,9 @@ print(ideal_search.table([0]))
 
 # %% [markdown]
 # The winner is the best plan of every scenario but one. A faster GEMM or no fixed cost speed every plan up alike
-# (73.6 s and 73.7 s); the overlap and the slower network hardly move it (82 s and 82.3 s): its data-parallel traffic
+# (73.8 s and 73.9 s); the overlap and the slower network hardly move it (82.2 s and 82.5 s): its data-parallel traffic
 # is small and its tensor-parallel traffic stays on NVLink. With 11 GB less memory it does not fit at all, and a
-# four-stage pipeline over two replicas wins (83.7 s).
+# four-stage pipeline over two replicas wins (83.9 s).
 #
 # The ideal model picks another shape ($d = 16$, $t = 4$, no pipeline, ZeRO-3, selective recomputation): with no
 # fixed cost per micro-batch and no fp32 gradients, ZeRO-3's parameter gathers hide behind compute and a pipeline's
@@ -579,8 +579,8 @@ print(search.table(sorted(set(limits.values()))))
 
 # %% [markdown]
 # Asking for headroom moves down the same family: with 5 % kept free, the winner's split with four interleaved chunks
-# (73.1 GB, 81.9 s); with 10 %, the same split without interleaving (69.7 GB, 82.1 s); with 15 %, four stages over
-# two replicas (67.5 GB, 83.7 s).
+# (73.1 GB, 82.1 s); with 10 %, the same split without interleaving (69.7 GB, 82.3 s); with 15 %, four stages over
+# two replicas (67.5 GB, 83.9 s).
 #
 # ### Step 10 · A plan with the best worst case
 #
@@ -619,7 +619,7 @@ print(
 # The best worst case over these scenarios: **$d = 2$, $t = 8$, $p = 4$ with two interleaved chunks per GPU, ZeRO-1,
 # micro-batch 1 ($m = 256$), no recomputation, sequence parallelism**: the candidate of step 2, interleaved. Its step
 # is never more than 1.02 times that of the best plan of any scenario, while the calibrated winner is infinitely worse
-# in one (it does not fit). Its calibrated step time is 83.7 s (MFU 38.1 %), between 75.1 s and 83.9 s over the
+# in one (it does not fit). Its calibrated step time is 83.9 s (MFU 38 %), between 75.3 s and 84.1 s over the
 # scenarios, and it uses 67.5 GB. Why it holds up: its tensor group fills one node, so the heavy tensor-parallel
 # traffic stays on NVLink and the network carries only pipeline sends and two replicas' gradients; and with four
 # stages each GPU holds a quarter of the model, which leaves room for a memory model that counts 11 GB too little.
@@ -662,12 +662,12 @@ print(
 # %% [markdown]
 # The margin removes the best worst case (it needs 93.4 GB with it) and the winner of step 8; of the 752 plans that
 # fit by the point estimate, 503 fit with it. The fastest of those is the candidate of step 2 itself ($d = 2$, $t = 8$,
-# $p = 4$, no interleaving): 84 s by the model, but 1.8 to 47 min by the band, because its model replica spans four
-# nodes and the held-out runs whose replica spanned four or more ran 1.31 to 33.50 times as long as predicted. The
+# $p = 4$, no interleaving): 84.2 s by the model, but 1.8 to 47 min by the band, because its model replica spans four
+# nodes and the held-out runs whose replica spanned four or more ran 1.31 to 33.58 times as long as predicted. The
 # **recommendation is the robust plan: $d = 32$, $t = 2$, no pipeline, ZeRO-3, micro-batches of two sequences
-# ($m = 8$), full recomputation, no sequence parallelism**: 89.7 s by the model (MFU 35.6 %), 79 s to 4.4 min by the
-# band, 54.7 GB of memory. Its replica sits inside one node, where the held-out runs stayed within 0.88 to 2.93 times
-# the prediction; what crosses the network is ZeRO-3's data-parallel traffic (11.6 s exposed, the parameter gathers of
+# ($m = 8$), full recomputation, no sequence parallelism**: 89.9 s by the model (MFU 35.5 %), 80 s to 4.4 min by the
+# band, 54.7 GB of memory. Its replica sits inside one node, where the held-out runs stayed within 0.89 to 2.93 times
+# the prediction; what crosses the network is ZeRO-3's data-parallel traffic (11.8 s exposed, the parameter gathers of
 # every micro-batch).
 #
 # Two cautions come with it. The band was measured on the Playbook's ZeRO-0 and ZeRO-1 runs over AWS EFA and borrowed
@@ -810,9 +810,9 @@ plt.show()
 
 # %% [markdown]
 # The candidate and the winner compute for about as long (68.5 s and 67 s) and expose the same tensor-parallel time
-# (14.3 s: $t = 8$ in each); they differ in the bubble. The recommended plan has no bubble and little tensor-parallel
-# time (1.84 s at $t = 2$), but computes longer (78.1 s: full recomputation repeats the forward pass) and exposes
-# ZeRO-3's parameter gathers over the network (9.75 s): it is slower by the point estimate and safer by the band.
+# (14.5 s: $t = 8$ in each); they differ in the bubble. The recommended plan has no bubble and little tensor-parallel
+# time (1.86 s at $t = 2$), but computes longer (78.1 s: full recomputation repeats the forward pass) and exposes
+# ZeRO-3's parameter gathers over the network (9.97 s): it is slower by the point estimate and safer by the band.
 
 # %% [markdown]
 # ## Misconception
@@ -927,13 +927,13 @@ quiz.MultipleChoice(
 # - A candidate by hand: memory term by term (fp32 gradient buffers, activations of the micro-batches in flight and
 #   the framework's memory count), transfers with payload, calls and link, the step from the dependency rule; then
 #   check it against the tools.
-# - The search's winner ($d = 4$, $t = 8$, $p = 2$ interleaved, ZeRO-1, $b = 1$: 81.9 s, MFU 39 %) wins by a smaller
+# - The search's winner ($d = 4$, $t = 8$, $p = 2$ interleaved, ZeRO-1, $b = 1$: 82.1 s, MFU 38.9 %) wins by a smaller
 #   bubble, but sits at 96 % of HBM and does not fit if the memory model counts 11 GB too little.
 # - The plan with the best worst case over the scenarios ($d = 2$, $t = 8$, $p = 4$ interleaved, ZeRO-1, $b = 1$:
-#   83.7 s, MFU 38.1 %, 75.1 s to 83.9 s over the scenarios) is never more than 1.02 times as slow as the best, but
+#   83.9 s, MFU 38 %, 75.3 s to 84.1 s over the scenarios) is never more than 1.02 times as slow as the best, but
 #   needs 93.4 GB with the +38.4 % memory margin the measured runs ask for.
-# - The robust plan, recommended ($d = 32$, $t = 2$, ZeRO-3, $b = 2$, full recomputation: 89.7 s, 79 s to 4.4 min by
-#   the band the Playbook's held-out runs measured, MFU 35.6 %, 54.7 GB), fits with the margin and has the lowest high
+# - The robust plan, recommended ($d = 32$, $t = 2$, ZeRO-3, $b = 2$, full recomputation: 89.9 s, 80 s to 4.4 min by
+#   the band the Playbook's held-out runs measured, MFU 35.5 %, 54.7 GB), fits with the margin and has the lowest high
 #   end of the band: its replica stays in one node.
 # - Before committing, measure the network across nodes, the fixed cost per layer, the slowdown under overlap and
 #   the peak memory; then rerun the search with the measured values.
@@ -961,21 +961,21 @@ quiz.MultipleChoice(
 # 1. Parameters, gradients, optimizer state and framework as step 4 printed them (4.54, 9.08, 13.6 and 2.86 GB);
 #    activations $41.5\,\text{kB} \times 8192 \times 20$ layers $\times$ 5.5 micro-batches in flight = 37.4 GB,
 #    against 4 micro-batches under 1F1B. Total 67.5 GB, as step 10 printed.
-# 2. The calibrated winner wins it too (82.5 s), its split without interleaving just behind. The best worst case does
-#    not change: it takes 84.1 s in that scenario (1.02× its best), and its worst case stays the 1.02× of "no fixed
+# 2. The calibrated winner wins it too (82.7 s), its split without interleaving just behind. The best worst case does
+#    not change: it takes 84.3 s in that scenario (1.02× its best), and its worst case stays the 1.02× of "no fixed
 #    cost per layer".
-# 3. At η = 0.3 the step is 1.95 min and the 14.3 s of exposed tensor-parallel time are 12.2 % of it; at η = 0.7,
-#    24.4 %. A quarter needs a step of 57 s, reached at η ≈ 0.72: above the calibration's efficiency (0.55), near the
+# 3. At η = 0.3 the step is 1.95 min and the 14.5 s of exposed tensor-parallel time are 12.4 % of it; at η = 0.7,
+#    24.7 %. A quarter needs a step of 58 s, reached at η ≈ 0.71: above the calibration's efficiency (0.55), near the
 #    0.8 that the best dense GEMMs reach. Between the plausible efficiencies the share doubles, which is why
 #    the tensor-parallel degree matters more on faster GPUs.
 # 4. Almost. At 256 sequences the calibrated winner is the same split with four interleaved chunks and $m = 64$
-#    (41.1 s), and the best worst case is the same split with four chunks instead of two (1.02×): with half the
+#    (41.2 s), and the best worst case is the same split with four chunks instead of two (1.02×): with half the
 #    micro-batches the bubble's share doubles, and more chunks shrink it. The best worst case at 512 sequences is
 #    1.03×.
 # 5. Data parallelism with sharded states and little tensor parallelism: $d = 4$, $t = 2$, ZeRO-2, $b = 1$ with
-#    sequence parallelism at 65.7 s, no recomputation; $d = 2$, $t = 2$, $p = 2$ with four interleaved chunks (ZeRO-1)
-#    is 3.3 % behind. The memory margin decides the details: without it the same split without sequence parallelism
-#    is 1.6 % faster (64.7 s), but its 58.5 GB would need 81 GB with the margin. The 8B model's 128 GB of model states
+#    sequence parallelism at 65.9 s, no recomputation; $d = 2$, $t = 2$, $p = 2$ with four interleaved chunks (ZeRO-1)
+#    is 3.2 % behind. The memory margin decides the details: without it the same split without sequence parallelism
+#    is 1.8 % faster (64.7 s), but its 58.5 GB would need 81 GB with the margin. The 8B model's 128 GB of model states
 #    sharded over 8 GPUs is 16 GB each, so every GPU keeps large GEMMs, and all the traffic (gathers, gradient
 #    reductions, tensor-parallel collectives) runs on NVLink.
 #

@@ -187,12 +187,34 @@ def test_nebius_and_p5_logs_calibrate_a_cluster_that_follows_them():
     assert np.median(large) <= 0.25, f"median |error| at ≥ 1 MiB {np.median(large):.1%}, {medians}; {figures}"
     assert max(medians.values()) <= 0.25, f"{medians}; {figures}"
     # What the fit found (figures in the messages): NVLink below NCCL's 370.8 GB/s count, which the p5 log's large
-    # sizes set; the network unconstrained (NVLink bounds every size of the Nebius log), so the datasheet's 400 GB/s
-    # per node stays; a few µs of fabric latency per network step.
+    # sizes set (274 GB/s); a few µs of fabric latency per network step (2.1 µs). With the launch floor in the model
+    # the network's bandwidth is no longer flat in the error: the fit lowers it to 210 GB/s per node, below the
+    # datasheet's 400, which slows the tree's 512 KiB–8 MiB calls that NCCL's model gives too fast (a fit absorbing
+    # that, not a measurement of the NICs).
     assert 200 * GB < intra.nccl_bandwidth_bytes_per_s < 370.8 * GB, figures
-    assert inter.bandwidth_bytes_per_s == 400 * GB and "the tables do not tell it" in inter.note, figures
+    assert 150 * GB < inter.bandwidth_bytes_per_s < 400 * GB and "the tables do not tell it" not in inter.note, figures
     assert 1 * US < inter.fabric_latency_s < 10 * US, figures
-    assert any("at 8 MiB" in str(w.message) for w in caught), [str(w.message) for w in caught]
+    assert any("-26% at 16 MiB" in str(w.message) for w in caught), [str(w.message) for w in caught]
+
+
+def test_a_send_recv_table_is_read_and_fitted():
+    # nccl-tests' sendrecv_perf on one node of 8 A100s (li-plus/playground, data/README.md): busbw = algbw, so the
+    # log gives no rank count; each rank sends to the next over NVLink, the model nccl.send_recv on p2p_link.
+    text = (LOGS / "liplus_1x8xA100_nvlink_sendrecv.txt").read_text()
+    with pytest.raises(ValueError, match="ranks must be given for send_recv"):
+        read_nccl_tests(text)
+    table = read_nccl_tests(text, ranks=8, nodes=1)
+    assert (table.op, table.ranks, table.nodes, len(table)) == ("send_recv", 8, 1, 4)
+    assert table.busbw_bytes_per_s[-1] == table.algbw_bytes_per_s[-1] == 195.10 * GB
+    before = np.median(np.abs(errors(hardware.DGX_A100, table)[1]))  # NCCL's 240 GB/s NVLink count: 0.47–0.81
+    fitted = calibrate_cluster(hardware.DGX_A100, table)
+    after = errors(fitted, table)[1]
+    link = fitted.intra_node_link
+    figures = f"{link.nccl_bandwidth_bytes_per_s / GB:.1f} GB/s, {before:.1%} → {np.median(np.abs(after)):.1%}"
+    # 1 GiB in 5.50 ms at the fitted bandwidth: B ≈ 195 GB/s × (1 − α/T); the fit weighs the slow first row too.
+    assert 190 * GB < link.nccl_bandwidth_bytes_per_s < 240 * GB, figures
+    assert before == pytest.approx(0.20, abs=0.01) and np.median(np.abs(after)) < 0.12, figures
+    assert link.basis == "measured" and "send_recv" in link.source
 
 
 def test_a_calibrated_cluster_runs_everywhere_a_cluster_does():
@@ -298,7 +320,7 @@ BAD = [
     (hardware.DGX_H100, _table(ranks=8, nodes=3), "nodes=3, which does not divide its 8 ranks"),
     (hardware.DGX_H100, _table(sizes=(1024, 2**20)), "'in node' scope must hold at least 3 different sizes"),
     (hardware.DGX_H100, _table(ranks=16, nodes=2, sizes=(8, 8, 8)), "'across nodes' scope must hold at least 3"),
-    (hardware.DGX_H100, _table(op="broadcast"), "measures 'broadcast', which the model does not run"),
+    (hardware.DGX_H100, _table(op="broadcast"), r"tables\[0\]: .*, broadcast, 8 ranks on 1 node measures 'broadcast'"),
     (hardware.DGX_H100, _table(op="all_to_all"), "measures 'all_to_all'"),
     (hardware.DGX_H100, [], "tables must be a Measurements or a non-empty sequence"),
     (hardware.DGX_H100, "log.txt", "tables must be a Measurements"),

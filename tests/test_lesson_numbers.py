@@ -76,6 +76,14 @@ CHECKED = {
         "371 GB/s": "18 × 20.6 GB/s, hardware.DGX_H100.nccl_intra_bandwidth_bytes_per_s: test_lesson_02_quoted_figures",
         "1 MiB": "the size from which tests/test_nccl.py checks the median error",
         "25 %": "tests/test_nccl.py's median-error target; test_lesson_02_quoted_figures counts the logs that meet it",
+        "4.8 µs": "hardware.LAUNCH_FLOOR_S: test_lesson_02_quoted_figures",
+        "8 B": "the smallest size of the floor's fit (tests/test_nccl.py)",
+        "1 KiB": "the largest size of the floor's fit (tests/test_nccl.py)",
+        "16 B": "the Nebius log's second size: test_lesson_02_quoted_figures",
+        "256 KiB": "the Nebius log's last size before 512 KiB: test_lesson_02_quoted_figures",
+        "45.7 µs": "the Nebius log's 8-byte row: test_lesson_02_quoted_figures",
+        "30 µs": "the Nebius log's 16 B–1 KiB rows (29.9–31.4 µs): test_lesson_02_quoted_figures",
+        "512 KiB": "from where the model is optimistic on the Nebius log: test_lesson_02_quoted_figures",
     },
     "03_parallelism": {
         "2.8 TB": "GPT-3's 16 bytes of model state per parameter: test_lesson_03_computed_figures",
@@ -105,6 +113,8 @@ CHECKED = {
         "240 GB/s": "NVLink 3 as NCCL counts it, 12 × 20 GB/s: test_lesson_04_nccl_figures",
         "20 GB/s": "NVLink 3 as NCCL counts it, 12 × 20 GB/s: test_lesson_04_nccl_figures",
         "15 µs": "a decode all-reduce's NCCL latency, 6.6 + 14 × 0.6 µs: test_lesson_04_nccl_figures",
+        "3.17 ms": "160 decode all-reduces, each 4.8 + 15 µs: test_lesson_04_nccl_figures",
+        "4.8 µs": "hardware.LAUNCH_FLOOR_S: test_lesson_04_nccl_figures",
         "6.6 µs": "NCCL's base latency of the ring with LL: test_lesson_04_nccl_figures",
         "0.6 µs": "NCCL's latency per NVLink hop with LL: test_lesson_04_nccl_figures",
         "15.5 µs": "NCCL's ring for GPT-3's decode all-reduce on Selene's node: test_lesson_04_nccl_figures",
@@ -118,6 +128,8 @@ CHECKED = {
         "41 µs": "exercise 3: test_lesson_04_exercise_answers",
         "656 µs": "exercise 3: test_lesson_04_exercise_answers",
         "589 µs": "exercise 3: test_lesson_04_exercise_answers",
+        "588 µs": "exercise 3, NCCL's model without the floor: test_lesson_04_exercise_answers",
+        "3 %": "quoted from Jouppi et al. 2023 (the optics' share of the TPU v4 system's power)",
         "27 %": "exercise 4",
         "88 %": "exercise 4",
     },
@@ -128,10 +140,10 @@ CHECKED = {
         "91.3 s": "exercise 1: test_lesson_05_exercise_answers",
         "83.8 GB": "exercise 1: test_lesson_05_exercise_answers",
         "4.71 s": "exercise 2: test_lesson_05_exercise_answers",
-        "10.5 s": "exercise 2: test_lesson_05_exercise_answers",
-        "5.61 s": "exercise 2: test_lesson_05_exercise_answers",
-        "9.78 s": "exercise 3: test_lesson_05_exercise_answers",
-        "609 ms": "exercise 3: test_lesson_05_exercise_answers",
+        "10.8 s": "exercise 2: test_lesson_05_exercise_answers",
+        "5.88 s": "exercise 2: test_lesson_05_exercise_answers",
+        "9.8 s": "exercise 3: test_lesson_05_exercise_answers",
+        "628 ms": "exercise 3: test_lesson_05_exercise_answers",
     },
     "06_sequences_and_experts": {
         "77.6 GB": "exercise 1: t = 4, c = 2 at 262,144 tokens: test_lesson_06_exercise_answers",
@@ -153,7 +165,17 @@ CHECKED = {
         "17.5 µs": "the p5 log's 16 KiB all-reduce on 8 GPUs: test_lesson_07_recorded_run",
         "37.2 µs": "the Nebius log's 16 KiB all-reduce on 16 GPUs: test_lesson_07_recorded_run",
         "25 µs": "NCCL's tree with LL across two H100 nodes, 25.2 µs: test_lesson_07_recorded_run",
-        "30 %": "the exposed communication on the measured cluster: test_lesson_07_training_on_the_measured_cluster",
+        "31 %": "the exposed communication on the measured cluster: test_lesson_07_training_on_the_measured_cluster",
+        "9 %": "t = 16's lead on the datasheet: test_lesson_07_training_on_the_measured_cluster",
+        "31.2 µs": (
+            "the datasheet's tree with LL across two nodes and the launch floor: "
+            "test_lesson_07_training_on_the_measured_cluster"
+        ),
+        "19.8 µs": "37.2 − 17.5 µs, the logs' 16 KiB all-reduces: test_lesson_07_training_on_the_measured_cluster",
+        "3.16 ms": "160 × 19.8 µs: test_lesson_07_training_on_the_measured_cluster",
+        "5.19 ms": "the decode step's weight reads at t = 8: test_lesson_07_training_on_the_measured_cluster",
+        "20 µs": "the fitted model's 16 KiB all-reduce on 8 GPUs: test_lesson_07_training_on_the_measured_cluster",
+        "35.3 µs": "the fitted model's 16 KiB all-reduce on 16 GPUs: test_lesson_07_training_on_the_measured_cluster",
     },
     "08_model_meets_measurements": {
         "80 GB": "the H100's HBM: test_lesson_08_quoted_figures",
@@ -186,21 +208,22 @@ CHECKED = {
         "37.4 GB": "exercise 1",
         "93.4 GB": "the best worst case's 67.5 GB × 1.384, its memory with the margin: test_lesson_09_robust_plan",
         "75.7 GB": "the recommended plan's 54.7 GB × 1.384, its memory with the margin: test_lesson_09_robust_plan",
-        "1.84 s": "the recommended plan's exposed tensor-parallel time: test_lesson_09_robust_plan",
+        "1.86 s": "the recommended plan's exposed tensor-parallel time: test_lesson_09_robust_plan",
         "78.1 s": "the recommended plan's compute: test_lesson_09_robust_plan",
-        "65.7 s": "exercise 5",
-        "1.6 %": "exercise 5",
+        "65.9 s": "exercise 5",
+        "1.8 %": "exercise 5",
+        "3.2 %": "exercise 5",
         "58.5 GB": "exercise 5",
         "81 GB": "exercise 5",
         "25.3 GB": "80 GB less the recommended plan's 54.7 GB: test_lesson_09_robust_plan",
-        "9.75 s": "the recommended (robust) plan's exposed data-parallel time: test_lesson_09_robust_plan",
+        "9.97 s": "the recommended (robust) plan's exposed data-parallel time: test_lesson_09_robust_plan",
         "50 %": "exercise 2's given scenario",
-        "82.5 s": "exercise 2",
-        "84.1 s": "exercise 2",
-        "12.2 %": "exercise 3",
-        "24.4 %": "exercise 3",
-        "57 s": "exercise 3",
-        "41.1 s": "exercise 4",
+        "82.7 s": "exercise 2",
+        "84.3 s": "exercise 2",
+        "12.4 %": "exercise 3",
+        "24.7 %": "exercise 3",
+        "58 s": "exercise 3",
+        "41.2 s": "exercise 4",
         "64.7 s": "exercise 5",
         "128 GB": "exercise 5",
         "16 GB": "exercise 5",
@@ -293,9 +316,21 @@ def test_lesson_02_quoted_figures():
     assert hardware.NVLINK4.nccl_bandwidth_bytes_per_s == pytest.approx(18 * 20.6e9)
     import test_nccl
 
-    assert len(test_nccl.LOGS) == 7 and len(test_nccl.WITHIN_2X_MISSES) == 2
-    assert len(test_nccl.LOGS) - len(test_nccl.MEDIAN_MISSES) == 3
-    assert "nebius_2x8xH100_ib_all_reduce.txt" in test_nccl.MEDIAN_MISSES
+    assert len(test_nccl.LOGS) == 8 and len(test_nccl.WITHIN_2X_MISSES) == 3
+    assert len(test_nccl.LOGS) - len(test_nccl.MEDIAN_MISSES) == 5
+    nebius = "nebius_2x8xH100_ib_all_reduce.txt"
+    assert nebius in test_nccl.MEDIAN_MISSES
+    # The launch floor and the Nebius log: "0.74 to 1.01 of the measured time from 16 B to 256 KiB" (8 B is 45.7 µs
+    # against 30 µs at 16 and 32 B), "from 512 KiB up between 0.59 and 0.79".
+    assert units.format_time(hardware.LAUNCH_FLOOR_S) == "4.8 µs"
+    sizes, ratio = test_nccl._predicted_over_measured(nebius)
+    log = test_nccl._log_table(nebius)
+    assert units.format_time(log.median_s[0]) == "45.7 µs"
+    assert [units.format_time(t) for t in log.median_s[1:3]] == ["29.9 µs", "30.1 µs"]  # its neighbours, 16 and 32 B
+    small = ratio[(sizes > 8) & (sizes < 512 * 1024)]
+    assert (round(small.min(), 2), round(small.max(), 2)) == (0.74, 1.01)
+    large = ratio[sizes >= 512 * 1024]
+    assert (round(large.min(), 2), round(large.max(), 2)) == (0.59, 0.79)
 
 
 def test_lesson_02_exercise_answers():
@@ -355,7 +390,10 @@ def test_lesson_04_nccl_figures():
     assert selene.nccl_intra_bandwidth_bytes_per_s == pytest.approx(12 * 20e9)  # 240 GB/s, not the datasheet's 300
     # Serving: a decode all-reduce of Llama 3.1 70B on one DGX H100 is latency only, NCCL's ring with LL
     decode = serving.decode_step(parallelism.LLAMA3_70B, hardware.DGX_H100, 8, 1, sequences=1, context_len=2048)
-    assert decode.all_reduce_latency_s / 160 == pytest.approx(6.6e-6 + 14 * 0.6e-6)  # 15 µs
+    assert decode.all_reduce_latency_s / 160 == pytest.approx(
+        hardware.LAUNCH_FLOOR_S + 6.6e-6 + 14 * 0.6e-6
+    )  # 4.8 + 15 µs
+    assert units.format_time(decode.all_reduce_latency_s) == "3.17 ms"
     # GPT-3's decode all-reduce (24.6 kB) on Selene's node: the ring and the tree (a chain in a node), both with LL
     rows = nccl.candidates("all_reduce", selene, 8, 1, 2 * parallelism.GPT3_175B.hidden)
     times = {(row["algorithm"], row["protocol"]): units.format_time(row["time_s"]) for row in rows}
@@ -379,6 +417,7 @@ def test_lesson_04_exercise_answers():
     extra_s = activation_bytes / ll128["bandwidth_bytes_per_s"] - activation_bytes / simple["bandwidth_bytes_per_s"]
     assert units.format_time(extra_s, digits=2) == "41 µs"
     assert units.format_time(tree["time_s"]) == "589 µs"
+    assert units.format_time(ll128["time_s"]) == "588 µs"
     # 2: 8 micro-batches instead of 96 leave the reduce-scatter's 205 ms against the same 149 ms window
     for micro_batches in (96, 8):
         plan = parallelism.ParallelPlan(
@@ -421,30 +460,30 @@ def test_lesson_05_exercise_answers():
     paper["zero_stage"] = 0
     today = search.row(search.find(**paper, recompute="selective", sequence_parallel=True))
     full = search.row(search.find(**paper, recompute="full", sequence_parallel=False))
-    assert units.format_time(today["step_time_s"]) == "91.3 s" and units.format_time(full["step_time_s"]) == "1.97 min"
+    assert units.format_time(today["step_time_s"]) == "91.3 s" and units.format_time(full["step_time_s"]) == "1.98 min"
     assert units.format_bytes(today["memory_bytes"]) == "83.8 GB" and not today["fits"]
     best = search.row(0)
     assert plan_fields(best) + (best["virtual_stages"],) == (12, 8, 32, 1, 1, 4)
-    assert units.format_bytes(best["memory_bytes"]) == "67 GB" and units.format_time(best["step_time_s"]) == "85.8 s"
-    # 2: the ideal model's winner is ZeRO-3 over all 32 GPUs, nothing exposed; calibrated (no prefetch) it is row 999
+    assert units.format_bytes(best["memory_bytes"]) == "67 GB" and units.format_time(best["step_time_s"]) == "85.9 s"
+    # 2: the ideal model's winner is ZeRO-3 over all 32 GPUs, nothing exposed; calibrated (no prefetch) it is row 1023
     model = parallelism.MEGATRON_22B
     ideal = budget.search_plans(model, SMALL_CLUSTER, global_batch=256, calibration=None)
     assert plan_fields(ideal.row(0)) == (32, 1, 1, 3, 1)
     assert units.format_time(ideal.row(0)["step_time_s"]) == "4.71 s" and ideal.row(0)["exposed_communication_s"] == 0
     calibrated = budget.search_plans(model, SMALL_CLUSTER, global_batch=256, memory_margin=0.0)
     row = calibrated.row(calibrated.find(**ideal.fields(0)))
-    assert calibrated.find(**ideal.fields(0)) == 999 and row["binding_constraint"] == "exposed communication"
-    assert units.format_time(row["step_time_s"]) == "10.5 s"
-    assert units.format_time(row["exposed_communication_s"]) == "5.61 s"
+    assert calibrated.find(**ideal.fields(0)) == 1023 and row["binding_constraint"] == "exposed communication"
+    assert units.format_time(row["step_time_s"]) == "10.8 s"
+    assert units.format_time(row["exposed_communication_s"]) == "5.88 s"
     # 3: a batch of 512 keeps the winner's shape with m = 8
     larger = budget.search_plans(model, SMALL_CLUSTER, global_batch=512, memory_margin=0.0)
     first, before = larger.row(0), calibrated.row(0)
     assert plan_fields(first) == plan_fields(before) == (16, 2, 1, 2, 4)
     assert (first["grad_accum_steps"], before["grad_accum_steps"]) == (8, 4)
-    assert units.format_time(first["step_time_s"]) == "9.78 s" and units.format_time(before["step_time_s"]) == "4.97 s"
+    assert units.format_time(first["step_time_s"]) == "9.8 s" and units.format_time(before["step_time_s"]) == "4.98 s"
     assert f"{first['step_time_s'] / before['step_time_s']:.2f}" == "1.97"
-    assert units.format_time(first["exposed_communication_s"]) == "609 ms"
-    assert units.format_time(before["exposed_communication_s"]) == "382 ms"
+    assert units.format_time(first["exposed_communication_s"]) == "628 ms"
+    assert units.format_time(before["exposed_communication_s"]) == "394 ms"
 
 
 def test_lesson_06_exercise_answers():
@@ -494,7 +533,7 @@ def test_lesson_07_recorded_run():
 
 
 def test_lesson_07_training_on_the_measured_cluster():
-    # Step 5: "the same plan wins, its exposed communication grows by 30 %, the step by 1 %" (the default search,
+    # Step 5: "the same plan wins, its exposed communication grows by 31 %, the step by 1 %" (the default search,
     # with the calibration's memory margin)
     import warnings
 
@@ -511,8 +550,28 @@ def test_lesson_07_training_on_the_measured_cluster():
     fields = ("data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage", "micro_batch")
     assert [datasheet[k] for k in fields] == [fitted[k] for k in fields]
     exposed = fitted["exposed_communication_s"] / datasheet["exposed_communication_s"] - 1
-    assert units.format_percent(exposed, digits=2) == "30 %"
+    assert units.format_percent(exposed, digits=2) == "31 %"
     assert units.format_percent(fitted["step_time_s"] / datasheet["step_time_s"] - 1, digits=1) == "1 %"
+    # Serving: "t = 16 fastest by 9 % on the datasheet ... within 1 % (8.35 ms against 8.44 ms)" on the measured
+    # cluster; the logs decide: 160 × (37.2 − 17.5) µs = 3.16 ms against half of 5.19 ms of weight reads
+    four = {
+        name: dataclasses.replace(c, nodes=4) for name, c in (("datasheet", hardware.NEBIUS_H100_IB), ("fit", measured))
+    }
+    decode = {
+        (name, t): serving.decode_step(parallelism.LLAMA3_70B, c, t, 1, 1, 4096)
+        for name, c in four.items()
+        for t in (8, 16)
+    }
+    tpot = {key: step.time_per_output_token_s for key, step in decode.items()}
+    assert units.format_percent(1 - tpot["datasheet", 16] / tpot["datasheet", 8], digits=1) == "9 %"
+    assert [units.format_time(tpot["fit", t]) for t in (16, 8)] == ["8.35 ms", "8.44 ms"]
+    assert units.format_time(nccl.estimate("all_reduce", hardware.NEBIUS_H100_IB, 16, 2, 16384).time_s) == "31.2 µs"
+    gap = nebius.select(size_bytes=16384).rows[0].median_s - p5.select(size_bytes=16384).rows[0].median_s
+    assert units.format_time(gap) == "19.8 µs" and units.format_time(160 * gap) == "3.16 ms"
+    weights = decode["datasheet", 8].weight_read_s
+    assert units.format_time(weights) == "5.19 ms" and 160 * gap > weights / 2
+    fitted_calls = [nccl.estimate("all_reduce", measured, n, nodes, 16384).time_s for n, nodes in ((8, 1), (16, 2))]
+    assert [units.format_time(t) for t in fitted_calls] == ["20 µs", "35.3 µs"]
 
 
 def test_lesson_08_quoted_figures():
@@ -624,11 +683,11 @@ def test_lesson_09_robust_plan():
     ]
     assert search.fields(search.robust()) == {name: getattr(RECOMMENDED, name) for name in budget.PLAN_FIELDS}
     times = [units.format_time(robust[k], digits=2) for k in ("step_time_s", "step_time_low_s", "step_time_high_s")]
-    assert times == ["90 s", "79 s", "4.4 min"] and units.format_time(robust["step_time_s"]) == "89.7 s"
+    assert times == ["90 s", "80 s", "4.4 min"] and units.format_time(robust["step_time_s"]) == "89.9 s"
     first, last = band[0], band[-1]
-    assert (round(first[1], 2), round(first[2], 2)) == (0.88, 2.93) and (round(last[1], 2), round(last[2], 2)) == (
+    assert (round(first[1], 2), round(first[2], 2)) == (0.89, 2.93) and (round(last[1], 2), round(last[2], 2)) == (
         1.31,
-        33.5,
+        33.58,
     )
     # memory: the best worst case needs 93.4 GB with the margin; the recommended plan 54.7 GB, 75.7 GB with it
     minimax = parallelism.memory_breakdown(parallelism.LLAMA3_70B, MINIMAX, calibration=CAL).total
@@ -637,22 +696,22 @@ def test_lesson_09_robust_plan():
     assert units.format_bytes(recommended) == "54.7 GB" and units.format_bytes(recommended * 1.384) == "75.7 GB"
     assert units.format_bytes(80e9 - recommended) == "25.3 GB"
     step = budget.step_time(parallelism.LLAMA3_70B, RECOMMENDED, CAPSTONE, calibration=CAL)
-    assert units.format_time(step.compute_s) == "78.1 s" and units.format_time(step.exposed_s["data"]) == "9.75 s"
-    assert units.format_time(step.exposed_s["tensor"]) == "1.84 s" and step.bubble_s == 0
-    assert units.format_percent(step.mfu) == "35.6 %"
+    assert units.format_time(step.compute_s) == "78.1 s" and units.format_time(step.exposed_s["data"]) == "9.97 s"
+    assert units.format_time(step.exposed_s["tensor"]) == "1.86 s" and step.bubble_s == 0
+    assert units.format_percent(step.mfu) == "35.5 %"
     winner = capstone_searches(512, {"c": CAL})["c"].row(0)["step_time_s"]
-    assert units.format_time(winner) == "81.9 s" and round(step.total_s / winner - 1, 1) == 0.1  # "about a tenth"
+    assert units.format_time(winner) == "82.1 s" and round(step.total_s / winner - 1, 1) == 0.1  # "about a tenth"
     # Step 12: no pipeline and ZeRO-3's gathers every micro-batch: the same MFU at every batch; 15 T tokens
     mfus = set()
     for batch in (128, 256, 512, 1024):
         plan = RECOMMENDED.replace(grad_accum_steps=batch // 64)
         mfus.add(units.format_percent(budget.step_time(parallelism.LLAMA3_70B, plan, CAPSTONE, calibration=CAL).mfu))
-    assert mfus == {"35.6 %"}
+    assert mfus == {"35.5 %"}
     mfu = budget.step_time(parallelism.LLAMA3_70B, RECOMMENDED, CAPSTONE, calibration=CAL).mfu
     days = (
         compute.training_flops(parallelism.LLAMA3_70B.params, 15e12) / (64 * hardware.H100.peak("bf16") * mfu) / 86400
     )
-    assert round(days / 365, 1) == 8.9  # "almost nine years"
+    assert round(days / 365, 2) == 8.97  # "almost nine years"
     assert round(4e6 / 4096) == 977 and round(4 * 2**20 / 4096) == 1024  # Llama 3 405B's first batch: "about 1,000"
 
 
@@ -669,21 +728,21 @@ def test_lesson_09_exercise_answers():
     slow_network = dataclasses.replace(CAL, network_efficiency=0.5)
     search = capstone_searches(512, {"network at 50 %": slow_network})["network at 50 %"]
     best = search.row(0)["step_time_s"]
-    assert units.format_time(best) == "82.5 s" and plan_fields(search.row(0)) == tuple(WINNER.values())
+    assert units.format_time(best) == "82.7 s" and plan_fields(search.row(0)) == tuple(WINNER.values())
     assert search.row(1)["virtual_stages"] == 1 and plan_fields(search.row(1)) == tuple(WINNER.values())
     recommended_s = budget.step_time(model, MINIMAX, CAPSTONE, calibration=slow_network).total_s
-    assert units.format_time(recommended_s) == "84.1 s" and round(recommended_s / best, 2) == 1.02
+    assert units.format_time(recommended_s) == "84.3 s" and round(recommended_s / best, 2) == 1.02
     # 3: the ideal model's exposed tensor-parallel share at η = 0.3 and 0.7, and the η at which it is a quarter
     share = {}
-    for eta in (0.3, 0.7, 0.72, 0.73):
+    for eta in (0.3, 0.7, 0.71, 0.72):
         step = budget.step_time(model, CANDIDATE, CAPSTONE, compute_efficiency=eta, calibration=None)
         share[eta] = step.exposed_s["tensor"] / step.total_s
-    assert units.format_percent(share[0.3]) == "12.2 %" and units.format_percent(share[0.7]) == "24.4 %"
-    assert share[0.72] < 0.25 <= share[0.73]  # "η ≈ 0.72"
-    assert units.format_time(step.exposed_s["tensor"] / 0.25, digits=2) == "57 s"
+    assert units.format_percent(share[0.3]) == "12.4 %" and units.format_percent(share[0.7]) == "24.7 %"
+    assert share[0.71] < 0.25 <= share[0.72]  # "η ≈ 0.71"
+    assert units.format_time(step.exposed_s["tensor"] / 0.25, digits=2) == "58 s"
     # 4: 256 sequences per step, the calibrated winner (the ranking: the test below)
     search = capstone_searches(256, {"calibrated": CAL})["calibrated"]
-    assert units.format_time(search.row(0)["step_time_s"]) == "41.1 s"
+    assert units.format_time(search.row(0)["step_time_s"]) == "41.2 s"
     assert plan_fields(search.row(0)) == (4, 8, 2, 1, 1) and search.row(0)["virtual_stages"] == 4
     # 5: Llama 3 8B on one node, the default search (with the memory margin)
     search = budget.search_plans(parallelism.LLAMA3_8B, hardware.DGX_H100, 512, calibration=CAL, attention=("flash",))
@@ -692,8 +751,8 @@ def test_lesson_09_exercise_answers():
     assert tuple(first[k] for k in fields) == (4, 2, 1, 2, 1, 1) and first["sequence_parallel"]
     assert tuple(second[k] for k in fields) == (2, 2, 2, 1, 1, 4)
     assert (first["recompute"], second["recompute"]) == ("none", "none")
-    assert units.format_time(first["step_time_s"]) == "65.7 s"
-    assert units.format_percent(second["step_time_s"] / first["step_time_s"] - 1, digits=2) == "3.3 %"
+    assert units.format_time(first["step_time_s"]) == "65.9 s"
+    assert units.format_percent(second["step_time_s"] / first["step_time_s"] - 1, digits=2) == "3.2 %"
     # without the margin, the same split without sequence parallelism wins, but it needs 81 GB with the margin
     bare = budget.search_plans(
         parallelism.LLAMA3_8B, hardware.DGX_H100, 512, calibration=CAL, attention=("flash",), memory_margin=0.0
@@ -701,7 +760,7 @@ def test_lesson_09_exercise_answers():
     top = bare.row(0)
     assert tuple(top[k] for k in fields) == (4, 2, 1, 2, 1, 1) and not top["sequence_parallel"]
     assert units.format_time(top["step_time_s"]) == "64.7 s" and units.format_bytes(top["memory_bytes"]) == "58.5 GB"
-    assert units.format_percent(1 - top["step_time_s"] / first["step_time_s"], digits=2) == "1.6 %"
+    assert units.format_percent(1 - top["step_time_s"] / first["step_time_s"], digits=2) == "1.8 %"
     assert units.format_bytes(top["memory_bytes"] * (1 + CAL.memory_margin), digits=2) == "81 GB"
     states = parallelism.zero_model_state_bytes(parallelism.LLAMA3_8B.params, 1, 0)
     assert units.format_bytes(states) == "128 GB"

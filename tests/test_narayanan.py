@@ -29,7 +29,7 @@ def table1_prediction(heads, hidden, layers, t, p, gpus, batch, calibration=SELE
 def test_table1_predictions():
     # Printed here so a failure shows all rows; the targets are the parametrised tests below.
     predicted = [round(table1_prediction(*row[:7])) for row in TABLE1]
-    assert predicted == [156, 145, 130, 118, 125, 126, 130, 131, 131, 131]
+    assert predicted == [156, 145, 129, 118, 124, 126, 130, 131, 131, 131]
 
 
 @pytest.mark.parametrize(
@@ -61,8 +61,8 @@ def _zero3_and_ptdp(gpus, zero3_micro_batch, calibration=SELENE):
 
 
 def test_section_5_2_figures():
-    # Predicted hardware TFLOP/s per GPU (ZeRO-3, PTD-P): 156 and 135 at 384 GPUs, 78 and 132 at 768.
-    for gpus, micro_batch, expected in ((384, 4, (156, 135)), (768, 2, (78, 132))):
+    # Predicted hardware TFLOP/s per GPU (ZeRO-3, PTD-P): 156 and 134 at 384 GPUs, 77 and 132 at 768.
+    for gpus, micro_batch, expected in ((384, 4, (156, 134)), (768, 2, (77, 132))):
         steps = _zero3_and_ptdp(gpus, micro_batch)
         assert tuple(round(step.hfu * 312) for step in steps) == expected
 
@@ -78,7 +78,7 @@ def test_section_5_2_figures():
                 reason="overlap: at 384 GPUs the model hides all of ZeRO-3's parameter gathers and gradient "
                 "reduce-scatters behind compute (NCCL's ring at the nominal 25 GB/s per GPU, with DeepSpeed's "
                 "prefetch and no slowdown of compute while they run), so ZeRO-3 predicts 156 TFLOP/s against PTD-P's "
-                "135; measured 144 vs 153 (at 768 GPUs the flat ring's 767 steps expose 38 s and the order is right)",
+                "134; measured 144 vs 153 (at 768 GPUs the flat ring's 767 steps expose 38 s and the order is right)",
             ),
         ),
         (768, 2),
@@ -94,7 +94,7 @@ def test_section_5_2_ptdp_beats_zero3(gpus, zero3_micro_batch):
 # of ZeRO-3 gathers), its fixed cost (1.6 ms per layer and micro-batch) and its efficiency (0.55 of peak), Selene's
 # own links. Nothing here was fitted on these rows.
 
-DEFAULT_TABLE1 = [141, 128, 112, 105, 119, 126, 133, 138, 139, 141]  # predicted TFLOP/s per GPU (hardware FLOPs)
+DEFAULT_TABLE1 = [141, 127, 112, 105, 119, 126, 133, 138, 139, 141]  # predicted TFLOP/s per GPU (hardware FLOPs)
 
 
 def default_prediction(row):
@@ -112,8 +112,8 @@ def test_default_calibration_table1_predictions():
 def test_default_calibration_table1_never_worse_than_the_ideal_model():
     default = mean_error([default_prediction(row) for row in TABLE1])
     ideal = mean_error([table1_prediction(*row[:7]) for row in TABLE1])
-    assert default <= ideal, (default, ideal)  # 12.6 % against 12.7 %
-    assert round(default, 3) == 0.126 and round(ideal, 3) == 0.127
+    assert default <= ideal, (default, ideal)  # 12.70 % against 12.77 %
+    assert round(default, 4) == 0.127 and round(ideal, 4) == 0.1277
 
 
 _SMALL_GEMMS = pytest.mark.xfail(
@@ -139,7 +139,7 @@ def _default_zero3_and_ptdp(gpus, zero3_micro_batch):
 
 def test_default_calibration_section_5_2_figures():
     # Predicted hardware TFLOP/s per GPU (ZeRO-3, PTD-P); measured 144 vs 153 (384 GPUs) and 88 vs 149 (768 GPUs).
-    for gpus, micro_batch, expected in ((384, 4, (123, 138)), (768, 2, (54, 135))):
+    for gpus, micro_batch, expected in ((384, 4, (122, 138)), (768, 2, (53, 135))):
         steps = _default_zero3_and_ptdp(gpus, micro_batch)
         assert tuple(round(step.hfu * 312) for step in steps) == expected
 
@@ -160,13 +160,13 @@ def preset_prediction(row):
 
 
 def test_framework_presets_table1_predictions():
-    assert [round(preset_prediction(row)) for row in TABLE1] == [141, 131, 117, 112, 127, 133, 138, 143, 143, 145]
+    assert [round(preset_prediction(row)) for row in TABLE1] == [141, 131, 117, 112, 126, 133, 138, 143, 143, 145]
 
 
 def test_framework_presets_table1_never_worse_than_the_ideal_model():
     presets = mean_error([preset_prediction(row) for row in TABLE1])
     ideal = mean_error([table1_prediction(*row[:7]) for row in TABLE1])
-    assert presets <= ideal, (presets, ideal)  # 9.3 % against 12.7 %
+    assert presets <= ideal, (presets, ideal)  # 9.4 % against 12.8 %
 
 
 _FIXED_COST = pytest.mark.xfail(

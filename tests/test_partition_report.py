@@ -7,6 +7,7 @@ import pytest
 
 from course_lib import budget, hardware, parallelism
 from course_lib.compute import transformer_forward_flops
+from course_lib.hardware import LAUNCH_FLOOR_S
 from course_lib.parallelism import GPT3_175B, BoundaryTransfer, ParallelPlan, TransformerModel, memory_breakdown
 
 # Two nodes of 8 H100: NVLink at NCCL's 18 × 20.6 = 370.8 GB/s one-way per GPU; InfiniBand NDR 400 GB/s per node =
@@ -37,7 +38,7 @@ def test_hand_computed_transfers_of_a_plan_spanning_two_nodes():
     ]
     # 1 MiB over 4 GPUs of a node: NCCL's ring with LL, (6.6 + 6 × 0.6) µs, bus bandwidth min(141 GB/s, NVLink / 2)
     # × n / 2(n − 1).
-    ring_4 = 10.2e-6 + activation / (141e9 * 4 / 6)
+    ring_4 = LAUNCH_FLOOR_S + 10.2e-6 + activation / (141e9 * 4 / 6)  # and the launch floor
     for x in tensor:
         assert x.link == hardware.NVLINK4 and x.levels == ("in node",) and not x.crosses_nodes
         assert x.time_per_call_s == pytest.approx(ring_4, rel=1e-12)
@@ -48,13 +49,13 @@ def test_hand_computed_transfers_of_a_plan_spanning_two_nodes():
     assert [(x.transfer.payload_bytes, x.transfer.calls_per_step) for x in pipeline] == [(activation / 4, 4)] * 2
     for x in pipeline:
         assert x.link == hardware.INFINIBAND_NDR_8X and x.levels == ("across nodes",) and x.crosses_nodes
-        assert x.time_s == pytest.approx(4 * (IB_A + activation / 4 / IB_B), rel=1e-12)
+        assert x.time_s == pytest.approx(4 * (LAUNCH_FLOOR_S + IB_A + activation / 4 / IB_B), rel=1e-12)
     (data,) = _by(report, "data")
     grads = 2 * TINY.params / (4 * 2)
     assert (data.transfer.op, data.transfer.payload_bytes, data.transfer.calls_per_step) == ("all_reduce", grads, 1)
     assert data.link == hardware.NVLINK4
     # NVLink SHARP over the 2 ranks: 25 µs + S / (NVLink × 0.85 × 15/16 × 2 × n / 2(n − 1)).
-    assert data.time_s == pytest.approx(25e-6 + grads / (NV_B * 0.85 * 15 / 16 * 2 * 2 / 2), rel=1e-12)
+    assert data.time_s == pytest.approx(LAUNCH_FLOOR_S + 25e-6 + grads / (NV_B * 0.85 * 15 / 16 * 2 * 2 / 2), rel=1e-12)
     # the gradient all-reduce hides behind the last micro-batch's backward (2 × forward, no recomputation)
     forward = FORWARD_S
     assert data.exposed_s == pytest.approx(max(0.0, data.time_s - 2 * forward), abs=1e-15)
@@ -84,7 +85,7 @@ def test_tensor_group_spanning_nodes_uses_each_gpus_share_of_the_network():
     # NCCL's tree with LL128: a chain of 8 in each node, a tree between the 2 nodes: 14 + 2 × (7 × 1.25 + 8.5) µs;
     # bus bandwidth 0.92 × min(NVLink, 2 × the node's 8 rails of 50 GB/s) × 120/128, × 1/2 for the tree, × 0.6
     # (NCCL's tree correction at 1 MiB).
-    per_call = 48.5e-6 + s / (0.92 * NV_B * 120 / 128 * 0.5 * 0.6)
+    per_call = LAUNCH_FLOOR_S + 48.5e-6 + s / (0.92 * NV_B * 120 / 128 * 0.5 * 0.6)  # and the launch floor
     assert forward.link == hardware.INFINIBAND_NDR_8X and forward.levels == ("in node", "across nodes")
     assert forward.time_per_call_s == pytest.approx(per_call, rel=1e-12)
     assert forward.time_s == pytest.approx(forward.transfer.calls_per_step * per_call, rel=1e-12)
@@ -93,7 +94,7 @@ def test_tensor_group_spanning_nodes_uses_each_gpus_share_of_the_network():
     wide = budget.partition_report(TINY, ParallelPlan(tensor_parallel=8, data_parallel=2), CLUSTER_2x8)
     (data,) = _by(wide, "data")
     grads = data.transfer.payload_bytes
-    assert data.time_per_call_s == pytest.approx(1.4 * 36.4e-6 + grads / IB_B, rel=1e-12)
+    assert data.time_per_call_s == pytest.approx(LAUNCH_FLOOR_S + 1.4 * 36.4e-6 + grads / IB_B, rel=1e-12)
 
 
 def test_gpt3_tensor_parallel_past_the_node_on_the_same_gpus_is_slower():

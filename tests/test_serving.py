@@ -27,6 +27,7 @@ HBM = H100.hbm_bandwidth_bytes_per_s
 PEAK = H100.peak("bf16")
 NVLINK_B, NVLINK_ALPHA = 450e9, 1e-6
 NET_B, NET_ALPHA = 50e9, 5e-6
+FLOOR = 4.8e-6  # hardware.LAUNCH_FLOOR_S: every NCCL call's launch floor
 
 
 def kv_bytes_of(model, context_len, sequences, bytes_per_element=2):
@@ -207,11 +208,12 @@ def test_prefill_by_hand_with_t_and_p():
     assert pre.compute_s == pytest.approx(flops / (t * PEAK * 0.5))
     activation = 2 * b * s * 4096
     # Two all-reduces per layer of the b·s·h activations over t = 2 ranks in a node, as NCCL runs them (16.4 MB:
-    # NVLink SHARP, 25 µs + S / (370.8 GB/s × 0.85 × 15/16 × 2 × 2/2)).
+    # the launch floor + NVLink SHARP, 4.8 µs + 25 µs + S / (370.8 GB/s × 0.85 × 15/16 × 2 × 2/2)).
     call = budget.group_collective("all_reduce", H100_NODES, t, 1, activation)
-    assert call.algorithm == "nvls" and call.time_s == pytest.approx(25e-6 + activation / (370.8e9 * 0.85 * 15 / 8))
+    assert call.algorithm == "nvls"
+    assert call.time_s == pytest.approx(FLOOR + 25e-6 + activation / (370.8e9 * 0.85 * 15 / 8))
     assert pre.all_reduce_s == pytest.approx(2 * 32 * call.time_s)
-    assert pre.pipeline_hop_s == pytest.approx((p - 1) * (NVLINK_ALPHA + activation / t / 370.8e9))
+    assert pre.pipeline_hop_s == pytest.approx((p - 1) * (FLOOR + NVLINK_ALPHA + activation / t / 370.8e9))
     assert pre.time_to_first_token_s == pytest.approx(pre.compute_s + pre.all_reduce_s + pre.pipeline_hop_s)
 
 
@@ -225,12 +227,12 @@ def test_decode_step_by_hand_with_t_and_p():
     assert step.kv_read_s == pytest.approx(layers_here * 2 * (8 / t) * 128 * c * b * 2 / HBM)
     assert step.attention_compute_s == pytest.approx(4 * b * layers_here * 8192 * c / t / (PEAK * 0.5))
     # Two all-reduces per layer of b × h × 2 bytes (128 KiB) over t = 4 NVLink ranks: NCCL's ring with LL,
-    # (6.6 + 6 × 0.6) µs + S / (141 GB/s × 4/6).
+    # the launch floor + (6.6 + 6 × 0.6) µs + S / (141 GB/s × 4/6).
     activation = 2 * b * 8192
-    assert step.all_reduce_latency_s == pytest.approx(2 * layers_here * 10.2e-6)
+    assert step.all_reduce_latency_s == pytest.approx(2 * layers_here * (FLOOR + 10.2e-6))
     assert step.all_reduce_bandwidth_s == pytest.approx(2 * layers_here * activation / (141e9 * 4 / 6))
     # Stages are t = 4 ranks apart: 2 per 8-GPU node, so the p − 1 = 3 sends cross InfiniBand.
-    assert step.pipeline_hop_s == pytest.approx((p - 1) * (NET_ALPHA + activation / t / NET_B))
+    assert step.pipeline_hop_s == pytest.approx((p - 1) * (FLOOR + NET_ALPHA + activation / t / NET_B))
     stage = step.weight_read_s + step.kv_read_s + step.all_reduce_latency_s + step.all_reduce_bandwidth_s
     assert step.bound == "memory" and step.stage_s == pytest.approx(stage)
     assert step.time_per_output_token_s == pytest.approx(p * stage + step.pipeline_hop_s)
@@ -242,9 +244,10 @@ def test_one_all_reduce_per_layer_would_halve_the_latency_term():
     step = serving.decode_step(LLAMA3_70B, DGX_H100, 8, 1, sequences=1, context_len=1024)
     one_call = budget.group_collective("all_reduce", DGX_H100, 8, 1, 2 * 8192)  # NCCL's ring with LL
     assert (one_call.algorithm, one_call.protocol) == ("ring", "LL")
-    assert step.all_reduce_latency_s == pytest.approx(2 * 80 * one_call.latency_s)  # 160 × (6.6 + 14 × 0.6) µs
-    assert step.all_reduce_latency_s == pytest.approx(2.4e-3)
-    assert one_call.latency_s > 10 * (one_call.time_s - one_call.latency_s)  # latency-bound
+    fixed = one_call.launch_floor_s + one_call.latency_s
+    assert step.all_reduce_latency_s == pytest.approx(2 * 80 * fixed)  # 160 × (4.8 + 6.6 + 14 × 0.6) µs
+    assert step.all_reduce_latency_s == pytest.approx(3.168e-3)
+    assert fixed > 10 * (one_call.time_s - fixed)  # latency-bound
 
 
 def test_a_pipeline_adds_latency_and_helps_throughput_only_with_batches_in_flight():
@@ -327,11 +330,12 @@ def test_comparison_shows_a_plan_that_trains_well_and_serves_poorly():
     assert a.training_tokens_per_s_per_device == pytest.approx(64 * 8192 / (a.training.total_s * 32))
     assert not a.serving_fits and b.serving_fits
     # All-gather of one GPU's 141 GB over 32 ranks on 4 nodes: NCCL's flat ring with Simple at min(NVLink 370.8,
-    # the node's 400 GB/s) × 32/31; latency 8.4 + 28 × 3.4 (NVLink hops) + 3 × 14 µs (network hops).
+    # the node's 400 GB/s) × 32/31; latency 8.4 + 28 × 3.4 (NVLink hops) + 3 × 14 µs (network hops), and the launch
+    # floor.
     weights = a.serving_memory.weights
-    gather = 145.6e-6 + weights / (370.8e9 * 32 / 31)
+    gather = FLOOR + 145.6e-6 + weights / (370.8e9 * 32 / 31)
     assert a.zero3_gather_per_token_s == pytest.approx(gather)
-    assert a.zero3_gather_per_token_s / b.time_per_output_token_s == pytest.approx(48.1, rel=1e-2)  # 369 ms / 7.67 ms
+    assert a.zero3_gather_per_token_s / b.time_per_output_token_s == pytest.approx(43.7, rel=1e-2)  # 369 ms / 8.44 ms
     assert b.time_to_first_token_s == b.prefill.time_to_first_token_s
     assert b.serving_tokens_per_s_per_device == b.decode.tokens_per_s_per_device
 

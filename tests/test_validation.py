@@ -86,7 +86,7 @@ def test_figures_before_the_calibration(replay_before, runs):
     before = validation.validation_figures(replay_before, np.isin(runs["model"], HELD_OUT))
     assert round(before["memory_median_abs_error"], 3) == 0.432
     assert round(before["fit_agreement"], 3) == 0.836
-    assert round(before["mfu_spearman"], 2) == 0.70
+    assert round(before["mfu_spearman"], 2) == 0.71
     assert before["best_pick_share"] == 0.0
 
 
@@ -106,12 +106,12 @@ def test_the_fit_sees_only_the_1b_and_3b_runs_and_returns_the_calibration(runs, 
 @pytest.mark.slow
 def test_the_fit_has_three_constants_and_its_optimum_is_inside_its_grid(surface):
     # Efficiency and fixed cost: the minimum of the one-node loss, away from every edge of the grid; the median error
-    # there is 8.5 %; no other constant of the step time is fitted (the links are measured, the framework cited).
+    # there is 8.8 %; no other constant of the step time is fitted (the links are measured, the framework cited).
     i, j = np.unravel_index(np.argmin(surface), surface.shape)
     assert 0 < i < surface.shape[0] - 1 and 0 < j < surface.shape[1] - 1, (i, j)
     cal = validation.PLAYBOOK_CALIBRATION
     assert (validation.FIT_GRID[0][i], validation.FIT_GRID[1][j]) == (cal.gemm_efficiency, cal.layer_overhead_s)
-    assert round(float(surface[i, j]), 3) == 0.085
+    assert round(float(surface[i, j]), 3) == 0.088
     assert cal.gemm_half_flops == 0 and cal.network_efficiency == 1 and cal.framework is parallelism.NANOTRON
 
 
@@ -167,10 +167,10 @@ def test_held_out_figures(held_out):
     # The calibrated model on the 8B and 80B runs, which the fit never saw (make validate prints them).
     assert round(held_out["memory_median_abs_error"], 3) == 0.133
     assert round(held_out["fit_agreement"], 3) == 0.916 and round(held_out["crashed_share"], 3) == 0.619
-    assert {m: round(rho, 2) for m, rho in held_out["mfu_spearman_per_model"].items()} == {"8B": 0.77, "80B": 0.69}
-    assert round(held_out["mfu_median_abs_error"], 2) == 1.95
+    assert {m: round(rho, 2) for m, rho in held_out["mfu_spearman_per_model"].items()} == {"8B": 0.78, "80B": 0.70}
+    assert round(held_out["mfu_median_abs_error"], 2) == 1.98
     ratios = {n: round(r, 2) for n, r in held_out["mfu_ratio_median_by_nodes"].items()}
-    assert ratios == {1: 0.98, 2: 0.97, 4: 2.09, 8: 2.52, 16: 2.13, 32: 4.32, 64: 10.07}
+    assert ratios == {1: 0.98, 2: 0.97, 4: 2.1, 8: 2.51, 16: 2.15, 32: 4.36, 64: 10.25}
 
 
 # Why a target is not met: the figure and its cause (the residual is far from one node: 0.98× on one node and 0.97× on
@@ -187,8 +187,8 @@ _UNMET = {
     "that crashed (139, none the other way), 66 GB predicted at the median, 87 % of them with a pipeline; nanotron's "
     "18 B per parameter (cited) lowered the prediction from the old fit's 20, and the data do not say which crashed "
     "for memory",
-    "mfu_spearman_worst_model": "0.69 (80B; 8B 0.77): " + _CROSS_NODE,
-    "mfu_median_abs_error": "195 %: " + _CROSS_NODE,
+    "mfu_spearman_worst_model": "0.70 (80B; 8B 0.78): " + _CROSS_NODE,
+    "mfu_median_abs_error": "198 %: " + _CROSS_NODE,
 }
 
 

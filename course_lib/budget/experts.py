@@ -71,7 +71,7 @@ def moe_layer_times(
     >>> eight = replace(DGX_H100, nodes=8)
     >>> inside, across = (moe_layer_times(MIXTRAL_8X7B, eight, 8, 4096, stride) for stride in (1, 8))
     >>> format_time(inside.all_to_all_s), format_time(across.all_to_all_s), format_time(inside.expert_compute_s)
-    ('637 µs', '4.72 ms', '17.5 ms')
+    ('657 µs', '4.74 ms', '17.5 ms')
     """
     if not isinstance(model, TransformerModel):
         raise ValueError(f"model must be a parallelism.TransformerModel, got {model!r}")

@@ -104,7 +104,7 @@ def group_collective(op, cluster: Cluster, group_size, stride, payload_bytes, *,
     (8, 2, 'nvls_tree', 'Simple', '3.24 ms', ('in node', 'across nodes'))
     >>> small = group_collective("all_reduce", NEBIUS_H100_IB, 16, 1, 16 * 1024)
     >>> small.algorithm, small.protocol, format_time(small.time_s)
-    ('tree', 'LL', '26.4 µs')
+    ('tree', 'LL', '31.2 µs')
     >>> a2a = group_collective("all_to_all", NEBIUS_H100_IB, 16, 1, 1e9)   # half of S leaves each node at 50 GB/s
     >>> a2a.algorithm, a2a.protocol, format_time(a2a.time_s), a2a.levels
     ('p2p', 'Simple', '10 ms', ('in node', 'across nodes'))
@@ -132,7 +132,10 @@ def _group_call(op, cluster: Cluster, group_size, stride, payload_bytes, algorit
     if op == "send_recv":
         if algorithm is not None or protocol is not None:
             raise ValueError("algorithm and protocol must be None for send_recv (one point-to-point message)")
-        latency, bandwidth = nccl.p2p_link(cluster, np.asarray(nodes) > 1)
+        if cluster.accelerator.architecture:
+            call = nccl.send_recv(cluster, n, nodes, size)
+            return GroupCall(**{field.name: getattr(call, field.name) for field in fields(call)}, ranks_per_node=k)
+        latency, bandwidth = nccl.p2p_link(cluster, np.asarray(nodes) > 1)  # MPI: the α–β link, no launch floor
         time = np.where(np.asarray(n) > 1, latency + size / bandwidth, 0.0)
         scalar = np.ndim(time) == 0
         return GroupCall(op, n, nodes, size, "p2p" if scalar else np.full(np.shape(time), "p2p"),
@@ -220,7 +223,7 @@ def transfer_time_per_call(transfer, plan: ParallelPlan, cluster: Cluster):
     >>> from course_lib.units import format_time
     >>> plan = ParallelPlan(tensor_parallel=8)
     >>> format_time(transfer_time_per_call(step_transfers(GPT3_175B, plan)[0], plan, DGX_H100))   # NVLS, 50.3 MB
-    '174 µs'
+    '179 µs'
     """
     return _transfer_call(transfer, plan, cluster).time_s
 

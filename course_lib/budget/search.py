@@ -125,8 +125,8 @@ class PlanSearch:
         >>> print(found.table([found.fastest(), found.robust()]))   # doctest: +ELLIPSIS
         fits: memory × (1 + 38.4 %) ≤ 80 GB; step (p10–p90): the band of measured/predicted step times
          row    d   t   p ZeRO  b    m  v recompute  SP   memory                    step  exposed   bubble  binding
-           0    1   4   8    0  1  256  1      full  no  56.8 GB     97.1 s (2.1–54 min)   8.02 s   2.58 s  compute
-          18   16   2   1    3  1   16  1      full yes  53.2 GB 1.77 min (94 s–5.2 min)   26.9 s      0 s  compute
+           0    1   4   8    0  1  256  1      full  no  56.8 GB       97 s (2.1–54 min)   7.89 s   2.58 s  compute
+          18   16   2   1    3  1   16  1      full yes  53.2 GB 1.76 min (94 s–5.2 min)   26.7 s      0 s  compute
         """
         self.fastest()
         high = np.where(self.feasible, self.columns["step_time_high_s"], np.inf)
@@ -146,8 +146,8 @@ class PlanSearch:
         >>> from course_lib.units import GB, format_bytes
         >>> found = search_plans(GPT2_1_5B, DGX_H100, global_batch=512, calibration=None)   # the ideal model
         >>> found.fastest_within(80 * GB), found.fastest_within(10 * GB)   # row 0 needs 21 GB (see ``table``)
-        (0, 87)
-        >>> found.row(87)["recompute"], format_bytes(found.row(87)["memory_bytes"])
+        (0, 81)
+        >>> found.row(81)["recompute"], format_bytes(found.row(81)["memory_bytes"])
         ('selective', '8.46 GB')
         """
         limit = _check.positive("memory_bytes", memory_bytes)
@@ -189,7 +189,7 @@ class PlanSearch:
         >>> found.find(data_parallel=8, zero_stage=3)
         Traceback (most recent call last):
         ...
-        ValueError: 12 plans match data_parallel=8, zero_stage=3 (rows 0, 2, 5, 87, ...); name more fields
+        ValueError: 12 plans match data_parallel=8, zero_stage=3 (rows 0, 2, 5, 81, ...); name more fields
         """
         if not fields:
             raise ValueError(f"find needs at least one field; the fields are {', '.join(self.columns)}")
@@ -226,7 +226,7 @@ class PlanSearch:
         fits: memory ≤ 80 GB (no margin); step: a point estimate (no measured band)
          row    d   t   p ZeRO  b    m  v recompute  SP   memory                    step  exposed   bubble  binding
            0    8   1   1    3  2   32  1      none  no    21 GB                  1.36 s      0 s      0 s  compute
-           7    8   1   1    1  1   64  1      none  no  17.5 GB                  1.37 s  7.38 ms      0 s  compute
+           7    8   1   1    1  1   64  1      none  no  17.5 GB                  1.37 s  7.39 ms      0 s  compute
         """
         rows = [_check.count("rows", row, minimum=0) for row in rows]
         for row in rows:
@@ -284,7 +284,7 @@ def worst_case_ranking(searches: dict, candidates: int = 10) -> list[dict]:
     >>> searches = {f"η = {eta}": search_plans(GPT2_1_5B, DGX_H100, 512, compute_efficiency=eta, calibration=None)
     ...             for eta in (0.3, 0.6)}
     >>> [(round(row["worst_slowdown"], 4), row["worst_scenario"]) for row in worst_case_ranking(searches, 3)][-2:]
-    [(1.0, 'η = 0.3'), (1.2494, 'η = 0.6')]
+    [(1.0, 'η = 0.3'), (1.2502, 'η = 0.6')]
     """
     count = _check.count("candidates", candidates)
     if not searches:

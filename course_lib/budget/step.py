@@ -32,7 +32,7 @@ backward; the step's first gather and last bucket cannot hide.
 ('2.01 min', 'compute')
 >>> step = step_time(MEGATRON_1T, plan, SELENE_3072)   # the default calibration; measured: 163 TFLOP/s hardware
 >>> format_time(step.total_s), format_flops_rate(step.hfu * SELENE_3072.accelerator.peak("bf16"))
-('1.97 min', '141 TFLOP/s')
+('1.98 min', '141 TFLOP/s')
 """
 
 from __future__ import annotations

@@ -34,7 +34,9 @@ from .tables import Measurements
 __all__ = ["CalibrationWarning", "calibrate_cluster"]
 
 _SCOPES = budget.LEVELS  # ("in node", "across nodes")
-_MODEL_OPS = ("all_reduce", "reduce_scatter", "all_gather")  # the collectives budget.group_collective models
+# The calls budget.group_collective models: the collectives NCCL's tuner weighs and nccl-tests' sendrecv_perf (each
+# rank sends to the next; on NVIDIA GPUs nccl.send_recv, over p2p_link's link).
+_MODEL_OPS = ("all_reduce", "reduce_scatter", "all_gather", "send_recv")
 _LATENCY_FLOOR_S = 0.1 * units.US  # the latency's log scale: L + 0.1 µs, so that L = 0 is reachable
 _MAX_LATENCY_S = 10e-3
 _BANDWIDTH_RANGE = 1e3  # the fit stays within the cluster's B ×/÷ this
@@ -134,7 +136,7 @@ def _entries(cluster: Cluster, tables) -> list[_Entry]:
                 "ran (read_nccl_tests(..., nodes=) sets conditions['nodes'])"
             )
         if op not in _MODEL_OPS:
-            raise ValueError(f"tables[{index}] measures {op!r}, which the model does not run (one of "
+            raise ValueError(f"{label} measures {op!r}, which the model does not run (one of "
                              f"{', '.join(_MODEL_OPS)})")  # fmt: skip
         if ranks % nodes:
             raise ValueError(f"tables[{index}] has nodes={nodes}, which does not divide its {ranks} ranks")

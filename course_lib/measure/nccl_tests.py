@@ -21,11 +21,14 @@ _NCCL_ROW = re.compile(
 # Some published excerpts keep only size, time, algbw and busbw (thousands separated with "_").
 _SHORT_ROW = re.compile(r"(?P<size>[\d_]+)\s+(?P<time>[\d.]+)\s+(?P<algbw>[\d.]+)\s+(?P<busbw>[\d.]+)")
 _PREFIX = re.compile(r"^\s*(?:\[\d+,\d+\]<stdout>:|\d+:(?=\s))?\s*")
-_NCCL_OPS = {f"{op}_perf": op for op in OPS} | {"alltoall_perf": "all_to_all"}
+_NCCL_OPS = {f"{op}_perf": op for op in OPS} | {"alltoall_perf": "all_to_all", "sendrecv_perf": "send_recv"}
+_READ_OPS = (*OPS, "send_recv")  # sendrecv_perf: point-to-point, busbw = algbw (sendrecv.cu, SendRecvGetBw)
 
 
 def _ranks_from_ratio(op, rows):
     """n from busbw/algbw = busbw_factor(op, n), read on the row with the largest algbw (least rounding)."""
+    if op == "send_recv":
+        raise ValueError("ranks must be given for send_recv: its busbw equals algbw whatever the rank count")
     size, time_s, algbw, busbw = max(rows, key=lambda r: r[2])
     if algbw <= 0:
         raise ValueError("ranks must be given: the log has no rank lines and no non-zero algbw to infer it from")
@@ -38,10 +41,11 @@ def _ranks_from_ratio(op, rows):
 
 
 def read_nccl_tests(text, op=None, ranks=None, placement="out_of_place", nodes=None):
-    """Parse nccl-tests output (all_reduce_perf, all_gather_perf, ...) into a ``Measurements`` table.
+    """Parse nccl-tests output (all_reduce_perf, all_gather_perf, ..., sendrecv_perf) into a ``Measurements`` table.
 
     ``op`` is read from the ``<op>_perf`` name in the text when not given; ``ranks`` from the ``#  Rank`` lines
-    nccl-tests prints, else from busbw/algbw (= ``collectives.busbw_factor(op, n)``). ``nodes``, the nodes the ranks
+    nccl-tests prints, else from busbw/algbw (= ``collectives.busbw_factor(op, n)``; 1 for send_recv, whose ranks must
+    then be given). ``nodes``, the nodes the ranks
     ran on (an integer ≥ 1 dividing ``ranks``), from the hosts those lines name (``... on <host> device ...``) when
     not given, else unknown; the table keeps it as ``conditions["nodes"]`` (``Measurements.nodes``), which
     ``calibrate_cluster`` needs. ``placement`` picks the out-of-place or in-place columns. Times are nccl-tests'
@@ -63,7 +67,7 @@ def read_nccl_tests(text, op=None, ranks=None, placement="out_of_place", nodes=N
         if len(found) != 1:
             raise ValueError(f"op must be given: the log names {sorted(found) or 'no'} nccl-tests binary")
         op = found.pop()
-    _check.choice("op", op, OPS)
+    _check.choice("op", op, _READ_OPS)
     parsed, short = [], False
     for number, raw in enumerate(text.splitlines(), 1):
         line = _PREFIX.sub("", raw, count=1).rstrip()

@@ -127,28 +127,29 @@ def _check_band(band):
 # The Playbook cluster's links as measured, not fitted to training runs: ``measure.calibrate_cluster`` on the shipped
 # nccl-tests logs of AWS p5 nodes (``data/nccl_tests/aws_p5_1node_8xH100_nvlink_all_reduce.txt`` inside a node,
 # ``aws_2x_p5_16xH100_efa_all_reduce.txt`` across two nodes; ``validation.playbook_measured_cluster`` runs that fit and
-# test_validation checks these figures equal its output). Inside a node NCCL reaches 267 GB/s per GPU one way (its
-# topology counts 370.8) plus 65 ns per NVLink hop; across nodes each network step costs 26.5 µs beyond NCCL's table,
-# and the log does not tell EFA's bandwidth from the datasheet's 400 GB/s per node (NVLink bounds every size of it).
+# test_validation checks these figures equal its output). Inside a node NCCL reaches 274 GB/s per GPU one way (its
+# topology counts 370.8), with no latency per NVLink hop beyond NCCL's table and the launch floor; across nodes each
+# network step costs 24.7 µs beyond NCCL's table, and the log does not tell EFA's bandwidth from the datasheet's
+# 400 GB/s per node (NVLink bounds every size of it).
 PLAYBOOK_NVLINK = replace(
     hardware.NVLINK4,
     name="NVLink 4, measured (nccl-tests, one p5 node)",
-    bandwidth_bytes_per_s=266.59e9,
+    bandwidth_bytes_per_s=274.48e9,
     direction="one-way",
     basis="measured",
     source="measure.calibrate_cluster on data/nccl_tests/aws_p5_1node_8xH100_nvlink_all_reduce.txt",
-    note="B = 267 GB/s one-way per GPU, 65.2 ns per NVLink hop beyond NCCL's table",
-    nccl_bandwidth_bytes_per_s=266.59e9,
-    fabric_latency_s=65.16e-9,
+    note="B = 274 GB/s one-way per GPU, no latency per NVLink hop beyond NCCL's table and the launch floor",
+    nccl_bandwidth_bytes_per_s=274.48e9,
+    fabric_latency_s=0.0,
 )
 PLAYBOOK_EFA = replace(
     hardware.EFA_P5,
     name="AWS EFA (p5), measured (nccl-tests, two p5 nodes)",
     basis="measured",
     source="measure.calibrate_cluster on data/nccl_tests/aws_2x_p5_16xH100_efa_all_reduce.txt",
-    note="fabric latency 26.5 µs per network step; bandwidth the datasheet's 400 GB/s per node, which the log cannot "
+    note="fabric latency 24.7 µs per network step; bandwidth the datasheet's 400 GB/s per node, which the log cannot "
     "tell from its best fit, 232 GB/s (within 0.1 %)",
-    fabric_latency_s=26.55e-6,
+    fabric_latency_s=24.71e-6,
 )
 # The calibration for nanotron on the Playbook's cluster (8 × H100 per node, NVLink 4, AWS EFA): the framework's traits
 # (``frameworks.NANOTRON``, each cited) and the measured links as stated inputs; three constants fitted on the 1B and
@@ -175,7 +176,7 @@ PLAYBOOK_CALIBRATION = Calibration(
     # measured / predicted step time on the held-out 8B and 80B runs, by the GPUs a model replica spans, t·p: within a
     # node, one node, two, four or more (``validation.step_time_band``).
     memory_margin=0.384,
-    step_time_band=((1, 0.884, 2.931), (8, 0.897, 7.391), (16, 0.923, 12.279), (32, 1.307, 33.499)),
+    step_time_band=((1, 0.891, 2.931), (8, 0.897, 7.384), (16, 0.921, 12.262), (32, 1.315, 33.576)),
 )
 # The reference cluster's network as measured, not fitted to training runs: ``measure.calibrate_cluster`` on the
 # shipped nccl-tests logs of one p5 node (NVLink: the same 8 × H100 SXM board and NVSwitch as a DGX H100, hence

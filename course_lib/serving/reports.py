@@ -228,7 +228,7 @@ def serving_report(
     >>> from course_lib.units import format_bytes, format_time
     >>> r = serving_report(LLAMA3_70B, DGX_H100, 8, 1, sequences=8, prompt_len=1024, generated_tokens=256)
     >>> format_bytes(r.kv_cache_bytes), format_time(r.step.time_per_output_token_s), r.max_sequences, r.fits
-    ('3.36 GB', '7.97 ms', 1187, True)
+    ('3.36 GB', '8.74 ms', 1187, True)
     >>> len(r.curve.sequences), int(r.curve.sequences[0]), int(r.curve.sequences[-1])
     (63, 1, 1187)
     """

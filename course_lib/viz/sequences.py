@@ -117,7 +117,7 @@ class MoeLayerFigure(LiveFigure):
     >>> figure = MoeLayerFigure(Figure().add_subplot())
     >>> figure.update((*times, "across nodes"))
     >>> [units.format_time(bar.get_width()) for bar in figure.bars]
-    ['637 µs', '4.72 ms', '17.5 ms']
+    ['657 µs', '4.74 ms', '17.5 ms']
     """
 
     def __init__(self, ax, snap=False):

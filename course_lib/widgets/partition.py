@@ -32,7 +32,7 @@ and either grows the cluster when it no longer holds the plan.
 ('NVLink', '17.3 s')
 >>> lab.controls["tensor_parallel"].value, lab.controls["pipeline_parallel"].value = 16, 4
 >>> lab.result["tensor_link"], units.format_time(lab.result["step_time_s"])
-('InfiniBand', '18.7 s')
+('InfiniBand', '18.8 s')
 """
 
 from __future__ import annotations
@@ -464,7 +464,7 @@ def framework_html(r: budget.PartitionReport) -> str:
     >>> plan = parallelism.ParallelPlan(tensor_parallel=8, data_parallel=2, grad_accum_steps=8)
     >>> two_nodes = replace(hardware.DGX_H100, nodes=2)
     >>> print(framework_html(budget.partition_report(parallelism.GPT3_175B, plan, two_nodes, framework="megatron")))
-    Megatron-LM hides 605 ms of the 2.31 s its transfers take: the backward tensor-parallel calls behind the \
+    Megatron-LM hides 612 ms of the 2.33 s its transfers take: the backward tensor-parallel calls behind the \
 weight-gradient GEMMs; gradient buckets behind the backward pass.<br>
     """
     if r.not_run:

@@ -17,7 +17,7 @@ moves both to the nearest valid value (their specs' stops depend on the model: `
 >>> from course_lib import units
 >>> lab = serving_lab()
 >>> units.format_bytes(lab.result["kv_cache_bytes"]), units.format_time(lab.result["time_per_output_token_s"])
-('3.36 GB', '7.97 ms')
+('3.36 GB', '8.74 ms')
 >>> lab.controls["model"].value = "Llama 3.2 3B"   # 24 heads, 8 KV heads
 >>> lab.controls["tensor_parallel"].options
 (('1', 1), ('2', 2), ('4', 4), ('8', 8), ('24', 24))

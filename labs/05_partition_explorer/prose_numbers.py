@@ -5,17 +5,17 @@ from course_lib import hardware, units
 
 CHECKED = {
     "200 Gb/s": "the default cluster's InfiniBand HDR adapters: check()",
-    "18.7 s": "explore 3",
-    "3.61 s": "explore 3",
-    "1.3 s": "explore 3",
-    "423 µs": "explore 1: one tensor-parallel call at the defaults",
-    "331 ms": "explore 4: each sequence-parallel row",
-    "1.33 s": "explore 4: the sequence-parallel rows' total",
+    "18.8 s": "explore 3",
+    "3.64 s": "explore 3",
+    "1.31 s": "explore 3",
+    "428 µs": "explore 1: one tensor-parallel call at the defaults",
+    "339 ms": "explore 4: each sequence-parallel row",
+    "1.35 s": "explore 4: the sequence-parallel rows' total",
     "537 MB": "explore 6: the all-to-all's payload per call",
     "1.27 ms": "explore 6: an all-to-all call inside a node",
     "2.69 ms": "explore 6: an all-to-all call over two nodes",
     "0 s": "explore 7: Megatron-LM's exposed backward tensor-parallel row",
-    "650 ms": "explore 1 and 7: a tensor-parallel row",
+    "657 ms": "explore 1 and 7: a tensor-parallel row",
     "16.9 s": "explore 7: the step as Megatron-LM runs it",
     "84.6 GB": "explore 7: the memory as Megatron-LM runs it",
 }
@@ -25,19 +25,19 @@ def check():
     from course_lib.widgets import partition_lab
 
     lab = partition_lab()
-    assert units.format_time(lab.result["tensor_time_s"]) == "1.3 s"  # the default's exposed tensor-parallel time
+    assert units.format_time(lab.result["tensor_time_s"]) == "1.31 s"  # the default's exposed tensor-parallel time
     tensor_rows = [row for row in lab.result["transfers"] if row["axis"] == "tensor"]
-    assert {units.format_time(row["time_per_call_s"]) for row in tensor_rows} == {"423 µs"}
+    assert {units.format_time(row["time_per_call_s"]) for row in tensor_rows} == {"428 µs"}
     sequence_parallel = partition_lab(sequence_parallel=True)
     tensor_rows = [row for row in sequence_parallel.result["transfers"] if row["axis"] == "tensor"]
-    assert len(tensor_rows) == 4 and {units.format_time(row["time_s"]) for row in tensor_rows} == {"331 ms"}
-    assert units.format_time(sequence_parallel.result["tensor_time_s"]) == "1.33 s"
+    assert len(tensor_rows) == 4 and {units.format_time(row["time_s"]) for row in tensor_rows} == {"339 ms"}
+    assert units.format_time(sequence_parallel.result["tensor_time_s"]) == "1.35 s"
     assert hardware.INFINIBAND_HDR_8X.bandwidth_bytes_per_s == 8 * 200 * units.GBIT and "HDR" in lab.result["cluster"]
     lab.controls["tensor_parallel"].value = 16
     lab.controls["pipeline_parallel"].value = 4
     assert lab.result["devices"] == 64
-    assert units.format_time(lab.result["step_time_s"]) == "18.7 s"
-    assert units.format_time(lab.result["tensor_time_s"]) == "3.61 s"
+    assert units.format_time(lab.result["step_time_s"]) == "18.8 s"
+    assert units.format_time(lab.result["tensor_time_s"]) == "3.64 s"
 
     check_experts_and_framework()
 
@@ -71,7 +71,7 @@ def check_experts_and_framework():
     assert len(lab.partition_figure.expert_cuts.get_segments()) == 1
     lab = partition_lab(framework="megatron")
     rows = [row for row in lab.result["transfers"] if row["axis"] == "tensor"]
-    assert [units.format_time(row["exposed_s"]) for row in rows] == ["650 ms", "0 s"]
+    assert [units.format_time(row["exposed_s"]) for row in rows] == ["657 ms", "0 s"]
     assert units.format_time(lab.result["step_time_s"]) == "16.9 s"
     assert units.format_bytes(lab.result["memory_bytes_per_device"]) == "84.6 GB" and not lab.result["fits"]
     lab.controls["zero_stage"].value = 3
