@@ -58,10 +58,13 @@ def test_the_reference_links_are_the_nccl_tests_logs_measurements():
         warnings.simplefilter("ignore", measure.CalibrationWarning)
         measured = measure.calibrate_cluster(hardware.NEBIUS_H100_IB, [p5, nebius])
     assert REFERENCE.inter_node_link.fabric_latency_s == pytest.approx(measured.inter_node_link.fabric_latency_s)
-    assert REFERENCE.inter_node_link.bandwidth_bytes_per_s == measured.inter_node_link.bandwidth_bytes_per_s
+    # The bandwidth is the datasheet's: on two nodes NVLink bounds every size, and the fit's best (210 GB/s per node)
+    # follows the log hardly better than 400 GB/s does (its median error at ≥ 1 MiB, 11.1 % against 11.7 %).
+    assert REFERENCE.inter_node_link.bandwidth_bytes_per_s == hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s == 400e9
+    assert measured.inter_node_link.bandwidth_bytes_per_s == pytest.approx(210e9, rel=0.01)
     assert REFERENCE.intra_node_link.nccl_bandwidth_bytes_per_s == pytest.approx(
-        measured.intra_node_link.nccl_bandwidth_bytes_per_s
-    )
+        measured.intra_node_link.nccl_bandwidth_bytes_per_s, rel=1e-4
+    )  # 274.48 GB/s, stored to 5 figures
 
 
 def test_the_band_and_the_margin_are_their_functions_on_the_shipped_runs(replay):
