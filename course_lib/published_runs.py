@@ -292,8 +292,9 @@ def replay_published_runs(runs: PublishedRuns | None = None, calibration=None, m
     framework replaces its framework. ``models`` maps the CSV's model names to presets (default
     ``parallelism.PUBLISHED_RUN_MODELS``). Choices a source leaves open, made here once for every row: micro-batch 1
     (torchtitan without a pipeline: the whole local batch), ZeRO-1 (Megatron's distributed optimizer) unless the row
-    states FSDP (ZeRO-3), sequence parallelism with t > 1, FlashAttention, ring context parallelism (Llama 3's all-gather), v = min(8, ⌈l/p⌉)
-    for an interleaved schedule of unstated v, and no recomputation unless stated (``_recompute``). A run refused
+    states FSDP (ZeRO-3), sequence parallelism with t > 1, FlashAttention, ring context parallelism (Llama 3's
+    all-gather), v = min(8, ⌈l/p⌉) for an interleaved schedule of unstated v, and no recomputation unless stated
+    (``_recompute``). A run refused
     (a model the course cannot represent, an unstated precision, a device other than an H100 SXM, a batch that does
     not divide, a plan the framework does not run) is NaN with its reason.
 
