@@ -157,7 +157,8 @@ def test_efa_p5_fabric_latency_is_the_measured_step_not_the_latency_the_plugin_r
     assert link.fabric_latency_s == 20 * US
     assert "net_lat = 20.0" in link.note and "75.0" in link.note and "not NCCL's latencyInter" in link.note
     assert abs(PLAYBOOK_EFA.fabric_latency_s - 20 * US) < abs(PLAYBOOK_EFA.fabric_latency_s - 75 * US) / 5
-    # as a time, 75 µs would overshoot the log's 64 B all-reduce 2.7-fold; 20 µs stays within it
+    # as a time, 75 µs would overshoot the log's 64 B all-reduce 2.7-fold; 20 µs, with the 4.8 µs launch floor every
+    # call now carries (hardware.LAUNCH_FLOOR_S), overshoots its worst size by 6.9 %
     log = measure.read_nccl_tests(
         (Path(measure.DATA_DIR) / "nccl_tests" / "aws_2x_p5_16xH100_efa_all_reduce.txt").read_text()
     )
@@ -167,4 +168,4 @@ def test_efa_p5_fabric_latency_is_the_measured_step_not_the_latency_the_plugin_r
         cluster = replace(hardware.AWS_P5, inter_node_link=replace(link, fabric_latency_s=latency_us * US))
         return (nccl.estimate("all_reduce", cluster, 16, 2, sizes).time_s / measured).max()
 
-    assert worst_over_measured(20) <= 1.01 and worst_over_measured(75) > 2.6
+    assert worst_over_measured(20) <= 1.07 and worst_over_measured(75) > 2.6
