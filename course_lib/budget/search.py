@@ -117,16 +117,20 @@ class PlanSearch:
         (``step_time_high_s``) among the plans that fit with the margin; the fastest when there is no band.
         Raises ValueError if none fits.
 
+        A band that widens with the model-parallel size (the Playbook's cluster, its own calibration: nanotron on
+        EFA) moves the pick to a plan whose replica spans fewer GPUs; under a band of one row (the reference's) the
+        robust plan is the fastest.
+
         >>> from dataclasses import replace
-        >>> from course_lib.parallelism import LLAMA3_70B
+        >>> from course_lib.parallelism import LLAMA3_70B, PLAYBOOK_CALIBRATION
         >>> from course_lib.validation import PLAYBOOK_CLUSTER_NODE
-        >>> four_nodes = replace(PLAYBOOK_CLUSTER_NODE, nodes=4)   # the Playbook's cluster: its calibration's band
-        >>> found = search_plans(LLAMA3_70B, four_nodes, 256, attention=("flash",))
+        >>> four_nodes = replace(PLAYBOOK_CLUSTER_NODE, nodes=4)
+        >>> found = search_plans(LLAMA3_70B, four_nodes, 256, attention=("flash",), calibration=PLAYBOOK_CALIBRATION)
         >>> print(found.table([found.fastest(), found.robust()]))   # doctest: +ELLIPSIS
         fits: memory × (1 + 38.4 %) ≤ 80 GB; step (p10–p90): the band of measured/predicted step times
          row    d   t   p ZeRO  b    m  v recompute  SP   memory                    step  exposed   bubble  binding
            0    1   4   8    0  1  256  1      full  no  56.8 GB       97 s (2.1–54 min)   7.89 s   2.58 s  compute
-          18   16   2   1    3  1   16  1      full yes  53.2 GB 1.76 min (94 s–5.2 min)   26.7 s      0 s  compute
+          14    2   8   2    1  1  128  1      full yes  57.8 GB   1.93 min (1.8–24 min)   28.8 s   896 ms  compute
         """
         self.fastest()
         high = np.where(self.feasible, self.columns["step_time_high_s"], np.inf)
@@ -159,14 +163,14 @@ class PlanSearch:
     def fastest_with_margin(self, memory_margin) -> int:
         """The row of the fastest plan that fits with ``memory_margin`` of its memory to spare (memory × (1 + margin)
         within the device's): a margin other than the search's own (``memory_margin``, the calibration's: the
-        default calibration's margin is the 1B and 3B runs' 90th percentile, which kept the held-out picks from
-        crashing (``make validate``)), without searching again.
+        default calibration's margin is the 90th percentile of the Playbook's healthy held-out runs, ``make
+        validate``), without searching again.
 
         >>> from course_lib.hardware import DGX_H100
         >>> from course_lib.parallelism import LLAMA3_8B
         >>> found = search_plans(LLAMA3_8B, DGX_H100, global_batch=256)
         >>> found.memory_margin, found.fastest_with_margin(0.384), found.fastest_with_margin(0.8) > 0
-        (0.384, 0, True)
+        (0.521, 0, True)
         """
         margin = _check.nonnegative("memory_margin", memory_margin)
         return self.fastest_within(self.capacity_bytes / (1 + margin))

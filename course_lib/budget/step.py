@@ -32,7 +32,7 @@ backward; the step's first gather and last bucket cannot hide.
 ('2.01 min', 'compute')
 >>> step = step_time(MEGATRON_1T, plan, SELENE_3072)   # the default calibration; measured: 163 TFLOP/s hardware
 >>> format_time(step.total_s), format_flops_rate(step.hfu * SELENE_3072.accelerator.peak("bf16"))
-('1.98 min', '141 TFLOP/s')
+('1.72 min', '162 TFLOP/s')
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def step_time(
     ``parallelism.Calibration`` (both run ``calibrated_step_time``; ``compute_efficiency`` is then unused) or None
     (the ideal model, ``compute_efficiency`` × peak). ``framework`` (a ``parallelism.Framework`` or a key of
     ``parallelism.FRAMEWORKS``, e.g. "megatron") runs the plan as that framework does instead of the calibration's
-    own (nanotron for the default); the ideal model has none.
+    own (Megatron-LM for the default); the ideal model has none.
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import GPT2_1_5B, ParallelPlan
@@ -161,7 +161,7 @@ def step_time(
     >>> format_time(step.compute_s), format_time(step.exposed_s["data"]), format_time(step.overlapped_s["data"])
     ('340 ms', '0 s', '9.25 ms')
     >>> format_time(step_time(GPT2_1_5B, plan, DGX_H100).total_s)     # the default calibration
-    '617 ms'
+    '563 ms'
     """
     _check_cluster_holds(plan, cluster)
     calibration = resolve_calibration(calibration, cluster, framework)

@@ -6,7 +6,7 @@ Every number comes from one call, ``parallelism.memory_budget_report(model, plan
 ``calibration=None``, the first pipeline stage under 1F1B, which the explore questions and the graded questions
 check) or a framework of ``FRAMEWORK_LABELS`` (the calibrated model as that framework runs the plan: its precision
 recipe, the logits, the fitted framework memory, the heaviest pipeline stage). A ZeRO stage the framework does not run
-with the plan (nanotron and ZeRO-2 with p > 1) has no breakdown: an empty, labelled slot in the figure, None in the
+with the plan (nanotron and ZeRO-2; Megatron-LM and ZeRO-2 with p > 1) has no breakdown: an empty, labelled slot in the figure, None in the
 dict view. ``compute`` returns that ``MemoryBudgetReport``, which alone the figure and the summary read and
 ``lab.typed_result`` holds; ``lab.result`` shows it as a plain dict (the model, the plan, each component's bytes of
 the selected stage, ``total_bytes``, ``capacity_bytes``, ``fits``, ``headroom_bytes``, ``memory_margin``,
@@ -268,11 +268,14 @@ class MemoryBudgetLab(Lab):
 
     def _counted_html(self, r: parallelism.MemoryBudgetReport) -> str:
         """What the model counts and what not, and the margin."""
-        margin = f"The hatched band is the +{units.format_percent(r.memory_margin)} margin the calibrated model needed"
+        margin = (
+            f"The hatched band is the +{units.format_percent(r.memory_margin)} margin the calibrated model needed on "
+            "the Playbook's healthy measured runs it was not fitted on"
+        )
         if r.framework is None:
             return (
                 "The ideal model: 16 B per parameter (2 + 2 + 12). Not counted: temporary buffers, logits, "
-                f"fragmentation, the framework's own memory: leave headroom. {margin} on the Playbook's measured runs."
+                f"fragmentation, the framework's own memory: leave headroom. {margin}."
             )
         param, grad, buffer, optimizer = parallelism.PRECISION_RECIPES[r.framework.precision]
         framework_bytes = units.format_bytes(parallelism.REFERENCE_CALIBRATION.framework_bytes)
@@ -282,7 +285,7 @@ class MemoryBudgetLab(Lab):
             f"shards it ({param} + {grad + buffer} + {optimizer}: parameters, gradients, optimizer state; recipe "
             f"“{r.framework.precision}”), the last stage's logits ({logits} B per vocabulary entry and token) and "
             f"{framework_bytes} of framework memory, a constant fitted on "
-            f"nanotron's runs (CUDA context, NCCL buffers, allocator cache), not physics. {margin} on those runs."
+            f"the Playbook's nanotron runs (CUDA context, NCCL buffers, allocator cache), not physics. {margin}."
         )
 
 

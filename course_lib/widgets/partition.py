@@ -464,7 +464,7 @@ def framework_html(r: budget.PartitionReport) -> str:
     >>> plan = parallelism.ParallelPlan(tensor_parallel=8, data_parallel=2, grad_accum_steps=8)
     >>> two_nodes = replace(hardware.DGX_H100, nodes=2)
     >>> print(framework_html(budget.partition_report(parallelism.GPT3_175B, plan, two_nodes, framework="megatron")))
-    Megatron-LM hides 612 ms of the 2.33 s its transfers take: the backward tensor-parallel calls behind the \
+    Megatron-LM hides 655 ms of the 2.49 s its transfers take: the backward tensor-parallel calls behind the \
 weight-gradient GEMMs; gradient buckets behind the backward pass.<br>
     """
     if r.not_run:

@@ -6,7 +6,7 @@ sequence per micro-batch, m micro-batches, FlashAttention, sequence parallelism 
 H100 nodes.
 Every number comes from course_lib:
 
-- memory per device: ``parallelism.memory_breakdown`` (the calibrated model, nanotron's recipe; the 1F1B activations
+- memory per device: ``parallelism.memory_breakdown`` (the calibrated model, Megatron-LM's recipe; the 1F1B activations
   a ZB-H1 stage also holds, a micro-batch waiting for its W with only W's inputs) at every sequence length of the
   slider, for c = 1 and the chosen c, against the H100's 80 GB and the calibration's memory margin
   (``REFERENCE_CALIBRATION.memory_margin``);
@@ -366,8 +366,8 @@ class SequencesLab(Lab):
             f"ideal step against 1F1B's {units.format_percent(float(r.one_f_one_b.bubble_fraction))} "
             f"(without the optimizer's synchronisation "
             f"{units.format_percent(float(timeline.unsynchronised_bubble_fraction))})."
-            "<br><small>Memory: the calibrated model (nanotron's recipe), ZeRO-1 over d = 8, FlashAttention, no "
-            "recomputation, 1F1B's activations (nanotron runs no zero-bubble schedule; ZB-H1 holds as many, ZB-H2 "
+            "<br><small>Memory: the calibrated model (Megatron-LM's recipe), ZeRO-1 over d = 8, FlashAttention, no "
+            "recomputation, 1F1B's activations (Megatron-LM runs no zero-bubble schedule; ZB-H1 holds as many, ZB-H2 "
             "more). The bubble: t_F = t_B = t_W.</small>"
         )
 
