@@ -135,18 +135,19 @@ def test_default_calibration_section_5_2_figures():
 
 
 _ZERO3_HIDDEN = (
-    "at 768 GPUs the model's ZeRO-3 traffic is 7.4 s per step of NCCL rings (two 350 GB all-gathers and a "
-    "reduce-scatter over a node's eight HDR rails, 200 GB/s), all of it behind 30.5 s of compute; the measured 88 TFLOP/s "
+    "at 768 GPUs the model's ZeRO-3 traffic is 7.4 s per step of NCCL rings (two 350 GB all-gathers and a reduce-"
+    "scatter over a node's eight HDR rails, 200 GB/s), all of it behind 30.5 s of compute; the measured 88 TFLOP/s "
     "means about 67 s per step, as if that traffic ran at about 16 GB/s per GPU, a single rail's rate and not the "
-    "node's. Which part of 2021's DeepSpeed did that (its gathers' sizes and streams, its bucket order) is not yet a "
-    "cited mechanism of the model"
+    "node's. Which part of 2021's DeepSpeed did that (its gathers' sizes and streams, its bucket order) is not yet "
+    "a cited mechanism of the model"
 )
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="ZeRO-3 with its gathers prefetched (Megatron-Core's, the default's framework) is predicted at 193 and 192 "
-    "TFLOP/s where DeepSpeed measured 144 and 88 (PTD-P: 159 and 156 predicted, 153 and 149 measured): " + _ZERO3_HIDDEN,
+    reason="ZeRO-3 with its gathers prefetched (Megatron-Core's, the default's framework) is predicted at 193 and "
+    "192 TFLOP/s where DeepSpeed measured 144 and 88 (PTD-P: 159 and 156 predicted, 153 and 149 measured): "
+    + _ZERO3_HIDDEN,
 )
 @pytest.mark.parametrize("gpus, zero3_micro_batch", [(384, 4), (768, 2)])
 def test_default_calibration_section_5_2_ptdp_beats_zero3(gpus, zero3_micro_batch):

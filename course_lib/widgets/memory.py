@@ -3,22 +3,22 @@
 Every number comes from one call, ``parallelism.memory_budget_report(model, plan, device, framework=...)``, for the
 ``ParallelPlan`` the controls (``CONTROLS``) describe, under each ZeRO stage, against the device's HBM. The
 ``framework`` control chooses the model: "ideal" (the default: lesson 03's accounting, ``memory_breakdown`` with
-``calibration=None``, the first pipeline stage under 1F1B, which the explore questions and the graded questions
-check) or a framework of ``FRAMEWORK_LABELS`` (the calibrated model as that framework runs the plan: its precision
-recipe, the logits, the fitted framework memory, the heaviest pipeline stage). A ZeRO stage the framework does not run
-with the plan (nanotron and ZeRO-2; Megatron-LM and ZeRO-2 with p > 1) has no breakdown: an empty, labelled slot in the figure, None in the
-dict view. ``compute`` returns that ``MemoryBudgetReport``, which alone the figure and the summary read and
-``lab.typed_result`` holds; ``lab.result`` shows it as a plain dict (the model, the plan, each component's bytes of
-the selected stage, ``total_bytes``, ``capacity_bytes``, ``fits``, ``headroom_bytes``, ``memory_margin``,
-``fits_with_margin``, ``zero<k>_<component>_bytes`` for every stage k, then the framework, whether it runs the
-selected stage and each stage, and why not). The margin (``MEMORY_MARGIN``) is the calibrated model's,
-``REFERENCE_CALIBRATION.memory_margin`` (+38.4 %: the 90th percentile of measured/predicted memory on the Playbook's
-1B and 3B runs, which kept the held-out picks from crashing); the ideal model misses more (no framework memory, no
-logits), so a plan that fits only without the margin is a gamble. The figure, ``viz.memory_budget.MemoryBudgetFigure``,
-has two panels: on the left, the same plan under ZeRO stages 0–3 as stacked bars on a linear axis that ends at twice
-the device's capacity (the selected stage is outlined; a bar above the axis gets an arrow and its total; a hatched
-band under the capacity marks the margin); on the right, each component of the selected plan on a log axis from
-100 kB to 100 TB, so a 20 kB shard and a 40 TB replica are both readable.
+``calibration=None``, the first pipeline stage under 1F1B, which the explore questions and the graded questions check)
+or a framework of ``FRAMEWORK_LABELS`` (the calibrated model as that framework runs the plan: its precision recipe, the
+logits, the fitted framework memory, the heaviest pipeline stage). A ZeRO stage the framework does not run with the plan
+(nanotron and ZeRO-2; Megatron-LM and ZeRO-2 with p > 1) has no breakdown: an empty, labelled slot in the figure, None
+in the dict view. ``compute`` returns that ``MemoryBudgetReport``, which alone the figure and the summary read and
+``lab.typed_result`` holds; ``lab.result`` shows it as a plain dict (the model, the plan, each component's bytes of the
+selected stage, ``total_bytes``, ``capacity_bytes``, ``fits``, ``headroom_bytes``, ``memory_margin``,
+``fits_with_margin``, ``zero<k>_<component>_bytes`` for every stage k, then the framework, whether it runs the selected
+stage and each stage, and why not). The margin (``MEMORY_MARGIN``) is the calibrated model's,
+``REFERENCE_CALIBRATION.memory_margin`` (+38.4 %: the 90th percentile of measured/predicted memory on the Playbook's 1B
+and 3B runs, which kept the held-out picks from crashing); the ideal model misses more (no framework memory, no logits),
+so a plan that fits only without the margin is a gamble. The figure, ``viz.memory_budget.MemoryBudgetFigure``, has two
+panels: on the left, the same plan under ZeRO stages 0–3 as stacked bars on a linear axis that ends at twice the
+device's capacity (the selected stage is outlined; a bar above the axis gets an arrow and its total; a hatched band
+under the capacity marks the margin); on the right, each component of the selected plan on a log axis from 100 kB to 100
+TB, so a 20 kB shard and a 40 TB replica are both readable.
 
 Only valid plans are reachable: the tensor-parallel slider offers the divisors of the model's heads (≤ 64) and the
 pipeline slider the divisors of its layers (≤ 128); changing the model moves both to the nearest valid value (their
@@ -31,6 +31,7 @@ specs' stops depend on the model: ``Lab.sync_choices``).
 >>> lab.controls["model"].value = "GPT-2 1.5B"
 >>> lab.controls["tensor_parallel"].options
 (('1', 1), ('5', 5), ('25', 25))
+
 """
 
 from __future__ import annotations
