@@ -12,8 +12,8 @@ in the dict view. ``compute`` returns that ``MemoryBudgetReport``, which alone t
 selected stage, ``total_bytes``, ``capacity_bytes``, ``fits``, ``headroom_bytes``, ``memory_margin``,
 ``fits_with_margin``, ``zero<k>_<component>_bytes`` for every stage k, then the framework, whether it runs the selected
 stage and each stage, and why not). The margin (``MEMORY_MARGIN``) is the calibrated model's,
-``REFERENCE_CALIBRATION.memory_margin`` (+38.4 %: the 90th percentile of measured/predicted memory on the Playbook's 1B
-and 3B runs, which kept the held-out picks from crashing); the ideal model misses more (no framework memory, no logits),
+``REFERENCE_CALIBRATION.memory_margin`` (+52.1 %: the 90th percentile of measured/predicted memory on the Playbook's
+healthy held-out runs); the ideal model misses more (no framework memory, no logits),
 so a plan that fits only without the margin is a gamble. The figure, ``viz.memory_budget.MemoryBudgetFigure``, has two
 panels: on the left, the same plan under ZeRO stages 0–3 as stacked bars on a linear axis that ends at twice the
 device's capacity (the selected stage is outlined; a bar above the axis gets an arrow and its total; a hatched band
