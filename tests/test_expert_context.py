@@ -397,7 +397,8 @@ def test_worst_case_ranking_keeps_the_axes_apart():
     assert "expert_parallel" in ranking[0] and ranking[0]["worst_slowdown"] >= 1
     with pytest.raises(ValueError, match="searches must enumerate the same axes"):
         budget.worst_case_ranking(searches | {"dense": budget.search_plans(MIXTRAL_8X7B, TWO_NODES, 64,
-                                                                          expert_parallel=(1,))}, 3)  # fmt: skip
+                                                                          expert_parallel=(1,), memory_margin=0.0)},
+                                  3)  # fmt: skip
 
 
 def test_the_search_runs_at_a_capacity_factor_and_its_plans_keep_it():

@@ -76,7 +76,7 @@ def test_step_time_by_hand():
     fp8_mb = 3 * (L * (linear * 989 / 1979 + core) + head) / rate + overhead  # linear GEMMs at 1979 TFLOP/s
     assert float(bf16.compute_s) == pytest.approx(16 * bf16_mb, rel=1e-9)
     assert float(fp8.compute_s) == pytest.approx(16 * fp8_mb, rel=1e-9)
-    assert float(fp8.compute_s) / float(bf16.compute_s) == pytest.approx(0.658, abs=0.001)
+    assert float(fp8.compute_s) / float(bf16.compute_s) == pytest.approx(0.659, abs=0.001)  # the reference's constants
     # MFU still divides by the bf16 peak: FP8 shows as a higher MFU.
     assert float(fp8.mfu) / float(bf16.mfu) == pytest.approx(float(bf16.total_s) / float(fp8.total_s))
 

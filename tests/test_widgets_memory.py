@@ -136,10 +136,11 @@ def check_memory_lab(lab, figure):
         assert units.format_bytes(result[f"zero{stage}_total_bytes"]) in total_text.get_text()
     assert lab.memory_figure.bars.components == (*COMPONENTS, *EXTRA)  # every component a framework counts
     # The legend greys out what no bar holds: the ideal model's logits and framework memory, the logits of a pipeline
-    # whose heaviest stage is the first.
+    # whose heaviest stage is the first; every component when no stage runs (FSDP2 alone runs no pipeline).
     held = {c for c in EXTRA for k in range(4) if result[f"zero{k}_runs"] and bar_height(lab, k, c) > 0}
+    some_bar = any(result[f"zero{k}_runs"] for k in range(4))
     for c, text in lab.memory_figure.bars.legend_texts.items():
-        greyed = c in EXTRA and c not in held
+        greyed = (c in EXTRA and c not in held) or not some_bar
         assert (text.get_gid() == NOT_APPLICABLE, text.get_color() == "#AAAAAA") == (greyed, greyed), c
     if ideal:
         assert not held

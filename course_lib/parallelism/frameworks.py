@@ -158,6 +158,7 @@ class Framework:
         """Why it does not run ``plan``, with the rule's citation ("" when it does): the one statement of the rule
         ``runs`` checks, which ``check_plan_for_model``, the reports and the labs all give.
 
+        >>> from course_lib.parallelism import ParallelPlan
         >>> NANOTRON.refusal(ParallelPlan(pipeline_parallel=4, zero_stage=1))
         ''
         >>> print(NANOTRON.refusal(ParallelPlan(data_parallel=8, zero_stage=2)))  # doctest: +ELLIPSIS

@@ -61,17 +61,19 @@ def _checked_breakdowns(breakdowns):
 
 def memory_components_of(breakdowns) -> tuple:
     """The ``MEMORY_COMPONENTS`` that stacked bars of ``breakdowns`` must draw for each bar to reach its total: the
-    model's four (``MODEL_MEMORY_COMPONENTS``) and any other that is not 0 in some breakdown.
+    model's four (``MODEL_MEMORY_COMPONENTS``) and any other that is not 0 in some breakdown; none without a
+    breakdown (every plan not run: FSDP2 alone runs no pipeline).
 
     >>> from course_lib import parallelism
     >>> calibrated = parallelism.MemoryBreakdown(1.0, 1.0, 1.0, 1.0, logits=2.0)
-    >>> memory_components_of([calibrated])
-    ('parameters', 'gradients', 'optimizer_state', 'activations', 'logits')
+    >>> memory_components_of([calibrated]), memory_components_of([])
+    (('parameters', 'gradients', 'optimizer_state', 'activations', 'logits'), ())
     """
+    breakdowns = list(breakdowns)
     return tuple(
         field
         for field in MEMORY_COMPONENTS
-        if field in MODEL_MEMORY_COMPONENTS or any(float(getattr(b, field)) != 0 for b in breakdowns)
+        if (field in MODEL_MEMORY_COMPONENTS and breakdowns) or any(float(getattr(b, field)) != 0 for b in breakdowns)
     )
 
 
