@@ -78,7 +78,7 @@ check: $(VENV)/.test-installed ## lint, format check (ruff) and type check of th
 hooks: $(VENV)/.test-installed ## install the pre-commit hooks (ruff, notebooks in step with their .py twins)
 	$(VENV)/bin/pre-commit install
 
-validate: $(VENV)/.test-installed ## the model against the Ultra-Scale Playbook's measured runs (tools/validate.py)
+validate: $(VENV)/.test-installed ## the model against published runs and the Ultra-Scale Playbook's (tools/validate.py)
 	$(VENV)/bin/python -m tools.validate
 
 bench: $(VENV)/.test-installed ## time course_lib's functions, the notebooks and grading (benchmarks/bench.py)

@@ -153,8 +153,8 @@ def bench_search():
 
 
 def bench_validation():
-    """Issues 10 and 24: replaying all 3,306 Playbook runs (< 2 s), and deriving the memory margin and the
-    step-time band from the replay."""
+    """Issues 10, 24 and 37: replaying all 3,306 Playbook runs and every published run (< 2 s each), and deriving
+    the memory margin and the step-time band from the replay."""
     from course_lib import validation
     from course_lib.units import format_time
 
@@ -166,6 +166,14 @@ def bench_validation():
     )
     median, _, _ = timed(lambda: (validation.memory_margin(replay), validation.step_time_band(replay)), 5)
     print(f"  memory margin and step-time band from the replay: {format_time(median)} (median of 5)")
+    from course_lib import published_runs
+
+    published = published_runs.load_published_runs()
+    median, best, replayed = timed(lambda: published_runs.replay_published_runs(published), 5)
+    print(
+        f"replay of the {len(published):,d} published runs under the reference calibration: {format_time(median)} "
+        f"(median of 5, best {format_time(best)}; {int(replayed.replayed.sum()):,d} replayed) (target < 2 s)"
+    )
 
 
 # The labs (course_lib.widgets): factory name and the module that defines it.
