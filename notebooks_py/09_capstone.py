@@ -145,12 +145,10 @@ from course_lib.widgets import quiz
 #   nominal links, no fixed costs, GPT-style FLOP and activation counts;
 # - **the calibrated model** (`calibration=parallelism.default_calibration(CLUSTER)`): the same physics,
 #   architecture-aware (grouped-query attention, gated MLP, separate output layer), run as Megatron-LM runs a plan
-#   (Megatron-Core: fp32 main gradients, the distributed optimizer, the overlaps it switches on), with a GEMM
-#   efficiency and a fixed cost per layer and micro-batch fitted on published runs of GPT models on H100s, the
-#   framework's own memory, and the links of a DGX H100 cluster as nccl-tests measured them. This is the course's
-#   reference (`parallelism.REFERENCE_CALIBRATION`), and a DGX H100 cluster with InfiniBand is its own machine, so
-#   `default_calibration` returns it whole, with its memory margin and step-time band (lesson 08 judges it on runs
-#   it never saw).
+#   (fp32 main gradients, the distributed optimizer, its overlaps), with a GEMM efficiency and a fixed cost per layer
+#   and micro-batch fitted on published runs of GPT models on H100s, and a DGX H100 cluster's links as nccl-tests
+#   measured them. It is the course's reference (`parallelism.REFERENCE_CALIBRATION`); this cluster is its own
+#   machine, so `default_calibration` returns it whole, with its memory margin and step-time band (lesson 08).
 #
 # The calibrated model is the course's best estimate; the ideal one is what you can redo with pencil and paper.
 # Neither is a measurement.
@@ -486,7 +484,8 @@ print(
 # the margin.** Each number says what it rests on:
 #
 # - **the memory with the margin**, 66.8 GB, is 43.9 GB × 1.521: what the plan would take if the model undercounted
-#   its memory as badly as one run in ten of the Playbook's healthy held-out runs did (lesson 08). It fits in 80 GB;
+#   its memory as much as it did at the 90th percentile of the Playbook's healthy held-out runs (lesson 08). It fits
+#   in 80 GB;
 # - **the band**, 62–80 s, is 0.898 to 1.152 times the 69.3 s: the 10th and 90th percentiles of measured / predicted
 #   step time over the 85 held-out published runs the model replays (lesson 08). Its top is 1.28 times its bottom
 #   (1.152 / 0.898), narrow enough to plan with (the course asks for at most 1.5).
@@ -494,14 +493,11 @@ print(
 # Why the recommended plan beats the candidate, term by term:
 
 # %%
+fixed_recommended = CAL.layer_overhead_s * L * RECOMMENDED.grad_accum_steps  # one stage of 80 layers, no bubble
 print(f"{'':32} {'candidate':>10} {'recommended':>12}")
 for label, x, y in (
     ("compute (incl. fixed cost)", calibrated.compute_s, recommended.compute_s),
-    (
-        "  of which fixed cost",
-        fixed,
-        CAL.layer_overhead_s * L * RECOMMENDED.grad_accum_steps,  # one stage of 80 layers, no bubble slots
-    ),
+    ("  of which fixed cost", fixed, fixed_recommended),
     ("bubble", calibrated.bubble_s, recommended.bubble_s),
     ("exposed tensor parallel", calibrated.exposed_s["tensor"], recommended.exposed_s["tensor"]),
     ("exposed pipeline", calibrated.exposed_s["pipeline"], recommended.exposed_s["pipeline"]),
@@ -527,19 +523,20 @@ print(f"with the margin it would need {units.format_bytes(bare.row(0)['memory_by
 # forward pass) but exposes almost nothing. With $t = 1$ it has no tensor-parallel collectives; with no pipeline, no
 # bubble and no sends; and ZeRO-3's traffic (the parameters gathered again for every micro-batch, the gradients
 # reduce-scattered), 22 s per step over the network, runs behind compute, as Megatron-LM prefetches the gathers and
-# overlaps the reductions. The candidate exposes 9.52 s of tensor-parallel time and a
-# bubble, pays the fixed cost 8 times as often (20 layers × 259 slots against 80 layers × 8 micro-batches), and needs
-# 87.2 GB with the margin: it does not fit.
+# overlaps the reductions. The candidate exposes 9.52 s of tensor-parallel time and a bubble, pays the fixed cost
+# 8 times as often (20 layers × 259 slots against 80 layers × 8 micro-batches), and needs 87.2 GB with the margin:
+# it does not fit.
 #
 # The last table is why the margin is there. Ranked as if the model counted memory exactly, the fastest plan
 # ($d = 16$, $t = 4$, ZeRO-3, no recomputation) takes 59.3 s, but fills 79.7 GB of 80 GB: a model that undercounts
 # by half a percent makes it crash on the first step, and on the Playbook's healthy held-out runs one in ten needed
-# 52.1 % more than predicted.
+# 52.1 % more than predicted, or more.
 #
 # ### Step 9 · Which assumption moves the choice?
 #
 # Each scenario below changes one assumption of the calibrated model and reruns the search, with the margin (each
-# search takes a fraction of a second); each is sized by a measurement:
+# search takes a fraction of a second). One is the fit's own alternative (no fixed cost); the other three are
+# what-ifs, each sized by a measurement:
 #
 # - **GEMMs at 55 % instead of the fitted 62 %.** The Playbook's runs of nanotron on H100s fit at 55 % (lesson 08):
 #   the same GPUs, another framework and cluster.
@@ -552,8 +549,7 @@ print(f"with the margin it would need {units.format_bytes(bare.row(0)['memory_by
 # - **Network at 52.5 %.** The nccl-tests log of two InfiniBand H100 nodes (step 11) fits best at 210 of 400 GB/s
 #   per node, 52.5 %, though it cannot tell that from the datasheet's rate.
 #
-# The memory model's error is not a scenario: the margin already carries it, and the last table of this step
-# re-ranks under other margins.
+# The memory model's error is not a scenario: the margin carries it (the last table re-ranks under other margins).
 
 # %%
 NETWORK_FIT = 210 / 400  # the InfiniBand log's best fit, per node (parallelism.REFERENCE_INFINIBAND.note)
@@ -645,14 +641,12 @@ print(playbook.table([playbook.fastest(), playbook.robust()]))
 # %% [markdown]
 # On that cluster the fastest plan's replica spans four nodes, where one held-out run in ten ran more than 33.6 times
 # as long as predicted, and the robust plan trades a few percent of point estimate (92.2 s against 88.8 s) for a
-# replica that spans two. Both bands are
-# far too wide to plan with: they measure a sick cluster (lesson 08), and the remedy is to fix the cluster, not to
-# pick around it. On the reference, the question does not arise.
+# replica that spans two. Both bands are far too wide to plan with: they measure a sick cluster (lesson 08), and the
+# remedy is to fix the cluster, not to pick around it. On the reference, the question does not arise.
 #
 # ### Step 11 · What to measure before committing
 #
-# Step 9 showed which assumptions decide the choice; each can be measured in an hour, before a run that takes weeks.
-# First the two that moved it:
+# Each assumption of step 9 can be measured in an hour, before a run that takes weeks; first the two that moved it:
 #
 # 1. **The fixed cost per layer and micro-batch.** Time a few training steps of the model cut to 2 layers, at
 #    $b = 1$ and $b = 4$, with warm-up and the maximum over ranks as lesson 07 timed collectives: the measured time
@@ -681,9 +675,9 @@ for nodes in (2, CLUSTER.nodes):
 
 # %% [markdown]
 #    On two nodes NCCL took 34.4 ms, the model 36.9 ms at the datasheet's rate and 38.4 ms at 52.5 % of it: NVLink
-#    bounds that call, so two nodes cannot tell the network's rate. On all eight the two differ almost twofold
-#    (42.5 ms against 80.7 ms): measure there, and if it matches the slower figure, rerun the search with
-#    `network_efficiency=` your fit.
+#    bounds most of that call, so the two rates differ there by less than the model's own error, and two nodes
+#    cannot tell them apart. On all eight they differ almost twofold (42.5 ms against 80.7 ms): measure there, and if
+#    it matches the slower figure, rerun the search with `network_efficiency=` your fit.
 # 4. **Peak memory** of the recommended plan for a few steps at full sequence length
 #    (`torch.cuda.max_memory_allocated` and the allocator's reserved bytes). The search allowed it up to 66.8 GB
 #    (its 43.9 GB × 1.521); if it stays close to 43.9 GB, the model counts this framework's memory well, and the
@@ -897,15 +891,14 @@ quiz.MultipleChoice(
 #   context, pipeline, data with [FSDP](glossary.ipynb#fsdp)), the 405B model's batch schedule (4 M tokens, then 8 M and
 #   16 M) and 38–43 % MFU on up to 16,384 H100s (380–430 TFLOP/s per GPU of 989).
 # - **2025: measured plans published.** The Ultra-Scale Playbook (Tazi et al.) ran thousands of configurations on up
-#   to 512 H100s and published them, with the memory and throughput each reached; lesson 08 studies them as a real
-#   cluster, the memory margin comes from them, and step 10's contrast runs on their cluster. The step-time constants
-#   and band come from well-tuned published runs of Megatron-LM and NeMo instead.
+#   to 512 H100s and published them, with the memory and throughput each reached: lesson 08's real cluster, the source
+#   of the memory margin and of step 10's contrast (the step-time constants come from Megatron-LM's and NeMo's runs).
 
 # %% [markdown]
 # ## Summary
 #
-# - Start from the inputs: the model's real shape (70.55 billion parameters, checked), the links per GPU (450 vs 50 GB/s),
-#   the global batch and sequence length, each justified.
+# - Start from the inputs: the model's real shape (70.55 billion parameters, checked), the links per GPU
+#   (450 vs 50 GB/s), the global batch and sequence length, each justified.
 # - A candidate by hand: memory term by term (fp32 gradient buffers, activations of the micro-batches in flight and
 #   the framework's memory count), transfers with payload, calls and link, the step from the dependency rule; then
 #   check it against the tools.
@@ -971,11 +964,9 @@ quiz.MultipleChoice(
 #   sequences, then 8 M tokens in 8,192-token sequences, then 16 M), 4D parallelism and MFU (§3.3). https://arxiv.org/abs/2407.21783
 # - Meta, Llama 3.1 70B release notes and `config.json` (meta-llama/Llama-3.1-70B): 70.6 B parameters, hidden 8192,
 #   80 layers, 64 heads, 8 key/value heads, MLP 28,672, vocabulary 128,256.
-# - The published runs behind `parallelism.REFERENCE_CALIBRATION` (Megatron-LM's weak-scaling table, NeMo's and DGX
-#   Cloud's GPT-3 runs fitted; other model families held out for the band), each cited row by row in
-#   `course_lib/published_runs.py` and `course_lib/data/published_runs.csv`.
-# - NVIDIA Megatron-LM, `core_v0.19.0` — the distributed optimizer, Megatron-FSDP's ZeRO stages, the overlaps and
-#   schedules the `parallelism.MEGATRON_CORE` preset cites line by line (`course_lib/parallelism/frameworks.py`).
+# - The published runs behind `parallelism.REFERENCE_CALIBRATION` (Megatron-LM's weak scaling, NeMo's and DGX Cloud's
+#   GPT-3 fitted; other families held out for the band), cited row by row in `course_lib/published_runs.py`; and
+#   NVIDIA Megatron-LM `core_v0.19.0`, which the `parallelism.MEGATRON_CORE` preset cites line by line.
 # - N. Tazi et al., *The Ultra-Scale Playbook: Training LLMs on GPU Clusters*, Hugging Face, 2025 — the measured
 #   runs behind `parallelism.PLAYBOOK_CALIBRATION` and the memory margin (`course_lib/data/playbook_runs.csv`,
 #   Apache-2.0).
