@@ -110,7 +110,7 @@ from course_lib.widgets import quiz
 # The search ranks with the model's measured error (lesson 08): with $\mu$ the memory margin and $r_{10}, r_{90}$ the
 # 10th and 90th percentiles of measured / predicted step time on runs the calibration never saw, for plans whose
 # replica spans $t \cdot p$ GPUs, a plan fits only if $M(x)(1 + \mu) \le M_\text{HBM}$, its step time is given with
-# its band, and the plan whose band's high end is lowest is
+# its band, and the plan whose band's high end is lowest (the **robust plan**) is
 #
 # $$x^\ast = \arg\min_{x:\ M(x)(1 + \mu) \le M_\text{HBM}} r_{90}(t\,p)\,T(x),\qquad T(x) \in \big[r_{10}\,T(x),\ r_{90}\,T(x)\big].$$
 #
