@@ -58,7 +58,7 @@ plt.show()
 # | [06 · Long sequences and many experts](06_sequences_and_experts.ipynb) | split long sequences and many experts over GPUs, find the longest sequence that fits, price what the new axes move, read zero-bubble pipelines and 8-bit training | 03, 04, 05 | 2 h |
 # | [07 · Measure, don't assume](07_measure.ipynb) | time real collectives on [MPI](glossary.ipynb#mpi), fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 1.5 h |
 # | [08 · Check the model against measurements](08_model_meets_measurements.ipynb) | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05, 07 | 1.5 h |
-# | [09 · Plan a real run](09_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand and with the search, test how robust the plan is, say what to measure first | 04, 05, 07, 08 | 2.5 h |
+# | [09 · Plan a real run](09_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand, then with the search as Megatron-LM will run it: one plan with its memory margin and step-time band, the assumptions that could change it, what to measure first | 04, 05, 07, 08 | 2.5 h |
 #
 # **Labs.** Eight widget labs practise the lessons with sliders, in the order you meet their lessons:
 #

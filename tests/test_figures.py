@@ -539,26 +539,25 @@ def _lesson_08_before_after(ns):
 
 
 def _lesson_09_landscape(ns):
-    search = budget.search_plans(
-        ns["MODEL"], ns["CLUSTER"], ns["GLOBAL_BATCH"], calibration=ns["CAL"], attention=("flash",), memory_margin=0.0
-    )
-    fields = {name: getattr(ns["RECOMMENDED"], name) for name in budget.PLAN_FIELDS}
+    # the default search (the reference's margin and band); marked: row 0 (recommended), the fastest plan without the
+    # margin, the candidate
+    model, cluster, batch, cal = ns["MODEL"], ns["CLUSTER"], ns["GLOBAL_BATCH"], ns["CAL"]
+    search = budget.search_plans(model, cluster, batch, calibration=cal, attention=("flash",))
+    bare = budget.search_plans(model, cluster, batch, calibration=cal, attention=("flash",), memory_margin=0.0)
     candidate = search.find(**{name: getattr(ns["CANDIDATE"], name) for name in budget.PLAN_FIELDS})
-    return _search_texts(search, (0, search.find(**fields), candidate))
+    return _search_texts(search, (0, search.find(**bare.fields(0)), candidate))
 
 
 def _lesson_09_steps(ns):
     model, cluster, cal, candidate = ns["MODEL"], ns["CLUSTER"], ns["CAL"], ns["CANDIDATE"]
-    search = budget.search_plans(
-        model, cluster, ns["GLOBAL_BATCH"], calibration=cal, attention=("flash",), memory_margin=0.0
-    )
-    steps = [
-        budget.step_time(model, plan, cluster, calibration=cal)
-        for plan in (candidate, search.plan(0), ns["RECOMMENDED"])
-    ]
+    recommended = budget.search_plans(model, cluster, ns["GLOBAL_BATCH"], calibration=cal, attention=("flash",)).plan(0)
     possible, required = [], []
-    sizes = [str(candidate.tensor_parallel), str(candidate.pipeline_parallel), str(candidate.data_parallel)]
-    for step, title in zip(steps, (sizes, [], []), strict=True):
+    titles = (
+        [str(candidate.tensor_parallel), str(candidate.pipeline_parallel), str(candidate.data_parallel)],
+        [str(recommended.data_parallel), str(recommended.zero_stage)],
+    )
+    for plan, title in zip((candidate, recommended), titles, strict=True):
+        step = budget.step_time(model, plan, cluster, calibration=cal)
         some, must = _step_texts(step, [f_time(step.total_s), *title])
         possible, required = possible + some, required + must
     return possible, required
@@ -670,7 +669,7 @@ FIGURE_NUMBERS = {
         ("8B", "80B"),
     ),
     ("09_capstone", "The plan landscape", 0): (_lesson_09_landscape, "numbers", ()),
-    ("09_capstone", "Where the step goes: candidate, winner, recommended", 0): (_lesson_09_steps, "numbers", ()),
+    ("09_capstone", "Where the step goes: candidate and recommended", 0): (_lesson_09_steps, "numbers", ()),
 }
 
 
