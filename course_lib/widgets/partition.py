@@ -63,8 +63,8 @@ __all__ = [
 
 CUSTOM = "custom"
 # The calibrated model's memory margin (+52.1 %: the 90th percentile of measured/predicted memory on the Playbook's
-# healthy held-out runs), drawn on the memory bar: the ideal model this lab shows misses more, so a plan that fits only without it is
-# a gamble.
+# healthy held-out runs), drawn on the memory bar: the ideal model this lab shows misses more, so a plan that fits
+# only without it is a gamble.
 MEMORY_MARGIN = parallelism.REFERENCE_CALIBRATION.memory_margin
 MODELS = {
     m.name: m
