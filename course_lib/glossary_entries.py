@@ -455,8 +455,9 @@ ENTRIES: tuple[Entry, ...] = (
         "nanotron, the framework",
         "framework",
         "software",
-        "The framework is what runs a plan (its precision recipe, buckets, overlaps); the calibrated model "
-        "assumes Hugging Face's nanotron, the library of the Ultra-Scale Playbook's runs.",
+        "The framework is what runs a plan (its precision recipe, buckets, overlaps, the ZeRO stages and schedules it "
+        "runs); the default calibrated model runs as Megatron-LM, and Hugging Face's nanotron is the library of the "
+        "Ultra-Scale Playbook's runs (ZeRO-1 only, no interleaving).",
         "03_parallelism.ipynb",
         (r"nanotron", r"the framework"),
         source="github.com/huggingface/nanotron; course_lib.parallelism.frameworks",
@@ -711,10 +712,11 @@ ENTRIES: tuple[Entry, ...] = (
         "bytes-per-param",
         "symbol",
         "Bytes per parameter of the weights, the gradients and the optimizer state, as the framework keeps them: "
-        "2 (bf16 weights), 4 (fp32 gradients) and 12 (Adam) in nanotron's recipe, the calibrated model's.",
+        "2 (bf16 weights), 4 (fp32 gradients) and 12 (Adam) in Megatron-LM's recipe (and nanotron's), the "
+        "calibrated model's.",
         "09_capstone.ipynb",
         (r"b_\\text\{param\}", r"b_\\text\{grad\}", r"b_\\text\{opt\}"),
-        source="course_lib.parallelism.frameworks (PRECISION_RECIPES, NANOTRON)",
+        source="course_lib.parallelism.frameworks (PRECISION_RECIPES, MEGATRON_CORE)",
     ),
     Entry(
         "$M_\\text{logits}$, $M_\\text{framework}$",
@@ -722,7 +724,7 @@ ENTRIES: tuple[Entry, ...] = (
         "symbol",
         "Memory of the last stage's logits (bf16, the loss's fp32 copy and its fp32 gradient: 10 bytes per token and "
         "vocabulary entry), and what the model does "
-        "not count (CUDA context, allocator caching, fragmentation; about 2 GB fitted).",
+        "not count (CUDA context, allocator caching, fragmentation; 2.86 GB fitted on the Playbook's runs).",
         "09_capstone.ipynb",
         (r"M_\\text\{logits\}", r"M_\\text\{framework\}"),
         source="course_lib.parallelism.frameworks (logits_bytes_per_element); calibration (framework_bytes)",

@@ -73,7 +73,7 @@
 # |---|---|---|---|
 # | <a id="calibration"></a>calibration=None | The ideal model (every byte and FLOP from the formulas, compute at an assumed efficiency $\eta$); without it, course_lib applies the calibration that lesson 08 fits. | [lesson 08](08_model_meets_measurements.ipynb) |  |
 # | <a id="mpi"></a>MPI, MPICH | MPI, the Message Passing Interface standard for processes that exchange messages; MPICH, an open-source implementation of it. | [lesson 07](07_measure.ipynb) | MPI Forum, MPI 4.0 (2021); mpich.org |
-# | <a id="framework"></a>nanotron, the framework | The framework is what runs a plan (its precision recipe, buckets, overlaps); the calibrated model assumes Hugging Face's nanotron, the library of the Ultra-Scale Playbook's runs. | [lesson 03](03_parallelism.ipynb) | github.com/huggingface/nanotron; course_lib.parallelism.frameworks |
+# | <a id="framework"></a>nanotron, the framework | The framework is what runs a plan (its precision recipe, buckets, overlaps, the ZeRO stages and schedules it runs); the default calibrated model runs as Megatron-LM, and Hugging Face's nanotron is the library of the Ultra-Scale Playbook's runs (ZeRO-1 only, no interleaving). | [lesson 03](03_parallelism.ipynb) | github.com/huggingface/nanotron; course_lib.parallelism.frameworks |
 # | <a id="nccl"></a>NCCL | NVIDIA Collective Communications Library: the collectives GPUs run over NVLink and the network; nccl-tests is its benchmark. | [lesson 02](02_nccl.ipynb) | github.com/NVIDIA/nccl |
 #
 # ## Symbols
@@ -113,8 +113,8 @@
 # | <a id="rank-index"></a>$r$ | The index of a rank, $0 \dots p-1$. | [lesson 02](02_nccl.ipynb) |  |
 # | <a id="bubble-time"></a>$t_\text{pb}$, $t_\text{id}$ | Narayanan et al.'s pipeline bubble time and ideal (bubble-free) time of a step; their ratio is the bubble fraction. | [lesson 03](03_parallelism.ipynb) | Narayanan et al. 2021, §2.2.1 |
 # | <a id="kv-heads"></a>$n_{kv}$, $d_\text{head}$ | Key-value heads (fewer than $a$ under grouped-query attention) and the size of one head, $h/a$. | [lesson 04](04_communication_budget.ipynb) |  |
-# | <a id="bytes-per-param"></a>$b_\text{param}$, $b_\text{grad}$, $b_\text{opt}$ | Bytes per parameter of the weights, the gradients and the optimizer state, as the framework keeps them: 2 (bf16 weights), 4 (fp32 gradients) and 12 (Adam) in nanotron's recipe, the calibrated model's. | [lesson 09](09_capstone.ipynb) | course_lib.parallelism.frameworks (PRECISION_RECIPES, NANOTRON) |
-# | <a id="memory-terms"></a>$M_\text{logits}$, $M_\text{framework}$ | Memory of the last stage's logits (bf16, the loss's fp32 copy and its fp32 gradient: 10 bytes per token and vocabulary entry), and what the model does not count (CUDA context, allocator caching, fragmentation; about 2 GB fitted). | [lesson 09](09_capstone.ipynb) | course_lib.parallelism.frameworks (logits_bytes_per_element); calibration (framework_bytes) |
+# | <a id="bytes-per-param"></a>$b_\text{param}$, $b_\text{grad}$, $b_\text{opt}$ | Bytes per parameter of the weights, the gradients and the optimizer state, as the framework keeps them: 2 (bf16 weights), 4 (fp32 gradients) and 12 (Adam) in Megatron-LM's recipe (and nanotron's), the calibrated model's. | [lesson 09](09_capstone.ipynb) | course_lib.parallelism.frameworks (PRECISION_RECIPES, MEGATRON_CORE) |
+# | <a id="memory-terms"></a>$M_\text{logits}$, $M_\text{framework}$ | Memory of the last stage's logits (bf16, the loss's fp32 copy and its fp32 gradient: 10 bytes per token and vocabulary entry), and what the model does not count (CUDA context, allocator caching, fragmentation; 2.86 GB fitted on the Playbook's runs). | [lesson 09](09_capstone.ipynb) | course_lib.parallelism.frameworks (logits_bytes_per_element); calibration (framework_bytes) |
 #
 # ## Notation
 #
