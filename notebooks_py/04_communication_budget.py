@@ -497,8 +497,8 @@ for key in FRAMEWORK_KEYS[1:]:
 # exposed tensor-parallel time. nanotron's step, 23.7 s, is hardly shorter than the bound's. Overlap is not free on a
 # GPU: hidden traffic slows the compute it shares the GPU with. The model can charge that
 # (`Calibration.overlap_slowdown`, added to the exposed data-parallel time); the default calibration leaves it at 0,
-# its fitted constants absorbing what there is. The pipeline sends stay exposed in all three rows: Megatron-LM overlaps them
-# only in its interleaved schedule, and this plan is not interleaved.
+# its fitted constants absorbing what there is. The pipeline sends stay exposed in all three rows: Megatron-LM
+# overlaps them only in its interleaved schedule, and this plan is not interleaved.
 #
 # ### Step 5 · Measure, and adjust the partition size
 #
