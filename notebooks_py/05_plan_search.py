@@ -58,7 +58,8 @@ from course_lib.widgets import quiz
 #
 # 1. **Enumerate** every factorisation $d \cdot t \cdot p$ of the cluster's device count, crossed with micro-batch
 #    sizes, ZeRO stages, recomputation, sequence parallelism and interleaving.
-# 2. **Reject** the plans that cannot run: $t$ does not divide the heads or $p \cdot v$ the layers ("partition"),
+# 2. **Reject** the plans that cannot run: $t$ does not divide the heads ("partition"; the ideal model also needs
+#    $p \cdot v$ to divide the layers, the calibrated one splits them unevenly and its heaviest stage sets the pace);
 #    the framework does not run the plan: it lacks its ZeRO stage or its pipeline schedule, or does not combine that
 #    stage with a pipeline ("framework"); $b \cdot d$ does not divide the global batch ("batch divisibility"); or the
 #    first stage does not fit in the device's memory ("memory").
@@ -363,8 +364,9 @@ print(
 # The plan that exposes least keeps every collective off the critical path: no data parallelism ($d = 1$, so no
 # gradient to reduce), no tensor parallelism, and a 32-stage interleaved pipeline whose sends Megatron-LM overlaps.
 # It pays in compute: 7.37 s against row 0's 4.08 s. Each of its 256 micro-batches is one sequence, which pays the
-# fixed cost per layer and micro-batch far more often, and 48 layers do not split evenly into 32 × 4 chunks, so the
-# fullest stage sets the pace. A plan is as fast as the sum of its three terms; the search compares the sums.
+# fixed cost per layer and micro-batch far more often, and 48 layers do not split evenly over 32 stages: the
+# heaviest stage holds 2 layers, the last one the output layer too, and the slowest stage sets the pace. A plan is
+# as fast as the sum of its three terms; the search compares the sums.
 
 # %% [markdown]
 # ## Self-check
