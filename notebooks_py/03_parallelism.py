@@ -49,6 +49,7 @@
 import matplotlib.pyplot as plt
 
 from course_lib import collectives, hardware, parallelism, pipeline, units, viz
+from course_lib.viz.pipeline_schedule import SCHEDULE_NAMES
 from course_lib.widgets import quiz
 
 # %% [markdown]
@@ -534,10 +535,10 @@ print(f"15B would need {units.format_bytes(parallelism.zero_model_state_bytes(15
 #
 # The cell passes [`calibration=None`](glossary.ipynb#calibration): the ideal model of this lesson, 16 bytes of
 # model state per parameter and the activations above. Called without it, `memory_breakdown` (and lesson 04's
-# `budget.step_time`, lesson 05's `budget.search_plans`) uses the course's default calibration instead: the memory of
-# a real framework, [nanotron](glossary.ipynb#framework) (its precision recipe's bytes per parameter, its logits and
-# buffers), fitted on the Ultra-Scale Playbook's
-# measured runs. Lesson 08 explains where it comes from.
+# `budget.step_time`, lesson 05's `budget.search_plans`) uses the course's default calibration instead, the
+# *reference*: the memory of a real [framework](glossary.ipynb#framework), Megatron-LM (Megatron-Core) as it runs on
+# DGX H100 nodes (its precision recipe's bytes per parameter, its logits, and a fixed framework memory for the CUDA
+# context and buffers, measured on the Ultra-Scale Playbook's runs). Lesson 08 explains where its constants come from.
 
 # %%
 PLANS = {
@@ -586,14 +587,14 @@ for label, mem in breakdowns.items():
 #
 # The 16 bytes per parameter above are ZeRO's recipe (§3.1): 16-bit parameters and gradients, and 12 bytes of fp32
 # master weights and Adam moments. A real framework stores its own recipe, and it also decides which ZeRO stages it
-# runs together with a pipeline. The calibrated model reads both from a *framework preset*
-# (`parallelism.FRAMEWORKS`), each behaviour cited to the framework's source at a release (`Framework.sources`). The
-# cell below asks `memory_breakdown` for the model states of GPT-3 175B on one device and with ZeRO-1 over 8
-# data-parallel ranks under each preset, per parameter, and prints what each preset combines and where that comes
-# from.
+# runs at all, which of them it combines with a pipeline, and which pipeline schedules it offers. The calibrated model
+# reads all of it from a *framework preset* (`parallelism.FRAMEWORKS`), each behaviour cited to the framework's source
+# at a release (`Framework.sources`); `megatron` is the default calibration's. The cell below asks `memory_breakdown`
+# for the model states of GPT-3 175B on one device and with ZeRO-1 over 8 data-parallel ranks under each preset, per
+# parameter, and prints what each preset runs, which ZeRO stages it overlaps, and where that comes from.
 
 # %%
-FRAMEWORK_KEYS = ("deepspeed", "fsdp2", "fsdp2-pipeline", "nanotron", "megatron", "generic")
+FRAMEWORK_KEYS = ("megatron", "nanotron", "deepspeed", "fsdp2", "fsdp2-pipeline", "generic")
 ZERO1_PLAN = parallelism.ParallelPlan(data_parallel=8, zero_stage=1)
 
 
@@ -607,23 +608,37 @@ def short_citation(citation):
     return citation.split(": ")[0].split("; ")[0]
 
 
+def zero_stages(stages):
+    """ZeRO stages as "ZeRO-0/1", or "none"."""
+    return "ZeRO-" + "/".join(str(stage) for stage in stages) if stages else "none"
+
+
 print(
-    f"{'preset':15} {'recipe':16} {'one device':>10} {'ZeRO-1, N_d = 8':>16} {'highest ZeRO stage with a pipeline':>35}"
+    f"{'preset':15} {'recipe':16} {'one device':>10} {'ZeRO-1, N_d = 8':>16}  {'runs':12} {'with p > 1':12} schedules"
 )
 for key in FRAMEWORK_KEYS:
     preset = parallelism.FRAMEWORKS[key]
+    piped = [stage for stage in preset.zero_stages if stage <= preset.max_zero_stage_with_pipeline and preset.schedules]
+    schedules = ", ".join(SCHEDULE_NAMES[schedule] for schedule in preset.schedules) or "no pipeline"
     print(
         f"{key:15} {preset.precision:16} {state_bytes_per_param(parallelism.ParallelPlan(), key):>8g} B "
-        f"{state_bytes_per_param(ZERO1_PLAN, key):>14g} B {preset.max_zero_stage_with_pipeline:>35}"
+        f"{state_bytes_per_param(ZERO1_PLAN, key):>14g} B  {zero_stages(preset.zero_stages):12} "
+        f"{zero_stages(piped):12} {schedules}"
     )
-print("\nsources (recipe; what it combines with a pipeline):")
+print(f"\n{'preset':15} {'gradient reduction hidden':26} parameter gathers prefetched")
 for key in FRAMEWORK_KEYS:
     preset = parallelism.FRAMEWORKS[key]
-    if not preset.sources:
-        print(f"  {key}: none (a bare Calibration's defaults, no framework's)")
-        continue
-    print(f"  {key}: {short_citation(preset.cited('precision'))}")
-    print(f"  {'':{len(key)}}  {short_citation(preset.cited('max_zero_stage_with_pipeline'))}")
+    hidden = [stage for stage in preset.zero_stages if preset.hides_grad_reduce(stage)]
+    prefetched = [stage for stage in preset.zero_stages if stage > 0 and preset.prefetches_gathers(stage)]
+    print(f"{key:15} {zero_stages(hidden):26} {zero_stages(prefetched)}")
+print("\nsources (recipe; ZeRO stages; with a pipeline; schedules; overlaps):")
+FIELDS = ("precision", "zero_stages", "max_zero_stage_with_pipeline", "schedules", "overlap_grad_reduce")
+for key in FRAMEWORK_KEYS:
+    preset = parallelism.FRAMEWORKS[key]
+    cited = dict.fromkeys(short_citation(preset.cited(field)) for field in FIELDS if preset.cited(field))
+    lines = list(cited) or ["none (a bare Calibration's defaults, no framework's)"]
+    for number, citation in enumerate(lines):
+        print(f"  {key + ':' if number == 0 else '':{len(key) + 1}} {citation}")
 STAGE_PLAN = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64)
 extra = (state_bytes_per_param(STAGE_PLAN, "megatron") - state_bytes_per_param(STAGE_PLAN, "deepspeed")) * model.params
 print(f"\n18 B against 16 B on one GPU of TP 8 × PP 8 (first stage): {units.format_bytes(extra)} more model states")
@@ -643,14 +658,23 @@ print(f"\n18 B against 16 B on one GPU of TP 8 × PP 8 (first stage): {units.for
 # Two bytes per parameter look small, but on one GPU of GPT-3 175B's TP 8 × PP 8 plan they are 5.59 GB of model states
 # without ZeRO, room for several micro-batches' activations.
 #
-# What a framework *combines* matters as much. ZeRO-2 and ZeRO-3 shard the gradients, which a pipeline accumulates
+# What a framework *runs* matters as much. ZeRO-2 and ZeRO-3 shard the gradients, which a pipeline accumulates
 # over all its micro-batches before reducing them. DeepSpeed's pipeline engine refuses them ("ZeRO-2 and ZeRO-3 are
-# incompatible with pipeline parallelism"), nanotron implements only ZeRO-1, and Megatron-LM pairs its distributed
-# optimizer (ZeRO-1) with pipelines but refuses PyTorch's FSDP2 with them. torchtitan runs FSDP2 *with* pipelining,
-# as Llama 3 trained: a pipeline stage then keeps its parameters and gradients whole for the step and reduce-scatters
+# incompatible with pipeline parallelism"); Megatron-LM pairs its distributed optimizer (ZeRO-1) with pipelines and
+# runs ZeRO-2 and 3 only without one (Megatron-FSDP); nanotron implements ZeRO-1 and nothing above it, with or
+# without a pipeline. The schedules differ too: nanotron runs GPipe and 1F1B, Megatron-LM 1F1B and its interleaved
+# variant (no GPipe), DeepSpeed 1F1B alone, FSDP2 no pipeline at all. torchtitan runs FSDP2 *with* pipelining, as
+# Llama 3 trained: a pipeline stage then keeps its parameters and gradients whole for the step and reduce-scatters
 # once after the last micro-batch (`reshard_with_pipeline=False`). Lesson 05's search rejects as "framework" every
-# plan that pairs a pipeline with a higher ZeRO stage than its preset runs: under `fsdp2-pipeline` those plans come
-# back.
+# plan its preset does not run: ZeRO-2 or 3 with a pipeline under the default (Megatron-LM), any ZeRO-2 or 3 and any
+# interleaving under nanotron.
+#
+# What a framework *overlaps* can depend on the ZeRO stage. The second table lists, for each preset, the stages
+# under which it reduces gradient buckets during the backward pass and gathers updated parameters behind compute
+# (lesson 04 prices both). Megatron-LM does both at every stage; nanotron reduces behind the backward but gathers its
+# ZeRO-1 parameters after the optimizer step, on the critical path; DeepSpeed overlaps neither below ZeRO-3
+# (`overlap_comm` is off by default below stage 3, and its ZeRO-1/2 `step()` all-gathers the updated weights before
+# it returns).
 #
 # ### Communication volume per step
 #

@@ -133,11 +133,12 @@ from course_lib.widgets import quiz
 # device, $T_\text{TP}$ and $T_\text{PP}$ the (exposed) tensor and pipeline communication per micro-batch, and the
 # bubble $(p-1)/v$ micro-batch slots (Narayanan et al. 2021, Eq. 1). In this lesson's ideal model
 # (`calibration=None`, which every cell below passes) compute runs at `compute_efficiency` × peak, 0.5 unless you
-# pass another. Called without `calibration`, `budget.step_time` uses the course's default calibration instead: the
-# framework preset nanotron (`parallelism.frameworks.NANOTRON`: its memory per parameter; its gradient buckets
-# overlap the backward pass, its ZeRO-3 parameter gathers are not prefetched, its tensor-parallel collectives never
-# overlap), a GEMM efficiency that grows with the matrix size and a fixed cost per layer, fitted on the Ultra-Scale
-# Playbook's measured runs. Lesson 05 ranks plans with it; lesson 08 explains where it comes from.
+# pass another. Called without `calibration`, `budget.step_time` uses the course's default calibration instead, the
+# reference: the framework preset Megatron-LM (`parallelism.MEGATRON_CORE`: its memory per parameter; its gradient
+# buckets reduced during the backward pass, its parameter gathers overlapped with the next forward, the backward half
+# of its tensor-parallel collectives overlapped with the weight-gradient GEMM), GEMMs at a fixed share of peak and a
+# fixed cost per layer and micro-batch, both fitted on published Megatron-LM and NeMo runs on DGX H100s. Lesson 05
+# ranks plans with it; lesson 08 explains where it comes from.
 #
 # The step is thus made of three terms: compute, exposed communication (tensor, pipeline and the exposed part of the
 # data-parallel traffic) and the bubble. The **binding constraint** of a plan is the largest of the three, the term
@@ -431,13 +432,14 @@ print(
 #
 # The dependency rule is a bound, not a law: a framework can split an operator so that part of its communication
 # runs beside compute that does not need it. The calibrated model (lesson 08) runs a plan as a framework preset
-# says (`framework=`, a key of `parallelism.FRAMEWORKS`), each overlap cited to the framework's source. The same
-# plan under three presets: `exposed`, the pessimistic bound (nothing overlaps that could); `nanotron`, the
-# calibration's own framework; and `megatron`, Megatron-LM (Core) with `--overlap-grad-reduce` and
-# `--overlap-param-gather`:
+# says (`framework=`, a key of `parallelism.FRAMEWORKS`), each overlap cited to the framework's source. Some overlaps
+# depend on the ZeRO stage (lesson 03's second framework table), so the cell prints what each preset does under this
+# plan's ZeRO-1. The same plan under three presets: `exposed`, the pessimistic bound (nothing overlaps that could);
+# `megatron`, the default calibration's framework, Megatron-LM (Core) with `--overlap-grad-reduce` and
+# `--overlap-param-gather`; and `nanotron`:
 
 # %%
-FRAMEWORK_KEYS = ("exposed", "nanotron", "megatron")
+FRAMEWORK_KEYS = ("exposed", "megatron", "nanotron")
 framework_steps = {key: budget.step_time(MODEL, PLAN, CLUSTER, framework=key) for key in FRAMEWORK_KEYS}
 print(
     f"{'framework':10} {'compute':>8} {'bubble':>7} {'TP exposed':>11} {'hidden':>7} {'PP exposed':>11} "
@@ -452,34 +454,51 @@ for key, framework_step in framework_steps.items():
         f"{units.format_time(hidden['data']):>7} {units.format_time(framework_step.exposed_communication_s):>12} "
         f"{units.format_time(framework_step.total_s):>7}"
     )
+BEHAVIOURS = {  # field: what it says under this plan's ZeRO stage
+    "overlap_grad_reduce": lambda preset: (
+        f"gradient buckets reduced during the backward under "
+        f"ZeRO-{PLAN.zero_stage}: {'yes' if preset.hides_grad_reduce(PLAN.zero_stage) else 'no'}"
+    ),
+    "prefetch_parameter_gathers": lambda preset: (
+        f"ZeRO-{PLAN.zero_stage}'s parameter all-gather behind compute: "
+        f"{'yes' if preset.prefetches_gathers(PLAN.zero_stage) else 'no'}"
+    ),
+    "tensor_parallel_overlap": lambda preset: (
+        f"tensor-parallel collectives overlapped: {preset.tensor_parallel_overlap}"
+    ),
+}
 for key in FRAMEWORK_KEYS[1:]:
     preset = parallelism.FRAMEWORKS[key]
     print(f"\n{key}:")
-    for field in ("overlap_grad_reduce", "prefetch_parameter_gathers", "tensor_parallel_overlap"):
-        cited = f"{field} = {getattr(preset, field)!r}: {preset.cited(field)}"
+    for field, behaviour in BEHAVIOURS.items():
+        cited = f"{behaviour(preset)} ({preset.cited(field)})"
         print(textwrap.fill(cited, width=116, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False))
 
 # %% [markdown]
 # The compute is the same in every row (the calibrated model's, not this lesson's half of peak); only what hides
 # changes:
 #
-# - **`overlap_grad_reduce`** (nanotron and Megatron-LM): gradient buckets are reduced while the last micro-batch's
-#   backward pass still computes earlier layers' gradients. nanotron hides 139 ms of the data-parallel traffic this
-#   way; the bound hides nothing and exposes 779 ms.
+# - **`overlap_grad_reduce`** (Megatron-LM and nanotron, at every ZeRO stage they run): gradient buckets are reduced
+#   while the last micro-batch's backward pass still computes earlier layers' gradients. nanotron hides 123 ms of the
+#   data-parallel traffic this way; the bound hides nothing and exposes 779 ms. DeepSpeed does it only under ZeRO-3
+#   (lesson 03).
 # - **`prefetch_parameter_gathers`** (Megatron-LM's `--overlap-param-gather`): the all-gather of the parameters
 #   updated by the ZeRO-1 optimizer step runs during the next step's first forward pass, from a forward pre-hook.
-#   nanotron gathers them right after the optimizer step, exposed.
+#   nanotron gathers them right after the optimizer step, exposed: its data-parallel time exposed is 656 ms against
+#   Megatron-LM's 469 ms.
 # - **`tensor_parallel_overlap="backward"`** (Megatron-LM): in the backward pass the all-reduce of the input gradient
 #   (a reduce-scatter with sequence parallelism) runs while the weight-gradient GEMM computes. Half of the
 #   tensor-parallel time hides: 1.02 s of the 2.03 s. The forward collectives stay exposed (`--tp-comm-overlap`
 #   would chunk those GEMMs too; it is off by default). nanotron's `tp_linear_async_communication` overlaps only a
 #   forward all-gather and is off by default.
 #
-# Megatron-LM's step is 24.9 s against 26.4 s for the bound: its exposed communication is 1.51 s, not 2.86 s, and its
-# bubble shrinks too, since each bubble slot carries a micro-batch's exposed tensor-parallel time. Overlap is not
-# free: hidden traffic slows the compute it shares the GPU with (`Calibration.overlap_slowdown`), which the model
-# charges to the exposed data-parallel time. The pipeline sends stay exposed in all three rows: Megatron-LM overlaps
-# them only in its interleaved schedule, and this plan is not interleaved.
+# Megatron-LM's step, the default's, is 22.4 s against 23.8 s for the bound: its exposed communication is 1.53 s,
+# not 2.86 s, and its bubble shrinks too (1.49 s against 1.57 s), since each bubble slot carries a micro-batch's
+# exposed tensor-parallel time. nanotron's step, 23.7 s, is hardly shorter than the bound's. Overlap is not free on a
+# GPU: hidden traffic slows the compute it shares the GPU with. The model can charge that
+# (`Calibration.overlap_slowdown`, added to the exposed data-parallel time); the default calibration leaves it at 0,
+# its fitted constants absorbing what there is. The pipeline sends stay exposed in all three rows: Megatron-LM
+# overlaps them only in its interleaved schedule, and this plan is not interleaved.
 #
 # ### Step 5 · Measure, and adjust the partition size
 #

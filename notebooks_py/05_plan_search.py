@@ -40,6 +40,8 @@
 # **Time to learn:** about 1.5 hours (1 hour to read and run, half an hour for the exercises).
 
 # %%
+import dataclasses
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -56,9 +58,11 @@ from course_lib.widgets import quiz
 #
 # 1. **Enumerate** every factorisation $d \cdot t \cdot p$ of the cluster's device count, crossed with micro-batch
 #    sizes, ZeRO stages, recomputation, sequence parallelism and interleaving.
-# 2. **Reject** the plans that cannot run: $t$ does not divide the heads or $p \cdot v$ the layers ("partition"),
-#    the framework does not combine a pipeline with ZeRO-2 or 3 ("framework"), $b \cdot d$ does not divide the
-#    global batch ("batch divisibility"), or the first stage does not fit in the device's memory ("memory").
+# 2. **Reject** the plans that cannot run: $t$ does not divide the heads ("partition"; the ideal model also needs
+#    $p \cdot v$ to divide the layers, the calibrated one splits them unevenly and its heaviest stage sets the pace);
+#    the framework does not run the plan: it lacks its ZeRO stage or its pipeline schedule, or does not combine that
+#    stage with a pipeline ("framework"); $b \cdot d$ does not divide the global batch ("batch divisibility"); or the
+#    first stage does not fit in the device's memory ("memory").
 # 3. **Estimate** the step time of each plan left, as lesson 04 did for one.
 # 4. **Rank** them by step time (among equal times, the one with more memory to spare first) and name each one's
 #    binding constraint.
@@ -105,16 +109,17 @@ CLUSTER = hardware.SELENE_3072
 #
 # `budget.search_plans` enumerates every factorisation $d \cdot t \cdot p$ of the cluster's
 # device count, crossed with micro-batch sizes, ZeRO stages, recomputation, sequence parallelism and interleaving;
-# rejects the plans that do not partition the model, that the framework does not run (ZeRO-2 or 3 with a pipeline),
-# that do not divide the batch, or do not fit in memory; estimates the step time of the rest and names each one's
-# binding constraint. It ranks by the course's *calibrated* model (`calibration="default"`): the constants fitted on
-# the Ultra-Scale Playbook's measured runs (lesson 08: an efficiency and a fixed cost per layer fitted on nanotron's
-# runs, its framework memory, and nanotron's behaviour, such as no prefetch of ZeRO-3 gathers), carried over to
-# Selene's A100s on Selene's own links; `calibration=None` is the ideal model of lesson 04's worked example. A plan
-# fits here when its predicted memory is within the GPU's (`memory_margin=0.0`); by default the search asks for the
-# calibration's margin too, the share of memory the calibrated model missed on the measured runs lesson 08 replays
-# (+38.4 %; lesson 09 plans with it). First Narayanan et al.'s largest case: the 1T model on all 3072 GPUs of Selene
-# with a global batch of 3072.
+# rejects the plans that do not partition the model, that the framework does not run (under the default, Megatron-LM:
+# ZeRO-2 or 3 with a pipeline), that do not divide the batch, or do not fit in memory; estimates the step time of the
+# rest and names each one's binding constraint. It ranks by the course's *calibrated* model (`calibration="default"`),
+# the reference of lessons 03 and 04: Megatron-LM's behaviour (what it stores, runs and overlaps), GEMMs at a share of
+# peak and a fixed cost per layer and micro-batch fitted on published Megatron-LM and NeMo runs on DGX H100s (lesson
+# 08), and a framework memory measured on the Ultra-Scale Playbook's runs. On Selene the search carries all of it
+# over to the A100s and Selene's own links, and without a measured band of step times: a step here is a point
+# estimate. `calibration=None` is the ideal model of lesson 04's worked example. A plan fits here when its predicted
+# memory is within the GPU's (`memory_margin=0.0`); by default the search asks for the calibration's margin too, the
+# share of memory the calibrated model missed on the measured runs lesson 08 replays (+52.1 %; lesson 09 plans with
+# it). First Narayanan et al.'s largest case: the 1T model on all 3072 GPUs of Selene with a global batch of 3072.
 
 
 # %%
@@ -131,13 +136,14 @@ for label, count in counts.items():
 print(search.table(range(6)))
 
 # %% [markdown]
-# The top plans keep $t = 8$ inside a node (rows 2 and 5 try $t = 16$ across two nodes) and use a deep pipeline
-# with interleaving, selective recomputation and sequence parallelism, and every one is compute-bound: its exposed
-# communication and bubble (5.4 s and 2.5 s for row 0) are small beside a step of 85.9 s. They differ in how
-# they trade the bubble (fewer stages, more interleaving) against memory and exposed communication, which is what
-# separates them by a few seconds. The counts above show how few candidates reach the ranking: half fail to
-# partition the model (160 heads and 128 layers divide few ways), a quarter pair a pipeline with ZeRO-2 or 3 (which
-# the framework does not combine), and most of the rest would not fit in 80 GB.
+# Every top plan uses selective recomputation and sequence parallelism, and every one is compute-bound. Row 0 keeps
+# $t = 8$ inside a node and runs a deep interleaved pipeline ($p = 32$, $v = 4$): its exposed communication and
+# bubble (2.38 s and 2.15 s) are small beside a step of 73.8 s. The rows below it trade the terms differently: row 1
+# has no pipeline and no bubble at all, $t = 32$ across four nodes and ZeRO-3 over 96 replicas, and exposes 8.64 s
+# instead; rows 2 to 4 run $t = 16$ across two nodes with shallower pipelines. All six are within a few seconds of
+# each other, closer than the model can rank them with confidence (lesson 08). The counts above show how few
+# candidates reach the ranking: half fail to partition the model (160 heads divide few ways), a quarter are plans
+# the framework does not run (ZeRO-2 or 3 with a pipeline), and most of the rest would not fit in 80 GB.
 #
 # How does the paper's own plan fare? Narayanan et al. ran this model with $t = 8$, $p = 64$ ($d = 6$),
 # micro-batch 1, the interleaved schedule and full activation recomputation (sequence parallelism and selective
@@ -181,25 +187,42 @@ for label, paper in (("default calibration:", paper_step), ("ideal model (None, 
         f"{units.format_percent(paper.mfu)} MFU, a step of {units.format_time(paper.total_s)} "
         f"(binding: {paper.binding_constraint})"
     )
-for efficiency in (0.55, 0.58, 0.6):
-    trial = budget.step_time(
-        parallelism.MEGATRON_1T, paper_plan, CLUSTER, compute_efficiency=efficiency, calibration=None
-    )
-    print(
-        f"  ideal model with compute_efficiency = {efficiency}: {units.format_time(trial.total_s)}, "
-        f"{units.format_flops_rate(iteration_flops / (CLUSTER.devices * trial.total_s))} per GPU"
-    )
+# What the default calibration's two fitted constants mean for this step: the same step without the fixed cost
+calibration = parallelism.default_calibration(CLUSTER)
+without_fixed_cost = budget.step_time(
+    parallelism.MEGATRON_1T, paper_plan, CLUSTER, calibration=dataclasses.replace(calibration, layer_overhead_s=0.0)
+)
+layers_per_gpu = model_1t.layers // paper_plan.pipeline_parallel
+print(
+    f"the default calibration: {calibration.framework.short_name}, GEMMs at "
+    f"{units.format_percent(calibration.gemm_efficiency)} of peak, "
+    f"{units.format_time(calibration.layer_overhead_s)} per layer and micro-batch"
+)
+print(
+    f"  without the fixed cost: {units.format_flops_rate(without_fixed_cost.hfu * peak)} per GPU, a step of "
+    f"{units.format_time(without_fixed_cost.total_s)}"
+)
+print(
+    f"  the fixed cost adds "
+    f"{units.format_time(paper_step.total_s - without_fixed_cost.total_s)}, of which "
+    f"{layers_per_gpu} layers × {paper_plan.grad_accum_steps} micro-batches × "
+    f"{units.format_time(calibration.layer_overhead_s)} = "
+    f"{units.format_time(layers_per_gpu * paper_plan.grad_accum_steps * calibration.layer_overhead_s)} in the compute"
+)
 
 # %% [markdown]
-# Neither model reproduces the run, and both fall short. The calibrated model predicts 141 TFLOP/s per GPU against
-# the measured 163: its efficiency (0.55 of peak) and its fixed cost per layer were fitted on nanotron's H100 runs,
-# and Megatron's A100 kernels did better. The ideal model predicts 139 TFLOP/s: the paper's 52 % of peak is an
-# end-to-end figure that *includes* the bubble and all exposed communication, so its matrix
-# kernels ran well above the ideal model's `compute_efficiency = 0.5`. Around 0.59 the ideal model would match (the
-# last lines above), but that is a fit to this one run, not a prediction. The search ranks the paper's plan at row
-# 277 (the table above): the plans above it use sequence parallelism and selective recomputation, which did not exist
-# in 2021. Use the model to compare plans and to see which constraint binds, and measure before trusting the second
-# decimal; lesson 08 shows how far the calibrated model is from 3,306 measured runs (1,758 of which ran).
+# The calibrated model predicts 162 TFLOP/s per GPU against the measured 163, and this is a prediction, not a fit:
+# its constants were fitted on H100 runs of Megatron-LM and NeMo, and Narayanan et al.'s A100 run is not among them.
+# The last lines show what the two constants mean for this step. GEMMs at 62 % of the A100's peak carry it: without
+# the fixed cost the step would take 1.69 min (165 TFLOP/s). The fixed cost, 1.5 ms per layer and micro-batch, adds
+# 1.63 s, mostly the 1.54 s of 2 layers × 512 micro-batches on each GPU: little beside a step this long, because each
+# GPU holds only 2 of the 128 layers. The ideal model predicts 139 TFLOP/s: the paper's 52 % of peak is an end-to-end
+# figure that *includes* the bubble and all exposed communication, so its matrix kernels ran well above the ideal
+# model's `compute_efficiency = 0.5`, near the fitted 62 %. The search ranks the paper's plan at row 324 (the table
+# above): the plans above it use sequence parallelism and selective recomputation, which did not exist in 2021. One
+# run this close does not make every prediction as close: lesson 08 replays the calibrated model on published runs it
+# was not fitted on. Use the model to compare plans and to see which constraint binds, and measure before trusting
+# the second decimal.
 #
 # ### GPT 22B on 32 H100s
 #
@@ -228,46 +251,59 @@ for row in range(5):
     print(f"{row:>4} {units.format_time(small_step.compute_s):>8} {units.format_time(tensor_s):>24}")
 
 # %% [markdown]
-# With only 32 GPUs and a 22B model, the fastest plans need no pipeline (row 3 is the first with one) and little
-# tensor parallelism: data parallelism with ZeRO-2 (gradients and optimizer state sharded) and micro-batches of 2 to
-# 4, which pay the fixed cost per layer and micro-batch less often than micro-batches of one. ZeRO-3 would halve the
-# memory but costs time: the framework the calibration describes does not prefetch its parameter gathers, so they
-# are exposed, and none of the five fastest plans uses it. Every top plan is compute-bound: its compute, 4.58 to
-# 5.06 s, is most of its step, and the compute orders them more than the exposed communication does. Rows 1 and 3
-# expose less than row 0 (337 and 311 ms against 394 ms) but compute longer: row 1 runs micro-batches of 2, which
-# pay the fixed cost twice as often as row 0's micro-batches of 4, and row 3 also splits the layers over a pipeline.
-# Rows 1 and 2 compute alike and differ in sequence parallelism: row 2's exposes more tensor-parallel time (259 ms
-# against 177 ms). The best partition depends on the
-# model's size, the batch, the cluster and the framework, and the search says *why* each plan loses.
+# With only 32 GPUs and a 22B model, the fastest plans need no pipeline and little or no tensor parallelism. The
+# winner shards everything with ZeRO-3 over all 32 GPUs, micro-batches of 2: its parameter gathers are on the wire
+# every micro-batch, but Megatron-LM prefetches them behind the compute, so it exposes only 1.41 ms. Every top plan
+# is compute-bound, and rows 0 to 3 compute alike, 4.08 s (a micro-batch of 2 on one GPU is as much work per GPU as
+# one of 4 split over $t = 2$). They differ in what they expose and store: rows 1 to 3 pay the tensor-parallel
+# collectives that row 0 avoids (99.8 ms without sequence parallelism, 154 ms with it, which in exchange brings row 1's
+# 70.5 GB down to row 2's 58.4 GB); row 3 is row 2 under ZeRO-2 (79.1 GB). Row 4 runs 8 micro-batches of 2 instead of
+# 4 of 4 and pays the fixed cost per layer and micro-batch twice as often: 4.37 s of compute. On this cluster the
+# reference measured a band (the step column's p10–p90 of measured over predicted step times): the five bands
+# overlap, so the model cannot tell these plans apart with confidence, only that each beats the rows far below. The
+# best partition depends on the model's size, the batch, the cluster and the framework, and the search says *why*
+# each plan loses.
 #
 # ### The framework changes the pick
 #
-# Both searches ranked plans as nanotron runs them, the default calibration's framework (lesson 04's "What the
-# framework hides"). `framework="megatron"` ranks the same candidates as Megatron-LM runs them: its precision recipe,
-# its gradient and parameter-gather overlaps, its backward tensor-parallel overlap, its overlapped P2P in interleaved
-# schedules (each cited in `parallelism.MEGATRON_CORE.sources`). The fastest plan of each search (`memory_margin=0.0`, as above), under each:
+# Both searches ranked plans as Megatron-LM runs them, the default calibration's framework (lesson 04's "What the
+# framework hides"). `framework="nanotron"` ranks the same candidates as nanotron runs them (each behaviour cited in
+# `parallelism.NANOTRON.sources`): its precision recipe is Megatron-LM's, but it runs no ZeRO-2 or 3 and no
+# interleaved schedule, which the search rejects as "framework", it gathers the ZeRO-1 parameters after the optimizer
+# step, on the critical path, and it overlaps no tensor-parallel collective. The fastest plan of each search
+# (`memory_margin=0.0`, as above), under each, and where the default ranks nanotron's pick:
 
 # %%
-megatron_search = budget.search_plans(
-    parallelism.MEGATRON_1T, CLUSTER, global_batch=3072, memory_margin=0.0, framework="megatron"
+nanotron_search = budget.search_plans(
+    parallelism.MEGATRON_1T, CLUSTER, global_batch=3072, memory_margin=0.0, framework="nanotron"
 )
-megatron_small_search = budget.search_plans(
-    parallelism.MEGATRON_22B, SMALL_CLUSTER, global_batch=256, memory_margin=0.0, framework="megatron"
+nanotron_small_search = budget.search_plans(
+    parallelism.MEGATRON_22B, SMALL_CLUSTER, global_batch=256, memory_margin=0.0, framework="nanotron"
 )
-for label, default, megatron in (
-    (f"{parallelism.MEGATRON_1T.name} on {CLUSTER.name}", search, megatron_search),
-    (f"{parallelism.MEGATRON_22B.name} on {SMALL_CLUSTER.name}", small_search, megatron_small_search),
+for label, default, nanotron in (
+    (f"{parallelism.MEGATRON_1T.name} on {CLUSTER.name}", search, nanotron_search),
+    (f"{parallelism.MEGATRON_22B.name} on {SMALL_CLUSTER.name}", small_search, nanotron_small_search),
 ):
-    print(f"{label}: the default (nanotron) pick, then Megatron-LM's")
+    print(
+        f"{label}: rejected for framework {units.format_count(default.rejected['framework'])} under the default, "
+        f"{units.format_count(nanotron.rejected['framework'])} under nanotron; the default's (Megatron-LM's) pick, "
+        "then nanotron's"
+    )
     print(default.table([0]))
-    print(megatron.table([0]).splitlines()[-1])
+    print(nanotron.table([0]).splitlines()[-1])
+    row = default.find(**nanotron.fields(0))
+    print(
+        f"nanotron's pick as Megatron-LM runs it: row {row} of the default search, "
+        f"{units.format_time(default.columns['step_time_s'][row])}\n"
+    )
 
 # %% [markdown]
-# On the 1T model the pick is the same plan, 82.8 s a step under Megatron-LM against 85.9 s: the order of deep
-# interleaved pipelines does not change when their exposed communication shrinks from 5.4 s to 2.35 s. On GPT 22B the
-# pick changes: Megatron-LM's preset prefetches parameter all-gathers under the compute, so ZeRO-3 with $d = 32$
-# exposes 1.08 ms instead of paying its gathers on the critical path, and it beats nanotron's pick (ZeRO-2, $t = 2$).
-# A plan is fastest for a framework, not in general: search with the framework you will run.
+# nanotron rejects thousands more plans as "framework", the winners among them. On the 1T model its pick is the
+# default's shape without interleaving ($v = 1$): its bubble grows from 2.15 s to 8.84 s, and the step takes 82.7 s
+# against 73.8 s; run by Megatron-LM that plan would take 80.6 s, row 43. On GPT 22B nanotron cannot shard gradients
+# or parameters, so ZeRO-3 over 32 GPUs is out: its pick is ZeRO-1 with $d = 8$, $t = 2$, $p = 2$ (5.02 s against
+# the default's 4.08 s), which Megatron-LM would run in 4.83 s, row 27. A plan is fastest for a framework, not in
+# general: search with the framework you will run.
 
 
 # %% [markdown]
@@ -275,11 +311,11 @@ for label, default, megatron in (
 #
 # ### The plan landscape
 #
-# Every plan of the 1T search that partitions the model and the batch, 10542 of the 49728 considered (the plans
-# rejected for the partition or the batch have no step time to draw): memory per GPU against step time, coloured
-# and shaped by what binds it. Row 0 (the best) and the paper's plan are marked, and named in the legend under the
-# figure. The rarest constraints are drawn on top, and the plans that do not fit are faded, so that no colour hides
-# another.
+# Every plan of the 1T search that partitions the model and the batch and that the framework runs, 10542 of the
+# 49728 considered (the plans rejected for the partition, the framework or the batch have no step time to draw):
+# memory per GPU against step time, coloured and shaped by what binds it. Row 0 (the best) and the paper's plan are
+# marked, and named in the legend under the figure. The rarest constraints are drawn on top, and the plans that do
+# not fit are faded, so that no colour hides another.
 
 # %%
 constraints = search.columns["binding_constraint"]
@@ -297,8 +333,8 @@ viz.plot_plan_search(
 plt.show()
 
 # %% [markdown]
-# Plans to the right of the capacity line do not fit (grey). Of the 1304 that fit, 1212 are compute-bound, the
-# fastest included; 44 are bound by exposed communication and 48 by the bubble, and these lie well above the
+# Plans to the right of the capacity line do not fit (grey). Of the 1449 that fit, 1368 are compute-bound, the
+# fastest included; 25 are bound by exposed communication and 56 by the bubble, and these lie well above the
 # fastest: a plan whose coordination outweighs its compute is slow. Points side by side at one height are plans
 # with nearly the same step time and different memory; among equal times the search ranks the plan with more
 # headroom first.
@@ -319,14 +355,18 @@ print(small_search.table([0, least_exposed]))
 print(
     f"row {least_exposed} exposes {units.format_time(exposed[least_exposed])} against row 0's "
     f"{units.format_time(exposed[0])}, and its step is "
-    f"{small_search.columns['step_time_s'][least_exposed] / small_search.columns['step_time_s'][0]:.2f}× as long"
+    f"{small_search.columns['step_time_s'][least_exposed] / small_search.columns['step_time_s'][0]:.2f}× as long: "
+    f"compute {units.format_time(small_search.columns['compute_s'][least_exposed])} against "
+    f"{units.format_time(small_search.columns['compute_s'][0])}"
 )
 
 # %% [markdown]
-# The plan that exposes least keeps every collective off the critical path by running no tensor parallelism and a
-# pipeline of 8 stages, and pays for it twice over: its bubble alone takes 5.36 s, longer than row 0's whole step, and
-# full recomputation lengthens its compute. A plan is as fast as the sum of its three terms; the search compares the
-# sums.
+# The plan that exposes least keeps every collective off the critical path: no data parallelism ($d = 1$, so no
+# gradient to reduce), no tensor parallelism, and a 32-stage interleaved pipeline whose sends Megatron-LM overlaps.
+# It pays in compute: 7.37 s against row 0's 4.08 s. Each of its 256 micro-batches is one sequence, which pays the
+# fixed cost per layer and micro-batch far more often, and 48 layers do not split evenly over 32 stages: the
+# heaviest stage holds 2 layers, the last one the output layer too, and the slowest stage sets the pace. A plan is
+# as fast as the sum of its three terms; the search compares the sums.
 
 # %% [markdown]
 # ## Self-check
@@ -345,8 +385,9 @@ quiz.MultipleChoice(
             "The search samples a few plans at random",
         ),
         answer=1,
-        explanation="The search estimates every plan that can run; half the 1T candidates do not partition 160 heads "
-        "and 128 layers, a quarter pair a pipeline with ZeRO-2 or 3, and most of the rest do not fit in 80 GB.",
+        explanation="The search estimates every plan that can run; half the 1T candidates do not partition 160 heads, "
+        "a quarter pair a pipeline with ZeRO-2 or 3, which Megatron-LM does not run, and most of the rest do not fit "
+        "in 80 GB.",
     )
 )
 
@@ -354,7 +395,7 @@ quiz.MultipleChoice(
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
-        prompt="The calibrated model predicts 172 TFLOP/s per GPU for Narayanan et al.'s 1T plan, which measured "
+        prompt="The calibrated model predicts 162 TFLOP/s per GPU for Narayanan et al.'s 1T plan, which measured "
         "163. What does that say about the search's ranking?",
         options=(
             "Nothing: the ranking is only as good as the prediction of each plan",
@@ -362,8 +403,9 @@ quiz.MultipleChoice(
             "It compares plans and names their binding constraint; measure before trusting a step time to the second",
         ),
         answer=2,
-        explanation="A model whose errors are alike across plans still orders them; its absolute step time is a "
-        "coarse estimate. Lesson 08 measures how far it is from measured runs.",
+        explanation="One run predicted within 1 % does not make every prediction as close: a model whose errors are "
+        "alike across plans still orders them, and its absolute step time is an estimate. Lesson 08 measures how far "
+        "it is from runs it was not fitted on.",
     )
 )
 
@@ -386,11 +428,11 @@ quiz.MultipleChoice(
 # - Most candidates are rejected before any step time: the shape of the model and the batch and the memory decide
 #   much of the choice.
 # - The winner depends on the model, the batch, the cluster and the framework: the 1T model wants a deep interleaved
-#   pipeline with $t = 8$ inside a node, GPT 22B on 32 H100s data parallelism with ZeRO-2 and little tensor
-#   parallelism.
+#   pipeline with $t = 8$ inside a node, GPT 22B on 32 H100s ZeRO-3 over all 32 GPUs and no tensor parallelism;
+#   under nanotron, which runs neither interleaving nor ZeRO-3, both picks change.
 # - The least communication is not the fastest plan: the step is compute, exposed communication and the bubble.
-# - The model misses a published run (the calibrated and the ideal model both fall short of it): use it to compare
-#   plans and find what binds, and measure.
+# - The calibrated model predicts Narayanan et al.'s 1T run (162 against 163 TFLOP/s per GPU), the ideal model falls
+#   short of it: use the model to compare plans and find what binds, and measure.
 
 # %% [markdown]
 # ## Exercises
@@ -406,14 +448,17 @@ quiz.MultipleChoice(
 # <details>
 # <summary>Answers</summary>
 #
-# 1. It would take 91.3 s against 1.98 min with full recomputation, but it needs 83.8 GB per GPU: the search rejects
+# 1. It would take 78.7 s against 1.72 min with full recomputation, but it needs 83.8 GB per GPU: the search rejects
 #    it for memory. Row 0 halves the pipeline ($p = 32$), doubles $d$ to 12, shards the optimizer state (ZeRO-1) and
-#    interleaves 4 chunks per device: 67 GB, 85.9 s.
-# 2. ZeRO-3 over all 32 GPUs ($d = 32$, $t = p = 1$, $b = 1$): 4.71 s with nothing exposed, because the ideal model
-#    prefetches the parameter gathers under the compute. The calibrated search ranks it at row 1023: its framework
-#    does not prefetch, so 5.88 s of gathers are exposed and the step takes 10.8 s, bound by exposed communication.
-# 3. No: the same shape ($d = 16$, $t = 2$, ZeRO-2, $b = 4$) with $m = 8$ instead of 4. Its step takes 9.8 s,
-#    1.97 times the 4.98 s of the batch of 256; the exposed communication grows from 394 ms to 628 ms.
+#    interleaves 4 chunks per device: 67 GB, 73.8 s.
+# 2. ZeRO-3 over all 32 GPUs ($d = 32$, $t = p = 1$) with micro-batches of 1: 4.71 s with nothing exposed, because the
+#    ideal model hides every parameter gather under the compute and has no fixed cost. The calibrated search ranks
+#    it at row 78, 5.24 s: its 8 micro-batches of one sequence pay the fixed cost per layer and micro-batch twice as
+#    often as row 0's 4 micro-batches of 2 (4.37 s of compute against 4.08 s), and behind half as much compute per
+#    micro-batch the same gathers no longer all hide (865 ms exposed).
+# 3. No: the same shape ($d = 32$, ZeRO-3, $b = 2$) with $m = 8$ instead of 4. Its step takes 8.17 s, 2.00 times
+#    the 4.08 s of the batch of 256; the exposed communication stays at 1.41 ms, since the prefetched gathers hide
+#    behind each micro-batch however many there are.
 #
 # </details>
 
@@ -423,9 +468,12 @@ quiz.MultipleChoice(
 # - D. Narayanan et al., *Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM*, SC'21.
 #   arXiv:2104.04473. https://arxiv.org/abs/2104.04473 — Eq. (3), Table 1 (1T model: t = 8, p = 64, 3072 GPUs,
 #   163 teraFLOP/s per GPU, 52 % of peak in hardware FLOPs), its takeaways on combining the three parallelisms.
+# - The published runs the default calibration is fitted on (lesson 08; `course_lib/data/published_runs.README.md`):
+#   Megatron-LM's weak-scaling table (NVIDIA/Megatron-LM `README.md`), NeMo's GPT-3 performance tables and NVIDIA DGX
+#   Cloud's GPT-3 175B benchmarking recipe, all on DGX H100 nodes.
 # - N. Tazi, F. Mom, H. Zhao, P. Nguyen, M. Mekkouri, L. von Werra, T. Wolf, *The Ultra-Scale Playbook: Training LLMs
-#   on GPU Clusters*, Hugging Face, 2025: the measured runs the default calibration is fitted on (lesson 08).
-#   https://huggingface.co/spaces/nanotron/ultrascale-playbook
+#   on GPU Clusters*, Hugging Face, 2025: the measured runs the default calibration's framework memory and memory
+#   margin come from (lesson 08). https://huggingface.co/spaces/nanotron/ultrascale-playbook
 # - L. Zheng, Z. Li, H. Zhang, Y. Zhuang, Z. Chen, Y. Huang, Y. Wang, Y. Xu, D. Zhuo, E. P. Xing, J. E. Gonzalez,
 #   I. Stoica, *Alpa: Automating Inter- and Intra-Operator Parallelism for Distributed Deep Learning*, OSDI 2022.
 #   arXiv:2201.12023. https://arxiv.org/abs/2201.12023

@@ -137,15 +137,14 @@ CHECKED = {
     },
     "05_plan_search": {
         "80 GB": "Selene's A100s, hardware.SELENE_3072: test_lesson_05_quoted_figures",
-        "38.4 %": "the default calibration's memory margin, lesson 09 prints it: test_lesson_05_quoted_figures",
+        "52.1 %": "the default calibration's memory margin, lesson 09 prints it: test_lesson_05_quoted_figures",
         "52 %": "Narayanan et al. 2021: 163 of the A100's 312 TFLOP/s, test_lesson_03_computed_figures",
-        "91.3 s": "exercise 1: test_lesson_05_exercise_answers",
+        "78.7 s": "exercise 1: test_lesson_05_exercise_answers",
         "83.8 GB": "exercise 1: test_lesson_05_exercise_answers",
         "4.71 s": "exercise 2: test_lesson_05_exercise_answers",
-        "10.8 s": "exercise 2: test_lesson_05_exercise_answers",
-        "5.88 s": "exercise 2: test_lesson_05_exercise_answers",
-        "9.8 s": "exercise 3: test_lesson_05_exercise_answers",
-        "628 ms": "exercise 3: test_lesson_05_exercise_answers",
+        "5.24 s": "exercise 2: test_lesson_05_exercise_answers",
+        "865 ms": "exercise 2: test_lesson_05_exercise_answers",
+        "8.17 s": "exercise 3: test_lesson_05_exercise_answers",
     },
     "06_sequences_and_experts": {
         "77.6 GB": "exercise 1: t = 4, c = 2 at 262,144 tokens: test_lesson_06_exercise_answers",
@@ -438,9 +437,9 @@ def test_lesson_04_exercise_answers():
 
 def test_lesson_05_quoted_figures():
     assert units.format_bytes(hardware.SELENE_3072.accelerator.hbm_capacity_bytes) == "80 GB"
-    # the default calibration's memory margin, carried to Selene (the search's default there)
+    # the default calibration's memory margin, carried to Selene (the search's default there): the reference's
     margin = parallelism.default_calibration(hardware.SELENE_3072).memory_margin
-    assert margin == validation.PLAYBOOK_MEMORY_MARGIN and units.format_percent(margin) == "38.4 %"
+    assert margin == parallelism.REFERENCE_CALIBRATION.memory_margin and units.format_percent(margin) == "52.1 %"
 
 
 # Lesson 05's GPT 22B searches: four DGX H100 nodes, global batch 256 (exercise 3: 512).
@@ -455,30 +454,34 @@ def test_lesson_05_exercise_answers():
     paper["zero_stage"] = 0
     today = search.row(search.find(**paper, recompute="selective", sequence_parallel=True))
     full = search.row(search.find(**paper, recompute="full", sequence_parallel=False))
-    assert units.format_time(today["step_time_s"]) == "91.3 s" and units.format_time(full["step_time_s"]) == "1.98 min"
+    assert units.format_time(today["step_time_s"]) == "78.7 s" and units.format_time(full["step_time_s"]) == "1.72 min"
     assert units.format_bytes(today["memory_bytes"]) == "83.8 GB" and not today["fits"]
     best = search.row(0)
     assert plan_fields(best) + (best["virtual_stages"],) == (12, 8, 32, 1, 1, 4)
-    assert units.format_bytes(best["memory_bytes"]) == "67 GB" and units.format_time(best["step_time_s"]) == "85.9 s"
-    # 2: the ideal model's winner is ZeRO-3 over all 32 GPUs, nothing exposed; calibrated (no prefetch) it is row 1023
+    assert units.format_bytes(best["memory_bytes"]) == "67 GB" and units.format_time(best["step_time_s"]) == "73.8 s"
+    # 2: the ideal model's winner is ZeRO-3 over all 32 GPUs with b = 1, nothing exposed; calibrated it is row 78:
+    # twice row 0's micro-batches (b = 1, m = 8), more compute, and gathers that no longer all hide
     model = parallelism.MEGATRON_22B
     ideal = budget.search_plans(model, SMALL_CLUSTER, global_batch=256, calibration=None)
     assert plan_fields(ideal.row(0)) == (32, 1, 1, 3, 1)
     assert units.format_time(ideal.row(0)["step_time_s"]) == "4.71 s" and ideal.row(0)["exposed_communication_s"] == 0
     calibrated = budget.search_plans(model, SMALL_CLUSTER, global_batch=256, memory_margin=0.0)
     row = calibrated.row(calibrated.find(**ideal.fields(0)))
-    assert calibrated.find(**ideal.fields(0)) == 1023 and row["binding_constraint"] == "exposed communication"
-    assert units.format_time(row["step_time_s"]) == "10.8 s"
-    assert units.format_time(row["exposed_communication_s"]) == "5.88 s"
+    assert calibrated.find(**ideal.fields(0)) == 78 and row["binding_constraint"] == "compute"
+    assert units.format_time(row["step_time_s"]) == "5.24 s" and units.format_time(row["compute_s"]) == "4.37 s"
+    assert units.format_time(row["exposed_communication_s"]) == "865 ms"
+    first_calibrated = calibrated.row(0)
+    assert plan_fields(first_calibrated) == (32, 1, 1, 3, 2) and first_calibrated["grad_accum_steps"] == 4
+    assert units.format_time(first_calibrated["compute_s"]) == "4.08 s"
     # 3: a batch of 512 keeps the winner's shape with m = 8
     larger = budget.search_plans(model, SMALL_CLUSTER, global_batch=512, memory_margin=0.0)
     first, before = larger.row(0), calibrated.row(0)
-    assert plan_fields(first) == plan_fields(before) == (16, 2, 1, 2, 4)
+    assert plan_fields(first) == plan_fields(before) == (32, 1, 1, 3, 2)
     assert (first["grad_accum_steps"], before["grad_accum_steps"]) == (8, 4)
-    assert units.format_time(first["step_time_s"]) == "9.8 s" and units.format_time(before["step_time_s"]) == "4.98 s"
-    assert f"{first['step_time_s'] / before['step_time_s']:.2f}" == "1.97"
-    assert units.format_time(first["exposed_communication_s"]) == "628 ms"
-    assert units.format_time(before["exposed_communication_s"]) == "394 ms"
+    assert units.format_time(first["step_time_s"]) == "8.17 s" and units.format_time(before["step_time_s"]) == "4.08 s"
+    assert f"{first['step_time_s'] / before['step_time_s']:.2f}" == "2.00"
+    assert units.format_time(first["exposed_communication_s"]) == "1.41 ms"
+    assert units.format_time(before["exposed_communication_s"]) == "1.41 ms"
 
 
 def test_lesson_06_exercise_answers():

@@ -49,9 +49,11 @@
 # **The default.** The lab starts on the *ideal model* (its *framework* control reads "ideal
 # model"): lesson 03's accounting and nothing else, because that is what the explore questions and the graded
 # questions check, term by term. The same control switches to the calibrated model as a real framework runs the
-# plan (nanotron, Megatron-LM, DeepSpeed, FSDP2, FSDP2 + pipelining): its own bytes per parameter, the logits of the
-# last stage and the memory the fit found beside the model's (see [What a framework stores](#What-a-framework-stores)
-# below). A ZeRO stage that a framework does not combine with a pipeline is drawn as an empty slot, with no number.
+# plan (nanotron, Megatron-LM, DeepSpeed, FSDP2, FSDP2 + pipelining; Megatron-LM is the framework of the course's
+# default calibration): its own bytes per parameter, the logits of the last stage and the memory the fit found beside
+# the model's (see [What a framework stores](#What-a-framework-stores) below). A ZeRO stage that a framework does not
+# run with the plan (one it lacks, or one it does not combine with a pipeline) is drawn as an empty slot, with no
+# number.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
 # its public tests and tells you at once whether they pass. The public tests already fail the usual slips (partitioning
@@ -93,11 +95,14 @@ lab
 # to the framework's source in `Framework.sources`; bytes per parameter before ZeRO shards them, as parameters +
 # gradients + optimizer state):
 #
-# - *nanotron and Megatron-LM* accumulate each gradient in an fp32 *main gradient*, 4 bytes, which replaces the
+# - *Megatron-LM and nanotron* accumulate each gradient in an fp32 *main gradient*, 4 bytes, which replaces the
 #   16-bit one: 2 + 4 + 12 = 18 bytes (Megatron-LM's documentation of its distributed optimizer writes it
-#   6 + 12/d). Their bars are the same; the two differ in what they overlap, which is time (lab 5), not memory.
+#   6 + 12/d). Where both run a plan their bars are the same, but they do not run the same plans: Megatron-LM
+#   combines only ZeRO-1 (its distributed optimizer) with a pipeline and runs ZeRO-2 and 3 without one
+#   (Megatron-FSDP); nanotron has ZeRO-0 and ZeRO-1 only, with or without a pipeline. They also differ in what they
+#   overlap, which is time (lab 5), not memory.
 # - *DeepSpeed* keeps the 16-bit gradients and makes an fp32 copy of a shard only during the optimizer step:
-#   ZeRO's 16 bytes.
+#   ZeRO's 16 bytes. Its pipeline engine, like Megatron-LM, combines no stage above ZeRO-1 with a pipeline.
 # - *FSDP2* keeps fp32 parameter shards and reduces fp32 gradients, 4 + 4 + 8 bytes: 16 as well. Alone it runs no
 #   pipeline, apart from plain data parallelism (ZeRO-0); *with pipelining, as torchtitan runs it*, it combines every
 #   ZeRO stage with a pipeline, but under ZeRO-3 a stage keeps its parameters and fp32 gradients whole through the
@@ -107,12 +112,15 @@ lab
 #   context, NCCL's buffers, the allocator's cache and fragmentation. That last term is a fit, not physics: the median,
 #   over the Ultra-Scale Playbook's 1B and 3B runs with nanotron, of the memory measured beyond what the model counts,
 #   judged afterwards on the 8B and 80B runs; it also absorbs whatever else the model misses, and on another framework
-#   it is carried over unchanged.
+#   it is carried over unchanged. The course's default calibration (Megatron-LM on DGX H100 nodes) carries it over
+#   too: the published runs its step-time constants are fitted on report no memory.
 #
 # With a framework the lab shows the heaviest pipeline stage: the first (most activations) or the last (the logits).
-# The default plan under each:
+# Each framework's rules (the ZeRO stages it runs, those it combines with a pipeline, its pipeline schedules) and the
+# default plan under each:
 
 # %%
+from course_lib.viz.pipeline_schedule import SCHEDULE_NAMES  # GPipe, 1F1B, ...
 from course_lib.widgets.memory import FRAMEWORK_LABELS  # the names the lab's framework control shows
 
 default_plan = parallelism.ParallelPlan(
@@ -125,21 +133,36 @@ default_plan = parallelism.ParallelPlan(
     sequence_parallel=True,
 )
 ideal_recipe = parallelism.PARAM_BYTES + parallelism.GRAD_BYTES + parallelism.ADAM_OPTIMIZER_BYTES_PER_PARAM
-print(f"{'framework':20} {'bytes per parameter':22} {'ZeRO with p > 1':16} default plan under ZeRO 0, 1, 2, 3")
+
+
+def zero_stages(stages):
+    """ZeRO stages as "ZeRO-0/1", or "none"."""
+    return "ZeRO-" + "/".join(str(stage) for stage in stages) if stages else "none"
+
+
+print(f"{'framework':20} {'bytes per parameter':22} {'runs':13} {'with p > 1':13} default plan under ZeRO 0, 1, 2, 3")
 for key, label in FRAMEWORK_LABELS.items():
     framework = None if key == "ideal" else parallelism.FRAMEWORKS[key]
     report = parallelism.memory_budget_report(parallelism.GPT3_175B, default_plan, hardware.A100, framework=framework)
     totals = ", ".join("not run" if b is None else units.format_bytes(b.total) for b in report.by_zero_stage)
     if framework is None:
-        recipe, limit = f"{ideal_recipe} B = 2 + 2 + 12", "any"
+        recipe, runs, piped = f"{ideal_recipe} B = 2 + 2 + 12", "any", "any"
     else:
         param, grad, buffer, optimizer = parallelism.PRECISION_RECIPES[framework.precision]
         recipe = f"{param + grad + buffer + optimizer} B = {param} + {grad + buffer} + {optimizer}"
-        limit = f"up to ZeRO-{framework.max_zero_stage_with_pipeline}"
-    print(f"{label:20} {recipe:22} {limit:16} {totals}")
+        runs = zero_stages(framework.zero_stages)
+        piped = zero_stages(
+            [s for s in framework.zero_stages if s <= framework.max_zero_stage_with_pipeline and framework.schedules]
+        )
+    print(f"{label:20} {recipe:22} {runs:13} {piped:13} {totals}")
+print("\npipeline schedules:")
+for key, label in list(FRAMEWORK_LABELS.items())[1:]:
+    schedules = parallelism.FRAMEWORKS[key].schedules
+    print(f"  {label:20} {', '.join(SCHEDULE_NAMES[schedule] for schedule in schedules) or 'no pipeline'}")
 print(
-    f"logits: {units.format_count(parallelism.NANOTRON.logits_bytes_per_element)} B per vocabulary entry and token; "
-    f"framework memory (fitted): {units.format_bytes(parallelism.PLAYBOOK_CALIBRATION.framework_bytes)}"
+    f"logits: {units.format_count(parallelism.MEGATRON_CORE.logits_bytes_per_element)} B per vocabulary entry and "
+    f"token; framework memory (fitted on the Playbook's runs, carried into the default calibration): "
+    f"{units.format_bytes(parallelism.REFERENCE_CALIBRATION.framework_bytes)}"
 )
 
 # %% [markdown]
@@ -163,9 +186,10 @@ print(
 #    $t > 1$?
 # 6. **A smaller device.** Switch *device* to the 16 GB TPU v5e. By how much does the default plan miss, and which
 #    single change of ZeRO stage makes it fit?
-# 7. **Beyond the ideal model.** Set *framework* to nanotron. How much more does the default plan need than the ideal
-#    model, and which components grew? Why are ZeRO-2 and ZeRO-3 empty? Then choose DeepSpeed, and FSDP2 + pipelining
-#    under ZeRO-2 and ZeRO-3: why is ZeRO-3 the larger?
+# 7. **Beyond the ideal model.** Set *framework* to Megatron-LM, the default calibration's. How much more does the
+#    default plan need than the ideal model, and which components grew? Why are ZeRO-2 and ZeRO-3 empty? Set
+#    *pipeline parallel p* to 1: which stages come back, and why not under nanotron? Back at $p = 8$, choose
+#    DeepSpeed, and FSDP2 + pipelining under ZeRO-2 and ZeRO-3: why is ZeRO-3 the larger?
 #
 # <details>
 # <summary>Answers</summary>
@@ -189,14 +213,16 @@ print(
 #    there is nothing to split: 10 + 24/t and 34/t are both 34.
 # 6. It misses by 9.27 GB (25.3 GB on 16 GB). ZeRO-3 brings it to 15.7 GB, which fits with 276 MB to spare, a
 #    margin no real run would trust (see the scope above).
-# 7. nanotron needs 34.1 GB instead of 25.3 GB. The gradients double, 5.46 → 11.2 GB (the fp32 main gradient, 4 bytes
-#    a parameter instead of 2), and 2.86 GB of framework memory appear; the parameters and the optimizer state grow a
-#    little (5.59 GB and 4.2 GB: the first stage also holds the input embedding). The activations are the same 10.3 GB,
-#    and the logits are on the last stage, which holds less. nanotron combines only ZeRO-1 with a pipeline, so ZeRO-2
-#    and ZeRO-3 have no number: that plan does not run. DeepSpeed's 16 bytes give 28.5 GB. FSDP2 + pipelining runs
-#    every stage: 23.6 GB under ZeRO-2 but 35.5 GB under ZeRO-3, because with a pipeline it keeps the stage's
-#    parameters and fp32 gradients whole through the step besides their shards (that buys one gather and one
-#    reduce-scatter a step instead of one per micro-batch).
+# 7. Megatron-LM needs 34.1 GB instead of 25.3 GB. The gradients double, 5.46 → 11.2 GB (the fp32 main gradient, 4
+#    bytes a parameter instead of 2), and 2.86 GB of framework memory appear; the parameters and the optimizer state
+#    grow a little (5.59 GB and 4.2 GB: the first stage also holds the input embedding). The activations are the same
+#    10.3 GB, and the logits are on the last stage, which holds less. Megatron-LM combines only ZeRO-1 with a
+#    pipeline, so ZeRO-2 and ZeRO-3 have no number: that plan does not run. At $p = 1$ they come back (Megatron-FSDP
+#    shards gradients and parameters without a pipeline): 101 GB and 62.4 GB. nanotron stores the same 18 bytes and
+#    draws the same bars where it runs, but it has no ZeRO-2 or ZeRO-3 at all: their slots stay empty at $p = 1$ too.
+#    DeepSpeed's 16 bytes give 28.5 GB. FSDP2 + pipelining runs every stage: 23.6 GB under ZeRO-2 but 35.5 GB under
+#    ZeRO-3, because with a pipeline it keeps the stage's parameters and fp32 gradients whole through the step besides
+#    their shards (that buys one gather and one reduce-scatter a step instead of one per micro-batch).
 #
 # </details>
 

@@ -30,6 +30,8 @@ CHECKED = {
     "11.2 GB": "explore 7",
     "5.59 GB": "explore 7",
     "4.2 GB": "explore 7",
+    "101 GB": "explore 7: Megatron-LM at p = 1, ZeRO-2",
+    "62.4 GB": "explore 7: Megatron-LM at p = 1, ZeRO-3",
 }
 
 
@@ -75,18 +77,26 @@ def check():
     assert units.format_bytes(-tpu.result["headroom_bytes"]) == "9.27 GB"
     tpu.controls["zero_stage"].value = 3
     assert tpu.result["fits"] and units.format_bytes(tpu.result["headroom_bytes"]) == "276 MB"
-    # 7: nanotron (18 B a parameter, its framework memory), then DeepSpeed and FSDP2 + pipelining
-    nanotron = fit(framework="nanotron")
-    assert (nanotron["total_bytes"], default["total_bytes"]) == ("34.1 GB", "25.3 GB")
-    assert (default["gradients_bytes"], nanotron["gradients_bytes"]) == ("5.46 GB", "11.2 GB")
-    assert (nanotron["parameters_bytes"], nanotron["optimizer_state_bytes"]) == ("5.59 GB", "4.2 GB")
-    assert (nanotron["framework_bytes"], nanotron["activations_bytes"], nanotron["logits_bytes"]) == (
+    # 7: Megatron-LM (18 B a parameter, its framework memory), at p = 1 (ZeRO-2 and 3 come back), then nanotron,
+    # DeepSpeed and FSDP2 + pipelining
+    megatron = fit(framework="megatron")
+    assert (megatron["total_bytes"], default["total_bytes"]) == ("34.1 GB", "25.3 GB")
+    assert (default["gradients_bytes"], megatron["gradients_bytes"]) == ("5.46 GB", "11.2 GB")
+    assert (megatron["parameters_bytes"], megatron["optimizer_state_bytes"]) == ("5.59 GB", "4.2 GB")
+    assert (megatron["framework_bytes"], megatron["activations_bytes"], megatron["logits_bytes"]) == (
         "2.86 GB",
         "10.3 GB",
         "0 B",
     )
-    runs = memory_budget_lab(framework="nanotron").result
-    assert [runs[f"zero{k}_runs"] for k in range(4)] == [True, True, False, False]
+    for framework, runs_without_pipeline in (("megatron", [True] * 4), ("nanotron", [True, True, False, False])):
+        runs = memory_budget_lab(framework=framework).result
+        assert [runs[f"zero{k}_runs"] for k in range(4)] == [True, True, False, False]
+        unpiped = memory_budget_lab(framework=framework)
+        unpiped.controls["pipeline_parallel"].value = 1
+        assert [unpiped.result[f"zero{k}_runs"] for k in range(4)] == runs_without_pipeline
+    unpiped = fit(framework="megatron", pipeline_parallel=1)
+    assert (unpiped["zero2_total_bytes"], unpiped["zero3_total_bytes"]) == ("101 GB", "62.4 GB")
+    assert fit(framework="nanotron") == megatron  # the same recipe: the same bars where nanotron runs the plan
     assert fit(framework="deepspeed")["total_bytes"] == "28.5 GB"
     torchtitan = fit(framework="fsdp2-pipeline")
     assert (torchtitan["zero2_total_bytes"], torchtitan["zero3_total_bytes"]) == ("23.6 GB", "35.5 GB")
