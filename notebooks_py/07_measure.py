@@ -279,7 +279,9 @@ for warning in caught:
 # %%
 for label, cluster in (("datasheet", hardware.NEBIUS_H100_IB), ("measured", measured)):
     # the default's constants and framework, the cluster's own links (the default's are the reference cluster's)
-    own_links = dataclasses.replace(parallelism.default_calibration(cluster), intra_node_link=None, inter_node_link=None)
+    own_links = dataclasses.replace(
+        parallelism.default_calibration(cluster), intra_node_link=None, inter_node_link=None
+    )
     found = budget.search_plans(parallelism.LLAMA3_8B, cluster, 256, calibration=own_links)
     best = found.row(0)
     four = dataclasses.replace(cluster, nodes=4)

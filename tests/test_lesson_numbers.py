@@ -151,7 +151,7 @@ CHECKED = {
         "1.61 GB": "exercise 2: DBRX-shaped dispatch payload: test_lesson_06_exercise_answers",
         "1.41 GB": "exercise 2: (e − 1)/e of it: test_lesson_06_exercise_answers",
         "6 s": "exercise 3: ZB-H1's bubble with t_W = 0.5 s: test_lesson_06_exercise_answers",
-        "15 %": "the target of tests/test_expert_context.py::test_llama3_405b_128k_plan_is_reproduced_within_15_percent",
+        "15 %": "the target of test_expert_context.py::test_llama3_405b_128k_plan_is_reproduced_within_15_percent",
     },
     "07_measure": {
         "100 ms": "the recorded run's longest times: test_lesson_07_recorded_run",
