@@ -323,8 +323,8 @@ for kind in ("all_gather", "ring"):
     )
 
 # %% [markdown]
-# Full recomputation is forced, not chosen: with selective recomputation the activations the interleaved schedule
-# holds need 106 GB per GPU, and with full recomputation the plan needs 28.3 GB. As Llama 3 ran it, with the
+# Full recomputation is forced, not chosen: with selective recomputation the plan needs 106 GB per GPU, most of it
+# the activations the interleaved schedule holds, and with full recomputation 28.3 GB. As Llama 3 ran it, with the
 # all-gather, the model predicts 343 TFLOP/s per GPU, 9.61 % below the published 380 TFLOP/s, within the 15 % the
 # course's test allows. The gather exposes 882 ms of the 16.9 s step, as in Step 2: nothing hides it. The ring in
 # its place would hide all 713 ms of its K/V transfers behind attention, which at 128k tokens is most of each
