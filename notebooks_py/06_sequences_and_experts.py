@@ -266,7 +266,7 @@ for kind in parallelism.CONTEXT_PARALLEL_KINDS:
 # The ring and the all-gather form send the same bytes, 19.3 GB per GPU against Ulysses' 16.1 GB, but the ring hides
 # all of it: each hop travels while the rank computes the attention of the block it already holds. The all-gather
 # form waits for its K and V (Transformer Engine's own docstring: "KV all-gather between CP ranks is exposed") and
-# exposes 55.7 ms; Ulysses' all-to-alls have nothing to hide behind either, and expose 43.7 ms. Llama 3 chose the
+# exposes 56.6 ms; Ulysses' all-to-alls have nothing to hide behind either, and expose 44.9 ms. Llama 3 chose the
 # all-gather anyway (§3.3.2): it supports any attention mask, such as the document mask, and with grouped-query
 # attention K and V are each a quarter of the size of Q here, so the exposed gather stays small. The ring wins where
 # the attention of a block is long; Ulysses where blocks are short (the ring's hops no longer hide) and inside a node.
@@ -285,13 +285,17 @@ for t, c in ((4, 2), (4, 4), (8, 2)):
     except ValueError as error:
         print(f"t = {t}, c = {c}: {str(error).split(' (DeepSpeed')[0]}")
 
+# %% [markdown]
 # ### Step 3 · Llama 3 405B at 128k tokens
 #
 # Llama 3's last pre-training stage ran 131,072-token sequences on 16,384 H100s with $t = 8$, $c = 16$, $p = 16$,
-# $d = 8$, and reported 380 TFLOP/s per GPU (Grattafiori et al. 2024, Table 4). The same plan in the calibrated
-# model, with the Megatron-Core framework preset and what the paper does not publish chosen as
-# `tests/test_expert_context.py` chooses it (ring attention, FlashAttention, sequence parallelism, ZeRO-1, full
-# recomputation, the interleaved schedule with $v = 8$):
+# $d = 8$, and reported 380 TFLOP/s per GPU (Grattafiori et al. 2024, Table 4). Its context parallelism was the
+# all-gather of K and V (§3.3.2). The same plan in the calibrated model (the reference, Megatron-Core on DGX H100
+# nodes, whose `cp_comm_type="all_gather"` is that form), with what the paper does not publish chosen as
+# `tests/test_expert_context.py` chooses it: FlashAttention, sequence parallelism, ZeRO-1 (Megatron-Core's
+# distributed optimizer, the most it shards beside a pipeline; Llama 3 ran FSDP), full recomputation and the
+# interleaved schedule with $v = 8$ (one layer per chunk, the fastest $v$). First the memory, with full and with
+# selective recomputation; then the step, with Llama 3's all-gather and with the ring in its place:
 
 # %%
 MODEL_405B = replace(parallelism.LLAMA3_405B, seq_len=131072)
@@ -299,29 +303,33 @@ LLAMA3_CLUSTER = replace(hardware.DGX_H100, nodes=2048, name="Llama 3's 16,384 H
 LLAMA3_PLAN = parallelism.ParallelPlan(
     data_parallel=8, tensor_parallel=8, pipeline_parallel=16, context_parallel=16, micro_batch=1,
     grad_accum_steps=16, sequence_parallel=True, attention="flash", recompute="full", zero_stage=1,
-    schedule="interleaved", virtual_stages=8,
+    schedule="interleaved", virtual_stages=8, context_parallel_kind="all_gather",
 )  # fmt: skip
 PUBLISHED_RATE = 380 * units.TFLOP  # per GPU, Grattafiori et al. 2024, Table 4
-llama3_step = budget.step_time(MODEL_405B, LLAMA3_PLAN, LLAMA3_CLUSTER, framework="megatron")
-llama3_memory = parallelism.memory_breakdown(MODEL_405B, LLAMA3_PLAN, framework="megatron")
-llama3_rate = budget.model_flops_per_step(MODEL_405B, LLAMA3_PLAN, "none") / LLAMA3_PLAN.devices / llama3_step.total_s
-print(
-    f"{units.format_count(LLAMA3_PLAN.devices)} GPUs, {units.format_bytes(llama3_memory.total)} per GPU, a step of "
-    f"{units.format_time(llama3_step.total_s)}"
-)
-print(
-    f"modelled {units.format_flops_rate(llama3_rate)} per GPU against the published "
-    f"{units.format_flops_rate(PUBLISHED_RATE)}: {units.format_percent(llama3_rate / PUBLISHED_RATE - 1)}"
-)
-print(
-    f"context parallelism: exposed {units.format_time(llama3_step.exposed_s['context'])}, hidden "
-    f"{units.format_time(llama3_step.overlapped_s['context'])}"
-)
+for recompute in ("full", "selective"):
+    memory = parallelism.memory_breakdown(MODEL_405B, LLAMA3_PLAN.replace(recompute=recompute), framework="megatron")
+    fits = "" if memory.total <= H100.hbm_capacity_bytes else " ✗"
+    print(f"{units.format_count(LLAMA3_PLAN.devices)} GPUs, {recompute} recomputation: "
+          f"{units.format_bytes(memory.total)} per GPU{fits}")  # fmt: skip
+for kind in ("all_gather", "ring"):
+    plan = LLAMA3_PLAN.replace(context_parallel_kind=kind)
+    step = budget.step_time(MODEL_405B, plan, LLAMA3_CLUSTER, framework="megatron")
+    rate = budget.model_flops_per_step(MODEL_405B, plan, "none") / plan.devices / step.total_s
+    print(
+        f"{kind!r:12}: step {units.format_time(step.total_s)}, {units.format_flops_rate(rate)} per GPU against the "
+        f"published {units.format_flops_rate(PUBLISHED_RATE)} ({units.format_percent(rate / PUBLISHED_RATE - 1)}); "
+        f"K/V exposed {units.format_time(step.exposed_s['context'])}, hidden "
+        f"{units.format_time(step.overlapped_s['context'])}"
+    )
 
 # %% [markdown]
-# The model predicts 331 TFLOP/s per GPU, 12.9 % below the published 380 TFLOP/s, inside the margin the course's test
-# allows; the ring's 673 ms of K/V transfers all hide behind attention, which at 128k tokens is most of each layer's
-# work.
+# Full recomputation is forced, not chosen: with selective recomputation the plan needs 106 GB per GPU, most of it
+# the activations the interleaved schedule holds, and with full recomputation 28.3 GB. As Llama 3 ran it, with the
+# all-gather, the model predicts 343 TFLOP/s per GPU, 9.61 % below the published 380 TFLOP/s, within the 15 % the
+# course's test allows. The gather exposes 882 ms of the 16.9 s step, as in Step 2: nothing hides it. The ring in
+# its place would hide all 713 ms of its K/V transfers behind attention, which at 128k tokens is most of each
+# layer's work, and predicts 365 TFLOP/s (4.01 % below): a faster step in the model, for a form that handles the
+# document mask badly. Llama 3 paid the exposed gather for that mask; with 8 key/value heads, it is a small price.
 #
 # ### Step 4 · Experts and their all-to-alls
 #
@@ -366,9 +374,10 @@ for stride, where in ((1, "inside one node (8 neighbours, NVLink)"), (2, "across
 # %% [markdown]
 # Each rank sends (e − 1)/e of a 537 MB dispatch, 470 MB, and 1.88 GB per MoE layer and micro-batch.
 # `budget.group_collective_time("all_to_all", cluster, e, stride, payload)` times one call on the cluster, the group's
-# ranks `stride` apart: inside a node the all-to-all takes 1.27 ms; spread over two nodes, 5.37 ms, four times as
-# long: every rank sends half its payload over the network, whose bandwidth per GPU is a fraction of NVLink's. Three plans on the same 16 GPUs, each with $d = 8$ and
-# $t = 2$ (the same batch, the same tensor-parallel work), show what that does to a step (calibrated model):
+# ranks `stride` apart: inside a node the all-to-all takes 1.27 ms; spread over two nodes, 5.38 ms, four times as
+# long: every rank sends half its payload over the network, whose bandwidth per GPU is a fraction of NVLink's.
+# Three plans on the same 16 GPUs, each with $d = 8$ and $t = 2$ (the same batch, the same tensor-parallel work),
+# show what that does to a step (calibrated model):
 
 # %%
 SPREAD = parallelism.ParallelPlan(
@@ -393,10 +402,11 @@ for label, plan in EXPERT_PLANS.items():
 
 # %% [markdown]
 # With $t = 2$ and $e = 8$ the expert ranks sit 2 apart (Megatron-Core's rank order puts tensor parallelism
-# innermost) and span both nodes: the all-to-alls expose 516 ms of a 5.8 s step. With $e = 4$ the expert group fits
-# in one node and exposes 104 ms, but each rank now holds two experts of each layer: 90.4 GB, which does not fit.
-# ZeRO-2 finds the memory elsewhere, by sharding the gradients over the data-parallel ranks: 76.3 GB, and the fastest
-# step of the three, 5.51 s. That is the rule of thumb for a model of Mixtral's size: **keep the expert group inside
+# innermost) and span both nodes: the all-to-alls expose 518 ms of a 5.2 s step. With $e = 4$ the expert group fits
+# in one node and exposes 142 ms, but each rank now holds two experts of each layer: 90.4 GB, which does not fit.
+# ZeRO-2 finds the memory elsewhere, by sharding the gradients over the data-parallel ranks: 76.3 GB, and a 4.83 s
+# step, as fast as with ZeRO-1 (Megatron-Core reduce-scatters the gradients behind the backward either way): the
+# fastest plan that fits. That is the rule of thumb for a model of Mixtral's size: **keep the expert group inside
 # a node** (Megatron-Core places it there while $t \cdot e \le 8$), and find memory with sharding or more experts
 # per node rather than by spreading the experts over the network.
 #
@@ -429,8 +439,8 @@ for factor in (None, 1.25, 1.5):
     )
 
 # %% [markdown]
-# A capacity factor of 1.5 makes the step 25.6 % longer (6.92 s against 5.51 s), and the MFU falls from 38.5 % to
-# 30.6 %: the padding is computed and sent but counts for no model FLOPs. Whatever the router does, every rank waits
+# A capacity factor of 1.5 makes the step 26.4 % longer (6.11 s against 4.83 s), and the MFU falls from 43.9 % to
+# 34.7 %: the padding is computed and sent but counts for no model FLOPs. Whatever the router does, every rank waits
 # for the slowest, which is why MoE training adds a loss that pushes the router towards balance.
 #
 # ### Step 5 · Zero-bubble pipelines
@@ -506,7 +516,7 @@ for label, framework in (("bf16", parallelism.MEGATRON_CORE), ("FP8", FP8_FRAMEW
     )
 
 # %% [markdown]
-# FP8 doubles the peak (1.98 PFLOP/s against 989 TFLOP/s), but the compute falls from 4.14 s to 2.59 s, not by half:
+# FP8 doubles the peak (1.98 PFLOP/s against 989 TFLOP/s), but the compute falls from 3.7 s to 2.32 s, not by half:
 # the attention core, the output layer, the normalisations (and a mixture of experts' router) stay in bf16. The
 # linear layers' saved inputs in 1 byte take the activations from 27.2 GB to 22.8 GB, and ZeRO-3's parameter
 # all-gathers in FP8 cut the data-parallel bytes from 198 GB to 134 GB per GPU. The tensor-parallel bytes fall too,
@@ -551,7 +561,7 @@ plt.show()
 #
 # The FLOPs per token do stay those of the $k_E$ experts a token visits, but every MoE layer moves every token twice
 # each way, and where the expert group sits decides what that costs: in Step 4, the same tokens and the same batch
-# expose 516 ms of all-to-alls when the expert group spans two nodes, and 104 ms when it stays inside one. Spread the
+# expose 518 ms of all-to-alls when the expert group spans two nodes, and 142 ms when it stays inside one. Spread the
 # experts over the network only when nothing else frees the memory.
 
 # %% [markdown]

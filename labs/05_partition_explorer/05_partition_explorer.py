@@ -47,9 +47,11 @@
 # expects to be fastest, with each GPU's share of the network (its own rail) when the group spans nodes. The graded
 # questions use this model. The explorer's *framework* control changes it: "ideal model" (the default) is the model
 # above; a framework (Megatron-LM, DeepSpeed, PyTorch FSDP2 alone or with pipelining as torchtitan runs it, nanotron)
-# runs the calibrated model (`budget.step_time`'s default) as that framework runs the plan: its fitted GEMM
-# efficiency and per-layer cost, the cluster's measured network, the framework's precision recipe (bytes per
-# parameter), the transfers it overlaps with compute, and the ZeRO stages it combines with a pipeline.
+# runs the calibrated model (`budget.step_time`'s default, the course's reference) as that framework runs the plan:
+# the GEMM efficiency and per-layer cost fitted on published Megatron-LM and NeMo runs, the links the reference
+# measured on H100 nodes with InfiniBand (on other clusters, such as the A100 nodes here, their own), the
+# framework's precision recipe (bytes per parameter), the transfers it overlaps with compute, and the ZeRO stages
+# it combines with a pipeline.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
 # its public tests and tells you at once whether they pass. The grader also runs hidden tests with other inputs, chosen
@@ -140,8 +142,9 @@ lab
 #    With $t = 2$ the expert ranks sit 2 apart, over 16 GPUs: a red line cuts the experts between ranks 3 and 4 and
 #    the rows turn to InfiniBand, 2.69 ms a call although each call carries half the bytes.
 # 7. Megatron-LM overlaps the backward tensor-parallel all-reduce with the weight-gradient GEMMs: that row's
-#    exposed time drops to 0 s, the forward one stays at 657 ms. The step becomes 16.9 s, and the memory 84.6 GB:
-#    no longer fits, with Megatron's fp32 main gradients, the logits and its own memory counted. With ZeRO-3 the
+#    exposed time drops to 0 s, the forward one stays at 657 ms. The step becomes 15.1 s, shorter than the ideal
+#    model's 17.3 s (the calibrated GEMMs run at 62 % of the peak, not 50 %), and the memory 84.6 GB: no longer
+#    fits, with Megatron's fp32 main gradients, the logits and its own memory counted. With ZeRO-3 the
 #    summary says Megatron-LM does not run ZeRO-3 with a pipeline, and the numbers are the ideal model's again;
 #    FSDP2 with pipelining runs it.
 #

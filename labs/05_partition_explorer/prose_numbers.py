@@ -1,7 +1,9 @@
 """The quantities in lab 5's prose that no output prints (CHECKED: what each is, what checks it) and check(), which
 works out the explore answers by moving the lab's controls; tests/test_lesson_numbers.py runs it."""
 
-from course_lib import hardware, units
+import inspect
+
+from course_lib import budget, hardware, parallelism, units
 
 CHECKED = {
     "200 Gb/s": "the default cluster's InfiniBand HDR adapters: check()",
@@ -16,7 +18,9 @@ CHECKED = {
     "2.69 ms": "explore 6: an all-to-all call over two nodes",
     "0 s": "explore 7: Megatron-LM's exposed backward tensor-parallel row",
     "657 ms": "explore 1 and 7: a tensor-parallel row",
-    "16.9 s": "explore 7: the step as Megatron-LM runs it",
+    "15.1 s": "explore 7: the step as Megatron-LM runs it",
+    "62 %": "explore 7: the reference calibration's GEMM efficiency, parallelism.REFERENCE_CALIBRATION: check()",
+    "50 %": "explore 7: the ideal model's compute efficiency, budget's ideal: check()",
     "84.6 GB": "explore 7: the memory as Megatron-LM runs it",
 }
 
@@ -72,9 +76,13 @@ def check_experts_and_framework():
     lab = partition_lab(framework="megatron")
     rows = [row for row in lab.result["transfers"] if row["axis"] == "tensor"]
     assert [units.format_time(row["exposed_s"]) for row in rows] == ["657 ms", "0 s"]
-    assert units.format_time(lab.result["step_time_s"]) == "16.9 s"
+    assert units.format_time(lab.result["step_time_s"]) == "15.1 s"
+    assert lab.result["compute_s"] < partition_lab().result["compute_s"]  # shorter than the ideal model's 17.3 s
+    assert parallelism.REFERENCE_CALIBRATION.gemm_efficiency == 0.62
+    assert inspect.signature(budget.partition_report).parameters["compute_efficiency"].default == 0.5  # the ideal
     assert units.format_bytes(lab.result["memory_bytes_per_device"]) == "84.6 GB" and not lab.result["fits"]
     lab.controls["zero_stage"].value = 3
-    assert lab.result["not_run"].startswith("Megatron-LM does not run ZeRO-3 with a pipeline")
+    assert "zero_stage=3 with pipeline_parallel=8 is not run by Megatron-LM" in lab.result["not_run"]
+    assert units.format_time(lab.result["step_time_s"]) == "17.3 s"  # the ideal model's numbers again
     lab.controls["framework"].value = "fsdp2-pipeline"
     assert lab.result["not_run"] == ""

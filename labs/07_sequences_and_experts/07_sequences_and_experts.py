@@ -47,8 +47,8 @@
 #
 # **Scope.** A plan of $d = 8$ data-parallel ranks (ZeRO-1) times the $t$, $p$ and $c$ of the controls, one
 # sequence per micro-batch, FlashAttention, sequence parallelism when $t > 1$, no recomputation, on DGX H100 nodes
-# (80 GB). Memory is the course's calibrated model (`parallelism.memory_breakdown`'s default: nanotron's precision
-# recipe, the logits and the framework's own memory). The MoE layer is timed for one rank with NCCL's all-to-all
+# (80 GB). Memory is the course's calibrated model (`parallelism.memory_breakdown`'s default, the reference:
+# Megatron-Core's precision recipe, the logits and the framework's own memory). The MoE layer is timed for one rank with NCCL's all-to-all
 # (`budget.group_collective_time`) and a perfectly balanced router; the experts' multiplies run at half of the bf16
 # peak. The pipeline bubble comes from the course's simulator with $t_F = t_B = t_W$.
 #
@@ -73,7 +73,7 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 #
 # On the left, memory per device against the sequence length $s$, for $c = 1$ (red) and for the chosen $c$ (blue),
 # the star at the chosen $s$; the dashed line is the H100's 80 GB, and a plan must also stay below the hatched band
-# to fit with the calibrated model's +38.4 % margin. In the middle, one MoE layer of one micro-batch on one rank:
+# to fit with the calibrated model's +52.1 % margin. In the middle, one MoE layer of one micro-batch on one rank:
 # its four all-to-alls (dispatch and combine, forward and backward) with the $e$ expert ranks side by side in one
 # node, and with one rank per node, beside the experts' own compute (the placement not chosen is faded).
 # On the right, the pipeline bubble of the chosen schedule against 1F1B's, each as a share of the ideal step.
@@ -113,7 +113,8 @@ lab
 #
 # 1. With $c = 1$ a device needs 345 GB at 32k tokens: the activations of 32,768 tokens in each of 32 layers, for
 #    the 4 micro-batches a 1F1B stage holds. The longest sequence that fits is 4k tokens with $c = 1$ (70.9 GB: it
-#    fits, but not with the margin), 32k with $c = 8$ (55.5 GB) and 64k with $c = 16$. $c$ divides the activations,
+#    fits, but not with the margin), 32k with $c = 8$ (55.5 GB: it fits too, but also not with the margin, the
+#    default plan's star sits in the hatched band) and 64k with $c = 16$. $c$ divides the activations,
 #    314 GB at $c = 1$ to 39.2 GB at $c = 8$: each rank holds $s/c$ of every sequence's tokens. It divides the
 #    optimizer state too: ZeRO-1 shards it over the $d \cdot c$ ranks that hold the same weights (Megatron-Core's
 #    distributed optimizer shards over the data-parallel group with the context ranks in it), 64 here against 8,
@@ -153,7 +154,10 @@ r = reference.result
 print(
     f"{r['model']} at {r['seq_len']:,} tokens, t·p·c = {r['tensor_parallel']}·{r['pipeline_parallel']}·{r['context_parallel']}"
 )
-print(f"memory per device        {units.format_bytes(r['memory_bytes_per_device']):>9} (fits: {r['fits']})")
+print(
+    f"memory per device        {units.format_bytes(r['memory_bytes_per_device']):>9} (fits: {r['fits']}, "
+    f"with the margin: {r['fits_with_margin']})"
+)
 print(
     f"longest that fits        {r['longest_fitting_seq_len']:>9,} tokens (c = 1: {r['longest_fitting_seq_len_without_c']:,})"
 )

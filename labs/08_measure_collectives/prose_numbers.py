@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from course_lib import collectives, measure, units
+from course_lib import collectives, measure, parallelism, units
 
 CHECKED = {
     "8 B": "the sweep's first size; the recorded sizes of question 1: check()",
@@ -28,3 +28,35 @@ def check():
     assert units.format_bytes(2**30, binary=True) == "1 GiB"
     busbw = collectives.busbw_bytes_per_s("all_reduce", 8, 2**30, 4253.0e-6)
     assert busbw == pytest.approx(441.81e9, rel=1e-3)
+    check_question_5_plan(code)
+
+
+def check_question_5_plan(code):
+    """Question 5 says its public plan is the one lesson 07's search picks on two H100 nodes (step 5): it is the
+    search's first row on lesson 07's Nebius nodes and on the question's p5 nodes, with the default calibration and
+    with the cluster's own links alike."""
+    import dataclasses
+
+    from course_lib import budget, hardware
+
+    for cluster in (hardware.NEBIUS_H100_IB, hardware.AWS_P5):
+        own_links = dataclasses.replace(
+            parallelism.default_calibration(cluster), intra_node_link=None, inter_node_link=None
+        )
+        for calibration in ("default", own_links):
+            pick = budget.search_plans(parallelism.LLAMA3_8B, cluster, 256, calibration=calibration).row(0)
+            assert {k: pick[k] for k in PLAN_FIELDS} == {k: getattr(QUESTION_5_PLAN, k) for k in PLAN_FIELDS}, (
+                cluster.name,
+                pick,
+            )
+    assert "data_parallel=8, tensor_parallel=2, zero_stage=3, micro_batch=1, grad_accum_steps=32, " in code
+
+
+PLAN_FIELDS = (
+    "data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage", "micro_batch", "grad_accum_steps",
+    "recompute", "sequence_parallel", "schedule", "virtual_stages", "attention",
+)  # fmt: skip
+# Question 5's public plan, as its master writes it
+QUESTION_5_PLAN = parallelism.ParallelPlan(
+    data_parallel=8, tensor_parallel=2, zero_stage=3, micro_batch=1, grad_accum_steps=32, recompute="selective"
+)
