@@ -229,8 +229,10 @@ REFERENCE_CALIBRATION = Calibration(
 
 def default_calibration(cluster) -> Calibration:
     """The calibration a learner plans with on ``cluster``: ``REFERENCE_CALIBRATION`` on the reference's machine
-    (H100s with NDR InfiniBand), else that calibration carried over by what belongs to the software and what to the
-    machine.
+    (H100 nodes with the datasheet's NVLink 4 and NDR InfiniBand, as ``hardware.DGX_H100`` describes them: the
+    reference plans them on its measured links), else that calibration carried over by what belongs to the software
+    and what to the machine: a cluster with links of its own (another machine's datasheet, or a
+    ``measure.calibrate_cluster`` fit of its nccl-tests logs) is planned on them.
 
     Carried over unchanged: the framework (Megatron-Core: its precision recipe, buckets, overlaps and what it runs),
     the fixed costs and the memory margin, which belong to the software stack, and the efficiency (a share of the
@@ -240,8 +242,12 @@ def default_calibration(cluster) -> Calibration:
     estimate until runs there measure its band. The Playbook's cluster is no exception: its own calibration
     (``PLAYBOOK_CALIBRATION``, nanotron on EFA) is its case study, passed explicitly.
 
+    >>> from dataclasses import replace
     >>> from course_lib import hardware
     >>> default_calibration(hardware.DGX_H100) is REFERENCE_CALIBRATION
+    True
+    >>> measured = replace(hardware.DGX_H100, inter_node_link=replace(hardware.INFINIBAND_NDR_8X, latency_s=9e-6))
+    >>> default_calibration(measured).inter_node_link is None   # its own links
     True
     >>> carried = default_calibration(hardware.DGX_A100)
     >>> carried.inter_node_link is None, carried.framework.short_name, carried.name
@@ -249,7 +255,12 @@ def default_calibration(cluster) -> Calibration:
     """
     if not isinstance(cluster, hardware.Cluster):
         raise ValueError(f"cluster must be a hardware.Cluster, got {cluster!r}")
-    if cluster.accelerator == REFERENCE_CLUSTER.accelerator and cluster.inter_node_link.family == "InfiniBand":
+    datasheet = hardware.DGX_H100
+    if (cluster.accelerator, cluster.intra_node_link, cluster.inter_node_link) == (
+        datasheet.accelerator,
+        datasheet.intra_node_link,
+        datasheet.inter_node_link,
+    ):
         return REFERENCE_CALIBRATION
     return replace(
         REFERENCE_CALIBRATION,
