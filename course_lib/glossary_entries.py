@@ -189,6 +189,17 @@ ENTRIES: tuple[Entry, ...] = (
         source="Dao et al. 2022, FlashAttention, arXiv:2205.14135",
     ),
     Entry(
+        "healthy run",
+        "healthy-run",
+        "term",
+        "A measured run whose MFU is at least half of the best MFU measured for the same model on the same nodes "
+        "(validation.healthy_runs); a gap to the model that grows with the nodes among the other runs only marks a "
+        "sick cluster.",
+        "08_model_meets_measurements.ipynb",
+        (r"healthy runs?",),
+        source="course_lib.validation (HEALTHY_SHARE)",
+    ),
+    Entry(
         "log-sum-exp",
         "log-sum-exp",
         "term",
@@ -467,7 +478,7 @@ ENTRIES: tuple[Entry, ...] = (
         "calibration",
         "software",
         "The ideal model (every byte and FLOP from the formulas, compute at an assumed efficiency $\\eta$); "
-        "without it, course_lib applies the calibration that lesson 08 fits.",
+        "without it, course_lib applies the reference calibration that lesson 08 fits on published runs.",
         "08_model_meets_measurements.ipynb",
         (r"calibration=None", r"calibrated model"),
         code_name="calibration",

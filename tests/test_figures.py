@@ -41,7 +41,18 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from course_lib import budget, collectives, compute, hardware, measure, parallelism, serving, units, validation
+from course_lib import (
+    budget,
+    collectives,
+    compute,
+    hardware,
+    measure,
+    parallelism,
+    published_runs,
+    serving,
+    units,
+    validation,
+)
 from course_lib.viz import figure_check
 from course_lib.viz.collectives import demo_inputs
 from course_lib.viz.fast import FastTextGroup
@@ -525,8 +536,19 @@ def _lesson_08_residuals(ns):
     ]
 
 
-def _lesson_08_loss_surface(ns):
-    return [f"{100 * value:.0f}" for value in validation.fit_loss_surface(ns["runs"]).ravel()]
+def _lesson_08_reference_surface(ns):
+    """The reference's loss surface: too many cells to write each loss in; its title counts the fitted runs."""
+    replay = published_runs.replay_published_runs(ns["published"])
+    return [str(int(np.sum(~ns["published"].held_out & replay.replayed)))]
+
+
+def _lesson_08_healthy(ns):
+    """The median predicted/measured MFU by nodes of the held-out runs, all and healthy; the nodes' 8 × H100."""
+    replay, held = validation.replay_runs(ns["runs"]), ns["HELD_OUT"]
+    healthy = held & validation.healthy_runs(ns["runs"])
+    groups = [validation.residuals_by(replay, "nodes", rows) for rows in (held, healthy)]
+    medians = [median for group in groups for median, *_ in group.values()]
+    return [f"{median:.2g}×" for median in medians] + [f"{validation.PLAYBOOK_CLUSTER_NODE.devices} ×"]
 
 
 def _lesson_08_before_after(ns):
@@ -643,22 +665,32 @@ FIGURE_NUMBERS = {
         "numbers",
         (),
     ),
-    ("08_model_meets_measurements", "The calibration: measured, cited, fitted", 0): (
-        _lesson_08_loss_surface,
+    ("08_model_meets_measurements", "The reference calibration: measured, cited, fitted", 0): (
+        _lesson_08_reference_surface,
         "numbers",
-        ("1B", "3B"),
+        (),
     ),
-    ("08_model_meets_measurements", "Step 4 · The residuals by term", 0): (
+    ("08_model_meets_measurements", "Step 8 · The residuals by term", 0): (
         _lesson_08_before_after,
         "numbers",
         ("8B", "80B"),
     ),
-    ("08_model_meets_measurements", "Predicted against measured MFU", 0): (
+    ("08_model_meets_measurements", "Step 10 · How to recognise a sick cluster", 0): (
+        _lesson_08_healthy,
+        "numbers",
+        ("8B", "80B"),
+    ),
+    ("08_model_meets_measurements", "The reference against published runs", 0): (
+        lambda _ns: [f_pct(published_runs.MEDIAN_ERROR_TARGET)],  # the dashed band's ±15 %
+        "numbers",
+        ("BF16", "FP8"),
+    ),
+    ("08_model_meets_measurements", "The case study: predicted against measured MFU", 0): (
         lambda _ns: [f_pct(0.001), "1", "2", "4", "8", "16", "32", "64"],  # MFU's printed step; the node groups
         "numbers",
         ("1B", "3B", "8B", "80B"),
     ),
-    ("08_model_meets_measurements", "Predicted against measured memory", 0): (
+    ("08_model_meets_measurements", "The case study: predicted against measured memory", 0): (
         lambda _ns: ["1", "2", "4", "8", "16", "32", "64"],
         "numbers",
         ("1B", "3B", "8B", "80B"),

@@ -184,9 +184,19 @@ CHECKED = {
         "80 GB": "the H100's HBM: test_lesson_08_quoted_figures",
         "989.5 TFLOP/s": "the Playbook's peak, validation.PLAYBOOK_PEAK_FLOPS_PER_S: test_lesson_08_quoted_figures",
         "25 MB": "the calibration's gradient bucket (PyTorch DDP's default): test_lesson_08_quoted_figures",
-        "10 s": "a timing note: the loss surface's hundred replays",
+        "30 s": "a timing note: the reference's loss surface, 744 replays of the 23 fitted runs",
         "50 %": "a target (cells within 10 %) and the ideal model's compute efficiency, 0.5",
-        "163 TFLOP/s": "Narayanan et al.'s 1T row, validation.NARAYANAN_TABLE1: test_lesson_08_quoted_figures",
+        "5.0 %": "published_report's dense BF16 median, printed 5.0%: test_lesson_08_published_figures",
+        "9.7 %": "published_report's context-parallel median, printed 9.7%: test_lesson_08_published_figures",
+        "22.8 %": "published_report's MoE median, printed 22.8%: test_lesson_08_published_figures",
+        "14.4 %": "exercise 1: dense BF16 with the Playbook's constants",
+        "8.8 %": "exercise 1: FP8 with the Playbook's constants",
+        "12.6 %": "exercise 1: MoE with the Playbook's constants",
+        "70 %": "exercise 2: the row of the reference's surface at 70 % of peak",
+        "2.1 ms": "exercise 2: the best fixed cost at 70 % of peak",
+        "8.15 %": "exercise 2: the loss there",
+        "22.0 %": "exercise 3: the healthy held-out runs' median |MFU error| at a share of 0.25",
+        "7.3 %": "exercise 3: the same at a share of 0.75",
     },
     "09_capstone": {
         "10 %": "a hypothetical slowdown in the motivation, not a result",
@@ -588,6 +598,52 @@ def test_lesson_08_quoted_figures():
     assert validation.PLAYBOOK_PEAK_FLOPS_PER_S == 989.5e12
     assert units.format_bytes(validation.PLAYBOOK_CALIBRATION.framework.bucket_bytes) == "25 MB"
     assert validation.NARAYANAN_TABLE1[-1][-1] == 163
+
+
+def test_lesson_08_published_figures():
+    # published_report prints "5.0%"; the prose writes the course's "5.0 %".
+    figures = published_runs.published_figures(published_runs.replay_published_runs())
+    shown = {kind: f"{100 * error:.1f} %" for kind, (error, _) in figures.items()}
+    assert (shown["dense"], shown["fp8"], shown["context_parallel"], shown["moe"]) == (
+        "5.0 %", "5.8 %", "9.7 %", "22.8 %"
+    )  # fmt: skip
+
+
+def test_lesson_08_exercise_answers():
+    published = published_runs.load_published_runs()
+    # 1. the Playbook's time constants on the published runs
+    playbook_constants = dataclasses.replace(
+        parallelism.REFERENCE_CALIBRATION, gemm_efficiency=0.55, layer_overhead_s=1.6e-3
+    )
+    figures = published_runs.published_figures(published_runs.replay_published_runs(published, playbook_constants))
+    shown = {kind: f"{100 * error:.1f} %" for kind, (error, _) in figures.items()}
+    expected = {"dense": "14.4 %", "fp8": "8.8 %", "context_parallel": "12.1 %", "moe": "12.6 %", "fitted": "9.1 %"}
+    assert shown == expected
+    reference = published_runs.published_figures(published_runs.replay_published_runs(published))
+    assert all(figures[k][0] > reference[k][0] for k in ("dense", "fp8", "context_parallel", "fitted"))
+    assert figures["moe"][0] < reference["moe"][0]
+    # 2. the fit returns the stored constants; the valley at 70 % of peak
+    surface = published_runs.reference_fit_surface(published)
+    assert published_runs.fit_reference_calibration(published, surface=surface) == (
+        parallelism.REFERENCE_CALIBRATION.gemm_efficiency, parallelism.REFERENCE_CALIBRATION.layer_overhead_s
+    )  # fmt: skip
+    row = surface[published_runs.REFERENCE_FIT_GRID[0].index(0.70)]
+    assert units.format_time(published_runs.REFERENCE_FIT_GRID[1][int(row.argmin())]) == "2.1 ms"
+    assert units.format_percent(float(row.min())) == "8.15 %" and units.format_percent(float(surface.min())) == "7.44 %"
+    # 3. the health rule moved: healthy held-out runs, their median |MFU error|, their ratio on 64 nodes
+    runs = validation.load_playbook_runs()
+    replay = validation.replay_runs(runs, calibration=parallelism.PLAYBOOK_CALIBRATION)
+    held = np.isin(runs["model"], validation.HELD_OUT_MODELS) & replay.represented
+    answers = []
+    for share in (0.25, 0.5, 0.75):
+        healthy = held & validation.healthy_runs(runs, share)
+        error = np.median(np.abs(replay.columns["predicted_mfu"][healthy] / runs["measured_mfu"][healthy] - 1))
+        ratio = validation.residuals_by(replay, "nodes", healthy)[64][0]
+        answers.append((int(healthy.sum()), f"{100 * error:.1f} %", f"{ratio:.2f}"))
+    assert answers == [(301, "22.0 %", "2.30"), (181, "9.8 %", "1.27"), (106, "7.3 %", "1.30")]
+    # 4. memory residuals by pipeline depth, held-out runs
+    memory = validation.residuals_by(replay, "pp", held, quantity="memory")
+    assert [f"{memory[p][0]:.2f}" for p in (1, 8, 16, 32)] == ["0.92", "0.84", "0.75", "0.62"]
 
 
 # Lesson 09's setting: Llama 3 70B on eight DGX H100 nodes with InfiniBand, the reference's own machine (the default

@@ -165,9 +165,9 @@ PLAYBOOK_CALIBRATION = Calibration(
     # network is involved: the layers' FLOPs at 55 % of the 989 TFLOP/s peak (below the 80 % the best cuBLAS bf16
     # GEMM reaches on an H100, which bounds it) and 1.6 ms per layer and micro-batch (forward + backward) of fixed
     # cost (kernel launches, nanotron's host-synchronising pipeline sends, everything the FLOP count leaves out),
-    # judged on the two-node runs; the two trade along a valley of the fit's loss (lesson 08 shows it). Memory: 2.86
-    # GB per GPU the model does not count (CUDA context, NCCL buffers, allocator caching), the median over the 1B and
-    # 3B runs, judged on the 8B and 80B runs' memory.
+    # judged on the two-node runs; the two trade along a valley of the fit's loss (lesson 08 shows the reference
+    # fit's). Memory: 2.86 GB per GPU the model does not count (CUDA context, NCCL buffers, allocator caching), the
+    # median over the 1B and 3B runs, judged on the 8B and 80B runs' memory.
     gemm_efficiency=0.55,
     layer_overhead_s=1.6e-3,
     framework_bytes=2861158144.0,

@@ -15,10 +15,11 @@ then changed by ``update(result)`` with the result of one call into the formula 
 ``CollectiveTimeFigure`` and ``RingStepFigure`` (lab 1), ``GlobalBatchFigure`` (lab 2), ``MemoryBudgetFigure`` (lab 3,
 its bars the lessons' ``MemoryBarsFigure``), ``PipelineScheduleFigure`` and ``ComparisonBarsFigure`` (lab 4),
 ``measure.SweepFigure`` (lab 8, beside lesson 07's ``AlgorithmsFigure`` and ``StepFigure``), ``PartitionFigure``
-(lab 5), ``LatencyThroughputFigure`` and ``DecodeBreakdownFigure`` (lab 6), and lesson 08's
-``PredictedMeasuredFigure`` and ``ResidualsFigure``. A lesson's ``plot_*`` function draws the same figure by building
-it and updating it once (``plot_pipeline_schedule``: one ``PipelineScheduleFigure``; ``plot_ring_allreduce_steps``:
-one ``RingStepFigure`` a step; the ranks on a circle, ``plot_ring_step``, are a picture of their own). ``fast`` holds
+(lab 5), ``LatencyThroughputFigure`` and ``DecodeBreakdownFigure`` (lab 6), and lesson 08's ``PublishedRunsFigure``,
+``PredictedMeasuredFigure``, ``ResidualsFigure`` and ``HealthyRatioFigure``. A lesson's ``plot_*`` function draws the
+same figure by building it and updating it once (``plot_pipeline_schedule``: one ``PipelineScheduleFigure``;
+``plot_ring_allreduce_steps``: one ``RingStepFigure`` a step; the ranks on a circle, ``plot_ring_step``, are a
+picture of their own). ``fast`` holds
 how they draw in a few milliseconds (``PartialRedraw``, ``CachedText``, ``FastText``), ``style`` the colours, tick
 formatters and axes checks every figure shares, and ``figure_check`` what a reader would trip on in a figure (text
 over text, text cut or too small, legend entries with nothing drawn) and the numbers its text holds, which

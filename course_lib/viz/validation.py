@@ -1,11 +1,14 @@
-"""Figures for lesson 08 (the model meets the measurements): predicted against measured MFU and memory for the
-Ultra-Scale Playbook's runs, the residuals grouped by the plan column that switches each term of the model on, and
-the calibration fit's loss over its two step-time constants.
+"""Figures for lesson 08 (the model meets the measurements): predicted against measured tokens/s per GPU for the
+published, well-tuned runs the reference calibration is fitted and judged on; predicted against measured MFU and
+memory for the Ultra-Scale Playbook's runs, the residuals grouped by the plan column that switches each term of the
+model on, the ratio by nodes of all its runs against its healthy ones (a sick cluster's signature), and the
+calibration fits' loss over their two step-time constants.
 
 Each figure is a ``fast.LiveFigure``: its constructor builds the empty axes it is given, ``update(result)`` draws a
 replay on them anew, removing what the last update drew; ``plot_*`` builds one, updates it once and returns what it
 drew on. Numbers come from ``course_lib.validation``
-(``replay_runs``, ``residuals_by``); this module only draws.
+(``replay_runs``, ``residuals_by``, ``healthy_runs``) and ``course_lib.published_runs`` (``replay_published_runs``);
+this module only draws.
 """
 
 from __future__ import annotations
@@ -16,20 +19,26 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from .. import units, validation
+from .. import published_runs, units, validation
 from .fast import LiveFigure, ResultArtists
-from .style import COLORS, axes_or_new, bytes_formatter, label_units, percent_formatter
+from .style import COLORS, FIT_COLOR, axes_or_new, bytes_formatter, label_units, percent_formatter
 
 __all__ = [
     "NODE_COLORS",
     "NODE_GROUPS",
     "NODE_GROUP_COLORS",
+    "PUBLISHED_KIND_COLORS",
     "PredictedMeasuredFigure",
+    "PublishedRunsFigure",
     "ResidualsFigure",
+    "HealthyRatioFigure",
     "LossSurfaceFigure",
     "plot_loss_surface",
     "plot_predicted_measured",
+    "plot_published_runs",
+    "plot_healthy_ratio",
     "plot_residuals",
+    "published_kind",
 ]
 
 # The Playbook's node counts (1–64 nodes of 8 × H100) in four groups, one clearly distinct colour each, cool to warm:
@@ -44,6 +53,29 @@ _QUANTITIES = {
     "mfu": ("measured_mfu", "predicted_mfu", "MFU", percent_formatter, True),
     "memory": ("measured_memory_bytes", "predicted_memory_bytes", "memory per GPU", bytes_formatter, False),
 }
+
+
+# The published runs' kinds, one colour each (``published_kind``: the first that applies, in this order).
+PUBLISHED_KIND_COLORS = {
+    "mixture of experts": "#A50026",
+    "context-parallel": "#F46D43",
+    "FP8": "#4575B4",
+    "dense BF16": "#1B7837",
+}
+
+
+def published_kind(runs) -> np.ndarray:
+    """One kind per published run for a figure's colour: mixture of experts, else context-parallel, else FP8, else
+    dense BF16 (``published_figures`` counts an FP8 context-parallel run in both of its kinds; a point has one colour).
+
+    >>> from course_lib import published_runs
+    >>> kinds = published_kind(published_runs.load_published_runs())
+    >>> sorted(set(kinds.tolist())) == sorted(PUBLISHED_KIND_COLORS)
+    True
+    """
+    return np.select(
+        [runs.is_moe, runs.is_context_parallel, runs.is_fp8], list(PUBLISHED_KIND_COLORS)[:3], "dense BF16"
+    )
 
 
 def _shown_runs(replay, quantity):
@@ -114,6 +146,71 @@ class PredictedMeasuredFigure(LiveFigure):
             self.animated = (*drawn.artists, legend)
 
 
+def _ratio_axis(ax) -> None:
+    """A log y axis of predicted/measured ratios around the line at 1."""
+    ax.set_yscale("log")
+    # Ratios labelled 0.5×, 1×, 2×, 5×, 10×, ...: a log axis around 1 with only 10⁰ and 10¹ said too little.
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:g}×"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.axhline(1.0, color=COLORS["capacity"], lw=1)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+
+
+class PublishedRunsFigure(LiveFigure):
+    """Predicted against measured tokens/s per GPU of the published runs, built on ``ax`` (log axes): one point per
+    run the model replays, coloured by kind (``published_kind``), hollow circles for the runs the reference was
+    fitted on (``published_runs.FIT_FAMILIES``), filled triangles for the held-out ones; the line y = x and, dashed,
+    ±15 % (issue 37's target for each kind's median).
+
+    ``update(result)`` takes a ``published_runs.PublishedReplay``. Each update draws anew: ``animated`` are the
+    artists it drew and the legend.
+    """
+
+    def __init__(self, ax):
+        super().__init__(ax)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        tokens = FuncFormatter(lambda value, _position: units.format_count(value))
+        ax.xaxis.set_major_formatter(tokens)
+        ax.yaxis.set_major_formatter(tokens)
+        ax.grid(True, which="major", alpha=0.3)
+        label_units(ax, "measured tokens/s per GPU", "predicted tokens/s per GPU")
+        self.drawn = ResultArtists(ax)
+
+    def update(self, result) -> None:
+        """Draw ``result``, a ``PublishedReplay``."""
+        replay = result
+        ax, drawn = self.ax, self.drawn
+        drawn.clear()
+        measured, predicted = replay.measured_tokens_per_s_per_gpu, replay.predicted_tokens_per_s_per_gpu
+        kinds, held_out = published_kind(replay.runs), replay.runs.held_out
+        for kind, color in PUBLISHED_KIND_COLORS.items():
+            for held, marker in ((False, "o"), (True, "^")):
+                here = replay.replayed & (kinds == kind) & (held_out == held)
+                if here.any():
+                    drawn.add(ax.scatter(measured[here], predicted[here], s=26, marker=marker, linewidths=0.9,
+                                         facecolors=color if held else "none", edgecolors=color,
+                                         label=f"{kind}|{held}"))  # fmt: skip
+        shown = replay.replayed
+        low = min(measured[shown].min(), predicted[shown].min()) / 1.2
+        high = max(measured[shown].max(), predicted[shown].max()) * 1.2
+        drawn.add(*ax.plot([low, high], [low, high], color=COLORS["capacity"], lw=1, label="predicted = measured"))
+        for share in (1 + published_runs.MEDIAN_ERROR_TARGET, 1 - published_runs.MEDIAN_ERROR_TARGET):
+            drawn.add(*ax.plot([low, high], [share * low, share * high], color=COLORS["capacity"], lw=0.8, ls="--",
+                               label=f"×{share:g}"))  # fmt: skip
+        handles = [Patch(color=color, label=kind) for kind, color in PUBLISHED_KIND_COLORS.items()
+                   if (shown & (kinds == kind)).any()]  # fmt: skip
+        handles += [
+            Line2D([], [], ls="", marker="o", mfc="none", mec="#555555", label="fitted on (GPT)"),
+            Line2D([], [], ls="", marker="^", color="#555555", label="held out (other families)"),
+            Line2D([], [], color=COLORS["capacity"], lw=1, label="predicted = measured"),
+            Line2D([], [], color=COLORS["capacity"], lw=0.8, ls="--", label="±15 %"),
+        ]
+        legend = ax.legend(handles=handles, fontsize=8, loc="upper left", ncol=2)
+        self.animated = (*drawn.artists, legend)
+
+
 class ResidualsFigure(LiveFigure):
     """Predicted/measured ratio of ``quantity`` grouped by one plan ``column`` (``validation.RESIDUAL_TERMS``), built
     on ``ax``: the median of each group with its 25th–75th percentile bar, on a log axis around 1 (a term the model
@@ -130,13 +227,7 @@ class ResidualsFigure(LiveFigure):
             raise ValueError(f"quantity must be one of {', '.join(_QUANTITIES)}, got {quantity!r}")
         super().__init__(ax)
         self.column, self.quantity = column, quantity
-        ax.set_yscale("log")
-        # Ratios labelled 0.5×, 1×, 2×, 5×, 10×, ...: a log axis around 1 with only 10⁰ and 10¹ said too little.
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:g}×"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.axhline(1.0, color=COLORS["capacity"], lw=1)
-        ax.grid(True, axis="y", which="both", alpha=0.3)
+        _ratio_axis(ax)
         label_units(
             ax, f"{validation.RESIDUAL_TERMS[column]}\n(runs)", f"predicted / measured {_QUANTITIES[quantity][2]}"
         )
@@ -164,38 +255,102 @@ class ResidualsFigure(LiveFigure):
         self.animated = drawn.artists
 
 
+class HealthyRatioFigure(LiveFigure):
+    """Predicted/measured MFU by nodes for all the runs in a set and for its healthy ones (``validation.healthy_runs``),
+    built on ``ax``: each group's median with its 25th–75th percentile bar, on a log axis around 1. A model that is
+    right and a cluster that degrades at scale show as a gap that grows with nodes for all the runs while the healthy
+    ones stay near 1.
+
+    ``update(result)`` takes the pair ``(replay, rows)``: a ``validation.Replay`` and the boolean mask of the runs to
+    group (None: all). Each update draws anew: ``animated`` are the artists it drew and the legend.
+    """
+
+    SERIES = (("all runs", COLORS["exposed"], -0.12), ("healthy runs", FIT_COLOR, 0.12))
+
+    def __init__(self, ax):
+        super().__init__(ax)
+        _ratio_axis(ax)
+        label_units(ax, "nodes of 8 × H100 (runs: all / healthy)", "predicted / measured MFU")
+        self.drawn = ResultArtists(ax)
+
+    def update(self, result) -> None:
+        """Draw ``result`` = (replay, rows)."""
+        replay, rows = result
+        rows = np.ones(len(replay.runs), dtype=bool) if rows is None else np.asarray(rows, dtype=bool)
+        ax, drawn = self.ax, self.drawn
+        drawn.clear()
+        groups = {
+            "all runs": validation.residuals_by(replay, "nodes", rows),
+            "healthy runs": validation.residuals_by(replay, "nodes", rows & validation.healthy_runs(replay.runs)),
+        }
+        values = sorted(groups["all runs"])
+        position = {value: i for i, value in enumerate(values)}
+        highest, lowest = 1.0, 1.0
+        for label, color, shift in self.SERIES:
+            here = [v for v in values if v in groups[label]]
+            x = np.array([position[v] + shift for v in here])
+            median, low, high = (np.array([groups[label][v][i] for v in here]) for i in range(3))
+            drawn.add(ax.errorbar(x, median, yerr=[median - low, high - median], fmt="o-", color=color, capsize=3,
+                                  lw=1, label=label))  # fmt: skip
+            # All runs' medians above their bars, the healthy runs' below theirs: side by side they ran into each other.
+            above = label == "all runs"
+            for xi, m, top, bottom in zip(x, median, high, low, strict=True):
+                drawn.add(ax.annotate(f"{m:.2g}×", (xi, top if above else bottom), xytext=(0, 3 if above else -3),
+                                      textcoords="offset points", fontsize=7, ha="center",
+                                      va="bottom" if above else "top", color=color))  # fmt: skip
+            highest, lowest = max(highest, high.max()), min(lowest, low.min())
+        runs = {label: {v: group[v][3] for v in group} for label, group in groups.items()}  # runs per group
+        ax.set_xticks(range(len(values)), [f"{v}\n({runs['all runs'][v]}/{runs['healthy runs'].get(v, 0)})"
+                                           for v in values])  # fmt: skip
+        ax.set_xlim(-0.5, len(values) - 0.5)
+        ax.set_ylim(lowest / 1.5, highest * 1.8)  # room for the notes
+        legend = ax.legend(fontsize=8, loc="upper left")
+        self.animated = (*drawn.artists, legend)
+
+
 class LossSurfaceFigure(LiveFigure):
-    """The calibration fit's objective (``validation.fit_loss_surface``: median |log(predicted / measured MFU)| over
-    the one-node 1B and 3B runs) over ``validation.FIT_GRID``, built on ``ax``: one cell per (fixed cost per layer
-    and micro-batch, efficiency), coloured by the loss in percent, its value written in it; the minimum is circled.
+    """A calibration fit's objective over its ``grid`` (efficiencies, fixed costs), built on ``ax``: one cell per
+    (fixed cost per layer and micro-batch, efficiency), coloured by the loss in percent, its value written in it when
+    the grid has at most ``LABELLED_CELLS`` cells; the minimum is circled. The Playbook's fit
+    (``validation.fit_loss_surface`` over ``validation.FIT_GRID``, the default) and the reference's
+    (``published_runs.reference_fit_surface`` over ``published_runs.REFERENCE_FIT_GRID``) both draw here.
 
     ``update(result)`` takes the surface (rows: efficiencies, columns: fixed costs). Each update draws anew.
     """
 
-    def __init__(self, ax):
+    LABELLED_CELLS = 150
+
+    def __init__(self, ax, grid=validation.FIT_GRID):
         super().__init__(ax)
-        efficiencies, overheads = validation.FIT_GRID
-        ax.set_xticks(range(len(overheads)), [f"{o * 1e3:g}" for o in overheads])
-        ax.set_yticks(range(len(efficiencies)), [f"{e:.0%}" for e in efficiencies])
+        efficiencies, overheads = grid
+        self.shape = (len(efficiencies), len(overheads))
+        every = max(1, len(overheads) // 10)  # at most about ten labels along the axis
+        ax.set_xticks(range(0, len(overheads), every), [f"{o * 1e3:g}" for o in overheads[::every]])
+        every = max(1, len(efficiencies) // 12)
+        ax.set_yticks(range(0, len(efficiencies), every), [f"{e:.0%}" for e in efficiencies[::every]])
         label_units(ax, "fixed cost per layer and micro-batch (ms)", "efficiency (share of peak)")
         self.drawn = ResultArtists(ax)
 
     def update(self, result) -> None:
         """Draw ``result``, the surface."""
         surface = np.asarray(result, dtype=float)
+        if surface.shape != self.shape:
+            raise ValueError(f"result must be a surface of the grid's shape {self.shape}, got {surface.shape}")
         ax, drawn = self.ax, self.drawn
         drawn.clear()
         drawn.add(ax.imshow(100 * surface, origin="lower", cmap="viridis_r", vmax=50, aspect="auto"))
-        for (i, j), value in np.ndenumerate(surface):
-            color = "white" if value > 0.3 else "black"
-            drawn.add(ax.text(j, i, f"{100 * value:.0f}", ha="center", va="center", fontsize=8, color=color))
+        if surface.size <= self.LABELLED_CELLS:
+            for (i, j), value in np.ndenumerate(surface):
+                color = "white" if value > 0.3 else "black"
+                drawn.add(ax.text(j, i, f"{100 * value:.0f}", ha="center", va="center", fontsize=8, color=color))
         i, j = np.unravel_index(np.argmin(surface), surface.shape)
         drawn.add(*ax.plot([j], [i], "o", ms=16, mfc="none", mec=COLORS["exposed"], mew=2, label="minimum"))
         self.animated = drawn.artists
 
 
-def plot_loss_surface(surface, ax=None):
-    """``LossSurfaceFigure`` of ``surface`` (``validation.fit_loss_surface``); returns the Axes.
+def plot_loss_surface(surface, ax=None, grid=validation.FIT_GRID):
+    """``LossSurfaceFigure`` of ``surface`` over ``grid`` (``validation.fit_loss_surface`` over ``validation.FIT_GRID``
+    or ``published_runs.reference_fit_surface`` over ``published_runs.REFERENCE_FIT_GRID``); returns the Axes.
 
     >>> import matplotlib.pyplot as plt
     >>> import numpy as np
@@ -205,8 +360,38 @@ def plot_loss_surface(surface, ax=None):
     ([4.0, 3.0], 5.0)
     >>> plt.close("all")
     """
-    figure = LossSurfaceFigure(axes_or_new(ax, figsize=(7, 5)))
+    figure = LossSurfaceFigure(axes_or_new(ax, figsize=(7, 5)), grid)
     figure.update(surface)
+    return figure.ax
+
+
+def plot_published_runs(replay, ax=None):
+    """``PublishedRunsFigure`` of ``replay`` (``published_runs.replay_published_runs``); returns the Axes.
+
+    >>> import matplotlib.pyplot as plt
+    >>> from course_lib import published_runs
+    >>> ax = plot_published_runs(published_runs.replay_published_runs())
+    >>> sum(len(c.get_offsets()) for c in ax.collections)   # every run the model replays: 23 fitted, 85 held out
+    108
+    >>> plt.close("all")
+    """
+    figure = PublishedRunsFigure(axes_or_new(ax, figsize=(7, 5.5)))
+    figure.update(replay)
+    return figure.ax
+
+
+def plot_healthy_ratio(replay, rows=None, ax=None):
+    """``HealthyRatioFigure`` of ``replay`` (the runs in ``rows``; None: all); returns the Axes.
+
+    >>> import matplotlib.pyplot as plt
+    >>> from course_lib import validation
+    >>> ax = plot_healthy_ratio(validation.replay_runs(validation.load_playbook_runs()))
+    >>> [round(float(y), 2) for y in ax.lines[1].get_ydata()][-1], ax.get_xticklabels()[-1].get_text()  # 64 nodes
+    (12.99, '64\\n(272/10)')
+    >>> plt.close("all")
+    """
+    figure = HealthyRatioFigure(axes_or_new(ax, figsize=(7, 4)))
+    figure.update((replay, rows))
     return figure.ax
 
 
