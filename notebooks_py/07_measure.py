@@ -270,15 +270,16 @@ for warning in caught:
 #
 # Now the same questions on the datasheet's cluster and on the measured one. Training: the plan search for
 # Llama 3.1 8B on the two nodes (global batch 256), with the default calibration's constants (Megatron-Core's,
-# fitted on published runs) on each cluster's own links. Mind that last part: on H100s with InfiniBand,
-# `parallelism.default_calibration` brings the reference cluster's links (fitted once on these same logs, with the
-# datasheet's network bandwidth) whatever cluster you pass it, so the two searches would agree by construction;
-# replacing its links with `None` plans on yours. Serving: the latency-optimal $t$ for Llama 3.1 70B at batch 1 and 4096 tokens on four such nodes, and its
-# time per output token at $t$ = 8 and 16.
+# fitted on published runs) on each cluster's own links. Mind that last part: on a cluster with the datasheet's
+# DGX H100 links, `parallelism.default_calibration` is the reference itself, which plans on the reference's links
+# (fitted once on these same logs, with the datasheet's network bandwidth); a cluster with links of its own, as the
+# measured one, keeps them. Replacing the calibration's links with `None` plans on the datasheet's. Serving: the
+# latency-optimal $t$ for Llama 3.1 70B at batch 1 and 4096 tokens on four such nodes, and its time per output token
+# at $t$ = 8 and 16.
 
 # %%
 for label, cluster in (("datasheet", hardware.NEBIUS_H100_IB), ("measured", measured)):
-    # the default's constants and framework, the cluster's own links (the default's are the reference cluster's)
+    # the default's constants and framework on the cluster's own links (None: the datasheet's for the first)
     own_links = dataclasses.replace(
         parallelism.default_calibration(cluster), intra_node_link=None, inter_node_link=None
     )
@@ -520,8 +521,8 @@ quiz.MultipleChoice(
 # - Measure with warm-up, a barrier, the maximum over ranks, and report the spread; check the data.
 # - Fit $T = n\alpha + Q/B$ with the algorithm's own $n$ and $Q$, on relative errors; the residuals show where one
 #   α and one B stop describing the machine.
-# - `measure.calibrate_cluster` turns measurements into a cluster the planner uses (with the default calibration's
-#   links set to `None`, or it plans on the reference's); a plan chosen on the datasheet may change on the measured
+# - `measure.calibrate_cluster` turns measurements into a cluster the planner uses as it is (the default
+#   calibration keeps a measured cluster's links); a plan chosen on the datasheet may change on the measured
 #   network (here the decode's $t$: 16 on the datasheet, 8 measured).
 # - Exposed communication is the completed step minus compute alone. Posting a non-blocking collective is not
 #   overlap: something must drive its progress, and the last bucket never hides.
