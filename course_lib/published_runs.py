@@ -283,6 +283,35 @@ def _recompute(row: dict) -> str:
     return stated if stated in ("none", "selective", "full") else "none"
 
 
+def _replay_row(row: dict, calibration, models) -> tuple:
+    """(measured, predicted tokens/s per GPU, the plan, "") for one run, or NaN where it cannot and the reason."""
+    from dataclasses import replace
+
+    from . import budget, parallelism
+
+    base = models.get(row["model"])
+    if base is None:
+        return np.nan, np.nan, None, "model not representable"
+    if row["gpu"] not in _H100_SXM:
+        return np.nan, np.nan, None, f"device {row['gpu']} is not the reference H100 SXM 80 GB"
+    model = replace(base, seq_len=int(row["seq_len"]))
+    measured = (
+        row["tokens_per_s_per_gpu"]
+        if not np.isnan(row["tokens_per_s_per_gpu"])
+        else row["flops_per_s_per_gpu"] / _counted_flops_per_token(model, row["source"])
+    )
+    framework, reason = _framework(row, int(row["pp"]))
+    if framework is None:
+        return measured, np.nan, None, reason
+    plan, reason = _plan(row, model, framework)
+    if plan is None:
+        return measured, np.nan, None, reason
+    plan = plan.replace(recompute=_recompute(row))
+    cluster = replace(parallelism.REFERENCE_CLUSTER, nodes=max(1, int(row["gpus"]) // 8))
+    step = budget.step_time(model, plan, cluster, calibration=replace(calibration, framework=framework))
+    return measured, plan.global_batch * model.seq_len / step.total_s / plan.devices, plan, ""
+
+
 def replay_published_runs(runs: PublishedRuns | None = None, calibration=None, models=None) -> PublishedReplay:
     """Replay every published run through the calibrated step model on the reference cluster (as many DGX H100
     nodes as the run used), as its framework runs it (``_framework``: Megatron-Core for NeMo and Megatron-Bridge,
@@ -302,40 +331,17 @@ def replay_published_runs(runs: PublishedRuns | None = None, calibration=None, m
     >>> print(sorted(replay.refused)[0])
     device H100-HBM2e-96GB-500W is not the reference H100 SXM 80 GB
     """
-    from dataclasses import replace
-
-    from . import budget, parallelism
+    from . import parallelism
 
     runs = load_published_runs() if runs is None else runs
     calibration = parallelism.REFERENCE_CALIBRATION if calibration is None else calibration
-    models = getattr(parallelism, "PUBLISHED_RUN_MODELS", {}) if models is None else models
+    models = parallelism.PUBLISHED_RUN_MODELS if models is None else models
     n = len(runs)
     predicted, measured = np.full(n, np.nan), np.full(n, np.nan)
     reasons, plans = [], []
     for i in range(n):
         row = {name: column[i].item() for name, column in runs.columns.items()}
-        plan, reason = None, ""
-        base = models.get(row["model"])
-        if base is None:
-            reason = "model not representable"
-        elif row["gpu"] not in _H100_SXM:
-            reason = f"device {row['gpu']} is not the reference H100 SXM 80 GB"
-        if not reason:
-            model = replace(base, seq_len=int(row["seq_len"]))
-            measured[i] = (
-                row["tokens_per_s_per_gpu"]
-                if not np.isnan(row["tokens_per_s_per_gpu"])
-                else row["flops_per_s_per_gpu"] / _counted_flops_per_token(model, row["source"])
-            )
-            framework, reason = _framework(row, int(row["pp"]))
-        if not reason:
-            plan, reason = _plan(row, model, framework)
-        if not reason:
-            cal = replace(calibration, framework=framework)
-            cluster = replace(parallelism.REFERENCE_CLUSTER, nodes=max(1, int(row["gpus"]) // 8))
-            plan = plan.replace(recompute=_recompute(row))
-            step = budget.step_time(model, plan, cluster, calibration=cal)
-            predicted[i] = plan.global_batch * model.seq_len / step.total_s / plan.devices
+        measured[i], predicted[i], plan, reason = _replay_row(row, calibration, models)
         reasons.append(reason)
         plans.append(plan)
     return PublishedReplay(runs, predicted, measured, np.array(reasons, dtype=object), tuple(plans))
