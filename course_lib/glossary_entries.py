@@ -342,7 +342,7 @@ ENTRIES: tuple[Entry, ...] = (
         "abbreviation",
         "PyTorch's Fully Sharded Data Parallel: data parallelism with parameters, gradients and optimizer state "
         "sharded, as in ZeRO stage 3.",
-        "09_capstone.ipynb",
+        "06_sequences_and_experts.ipynb",
         (r"FSDP",),
         source="Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277",
     ),

@@ -293,9 +293,10 @@ for t, c in ((4, 2), (4, 4), (8, 2)):
 # all-gather of K and V (§3.3.2). The same plan in the calibrated model (the reference, Megatron-Core on DGX H100
 # nodes, whose `cp_comm_type="all_gather"` is that form), with what the paper does not publish chosen as
 # `tests/test_expert_context.py` chooses it: FlashAttention, sequence parallelism, ZeRO-1 (Megatron-Core's
-# distributed optimizer, the most it shards beside a pipeline; Llama 3 ran FSDP), full recomputation and the
-# interleaved schedule with $v = 8$ (one layer per chunk, the fastest $v$). First the memory, with full and with
-# selective recomputation; then the step, with Llama 3's all-gather and with the ring in its place:
+# distributed optimizer, the most it shards beside a pipeline; Llama 3 ran [FSDP](glossary.ipynb#fsdp)), full
+# recomputation and the interleaved schedule with $v = 8$ (one layer per chunk, the fastest $v$). First the memory,
+# with full and with selective recomputation; then the step, with Llama 3's all-gather and with the ring in its
+# place:
 
 # %%
 MODEL_405B = replace(parallelism.LLAMA3_405B, seq_len=131072)
