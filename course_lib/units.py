@@ -19,6 +19,7 @@ from . import _check
 
 __all__ = [
     "format_seq_len",
+    "format_zero_stages",
     "KB",
     "MB",
     "GB",
@@ -227,6 +228,18 @@ def format_count(number: float, *, digits: int = 3) -> str:
         if abs(value) >= scale:
             return f"{_significant(float(f'{value / scale:.{digits}g}'), digits)} {word}"
     return f"{value:.0f}" if value == round(value) else _significant(float(f"{value:.{digits}g}"), digits)
+
+
+def format_zero_stages(stages) -> str:
+    """Format a set of ZeRO stages as the course writes them: "ZeRO-0/1", or "none" for no stage.
+
+    >>> format_zero_stages((0, 1)), format_zero_stages(()), format_zero_stages([3])
+    ('ZeRO-0/1', 'none', 'ZeRO-3')
+    """
+    stages = tuple(stages)
+    if any(isinstance(s, bool) or not isinstance(s, numbers.Integral) or not 0 <= int(s) <= 3 for s in stages):
+        raise ValueError(f"stages must be ZeRO stages (whole numbers 0 to 3), got {stages!r}")
+    return "ZeRO-" + "/".join(str(stage) for stage in stages) if stages else "none"
 
 
 def format_seq_len(tokens: int) -> str:

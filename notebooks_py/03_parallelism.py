@@ -608,17 +608,13 @@ def short_citation(citation):
     return citation.split(": ")[0].split("; ")[0]
 
 
-def zero_stages(stages):
-    """ZeRO stages as "ZeRO-0/1", or "none"."""
-    return "ZeRO-" + "/".join(str(stage) for stage in stages) if stages else "none"
-
-
+zero_stages = units.format_zero_stages  # "ZeRO-0/1", or "none"
 print(
     f"{'preset':15} {'recipe':16} {'one device':>10} {'ZeRO-1, N_d = 8':>16}  {'runs':12} {'with p > 1':12} schedules"
 )
 for key in FRAMEWORK_KEYS:
     preset = parallelism.FRAMEWORKS[key]
-    piped = [stage for stage in preset.zero_stages if stage <= preset.max_zero_stage_with_pipeline and preset.schedules]
+    piped = preset.zero_stages_with_pipeline
     schedules = ", ".join(SCHEDULE_NAMES[schedule] for schedule in preset.schedules) or "no pipeline"
     print(
         f"{key:15} {preset.precision:16} {state_bytes_per_param(parallelism.ParallelPlan(), key):>8g} B "

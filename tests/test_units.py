@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from course_lib import units
+from course_lib import parallelism, units
 from course_lib.units import (
     GB,
     GBIT,
@@ -98,3 +98,11 @@ def test_formatters_refuse_non_finite(formatter, bad):
 def test_all_names_exist():
     for name in units.__all__:
         assert hasattr(units, name)
+
+
+def test_zero_stages_print_as_the_course_writes_them_and_refuse_other_values():
+    assert units.format_zero_stages(parallelism.NANOTRON.zero_stages) == "ZeRO-0/1"
+    assert units.format_zero_stages(parallelism.FSDP2.zero_stages_with_pipeline) == "none"
+    for bad in ((4,), (-1,), (1.0,), (True,), ("1",)):
+        with pytest.raises(ValueError, match=r"stages must be ZeRO stages \(whole numbers 0 to 3\)"):
+            units.format_zero_stages(bad)

@@ -136,6 +136,17 @@ class Framework:
         return any(schedule in ZERO_BUBBLE_SCHEDULES for schedule in self.schedules)
 
     @property
+    def zero_stages_with_pipeline(self) -> tuple[int, ...]:
+        """The ZeRO stages it runs with p > 1 (none without a pipeline schedule): ``runs``'s rule for p > 1.
+
+        >>> NANOTRON.zero_stages_with_pipeline, MEGATRON_CORE.zero_stages_with_pipeline, FSDP2.zero_stages_with_pipeline
+        ((0, 1), (0, 1), ())
+        """
+        if not self.schedules:
+            return ()
+        return tuple(stage for stage in self.zero_stages if stage <= self.max_zero_stage_with_pipeline)
+
+    @property
     def short_name(self) -> str:
         """The name without its parenthesis: "Megatron-LM", "nanotron"."""
         return self.name.split(" (")[0]

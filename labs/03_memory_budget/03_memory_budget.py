@@ -135,11 +135,7 @@ default_plan = parallelism.ParallelPlan(
 ideal_recipe = parallelism.PARAM_BYTES + parallelism.GRAD_BYTES + parallelism.ADAM_OPTIMIZER_BYTES_PER_PARAM
 
 
-def zero_stages(stages):
-    """ZeRO stages as "ZeRO-0/1", or "none"."""
-    return "ZeRO-" + "/".join(str(stage) for stage in stages) if stages else "none"
-
-
+zero_stages = units.format_zero_stages  # "ZeRO-0/1", or "none"
 print(f"{'framework':20} {'bytes per parameter':22} {'runs':13} {'with p > 1':13} default plan under ZeRO 0, 1, 2, 3")
 for key, label in FRAMEWORK_LABELS.items():
     framework = None if key == "ideal" else parallelism.FRAMEWORKS[key]
@@ -151,9 +147,7 @@ for key, label in FRAMEWORK_LABELS.items():
         param, grad, buffer, optimizer = parallelism.PRECISION_RECIPES[framework.precision]
         recipe = f"{param + grad + buffer + optimizer} B = {param} + {grad + buffer} + {optimizer}"
         runs = zero_stages(framework.zero_stages)
-        piped = zero_stages(
-            [s for s in framework.zero_stages if s <= framework.max_zero_stage_with_pipeline and framework.schedules]
-        )
+        piped = zero_stages(framework.zero_stages_with_pipeline)
     print(f"{label:20} {recipe:22} {runs:13} {piped:13} {totals}")
 print("\npipeline schedules:")
 for key, label in list(FRAMEWORK_LABELS.items())[1:]:
