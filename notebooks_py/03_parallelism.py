@@ -725,7 +725,7 @@ print(f"ZeRO-3 / plain data parallel: {stage3 / baseline:.2f} (ZeRO §7: 3Ψ aga
 # ### Per-device memory against an 80 GB A100
 #
 # The plans of the worked example as stacked bars; the dashed line is the A100's 80 GB. Bars far above the line
-# are cut off, with their total printed.
+# are drawn shrunk to the axis (every component keeps its share), with their total and scale printed.
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")

@@ -61,12 +61,17 @@ def test_memory_bars_stack_the_breakdown_fields():
     fields = ["parameters", "gradients", "optimizer_state", "activations"]
     assert [c.get_label() for c in ax.containers] == ["parameters", "gradients", "optimizer state", "activations"]
     bottoms = np.zeros(len(breakdowns))
+    # a bar above the axis is drawn shrunk to its height, each component at its share (the others at true height)
+    scales = [min(1.0, ax.get_ylim()[1] / b.total) for b in breakdowns.values()]
+    assert min(scales) < 1 and max(scales) == 1
     for container, field in zip(ax.containers, fields, strict=True):
         heights = [bar.get_height() for bar in container]
-        assert heights == pytest.approx([getattr(b, field) for b in breakdowns.values()])
+        assert heights == pytest.approx(
+            [s * getattr(b, field) for s, b in zip(scales, breakdowns.values(), strict=True)]
+        )
         assert [bar.get_y() for bar in container] == pytest.approx(bottoms)
         bottoms += heights
-    assert bottoms == pytest.approx([b.total for b in breakdowns.values()])
+    assert bottoms == pytest.approx([s * b.total for s, b in zip(scales, breakdowns.values(), strict=True)])
     line = next(line for line in ax.lines if line.get_gid() == "capacity")
     assert line.get_visible() and list(line.get_ydata()) == [capacity, capacity]
     texts = [t.get_text() for t in ax.texts if t.get_visible()]
@@ -144,7 +149,9 @@ def test_memory_bars_scale_ticks_and_selection():
     shown = [t.get_text() for t in live.y_tick_labels if t.get_visible()]
     assert shown == ["0", "20 GB", "40 GB", "60 GB", "80 GB"]
     assert list(live.y_tick_marks.get_ydata()) == [0, 20e9, 40e9, 60e9, 80e9]
-    assert [t.get_text() for t in live.totals] == ["48 GB", "↑ 1 TB\ndoes not fit"]
+    assert [t.get_text() for t in live.totals] == ["48 GB", "↑ 1 TB\nat 1/10 scale\ndoes not fit"]
+    # the 1 TB bar is drawn at the axis height, 96 GB, all parameters (its one component)
+    assert sum(bar.get_height() for bar in live.stacks[1]) == pytest.approx(96e9)
     assert live.totals[1].get_position()[1] == pytest.approx(0.98 * 96e9)
     assert [o.get_visible() for o in live.over_outlines] == [False, True]
     outline = live.selected_outline
@@ -154,6 +161,19 @@ def test_memory_bars_scale_ticks_and_selection():
     assert ax.get_ylim() == pytest.approx((0, 1.18 * 48e9))
     assert not live.capacity_line.get_visible() and not live.selected_outline.get_visible()
     assert not any(o.get_visible() for o in live.over_outlines)
+
+
+def test_a_bar_above_the_axis_shows_every_component_at_its_share():
+    # Lesson 03's DP 64 plan of GPT-3 175B (2.8 TB) beside plans near 80 GB: cut at the axis top, its bar showed only
+    # its parameters; shrunk to the axis, its optimizer state (12 of its 16 bytes per parameter) shows as 3/4 of it.
+    ax = Figure().add_subplot()
+    live = MemoryBarsFigure(ax, ["small", "DP 64"])
+    huge = parallelism.MemoryBreakdown(350e9, 350e9, 2100e9, 0.0)
+    live.update([parallelism.MemoryBreakdown(10e9, 5e9, 20e9, 13e9), huge], capacity_bytes=80e9)
+    top = ax.get_ylim()[1]
+    heights = [bar.get_height() for bar in live.stacks[1]]
+    assert sum(heights) == pytest.approx(top) and heights[2] / sum(heights) == pytest.approx(0.75)
+    assert live.totals[1].get_text() == "↑ 2.8 TB\nat 1/29 scale\ndoes not fit"
 
 
 def test_memory_figure_refuses_to_leave_a_component_out():
@@ -173,8 +193,8 @@ def test_memory_figure_refuses_to_leave_a_component_out():
         components=memory_components_of(calibrated),
     )
     live.update(calibrated, 1, 80e9)
-    for bars, breakdown in zip(live.bars.stacks, calibrated, strict=True):
-        assert bars[-1].get_y() + bars[-1].get_height() == pytest.approx(breakdown.total, rel=1e-12)
+    for bars, breakdown, scale in zip(live.bars.stacks, calibrated, live.bars.scales, strict=True):
+        assert bars[-1].get_y() + bars[-1].get_height() == pytest.approx(scale * breakdown.total, rel=1e-12)
     assert len(live.log_bars) == 6  # five components and the total
     assert live.log_bars[4].get_x() + live.log_bars[4].get_width() == pytest.approx(calibrated[1].logits)
     with pytest.raises(ValueError, match="components"):
@@ -214,10 +234,11 @@ def test_memory_figure_stacks_are_the_breakdowns():
     draw, breakdowns = _memory(ParallelPlan(data_parallel=64), 2, 32e9, parallelism.GPT2_1_5B)
     draw(live)
     assert live.bars.components == MODEL_MEMORY_COMPONENTS
-    for bars, breakdown in zip(live.bars.stacks, breakdowns, strict=True):
+    for bars, breakdown, scale in zip(live.bars.stacks, breakdowns, live.bars.scales, strict=True):
         heights = [getattr(breakdown, field) for field in MODEL_MEMORY_COMPONENTS]
-        assert [bar.get_height() for bar in bars] == pytest.approx(heights, rel=1e-12)
-        assert [bar.get_y() for bar in bars] == pytest.approx(np.cumsum([0.0, *heights[:-1]]), rel=1e-12)
+        drawn = [scale * height for height in heights]  # a bar above the axis is shrunk to it
+        assert [bar.get_height() for bar in bars] == pytest.approx(drawn, rel=1e-12)
+        assert [bar.get_y() for bar in bars] == pytest.approx(np.cumsum([0.0, *drawn[:-1]]), rel=1e-12)
         assert sum(heights) == pytest.approx(breakdown.total, rel=1e-12)  # nothing left out of the stack
     assert live.stack_ax.get_ylim() == (0, 64e9) and live.bars.capacity_line.get_ydata()[0] == 32e9
     assert live.bars.selected_outline.get_visible() and live.bars.selected_outline.get_x() == pytest.approx(1.7)
@@ -257,7 +278,7 @@ def test_memory_figure_draws_a_stage_not_run_as_a_labelled_empty_slot():
     assert all(bar.get_height() == 0.0 for stack in bars.stacks[2:] for bar in stack)
     first = report.by_zero_stage[0]
     assert first is not None
-    assert sum(bar.get_height() for bar in bars.stacks[0]) == pytest.approx(first.total, rel=1e-12)
+    assert sum(bar.get_height() for bar in bars.stacks[0]) == pytest.approx(bars.scales[0] * first.total, rel=1e-12)
     assert bars.selected_outline.get_height() == pytest.approx(0.9 * 160e9)  # the empty slot, outlined
     assert live.verdict.get_text() == "not run by nanotron with a pipeline"
     assert live.log_missing.get_visible() and all(bar.get_width() == 0.0 for bar in live.log_bars)

@@ -231,6 +231,15 @@ def test_loss_surface_takes_the_reference_grid():
         LossSurfaceFigure(plt.subplots()[1]).update(surface)
 
 
+def test_a_written_loss_surface_never_ties_its_minimum_with_a_neighbour():
+    efficiencies, overheads = validation.FIT_GRID
+    surface = np.full((len(efficiencies), len(overheads)), 0.2)
+    surface[3, 4], surface[3, 5], surface[4, 4] = 0.086, 0.092, 0.094  # all three read "9" with no decimals
+    ax = plot_loss_surface(surface)
+    labels = sorted((text.get_text() for text in ax.texts), key=float)
+    assert labels[:3] == ["8.6", "9.2", "9.4"] and len(ax.texts) == surface.size
+
+
 def test_bad_arguments_name_what_they_accept(replay):
     with pytest.raises(ValueError, match="quantity must be one of mfu, memory"):
         PredictedMeasuredFigure(plt.subplots()[1], "tokens")

@@ -12,6 +12,7 @@ a reader would trip on:
   ``s · dpi / 96`` pt: a lesson's 8 pt at 100 dpi at 8.3 pt, a lab's 8 pt at 72 dpi at 6 pt (8 pixels, capitals
   about 6 pixels tall). ``bbox_inches="tight"`` (the inline backend's default) crops the image and does not scale
   it, so it does not change the size; it does move the edge (the crop takes in every text, so none is cut by it);
+- a bar cut by its axes' view (``bar_problems``): a stacked bar cut at the top hides its upper components;
 - a legend entry with nothing drawn: the artist it labels (found by its label, or for a proxy handle by its colour,
   or for a marker alone by its shape, among the figure's artists) is invisible or has no data inside its axes' view
   (an error bar of zero length too). An entry the figure greys out as not applicable (its text's gid
@@ -49,7 +50,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import Collection, LineCollection, PathCollection
 from matplotlib.colors import to_rgba_array
-from matplotlib.container import Container, ErrorbarContainer
+from matplotlib.container import BarContainer, Container, ErrorbarContainer
 from matplotlib.figure import Figure
 from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
@@ -67,6 +68,7 @@ __all__ = [
     "DrawnText",
     "drawn_texts",
     "text_problems",
+    "bar_problems",
     "legend_problems",
     "figure_problems",
     "figure_numbers",
@@ -433,7 +435,39 @@ def figure_problems(fig, dpi=None, bbox_inches=None, tolerance_px: float = 1.0, 
     if not hasattr(fig.canvas, "get_renderer"):  # a figure pyplot has closed keeps a bare canvas
         FigureCanvasAgg(fig)
     fig.canvas.draw()  # the legend check reads positions at the figure's own dpi, uncropped
-    return problems + legend_problems(fig, fig.canvas.get_renderer())
+    return problems + legend_problems(fig, fig.canvas.get_renderer()) + bar_problems(fig)
+
+
+def bar_problems(fig) -> list[str]:
+    """Bars (``ax.bar``'s containers) with a piece the axes' view leaves out: a stacked bar cut at the top shows only
+    its lowest components, so a reader cannot see what the text says dominates it (issue 41: lesson 03's DP 64 bar
+    showed only its parameters). A bar cut by the view, or a component wholly above or below it, is a problem.
+
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().add_subplot()
+    >>> _ = ax.bar([0], [50], label="parameters"); _ = ax.bar([0], [900], bottom=[50], label="optimizer state")
+    >>> _ = ax.set_ylim(0, 100)
+    >>> bar_problems(ax.figure)
+    ["bar 'optimizer state' at x = 0 is cut by its axes (50 to 950 against a view of 0 to 100)"]
+    """
+    problems = []
+    for ax in fig.axes:
+        low, high = sorted(ax.get_ylim())
+        for container in ax.containers:
+            if not isinstance(container, BarContainer) or container.orientation != "vertical":
+                continue
+            for bar in container.patches:
+                bottom, top = sorted((bar.get_y(), bar.get_y() + bar.get_height()))
+                span = high - low
+                if not bar.get_visible() or top - bottom <= 1e-12 * span:
+                    continue
+                if top > high + 1e-9 * span or bottom < low - 1e-9 * span:
+                    x = bar.get_x() + bar.get_width() / 2
+                    problems.append(
+                        f"bar {container.get_label()!r} at x = {x:g} is cut by its axes ({bottom:g} to {top:g} against "
+                        f"a view of {low:g} to {high:g})"
+                    )
+    return problems
 
 
 def figure_quantities(fig, ignore=()) -> list[str]:

@@ -97,7 +97,8 @@ class MemoryBarsFigure(LiveFigure):
     it gets a dashed outline in the capacity line's colour (red is activations') and "does not fit". The y axis ends at
     ``capacity_multiple`` × the capacity when given (a lab's scale then changes only with the device), else at 1.2 × the
     largest of the capacity and the totals within 2.5× it (1.18 × the largest total without a capacity); a bar above the
-    axis keeps its true height and its total is written under the top, after an arrow. With ``selected`` that bar is
+    axis is drawn shrunk to the axis's height, each component keeping its share, and its total and scale are written
+    under the top, after an arrow. With ``selected`` that bar is
     opaque and outlined in black, the others faded. Texts are ``fontsize`` points, the y tick labels ``y_tick_fontsize``
     (at most ``y_ticks`` intervals). ``update(breakdowns, capacity_bytes=None, selected=None, missing_label=...)``
     takes one breakdown per plan, in ``plan_labels`` order; one with bytes in a component the figure was built without
@@ -357,6 +358,7 @@ class MemoryBarsFigure(LiveFigure):
                 self.margin_zone.set_y(below)
                 self.margin_zone.set_height(capacity - below)
         slot_height = _EMPTY_SLOT_SHARE * top
+        self.scales = [min(1.0, top / total) if total > 0 else 1.0 for total in totals]  # drawn height / true
         for index, (bars, breakdown, total) in enumerate(zip(self.stacks, breakdowns, totals, strict=True)):
             missing = breakdown is None
             self.empty_slots[index].set_visible(missing)
@@ -365,17 +367,23 @@ class MemoryBarsFigure(LiveFigure):
                 self.empty_slots[index].set_height(slot_height)
                 self.empty_texts[index].set_y(slot_height / 2)
                 self.empty_texts[index].set_text(missing_label)
+            # A bar taller than the axis is drawn shrunk to the axis's height, every component keeping its share,
+            # and says so: cut at the top instead, it showed only its lowest components (lesson 03's DP 64 bar showed
+            # its parameters, not the optimizer state that dominates it; issue 41).
+            scale = self.scales[index]
             bottom = 0.0
             for bar, field in zip(bars, self.components, strict=True):
-                height = 0.0 if missing else float(getattr(breakdown, field))
+                height = 0.0 if missing else scale * float(getattr(breakdown, field))
                 bar.set_y(bottom)
                 bar.set_height(height)
                 bar.set_alpha(None if selected is None else 1.0 if index == selected else 0.4)
                 bottom += height
             over = capacity is not None and total > capacity
             self.over_outlines[index].set_visible(over)
-            self.over_outlines[index].set_height(total)
-            text = units.format_bytes(total) + ("\ndoes not fit" if over else "")
+            self.over_outlines[index].set_height(scale * total)
+            text = units.format_bytes(total)
+            text += f"\nat 1/{1 / scale:.2g} scale" if scale < 1 else ""
+            text += "\ndoes not fit" if over else ""
             label = self.totals[index]
             label.set_visible(not missing)
             if total > 0.93 * top:  # above the axis, or too close to its top for the text: under the top, an arrow
@@ -400,8 +408,8 @@ def plot_memory_breakdown(breakdowns, capacity_bytes=None, ax=None):
     ``breakdowns`` maps a label (the bar's tick) to a ``parallelism.MemoryBreakdown``; each bar stacks every component
     that is not 0 in some plan (only those are in the legend), its total printed above it. With ``capacity_bytes`` a
     dashed line marks the device's memory; bars above it get a dashed outline in its colour and "does not fit". When a
-    bar is more than 2.5× the capacity the y axis stops short of it (its rectangles keep their true heights) and an
-    arrow label gives its total, so the bars that nearly fit stay readable.
+    bar is more than 2.5× the capacity the y axis stops short of it, so the bars that nearly fit stay readable, and
+    that bar is drawn shrunk to fit (its components keep their shares) with its total and its scale printed.
 
     >>> import matplotlib.pyplot as plt
     >>> from course_lib import parallelism

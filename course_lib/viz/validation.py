@@ -308,10 +308,27 @@ class HealthyRatioFigure(LiveFigure):
         self.animated = (*drawn.artists, legend)
 
 
+def label_decimals(values, most=2) -> int:
+    """The fewest decimals (up to ``most``) at which the smallest of ``values`` reads differently from every other
+    one, so that a written grid never shows its minimum tied with a neighbour (three cells all reading "9").
+
+    >>> label_decimals([9.4, 9.2, 8.6, 12.0]), label_decimals([9.0, 12.0]), label_decimals([8.64, 8.61])
+    (1, 0, 2)
+    """
+    values = np.asarray(values, dtype=float).ravel()
+    smallest = int(np.argmin(values))
+    others = np.delete(values, smallest)
+    for decimals in range(most + 1):
+        if not np.any(np.round(others, decimals) == np.round(values[smallest], decimals)):
+            return decimals
+    return most
+
+
 class LossSurfaceFigure(LiveFigure):
     """A calibration fit's objective over its ``grid`` (efficiencies, fixed costs), built on ``ax``: one cell per
     (fixed cost per layer and micro-batch, efficiency), coloured by the loss in percent, its value written in it when
-    the grid has at most ``LABELLED_CELLS`` cells; the minimum is circled. The Playbook's fit
+    the grid has at most ``LABELLED_CELLS`` cells, with as many decimals as it takes to tell the minimum from every
+    other cell (``label_decimals``); the minimum is circled. The Playbook's fit
     (``validation.fit_loss_surface`` over ``validation.FIT_GRID``, the default) and the reference's
     (``published_runs.reference_fit_surface`` over ``published_runs.REFERENCE_FIT_GRID``) both draw here.
 
@@ -340,9 +357,11 @@ class LossSurfaceFigure(LiveFigure):
         drawn.clear()
         drawn.add(ax.imshow(100 * surface, origin="lower", cmap="viridis_r", vmax=50, aspect="auto"))
         if surface.size <= self.LABELLED_CELLS:
+            decimals = label_decimals(100 * surface)
             for (i, j), value in np.ndenumerate(surface):
                 color = "white" if value > 0.3 else "black"
-                drawn.add(ax.text(j, i, f"{100 * value:.0f}", ha="center", va="center", fontsize=8, color=color))
+                text = f"{100 * value:.{decimals}f}"
+                drawn.add(ax.text(j, i, text, ha="center", va="center", fontsize=8 - decimals, color=color))
         i, j = np.unravel_index(np.argmin(surface), surface.shape)
         drawn.add(*ax.plot([j], [i], "o", ms=16, mfc="none", mec=COLORS["exposed"], mew=2, label="minimum"))
         self.animated = drawn.artists
