@@ -175,3 +175,14 @@ def test_no_throughput_beats_the_gpus_memory_bandwidth_at_its_batch():
         assert row.output_tokens_per_s <= bound, (row, bound)
         checked += 1
     assert checked >= 60
+
+
+def test_no_batch_finishes_faster_than_reading_its_weights_once_per_output_token():
+    """A fixed batch decodes its output tokens in as many steps, each reading every active weight once:
+    end-to-end latency ≥ output tokens × weight bytes / (GPUs · bandwidth)."""
+    rows = [r for r in ROWS if r.e2e_latency_s is not None and r.model in PUBLISHED_SERVING_MODELS]
+    for row in rows:
+        bandwidth = PUBLISHED_SERVING_GPUS[row.gpu].hbm_bandwidth_bytes_per_s
+        floor_s = row.output_tokens * active_weight_bytes(row) / (row.gpus * bandwidth)
+        assert row.e2e_latency_s >= floor_s, (row, floor_s)
+    assert len(rows) >= 9
