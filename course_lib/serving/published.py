@@ -109,7 +109,7 @@ def load_published_serving(path=None) -> tuple[PublishedServingRow, ...]:
 
     >>> from collections import Counter
     >>> sorted(Counter(r.mode for r in load_published_serving()).items())
-    [('concurrency', 79), ('latency_batch', 9), ('offline', 329), ('rate', 60)]
+    [('concurrency', 79), ('latency_batch', 9), ('offline', 436), ('rate', 60)]
     >>> load_published_serving("no/such.csv")
     Traceback (most recent call last):
     ...
