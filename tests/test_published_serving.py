@@ -2,6 +2,7 @@
 of a model and GPU the course can represent (or listed as not), with the columns its mode needs; its latencies and
 throughput agree with each other where the source gives several, and no throughput beats the physics of its GPUs."""
 
+import csv
 import re
 from collections import Counter
 from dataclasses import replace
@@ -46,6 +47,21 @@ def test_every_row_is_cited_and_every_source_is_described():
     text = README.read_text()
     stated = dict(re.findall(r"^\| `([\w.-]+)` \| (\d+) \|", text, flags=re.MULTILINE))
     assert {s: int(n) for s, n in stated.items()} == dict(Counter(r.source for r in ROWS))
+
+
+def test_a_missing_file_or_a_bad_cell_is_refused_naming_it(tmp_path):
+    with pytest.raises(ValueError, match="path must be the published serving CSV"):
+        load_published_serving(tmp_path / "none.csv")
+    header, first = PUBLISHED_SERVING_CSV.read_text().splitlines()[:2]
+    columns = header.split(",")
+    for column, bad in (("mode", "closed-loop"), ("weights", "fp6"), ("kv_cache", "int4")):
+        cells = next(csv.reader([first]))
+        cells[columns.index(column)] = bad
+        path = tmp_path / f"{column}.csv"
+        with path.open("w", newline="") as handle:
+            csv.writer(handle).writerows([columns, cells])
+        with pytest.raises(ValueError, match=f"{column} must be one of"):
+            load_published_serving(path)
 
 
 def test_no_measurement_is_transcribed_twice():
