@@ -11,11 +11,9 @@
 #
 # *"I have a 70B model and 64 H100s in 8 nodes: how should I split it, and how long will a step take?"*
 #
-# This last lesson answers that question with one line of argument, in the order of lesson 04's budget. Pin down the
-# inputs. Check the model by hand on one plan: its memory term by term, every tensor it sends, its step time. Then
-# search every plan that the framework which will run it (Megatron-LM) can run, with the model's own measured error (a
-# memory margin and a step-time band); test the best against the assumptions it rests on; and say what to measure
-# before committing 64 GPUs for weeks. The argument ends in one recommendation, with its band.
+# This last lesson answers it with one line of argument: pin down the inputs, check the model by hand on one plan,
+# search every plan the framework that will run it (Megatron-LM) can run with the model's own measured error, stress
+# the best, and say what to measure before committing 64 GPUs for weeks. It ends in one recommendation, with its band.
 
 # %% [markdown]
 # ## What you'll learn
@@ -180,9 +178,8 @@ print(
 )
 
 # %% [markdown]
-# The count matches the preset to the parameter and the published 70.6 B. Note the shares: the MLP holds 82.4 % of a
-# layer's weights, and grouped-query attention makes K and V eight times narrower than Q. The two embeddings
-# (2.1 billion parameters) are a small share of the model but sit whole on one pipeline stage each.
+# The count matches the preset to the parameter and the published 70.6 B. The MLP holds 82.4 % of a layer's weights;
+# the two embeddings (2.1 billion parameters) are a small share but sit whole on one pipeline stage each.
 #
 # ### Step 2 · The cluster
 #
@@ -300,13 +297,11 @@ print(
 
 # %% [markdown]
 # The hand count and `memory_breakdown` agree term by term. The candidate fits with 23 GB to spare, by the point
-# estimate (step 8 adds the margin). Three things a quick estimate misses are visible in the table: the fp32 gradient
-# buffer (two thirds of the optimizer state here), the 4 micro-batches of activations the first stage holds under 1F1B, and the gated MLP, which stores $8f$ bytes
-# per token where GPT's MLP stores $4 \cdot 4h = 16h$ — for this model $8f = 28h$. The ideal model counts the GPT
-# way and knows no FlashAttention: it stores the $5as$ bytes of attention scores per token (lesson 03), which at
-# $s = 8192$ are about nine times the rest, and finds 260 GB. That is why a search under the ideal model picks
-# selective recomputation: it drops exactly those scores, as FlashAttention never stores them. Lesson 05's searches,
-# like step 8's, rank with the calibrated model instead.
+# estimate (step 8 adds the margin). The table shows three things a quick estimate misses: the fp32 gradient buffer
+# (two thirds of the optimizer state here), the 4 micro-batches of activations the first stage holds under 1F1B, and
+# the gated MLP, which stores $8f = 28h$ bytes per token where GPT's stores $16h$. The ideal model counts the GPT way
+# and knows no FlashAttention: it stores the $5as$ bytes of attention scores per token (lesson 03), about nine times
+# the rest at $s = 8192$, and finds 260 GB; the searches (lesson 05's, step 8's) rank with the calibrated model.
 #
 # ### Step 5 · The candidate's transfers
 #
@@ -364,10 +359,9 @@ for eta in (0.3, 0.4, 0.5, 0.6, 0.7):
 print(f"exposed tensor + pipeline per step: {units.format_time(tp_pp)}, whatever η is")
 
 # %% [markdown]
-# The hand calculation reproduces `budget.step_time` at every efficiency. Two things stand out. The exposed
-# tensor-parallel time, 14.5 s per step, does not shrink when the GPUs compute faster, so the faster the compute, the
-# larger its share: at η = 0.7 it is nearly a quarter of the step (14.5 s of 58.7 s). And the MFU is always below η:
-# at η = 0.5 the plan reaches 39.8 %. Everything here is the ideal model; the next step asks what it leaves out.
+# The hand calculation reproduces `budget.step_time` at every efficiency. The exposed tensor-parallel time, 14.5 s per
+# step, does not shrink when the GPUs compute faster, so its share grows: at η = 0.7 it is nearly a quarter of the
+# step (14.5 s of 58.7 s). And the MFU is always below η: 39.8 % at η = 0.5.
 #
 # ### Step 7 · What the calibrated model adds
 #
@@ -680,9 +674,8 @@ print(
 # ### The plan landscape
 #
 # Every plan of the search: memory per GPU against step time, coloured and shaped by what binds it (plans that do not
-# fit with the margin are marked "memory"). Marked, each with a shape of its own and named in the legend under the
-# figure: the recommended plan (row 0), the fastest plan by the point estimate without the margin, and the by-hand
-# candidate.
+# fit with the margin are marked "memory"), with the recommended plan, the fastest plan without the margin and the
+# candidate named in the legend:
 
 # %%
 unmargined_row = search.find(**bare.fields(0))
@@ -736,13 +729,12 @@ plt.show()
 # > *"The plan search gives the answer: take row 0."*
 #
 # Row 0 is the best plan *under the model's assumptions*, and only as good as they are. Ranked as if the memory model
-# were exact, row 0 here fills 79.7 GB of 80 GB; the margin, which the measured runs ask for, is what keeps the
-# recommendation off that edge. And two plausible assumptions (no fixed cost, compute slowed by overlap) put another
-# plan first. A plan search is a way to find the few plans worth measuring and the assumptions that decide between
-# them, not a substitute for measuring them. The same holds for the rule of thumb the candidate followed ($t = 8$ in a
-# node, pipeline across nodes): it was derived for GPT-3-size models on Selene, without ZeRO-3; here, where
-# Megatron-LM can shard everything and hide the traffic behind compute, the search drops tensor parallelism, and the
-# rule's shape comes back only in the scenarios step 10 tells you to measure.
+# were exact, row 0 here fills 79.7 GB of 80 GB; the margin the measured runs ask for keeps the recommendation off
+# that edge, and two plausible assumptions (no fixed cost, compute slowed by overlap) would put another plan first. A
+# plan search finds the few plans worth measuring and the assumptions that decide between them; it does not replace
+# measuring them. The same holds for the rule of thumb the candidate followed ($t = 8$ in a node, pipeline across
+# nodes): derived for GPT-3-size models on Selene without ZeRO-3, its shape comes back here only in the scenarios
+# step 10 tells you to measure.
 
 # %% [markdown]
 # ## Self-check
