@@ -198,10 +198,8 @@ print(
 # For the ring, the mechanism above gives $n = 2(p-1)$ phases and $Q = 2(p-1)/p \cdot S$
 # (`collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s)`):
 # $$T_\text{ring} = 2(p-1)\,\alpha + \frac{2(p-1)}{p}\cdot\frac{S}{B}$$
-# Its bandwidth term is optimal: Patarasuk & Yuan (2009) derived a tight lower bound on the data an all-reduce
-# must communicate (usually stated as $2(p-1)/p \cdot S$ sent and received per rank, the same factor nccl-tests
-# derives) and showed that a ring-based algorithm, which needs no more than tree connectivity, achieves it. Its
-# latency term, though, grows linearly with $p$. Other algorithms trade the two terms differently
+# Its bandwidth term is optimal: $2(p-1)/p \cdot S$ per rank is the least an all-reduce must send (Patarasuk & Yuan
+# 2009, History). Its latency term, though, grows linearly with $p$. Other algorithms trade the two terms differently
 # (`collectives.collective_cost(op, ranks, payload_bytes, algorithm)`; the first four from the MPICH
 # implementations of Thakur et al., the last from NCCL; $\lg$ is $\log_2$, recursive doubling and Rabenseifner
 # need a power-of-two $p$):
@@ -588,8 +586,8 @@ for nodes in (2, 4, 16, 64):
 #
 # Later lessons need only this: a ring that spans nodes runs a channel on every rail. NCCL runs a flat ring as
 # several rings at once (channels), each leaving a node through a different GPU's adapter: one ring per network
-# *rail* (`collectives.multirail_ring_allreduce_time`). With $g$ rails each ring all-reduces $S/g$ over all
-# $gN_\text{nodes}$ GPUs at one adapter's bandwidth $B_\text{node}/g$, so its network term is
+# *rail* (`collectives.multirail_ring_allreduce_time`). With $N_\text{rails} = g$ rails each ring all-reduces $S/g$
+# over all $gN_\text{nodes}$ GPUs at one adapter's bandwidth $B_\text{node}/g$, so its network term is
 # $\frac{2(gN_\text{nodes}-1)}{gN_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g} \approx 2S/B_\text{node}$, the
 # hierarchical all-reduce's. Up to 16 nodes the multi-rail ring is even faster in the table above, because it streams
 # NVLink and network traffic at once while the hierarchical phases run one after another. What the hierarchy saves
