@@ -65,18 +65,15 @@ from course_lib.widgets import quiz
 #
 # The procedure is lesson 04's, applied end to end; the worked example's steps follow it:
 #
-# 1. **Pin down the inputs** (steps 1–3): the model's real shape, the cluster's links per GPU, the global batch and
-#    the sequence length.
-# 2. **Check the model by hand on one plan** (steps 4–7): its memory per device term by term; its transfers (which
-#    tensor, which collective, how many bytes, how often, over which link); its step time by the dependency rule; what
-#    the calibrated model changes. The plan is lesson 04's rule of thumb: it is the check, not the answer.
-# 3. **Search** (step 8) every partition the framework that will run the plan can run, under the same model and with
-#    its error: a plan fits only with the memory margin the measured runs asked for, and its step time comes with the
-#    band the held-out runs measured.
-# 4. **Stress the best plan** (step 9): rerun the search under other plausible assumptions; those that would change
-#    the choice are the ones to measure before committing (step 10).
-# 5. **Recommend** (step 11): the plan, its memory with the margin, its step time with the band, and the batch it
-#    runs at.
+# 1. **Pin down the inputs** (steps 1–3): the model's real shape, the links per GPU, the global batch and sequence length.
+# 2. **Check the model by hand on one plan** (steps 4–7): memory per device term by term; transfers (which tensor,
+#    which collective, how many bytes, how often, over which link); the step by the dependency rule; what the
+#    calibrated model changes. The plan is lesson 04's rule of thumb: the check, not the answer.
+# 3. **Search** (step 8) every partition the framework can run, with the model's error: a plan fits only with the
+#    memory margin the measured runs asked for, and its step time comes with the band the held-out runs measured.
+# 4. **Stress the best plan** (step 9) under other plausible assumptions; those that would change the choice are what
+#    to measure before committing (step 10).
+# 5. **Recommend** (step 11): the plan, its memory with the margin, its step time with the band, its batch.
 #
 # **Trade-off.** The fastest plan by the point estimate often sits at an edge (memory nearly full, one link
 # saturated); the margin keeps the recommendation off the memory edge, and the scenarios show which edge it still
@@ -217,14 +214,12 @@ print(
 #
 # ### Step 3 · The global batch and the sequence length
 #
-# **Sequence length.** $s = 8192$, the length Llama 3 was trained at (after a short start at 4,096). It fixes the
-# attention's share of the FLOPs and the activation memory per sequence.
-#
-# **Global batch.** $B_\text{global} = 512$ sequences, 4.2 M tokens per step: the batch Llama 3's paper reports for
-# the early pre-training of its 405B model (4 M tokens), in the range where large models still gain from every
-# token of a larger batch. Two things bound it: the optimiser (beyond a *critical batch size*, more tokens per step stop buying fewer steps)
-# and the plan ($B_\text{global} = b \cdot m \cdot d$ must divide evenly, and $m$ must be large enough to amortise
-# the bubble and the once-per-step data-parallel synchronisation). Step 11 returns to it with numbers.
+# **Sequence length.** $s = 8192$, the length Llama 3 was trained at (after a short start at 4,096): it fixes the
+# attention's share of the FLOPs and the activation memory per sequence. **Global batch.** $B_\text{global} = 512$
+# sequences, 4.2 M tokens per step, the batch Llama 3's paper reports for the early pre-training of its 405B model
+# (4 M tokens). Two things bound it: the optimiser (beyond a *critical batch size*, more tokens per step stop buying
+# fewer steps) and the plan ($B_\text{global} = b \cdot m \cdot d$ must divide evenly, and $m$ must amortise the
+# bubble and the once-per-step data-parallel synchronisation). Step 11 returns to it with numbers.
 
 # %%
 SEQ_LEN = MODEL.seq_len
@@ -319,8 +314,7 @@ print("per step: " + ", ".join(f"{axis} {units.format_time(seconds)}" for axis, 
 # Read it as a budget:
 #
 # - **tensor parallel**: 4 kinds of call (an all-gather and a reduce-scatter of the $b \cdot s \cdot h$ activations,
-#   forward and backward; sequence parallelism turns each all-reduce into that pair, lesson 03), each 134 MB and
-#   354 µs on NVLink (NCCL's ring with the Simple protocol), 10,240 calls of each kind per step (2 per layer ×
+#   forward and backward, lesson 03), each 134 MB and 354 µs on NVLink, 10,240 of each kind per step (2 per layer ×
 #   20 layers × 256 micro-batches): 14.5 s per step, every call on the critical path;
 # - **pipeline**: 256 sends each way of the $bsh/t$ slice, 16.8 MB, between nodes: 345 µs each;
 # - **data parallel**: one reduce-scatter of this GPU's 4.41 GB of gradients and one all-gather of the updated
@@ -693,18 +687,10 @@ viz.plot_plan_search(
 plt.show()
 
 # %% [markdown]
-# The recommended plan (row 0) sits well left of the capacity line, with room for the margin; the fastest plan without the
-# margin sits on the line itself, and the candidate between the two, too close to it for the margin. What binds the
-# plans that fit (the largest term of each step: compute, the bubble or exposed communication)?
-
-# %%
-bound = search.columns["binding_constraint"][search.feasible].tolist()
-print(", ".join(f"{bound.count(name):,} bound by {name}" for name in sorted(set(bound), key=bound.count, reverse=True)))
-print(f"the 20 fastest: {', '.join(sorted(set(search.columns['binding_constraint'][:20].tolist())))}")
-
-# %% [markdown]
-# Most plans that fit are bound by compute, and so are the fastest: the exposed communication of a good plan stays
-# well below its compute.
+# The recommended plan (row 0) sits well left of the capacity line, with room for the margin; the fastest plan without
+# the margin sits on the line itself, and the candidate between the two, too close to it for the margin. The fastest
+# plans that fit are bound by compute (the search table's "binding" column): a good plan's exposed communication
+# stays well below its compute.
 #
 # ### Where the step goes: candidate and recommended
 #
