@@ -646,8 +646,8 @@ print(f"\n18 B against 16 B on one GPU of TP 8 × PP 8 (first stage): {units.for
 # over all its micro-batches before reducing them. DeepSpeed's pipeline engine refuses them ("ZeRO-2 and ZeRO-3 are
 # incompatible with pipeline parallelism", Sources); Megatron-LM pairs its distributed optimizer (ZeRO-1) with
 # pipelines and runs ZeRO-2 and 3 only without one (Megatron-FSDP); nanotron implements ZeRO-1 and nothing above
-# it, with or without a pipeline. The schedules differ too: nanotron runs GPipe and 1F1B, Megatron-LM 1F1B and its interleaved
-# variant (no GPipe), DeepSpeed 1F1B alone, FSDP2 no pipeline at all. torchtitan runs FSDP2 *with* pipelining, as
+# it, with or without a pipeline. The schedules differ too: nanotron runs GPipe and 1F1B, Megatron-LM 1F1B and its
+# interleaved variant (no GPipe), DeepSpeed 1F1B alone, FSDP2 no pipeline at all. torchtitan runs FSDP2 *with* pipelining, as
 # Llama 3 trained: a pipeline stage then keeps its parameters and gradients whole for the step and reduce-scatters
 # once after the last micro-batch (`reshard_with_pipeline=False`). Lesson 05's search rejects as "framework" every
 # plan its preset does not run: ZeRO-2 or 3 with a pipeline under the default (Megatron-LM), any ZeRO-2 or 3 and any

@@ -392,12 +392,11 @@ print_transfers(across_lab.result)
 # Crossing the node boundary makes each all-reduce 1.39 times slower. Inside a node NCCL runs a ring over NVLink with
 # the Simple protocol; across two nodes it runs one flat ring through all 16 GPUs, with a channel on each of the
 # node's 8 InfiniBand rails, so the ring's bus bandwidth is the node's 8 × 25 GB/s, a little below NVLink, and with
-# the network's higher latency per hop its tuner switches to the LL128 protocol (lesson 07's exercise 5 works it
-# out). With twice
-# the micro-batches each GPU also makes twice the calls: exposed tensor-parallel time grows 2.8-fold, and since these
-# calls are all on the critical path the step grows 1.11-fold. The larger group halves the memory per GPU, which is
-# the only reason to accept it. This is Narayanan et al.'s first takeaway: use tensor parallelism up to the size of a
-# server, then pipeline parallelism across servers.
+# the network's higher latency per hop its tuner switches to the LL128 protocol (lesson 07's exercise 5 works it out).
+# With twice the micro-batches each GPU also makes twice the calls: exposed tensor-parallel time grows 2.8-fold, and
+# since these calls are all on the critical path the step grows 1.11-fold. The larger group halves the memory per GPU,
+# which is the only reason to accept it. This is Narayanan et al.'s first takeaway: use tensor parallelism up to the
+# size of a server, then pipeline parallelism across servers.
 #
 # ### Step 4 · Overlap only where the dependencies allow
 #
