@@ -215,7 +215,7 @@ ENTRIES: tuple[Entry, ...] = (
         "NCCL's low-latency protocol: each 8-byte store carries 4 bytes of data and a 4-byte flag the receiver "
         "polls, so it needs no separate synchronisation but delivers half the link's bandwidth (LL128: 120 of "
         "128 bytes).",
-        "02_nccl.ipynb",
+        "07_measure.ipynb",
         (r"LL(?:128)?(?: protocol)?",),
         source="NCCL source, src/include/device.h (NCCL_PROTO_LL, LL128); NCCL_PROTO in the NCCL documentation",
     ),

@@ -198,10 +198,8 @@ print(
 # For the ring, the mechanism above gives $n = 2(p-1)$ phases and $Q = 2(p-1)/p \cdot S$
 # (`collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s)`):
 # $$T_\text{ring} = 2(p-1)\,\alpha + \frac{2(p-1)}{p}\cdot\frac{S}{B}$$
-# Its bandwidth term is optimal: Patarasuk & Yuan (2009) derived a tight lower bound on the data an all-reduce
-# must communicate (usually stated as $2(p-1)/p \cdot S$ sent and received per rank, the same factor nccl-tests
-# derives) and showed that a ring-based algorithm, which needs no more than tree connectivity, achieves it. Its
-# latency term, though, grows linearly with $p$. Other algorithms trade the two terms differently
+# Its bandwidth term is optimal: $2(p-1)/p \cdot S$ per rank is the least an all-reduce must send (Patarasuk & Yuan
+# 2009, History). Its latency term, though, grows linearly with $p$. Other algorithms trade the two terms differently
 # (`collectives.collective_cost(op, ranks, payload_bytes, algorithm)`; the first four from the MPICH
 # implementations of Thakur et al., the last from NCCL; $\lg$ is $\log_2$, recursive doubling and Rabenseifner
 # need a power-of-two $p$):
@@ -239,34 +237,25 @@ for algorithm in ("ring", "binomial_tree", "recursive_doubling", "rabenseifner")
 #   will own: recursive halving (red) leaves rank r with chunk r summed, then recursive doubling (blue) gathers the
 #   chunks back, 16 + 8 + 8 + 16 = 48 B in 4 steps: the ring's bytes in $2\lg p$ steps.
 #
-# The double binary tree is not drawn: its chunks are pipelined through two trees, which `course_lib.simulate` does
-# not run (see below).
-#
 # Rabenseifner's algorithm has the ring's optimal bandwidth term with only $2\lg p$ phases; it needs partners at
-# growing distances rather than neighbours only, which a real topology may not offer at full bandwidth.
+# growing distances rather than neighbours only, which a real topology may not offer at full bandwidth. (The double
+# binary tree is not drawn: `course_lib.simulate` does not run its pipelined chunks.)
 #
-# The **binomial tree** is MPICH's unpipelined tree: the whole buffer goes up the tree, one level per phase, and the
-# whole sum comes back down, so every one of its $2\lceil\lg p\rceil$ phases moves all $S$ bytes. It is not what
-# NCCL runs. NCCL's tree all-reduce (since NCCL 2.4) is a **double binary tree**, the table's last row:
+# The **binomial tree** is MPICH's unpipelined tree: every one of its $2\lceil\lg p\rceil$ phases moves all $S$
+# bytes. NCCL's tree all-reduce (since NCCL 2.4) is a **double binary tree**, the table's last row:
 # $2\lfloor\lg p\rfloor$ phases and about $2S$ per rank (the optional section below derives them).
-
-# %% [markdown]
+#
 # ### Going deeper (optional): the double binary tree, derived
 #
-# Nothing later in the course needs it: skip it if you like, the chain of lessons goes on without it. Later lessons use
-# only the table's row.
-#
-# NCCL's tree all-reduce (since NCCL 2.4) is a **double binary tree**, the two-tree scheme of Sanders,
-# Speck & Träff (2009): two binary trees over the same ranks, built so that each rank is an inner node in one and a
-# leaf in the other. Each tree reduces half of the buffer up to its root and broadcasts it back down, and the half
-# streams through the tree in $k$ chunks, so every level works at once. The latency term stays logarithmic: α is
-# paid once per level on the way up and once on the way down, $2\lfloor\lg p\rfloor$ (NCCL's own tuning model has
-# the same $2\log_2$ form). The bandwidth term is near the ring's: the busiest rank sends $S/2$ up and $S/2$ to
-# each of two children in the tree where it is inner, and $S/2$ up in the other, $2S$ in all, the traffic NCCL's
-# tuning model charges a tree; the first chunk's trip up and down adds $2\lfloor\lg p\rfloor$ chunks of
-# $S/(2k)$. The course takes $k$ = `collectives.DOUBLE_BINARY_TREE_CHUNKS` = 64 chunks per tree, an assumption
-# (NCCL cuts fixed-size chunks, so its $k$ grows with $S$). This cost is derived, not simulated:
-# `course_lib.simulate` runs unpipelined steps and refuses this algorithm.
+# Later lessons use only the table's row. The double binary tree is the two-tree scheme of Sanders, Speck & Träff
+# (2009): two binary trees over the same ranks, each rank an inner node in one and a leaf in the other. Each tree
+# reduces half of the buffer up to its root and broadcasts it back down, streamed in $k$ chunks so that every level
+# works at once. α is paid once per level each way, $2\lfloor\lg p\rfloor$ (NCCL's own tuning model has the same
+# $2\log_2$ form). The busiest rank sends $S/2$ up and $S/2$ to each of two children in the tree where it is inner,
+# and $S/2$ up in the other, $2S$ in all; the first chunk's trip up and down adds $2\lfloor\lg p\rfloor$ chunks of
+# $S/(2k)$. The course takes $k$ = `collectives.DOUBLE_BINARY_TREE_CHUNKS` = 64, an assumption (NCCL cuts
+# fixed-size chunks, so its $k$ grows with $S$). This cost is derived, not simulated: `course_lib.simulate` runs
+# unpipelined steps and refuses this algorithm.
 #
 # ### Latency-bound or bandwidth-bound: the crossover
 #
@@ -301,13 +290,11 @@ for algorithm in ("ring", "binomial_tree", "recursive_doubling", "rabenseifner")
 # - **Direction** (`direction`): *two-way* figures add both directions of a full-duplex link. A ring sends in one
 #   direction, so $B$ is the *one-way* figure, half the two-way one.
 # - **Scope** (`scope`): *per link*, *per GPU* or *per node*. Network bandwidth is often quoted per node (all its
-#   network adapters together); in an all-reduce every GPU works at the same time, so each gets its share. TPU
-#   interconnect (ICI, e.g. `hardware.ICI_V4`) is quoted per link and per direction: each chip has six links, two
-#   per axis of a 3D torus, which in the 4096-chip TPU v4 supercomputer is rewired by optical circuit switches
-#   (Jouppi et al. 2023). A ring on one torus axis sends both ways at once, half the data to each neighbour, so it
-#   drives two links per chip; a collective over all three axes drives six
-#   (`one_way_bytes_per_s_per_device(links_per_device=...)`). How many links a collective can use depends on the
-#   topology, so such figures are examples, not constants that carry over to another machine.
+#   network adapters, its [NICs](glossary.ipynb#nic), together); in an all-reduce every GPU works at the same time,
+#   so each gets its share. TPU interconnect (ICI, e.g. `hardware.ICI_V4`) is quoted per link and per direction:
+#   each chip has six links, two per axis of a 3D torus (Jouppi et al. 2023), and a collective drives as many of
+#   them as the topology lets it (`one_way_bytes_per_s_per_device(links_per_device=...)`): such figures are
+#   examples, not constants that carry over to another machine.
 # - **Basis** (`basis`): *nominal* (datasheet, signalling rate) or *measured* (a benchmark such as nccl-tests).
 #   Measured is lower (370 GB/s against NVLink 4's 450 GB/s one-way, below), because of protocol overhead and
 #   imperfect overlap of the transfers.
@@ -379,11 +366,10 @@ print(
 )
 
 # %% [markdown]
-# The synthetic collective takes about 2.02 ms, of which the four phases are only 20 µs: it is bandwidth-bound. The
-# ring all-reduce of the same buffer is too: its six phases cost 30 µs, its bytes on the wire 3 ms, 99 % of its
-# time. If the computation it accompanies takes only 1 ms, this communication is longer than the compute and is
-# exposed on the critical path unless a valid overlap schedule hides it. Lesson 04 works out when such a schedule
-# exists.
+# The synthetic collective takes about 2.02 ms, of which the four phases are only 20 µs: it is bandwidth-bound, and
+# so is the ring all-reduce of the same buffer (30 µs of phases, 3 ms on the wire, 99 % of its time). Beside 1 ms of
+# computation this communication is exposed on the critical path unless a valid overlap schedule hides it; lesson
+# 04 works out when one exists.
 #
 # ### All-reduce algorithms side by side
 #
@@ -409,20 +395,15 @@ for name in algorithms:
 
 # %% [markdown]
 # At 1 kB every algorithm is latency-bound and recursive doubling wins with only $\lg 8 = 3$ phases against the
-# ring's 14. From 1 MB up, the bandwidth term takes over and Rabenseifner wins; by 16 MB recursive doubling and
-# the binomial tree, which move the whole buffer several times, have fallen behind even the ring. The ring and
-# Rabenseifner move the minimum, $2(p-1)/p \cdot S$.
-# Rabenseifner is slightly faster than the ring throughout because it has fewer phases; on real hardware its
-# long-distance partners may not get full bandwidth. The ring's crossover is $p\alpha B$ = 8 × 5 µs × 50 GB/s
-# = 2 MB: all-reduces of tens of MB are well into the bandwidth-bound regime (data-parallel training sends its
-# gradients in pieces of that size, lessons 03 and 04), while the small all-reduces of
-# inference sit deep in the latency-bound one. The double binary tree has Rabenseifner's 6 phases but moves more
-# bytes, so on paper Rabenseifner beats it everywhere; it is the algorithm NCCL runs, though, because each of its
-# messages goes between neighbours of a tree, which maps onto real topologies.
+# ring's 14. From 1 MB up the bandwidth term takes over and Rabenseifner, which moves the minimum $2(p-1)/p \cdot S$
+# in fewer phases than the ring, wins; by 16 MB recursive doubling and the binomial tree, which move the whole buffer
+# several times, have fallen behind even the ring. The ring's crossover is $p\alpha B$ = 8 × 5 µs × 50 GB/s = 2 MB:
+# data-parallel gradients, sent in pieces of tens of MB (lessons 03 and 04), are bandwidth-bound, the small
+# all-reduces of inference latency-bound. On paper Rabenseifner also beats the double binary tree everywhere; NCCL
+# runs the tree because each of its messages goes between neighbours of a tree, which maps onto real topologies.
 #
-# **Ring or double binary tree, which wins where.** With few ranks the tree's advantage in phases is small and
-# the ring's in bytes decides early; with many ranks the ring's $2(p-1)$ phases dominate up to large buffers.
-# `collectives.equal_time_payload_bytes` finds the payload where the two take equal time (same $B$ and α):
+# **Ring or double binary tree, which wins where.** `collectives.equal_time_payload_bytes` finds the payload where
+# the two take equal time (same $B$ and α):
 
 # %%
 print(
@@ -440,10 +421,10 @@ for p in (8, 64, 512):
     )
 
 # %% [markdown]
-# On 8 ranks the tree is faster only below 6.74 MB; on 64 ranks up to 228 MB, and on 512 ranks up to 1.74 GB,
-# because the ring's latency term grows with $p$ and the tree's only with $\lg p$, while the tree's bytes exceed
-# the ring's by a factor of 1.170 on 8 ranks and only 1.072 on 512. This is why NCCL picks the tree for small and medium
-# all-reduces on many GPUs and the ring for large ones.
+# On 8 ranks the tree is faster only below 6.74 MB; on 64 ranks up to 228 MB, and on 512 ranks up to 1.74 GB:
+# the ring's latency term grows with $p$ and the tree's only with $\lg p$, while the tree's bytes exceed the ring's
+# by a factor of 1.170 on 8 ranks and only 1.072 on 512. So NCCL picks the tree for small and medium all-reduces on
+# many GPUs and the ring for large ones.
 #
 # ### Reading nccl-tests: algbw and busbw
 #
@@ -477,9 +458,8 @@ for name, size_bytes, time_s, link in measured:
 # ### Bandwidth semantics: from datasheet to $B$
 #
 # The link presets, each with its published figure, its meaning, and the one-way per-device bandwidth a ring gets
-# from it. For the TPU's ICI, quoted per link, that depends on how many links the collective drives at once: a ring
-# on one torus axis runs in both directions at once (half the data each way, to both neighbours), so it uses two
-# links per chip (`links_per_device=2`):
+# from it. A ring on one axis of the TPU's torus runs both ways at once, half the data to each neighbour, so it
+# drives two ICI links per chip (`links_per_device=2`):
 
 # %%
 print(
@@ -505,9 +485,8 @@ for link, links in (
 # 370 GB/s is measured by a ring all-reduce. Its node has eight 400 Gb/s InfiniBand ports: 3.2 Tb/s = 400 GB/s
 # for the node, 50 GB/s for each GPU, nine times less than NVLink. A factor of 2 (direction), 8 (scope) and about
 # 1.2 (basis) separate the largest number one could quote from the one that belongs in the model. The TPU v4's
-# 50 GB/s is one direction of *one* of its six ICI links (Jouppi et al. 2023): a one-directional ring gets that,
-# a ring on one torus axis run both ways gets 100 GB/s per chip, and a collective over all three axes up to six
-# links' worth.
+# 50 GB/s is one direction of *one* of its six ICI links: a ring on one torus axis run both ways gets 100 GB/s per
+# chip.
 #
 # The model can then be checked against the measurements above. Its $\alpha$ must not come from the row it is
 # checked against, so it is taken from a source: NCCL's own tuning model (`src/graph/tuning.cc`, ring,
@@ -548,12 +527,9 @@ for label, size_bytes, measured_s in (("8 B", 8, 12.90 * units.US), ("16 GiB", 1
 # %% [markdown]
 # ### Going deeper (optional): a torus-axis all-reduce on TPU v4
 #
-# Nothing later in the course needs it: skip it if you like, the chain of lessons goes on without it. Later lessons use
-# only the semantics above: ICI's figure is per link and per direction.
-#
-# The TPU v4 supercomputer wires 4096 chips as a 3D torus, 16 × 16 × 16
-# (4 × 4 × 4 cubes joined by optical circuit switches). All-reducing 1 GB along one axis of 16 chips, as a ring
-# in both directions with ICI's α of about 1 µs per hop:
+# Later lessons use only the semantics above. The TPU v4 supercomputer wires 4096 chips as a 3D torus, 16 × 16 × 16
+# (4 × 4 × 4 cubes joined by optical circuit switches). All-reducing 1 GB along one axis of 16 chips, as a ring in
+# both directions with ICI's α of about 1 µs per hop:
 
 # %%
 ici = hardware.ICI_V4
@@ -573,10 +549,9 @@ print(
 )
 
 # %% [markdown]
-# 18.8 ms both ways against 37.5 ms one way: reading ICI's per-link figure as the per-chip bandwidth of a
-# collective would get this all-reduce wrong by a factor of two, and a collective over all three axes drives three
-# times as many links again. The large-axis limit, $2S$ over the bidirectional link bandwidth, is the form the JAX
-# scaling book uses for an all-reduce on a full torus ring.
+# 18.8 ms both ways against 37.5 ms one way: reading ICI's per-link figure as the per-chip bandwidth would get this
+# all-reduce wrong by a factor of two. The large-axis limit, $2S$ over the bidirectional link bandwidth, is the form
+# the JAX scaling book uses for an all-reduce on a full torus ring.
 
 # %% [markdown]
 # ### Hierarchical all-reduce across nodes
@@ -603,29 +578,21 @@ for nodes in (2, 4, 16, 64):
 
 # %% [markdown]
 # The single-rail flat ring pushes $2(p-1)/p \cdot S \approx 2$ GB through one adapter at 50 GB/s: about 40 ms
-# whatever the node count, five times the hierarchical all-reduce. But that compares against a ring NCCL does not
-# run: NCCL runs one ring per rail (the last column), which the optional section below compares with the hierarchy.
+# whatever the node count, five times the hierarchical all-reduce. But NCCL does not run that ring: it runs one ring
+# per rail (the last column), compared with the hierarchy in the optional section below.
 
 # %% [markdown]
 # ### Going deeper (optional): the flat ring on every rail
 #
-# Nothing later in the course needs it: skip it if you like, the chain of lessons goes on without it. Lesson 04 says
-# what it needs of it in one sentence: a ring that spans nodes runs a channel on every rail.
-#
-# The fair comparison is not a flat ring through one GPU's network adapter. NCCL runs a flat ring as several rings
-# at once (channels), each leaving a node through a different GPU's adapter: one ring per network *rail*
-# (`collectives.multirail_ring_allreduce_time`). With $N_\text{rails} = g$ rails each ring all-reduces $S/g$ over all
-# $gN_\text{nodes}$ GPUs at one adapter's bandwidth $B_\text{node}/g$, so its network term is
-# $\frac{2(gN_\text{nodes}-1)}{gN_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g} \approx 2S/B_\text{node}$: the same
-# as the hierarchical all-reduce's, $\frac{2(N_\text{nodes}-1)}{N_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g}$.
-# What the hierarchy saves is latency: its network ring has $2(N_\text{nodes}-1)$ steps, the flat ring
-# $2(gN_\text{nodes}-1)$, each paying the network's α.
-#
-# In the table above, with one ring per rail the eight adapters share the bytes, and the flat ring's network term is about
-# $2S/B_\text{node}$, the same as the hierarchy's. Up to 16 nodes the multi-rail ring is even faster in this
-# model, because it streams NVLink and network traffic at once, while the hierarchical phases run one after
-# another. Its weak point is latency: every one of its $2(gN_\text{nodes}-1)$ steps pays the network's α, and on 64
-# nodes that alone puts it behind. That is what the hierarchy really saves, and it shows most on small buffers:
+# Later lessons need only this: a ring that spans nodes runs a channel on every rail. NCCL runs a flat ring as
+# several rings at once (channels), each leaving a node through a different GPU's adapter: one ring per network
+# *rail* (`collectives.multirail_ring_allreduce_time`). With $N_\text{rails} = g$ rails each ring all-reduces $S/g$
+# over all $gN_\text{nodes}$ GPUs at one adapter's bandwidth $B_\text{node}/g$, so its network term is
+# $\frac{2(gN_\text{nodes}-1)}{gN_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g} \approx 2S/B_\text{node}$, the
+# hierarchical all-reduce's. Up to 16 nodes the multi-rail ring is even faster in the table above, because it streams
+# NVLink and network traffic at once while the hierarchical phases run one after another. What the hierarchy saves
+# is latency: its network ring has $2(N_\text{nodes}-1)$ steps, the flat ring $2(gN_\text{nodes}-1)$, each paying
+# the network's α. That shows most on small buffers:
 
 # %%
 print(f"{'nodes':>5} {'network steps: hier.':>21} {'flat':>5} {'1 MB: hierarchical':>19} {'flat, 8 rails':>14}")
@@ -645,77 +612,15 @@ for nodes in (2, 4, 16, 64):
 # with its tree, whose network steps grow only with $\lg N_\text{nodes}$. The principle is the one the hierarchy makes
 # explicit: bytes and steps that must cross the slow links should be as few as possible.
 #
-# ### What NCCL actually runs: its own cost model
+# ### What NCCL actually runs
 #
-# NCCL does not run this textbook hierarchy as such, but several of its algorithms are hierarchical: its tree (a
-# chain inside each node, a double binary tree between nodes), NVLS tree (NVLink SHARP inside each node, a tree
-# between) and CollNet (the network's switches reduce between nodes, with SHARP; not modelled here). For every call
-# its tuner weighs a few algorithms, each with three protocols, by a cost model of its own (`src/graph/tuning.cc`:
-# time = latency + bytes / bandwidth), and runs the cheapest. `course_lib.nccl` is that model, with NCCL's constants:
-#
-# - **ring**: one flat ring through all the ranks, on one node or many, with a channel on every network rail; its
-#   bus bandwidth is the smaller of NVLink as NCCL counts it (18 links × 20.6 GB/s = 371 GB/s on an H100, not the
-#   datasheet's 450) and the rails of a node together (8 × 50 GB/s);
-# - **tree**: a chain through the GPUs of each node and a double binary tree between nodes. Its latency,
-#   2·((k − 1)·intra + lg N·inter) for k GPUs on each of N nodes, has as many NVLink hops on one node as the ring's
-#   2(p − 1): inside a node the tree is no faster. Its gain is the lg N network steps;
-# - **NVLS** (NVLink SHARP, Hopper and later): the NVSwitch reduces, so each GPU sends its data once; across nodes
-#   NVLS inside and a tree between (`nvls_tree`);
-# - protocols: **LL** (each 8-byte line carries 4 bytes of data and a flag: half the bandwidth, the lowest latency),
-#   **LL128** (120 of 128 bytes) and **Simple** (all the bandwidth, a flush, the highest latency).
-#
-# Its pick for an all-reduce on one DGX H100 node and on two nodes joined by InfiniBand:
-
-# %%
-from course_lib import nccl
-
-for cluster, ranks, nodes, where in (
-    (hardware.DGX_H100, 8, 1, "8 H100, one node"),
-    (hardware.NEBIUS_H100_IB, 16, 2, "16 H100, two nodes on InfiniBand"),
-):
-    print(f"{where}: NCCL's pick, and the best ring and tree")
-    for size in (8, 16 * units.KiB, 1 * units.MiB, 64 * units.MiB, 1 * units.GiB):
-        rows = nccl.candidates("all_reduce", cluster, ranks, nodes, size)
-        best = {name: next(r for r in rows if r["algorithm"] == name) for name in ("ring", "tree")}
-        print(
-            f"  {units.format_bytes(size):>8}: {rows[0]['algorithm']:>9} {rows[0]['protocol']:<6} "
-            f"{units.format_time(rows[0]['time_s']):>8}   ring {units.format_time(best['ring']['time_s']):>8} "
-            f"({best['ring']['protocol']}), tree {units.format_time(best['tree']['time_s']):>8} "
-            f"({best['tree']['protocol']})"
-        )
-
-# %% [markdown]
-# Small buffers go to LL, large ones to Simple. Inside one node the ring and the tree cost the same at 8 bytes
-# (15 µs against 15.2 µs), and NVLS takes over for large buffers. Across two nodes the tree wins the small sizes,
-# 25.2 µs where the flat ring pays 28 NVLink steps and 2 network steps (40 µs). How good is the model? Against the
-# log of those two Nebius nodes (`data/nccl_tests/`), predicted from the datasheet alone:
-
-# %%
-from course_lib import measure
-
-log = measure.read_nccl_tests((measure.DATA_DIR / "nccl_tests" / "nebius_2x8xH100_ib_all_reduce.txt").read_text())
-for row in log.rows[::4]:
-    predicted = nccl.estimate("all_reduce", hardware.NEBIUS_H100_IB, 16, 2, row.size_bytes)
-    print(
-        f"{units.format_bytes(row.size_bytes):>8}: predicted {units.format_time(predicted.time_s):>8} "
-        f"({predicted.algorithm}, {predicted.protocol}), measured {units.format_time(row.median_s):>8}: "
-        f"{predicted.time_s / row.median_s:.2f}×"
-    )
-
-# %% [markdown]
-# NCCL's tuner has no cost for the call itself: the host's enqueue and the kernel launch, which every measured call
-# pays. The course adds one, the same for every algorithm, so the tuner still chooses as NCCL does: a launch floor of
-# 4.8 µs per call (`hardware.LAUNCH_FLOOR_S`, a fit, the median gap between NCCL's model and two of these logs at 8 B
-# to 1 KiB). With it the model gives 0.74 to 1.01 of the measured time from 16 B to 256 KiB (the 8-byte row, 45.7 µs
-# among neighbours of 30 µs, is one slow measurement). From 512 KiB up it is optimistic, between 0.59 and 0.79:
-# NCCL's tuner expects its algorithms to reach their full bandwidth sooner than they do, and has no cost for filling
-# its pipelines; it is built to *rank* the algorithms, not to predict their times. `tests/test_nccl.py` holds it to
-# every log in `data/nccl_tests/`: within a factor of 2 at every size on all but three, which it names with the reason
-# (one ran one process for 8 GPUs, one a TCP transport at half its [NICs](glossary.ipynb#nic)' rate, one ran its first
-# size slower than its second), and a median error of at most 25 % from 1 MiB up on five of the eight (this one misses
-# it). From lesson 04 on, `budget` times every collective of a plan with this model; the
-# textbook formulas above are how to read it: the ring's $2(p-1)$ steps and $2(p-1)/p \cdot S$ bytes, the tree's $\lg$
-# steps.
+# NCCL does not run these formulas as written. For every call it weighs its algorithms (the flat ring over all ranks,
+# with a channel on every network rail; its tree, a chain through the GPUs of each node and a double binary tree
+# between nodes; NVLS, where the NVSwitch reduces) and three protocols (from the lowest latency to the highest
+# bandwidth), with a cost model of its own, time = latency + bytes / bandwidth, and runs the cheapest. From lesson 04
+# on, `budget` times every collective of a plan with that model (`course_lib.nccl`); the textbook formulas above are
+# how to read it: the ring's $2(p-1)$ steps and $2(p-1)/p \cdot S$ bytes, the tree's $\lg$ steps. Lesson 07 (depth)
+# opens the model, with NCCL's constants, and holds it to measured logs.
 #
 # The ring all-reduce lab, which comes with the labs, lets you vary ranks, payload, effective bandwidth and startup
 # latency in an ideal ring all-reduce. That is its scope: it is not a topology-specific or every-collective traffic
@@ -741,26 +646,25 @@ viz.plot_collective_data("all_gather", ranks=4)
 plt.show()
 
 # %% [markdown]
-# Reduce-scatter leaves one quarter of the sum on each rank; all-gather spreads the quarters to everyone. Run one
-# after the other, they are an all-reduce. The all-to-all is a transpose: column $j$ of rank $i$ becomes column
-# $i$ of rank $j$.
+# Reduce-scatter then all-gather is an all-reduce. The all-to-all is a transpose: column $j$ of rank $i$ becomes
+# column $i$ of rank $j$.
 
 # %%
 viz.plot_collective_data("all_to_all", ranks=4)
 plt.show()
 
 # %% [markdown]
-# The ring all-reduce on four ranks, every step: the shade of a chunk counts how many ranks' contributions it
-# already holds, arrows are the step's transfers. Each arrow carries the chunk of its column down to the next rank
-# (rank 3's goes round to rank 0), and the outlined copies are the ones just received.
+# The ring all-reduce on four ranks, every step: the shade of a chunk counts the ranks' contributions it holds;
+# arrows carry the chunk of their column to the next rank (rank 3's goes round to rank 0); outlined copies are the
+# ones just received.
 
 # %%
 viz.plot_ring_allreduce_steps(ranks=4)
 plt.show()
 
 # %% [markdown]
-# The top row is the reduce-scatter: each chunk darkens by one contribution per hop until, after step 3, each rank
-# holds one complete chunk. The bottom row is the all-gather, copying the complete chunks around.
+# Top row, the reduce-scatter: each chunk darkens by one contribution per hop until, after step 3, each rank holds
+# one complete chunk; bottom row, the all-gather copies them around.
 #
 # Time against payload for the five all-reduce algorithms (8 ranks, 50 GB/s, 5 µs), with the ring's two terms
 # dotted and the 100 MB payload of the synthetic example marked:
@@ -784,12 +688,11 @@ print(
 
 # %% [markdown]
 # On a log–log plot a latency-bound collective is a flat line and a bandwidth-bound one a line of slope 1. The ring
-# is flat up to its crossover (2 MB) and then climbs along the bandwidth lower bound; the binomial tree and
-# recursive doubling start lower but climb on a higher line, because they move the full buffer $\lg p$ times. The
-# double binary tree starts as low as Rabenseifner and climbs just above the ring (about $2S$ against
-# $1.75S$). At the marked
-# 100 MB the 8-rank ring takes 3.57 ms, not the synthetic example's 2.02 ms: it has 14 phases instead of 4 and puts
-# $2 \cdot 7/8 \cdot 100$ MB = 175 MB through each rank's link, not 100 MB.
+# is flat up to its crossover (2 MB), then climbs along the bandwidth lower bound; the binomial tree and recursive
+# doubling start lower but climb on a higher line (they move the full buffer $\lg p$ times); the double binary tree
+# starts as low as Rabenseifner and climbs just above the ring ($2S$ against $1.75S$). At the marked 100 MB the
+# 8-rank ring takes 3.57 ms, not the synthetic example's 2.02 ms: 14 phases instead of 4, and
+# $2 \cdot 7/8 \cdot 100$ MB = 175 MB through each rank's link.
 
 # %% [markdown]
 # ## Misconception
@@ -919,18 +822,16 @@ quiz.MultipleChoice(
 #   reduction compute and protocols can change both terms.
 # - Small messages are latency-bound (fewer phases wins), large ones bandwidth-bound (fewer bytes wins); the ring
 #   switches at $S^* = p\alpha B$.
-# - The binomial tree is MPICH's unpipelined tree ($2\lceil\lg p\rceil$ phases of the whole buffer). NCCL's tree is
-#   the pipelined double binary tree: $2\lfloor\lg p\rfloor$ phases and about $2S$ per rank, so it beats the ring up
-#   to large buffers on many ranks (228 MB on 64 ranks at 50 GB/s and 5 µs), and loses to it above.
+# - NCCL's tree, the pipelined double binary tree ($2\lfloor\lg p\rfloor$ phases, about $2S$ per rank), beats the
+#   ring up to large buffers on many ranks (228 MB on 64 ranks at 50 GB/s and 5 µs).
 # - nccl-tests' busbw = algbw × $2(p-1)/p$ for all-reduce is comparable with the one-way link rate; above the wire
 #   rate it signals in-switch reduction.
 # - A bandwidth figure needs its direction, scope and basis before it goes into $B$: NVLink 4 is 900 GB/s two-way,
-#   450 one-way, about 370 measured; InfiniBand NDR is 400 GB/s per node, 50 per GPU. TPU ICI is quoted per link:
-#   a ring on one torus axis runs both ways and gets two links' worth per chip.
-# - (Going deeper.) Across nodes, NCCL's flat ring runs one ring per network rail, so its network term is already about
-#   $2S/B_\text{node}$, the hierarchical all-reduce's; the hierarchy saves latency steps ($2(N_\text{nodes}-1)$ on
-#   the network instead of $2(gN_\text{nodes}-1)$). Aggregate bandwidth does not set a collective's time; its phases
-#   and slowest link do.
+#   450 one-way, about 370 measured; InfiniBand NDR is 400 GB/s per node, 50 per GPU; TPU ICI is quoted per link.
+# - Across nodes NCCL's flat ring runs a channel on every network rail, so its network term is already the
+#   hierarchical all-reduce's; the hierarchy saves latency steps. Aggregate bandwidth does not set a collective's
+#   time; its phases and slowest link do. NCCL picks among its algorithms and protocols with its own model
+#   (lesson 07).
 
 # %% [markdown]
 # ## Exercises
@@ -983,8 +884,8 @@ quiz.MultipleChoice(
 # - NVIDIA nccl-tests, `doc/PERFORMANCE.md` (algbw, busbw and their factors) and `src/sendrecv.cu`, repository
 #   [NVIDIA/nccl-tests](https://github.com/NVIDIA/nccl-tests), commit a0b82b2260cf5152b9f8c061bbf7eaf0ba096432.
 # - NVIDIA NCCL, [NVIDIA/nccl](https://github.com/NVIDIA/nccl), `src/graph/tuning.cc` (NCCL's own latency
-#   parameters, e.g. 6.6 µs per call, 0.6 µs per NVLink hop and 5 µs per network hop for the LL protocol; its tree
-#   model: latency 2·log2 levels of hops, algbw = busbw/2).
+#   parameters for the LL protocol, 6.6 µs per call and 0.6 µs per NVLink hop; its tree's latency, 2·log2 levels of
+#   hops). Lesson 07 opens the rest of its cost model.
 # - P. Sanders, J. Speck, J. L. Träff. *Two-tree algorithms for full bandwidth broadcast, reduction and scan.*
 #   Parallel Computing 35(12):581–594, 2009. [doi:10.1016/j.parco.2009.09.001](https://doi.org/10.1016/j.parco.2009.09.001).
 # - S. Jeaugey. *Massively Scale Your Deep Learning Training with NCCL 2.4.* NVIDIA Technical Blog, February 2019

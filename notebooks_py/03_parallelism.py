@@ -591,7 +591,8 @@ for label, mem in breakdowns.items():
 # reads all of it from a *framework preset* (`parallelism.FRAMEWORKS`), each behaviour cited to the framework's source
 # at a release (`Framework.sources`); `megatron` is the default calibration's. The cell below asks `memory_breakdown`
 # for the model states of GPT-3 175B on one device and with ZeRO-1 over 8 data-parallel ranks under each preset, per
-# parameter, and prints what each preset runs, which ZeRO stages it overlaps, and where that comes from.
+# parameter, and prints what each preset runs and which ZeRO stages it overlaps (where each behaviour comes from, file
+# and line, is printed under Sources).
 
 # %%
 FRAMEWORK_KEYS = ("megatron", "nanotron", "deepspeed", "fsdp2", "fsdp2-pipeline", "generic")
@@ -601,11 +602,6 @@ ZERO1_PLAN = parallelism.ParallelPlan(data_parallel=8, zero_stage=1)
 def state_bytes_per_param(plan, framework):
     """Model-state bytes per parameter of GPT-3 175B on one device of ``plan``, as ``framework`` stores them."""
     return parallelism.memory_breakdown(model, plan, framework=framework).model_states / model.params
-
-
-def short_citation(citation):
-    """A preset's citation up to its first explanation: the repository, release, file and lines."""
-    return citation.split(": ")[0].split("; ")[0]
 
 
 zero_stages = units.format_zero_stages  # "ZeRO-0/1", or "none"
@@ -627,14 +623,6 @@ for key in FRAMEWORK_KEYS:
     hidden = [stage for stage in preset.zero_stages if preset.hides_grad_reduce(stage)]
     prefetched = [stage for stage in preset.zero_stages if stage > 0 and preset.prefetches_gathers(stage)]
     print(f"{key:15} {zero_stages(hidden):26} {zero_stages(prefetched)}")
-print("\nsources (recipe; ZeRO stages; with a pipeline; schedules; overlaps):")
-FIELDS = ("precision", "zero_stages", "max_zero_stage_with_pipeline", "schedules", "overlap_grad_reduce")
-for key in FRAMEWORK_KEYS:
-    preset = parallelism.FRAMEWORKS[key]
-    cited = dict.fromkeys(short_citation(preset.cited(field)) for field in FIELDS if preset.cited(field))
-    lines = list(cited) or ["none (a bare Calibration's defaults, no framework's)"]
-    for number, citation in enumerate(lines):
-        print(f"  {key + ':' if number == 0 else '':{len(key) + 1}} {citation}")
 STAGE_PLAN = parallelism.ParallelPlan(tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64)
 extra = (state_bytes_per_param(STAGE_PLAN, "megatron") - state_bytes_per_param(STAGE_PLAN, "deepspeed")) * model.params
 print(f"\n18 B against 16 B on one GPU of TP 8 × PP 8 (first stage): {units.format_bytes(extra)} more model states")
@@ -656,10 +644,10 @@ print(f"\n18 B against 16 B on one GPU of TP 8 × PP 8 (first stage): {units.for
 #
 # What a framework *runs* matters as much. ZeRO-2 and ZeRO-3 shard the gradients, which a pipeline accumulates
 # over all its micro-batches before reducing them. DeepSpeed's pipeline engine refuses them ("ZeRO-2 and ZeRO-3 are
-# incompatible with pipeline parallelism"); Megatron-LM pairs its distributed optimizer (ZeRO-1) with pipelines and
-# runs ZeRO-2 and 3 only without one (Megatron-FSDP); nanotron implements ZeRO-1 and nothing above it, with or
-# without a pipeline. The schedules differ too: nanotron runs GPipe and 1F1B, Megatron-LM 1F1B and its interleaved
-# variant (no GPipe), DeepSpeed 1F1B alone, FSDP2 no pipeline at all. torchtitan runs FSDP2 *with* pipelining, as
+# incompatible with pipeline parallelism", Sources); Megatron-LM pairs its distributed optimizer (ZeRO-1) with
+# pipelines and runs ZeRO-2 and 3 only without one (Megatron-FSDP); nanotron implements ZeRO-1 and nothing above
+# it, with or without a pipeline. The schedules differ too: nanotron runs GPipe and 1F1B, Megatron-LM 1F1B and its
+# interleaved variant (no GPipe), DeepSpeed 1F1B alone, FSDP2 no pipeline at all. torchtitan runs FSDP2 *with* pipelining, as
 # Llama 3 trained: a pipeline stage then keeps its parameters and gradients whole for the step and reduce-scatters
 # once after the last micro-batch (`reshard_with_pipeline=False`). Lesson 05's search rejects as "framework" every
 # plan its preset does not run: ZeRO-2 or 3 with a pipeline under the default (Megatron-LM), any ZeRO-2 or 3 and any
@@ -670,7 +658,7 @@ print(f"\n18 B against 16 B on one GPU of TP 8 × PP 8 (first stage): {units.for
 # (lesson 04 prices both). Megatron-LM does both at every stage; nanotron reduces behind the backward but gathers its
 # ZeRO-1 parameters after the optimizer step, on the critical path; DeepSpeed overlaps neither below ZeRO-3
 # (`overlap_comm` is off by default below stage 3, and its ZeRO-1/2 `step()` all-gathers the updated weights before
-# it returns).
+# it returns). Each of these behaviours is cited, file and line, under Sources.
 #
 # ### Communication volume per step
 #
@@ -982,6 +970,24 @@ quiz.MultipleChoice(
 #   DNN Training* (PipeDream-2BW and PipeDream-Flush), ICML 2021. arXiv:2006.09503. https://arxiv.org/abs/2006.09503
 # - M. Shoeybi et al., *Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism*,
 #   2019. arXiv:1909.08053. https://arxiv.org/abs/1909.08053
+# - The frameworks' behaviours the framework presets encode (precision recipe, ZeRO stages, what combines with a
+#   pipeline, schedules, overlaps), each cited to the framework's source at a release (`Framework.sources`):
+
+
+# %%
+def short_citation(citation):
+    """A preset's citation up to its first explanation: the repository, release, file and lines."""
+    return citation.split(": ")[0].split("; ")[0]
+
+
+print("sources (recipe; ZeRO stages; with a pipeline; schedules; overlaps):")
+FIELDS = ("precision", "zero_stages", "max_zero_stage_with_pipeline", "schedules", "overlap_grad_reduce")
+for key in FRAMEWORK_KEYS:
+    preset = parallelism.FRAMEWORKS[key]
+    cited = dict.fromkeys(short_citation(preset.cited(field)) for field in FIELDS if preset.cited(field))
+    lines = list(cited) or ["none (a bare Calibration's defaults, no framework's)"]
+    for number, citation in enumerate(lines):
+        print(f"  {key + ':' if number == 0 else '':{len(key) + 1}} {citation}")
 
 # %% [markdown]
 # ## What's next

@@ -392,11 +392,11 @@ print_transfers(across_lab.result)
 # Crossing the node boundary makes each all-reduce 1.39 times slower. Inside a node NCCL runs a ring over NVLink with
 # the Simple protocol; across two nodes it runs one flat ring through all 16 GPUs, with a channel on each of the
 # node's 8 InfiniBand rails, so the ring's bus bandwidth is the node's 8 × 25 GB/s, a little below NVLink, and with
-# the network's higher latency per hop its tuner switches to the LL128 protocol (exercise 3 works it out). With twice
-# the micro-batches each GPU also makes twice the calls: exposed tensor-parallel time grows 2.8-fold, and since these
-# calls are all on the critical path the step grows 1.11-fold. The larger group halves the memory per GPU, which is
-# the only reason to accept it. This is Narayanan et al.'s first takeaway: use tensor parallelism up to the size of a
-# server, then pipeline parallelism across servers.
+# the network's higher latency per hop its tuner switches to the LL128 protocol (lesson 07's exercise 5 works it out).
+# With twice the micro-batches each GPU also makes twice the calls: exposed tensor-parallel time grows 2.8-fold, and
+# since these calls are all on the critical path the step grows 1.11-fold. The larger group halves the memory per GPU,
+# which is the only reason to accept it. This is Narayanan et al.'s first takeaway: use tensor parallelism up to the
+# size of a server, then pipeline parallelism across servers.
 #
 # ### Step 4 · Overlap only where the dependencies allow
 #
@@ -1087,11 +1087,10 @@ quiz.MultipleChoice(
 # 2. **Exposed gradients.** In the GPT-3 plan above the data-parallel reduce-scatter took 205 ms against a
 #    149 ms window. With 8 micro-batches (global batch 128) instead of 96, would the exposed part change? Use
 #    `budget.step_time` and explain.
-# 3. **Crossing nodes.** At $t = 16$ the tensor-parallel all-reduce of 50.3 MB takes 593 µs. Which algorithm and
-#    protocol does NCCL pick, and why? Compute the flat ring's time with LL128 by hand (bus bandwidth
-#    min(NVLink 240 GB/s as NCCL counts it, the node's 8 × 25 GB/s) = 200 GB/s, 0.92 of it for LL128, × 16/30 for
-#    the algorithm bandwidth; latency 14 + 28 × 1.9 + 2 × 4.0 µs) and check with `course_lib.nccl.candidates`
-#    (`nccl.candidates("all_reduce", CLUSTER, 16, 2, activation_bytes)`).
+# 3. **Crossing nodes.** At $t = 16$ the tensor-parallel all-reduce of 50.3 MB spans two nodes and takes 593 µs,
+#    against 428 µs at $t = 8$ inside one node. Which ring runs across the two nodes (lesson 02), which link bounds
+#    its bandwidth, and how many of its steps cross the network? (Lesson 07's exercise 5 works out NCCL's pick by
+#    hand, protocol and all.)
 # 4. **Strong scaling.** Repeat the strong-scaling experiment with a global batch of 3072. At 3072 GPUs, what
 #    share of the step is exposed communication, and what is the efficiency?
 # 5. **Decode crossover.** At what batch size does the decode all-reduce of GPT-3 ($b \cdot h \cdot 2$ bytes) on
@@ -1105,14 +1104,11 @@ quiz.MultipleChoice(
 # 2. No. The reduce-scatter happens once per step, after the *last* micro-batch, and its window is one
 #    micro-batch's backward pass whatever $m$ is, so 55.7 ms stay exposed. What changes is the rest of the step: with
 #    fewer micro-batches the compute is shorter and the bubble $(p-1)/m$ larger, so the exposed share grows.
-# 3. The flat ring through all 16 GPUs with LL128: $14 + 28 \times 1.9 + 2 \times 4.0 = 75.2\,\mu s$ of latency
-#    (the ring's 30 steps, 28 over NVLink and 2 across the network) and
-#    $0.92 \times 200 \times 16/30 = 98.1$ GB/s of algorithm bandwidth: 75.2 µs + 50.3 MB / 98.1 GB/s = 588 µs by
-#    NCCL's model, 593 µs with the launch floor (lesson 02), against 428 µs inside one node (the ring with Simple at
-#    240 GB/s × 8/14: no NVLS on the A100). NCCL picks LL128
-#    because across nodes the ring with Simple pays much more latency (larger costs per hop, and NCCL's × 1.4 for a
-#    ring over several nodes): 184 µs against 75.2 µs, while LL128's lower bandwidth (0.92 of Simple's) costs only
-#    41 µs more on 50.3 MB (656 µs in all with Simple). The tree with LL128 is a close second, 589 µs.
+# 3. One flat ring through all 16 GPUs, with a channel on each of the node's 8 rails (lesson 02's multi-rail ring).
+#    Its bus bandwidth is the smaller of NVLink as NCCL counts it, 240 GB/s, and the node's rails together,
+#    8 × 25 GB/s = 200 GB/s: the network bounds it. Of its 30 steps NCCL's model charges $2(N_\text{nodes}-1) = 2$
+#    at the network's higher latency and 28 at NVLink's. Inside one node the ring has 14 steps, all on NVLink at the
+#    full 240 GB/s.
 # 4. With 3072 sequences, $m = 8$ at 3072 GPUs: the compute is 4 times longer while the data-parallel term stays
 #    at 294 ms, so the exposed share falls from 45.8 % to about 27 % and the efficiency rises from 65.7 % to about
 #    88 %. A larger batch is one way to buy back efficiency, if the optimisation tolerates it.

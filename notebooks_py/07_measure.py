@@ -30,6 +30,8 @@
 #   crossover size;
 # - compare the algorithms MPICH actually runs with the course's cost models, size by size;
 # - read a published nccl-tests log (H100, NVLink in a node and InfiniBand across two) into the same table and fit it;
+# - say which algorithm and protocol NCCL runs for a call, by its own cost model with its constants, and how close
+#   that model comes to a measured log;
 # - turn a measurement into a cluster (`measure.calibrate_cluster`) and re-run the plan search and the serving
 #   choice on it: the loop from a measurement to a plan;
 # - measure exposed communication = completed step − compute alone, for blocking and non-blocking schedules, and
@@ -55,7 +57,7 @@ import warnings
 
 import matplotlib.pyplot as plt
 
-from course_lib import budget, hardware, measure, parallelism, serving, units
+from course_lib import budget, hardware, measure, nccl, parallelism, serving, units
 from course_lib.viz import measure as viz_measure
 from course_lib.widgets import quiz
 
@@ -232,14 +234,80 @@ for label, name in logs.items():
 # flat ring across both nodes gets when each of its channels crosses on its own rail: eight 400 Gb/s adapters per
 # node, 8 × 50 GB/s = 400 GB/s, shared by the node's GPUs. The two-node fit is worse, and its residuals say why: one
 # α and one B cannot describe what NCCL actually runs there, its tree with the LL protocol for small buffers and NVLS
-# inside the nodes with a tree between them for large ones (lesson 02's last section, `course_lib.nccl`). A model
-# is a hypothesis; the fit's residual is the test.
+# inside the nodes with a tree between them for large ones (below). A model is a hypothesis; the fit's residual is
+# the test.
+#
+# #### What NCCL actually runs: its own cost model
+#
+# For every call NCCL's tuner weighs a few algorithms, each with three protocols, by a cost model of its own
+# (`src/graph/tuning.cc`: time = latency + bytes / bandwidth), and runs the cheapest. Several of its algorithms are
+# hierarchical, as lesson 02's hierarchical all-reduce is: its tree, NVLS tree, and CollNet (the network's switches
+# reduce between nodes, with SHARP; not modelled here). `course_lib.nccl` is that model, with NCCL's constants:
+#
+# - **ring**: one flat ring through all the ranks, on one node or many, with a channel on every network rail; its
+#   bus bandwidth is the smaller of NVLink as NCCL counts it (18 links × 20.6 GB/s = 371 GB/s on an H100, not the
+#   datasheet's 450) and the rails of a node together (8 × 50 GB/s);
+# - **tree**: a chain through the GPUs of each node and a double binary tree between nodes. Its latency,
+#   2·((g − 1)·intra + lg N·inter) for g GPUs on each of N nodes, has as many NVLink hops on one node as the ring's
+#   2(p − 1): inside a node the tree is no faster. Its gain is the lg N network steps;
+# - **NVLS** (NVLink SHARP, Hopper and later): the NVSwitch reduces, so each GPU sends its data once; across nodes
+#   NVLS inside and a tree between (`nvls_tree`);
+# - protocols: **LL** (each 8-byte line carries 4 bytes of data and a flag: half the bandwidth, the lowest latency),
+#   **LL128** (120 of 128 bytes) and **Simple** (all the bandwidth, a flush, the highest latency).
+#
+# Its pick for an all-reduce on one DGX H100 node and on two nodes joined by InfiniBand:
+
+# %%
+for cluster, ranks, nodes, where in (
+    (hardware.DGX_H100, 8, 1, "8 H100, one node"),
+    (hardware.NEBIUS_H100_IB, 16, 2, "16 H100, two nodes on InfiniBand"),
+):
+    print(f"{where}: NCCL's pick, and the best ring and tree")
+    for size in (8, 16 * units.KiB, 1 * units.MiB, 64 * units.MiB, 1 * units.GiB):
+        rows = nccl.candidates("all_reduce", cluster, ranks, nodes, size)
+        best = {name: next(r for r in rows if r["algorithm"] == name) for name in ("ring", "tree")}
+        print(
+            f"  {units.format_bytes(size):>8}: {rows[0]['algorithm']:>9} {rows[0]['protocol']:<6} "
+            f"{units.format_time(rows[0]['time_s']):>8}   ring {units.format_time(best['ring']['time_s']):>8} "
+            f"({best['ring']['protocol']}), tree {units.format_time(best['tree']['time_s']):>8} "
+            f"({best['tree']['protocol']})"
+        )
+
+# %% [markdown]
+# Small buffers go to LL, large ones to Simple. Inside one node the ring and the tree cost the same at 8 bytes
+# (15 µs against 15.2 µs), and NVLS takes over for large buffers. Across two nodes the tree wins the small sizes,
+# 25.2 µs where the flat ring pays 28 NVLink steps and 2 network steps (40 µs). How good is the model? Against the
+# two-node log of step 4, predicted from the datasheet alone:
+
+# %%
+nebius_table = gpu["2 nodes, 16× H100, InfiniBand"][0]
+for row in nebius_table.rows[::4]:
+    predicted = nccl.estimate("all_reduce", hardware.NEBIUS_H100_IB, 16, 2, row.size_bytes)
+    print(
+        f"{units.format_bytes(row.size_bytes):>8}: predicted {units.format_time(predicted.time_s):>8} "
+        f"({predicted.algorithm}, {predicted.protocol}), measured {units.format_time(row.median_s):>8}: "
+        f"{predicted.time_s / row.median_s:.2f}×"
+    )
+
+# %% [markdown]
+# NCCL's tuner has no cost for the call itself: the host's enqueue and the kernel launch, which every measured call
+# pays. The course adds one, the same for every algorithm, so the tuner still chooses as NCCL does: a launch floor of
+# 4.8 µs per call (`hardware.LAUNCH_FLOOR_S`, a fit, the median gap between NCCL's model and two of these logs at 8 B
+# to 1 KiB). With it the model gives 0.74 to 1.01 of the measured time from 16 B to 256 KiB (the 8-byte row, 45.7 µs
+# among neighbours of 30 µs, is one slow measurement). From 512 KiB up it is optimistic, between 0.59 and 0.79:
+# NCCL's tuner expects its algorithms to reach their full bandwidth sooner than they do, and has no cost for filling
+# its pipelines; it is built to *rank* the algorithms, not to predict their times. `tests/test_nccl.py` holds it to
+# every log in `data/nccl_tests/`: within a factor of 2 at every size on all but three, which it names with the reason
+# (one ran one process for 8 GPUs, one a TCP transport at half its [NICs](glossary.ipynb#nic)' rate, one ran its first
+# size slower than its second), and a median error of at most 25 % from 1 MiB up on five of the eight (this one misses
+# it). Since lesson 04, `budget` has timed every collective of a plan with this model; lesson 02's textbook formulas
+# are how to read it: the ring's $2(p-1)$ steps and $2(p-1)/p \cdot S$ bytes, the tree's $\lg$ steps.
 
 # %% [markdown]
 # ### Step 5 · From your measurement to your plan
 #
 # A fit of α and B describes a table; the planner needs a *cluster*. `measure.calibrate_cluster(cluster, tables)`
-# fits the parameters of the model the budget actually runs, NCCL's own (`course_lib.nccl`, lesson 02), to the
+# fits the parameters of the model the budget actually runs, NCCL's own (`course_lib.nccl`, above), to the
 # tables: from one-node tables the NVLink bandwidth NCCL reaches and a latency per NVLink hop, from multi-node tables
 # the network's bandwidth per node and a latency per network step. Each table must say where its ranks ran: a
 # nccl-tests log does not always print it, so `read_nccl_tests(..., nodes=)` records it. The result is a
@@ -521,6 +589,9 @@ quiz.MultipleChoice(
 # - Measure with warm-up, a barrier, the maximum over ranks, and report the spread; check the data.
 # - Fit $T = n\alpha + Q/B$ with the algorithm's own $n$ and $Q$, on relative errors; the residuals show where one
 #   α and one B stop describing the machine.
+# - NCCL picks an algorithm (ring, tree, NVLS) and a protocol (LL, LL128, Simple) for every call by its own cost model;
+#   `course_lib.nccl` is that model, built to rank the algorithms: with a launch floor it follows small calls and is
+#   optimistic for large ones.
 # - `measure.calibrate_cluster` turns measurements into a cluster the planner uses as it is (the default
 #   calibration keeps a measured cluster's links); a plan chosen on the datasheet may change on the measured
 #   network (here the decode's $t$: 16 on the datasheet, 8 measured).
@@ -539,6 +610,27 @@ quiz.MultipleChoice(
 #    last-bucket rule.
 # 4. Time the same sweep on your own machine (or a cluster node, with the cluster's `mpiexec`) and compare α and B
 #    with the recorded run.
+# 5. **Crossing nodes.** In lesson 04's GPT-3 plan on Selene (`hardware.SELENE_3072`, DGX A100 nodes), a
+#    tensor-parallel group of $t = 16$ spans two nodes, and its all-reduce of the $b \cdot s \cdot h$ activations,
+#    50.3 MB (`activation_bytes = 2 * parallelism.GPT3_175B.seq_len * parallelism.GPT3_175B.hidden`), takes 593 µs.
+#    Which algorithm and protocol does NCCL pick, and why? Compute the flat ring's time with LL128 by hand (bus
+#    bandwidth min(NVLink 240 GB/s as NCCL counts it, the node's 8 × 25 GB/s) = 200 GB/s, 0.92 of it for LL128,
+#    × 16/30 for the algorithm bandwidth; latency 14 + 28 × 1.9 + 2 × 4.0 µs) and check with
+#    `nccl.candidates("all_reduce", hardware.SELENE_3072, 16, 2, activation_bytes)`.
+#
+# <details>
+# <summary>Answer to exercise 5</summary>
+#
+# 5. The flat ring through all 16 GPUs with LL128: $14 + 28 \times 1.9 + 2 \times 4.0 = 75.2\,\mu s$ of latency
+#    (the ring's 30 steps, 28 over NVLink and 2 across the network) and
+#    $0.92 \times 200 \times 16/30 = 98.1$ GB/s of algorithm bandwidth: 75.2 µs + 50.3 MB / 98.1 GB/s = 588 µs by
+#    NCCL's model, 593 µs with the launch floor, against 428 µs inside one node (the ring with Simple at
+#    240 GB/s × 8/14: no NVLS on the A100). NCCL picks LL128 because across nodes the ring with Simple pays much more
+#    latency (larger costs per hop, and NCCL's × 1.4 for a ring over several nodes): 184 µs against 75.2 µs, while
+#    LL128's lower bandwidth (0.92 of Simple's) costs only 41 µs more on 50.3 MB (656 µs in all with Simple). The
+#    tree with LL128 is a close second, 589 µs.
+#
+# </details>
 
 # %% [markdown]
 # ## Sources
@@ -550,6 +642,9 @@ quiz.MultipleChoice(
 # - L. Dalcin, Y.-L. L. Fang, *mpi4py: Status Update After 12 Years of Development*, Computing in Science &
 #   Engineering 23(4):47–54, 2021. https://mpi4py.readthedocs.io
 # - NVIDIA, nccl-tests, `doc/PERFORMANCE.md` (algbw and busbw). https://github.com/NVIDIA/nccl-tests
+# - NVIDIA NCCL, `src/graph/tuning.cc` (the tuner's cost model: latency and bandwidth of each algorithm and protocol)
+#   and `src/graph/topo.h` (an NVLink 4 link counted at 20.6 GB/s), https://github.com/NVIDIA/nccl v2.30.7-1 — the model
+#   `course_lib.nccl` reproduces, with its constants cited beside them.
 # - Published nccl-tests logs, with their licences and commits in `course_lib/data/README.md`:
 #   aws-samples/awsome-distributed-training (MIT-0), dstackai/dstack (MPL-2.0), stas00/ml-engineering (CC BY-SA 4.0).
 # - The OSU micro-benchmarks (Ohio State University, MVAPICH project): warm-up, a barrier between iterations, the

@@ -11,12 +11,9 @@
 #
 # *"I have a 70B model and 64 H100s in 8 nodes: how should I split it, and how long will a step take?"*
 #
-# This last lesson answers that question twice. First by hand, for one candidate plan: the memory each GPU holds,
-# term by term; every tensor the plan sends, its size, how often and over which link; what is exposed; and the step
-# time over a range of compute efficiencies. Then with the plan search of lesson 05, under the framework that will run
-# the plan (Megatron-LM): the one plan it recommends, its memory with the margin the measured runs ask for, its step
-# time with the band the held-out runs measured, which assumptions could change that choice, what to measure before
-# committing 64 GPUs for weeks, and how the global batch and the sequence length enter.
+# This last lesson answers it with one line of argument: pin down the inputs, check the model by hand on one plan,
+# search every plan the framework that will run it (Megatron-LM) can run with the model's own measured error, stress
+# the best, and say what to measure before committing 64 GPUs for weeks. It ends in one recommendation, with its band.
 
 # %% [markdown]
 # ## What you'll learn
@@ -31,7 +28,7 @@
 #   links;
 # - turn compute, transfers and the dependency rule into a step time, over a range of compute efficiencies;
 # - search under the framework that will run the plan, with the model's measured error (a memory margin and a
-#   step-time band), and explain why the recommended plan beats the candidate;
+#   step-time band), and explain why its best plan beats the hand-checked one;
 # - test which assumptions move that choice (compute efficiency, fixed costs, overlap, network, memory margin), say
 #   when the band would move it, list what to measure before committing, and choose the global batch and sequence
 #   length.
@@ -66,19 +63,17 @@ from course_lib.widgets import quiz
 # sizes, micro-batch, schedule, recomputation) with a predicted memory per device and step time, and a list of the
 # assumptions that prediction rests on.
 #
-# The procedure is the one of lesson 04, now applied end to end:
+# The procedure is lesson 04's, applied end to end; the worked example's steps follow it:
 #
-# 1. **Pin down the inputs**: the model's real shape, the cluster's links per GPU, the global batch and the
-#    sequence length.
-# 2. **Size one candidate by hand**: memory per device term by term; it must fit with headroom.
-# 3. **List its transfers**: which tensor, which collective, how many bytes, how many calls per step, on which link.
-# 4. **Price the step**: compute at an efficiency, the transfers as NCCL runs them (lesson 04), the exposed part by
-#    the dependency rule, the bubble.
-# 5. **Search** every partition the framework that will run the plan can run, under the same model and with the
-#    model's own error: a plan fits only with the memory margin the measured runs asked for, and its step time comes
-#    with the band the held-out runs measured. Recommend its best plan, and explain why it wins.
-# 6. **Stress the answer**: rerun the search under other plausible assumptions; the ones that change the choice are
-#    the ones to measure before committing.
+# 1. **Pin down the inputs** (steps 1–3): the model's real shape, the links per GPU, the global batch and sequence length.
+# 2. **Check the model by hand on one plan** (steps 4–7): memory per device term by term; transfers (which tensor,
+#    which collective, how many bytes, how often, over which link); the step by the dependency rule; what the
+#    calibrated model changes. The plan is lesson 04's rule of thumb: the check, not the answer.
+# 3. **Search** (step 8) every partition the framework can run, with the model's error: a plan fits only with the
+#    memory margin the measured runs asked for, and its step time comes with the band the held-out runs measured.
+# 4. **Stress the best plan** (step 9) under other plausible assumptions; those that would change the choice are what
+#    to measure before committing (step 10).
+# 5. **Recommend** (step 11): the plan, its memory with the margin, its step time with the band, its batch.
 #
 # **Trade-off.** The fastest plan by the point estimate often sits at an edge (memory nearly full, one link
 # saturated); the margin keeps the recommendation off the memory edge, and the scenarios show which edge it still
@@ -138,20 +133,16 @@ from course_lib.widgets import quiz
 #
 # ### Two models, said each time
 #
-# Every time and memory figure below comes from one of two models of `course_lib`, and the code says which by
-# passing `calibration=` explicitly:
+# Every figure below comes from one of two models of `course_lib`, and the code names it with `calibration=`:
 #
 # - **the ideal model** (`calibration=None`): lesson 04's physics, compute at an assumed efficiency $\eta$,
-#   nominal links, no fixed costs, GPT-style FLOP and activation counts;
+#   nominal links, no fixed costs, GPT-style FLOP and activation counts: what you can redo with pencil and paper;
 # - **the calibrated model** (`calibration=parallelism.default_calibration(CLUSTER)`): the same physics,
 #   architecture-aware (grouped-query attention, gated MLP, separate output layer), run as Megatron-LM runs a plan
 #   (fp32 main gradients, the distributed optimizer, its overlaps), with a GEMM efficiency and a fixed cost per layer
-#   and micro-batch fitted on published runs of GPT models on H100s, and a DGX H100 cluster's links as nccl-tests
-#   measured them. It is the course's reference (`parallelism.REFERENCE_CALIBRATION`); this cluster is its own
-#   machine, so `default_calibration` returns it whole, with its memory margin and step-time band (lesson 08).
-#
-# The calibrated model is the course's best estimate; the ideal one is what you can redo with pencil and paper.
-# Neither is a measurement.
+#   and micro-batch fitted on published runs, and a DGX H100 cluster's links as nccl-tests measured them. It is the
+#   course's reference (`parallelism.REFERENCE_CALIBRATION`), returned whole for this cluster, its own machine, with
+#   its memory margin and step-time band (lesson 08): the course's best estimate, not a measurement.
 
 # %% [markdown]
 # ## Worked example
@@ -184,9 +175,8 @@ print(
 )
 
 # %% [markdown]
-# The count matches the preset to the parameter and the published 70.6 B. Note the shares: the MLP holds 82.4 % of a
-# layer's weights, and grouped-query attention makes K and V eight times narrower than Q. The two embeddings
-# (2.1 billion parameters) are a small share of the model but sit whole on one pipeline stage each.
+# The count matches the preset to the parameter and the published 70.6 B. The MLP holds 82.4 % of a layer's weights;
+# the two embeddings (2.1 billion parameters) are a small share but sit whole on one pipeline stage each.
 #
 # ### Step 2 · The cluster
 #
@@ -195,27 +185,20 @@ print(
 
 # %%
 CLUSTER = hardware.Cluster(
-    "8 × DGX H100 (64 H100, NVLink 4 in a node, InfiniBand NDR between nodes)",
-    hardware.H100,
-    devices_per_node=8,
-    nodes=8,
-    intra_node_link=hardware.NVLINK4,
-    inter_node_link=hardware.INFINIBAND_NDR_8X,
+    "8 × DGX H100 (64 H100, NVLink 4 in a node, InfiniBand NDR between nodes)", hardware.H100,
+    devices_per_node=8, nodes=8, intra_node_link=hardware.NVLINK4, inter_node_link=hardware.INFINIBAND_NDR_8X,
     source="NVIDIA DGX H100",
-)
+)  # fmt: skip
 GPU = CLUSTER.accelerator
 print(
     f"{CLUSTER.devices} × {GPU.name}: {units.format_bytes(GPU.hbm_capacity_bytes)} HBM, "
     f"{units.format_flops_rate(GPU.peak('bf16'))} dense bf16 peak"
 )
-print(
-    f"NVLink, one-way per GPU:     {units.format_bandwidth(CLUSTER.intra_bandwidth_bytes_per_s)}, "
-    f"α = {units.format_time(CLUSTER.intra_node_link.latency_s)}"
-)
-print(
-    f"InfiniBand, one-way per GPU: {units.format_bandwidth(CLUSTER.inter_bandwidth_bytes_per_s)}, "
-    f"α = {units.format_time(CLUSTER.inter_node_link.latency_s)}"
-)
+for name, bandwidth, link in (("NVLink", CLUSTER.intra_bandwidth_bytes_per_s, CLUSTER.intra_node_link),
+                              ("InfiniBand", CLUSTER.inter_bandwidth_bytes_per_s, CLUSTER.inter_node_link)):  # fmt: skip
+    print(
+        f"{name + ', one-way per GPU:':28} {units.format_bandwidth(bandwidth)}, α = {units.format_time(link.latency_s)}"
+    )
 state_bytes = (
     parallelism.PARAM_BYTES + parallelism.GRAD_BYTES + parallelism.ADAM_OPTIMIZER_BYTES_PER_PARAM
 ) * MODEL.params
@@ -226,19 +209,17 @@ print(
 
 # %% [markdown]
 # A factor of 9 separates the two links (NCCL's cost model, which prices the collectives below, counts NVLink 4 as
-# 18 links × 20.6 GB/s = 370.8 GB/s, still 7.4 times the network's share). And the model states alone fill 14 of
-# the 64 GPUs: the model must be split, and the split must avoid sending frequent traffic over the slower link.
+# 18 links × 20.6 GB/s = 370.8 GB/s, still 7.4 times the network's share), and the model states alone fill 14 of the
+# 64 GPUs: the model must be split, without sending frequent traffic over the slower link.
 #
 # ### Step 3 · The global batch and the sequence length
 #
-# **Sequence length.** $s = 8192$, the length Llama 3 was trained at (after a short start at 4,096). It fixes the
-# attention's share of the FLOPs and the activation memory per sequence.
-#
-# **Global batch.** $B_\text{global} = 512$ sequences, 4.2 M tokens per step: the batch Llama 3's paper reports for
-# the early pre-training of its 405B model (4 M tokens), in the range where large models still gain from every token of a larger batch.
-# Two things bound it: the optimiser (beyond a *critical batch size*, more tokens per step stop buying fewer steps)
-# and the plan ($B_\text{global} = b \cdot m \cdot d$ must divide evenly, and $m$ must be large enough to amortise
-# the bubble and the once-per-step data-parallel synchronisation). Step 12 returns to it with numbers.
+# **Sequence length.** $s = 8192$, the length Llama 3 was trained at (after a short start at 4,096): it fixes the
+# attention's share of the FLOPs and the activation memory per sequence. **Global batch.** $B_\text{global} = 512$
+# sequences, 4.2 M tokens per step, the batch Llama 3's paper reports for the early pre-training of its 405B model
+# (4 M tokens). Two things bound it: the optimiser (beyond a *critical batch size*, more tokens per step stop buying
+# fewer steps) and the plan ($B_\text{global} = b \cdot m \cdot d$ must divide evenly, and $m$ must amortise the
+# bubble and the once-per-step data-parallel synchronisation). Step 11 returns to it with numbers.
 
 # %%
 SEQ_LEN = MODEL.seq_len
@@ -254,13 +235,14 @@ print(
 )
 
 # %% [markdown]
-# ### Step 4 · A candidate plan, by hand: memory per device
+# ### Step 4 · Check the model on one plan: memory per device, by hand
 #
-# Start from lesson 04's rule of thumb: tensor parallelism inside a node ($t = 8$, on NVLink), pipeline parallelism
-# across nodes until the model fits, data parallelism for the rest. With $p = 4$ stages of 20 layers, $d = 2$.
-# Micro-batch $b = 1$, so $m = 512 / (1 \cdot 2) = 256$ micro-batches per step; ZeRO-1 (optimizer state sharded over
-# the two replicas); sequence parallelism (lesson 03) and [FlashAttention](glossary.ipynb#flashattention), no
-# recomputation; the 1F1B schedule.
+# Before trusting a search, check its model by hand on one plan: lesson 04's rule of thumb, tensor parallelism inside
+# a node ($t = 8$, on NVLink), pipeline parallelism across nodes until the model fits, data parallelism for the rest.
+# With $p = 4$ stages of 20 layers, $d = 2$. Micro-batch $b = 1$, so $m = 512 / (1 \cdot 2) = 256$ micro-batches per
+# step; ZeRO-1 (optimizer state sharded over the two replicas); sequence parallelism (lesson 03) and
+# [FlashAttention](glossary.ipynb#flashattention), no recomputation; the 1F1B schedule. The code calls it
+# `CANDIDATE`: the plan steps 4–7 check the model on, which step 8's search then compares with every other.
 #
 # The calibrated model counts memory as Megatron-LM holds it: bf16 parameters (2 bytes), an fp32 gradient buffer that
 # the backward accumulates into (4 bytes), Adam's fp32 master weights and two moments (12 bytes), the activations of
@@ -270,23 +252,11 @@ print(
 # %%
 CAL = parallelism.default_calibration(CLUSTER)  # the reference: Megatron-LM on DGX H100 nodes with InfiniBand
 CANDIDATE = parallelism.ParallelPlan(
-    data_parallel=2,
-    tensor_parallel=8,
-    pipeline_parallel=4,
-    zero_stage=1,
-    micro_batch=1,
-    grad_accum_steps=GLOBAL_BATCH // 2,
-    recompute="none",
-    sequence_parallel=True,
-    attention="flash",
-)
-t, p, d, b, m = (
-    CANDIDATE.tensor_parallel,
-    CANDIDATE.pipeline_parallel,
-    CANDIDATE.data_parallel,
-    CANDIDATE.micro_batch,
-    CANDIDATE.grad_accum_steps,
-)
+    data_parallel=2, tensor_parallel=8, pipeline_parallel=4, zero_stage=1, micro_batch=1,
+    grad_accum_steps=GLOBAL_BATCH // 2, recompute="none", sequence_parallel=True, attention="flash",
+)  # fmt: skip
+t, p, d, b, m = (getattr(CANDIDATE, name) for name in
+                 ("tensor_parallel", "pipeline_parallel", "data_parallel", "micro_batch", "grad_accum_steps"))  # fmt: skip
 stage_layers = parallelism.stage_layers(L, p)
 stage_params = stage_layers * per_layer + V * h  # the first stage also holds the input embedding
 per_gpu_params = stage_params / t
@@ -322,14 +292,11 @@ print(
 
 # %% [markdown]
 # The hand count and `memory_breakdown` agree term by term. The candidate fits with 23 GB to spare, by the point
-# estimate (step 8 asks for more). Three things a quick estimate misses are visible in the table: the fp32 gradient
-# buffer (two thirds of the optimizer state here),
-# the 4 micro-batches of activations the first stage holds under 1F1B, and the gated MLP, which stores $8f$ bytes
-# per token where GPT's MLP stores $4 \cdot 4h = 16h$ — for this model $8f = 28h$. The ideal model counts the GPT
-# way and knows no FlashAttention: it stores the $5as$ bytes of attention scores per token (lesson 03), which at
-# $s = 8192$ are about nine times the rest, and finds 260 GB. That is why a search under the ideal model picks
-# selective recomputation: it drops exactly those scores, as FlashAttention never stores them. Lesson 05's searches,
-# like step 8's, rank with the calibrated model instead.
+# estimate (step 8 adds the margin). The table shows three things a quick estimate misses: the fp32 gradient buffer
+# (two thirds of the optimizer state here), the 4 micro-batches of activations the first stage holds under 1F1B, and
+# the gated MLP, which stores $8f = 28h$ bytes per token where GPT's stores $16h$. The ideal model counts the GPT way
+# and knows no FlashAttention: it stores the $5as$ bytes of attention scores per token (lesson 03), about nine times
+# the rest at $s = 8192$, and finds 260 GB; the searches (lesson 05's, step 8's) rank with the calibrated model.
 #
 # ### Step 5 · The candidate's transfers
 #
@@ -347,14 +314,12 @@ print("per step: " + ", ".join(f"{axis} {units.format_time(seconds)}" for axis, 
 # Read it as a budget:
 #
 # - **tensor parallel**: 4 kinds of call (an all-gather and a reduce-scatter of the $b \cdot s \cdot h$ activations,
-#   forward and backward; sequence parallelism turns each all-reduce into that pair, lesson 03), each 134 MB and
-#   354 µs on NVLink (NCCL's ring with the Simple protocol), 10,240 calls of each kind per step (2 per layer ×
+#   forward and backward, lesson 03), each 134 MB and 354 µs on NVLink, 10,240 of each kind per step (2 per layer ×
 #   20 layers × 256 micro-batches): 14.5 s per step, every call on the critical path;
 # - **pipeline**: 256 sends each way of the $bsh/t$ slice, 16.8 MB, between nodes: 345 µs each;
 # - **data parallel**: one reduce-scatter of this GPU's 4.41 GB of gradients and one all-gather of the updated
-#   parameters, once per step each, between the two replicas in different nodes: 44.1 ms each. (The ideal model
-#   splits the parameters evenly over the stages, 2 bytes × Ψ/32, ignoring that the first stage also holds the
-#   embedding.)
+#   parameters, once per step each, between the two replicas in different nodes: 44.1 ms each (the ideal model
+#   splits the parameters evenly over the stages, 2 bytes × Ψ/32).
 #
 # ### Step 6 · Exposed time and the step time, by hand
 #
@@ -388,10 +353,9 @@ for eta in (0.3, 0.4, 0.5, 0.6, 0.7):
 print(f"exposed tensor + pipeline per step: {units.format_time(tp_pp)}, whatever η is")
 
 # %% [markdown]
-# The hand calculation reproduces `budget.step_time` at every efficiency. Two things stand out. The exposed
-# tensor-parallel time, 14.5 s per step, does not shrink when the GPUs compute faster, so the faster the compute, the
-# larger its share: at η = 0.7 it is nearly a quarter of the step (14.5 s of 58.7 s). And the MFU is always below η:
-# at η = 0.5 the plan reaches 39.8 %. Everything here is the ideal model; the next step asks what it leaves out.
+# The hand calculation reproduces `budget.step_time` at every efficiency. The exposed tensor-parallel time, 14.5 s per
+# step, does not shrink when the GPUs compute faster, so its share grows: at η = 0.7 it is nearly a quarter of the
+# step (14.5 s of 58.7 s). And the MFU is always below η: 39.8 % at η = 0.5.
 #
 # ### Step 7 · What the calibrated model adds
 #
@@ -435,7 +399,7 @@ print(
 # that is 7.77 s per step, an eighth of the compute. It runs the plan as Megatron-LM does: each tensor-parallel call
 # is slower on the measured NVLink (274 GB/s per GPU, not the datasheet's 450 GB/s), but the backward's calls run
 # behind the weight-gradient GEMMs (9.52 s hidden, 9.52 s exposed), and the parameter all-gather after the optimizer
-# step overlaps the next forward pass. Step 9 asks what happens when the fitted numbers are wrong for this cluster.
+# step overlaps the next forward pass. Step 9 asks what happens if the fitted numbers are wrong for this cluster.
 #
 # ### Step 8 · The plan search, under the framework that will run the plan
 #
@@ -461,7 +425,7 @@ recommended = budget.step_time(MODEL, RECOMMENDED, CLUSTER, calibration=CAL)
 recommended_memory = parallelism.memory_breakdown(MODEL, RECOMMENDED, calibration=CAL)
 top = search.row(search.fastest())
 print(
-    f"\nrecommended: d = {RECOMMENDED.data_parallel}, t = {RECOMMENDED.tensor_parallel}, "
+    f"\nthe best plan: d = {RECOMMENDED.data_parallel}, t = {RECOMMENDED.tensor_parallel}, "
     f"p = {RECOMMENDED.pipeline_parallel}, ZeRO-{RECOMMENDED.zero_stage}, b = {RECOMMENDED.micro_batch}, "
     f"m = {RECOMMENDED.grad_accum_steps}, recomputation {RECOMMENDED.recompute}"
 )
@@ -479,18 +443,22 @@ print(
 
 # %% [markdown]
 # "Framework" rejects the plans that combine a pipeline with ZeRO-2 or 3: Megatron-LM shards parameters and gradients
-# (Megatron-FSDP) only without a pipeline. **The recommendation: $d = 64$, $t = 1$, no pipeline, ZeRO-3, micro-batches
-# of one sequence ($m = 8$), full recomputation: a step of 69.3 s (62–80 s), MFU 46 %, 43.9 GB per GPU, 66.8 GB with
-# the margin.** Each number says what it rests on:
+# (Megatron-FSDP) only without a pipeline. **The search's best plan: $d = 64$, $t = 1$, no pipeline, ZeRO-3
+# (Megatron-FSDP), micro-batches of one sequence ($m = 8$), full recomputation, a step of 69.3 s (62–80 s) at MFU
+# 46 %.** Its two error terms, as the output prints them:
 #
-# - **the memory with the margin**, 66.8 GB, is 43.9 GB × 1.521: what the plan would take if the model undercounted
-#   its memory as much as it did at the 90th percentile of the Playbook's healthy held-out runs (lesson 08). It fits
-#   in 80 GB;
+# - **the memory with the margin**: the 43.9 GB the model predicts, times 1 + 52.1 %, is 66.8 GB. The +52.1 % is how
+#   much more memory than predicted the Playbook's healthy held-out runs needed at their 90th percentile (lesson 08):
+#   a plan fits only if it would still fit were the model that wrong. 66.8 GB of 80 GB: it fits;
 # - **the band**, 62–80 s, is 0.898 to 1.152 times the 69.3 s: the 10th and 90th percentiles of measured / predicted
 #   step time over the 85 held-out published runs the model replays (lesson 08). Its top is 1.28 times its bottom
-#   (1.152 / 0.898), narrow enough to plan with (the course asks for at most 1.5).
+#   (1.152 / 0.898), narrow enough to plan with (the course asks for at most 1.5). The band has one row here, the same
+#   for every $t \cdot p$, so every plan's high end is 1.152 times its step time: the robust plan $x^\ast$ of the
+#   science section is the fastest that fits, and the band gives the range without changing the choice. (A band that
+#   grows with the GPUs a replica spans, as the Playbook cluster's does in lesson 08, could favour a slower plan with a
+#   smaller replica; such a band measures a sick cluster, to be fixed rather than planned around.)
 #
-# Why the recommended plan beats the candidate, term by term:
+# Why it beats the hand-checked plan, term by term:
 
 # %%
 fixed_recommended = CAL.layer_overhead_s * L * RECOMMENDED.grad_accum_steps  # one stage of 80 layers, no bubble
@@ -513,43 +481,32 @@ for label, x, y in (
     ("memory with the margin", tool.total * with_margin, recommended_memory.total * with_margin),
 ):
     print(f"{label:32} {units.format_bytes(x):>10} {units.format_bytes(y):>12}")
-bare = budget.search_plans(MODEL, CLUSTER, GLOBAL_BATCH, calibration=CAL, attention=("flash",), memory_margin=0.0)
-print("\nranked as if the memory model were exact (memory_margin=0.0), the fastest plan:")
-print(bare.table([0]))
-print(f"with the margin it would need {units.format_bytes(bare.row(0)['memory_bytes'] * with_margin)}")
 
 # %% [markdown]
-# The recommended plan computes longer than the candidate (69.3 s against 61.2 s: full recomputation repeats every
-# forward pass) but exposes almost nothing. With $t = 1$ it has no tensor-parallel collectives; with no pipeline, no
-# bubble and no sends; and ZeRO-3's traffic (the parameters gathered again for every micro-batch, the gradients
+# The best plan computes longer than the candidate (69.3 s against 61.2 s: full recomputation repeats every forward
+# pass) but exposes almost nothing. With $t = 1$ it has no tensor-parallel collectives; with no pipeline, no bubble
+# and no sends; and ZeRO-3's traffic (the parameters gathered again for every micro-batch, the gradients
 # reduce-scattered), 22 s per step over the network, runs behind compute, as Megatron-LM prefetches the gathers and
-# overlaps the reductions. The candidate exposes 9.52 s of tensor-parallel time and a bubble, pays the fixed cost
-# 8 times as often (20 layers × 259 slots against 80 layers × 8 micro-batches), and needs 87.2 GB with the margin:
-# it does not fit.
+# overlaps the reductions. The candidate exposes 9.52 s of tensor-parallel time and a bubble, pays the fixed cost 8
+# times as often (20 layers × 259 slots against 80 layers × 8 micro-batches), and needs 87.2 GB with the margin
+# (57.3 GB × 1.521): it does not fit.
 #
-# The last table is why the margin is there. Ranked as if the model counted memory exactly, the fastest plan
-# ($d = 16$, $t = 4$, ZeRO-3, no recomputation) takes 59.3 s, but fills 79.7 GB of 80 GB: a model that undercounts
-# by half a percent makes it crash on the first step, and on the Playbook's healthy held-out runs one in ten needed
-# 52.1 % more than predicted, or more.
+# ### Step 9 · Stress the best plan: which assumption would move it?
 #
-# ### Step 9 · Which assumption moves the choice?
+# Each scenario below changes one assumption of the calibrated model and reruns the search, with the margin. One is
+# the fit's own alternative (no fixed cost); the other three are what-ifs, each sized by a measurement:
 #
-# Each scenario below changes one assumption of the calibrated model and reruns the search, with the margin (each
-# search takes a fraction of a second). One is the fit's own alternative (no fixed cost); the other three are
-# what-ifs, each sized by a measurement:
-#
-# - **GEMMs at 55 % instead of the fitted 62 %.** The Playbook's runs of nanotron on H100s fit at 55 % (lesson 08):
-#   the same GPUs, another framework and cluster.
+# - **GEMMs at 55 % instead of the fitted 62 %**: the Playbook's runs of nanotron on H100s fit at 55 % (lesson 08).
 # - **No fixed cost per layer.** The 1.5 ms per layer and micro-batch is what the FLOP count leaves out (norms,
 #   activations, kernel launches); the fit trades it against the efficiency along a valley, so it is the less certain
 #   of the two constants.
-# - **Overlap slows compute by 30 %.** The calibrated model lets overlapped communication cost compute nothing. Lee et
-#   al. (2025) measured GEMMs on A100, H100, MI250 and MI210 while collectives ran beside them: an average slowdown of
-#   18.9 %, at most 40 %. 30 % lies between the two.
-# - **Network at 52.5 %.** The nccl-tests log of two InfiniBand H100 nodes (step 11) fits best at 210 of 400 GB/s
-#   per node, 52.5 %, though it cannot tell that from the datasheet's rate.
+# - **Overlap slows compute by 30 %.** The calibrated model lets overlapped communication cost compute nothing; Lee et
+#   al. (2025) measured GEMMs slowed by 18.9 % on average while collectives ran beside them, at most 40 %.
+# - **Network at 52.5 %.** The nccl-tests log of two InfiniBand H100 nodes (step 10) fits best at 210 of 400 GB/s
+#   per node, though it cannot tell that from the datasheet's rate.
 #
-# The memory model's error is not a scenario: the margin carries it (the last table re-ranks under other margins).
+# The memory model's error is the margin's job: the last table re-ranks the same search under other margins, down to
+# none.
 
 # %%
 NETWORK_FIT = 210 / 400  # the InfiniBand log's best fit, per node (parallelism.REFERENCE_INFINIBAND.note)
@@ -575,14 +532,10 @@ for name, found in searches.items():
         f"{r['micro_batch']} {r['grad_accum_steps']:>3} {r['virtual_stages']} {r['recompute']}"
     )
     row = found.find(**chosen)
-    ours = (
-        f"+{units.format_percent(found.row(row)['step_time_s'] / r['step_time_s'] - 1)}"
-        if found.feasible[row]
-        else "does not fit"
-    )
+    slower = units.format_percent(found.row(row)["step_time_s"] / r["step_time_s"] - 1)
+    ours = f"+{slower}" if found.feasible[row] else "does not fit"
     print(
-        f"{name:27} {plan_text:44} {units.format_time(r['step_time_s']):>7} "
-        f"{units.format_percent(r['mfu']):>5} {ours:>12}"
+        f"{name:27} {plan_text:44} {units.format_time(r['step_time_s']):>7} {units.format_percent(r['mfu']):>5} {ours:>12}"
     )
 ranking = budget.worst_case_ranking(searches, candidates=10)
 best_worst = ranking[0]
@@ -591,6 +544,7 @@ print(
     f"(in {best_worst['worst_scenario']!r}), "
     + ("the recommended plan" if all(best_worst[k] == chosen[k] for k in chosen) else "another plan")
 )
+bare = budget.search_plans(MODEL, CLUSTER, GLOBAL_BATCH, calibration=CAL, attention=("flash",), memory_margin=0.0)
 print("\nthe fastest plan under other memory margins (the same search, re-ranked):")
 for margin in (0.0, 0.1, 0.2, validation.PLAYBOOK_MEMORY_MARGIN, CAL.memory_margin):
     row = bare.fastest_with_margin(margin)
@@ -600,62 +554,38 @@ for margin in (0.0, 0.1, 0.2, validation.PLAYBOOK_MEMORY_MARGIN, CAL.memory_marg
         f"p = {r['pipeline_parallel']}, ZeRO-{r['zero_stage']}, b = {r['micro_batch']}, {r['recompute']:>9} "
         f"recomputation: {units.format_time(r['step_time_s'])}, {units.format_bytes(r['memory_bytes'])}"
     )
+print(f"the +0 % plan with the +52.1 % margin: {units.format_bytes(bare.row(0)['memory_bytes'] * with_margin)}")
 
 # %% [markdown]
-# Two assumptions leave the choice alone. The efficiency moves every plan alike (78 s at 55 %). The slower network
-# moves nothing: ZeRO-3's traffic takes longer but still hides behind 69.3 s of compute.
+# No scenario makes another plan the answer. Two leave the choice alone: the efficiency moves every plan alike (78 s at
+# 55 %), and the slower network moves nothing, since ZeRO-3's traffic takes longer but still hides behind 69.3 s of
+# compute. Two put first a plan with tensor parallelism in each node and an eight-stage pipeline ($d = 1$, $t = 8$,
+# $p = 8$, no ZeRO, no recomputation): without the fixed cost, which that plan pays for 10 layers in each of 519 slots
+# (512 micro-batches and the bubble's 7), 7.8 s per step; and with compute 30 % slower under overlap, which costs the
+# best plan most, since 22 s of its traffic overlaps compute. Even there the best plan stays within 2.14 % of the
+# winner, and its worst case over all the scenarios is the best of any plan's: these two assumptions are what to
+# measure (step 10), not reasons to pick another plan now.
 #
-# Two move it, to a plan with tensor parallelism in each node and an eight-stage pipeline ($d = 1$, $t = 8$,
-# $p = 8$, no ZeRO, no recomputation). Without the fixed cost, that plan gains most, since it pays the cost for
-# 10 layers in each of 519 slots (512 micro-batches and the bubble's 7), 7.8 s per step; with compute 30 % slower
-# under overlap, the recommended plan loses most, since 22 s of its traffic overlaps compute. Either way the
-# recommended plan stays within 2.14 % of the best, and no candidate plan has a better worst case: these are the two
-# assumptions to measure (step 11), not reasons to pick another plan now.
+# Nor does the margin move it. From the Playbook cluster's own margin (+38.4 %, lesson 08) to the reference's
+# +52.1 % the choice is the same; a margin of 20 % or less lets in the same split with micro-batches of two sequences,
+# hardly faster (68.9 s, 65.2 GB). Only with no margin does another shape win: $d = 16$, $t = 4$, ZeRO-3, no
+# recomputation, 59.3 s, filling 79.7 GB of 80 GB, which would be 121 GB with the margin (79.7 GB × 1.521). A model
+# that undercounts by half a percent would crash it on the first step, and one in ten of the Playbook's healthy
+# held-out runs needed 52.1 % more than predicted, or more: that is why the margin is there.
 #
-# The margin hardly moves it either. From the Playbook's +38.4 % to the reference's +52.1 % the choice is the same;
-# a margin of 20 % or less lets in the same split with micro-batches of two sequences, hardly faster (68.9 s, 65.2 GB);
-# only with no margin at all does another shape win, the one that fills HBM.
+# ### Step 10 · What to measure before committing
 #
-# ### Step 10 · When the band would change the choice
-#
-# The robust plan of the science section, $x^\ast$, minimises the band's high end. Here the band has one row, the
-# same 0.898–1.152 for every $t \cdot p$: every plan's high end is 1.152 times its step time, so the plan with the
-# lowest high end is the fastest, and the band changes nothing but the range it gives. A band changes the choice
-# only when it grows with the GPUs a replica spans. The Playbook's cluster (nanotron on AWS EFA, lesson 08) has such a
-# band: the same search there, with that cluster's own calibration, as a contrast:
-
-# %%
-print(f"this cluster's band: {CAL.step_time_band}; search.robust() == search.fastest(): "
-      f"{search.robust() == search.fastest()}")  # fmt: skip
-PLAYBOOK_64 = dataclasses.replace(validation.PLAYBOOK_CLUSTER_NODE, nodes=CLUSTER.nodes)  # 64 H100s on AWS EFA
-playbook = budget.search_plans(
-    MODEL, PLAYBOOK_64, GLOBAL_BATCH, calibration=parallelism.PLAYBOOK_CALIBRATION, attention=("flash",)
-)
-playbook_band = parallelism.PLAYBOOK_CALIBRATION.step_time_band
-print("the Playbook's band by the GPUs a replica spans, t·p: " + "; ".join(
-    f"≥ {start}: {low:.2f}–{high:.2f}×" for start, low, high in playbook_band))  # fmt: skip
-print(f"nanotron on the Playbook's cluster: the fastest (row {playbook.fastest()}) and the robust plan (row "
-      f"{playbook.robust()}):")  # fmt: skip
-print(playbook.table([playbook.fastest(), playbook.robust()]))
-
-# %% [markdown]
-# On that cluster the fastest plan's replica spans four nodes, where one held-out run in ten ran more than 33.6 times
-# as long as predicted, and the robust plan trades a few percent of point estimate (92.2 s against 88.8 s) for a
-# replica that spans two. Both bands are far too wide to plan with: they measure a sick cluster (lesson 08), and the
-# remedy is to fix the cluster, not to pick around it. On the reference, the question does not arise.
-#
-# ### Step 11 · What to measure before committing
-#
-# Each assumption of step 9 can be measured in an hour, before a run that takes weeks; first the two that moved it:
+# Each assumption of step 9 can be measured in an hour, before a run that takes weeks; first the two that could move
+# the choice:
 #
 # 1. **The fixed cost per layer and micro-batch.** Time a few training steps of the model cut to 2 layers, at
 #    $b = 1$ and $b = 4$, with warm-up and the maximum over ranks as lesson 07 timed collectives: the measured time
 #    per layer and micro-batch, less its FLOPs at the GEMM efficiency, is this constant.
 # 2. **Overlap.** Time a step with data-parallel communication on and off (lesson 07's exposed-communication
 #    measurement): the slowdown of compute under overlap is `overlap_slowdown`.
-# 3. **The network's real rate.** The recommended plan sends its ZeRO-3 traffic over the network. Run nccl-tests
-#    across your nodes, and read it as lesson 07 did: a published log of two 8 × H100 nodes on InfiniBand, against
-#    this course's model of the same all-reduce, then the same call on all eight nodes:
+# 3. **The network's real rate.** The best plan sends its ZeRO-3 traffic over the network. Run nccl-tests across
+#    your nodes, and read it as lesson 07 did: a published log of two 8 × H100 nodes on InfiniBand, against this
+#    course's model of the same all-reduce, then the same call on all eight nodes:
 
 # %%
 log = measure.read_nccl_tests((measure.DATA_DIR / "nccl_tests" / "nebius_2x8xH100_ib_all_reduce.txt").read_text())
@@ -675,18 +605,18 @@ for nodes in (2, CLUSTER.nodes):
 
 # %% [markdown]
 #    On two nodes NCCL took 34.4 ms, the model 36.9 ms at the datasheet's rate and 38.4 ms at 52.5 % of it: NVLink
-#    bounds most of that call, so the two rates differ there by less than the model's own error, and two nodes
-#    cannot tell them apart. On all eight they differ almost twofold (42.5 ms against 80.7 ms): measure there, and if
-#    it matches the slower figure, rerun the search with `network_efficiency=` your fit.
-# 4. **Peak memory** of the recommended plan for a few steps at full sequence length
-#    (`torch.cuda.max_memory_allocated` and the allocator's reserved bytes). The search allowed it up to 66.8 GB
-#    (its 43.9 GB × 1.521); if it stays close to 43.9 GB, the model counts this framework's memory well, and the
-#    faster plans of step 9's last table, which a smaller margin lets in, can be tried.
+#    bounds most of that call, so two nodes cannot tell the two rates apart. On all eight they differ almost twofold
+#    (42.5 ms against 80.7 ms): measure there, and if it matches the slower figure, rerun the search with
+#    `network_efficiency=` your fit.
+# 4. **Peak memory** of the best plan for a few steps at full sequence length (`torch.cuda.max_memory_allocated` and
+#    the allocator's reserved bytes). The margin allowed it up to 66.8 GB; if it stays close to the predicted 43.9 GB,
+#    the model counts this framework's memory well, and the faster plans that a smaller margin lets in (step 9's last
+#    table) can be tried.
 #
-# ### Step 12 · Choosing the global batch and the sequence length
+# ### Step 11 · The recommendation, and the batch it runs at
 #
-# For the recommended plan, the step time and the throughput at other global batches (the same $d \cdot b$, so only
-# $m$ changes), and the attention's share of the FLOPs at other sequence lengths:
+# For the best plan, the step time and the throughput at other global batches (the same $d \cdot b$, so only $m$
+# changes), and the attention's share of the FLOPs at other sequence lengths:
 
 # %%
 print(f"{'global batch':>12} {'tokens':>13} {'m':>4} {'step':>8} {'MFU':>6} {'tokens/s per GPU':>17}")
@@ -713,21 +643,24 @@ print(
 )
 
 # %% [markdown]
-# - **The global batch** trades the optimiser against the hardware. For the recommended plan the MFU is the same at
-#   every batch: without a pipeline there is no bubble to amortise, and ZeRO-3 gathers the parameters again for
-#   every micro-batch, so the step grows in proportion to $m$ (a plan with a pipeline, like the candidate, loses MFU
-#   at small batches to its bubble, $(p-1)/(v \cdot m)$). The optimiser then sets the batch: past the critical batch
-#   size, larger batches need more tokens to reach the same loss. 512 × 8192 is 4.2 M tokens per step, the size
-#   Llama 3 405B started with, although in 4,096-token sequences (about 1,000 of them), before doubling to 8 M and
-#   16 M tokens as training went on (Grattafiori et al. 2024, §3.4.1). Choose $B_\text{global}$ as a multiple of
-#   $d \cdot b$, here 64 (and of $d \cdot b \cdot p$ when interleaving).
+# - **The global batch** trades the optimiser against the hardware. For this plan the MFU is the same at every batch:
+#   without a pipeline there is no bubble to amortise, and ZeRO-3 gathers the parameters again for every micro-batch,
+#   so the step grows in proportion to $m$ (a plan with a pipeline, like the candidate, loses MFU at small batches to
+#   its bubble, $(p-1)/(v \cdot m)$). The optimiser then sets the batch: past the critical batch size, larger batches
+#   need more tokens to reach the same loss. 512 × 8192 is 4.2 M tokens per step, the size Llama 3 405B started with,
+#   although in 4,096-token sequences (about 1,000 of them), before doubling to 8 M and 16 M tokens (Grattafiori et
+#   al. 2024, §3.4.1). Choose $B_\text{global}$ as a multiple of $d \cdot b$, here 64.
 # - **The sequence length** is set by the data and the context the model must handle; its cost is the attention's
-#   share (13.4 % of the FLOPs at 8,192, over a third at 32,768) and the activation memory per sequence, both linear
-#   in $s$ per token. A longer sequence at the same tokens per step means fewer sequences: keep
-#   $B_\text{global} \cdot s$ fixed, not $B_\text{global}$.
+#   share (13.4 % of the FLOPs at 8,192, over a third at 32,768) and the activation memory per sequence. A longer
+#   sequence at the same tokens per step means fewer sequences: keep $B_\text{global} \cdot s$ fixed.
 # - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster almost seven
-#   years: 64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model on billions of tokens,
-#   not for pre-training it.
+#   years: 64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model, not for pre-training it.
+#
+# **The recommendation.** Train Llama 3.1 70B on these 64 H100s with $d = 64$, $t = 1$, $p = 1$, ZeRO-3
+# (Megatron-FSDP), $b = 1$, $m = 8$ and full recomputation, at 512 sequences of 8,192 tokens per step: a step of
+# 69.3 s (62–80 s, the band of the held-out runs), MFU 46 %, 43.9 GB per GPU and 66.8 GB with the +52.1 % margin, of
+# 80 GB. It rests most on the fitted fixed cost per layer and on overlap costing compute nothing: measure those, the
+# network across all eight nodes and the peak memory (step 10), then rerun the search with what you measured.
 
 # %% [markdown]
 # ## Figures
@@ -735,9 +668,8 @@ print(
 # ### The plan landscape
 #
 # Every plan of the search: memory per GPU against step time, coloured and shaped by what binds it (plans that do not
-# fit with the margin are marked "memory"). Marked, each with a shape of its own and named in the legend under the
-# figure: the recommended plan (row 0), the fastest plan by the point estimate without the margin, and the by-hand
-# candidate.
+# fit with the margin are marked "memory"), with the recommended plan, the fastest plan without the margin and the
+# candidate named in the legend:
 
 # %%
 unmargined_row = search.find(**bare.fields(0))
@@ -755,22 +687,14 @@ viz.plot_plan_search(
 plt.show()
 
 # %% [markdown]
-# The recommended plan sits well left of the capacity line, with room for the margin; the fastest plan without the
-# margin sits on the line itself, and the candidate between the two, too close to it for the margin. What binds the
-# plans that fit (the largest term of each step: compute, the bubble or exposed communication)?
-
-# %%
-bound = search.columns["binding_constraint"][search.feasible].tolist()
-print(", ".join(f"{bound.count(name):,} bound by {name}" for name in sorted(set(bound), key=bound.count, reverse=True)))
-print(f"the 20 fastest: {', '.join(sorted(set(search.columns['binding_constraint'][:20].tolist())))}")
-
-# %% [markdown]
-# Most plans that fit are bound by compute, and so are the fastest: the exposed communication of a good plan stays
-# well below its compute.
+# The recommended plan (row 0) sits well left of the capacity line, with room for the margin; the fastest plan without
+# the margin sits on the line itself, and the candidate between the two, too close to it for the margin. The fastest
+# plans that fit are bound by compute (the search table's "binding" column): a good plan's exposed communication
+# stays well below its compute.
 #
 # ### Where the step goes: candidate and recommended
 #
-# The critical path (top bar) and the communication hidden under compute (bottom bar), calibrated model.
+# The critical path (top bar) and the communication hidden under compute (bottom bar), calibrated model:
 
 # %%
 fig, axes = plt.subplots(2, 1, figsize=(9, 7.5), layout="constrained", sharex=True)
@@ -791,13 +715,12 @@ plt.show()
 # > *"The plan search gives the answer: take row 0."*
 #
 # Row 0 is the best plan *under the model's assumptions*, and only as good as they are. Ranked as if the memory model
-# were exact, row 0 here fills 79.7 GB of 80 GB; the margin, which the measured runs ask for, is what keeps the
-# recommendation off that edge. And two plausible assumptions (no fixed cost, compute slowed by overlap) put another
-# plan first. A plan search is a way to find the few plans worth measuring and the assumptions that decide between
-# them, not a substitute for measuring them. The same holds for the rule of thumb the candidate followed ($t = 8$ in a
-# node, pipeline across nodes): it was derived for GPT-3-size models on Selene, without ZeRO-3; here, where
-# Megatron-LM can shard everything and hide the traffic behind compute, the search drops tensor parallelism, and the
-# rule's shape comes back only in the scenarios step 11 tells you to measure.
+# were exact, row 0 here fills 79.7 GB of 80 GB; the margin the measured runs ask for keeps the recommendation off
+# that edge, and two plausible assumptions (no fixed cost, compute slowed by overlap) would put another plan first. A
+# plan search finds the few plans worth measuring and the assumptions that decide between them; it does not replace
+# measuring them. The same holds for the rule of thumb the candidate followed ($t = 8$ in a node, pipeline across
+# nodes): derived for GPT-3-size models on Selene without ZeRO-3, its shape comes back here only in the scenarios
+# step 10 tells you to measure.
 
 # %% [markdown]
 # ## Self-check
@@ -821,23 +744,6 @@ quiz.MultipleChoice(
         "prefetches the gathers and overlaps the reductions, so only compute is on its critical path. The candidate "
         "adds 9.52 s of exposed tensor-parallel collectives, a bubble and pipeline sends to its 61.2 s. Both run "
         "their GEMMs at the same fitted efficiency.",
-    )
-)
-
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(
-    quiz.Question(
-        prompt="In the by-hand step, the exposed tensor-parallel time stays 14.5 s while η goes from 0.3 to 0.7. "
-        "What happens to its share of the step?",
-        options=(
-            "It grows: the compute shrinks, the blocking collectives do not",
-            "It stays the same: both scale with η",
-            "It shrinks: faster GPUs also send faster",
-        ),
-        answer=0,
-        explanation="The collectives' time depends on the links, not on the compute efficiency, and they sit on the "
-        "critical path. A faster GPU makes the same exposed communication a larger part of a shorter step.",
     )
 )
 
@@ -892,26 +798,24 @@ quiz.MultipleChoice(
 #   16 M) and 38–43 % MFU on up to 16,384 H100s (380–430 TFLOP/s per GPU of 989).
 # - **2025: measured plans published.** The Ultra-Scale Playbook (Tazi et al.) ran thousands of configurations on up
 #   to 512 H100s and published them, with the memory and throughput each reached: lesson 08's real cluster, the source
-#   of the memory margin and of step 10's contrast (the step-time constants come from Megatron-LM's and NeMo's runs).
+#   of the memory margin (the step-time constants come from Megatron-LM's and NeMo's runs).
 
 # %% [markdown]
 # ## Summary
 #
 # - Start from the inputs: the model's real shape (70.55 billion parameters, checked), the links per GPU
 #   (450 vs 50 GB/s), the global batch and sequence length, each justified.
-# - A candidate by hand: memory term by term (fp32 gradient buffers, activations of the micro-batches in flight and
-#   the framework's memory count), transfers with payload, calls and link, the step from the dependency rule; then
-#   check it against the tools.
-# - Search under the framework that will run the plan (Megatron-LM) with the model's measured error. The
-#   recommendation: $d = 64$, $t = 1$, no pipeline, ZeRO-3, $b = 1$, full recomputation: a step of 69.3 s
-#   (62–80 s), MFU 46 %, 43.9 GB per GPU, 66.8 GB with the +52.1 % memory margin. It beats the candidate (71.7 s,
-#   87.2 GB with the margin) by exposing almost nothing.
-# - The efficiency and the network do not move that choice; no fixed cost, or compute 30 % slower under overlap,
-#   puts a pipeline plan ($t = 8$, $p = 8$) first, at most 2.14 % ahead.
-# - The band has one row (0.898–1.152: its top is 1.28 times its bottom): it gives the range without changing the
-#   choice. A band that grows with $t \cdot p$, as the Playbook cluster's does, would change it.
-# - Before committing, measure the fixed cost per layer, the slowdown under overlap, the network across all the nodes
-#   and the peak memory; then rerun the search with the measured values.
+# - Check the model by hand on one plan (the rule of thumb's $t = 8$, $p = 4$, $d = 2$): memory term by term (fp32
+#   gradient buffers, the micro-batches in flight, the framework's memory), transfers with payload, calls and link,
+#   the step from the dependency rule; the tools agree with the hand count.
+# - Search under the framework that will run the plan (Megatron-LM), with the model's measured error: a plan fits only
+#   with the +52.1 % memory margin, and its step time comes with the band 0.898–1.152 (its top 1.28 times its bottom).
+#   The hand-checked plan needs 87.2 GB with the margin: it does not fit.
+# - Stress the best plan: the efficiency and the network do not move it; no fixed cost, or compute 30 % slower under
+#   overlap, puts a pipeline plan ($t = 8$, $p = 8$) first by at most 2.14 %, and no plan has a better worst case.
+#   Measure those two, the network across all the nodes and the peak memory before committing.
+# - The recommendation: $d = 64$, $t = 1$, $p = 1$, ZeRO-3 (Megatron-FSDP), $b = 1$, $m = 8$, full recomputation, at
+#   512 sequences of 8,192 tokens: a step of 69.3 s (62–80 s), MFU 46 %, 43.9 GB per GPU, 66.8 GB with the margin.
 
 # %% [markdown]
 # ## Exercises
@@ -991,10 +895,12 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## What's next
 #
-# This is the last lesson of the chain. You can now take any model the planner can represent, a cluster and a
-# batch, and plan a run: by hand for one candidate, with the search for all of them under the framework that will run
-# the plan, and with scenarios for which assumptions to measure. Go back to the labs to practise the pieces under
-# sliders ([Lab 3 · memory budget](../labs/03_memory_budget.ipynb) for step 4, [Lab 4 · pipeline
+# This is the last lesson of the chain. You can now take any model the planner can represent, a cluster and a batch,
+# and plan a run: check the model by hand on one plan, search all of them under the framework that will run the plan,
+# and stress the best for the assumptions to measure. Practise the pieces under sliders in the labs
+# ([Lab 3 · memory budget](../labs/03_memory_budget.ipynb) for step 4, [Lab 4 · pipeline
 # schedule](../labs/04_pipeline_schedule.ipynb) for the bubble, [Lab 8 · measure
-# collectives](../labs/08_measure_collectives.ipynb) for step 11), and plan your own model: replace `MODEL`, `CLUSTER`
-# and `GLOBAL_BATCH` at the top of the worked example and run the notebook again.
+# collectives](../labs/08_measure_collectives.ipynb) for step 10), and plan your own model: replace `MODEL`, `CLUSTER`
+# and `GLOBAL_BATCH` at the top of the worked example and run the notebook again. Lesson 10 (depth) serves the model:
+# one serving replica's memory, its time to the first token and between tokens, and why a plan that trains well may
+# serve poorly (`10_serving.ipynb`).
