@@ -252,6 +252,22 @@ def test_q1_public(transfers_per_axis):
     assert abs(payload - 6291456) <= 1 and calls == 128, (
         f"pipeline: 6.29 MB (b·s·h/t in 16 bit), 64 sends forward and 64 backward = 128, got {result['pipeline']!r:.60}"
     )
+    # Full recomputation runs each layer's forward again in the backward pass, its two all-reduces with it.
+    plan = parallelism.ParallelPlan(tensor_parallel=4, pipeline_parallel=16, grad_accum_steps=32, recompute="full")
+    calls = transfers_per_axis(parallelism.GPT3_175B, plan)["tensor"][1]
+    assert calls == 1152, (
+        "t = 4, p = 16, m = 32, full recomputation: (2 forward + 2 again in the recomputation + 2 backward) "
+        f"all-reduces × 6 layers × 32 micro-batches = 1152 tensor calls, got {calls!r:.40}"
+    )
+    # With v virtual stages a micro-batch crosses each device's boundaries v times each way.
+    plan = parallelism.ParallelPlan(
+        tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, schedule="interleaved", virtual_stages=2
+    )
+    calls = transfers_per_axis(parallelism.GPT3_175B, plan)["pipeline"][1]
+    assert calls == 256, (
+        f"p = 8, m = 64, v = 2 (interleaved): 2 directions × 64 micro-batches × 2 chunks = 256 pipeline calls, "
+        f"got {calls!r:.40}"
+    )
 
 
 test_q1_public(transfers_per_axis)

@@ -406,8 +406,9 @@ test_q2_other_plans(longest_fitting_seq_len)
 # (`backward_input_time_s`, $t_B$) and the weight gradient W (`backward_weight_time_s`, $t_W$). Write
 # `zb_h1_bubble_fraction(stages, microbatches, forward_time_s, backward_input_time_s, backward_weight_time_s)`: the
 # bubble as a share of the ideal step $m(t_F + t_B + t_W)$, as the course's simulator measures it (the step ends
-# when every stage has ended). Simulate it with `pipeline.pipeline_schedule` or use Qi et al.'s formula; either way
-# it must equal the simulation for every input, also where $t_W > t_F$. Do not call
+# when every stage has ended). Simulate it with `pipeline.pipeline_schedule` or use the general form lesson 06 gives
+# (Step 5: Qi et al.'s formula holds only while W is the shortest op); either way it must equal the simulation for
+# every input, also where $t_W > t_F$. Do not call
 # `parallelism.pipeline_bubble_time` or `parallelism.pipeline_schedule_report`. Compare your result with 1F1B's
 # $(p-1)/m$ for the same $p$ and $m$.
 
@@ -445,6 +446,13 @@ def test_q3_public(zb_h1_bubble_fraction):
     assert got is not None and abs(got - 0.125) <= 1e-9, (
         "p = 4, m = 8, t_F = t_B = t_W = 1 s: expected 0.125 ((p − 1)(t_F + t_B − t_W) = 3 s over the ideal 24 s; "
         f"1F1B's is 0.375), got {result!r:.80}"
+    )
+    result, called = calling(zb_h1_bubble_fraction, 5, 10, 1.0, 0.5, 1.5, forbidden=forbidden, files=files)
+    got = number(result)
+    assert not called and got is not None and abs(got - 0.4 / 3) <= 1e-9, (
+        "p = 5, m = 10, t_F = 1 s, t_B = 0.5 s, t_W = 1.5 s: W is not the shortest op, so Qi et al.'s formula does not "
+        "hold (it gives 0 s); the last stage starts (p − 1)t_F = 4 s late: expected 4 s over the ideal 30 s, 0.1333, "
+        f"got {result!r:.80}"
     )
 
 
