@@ -244,6 +244,11 @@ def test_q1_public(moe_all_to_all_bytes):
         "Mixtral 8x7B (h = 4096, k = 2), 4096 tokens a rank, e = 8, bf16: expected 234,881,024 B (4 all-to-alls of "
         f"4096 × 2 × 4096 × 2 B, 7/8 of each leaving the rank), got {result!r:.80}"
     )
+    result, called = calling(moe_all_to_all_bytes, 4096, 2, 4096, 8, 1, forbidden=forbidden, files=files)
+    got = number(result)
+    assert not called and got is not None and abs(got - 117_440_512) <= 1e-9 * 117_440_512, (
+        f"the same in FP8 (bytes_per_element = 1): expected 117,440,512 B, half of it, got {result!r:.80}"
+    )
 
 
 test_q1_public(moe_all_to_all_bytes)
@@ -347,6 +352,10 @@ def test_q2_public(longest_fitting_seq_len):
     )
     alone = longest_fitting_seq_len(parallelism.MIXTRAL_8X7B, plan.replace(context_parallel=1), lengths, 80e9)
     assert number(alone) == 4096, f"the same plan with c = 1: expected 4096 tokens, got {alone!r:.80}"
+    longest_first = longest_fitting_seq_len(parallelism.MIXTRAL_8X7B, plan, lengths[::-1], 80e9)
+    assert number(longest_first) == 32768, (
+        f"the same lengths, longest first (seq_lens need not be sorted): expected 32768 tokens, got {longest_first!r:.80}"
+    )
 
 
 test_q2_public(longest_fitting_seq_len)
@@ -553,6 +562,13 @@ def test_q4_public(expert_layer_times):
     assert all(got is not None and abs(got - want) <= 1e-9 * want for got, want in zip(gots, wants, strict=True)), (
         "Mixtral 8x7B, 4096 tokens a rank, e = 8 on 8 DGX H100 nodes: expected (657 µs in one node, 4.74 ms "
         f"across nodes, 17.5 ms of experts' compute), got {result!r:.120}"
+    )
+    cluster = dataclasses.replace(hardware.DGX_H100, nodes=4, name="4 × DGX H100")
+    result = expert_layer_times(parallelism.MIXTRAL_8X7B, cluster, 4, 4096)
+    across = number(result[1]) if isinstance(result, (tuple, list)) and len(result) == 3 else None
+    assert across is not None and abs(across - 0.00406573184) <= 1e-9 * 0.00406573184, (
+        "e = 4 on 4 DGX H100 nodes, one rank per node (8 GPUs apart, not e = 4 apart): expected 4.07 ms across nodes, "
+        f"got {result!r:.120}"
     )
 
 
