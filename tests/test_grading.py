@@ -5,7 +5,9 @@
   without otter's own test run: the graded submissions below check the masters' solutions).
 - Every plausible wrong answer in WRONG (each lab's labs/NN_name/wrong_answers.py) is run against the autograder's
   tests in this process, with otter's own test-file runner: it must fail its question and leave every other question
-  at full marks. The tests run there as the zip holds them, with the helpers tools/assignments.py wrote into each.
+  at full marks, and fail a public test of its question unless the lab's HIDDEN_ONLY says why none can. The tests
+  run there as the zip holds them, with the helpers tools/assignments.py wrote into each.
+- The student versions' skeletons state no formula their question's prompt does not.
 - One batch of synthetic submissions, made from the student versions, is graded end to end by tools/grade.py
   (`otter run` in a bubblewrap sandbox per notebook, two at a time). Honest ones: full marks, zero for the untouched
   student versions, exactly the wrong questions' points lost (questions 1 and 3 of each lab), a raising cell,
