@@ -463,6 +463,13 @@ def test_q3_public(zb_h1_bubble_fraction):
         "hold (it gives 0 s); the last stage starts (p − 1)t_F = 4 s late: expected 4 s over the ideal 30 s, 0.1333, "
         f"got {result!r:.80}"
     )
+    result, called = calling(zb_h1_bubble_fraction, 6, 12, 1.0, 2.0, 1.5, forbidden=forbidden, files=files)
+    got = number(result)
+    assert not called and got is not None and abs(got - 10 / 54) <= 1e-9, (
+        "p = 6, m = 12, t_F = 1 s, t_B = 2 s, t_W = 1.5 s: W outlasts F, so the first stage's wait for the first "
+        "gradient, (p − 1)t_B = 10 s, is what is left (Qi et al.'s formula gives 7.5 s): expected 10 s over the ideal "
+        f"54 s, 0.1852, got {result!r:.80}"
+    )
 
 
 test_q3_public(zb_h1_bubble_fraction)
