@@ -456,20 +456,25 @@ def test_q3_public(zb_h1_bubble_fraction):
         "p = 4, m = 8, t_F = t_B = t_W = 1 s: expected 0.125 ((p − 1)(t_F + t_B − t_W) = 3 s over the ideal 24 s; "
         f"1F1B's is 0.375), got {result!r:.80}"
     )
-    result, called = calling(zb_h1_bubble_fraction, 5, 10, 1.0, 0.5, 1.5, forbidden=forbidden, files=files)
-    got = number(result)
-    assert not called and got is not None and abs(got - 0.4 / 3) <= 1e-9, (
-        "p = 5, m = 10, t_F = 1 s, t_B = 0.5 s, t_W = 1.5 s: W is not the shortest op, so Qi et al.'s formula does not "
-        "hold (it gives 0 s); the last stage starts (p − 1)t_F = 4 s late: expected 4 s over the ideal 30 s, 0.1333, "
-        f"got {result!r:.80}"
-    )
-    result, called = calling(zb_h1_bubble_fraction, 6, 12, 1.0, 2.0, 1.5, forbidden=forbidden, files=files)
-    got = number(result)
-    assert not called and got is not None and abs(got - 10 / 54) <= 1e-9, (
-        "p = 6, m = 12, t_F = 1 s, t_B = 2 s, t_W = 1.5 s: W outlasts F, so the first stage's wait for the first "
-        "gradient, (p − 1)t_B = 10 s, is what is left (Qi et al.'s formula gives 7.5 s): expected 10 s over the ideal "
-        f"54 s, 0.1852, got {result!r:.80}"
-    )
+    outside = [  # W is not the shortest op, so Qi et al.'s formula does not hold
+        (
+            (5, 10, 1.0, 0.5, 1.5),
+            4 / 30,
+            "the formula gives 0 s; the last stage starts (p − 1)t_F = 4 s late: 4 s over the ideal 30 s, 0.1333",
+        ),
+        (
+            (6, 12, 1.0, 2.0, 1.5),
+            10 / 54,
+            "the formula gives 7.5 s; the first stage waits (p − 1)t_B = 10 s for the first gradient: 10 s over the "
+            "ideal 54 s, 0.1852",
+        ),
+    ]
+    for case, want, why in outside:
+        result, called = calling(zb_h1_bubble_fraction, *case, forbidden=forbidden, files=files)
+        got = number(result)
+        assert not called and got is not None and abs(got - want) <= 1e-9, (
+            f"zb_h1_bubble_fraction{case}: W is not the shortest op; {why}; got {result!r:.80}"
+        )
 
 
 test_q3_public(zb_h1_bubble_fraction)
