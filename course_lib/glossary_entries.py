@@ -273,7 +273,8 @@ ENTRIES: tuple[Entry, ...] = (
         "zb-h1",
         "term",
         "Qi et al.'s zero-bubble pipeline schedules: with the B/W split, ZB-H1 cuts 1F1B's bubble to (p − "
-        "1)(t_F + t_B − t_W) at 1F1B's first-stage memory; ZB-H2 removes it, holding 2p − 1 micro-batches.",
+        "1)(t_F + t_B − t_W) while W is the shortest op, in general (p − 1)·max(t_F, t_B, t_F + t_B − t_W), at "
+        "1F1B's first-stage memory; ZB-H2 removes it, holding 2p − 1 micro-batches.",
         "06_sequences_and_experts.ipynb",
         (r"ZB-H[12]",),
         source="Qi et al. 2024, Zero Bubble Pipeline Parallelism, ICLR 2024, arXiv:2401.10241, §2",

@@ -126,7 +126,19 @@ from course_lib.widgets import quiz
 #
 # **Zero-bubble bubbles.** With $t_F$, $t_B$ and $t_W$ the times of F, B and W of one micro-batch on one stage, Qi
 # et al. give the bubble of 1F1B as $(p-1)(t_F + t_B + t_W)$, of ZB-H1 as $(p-1)(t_F + t_B - t_W)$ and of ZB-H2 as
-# $(p-1)(t_F + t_B - 2t_W)$, zero when the three are equal. The price is memory: ZB-H1's first stage holds $p$
+# $(p-1)(t_F + t_B - 2t_W)$, zero when the three are equal. Their analysis takes W as the shortest of the three, as in
+# a transformer (their Table 1: $t_W < t_F < t_B$), and ZB-H1's formula holds only while $t_W \le t_F$ and
+# $t_W \le t_B$. Where it comes from shows what happens outside that range. In ZB-H1 the first stage idles twice:
+# after its warm-up forwards it waits for the first micro-batch's gradient to come back through the $p - 1$ stages
+# after it, $(p-1)t_B$; and in the cool-down, with no forward left, it waits for each of the last $p - 1$ gradients
+# while the next stage still runs a forward, $t_F - t_W$ each time, where its own W fills the rest (nothing when
+# $t_W \ge t_F$). The last stage starts $(p-1)t_F$ after the first and never idles after, so the step, which ends
+# when every stage has ended, is never shorter than that. In general
+#
+# $$\text{bubble}_\text{ZB-H1} = (p-1)\max(t_F,\ t_B,\ t_F + t_B - t_W),$$
+#
+# Qi et al.'s formula where W is the shortest op, $(p-1)t_B$ or $(p-1)t_F$ where it is not (Step 5 checks it
+# against the simulation; `parallelism.pipeline_bubble_time` computes it). The price is memory: ZB-H1's first stage holds $p$
 # micro-batches as 1F1B does, and each later stage holds, besides, one micro-batch waiting for its W for every stage
 # before it, each with only what W reads, the inputs of its linear layers and the gradients of their outputs
 # ($M_W$, $32sbh$ per layer for GPT against $M_B = sb(34h + 5as)$, Qi et al.'s Table 1); ZB-H2's first stage holds
@@ -447,8 +459,8 @@ for factor in (None, 1.25, 1.5):
 # ### Step 5 · Zero-bubble pipelines
 #
 # `pipeline.pipeline_schedule(p, m, schedule)` simulates a step; with `"zb-h1"` and `"zb-h2"` it runs the backward
-# as B and W. Four stages, eight micro-batches, $t_F = t_B = t_W$ (the defaults: $t_f$ one second, $t_b$ two split in
-# half), beside the paper's formulas (`parallelism.pipeline_bubble_time`; `optimizer_sync=False` drops the step's final
+# as B and W. Four stages, eight micro-batches, $t_F = t_B = t_W$ (the defaults: $t_F$ one second, the whole backward
+# two, split in half), beside the paper's formulas (`parallelism.pipeline_bubble_time`; `optimizer_sync=False` drops the step's final
 # synchronisation, as Qi et al. do):
 
 # %%
@@ -489,6 +501,30 @@ print(
 # what W reads, the inputs of the linear layers and the gradients of their outputs, 28.1 % of its activations for
 # GPT-3 175B's layer (`parallelism.weight_gradient_bytes_per_token_per_layer`, Qi et al.'s $M_W = 32sbh$), so ZB-H1's
 # last stage holds 1.84 micro-batches' worth where 1F1B's holds 1. The figure below shows where the W passes go.
+#
+# Qi et al.'s ZB-H1 formula holds while W is the shortest op. The same pipeline with other op times, simulated, beside
+# their formula and the general form $(p-1)\max(t_F,\ t_B,\ t_F + t_B - t_W)$ (`parallelism.pipeline_bubble_time`):
+
+# %%
+print(f"{'t_F':>5} {'t_B':>5} {'t_W':>5} {'simulated':>10} {'(p-1)(t_F+t_B-t_W)':>19} {'general form':>13}")
+for forward_s, input_grad_s, weight_grad_s in ((1.0, 1.5, 0.5), (1.0, 2.0, 1.5), (2.0, 1.0, 1.5), (1.0, 0.5, 2.0)):
+    # t_F, t_B, t_W; the simulator takes the whole backward, B + W, and W's share of it
+    times = dict(
+        forward_time_s=forward_s, backward_time_s=input_grad_s + weight_grad_s, backward_weight_time_s=weight_grad_s
+    )
+    simulated = pipeline.pipeline_schedule(STAGES, MICROBATCHES, "zb-h1", **times).bubble_s
+    general = parallelism.pipeline_bubble_time(STAGES, MICROBATCHES, "zb-h1", **times)
+    qi = (STAGES - 1) * (forward_s + input_grad_s - weight_grad_s)  # Qi et al.'s formula, outside its range too
+    print(
+        f"{units.format_time(forward_s):>5} {units.format_time(input_grad_s):>5} {units.format_time(weight_grad_s):>5}"
+        f" {units.format_time(simulated):>10} {qi:>17g} s {units.format_time(general):>13}"
+    )
+
+# %% [markdown]
+# With W the shortest (first row) the three agree, 6 s. With $t_W > t_F$ (second row) W fills the cool-down's waits
+# and only the first stage's wait for the first gradient is left, $(p-1)t_B$ = 6 s where the formula says 4.5 s; with
+# $t_B < t_W \le t_F$ (third row) the last stage's late start, $(p-1)t_F$ = 6 s, sets the step; and with W the
+# longest and B the shortest (last row) the formula even turns negative while the late start keeps 3 s.
 #
 # ### Step 6 · FP8
 #
@@ -627,7 +663,8 @@ quiz.MultipleChoice(
 #   \cdot 2$ bytes a call, $(e - 1)/e$ of it sent; inside a node it is a few times faster than across nodes, so keep
 #   the expert group in a node unless the router limits the nodes a token visits and the dispatch sends it once per
 #   node. Routing is dropless by default; a capacity factor bounds load imbalance, and the slowest rank pays it.
-# - ZB-H1 cuts 1F1B's bubble to $(p-1)(t_F+t_B-t_W)$ with the same first-stage memory (later stages keep W's inputs
+# - ZB-H1 cuts 1F1B's bubble to $(p-1)(t_F+t_B-t_W)$ while W is the shortest op, in general to
+#   $(p-1)\max(t_F,\ t_B,\ t_F + t_B - t_W)$, with the same first-stage memory (later stages keep W's inputs
 #   besides); ZB-H2 removes it for $2p - 1$ micro-batches of activations.
 # - FP8 doubles the peak of the linear layers, not of the whole step, and halves the bytes of what it stores and
 #   gathers in 1 byte, sequence parallelism's all-gathers included.
@@ -649,7 +686,7 @@ quiz.MultipleChoice(
 #    context_parallel=2))` is 77.6 GB at 262,144 and 128 GB at 524,288. Two ranks of $t = 4$ hold each sequence as
 #    one rank of $t = 8$ did, but the weights are split 4 ways, not 8.
 # 2. $32768 \cdot 4 \cdot 6144 \cdot 2$ = 1.61 GB of payload, of which $7/8$, 1.41 GB, leaves the rank.
-# 3. ZB-H1: $(p-1)(t_F + t_B - t_W)$ = 6 s; 1F1B: $(p-1)(t_F + t_b)$ = 9 s
+# 3. ZB-H1: W is the shortest op, so $(p-1)(t_F + t_B - t_W)$ = 6 s; 1F1B: $(p-1)(t_F + t_B + t_W)$ = 9 s
 #    (`pipeline.pipeline_schedule(4, 8, "zb-h1", backward_time_s=2.0, backward_weight_time_s=0.5).bubble_s`).
 #
 # </details>

@@ -279,6 +279,29 @@ def test_zero_bubble_simulation_equals_its_formulas():
     assert cases == 504
 
 
+def test_zb_h1_bubble_is_the_first_stages_waits_or_the_last_stages_late_start():
+    # Lesson 06's account of ZB-H1's bubble, (p − 1)·max(t_F, t_B, t_F + t_B − t_W): the first stage idles once for
+    # the first gradient, (p − 1)t_B after its warm-up, then p − 1 times t_F − t_W in the cool-down (when t_W < t_F);
+    # the last stage starts (p − 1)t_F late and never idles; the step ends when the later of the two ends.
+    cases = 0
+    for schedule, p, m, t_f, t_b, t_w in _zero_bubble_grid():
+        if schedule != "zb-h1" or p == 1:
+            continue
+        timeline = pipeline_schedule(p, m, schedule, 1, t_f, t_b + t_w, backward_weight_time_s=t_w)
+        first, last = (
+            sorted((op for op in timeline.ops if op.stage == s), key=lambda op: op.start_s) for s in (0, p - 1)
+        )
+        waits = [
+            after.start_s - before.end_s for before, after in itertools.pairwise(first) if after.start_s > before.end_s
+        ]
+        assert waits == [(p - 1) * t_b] + [t_f - t_w] * (p - 1 if t_w < t_f else 0), (p, m, t_f, t_b, t_w)
+        assert last[0].start_s == (p - 1) * t_f and all(a.end_s == b.start_s for a, b in itertools.pairwise(last))
+        assert timeline.total_s == max(first[-1].end_s, last[-1].end_s)
+        assert timeline.bubble_s == (p - 1) * max(t_f, t_b, t_f + t_b - t_w)
+        cases += 1
+    assert cases == 6 * 3 * 12
+
+
 def test_zero_bubble_table_2():
     # Qi et al. 2024 Table 2, for T_W ≤ T_F (as in their Table 1, T_W < T_F < T_B): bubble (p − 1)(T_F + T_B + T_W)
     # for 1F1B, (p − 1)(T_F + T_B − T_W) for ZB-H1, (p − 1)(T_F + T_B − 2T_W) for ZB-H2 (the last without the

@@ -405,6 +405,12 @@ def test_q3_the_row(busbw_bytes_per_s):
     got = number(result)
     assert got is not None, f"return bytes per second as a number, got {result!r:.80}"
     assert abs(got - 327.29e9) <= 1e-4 * 327.29e9, f"the row above: expected 327.29 GB/s, got {got / 1e9:.6g} GB/s"
+    result, called = calling(busbw_bytes_per_s, "all_gather", 8, 1e9, 10e-3, forbidden=forbidden, files=files)
+    got = number(result)
+    assert not called and got is not None and abs(got - 87.5e9) <= 1e-6 * 87.5e9, (
+        f"an all-gather of 1 GB on 8 ranks in 10 ms: algbw 100 GB/s, busbw 87.5 GB/s (its own factor, not the "
+        f"all-reduce's), got {result!r:.80}"
+    )
 
 
 test_q3_the_row(busbw_bytes_per_s)
@@ -459,13 +465,16 @@ test_q3_other_collectives(busbw_bytes_per_s)
 # $\alpha$ = `latency_s`. `link` is any link of `hardware` whose figure is per GPU or per node (not TPU ICI's per-link
 # ones). Work out $B$ from the link's fields yourself, without calling `Link.one_way_bytes_per_s_per_device` or a
 # `Cluster`'s bandwidth properties, then time the ring with course_lib's reference `collectives.ring_allreduce_time`
-# (so that a slip in question 1 does not carry over here). Check it on two all-reduces of 2 GB of gradients:
+# (so that a slip in question 1 does not carry over here). Check it on four all-reduces of 2 GB of gradients:
 #
 # 1. over the 8 H100 GPUs of one DGX H100 node, on `hardware.NVLINK4`, whose datasheet figure is 900 GB/s per GPU,
 #    counted in both directions; $\alpha$ = 1 µs;
 # 2. over 16 GPUs, one in each of 16 DGX H100 nodes, the ring running through `hardware.INFINIBAND_NDR_8X`: each of
 #    a node's 8 GPUs has its own 400 Gb/s adapter (a one-way figure, in bits per second), and the preset records
-#    the node's eight together; $\alpha$ = 5 µs.
+#    the node's eight together; $\alpha$ = 5 µs;
+# 3. over 4 H100 GPUs of one node, on `hardware.NVLINK4_MEASURED`, a measured one-way bus bandwidth; $\alpha$ = 1 µs;
+# 4. over 8 GPUs, one in each of 8 nodes of 4 GPUs, on an InfiniBand HDR network of 4 × 200 Gb/s per node (the
+#    `hardware.INFINIBAND_HDR_8X` preset with its figure halved); $\alpha$ = 5 µs.
 #
 # The hidden tests use other links of `hardware` (other NVLink generations, other networks) and other rings.
 
@@ -495,6 +504,8 @@ def ring_allreduce_over_link_s(ranks, payload_bytes, link, devices_per_node, lat
 
 # %%
 def test_q4_dgx_h100(ring_allreduce_over_link_s):
+    import dataclasses
+
     from course_lib import hardware
 
     assert callable(ring_allreduce_over_link_s), "define the function ring_allreduce_over_link_s"
@@ -511,6 +522,9 @@ def test_q4_dgx_h100(ring_allreduce_over_link_s):
     def ring(ranks, gb_per_s, latency_s):
         return 2 * (ranks - 1) * latency_s + 2 * (ranks - 1) / ranks * 2e9 / (gb_per_s * 1e9)
 
+    hdr_4x = dataclasses.replace(
+        hardware.INFINIBAND_HDR_8X, name="InfiniBand HDR, 4 × 200 Gb/s per node", bandwidth_bytes_per_s=100e9
+    )
     cases = [  # (the ring, its arguments, the expected time, {the B of a slip in GB/s: what the slip is})
         (
             "8 GPUs of a DGX H100 on NVLINK4",
@@ -535,6 +549,24 @@ def test_q4_dgx_h100(ring_allreduce_over_link_s):
                 6.25: "that is 50 GB/s divided by 8 again: bandwidth_bytes_per_s is already in bytes per second "
                 "(8 × 400 Gb/s = 400 GB/s for the node)",
                 25: "that is 50 GB/s halved: INFINIBAND_NDR_8X's figure is one-way already (direction 'one-way')",
+            },
+        ),
+        (
+            "4 GPUs of a DGX H100 on NVLINK4_MEASURED",
+            (4, 2e9, hardware.NVLINK4_MEASURED, 8, 1e-6),
+            8.114108108108108e-3,  # 6·1 µs + 1.5 · 2 GB / 370 GB/s (a measured one-way figure, as is)
+            {
+                185: "that is 370 GB/s halved: NVLINK4_MEASURED's figure is one-way (direction 'one-way'); halve a "
+                "two-way figure, whatever the link's family",
+            },
+        ),
+        (
+            "8 GPUs, one per node of 4 GPUs, on 4 × 200 Gb/s of InfiniBand HDR per node",
+            (8, 2e9, hdr_4x, 4, 5e-6),
+            0.14007,  # 14·5 µs + 1.75 · 2 GB / 25 GB/s (the node's 100 GB/s shared by its 4 GPUs)
+            {
+                12.5: "that is 100 GB/s divided by 8: a per-node figure is shared by the node's devices_per_node GPUs, "
+                "here 4",
             },
         ),
     ]

@@ -12,6 +12,7 @@ CHECKED = {
     "1 µs": "question 4's given NVLink α, not a result",
     "900 GB/s": "the DGX H100 datasheet's NVLink 4, hardware.NVLINK4: check()",
     "400 Gb/s": "the DGX H100 datasheet's ConnectX-7, hardware.INFINIBAND_NDR_8X: check()",
+    "200 Gb/s": "question 4's HDR adapters, half of hardware.INFINIBAND_HDR_8X's eight: check()",
     "3.5 MB": "explore 1",
     "140 µs": "explore 1",
     "3.9 ms": "explore 2",
@@ -47,6 +48,7 @@ def check():
 
     assert hardware.NVLINK4.bandwidth_bytes_per_s == 900e9 and hardware.NVLINK4.direction == "two-way"
     assert hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s == 8 * 400 * units.GBIT  # 8 adapters of 400 Gb/s
+    assert hardware.INFINIBAND_HDR_8X.bandwidth_bytes_per_s == 8 * 200 * units.GBIT  # 8 adapters of 200 Gb/s
     # 1: the payload where the two terms are equal
     equal = run(payload_bytes=2 * units.MB)
     assert ms(equal, "latency_term_s") == ms(equal, "bandwidth_term_s") == "70 µs"

@@ -102,7 +102,7 @@ lab
 #    backward, so stage 1 holds the activations of 8 micro-batches; 1F1B starts the backward passes as soon as it
 #    can and holds 4. 1F1B does not make the pipeline faster; it makes it cheaper in memory.
 # 3. $v = 2$ halves the bubble to 18.8 % (step 28.5 $t_f$) and $v = 4$ quarters it to 9.38 % (26.25 $t_f$): each
-#    chunk op is $v$ times shorter, so filling the pipeline is too. Stage 0 then holds 5.5 and 4.75 micro-batches of
+#    chunk op is $v$ times shorter, so filling the pipeline is too. Stage 1 then holds 5.5 and 4.75 micro-batches of
 #    activations instead of 4, and every micro-batch crosses the stage boundaries $v$ times. The interleaved
 #    schedule sends micro-batches through the chunks in groups of $p$, so $m$ must be a multiple of $p = 4$.
 # 4. 175 %: the devices idle 21 $t_f$ for 12 $t_f$ of work each, and the bubble takes 63.6 % of the 33 $t_f$ step.
@@ -267,7 +267,7 @@ test_q1_other_pipelines(bubble_fraction)
 
 # %%
 def microbatches_for_bubble(stages, max_bubble, virtual_stages=1):
-    """Smallest m with (p − 1)/(v·m) <= max_bubble (a multiple of p when v > 1)."""
+    """The fewest micro-batches whose bubble is at most max_bubble (a multiple of p when v > 1)."""
     # BEGIN SOLUTION
     step = stages if virtual_stages > 1 else 1  # interleaving needs m to be a multiple of p
     microbatches = step
@@ -349,7 +349,7 @@ test_q2_other_budgets(microbatches_for_bubble)
 
 # %%
 def step_time_s(stages, microbatches, forward_time_s, backward_time_s):
-    """Seconds of one 1F1B step: the ideal m·(t_f + t_b) plus the bubble (p − 1)·(t_f + t_b)."""
+    """Seconds of one optimizer step of a 1F1B pipeline, communication free."""
     # BEGIN SOLUTION
     return (microbatches + stages - 1) * (forward_time_s + backward_time_s)
     # END SOLUTION

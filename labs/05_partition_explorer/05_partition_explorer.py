@@ -252,6 +252,31 @@ def test_q1_public(transfers_per_axis):
     assert abs(payload - 6291456) <= 1 and calls == 128, (
         f"pipeline: 6.29 MB (b·s·h/t in 16 bit), 64 sends forward and 64 backward = 128, got {result['pipeline']!r:.60}"
     )
+    # Full recomputation runs each layer's forward again in the backward pass, its two all-reduces with it.
+    plan = parallelism.ParallelPlan(tensor_parallel=4, pipeline_parallel=16, grad_accum_steps=32, recompute="full")
+    calls = transfers_per_axis(parallelism.GPT3_175B, plan)["tensor"][1]
+    assert calls == 1152, (
+        "t = 4, p = 16, m = 32, full recomputation: (2 forward + 2 again in the recomputation + 2 backward) "
+        f"all-reduces × 6 layers × 32 micro-batches = 1152 tensor calls, got {calls!r:.40}"
+    )
+    # With v virtual stages a micro-batch crosses each device's boundaries v times each way.
+    plan = parallelism.ParallelPlan(
+        tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, schedule="interleaved", virtual_stages=2
+    )
+    calls = transfers_per_axis(parallelism.GPT3_175B, plan)["pipeline"][1]
+    assert calls == 256, (
+        f"p = 8, m = 64, v = 2 (interleaved): 2 directions × 64 micro-batches × 2 chunks = 256 pipeline calls, "
+        f"got {calls!r:.40}"
+    )
+    # Sequence parallelism: each all-reduce becomes a reduce-scatter and an all-gather, two calls.
+    plan = parallelism.ParallelPlan(
+        tensor_parallel=8, pipeline_parallel=8, grad_accum_steps=64, recompute="selective", sequence_parallel=True
+    )
+    calls = transfers_per_axis(parallelism.GPT3_175B, plan)["tensor"][1]
+    assert calls == 6144, (
+        "t = 8, p = 8, m = 64 with sequence parallelism: 4 all-reduces, each a reduce-scatter and an all-gather, "
+        f"× 12 layers × 64 micro-batches = 6144 tensor calls, got {calls!r:.40}"
+    )
 
 
 test_q1_public(transfers_per_axis)
@@ -365,6 +390,9 @@ def test_q2_public(tensor_group_leaves_node):
     assert callable(tensor_group_leaves_node), "define the function tensor_group_leaves_node"
     assert tensor_group_leaves_node(8, 4, 8, True) is False, "t = 8 adjacent ranks on 8-GPU nodes: one node (False)"
     assert tensor_group_leaves_node(16, 4, 8, True) is True, "t = 16 adjacent ranks on 8-GPU nodes: two nodes (True)"
+    assert tensor_group_leaves_node(4, 4, 8, False) is True, (
+        "t = 4 with the data-parallel ranks adjacent (d = 4) on 8-GPU nodes: ranks 0, 4, 8, 12, on two nodes (True)"
+    )
 
 
 test_q2_public(tensor_group_leaves_node)
@@ -460,6 +488,12 @@ def test_q3_public(exposed_reduce_scatter_s):
     assert isinstance(got, (int, float)) and not isinstance(got, bool) and abs(got - 0.19632) < 1e-3, (
         f"GPT-3 175B, d = 8, t = 8, p = 2 on 16 H100 nodes: a 382 ms reduce-scatter, of which the last micro-batch's "
         f"186 ms backward pass hides 186 ms, leaves 196 ms exposed (in seconds: 0.196), got {got!r:.40}"
+    )
+    plan = parallelism.ParallelPlan(data_parallel=16, tensor_parallel=8, zero_stage=1, grad_accum_steps=8)
+    got = exposed_reduce_scatter_s(parallelism.LLAMA3_70B, plan, replace(hardware.DGX_H100, nodes=16))
+    assert got == 0, (
+        f"Llama 3 70B, d = 16, t = 8 on 16 H100 nodes: the last micro-batch's 631 ms backward pass hides all of the "
+        f"331 ms reduce-scatter: expected 0, got {got!r:.40}"
     )
 
 
@@ -590,6 +624,12 @@ def test_q4_public(critical_path_communication_s):
     assert math.isclose(got, 1.3476731699200002, rel_tol=1e-9), (
         f"GPT-3 175B, t = 8, p = 8 on 8 A100 nodes: 2 × 657 ms of tensor parallel + 2 × 16.7 ms of pipeline sends "
         f"= 1.35 s, got {got!r:.40}"
+    )
+    plan = plan.replace(data_parallel=4)
+    got = critical_path_communication_s(parallelism.GPT3_175B, plan, replace(hardware.DGX_A100, nodes=32))
+    assert math.isclose(got, 1.5114307033600003, rel_tol=1e-9), (
+        f"the same with d = 4 on 32 A100 nodes: 1.35 s as before + the ZeRO-1 all-gather of the updated parameters, "
+        f"164 ms = 1.51 s, got {got!r:.40}"
     )
 
 

@@ -244,6 +244,11 @@ def test_q1_public(moe_all_to_all_bytes):
         "Mixtral 8x7B (h = 4096, k = 2), 4096 tokens a rank, e = 8, bf16: expected 234,881,024 B (4 all-to-alls of "
         f"4096 × 2 × 4096 × 2 B, 7/8 of each leaving the rank), got {result!r:.80}"
     )
+    result, called = calling(moe_all_to_all_bytes, 4096, 2, 4096, 8, 1, forbidden=forbidden, files=files)
+    got = number(result)
+    assert not called and got is not None and abs(got - 117_440_512) <= 1e-9 * 117_440_512, (
+        f"the same in FP8 (bytes_per_element = 1): expected 117,440,512 B, half of it, got {result!r:.80}"
+    )
 
 
 test_q1_public(moe_all_to_all_bytes)
@@ -347,6 +352,10 @@ def test_q2_public(longest_fitting_seq_len):
     )
     alone = longest_fitting_seq_len(parallelism.MIXTRAL_8X7B, plan.replace(context_parallel=1), lengths, 80e9)
     assert number(alone) == 4096, f"the same plan with c = 1: expected 4096 tokens, got {alone!r:.80}"
+    longest_first = longest_fitting_seq_len(parallelism.MIXTRAL_8X7B, plan, lengths[::-1], 80e9)
+    assert number(longest_first) == 32768, (
+        f"the same lengths, longest first (seq_lens need not be sorted): expected 32768 tokens, got {longest_first!r:.80}"
+    )
 
 
 test_q2_public(longest_fitting_seq_len)
@@ -406,8 +415,9 @@ test_q2_other_plans(longest_fitting_seq_len)
 # (`backward_input_time_s`, $t_B$) and the weight gradient W (`backward_weight_time_s`, $t_W$). Write
 # `zb_h1_bubble_fraction(stages, microbatches, forward_time_s, backward_input_time_s, backward_weight_time_s)`: the
 # bubble as a share of the ideal step $m(t_F + t_B + t_W)$, as the course's simulator measures it (the step ends
-# when every stage has ended). Simulate it with `pipeline.pipeline_schedule` or use Qi et al.'s formula; either way
-# it must equal the simulation for every input, also where $t_W > t_F$. Do not call
+# when every stage has ended). Simulate it with `pipeline.pipeline_schedule` or use the general form lesson 06 gives
+# (Step 5: Qi et al.'s formula holds only while W is the shortest op); either way it must equal the simulation for
+# every input, also where $t_W > t_F$. Do not call
 # `parallelism.pipeline_bubble_time` or `parallelism.pipeline_schedule_report`. Compare your result with 1F1B's
 # $(p-1)/m$ for the same $p$ and $m$.
 
@@ -446,6 +456,25 @@ def test_q3_public(zb_h1_bubble_fraction):
         "p = 4, m = 8, t_F = t_B = t_W = 1 s: expected 0.125 ((p − 1)(t_F + t_B − t_W) = 3 s over the ideal 24 s; "
         f"1F1B's is 0.375), got {result!r:.80}"
     )
+    outside = [  # W is not the shortest op, so Qi et al.'s formula does not hold
+        (
+            (5, 10, 1.0, 0.5, 1.5),
+            4 / 30,
+            "the formula gives 0 s; the last stage starts (p − 1)t_F = 4 s late: 4 s over the ideal 30 s, 0.1333",
+        ),
+        (
+            (6, 12, 1.0, 2.0, 1.5),
+            10 / 54,
+            "the formula gives 7.5 s; the first stage waits (p − 1)t_B = 10 s for the first gradient: 10 s over the "
+            "ideal 54 s, 0.1852",
+        ),
+    ]
+    for case, want, why in outside:
+        result, called = calling(zb_h1_bubble_fraction, *case, forbidden=forbidden, files=files)
+        got = number(result)
+        assert not called and got is not None and abs(got - want) <= 1e-9, (
+            f"zb_h1_bubble_fraction{case}: W is not the shortest op; {why}; got {result!r:.80}"
+        )
 
 
 test_q3_public(zb_h1_bubble_fraction)
@@ -545,6 +574,13 @@ def test_q4_public(expert_layer_times):
     assert all(got is not None and abs(got - want) <= 1e-9 * want for got, want in zip(gots, wants, strict=True)), (
         "Mixtral 8x7B, 4096 tokens a rank, e = 8 on 8 DGX H100 nodes: expected (657 µs in one node, 4.74 ms "
         f"across nodes, 17.5 ms of experts' compute), got {result!r:.120}"
+    )
+    cluster = dataclasses.replace(hardware.DGX_H100, nodes=4, name="4 × DGX H100")
+    result = expert_layer_times(parallelism.MIXTRAL_8X7B, cluster, 4, 4096)
+    across = number(result[1]) if isinstance(result, (tuple, list)) and len(result) == 3 else None
+    assert across is not None and abs(across - 0.00406573184) <= 1e-9 * 0.00406573184, (
+        "e = 4 on 4 DGX H100 nodes, one rank per node (8 GPUs apart, not e = 4 apart): expected 4.07 ms across nodes, "
+        f"got {result!r:.120}"
     )
 
 

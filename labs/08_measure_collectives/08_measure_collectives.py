@@ -185,6 +185,15 @@ def test_q1_recorded_run(fit_ring_alpha_beta):
     assert math.isclose(got[1], want.bandwidth_bytes_per_s, rel_tol=1e-4), (
         f"B: expected {want.bandwidth_bytes_per_s:.4g} B/s, got {got[1]!r}"
     )
+    # 4 ranks, times made exactly by 2(p − 1)α + 2(p − 1)/p · S/B with α = 5 µs and B = 10 GB/s
+    sizes = [1e3, 1e5, 1e7, 1e9]
+    times = [6 * 5e-6 + 1.5 * size / 10e9 for size in sizes]
+    got = fit_ring_alpha_beta(4, sizes, times)
+    assert isinstance(got, tuple) and len(got) == 2, f"return (latency_s, bandwidth_bytes_per_s), got {got!r}"
+    assert math.isclose(got[0], 5e-6, rel_tol=1e-6) and math.isclose(got[1], 10e9, rel_tol=1e-6), (
+        f"4 ranks, times of α = 5 µs and B = 10 GB/s exactly (Q = 2(p − 1)/p · S, 1.5 S at p = 4): expected "
+        f"(5e-06, 1e+10), got {got!r}"
+    )
 
 
 test_q1_recorded_run(fit_ring_alpha_beta)
@@ -277,6 +286,11 @@ def test_q2_h100_row(busbw_bytes_per_s):
     got, used = calling(busbw_bytes_per_s, "all_reduce", 8, 1073741824, 4253.0e-6, forbidden=forbidden, files=files)
     assert not used, f"derive the factor yourself instead of calling {', '.join(sorted(used))}"
     assert math.isclose(got, 441.81e9, rel_tol=1e-3), f"expected 441.81 GB/s (the log's busbw), got {got!r} B/s"
+    got = busbw_bytes_per_s("reduce_scatter", 8, 1e9, 10e-3)
+    assert math.isclose(got, 87.5e9, rel_tol=1e-6), (
+        f"a reduce-scatter of 1 GB on 8 ranks in 10 ms: algbw 100 GB/s, busbw 87.5 GB/s (its own factor (n − 1)/n, "
+        f"not the all-reduce's), got {got!r} B/s"
+    )
 
 
 test_q2_h100_row(busbw_bytes_per_s)
@@ -365,6 +379,12 @@ def test_q3_recorded_rows(fastest_algorithm):
     assert callable(fastest_algorithm), "define the function fastest_algorithm"
     got = fastest_algorithm(rows, 32768)
     assert got == "ring", f"at 32768 B the lowest median is ring's (22.05 µs), got {got!r}"
+    rows += [  # made up: ring has the lower median and the worse tail
+        {"algorithm": "ring", "size_bytes": 1024, "median_s": 10e-6, "p10_s": 9e-6, "p90_s": 30e-6},
+        {"algorithm": "recursive_doubling", "size_bytes": 1024, "median_s": 12e-6, "p10_s": 11e-6, "p90_s": 13e-6},
+    ]
+    got = fastest_algorithm(rows, 1024)
+    assert got == "ring", f"at 1024 B ring's median, 10 µs, is the lowest (whatever its p90), got {got!r}"
 
 
 test_q3_recorded_rows(fastest_algorithm)
@@ -444,6 +464,12 @@ def test_q4_two_ranks(exposed_communication_s):
     compute = [[0.053, 0.050], [0.054, 0.053], [0.052, 0.051]]
     got = exposed_communication_s(step, compute)
     assert math.isclose(got, 0.027, rel_tol=1e-9), f"expected 80 ms − 53 ms = 27 ms, got {got!r} s"
+    step = [[0.079, 0.082], [0.080, 0.083], [0.081, 0.081]]  # rank 1 is the slowest
+    compute = [[0.052, 0.050], [0.053, 0.051], [0.052, 0.050]]
+    got = exposed_communication_s(step, compute)
+    assert math.isclose(got, 0.030, rel_tol=1e-9), (
+        f"rank 1 finishes last: expected the median of the slowest ranks' steps, 82 ms, − 52 ms = 30 ms, got {got!r} s"
+    )
 
 
 test_q4_two_ranks(exposed_communication_s)
