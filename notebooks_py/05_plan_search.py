@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: core
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
