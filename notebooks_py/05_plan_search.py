@@ -39,7 +39,8 @@
 # - [04 · Budget the bytes](04_communication_budget.ipynb): the step time of one plan, exposed and hidden
 #   communication, the bubble, the binding constraint.
 #
-# **Time to learn:** about 1.5 hours (1 hour to read and run, half an hour for the exercises).
+# **Time to learn:** about 1.3 hours by the course's rule
+# ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 
 # %%
 import dataclasses

@@ -33,6 +33,7 @@ Only what the learner meets counts: raw cells (otter's configuration) count noth
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from dataclasses import dataclass
@@ -89,8 +90,8 @@ def math_words(tex: str) -> int:
 def words(markdown: str) -> int:
     """The words of a markdown text as the rule counts them (this module's docstring says how).
 
-    >>> words("Ring all-reduce: 2.02 ms, not 1,758 µs; see <https://nccl.dev>.")
-    7
+    >>> words("Ring all-reduce: 2.02 ms, not 1,758 µs; see <https://nccl.dev>.")   # the address counts nothing
+    8
     """
     symbols = 0
 
@@ -119,7 +120,7 @@ def question_items(markdown: str) -> int:
 class NotebookTime:
     """A notebook's counts under the rule, its track and the hours it states."""
 
-    path: str
+    page: str  # the notebook a learner opens, without its suffix: "notebooks/01_mac", "labs/01_ring_allreduce"
     track: str | None
     words: int
     code_cells: int
@@ -145,7 +146,7 @@ class NotebookTime:
 def stated_hours(text: str) -> float | None:
     """The hours a notebook states near its top ("**Time to learn:** about N hours"), None if it states none.
 
-    >>> stated_hours("# Lab\\n\\n**Time to learn:** about 1.5 hours, the graded questions included.")
+    >>> stated_hours("# Lab\\n\\n**Time to learn:** about 1.5 hours by the course's rule.")
     1.5
     """
     found = STATED.findall("\n".join(text.splitlines()[:STATED_WITHIN_LINES]))
@@ -154,12 +155,21 @@ def stated_hours(text: str) -> float | None:
     return float(found[0]) if found else None
 
 
-def notebook_time(twin: Path, root: Path = ROOT) -> NotebookTime:
+def page_of(twin: Path) -> str:
+    """The notebook a learner opens for a twin, as "notebooks/X" or "labs/X" (a lab's student version).
+
+    >>> page_of(Path("notebooks_py/01_mac.py")), page_of(Path("labs/01_ring_allreduce/01_ring_allreduce.py"))
+    ('notebooks/01_mac', 'labs/01_ring_allreduce')
+    """
+    return f"labs/{twin.stem}" if twin.parent.parent.name == "labs" else f"notebooks/{twin.stem}"
+
+
+def notebook_time(twin: Path) -> NotebookTime:
     """The rule applied to a notebook's py:percent ``twin`` (a lesson's or a lab master's)."""
     text = twin.read_text(encoding="utf-8")
     notebook = jupytext.reads(text, fmt="py:percent")
     counted_words = code_cells = questions = graded = 0
-    in_question = in_graded = False
+    in_questions = in_graded = False
     for cell in notebook.cells:
         source = cell.source
         if cell.cell_type == "raw":
@@ -175,25 +185,25 @@ def notebook_time(twin: Path, root: Path = ROOT) -> NotebookTime:
             continue
         for level, heading in HEADING.findall(source):
             if len(level) <= 2:
-                in_question = bool(QUESTION_SECTIONS.match(f"{level} {heading}"))
-        if in_question:
+                in_questions = bool(QUESTION_SECTIONS.match(f"{level} {heading}"))
+        if in_questions:
             questions += question_items(source)
         else:
             counted_words += words(source)
     track = notebook.metadata.get("course", {}).get("track")
-    relative = twin.resolve().relative_to(root.resolve()).as_posix()
-    return NotebookTime(relative, track, counted_words, code_cells, questions, graded, stated_hours(text))
+    return NotebookTime(page_of(twin), track, counted_words, code_cells, questions, graded, stated_hours(text))
 
 
 def twins(root: Path = ROOT) -> list[Path]:
-    """Every notebook's py:percent twin: the lessons (the course map and the glossary too), then the lab masters."""
+    """Every notebook's py:percent twin: the lessons (with the course map and the glossary), then the lab masters."""
     lessons = sorted((root / "notebooks_py").glob("*.py"))
-    masters = sorted(path for path in (root / "labs").glob("[0-9][0-9]_*/[0-9][0-9]_*.py") if path.stem == path.parent.name)
-    return lessons + masters
+    labs = (root / "labs").glob("[0-9][0-9]_*/[0-9][0-9]_*.py")
+    return lessons + sorted(path for path in labs if path.stem == path.parent.name)
 
 
 def course_times(root: Path = ROOT) -> list[NotebookTime]:
-    return [notebook_time(twin, root) for twin in twins(root)]
+    """The rule applied to every notebook of the course under ``root``."""
+    return [notebook_time(twin) for twin in twins(root)]
 
 
 def total_hours(times: list[NotebookTime], track: str | None = None) -> float:
@@ -201,16 +211,144 @@ def total_hours(times: list[NotebookTime], track: str | None = None) -> float:
     return sum(time.hours for time in times if track is None or time.track == track)
 
 
+# ---- what the course map and the README state ------------------------------------------------------------------------
+
+# "the core path takes about **14.6 hours** and the whole course about **38.6 hours**", on one line.
+TOTALS = re.compile(
+    r"the core path takes about \*\*(\d+(?:\.\d+)?) hours\*\* and the whole course about \*\*(\d+(?:\.\d+)?) hours\*\*"
+)
+TABLE_ROW = re.compile(r"^(?:# )?\|.*\|$", re.MULTILINE)
+ROW_TARGET = re.compile(r"\]\((?:\.\./|[a-z_]+/)*?((?:labs/)?)([0-9][0-9]_\w+|glossary)\.ipynb[#)]")
+ROW_HOURS = re.compile(r"\| (\d+(?:\.\d+)?) h \|")
+ROW_TRACK = re.compile(r"\| (core|depth) \|")
+
+
+@dataclass(frozen=True)
+class Row:
+    """A table row that gives a notebook's track and hours (the course map's and the README's tables)."""
+
+    page: str
+    track: str | None
+    hours: float | None
+
+
+def table_rows(text: str) -> dict[str, Row]:
+    """The rows of the markdown tables in ``text`` (a README, or a twin's "# "-prefixed markdown) whose first link
+    is a notebook, by the page it links ("notebooks/01_mac", "labs/01_ring_allreduce").
+
+    >>> table_rows("| [01](01_mac.ipynb) | core | 2.0 h |\\n| [Lab 1](../labs/01_ring.ipynb) | depth | 2.2 h |")
+    {'notebooks/01_mac': Row(page='notebooks/01_mac', track='core', hours=2.0), \
+'labs/01_ring': Row(page='labs/01_ring', track='depth', hours=2.2)}
+    """
+    rows = {}
+    for line in TABLE_ROW.findall(text):
+        target, track, hours = ROW_TARGET.search(line), ROW_TRACK.search(line), ROW_HOURS.search(line)
+        if target is None or hours is None:
+            continue  # not a row that gives a notebook's time (the map's other tables link lessons too)
+        page = f"{'labs' if target.group(1) else 'notebooks'}/{target.group(2)}"
+        rows.setdefault(page, Row(page, track and track.group(1), float(hours.group(1))))
+    return rows
+
+
+def stated_totals(text: str) -> tuple[float, float] | None:
+    """(core path, whole course) hours that ``text`` states in TOTALS' sentence, None if it states none."""
+    found = TOTALS.search(text)
+    return (float(found.group(1)), float(found.group(2))) if found else None
+
+
+def hours_text(hours: float) -> str:
+    """Hours as the course states them: to a tenth of an hour."""
+    return f"{hours:.1f}"
+
+
+def restated_notebook(text: str, hours: float) -> str:
+    """``text`` (a twin) with the hours it states near its top replaced by ``hours``.
+
+    >>> restated_notebook("**Time to learn:** about 1.5 hours by the rule.", 2.04)
+    '**Time to learn:** about 2.0 hours by the rule.'
+    """
+    lines = text.splitlines(keepends=True)
+    head, rest = "".join(lines[:STATED_WITHIN_LINES]), "".join(lines[STATED_WITHIN_LINES:])
+    return STATED.sub(lambda found: found.group(0).replace(found.group(1), hours_text(hours), 1), head) + rest
+
+
+def restated_tables(text: str, times: list[NotebookTime]) -> str:
+    """``text`` (the course map's twin, the README) with each table row's track and hours and TOTALS' sentence as
+    the notebooks' metadata and the rule give them."""
+    by_page = {time.page: time for time in times}
+
+    def row(found: re.Match) -> str:
+        line = found.group(0)
+        time = next((by_page.get(page) for page in table_rows(line)), None)
+        if time is None:
+            return line
+        line = ROW_HOURS.sub(f"| {hours_text(time.hours)} h |", line, count=1)
+        return ROW_TRACK.sub(f"| {time.track} |", line, count=1)
+
+    core, whole = hours_text(total_hours(times, "core")), hours_text(total_hours(times))
+    text = TABLE_ROW.sub(row, text)
+    return TOTALS.sub(f"the core path takes about **{core} hours** and the whole course about **{whole} hours**", text)
+
+
+def sync_markdown(twin: Path) -> None:
+    """Copy the markdown cells of ``twin`` into its notebook (outputs kept): what ``write`` changed needs no rerun."""
+    from tools.twins import twin_of
+
+    path = twin_of(twin)
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    sources = [cell.source for cell in jupytext.read(twin).cells]
+    if len(sources) != len(notebook["cells"]):
+        raise ValueError(f"{path} and {twin} hold different cells: run `make notebooks NOTEBOOKS={twin}` first")
+    for cell, source in zip(notebook["cells"], sources, strict=True):
+        if cell["cell_type"] == "markdown":
+            cell["source"] = source.splitlines(keepends=True)
+    path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def write(root: Path = ROOT) -> list[Path]:
+    """Restate the hours by the rule where the course states them: each twin's "**Time to learn:**" (and its
+    notebook's markdown), the course map's and the README's tables and totals. Returns the files changed."""
+    times, changed = course_times(root), []
+    course_map = root / "notebooks_py" / "00_course_map.py"
+    for twin, time in zip(twins(root), times, strict=True):
+        text = twin.read_text(encoding="utf-8")
+        new = restated_notebook(text, time.hours) if time.stated_hours is not None else text
+        new = restated_tables(new, times) if twin == course_map else new
+        if new != text:
+            twin.write_text(new, encoding="utf-8")
+            sync_markdown(twin)
+            changed.append(twin)
+    readme = root / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    if restated_tables(text, times) != text:
+        readme.write_text(restated_tables(text, times), encoding="utf-8")
+        changed.append(readme)
+    return changed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.parse_args(argv)
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="restate the hours by the rule in each notebook, the course map and the README",
+    )
+    arguments = parser.parse_args(argv)
+    if arguments.write:
+        for path in write():
+            print(f"restated: {path.relative_to(ROOT)}")
+        print("then `make assignments` (or `make sync`) rebuilds the student versions of the labs restated")
     times = course_times()
-    print(f"{'notebook':56} {'track':6} {'words':>6} {'code':>4} {'exer':>4} {'graded':>6} {'rule h':>6} {'stated h':>8}")
+    columns = ("track", 6), ("words", 6), ("code", 5), ("exercises", 9), ("graded", 6), ("rule", 6), ("stated", 6)
+    print(
+        f"{'notebook':40} "
+        + " ".join(f"{name:>{width}}" if name != "track" else f"{name:6}" for name, width in columns)
+    )
     for time in times:
-        stated = "—" if time.stated_hours is None else f"{time.stated_hours:g}"
+        stated = "—" if time.stated_hours is None else f"{time.stated_hours:g} h"
         print(
-            f"{time.path:56} {time.track or '—':6} {time.words:6} {time.code_cells:4} {time.questions:4} "
-            f"{time.graded:6} {time.hours:6.2f} {stated:>8}"
+            f"{time.page:40} {time.track or '—':6} {time.words:6} {time.code_cells:5} {time.questions:9} "
+            f"{time.graded:6} {time.hours:4.2f} h {stated:>6}"
         )
     print(f"core path: {total_hours(times, 'core'):.1f} h by the rule; whole course: {total_hours(times):.1f} h")
     return 0
