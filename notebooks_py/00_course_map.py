@@ -60,8 +60,8 @@ plt.show()
 #
 # Each depth notebook adds one thing to the core path; take those you need, in any order their prerequisites allow:
 #
-# - [06 · Long sequences and many experts](06_sequences_and_experts.ipynb): context and expert parallelism,
-#   zero-bubble pipelines and FP8, for models whose sequences or experts do not fit the core's four splits.
+# - [06 · Long sequences and many experts](06_sequences_and_experts.ipynb): splitting the sequence and a mixture of
+#   experts over GPUs, pipelines without a bubble and 8-bit training, for what the core's four splits do not fit.
 # - [07 · Measure, don't assume](07_measure.ipynb): real collectives timed on MPI, α and B fitted from them.
 # - [08 · Check the model against measurements](08_model_meets_measurements.ipynb): the model held to 1,758
 #   measured runs, and a calibration.
@@ -123,8 +123,9 @@ plt.show()
 # - **On your machine (JupyterLab).** With `python3` (3.10 or newer) and `make`, run `make lab` in the repository:
 #   it creates a virtual environment with the locked package versions and opens this notebook. `make test` runs
 #   every test, including a check that each notebook still produces the outputs stored in it.
-# - **On Binder.** The *launch Binder* badge in the README opens the same notebooks in your browser with nothing to
-#   install. Sessions are temporary: download what you want to keep.
+# - **On Binder.** Once the course is on GitHub, mybinder.org opens the same notebooks in your browser from its
+#   repository, nothing to install (the README says how; the course's website links each page there). Sessions are
+#   temporary: download what you want to keep.
 # - **Reading.** Run the cells top to bottom (*Run → Run All Cells*). Change a number in a code cell and run it
 #   again: every quantity is printed with its unit ("2.02 ms", "100 MB", "50 GB/s").
 # - **Self-checks.** Each lesson has multiple-choice questions that answer immediately with an explanation. They

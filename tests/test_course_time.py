@@ -204,6 +204,18 @@ def test_the_stated_totals_match_the_rule(name, text):
     )
 
 
+def test_the_course_map_states_the_rule_and_the_tolerance_the_tests_use():
+    rule = COURSE_MAP.split("## How long each part takes", 1)[1].split("# %%", 1)[0]
+    assert f"within {TOLERANCE:.0%}".replace("%", " %") in rule
+    for figure in (
+        f"prose at {course_time.WORDS_PER_MINUTE} words a minute",
+        f"{course_time.CODE_CELL_MINUTES} minutes for each code cell",
+        f"{course_time.QUESTION_MINUTES} minutes for each exercise or explore",
+        f"{course_time.GRADED_MINUTES} minutes for each graded question",
+    ):
+        assert figure in " ".join(line.removeprefix("# ") for line in rule.splitlines()), figure
+
+
 def test_the_course_map_names_what_each_depth_notebook_adds():
     section = COURSE_MAP.split("## The core path and the depth tracks", 1)[1].split("\n# | ", 1)[0]
     for time in TIMES:
