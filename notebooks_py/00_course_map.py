@@ -56,7 +56,7 @@ plt.show()
 # **The core path** is the chain that counts the work (01), moves the data (02), splits the work (03) and budgets
 # the bytes (04), then [lab 5](../labs/05_partition_explorer.ipynb), where you derive every transfer a partition
 # implies, and lesson 05 as a short capstone: search every plan a cluster allows and say what binds each. By the rule
-# below, the core path takes about **14.6 hours** and the whole course about **38.6 hours**.
+# below, the core path takes about **14.6 hours** and the whole course about **38.7 hours**.
 #
 # Each depth notebook adds one thing to the core path; take those you need, in any order their prerequisites allow:
 #

@@ -272,22 +272,48 @@ def restated_notebook(text: str, hours: float) -> str:
     return STATED.sub(lambda found: found.group(0).replace(found.group(1), hours_text(hours), 1), head) + rest
 
 
+def row_cells(line: str) -> tuple[str, list[str]]:
+    """A table row as (its "# " prefix in a twin, or "", its cells stripped)."""
+    prefix = "# " if line.startswith("# ") else ""
+    return prefix, [cell.strip() for cell in line[len(prefix) :].strip()[1:-1].split("|")]
+
+
 def restated_tables(text: str, times: list[NotebookTime]) -> str:
-    """``text`` (the course map's twin, the README) with each table row's track and hours and TOTALS' sentence as
-    the notebooks' metadata and the rule give them."""
+    """``text`` (the course map's twin, the README) with each notebook's row of a table headed "Track" and "Time"
+    given its track and its hours by the rule (the two cells added where a row lacks them, as a row added by hand
+    may), and TOTALS' sentence restated.
+
+    >>> time = NotebookTime("notebooks/10_x", "depth", 6000, 0, 0, 0, 1.0)
+    >>> print(restated_tables("| Lesson | Track | Time |\\n|---|---|---|\\n| [10](10_x.ipynb) |", [time]))
+    | Lesson | Track | Time |
+    |---|---|---|
+    | [10](10_x.ipynb) | depth | 1.0 h |
+    """
     by_page = {time.page: time for time in times}
-
-    def row(found: re.Match) -> str:
-        line = found.group(0)
-        time = next((by_page.get(page) for page in table_rows(line)), None)
-        if time is None:
-            return line
-        line = ROW_HOURS.sub(f"| {hours_text(time.hours)} h |", line, count=1)
-        return ROW_TRACK.sub(f"| {time.track} |", line, count=1)
-
+    lines, header = text.split("\n"), None
+    for index, line in enumerate(lines):
+        if not TABLE_ROW.fullmatch(line):
+            header = None
+            continue
+        prefix, cells = row_cells(line)
+        if header is None:
+            header = cells
+            continue
+        target = ROW_TARGET.search(line)
+        page = target and f"{'labs' if target.group(1) else 'notebooks'}/{target.group(2)}"
+        if page not in by_page or not {"Track", "Time"} <= set(header):
+            continue
+        track_column, time_column = header.index("Track"), header.index("Time")
+        if len(cells) < len(header) and not any(cell in TRACKS for cell in cells):
+            cells.insert(track_column, "")
+        if len(cells) < len(header) and not any(ROW_HOURS.search(f"| {cell} |") for cell in cells):
+            cells.insert(time_column, "")
+        cells[track_column] = by_page[page].track or ""
+        cells[time_column] = f"{hours_text(by_page[page].hours)} h"
+        lines[index] = prefix + "| " + " | ".join(cells) + " |"
     core, whole = hours_text(total_hours(times, "core")), hours_text(total_hours(times))
-    text = TABLE_ROW.sub(row, text)
-    return TOTALS.sub(f"the core path takes about **{core} hours** and the whole course about **{whole} hours**", text)
+    sentence = f"the core path takes about **{core} hours** and the whole course about **{whole} hours**"
+    return TOTALS.sub(sentence, "\n".join(lines))
 
 
 def sync_markdown(twin: Path) -> None:
