@@ -74,7 +74,9 @@ def notebook_tracks(root: Path) -> dict[str, str]:
     """{file stem: ``course.track``} of every lesson (``root/notebooks/NN_*.ipynb``) and lab (the student versions
     ``root/labs/NN_*.ipynb``), read from the notebooks' metadata; ``ValueError`` naming a notebook without one.
 
-    >>> tracks = notebook_tracks(Path(__file__).resolve().parents[2])
+    >>> from pathlib import Path
+    >>> import course_lib
+    >>> tracks = notebook_tracks(Path(course_lib.__file__).resolve().parents[1])   # the repository
     >>> tracks["01_mac"], sorted(set(tracks.values()))
     ('core', ['core', 'depth'])
     """
