@@ -484,7 +484,10 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## What's next
 #
-# You can now go from a model, a batch and a cluster to a ranked list of plans, and say why each loses. The plans so
-# far split data, tensors and layers; next, [06 · Long sequences and many experts](06_sequences_and_experts.ipynb)
-# adds the axes that long sequences and many experts need, zero-bubble pipelines and 8-bit training. The labs put
-# these budgets under sliders and end with graded questions.
+# You can now go from a model, a batch and a cluster to a ranked list of plans, and say why each loses. This lesson
+# ends the course's core path; if you have not done [lab 5](../labs/05_partition_explorer.ipynb) yet, do it now. Every
+# notebook after it is a depth track ([the course map](00_course_map.ipynb#The-core-path-and-the-depth-tracks) says
+# what each adds). The plans so far split data, tensors and layers; next,
+# [06 · Long sequences and many experts](06_sequences_and_experts.ipynb) adds the axes that long sequences and many
+# experts need, zero-bubble pipelines and 8-bit training. The labs put these budgets under sliders and end with graded
+# questions.
