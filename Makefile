@@ -127,8 +127,11 @@ grade: $(VENV)/.test-installed ## grade SUBMISSIONS=dir of <student>/<lab>.ipynb
 # file and the link. Publish by copying build/site/ to any static host; `make serve-site` previews it locally.
 SITE = build/site
 SITE_PORT ?= 8000
-site: $(VENV)/.site-installed ## build the course's website into build/site (from the stored outputs; offline)
-	$(VENV)/bin/python -m tools.site --out $(SITE)
+# REPO=owner/name: the course's GitHub repository, for each page's Binder link; without it, the git remote origin's if it
+# is a GitHub URL; with neither, the pages have no Binder link (never a placeholder).
+REPO ?=
+site: $(VENV)/.site-installed ## build the course's website into build/site (REPO=owner/name for Binder links; offline)
+	$(VENV)/bin/python -m tools.site --out $(SITE)$(if $(REPO), --repo "$(REPO)")
 
 serve-site: site ## build the website, then serve it at http://127.0.0.1:8000 (SITE_PORT=...; Ctrl-C stops it)
 	$(VENV)/bin/python -m http.server $(SITE_PORT) --bind 127.0.0.1 --directory $(SITE)

@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: core
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -26,8 +28,12 @@
 # factors, Korthikanti et al.'s activation table, Narayanan et al.'s FLOP derivation) and against simulations
 # (collectives run step by step on numpy arrays; pipeline schedules run event by event). The notebooks call it; they
 # never re-derive a formula.
+#
+# **Time to learn:** about 0.6 hours by the course's rule ([how it is counted](#How-long-each-part-takes)).
 
 # %%
+from pathlib import Path
+
 import matplotlib.pyplot as plt
 
 from course_lib import hardware, units, viz
@@ -36,46 +42,80 @@ from course_lib import hardware, units, viz
 # ## The chain of lessons
 #
 # The lessons build on each other; read them in order. Each lesson starts with what you will learn and which
-# earlier lessons it needs, and ends with exercises and the sources of every number.
+# earlier lessons it needs, and ends with exercises and the sources of every number. The figure draws the **core
+# path** solid and the **depth tracks** dashed (each notebook says which it is in its metadata, `course.track`).
 
 # %%
 fig, ax = plt.subplots(figsize=(13, 4.2), layout="constrained")
-viz.plot_course_map(ax=ax)
+viz.plot_course_map(ax=ax, tracks=viz.notebook_tracks(Path.cwd().parent))
 plt.show()
 
 # %% [markdown]
-# The whole course takes an estimated **24–30 hours**: the times below add up to 18 hours for the lessons and 10.5 for
-# the labs, 28.5 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
-# time at its top. Sections headed *Going deeper (optional)* can be skipped: nothing later needs them.
+# ## The core path and the depth tracks
 #
-# | Lesson | You learn to | Needs | Time |
-# |---|---|---|---|
-# | [01 · Count the work](01_mac.ipynb) | count FLOPs (a MAC is 2 FLOPs; a [GEMM](glossary.ipynb#gemm) is $2MNK$), use the roofline, budget bytes per parameter | Python, matrices | 1.5 h |
-# | [02 · Move the data](02_nccl.ipynb) | say what each collective does, cost it with $T \approx n\alpha + Q/B_\text{eff}$, read algbw and busbw | 01 | 2.5 h |
-# | [03 · Split the work](03_parallelism.ipynb) | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 | 2.5 h |
-# | [04 · Budget the bytes](04_communication_budget.ipynb) | derive a partition's transfers, separate exposed from hidden time, price one plan's step | 01–03 | 2.5 h |
-# | [05 · Search for a plan](05_plan_search.ipynb) | search every plan a cluster allows, read why each loses, compare the model with a published run | 03, 04 | 1.5 h |
-# | [06 · Long sequences and many experts](06_sequences_and_experts.ipynb) | split long sequences and many experts over GPUs, find the longest sequence that fits, price what the new axes move, read zero-bubble pipelines and 8-bit training | 03, 04, 05 | 2 h |
-# | [07 · Measure, don't assume](07_measure.ipynb) | time real collectives on [MPI](glossary.ipynb#mpi), fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 1.5 h |
-# | [08 · Check the model against measurements](08_model_meets_measurements.ipynb) | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05, 07 | 1.5 h |
-# | [09 · Plan a real run](09_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand, then with the search as Megatron-LM will run it: one plan with its memory margin and step-time band, the assumptions that could change it, what to measure first | 04, 05, 07, 08 | 2.5 h |
+# **The core path** is the chain that counts the work (01), moves the data (02), splits the work (03) and budgets
+# the bytes (04), then [lab 5](../labs/05_partition_explorer.ipynb), where you derive every transfer a partition
+# implies, and lesson 05 as a short capstone: search every plan a cluster allows and say what binds each. By the rule
+# below, the core path takes about **14.6 hours** and the whole course about **38.7 hours**.
+#
+# Each depth notebook adds one thing to the core path; take those you need, in any order their prerequisites allow:
+#
+# - [06 · Long sequences and many experts](06_sequences_and_experts.ipynb): splitting the sequence and a mixture of
+#   experts over GPUs, pipelines without a bubble and 8-bit training, for what the core's four splits do not fit.
+# - [07 · Measure, don't assume](07_measure.ipynb): real collectives timed on MPI, α and B fitted from them.
+# - [08 · Check the model against measurements](08_model_meets_measurements.ipynb): the model held to 1,758
+#   measured runs, and a calibration.
+# - [09 · Plan a real run](09_capstone.ipynb): the full capstone, a 70B model planned as its framework will run it,
+#   with a band from lessons 07 and 08.
+# - [Lab 1](../labs/01_ring_allreduce.ipynb), [lab 2](../labs/02_global_batch.ipynb),
+#   [lab 3](../labs/03_memory_budget.ipynb) and [lab 4](../labs/04_pipeline_schedule.ipynb): practice with sliders and
+#   graded questions on the ring all-reduce (02), the global batch, the memory budget and the pipeline schedule (03).
+# - [Lab 6](../labs/06_serving.ipynb): serving a model; [lab 7](../labs/07_sequences_and_experts.ipynb): lesson 06's
+#   sequences and experts; [lab 8](../labs/08_measure_collectives.ipynb): lesson 07's measurements, graded.
+# - The [glossary](glossary.ipynb): a reference to look terms up in as you meet them (the lessons define each at
+#   first use); reading it through counts in the whole course.
+#
+# | Lesson | Track | You learn to | Needs | Time |
+# |---|---|---|---|---|
+# | [00 · Course map](00_course_map.ipynb) (this page) | core | find your way: the chain, the core path, the notation, the hardware | — | 0.6 h |
+# | [01 · Count the work](01_mac.ipynb) | core | count FLOPs (a MAC is 2 FLOPs; a [GEMM](glossary.ipynb#gemm) is $2MNK$), use the roofline, budget bytes per parameter | Python, matrices | 2.0 h |
+# | [02 · Move the data](02_nccl.ipynb) | core | say what each collective does, cost it with $T \approx n\alpha + Q/B_\text{eff}$, read algbw and busbw | 01 | 2.9 h |
+# | [03 · Split the work](03_parallelism.ipynb) | core | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 | 2.6 h |
+# | [04 · Budget the bytes](04_communication_budget.ipynb) | core | derive a partition's transfers, separate exposed from hidden time, price one plan's step | 01–03 | 2.8 h |
+# | [05 · Search for a plan](05_plan_search.ipynb) | core | search every plan a cluster allows, read why each loses, compare the model with a published run | 03, 04 | 1.3 h |
+# | [06 · Long sequences and many experts](06_sequences_and_experts.ipynb) | depth | split long sequences and many experts over GPUs, find the longest sequence that fits, price what the new axes move, read zero-bubble pipelines and 8-bit training | 03, 04, 05 | 1.8 h |
+# | [07 · Measure, don't assume](07_measure.ipynb) | depth | time real collectives on [MPI](glossary.ipynb#mpi), fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 2.0 h |
+# | [08 · Check the model against measurements](08_model_meets_measurements.ipynb) | depth | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05, 07 | 2.3 h |
+# | [09 · Plan a real run](09_capstone.ipynb) | depth | plan a 70-billion-parameter model on 64 H100s by hand, then with the search as Megatron-LM will run it: one plan with its memory margin and step-time band, the assumptions that could change it, what to measure first | 04, 05, 07, 08 | 2.4 h |
+# | [Glossary](glossary.ipynb) | depth | look up a term, an abbreviation or a symbol where you meet it | — | 0.4 h |
 #
 # **Labs.** Eight widget labs practise the lessons with sliders, in the order you meet their lessons:
 #
-# | Lab | After lesson | Time |
-# |---|---|---|
-# | [01 · the ring all-reduce](../labs/01_ring_allreduce.ipynb) | 02 | 1.5 h |
-# | [02 · the global batch](../labs/02_global_batch.ipynb) | 03 | 1 h |
-# | [03 · the memory budget](../labs/03_memory_budget.ipynb) | 03 | 1 h |
-# | [04 · the pipeline schedule](../labs/04_pipeline_schedule.ipynb) | 03 | 1 h |
-# | [05 · the partition explorer](../labs/05_partition_explorer.ipynb) | 04 | 1.5 h |
-# | [06 · serving](../labs/06_serving.ipynb) | 04 | 1.5 h |
-# | [07 · sequences and experts](../labs/07_sequences_and_experts.ipynb) | 06 | 1.5 h |
-# | [08 · measuring collectives](../labs/08_measure_collectives.ipynb) | 07 | 1.5 h |
+# | Lab | Track | After lesson | Time |
+# |---|---|---|---|
+# | [01 · the ring all-reduce](../labs/01_ring_allreduce.ipynb) | depth | 02 | 2.2 h |
+# | [02 · the global batch](../labs/02_global_batch.ipynb) | depth | 03 | 1.8 h |
+# | [03 · the memory budget](../labs/03_memory_budget.ipynb) | depth | 03 | 2.5 h |
+# | [04 · the pipeline schedule](../labs/04_pipeline_schedule.ipynb) | depth | 03 | 2.0 h |
+# | [05 · the partition explorer](../labs/05_partition_explorer.ipynb) | core | 04 | 2.4 h |
+# | [06 · serving](../labs/06_serving.ipynb) | depth | 04 | 2.2 h |
+# | [07 · sequences and experts](../labs/07_sequences_and_experts.ipynb) | depth | 06 | 2.1 h |
+# | [08 · measuring collectives](../labs/08_measure_collectives.ipynb) | depth | 07 | 2.4 h |
 #
 # Each has guided questions to explore,
 # with their answers, then 3 or 4 graded questions that ask you to derive the lab's model yourself: write your
 # answer where you see `...` and run the `grader.check("q1")` cell below it for immediate feedback.
+
+# %% [markdown]
+# ## How long each part takes
+#
+# Every time in the course is counted by one rule, from the notebooks themselves (`python -m tools.course_time`
+# prints it; a test checks that what each notebook, this map and the README state agrees with it within 10 %):
+# prose at 100 words a minute, 2 minutes for each code cell you run, 10 minutes for each exercise or explore
+# question, 15 minutes for each graded question. A word is a run of letters or digits ("all-reduce", "2.02" and
+# "don't" are one word each); in an equation each symbol counts as a word, so $T \approx n\alpha + Q/B_\text{eff}$
+# is six. An exercise's or a graded question's minutes include reading it and its answer. A learner new to multi-GPU
+# training may need longer; sections headed *Going deeper (optional)* can be skipped: nothing later needs them.
 
 # %% [markdown]
 # ## How to use the course
@@ -83,8 +123,9 @@ plt.show()
 # - **On your machine (JupyterLab).** With `python3` (3.10 or newer) and `make`, run `make lab` in the repository:
 #   it creates a virtual environment with the locked package versions and opens this notebook. `make test` runs
 #   every test, including a check that each notebook still produces the outputs stored in it.
-# - **On Binder.** The *launch Binder* badge in the README opens the same notebooks in your browser with nothing to
-#   install. Sessions are temporary: download what you want to keep.
+# - **On Binder.** Once the course is on GitHub, mybinder.org opens the same notebooks in your browser from its
+#   repository, nothing to install (the README says how; the course's website links each page there). Sessions are
+#   temporary: download what you want to keep.
 # - **Reading.** Run the cells top to bottom (*Run → Run All Cells*). Change a number in a code cell and run it
 #   again: every quantity is printed with its unit ("2.02 ms", "100 MB", "50 GB/s").
 # - **Self-checks.** Each lesson has multiple-choice questions that answer immediately with an explanation. They

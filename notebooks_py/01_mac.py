@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: core
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -7,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # Count the work: FLOPs, bytes and the roofline
+# # 01 · Count the work: FLOPs, bytes and the roofline
 #
 # Before a model can be split across devices you need two numbers for it: how much arithmetic one training step
 # performs, and how many bytes it must hold and move. This lesson counts both, from a single multiply-accumulate up
@@ -33,7 +35,8 @@
 # defined (row times column, summed), and that you have met a neural-network layer as "multiply by a weight matrix,
 # then apply a nonlinearity".
 #
-# **Time to learn:** about 1.5 hours (1 hour to read and run, half an hour for the exercises).
+# **Time to learn:** about 2.0 hours by the course's rule
+# ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 #
 # All quantities in `course_lib` are in SI base units (FLOP, bytes, seconds, FLOP/s, bytes/s) with decimal
 # prefixes: 1 GB is $10^9$ bytes, as in the papers quoted here. They are converted to text only for printing, by

@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: core
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -7,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # Move the data: collectives and what they cost
+# # 02 · Move the data: collectives and what they cost
 #
 # As soon as a model is split across devices, the pieces must exchange data: gradients are summed across replicas,
 # partial results of a split matrix multiply are combined, shards of parameters are gathered before use. These
@@ -37,8 +39,8 @@
 # - [01_mac: count the work](01_mac.ipynb): FLOPs, bytes, bandwidth and the
 #   roofline, and the `course_lib.units` conventions (SI base units, decimal prefixes: 100 MB at 50 GB/s is 2 ms).
 #
-# **Time to learn:** about 2.5 hours (2 to read and run, half an hour for the exercises; the three optional sections
-# add about half an hour).
+# **Time to learn:** about 2.9 hours by the course's rule
+# ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 
 # %%
 import matplotlib.pyplot as plt

@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: core
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -41,7 +43,8 @@
 # - [03 · Split the work](03_parallelism.ipynb): data, tensor, pipeline and ZeRO parallelism; memory per device;
 #   the tensors that cross device boundaries; the pipeline bubble.
 #
-# **Time to learn:** about 2.5 hours (2 to read and run, half an hour for the exercises).
+# **Time to learn:** about 2.8 hours by the course's rule
+# ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 
 # %%
 import textwrap

@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: core
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -37,7 +39,8 @@
 # - [04 · Budget the bytes](04_communication_budget.ipynb): the step time of one plan, exposed and hidden
 #   communication, the bubble, the binding constraint.
 #
-# **Time to learn:** about 1.5 hours (1 hour to read and run, half an hour for the exercises).
+# **Time to learn:** about 1.3 hours by the course's rule
+# ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 
 # %%
 import dataclasses
@@ -481,7 +484,10 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## What's next
 #
-# You can now go from a model, a batch and a cluster to a ranked list of plans, and say why each loses. The plans so
-# far split data, tensors and layers; next, [06 · Long sequences and many experts](06_sequences_and_experts.ipynb)
-# adds the axes that long sequences and many experts need, zero-bubble pipelines and 8-bit training. The labs put
-# these budgets under sliders and end with graded questions.
+# You can now go from a model, a batch and a cluster to a ranked list of plans, and say why each loses. This lesson
+# ends the course's core path; if you have not done [lab 5](../labs/05_partition_explorer.ipynb) yet, do it now. Every
+# notebook after it is a depth track ([the course map](00_course_map.ipynb#The-core-path-and-the-depth-tracks) says
+# what each adds). The plans so far split data, tensors and layers; next,
+# [06 · Long sequences and many experts](06_sequences_and_experts.ipynb) adds the axes that long sequences and many
+# experts need, zero-bubble pipelines and 8-bit training. The labs put these budgets under sliders and end with graded
+# questions.

@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: depth
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -46,7 +48,8 @@
 # - [04 · Budget the bytes](04_communication_budget.ipynb): exposed and hidden communication, the overlap window.
 # - [05 · Search for a plan](05_plan_search.ipynb): the plan search, which step 5 re-runs on a measured cluster.
 #
-# **Time to learn:** about 1.5 hours (1 hour to read and run, half an hour for the exercises). The live cells need
+# **Time to learn:** about 2.0 hours by the course's rule
+# ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)). The live cells need
 # the course's environment (`mpi4py` and `mpich` are in it); each runs in under a minute on two cores.
 
 # %%

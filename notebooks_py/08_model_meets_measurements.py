@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: depth
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -46,7 +48,8 @@
 # - [05 · Search for a plan](05_plan_search.ipynb): the plan search and the calibrated model it ranks with.
 # - [07 · Measure, don't assume](07_measure.ipynb): fitting a model to measurements, residuals, spread.
 #
-# **Time to learn:** about 1.5 hours (1 hour to read and run, half an hour for the exercises). Every cell runs in a
+# **Time to learn:** about 2.3 hours by the course's rule
+# ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)). Every cell runs in a
 # few seconds, except the reference's loss surface (about 30 s).
 
 # %%

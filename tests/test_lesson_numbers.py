@@ -49,6 +49,7 @@ CHECKED = {
     "00_course_map": {
         "2.02 ms": "how units print a time: test_course_map_examples_are_how_units_print",
         "100 MB": "how units print a size: test_course_map_examples_are_how_units_print",
+        "10 %": "tests/test_course_time.py's TOLERANCE: test_the_course_map_states_the_tolerance_the_tests_use",
     },
     "01_mac": {
         "241 GFLOP": "exercise 1",

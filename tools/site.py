@@ -2,20 +2,25 @@
 
 Usage:
 
-    python -m tools.site [--out build/site]
+    python -m tools.site [--out build/site] [--repo owner/name]
 
-Nothing is executed and nothing is fetched. The pages come from the files, in the course's chain order: the lessons
-(``notebooks/NN_*.ipynb``, sorted; the first, the course map, is the home page), the labs as students get them
-(``labs/NN_*.ipynb``, sorted, each with the static picture of its widget), the glossary (``notebooks/glossary.ipynb``)
-if there is one, and the README's section for instructors. Each is staged (``build/site-src``) as Sphinx should read
-it: a live widget becomes its stored picture (a self-check question becomes text with its answer folded away), the
-import and setup cells are folded, every figure gets an alt text and every page a link that opens it in JupyterLab
-or on Binder; then Sphinx (MyST-NB, sphinx-book-theme, ``site/conf.py``) writes the HTML, MathJax is served from
-the site and ``index.html`` opens the course map.
+Nothing is executed and nothing is fetched. The pages come from the files: the lessons (``notebooks/NN_*.ipynb``,
+sorted; the first, the course map, is the home page), the labs as students get them (``labs/NN_*.ipynb``, sorted,
+each with the static picture of its widget), the glossary (``notebooks/glossary.ipynb``) if there is one, and the
+README's section for instructors. The sidebar groups them by track (each notebook's metadata ``course.track``): the
+core path first, then the depth tracks' lessons and labs, then the reference pages; each lesson is titled "NN · ..."
+and each lab "Lab N · ..." as its file is numbered. Each is staged (``build/site-src``) as Sphinx should read it: a
+live widget becomes its stored picture (a self-check question becomes text with its answer folded away), the import
+and setup cells are folded, every figure gets an alt text and every page a link that opens it in JupyterLab and,
+when the course's GitHub repository is known (``--repo owner/name``, ``make site REPO=owner/name``; else the git
+remote ``origin`` when it is a GitHub URL), on Binder: with none known, a page has no Binder link at all. Then Sphinx
+(MyST-NB, sphinx-book-theme, ``site/conf.py``) writes the HTML, MathJax is served from the site, the theme's template
+files are left out (``TEMPLATE_FILES``) and ``index.html`` opens the course map.
 
 The build fails (``SiteError``, naming the file and the link) on a notebook whose code cells have no stored output,
-a link to a notebook or a heading that is not on the site, a missing image, a live widget without a picture, a
-Sphinx warning, or a page over ``MAX_PAGE_BYTES`` with its images.
+a notebook without ``course.track``, a lesson or lab whose title is not numbered as its file, a link to a notebook or
+a heading that is not on the site, a missing image, a live widget without a picture, a Sphinx warning, a page over
+``MAX_PAGE_BYTES`` with its images, or an output file still holding template code (``{{`` or ``{%``).
 
 >>> jupyter_anchor("What you'll learn")
 "What-you'll-learn"
@@ -30,6 +35,7 @@ import io
 import json
 import re
 import shutil
+import subprocess
 import sys
 import warnings
 from dataclasses import dataclass
@@ -48,6 +54,26 @@ INSTRUCTORS_DOC = "instructors"
 MAX_PAGE_BYTES = 3_000_000
 # `make lab` serves the repository's root on JupyterLab's default port.
 JUPYTERLAB_URL = "http://127.0.0.1:8888/lab/tree/"
+# mybinder.org's launch URL for a GitHub repository's default branch, opening one file in JupyterLab
+# (https://mybinder.readthedocs.io/en/latest/howto/user_interface.html: "?urlpath=lab/tree/<path>").
+BINDER_URL = "https://mybinder.org/v2/gh/{repository}/HEAD?urlpath=lab/tree/{source}"
+# GitHub's owner and repository names: the owner letters, digits and single hyphens (at most 39 characters), the
+# repository letters, digits, '-', '_' and '.'.
+GITHUB_REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}/[A-Za-z0-9._-]{1,100}$")
+GITHUB_REMOTE = re.compile(
+    r"^(?:https://github\.com/|git@github\.com:|ssh://git@github\.com/)([^/]+/[^/]+?)(?:\.git)?/?$"
+)
+PLACEHOLDERS = {"owner/repo", "owner/name", "user/repo"}
+# Sphinx writes every page outside _static/; an HTML file inside it is a theme's Jinja template that Sphinx copied
+# unrendered with the theme's static files (sphinx-book-theme's sbt-webpack-macros.html, pydata-sphinx-theme's
+# webpack-macros.html, with raw `{{ pathto(...) }}`): left out of the site.
+TEMPLATE_FILES = "_static/**/*.html"
+TEMPLATE_CODE = re.compile(r"\{\{|\{%")
+# The files a reader's browser shows as text or styles (scripts and source maps are code, where braces are syntax).
+TEXT_SUFFIXES = (".html", ".css", ".txt")
+# Titles numbered as their files: a lesson NN_x "# NN · ...", a lab NN_x "# Lab N · ...".
+LESSON_TITLE = "{number:02d} · "
+LAB_TITLE = "Lab {number} · "
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # MathJax 3's browser build, from the django-static-mathjax wheel: the TeX-to-HTML bundle and what it loads lazily
 # (TeX extensions, its menu, accessibility, fonts).
@@ -86,20 +112,65 @@ def jupyter_anchor(heading: str) -> str:
     return heading.strip().replace(" ", "-")
 
 
-def pages(root: Path = ROOT) -> list[Page]:
-    """The site's pages in chain order, found from the files (never a list): lessons, labs, glossary, instructors.
+def track(root: Path, source: str) -> str:
+    """A notebook's ``course.track`` ("core" or "depth"); ``SiteError`` naming the notebook when it has none."""
+    value = read_notebook(root, source).get("metadata", {}).get("course", {}).get("track")
+    if value not in ("core", "depth"):
+        raise SiteError(f"{source}: its metadata course.track is {value!r}, not 'core' or 'depth' (its twin's header)")
+    return value
 
-    >>> [page.source for page in pages()][:2]
-    ['notebooks/00_course_map.ipynb', 'notebooks/01_mac.ipynb']
+
+def caption(track_name: str, kind: str) -> str:
+    """The sidebar group of a lesson or lab on a track: the core path's lessons and labs together.
+
+    >>> caption("core", "Labs"), caption("depth", "Labs")
+    ('Core path', 'Depth: labs')
     """
-    found = [Page(path.relative_to(root).as_posix(), "Lessons") for path in sorted(root.glob(LESSON_GLOB))]
-    if not found:
+    return "Core path" if track_name == "core" else f"Depth: {kind.lower()}"
+
+
+def pages(root: Path = ROOT) -> list[Page]:
+    """The site's pages in sidebar order, found from the files (never a list): the core path's lessons then labs, the
+    depth tracks' lessons then labs, then the glossary and the instructors' page.
+
+    >>> [(page.source, page.caption) for page in pages()][:2]
+    [('notebooks/00_course_map.ipynb', 'Core path'), ('notebooks/01_mac.ipynb', 'Core path')]
+    """
+    lessons = [path.relative_to(root).as_posix() for path in sorted(root.glob(LESSON_GLOB))]
+    if not lessons:
         raise SiteError(f"no lesson matches {LESSON_GLOB} in {root}: nothing to build")
-    found += [Page(path.relative_to(root).as_posix(), "Labs") for path in sorted(root.glob(LAB_GLOB))]
+    labs = [path.relative_to(root).as_posix() for path in sorted(root.glob(LAB_GLOB))]
+    found = [
+        Page(source, caption(wanted, kind))
+        for wanted in ("core", "depth")
+        for kind, sources in (("Lessons", lessons), ("Labs", labs))
+        for source in sources
+        if track(root, source) == wanted
+    ]
+    if found[0].source != lessons[0]:
+        raise SiteError(f"{lessons[0]}: the home page (the first lesson) must be on the core path")
     if (root / GLOSSARY).exists():
         found.append(Page(GLOSSARY, "Reference"))
     found.append(Page("README.md", "Reference"))
     return found
+
+
+def check_title(source: str, title: str) -> None:
+    """A lesson's or a lab's title carries its file's number, as the sidebar lists them ("02 · ...", "Lab 2 · ...").
+
+    >>> check_title("labs/02_global_batch.ipynb", "Lab 2 · Count the examples in a step")
+    >>> check_title("notebooks/01_mac.ipynb", "Count the work")
+    Traceback (most recent call last):
+    ...
+    tools.site.SiteError: notebooks/01_mac.ipynb: its title 'Count the work' must start with '01 · ', ...
+    """
+    name = source.rsplit("/", 1)[-1]
+    if not re.match(r"\d\d_", name):
+        return
+    number = int(name[:2])
+    expected = (LAB_TITLE if source.startswith("labs/") else LESSON_TITLE).format(number=number)
+    if not title.startswith(expected):
+        raise SiteError(f"{source}: its title {title!r} must start with {expected!r}, as its file is numbered")
 
 
 # ---- reading the notebooks -------------------------------------------------------------------------------------------
@@ -257,12 +328,21 @@ def alt_text(title: str, section: str, before: str) -> str:
     return f"{where}: {said}" if said else where
 
 
-def open_links(source: str, binder_url: str) -> str:
-    binder = re.sub(r"(urlpath=lab/tree/).*$", lambda m: m.group(1) + source, binder_url)
-    return (
-        f'<p class="course-open">Open this notebook in <a href="{JUPYTERLAB_URL}{source}">JupyterLab</a> '
-        f'(after <code>make lab</code>) or on <a href="{binder}">Binder</a> (nothing to install).</p>'
-    )
+def open_links(source: str, repository: str | None) -> str:
+    """The line under a page's title that opens its notebook in JupyterLab and, if the repository is known, on Binder.
+
+    >>> open_links("notebooks/01_mac.ipynb", None).count("Binder")
+    0
+    >>> links = open_links("notebooks/01_mac.ipynb", "me/course")
+    >>> "https://mybinder.org/v2/gh/me/course/HEAD?urlpath=lab/tree/notebooks/01_mac.ipynb" in links
+    True
+    """
+    jupyterlab = f'<a href="{JUPYTERLAB_URL}{source}">JupyterLab</a> (after <code>make lab</code>)'
+    if repository is None:
+        return f'<p class="course-open">Open this notebook in {jupyterlab}.</p>'
+    binder = BINDER_URL.format(repository=repository, source=source)
+    binder_link = f'<a href="{binder}">Binder</a> (nothing to install)'
+    return f'<p class="course-open">Open this notebook in {jupyterlab} or on {binder_link}.</p>'
 
 
 def with_open_links(markdown: str, links: str) -> str:
@@ -271,7 +351,7 @@ def with_open_links(markdown: str, links: str) -> str:
     return f"{title}\n\n{links}\n\n{rest.lstrip(chr(10))}"
 
 
-def stage_notebook(source: str, notebook: dict, binder_url: str) -> dict:
+def stage_notebook(source: str, notebook: dict, repository: str | None) -> dict:
     """The notebook as the site shows it (the repository's file is not changed)."""
     cells, title, section, before, titled = [], source, "", "", False
     for index, cell in enumerate(notebook["cells"]):
@@ -281,7 +361,8 @@ def stage_notebook(source: str, notebook: dict, binder_url: str) -> dict:
             found = headings(text)
             if found and not titled and text.startswith("# "):
                 title, titled = found[0], True
-                cell["source"] = with_open_links(text, open_links(source, binder_url))
+                check_title(source, title)
+                cell["source"] = with_open_links(text, open_links(source, repository))
             section = found[-1] if found else section
             before = text
         elif cell["cell_type"] == "code":
@@ -323,15 +404,42 @@ def instructors_page(root: Path) -> str:
     return section.replace("## ", "# ", 1)
 
 
-def binder_link(root: Path) -> str:
-    """The README's Binder URL (its badge), whose path each page replaces with its own."""
-    match = re.search(r"https://mybinder\.org/v2/[^)\s>]*urlpath=lab/tree/[^)\s>]*", (root / "README.md").read_text())
-    if match is None:
-        raise SiteError("README.md: no Binder link (https://mybinder.org/v2/...?urlpath=lab/tree/...) to link pages to")
-    return match.group(0)
+def repository(root: Path = ROOT, configured: str | None = None) -> str | None:
+    """The course's GitHub repository (owner/name), whose Binder link each page gets: ``configured`` (``make site
+    REPO=owner/name``) if given, else the git remote ``origin``'s when it is a GitHub URL, else None (no Binder link).
+
+    >>> repository(configured="me/parallelism-course")
+    'me/parallelism-course'
+    >>> repository(configured="OWNER/REPO")
+    Traceback (most recent call last):
+    ...
+    tools.site.SiteError: REPO='OWNER/REPO' is a placeholder: give the course's GitHub repository as owner/name, ...
+    """
+    if configured is not None:
+        if configured.lower() in PLACEHOLDERS:
+            raise SiteError(
+                f"REPO={configured!r} is a placeholder: give the course's GitHub repository as owner/name, or no REPO "
+                "for no Binder link"
+            )
+        if not GITHUB_REPOSITORY.match(configured):
+            raise SiteError(
+                f"REPO={configured!r} is not a GitHub repository: give it as owner/name (the owner letters, digits "
+                "and hyphens, at most 39; the name letters, digits, '-', '_' and '.')"
+            )
+        return configured
+    try:
+        remote = subprocess.run(
+            ["git", "-C", str(root), "remote", "get-url", "origin"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+    except OSError:  # no git on the machine: no remote to read
+        return None
+    found = GITHUB_REMOTE.match(remote)
+    if found is None or not GITHUB_REPOSITORY.match(found.group(1)) or found.group(1).lower() in PLACEHOLDERS:
+        return None
+    return found.group(1)
 
 
-def stage(site_pages: list[Page], stage_dir: Path, root: Path = ROOT) -> None:
+def stage(site_pages: list[Page], stage_dir: Path, root: Path = ROOT, repo: str | None = None) -> None:
     """Write the pages as Sphinx reads them into ``stage_dir`` (emptied first), after checking every link."""
     notebooks = {page.source: read_notebook(root, page.source) for page in site_pages if page.source.endswith(".ipynb")}
     anchors = {source: heading_anchors(notebook) for source, notebook in notebooks.items()}
@@ -343,11 +451,10 @@ def stage(site_pages: list[Page], stage_dir: Path, root: Path = ROOT) -> None:
             if cell["cell_type"] == "markdown":
                 check_links(source, markdown_text(cell), anchors, root)
     check_links("README.md", instructors, anchors, root)
-    binder_url = binder_link(root)
     shutil.rmtree(stage_dir, ignore_errors=True)
     home = site_pages[0].source
     for source, notebook in notebooks.items():
-        staged = stage_notebook(source, notebook, binder_url)
+        staged = stage_notebook(source, notebook, repo)
         if source == home:
             staged["cells"].append(
                 {"cell_type": "markdown", "id": "site-toctree", "metadata": {}, "source": toctree(site_pages)}
@@ -441,13 +548,46 @@ def write_index(out: Path, home: str) -> None:
     )
 
 
-def build(out: Path = DEFAULT_OUT, root: Path = ROOT, stage_dir: Path | None = None) -> dict[str, int]:
-    """Build the site into ``out`` (emptied first) and return each page's size with its images."""
+def remove_templates(out: Path) -> list[str]:
+    """Delete the theme's template files (``TEMPLATE_FILES``) from the built site; return what was deleted."""
+    removed = sorted(path.relative_to(out).as_posix() for path in out.glob(TEMPLATE_FILES))
+    for relative in removed:
+        (out / relative).unlink()
+    return removed
+
+
+def check_no_template_code(out: Path) -> None:
+    """No page, stylesheet or text file of the site holds template code (``{{`` or ``{%``): a template shipped
+    unrendered, or a page whose Jinja was not run. Scripts and code listings (``<script>``, ``<pre>``, ``<code>``)
+    are left out: there braces are the code's own."""
+    for path in sorted(out.rglob("*")):
+        relative = path.relative_to(out).as_posix()
+        if not path.is_file() or path.suffix not in TEXT_SUFFIXES:
+            continue
+        text = re.sub(
+            r"<script\b.*?</script>|<pre\b.*?</pre>|<code\b.*?</code>",
+            "",
+            path.read_text(encoding="utf-8"),
+            flags=re.DOTALL,
+        )
+        found = TEMPLATE_CODE.search(text)
+        if found:
+            context = " ".join(text[max(found.start() - 40, 0) : found.end() + 40].split())
+            raise SiteError(f"{relative}: holds template code ({found.group(0)!r}: ...{context}...) in the built site")
+
+
+def build(
+    out: Path = DEFAULT_OUT, root: Path = ROOT, stage_dir: Path | None = None, repo: str | None = None
+) -> dict[str, int]:
+    """Build the site into ``out`` (emptied first) and return each page's size with its images; ``repo``
+    (owner/name) gives the Binder links, else the git remote ``origin`` if it is on GitHub, else none."""
     site_pages = pages(root)
     stage_dir = stage_dir or out.parent / f"{out.name}-src"
-    stage(site_pages, stage_dir, root)
+    stage(site_pages, stage_dir, root, repository(root, repo))
     shutil.rmtree(out, ignore_errors=True)
     run_sphinx(stage_dir, out, site_pages[0].docname)
+    remove_templates(out)
+    check_no_template_code(out)
     write_index(out, site_pages[0].docname)
     sizes = page_bytes(out)
     too_big = {page: size for page, size in sizes.items() if size > MAX_PAGE_BYTES}
@@ -459,9 +599,15 @@ def build(out: Path = DEFAULT_OUT, root: Path = ROOT, stage_dir: Path | None = N
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the site's folder (default: build/site)")
+    parser.add_argument(
+        "--repo",
+        default=None,
+        help="the course's GitHub repository, owner/name, for the Binder links (default: the git remote origin's if it "
+        "is on GitHub; none: no Binder links)",
+    )
     args = parser.parse_args(argv)
     try:
-        sizes = build(args.out.resolve())
+        sizes = build(args.out.resolve(), repo=args.repo or None)
     except SiteError as error:
         print(f"make site: {error}", file=sys.stderr)
         return 1

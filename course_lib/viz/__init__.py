@@ -39,7 +39,7 @@ from .collectives import (
     plot_collective_time_vs_payload,
 )
 from .compute import plot_flops_breakdown, plot_roofline
-from .course import plot_course_map
+from .course import notebook_tracks, plot_course_map
 from .fast import LiveFigure
 from .global_batch import GlobalBatchFigure
 from .memory_budget import MemoryBarsFigure, MemoryBudgetFigure, plot_memory_breakdown
@@ -50,6 +50,7 @@ from .serving import DecodeBreakdownFigure, LatencyThroughputFigure, plot_decode
 from .validation import PredictedMeasuredFigure, ResidualsFigure, plot_predicted_measured, plot_residuals
 
 __all__ = [
+    "notebook_tracks",
     "plot_course_map",
     "plot_roofline",
     "plot_flops_breakdown",

@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: depth
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -36,7 +38,8 @@
 # the five all-reduce algorithms side by side, and, for rings of up to 8 ranks, the chunks moving step by step;
 # then, in the graded questions, you count $n$ and $Q$ from the lab yourself and use them.
 #
-# **Time to learn:** about 1.5 hours, the graded questions included.
+# **Time to learn:** about 2.2 hours by the course's rule, the graded questions included
+# ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 02, in particular the ring all-reduce step by step, the α–β model, algbw and busbw,
 # and what a bandwidth figure means.

@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: depth
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -35,7 +37,8 @@
 # examples. In this lab you first move the six numbers and watch both counts: the global batch in examples and in
 # tokens, and the devices it takes; then you use that accounting to size real runs in the graded questions.
 #
-# **Time to learn:** about 1 hour, the graded questions included.
+# **Time to learn:** about 1.8 hours by the course's rule, the graded questions included
+# ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 03, in particular the global batch and the pipeline bubble.
 #

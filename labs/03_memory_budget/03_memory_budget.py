@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: depth
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -37,7 +39,8 @@
 # you first change one of these at a time and watch each component against the device's capacity, then compute
 # the budgets yourself in the graded questions.
 #
-# **Time to learn:** about 1 hour, the graded questions included.
+# **Time to learn:** about 2.5 hours by the course's rule, the graded questions included
+# ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 03, in particular the memory anatomy of one device, the ZeRO stages and ZeRO's
 # Table 1.

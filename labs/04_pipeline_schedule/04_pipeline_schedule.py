@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: depth
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -36,7 +38,8 @@
 # change the stages, the micro-batches, the chunks and the schedule, and read off how the idle time grows with
 # each; then you derive the costs yourself in the graded questions, and check them against the simulation.
 #
-# **Time to learn:** about 1 hour, the graded questions included.
+# **Time to learn:** about 2.0 hours by the course's rule, the graded questions included
+# ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 03, in particular the pipeline schedules (GPipe, 1F1B, interleaved) and the bubble.
 #

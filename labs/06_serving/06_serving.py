@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: depth
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -37,7 +39,8 @@
 # their latency counts. In this lab you first move a serving replica's controls and watch where the time goes, then
 # compute the numbers yourself in the graded questions.
 #
-# **Time to learn:** about 1.5 hours, the graded questions included.
+# **Time to learn:** about 2.2 hours by the course's rule, the graded questions included
+# ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 04's serving section (the KV cache, prefill and decode, the latency–throughput curve,
 # the t at which decode latency stops falling), lesson 02's α–β model of an all-reduce, and lesson 01's roofline.

@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: depth
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -39,7 +41,8 @@
 # the backward pass to fill the pipeline's bubble. In this lab you first move a training plan's controls and watch
 # the three effects, then compute the numbers yourself in the graded questions.
 #
-# **Time to learn:** about 1.5 hours, the graded questions included.
+# **Time to learn:** about 2.1 hours by the course's rule, the graded questions included
+# ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 06 · Long sequences and many experts (`06_sequences_and_experts`: context and expert
 # parallelism, the all-to-all, ZB-H1 and ZB-H2), lesson 04's collective times on a cluster, lesson 03's memory per

@@ -138,6 +138,27 @@ def test_the_site_has_every_lesson_and_lab(walk):
     assert len(expected) >= 9  # the course map, its lessons and labs, the instructors' page
 
 
+def test_no_template_file_or_template_code_in_the_site(built_site):
+    # issue 41: the theme's webpack-macros.html with raw `{{ pathto(...) }}` was shipped. Pages, stylesheets and text
+    # files only: scripts (MathJax's TeX macros) use braces as their own syntax.
+    shipped = [path.relative_to(built_site).as_posix() for path in built_site.glob("_static/**/*.html")]
+    assert not shipped, f"theme templates shipped: {shipped}"
+    for path in sorted(built_site.rglob("*")):
+        if path.suffix in (".html", ".css", ".txt"):
+            text = path.read_text(encoding="utf-8")
+            assert "{{" not in text and "{%" not in text, f"{path.relative_to(built_site)} holds template code"
+
+
+def test_the_sidebar_lists_the_core_path_first_and_numbers_every_lesson_and_lab(built_site):
+    home = (built_site / f"{site_tool.pages()[0].docname}.html").read_text(encoding="utf-8")
+    captions = re.findall(r'class="caption-text">([^<]+)<', home)
+    assert captions[:1] == ["Core path"] and "Reference" in captions, captions
+    entries = re.findall(r'<a class="reference internal" href="(?:\.\./)?(?:labs/)?(\d\d)_[^"]*">([^<]+)</a>', home)
+    assert len(entries) >= len([page for page in site_tool.pages() if re.search(r"/\d\d_", page.source)]) - 1
+    for number, title in entries:
+        assert re.match(rf"(Lab {int(number)}|{number}) · ", title), f"sidebar entry {title!r} is not numbered {number}"
+
+
 def test_every_page_loads_cleanly_and_stays_on_localhost(walk):
     problems = {path: found for path, (_, found) in walk.items() if found}
     assert not problems, f"pages with load problems: {problems}"
