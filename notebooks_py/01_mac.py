@@ -484,9 +484,9 @@ print(
 
 # %% [markdown]
 # About half the peak, and that was a record at the time. Both published rates are *hardware* FLOPs: they count the
-# forward pass that full recomputation runs a second time, so they are a hardware FLOPs utilisation (HFU). The model
-# FLOPs utilisation (MFU), which counts only the 6 FLOPs per parameter and token the model needs, is 6/8 of it (the
-# last figures above); the Ultra-Scale Playbook's runs, lesson 08, report MFU. Planning with the peak would have
+# forward pass that full recomputation runs a second time, so they are a **hardware FLOPs utilisation (HFU)**. The
+# **model FLOPs utilisation (MFU)**, which counts only the 6 FLOPs per parameter and token the model needs, is 6/8
+# of it (the last figures above); the Ultra-Scale Playbook's runs, lesson 08, report MFU. Planning with the peak would have
 # promised 15.2 days for a run that took 34. Time estimates in this course therefore take an achieved rate or an
 # explicit efficiency, never the bare peak. (A related trap is a factor of two: some hardware documents count MACs
 # per second, not FLOPs per
