@@ -457,7 +457,8 @@ ENTRIES: tuple[Entry, ...] = (
         "NVLS",
         "nvls",
         "abbreviation",
-        "NVLink SHARP: NVSwitch reduces the data in the switch itself, so an all-reduce inside a node sends each byte once; NCCL's NVLS algorithms use it.",
+        "NVLink SHARP: NVSwitch reduces the data in the switch itself, so an all-reduce inside a node sends each byte "
+        "once; NCCL's NVLS algorithms use it.",
         "02_nccl.ipynb",
         (r"NVLS",),
         source="NCCL 2.17 release notes; NVIDIA NVLink/NVSwitch documentation",

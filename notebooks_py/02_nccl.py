@@ -432,7 +432,8 @@ for p in (8, 64, 512):
 #
 # Two published all-reduce measurements of 16 GiB on one 8-GPU node: an AWS
 # [p5.48xlarge](glossary.ipynb#cloud-instances) (8× H100, NVLink 4, [out-of-place](glossary.ipynb#out-of-place) time
-# 62239 µs) and an 8× A100 node (NVLink 3, 127997 µs). Converting the measured time:
+# 62239 µs; at this size NCCL runs **NVLS**, NVLink SHARP, in which the switches do the reduction) and an 8× A100
+# node (NVLink 3, 127997 µs). Converting the measured time:
 
 # %%
 measured = [
@@ -453,7 +454,7 @@ for name, size_bytes, time_s, link in measured:
 # %% [markdown]
 # The A100 node's busbw, 235 GB/s, is 78.3 % of its NVLink's 300 GB/s one-way rate, a typical ratio of measured to
 # nominal. The H100 node's 483 GB/s is *above* its NVLink's 450 GB/s one-way rate. That is not a faster wire: at large
-# sizes NCCL used NVLink SHARP (NVLS), where the [NVSwitches](glossary.ipynb#nvswitch) perform the reduction, so each
+# sizes NCCL used NVLS, where the [NVSwitches](glossary.ipynb#nvswitch) perform the reduction, so each
 # GPU sends less than the $2(p-1)/p \cdot S$ that the busbw factor assumes. Ring-only H100 runs reach about 370 GB/s.
 # Busbw is a normalisation, not a link speed.
 #

@@ -32,7 +32,7 @@
 #   mixed-precision Adam) plus stored activations (Korthikanti et al.), and reproduce ZeRO's Table 1;
 # - compute the global batch $B_\text{global} = b_\text{micro} \times N_\text{acc} \times N_\text{dp}$, and explain why tensor and
 #   pipeline groups add devices but not examples;
-# - read a pipeline schedule (GPipe, 1F1B, interleaved) as a timeline, with its bubble $(p-1)/m$ or
+# - read a pipeline schedule ([GPipe](glossary.ipynb#gpipe), [1F1B](glossary.ipynb#one-f-one-b), interleaved) as a timeline, with its bubble $(p-1)/m$ or
 #   $(p-1)/(v\,m)$ and its activation memory;
 # - estimate the bytes each device sends per step on each parallel axis.
 
@@ -73,6 +73,9 @@ from course_lib.widgets import quiz
 # - **State sharding** (ZeRO) keeps data parallelism's split of the batch but stops replicating the stored model
 #   state: the optimizer state (stage 1), then the gradients (stage 2), then the parameters themselves (stage 3)
 #   are partitioned across the data-parallel devices and gathered when needed.
+#
+# Plans are written with the axes' abbreviations: **DP** (data parallelism), **TP** (tensor parallelism), **PP**
+# (pipeline parallelism) and, below, **SP** (sequence parallelism); "TP 8 × PP 8" is $t = 8$ and $p = 8$.
 #
 # Other schemes partition the sequence ([context parallelism](glossary.ipynb#context-parallelism)), the experts of a
 # mixture-of-experts model, or both; they follow the same logic and are not modelled in this course. The splits combine:
@@ -154,7 +157,7 @@ for name, plan in splits.items():
 #
 # 1. a **column-parallel** GEMM: each of the $t$ GPUs holds a slice of the weight's *columns* (for attention, the
 #    $Q$, $K$, $V$ projections of $a/t$ heads; for the MLP, $4h/t$ of the $4h$ hidden units) and computes its slice of
-#    the output from the whole input $X$. The attention of those heads, or the GeLU of those units, then runs
+#    the output from the whole input $X$. The attention of those heads, or the [GeLU](glossary.ipynb#gelu) of those units, then runs
 #    locally on the slice;
 # 2. a **row-parallel** GEMM: each GPU holds the matching *rows* of the next weight and multiplies its slice by
 #    them. The result is a full $b \times s \times h$ tensor on every GPU, but each holds only a **partial sum**: the
@@ -258,7 +261,8 @@ for sp in (False, True):
 #
 # ### 3. Pipeline schedules and the bubble
 #
-# With $p$ stages and $m$ micro-batches, GPipe and 1F1B (PipeDream-Flush) idle for $(p-1)$ micro-batch slots at the
+# With $p$ stages and $m$ micro-batches, **GPipe** (all forward, then all backward) and **1F1B** (one forward, one
+# backward; PipeDream-Flush) idle for $(p-1)$ micro-batch slots at the
 # start and end of every step, so the bubble time $t_\text{pb}$, as a fraction of the ideal time
 # $t_\text{id} = m(t_f + t_b)$ ([glossary](glossary.ipynb#bubble-time)), is (Narayanan et al. 2021, §2.2)
 #
@@ -445,7 +449,7 @@ print(f"selective recomputation saves {units.format_percent(1 - selective / no_r
 # %% [markdown]
 # For GPT-3 the attention-score term (80 bytes per $sbh$ element) is larger than everything else together (34),
 # which is why recomputing only the attention scores saves 70 % of the activation memory (Korthikanti et al. report
-# 70 % for GPT-3 and 65 % for MT-NLG, for 2.7 % and 1.6 % extra FLOPs). Without recomputation one 2048-token
+# 70 % for GPT-3 and 65 % for [MT-NLG](glossary.ipynb#mt-nlg), for 2.7 % and 1.6 % extra FLOPs). Without recomputation one 2048-token
 # sequence needs 275 GB of activations, far more than any device.
 #
 # ### ZeRO's Table 1, reproduced

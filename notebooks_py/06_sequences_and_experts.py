@@ -280,7 +280,7 @@ for kind in parallelism.CONTEXT_PARALLEL_KINDS:
 # %% [markdown]
 # The ring and the all-gather form send the same bytes, 19.3 GB per GPU against Ulysses' 16.1 GB, but the ring hides
 # all of it: each hop travels while the rank computes the attention of the block it already holds. The all-gather
-# form waits for its K and V (Transformer Engine's own docstring: "KV all-gather between CP ranks is exposed") and
+# form waits for its K and V (Transformer Engine's own docstring: "KV all-gather between CP ranks is exposed"; [CP](glossary.ipynb#cp) is context parallelism) and
 # exposes 56.6 ms; Ulysses' all-to-alls have nothing to hide behind either, and expose 44.9 ms. Llama 3 chose the
 # all-gather anyway (§3.3.2): it supports any attention mask, such as the document mask, and with grouped-query
 # attention K and V are each a quarter of the size of Q here, so the exposed gather stays small. The ring wins where

@@ -1,7 +1,5 @@
 # ---
 # jupyter:
-#   course:
-#     track: depth
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -48,17 +46,30 @@
 #
 # | Term | Definition | Introduced in | Source |
 # |---|---|---|---|
+# | <a id="one-f-one-b"></a>1F1B | One forward, one backward: the pipeline schedule in which each stage, once full, alternates one micro-batch's forward pass with another's backward pass, so it holds at most p micro-batches' activations. | [lesson 03](03_parallelism.ipynb) | Narayanan et al. 2021 (PipeDream-Flush), arXiv:2104.04473 |
 # | <a id="number-formats"></a>bf16, fp16, fp32 | Number formats: bfloat16 (8 exponent, 7 mantissa bits), IEEE half (5, 10) and IEEE single precision (8, 23): 2, 2 and 4 bytes per number. | [lesson 01](01_mac.ipynb) | IEEE 754-2008; Google Cloud, bfloat16: the secret to high performance on Cloud TPUs (2019) |
+# | <a id="cp"></a>CP | Context parallelism: the sequence of each sample split over c ranks, for attention as well as the rest of the layer (ring attention, Llama 3's all-gather, DeepSpeed-Ulysses). | [lesson 06](06_sequences_and_experts.ipynb) |  |
 # | <a id="dma"></a>DMA | Direct memory access: a device copies memory by itself, without a processor doing the loads and stores. | [lesson 07](07_measure.ipynb) |  |
+# | <a id="dp"></a>DP | Data parallelism: d replicas of the model, each on its own micro-batches, whose gradients are summed every step. | [lesson 03](03_parallelism.ipynb) |  |
 # | <a id="efa"></a>EFA | Elastic Fabric Adapter, AWS's network interface for HPC and ML: 3,200 Gbps per p5.48xlarge, 400 Gbps per p4de.24xlarge. | [lesson 08](08_model_meets_measurements.ipynb) | AWS EC2 P5 and P4 instance pages |
+# | <a id="ep"></a>EP | Expert parallelism: a mixture-of-experts layer's experts spread over e ranks, tokens sent to their experts by an all-to-all. | [lesson 06](06_sequences_and_experts.ipynb) |  |
 # | <a id="ffn"></a>FFN | Feed-forward network: the MLP block of a transformer layer ($h \to 4h \to h$ in GPT-3). | [lesson 08](08_model_meets_measurements.ipynb) |  |
 # | <a id="fp8"></a>FP8 | 8-bit floating point (E4M3 and E5M2): matrix multiplies at twice the bf16 peak on an H100, and 1 byte per stored or gathered number where a framework keeps it. | [lesson 06](06_sequences_and_experts.ipynb) | Micikevicius et al. 2022, FP8 Formats for Deep Learning, arXiv:2209.05433; course_lib.parallelism.fp8 |
 # | <a id="fsdp"></a>FSDP | PyTorch's Fully Sharded Data Parallel: data parallelism with parameters, gradients and optimizer state sharded, as in ZeRO stage 3. | [lesson 06](06_sequences_and_experts.ipynb) | Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277 |
+# | <a id="gelu"></a>GeLU | Gaussian error linear unit, x·Φ(x): GPT's activation function between the MLP's two matrix multiplies. | [lesson 03](03_parallelism.ipynb) | Hendrycks and Gimpel 2016, arXiv:1606.08415 |
 # | <a id="gemm"></a>GEMM | General matrix multiply, $[M \times K] \cdot [K \times N]$: $2MNK$ FLOPs. | [lesson 01](01_mac.ipynb) |  |
+# | <a id="gpipe"></a>GPipe | The pipeline schedule that runs all m micro-batches' forward passes, then all their backward passes (all forward, all backward); it holds m micro-batches' activations. | [lesson 03](03_parallelism.ipynb) | Huang et al. 2019, arXiv:1811.06965 |
 # | <a id="hbm"></a>HBM | High Bandwidth Memory: the stacked DRAM beside an accelerator's die that holds its weights, activations and optimizer state (80 GB at 3.35 TB/s on an H100 SXM). | [lesson 01](01_mac.ipynb) | NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022) |
+# | <a id="hfu"></a>HFU | Hardware FLOPs utilization: every FLOP the GPUs ran (recomputation included) per second, over their peak. | [lesson 01](01_mac.ipynb) | Chowdhery et al. 2022 (PaLM), appendix B |
+# | <a id="mfu"></a>MFU | Model FLOPs utilization: the model's FLOPs per token (6P plus attention) times tokens per second, over the GPUs' peak; recomputation does not count. | [lesson 01](01_mac.ipynb) | Chowdhery et al. 2022 (PaLM), appendix B |
+# | <a id="mt-nlg"></a>MT-NLG | Megatron-Turing NLG 530B, the 530-billion-parameter model Microsoft and NVIDIA trained with DeepSpeed and Megatron-LM in 2021. | [lesson 03](03_parallelism.ipynb) | Smith et al. 2022, arXiv:2201.11990 |
 # | <a id="nic"></a>NIC | Network interface card: the adapter between a node and the network (a DGX H100 has one 400 Gb/s InfiniBand NIC per GPU). | [lesson 02](02_nccl.ipynb) | NVIDIA DGX H100 user guide, network ports |
+# | <a id="nvls"></a>NVLS | NVLink SHARP: NVSwitch reduces the data in the switch itself, so an all-reduce inside a node sends each byte once; NCCL's NVLS algorithms use it. | [lesson 02](02_nccl.ipynb) | NCCL 2.17 release notes; NVIDIA NVLink/NVSwitch documentation |
+# | <a id="pp"></a>PP | Pipeline parallelism: the layers split into p stages on different ranks, micro-batches flowing through them. | [lesson 03](03_parallelism.ipynb) |  |
 # | <a id="ptd-p"></a>PTD-P | Pipeline, tensor and data parallelism combined, as Megatron-LM trains a 1-trillion-parameter model. | [lesson 03](03_parallelism.ipynb) | Narayanan et al. 2021, arXiv:2104.04473 |
 # | <a id="sm"></a>SM | Streaming multiprocessor, a GPU's unit of compute (132 on an H100 SXM, 108 on an A100); a kernel that runs a collective occupies some. | [lesson 09](09_capstone.ipynb) | NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022); NVIDIA A100 Tensor Core GPU architecture whitepaper (2020) |
+# | <a id="sp"></a>SP | Sequence parallelism (Megatron-LM's): the layer norms and dropouts between tensor-parallel blocks split along the sequence over the same t ranks. | [lesson 03](03_parallelism.ipynb) | Korthikanti et al. 2022, arXiv:2205.05198 |
+# | <a id="tp"></a>TP | Tensor parallelism: each layer's weight matrices split over t ranks, which all-reduce (or reduce-scatter and all-gather) the activations twice per layer. | [lesson 03](03_parallelism.ipynb) | Shoeybi et al. 2019, arXiv:1909.08053 |
 # | <a id="zero"></a>ZeRO | Zero Redundancy Optimizer: data parallelism that shards the optimizer state (stage 1), then the gradients (2), then the parameters (3) across the replicas. | [lesson 01](01_mac.ipynb) | Rajbhandari et al. 2020, arXiv:1910.02054 |
 #
 # ## Hardware and cloud instances
