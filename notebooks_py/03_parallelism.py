@@ -78,7 +78,7 @@ from course_lib.widgets import quiz
 # (pipeline parallelism) and, below, **SP** (sequence parallelism); "TP 8 × PP 8" is $t = 8$ and $p = 8$.
 #
 # Other schemes partition the sequence ([context parallelism](glossary.ipynb#context-parallelism)), the experts of a
-# mixture-of-experts model, or both; they follow the same logic and are not modelled in this course. The splits combine:
+# mixture-of-experts model, or both; they follow the same logic, and lesson 06 models them. The splits combine:
 # a large run uses all of them at once, with $d \cdot t \cdot p = N_\text{GPU}$ devices for data-parallel size $d$,
 # tensor-parallel size $t$ and pipeline-parallel size $p$ (Narayanan et al. 2021's notation).
 #

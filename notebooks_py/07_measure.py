@@ -506,7 +506,8 @@ plt.show()
 #   slowest. Report the maximum over ranks per iteration, or say which you report: nccl-tests' and OSU's defaults
 #   are averages over ranks, and nccl-tests' time is a mean over back-to-back calls, which overlap a little.
 # - **More ranks than cores.** MPICH's ranks busy-poll; two ranks sharing a core wait for each other's time slice,
-#   and small messages take milliseconds instead of microseconds. `course_lib.measure` allows it, warns, and records
+#   and small messages take far longer than their few microseconds: from tens of microseconds to milliseconds,
+#   varying from run to run (this machine's run below). `course_lib.measure` allows it, warns, and records
 #   `ranks_exceed_cores` in the conditions:
 
 # %% tags=["nbval-ignore-output"]
