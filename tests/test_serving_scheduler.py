@@ -178,6 +178,28 @@ def test_preemption_happens_exactly_when_the_blocks_run_out():
     assert roomy.preemptions == 0 and roomy.finish_s == pytest.approx([0.40, 0.40])
 
 
+def test_no_request_is_admitted_in_an_iteration_that_preempted():
+    # 4 blocks of 16, budget 20 tokens. Iteration 1: request 0's prompt (16 tokens, 1 block) and 4 of request 1's
+    # 32 (1 block); 2: request 0's decode (17 tokens: 2 blocks) and 19 more of request 1's (23: 2 blocks), the
+    # cache full; 3: request 1's last 9 (32 tokens, its first token). Iteration 4: request 1 needs a third block,
+    # none is free: it is preempted (its 2 blocks freed). Readmitting it at once (a 19-token chunk of its 33 tokens
+    # fits those 2 blocks) is what vLLM does not do: ``if not preempted_reqs`` guards the waiting loop, so iteration
+    # 4 runs request 0 alone and request 1 comes back in iteration 5.
+    run = simulate_engine(
+        prefill_or_decode(0.010, 0.010),
+        kv_blocks=4,
+        block_size_tokens=16,
+        prompt_tokens=[16, 32],
+        output_tokens=[40, 5],
+        requests=2,
+        concurrency=2,
+        max_num_batched_tokens=20,
+    )
+    assert run.iteration_sequences[:5].tolist() == [2, 2, 2, 1, 2]
+    assert run.iteration_preemptions[:5].tolist() == [0, 0, 0, 1, 0]
+    assert run.iteration_blocks_used[:5].tolist() == [2, 4, 4, 2, 4]
+
+
 def test_admission_waits_for_free_blocks():
     # 3 blocks of 16; prompts of 32 tokens (2 blocks each), 1 output token: the second request is admitted only
     # when the first has finished, although the budget and the sequence cap would allow both at once.
