@@ -9,10 +9,12 @@ the serving lab's one call, ``serving_report``).
 327680
 """
 
-from . import replica, reports
+from . import engine, replica, reports
+from .engine import *
 from .replica import *
 from .reports import *
 
 __all__ = []
 __all__ += replica.__all__
 __all__ += reports.__all__
+__all__ += engine.__all__
