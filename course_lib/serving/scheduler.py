@@ -18,7 +18,7 @@ its tokens samples one new token. This module replays that loop as vLLM V1 runs 
   ``Scheduler.schedule``; vLLM's "Optimization and Tuning" page: "Preempted requests are recomputed when
   sufficient KV cache space becomes available again", https://docs.vllm.ai/en/v0.9.1/configuration/optimization.html).
   No request is admitted in an iteration that preempted one (``if not preempted_reqs:`` before the waiting loop).
-- **Chunked prefill** (vLLM V1's only mode): each iteration has a budget of ``max_num_batched_tokens`` tokens. The
+- **Chunked prefill** (vLLM V1's default): each iteration has a budget of ``max_num_batched_tokens`` tokens. The
   running requests are served first in admission order, a decoding sequence taking 1 token and a partly prefilled
   prompt the rest of its prompt up to what the budget leaves; then waiting requests are admitted in arrival order
   (first come, first served) with chunks of their prompts, while the budget, the free blocks and
@@ -27,18 +27,20 @@ its tokens samples one new token. This module replays that loop as vLLM V1 runs 
   (https://docs.vllm.ai/en/v0.9.1/configuration/optimization.html, "Chunked Prefill").
 - **Without chunked prefill** (``chunked_prefill=False``) the scheduler is vLLM V0's default one
   (vllm-project/vllm@v0.6.0 ``vllm/core/scheduler.py``, ``Scheduler._schedule_default``: "First, it batches as many
-  prefill requests as possible. And it schedules decodes."): an iteration that admits requests prefills their whole
-  prompts and nothing else; the running sequences decode only in iterations that admit nobody. A long prompt
-  therefore stalls every decode for its whole prefill: the interference chunked prefill removes. As V0 requires
-  (``SchedulerConfig`` refuses ``max_num_batched_tokens`` < ``max_model_len`` without chunking), the budget must
-  then hold the longest request.
+  prefill requests as possible. And it schedules decodes.", then "Don't schedule decodes if prefills are
+  scheduled."): an iteration that admits requests prefills their whole prompts and nothing else; the running
+  sequences decode only in iterations that admit nobody. A long prompt therefore stalls every decode for its whole
+  prefill: the interference chunked prefill removes. As V0 requires
+  (``SchedulerConfig._verify_args``: "max_num_batched_tokens (…) is smaller than max_model_len (…)" without
+  chunking), the budget must then hold the longest request.
 
 Each iteration's time is the engine's cost (``IterationTime``: the iteration's prompt tokens, the tokens those
 attend to, the decoding sequences and their cached tokens), and the clock advances by it. vLLM's defaults:
 ``max_num_batched_tokens=8192`` is the API server's default on a GPU with ≥ 70 GiB (H100, H200, MI300X; 2048 on
 smaller GPUs and A100) and ``max_num_seqs=256`` the default on GPUs under 70 GiB and A100 (1024 on the large ones)
 (vllm-project/vllm@00024d3 ``vllm/engine/arg_utils.py``, ``EngineArgs.get_batch_defaults``); the block size is 16
-tokens (``vllm/config/cache.py``, ``CacheConfig.block_size``).
+tokens on NVIDIA GPUs (``CacheConfig.block_size`` has no static default; ``check_and_update_config`` in
+``vllm/platforms/cuda.py`` sets 16).
 
 >>> cost = lambda prefill, attended, decodes, context: 0.010 + 1e-5 * prefill + 1e-4 * decodes
 >>> run = simulate_engine(cost, kv_blocks=10_000, prompt_tokens=512, output_tokens=64, requests=64, concurrency=8)
