@@ -33,6 +33,12 @@ its tokens samples one new token. This module replays that loop as vLLM V1 runs 
   prefill: the interference chunked prefill removes. As V0 requires
   (``SchedulerConfig._verify_args``: "max_num_batched_tokens (…) is smaller than max_model_len (…)" without
   chunking), the budget must then hold the longest request.
+- **Capacity policy.** vLLM admits a request when the blocks of the tokens it computes now are free, and preempts
+  when a running one needs a block (``capacity_policy="max_utilization"``, the name of TensorRT-LLM's policy that
+  does the same). TensorRT-LLM's default, ``"guaranteed_no_evict"``, admits a request only when the blocks of its
+  whole prompt and output are free and reserves them, so "a started request is never paused"
+  (https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-runtime-flags.html, "Capacity
+  Scheduler Policy"): fewer requests run at once, none is recomputed.
 
 Each iteration's time is the engine's cost (``IterationTime``: the iteration's prompt tokens, the tokens those
 attend to, the decoding sequences and their cached tokens), and the clock advances by it. vLLM's defaults:
@@ -75,6 +81,7 @@ from .. import _check
 from .engine import blocks_per_sequence
 
 __all__ = [
+    "CAPACITY_POLICIES",
     "IterationTime",
     "EngineRun",
     "simulate_engine",
@@ -82,6 +89,9 @@ __all__ = [
     "concurrency_sweep",
     "KNEE_THROUGHPUT_FRACTION",
 ]
+
+# How a request's KV blocks are granted (module docstring): vLLM's on demand, or TensorRT-LLM's default reservation.
+CAPACITY_POLICIES = ("max_utilization", "guaranteed_no_evict")
 
 # The knee: the smallest swept concurrency whose throughput reaches this fraction of the sweep's maximum.
 KNEE_THROUGHPUT_FRACTION = 0.9
@@ -249,6 +259,7 @@ def simulate_engine(
     max_num_seqs=256,
     max_num_batched_tokens=8192,
     chunked_prefill=True,
+    capacity_policy="max_utilization",
     seed=0,
 ) -> EngineRun:
     """Run ``requests`` requests through the scheduler (module docstring) and return their times.
@@ -277,6 +288,7 @@ def simulate_engine(
         max_seqs=_check.scalar_count("max_num_seqs", max_num_seqs),
         budget=_check.scalar_count("max_num_batched_tokens", max_num_batched_tokens),
         chunked=_check.flag("chunked_prefill", chunked_prefill),
+        reserve=_check.choice("capacity_policy", capacity_policy, CAPACITY_POLICIES) == "guaranteed_no_evict",
         prompts=_lengths("prompt_tokens", prompt_tokens, requests),
         outputs=_lengths("output_tokens", output_tokens, requests),
     )
@@ -325,7 +337,7 @@ class _Engine:
     the iterations at whose end its events happen (turned into times once the iterations' times are known); the
     running requests in admission order; the waiting queue."""
 
-    def __init__(self, *, kv_blocks, block, max_seqs, budget, chunked, prompts, outputs):
+    def __init__(self, *, kv_blocks, block, max_seqs, budget, chunked, reserve, prompts, outputs):
         # The longest cache a request holds: its prompt and every output token but the last (never fed back).
         longest = int((prompts + outputs - 1).max())
         if blocks_per_sequence(longest, block) > kv_blocks:
@@ -346,6 +358,8 @@ class _Engine:
             chunked,
         )
         self.prompts, self.outputs = prompts, outputs
+        # Under guaranteed_no_evict a request reserves the blocks of its whole cache when it is admitted.
+        self.reserved = -(-(prompts + outputs - 1) // block) if reserve else None
         n = prompts.size
         self.computed = np.zeros(n, dtype=np.int64)  # tokens in the request's KV cache
         self.num_tokens = prompts.copy()  # prompt + tokens generated so far
@@ -419,7 +433,7 @@ class _Engine:
         else:
             scheduled = np.minimum(np.maximum(self.budget - (np.cumsum(remaining) - remaining), 0), remaining)
         # New blocks: blocks_per_sequence of the cache after this iteration, less those held (inline: a hot loop).
-        need = np.where(scheduled > 0, -(-(computed + scheduled) // self.block) - held, 0)
+        need = np.where(scheduled > 0, np.maximum(-(-(computed + scheduled) // self.block) - held, 0), 0)
         keep = _preemption_point(need, held, self.free)
         preempted = running.size - keep
         if preempted:
@@ -450,7 +464,7 @@ class _Engine:
             tokens = np.minimum(np.maximum(budget - before, 0), remaining)
         else:
             tokens = np.where(before + remaining <= budget, remaining, 0)
-        blocks = -(-tokens // self.block)
+        blocks = -(-tokens // self.block) if self.reserved is None else self.reserved[head]
         fits = (tokens > 0) & (np.cumsum(blocks) <= self.free)
         count = fits.size if fits.all() else int(np.argmin(fits))
         for _ in range(count):
