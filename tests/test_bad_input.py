@@ -840,7 +840,7 @@ CASES = [
     (
         serving.concurrency_sweep,
         {**_ENGINE, **_SCHEDULER, "concurrencies": [1, 2]},
-        {**_ENGINE_KINDS, **_SCHEDULER_KINDS, "concurrencies": "count"},
+        {**_ENGINE_KINDS, **_SCHEDULER_KINDS, "concurrencies": "count", "requests": "optional_positive"},
     ),
     (
         serving.latency_optimal_tensor_parallel,

@@ -275,9 +275,17 @@ def test_knee_of_an_affine_cost_is_where_the_hand_solution_puts_it():
     b = np.array(levels)
     assert sweep.output_tokens_per_s == pytest.approx(b / (0.003 + 1e-4 * b))
     assert sweep.median_itl_s == pytest.approx(0.003 + 1e-4 * b)
+    assert sweep.p99_itl_s == pytest.approx(0.003 + 1e-4 * b)  # lockstep: every gap is one iteration
     assert sweep.mean_batch_sequences == pytest.approx(b)
     assert sweep.knee_concurrency == 128
     assert sweep.concurrency.tolist() == levels
+
+
+def test_sweep_runs_four_requests_per_user_by_default():
+    sweep = concurrency_sweep(
+        prefill_or_decode(0.01, 0.01), [2, 8, 64], kv_blocks=BIG_CACHE, prompt_tokens=16, output_tokens=2
+    )
+    assert sweep.requests.tolist() == [16, 32, 256]  # at least 16, else 4 a user
 
 
 def test_sweep_refuses_unordered_levels():

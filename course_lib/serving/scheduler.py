@@ -88,10 +88,14 @@ __all__ = [
     "ConcurrencySweep",
     "concurrency_sweep",
     "KNEE_THROUGHPUT_FRACTION",
+    "REQUESTS_PER_USER",
 ]
 
 # How a request's KV blocks are granted (module docstring): vLLM's on demand, or TensorRT-LLM's default reservation.
 CAPACITY_POLICIES = ("max_utilization", "guaranteed_no_evict")
+
+# A sweep level's default requests per user (concurrency_sweep).
+REQUESTS_PER_USER = 4
 
 # The knee: the smallest swept concurrency whose throughput reaches this fraction of the sweep's maximum.
 KNEE_THROUGHPUT_FRACTION = 0.9
@@ -531,9 +535,11 @@ class ConcurrencySweep:
     """
 
     concurrency: np.ndarray
+    requests: np.ndarray
     median_ttft_s: np.ndarray
     p90_ttft_s: np.ndarray
     median_itl_s: np.ndarray
+    p99_itl_s: np.ndarray
     output_tokens_per_s: np.ndarray
     requests_per_s: np.ndarray
     preemptions: np.ndarray
@@ -553,11 +559,14 @@ def concurrency_sweep(
     kv_blocks,
     prompt_tokens,
     output_tokens,
-    requests=1000,
+    requests=None,
     **engine,
 ) -> ConcurrencySweep:
-    """``simulate_engine`` in the closed loop at each of ``concurrencies`` (increasing), ``requests`` requests
-    each; ``engine`` passes the rest of its arguments (block size, ``max_num_seqs``, ...).
+    """``simulate_engine`` in the closed loop at each of ``concurrencies`` (increasing); ``engine`` passes the rest
+    of its arguments (block size, ``max_num_seqs``, ...). Each level runs ``requests`` requests or, by default,
+    ``REQUESTS_PER_USER`` (4) per user and at least 16: the first round, every user at once, then weighs a quarter
+    of the figures, and a level costs about the same simulated time at every concurrency (per-request lengths
+    given as arrays need ``requests``).
 
     >>> cost = lambda prefill, attended, decodes, context: 0.010 + 1e-4 * (decodes + prefill / 16)
     >>> sweep = concurrency_sweep(cost, [1, 16, 64, 128, 256], kv_blocks=10_000, prompt_tokens=16,
@@ -575,7 +584,7 @@ def concurrency_sweep(
             kv_blocks=kv_blocks,
             prompt_tokens=prompt_tokens,
             output_tokens=output_tokens,
-            requests=requests,
+            requests=max(REQUESTS_PER_USER * int(level), 16) if requests is None else requests,
             concurrency=int(level),
             **engine,
         )
@@ -583,9 +592,11 @@ def concurrency_sweep(
     ]
     return ConcurrencySweep(
         concurrency=levels,
+        requests=np.array([run.arrival_s.size for run in runs]),
         median_ttft_s=np.array([run.median_ttft_s for run in runs]),
         p90_ttft_s=np.array([run.p90_ttft_s for run in runs]),
         median_itl_s=np.array([run.median_itl_s for run in runs]),
+        p99_itl_s=np.array([run.p99_itl_s for run in runs]),
         output_tokens_per_s=np.array([run.output_tokens_per_s for run in runs]),
         requests_per_s=np.array([run.requests_per_s for run in runs]),
         preemptions=np.array([run.preemptions for run in runs]),
