@@ -102,7 +102,8 @@ KNEE_THROUGHPUT_FRACTION = 0.9
 
 
 class IterationTime(Protocol):
-    """One engine iteration's wall time in seconds (serving_api.md §1; ``engine.iteration_time`` returns one)."""
+    """One engine iteration's wall time in seconds from its four totals, scalars or arrays (``engine.iteration_time``
+    returns one, an ``EngineCost``)."""
 
     def __call__(self, prefill_tokens, prefill_attended_tokens, decode_sequences, decode_context_tokens) -> float: ...
 
@@ -145,7 +146,9 @@ class EngineRun:
     @property
     def request_itl_s(self) -> np.ndarray:
         """Each request's inter-token latency (finish − first token) / (output tokens − 1); NaN for 1 output token
-        (genai-perf's definition, serving_api.md §3)."""
+        (what vLLM's benchmark calls TPOT: ``(output.latency - output.ttft) / (output_len - 1)`` in
+        ``calculate_metrics``, vllm-project/vllm@00024d3 ``vllm/benchmarks/serve.py``; genai-perf's inter-token
+        latency)."""
         gaps = (self.output_tokens - 1).astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(gaps > 0, (self.finish_s - self.first_token_s) / gaps, np.nan)
