@@ -11,6 +11,7 @@ source does not state is ``None`` here. Nothing is modelled: these are the measu
 >>> nim = [r for r in rows if r.source == "nim-1.8.0" and r.model == "Llama 3.3 70B" and r.input_tokens == 5000]
 >>> [(r.concurrency, r.ttft_s, r.itl_s, r.output_tokens_per_s) for r in nim[:2]]
 [(1, 0.40677, 0.01858, 51.67), (5, 0.5467, 0.02183, 218.48)]
+>>> from course_lib.parallelism import LLAMA3_70B
 >>> PUBLISHED_SERVING_MODELS["Llama 3.3 70B"] is LLAMA3_70B
 True
 """

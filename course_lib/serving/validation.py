@@ -94,6 +94,8 @@ def steady_state(cost: EngineCost, sequences, input_tokens, output_tokens, max_n
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_8B
+    >>> from course_lib.serving import iteration_time
+    >>> from course_lib.units import format_time
     >>> state = steady_state(iteration_time(LLAMA3_8B, DGX_H100, 1, weights="fp8"), 64, 1000, 1000)
     >>> state.iterations_per_cycle, format_time(state.itl_s), round(state.output_tokens_per_s)
     (1000.0, '10 ms', 6381)
@@ -114,6 +116,8 @@ def time_to_first_token_s(cost: EngineCost, input_tokens, max_num_batched_tokens
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_70B
+    >>> from course_lib.serving import iteration_time
+    >>> from course_lib.units import format_time
     >>> format_time(time_to_first_token_s(iteration_time(LLAMA3_70B, DGX_H100, 8), 20000))
     '957 ms'
     """
