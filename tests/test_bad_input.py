@@ -1006,6 +1006,7 @@ def test_every_public_function_is_covered():
         "resolve_framework",
         "format_transfer_table",
         "fp8_peak",  # an Accelerator; tests/test_fp8.py checks the one without an FP8 peak
+        "load_published_serving",  # a path; tests/test_published_serving.py checks a missing file and bad cells
         "fp8_linear_weights_per_layer",  # a model
         "context_gather_bytes",  # a model and a plan
         "fit_gemm_depth",  # rows of a measurement; tests/test_serving_engine.py fits it
