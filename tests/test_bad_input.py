@@ -1010,7 +1010,6 @@ def test_every_public_function_is_covered():
         "fp8_linear_weights_per_layer",  # a model
         "context_gather_bytes",  # a model and a plan
         "fit_gemm_depth",  # rows of a measurement; tests/test_serving_engine.py fits it
-        "load_published_serving",  # a path; its doctest shows a missing file refused
     }
     assert public - separately <= covered, sorted(public - separately - covered)
 
