@@ -184,11 +184,14 @@ LABS = (
     ("pipeline_lab", "schedule"),
     ("partition_lab", "partition"),
     ("serving_lab", "serving"),
+    ("concurrency_sweep_lab", "sweep"),
     ("sequences_lab", "sequences"),
 )
 # The slider timed where it is not the lab's first: lab 5's first sliders shape the custom model, which a preset
 # model ignores (its node count was the first slider until the controls were ordered by what depends on what).
-TIMED_SLIDER = {"partition_lab": "nodes"}
+# The sweep lab's concurrency: what a learner moves along one sweep (a configuration's sweep is simulated once, then
+# kept; bench_sweep_simulation times a new one).
+TIMED_SLIDER = {"partition_lab": "nodes", "concurrency_sweep_lab": "concurrency"}
 LAB_TARGET_MEDIAN_MS, LAB_TARGET_P95_MS = 30.0, 60.0
 
 
