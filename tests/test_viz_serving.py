@@ -143,7 +143,7 @@ def test_breakdown_figure_updated_twice_draws_what_a_fresh_one_draws(snap, first
 
 
 def _sweep_report(concurrency=16, **changes):
-    settings = dict(weights="bf16", prompt_tokens=512, output_tokens=64, **changes)
+    settings = {"weights": "bf16", "prompt_tokens": 512, "output_tokens": 64, **changes}
     return serving.concurrency_sweep_report(LLAMA3_8B, DGX_H100, 1, concurrency=concurrency, **settings)
 
 
@@ -171,7 +171,7 @@ def test_sweep_figure_shows_a_refusal_instead_of_curves():
     figure = ConcurrencySweepFigure(*plt.subplots(1, 2)[1], serving.SWEEP_CONCURRENCIES)
     figure.update(_sweep_report())
     figure.update(refused)
-    assert all(line.get_xdata().size == 0 for line in (figure.ttft, figure.itl, figure.throughput, figure.current))
+    assert all(len(line.get_xdata()) == 0 for line in (figure.ttft, figure.itl, figure.throughput, figure.current))
     text = " ".join(figure.message.get_texts())
     assert text.startswith("Not served:") and "fp8" in text
     with pytest.raises(ValueError, match="ConcurrencySweepReport"):

@@ -5,8 +5,6 @@ kernel."""
 
 from __future__ import annotations
 
-import math
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -16,7 +14,6 @@ import pytest
 from lab_checks import assert_plain_and_finite, assert_png_matches_savefig
 
 from course_lib import hardware, serving
-from course_lib.serving import sweep as sweep_module
 from course_lib.widgets import concurrency_sweep_lab
 from course_lib.widgets import sweep as lab_module
 
@@ -37,7 +34,7 @@ def check_sweep_lab(lab) -> None:
     assert (result["model"], result["concurrency"]) == (values["model"], values["concurrency"])
     if r.refusal is not None:
         assert result["refusal"] == r.refusal != "" and result["kv_blocks"] == 0
-        assert figure.ttft.get_xdata().size == 0 and figure.throughput.get_xdata().size == 0
+        assert len(figure.ttft.get_xdata()) == 0 and len(figure.throughput.get_xdata()) == 0
         assert "".join(figure.message.get_texts()).replace(" ", "").startswith("Notserved:")
         return
     assert result["refusal"] == "" and figure.message.get_texts() == []
@@ -110,21 +107,17 @@ def test_a_configuration_the_engine_refuses_is_drawn_not_raised(state, reason):
 
 
 def test_a_request_longer_than_the_whole_cache_is_refused_with_the_block_count():
-    # Llama 3.1 405B in fp8 on 8 H100s: the cache holds fewer blocks than one request of 32,768 + 2,048 tokens needs
-    report = serving.concurrency_sweep_report(
-        lab_module.MODELS["Llama 3.1 405B"],
-        hardware.DGX_H100,
-        8,
-        weights="fp8",
-        prompt_tokens=32768,
-        output_tokens=2048,
-        concurrency=1,
+    # Mixtral 8x22B in bf16 on 4 H100s: 282 GB of weights leave the cache fewer blocks than one request of
+    # 32,768 + 1,024 tokens needs, ⌈33,792 / 16⌉ = 2,112
+    model, blocks = lab_module.MODELS["Mixtral 8x22B"], serving.engine.kv_cache_blocks
+    held = blocks(model, hardware.H100, 4, block_size_tokens=16)
+    assert 0 < held < 2112
+    lab = concurrency_sweep_lab(model="Mixtral 8x22B", tensor_parallel=4, prompt_tokens=32768, output_tokens=1024)
+    check_sweep_lab(lab)
+    assert lab.result["refusal"] == (
+        f"one request of 33,792 tokens needs 2,112 KV blocks of 16 tokens; the memory left after the weights holds "
+        f"{held:,}"
     )
-    if report.refusal is None:  # the cache holds it: then at least one request fits, as the report says
-        assert report.requests_in_cache >= 1
-        return
-    needed = math.ceil((32768 + 2048) / 16)
-    assert f"{needed:,} KV blocks" in report.refusal
 
 
 def test_tensor_parallel_stays_in_one_node_and_splits_the_heads():

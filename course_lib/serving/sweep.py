@@ -4,11 +4,12 @@ A configuration is a model, a replica of t GPUs in one node, the precisions of i
 the prompt and output lengths of its requests. ``concurrency_sweep_report`` prices one engine iteration of that
 replica (``engine.iteration_time``), counts the paged KV cache's blocks (``engine.kv_cache_blocks``) and runs the
 engine's scheduler in the closed loop at every concurrency of ``SWEEP_CONCURRENCIES``
-(``scheduler.concurrency_sweep``): the median time to first token (TTFT), the median inter-token latency (ITL) and
-the output tokens per second at each, and the knee. The sweep is kept per configuration (``functools.lru_cache``),
-so a report at another concurrency of the same configuration costs no simulation. A configuration the engine
-rejects (a precision the accelerator lacks, weights that leave no room for the cache, a request longer than the
-whole cache) is a report too, whose ``refusal`` says why: a lab draws it rather than raising.
+(``scheduler.concurrency_sweep``, ``sweep_requests`` requests at each): the median time to first token (TTFT), the
+median inter-token latency (ITL) and the output tokens per second at each, and the knee. The sweep is kept per
+configuration (``functools.lru_cache``), so a report at another concurrency of the same configuration costs no
+simulation. A configuration the engine rejects (a precision the accelerator lacks, weights that leave no room for the
+cache, a request longer than the whole cache) is a report too, whose ``refusal`` says why: a lab draws it rather
+than raising.
 """
 
 from __future__ import annotations
@@ -41,13 +42,15 @@ SWEEP_BLOCK_SIZE_TOKENS = 16
 
 
 def sweep_requests(concurrency: int) -> int:
-    """Requests simulated at ``concurrency`` users: 4 per user (each user's later requests meet a full engine, so
-    the medians are those of the steady state, not of the first wave that arrives at once), at least 16.
+    """Requests simulated at ``concurrency`` users: 2 per user. Requests of one length in a closed loop keep in step
+    (users whose requests start together finish together and send their next ones together), so the second round
+    meets the engine as every later one does; each round costs about ``output_tokens`` iterations, and a sweep's
+    simulation time is about its rounds × iterations (``make bench``).
 
     >>> sweep_requests(1), sweep_requests(64)
-    (16, 256)
+    (2, 128)
     """
-    return max(16, 4 * _check.count("concurrency", concurrency))
+    return 2 * _check.count("concurrency", concurrency)
 
 
 @dataclass(frozen=True, eq=False)
@@ -218,16 +221,19 @@ def _sweep(model, cluster, tensor_parallel, weights, kv_cache, prompt_tokens, ou
         return 0, None, str(refused)
     needed = math.ceil((prompt_tokens + output_tokens) / SWEEP_BLOCK_SIZE_TOKENS)
     if blocks < needed:
-        return 0, None, (
-            f"one request of {prompt_tokens + output_tokens:,} tokens needs {needed:,} KV blocks of "
-            f"{SWEEP_BLOCK_SIZE_TOKENS} tokens; the memory left after the weights holds {blocks:,}"
+        return (
+            0,
+            None,
+            (
+                f"one request of {prompt_tokens + output_tokens:,} tokens needs {needed:,} KV blocks of "
+                f"{SWEEP_BLOCK_SIZE_TOKENS} tokens; the memory left after the weights holds {blocks:,}"
+            ),
         )
-    # One scheduler.concurrency_sweep per concurrency, each with its own number of requests (a few per user),
-    # joined field by field: one sweep of 1,000 requests at every level would simulate 1,000 requests one after
-    # another at concurrency 1.
+    # One scheduler.concurrency_sweep per concurrency, each with its own number of requests (2 per user), joined
+    # field by field: one sweep of as many requests at every level would simulate them one after another at 1.
     parts = [
         scheduler.concurrency_sweep(
-            cost,
+            cost,  # pyright: ignore[reportArgumentType]  (annotated -> float; an EngineCost also takes arrays, §1)
             [level],
             kv_blocks=blocks,
             block_size_tokens=SWEEP_BLOCK_SIZE_TOKENS,

@@ -293,6 +293,7 @@ class ConcurrencySweepFigure(LiveFigure):
         super().__init__(latency_ax, throughput_ax)
         self.snap = bool(snap)
         self.latency_ax, self.throughput_ax = latency_ax, throughput_ax
+        self._drawn = None  # the sweep whose curves are drawn
         concurrencies = np.asarray(concurrencies, dtype=float)
         style = dict(marker=".", markersize=6, linewidth=1.5)
         (self.ttft,) = latency_ax.plot([], [], color=COLORS["latency"], label="time to first token", **style)
@@ -354,12 +355,32 @@ class ConcurrencySweepFigure(LiveFigure):
         )
 
     def update(self, result) -> None:
-        """Draw the sweep of ``result``, one ``serving.ConcurrencySweepReport``, or the reason it was refused."""
+        """Draw the sweep of ``result``, one ``serving.ConcurrencySweepReport``, or the reason it was refused. A
+        result of the sweep drawn last moves only the point and its texts (the curves, the knee and the limits
+        stay)."""
         if not isinstance(result, serving.ConcurrencySweepReport):
             raise ValueError(f"the result must be a serving.ConcurrencySweepReport, got a {type(result).__name__}")
         if result.refusal is not None:
+            self._drawn = None
             self._show_refusal(result.refusal)
             return
+        if result.sweep is not self._drawn:
+            self._draw_sweep(result)
+            self._drawn = result.sweep
+        c = float(result.concurrency)
+        self.current.set_data([c, c], [result.ttft_s, result.itl_s])
+        self.current_throughput.set_data([c], [result.tokens_per_s])
+        self.latency_text.set_text(
+            f"c = {result.concurrency}: first token {units.format_time(result.ttft_s)}, "
+            f"then {units.format_time(result.itl_s)} a token"
+        )
+        self.throughput_text.set_text(
+            f"c = {result.concurrency}: {units.format_count(result.tokens_per_s)} tokens/s "
+            f"({units.format_count(result.tokens_per_s_per_device)} per GPU)"
+        )
+
+    def _draw_sweep(self, result) -> None:
+        """The curves, the knee, the key and the y limits of ``result``'s sweep."""
         self.message.set_texts([])
         for line, y in zip(self.key_lines, _KEY_ROWS, strict=True):
             line.set_data([0.02, 0.08], [y, y])
@@ -372,9 +393,6 @@ class ConcurrencySweepFigure(LiveFigure):
         self.ttft.set_data(x, ttft)
         self.itl.set_data(x, itl)
         self.throughput.set_data(x, rate)
-        c = float(result.concurrency)
-        self.current.set_data([c, c], [result.ttft_s, result.itl_s])
-        self.current_throughput.set_data([c], [result.tokens_per_s])
         knee = float(result.knee_concurrency)
         for line in self.knee_lines:
             line.set_data([knee, knee], [0, 1])
@@ -385,14 +403,6 @@ class ConcurrencySweepFigure(LiveFigure):
         self.knee_text.set_position((knee * (1.06 if right else 1 / 1.06), 0.03))
         self.knee_text.set_text(
             f"knee {result.knee_concurrency}: {units.format_percent(result.knee_fraction, digits=2)} of the most"
-        )
-        self.latency_text.set_text(
-            f"c = {result.concurrency}: first token {units.format_time(result.ttft_s)}, "
-            f"then {units.format_time(result.itl_s)} a token"
-        )
-        self.throughput_text.set_text(
-            f"c = {result.concurrency}: {units.format_count(result.tokens_per_s)} tokens/s "
-            f"({units.format_count(result.tokens_per_s_per_device)} per GPU)"
         )
         latency = np.concatenate([ttft, itl])
         low, high = latency.min() / 1.5, latency.max() * 1.5

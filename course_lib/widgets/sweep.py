@@ -59,7 +59,7 @@ MODELS = {
 }
 MAX_TENSOR_PARALLEL = 8  # one node: engines keep a replica's tensor-parallel group on NVLink
 PROMPT_TOKENS = tuple(2**k for k in range(7, 16))  # 128 … 32,768 tokens
-OUTPUT_TOKENS = tuple(2**k for k in range(5, 12))  # 32 … 2,048 tokens
+OUTPUT_TOKENS = tuple(2**k for k in range(5, 11))  # 32 … 1,024 tokens (a sweep simulates about 20 × as many iterations)
 WEIGHTS = ("bf16", "fp8", "int4")
 KV_CACHE = ("bf16", "fp8")
 
@@ -180,9 +180,8 @@ class ConcurrencySweepLab(Lab):
                     x_range, (ax,), lambda e: e[index], lambda e: ax.set_ylim(*e[index]), (limits,), layered=True
                 )
 
-            animated = self.sweep_figure.animated
-            self._redraw = PartialRedraw(type(self).__qualname__, self.figure, animated, [panel(0, (0.0, 0.5)),
-                                                                                            panel(1, (0.5, 1.0))])  # fmt: skip
+            panels = [panel(0, (0.0, 0.5)), panel(1, (0.5, 1.0))]
+            self._redraw = PartialRedraw(type(self).__qualname__, self.figure, self.sweep_figure.animated, panels)
         self._redraw.set_static_state(limits)
         super().render()
 
