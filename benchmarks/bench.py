@@ -313,6 +313,33 @@ def bench_widgets(updates=60):
         )
 
 
+def bench_sweep_simulation(repeat=3):
+    """Issue 38: lab 6's concurrency sweep. A new configuration simulates the scheduler at each of the sweep's
+    concurrencies (``serving.concurrency_sweep_report``, its kept sweeps forgotten first); moving only the concurrency
+    reuses it (``bench_widgets`` times that move)."""
+    from course_lib import hardware, serving
+    from course_lib.parallelism import LLAMA3_70B
+    from course_lib.serving import sweep
+    from course_lib.units import format_time
+
+    for output_tokens in (256, 1024):
+
+        def simulate(out=output_tokens):
+            sweep._sweep.cache_clear()
+            return serving.concurrency_sweep_report(
+                LLAMA3_70B, hardware.DGX_H100, 8, prompt_tokens=1024, output_tokens=out, concurrency=64
+            )
+
+        median, best, report = timed(simulate, repeat)
+        requests = sum(sweep.sweep_requests(c) for c in serving.SWEEP_CONCURRENCIES)
+        print(
+            f"concurrency sweep, Llama 3.1 70B on 8 H100s, 1024 + {output_tokens} tokens: {len(report.concurrencies)} "
+            f"concurrencies, {requests:,} requests simulated in {format_time(median)} (median of {repeat}, best "
+            f"{format_time(best)}): what a new configuration of lab 6's sweep costs once; knee "
+            f"{report.knee_concurrency}"
+        )
+
+
 def bench_notebooks():
     """Execute every lesson and lab headless with nbclient, as nbval does, in a temporary copy of their folders
     (the repository's files are never rewritten); the kernel and its settings are those of `make notebooks`."""
@@ -481,6 +508,7 @@ if __name__ == "__main__":
     bench_search()
     bench_calibrate()
     bench_validation()
+    bench_sweep_simulation()
     bench_widgets()
     bench_notebooks()
     bench_site()
