@@ -88,6 +88,30 @@ def bench_collectives():
     )
 
 
+def bench_scheduler():
+    """Issue 38: the scheduler's request-level simulation, 1,000 requests of 1,024 prompt and 128 output tokens at
+    concurrency 64 (target < 1 s), with the engine's cost of Llama 3.1 70B on 8 H100s (its arrays called once per
+    run, the closed loop's way) and its paged cache. Wall and CPU time both: the CPU time is the simulation's own
+    when other processes share the cores."""
+    from course_lib.hardware import DGX_H100, H100
+    from course_lib.parallelism import LLAMA3_70B
+    from course_lib.serving import iteration_time, kv_cache_blocks, simulate_engine
+    from course_lib.units import format_time
+
+    cost, blocks = iteration_time(LLAMA3_70B, DGX_H100, 8), kv_cache_blocks(LLAMA3_70B, H100, 8)
+    run = partial(
+        simulate_engine, cost, kv_blocks=blocks, prompt_tokens=1024, output_tokens=128, requests=1000, concurrency=64
+    )
+    cpu = time.process_time()
+    median, best, result = timed(run, 3)
+    cpu = (time.process_time() - cpu) / 3
+    print(
+        f"simulate_engine, Llama 3.1 70B on 8 H100s, 1,000 requests (1,024 + 128 tokens) at concurrency 64: "
+        f"{result.iteration_time_s.size:,d} iterations in {format_time(median)} (median of 3, best "
+        f"{format_time(best)}, CPU {format_time(cpu)} a run; target < 1 s)"
+    )
+
+
 def _plan_text(row: dict) -> str:
     return (
         f"d={row['data_parallel']} t={row['tensor_parallel']} p={row['pipeline_parallel']} ZeRO-{row['zero_stage']} "
@@ -505,6 +529,7 @@ if __name__ == "__main__":
     bench_import()
     bench_simulation()
     bench_collectives()
+    bench_scheduler()
     bench_search()
     bench_calibrate()
     bench_validation()

@@ -51,9 +51,9 @@ def test_attended_tokens_and_cached_context_reach_the_cost():
     # 2·8 + 3 = 19 tokens; then 2 decodes with 11 and 12 tokens cached.
     calls = []
 
-    def cost(prefill, attended, decodes, context):
-        calls.append((prefill, attended, decodes, context))
-        return 0.001
+    def cost(prefill, attended, decodes, context):  # called with the iterations' arrays (or one at a time)
+        calls.append(np.column_stack(np.broadcast_arrays(prefill, attended, decodes, context)))
+        return np.full(np.shape(prefill), 0.001)
 
     simulate_engine(
         cost,
@@ -65,7 +65,8 @@ def test_attended_tokens_and_cached_context_reach_the_cost():
         concurrency=1,
         max_num_batched_tokens=4,
     )
-    assert calls == [(4, 10, 0, 0), (4, 26, 0, 0), (2, 19, 0, 0), (0, 0, 1, 11), (0, 0, 1, 12)]
+    rows = np.concatenate(calls).tolist()
+    assert rows == [[4, 10, 0, 0], [4, 26, 0, 0], [2, 19, 0, 0], [0, 0, 1, 11], [0, 0, 1, 12]]
 
 
 # --- queueing ------------------------------------------------------------------------------------------------------
@@ -173,9 +174,32 @@ def test_preemption_happens_exactly_when_the_blocks_run_out():
     assert np.flatnonzero(run.iteration_preemptions).tolist() == [17]  # iteration 18
     assert run.iteration_blocks_used[:17].tolist() == [2] + [4] * 16
     assert run.finish_s == pytest.approx([0.40, 0.63])
+    assert run.first_token_s == pytest.approx([0.010, 0.010])  # the recomputation brings token 18, not a first
     assert run.max_itl_s == pytest.approx([0.010, 0.41 - 0.17])  # token 17 at 0.17 s, token 18 at 0.41 s
     roomy = two_users_10_ms(kv_blocks=8, prompt_tokens=16, output_tokens=40)
     assert roomy.preemptions == 0 and roomy.finish_s == pytest.approx([0.40, 0.40])
+
+
+def test_no_request_is_admitted_in_an_iteration_that_preempted():
+    # 4 blocks of 16, budget 20 tokens. Iteration 1: request 0's prompt (16 tokens, 1 block) and 4 of request 1's
+    # 32 (1 block); 2: request 0's decode (17 tokens: 2 blocks) and 19 more of request 1's (23: 2 blocks), the
+    # cache full; 3: request 1's last 9 (32 tokens, its first token). Iteration 4: request 1 needs a third block,
+    # none is free: it is preempted (its 2 blocks freed). Readmitting it at once (a 19-token chunk of its 33 tokens
+    # fits those 2 blocks) is what vLLM does not do: ``if not preempted_reqs`` guards the waiting loop, so iteration
+    # 4 runs request 0 alone and request 1 comes back in iteration 5.
+    run = simulate_engine(
+        prefill_or_decode(0.010, 0.010),
+        kv_blocks=4,
+        block_size_tokens=16,
+        prompt_tokens=[16, 32],
+        output_tokens=[40, 5],
+        requests=2,
+        concurrency=2,
+        max_num_batched_tokens=20,
+    )
+    assert run.iteration_sequences[:5].tolist() == [2, 2, 2, 1, 2]
+    assert run.iteration_preemptions[:5].tolist() == [0, 0, 0, 1, 0]
+    assert run.iteration_blocks_used[:5].tolist() == [2, 4, 4, 2, 4]
 
 
 def test_admission_waits_for_free_blocks():
