@@ -157,6 +157,7 @@ LAB_FACTORIES = (
     "measure_lab",
     "partition_lab",
     "serving_lab",
+    "concurrency_sweep_lab",
     "sequences_lab",
 )
 # States a reader reaches and a figure once got wrong: the partition explorer's node labels at t = 16 ("nodes
@@ -176,6 +177,12 @@ LAB_STATES = {
     "measure_lab": [{}],
     "partition_lab": [{}, {"tensor_parallel": 16}, {"tensor_parallel": 16, "pipeline_parallel": 4}],
     "serving_lab": [{}, {"pipeline_parallel": 2}, {"sequences": 1024}],
+    # its knee's label left of the line (a late knee) and right of it (an early one), a refusal's message
+    "concurrency_sweep_lab": [
+        {},
+        {"model": "Llama 3.1 8B", "tensor_parallel": 1, "output_tokens": 32, "concurrency": 1},
+        {"device": "A100 SXM 80GB", "weights": "fp8"},
+    ],
     "sequences_lab": [{}, {"model": "Llama 3.1 70B"}, {"expert_placement": "across nodes", "seq_len": 1048576}],
 }
 

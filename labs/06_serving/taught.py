@@ -35,4 +35,7 @@ TAUGHT = {
         "serving.matmul_params": "04_communication_budget",
         "two all-reduces per layer": "04_communication_budget",
     },
+    "q5": {
+        "the smallest concurrency whose throughput reaches 90 % of the most": "intro",
+    },
 }
