@@ -181,7 +181,8 @@ class Engine:
     what the weights and activations leave); ``max_num_seqs`` the largest batch it schedules;
     ``one_shot_max_bytes`` ((t_max, bytes), ...) the custom all-reduce runs one-shot below ``bytes`` for t ≤
     ``t_max`` (two-shot above, up to ``custom_all_reduce_max_bytes``; NCCL beyond); ``custom_all_reduce_sizes`` the
-    t it supports.
+    t it supports; ``capacity_policy`` how its scheduler admits requests into the KV cache
+    (``scheduler.simulate_engine``'s: blocks on demand with preemption, or every request's blocks reserved up front).
     """
 
     name: str
@@ -192,6 +193,7 @@ class Engine:
     one_shot_max_bytes: tuple
     custom_all_reduce_max_bytes: float
     custom_all_reduce_sizes: tuple
+    capacity_policy: str
     source: str
 
     def one_shot_below_bytes(self, tensor_parallel: int) -> float:
@@ -223,6 +225,7 @@ ENGINES = MappingProxyType(
             one_shot_max_bytes=((2, 8 * MiB), (4, 512 * KiB), (8, 256 * KiB)),
             custom_all_reduce_max_bytes=8 * MiB,
             custom_all_reduce_sizes=(2, 4, 6, 8),
+            capacity_policy="max_utilization",  # blocks on demand, preemption by recomputation (serving.scheduler)
             source="vllm/config/cache.py; vllm/engine/arg_utils.py; csrc/custom_all_reduce.cuh",
         ),
         # TensorRT-LLM: KvCacheConfig tokens_per_block 32 and free_gpu_memory_fraction 0.9 of the memory left after
@@ -240,6 +243,10 @@ ENGINES = MappingProxyType(
             one_shot_max_bytes=((2, 16 * MB), (4, 1 * MB), (8, 500 * KB)),
             custom_all_reduce_max_bytes=8 * MB,
             custom_all_reduce_sizes=(2, 4, 8),
+            # "three batch scheduler policies: GUARANTEED_NO_EVICT (default), MAX_UTILIZATION and STATIC_BATCH"
+            # (NVIDIA/TensorRT-LLM docs/source/performance/performance-tuning-guide/useful-runtime-flags.md,
+            # "Capacity Scheduler Policy"): a request is admitted only when its whole cache can be reserved.
+            capacity_policy="guaranteed_no_evict",
             source="tensorrt_llm/llmapi/llm_args.py KvCacheConfig; allreducePlugin.cpp selectImplementation",
         ),
     }

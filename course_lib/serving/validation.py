@@ -170,7 +170,7 @@ def _replica(row: PublishedServingRow, efficiency: EngineEfficiency):
                                  free_gpu_memory_fraction=None if total else spec.memory_fraction)  # fmt: skip
     except ValueError as error:
         return None, str(error).split(":")[0]
-    return (cost, blocks, spec.block_size_tokens, spec.max_num_seqs), ""
+    return (cost, blocks, spec.block_size_tokens, spec.max_num_seqs, spec.capacity_policy), ""
 
 
 # What a row is judged on: ("itl", "ttft", "throughput") and which rows give each; "batch_latency" (vLLM's fixed batch
@@ -242,7 +242,7 @@ def replay_published_serving(rows=None, efficiency: EngineEfficiency = DEFAULT_E
             if replica is None:
                 add(kind, i, value, np.nan, reason)
                 continue
-            cost, blocks, block, largest = replica
+            cost, blocks, block, largest, _ = replica
             fit = max_sequences_in_blocks(blocks, row.input_tokens + row.output_tokens, block)
             if kind == "ttft":
                 add(kind, i, value, time_to_first_token_s(cost, row.input_tokens), "")
@@ -353,7 +353,7 @@ def saturation_sweeps(rows=None, efficiency: EngineEfficiency = DEFAULT_EFFICIEN
     """Every published concurrency sweep replayed request by request (``scheduler.simulate_engine`` in the closed
     loop at each of its concurrencies, ``requests_per_user`` × N requests: each user's fourth request already meets
     the steady state; eight give the same throughput to 0.2 %), on the row's replica, KV blocks and engine defaults
-    (its block size and largest batch, ``MAX_NUM_TOKENS`` per iteration): ``SaturationSweep``s."""
+    (its block size, largest batch and capacity policy, ``MAX_NUM_TOKENS`` per iteration): ``SaturationSweep``s."""
     rows = load_published_serving() if rows is None else tuple(rows)
     groups: dict = {}
     for row in rows:
@@ -365,13 +365,14 @@ def saturation_sweeps(rows=None, efficiency: EngineEfficiency = DEFAULT_EFFICIEN
         replica, _ = _replica(members[0], efficiency)
         if replica is None:
             continue
-        cost, blocks, block, largest = replica
+        cost, blocks, block, largest, policy = replica
         predicted = []
         for row in members:
             n = int(row.concurrency)
             run = simulate_engine(cost, kv_blocks=blocks, block_size_tokens=block, prompt_tokens=row.input_tokens,
                                   output_tokens=row.output_tokens, requests=requests_per_user * n, concurrency=n,
-                                  max_num_seqs=largest, max_num_batched_tokens=MAX_NUM_TOKENS)  # fmt: skip
+                                  max_num_seqs=largest, max_num_batched_tokens=MAX_NUM_TOKENS,
+                                  capacity_policy=policy)  # fmt: skip
             predicted.append(float(run.output_tokens_per_s))
         measured = tuple(float(r.output_tokens_per_s) for r in members)
         levels = tuple(int(r.concurrency) for r in members)
