@@ -318,6 +318,10 @@ def test_q1_public(kv_cache_bytes):
         "Llama 3.1 70B (80 layers, 8 KV heads of 128), one sequence of 4096 tokens in bf16: expected 1,342,177,280 B "
         f"(a K and a V per layer and per KV head), got {got:.10g} B"
     )
+    got = number(calling(kv_cache_bytes, parallelism.LLAMA3_70B, 4096, 1, 1, forbidden=forbidden, files=files)[0])
+    assert got == 671_088_640, (
+        f"the same cache in an 8-bit format (bytes_per_element=1): expected 671,088,640 B, half of bf16's; got {got}"
+    )
 
 
 test_q1_public(kv_cache_bytes)
@@ -401,6 +405,12 @@ def test_q2_public(compute_bound_batch):
     assert got == 296 and float(got).is_integer(), (
         f"an H100 (989 TFLOP/s bf16, 3.35 TB/s) with bf16 weights: expected 296 sequences, got {result!r:.80}"
     )
+    for case, want, why in (
+        ((989e12, 3.35e12, 1), 148, "with 1-byte weights each weight read feeds half the FLOPs' worth of bytes"),
+        ((4e12, 1e12, 2), 5, "at b = 4 the multiplies take exactly as long as the reads: compute-bound from 5"),
+    ):
+        got = number(calling(compute_bound_batch, *case, forbidden=forbidden, files=files)[0])
+        assert got == want, f"compute_bound_batch{case}: expected {want} ({why}), got {got}"
 
 
 test_q2_public(compute_bound_batch)
@@ -492,6 +502,12 @@ def test_q3_public(lowest_latency_t):
     assert result == 16 and not isinstance(result, bool), (
         f"Llama 3.1 70B, one sequence of 4096 tokens, four DGX H100 nodes: expected t = 16, got {result!r:.80}"
     )
+    three_nodes = hardware.Cluster("3 × DGX H100", hardware.H100, 8, 3, hardware.NVLINK4, hardware.INFINIBAND_NDR_8X)
+    result = calling(lowest_latency_t, parallelism.GPT3_175B, three_nodes, 1, 4096, forbidden=forbidden, files=files)[0]
+    assert result == 24, f"GPT-3 175B (96 heads) on three nodes: expected t = 24, not only powers of 2; got {result!r}"
+    result = calling(lowest_latency_t, parallelism.GPT3_175B, hardware.DGX_H100, 16, 4096, forbidden=forbidden,
+                     files=files)[0]  # fmt: skip
+    assert result is None, f"GPT-3 175B with 16 sequences on one node fits at no t: expected None, got {result!r}"
 
 
 test_q3_public(lowest_latency_t)
@@ -605,6 +621,13 @@ def test_q4_public(time_per_output_token):
     assert got is not None and abs(got - want) <= 1e-9 * want, (
         f"Llama 3.1 70B on a DGX H100, t = 8, one sequence of 4096 tokens: expected {want * 1e3:.4f} ms (5.19 ms of "
         f"weight reads, 3.17 ms of all-reduce latency), got {result!r:.80}"
+    )
+    result = calling(time_per_output_token, parallelism.LLAMA3_70B, hardware.DGX_H100, 8, 512, 1024,
+                     forbidden=forbidden, files=files)[0]  # fmt: skip
+    got, want = number(result), 0.03314362329747629
+    assert got is not None and abs(got - want) <= 1e-9 * want, (
+        f"the same replica with 512 sequences of 1024 tokens (compute-bound at half of peak, with the KV reads): "
+        f"expected {want * 1e3:.4f} ms, got {result!r:.80}"
     )
 
 
