@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   course:
+#     track: depth
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python

@@ -13,9 +13,13 @@ from course_lib import glossary_entries as glossary
 ROOT = Path(__file__).resolve().parents[1]
 TWIN = ROOT / "notebooks_py" / "glossary.py"
 
+# The glossary is a reference, on the depth track (its course.track; tools/course_time.py): the lessons define each
+# term at first use, so the core path does not need it read through.
 HEADER = """\
 # ---
 # jupyter:
+#   course:
+#     track: depth
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python

@@ -173,6 +173,10 @@ def concurrency_sweep_report(
     if level not in SWEEP_CONCURRENCIES:
         raise ValueError(f"concurrency must be one of {list(SWEEP_CONCURRENCIES)}, got {concurrency!r}")
     t = _check.count("tensor_parallel", tensor_parallel)
+    # A name that is no precision at all is a caller's mistake (a ValueError); a precision this accelerator lacks,
+    # or a model that does not fit, is a state the lab draws (the refusal).
+    _check.choice("weights", weights, tuple(engine.WEIGHT_PRECISIONS))
+    _check.choice("kv_cache", kv_cache, tuple(engine.KV_CACHE_PRECISIONS))
     kv_blocks, sweep, refusal = _sweep(model, cluster, t, weights, kv_cache, prompt, output)
     return ConcurrencySweepReport(
         model=model,

@@ -12,6 +12,7 @@ The controls (``CONTROLS``) are ``model``, ``device``, ``tensor_parallel``, ``we
 heads evenly. A configuration the engine rejects (FP8 on an A100, weights that leave no room for the KV cache) is
 drawn as the engine's reason, never raised.
 
+>>> from course_lib.serving.sweep import SWEEP_CONCURRENCIES
 >>> lab = concurrency_sweep_lab(model="Llama 3.1 8B", tensor_parallel=1, prompt_tokens=1024, output_tokens=128)
 >>> lab.result["refusal"], lab.result["knee_concurrency"] in SWEEP_CONCURRENCIES
 ('', True)
@@ -67,6 +68,7 @@ KV_CACHE = ("bf16", "fp8")
 def tensor_parallel_options(model: parallelism.TransformerModel) -> tuple:
     """t values for ``model`` in one node: those that split its heads (and KV heads) evenly, ≤ 8.
 
+    >>> from course_lib import parallelism
     >>> tensor_parallel_options(parallelism.MIXTRAL_8X7B)
     (1, 2, 4, 8)
     """

@@ -155,8 +155,8 @@ lab
 # throughput and mostly wait longer. The star is the concurrency you chose.
 #
 # Changing the model, the GPUs or a length simulates the sweep again (a few seconds); moving only *concurrency*
-# reuses it. A configuration the engine cannot run (FP8 on an A100, which has no FP8 arithmetic; weights that leave
-# no memory for the cache) shows why instead of a curve.
+# reuses it. A configuration the engine cannot run ([FP8](../notebooks/glossary.ipynb#fp8) on an A100, which has
+# no FP8 arithmetic; weights that leave no memory for the cache) shows why instead of a curve.
 
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
