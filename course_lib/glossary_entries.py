@@ -154,7 +154,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "The serving phase that generates one token per sequence per step, reading every weight and the KV cache "
         "once per step; prefill, the phase before it, processes the whole prompt at once.",
-        "04_communication_budget.ipynb",
+        "10_serving.ipynb",
         (r"[Dd]ecod(?:e|es|ing)",),
     ),
     Entry(
@@ -200,6 +200,16 @@ ENTRIES: tuple[Entry, ...] = (
         source="course_lib.validation (HEALTHY_SHARE)",
     ),
     Entry(
+        "KV cache",
+        "kv-cache",
+        "term",
+        "The keys and values of attention that a model serving a sequence keeps for every layer and every token so "
+        "far, so that each decode step computes them only for its new token: 2 · l · n_kv · d_head values a token.",
+        "10_serving.ipynb",
+        (r"KV[ -]caches?",),
+        source="Pope et al. 2022, Efficiently Scaling Transformer Inference, arXiv:2211.05102",
+    ),
+    Entry(
         "log-sum-exp",
         "log-sum-exp",
         "term",
@@ -238,6 +248,16 @@ ENTRIES: tuple[Entry, ...] = (
         "02_nccl.ipynb",
         (r"out-of-place", r"in-place"),
         source="NCCL documentation, In-place operations; nccl-tests README",
+    ),
+    Entry(
+        "prefill",
+        "prefill",
+        "term",
+        "The serving phase that runs a request's whole prompt through the model at once (compute-bound, like a "
+        "training forward pass), fills its KV cache and samples the first output token.",
+        "10_serving.ipynb",
+        (r"[Pp]refills?",),
+        source="Pope et al. 2022, Efficiently Scaling Transformer Inference, arXiv:2211.05102",
     ),
     Entry(
         "ring attention",
@@ -355,6 +375,16 @@ ENTRIES: tuple[Entry, ...] = (
         (r"GEMMs?",),
     ),
     Entry(
+        "GQA",
+        "gqa",
+        "abbreviation",
+        "Grouped-query attention: groups of query heads share one key-value head, so the KV cache holds "
+        "n_kv < a heads (8 for Llama 3.1 70B's 64).",
+        "10_serving.ipynb",
+        (r"GQA",),
+        source="Ainslie et al. 2023, GQA, EMNLP 2023, arXiv:2305.13245",
+    ),
+    Entry(
         "HBM",
         "hbm",
         "abbreviation",
@@ -392,6 +422,22 @@ ENTRIES: tuple[Entry, ...] = (
         "09_capstone.ipynb",
         (r"SMs?",),
         source=f"{_NVIDIA_H100}; {_NVIDIA_A100}",
+    ),
+    Entry(
+        "TPOT",
+        "tpot",
+        "abbreviation",
+        "Time per output token: the time between two tokens of one sequence while it decodes, one decode step.",
+        "10_serving.ipynb",
+        (r"TPOT",),
+    ),
+    Entry(
+        "TTFT",
+        "ttft",
+        "abbreviation",
+        "Time to first token: from a request's arrival to its first output token, the prefill and any wait before it.",
+        "10_serving.ipynb",
+        (r"TTFT", r"[Tt]ime to first token"),
     ),
     Entry(
         "ZeRO",
@@ -498,7 +544,7 @@ ENTRIES: tuple[Entry, ...] = (
         "symbol",
         "Sequences one replica processes at once (a micro-batch).",
         "00_course_map.ipynb",
-        code_name="micro_batch, batch",
+        code_name="micro_batch, batch, sequences",
     ),
     Entry(
         "$B_\\text{global}$",
@@ -713,9 +759,9 @@ ENTRIES: tuple[Entry, ...] = (
         "kv-heads",
         "symbol",
         "Key-value heads (fewer than $a$ under grouped-query attention) and the size of one head, $h/a$.",
-        "04_communication_budget.ipynb",
+        "10_serving.ipynb",
         (r"n_\{kv\}", r"n_\\text\{kv\}", r"d_\\text\{head\}", r"d_\{\\text\{head\}\}"),
-        code_name="kv_heads",
+        code_name="kv_heads, head_dim",
         nouns=("head",),
     ),
     Entry(

@@ -44,8 +44,8 @@ viz.plot_course_map(ax=ax)
 plt.show()
 
 # %% [markdown]
-# The whole course takes an estimated **24–30 hours**: the times below add up to 18 hours for the lessons and 10.5 for
-# the labs, 28.5 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
+# The whole course takes an estimated **24–30 hours**: the times below add up to 19 hours for the lessons and 10.5 for
+# the labs, 29.5 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
 # time at its top. Sections headed *Going deeper (optional)* can be skipped: nothing later needs them.
 #
 # | Lesson | You learn to | Needs | Time |
@@ -53,12 +53,13 @@ plt.show()
 # | [01 · Count the work](01_mac.ipynb) | count FLOPs (a MAC is 2 FLOPs; a [GEMM](glossary.ipynb#gemm) is $2MNK$), use the roofline, budget bytes per parameter | Python, matrices | 1.5 h |
 # | [02 · Move the data](02_nccl.ipynb) | say what each collective does, cost it with $T \approx n\alpha + Q/B_\text{eff}$, read algbw and busbw | 01 | 2.5 h |
 # | [03 · Split the work](03_parallelism.ipynb) | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 | 2.5 h |
-# | [04 · Budget the bytes](04_communication_budget.ipynb) | derive a partition's transfers, separate exposed from hidden time, price one plan's step | 01–03 | 2.5 h |
+# | [04 · Budget the bytes](04_communication_budget.ipynb) | derive a partition's transfers, separate exposed from hidden time, price one plan's step | 01–03 | 2 h |
 # | [05 · Search for a plan](05_plan_search.ipynb) | search every plan a cluster allows, read why each loses, compare the model with a published run | 03, 04 | 1.5 h |
 # | [06 · Long sequences and many experts](06_sequences_and_experts.ipynb) | split long sequences and many experts over GPUs, find the longest sequence that fits, price what the new axes move, read zero-bubble pipelines and 8-bit training | 03, 04, 05 | 2 h |
 # | [07 · Measure, don't assume](07_measure.ipynb) | time real collectives on [MPI](glossary.ipynb#mpi), fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 1.5 h |
 # | [08 · Check the model against measurements](08_model_meets_measurements.ipynb) | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05, 07 | 1.5 h |
 # | [09 · Plan a real run](09_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand, then with the search as Megatron-LM will run it: one plan with its memory margin and step-time band, the assumptions that could change it, what to measure first | 04, 05, 07, 08 | 2.5 h |
+# | [10 · Serve a model](10_serving.ipynb) | tell [prefill](glossary.ipynb#prefill) from [decode](glossary.ipynb#decode), size the [KV cache](glossary.ipynb#kv-cache), split a token's time into weight reads, cache reads and all-reduce latency, trade latency for throughput, choose a partition for serving | 01, 02, 04 | 1.5 h |
 #
 # **Labs.** Eight widget labs practise the lessons with sliders, in the order you meet their lessons:
 #
@@ -69,7 +70,7 @@ plt.show()
 # | [03 · the memory budget](../labs/03_memory_budget.ipynb) | 03 | 1 h |
 # | [04 · the pipeline schedule](../labs/04_pipeline_schedule.ipynb) | 03 | 1 h |
 # | [05 · the partition explorer](../labs/05_partition_explorer.ipynb) | 04 | 1.5 h |
-# | [06 · serving](../labs/06_serving.ipynb) | 04 | 1.5 h |
+# | [06 · serving](../labs/06_serving.ipynb) | 10 | 1.5 h |
 # | [07 · sequences and experts](../labs/07_sequences_and_experts.ipynb) | 06 | 1.5 h |
 # | [08 · measuring collectives](../labs/08_measure_collectives.ipynb) | 07 | 1.5 h |
 #
@@ -205,7 +206,7 @@ for cluster in hardware.CLUSTERS.values():
 # | Place frequent exchanges on fast links: the hierarchical all-reduce | [02 · Worked example](02_nccl.ipynb#Worked-example); [04 · Mechanism](04_communication_budget.ipynb#Mechanism) |
 # | The price of a split: sharding makes a model fit but adds traffic; larger groups shrink each device's work until communication dominates | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [04 · Mechanism](04_communication_budget.ipynb#Mechanism) (strong scaling) |
 # | Exposed against overlapped communication, and why a step must be measured | [04 · The science](04_communication_budget.ipynb#The-science), [04 · Worked example](04_communication_budget.ipynb#Worked-example); [07 · Measure, don't assume](07_measure.ipynb) |
-# | Training against serving: why a partition that trains well may serve poorly | [04 · Worked example](04_communication_budget.ipynb#Worked-example), step 5 ([decode](glossary.ipynb#decode) is latency-bound); [01 · Figures](01_mac.ipynb#Figures) (the roofline) |
+# | Training against serving: why a partition that trains well may serve poorly | [10 · Worked example](10_serving.ipynb#Worked-example) ([decode](glossary.ipynb#decode) is latency-bound); [01 · Figures](01_mac.ipynb#Figures) (the roofline); [lab 6](../labs/06_serving.ipynb) |
 # | Pipeline bubbles and schedules | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [lab 4](../labs/04_pipeline_schedule.ipynb) |
 # | The usual mistakes | the *Misconception* section of [02](02_nccl.ipynb#Misconception), [03](03_parallelism.ipynb#Misconception) and [04](04_communication_budget.ipynb#Misconception) |
 

@@ -8,7 +8,7 @@ rank sends what, time against payload), ``ring_allreduce`` (lesson 02 and lab 1:
 ``parallelism`` (lesson 03: the four splits of one model, one layer under tensor parallelism), ``global_batch``
 (lab 2), ``memory_budget`` (lessons 01 and 03, lab 3: memory per device), ``pipeline_schedule`` (lesson 03 and lab 4:
 the Gantt chart), ``budget`` (lesson 04: step timeline; lesson 05: plan search), ``measure`` (lesson 07 and lab 8),
-``partition`` (lab 5), ``serving`` (lesson 04 and lab 6) and ``validation`` (lesson 08).
+``partition`` (lab 5), ``serving`` (lesson 10 and lab 6) and ``validation`` (lesson 08).
 
 The labs' figures are *live figures*, ``fast.LiveFigure``s: built by their constructor on axes the caller places,
 then changed by ``update(result)`` with the result of one call into the formula layer. They are

@@ -28,8 +28,8 @@
 # %% [markdown]
 # # Lab 6 · Serve a model: prefill, decode and the KV cache
 #
-# A partition that trains well may serve poorly. [Lesson 04 · Budget the
-# bytes](../notebooks/04_communication_budget.ipynb) ends on why: generating text runs the model in two phases. The
+# A partition that trains well may serve poorly. [Lesson 10 · Serve a
+# model](../notebooks/10_serving.ipynb) shows why: generating text runs the model in two phases. The
 # **prefill** pushes a prompt's tokens through the model at once, big matrix multiplies like a training step's
 # forward pass, compute-bound. The **decode** then makes one token per sequence per step: it reads every weight and
 # the batch's **KV cache** (a key and a value per layer, per KV head and per token of context) from memory to do
@@ -39,8 +39,9 @@
 #
 # **Time to learn:** about 1.5 hours, the graded questions included.
 #
-# **What you need:** lesson 04's serving section (the KV cache, prefill and decode, the latency–throughput curve,
-# the t at which decode latency stops falling), lesson 02's α–β model of an all-reduce, and lesson 01's roofline.
+# **What you need:** lesson 10 (the KV cache, prefill and decode, the latency–throughput curve, the t at which
+# decode latency stops falling), lesson 04's transfers of a partition, lesson 02's α–β model of an all-reduce, and
+# lesson 01's roofline.
 #
 # **Scope.** One replica of $t \cdot p$ GPUs on 8-GPU nodes (tensor ranks side by side, as many nodes as needed),
 # bf16 weights and KV cache, one batch of sequences in flight. The prefill runs at half of the GPU's peak FLOP/s;
