@@ -1,7 +1,8 @@
 """Serving: prefill, decode, the KV cache, and why a partition that trains well may serve poorly. One concept per
 module, every public name reachable as ``serving.X``: ``replica`` (the KV cache, memory per device, prefill, decode
-and the latency–throughput curve of one replica) and ``reports`` (a plan's training step beside its serving figures;
-the serving lab's one call, ``serving_report``).
+and the latency–throughput curve of one replica), ``reports`` (a plan's training step beside its serving figures;
+the serving lab's one call, ``serving_report``), ``engine`` (one engine iteration's cost, the paged KV cache,
+precisions, MoE at inference) and ``published`` (the published serving benchmarks, cited row by row).
 
 >>> from course_lib import serving
 >>> from course_lib.parallelism import LLAMA3_70B
@@ -9,10 +10,14 @@ the serving lab's one call, ``serving_report``).
 327680
 """
 
-from . import replica, reports
+from . import engine, published, replica, reports
+from .engine import *
+from .published import *
 from .replica import *
 from .reports import *
 
 __all__ = []
+__all__ += published.__all__
 __all__ += replica.__all__
 __all__ += reports.__all__
+__all__ += engine.__all__

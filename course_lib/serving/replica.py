@@ -104,7 +104,7 @@ def _kv_heads_per_device(kv_heads, tensor_parallel):
     return np.maximum(kv // t, 1)
 
 
-def kv_cache_bytes(layers, kv_heads, head_dim, context_len, sequences, bytes_per_element=2):
+def kv_cache_bytes(layers, kv_heads, head_dim, context_len, sequences, bytes_per_element: float = 2):
     """Bytes of the KV cache: layers × 2 (K and V) × KV heads × head size × context × sequences × bytes.
 
     Grouped-query attention enters through ``kv_heads`` (the heads that have their own K and V, not the query
@@ -132,7 +132,7 @@ def kv_cache_bytes_per_device(
     sequences,
     tensor_parallel: _check.IntOrArray = 1,
     pipeline_parallel: _check.IntOrArray = 1,
-    bytes_per_element=2,
+    bytes_per_element: float = 2,
 ):
     """KV cache one device holds: its l/p layers and its share of the KV heads, kv/t (1 when t > kv: replicated).
 
