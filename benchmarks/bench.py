@@ -88,6 +88,27 @@ def bench_collectives():
     )
 
 
+def bench_scheduler():
+    """Issue 38: the scheduler's request-level simulation, 1,000 requests of 1,024 prompt and 128 output tokens at
+    concurrency 64 (target < 1 s), with an affine numpy cost (10 ms + 20 µs a prompt token + 0.1 ms a decode)."""
+    import numpy as np
+
+    from course_lib.serving import simulate_engine
+    from course_lib.units import format_time
+
+    def cost(prefill_tokens, _attended, decode_sequences, _context):
+        return 0.010 + 2e-5 * np.asarray(prefill_tokens) + 1e-4 * np.asarray(decode_sequences)
+
+    run = partial(
+        simulate_engine, cost, kv_blocks=20_000, prompt_tokens=1024, output_tokens=128, requests=1000, concurrency=64
+    )
+    median, best, result = timed(run, 3)
+    print(
+        f"simulate_engine, 1,000 requests (1,024 + 128 tokens) at concurrency 64: {result.iteration_time_s.size:,d} "
+        f"iterations in {format_time(median)} (median of 3, best {format_time(best)}; target < 1 s)"
+    )
+
+
 def _plan_text(row: dict) -> str:
     return (
         f"d={row['data_parallel']} t={row['tensor_parallel']} p={row['pipeline_parallel']} ZeRO-{row['zero_stage']} "
@@ -475,6 +496,7 @@ if __name__ == "__main__":
     bench_import()
     bench_simulation()
     bench_collectives()
+    bench_scheduler()
     bench_search()
     bench_calibrate()
     bench_validation()

@@ -17,7 +17,9 @@ import numpy as np
 
 __all__ = [
     "count",
+    "scalar_count",
     "positive",
+    "scalar_positive",
     "nonnegative",
     "fraction",
     "choice",
@@ -153,6 +155,28 @@ def nonnegative(name: str, value):
     if np.any(bad):
         raise ValueError(f"{name} must be finite and ≥ 0, got {_first_bad(array, bad)!r}")
     return float(array) if array.ndim == 0 else array.astype(float)
+
+
+def scalar_count(name: str, value, minimum: int = 1) -> int:
+    """``count`` for an argument that must be one integer (a simulation's size), not an array.
+
+    >>> scalar_count("stages", [2, 4])
+    Traceback (most recent call last):
+    ...
+    ValueError: stages must be a single integer, not an array; got [2, 4]
+    """
+    result = count(name, value, minimum)
+    if not isinstance(result, int):
+        raise ValueError(f"{name} must be a single integer, not an array; got {value!r}")
+    return result
+
+
+def scalar_positive(name: str, value) -> float:
+    """``positive`` for an argument that must be one number, not an array."""
+    result = positive(name, value)
+    if not isinstance(result, float):
+        raise ValueError(f"{name} must be a single number, not an array; got {value!r}")
+    return result
 
 
 def fraction(name: str, value, *, allow_zero: bool = False):

@@ -209,26 +209,12 @@ class PipelineTimeline:
         return stage
 
 
-def _scalar_count(name, value, minimum=1):
-    result = _check.count(name, value, minimum)
-    if not isinstance(result, int):
-        raise ValueError(f"{name} must be a single integer, not an array; got {value!r}")
-    return result
-
-
 def _scalar_schedule(stages, microbatches, schedule, virtual_stages) -> tuple[int, int, int]:
     """``check_schedule`` for one schedule to simulate: p, m and v single integers."""
-    p, m = _scalar_count("stages", stages), _scalar_count("microbatches", microbatches)
-    v = _scalar_count("virtual_stages", virtual_stages)
+    p, m = _check.scalar_count("stages", stages), _check.scalar_count("microbatches", microbatches)
+    v = _check.scalar_count("virtual_stages", virtual_stages)
     check_schedule(p, m, schedule, v)
     return p, m, v
-
-
-def _scalar_positive(name, value):
-    result = _check.positive(name, value)
-    if not isinstance(result, float):
-        raise ValueError(f"{name} must be a single number, not an array; got {value!r}")
-    return result
 
 
 def zero_bubble_min_microbatches(stages, schedule):
@@ -296,7 +282,7 @@ def device_op_order(stages, microbatches, schedule="1f1b", virtual_stages=1, sta
     F1 B1 F2 B2 F3 B3 W1 F4 B4 W2 F5 B5 W3 W4 W5
     """
     p, m, v = _scalar_schedule(stages, microbatches, schedule, virtual_stages)
-    s = _scalar_count("stage", stage, minimum=0)
+    s = _check.scalar_count("stage", stage, minimum=0)
     if s >= p:
         raise ValueError(f"stage must be an integer in 0..{p - 1}, got {stage!r}")
     if schedule in ZERO_BUBBLE_SCHEDULES:
@@ -420,10 +406,10 @@ def pipeline_schedule(
     4.5
     """
     p, m, v = _scalar_schedule(stages, microbatches, schedule, virtual_stages)
-    t_f = _scalar_positive("forward_time_s", forward_time_s)
-    t_b = _scalar_positive("backward_time_s", backward_time_s)
+    t_f = _check.scalar_positive("forward_time_s", forward_time_s)
+    t_b = _check.scalar_positive("backward_time_s", backward_time_s)
     if backward_weight_time_s is not None:
-        _scalar_positive("backward_weight_time_s", backward_weight_time_s)
+        _check.scalar_positive("backward_weight_time_s", backward_weight_time_s)
     t_w = float(check_backward_weight_time(backward_weight_time_s, t_b))
     duration = {"forward": t_f / v, "backward": t_b / v, "backward_input": (t_b - t_w) / v, "backward_weight": t_w / v}
     queues = [device_op_order(p, m, schedule, v, s) for s in range(p)]

@@ -85,6 +85,21 @@ _DECODE_KINDS = {
     "dtype": "dtype",
 }
 
+
+def _iteration_s(prefill_tokens, _attended, decode_sequences, _context):
+    """An engine iteration's cost for the scheduler's cases: 10 ms + 10 µs a prompt token + 0.1 ms a decode."""
+    return 0.010 + 1e-5 * prefill_tokens + 1e-4 * decode_sequences
+
+
+# A small closed-loop run of the scheduler and the kinds of its arguments.
+_ENGINE = dict(iteration_time=_iteration_s, kv_blocks=64, prompt_tokens=100, output_tokens=20, requests=4)
+_ENGINE_KINDS = dict(kv_blocks="count", prompt_tokens="count", output_tokens="count", requests="count")
+_SCHEDULER = dict(block_size_tokens=16, max_num_seqs=8, max_num_batched_tokens=512, chunked_prefill=True)
+_SCHEDULER_KINDS = dict(
+    block_size_tokens="count", max_num_seqs="count", max_num_batched_tokens="count", chunked_prefill="flag"
+)
+
+
 IDEAL_STEP = dict(
     model=GPT3_175B,
     plan=ParallelPlan(tensor_parallel=8),
@@ -800,6 +815,21 @@ CASES = [
         serving.decode_compute_bound_sequences,
         dict(peak_flops_per_s=989e12, hbm_bandwidth_bytes_per_s=3.35e12, bytes_per_param=2),
         dict(peak_flops_per_s="positive", hbm_bandwidth_bytes_per_s="positive", bytes_per_param="positive"),
+    ),
+    (
+        serving.simulate_engine,
+        {**_ENGINE, **_SCHEDULER, "concurrency": 2},
+        {**_ENGINE_KINDS, **_SCHEDULER_KINDS, "concurrency": "count"},
+    ),
+    (
+        serving.simulate_engine,
+        {**_ENGINE, "request_rate_per_s": 5.0, "seed": 3},
+        {"request_rate_per_s": "positive", "seed": "count0"},
+    ),
+    (
+        serving.concurrency_sweep,
+        {**_ENGINE, **_SCHEDULER, "concurrencies": [1, 2]},
+        {**_ENGINE_KINDS, **_SCHEDULER_KINDS, "concurrencies": "count"},
     ),
     (
         serving.latency_optimal_tensor_parallel,

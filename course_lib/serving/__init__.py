@@ -2,7 +2,9 @@
 module, every public name reachable as ``serving.X``: ``replica`` (the KV cache, memory per device, prefill, decode
 and the latency–throughput curve of one replica), ``reports`` (a plan's training step beside its serving figures;
 the serving lab's one call, ``serving_report``), ``engine`` (one engine iteration's cost, the paged KV cache,
-precisions, MoE at inference) and ``published`` (the published serving benchmarks, cited row by row).
+precisions, MoE at inference), ``scheduler`` (an engine's scheduler simulated request by request: continuous
+batching, paged KV cache, chunked prefill, queueing; ``simulate_engine``, ``concurrency_sweep``) and ``published``
+(the published serving benchmarks, cited row by row).
 
 >>> from course_lib import serving
 >>> from course_lib.parallelism import LLAMA3_70B
@@ -10,14 +12,16 @@ precisions, MoE at inference) and ``published`` (the published serving benchmark
 327680
 """
 
-from . import engine, published, replica, reports
+from . import engine, published, replica, reports, scheduler
 from .engine import *
 from .published import *
 from .replica import *
 from .reports import *
+from .scheduler import *
 
 __all__ = []
 __all__ += published.__all__
 __all__ += replica.__all__
 __all__ += reports.__all__
 __all__ += engine.__all__
+__all__ += scheduler.__all__
