@@ -56,7 +56,13 @@ def test_iteration_terms_by_hand():
     weights = 2 * (LLAMA3_8B.params - LLAMA3_8B.vocab * LLAMA3_8B.hidden)  # the input table is a lookup
     assert step.weight_read_s == pytest.approx(weights / (HBM * eff.hbm_bandwidth_fraction))
     peak = 989e12 * eff.gemm_efficiency
-    assert step.matmul_compute_s == pytest.approx(2 * 544 * weights / 2 / peak)
+    # Each multiply at the share its depth K allows, K / (K + K½): only the MLP's down projection is deeper (14336).
+    h, f, k_half = 4096, 14336, eff.gemm_half_depth
+    shallow = 32 * (h * (h + 2 * 1024) + h * h + 2 * h * f) + 128256 * h
+    deep = 32 * h * f
+    slowdown = (shallow * (h + k_half) / h + deep * (f + k_half) / f) / (shallow + deep)
+    assert shallow + deep == pytest.approx(weights / 2, rel=1e-4)  # all but the norms
+    assert step.matmul_compute_s == pytest.approx(2 * 544 * weights / 2 / peak * slowdown)
     kv_per_token = 32 * 2 * 8 * 128 * 2  # layers, K and V, KV heads, head size, bytes
     assert step.kv_read_s == pytest.approx(32 * 1000 * kv_per_token / (HBM * eff.hbm_bandwidth_fraction))
     assert step.attention_compute_s == pytest.approx(4 * 32 * 4096 * (512 * 513 / 2 + 32000) / peak)
@@ -66,6 +72,25 @@ def test_iteration_terms_by_hand():
         + eff.iteration_overhead_s
     )  # fmt: skip
     assert cost(0, 0, 0, 0) == 0.0
+
+
+def test_tensor_parallel_makes_the_multiplies_shallower():
+    """The output and down projections accumulate over h/t and f/t: a 70B layer's multiplies reach less of peak per
+    GPU at t = 8 than at t = 1 (per row, 8 GPUs take more than an eighth of one GPU's time)."""
+    one = engine.iteration_time(LLAMA3_70B, DGX_H100, 1, weights="fp8").breakdown(4096, 0, 0, 0).matmul_compute_s
+    eight = engine.iteration_time(LLAMA3_70B, DGX_H100, 8, weights="fp8").breakdown(4096, 0, 0, 0).matmul_compute_s
+    assert 1.05 < eight * 8 / one < 1.3
+    flat = engine.EngineEfficiency("flat", 0.7, 0.6)
+    one, eight = (engine.iteration_time(LLAMA3_70B, DGX_H100, t, weights="fp8", efficiency=flat)
+                  .breakdown(4096, 0, 0, 0).matmul_compute_s for t in (1, 8))  # fmt: skip
+    assert eight * 8 == pytest.approx(one)
+
+
+def test_gemm_depth_fit_reproduces_its_measurement():
+    cap, half = engine.fit_gemm_depth()
+    for _, depth, flops in engine.GEMM_M4096_MEASURED:
+        assert cap * depth / (depth + half) == pytest.approx(flops / 1979e12, rel=0.2)
+    assert engine.DECODE_HBM_BANDWIDTH_FRACTION == pytest.approx((2320 + 2455) / 2 / 3350)
 
 
 def test_weights_are_read_once_per_iteration():
@@ -174,26 +199,26 @@ def test_kv_cache_blocks_by_hand():
     rows = 8192
     activations = rows * (2 * (4096 + 3 * 14336) + 4 * 128256)  # residual, MLP intermediates, fp32 logits
     block = 32 * 2 * 8 * 128 * 16 * 2  # layers, K and V, KV heads, head size, 16 tokens, bytes
-    expected = int((0.9 * 80e9 - weights - activations) // block)
+    expected = int((0.9 * 80 * 2**30 - weights - activations) // block)  # an "80 GB" H100 reports 80 GiB
     assert engine.kv_cache_blocks(LLAMA3_8B, H100, 1) == expected
-    tensorrt = int((0.9 * (80e9 - weights - activations)) // (2 * block))
+    tensorrt = int((0.9 * (80 * 2**30 - weights - activations)) // (2 * block))
     assert engine.kv_cache_blocks(LLAMA3_8B, H100, 1, block_size_tokens=32, free_gpu_memory_fraction=0.9) == tensorrt
 
 
 @pytest.mark.parametrize("tokens", [1, 15, 16, 17, 2048, 2049, 4000, 8192])
 def test_paged_never_holds_more_than_contiguous(tokens):
-    """At equal memory (all of HBM, activations left out of both), the paged cache holds at most the sequences a
-    contiguous one does, and as many when n is a multiple of the block."""
+    """At equal memory (all of the device's 80 GiB, one row's activations), the paged cache holds at most the
+    sequences a contiguous one does, and as many when n is a multiple of the block."""
     blocks = engine.kv_cache_blocks(LLAMA3_70B, H100, 8, gpu_memory_utilization=1.0, max_num_batched_tokens=1)
     paged = engine.max_sequences_in_blocks(blocks, tokens)
     weights, _ = engine.serving_weight_bytes_per_device(LLAMA3_70B, 8)
     activations = serving.decode_activation_bytes(1, 8192, 28672, 128256, 8)
-    contiguous = serving.max_sequences(80e9 - activations, weights, serving.kv_cache_bytes_per_device(
+    contiguous = serving.max_sequences(80 * 2**30 - activations, weights, serving.kv_cache_bytes_per_device(
         80, 8, 128, tokens, 1, 8))  # fmt: skip
     assert paged <= contiguous
     if tokens % 16 == 0:
         assert contiguous - paged <= contiguous // blocks + 1  # only the last partial block of memory differs
-    # the replica's own function for contiguous caches
+    # the replica's own count (marketed 80 GB, each sequence's activations) holds fewer still
     assert contiguous >= serving.max_sequences_that_fit(LLAMA3_70B, H100, 8, 1, tokens)
 
 
@@ -233,10 +258,14 @@ def test_moe_decode_reads_the_visited_experts():
     for b, visited in ((1, 2.0), (10_000, 8.0)):
         read = cost.breakdown(0, 0, b, b).weight_read_s * bandwidth
         assert read == pytest.approx(dense + 2 * 32 * visited * expert)
-    # FLOPs: k experts per token, not E
+    # FLOPs: k experts per token, not E; the experts' down projections (K = 14336) deeper than the rest (K = 4096)
     step = cost.breakdown(0, 0, 1, 1)
+    active = serving.matmul_params(MIXTRAL_8X7B) - 32 * 6 * expert
+    down = 32 * 2 * 4096 * 14336
+    k_half = engine.DEFAULT_EFFICIENCY.gemm_half_depth
+    slowdown = ((active - down) * (4096 + k_half) / 4096 + down * (14336 + k_half) / 14336) / active
     assert step.matmul_compute_s * 989e12 * engine.DEFAULT_EFFICIENCY.gemm_efficiency == pytest.approx(
-        2 * (serving.matmul_params(MIXTRAL_8X7B) - 32 * 6 * expert)
+        2 * active * slowdown
     )
 
 

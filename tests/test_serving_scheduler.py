@@ -51,9 +51,9 @@ def test_attended_tokens_and_cached_context_reach_the_cost():
     # 2·8 + 3 = 19 tokens; then 2 decodes with 11 and 12 tokens cached.
     calls = []
 
-    def cost(prefill, attended, decodes, context):
-        calls.append((prefill, attended, decodes, context))
-        return 0.001
+    def cost(prefill, attended, decodes, context):  # called with the iterations' arrays (or one at a time)
+        calls.append(np.column_stack(np.broadcast_arrays(prefill, attended, decodes, context)))
+        return np.full(np.shape(prefill), 0.001)
 
     simulate_engine(
         cost,
@@ -65,7 +65,8 @@ def test_attended_tokens_and_cached_context_reach_the_cost():
         concurrency=1,
         max_num_batched_tokens=4,
     )
-    assert calls == [(4, 10, 0, 0), (4, 26, 0, 0), (2, 19, 0, 0), (0, 0, 1, 11), (0, 0, 1, 12)]
+    rows = np.concatenate(calls).tolist()
+    assert rows == [[4, 10, 0, 0], [4, 26, 0, 0], [2, 19, 0, 0], [0, 0, 1, 11], [0, 0, 1, 12]]
 
 
 # --- queueing ------------------------------------------------------------------------------------------------------
@@ -173,6 +174,7 @@ def test_preemption_happens_exactly_when_the_blocks_run_out():
     assert np.flatnonzero(run.iteration_preemptions).tolist() == [17]  # iteration 18
     assert run.iteration_blocks_used[:17].tolist() == [2] + [4] * 16
     assert run.finish_s == pytest.approx([0.40, 0.63])
+    assert run.first_token_s == pytest.approx([0.010, 0.010])  # the recomputation brings token 18, not a first
     assert run.max_itl_s == pytest.approx([0.010, 0.41 - 0.17])  # token 17 at 0.17 s, token 18 at 0.41 s
     roomy = two_users_10_ms(kv_blocks=8, prompt_tokens=16, output_tokens=40)
     assert roomy.preemptions == 0 and roomy.finish_s == pytest.approx([0.40, 0.40])

@@ -49,7 +49,7 @@ from ..hardware import Accelerator, Cluster
 from ..parallelism.memory import ACTIVATION_BYTES
 from ..parallelism.models import TransformerModel
 from ..parallelism.transfers import expert_dispatch_bytes
-from ..units import KB, MB, KiB, MiB
+from ..units import GB, KB, MB, GiB, KiB, MiB
 from .replica import (
     DECODE_COMPUTE_EFFICIENCY,
     DecodeStep,
@@ -74,7 +74,12 @@ __all__ = [
     "custom_all_reduce_time_s",
     "EngineEfficiency",
     "UNCALIBRATED",
-    "H100_ENGINE_GEMM_EFFICIENCY",
+    "GEMM_M4096_MEASURED",
+    "fit_gemm_depth",
+    "GEMM_EFFICIENCY_CAP",
+    "GEMM_HALF_DEPTH",
+    "GEMM_M64_BANDWIDTH_MEASURED",
+    "DECODE_HBM_BANDWIDTH_FRACTION",
     "DEFAULT_EFFICIENCY",
     "IterationBreakdown",
     "EngineCost",
@@ -361,10 +366,66 @@ def custom_all_reduce_time_s(cluster: Cluster, tensor_parallel, payload_bytes, e
 
 # ---- efficiencies ---------------------------------------------------------------------------------------------------
 
-# The share of the dense peak the engines' matrix multiplies reach: the best bf16 GEMM measured on an H100 SXM,
-# 792.1 of 989 TFLOP/s (stas00/ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS"; the
-# same figure as ``validation.H100_BEST_GEMM_SHARE``), for FP8 as for bf16.
-H100_ENGINE_GEMM_EFFICIENCY = 792.1 / 989
+# FP8 GEMMs of M = 4096 rows measured on an H800 SXM5 (the H100's tensor cores and FP8 peak, 1979 TFLOP/s dense):
+# deepseek-ai/DeepGEMM@55ab91f7 README.md, "Normal GEMMs for dense models" (NVCC 12.8). Rows: (N, K, TFLOP/s). The
+# efficiency falls with the depth K each output tile accumulates over (K = 512: 30 % of peak; K = 16384: 69 %).
+GEMM_M4096_MEASURED = (
+    (2112, 7168, 1058e12),
+    (24576, 1536, 990e12),
+    (32768, 512, 590e12),
+    (7168, 16384, 1358e12),
+    (4096, 7168, 1304e12),
+    (7168, 2048, 1025e12),
+)
+_GEMM_MEASURED_PEAK = 1979e12
+
+
+def fit_gemm_depth(rows=GEMM_M4096_MEASURED, peak_flops_per_s=_GEMM_MEASURED_PEAK) -> tuple[float, float]:
+    """(cap, half_depth): the efficiency of a GEMM of depth K is cap · K / (K + half_depth), fitted by least squares
+    of the relative error on ``rows`` (1/efficiency is linear in 1/K). A fit: each output tile pays a fixed
+    prologue and epilogue (loading its first operands, writing its result) worth ``half_depth`` of accumulation.
+
+    >>> cap, half = fit_gemm_depth()
+    >>> round(cap, 3), round(half)
+    (0.683, 645)
+    """
+    _, depth, flops = (np.array(column, dtype=float) for column in zip(*rows, strict=True))
+    efficiency = flops / peak_flops_per_s
+    design = np.column_stack([np.ones_like(depth), 1 / depth]) * efficiency[:, None]
+    (inverse_cap, slope), *_ = np.linalg.lstsq(design, np.ones_like(depth), rcond=None)
+    return float(1 / inverse_cap), float(slope / inverse_cap)
+
+
+GEMM_EFFICIENCY_CAP, GEMM_HALF_DEPTH = fit_gemm_depth()
+# The same kernels at M = 64 rows, memory-bound (the weights dominate the bytes): the HBM bandwidth a weight-streaming
+# multiply reaches on Hopper, GB/s, the same six shapes (DeepGEMM@55ab91f7 README.md, "Memory bandwidth" column),
+# against the H800 SXM5's datasheet 3.35 TB/s (the H100 SXM's HBM3). Their median, 2.39 TB/s, is 71 % of it.
+GEMM_M64_BANDWIDTH_MEASURED = (1688e9, 2455e9, 2143e9, 2668e9, 2320e9, 2470e9)
+DECODE_HBM_BANDWIDTH_FRACTION = float(np.median(GEMM_M64_BANDWIDTH_MEASURED) / 3.35e12)
+
+
+def _gemm_depths(model: TransformerModel, tensor_parallel: int, expert_parallel: int) -> tuple:
+    """((weights a token multiplies, the depth K each is accumulated over on a device), ...) for one token through
+    the model: attention's QKV (K = h) and output (K = h/t) projections, each MLP's up (K = h) and down (K = f/t; a
+    whole expert's f_e under expert parallelism) projections, the router and the output head (K = h)."""
+    assert model.kv_heads is not None and model.ffn_hidden is not None and model.moe_ffn_hidden is not None
+    h, t = model.hidden, tensor_parallel
+    kv_width = model.kv_heads * model.head_dim
+    up = 2 if model.gated_mlp else 1
+    dense_layers = model.layers - model.moe_layers
+    fe = model.moe_ffn_hidden
+    visited = model.experts_per_token + model.shared_experts
+    expert_depth = fe if expert_parallel > 1 else fe / t
+    return (
+        (model.layers * h * (h + 2 * kv_width), h),
+        (model.layers * h * h, h / t),
+        (dense_layers * up * h * model.ffn_hidden, h),
+        (dense_layers * h * model.ffn_hidden, model.ffn_hidden / t),
+        (model.moe_layers * visited * up * h * fe, h),
+        (model.moe_layers * visited * h * fe, expert_depth),
+        (model.moe_layers * h * model.experts, h),
+        (model.vocab * h, h),
+    )
 
 
 @dataclass(frozen=True)
@@ -372,7 +433,9 @@ class EngineEfficiency:
     """What an engine reaches of the hardware, and which all-reduce it runs inside a node.
 
     ``hbm_bandwidth_fraction``: the share of the datasheet's HBM bandwidth decode's weight and KV reads reach;
-    ``gemm_efficiency``: the share of the precision's peak the multiplies (and attention) reach; ``all_reduce``:
+    ``gemm_efficiency``: the share of the precision's peak a deep multiply reaches (and attention); a multiply of
+    depth K per device reaches ``gemm_efficiency`` · K / (K + ``gemm_half_depth``) (0: every depth alike), so tensor
+    parallelism, which makes the output and down projections shallower (K/t), lowers it; ``all_reduce``:
     "custom" (the engine's one-shot/two-shot kernel, ``custom_all_reduce_time_s``) or "nccl" (NCCL everywhere);
     ``iteration_overhead_s``: a fixed cost per iteration (the engine's scheduling, sampling and launches between
     forward passes). ``name`` says where the numbers come from.
@@ -383,10 +446,12 @@ class EngineEfficiency:
     gemm_efficiency: float
     all_reduce: str = "custom"
     iteration_overhead_s: float = 0.0
+    gemm_half_depth: float = 0.0
 
     def __post_init__(self):
         _check.fraction("hbm_bandwidth_fraction", self.hbm_bandwidth_fraction)
         _check.fraction("gemm_efficiency", self.gemm_efficiency)
+        _check.nonnegative("gemm_half_depth", self.gemm_half_depth)
         _check.choice("all_reduce", self.all_reduce, ("custom", "nccl"))
         _check.nonnegative("iteration_overhead_s", self.iteration_overhead_s)
 
@@ -395,10 +460,18 @@ class EngineEfficiency:
 # NCCL's all-reduce, nothing between iterations. ``replica.decode_step`` is this case.
 UNCALIBRATED = EngineEfficiency("uncalibrated (datasheet bandwidth, half of peak, NCCL)", 1.0,
                                 DECODE_COMPUTE_EFFICIENCY, "nccl", 0.0)  # fmt: skip
-# The default: the GEMM share measured, the custom all-reduce fitted on its measurement, and the two constants fitted
-# on the published serving rows (``serving.validation``): the HBM fraction and the per-iteration overhead.
+# The default: decode's HBM fraction, the GEMMs' fall with depth and the custom all-reduce from their measurements;
+# two constants fitted on the published Llama 3.1 8B rows (``serving.validation.fit_serving_efficiency``, which
+# reproduces them): the deep GEMMs' share of peak, 0.60 (below the 0.68 DeepGEMM's kernels alone reach: it absorbs
+# the layer's other kernels, norms, rotary embeddings, activations and quantization), and 1.4 ms per iteration (the
+# engine's scheduling, sampling and launches between forward passes). Fits, not physics.
 DEFAULT_EFFICIENCY = EngineEfficiency(
-    "fitted on published serving rows (serving.validation)", 0.8, H100_ENGINE_GEMM_EFFICIENCY, "custom", 0.0
+    "measured (DeepGEMM, the custom all-reduce) and fitted on Llama 3.1 8B's published rows",
+    hbm_bandwidth_fraction=round(DECODE_HBM_BANDWIDTH_FRACTION, 3),
+    gemm_efficiency=0.60,
+    all_reduce="custom",
+    iteration_overhead_s=1.4e-3,
+    gemm_half_depth=round(GEMM_HALF_DEPTH),
 )
 
 
@@ -484,7 +557,10 @@ class EngineCost:
         accelerator = cluster.accelerator
         eff = self.efficiency
         bandwidth = accelerator.hbm_bandwidth_bytes_per_s * eff.hbm_bandwidth_fraction
-        matmul_peak = accelerator.peak(weight_precision.arithmetic) * eff.gemm_efficiency
+        depths = _gemm_depths(model, t, e)
+        weights_per_token = sum(w for w, _ in depths)
+        slowdown = sum(w * (k + eff.gemm_half_depth) / k for w, k in depths) / weights_per_token
+        matmul_peak = accelerator.peak(weight_precision.arithmetic) * eff.gemm_efficiency / slowdown
         attention_peak = accelerator.peak("bf16") * eff.gemm_efficiency  # FlashAttention runs in 16 bits
         expert, routed = _dense_or_moe(model)
         read = serving_weight_bytes_per_device(model, t, p, weights=self.weights)[1]
@@ -601,13 +677,13 @@ def iteration_time(
     >>> from course_lib.units import format_time
     >>> cost = iteration_time(LLAMA3_70B, DGX_H100, 8, weights="fp8", kv_cache="fp8")
     >>> format_time(cost(0, 0, 64, 64 * 2048)), format_time(cost(2048, 2048 * 2049 // 2, 64, 64 * 2048))
-    ('7.91 ms', '45.3 ms')
+    ('9.84 ms', '59.3 ms')
     >>> step = cost.breakdown(0, 0, 64, 64 * 2048)
     >>> all_reduces = step.all_reduce_latency_s + step.all_reduce_bandwidth_s
-    >>> [format_time(x) for x in (step.weight_read_s, step.kv_read_s, all_reduces)]
-    ['3.29 ms', '1 ms', '3.62 ms']
+    >>> [format_time(x) for x in (step.weight_read_s, step.kv_read_s, all_reduces, step.overhead_s)]
+    ['3.69 ms', '1.12 ms', '3.62 ms', '1.4 ms']
 
-    The decode step reads 8.8 GB of FP8 weights per GPU at 80 % of 3.35 TB/s and the batch's cache; its 160
+    The decode step reads 8.8 GB of FP8 weights per GPU at 71 % of 3.35 TB/s and the batch's cache; its 160
     all-reduces of 1 MiB run two-shot (vLLM's kernel above 256 KiB at t = 8). The prefill chunk's 2112 rows make
     the multiplies compute-bound and its all-reduces (35 MB, above the kernel's 8 MiB) NCCL's.
     """
@@ -644,7 +720,8 @@ def kv_cache_blocks(
     share of every block), in the memory left after the weights and the activations of one forward pass over
     ``max_num_batched_tokens`` rows (the profile run vLLM makes before it sizes the cache).
 
-    vLLM (default): the blocks fill ``gpu_memory_utilization`` × the device's memory (0.9, ``ENGINES["vllm"]``),
+    vLLM (default): the blocks fill ``gpu_memory_utilization`` × the device's memory (0.9, ``ENGINES["vllm"]``; the
+    memory as the device reports it, 80 GiB for a marketed "80 GB" part),
     less the weights and activations. TensorRT-LLM: pass ``free_gpu_memory_fraction`` (0.9 in its KvCacheConfig) —
     that share of what the weights and activations leave — and its ``block_size_tokens`` (32). The block count is
     the same on every device of the replica (its t·p devices split each block evenly).
@@ -652,9 +729,9 @@ def kv_cache_blocks(
     >>> from course_lib.hardware import H100
     >>> from course_lib.parallelism import LLAMA3_70B
     >>> kv_cache_blocks(LLAMA3_70B, H100, 8), kv_cache_blocks(LLAMA3_70B, H100, 8, kv_cache="fp8")
-    (81673, 163347)
+    (89775, 179550)
 
-    Per GPU: 72 GB (0.9 × 80 GB) − 17.6 GB of bf16 weights − 0.84 GB of activations for 8192 rows leaves 53.5 GB;
+    Per GPU: 77.3 GB (0.9 × 80 GiB) − 17.6 GB of bf16 weights − 0.84 GB of activations for 8192 rows leaves 58.9 GB;
     a block of 16 tokens holds 80 layers × K and V × 1 KV head × 128 × 16 × 2 bytes = 655 kB of it.
     """
     t, p = (int(x) for x in _check_partition(model, tensor_parallel, pipeline_parallel))
@@ -664,7 +741,9 @@ def kv_cache_blocks(
     stored, _ = serving_weight_bytes_per_device(model, t, p, weights=weights)
     activations = decode_activation_bytes(tokens, model.hidden, model.ffn_hidden, model.vocab, t, model.gated_mlp,
                                           ACTIVATION_BYTES)  # fmt: skip
-    capacity = accelerator.hbm_capacity_bytes
+    # What the engine's allocator sees: a marketed "80 GB" part reports 80 GiB (81920 MiB, ``hardware``'s note), and
+    # both engines take their share of that (torch.cuda.mem_get_info's total; cudaMemGetInfo's free).
+    capacity = accelerator.hbm_capacity_bytes / GB * GiB
     if free_gpu_memory_fraction is None:
         share = _check.fraction("gpu_memory_utilization", gpu_memory_utilization)
         free = share * capacity - stored - activations
@@ -679,7 +758,7 @@ def kv_cache_blocks(
         raise ValueError(
             f"model must fit with room for one KV block: {model.name} with weights={weights!r} on "
             f"tensor_parallel={t}, pipeline_parallel={p} leaves {free / 1e9:.2f} GB of {accelerator.name}'s "
-            f"{capacity / 1e9:.0f} GB; raise tensor_parallel or pipeline_parallel"
+            f"{capacity / GiB:.0f} GiB; raise tensor_parallel or pipeline_parallel"
         )
     return blocks
 

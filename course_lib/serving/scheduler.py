@@ -18,7 +18,7 @@ its tokens samples one new token. This module replays that loop as vLLM V1 runs 
   ``Scheduler.schedule``; vLLM's "Optimization and Tuning" page: "Preempted requests are recomputed when
   sufficient KV cache space becomes available again", https://docs.vllm.ai/en/v0.9.1/configuration/optimization.html).
   No request is admitted in an iteration that preempted one (``if not preempted_reqs:`` before the waiting loop).
-- **Chunked prefill** (vLLM V1's only mode): each iteration has a budget of ``max_num_batched_tokens`` tokens. The
+- **Chunked prefill** (vLLM V1's default): each iteration has a budget of ``max_num_batched_tokens`` tokens. The
   running requests are served first in admission order, a decoding sequence taking 1 token and a partly prefilled
   prompt the rest of its prompt up to what the budget leaves; then waiting requests are admitted in arrival order
   (first come, first served) with chunks of their prompts, while the budget, the free blocks and
@@ -27,23 +27,38 @@ its tokens samples one new token. This module replays that loop as vLLM V1 runs 
   (https://docs.vllm.ai/en/v0.9.1/configuration/optimization.html, "Chunked Prefill").
 - **Without chunked prefill** (``chunked_prefill=False``) the scheduler is vLLM V0's default one
   (vllm-project/vllm@v0.6.0 ``vllm/core/scheduler.py``, ``Scheduler._schedule_default``: "First, it batches as many
-  prefill requests as possible. And it schedules decodes."): an iteration that admits requests prefills their whole
-  prompts and nothing else; the running sequences decode only in iterations that admit nobody. A long prompt
-  therefore stalls every decode for its whole prefill: the interference chunked prefill removes. As V0 requires
-  (``SchedulerConfig`` refuses ``max_num_batched_tokens`` < ``max_model_len`` without chunking), the budget must
-  then hold the longest request.
+  prefill requests as possible. And it schedules decodes.", then "Don't schedule decodes if prefills are
+  scheduled."): an iteration that admits requests prefills their whole prompts and nothing else; the running
+  sequences decode only in iterations that admit nobody. A long prompt therefore stalls every decode for its whole
+  prefill: the interference chunked prefill removes. As V0 requires
+  (``SchedulerConfig._verify_args``: "max_num_batched_tokens (…) is smaller than max_model_len (…)" without
+  chunking), the budget must then hold the longest request.
 
 Each iteration's time is the engine's cost (``IterationTime``: the iteration's prompt tokens, the tokens those
 attend to, the decoding sequences and their cached tokens), and the clock advances by it. vLLM's defaults:
 ``max_num_batched_tokens=8192`` is the API server's default on a GPU with ≥ 70 GiB (H100, H200, MI300X; 2048 on
 smaller GPUs and A100) and ``max_num_seqs=256`` the default on GPUs under 70 GiB and A100 (1024 on the large ones)
 (vllm-project/vllm@00024d3 ``vllm/engine/arg_utils.py``, ``EngineArgs.get_batch_defaults``); the block size is 16
-tokens (``vllm/config/cache.py``, ``CacheConfig.block_size``).
+tokens on NVIDIA GPUs (``CacheConfig.block_size`` has no static default; ``check_and_update_config`` in
+``vllm/platforms/cuda.py`` sets 16).
 
 >>> cost = lambda prefill, attended, decodes, context: 0.010 + 1e-5 * prefill + 1e-4 * decodes
 >>> run = simulate_engine(cost, kv_blocks=10_000, prompt_tokens=512, output_tokens=64, requests=64, concurrency=8)
 >>> round(run.median_ttft_s * 1e3, 2), round(run.median_itl_s * 1e3, 2), run.preemptions
 (50.96, 10.8, 0)
+
+Llama 3.1 70B in bf16 on the 8 H100s of a DGX, 64 users sending 1,024-token prompts for 128 tokens each, with the
+engine's cost and paged cache (``engine.iteration_time``, ``engine.kv_cache_blocks``):
+
+>>> from course_lib.hardware import DGX_H100, H100
+>>> from course_lib.parallelism import LLAMA3_70B
+>>> from course_lib.units import format_time
+>>> from course_lib.serving import iteration_time, kv_cache_blocks
+>>> blocks = kv_cache_blocks(LLAMA3_70B, H100, 8)
+>>> run = simulate_engine(iteration_time(LLAMA3_70B, DGX_H100, 8), kv_blocks=blocks, prompt_tokens=1024,
+...                       output_tokens=128, requests=256, concurrency=64)
+>>> blocks, format_time(run.median_ttft_s), format_time(run.median_itl_s), round(run.output_tokens_per_s)
+(81673, '250 ms', '24.2 ms', 2433)
 """
 
 from __future__ import annotations
@@ -57,6 +72,7 @@ from typing import Protocol
 import numpy as np
 
 from .. import _check
+from .engine import blocks_per_sequence
 
 __all__ = [
     "IterationTime",
@@ -243,6 +259,10 @@ def simulate_engine(
     ``output_tokens`` are one integer or one per request (in request order). A request's first token comes at the
     end of the iteration that completes its prefill; each later one at the end of an iteration that decodes it.
 
+    In the closed loop no decision depends on the clock (a request arrives when another finishes), so the
+    iterations' costs are asked for in one call with arrays (as ``IterationTime`` allows; a cost that refuses arrays
+    is called once per iteration instead); the open loop asks once per iteration, as its arrivals need the clock.
+
     >>> step = lambda prefill, attended, decodes, context: 0.020 if prefill else 0.005
     >>> run = simulate_engine(step, kv_blocks=100, prompt_tokens=100, output_tokens=11, requests=2, concurrency=1)
     >>> run.ttft_s.round(6).tolist(), round(run.median_itl_s, 6), run.finish_s.round(6).tolist()
@@ -262,30 +282,56 @@ def simulate_engine(
     )
     arrivals = _arrivals(requests, concurrency, request_rate_per_s, seed)
     if arrivals is None:
-        users = min(_check.scalar_count("concurrency", concurrency), requests)
-        engine.arrive(range(users), 0.0)
+        engine.arrive(range(min(_check.scalar_count("concurrency", concurrency), requests)))
+        while engine.done < requests:
+            finished = engine.step()
+            # Each user sends its next request at once: it arrives at the end of this iteration.
+            engine.arrive(range(engine.next_request, min(engine.next_request + finished, requests)))
+        return engine.run(_durations(iteration_time, engine.totals), None, None)
+    starts, durations, now = [], [], 0.0
     while engine.done < requests:
-        if arrivals is not None:  # the open loop's arrivals up to now join the queue
-            if engine.idle and arrivals[engine.next_request] > engine.now:
-                engine.now = float(arrivals[engine.next_request])
-            engine.arrive(range(engine.next_request, int(np.searchsorted(arrivals, engine.now, side="right"))))
-        finished = engine.step(iteration_time)
-        if arrivals is None and finished:  # each user sends its next request at once
-            engine.arrive(range(engine.next_request, min(engine.next_request + finished, requests)), engine.now)
-    return engine.run(arrivals)
+        if engine.idle and arrivals[engine.next_request] > now:
+            now = float(arrivals[engine.next_request])
+        engine.arrive(range(engine.next_request, int(np.searchsorted(arrivals, now, side="right"))))
+        engine.step()
+        starts.append(now)
+        durations.append(_duration(iteration_time, engine.totals[-1]))
+        now += durations[-1]
+    return engine.run(np.array(durations), np.array(starts), arrivals)
+
+
+def _duration(iteration_time, totals) -> float:
+    elapsed = float(iteration_time(*totals))
+    if not (elapsed > 0 and np.isfinite(elapsed)):
+        raise ValueError(f"iteration_time must return a finite time > 0 s for an iteration with work, got {elapsed!r}")
+    return elapsed
+
+
+def _durations(iteration_time, totals: list) -> np.ndarray:
+    """Every iteration's time: one call with arrays, or (for a cost that refuses them) one call per iteration."""
+    columns = np.array(totals, dtype=np.int64).reshape(-1, 4).T
+    try:
+        elapsed = np.broadcast_to(np.asarray(iteration_time(*columns), dtype=float), columns[0].shape)
+    except (TypeError, ValueError):  # e.g. ``if prefill_tokens:`` on an array
+        return np.array([_duration(iteration_time, row) for row in totals])
+    if not (np.all(elapsed > 0) and np.all(np.isfinite(elapsed))):
+        bad = elapsed[~((elapsed > 0) & np.isfinite(elapsed))][0]
+        raise ValueError(f"iteration_time must return a finite time > 0 s for an iteration with work, got {bad!r}")
+    return elapsed
 
 
 class _Engine:
-    """The scheduler's state between iterations: per request, its tokens, cache and times (arrays indexed by
-    request); the running requests in admission order; the waiting queue."""
+    """The scheduler's state between iterations: per request, its tokens and cache (arrays indexed by request) and
+    the iterations at whose end its events happen (turned into times once the iterations' times are known); the
+    running requests in admission order; the waiting queue."""
 
     def __init__(self, *, kv_blocks, block, max_seqs, budget, chunked, prompts, outputs):
         # The longest cache a request holds: its prompt and every output token but the last (never fed back).
         longest = int((prompts + outputs - 1).max())
-        if -(-longest // block) > kv_blocks:
+        if blocks_per_sequence(longest, block) > kv_blocks:
             raise ValueError(
                 f"kv_blocks must hold the longest request (prompt_tokens + output_tokens − 1 = {longest} tokens, "
-                f"{-(-longest // block)} blocks of {block}), got {kv_blocks}"
+                f"{blocks_per_sequence(longest, block)} blocks of {block}), got {kv_blocks}"
             )
         if not chunked and longest > budget:
             raise ValueError(
@@ -304,62 +350,66 @@ class _Engine:
         self.computed = np.zeros(n, dtype=np.int64)  # tokens in the request's KV cache
         self.num_tokens = prompts.copy()  # prompt + tokens generated so far
         self.held = np.zeros(n, dtype=np.int64)  # blocks held
-        self.arrival = np.full(n, np.nan)
-        self.first_token = np.full(n, np.nan)
-        self.last_token = np.zeros(n)
-        self.finish = np.full(n, np.nan)
-        self.gap_offset = np.cumsum(outputs - 1) - (outputs - 1)  # where request i's gaps start in itl
-        self.itl = np.zeros(int((outputs - 1).sum()))
+        # The iteration at whose end each event happens; -1: before the first (time 0).
+        self.arrival_at = np.full(n, -1)
+        self.first_token_at = np.full(n, -1)
+        self.last_token_at = np.full(n, -1)
+        self.finish_at = np.full(n, -1)
+        self.gap_offset = np.cumsum(outputs - 1) - (outputs - 1)  # where request i's gaps start
+        self.gap_from = np.zeros(int((outputs - 1).sum()), dtype=np.int64)
+        self.gap_to = np.zeros_like(self.gap_from)
         self.running = np.zeros(0, dtype=np.int64)
         self.waiting: deque[int] = deque()
         self.free = kv_blocks
-        self.now = 0.0
+        self.iteration = 0
         self.done = 0
         self.next_request = 0
-        self.records: list[tuple[float, float, int, int, int, int]] = []
+        self.totals: list[tuple[int, int, int, int]] = []
+        self.records: list[tuple[int, int, int, int]] = []
 
     @property
     def idle(self) -> bool:
         return not self.running.size and not self.waiting
 
-    def arrive(self, new: range, time_s: float | None = None):
-        """Requests ``new`` join the waiting queue (at ``time_s`` in the closed loop)."""
-        if time_s is not None:
-            self.arrival[new.start : new.stop] = time_s
+    def arrive(self, new: range):
+        """Requests ``new`` join the waiting queue (arriving at the end of the last iteration)."""
+        self.arrival_at[new.start : new.stop] = self.iteration - 1
         self.waiting.extend(new)
         self.next_request = max(self.next_request, new.stop)
 
-    def step(self, iteration_time) -> int:
-        """Schedule, run and account one iteration; return how many requests finished in it."""
+    def step(self) -> int:
+        """Schedule and run one iteration (its four totals appended to ``totals``); return how many requests
+        finished in it."""
         in_system = self.running.size + len(self.waiting)
         scheduled, preempted = self._schedule()
-        running, computed, num_tokens = self.running, self.computed, self.num_tokens
-        # The iteration's four totals: a decode is a sequence with 1 token left after its first token.
-        remaining = num_tokens[running] - computed[running]
-        decoding = (scheduled == 1) & (remaining == 1) & (num_tokens[running] > self.prompts[running])
+        running = self.running
+        computed, num_tokens = self.computed[running], self.num_tokens[running]
+        # A decode is a sequence with 1 token left after its first token; the rest compute prompt chunks.
+        decoding = (scheduled == 1) & (num_tokens - computed == 1) & (num_tokens > self.prompts[running])
         prefilling = (scheduled > 0) & ~decoding
-        chunk, start = scheduled[prefilling], computed[running][prefilling]
+        chunk, start = scheduled[prefilling], computed[prefilling]
         totals = (
             int(chunk.sum()),
             int((chunk * start + chunk * (chunk + 1) // 2).sum()),
             int(decoding.sum()),
-            int(num_tokens[running][decoding].sum()),
+            int(num_tokens[decoding].sum()),
         )
         if totals[0] == 0 and totals[2] == 0:
             raise RuntimeError("the scheduler found no work (a bug: every request fits the cache and the budget)")
-        elapsed = float(iteration_time(*totals))
-        self.records.append(
-            (self.now, elapsed, int((scheduled > 0).sum()), in_system, self.kv_blocks - self.free, preempted)
-        )
-        self.now += elapsed
-        computed[running] += scheduled
-        return self._sample(running[computed[running] == num_tokens[running]])
+        self.totals.append(totals)
+        self.records.append((int((scheduled > 0).sum()), in_system, self.kv_blocks - self.free, preempted))
+        computed += scheduled
+        self.computed[running] = computed
+        finished = self._sample(running[computed == num_tokens])
+        self.iteration += 1
+        return finished
 
     def _schedule(self) -> tuple[np.ndarray, int]:
         """Decide the iteration: the tokens of each running request (admitted ones appended to ``running``), after
         any preemption; return them and the number of requests preempted."""
         running = self.running
-        remaining = self.num_tokens[running] - self.computed[running]
+        computed, held = self.computed[running], self.held[running]
+        remaining = self.num_tokens[running] - computed
         slots = self.max_seqs - running.size
         if not self.chunked:  # V0: an iteration admitting prompts prefills them alone; otherwise all decode
             admitted, tokens = self._admit(slots, self.budget) if self.waiting and slots > 0 else (running[:0],) * 2
@@ -367,20 +417,21 @@ class _Engine:
                 return np.concatenate((np.zeros_like(remaining), tokens)), 0
             scheduled = remaining
         else:
-            scheduled = np.clip(self.budget - (np.cumsum(remaining) - remaining), 0, remaining)
-        need = np.where(scheduled > 0, -(-(self.computed[running] + scheduled) // self.block) - self.held[running], 0)
-        keep = _preemption_point(need, self.held[running], self.free)
+            scheduled = np.minimum(np.maximum(self.budget - (np.cumsum(remaining) - remaining), 0), remaining)
+        # New blocks: blocks_per_sequence of the cache after this iteration, less those held (inline: a hot loop).
+        need = np.where(scheduled > 0, -(-(computed + scheduled) // self.block) - held, 0)
+        keep = _preemption_point(need, held, self.free)
         preempted = running.size - keep
         if preempted:
             victims = running[keep:]
-            self.free += int(self.held[victims].sum())
+            self.free += int(held[keep:].sum())
             self.held[victims] = 0
             self.computed[victims] = 0
             self.waiting.extendleft(victims[::-1].tolist())  # at the head, in their order
-            running, scheduled, need = running[:keep], scheduled[:keep], need[:keep]
+            running, scheduled, need, held = running[:keep], scheduled[:keep], need[:keep], held[:keep]
             self.running = running
         self.free -= int(need.sum())
-        self.held[running] += need
+        self.held[running] = held + need
         left = self.budget - int(scheduled.sum())
         if self.chunked and not preempted and self.waiting and left > 0 and running.size < self.max_seqs:
             _, tokens = self._admit(self.max_seqs - running.size, left)
@@ -396,7 +447,7 @@ class _Engine:
         remaining = self.num_tokens[head] - self.computed[head]
         before = np.cumsum(remaining) - remaining
         if self.chunked:
-            tokens = np.clip(budget - before, 0, remaining)
+            tokens = np.minimum(np.maximum(budget - before, 0), remaining)
         else:
             tokens = np.where(before + remaining <= budget, remaining, 0)
         blocks = -(-tokens // self.block)
@@ -413,38 +464,44 @@ class _Engine:
     def _sample(self, sampled: np.ndarray) -> int:
         """The requests that computed all their tokens sample one each; those with all their output tokens leave
         and free their blocks. Return how many left."""
-        now = self.now
+        it = self.iteration
         generated = self.num_tokens[sampled] - self.prompts[sampled]  # before this token
-        firsts = sampled[generated == 0]
-        self.first_token[firsts] = np.where(np.isnan(self.first_token[firsts]), now, self.first_token[firsts])
-        later = generated > 0
-        self.itl[self.gap_offset[sampled[later]] + generated[later] - 1] = now - self.last_token[sampled[later]]
-        self.last_token[sampled] = now
+        first = generated == 0
+        self.first_token_at[sampled[first]] = it  # once: a recomputed request has generated tokens
+        later = sampled[~first]
+        gaps = self.gap_offset[later] + generated[~first] - 1
+        self.gap_from[gaps] = self.last_token_at[later]
+        self.gap_to[gaps] = it
+        self.last_token_at[sampled] = it
         self.num_tokens[sampled] += 1
         finished = sampled[generated + 1 == self.outputs[sampled]]
         if finished.size:
-            self.finish[finished] = now
+            self.finish_at[finished] = it
             self.free += int(self.held[finished].sum())
             self.held[finished] = 0
             self.running = self.running[~np.isin(self.running, finished)]
             self.done += finished.size
         return finished.size
 
-    def run(self, arrivals) -> EngineRun:
-        columns = np.array(self.records, dtype=float).T
+    def run(self, durations: np.ndarray, starts: np.ndarray | None, arrivals: np.ndarray | None) -> EngineRun:
+        """The run, its events turned into times: the closed loop's iterations follow each other back to back."""
+        if starts is None:
+            starts = np.cumsum(durations) - durations
+        ends = np.concatenate(([0.0], starts + durations))  # ends[i + 1]: the end of iteration i; ends[0] = 0
+        records = np.array(self.records, dtype=np.int64).reshape(-1, 4).T
         return EngineRun(
-            arrival_s=self.arrival if arrivals is None else arrivals,
-            first_token_s=self.first_token,
-            finish_s=self.finish,
+            arrival_s=ends[self.arrival_at + 1] if arrivals is None else arrivals,
+            first_token_s=ends[self.first_token_at + 1],
+            finish_s=ends[self.finish_at + 1],
             prompt_tokens=self.prompts,
             output_tokens=self.outputs,
-            itl_s=self.itl,
-            iteration_start_s=columns[0],
-            iteration_time_s=columns[1],
-            iteration_sequences=columns[2].astype(np.int64),
-            iteration_in_system=columns[3].astype(np.int64),
-            iteration_blocks_used=columns[4].astype(np.int64),
-            iteration_preemptions=columns[5].astype(np.int64),
+            itl_s=ends[self.gap_to + 1] - ends[self.gap_from + 1],
+            iteration_start_s=starts,
+            iteration_time_s=durations,
+            iteration_sequences=records[0],
+            iteration_in_system=records[1],
+            iteration_blocks_used=records[2],
+            iteration_preemptions=records[3],
             kv_blocks=self.kv_blocks,
         )
 
