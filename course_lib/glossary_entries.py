@@ -130,6 +130,26 @@ ENTRIES: tuple[Entry, ...] = (
         source="Lepikhin et al. 2021, GShard, arXiv:2006.16668; Fedus et al. 2022, Switch Transformers, JMLR",
     ),
     Entry(
+        "chunked prefill",
+        "chunked-prefill",
+        "term",
+        "An engine's scheduling that cuts prompts into chunks sharing iterations with the decoding sequences, under a "
+        "token budget per iteration (vLLM's max_num_batched_tokens), so a long prefill no longer stalls the decodes.",
+        "10_serving.ipynb",
+        (r"[Cc]hunked prefills?",),
+        source="Agrawal et al. 2023, SARATHI, arXiv:2308.16369; vLLM documentation, Optimization and Tuning",
+    ),
+    Entry(
+        "continuous batching",
+        "continuous-batching",
+        "term",
+        "An engine's batching that rebuilds the batch every iteration: a finished sequence leaves and a waiting "
+        "request joins at once, instead of the batch running until all its sequences end.",
+        "10_serving.ipynb",
+        (r"[Cc]ontinuous batching",),
+        source="Yu et al. 2022, Orca, OSDI 2022 (iteration-level scheduling)",
+    ),
+    Entry(
         "context parallelism",
         "context-parallelism",
         "term",
@@ -210,6 +230,16 @@ ENTRIES: tuple[Entry, ...] = (
         source="Pope et al. 2022, Efficiently Scaling Transformer Inference, arXiv:2211.05102",
     ),
     Entry(
+        "knee",
+        "knee",
+        "term",
+        "The smallest concurrency of a serving sweep whose throughput reaches 90 % of the sweep's highest: past it "
+        "more users add little throughput and mostly wait (this course's rule).",
+        "10_serving.ipynb",
+        (r"knee",),
+        source="course_lib.serving.scheduler.KNEE_THROUGHPUT_FRACTION",
+    ),
+    Entry(
         "log-sum-exp",
         "log-sum-exp",
         "term",
@@ -258,6 +288,16 @@ ENTRIES: tuple[Entry, ...] = (
         "10_serving.ipynb",
         (r"[Pp]refills?",),
         source="Pope et al. 2022, Efficiently Scaling Transformer Inference, arXiv:2211.05102",
+    ),
+    Entry(
+        "paged KV cache",
+        "paged-kv-cache",
+        "term",
+        "A KV cache cut into fixed blocks (16 tokens in vLLM) that a sequence takes as it grows, so memory is held "
+        "only for tokens that exist; vLLM's PagedAttention.",
+        "10_serving.ipynb",
+        (r"[Pp]aged KV caches?", r"PagedAttention"),
+        source="Kwon et al. 2023, PagedAttention, SOSP 2023, arXiv:2309.06180",
     ),
     Entry(
         "ring attention",
@@ -393,6 +433,16 @@ ENTRIES: tuple[Entry, ...] = (
         "01_mac.ipynb",
         (r"HBM\d?e?",),
         source=_NVIDIA_H100,
+    ),
+    Entry(
+        "ITL",
+        "itl",
+        "abbreviation",
+        "Inter-token latency: a request's time from its first to its last output token over its tokens after the "
+        "first, the time per output token as serving benchmarks measure it (genai-perf, vLLM's benchmark).",
+        "10_serving.ipynb",
+        (r"ITL", r"[Ii]nter-token latency"),
+        source="NVIDIA genai-perf documentation, metrics; vllm/benchmarks/serve.py",
     ),
     Entry(
         "NIC",

@@ -44,8 +44,8 @@ viz.plot_course_map(ax=ax)
 plt.show()
 
 # %% [markdown]
-# The whole course takes an estimated **24–30 hours**: the times below add up to 19 hours for the lessons and 10.5 for
-# the labs, 29.5 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
+# The whole course takes an estimated **24–31 hours**: the times below add up to 20 hours for the lessons and 10.5 for
+# the labs, 30.5 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
 # time at its top. Sections headed *Going deeper (optional)* can be skipped: nothing later needs them.
 #
 # | Lesson | You learn to | Needs | Time |
@@ -59,7 +59,7 @@ plt.show()
 # | [07 · Measure, don't assume](07_measure.ipynb) | time real collectives on [MPI](glossary.ipynb#mpi), fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 1.5 h |
 # | [08 · Check the model against measurements](08_model_meets_measurements.ipynb) | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05, 07 | 1.5 h |
 # | [09 · Plan a real run](09_capstone.ipynb) | plan a 70-billion-parameter model on 64 H100s by hand, then with the search as Megatron-LM will run it: one plan with its memory margin and step-time band, the assumptions that could change it, what to measure first | 04, 05, 07, 08 | 2.5 h |
-# | [10 · Serve a model](10_serving.ipynb) | tell [prefill](glossary.ipynb#prefill) from [decode](glossary.ipynb#decode), size the [KV cache](glossary.ipynb#kv-cache), split a token's time into weight reads, cache reads and all-reduce latency, trade latency for throughput, choose a partition for serving | 01, 02, 04 | 1.5 h |
+# | [10 · Serve a model](10_serving.ipynb) | tell [prefill](glossary.ipynb#prefill) from [decode](glossary.ipynb#decode), size the [KV cache](glossary.ipynb#kv-cache), split a token's time into weight reads, cache reads and all-reduce latency, trade latency for throughput, choose a partition for serving; price an engine's iterations, read a concurrency sweep and its [knee](glossary.ipynb#knee), size a node for N users | 01, 02, 04 | 2.5 h |
 #
 # **Labs.** Eight widget labs practise the lessons with sliders, in the order you meet their lessons:
 #

@@ -235,6 +235,7 @@ CHECKED = {
         "0.6 µs": "NCCL's latency per NVLink hop with LL: test_lesson_10_nccl_figures",
         "15.5 µs": "NCCL's ring for GPT-3's decode all-reduce on Selene's node: test_lesson_10_nccl_figures",
         "16.4 µs": "NCCL's tree for GPT-3's decode all-reduce on Selene's node: test_lesson_10_nccl_figures",
+        "80 %": "exercise 4's rule: test_lesson_10_knee_at_80_percent",
     },
 }
 # The lab masters' (their student versions carry the same prose; outputs are stored in the masters only), from each
@@ -474,6 +475,21 @@ def test_lesson_10_exercise_answers():
              for k in (3, 4, 5)}  # fmt: skip
     assert f"{piped[4]:.1f}" == "110.5" and f"{alone:.1f}" == "110.9" and piped[3] < piped[4] < alone
     assert piped[5] == pytest.approx(alone)
+
+
+@pytest.mark.slow  # a concurrency sweep of 7 × 512 requests: about 5 s
+def test_lesson_10_knee_at_80_percent():
+    # Exercise 4: step 10's sweep (Llama 3.1 70B, FP8 weights and cache, t = 8, 2048 + 128 tokens) under an 80 % rule
+    llama, node = parallelism.LLAMA3_70B, hardware.DGX_H100
+    cost = serving.iteration_time(llama, node, 8, weights="fp8", kv_cache="fp8")
+    blocks = serving.kv_cache_blocks(llama, hardware.H100, 8, weights="fp8", kv_cache="fp8")
+    sweep = serving.concurrency_sweep(cost, [1, 4, 16, 64, 128, 256, 512], kv_blocks=blocks, prompt_tokens=2048,
+                                      output_tokens=128, requests=512)  # fmt: skip
+    highest = sweep.output_tokens_per_s.max()
+    assert units.format_count(highest) == "2100" and units.format_count(0.8 * highest) == "1680"
+    at_80 = int(sweep.concurrency[np.argmax(sweep.output_tokens_per_s >= 0.8 * highest)])
+    assert (at_80, sweep.knee_concurrency) == (64, 128)
+    assert units.format_count(sweep.output_tokens_per_s[3]) == "1810"
 
 
 def test_lesson_05_quoted_figures():
