@@ -208,11 +208,14 @@ LABS = (
     ("pipeline_lab", "schedule"),
     ("partition_lab", "partition"),
     ("serving_lab", "serving"),
+    ("concurrency_sweep_lab", "sweep"),
     ("sequences_lab", "sequences"),
 )
 # The slider timed where it is not the lab's first: lab 5's first sliders shape the custom model, which a preset
 # model ignores (its node count was the first slider until the controls were ordered by what depends on what).
-TIMED_SLIDER = {"partition_lab": "nodes"}
+# The sweep lab's concurrency: what a learner moves along one sweep (a configuration's sweep is simulated once, then
+# kept; bench_sweep_simulation times a new one).
+TIMED_SLIDER = {"partition_lab": "nodes", "concurrency_sweep_lab": "concurrency"}
 LAB_TARGET_MEDIAN_MS, LAB_TARGET_P95_MS = 30.0, 60.0
 
 
@@ -331,6 +334,33 @@ def bench_widgets(updates=60):
             f"  each update a new state (what earlier updates remembered forgotten first): median "
             f"{statistics.median(forgetful) * 1e3:.1f} ms, p95 {percentile(forgetful, 95) * 1e3:.1f} ms over "
             f"{len(forgetful)} updates"
+        )
+
+
+def bench_sweep_simulation(repeat=3):
+    """Issue 38: lab 6's concurrency sweep. A new configuration simulates the scheduler at each of the sweep's
+    concurrencies (``serving.concurrency_sweep_report``, its kept sweeps forgotten first); moving only the concurrency
+    reuses it (``bench_widgets`` times that move)."""
+    from course_lib import hardware, serving
+    from course_lib.parallelism import LLAMA3_70B
+    from course_lib.serving import sweep
+    from course_lib.units import format_time
+
+    for output_tokens in (256, 1024):
+
+        def simulate(out=output_tokens):
+            sweep._sweep.cache_clear()
+            return serving.concurrency_sweep_report(
+                LLAMA3_70B, hardware.DGX_H100, 8, prompt_tokens=1024, output_tokens=out, concurrency=64
+            )
+
+        median, best, report = timed(simulate, repeat)
+        requests = sum(sweep.sweep_requests(c) for c in serving.SWEEP_CONCURRENCIES)
+        print(
+            f"concurrency sweep, Llama 3.1 70B on 8 H100s, 1024 + {output_tokens} tokens: {len(report.concurrencies)} "
+            f"concurrencies, {requests:,} requests simulated in {format_time(median)} (median of {repeat}, best "
+            f"{format_time(best)}): what a new configuration of lab 6's sweep costs once; knee "
+            f"{report.knee_concurrency}"
         )
 
 
@@ -503,6 +533,7 @@ if __name__ == "__main__":
     bench_search()
     bench_calibrate()
     bench_validation()
+    bench_sweep_simulation()
     bench_widgets()
     bench_notebooks()
     bench_site()

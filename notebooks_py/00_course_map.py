@@ -44,8 +44,8 @@ viz.plot_course_map(ax=ax)
 plt.show()
 
 # %% [markdown]
-# The whole course takes an estimated **24–31 hours**: the times below add up to 20 hours for the lessons and 10.5 for
-# the labs, 30.5 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
+# The whole course takes an estimated **24–31 hours**: the times below add up to 20 hours for the lessons and 11 for
+# the labs, 31 in all; a learner new to multi-GPU training may need the upper end. Each lesson and lab states its
 # time at its top. Sections headed *Going deeper (optional)* can be skipped: nothing later needs them.
 #
 # | Lesson | You learn to | Needs | Time |
@@ -70,7 +70,7 @@ plt.show()
 # | [03 · the memory budget](../labs/03_memory_budget.ipynb) | 03 | 1 h |
 # | [04 · the pipeline schedule](../labs/04_pipeline_schedule.ipynb) | 03 | 1 h |
 # | [05 · the partition explorer](../labs/05_partition_explorer.ipynb) | 04 | 1.5 h |
-# | [06 · serving](../labs/06_serving.ipynb) | 10 | 1.5 h |
+# | [06 · serving](../labs/06_serving.ipynb) | 10 | 2 h |
 # | [07 · sequences and experts](../labs/07_sequences_and_experts.ipynb) | 06 | 1.5 h |
 # | [08 · measuring collectives](../labs/08_measure_collectives.ipynb) | 07 | 1.5 h |
 #

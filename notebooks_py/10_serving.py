@@ -549,15 +549,16 @@ print(f"  times     {[units.format_time(x) for x in first.iteration_time_s[:6]]}
 #
 # ### Step 10 · The concurrency sweep: latency, throughput and the knee
 #
-# The curve engines publish: the same replica and requests at 1 to 512 concurrent users (`serving.concurrency_sweep`,
-# each point a closed-loop run of 512 requests). The **knee** is the smallest concurrency whose throughput reaches
+# The curve engines publish: the same replica and requests at 1 to 512 concurrent users
+# (`serving.concurrency_sweep_report`, the sweep lab 6 draws: at each concurrency a closed-loop run of
+# `serving.simulate_engine`, two requests per user). The **knee** is the smallest concurrency whose throughput reaches
 # 90 % of the sweep's highest (`knee_concurrency`): past it, more users buy little throughput and mostly wait.
 
 # %%
-LEVELS = [1, 4, 16, 64, 128, 256, 512]
-sweep = serving.concurrency_sweep(
-    fp8_cost, LEVELS, kv_blocks=blocks, prompt_tokens=2048, output_tokens=128, requests=512
+report = serving.concurrency_sweep_report(
+    SERVE_MODEL, H100_NODE, 8, weights="fp8", kv_cache="fp8", prompt_tokens=2048, output_tokens=128, concurrency=64
 )
+sweep = report.sweep
 print(f"{'users':>5} {'TTFT':>8} {'p90 TTFT':>8} {'ITL':>8} {'tokens/s':>8} {'requests/s':>10} {'in a batch':>10}")
 for i, users in enumerate(sweep.concurrency):
     print(
@@ -571,6 +572,8 @@ print(
     f"at 512 users, {queued} wait for one of the 256 places: {queued} / {sweep.requests_per_s[-1]:.1f} requests/s = "
     f"{units.format_time(queued / sweep.requests_per_s[-1])} of queueing (Little's law)"
 )
+viz.plot_concurrency_sweep(report)
+plt.show()
 
 # %% [markdown]
 # Up to a few dozen users the replica is the decode step of step 4 again: each user costs little, and from 1 to 16
@@ -924,8 +927,8 @@ quiz.MultipleChoice(
 # 3. At 8 sequences of 4096 tokens: four batches in flight bring the replica to 110.5 tokens/s per GPU against
 #    110.9 for $t = 8$ alone (the three sends per token still cost a little); from five on each stage is busy all the
 #    time and the two are equal. Four times the batches also means four times the KV caches in memory.
-# 4. At 64 users: 80 % of the highest throughput, 2100 tokens/s, is 1680, which the sweep first passes at 64 users
-#    (1810 tokens/s), where the ITL is 33.5 ms against 62 ms at the 90 % knee. The rule is a convention; the ITL the
+# 4. At 64 users: 80 % of the highest throughput, 2120 tokens/s, is 1700, which the sweep first passes at 64 users
+#    (1790 tokens/s), where the ITL is 33.5 ms against 61.7 ms at the 90 % knee. The rule is a convention; the ITL the
 #    users accept is what sizes a service (the capstone).
 #
 # </details>

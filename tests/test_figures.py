@@ -157,6 +157,7 @@ LAB_FACTORIES = (
     "measure_lab",
     "partition_lab",
     "serving_lab",
+    "concurrency_sweep_lab",
     "sequences_lab",
 )
 # States a reader reaches and a figure once got wrong: the partition explorer's node labels at t = 16 ("nodes
@@ -176,6 +177,12 @@ LAB_STATES = {
     "measure_lab": [{}],
     "partition_lab": [{}, {"tensor_parallel": 16}, {"tensor_parallel": 16, "pipeline_parallel": 4}],
     "serving_lab": [{}, {"pipeline_parallel": 2}, {"sequences": 1024}],
+    # its knee's label left of the line (a late knee) and right of it (an early one), a refusal's message
+    "concurrency_sweep_lab": [
+        {},
+        {"model": "Llama 3.1 8B", "tensor_parallel": 1, "output_tokens": 32, "concurrency": 1},
+        {"device": "A100 SXM 80GB", "weights": "fp8"},
+    ],
     "sequences_lab": [{}, {"model": "Llama 3.1 70B"}, {"expert_placement": "across nodes", "seq_len": 1048576}],
 }
 
@@ -461,6 +468,24 @@ def _lesson_10_serving(_ns):
     return ["64", f_time(step.time_per_output_token_s), f_count(step.tokens_per_s_per_device)]
 
 
+def _lesson_10_sweep(_ns):
+    # Step 10's point (64 users) and knee, simulated again: 2 requests per user at each power of 2 up to 512
+    llama, node = parallelism.LLAMA3_70B, hardware.DGX_H100
+    cost = serving.iteration_time(llama, node, 8, weights="fp8", kv_cache="fp8")
+    blocks = serving.kv_cache_blocks(llama, node.accelerator, 8, weights="fp8", kv_cache="fp8")
+    runs = {
+        users: serving.simulate_engine(
+            cost, kv_blocks=blocks, prompt_tokens=2048, output_tokens=128, requests=2 * users, concurrency=users
+        )
+        for users in (2**k for k in range(10))
+    }
+    rates = {users: run.output_tokens_per_s for users, run in runs.items()}
+    knee = min(users for users, rate in rates.items() if rate >= 0.9 * max(rates.values()))
+    point = runs[64]
+    return ["64", f_time(point.median_ttft_s), f_time(point.median_itl_s), f_count(point.output_tokens_per_s),
+            f_count(point.output_tokens_per_s / 8), str(knee), f_pct(0.9)]  # fmt: skip
+
+
 def _lesson_04_step(ns):
     plan, cluster = ns["PLAN"], hardware.SELENE_3072
     step = budget.step_time(parallelism.GPT3_175B, plan, cluster, calibration=None)
@@ -694,6 +719,11 @@ FIGURE_NUMBERS = {
     ("09_capstone", "The plan landscape", 0): (_lesson_09_landscape, "numbers", ()),
     ("09_capstone", "Where the step goes: candidate and recommended", 0): (_lesson_09_steps, "numbers", ()),
     ("10_serving", "Step 4 · Latency against throughput", 0): (_lesson_10_serving, "numbers", ()),
+    ("10_serving", "Step 10 · The concurrency sweep: latency, throughput and the knee", 0): (
+        _lesson_10_sweep,
+        "numbers",
+        (),
+    ),
     ("10_serving", "Latency-bound and bandwidth-bound all-reduce on NVLink", 0): (_lesson_10_payload, "numbers", ()),
 }
 

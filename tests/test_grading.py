@@ -179,7 +179,8 @@ def test_master_keeps_otter_markers_through_jupytext(lab):
     assert raw.count("# BEGIN QUESTION") == raw.count("# END QUESTION") == len(WRONG[lab]) >= 3
     builds_a_lab = [cell for cell in notebook.cells if cell.cell_type == "code" and "_lab(" in cell.source]
     ignored = [cell for cell in notebook.cells if "otter_ignore" in cell.metadata.get("tags", [])]
-    assert len(builds_a_lab) == 2 and ignored == builds_a_lab, "the widget cell and the key figures' cell"
+    # each widget's cell and the key figures' cell that builds it again (lab 6 has two widgets: four)
+    assert len(builds_a_lab) in (2, 4) and ignored == builds_a_lab, "the widget cells and the key figures' cells"
     assert "nbval-ignore-output" in builds_a_lab[0].metadata["tags"]
 
 

@@ -11,12 +11,14 @@ from lab_checks import assert_updates_match_a_fresh_build
 from matplotlib.figure import Figure
 
 from course_lib import serving
-from course_lib.hardware import DGX_H100, H100, INFINIBAND_NDR_8X, NVLINK4, Cluster
+from course_lib.hardware import DGX_A100, DGX_H100, H100, INFINIBAND_NDR_8X, NVLINK4, Cluster
 from course_lib.parallelism import LLAMA3_8B, LLAMA3_70B
 from course_lib.viz.serving import (
     DECODE_SEGMENTS,
+    ConcurrencySweepFigure,
     DecodeBreakdownFigure,
     LatencyThroughputFigure,
+    plot_concurrency_sweep,
     plot_decode_breakdown,
     plot_latency_throughput,
 )
@@ -136,5 +138,60 @@ def test_breakdown_figure_updated_twice_draws_what_a_fresh_one_draws(snap, first
     def build():
         figure = Figure(figsize=(8, 2.6), dpi=72)
         return figure, DecodeBreakdownFigure(figure.add_axes((0.05, 0.45, 0.9, 0.4)), snap=snap)
+
+    assert_updates_match_a_fresh_build(build, first, second)
+
+
+def _sweep_report(concurrency=16, **changes):
+    settings = {"weights": "bf16", "prompt_tokens": 512, "output_tokens": 64, **changes}
+    return serving.concurrency_sweep_report(LLAMA3_8B, DGX_H100, 1, concurrency=concurrency, **settings)
+
+
+def test_sweep_figure_draws_the_three_curves_the_knee_and_the_point():
+    r = _sweep_report()
+    latency_ax, throughput_ax = plot_concurrency_sweep(r)
+    lines = {line.get_label(): line for line in latency_ax.lines}
+    assert np.array_equal(lines["time to first token"].get_ydata(), r.median_ttft_s)
+    assert np.array_equal(lines["inter-token latency"].get_ydata(), r.median_itl_s)
+    assert np.array_equal(lines["inter-token latency"].get_xdata(), serving.SWEEP_CONCURRENCIES)
+    (curve,) = [line for line in throughput_ax.lines if line.get_gid() == "throughput"]
+    assert np.array_equal(curve.get_ydata(), r.output_tokens_per_s)
+    knees = [line for ax in (latency_ax, throughput_ax) for line in ax.lines if line.get_gid() == "knee"]
+    assert [line.get_xdata()[0] for line in knees] == [r.knee_concurrency] * 2
+    (star,) = [line for line in throughput_ax.lines if line.get_gid() == "current throughput"]
+    assert (star.get_xdata()[0], star.get_ydata()[0]) == (16, r.tokens_per_s)
+    assert latency_ax.get_xscale() == "log" and latency_ax.get_ylabel() == "median latency (s)"
+    plt.close("all")
+
+
+def test_sweep_figure_shows_a_refusal_instead_of_curves():
+    refused = serving.concurrency_sweep_report(
+        LLAMA3_70B, DGX_A100, 8, weights="fp8", prompt_tokens=512, output_tokens=64, concurrency=1
+    )
+    figure = ConcurrencySweepFigure(*plt.subplots(1, 2)[1], serving.SWEEP_CONCURRENCIES)
+    figure.update(_sweep_report())
+    figure.update(refused)
+    assert all(len(line.get_xdata()) == 0 for line in (figure.ttft, figure.itl, figure.throughput, figure.current))
+    text = " ".join(figure.message.get_texts())
+    assert text.startswith("Not served:") and "fp8" in text
+    with pytest.raises(ValueError, match="ConcurrencySweepReport"):
+        figure.update(serving.decode_step(LLAMA3_8B, DGX_H100, 1, 1, 1, 1024))
+    plt.close("all")
+
+
+def _swept(concurrency, **changes):
+    return lambda live: live.update(_sweep_report(concurrency, **changes))  # simulated when the test runs (kept)
+
+
+@pytest.mark.parametrize("snap", [False, True])
+@pytest.mark.parametrize(
+    "first, second",
+    [(_swept(1), _swept(512, output_tokens=32)), (_swept(64, prompt_tokens=2048), _swept(8))],
+)
+def test_sweep_figure_updated_twice_draws_what_a_fresh_one_draws(snap, first, second):
+    def build():
+        figure = Figure(figsize=(11.5, 4.2), dpi=72)
+        axes = figure.add_axes((0.075, 0.13, 0.39, 0.77)), figure.add_axes((0.585, 0.13, 0.39, 0.77))
+        return figure, ConcurrencySweepFigure(*axes, serving.SWEEP_CONCURRENCIES, snap=snap)
 
     assert_updates_match_a_fresh_build(build, first, second)

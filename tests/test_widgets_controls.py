@@ -23,9 +23,10 @@ from test_widgets_ring import check_ring_figure, check_ring_result
 from test_widgets_schedule import check_pipeline_lab
 from test_widgets_sequences import check_sequences_lab
 from test_widgets_serving import check_serving_lab
+from test_widgets_sweep import check_sweep_lab
 
 from course_lib.measure import Measurements
-from course_lib.widgets import batch, measure, memory, partition, ring, schedule, sequences, serving
+from course_lib.widgets import batch, measure, memory, partition, ring, schedule, sequences, serving, sweep
 from course_lib.widgets._base import ControlSpec, same_stop
 
 MPI_RUNS = Path(__file__).resolve().parent.parent / "course_lib" / "data" / "mpi"
@@ -38,11 +39,20 @@ LIVE_LABS = {
     schedule: (schedule.pipeline_lab, lambda lab: check_pipeline_lab(lab, lab.figure)),
     partition: (partition.partition_lab, check_partition_lab),
     serving: (serving.serving_lab, check_serving_lab),
+    sweep: (sweep.concurrency_sweep_lab, check_sweep_lab),
     sequences: (sequences.sequences_lab, check_sequences_lab),
 }
 FACTORIES = {**{module: factory for module, (factory, _) in LIVE_LABS.items()}, measure: measure.measure_lab}
 SPECS = [(module, spec) for module in FACTORIES for spec in module.CONTROLS]
-LIVE_SPECS = [(module, spec) for module, spec in SPECS if module in LIVE_LABS]
+# The sweep lab's configuration controls simulate a sweep at each new stop (seconds each): the slow tier moves them;
+# its concurrency, which only reads the kept sweep, stays in the quick tier.
+LIVE_SPECS = [
+    pytest.param(module, spec, marks=pytest.mark.slow)
+    if module is sweep and spec.name != "concurrency"
+    else (module, spec)
+    for module, spec in SPECS
+    if module in LIVE_LABS
+]
 
 
 def spec_id(value):

@@ -2,9 +2,10 @@
 module, every public name reachable as ``serving.X``: ``replica`` (the KV cache, memory per device, prefill, decode
 and the latency–throughput curve of one replica), ``reports`` (a plan's training step beside its serving figures;
 the serving lab's one call, ``serving_report``), ``engine`` (one engine iteration's cost, the paged KV cache,
-precisions, MoE at inference), ``scheduler`` (an engine's scheduler simulated request by request: continuous
-batching, paged KV cache, chunked prefill, queueing; ``simulate_engine``, ``concurrency_sweep``) and ``published``
-(the published serving benchmarks, cited row by row).
+precisions, MoE at inference), ``published`` (the published serving benchmarks, cited row by row), ``scheduler``
+(an engine's scheduler simulated request by request: continuous batching, paged KV cache, chunked prefill,
+queueing; ``simulate_engine``, ``concurrency_sweep``) and ``sweep`` (one configuration's concurrency sweep reported
+whole: the sweep lab's one call, ``concurrency_sweep_report``).
 
 >>> from course_lib import serving
 >>> from course_lib.parallelism import LLAMA3_70B
@@ -12,12 +13,13 @@ batching, paged KV cache, chunked prefill, queueing; ``simulate_engine``, ``conc
 327680
 """
 
-from . import engine, published, replica, reports, scheduler
+from . import engine, published, replica, reports, scheduler, sweep
 from .engine import *
 from .published import *
 from .replica import *
 from .reports import *
 from .scheduler import *
+from .sweep import *
 
 __all__ = []
 __all__ += published.__all__
@@ -25,3 +27,4 @@ __all__ += replica.__all__
 __all__ += reports.__all__
 __all__ += engine.__all__
 __all__ += scheduler.__all__
+__all__ += sweep.__all__

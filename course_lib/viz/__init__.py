@@ -46,7 +46,14 @@ from .memory_budget import MemoryBarsFigure, MemoryBudgetFigure, plot_memory_bre
 from .parallelism import plot_parallelism_splits, plot_tensor_parallel_layer
 from .pipeline_schedule import ComparisonBarsFigure, PipelineScheduleFigure, plot_pipeline_schedule
 from .ring_allreduce import RingStepFigure, plot_ring_allreduce_steps, plot_ring_step
-from .serving import DecodeBreakdownFigure, LatencyThroughputFigure, plot_decode_breakdown, plot_latency_throughput
+from .serving import (
+    ConcurrencySweepFigure,
+    DecodeBreakdownFigure,
+    LatencyThroughputFigure,
+    plot_concurrency_sweep,
+    plot_decode_breakdown,
+    plot_latency_throughput,
+)
 from .validation import PredictedMeasuredFigure, ResidualsFigure, plot_predicted_measured, plot_residuals
 
 __all__ = [
@@ -77,6 +84,8 @@ __all__ = [
     "plot_decode_breakdown",
     "LatencyThroughputFigure",
     "DecodeBreakdownFigure",
+    "plot_concurrency_sweep",
+    "ConcurrencySweepFigure",
     "plot_predicted_measured",
     "plot_residuals",
     "PredictedMeasuredFigure",

@@ -7,6 +7,9 @@ builds it and updates it once. Every number drawn comes from ``course_lib.servin
 
 from __future__ import annotations
 
+import textwrap
+
+import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.ticker import NullFormatter
@@ -21,6 +24,8 @@ __all__ = [
     "DecodeBreakdownFigure",
     "plot_latency_throughput",
     "plot_decode_breakdown",
+    "ConcurrencySweepFigure",
+    "plot_concurrency_sweep",
 ]
 
 ALL_REDUCE_BANDWIDTH_COLOR = "#DA8BC3"  # distinct from the KV cache's red and the latency term's orange
@@ -224,14 +229,14 @@ def _decade_above(x):
     return 10.0 ** np.ceil(np.log10(x))
 
 
-def _nice_above(x):
-    """The smallest 1, 2 or 5 × 10^k at least ``x``.
+def _nice_above(x, mantissas=(1, 2, 5, 10)):
+    """The smallest 1, 2 or 5 × 10^k (or another of ``mantissas``, ending at 10) at least ``x``.
 
     >>> _nice_above(7.6e-3), _nice_above(0.021), _nice_above(0.05)
     (0.01, 0.05, 0.05)
     """
     decade = _decade_below(x)
-    return float(next(m * decade for m in (1, 2, 5, 10) if m * decade >= x * (1 - 1e-12)))
+    return float(next(m * decade for m in mantissas if m * decade >= x * (1 - 1e-12)))
 
 
 def plot_latency_throughput(curve, current=None, ax=None):
@@ -266,3 +271,172 @@ def plot_decode_breakdown(step, ax=None):
     figure = DecodeBreakdownFigure(axes_or_new(ax, figsize=(8, 2.6)))
     figure.update(step)
     return figure.ax
+
+
+def _count_label(value, _position=None) -> str:
+    return units.format_count(value) if value else "0"
+
+
+class ConcurrencySweepFigure(LiveFigure):
+    """The concurrency sweep of one serving configuration (``serving.ConcurrencySweepReport``), built on two axes:
+    ``latency_ax`` holds the median time to first token and the median inter-token latency (log seconds),
+    ``throughput_ax`` the replica's output tokens per second, both against the concurrency (log 2). A dashed line
+    marks the knee on both, a star each curve's point at the report's concurrency; a configuration the model rejects
+    (``report.refusal``) empties the axes and shows why.
+
+    ``update(result)`` takes one ``ConcurrencySweepReport``. The x axis is fixed by ``concurrencies`` (the sweep's
+    points); the y limits follow the data, on whole decades (latency) and on 1, 2 or 5 × 10^k (throughput) when
+    ``snap``, so that a lab redraws an axis only when its limits change.
+    """
+
+    def __init__(self, latency_ax, throughput_ax, concurrencies, snap=False):
+        super().__init__(latency_ax, throughput_ax)
+        self.snap = bool(snap)
+        self.latency_ax, self.throughput_ax = latency_ax, throughput_ax
+        self._drawn = None  # the sweep whose curves are drawn
+        concurrencies = np.asarray(concurrencies, dtype=float)
+        style = dict(marker=".", markersize=6, linewidth=1.5)
+        (self.ttft,) = latency_ax.plot([], [], color=COLORS["latency"], label="time to first token", **style)
+        (self.itl,) = latency_ax.plot([], [], color=COLORS["compute"], label="inter-token latency", **style)
+        (self.throughput,) = throughput_ax.plot([], [], color=COLORS["optimizer_state"], gid="throughput", **style)
+        star = dict(linestyle="none", marker="*", markersize=14, color=COLORS["exposed"], zorder=5)
+        (self.current,) = latency_ax.plot([], [], gid="current", **star)
+        (self.current_throughput,) = throughput_ax.plot([], [], gid="current throughput", **star)
+        knee = dict(color=AXIS_COLORS["pipeline"], linestyle="--", linewidth=1.2)
+        self.knee_lines = [
+            ax.plot([], [], transform=ax.get_xaxis_transform(), gid="knee", **knee)[0]
+            for ax in (latency_ax, throughput_ax)
+        ]
+        (self.threshold,) = throughput_ax.plot([], [], color=AXIS_COLORS["pipeline"], linestyle=":", linewidth=1.0)
+        self.knee_text = FastText(
+            throughput_ax, (0, 0.03), "", size=10, ha="left", va="bottom", transform=throughput_ax.get_xaxis_transform()
+        )
+        self.latency_text = FastText(
+            latency_ax, (0.02, 0.97), "", size=10, ha="left", va="top", transform=latency_ax.transAxes
+        )
+        self.throughput_text = FastText(
+            throughput_ax, (0.02, 0.97), "", size=10, ha="left", va="top", transform=throughput_ax.transAxes
+        )
+        # A rejected configuration: its reason, in the latency axes, in lines of at most _MESSAGE_WIDTH characters.
+        self.message = FastTextGroup(latency_ax, size=11, ha="center", va="center", transform=latency_ax.transAxes)
+        for ax in (latency_ax, throughput_ax):
+            ax.set_xscale("log", base=2)
+            ax.set_xlim(concurrencies.min() / 1.4, concurrencies.max() * 1.4)
+            ax.set_xticks(concurrencies, [f"{c:.0f}" for c in concurrencies])
+            ax.minorticks_off()
+            ax.grid(True, which="major", alpha=0.25)
+        latency_ax.set_yscale("log")
+        latency_ax.yaxis.set_major_formatter(seconds_formatter)
+        latency_ax.yaxis.set_minor_formatter(NullFormatter())
+        throughput_ax.yaxis.set_major_formatter(_count_label)
+        label_units(latency_ax, "concurrency (requests in flight)", "median latency (s)", "Latency")
+        label_units(throughput_ax, "concurrency (requests in flight)", "output tokens/s (replica)", "Throughput")
+        # The key, lower right: a swatch of each latency curve and its name, drawn only with the curves (a refused
+        # configuration has none, and a legend of what is not drawn would mislead).
+        self.key_lines = [
+            latency_ax.plot([], [], color=line.get_color(), linewidth=1.5, transform=latency_ax.transAxes)[0]
+            for line in (self.ttft, self.itl)
+        ]
+        self.key_labels = FastTextGroup(latency_ax, size=9, ha="left", va="center", transform=latency_ax.transAxes)
+        self.animated = (
+            self.ttft,
+            self.itl,
+            self.throughput,
+            self.current,
+            self.current_throughput,
+            *self.knee_lines,
+            self.threshold,
+            self.knee_text,
+            self.latency_text,
+            self.throughput_text,
+            self.message,
+            *self.key_lines,
+            self.key_labels,
+        )
+
+    def update(self, result) -> None:
+        """Draw the sweep of ``result``, one ``serving.ConcurrencySweepReport``, or the reason it was refused. A
+        result of the sweep drawn last moves only the point and its texts (the curves, the knee and the limits
+        stay)."""
+        if not isinstance(result, serving.ConcurrencySweepReport):
+            raise ValueError(f"the result must be a serving.ConcurrencySweepReport, got a {type(result).__name__}")
+        if result.refusal is not None:
+            self._drawn = None
+            self._show_refusal(result.refusal)
+            return
+        if result.sweep is not self._drawn:
+            self._draw_sweep(result)
+            self._drawn = result.sweep
+        c = float(result.concurrency)
+        self.current.set_data([c, c], [result.ttft_s, result.itl_s])
+        self.current_throughput.set_data([c], [result.tokens_per_s])
+        self.latency_text.set_text(
+            f"c = {result.concurrency}: first token {units.format_time(result.ttft_s)}, "
+            f"then {units.format_time(result.itl_s)} a token"
+        )
+        self.throughput_text.set_text(
+            f"c = {result.concurrency}: {units.format_count(result.tokens_per_s)} tokens/s "
+            f"({units.format_count(result.tokens_per_s_per_device)} per GPU)"
+        )
+
+    def _draw_sweep(self, result) -> None:
+        """The curves, the knee, the key and the y limits of ``result``'s sweep."""
+        self.message.set_texts([])
+        for line, y in zip(self.key_lines, _KEY_ROWS, strict=True):
+            line.set_data([0.02, 0.08], [y, y])
+        self.key_labels.set_texts(
+            [((0.1, y), line.get_label()) for y, line in zip(_KEY_ROWS, (self.ttft, self.itl), strict=True)]
+        )
+        x = np.asarray(result.concurrencies, dtype=float)
+        ttft, itl = np.asarray(result.median_ttft_s), np.asarray(result.median_itl_s)
+        rate = np.asarray(result.output_tokens_per_s)
+        self.ttft.set_data(x, ttft)
+        self.itl.set_data(x, itl)
+        self.throughput.set_data(x, rate)
+        knee = float(result.knee_concurrency)
+        for line in self.knee_lines:
+            line.set_data([knee, knee], [0, 1])
+        self.threshold.set_data([x.min() / 1.4, x.max() * 1.4], [result.knee_threshold_tokens_per_s] * 2)
+        # right of the line, or left of it where the text would leave the axes
+        right = knee <= x.max() / 16
+        self.knee_text.set_horizontalalignment("left" if right else "right")
+        self.knee_text.set_position((knee * (1.06 if right else 1 / 1.06), 0.03))
+        self.knee_text.set_text(
+            f"knee {result.knee_concurrency}: {units.format_percent(result.knee_fraction, digits=2)} of the most"
+        )
+        latency = np.concatenate([ttft, itl])
+        low, high = latency.min() / 1.5, latency.max() * 1.5
+        top = rate.max() * 1.3
+        if self.snap:
+            low, high, top = _decade_below(low), _decade_above(high), _nice_above(top, (1, 1.5, 2, 3, 5, 7, 10))
+        self.latency_ax.set_ylim(low, high)
+        self.throughput_ax.set_ylim(0, top)
+
+    def _show_refusal(self, reason: str) -> None:
+        for line in (self.ttft, self.itl, self.throughput, self.current, self.current_throughput, self.threshold):
+            line.set_data([], [])
+        for line in (*self.knee_lines, *self.key_lines):
+            line.set_data([], [])
+        self.key_labels.set_texts([])
+        for text in (self.knee_text, self.latency_text, self.throughput_text):
+            text.set_text("")
+        lines = textwrap.wrap(f"Not served: {reason}", _MESSAGE_WIDTH)
+        self.message.set_texts([((0.5, 0.6 + 0.08 * ((len(lines) - 1) / 2 - i)), line) for i, line in enumerate(lines)])
+        if self.snap:  # the limits the sweep would most often have: no axis to redraw
+            self.latency_ax.set_ylim(1e-3, 10.0)
+            self.throughput_ax.set_ylim(0, 1e4)
+
+
+_MESSAGE_WIDTH = 52  # characters per line of a refusal: the latency axes' width at 11 pt
+_KEY_ROWS = (0.87, 0.8)  # the latency key's rows, in axes fractions: under the point's line
+
+
+def plot_concurrency_sweep(report, axes=None):
+    """Build a ``ConcurrencySweepFigure`` on ``axes`` (a pair, or a new figure's) and draw ``report``; return the
+    axes."""
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(11.5, 4.2), layout="constrained")
+    latency_ax, throughput_ax = axes
+    figure = ConcurrencySweepFigure(latency_ax, throughput_ax, report.concurrencies)
+    figure.update(report)
+    return latency_ax, throughput_ax

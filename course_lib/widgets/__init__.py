@@ -21,6 +21,7 @@ __all__ = [
     "pipeline_lab",
     "partition_lab",
     "serving_lab",
+    "concurrency_sweep_lab",
     "sequences_lab",
     "readable_feedback",
 ]
@@ -32,6 +33,7 @@ _HOME = {
     "pipeline_lab": ".schedule",
     "partition_lab": ".partition",
     "serving_lab": ".serving",
+    "concurrency_sweep_lab": ".sweep",
     "sequences_lab": ".sequences",
     "readable_feedback": ".feedback",  # otter's results in glyphs every font has (the graded labs call it)
 }

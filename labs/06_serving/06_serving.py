@@ -37,7 +37,7 @@
 # their latency counts. In this lab you first move a serving replica's controls and watch where the time goes, then
 # compute the numbers yourself in the graded questions.
 #
-# **Time to learn:** about 1.5 hours, the graded questions included.
+# **Time to learn:** about 2 hours, the graded questions included.
 #
 # **What you need:** lesson 10 (the KV cache, prefill and decode, the latency–throughput curve, the t at which
 # decode latency stops falling), lesson 04's transfers of a partition, lesson 02's α–β model of an all-reduce, and
@@ -46,7 +46,8 @@
 # **Scope.** One replica of $t \cdot p$ GPUs on 8-GPU nodes (tensor ranks side by side, as many nodes as needed),
 # bf16 weights and KV cache, one batch of sequences in flight. The prefill runs at half of the GPU's peak FLOP/s;
 # a decode step is timed at the context of the request's last token (prompt + generated tokens), its slowest step.
-# Not modelled: paged or quantised caches, speculative decoding, batching requests that arrive at different times.
+# Not modelled in this first widget: paged or quantised caches and requests that arrive at different times (the
+# concurrency sweep after it adds them), speculative decoding.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
 # its public tests and tells you at once whether they pass. The grader also runs hidden tests with other inputs, chosen
@@ -136,6 +137,70 @@ lab
 # </details>
 
 # %% [markdown]
+# ## The concurrency sweep
+#
+# The widget above times one batch that starts and ends together. An engine (vLLM, TensorRT-LLM, SGLang) serving
+# many users never waits for a batch to end: it schedules each *iteration* anew (**continuous batching**), a
+# finished request leaves at once and a waiting one joins the next iteration; it keeps the KV cache in **blocks**
+# of 16 tokens (a **paged KV cache**) and admits a request only while free blocks last; and it splits a long prompt
+# into chunks that share iterations with the decodes (**chunked prefill**). [Lesson 10 · Serve a
+# model](../notebooks/10_serving.ipynb) builds these; this widget runs them. For each concurrency $N$ from 1 to 512
+# it simulates $N$ users in a closed loop, each sending its next request as soon as its last one ends (what
+# `genai-perf` and vLLM's benchmark call concurrency), with one iteration priced by the engine model; it plots
+# the median **time to first token** (TTFT), the median **inter-token latency** (ITL, the time between two tokens
+# of one request) and the replica's output tokens per second. The **knee** (dashed) is the smallest concurrency
+# whose throughput reaches 90 % of the most the sweep reaches (the dotted line): past it, more users add little
+# throughput and mostly wait longer. The star is the concurrency you chose.
+#
+# Changing the model, the GPUs or a length simulates the sweep again (a few seconds); moving only *concurrency*
+# reuses it. A configuration the engine cannot run (FP8 on an A100, which has no FP8 arithmetic; weights that leave
+# no memory for the cache) shows why instead of a curve.
+
+# %% tags=["nbval-ignore-output", "otter_ignore"]
+# nbval-ignore-output: live widget; its output cannot be compared
+from course_lib.widgets import concurrency_sweep_lab
+
+sweep_lab = concurrency_sweep_lab()
+sweep_lab
+
+# %% [markdown]
+# ### Explore the sweep
+#
+# Start from the sweep's defaults: Llama 3.1 70B on $t = 8$ H100s, bf16 weights and KV cache, 1024-token prompts,
+# 256 output tokens, 64 requests in flight.
+#
+# 7. **The knee.** Move *concurrency* from 1 to 512. How do the TTFT, the ITL and the throughput change, where is
+#    the knee, and what grows past it?
+# 8. **FP8.** Set *weights* to fp8, then *KV cache* to fp8 too. What happens to the most throughput, the knee and
+#    the ITL at 64 requests, and why?
+# 9. **Short answers.** Back at the defaults, set *output* to 32 tokens. Where is the knee now, and what happens to
+#    the ITL past 8 requests?
+# 10. **The A100.** Set *device* to A100 with fp8 weights. What does the lab say, and which precision runs there?
+#
+# <details>
+# <summary>Answers</summary>
+#
+# 7. The throughput grows from 132 tokens/s at 1 request to 5030 at 512, the ITL from 7.44 to 49.7 ms: more
+#    sequences share each read of the weights, and each adds its KV-cache read. The TTFT grows from 35.4 ms to 250 ms
+#    at 8 requests and stays there up to 64: requests of one length that start together finish together, so each
+#    round of 8 to 64 prompts arrives at once and shares prefill iterations of at most 8192 tokens (vLLM's token
+#    budget per iteration), 500 ms from 128 requests (two rounds of iterations). The knee is at 256 requests, 5010
+#    of the sweep's 5030 tokens/s: the engine runs at most 256 sequences at once (vLLM's `max_num_seqs`), so at 512
+#    half of the requests wait in the queue, and the TTFT jumps to 13.2 s for no more throughput.
+# 8. FP8 weights halve the bytes each iteration reads: the ITL at 64 requests falls from 17.7 to 12.2 ms and the
+#    most throughput rises from 5030 to 7030 tokens/s (and the cache gains blocks: 94,730 against 81,673). An FP8 KV
+#    cache as well doubles the blocks (189,460: 2368 whole requests at once) and halves the cache reads: 11.6 ms and
+#    7480 tokens/s. The knee stays at 256: the engine's cap of 256 sequences binds before the cache does, which holds
+#    1020 whole requests even in bf16.
+# 9. The knee moves down to 64 requests (886 of the sweep's 978 tokens/s). With 32 output tokens a request ends
+#    after 32 iterations, and its user's next prompt arrives at once: past 8 requests every iteration carries prompt
+#    chunks besides the decodes, so the ITL grows from 8.44 ms at 8 requests to 64.4 ms at 64 and 250 ms at 256. The
+#    GPUs are busy with prefill long before the engine's cap.
+# 10. *Not served*: the engine refuses FP8 weights on the A100, which has no FP8 arithmetic. INT4 weights run there
+#    (weight-only: stored in 4 bits, multiplied in bf16), 1970 tokens/s at most with its knee at 64 requests.
+#
+# </details>
+
 # ## Key figures at the default settings
 #
 # A fresh lab at the default settings, and the same replica computed with `course_lib.serving`:
@@ -156,6 +221,32 @@ step = serving.decode_step(parallelism.LLAMA3_70B, hardware.DGX_H100, 8, 1, sequ
 print(
     f"serving.decode_step(LLAMA3_70B, DGX_H100, 8, 1, 8, 1280): {units.format_time(step.time_per_output_token_s)}; "
     f"agrees with the lab: {step.time_per_output_token_s == r['time_per_output_token_s']}"
+)
+
+# %% [markdown]
+# The concurrency sweep at its defaults, and the same sweep from `serving.concurrency_sweep_report`:
+
+# %% tags=["otter_ignore"]
+swept = concurrency_sweep_lab().typed_result
+print(
+    f"{swept.model.name} on t = {swept.tensor_parallel} {swept.cluster.accelerator.name}, weights {swept.weights}, "
+    f"KV cache {swept.kv_cache}, {swept.prompt_tokens} + {swept.output_tokens} tokens a request"
+)
+print(f"KV cache: {swept.kv_blocks:,} blocks of {swept.block_size_tokens} tokens, {swept.requests_in_cache} requests")
+print(f"{'concurrency':>11} {'TTFT':>9} {'ITL':>9} {'tokens/s':>9}")
+columns = (swept.concurrencies, swept.median_ttft_s, swept.median_itl_s, swept.output_tokens_per_s)
+for c, ttft, itl, rate in zip(*columns, strict=True):
+    print(f"{c:>11} {units.format_time(ttft):>9} {units.format_time(itl):>9} {units.format_count(rate):>9}")
+most = units.format_count(max(swept.output_tokens_per_s))
+print(
+    f"knee: {swept.knee_concurrency} requests, the first to reach "
+    f"{units.format_percent(swept.knee_fraction, digits=2)} of the most, {most} tokens/s"
+)
+again = serving.concurrency_sweep_report(
+    parallelism.LLAMA3_70B, hardware.DGX_H100, 8, prompt_tokens=1024, output_tokens=256, concurrency=64
+)
+print(
+    f"the same from serving.concurrency_sweep_report: {(again.output_tokens_per_s == swept.output_tokens_per_s).all()}"
 )
 
 # %% [markdown]
@@ -552,6 +643,101 @@ def test_q4_other_plans(time_per_output_token):
 
 
 test_q4_other_plans(time_per_output_token)
+
+# %% [raw]
+# # END TESTS
+
+# %% [raw]
+# # END QUESTION
+
+# %% [raw]
+# # BEGIN QUESTION
+# name: q5
+# points: 2
+# all_or_nothing: true
+
+# %% [markdown]
+# ### Question 5 · The knee of a concurrency sweep (2 points)
+#
+# A sweep measures a replica's output throughput at increasing concurrencies. Write
+# `knee_concurrency(concurrencies, output_tokens_per_s, fraction=0.9)`: the knee by the rule the sweep above uses
+# (and [lesson 10](../notebooks/10_serving.ipynb) teaches), the smallest concurrency whose throughput reaches
+# (is at least) `fraction` of the sweep's maximum throughput. `concurrencies` is increasing, `output_tokens_per_s`
+# holds one throughput per concurrency (lists or arrays); return the concurrency itself, a whole number. Do not use
+# the knee that `course_lib` works out (`knee_concurrency` of a sweep or a report). Check your answer on the lab's
+# sweep: the key figures above print its throughputs and its knee.
+
+# %% [raw]
+# # BEGIN SOLUTION
+
+
+# %%
+def knee_concurrency(concurrencies, output_tokens_per_s, fraction=0.9):
+    """The smallest of ``concurrencies`` whose throughput is at least ``fraction`` of the sweep's maximum."""
+    # BEGIN SOLUTION
+    threshold = fraction * max(output_tokens_per_s)  # of the maximum, not of the last point: past the knee
+    for concurrency, rate in zip(concurrencies, output_tokens_per_s, strict=True):  # throughput may fall again
+        if rate >= threshold:  # reaching it counts
+            return int(concurrency)
+    # END SOLUTION
+
+
+# %% [raw]
+# # END SOLUTION
+
+# %% [raw]
+# # BEGIN TESTS
+
+
+# %%
+def test_q5_public(knee_concurrency):
+    assert callable(knee_concurrency), "define the function knee_concurrency"
+
+    forbidden = {"knee_concurrency"}
+    files = ("course_lib/serving/scheduler.py", "course_lib/serving/sweep.py")
+    cases = [
+        # (concurrencies, throughput, fraction), the knee, why
+        (([1, 2, 4, 8], [100.0, 450.0, 900.0, 1000.0]), 4, "900 is exactly 90 % of 1000: reaching it counts"),
+        (([1, 2, 4, 8, 16], [200.0, 700.0, 1000.0, 950.0, 600.0]), 4, "90 % of the maximum, 1000, not of the last"),
+        (([1, 2, 4, 8], [100.0, 450.0, 900.0, 1000.0], 0.4), 2, "with fraction = 0.4 the threshold is 400"),
+        (([1, 3, 10, 30], [50.0, 140.0, 420.0, 460.0]), 10, "return the concurrency, not its position"),
+    ]
+    for args, want, why in cases:
+        result, called = calling(knee_concurrency, *args, forbidden=forbidden, files=files)
+        assert not called, "find the knee from the throughputs yourself instead of calling knee_concurrency"
+        got = number(result)
+        assert got == want and float(got).is_integer(), (
+            f"knee_concurrency{args}: expected {want} ({why}), got {result!r:.80}"
+        )
+
+
+test_q5_public(knee_concurrency)
+
+
+# %%
+# HIDDEN
+def test_q5_other_sweeps(knee_concurrency):
+    forbidden = {"knee_concurrency"}
+    files = ("course_lib/serving/scheduler.py", "course_lib/serving/sweep.py")
+    powers = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    cases = [  # the knee by the rule, by hand
+        # the lab's sweeps: Llama 3.1 8B on one H100 (its most at 512, its knee at the engine's cap), Llama 3.1 70B
+        # on 8 H100s with 32 output tokens (the knee at 64: 886.07 ≥ 0.9 × 978.45 = 880.6)
+        ((powers, [175.07, 342.15, 654.46, 1203.91, 2078.40, 3265.37, 4576.06, 5707.60, 6483.44, 6502.67]), 256),
+        ((powers, [120.28, 212.55, 344.79, 500.48, 663.95, 796.63, 886.07, 941.20, 970.59, 978.45]), 64),
+        (([1, 2, 4], [10.0, 10.0, 10.0]), 1),  # flat: the first already reaches it
+        (([64], [5000.0]), 64),  # one point
+        (([1, 2, 4, 8], [100, 300, 270, 299], 1.0), 2),  # fraction 1: the first maximum, integers in
+        (([2, 6, 18, 54, 162], [90.0, 250.0, 640.0, 712.0, 711.0], 0.95), 54),  # 0.95 × 712 = 676.4
+        (([1, 2, 4, 8, 16], [100.0, 899.9, 950.0, 1000.0, 300.0]), 4),  # 899.9 falls just short of 900
+    ]
+    for args, want in cases:
+        result, called = calling(knee_concurrency, *args, forbidden=forbidden, files=files)
+        got = number(result)
+        assert not called and got == want, f"knee_concurrency{args}: expected {want}, got {result!r:.80}"
+
+
+test_q5_other_sweeps(knee_concurrency)
 
 # %% [raw]
 # # END TESTS

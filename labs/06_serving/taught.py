@@ -35,4 +35,7 @@ TAUGHT = {
         "serving.matmul_params": "10_serving",
         "two all-reduces per layer": "10_serving",
     },
+    "q5": {
+        "the smallest concurrency whose throughput reaches 90 % of the most": "intro",
+    },
 }

@@ -170,4 +170,63 @@ def time_per_output_token(model, cluster, tensor_parallel, sequences, context_le
 """,
         ),
     ],
+    "q5": [
+        (
+            "strictly above the threshold: reaching it does not count",
+            """
+def knee_concurrency(concurrencies, output_tokens_per_s, fraction=0.9):
+    threshold = fraction * max(output_tokens_per_s)
+    for concurrency, rate in zip(concurrencies, output_tokens_per_s):
+        if rate > threshold:
+            return int(concurrency)
+""",
+        ),
+        (
+            "the concurrency of the highest throughput",
+            """
+def knee_concurrency(concurrencies, output_tokens_per_s, fraction=0.9):
+    rates = list(output_tokens_per_s)
+    return int(concurrencies[rates.index(max(rates))])
+""",
+        ),
+        (
+            "a fraction of the last point's throughput, not of the maximum",
+            """
+def knee_concurrency(concurrencies, output_tokens_per_s, fraction=0.9):
+    threshold = fraction * list(output_tokens_per_s)[-1]
+    for concurrency, rate in zip(concurrencies, output_tokens_per_s):
+        if rate >= threshold:
+            return int(concurrency)
+""",
+        ),
+        (
+            "the position in the sweep instead of the concurrency",
+            """
+def knee_concurrency(concurrencies, output_tokens_per_s, fraction=0.9):
+    threshold = fraction * max(output_tokens_per_s)
+    for index, rate in enumerate(output_tokens_per_s):
+        if rate >= threshold:
+            return index
+""",
+        ),
+        (
+            "90 % whatever the fraction",
+            """
+def knee_concurrency(concurrencies, output_tokens_per_s, fraction=0.9):
+    threshold = 0.9 * max(output_tokens_per_s)
+    for concurrency, rate in zip(concurrencies, output_tokens_per_s):
+        if rate >= threshold:
+            return int(concurrency)
+""",
+        ),
+        (
+            "the last concurrency below the threshold",
+            """
+def knee_concurrency(concurrencies, output_tokens_per_s, fraction=0.9):
+    threshold = fraction * max(output_tokens_per_s)
+    below = [c for c, rate in zip(concurrencies, output_tokens_per_s) if rate < threshold]
+    return int(below[-1]) if below else int(concurrencies[0])
+""",
+        ),
+    ],
 }
