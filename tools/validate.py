@@ -1,4 +1,9 @@
-"""`make validate`: the step-time and memory model against published and measured training runs.
+"""`make validate`: the serving model against published serving benchmarks, then the step-time and memory model
+against published and measured training runs.
+
+Serving first (issue 38): the published serving rows (``serving.published``) replayed by ``serving.validation``
+before (the uncalibrated model) and after (the engine model fitted on Llama 3.1 8B's rows), the median |error| on the
+held-out rows against the targets, and the published concurrency sweeps replayed through the scheduler.
 
 First the default, the reference calibration (``parallelism.REFERENCE_CALIBRATION``: Megatron-Core on DGX H100 nodes
 with NDR InfiniBand), against the published well-tuned runs (``published_runs``): fitted on the GPT family, judged on
@@ -95,7 +100,34 @@ def _picks(runs) -> None:
           f"{units.format_percent(figures['crashed_share'])} of the held-out runs crashed")  # fmt: skip
 
 
+def _serving() -> None:
+    """The serving model against the published serving rows (issue 38): before (the uncalibrated model: every byte at
+    the datasheet's bandwidth, half of peak, NCCL) and after (the engine model), on the held-out rows; then the
+    published concurrency sweeps replayed through the scheduler and their knees."""
+    from course_lib.serving import engine
+    from course_lib.serving import validation as serving_validation
+
+    started = time.perf_counter()
+    before = serving_validation.replay_published_serving(efficiency=engine.UNCALIBRATED)
+    after = serving_validation.replay_published_serving()
+    print(f"== serving: {len(after.rows)} published rows replayed in {time.perf_counter() - started:.2f} s "
+          f"(before: {engine.UNCALIBRATED.name}; after: {engine.DEFAULT_EFFICIENCY.name})")  # fmt: skip
+    print(serving_validation.serving_report(before, after))
+    started = time.perf_counter()
+    sweeps = serving_validation.saturation_sweeps()
+    print(f"concurrency sweeps through the scheduler ({time.perf_counter() - started:.0f} s): the knee, where "
+          f"throughput reaches 90 % of its sweep's maximum (target: within {serving_validation.SATURATION_TARGET:.0f}×"
+          f" on the held-out sweeps)")  # fmt: skip
+    for sweep in sweeps:
+        ratio = sweep.knee_ratio
+        met = 1 / serving_validation.SATURATION_TARGET <= ratio <= serving_validation.SATURATION_TARGET
+        print(f"  {sweep.model} {sweep.input_tokens}/{sweep.output_tokens}{' (fitted)' if sweep.fitted else ''}: "
+              f"knee {sweep.predicted_knee} predicted, {sweep.measured_knee} published ({ratio:.2f}×: "
+              f"{'met' if met else 'NOT met'})")  # fmt: skip
+
+
 def main() -> int:
+    _serving()
     _reference()
     runs = validation.load_playbook_runs()
     print(f"== the Ultra-Scale Playbook's cluster, a case study: {len(runs)} runs ({int(runs.succeeded.sum())} ran)")

@@ -644,9 +644,11 @@ class EngineCost:
             _check.as_result(np.where(busy, self.efficiency.iteration_overhead_s, 0.0)),
         )
 
-    def __call__(self, prefill_tokens, prefill_attended_tokens, decode_sequences, decode_context_tokens):
-        """Seconds of one iteration (0 for an empty one)."""
-        return self.breakdown(prefill_tokens, prefill_attended_tokens, decode_sequences, decode_context_tokens).time_s
+    def __call__(self, prefill_tokens, prefill_attended_tokens, decode_sequences, decode_context_tokens) -> float:
+        """Seconds of one iteration (0 for an empty one); an array where the arguments are (the scheduler's
+        ``IterationTime`` protocol, which types the scalar case)."""
+        step = self.breakdown(prefill_tokens, prefill_attended_tokens, decode_sequences, decode_context_tokens)
+        return step.time_s  # type: ignore[return-value]
 
 
 def iteration_time(

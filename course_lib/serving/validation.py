@@ -43,6 +43,7 @@ from .engine import (
     max_sequences_in_blocks,
 )
 from .published import PUBLISHED_SERVING_GPUS, PUBLISHED_SERVING_MODELS, PublishedServingRow, load_published_serving
+from .scheduler import KNEE_THROUGHPUT_FRACTION, simulate_engine
 
 __all__ = [
     "SteadyState",
@@ -55,6 +56,9 @@ __all__ = [
     "fit_serving_efficiency",
     "SERVING_TARGETS",
     "serving_figures",
+    "SaturationSweep",
+    "saturation_sweeps",
+    "SATURATION_TARGET",
     "serving_report",
 ]
 
@@ -277,6 +281,75 @@ SERVING_TARGETS = (
 def serving_figures(replay: ServingReplay) -> dict:
     """{kind: (median |error| held out, rows held out, median |error| fitted, rows fitted)} for each kind."""
     return {kind: (*replay.median_abs_error(kind, True), *replay.median_abs_error(kind, False)) for kind in KINDS}
+
+
+# The saturation target: the predicted knee within this factor of the published one, for every held-out sweep.
+SATURATION_TARGET = 2.0
+
+
+@dataclass(frozen=True)
+class SaturationSweep:
+    """One published concurrency sweep beside its replay through the scheduler: the concurrencies, the published and
+    the simulated output tokens/s, and each one's knee (the smallest concurrency reaching
+    ``scheduler.KNEE_THROUGHPUT_FRACTION`` of its sweep's maximum, the scheduler's definition)."""
+
+    model: str
+    input_tokens: int
+    output_tokens: int
+    fitted: bool
+    concurrency: tuple
+    measured_tokens_per_s: tuple
+    predicted_tokens_per_s: tuple
+
+    @staticmethod
+    def _knee(concurrency, rate) -> int:
+        rate = np.asarray(rate)
+        return int(np.asarray(concurrency)[np.argmax(rate >= KNEE_THROUGHPUT_FRACTION * rate.max())])
+
+    @property
+    def measured_knee(self) -> int:
+        """The published sweep's knee."""
+        return self._knee(self.concurrency, self.measured_tokens_per_s)
+
+    @property
+    def predicted_knee(self) -> int:
+        """The simulated sweep's knee."""
+        return self._knee(self.concurrency, self.predicted_tokens_per_s)
+
+    @property
+    def knee_ratio(self) -> float:
+        """Predicted knee / published knee."""
+        return self.predicted_knee / self.measured_knee
+
+
+def saturation_sweeps(rows=None, efficiency: EngineEfficiency = DEFAULT_EFFICIENCY, requests_per_user=4) -> tuple:
+    """Every published concurrency sweep replayed request by request (``scheduler.simulate_engine`` in the closed
+    loop at each of its concurrencies, ``requests_per_user`` × N requests: each user's fourth request already meets
+    the steady state; eight give the same throughput to 0.2 %), on the row's replica, KV blocks and engine defaults
+    (its block size and largest batch, ``MAX_NUM_TOKENS`` per iteration): ``SaturationSweep``s."""
+    rows = load_published_serving() if rows is None else tuple(rows)
+    groups: dict = {}
+    for row in rows:
+        if row.mode == "concurrency" and row.output_tokens_per_s:
+            groups.setdefault((row.source, row.model, row.gpu, row.input_tokens, row.output_tokens), []).append(row)
+    sweeps = []
+    for key, members in groups.items():
+        members.sort(key=lambda r: r.concurrency)
+        replica, _ = _replica(members[0], efficiency)
+        if replica is None:
+            continue
+        cost, blocks, block, largest = replica
+        predicted = []
+        for row in members:
+            n = int(row.concurrency)
+            run = simulate_engine(cost, kv_blocks=blocks, block_size_tokens=block, prompt_tokens=row.input_tokens,
+                                  output_tokens=row.output_tokens, requests=requests_per_user * n, concurrency=n,
+                                  max_num_seqs=largest, max_num_batched_tokens=MAX_NUM_TOKENS)  # fmt: skip
+            predicted.append(float(run.output_tokens_per_s))
+        measured = tuple(float(r.output_tokens_per_s) for r in members)
+        levels = tuple(int(r.concurrency) for r in members)
+        sweeps.append(SaturationSweep(key[1], key[3], key[4], _fitted(members[0]), levels, measured, tuple(predicted)))
+    return tuple(sweeps)
 
 
 def serving_report(before: ServingReplay, after: ServingReplay) -> str:

@@ -143,8 +143,8 @@ lab
 # many users never waits for a batch to end: it schedules each *iteration* anew (**continuous batching**), a
 # finished request leaves at once and a waiting one joins the next iteration; it keeps the KV cache in **blocks**
 # of 16 tokens (a **paged KV cache**) and admits a request only while free blocks last; and it splits a long prompt
-# into chunks that share iterations with the decodes (**chunked prefill**). [Lesson 10 · Serve a
-# model](../notebooks/10_serving.ipynb) builds these; this widget runs them. For each concurrency $N$ from 1 to 512
+# into chunks that share iterations with the decodes (**chunked prefill**). Lesson 10 (Serve a model, step 10)
+# builds these; this widget runs them. For each concurrency $N$ from 1 to 512
 # it simulates $N$ users in a closed loop, each sending its next request as soon as its last one ends (what
 # `genai-perf` and vLLM's benchmark call concurrency), with one iteration priced by the engine model; it plots
 # the median **time to first token** (TTFT), the median **inter-token latency** (ITL, the time between two tokens
@@ -180,24 +180,24 @@ sweep_lab
 # <details>
 # <summary>Answers</summary>
 #
-# 7. The throughput grows from 132 tokens/s at 1 request to 5030 at 512, the ITL from 7.44 to 49.7 ms: more
-#    sequences share each read of the weights, and each adds its KV-cache read. The TTFT grows from 35.4 ms to 250 ms
+# 7. The throughput grows from 102 tokens/s at 1 request to 3820 at 512, the ITL from 9.64 to 65.5 ms: more
+#    sequences share each read of the weights, and each adds its KV-cache read. The TTFT grows from 48.8 ms to 348 ms
 #    at 8 requests and stays there up to 64: requests of one length that start together finish together, so each
 #    round of 8 to 64 prompts arrives at once and shares prefill iterations of at most 8192 tokens (vLLM's token
-#    budget per iteration), 500 ms from 128 requests (two rounds of iterations). The knee is at 256 requests, 5010
-#    of the sweep's 5030 tokens/s: the engine runs at most 256 sequences at once (vLLM's `max_num_seqs`), so at 512
-#    half of the requests wait in the queue, and the TTFT jumps to 13.2 s for no more throughput.
-# 8. FP8 weights halve the bytes each iteration reads: the ITL at 64 requests falls from 17.7 to 12.2 ms and the
-#    most throughput rises from 5030 to 7030 tokens/s (and the cache gains blocks: 94,730 against 81,673). An FP8 KV
-#    cache as well doubles the blocks (189,460: 2368 whole requests at once) and halves the cache reads: 11.6 ms and
-#    7480 tokens/s. The knee stays at 256: the engine's cap of 256 sequences binds before the cache does, which holds
-#    1020 whole requests even in bf16.
-# 9. The knee moves down to 64 requests (886 of the sweep's 978 tokens/s). With 32 output tokens a request ends
+#    budget per iteration), 695 ms from 128 requests (two rounds of iterations). The knee is at 256 requests, 3800
+#    of the sweep's 3820 tokens/s: the engine runs at most 256 sequences at once (vLLM's `max_num_seqs`), so at 512
+#    half of the requests wait in the queue, and the TTFT jumps to 17.4 s for no more throughput.
+# 8. FP8 weights halve the bytes each iteration reads: the ITL at 64 requests falls from 22.6 to 15.4 ms and the
+#    most throughput rises from 3820 to 5630 tokens/s (and the cache gains blocks: 102,831 against 89,775). An FP8
+#    KV cache as well doubles the blocks (205,663: 2570 whole requests at once) and halves the cache reads: 14.8 ms
+#    and 5960 tokens/s. The knee stays at 256: the engine's cap of 256 sequences binds before the cache does, which
+#    holds 1122 whole requests even in bf16.
+# 9. The knee moves down to 64 requests (648 of the sweep's 706 tokens/s). With 32 output tokens a request ends
 #    after 32 iterations, and its user's next prompt arrives at once: past 8 requests every iteration carries prompt
-#    chunks besides the decodes, so the ITL grows from 8.44 ms at 8 requests to 64.4 ms at 64 and 250 ms at 256. The
+#    chunks besides the decodes, so the ITL grows from 10.6 ms at 8 requests to 88 ms at 64 and 348 ms at 256. The
 #    GPUs are busy with prefill long before the engine's cap.
 # 10. *Not served*: the engine refuses FP8 weights on the A100, which has no FP8 arithmetic. INT4 weights run there
-#    (weight-only: stored in 4 bits, multiplied in bf16), 1970 tokens/s at most with its knee at 64 requests.
+#    (weight-only: stored in 4 bits, multiplied in bf16), 1420 tokens/s at most with its knee at 64 requests.
 #
 # </details>
 
@@ -661,7 +661,7 @@ test_q4_other_plans(time_per_output_token)
 #
 # A sweep measures a replica's output throughput at increasing concurrencies. Write
 # `knee_concurrency(concurrencies, output_tokens_per_s, fraction=0.9)`: the knee by the rule the sweep above uses
-# (and [lesson 10](../notebooks/10_serving.ipynb) teaches), the smallest concurrency whose throughput reaches
+# (and lesson 10 teaches in its step 10), the smallest concurrency whose throughput reaches
 # (is at least) `fraction` of the sweep's maximum throughput. `concurrencies` is increasing, `output_tokens_per_s`
 # holds one throughput per concurrency (lists or arrays); return the concurrency itself, a whole number. Do not use
 # the knee that `course_lib` works out (`knee_concurrency` of a sweep or a report). Check your answer on the lab's
@@ -722,9 +722,9 @@ def test_q5_other_sweeps(knee_concurrency):
     powers = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     cases = [  # the knee by the rule, by hand
         # the lab's sweeps: Llama 3.1 8B on one H100 (its most at 512, its knee at the engine's cap), Llama 3.1 70B
-        # on 8 H100s with 32 output tokens (the knee at 64: 886.07 ≥ 0.9 × 978.45 = 880.6)
-        ((powers, [175.07, 342.15, 654.46, 1203.91, 2078.40, 3265.37, 4576.06, 5707.60, 6483.44, 6502.67]), 256),
-        ((powers, [120.28, 212.55, 344.79, 500.48, 663.95, 796.63, 886.07, 941.20, 970.59, 978.45]), 64),
+        # on 8 H100s with 32 output tokens (the knee at 64: 647.68 ≥ 0.9 × 706.09 = 635.5)
+        ((powers, [127.57, 249.45, 477.57, 879.91, 1521.58, 2396.59, 3367.06, 4210.56, 4709.47, 4722.75]), 256),
+        ((powers, [92.09, 162.17, 261.75, 377.73, 494.49, 586.98, 647.68, 683.72, 701.49, 706.09]), 64),
         (([1, 2, 4], [10.0, 10.0, 10.0]), 1),  # flat: the first already reaches it
         (([64], [5000.0]), 64),  # one point
         (([1, 2, 4, 8], [100, 300, 270, 299], 1.0), 2),  # fraction 1: the first maximum, integers in

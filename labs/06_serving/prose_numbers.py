@@ -36,7 +36,7 @@ CHECKED = {
     "1.37 ms": "explore 4",
     "6.4 ms": "explore 4",
     "8.35 ms": "explore 4: t = 16 on the cluster calibrated to the logs",
-    "8.44 ms": "explore 4: t = 8 on the cluster calibrated to the logs; explore 9: the sweep's ITL at 8 requests",
+    "8.44 ms": "explore 4: t = 8 on the cluster calibrated to the logs",
     "19.8 µs": "explore 4: 37.2 − 17.5 µs",
     "3.16 ms": "explore 4: 160 × 19.8 µs",
     "1 %": "explore 4: t = 16 against t = 8 on the calibrated cluster, 8.35 against 8.44 ms",
@@ -48,9 +48,10 @@ CHECKED = {
     "43 GB": "explore 6",
     "90.5 s": "explore 6",
     "21.5 ms": "explore 6",
-    "12.2 ms": "explore 8: the sweep's ITL at 64 requests with fp8 weights",
-    "11.6 ms": "explore 8: the same with an fp8 KV cache too",
-    "64.4 ms": "explore 9: the sweep's ITL at 64 requests with 32 output tokens",
+    "15.4 ms": "explore 8: the sweep's ITL at 64 requests with fp8 weights",
+    "14.8 ms": "explore 8: the same with an fp8 KV cache too",
+    "10.6 ms": "explore 9: the sweep's ITL at 8 requests with 32 output tokens",
+    "88 ms": "explore 9: the same at 64 requests",
 }
 
 
@@ -160,31 +161,31 @@ def check_sweep():
 
     # 7: the defaults, 1 to 512 requests
     default = sweep()
-    assert at(default, 1) == ("35.4 ms", "7.44 ms", "132") and at(default, 512) == ("13.2 s", "49.7 ms", "5030")
-    assert [at(default, c)[0] for c in (8, 16, 32, 64, 128)] == ["250 ms"] * 4 + ["500 ms"]
-    assert default.knee_concurrency == 256 and at(default, 256)[2] == "5010"
+    assert at(default, 1) == ("48.8 ms", "9.64 ms", "102") and at(default, 512) == ("17.4 s", "65.5 ms", "3820")
+    assert [at(default, c)[0] for c in (8, 16, 32, 64, 128)] == ["348 ms"] * 4 + ["695 ms"]
+    assert default.knee_concurrency == 256 and at(default, 256)[2] == "3800"
     assert units.format_percent(default.knee_fraction, digits=2) == "90 %"
-    assert default.requests_in_cache == 1020 and default.block_size_tokens == 16
+    assert default.requests_in_cache == 1122 and default.block_size_tokens == 16
     # 8: fp8 weights, then an fp8 KV cache too
     fp8 = sweep(weights="fp8")
     assert (at(default, 64)[1], at(fp8, 64)[1], units.format_count(max(fp8.output_tokens_per_s))) == (
-        "17.7 ms",
-        "12.2 ms",
-        "7030",
+        "22.6 ms",
+        "15.4 ms",
+        "5630",
     )
-    assert (default.kv_blocks, fp8.kv_blocks, fp8.knee_concurrency) == (81_673, 94_730, 256)
+    assert (default.kv_blocks, fp8.kv_blocks, fp8.knee_concurrency) == (89_775, 102_831, 256)
     both = sweep(weights="fp8", kv_cache="fp8")
-    assert (both.kv_blocks, both.requests_in_cache, at(both, 64)[1]) == (189_460, 2368, "11.6 ms")
-    assert units.format_count(max(both.output_tokens_per_s)) == "7480" and both.knee_concurrency == 256
+    assert (both.kv_blocks, both.requests_in_cache, at(both, 64)[1]) == (205_663, 2570, "14.8 ms")
+    assert units.format_count(max(both.output_tokens_per_s)) == "5960" and both.knee_concurrency == 256
     # 9: 32 output tokens
     short = sweep(output_tokens=32)
     assert short.knee_concurrency == 64 and (at(short, 64)[2], units.format_count(max(short.output_tokens_per_s))) == (
-        "886",
-        "978",
+        "648",
+        "706",
     )
-    assert [at(short, c)[1] for c in (8, 64, 256)] == ["8.44 ms", "64.4 ms", "250 ms"]
+    assert [at(short, c)[1] for c in (8, 64, 256)] == ["10.6 ms", "88 ms", "348 ms"]
     # 10: the A100 refuses fp8 weights and runs int4
     assert "fp8" in sweep(device="A100 SXM 80GB", weights="fp8").refusal
     int4 = sweep(device="A100 SXM 80GB", weights="int4")
     assert int4.refusal is None and int4.knee_concurrency == 64
-    assert units.format_count(max(int4.output_tokens_per_s)) == "1970"
+    assert units.format_count(max(int4.output_tokens_per_s)) == "1420"
