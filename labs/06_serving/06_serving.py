@@ -143,8 +143,8 @@ lab
 # many users never waits for a batch to end: it schedules each *iteration* anew (**continuous batching**), a
 # finished request leaves at once and a waiting one joins the next iteration; it keeps the KV cache in **blocks**
 # of 16 tokens (a **paged KV cache**) and admits a request only while free blocks last; and it splits a long prompt
-# into chunks that share iterations with the decodes (**chunked prefill**). Lesson 10 (Serve a model, step 10)
-# builds these; this widget runs them. For each concurrency $N$ from 1 to 512
+# into chunks that share iterations with the decodes (**chunked prefill**). [Lesson 10 · Serve a
+# model](../notebooks/10_serving.ipynb) (step 10) builds these; this widget runs them. For each concurrency $N$ from 1 to 512
 # it simulates $N$ users in a closed loop, each sending its next request as soon as its last one ends (what
 # `genai-perf` and vLLM's benchmark call concurrency), with one iteration priced by the engine model; it plots
 # the median **time to first token** (TTFT), the median **inter-token latency** (ITL, the time between two tokens
@@ -661,7 +661,7 @@ test_q4_other_plans(time_per_output_token)
 #
 # A sweep measures a replica's output throughput at increasing concurrencies. Write
 # `knee_concurrency(concurrencies, output_tokens_per_s, fraction=0.9)`: the knee by the rule the sweep above uses
-# (and lesson 10 teaches in its step 10), the smallest concurrency whose throughput reaches
+# (and [lesson 10](../notebooks/10_serving.ipynb) teaches in its step 10), the smallest concurrency whose throughput reaches
 # (is at least) `fraction` of the sweep's maximum throughput. `concurrencies` is increasing, `output_tokens_per_s`
 # holds one throughput per concurrency (lists or arrays); return the concurrency itself, a whole number. Do not use
 # the knee that `course_lib` works out (`knee_concurrency` of a sweep or a report). Check your answer on the lab's
