@@ -112,6 +112,28 @@ def bench_scheduler():
     )
 
 
+def bench_engine():
+    """Issue 38: one engine iteration's cost (``serving.iteration_time``) on arrays of 1,000 mixed iterations (target
+    < 1 ms), and one iteration alone (what the open loop asks per step), Llama 3.1 70B in FP8 on 8 H100s."""
+    import numpy as np
+
+    from course_lib.hardware import DGX_H100
+    from course_lib.parallelism import LLAMA3_70B
+    from course_lib.serving import iteration_time
+    from course_lib.units import format_time
+
+    cost = iteration_time(LLAMA3_70B, DGX_H100, 8, weights="fp8", kv_cache="fp8")
+    rng = np.random.default_rng(0)
+    prefill, decode = rng.integers(0, 2048, 1000), rng.integers(1, 256, 1000)
+    args = (prefill, prefill * (prefill + 1) // 2, decode, decode * 3000)
+    median, best, _ = timed(lambda: cost(*args), 50)
+    one, _, _ = timed(lambda: cost(512, 512 * 513 // 2, 64, 64 * 3000), 500)
+    print(
+        f"iteration_time, Llama 3.1 70B FP8 on 8 H100s: 1,000 iterations in {format_time(median)} (median of 50, "
+        f"best {format_time(best)}; target < 1 ms); one iteration {format_time(one)} (median of 500)"
+    )
+
+
 def _plan_text(row: dict) -> str:
     return (
         f"d={row['data_parallel']} t={row['tensor_parallel']} p={row['pipeline_parallel']} ZeRO-{row['zero_stage']} "
@@ -529,6 +551,7 @@ if __name__ == "__main__":
     bench_import()
     bench_simulation()
     bench_collectives()
+    bench_engine()
     bench_scheduler()
     bench_search()
     bench_calibrate()

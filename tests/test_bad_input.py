@@ -38,6 +38,8 @@ BAD = {
     "context_parallel_kind": ["ulysses", "Ring", None],
     "capacity_factor": [0.99, 0, -1.0, math.nan, math.inf, "1.25"],  # None (dropless) or at least 1
     "split": ["striped", "Zigzag", None],
+    "precision": ["fp64", "FP8", None],  # a named precision of serving.engine
+    "engine": ["sglang", "VLLM", None],  # an engine of serving.engine.ENGINES
 }
 
 # The arguments of the two-level all-reduces (hierarchical and multi-rail flat ring): one DGX H100 cluster.
@@ -832,6 +834,86 @@ CASES = [
         {**_ENGINE_KINDS, **_SCHEDULER_KINDS, "concurrencies": "count"},
     ),
     (
+        serving.iteration_time,
+        dict(
+            model=MIXTRAL_8X7B,
+            cluster=hardware.DGX_H100,
+            tensor_parallel=2,
+            pipeline_parallel=2,
+            weights="fp8",
+            kv_cache="fp8",
+            engine="tensorrt-llm",
+            expert_parallel=2,
+        ),
+        dict(
+            tensor_parallel="count",
+            pipeline_parallel="count",
+            weights="precision",
+            kv_cache="precision",
+            engine="engine",
+            expert_parallel="count",
+        ),
+    ),
+    (
+        serving.kv_cache_blocks,
+        dict(
+            model=LLAMA3_8B,
+            accelerator=hardware.H100,
+            tensor_parallel=2,
+            pipeline_parallel=2,
+            weights="int4",
+            kv_cache="fp8",
+            block_size_tokens=32,
+            gpu_memory_utilization=0.8,
+            free_gpu_memory_fraction=0.9,
+            max_num_batched_tokens=4096,
+        ),
+        dict(
+            tensor_parallel="count",
+            pipeline_parallel="count",
+            weights="precision",
+            kv_cache="precision",
+            block_size_tokens="count",
+            free_gpu_memory_fraction="fraction",
+            max_num_batched_tokens="count",
+        ),
+    ),
+    (
+        serving.kv_cache_blocks,
+        dict(model=LLAMA3_8B, accelerator=hardware.H100, tensor_parallel=1, gpu_memory_utilization=0.8),
+        dict(gpu_memory_utilization="fraction"),
+    ),
+    (
+        serving.check_precisions,
+        dict(accelerator=hardware.H100, weights="fp8", kv_cache="bf16"),
+        dict(weights="precision", kv_cache="precision"),
+    ),
+    (
+        serving.serving_weight_bytes_per_device,
+        dict(model=LLAMA3_8B, tensor_parallel=2, pipeline_parallel=2, weights="int4"),
+        dict(tensor_parallel="count", pipeline_parallel="count", weights="precision"),
+    ),
+    (
+        serving.custom_all_reduce_time_s,
+        dict(cluster=hardware.DGX_H100, tensor_parallel=4, payload_bytes=65536, engine="vllm"),
+        dict(tensor_parallel="count", payload_bytes="nonnegative", engine="engine"),
+    ),
+    (
+        serving.blocks_per_sequence,
+        dict(tokens=100, block_size_tokens=16),
+        dict(tokens="count", block_size_tokens="count"),
+    ),
+    (
+        serving.max_sequences_in_blocks,
+        dict(blocks=1000, tokens=100, block_size_tokens=16),
+        dict(blocks="count0", tokens="count", block_size_tokens="count"),
+    ),
+    (
+        serving.expected_experts_visited,
+        dict(experts=8, experts_per_token=2, tokens=16),
+        dict(experts="count", experts_per_token="count", tokens="nonnegative"),
+    ),
+    (
         serving.latency_optimal_tensor_parallel,
         dict(
             model=LLAMA3_8B, cluster=hardware.DGX_H100, sequences=1, context_len=1024, pipeline_parallel=2, dtype="bf16"
@@ -924,8 +1006,10 @@ def test_every_public_function_is_covered():
         "resolve_framework",
         "format_transfer_table",
         "fp8_peak",  # an Accelerator; tests/test_fp8.py checks the one without an FP8 peak
+        "load_published_serving",  # a path; tests/test_published_serving.py checks a missing file and bad cells
         "fp8_linear_weights_per_layer",  # a model
         "context_gather_bytes",  # a model and a plan
+        "fit_gemm_depth",  # rows of a measurement; tests/test_serving_engine.py fits it
     }
     assert public - separately <= covered, sorted(public - separately - covered)
 

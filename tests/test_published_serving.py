@@ -2,6 +2,7 @@
 of a model and GPU the course can represent (or listed as not), with the columns its mode needs; its latencies and
 throughput agree with each other where the source gives several, and no throughput beats the physics of its GPUs."""
 
+import csv
 import re
 from collections import Counter
 from dataclasses import replace
@@ -46,6 +47,21 @@ def test_every_row_is_cited_and_every_source_is_described():
     text = README.read_text()
     stated = dict(re.findall(r"^\| `([\w.-]+)` \| (\d+) \|", text, flags=re.MULTILINE))
     assert {s: int(n) for s, n in stated.items()} == dict(Counter(r.source for r in ROWS))
+
+
+def test_a_missing_file_or_a_bad_cell_is_refused_naming_it(tmp_path):
+    with pytest.raises(ValueError, match="path must be the published serving CSV"):
+        load_published_serving(tmp_path / "none.csv")
+    header, first = PUBLISHED_SERVING_CSV.read_text().splitlines()[:2]
+    columns = header.split(",")
+    for column, bad in (("mode", "closed-loop"), ("weights", "fp6"), ("kv_cache", "int4")):
+        cells = next(csv.reader([first]))
+        cells[columns.index(column)] = bad
+        path = tmp_path / f"{column}.csv"
+        with path.open("w", newline="") as handle:
+            csv.writer(handle).writerows([columns, cells])
+        with pytest.raises(ValueError, match=f"{column} must be one of"):
+            load_published_serving(path)
 
 
 def test_no_measurement_is_transcribed_twice():
@@ -175,3 +191,14 @@ def test_no_throughput_beats_the_gpus_memory_bandwidth_at_its_batch():
         assert row.output_tokens_per_s <= bound, (row, bound)
         checked += 1
     assert checked >= 60
+
+
+def test_no_batch_finishes_faster_than_reading_its_weights_once_per_output_token():
+    """A fixed batch decodes its output tokens in as many steps, each reading every active weight once:
+    end-to-end latency ≥ output tokens × weight bytes / (GPUs · bandwidth)."""
+    rows = [r for r in ROWS if r.e2e_latency_s is not None and r.model in PUBLISHED_SERVING_MODELS]
+    for row in rows:
+        bandwidth = PUBLISHED_SERVING_GPUS[row.gpu].hbm_bandwidth_bytes_per_s
+        floor_s = row.output_tokens * active_weight_bytes(row) / (row.gpus * bandwidth)
+        assert row.e2e_latency_s >= floor_s, (row, floor_s)
+    assert len(rows) >= 9

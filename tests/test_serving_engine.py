@@ -276,6 +276,9 @@ def test_expert_parallel_all_to_alls_reuse_the_training_model():
     assert step.expert_all_to_all_s == pytest.approx(2 * 32 * call)
     plain = engine.iteration_time(MIXTRAL_8X7B, DGX_H100, 8).breakdown(0, 0, 64, 64 * 1024)
     assert plain.expert_all_to_all_s == 0
+    # the all-to-alls replace each MoE layer's second all-reduce: 32 all-reduces a step instead of 64
+    assert step.all_reduce_latency_s == pytest.approx(plain.all_reduce_latency_s / 2)
+    assert step.all_reduce_bandwidth_s == pytest.approx(plain.all_reduce_bandwidth_s / 2)
     with pytest.raises(ValueError, match="^expert_parallel must be"):
         engine.iteration_time(MIXTRAL_8X7B, DGX_H100, 8, expert_parallel=4)
     with pytest.raises(ValueError, match="^expert_parallel must be"):

@@ -351,6 +351,7 @@ def custom_all_reduce_time_s(cluster: Cluster, tensor_parallel, payload_bytes, e
     8 ranks of a DGX H100 all-reducing one decode token of Llama 3.1 70B (16 KiB): the custom kernel against NCCL's
     LL ring:
 
+    >>> from course_lib.budget import group_collective
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.units import format_time
     >>> nccl = group_collective("all_reduce", DGX_H100, 8, 1, 16384).time_s

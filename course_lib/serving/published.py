@@ -11,6 +11,7 @@ source does not state is ``None`` here. Nothing is modelled: these are the measu
 >>> nim = [r for r in rows if r.source == "nim-1.8.0" and r.model == "Llama 3.3 70B" and r.input_tokens == 5000]
 >>> [(r.concurrency, r.ttft_s, r.itl_s, r.output_tokens_per_s) for r in nim[:2]]
 [(1, 0.40677, 0.01858, 51.67), (5, 0.5467, 0.02183, 218.48)]
+>>> from course_lib.parallelism import LLAMA3_70B
 >>> PUBLISHED_SERVING_MODELS["Llama 3.3 70B"] is LLAMA3_70B
 True
 """
@@ -109,7 +110,7 @@ def load_published_serving(path=None) -> tuple[PublishedServingRow, ...]:
 
     >>> from collections import Counter
     >>> sorted(Counter(r.mode for r in load_published_serving()).items())
-    [('concurrency', 79), ('offline', 329), ('rate', 60)]
+    [('concurrency', 79), ('latency_batch', 9), ('offline', 436), ('rate', 60)]
     >>> load_published_serving("no/such.csv")
     Traceback (most recent call last):
     ...
@@ -123,9 +124,14 @@ def load_published_serving(path=None) -> tuple[PublishedServingRow, ...]:
 # The CSV's model names as the course's presets (parallelism.models cites each preset's config.json). Llama 3.3 70B
 # has Llama 3.1 70B's shape: meta-llama/llama-models@5309637 models/sku_list.py, llama3_3_instruct_models(), gives it
 # the arch_args of Llama 3.1 70B (dim 8192, n_layers 80, n_heads 64, n_kv_heads 8, ffn_dim_multiplier 1.3,
-# multiple_of 4096 → 28,672, the Llama 3 vocabulary of 128,256); only its post-training differs.
+# multiple_of 4096 → 28,672, the Llama 3 vocabulary of 128,256); only its post-training differs. Llama 3 8B and 70B
+# (vLLM's CI runs meta-llama/Meta-Llama-3-8B and -70B-Instruct) have the same arch_args as Llama 3.1 8B and 70B in the
+# same file (llama3_base_models, llama3_instruct_models); Llama 3.1 changed the RoPE scaling and context length, not
+# the shapes the course's presets hold.
 PUBLISHED_SERVING_MODELS = {
+    "Llama 3 8B": LLAMA3_8B,
     "Llama 3.1 8B": LLAMA3_8B,
+    "Llama 3 70B": LLAMA3_70B,
     "Llama 3.1 70B": LLAMA3_70B,
     "Llama 3.3 70B": LLAMA3_70B,
     "Llama 3.1 405B": LLAMA3_405B,

@@ -49,6 +49,7 @@ __all__ = [
     "SteadyState",
     "steady_state",
     "time_to_first_token_s",
+    "batch_latency_s",
     "ServingReplay",
     "replay_published_serving",
     "FIT_ROWS",
@@ -94,6 +95,8 @@ def steady_state(cost: EngineCost, sequences, input_tokens, output_tokens, max_n
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_8B
+    >>> from course_lib.serving import iteration_time
+    >>> from course_lib.units import format_time
     >>> state = steady_state(iteration_time(LLAMA3_8B, DGX_H100, 1, weights="fp8"), 64, 1000, 1000)
     >>> state.iterations_per_cycle, format_time(state.itl_s), round(state.output_tokens_per_s)
     (1000.0, '10 ms', 6381)
@@ -114,6 +117,8 @@ def time_to_first_token_s(cost: EngineCost, input_tokens, max_num_batched_tokens
 
     >>> from course_lib.hardware import DGX_H100
     >>> from course_lib.parallelism import LLAMA3_70B
+    >>> from course_lib.serving import iteration_time
+    >>> from course_lib.units import format_time
     >>> format_time(time_to_first_token_s(iteration_time(LLAMA3_70B, DGX_H100, 8), 20000))
     '957 ms'
     """
@@ -121,6 +126,23 @@ def time_to_first_token_s(cost: EngineCost, input_tokens, max_num_batched_tokens
     starts = np.arange(0, i, budget)
     sizes = np.minimum(budget, i - starts)
     return float(np.sum(cost(sizes, sizes * starts + sizes * (sizes + 1) // 2, 0, 0)))
+
+
+def batch_latency_s(cost: EngineCost, batch, input_tokens, output_tokens) -> float:
+    """A fixed batch run to its end (vLLM's latency benchmark): the batch's prefill in one iteration, then
+    output − 1 decode iterations of the whole batch, its context growing by one token a step.
+
+    >>> from course_lib.hardware import DGX_H100
+    >>> from course_lib.parallelism import LLAMA3_8B
+    >>> from course_lib.serving import iteration_time
+    >>> from course_lib.units import format_time
+    >>> format_time(batch_latency_s(iteration_time(LLAMA3_8B, DGX_H100, 1), 8, 32, 128))
+    '990 ms'
+    """
+    b, i, o = int(batch), int(input_tokens), int(output_tokens)
+    steps = np.arange(1, o)
+    decode = cost(0, 0, b, b * (i + steps))
+    return float(cost(b * i, b * i * (i + 1) // 2, 0, 0) + np.sum(decode))
 
 
 def _replica(row: PublishedServingRow, efficiency: EngineEfficiency):
@@ -151,8 +173,9 @@ def _replica(row: PublishedServingRow, efficiency: EngineEfficiency):
     return (cost, blocks, spec.block_size_tokens, spec.max_num_seqs), ""
 
 
-# What a row is judged on: ("itl", "ttft", "throughput") and which rows give each.
-KINDS = ("itl", "ttft", "throughput")
+# What a row is judged on: ("itl", "ttft", "throughput") and which rows give each; "batch_latency" (vLLM's fixed batch
+# of 8 run to its end) is reported beside them, without a target of its own.
+KINDS = ("itl", "ttft", "throughput", "batch_latency")
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,7 +214,7 @@ def replay_published_serving(rows=None, efficiency: EngineEfficiency = DEFAULT_E
 
     >>> replay = replay_published_serving()
     >>> sorted(set(replay.kind.tolist()))
-    ['itl', 'throughput', 'ttft']
+    ['batch_latency', 'itl', 'throughput', 'ttft']
     """
     rows = load_published_serving() if rows is None else tuple(rows)
     kinds, indices, measured, predicted, reasons, fitted = [], [], [], [], [], []
@@ -213,6 +236,8 @@ def replay_published_serving(rows=None, efficiency: EngineEfficiency = DEFAULT_E
             wanted.append(("itl", row.itl_s))
         if row.mode == "concurrency" and row.concurrency == 1 and row.ttft_s:
             wanted.append(("ttft", row.ttft_s))
+        if row.mode == "latency_batch" and row.e2e_latency_s:
+            wanted.append(("batch_latency", row.e2e_latency_s))
         for kind, value in wanted:
             if replica is None:
                 add(kind, i, value, np.nan, reason)
@@ -221,6 +246,8 @@ def replay_published_serving(rows=None, efficiency: EngineEfficiency = DEFAULT_E
             fit = max_sequences_in_blocks(blocks, row.input_tokens + row.output_tokens, block)
             if kind == "ttft":
                 add(kind, i, value, time_to_first_token_s(cost, row.input_tokens), "")
+            elif kind == "batch_latency":
+                add(kind, i, value, batch_latency_s(cost, row.batch or 1, row.input_tokens, row.output_tokens), "")
             elif kind == "throughput":
                 n = min(fit, largest)
                 state = steady_state(cost, n, row.input_tokens, row.output_tokens)
@@ -354,7 +381,8 @@ def saturation_sweeps(rows=None, efficiency: EngineEfficiency = DEFAULT_EFFICIEN
 
 def serving_report(before: ServingReplay, after: ServingReplay) -> str:
     """The before/after error table ``make validate`` prints: for each target, the median |error| on the held-out
-    rows before (the uncalibrated model) and after (the fitted engine model), and on the fitted rows."""
+    rows before (the uncalibrated model) and after (the fitted engine model), and on the fitted rows; then vLLM's
+    fixed-batch latency rows, held out (another engine), reported without a target."""
     eff = after.efficiency
     lines = [
         f"fitted on {', '.join(' '.join(rule.values()) for rule in FIT_ROWS)}: gemm_efficiency "
@@ -369,6 +397,9 @@ def serving_report(before: ServingReplay, after: ServingReplay) -> str:
         met = "yes" if a[kind][0] <= bound else "NO"
         lines.append(f"{label:<48}{share(b[kind][0]):>10}{share(a[kind][0]):>10}{a[kind][1]:>6}"
                      f"{share(a[kind][2]):>9} ({a[kind][3]}){'':>1}  {met} (≤ {bound:.0%})")  # fmt: skip
+    extra = "end-to-end latency of a fixed batch of 8 (vLLM)"
+    lines.append(f"{extra:<48}{share(b['batch_latency'][0]):>10}{share(a['batch_latency'][0]):>10}"
+                 f"{a['batch_latency'][1]:>6}{'':>14}  (no target: reported)")  # fmt: skip
     refused = {}
     for reason in after.reason[after.reason != ""]:
         refused[reason] = refused.get(reason, 0) + 1
