@@ -40,6 +40,7 @@ BAD = {
     "split": ["striped", "Zigzag", None],
     "precision": ["fp64", "FP8", None],  # a named precision of serving.engine
     "engine": ["sglang", "VLLM", None],  # an engine of serving.engine.ENGINES
+    "capacity_policy": ["GUARANTEED_NO_EVICT", "max-utilization", None],
 }
 
 # The arguments of the two-level all-reduces (hierarchical and multi-rail flat ring): one DGX H100 cluster.
@@ -96,9 +97,19 @@ def _iteration_s(prefill_tokens, _attended, decode_sequences, _context):
 # A small closed-loop run of the scheduler and the kinds of its arguments.
 _ENGINE = dict(iteration_time=_iteration_s, kv_blocks=64, prompt_tokens=100, output_tokens=20, requests=4)
 _ENGINE_KINDS = dict(kv_blocks="count", prompt_tokens="count", output_tokens="count", requests="count")
-_SCHEDULER = dict(block_size_tokens=16, max_num_seqs=8, max_num_batched_tokens=512, chunked_prefill=True)
+_SCHEDULER = dict(
+    block_size_tokens=16,
+    max_num_seqs=8,
+    max_num_batched_tokens=512,
+    chunked_prefill=True,
+    capacity_policy="guaranteed_no_evict",
+)
 _SCHEDULER_KINDS = dict(
-    block_size_tokens="count", max_num_seqs="count", max_num_batched_tokens="count", chunked_prefill="flag"
+    block_size_tokens="count",
+    max_num_seqs="count",
+    max_num_batched_tokens="count",
+    chunked_prefill="flag",
+    capacity_policy="capacity_policy",
 )
 
 
@@ -831,7 +842,7 @@ CASES = [
     (
         serving.concurrency_sweep,
         {**_ENGINE, **_SCHEDULER, "concurrencies": [1, 2]},
-        {**_ENGINE_KINDS, **_SCHEDULER_KINDS, "concurrencies": "count"},
+        {**_ENGINE_KINDS, **_SCHEDULER_KINDS, "concurrencies": "count", "requests": "optional_positive"},
     ),
     (
         serving.iteration_time,

@@ -132,9 +132,10 @@ lengths = st.lists(st.tuples(st.integers(1, 120), st.integers(1, 40)), min_size=
     concurrency=st.integers(1, 8),
     budget=st.integers(1, 300),
     chunked=st.booleans(),
+    policy=st.sampled_from(serving.CAPACITY_POLICIES),
 )
 def test_blocks_never_exceed_the_cache_and_every_request_finishes(
-    lengths, block, spare_blocks, concurrency, budget, chunked
+    lengths, block, spare_blocks, concurrency, budget, chunked, policy
 ):
     prompts = np.array([p for p, _ in lengths])
     outputs = np.array([o for _, o in lengths])
@@ -150,8 +151,11 @@ def test_blocks_never_exceed_the_cache_and_every_request_finishes(
         concurrency=concurrency,
         chunked_prefill=chunked,
         max_num_batched_tokens=budget if chunked else max(budget, longest),
+        capacity_policy=policy,
     )
     assert run.iteration_blocks_used.max() <= kv_blocks
+    if policy == "guaranteed_no_evict":
+        assert run.preemptions == 0
     assert np.all(run.arrival_s <= run.first_token_s) and np.all(run.first_token_s <= run.finish_s)
     assert np.all(run.itl_s > 0) and run.itl_s.size == int((outputs - 1).sum())
     assert run.iteration_sequences.max() <= concurrency
@@ -178,6 +182,17 @@ def test_preemption_happens_exactly_when_the_blocks_run_out():
     assert run.max_itl_s == pytest.approx([0.010, 0.41 - 0.17])  # token 17 at 0.17 s, token 18 at 0.41 s
     roomy = two_users_10_ms(kv_blocks=8, prompt_tokens=16, output_tokens=40)
     assert roomy.preemptions == 0 and roomy.finish_s == pytest.approx([0.40, 0.40])
+
+
+def test_guaranteed_no_evict_reserves_the_whole_request_and_never_preempts():
+    # The case above under TensorRT-LLM's default policy: each request reserves ⌈(16 + 40 − 1) / 16⌉ = 4 blocks, the
+    # whole cache, so request 1 waits for request 0 (40 iterations) and runs its 40 after: first token at 0.41 s,
+    # finish at 0.80 s, never preempted.
+    run = two_users_10_ms(kv_blocks=4, prompt_tokens=16, output_tokens=40, capacity_policy="guaranteed_no_evict")
+    assert run.preemptions == 0
+    assert run.first_token_s == pytest.approx([0.010, 0.410])
+    assert run.finish_s == pytest.approx([0.40, 0.80])
+    assert run.iteration_blocks_used.tolist() == [4] * 80  # reserved from admission
 
 
 def test_no_request_is_admitted_in_an_iteration_that_preempted():
@@ -260,9 +275,17 @@ def test_knee_of_an_affine_cost_is_where_the_hand_solution_puts_it():
     b = np.array(levels)
     assert sweep.output_tokens_per_s == pytest.approx(b / (0.003 + 1e-4 * b))
     assert sweep.median_itl_s == pytest.approx(0.003 + 1e-4 * b)
+    assert sweep.p99_itl_s == pytest.approx(0.003 + 1e-4 * b)  # lockstep: every gap is one iteration
     assert sweep.mean_batch_sequences == pytest.approx(b)
     assert sweep.knee_concurrency == 128
     assert sweep.concurrency.tolist() == levels
+
+
+def test_sweep_runs_four_requests_per_user_by_default():
+    sweep = concurrency_sweep(
+        prefill_or_decode(0.01, 0.01), [2, 8, 64], kv_blocks=BIG_CACHE, prompt_tokens=16, output_tokens=2
+    )
+    assert sweep.requests.tolist() == [16, 32, 256]  # at least 16, else 4 a user
 
 
 def test_sweep_refuses_unordered_levels():
@@ -292,6 +315,7 @@ def test_same_seed_same_run_other_seed_other_arrivals():
         (dict(chunked_prefill=False, max_num_batched_tokens=64), "max_num_batched_tokens"),
         (dict(prompt_tokens=[100, 100]), "prompt_tokens"),  # 2 lengths for 3 requests
         (dict(iteration_time=0.01), "iteration_time"),
+        (dict(capacity_policy="GUARANTEED_NO_EVICT"), "capacity_policy"),
     ],
 )
 def test_bad_input_names_the_parameter(changes, name):

@@ -33,6 +33,12 @@ its tokens samples one new token. This module replays that loop as vLLM V1 runs 
   prefill: the interference chunked prefill removes. As V0 requires
   (``SchedulerConfig._verify_args``: "max_num_batched_tokens (…) is smaller than max_model_len (…)" without
   chunking), the budget must then hold the longest request.
+- **Capacity policy.** vLLM admits a request when the blocks of the tokens it computes now are free, and preempts
+  when a running one needs a block (``capacity_policy="max_utilization"``, the name of TensorRT-LLM's policy that
+  does the same). TensorRT-LLM's default, ``"guaranteed_no_evict"``, admits a request only when the blocks of its
+  whole prompt and output are free and reserves them, so "a started request is never paused"
+  (https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-runtime-flags.html, "Capacity
+  Scheduler Policy"): fewer requests run at once, none is recomputed.
 
 Each iteration's time is the engine's cost (``IterationTime``: the iteration's prompt tokens, the tokens those
 attend to, the decoding sequences and their cached tokens), and the clock advances by it. vLLM's defaults:
@@ -75,20 +81,29 @@ from .. import _check
 from .engine import blocks_per_sequence
 
 __all__ = [
+    "CAPACITY_POLICIES",
     "IterationTime",
     "EngineRun",
     "simulate_engine",
     "ConcurrencySweep",
     "concurrency_sweep",
     "KNEE_THROUGHPUT_FRACTION",
+    "REQUESTS_PER_USER",
 ]
+
+# How a request's KV blocks are granted (module docstring): vLLM's on demand, or TensorRT-LLM's default reservation.
+CAPACITY_POLICIES = ("max_utilization", "guaranteed_no_evict")
+
+# A sweep level's default requests per user (concurrency_sweep).
+REQUESTS_PER_USER = 4
 
 # The knee: the smallest swept concurrency whose throughput reaches this fraction of the sweep's maximum.
 KNEE_THROUGHPUT_FRACTION = 0.9
 
 
 class IterationTime(Protocol):
-    """One engine iteration's wall time in seconds (serving_api.md §1; ``engine.iteration_time`` returns one)."""
+    """One engine iteration's wall time in seconds from its four totals, scalars or arrays (``engine.iteration_time``
+    returns one, an ``EngineCost``)."""
 
     def __call__(self, prefill_tokens, prefill_attended_tokens, decode_sequences, decode_context_tokens) -> float: ...
 
@@ -131,7 +146,9 @@ class EngineRun:
     @property
     def request_itl_s(self) -> np.ndarray:
         """Each request's inter-token latency (finish − first token) / (output tokens − 1); NaN for 1 output token
-        (genai-perf's definition, serving_api.md §3)."""
+        (what vLLM's benchmark calls TPOT: ``(output.latency - output.ttft) / (output_len - 1)`` in
+        ``calculate_metrics``, vllm-project/vllm@00024d3 ``vllm/benchmarks/serve.py``; genai-perf's inter-token
+        latency)."""
         gaps = (self.output_tokens - 1).astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(gaps > 0, (self.finish_s - self.first_token_s) / gaps, np.nan)
@@ -249,6 +266,7 @@ def simulate_engine(
     max_num_seqs=256,
     max_num_batched_tokens=8192,
     chunked_prefill=True,
+    capacity_policy="max_utilization",
     seed=0,
 ) -> EngineRun:
     """Run ``requests`` requests through the scheduler (module docstring) and return their times.
@@ -277,6 +295,7 @@ def simulate_engine(
         max_seqs=_check.scalar_count("max_num_seqs", max_num_seqs),
         budget=_check.scalar_count("max_num_batched_tokens", max_num_batched_tokens),
         chunked=_check.flag("chunked_prefill", chunked_prefill),
+        reserve=_check.choice("capacity_policy", capacity_policy, CAPACITY_POLICIES) == "guaranteed_no_evict",
         prompts=_lengths("prompt_tokens", prompt_tokens, requests),
         outputs=_lengths("output_tokens", output_tokens, requests),
     )
@@ -325,7 +344,7 @@ class _Engine:
     the iterations at whose end its events happen (turned into times once the iterations' times are known); the
     running requests in admission order; the waiting queue."""
 
-    def __init__(self, *, kv_blocks, block, max_seqs, budget, chunked, prompts, outputs):
+    def __init__(self, *, kv_blocks, block, max_seqs, budget, chunked, reserve, prompts, outputs):
         # The longest cache a request holds: its prompt and every output token but the last (never fed back).
         longest = int((prompts + outputs - 1).max())
         if blocks_per_sequence(longest, block) > kv_blocks:
@@ -346,6 +365,8 @@ class _Engine:
             chunked,
         )
         self.prompts, self.outputs = prompts, outputs
+        # Under guaranteed_no_evict a request reserves the blocks of its whole cache when it is admitted.
+        self.reserved = -(-(prompts + outputs - 1) // block) if reserve else None
         n = prompts.size
         self.computed = np.zeros(n, dtype=np.int64)  # tokens in the request's KV cache
         self.num_tokens = prompts.copy()  # prompt + tokens generated so far
@@ -419,7 +440,7 @@ class _Engine:
         else:
             scheduled = np.minimum(np.maximum(self.budget - (np.cumsum(remaining) - remaining), 0), remaining)
         # New blocks: blocks_per_sequence of the cache after this iteration, less those held (inline: a hot loop).
-        need = np.where(scheduled > 0, -(-(computed + scheduled) // self.block) - held, 0)
+        need = np.where(scheduled > 0, np.maximum(-(-(computed + scheduled) // self.block) - held, 0), 0)
         keep = _preemption_point(need, held, self.free)
         preempted = running.size - keep
         if preempted:
@@ -450,7 +471,7 @@ class _Engine:
             tokens = np.minimum(np.maximum(budget - before, 0), remaining)
         else:
             tokens = np.where(before + remaining <= budget, remaining, 0)
-        blocks = -(-tokens // self.block)
+        blocks = -(-tokens // self.block) if self.reserved is None else self.reserved[head]
         fits = (tokens > 0) & (np.cumsum(blocks) <= self.free)
         count = fits.size if fits.all() else int(np.argmin(fits))
         for _ in range(count):
@@ -517,9 +538,11 @@ class ConcurrencySweep:
     """
 
     concurrency: np.ndarray
+    requests: np.ndarray
     median_ttft_s: np.ndarray
     p90_ttft_s: np.ndarray
     median_itl_s: np.ndarray
+    p99_itl_s: np.ndarray
     output_tokens_per_s: np.ndarray
     requests_per_s: np.ndarray
     preemptions: np.ndarray
@@ -539,11 +562,14 @@ def concurrency_sweep(
     kv_blocks,
     prompt_tokens,
     output_tokens,
-    requests=1000,
+    requests=None,
     **engine,
 ) -> ConcurrencySweep:
-    """``simulate_engine`` in the closed loop at each of ``concurrencies`` (increasing), ``requests`` requests
-    each; ``engine`` passes the rest of its arguments (block size, ``max_num_seqs``, ...).
+    """``simulate_engine`` in the closed loop at each of ``concurrencies`` (increasing); ``engine`` passes the rest
+    of its arguments (block size, ``max_num_seqs``, ...). Each level runs ``requests`` requests or, by default,
+    ``REQUESTS_PER_USER`` (4) per user and at least 16: the first round, every user at once, then weighs a quarter
+    of the figures, and a level costs about the same simulated time at every concurrency (per-request lengths
+    given as arrays need ``requests``).
 
     >>> cost = lambda prefill, attended, decodes, context: 0.010 + 1e-4 * (decodes + prefill / 16)
     >>> sweep = concurrency_sweep(cost, [1, 16, 64, 128, 256], kv_blocks=10_000, prompt_tokens=16,
@@ -561,7 +587,7 @@ def concurrency_sweep(
             kv_blocks=kv_blocks,
             prompt_tokens=prompt_tokens,
             output_tokens=output_tokens,
-            requests=requests,
+            requests=max(REQUESTS_PER_USER * int(level), 16) if requests is None else requests,
             concurrency=int(level),
             **engine,
         )
@@ -569,9 +595,11 @@ def concurrency_sweep(
     ]
     return ConcurrencySweep(
         concurrency=levels,
+        requests=np.array([run.arrival_s.size for run in runs]),
         median_ttft_s=np.array([run.median_ttft_s for run in runs]),
         p90_ttft_s=np.array([run.p90_ttft_s for run in runs]),
         median_itl_s=np.array([run.median_itl_s for run in runs]),
+        p99_itl_s=np.array([run.p99_itl_s for run in runs]),
         output_tokens_per_s=np.array([run.output_tokens_per_s for run in runs]),
         requests_per_s=np.array([run.requests_per_s for run in runs]),
         preemptions=np.array([run.preemptions for run in runs]),
