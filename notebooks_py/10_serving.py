@@ -715,7 +715,7 @@ for t in (8, 4, 2):
 # **The answer.** One DGX H100 serves about **64 users** with Llama 3.1 70B in FP8 at an ITL of at most 50 ms,
 # whichever way it is split, and up to 96 if the engine does as well as the best held-out rows (the band is the
 # sweep's levels: 64 means "at least 64, fewer than 96"). Two replicas of $t = 4$ make the most tokens, about 1970
-# a second (1370 to 2130 with the throughput's band). At this load the ITL is set by the batch, not by the
+# a second (1380 to 2120 with the throughput's band). At this load the ITL is set by the batch, not by the
 # all-reduces of step 5: two replicas each decode half the users, and their smaller all-reduce groups cost less.
 #
 # **What to measure first.** The ITL at the answer's load on the real engine: vLLM's serving benchmark with 64
