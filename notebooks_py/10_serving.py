@@ -15,7 +15,8 @@
 # is serving, and each of those tokens pays for reading every weight and for two tensor-parallel all-reduces per layer,
 # with nothing to hide them under. This lesson prices one serving replica: its memory, the time to the first token
 # and between tokens, and the trade of latency for throughput, and shows why a partition that trains well may serve
-# poorly.
+# poorly. Then it runs the replica as inference engines do, many users' requests arriving at different times, checks
+# that model against a published benchmark, and sizes one 8-GPU node for a number of users.
 
 # %% [markdown]
 # ## What you'll learn
@@ -89,7 +90,7 @@ from course_lib.widgets import quiz
 #   it grows, so memory is held only for tokens that exist; a request is admitted only if its blocks are free, and
 #   when none are left a running request is preempted (its cache dropped, to be recomputed later);
 # - **chunked prefill** (Agrawal et al.'s Sarathi, 2023): a prompt is cut into chunks that share iterations with the
-#   decodes (vLLM runs at most 8192 tokens an iteration), so a long prefill no longer stalls every decoding sequence.
+#   decodes (vLLM runs at most 8192 tokens an iteration by default on an H100), so a long prefill no longer stalls every decoding sequence.
 #
 # Under load a user sees the time to first token (now including any wait in the queue) and the **inter-token
 # latency (ITL)**: a request's time from its first to its last token over its tokens after the first, the time per
@@ -964,5 +965,6 @@ quiz.MultipleChoice(
 # ## What's next
 #
 # You can now price one serving replica: its memory, its time to first token and per output token, its throughput
-# against its batch, and the partition that serves it best. [Lab 6 · serving](../labs/06_serving.ipynb) puts this
-# model under sliders and asks you to compute its numbers yourself.
+# against its batch, and the partition that serves it best; run it as an engine does, read its concurrency sweep and
+# size a node for a number of users with a band. [Lab 6 · serving](../labs/06_serving.ipynb) puts the replica and
+# the sweep under sliders and asks you to compute their numbers yourself, the knee included.
