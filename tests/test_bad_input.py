@@ -38,9 +38,9 @@ BAD = {
     "context_parallel_kind": ["ulysses", "Ring", None],
     "capacity_factor": [0.99, 0, -1.0, math.nan, math.inf, "1.25"],  # None (dropless) or at least 1
     "split": ["striped", "Zigzag", None],
+    "capacity_policy": ["GUARANTEED_NO_EVICT", "max-utilization", None],
     "precision": ["fp64", "FP8", None],  # a named precision of serving.engine
     "engine": ["sglang", "VLLM", None],  # an engine of serving.engine.ENGINES
-    "capacity_policy": ["GUARANTEED_NO_EVICT", "max-utilization", None],
 }
 
 # The arguments of the two-level all-reduces (hierarchical and multi-rail flat ring): one DGX H100 cluster.

@@ -29,7 +29,7 @@ def test_each_point_is_the_schedulers_run_at_that_concurrency():
             block_size_tokens=16,
             prompt_tokens=512,
             output_tokens=64,
-            requests=2 * concurrency,
+            requests=max(4 * concurrency, 16),  # the scheduler's default per concurrency
             concurrency=concurrency,
         )
         assert r.concurrencies[index] == concurrency

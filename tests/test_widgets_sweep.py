@@ -108,7 +108,7 @@ def test_a_configuration_the_engine_refuses_is_drawn_not_raised(state, reason):
 
 def test_a_request_longer_than_the_whole_cache_is_refused_with_the_block_count():
     # the lab's first bf16 replica whose cache holds fewer blocks than one of its longest requests needs:
-    # 32,768 + 1,024 tokens, ⌈33,792 / 16⌉ = 2,112 blocks (Llama 3.1 70B on 2 H100s at the engine's defaults)
+    # 32,768 + 512 tokens, ⌈33,280 / 16⌉ = 2,080 blocks (Llama 3.1 70B on 2 H100s at the engine's defaults)
     def held(name, t):
         try:
             return serving.engine.kv_cache_blocks(lab_module.MODELS[name], hardware.H100, t, block_size_tokens=16)
@@ -119,14 +119,14 @@ def test_a_request_longer_than_the_whole_cache_is_refused_with_the_block_count()
         (name, t, held(name, t))
         for name, model in lab_module.MODELS.items()
         for t in lab_module.tensor_parallel_options(model)
-        if 0 < held(name, t) < 2112
+        if 0 < held(name, t) < 2080
     ]
     assert short, "no configuration of the lab runs out of KV blocks for its longest request"
     name, t, blocks = short[0]
-    lab = concurrency_sweep_lab(model=name, tensor_parallel=t, prompt_tokens=32768, output_tokens=1024)
+    lab = concurrency_sweep_lab(model=name, tensor_parallel=t, prompt_tokens=32768, output_tokens=512)
     check_sweep_lab(lab)
     assert lab.result["refusal"] == (
-        f"one request of 33,792 tokens needs 2,112 KV blocks of 16 tokens; the memory left after the weights holds "
+        f"one request of 33,280 tokens needs 2,080 KV blocks of 16 tokens; the memory left after the weights holds "
         f"{blocks:,}"
     )
 

@@ -4,7 +4,7 @@ A configuration is a model, a replica of t GPUs in one node, the precisions of i
 the prompt and output lengths of its requests. ``concurrency_sweep_report`` prices one engine iteration of that
 replica (``engine.iteration_time``), counts the paged KV cache's blocks (``engine.kv_cache_blocks``) and runs the
 engine's scheduler in the closed loop at every concurrency of ``SWEEP_CONCURRENCIES``
-(``scheduler.concurrency_sweep``, ``sweep_requests`` requests at each): the median time to first token (TTFT), the
+(``scheduler.concurrency_sweep``, with its requests per concurrency): the median time to first token (TTFT), the
 median inter-token latency (ITL) and the output tokens per second at each, and the knee. The sweep is kept per
 configuration (``functools.lru_cache``), so a report at another concurrency of the same configuration costs no
 simulation. A configuration the engine rejects (a precision the accelerator lacks, weights that leave no room for the
@@ -14,7 +14,6 @@ than raising.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -31,7 +30,6 @@ __all__ = [
     "SWEEP_BLOCK_SIZE_TOKENS",
     "ConcurrencySweepReport",
     "concurrency_sweep_report",
-    "sweep_requests",
 ]
 
 # Concurrencies 1 … 512: NIM's published sweep spans 1–250; past vLLM's max_num_seqs = 256 running sequences only
@@ -39,18 +37,6 @@ __all__ = [
 SWEEP_CONCURRENCIES = tuple(2**k for k in range(10))
 # vLLM's default KV block size (engine.kv_cache_blocks' default, cited there).
 SWEEP_BLOCK_SIZE_TOKENS = 16
-
-
-def sweep_requests(concurrency: int) -> int:
-    """Requests simulated at ``concurrency`` users: 2 per user. Requests of one length in a closed loop keep in step
-    (users whose requests start together finish together and send their next ones together), so the second round
-    meets the engine as every later one does; each round costs about ``output_tokens`` iterations, and a sweep's
-    simulation time is about its rounds × iterations (``make bench``).
-
-    >>> sweep_requests(1), sweep_requests(64)
-    (2, 128)
-    """
-    return 2 * _check.count("concurrency", concurrency)
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,8 +155,8 @@ def concurrency_sweep_report(
     concurrency: int,
 ) -> ConcurrencySweepReport:
     """The concurrency sweep of ``model`` served by t = ``tensor_parallel`` GPUs of ``cluster`` with requests of
-    ``prompt_tokens`` + ``output_tokens`` tokens, at each of ``SWEEP_CONCURRENCIES`` (``sweep_requests`` requests
-    each), pointed at ``concurrency``. The sweep is simulated once per configuration and kept.
+    ``prompt_tokens`` + ``output_tokens`` tokens, at each of ``SWEEP_CONCURRENCIES`` (the scheduler's requests per
+    concurrency), pointed at ``concurrency``. The sweep is simulated once per configuration and kept.
 
     >>> from course_lib.hardware import DGX_A100, DGX_H100
     >>> from course_lib.parallelism import LLAMA3_8B
@@ -229,24 +215,12 @@ def _sweep(model, cluster, tensor_parallel, weights, kv_cache, prompt_tokens, ou
                 f"{SWEEP_BLOCK_SIZE_TOKENS} tokens; the memory left after the weights holds {blocks:,}"
             ),
         )
-    # One scheduler.concurrency_sweep per concurrency, each with its own number of requests (2 per user), joined
-    # field by field: one sweep of as many requests at every level would simulate them one after another at 1.
-    parts = [
-        scheduler.concurrency_sweep(
-            cost,  # pyright: ignore[reportArgumentType]  (annotated -> float; an EngineCost also takes arrays, §1)
-            [level],
-            kv_blocks=blocks,
-            block_size_tokens=SWEEP_BLOCK_SIZE_TOKENS,
-            prompt_tokens=prompt_tokens,
-            output_tokens=output_tokens,
-            requests=sweep_requests(level),
-        )
-        for level in SWEEP_CONCURRENCIES
-    ]
-    sweep = scheduler.ConcurrencySweep(
-        **{
-            field.name: np.concatenate([getattr(part, field.name) for part in parts])
-            for field in dataclasses.fields(scheduler.ConcurrencySweep)
-        }
+    sweep = scheduler.concurrency_sweep(
+        cost,  # pyright: ignore[reportArgumentType]  (annotated -> float; an EngineCost also takes arrays, §1)
+        SWEEP_CONCURRENCIES,
+        kv_blocks=blocks,
+        block_size_tokens=SWEEP_BLOCK_SIZE_TOKENS,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
     )
     return blocks, sweep, None

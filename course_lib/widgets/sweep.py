@@ -59,7 +59,7 @@ MODELS = {
 }
 MAX_TENSOR_PARALLEL = 8  # one node: engines keep a replica's tensor-parallel group on NVLink
 PROMPT_TOKENS = tuple(2**k for k in range(7, 16))  # 128 … 32,768 tokens
-OUTPUT_TOKENS = tuple(2**k for k in range(5, 11))  # 32 … 1,024 tokens (a sweep simulates about 20 × as many iterations)
+OUTPUT_TOKENS = tuple(2**k for k in range(5, 10))  # 32 … 512 tokens: a sweep's iterations grow with the output
 WEIGHTS = ("bf16", "fp8", "int4")
 KV_CACHE = ("bf16", "fp8")
 
@@ -203,7 +203,7 @@ class ConcurrencySweepLab(Lab):
             f"{units.format_percent(r.knee_fraction, digits=2)} of the sweep's "
             f"most, {n(float(r.output_tokens_per_s.max()))} tokens/s.<br>"
             f"<small>Each concurrency is a closed-loop run: that many users, each sending its next request when its "
-            f"last one ends. A new configuration is simulated once (about a second); moving only the concurrency "
+            f"last one ends. A new configuration is simulated once (seconds); moving only the concurrency "
             f"reuses it.</small>"
         )
 

@@ -180,21 +180,21 @@ sweep_lab
 # <details>
 # <summary>Answers</summary>
 #
-# 7. The throughput grows from 102 tokens/s at 1 request to 3820 at 512, the ITL from 9.64 to 65.5 ms: more
+# 7. The throughput grows from 102 tokens/s at 1 request to 3830 at 512, the ITL from 9.64 to 65.5 ms: more
 #    sequences share each read of the weights, and each adds its KV-cache read. The TTFT grows from 48.8 ms to 348 ms
-#    at 8 requests and stays there up to 64: requests of one length that start together finish together, so each
-#    round of 8 to 64 prompts arrives at once and shares prefill iterations of at most 8192 tokens (vLLM's token
-#    budget per iteration), 695 ms from 128 requests (two rounds of iterations). The knee is at 256 requests, 3800
-#    of the sweep's 3820 tokens/s: the engine runs at most 256 sequences at once (vLLM's `max_num_seqs`), so at 512
-#    half of the requests wait in the queue, and the TTFT jumps to 17.4 s for no more throughput.
+#    at 8 requests: 8 prompts of 1024 tokens that arrive together fill one prefill iteration of 8192 tokens (vLLM's
+#    token budget per iteration). With more users their requests spread out over the iterations, and the TTFT stays
+#    near that up to 256 requests. The knee is at 256 requests, 3820 of the sweep's 3830 tokens/s: the engine runs
+#    at most 256 sequences at once (vLLM's `max_num_seqs`), so at 512 half of the requests wait in the queue, and
+#    the TTFT jumps to 17.4 s for no more throughput.
 # 8. FP8 weights halve the bytes each iteration reads: the ITL at 64 requests falls from 22.6 to 15.4 ms and the
-#    most throughput rises from 3820 to 5630 tokens/s (and the cache gains blocks: 102,831 against 89,775). An FP8
+#    most throughput rises from 3830 to 5650 tokens/s (and the cache gains blocks: 102,831 against 89,775). An FP8
 #    KV cache as well doubles the blocks (205,663: 2570 whole requests at once) and halves the cache reads: 14.8 ms
-#    and 5960 tokens/s. The knee stays at 256: the engine's cap of 256 sequences binds before the cache does, which
+#    and 5980 tokens/s. The knee stays at 256: the engine's cap of 256 sequences binds before the cache does, which
 #    holds 1122 whole requests even in bf16.
-# 9. The knee moves down to 64 requests (648 of the sweep's 706 tokens/s). With 32 output tokens a request ends
+# 9. The knee moves down to 64 requests (652 of the sweep's 708 tokens/s). With 32 output tokens a request ends
 #    after 32 iterations, and its user's next prompt arrives at once: past 8 requests every iteration carries prompt
-#    chunks besides the decodes, so the ITL grows from 10.6 ms at 8 requests to 88 ms at 64 and 348 ms at 256. The
+#    chunks besides the decodes, so the ITL grows from 10.6 ms at 8 requests to 88.1 ms at 64 and 350 ms at 256. The
 #    GPUs are busy with prefill long before the engine's cap.
 # 10. *Not served*: the engine refuses FP8 weights on the A100, which has no FP8 arithmetic. INT4 weights run there
 #    (weight-only: stored in 4 bits, multiplied in bf16), 1420 tokens/s at most with its knee at 64 requests.
@@ -721,8 +721,8 @@ def test_q5_other_sweeps(knee_concurrency):
     files = ("course_lib/serving/scheduler.py", "course_lib/serving/sweep.py")
     powers = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     cases = [  # the knee by the rule, by hand
-        # the lab's sweeps: Llama 3.1 8B on one H100 (its most at 512, its knee at the engine's cap), Llama 3.1 70B
-        # on 8 H100s with 32 output tokens (the knee at 64: 647.68 ≥ 0.9 × 706.09 = 635.5)
+        # two sweeps of the lab (at an earlier fit of the engine): Llama 3.1 8B on one H100 (its most at 512, its knee
+        # at the engine's cap), Llama 3.1 70B on 8 H100s with 32 output tokens (the knee at 64: 647.68 ≥ 635.5)
         ((powers, [127.57, 249.45, 477.57, 879.91, 1521.58, 2396.59, 3367.06, 4210.56, 4709.47, 4722.75]), 256),
         ((powers, [92.09, 162.17, 261.75, 377.73, 494.49, 586.98, 647.68, 683.72, 701.49, 706.09]), 64),
         (([1, 2, 4], [10.0, 10.0, 10.0]), 1),  # flat: the first already reaches it
