@@ -552,7 +552,7 @@ print(f"  times     {[units.format_time(x) for x in first.iteration_time_s[:6]]}
 #
 # The curve engines publish: the same replica and requests at 1 to 512 concurrent users
 # (`serving.concurrency_sweep_report`, the sweep lab 6 draws: at each concurrency a closed-loop run of
-# `serving.simulate_engine`, two requests per user). The **knee** is the smallest concurrency whose throughput reaches
+# `serving.simulate_engine`, four requests per user and at least 16). The **knee** is the smallest concurrency whose throughput reaches
 # 90 % of the sweep's highest (`knee_concurrency`): past it, more users buy little throughput and mostly wait.
 
 # %%
@@ -928,8 +928,8 @@ quiz.MultipleChoice(
 # 3. At 8 sequences of 4096 tokens: four batches in flight bring the replica to 110.5 tokens/s per GPU against
 #    110.9 for $t = 8$ alone (the three sends per token still cost a little); from five on each stage is busy all the
 #    time and the two are equal. Four times the batches also means four times the KV caches in memory.
-# 4. At 64 users: 80 % of the highest throughput, 2120 tokens/s, is 1700, which the sweep first passes at 64 users
-#    (1790 tokens/s), where the ITL is 33.5 ms against 61.7 ms at the 90 % knee. The rule is a convention; the ITL the
+# 4. At 64 users: 80 % of the highest throughput, 2140 tokens/s, is 1710, which the sweep first passes at 64 users
+#    (1800 tokens/s), where the ITL is 33.5 ms against 62 ms at the 90 % knee. The rule is a convention; the ITL the
 #    users accept is what sizes a service (the capstone).
 #
 # </details>

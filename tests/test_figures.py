@@ -469,13 +469,19 @@ def _lesson_10_serving(_ns):
 
 
 def _lesson_10_sweep(_ns):
-    # Step 10's point (64 users) and knee, simulated again: 2 requests per user at each power of 2 up to 512
+    # Step 10's point (64 users) and knee, simulated again: 4 requests per user, at least 16 (the scheduler's
+    # default for a sweep), at each power of 2 up to 512
     llama, node = parallelism.LLAMA3_70B, hardware.DGX_H100
     cost = serving.iteration_time(llama, node, 8, weights="fp8", kv_cache="fp8")
     blocks = serving.kv_cache_blocks(llama, node.accelerator, 8, weights="fp8", kv_cache="fp8")
     runs = {
         users: serving.simulate_engine(
-            cost, kv_blocks=blocks, prompt_tokens=2048, output_tokens=128, requests=2 * users, concurrency=users
+            cost,
+            kv_blocks=blocks,
+            prompt_tokens=2048,
+            output_tokens=128,
+            requests=max(4 * users, 16),
+            concurrency=users,
         )
         for users in (2**k for k in range(10))
     }
