@@ -130,6 +130,26 @@ ENTRIES: tuple[Entry, ...] = (
         source="Lepikhin et al. 2021, GShard, arXiv:2006.16668; Fedus et al. 2022, Switch Transformers, JMLR",
     ),
     Entry(
+        "chunked prefill",
+        "chunked-prefill",
+        "term",
+        "An engine's scheduling that cuts prompts into chunks sharing iterations with the decoding sequences, under a "
+        "token budget per iteration (vLLM's max_num_batched_tokens), so a long prefill no longer stalls the decodes.",
+        "10_serving.ipynb",
+        (r"[Cc]hunked prefills?",),
+        source="Agrawal et al. 2023, SARATHI, arXiv:2308.16369; vLLM documentation, Optimization and Tuning",
+    ),
+    Entry(
+        "continuous batching",
+        "continuous-batching",
+        "term",
+        "An engine's batching that rebuilds the batch every iteration: a finished sequence leaves and a waiting "
+        "request joins at once, instead of the batch running until all its sequences end.",
+        "10_serving.ipynb",
+        (r"[Cc]ontinuous batching",),
+        source="Yu et al. 2022, Orca, OSDI 2022 (iteration-level scheduling)",
+    ),
+    Entry(
         "context parallelism",
         "context-parallelism",
         "term",
@@ -154,7 +174,7 @@ ENTRIES: tuple[Entry, ...] = (
         "term",
         "The serving phase that generates one token per sequence per step, reading every weight and the KV cache "
         "once per step; prefill, the phase before it, processes the whole prompt at once.",
-        "04_communication_budget.ipynb",
+        "10_serving.ipynb",
         (r"[Dd]ecod(?:e|es|ing)",),
     ),
     Entry(
@@ -200,6 +220,26 @@ ENTRIES: tuple[Entry, ...] = (
         source="course_lib.validation (HEALTHY_SHARE)",
     ),
     Entry(
+        "KV cache",
+        "kv-cache",
+        "term",
+        "The keys and values of attention that a model serving a sequence keeps for every layer and every token so "
+        "far, so that each decode step computes them only for its new token: 2 · l · n_kv · d_head values a token.",
+        "10_serving.ipynb",
+        (r"KV[ -]caches?",),
+        source="Pope et al. 2022, Efficiently Scaling Transformer Inference, arXiv:2211.05102",
+    ),
+    Entry(
+        "knee",
+        "knee",
+        "term",
+        "The smallest concurrency of a serving sweep whose throughput reaches 90 % of the sweep's highest: past it "
+        "more users add little throughput and mostly wait (this course's rule).",
+        "10_serving.ipynb",
+        (r"knee",),
+        source="course_lib.serving.scheduler.KNEE_THROUGHPUT_FRACTION",
+    ),
+    Entry(
         "log-sum-exp",
         "log-sum-exp",
         "term",
@@ -238,6 +278,26 @@ ENTRIES: tuple[Entry, ...] = (
         "02_nccl.ipynb",
         (r"out-of-place", r"in-place"),
         source="NCCL documentation, In-place operations; nccl-tests README",
+    ),
+    Entry(
+        "prefill",
+        "prefill",
+        "term",
+        "The serving phase that runs a request's whole prompt through the model at once (compute-bound, like a "
+        "training forward pass), fills its KV cache and samples the first output token.",
+        "10_serving.ipynb",
+        (r"[Pp]refills?",),
+        source="Pope et al. 2022, Efficiently Scaling Transformer Inference, arXiv:2211.05102",
+    ),
+    Entry(
+        "paged KV cache",
+        "paged-kv-cache",
+        "term",
+        "A KV cache cut into fixed blocks (16 tokens in vLLM) that a sequence takes as it grows, so memory is held "
+        "only for tokens that exist; vLLM's PagedAttention.",
+        "10_serving.ipynb",
+        (r"[Pp]aged KV caches?", r"PagedAttention"),
+        source="Kwon et al. 2023, PagedAttention, SOSP 2023, arXiv:2309.06180",
     ),
     Entry(
         "ring attention",
@@ -407,6 +467,16 @@ ENTRIES: tuple[Entry, ...] = (
         source="Huang et al. 2019, arXiv:1811.06965",
     ),
     Entry(
+        "GQA",
+        "gqa",
+        "abbreviation",
+        "Grouped-query attention: groups of query heads share one key-value head, so the KV cache holds "
+        "n_kv < a heads (8 for Llama 3.1 70B's 64).",
+        "10_serving.ipynb",
+        (r"GQA",),
+        source="Ainslie et al. 2023, GQA, EMNLP 2023, arXiv:2305.13245",
+    ),
+    Entry(
         "HBM",
         "hbm",
         "abbreviation",
@@ -442,6 +512,16 @@ ENTRIES: tuple[Entry, ...] = (
         "03_parallelism.ipynb",
         (r"MT-NLG",),
         source="Smith et al. 2022, arXiv:2201.11990",
+    ),
+    Entry(
+        "ITL",
+        "itl",
+        "abbreviation",
+        "Inter-token latency: a request's time from its first to its last output token over its tokens after the "
+        "first, the time per output token as serving benchmarks measure it (genai-perf, vLLM's benchmark).",
+        "10_serving.ipynb",
+        (r"ITL", r"[Ii]nter-token latency"),
+        source="NVIDIA genai-perf documentation, metrics; vllm/benchmarks/serve.py",
     ),
     Entry(
         "NIC",
@@ -507,6 +587,22 @@ ENTRIES: tuple[Entry, ...] = (
         "03_parallelism.ipynb",
         (r"TP",),
         source="Shoeybi et al. 2019, arXiv:1909.08053",
+    ),
+    Entry(
+        "TPOT",
+        "tpot",
+        "abbreviation",
+        "Time per output token: the time between two tokens of one sequence while it decodes, one decode step.",
+        "10_serving.ipynb",
+        (r"TPOT",),
+    ),
+    Entry(
+        "TTFT",
+        "ttft",
+        "abbreviation",
+        "Time to first token: from a request's arrival to its first output token, the prefill and any wait before it.",
+        "10_serving.ipynb",
+        (r"TTFT", r"[Tt]ime to first token"),
     ),
     Entry(
         "ZeRO",
@@ -613,7 +709,7 @@ ENTRIES: tuple[Entry, ...] = (
         "symbol",
         "Sequences one replica processes at once (a micro-batch).",
         "00_course_map.ipynb",
-        code_name="micro_batch, batch",
+        code_name="micro_batch, batch, sequences",
     ),
     Entry(
         "$B_\\text{global}$",
@@ -828,9 +924,9 @@ ENTRIES: tuple[Entry, ...] = (
         "kv-heads",
         "symbol",
         "Key-value heads (fewer than $a$ under grouped-query attention) and the size of one head, $h/a$.",
-        "04_communication_budget.ipynb",
+        "10_serving.ipynb",
         (r"n_\{kv\}", r"n_\\text\{kv\}", r"d_\\text\{head\}", r"d_\{\\text\{head\}\}"),
-        code_name="kv_heads",
+        code_name="kv_heads, head_dim",
         nouns=("head",),
     ),
     Entry(

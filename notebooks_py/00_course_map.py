@@ -67,6 +67,8 @@ plt.show()
 #   measured runs, and a calibration.
 # - [09 · Plan a real run](09_capstone.ipynb): the full capstone, a 70B model planned as its framework will run it,
 #   with a band from lessons 07 and 08.
+# - [10 · Serve a model](10_serving.ipynb): the model serving requests, not training: prefill and decode, the KV
+#   cache, an inference engine's batching and scheduler, and how many users a node serves.
 # - [Lab 1](../labs/01_ring_allreduce.ipynb), [lab 2](../labs/02_global_batch.ipynb),
 #   [lab 3](../labs/03_memory_budget.ipynb) and [lab 4](../labs/04_pipeline_schedule.ipynb): practice with sliders and
 #   graded questions on the ring all-reduce (02), the global batch, the memory budget and the pipeline schedule (03).
@@ -87,6 +89,7 @@ plt.show()
 # | [07 · Measure, don't assume](07_measure.ipynb) | depth | time real collectives on [MPI](glossary.ipynb#mpi), fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 2.0 h |
 # | [08 · Check the model against measurements](08_model_meets_measurements.ipynb) | depth | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05, 07 | 2.3 h |
 # | [09 · Plan a real run](09_capstone.ipynb) | depth | plan a 70-billion-parameter model on 64 H100s by hand, then with the search as Megatron-LM will run it: one plan with its memory margin and step-time band, the assumptions that could change it, what to measure first | 04, 05, 07, 08 | 2.4 h |
+# | [10 · Serve a model](10_serving.ipynb) | depth | tell [prefill](glossary.ipynb#prefill) from [decode](glossary.ipynb#decode), size the [KV cache](glossary.ipynb#kv-cache), split a token's time into weight reads, cache reads and all-reduce latency, trade latency for throughput, choose a partition for serving; price an engine's iterations, read a concurrency sweep and its [knee](glossary.ipynb#knee), size a node for N users | 01, 02, 04 | 2.3 h |
 # | [Glossary](glossary.ipynb) | depth | look up a term, an abbreviation or a symbol where you meet it | — | 0.4 h |
 #
 # **Labs.** Eight widget labs practise the lessons with sliders, in the order you meet their lessons:
@@ -98,7 +101,7 @@ plt.show()
 # | [03 · the memory budget](../labs/03_memory_budget.ipynb) | depth | 03 | 2.5 h |
 # | [04 · the pipeline schedule](../labs/04_pipeline_schedule.ipynb) | depth | 03 | 2.0 h |
 # | [05 · the partition explorer](../labs/05_partition_explorer.ipynb) | core | 04 | 2.4 h |
-# | [06 · serving](../labs/06_serving.ipynb) | depth | 04 | 2.2 h |
+# | [06 · serving](../labs/06_serving.ipynb) | depth | 10 | 2.2 h |
 # | [07 · sequences and experts](../labs/07_sequences_and_experts.ipynb) | depth | 06 | 2.1 h |
 # | [08 · measuring collectives](../labs/08_measure_collectives.ipynb) | depth | 07 | 2.4 h |
 #
@@ -246,7 +249,7 @@ for cluster in hardware.CLUSTERS.values():
 # | Place frequent exchanges on fast links: the hierarchical all-reduce | [02 · Worked example](02_nccl.ipynb#Worked-example); [04 · Mechanism](04_communication_budget.ipynb#Mechanism) |
 # | The price of a split: sharding makes a model fit but adds traffic; larger groups shrink each device's work until communication dominates | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [04 · Mechanism](04_communication_budget.ipynb#Mechanism) (strong scaling) |
 # | Exposed against overlapped communication, and why a step must be measured | [04 · The science](04_communication_budget.ipynb#The-science), [04 · Worked example](04_communication_budget.ipynb#Worked-example); [07 · Measure, don't assume](07_measure.ipynb) |
-# | Training against serving: why a partition that trains well may serve poorly | [04 · Worked example](04_communication_budget.ipynb#Worked-example), step 5 ([decode](glossary.ipynb#decode) is latency-bound); [01 · Figures](01_mac.ipynb#Figures) (the roofline) |
+# | Training against serving: why a partition that trains well may serve poorly | [10 · Worked example](10_serving.ipynb#Worked-example) ([decode](glossary.ipynb#decode) is latency-bound); [01 · Figures](01_mac.ipynb#Figures) (the roofline); [lab 6](../labs/06_serving.ipynb) |
 # | Pipeline bubbles and schedules | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [lab 4](../labs/04_pipeline_schedule.ipynb) |
 # | The usual mistakes | the *Misconception* section of [02](02_nccl.ipynb#Misconception), [03](03_parallelism.ipynb#Misconception) and [04](04_communication_budget.ipynb#Misconception) |
 

@@ -31,8 +31,7 @@
 # - explain why tensor parallelism belongs inside the NVLink domain, with numbers;
 # - run a strong-scaling experiment and find where communication starts to dominate;
 # - name a plan's binding constraint: which of compute, exposed communication and the pipeline bubble takes the
-#   most time;
-# - explain why decoding is latency-bound, and why a good training partition may serve poorly.
+#   most time.
 
 # %% [markdown]
 # ## Prerequisites
@@ -50,7 +49,6 @@
 import textwrap
 
 import matplotlib.pyplot as plt
-import numpy as np
 
 from course_lib import budget, collectives, hardware, parallelism, units, viz
 from course_lib.widgets import quiz
@@ -92,7 +90,7 @@ from course_lib.widgets import quiz
 # so much that communication dominates.
 #
 # **Why it matters for AI.** Training and inference have different collective frequencies and batch shapes, so a
-# partition that trains efficiently may serve poorly.
+# partition that trains efficiently may serve poorly (lesson 10 serves a model).
 
 # %% [markdown]
 # ## The science
@@ -250,6 +248,8 @@ print(
 print(
     f"memory per GPU {units.format_bytes(memory.total)} of {units.format_bytes(CLUSTER.accelerator.hbm_capacity_bytes)}"
 )
+peak_flops_per_s = CLUSTER.accelerator.peak("bf16")
+print(f"peak per GPU (bf16): {units.format_flops_rate(peak_flops_per_s)}; this lesson computes at half of it")
 print(
     f"NVLink, one-way per GPU:     {units.format_bandwidth(CLUSTER.intra_bandwidth_bytes_per_s)}, "
     f"α = {units.format_time(CLUSTER.intra_node_link.latency_s)}"
@@ -554,264 +554,11 @@ print(
 # says *adjust*: a larger batch, fewer devices, or a plan whose data-parallel traffic can hide (ZeRO stages and
 # bucket sizes change the windows).
 #
-# **Serving is not training.** Generating text runs a model in two phases (Pope et al. 2022, *Efficiently Scaling
-# Transformer Inference*; the JAX scaling book's inference chapter). The **prefill** pushes the prompt's $s$ tokens
-# through the model at once: its matrix multiplies have $b \cdot s$ rows, like a training step's forward pass, and it
-# writes every token's keys and values into the **KV cache**. The **decode** then produces one token per sequence per
-# step: $b$ rows meet every weight matrix, and attention reads the whole cache. The tensor-parallel all-reduce shows
-# the difference first. In training (and prefill) it carries $b \cdot s \cdot h$ activations: 50.3 MB for one GPT-3
-# sequence. In decoding each new token is one position, so the same all-reduce carries $b \cdot h \cdot 2$ bytes,
-# 24.6 kB at batch 1. Both, with the α–β model on NVLink:
-
-# %%
-nvlink_bw = CLUSTER.intra_bandwidth_bytes_per_s
-nvlink_alpha = CLUSTER.intra_node_link.latency_s
-for label, payload in (
-    ("training, b·s·h·2", activation_bytes),
-    ("decode, b·h·2", parallelism.ACTIVATION_BYTES * 1 * MODEL.hidden),
-):
-    report = collectives.collective_report("all_reduce", 8, payload, nvlink_bw, nvlink_alpha)
-    print(
-        f"{label:18} {units.format_bytes(payload):>8}: latency n·α = {report.phases} × "
-        f"{units.format_time(nvlink_alpha)} = {units.format_time(report.latency_term_s):>6}, "
-        f"bandwidth Q/B = {units.format_time(report.bandwidth_term_s):>7}, {report.regime}"
-    )
-print(f"latency–bandwidth crossover for 8 ranks: {units.format_bytes(report.crossover_bytes)}")
-decode_payload = parallelism.ACTIVATION_BYTES * 1 * MODEL.hidden
-
-# %% [markdown]
-# The training all-reduce is bandwidth-bound (the bandwidth term is 20 times the latency term); the decode all-reduce is
-# the opposite, a hundred times more latency than transfer. The rest of this section serves Llama 3.1 70B (80 layers, 64
-# query heads that share 8 KV heads: grouped-query attention) on H100s with `course_lib.serving`. First the memory.
-# Serving keeps no gradients and no optimizer state, only the bf16 weights and, per sequence,
-# $2 \cdot l \cdot n_{kv} \cdot d_\text{head}$ values per token of context: a K and a V for each layer and each KV head
-# ($n_{kv}$ key-value heads of $d_\text{head} = h/a$ values each: [glossary](glossary.ipynb#kv-heads)).
-
-# %%
-from course_lib import serving
-
-SERVE_MODEL = parallelism.LLAMA3_70B
-SERVE_CLUSTER = hardware.Cluster(
-    "4 × DGX H100",
-    hardware.H100,
-    devices_per_node=8,
-    nodes=4,
-    intra_node_link=hardware.NVLINK4,
-    inter_node_link=hardware.INFINIBAND_NDR_8X,
-)
-H100_NODE = hardware.DGX_H100
-shape = (SERVE_MODEL.layers, SERVE_MODEL.kv_heads, SERVE_MODEL.head_dim)
-kv_per_token = serving.kv_cache_bytes(*shape, context_len=1, sequences=1)
-kv_8k = serving.kv_cache_bytes(*shape, context_len=8192, sequences=1)
-kv_8k_all_heads = serving.kv_cache_bytes(SERVE_MODEL.layers, SERVE_MODEL.heads, SERVE_MODEL.head_dim, 8192, 1)
-print(
-    f"KV cache per token: {SERVE_MODEL.layers} layers × 2 (K and V) × {SERVE_MODEL.kv_heads} KV heads × "
-    f"{SERVE_MODEL.head_dim} × 2 bytes = {units.format_bytes(kv_per_token)}"
-)
-print(
-    f"one sequence of 8192 tokens: {units.format_bytes(kv_8k)} "
-    f"(a K and a V for each of the {SERVE_MODEL.heads} query heads: {units.format_bytes(kv_8k_all_heads)})"
-)
-print(f"weights in bf16: {units.format_bytes(serving.weight_bytes_per_device(SERVE_MODEL.params))}")
-for t in (8, 16):
-    fit = serving.max_sequences_that_fit(SERVE_MODEL, hardware.H100, t, 1, 8192)
-    print(f"t = {t:>2}: {fit} sequences of 8192 tokens fit next to the weights on 80 GB H100s")
-fit_8 = serving.max_sequences_that_fit(SERVE_MODEL, hardware.H100, 8, 1, 8192)
-memory_8 = serving.serving_memory(SERVE_MODEL, 8, 1, sequences=fit_8, context_len=8192)
-print(
-    f"serving_memory at t = 8 with those {fit_8}: weights {units.format_bytes(memory_8.weights)} + KV cache "
-    f"{units.format_bytes(memory_8.kv_cache)} + activations {units.format_bytes(memory_8.activations)} = "
-    f"{units.format_bytes(memory_8.total)} per GPU"
-)
-
-# %% [markdown]
-# Grouped-query attention divides the cache by eight: with a K and V per query head, one long conversation would
-# hold more than a quarter of an H100. The weights alone need two H100s; from $t = 8$ on, the room left decides the
-# batch. (Past $t = 8$ each rank keeps a copy of one KV head, so $t = 16$ does not double the batch.)
-# `serving.serving_memory(model, t, p, sequences, context_len)` adds up what one GPU holds: its share of the weights,
-# of the batch's caches and one decode step's activations; the largest batch is the last whose `total` fits.
-#
-# Now one request on one node ($t = 8$): a 1024-token prompt, then decode steps at 2048 tokens of context.
-
-# %%
-pre = serving.prefill(SERVE_MODEL, H100_NODE, 8, 1, prompt_len=1024)
-one = serving.decode_step(SERVE_MODEL, H100_NODE, 8, 1, sequences=1, context_len=2048)
-ridge_batch = serving.decode_compute_bound_sequences(
-    hardware.H100.peak("bf16"), hardware.H100.hbm_bandwidth_bytes_per_s
-)
-print(
-    f"prefill, 1024 tokens: matrix multiplies {units.format_time(pre.compute_s)} (at half of peak), "
-    f"{2 * SERVE_MODEL.layers} all-reduces {units.format_time(pre.all_reduce_s)}: "
-    f"time to first token {units.format_time(pre.time_to_first_token_s)}"
-)
-print(
-    f"decode, 1 token: weight reads {units.format_time(one.weight_read_s)} vs their arithmetic "
-    f"{units.format_time(one.matmul_compute_s)}; KV reads {units.format_time(one.kv_read_s)}; "
-    f"{2 * SERVE_MODEL.layers} all-reduces: latency {units.format_time(one.all_reduce_latency_s)}, "
-    f"bandwidth {units.format_time(one.all_reduce_bandwidth_s)}"
-)
-print(
-    f"time per output token {units.format_time(one.time_per_output_token_s)} ({one.bound}-bound); "
-    f"all-reduce latency is {units.format_percent(one.all_reduce_latency_s / one.time_per_output_token_s)} of it"
-)
-half_ridge_batch = ridge_batch * serving.DECODE_COMPUTE_EFFICIENCY
-print(
-    f"the multiplies alone take as long as the weight reads at a batch of {ridge_batch:.1f} sequences at full peak, "
-    f"{half_ridge_batch:.1f} at the decode's half of peak: longer from {int(ridge_batch) + 1} and from "
-    f"{int(half_ridge_batch) + 1} sequences on"
-)
-print(
-    f"weights a decode step multiplies by (serving.matmul_params): {units.format_count(serving.matmul_params(SERVE_MODEL))}"
-    f" of the {units.format_count(SERVE_MODEL.params)} parameters"
-)
-print(
-    f"all-reduce payloads: prefill 1024 · h · 2 bytes = "
-    f"{units.format_bytes(1024 * SERVE_MODEL.hidden * parallelism.ACTIVATION_BYTES)}, "
-    f"decode h · 2 bytes = {units.format_bytes(SERVE_MODEL.hidden * parallelism.ACTIVATION_BYTES)}"
-)
-
-# %% [markdown]
-# The prefill is a training forward pass: 1024 rows per matrix multiply, compute-bound, with all-reduces of
-# $1024 \cdot h \cdot 2$ bytes = 16.8 MB that are bandwidth-bound. A decode step reads every weight it multiplies by
-# at 3.35 TB/s (`serving.matmul_params`: all but the input embedding table, of which it looks up only $b$ rows), and its arithmetic (at half of peak, `serving.DECODE_COMPUTE_EFFICIENCY`) takes 150 times less time
-# than those reads; it pays its two all-reduces per layer as pure latency: 3.17 ms for 160 of them (NCCL's ring with the
-# LL protocol, 15 µs each: 6.6 µs per call and 0.6 µs for each of its 14 hops, plus the launch floor of 4.8 µs, lesson
-# 02). Both costs are per step, not per
-# sequence, so decoding many sequences together is almost free until the arithmetic catches up with the reads. At full
-# peak the multiplies alone would catch up at the H100's ridge point, $989\text{ TFLOP/s} / 3.35\text{ TB/s} \times
-# 2\text{ bytes} / 2\text{ FLOPs}$ per parameter: at 295.2 sequences they take as long as the reads, and only a whole
-# batch of 296 makes them take longer. At the decode's half of peak the arithmetic is twice as slow and catches up
-# sooner, at 147.6, so from 148 sequences on, while every sequence's KV-cache reads push the step as a whole further
-# out. The latency–throughput curve shows it: each point is a batch size, up to the largest whose caches fit.
-
-# %%
-curve = serving.latency_throughput_curve(SERVE_MODEL, H100_NODE, 8, 1, context_len=4096)
-print(f"{'batch':>6} {'per token':>10} {'tokens/s per GPU':>17} {'bound':>8}")
-for b in (1, 16, 64, 256, int(curve.sequences[-1])):
-    row = serving.decode_step(SERVE_MODEL, H100_NODE, 8, 1, b, 4096)
-    print(
-        f"{b:>6} {units.format_time(row.time_per_output_token_s):>10} "
-        f"{units.format_count(row.tokens_per_s_per_device):>17} {row.bound:>8}"
-    )
-fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
-viz.plot_latency_throughput(curve, serving.decode_step(SERVE_MODEL, H100_NODE, 8, 1, 64, 4096), ax=ax)
-plt.show()
-
-# %% [markdown]
-# From 1 to 64 sequences the time per token grows by two thirds while the tokens per GPU grow 38-fold; past a few
-# hundred, the KV reads (which every sequence pays for its own cache) take over, and even the 371 sequences whose
-# caches fit leave the step memory-bound. Serving trades latency for throughput along this curve; training has no such
-# curve, its batch is fixed by the optimiser.
-#
-# **The t at which decode latency stops falling.** For one sequence, more tensor parallelism divides the weight reads
-# by $t$ but adds latency-bearing steps to each of the 160 all-reduces per token, and past 8 GPUs the group leaves
-# the NVLink node and pays InfiniBand's 5 µs steps. On four DGX H100 nodes ($t = 1$ and 2 do not fit):
-
-# %%
-ts = np.array([4, 8, 16, 32])
-sweep = serving.decode_step(SERVE_MODEL, SERVE_CLUSTER, ts, 1, sequences=1, context_len=4096)
-print(f"{'t':>3} {'weight reads':>13} {'KV reads':>9} {'all-reduce α':>13} {'all-reduce Q/B':>15} {'per token':>10}")
-for i, t in enumerate(ts):
-    print(
-        f"{t:>3} {units.format_time(sweep.weight_read_s[i]):>13} {units.format_time(sweep.kv_read_s[i]):>9} "
-        f"{units.format_time(sweep.all_reduce_latency_s[i]):>13} "
-        f"{units.format_time(sweep.all_reduce_bandwidth_s[i]):>15} "
-        f"{units.format_time(sweep.time_per_output_token_s[i]):>10}"
-    )
-best_t = serving.latency_optimal_tensor_parallel(SERVE_MODEL, SERVE_CLUSTER, sequences=1, context_len=4096)
-print(f"lowest time per output token at t = {best_t}")
-print(
-    f"t = 16 → 32: weight reads {units.format_time(sweep.weight_read_s[2] - sweep.weight_read_s[3])} shorter, "
-    f"all-reduce latency {units.format_time(sweep.all_reduce_latency_s[3] - sweep.all_reduce_latency_s[2])} longer"
-)
-
-# %% [markdown]
-# Going from 16 to 32 GPUs saves 1.27 ms of weight reads and adds 1.6 ms of all-reduce latency: the latency term
-# overtakes the shrinking reads, and the time per token rises again. The bandwidth term stays small beside them
-# (367 µs per token at $t = 32$, for 160 all-reduces of 16.4 kB).
-#
-# **A plan that trains well and serves poorly.** Take three training plans for this model on the same 32 GPUs
-# (global batch 64 sequences of 8192 tokens), all of which fit: ZeRO-3 over all 32 GPUs; $t = 8$ with ZeRO-3 over
-# $d = 4$ (the fastest plan `budget.search_plans` finds: lesson 05 introduces the search); and $t = 8$ with an interleaved pipeline of $p = 4$.
-# `serving.compare_training_and_serving` times each one's step (the budget model above, uncalibrated) next to what a
-# serving replica of its $t \cdot p$ GPUs does with 8 sequences of 4096 tokens.
-
-# %%
-common = dict(micro_batch=1)
-candidate_plans = {
-    "ZeRO-3, d = 32": parallelism.ParallelPlan(
-        data_parallel=32, zero_stage=3, grad_accum_steps=2, recompute="full", **common
-    ),
-    "t = 8, ZeRO-3 d = 4": parallelism.ParallelPlan(
-        data_parallel=4,
-        tensor_parallel=8,
-        zero_stage=3,
-        grad_accum_steps=16,
-        recompute="selective",
-        sequence_parallel=True,
-        **common,
-    ),
-    "t = 8, p = 4": parallelism.ParallelPlan(
-        tensor_parallel=8,
-        pipeline_parallel=4,
-        zero_stage=1,
-        grad_accum_steps=64,
-        schedule="interleaved",
-        virtual_stages=4,
-        recompute="selective",
-        sequence_parallel=True,
-        **common,
-    ),
-}
-compared = {
-    name: serving.compare_training_and_serving(
-        SERVE_MODEL, plan, SERVE_CLUSTER, sequences=8, context_len=4096, prompt_len=1024
-    )
-    for name, plan in candidate_plans.items()
-}
-print(
-    f"{'plan':20} {'train step':>10} {'tokens/s/GPU':>12} │ {'replica':>7} {'fits':>5} {'first token':>11} "
-    f"{'per token':>10} {'tokens/s/GPU':>12}"
-)
-for name, both in compared.items():
-    plan = candidate_plans[name]
-    print(
-        f"{name:20} {units.format_time(both.training.total_s):>10} "
-        f"{units.format_count(both.training_tokens_per_s_per_device):>12} │ "
-        f"{plan.tensor_parallel * plan.pipeline_parallel:>4} GPU {'yes' if both.serving_fits else 'no':>5} "
-        f"{units.format_time(both.time_to_first_token_s):>11} {units.format_time(both.time_per_output_token_s):>10} "
-        f"{units.format_count(both.serving_tokens_per_s_per_device):>12}"
-    )
-serve_search = budget.search_plans(SERVE_MODEL, SERVE_CLUSTER, global_batch=64, calibration=None)
-fastest = serve_search.plan(0)
-print(
-    f"the search's fastest plan: d = {fastest.data_parallel}, t = {fastest.tensor_parallel}, "
-    f"p = {fastest.pipeline_parallel}, ZeRO-{fastest.zero_stage}"
-)
-zero3 = compared["ZeRO-3, d = 32"]
-print(f"ZeRO-3, d = 32 in training: bound by {zero3.training.binding_constraint}")
-print(
-    f"ZeRO-3 kept sharded while serving: all-gather {units.format_bytes(zero3.serving_memory.weights)} of weights "
-    f"for every token, {units.format_time(zero3.zero3_gather_per_token_s)} per token"
-)
-
-# %% [markdown]
-# All three train within a second of each other (19.5 s to 20.1 s), and ZeRO-3 over 32 GPUs is even compute-bound: its
-# gathers hide under two micro-batches of 8192 tokens each. Served, they differ by orders of magnitude:
-#
-# - **ZeRO-3, d = 32 serves poorly.** Its replica is one GPU ($t = p = 1$), which cannot hold 141 GB of weights; kept
-#   sharded, it would all-gather them for every token, 369 ms per token against 9.02 ms for a $t = 8$ replica. In
-#   training one gather feeds 8192 tokens of each micro-batch; in decoding it feeds one.
-# - **The pipeline serves a quarter as much.** With one batch in flight the four stages take turns on every token, so
-#   the latency is that of $t = 8$ alone (plus three sends) while three quarters of the GPUs wait: 30.3 tokens/s per
-#   GPU against 121. Only several batches in flight, each with its own KV cache, fill it, which is the training
-#   pipeline's micro-batching again.
-#
-# So for Llama 3.1 70B on H100 nodes, by the datasheet's links, the lowest decode latency for one sequence is at
-# $t = 16$ (two nodes; lesson 07 measures the network and finds $t = 8$), and a ZeRO-3 plan that trains well is the
-# one that serves worst: training amortises each collective over $b \cdot s$ tokens and hides it under a large
-# compute; decoding pays two all-reduces per layer for every token, with nothing to hide them under. Lab 6 puts this
-# model and others under sliders.
+# **Serving is not training.** A trained model answering requests runs the same layers with other shapes: a prompt
+# once, then one token per sequence per step, each step reading every weight and paying two tensor-parallel
+# all-reduces per layer so small that only their latency counts, with no backward pass to hide them under. So a
+# partition that trains well may serve poorly; [10 · Serve a model](10_serving.ipynb) prices serving with this
+# lesson's budget.
 
 # %% [markdown]
 # ## Figures
@@ -856,51 +603,6 @@ plt.show()
 # %% [markdown]
 # At 8 GPUs the tensor-parallel collectives are a thin slice after three minutes of compute. At 3072 the compute
 # is under half a second and the data-parallel synchronisation, which did not shrink, is a large part of the step.
-#
-# ### Latency-bound and bandwidth-bound all-reduce on NVLink
-#
-# The time of one 8-rank all-reduce against its payload, for the algorithms of lesson 02, on Selene's NVLink; the
-# dot marks the 24.6 kB decode payload. The training payload, 50.3 MB, lies far to the right of the crossover.
-
-# %%
-fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-viz.plot_collective_time_vs_payload(
-    op="all_reduce",
-    ranks=8,
-    bandwidth_bytes_per_s=nvlink_bw,
-    latency_s=nvlink_alpha,
-    payload_range_bytes=(1e3, 1e9),
-    mark_payload_bytes=decode_payload,
-    ax=ax,
-)
-plt.show()
-
-# %% [markdown]
-# Left of the crossover, the number of phases decides: recursive doubling's $\lg p = 3$ phases beat the ring's 14
-# for the decode payload. Right of it, the bytes decide and the ring is optimal. The binomial tree drawn here is
-# MPICH's unpipelined tree, which moves the whole buffer in each of its $2\lceil\lg p\rceil$ phases; it is not
-# what NCCL runs. NCCL's tree is the pipelined double binary tree of lesson 02, with $2\lfloor\lg p\rfloor$ phases
-# and about $2S$ per rank (between nodes; inside a node NCCL's tree is different, as the next paragraph says):
-
-# %%
-decode_report = collectives.collective_report("all_reduce", 8, decode_payload, nvlink_bw, nvlink_alpha)
-tree_loses_above = collectives.equal_time_payload_bytes(
-    "all_reduce", 8, nvlink_bw, nvlink_alpha, "ring", "double_binary_tree"
-)
-print(
-    f"decode all-reduce, {units.format_bytes(decode_payload)} on 8 ranks: ring "
-    f"{units.format_time(decode_report.times_by_algorithm['ring'])}, double binary tree "
-    f"{units.format_time(decode_report.times_by_algorithm['double_binary_tree'])}; "
-    f"the ring is faster from {units.format_bytes(tree_loses_above)} up"
-)
-
-# %% [markdown]
-# In these textbook forms the double binary tree more than halves the decode all-reduce, and the ring takes over
-# only for buffers of several megabytes, such as the training all-reduce. Inside one node NCCL does not run that
-# tree: its tree is a chain through the node's GPUs (the double binary tree links nodes), with as many NVLink hops as
-# the ring. NCCL's own model (`course_lib.nccl`, which the budget uses) gives this 24.6 kB all-reduce on Selene's node
-# 15.5 µs with the ring and 16.4 µs with the tree, both with the LL protocol, and picks the ring. No algorithm is best
-# everywhere, which is why NCCL chooses per call.
 
 # %% [markdown]
 # ## Misconception
@@ -909,25 +611,27 @@ print(
 # > the latency of a particular collective.*
 #
 # The strong-scaling table showed the first half: 384 times the GPUs, 65.7 % efficiency. For the second half, take
-# one node's aggregate NVLink rate, the kind of figure a datasheet adds up, and divide the decode all-reduce by it:
+# one node's aggregate NVLink rate, the kind of figure a datasheet adds up, and divide step 3's tensor-parallel
+# all-reduce by it:
 
 # %%
 aggregate_bw = CLUSTER.devices_per_node * CLUSTER.intra_bandwidth_bytes_per_s
-naive_s = decode_payload / aggregate_bw
-actual_s = collectives.collective_time("all_reduce", 8, decode_payload, nvlink_bw, nvlink_alpha)
+naive_s = activation_bytes / aggregate_bw
+actual_s = one_call["t = 8, inside a node"]  # step 3: the 8-rank all-reduce as NCCL runs it
 print(f"aggregate NVLink of one node: {units.format_bandwidth(aggregate_bw)}")
-print(f"{units.format_bytes(decode_payload)} / aggregate rate = {units.format_time(naive_s)}")
+print(f"{units.format_bytes(activation_bytes)} / aggregate rate = {units.format_time(naive_s)}")
 print(
-    f"one 8-rank ring all-reduce of it: {units.format_time(actual_s)}, "
+    f"one 8-rank all-reduce of it as NCCL runs it: {units.format_time(actual_s)}, "
     f"{units.format_count(round(actual_s / naive_s))} times longer"
 )
 
 # %% [markdown]
-# The all-reduce is a chain of 14 dependent steps, each paying α, and each GPU can only use its own links: the
+# The aggregate rate pretends that every byte may use every link of the node at once. In a ring all-reduce each GPU
+# sends and receives $2\,\tfrac{p-1}{p}\,S$ over its own links only, in 14 dependent steps, each paying α: the
 # aggregate rate of the node tells nothing about that chain. The same holds at cluster scale: Narayanan et al.
 # report an effective bisection bandwidth of 12.9 TB/s for the data-parallel all-reduce of their 3072-GPU run, but
 # that aggregate says nothing about one 50.3 MB tensor-parallel all-reduce inside a node, which takes the 428 µs that
-# one GPU's links and the ring's 14 steps allow (step 3 above).
+# one GPU's links and the ring's 14 steps allow.
 #
 # On the partition explorer: GPT-3 175B on 8 nodes of 8 A100, $t = 8$ and $p = 8$. Move $t$ from 8 to 16 and watch
 # the tensor-parallel rows: their link turns from NVLink to InfiniBand, and their exposed time grows although each
@@ -1017,23 +721,6 @@ quiz.MultipleChoice(
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
-        prompt="During decoding with tensor parallelism, each all-reduce carries b·h·2 bytes (24.6 kB for GPT-3 at "
-        "batch 1). Going from t = 4 to t = 8 inside a node makes each all-reduce…",
-        options=(
-            "faster, because each device sends a smaller share",
-            "slower, because the ring has more latency-bearing phases (14 instead of 6)",
-            "equally fast, because NVLink bandwidth is the same",
-        ),
-        answer=1,
-        explanation="The payload is tiny, so the time is n·α: a ring all-reduce over p ranks has 2(p−1) phases. "
-        "The bandwidth term is a fraction of a microsecond either way.",
-    )
-)
-
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(
-    quiz.Question(
         prompt="Why does tensor parallelism usually stay inside one NVLink node while data parallelism spans the "
         "cluster?",
         options=(
@@ -1075,10 +762,8 @@ quiz.MultipleChoice(
 #   transfers have no window; data-parallel gradients can hide behind the backward pass.
 # - Put the frequent, blocking exchanges on the fast links: tensor parallelism inside the NVLink domain.
 # - Strong scaling ends when the per-device compute no longer amortises the communication that does not shrink.
-# - Decode is memory-bound (every weight read for a few tokens) and pays two latency-bound all-reduces per layer
-#   per token: past some $t$ (16 for Llama 3.1 70B on H100 nodes by the datasheet, 8 on the measured network of
-#   lesson 07) more devices make each token slower, and a plan that trains well (ZeRO-3, a pipeline) may serve
-#   poorly.
+# - Serving runs the same layers with other shapes, one token per sequence per step with nothing to hide its
+#   all-reduces under: a plan that trains well may serve poorly (lesson 10).
 # - The step is compute, exposed communication and the bubble; the largest of the three is the plan's binding
 #   constraint. The estimate is coarse and its compute efficiency is an assumption, so measure.
 
@@ -1096,8 +781,6 @@ quiz.MultipleChoice(
 #    hand, protocol and all.)
 # 4. **Strong scaling.** Repeat the strong-scaling experiment with a global batch of 3072. At 3072 GPUs, what
 #    share of the step is exposed communication, and what is the efficiency?
-# 5. **Decode crossover.** At what batch size does the decode all-reduce of GPT-3 ($b \cdot h \cdot 2$ bytes) on
-#    8 NVLink GPUs reach the latency–bandwidth crossover?
 #
 # <details>
 # <summary>Answers</summary>
@@ -1115,8 +798,6 @@ quiz.MultipleChoice(
 # 4. With 3072 sequences, $m = 8$ at 3072 GPUs: the compute is 4 times longer while the data-parallel term stays
 #    at 294 ms, so the exposed share falls from 45.8 % to about 27 % and the efficiency rises from 65.7 % to about
 #    88 %. A larger batch is one way to buy back efficiency, if the optimisation tolerates it.
-# 5. The crossover on 8 ranks is 2.4 MB; $b \cdot 12288 \cdot 2$ bytes = 2.4 MB at $b \approx 98$. Below about
-#    a hundred sequences decoded together, the tensor-parallel all-reduces are latency-bound.
 #
 # </details>
 
@@ -1145,3 +826,4 @@ quiz.MultipleChoice(
 # You can now go from a model, a batch and a cluster to the memory of each device, the transfers of each split, the
 # exposed part of each transfer and the step time of one plan, and name what binds it. Next,
 # [05 · Search for a plan](05_plan_search.ipynb) runs this budget over every plan a cluster allows and ranks them.
+# [10 · Serve a model](10_serving.ipynb), a depth lesson, applies the budget to serving a trained model.

@@ -107,7 +107,8 @@ from course_lib.widgets import quiz
 # ranks that hold the same weights. It adds $c$ times the devices: $N_\text{GPU} = d \cdot t \cdot p \cdot c$.
 #
 # **Ring attention's bytes.** Per layer and micro-batch each rank sends its K and V block,
-# $2 \cdot (s/c) \cdot n_{kv} d_\text{head} / t$ values of 2 bytes, $c - 1$ times forward, and K, V and their
+# $2 \cdot (s/c) \cdot n_{kv} d_\text{head} / t$ values of 2 bytes ($n_{kv}$ [KV heads](glossary.ipynb#kv-heads) of
+# $d_\text{head}$ values each), $c - 1$ times forward, and K, V and their
 # gradients (twice that) $c - 1$ times backward. Each hop hides behind the attention of the block the rank already
 # holds, $1/c$ of its attention core with the zig-zag split. **The all-gather's bytes.** Per layer K and V are
 # gathered forward, gathered again backward, and their gradients reduce-scattered: six collectives of $c$ times a

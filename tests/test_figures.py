@@ -468,9 +468,33 @@ def _lesson_03_schedules(_ns):
     return ["10 ms"] + [f_pct(bubble) for bubble in bubbles]
 
 
-def _lesson_04_serving(_ns):
+def _lesson_10_serving(_ns):
     step = serving.decode_step(parallelism.LLAMA3_70B, hardware.DGX_H100, 8, 1, 64, 4096)
     return ["64", f_time(step.time_per_output_token_s), f_count(step.tokens_per_s_per_device)]
+
+
+def _lesson_10_sweep(_ns):
+    # Step 10's point (64 users) and knee, simulated again: 4 requests per user, at least 16 (the scheduler's
+    # default for a sweep), at each power of 2 up to 512
+    llama, node = parallelism.LLAMA3_70B, hardware.DGX_H100
+    cost = serving.iteration_time(llama, node, 8, weights="fp8", kv_cache="fp8")
+    blocks = serving.kv_cache_blocks(llama, node.accelerator, 8, weights="fp8", kv_cache="fp8")
+    runs = {
+        users: serving.simulate_engine(
+            cost,
+            kv_blocks=blocks,
+            prompt_tokens=2048,
+            output_tokens=128,
+            requests=max(4 * users, 16),
+            concurrency=users,
+        )
+        for users in (2**k for k in range(10))
+    }
+    rates = {users: run.output_tokens_per_s for users, run in runs.items()}
+    knee = min(users for users, rate in rates.items() if rate >= 0.9 * max(rates.values()))
+    point = runs[64]
+    return ["64", f_time(point.median_ttft_s), f_time(point.median_itl_s), f_count(point.output_tokens_per_s),
+            f_count(point.output_tokens_per_s / 8), str(knee), f_pct(0.9)]  # fmt: skip
 
 
 def _lesson_04_step(ns):
@@ -500,7 +524,7 @@ def _lesson_04_scaling(ns):
     return possible, required
 
 
-def _lesson_04_payload(_ns):
+def _lesson_10_payload(_ns):
     cluster = hardware.SELENE_3072
     bandwidth, latency = cluster.intra_bandwidth_bytes_per_s, cluster.intra_node_link.latency_s
     payload = parallelism.ACTIVATION_BYTES * parallelism.GPT3_175B.hidden
@@ -601,7 +625,8 @@ def _lesson_00_map(_ns):
     """The map's numbers: the lessons, lesson 08's runs that ran, and lesson 09's GPUs ("70B on 64 H100s")."""
     capstone = lesson_figures("09_capstone")[1]
     runs = int(np.sum(validation.load_playbook_runs().succeeded))
-    return [f"{n:02d}" for n in range(1, 10)] + [f"{runs:,}", str(capstone["CLUSTER"].devices)]
+    numbers = [lesson[:2] for lesson in LESSONS if lesson[:2].isdigit() and lesson[:2] != "00"]  # 01, 02, ...
+    return numbers + [f"{runs:,}", str(capstone["CLUSTER"].devices)]
 
 
 def _lesson_06_memory(_ns):
@@ -642,11 +667,6 @@ FIGURE_NUMBERS = {
     ),
     ("03_parallelism", "Per-device memory against an 80 GB A100", 0): (_lesson_03_memory, "quantities", ()),
     ("03_parallelism", "Pipeline schedules as timelines", 0): (_lesson_03_schedules, "quantities", ()),
-    ("04_communication_budget", "Step 5 · Measure, and adjust the partition size", 0): (
-        _lesson_04_serving,
-        "numbers",
-        (),
-    ),
     ("04_communication_budget", "One step of the GPT-3 plan", 0): (
         _lesson_04_step,
         "numbers",
@@ -654,11 +674,6 @@ FIGURE_NUMBERS = {
     ),
     ("04_communication_budget", "Strong scaling: the same step at 8, 256 and 3072 GPUs", 0): (
         _lesson_04_scaling,
-        "numbers",
-        (),
-    ),
-    ("04_communication_budget", "Latency-bound and bandwidth-bound all-reduce on NVLink", 0): (
-        _lesson_04_payload,
         "numbers",
         (),
     ),
@@ -714,6 +729,13 @@ FIGURE_NUMBERS = {
     ),
     ("09_capstone", "The plan landscape", 0): (_lesson_09_landscape, "numbers", ()),
     ("09_capstone", "Where the step goes: candidate and recommended", 0): (_lesson_09_steps, "numbers", ()),
+    ("10_serving", "Step 4 · Latency against throughput", 0): (_lesson_10_serving, "numbers", ()),
+    ("10_serving", "Step 10 · The concurrency sweep: latency, throughput and the knee", 0): (
+        _lesson_10_sweep,
+        "numbers",
+        (),
+    ),
+    ("10_serving", "Latency-bound and bandwidth-bound all-reduce on NVLink", 0): (_lesson_10_payload, "numbers", ()),
 }
 
 

@@ -32,7 +32,7 @@ def lab_follows(lab: str) -> str:
     text = "\n".join(cell.source for cell in nbformat.read(master_path(lab), as_version=4).cells)
     needs = NEEDS.search(text)
     assert needs, f"labs/{lab}: no '**What you need:**' paragraph naming the lessons it builds on"
-    return max(re.findall(r"\b(0\d)\b", needs.group(1)))
+    return max(re.findall(r"\b(\d\d)\b", needs.group(1)))
 
 
 @cache

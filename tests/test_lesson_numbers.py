@@ -98,18 +98,10 @@ CHECKED = {
     "04_communication_budget": {
         "2.8 TB": "GPT-3's 16 bytes of model state per parameter, lesson 03: test_lesson_03_computed_figures",
         "200 Gb/s": "Selene's InfiniBand HDR adapters, hardware.SELENE_3072: test_lesson_04_quoted_figures",
-        "3.35 TB/s": "the H100's datasheet HBM bandwidth, hardware.H100: test_lesson_04_quoted_figures",
         "52 %": "Narayanan et al. 2021: 163 of the A100's 312 TFLOP/s, test_lesson_03_computed_figures",
         "12.9 TB/s": "quoted from Narayanan et al. 2021 §5.9 (effective bisection bandwidth of the 3072-GPU run)",
         "240 GB/s": "NVLink 3 as NCCL counts it, 12 × 20 GB/s: test_lesson_04_nccl_figures",
         "20 GB/s": "NVLink 3 as NCCL counts it, 12 × 20 GB/s: test_lesson_04_nccl_figures",
-        "15 µs": "a decode all-reduce's NCCL latency, 6.6 + 14 × 0.6 µs: test_lesson_04_nccl_figures",
-        "3.17 ms": "160 decode all-reduces, each 4.8 + 15 µs: test_lesson_04_nccl_figures",
-        "4.8 µs": "hardware.LAUNCH_FLOOR_S: test_lesson_04_nccl_figures",
-        "6.6 µs": "NCCL's base latency of the ring with LL: test_lesson_04_nccl_figures",
-        "0.6 µs": "NCCL's latency per NVLink hop with LL: test_lesson_04_nccl_figures",
-        "15.5 µs": "NCCL's ring for GPT-3's decode all-reduce on Selene's node: test_lesson_04_nccl_figures",
-        "16.4 µs": "NCCL's tree for GPT-3's decode all-reduce on Selene's node: test_lesson_04_nccl_figures",
         "2.04 ms": "exercise 1",
         "200 GB/s": "exercise 3: test_lesson_04_exercise_answers",
         "3 %": "quoted from Jouppi et al. 2023 (the optics' share of the TPU v4 system's power)",
@@ -238,6 +230,17 @@ CHECKED = {
         "115 GB": "exercise 5",
         "128 GB": "exercise 5",
         "16 GB": "exercise 5",
+    },
+    "10_serving": {
+        "3.35 TB/s": "the H100's datasheet HBM bandwidth, hardware.H100: test_lesson_10_quoted_figures",
+        "15 µs": "a decode all-reduce's NCCL latency, 6.6 + 14 × 0.6 µs: test_lesson_10_nccl_figures",
+        "3.17 ms": "160 decode all-reduces, each 4.8 + 15 µs: test_lesson_10_nccl_figures",
+        "4.8 µs": "hardware.LAUNCH_FLOOR_S: test_lesson_10_nccl_figures",
+        "6.6 µs": "NCCL's base latency of the ring with LL: test_lesson_10_nccl_figures",
+        "0.6 µs": "NCCL's latency per NVLink hop with LL: test_lesson_10_nccl_figures",
+        "15.5 µs": "NCCL's ring for GPT-3's decode all-reduce on Selene's node: test_lesson_10_nccl_figures",
+        "16.4 µs": "NCCL's tree for GPT-3's decode all-reduce on Selene's node: test_lesson_10_nccl_figures",
+        "80 %": "exercise 4's rule: test_lesson_10_knee_at_80_percent",
     },
 }
 # The lab masters' (their student versions carry the same prose; outputs are stored in the masters only), from each
@@ -372,23 +375,11 @@ def test_lesson_04_quoted_figures():
     selene = hardware.SELENE_3072
     assert selene.inter_node_link.bandwidth_bytes_per_s == 8 * 200 * units.GBIT  # 8 × 200 Gb/s per node
     assert selene.inter_bandwidth_bytes_per_s == pytest.approx(25e9)  # each GPU's share, printed beside the prose
-    assert units.format_bandwidth(hardware.H100.hbm_bandwidth_bytes_per_s) == "3.35 TB/s"
 
 
 def test_lesson_04_nccl_figures():
     selene = hardware.SELENE_3072
     assert selene.nccl_intra_bandwidth_bytes_per_s == pytest.approx(12 * 20e9)  # 240 GB/s, not the datasheet's 300
-    # Serving: a decode all-reduce of Llama 3.1 70B on one DGX H100 is latency only, NCCL's ring with LL
-    decode = serving.decode_step(parallelism.LLAMA3_70B, hardware.DGX_H100, 8, 1, sequences=1, context_len=2048)
-    assert decode.all_reduce_latency_s / 160 == pytest.approx(
-        hardware.LAUNCH_FLOOR_S + 6.6e-6 + 14 * 0.6e-6
-    )  # 4.8 + 15 µs
-    assert units.format_time(decode.all_reduce_latency_s) == "3.17 ms"
-    # GPT-3's decode all-reduce (24.6 kB) on Selene's node: the ring and the tree (a chain in a node), both with LL
-    rows = nccl.candidates("all_reduce", selene, 8, 1, 2 * parallelism.GPT3_175B.hidden)
-    times = {(row["algorithm"], row["protocol"]): units.format_time(row["time_s"]) for row in rows}
-    assert (rows[0]["algorithm"], rows[0]["protocol"]) == ("ring", "LL")
-    assert times[("ring", "LL")] == "15.5 µs" and times[("tree", "LL")] == "16.4 µs"
 
 
 def test_lesson_04_exercise_answers():
@@ -424,6 +415,61 @@ def test_lesson_04_exercise_answers():
     assert units.format_percent(last.exposed_communication_s / last.total_s, digits=2) == "27 %"
     assert units.format_percent(first.total_s * 8 / (last.total_s * 3072), digits=2) == "88 %"
     assert units.format_time(last.exposed_s["data"]) == "294 ms"  # "the data-parallel term stays at 294 ms"
+
+
+def test_lesson_10_quoted_figures():
+    assert units.format_bandwidth(hardware.H100.hbm_bandwidth_bytes_per_s) == "3.35 TB/s"
+
+
+def test_lesson_10_nccl_figures():
+    # A decode all-reduce of Llama 3.1 70B on one DGX H100 is latency only, NCCL's ring with LL
+    decode = serving.decode_step(parallelism.LLAMA3_70B, hardware.DGX_H100, 8, 1, sequences=1, context_len=2048)
+    assert decode.all_reduce_latency_s / 160 == pytest.approx(
+        hardware.LAUNCH_FLOOR_S + 6.6e-6 + 14 * 0.6e-6
+    )  # 4.8 + 15 µs
+    assert units.format_time(decode.all_reduce_latency_s) == "3.17 ms"
+    # GPT-3's decode all-reduce (24.6 kB) on Selene's node: the ring and the tree (a chain in a node), both with LL
+    rows = nccl.candidates("all_reduce", hardware.SELENE_3072, 8, 1, 2 * parallelism.GPT3_175B.hidden)
+    times = {(row["algorithm"], row["protocol"]): units.format_time(row["time_s"]) for row in rows}
+    assert (rows[0]["algorithm"], rows[0]["protocol"]) == ("ring", "LL")
+    assert times[("ring", "LL")] == "15.5 µs" and times[("tree", "LL")] == "16.4 µs"
+
+
+def test_lesson_10_exercise_answers():
+    llama, h100 = parallelism.LLAMA3_70B, hardware.H100
+    # 1: GPT-3's decode all-reduce b·h·2 bytes reaches the 8-rank crossover (2.4 MB) at b ≈ 98
+    selene = hardware.SELENE_3072
+    crossover = collectives.latency_bandwidth_crossover_bytes(
+        "all_reduce", 8, selene.intra_bandwidth_bytes_per_s, selene.intra_node_link.latency_s
+    )
+    assert units.format_bytes(crossover) == "2.4 MB"
+    assert round(crossover / (2 * parallelism.GPT3_175B.hidden)) == 98
+    # 2: without grouped-query attention (a K and a V per query head) 22 sequences of 8192 tokens fit at t = 8
+    assert serving.max_sequences_that_fit(dataclasses.replace(llama, kv_heads=llama.heads), h100, 8, 1, 8192) == 22
+    assert serving.max_sequences_that_fit(llama, h100, 8, 1, 8192) == 185
+    # 3: p = 4 with k batches in flight against t = 8 alone, 8 sequences of 4096 tokens
+    four = dataclasses.replace(hardware.DGX_H100, nodes=4)
+    alone = serving.decode_step(llama, four, 8, 1, 8, 4096).tokens_per_s_per_device
+    piped = {k: serving.decode_step(llama, four, 8, 4, 8, 4096, batches_in_flight=k).tokens_per_s_per_device
+             for k in (3, 4, 5)}  # fmt: skip
+    assert f"{piped[4]:.1f}" == "110.5" and f"{alone:.1f}" == "110.9" and piped[3] < piped[4] < alone
+    assert piped[5] == pytest.approx(alone)
+
+
+@pytest.mark.slow  # a concurrency sweep, 4 requests per user at 1 … 512 users: about 4 s
+def test_lesson_10_knee_at_80_percent():
+    # Exercise 4: step 10's sweep (Llama 3.1 70B, FP8 weights and cache, t = 8, 2048 + 128 tokens) under an 80 % rule
+    sweep = serving.concurrency_sweep_report(
+        parallelism.LLAMA3_70B, hardware.DGX_H100, 8, weights="fp8", kv_cache="fp8", prompt_tokens=2048,
+        output_tokens=128, concurrency=64,
+    ).sweep  # fmt: skip
+    highest = sweep.output_tokens_per_s.max()
+    assert units.format_count(highest) == "2140" and units.format_count(0.8 * highest) == "1710"
+    at_80 = int(sweep.concurrency[np.argmax(sweep.output_tokens_per_s >= 0.8 * highest)])
+    assert (at_80, sweep.knee_concurrency) == (64, 128)
+    at = {int(users): i for i, users in enumerate(sweep.concurrency)}
+    assert units.format_count(sweep.output_tokens_per_s[at[64]]) == "1800"
+    assert [units.format_time(sweep.median_itl_s[at[users]]) for users in (64, 128)] == ["33.5 ms", "62 ms"]
 
 
 def test_lesson_05_quoted_figures():

@@ -730,6 +730,7 @@ CARD_FREE = [
             "07_measure",
             "08_model_meets_measurements",
             "09_capstone",
+            "10_serving",
         )
     ),
     *(

@@ -81,7 +81,7 @@ def master_parts(lab: str) -> dict:
         "intro": intro,
         "solution": solution,
         "modules": modules,
-        "needs": sorted(set(re.findall(r"\b(0\d)\b", needs.group(1)))) if needs else [],
+        "needs": sorted(set(re.findall(r"\b(\d\d)\b", needs.group(1)))) if needs else [],
     }
 
 

@@ -8,7 +8,7 @@ rank sends what, time against payload), ``ring_allreduce`` (lesson 02 and lab 1:
 ``parallelism`` (lesson 03: the four splits of one model, one layer under tensor parallelism), ``global_batch``
 (lab 2), ``memory_budget`` (lessons 01 and 03, lab 3: memory per device), ``pipeline_schedule`` (lesson 03 and lab 4:
 the Gantt chart), ``budget`` (lesson 04: step timeline; lesson 05: plan search), ``measure`` (lesson 07 and lab 8),
-``partition`` (lab 5), ``serving`` (lesson 04 and lab 6) and ``validation`` (lesson 08).
+``partition`` (lab 5), ``serving`` (lesson 10 and lab 6) and ``validation`` (lesson 08).
 
 The labs' figures are *live figures*, ``fast.LiveFigure``s: built by their constructor on axes the caller places,
 then changed by ``update(result)`` with the result of one call into the formula layer. They are
@@ -46,7 +46,14 @@ from .memory_budget import MemoryBarsFigure, MemoryBudgetFigure, plot_memory_bre
 from .parallelism import plot_parallelism_splits, plot_tensor_parallel_layer
 from .pipeline_schedule import ComparisonBarsFigure, PipelineScheduleFigure, plot_pipeline_schedule
 from .ring_allreduce import RingStepFigure, plot_ring_allreduce_steps, plot_ring_step
-from .serving import DecodeBreakdownFigure, LatencyThroughputFigure, plot_decode_breakdown, plot_latency_throughput
+from .serving import (
+    ConcurrencySweepFigure,
+    DecodeBreakdownFigure,
+    LatencyThroughputFigure,
+    plot_concurrency_sweep,
+    plot_decode_breakdown,
+    plot_latency_throughput,
+)
 from .validation import PredictedMeasuredFigure, ResidualsFigure, plot_predicted_measured, plot_residuals
 
 __all__ = [
@@ -78,6 +85,8 @@ __all__ = [
     "plot_decode_breakdown",
     "LatencyThroughputFigure",
     "DecodeBreakdownFigure",
+    "plot_concurrency_sweep",
+    "ConcurrencySweepFigure",
     "plot_predicted_measured",
     "plot_residuals",
     "PredictedMeasuredFigure",

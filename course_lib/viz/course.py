@@ -51,6 +51,7 @@ LESSONS = (
         "09 · Plan a real run\n70B on 64 H100s",
         ("04_communication_budget", "05_plan_search", "07_measure", "08_model_meets_measurements"),
     ),
+    ("10_serving", "10 · Serve a model\nprefill, decode, KV cache", ("01_mac", "02_nccl", "04_communication_budget")),
 )
 # (lab's file stem, lab title, the lesson it practises)
 LABS = (
@@ -59,7 +60,7 @@ LABS = (
     ("03_memory_budget", "Lab: memory budget", "03_parallelism"),
     ("04_pipeline_schedule", "Lab: pipeline schedule", "03_parallelism"),
     ("05_partition_explorer", "Lab: partition explorer", "04_communication_budget"),
-    ("06_serving", "Lab: serving", "04_communication_budget"),
+    ("06_serving", "Lab: serving", "10_serving"),
     ("07_sequences_and_experts", "Lab: sequences and experts", "06_sequences_and_experts"),
     ("08_measure_collectives", "Lab: measure collectives", "07_measure"),
 )
@@ -133,8 +134,10 @@ def plot_course_map(ax=None, tracks: Mapping[str, str] | None = None):
             source = prerequisites[-1]
             if centre[stem] - centre[source] < 2 * width:  # neighbours: side to side
                 ends, style = ((centre[source] + width / 2 + 0.03, 1.85), (centre[stem] - width / 2 - 0.03, 1.85)), None
-            else:  # over the lessons between, top to top, so that the arrow crosses no box
-                ends, style = ((centre[source], 2.33), (centre[stem], 2.33)), "arc3,rad=-0.25"
+            else:  # over the lessons between, top to top, so that the arrow crosses no box; a longer arrow bends
+                # less, so that every arc peaks at the same height, inside the axes
+                bend = 0.25 * min(1.0, 2 * (width + gap) / (centre[stem] - centre[source]))
+                ends, style = ((centre[source], 2.33), (centre[stem], 2.33)), f"arc3,rad=-{bend:.3f}"
             ax.add_patch(
                 FancyArrowPatch(
                     *ends, arrowstyle="-|>", mutation_scale=14, color="#333333", connectionstyle=style or "arc3"

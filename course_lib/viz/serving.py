@@ -1,4 +1,4 @@
-"""Figures for serving (lesson 04): the latency–throughput curve of decode, and where a token's time goes.
+"""Figures for serving (lesson 10): the latency–throughput curve of decode, and where a token's time goes.
 
 Each figure is a ``fast.LiveFigure``: its constructor builds it on the axes it is given and ``update(result)`` moves
 its artists (``set_data``, ``set_width``) to a new result, so a lab redraws without rebuilding; a ``plot_*`` wrapper

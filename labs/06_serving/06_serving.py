@@ -30,8 +30,8 @@
 # %% [markdown]
 # # Lab 6 · Serve a model: prefill, decode and the KV cache
 #
-# A partition that trains well may serve poorly. [Lesson 04 · Budget the
-# bytes](../notebooks/04_communication_budget.ipynb) ends on why: generating text runs the model in two phases. The
+# A partition that trains well may serve poorly. [Lesson 10 · Serve a
+# model](../notebooks/10_serving.ipynb) shows why: generating text runs the model in two phases. The
 # **prefill** pushes a prompt's tokens through the model at once, big matrix multiplies like a training step's
 # forward pass, compute-bound. The **decode** then makes one token per sequence per step: it reads every weight and
 # the batch's **KV cache** (a key and a value per layer, per KV head and per token of context) from memory to do
@@ -42,8 +42,9 @@
 # **Time to learn:** about 2.2 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
-# **What you need:** lesson 04's serving section (the KV cache, prefill and decode, the latency–throughput curve,
-# the t at which decode latency stops falling), lesson 02's α–β model of an all-reduce, and lesson 01's roofline.
+# **What you need:** lesson 10 (the KV cache, prefill and decode, the latency–throughput curve, the t at which
+# decode latency stops falling), lesson 04's transfers of a partition, lesson 02's α–β model of an all-reduce, and
+# lesson 01's roofline.
 #
 # **Scope.** One replica of $t \cdot p$ GPUs on 8-GPU nodes (tensor ranks side by side, as many nodes as needed),
 # bf16 weights and KV cache, one batch of sequences in flight. The prefill runs at half of the GPU's peak FLOP/s;
@@ -145,8 +146,8 @@ lab
 # many users never waits for a batch to end: it schedules each *iteration* anew (**continuous batching**), a
 # finished request leaves at once and a waiting one joins the next iteration; it keeps the KV cache in **blocks**
 # of 16 tokens (a **paged KV cache**) and admits a request only while free blocks last; and it splits a long prompt
-# into chunks that share iterations with the decodes (**chunked prefill**). Lesson 10 (Serve a model, step 10)
-# builds these; this widget runs them. For each concurrency $N$ from 1 to 512
+# into chunks that share iterations with the decodes (**chunked prefill**). [Lesson 10 · Serve a
+# model](../notebooks/10_serving.ipynb) (step 10) builds these; this widget runs them. For each concurrency $N$ from 1 to 512
 # it simulates $N$ users in a closed loop, each sending its next request as soon as its last one ends (what
 # `genai-perf` and vLLM's benchmark call concurrency), with one iteration priced by the engine model; it plots
 # the median **time to first token** (TTFT), the median **inter-token latency** (ITL, the time between two tokens
@@ -686,7 +687,7 @@ test_q4_other_plans(time_per_output_token)
 #
 # A sweep measures a replica's output throughput at increasing concurrencies. Write
 # `knee_concurrency(concurrencies, output_tokens_per_s, fraction=0.9)`: the knee by the rule the sweep above uses
-# (and lesson 10 teaches in its step 10), the smallest concurrency whose throughput reaches
+# (and [lesson 10](../notebooks/10_serving.ipynb) teaches in its step 10), the smallest concurrency whose throughput reaches
 # (is at least) `fraction` of the sweep's maximum throughput. `concurrencies` is increasing, `output_tokens_per_s`
 # holds one throughput per concurrency (lists or arrays); return the concurrency itself, a whole number. Do not use
 # the knee that `course_lib` works out (`knee_concurrency` of a sweep or a report). Check your answer on the lab's
