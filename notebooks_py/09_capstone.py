@@ -48,7 +48,7 @@
 # - Behind them: [03 · Split the work](03_parallelism.ipynb) (memory per device, sequence parallelism, ZeRO, the
 #   pipeline bubble) and [01 · Count the work](01_mac.ipynb) (FLOPs of a layer, 6PD, MFU).
 #
-# **Time to learn:** about 2.4 hours by the course's rule
+# **Time to learn:** about 2.3 hours by the course's rule
 # ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 
 # %%
