@@ -12,6 +12,17 @@ CHECKED = {
     "63.6 %": "explore 4",
     "23.4 %": "explore 5",
     "5.86 %": "explore 5",
+    "16": "explore 1's micro-batches and explore 5's stages, settings, not results",
+    "12": "explore 4: each device's work, 12 t_f (4 micro-batches × 3 t_f); not yet in check()",
+    "21": "explore 4: the idle time, 21 t_f ((p − 1) × 3 t_f at p = 8); not yet in check()",
+    "45": "explore 5: 1F1B's bubble in t_f: check()",
+    "237": "explore 5: 1F1B's step in t_f: check()",
+    "11.25": "explore 5: the interleaved bubble in t_f: check()",
+    "203.25": "explore 5: the interleaved step in t_f: check()",
+    "19.75": "explore 5: the interleaved micro-batches held: check()",
+    "26.25": "explore 3: the step at v = 4 in t_f; not yet in check()",
+    "5.5": "explore 3: micro-batches held at v = 2; not yet in check()",
+    "4.75": "explore 3: micro-batches held at v = 4; not yet in check()",
 }
 
 

@@ -22,6 +22,10 @@ CHECKED = {
     "62 %": "explore 7: the reference calibration's GEMM efficiency, parallelism.REFERENCE_CALIBRATION: check()",
     "50 %": "explore 7: the ideal model's compute efficiency, budget's ideal: check()",
     "84.6 GB": "explore 7: the memory as Megatron-LM runs it",
+    "3072": "explore 1: 4 all-reduces × 12 layers × 64 micro-batches; not yet in check()",
+    "12": "explore 1: GPT-3's 96 layers over 8 stages",
+    "32,768": "explore 6: the all-to-all's tokens, 32768 × 2 × 4096 × 2 bytes: check()",
+    "4096": "explore 6: Mixtral 8x7B's hidden size, 32768 × 2 × 4096 × 2 bytes: check()",
 }
 
 
