@@ -23,6 +23,7 @@ CHECKED = {
     "26.25": "explore 3: the step at v = 4 in t_f; not yet in check()",
     "5.5": "explore 3: micro-batches held at v = 2; not yet in check()",
     "4.75": "explore 3: micro-batches held at v = 4; not yet in check()",
+    "5 %": "the example budget, max_bubble=0.05, a setting, not a result",
 }
 
 
