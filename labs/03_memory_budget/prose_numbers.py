@@ -36,7 +36,7 @@ CHECKED = {
     "1024": "explore 2's data parallel d, a setting, not a result",
     "256": "explore 4's micro-batches, a setting, not a result",
     "32,768": "explore 2: the last doubling's added devices, 512 × 8 × 8 = 32,768: check()",
-    "71.9": "explore 3: the activations at b = 7 without full recomputation; not yet in check()",
+    "71.9": "explore 3: the activations at b = 7 without full recomputation: check()",
     "24": "explore 5: 10 + 24/t bytes per sbh element with selective recomputation, the lesson's formula",
     "34": "explore 5: 34/t bytes per sbh element without recomputation (Korthikanti et al. 2022, Eq. 2 without 5as/h)",
 }
@@ -73,6 +73,7 @@ def check():
     seven.controls["micro_batch"].value = 7
     assert not seven.result["fits"] and units.format_bytes(-seven.result["headroom_bytes"]) == "6.88 GB"
     assert units.format_bytes(seven.result["total_bytes"]) == "86.9 GB"
+    assert units.format_bytes(seven.result["activations_bytes"]) == "71.9 GB"  # "drop from 71.9 to 33.8 GB"
     recomputed = fit(micro_batch=7, recompute="full")
     assert (recomputed["total_bytes"], recomputed["activations_bytes"]) == ("48.8 GB", "33.8 GB")
     # 4: fewer micro-batches in flight; 5: without sequence parallelism, then without recomputation
