@@ -586,7 +586,7 @@ for label, mem in breakdowns.items():
 # data-parallel traffic and a third more compute. Tensor parallelism inside one 8-GPU node divides the model states
 # by 8 (the activations by less: without sequence parallelism 10 of the 34 bytes per $sbh$ stay replicated), which
 # still leaves 405 GB. Adding 8 pipeline stages divides the states by 8 again, and then the *schedule* decides the
-# activations: GPipe stores all 64 micro-batches (445 GB), 1F1B only 8 (56 GB). Selective recomputation plus
+# activations: GPipe stores all 64 micro-batches (445 GB), 1F1B only 8 (55.6 GB). Selective recomputation plus
 # sequence parallelism shrinks the activations to 10.3 GB and brings the plan under 80 GB; a data-parallel dimension
 # with ZeRO-1 then spreads the optimizer state too, leaving room for a larger micro-batch.
 #

@@ -371,7 +371,7 @@ for label, cluster in (("datasheet", hardware.NEBIUS_H100_IB), ("measured", meas
 # Training barely notices: the same plan wins, its exposed communication grows by 28 %, the step by 0.5 %. Serving
 # nearly changes its answer. On the datasheet, $t = 16$ (two nodes per replica) is the fastest decode by 9 %, because
 # NCCL's tree across two nodes costs only 25 µs an all-reduce in its own model (31.2 µs with the launch floor); on the
-# measured network each of the 160 all-reduces of a token costs more across nodes, and the two come within 1 %
+# measured network each of the 160 all-reduces of a token costs more across nodes, and the two come within about 1 %
 # (8.35 ms against 8.44 ms): closer than the fit can tell apart. The published log decides it directly: a 16 KiB
 # all-reduce takes 17.5 µs on eight GPUs in a node and 37.2 µs on sixteen across two, so $t = 16$ pays 160 × 19.8 µs
 # = 3.16 ms more for its all-reduces and saves only half of the 5.19 ms of weight reads: $t = 8$, one node per

@@ -416,7 +416,7 @@ plt.show()
 # |---|---|---|---|
 # | memory, median error | 43.2 % | 13.3 % | nanotron's precision recipe (cited), the logits, the framework's memory (fitted) |
 # | MFU on 1 and 2 nodes | 1.34×, 1.36× | 0.98×, 0.97× | the measured NVLink, the efficiency and the fixed cost (fitted on one node) |
-# | MFU on 4 to 64 nodes | 3.1× to 15× | 2.1× to 10× | nothing: the measured network is not the cause (Step 10) |
+# | MFU on 4 to 64 nodes | 3.06× to 14.70× | 2.10× to 10.25× | nothing: the measured network is not the cause (Step 10) |
 #
 # ### Step 9 · What calibration cannot fix: 64 nodes
 

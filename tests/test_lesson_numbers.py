@@ -47,11 +47,24 @@ YEAR = re.compile(r"^(?:19|20)\d\ds$")  # "the 2010s"
 
 CHECKED = {
     "00_course_map": {
+        "1 GB": "the decimal prefix's definition, 1 GB = 10^9 bytes, not a result",
+        "1,758": 'lesson 08 prints "3306 runs, 1758 ran": test_course_map_examples_are_how_units_print',
+        "3,306": 'lesson 08 prints "3306 runs, 1758 ran": test_course_map_examples_are_how_units_print',
+        "70": "lesson 09's model, Llama 3.1 70B (parallelism.LLAMA3_70B)",
+        "64": "lesson 09's 64 H100s; lesson 03's 8 × 16 × 64: test_course_map_examples_are_how_units_print",
+        "8192": "lesson 03's worked example, 8 × 16 × 64 GPUs: test_course_map_examples_are_how_units_print",
+        "3.10": "pyproject.toml's requires-python: test_course_map_examples_are_how_units_print",
         "2.02 ms": "how units print a time: test_course_map_examples_are_how_units_print",
         "100 MB": "how units print a size: test_course_map_examples_are_how_units_print",
         "10 %": "tests/test_course_time.py's TOLERANCE: test_the_course_map_states_the_tolerance_the_tests_use",
     },
     "01_mac": {
+        "1 GB": "the decimal prefix's definition, 1 GB = 10^9 bytes, not a result",
+        "3 %": "6PD against the exact count without recomputation, as the lesson derives it; no test yet",
+        "2.8 TB": "GPT-3's 16 bytes of model state per parameter: test_lesson_03_computed_figures",
+        "1536": "the figure's GPT-3 batch (Narayanan et al. 2021, Table 1), an input the code cell sets",
+        "153.06": "exercise 5: compute.arithmetic_intensity at the first size past the ridge",
+        "152.1": "exercise 5: compute.arithmetic_intensity at the size before",
         "241 GFLOP": "exercise 1",
         "193 MB": "exercise 1",
         "1247 FLOP/byte": "exercise 1",
@@ -62,6 +75,10 @@ CHECKED = {
         "14 GB": "exercise 4",
     },
     "02_nccl": {
+        "1 ms": "the example's computation time, a setting, not a result",
+        "1.2": "the basis factor, NCCL's 1.170 on 8 ranks printed in step 7, rounded",
+        "4096": "quoted from Jouppi et al. 2023 (ISCA): the TPU v4 supercomputer's 4096 chips",
+        "1.25": "exercise 5: the bandwidth terms' difference, in S/B (600 kB): test_lesson_02_exercise_answers",
         "62239 µs": "quoted from the published nccl-tests log; the code cell uses it",
         "127997 µs": "quoted from the published nccl-tests log; the code cell uses it",
         "3.2 Tb/s": "the misconception's node rate, 8 × 400 Gb/s of InfiniBand NDR",
@@ -77,6 +94,20 @@ CHECKED = {
         "600 kB": "exercise 5",
     },
     "03_parallelism": {
+        "16 GB": "exercise 2's given memory, not a result",
+        "5 %": "exercise 4's given bubble budget, not a result",
+        "13": "the bytes per sbh element kept whole without sequence parallelism, 10 + 3 (the worked example's table)",
+        "1.5": "quoted from ZeRO §7 (Rajbhandari et al. 2020): ZeRO-3 moves 3Ψ against data parallelism's 2Ψ",
+        "54": "the cells of Narayanan et al. 2021 Table 1 compared with the formula (6 models × 9 columns) in the code",
+        "0.1172": "quoted from Narayanan et al. 2021 Table 1's rounding, against the formula in the code",
+        "0.12": "quoted from Narayanan et al. 2021 Table 1's rounding, against the formula in the code",
+        "4187.5": "quoted from Narayanan et al. 2021 Table 1's truncation, against the formula in the code",
+        "4187": "quoted from Narayanan et al. 2021 Table 1's truncation, against the formula in the code",
+        "2013.67": "quoted from Narayanan et al. 2021 Table 1's truncation, against the formula in the code",
+        "0.75": "(t − 1)/t of the ring at t = 4, the formula beside it",
+        "0.875": "(t − 1)/t of the ring at t = 8, the formula beside it",
+        "3072": "quoted from Narayanan et al. 2021: the 1T model on 3072 A100s (hardware.SELENE_3072)",
+        "4,194,304": "exercise 1: 1024 sequences × 4096 tokens",
         "2.8 TB": "GPT-3's 16 bytes of model state per parameter: test_lesson_03_computed_figures",
         "50 MB": "GPT-3's b·s·h × 2 bytes: test_lesson_03_computed_figures",
         "30%": "quoted from ZeRO §3.2 (Rajbhandari et al. 2020)",
@@ -109,6 +140,10 @@ CHECKED = {
         "88 %": "exercise 4",
     },
     "05_plan_search": {
+        "160": "the 1T model's attention heads, parallelism.MEGATRON_1T: test_lesson_05_quoted_figures",
+        "48": "GPT 22B's layers, parallelism.MEGATRON_22B: test_lesson_05_quoted_figures",
+        "78": "exercise 2: the calibrated search's row for the ideal model's winner",
+        "2.00": "exercise 3: 8.17 s over 4.08 s: test_lesson_05_exercise_answers",
         "80 GB": "Selene's A100s, hardware.SELENE_3072: test_lesson_05_quoted_figures",
         "52.1 %": "the default calibration's memory margin, lesson 09 prints it: test_lesson_05_quoted_figures",
         "52 %": "Narayanan et al. 2021: 163 of the A100's 312 TFLOP/s, test_lesson_03_computed_figures",
@@ -120,6 +155,8 @@ CHECKED = {
         "8.17 s": "exercise 3: test_lesson_05_exercise_answers",
     },
     "06_sequences_and_experts": {
+        "10": "the logits' bytes per token and vocabulary entry, parallelism.memory_breakdown",
+        "256": "quoted from DeepSeek-V3's report (arXiv:2412.19437): 256 routed experts per MoE layer",
         "77.6 GB": "exercise 1: t = 4, c = 2 at 262,144 tokens: test_lesson_06_exercise_answers",
         "128 GB": "exercise 1: t = 4, c = 2 at 524,288 tokens: test_lesson_06_exercise_answers",
         "1.61 GB": "exercise 2: DBRX-shaped dispatch payload: test_lesson_06_exercise_answers",
@@ -128,6 +165,15 @@ CHECKED = {
         "15 %": "the target of test_expert_context.py::test_llama3_405b_128k_plan_is_reproduced_within_15_percent",
     },
     "07_measure": {
+        "1 %": "8.35 ms against 8.44 ms, both printed (1.1 %), and a decision's margin",
+        "120": "NCCL's LL128 protocol: 120 bytes of data in each 128-byte line (NVIDIA/nccl src/device/prims_ll128.h)",
+        "0.59": "read off the figure of model / measured time above, from 512 KiB up; no test yet",
+        "0.79": "read off the figure of model / measured time above, from 512 KiB up; no test yet",
+        "4096": "the serving example's context, an input the code cell sets",
+        "160": "Llama 3.1 70B's all-reduces per token, 2 per layer × 80 layers: test_lesson_04_nccl_figures",
+        "0.92": "NCCL's LL128 bandwidth share, 120/128 less its overhead (tuning model): exercise 3",
+        "1,758": 'lesson 08 prints "3306 runs, 1758 ran": test_course_map_examples_are_how_units_print',
+        "3,306": 'lesson 08 prints "3306 runs, 1758 ran": test_course_map_examples_are_how_units_print',
         "100 ms": "the recorded run's longest times: test_lesson_07_recorded_run",
         "1 MiB": "only the live sweep prints it; the recorded run's B at 1 MiB: test_lesson_07_recorded_run",
         "1 MB": "exercise 2's chosen cut-off, not a result",
@@ -178,6 +224,22 @@ CHECKED = {
         "589 µs": "exercise 5: test_lesson_07_exercise_answers",
     },
     "08_model_meets_measurements": {
+        "5.8 %": "published_report's FP8 median, printed 5.8%: test_lesson_08_published_figures",
+        "3 %": "the by-nodes ratios on one and two nodes, 0.98× and 0.97×, printed",
+        "48": "the megatron-lm-weak-scaling rows of published_runs: 48 to 6144 GPUs; from 48 GPUs to Llama 3's 16,384",
+        "6,144": "the megatron-lm-weak-scaling rows of published_runs: 48 to 6144 GPUs",
+        "4,096": "quoted from the Ultra-Scale Playbook: its runs' one sequence length",
+        "18": "quoted from nanotron: 18 bytes per parameter of its precision recipe (validation.PLAYBOOK_CALIBRATION)",
+        "56": "the Playbook's one-node runs of its 1B and 3B models the calibration is fitted on",
+        "10.24": "read off the figure of predicted / measured MFU by pipeline depth above; no test yet",
+        "36,000": "read off the figure of held-out throughput above (derived tokens/s per GPU); no test yet",
+        "9.1 %": "exercise 1: the fitted constants' median",
+        "0.0015": "exercise 2: the reference's stored fixed cost, 1.5 ms: test_lesson_09_scenario_reasons",
+        "0.25": "exercise 3's chosen share, not a result",
+        "0.5": "exercise 3: the health rule's share, validation.healthy_runs",
+        "301": "exercise 3: healthy held-out runs at a share of 0.25",
+        "106": "exercise 3: healthy held-out runs at a share of 0.75",
+        "1.30": "exercise 3: the worst ratio at a share of 0.75",
         "80 GB": "the H100's HBM: test_lesson_08_quoted_figures",
         "989.5 TFLOP/s": "the Playbook's peak, validation.PLAYBOOK_PEAK_FLOPS_PER_S: test_lesson_08_quoted_figures",
         "25 MB": "the calibration's gradient bucket (PyTorch DDP's default): test_lesson_08_quoted_figures",
@@ -196,6 +258,24 @@ CHECKED = {
         "7.3 %": "exercise 3: the same at a share of 0.75",
     },
     "09_capstone": {
+        "28,672": "Llama 3.1 70B's MLP width (its config.json), parallelism.LLAMA3_70B: test_lesson_09_quoted_figures",
+        "128,256": "Llama 3.1 70B's vocabulary (config.json), parallelism.LLAMA3_70B: test_lesson_09_quoted_figures",
+        "18": "NVLink 4 as NCCL counts it, 18 links × 20.6 GB/s: test_lesson_09_quoted_figures",
+        "7.4": "370.8 GB/s over the network's 50 GB/s per GPU: test_lesson_09_quoted_figures",
+        "14": "the model states, 16 bytes × 70.55 B parameters, over 80 GB: test_lesson_09_quoted_figures",
+        "4.2": "512 × 8192 tokens, 4.19 M: test_lesson_09_quoted_figures",
+        "85": "the held-out published runs the band comes from: test_lesson_09_scenario_reasons",
+        "1.28": "the band's top over its bottom, 1.152 / 0.898: test_lesson_09_scenario_reasons",
+        "259": "the 20-layer-stage plan's slots per step (256 micro-batches and the bubble's 3); no test yet",
+        "1.521": "1 + the +52.1 % memory margin: test_lesson_09_recommendation",
+        "210": "the InfiniBand log's best fit, 210 of 400 GB/s per node: test_lesson_09_scenario_reasons",
+        "519": "the eight-stage pipeline's slots, 512 + 7: test_lesson_09_sensitivity",
+        "1,000": "Llama 3 405B's first batch, 4 M tokens in 4096-token sequences: test_lesson_09_recommendation",
+        "38": "quoted from Llama 3's paper (Grattafiori et al. 2024): 38–43 % MFU",
+        "380": "quoted from Llama 3's paper (Grattafiori et al. 2024): 380–430 TFLOP/s per GPU",
+        "70.55": "Llama 3.1 70B's parameters, parallelism.LLAMA3_70B.params: test_lesson_09_quoted_figures",
+        "0.71": "exercise 3: the η at which the exposed share is a quarter: test_lesson_09_exercise_answers",
+        "31": "exercise 4: 34.7 s (31–40 s): test_lesson_09_exercise_answers",
         "10 %": "a hypothetical slowdown in the motivation, not a result",
         "18.9 %": "quoted from Lee et al. 2025 (arXiv:2507.03114), the average overlap slowdown",
         "40 %": "quoted from Lee et al. 2025 (arXiv:2507.03114), the largest overlap slowdown",
@@ -271,25 +351,179 @@ def prose_and_outputs(name):
     return prose, outputs, code
 
 
+def printed_as_written(quantity, outputs):
+    """Whether the outputs show ``quantity`` whole: "56 GB" is not in "1.56 GB", nor "5 ms" in "25 ms".
+
+    >>> printed_as_written("56 GB", "1.56 GB and 55.6 GB"), printed_as_written("56 GB", "(56 GB)")
+    (False, True)
+    """
+    return re.search(r"(?<![\d.,])" + re.escape(quantity) + r"(?![\w/])", outputs) is not None
+
+
 @pytest.mark.parametrize("name", sorted(CHECKED | LAB_CHECKED))
 def test_every_quantity_in_the_prose_is_printed_or_checked(name):
     checked = (CHECKED | LAB_CHECKED)[name]
     prose, outputs, _ = prose_and_outputs(name)
     found = {(index, match.group(0)) for index, text in prose for match in QUANTITY.finditer(text)}
     found = {(index, quantity) for index, quantity in found if not YEAR.match(quantity)}
-    unbacked = sorted((index, q) for index, q in found if q not in outputs and q not in checked)
+    # whole quantities only ("56 GB" is not in "1.56 GB"); the notebooks not yet checked for numbers keep the old
+    # substring match until the lead empties NUMBERS_NOT_YET_CHECKED
+    shown = (lambda q: q in outputs) if name in NUMBERS_NOT_YET_CHECKED else (lambda q: printed_as_written(q, outputs))
+    unbacked = sorted((index, q) for index, q in found if not shown(q) and q not in checked)
     where = "its prose_numbers.py" if name.startswith("labs/") else "tests/test_lesson_numbers.py"
     assert not unbacked, (
         f"{name}: quantities in the prose that no output shows and no test checks (cell, quantity): {unbacked}; "
         f"print them beside the prose, or check them in {where}"
     )
-    stale = sorted(set(checked) - {quantity for _, quantity in found})
+    stale = sorted({key for key in checked if QUANTITY.fullmatch(key)} - {quantity for _, quantity in found})
     assert not stale, f"{name}: CHECKED lists quantities the prose no longer has: {stale}"
+
+
+# Every number (issue 41): beyond the quantities above, each number in the prose (an integer ≥ 10 or a decimal, with
+# or without thousands separators: "1,758", "2.02", "62239") is in the stored outputs of its notebook, as written or
+# as course_lib.units prints it (no thousands separator), or it is the number of a quantity in CHECKED, or CHECKED
+# lists it bare with its reason. Maths ($…$), link targets and addresses are not prose. The rules below skip what is
+# not a claim about a quantity; each is tested in test_number_rules.
+NUMBER = re.compile(r"(?<![\w.,$^{\\/#-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+)(?![\w]|[.,]\d)")
+NOT_PROSE = re.compile(
+    r"\$\$.*?\$\$|\$[^$\n]*\$"  # maths
+    r"|\]\([^)]*\)|<https?://[^>]*>|https?://\S+"  # link targets and addresses
+    r"|<[^>\n]*>",  # HTML tags (an image's width, a colour)
+    re.S,
+)
+REFERENCE_WORDS = (
+    r"lessons?|labs?|steps?|sections?|tables?|figures?|figs?\.|equations?|eqs?\.|exercises?|questions?|explores?"
+    r"|self-checks?|issues?|parts?|chapters?|appendix|cells?|q"
+)
+_REF_NUMBER = r"\d+(?:\.\d+)*[a-z]?"
+NUMBER_RULES = {
+    # code, inline or fenced: a call's arguments and a quoted log are what the learner types or reads, not a claim
+    "code": re.compile(r"```.*?```|`[^`\n]*`", re.S),
+    # the hours of study, which tests/test_course_time.py checks against the course's rule
+    "hours of study": re.compile(r"(?:about\s+\**|\|\s*)\d+(?:\.\d+)?\**\s?(?:hours?|h)\b"),
+    # a citation's volume(issue):pages, page and licence: "52(4):65–76", "(p. 11)", "CC BY-SA 4.0"
+    "citation": re.compile(r"\b\d+\(\d+\):\d+(?:[–-]\d+)?|\bpp?\.\s?\d+(?:[–-]\d+)?|\bCC BY(?:-[A-Z]+)* \d+\.\d+"),
+    # lesson, lab, step, section, figure, table, equation and exercise references, lists and ranges of them
+    "reference": re.compile(
+        rf"(?i)(?:\b(?:{REFERENCE_WORDS})\s*|§\s*){_REF_NUMBER}"
+        rf"(?:\s*(?:,|and|or|to|–|-|&)\s*{_REF_NUMBER}(?![\d.]|\s?(?:{UNIT}|B\b)))*"
+    ),
+    # arXiv ids (2104.04473, arXiv:2104.04473v2) and DOIs (10.1145/3458817.3476209)
+    "arxiv or doi": re.compile(r"(?i)\b(?:arXiv:\s?)?\d{4}\.\d{4,5}(?:v\d+)?\b|\b10\.\d{4,9}/\S+"),
+    # a model, a product or a version by its name: Llama 3.1 70B, GPT-3 175B, DGX H100, NVLink 4, NCCL 2.18.3
+    "name or version": re.compile(
+        r"\b(?:Llama|GPT|Mixtral|DeepSeek|DBRX|Gemma|Qwen|Mistral|NCCL|CUDA|PyTorch|Python|NVLink|PCIe|TPU|MPI"
+        r"|Open MPI|Megatron-LM|DeepSpeed|vLLM|TensorRT-LLM|nccl-tests|HDR|NDR)[\s-]?v?\d+(?:\.\d+)*\b"
+    ),
+    # list numbering at the start of a line: "1. …", "12) …"
+    "list numbering": re.compile(r"(?m)^\s*\d+[.)](?=\s)"),
+    # a year, 1900–2099, unless a unit follows it ("2048 GPUs" is no year, nor "2000 tokens")
+    "year": re.compile(
+        r"['’]\d\d\b|(?<![\d,.])(?:19|20)\d\d(?![\d,.]?\d)(?!\s?(?:" + UNIT + r"|B\b|GPUs?|tokens?|nodes?|ranks?))"
+    ),
+}
+# Numbers glued to letters are names, not quantities ("H100", "A100", "70B", "x86", "2010s"): NUMBER never matches
+# them (its look-around), nor a number in a word joined by a hyphen ("GPT-3", "ZeRO-3").
+# Notebooks left out FOR NOW (temporary; the lead empties this after merging): another helper moves serving out of
+# lesson 04 into lesson 10 (being written), and lab 6 changes with it.
+NUMBERS_NOT_YET_CHECKED = {"04_communication_budget", "10_serving", "labs/06_serving/06_serving"}
+
+
+def notebook_names():
+    """Every lesson (notebooks/NN_*.ipynb) and every lab master (labs/NN_x/NN_x.ipynb), as prose_and_outputs names
+    them."""
+    lessons = [path.stem for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
+    labs = [f"labs/{lab}/{lab}" for lab in assignments.lab_names()]
+    return lessons + labs
+
+
+def prose_numbers(text):
+    """The numbers of a markdown cell that must be backed, as written, after the maths, the links and every rule.
+
+    >>> prose_numbers("Lesson 08 ran 1,758 plans in 2.02 ms on 8 H100s in 2023; see [it](x.ipynb#3.5).")
+    ['1,758', '2.02']
+    """
+    text = NOT_PROSE.sub(" ", text)
+    for rule in NUMBER_RULES.values():
+        text = rule.sub(" ", text)
+    numbers = [match.group(1) for match in NUMBER.finditer(text)]
+    return [n for n in numbers if "." in n or float(n.replace(",", "")) >= 10]
+
+
+def plain(number):
+    """A number as course_lib.units prints it: no thousands separator ("1,758" → "1758")."""
+    return number.replace(",", "")
+
+
+def printed_numbers(outputs):
+    """Every number the outputs show, as printed and without thousands separators."""
+    return {plain(match.group(1)) for match in NUMBER.finditer(outputs)} | {
+        plain(match.group(0)) for match in re.finditer(r"\d+(?:[.,]\d+)*", outputs)
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers"),
+    [
+        ("1,758 plans, 62239 µs, 2.02 ms, 0.4 and 12 but not 7", ["1,758", "62239", "2.02", "0.4", "12"]),
+        ("$T = 2(p-1)\\alpha + 3.5$ and $$x = 42$$ but 43", ["43"]),  # maths
+        ("[the log](https://x.org/a/123/b.html) and <https://y.org/99>, 44", ["44"]),  # link targets, addresses
+        ("lesson 08, lessons 03–05, step 12, steps 8 and 9, §5.2, Table 11, Eq. 13, exercise 10, q12", []),
+        ("Figure 14 and 15 %", ["15"]),  # a reference does not swallow the quantity after it
+        ("arXiv:2104.04473, 2205.05198v2 and doi 10.1145/3458817.3476209 and 10.5", ["10.5"]),
+        ("Llama 3.1 70B, GPT-3 175B, DGX H100, A100, NCCL 2.18.3, NVLink 4, NDR 400 links", []),
+        ("1. first\n12) twelfth\n  3. third, at 16 GB", ["16"]),  # list numbering
+        ("in 2023, the 2010s, 2048 GPUs, 2000 tokens, 1999 s", ["2048", "2000", "1999"]),  # years, and not years
+        ('<img src="a.png" width="640"> 0.75', ["0.75"]),  # HTML tags
+        ("call `f(2048, 0.5)` and\n```\n1073741824 5741.2\n```\n 0.25", ["0.25"]),  # code
+        ("about 2.4 hours, about **14.6 hours**, | 0.6 h |, 25.4 days", ["25.4"]),  # hours of study
+        ("ACM 52(4):65–76, 2009, Table 1 (p. 11), CC BY-SA 4.0, SC'21, 12.5", ["12.5"]),  # citations
+    ],
+)
+def test_number_rules(text, numbers):
+    assert prose_numbers(text) == numbers
+
+
+def test_printed_numbers_are_read_as_units_prints_them():
+    printed = printed_numbers("1758 plans | 3,306 runs | 2.02 ms | (16, 4, 1)")
+    assert {"1758", "3306", "2.02", "16", "4"} <= printed and "3,306" not in printed and "164" not in printed
+    # a quantity is shown only whole: "56 GB" is not in "1.56 GB" (lesson 03 once said 56 GB for a printed 55.6 GB)
+    assert not printed_as_written("56 GB", "1.56 GB and 55.6 GB") and printed_as_written("56 GB", "(56 GB)")
+    assert not printed_as_written("5 ms", "25 ms, 5 ms/step") and printed_as_written("5 ms", "took 5 ms.")
+    # the docstrings' examples (tests/ is not collected for doctests)
+    assert prose_numbers("Lesson 08 ran 1,758 plans in 2.02 ms on 8 H100s in 2023; see [it](x.ipynb#3.5).") == [
+        "1,758",
+        "2.02",
+    ]
+
+
+@pytest.mark.parametrize("name", [n for n in notebook_names() if n not in NUMBERS_NOT_YET_CHECKED])
+def test_every_number_in_the_prose_is_printed_or_checked(name):
+    checked = (CHECKED | LAB_CHECKED).get(name, {})
+    prose, outputs, _ = prose_and_outputs(name)
+    printed = printed_numbers(outputs)
+    # the numbers of the listed quantities ("2.02 ms" backs 2.02) and the bare numbers listed
+    backed = {plain(q.group(1)) for key in checked for q in [QUANTITY.fullmatch(key)] if q} | {
+        plain(key) for key in checked if NUMBER.fullmatch(key)
+    }
+    found = [(index, number) for index, text in prose for number in prose_numbers(text)]
+    unbacked = sorted({(i, n) for i, n in found if plain(n) not in printed and plain(n) not in backed})
+    where = "its prose_numbers.py" if name.startswith("labs/") else "tests/test_lesson_numbers.py"
+    assert not unbacked, (
+        f"{name}: numbers in the prose that no output shows and no check lists (cell, number): {unbacked}; print "
+        f"them beside the prose, fix them, or list them in CHECKED of {where} with the source or the test"
+    )
+    stale = sorted(key for key in checked if NUMBER.fullmatch(key) and key not in {n for _, n in found})
+    assert not stale, f"{name}: CHECKED lists numbers the prose no longer has: {stale}"
 
 
 def test_course_map_examples_are_how_units_print():
     assert units.format_time(collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB)) == "2.02 ms"
     assert units.format_bytes(100e6) == "100 MB"
+    assert 8 * 16 * 64 == 8192  # lesson 03's worked example, quoted in the map's table
+    assert 'requires-python = ">=3.10"' in (ROOT / "pyproject.toml").read_text()
+    _, outputs, _ = prose_and_outputs("08_model_meets_measurements")
+    assert "3306 runs, 1758 ran" in outputs  # quoted by the map and lesson 07
 
 
 def test_lesson_01_exercise_answers():
@@ -476,6 +710,7 @@ def test_lesson_05_quoted_figures():
     assert units.format_bytes(hardware.SELENE_3072.accelerator.hbm_capacity_bytes) == "80 GB"
     # the default calibration's memory margin, carried to Selene (the search's default there): the reference's
     margin = parallelism.default_calibration(hardware.SELENE_3072).memory_margin
+    assert parallelism.MEGATRON_1T.heads == 160 and parallelism.MEGATRON_22B.layers == 48
     assert margin == parallelism.REFERENCE_CALIBRATION.memory_margin and units.format_percent(margin) == "52.1 %"
 
 
@@ -778,6 +1013,12 @@ def same_plan(row, plan):
 
 
 def test_lesson_09_quoted_figures():
+    model = parallelism.LLAMA3_70B  # meta-llama/Llama-3.1-70B's config.json
+    assert (model.ffn_hidden, model.vocab, model.hidden) == (28672, 128256, 8192)
+    assert f"{model.params / 1e9:.2f}" == "70.55"
+    assert round(parallelism.zero_model_state_bytes(model.params, 1, 0) / hardware.H100.hbm_capacity_bytes) == 14
+    assert round(18 * 20.6e9 / (hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s / 8), 1) == 7.4  # 370.8 / 50 GB/s
+    assert units.format_count(512 * 8192) == "4.19 million" and round(512 * 8192 / 1e6, 1) == 4.2  # tokens per step
     assert hardware.NVLINK4.bandwidth_bytes_per_s == 900e9 and hardware.NVLINK4.direction == "two-way"
     assert hardware.INFINIBAND_NDR_8X.bandwidth_bytes_per_s == 8 * 400 * units.GBIT  # 8 adapters of 400 Gb/s
     assert units.format_percent(430e12 / hardware.H100.peak("bf16"), digits=2) == "43 %"

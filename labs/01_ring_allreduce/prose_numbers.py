@@ -31,11 +31,22 @@ CHECKED = {
     "19.9 GB/s": "explore 5",
     "10.2 ms": "explore 5",
     "50.2 ms": "explore 5",
+    "12": "explore 4's ranks, a setting, not a result",
+    "64": "explore 5's ranks, a setting, not a result",
+    "1024": "explore 5's widest ring, a setting: check()",
+    "1.75": "explore 2: the bandwidth term's 2(p − 1)/p at p = 8: check()",
+    "1.875": "explore 2: the same at p = 16: check()",
+    "49.9": "explore 5: busbw at 8 ranks: check()",
+    "49.2": "explore 5: busbw at 64 ranks: check()",
+    "28.5": "explore 5: algbw at 8 ranks: check()",
+    "25": "explore 5: algbw at 64 ranks: check()",
 }
 
 
 def check():
     from course_lib.widgets import ring_allreduce_lab
+
+    assert (2 * 7 / 8, 2 * 15 / 16) == (1.75, 1.875)  # 2: the bandwidth term's 2(p − 1)/p at 8 and 16 ranks
 
     def run(**settings):  # the lab at its defaults (8 ranks, 100 MB, 50 GB/s, 5 µs, ring), then the controls moved
         lab = ring_allreduce_lab()

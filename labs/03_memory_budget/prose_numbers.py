@@ -32,11 +32,20 @@ CHECKED = {
     "4.2 GB": "explore 7",
     "101 GB": "explore 7: Megatron-LM at p = 1, ZeRO-2",
     "62.4 GB": "explore 7: Megatron-LM at p = 1, ZeRO-3",
+    "64": "the default micro-batches per step, a setting, not a result",
+    "1024": "explore 2's data parallel d, a setting, not a result",
+    "256": "explore 4's micro-batches, a setting, not a result",
+    "32,768": "explore 2: the last doubling's added devices, 512 × 8 × 8 = 32,768: check()",
+    "71.9": "explore 3: the activations at b = 7 without full recomputation: check()",
+    "24": "explore 5: 10 + 24/t bytes per sbh element with selective recomputation, the lesson's formula",
+    "34": "explore 5: 34/t bytes per sbh element without recomputation (Korthikanti et al. 2022, Eq. 2 without 5as/h)",
 }
 
 
 def check():
     from course_lib.widgets import memory, memory_budget_lab
+
+    assert (1024 - 512) * 8 * 8 == 32768  # 2: the last doubling of d adds 512 replicas of t × p = 64 devices
 
     def fit(**settings):  # the lab at its defaults (GPT-3 175B, d = t = p = 8, ZeRO-1, ideal model), then moved
         lab = memory_budget_lab()
@@ -64,6 +73,7 @@ def check():
     seven.controls["micro_batch"].value = 7
     assert not seven.result["fits"] and units.format_bytes(-seven.result["headroom_bytes"]) == "6.88 GB"
     assert units.format_bytes(seven.result["total_bytes"]) == "86.9 GB"
+    assert units.format_bytes(seven.result["activations_bytes"]) == "71.9 GB"  # "drop from 71.9 to 33.8 GB"
     recomputed = fit(micro_batch=7, recompute="full")
     assert (recomputed["total_bytes"], recomputed["activations_bytes"]) == ("48.8 GB", "33.8 GB")
     # 4: fewer micro-batches in flight; 5: without sequence parallelism, then without recomputation

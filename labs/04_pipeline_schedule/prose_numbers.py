@@ -12,6 +12,18 @@ CHECKED = {
     "63.6 %": "explore 4",
     "23.4 %": "explore 5",
     "5.86 %": "explore 5",
+    "16": "explore 1's micro-batches and explore 5's stages, settings, not results",
+    "12": "explore 4: each device's work, 12 t_f (4 micro-batches × 3 t_f): check()",
+    "21": "explore 4: the idle time, 21 t_f ((p − 1) × 3 t_f at p = 8): check()",
+    "45": "explore 5: 1F1B's bubble in t_f: check()",
+    "237": "explore 5: 1F1B's step in t_f: check()",
+    "11.25": "explore 5: the interleaved bubble in t_f: check()",
+    "203.25": "explore 5: the interleaved step in t_f: check()",
+    "19.75": "explore 5: the interleaved micro-batches held: check()",
+    "26.25": "explore 3: the step at v = 4 in t_f: check()",
+    "5.5": "explore 3: micro-batches held at v = 2: check()",
+    "4.75": "explore 3: micro-batches held at v = 4: check()",
+    "5 %": "the example budget, max_bubble=0.05, a setting, not a result",
 }
 
 
@@ -35,6 +47,7 @@ def check():
     lab.controls["stages"].value, lab.controls["microbatches"].value = 8, 4
     assert units.format_percent(lab.result["bubble_fraction"]) == "175 %"
     assert units.format_percent(lab.result["bubble_share_of_step"]) == "63.6 %" and lab.result["total_time"] == 33.0
+    assert lab.result["bubble_time"] == 21.0 and lab.result["total_time"] - lab.result["bubble_time"] == 12.0
     # 5: the largest pipeline, 1F1B then v = 4
     assert run(stages=16, microbatches=64) == ("23.4 %", 45.0, 237.0, 16.0)
     assert run(stages=16, microbatches=64, virtual_stages=4) == ("5.86 %", 11.25, 203.25, 19.75)

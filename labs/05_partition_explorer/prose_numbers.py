@@ -22,6 +22,10 @@ CHECKED = {
     "62 %": "explore 7: the reference calibration's GEMM efficiency, parallelism.REFERENCE_CALIBRATION: check()",
     "50 %": "explore 7: the ideal model's compute efficiency, budget's ideal: check()",
     "84.6 GB": "explore 7: the memory as Megatron-LM runs it",
+    "3072": "explore 1: 4 all-reduces × 12 layers × 64 micro-batches: check()",
+    "12": "explore 1: GPT-3's 96 layers over 8 stages",
+    "32,768": "explore 6: the all-to-all's tokens, 32768 × 2 × 4096 × 2 bytes: check()",
+    "4096": "explore 6: Mixtral 8x7B's hidden size, 32768 × 2 × 4096 × 2 bytes: check()",
 }
 
 
@@ -32,6 +36,7 @@ def check():
     assert units.format_time(lab.result["tensor_time_s"]) == "1.31 s"  # the default's exposed tensor-parallel time
     tensor_rows = [row for row in lab.result["transfers"] if row["axis"] == "tensor"]
     assert {units.format_time(row["time_per_call_s"]) for row in tensor_rows} == {"428 µs"}
+    assert sum(row["calls_per_step"] for row in tensor_rows) == 3072 == 4 * 12 * 64  # explore 1: 2 rows of 1536 calls
     sequence_parallel = partition_lab(sequence_parallel=True)
     tensor_rows = [row for row in sequence_parallel.result["transfers"] if row["axis"] == "tensor"]
     assert len(tensor_rows) == 4 and {units.format_time(row["time_s"]) for row in tensor_rows} == {"339 ms"}

@@ -25,6 +25,10 @@ CHECKED = {
     "0 %": "explore 4: ZB-H2 unsynchronised",
     "43.9 GB": "explore 5: c = 16",
     "71.3 GB": "explore 5: c = 8",
+    "32": "explore 2: Llama 3.1 8B's 32 query heads, and Mixtral's 32 layers (explore 1)",
+    "64": "explore 1: ZeRO-1 over d · c = 64 ranks, and 64k tokens with c = 16",
+    "16": "explore 2: the largest c the ring and the all-gather form offer, a setting's range",
+    "512": "explore 2 and 3: 512k tokens with the ring at c = 8, and 4096 tokens over 8 ranks; not yet in check()",
 }
 
 

@@ -1,6 +1,7 @@
 """The quantities in lab 8's prose that no output prints (CHECKED: what each is, what checks it) and check(), which
 checks the figures it quotes; tests/test_lesson_numbers.py holds the rule and runs check()."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ CHECKED = {
     "1 GiB": "question 2's row of the published nccl-tests log: check()",
     "4253.0 µs": "question 2's row of the published nccl-tests log: check()",
     "441.81 GB/s": "question 2's row of the published nccl-tests log: check()",
+    "13": "the graded questions' points, summed from the master's headings: check()",
+    "32": "question 5's plan, 32 micro-batches, given, not a result",
 }
 
 
@@ -29,6 +32,8 @@ def check():
     busbw = collectives.busbw_bytes_per_s("all_reduce", 8, 2**30, 4253.0e-6)
     assert busbw == pytest.approx(441.81e9, rel=1e-3)
     check_question_5_plan(code)
+    points = [int(n) for n in re.findall(r"^# ### Question \d+ · .*\((\d+) points?\)$", code, re.M)]
+    assert len(points) == 5 and sum(points) == 13  # "Five questions, 13 points"
 
 
 def check_question_5_plan(code):
