@@ -130,9 +130,9 @@ from course_lib.widgets import quiz
 #
 # ### Step time
 #
-# $$T_\text{step} = m\,\big(t_f + t_b + T_\text{TP} + T_\text{PP}\big) + \frac{p-1}{v}\,\big(t_f + t_b + T_\text{TP} + T_\text{PP}\big) + T_\text{DP, exposed}$$
+# $$T_\text{step} = m\,\big(t_\text{F} + t_\text{bwd} + T_\text{TP} + T_\text{PP}\big) + \frac{p-1}{v}\,\big(t_\text{F} + t_\text{bwd} + T_\text{TP} + T_\text{PP}\big) + T_\text{DP, exposed}$$
 #
-# with $m$ micro-batches per step, $t_f$ and $t_b$ the forward and backward compute of one micro-batch on one
+# with $m$ micro-batches per step, $t_\text{F}$ and $t_\text{bwd}$ the forward and backward compute of one micro-batch on one
 # device, $T_\text{TP}$ and $T_\text{PP}$ the (exposed) tensor and pipeline communication per micro-batch, and the
 # bubble $(p-1)/v$ micro-batch slots (Narayanan et al. 2021, Eq. 1). In this lesson's ideal model
 # (`calibration=None`, which every cell below passes) compute runs at `compute_efficiency` × peak, 0.5 unless you
