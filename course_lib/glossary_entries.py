@@ -412,7 +412,7 @@ ENTRIES: tuple[Entry, ...] = (
         "abbreviation",
         "High Bandwidth Memory: the stacked DRAM beside an accelerator's die that holds its weights, activations "
         "and optimizer state (80 GB at 3.35 TB/s on an H100 SXM).",
-        "01_mac.ipynb",
+        "00_course_map.ipynb",
         (r"HBM\d?e?",),
         source=_NVIDIA_H100,
     ),
@@ -998,6 +998,7 @@ ENTRIES: tuple[Entry, ...] = (
         "Context-parallel and expert-parallel group sizes.",
         "06_sequences_and_experts.ipynb",
         code_name="context_parallel, expert_parallel",
+        nouns=("rank", "GPU"),
     ),
     Entry(
         "$E$, $k_E$",
@@ -1006,6 +1007,7 @@ ENTRIES: tuple[Entry, ...] = (
         "Experts of a MoE layer, and experts the router sends each token to.",
         "06_sequences_and_experts.ipynb",
         code_name="experts, experts_per_token",
+        nouns=("expert",),
     ),
     Entry(
         "$n_\\text{tok}$, $S_\\text{dispatch}$",

@@ -160,7 +160,7 @@ plt.show()
 # | $I$ | `intensity_flops_per_byte` | arithmetic intensity | FLOP/byte |
 # | $R$ | `peak_flops_per_s` | peak FLOP rate of an accelerator | FLOP/s |
 # | $R_\text{attainable}$ | `attainable_flops_per_s` | the rate the roofline allows a kernel, $\min(R, I \cdot B_\text{HBM})$ | FLOP/s |
-# | $B_\text{HBM}$ | `memory_bandwidth_bytes_per_s` | HBM bandwidth of an accelerator | bytes/s |
+# | $B_\text{HBM}$ | `memory_bandwidth_bytes_per_s` | [HBM](glossary.ipynb#hbm) bandwidth of an accelerator | bytes/s |
 # | $T$ | `time_s` | a time; with a subscript, the time of what it names ($T_\text{comm}$, $T_\text{step}$, …) | s |
 # | $T_\text{math}$, $T_\text{mem}$ | `roofline_time` | compute time, memory time; $T = \max$ of the two | s |
 # | $p$ | `ranks` | ranks taking part in a collective (lessons 02, 04 and 07) | — |
@@ -202,8 +202,8 @@ plt.show()
 #   $B_\text{global}$, the global batch. HBM bandwidth is $B_\text{HBM}$.
 # - **F, B and W** are the names of the three passes of a micro-batch (forward, input gradient, weight gradient),
 #   upright and only as labels: $t_\text{F}$, $t_\text{B}$, $t_\text{W}$ their times, $M_\text{B}$, $M_\text{W}$
-#   what each keeps. A schedule that does not split the backward (GPipe, 1F1B, interleaved: lessons 03, 04, 09 and
-#   lab 4) uses $t_\text{F}$ and the whole backward $t_\text{bwd} = t_\text{B} + t_\text{W}$.
+#   what each keeps. A schedule that does not split the backward ([GPipe](glossary.ipynb#gpipe), [1F1B](glossary.ipynb#one-f-one-b), interleaved:
+#   lessons 03, 04, 09 and lab 4) uses $t_\text{F}$ and the whole backward $t_\text{bwd} = t_\text{B} + t_\text{W}$.
 # - **$T$** is a time ($T_\text{comm}$, $T_\text{step}$, …); a count of tokens is $D$ (training tokens) or
 #   $n_\text{tok}$ (the tokens one rank routes, lesson 06). Lesson 01 quotes Narayanan et al.'s Eq. (4), which writes
 #   the training tokens as T, and says so in its table.
