@@ -864,7 +864,7 @@ ENTRIES: tuple[Entry, ...] = (
         "Key-value heads (fewer than $a$ under grouped-query attention) and the size of one head, $h/a$.",
         "04_communication_budget.ipynb",
         (r"n_\{kv\}", r"n_\\text\{kv\}", r"d_\\text\{head\}", r"d_\{\\text\{head\}\}"),
-        code_name="kv_heads",
+        code_name="kv_heads, head_dim",
         nouns=("head",),
     ),
     Entry(
