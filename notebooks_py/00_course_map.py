@@ -201,9 +201,10 @@ plt.show()
 # - **$B$** is a bandwidth ($B$, $B_\text{eff}$, $B_\text{node}$, $B_\text{HBM}$), with one other member:
 #   $B_\text{global}$, the global batch. HBM bandwidth is $B_\text{HBM}$.
 # - **F, B and W** are the names of the three passes of a micro-batch (forward, input gradient, weight gradient),
-#   upright and only as labels: $t_\text{F}$, $t_\text{B}$, $t_\text{W}$ their times, $M_\text{B}$, $M_\text{W}$
-#   what each keeps. A schedule that does not split the backward ([GPipe](glossary.ipynb#gpipe), [1F1B](glossary.ipynb#one-f-one-b), interleaved:
-#   lessons 03, 04, 09 and lab 4) uses $t_\text{F}$ and the whole backward $t_\text{bwd} = t_\text{B} + t_\text{W}$.
+#   upright and only as labels: $t_\text{F}$, $t_\text{B}$, $t_\text{W}$ their times, $M_\text{B}$, $M_\text{W}$ what
+#   each keeps. A schedule that does not split the backward ([GPipe](glossary.ipynb#gpipe),
+#   [1F1B](glossary.ipynb#one-f-one-b), interleaved: lessons 03, 04, 09 and lab 4) uses $t_\text{F}$ and the whole
+#   backward $t_\text{bwd} = t_\text{B} + t_\text{W}$.
 # - **$T$** is a time ($T_\text{comm}$, $T_\text{step}$, …); a count of tokens is $D$ (training tokens) or
 #   $n_\text{tok}$ (the tokens one rank routes, lesson 06). Lesson 01 quotes Narayanan et al.'s Eq. (4), which writes
 #   the training tokens as T, and says so in its table.

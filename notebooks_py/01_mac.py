@@ -203,16 +203,17 @@ print(f"equal: {layer_total == formula}")
 # | $R$ | `peak_flops_per_s` | peak rate of the accelerator (dense, for one data type) | FLOP/s |
 # | $B_\text{HBM}$ | `memory_bandwidth_bytes_per_s` | HBM bandwidth | bytes/s |
 #
-# A kernel needs $T_\text{math} = F/R$ to do its arithmetic and $T_\text{mem} = Q_\text{mem}/B_\text{HBM}$ to move its bytes.
-# If the two overlap perfectly, the time is the larger of them (`compute.roofline_time`):
+# A kernel needs $T_\text{math} = F/R$ to do its arithmetic and $T_\text{mem} = Q_\text{mem}/B_\text{HBM}$ to move its
+# bytes. If the two overlap perfectly, the time is the larger of them (`compute.roofline_time`):
 # $$T = \max\left(T_\text{math},\ T_\text{mem}\right) = \max\left(\frac{F}{R},\ \frac{Q_\text{mem}}{B_\text{HBM}}\right)$$
 # Dividing $F$ by $T$ gives the **attainable rate** (`compute.attainable_flops_per_s`), the roofline itself:
 # $$R_\text{attainable} = \min(R,\ I \cdot B_\text{HBM}), \qquad I = \frac{F}{Q_\text{mem}}$$
-# The two regimes meet at the **ridge point** $I^* = R/B_\text{HBM}$ (`compute.ridge_point_flops_per_byte`). Below it a kernel is
-# memory-bound and more FLOP/s would not help; above it, compute-bound. A [bf16](glossary.ipynb#number-formats) (2-byte)
-# GEMM reads both inputs and writes its output at least once: $Q_\text{mem} = 2(MK + KN + MN)$ bytes
-# (`compute.gemm_bytes`). When one dimension $M$ is much smaller than $K$ and $N$ (a few tokens against large weight
-# matrices), $I = MNK/(MK + KN + MN) \approx M$: the intensity is about the number of tokens in the batch.
+# The two regimes meet at the **ridge point** $I^* = R/B_\text{HBM}$ (`compute.ridge_point_flops_per_byte`). Below it a
+# kernel is memory-bound and more FLOP/s would not help; above it, compute-bound. A
+# [bf16](glossary.ipynb#number-formats) (2-byte) GEMM reads both inputs and writes its output at least once:
+# $Q_\text{mem} = 2(MK + KN + MN)$ bytes (`compute.gemm_bytes`). When one dimension $M$ is much smaller than $K$ and $N$
+# (a few tokens against large weight matrices), $I = MNK/(MK + KN + MN) \approx M$: the intensity is about the number of
+# tokens in the batch.
 #
 # *Assumptions:* each operand crosses HBM exactly once (perfect on-chip reuse), compute and memory traffic overlap
 # completely, and the peak is the dense datasheet figure. Real kernels sit below the roofline; it is an upper bound
@@ -587,8 +588,8 @@ quiz.MultipleChoice(
 # - A transformer layer's forward pass is $24bsh^2 + 4bs^2h$ FLOPs; training costs about $6PD$ (8PD with full
 #   recomputation). Eq. (3) and (4) of Narayanan et al. turn this into FLOPs per iteration and days of training,
 #   given an *achieved* rate per GPU.
-# - Time is at least $\max(T_\text{math}, T_\text{mem})$. A kernel below the ridge point $R/B_\text{HBM}$ (153–295 FLOP/byte
-#   on current accelerators) is memory-bound; GEMMs with few tokens are.
+# - Time is at least $\max(T_\text{math}, T_\text{mem})$. A kernel below the ridge point $R/B_\text{HBM}$ (153–295
+#   FLOP/byte on current accelerators) is memory-bound; GEMMs with few tokens are.
 # - Mixed-precision Adam holds 16 bytes per parameter in model states: 24 GB for 1.5 billion parameters, 2.8 TB
 #   for GPT-3. Large models exceed one device's memory, which is the first reason to split them.
 

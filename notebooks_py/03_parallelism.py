@@ -163,11 +163,12 @@ for name, plan in splits.items():
 #    them. The result is a full $b \times s \times h$ tensor on every GPU, but each holds only a **partial sum**: the
 #    true output is the sum over the $t$ GPUs.
 #
-# Two conjugate operators wrap each block, named as in the paper (names, not symbols of the course's maths). **g**, after the row-parallel GEMM, all-reduces the partial sums in the
-# forward pass (its backward is the identity: the incoming gradient is already whole). **f**, before the
-# column-parallel GEMM, is the identity forward (every GPU already has the whole $X$) and all-reduces the input's
-# gradient backward, because each GPU computed only its slice's contribution to it. Hence *two all-reduces of a
-# $b \times s \times h$ tensor forward and two backward per layer*: the figure's top half.
+# Two conjugate operators wrap each block, named as in the paper (names, not symbols of the course's maths). **g**,
+# after the row-parallel GEMM, all-reduces the partial sums in the forward pass (its backward is the identity: the
+# incoming gradient is already whole). **f**, before the column-parallel GEMM, is the identity forward (every GPU
+# already has the whole $X$) and all-reduces the input's gradient backward, because each GPU computed only its slice's
+# contribution to it. Hence *two all-reduces of a $b \times s \times h$ tensor forward and two backward per layer*: the
+# figure's top half.
 #
 # Outside the GEMMs, LayerNorm, dropout and the residual add run on the whole $b \times s \times h$ tensor: the
 # *same* computation repeated on all $t$ GPUs, each storing its activations in full. **Sequence parallelism**
@@ -262,9 +263,9 @@ for sp in (False, True):
 # ### 3. Pipeline schedules and the bubble
 #
 # With $p$ stages and $m$ micro-batches, **GPipe** (all forward, then all backward) and **1F1B** (one forward, one
-# backward; PipeDream-Flush) idle for $(p-1)$ micro-batch slots at the
-# start and end of every step, so the bubble time $t_\text{pb}$, as a fraction of the ideal time
-# $t_\text{id} = m(t_\text{F} + t_\text{bwd})$ ([glossary](glossary.ipynb#bubble-time)), is (Narayanan et al. 2021, §2.2)
+# backward; PipeDream-Flush) idle for $(p-1)$ micro-batch slots at the start and end of every step, so the bubble time
+# $t_\text{pb}$, as a fraction of the ideal time $t_\text{id} = m(t_\text{F} + t_\text{bwd})$
+# ([glossary](glossary.ipynb#bubble-time)), is (Narayanan et al. 2021, §2.2)
 #
 # $$\frac{t_\text{pb}}{t_\text{id}} = \frac{p-1}{m}, \qquad \text{interleaved with } v \text{ chunks per device: } \frac{p-1}{v\,m}.$$
 #
@@ -733,9 +734,9 @@ plt.show()
 #
 # ### Pipeline schedules as timelines
 #
-# `pipeline.pipeline_schedule` simulates one step: every stage runs its operations in the order its schedule
-# prescribes, each as soon as its input is ready (communication is free here, so every gap is bubble). Here $p = 4$
-# stages, $m = 8$ micro-batches, $t_\text{F}$ = 10 ms and $t_\text{bwd} = 2\,t_\text{F}$ per micro-batch per stage; the numbers in the
+# `pipeline.pipeline_schedule` simulates one step: every stage runs its operations in the order its schedule prescribes,
+# each as soon as its input is ready (communication is free here, so every gap is bubble). Here $p = 4$ stages, $m = 8$
+# micro-batches, $t_\text{F}$ = 10 ms and $t_\text{bwd} = 2\,t_\text{F}$ per micro-batch per stage; the numbers in the
 # boxes are micro-batches.
 
 # %%
