@@ -149,7 +149,7 @@ plt.show()
 # | Symbol | Code name | Meaning | Unit |
 # |---|---|---|---|
 # | $M, N, K$ | `m`, `n`, `k` | GEMM dimensions: $[M\times K]\cdot[K\times N]$ | — |
-# | $b$ | `micro_batch` | sequences one replica processes at once (a micro-batch) | samples |
+# | $b$ (or $b_\text{micro}$) | `micro_batch` | sequences one replica processes at once (a micro-batch) | samples |
 # | $B_\text{global}$ | `global_batch` | samples per optimizer step, $b \cdot m \cdot d$ | samples |
 # | $s$ | `seq_len` | sequence length | tokens |
 # | $h$ | `hidden` | hidden size of the transformer | — |
@@ -161,6 +161,10 @@ plt.show()
 # | $N_\text{GPU}$ | `gpus` | accelerators working on one run, $d \cdot t \cdot p$ | — |
 # | $K_\text{opt}$ | `optimizer_bytes_per_param` | optimizer-state bytes per parameter (12 for mixed-precision Adam) | bytes |
 # | $I$ | `intensity_flops_per_byte` | arithmetic intensity | FLOP/byte |
+# | $R$ | `peak_flops_per_s` | peak FLOP rate of an accelerator | FLOP/s |
+# | $R_\text{attainable}$ | `attainable_flops_per_s` | the rate the roofline allows a kernel, $\min(R, I \cdot B_\text{HBM})$ | FLOP/s |
+# | $B_\text{HBM}$ | `memory_bandwidth_bytes_per_s` | [HBM](glossary.ipynb#hbm) bandwidth of an accelerator | bytes/s |
+# | $T$ | `time_s` | a time; with a subscript, the time of what it names ($T_\text{comm}$, $T_\text{step}$, …) | s |
 # | $T_\text{math}$, $T_\text{mem}$ | `roofline_time` | compute time, memory time; $T = \max$ of the two | s |
 # | $p$ | `ranks` | ranks taking part in a collective (lessons 02, 04 and 07) | — |
 # | $S$ | `payload_bytes` | a collective's buffer size, as nccl-tests defines it | bytes |
@@ -168,7 +172,7 @@ plt.show()
 # | $Q$ | `wire_bytes` | bytes on a collective's critical path | bytes |
 # | $\alpha$ | `latency_s` | startup latency of one step | s |
 # | $B_\text{eff}$ (or $B$) | `bandwidth_bytes_per_s` | effective one-way bandwidth per rank | bytes/s |
-# | $g$, $N_\text{nodes}$ | `devices_per_node`, `nodes` | GPUs per node, nodes (lesson 02's hierarchical all-reduce) | — |
+# | $G$, $N_\text{nodes}$ | `devices_per_node`, `nodes` | GPUs per node, nodes (lesson 02's hierarchical all-reduce) | — |
 # | $N_\text{rails}$ | `rails` | network rails a flat ring runs on, one ring each (lesson 02) | — |
 # | $k$ | `DOUBLE_BINARY_TREE_CHUNKS` | chunks a pipelined tree cuts the buffer into (lesson 02) | — |
 # | $\gamma$ | `reduce_s_per_byte` | reduction cost | s/byte |
@@ -178,7 +182,12 @@ plt.show()
 # | $p$ | `pipeline_parallel` | pipeline stages (lesson 03 on) | — |
 # | $m$ (or $N_\text{acc}$) | `grad_accum_steps` | micro-batches per step (gradient accumulation) | — |
 # | $v$ | `virtual_stages` | model chunks per device (interleaved schedule) | — |
+# | $t_\text{F}$ | `forward_time_s` | forward pass (F) of one micro-batch through one pipeline stage | s |
+# | $t_\text{bwd}$ | `backward_time_s` | whole backward of one micro-batch through one stage, $t_\text{B} + t_\text{W}$ | s |
+# | $t_\text{B}$, $t_\text{W}$ | `backward_input_time_s`, `backward_weight_time_s` | the backward's two passes: input gradient (B), weight gradient (W) | s |
 # | $T_\text{comm}$ | `comm_time`, `collective_time` | time of a collective, $n\alpha + Q/B_\text{eff}$ | s |
+# | $T_\text{step}$ | `step_time_s` | time of one optimizer step | s |
+# | $i$, $j$ | — | an index: of a rank, a chunk, a measurement | — |
 #
 # Each symbol names one quantity, with one exception the literature forces on us: $p$ is the ranks of a collective (as
 # in MPI's papers: lessons 02, 04 and 07) and the pipeline stages (as in Megatron-LM's: lesson 03 on); lesson 04 uses
@@ -187,6 +196,26 @@ plt.show()
 # in the global batch, $P$ in Narayanan et al.'s formulas (lesson 01), and the plain $B$ of the α–β model for a
 # bandwidth. `course_lib.pipeline` and `parallelism.pipeline_bubble_fraction` name $p$ and $m$ `stages` and
 # `microbatches`, the names their graded lab uses.
+#
+# Letters the sources use for two things are settled once here (`tests/test_notation.py` holds every lesson and lab
+# to it; a lesson adds its own symbols in its *Variables* table, and each must mean one thing):
+# - **$R$** is the FLOP-rate family ($R$, $R_\text{attainable}$). The reduction arithmetic of a collective is written
+#   out as $\gamma$ per byte reduced, and the capstone's worst slowdown of a plan is $\Lambda(x)$.
+# - **$B$** is a bandwidth ($B$, $B_\text{eff}$, $B_\text{node}$, $B_\text{HBM}$), with one other member:
+#   $B_\text{global}$, the global batch. HBM bandwidth is $B_\text{HBM}$.
+# - **F, B and W** are the names of the three passes of a micro-batch (forward, input gradient, weight gradient),
+#   upright and only as labels: $t_\text{F}$, $t_\text{B}$, $t_\text{W}$ their times, $M_\text{B}$, $M_\text{W}$ what
+#   each keeps. A schedule that does not split the backward ([GPipe](glossary.ipynb#gpipe),
+#   [1F1B](glossary.ipynb#one-f-one-b), interleaved: lessons 03, 04, 09 and lab 4) uses $t_\text{F}$ and the whole
+#   backward $t_\text{bwd} = t_\text{B} + t_\text{W}$.
+# - **$T$** is a time ($T_\text{comm}$, $T_\text{step}$, …); a count of tokens is $D$ (training tokens) or
+#   $n_\text{tok}$ (the tokens one rank routes, lesson 06). Lesson 01 quotes Narayanan et al.'s Eq. (4), which writes
+#   the training tokens as T, and says so in its table.
+# - **$G$** is the GPUs per node. Megatron-LM's two tensor-parallel operators keep their paper's names **f** and
+#   **g** (lesson 03's figure) as names in bold, never as symbols in the maths; the MLP's inner width is
+#   $h_\text{ffn}$ (lesson 09).
+# - **$k$** is the chunks of a pipelined tree (lesson 02); $k_E$, the experts a token visits (lesson 06), is a symbol
+#   of its own.
 
 # %% [markdown]
 # ## The hardware presets

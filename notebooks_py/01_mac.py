@@ -55,7 +55,7 @@ from course_lib.widgets import quiz
 # Accelerators are built to do one thing very fast: multiply two numbers and add the product to a running sum.
 # Everything in this lesson follows from that one operation.
 #
-# 1. **A multiply-accumulate is two FLOPs.** $c \leftarrow c + x\cdot y$ is a multiply and an add. Papers and
+# 1. **A multiply-accumulate is two FLOPs.** `c += x * y` is a multiply and an add. Papers and
 #    datasheets count FLOPs, not MACs, so one MAC counts as 2 FLOPs.
 # 2. **A matrix product is a grid of dot products.** Each of the $M\cdot N$ outputs of $[M\times K]\cdot[K\times N]$
 #    is a dot product of length $K$: $K$ MACs. The whole product is $MNK$ MACs, $2MNK$ FLOPs.
@@ -201,18 +201,19 @@ print(f"equal: {layer_total == formula}")
 # | $Q_\text{mem}$ | `bytes_moved` | bytes read from and written to HBM | bytes |
 # | $I$ | `intensity_flops_per_byte` | arithmetic intensity $F/Q_\text{mem}$ | FLOP/byte |
 # | $R$ | `peak_flops_per_s` | peak rate of the accelerator (dense, for one data type) | FLOP/s |
-# | $W$ | `memory_bandwidth_bytes_per_s` | HBM bandwidth | bytes/s |
+# | $B_\text{HBM}$ | `memory_bandwidth_bytes_per_s` | HBM bandwidth | bytes/s |
 #
-# A kernel needs $T_\text{math} = F/R$ to do its arithmetic and $T_\text{mem} = Q_\text{mem}/W$ to move its bytes.
-# If the two overlap perfectly, the time is the larger of them (`compute.roofline_time`):
-# $$T = \max\left(T_\text{math},\ T_\text{mem}\right) = \max\left(\frac{F}{R},\ \frac{Q_\text{mem}}{W}\right)$$
+# A kernel needs $T_\text{math} = F/R$ to do its arithmetic and $T_\text{mem} = Q_\text{mem}/B_\text{HBM}$ to move its
+# bytes. If the two overlap perfectly, the time is the larger of them (`compute.roofline_time`):
+# $$T = \max\left(T_\text{math},\ T_\text{mem}\right) = \max\left(\frac{F}{R},\ \frac{Q_\text{mem}}{B_\text{HBM}}\right)$$
 # Dividing $F$ by $T$ gives the **attainable rate** (`compute.attainable_flops_per_s`), the roofline itself:
-# $$R_\text{attainable} = \min(R,\ I \cdot W), \qquad I = \frac{F}{Q_\text{mem}}$$
-# The two regimes meet at the **ridge point** $I^* = R/W$ (`compute.ridge_point_flops_per_byte`). Below it a kernel is
-# memory-bound and more FLOP/s would not help; above it, compute-bound. A [bf16](glossary.ipynb#number-formats) (2-byte)
-# GEMM reads both inputs and writes its output at least once: $Q_\text{mem} = 2(MK + KN + MN)$ bytes
-# (`compute.gemm_bytes`). When one dimension $M$ is much smaller than $K$ and $N$ (a few tokens against large weight
-# matrices), $I = MNK/(MK + KN + MN) \approx M$: the intensity is about the number of tokens in the batch.
+# $$R_\text{attainable} = \min(R,\ I \cdot B_\text{HBM}), \qquad I = \frac{F}{Q_\text{mem}}$$
+# The two regimes meet at the **ridge point** $I^* = R/B_\text{HBM}$ (`compute.ridge_point_flops_per_byte`). Below it a
+# kernel is memory-bound and more FLOP/s would not help; above it, compute-bound. A
+# [bf16](glossary.ipynb#number-formats) (2-byte) GEMM reads both inputs and writes its output at least once:
+# $Q_\text{mem} = 2(MK + KN + MN)$ bytes (`compute.gemm_bytes`). When one dimension $M$ is much smaller than $K$ and $N$
+# (a few tokens against large weight matrices), $I = MNK/(MK + KN + MN) \approx M$: the intensity is about the number of
+# tokens in the batch.
 #
 # *Assumptions:* each operand crosses HBM exactly once (perfect on-chip reuse), compute and memory traffic overlap
 # completely, and the peak is the dense datasheet figure. Real kernels sit below the roofline; it is an upper bound
@@ -224,7 +225,7 @@ print(f"equal: {layer_total == formula}")
 # parameters (`parallelism.PARAM_BYTES` = 2) and gradients (`parallelism.GRAD_BYTES` = 2) used in the forward and
 # backward passes, plus an fp32 master copy of the parameters, Adam's momentum and variance, $4 + 4 + 4 = 12$
 # bytes (`parallelism.ADAM_OPTIMIZER_BYTES_PER_PARAM`, the paper's $K$, written $K_\text{opt}$ here):
-# $$M_\text{model states} = (2 + 2 + K_\text{opt})\,\Psi = 16\,\Psi \text{ bytes}$$
+# $$M_\text{states} = (2 + 2 + K_\text{opt})\,\Psi = 16\,\Psi \text{ bytes}$$
 # (`parallelism.zero_model_state_bytes(params, data_parallel=1, stage=0)`). Activations, temporary buffers and
 # fragmentation come on top; lesson 03 adds them.
 
@@ -587,8 +588,8 @@ quiz.MultipleChoice(
 # - A transformer layer's forward pass is $24bsh^2 + 4bs^2h$ FLOPs; training costs about $6PD$ (8PD with full
 #   recomputation). Eq. (3) and (4) of Narayanan et al. turn this into FLOPs per iteration and days of training,
 #   given an *achieved* rate per GPU.
-# - Time is at least $\max(T_\text{math}, T_\text{mem})$. A kernel below the ridge point $R/W$ (153–295 FLOP/byte
-#   on current accelerators) is memory-bound; GEMMs with few tokens are.
+# - Time is at least $\max(T_\text{math}, T_\text{mem})$. A kernel below the ridge point $R/B_\text{HBM}$ (153–295
+#   FLOP/byte on current accelerators) is memory-bound; GEMMs with few tokens are.
 # - Mixed-precision Adam holds 16 bytes per parameter in model states: 24 GB for 1.5 billion parameters, 2.8 TB
 #   for GPT-3. Large models exceed one device's memory, which is the first reason to split them.
 

@@ -75,7 +75,7 @@ from course_lib.widgets import quiz
 # and receives at most one (ranks are *single-ported*); a receiver either overwrites its copy of the data or adds
 # the message into it. `course_lib.simulate` runs each collective this way on numpy arrays, recording every
 # transfer, and `simulate.reference` computes the expected result directly with numpy. Here are four ranks,
-# each with a buffer of four integers; rank $r$'s value for chunk $c$ is $10(r+1) + c$, so every number tells
+# each with a buffer of four integers; rank $r$'s value for chunk $j$ is $10(r+1) + j$, so every number tells
 # where it came from.
 
 # %%
@@ -93,7 +93,7 @@ for op in ("broadcast", "reduce", "all_reduce", "reduce_scatter", "all_gather", 
         print(f"  rank {r}: {str(sim.inputs[r]):>13} → {sim.outputs[r]}")
 
 # %% [markdown]
-# Read the sums: all-reduce leaves $10+20+30+40 = 100$ (plus $4c$) in chunk $c$ on every rank; reduce leaves it
+# Read the sums: all-reduce leaves $10+20+30+40 = 100$ (plus $4j$) in chunk $j$ on every rank; reduce leaves it
 # only on the root (the other ranks keep their inputs); reduce-scatter leaves chunk $r$ of it on rank $r$. In the
 # all-to-all, rank $j$ ends with element $j$ of every rank's buffer: 10 + j, 20 + j, 30 + j, 40 + j. This is a
 # transpose of the ranks × blocks grid. Every simulated result matches the numpy reference. The *Figures* section
@@ -189,7 +189,8 @@ print(
 # (the $n\alpha$ term dominates), large messages bandwidth-limited ($Q/B_\text{eff}$ dominates).
 #
 # *Assumptions.* This is a coarse model. Contention between messages sharing a link, overlap with computation,
-# the cost of the reduction arithmetic (a third term $R\gamma$, zero by default in `collectives.collective_time`),
+# the cost of the reduction arithmetic (a third term, $\gamma$ per byte reduced, zero by default in
+# `collectives.collective_time`),
 # and protocol behaviour (NCCL switches between protocols and chunk sizes by message size) can all change both
 # terms. $\alpha$ and $B_\text{eff}$ are therefore best fitted to measurements of the system at hand, not read off
 # a datasheet. No single collective algorithm is assumed to be the right one everywhere, and published
@@ -306,18 +307,18 @@ for algorithm in ("ring", "binomial_tree", "recursive_doubling", "rabenseifner")
 #
 # ### Hierarchical all-reduce
 #
-# A cluster has two kinds of links: fast NVLink inside a node of $g$ GPUs, a slower network between the
-# $N_\text{nodes}$ nodes. A single ring through all $gN_\text{nodes}$ GPUs must cross the network, and each of its
+# A cluster has two kinds of links: fast NVLink inside a node of $G$ GPUs, a slower network between the
+# $N_\text{nodes}$ nodes. A single ring through all $GN_\text{nodes}$ GPUs must cross the network, and each of its
 # steps is only as fast as its slowest hop. The hierarchical all-reduce (`collectives.hierarchical_allreduce_time`)
 # keeps most traffic on NVLink:
 #
 # 1. reduce-scatter inside each node over NVLink: GPU $i$ of every node now holds the node's sum of shard $i$,
-#    $S/g$ bytes;
-# 2. all-reduce of each shard across the nodes, the $g$ GPUs of a node working in parallel, each over its own
-#    network adapter (a ring of $N_\text{nodes}$ ranks with payload $S/g$);
+#    $S/G$ bytes;
+# 2. all-reduce of each shard across the nodes, the $G$ GPUs of a node working in parallel, each over its own
+#    network adapter (a ring of $N_\text{nodes}$ ranks with payload $S/G$);
 # 3. all-gather inside each node over NVLink.
 #
-# $$T_\text{hier} = T_\text{RS}^\text{NVLink}(g, S) + T_\text{ring}^\text{net}(N_\text{nodes}, S/g) + T_\text{AG}^\text{NVLink}(g, S)$$
+# $$T_\text{hier} = T_\text{RS}^\text{NVLink}(G, S) + T_\text{ring}^\text{net}(N_\text{nodes}, S/G) + T_\text{AG}^\text{NVLink}(G, S)$$
 #
 # This is the communication-budget principle in miniature: put the frequent, heavy exchanges on the links that
 # can carry them, and send only what must cross the slow links.
@@ -589,12 +590,12 @@ for nodes in (2, 4, 16, 64):
 #
 # Later lessons need only this: a ring that spans nodes runs a channel on every rail. NCCL runs a flat ring as
 # several rings at once (channels), each leaving a node through a different GPU's adapter: one ring per network
-# *rail* (`collectives.multirail_ring_allreduce_time`). With $N_\text{rails} = g$ rails each ring all-reduces $S/g$
-# over all $gN_\text{nodes}$ GPUs at one adapter's bandwidth $B_\text{node}/g$, so its network term is
-# $\frac{2(gN_\text{nodes}-1)}{gN_\text{nodes}}\cdot\frac{S/g}{B_\text{node}/g} \approx 2S/B_\text{node}$, the
+# *rail* (`collectives.multirail_ring_allreduce_time`). With $N_\text{rails} = G$ rails each ring all-reduces $S/G$
+# over all $GN_\text{nodes}$ GPUs at one adapter's bandwidth $B_\text{node}/G$, so its network term is
+# $\frac{2(GN_\text{nodes}-1)}{GN_\text{nodes}}\cdot\frac{S/G}{B_\text{node}/G} \approx 2S/B_\text{node}$, the
 # hierarchical all-reduce's. Up to 16 nodes the multi-rail ring is even faster in the table above, because it streams
 # NVLink and network traffic at once while the hierarchical phases run one after another. What the hierarchy saves
-# is latency: its network ring has $2(N_\text{nodes}-1)$ steps, the flat ring $2(gN_\text{nodes}-1)$, each paying
+# is latency: its network ring has $2(N_\text{nodes}-1)$ steps, the flat ring $2(GN_\text{nodes}-1)$, each paying
 # the network's α. That shows most on small buffers:
 
 # %%

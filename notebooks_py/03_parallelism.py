@@ -163,11 +163,12 @@ for name, plan in splits.items():
 #    them. The result is a full $b \times s \times h$ tensor on every GPU, but each holds only a **partial sum**: the
 #    true output is the sum over the $t$ GPUs.
 #
-# Two conjugate operators wrap each block. **g**, after the row-parallel GEMM, all-reduces the partial sums in the
-# forward pass (its backward is the identity: the incoming gradient is already whole). **f**, before the
-# column-parallel GEMM, is the identity forward (every GPU already has the whole $X$) and all-reduces the input's
-# gradient backward, because each GPU computed only its slice's contribution to it. Hence *two all-reduces of a
-# $b \times s \times h$ tensor forward and two backward per layer*: the figure's top half.
+# Two conjugate operators wrap each block, named as in the paper (names, not symbols of the course's maths). **g**,
+# after the row-parallel GEMM, all-reduces the partial sums in the forward pass (its backward is the identity: the
+# incoming gradient is already whole). **f**, before the column-parallel GEMM, is the identity forward (every GPU
+# already has the whole $X$) and all-reduces the input's gradient backward, because each GPU computed only its slice's
+# contribution to it. Hence *two all-reduces of a $b \times s \times h$ tensor forward and two backward per layer*: the
+# figure's top half.
 #
 # Outside the GEMMs, LayerNorm, dropout and the residual add run on the whole $b \times s \times h$ tensor: the
 # *same* computation repeated on all $t$ GPUs, each storing its activations in full. **Sequence parallelism**
@@ -262,9 +263,9 @@ for sp in (False, True):
 # ### 3. Pipeline schedules and the bubble
 #
 # With $p$ stages and $m$ micro-batches, **GPipe** (all forward, then all backward) and **1F1B** (one forward, one
-# backward; PipeDream-Flush) idle for $(p-1)$ micro-batch slots at the
-# start and end of every step, so the bubble time $t_\text{pb}$, as a fraction of the ideal time
-# $t_\text{id} = m(t_f + t_b)$ ([glossary](glossary.ipynb#bubble-time)), is (Narayanan et al. 2021, §2.2)
+# backward; PipeDream-Flush) idle for $(p-1)$ micro-batch slots at the start and end of every step, so the bubble time
+# $t_\text{pb}$, as a fraction of the ideal time $t_\text{id} = m(t_\text{F} + t_\text{bwd})$
+# ([glossary](glossary.ipynb#bubble-time)), is (Narayanan et al. 2021, §2.2)
 #
 # $$\frac{t_\text{pb}}{t_\text{id}} = \frac{p-1}{m}, \qquad \text{interleaved with } v \text{ chunks per device: } \frac{p-1}{v\,m}.$$
 #
@@ -299,7 +300,7 @@ for sp in (False, True):
 # | $\Psi$ | `params` | parameters | parameters |
 # | $K_\text{opt}$ | `optimizer_bytes_per_param` | optimizer-state bytes per parameter (12 for Adam) | bytes |
 # | $s$, $h$, $a$, $l$ | `seq_len`, `hidden`, `heads`, `layers` | sequence length, hidden size, heads, layers | tokens, – |
-# | $t_f$, $t_b$ | `forward_time_s`, `backward_time_s` | one micro-batch through one stage | s |
+# | $t_\text{F}$, $t_\text{bwd}$ | `forward_time_s`, `backward_time_s` | forward and whole backward of one micro-batch through one stage (lesson 06 splits the backward, $t_\text{bwd} = t_\text{B} + t_\text{W}$) | s |
 #
 # *Assumptions of the memory model:* an even split of the parameters over $t\,p$ devices (the embedding's
 # imbalance is ignored); the first pipeline stage, which holds the most activations; no temporary buffers, logits,
@@ -733,9 +734,9 @@ plt.show()
 #
 # ### Pipeline schedules as timelines
 #
-# `pipeline.pipeline_schedule` simulates one step: every stage runs its operations in the order its schedule
-# prescribes, each as soon as its input is ready (communication is free here, so every gap is bubble). Here $p = 4$
-# stages, $m = 8$ micro-batches, $t_f$ = 10 ms and $t_b = 2\,t_f$ per micro-batch per stage; the numbers in the
+# `pipeline.pipeline_schedule` simulates one step: every stage runs its operations in the order its schedule prescribes,
+# each as soon as its input is ready (communication is free here, so every gap is bubble). Here $p = 4$ stages, $m = 8$
+# micro-batches, $t_\text{F}$ = 10 ms and $t_\text{bwd} = 2\,t_\text{F}$ per micro-batch per stage; the numbers in the
 # boxes are micro-batches.
 
 # %%
@@ -784,7 +785,7 @@ for name, timeline in timelines.items():
 # > *Doubling GPU count does not guarantee halving runtime; communication and serial dependencies remain.*
 #
 # Take the 4-stage pipeline above and double it to 8 stages, with the same 8 micro-batches. Each stage now holds
-# half the layers, so $t_f$ and $t_b$ halve. The pipeline's serial dependency (a stage cannot start a
+# half the layers, so $t_\text{F}$ and $t_\text{bwd}$ halve. The pipeline's serial dependency (a stage cannot start a
 # micro-batch before the stage before it has finished it) does not shrink:
 
 # %%

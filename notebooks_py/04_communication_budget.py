@@ -128,18 +128,18 @@ from course_lib.widgets import quiz
 #
 # ### Step time
 #
-# $$T_\text{step} = m\,\big(t_f + t_b + T_\text{TP} + T_\text{PP}\big) + \frac{p-1}{v}\,\big(t_f + t_b + T_\text{TP} + T_\text{PP}\big) + T_\text{DP, exposed}$$
+# $$T_\text{step} = m\,\big(t_\text{F} + t_\text{bwd} + T_\text{TP} + T_\text{PP}\big) + \frac{p-1}{v}\,\big(t_\text{F} + t_\text{bwd} + T_\text{TP} + T_\text{PP}\big) + T_\text{DP, exposed}$$
 #
-# with $m$ micro-batches per step, $t_f$ and $t_b$ the forward and backward compute of one micro-batch on one
-# device, $T_\text{TP}$ and $T_\text{PP}$ the (exposed) tensor and pipeline communication per micro-batch, and the
-# bubble $(p-1)/v$ micro-batch slots (Narayanan et al. 2021, Eq. 1). In this lesson's ideal model
-# (`calibration=None`, which every cell below passes) compute runs at `compute_efficiency` × peak, 0.5 unless you
-# pass another. Called without `calibration`, `budget.step_time` uses the course's default calibration instead, the
+# with $m$ micro-batches per step, $t_\text{F}$ and $t_\text{bwd}$ the forward and backward compute of one micro-batch
+# on one device, $T_\text{TP}$ and $T_\text{PP}$ the (exposed) tensor and pipeline communication per micro-batch, and
+# the bubble $(p-1)/v$ micro-batch slots (Narayanan et al. 2021, Eq. 1). In this lesson's ideal model
+# (`calibration=None`, which every cell below passes) compute runs at `compute_efficiency` × peak, 0.5 unless you pass
+# another. Called without `calibration`, `budget.step_time` uses the course's default calibration instead, the
 # reference: the framework preset Megatron-LM (`parallelism.MEGATRON_CORE`: its memory per parameter; its gradient
-# buckets reduced during the backward pass, its parameter gathers overlapped with the next forward, the backward half
-# of its tensor-parallel collectives overlapped with the weight-gradient GEMM), GEMMs at a fixed share of peak and a
-# fixed cost per layer and micro-batch, both fitted on published Megatron-LM and NeMo runs on DGX H100s. Lesson 05
-# ranks plans with it; lesson 08 explains where it comes from.
+# buckets reduced during the backward pass, its parameter gathers overlapped with the next forward, the backward half of
+# its tensor-parallel collectives overlapped with the weight-gradient GEMM), GEMMs at a fixed share of peak and a fixed
+# cost per layer and micro-batch, both fitted on published Megatron-LM and NeMo runs on DGX H100s. Lesson 05 ranks plans
+# with it; lesson 08 explains where it comes from.
 #
 # The step is thus made of three terms: compute, exposed communication (tensor, pipeline and the exposed part of the
 # data-parallel traffic) and the bubble. The **binding constraint** of a plan is the largest of the three, the term

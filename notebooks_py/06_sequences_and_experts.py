@@ -118,35 +118,35 @@ from course_lib.widgets import quiz
 # d_\text{head}/t$); a rank sends $(c - 1)/c$ of each, and waits for it. Each rank must receive whole heads: $c$
 # divides $a/t$ and $n_{kv}/t$, so $c \cdot t \le n_{kv}$ (Transformer Engine asserts it).
 #
-# **The experts' all-to-alls.** A rank holding $T$ tokens of a micro-batch dispatches $T \cdot k_E \cdot h$
-# activations of 2 bytes (`model.experts_per_token`, `model.hidden`), times the capacity factor if one is set; an
-# all-to-all keeps
-# $1/e$ of its payload and sends $(e - 1)/e$ of it to the other $e - 1$ ranks. Per MoE layer and micro-batch: dispatch
-# and combine forward, dispatch and combine backward, four calls of
+# **The experts' all-to-alls.** A rank holding $n_\text{tok}$ tokens of a micro-batch dispatches $n_\text{tok} \cdot k_E
+# \cdot h$ activations of 2 bytes (`model.experts_per_token`, `model.hidden`), times the capacity factor if one is set;
+# an all-to-all keeps $1/e$ of its payload and sends $(e - 1)/e$ of it to the other $e - 1$ ranks. Per MoE layer and
+# micro-batch: dispatch and combine forward, dispatch and combine backward, four calls of
 #
-# $$S_\text{dispatch} = T \cdot k_E \cdot h \cdot 2\ \text{bytes},$$
+# $$S_\text{dispatch} = n_\text{tok} \cdot k_E \cdot h \cdot 2\ \text{bytes},$$
 #
 # $$\text{sent} = S_\text{dispatch} \cdot (e - 1)/e.$$
 #
-# **Zero-bubble bubbles.** With $t_F$, $t_B$ and $t_W$ the times of F, B and W of one micro-batch on one stage, Qi
-# et al. give the bubble of 1F1B as $(p-1)(t_F + t_B + t_W)$, of ZB-H1 as $(p-1)(t_F + t_B - t_W)$ and of ZB-H2 as
-# $(p-1)(t_F + t_B - 2t_W)$, zero when the three are equal. Their analysis takes W as the shortest of the three, as in
-# a transformer (their Table 1: $t_W < t_F < t_B$), and ZB-H1's formula holds only while $t_W \le t_F$ and
-# $t_W \le t_B$. Where it comes from shows what happens outside that range. In ZB-H1 the first stage idles twice:
-# after its warm-up forwards it waits for the first micro-batch's gradient to come back through the $p - 1$ stages
-# after it, $(p-1)t_B$; and in the cool-down, with no forward left, it waits for each of the last $p - 1$ gradients
-# while the next stage still runs a forward, $t_F - t_W$ each time, where its own W fills the rest (nothing when
-# $t_W \ge t_F$). The last stage starts $(p-1)t_F$ after the first and never idles after, so the step, which ends
-# when every stage has ended, is never shorter than that. In general
+# **Zero-bubble bubbles.** With $t_\text{F}$, $t_\text{B}$ and $t_\text{W}$ the times of F, B and W of one micro-batch
+# on one stage, Qi et al. give the bubble of 1F1B as $(p-1)(t_\text{F} + t_\text{B} + t_\text{W})$, of ZB-H1 as
+# $(p-1)(t_\text{F} + t_\text{B} - t_\text{W})$ and of ZB-H2 as $(p-1)(t_\text{F} + t_\text{B} - 2t_\text{W})$, zero
+# when the three are equal. Their analysis takes W as the shortest of the three, as in a transformer (their Table 1:
+# $t_\text{W} < t_\text{F} < t_\text{B}$), and ZB-H1's formula holds only while $t_\text{W} \le t_\text{F}$ and
+# $t_\text{W} \le t_\text{B}$. Where it comes from shows what happens outside that range. In ZB-H1 the first stage idles
+# twice: after its warm-up forwards it waits for the first micro-batch's gradient to come back through the $p - 1$
+# stages after it, $(p-1)t_\text{B}$; and in the cool-down, with no forward left, it waits for each of the last $p - 1$
+# gradients while the next stage still runs a forward, $t_\text{F} - t_\text{W}$ each time, where its own W fills the
+# rest (nothing when $t_\text{W} \ge t_\text{F}$). The last stage starts $(p-1)t_\text{F}$ after the first and never
+# idles after, so the step, which ends when every stage has ended, is never shorter than that. In general
 #
-# $$\text{bubble}_\text{ZB-H1} = (p-1)\max(t_F,\ t_B,\ t_F + t_B - t_W),$$
+# $$\text{bubble}_\text{ZB-H1} = (p-1)\max(t_\text{F},\ t_\text{B},\ t_\text{F} + t_\text{B} - t_\text{W}),$$
 #
-# Qi et al.'s formula where W is the shortest op, $(p-1)t_B$ or $(p-1)t_F$ where it is not (Step 5 checks it
-# against the simulation; `parallelism.pipeline_bubble_time` computes it). The price is memory: ZB-H1's first stage holds $p$
-# micro-batches as 1F1B does, and each later stage holds, besides, one micro-batch waiting for its W for every stage
-# before it, each with only what W reads, the inputs of its linear layers and the gradients of their outputs
-# ($M_W$, $32sbh$ per layer for GPT against $M_B = sb(34h + 5as)$, Qi et al.'s Table 1); ZB-H2's first stage holds
-# $2p - 1$.
+# Qi et al.'s formula where W is the shortest op, $(p-1)t_\text{B}$ or $(p-1)t_\text{F}$ where it is not (Step 5 checks
+# it against the simulation; `parallelism.pipeline_bubble_time` computes it). The price is memory: ZB-H1's first stage
+# holds $p$ micro-batches as 1F1B does, and each later stage holds, besides, one micro-batch waiting for its W for every
+# stage before it, each with only what W reads, the inputs of its linear layers and the gradients of their outputs
+# ($M_\text{W}$, $32sbh$ per layer for GPT against $M_\text{B} = sb(34h + 5as)$, Qi et al.'s Table 1); ZB-H2's first
+# stage holds $2p - 1$.
 #
 # | Symbol | Code name | Meaning | Unit |
 # |---|---|---|---|
@@ -154,6 +154,9 @@ from course_lib.widgets import quiz
 # | $e$ | `expert_parallel` | expert-parallel group size: a MoE layer's experts are spread over it | – |
 # | $E$ | `experts` | experts of a MoE layer | – |
 # | $k_E$ | `experts_per_token` | experts the router sends each token to | – |
+# | $n_\text{tok}$ | `tokens` | tokens one rank routes in one all-to-all | tokens |
+# | $M_\text{W}$ | `weight_gradient_bytes_per_token_per_layer` × $sb$ | what one layer keeps for a micro-batch's W | bytes |
+# | $M_\text{B}$ | `activation_bytes_per_token_per_layer` × $sb$ | one layer's activations of a micro-batch, kept until its B | bytes |
 # | $s$ | `seq_len` | sequence length | tokens |
 # | $h$ | `hidden` | hidden size of the transformer | – |
 #
@@ -363,8 +366,8 @@ print(
 
 # %% [markdown]
 # With $e = 8$ each rank holds one expert of each layer. One micro-batch of one sequence on one rank (no tensor
-# parallelism) has $T$ = `model.seq_len` tokens; the dispatch payload and the bytes a rank sends, by the formula and as
-# `parallelism.step_transfers` lists the dispatch:
+# parallelism) has $n_\text{tok}$ = `model.seq_len` tokens; the dispatch payload and the bytes a rank sends, by the
+# formula and as `parallelism.step_transfers` lists the dispatch:
 
 # %%
 E_PARALLEL = 8
@@ -427,14 +430,14 @@ for label, plan in EXPERT_PLANS.items():
 # a node** (Megatron-Core places it there while $t \cdot e \le 8$), and find memory with sharding or more experts
 # per node rather than by spreading the experts over the network.
 #
-# It is a rule of thumb, not a law. The model here sends every copy of a token to its expert's rank, whatever node
-# that is, as Megatron-Core's all-to-all dispatcher does. Models too large for one node's experts bound the network
-# traffic instead. DeepSeek-V3 spreads 256 routed experts over 64-way expert parallelism on 8 nodes but routes each
-# token to experts on at most $M = 4$ nodes (**node-limited routing**, arXiv 2412.19437 §2.1.2), and sends a token
-# across the network once per node, however many of its experts live there, to be forwarded over NVLink inside the
-# node (**deduplicated dispatch**, §3.2.2): a token's network bytes are then at most $M$ copies, not $k_E = 8$. With
-# both, an expert group may span nodes and its all-to-alls still cost about what a few copies across the network
-# cost. The course's all-to-all does not model either: it is right for a router that ignores nodes.
+# It is a rule of thumb, not a law. The model here sends every copy of a token to its expert's rank, whatever node that
+# is, as Megatron-Core's all-to-all dispatcher does. Models too large for one node's experts bound the network traffic
+# instead. DeepSeek-V3 spreads 256 routed experts over 64-way expert parallelism on 8 nodes but routes each token to
+# experts on at most 4 nodes (the paper's M; **node-limited routing**, arXiv 2412.19437 §2.1.2), and sends a token
+# across the network once per node, however many of its experts live there, to be forwarded over NVLink inside the node
+# (**deduplicated dispatch**, §3.2.2): a token's network bytes are then at most 4 copies, not $k_E = 8$. With both, an
+# expert group may span nodes and its all-to-alls still cost about what a few copies across the network cost. The
+# course's all-to-all does not model either: it is right for a router that ignores nodes.
 #
 # **The capacity factor and load imbalance.** A router does not split tokens evenly. Megatron-Core's default, as
 # DeepSeek-V3 trained ("no token-dropping"), is *dropless*: no capacity, every token reaches its experts, nothing is
@@ -462,10 +465,10 @@ for factor in (None, 1.25, 1.5):
 #
 # ### Step 5 · Zero-bubble pipelines
 #
-# `pipeline.pipeline_schedule(p, m, schedule)` simulates a step; with `"zb-h1"` and `"zb-h2"` it runs the backward
-# as B and W. Four stages, eight micro-batches, $t_F = t_B = t_W$ (the defaults: $t_F$ one second, the whole backward
-# two, split in half), beside the paper's formulas (`parallelism.pipeline_bubble_time`; `optimizer_sync=False` drops the step's final
-# synchronisation, as Qi et al. do):
+# `pipeline.pipeline_schedule(p, m, schedule)` simulates a step; with `"zb-h1"` and `"zb-h2"` it runs the backward as B
+# and W. Four stages, eight micro-batches, $t_\text{F} = t_\text{B} = t_\text{W}$ (the defaults: $t_\text{F}$ one
+# second, the whole backward two, split in half), beside the paper's formulas (`parallelism.pipeline_bubble_time`;
+# `optimizer_sync=False` drops the step's final synchronisation, as Qi et al. do):
 
 # %%
 STAGES, MICROBATCHES = 4, 8
@@ -497,17 +500,18 @@ print(
 )
 
 # %% [markdown]
-# The simulation finds the formulas' bubbles: 9 s for 1F1B, $(p-1)(t_F+t_B+t_W)$; 3 s for ZB-H1,
-# $(p-1)(t_F+t_B-t_W)$, a third of it; and for ZB-H2 no bubble at all once the stages need not wait for each other
-# at the end of the step (3 s with the synchronisation, the last stage's late start). The memory is the price:
-# ZB-H1's first stage holds 4 micro-batches' activations, as 1F1B's does, and ZB-H2's 7, $2p - 1$. The later stages
-# hold more than in 1F1B too, but less than whole micro-batches: a micro-batch between its B and its W keeps only
-# what W reads, the inputs of the linear layers and the gradients of their outputs, 28.1 % of its activations for
-# GPT-3 175B's layer (`parallelism.weight_gradient_bytes_per_token_per_layer`, Qi et al.'s $M_W = 32sbh$), so ZB-H1's
+# The simulation finds the formulas' bubbles: 9 s for 1F1B, $(p-1)(t_\text{F}+t_\text{B}+t_\text{W})$; 3 s for ZB-H1,
+# $(p-1)(t_\text{F}+t_\text{B}-t_\text{W})$, a third of it; and for ZB-H2 no bubble at all once the stages need not wait
+# for each other at the end of the step (3 s with the synchronisation, the last stage's late start). The memory is the
+# price: ZB-H1's first stage holds 4 micro-batches' activations, as 1F1B's does, and ZB-H2's 7, $2p - 1$. The later
+# stages hold more than in 1F1B too, but less than whole micro-batches: a micro-batch between its B and its W keeps only
+# what W reads, the inputs of the linear layers and the gradients of their outputs, 28.1 % of its activations for GPT-3
+# 175B's layer (`parallelism.weight_gradient_bytes_per_token_per_layer`, Qi et al.'s $M_\text{W} = 32sbh$), so ZB-H1's
 # last stage holds 1.84 micro-batches' worth where 1F1B's holds 1. The figure below shows where the W passes go.
 #
 # Qi et al.'s ZB-H1 formula holds while W is the shortest op. The same pipeline with other op times, simulated, beside
-# their formula and the general form $(p-1)\max(t_F,\ t_B,\ t_F + t_B - t_W)$ (`parallelism.pipeline_bubble_time`):
+# their formula and the general form $(p-1)\max(t_\text{F},\ t_\text{B},\ t_\text{F} + t_\text{B} - t_\text{W})$
+# (`parallelism.pipeline_bubble_time`):
 
 # %%
 print(f"{'t_F':>5} {'t_B':>5} {'t_W':>5} {'simulated':>10} {'(p-1)(t_F+t_B-t_W)':>19} {'general form':>13}")
@@ -525,10 +529,11 @@ for forward_s, input_grad_s, weight_grad_s in ((1.0, 1.5, 0.5), (1.0, 2.0, 1.5),
     )
 
 # %% [markdown]
-# With W the shortest (first row) the three agree, 6 s. With $t_W > t_F$ (second row) W fills the cool-down's waits
-# and only the first stage's wait for the first gradient is left, $(p-1)t_B$ = 6 s where the formula says 4.5 s; with
-# $t_B < t_W \le t_F$ (third row) the last stage's late start, $(p-1)t_F$ = 6 s, sets the step; and with W the
-# longest and B the shortest (last row) the formula even turns negative while the late start keeps 3 s.
+# With W the shortest (first row) the three agree, 6 s. With $t_\text{W} > t_\text{F}$ (second row) W fills the
+# cool-down's waits and only the first stage's wait for the first gradient is left, $(p-1)t_\text{B}$ = 6 s where the
+# formula says 4.5 s; with $t_\text{B} < t_\text{W} \le t_\text{F}$ (third row) the last stage's late start,
+# $(p-1)t_\text{F}$ = 6 s, sets the step; and with W the longest and B the shortest (last row) the formula even turns
+# negative while the late start keeps 3 s.
 #
 # ### Step 6 · FP8
 #
@@ -663,13 +668,13 @@ quiz.MultipleChoice(
 #   (the zig-zag split balances the causal work); Llama 3's all-gather form moves the same bytes and waits for them;
 #   DeepSpeed-Ulysses re-splits by heads with four all-to-alls per layer that nothing hides, and needs $c$ to divide
 #   the key/value heads of a tensor-parallel rank.
-# - Expert parallelism moves every token twice each way per MoE layer (dispatch and combine), $T \cdot k_E \cdot h
-#   \cdot 2$ bytes a call, $(e - 1)/e$ of it sent; inside a node it is a few times faster than across nodes, so keep
-#   the expert group in a node unless the router limits the nodes a token visits and the dispatch sends it once per
+# - Expert parallelism moves every token twice each way per MoE layer (dispatch and combine), $n_\text{tok} \cdot k_E
+#   \cdot h \cdot 2$ bytes a call, $(e - 1)/e$ of it sent; inside a node it is a few times faster than across nodes, so
+#   keep the expert group in a node unless the router limits the nodes a token visits and the dispatch sends it once per
 #   node. Routing is dropless by default; a capacity factor bounds load imbalance, and the slowest rank pays it.
-# - ZB-H1 cuts 1F1B's bubble to $(p-1)(t_F+t_B-t_W)$ while W is the shortest op, in general to
-#   $(p-1)\max(t_F,\ t_B,\ t_F + t_B - t_W)$, with the same first-stage memory (later stages keep W's inputs
-#   besides); ZB-H2 removes it for $2p - 1$ micro-batches of activations.
+# - ZB-H1 cuts 1F1B's bubble to $(p-1)(t_\text{F}+t_\text{B}-t_\text{W})$ while W is the shortest op, in general to
+#   $(p-1)\max(t_\text{F},\ t_\text{B},\ t_\text{F} + t_\text{B} - t_\text{W})$, with the same first-stage memory (later
+#   stages keep W's inputs besides); ZB-H2 removes it for $2p - 1$ micro-batches of activations.
 # - FP8 doubles the peak of the linear layers, not of the whole step, and halves the bytes of what it stores and
 #   gathers in 1 byte, sequence parallelism's all-gathers included.
 
@@ -680,8 +685,8 @@ quiz.MultipleChoice(
 #    fits with $t = 4$ instead of 8 (two context ranks of 4 GPUs each, 8 GPUs in all).
 # 2. **DBRX's all-to-all.** A MoE model with $h = 6144$, $k_E = 4$ of 16 experts, 32,768 tokens per rank and
 #    $e = 8$: how many bytes does a rank send in one dispatch?
-# 3. **ZB-H1 with a short W.** With $t_F = 1$ s, $t_B = 1.5$ s and $t_W = 0.5$ s, $p = 4$, $m = 8$: what is ZB-H1's
-#    bubble, and 1F1B's?
+# 3. **ZB-H1 with a short W.** With $t_\text{F} = 1$ s, $t_\text{B} = 1.5$ s and $t_\text{W} = 0.5$ s, $p = 4$, $m = 8$:
+#    what is ZB-H1's bubble, and 1F1B's?
 #
 # <details>
 # <summary>Answers</summary>
@@ -690,8 +695,9 @@ quiz.MultipleChoice(
 #    context_parallel=2))` is 77.6 GB at 262,144 and 128 GB at 524,288. Two ranks of $t = 4$ hold each sequence as
 #    one rank of $t = 8$ did, but the weights are split 4 ways, not 8.
 # 2. $32768 \cdot 4 \cdot 6144 \cdot 2$ = 1.61 GB of payload, of which $7/8$, 1.41 GB, leaves the rank.
-# 3. ZB-H1: W is the shortest op, so $(p-1)(t_F + t_B - t_W)$ = 6 s; 1F1B: $(p-1)(t_F + t_B + t_W)$ = 9 s
-#    (`pipeline.pipeline_schedule(4, 8, "zb-h1", backward_time_s=2.0, backward_weight_time_s=0.5).bubble_s`).
+# 3. ZB-H1: W is the shortest op, so $(p-1)(t_\text{F} + t_\text{B} - t_\text{W})$ = 6 s; 1F1B: $(p-1)(t_\text{F} +
+#    t_\text{B} + t_\text{W})$ = 9 s (`pipeline.pipeline_schedule(4, 8, "zb-h1", backward_time_s=2.0,
+#    backward_weight_time_s=0.5).bubble_s`).
 #
 # </details>
 

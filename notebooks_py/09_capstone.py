@@ -101,23 +101,24 @@ from course_lib.widgets import quiz
 # 03's table, for this architecture), $M_\text{logits}$ the last stage's logits and $M_\text{framework}$ the memory the
 # framework holds beyond the model ([glossary](glossary.ipynb#memory-terms)).
 #
-# Step time (lesson 04), with a micro-batch slot $T_\text{slot} = t_f + t_b + T_\text{TP} + T_\text{PP}$:
+# Step time (lesson 04), with a micro-batch slot $T_\text{slot} = t_\text{F} + t_\text{bwd} + T_\text{TP} +
+# T_\text{PP}$:
 #
 # $$T_\text{step} = m\,T_\text{slot} + \frac{p-1}{v}\,T_\text{slot} + T_\text{DP, exposed},\qquad \text{MFU} = \frac{\text{model FLOPs of the step}}{N_\text{GPU}\cdot \text{peak} \cdot T_\text{step}}$$
 #
 # The search ranks with the model's measured error (lesson 08): with $\mu$ the memory margin and $r_{10}, r_{90}$ the
-# 10th and 90th percentiles of measured / predicted step time on runs the calibration never saw, for plans whose
-# replica spans $t \cdot p$ GPUs, a plan fits only if $M(x)(1 + \mu) \le M_\text{HBM}$, its step time is given with
-# its band, and the plan whose band's high end is lowest (the **robust plan**) is
+# 10th and 90th percentiles of measured / predicted step time on runs the calibration never saw, for plans whose replica
+# spans $t \cdot p$ GPUs, a plan fits only if $M_\text{device}(x)(1 + \mu) \le M_\text{HBM}$, its step time is given
+# with its band, and the plan whose band's high end is lowest (the **robust plan**) is
 #
-# $$x^\ast = \arg\min_{x:\ M(x)(1 + \mu) \le M_\text{HBM}} r_{90}(t\,p)\,T(x),\qquad T(x) \in \big[r_{10}\,T(x),\ r_{90}\,T(x)\big].$$
+# $$x^\ast = \arg\min_{x:\ M_\text{device}(x)(1 + \mu) \le M_\text{HBM}} r_{90}(t\,p)\,T(x),\qquad T(x) \in \big[r_{10}\,T(x),\ r_{90}\,T(x)\big].$$
 #
 # When $r_{90}$ is the same for every $t \cdot p$ (a band of one row), $x^\ast$ is simply the fastest plan that fits.
 #
 # The **worst-case slowdown** of a plan $x$ over a set of scenarios $\sigma$ (each a set of assumptions, each with
 # its own fastest plan) is
 #
-# $$R(x) = \max_\sigma \frac{T_\sigma(x)}{\min_y T_\sigma(y)}:$$
+# $$\Lambda(x) = \max_\sigma \frac{T_\sigma(x)}{\min_y T_\sigma(y)}:$$
 #
 # how much slower than the best the plan could be, if one of the scenarios turned out to be the truth.
 #
@@ -132,7 +133,9 @@ from course_lib.widgets import quiz
 # | $\mu$ | `memory_margin` | memory a plan must leave spare, as a share of its predicted memory | – |
 # | $r_{10}, r_{90}$ | `step_time_band` | 10th and 90th percentiles of measured / predicted step time | – |
 # | $T_\sigma(x)$ | `step_time_s` | step time of plan $x$ in scenario $\sigma$ | s |
-# | $R(x)$ | `worst_slowdown` | worst ratio to the scenario's best | – |
+# | $\Lambda(x)$ | `worst_slowdown` | worst ratio to the scenario's best | – |
+# | $t_\text{F}$, $t_\text{bwd}$ | `forward_time_s`, `backward_time_s` | forward and whole backward of one micro-batch on one stage | s |
+# | $h_\text{ffn}$ | `ffn_hidden` | inner width of the MLP (3.5h for the gated MLP here) | – |
 #
 # ### Two models, said each time
 #
@@ -295,10 +298,10 @@ print(
 
 # %% [markdown]
 # The hand count and `memory_breakdown` agree term by term. The candidate fits with 23 GB to spare, by the point
-# estimate (step 8 adds the margin). The table shows three things a quick estimate misses: the fp32 gradient buffer
-# (two thirds of the optimizer state here), the 4 micro-batches of activations the first stage holds under 1F1B, and
-# the gated MLP, which stores $8f = 28h$ bytes per token where GPT's stores $16h$. The ideal model counts the GPT way
-# and knows no FlashAttention: it stores the $5as$ bytes of attention scores per token (lesson 03), about nine times
+# estimate (step 8 adds the margin). The table shows three things a quick estimate misses: the fp32 gradient buffer (two
+# thirds of the optimizer state here), the 4 micro-batches of activations the first stage holds under 1F1B, and the
+# gated MLP, which stores $8h_\text{ffn} = 28h$ bytes per token where GPT's stores $16h$. The ideal model counts the GPT
+# way and knows no FlashAttention: it stores the $5as$ bytes of attention scores per token (lesson 03), about nine times
 # the rest at $s = 8192$, and finds 260 GB; the searches (lesson 05's, step 8's) rank with the calibrated model.
 #
 # ### Step 5 · The candidate's transfers

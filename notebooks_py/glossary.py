@@ -68,7 +68,7 @@
 # | <a id="gemm"></a>GEMM | General matrix multiply, $[M \times K] \cdot [K \times N]$: $2MNK$ FLOPs. | [lesson 01](01_mac.ipynb) |  |
 # | <a id="gpipe"></a>GPipe | The pipeline schedule that runs all m micro-batches' forward passes, then all their backward passes (all forward, all backward); it holds m micro-batches' activations. | [lesson 03](03_parallelism.ipynb) | Huang et al. 2019, arXiv:1811.06965 |
 # | <a id="gqa"></a>GQA | Grouped-query attention: groups of query heads share one key-value head, so the KV cache holds n_kv < a heads (8 for Llama 3.1 70B's 64). | [lesson 10](10_serving.ipynb) | Ainslie et al. 2023, GQA, EMNLP 2023, arXiv:2305.13245 |
-# | <a id="hbm"></a>HBM | High Bandwidth Memory: the stacked DRAM beside an accelerator's die that holds its weights, activations and optimizer state (80 GB at 3.35 TB/s on an H100 SXM). | [lesson 01](01_mac.ipynb) | NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022) |
+# | <a id="hbm"></a>HBM | High Bandwidth Memory: the stacked DRAM beside an accelerator's die that holds its weights, activations and optimizer state (80 GB at 3.35 TB/s on an H100 SXM). | [course map](00_course_map.ipynb) | NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022) |
 # | <a id="hfu"></a>HFU | Hardware FLOPs utilization: every FLOP the GPUs ran (recomputation included) per second, over their peak. | [lesson 01](01_mac.ipynb) | Chowdhery et al. 2022 (PaLM), appendix B |
 # | <a id="itl"></a>ITL | Inter-token latency: a request's time from its first to its last output token over its tokens after the first, the time per output token as serving benchmarks measure it (genai-perf, vLLM's benchmark). | [lesson 10](10_serving.ipynb) | NVIDIA genai-perf documentation, metrics; vllm/benchmarks/serve.py |
 # | <a id="mfu"></a>MFU | Model FLOPs utilization: the model's FLOPs per token (6P plus attention) times tokens per second, over the GPUs' peak; recomputation does not count. | [lesson 01](01_mac.ipynb) | Chowdhery et al. 2022 (PaLM), appendix B |
@@ -107,7 +107,7 @@
 # | Term | Definition | Introduced in | Source |
 # |---|---|---|---|
 # | <a id="gemm-dims"></a>$M, N, K$ | GEMM dimensions: $[M\times K]\cdot[K\times N]$. | [course map](00_course_map.ipynb) |  |
-# | <a id="micro-batch"></a>$b$ | Sequences one replica processes at once (a micro-batch). | [course map](00_course_map.ipynb) |  |
+# | <a id="micro-batch"></a>$b$ (or $b_\text{micro}$) | Sequences one replica processes at once (a micro-batch). | [course map](00_course_map.ipynb) |  |
 # | <a id="global-batch"></a>$B_\text{global}$ | Samples per optimizer step, $b \cdot m \cdot d$. | [course map](00_course_map.ipynb) |  |
 # | <a id="seq-len"></a>$s$ | Sequence length, in tokens. | [course map](00_course_map.ipynb) |  |
 # | <a id="hidden"></a>$h$ | Hidden size of the transformer. | [course map](00_course_map.ipynb) |  |
@@ -119,6 +119,8 @@
 # | <a id="gpus"></a>$N_\text{GPU}$ | Accelerators working on one run, $d \cdot t \cdot p$. | [course map](00_course_map.ipynb) |  |
 # | <a id="k-opt"></a>$K_\text{opt}$ | Optimizer-state bytes per parameter (12 for mixed-precision Adam). | [course map](00_course_map.ipynb) |  |
 # | <a id="intensity"></a>$I$ | Arithmetic intensity, FLOP per byte moved. | [course map](00_course_map.ipynb) |  |
+# | <a id="peak-rate"></a>$R$ | Peak FLOP rate of an accelerator (dense, one data type); $R_\text{attainable}$ is the roofline's rate. | [course map](00_course_map.ipynb) |  |
+# | <a id="hbm-bandwidth"></a>$B_\text{HBM}$ | HBM bandwidth of an accelerator, bytes/s. | [course map](00_course_map.ipynb) |  |
 # | <a id="roofline-times"></a>$T_\text{math}$, $T_\text{mem}$ | Compute time and memory time of a kernel; the roofline takes the larger. | [course map](00_course_map.ipynb) |  |
 # | <a id="p"></a>$p$ | Ranks of a collective (lessons 02, 04 and 07) and pipeline stages (lesson 03 on): the one shared symbol. | [course map](00_course_map.ipynb) |  |
 # | <a id="payload"></a>$S$ | A collective's buffer size in bytes, as nccl-tests defines it. | [course map](00_course_map.ipynb) |  |
@@ -126,7 +128,7 @@
 # | <a id="wire-bytes"></a>$Q$ | Bytes on a collective's critical path. | [course map](00_course_map.ipynb) |  |
 # | <a id="alpha"></a>$\alpha$ | Startup latency of one step of a collective, in seconds. | [course map](00_course_map.ipynb) |  |
 # | <a id="bandwidth"></a>$B_\text{eff}$ (or $B$) | Effective one-way bandwidth per rank, bytes/s. | [course map](00_course_map.ipynb) |  |
-# | <a id="nodes"></a>$g$, $N_\text{nodes}$ | GPUs per node, and nodes. | [course map](00_course_map.ipynb) |  |
+# | <a id="nodes"></a>$G$, $N_\text{nodes}$ | GPUs per node, and nodes. | [course map](00_course_map.ipynb) |  |
 # | <a id="rails"></a>$N_\text{rails}$ | Network rails a flat ring runs on, one ring each (lesson 02). | [course map](00_course_map.ipynb) |  |
 # | <a id="tree-chunks"></a>$k$ | Chunks a pipelined tree cuts the buffer into (lesson 02). | [course map](00_course_map.ipynb) |  |
 # | <a id="gamma"></a>$\gamma$ | Reduction cost, seconds per byte. | [course map](00_course_map.ipynb) |  |
@@ -135,12 +137,40 @@
 # | <a id="tensor-parallel"></a>$t$ | Tensor-parallel group size. | [course map](00_course_map.ipynb) |  |
 # | <a id="grad-accum"></a>$m$ (or $N_\text{acc}$) | Micro-batches per step (gradient accumulation). | [course map](00_course_map.ipynb) |  |
 # | <a id="virtual-stages"></a>$v$ | Model chunks per device (interleaved schedule). | [course map](00_course_map.ipynb) |  |
+# | <a id="pass-times"></a>$t_\text{F}$, $t_\text{bwd}$ | Forward (F) and whole backward of one micro-batch through one pipeline stage; $t_\text{bwd} = t_\text{B} + t_\text{W}$. | [course map](00_course_map.ipynb) |  |
+# | <a id="zero-bubble-passes"></a>$t_\text{B}$, $t_\text{W}$ | The backward's two passes: input gradient (B) and weight gradient (W), as zero-bubble schedules split it. | [course map](00_course_map.ipynb) | Qi et al. 2024, §2 |
 # | <a id="comm-time"></a>$T_\text{comm}$ | Time of a collective, $n\alpha + Q/B_\text{eff}$. | [course map](00_course_map.ipynb) |  |
 # | <a id="rank-index"></a>$r$ | The index of a rank, $0 \dots p-1$. | [lesson 02](02_nccl.ipynb) |  |
 # | <a id="bubble-time"></a>$t_\text{pb}$, $t_\text{id}$ | Narayanan et al.'s pipeline bubble time and ideal (bubble-free) time of a step; their ratio is the bubble fraction. | [lesson 03](03_parallelism.ipynb) | Narayanan et al. 2021, §2.2.1 |
 # | <a id="kv-heads"></a>$n_{kv}$, $d_\text{head}$ | Key-value heads (fewer than $a$ under grouped-query attention) and the size of one head, $h/a$. | [lesson 10](10_serving.ipynb) |  |
 # | <a id="bytes-per-param"></a>$b_\text{param}$, $b_\text{grad}$, $b_\text{opt}$ | Bytes per parameter of the weights, the gradients and the optimizer state, as the framework keeps them: 2 (bf16 weights), 4 (fp32 gradients) and 12 (Adam) in Megatron-LM's recipe (and nanotron's), the calibrated model's. | [lesson 09](09_capstone.ipynb) | course_lib.parallelism.frameworks (PRECISION_RECIPES, MEGATRON_CORE) |
 # | <a id="memory-terms"></a>$M_\text{logits}$, $M_\text{framework}$ | Memory of the last stage's logits (bf16, the loss's fp32 copy and its fp32 gradient: 10 bytes per token and vocabulary entry), and what the model does not count (CUDA context, allocator caching, fragmentation; 2.86 GB fitted on the Playbook's runs). | [lesson 09](09_capstone.ipynb) | course_lib.parallelism.frameworks (logits_bytes_per_element); calibration (framework_bytes) |
+# | <a id="time"></a>$T$, $T_\text{step}$ | A time in seconds; with a subscript, the time of what it names. $T_\text{step}$: one optimizer step. | [course map](00_course_map.ipynb) |  |
+# | <a id="training-compute"></a>$C$ | Training compute of a whole run, about $6PD$ FLOP (Kaplan et al.). | [lesson 01](01_mac.ipynb) | Kaplan et al. 2020, §2.1 |
+# | <a id="flops"></a>$F$, $F_\text{GEMM}$, $F_\text{layer}$, $F_\text{fwd}$ | FLOPs of a computation: a kernel, one GEMM, one transformer layer, a whole forward pass. | [lesson 01](01_mac.ipynb) |  |
+# | <a id="model-states"></a>$M_\text{states}$ | Bytes of the model states (weights, gradients, optimizer state), $(2 + 2 + K_\text{opt})\Psi$ unsharded. | [lesson 01](01_mac.ipynb) |  |
+# | <a id="node-bandwidth"></a>$B_\text{node}$ | A node's network bandwidth, all its adapters together, one way, bytes/s. | [lesson 02](02_nccl.ipynb) |  |
+# | <a id="collective-times"></a>$T_\text{ring}$, $T_\text{RS}$, $T_\text{AG}$, $T_\text{hier}$ | Times of a ring all-reduce, a reduce-scatter, an all-gather and the hierarchical all-reduce. | [lesson 02](02_nccl.ipynb) |  |
+# | <a id="layer-input"></a>$X$ | The input activations of a layer, $[bs \times h]$. | [lesson 03](03_parallelism.ipynb) |  |
+# | <a id="activations-per-layer"></a>$A_\text{layer}$ | Activation bytes one transformer layer stores for a micro-batch (Korthikanti et al.). | [lesson 03](03_parallelism.ipynb) | Korthikanti et al. 2022, Eq. 1 |
+# | <a id="zero-stages"></a>$P_{os}$, $P_{os+g}$, $P_{os+g+p}$ | ZeRO's names of its stages 1, 2 and 3: optimizer state, + gradients, + parameters partitioned. | [lesson 03](03_parallelism.ipynb) | Rajbhandari et al. 2020, §5 |
+# | <a id="comm-terms"></a>$T_\text{TP}$, $T_\text{PP}$, $T_\text{DP, exposed}$ | Tensor- and pipeline-parallel communication of one micro-batch, and the data-parallel communication a step cannot hide. | [lesson 04](04_communication_budget.ipynb) |  |
+# | <a id="exposed-time"></a>$T_\text{exposed}$ | Communication time not hidden behind computation. | [lesson 04](04_communication_budget.ipynb) |  |
+# | <a id="memory-margin"></a>$\mu$ | Memory a plan must leave spare, a share of its predicted memory. | [lesson 04](04_communication_budget.ipynb) |  |
+# | <a id="compute-bubble-time"></a>$T_\text{compute}$, $T_\text{bubble}$ | A step's compute time and its pipeline bubble. | [lesson 05](05_plan_search.ipynb) |  |
+# | <a id="cp-ep"></a>$c$, $e$ | Context-parallel and expert-parallel group sizes. | [lesson 06](06_sequences_and_experts.ipynb) |  |
+# | <a id="experts"></a>$E$, $k_E$ | Experts of a MoE layer, and experts the router sends each token to. | [lesson 06](06_sequences_and_experts.ipynb) |  |
+# | <a id="dispatch"></a>$n_\text{tok}$, $S_\text{dispatch}$ | Tokens one rank routes in one all-to-all, and the bytes of that dispatch, $n_\text{tok} k_E h \cdot 2$. | [lesson 06](06_sequences_and_experts.ipynb) |  |
+# | <a id="zero-bubble-memory"></a>$M_\text{B}$, $M_\text{W}$ | What a micro-batch keeps per layer until its B (its activations) and until its W (only what W reads). | [lesson 06](06_sequences_and_experts.ipynb) | Qi et al. 2024, Table 1 |
+# | <a id="fit-samples"></a>$S_i$, $T_i$, $T_\text{model}$ | The $i$-th measured size and time of a collective, and the model's time that a fit matches to them. | [lesson 07](07_measure.ipynb) |  |
+# | <a id="compute-alone"></a>$T_\text{compute alone}$ | A step's compute with no communication running beside it. | [lesson 07](07_measure.ipynb) |  |
+# | <a id="device-memory"></a>$M_\text{device}$, $M_\text{HBM}$ | Memory one device needs for a plan ($M_\text{device}(x)$ for plan $x$), and the HBM it has. | [lesson 09](09_capstone.ipynb) |  |
+# | <a id="stage-params"></a>$\Psi_\text{stage}$ | Parameters of the heaviest pipeline stage. | [lesson 09](09_capstone.ipynb) |  |
+# | <a id="zero-stage"></a>$z$, $d_{\ge z}$ ($d_{\ge 1}$, $d_{\ge 2}$, $d_{\ge 3}$) | The ZeRO stage, and $d$ when the stage is at least $z$ (the state is sharded over the replicas), else 1. | [lesson 09](09_capstone.ipynb) |  |
+# | <a id="plan"></a>$x$, $y$, $\sigma$ | A plan (lesson 09; $x^\ast$ the robust plan), and a scenario: a set of assumptions, with its own fastest plan. | [lesson 09](09_capstone.ipynb) |  |
+# | <a id="slot"></a>$T_\text{slot}$ | One micro-batch's slot in a step, $t_\text{F} + t_\text{bwd} + T_\text{TP} + T_\text{PP}$. | [lesson 09](09_capstone.ipynb) |  |
+# | <a id="worst-slowdown"></a>$\Lambda$ | Worst-case slowdown of a plan over scenarios (lesson 09). | [lesson 09](09_capstone.ipynb) |  |
+# | <a id="ffn-hidden"></a>$h_\text{ffn}$ | Inner width of the MLP (FFN): $4h$ in GPT, about $3.5h$ for a gated MLP. | [lesson 09](09_capstone.ipynb) |  |
 #
 # ## Notation
 #

@@ -42,9 +42,9 @@ def pipeline_bubble_time(
     """The time each device idles in one step, by formula (seconds): the bubble ``pipeline.pipeline_schedule``
     simulates (``bubble_s``, or ``unsynchronised_bubble_s`` with ``optimizer_sync=False``).
 
-    GPipe and 1F1B: (p − 1)(t_f + t_b); interleaved: that divided by v (Narayanan et al. 2021 §2.2,
-    ``pipeline_bubble_fraction`` × m(t_f + t_b)). ZB-H1 and ZB-H2 split t_b into t_B + t_W (``backward_weight_time_s``,
-    default t_b/2): stage s idles (p − 1 − s)·X between its first op and its last, where
+    GPipe and 1F1B: (p − 1)(t_F + t_bwd); interleaved: that divided by v (Narayanan et al. 2021 §2.2,
+    ``pipeline_bubble_fraction`` × m(t_F + t_bwd)). ZB-H1 and ZB-H2 split t_bwd into t_B + t_W
+    (``backward_weight_time_s``, default t_bwd/2): stage s idles (p − 1 − s)·X between its first op and its last, where
     X = t_F + t_B − k·min(t_F, t_W), at least 0, k = 1 for ZB-H1 and 2 for ZB-H2 (``pipeline.ZERO_BUBBLE_WARMUP``).
     With t_W ≤ t_F (transformers: Qi et al.'s Table 1 gives T_W < T_F < T_B) the longest, (p − 1)X, is their Table 2:
     (p − 1)(T_F + T_B − T_W) and (p − 1)(T_F + T_B − 2T_W); with t_W > t_F, t_F takes the place of t_W (our

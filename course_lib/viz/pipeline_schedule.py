@@ -148,7 +148,7 @@ def plot_pipeline_schedule(timeline, ax=None):
     >>> from course_lib.pipeline import pipeline_schedule
     >>> ax = plot_pipeline_schedule(pipeline_schedule(4, 8, "1f1b", forward_time_s=0.01, backward_time_s=0.02))
     >>> [text.get_text() for text in ax.texts if text.get_gid() == "pipeline-title"], ax.get_xlabel()
-    (['1F1B, p = 4, m = 8: bubble 37.5 %'], 'time (units of $t_f$ = 10 ms)')
+    (['1F1B, p = 4, m = 8: bubble 37.5 %'], 'time (units of $t_\\\\text{F}$ = 10 ms)')
     >>> plt.close("all")
     """
     if not isinstance(timeline, PipelineTimeline):
@@ -248,7 +248,7 @@ class PipelineScheduleFigure(LiveFigure):
     >>> live = PipelineScheduleFigure(Figure(figsize=(9, 4)).add_axes((0.1, 0.25, 0.6, 0.6)))
     >>> live.update(pipeline_schedule(4, 8, "interleaved", 2))
     >>> live.title.get_text(), live.ax.get_xlabel()
-    ('Interleaved 1F1B, p = 4, v = 2, m = 8: bubble 18.8 %', 'time (units of $t_f$)')
+    ('Interleaved 1F1B, p = 4, v = 2, m = 8: bubble 18.8 %', 'time (units of $t_\\\\text{F}$)')
     >>> [text.get_text() for text in live.ax.get_legend().get_texts()]
     ['forward, chunks 1, 2', 'backward, chunks 1, 2', 'idle (bubble)']
     >>> live.update(pipeline_schedule(4, 8, "1f1b"))
@@ -348,7 +348,7 @@ class PipelineScheduleFigure(LiveFigure):
         ax.set_xticks([])
         ax.set_yticks([])
         self._xlabel_pad = 7 + 1.2 * size + 3  # under the tick labels
-        self._legend_top = self._xlabel_pad + 1.3 * size  # under the x label ($t_f$ reaches below the line)
+        self._legend_top = self._xlabel_pad + 1.3 * size  # under the x label ($t_\text{F}$ reaches below the line)
         self._legend_anchor = shifted(ax.transAxes, 0, -self._legend_top)
         widest = _text_width_pt(f"stage {self.max_stages}", size)
         ax.set_ylabel("pipeline stage (one per device)", fontsize=size, labelpad=7 + widest + 4)
@@ -382,7 +382,8 @@ class PipelineScheduleFigure(LiveFigure):
         if self.xlabel is not None:
             return self.xlabel
         unit = timeline.forward_time_s
-        return "time (units of $t_f$)" if unit == 1.0 else f"time (units of $t_f$ = {units.format_time(unit)})"
+        label = r"time (units of $t_\text{F}$"  # lesson 03's forward time (the course map's notation)
+        return f"{label})" if unit == 1.0 else f"{label} = {units.format_time(unit)})"
 
     def static_key(self, timeline):
         """The legend depends on the timeline's v (one shade per chunk) and kinds of op, the x label on its t_f."""

@@ -30,12 +30,12 @@
 # %% [markdown]
 # # Lab 4 · Shrink the pipeline bubble
 #
-# A pipeline of $p$ stages cannot keep every device busy: the first micro-batch has to travel through every stage
-# before the last one has work, and the last backward pass drains them again. [Lesson 03 · Split the
+# A pipeline of $p$ stages cannot keep every device busy: the first micro-batch has to travel through every stage before
+# the last one has work, and the last backward pass drains them again. [Lesson 03 · Split the
 # work](../notebooks/03_parallelism.ipynb) measured that idle time, the bubble, as a fraction of the ideal time
-# $m\,(t_f + t_b)$, for GPipe, 1F1B and the interleaved schedule (each device holding $v$ model chunks). In this lab
-# a simulation runs the schedules event by event and measures the bubble without being told any formula; you first
-# change the stages, the micro-batches, the chunks and the schedule, and read off how the idle time grows with
+# $m\,(t_\text{F} + t_\text{bwd})$, for GPipe, 1F1B and the interleaved schedule (each device holding $v$ model chunks).
+# In this lab a simulation runs the schedules event by event and measures the bubble without being told any formula; you
+# first change the stages, the micro-batches, the chunks and the schedule, and read off how the idle time grows with
 # each; then you derive the costs yourself in the graded questions, and check them against the simulation.
 #
 # **Time to learn:** about 2.0 hours by the course's rule, the graded questions included
@@ -43,9 +43,9 @@
 #
 # **What you need:** lesson 03, in particular the pipeline schedules (GPipe, 1F1B, interleaved) and the bubble.
 #
-# **Scope.** Every stage takes the same time, $t_f$ forward and $t_b = 2\,t_f$ backward per micro-batch (a chunk
-# of an interleaved stage takes $1/v$ of that), and sending activations between stages is free, so every gap in the
-# timeline is bubble. Times are in units of $t_f$.
+# **Scope.** Every stage takes the same time, $t_\text{F}$ forward and $t_\text{bwd} = 2\,t_\text{F}$ backward per
+# micro-batch (a chunk of an interleaved stage takes $1/v$ of that), and sending activations between stages is free, so
+# every gap in the timeline is bubble. Times are in units of $t_\text{F}$.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
 # its public tests and tells you at once whether they pass. The public tests already fail the usual slips (measuring the
@@ -85,7 +85,7 @@ lab
 # are not graded; the answers are below.
 #
 # 1. **More micro-batches.** Move *micro-batches m* from 4 to 16. How does the bubble change, and does the idle time
-#    itself (in $t_f$) change?
+#    itself (in $t_\text{F}$) change?
 # 2. **GPipe against 1F1B.** Switch between *GPipe* and *1F1B*. What changes in the timeline, in the bubble, and in
 #    the activations stage 1 (the first) holds?
 # 3. **Interleave.** Move *virtual stages v* to 2, then 4. What happens to the bubble and to the activations held?
@@ -98,22 +98,22 @@ lab
 # <details>
 # <summary>Answers</summary>
 #
-# 1. The bubble is 75 % at $m = 4$, 37.5 % at 8 and 18.8 % at 16. The idle time stays 9 $t_f$: filling and
+# 1. The bubble is 75 % at $m = 4$, 37.5 % at 8 and 18.8 % at 16. The idle time stays 9 $t_\text{F}$: filling and
 #    draining the pipeline costs the same however many micro-batches follow, so more micro-batches only spread it
 #    over more work.
-# 2. The step takes 33 $t_f$ either way and the bubble is 37.5 % for both. GPipe runs all 8 forwards before any
+# 2. The step takes 33 $t_\text{F}$ either way and the bubble is 37.5 % for both. GPipe runs all 8 forwards before any
 #    backward, so stage 1 holds the activations of 8 micro-batches; 1F1B starts the backward passes as soon as it
 #    can and holds 4. 1F1B does not make the pipeline faster; it makes it cheaper in memory.
-# 3. $v = 2$ halves the bubble to 18.8 % (step 28.5 $t_f$) and $v = 4$ quarters it to 9.38 % (26.25 $t_f$): each
-#    chunk op is $v$ times shorter, so filling the pipeline is too. Stage 1 then holds 5.5 and 4.75 micro-batches of
-#    activations instead of 4, and every micro-batch crosses the stage boundaries $v$ times. The interleaved
-#    schedule sends micro-batches through the chunks in groups of $p$, so $m$ must be a multiple of $p = 4$.
-# 4. 175 %: the devices idle 21 $t_f$ for 12 $t_f$ of work each, and the bubble takes 63.6 % of the 33 $t_f$ step.
-#    The bubble is measured against the ideal time, so it exceeds 100 % whenever $m < p - 1$: most of the step is
-#    spent filling and draining.
-# 5. 1F1B: 23.4 % (45 $t_f$ of bubble in a 237 $t_f$ step), 16 micro-batches held. With $v = 4$: 5.86 % (11.25
-#    $t_f$ in 203.25 $t_f$), but 19.75 micro-batches held and four times the stage-to-stage traffic. Interleaving
-#    trades memory and communication for time.
+# 3. $v = 2$ halves the bubble to 18.8 % (step 28.5 $t_\text{F}$) and $v = 4$ quarters it to 9.38 % (26.25
+#    $t_\text{F}$): each chunk op is $v$ times shorter, so filling the pipeline is too. Stage 1 then holds 5.5 and 4.75
+#    micro-batches of activations instead of 4, and every micro-batch crosses the stage boundaries $v$ times. The
+#    interleaved schedule sends micro-batches through the chunks in groups of $p$, so $m$ must be a multiple of $p = 4$.
+# 4. 175 %: the devices idle 21 $t_\text{F}$ for 12 $t_\text{F}$ of work each, and the bubble takes 63.6 % of the 33
+#    $t_\text{F}$ step. The bubble is measured against the ideal time, so it exceeds 100 % whenever $m < p - 1$: most of
+#    the step is spent filling and draining.
+# 5. 1F1B: 23.4 % (45 $t_\text{F}$ of bubble in a 237 $t_\text{F}$ step), 16 micro-batches held. With $v = 4$: 5.86 %
+#    (11.25 $t_\text{F}$ in 203.25 $t_\text{F}$), but 19.75 micro-batches held and four times the stage-to-stage
+#    traffic. Interleaving trades memory and communication for time.
 #
 # </details>
 
@@ -175,9 +175,9 @@ from tools.grading_helpers import calling, number
 # %% [markdown]
 # ### Question 1 · The bubble (2 points)
 #
-# Write `bubble_fraction(stages, microbatches, virtual_stages=1)`: the idle time of a step as a fraction of its
-# *ideal* time $m\,(t_f + t_b)$, the time the same work would take with no bubble. Derive it from the lab's
-# timelines: how long does stage 1 idle (in $t_f$) as you change $p$, $m$ and $v$ (Explore 1 and 3)? Do not call
+# Write `bubble_fraction(stages, microbatches, virtual_stages=1)`: the idle time of a step as a fraction of its *ideal*
+# time $m\,(t_\text{F} + t_\text{bwd})$, the time the same work would take with no bubble. Derive it from the lab's
+# timelines: how long does stage 1 idle (in $t_\text{F}$) as you change $p$, $m$ and $v$ (Explore 1 and 3)? Do not call
 # `parallelism.pipeline_bubble_fraction` or `pipeline.pipeline_schedule` in your function; compare with the lab.
 
 # %% [raw]
@@ -341,10 +341,10 @@ test_q2_other_budgets(microbatches_for_bubble)
 # %% [markdown]
 # ### Question 3 · The step time (2 points)
 #
-# Write `step_time_s(stages, microbatches, forward_time_s, backward_time_s)`: the time of one optimizer step of a
-# 1F1B pipeline in seconds, where `forward_time_s` and `backward_time_s` are $t_f$ and $t_b$ of one micro-batch
-# through one stage, and communication is free. Derive it (do not call `pipeline.pipeline_schedule`); the lab's
-# timeline has a total time to compare with (in units of $t_f$, with $t_b = 2t_f$).
+# Write `step_time_s(stages, microbatches, forward_time_s, backward_time_s)`: the time of one optimizer step of a 1F1B
+# pipeline in seconds, where `forward_time_s` and `backward_time_s` are $t_\text{F}$ and $t_\text{bwd}$ of one
+# micro-batch through one stage, and communication is free. Derive it (do not call `pipeline.pipeline_schedule`); the
+# lab's timeline has a total time to compare with (in units of $t_\text{F}$, with $t_\text{bwd} = 2t_\text{F}$).
 
 # %% [raw]
 # # BEGIN SOLUTION

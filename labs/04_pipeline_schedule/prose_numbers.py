@@ -37,7 +37,7 @@ def check():
         r = lab.result
         return units.format_percent(r["bubble_fraction"]), r["bubble_time"], r["total_time"], r["peak_in_flight"]
 
-    # 1: more micro-batches, the same 9 t_f of idle time
+    # 1: more micro-batches, the same 9 t_F of idle time
     assert run(microbatches=4)[:2] == ("75 %", 9.0) and run(microbatches=16)[:2] == ("18.8 %", 9.0)
     # 3: interleaving, v = 2 then 4
     assert run(virtual_stages=2)[0] == "18.8 %" and run(virtual_stages=2)[2:] == (28.5, 5.5)

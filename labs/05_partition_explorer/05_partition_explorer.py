@@ -364,7 +364,7 @@ test_q1_other_plans(transfers_per_axis)
 #
 # Write `tensor_group_leaves_node(tensor_parallel, data_parallel, devices_per_node, tensor_innermost)`: `True` if
 # a tensor-parallel group has ranks on more than one node. Ranks are numbered node by node (ranks
-# $0 \ldots g-1$ on node 0, $g = $ `devices_per_node`). With `tensor_innermost=True` (Megatron-LM's order) the $t$
+# $0 \ldots G-1$ on node 0, $G = $ `devices_per_node`). With `tensor_innermost=True` (Megatron-LM's order) the $t$
 # ranks of a group are adjacent; with `False` the data-parallel ranks are adjacent instead and a group's ranks are
 # $d$ apart. All sizes are powers of two. Check your answer on the explorer: the red line inside a stage.
 

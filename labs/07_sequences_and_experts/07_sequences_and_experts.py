@@ -53,7 +53,7 @@
 # (80 GB). Memory is the course's calibrated model (`parallelism.memory_breakdown`'s default, the reference:
 # Megatron-Core's precision recipe, the logits and the framework's own memory). The MoE layer is timed for one rank with NCCL's all-to-all
 # (`budget.group_collective_time`) and a perfectly balanced router; the experts' multiplies run at half of the bf16
-# peak. The pipeline bubble comes from the course's simulator with $t_F = t_B = t_W$.
+# peak. The pipeline bubble comes from the course's simulator with $t_\text{F} = t_\text{B} = t_\text{W}$.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
 # its public tests and tells you at once whether they pass. The grader also runs hidden tests with other inputs, chosen
@@ -136,11 +136,11 @@ lab
 #    InfiniBand at 50 GB/s per GPU instead of NVLink. At 4096 tokens (512 a rank) all three shrink, the compute
 #    eightfold and the all-to-alls a little less, since each call keeps its launch floor and latency (102 µs, 626 µs,
 #    2.19 ms): both grow with the tokens, so the ratio, not the sequence, decides where the experts go.
-# 4. ZB-H1's bubble is 12.5 % of the ideal step against 1F1B's 37.5 %: a third, $(p-1)(t_F + t_B - t_W)$ against
-#    $(p-1)(t_F + t_B + t_W)$, because the weight gradients W fill the bubble. At $m = 32$ both shrink fourfold, 3.12 %
-#    against 9.38 %. ZB-H2 also shows 12.5 %, but 0 % unsynchronised: its extra warm-up forwards remove the bubble
-#    within each stage, and only the $(p-1)\,t_F$ by which the last stage starts late remains when the optimizer step
-#    synchronises the stages.
+# 4. ZB-H1's bubble is 12.5 % of the ideal step against 1F1B's 37.5 %: a third, $(p-1)(t_\text{F} + t_\text{B} -
+#    t_\text{W})$ against $(p-1)(t_\text{F} + t_\text{B} + t_\text{W})$, because the weight gradients W fill the bubble.
+#    At $m = 32$ both shrink fourfold, 3.12 % against 9.38 %. ZB-H2 also shows 12.5 %, but 0 % unsynchronised: its extra
+#    warm-up forwards remove the bubble within each stage, and only the $(p-1)\,t_\text{F}$ by which the last stage
+#    starts late remains when the optimizer step synchronises the stages.
 # 5. With $c = 16$ a device holds 43.9 GB and the plan fits with the margin; with $c = 8$ it needs 71.3 GB, which
 #    fits 80 GB but not with the margin; with $c = 1$ only 16k tokens fit.
 #
@@ -414,15 +414,14 @@ test_q2_other_plans(longest_fitting_seq_len)
 # ### Question 3 · ZB-H1's bubble against 1F1B's (3 points)
 #
 # A pipeline of `stages` stages runs `microbatches` micro-batches (at least as many as stages) with ZB-H1: each
-# micro-batch's forward takes `forward_time_s` ($t_F$) on a stage, its backward is split into the input gradient B
-# (`backward_input_time_s`, $t_B$) and the weight gradient W (`backward_weight_time_s`, $t_W$). Write
+# micro-batch's forward takes `forward_time_s` ($t_\text{F}$) on a stage, its backward is split into the input gradient
+# B (`backward_input_time_s`, $t_\text{B}$) and the weight gradient W (`backward_weight_time_s`, $t_\text{W}$). Write
 # `zb_h1_bubble_fraction(stages, microbatches, forward_time_s, backward_input_time_s, backward_weight_time_s)`: the
-# bubble as a share of the ideal step $m(t_F + t_B + t_W)$, as the course's simulator measures it (the step ends
-# when every stage has ended). Simulate it with `pipeline.pipeline_schedule` or use the general form lesson 06 gives
-# (Step 5: Qi et al.'s formula holds only while W is the shortest op); either way it must equal the simulation for
-# every input, also where $t_W > t_F$. Do not call
-# `parallelism.pipeline_bubble_time` or `parallelism.pipeline_schedule_report`. Compare your result with 1F1B's
-# $(p-1)/m$ for the same $p$ and $m$.
+# bubble as a share of the ideal step $m(t_\text{F} + t_\text{B} + t_\text{W})$, as the course's simulator measures it
+# (the step ends when every stage has ended). Simulate it with `pipeline.pipeline_schedule` or use the general form
+# lesson 06 gives (Step 5: Qi et al.'s formula holds only while W is the shortest op); either way it must equal the
+# simulation for every input, also where $t_\text{W} > t_\text{F}$. Do not call `parallelism.pipeline_bubble_time` or
+# `parallelism.pipeline_schedule_report`. Compare your result with 1F1B's $(p-1)/m$ for the same $p$ and $m$.
 
 # %% [raw]
 # # BEGIN SOLUTION
