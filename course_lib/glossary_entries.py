@@ -355,7 +355,8 @@ ENTRIES: tuple[Entry, ...] = (
         "1F1B",
         "one-f-one-b",
         "abbreviation",
-        "One forward, one backward: the pipeline schedule in which each stage, once full, alternates one micro-batch's forward pass with another's backward pass, so it holds at most p micro-batches' activations.",
+        "One forward, one backward: the pipeline schedule in which each stage, once full, alternates one micro-batch's "
+        "forward pass with another's backward pass, so it holds at most p micro-batches' activations.",
         "03_parallelism.ipynb",
         (r"1F1B",),
         source="Narayanan et al. 2021 (PipeDream-Flush), arXiv:2104.04473",
@@ -374,7 +375,8 @@ ENTRIES: tuple[Entry, ...] = (
         "CP",
         "cp",
         "abbreviation",
-        "Context parallelism: the sequence of each sample split over c ranks, for attention as well as the rest of the layer (ring attention, Llama 3's all-gather, DeepSpeed-Ulysses).",
+        "Context parallelism: the sequence of each sample split over c ranks, for attention as well as the rest of the "
+        "layer (ring attention, Llama 3's all-gather, DeepSpeed-Ulysses).",
         "06_sequences_and_experts.ipynb",
         (r"CP",),
     ),
@@ -390,7 +392,8 @@ ENTRIES: tuple[Entry, ...] = (
         "DP",
         "dp",
         "abbreviation",
-        "Data parallelism: d replicas of the model, each on its own micro-batches, whose gradients are summed every step.",
+        "Data parallelism: d replicas of the model, each on its own micro-batches, whose gradients are summed every "
+        "step.",
         "03_parallelism.ipynb",
         (r"DP",),
     ),
@@ -408,7 +411,8 @@ ENTRIES: tuple[Entry, ...] = (
         "EP",
         "ep",
         "abbreviation",
-        "Expert parallelism: a mixture-of-experts layer's experts spread over e ranks, tokens sent to their experts by an all-to-all.",
+        "Expert parallelism: a mixture-of-experts layer's experts spread over e ranks, tokens sent to their experts by "
+        "an all-to-all.",
         "06_sequences_and_experts.ipynb",
         (r"EP",),
     ),
@@ -446,7 +450,10 @@ ENTRIES: tuple[Entry, ...] = (
         "abbreviation",
         "Gaussian error linear unit, x·Φ(x): GPT's activation function between the MLP's two matrix multiplies.",
         "03_parallelism.ipynb",
-        (r"GeLU", r"GELU",),
+        (
+            r"GeLU",
+            r"GELU",
+        ),
         source="Hendrycks and Gimpel 2016, arXiv:1606.08415",
     ),
     Entry(
@@ -461,7 +468,8 @@ ENTRIES: tuple[Entry, ...] = (
         "GPipe",
         "gpipe",
         "abbreviation",
-        "The pipeline schedule that runs all m micro-batches' forward passes, then all their backward passes (all forward, all backward); it holds m micro-batches' activations.",
+        "The pipeline schedule that runs all m micro-batches' forward passes, then all their backward passes (all "
+        "forward, all backward); it holds m micro-batches' activations.",
         "03_parallelism.ipynb",
         (r"GPipe",),
         source="Huang et al. 2019, arXiv:1811.06965",
@@ -499,7 +507,8 @@ ENTRIES: tuple[Entry, ...] = (
         "MFU",
         "mfu",
         "abbreviation",
-        "Model FLOPs utilization: the model's FLOPs per token (6P plus attention) times tokens per second, over the GPUs' peak; recomputation does not count.",
+        "Model FLOPs utilization: the model's FLOPs per token (6P plus attention) times tokens per second, over the "
+        "GPUs' peak; recomputation does not count.",
         "01_mac.ipynb",
         (r"MFU",),
         source="Chowdhery et al. 2022 (PaLM), appendix B",
@@ -508,7 +517,8 @@ ENTRIES: tuple[Entry, ...] = (
         "MT-NLG",
         "mt-nlg",
         "abbreviation",
-        "Megatron-Turing NLG 530B, the 530-billion-parameter model Microsoft and NVIDIA trained with DeepSpeed and Megatron-LM in 2021.",
+        "Megatron-Turing NLG 530B, the 530-billion-parameter model Microsoft and NVIDIA trained with DeepSpeed and "
+        "Megatron-LM in 2021.",
         "03_parallelism.ipynb",
         (r"MT-NLG",),
         source="Smith et al. 2022, arXiv:2201.11990",
@@ -574,7 +584,8 @@ ENTRIES: tuple[Entry, ...] = (
         "SP",
         "sp",
         "abbreviation",
-        "Sequence parallelism (Megatron-LM's): the layer norms and dropouts between tensor-parallel blocks split along the sequence over the same t ranks.",
+        "Sequence parallelism (Megatron-LM's): the layer norms and dropouts between tensor-parallel blocks split along "
+        "the sequence over the same t ranks.",
         "03_parallelism.ipynb",
         (r"SP",),
         source="Korthikanti et al. 2022, arXiv:2205.05198",
@@ -583,7 +594,8 @@ ENTRIES: tuple[Entry, ...] = (
         "TP",
         "tp",
         "abbreviation",
-        "Tensor parallelism: each layer's weight matrices split over t ranks, which all-reduce (or reduce-scatter and all-gather) the activations twice per layer.",
+        "Tensor parallelism: each layer's weight matrices split over t ranks, which all-reduce (or reduce-scatter and "
+        "all-gather) the activations twice per layer.",
         "03_parallelism.ipynb",
         (r"TP",),
         source="Shoeybi et al. 2019, arXiv:1909.08053",

@@ -280,7 +280,7 @@ print(budget.format_transfer_table(budget.transfer_table(MODEL, PLAN, CLUSTER)))
 # - **tensor parallel:** 9216 small calls per step (two per layer, for each of four kinds of tensor, × 12 layers
 #   per stage × 96 micro-batches), each 221 µs on NVLink (NCCL's ring with the Simple protocol), 2.03 s in all,
 #   every one of them blocking;
-# - **pipeline parallel:** 192 sends of 6.29 MB (the $bsh/t$ slice) over InfiniBand, 49 ms in all, blocking;
+# - **pipeline parallel:** 192 sends of 6.29 MB (the $bsh/t$ slice) over InfiniBand, 25.1 ms each way, blocking;
 # - **data parallel:** one reduce-scatter of the 5.46 GB gradient shard and one all-gather of the updated
 #   parameters, 205 ms each over InfiniBand, and the reduce-scatter can overlap the last backward pass.
 #

@@ -111,9 +111,9 @@ from course_lib.widgets import quiz
 #
 # ### The KV cache
 #
-# A K and a V for each layer and each KV head, for every token of context: per sequence of $c$ cached tokens
+# A K and a V for each layer and each KV head, for every token of context: per sequence of $n_\text{ctx}$ cached tokens
 #
-# $$M_\text{KV} = 2 \cdot l \cdot n_{kv} \cdot d_\text{head} \cdot c \cdot 2\text{ bytes (bf16)}$$
+# $$M_\text{KV} = 2 \cdot l \cdot n_{kv} \cdot d_\text{head} \cdot n_\text{ctx} \cdot 2\text{ bytes (bf16)}$$
 #
 # with $n_{kv}$ key-value heads of $d_\text{head} = h/a$ values each ([glossary](glossary.ipynb#kv-heads)). Under
 # **grouped-query attention (GQA)** several query heads share one KV head, so $n_{kv} < a$ and the cache shrinks by
@@ -124,16 +124,16 @@ from course_lib.widgets import quiz
 #
 # Each GPU of a replica of $t$ GPUs runs two rooflines (lesson 01), one per kind of operation, plus its all-reduces:
 #
-# $$T_\text{token} = \max\!\left(\frac{2\,\Psi_\text{mm}}{t\,W},\ \frac{2\,b\,\Psi_\text{mm}}{t\,\eta R}\right)
-#   + \frac{b\,M_\text{KV}}{t\,W} + 2\,l\;T_\text{AR}\!\left(b \cdot h \cdot 2\text{ bytes}\right)$$
+# $$T_\text{token} = \max\!\left(\frac{2\,\Psi_\text{mm}}{t\,B_\text{HBM}},\ \frac{2\,b\,\Psi_\text{mm}}{t\,\eta R}\right)
+#   + \frac{b\,M_\text{KV}}{t\,B_\text{HBM}} + 2\,l\;T_\text{AR}\!\left(b \cdot h \cdot 2\text{ bytes}\right)$$
 #
 # The first term is the weight multiplies: reading the $\Psi_\text{mm}$ weights a decode step multiplies by
 # (2 bytes each) against their $2b$ FLOPs per weight at $\eta$ of the peak $R$. The second is the batch's KV cache,
-# read at the HBM bandwidth $W$ (attention's arithmetic is far below any ridge point: it stays a read). The third is
+# read at the HBM bandwidth $B_\text{HBM}$ (attention's arithmetic is far below any ridge point: it stays a read). The third is
 # two all-reduces per layer of one token's activations per sequence, $T_\text{AR}$ as NCCL runs it (lesson 02):
 # latency-bound, a launch floor plus $n\alpha$. The multiplies catch up with the weight reads at the batch
 #
-# $$b^* = \frac{R}{W} \cdot \frac{2\text{ bytes}}{2\text{ FLOPs}} \cdot \eta$$
+# $$b^* = \frac{R}{B_\text{HBM}} \cdot \frac{2\text{ bytes}}{2\text{ FLOPs}} \cdot \eta$$
 #
 # (the ridge point of lesson 01, per parameter): below it, decoding more sequences together is nearly free.
 # The time to first token is the prefill's compute, $2\,\Psi_\text{mm}\,s$ FLOPs plus causal attention, at $\eta R$
@@ -144,15 +144,15 @@ from course_lib.widgets import quiz
 # An engine's iteration is the decode step above generalised to $b_\text{iter}$ rows, its prompt tokens plus its
 # decoding sequences, with the weights at their own precision:
 #
-# $$T_\text{iter} = \max\!\left(\frac{M_W}{\eta_\text{HBM} W},\ \frac{2\,b_\text{iter}\,\Psi_\text{mm}}{t\,\eta R}\right)
-#   + \frac{M_\text{KV,batch}}{\eta_\text{HBM} W} + 2\,l\;T_\text{AR}\!\left(b_\text{iter} \cdot h \cdot 2\text{ bytes}\right)$$
+# $$T_\text{iter} = \max\!\left(\frac{M_\text{weights}}{\eta_\text{HBM} B_\text{HBM}},\ \frac{2\,b_\text{iter}\,\Psi_\text{mm}}{t\,\eta R}\right)
+#   + \frac{M_\text{KV,batch}}{\eta_\text{HBM} B_\text{HBM}} + 2\,l\;T_\text{AR}\!\left(b_\text{iter} \cdot h \cdot 2\text{ bytes}\right)$$
 #
-# $M_W$ is a GPU's share of the weights (2 bytes a weight in bf16, 1 in FP8, half a byte in INT4),
+# $M_\text{weights}$ is a GPU's share of the weights (2 bytes a weight in bf16, 1 in FP8, half a byte in INT4),
 # $M_\text{KV,batch}$ the cache its decoding sequences read (1 byte a value in FP8), $\eta_\text{HBM}$ the share
 # of the datasheet's HBM bandwidth an engine reaches and $\eta$ the share of the precision's peak $R$ (an H100's
 # FP8 peak is twice its bf16 one; INT4 weights are multiplied in bf16). Inside a node $T_\text{AR}$ is the
 # engine's own one-shot or two-shot all-reduce kernel, not NCCL's (`serving.custom_all_reduce_time_s`). The paged
-# cache holds $\lfloor (0.9\,M_\text{HBM} - M_W - M_\text{act}) / M_\text{block} \rfloor$ blocks on each GPU (vLLM
+# cache holds $\lfloor (0.9\,M_\text{HBM} - M_\text{weights} - M_\text{act}) / M_\text{block} \rfloor$ blocks on each GPU (vLLM
 # gives the cache what 90 % of the memory leaves, `gpu_memory_utilization`); a sequence of $n$ tokens holds
 # $\lceil n/16 \rceil$ of them. A mixture of experts reads, per layer, only the experts its $b_\text{iter}$ tokens
 # visit: with $E$ experts, $k$ of them per token and uniform routing, $E\,(1 - (1 - k/E)^{b_\text{iter}})$.
@@ -162,15 +162,19 @@ from course_lib.widgets import quiz
 # | Symbol | Code name | Meaning | Unit |
 # |---|---|---|---|
 # | $b$ | `sequences` | sequences decoded together (the batch) | – |
-# | $c$ | `context_len` | tokens in a sequence's cache (prompt + generated) | tokens |
+# | $n_\text{ctx}$ | `context_len` | tokens in a sequence's cache (prompt + generated) | tokens |
 # | $n_{kv}$, $d_\text{head}$ | `kv_heads`, `head_dim` | key-value heads, values per head | – |
 # | $\Psi_\text{mm}$ | `serving.matmul_params` | weights a decode step multiplies by | parameters |
-# | $W$ | `hbm_bandwidth_bytes_per_s` | the accelerator's HBM bandwidth | bytes/s |
-# | $R$, $\eta$ | `peak("bf16")`, `compute_efficiency` | peak FLOP/s, the share of it reached | FLOP/s, – |
+# | $B_\text{HBM}$ | `memory_bandwidth_bytes_per_s` (an accelerator's `hbm_bandwidth_bytes_per_s`) | the accelerator's HBM bandwidth | bytes/s |
+# | $R$ | `peak_flops_per_s` | the accelerator's peak FLOP/s at the precision | FLOP/s |
+# | $\eta$ | `compute_efficiency` | the share of the peak the multiplies reach | – |
 # | $T_\text{AR}$ | `budget.group_collective_time` | one all-reduce as NCCL runs it | s |
 # | $b_\text{iter}$ | `prefill_tokens + decode_sequences` | an engine iteration's rows | – |
 # | $\eta_\text{HBM}$ | `hbm_bandwidth_fraction` | share of the HBM bandwidth an engine reaches | – |
-# | $M_W$, $M_\text{KV,batch}$ | `serving_weight_bytes_per_device`, `kv_cache_bytes_per_device` | weights, cache read per GPU | bytes |
+# | $M_\text{weights}$, $M_\text{KV,batch}$ | `serving_weight_bytes_per_device`, `kv_cache_bytes_per_device` | weights, cache read per GPU | bytes |
+# | $M_\text{KV}$ | `kv_cache_bytes` | one sequence's KV cache | bytes |
+# | $M_\text{act}$, $M_\text{block}$ | `decode_activation_bytes`, `kv_block_bytes` | one step's activations, one KV block | bytes |
+# | $T_\text{token}$, $T_\text{iter}$ | `time_per_output_token_s`, `iteration_time` | time per output token, one engine iteration's time | s |
 #
 # *Assumptions:* steps 1–6 price one batch of sequences in flight, all at the same context length, with
 # $\eta = 0.5$ for prefill and decode alike (`serving.DECODE_COMPUTE_EFFICIENCY`, a stated assumption), bf16 weights

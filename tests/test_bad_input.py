@@ -841,10 +841,24 @@ CASES = [
     ),
     (
         serving.concurrency_sweep_report,
-        dict(model=LLAMA3_8B, cluster=hardware.DGX_H100, tensor_parallel=1, weights="fp8", kv_cache="fp8",
-             prompt_tokens=1024, output_tokens=128, concurrency=8),  # fmt: skip
-        dict(tensor_parallel="count", weights="precision", kv_cache="precision", prompt_tokens="count",
-             output_tokens="count", concurrency="count"),  # fmt: skip
+        dict(
+            model=LLAMA3_8B,
+            cluster=hardware.DGX_H100,
+            tensor_parallel=1,
+            weights="fp8",
+            kv_cache="fp8",
+            prompt_tokens=1024,
+            output_tokens=128,
+            concurrency=8,
+        ),  # fmt: skip
+        dict(
+            tensor_parallel="count",
+            weights="precision",
+            kv_cache="precision",
+            prompt_tokens="count",
+            output_tokens="count",
+            concurrency="count",
+        ),  # fmt: skip
     ),
     (
         serving.concurrency_sweep,
