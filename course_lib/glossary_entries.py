@@ -774,6 +774,22 @@ ENTRIES: tuple[Entry, ...] = (
         code_name="peak_flops_per_s",
     ),
     Entry(
+        "$R_\\text{attainable}$",
+        "attainable-rate",
+        "symbol",
+        "The FLOP rate the roofline allows a kernel of intensity $I$: $\\min(R, I \\cdot B_\\text{HBM})$.",
+        "00_course_map.ipynb",
+        code_name="attainable_flops_per_s",
+    ),
+    Entry(
+        "$i$, $j$",
+        "indices",
+        "symbol",
+        "An index: of a rank, a chunk or a measurement.",
+        "00_course_map.ipynb",
+        nouns=("index",),
+    ),
+    Entry(
         "$B_\\text{HBM}$",
         "hbm-bandwidth",
         "symbol",
@@ -1123,7 +1139,7 @@ ENTRIES: tuple[Entry, ...] = (
         "symbol",
         "Tokens one rank routes in one all-to-all, and the bytes of that dispatch, $n_\\text{tok} k_E h \\cdot 2$.",
         "06_sequences_and_experts.ipynb",
-        code_name="tokens, payload_bytes",
+        code_name="expert_dispatch_bytes, payload_bytes",
     ),
     Entry(
         "$M_\\text{B}$, $M_\\text{W}$",

@@ -56,7 +56,7 @@ plt.show()
 # **The core path** is the chain that counts the work (01), moves the data (02), splits the work (03) and budgets
 # the bytes (04), then [lab 5](../labs/05_partition_explorer.ipynb), where you derive every transfer a partition
 # implies, and lesson 05 as a short capstone: search every plan a cluster allows and say what binds each. By the rule
-# below, the core path takes about **13.8 hours** and the whole course about **40.9 hours**.
+# below, the core path takes about **13.8 hours** and the whole course about **41.2 hours**.
 #
 # Each depth notebook adds one thing to the core path; take those you need, in any order their prerequisites allow:
 #
@@ -90,7 +90,7 @@ plt.show()
 # | [08 · Check the model against measurements](08_model_meets_measurements.ipynb) | depth | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05, 07 | 2.3 h |
 # | [09 · Plan a real run](09_capstone.ipynb) | depth | plan a 70-billion-parameter model on 64 H100s by hand, then with the search as Megatron-LM will run it: one plan with its memory margin and step-time band, the assumptions that could change it, what to measure first | 04, 05, 07, 08 | 2.3 h |
 # | [10 · Serve a model](10_serving.ipynb) | depth | tell [prefill](glossary.ipynb#prefill) from [decode](glossary.ipynb#decode), size the [KV cache](glossary.ipynb#kv-cache), split a token's time into weight reads, cache reads and all-reduce latency, trade latency for throughput, choose a partition for serving; price an engine's iterations, read a concurrency sweep and its [knee](glossary.ipynb#knee), size a node for N users | 01, 02, 04 | 2.3 h |
-# | [Glossary](glossary.ipynb) | depth | look up a term, an abbreviation or a symbol where you meet it | — | 0.5 h |
+# | [Glossary](glossary.ipynb) | depth | look up a term, an abbreviation or a symbol where you meet it | — | 0.6 h |
 #
 # **Labs.** Eight widget labs practise the lessons with sliders, in the order you meet their lessons:
 #

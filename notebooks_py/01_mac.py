@@ -121,7 +121,7 @@ for m, k, n in [(2, 1, 2), (2, 3, 4), (4, 16, 4), (4, 256, 4)]:
 # | $l$ | `layers` | transformer layers | count |
 # | $V$ | `vocab` | vocabulary size | count |
 # | $P$ (ZeRO writes $\Psi$) | `params` | parameters of the model | count |
-# | $D$ (Eq. 4 writes $T$) | `tokens` | training tokens | count |
+# | $D$ (Eq. 4 writes it T) | `tokens` | training tokens | count |
 # | $N_\text{GPU}$ (Eq. 4's n) | `gpus` | accelerators working on the run | count |
 # | $X$ | `achieved_flops_per_s_per_gpu` | FLOP/s each GPU actually achieves | FLOP/s |
 #

@@ -154,7 +154,7 @@ from course_lib.widgets import quiz
 # | $e$ | `expert_parallel` | expert-parallel group size: a MoE layer's experts are spread over it | – |
 # | $E$ | `experts` | experts of a MoE layer | – |
 # | $k_E$ | `experts_per_token` | experts the router sends each token to | – |
-# | $n_\text{tok}$ | `tokens` | tokens one rank routes in one all-to-all | tokens |
+# | $n_\text{tok}$ | `expert_dispatch_bytes`' token count | tokens one rank routes in one all-to-all | tokens |
 # | $M_\text{W}$ | `weight_gradient_bytes_per_token_per_layer` × $sb$ | what one layer keeps for a micro-batch's W | bytes |
 # | $M_\text{B}$ | `activation_bytes_per_token_per_layer` × $sb$ | one layer's activations of a micro-batch, kept until its B | bytes |
 # | $s$ | `seq_len` | sequence length | tokens |

@@ -132,7 +132,7 @@ from course_lib.widgets import quiz
 # | $A_\text{token}$ | `activation_bytes_per_token_per_layer` | bytes one layer stores per token | bytes |
 # | $\mu$ | `memory_margin` | memory a plan must leave spare, as a share of its predicted memory | – |
 # | $r_{10}, r_{90}$ | `step_time_band` | 10th and 90th percentiles of measured / predicted step time | – |
-# | $T_\sigma(x)$ | `step_time_s` | step time of plan $x$ in scenario $\sigma$ | s |
+# | $T_\sigma(x)$ | `worst_case_ranking` (its rows' step times by scenario) | step time of plan $x$ in scenario $\sigma$ | s |
 # | $\Lambda(x)$ | `worst_slowdown` | worst ratio to the scenario's best | – |
 # | $t_\text{F}$, $t_\text{bwd}$ | `forward_time_s`, `backward_time_s` | forward and whole backward of one micro-batch on one stage | s |
 # | $h_\text{ffn}$ | `ffn_hidden` | inner width of the MLP (3.5h for the gated MLP here) | – |
@@ -546,7 +546,7 @@ for name, found in searches.items():
 ranking = budget.worst_case_ranking(searches, candidates=10)
 best_worst = ranking[0]
 print(
-    f"\nthe best worst case R over these scenarios: {best_worst['worst_slowdown']:.2f}× "
+    f"\nthe best worst case Λ over these scenarios: {best_worst['worst_slowdown']:.2f}× "
     f"(in {best_worst['worst_scenario']!r}), "
     + ("the recommended plan" if all(best_worst[k] == chosen[k] for k in chosen) else "another plan")
 )

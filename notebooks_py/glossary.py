@@ -120,6 +120,8 @@
 # | <a id="k-opt"></a>$K_\text{opt}$ | Optimizer-state bytes per parameter (12 for mixed-precision Adam). | [course map](00_course_map.ipynb) |  |
 # | <a id="intensity"></a>$I$ | Arithmetic intensity, FLOP per byte moved. | [course map](00_course_map.ipynb) |  |
 # | <a id="peak-rate"></a>$R$ | Peak FLOP rate of an accelerator (dense, one data type); $R_\text{attainable}$ is the roofline's rate. | [course map](00_course_map.ipynb) |  |
+# | <a id="attainable-rate"></a>$R_\text{attainable}$ | The FLOP rate the roofline allows a kernel of intensity $I$: $\min(R, I \cdot B_\text{HBM})$. | [course map](00_course_map.ipynb) |  |
+# | <a id="indices"></a>$i$, $j$ | An index: of a rank, a chunk or a measurement. | [course map](00_course_map.ipynb) |  |
 # | <a id="hbm-bandwidth"></a>$B_\text{HBM}$ | HBM bandwidth of an accelerator, bytes/s. | [course map](00_course_map.ipynb) |  |
 # | <a id="roofline-times"></a>$T_\text{math}$, $T_\text{mem}$ | Compute time and memory time of a kernel; the roofline takes the larger. | [course map](00_course_map.ipynb) |  |
 # | <a id="p"></a>$p$ | Ranks of a collective (lessons 02, 04 and 07) and pipeline stages (lesson 03 on): the one shared symbol. | [course map](00_course_map.ipynb) |  |

@@ -347,7 +347,7 @@ def test_the_skeleton_check_flags_what_lab_4_gave_away():
     before = {
         "q1": (
             "bubble_fraction(stages, microbatches, virtual_stages=1)",
-            "Pipeline bubble as a fraction of the ideal time m·(t_f + t_b).",
+            "Pipeline bubble as a fraction of the ideal time m·(t_F + t_bwd).",
         ),
         "q2": (
             "microbatches_for_bubble(stages, max_bubble, virtual_stages=1)",

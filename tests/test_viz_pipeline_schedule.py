@@ -81,7 +81,7 @@ def test_gantt_has_one_box_per_op_at_its_times(p, m, schedule, v, title, legend)
         np.testing.assert_allclose(drawn[key][1], rows, rtol=0, atol=1e-12)
     assert sum(len(rows) for _, rows in drawn.values()) == len(timeline.ops) == 2 * p * m * v
     assert [text.get_text() for text in _gantt_texts(ax, "pipeline-title")] == [title]
-    assert ax.get_xlabel() == "time (units of $t_f$)"
+    assert ax.get_xlabel() == "time (units of $t_\\text{F}$)"
     assert ax.get_ylim() == (p - 0.5, -0.5)  # stage 1 (row 0) on top
     assert [text.get_text() for text in ax.get_legend().get_texts()] == legend
     assert drawn["forward", 0][0].get_facecolor() == pytest.approx(to_rgba(COLORS["forward"]))
@@ -159,7 +159,7 @@ def test_gantt_in_units_of_t_f_for_real_seconds():
     ax = plot_pipeline_schedule(timeline)
     ends = [rows[:, 1].max() for _, rows in _gantt_boxes(ax).values()]
     assert max(ends) == pytest.approx(33.0) and max(ends) * 2e-3 == pytest.approx(timeline.total_s)
-    assert ax.get_xlabel() == "time (units of $t_f$ = 2 ms)"
+    assert ax.get_xlabel() == "time (units of $t_\\text{F}$ = 2 ms)"
     assert ax.get_xlim()[1] == pytest.approx(33 * 1.005)
 
 
@@ -232,7 +232,7 @@ def test_gantt_figure_boxes_are_the_timeline_in_units_of_t_f():
             assert patch.get_linewidth() == box_edge_width(0.63 * 9 * 72 / (2 * timeline.total_s / 0.01))
     assert live.ax.get_xlim()[1] == pytest.approx(timeline.total_s / 0.01 * 1.005)
     assert live.title.get_text() == "Interleaved 1F1B, p = 4, v = 2, m = 8: bubble 18.8 %"
-    assert live.ax.get_xlabel() == "time (units of $t_f$ = 10 ms)"
+    assert live.ax.get_xlabel() == "time (units of $t_\\text{F}$ = 10 ms)"
 
 
 @pytest.mark.parametrize("min_label_size, shown_sizes", [(6.0, [6.0, 9.0]), (7.0, [None, 9.0])])

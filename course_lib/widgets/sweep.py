@@ -157,8 +157,8 @@ class ConcurrencySweepLab(Lab):
         figure.patch.set_facecolor("white")
         self.figure = figure
         self.sweep_figure = ConcurrencySweepFigure(
-            figure.add_axes((0.075, 0.13, 0.39, 0.77)),
-            figure.add_axes((0.585, 0.13, 0.39, 0.77)),
+            figure.add_axes((0.09, 0.13, 0.375, 0.77)),
+            figure.add_axes((0.595, 0.13, 0.38, 0.77)),
             SWEEP_CONCURRENCIES,
             snap=True,
         )

@@ -186,7 +186,7 @@ from tools.grading_helpers import calling, number
 
 # %%
 def bubble_fraction(stages, microbatches, virtual_stages=1):
-    """Pipeline bubble as a fraction of the ideal time m·(t_f + t_b)."""
+    """Pipeline bubble as a fraction of the ideal time m·(t_F + t_bwd)."""
     # BEGIN SOLUTION
     return (stages - 1) / (virtual_stages * microbatches)
     # END SOLUTION

@@ -14,8 +14,8 @@ TAUGHT = {
     "q3": {
         "pipeline.pipeline_schedule": "03_parallelism",
         "timeline.bubble_fraction": "03_parallelism",
-        "of ZB-H1 as $(p-1)(t_F + t_B - t_W)$": "06_sequences_and_experts",
-        r"(p-1)\max(t_F,\ t_B,\ t_F + t_B - t_W)": "06_sequences_and_experts",
+        r"$(p-1)(t_\text{F} + t_\text{B} - t_\text{W})$": "06_sequences_and_experts",
+        r"(p-1)\max(t_\text{F},\ t_\text{B},\ t_\text{F} + t_\text{B} - t_\text{W})": "06_sequences_and_experts",
     },
     "q4": {
         "budget.group_collective_time": "04_communication_budget",
