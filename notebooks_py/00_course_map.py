@@ -56,7 +56,7 @@ plt.show()
 # **The core path** is the chain that counts the work (01), moves the data (02), splits the work (03) and budgets
 # the bytes (04), then [lab 5](../labs/05_partition_explorer.ipynb), where you derive every transfer a partition
 # implies, and lesson 05 as a short capstone: search every plan a cluster allows and say what binds each. By the rule
-# below, the core path takes about **13.8 hours** and the whole course about **41.2 hours**.
+# below, the core path takes about **13.8 hours** and the whole course about **41.8 hours**.
 #
 # Each depth notebook adds one thing to the core path; take those you need, in any order their prerequisites allow:
 #
@@ -101,7 +101,7 @@ plt.show()
 # | [03 · the memory budget](../labs/03_memory_budget.ipynb) | depth | 03 | 2.5 h |
 # | [04 · the pipeline schedule](../labs/04_pipeline_schedule.ipynb) | depth | 03 | 2.0 h |
 # | [05 · the partition explorer](../labs/05_partition_explorer.ipynb) | core | 04 | 2.4 h |
-# | [06 · serving](../labs/06_serving.ipynb) | depth | 10 | 2.7 h |
+# | [06 · serving](../labs/06_serving.ipynb) | depth | 10 | 3.2 h |
 # | [07 · sequences and experts](../labs/07_sequences_and_experts.ipynb) | depth | 06 | 2.1 h |
 # | [08 · measuring collectives](../labs/08_measure_collectives.ipynb) | depth | 07 | 2.4 h |
 #

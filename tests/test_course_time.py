@@ -106,6 +106,22 @@ def test_the_rule_on_a_notebook_counted_by_hand(tmp_path):
     assert time.minutes == pytest.approx(22 / 100 + 2 * 1 + 10 * 2 + 15 * 1)
 
 
+def test_a_second_explore_section_under_a_lab_section_counts_its_questions(tmp_path):
+    # Lab 6's concurrency sweep: "## The concurrency sweep", then "### Explore the sweep" with questions 7–10; the
+    # next level-2 heading ends it. Before the fix its 4 questions were read as 26 words of prose.
+    twin = tmp_path / "labs" / "09_x" / "09_x.py"
+    twin.parent.mkdir(parents=True)
+    cells = [
+        "# ## Explore\n#\n# 1. **One.** Move it.\n# 2. **Two.** Move it again.",
+        "# ## The sweep\n#\n# Some prose here.",
+        "# ### Explore the sweep\n#\n# 3. **Three.** Move.\n# 4. **Four.** Move.\n#\n# ## Key figures\n#\n"
+        "# Five words of prose here.",  # one cell: the level-2 heading closes the questions inside it
+    ]
+    twin.write_text("".join(f"# %% [markdown]\n{cell}\n\n" for cell in cells), encoding="utf-8")
+    time = course_time.notebook_time(twin)
+    assert (time.questions, time.words) == (4, 2 + 3 + 2 + 5)  # "The sweep", its prose, "Key figures", its prose
+
+
 @pytest.mark.parametrize(
     ("markdown", "expected"),
     [

@@ -183,13 +183,21 @@ def notebook_time(twin: Path) -> NotebookTime:
         if cell.cell_type == "code":
             code_cells += bool(source.strip()) and not source.lstrip().startswith("# IGNORE")
             continue
-        for level, heading in HEADING.findall(source):
-            if len(level) <= 2:
-                in_questions = bool(QUESTION_SECTIONS.match(f"{level} {heading}"))
-        if in_questions:
-            questions += question_items(source)
-        else:
-            counted_words += words(source)
+        # A cell is read a heading at a time: a level-2 heading opens or closes a question section, and a level-3
+        # "Explore ..." inside another section (lab 6's "### Explore the sweep") opens one too, until the next
+        # level-2 heading, which may follow in the same cell.
+        starts = [match.start() for match in HEADING.finditer(source)]
+        for begin, end in zip([0, *starts], [*starts, len(source)], strict=True):
+            part = source[begin:end]
+            heading = HEADING.match(part)
+            if heading:
+                level, title = heading.groups()
+                if len(level) <= 2 or (len(level) == 3 and QUESTION_SECTIONS.match(f"{level} {title}")):
+                    in_questions = bool(QUESTION_SECTIONS.match(f"{level} {title}"))
+            if in_questions:
+                questions += question_items(part)
+            else:
+                counted_words += words(part)
     track = notebook.metadata.get("course", {}).get("track")
     return NotebookTime(page_of(twin), track, counted_words, code_cells, questions, graded, stated_hours(text))
 
