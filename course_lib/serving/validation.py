@@ -146,7 +146,7 @@ def batch_latency_s(cost: EngineCost, batch, input_tokens, output_tokens) -> flo
 
 
 def _replica(row: PublishedServingRow, efficiency: EngineEfficiency):
-    """(cost, KV blocks, block size, engine) of a row's replica, or a reason it cannot be replayed."""
+    """((cost, KV blocks, the row's ``Engine`` preset), "") of a row's replica, or (None, why it cannot be replayed)."""
     model = PUBLISHED_SERVING_MODELS.get(row.model)
     accelerator = PUBLISHED_SERVING_GPUS.get(row.gpu)
     if model is None or accelerator is None:
@@ -170,7 +170,7 @@ def _replica(row: PublishedServingRow, efficiency: EngineEfficiency):
                                  free_gpu_memory_fraction=None if total else spec.memory_fraction)  # fmt: skip
     except ValueError as error:
         return None, str(error).split(":")[0]
-    return (cost, blocks, spec.block_size_tokens, spec.max_num_seqs, spec.capacity_policy), ""
+    return (cost, blocks, spec), ""
 
 
 # What a row is judged on: ("itl", "ttft", "throughput") and which rows give each; "batch_latency" (vLLM's fixed batch
@@ -242,8 +242,9 @@ def replay_published_serving(rows=None, efficiency: EngineEfficiency = DEFAULT_E
             if replica is None:
                 add(kind, i, value, np.nan, reason)
                 continue
-            cost, blocks, block, largest, _ = replica
-            fit = max_sequences_in_blocks(blocks, row.input_tokens + row.output_tokens, block)
+            cost, blocks, spec = replica
+            largest = spec.max_num_seqs
+            fit = max_sequences_in_blocks(blocks, row.input_tokens + row.output_tokens, spec.block_size_tokens)
             if kind == "ttft":
                 add(kind, i, value, time_to_first_token_s(cost, row.input_tokens), "")
             elif kind == "batch_latency":
@@ -365,14 +366,15 @@ def saturation_sweeps(rows=None, efficiency: EngineEfficiency = DEFAULT_EFFICIEN
         replica, _ = _replica(members[0], efficiency)
         if replica is None:
             continue
-        cost, blocks, block, largest, policy = replica
+        cost, blocks, spec = replica
         predicted = []
         for row in members:
             n = int(row.concurrency)
-            run = simulate_engine(cost, kv_blocks=blocks, block_size_tokens=block, prompt_tokens=row.input_tokens,
-                                  output_tokens=row.output_tokens, requests=requests_per_user * n, concurrency=n,
-                                  max_num_seqs=largest, max_num_batched_tokens=MAX_NUM_TOKENS,
-                                  capacity_policy=policy)  # fmt: skip
+            run = simulate_engine(cost, kv_blocks=blocks, block_size_tokens=spec.block_size_tokens,
+                                  prompt_tokens=row.input_tokens, output_tokens=row.output_tokens,
+                                  requests=requests_per_user * n, concurrency=n,
+                                  max_num_seqs=spec.max_num_seqs, max_num_batched_tokens=MAX_NUM_TOKENS,
+                                  capacity_policy=spec.capacity_policy)  # fmt: skip
             predicted.append(float(run.output_tokens_per_s))
         measured = tuple(float(r.output_tokens_per_s) for r in members)
         levels = tuple(int(r.concurrency) for r in members)
