@@ -4,22 +4,22 @@ zero-bubble schedules ZB-H1 and ZB-H2 of Qi et al. 2024 ("Zero Bubble Pipeline P
 
 Each of the p devices holds one pipeline stage (v model chunks with the interleaved schedule) and runs its
 forward and backward passes in the order its schedule prescribes. An op starts when its device is free *and* the
-op it depends on has finished; communication takes no time. The makespan against the ideal time m·(t_f + t_b)
+op it depends on has finished; communication takes no time. The makespan against the ideal time m·(t_F + t_bwd)
 gives the bubble, which the simulation finds without being told the formula:
 
 >>> timeline = pipeline_schedule(4, 8, "1f1b")
->>> timeline.total_s, timeline.ideal_s, timeline.bubble_fraction   # (m + p − 1)(t_f + t_b); (p − 1)/m
+>>> timeline.total_s, timeline.ideal_s, timeline.bubble_fraction   # (m + p − 1)(t_F + t_bwd); (p − 1)/m
 (33.0, 24.0, 0.375)
 >>> pipeline_schedule(4, 8, "interleaved", virtual_stages=2).bubble_fraction   # (p − 1)/(v·m)
 0.1875
 >>> pipeline_schedule(4, 8, "zb-h1").bubble_s   # (p − 1)(t_F + t_B − t_W) with t_F = t_B = t_W: a third of 1F1B's
 3.0
 
-Times are in seconds (t_f and t_b are per micro-batch for a whole stage; with v chunks each chunk op takes t/v).
-The defaults t_f = 1 s and t_b = 2 s make the timeline read in units of t_f. GPipe, 1F1B and interleaved run the
+Times are in seconds (t_F and t_bwd are per micro-batch for a whole stage; with v chunks each chunk op takes t/v).
+The defaults t_F = 1 s and t_bwd = 2 s make the timeline read in units of t_F. GPipe, 1F1B and interleaved run the
 backward as one op (``"backward"``); ZB-H1 and ZB-H2 split it (Qi et al. §2) into B, the input gradient
 (``"backward_input"``, t_B), which the previous stage waits for, and W, the weight gradient (``"backward_weight"``,
-t_W), which nothing waits for and which the schedule moves into the bubble; t_B + t_W = t_b, by default t_W = t_b/2,
+t_W), which nothing waits for and which the schedule moves into the bubble; t_B + t_W = t_bwd, by default t_W = t_bwd/2,
 so that t_F = t_B = t_W as in the paper's analysis.
 """
 
@@ -89,7 +89,7 @@ class PipelineOp:
 class PipelineTimeline:
     """The simulated schedule of one optimizer step: every op with its start and end time (seconds).
 
-    ``backward_time_s`` is t_b, the whole backward of one micro-batch through a stage; the zero-bubble schedules run
+    ``backward_time_s`` is t_bwd, the whole backward of one micro-batch through a stage; the zero-bubble schedules run
     it as B (``backward_input_time_s``) and W (``backward_weight_time_s``).
     """
 
@@ -104,7 +104,7 @@ class PipelineTimeline:
 
     @property
     def backward_input_time_s(self) -> float:
-        """t_B = t_b − t_W: the input-gradient half of the backward."""
+        """t_B = t_bwd − t_W: the input-gradient half of the backward."""
         return self.backward_time_s - self.backward_weight_time_s
 
     @property
@@ -114,7 +114,7 @@ class PipelineTimeline:
 
     @property
     def ideal_s(self) -> float:
-        """m·(t_f + t_b): one device's work, the step time without a bubble (Narayanan et al.'s t_id)."""
+        """m·(t_F + t_bwd): one device's work, the step time without a bubble (Narayanan et al.'s t_id)."""
         return self.microbatches * (self.forward_time_s + self.backward_time_s)
 
     @property
@@ -348,7 +348,7 @@ def check_schedule(stages, microbatches, schedule="1f1b", virtual_stages: _check
 
 
 def check_backward_weight_time(backward_weight_time_s, backward_time_s):
-    """t_W (numbers or arrays): half of t_b when None (t_B = t_W, Qi et al.'s analysis), else finite, > 0 and < t_b.
+    """t_W (numbers or arrays): half of t_bwd when None (t_B = t_W, Qi et al.'s analysis), else finite, > 0 and < t_bwd.
 
     >>> check_backward_weight_time(None, 2.0), check_backward_weight_time(0.5, 2.0)
     (1.0, 0.5)
@@ -392,9 +392,9 @@ def pipeline_schedule(
 ) -> PipelineTimeline:
     """Simulate one step of a pipeline schedule: every device runs its ops in order, as soon as inputs are ready.
 
-    ``forward_time_s`` and ``backward_time_s`` are t_f and t_b of one micro-batch through one whole stage; each of
+    ``forward_time_s`` and ``backward_time_s`` are t_F and t_bwd of one micro-batch through one whole stage; each of
     the v chunks of an interleaved stage takes t/v. ``backward_weight_time_s`` is t_W, the weight-gradient share of
-    t_b that ZB-H1 and ZB-H2 run as an op of its own (default t_b/2; B then takes t_b − t_W); the other schedules
+    t_bwd that ZB-H1 and ZB-H2 run as an op of its own (default t_bwd/2; B then takes t_bwd − t_W); the other schedules
     run the backward whole and ignore it. Communication is free, so the gaps are pure bubble. Raises
     RuntimeError if the prescribed orders deadlock (they do not for these schedules).
 

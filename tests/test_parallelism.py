@@ -555,7 +555,7 @@ def test_pipeline_schedule_report_sets_the_formulas_beside_the_simulation():
 
 
 def test_pipeline_schedule_report_of_the_zero_bubble_schedules():
-    # Qi et al. 2024 Table 2 with T_F = 1, T_B = 1.5, T_W = 0.5 (t_b = 2): ZB-H1 (p − 1)(T_F + T_B − T_W) = 3 · 2,
+    # Qi et al. 2024 Table 2 with T_F = 1, T_B = 1.5, T_W = 0.5 (t_bwd = 2): ZB-H1 (p − 1)(T_F + T_B − T_W) = 3 · 2,
     # ZB-H2 without the optimizer step's synchronisation (p − 1)(T_F + T_B − 2T_W) = 3 · 1.5; with it the same, as
     # X = 1.5 ≥ T_F.
     h1 = parallelism.pipeline_schedule_report(4, 8, "zb-h1", backward_weight_time_s=0.5)
@@ -582,7 +582,7 @@ def test_pipeline_bubble_time_takes_arrays():
     assert parallelism.pipeline_bubble_time(stages, 16).tolist() == [3.0, 9.0, 21.0]
     assert parallelism.pipeline_bubble_time(stages, 16, "zb-h1").tolist() == [1.0, 3.0, 7.0]
     assert parallelism.pipeline_bubble_time(stages, 16, "zb-h2", optimizer_sync=False).tolist() == [0.0, 0.0, 0.0]
-    # t_b = 2: T_B = 1.75, 1.5, 0.5; 3·(T_F + T_B − T_W), and with T_W > T_F the last stage's late start, 3·T_F.
+    # t_bwd = 2: T_B = 1.75, 1.5, 0.5; 3·(T_F + T_B − T_W), and with T_W > T_F the last stage's late start, 3·T_F.
     t_w = np.array([0.25, 0.5, 1.5])
     assert parallelism.pipeline_bubble_time(4, 16, "zb-h1", backward_weight_time_s=t_w).tolist() == [7.5, 6.0, 3.0]
     assert pipeline_schedule(4, 16, "zb-h1", backward_weight_time_s=1.5).bubble_s == 3.0

@@ -23,7 +23,7 @@ from course_lib.pipeline import PipelineOp, device_op_order, pipeline_schedule, 
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
 @pytest.mark.parametrize("backward_time_s", [2.0, 1.0])
 def test_flush_schedules_take_m_plus_p_minus_1_slots(schedule, backward_time_s):
-    # Narayanan et al. 2021 §2.2.1: t_pb = (p−1)(t_f + t_b), t_id = m(t_f + t_b), bubble (p−1)/m.
+    # Narayanan et al. 2021 §2.2.1 (its letters): t_pb = (p−1)(t_f + t_b), t_id = m(t_f + t_b), bubble (p−1)/m.
     for p in range(1, 9):
         for m in range(1, 17):
             timeline = pipeline_schedule(p, m, schedule, 1, 1.0, backward_time_s)
@@ -48,7 +48,7 @@ def test_interleaved_bubble_is_divided_by_v(backward_time_s):
 
 
 def test_narayanan_figure_4():
-    # p = 4 devices, v = 2 chunks, m = 8 micro-batches, t_b = 2 t_f: 8 + 3/2 slots of 3 t_f instead of 8 + 3.
+    # p = 4 devices, v = 2 chunks, m = 8 micro-batches, t_bwd = 2 t_F: 8 + 3/2 slots of 3 t_F instead of 8 + 3.
     interleaved = pipeline_schedule(4, 8, "interleaved", 2)
     flush = pipeline_schedule(4, 8, "1f1b")
     assert (interleaved.total_s, flush.total_s) == (pytest.approx(28.5), 33.0)
@@ -160,7 +160,7 @@ def _kinds(schedule):
 @pytest.mark.parametrize("p, m, schedule, v", CASES)
 @pytest.mark.parametrize("backward_time_s", [2.0, 1.0, 0.5])
 def test_timeline_is_a_valid_execution(p, m, schedule, v, backward_time_s):
-    # t_W a fifth of t_b, so that B and W take different times from each other and from F.
+    # t_W a fifth of t_bwd, so that B and W take different times from each other and from F.
     timeline = pipeline_schedule(p, m, schedule, v, 1.0, backward_time_s, backward_weight_time_s=backward_time_s / 5)
     keys = Counter((op.stage, op.microbatch, op.chunk, op.kind) for op in timeline.ops)
     expected = {(s, i, c, k) for s in range(p) for i in range(m) for c in range(v) for k in _kinds(schedule)}

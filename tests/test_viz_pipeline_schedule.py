@@ -49,7 +49,7 @@ def _gantt_texts(ax, gid) -> list:
 
 
 def _expected_boxes(timeline) -> dict:
-    """(kind, chunk) -> the timeline's ops as (start, end, stage) rows in units of t_f, sorted."""
+    """(kind, chunk) -> the timeline's ops as (start, end, stage) rows in units of t_F, sorted."""
     expected = {}
     for op in timeline.ops:
         row = (op.start_s / timeline.forward_time_s, op.end_s / timeline.forward_time_s, float(op.stage))
@@ -261,7 +261,7 @@ def test_gantt_figure_refuses_a_timeline_larger_than_it_was_built_for():
 @pytest.mark.parametrize("schedule, v", [("1f1b", 1), ("interleaved", 2)])
 def test_the_lesson_and_the_lab_draw_one_gantt_chart(schedule, v):
     # plot_pipeline_schedule is the lab's PipelineScheduleFigure, updated once: the same boxes, colours, texts and
-    # legend for the same timeline (the lab's t_f = 1, t_b = 2 t_f).
+    # legend for the same timeline (the lab's t_F = 1, t_bwd = 2 t_F).
     from course_lib.widgets import pipeline_lab
 
     lab = pipeline_lab(stages=4, microbatches=8, schedule=schedule, virtual_stages=v)

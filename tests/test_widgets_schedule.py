@@ -265,7 +265,7 @@ def pipeline_result_as_before(values: dict) -> dict:
     timeline = pipeline.pipeline_schedule(p, m, schedule, v, forward_time_s=1.0, backward_time_s=2.0)
     total, bubble = float(timeline.total_s), float(timeline.bubble_s)
     return {
-        **{"stages": p, "microbatches": m, "virtual_stages": v, "schedule": schedule, "time_unit": "t_f"},
+        **{"stages": p, "microbatches": m, "virtual_stages": v, "schedule": schedule, "time_unit": "t_F"},
         **{"forward_time": 1.0, "backward_time": 2.0, "total_time": total, "ideal_time": float(timeline.ideal_s)},
         **{"bubble_time": bubble, "bubble_fraction": float(timeline.bubble_fraction)},
         **{"bubble_share_of_step": bubble / total, "peak_in_flight": float(timeline.peak_in_flight(0))},

@@ -9,7 +9,7 @@ The dependency rule that decides what is exposed:
   (prefetching the next layer); the parameter all-gather after a ZeRO-1/2 optimizer step is exposed.
 A transfer is exposed only by the part that does not fit into the compute it may overlap with.
 
-Step time = m·(t_f + t_b + TP + PP per micro-batch) + bubble + exposed data-parallel time, with the bubble
+Step time = m·(t_F + t_bwd + TP + PP per micro-batch) + bubble + exposed data-parallel time, with the bubble
 (p−1)/v of one micro-batch slot (Narayanan et al. 2021 Eq. 1), less with the zero-bubble schedules
 (``_pipeline_bubble_s``). Compute runs at ``compute_efficiency`` × peak
 (default 0.5; the paper's 1T run reached 163 of 312 TFLOP/s, 52 %).

@@ -333,7 +333,7 @@ def pipeline_bubble_fraction(stages, microbatches, virtual_stages: _check.IntOrA
     """Pipeline bubble as a fraction of the ideal time: (p−1)/(v·m) (Narayanan et al. 2021 §2.2).
 
     GPipe and 1F1B have the same bubble, (p−1)/m; interleaving v model chunks per device divides it by v, and
-    needs m to be a multiple of p. The bubble is measured against the ideal time m·(t_f + t_b), so it exceeds 1
+    needs m to be a multiple of p. The bubble is measured against the ideal time m·(t_F + t_bwd), so it exceeds 1
     when m < p − 1; as a share of the whole step it is (p−1)/(v·m + p − 1).
 
     >>> pipeline_bubble_fraction(8, 32), pipeline_bubble_fraction(8, 32, virtual_stages=2)

@@ -129,7 +129,7 @@ class PipelineScheduleReport:
 
     @property
     def ideal_s(self) -> float:
-        """m·(t_f + t_b), the step without a bubble."""
+        """m·(t_F + t_bwd), the step without a bubble."""
         return float(self.timeline.ideal_s)
 
     @cached_property

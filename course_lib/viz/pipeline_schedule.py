@@ -140,8 +140,8 @@ def plot_pipeline_schedule(timeline, ax=None):
     ``COLORS["backward_input"]`` and ``COLORS["backward_weight"]``), later model chunks of an interleaved stage in
     lighter shades, each named in the legend. Boxes are labelled with the micro-batch number counted from 1, as in
     Narayanan et al. 2021's Figures 3 and 4, when the number fits; grey behind the boxes is idle time, the bubble. The x
-    axis is in units of t_f (``timeline.forward_time_s``), so a full-stage forward is 1 wide whatever the real duration;
-    its label gives t_f when it is not 1 s. The boxes are one ``PathPatch`` per (kind, chunk) with gid
+    axis is in units of t_F (``timeline.forward_time_s``), so a full-stage forward is 1 wide whatever the real duration;
+    its label gives t_F when it is not 1 s. The boxes are one ``PathPatch`` per (kind, chunk) with gid
     ``"pipeline-<kind>-chunk<c>"``, the idle background has gid ``"pipeline-idle"``, the title gid ``"pipeline-title"``.
 
     >>> import matplotlib.pyplot as plt
@@ -182,7 +182,7 @@ def _box_path(x0, x1, y, height) -> Path:
 
 
 def _gantt_geometry(timeline) -> dict:
-    """The timeline's boxes (in units of t_f), one compound path per (kind, chunk), and its ops' label positions."""
+    """The timeline's boxes (in units of t_F), one compound path per (kind, chunk), and its ops' label positions."""
     unit, ops = timeline.forward_time_s, timeline.ops
     start, end = (np.array([getattr(op, name) for op in ops], float) / unit for name in ("start_s", "end_s"))
     stage = np.array([op.stage for op in ops], float)
@@ -231,14 +231,14 @@ def _text_width_pt(text: str, fontsize: float) -> float:
 class PipelineScheduleFigure(LiveFigure):
     """Live Gantt chart of a pipeline timeline, on axes placed by the caller: one row per stage (stage 1 on top),
     one box per op (``chunk_color``), idle time grey behind them, the micro-batch numbers in the boxes when they
-    fit, time in units of t_f. ``update(timeline)`` takes a ``pipeline.pipeline_schedule(...)`` of up to
+    fit, time in units of t_F. ``update(timeline)`` takes a ``pipeline.pipeline_schedule(...)`` of up to
     ``max_stages`` stages and ``max_virtual_stages`` chunks; both scales change with it, so the ticks are artists of
     their own (``animated``) rather than the axes'.
 
     The numbers are ``microbatch_label_size`` rounded down to whole points (at most 9, one bitmap per size), written
     when that is at least ``min_label_size``, and when there are at most ``label_pool`` of them. The legend names
     forward and backward (or B and W, when the backward is split) with one shade per chunk, and the x label gives
-    t_f when it is not 1 s (``xlabel`` replaces it): both depend on the timeline only through ``static_key`` (v, the
+    t_F when it is not 1 s (``xlabel`` replaces it): both depend on the timeline only through ``static_key`` (v, the
     kinds of op and the label). Ticks, axis labels and legend are ``fontsize`` points, the title 2 more; they sit at
     fixed distances in points from the axes. The title gives the bubble, and the bubble without the optimizer
     step's synchronisation where that differs (ZB-H2: ``schedule_title``).
@@ -368,7 +368,7 @@ class PipelineScheduleFigure(LiveFigure):
             *self.y_tick_labels,
             self.title,
         )
-        # One small timeline of each v in t_f = 1 s: the static artists of every v a lab can show.
+        # One small timeline of each v in t_F = 1 s: the static artists of every v a lab can show.
         self.static_examples = tuple(
             pipeline_schedule(1, 1) if v == 1 else pipeline_schedule(2, 2, "interleaved", v)
             for v in range(1, self.max_virtual_stages + 1)
@@ -378,7 +378,7 @@ class PipelineScheduleFigure(LiveFigure):
         self._geometries = {}  # id(timeline) → (timeline, its boxes): a lab moving back and forth redraws, not rebuilds
 
     def time_label(self, timeline) -> str:
-        """The x label: ``xlabel``, else time in units of t_f, with its value when it is not 1 s."""
+        """The x label: ``xlabel``, else time in units of t_F, with its value when it is not 1 s."""
         if self.xlabel is not None:
             return self.xlabel
         unit = timeline.forward_time_s
@@ -386,7 +386,7 @@ class PipelineScheduleFigure(LiveFigure):
         return f"{label})" if unit == 1.0 else f"{label} = {units.format_time(unit)})"
 
     def static_key(self, timeline):
-        """The legend depends on the timeline's v (one shade per chunk) and kinds of op, the x label on its t_f."""
+        """The legend depends on the timeline's v (one shade per chunk) and kinds of op, the x label on its t_F."""
         return timeline.virtual_stages, _drawn_kinds(timeline), self.time_label(timeline)
 
     def set_static(self, timeline) -> None:
@@ -437,7 +437,7 @@ class PipelineScheduleFigure(LiveFigure):
         self.title.set_text(title)
         # Box edges and labels only where they fit.
         width_pt, height_pt = self._axes_size_pt()
-        narrowest_pt = width_pt * gantt["narrowest"] / end  # with t_b ≥ t_f, a chunk's forward
+        narrowest_pt = width_pt * gantt["narrowest"] / end  # with t_bwd ≥ t_F, a chunk's forward
         self._draw_boxes(gantt, v, _drawn_kinds(timeline), box_edge_width(narrowest_pt))
         self._draw_labels(gantt, v, float(math.floor(microbatch_label_size(narrowest_pt, height_pt, p, m))))
 
@@ -451,7 +451,7 @@ class PipelineScheduleFigure(LiveFigure):
         return cached[1]
 
     def _set_time_axis(self, end) -> None:
-        """The x limits, ticks and tick labels of a timeline ``end`` units of t_f long."""
+        """The x limits, ticks and tick labels of a timeline ``end`` units of t_F long."""
         self.ax.set_xlim(0, end * 1.005)
         ticks = [t for t in MaxNLocator(nbins=10, integer=True).tick_values(0, end) if 0 <= t <= end]
         self.x_tick_marks.set_data(ticks, [0.0] * len(ticks))

@@ -9,8 +9,8 @@ position of the controls (``CONTROLS``) checks the formulas against the simulati
 summary read and ``lab.typed_result`` holds; ``lab.result`` shows it as a plain dict (the controls, ``total_time``,
 ``ideal_time``, ``bubble_time``, ``bubble_fraction``, ``bubble_share_of_step``, ``peak_in_flight``, ``ops`` and the
 two ``formula_*`` values). The figure is ``viz.pipeline_schedule.PipelineScheduleFigure`` (the timeline) beside a
-``ComparisonBarsFigure`` (simulated against formula). Times are in units of the forward time t_f of one micro-batch
-through one stage (t_b = 2 t_f).
+``ComparisonBarsFigure`` (simulated against formula). Times are in units of the forward time t_F of one micro-batch
+through one stage (t_bwd = 2 t_F).
 
 Only valid schedules are reachable: GPipe and 1F1B have v = 1; moving the virtual-stages slider above 1 selects
 the interleaved schedule (and back to 1, 1F1B), and with interleaving the micro-batch slider moves in steps of p,
@@ -55,7 +55,7 @@ MAX_MICROBATCHES = 64
 MAX_VIRTUAL_STAGES = 4
 LABEL_POOL = 128  # micro-batch numbers are written in the boxes when there are at most this many and they fit
 MIN_LABEL_SIZE = 7.0  # points, at the lab's 72 dpi: smaller numbers are left out of the boxes
-BACKWARD_OVER_FORWARD = 2.0  # t_b = 2 t_f (the backward pass computes two gradients per weight matrix)
+BACKWARD_OVER_FORWARD = 2.0  # t_bwd = 2 t_F (the backward pass computes two gradients per weight matrix)
 
 # 1F1B with p = 4 and m = 8 (bubble 3/8). The combination is checked as a ParallelPlan checks it; moving a control
 # keeps it valid (``PipelineLab._make_valid``).
@@ -129,14 +129,14 @@ class PipelineLab(Lab):
         return _report(values["stages"], values["microbatches"], values["schedule"], values["virtual_stages"])
 
     def result_dict(self, r: parallelism.PipelineScheduleReport) -> dict:
-        """``result``: the controls, then the simulated numbers (times in units of t_f) and the formulas'."""
+        """``result``: the controls, then the simulated numbers (times in units of t_F) and the formulas'."""
         timeline = r.timeline
         return {
             "stages": r.stages,
             "microbatches": r.microbatches,
             "virtual_stages": r.virtual_stages,
             "schedule": r.schedule,
-            "time_unit": "t_f",
+            "time_unit": "t_F",
             "forward_time": float(timeline.forward_time_s),
             "backward_time": float(timeline.backward_time_s),
             "total_time": r.total_s,
@@ -159,7 +159,10 @@ class PipelineLab(Lab):
             MAX_STAGES,
             MAX_VIRTUAL_STAGES,
             LABEL_POOL,
-            xlabel=r"time in units of $t_f$, the forward time of one micro-batch through one stage ($t_b = 2\,t_f$)",
+            xlabel=(
+                r"time in units of $t_\text{F}$, the forward time of one micro-batch through one stage "
+                r"($t_\text{bwd} = 2\,t_\text{F}$)"
+            ),
             min_label_size=MIN_LABEL_SIZE,
         )
         # Right: simulation against formula, the bubble on top, the activations stage 1 holds below.
@@ -187,8 +190,8 @@ class PipelineLab(Lab):
     def summary_html(self, r: parallelism.PipelineScheduleReport) -> str:
         pct = units.format_percent
 
-        def t(value):  # a time in units of t_f
-            return units.format_quantity(value, "", digits=4, min_prefix="").rstrip() + " t<sub>f</sub>"
+        def t(value):  # a time in units of t_F
+            return units.format_quantity(value, "", digits=4, min_prefix="").rstrip() + " t<sub>F</sub>"
 
         count = _count
         p, m, v = r.stages, r.microbatches, r.virtual_stages
@@ -200,13 +203,13 @@ class PipelineLab(Lab):
             + (f", v = {v} chunks per device" if r.schedule == "interleaved" else "")
             + ". "
             f"Step {t(r.total_s)} against an ideal {t(r.ideal_s)} "
-            f"(m·(t<sub>f</sub> + t<sub>b</sub>), t<sub>b</sub> = 2 t<sub>f</sub>): "
+            f"(m·(t<sub>F</sub> + t<sub>bwd</sub>), t<sub>bwd</sub> = 2 t<sub>F</sub>): "
             f"bubble {t(r.bubble_s)} = <b>{pct(r.bubble_fraction)}</b> of the ideal "
             f"time ({pct(r.bubble_share_of_step)} of the step); formula {formula} = "
             f"{pct(r.formula_bubble_fraction)} {match} simulated.<br>"
             f"Stage 0 holds the activations of <b>{count(r.peak_in_flight)}</b> micro-batches at its peak "
             f"(formula: {count(r.formula_peak_in_flight)} {held} simulated).<br>"
-            f"<small>Times in units of t<sub>f</sub>, the forward time of one micro-batch through one stage. "
+            f"<small>Times in units of t<sub>F</sub>, the forward time of one micro-batch through one stage. "
             f"GPipe and 1F1B have v = 1: moving v above 1 selects the interleaved schedule, which needs m to be a "
             f"multiple of p, so m then moves in steps of p.</small>"
         )
