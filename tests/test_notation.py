@@ -7,7 +7,12 @@ twins (notebooks_py/NN_*.py, labs/NN_name/NN_name.py). A symbol is declared in t
 glossary symbol entry (course_lib.glossary_entries) or in a table of the notebook itself whose first column is headed
 "Symbol" (its *Variables* table); a parenthesis that quotes a paper's own letter ("$D$ (Eq. 4 writes $T$)") declares
 nothing. Two declarations of one symbol mean the same when their code names (the backticked names, last dotted part)
-share one. The letters the sources use for two things (the course map's notation note) are checked by name.
+share one, and a code name the course map writes with a symbol is written with that symbol everywhere. The letters
+the sources use for two things (the course map's notation note) are checked by name.
+
+Every notation check of the course is here: also that the glossary defines each symbol of the course map, that a
+"Symbol | Meaning" table agrees with the glossary's definition, and that the prose makes a symbol count one thing
+("$k$ chunks" everywhere, never "$k$ buckets").
 """
 
 from __future__ import annotations
@@ -182,9 +187,12 @@ def declare(first_column: str, names: list[str], where: str) -> list[Declaration
     return found + [Declaration(s, aliased, where) for s in formula_symbols(alias_text)]
 
 
-def table_declarations(cell: str, where: str) -> list[Declaration]:
-    """The symbols a cell's tables headed "Symbol" declare: each row's first column, with its code names."""
-    found, in_table = [], False
+def table_rows(cell: str, header: str) -> list[list[str]]:
+    """The rows (their columns) of a cell's markdown tables whose first two header columns are ``header``'s, lower
+    case ("symbol" matches any table whose first column is headed Symbol; "symbol|meaning" only those whose second
+    is headed Meaning)."""
+    wanted = header.split("|")
+    rows, in_table = [], False
     for line in cell.splitlines():
         row = line.strip()
         if not row.startswith("|"):
@@ -192,12 +200,20 @@ def table_declarations(cell: str, where: str) -> list[Declaration]:
             continue
         columns = [column.strip() for column in row.strip("|").split("|")]
         if columns[0].lower() == "symbol":
-            in_table = True
+            in_table = [column.lower() for column in columns[: len(wanted)]] == wanted
             continue
-        if not in_table or set(columns[0]) <= set("-: "):
-            continue
-        found += declare(columns[0], code_names(columns[1]) if len(columns) > 1 else [], where)
-    return found
+        if in_table and not set(columns[0]) <= set("-: "):
+            rows.append(columns)
+    return rows
+
+
+def table_declarations(cell: str, where: str) -> list[Declaration]:
+    """The symbols a cell's tables headed "Symbol" declare: each row's first column, with its code names."""
+    return [
+        declaration
+        for columns in table_rows(cell, "symbol")
+        for declaration in declare(columns[0], code_names(columns[1]) if len(columns) > 1 else [], where)
+    ]
 
 
 def read(path: str) -> str:
@@ -237,7 +253,23 @@ def clashes(declaration: Declaration, others: list[Declaration]) -> list[str]:
                 f"{declaration.where}: ${declaration.symbol}$ declared as `{name}`, "
                 f"whose symbol is ${ONE_SYMBOL[name]}$"
             )
+        elif declaration.symbol not in course_map_symbols().get(name, {declaration.symbol}):
+            found.append(
+                f"{declaration.where}: ${declaration.symbol}$ declared as `{name}`, which the course map's notation "
+                f"table writes {' or '.join(f'${s}$' for s in sorted(course_map_symbols()[name]))}"
+            )
     return found
+
+
+@cache
+def course_map_symbols() -> dict[str, frozenset[str]]:
+    """Each code name the course map's notation table pairs with one symbol (a row of as many symbols as code names),
+    with the symbols it is written as."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for declaration in course_declarations():
+        if declaration.where == "course map" and len(declaration.code_names) == 1:
+            found[next(iter(declaration.code_names))].add(declaration.symbol)
+    return {name: frozenset(symbols) for name, symbols in found.items()}
 
 
 def problems(path: str, text: str) -> list[str]:
@@ -316,8 +348,143 @@ def test_the_eight_letters_have_their_settled_symbols():
     }
 
 
+def test_the_glossary_defines_every_symbol_of_the_course_map():
+    glossary_defined = {d.symbol for d in course_declarations() if d.where.startswith("glossary")}
+    missing = sorted({d.symbol for d in course_declarations() if d.where == "course map"} - glossary_defined)
+    assert missing == [], (
+        f"the course map's notation table has {missing}, which course_lib/glossary_entries.py does not define: add them"
+    )
+
+
+def glossary_symbols() -> dict[str, glossary.Entry]:
+    """Each symbol the glossary defines, as its term writes it ("k", "N_\\text{rails}"), with its entry."""
+    return {
+        symbol.strip(): entry
+        for entry in glossary.ENTRIES
+        if entry.kind == "symbol"
+        for piece in MATH.findall(entry.term)
+        for symbol in "".join(piece).split(",")
+    }
+
+
+WORD = re.compile(r"[a-z]{3,}")
+# Words too common to say that two meanings agree.
+COMMON = {"the", "and", "for", "one", "per", "each", "every", "with", "that", "this", "from", "its", "are", "not"}
+
+
+@pytest.mark.parametrize("path", twins())
+def test_meaning_tables_agree_with_the_glossary(path):
+    """A "Symbol | Meaning" table (no code names) gives each symbol the glossary defines a meaning that shares a word
+    with the glossary's definition ($k$, "gradient buckets", against "chunks a pipelined tree cuts the buffer
+    into", does not)."""
+    entries, found = glossary_symbols(), []
+    for index, cell in enumerate(markdown_cells(read(path))):
+        for columns in table_rows(cell, "symbol|meaning"):
+            meaning = columns[1] if len(columns) > 1 else ""
+            symbols = [symbol.strip() for piece in MATH.findall(columns[0]) for symbol in "".join(piece).split(",")]
+            for symbol, entry in [(symbol, entries[symbol]) for symbol in symbols if symbol in entries]:
+                shared = set(WORD.findall(meaning.lower())) & set(WORD.findall(entry.definition.lower()))
+                if not shared - COMMON:
+                    found.append(
+                        f"{path}, markdown cell {index}: ${symbol}$ is {meaning!r} here, but the glossary defines it "
+                        f"as {entry.definition!r}; use another symbol, or say the same thing"
+                    )
+    assert found == []
+
+
+# A symbol's meaning as the prose gives it: the thing it counts ("$k$ chunks", "$n$ latency-bearing steps", "ranks
+# $n$", "rank count $n$"), one of these nouns, or "index" where it numbers one of them ("rank $r$", "stage $k$"); a
+# variable table's row reads the same way ("| $k$ | gradient buckets |").
+PROSE_SYMBOL = r"\$(\\?[A-Za-z]+(?:_(?:\w|\{[^{}$]*\}|\\text\{[^{}$]*\}))?)\$"
+NOUNS = (
+    "rank",
+    "chunk",
+    "bucket",
+    "micro-batch",
+    "rail",
+    "phase",
+    "step",
+    "stage",
+    "layer",
+    "node",
+    "GPU",
+    "device",
+    "head",
+    "replica",
+    "expert",
+)
+NOUN = r"(" + "|".join(NOUNS) + r")"
+# At most one word between a symbol and the noun it counts, not a word that starts a new phrase.
+FILLER = r"(?:(?!(?:and|or|of|per|for|the|a|an|in|to|on|at|by|with|from|than|as|is|are|each|every)\b)[a-z-]+\s+)?"
+COUNTED = re.compile(PROSE_SYMBOL + r"\s+" + FILLER + NOUN + r"(?:s|es)\b")  # a count is plural
+NAMED = re.compile(r"\b" + NOUN + r"(s|es)?\s+(count\s+)?" + PROSE_SYMBOL)
+INDEX = "index"
+
+
+def sentences(source: str) -> list[str]:
+    """A markdown cell's text, lines joined, each table row apart: a row of one symbol reads "$k$ gradient
+    buckets" (its symbol and its meaning, the first cell after it not in code), then each of its other cells.
+
+    >>> sentences("rank $r$ holds\\nchunk $r$\\n| $k$ | `k` | chunks |\\n| $n$, $Q$ | phases |")
+    ['$k$ chunks', '`k`', 'chunks', 'phases', 'rank $r$ holds chunk $r$']
+    """
+    rows, prose = [], []
+    for line in source.splitlines():
+        if not line.lstrip().startswith("|"):
+            prose.append(line)
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        meaning = next((cell for cell in cells[1:] if not cell.startswith("`")), "")
+        if len(MATH.findall(cells[0])) == 1 and "," not in cells[0]:
+            rows.append(f"{cells[0]} {meaning}")
+        rows += cells[1:]
+    return rows + [" ".join(" ".join(prose).split())]
+
+
+def symbol_uses(paths) -> dict[str, dict[str, list[str]]]:
+    """symbol -> the noun it counts, or INDEX -> where ("notebooks_py/02_nccl.py, markdown cell 12"), for every
+    symbol the prose pairs with a noun."""
+    uses: dict[str, dict[str, list[str]]] = {}
+    for path in paths:
+        for index, cell in enumerate(markdown_cells(read(path))):
+            texts = sentences(cell)
+            pairs = [(m.group(1), m.group(2)) for text in texts for m in COUNTED.finditer(text)]
+            pairs += [
+                (m.group(4), m.group(1) if m.group(2) or m.group(3) else INDEX)
+                for text in texts
+                for m in NAMED.finditer(text)
+            ]
+            for symbol, noun in pairs:
+                uses.setdefault(symbol, {}).setdefault(noun, []).append(f"{path}, markdown cell {index}")
+    return uses
+
+
+def test_each_symbol_counts_one_thing_in_every_lesson_and_lab():
+    """A symbol counts or numbers one thing across the lessons and the labs: what the glossary's entry lists (its
+    ``nouns``; $p$, the one shared symbol, lists ranks and stages), or, for a symbol the glossary does not define,
+    one thing wherever it appears."""
+    entries, found = glossary_symbols(), []
+    for symbol, nouns in sorted(symbol_uses(twins()).items()):
+        entry = entries.get(symbol)
+        allowed = set(entry.nouns) if entry is not None else None
+        wrong = sorted(set(nouns) - allowed) if allowed is not None else sorted(nouns) if len(nouns) > 1 else []
+        for noun in wrong:
+            meaning = (
+                f"the glossary gives it {', '.join(sorted(allowed)) or 'none of these'}"
+                if allowed is not None
+                else f"also {sorted(nouns)}"
+            )
+            use = "as an index" if noun == INDEX else f"counting {noun}"
+            found.append(f"${symbol}$ {use} in {'; '.join(nouns[noun])}: {meaning}")
+    assert found == [], (
+        "a symbol with two meanings: rename it in the prose (the glossary, course_lib/glossary_entries.py, and the "
+        "course map's notation table say which symbol means what)"
+    )
+
+
 MUTATIONS = [
     # (twin, text to replace, replacement, a phrase the report must contain)
+    ("notebooks_py/01_mac.py", "| $l$ | `layers`", "| $L$ | `layers`", "notation table writes $l$"),
     ("notebooks_py/01_mac.py", "| $B_\\text{HBM}$ | `memory_bandwidth", "| $W$ | `memory_bandwidth", "$W$ is retired"),
     ("notebooks_py/01_mac.py", "Q_\\text{mem}/B_\\text{HBM}$", "Q_\\text{mem}/W$", "$W$ is retired"),
     ("notebooks_py/01_mac.py", "| $B_\\text{HBM}$ | `memory_bandwidth", "| $H$ | `memory_bandwidth", "is $B_HBM$"),
