@@ -283,17 +283,44 @@ def _recompute(row: dict) -> str:
     return stated if stated in ("none", "selective", "full") else "none"
 
 
-def _replay_row(row: dict, calibration, models) -> tuple:
-    """(measured, predicted tokens/s per GPU, the plan, "") for one run, or NaN where it cannot and the reason."""
+@dataclass(frozen=True)
+class _PreparedRun:
+    """One published run as the step model replays it, whatever the calibration: its measured tokens/s per GPU and
+    its model, plan, cluster and framework (``plan`` None where it cannot be replayed, with ``reason``)."""
+
+    measured: float
+    model: object = None
+    plan: object = None
+    cluster: object = None
+    framework: object = None
+    reason: str = ""
+
+    def predicted_tokens_per_s_per_gpu(self, calibration) -> float:
+        """The step model's tokens/s per GPU for this run with ``calibration`` (its framework replacing the
+        calibration's), NaN for a run that cannot be replayed."""
+        from dataclasses import replace
+
+        from . import budget
+
+        if self.plan is None:
+            return np.nan
+        step = budget.step_time(
+            self.model, self.plan, self.cluster, calibration=replace(calibration, framework=self.framework)
+        )
+        return self.plan.global_batch * self.model.seq_len / step.total_s / self.plan.devices
+
+
+def _prepare_row(row: dict, models) -> _PreparedRun:
+    """One run of the CSV as ``replay_published_runs`` replays it, or why it cannot be."""
     from dataclasses import replace
 
-    from . import budget, parallelism
+    from . import parallelism
 
     base = models.get(row["model"])
     if base is None:
-        return np.nan, np.nan, None, "model not representable"
+        return _PreparedRun(np.nan, reason="model not representable")
     if row["gpu"] not in _H100_SXM:
-        return np.nan, np.nan, None, f"device {row['gpu']} is not the reference H100 SXM 80 GB"
+        return _PreparedRun(np.nan, reason=f"device {row['gpu']} is not the reference H100 SXM 80 GB")
     model = replace(base, seq_len=int(row["seq_len"]))
     measured = (
         row["tokens_per_s_per_gpu"]
@@ -302,14 +329,19 @@ def _replay_row(row: dict, calibration, models) -> tuple:
     )
     framework, reason = _framework(row, int(row["pp"]))
     if framework is None:
-        return measured, np.nan, None, reason
+        return _PreparedRun(measured, reason=reason)
     plan, reason = _plan(row, model, framework)
     if plan is None:
-        return measured, np.nan, None, reason
-    plan = plan.replace(recompute=_recompute(row))
+        return _PreparedRun(measured, reason=reason)
     cluster = replace(parallelism.REFERENCE_CLUSTER, nodes=max(1, int(row["gpus"]) // 8))
-    step = budget.step_time(model, plan, cluster, calibration=replace(calibration, framework=framework))
-    return measured, plan.global_batch * model.seq_len / step.total_s / plan.devices, plan, ""
+    return _PreparedRun(measured, model, plan.replace(recompute=_recompute(row)), cluster, framework)
+
+
+def _prepare_runs(runs: PublishedRuns, models) -> list[_PreparedRun]:
+    return [
+        _prepare_row({name: column[i].item() for name, column in runs.columns.items()}, models)
+        for i in range(len(runs))
+    ]
 
 
 def replay_published_runs(runs: PublishedRuns | None = None, calibration=None, models=None) -> PublishedReplay:
@@ -336,15 +368,14 @@ def replay_published_runs(runs: PublishedRuns | None = None, calibration=None, m
     runs = load_published_runs() if runs is None else runs
     calibration = parallelism.REFERENCE_CALIBRATION if calibration is None else calibration
     models = parallelism.PUBLISHED_RUN_MODELS if models is None else models
-    n = len(runs)
-    predicted, measured = np.full(n, np.nan), np.full(n, np.nan)
-    reasons, plans = [], []
-    for i in range(n):
-        row = {name: column[i].item() for name, column in runs.columns.items()}
-        measured[i], predicted[i], plan, reason = _replay_row(row, calibration, models)
-        reasons.append(reason)
-        plans.append(plan)
-    return PublishedReplay(runs, predicted, measured, np.array(reasons, dtype=object), tuple(plans))
+    prepared = _prepare_runs(runs, models)
+    return PublishedReplay(
+        runs,
+        np.array([run.predicted_tokens_per_s_per_gpu(calibration) for run in prepared], dtype=float),
+        np.array([run.measured for run in prepared], dtype=float),
+        np.array([run.reason for run in prepared], dtype=object),
+        tuple(run.plan for run in prepared),
+    )
 
 
 # The grid of the reference's step-time fit, (gemm_efficiency, layer_overhead_s): efficiencies from 40 % of peak to
@@ -367,17 +398,22 @@ def reference_fit_surface(runs: PublishedRuns | None = None, models=None) -> np.
     """
     from dataclasses import replace
 
-    from .parallelism import REFERENCE_CALIBRATION
+    from .parallelism import PUBLISHED_RUN_MODELS, REFERENCE_CALIBRATION
 
     runs = load_published_runs() if runs is None else runs
-    fitted = runs.subset(~runs.held_out)
+    # Each run's model, plan and cluster do not depend on the calibration: prepared once for the whole grid.
+    fitted = [
+        run
+        for run in _prepare_runs(runs.subset(~runs.held_out), PUBLISHED_RUN_MODELS if models is None else models)
+        if run.plan is not None
+    ]
+    measured = np.array([run.measured for run in fitted])
     surface = np.empty((len(REFERENCE_FIT_GRID[0]), len(REFERENCE_FIT_GRID[1])))
     for i, efficiency in enumerate(REFERENCE_FIT_GRID[0]):
         for j, overhead in enumerate(REFERENCE_FIT_GRID[1]):
             calibration = replace(REFERENCE_CALIBRATION, gemm_efficiency=efficiency, layer_overhead_s=overhead)
-            replay = replay_published_runs(fitted, calibration, models)
-            ratio = replay.predicted_tokens_per_s_per_gpu / replay.measured_tokens_per_s_per_gpu
-            surface[i, j] = np.mean(np.abs(np.log(ratio[replay.replayed])))
+            predicted = np.array([run.predicted_tokens_per_s_per_gpu(calibration) for run in fitted])
+            surface[i, j] = np.mean(np.abs(np.log(predicted / measured)))
     return surface
 
 
