@@ -14,37 +14,35 @@
 # *"I have a 70B model and 64 H100s in 8 nodes: how should I split it, and how long will a step take?"*
 #
 # This last lesson answers it with one line of argument: pin down the inputs, check the model by hand on one plan,
-# search every plan the framework that will run it (Megatron-LM) can run with the model's own measured error, stress
+# search every plan the framework that will run it (Megatron-LM) can run, with the model's own measured error, stress
 # the best, and say what to measure before committing 64 GPUs for weeks. It ends in one recommendation, with its band.
 
 # %% [markdown]
 # ## What you'll learn
 #
-# **Learning objective:** *plan the partition of a real model on a real cluster, by hand and with the plan search,
-# and say how much to trust the answer.*
+# **Learning objective:** *plan the partition of a real model on a real cluster, by hand and with the plan search, and
+# say how much to trust the answer.*
 #
 # Along the way you will be able to:
 #
 # - check a model preset against its published size, and size a cluster's links per GPU;
-# - work out a candidate plan's memory per device term by term, and its transfers with their payloads, counts and
-#   links;
+# - work out a candidate plan's memory per device term by term, and its transfers with their payloads, counts and links;
 # - turn compute, transfers and the dependency rule into a step time, over a range of compute efficiencies;
-# - search under the framework that will run the plan, with the model's measured error (a memory margin and a
-#   step-time band), and explain why its best plan beats the hand-checked one;
-# - test which assumptions move that choice (compute efficiency, fixed costs, overlap, network, memory margin), say
-#   when the band would move it, list what to measure before committing, and choose the global batch and sequence
-#   length.
+# - search under the framework that will run the plan, with the model's measured error (a memory margin and a step-time
+#   band), and explain why its best plan beats the hand-checked one;
+# - test which assumptions would move that choice, list what to measure before committing, and choose the global batch
+#   and sequence length.
 
 # %% [markdown]
 # ## Prerequisites
 #
-# - [04 · Budget the bytes](04_communication_budget.ipynb): the transfers of a partition, exposed vs hidden time,
-#   the step time.
+# - [04 · Budget the bytes](04_communication_budget.ipynb): the transfers of a partition, exposed vs hidden time, the
+#   step time.
 # - [05 · Search for a plan](05_plan_search.ipynb): the plan search, its rejections and binding constraints.
 # - [07 · Measure, don't assume](07_measure.ipynb): fitted α and B, published nccl-tests logs, measured exposed
 #   communication.
-# - [08 · Check the model against measurements](08_model_meets_measurements.ipynb): the calibration used here, what
-#   it was fitted on, and where the model still misses.
+# - [08 · Check the model against measurements](08_model_meets_measurements.ipynb): the calibration used here, what it
+#   was fitted on, and where the model still misses.
 # - Behind them: [03 · Split the work](03_parallelism.ipynb) (memory per device, sequence parallelism, ZeRO, the
 #   pipeline bubble) and [01 · Count the work](01_mac.ipynb) (FLOPs of a layer, 6PD, MFU).
 #
@@ -56,34 +54,30 @@ import dataclasses
 
 import matplotlib.pyplot as plt
 
-from course_lib import budget, compute, hardware, measure, parallelism, units, validation, viz
+from course_lib import budget, compute, hardware, parallelism, units, validation, viz
 from course_lib.widgets import quiz
 
 # %% [markdown]
 # ## Mechanism
 #
-# **Role.** Planning a run turns a model, a cluster and a batch into a partition (data, tensor, pipeline and ZeRO
-# sizes, micro-batch, schedule, recomputation) with a predicted memory per device and step time, and a list of the
-# assumptions that prediction rests on.
+# Planning a run turns a model, a cluster and a batch into a partition (data, tensor, pipeline and ZeRO sizes,
+# micro-batch, schedule, recomputation) with a predicted memory per device and step time, and the assumptions that
+# prediction rests on. The procedure is lesson 04's, applied end to end:
 #
-# The procedure is lesson 04's, applied end to end; the worked example's steps follow it:
-#
-# 1. **Pin down the inputs** (steps 1–3): the model's real shape, the links per GPU, the global batch and sequence length.
-# 2. **Check the model by hand on one plan** (steps 4–7): memory per device term by term; transfers (which tensor,
-#    which collective, how many bytes, how often, over which link); the step by the dependency rule; what the
-#    calibrated model changes. The plan is lesson 04's rule of thumb: the check, not the answer.
-# 3. **Search** (step 8) every partition the framework can run, with the model's error: a plan fits only with the
-#    memory margin the measured runs asked for, and its step time comes with the band the held-out runs measured.
-# 4. **Stress the best plan** (step 9) under other plausible assumptions; those that would change the choice are what
-#    to measure before committing (step 10).
+# 1. **Pin down the inputs** (steps 1–3): the model's real shape, the links per GPU, the global batch and sequence
+#    length.
+# 2. **Check the model by hand on one plan** (steps 4–7): memory term by term, transfers, the step by the dependency
+#    rule, what the calibrated model changes. The plan is lesson 04's rule of thumb: the check, not the answer.
+# 3. **Search** (step 8) every partition the framework can run, with the model's error: a memory margin and a step-time
+#    band.
+# 4. **Stress the best plan** (step 9); the assumptions that could change the choice are what to measure before
+#    committing (step 10).
 # 5. **Recommend** (step 11): the plan, its memory with the margin, its step time with the band, its batch.
 #
-# **Trade-off.** The fastest plan by the point estimate often sits at an edge (memory nearly full, one link
-# saturated); the margin keeps the recommendation off the memory edge, and the scenarios show which edge it still
-# leans on.
-#
-# **Why it matters for AI.** A 70B pre-training or continued-training run occupies its cluster for weeks: a plan
-# that is 10 % slower than it could be, or that runs out of memory on the first long batch, costs days.
+# **Trade-off.** The fastest plan by the point estimate often sits at an edge (memory nearly full, one link saturated);
+# the margin keeps the recommendation off the memory edge, and the scenarios show which edge it still leans on. A 70B
+# run occupies its cluster for weeks: a plan 10 % slower than it could be, or one that runs out of memory on the first
+# long batch, costs days.
 
 # %% [markdown]
 # ## The science
@@ -139,16 +133,16 @@ from course_lib.widgets import quiz
 #
 # ### Two models, said each time
 #
-# Every figure below comes from one of two models of `course_lib`, and the code names it with `calibration=`:
+# Every figure below comes from one of two models, and the code names it with `calibration=`:
 #
-# - **the ideal model** (`calibration=None`): lesson 04's physics, compute at an assumed efficiency $\eta$,
-#   nominal links, no fixed costs, GPT-style FLOP and activation counts: what you can redo with pencil and paper;
+# - **the ideal model** (`calibration=None`): lesson 04's physics, compute at an assumed efficiency $\eta$, nominal
+#   links, no fixed costs, GPT-style FLOP and activation counts: what you can redo with pencil and paper;
 # - **the calibrated model** (`calibration=parallelism.default_calibration(CLUSTER)`): the same physics,
-#   architecture-aware (grouped-query attention, gated MLP, separate output layer), run as Megatron-LM runs a plan
-#   (fp32 main gradients, the distributed optimizer, its overlaps), with a GEMM efficiency and a fixed cost per layer
-#   and micro-batch fitted on published runs, and a DGX H100 cluster's links as nccl-tests measured them. It is the
-#   course's reference (`parallelism.REFERENCE_CALIBRATION`), returned whole for this cluster, its own machine, with
-#   its memory margin and step-time band (lesson 08): the course's best estimate, not a measurement.
+#   architecture-aware (grouped-query attention, gated MLP, separate output layer), run as Megatron-LM runs a plan (fp32
+#   main gradients, the distributed optimizer, its overlaps), with a GEMM efficiency and a fixed cost per layer and
+#   micro-batch fitted on published runs, and the links as nccl-tests measured them. On this cluster it is the course's
+#   reference (`parallelism.REFERENCE_CALIBRATION`) whole, with its memory margin and step-time band (lesson 08): the
+#   course's best estimate, not a measurement.
 
 # %% [markdown]
 # ## Worked example
@@ -181,13 +175,13 @@ print(
 )
 
 # %% [markdown]
-# The count matches the preset to the parameter and the published 70.6 B. The MLP holds 82.4 % of a layer's weights;
-# the two embeddings (2.1 billion parameters) are a small share but sit whole on one pipeline stage each.
+# The count matches the preset to the parameter and the published 70.6 B. The MLP holds 82.4 % of a layer's weights; the
+# two embeddings (2.1 billion parameters) are a small share but sit whole on one pipeline stage each.
 #
 # ### Step 2 · The cluster
 #
 # Eight DGX H100 nodes: 8 GPUs per node on NVLink 4 (900 GB/s two-way per GPU), and eight 400 Gb/s InfiniBand NDR
-# adapters per node. The α–β formulas need one-way bandwidth per GPU (lesson 02).
+# adapters per node; the α–β formulas need one-way bandwidth per GPU (lesson 02).
 
 # %%
 CLUSTER = hardware.Cluster(
@@ -214,48 +208,36 @@ print(
 )
 
 # %% [markdown]
-# A factor of 9 separates the two links (NCCL's cost model, which prices the collectives below, counts NVLink 4 as
-# 18 links × 20.6 GB/s = 370.8 GB/s, still 7.4 times the network's share), and the model states alone fill 14 of the
-# 64 GPUs: the model must be split, without sending frequent traffic over the slower link.
+# A factor of 9 separates the two links (NCCL's cost model, which prices the collectives below, counts NVLink 4 as 18
+# links × 20.6 GB/s = 370.8 GB/s, still 7.4 times the network's share), and the model states alone fill 14 of the 64
+# GPUs: the model must be split, without sending frequent traffic over the slower link.
 #
 # ### Step 3 · The global batch and the sequence length
 #
-# **Sequence length.** $s = 8192$, the length Llama 3 was trained at (after a short start at 4,096): it fixes the
-# attention's share of the FLOPs and the activation memory per sequence. **Global batch.** $B_\text{global} = 512$
-# sequences, 4.2 M tokens per step, the batch Llama 3's paper reports for the early pre-training of its 405B model
-# (4 M tokens). Two things bound it: the optimiser (beyond a *critical batch size*, more tokens per step stop buying
-# fewer steps) and the plan ($B_\text{global} = b \cdot m \cdot d$ must divide evenly, and $m$ must amortise the
-# bubble and the once-per-step data-parallel synchronisation). Step 11 returns to it with numbers.
-
-# %%
-SEQ_LEN = MODEL.seq_len
-GLOBAL_BATCH = 512
-layer_fwd, head_fwd, attention_core = budget.forward_flops_per_token(MODEL)
-print(
-    f"global batch: {GLOBAL_BATCH} sequences × {SEQ_LEN:,} tokens = {units.format_count(GLOBAL_BATCH * SEQ_LEN)} tokens"
-)
-print(
-    f"forward FLOPs per token: {units.format_flops(L * layer_fwd + head_fwd)} "
-    f"(≈ 2Ψ = {units.format_flops(2 * MODEL.params)}); the attention scores' share "
-    f"{units.format_percent(L * attention_core / (L * layer_fwd + head_fwd))}"
-)
-
-# %% [markdown]
+# **Sequence length.** $s = 8192$, the length Llama 3 was trained at: it fixes the attention's share of the FLOPs and
+# the activation memory per sequence. **Global batch.** $B_\text{global} = 512$ sequences, 4.2 M tokens per step, about
+# the 4 M tokens Llama 3's paper reports for the early pre-training of its 405B model. Two things bound it: the
+# optimiser (beyond a *critical batch size*, more tokens per step stop buying fewer steps) and the plan
+# ($B_\text{global} = b \cdot m \cdot d$ must divide evenly, and $m$ must amortise the bubble and the once-per-step
+# data-parallel synchronisation). Step 11 returns to it with numbers.
+#
 # ### Step 4 · Check the model on one plan: memory per device, by hand
 #
-# Before trusting a search, check its model by hand on one plan: lesson 04's rule of thumb, tensor parallelism inside
-# a node ($t = 8$, on NVLink), pipeline parallelism across nodes until the model fits, data parallelism for the rest.
-# With $p = 4$ stages of 20 layers, $d = 2$. Micro-batch $b = 1$, so $m = 512 / (1 \cdot 2) = 256$ micro-batches per
-# step; ZeRO-1 (optimizer state sharded over the two replicas); sequence parallelism (lesson 03) and
-# [FlashAttention](glossary.ipynb#flashattention), no recomputation; the 1F1B schedule. The code calls it
-# `CANDIDATE`: the plan steps 4–7 check the model on, which step 8's search then compares with every other.
+# Before trusting a search, check its model by hand on one plan: lesson 04's rule of thumb, tensor parallelism inside a
+# node ($t = 8$, on NVLink), pipeline parallelism across nodes until the model fits, data parallelism for the rest. With
+# $p = 4$ stages of 20 layers, $d = 2$. Micro-batch $b = 1$, so $m = 512 / (1 \cdot 2) = 256$ micro-batches per step;
+# ZeRO-1 (optimizer state sharded over the two replicas); sequence parallelism (lesson 03) and
+# [FlashAttention](glossary.ipynb#flashattention), no recomputation; the 1F1B schedule. The code calls it `CANDIDATE`:
+# the plan steps 4–7 check the model on, which step 8's search then compares with every other.
 #
 # The calibrated model counts memory as Megatron-LM holds it: bf16 parameters (2 bytes), an fp32 gradient buffer that
-# the backward accumulates into (4 bytes), Adam's fp32 master weights and two moments (12 bytes), the activations of
-# the $\min(p, m) = 4$ micro-batches the first stage holds under 1F1B, and the framework's own memory (CUDA context,
-# NCCL buffers, allocator caches), fitted at about 2.9 GB.
+# the backward accumulates into (4 bytes), Adam's fp32 master weights and two moments (12 bytes), the activations of the
+# $\min(p, m) = 4$ micro-batches the first stage holds under 1F1B, and the framework's own memory (CUDA context, NCCL
+# buffers, allocator caches), fitted at about 2.9 GB.
 
 # %%
+SEQ_LEN = MODEL.seq_len  # step 3: 8,192 tokens
+GLOBAL_BATCH = 512  # sequences per step (step 3)
 CAL = parallelism.default_calibration(CLUSTER)  # the reference: Megatron-LM on DGX H100 nodes with InfiniBand
 CANDIDATE = parallelism.ParallelPlan(
     data_parallel=2, tensor_parallel=8, pipeline_parallel=4, zero_stage=1, micro_batch=1,
@@ -301,14 +283,14 @@ print(
 # estimate (step 8 adds the margin). The table shows three things a quick estimate misses: the fp32 gradient buffer (two
 # thirds of the optimizer state here), the 4 micro-batches of activations the first stage holds under 1F1B, and the
 # gated MLP, which stores $8h_\text{ffn} = 28h$ bytes per token where GPT's stores $16h$. The ideal model counts the GPT
-# way and knows no FlashAttention: it stores the $5as$ bytes of attention scores per token (lesson 03), about nine times
-# the rest at $s = 8192$, and finds 260 GB; the searches (lesson 05's, step 8's) rank with the calibrated model.
+# way and knows no FlashAttention: it stores the $5as$ bytes of attention scores per token (lesson 03) and finds 260 GB;
+# the searches rank with the calibrated model.
 #
 # ### Step 5 · The candidate's transfers
 #
-# `budget.transfer_table` lists every tensor the plan sends in one step (from `parallelism.boundary_tensors`), with
-# its collective, its payload $S$, its group, the levels of the cluster it crosses, and its time as NCCL runs it on
-# those links (`budget.transfer_time_per_call`). This is the ideal model's list: 16-bit gradients, nominal links.
+# `budget.transfer_table` lists every tensor the plan sends in one step (from `parallelism.boundary_tensors`), with its
+# collective, its payload $S$, its group, the levels of the cluster it crosses, and its time as NCCL runs it on those
+# links. This is the ideal model's list: 16-bit gradients, nominal links.
 
 # %%
 rows = budget.transfer_table(MODEL, CANDIDATE, CLUSTER)
@@ -320,19 +302,18 @@ print("per step: " + ", ".join(f"{axis} {units.format_time(seconds)}" for axis, 
 # Read it as a budget:
 #
 # - **tensor parallel**: 4 kinds of call (an all-gather and a reduce-scatter of the $b \cdot s \cdot h$ activations,
-#   forward and backward, lesson 03), each 134 MB and 354 µs on NVLink, 10,240 of each kind per step (2 per layer ×
-#   20 layers × 256 micro-batches): 14.5 s per step, every call on the critical path;
+#   forward and backward, lesson 03), each 134 MB and 354 µs on NVLink, 10,240 of each kind per step (2 per layer × 20
+#   layers × 256 micro-batches): 14.5 s per step, every call on the critical path;
 # - **pipeline**: 256 sends each way of the $bsh/t$ slice, 16.8 MB, between nodes: 345 µs each;
 # - **data parallel**: one reduce-scatter of this GPU's 4.41 GB of gradients and one all-gather of the updated
-#   parameters, once per step each, between the two replicas in different nodes: 44.1 ms each (the ideal model
-#   splits the parameters evenly over the stages, 2 bytes × Ψ/32).
+#   parameters, once per step each, between the two replicas in different nodes: 44.1 ms each.
 #
 # ### Step 6 · Exposed time and the step time, by hand
 #
-# The ideal model's step, by the dependency rule of lesson 04. One micro-batch on one GPU computes $1/(t \cdot p)$
-# of the model's FLOPs for one sequence, forward and backward (3 × the forward, lesson 01's count that the ideal
-# model uses). Tensor and pipeline transfers are exposed. The gradient reduce-scatter may hide behind the last
-# micro-batch's backward pass; the parameter all-gather after the optimizer step cannot hide.
+# The ideal model's step, by the dependency rule of lesson 04. One micro-batch on one GPU computes $1/(t \cdot p)$ of
+# the model's FLOPs for one sequence, forward and backward (3 × the forward, lesson 01's count). Tensor and pipeline
+# transfers are exposed. The gradient reduce-scatter may hide behind the last micro-batch's backward pass; the parameter
+# all-gather after the optimizer step cannot hide.
 
 # %%
 forward_flops = compute.transformer_forward_flops(b, SEQ_LEN, L, h, V)  # one micro-batch, the whole model
@@ -360,8 +341,8 @@ print(f"exposed tensor + pipeline per step: {units.format_time(tp_pp)}, whatever
 
 # %% [markdown]
 # The hand calculation reproduces `budget.step_time` at every efficiency. The exposed tensor-parallel time, 14.5 s per
-# step, does not shrink when the GPUs compute faster, so its share grows: at η = 0.7 it is nearly a quarter of the
-# step (14.5 s of 58.7 s). And the MFU is always below η: 39.8 % at η = 0.5.
+# step, does not shrink when the GPUs compute faster, so its share grows: at η = 0.7 it is nearly a quarter of the step
+# (14.5 s of 58.7 s). And the MFU is always below η: 39.8 % at η = 0.5.
 #
 # ### Step 7 · What the calibrated model adds
 #
@@ -370,6 +351,7 @@ print(f"exposed tensor + pipeline per step: {units.format_time(tp_pp)}, whatever
 # %%
 ideal = budget.step_time(MODEL, CANDIDATE, CLUSTER, compute_efficiency=0.5, calibration=None)
 calibrated = budget.step_time(MODEL, CANDIDATE, CLUSTER, calibration=CAL)
+layer_fwd, _, _ = budget.forward_flops_per_token(MODEL)
 gemm_flops = layer_fwd * b * SEQ_LEN / t  # one layer's forward for one micro-batch on one GPU
 gemm_eff = CAL.gemm_efficiency * gemm_flops / (gemm_flops + CAL.gemm_half_flops)
 fixed = CAL.layer_overhead_s * stage_layers * (m + p - 1)
@@ -400,20 +382,19 @@ print(
 )
 
 # %% [markdown]
-# The calibrated step is shorter (71.7 s against 76.2 s). Its matrix multiplies run faster (62 % of peak, against
-# the ideal model's 50 %), but it adds a fixed 1.5 ms per layer and micro-batch: with 256 micro-batches of 20 layers
-# that is 7.77 s per step, an eighth of the compute. It runs the plan as Megatron-LM does: each tensor-parallel call
-# is slower on the measured NVLink (274 GB/s per GPU, not the datasheet's 450 GB/s), but the backward's calls run
-# behind the weight-gradient GEMMs (9.52 s hidden, 9.52 s exposed), and the parameter all-gather after the optimizer
-# step overlaps the next forward pass. Step 9 asks what happens if the fitted numbers are wrong for this cluster.
+# The calibrated step is shorter (71.7 s against 76.2 s). Its matrix multiplies run faster (62 % of peak, against the
+# ideal model's 50 %), but it adds a fixed 1.5 ms per layer and micro-batch: with 256 micro-batches of 20 layers, 7.77 s
+# per step. It runs the plan as Megatron-LM does: each tensor-parallel call is slower on the measured NVLink (274 GB/s
+# per GPU, not the datasheet's 450 GB/s), but the backward's calls run behind the weight-gradient GEMMs (9.52 s hidden,
+# 9.52 s exposed), and the parameter all-gather overlaps the next forward pass.
 #
 # ### Step 8 · The plan search, under the framework that will run the plan
 #
 # `budget.search_plans` enumerates every factorisation of the 64 GPUs with every micro-batch size, ZeRO stage,
-# recomputation, sequence parallelism and interleaving, under the calibrated model (FlashAttention, as the
-# calibration's runs used). It searches under the calibration's framework, Megatron-LM, the one that will run the
-# plan: a plan Megatron-LM does not run is rejected ("framework"), with the rule's citation. A plan fits only with the
-# calibration's memory margin to spare, and each row's step time carries the calibration's band (p10–p90).
+# recomputation, sequence parallelism and interleaving, under the calibrated model (FlashAttention, as the calibration's
+# runs used), and under its framework, Megatron-LM: a plan Megatron-LM does not run is rejected ("framework"), with the
+# rule's citation. A plan fits only with the calibration's memory margin to spare, and each row's step time carries the
+# calibration's band (p10–p90).
 
 # %%
 search = budget.search_plans(MODEL, CLUSTER, GLOBAL_BATCH, calibration=CAL, attention=("flash",))
@@ -453,16 +434,15 @@ print(
 # (Megatron-FSDP), micro-batches of one sequence ($m = 8$), full recomputation, a step of 69.3 s (62–80 s) at MFU
 # 46 %.** Its two error terms, as the output prints them:
 #
-# - **the memory with the margin**: the 43.9 GB the model predicts, times 1 + 52.1 %, is 66.8 GB. The +52.1 % is how
-#   much more memory than predicted the Playbook's healthy held-out runs needed at their 90th percentile (lesson 08):
-#   a plan fits only if it would still fit were the model that wrong. 66.8 GB of 80 GB: it fits;
+# - **the memory margin** $\mu$: a plan fits only if it would still fit were the memory model as wrong as it was on
+#   measured runs. The reference's margin, +52.1 %, is how much more memory than predicted the Playbook's healthy
+#   held-out runs needed at their 90th percentile (lesson 08). The 43.9 GB this plan is predicted to need, times 1.521,
+#   is 66.8 GB of 80 GB: it fits;
 # - **the band**, 62–80 s, is 0.898 to 1.152 times the 69.3 s: the 10th and 90th percentiles of measured / predicted
-#   step time over the 85 held-out published runs the model replays (lesson 08). Its top is 1.28 times its bottom
-#   (1.152 / 0.898), narrow enough to plan with (the course asks for at most 1.5). The band has one row here, the same
-#   for every $t \cdot p$, so every plan's high end is 1.152 times its step time: the robust plan $x^\ast$ of the
-#   science section is the fastest that fits, and the band gives the range without changing the choice. (A band that
-#   grows with the GPUs a replica spans, as the Playbook cluster's does in lesson 08, could favour a slower plan with a
-#   smaller replica; such a band measures a sick cluster, to be fixed rather than planned around.)
+#   step time over the 85 held-out published runs (lesson 08); its top is 1.28 times its bottom. The band has one row
+#   here, the same for every $t \cdot p$, so the robust plan $x^\ast$ of the science section is the fastest that fits:
+#   the band gives the range without changing the choice (a band that grew with $t \cdot p$ could favour a slower plan
+#   with a smaller replica).
 #
 # Why it beats the hand-checked plan, term by term:
 
@@ -490,26 +470,23 @@ for label, x, y in (
 
 # %% [markdown]
 # The best plan computes longer than the candidate (69.3 s against 61.2 s: full recomputation repeats every forward
-# pass) but exposes almost nothing. With $t = 1$ it has no tensor-parallel collectives; with no pipeline, no bubble
-# and no sends; and ZeRO-3's traffic (the parameters gathered again for every micro-batch, the gradients
-# reduce-scattered), 22 s per step over the network, runs behind compute, as Megatron-LM prefetches the gathers and
-# overlaps the reductions. The candidate exposes 9.52 s of tensor-parallel time and a bubble, pays the fixed cost 8
-# times as often (20 layers × 259 slots against 80 layers × 8 micro-batches), and needs 87.2 GB with the margin
-# (57.3 GB × 1.521): it does not fit.
+# pass) but exposes almost nothing. With $t = 1$ it has no tensor-parallel collectives; with no pipeline, no bubble and
+# no sends; and ZeRO-3's traffic (the parameters gathered again for every micro-batch, the gradients reduce-scattered),
+# 22 s per step over the network, runs behind compute, as Megatron-LM prefetches the gathers and overlaps the
+# reductions. The candidate exposes 9.52 s of tensor-parallel time and a bubble, pays the fixed cost 8 times as often
+# (20 layers × 259 slots against 80 layers × 8 micro-batches), and needs 87.2 GB with the margin: it does not fit.
 #
 # ### Step 9 · Stress the best plan: which assumption would move it?
 #
-# Each scenario below changes one assumption of the calibrated model and reruns the search, with the margin. One is
-# the fit's own alternative (no fixed cost); the other three are what-ifs, each sized by a measurement:
+# Each scenario below changes one assumption of the calibrated model and reruns the search, with the margin:
 #
 # - **GEMMs at 55 % instead of the fitted 62 %**: the Playbook's runs of nanotron on H100s fit at 55 % (lesson 08).
-# - **No fixed cost per layer.** The 1.5 ms per layer and micro-batch is what the FLOP count leaves out (norms,
-#   activations, kernel launches); the fit trades it against the efficiency along a valley, so it is the less certain
-#   of the two constants.
+# - **No fixed cost per layer.** The fit trades the 1.5 ms per layer and micro-batch against the efficiency along a
+#   valley (lesson 08): it is the less certain of the two constants.
 # - **Overlap slows compute by 30 %.** The calibrated model lets overlapped communication cost compute nothing; Lee et
 #   al. (2025) measured GEMMs slowed by 18.9 % on average while collectives ran beside them, at most 40 %.
-# - **Network at 52.5 %.** The nccl-tests log of two InfiniBand H100 nodes (step 10) fits best at 210 of 400 GB/s
-#   per node, though it cannot tell that from the datasheet's rate.
+# - **Network at 52.5 %.** The nccl-tests log of two InfiniBand H100 nodes fits best at 210 of 400 GB/s per node, though
+#   it cannot tell that from the datasheet's rate.
 #
 # The memory model's error is the margin's job: the last table re-ranks the same search under other margins, down to
 # none.
@@ -563,61 +540,35 @@ for margin in (0.0, 0.1, 0.2, validation.PLAYBOOK_MEMORY_MARGIN, CAL.memory_marg
 print(f"the +0 % plan with the +52.1 % margin: {units.format_bytes(bare.row(0)['memory_bytes'] * with_margin)}")
 
 # %% [markdown]
-# No scenario makes another plan the answer. Two leave the choice alone: the efficiency moves every plan alike (78 s at
-# 55 %), and the slower network moves nothing, since ZeRO-3's traffic takes longer but still hides behind 69.3 s of
-# compute. Two put first a plan with tensor parallelism in each node and an eight-stage pipeline ($d = 1$, $t = 8$,
-# $p = 8$, no ZeRO, no recomputation): without the fixed cost, which that plan pays for 10 layers in each of 519 slots
-# (512 micro-batches and the bubble's 7), 7.8 s per step; and with compute 30 % slower under overlap, which costs the
-# best plan most, since 22 s of its traffic overlaps compute. Even there the best plan stays within 2.14 % of the
-# winner, and its worst case over all the scenarios is the best of any plan's: these two assumptions are what to
-# measure (step 10), not reasons to pick another plan now.
+# No scenario makes another plan the answer. The efficiency moves every plan alike (78 s at 55 %), and the slower
+# network moves nothing: ZeRO-3's traffic takes longer but still hides behind 69.3 s of compute. Two put first an
+# eight-stage pipeline with tensor parallelism in each node ($d = 1$, $t = 8$, $p = 8$, no ZeRO, no recomputation):
+# without the fixed cost, which that plan pays for 10 layers in each of 519 slots (7.8 s per step); and with compute
+# 30 % slower under overlap, which costs the best plan most, since 22 s of its traffic overlaps compute. Even there the
+# best plan stays within 2.14 % of the winner, and its worst case $\Lambda$ is the best of any plan's: these two
+# assumptions are what to measure, not reasons to pick another plan now.
 #
-# Nor does the margin move it. From the Playbook cluster's own margin (+38.4 %, lesson 08) to the reference's
-# +52.1 % the choice is the same; a margin of 20 % or less lets in the same split with micro-batches of two sequences,
-# hardly faster (68.9 s, 65.2 GB). Only with no margin does another shape win: $d = 16$, $t = 4$, ZeRO-3, no
-# recomputation, 59.3 s, filling 79.7 GB of 80 GB, which would be 121 GB with the margin (79.7 GB × 1.521). A model
-# that undercounts by half a percent would crash it on the first step, and one in ten of the Playbook's healthy
-# held-out runs needed 52.1 % more than predicted, or more: that is why the margin is there.
+# Nor does the margin move it, from the Playbook cluster's own +38.4 % to the reference's +52.1 %; at 20 % or less the
+# same split with micro-batches of two sequences comes first, hardly faster (68.9 s). Only with no margin does another
+# shape win: $d = 16$, $t = 4$, ZeRO-3, no recomputation, 59.3 s, filling 79.7 GB of 80 GB, 121 GB with the margin: one
+# in ten of the Playbook's healthy held-out runs needed 52.1 % more than predicted, or more.
 #
 # ### Step 10 · What to measure before committing
 #
-# Each assumption of step 9 can be measured in an hour, before a run that takes weeks; first the two that could move
-# the choice:
+# Each assumption of step 9 can be measured in an hour, before a run that takes weeks; first the two that could move the
+# choice:
 #
-# 1. **The fixed cost per layer and micro-batch.** Time a few training steps of the model cut to 2 layers, at
-#    $b = 1$ and $b = 4$, with warm-up and the maximum over ranks as lesson 07 timed collectives: the measured time
-#    per layer and micro-batch, less its FLOPs at the GEMM efficiency, is this constant.
+# 1. **The fixed cost per layer and micro-batch.** Time a few training steps of the model cut to 2 layers, at $b = 1$
+#    and $b = 4$, with warm-up and the maximum over ranks as lesson 07 timed collectives: the time per layer and
+#    micro-batch, less its FLOPs at the GEMM efficiency, is this constant.
 # 2. **Overlap.** Time a step with data-parallel communication on and off (lesson 07's exposed-communication
 #    measurement): the slowdown of compute under overlap is `overlap_slowdown`.
-# 3. **The network's real rate.** The best plan sends its ZeRO-3 traffic over the network. Run nccl-tests across
-#    your nodes, and read it as lesson 07 did: a published log of two 8 × H100 nodes on InfiniBand, against this
-#    course's model of the same all-reduce, then the same call on all eight nodes:
-
-# %%
-log = measure.read_nccl_tests((measure.DATA_DIR / "nccl_tests" / "nebius_2x8xH100_ib_all_reduce.txt").read_text())
-largest = log.rows[-1]
-print(
-    f"measured, {log.ranks} ranks, {units.format_bytes(largest.size_bytes)}: {units.format_time(largest.median_s)}, "
-    f"busbw {units.format_bandwidth(largest.busbw_bytes_per_s)}"
-)
-for nodes in (2, CLUSTER.nodes):
-    ranks = nodes * CLUSTER.devices_per_node
-    for label, fraction in (("the datasheet's rate", 1.0), ("52.5 % of it", NETWORK_FIT)):
-        cluster = budget.calibrated_cluster(
-            dataclasses.replace(CLUSTER, nodes=nodes), dataclasses.replace(CAL, network_efficiency=fraction)
-        )
-        model_s = budget.group_collective_time("all_reduce", cluster, ranks, 1, largest.size_bytes)
-        print(f"model, {ranks:>2} ranks, network at {label:20}: {units.format_time(model_s)}")
-
-# %% [markdown]
-#    On two nodes NCCL took 34.4 ms, the model 36.9 ms at the datasheet's rate and 38.4 ms at 52.5 % of it: NVLink
-#    bounds most of that call, so two nodes cannot tell the two rates apart. On all eight they differ almost twofold
-#    (42.5 ms against 80.7 ms): measure there, and if it matches the slower figure, rerun the search with
-#    `network_efficiency=` your fit.
-# 4. **Peak memory** of the best plan for a few steps at full sequence length (`torch.cuda.max_memory_allocated` and
-#    the allocator's reserved bytes). The margin allowed it up to 66.8 GB; if it stays close to the predicted 43.9 GB,
-#    the model counts this framework's memory well, and the faster plans that a smaller margin lets in (step 9's last
-#    table) can be tried.
+# 3. **The network's real rate**, with nccl-tests across all eight nodes: two nodes cannot tell the datasheet's rate
+#    from 52.5 % of it, since NVLink bounds most of a two-node all-reduce (lesson 07). If it matches the slower figure,
+#    rerun the search with `network_efficiency=` your fit.
+# 4. **Peak memory** of the best plan for a few steps at full sequence length (`torch.cuda.max_memory_allocated` and the
+#    allocator's reserved bytes). If it stays close to the predicted 43.9 GB, the faster plans a smaller margin lets in
+#    (step 9's last table) can be tried.
 #
 # ### Step 11 · The recommendation, and the batch it runs at
 #
@@ -650,32 +601,31 @@ print(
 
 # %% [markdown]
 # - **The global batch** trades the optimiser against the hardware. For this plan the MFU is the same at every batch:
-#   without a pipeline there is no bubble to amortise, and ZeRO-3 gathers the parameters again for every micro-batch,
-#   so the step grows in proportion to $m$ (a plan with a pipeline, like the candidate, loses MFU at small batches to
-#   its bubble, $(p-1)/(v \cdot m)$). The optimiser then sets the batch: past the critical batch size, larger batches
-#   need more tokens to reach the same loss. 512 × 8192 is 4.2 M tokens per step, the size Llama 3 405B started with,
-#   although in 4,096-token sequences (about 1,000 of them), before doubling to 8 M and 16 M tokens (Grattafiori et
-#   al. 2024, §3.4.1). Choose $B_\text{global}$ as a multiple of $d \cdot b$, here 64.
-# - **The sequence length** is set by the data and the context the model must handle; its cost is the attention's
-#   share (13.4 % of the FLOPs at 8,192, over a third at 32,768) and the activation memory per sequence. A longer
-#   sequence at the same tokens per step means fewer sequences: keep $B_\text{global} \cdot s$ fixed.
-# - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster almost seven
-#   years: 64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model, not for pre-training it.
+#   without a pipeline there is no bubble to amortise, and ZeRO-3 gathers the parameters again for every micro-batch, so
+#   the step grows in proportion to $m$ (a plan with a pipeline, like the candidate, loses MFU at small batches to its
+#   bubble). The optimiser then sets the batch: past the critical batch size, larger batches need more tokens to reach
+#   the same loss. 512 × 8192 is 4.2 M tokens per step, the size Llama 3 405B started with (Grattafiori et al. 2024,
+#   §3.4.1, in 4,096-token sequences), before doubling to 8 M and 16 M tokens. Choose $B_\text{global}$ as a multiple of
+#   $d \cdot b$, here 64.
+# - **The sequence length** is set by the data and the context the model must handle; its cost is the attention's share
+#   (13.4 % of the FLOPs at 8,192, over a third at 32,768) and the activation memory per sequence. At the same tokens
+#   per step, a longer sequence means fewer sequences: keep $B_\text{global} \cdot s$ fixed.
+# - **Scale check (lesson 01's 6PD).** Pre-training on Llama 3's 15 T tokens would take this cluster almost seven years:
+#   64 H100s are a cluster for fine-tuning or continued pre-training of a 70B model, not for pre-training it.
 #
-# **The recommendation.** Train Llama 3.1 70B on these 64 H100s with $d = 64$, $t = 1$, $p = 1$, ZeRO-3
-# (Megatron-FSDP), $b = 1$, $m = 8$ and full recomputation, at 512 sequences of 8,192 tokens per step: a step of
-# 69.3 s (62–80 s, the band of the held-out runs), MFU 46 %, 43.9 GB per GPU and 66.8 GB with the +52.1 % margin, of
-# 80 GB. It rests most on the fitted fixed cost per layer and on overlap costing compute nothing: measure those, the
-# network across all eight nodes and the peak memory (step 10), then rerun the search with what you measured.
+# **The recommendation.** Train Llama 3.1 70B on these 64 H100s with $d = 64$, $t = 1$, $p = 1$, ZeRO-3 (Megatron-FSDP),
+# $b = 1$, $m = 8$ and full recomputation, at 512 sequences of 8,192 tokens per step: a step of 69.3 s (62–80 s, the
+# band of the held-out runs), MFU 46 %, 43.9 GB per GPU and 66.8 GB with the +52.1 % margin, of 80 GB. It rests most on
+# the fitted fixed cost per layer and on overlap costing compute nothing: measure those, the network across all eight
+# nodes and the peak memory (step 10), then rerun the search with what you measured.
 
 # %% [markdown]
 # ## Figures
 #
 # ### The plan landscape
 #
-# Every plan of the search: memory per GPU against step time, coloured and shaped by what binds it (plans that do not
-# fit with the margin are marked "memory"), with the recommended plan, the fastest plan without the margin and the
-# candidate named in the legend:
+# Every plan of the search: memory per GPU against step time, coloured and shaped by what binds it ("memory": it does
+# not fit with the margin), with three plans named in the legend:
 
 # %%
 unmargined_row = search.find(**bare.fields(0))
@@ -694,26 +644,8 @@ plt.show()
 
 # %% [markdown]
 # The recommended plan (row 0) sits well left of the capacity line, with room for the margin; the fastest plan without
-# the margin sits on the line itself, and the candidate between the two, too close to it for the margin. The fastest
-# plans that fit are bound by compute (the search table's "binding" column): a good plan's exposed communication
-# stays well below its compute.
-#
-# ### Where the step goes: candidate and recommended
-#
-# The critical path (top bar) and the communication hidden under compute (bottom bar), calibrated model:
-
-# %%
-fig, axes = plt.subplots(2, 1, figsize=(9, 7.5), layout="constrained", sharex=True)
-for ax, (label, step) in zip(
-    axes, (("candidate (t = 8, p = 4, d = 2)", calibrated), ("recommended (d = 64, ZeRO-3)", recommended)), strict=True
-):
-    viz.plot_step_timeline(step, ax=ax, title=f"{label}: {units.format_time(step.total_s)}")
-plt.show()
-
-# %% [markdown]
-# The candidate's critical path is compute (61.2 s) with 9.52 s of exposed tensor-parallel collectives and a bubble;
-# the recommended plan's is compute alone (69.3 s, longer by the recomputed forward passes), with its ZeRO-3 gathers
-# and reductions (22 s) in the lower bar, hidden under it.
+# the margin sits on the line itself, the candidate too close to it for the margin. The fastest plans that fit are bound
+# by compute.
 
 # %% [markdown]
 # ## Misconception
@@ -721,17 +653,14 @@ plt.show()
 # > *"The plan search gives the answer: take row 0."*
 #
 # Row 0 is the best plan *under the model's assumptions*, and only as good as they are. Ranked as if the memory model
-# were exact, row 0 here fills 79.7 GB of 80 GB; the margin the measured runs ask for keeps the recommendation off
-# that edge, and two plausible assumptions (no fixed cost, compute slowed by overlap) would put another plan first. A
-# plan search finds the few plans worth measuring and the assumptions that decide between them; it does not replace
-# measuring them. The same holds for the rule of thumb the candidate followed ($t = 8$ in a node, pipeline across
-# nodes): derived for GPT-3-size models on Selene without ZeRO-3, its shape comes back here only in the scenarios
-# step 10 tells you to measure.
+# were exact, row 0 here fills 79.7 GB of 80 GB; the margin the measured runs ask for keeps the recommendation off that
+# edge, and two plausible assumptions (no fixed cost, compute slowed by overlap) would put another plan first. A plan
+# search finds the few plans worth measuring and the assumptions that decide between them; it does not replace measuring
+# them. The rule of thumb the candidate followed ($t = 8$ in a node, pipeline across nodes), derived for GPT-3-size
+# models on Selene without ZeRO-3, comes back here only in the scenarios step 10 tells you to measure.
 
 # %% [markdown]
 # ## Self-check
-#
-# Pick an answer and press *Check*.
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
@@ -753,116 +682,55 @@ quiz.MultipleChoice(
     )
 )
 
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(
-    quiz.Question(
-        prompt="The reference's step-time band is one row: 0.898–1.152 for every t·p. Can the plan with the lowest "
-        "high end of the band differ from the fastest plan?",
-        options=(
-            "No: every step time is multiplied by the same 1.152, which keeps their order; only a band that grows "
-            "with t·p, like the Playbook cluster's, can favour a slower plan",
-            "Yes: the plan with the narrowest band wins",
-            "Yes: the band adds a fixed time to every plan, which favours the shorter steps",
-        ),
-        answer=0,
-        explanation="The high end is r90(t·p) × T. With one r90 for all plans the smallest high end belongs to the "
-        "smallest T. On a cluster whose band widens with the nodes a replica spans, a slower plan with a smaller "
-        "replica can have the lower high end.",
-    )
-)
-
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(
-    quiz.Question(
-        prompt="You double the sequence length from 8,192 to 16,384 and want the same tokens per step. What do you "
-        "change?",
-        options=(
-            "Halve the global batch in sequences (for example m), and expect a larger attention share of the FLOPs "
-            "and twice the activations per sequence",
-            "Nothing: the global batch counts sequences, so the tokens double and that is fine",
-            "Double the data-parallel size, since each sequence is twice as long",
-        ),
-        answer=0,
-        explanation="Tokens per step = B_global × s. Keeping it fixed means half the sequences. Per token, attention "
-        "costs 4sh FLOPs per layer, so its share grows with s, and the activations stored per micro-batch are "
-        "proportional to b·s.",
-    )
-)
-
 # %% [markdown]
 # ## History
 #
-# - **2021: planning by hand, at scale.** Narayanan et al. (SC'21) derived the bubble, the communication of each
-#   axis and the memory of each plan by hand, and turned them into takeaways (tensor parallelism inside a server,
-#   pipeline across servers) that practitioners used as rules for years.
-# - **2022: searching automatically.** Alpa (Zheng et al., OSDI'22) searched inter- and intra-operator parallelism
-#   automatically with a cost model and integer programming, and matched hand-tuned Megatron-LM plans on GPT models.
+# - **2021: planning by hand, at scale.** Narayanan et al. (SC'21) derived the bubble, the communication of each axis
+#   and the memory of each plan by hand, and turned them into takeaways (tensor parallelism inside a server, pipeline
+#   across servers) that practitioners used as rules for years.
+# - **2022: searching automatically.** Alpa (Zheng et al., OSDI'22) searched inter- and intra-operator parallelism with
+#   a cost model and integer programming, and matched hand-tuned Megatron-LM plans on GPT models.
 # - **2024: a 70B-class model in the open.** Llama 3's paper (Grattafiori et al.) reported its 4D parallelism (tensor,
-#   context, pipeline, data with [FSDP](glossary.ipynb#fsdp)), the 405B model's batch schedule (4 M tokens, then 8 M and
-#   16 M) and 38–43 % MFU on up to 16,384 H100s (380–430 TFLOP/s per GPU of 989).
-# - **2025: measured plans published.** The Ultra-Scale Playbook (Tazi et al.) ran thousands of configurations on up
-#   to 512 H100s and published them, with the memory and throughput each reached: lesson 08's real cluster, the source
-#   of the memory margin (the step-time constants come from Megatron-LM's and NeMo's runs).
+#   context, pipeline, data with [FSDP](glossary.ipynb#fsdp)), its batch schedule and 38–43 % MFU on up to 16,384 H100s.
+# - **2025: measured plans published.** The Ultra-Scale Playbook (Tazi et al.) published thousands of configurations on
+#   up to 512 H100s with the memory and throughput each reached: the source of the memory margin (lesson 08).
 
 # %% [markdown]
 # ## Summary
 #
-# - Start from the inputs: the model's real shape (70.55 billion parameters, checked), the links per GPU
-#   (450 vs 50 GB/s), the global batch and sequence length, each justified.
-# - Check the model by hand on one plan (the rule of thumb's $t = 8$, $p = 4$, $d = 2$): memory term by term (fp32
-#   gradient buffers, the micro-batches in flight, the framework's memory), transfers with payload, calls and link,
-#   the step from the dependency rule; the tools agree with the hand count.
+# - Pin down the inputs (70.55 billion parameters, checked), then check the model by hand on one plan (the rule of
+#   thumb's $t = 8$, $p = 4$, $d = 2$): memory term by term, transfers, the step from the dependency rule; the tools
+#   agree with the hand count.
 # - Search under the framework that will run the plan (Megatron-LM), with the model's measured error: a plan fits only
-#   with the +52.1 % memory margin, and its step time comes with the band 0.898–1.152 (its top 1.28 times its bottom).
-#   The hand-checked plan needs 87.2 GB with the margin: it does not fit.
-# - Stress the best plan: the efficiency and the network do not move it; no fixed cost, or compute 30 % slower under
-#   overlap, puts a pipeline plan ($t = 8$, $p = 8$) first by at most 2.14 %, and no plan has a better worst case.
-#   Measure those two, the network across all the nodes and the peak memory before committing.
-# - The recommendation: $d = 64$, $t = 1$, $p = 1$, ZeRO-3 (Megatron-FSDP), $b = 1$, $m = 8$, full recomputation, at
-#   512 sequences of 8,192 tokens: a step of 69.3 s (62–80 s), MFU 46 %, 43.9 GB per GPU, 66.8 GB with the margin.
+#   with the +52.1 % memory margin, and its step time comes with the band 0.898–1.152. The hand-checked plan needs
+#   87.2 GB with the margin: it does not fit.
+# - Stress the best plan: no fixed cost, or compute 30 % slower under overlap, puts a pipeline plan first by at most
+#   2.14 %, and no plan has a better worst case. Measure those two, the network across all the nodes and the peak memory
+#   before committing.
+# - The recommendation: $d = 64$, $t = 1$, $p = 1$, ZeRO-3 (Megatron-FSDP), $b = 1$, $m = 8$, full recomputation, at 512
+#   sequences of 8,192 tokens: a step of 69.3 s (62–80 s), MFU 46 %, 43.9 GB per GPU, 66.8 GB with the margin.
 
 # %% [markdown]
 # ## Exercises
 #
-# 1. **Memory by hand.** Compute the recommended plan's memory term by term as in step 4: ZeRO-3 over $d = 64$
-#    shards the parameters, the gradients and the optimizer state (2, 4 and 12 bytes per parameter); full
-#    recomputation keeps only each layer's input ($b \cdot s \cdot h$ values of 2 bytes per layer); the logits keep
-#    $b \cdot s \cdot V$ values of 10 bytes. Compare with `parallelism.memory_breakdown(MODEL, RECOMMENDED,
-#    calibration=CAL)`, and add the margin.
-# 2. **A slower network.** Add "network at 10 %" (`dataclasses.replace(CAL, network_efficiency=0.1)`) to
-#    `searches`. Which plan wins it? How much slower is the recommended plan, and why there and not at 52.5 %?
-# 3. **Efficiency range.** Under the ideal model, what share of the candidate's step is exposed tensor-parallel
-#    time at η = 0.3 and at η = 0.7? At what η would it reach a quarter? (`budget.step_time(..., calibration=None)`)
-# 4. **A different batch.** Rerun the search at $B_\text{global} = 256$. Is the recommendation the same, and what
-#    is its step?
-# 5. **Another model.** Run the default search (with the margin) for `parallelism.LLAMA3_8B` on one node
-#    (`hardware.DGX_H100`) with $B_\text{global} = 512$. Which parallelism does it use, and why is little or no
-#    tensor parallelism needed? What would it pick without the margin?
+# 1. **A slower network.** Add "network at 10 %" (`dataclasses.replace(CAL, network_efficiency=0.1)`) to `searches`.
+#    Which plan wins it? How much slower is the recommended plan, and why there and not at 52.5 %?
+# 2. **Another model.** Run the default search (with the margin) for `parallelism.LLAMA3_8B` on one node
+#    (`hardware.DGX_H100`) with $B_\text{global} = 512$. Which parallelism does it use, and why is little or no tensor
+#    parallelism needed? What would it pick without the margin?
 #
 # <details>
 # <summary>Answers</summary>
 #
-# 1. Parameters $2 \times 70.55\,\text{B} / 64$ = 2.2 GB, gradients 4.41 GB, optimizer state 13.2 GB; activations
-#    $8192 \times 8192 \times 2$ bytes $\times$ 80 layers = 10.7 GB (one micro-batch at a time: no pipeline); the
-#    logits $8192 \times 128{,}256 \times 10$ bytes = 10.5 GB; the framework's 2.86 GB. Total 43.9 GB, as step 8
-#    printed, and 66.8 GB with the +52.1 % margin.
-# 2. The eight-stage pipeline ($d = 1$, $t = 8$, $p = 8$, no ZeRO) wins at 77.9 s; the recommended plan takes 90 s,
-#    15.5 % slower. At a tenth of the network's rate its ZeRO-3 traffic takes longer than its compute and 20.6 s of
-#    it is exposed; at 52.5 % it still hides behind the 69.3 s of compute. The pipeline plan sends only its small
+# 1. The eight-stage pipeline ($d = 1$, $t = 8$, $p = 8$, no ZeRO) wins at 77.9 s; the recommended plan takes 90 s,
+#    15.5 % slower. At a tenth of the network's rate its ZeRO-3 traffic takes longer than its compute and 20.6 s of it
+#    is exposed; at 52.5 % it still hides behind the 69.3 s of compute. The pipeline plan sends only its small
 #    stage-boundary activations across nodes.
-# 3. At η = 0.3 the step is 1.95 min and the 14.5 s of exposed tensor-parallel time are 12.4 % of it; at η = 0.7,
-#    24.7 %. A quarter needs a step of 58 s, reached at η ≈ 0.71: above the reference's fitted 62 %, near the 80 %
-#    the best dense GEMMs reach. Between the plausible efficiencies the share doubles, which is why the tensor-parallel
-#    degree matters more on faster GPUs.
-# 4. Yes, with $m = 4$: 34.7 s (31–40 s), the same MFU. Without a pipeline there is no bubble to amortise, so half
-#    the batch is half the step.
-# 5. Data parallelism with sharded states and little tensor parallelism: $d = 4$, $t = 2$, ZeRO-3, $b = 1$, no
-#    recomputation, at 57.2 s; the same split with sequence parallelism is 1.4 % behind. Without the margin $d = 8$
-#    with no tensor parallelism at all would be 8 % faster (52.6 s), but its 75.5 GB would need 115 GB with the
-#    margin. The 8B model's 128 GB of model states sharded over 8 GPUs is 16 GB each, so every GPU keeps large GEMMs,
-#    and all the traffic (gathers, gradient reductions, tensor-parallel collectives) runs on NVLink.
+# 2. Data parallelism with sharded states and little tensor parallelism: $d = 4$, $t = 2$, ZeRO-3, $b = 1$, no
+#    recomputation, at 57.2 s; the same split with sequence parallelism is 1.4 % behind. Without the margin $d = 8$ with
+#    no tensor parallelism at all would be 8 % faster (52.6 s), but its 75.5 GB would need 115 GB with the margin. The
+#    8B model's 128 GB of model states sharded over 8 GPUs is 16 GB each, so every GPU keeps large GEMMs, and all the
+#    traffic (gathers, gradient reductions, tensor-parallel collectives) runs on NVLink.
 #
 # </details>
 
@@ -901,12 +769,9 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## What's next
 #
-# This is the last lesson of the chain. You can now take any model the planner can represent, a cluster and a batch,
-# and plan a run: check the model by hand on one plan, search all of them under the framework that will run the plan,
-# and stress the best for the assumptions to measure. Practise the pieces under sliders in the labs
-# ([Lab 3 · memory budget](../labs/03_memory_budget.ipynb) for step 4, [Lab 4 · pipeline
-# schedule](../labs/04_pipeline_schedule.ipynb) for the bubble, [Lab 8 · measure
-# collectives](../labs/08_measure_collectives.ipynb) for step 10), and plan your own model: replace `MODEL`, `CLUSTER`
-# and `GLOBAL_BATCH` at the top of the worked example and run the notebook again. Lesson 10 (depth) serves the model:
-# one serving replica's memory, its time to the first token and between tokens, and why a plan that trains well may
-# serve poorly (`10_serving.ipynb`).
+# This is the last lesson of the chain. Practise its pieces in the labs ([Lab 3 · memory
+# budget](../labs/03_memory_budget.ipynb), [Lab 4 · pipeline schedule](../labs/04_pipeline_schedule.ipynb), [Lab 8 ·
+# measure collectives](../labs/08_measure_collectives.ipynb)), and plan your own model: replace `MODEL`, `CLUSTER` and
+# `GLOBAL_BATCH` in the worked example and run the notebook again. Lesson 10 (depth) serves the model: one serving
+# replica's memory, its time to the first token and between tokens, and why a plan that trains well may serve poorly
+# (`10_serving.ipynb`).

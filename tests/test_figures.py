@@ -562,16 +562,6 @@ def _lesson_07_step(ns):
     ]
 
 
-def _lesson_08_residuals(ns):
-    replay, held = validation.replay_runs(ns["runs"]), ns["HELD_OUT"]
-    return [
-        f"{groups[value][0]:.2g}×"
-        for column in validation.RESIDUAL_TERMS
-        for groups in (validation.residuals_by(replay, column, held),)
-        for value in groups
-    ]
-
-
 def _lesson_08_reference_surface(ns):
     """The reference's loss surface: too many cells to write each loss in; its title counts the fitted runs."""
     replay = published_runs.replay_published_runs(ns["published"])
@@ -587,15 +577,6 @@ def _lesson_08_healthy(ns):
     return [f"{median:.2g}×" for median in medians] + [f"{validation.PLAYBOOK_CLUSTER_NODE.devices} ×"]
 
 
-def _lesson_08_before_after(ns):
-    held = ns["HELD_OUT"]
-    return [
-        f"{median:.2g}×"
-        for replay in (validation.replay_runs(ns["runs"], calibration=None), validation.replay_runs(ns["runs"]))
-        for median, *_ in validation.residuals_by(replay, "nodes", held).values()
-    ]
-
-
 def _lesson_09_landscape(ns):
     # the default search (the reference's margin and band); marked: row 0 (recommended), the fastest plan without the
     # margin, the candidate
@@ -604,21 +585,6 @@ def _lesson_09_landscape(ns):
     bare = budget.search_plans(model, cluster, batch, calibration=cal, attention=("flash",), memory_margin=0.0)
     candidate = search.find(**{name: getattr(ns["CANDIDATE"], name) for name in budget.PLAN_FIELDS})
     return _search_texts(search, (0, search.find(**bare.fields(0)), candidate))
-
-
-def _lesson_09_steps(ns):
-    model, cluster, cal, candidate = ns["MODEL"], ns["CLUSTER"], ns["CAL"], ns["CANDIDATE"]
-    recommended = budget.search_plans(model, cluster, ns["GLOBAL_BATCH"], calibration=cal, attention=("flash",)).plan(0)
-    possible, required = [], []
-    titles = (
-        [str(candidate.tensor_parallel), str(candidate.pipeline_parallel), str(candidate.data_parallel)],
-        [str(recommended.data_parallel), str(recommended.zero_stage)],
-    )
-    for plan, title in zip((candidate, recommended), titles, strict=True):
-        step = budget.step_time(model, plan, cluster, calibration=cal)
-        some, must = _step_texts(step, [f_time(step.total_s), *title])
-        possible, required = possible + some, required + must
-    return possible, required
 
 
 def _lesson_00_map(_ns):
@@ -697,12 +663,7 @@ FIGURE_NUMBERS = {
         "numbers",
         (),
     ),
-    ("08_model_meets_measurements", "Step 8 · The residuals by term", 0): (
-        _lesson_08_before_after,
-        "numbers",
-        ("8B", "80B"),
-    ),
-    ("08_model_meets_measurements", "Step 10 · How to recognise a sick cluster", 0): (
+    ("08_model_meets_measurements", "Step 8 · How to recognise a sick cluster", 0): (
         _lesson_08_healthy,
         "numbers",
         ("8B", "80B"),
@@ -717,18 +678,7 @@ FIGURE_NUMBERS = {
         "numbers",
         ("1B", "3B", "8B", "80B"),
     ),
-    ("08_model_meets_measurements", "The case study: predicted against measured memory", 0): (
-        lambda _ns: ["1", "2", "4", "8", "16", "32", "64"],
-        "numbers",
-        ("1B", "3B", "8B", "80B"),
-    ),
-    ("08_model_meets_measurements", "The residuals by term (held-out runs)", 0): (
-        _lesson_08_residuals,
-        "numbers",
-        ("8B", "80B"),
-    ),
     ("09_capstone", "The plan landscape", 0): (_lesson_09_landscape, "numbers", ()),
-    ("09_capstone", "Where the step goes: candidate and recommended", 0): (_lesson_09_steps, "numbers", ()),
     ("10_serving", "Step 4 · Latency against throughput", 0): (_lesson_10_serving, "numbers", ()),
     ("10_serving", "Step 10 · The concurrency sweep: latency, throughput and the knee", 0): (
         _lesson_10_sweep,
