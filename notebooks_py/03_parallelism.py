@@ -82,8 +82,8 @@ from course_lib.widgets import quiz
 # to devices (the split that talks most often on the fastest links), and **schedule** the computation and the
 # exchanges so that every device sees the values it would have seen on one big device. The trade-off:
 # partitioning adds usable capacity, while communication and pipeline idle time reduce scaling efficiency, so more
-# GPUs are not a universal speed multiplier. This is why it matters for AI: large models exceed one device's
-# memory first, then its time.
+# GPUs are not a universal speed multiplier. It matters for AI because large models exceed one device's memory
+# first, then its time.
 #
 # The figure applies each split to the same 4-layer model on 2 GPUs. Shaded regions are the GPUs; the coloured
 # arrows mark what crosses between them, with labels taken from the cost model (`parallelism.boundary_tensors`).
