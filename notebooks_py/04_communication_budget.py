@@ -11,12 +11,10 @@
 # %% [markdown]
 # # 04 · Budget the bytes: from a partition to a step time
 #
-# Lesson 03 counted what a partition costs in bytes: the memory each device keeps and the tensors it must send. Bytes
-# are not yet time. A 50.3 MB all-reduce inside an NVLink node costs a few hundred microseconds, the same all-reduce
-# across two nodes costs about 1.4 times as much, and either one costs nothing on the step time if independent compute
-# hides it, or all of it if the next operator is waiting. This lesson turns a partition and a topology into a step
-# time, and separates the exposed communication from the hidden: the budget of one plan. Lesson 05 uses this budget
-# to search over plans.
+# Lesson 03 counted what a partition costs in bytes. Bytes are not yet time: a 50.3 MB all-reduce inside an NVLink
+# node costs a few hundred microseconds, across two nodes about 1.4 times as much, and either costs nothing on the
+# step if independent compute hides it, or all of it if the next operator is waiting. This lesson turns a partition
+# and a topology into a step time, and separates the exposed communication from the hidden: the budget of one plan.
 
 # %% [markdown]
 # ## What you'll learn
@@ -56,41 +54,26 @@ from course_lib.widgets import quiz
 # %% [markdown]
 # ## Mechanism
 #
-# **Role.** A communication budget chooses the tensor, pipeline, data and state partitions of a model under the
-# constraints of the topology (which devices are connected by what) and of the dependencies (which result is needed
-# before what can start).
+# A communication budget chooses the tensor, pipeline, data and state partitions of a model under the constraints
+# of the topology (which devices are connected by what) and of the dependencies (which result is needed before what
+# can start). Each partition implies its own exchanges (lesson 03), and more devices bring more memory and
+# arithmetic but also more collectives and synchronisation. A good plan puts the frequent exchanges on suitable
+# links and *measures* how much communication is exposed on the critical path, instead of assuming that all network
+# time overlaps with compute.
 #
-# Distributed execution divides work and state in several ways. Data parallelism processes different examples and
-# synchronises the updates. Tensor parallelism splits operators and exchanges partial results. Pipeline parallelism
-# assigns groups of layers to stages, which adds activation transfers and possible bubbles. State sharding
-# distributes the parameters, gradients or optimizer state that would otherwise be replicated. These choices
-# combine. More devices bring more memory and more arithmetic, but also more collectives, more synchronisation and
-# more topology constraints. A good plan puts the frequent exchanges on suitable links and *measures* how much
-# communication is exposed on the critical path, instead of assuming that all network time overlaps with compute.
+# The budget takes the **model and the device topology** and produces a **distributed step** (scheduled compute,
+# collectives and synchronisation), in five steps, which are also the spine of the worked example:
 #
-# | What is specified | Value | Why it matters |
-# |---|---|---|
-# | Partitioned object | examples, tensor dimensions, layers or persistent state | different partitions create different communication patterns |
-# | Collective cost | latency plus payload transfer | small messages can be latency-limited; large messages can be bandwidth-limited |
-#
-# The budget takes the **model and the device topology** (tensor sizes, the layer graph, the state layout and the
-# link capacities) and produces a **distributed step** (scheduled compute, collectives and synchronisation). It is
-# built in five steps, which are also the spine of this lesson's worked example:
-#
-# 1. **Choose** which dimensions of work and state need partitioning to meet the local memory and time
-#    constraints.
-# 2. **Derive** the transfers and collectives that each partition implies, rather than starting from a chip count.
-# 3. **Map** the frequent communication onto topology regions with sufficient latency and bandwidth.
-# 4. **Schedule** overlap only where producer and consumer dependencies allow it, without reusing a buffer before
-#    its transfer has finished.
-# 5. **Measure** the completed step (or token) latency, and adjust the partition size when the smaller local
-#    compute no longer amortises the communication.
+# 1. **Choose** which dimensions of work and state need partitioning to meet the memory and time constraints.
+# 2. **Derive** the transfers and collectives each partition implies, rather than starting from a chip count.
+# 3. **Map** the frequent communication onto links with sufficient latency and bandwidth.
+# 4. **Schedule** overlap only where producer and consumer dependencies allow it.
+# 5. **Measure** the completed step, and adjust the partition size when the smaller local compute no longer
+#    amortises the communication.
 #
 # **Trade-off.** Sharding can make a model fit but increase traffic; larger parallel groups can cut the local work
-# so much that communication dominates.
-#
-# **Why it matters for AI.** Training and inference have different collective frequencies and batch shapes, so a
-# partition that trains efficiently may serve poorly (lesson 10 serves a model).
+# so much that communication dominates. Training and inference also differ in collective frequency and batch shape,
+# so a partition that trains efficiently may serve poorly.
 
 # %% [markdown]
 # ## The science
@@ -99,15 +82,12 @@ from course_lib.widgets import quiz
 #
 # $$T_\text{comm} \approx n\,\alpha + \frac{Q}{B_\text{eff}}$$
 #
-# $n$ is the number of latency-bearing phases (steps that each pay a start-up cost), $\alpha$ the seconds per
-# phase, $Q$ the bytes transferred on the critical path and $B_\text{eff}$ the useful bytes per second for the
-# chosen algorithm and topology. A ring all-reduce over $p$ ranks of a buffer of $S$ bytes has $n = 2(p-1)$ and
-# $Q = 2\,\tfrac{p-1}{p}\,S$ (lesson 02; here $p$ counts a collective's ranks, from the step time on it counts
-# pipeline stages). Small messages are latency-limited ($n\alpha$ dominates); large ones are
-# bandwidth-limited ($Q/B_\text{eff}$ dominates).
-#
-# *Assumptions:* it is a coarse model. Contention, overlap, the reduction's own compute and protocol behaviour can
-# change both terms. No collective algorithm is universal: NCCL picks ring, tree or others by size and topology.
+# $n$ is the number of latency-bearing phases, $\alpha$ the seconds per phase, $Q$ the bytes transferred on the
+# critical path and $B_\text{eff}$ the useful bytes per second for the chosen algorithm and topology. A ring
+# all-reduce over $p$ ranks of a buffer of $S$ bytes has $n = 2(p-1)$ and $Q = 2\,\tfrac{p-1}{p}\,S$ (lesson 02;
+# here $p$ counts a collective's ranks, from the step time on it counts pipeline stages). *Assumptions:* a coarse
+# model; contention, overlap, the reduction's compute and protocol behaviour can change both terms, and NCCL picks
+# ring, tree or others by size and topology.
 #
 # ### Exposed and hidden communication
 #
@@ -134,19 +114,14 @@ from course_lib.widgets import quiz
 # on one device, $T_\text{TP}$ and $T_\text{PP}$ the (exposed) tensor and pipeline communication per micro-batch, and
 # the bubble $(p-1)/v$ micro-batch slots (Narayanan et al. 2021, Eq. 1). In this lesson's ideal model
 # (`calibration=None`, which every cell below passes) compute runs at `compute_efficiency` × peak, 0.5 unless you pass
-# another. Called without `calibration`, `budget.step_time` uses the course's default calibration instead, the
-# reference: the framework preset Megatron-LM (`parallelism.MEGATRON_CORE`: its memory per parameter; its gradient
-# buckets reduced during the backward pass, its parameter gathers overlapped with the next forward, the backward half of
-# its tensor-parallel collectives overlapped with the weight-gradient GEMM), GEMMs at a fixed share of peak and a fixed
-# cost per layer and micro-batch, both fitted on published Megatron-LM and NeMo runs on DGX H100s. Lesson 05 ranks plans
-# with it; lesson 08 explains where it comes from.
+# another. Without `calibration`, `budget.step_time` uses the course's default calibration, Megatron-LM's framework
+# preset with its overlaps and GEMM efficiency fitted on published runs on DGX H100s (lesson 08 explains it).
 #
-# The step is thus made of three terms: compute, exposed communication (tensor, pipeline and the exposed part of the
-# data-parallel traffic) and the bubble. The **binding constraint** of a plan is the largest of the three, the term
-# that limits the step most (`budget.binding_constraint`): a compute-bound plan gains most from faster kernels, a
-# plan bound by exposed communication from faster links or more overlap, a bubble-bound one from more
-# micro-batches or interleaving. A plan search (lesson 05) adds two reasons a plan cannot run at all: "memory" (it does not
-# fit) and "batch divisibility" (its sizes do not divide the global batch).
+# The step thus has three terms: compute, exposed communication and the bubble. The **binding constraint** of a
+# plan is the largest (`budget.binding_constraint`): a compute-bound plan gains most from faster kernels, one bound
+# by exposed communication from faster links or more overlap, a bubble-bound one from more micro-batches or
+# interleaving. A plan search (lesson 05) adds two reasons a plan cannot run at all: "memory" and "batch
+# divisibility".
 #
 # ### Variables
 #
@@ -165,21 +140,16 @@ from course_lib.widgets import quiz
 #
 # - **Placement** follows Megatron-LM's rank order: tensor-parallel ranks are adjacent (inside one NVLink node
 #   when $t \le 8$), data-parallel ranks next, pipeline stages outermost.
-# - **Collectives** run as NCCL runs them, priced by NCCL's own cost model (`course_lib.nccl`, after its
-#   `src/graph/tuning.cc`): a flat ring through all the group's ranks, NCCL's tree (a chain in each node, a double
-#   binary tree between nodes) or NVLink SHARP on Hopper and later, with the protocol (LL, LL128 or Simple) that its
-#   tuner expects to be fastest for the size. A ring that spans nodes runs a channel on every rail, so its bandwidth
-#   is the smaller of a GPU's NVLink and the NICs of the group's members on a node. Lesson 02's textbook
-#   hierarchical all-reduce is not among them; NCCL's own hierarchical algorithms are its tree and NVLS tree (one
-#   level inside each node, another between nodes), and CollNet (switches that reduce), which the course leaves out.
+# - **Collectives** run as NCCL runs them, priced by NCCL's own cost model (`course_lib.nccl`, Sources): a flat
+#   ring through all the group's ranks, NCCL's tree or NVLink SHARP, with the protocol its tuner expects to be
+#   fastest. A ring that spans nodes runs a channel on every rail, so its bandwidth is the smaller of a GPU's NVLink
+#   and the NICs of the group's members on a node.
 # - **Links** are the presets of `course_lib.hardware`: the network at its nominal one-way bandwidth per GPU, NVLink
-#   at the rate NCCL counts (below the datasheet's), NCCL's latencies per call and per hop, and α = 1 µs (NVLink)
-#   or 5 µs (network) for a pipeline send.
-# - **Ignored:** contention between concurrent collectives, congestion in the network's upper levels, kernel launch
-#   overheads, the slowdown of compute kernels that share the GPU with communication kernels, optimizer-step time,
-#   data loading, and any variation of $\eta$ with the matrix shapes. $\eta = 0.5$ is a guess, not a measurement.
-#   Treat the model as a way to compare plans and find their binding constraint, not as a prediction to the
-#   second.
+#   at the rate NCCL counts, and α = 1 µs (NVLink) or 5 µs (network) for a pipeline send.
+# - **Ignored:** contention between collectives, congestion, kernel launch overheads, the slowdown of compute that
+#   shares the GPU with communication, optimizer-step time, data loading, and any variation of $\eta$ with the
+#   shapes. $\eta = 0.5$ is a guess: use the model to compare plans and find their binding constraint, not to
+#   predict a step to the second.
 
 # %% [markdown]
 # ## Worked example
@@ -195,9 +165,8 @@ example_comm_s = collectives.comm_time(
 print(f"T_comm = 4 × 5 µs + 100 MB / 50 GB/s = {units.format_time(example_comm_s)}")
 
 # %% [markdown]
-# Whether those 2.02 ms cost anything depends on the compute next to them and on the dependencies. The table
-# compares three amounts of local compute. "No overlap" is a transfer whose consumer waits (a window of 0); "valid
-# overlap" is one with an overlap schedule that the dependencies allow (the whole local compute is its window).
+# Whether those 2.02 ms cost anything depends on the compute beside them and on the dependencies. "No overlap": the
+# consumer waits (a window of 0); "valid overlap": the dependencies let the whole local compute be the window.
 
 # %%
 print(f"{'local compute':>14} {'exposed, no overlap':>20} {'step':>9} {'exposed, valid overlap':>23} {'step':>9}")
@@ -211,17 +180,16 @@ for compute_s in (4 * units.MS, 2 * units.MS, 1 * units.MS):
     )
 
 # %% [markdown]
-# With 4 ms of local compute a valid overlap schedule hides the transfer completely. Cut the local compute to 1 ms
-# (by splitting the work over more devices, say) and even a perfect overlap leaves 1.02 ms exposed; without one,
-# the step triples from 1 ms to 3.02 ms. The rest of the lesson applies this arithmetic to every transfer of a
-# real plan.
+# With 4 ms of local compute a valid overlap hides the transfer completely. Cut the compute to 1 ms (by splitting
+# the work over more devices, say) and even a perfect overlap leaves 1.02 ms exposed; without one, the step triples
+# from 1 ms to 3.02 ms.
 #
 # ### Step 1 · Choose what must be partitioned
 #
 # GPT-3 175B on Selene's 80 GB A100s (Narayanan et al. 2021's cluster: 8 GPUs per node on NVLink, 8 × 200 Gb/s
 # InfiniBand per node). Lesson 03 showed that its 2.8 TB of model states need $t \cdot p = 64$ with selective
-# recomputation and sequence parallelism to fit; a data-parallel dimension of 16 then uses 1024 GPUs, with the
-# global batch of 1536 sequences Narayanan et al. use for GPT-3. `PLAN` is that plan.
+# recomputation and sequence parallelism to fit; $d = 16$ then uses 1024 GPUs, with Narayanan et al.'s global batch
+# of 1536 sequences. `PLAN` is that plan.
 
 # %%
 MODEL = parallelism.GPT3_175B
@@ -260,16 +228,17 @@ print(
 )
 
 # %% [markdown]
-# The plan fits with room to spare. Note the factor of 12 between the two links: each GPU has 300 GB/s to its
-# node-mates but only 25 GB/s (its share of the node's 8 × 200 Gb/s) to the rest of the cluster. (NCCL's cost
-# model counts an A100's NVLink as 12 links × 20 GB/s = 240 GB/s, which is what the collectives below run at.)
+# The plan fits with room to spare. Note the factor of 12 between the links: each GPU has 300 GB/s to its
+# node-mates but only 25 GB/s (its share of the node's 8 × 200 Gb/s) to the rest of the cluster. (NCCL counts an
+# A100's NVLink as 12 links × 20 GB/s = 240 GB/s, the rate the collectives below run at.)
 #
 # ### Step 2 · Derive the transfers the partition implies
 #
 # `budget.transfer_table` lists every tensor that crosses a device boundary in one step (from
 # `parallelism.step_transfers`), the levels of the cluster its group spans, and its time:
 # `budget.transfer_time_per_call` prices one call as NCCL would run it, given where the group's ranks sit (tensor
-# ranks adjacent, data ranks $t$ apart, pipeline ranks $t \cdot d$ apart: `budget.axis_stride`).
+# ranks adjacent, data ranks $t$ apart, pipeline ranks $t \cdot d$ apart). The last columns apply step 4's
+# dependency rule: the time per step that nothing hides.
 
 # %%
 print(budget.format_transfer_table(budget.transfer_table(MODEL, PLAN, CLUSTER)))
@@ -278,27 +247,24 @@ print(budget.format_transfer_table(budget.transfer_table(MODEL, PLAN, CLUSTER)))
 # Three very different profiles come out of one plan:
 #
 # - **tensor parallel:** 9216 small calls per step (two per layer, for each of four kinds of tensor, × 12 layers
-#   per stage × 96 micro-batches), each 221 µs on NVLink (NCCL's ring with the Simple protocol), 2.03 s in all,
-#   every one of them blocking;
+#   per stage × 96 micro-batches), each 221 µs on NVLink, 508 ms per kind, every one of them blocking;
 # - **pipeline parallel:** 192 sends of 6.29 MB (the $bsh/t$ slice) over InfiniBand, 25.1 ms each way, blocking;
 # - **data parallel:** one reduce-scatter of the 5.46 GB gradient shard and one all-gather of the updated
-#   parameters, 205 ms each over InfiniBand, and the reduce-scatter can overlap the last backward pass.
+#   parameters, 205 ms each over InfiniBand; only 55.7 ms of the reduce-scatter stays exposed, the rest hides
+#   behind the last backward pass, while the all-gather after the optimizer step hides behind nothing.
 #
-# Recomputation changes the tensor-parallel count. This plan's selective recomputation redoes only the attention
-# scores, inside each device (every GPU holds whole heads), so it adds no collective. *Full* recomputation keeps only
-# each layer's input (lesson 03), so the backward pass first runs the layer's forward pass again, its collectives
-# included: full recomputation repeats the forward tensor-parallel collectives, once more per layer and micro-batch
-# (`parallelism.step_transfers` counts them so), while the backward ones run once as before.
+# Recomputation changes the tensor-parallel count. Selective recomputation redoes only the attention scores, inside
+# each device, so it adds no collective. *Full* recomputation keeps only each layer's input (lesson 03), so the
+# backward pass first reruns the layer's forward: full recomputation repeats the forward tensor-parallel
+# collectives, once more per layer and micro-batch (`parallelism.step_transfers` counts them so).
 #
-# The partition explorer draws the same plan: the model once, its 96 layers in 8 pipeline stages of 12, each stage
-# cut into $t = 8$ slices inside one node, 16 data-parallel replicas behind it, and a numbered marker where each of
-# these tensors crosses a device boundary, listed below the drawing with its payload, calls per step, link, time
-# per step and the part of it nothing hides. Beside it: the memory of one GPU against its 80 GB, and where the step's
-# time goes. Move any control: the transfers, links and bars follow (the ideal model of this lesson: compute at half
-# of peak, nominal link rates).
+# The partition explorer draws the same plan: its 96 layers in 8 pipeline stages of 12, each stage cut into
+# $t = 8$ slices inside one node, 16 data-parallel replicas behind it, and a numbered marker where each of these
+# tensors crosses a device boundary, listed below the drawing as in the table; beside it, the memory of one GPU
+# and where the step's time goes. Move any control: the transfers, links and bars follow.
 
 # %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (the partition explorer); its numbers are printed in the next cell
+# nbval-ignore-output: live widget (the partition explorer); its rows are the table's above
 from course_lib.widgets import partition_lab
 
 explorer = partition_lab(
@@ -314,31 +280,12 @@ explorer = partition_lab(
 )
 explorer
 
-
-# %%
-def print_transfers(result):
-    """The explorer's boundary tensors (the rows of its table, in the order of its markers) and its step."""
-    print(budget.format_transfer_table(result["transfers"]))
-    print(
-        f"step {units.format_time(result['step_time_s'])}: exposed communication "
-        f"{units.format_time(result['exposed_communication_s'])}, bubble {units.format_time(result['bubble_s'])}, "
-        f"binding: {result['binding_constraint']}"
-    )
-
-
-print_transfers(explorer.result)
-
 # %% [markdown]
-# The explorer's rows are the table's: the four tensor-parallel collectives take 508 ms each per step on NVLink, all
-# exposed; of the gradient reduce-scatter's 205 ms, only 55.7 ms is exposed (the rest hides behind the last
-# backward pass); the parameter all-gather after the optimizer step hides behind nothing.
-#
 # ### Step 3 · Map the frequent exchanges to fast links
 #
-# Tensor parallelism communicates after every layer, so it belongs on the fastest links. Compare the same 1024 GPUs
-# and the same global batch with $t = 8$ (one node per tensor group) and $t = 16$ (each group spans two nodes).
-# With $t = 16$ on 1024 GPUs the data-parallel size halves to $d = 8$, so each pipeline must run twice the
-# micro-batches, $m = 192$ instead of 96, to keep the global batch at 1536 sequences.
+# Tensor parallelism communicates inside every layer, so it belongs on the fastest links. Compare the same 1024 GPUs
+# and global batch with $t = 8$ (one node per tensor group) and $t = 16$ (each group spans two nodes): $d$ halves to
+# 8, so each pipeline runs twice the micro-batches, $m = 192$, to keep 1536 sequences.
 
 # %%
 variants = {
@@ -369,37 +316,14 @@ print(
 )
 
 # %% [markdown]
-# On the explorer, $t = 16$ on the same 1024 GPUs ($d = 8$, 192 micro-batches per step): the red line inside each
-# stage is the node boundary the tensor groups now cross, and the link column of the tensor-parallel rows turns from
-# NVLink to InfiniBand.
-
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (the partition explorer); its numbers are printed in the next cell
-across_lab = partition_lab(
-    data_parallel=8,
-    tensor_parallel=16,
-    pipeline_parallel=8,
-    zero_stage=1,
-    micro_batch=1,
-    grad_accum_steps=192,
-    recompute="selective",
-    sequence_parallel=True,
-    nodes=128,
-)
-across_lab
-
-# %%
-print_transfers(across_lab.result)
-
-# %% [markdown]
-# Crossing the node boundary makes each all-reduce 1.39 times slower. Inside a node NCCL runs a ring over NVLink with
-# the Simple protocol; across two nodes it runs one flat ring through all 16 GPUs, with a channel on each of the
-# node's 8 InfiniBand rails, so the ring's bus bandwidth is the node's 8 × 25 GB/s, a little below NVLink, and with
-# the network's higher latency per hop its tuner switches to the LL128 protocol (lesson 07's exercise 5 works it out).
-# With twice the micro-batches each GPU also makes twice the calls: exposed tensor-parallel time grows 2.8-fold, and
-# since these calls are all on the critical path the step grows 1.11-fold. The larger group halves the memory per GPU,
-# which is the only reason to accept it. This is Narayanan et al.'s first takeaway: use tensor parallelism up to the
-# size of a server, then pipeline parallelism across servers.
+# Crossing the node boundary makes each all-reduce 1.39 times slower: across two nodes NCCL runs one flat ring
+# through all 16 GPUs, with a channel on each of the node's 8 InfiniBand rails, so the ring's bus bandwidth is the
+# node's 8 × 25 GB/s, a little below NVLink, and the network's higher latency per hop makes its tuner switch
+# protocol (lesson 07's exercise 5 works it out). With twice the micro-batches each GPU also makes twice the calls:
+# exposed tensor-parallel time grows 2.8-fold and, all of it on the critical path, the step 1.11-fold. The larger
+# group halves the memory per GPU, the only reason to accept it. This is Narayanan et al.'s first takeaway: tensor
+# parallelism up to the size of a server, pipeline parallelism across servers. (On the explorer above, set $t = 16$,
+# $d = 8$ and $m = 192$: a red line marks the node boundary the tensor groups now cross.)
 #
 # ### Step 4 · Overlap only where the dependencies allow
 #
@@ -427,19 +351,16 @@ print(
 
 # %% [markdown]
 # Only the data-parallel reduce-scatter can hide, and only partly: its 205 ms exceed the last micro-batch's
-# backward pass (149 ms), so 55.7 ms stay exposed, plus the whole 205 ms parameter all-gather that follows the
-# optimizer step. Under this lesson's dependency rule everything tensor- and pipeline-parallel is exposed. Exposed
-# communication and the bubble together add 19 % to the compute. The figure section draws this step as a timeline.
+# backward pass (149 ms). Everything tensor- and pipeline-parallel is exposed. Exposed communication and the bubble
+# together add 19 % to the compute.
 #
 # #### What the framework hides
 #
 # The dependency rule is a bound, not a law: a framework can split an operator so that part of its communication
 # runs beside compute that does not need it. The calibrated model (lesson 08) runs a plan as a framework preset
-# says (`framework=`, a key of `parallelism.FRAMEWORKS`), each overlap cited to the framework's source. Some overlaps
-# depend on the ZeRO stage (lesson 03's second framework table), so the cell prints what each preset does under this
-# plan's ZeRO-1. The same plan under three presets: `exposed`, the pessimistic bound (nothing overlaps that could);
-# `megatron`, the default calibration's framework, Megatron-LM (Core) with `--overlap-grad-reduce` and
-# `--overlap-param-gather`; and `nanotron`:
+# says (`framework=`, a key of `parallelism.FRAMEWORKS`), each overlap cited to the framework's source; some depend
+# on the ZeRO stage (lesson 03's second framework table). The same plan under three presets: `exposed`, the
+# pessimistic bound; `megatron`, the default calibration's framework; and `nanotron`:
 
 # %%
 FRAMEWORK_KEYS = ("exposed", "megatron", "nanotron")
@@ -478,30 +399,20 @@ for key in FRAMEWORK_KEYS[1:]:
         print(textwrap.fill(cited, width=116, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False))
 
 # %% [markdown]
-# The compute is the same in every row (the calibrated model's, not this lesson's half of peak); only what hides
-# changes:
+# The compute is the same in every row (the calibrated model's); only what hides changes:
 #
-# - **`overlap_grad_reduce`** (Megatron-LM and nanotron, at every ZeRO stage they run): gradient buckets are reduced
-#   while the last micro-batch's backward pass still computes earlier layers' gradients. nanotron hides 123 ms of the
-#   data-parallel traffic this way; the bound hides nothing and exposes 779 ms. DeepSpeed does it only under ZeRO-3
-#   (lesson 03).
+# - **`overlap_grad_reduce`** (Megatron-LM and nanotron): gradient buckets are reduced while the last micro-batch's
+#   backward pass still computes earlier layers' gradients; nanotron hides 123 ms this way, the bound nothing.
 # - **`prefetch_parameter_gathers`** (Megatron-LM's `--overlap-param-gather`): the all-gather of the parameters
-#   updated by the ZeRO-1 optimizer step runs during the next step's first forward pass, from a forward pre-hook.
-#   nanotron gathers them right after the optimizer step, exposed: its data-parallel time exposed is 656 ms against
-#   Megatron-LM's 469 ms.
-# - **`tensor_parallel_overlap="backward"`** (Megatron-LM): in the backward pass the all-reduce of the input gradient
-#   (a reduce-scatter with sequence parallelism) runs while the weight-gradient GEMM computes. Half of the
-#   tensor-parallel time hides: 1.02 s of the 2.03 s. The forward collectives stay exposed (`--tp-comm-overlap`
-#   would chunk those GEMMs too; it is off by default). nanotron's `tp_linear_async_communication` overlaps only a
-#   forward all-gather and is off by default.
+#   updated by the ZeRO-1 optimizer step runs during the next step's first forward pass. nanotron gathers them right
+#   after the optimizer step, exposed: 656 ms of data-parallel time exposed against Megatron-LM's 469 ms.
+# - **`tensor_parallel_overlap="backward"`** (Megatron-LM): the backward's input-gradient collective runs while the
+#   weight-gradient GEMM computes, hiding 1.02 s of the 2.03 s; the forward collectives stay exposed.
 #
-# Megatron-LM's step, the default's, is 22.4 s against 23.8 s for the bound: its exposed communication is 1.53 s,
-# not 2.86 s, and its bubble shrinks too (1.49 s against 1.57 s), since each bubble slot carries a micro-batch's
-# exposed tensor-parallel time. nanotron's step, 23.7 s, is hardly shorter than the bound's. Overlap is not free on a
-# GPU: hidden traffic slows the compute it shares the GPU with. The model can charge that
-# (`Calibration.overlap_slowdown`, added to the exposed data-parallel time); the default calibration leaves it at 0,
-# its fitted constants absorbing what there is. The pipeline sends stay exposed in all three rows: Megatron-LM
-# overlaps them only in its interleaved schedule, and this plan is not interleaved.
+# Megatron-LM's step is 22.4 s against 23.8 s for the bound: its exposed communication is 1.53 s, not 2.86 s, and
+# its bubble shrinks too, since each bubble slot carries a micro-batch's exposed tensor-parallel time. Overlap is not
+# free on a GPU: hidden traffic slows the compute it shares the GPU with (`Calibration.overlap_slowdown`, 0 in the
+# default calibration, whose fitted constants absorb it). The pipeline sends stay exposed in all three rows.
 #
 # ### Step 5 · Measure, and adjust the partition size
 #
@@ -546,19 +457,15 @@ print(
 )
 
 # %% [markdown]
-# Up to a few hundred GPUs the scaling is nearly perfect, with a near-constant 17.5 % of tensor-parallel communication
-# that shrinks in step with the compute (it is per micro-batch). The data-parallel term behaves differently: the
-# exposed gradient reduce-scatter and parameter all-gather level off between 258 ms and 294 ms from 128 GPUs on,
-# while the compute falls from 3 min to under half a second. At 3072 GPUs, 45.8 % of the step is exposed
-# communication and the efficiency is 65.7 %: 384 times the devices buy a 252-fold speed-up. This is where step 5
-# says *adjust*: a larger batch, fewer devices, or a plan whose data-parallel traffic can hide (ZeRO stages and
-# bucket sizes change the windows).
+# Up to a few hundred GPUs the scaling is nearly perfect: the tensor-parallel communication (17.5 % at 8 GPUs) is
+# per micro-batch and shrinks with the compute. The exposed data-parallel term does not: it levels off between
+# 258 ms and 294 ms from 128 GPUs on, while the compute falls from 3 min to under half a second. At 3072 GPUs, 45.8 %
+# of the step is exposed communication and the efficiency is 65.7 %: 384 times the devices buy a 252-fold speed-up.
+# This is where step 5 says *adjust*: a larger batch, fewer devices, or a plan whose data-parallel traffic can hide.
 #
-# **Serving is not training.** A trained model answering requests runs the same layers with other shapes: a prompt
-# once, then one token per sequence per step, each step reading every weight and paying two tensor-parallel
-# all-reduces per layer so small that only their latency counts, with no backward pass to hide them under. So a
-# partition that trains well may serve poorly; [10 · Serve a model](10_serving.ipynb) prices serving with this
-# lesson's budget.
+# **Serving is not training.** Serving runs the same layers one token per sequence per step, each step reading every
+# weight and paying two tensor-parallel all-reduces per layer so small that only their latency counts, with no
+# backward pass to hide them under: [10 · Serve a model](10_serving.ipynb) prices it with this lesson's budget.
 
 # %% [markdown]
 # ## Figures
@@ -579,11 +486,9 @@ viz.plot_step_timeline(
 plt.show()
 
 # %% [markdown]
-# Compute dominates, 21.4 of the 25.4 s, which is why the step's binding constraint is "compute". The two largest
-# overheads are the tensor-parallel collectives (red, 2.03 s) and the bubble (grey, 1.71 s); with the 50.2 ms of
-# pipeline sends and the 261 ms of exposed data-parallel traffic, the exposed communication (2.34 s) outweighs the
-# bubble, so faster links would help this plan more than more micro-batches. Only the
-# data-parallel reduce-scatter hides, and only in part, under the last backward pass.
+# Compute dominates, 21.4 of the 25.4 s: the binding constraint is "compute". Of the overheads, the exposed
+# communication (2.34 s, mostly the tensor-parallel collectives in red) outweighs the bubble (grey, 1.71 s), so
+# faster links would help this plan more than more micro-batches.
 #
 # ### Strong scaling: the same step at 8, 256 and 3072 GPUs
 #
@@ -601,8 +506,8 @@ for ax, devices in zip(axes, (8, 256, 3072), strict=True):
 plt.show()
 
 # %% [markdown]
-# At 8 GPUs the tensor-parallel collectives are a thin slice after three minutes of compute. At 3072 the compute
-# is under half a second and the data-parallel synchronisation, which did not shrink, is a large part of the step.
+# At 8 GPUs the tensor-parallel collectives are a thin slice after three minutes of compute; at 3072 the
+# data-parallel synchronisation, which did not shrink, is a large part of the step.
 
 # %% [markdown]
 # ## Misconception
@@ -610,9 +515,8 @@ plt.show()
 # > *Adding devices increases aggregate resources but can lower efficiency; aggregate link rates do not determine
 # > the latency of a particular collective.*
 #
-# The strong-scaling table showed the first half: 384 times the GPUs, 65.7 % efficiency. For the second half, take
-# one node's aggregate NVLink rate, the kind of figure a datasheet adds up, and divide step 3's tensor-parallel
-# all-reduce by it:
+# The strong-scaling table showed the first half. For the second, divide step 3's tensor-parallel all-reduce by one
+# node's aggregate NVLink rate, the kind of figure a datasheet adds up:
 
 # %%
 aggregate_bw = CLUSTER.devices_per_node * CLUSTER.intra_bandwidth_bytes_per_s
@@ -627,63 +531,16 @@ print(
 
 # %% [markdown]
 # The aggregate rate pretends that every byte may use every link of the node at once. In a ring all-reduce each GPU
-# sends and receives $2\,\tfrac{p-1}{p}\,S$ over its own links only, in 14 dependent steps, each paying α: the
-# aggregate rate of the node tells nothing about that chain. The same holds at cluster scale: Narayanan et al.
-# report an effective bisection bandwidth of 12.9 TB/s for the data-parallel all-reduce of their 3072-GPU run, but
-# that aggregate says nothing about one 50.3 MB tensor-parallel all-reduce inside a node, which takes the 428 µs that
-# one GPU's links and the ring's 14 steps allow.
-#
-# On the partition explorer: GPT-3 175B on 8 nodes of 8 A100, $t = 8$ and $p = 8$. Move $t$ from 8 to 16 and watch
-# the tensor-parallel rows: their link turns from NVLink to InfiniBand, and their exposed time grows although each
-# tensor group now commands twice the GPUs, twice the NVLink ports and a share of two nodes' network.
-
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (the partition explorer); its numbers are printed in the next cell
-misconception = partition_lab(nodes=8, tensor_parallel=8, pipeline_parallel=8)
-misconception
-
-# %%
-cases = {
-    "t = 8,  p = 8 (64 GPUs)": {"tensor_parallel": 8, "pipeline_parallel": 8},
-    "t = 16, p = 8 (128 GPUs)": {"tensor_parallel": 16, "pipeline_parallel": 8},
-    "t = 16, p = 4 (64 GPUs)": {"tensor_parallel": 16, "pipeline_parallel": 4},
-}
-for name, sizes in cases.items():
-    for control, value in sizes.items():
-        misconception.controls[control].value = value
-    r = misconception.result
-    print(
-        f"{name:25} tensor-parallel on {r['tensor_link']:10} exposed {units.format_time(r['exposed_tensor_s']):>7}; "
-        f"step {units.format_time(r['step_time_s']):>6}, MFU {units.format_percent(r['mfu'])}"
-    )
-
-# %% [markdown]
-# Doubling $t$ past the node doubles the GPUs: the step gets shorter (17.3 s to 9.95 s), but not twice as short,
-# and the MFU falls from 40.8 % to 35.5 %, because the exposed tensor-parallel time grows (1.31 s to 1.82 s) instead
-# of halving with the compute. Keep the 64 GPUs and spend the extra tensor
-# parallelism on fewer pipeline stages instead, and the step gets slower outright, 17.3 s to 18.8 s: the same
-# resources, rearranged so that the most frequent exchange leaves the node.
+# sends and receives $2\,\tfrac{p-1}{p}\,S$ over its own links only, in 14 dependent steps, each paying α. The same
+# holds at cluster scale: Narayanan et al. report an effective bisection bandwidth of 12.9 TB/s for their 3072-GPU
+# run, which says nothing about one 50.3 MB all-reduce inside a node. Lab 5's partition explorer shows the
+# consequence: moving $t$ past the node makes the tensor-parallel rows slower although each group commands more
+# GPUs, more NVLink ports and a share of two nodes' network.
 
 # %% [markdown]
 # ## Self-check
 #
 # Pick an answer and press *Check*.
-
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(
-    quiz.Question(
-        prompt="Which partition commonly splits a single matrix operation across devices?",
-        options=(
-            "Tensor parallelism",
-            "Pipeline parallelism: each stage runs its own share of the layers",
-            "ZeRO-3: each device stores a shard of every weight matrix",
-        ),
-        answer=0,
-        explanation="Tensor parallelism partitions operator dimensions and requires communication to assemble or "
-        "combine the resulting values.",
-    )
-)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
@@ -738,64 +595,52 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## History
 #
-# - **2019–2020: ZeRO's communication accounting.** Rajbhandari et al. (arXiv 1910.02054, SC'20) showed that
-#   sharding optimizer state and gradients costs no more traffic than plain data parallelism ($2\Psi$), and that
-#   sharding the parameters too costs 1.5× ($3\Psi$): the first widely used method that priced memory savings in
-#   bytes sent.
-# - **2021: placement by frequency.** Narayanan et al. (arXiv 2104.04473, SC'21) put tensor parallelism inside
-#   NVLink servers and pipeline parallelism across them, overlapped data-parallel all-reduce with the backward pass,
-#   and reached 52 % of peak (hardware FLOPs, HFU) on 3072 GPUs, with the budget of each axis worked out explicitly.
-# - **2023: topology as a design variable.** The TPU v4 paper (Jouppi et al., arXiv 2304.01433, ISCA 2023)
-#   describes a 4096-chip machine whose 3D-torus interconnect is rewired by optical circuit switches, so a job can
-#   get the topology (including a twisted torus) that suits its partition; the optics are under 5 % of system cost
-#   and 3 % of its power. The partition and the topology are chosen together.
-#
-# These are examples, not interchangeable performance constants: the TPU's torus and the ZeRO stages describe
-# particular systems and methods, and no collective algorithm is assumed to be universal.
+# - **2019–2020: ZeRO's communication accounting.** Rajbhandari et al. showed that sharding optimizer state and
+#   gradients costs no more traffic than plain data parallelism ($2\Psi$), and sharding the parameters too 1.5×
+#   ($3\Psi$): memory savings priced in bytes sent.
+# - **2021: placement by frequency.** Narayanan et al. put tensor parallelism inside NVLink servers and pipeline
+#   parallelism across them, overlapped the data-parallel all-reduce with the backward pass, and reached 52 % of
+#   peak (hardware FLOPs, HFU) on 3072 GPUs.
+# - **2023: topology as a design variable.** The TPU v4 (Jouppi et al., ISCA 2023), a 4096-chip machine whose 3D
+#   torus is rewired by optical circuit switches (under 5 % of system cost, 3 % of its power), gives each job the
+#   topology that suits its partition: partition and topology chosen together.
 
 # %% [markdown]
 # ## Summary
 #
-# - Start from the partition, not the chip count: each split implies specific transfers (lesson 03), and each
-#   transfer has a cost $T_\text{comm} \approx n\alpha + Q/B_\text{eff}$ on the link it uses.
-# - Only the exposed part costs step time: $\max(0, T_\text{comm} - T_\text{window})$. Tensor and pipeline
+# - Start from the partition: each split implies specific transfers, each costing
+#   $T_\text{comm} \approx n\alpha + Q/B_\text{eff}$ on its link.
+# - Only the exposed part costs step time, $\max(0, T_\text{comm} - T_\text{window})$: tensor and pipeline
 #   transfers have no window; data-parallel gradients can hide behind the backward pass.
 # - Put the frequent, blocking exchanges on the fast links: tensor parallelism inside the NVLink domain.
 # - Strong scaling ends when the per-device compute no longer amortises the communication that does not shrink.
-# - Serving runs the same layers with other shapes, one token per sequence per step with nothing to hide its
-#   all-reduces under: a plan that trains well may serve poorly (lesson 10).
-# - The step is compute, exposed communication and the bubble; the largest of the three is the plan's binding
-#   constraint. The estimate is coarse and its compute efficiency is an assumption, so measure.
+# - The step is compute, exposed communication and the bubble; the largest is the plan's binding constraint.
 
 # %% [markdown]
 # ## Exercises
 #
-# 1. **A synthetic collective.** With 8 latency phases of 5 µs and 100 MB at 50 GB/s, what is $T_\text{comm}$?
-#    How much local compute does a valid overlap schedule need to hide it entirely? (`collectives.comm_time`)
-# 2. **Exposed gradients.** In the GPT-3 plan above the data-parallel reduce-scatter took 205 ms against a
+# 1. **Exposed gradients.** In the GPT-3 plan above the data-parallel reduce-scatter took 205 ms against a
 #    149 ms window. With 8 micro-batches (global batch 128) instead of 96, would the exposed part change? Use
 #    `budget.step_time` and explain.
-# 3. **Crossing nodes.** At $t = 16$ the tensor-parallel all-reduce of 50.3 MB spans two nodes and takes 593 µs,
+# 2. **Crossing nodes.** At $t = 16$ the tensor-parallel all-reduce of 50.3 MB spans two nodes and takes 593 µs,
 #    against 428 µs at $t = 8$ inside one node. Which ring runs across the two nodes (lesson 02), which link bounds
 #    its bandwidth, and how many of its steps cross the network? (Lesson 07's exercise 5 works out NCCL's pick by
 #    hand, protocol and all.)
-# 4. **Strong scaling.** Repeat the strong-scaling experiment with a global batch of 3072. At 3072 GPUs, what
+# 3. **Strong scaling.** Repeat the strong-scaling experiment with a global batch of 3072. At 3072 GPUs, what
 #    share of the step is exposed communication, and what is the efficiency?
 #
 # <details>
 # <summary>Answers</summary>
 #
-# 1. $8 \times 5\,\mu s + 100\,\text{MB} / 50\,\text{GB/s} = 40\,\mu s + 2\,\text{ms} = 2.04$ ms; the window must be
-#    at least 2.04 ms of compute that neither produces nor consumes the transferred data.
-# 2. No. The reduce-scatter happens once per step, after the *last* micro-batch, and its window is one
+# 1. No. The reduce-scatter happens once per step, after the *last* micro-batch, and its window is one
 #    micro-batch's backward pass whatever $m$ is, so 55.7 ms stay exposed. What changes is the rest of the step: with
 #    fewer micro-batches the compute is shorter and the bubble $(p-1)/m$ larger, so the exposed share grows.
-# 3. One flat ring through all 16 GPUs, with a channel on each of the node's 8 rails (lesson 02's multi-rail ring).
+# 2. One flat ring through all 16 GPUs, with a channel on each of the node's 8 rails (lesson 02's multi-rail ring).
 #    Its bus bandwidth is the smaller of NVLink as NCCL counts it, 240 GB/s, and the node's rails together,
 #    8 × 25 GB/s = 200 GB/s: the network bounds it. Of its 30 steps NCCL's model charges $2(N_\text{nodes}-1) = 2$
 #    at the network's higher latency and 28 at NVLink's. Inside one node the ring has 14 steps, all on NVLink at the
 #    full 240 GB/s.
-# 4. With 3072 sequences, $m = 8$ at 3072 GPUs: the compute is 4 times longer while the data-parallel term stays
+# 3. With 3072 sequences, $m = 8$ at 3072 GPUs: the compute is 4 times longer while the data-parallel term stays
 #    at 294 ms, so the exposed share falls from 45.8 % to about 27 % and the efficiency rises from 65.7 % to about
 #    88 %. A larger batch is one way to buy back efficiency, if the optimisation tolerates it.
 #

@@ -315,7 +315,7 @@ SELENE_GPT3_PLAN = ParallelPlan(
 )
 
 
-def test_lesson_04_exercise_2_exposed_gradients_do_not_depend_on_m():
+def test_lesson_04_exercise_1_exposed_gradients_do_not_depend_on_m():
     # "the data-parallel reduce-scatter took 205 ms against a 149 ms window ... 56 ms stay exposed" with 96 or 8
     # micro-batches; with 8 "the exposed share grows".
     selene = hardware.SELENE_3072
@@ -351,7 +351,7 @@ def test_lesson_07_exercise_5_the_cross_node_all_reduce_by_hand():
     assert round(inside.time_s * 1e6) == 428  # the launch floor on NCCL's 423 µs
 
 
-def test_lesson_04_exercise_4_a_larger_batch_buys_back_efficiency():
+def test_lesson_04_exercise_3_a_larger_batch_buys_back_efficiency():
     # "With 3072 sequences ... the data-parallel term stays about 290 ms, so the exposed share falls from 46 % to
     # about 27 % and the efficiency rises from 66 % to about 88 %."
     selene = hardware.SELENE_3072
