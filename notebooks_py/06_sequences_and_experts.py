@@ -68,8 +68,8 @@ from course_lib.widgets import quiz
 #    (`plan.context_parallel_kind`, Megatron-Core's `cp_comm_type`):
 #    - **ring attention** (`"ring"`): each rank passes its K/V block to the next rank of a ring, $c - 1$ times per
 #      layer, while it computes attention against the block it holds, which hides the transfer. The **zig-zag
-#      split** balances the causal mask: it cuts the sequence into $2c$ chunks and gives rank $r$ the chunks $r$ and
-#      $2c - 1 - r$;
+#      split** balances the causal mask: it cuts the sequence into $2c$ chunks and gives rank $r$ the chunks numbered
+#      $r$ and $2c - 1 - r$;
 #    - **all-gather** (`"all_gather"`, Llama 3's form): each rank gathers every rank's K and V before attention;
 #      nothing hides the gather, but with grouped-query attention K and V are small, and any mask is easy to apply;
 #    - **DeepSpeed-Ulysses** (`"all_to_all"`): four all-to-alls per layer turn the sequence split into a head split

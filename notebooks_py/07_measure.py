@@ -532,7 +532,7 @@ quiz.MultipleChoice(
 #    difference with the last-bucket rule.
 #
 # <details>
-# <summary>Answer to exercise 1</summary>
+# <summary>Answers</summary>
 #
 # 1. The flat ring through all 16 GPUs with LL128: $14 + 28 \times 1.9 + 2 \times 4.0 = 75.2\,\mu s$ of latency
 #    (the ring's 30 steps, 28 over NVLink and 2 across the network) and
@@ -542,6 +542,10 @@ quiz.MultipleChoice(
 #    latency (larger costs per hop, and NCCL's × 1.4 for a ring over several nodes): 184 µs against 75.2 µs, while
 #    LL128's lower bandwidth (0.92 of Simple's) costs only 41 µs more on 50.3 MB (656 µs in all with Simple). The
 #    tree with LL128 is a close second, 589 µs.
+# 2. With one bucket nothing can start before the backward pass ends: `nonblocking_test` exposes the whole 16 MiB
+#    all-reduce, as `blocking` does (`ring_fit.predict_s(2**24)`). With 16 buckets of 1 MiB, each bucket but the last
+#    hides behind the next layer's compute (while its all-reduce is the shorter); the last starts only when the
+#    compute ends, so about one 1 MiB all-reduce stays exposed (`ring_fit.predict_s(2**20)`), plus the spread.
 #
 # </details>
 

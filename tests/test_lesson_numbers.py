@@ -28,7 +28,6 @@ from course_lib import (
     measure,
     nccl,
     parallelism,
-    pipeline,
     published_runs,
     serving,
     units,
