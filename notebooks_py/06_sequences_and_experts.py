@@ -67,34 +67,26 @@ from course_lib.widgets import quiz
 #    needs every earlier token's keys and values, so the ranks exchange them, in one of three forms
 #    (`plan.context_parallel_kind`, Megatron-Core's `cp_comm_type`):
 #    - **ring attention** (`"ring"`): each rank passes its K/V block to the next rank of a ring, $c - 1$ times per
-#      layer, while it computes attention against the block it holds, so the transfer hides behind that compute.
-#      Under the causal mask a rank holding the end of the sequence has more work than one holding its start; the
-#      **zig-zag split** cuts the sequence into $2c$ chunks and gives rank $r$ the chunks numbered $r$ and
-#      $2c - 1 - r$, so every rank does the same work;
-#    - **all-gather** (`"all_gather"`, Llama 3's form): each rank gathers every rank's K and V before attention,
-#      then computes its own queries' attention against the whole sequence; nothing hides the gather, but with
-#      grouped-query attention K and V are small, and any attention mask is easy to apply;
+#      layer, while it computes attention against the block it holds, which hides the transfer. The **zig-zag
+#      split** balances the causal mask: it cuts the sequence into $2c$ chunks and gives rank $r$ the chunks numbered
+#      $r$ and $2c - 1 - r$;
+#    - **all-gather** (`"all_gather"`, Llama 3's form): each rank gathers every rank's K and V before attention;
+#      nothing hides the gather, but with grouped-query attention K and V are small, and any mask is easy to apply;
 #    - **DeepSpeed-Ulysses** (`"all_to_all"`): four all-to-alls per layer turn the sequence split into a head split
-#      (Q, K, V) and back (the output), so that each rank computes whole heads over the whole sequence; the heads
-#      each tensor-parallel rank holds, its key/value heads included, must divide by $c$, and nothing hides the
-#      all-to-alls.
+#      (Q, K, V) and back (the output), so each rank computes whole heads over the whole sequence; nothing hides them.
 # 2. **Expert parallelism** ($e$, `plan.expert_parallel`) spreads a MoE layer's $E$ experts (`model.experts`) over
 #    $e$ ranks. A router sends each token to $k_E$ of them (`model.experts_per_token`), so every MoE layer runs two
 #    all-to-alls forward, the **dispatch and combine** (tokens to their experts' ranks, results back), and both again
-#    backward. Routing is **dropless** by default (every token reaches its experts); a **capacity factor**, when
-#    set, sizes each expert's buffer at that multiple of its even share of the tokens and pads it to that.
+#    backward. Routing is **dropless** by default; a **capacity factor**, when set, pads each expert's buffer to that
+#    multiple of its even share of the tokens.
 # 3. **Zero-bubble schedules** split the backward pass (the **B/W split**) into B, the input gradient the previous
 #    stage waits for, and W, the weight gradient nothing waits for; **ZB-H1** and **ZB-H2** (Qi et al.) move the W
 #    passes into the bubble of 1F1B.
 # 4. **FP8** runs the linear layers' matrix multiplies in 8-bit floating point, at twice the bf16 peak, and can
 #    store their inputs and gather their weights in 1 byte instead of 2.
 #
-# **Trade-off.** Context and expert parallelism add transfers that the classic axes do not have (K/V blocks,
-# all-to-alls), in exchange for memory per device; zero-bubble schedules trade bubble for activation memory; FP8
-# trades precision for compute time and bytes.
-#
-# **Why it matters for AI.** Long-context training (128k tokens and more) does not fit without splitting the
-# sequence; the largest open models are mixtures of experts, whose all-to-alls decide where their experts can live.
+# **Trade-off.** Context and expert parallelism buy memory per device with transfers the classic axes do not have;
+# zero-bubble schedules trade bubble for activation memory; FP8 trades precision for compute time and bytes.
 
 # %% [markdown]
 # ## The science
@@ -103,20 +95,16 @@ from course_lib.widgets import quiz
 # for $QK^\top$ and the product with $V$ (lesson 04's `budget.forward_flops_per_token`), so a sequence's attention
 # costs $4s^2h$ per layer. The stored activations grow with $s$ ([FlashAttention](glossary.ipynb#flashattention)
 # never stores the $s \times s$ scores), and so do the last stage's logits, $s \cdot V$ of them. Context parallelism
-# divides both by $c$: a rank holds $s/c$ tokens, and with ZeRO the optimizer state is sharded over the $d \cdot c$
-# ranks that hold the same weights. It adds $c$ times the devices: $N_\text{GPU} = d \cdot t \cdot p \cdot c$.
+# divides both by $c$, and with ZeRO the optimizer state is sharded over the $d \cdot c$ ranks that hold the same
+# weights. It adds $c$ times the devices: $N_\text{GPU} = d \cdot t \cdot p \cdot c$.
 #
 # **Ring attention's bytes.** Per layer and micro-batch each rank sends its K and V block,
 # $2 \cdot (s/c) \cdot n_{kv} d_\text{head} / t$ values of 2 bytes ($n_{kv}$ [KV heads](glossary.ipynb#kv-heads) of
-# $d_\text{head}$ values each), $c - 1$ times forward, and K, V and their
-# gradients (twice that) $c - 1$ times backward. Each hop hides behind the attention of the block the rank already
-# holds, $1/c$ of its attention core with the zig-zag split. **The all-gather's bytes.** Per layer K and V are
-# gathered forward, gathered again backward, and their gradients reduce-scattered: six collectives of $c$ times a
-# rank's K or V, of which it sends $(c - 1)/c$, the same bytes as the ring, all waited for; during a layer's backward
-# a rank also holds the whole sequence's K and V and their gradients. **Ulysses' bytes.** Four all-to-alls forward
-# and four backward per layer, of Q and the output ($s/c \cdot h/t$ values each) and of K and V ($s/c \cdot n_{kv}
-# d_\text{head}/t$); a rank sends $(c - 1)/c$ of each, and waits for it. Each rank must receive whole heads: $c$
-# divides $a/t$ and $n_{kv}/t$, so $c \cdot t \le n_{kv}$ (Transformer Engine asserts it).
+# $d_\text{head}$ values each), $c - 1$ times forward, and K, V and their gradients (twice that) $c - 1$ times
+# backward, each hop hidden behind the attention of the block the rank holds. **The all-gather's bytes.** K and V
+# gathered forward and again backward, their gradients reduce-scattered: the same bytes as the ring, all waited for.
+# **Ulysses' bytes.** Four all-to-alls forward and four backward per layer, of Q and the output ($s/c \cdot h/t$
+# values each) and of K and V ($s/c \cdot n_{kv} d_\text{head}/t$); a rank sends $(c - 1)/c$ of each, and waits.
 #
 # **The experts' all-to-alls.** A rank holding $n_\text{tok}$ tokens of a micro-batch dispatches $n_\text{tok} \cdot k_E
 # \cdot h$ activations of 2 bytes (`model.experts_per_token`, `model.hidden`), times the capacity factor if one is set;
@@ -132,19 +120,18 @@ from course_lib.widgets import quiz
 # $(p-1)(t_\text{F} + t_\text{B} - t_\text{W})$ and of ZB-H2 as $(p-1)(t_\text{F} + t_\text{B} - 2t_\text{W})$, zero
 # when the three are equal. Their analysis takes W as the shortest of the three, as in a transformer (their Table 1:
 # $t_\text{W} < t_\text{F} < t_\text{B}$), and ZB-H1's formula holds only while $t_\text{W} \le t_\text{F}$ and
-# $t_\text{W} \le t_\text{B}$. Where it comes from shows what happens outside that range. In ZB-H1 the first stage idles
-# twice: after its warm-up forwards it waits for the first micro-batch's gradient to come back through the $p - 1$
-# stages after it, $(p-1)t_\text{B}$; and in the cool-down, with no forward left, it waits for each of the last $p - 1$
-# gradients while the next stage still runs a forward, $t_\text{F} - t_\text{W}$ each time, where its own W fills the
-# rest (nothing when $t_\text{W} \ge t_\text{F}$). The last stage starts $(p-1)t_\text{F}$ after the first and never
-# idles after, so the step, which ends when every stage has ended, is never shorter than that. In general
+# $t_\text{W} \le t_\text{B}$. Outside that range, where it comes from decides. ZB-H1's first stage idles twice: after
+# its warm-up forwards it waits $(p-1)t_\text{B}$ for the first gradient to come back; in the cool-down it waits for
+# each of the last $p - 1$ gradients while the next stage runs a forward, $t_\text{F} - t_\text{W}$ each time, its own
+# W filling the rest (nothing when $t_\text{W} \ge t_\text{F}$). And the last stage starts $(p-1)t_\text{F}$ after the
+# first and never idles after, so the step is never shorter than that. In general
 #
 # $$\text{bubble}_\text{ZB-H1} = (p-1)\max(t_\text{F},\ t_\text{B},\ t_\text{F} + t_\text{B} - t_\text{W}),$$
 #
 # Qi et al.'s formula where W is the shortest op, $(p-1)t_\text{B}$ or $(p-1)t_\text{F}$ where it is not (Step 5 checks
 # it against the simulation; `parallelism.pipeline_bubble_time` computes it). The price is memory: ZB-H1's first stage
-# holds $p$ micro-batches as 1F1B does, and each later stage holds, besides, one micro-batch waiting for its W for every
-# stage before it, each with only what W reads, the inputs of its linear layers and the gradients of their outputs
+# holds $p$ micro-batches as 1F1B does, and each later stage also holds one micro-batch waiting for its W per stage
+# before it, each with only what W reads, the inputs of its linear layers and the gradients of their outputs
 # ($M_\text{W}$, $32sbh$ per layer for GPT against $M_\text{B} = sb(34h + 5as)$, Qi et al.'s Table 1); ZB-H2's first
 # stage holds $2p - 1$.
 #
@@ -212,13 +199,10 @@ for label, mem in breakdowns.items():
 
 # %% [markdown]
 # The activations (17.2 GB at $c = 1$) and the last stage's logits (84.1 GB: 10 bytes per token and vocabulary
-# entry, the vocabulary split over the $t$ ranks) grow with the tokens a rank holds, and $c$ divides them. ZeRO-1
-# shards the optimizer state over the $d \cdot c$ ranks that hold the same weights, so it shrinks too; the
-# parameters and gradients do not. Here the logits, not attention, are the largest term: FlashAttention keeps
-# attention's memory linear in $s$.
-#
-# The FLOPs are another story. `budget.forward_flops_per_token` for Llama 3 405B, one layer's forward per token,
-# and the attention core's share of it:
+# entry, the vocabulary split over the $t$ ranks) grow with the tokens a rank holds, and $c$ divides them, as it
+# divides ZeRO-1's optimizer state; the parameters and gradients stay. The logits, not attention, are the largest
+# term: FlashAttention keeps attention's memory linear in $s$. The FLOPs are another story:
+# `budget.forward_flops_per_token` for Llama 3 405B, one layer's forward per token, and the attention core's share:
 
 # %%
 for seq_len in (8192, 32768, 131072):
@@ -231,12 +215,10 @@ for seq_len in (8192, 32768, 131072):
     )
 
 # %% [markdown]
-# Per token, attention's cost grows with $s$ (per sequence, with $s^2$): at 8k tokens it is 7.77 % of a layer's
-# forward, at 128k tokens 57.4 %. Those shares count every score, as Narayanan et al.'s FLOP formula and the
-# course's MFU do (`budget.forward_flops_per_token`, no causal saving). Under the causal mask each query attends only
-# to the keys before it, half of them on average, and FlashAttention skips the masked blocks: the work a GPU does is
-# 4.04 % at 8k tokens and 40.3 % at 128k. Either way long-context training is attention-bound, and its memory
-# per device grows with $s$: the two reasons for a sequence axis.
+# Per token, attention's cost grows with $s$: 7.77 % of a layer's forward at 8k tokens, 57.4 % at 128k, counting
+# every score as the course's MFU does. Under the causal mask FlashAttention skips the masked blocks, half the scores:
+# 4.04 % at 8k tokens and 40.3 % at 128k. Long-context training is attention-bound, and its memory per device grows
+# with $s$: the two reasons for a sequence axis.
 #
 # ### Step 2 · Ring, all-gather or all-to-all
 #
@@ -254,9 +236,8 @@ for split in parallelism.CONTEXT_SPLITS:
 
 # %% [markdown]
 # With the contiguous split the last rank does 43.8 % of the work, 1.75× the mean, and the others wait for it; the
-# zig-zag split gives every rank 25 %. Now the bytes and times of the three forms on one plan: Llama 3.1 8B on
-# 131,072-token sequences, $t = 2$ and $c = 4$ on one DGX H100 node (8 GPUs), each context-parallel transfer as
-# `budget.partition_report` places and times it (the ideal model):
+# zig-zag split gives every rank 25 %. The three forms on one plan, Llama 3.1 8B on 131,072-token sequences, $t = 2$
+# and $c = 4$ on one DGX H100 node, each context-parallel transfer as `budget.partition_report` times it (ideal model):
 
 # %%
 ONE_NODE = hardware.DGX_H100
@@ -283,17 +264,15 @@ for kind in parallelism.CONTEXT_PARALLEL_KINDS:
 
 # %% [markdown]
 # The ring and the all-gather form send the same bytes, 19.3 GB per GPU against Ulysses' 16.1 GB, but the ring hides
-# all of it: each hop travels while the rank computes the attention of the block it already holds. The all-gather
-# form waits for its K and V (Transformer Engine's own docstring: "KV all-gather between CP ranks is exposed"; [CP](glossary.ipynb#cp) is context parallelism) and
-# exposes 56.6 ms; Ulysses' all-to-alls have nothing to hide behind either, and expose 44.9 ms. Llama 3 chose the
-# all-gather anyway (§3.3.2): it supports any attention mask, such as the document mask, and with grouped-query
-# attention K and V are each a quarter of the size of Q here, so the exposed gather stays small. The ring wins where
-# the attention of a block is long; Ulysses where blocks are short (the ring's hops no longer hide) and inside a node.
+# all of it behind the attention of the block a rank holds. The all-gather form waits for its K and V (Transformer
+# Engine: "KV all-gather between CP ranks is exposed"; [CP](glossary.ipynb#cp) is context parallelism) and exposes
+# 56.6 ms; Ulysses' all-to-alls expose 44.9 ms. Llama 3 chose the all-gather anyway (§3.3.2): it supports any
+# attention mask, such as the document mask, and with grouped-query attention K and V are a quarter of Q's size here.
+# Ulysses wins where blocks are short (the ring's hops no longer hide) and inside a node.
 #
-# Ulysses cannot go further on this model. Llama 3.1 8B has 32 query heads but only 8 key/value heads, and each
-# context rank must receive whole heads of those its tensor-parallel rank holds, K and V included: $c$ must divide
-# $8/t$, so $c \cdot t \le 8$. At $t = 4$ a rank holds 2 key/value heads and $c \le 2$; at $t = 8$ it holds one and
-# only $c = 1$ is left. `check_plan_for_model` refuses the rest, as Transformer Engine does:
+# Ulysses has a limit. Each context rank must receive whole heads of those its tensor-parallel rank holds, key/value
+# heads included: $c$ must divide $n_{kv}/t$, so $c \cdot t \le n_{kv}$, 8 for Llama 3.1 8B (32 query heads, 8 key/value
+# heads). `check_plan_for_model` refuses the rest, as Transformer Engine does:
 
 # %%
 for t, c in ((4, 2), (4, 4), (8, 2)):
@@ -308,14 +287,11 @@ for t, c in ((4, 2), (4, 4), (8, 2)):
 # ### Step 3 · Llama 3 405B at 128k tokens
 #
 # Llama 3's last pre-training stage ran 131,072-token sequences on 16,384 H100s with $t = 8$, $c = 16$, $p = 16$,
-# $d = 8$, and reported 380 TFLOP/s per GPU (Grattafiori et al. 2024, Table 4). Its context parallelism was the
-# all-gather of K and V (§3.3.2). The same plan in the calibrated model (the reference, Megatron-Core on DGX H100
-# nodes, whose `cp_comm_type="all_gather"` is that form), with what the paper does not publish chosen as
-# `tests/test_expert_context.py` chooses it: FlashAttention, sequence parallelism, ZeRO-1 (Megatron-Core's
-# distributed optimizer, the most it shards beside a pipeline; Llama 3 ran [FSDP](glossary.ipynb#fsdp)), full
-# recomputation and the interleaved schedule with $v = 8$ (one layer per chunk, the fastest $v$). First the memory,
-# with full and with selective recomputation; then the step, with Llama 3's all-gather and with the ring in its
-# place:
+# $d = 8$ and the all-gather of K and V, at 380 TFLOP/s per GPU (Grattafiori et al. 2024, Table 4, §3.3.2). The same
+# plan in the calibrated model, with what the paper does not publish chosen as `tests/test_expert_context.py` does:
+# FlashAttention, sequence parallelism, ZeRO-1 (the most Megatron-Core shards beside a pipeline; Llama 3 ran
+# [FSDP](glossary.ipynb#fsdp)), full recomputation and the interleaved schedule with $v = 8$. The memory with full and
+# selective recomputation, then the step with Llama 3's all-gather and with the ring in its place:
 
 # %%
 MODEL_405B = replace(parallelism.LLAMA3_405B, seq_len=131072)
@@ -343,13 +319,11 @@ for kind in ("all_gather", "ring"):
     )
 
 # %% [markdown]
-# Full recomputation is forced, not chosen: with selective recomputation the plan needs 106 GB per GPU, most of it
-# the activations the interleaved schedule holds, and with full recomputation 28.3 GB. As Llama 3 ran it, with the
-# all-gather, the model predicts 343 TFLOP/s per GPU, 9.61 % below the published 380 TFLOP/s, within the 15 % the
-# course's test allows. The gather exposes 882 ms of the 16.9 s step, as in Step 2: nothing hides it. The ring in
-# its place would hide all 713 ms of its K/V transfers behind attention, which at 128k tokens is most of each
-# layer's work, and predicts 365 TFLOP/s (4.01 % below): a faster step in the model, for a form that handles the
-# document mask badly. Llama 3 paid the exposed gather for that mask; with 8 key/value heads, it is a small price.
+# Full recomputation is forced: with selective recomputation the plan needs 106 GB per GPU, with full 28.3 GB. With
+# the all-gather the model predicts 343 TFLOP/s per GPU, 9.61 % below the published 380 TFLOP/s, within the 15 % the
+# course's test allows; the gather exposes 882 ms of the 16.9 s step. The ring would hide all 713 ms of its K/V
+# transfers behind attention and predicts 365 TFLOP/s (4.01 % below): Llama 3 paid the exposed gather for the
+# document mask, a small price with 8 key/value heads.
 #
 # ### Step 4 · Experts and their all-to-alls
 #
@@ -393,11 +367,9 @@ for stride, where in ((1, "inside one node (8 neighbours, NVLink)"), (2, "across
 
 # %% [markdown]
 # Each rank sends (e − 1)/e of a 537 MB dispatch, 470 MB, and 1.88 GB per MoE layer and micro-batch.
-# `budget.group_collective_time("all_to_all", cluster, e, stride, payload)` times one call on the cluster, the group's
-# ranks `stride` apart: inside a node the all-to-all takes 1.27 ms; spread over two nodes, 5.38 ms, four times as
-# long: every rank sends half its payload over the network, whose bandwidth per GPU is a fraction of NVLink's.
-# Three plans on the same 16 GPUs, each with $d = 8$ and $t = 2$ (the same batch, the same tensor-parallel work),
-# show what that does to a step (calibrated model):
+# `budget.group_collective_time("all_to_all", cluster, e, stride, payload)` times one call, the group's ranks `stride`
+# apart: 1.27 ms inside a node, 5.38 ms over two nodes, where every rank sends half its payload over the network.
+# Three plans on the same 16 GPUs, each with $d = 8$ and $t = 2$, show what that does to a step (calibrated model):
 
 # %%
 SPREAD = parallelism.ParallelPlan(
@@ -421,31 +393,23 @@ for label, plan in EXPERT_PLANS.items():
     )
 
 # %% [markdown]
-# With $t = 2$ and $e = 8$ the expert ranks sit 2 apart (Megatron-Core's rank order puts tensor parallelism
-# innermost) and span both nodes: the all-to-alls expose 518 ms of a 5.2 s step. With $e = 4$ the expert group fits
-# in one node and exposes 142 ms, but each rank now holds two experts of each layer: 90.4 GB, which does not fit.
-# ZeRO-2 finds the memory elsewhere, by sharding the gradients over the data-parallel ranks: 76.3 GB, and a 4.83 s
-# step, as fast as with ZeRO-1 (Megatron-Core reduce-scatters the gradients behind the backward either way): the
-# fastest plan that fits. That is the rule of thumb for a model of Mixtral's size: **keep the expert group inside
-# a node** (Megatron-Core places it there while $t \cdot e \le 8$), and find memory with sharding or more experts
-# per node rather than by spreading the experts over the network.
+# With $t = 2$ and $e = 8$ the expert ranks sit 2 apart (Megatron-Core puts tensor parallelism innermost) and span
+# both nodes: the all-to-alls expose 518 ms of a 5.2 s step. With $e = 4$ the expert group fits in one node and
+# exposes 142 ms, but each rank holds two experts of each layer: 90.4 GB, which does not fit. ZeRO-2 shards the
+# gradients instead: 76.3 GB and a 4.83 s step, the fastest plan that fits. The rule of thumb for a model of
+# Mixtral's size: **keep the expert group inside a node** (Megatron-Core places it there while $t \cdot e \le 8$), and
+# find memory by sharding rather than by spreading the experts over the network.
 #
-# It is a rule of thumb, not a law. The model here sends every copy of a token to its expert's rank, whatever node that
-# is, as Megatron-Core's all-to-all dispatcher does. Models too large for one node's experts bound the network traffic
-# instead. DeepSeek-V3 spreads 256 routed experts over 64-way expert parallelism on 8 nodes but routes each token to
-# experts on at most 4 nodes (the paper's M; **node-limited routing**, arXiv 2412.19437 §2.1.2), and sends a token
-# across the network once per node, however many of its experts live there, to be forwarded over NVLink inside the node
-# (**deduplicated dispatch**, §3.2.2): a token's network bytes are then at most 4 copies, not $k_E = 8$. With both, an
-# expert group may span nodes and its all-to-alls still cost about what a few copies across the network cost. The
-# course's all-to-all does not model either: it is right for a router that ignores nodes.
+# It is a rule of thumb for a router that ignores nodes, as the course's all-to-all (and Megatron-Core's all-to-all
+# dispatcher) sends every copy of a token to its expert's rank. DeepSeek-V3 spreads 256 routed experts over 8 nodes
+# but routes each token to at most 4 nodes (**node-limited routing**, §2.1.2) and sends it across the network once
+# per node (**deduplicated dispatch**, §3.2.2), so its expert group can span nodes at the cost of a few copies.
 #
-# **The capacity factor and load imbalance.** A router does not split tokens evenly. Megatron-Core's default, as
-# DeepSeek-V3 trained ("no token-dropping"), is *dropless*: no capacity, every token reaches its experts, nothing is
-# padded (`plan.capacity_factor=None`, the default; the course's router is then balanced). GShard and Switch set a
-# capacity factor instead: with 1.25 each expert takes up to 1.25 times its even share (padded to it, as Megatron-Core
-# does with `--moe-pad-expert-input-to-capacity`; the tokens beyond it are dropped), so the slowest rank computes
-# 1.25 times the mean and every all-to-all carries 1.25 times the payload (`plan.capacity_factor`), on the fastest
-# plan above:
+# **The capacity factor and load imbalance.** Megatron-Core's default, as DeepSeek-V3 trained, is *dropless*
+# (`plan.capacity_factor=None`; the course's router is then balanced). GShard and Switch set a capacity factor
+# instead: with 1.25 each expert takes up to 1.25 times its even share (padded to it, the tokens beyond it dropped),
+# so the slowest rank computes 1.25 times the mean and every all-to-all carries 1.25 times the payload. On the
+# fastest plan above:
 
 # %%
 BALANCED = EXPERT_PLANS["e 4, ZeRO-2"]
@@ -460,8 +424,8 @@ for factor in (None, 1.25, 1.5):
 
 # %% [markdown]
 # A capacity factor of 1.5 makes the step 26.4 % longer (6.11 s against 4.83 s), and the MFU falls from 43.9 % to
-# 34.7 %: the padding is computed and sent but counts for no model FLOPs. Whatever the router does, every rank waits
-# for the slowest, which is why MoE training adds a loss that pushes the router towards balance.
+# 34.7 %: the padding is computed and sent but counts for no model FLOPs. Every rank waits for the slowest, which is
+# why MoE training adds a loss that pushes the router towards balance.
 #
 # ### Step 5 · Zero-bubble pipelines
 #
@@ -500,18 +464,15 @@ print(
 )
 
 # %% [markdown]
-# The simulation finds the formulas' bubbles: 9 s for 1F1B, $(p-1)(t_\text{F}+t_\text{B}+t_\text{W})$; 3 s for ZB-H1,
-# $(p-1)(t_\text{F}+t_\text{B}-t_\text{W})$, a third of it; and for ZB-H2 no bubble at all once the stages need not wait
-# for each other at the end of the step (3 s with the synchronisation, the last stage's late start). The memory is the
-# price: ZB-H1's first stage holds 4 micro-batches' activations, as 1F1B's does, and ZB-H2's 7, $2p - 1$. The later
-# stages hold more than in 1F1B too, but less than whole micro-batches: a micro-batch between its B and its W keeps only
-# what W reads, the inputs of the linear layers and the gradients of their outputs, 28.1 % of its activations for GPT-3
-# 175B's layer (`parallelism.weight_gradient_bytes_per_token_per_layer`, Qi et al.'s $M_\text{W} = 32sbh$), so ZB-H1's
-# last stage holds 1.84 micro-batches' worth where 1F1B's holds 1. The figure below shows where the W passes go.
+# The simulation finds the formulas' bubbles: 9 s for 1F1B, 3 s for ZB-H1, a third of it, and for ZB-H2 none once
+# the stages need not wait for each other at the end of the step (3 s with the synchronisation, the last stage's late
+# start). ZB-H1's first stage holds 4 micro-batches' activations, as 1F1B's does, ZB-H2's 7, $2p - 1$. A micro-batch
+# waiting for its W keeps 28.1 % of its activations for GPT-3 175B's layer (Qi et al.'s $M_\text{W} = 32sbh$,
+# `parallelism.weight_gradient_bytes_per_token_per_layer`), so ZB-H1's last stage holds 1.84 micro-batches' worth
+# where 1F1B's holds 1.
 #
-# Qi et al.'s ZB-H1 formula holds while W is the shortest op. The same pipeline with other op times, simulated, beside
-# their formula and the general form $(p-1)\max(t_\text{F},\ t_\text{B},\ t_\text{F} + t_\text{B} - t_\text{W})$
-# (`parallelism.pipeline_bubble_time`):
+# The same pipeline with other op times, simulated, beside Qi et al.'s formula and the general form
+# $(p-1)\max(t_\text{F},\ t_\text{B},\ t_\text{F} + t_\text{B} - t_\text{W})$ (`parallelism.pipeline_bubble_time`):
 
 # %%
 print(f"{'t_F':>5} {'t_B':>5} {'t_W':>5} {'simulated':>10} {'(p-1)(t_F+t_B-t_W)':>19} {'general form':>13}")
@@ -529,11 +490,10 @@ for forward_s, input_grad_s, weight_grad_s in ((1.0, 1.5, 0.5), (1.0, 2.0, 1.5),
     )
 
 # %% [markdown]
-# With W the shortest (first row) the three agree, 6 s. With $t_\text{W} > t_\text{F}$ (second row) W fills the
-# cool-down's waits and only the first stage's wait for the first gradient is left, $(p-1)t_\text{B}$ = 6 s where the
-# formula says 4.5 s; with $t_\text{B} < t_\text{W} \le t_\text{F}$ (third row) the last stage's late start,
-# $(p-1)t_\text{F}$ = 6 s, sets the step; and with W the longest and B the shortest (last row) the formula even turns
-# negative while the late start keeps 3 s.
+# With W the shortest (first row) the three agree, 6 s. With $t_\text{W} > t_\text{F}$ (second row) only the first
+# stage's wait for the first gradient is left, $(p-1)t_\text{B}$ = 6 s where the formula says 4.5 s; with
+# $t_\text{B} < t_\text{W} \le t_\text{F}$ (third row) the last stage's late start, $(p-1)t_\text{F}$ = 6 s, sets the
+# step; with W the longest and B the shortest (last row) the formula turns negative while the late start keeps 3 s.
 #
 # ### Step 6 · FP8
 #
@@ -563,13 +523,11 @@ for label, framework in (("bf16", parallelism.MEGATRON_CORE), ("FP8", FP8_FRAMEW
 
 # %% [markdown]
 # FP8 doubles the peak (1.98 PFLOP/s against 989 TFLOP/s), but the compute falls from 3.7 s to 2.32 s, not by half:
-# the attention core, the output layer, the normalisations (and a mixture of experts' router) stay in bf16. The
-# linear layers' saved inputs in 1 byte take the activations from 27.2 GB to 22.8 GB, and ZeRO-3's parameter
-# all-gathers in FP8 cut the data-parallel bytes from 198 GB to 134 GB per GPU. The tensor-parallel bytes fall too,
-# from 301 GB to 225 GB: with sequence parallelism Transformer Engine quantises before it gathers, so the all-gathers
-# of the layer-norm outputs (before W_QKV and the MLP's first matrices) and of the output gradients in the backward
-# (before W_O and the MLP's last matrix) move 1 byte an element; the reduce-scatters carry the GEMMs' outputs, still
-# 16-bit.
+# the attention core, the output layer and the normalisations stay in bf16. The linear layers' saved inputs in 1 byte
+# take the activations from 27.2 GB to 22.8 GB, and ZeRO-3's parameter all-gathers in FP8 cut the data-parallel bytes
+# from 198 GB to 134 GB per GPU. The tensor-parallel bytes fall from 301 GB to 225 GB: Transformer Engine quantises
+# before sequence parallelism's all-gathers, which then move 1 byte an element; the reduce-scatters carry the GEMMs'
+# outputs, still 16-bit.
 
 # %% [markdown]
 # ## Figures
@@ -619,18 +577,6 @@ plt.show()
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
-        prompt="A rank of an 8-way expert group dispatches a payload S. How many bytes does it send to other ranks?",
-        options=("S", "S · 7/8", "S · 8", "S / 8"),
-        answer=1,
-        explanation="An all-to-all keeps 1/e of the payload on the rank (the tokens routed to its own experts) and "
-        "sends (e − 1)/e of it, 7/8 with e = 8.",
-    )
-)
-
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(
-    quiz.Question(
         prompt="Ring attention sent more bytes than DeepSpeed-Ulysses in Step 2, yet its step was shorter. Why?",
         options=(
             "The ring's transfers run on NVLink only",
@@ -661,43 +607,32 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## Summary
 #
-# - Attention costs $4s^2h$ per layer and sequence (half of it under the causal mask), and activations and logits
-#   grow with $s$: context parallelism splits the sequence $c$ ways, dividing them, and with ZeRO the optimizer state,
-#   by $c$ at the price of $c$ times the devices.
-# - Ring attention passes K/V blocks around the ring and hides each hop behind the attention of the block a rank holds
-#   (the zig-zag split balances the causal work); Llama 3's all-gather form moves the same bytes and waits for them;
-#   DeepSpeed-Ulysses re-splits by heads with four all-to-alls per layer that nothing hides, and needs $c$ to divide
-#   the key/value heads of a tensor-parallel rank.
-# - Expert parallelism moves every token twice each way per MoE layer (dispatch and combine), $n_\text{tok} \cdot k_E
-#   \cdot h \cdot 2$ bytes a call, $(e - 1)/e$ of it sent; inside a node it is a few times faster than across nodes, so
-#   keep the expert group in a node unless the router limits the nodes a token visits and the dispatch sends it once per
-#   node. Routing is dropless by default; a capacity factor bounds load imbalance, and the slowest rank pays it.
+# - Attention costs $4s^2h$ per layer and sequence, and activations and logits grow with $s$: context parallelism
+#   divides them (and with ZeRO the optimizer state) by $c$, at the price of $c$ times the devices.
+# - Ring attention hides its K/V hops behind attention (the zig-zag split balances the causal work); Llama 3's
+#   all-gather moves the same bytes and waits for them; DeepSpeed-Ulysses' all-to-alls wait too, and need
+#   $c \cdot t \le n_{kv}$.
+# - Expert parallelism moves every token twice each way per MoE layer, $n_\text{tok} \cdot k_E \cdot h \cdot 2$ bytes
+#   a call, $(e - 1)/e$ of it sent: keep the expert group in a node unless the router limits the nodes a token visits.
+#   A capacity factor bounds load imbalance, and the slowest rank pays it.
 # - ZB-H1 cuts 1F1B's bubble to $(p-1)(t_\text{F}+t_\text{B}-t_\text{W})$ while W is the shortest op, in general to
-#   $(p-1)\max(t_\text{F},\ t_\text{B},\ t_\text{F} + t_\text{B} - t_\text{W})$, with the same first-stage memory (later
-#   stages keep W's inputs besides); ZB-H2 removes it for $2p - 1$ micro-batches of activations.
-# - FP8 doubles the peak of the linear layers, not of the whole step, and halves the bytes of what it stores and
-#   gathers in 1 byte, sequence parallelism's all-gathers included.
+#   $(p-1)\max(t_\text{F},\ t_\text{B},\ t_\text{F} + t_\text{B} - t_\text{W})$, with the same first-stage memory;
+#   ZB-H2 removes it for $2p - 1$ micro-batches of activations.
+# - FP8 doubles the peak of the linear layers, not of the whole step, and halves the bytes it stores and gathers.
 
 # %% [markdown]
 # ## Exercises
 #
 # 1. **A longer context.** Llama 3.1 8B with Step 1's plan and $c = 2$: find the longest power-of-two sequence that
-#    fits with $t = 4$ instead of 8 (two context ranks of 4 GPUs each, 8 GPUs in all).
-# 2. **DBRX's all-to-all.** A MoE model with $h = 6144$, $k_E = 4$ of 16 experts, 32,768 tokens per rank and
-#    $e = 8$: how many bytes does a rank send in one dispatch?
-# 3. **ZB-H1 with a short W.** With $t_\text{F} = 1$ s, $t_\text{B} = 1.5$ s and $t_\text{W} = 0.5$ s, $p = 4$, $m = 8$:
-#    what is ZB-H1's bubble, and 1F1B's?
+#    fits with $t = 4$ instead of 8 (two context ranks of 4 GPUs each, 8 GPUs in all). Why is it shorter than with
+#    $c = 2$ and $t = 8$?
 #
 # <details>
-# <summary>Answers</summary>
+# <summary>Answer</summary>
 #
 # 1. 262,144 tokens: `memory_breakdown(replace(MODEL, seq_len=s), PLAN.replace(tensor_parallel=4,
 #    context_parallel=2))` is 77.6 GB at 262,144 and 128 GB at 524,288. Two ranks of $t = 4$ hold each sequence as
 #    one rank of $t = 8$ did, but the weights are split 4 ways, not 8.
-# 2. $32768 \cdot 4 \cdot 6144 \cdot 2$ = 1.61 GB of payload, of which $7/8$, 1.41 GB, leaves the rank.
-# 3. ZB-H1: W is the shortest op, so $(p-1)(t_\text{F} + t_\text{B} - t_\text{W})$ = 6 s; 1F1B: $(p-1)(t_\text{F} +
-#    t_\text{B} + t_\text{W})$ = 9 s (`pipeline.pipeline_schedule(4, 8, "zb-h1", backward_time_s=2.0,
-#    backward_weight_time_s=0.5).bubble_s`).
 #
 # </details>
 

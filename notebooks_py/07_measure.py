@@ -11,12 +11,9 @@
 # %% [markdown]
 # # 07 · Measure, don't assume: real collectives, fitted α and B, exposed communication
 #
-# Every number so far was modelled: an α and a B taken from a datasheet or a table, a step time added up from
-# formulas. Lesson 04's budget ends differently: *"measure completed step or token latency and adjust"*, and a good
-# plan *"measures how much communication is exposed on the critical path instead of assuming that all network time
-# overlaps with computation"*. This lesson runs real collectives with a real MPI library on this machine, fits α and
-# B to the times, reads published GPU measurements the same way, and measures how much of a gradient all-reduce a
-# step really hides.
+# Every number so far was modelled. Lesson 04's budget ends differently: *"measure completed step or token latency
+# and adjust"*. This lesson runs real collectives with a real MPI library on this machine, fits α and B to the times,
+# reads published GPU measurements the same way, and measures how much of a gradient all-reduce a step really hides.
 
 # %% [markdown]
 # ## What you'll learn
@@ -26,20 +23,15 @@
 #
 # Along the way you will be able to:
 #
-# - run an MPI collective sweep (MPICH through mpi4py) with a chosen algorithm, and say what each number in the
-#   table means (median, p10–p90, algbw, busbw);
-# - fit α and B of $T = n\alpha + Q/B$ with the right phase count $n$ and bytes $Q$ for the algorithm, and find the
-#   crossover size;
-# - compare the algorithms MPICH actually runs with the course's cost models, size by size;
-# - read a published nccl-tests log (H100, NVLink in a node and InfiniBand across two) into the same table and fit it;
-# - say which algorithm and protocol NCCL runs for a call, by its own cost model with its constants, and how close
-#   that model comes to a measured log;
-# - turn a measurement into a cluster (`measure.calibrate_cluster`) and re-run the plan search and the serving
-#   choice on it: the loop from a measurement to a plan;
-# - measure exposed communication = completed step − compute alone, for blocking and non-blocking schedules, and
-#   explain why posting a non-blocking collective does not by itself overlap it;
-# - avoid the usual measuring mistakes: no warm-up, no barrier, the mean instead of the maximum over ranks, more
-#   ranks than cores, a single number without its spread.
+# - run an MPI collective sweep (MPICH through mpi4py) and read its table (median, p10–p90, algbw, busbw);
+# - fit α and B of $T = n\alpha + Q/B$ with the algorithm's own $n$ and $Q$, find the crossover size, and compare
+#   MPICH's algorithms with the course's cost models, size by size;
+# - read a published nccl-tests log into the same table, and say which algorithm and protocol NCCL runs for a call,
+#   by its own cost model, and how close that model comes to the log;
+# - turn a measurement into a cluster (`measure.calibrate_cluster`) and re-plan on it;
+# - measure exposed communication = completed step − compute alone, and explain why posting a non-blocking
+#   collective does not by itself overlap it;
+# - avoid the usual measuring mistakes.
 
 # %% [markdown]
 # ## Prerequisites
@@ -49,8 +41,8 @@
 # - [05 · Search for a plan](05_plan_search.ipynb): the plan search, which step 5 re-runs on a measured cluster.
 #
 # **Time to learn:** about 2.3 hours by the course's rule
-# ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)). The live cells need
-# the course's environment (`mpi4py` and `mpich` are in it); each runs in under a minute on two cores.
+# ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)). The live cells need `mpi4py` and `mpich`
+# (in the course's environment); each runs in under a minute on two cores.
 
 # %%
 import dataclasses
@@ -70,29 +62,25 @@ DATA = measure.DATA_DIR
 # %% [markdown]
 # ## Mechanism
 #
-# **Role.** Measurement closes the loop of the budget: the model says what a plan should cost, the measurement says
-# what it does cost, and the difference says which term of the model to correct (α, B, or the overlap assumed).
+# **Role.** The model says what a plan should cost, the measurement what it does cost, and the difference which term
+# of the model to correct (α, B, or the overlap assumed).
 #
 # An MPI job is $p$ processes ("ranks") started together by `mpiexec`; each calls the same collective on its own
 # buffer. MPICH implements the algorithms lesson 02 costs (ring, recursive doubling, Rabenseifner's reduce-scatter +
-# all-gather, binomial trees, [Bruck](glossary.ipynb#bruck), pairwise) and lets a run force one with a control variable, e.g.
+# all-gather, binomial trees, [Bruck](glossary.ipynb#bruck), pairwise) and lets a run force one, e.g.
 # `MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring`. `course_lib.measure` starts such a job, and for every size:
 #
 # 1. fills float32 buffers with small integers, so the exact result is known;
 # 2. calls the collective a few times untimed (**warm-up**: first calls pay for connection set-up, page faults and
 #    cold caches);
-# 3. times each iteration after a **barrier** (all ranks start together), and keeps the **maximum over ranks** (a
-#    collective is over only when its slowest rank is done). This is stricter than the published benchmarks:
-#    nccl-tests times many back-to-back calls and reports their mean, averaged over ranks by default (its `-a`
-#    option picks rank 0, the mean, the minimum or the maximum); the OSU micro-benchmarks put a barrier between
-#    iterations and report the average over ranks (the maximum with `-f`);
-# 4. **checks the data**: a wrong sum aborts the job; a wrong result is an error, never a time;
+# 3. times each iteration after a **barrier**, and keeps the **maximum over ranks** (a collective is over only when
+#    its slowest rank is done), stricter than nccl-tests and the OSU micro-benchmarks, which average over ranks by
+#    default;
+# 4. **checks the data**: a wrong result is an error, never a time;
 # 5. reports the median and the 10th and 90th percentiles over iterations, algbw $= S/T$ and busbw $=$ algbw
 #    $\times$ `busbw_factor(op, p)` (nccl-tests' definitions).
 #
-# For the overlap experiment, `measure.measure_step` runs a data-parallel step on MPI ranks: a "backward pass" of
-# matrix multiplies and a gradient all-reduce, in several schedules, and reads the exposed communication off the
-# completed step.
+# `measure.measure_step` times a data-parallel step (a "backward pass" and a gradient all-reduce) in several schedules.
 
 # %% [markdown]
 # ## The science
@@ -105,10 +93,10 @@ DATA = measure.DATA_DIR
 #
 # with $n$ the latency-bearing steps and $Q$ the bytes on the critical path, both from
 # `collectives.collective_cost(op, p, S, algorithm)`: ring all-reduce $n = 2(p-1)$, $Q = 2\frac{p-1}{p}S$; recursive
-# doubling $n = \lg p$, $Q = S \lg p$. $T$ is linear in the two unknowns $\alpha$ and $1/B$, so a least-squares fit
-# finds them. Measured times span over four decades (a few µs to over 100 ms), so the fit minimises **relative** errors,
-# $\sum_i \big((T_\text{model}(S_i) - T_i)/T_i\big)^2$: otherwise the largest sizes would decide everything and α
-# would be noise. The **crossover** $S^*$, where $n\alpha = Q/B$, separates latency-bound from bandwidth-bound sizes.
+# doubling $n = \lg p$, $Q = S \lg p$. $T$ is linear in $\alpha$ and $1/B$, so least squares finds them. Measured
+# times span over four decades (a few µs to over 100 ms), so the fit minimises **relative** errors,
+# $\sum_i \big((T_\text{model}(S_i) - T_i)/T_i\big)^2$: otherwise the largest sizes would decide everything. The
+# **crossover** $S^*$, where $n\alpha = Q/B$, separates latency-bound from bandwidth-bound sizes.
 #
 # ### Exposed communication, measured
 #
@@ -132,9 +120,8 @@ DATA = measure.DATA_DIR
 #
 # ### What a measurement assumes
 #
-# - The ranks here share one machine: "the network" is MPICH's shared-memory path, and $B$ is a memory-copy
-#   bandwidth, not a NIC's. Large buffers fall out of the caches, so $B$ measured at 64 MiB is lower than at 1 MiB:
-#   one $B$ is a summary, and the residuals show where it fails.
+# - The ranks here share one machine: "the network" is MPICH's shared-memory path, and $B$ a memory-copy bandwidth.
+#   Large buffers fall out of the caches, so $B$ measured at 64 MiB is lower than at 1 MiB: one $B$ is a summary.
 # - Other programs share the cores: the spread (p10–p90) is part of the result.
 
 # %% [markdown]
@@ -142,9 +129,7 @@ DATA = measure.DATA_DIR
 #
 # ### Step 1 · Run a sweep, live
 #
-# Two ranks, all-reduce, every power of two from 8 B to 64 MiB, MPICH's ring. The progress bar shows each size as it
-# is done. (This cell's numbers change from run to run and machine to machine: nbval does not compare them. Step 2
-# does the same analysis on a run recorded for the course.)
+# Two ranks, all-reduce, every power of two from 8 B to 64 MiB, MPICH's ring (the numbers change from run to run):
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: a live MPI measurement; its times differ on every run
@@ -156,8 +141,8 @@ print(live_fit)
 # %% [markdown]
 # ### Step 2 · The recorded run: fit α and B
 #
-# The same sweep for four algorithms, recorded on the course's build machine and shipped in `course_lib/data/mpi/`.
-# The file names the machine, the MPI library and its version:
+# The same sweep for four algorithms, recorded on the course's build machine; the file names the machine, the MPI
+# library and its version:
 
 # %%
 recorded = measure.Measurements.from_csv(next((DATA / "mpi").glob("*_all_reduce.csv")))
@@ -177,18 +162,17 @@ for size in (8, 2**16, 2**26):
     )
 
 # %% [markdown]
-# α is a few microseconds, the cost of one synchronised hand-off through shared memory; B is of the order of a GB/s,
-# a memory copy on a busy two-core machine, two orders of magnitude below NVLink. The crossover lands at some ten
-# kilobytes: below it the size barely matters, above it the time doubles with the size. The median relative
-# residual says how well one α and one B describe seven decades of sizes; the 64 MiB row, far above its fit, says
-# where they fail (the buffers no longer fit in the caches).
+# α is a few microseconds, one synchronised hand-off through shared memory; B is of the order of a GB/s, a memory
+# copy on a busy two-core machine. The crossover lands at some ten kilobytes: below it the size barely matters, above
+# it the time doubles with the size. The 64 MiB row, far above its fit, shows where one α and one B fail (the buffers
+# no longer fit in the caches).
 
 # %% [markdown]
 # ### Step 3 · Which algorithm wins where: measured, then modelled
 #
 # Fit each algorithm with its own cost model: ring ($n = 2(p-1)$), recursive doubling ($n = \lg p$) and
-# reduce-scatter + all-gather (Rabenseifner, $n = 2\lg p$). At $p = 2$ all three exchange the same halves or wholes,
-# so the differences are in the constants MPICH pays per step and per byte.
+# reduce-scatter + all-gather (Rabenseifner, $n = 2\lg p$). At $p = 2$ the differences are in the constants MPICH
+# pays per step and per byte.
 
 # %%
 fits = {name: measure.fit_alpha_beta(recorded.select(algorithm=name)) for name in
@@ -205,9 +189,8 @@ for size in sizes[::3]:
     print(f"{units.format_bytes(size, binary=True):>8}  {measured:>25}  {modelled:>28}")
 
 # %% [markdown]
-# Where the two columns disagree, the model is too simple for this machine: the differences between algorithms at
-# two ranks are a few percent, about the size of the noise. Repeat with `ranks=4` to see the phase counts part:
-# ring's $2(p-1) = 6$ steps against recursive doubling's $\lg 4 = 2$.
+# Where the two columns disagree, the differences between algorithms at two ranks are a few percent, about the size of
+# the noise. With `ranks=4` the phase counts part: ring's $2(p-1) = 6$ steps against recursive doubling's $\lg 4 = 2$.
 
 # %% [markdown]
 # ### Step 4 · A published GPU log: H100, NVLink in a node, InfiniBand across two
@@ -231,32 +214,25 @@ for label, name in logs.items():
     )
 
 # %% [markdown]
-# Read with the ring model, the NVLink node gives α around a microsecond per step and B in the hundreds of GB/s.
-# What does the fitted B mean physically? On one node it is more than NVLink's 371 GB/s as NCCL counts it: at large
-# sizes NCCL runs NVLink SHARP, whose switch does the reduction, not a ring. On two nodes B = 393 GB/s is what a
-# flat ring across both nodes gets when each of its channels crosses on its own rail: eight 400 Gb/s adapters per
-# node, 8 × 50 GB/s = 400 GB/s, shared by the node's GPUs. The two-node fit is worse, and its residuals say why: one
-# α and one B cannot describe what NCCL actually runs there, its tree with the LL protocol for small buffers and NVLS
-# inside the nodes with a tree between them for large ones (below). A model is a hypothesis; the fit's residual is
-# the test.
+# Read with the ring model, the NVLink node gives α around a microsecond per step and B in the hundreds of GB/s,
+# more than NVLink's 371 GB/s as NCCL counts it: at large sizes NCCL runs NVLink SHARP, whose switch reduces. On two
+# nodes B = 393 GB/s is what a flat ring gets with a channel on each of a node's eight 400 Gb/s rails,
+# 8 × 50 GB/s = 400 GB/s. The two-node fit is worse: one α and one B cannot describe what NCCL runs there. The fit's
+# residual tests the model.
 #
 # #### What NCCL actually runs: its own cost model
 #
 # For every call NCCL's tuner weighs a few algorithms, each with three protocols, by a cost model of its own
-# (`src/graph/tuning.cc`: time = latency + bytes / bandwidth), and runs the cheapest. Several of its algorithms are
-# hierarchical, as lesson 02's hierarchical all-reduce is: its tree, NVLS tree, and CollNet (the network's switches
-# reduce between nodes, with SHARP; not modelled here). `course_lib.nccl` is that model, with NCCL's constants:
+# (time = latency + bytes / bandwidth), and runs the cheapest. `course_lib.nccl` is that model, with NCCL's constants:
 #
-# - **ring**: one flat ring through all the ranks, on one node or many, with a channel on every network rail; its
-#   bus bandwidth is the smaller of NVLink as NCCL counts it (18 links × 20.6 GB/s = 371 GB/s on an H100, not the
-#   datasheet's 450) and the rails of a node together (8 × 50 GB/s);
-# - **tree**: a chain through the GPUs of each node and a double binary tree between nodes. Its latency,
-#   2·((g − 1)·intra + lg N·inter) for g GPUs on each of N nodes, has as many NVLink hops on one node as the ring's
-#   2(p − 1): inside a node the tree is no faster. Its gain is the lg N network steps;
+# - **ring**: one flat ring through all the ranks; its bus bandwidth is the smaller of NVLink as NCCL counts it
+#   (18 links × 20.6 GB/s = 371 GB/s on an H100, not the datasheet's 450 GB/s) and the node's rails (8 × 50 GB/s);
+# - **tree**: a chain through the GPUs of each node and a double binary tree between nodes: the gain is lg N network
+#   steps for N nodes;
 # - **NVLS** (NVLink SHARP, Hopper and later): the NVSwitch reduces, so each GPU sends its data once; across nodes
 #   NVLS inside and a tree between (`nvls_tree`);
 # - protocols: **LL** (each 8-byte line carries 4 bytes of data and a flag: half the bandwidth, the lowest latency),
-#   **LL128** (120 of 128 bytes) and **Simple** (all the bandwidth, a flush, the highest latency).
+#   **LL128** (120 of 128 bytes) and **Simple** (all the bandwidth, the highest latency).
 #
 # Its pick for an all-reduce on one DGX H100 node and on two nodes joined by InfiniBand:
 
@@ -277,10 +253,9 @@ for cluster, ranks, nodes, where in (
         )
 
 # %% [markdown]
-# Small buffers go to LL, large ones to Simple. Inside one node the ring and the tree cost the same at 8 bytes
-# (15 µs against 15.2 µs), and NVLS takes over for large buffers. Across two nodes the tree wins the small sizes,
-# 25.2 µs where the flat ring pays 28 NVLink steps and 2 network steps (40 µs). How good is the model? Against the
-# two-node log of step 4, predicted from the datasheet alone:
+# Small buffers go to LL, large ones to Simple; inside one node NVLS takes the large buffers. Across two nodes the
+# tree wins the small sizes, 25.2 µs against the flat ring's 40 µs. How good is the model? Against the two-node log,
+# from the datasheet alone:
 
 # %%
 nebius_table = gpu["2 nodes, 16× H100, InfiniBand"][0]
@@ -293,28 +268,22 @@ for row in nebius_table.rows[::4]:
     )
 
 # %% [markdown]
-# NCCL's tuner has no cost for the call itself: the host's enqueue and the kernel launch, which every measured call
-# pays. The course adds one, the same for every algorithm, so the tuner still chooses as NCCL does: a launch floor of
-# 4.8 µs per call (`hardware.LAUNCH_FLOOR_S`, a fit, the median gap between NCCL's model and two of these logs at 8 B
-# to 1 KiB). With it the model gives 0.74 to 1.01 of the measured time from 16 B to 256 KiB (the 8-byte row, 45.7 µs
-# among neighbours of 30 µs, is one slow measurement). From 512 KiB up it is optimistic, between 0.59 and 0.79:
-# NCCL's tuner expects its algorithms to reach their full bandwidth sooner than they do, and has no cost for filling
-# its pipelines; it is built to *rank* the algorithms, not to predict their times. `tests/test_nccl.py` holds it to
-# every log in `data/nccl_tests/`: within a factor of 2 at every size on all but three, which it names with the reason
-# (one ran one process for 8 GPUs, one a TCP transport at half its [NICs](glossary.ipynb#nic)' rate, one ran its first
-# size slower than its second), and a median error of at most 25 % from 1 MiB up on five of the eight (this one misses
-# it). Since lesson 04, `budget` has timed every collective of a plan with this model; lesson 02's textbook formulas
-# are how to read it: the ring's $2(p-1)$ steps and $2(p-1)/p \cdot S$ bytes, the tree's $\lg$ steps.
+# NCCL's tuner has no cost for the call itself (the enqueue and the kernel launch); the course adds a launch floor of
+# 4.8 µs per call, the same for every algorithm (`hardware.LAUNCH_FLOOR_S`, fitted on logs at 8 B to 1 KiB). With it
+# the model gives 0.74 to 1.01 of the measured time from 16 B to 256 KiB (the 8-byte row, 45.7 µs among neighbours of
+# 30 µs, is one slow measurement); from 512 KiB up it is optimistic, 0.59 to 0.79: it is built to *rank* the
+# algorithms, not to time them. `tests/test_nccl.py` holds it to every log in `data/nccl_tests/`: within a factor of
+# 2 at every size on all but three (one a TCP transport at half its [NICs](glossary.ipynb#nic)' rate), and a median
+# error of at most 25 % from 1 MiB up on five of the eight (not this one). `budget` times every collective with it.
 
 # %% [markdown]
 # ### Step 5 · From your measurement to your plan
 #
 # A fit of α and B describes a table; the planner needs a *cluster*. `measure.calibrate_cluster(cluster, tables)`
-# fits the parameters of the model the budget actually runs, NCCL's own (`course_lib.nccl`, above), to the
-# tables: from one-node tables the NVLink bandwidth NCCL reaches and a latency per NVLink hop, from multi-node tables
-# the network's bandwidth per node and a latency per network step. Each table must say where its ranks ran: a
-# nccl-tests log does not always print it, so `read_nccl_tests(..., nodes=)` records it. The result is a
-# `hardware.Cluster` that `budget` and `serving` use unchanged.
+# fits NCCL's model (above) to the tables: from one-node tables the NVLink bandwidth and a latency per NVLink hop,
+# from multi-node tables the network's bandwidth per node and a latency per network step. Each table must say where
+# its ranks ran (`measure.read_nccl_tests(..., nodes=)`). The result is a `hardware.Cluster` that `budget` and
+# `serving` use unchanged.
 
 # %%
 p5_log = measure.read_nccl_tests(
@@ -330,23 +299,15 @@ for warning in caught:
     print(f"CalibrationWarning: {warning.message}")
 
 # %% [markdown]
-# Read the fitted figures physically, and as fits. NVLink at 274 GB/s per GPU is less than the 371 GB/s NCCL counts:
-# NCCL's model reaches full bandwidth sooner than the log does, so the fit lowers it to follow the middle sizes. The
-# network comes out at 210 GB/s per node, about half the datasheet's 400, with 2.07 µs per network step more than
-# NCCL's table: on two nodes NVLink, not the network, limits the large sizes, and the fit lowers the network to slow
-# the tree's 512 KiB–8 MiB calls, which NCCL's model gives too fast. That figure absorbs a shortfall of the model; it
-# is not a measurement of the NICs. The warning, a `measure.CalibrationWarning` (the cell catches it with
-# `warnings.catch_warnings` and prints it), names the size no single pair of figures follows (16 MiB across two
-# nodes): trust the calibrated cluster least there.
+# Read the fitted figures as fits. NVLink at 274 GB/s per GPU is less than the 371 GB/s NCCL counts: its model
+# reaches full bandwidth sooner than the log does. The network comes out at 210 GB/s per node, about half the
+# datasheet's 400, with 2.07 µs per network step more than NCCL's table: the fit slows the tree's 512 KiB–8 MiB calls,
+# which NCCL's model gives too fast. That absorbs a shortfall of the model; it does not measure the NICs. The
+# `measure.CalibrationWarning` names the size no single pair of figures follows (16 MiB across two nodes).
 #
-# Now the same questions on the datasheet's cluster and on the measured one. Training: the plan search for
-# Llama 3.1 8B on the two nodes (global batch 256), with the default calibration's constants (Megatron-Core's,
-# fitted on published runs) on each cluster's own links. Mind that last part: on a cluster with the datasheet's
-# DGX H100 links, `parallelism.default_calibration` is the reference itself, which plans on the reference's links
-# (fitted once on these same logs, with the datasheet's network bandwidth); a cluster with links of its own, as the
-# measured one, keeps them. Replacing the calibration's links with `None` plans on the datasheet's. Serving: the
-# latency-optimal $t$ for Llama 3.1 70B at batch 1 and 4096 tokens on four such nodes, and its time per output token
-# at $t$ = 8 and 16.
+# The same questions on the datasheet's cluster and on the measured one, each planned on its own links (for the
+# datasheet's, the calibration's links set to `None`): the plan search for Llama 3.1 8B on the two nodes (global batch
+# 256), and the decode of Llama 3.1 70B at batch 1 and 4096 tokens on four such nodes, at $t$ = 8 and 16.
 
 # %%
 for label, cluster in (("datasheet", hardware.NEBIUS_H100_IB), ("measured", measured)):
@@ -369,16 +330,12 @@ for label, cluster in (("datasheet", hardware.NEBIUS_H100_IB), ("measured", meas
 
 # %% [markdown]
 # Training barely notices: the same plan wins, its exposed communication grows by 28 %, the step by 0.5 %. Serving
-# nearly changes its answer. On the datasheet, $t = 16$ (two nodes per replica) is the fastest decode by 9 %, because
-# NCCL's tree across two nodes costs only 25 µs an all-reduce in its own model (31.2 µs with the launch floor); on the
-# measured network each of the 160 all-reduces of a token costs more across nodes, and the two come within about 1 %
-# (8.35 ms against 8.44 ms): closer than the fit can tell apart. The published log decides it directly: a 16 KiB
-# all-reduce takes 17.5 µs on eight GPUs in a node and 37.2 µs on sixteen across two, so $t = 16$ pays 160 × 19.8 µs
-# = 3.16 ms more for its all-reduces and saves only half of the 5.19 ms of weight reads: $t = 8$, one node per
-# replica, wins. The fit, one pair of figures per scope over every size, misses these two sizes by a few µs each
-# (20 µs and 35.3 µs), enough to blur a 1 % decision. This is the course's motto at work: the exposed communication,
-# and the plan it picks, were assumed on the datasheet and measured here; a decision this close is read from the
-# measurement, not from a model fitted to it.
+# nearly changes its answer. On the datasheet $t = 16$ (two nodes per replica) is the fastest decode by 9 %: NCCL's
+# tree across two nodes costs only 25 µs an all-reduce in its model (31.2 µs with the launch floor). On the measured
+# network the two come within about 1 % (8.35 ms against 8.44 ms). The published logs decide: a 16 KiB all-reduce
+# takes 17.5 µs on eight GPUs in a node and 37.2 µs on sixteen across two, so $t = 16$ pays 160 × 19.8 µs = 3.16 ms
+# more and saves only half of the 5.19 ms of weight reads: $t = 8$ wins. The fit misses these two sizes by a few µs
+# each (20 µs and 35.3 µs), enough to blur a 1 % decision: read a decision this close from the measurement.
 #
 # ### Step 6 · Overlap, measured
 #
@@ -394,11 +351,10 @@ for label, cluster in (("datasheet", hardware.NEBIUS_H100_IB), ("measured", meas
 # | `nonblocking_test` | the same, calling `Testall` while the layers compute |
 # | `nonblocking_async` | `nonblocking` with MPICH's progress thread (`MPIR_CVAR_ASYNC_PROGRESS=1`) |
 #
-# The backward pass runs in one of two ways. On a GPU the host core is free while the device computes, and a NIC or
-# [copy engine](glossary.ipynb#copy-engine) moves the bytes; to model that, `device_flops_per_s=40e9` makes each layer a
-# wait of its FLOPs over 40 GFLOP/s, during which the rank's core can copy. Without it the ranks multiply matrices with
-# numpy on the same two cores that must also copy the gradient through shared memory. Live first, the modelled
-# accelerator (numbers vary; not compared):
+# On a GPU the host core is free while the device computes, and a NIC or [copy engine](glossary.ipynb#copy-engine)
+# moves the bytes; to model that, `device_flops_per_s=40e9` makes each layer a wait of its FLOPs over 40 GFLOP/s,
+# during which the rank's core can copy. Without it the ranks multiply matrices with numpy on the same two cores that
+# must also copy the gradient. Live first, the modelled accelerator:
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: a live MPI measurement; its times differ on every run
@@ -406,9 +362,8 @@ live_step = measure.measure_step(2, device_flops_per_s=40e9, progress=sys.stdout
 print(live_step.to_text(live_fit))
 
 # %% [markdown]
-# And the runs recorded for the course. To predict them, first ask which fit: the step moves a 16 MiB all-reduce
-# (or four 4 MiB buckets), far above the sizes that dominate the full-range fit. Compare both fits with the measured
-# all-reduce alone:
+# And the runs recorded for the course. To predict them, which fit? The step moves a 16 MiB all-reduce (or four
+# 4 MiB buckets), far above the sizes that dominate the full-range fit. Both fits against the all-reduce alone:
 
 # %%
 steps = {kind: measure.StepMeasurements.from_csv(next((DATA / "mpi").glob(f"*_step_{kind}.csv")))
@@ -430,16 +385,13 @@ for label, fit in (("full-range fit", ring_fit), ("1–64 MiB fit", bucket_fit))
           + f"   (+{error} against the step's)")  # fmt: skip
 
 # %% [markdown]
-# Which fit to trust? The rule of thumb says the one made at the sizes you will predict (here 1–64 MiB, where α hardly
-# matters and is clamped at 0), and it does follow the sweep there: 13.4 ms at 16 MiB against the sweep's 13.9 ms. But
-# the check against a measurement of exactly the operation you care about says otherwise: the step's own all-reduce of
-# the same 16 MiB took 7.86 ms, and against it the full-range fit (9.51 ms, 20.9 % high) beats the 1–64 MiB fit
-# (13.4 ms, 70.5 % high). The sweep and the step ran minutes apart on a shared machine and disagree with each other by
-# more than either fit does with the step, so a fit that follows the sweep at 16 MiB must miss the step; the
-# full-range fit comes closer only because it follows the sweep's smaller sizes instead. The check decides: the
-# predictions below use the full-range fit. Lesson 04's prediction (the "predicted" column:
-# `budget.exposed_after_overlap` with the buckets' fitted times, never less than the last bucket) next to the measured
-# exposed time:
+# The rule of thumb says trust the fit made at the sizes you will predict (1–64 MiB, α clamped at 0), and it follows
+# the sweep there: 13.4 ms at 16 MiB against the sweep's 13.9 ms. But the step's own all-reduce of the same 16 MiB
+# took 7.86 ms, and against it the full-range fit (9.51 ms, 20.9 % high) beats the 1–64 MiB fit (13.4 ms, 70.5 %
+# high): the sweep and the step ran minutes apart on a shared machine and disagree with each other by more than either
+# fit does with the step. A check against the very operation decides: the predictions below use the full-range fit.
+# Lesson 04's prediction (`budget.exposed_after_overlap` with the buckets' fitted times, never less than the last
+# bucket) next to the measured exposed time:
 
 # %%
 for recorded_step in steps.values():
@@ -447,19 +399,16 @@ for recorded_step in steps.values():
     print(recorded_step.to_text(ring_fit), end="\n\n")
 
 # %% [markdown]
-# Read the modelled-accelerator table from the top. `blocking` exposes the whole all-reduce, as lesson 04 says.
-# `nonblocking` is no better: MPICH moves a non-blocking collective's bytes only when a rank calls into MPI, and
-# nothing does until `Waitall`, so posting early bought nothing. Calling `Testall` while the device computes drives
-# the progress and hides most of it; what stays exposed, 3.98 ms, is about one bucket's all-reduce (the sweep took
-# 3.05 ms at 4 MiB; the fit says 2.38 ms), the last one, which starts only when the compute is done. MPICH's
-# progress thread should do the same without the `Test` calls, but it busy-polls: with two ranks on two cores it
-# competes with the ranks for the cores, and here it is no better than `blocking` (MPICH's documentation asks for a
-# free hardware thread per progress thread).
+# In the modelled-accelerator table, `blocking` exposes the whole all-reduce, as lesson 04 says. `nonblocking` is no
+# better: MPICH moves a non-blocking collective's bytes only when a rank calls into MPI, and nothing does until
+# `Waitall`. Calling `Testall` while the device computes drives the progress and hides most of it; what stays exposed,
+# 3.98 ms, is about one bucket's all-reduce (the sweep took 3.05 ms at 4 MiB; the fit says 2.38 ms), the last one.
+# MPICH's progress thread busy-polls: with two ranks on two cores it competes with them, and is no better than
+# `blocking` (MPICH asks for a free hardware thread per progress thread).
 #
-# With the backward pass on the CPU, no schedule hides the all-reduce by more than the spread: the cores that multiply
-# matrices are the ones that copy the gradient through shared memory, so every schedule pays the copy. Overlap needs an
-# agent that moves the bytes while the compute runs: a NIC's [DMA](glossary.ipynb#dma), a GPU's copy engine, or a free
-# core. Lesson 04's prediction assumes one exists.
+# With the backward pass on the CPU no schedule hides the all-reduce by more than the spread: the cores that multiply
+# are the ones that copy. Overlap needs an agent that moves the bytes while the compute runs: a NIC's
+# [DMA](glossary.ipynb#dma), a GPU's copy engine, or a free core. Lesson 04's prediction assumes one exists.
 
 # %% [markdown]
 # ## Figures
@@ -478,13 +427,6 @@ viz_measure.plot_algorithms(recorded)
 plt.show()
 
 # %% [markdown]
-# ### H100 in one node, fitted
-
-# %%
-viz_measure.plot_sweep(*gpu["1 node, 8× H100, NVLink"])
-plt.show()
-
-# %% [markdown]
 # ### Where the step's time goes (recorded, modelled accelerator)
 
 # %%
@@ -496,19 +438,15 @@ plt.show()
 #
 # "I timed the all-reduce once and it took 3 ms." Each of these changes that number:
 #
-# - **No warm-up.** The first call pays once for what the later calls reuse: it sets up connections and buffers and
-#   touches fresh pages. That one-off cost does not shrink with the message, so for a small one it can be many times
-#   the steady state. That is why benchmarks run untimed warm-up iterations first: nccl-tests prints how many in its
-#   header (`warmup iters: 5` in the two GCP logs in `course_lib/data/nccl_tests/`), and this course's sweeps take
-#   `warmup=`.
+# - **No warm-up.** The first call sets up connections and buffers and touches fresh pages, a one-off cost that
+#   does not shrink with the message: benchmarks run untimed warm-up iterations first (nccl-tests prints how many in
+#   its header; the course's sweeps take `warmup=`).
 # - **No barrier.** Without one a rank that arrives late makes the others' timers include its lateness.
-# - **The mean over ranks, or rank 0's time.** The collective is done when its last rank is; the step waits for the
-#   slowest. Report the maximum over ranks per iteration, or say which you report: nccl-tests' and OSU's defaults
-#   are averages over ranks, and nccl-tests' time is a mean over back-to-back calls, which overlap a little.
+# - **The mean over ranks, or rank 0's time.** The collective is done when its last rank is: report the maximum over
+#   ranks, or say which you report.
 # - **More ranks than cores.** MPICH's ranks busy-poll; two ranks sharing a core wait for each other's time slice,
-#   and small messages take far longer than their few microseconds: from tens of microseconds to milliseconds,
-#   varying from run to run (this machine's run below). `course_lib.measure` allows it, warns, and records
-#   `ranks_exceed_cores` in the conditions:
+#   and small messages take many times their few microseconds, varying from run to run. `course_lib.measure` allows
+#   it, warns, and records `ranks_exceed_cores` in the conditions:
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: a live MPI measurement; its times differ on every run
@@ -521,30 +459,11 @@ print(*(str(w.message) for w in caught), sep="\n")
 print(crowded.to_text(), "\nranks_exceed_cores:", crowded.conditions["ranks_exceed_cores"])
 
 # %% [markdown]
-# - **One number.** The p10–p90 spread on a shared machine is wide. In the recorded ring run (medians over its sizes):
-
-# %%
-low = sorted(row.p10_s / row.median_s - 1 for row in ring)
-high = sorted(row.p90_s / row.median_s - 1 for row in ring)
-low, high = units.format_percent(low[len(low) // 2], digits=2), units.format_percent(high[len(high) // 2], digits=2)
-print(f"p10 {low} and p90 +{high} around the median (the median over {len(ring.rows)} sizes)")
-
-# %% [markdown]
-# A difference between two algorithms smaller than this spread is not a finding.
+# - **One number.** The p10–p90 spread on a shared machine is wide (the sweeps' tables print it): a difference between
+#   two algorithms smaller than the spread is not a finding.
 
 # %% [markdown]
 # ## Self-check
-
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(
-    quiz.Question(
-        prompt="Four ranks finish an all-reduce iteration after 10, 11, 12 and 30 µs. Which time belongs in the table?",
-        options=("15.75 µs, the mean", "30 µs, the maximum", "10 µs, rank 0's"),
-        answer=1,
-        explanation="The collective (and the step after it) is done only when the slowest rank is: 30 µs.",
-    )
-)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
@@ -581,51 +500,41 @@ quiz.MultipleChoice(
 # - **1994–2005: MPI's collectives and their costs.** The MPI standard (1994) fixed the collectives' semantics;
 #   Thakur, Rabenseifner and Gropp (2005) gave MPICH the algorithms it still selects by size and rank count, with
 #   their α–β costs.
-# - **Measuring them well.** MPI micro-benchmark suites (the OSU micro-benchmarks, Intel's MPI Benchmarks) set the
-#   conventions the course builds on: warm-up, a barrier between iterations, statistics over ranks (OSU reports the
-#   average, the maximum on request; the course keeps the maximum).
+# - **Measuring them well.** The OSU micro-benchmarks and Intel's MPI Benchmarks set the conventions the course
+#   builds on: warm-up, a barrier between iterations, statistics over ranks.
 # - **nccl-tests.** NVIDIA's benchmark for its GPU collective library defined algbw and busbw, so that all-reduce
-#   logs from different rank counts can be compared with a link's bandwidth; cluster acceptance tests publish them.
+#   logs from different rank counts can be compared with a link's bandwidth.
 
 # %% [markdown]
 # ## Summary
 #
 # - Measure with warm-up, a barrier, the maximum over ranks, and report the spread; check the data.
-# - Fit $T = n\alpha + Q/B$ with the algorithm's own $n$ and $Q$, on relative errors; the residuals show where one
-#   α and one B stop describing the machine.
-# - NCCL picks an algorithm (ring, tree, NVLS) and a protocol (LL, LL128, Simple) for every call by its own cost model;
-#   `course_lib.nccl` is that model, built to rank the algorithms: with a launch floor it follows small calls and is
-#   optimistic for large ones.
-# - `measure.calibrate_cluster` turns measurements into a cluster the planner uses as it is (the default
-#   calibration keeps a measured cluster's links); a plan chosen on the datasheet may change on the measured
-#   network (here the decode's $t$: 16 on the datasheet, 8 measured).
+# - Fit $T = n\alpha + Q/B$ with the algorithm's own $n$ and $Q$, on relative errors, and read the residuals.
+# - NCCL picks an algorithm (ring, tree, NVLS) and a protocol (LL, LL128, Simple) for every call by its own cost
+#   model, which `course_lib.nccl` reproduces: it ranks well and is optimistic for large calls.
+# - `measure.calibrate_cluster` turns measurements into a cluster the planner uses; a plan chosen on the datasheet
+#   may change on the measured network (here the decode's $t$: 16 on the datasheet, 8 measured).
 # - Exposed communication is the completed step minus compute alone. Posting a non-blocking collective is not
 #   overlap: something must drive its progress, and the last bucket never hides.
 
 # %% [markdown]
 # ## Exercises
 #
-# 1. Run the live sweep with `ranks=4` for `"ring"` and `"recursive_doubling"` (you will get the ranks-exceed-cores
-#    warning on two cores). Fit both. Which α grows, and by how much? Compare with $2(p-1)$ and $\lg p$.
-# 2. Fit the H100 NVLink log once on sizes ≤ 1 MB and once on sizes ≥ 64 MB (use `Measurements(rows)` with the rows
-#    you keep). Which parameter changes, and why does NVLink SHARP make B at large sizes exceed the 450 GB/s link?
-# 3. Run `measure.measure_step(2, device_flops_per_s=40e9, buckets=1)` and again with `buckets=16`. Predict the
-#    exposed time of `nonblocking_test` for each from the fit before you run it; explain the difference with the
-#    last-bucket rule.
-# 4. Time the same sweep on your own machine (or a cluster node, with the cluster's `mpiexec`) and compare α and B
-#    with the recorded run.
-# 5. **Crossing nodes.** In lesson 04's GPT-3 plan on Selene (`hardware.SELENE_3072`, DGX A100 nodes), a
+# 1. **Crossing nodes.** In lesson 04's GPT-3 plan on Selene (`hardware.SELENE_3072`, DGX A100 nodes), a
 #    tensor-parallel group of $t = 16$ spans two nodes, and its all-reduce of the $b \cdot s \cdot h$ activations,
 #    50.3 MB (`activation_bytes = 2 * parallelism.GPT3_175B.seq_len * parallelism.GPT3_175B.hidden`), takes 593 µs.
 #    Which algorithm and protocol does NCCL pick, and why? Compute the flat ring's time with LL128 by hand (bus
 #    bandwidth min(NVLink 240 GB/s as NCCL counts it, the node's 8 × 25 GB/s) = 200 GB/s, 0.92 of it for LL128,
 #    × 16/30 for the algorithm bandwidth; latency 14 + 28 × 1.9 + 2 × 4.0 µs) and check with
 #    `nccl.candidates("all_reduce", hardware.SELENE_3072, 16, 2, activation_bytes)`.
+# 2. **The last bucket.** Run `measure.measure_step(2, device_flops_per_s=40e9, buckets=1)` and again with
+#    `buckets=16`. Predict the exposed time of `nonblocking_test` for each from the fit before you run it; explain the
+#    difference with the last-bucket rule.
 #
 # <details>
-# <summary>Answer to exercise 5</summary>
+# <summary>Answers</summary>
 #
-# 5. The flat ring through all 16 GPUs with LL128: $14 + 28 \times 1.9 + 2 \times 4.0 = 75.2\,\mu s$ of latency
+# 1. The flat ring through all 16 GPUs with LL128: $14 + 28 \times 1.9 + 2 \times 4.0 = 75.2\,\mu s$ of latency
 #    (the ring's 30 steps, 28 over NVLink and 2 across the network) and
 #    $0.92 \times 200 \times 16/30 = 98.1$ GB/s of algorithm bandwidth: 75.2 µs + 50.3 MB / 98.1 GB/s = 588 µs by
 #    NCCL's model, 593 µs with the launch floor, against 428 µs inside one node (the ring with Simple at
@@ -633,6 +542,10 @@ quiz.MultipleChoice(
 #    latency (larger costs per hop, and NCCL's × 1.4 for a ring over several nodes): 184 µs against 75.2 µs, while
 #    LL128's lower bandwidth (0.92 of Simple's) costs only 41 µs more on 50.3 MB (656 µs in all with Simple). The
 #    tree with LL128 is a close second, 589 µs.
+# 2. With one bucket nothing can start before the backward pass ends: `nonblocking_test` exposes the whole 16 MiB
+#    all-reduce, as `blocking` does (`ring_fit.predict_s(2**24)`). With 16 buckets of 1 MiB, each bucket but the last
+#    hides behind the next layer's compute (while its all-reduce is the shorter); the last starts only when the
+#    compute ends, so about one 1 MiB all-reduce stays exposed (`ring_fit.predict_s(2**20)`), plus the spread.
 #
 # </details>
 
@@ -661,9 +574,7 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## What's next
 #
-# You have measured α, B and the exposed communication on real MPI ranks, read GPU logs the same way, and put a
-# measurement back into the plan search (step 5). Take the labs: Lab 8 · measure collectives asks you to fit α and
-# B, read busbw, choose an algorithm, read exposed communication from recorded tables, and carry an nccl-tests log
-# through a calibrated cluster to a plan's exposed communication. Then
+# Lab 8 · measure collectives asks you to fit α and B, read busbw, choose an algorithm, read exposed communication
+# from recorded tables, and carry an nccl-tests log through a calibrated cluster to a plan. Then
 # [08 · Check the model against measurements](08_model_meets_measurements.ipynb) measures the whole model: its
 # memory and step time against 3,306 training runs (1,758 of which ran), where it holds and where it breaks.

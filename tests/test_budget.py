@@ -335,8 +335,8 @@ def test_lesson_04_exercise_1_exposed_gradients_do_not_depend_on_m():
     assert share[8] > share[96]
 
 
-def test_lesson_07_exercise_5_the_cross_node_all_reduce_by_hand():
-    # Lesson 07's exercise 5 (GPT-3's t = 16 all-reduce on Selene, from lesson 04): "NCCL runs the flat ring with
+def test_lesson_07_exercise_1_the_cross_node_all_reduce_by_hand():
+    # Lesson 07's exercise 1 (GPT-3's t = 16 all-reduce on Selene, from lesson 04): "NCCL runs the flat ring with
     # LL128: 75.2 µs + 50.3 MB / 98.1 GB/s = 588 µs, against 423 µs inside one node."
     activation_bytes = 2 * GPT3_175B.seq_len * GPT3_175B.hidden
     best = nccl.candidates("all_reduce", hardware.SELENE_3072, 16, 2, activation_bytes)[0]

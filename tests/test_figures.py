@@ -539,16 +539,10 @@ def _lesson_05_landscape(ns):
     return _search_texts(search, (0, paper))
 
 
-def _lesson_07_sweep(label):
-    def expected(ns):
-        if label == "ring":
-            fit = measure.fit_alpha_beta(ns["recorded"].select(algorithm="ring"))
-        else:
-            fit = measure.fit_alpha_beta(ns["gpu"][label][0], "ring")
-        rate = units.format_bandwidth(fit.bandwidth_bytes_per_s)
-        return [f_bytes(fit.crossover_bytes), str(fit.ranks), f_time(fit.latency_s), rate]
-
-    return expected
+def _lesson_07_sweep(ns):
+    fit = measure.fit_alpha_beta(ns["recorded"].select(algorithm="ring"))
+    rate = units.format_bandwidth(fit.bandwidth_bytes_per_s)
+    return [f_bytes(fit.crossover_bytes), str(fit.ranks), f_time(fit.latency_s), rate]
 
 
 def _lesson_07_step(ns):
@@ -650,9 +644,8 @@ FIGURE_NUMBERS = {
         (parallelism.LLAMA3_8B.name,),
     ),
     ("06_sequences_and_experts", "1F1B, ZB-H1 and ZB-H2", 0): (_lesson_06_schedules, "quantities", ()),
-    ("07_measure", "The recorded ring sweep against its fit", 0): (_lesson_07_sweep("ring"), "numbers", ()),
+    ("07_measure", "The recorded ring sweep against its fit", 0): (_lesson_07_sweep, "numbers", ()),
     ("07_measure", "MPICH's algorithms side by side (recorded)", 0): (lambda _ns: ["2"], "numbers", ()),
-    ("07_measure", "H100 in one node, fitted", 0): (_lesson_07_sweep("1 node, 8× H100, NVLink"), "numbers", ()),
     ("07_measure", "Where the step's time goes (recorded, modelled accelerator)", 0): (
         _lesson_07_step,
         "numbers",

@@ -28,7 +28,6 @@ from course_lib import (
     measure,
     nccl,
     parallelism,
-    pipeline,
     published_runs,
     serving,
     units,
@@ -155,15 +154,10 @@ CHECKED = {
         "8.17 s": "exercise 3: test_lesson_05_exercise_answers",
     },
     "06_sequences_and_experts": {
-        "2.0": "exercise 3's backward_time_s = t_B + t_W = 2.0 s, an input of the answer's code",
-        "0.5": "exercise 3's t_W = 0.5 s, an input of the answer's code",
         "10": "the logits' bytes per token and vocabulary entry, parallelism.memory_breakdown",
         "256": "quoted from DeepSeek-V3's report (arXiv:2412.19437): 256 routed experts per MoE layer",
         "77.6 GB": "exercise 1: t = 4, c = 2 at 262,144 tokens: test_lesson_06_exercise_answers",
         "128 GB": "exercise 1: t = 4, c = 2 at 524,288 tokens: test_lesson_06_exercise_answers",
-        "1.61 GB": "exercise 2: DBRX-shaped dispatch payload: test_lesson_06_exercise_answers",
-        "1.41 GB": "exercise 2: (e − 1)/e of it: test_lesson_06_exercise_answers",
-        "6 s": "exercise 3: ZB-H1's bubble with t_W = 0.5 s: test_lesson_06_exercise_answers",
         "15 %": "the target of test_expert_context.py::test_llama3_405b_128k_plan_is_reproduced_within_15_percent",
     },
     "07_measure": {
@@ -177,13 +171,11 @@ CHECKED = {
         "0.79": "read off the figure of model / measured time above, from 512 KiB up; no test yet",
         "4096": "the serving example's context, an input the code cell sets",
         "160": "Llama 3.1 70B's all-reduces per token, 2 per layer × 80 layers: test_lesson_04_nccl_figures",
-        "0.92": "NCCL's LL128 bandwidth share, 120/128 less its overhead (tuning model): exercise 3",
+        "0.92": "NCCL's LL128 bandwidth share, 120/128 less its overhead (tuning model): exercise 1",
         "1,758": 'lesson 08 prints "3306 runs, 1758 ran": test_course_map_examples_are_how_units_print',
         "3,306": 'lesson 08 prints "3306 runs, 1758 ran": test_course_map_examples_are_how_units_print',
         "100 ms": "the recorded run's longest times: test_lesson_07_recorded_run",
         "1 MiB": "only the live sweep prints it; the recorded run's B at 1 MiB: test_lesson_07_recorded_run",
-        "1 MB": "exercise 2's chosen cut-off, not a result",
-        "64 MB": "exercise 2's chosen cut-off, not a result",
         "450 GB/s": "NVLink 4's one-way rate per GPU, hardware.NVLINK4: test_lesson_07_recorded_run",
         "371 GB/s": "NVLink 4 as NCCL counts it: test_lesson_07_recorded_run",
         "400 Gb/s": "one InfiniBand NDR adapter, hardware.INFINIBAND_NDR_8X: test_lesson_07_recorded_run",
@@ -214,20 +206,20 @@ CHECKED = {
         "45.7 µs": "the Nebius log's 8-byte row: test_lesson_07_nccl_model",
         "30 µs": "the Nebius log's 16 B–1 KiB rows (29.9–31.4 µs): test_lesson_07_nccl_model",
         "512 KiB": "from where the model is optimistic on the Nebius log: test_lesson_07_nccl_model",
-        "50.3 MB": "exercise 5's given payload, GPT-3's b·s·h × 2 bytes: test_lesson_07_exercise_answers",
-        "593 µs": "exercise 5's given time (lesson 04 prints it): test_lesson_07_exercise_answers",
-        "240 GB/s": "exercise 5: NVLink 3 as NCCL counts it, 12 × 20 GB/s: test_lesson_07_exercise_answers",
-        "25 GB/s": "exercise 5: Selene's 200 Gb/s adapter per GPU: test_lesson_07_exercise_answers",
-        "200 GB/s": "exercise 5: test_lesson_07_exercise_answers",
-        "4.0 µs": "exercise 5's given NCCL latency per network hop with LL128: test_lesson_07_exercise_answers",
-        "75.2 µs": "exercise 5: test_lesson_07_exercise_answers",
-        "98.1 GB/s": "exercise 5: test_lesson_07_exercise_answers",
-        "588 µs": "exercise 5, NCCL's model without the floor: test_lesson_07_exercise_answers",
-        "428 µs": "exercise 5: the ring inside one node (lesson 04 prints it): test_lesson_07_exercise_answers",
-        "184 µs": "exercise 5: test_lesson_07_exercise_answers",
-        "41 µs": "exercise 5: test_lesson_07_exercise_answers",
-        "656 µs": "exercise 5: test_lesson_07_exercise_answers",
-        "589 µs": "exercise 5: test_lesson_07_exercise_answers",
+        "50.3 MB": "exercise 1's given payload, GPT-3's b·s·h × 2 bytes: test_lesson_07_exercise_answers",
+        "593 µs": "exercise 1's given time (lesson 04 prints it): test_lesson_07_exercise_answers",
+        "240 GB/s": "exercise 1: NVLink 3 as NCCL counts it, 12 × 20 GB/s: test_lesson_07_exercise_answers",
+        "25 GB/s": "exercise 1: Selene's 200 Gb/s adapter per GPU: test_lesson_07_exercise_answers",
+        "200 GB/s": "exercise 1: test_lesson_07_exercise_answers",
+        "4.0 µs": "exercise 1's given NCCL latency per network hop with LL128: test_lesson_07_exercise_answers",
+        "75.2 µs": "exercise 1: test_lesson_07_exercise_answers",
+        "98.1 GB/s": "exercise 1: test_lesson_07_exercise_answers",
+        "588 µs": "exercise 1, NCCL's model without the floor: test_lesson_07_exercise_answers",
+        "428 µs": "exercise 1: the ring inside one node (lesson 04 prints it): test_lesson_07_exercise_answers",
+        "184 µs": "exercise 1: test_lesson_07_exercise_answers",
+        "41 µs": "exercise 1: test_lesson_07_exercise_answers",
+        "656 µs": "exercise 1: test_lesson_07_exercise_answers",
+        "589 µs": "exercise 1: test_lesson_07_exercise_answers",
     },
     "08_model_meets_measurements": {
         "5.8 %": "published_report's FP8 median, printed 5.8%: test_lesson_08_published_figures",
@@ -766,13 +758,12 @@ def test_lesson_06_exercise_answers():
     ]
     assert [units.format_bytes(x) for x in totals] == ["77.6 GB", "128 GB"]
     assert totals[0] <= hardware.H100.hbm_capacity_bytes < totals[1]  # 262,144 tokens is the longest that fits
-    # DBRX's shape (h 6144, 4 of 16 experts): the payload, and what a pairwise all-to-all of 8 ranks sends of it
-    payload = 32768 * 4 * 6144 * 2
-    sent = collectives.collective_cost("all_to_all", 8, payload, "pairwise").wire_bytes
-    assert units.format_bytes(payload) == "1.61 GB" and units.format_bytes(sent) == "1.41 GB"
-    zb = pipeline.pipeline_schedule(4, 8, "zb-h1", backward_time_s=2.0, backward_weight_time_s=0.5)
-    assert units.format_time(zb.bubble_s) == "6 s" == units.format_time(3 * (1 + 1.5 - 0.5))
-    assert pipeline.pipeline_schedule(4, 8, "1f1b", backward_time_s=2.0).bubble_s == 9.0
+    # "shorter than with c = 2 and t = 8": Step 1's plan at c = 2 fits 524,288 tokens
+    eight = parallelism.ParallelPlan(
+        tensor_parallel=8, context_parallel=2, sequence_parallel=True, attention="flash", recompute="full", zero_stage=1
+    )
+    longer = dataclasses.replace(parallelism.LLAMA3_8B, seq_len=2**19)
+    assert parallelism.memory_breakdown(longer, eight).total <= hardware.H100.hbm_capacity_bytes
 
 
 def test_lesson_07_recorded_run():
@@ -881,8 +872,8 @@ def test_lesson_07_nccl_model():
 
 
 def test_lesson_07_exercise_answers():
-    # 5 (lesson 04's exercise 3 before): the t = 16 all-reduce across two of Selene's nodes (its pick and the hand
-    # values: tests/test_budget.py's test_lesson_07_exercise_5_the_cross_node_all_reduce_by_hand); the figures of the
+    # 1 (lesson 04's exercise 3 before): the t = 16 all-reduce across two of Selene's nodes (its pick and the hand
+    # values: tests/test_budget.py's test_lesson_07_exercise_1_the_cross_node_all_reduce_by_hand); the figures of the
     # answer's why
     selene, activation_bytes = hardware.SELENE_3072, 2 * parallelism.GPT3_175B.seq_len * parallelism.GPT3_175B.hidden
     assert units.format_bytes(activation_bytes) == "50.3 MB"
