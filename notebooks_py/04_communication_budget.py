@@ -319,7 +319,7 @@ print(
 # Crossing the node boundary makes each all-reduce 1.39 times slower: across two nodes NCCL runs one flat ring
 # through all 16 GPUs, with a channel on each of the node's 8 InfiniBand rails, so the ring's bus bandwidth is the
 # node's 8 × 25 GB/s, a little below NVLink, and the network's higher latency per hop makes its tuner switch
-# protocol (lesson 07's exercise 5 works it out). With twice the micro-batches each GPU also makes twice the calls:
+# protocol (lesson 07's exercise 1 works it out). With twice the micro-batches each GPU also makes twice the calls:
 # exposed tensor-parallel time grows 2.8-fold and, all of it on the critical path, the step 1.11-fold. The larger
 # group halves the memory per GPU, the only reason to accept it. This is Narayanan et al.'s first takeaway: tensor
 # parallelism up to the size of a server, pipeline parallelism across servers. (On the explorer above, set $t = 16$,
@@ -624,7 +624,7 @@ quiz.MultipleChoice(
 #    `budget.step_time` and explain.
 # 2. **Crossing nodes.** At $t = 16$ the tensor-parallel all-reduce of 50.3 MB spans two nodes and takes 593 µs,
 #    against 428 µs at $t = 8$ inside one node. Which ring runs across the two nodes (lesson 02), which link bounds
-#    its bandwidth, and how many of its steps cross the network? (Lesson 07's exercise 5 works out NCCL's pick by
+#    its bandwidth, and how many of its steps cross the network? (Lesson 07's exercise 1 works out NCCL's pick by
 #    hand, protocol and all.)
 # 3. **Strong scaling.** Repeat the strong-scaling experiment with a global batch of 3072. At 3072 GPUs, what
 #    share of the step is exposed communication, and what is the efficiency?
