@@ -12,8 +12,7 @@
 # # 01 · Count the work: FLOPs, bytes and the roofline
 #
 # Before a model can be split across devices you need two numbers for it: how much arithmetic one training step
-# performs, and how many bytes it must hold and move. This lesson counts both, from a single multiply-accumulate up
-# to a full training run, and shows when an accelerator is limited by its arithmetic and when by its memory.
+# performs, and how many bytes it must hold and move.
 
 # %% [markdown]
 # ## What you'll learn
@@ -31,9 +30,8 @@
 # %% [markdown]
 # ## Prerequisites
 #
-# None: this is the first lesson. It assumes you can read Python and numpy, that you know how a matrix product is
-# defined (row times column, summed), and that you have met a neural-network layer as "multiply by a weight matrix,
-# then apply a nonlinearity".
+# None: this is the first lesson. It assumes you can read Python and numpy, know how a matrix product is defined,
+# and have met a neural-network layer as "multiply by a weight matrix, then apply a nonlinearity".
 #
 # **Time to learn:** about 2.0 hours by the course's rule
 # ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
@@ -53,7 +51,6 @@ from course_lib.widgets import quiz
 # ## Mechanism
 #
 # Accelerators are built to do one thing very fast: multiply two numbers and add the product to a running sum.
-# Everything in this lesson follows from that one operation.
 #
 # 1. **A multiply-accumulate is two FLOPs.** `c += x * y` is a multiply and an add. Papers and
 #    datasheets count FLOPs, not MACs, so one MAC counts as 2 FLOPs.
@@ -66,8 +63,7 @@ from course_lib.widgets import quiz
 #    memory: the DRAM stacked beside the chip) and its output written back. Arithmetic and memory traffic each take
 #    time; whichever takes longer sets the pace.
 # 5. **Training holds more than the weights.** Gradients and optimizer state sit next to the parameters, 16 bytes
-#    per parameter in all with mixed-precision Adam. For large models that exceeds one device's memory, and the
-#    rest of the course is about dividing it, and the work, among devices.
+#    per parameter in all with mixed-precision Adam: for a large model, more than one device can hold.
 #
 # Step 2 can be checked by brute force. `compute.count_matmul_operations` multiplies two small matrices the
 # schoolbook way and counts every scalar multiply and add. Here it multiplies a $2\times 3$ by a $3\times 4$ matrix.
@@ -86,11 +82,9 @@ print(f"exact operation count: {units.format_flops(multiplies + adds)}")
 print(f"2MNK convention:       {units.format_flops(compute.gemm_flops(m, n, k))}")
 
 # %% [markdown]
-# Each of the 8 outputs took 3 multiplies but only 2 adds: the first product starts the sum instead of being added
-# to zero. The exact count is $MN(2K-1) = 40$, the convention says $2MNK = 48$. The convention counts the first
-# add as if it were there, which is what the hardware does (a MAC unit adds to an accumulator that starts at zero)
-# and what makes the formula simple. The gap is $MN$ operations out of $2MNK$, a fraction $1/(2K)$, which vanishes
-# for the $K$ in the thousands that real layers have:
+# Each of the 8 outputs took 3 multiplies but only 2 adds: the first product starts the sum. The exact count is
+# $MN(2K-1) = 40$, the convention $2MNK = 48$ counts the first add too, as the hardware does (a MAC unit adds to an
+# accumulator that starts at zero). The gap, a fraction $1/(2K)$, vanishes for the $K$ in the thousands of real layers:
 
 # %%
 print(f"{'shape':>22} {'exact MN(2K−1)':>16} {'2MNK':>12} {'convention over exact':>22}")
@@ -273,14 +267,12 @@ print(
 print(f"LLaMA-3 70B on 15T tokens, 6PD: {units.format_flops(llama3_70b)}  (scaling book: 6.3e24)")
 
 # %% [markdown]
-# Eq. (4) reproduces the paper's 34 and 84 days. Note what it needs as input: $X$, the rate each GPU *actually
-# achieved* (140 and 163 TFLOP/s), not the A100's 312 TFLOP/s peak. The misconception section below returns to
-# that gap.
+# Eq. (4) reproduces the paper's 34 and 84 days from $X$, the rate each GPU *actually achieved* (140 and
+# 163 TFLOP/s), not the A100's 312 TFLOP/s peak (the misconception below).
 #
 # ### Parameter count: Eq. (2) against Narayanan et al. Table 1
 #
-# The paper lists the parameter count of each configuration it trained. Eq. (2) reproduces the printed values
-# (all with $V = 51200$, $s = 2048$):
+# Eq. (2) against the parameter counts the paper prints for the configurations it trained ($V = 51200$, $s = 2048$):
 
 # %%
 table1 = [
@@ -299,13 +291,13 @@ for layers, hidden, printed in table1:
     )
 
 # %% [markdown]
-# Every row agrees to the printed precision. The $12lh^2$ term is nearly all of each count (last column), and more
-# of it the larger the model: a transformer's parameters live in its weight matrices.
+# Every row agrees to the printed precision, and the $12lh^2$ term is nearly all of each count: a transformer's
+# parameters live in its weight matrices.
 #
 # ### Roofline: which GEMMs can use the peak?
 #
 # The presets in `course_lib.hardware` carry each accelerator's dense bf16 peak, HBM bandwidth and capacity, each
-# with its source. Their ridge points:
+# with its source, and so its ridge point:
 
 # %%
 print(f"{'accelerator':<16} {'peak bf16':>14} {'HBM bandwidth':>14} {'ridge point':>16} {'HBM':>8}")
@@ -344,10 +336,9 @@ for m, k, n in gemm_shapes:
 
 # %% [markdown]
 # The first three GEMMs take almost the same time, 40.1 to 41.3 µs: the time it takes to read the 134 MB weight
-# matrix from HBM. Going from 8 to 128 tokens does 16 times the work for 3 % more time, because the weights are
-# read once either way. Only the training-sized GEMM, at an intensity of 2731 FLOP/byte, is compute-bound and
-# can run at the 989 TFLOP/s peak. This is why inference batches tokens together, and why a decode step with few
-# tokens is memory-bound no matter how fast the arithmetic is.
+# matrix from HBM, once however many tokens use it. Only the training-sized GEMM, at 2731 FLOP/byte, is
+# compute-bound and can run at the 989 TFLOP/s peak. This is why inference batches tokens together, and why a
+# decode step with few tokens is memory-bound however fast the arithmetic is.
 #
 # ### The first memory budget
 #
@@ -377,11 +368,9 @@ for name, params in models:
 
 # %% [markdown]
 # The first row is ZeRO's own example: GPT-2 needs 24 GB for model states while its fp16 parameters alone are
-# 3 GB. It fits on one H100, with room for activations. At 7.5 billion parameters the model states (120 GB)
-# already exceed an 80 GB GPU; of the accelerators above only the H200 (141 GB) and the B200 (192 GB) could hold
-# them, with little room left for anything else. GPT-3's 2.8 TB needs at least 35 H100s just to be stored, before
-# a single activation. This is the first reason to split a model across devices:
-# it does not fit in one. The arithmetic is the second: the 34 days above already assume 1024 GPUs.
+# 3 GB. At 7.5 billion parameters the model states (120 GB) already exceed an 80 GB GPU; GPT-3's 2.8 TB needs at
+# least 35 H100s just to be stored, before a single activation. That is the first reason to split a model across
+# devices; the arithmetic is the second: the 34 days above already assume 1024 GPUs.
 
 # %% [markdown]
 # ## Figures
@@ -423,13 +412,12 @@ plt.show()
 
 # %% [markdown]
 # Left of each ridge point the roofline climbs with slope 1: the rate is intensity × bandwidth, and a faster chip
-# helps only if its memory is faster. The matrix–vector and decode-like GEMMs sit far down that slope; the
-# training GEMM sits on the flat roof. Note that the B200's ridge (281 FLOP/byte) is not far from the H100's
-# (295): both peak and bandwidth grew, so the same kernels stay memory-bound.
+# helps only if its memory is faster. The B200's ridge (281 FLOP/byte) is close to the H100's (295): peak and
+# bandwidth grew together, so the same kernels stay memory-bound.
 #
 # The first memory budget as a picture: the model states of three of the models above, each on a single device,
-# against the 80 GB of an H100 (dashed). Activations are left at zero here; lesson 03 adds them. GPT-3's bar is far
-# off that scale, so the right panel draws it again on its own.
+# against the 80 GB of an H100 (dashed); lesson 03 adds activations. The right panel draws GPT-3's bar on its own
+# scale.
 
 # %%
 model_states = {
@@ -454,9 +442,7 @@ for name, states in model_states.items():
 
 # %% [markdown]
 # The optimizer state (green), not the fp16 parameters, is three quarters of each model's states: $12$ of the $16$
-# bytes, as the right panel shows for GPT-3. GPT-2 fits with room to spare; the 7.5B model is 1.5 times the device;
-# GPT-3 is 35 times it. Lesson 03 shows how ZeRO cuts exactly this bar by partitioning it across data-parallel
-# devices.
+# bytes. Lesson 03 shows how ZeRO cuts exactly this bar by partitioning it across data-parallel devices.
 
 # %% [markdown]
 # ## Misconception
@@ -484,14 +470,11 @@ print(
 )
 
 # %% [markdown]
-# About half the peak, and that was a record at the time. Both published rates are *hardware* FLOPs: they count the
-# forward pass that full recomputation runs a second time, so they are a **hardware FLOPs utilisation (HFU)**. The
-# **model FLOPs utilisation (MFU)**, which counts only the 6 FLOPs per parameter and token the model needs, is 6/8
-# of it (the last figures above); the Ultra-Scale Playbook's runs, lesson 08, report MFU. Planning with the peak would have
-# promised 15.2 days for a run that took 34. Time estimates in this course therefore take an achieved rate or an
-# explicit efficiency, never the bare peak. (A related trap is a factor of two: some hardware documents count MACs
-# per second, not FLOPs per
-# second. One MAC is two FLOPs.)
+# About half the peak, and that was a record at the time. Both published rates count the forward pass that full
+# recomputation runs a second time: they are a **hardware FLOPs utilisation (HFU)**. The **model FLOPs utilisation
+# (MFU)** counts only the 6 FLOPs per parameter and token the model needs, 6/8 of it; the Ultra-Scale Playbook's
+# runs, lesson 08, report MFU. Planning with the peak would have promised 15.2 days for a run that took 34, so time
+# estimates in this course take an achieved rate or an explicit efficiency, never the bare peak.
 
 # %% [markdown]
 # ## Self-check
@@ -566,8 +549,7 @@ quiz.MultipleChoice(
 #
 # - **2009: the roofline model.** Williams, Waterman and Patterson proposed plotting attainable performance against
 #   operational intensity, with a flat roof at peak compute and a slanted one at memory bandwidth, to show at a
-#   glance which resource limits a kernel on a multicore chip. The same picture is now the standard way to reason
-#   about accelerators.
+#   glance which resource limits a kernel on a multicore chip.
 # - **2020: $C \approx 6N$ per token.** Kaplan et al.'s scaling-law paper counted the forward pass of a
 #   transformer as about $2N$ add-multiply operations per token, "the factor of two comes from the
 #   multiply-accumulate operation used in matrix multiplication", and the backward pass as twice that, giving the
@@ -576,9 +558,8 @@ quiz.MultipleChoice(
 #   mixed-precision Adam, $2\Psi + 2\Psi + 12\Psi$, and showed that it, not the fp16 weights, is what limits the
 #   model a data-parallel GPU can train.
 # - **2021: FLOPs per iteration and training time.** Narayanan et al. (SC'21) derived Eq. (2)–(4), GEMM by GEMM,
-#   to report the throughput of their 3072-GPU runs as a fraction of peak, and to estimate training times
-#   (34 days for GPT-3, 84 for a trillion parameters). The same paper is the course's main source for how tensor,
-#   pipeline and data parallelism combine (lesson 03).
+#   to report the throughput of their 3072-GPU runs as a fraction of peak and to estimate training times. The same
+#   paper is the course's main source for how tensor, pipeline and data parallelism combine (lesson 03).
 
 # %% [markdown]
 # ## Summary
@@ -605,11 +586,6 @@ quiz.MultipleChoice(
 #    would take on 1024 A100s achieving 140 TFLOP/s each. Why is the answer shorter than Eq. (4)'s 34 days?
 # 3. On an A100 (dense bf16), what is the smallest number of tokens $M$ for which the GEMM
 #    $[M\times 8192]\cdot[8192\times 8192]$ is compute-bound?
-# 4. A 7-billion-parameter model: do its model states fit on one 80 GB H100 for mixed-precision Adam training?
-#    Do its fp16 parameters fit for inference?
-# 5. Two GEMMs against the exact count $MN(2K-1)$: (a) an outer product $[M\times 1]\cdot[1\times N]$ ($K = 1$): by
-#    what factor does $2MNK$ overcount it? (b) A GEMM with $K = 4096$, such as $[M\times 4096]\cdot[4096\times N]$:
-#    by what percentage does $2MNK$ overcount it?
 #
 # <details>
 # <summary>Answers</summary>
@@ -623,10 +599,6 @@ quiz.MultipleChoice(
 # 3. The A100's ridge is 312 TFLOP/s / 2.039 TB/s ≈ 153 FLOP/byte. The intensity
 #    $8192M/(2M + 8192)$ first exceeds it at $M = 159$ (`compute.arithmetic_intensity` gives 153.06 there and
 #    152.1 at $M = 158$). Rule of thumb: intensity ≈ $M$, slightly less.
-# 4. `parallelism.zero_model_state_bytes(7e9, 1, 0)` = 112 GB: no, the model states alone exceed 80 GB. The fp16
-#    parameters are 2 × 7e9 = 14 GB: yes, with room for the inference cache.
-# 5. (a) $K = 1$: exactly $MN$ multiplies and no adds, against $2MNK = 2MN$: a factor of 2. (b) $K = 4096$:
-#    $2K/(2K-1) - 1 = 1/(2K-1) = 1/8191 \approx 0.012\,\%$, whatever $M$ and $N$ are.
 #
 # </details>
 

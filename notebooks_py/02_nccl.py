@@ -13,9 +13,7 @@
 #
 # As soon as a model is split across devices, the pieces must exchange data: gradients are summed across replicas,
 # partial results of a split matrix multiply are combined, shards of parameters are gathered before use. These
-# exchanges are **collectives**, operations that every device of a group calls together. This lesson shows what
-# each collective does, how the ring all-reduce moves its chunks, and how long a collective takes: a latency term
-# plus a payload-transfer term.
+# exchanges are **collectives**, operations that every device of a group calls together.
 
 # %% [markdown]
 # ## What you'll learn
@@ -95,37 +93,11 @@ for op in ("broadcast", "reduce", "all_reduce", "reduce_scatter", "all_gather", 
 # %% [markdown]
 # Read the sums: all-reduce leaves $10+20+30+40 = 100$ (plus $4j$) in chunk $j$ on every rank; reduce leaves it
 # only on the root (the other ranks keep their inputs); reduce-scatter leaves chunk $r$ of it on rank $r$. In the
-# all-to-all, rank $j$ ends with element $j$ of every rank's buffer: 10 + j, 20 + j, 30 + j, 40 + j. This is a
-# transpose of the ranks × blocks grid. Every simulated result matches the numpy reference. The *Figures* section
-# draws the same data as before/after grids.
-#
-# Why does broadcast take 5 steps here, more than the $p - 1 = 3$ of passing the buffer along a ring? Its "ring"
-# algorithm is MPICH's broadcast for long messages (Thakur et al. 2005): a binomial-tree **scatter** first hands
-# each rank its own chunk, in $\lceil\lg p\rceil = 2$ steps, then a ring **all-gather** circulates the chunks, in
-# $p - 1 = 3$ steps. Which rank sends what at each step (a row per rank, a column per step, each arrow labelled
-# with the chunks it carries, c0–c3 of the 4-element buffer):
-
-# %%
-fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
-viz.plot_collective_steps("broadcast", "ring", ranks=ranks, ax=ax)
-viz.collective_steps_legend(fig)
-plt.show()
-broadcast = simulate.simulate("broadcast", ranks, inputs, algorithm="ring")
-largest = [max(t.elements for t in step) * broadcast.inputs[0].itemsize for step in broadcast.steps]
-print(
-    f"S = {units.format_bytes(broadcast.payload_bytes)}; the largest message of each step: "
-    + ", ".join(units.format_bytes(b) for b in largest)
-    + f"; Q = {units.format_bytes(sum(largest))} = 2(p − 1)/p · S"
-)
-print(
-    f"the whole buffer passed along a chain of {ranks} ranks instead: {ranks - 1} steps, "
-    f"Q = {units.format_bytes((ranks - 1) * broadcast.payload_bytes)}"
-)
-
-# %% [markdown]
-# The scatter sends half the buffer in its first step and a quarter in its second; each all-gather step moves one
-# chunk. Passing the whole 32 B buffer along a chain of 4 ranks would take 3 steps but put 96 B on the critical
-# path; this schedule takes 5 steps and 48 B, and for large buffers the bytes are what count.
+# all-to-all, rank $j$ ends with element $j$ of every rank's buffer: a transpose of the ranks × blocks grid. The
+# *Figures* section draws the same data as before/after grids. (Broadcast takes 5 steps, not the $p - 1 = 3$ of
+# passing the buffer along: MPICH's long-message broadcast, Thakur et al. 2005, scatters the chunks down a binomial
+# tree in $\lceil\lg p\rceil = 2$ steps, then all-gathers them around the ring in $p - 1$, so that each step
+# carries a chunk, not the whole buffer.)
 #
 # ### Ring all-reduce, step by step
 #
@@ -138,31 +110,24 @@ print(
 # 2. **All-gather, $p-1$ steps.** The finished chunks travel around the ring once more, this time overwriting,
 #    until every rank holds all of them.
 #
-# Here are the recorded transfers of the four-rank ring:
+# The four-rank ring, every step, as `course_lib.simulate` records it: the shade of a chunk counts the ranks'
+# contributions it holds; arrows carry the chunk of their column to the next rank (rank 3's goes round to rank 0);
+# outlined copies are the ones just received.
 
 # %%
+viz.plot_ring_allreduce_steps(ranks=ranks)
+plt.show()
 ring = simulate.simulate("all_reduce", ranks, inputs, algorithm="ring")
-for step, transfers in enumerate(ring.steps, start=1):
-    phase = "reduce-scatter: the receiver adds" if step <= ranks - 1 else "all-gather: the receiver copies"
-    print(f"step {step} ({phase})")
-    for t in transfers:
-        print(f"    rank {t.src} → rank {t.dst}: chunk {t.chunks[0]}")
-    finished = ring.holdings(step)
-    print(
-        "    finished chunks: "
-        + "; ".join(f"rank {r}: {[int(c) for c in np.flatnonzero(finished[r])]}" for r in range(ranks))
-    )
 print(
     f"steps: {ring.step_count} = 2(p − 1); each rank sends {ring.critical_path_elements} elements in all, "
     f"= 2(p − 1)/p × {inputs[0].size} elements"
 )
 
 # %% [markdown]
-# After step 3 each rank holds exactly one finished chunk (rank $r$ holds chunk $r$); after step 6 every rank holds
-# all four. Every step, every link of the ring is busy and carries one chunk, $S/p$ of the buffer. So each rank
-# sends $2(p-1)$ chunks, $2(p-1)/p \cdot S$ in total, which stays just under $2S$ however many ranks there are:
-# the traffic on each link is nearly constant as the ring grows, while the number of steps grows with $p$. Those
-# two facts are the cost model.
+# After step 3 each rank holds one finished chunk (rank $r$ holds chunk $r$); after step 6 every rank holds all
+# four. Every step, every link of the ring carries one chunk, $S/p$ of the buffer, so each rank sends
+# $2(p-1)/p \cdot S$ in all, just under $2S$ however many ranks there are, while the number of steps grows with $p$.
+# Those two facts are the cost model.
 
 # %% [markdown]
 # ## The science
@@ -185,15 +150,12 @@ print(
 # | $p$ | `ranks` | ranks in the communicator | count |
 #
 # **Collective cost is latency plus payload transfer.** The first term counts how many times the algorithm pays
-# the startup cost; the second, how long its bytes occupy the slowest link. Small messages are latency-limited
-# (the $n\alpha$ term dominates), large messages bandwidth-limited ($Q/B_\text{eff}$ dominates).
+# the startup cost; the second, how long its bytes occupy the slowest link.
 #
 # *Assumptions.* This is a coarse model. Contention between messages sharing a link, overlap with computation,
-# the cost of the reduction arithmetic (a third term, $\gamma$ per byte reduced, zero by default in
-# `collectives.collective_time`),
-# and protocol behaviour (NCCL switches between protocols and chunk sizes by message size) can all change both
-# terms. $\alpha$ and $B_\text{eff}$ are therefore best fitted to measurements of the system at hand, not read off
-# a datasheet. No single collective algorithm is assumed to be the right one everywhere, and published
+# the reduction arithmetic (a third term, $\gamma$ per byte reduced, zero by default in
+# `collectives.collective_time`) and protocol switching can all change both terms, so $\alpha$ and
+# $B_\text{eff}$ are best fitted to measurements of the system at hand, not read off a datasheet. Published
 # measurements and topologies are examples, not interchangeable performance constants.
 #
 # ### Algorithms for all-reduce
@@ -202,7 +164,7 @@ print(
 # (`collectives.ring_allreduce_time(ranks, payload_bytes, bandwidth_bytes_per_s, latency_s)`):
 # $$T_\text{ring} = 2(p-1)\,\alpha + \frac{2(p-1)}{p}\cdot\frac{S}{B}$$
 # Its bandwidth term is optimal: $2(p-1)/p \cdot S$ per rank is the least an all-reduce must send (Patarasuk & Yuan
-# 2009, History). Its latency term, though, grows linearly with $p$. Other algorithms trade the two terms differently
+# 2009). Its latency term, though, grows linearly with $p$. Other algorithms trade the two terms differently
 # (`collectives.collective_cost(op, ranks, payload_bytes, algorithm)`; the first four from the MPICH
 # implementations of Thakur et al., the last from NCCL; $\lg$ is $\log_2$, recursive doubling and Rabenseifner
 # need a power-of-two $p$):
@@ -230,60 +192,48 @@ for algorithm in ("ring", "binomial_tree", "recursive_doubling", "rabenseifner")
     print(f"{algorithm:<19} collective_cost for S = 32 B: n = {cost.phases}, Q = {units.format_bytes(cost.wire_bytes)}")
 
 # %% [markdown]
-# - **Ring:** every rank sends one chunk to its right neighbour in every step (the arrow from rank 3 wraps back to
-#   rank 0): 3 steps that add (reduce-scatter), 3 that copy (all-gather), 6 chunks of 8 B on the critical path.
-# - **Binomial tree:** ranks 1 and 3 send the *whole* buffer to ranks 0 and 2, rank 2 sends its partial sum to
-#   rank 0; then rank 0 sends the sum back down the same tree. Few ranks work in each step, and every message is
-#   the whole 32 B: 4 × 32 B = 128 B.
+# - **Ring:** every rank sends one chunk to its right neighbour in every step: 3 steps that add (reduce-scatter),
+#   3 that copy (all-gather), 6 chunks of 8 B on the critical path.
+# - **Binomial tree:** partial sums go up the tree to rank 0, then the sum comes back down. Few ranks work in each
+#   step, and every message is the whole 32 B: 4 × 32 B = 128 B.
 # - **Recursive doubling:** partners at distance 1, then 2, swap whole buffers and add: 2 steps, but 2 × 32 B.
 # - **Rabenseifner:** the same partners, but each sends only the half (then the quarter) of the buffer the other
-#   will own: recursive halving (red) leaves rank r with chunk r summed, then recursive doubling (blue) gathers the
-#   chunks back, 16 + 8 + 8 + 16 = 48 B in 4 steps: the ring's bytes in $2\lg p$ steps.
+#   will own: recursive halving (red) leaves rank r with chunk r summed, recursive doubling (blue) gathers the
+#   chunks back, 16 + 8 + 8 + 16 = 48 B: the ring's bytes in $2\lg p$ steps. It needs partners at growing
+#   distances, which a real topology may not offer at full bandwidth.
 #
-# Rabenseifner's algorithm has the ring's optimal bandwidth term with only $2\lg p$ phases; it needs partners at
-# growing distances rather than neighbours only, which a real topology may not offer at full bandwidth. (The double
-# binary tree is not drawn: `course_lib.simulate` does not run its pipelined chunks.)
-#
-# The **binomial tree** is MPICH's unpipelined tree: every one of its $2\lceil\lg p\rceil$ phases moves all $S$
-# bytes. NCCL's tree all-reduce (since NCCL 2.4) is a **double binary tree**, the table's last row:
-# $2\lfloor\lg p\rfloor$ phases and about $2S$ per rank (the optional section below derives them).
-#
-# ### Going deeper (optional): the double binary tree, derived
-#
-# Later lessons use only the table's row. The double binary tree is the two-tree scheme of Sanders, Speck & Träff
-# (2009): two binary trees over the same ranks, each rank an inner node in one and a leaf in the other. Each tree
+# NCCL's tree all-reduce (since NCCL 2.4) is the table's last row, a **double binary tree** (Sanders, Speck & Träff
+# 2009): two binary trees over the same ranks, each rank an inner node in one and a leaf in the other. Each tree
 # reduces half of the buffer up to its root and broadcasts it back down, streamed in $k$ chunks so that every level
-# works at once. α is paid once per level each way, $2\lfloor\lg p\rfloor$ (NCCL's own tuning model has the same
-# $2\log_2$ form). The busiest rank sends $S/2$ up and $S/2$ to each of two children in the tree where it is inner,
-# and $S/2$ up in the other, $2S$ in all; the first chunk's trip up and down adds $2\lfloor\lg p\rfloor$ chunks of
-# $S/(2k)$. The course takes $k$ = `collectives.DOUBLE_BINARY_TREE_CHUNKS` = 64, an assumption (NCCL cuts
-# fixed-size chunks, so its $k$ grows with $S$). This cost is derived, not simulated: `course_lib.simulate` runs
-# unpipelined steps and refuses this algorithm.
+# works at once: α is paid once per level each way, $2\lfloor\lg p\rfloor$. The busiest rank sends $S/2$ up and
+# $S/2$ to each of two children in the tree where it is inner, and $S/2$ up in the other, $2S$ in all; the first
+# chunk's trip adds $2\lfloor\lg p\rfloor$ chunks of $S/(2k)$, with $k$ = `collectives.DOUBLE_BINARY_TREE_CHUNKS`
+# = 64, an assumption (NCCL cuts fixed-size chunks, so its $k$ grows with $S$). This cost is derived, not drawn:
+# `course_lib.simulate` runs unpipelined steps only.
 #
 # ### Latency-bound or bandwidth-bound: the crossover
 #
 # The two terms are equal at the payload $S^*$ (`collectives.latency_bandwidth_crossover_bytes`). For the ring,
 # $2(p-1)\alpha = 2\frac{p-1}{p}\frac{S^*}{B}$ gives
 # $$S^*_\text{ring} = p\,\alpha\,B$$
-# Below $S^*$ the collective is latency-bound: halving the payload barely changes its time, and an algorithm
-# with fewer phases wins. Above it, bandwidth-bound: time grows linearly with the payload, and the algorithm with
-# the smallest $Q$ wins.
+# Below $S^*$ the collective is latency-bound: halving the payload barely changes its time, and fewer phases win.
+# Above it, bandwidth-bound: time grows linearly with the payload, and the smallest $Q$ wins.
 #
 # ### algbw and busbw: how nccl-tests reports bandwidth
 #
 # NVIDIA's nccl-tests measure a collective's time $T$ for a buffer of $S$ bytes and print two bandwidths
 # (`doc/PERFORMANCE.md`):
 #
-# - **algbw** $= S/T$ (`collectives.algbw_bytes_per_s`): useful for predicting how long an operation of another
-#   size takes, but it depends on $p$: a ring all-reduce's algbw falls as ranks are added.
+# - **algbw** $= S/T$ (`collectives.algbw_bytes_per_s`); it depends on $p$: a ring all-reduce's algbw falls as
+#   ranks are added.
 # - **busbw** $=$ algbw $\times$ factor (`collectives.busbw_bytes_per_s`, `collectives.busbw_factor`), with the
 #   factor chosen so that busbw is the bandwidth each rank's link actually sustained, comparable with the
 #   hardware's one-way link bandwidth independently of $p$. For all-reduce the factor is $2(p-1)/p$, exactly the
 #   ring's $Q/S$; for reduce-scatter, all-gather and all-to-all $(p-1)/p$; for broadcast, reduce and send/recv 1.
 #
-# The factor is derived from the minimum traffic per rank, so it holds "independent of the algorithm used" as long
-# as the algorithm moves data point to point. A busbw above the link's wire rate is therefore a sign that the
-# hardware did something else, such as reducing inside the switch.
+# The factor is derived from the minimum traffic per rank, so it holds for any algorithm that moves data point to
+# point. A busbw above the link's wire rate is a sign that the hardware did something else, such as reducing inside
+# the switch.
 #
 # ### What a bandwidth figure means
 #
@@ -294,13 +244,12 @@ for algorithm in ("ring", "binomial_tree", "recursive_doubling", "rabenseifner")
 #   direction, so $B$ is the *one-way* figure, half the two-way one.
 # - **Scope** (`scope`): *per link*, *per GPU* or *per node*. Network bandwidth is often quoted per node (all its
 #   network adapters, its [NICs](glossary.ipynb#nic), together); in an all-reduce every GPU works at the same time,
-#   so each gets its share. TPU interconnect (ICI, e.g. `hardware.ICI_V4`) is quoted per link and per direction:
-#   each chip has six links, two per axis of a 3D torus (Jouppi et al. 2023), and a collective drives as many of
-#   them as the topology lets it (`one_way_bytes_per_s_per_device(links_per_device=...)`): such figures are
-#   examples, not constants that carry over to another machine.
+#   so each gets its share. TPU interconnect (ICI, `hardware.ICI_V4`) is quoted per link and per direction: each
+#   chip has six links, two per axis of a 3D torus (Jouppi et al. 2023), and a collective drives as many of them as
+#   the topology lets it (`one_way_bytes_per_s_per_device(links_per_device=...)`).
 # - **Basis** (`basis`): *nominal* (datasheet, signalling rate) or *measured* (a benchmark such as nccl-tests).
-#   Measured is lower (370 GB/s against NVLink 4's 450 GB/s one-way, below), because of protocol overhead and
-#   imperfect overlap of the transfers.
+#   Measured is lower (370 GB/s against NVLink 4's 450 GB/s one-way, below): protocol overhead and imperfect
+#   overlap of the transfers.
 #
 # `Link.one_way_bytes_per_s_per_device(devices_per_node)` converts any preset into the one-way, per-GPU figure the
 # α–β formulas need.
@@ -320,8 +269,8 @@ for algorithm in ("ring", "binomial_tree", "recursive_doubling", "rabenseifner")
 #
 # $$T_\text{hier} = T_\text{RS}^\text{NVLink}(G, S) + T_\text{ring}^\text{net}(N_\text{nodes}, S/G) + T_\text{AG}^\text{NVLink}(G, S)$$
 #
-# This is the communication-budget principle in miniature: put the frequent, heavy exchanges on the links that
-# can carry them, and send only what must cross the slow links.
+# This is the communication-budget principle in miniature: keep the heavy exchanges on the fast links, and send
+# only what must cross the slow ones.
 
 # %% [markdown]
 # The step counts and bytes of the model are the ones the simulation records. For each collective of the
@@ -341,18 +290,17 @@ for op in collectives.OPS:
     )
 
 # %% [markdown]
-# They agree row by row: the α–β model's $n$ and $Q$ are counts of what the algorithm does, not fitted
-# parameters. Only $\alpha$ and $B_\text{eff}$ come from the hardware.
+# They agree row by row: $n$ and $Q$ are counts of what the algorithm does; only $\alpha$ and $B_\text{eff}$ come
+# from the hardware.
 
 # %% [markdown]
 # ## Worked example
 #
 # ### A synthetic collective: four phases and 100 MB
 #
-# Four latency-bearing phases at 5 µs each, plus 100 MB moved at 50 GB/s (`collectives.comm_time`). A real
-# collective has its $n$ and $Q$ from its algorithm; `collectives.time_terms` splits its time into the two terms
-# and names the regime. Here the synthetic collective, and a 4-rank ring all-reduce of the same 100 MB at the same α and
-# $B$:
+# Four latency-bearing phases at 5 µs each, plus 100 MB moved at 50 GB/s (`collectives.comm_time`); then a 4-rank
+# ring all-reduce of the same 100 MB at the same α and $B$, split by `collectives.time_terms` into its two terms
+# with its regime named:
 
 # %%
 synthetic = collectives.comm_time(4, 5 * units.US, 100 * units.MB, 50 * units.GB)
@@ -370,9 +318,8 @@ print(
 
 # %% [markdown]
 # The synthetic collective takes about 2.02 ms, of which the four phases are only 20 µs: it is bandwidth-bound, and
-# so is the ring all-reduce of the same buffer (30 µs of phases, 3 ms on the wire, 99 % of its time). Beside 1 ms of
-# computation this communication is exposed on the critical path unless a valid overlap schedule hides it; lesson
-# 04 works out when one exists.
+# so is the ring all-reduce (30 µs of phases, 3 ms on the wire). Beside 1 ms of computation this communication is
+# exposed on the critical path unless an overlap schedule hides it; lesson 04 works out when one exists.
 #
 # ### All-reduce algorithms side by side
 #
@@ -398,15 +345,15 @@ for name in algorithms:
 
 # %% [markdown]
 # At 1 kB every algorithm is latency-bound and recursive doubling wins with only $\lg 8 = 3$ phases against the
-# ring's 14. From 1 MB up the bandwidth term takes over and Rabenseifner, which moves the minimum $2(p-1)/p \cdot S$
-# in fewer phases than the ring, wins; by 16 MB recursive doubling and the binomial tree, which move the whole buffer
-# several times, have fallen behind even the ring. The ring's crossover is $p\alpha B$ = 8 × 5 µs × 50 GB/s = 2 MB:
-# data-parallel gradients, sent in pieces of tens of MB (lessons 03 and 04), are bandwidth-bound, the small
-# all-reduces of inference latency-bound. On paper Rabenseifner also beats the double binary tree everywhere; NCCL
-# runs the tree because each of its messages goes between neighbours of a tree, which maps onto real topologies.
+# ring's 14. From 1 MB up Rabenseifner, which moves the minimum $2(p-1)/p \cdot S$ in fewer phases than the ring,
+# wins; by 16 MB recursive doubling and the binomial tree, which move the whole buffer several times, have fallen
+# behind even the ring. The ring's crossover is $p\alpha B$ = 8 × 5 µs × 50 GB/s = 2 MB: data-parallel gradients,
+# sent in pieces of tens of MB (lessons 03 and 04), are bandwidth-bound, the small all-reduces of inference
+# latency-bound. On paper Rabenseifner also beats the double binary tree; NCCL runs the tree because its messages go
+# between tree neighbours, which map onto real topologies.
 #
-# **Ring or double binary tree, which wins where.** `collectives.equal_time_payload_bytes` finds the payload where
-# the two take equal time (same $B$ and α):
+# **Ring or double binary tree?** `collectives.equal_time_payload_bytes` finds the payload where the two take equal
+# time:
 
 # %%
 print(
@@ -424,17 +371,17 @@ for p in (8, 64, 512):
     )
 
 # %% [markdown]
-# On 8 ranks the tree is faster only below 6.74 MB; on 64 ranks up to 228 MB, and on 512 ranks up to 1.74 GB:
-# the ring's latency term grows with $p$ and the tree's only with $\lg p$, while the tree's bytes exceed the ring's
-# by a factor of 1.170 on 8 ranks and only 1.072 on 512. So NCCL picks the tree for small and medium all-reduces on
-# many GPUs and the ring for large ones.
+# On 8 ranks the tree is faster only below 6.74 MB; on 64 ranks up to 228 MB, on 512 ranks up to 1.74 GB: the
+# ring's latency term grows with $p$, the tree's with $\lg p$, while the tree's extra bytes shrink from 1.170 times
+# the ring's on 8 ranks to 1.072 on 512. So NCCL picks the tree for small and medium all-reduces on many GPUs and the
+# ring for large ones.
 #
 # ### Reading nccl-tests: algbw and busbw
 #
 # Two published all-reduce measurements of 16 GiB on one 8-GPU node: an AWS
 # [p5.48xlarge](glossary.ipynb#cloud-instances) (8× H100, NVLink 4, [out-of-place](glossary.ipynb#out-of-place) time
 # 62239 µs; at this size NCCL runs **NVLS**, NVLink SHARP, in which the switches do the reduction) and an 8× A100
-# node (NVLink 3, 127997 µs). Converting the measured time:
+# node (NVLink 3, 127997 µs):
 
 # %%
 measured = [
@@ -454,16 +401,14 @@ for name, size_bytes, time_s, link in measured:
 
 # %% [markdown]
 # The A100 node's busbw, 235 GB/s, is 78.3 % of its NVLink's 300 GB/s one-way rate, a typical ratio of measured to
-# nominal. The H100 node's 483 GB/s is *above* its NVLink's 450 GB/s one-way rate. That is not a faster wire: at large
-# sizes NCCL used NVLS, where the [NVSwitches](glossary.ipynb#nvswitch) perform the reduction, so each
-# GPU sends less than the $2(p-1)/p \cdot S$ that the busbw factor assumes. Ring-only H100 runs reach about 370 GB/s.
-# Busbw is a normalisation, not a link speed.
+# nominal. The H100 node's 483 GB/s is *above* its NVLink's 450 GB/s: with NVLS the
+# [NVSwitches](glossary.ipynb#nvswitch) perform the reduction, so each GPU sends less than the $2(p-1)/p \cdot S$
+# the busbw factor assumes (ring-only H100 runs reach about 370 GB/s). Busbw is a normalisation, not a link speed.
 #
 # ### Bandwidth semantics: from datasheet to $B$
 #
 # The link presets, each with its published figure, its meaning, and the one-way per-device bandwidth a ring gets
-# from it. A ring on one axis of the TPU's torus runs both ways at once, half the data to each neighbour, so it
-# drives two ICI links per chip (`links_per_device=2`):
+# from it (a ring on one axis of the TPU's torus runs both ways at once, so it drives two ICI links per chip):
 
 # %%
 print(
@@ -489,28 +434,21 @@ for link, links in (
 # 370 GB/s is measured by a ring all-reduce. Its node has eight 400 Gb/s InfiniBand ports: 3.2 Tb/s = 400 GB/s
 # for the node, 50 GB/s for each GPU, nine times less than NVLink. A factor of 2 (direction), 8 (scope) and about
 # 1.2 (basis) separate the largest number one could quote from the one that belongs in the model. The TPU v4's
-# 50 GB/s is one direction of *one* of its six ICI links: a ring on one torus axis run both ways gets 100 GB/s per
-# chip.
+# 50 GB/s is one direction of *one* of its six ICI links.
 #
-# The model can then be checked against the measurements above. Its $\alpha$ must not come from the row it is
-# checked against, so it is taken from a source: NCCL's own tuning model (`src/graph/tuning.cc`, ring,
-# [LL protocol](glossary.ipynb#ll-protocol))
-# charges 6.6 µs per call plus 0.6 µs per NVLink hop, and an 8-GPU ring all-reduce has 14 hops. The presets round
-# the result to 1 µs per step:
+# The model can now be checked against the 8× H100 measurements. Its $\alpha$ must not come from the rows it is
+# checked against, so it is taken from a source: NCCL's own tuning model ([LL protocol](glossary.ipynb#ll-protocol),
+# Sources) charges 6.6 µs per call plus 0.6 µs per NVLink hop, and an 8-GPU ring all-reduce has 14 hops; the
+# presets round the result to 1 µs per step. The ring formula with that $\alpha$, against the published times of the
+# smallest and the largest buffer:
 
 # %%
 nccl_model_s = hardware.NCCL_BASE_LATENCY_S + 14 * hardware.NCCL_NVLINK_HOP_LATENCY_S
+nvlink_alpha = hardware.NVLINK4.latency_s
 print(
     f"NCCL's model, 8-GPU ring all-reduce: {units.format_time(nccl_model_s)} = "
-    f"{units.format_time(nccl_model_s / 14)} per step; preset α: {units.format_time(hardware.NVLINK4.latency_s)}"
+    f"{units.format_time(nccl_model_s / 14)} per step; preset α: {units.format_time(nvlink_alpha)}"
 )
-
-# %% [markdown]
-# Now the ring formula with that $\alpha$ against the published times for the smallest and the largest buffer on
-# the 8× H100 node, neither of which went into $\alpha$:
-
-# %%
-nvlink_alpha = hardware.NVLINK4.latency_s
 for label, size_bytes, measured_s in (("8 B", 8, 12.90 * units.US), ("16 GiB", 17179869184, 62239 * units.US)):
     nominal = collectives.ring_allreduce_time(
         8, size_bytes, hardware.NVLINK4.one_way_bytes_per_s_per_device(), nvlink_alpha
@@ -525,37 +463,8 @@ for label, size_bytes, measured_s in (("8 B", 8, 12.90 * units.US), ("16 GiB", 1
 
 # %% [markdown]
 # The 8-byte all-reduce is pure latency: 14 phases × 1 µs = 14 µs in the model (15 µs in NCCL's own), 12.9 µs
-# measured, a little faster than either. At 16 GiB the ring model with the measured ring bandwidth predicts
-# 81.3 ms, and NVLS did better (62.2 ms) by not being a ring at all. A model is only as good as its assumption about the algorithm.
-
-# %% [markdown]
-# ### Going deeper (optional): a torus-axis all-reduce on TPU v4
-#
-# Later lessons use only the semantics above. The TPU v4 supercomputer wires 4096 chips as a 3D torus, 16 × 16 × 16
-# (4 × 4 × 4 cubes joined by optical circuit switches). All-reducing 1 GB along one axis of 16 chips, as a ring in
-# both directions with ICI's α of about 1 µs per hop:
-
-# %%
-ici = hardware.ICI_V4
-axis_chips = 16
-per_chip = ici.one_way_bytes_per_s_per_device(links_per_device=2)
-one_way_only = ici.one_way_bytes_per_s_per_device(links_per_device=1)
-torus = collectives.time_terms("all_reduce", axis_chips, 1 * units.GB, per_chip, ici.latency_s)
-one_direction = collectives.collective_time("all_reduce", axis_chips, 1 * units.GB, one_way_only, ici.latency_s)
-print(
-    f"bidirectional ring on a {axis_chips}-chip axis: {units.format_bandwidth(per_chip)} per chip, "
-    f"{units.format_time(torus.latency_s)} + {units.format_time(torus.bandwidth_s)} = {units.format_time(torus.total_s)}"
-)
-print(f"the same ring in one direction only: {units.format_time(one_direction)}")
-print(
-    f"large-axis limit 2·S / (bidirectional link bandwidth): "
-    f"{units.format_time(2 * 1 * units.GB / (2 * ici.bandwidth_bytes_per_s))}"
-)
-
-# %% [markdown]
-# 18.8 ms both ways against 37.5 ms one way: reading ICI's per-link figure as the per-chip bandwidth would get this
-# all-reduce wrong by a factor of two. The large-axis limit, $2S$ over the bidirectional link bandwidth, is the form
-# the JAX scaling book uses for an all-reduce on a full torus ring.
+# measured. At 16 GiB the ring model with the measured ring bandwidth predicts 81.3 ms, and NVLS did better
+# (62.2 ms) by not being a ring at all: a model is only as good as its assumption about the algorithm.
 
 # %% [markdown]
 # ### Hierarchical all-reduce across nodes
@@ -582,16 +491,10 @@ for nodes in (2, 4, 16, 64):
 
 # %% [markdown]
 # The single-rail flat ring pushes $2(p-1)/p \cdot S \approx 2$ GB through one adapter at 50 GB/s: about 40 ms
-# whatever the node count, five times the hierarchical all-reduce. But NCCL does not run that ring: it runs one ring
-# per rail (the last column), compared with the hierarchy in the optional section below.
-
-# %% [markdown]
-# ### Going deeper (optional): the flat ring on every rail
-#
-# Later lessons need only this: a ring that spans nodes runs a channel on every rail. NCCL runs a flat ring as
-# several rings at once (channels), each leaving a node through a different GPU's adapter: one ring per network
-# *rail* (`collectives.multirail_ring_allreduce_time`). With $N_\text{rails} = G$ rails each ring all-reduces $S/G$
-# over all $GN_\text{nodes}$ GPUs at one adapter's bandwidth $B_\text{node}/G$, so its network term is
+# whatever the node count, five times the hierarchical all-reduce. NCCL does not run that ring. It runs a flat ring
+# as several rings at once (channels), each leaving a node through a different GPU's adapter: one ring per network
+# *rail* (`collectives.multirail_ring_allreduce_time`, the last column). With $N_\text{rails} = G$ rails each ring
+# all-reduces $S/G$ over all $GN_\text{nodes}$ GPUs at one adapter's bandwidth $B_\text{node}/G$, so its network term is
 # $\frac{2(GN_\text{nodes}-1)}{GN_\text{nodes}}\cdot\frac{S/G}{B_\text{node}/G} \approx 2S/B_\text{node}$, the
 # hierarchical all-reduce's. Up to 16 nodes the multi-rail ring is even faster in the table above, because it streams
 # NVLink and network traffic at once while the hierarchical phases run one after another. What the hierarchy saves
@@ -613,62 +516,34 @@ for nodes in (2, 4, 16, 64):
 # %% [markdown]
 # On 64 nodes the flat ring takes 1022 network steps to the hierarchy's 126, and a 1 MB all-reduce costs it
 # 5.11 ms against 653 µs. So the hierarchy earns its keep where latency dominates, and NCCL reaches the same end
-# with its tree, whose network steps grow only with $\lg N_\text{nodes}$. The principle is the one the hierarchy makes
-# explicit: bytes and steps that must cross the slow links should be as few as possible.
+# with its tree, whose network steps grow only with $\lg N_\text{nodes}$.
 #
 # ### What NCCL actually runs
 #
-# NCCL does not run these formulas as written. For every call it weighs its algorithms (the flat ring over all ranks,
-# with a channel on every network rail; its tree, a chain through the GPUs of each node and a double binary tree
-# between nodes; NVLS, where the NVSwitch reduces) and three protocols (from the lowest latency to the highest
-# bandwidth), with a cost model of its own, time = latency + bytes / bandwidth, and runs the cheapest. From lesson 04
-# on, `budget` times every collective of a plan with that model (`course_lib.nccl`); the textbook formulas above are
-# how to read it: the ring's $2(p-1)$ steps and $2(p-1)/p \cdot S$ bytes, the tree's $\lg$ steps. Lesson 07 (depth)
-# opens the model, with NCCL's constants, and holds it to measured logs.
-#
-# The ring all-reduce lab, which comes with the labs, lets you vary ranks, payload, effective bandwidth and startup
-# latency in an ideal ring all-reduce. That is its scope: it is not a topology-specific or every-collective traffic
-# model. Contention, NVLS, in-network reduction and protocol switching are outside it, as the measurements above
-# showed.
+# For every call NCCL weighs its algorithms (the flat ring over all ranks, with a channel on every network rail; its
+# tree, a chain through the GPUs of each node and a double binary tree between nodes; NVLS, where the NVSwitch
+# reduces) and three protocols, from the lowest latency to the highest bandwidth, with a cost model of its own,
+# time = latency + bytes / bandwidth, and runs the cheapest. From lesson 04 on, `budget` times every collective of a
+# plan with that model (`course_lib.nccl`); the textbook formulas above are how to read it. Lesson 07 (depth) opens
+# the model, with NCCL's constants, and holds it to measured logs.
 
 # %% [markdown]
 # ## Figures
 #
-# What four collectives do to four ranks' buffers (rows are ranks, columns chunks; colour shows which rank the
-# data came from, dark cells with Σ are sums over all ranks). First all-reduce and its two halves:
+# What four collectives do to four ranks' buffers, before and after (rows are ranks, columns chunks; colour shows
+# which rank the data came from, dark cells with Σ are sums over all ranks): all-reduce, its two halves
+# reduce-scatter and all-gather, and all-to-all.
 
 # %%
-viz.plot_collective_data("all_reduce", ranks=4)
-plt.show()
-
-# %%
-viz.plot_collective_data("reduce_scatter", ranks=4)
-plt.show()
-
-# %%
-viz.plot_collective_data("all_gather", ranks=4)
+fig, axes = plt.subplots(4, 2, figsize=(8, 15), layout="constrained")
+for row, op in zip(axes, ("all_reduce", "reduce_scatter", "all_gather", "all_to_all"), strict=True):
+    viz.plot_collective_data(op, ranks=4, axes=row)
 plt.show()
 
 # %% [markdown]
-# Reduce-scatter then all-gather is an all-reduce. The all-to-all is a transpose: column $j$ of rank $i$ becomes
-# column $i$ of rank $j$.
-
-# %%
-viz.plot_collective_data("all_to_all", ranks=4)
-plt.show()
-
-# %% [markdown]
-# The ring all-reduce on four ranks, every step: the shade of a chunk counts the ranks' contributions it holds;
-# arrows carry the chunk of their column to the next rank (rank 3's goes round to rank 0); outlined copies are the
-# ones just received.
-
-# %%
-viz.plot_ring_allreduce_steps(ranks=4)
-plt.show()
-
-# %% [markdown]
-# Top row, the reduce-scatter: each chunk darkens by one contribution per hop until, after step 3, each rank holds
-# one complete chunk; bottom row, the all-gather copies them around.
+# Reduce-scatter then all-gather is an all-reduce, at the same cost (ZeRO §7.1 uses this identity: sharding the
+# gradients costs no extra communication). The all-to-all is a transpose: column $j$ of rank $i$ becomes column $i$
+# of rank $j$.
 #
 # Time against payload for the five all-reduce algorithms (8 ranks, 50 GB/s, 5 µs), with the ring's two terms
 # dotted and the 100 MB payload of the synthetic example marked:
@@ -727,36 +602,11 @@ print(f"from 8 to 512 ranks: aggregate bandwidth × 64, time × {ring_times[1] /
 # %% [markdown]
 # The aggregate-rate estimate is 20.7 times too optimistic even for the well-organised hierarchical all-reduce. And
 # adding ranks to a ring multiplies the aggregate bandwidth by 64 while the time of a 1 MB all-reduce grows 49.0-fold,
-# because the $2(p-1)\alpha$ term grows with every rank. Adding devices adds aggregate resources but can
-# lower efficiency; what sets a collective's time is its algorithm's phases and its slowest link.
+# because the $2(p-1)\alpha$ term grows with every rank. What sets a collective's time is its algorithm's phases and
+# its slowest link.
 
 # %% [markdown]
 # ## Self-check
-
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(
-    quiz.Question(
-        prompt="A ring all-reduce of S bytes over p ranks runs in how many steps, each sending how much per rank?",
-        options=("p − 1 steps of S/p", "2(p − 1) steps of S/p", "2 lg p steps of S/2"),
-        answer=1,
-        explanation=(
-            "p − 1 reduce-scatter steps, then p − 1 all-gather steps, each passing one chunk of S/p to the "
-            "neighbour: 2(p − 1)/p · S per rank in all."
-        ),
-    )
-)
-
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(
-    quiz.Question(
-        prompt="nccl-tests reports an all_reduce on 8 GPUs with algbw = 200 GB/s. What busbw does it print?",
-        options=("200 GB/s", "350 GB/s", "400 GB/s"),
-        answer=1,
-        explanation="busbw = algbw × 2(p − 1)/p = 200 GB/s × 14/8 = 350 GB/s.",
-    )
-)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
@@ -802,18 +652,15 @@ quiz.MultipleChoice(
 #
 # - **2005: collectives tuned by message size.** Thakur, Rabenseifner and Gropp described the algorithms of MPICH's
 #   collectives and analysed each with the α–β(–γ) model: recursive doubling and binomial trees for short messages,
-#   where latency dominates; Rabenseifner's reduce-scatter + all-gather and ring algorithms for long ones, where
-#   bandwidth dominates. MPI libraries still pick algorithms by message size this way.
+#   Rabenseifner's reduce-scatter + all-gather and ring algorithms for long ones.
 # - **2009: the bandwidth-optimal ring.** Patarasuk and Yuan derived a tight lower bound on the data an all-reduce
 #   must communicate and showed that a ring-based algorithm, which needs only tree connectivity, achieves it.
 # - **2009: two trees for full bandwidth.** Sanders, Speck and Träff showed that two binary trees, each rank a leaf
-#   in one and an inner node in the other, can broadcast and reduce with pipelined chunks at nearly the full
-#   bandwidth of a single-ported node while keeping a logarithmic number of steps.
-# - **2010s: NCCL and nccl-tests.** NVIDIA's Collective Communications Library brought ring (and, from NCCL 2.4 in
-#   2019, the pipelined double binary tree, then in-switch NVLS) collectives to GPUs, first within a node over PCIe
-#   and NVLink, then across nodes over sockets and InfiniBand. Its companion benchmark suite, nccl-tests, introduced the *bus bandwidth* so that measurements
-#   at any rank count can be compared with the hardware's link speed. Horovod (Sergeev & Del Balso 2018) made the
-#   ring all-reduce the standard way to average gradients in data-parallel deep learning.
+#   in one and an inner node in the other, reach nearly full bandwidth in a logarithmic number of steps.
+# - **2010s: NCCL and nccl-tests.** NVIDIA's Collective Communications Library brought ring (from NCCL 2.4 in
+#   2019 the double binary tree, then in-switch NVLS) collectives to GPUs, within a node and across nodes; its
+#   benchmark suite, nccl-tests, introduced the *bus bandwidth*. Horovod (Sergeev & Del Balso 2018) made the ring
+#   all-reduce the standard way to average gradients in data-parallel deep learning.
 
 # %% [markdown]
 # ## Summary
@@ -822,8 +669,7 @@ quiz.MultipleChoice(
 #   all-to-all and send/recv each leave a defined result, checkable against a direct computation.
 # - Ring all-reduce = ring reduce-scatter + ring all-gather: $2(p-1)$ steps of $S/p$, bandwidth-optimal.
 # - Collective cost is latency plus payload transfer: $T_\text{comm} \approx n\alpha + Q/B_\text{eff}$, with $n$
-#   and $Q$ set by the algorithm and $\alpha$, $B_\text{eff}$ by the system. A coarse model: contention, overlap,
-#   reduction compute and protocols can change both terms.
+#   and $Q$ set by the algorithm and $\alpha$, $B_\text{eff}$ by the system (a coarse model).
 # - Small messages are latency-bound (fewer phases wins), large ones bandwidth-bound (fewer bytes wins); the ring
 #   switches at $S^* = p\alpha B$.
 # - NCCL's tree, the pipelined double binary tree ($2\lfloor\lg p\rfloor$ phases, about $2S$ per rank), beats the
@@ -834,44 +680,25 @@ quiz.MultipleChoice(
 #   450 one-way, about 370 measured; InfiniBand NDR is 400 GB/s per node, 50 per GPU; TPU ICI is quoted per link.
 # - Across nodes NCCL's flat ring runs a channel on every network rail, so its network term is already the
 #   hierarchical all-reduce's; the hierarchy saves latency steps. Aggregate bandwidth does not set a collective's
-#   time; its phases and slowest link do. NCCL picks among its algorithms and protocols with its own model
-#   (lesson 07).
+#   time; its phases and slowest link do.
 
 # %% [markdown]
 # ## Exercises
 #
 # Use `course_lib` for every number.
 #
-# 1. A data-parallel group of 16 GPUs all-reduces 1 GB of fp16 gradients in a ring at $B$ = 50 GB/s and
-#    $\alpha$ = 5 µs. How long does it take, and what share of it is latency?
-# 2. Where is the latency/bandwidth crossover of a ring all-reduce over 8 GPUs on NVLink 4 (450 GB/s one-way,
+# 1. Where is the latency/bandwidth crossover of a ring all-reduce over 8 GPUs on NVLink 4 (450 GB/s one-way,
 #    $\alpha$ = 1 µs)? And over 64 GPUs on InfiniBand (50 GB/s, 5 µs)?
-# 3. A published nccl-tests all_gather over 16 H100s (two GCP a3-mega nodes) peaks at busbw = 188.5 GB/s for an
+# 2. A published nccl-tests all_gather over 16 H100s (two GCP a3-mega nodes) peaks at busbw = 188.5 GB/s for an
 #    8 GiB buffer. What were its algbw and its time?
-# 4. Show with `collectives.collective_time` that a ring reduce-scatter followed by a ring all-gather of the same
-#    1 GB buffer over 8 ranks costs exactly one ring all-reduce. Why must it?
-# 5. On 8 ranks at 50 GB/s and 5 µs, between which payloads of the table above does recursive doubling stop being
-#    the fastest all-reduce, and to which algorithm does it lose? Use `collectives.collective_cost` to find the
-#    payload where the two take equal time, and check it with `collectives.equal_time_payload_bytes`.
 #
 # <details>
 # <summary>Answers</summary>
 #
-# 1. `collectives.ring_allreduce_time(16, 1e9, 50e9, 5e-6)` = 37.6 ms; the latency term is 2 × 15 × 5 µs =
-#    150 µs, 0.4 %: bandwidth-bound.
-# 2. `latency_bandwidth_crossover_bytes("all_reduce", 8, 450e9, 1e-6)` = 3.6 MB (= 8 × 1 µs × 450 GB/s);
+# 1. `latency_bandwidth_crossover_bytes("all_reduce", 8, 450e9, 1e-6)` = 3.6 MB (= 8 × 1 µs × 450 GB/s);
 #    with 64 ranks on InfiniBand, 16 MB. More ranks and a slower α push the crossover up.
-# 3. busbw = algbw × factor, so algbw = busbw / `collectives.busbw_factor("all_gather", 16)` = 188.5 GB/s ÷ 15/16
+# 2. busbw = algbw × factor, so algbw = busbw / `collectives.busbw_factor("all_gather", 16)` = 188.5 GB/s ÷ 15/16
 #    = 201 GB/s; time = 8 GiB / algbw ≈ 42.7 ms.
-# 4. Both are 35.1 ms: reduce-scatter has $p-1$ phases and $Q = (p-1)/p \cdot S$, all-gather the same, and the
-#    ring all-reduce is literally the two run back to back ($2(p-1)$ phases, $2(p-1)/p \cdot S$). ZeRO §7.1 uses
-#    this identity to show that its sharded gradients cost no extra communication.
-# 5. Between 64 kB (recursive doubling 18.8 µs, Rabenseifner 32.2 µs) and 1 MB (75 µs against 65 µs). Recursive
-#    doubling has the fewest phases (3) but moves $\lg p \cdot S = 3S$; Rabenseifner has 6 phases and moves
-#    $2 \cdot 7/8 \cdot S = 1.75S$. The extra 3α = 15 µs pays for itself once 1.25 S/B exceeds it, at
-#    S = 15 µs × 50 GB/s / 1.25 = 600 kB, which is what
-#    `collectives.equal_time_payload_bytes("all_reduce", 8, 50e9, 5e-6, "recursive_doubling", "rabenseifner")`
-#    returns.
 #
 # </details>
 

@@ -611,14 +611,14 @@ FIGURE_NUMBERS = {
     ("01_mac", "Figures", 0): (_lesson_01_flops, "numbers", ()),
     ("01_mac", "Figures", 1): (_lesson_01_roofline, "numbers", (hardware.H100.name, hardware.A100.name)),
     ("01_mac", "Figures", 2): (_lesson_01_memory, "quantities", ("GPT-3 175B",)),
-    ("02_nccl", "Mechanism", 0): (_collective_steps("broadcast", ["ring"]), "quantities", ()),
+    ("02_nccl", "Ring all-reduce, step by step", 0): (lambda _ns: [], "quantities", ()),
     ("02_nccl", "Algorithms for all-reduce", 0): (
         _collective_steps("all_reduce", ["ring", "binomial_tree", "recursive_doubling", "rabenseifner"]),
         "quantities",
         (),
     ),
-    **{("02_nccl", "Figures", index): (lambda _ns: [], "quantities", ()) for index in range(5)},  # data, ring steps
-    ("02_nccl", "Figures", 5): (_lesson_02_time, "numbers", ()),
+    ("02_nccl", "Figures", 0): (lambda _ns: [], "quantities", ()),  # four collectives' data, before and after
+    ("02_nccl", "Figures", 1): (_lesson_02_time, "numbers", ()),
     ("03_parallelism", "Mechanism", 0): (lambda _ns: [], "quantities", ()),
     ("03_parallelism", "Inside one layer: how tensor parallelism splits it, and sequence parallelism", 0): (
         lambda _ns: [],
