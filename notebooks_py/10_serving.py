@@ -474,10 +474,9 @@ for weights, kv in PRECISIONS:
 
 # %% [markdown]
 # Decode is a read, so it speeds up with the bytes: FP8 weights halve the weight reads, an FP8 cache halves the
-# cache reads and doubles the blocks, INT4 weights halve the weight reads again. The prefill is arithmetic, so it
-# speeds up only with the arithmetic: FP8 multiplies run at twice the bf16 peak, INT4 weights are unpacked and
-# multiplied in bf16, which leaves the prefill as slow as in bf16. (FP8 needs a Hopper GPU or later: on an A100,
-# `weights="fp8"` raises `ValueError`.)
+# cache reads and doubles the blocks, INT4 weights halve the weight reads again. The prefill is arithmetic: FP8
+# multiplies run at twice the bf16 peak, while INT4 weights are multiplied in bf16, which leaves the prefill as slow
+# as in bf16. (FP8 needs a Hopper GPU or later: on an A100, `weights="fp8"` raises `ValueError`.)
 #
 # ### Step 8 · The paged KV cache: blocks, and what fits
 #
@@ -498,9 +497,8 @@ print(
 
 # %% [markdown]
 # Paging holds what the requests use, not what they might: 1512 requests of this length fit, against 401 if each
-# reserved 8192 tokens. Both are more than the 256 sequences vLLM runs at once by default (`max_num_seqs`), so here
-# the engine caps the batch, not the memory; with prompts of tens of thousands of tokens the cache binds, and the
-# scheduler preempts.
+# reserved 8192 tokens. Both exceed the 256 sequences vLLM runs at once by default (`max_num_seqs`), so here the
+# engine caps the batch; with prompts of tens of thousands of tokens the cache binds, and the scheduler preempts.
 #
 # ### Step 9 · Continuous batching and chunked prefill: one run
 #
@@ -544,11 +542,10 @@ print(f"  times     {[units.format_time(x) for x in first.iteration_time_s[:6]]}
 #
 # ### Step 10 · The concurrency sweep: latency, throughput and the knee
 #
-# The curve engines publish: the same replica and requests at 1 to 512 concurrent users
-# (`serving.concurrency_sweep_report`, the sweep lab 6 draws: at each concurrency a closed-loop run of
-# `serving.simulate_engine`, four requests per user and at least 16). The **knee** is the smallest concurrency whose
-# throughput reaches 90 % of the sweep's highest (`knee_concurrency`): past it, more users buy little throughput and
-# mostly wait.
+# The curve engines publish: the same replica and requests at 1 to 512 concurrent users, each concurrency a
+# closed-loop run of the scheduler (`serving.concurrency_sweep_report`, the sweep lab 6 draws). The **knee** is the
+# smallest concurrency whose throughput reaches 90 % of the sweep's highest (`knee_concurrency`): past it, more users
+# buy little throughput and mostly wait.
 
 # %%
 report = serving.concurrency_sweep_report(
