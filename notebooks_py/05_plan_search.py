@@ -110,19 +110,16 @@ CLUSTER = hardware.SELENE_3072
 # %% [markdown]
 # ### The 1T model on Selene
 #
-# `budget.search_plans` enumerates every factorisation $d \cdot t \cdot p$ of the cluster's
-# device count, crossed with micro-batch sizes, ZeRO stages, recomputation, sequence parallelism and interleaving;
-# rejects the plans that do not partition the model, that the framework does not run (under the default, Megatron-LM:
-# ZeRO-2 or 3 with a pipeline), that do not divide the batch, or do not fit in memory; estimates the step time of the
-# rest and names each one's binding constraint. It ranks by the course's *calibrated* model (`calibration="default"`),
-# the reference of lessons 03 and 04: Megatron-LM's behaviour (what it stores, runs and overlaps), GEMMs at a share of
+# `budget.search_plans` runs the four steps above; under the default framework, Megatron-LM, a pipeline with ZeRO-2
+# or 3 is rejected as "framework". It ranks by the course's *calibrated* model (`calibration="default"`), the
+# reference of lessons 03 and 04: Megatron-LM's behaviour (what it stores, runs and overlaps), GEMMs at a share of
 # peak and a fixed cost per layer and micro-batch fitted on published Megatron-LM and NeMo runs on DGX H100s (lesson
 # 08), and a framework memory measured on the Ultra-Scale Playbook's runs. On Selene the search carries all of it
-# over to the A100s and Selene's own links, and without a measured band of step times: a step here is a point
-# estimate. `calibration=None` is the ideal model of lesson 04's worked example. A plan fits here when its predicted
-# memory is within the GPU's (`memory_margin=0.0`); by default the search asks for the calibration's margin too, the
-# share of memory the calibrated model missed on the measured runs lesson 08 replays (+52.1 %; lesson 09 plans with
-# it). First Narayanan et al.'s largest case: the 1T model on all 3072 GPUs of Selene with a global batch of 3072.
+# over to the A100s and Selene's links, without a measured band: a step here is a point estimate.
+# `calibration=None` is the ideal model of lesson 04's worked example. A plan fits here when its predicted memory is
+# within the GPU's (`memory_margin=0.0`); by default the search also asks for the calibration's margin, the share of
+# memory the calibrated model missed on the measured runs lesson 08 replays (+52.1 %; lesson 09 plans with it).
+# First Narayanan et al.'s largest case: the 1T model on all 3072 GPUs of Selene with a global batch of 3072.
 
 
 # %%
@@ -263,9 +260,7 @@ for row in range(5):
 # 70.5 GB down to row 2's 58.4 GB); row 3 is row 2 under ZeRO-2 (79.1 GB). Row 4 runs 8 micro-batches of 2 instead of
 # 4 of 4 and pays the fixed cost per layer and micro-batch twice as often: 4.37 s of compute. On this cluster the
 # reference measured a band (the step column's p10–p90 of measured over predicted step times): the five bands
-# overlap, so the model cannot tell these plans apart with confidence, only that each beats the rows far below. The
-# best partition depends on the model's size, the batch, the cluster and the framework, and the search says *why*
-# each plan loses.
+# overlap, so the model cannot tell these plans apart with confidence, only that each beats the rows far below.
 #
 # ### The framework changes the pick
 #
@@ -445,8 +440,6 @@ quiz.MultipleChoice(
 #    full recomputation? Does it run? What does row 0 change?
 # 2. **The ideal model's winner.** Run the 22B search with `calibration=None`. Which plan wins, and where does the
 #    calibrated search rank it? Why?
-# 3. **A larger batch.** Run the 22B search with a global batch of 512 (`memory_margin=0.0`, as above). Does the
-#    fastest plan change, and how much longer is its step?
 #
 # <details>
 # <summary>Answers</summary>
@@ -459,9 +452,6 @@ quiz.MultipleChoice(
 #    it at row 78, 5.24 s: its 8 micro-batches of one sequence pay the fixed cost per layer and micro-batch twice as
 #    often as row 0's 4 micro-batches of 2 (4.37 s of compute against 4.08 s), and behind half as much compute per
 #    micro-batch the same gathers no longer all hide (865 ms exposed).
-# 3. No: the same shape ($d = 32$, ZeRO-3, $b = 2$) with $m = 8$ instead of 4. Its step takes 8.17 s, 2.00 times
-#    the 4.08 s of the batch of 256; the exposed communication stays at 1.41 ms, since the prefetched gathers hide
-#    behind each micro-batch however many there are.
 #
 # </details>
 
@@ -485,9 +475,7 @@ quiz.MultipleChoice(
 # ## What's next
 #
 # You can now go from a model, a batch and a cluster to a ranked list of plans, and say why each loses. This lesson
-# ends the course's core path; if you have not done [lab 5](../labs/05_partition_explorer.ipynb) yet, do it now. Every
-# notebook after it is a depth track ([the course map](00_course_map.ipynb#The-core-path-and-the-depth-tracks) says
-# what each adds). The plans so far split data, tensors and layers; next,
-# [06 · Long sequences and many experts](06_sequences_and_experts.ipynb) adds the axes that long sequences and many
-# experts need, zero-bubble pipelines and 8-bit training. The labs put these budgets under sliders and end with graded
-# questions.
+# ends the course's core path; if you have not done [lab 5](../labs/05_partition_explorer.ipynb) yet, do it now.
+# Every notebook after it is a depth track ([the course map](00_course_map.ipynb#The-core-path-and-the-depth-tracks)
+# says what each adds); next, [06 · Long sequences and many experts](06_sequences_and_experts.ipynb) adds the axes
+# that long sequences and many experts need, zero-bubble pipelines and 8-bit training.

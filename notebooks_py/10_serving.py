@@ -11,14 +11,12 @@
 # %% [markdown]
 # # 10 · Serve a model: prefill, decode and the KV cache
 #
-# Lesson 04 budgeted a training step: one large batch, every collective amortised over thousands of tokens, and the
-# question of which transfers a backward pass can hide. Serving a trained model asks the same budget different
-# questions. A request's prompt is processed once, then the model produces one token at a time for every sequence it
-# is serving, and each of those tokens pays for reading every weight and for two tensor-parallel all-reduces per layer,
-# with nothing to hide them under. This lesson prices one serving replica: its memory, the time to the first token
-# and between tokens, and the trade of latency for throughput, and shows why a partition that trains well may serve
-# poorly. Then it runs the replica as inference engines do, many users' requests arriving at different times, checks
-# that model against a published benchmark, and sizes one 8-GPU node for a number of users.
+# Lesson 04 budgeted a training step: one large batch, every collective amortised over thousands of tokens, and a
+# backward pass to hide transfers under. Serving asks the same budget different questions. After the prompt, the
+# model produces one token at a time for every sequence it serves, and each token pays for reading every weight and
+# for two tensor-parallel all-reduces per layer, with nothing to hide them under. This lesson prices one serving
+# replica, runs it as inference engines do, checks that model against a published benchmark, and sizes one 8-GPU
+# node for a number of users.
 
 # %% [markdown]
 # ## What you'll learn
@@ -29,17 +27,14 @@
 # Along the way you will be able to:
 #
 # - tell prefill from decode and say why the first is compute-bound and the second memory- and latency-bound;
-# - size the KV cache of a model with grouped-query attention and find how many sequences fit next to the weights;
-# - split one output token's time into weight reads, KV-cache reads, arithmetic and all-reduce latency;
-# - read decode's latency–throughput curve and find the batch at which its arithmetic catches up with its reads;
-# - find the tensor-parallel size past which more GPUs make each token slower;
+# - size the KV cache under grouped-query attention and find how many sequences fit next to the weights;
+# - split one output token's time into weight reads, KV-cache reads, arithmetic and all-reduce latency, and find the
+#   batch at which the arithmetic catches up with the reads and the $t$ past which more GPUs make a token slower;
 # - explain why a plan that trains well (ZeRO-3, a pipeline) may serve poorly;
-# - price an engine's iteration in bf16, FP8 or INT4, count the [paged KV cache](glossary.ipynb#paged-kv-cache)'s
-#   blocks, and say what a mixture of experts reads per decode step;
+# - price an engine's iteration in bf16, FP8 or INT4 and count the [paged KV cache](glossary.ipynb#paged-kv-cache)'s
+#   blocks;
 # - read a concurrency sweep ([TTFT](glossary.ipynb#ttft), [ITL](glossary.ipynb#itl) and throughput against the
-#   users), find its [knee](glossary.ipynb#knee) and the queueing past it, and say how far to trust it against a
-#   published curve;
-# - size a node for N users at a target ITL, with a band, and name what to measure first.
+#   users), find its [knee](glossary.ipynb#knee), and size a node for N users with a band.
 
 # %% [markdown]
 # ## Prerequisites
@@ -67,44 +62,39 @@ from course_lib.widgets import quiz
 #
 # **Role.** A serving replica is a group of $t \cdot p$ GPUs that holds one copy of a trained model and answers
 # requests; a service runs as many replicas as its traffic needs. Its partition is chosen for the time each user
-# waits and for the tokens per second each GPU produces, not for a training step.
+# waits and the tokens per second each GPU produces.
 #
-# Generating text runs a model in two phases (Pope et al. 2022, *Efficiently Scaling Transformer Inference*; the JAX
-# scaling book's inference chapter):
+# Generating text runs a model in two phases (Pope et al. 2022; the JAX scaling book's inference chapter):
 #
-# - The **prefill** pushes the prompt's $s$ tokens through the model at once. Its matrix multiplies have $b \cdot s$
-#   rows, like a training step's forward pass, so it is compute-bound. It writes every token's keys and values into
-#   the **KV cache** (the keys and values of attention, kept per layer for every token so far) and samples the first
-#   output token: its duration is the **time to first token** (TTFT).
+# - The **prefill** pushes the prompt's $s$ tokens through the model at once: matrix multiplies of $b \cdot s$ rows,
+#   like a training forward pass, so it is compute-bound. It writes every token's keys and values into the **KV
+#   cache** (the keys and values of attention, kept per layer for every token so far) and samples the first output
+#   token: its duration is the **time to first token** (TTFT).
 # - The **decode** then produces one token per sequence per step: $b$ rows meet every weight matrix, and attention
-#   reads the whole cache. It reads all the weights from memory to do little arithmetic, so it is memory-bound, and
-#   its tensor-parallel all-reduces are so small that only their latency counts. Its duration is the **time per
-#   output token (TPOT)**, the time a user waits between two tokens.
+#   reads the whole cache. It reads all the weights to do little arithmetic (memory-bound), and its tensor-parallel
+#   all-reduces are so small that only their latency counts. Its duration is the **time per output token (TPOT)**.
 #
-# **The engine.** A replica serves many users whose requests arrive at different times. An inference engine
-# (vLLM, TensorRT-LLM, SGLang) runs *iterations*: each is one forward pass over a mixed batch, some prompt tokens
-# being prefilled and one new token for every sequence that is decoding, so that one read of the weights serves
-# them all. Three mechanisms, named in every engine's documentation, make this work:
+# **The engine.** A replica serves many users whose requests arrive at different times. An inference engine (vLLM,
+# TensorRT-LLM, SGLang) runs *iterations*, each one forward pass over a mixed batch (some prompt tokens being
+# prefilled, one new token for every sequence that is decoding), so that one read of the weights serves them all:
 #
-# - **continuous batching** (Yu et al.'s Orca, 2022): the batch is rebuilt every iteration; a sequence that
-#   finished leaves and a waiting request joins at once, instead of waiting for a whole batch to end;
-# - a **paged KV cache** (Kwon et al.'s vLLM, 2023): the cache is cut into blocks of 16 tokens, given to a sequence as
-#   it grows, so memory is held only for tokens that exist; a request is admitted only if its blocks are free, and
-#   when none are left a running request is preempted (its cache dropped, to be recomputed later);
+# - **continuous batching** (Yu et al.'s Orca, 2022): the batch is rebuilt every iteration; a finished sequence
+#   leaves and a waiting request joins at once;
+# - a **paged KV cache** (Kwon et al.'s vLLM, 2023): the cache is cut into blocks of 16 tokens, given to a sequence
+#   as it grows; a request is admitted only if its blocks are free, and when none are left a running request is
+#   preempted (its cache dropped, to be recomputed later);
 # - **chunked prefill** (Agrawal et al.'s Sarathi, 2023): a prompt is cut into chunks that share iterations with the
-#   decodes (vLLM runs at most 8192 tokens an iteration by default on an H100), so a long prefill no longer stalls every decoding sequence.
+#   decodes, under a budget of prompt tokens per iteration, so a long prefill no longer stalls every decoding sequence.
 #
-# Under load a user sees the time to first token (now including any wait in the queue) and the **inter-token
-# latency (ITL)**: a request's time from its first to its last token over its tokens after the first, the time per
-# output token as a benchmark measures it.
+# Under load a user sees the TTFT (now including any wait in the queue) and the **inter-token latency (ITL)**: a
+# request's time from its first to its last token over its tokens after the first, the TPOT as a benchmark measures it.
 #
 # **Trade-off.** Decoding more sequences together shares each weight read among them: throughput rises almost for
 # free until the arithmetic catches up with the reads, while each sequence's tokens come a little slower and its KV
 # cache takes memory. More GPUs per replica divide the reads but add latency-bound all-reduces.
 #
-# **Why it matters for AI.** Training and inference have different collective frequencies and batch shapes, so a
-# partition that trains efficiently may serve poorly: training amortises each collective over $b \cdot s$ tokens,
-# decoding pays two all-reduces per layer for every token.
+# **Why it matters for AI.** Training amortises each collective over $b \cdot s$ tokens; decoding pays two
+# all-reduces per layer for every token. A partition that trains efficiently may serve poorly.
 
 # %% [markdown]
 # ## The science
@@ -117,8 +107,8 @@ from course_lib.widgets import quiz
 #
 # with $n_{kv}$ key-value heads of $d_\text{head} = h/a$ values each ([glossary](glossary.ipynb#kv-heads)). Under
 # **grouped-query attention (GQA)** several query heads share one KV head, so $n_{kv} < a$ and the cache shrinks by
-# $a / n_{kv}$. A replica holds its share of the weights, the caches of the sequences it serves and one step's
-# activations; no gradients, no optimizer state.
+# $a / n_{kv}$. A replica holds its share of the weights, the caches of its sequences and one step's activations; no
+# gradients, no optimizer state.
 #
 # ### One decode step
 #
@@ -129,33 +119,35 @@ from course_lib.widgets import quiz
 #
 # The first term is the weight multiplies: reading the $\Psi_\text{mm}$ weights a decode step multiplies by
 # (2 bytes each) against their $2b$ FLOPs per weight at $\eta$ of the peak $R$. The second is the batch's KV cache,
-# read at the HBM bandwidth $B_\text{HBM}$ (attention's arithmetic is far below any ridge point: it stays a read). The third is
-# two all-reduces per layer of one token's activations per sequence, $T_\text{AR}$ as NCCL runs it (lesson 02):
+# read at the HBM bandwidth $B_\text{HBM}$ (attention's arithmetic is far below any ridge point). The third is two
+# all-reduces per layer of one token's activations per sequence, $T_\text{AR}$ as NCCL runs it (lesson 02):
 # latency-bound, a launch floor plus $n\alpha$. The multiplies catch up with the weight reads at the batch
 #
 # $$b^* = \frac{R}{B_\text{HBM}} \cdot \frac{2\text{ bytes}}{2\text{ FLOPs}} \cdot \eta$$
 #
 # (the ridge point of lesson 01, per parameter): below it, decoding more sequences together is nearly free.
 # The time to first token is the prefill's compute, $2\,\Psi_\text{mm}\,s$ FLOPs plus causal attention, at $\eta R$
-# on $t$ GPUs, plus its all-reduces of $s \cdot h \cdot 2$ bytes, which are large enough to be bandwidth-bound.
+# on $t$ GPUs, plus its all-reduces of $s \cdot h \cdot 2$ bytes, large enough to be bandwidth-bound.
 #
 # ### One engine iteration
 #
-# An engine's iteration is the decode step above generalised to $b_\text{iter}$ rows, its prompt tokens plus its
-# decoding sequences, with the weights at their own precision:
+# An engine's iteration is the decode step generalised to $b_\text{iter}$ rows, its prompt tokens plus its decoding
+# sequences, with the weights at their own precision:
 #
 # $$T_\text{iter} = \max\!\left(\frac{M_\text{weights}}{\eta_\text{HBM} B_\text{HBM}},\ \frac{2\,b_\text{iter}\,\Psi_\text{mm}}{t\,\eta R}\right)
 #   + \frac{M_\text{KV,batch}}{\eta_\text{HBM} B_\text{HBM}} + 2\,l\;T_\text{AR}\!\left(b_\text{iter} \cdot h \cdot 2\text{ bytes}\right)$$
 #
 # $M_\text{weights}$ is a GPU's share of the weights (2 bytes a weight in bf16, 1 in FP8, half a byte in INT4),
-# $M_\text{KV,batch}$ the cache its decoding sequences read (1 byte a value in FP8), $\eta_\text{HBM}$ the share
-# of the datasheet's HBM bandwidth an engine reaches and $\eta$ the share of the precision's peak $R$ (an H100's
-# FP8 peak is twice its bf16 one; INT4 weights are multiplied in bf16). Inside a node $T_\text{AR}$ is the
-# engine's own one-shot or two-shot all-reduce kernel, not NCCL's (`serving.custom_all_reduce_time_s`). The paged
-# cache holds $\lfloor (0.9\,M_\text{HBM} - M_\text{weights} - M_\text{act}) / M_\text{block} \rfloor$ blocks on each GPU (vLLM
+# $M_\text{KV,batch}$ the cache its decoding sequences read (1 byte a value in FP8), $\eta_\text{HBM}$ the share of
+# the datasheet's HBM bandwidth an engine reaches and $\eta$ the share of the precision's peak $R$ (an H100's FP8
+# peak is twice its bf16 one; INT4 weights are multiplied in bf16). Inside a node $T_\text{AR}$ is the engine's own
+# one-shot or two-shot all-reduce kernel (`serving.custom_all_reduce_time_s`). The paged cache holds
+# $\lfloor (0.9\,M_\text{HBM} - M_\text{weights} - M_\text{act}) / M_\text{block} \rfloor$ blocks on each GPU (vLLM
 # gives the cache what 90 % of the memory leaves, `gpu_memory_utilization`); a sequence of $n$ tokens holds
-# $\lceil n/16 \rceil$ of them. A mixture of experts reads, per layer, only the experts its $b_\text{iter}$ tokens
-# visit: with $E$ experts, $k$ of them per token and uniform routing, $E\,(1 - (1 - k/E)^{b_\text{iter}})$.
+# $\lceil n/16 \rceil$ of them. A mixture of experts (lesson 06) reads, per layer, only the experts its $b_\text{iter}$
+# tokens visit: with $E$ experts, $k$ of them per token and uniform routing, $E\,(1 - (1 - k/E)^{b_\text{iter}})$
+# (`serving.expected_experts_visited`). With few experts, as in Mixtral 8x7B (8 experts, 2 per token), a few dozen
+# tokens an iteration already visit nearly all of them: a mixture of experts saves decode's bytes at small batches only.
 #
 # ### Variables
 #
@@ -207,11 +199,15 @@ for label, payload in (("training, b·s·h·2", training_payload), ("decode, b·
         f"{units.format_time(nvlink_alpha)} = {units.format_time(report.latency_term_s):>6}, "
         f"bandwidth Q/B = {units.format_time(report.bandwidth_term_s):>7}, {report.regime}"
     )
-print(f"latency–bandwidth crossover for 8 ranks: {units.format_bytes(report.crossover_bytes)}")
+print(
+    f"latency–bandwidth crossover for 8 ranks: {units.format_bytes(report.crossover_bytes)}, which the decode "
+    f"all-reduce reaches at b = {report.crossover_bytes / decode_payload:.0f} sequences"
+)
 
 # %% [markdown]
 # The training all-reduce is bandwidth-bound (the bandwidth term is 20 times the latency term); the decode all-reduce is
-# the opposite, a hundred times more latency than transfer.
+# the opposite, a hundred times more latency than transfer, and stays latency-bound until about a hundred sequences
+# are decoded together.
 #
 # ### Step 2 · The memory of a replica
 #
@@ -250,9 +246,9 @@ print(
 # %% [markdown]
 # Grouped-query attention divides the cache by eight: with a K and V per query head, one long conversation would
 # hold more than a quarter of an H100. The weights alone need two H100s; from $t = 8$ on, the room left decides the
-# batch. (Past $t = 8$ each rank keeps a copy of one KV head, so $t = 16$ does not double the batch.)
-# `serving.serving_memory(model, t, p, sequences, context_len)` adds up what one GPU holds: its share of the weights,
-# of the batch's caches and one decode step's activations; the largest batch is the last whose `total` fits.
+# batch (past $t = 8$ each rank keeps a copy of one KV head, so $t = 16$ does not double it).
+# `serving.serving_memory(model, t, p, sequences, context_len)` adds up what one GPU holds; the largest batch is the
+# last whose `total` fits.
 #
 # ### Step 3 · One request: prefill, then decode
 #
@@ -296,22 +292,20 @@ print(
 )
 
 # %% [markdown]
-# The prefill is a training forward pass: 1024 rows per matrix multiply, compute-bound, with all-reduces of
-# $1024 \cdot h \cdot 2$ bytes = 16.8 MB that are bandwidth-bound. A decode step reads every weight it multiplies by
-# at 3.35 TB/s (`serving.matmul_params`: all but the input embedding table, of which it looks up only $b$ rows), and
-# its arithmetic (at half of peak, `serving.DECODE_COMPUTE_EFFICIENCY`) takes 150 times less time than those reads; it
-# pays its two all-reduces per layer as pure latency: 3.17 ms for 160 of them (NCCL's ring with the LL protocol,
-# 15 µs each: 6.6 µs per call and 0.6 µs for each of its 14 hops, plus the launch floor of 4.8 µs, lesson 02). Both
-# costs are per step, not per sequence, so decoding many sequences together is almost free until the arithmetic
-# catches up with the reads. At full peak the multiplies alone would catch up at the H100's ridge point,
-# $989\text{ TFLOP/s} / 3.35\text{ TB/s} \times 2\text{ bytes} / 2\text{ FLOPs}$ per parameter: at 295.2 sequences they
-# take as long as the reads, and only a whole batch of 296 makes them take longer. At the decode's half of peak the
-# arithmetic is twice as slow and catches up sooner, at 147.6, so from 148 sequences on, while every sequence's
-# KV-cache reads push the step as a whole further out.
+# The prefill is a training forward pass: 1024 rows per matrix multiply, compute-bound, with bandwidth-bound
+# all-reduces of 16.8 MB. A decode step reads every weight it multiplies by at 3.35 TB/s (`serving.matmul_params`:
+# all but the input embedding table, of which it looks up only $b$ rows), and its arithmetic at half of peak
+# (`serving.DECODE_COMPUTE_EFFICIENCY`) takes 150 times less time than those reads. It pays its two all-reduces per
+# layer as pure latency: 3.17 ms for 160 of them (NCCL's ring with the LL protocol, 15 µs each: 6.6 µs per call and
+# 0.6 µs for each of its 14 hops, plus the launch floor of 4.8 µs, lesson 02). Both costs are per step, not per
+# sequence, so decoding many sequences together is almost free until the arithmetic catches up with the reads. At
+# full peak that is the H100's ridge point per parameter: at 295.2 sequences the multiplies take as long as the
+# reads, and only a whole batch of 296 makes them take longer. At the decode's half of peak they catch up at 147.6,
+# so from 148 sequences on.
 #
 # ### Step 4 · Latency against throughput
 #
-# The latency–throughput curve: each point is a batch size, up to the largest whose caches fit, with the time per
+# Each point of the latency–throughput curve is a batch size, up to the largest whose caches fit: the time per
 # output token against the tokens per second each GPU produces.
 
 # %%
@@ -334,9 +328,8 @@ plt.show()
 
 # %% [markdown]
 # From 1 to 64 sequences the time per token grows 1.62-fold while the tokens per GPU grow 39.6-fold; past a few
-# hundred, the KV reads (which every sequence pays for its own cache) take over, and even the 371 sequences whose
-# caches fit leave the step memory-bound. Serving trades latency for throughput along this curve; training has no such
-# curve, its batch is fixed by the optimiser.
+# hundred, the KV reads (each sequence reads its own cache) take over, and even the 371 sequences whose caches fit
+# leave the step memory-bound. Serving trades latency for throughput along this curve; training has no such curve.
 #
 # ### Step 5 · The t at which decode latency stops falling
 #
@@ -369,11 +362,10 @@ print(
 #
 # ### Step 6 · A plan that trains well and serves poorly
 #
-# Take three training plans for this model on the same 32 GPUs (global batch 64 sequences of 8192 tokens), all of
-# which fit: ZeRO-3 over all 32 GPUs; $t = 8$ with ZeRO-3 over $d = 4$ (the fastest plan `budget.search_plans` finds,
-# lesson 05's search); and $t = 8$ with an interleaved pipeline of $p = 4$. `serving.compare_training_and_serving`
-# times each one's step (lesson 04's budget, uncalibrated) next to what a serving replica of its $t \cdot p$ GPUs does
-# with 8 sequences of 4096 tokens.
+# Three training plans for this model on the same 32 GPUs (global batch 64 sequences of 8192 tokens), all of which
+# fit: ZeRO-3 over all 32 GPUs; $t = 8$ with ZeRO-3 over $d = 4$ (the fastest plan lesson 05's search finds); and
+# $t = 8$ with an interleaved pipeline of $p = 4$. `serving.compare_training_and_serving` times each one's step
+# (lesson 04's budget, uncalibrated) next to a serving replica of its $t \cdot p$ GPUs with 8 sequences of 4096 tokens.
 
 # %%
 common = dict(micro_batch=1)
@@ -443,21 +435,18 @@ print(
 #   training one gather feeds 8192 tokens of each micro-batch; in decoding it feeds one.
 # - **The pipeline serves a quarter as much.** With one batch in flight the four stages take turns on every token, so
 #   the latency is that of $t = 8$ alone (plus three sends) while three quarters of the GPUs wait: 27.6 tokens/s per
-#   GPU against 111. Only several batches in flight, each with its own KV cache, fill it, which is the training
-#   pipeline's micro-batching again.
+#   GPU against 111. Only several batches in flight, each with its own KV cache, fill it.
 #
-# So for Llama 3.1 70B on H100 nodes, by the datasheet's links, the lowest decode latency for one sequence is at
-# $t = 16$ (two nodes; lesson 07 measures the network and finds $t = 8$), and a ZeRO-3 plan that trains well is the
-# one that serves worst: training amortises each collective over $b \cdot s$ tokens and hides it under a large
-# compute; decoding pays two all-reduces per layer for every token, with nothing to hide them under. Lab 6 puts this
-# model and others under sliders.
+# With step 5: by the datasheet's links the lowest decode latency for one sequence is at $t = 16$ (two nodes;
+# lesson 07 measures the network and finds $t = 8$), and the ZeRO-3 plan that trains well is the one that serves
+# worst.
 
 # %% [markdown]
 # ### Step 7 · Precision: FP8 and INT4 weights, an FP8 cache
 #
-# From here on, the engine's model: `serving.iteration_time(model, cluster, t, weights=..., kv_cache=...)` returns
-# one iteration's cost as a function of its rows, with the efficiencies engines reach (`serving.DEFAULT_EFFICIENCY`),
-# and `serving.kv_cache_blocks` the paged cache's blocks. Llama 3.1 70B on one DGX H100 ($t = 8$), a decode
+# From here on, the engine's model: `serving.iteration_time(model, cluster, t, weights=..., kv_cache=...)` prices one
+# iteration from its rows, with the efficiencies engines reach (`serving.DEFAULT_EFFICIENCY`), and
+# `serving.kv_cache_blocks` counts the paged cache's blocks. Llama 3.1 70B on one DGX H100 ($t = 8$): a decode
 # iteration of 64 sequences at 2048 cached tokens, and a prefill of 8192 prompt tokens alone, in each precision:
 
 # %%
@@ -485,10 +474,9 @@ for weights, kv in PRECISIONS:
 
 # %% [markdown]
 # Decode is a read, so it speeds up with the bytes: FP8 weights halve the weight reads, an FP8 cache halves the
-# cache reads and doubles the blocks, INT4 weights halve the weight reads again. The prefill is arithmetic, so it
-# speeds up only with the arithmetic: FP8 multiplies run at twice the bf16 peak, INT4 weights are unpacked and
-# multiplied in bf16, which leaves the prefill as slow as in bf16. (FP8 needs a Hopper GPU or later: on an A100,
-# `weights="fp8"` raises `ValueError`.)
+# cache reads and doubles the blocks, INT4 weights halve the weight reads again. The prefill is arithmetic: FP8
+# multiplies run at twice the bf16 peak, while INT4 weights are multiplied in bf16, which leaves the prefill as slow
+# as in bf16. (FP8 needs a Hopper GPU or later: on an A100, `weights="fp8"` raises `ValueError`.)
 #
 # ### Step 8 · The paged KV cache: blocks, and what fits
 #
@@ -509,9 +497,8 @@ print(
 
 # %% [markdown]
 # Paging holds what the requests use, not what they might: 1512 requests of this length fit, against 401 if each
-# reserved 8192 tokens. Both are more than the 256 sequences vLLM runs at once by default (`max_num_seqs`), so here
-# the engine caps the batch, not the memory; with prompts of tens of thousands of tokens the cache binds, and the
-# scheduler preempts.
+# reserved 8192 tokens. Both exceed the 256 sequences vLLM runs at once by default (`max_num_seqs`), so here the
+# engine caps the batch; with prompts of tens of thousands of tokens the cache binds, and the scheduler preempts.
 #
 # ### Step 9 · Continuous batching and chunked prefill: one run
 #
@@ -544,22 +531,21 @@ print(f"  sequences {first.iteration_sequences[:6].tolist()}")
 print(f"  times     {[units.format_time(x) for x in first.iteration_time_s[:6]]}")
 
 # %% [markdown]
-# TTFT and ITL are medians over the requests; the longest gap is the longest wait any user saw between two of
-# its tokens. The first iterations show **continuous batching**: the sixteen prompts arrive together, the first
-# iteration prefills four of them (4 × 2048 tokens fill its budget of 8192), the second prefills four more while the
-# first four decode, and so on; from the fifth on, the iterations are decode steps of 16 sequences, and each request
-# that finishes is replaced at once by its user's next one. Without chunks (vLLM's older scheduler) an iteration
-# that admits prompts runs only prefills, so the first four users wait 644 ms for their second token while the other
-# twelve prompts go through. With chunks every decode shares its iteration with the prefills, and the budget sets the
-# stall: an iteration with 8192 prompt tokens takes 212 ms, and smaller budgets cut the longest gap to 57.7 ms and
-# 27.2 ms. They cost a little throughput, since each iteration reads the weights again for fewer rows.
+# TTFT and ITL are medians over the requests; the longest gap is the longest wait any user saw between two of its
+# tokens. The first iterations show **continuous batching**: the sixteen prompts arrive together, the first iteration
+# prefills four of them (4 × 2048 tokens fill its budget of 8192), the second four more while the first four decode,
+# and so on; from the fifth on, the iterations are decode steps of 16 sequences, and each request that finishes is
+# replaced at once by its user's next one. Without chunks an iteration that admits prompts runs only prefills, so the
+# first four users wait 644 ms for their second token. With chunks every decode shares its iteration with the
+# prefills, and the budget sets the stall: an iteration with 8192 prompt tokens takes 212 ms, and smaller budgets cut
+# the longest gap to 57.7 ms and 27.2 ms, at a little throughput (each iteration reads the weights for fewer rows).
 #
 # ### Step 10 · The concurrency sweep: latency, throughput and the knee
 #
-# The curve engines publish: the same replica and requests at 1 to 512 concurrent users
-# (`serving.concurrency_sweep_report`, the sweep lab 6 draws: at each concurrency a closed-loop run of
-# `serving.simulate_engine`, four requests per user and at least 16). The **knee** is the smallest concurrency whose throughput reaches
-# 90 % of the sweep's highest (`knee_concurrency`): past it, more users buy little throughput and mostly wait.
+# The curve engines publish: the same replica and requests at 1 to 512 concurrent users, each concurrency a
+# closed-loop run of the scheduler (`serving.concurrency_sweep_report`, the sweep lab 6 draws). The **knee** is the
+# smallest concurrency whose throughput reaches 90 % of the sweep's highest (`knee_concurrency`): past it, more users
+# buy little throughput and mostly wait.
 
 # %%
 report = serving.concurrency_sweep_report(
@@ -583,51 +569,22 @@ viz.plot_concurrency_sweep(report)
 plt.show()
 
 # %% [markdown]
-# Up to a few dozen users the replica is the decode step of step 4 again: each user costs little, and from 1 to 16
-# users the throughput grows sevenfold while the ITL only doubles. Then the batch's cache reads and arithmetic catch up
-# with the weight reads, each added user slows every other, and the throughput flattens. Past 256 users the engine
-# runs no more sequences at once (`max_num_seqs`), so the rest queue: the ITL stops growing, the throughput is flat,
-# and every user added waits in line, a TTFT that grows with the queue (Little's law: the requests waiting
-# divided by the requests served per second). A service is sized left of that point, at the ITL its users accept.
-#
-# ### Step 11 · Experts at inference
-#
-# A mixture of experts (lesson 06) sends each token to $k$ of its $E$ experts, so one token reads only a fraction
-# of the weights. A decode iteration reads every expert that *any* of its tokens visits. Mixtral 8x7B (8 experts,
-# 2 per token) on two H100s, decode iterations at 2048 cached tokens:
-
-# %%
-MOE = parallelism.MIXTRAL_8X7B
-moe_cost = serving.iteration_time(MOE, H100_NODE, 2)
-batches = np.array([1, 4, 16, 64])
-visited = serving.expected_experts_visited(MOE.experts, MOE.experts_per_token, batches)
-moe_steps = moe_cost.breakdown(0, 0, batches, batches * 2048)
-print(
-    f"{MOE.name}: {units.format_count(MOE.params)} parameters, {units.format_count(MOE.active_params)} active per token"
-)
-print(f"{'batch':>5} {'experts visited':>15} {'weight reads':>12} {'iteration':>9}")
-for i, b in enumerate(batches):
-    print(
-        f"{b:>5} {visited[i]:>15.2f} {units.format_time(moe_steps.weight_read_s[i]):>12} "
-        f"{units.format_time(moe_steps.time_s[i]):>9}"
-    )
+# Up to a few dozen users the replica is the decode step of step 4 again: from 1 to 16 users the throughput grows
+# sevenfold while the ITL only doubles. Then the batch's cache reads and arithmetic catch up with the weight reads,
+# each added user slows every other, and the throughput flattens. Past 256 users the engine runs no more sequences at
+# once (`max_num_seqs`), so the rest queue: the ITL and the throughput stay, and every added user waits in line, a
+# TTFT that grows with the queue (Little's law: the requests waiting divided by the requests served per second). A
+# service is sized left of that point, at the ITL its users accept.
 
 # %% [markdown]
-# One sequence reads 2 experts of 8 per layer; 16 sequences together visit 7.92 of them on average, and from there
-# each iteration reads nearly the whole model: a mixture of experts saves bytes at small batches only. At large
-# batches it saves arithmetic (each token still multiplies by 2 experts), which is what prefill and training
-# need. Spreading the experts over the GPUs (`expert_parallel=`) replaces each MoE layer's all-reduce by two
-# all-to-alls; it does not change what is read.
-
-# %% [markdown]
-# ### Step 12 · The model against a published curve
+# ### Step 11 · The model against a published curve
 #
 # NVIDIA published the sweep of its inference service NIM (TensorRT-LLM underneath) for Llama 3.3 70B, the same
 # architecture as Llama 3.1 70B, in FP8 on two H100s ($t = 2$), requests of 200 prompt and 200 output tokens at 1 to
-# 250 users (`serving.published` holds it with its source). The engine's efficiencies were measured (the HBM bandwidth
-# decode reaches, the custom all-reduce) or fitted on *other* rows: two constants, on Llama 3.1 8B's published rows
-# only. This curve was not used: it judges the model. The ITL is the validation's steady state
-# (`serving.validation`); TTFT and throughput come from the scheduler, run with TensorRT-LLM's defaults.
+# 250 users (`serving.published`, with its source). The engine's efficiencies were measured or fitted on *other*
+# rows (two constants, on Llama 3.1 8B's published rows only): this curve judges the model. The ITL is the
+# validation's steady state (`serving.validation`); TTFT and throughput come from the scheduler, run with
+# TensorRT-LLM's defaults.
 
 # %%
 trt = serving.ENGINES["tensorrt-llm"]
@@ -675,13 +632,10 @@ for kind in validation.KINDS:
 # %% [markdown]
 # The inter-token latency follows the published curve, from 18.8 ms at one user to 48.2 ms at 250, on the short
 # side throughout (16.8 ms to 42.2 ms): engines reach less of the HBM bandwidth on this model than on the 8B rows the
-# constants were fitted on, more so in the middle of the curve. The throughput, which is the users' tokens over
-# their waits, is high by as much. The TTFT is what the model gets least right under load: its simulated users,
-# whose requests all have one length, stay in step and send their prompts together, so most prompts meet a full
-# chunk of 8192 prompt tokens (about half a second on two GPUs), while the measured users drift apart. Over the 29
-# held-out concurrency rows of the validation the ITL's median error is 14.5 %, always short (−25.7 % to −9.7 %,
-# p10 to p90): the band the capstone uses. (`make validate` prints the whole table: TTFT at one user and the
-# maximum throughput are judged there too.)
+# constants were fitted on. The throughput is high by as much. The TTFT is what the model gets least right under
+# load: its simulated users, whose requests all have one length, stay in step and send their prompts together, while
+# the measured users drift apart. Over the 29 held-out concurrency rows the ITL's median error is 14.5 %, always
+# short (−25.7 % to −9.7 %, p10 to p90): the band the capstone uses (`make validate` prints the whole table).
 #
 # ## Serving capstone: Llama 3.1 70B on 8 H100s for N users
 #
@@ -722,14 +676,14 @@ for t in (8, 4, 2):
 # **The answer.** One DGX H100 serves about **64 users** with Llama 3.1 70B in FP8 at an ITL of at most 50 ms,
 # whichever way it is split, and up to 96 if the engine does as well as the best held-out rows (the band is the
 # sweep's levels: 64 means "at least 64, fewer than 96"). Two replicas of $t = 4$ make the most tokens, about 1970
-# a second (1380 to 2120 with the throughput's band). At this load the ITL is set by the batch, not by the
-# all-reduces of step 5: two replicas each decode half the users, and their smaller all-reduce groups cost less.
+# a second (1380 to 2120 with the throughput's band): at this load the ITL is set by the batch, not by the
+# all-reduces of step 5, and two replicas each decode half the users with smaller all-reduce groups.
 #
 # **What to measure first.** The ITL at the answer's load on the real engine: vLLM's serving benchmark with 64
 # concurrent users (`--max-concurrency 64`) and requests of 2048 and 128 tokens, on the chosen split. That one number
 # replaces the band: it says whether the HBM share and the cost per iteration, fitted on an 8B model, hold for this
-# one. Then the KV blocks the engine reports at start-up, against step 8's, and, if the first token matters, the TTFT
-# under load, the figure this model gets least right.
+# one. Then the KV blocks the engine reports at start-up, against step 8's, and the TTFT under load if the first token
+# matters.
 
 # %% [markdown]
 # ## Figures
@@ -753,74 +707,24 @@ viz.plot_collective_time_vs_payload(
 plt.show()
 
 # %% [markdown]
-# Left of the crossover, the number of phases decides: recursive doubling's $\lg p = 3$ phases beat the ring's 14
-# for the decode payload. Right of it, the bytes decide and the ring is optimal. The binomial tree drawn here is
-# MPICH's unpipelined tree, which moves the whole buffer in each of its $2\lceil\lg p\rceil$ phases; it is not
-# what NCCL runs. NCCL's tree is the pipelined double binary tree of lesson 02, with $2\lfloor\lg p\rfloor$ phases
-# and about $2S$ per rank (between nodes; inside a node NCCL's tree is different, as the next paragraph says):
-
-# %%
-decode_report = collectives.collective_report("all_reduce", 8, decode_payload, nvlink_bw, nvlink_alpha)
-tree_loses_above = collectives.equal_time_payload_bytes(
-    "all_reduce", 8, nvlink_bw, nvlink_alpha, "ring", "double_binary_tree"
-)
-print(
-    f"decode all-reduce, {units.format_bytes(decode_payload)} on 8 ranks: ring "
-    f"{units.format_time(decode_report.times_by_algorithm['ring'])}, double binary tree "
-    f"{units.format_time(decode_report.times_by_algorithm['double_binary_tree'])}; "
-    f"the ring is faster from {units.format_bytes(tree_loses_above)} up"
-)
-
-# %% [markdown]
-# In these textbook forms the double binary tree more than halves the decode all-reduce, and the ring takes over
-# only for buffers of several megabytes, such as the training all-reduce. Inside one node NCCL does not run that
-# tree: its tree is a chain through the node's GPUs (the double binary tree links nodes), with as many NVLink hops as
-# the ring. NCCL's own model (`course_lib.nccl`, which the budget uses) gives this 24.6 kB all-reduce on Selene's node
-# 15.5 µs with the ring and 16.4 µs with the tree, both with the LL protocol, and picks the ring. No algorithm is best
-# everywhere, which is why NCCL chooses per call.
+# Left of the crossover the number of phases decides: recursive doubling's $\lg p = 3$ phases beat the ring's 14 for
+# the decode payload. Right of it the bytes decide and the ring is optimal. (These are the textbook algorithms;
+# lesson 02 shows what NCCL runs instead, and NCCL picks its algorithm per call.)
 
 # %% [markdown]
 # ## Misconception
 #
 # > *A decode all-reduce moves only a few kilobytes, so on NVLink it costs nothing.*
 #
-# The bytes are indeed nothing: 16.4 kB at hundreds of GB/s is a fraction of a microsecond. But the all-reduce is a
-# chain of dependent steps, each paying its latency, and a token pays 160 of them one after the other:
-
-# %%
-print(
-    f"Llama 3.1 70B, t = 8, one sequence: {2 * SERVE_MODEL.layers} all-reduces of "
-    f"{units.format_bytes(SERVE_MODEL.hidden * parallelism.ACTIVATION_BYTES)} per token, bandwidth term "
-    f"{units.format_time(one.all_reduce_bandwidth_s)}, latency {units.format_time(one.all_reduce_latency_s)}: "
-    f"{units.format_percent(one.all_reduce_latency_s / one.time_per_output_token_s)} of the "
-    f"{units.format_time(one.time_per_output_token_s)} a token takes"
-)
-
-# %% [markdown]
-# More than a third of every token (37.7 %) goes to the all-reduces' latency, almost none to their bytes: what a small collective costs is
-# its number of steps times α (and the launch floor), which no aggregate link rate tells.
+# The bytes are indeed nothing: step 3's bandwidth term for 160 all-reduces of 16.4 kB is a fraction of the
+# latency. But an all-reduce is a chain of dependent steps, each paying its latency, and a token pays 160 of them one
+# after the other: step 3 prints their share, more than a third of every token (37.7 %). What a small collective costs
+# is its number of steps times α (and the launch floor), which no aggregate link rate tells.
 
 # %% [markdown]
 # ## Self-check
 #
 # Pick an answer and press *Check*.
-
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(
-    quiz.Question(
-        prompt="During decoding with tensor parallelism, each all-reduce carries b·h·2 bytes (24.6 kB for GPT-3 at "
-        "batch 1). Going from t = 4 to t = 8 inside a node makes each all-reduce…",
-        options=(
-            "faster, because each device sends a smaller share",
-            "slower, because the ring has more latency-bearing phases (14 instead of 6)",
-            "equally fast, because NVLink bandwidth is the same",
-        ),
-        answer=1,
-        explanation="The payload is tiny, so the time is n·α: a ring all-reduce over 2(n−1) phases for n ranks. "
-        "The bandwidth term is a fraction of a microsecond either way.",
-    )
-)
 
 # %% tags=["nbval-ignore-output"]
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
@@ -856,87 +760,48 @@ quiz.MultipleChoice(
     )
 )
 
-# %% tags=["nbval-ignore-output"]
-# nbval-ignore-output: live widget (self-check); its output cannot be compared
-quiz.MultipleChoice(
-    quiz.Question(
-        prompt="A sweep's throughput reaches 90 % of its highest at 128 users, and the engine runs at most 256 "
-        "sequences at once. What happens between 256 and 512 users?",
-        options=(
-            "The throughput doubles: twice the users",
-            "The ITL doubles, the throughput stays",
-            "The ITL and throughput stay; the extra users queue, and the TTFT grows with the queue",
-        ),
-        answer=2,
-        explanation="Past the running limit every added user waits for a place: Little's law gives the wait, the "
-        "requests ahead divided by the requests served per second.",
-    )
-)
-
 # %% [markdown]
 # ## History
 #
-# - **2019: multi-query attention.** Shazeer (*Fast Transformer Decoding: One Write-Head is All You Need*,
-#   arXiv 1911.02150) let all query heads share one key and value head, shrinking the KV cache that every decode step
-#   reads; Ainslie et al. (*GQA*, arXiv 2305.13245, EMNLP 2023) generalised it to groups, the grouped-query attention
-#   of Llama 3.
-# - **2022: inference partitioned on purpose.** Pope et al. (*Efficiently Scaling Transformer Inference*,
-#   arXiv 2211.05102, MLSys 2023) chose partitions for prefill and for decode separately on TPU v4, with the
-#   latency–throughput trade-off as the object of the design. Yu et al.'s Orca (OSDI 2022) scheduled requests per
-#   iteration of the model rather than per batch.
-# - **2023: the KV cache as paged memory.** Kwon et al.'s vLLM (*Efficient Memory Management for Large Language
-#   Model Serving with PagedAttention*, SOSP 2023, arXiv 2309.06180) stored each sequence's cache in fixed-size
-#   blocks, like an operating system's pages, so that far more sequences fit in the same memory.
-# - **2023–2024: chunked prefill.** Agrawal et al.'s Sarathi (arXiv 2308.16369) and Sarathi-Serve (OSDI 2024,
-#   arXiv 2403.02310) cut prompts into chunks that ride along with decodes, bounding the stall a prefill causes;
-#   vLLM's V1 engine schedules this way by default.
+# - **2019: multi-query attention.** Shazeer let all query heads share one key and value head, shrinking the KV
+#   cache every decode step reads; Ainslie et al.'s GQA (2023) generalised it to groups, as Llama 3 uses.
+# - **2022: inference partitioned on purpose.** Pope et al. chose partitions for prefill and for decode separately
+#   on TPU v4, with the latency–throughput trade-off as the object of the design. Yu et al.'s Orca scheduled
+#   requests per iteration of the model rather than per batch.
+# - **2023: the KV cache as paged memory.** Kwon et al.'s vLLM stored each sequence's cache in fixed-size blocks,
+#   like an operating system's pages, so that far more sequences fit in the same memory.
+# - **2023–2024: chunked prefill.** Agrawal et al.'s Sarathi and Sarathi-Serve cut prompts into chunks that ride
+#   along with decodes, bounding the stall a prefill causes; vLLM's V1 engine schedules this way by default.
 
 # %% [markdown]
 # ## Summary
 #
-# - Serving runs a prefill (the prompt at once, compute-bound, ending at the time to first token) and then decode
-#   steps (one token per sequence, reading every weight and the batch's KV cache: memory-bound).
+# - Serving runs a prefill (the prompt at once, compute-bound: the time to first token), then decode steps (one
+#   token per sequence, reading every weight and the batch's KV cache: memory-bound).
 # - The KV cache holds $2 \cdot l \cdot n_{kv} \cdot d_\text{head}$ values per token; grouped-query attention divides
-#   it by $a/n_{kv}$, and the room it leaves next to the weights sets the largest batch.
-# - A decode step's weight reads and all-reduces are shared by the batch: more sequences buy throughput almost for
-#   free until the arithmetic catches up with the reads (147.6 sequences for bf16 on an H100 at half of peak).
-# - Decode pays two latency-bound all-reduces per layer per token: past some $t$ (16 for Llama 3.1 70B on H100 nodes
-#   by the datasheet, 8 on the measured network of lesson 07) more GPUs make each token slower.
-# - A plan that trains well (ZeRO-3, a pipeline) may serve poorly: training amortises its collectives over
-#   $b \cdot s$ tokens, decoding over $b$.
-# - An engine rebuilds its batch every iteration (continuous batching), pages the cache in blocks of 16 tokens and
-#   cuts prompts into chunks that share iterations with the decodes; FP8 and INT4 weights speed decode up by the
-#   bytes they save, prefill only by the arithmetic.
-# - Against the users, the throughput flattens at the knee (90 % of the most) while the ITL keeps growing; past the
-#   engine's running limit the rest queue and the TTFT grows with the queue.
+#   it by $a/n_{kv}$, and the room left next to the weights sets the largest batch.
+# - The batch shares each step's weight reads and all-reduces: throughput is almost free until the arithmetic
+#   catches up with the reads (147.6 sequences for bf16 on an H100 at half of peak).
+# - Two latency-bound all-reduces per layer per token: past some $t$ more GPUs make each token slower, and a plan
+#   that trains well (ZeRO-3, a pipeline) may serve poorly.
+# - An engine batches continuously, pages the cache and chunks prompts; FP8 and INT4 weights speed decode up by the
+#   bytes they save. Past the knee more users mostly wait; past the running limit they queue.
 # - The model's ITL is short by 9.7 % to 25.7 % (p10 to p90) on held-out published rows: size with that band, then
-#   measure the ITL at the chosen load first.
+#   measure.
 
 # %% [markdown]
 # ## Exercises
 #
-# 1. **Decode crossover.** At what batch size does the decode all-reduce of GPT-3 ($b \cdot h \cdot 2$ bytes) on
-#    8 NVLink GPUs reach the latency–bandwidth crossover?
-# 2. **A cache without GQA.** How many sequences of 8192 tokens would fit at $t = 8$ if Llama 3.1 70B kept a K and
-#    a V for each of its 64 query heads? (`serving.serving_memory` takes the heads through the model; build the
-#    model with `dataclasses.replace(SERVE_MODEL, kv_heads=64)`.)
-# 3. **The pipeline's batches.** With $p = 4$ and $t = 8$, how many batches in flight (`batches_in_flight=` of
-#    `serving.decode_step`) bring the tokens per second per GPU back to that of a $t = 8$ replica?
-# 4. **The knee.** In step 10's sweep, at which concurrency would the knee be with a rule of 80 % of the highest
-#    throughput instead of 90 %? (`sweep.output_tokens_per_s`, `sweep.concurrency`)
+# 1. **The pipeline's batches.** In step 6's pipeline replica ($p = 4$, $t = 8$, 8 sequences of 4096 tokens), how
+#    many batches in flight (`batches_in_flight=` of `serving.decode_step`) bring the tokens per second per GPU back
+#    to that of a $t = 8$ replica?
 #
 # <details>
-# <summary>Answers</summary>
+# <summary>Answer</summary>
 #
-# 1. The crossover on 8 ranks is 2.4 MB; $b \cdot 12288 \cdot 2$ bytes = 2.4 MB at $b \approx 98$. Below about
-#    a hundred sequences decoded together, the tensor-parallel all-reduces are latency-bound.
-# 2. 8 times the cache per sequence: 22 sequences, against 185 with grouped-query attention.
-# 3. At 8 sequences of 4096 tokens: four batches in flight bring the replica to 110.5 tokens/s per GPU against
+# 1. Four batches in flight bring the replica to 110.5 tokens/s per GPU against
 #    110.9 for $t = 8$ alone (the three sends per token still cost a little); from five on each stage is busy all the
 #    time and the two are equal. Four times the batches also means four times the KV caches in memory.
-# 4. At 64 users: 80 % of the highest throughput, 2140 tokens/s, is 1710, which the sweep first passes at 64 users
-#    (1800 tokens/s), where the ITL is 33.5 ms against 62 ms at the 90 % knee. The rule is a convention; the ITL the
-#    users accept is what sizes a service (the capstone).
 #
 # </details>
 
@@ -959,7 +824,7 @@ quiz.MultipleChoice(
 #   arXiv:2403.02310.
 # - vLLM documentation, *Optimization and Tuning* (chunked prefill, preemption, `max_num_batched_tokens`,
 #   `max_num_seqs`). https://docs.vllm.ai/en/v0.9.1/configuration/optimization.html
-# - NVIDIA NIM for LLMs, *Benchmarking*, Llama 3.3 70B Instruct results (FP8, two H100s): the curve of step 12, with
+# - NVIDIA NIM for LLMs, *Benchmarking*, Llama 3.3 70B Instruct results (FP8, two H100s): the curve of step 11, with
 #   its rows in `course_lib/data/published_serving.csv`.
 #   https://docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance.md#llama-33-70b-instruct-results
 # - Llama 3.1 70B's shape (80 layers, 64 query heads, 8 KV heads): A. Grattafiori et al., *The Llama 3 Herd of
@@ -970,7 +835,6 @@ quiz.MultipleChoice(
 # %% [markdown]
 # ## What's next
 #
-# You can now price one serving replica: its memory, its time to first token and per output token, its throughput
-# against its batch, and the partition that serves it best; run it as an engine does, read its concurrency sweep and
-# size a node for a number of users with a band. [Lab 6 · serving](../labs/06_serving.ipynb) puts the replica and
+# You can now price a serving replica, choose its partition, run it as an engine does, read its concurrency sweep
+# and size a node for a number of users with a band. [Lab 6 · serving](../labs/06_serving.ipynb) puts the replica and
 # the sweep under sliders and asks you to compute their numbers yourself, the knee included.
