@@ -297,8 +297,9 @@ print(
 # all but the input embedding table, of which it looks up only $b$ rows), and its arithmetic at half of peak
 # (`serving.DECODE_COMPUTE_EFFICIENCY`) takes 150 times less time than those reads. It pays its two all-reduces per
 # layer as pure latency: 3.17 ms for 160 of them (NCCL's ring with the LL protocol, 15 µs each: 6.6 µs per call and
-# 0.6 µs for each of its 14 hops, plus the launch floor of 4.8 µs, lesson 02). Both costs are per step, not per
-# sequence, so decoding many sequences together is almost free until the arithmetic catches up with the reads. At
+# 0.6 µs for each of its 14 hops, plus a launch floor of 4.8 µs per call, fitted on measured logs in lesson 07).
+# Both costs are per step, not per sequence, so decoding many sequences together is almost free until the arithmetic
+# catches up with the reads. At
 # full peak that is the H100's ridge point per parameter: at 295.2 sequences the multiplies take as long as the
 # reads, and only a whole batch of 296 makes them take longer. At the decode's half of peak they catch up at 147.6,
 # so from 148 sequences on.
