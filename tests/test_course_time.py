@@ -107,7 +107,7 @@ def test_the_rule_on_a_notebook_counted_by_hand(tmp_path):
 
 
 def test_a_second_explore_section_under_a_lab_section_counts_its_questions(tmp_path):
-    # Lab 6's concurrency sweep: "## The concurrency sweep", then "### Explore the sweep" with questions 7–10; the
+    # Lab 6's concurrency sweep: "## The concurrency sweep", then "### Explore the sweep" with its own questions; the
     # next level-2 heading ends it. Before the fix its 4 questions were read as 26 words of prose.
     twin = tmp_path / "labs" / "09_x" / "09_x.py"
     twin.parent.mkdir(parents=True)

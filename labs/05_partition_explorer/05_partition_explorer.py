@@ -30,12 +30,10 @@
 # %% [markdown]
 # # Lab 5 · Partition explorer: the tensors that cross each boundary
 #
-# A partition decides which tensors must leave a device, how often, and over which link.
-# [Lesson 04 · Budget the bytes](../notebooks/04_communication_budget.ipynb) priced them: tensor-parallel
-# collectives after every layer, on the critical path; pipeline sends at every stage boundary, on the critical
-# path; data-parallel gradient traffic once per step or per micro-batch, hidden behind the backward pass where the
-# dependencies allow. In this lab you split one model over a cluster with the partition explorer, watch every
-# boundary tensor and its link, then compute the budget yourself in the graded questions.
+# A partition decides which tensors must leave a device, how often, and over which link;
+# [lesson 04 · Budget the bytes](../notebooks/04_communication_budget.ipynb) priced them. In this lab you split one
+# model over a cluster with the partition explorer, watch every boundary tensor and its link, then compute the
+# budget yourself in the graded questions.
 #
 # **Time to learn:** about 2.4 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
@@ -46,15 +44,13 @@
 # **Scope.** The ideal model of lesson 04: compute at half of the device's peak, the links at the rates NCCL counts
 # (NVLink) or the datasheet gives (the network), Megatron-LM's rank order (tensor-parallel ranks adjacent,
 # data-parallel ranks $t$ apart, pipeline stages outermost), and every collective run as NCCL runs it
-# (`budget.group_collective`): a flat ring through all its ranks, a tree or NVLink SHARP, whichever NCCL's tuner
-# expects to be fastest, with each GPU's share of the network (its own rail) when the group spans nodes. The graded
-# questions use this model. The explorer's *framework* control changes it: "ideal model" (the default) is the model
-# above; a framework (Megatron-LM, DeepSpeed, PyTorch FSDP2 alone or with pipelining as torchtitan runs it, nanotron)
-# runs the calibrated model (`budget.step_time`'s default, the course's reference) as that framework runs the plan:
-# the GEMM efficiency and per-layer cost fitted on published Megatron-LM and NeMo runs, the links the reference
-# measured on H100 nodes with InfiniBand (on other clusters, such as the A100 nodes here, their own), the
-# framework's precision recipe (bytes per parameter), the transfers it overlaps with compute, and the ZeRO stages
-# it combines with a pipeline.
+# (`budget.group_collective`: the ring, tree or NVLink SHARP its tuner expects to be fastest, each GPU on its own
+# network rail when the group spans nodes). The graded questions use this model. The explorer's *framework* control
+# runs the plan as a framework (Megatron-LM, DeepSpeed, PyTorch FSDP2 alone or pipelined as torchtitan runs it,
+# nanotron) does, with the course's calibrated reference model (`budget.step_time`'s default): its GEMM efficiency,
+# its precision, the transfers it overlaps with compute and the ZeRO stages it combines with a pipeline. Megatron-LM, for one, hides the backward tensor-parallel
+# all-reduce behind the weight-gradient GEMMs, and does not run ZeRO-3 with a pipeline: the lab then says so and
+# shows the ideal model's numbers.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
 # its public tests and tells you at once whether they pass. The grader also runs hidden tests with other inputs, chosen
@@ -81,19 +77,12 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # device against its capacity and where the step's time goes. The sliders offer only values that make a valid plan;
 # moving $d$, $t$, $c$ or $p$ past the cluster adds nodes.
 #
-# Two more axes, for long sequences and mixtures of experts (lesson 06 teaches them; skip them until then). *Context
-# parallel c* cuts each sequence in $c$ parts (dashed bands across each stage): with [ring
-# attention](../notebooks/glossary.ipynb#ring-attention) the sequence's $2c$ halves are drawn above the model, rank
-# $i$ holding halves $i$ and $2c-1-i$ (the [zig-zag split](../notebooks/glossary.ipynb#zig-zag-split) that balances
-# the causal mask), and the K/V blocks travel around the ring; the all-to-all form
-# ([DeepSpeed-Ulysses](../notebooks/glossary.ipynb#deepspeed-ulysses)) is offered only where $c$ divides the heads of
-# a tensor-parallel rank. *Expert parallel e* ([expert parallelism](../notebooks/glossary.ipynb#expert-parallelism); a
-# mixture of experts: Mixtral, DeepSeekMoE) spreads each MoE layer's experts over $e$ ranks carved out of the $d \cdot
-# c$ data and context ranks: under the model, the experts in the colour of the rank that holds them, a red line where
-# those ranks change node, and the link of their dispatch and combine all-to-alls. The *framework* control runs the
-# plan as a framework does (see *Scope*): the table then shows what that framework leaves exposed, the summary what it
-# hides, and a plan it does not run (ZeRO-3 with a pipeline under Megatron-LM) is said so, with the ideal model's
-# numbers.
+# Two more axes belong to [lesson 06](../notebooks/06_sequences_and_experts.ipynb); skip them until then. *Context
+# parallel c* cuts each sequence in $c$ parts (dashed bands across each stage; with [ring
+# attention](../notebooks/glossary.ipynb#ring-attention), the [zig-zag
+# split](../notebooks/glossary.ipynb#zig-zag-split) drawn above the model). *Expert parallel e* ([expert
+# parallelism](../notebooks/glossary.ipynb#expert-parallelism)) spreads each mixture-of-experts layer's experts over
+# $e$ of the $d \cdot c$ data and context ranks, drawn under the model with the link of their all-to-alls.
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets import partition_lab
@@ -104,70 +93,43 @@ lab
 # %% [markdown]
 # ## Explore
 #
-# Start from the default settings for each question: GPT-3 175B on 8 nodes of 8 A100 (NVLink 3 inside a node,
-# 8 × 200 Gb/s InfiniBand per node), $d = 1$, $t = 8$, $p = 8$, ZeRO-1, selective recomputation, one sequence per
-# micro-batch and 64 micro-batches per step. These are not graded; the answers are below.
+# Start from the default settings: GPT-3 175B on 8 nodes of 8 A100 (NVLink 3 inside a node, 8 × 200 Gb/s
+# InfiniBand per node), $d = 1$, $t = 8$, $p = 8$, ZeRO-1, selective recomputation, one sequence per micro-batch and
+# 64 micro-batches per step. This question is not graded; the answer is below.
 #
-# 1. **Read the table.** How many tensor-parallel calls does one device make per step, and why that number?
-# 2. **Leave the node.** Move *tensor parallel t* from 8 to 16. What happens to the link of the tensor-parallel
-#    rows, their time per step, the number of nodes and the step time?
-# 3. **The same GPUs.** Now set *pipeline parallel p* to 4, back to 64 GPUs. Compare the step with the default.
-# 4. **Sequence parallelism.** Back at the defaults, tick *sequence parallel*. What happens to the tensor-parallel
-#    rows and their total time, and to the memory bar?
-# 5. **Data parallelism.** Set *data parallel d* to 8 and step *ZeRO stage* through 0–3. Which rows appear, and
-#    which of them hide behind the backward pass?
-# 6. **Experts.** Choose *Mixtral 8x7B* on nodes of 8 H100, $t = 1$, $p = 4$, $m = 16$, full recomputation, then
-#    *expert parallel e* = 8. What does $d$ do, and on which link do the all-to-all rows run? Then set $t = 2$.
-# 7. **A framework.** Back at the defaults, choose the framework *Megatron-LM*. Which rows change, and what happens
-#    to the step and the memory? Then set ZeRO stage 3, and then the framework *FSDP2 + pipeline (torchtitan)*.
+# 1. **Leave the node.** Set *tensor parallel t* to 16 and *pipeline parallel p* to 4: the same 64 GPUs as the
+#    default. On which link do the tensor-parallel rows run now, what does one call cost, and is the step faster or
+#    slower than the default's?
 #
 # <details>
-# <summary>Answers</summary>
+# <summary>Answer</summary>
 #
-# 1. 3072: two all-reduces forward and two backward for each of the 12 layers of a stage and each of the 64
-#    micro-batches (1536 of each of the two rows), 657 ms per row on NVLink (428 µs a call: NCCL's ring and the
-#    launch floor).
-# 2. Both rows turn to InfiniBand: each 50.3 MB all-reduce now runs as NCCL's flat ring through both nodes, on the
-#    node's eight InfiniBand rails, 911 ms per row instead of 657 ms; the cluster grows to 16 nodes (128 GPUs) and
-#    the step falls from 17.3 s to 9.95 s, not half, and the MFU from 40.8 % to 35.5 %.
-# 3. With $t = 16$, $p = 4$ on the same 64 GPUs the step is 18.8 s, slower than the 17.3 s of $t = 8$, $p = 8$:
-#    3.64 s of tensor-parallel time is exposed instead of 1.31 s.
-# 4. Each all-reduce becomes a reduce-scatter and an all-gather of the same tensor: four rows with the same calls,
-#    each about half the time (339 ms), so the total hardly changes (1.35 s against 1.31 s: each call pays its own
-#    latency); the activations shrink (they are split $t$ ways between layers).
-# 5. ZeRO-0 all-reduces the gradients once per step; ZeRO-1 reduce-scatters them and all-gathers the updated
-#    parameters; ZeRO-2 reduce-scatters every micro-batch; ZeRO-3 also gathers the parameters for every forward and
-#    backward. The gradient reductions and the ZeRO-3 gathers hide behind compute; the all-gather after the
-#    optimizer step (ZeRO-1 and 2) is exposed.
-# 6. $e$ must divide $d \cdot c$ (the expert ranks are data-parallel ranks), so $d$ jumps to 8. The 8 expert ranks
-#    are 8 neighbouring GPUs: each of the four all-to-all rows (dispatch and combine, forward and backward) moves
-#    537 MB a call (32,768 tokens × 2 experts × 4096 × 2 bytes, 7/8 of it to other GPUs) over NVLink, 1.27 ms a call.
-#    With $t = 2$ the expert ranks sit 2 apart, over 16 GPUs: a red line cuts the experts between ranks 3 and 4 and
-#    the rows turn to InfiniBand, 2.69 ms a call although each call carries half the bytes.
-# 7. Megatron-LM overlaps the backward tensor-parallel all-reduce with the weight-gradient GEMMs: that row's
-#    exposed time drops to 0 s, the forward one stays at 657 ms. The step becomes 15.1 s, shorter than the ideal
-#    model's 17.3 s (the calibrated GEMMs run at 62 % of the peak, not 50 %), and the memory 84.6 GB: no longer
-#    fits, with Megatron's fp32 main gradients, the logits and its own memory counted. With ZeRO-3 the
-#    summary says Megatron-LM does not run ZeRO-3 with a pipeline, and the numbers are the ideal model's again;
-#    FSDP2 with pipelining runs it.
+# 1. A tensor-parallel group of 16 spans two nodes (the red line inside each stage), so its all-reduces leave
+#    NVLink: each 50.3 MB call runs as NCCL's flat ring through both nodes on their InfiniBand rails, 593 µs instead
+#    of 428 µs. Each device also holds twice the layers, so each row counts 3072 calls instead of 1536 (at the default,
+#    two per layer for each of a stage's 12 layers and each of the 64 micro-batches). The step takes 18.8 s against the
+#    default's 17.3 s: 3.64 s of tensor-parallel time is exposed instead of 1.31 s. The exchange a step makes
+#    thousands of times belongs on the fastest link.
 #
 # </details>
 
 # %% [markdown]
-# ## Key figures at the default settings
+# ## Key figures
 #
-# A fresh lab at the default plan, and its tensor-parallel rows at $t = 8$ and $t = 16$:
+# A fresh lab at the default plan and at the explore question's, its tensor-parallel rows and its step:
 
 # %% tags=["otter_ignore"]
 reference = partition_lab()
-for t in (8, 16):
+for t, p in ((8, 8), (16, 4)):
     reference.controls["tensor_parallel"].value = t
+    reference.controls["pipeline_parallel"].value = p
     r = reference.result
     rows = [x for x in r["transfers"] if x["axis"] == "tensor"]
     print(
-        f"t = {t:2}: {len(rows)} tensor-parallel rows of {units.format_bytes(rows[0]['payload_bytes'])} × "
-        f"{rows[0]['calls_per_step']} calls on {r['tensor_link']}, {units.format_time(rows[0]['time_s'])} each; "
-        f"{r['devices']} GPUs, step {units.format_time(r['step_time_s'])}, MFU {units.format_percent(r['mfu'])}"
+        f"t = {t:2}, p = {p}: {len(rows)} tensor-parallel rows of {units.format_bytes(rows[0]['payload_bytes'])} × "
+        f"{rows[0]['calls_per_step']} calls on {r['tensor_link']}, {units.format_time(rows[0]['time_per_call_s'])} "
+        f"a call; {r['devices']} GPUs, tensor-parallel time exposed {units.format_time(r['tensor_time_s'])}, "
+        f"step {units.format_time(r['step_time_s'])}"
     )
 
 # %% [markdown]

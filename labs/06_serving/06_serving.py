@@ -30,12 +30,10 @@
 # %% [markdown]
 # # Lab 6 · Serve a model: prefill, decode and the KV cache
 #
-# A partition that trains well may serve poorly. [Lesson 10 · Serve a
-# model](../notebooks/10_serving.ipynb) shows why: generating text runs the model in two phases. The
-# **prefill** pushes a prompt's tokens through the model at once, big matrix multiplies like a training step's
-# forward pass, compute-bound. The **decode** then makes one token per sequence per step: it reads every weight and
-# the batch's **KV cache** (a key and a value per layer, per KV head and per token of context) from memory to do
-# little arithmetic, so it is memory-bound, and each layer pays two tensor-parallel all-reduces so small that only
+# A partition that trains well may serve poorly. [Lesson 10 · Serve a model](../notebooks/10_serving.ipynb) shows
+# why: the **prefill** pushes a prompt's tokens through the model at once, compute-bound like a training step's
+# forward pass; the **decode** then makes one token per sequence per step, reading every weight and the batch's **KV
+# cache** to do little arithmetic, memory-bound, with two tensor-parallel all-reduces per layer so small that only
 # their latency counts. In this lab you first move a serving replica's controls and watch where the time goes, then
 # compute the numbers yourself in the graded questions.
 #
@@ -76,7 +74,8 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # key under the bar names only the parts the step has: no hops at $p = 1$).
 # The tensor-parallel slider offers only the $t$ that split the model's heads and KV heads evenly (or copy whole KV
 # heads), the pipeline slider only divisors of its layers, so every position is a replica the model can be split
-# into.
+# into. The graded questions below work out what it shows as you move the batch, the model and $t$: the cache per
+# token, the batch at which decode turns compute-bound, the $t$ past which latency rises.
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets import serving_lab
@@ -85,75 +84,18 @@ lab = serving_lab()
 lab
 
 # %% [markdown]
-# ## Explore
-#
-# Start from the default settings for each question: Llama 3.1 70B on one node of 80 GB H100s with $t = 8$,
-# $p = 1$, a batch of 8 sequences, 1024-token prompts and 256 generated tokens. These are not graded; the answers
-# are below.
-#
-# 1. **Prefill against decode.** Compare the time to first token with the time per output token. Which phase is
-#    compute-bound? Then set the prompt to 8192 tokens: how do the two change?
-# 2. **Batching.** Move *batch b* from 1 to 1024 sequences. What happens to the time per output token and to the
-#    tokens per second per GPU? At which batch does the decode step turn compute-bound, and which part of the bar
-#    keeps growing?
-# 3. **Grouped-query attention.** Switch *model* to GPT-3 175B, which keeps a K and a V for each of its 96 heads.
-#    How large is its KV cache per token, and how many sequences fit, against Llama 3.1 70B's?
-# 4. **The t past which latency rises.** Set the batch to 1 and move *tensor parallel t* from 4 to 64. Where is the
-#    time per output token lowest, and what does the bar show beyond it?
-# 5. **A pipeline.** Back at the defaults, set *pipeline parallel p* to 4. What happens to the time per output token
-#    and to the tokens per second per GPU, and why?
-# 6. **Long context.** Set the prompt to 131,072 tokens (batch 8). How large is the batch's KV cache, how many
-#    sequences fit, and what now dominates the decode step?
-#
-# <details>
-# <summary>Answers</summary>
-#
-# 1. The prefill of 8 × 1024 tokens takes 359 ms (291 ms of matrix multiplies at half of peak, 68.4 ms of
-#    all-reduces): compute-bound, like a training forward pass. A decode step makes 8 tokens in 8.74 ms,
-#    memory-bound: 5.19 ms of it reads the weights, 3.17 ms is the latency of 160 all-reduces (NCCL's ring with its
-#    LL protocol, 15 µs each, plus the launch floor of 4.8 µs a call). With 8192-token prompts the time to first
-#    token grows to 2.99 s (8.3 times, for 8 times the tokens: attention's $s^2$ term), the time per output token
-#    only to 9.44 ms (more cache to read).
-# 2. From 1 to 64 sequences the time per token grows from 8.4 to 11.4 ms while the tokens per GPU grow from 14.9
-#    to 699 per second: every sequence shares one read of the weights. The multiplies turn compute-bound from 148
-#    sequences on (the H100's ridge point at half of its peak, 147.6, the rate the course states for decode's
-#    multiplies);
-#    the step as a whole only at 256, where its arithmetic (9 ms of multiplies, plus attention) outweighs its reads
-#    (5.19 ms of weights and 4.01 ms of cache): 19.8 ms for 1620 tokens/s per GPU; at 1024, 64.7 ms for 1980. The
-#    KV-cache read keeps growing with the batch (16 ms at 1024), since each sequence reads its own cache.
-# 3. GPT-3 175B holds 4.72 MB of cache per token against Llama 3.1 70B's 328 kB: 96 KV heads of 128 in 96 layers
-#    against 8 in 80. At $t = 8$ only 48 sequences of 1280 tokens fit next to its weights, against 1187.
-# 4. 12.8 ms at $t = 4$, 8.4 ms at 8, **7.65 ms at 16**, 8.15 ms at 32, 9.12 ms at 64. Beyond 16 the weight reads
-#    still halve (2.64 → 1.37 ms) but the all-reduce latency grows faster (4.8 → 6.4 ms): the group spans more
-#    nodes, and each doubling of them adds a level to NCCL's tree between nodes, two network steps of 5 µs per
-#    all-reduce. That optimum rests on NCCL's own cost model, optimistic across nodes. On a cluster calibrated to
-#    the published logs (lesson 07, step 5) $t = 16$ takes 8.35 ms and $t = 8$ 8.44 ms: within 1 %, closer than the
-#    fit can tell apart. The logs' 16 KiB all-reduces decide it (17.5 µs on 8 GPUs, 37.2 µs on 16 across two
-#    nodes): $t = 16$ pays 160 × 19.8 µs = 3.16 ms more a token and saves only half of the 5.19 ms of weight reads,
-#    so one node per replica wins.
-# 5. The time per output token barely moves (8.77 ms against 8.74) but the tokens per GPU fall from 114 to 28.5 per
-#    second: the four stages take turns on every token, so three quarters of the GPUs wait. A pipeline helps
-#    throughput only with several batches in flight.
-# 6. 344 GB for the batch, 43 GB on each GPU, and only 11 such sequences fit. The first token takes 90.5 s; a decode
-#    step 21.5 ms, of which the KV reads (12.8 ms) now outweigh the weight reads (5.19 ms).
-#
-# </details>
-
-# %% [markdown]
 # ## The concurrency sweep
 #
 # The widget above times one batch that starts and ends together. An engine (vLLM, TensorRT-LLM, SGLang) serving
-# many users never waits for a batch to end: it schedules each *iteration* anew (**continuous batching**), a
-# finished request leaves at once and a waiting one joins the next iteration; it keeps the KV cache in **blocks**
-# of 16 tokens (a **paged KV cache**) and admits a request only while free blocks last; and it splits a long prompt
-# into chunks that share iterations with the decodes (**chunked prefill**). [Lesson 10 · Serve a
-# model](../notebooks/10_serving.ipynb) (step 10) builds these; this widget runs them. For each concurrency $N$ from 1 to 512
-# it simulates $N$ users in a closed loop, each sending its next request as soon as its last one ends (what
-# `genai-perf` and vLLM's benchmark call concurrency), with one iteration priced by the engine model; it plots
-# the median **time to first token** (TTFT), the median **inter-token latency** (ITL, the time between two tokens
-# of one request) and the replica's output tokens per second. The **knee** (dashed) is the smallest concurrency
-# whose throughput reaches 90 % of the most the sweep reaches (the dotted line): past it, more users add little
-# throughput and mostly wait longer. The star is the concurrency you chose.
+# many users schedules each *iteration* anew (**continuous batching**), keeps the KV cache in blocks of 16 tokens (a
+# **paged KV cache**) and splits a long prompt into chunks that share iterations with the decodes (**chunked
+# prefill**): [lesson 10](../notebooks/10_serving.ipynb) (step 10) builds these, this widget runs them. For each
+# concurrency $N$ from 1 to 512 it simulates $N$ users in a closed loop, each sending its next request as soon as
+# its last one ends (what `genai-perf` and vLLM's benchmark call concurrency), and plots the median **time to first
+# token** (TTFT), the median **inter-token latency** (ITL, the time between two tokens of one request) and the
+# replica's output tokens per second. The **knee** (dashed) is the smallest concurrency whose throughput reaches
+# 90 % of the most the sweep reaches (the dotted line): past it, more users add little throughput and mostly wait
+# longer. The star is the concurrency you chose.
 #
 # Changing the model, the GPUs or a length simulates the sweep again (a few seconds); moving only *concurrency*
 # reuses it. A configuration the engine cannot run ([FP8](../notebooks/glossary.ipynb#fp8) on an A100, which has
@@ -170,40 +112,25 @@ sweep_lab
 # ### Explore the sweep
 #
 # Start from the sweep's defaults: Llama 3.1 70B on $t = 8$ H100s, bf16 weights and KV cache, 1024-token prompts,
-# 256 output tokens, 64 requests in flight.
+# 256 output tokens, 64 requests in flight. This question is not graded; the answer is below.
 #
-# 7. **The knee.** Move *concurrency* from 1 to 512. How do the TTFT, the ITL and the throughput change, where is
-#    the knee, and what grows past it?
-# 8. **FP8.** Set *weights* to fp8, then *KV cache* to fp8 too. What happens to the most throughput, the knee and
-#    the ITL at 64 requests, and why?
-# 9. **Short answers.** Back at the defaults, set *output* to 32 tokens. Where is the knee now, and what happens to
-#    the ITL past 8 requests?
-# 10. **The A100.** Set *device* to A100 with fp8 weights. What does the lab say, and which precision runs there?
+# 1. **Past the knee.** Move *concurrency* from 1 to 512. How do the TTFT, the ITL and the throughput change, where
+#    is the knee, and what grows past it?
 #
 # <details>
-# <summary>Answers</summary>
+# <summary>Answer</summary>
 #
-# 7. The throughput grows from 102 tokens/s at 1 request to 3830 at 512, the ITL from 9.64 to 65.5 ms: more
+# 1. The throughput grows from 102 tokens/s at 1 request to 3830 at 512, the ITL from 9.64 to 65.5 ms: more
 #    sequences share each read of the weights, and each adds its KV-cache read. The TTFT grows from 48.8 ms to 348 ms
 #    at 8 requests: 8 prompts of 1024 tokens that arrive together fill one prefill iteration of 8192 tokens (vLLM's
 #    token budget per iteration). With more users their requests spread out over the iterations, and the TTFT stays
 #    near that up to 256 requests. The knee is at 256 requests, 3820 of the sweep's 3830 tokens/s: the engine runs
 #    at most 256 sequences at once (vLLM's `max_num_seqs`), so at 512 half of the requests wait in the queue, and
 #    the TTFT jumps to 17.4 s for no more throughput.
-# 8. FP8 weights halve the bytes each iteration reads: the ITL at 64 requests falls from 22.6 to 15.4 ms and the
-#    most throughput rises from 3830 to 5650 tokens/s (and the cache gains blocks: 102,831 against 89,775). An FP8
-#    KV cache as well doubles the blocks (205,663: 2570 whole requests at once) and halves the cache reads: 14.8 ms
-#    and 5980 tokens/s. The knee stays at 256: the engine's cap of 256 sequences binds before the cache does, which
-#    holds 1122 whole requests even in bf16.
-# 9. The knee moves down to 64 requests (652 of the sweep's 708 tokens/s). With 32 output tokens a request ends
-#    after 32 iterations, and its user's next prompt arrives at once: past 8 requests every iteration carries prompt
-#    chunks besides the decodes, so the ITL grows from 10.6 ms at 8 requests to 88.1 ms at 64 and 350 ms at 256. The
-#    GPUs are busy with prefill long before the engine's cap.
-# 10. *Not served*: the engine refuses FP8 weights on the A100, which has no FP8 arithmetic. INT4 weights run there
-#    (weight-only: stored in 4 bits, multiplied in bf16), 1420 tokens/s at most with its knee at 64 requests.
 #
 # </details>
 
+# %% [markdown]
 # ## Key figures at the default settings
 #
 # A fresh lab at the default settings, and the same replica computed with `course_lib.serving`:

@@ -30,16 +30,14 @@
 # %% [markdown]
 # # Lab 7 · Long sequences and many experts
 #
-# Two things break the data, tensor and pipeline split of the earlier labs. A **long sequence** fills a device with
-# activations: they grow with the sequence length $s$ (and the attention scores with $s^2$, which FlashAttention
-# never stores), so at 128k tokens one sequence no longer fits, whatever $t$ and $p$ do. [Context parallelism](../notebooks/glossary.ipynb#context-parallelism)
-# splits every sequence into $c$ parts, one per rank, each holding $s/c$ of its tokens and so $1/c$ of the
-# activations. A [mixture of experts](../notebooks/glossary.ipynb#moe) sends each token to $k_E$ of its $E$ expert MLPs; **expert parallelism** spreads the experts
-# over $e$ ranks, and every MoE layer then moves the tokens to their experts' ranks and back in all-to-alls that sit
-# on the critical path. [Lesson 06 · Long sequences and many
-# experts](../notebooks/06_sequences_and_experts.ipynb) builds both, and zero-bubble pipeline schedules, which split
-# the backward pass to fill the pipeline's bubble. In this lab you first move a training plan's controls and watch
-# the three effects, then compute the numbers yourself in the graded questions.
+# A **long sequence** fills a device with activations, so at 128k tokens one sequence no longer fits whatever $t$
+# and $p$ do: [context parallelism](../notebooks/glossary.ipynb#context-parallelism) splits every sequence into $c$
+# parts, one per rank. A [mixture of experts](../notebooks/glossary.ipynb#moe) sends each token to $k_E$ of its $E$
+# expert MLPs: **expert parallelism** spreads the experts over $e$ ranks, and every MoE layer then moves the tokens
+# to their experts' ranks and back in all-to-alls on the critical path. [Lesson 06 · Long sequences and many
+# experts](../notebooks/06_sequences_and_experts.ipynb) builds both, and zero-bubble pipeline schedules. In this lab
+# you first move a training plan's controls and watch the three effects, then compute the numbers yourself in the
+# graded questions.
 #
 # **Time to learn:** about 2.1 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
@@ -51,9 +49,10 @@
 # **Scope.** A plan of $d = 8$ data-parallel ranks (ZeRO-1) times the $t$, $p$ and $c$ of the controls, one
 # sequence per micro-batch, FlashAttention, sequence parallelism when $t > 1$, no recomputation, on DGX H100 nodes
 # (80 GB). Memory is the course's calibrated model (`parallelism.memory_breakdown`'s default, the reference:
-# Megatron-Core's precision recipe, the logits and the framework's own memory). The MoE layer is timed for one rank with NCCL's all-to-all
-# (`budget.group_collective_time`) and a perfectly balanced router; the experts' multiplies run at half of the bf16
-# peak. The pipeline bubble comes from the course's simulator with $t_\text{F} = t_\text{B} = t_\text{W}$.
+# Megatron-Core's precision recipe, the logits and the framework's own memory). The MoE layer is timed for one rank
+# with NCCL's all-to-all (`budget.group_collective_time`) and a perfectly balanced router; the experts' multiplies
+# run at half of the bf16 peak. The pipeline bubble comes from the course's simulator with
+# $t_\text{F} = t_\text{B} = t_\text{W}$.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
 # its public tests and tells you at once whether they pass. The grader also runs hidden tests with other inputs, chosen
@@ -76,13 +75,16 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 #
 # On the left, memory per device against the sequence length $s$, for $c = 1$ (red) and for the chosen $c$ (blue),
 # the star at the chosen $s$; the dashed line is the H100's 80 GB, and a plan must also stay below the hatched band
-# to fit with the calibrated model's +52.1 % margin. In the middle, one MoE layer of one micro-batch on one rank:
-# its four all-to-alls (dispatch and combine, forward and backward) with the $e$ expert ranks side by side in one
-# node, and with one rank per node, beside the experts' own compute (the placement not chosen is faded).
-# On the right, the pipeline bubble of the chosen schedule against 1F1B's, each as a share of the ideal step.
-# The context-parallel slider offers only a $c$ that splits the sequence and, in its all-to-all form, both the query
-# and the key/value heads of a tensor-parallel rank; the expert slider only divisors of the experts (1 for a dense model); the micro-batch
-# slider only the $m$ the schedule runs with.
+# to fit with the calibrated model's +52.1 % margin. $c$ divides the activations (each rank holds $s/c$ of every
+# sequence's tokens) and, under ZeRO-1, the optimizer state, which is sharded over the $d \cdot c$ ranks that hold
+# the same weights. In the middle, one MoE layer of one micro-batch on one rank: its four all-to-alls (dispatch and
+# combine, forward and backward) with the $e$ expert ranks side by side in one node, and with one rank per node,
+# beside the experts' own compute (the placement not chosen is faded). On the right, the pipeline bubble of the
+# chosen schedule against 1F1B's, each as a share of the ideal step; ZB-H2 adds its bubble without the optimizer
+# step's synchronisation, 0 % at the defaults, since its extra warm-up forwards fill each stage's bubble. The
+# context-parallel slider offers only a $c$ that splits the sequence and, in its all-to-all form, both the query and
+# the key/value heads of a tensor-parallel rank; the expert slider only divisors of the experts (1 for a dense model);
+# the micro-batch slider only the $m$ the schedule runs with.
 
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
@@ -94,35 +96,17 @@ lab
 # %% [markdown]
 # ## Explore
 #
-# Start from the default settings for each question: Mixtral 8x7B at 32,768 tokens, $t = 1$, ring context
-# parallelism with $c = 8$, $e = 8$ in one node, $p = 4$ with ZB-H1 and 8 micro-batches. These are not graded; the
-# answers are below.
+# Start from the default settings: Mixtral 8x7B at 32,768 tokens, $t = 1$, ring context parallelism with $c = 8$,
+# $e = 8$ in one node, $p = 4$ with ZB-H1 and 8 micro-batches. This question is not graded; the answer is below.
 #
-# 1. **Memory against the sequence.** Set $c = 1$. How much memory does a device need at 32k tokens, and what is
-#    the longest sequence that fits with $c = 1$, $c = 8$ and $c = 16$? Which part of the memory does $c$ divide?
-# 2. **Ring, all-gather or all-to-all.** Switch *context parallel kind* to all_gather, then to all_to_all. What
+# 1. **Ring, all-gather or all-to-all.** Switch *context parallel kind* to all_gather, then to all_to_all. What
 #    happens to the memory? Then choose Llama 3.1 8B with $t = 4$, then $t = 8$: which $c$ does each kind offer, and
 #    why?
-# 3. **Experts in one node or across nodes.** Compare the three bars of the MoE panel. How much do the all-to-alls
-#    add to the experts' compute inside one node, and across eight? Set $s$ to 4096 tokens: does the comparison
-#    change?
-# 4. **Zero-bubble schedules.** Compare ZB-H1's bubble with 1F1B's, then set $m = 32$. Then choose ZB-H2: what do
-#    its two numbers mean?
-# 5. **A 128k-token dense model.** Choose Llama 3.1 70B with $t = 8$ and $s = 131{,}072$ tokens. Which $c$ makes the
-#    plan fit, and which makes it fit with the margin?
 #
 # <details>
-# <summary>Answers</summary>
+# <summary>Answer</summary>
 #
-# 1. With $c = 1$ a device needs 345 GB at 32k tokens: the activations of 32,768 tokens in each of 32 layers, for
-#    the 4 micro-batches a 1F1B stage holds. The longest sequence that fits is 4k tokens with $c = 1$ (70.9 GB: it
-#    fits, but not with the margin), 32k with $c = 8$ (55.5 GB: it fits too, but also not with the margin, the
-#    default plan's star sits in the hatched band) and 64k with $c = 16$. $c$ divides the activations,
-#    314 GB at $c = 1$ to 39.2 GB at $c = 8$: each rank holds $s/c$ of every sequence's tokens. It divides the
-#    optimizer state too: ZeRO-1 shards it over the $d \cdot c$ ranks that hold the same weights (Megatron-Core's
-#    distributed optimizer shards over the data-parallel group with the context ranks in it), 64 here against 8,
-#    so 17.6 GB becomes 2.2 GB. The parameters and gradients are the same on every context rank.
-# 2. Every kind leaves $s/c$ tokens on each rank, so the memory barely moves: 55.8 GB with the all-gather form,
+# 1. Every kind leaves $s/c$ tokens on each rank, so the memory barely moves: 55.8 GB with the all-gather form,
 #    which also holds one layer's whole-sequence K and V and their gradients during the backward, 55.5 GB with the
 #    all-to-all form as with the ring. They differ in what moves: the ring passes K and V blocks around and hides
 #    them behind attention, the all-gather form gathers all of K and V before attention and waits for it, the
@@ -131,18 +115,6 @@ lab
 #    included (Transformer Engine asserts it), so it offers only $c \le 2$; at $t = 8$ a rank holds one key/value
 #    head, and only $c = 1$ remains. The ring and the all-gather form offer up to 16 either way. At $t = 8$ the
 #    longest sequence that fits is 64k tokens with the all-to-all form and 512k with the ring at $c = 8$.
-# 3. In one node the four all-to-alls take 657 µs against 17.5 ms of experts' compute, 3.8 % more; with one rank on
-#    each of eight nodes they take 4.74 ms, 27 % more, on the critical path of every MoE layer: the tokens then cross
-#    InfiniBand at 50 GB/s per GPU instead of NVLink. At 4096 tokens (512 a rank) all three shrink, the compute
-#    eightfold and the all-to-alls a little less, since each call keeps its launch floor and latency (102 µs, 626 µs,
-#    2.19 ms): both grow with the tokens, so the ratio, not the sequence, decides where the experts go.
-# 4. ZB-H1's bubble is 12.5 % of the ideal step against 1F1B's 37.5 %: a third, $(p-1)(t_\text{F} + t_\text{B} -
-#    t_\text{W})$ against $(p-1)(t_\text{F} + t_\text{B} + t_\text{W})$, because the weight gradients W fill the bubble.
-#    At $m = 32$ both shrink fourfold, 3.12 % against 9.38 %. ZB-H2 also shows 12.5 %, but 0 % unsynchronised: its extra
-#    warm-up forwards remove the bubble within each stage, and only the $(p-1)\,t_\text{F}$ by which the last stage
-#    starts late remains when the optimizer step synchronises the stages.
-# 5. With $c = 16$ a device holds 43.9 GB and the plan fits with the margin; with $c = 8$ it needs 71.3 GB, which
-#    fits 80 GB but not with the margin; with $c = 1$ only 16k tokens fit.
 #
 # </details>
 

@@ -65,8 +65,9 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # MPI ranks all-reduce every fourth power of two from 8 B up to that size (a few seconds), and the figure shows the
 # medians with their p10–p90 spread, the fitted line $n\alpha + Q/B$ and its two terms. Until you press *Run* it
 # shows the ring run recorded for the course (2 ranks, MPICH). Run it a few times: the medians move a little, the
-# spread a lot, more on a busy machine. With 3 or 4 ranks on a two-core machine you get more ranks than cores: read
-# the note under the numbers.
+# spread a lot, more on a busy machine (the slowest tenth of iterations are those another program interrupted). The
+# median is the robust summary, and the spread tells you whether two medians differ. With 3 or 4 ranks on a two-core
+# machine you get more ranks than cores: read the note under the numbers.
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets.measure import measure_lab
@@ -78,7 +79,8 @@ lab
 # %% [markdown]
 # ## Key figures of the recorded run
 #
-# A fresh widget on the ring run recorded for the course (no MPI needed), and the fit it shows:
+# A fresh widget on the ring run recorded for the course (no MPI needed), and the fit it shows: below the crossover
+# $S^* = p\alpha B$ the time is mostly the latency term $n\alpha$.
 
 # %% tags=["otter_ignore"]
 reference = measure_lab()
@@ -92,20 +94,18 @@ print(f"crossover {units.format_bytes(r['crossover_bytes'])}, median |residual| 
 # %% [markdown]
 # ## Explore
 #
-# These are not graded; the answers are below.
+# This question is not graded; the answer is below.
 #
-# 1. **Where does size stop mattering?** In the figure, find the largest size whose median is within 20 % of the
-#    8 B median.
-# 2. **How noisy?** Press *Run* three times. What moves most: the medians or the p10–p90 bars?
-# 3. **One B?** Set *up to* 64 MiB. Where do the largest points fall: on the fitted line, above or below it?
+# 1. **One B?** Set *up to* 64 MiB and press *Run*. Where do the largest points fall: on the fitted line, above or
+#    below it, and why?
 #
-# **Answers.**
+# <details>
+# <summary>Answer</summary>
 #
-# 1. A few kilobytes: below the crossover $S^* = p\alpha B$ (tens of kB here) the time is mostly $n\alpha$.
-# 2. p90: the slowest tenth of iterations are those another program interrupted. The median is the robust summary,
-#    and the spread is what tells you whether two medians differ.
-# 3. Above it: at tens of megabytes the buffers no longer fit in the caches, so the copy runs at memory speed and
+# 1. Above it: at tens of megabytes the buffers no longer fit in the caches, so the copy runs at memory speed and
 #    B is lower. One B fitted to every size is a compromise; fit near the sizes you will predict.
+#
+# </details>
 
 # %% [markdown]
 # ## Graded questions
