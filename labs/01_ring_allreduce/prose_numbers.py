@@ -14,6 +14,8 @@ CHECKED = {
     "9 %": "the explore answer",
     "150 µs": "the explore answer",
     "4 MB": "the explore answer: the crossover at 16 ranks",
+    "16": "the explore question's ranks and question 4's 16 GPUs, settings, not results",
+    "30": "the explore answer: the ring's 2(p − 1) steps at p = 16: check()",
     "1.75": "the explore answer: the bandwidth term's 2(p − 1)/p at p = 8: check()",
     "1.875": "the explore answer: the same at p = 16: check()",
 }
@@ -41,6 +43,7 @@ def check():
     assert (ms(default), ms(doubled)) == ("3.57 ms", "3.9 ms")
     assert units.format_percent(doubled["time_s"] / default["time_s"] - 1, digits=1) == "9 %"
     assert (ms(run(payload_bytes=1e3)), ms(run(payload_bytes=1e3, ranks=16))) == ("70 µs", "150 µs")
+    assert (default["phases"], doubled["phases"]) == (14, 30)  # the latency term's steps, 2(p − 1)
     assert units.format_bytes(default["crossover_bytes"]) == "2 MB"
     # each doubling (α, B or p) doubles the crossover
     for setting in ({"latency_s": 10 * units.US}, {"bandwidth_bytes_per_s": 100 * units.GB}, {"ranks": 16}):
