@@ -46,8 +46,9 @@
 # Table 1.
 #
 # **Scope.** The memory is that of the first pipeline stage under the 1F1B schedule (it holds the most activations,
-# those of $\min(p, m)$ micro-batches), with the parameters split evenly over $t \cdot p$ devices. Temporary buffers, the logits, memory fragmentation and the
-# [framework](../notebooks/glossary.ipynb#framework)'s own memory are not counted, so a real plan needs headroom.
+# those of $\min(p, m)$ micro-batches), with the parameters split evenly over $t \cdot p$ devices. Temporary
+# buffers, the logits, memory fragmentation and the [framework](../notebooks/glossary.ipynb#framework)'s own memory
+# are not counted, so a real plan needs headroom.
 #
 # **The default.** The lab starts on the *ideal model* (its *framework* control reads "ideal model"): lesson 03's
 # accounting and nothing else, which the graded questions check term by term. The same control switches to a real
