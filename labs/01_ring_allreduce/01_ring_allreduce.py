@@ -34,9 +34,7 @@
 # [lesson 02 · Move the data](../notebooks/02_nccl.ipynb): $T \approx n\alpha + Q/B$, a startup latency $\alpha$
 # for each of the algorithm's $n$ steps plus the $Q$ bytes on the critical path over the one-way bandwidth $B$ of
 # each rank's link. In this lab you first move the ranks $p$, the payload $S$, the bandwidth and the latency and
-# watch both terms, the algbw and busbw that nccl-tests would report, the payload where the two terms are equal,
-# the five all-reduce algorithms side by side, and, for rings of up to 8 ranks, the chunks moving step by step;
-# then, in the graded questions, you count $n$ and $Q$ from the lab yourself and use them.
+# watch both terms; then, in the graded questions, you count $n$ and $Q$ from the lab yourself and use them.
 #
 # **Time to learn:** about 2.2 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
@@ -45,9 +43,8 @@
 # and what a bandwidth figure means.
 #
 # **Scope.** The lab is an ideal ring (and ideal binomial-tree, double-binary-tree, recursive-doubling and
-# Rabenseifner algorithms) under the α–β model, with one $\alpha$ and one $B$ for every link. It is not a
-# topology-specific or every-collective traffic model: contention, NVLink SHARP, in-network reduction and NCCL's
-# protocol switching are outside it, as the measurements in lesson 02 showed.
+# Rabenseifner algorithms) under the α–β model, with one $\alpha$ and one $B$ for every link: contention, NVLink
+# SHARP, in-network reduction and NCCL's protocol switching, which lesson 02's measurements showed, are outside it.
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
 # its public tests and tells you at once whether they pass. The grader also runs hidden tests with other inputs, chosen
@@ -72,7 +69,9 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # log–log axes for every algorithm that applies to the chosen number of ranks (recursive doubling and Rabenseifner
 # need a power of two), the chosen one thick with its two terms dotted, the current payload marked, and the
 # crossover $S^*$ dashed between the latency-bound and bandwidth-bound regions. On the right, the ring's chunks at
-# the chosen step: a row per rank, a column per chunk, darker when the copy holds the sum of more ranks.
+# the chosen step: a row per rank, a column per chunk, darker when the copy holds the sum of more ranks. The
+# numbers above the figure include algbw and busbw: at a large payload, as $p$ grows, busbw stays near $B$ while
+# algbw falls towards $B/2$ (lesson 02).
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets import ring_allreduce_lab
@@ -83,48 +82,20 @@ lab
 # %% [markdown]
 # ## Explore
 #
-# Start from the default settings (8 ranks, 100 MB, 50 GB/s, 5 µs, ring) for each question. These are not
-# graded; the answers are below.
+# Start from the default settings (8 ranks, 100 MB, 50 GB/s, 5 µs, ring). This question is not graded; its answer
+# is below.
 #
-# 1. **Find the payload where the two terms are equal.** Move *payload S* down from 100 MB and watch the latency
-#    term and the bandwidth term above the figure. At which payload are they equal, and what is the time there?
-#    Does the marked point sit on the dashed line then?
-# 2. **Double the ranks at a large and at a small payload.** At 100 MB, move *ranks p* from 8 to 16: by what
+# 1. **Double the ranks at a large and at a small payload.** At 100 MB, move *ranks p* from 8 to 16: by what
 #    factor does the ring's time grow? Now set the payload to 1 kB and do the same. Which term explains each answer?
-# 3. **Move the crossover.** Predict where the dashed line goes when you double α (5 → 10 µs), then B
-#    (50 → 100 GB/s), then p (8 → 16); move one slider at a time and check.
-# 4. **Pick the fastest algorithm.** At 1 kB and at 100 MB, which algorithm is fastest on 8 ranks (the summary
-#    marks it in bold)? Then set 12 ranks: which algorithms are left, and which wins at 1 kB and at 100 MB?
-# 5. **algbw against busbw.** Set the payload to 1 GB and move *ranks p* through 2, 8, 64 and 1024. Which of the
-#    two bandwidths stays near the link's 50 GB/s, and why does the other one fall? What pulls busbw down at 1024
-#    ranks?
-# 6. **Step through the ring.** Set 4 ranks and move *ring step* from 0 to 6. After which step does every rank hold
-#    one finished chunk (the darkest shade)? How many chunks does each rank send in all, and what fraction of the
-#    buffer is that?
 #
 # <details>
-# <summary>Answers</summary>
+# <summary>Answer</summary>
 #
-# 1. At 2 MB both terms are 70 µs ($14\alpha$, and 3.5 MB at 50 GB/s), so the time is 140 µs, twice either term,
-#    and the point sits on the dashed line. Below 2 MB the summary says latency-bound, from 2 MB up
-#    bandwidth-bound.
-# 2. At 100 MB: 3.57 ms → 3.9 ms, only 9 % more, because the bandwidth term $2(p-1)/p \cdot S/B$ barely moves
+# 1. At 100 MB: 3.57 ms → 3.9 ms, only 9 % more, because the bandwidth term $2(p-1)/p \cdot S/B$ barely moves
 #    (1.75 → 1.875 × S/B). At 1 kB: 70 µs → 150 µs, more than double, because the latency term $2(p-1)\alpha$ grows
-#    with p (14 → 30 steps).
-# 3. Each doubling doubles $S^*$: 2 MB → 4 MB for α, for B and for p. A slower startup or a faster link pushes more
-#    payloads into the latency-bound region.
-# 4. At 1 kB recursive doubling (15.1 µs: only $\lg 8 = 3$ steps); at 100 MB Rabenseifner (3.53 ms, just ahead of
-#    the ring's 3.57 ms: the same bytes in 6 steps instead of 14; NCCL's double binary tree takes 4.12 ms). With 12
-#    ranks the ring, the binomial tree and the double binary tree are offered (the other two need a power of two):
-#    the double binary tree wins at 1 kB (30 µs against the binomial tree's 40.2 µs and the ring's 110 µs), the ring
-#    at 100 MB (3.78 ms against 4.12 ms and 16 ms).
-# 5. busbw: 50, 49.9, 49.2 and 39.8 GB/s; algbw: 50, 28.5, 25 and 19.9 GB/s. busbw undoes the ring's factor of
-#    nearly 2 in bytes per rank, so it stays near the link's bandwidth, which is why nccl-tests reports it;
-#    algbw = S/T falls towards B/2. At 1024 ranks the latency term, 2046 × 5 µs = 10.2 ms of the 50.2 ms, pulls
-#    busbw below the link's rate even at 1 GB.
-# 6. After step 3 ($p-1$, the end of the reduce-scatter) rank r holds the finished chunk r; after step 6 every rank
-#    holds all four. Each rank sends one chunk per step, $2(p-1) = 6$ chunks of $S/4$: $1.5\,S$, the
-#    $2(p-1)/p \cdot S$ of the model.
+#    with p (14 → 30 steps). The dashed crossover $S^*$, where the two terms are equal, moves from 2 MB to 4 MB:
+#    it doubles with $p$, as it does when α or $B$ doubles, so a wider ring, a slower startup or a faster link
+#    pushes more payloads into the latency-bound region.
 #
 # </details>
 

@@ -45,18 +45,15 @@
 # **What you need:** lesson 03, in particular the memory anatomy of one device, the ZeRO stages and ZeRO's
 # Table 1.
 #
-# **Scope.** The memory is that of the first pipeline stage (it holds the most activations) under the 1F1B schedule,
-# with the parameters split evenly over $t \cdot p$ devices. Temporary buffers, the logits, memory fragmentation and the
-# [framework](../notebooks/glossary.ipynb#framework)'s own memory are not counted, so a real plan needs headroom.
+# **Scope.** The memory is that of the first pipeline stage under the 1F1B schedule (it holds the most activations,
+# those of $\min(p, m)$ micro-batches), with the parameters split evenly over $t \cdot p$ devices. Temporary
+# buffers, the logits, memory fragmentation and the [framework](../notebooks/glossary.ipynb#framework)'s own memory
+# are not counted, so a real plan needs headroom.
 #
-# **The default.** The lab starts on the *ideal model* (its *framework* control reads "ideal
-# model"): lesson 03's accounting and nothing else, because that is what the explore questions and the graded
-# questions check, term by term. The same control switches to the calibrated model as a real framework runs the
-# plan (nanotron, Megatron-LM, DeepSpeed, FSDP2, FSDP2 + pipelining; Megatron-LM is the framework of the course's
-# default calibration): its own bytes per parameter, the logits of the last stage and the memory the fit found beside
-# the model's (see [What a framework stores](#What-a-framework-stores) below). A ZeRO stage that a framework does not
-# run with the plan (one it lacks, or one it does not combine with a pipeline) is drawn as an empty slot, with no
-# number.
+# **The default.** The lab starts on the *ideal model* (its *framework* control reads "ideal model"): lesson 03's
+# accounting and nothing else, which the graded questions check term by term. The same control switches to a real
+# framework's model: its own bytes per parameter, the logits of the last stage and the memory the fit found beside
+# the model's (see [What a framework stores](#What-a-framework-stores) below).
 #
 # **How it is graded.** Write your answers where you see `...`. The cell `grader.check("q1")` after each question runs
 # its public tests and tells you at once whether they pass. The public tests already fail the usual slips (partitioning
@@ -78,11 +75,12 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # On the left, the plan under each ZeRO stage as stacked bars (parameters, gradients, optimizer state,
 # activations) on a linear axis that ends at twice the device's capacity; the selected stage is outlined, and a bar
 # that runs off the axis gets an arrow and its total. On the right, every component of the selected plan on a log
-# axis from 100 kB to 100 TB, so that both a few megabytes and tens of terabytes can be read. The tensor-parallel
+# axis from 100 kB to 100 TB. The tensor-parallel
 # slider offers only the divisors of the model's attention heads and the pipeline slider only the divisors of its
 # layers, so every position is a plan the model can be split into. The hatched band under the capacity is the margin
 # a plan should leave (the calibrated model's, measured on real runs); a framework's legend greys out what no bar
-# holds.
+# holds, and a ZeRO stage the framework does not run with the plan (one it lacks, or one it does not combine with a
+# pipeline) is an empty slot, with no number.
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets import memory_budget_lab
@@ -93,30 +91,26 @@ lab
 # %% [markdown]
 # ## What a framework stores
 #
-# The ideal model counts 16 bytes per parameter, ZeRO's recipe. Frameworks keep other copies, and a plan that fits on
+# The ideal model counts ZeRO's 16 bytes per parameter. Frameworks keep other copies, and a plan that fits on
 # paper can fail on the cluster for it. What the lab counts for each (`parallelism.FRAMEWORKS`, every behaviour cited
 # to the framework's source in `Framework.sources`; bytes per parameter before ZeRO shards them, as parameters +
 # gradients + optimizer state):
 #
 # - *Megatron-LM and nanotron* accumulate each gradient in an fp32 *main gradient*, 4 bytes, which replaces the
-#   16-bit one: 2 + 4 + 12 = 18 bytes (Megatron-LM's documentation of its distributed optimizer writes it
-#   6 + 12/d). Where both run a plan their bars are the same, but they do not run the same plans: Megatron-LM
-#   combines only ZeRO-1 (its distributed optimizer) with a pipeline and runs ZeRO-2 and 3 without one
-#   (Megatron-FSDP); nanotron has ZeRO-0 and ZeRO-1 only, with or without a pipeline. They also differ in what they
-#   overlap, which is time (lab 5), not memory.
+#   16-bit one: 2 + 4 + 12 = 18 bytes. Where both run a plan their bars are the same, but they do not run the same
+#   plans: Megatron-LM runs ZeRO-2 and 3 only without a pipeline (Megatron-FSDP), nanotron not at all.
 # - *DeepSpeed* keeps the 16-bit gradients and makes an fp32 copy of a shard only during the optimizer step:
-#   ZeRO's 16 bytes. Its pipeline engine, like Megatron-LM, combines no stage above ZeRO-1 with a pipeline.
+#   ZeRO's 16 bytes.
 # - *FSDP2* keeps fp32 parameter shards and reduces fp32 gradients, 4 + 4 + 8 bytes: 16 as well. Alone it runs no
-#   pipeline, apart from plain data parallelism (ZeRO-0); *with pipelining, as torchtitan runs it*, it combines every
-#   ZeRO stage with a pipeline, but under ZeRO-3 a stage keeps its parameters and fp32 gradients whole through the
-#   step (one gather before the first micro-batch, one reduce-scatter after the last), on top of its shards.
+#   pipeline; *with pipelining, as torchtitan runs it*, it combines every ZeRO stage with a pipeline, but under ZeRO-3
+#   a stage keeps its parameters and fp32 gradients whole through the step (one gather before the first micro-batch,
+#   one reduce-scatter after the last), on top of its shards.
 # - Every framework also holds the *logits* on the last pipeline stage, 10 bytes per vocabulary entry and token
 #   (bf16 logits, the fp32 copy the loss takes, its fp32 gradient), and a fixed *framework memory*: the CUDA
 #   context, NCCL's buffers, the allocator's cache and fragmentation. That last term is a fit, not physics: the median,
 #   over the Ultra-Scale Playbook's 1B and 3B runs with nanotron, of the memory measured beyond what the model counts,
-#   judged afterwards on the 8B and 80B runs; it also absorbs whatever else the model misses, and on another framework
-#   it is carried over unchanged. The course's default calibration (Megatron-LM on DGX H100 nodes) carries it over
-#   too: the published runs its step-time constants are fitted on report no memory.
+#   judged afterwards on the 8B and 80B runs; it also absorbs whatever else the model misses, and every other
+#   framework, the course's default calibration (Megatron-LM on DGX H100 nodes) included, carries it over unchanged.
 #
 # With a framework the lab shows the heaviest pipeline stage: the first (most activations) or the last (the logits).
 # Each framework's rules (the ZeRO stages it runs, those it combines with a pipeline, its pipeline schedules) and the
@@ -165,61 +159,19 @@ print(
 # %% [markdown]
 # ## Explore
 #
-# Start from the default settings for each question: GPT-3 175B on 80 GB A100s with $d = t = p = 8$ (512 devices),
-# ZeRO-1, selective recomputation with sequence parallelism, one sequence per micro-batch and 64 micro-batches per
-# step. These are not graded; the answers are below.
+# Start from the default settings: GPT-3 175B on 80 GB A100s with $d = t = p = 8$ (512 devices), ZeRO-1, selective
+# recomputation with sequence parallelism, one sequence per micro-batch and 64 micro-batches per step. This question
+# is not graded; its answer is below.
 #
-# 1. **Step through the ZeRO stages.** Move *ZeRO stage* from 0 to 3. Which component shrinks at each stage, by how
-#    much, and which one never does?
-# 2. **The floor of ZeRO-1.** At ZeRO-1, raise *data parallel d* from 8 to 1024. What happens to the optimizer
-#    state and to the total? What is the least memory ZeRO-1 can reach however many replicas you add, and what does
-#    the last step cost in devices?
-# 3. **The micro-batch.** Raise *micro-batch b* one sequence at a time. At which $b$ does the plan stop fitting, and
-#    by how much? Then choose *full* recomputation: does $b = 7$ fit now, and what did it save?
-# 4. **Micro-batches in flight.** Lower *micro-batches m* from 64 to 4, then raise it to 256. Why do the activations
-#    change below $m = 8$ and not above?
-# 5. **Sequence parallelism and recomputation.** Untick *sequence parallel*, then also set recomputation to
-#    *none*. How large are the activations in each case, and why does sequence parallelism matter only when
-#    $t > 1$?
-# 6. **A smaller device.** Switch *device* to the 16 GB TPU v5e. By how much does the default plan miss, and which
-#    single change of ZeRO stage makes it fit?
-# 7. **Beyond the ideal model.** Set *framework* to Megatron-LM, the default calibration's. How much more does the
-#    default plan need than the ideal model, and which components grew? Why are ZeRO-2 and ZeRO-3 empty? Set
-#    *pipeline parallel p* to 1: which stages come back, and why not under nanotron? Back at $p = 8$, choose
-#    DeepSpeed, and FSDP2 + pipelining under ZeRO-2 and ZeRO-3: why is ZeRO-3 the larger?
+# 1. **Trade compute for memory.** Raise *micro-batch b* one sequence at a time. At which $b$ does the plan stop
+#    fitting, and by how much? Then choose *full* recomputation: does $b = 7$ fit now, and what did it save?
 #
 # <details>
-# <summary>Answers</summary>
+# <summary>Answer</summary>
 #
-# 1. ZeRO-0 holds 53.9 GB, most of it optimizer state (32.7 GB). ZeRO-1 partitions the optimizer state over the 8
-#    replicas (32.7 → 4.09 GB, total 25.3 GB); ZeRO-2 also the gradients (5.46 GB → 682 MB, total 20.5 GB); ZeRO-3
-#    also the parameters (5.46 GB → 682 MB, total 15.7 GB). The activations, 10.3 GB, never change: ZeRO shards the
-#    model states, not the activations.
-# 2. The optimizer state falls as 1/d, from 4.09 GB to 32 MB, and the total from 25.3 to 21.2 GB. The floor is what
-#    ZeRO-1 does not partition: the 16-bit parameters and gradients, 5.46 + 5.46 = 10.9 GB, plus the activations,
-#    about 21.2 GB in all. The last doubling, from 512 to 1024 replicas, adds 32,768 devices to save 32 MB on each.
-# 3. $b = 6$ fits (76.6 GB, 3.39 GB headroom); $b = 7$ does not fit by 6.88 GB (86.9 GB). With full recomputation
+# 1. $b = 6$ fits (76.6 GB, 3.39 GB headroom); $b = 7$ does not fit by 6.88 GB (86.9 GB). With full recomputation
 #    each layer keeps only its input, and $b = 7$ needs 48.8 GB: the activations drop from 71.9 to 33.8 GB, paid for
 #    by running the forward pass twice.
-# 4. With 1F1B the first stage holds the activations of min(p, m) micro-batches: 4 at $m = 4$ (5.13 GB, half of
-#    10.3 GB) and 8 = p for any $m \ge 8$, so 64 or 256 micro-batches cost the same memory (they cost time in the
-#    bubble instead; see lab 4).
-# 5. Without sequence parallelism the activations grow from 10.3 to 31.4 GB: the 10sbh bytes of LayerNorm and
-#    dropout per layer are replicated on every tensor-parallel device instead of split 8 ways. Without
-#    recomputation either, they are 55.6 GB (the attention scores, 5as/h per sbh element, are kept). At $t = 1$
-#    there is nothing to split: 10 + 24/t and 34/t are both 34.
-# 6. It misses by 9.27 GB (25.3 GB on 16 GB). ZeRO-3 brings it to 15.7 GB, which fits with 276 MB to spare, a
-#    margin no real run would trust (see the scope above).
-# 7. Megatron-LM needs 34.1 GB instead of 25.3 GB. The gradients double, 5.46 → 11.2 GB (the fp32 main gradient, 4
-#    bytes a parameter instead of 2), and 2.86 GB of framework memory appear; the parameters and the optimizer state
-#    grow a little (5.59 GB and 4.2 GB: the first stage also holds the input embedding). The activations are the same
-#    10.3 GB, and the logits are on the last stage, which holds less. Megatron-LM combines only ZeRO-1 with a
-#    pipeline, so ZeRO-2 and ZeRO-3 have no number: that plan does not run. At $p = 1$ they come back (Megatron-FSDP
-#    shards gradients and parameters without a pipeline): 101 GB and 62.4 GB. nanotron stores the same 18 bytes and
-#    draws the same bars where it runs, but it has no ZeRO-2 or ZeRO-3 at all: their slots stay empty at $p = 1$ too.
-#    DeepSpeed's 16 bytes give 28.5 GB. FSDP2 + pipelining runs every stage: 23.6 GB under ZeRO-2 but 35.5 GB under
-#    ZeRO-3, because with a pipeline it keeps the stage's parameters and fp32 gradients whole through the step besides
-#    their shards (that buys one gather and one reduce-scatter a step instead of one per micro-batch).
 #
 # </details>
 

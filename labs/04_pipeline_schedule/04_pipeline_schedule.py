@@ -35,8 +35,8 @@
 # work](../notebooks/03_parallelism.ipynb) measured that idle time, the bubble, as a fraction of the ideal time
 # $m\,(t_\text{F} + t_\text{bwd})$, for GPipe, 1F1B and the interleaved schedule (each device holding $v$ model chunks).
 # In this lab a simulation runs the schedules event by event and measures the bubble without being told any formula; you
-# first change the stages, the micro-batches, the chunks and the schedule, and read off how the idle time grows with
-# each; then you derive the costs yourself in the graded questions, and check them against the simulation.
+# first change the stages, the micro-batches, the chunks and the schedule and watch the idle time, then derive the
+# costs yourself in the graded questions and check them against the simulation.
 #
 # **Time to learn:** about 2.0 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
@@ -68,9 +68,10 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # backward passes, lighter shades later model chunks of an interleaved stage, and grey is idle time. Numbers in the
 # boxes are micro-batches, when they fit; stages and micro-batches are both counted from 1. On the right, the bubble
 # the simulation measured next to `parallelism.pipeline_bubble_fraction`, and the micro-batches whose activations
-# stage 1 (the first) holds at its peak next to `parallelism.pipeline_in_flight_microbatches`. GPipe and 1F1B have $v = 1$: moving *virtual stages v* above 1
-# selects the interleaved schedule, which needs $m$ to be a multiple of $p$, so the micro-batch slider then moves in
-# steps of $p$.
+# stage 1 (the first) holds at its peak next to `parallelism.pipeline_in_flight_microbatches`. The bubble is measured
+# against the ideal time, so it exceeds 100 % when there are fewer micro-batches than $p - 1$. GPipe and 1F1B have
+# $v = 1$: moving *virtual stages v* above 1 selects the interleaved schedule, which needs $m$ to be a multiple of
+# $p$, so the micro-batch slider then moves in steps of $p$.
 # %% tags=["nbval-ignore-output", "otter_ignore"]
 # nbval-ignore-output: live widget; its output cannot be compared
 from course_lib.widgets import pipeline_lab
@@ -81,39 +82,20 @@ lab
 # %% [markdown]
 # ## Explore
 #
-# Start from the default settings for each question: 1F1B with $p = 4$ stages and $m = 8$ micro-batches. These
-# are not graded; the answers are below.
+# Start from the default settings: 1F1B with $p = 4$ stages and $m = 8$ micro-batches. This question is not graded;
+# its answer is below.
 #
-# 1. **More micro-batches.** Move *micro-batches m* from 4 to 16. How does the bubble change, and does the idle time
-#    itself (in $t_\text{F}$) change?
-# 2. **GPipe against 1F1B.** Switch between *GPipe* and *1F1B*. What changes in the timeline, in the bubble, and in
-#    the activations stage 1 (the first) holds?
-# 3. **Interleave.** Move *virtual stages v* to 2, then 4. What happens to the bubble and to the activations held?
+# 1. **Interleave.** Move *virtual stages v* to 2, then 4. What happens to the bubble and to the activations held?
 #    Why does the micro-batch slider now move in steps of 4?
-# 4. **A bubble above 100 %.** Set $p = 8$ and $m = 4$. How large is the bubble, and what share of the step does
-#    it take? What does a bubble above 100 % mean?
-# 5. **The largest pipeline.** Set $p = 16$, $m = 64$ with 1F1B, then $v = 4$. Compare the two bubbles and the
-#    activations held: what does interleaving buy, and what does it cost?
 #
 # <details>
-# <summary>Answers</summary>
+# <summary>Answer</summary>
 #
-# 1. The bubble is 75 % at $m = 4$, 37.5 % at 8 and 18.8 % at 16. The idle time stays 9 $t_\text{F}$: filling and
-#    draining the pipeline costs the same however many micro-batches follow, so more micro-batches only spread it
-#    over more work.
-# 2. The step takes 33 $t_\text{F}$ either way and the bubble is 37.5 % for both. GPipe runs all 8 forwards before any
-#    backward, so stage 1 holds the activations of 8 micro-batches; 1F1B starts the backward passes as soon as it
-#    can and holds 4. 1F1B does not make the pipeline faster; it makes it cheaper in memory.
-# 3. $v = 2$ halves the bubble to 18.8 % (step 28.5 $t_\text{F}$) and $v = 4$ quarters it to 9.38 % (26.25
+# 1. $v = 2$ halves the bubble to 18.8 % (step 28.5 $t_\text{F}$) and $v = 4$ quarters it to 9.38 % (26.25
 #    $t_\text{F}$): each chunk op is $v$ times shorter, so filling the pipeline is too. Stage 1 then holds 5.5 and 4.75
-#    micro-batches of activations instead of 4, and every micro-batch crosses the stage boundaries $v$ times. The
-#    interleaved schedule sends micro-batches through the chunks in groups of $p$, so $m$ must be a multiple of $p = 4$.
-# 4. 175 %: the devices idle 21 $t_\text{F}$ for 12 $t_\text{F}$ of work each, and the bubble takes 63.6 % of the 33
-#    $t_\text{F}$ step. The bubble is measured against the ideal time, so it exceeds 100 % whenever $m < p - 1$: most of
-#    the step is spent filling and draining.
-# 5. 1F1B: 23.4 % (45 $t_\text{F}$ of bubble in a 237 $t_\text{F}$ step), 16 micro-batches held. With $v = 4$: 5.86 %
-#    (11.25 $t_\text{F}$ in 203.25 $t_\text{F}$), but 19.75 micro-batches held and four times the stage-to-stage
-#    traffic. Interleaving trades memory and communication for time.
+#    micro-batches of activations instead of 4, and every micro-batch crosses the stage boundaries $v$ times: the
+#    interleaved schedule trades memory and communication for time. It sends micro-batches through the chunks in
+#    groups of $p$, so $m$ must be a multiple of $p = 4$.
 #
 # </details>
 
@@ -177,7 +159,7 @@ from tools.grading_helpers import calling, number
 #
 # Write `bubble_fraction(stages, microbatches, virtual_stages=1)`: the idle time of a step as a fraction of its *ideal*
 # time $m\,(t_\text{F} + t_\text{bwd})$, the time the same work would take with no bubble. Derive it from the lab's
-# timelines: how long does stage 1 idle (in $t_\text{F}$) as you change $p$, $m$ and $v$ (Explore 1 and 3)? Do not call
+# timelines: how long does stage 1 idle (in $t_\text{F}$) as you change $p$, $m$ and $v$? Do not call
 # `parallelism.pipeline_bubble_fraction` or `pipeline.pipeline_schedule` in your function; compare with the lab.
 
 # %% [raw]
