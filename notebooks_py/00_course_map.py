@@ -56,7 +56,7 @@ plt.show()
 # **The core path** is the chain that counts the work (01), moves the data (02), splits the work (03) and budgets
 # the bytes (04), then [lab 5](../labs/05_partition_explorer.ipynb), where you derive every transfer a partition
 # implies, and lesson 05 as a short capstone: search every plan a cluster allows and say what binds each. By the rule
-# below, the core path takes about **13.8 hours** and the whole course about **41.8 hours**.
+# below, the core path takes about **9.9 hours** and the whole course about **28.0 hours**.
 #
 # Each depth notebook adds one thing to the core path; take those you need, in any order their prerequisites allow:
 #
@@ -80,30 +80,30 @@ plt.show()
 # | Lesson | Track | You learn to | Needs | Time |
 # |---|---|---|---|---|
 # | [00 · Course map](00_course_map.ipynb) (this page) | core | find your way: the chain, the core path, the notation, the hardware | — | 0.6 h |
-# | [01 · Count the work](01_mac.ipynb) | core | count FLOPs (a MAC is 2 FLOPs; a [GEMM](glossary.ipynb#gemm) is $2MNK$), use the roofline, budget bytes per parameter | Python, matrices | 2.0 h |
-# | [02 · Move the data](02_nccl.ipynb) | core | say what each collective does, cost it with $T \approx n\alpha + Q/B_\text{eff}$, read algbw and busbw | 01 | 2.7 h |
-# | [03 · Split the work](03_parallelism.ipynb) | core | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 | 2.7 h |
-# | [04 · Budget the bytes](04_communication_budget.ipynb) | core | derive a partition's transfers, separate exposed from hidden time, price one plan's step | 01–03 | 2.1 h |
-# | [05 · Search for a plan](05_plan_search.ipynb) | core | search every plan a cluster allows, read why each loses, compare the model with a published run | 03, 04 | 1.3 h |
-# | [06 · Long sequences and many experts](06_sequences_and_experts.ipynb) | depth | split long sequences and many experts over GPUs, find the longest sequence that fits, price what the new axes move, read zero-bubble pipelines and 8-bit training | 03, 04, 05 | 1.9 h |
-# | [07 · Measure, don't assume](07_measure.ipynb) | depth | time real collectives on [MPI](glossary.ipynb#mpi), fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 2.3 h |
-# | [08 · Check the model against measurements](08_model_meets_measurements.ipynb) | depth | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05, 07 | 2.3 h |
-# | [09 · Plan a real run](09_capstone.ipynb) | depth | plan a 70-billion-parameter model on 64 H100s by hand, then with the search as Megatron-LM will run it: one plan with its memory margin and step-time band, the assumptions that could change it, what to measure first | 04, 05, 07, 08 | 2.3 h |
-# | [10 · Serve a model](10_serving.ipynb) | depth | tell [prefill](glossary.ipynb#prefill) from [decode](glossary.ipynb#decode), size the [KV cache](glossary.ipynb#kv-cache), split a token's time into weight reads, cache reads and all-reduce latency, trade latency for throughput, choose a partition for serving; price an engine's iterations, read a concurrency sweep and its [knee](glossary.ipynb#knee), size a node for N users | 01, 02, 04 | 2.3 h |
+# | [01 · Count the work](01_mac.ipynb) | core | count FLOPs (a MAC is 2 FLOPs; a [GEMM](glossary.ipynb#gemm) is $2MNK$), use the roofline, budget bytes per parameter | Python, matrices | 1.6 h |
+# | [02 · Move the data](02_nccl.ipynb) | core | say what each collective does, cost it with $T \approx n\alpha + Q/B_\text{eff}$, read algbw and busbw | 01 | 1.7 h |
+# | [03 · Split the work](03_parallelism.ipynb) | core | split a model by data, tensor, pipeline and ZeRO; size memory per device and the global batch | 01, 02 | 1.8 h |
+# | [04 · Budget the bytes](04_communication_budget.ipynb) | core | derive a partition's transfers, separate exposed from hidden time, price one plan's step | 01–03 | 1.6 h |
+# | [05 · Search for a plan](05_plan_search.ipynb) | core | search every plan a cluster allows, read why each loses, compare the model with a published run | 03, 04 | 1.1 h |
+# | [06 · Long sequences and many experts](06_sequences_and_experts.ipynb) | depth | split long sequences and many experts over GPUs, find the longest sequence that fits, price what the new axes move, read zero-bubble pipelines and 8-bit training | 03, 04, 05 | 1.4 h |
+# | [07 · Measure, don't assume](07_measure.ipynb) | depth | time real collectives on [MPI](glossary.ipynb#mpi), fit α and B, measure exposed communication, read nccl-tests logs | 02, 04, 05 | 1.5 h |
+# | [08 · Check the model against measurements](08_model_meets_measurements.ipynb) | depth | replay 3,306 measured runs (1,758 of which ran) through the model, calibrate on some and judge on the others, find the term that fails; rank with the model, decide by measuring | 04, 05, 07 | 1.5 h |
+# | [09 · Plan a real run](09_capstone.ipynb) | depth | plan a 70-billion-parameter model on 64 H100s by hand, then with the search as Megatron-LM will run it: one plan with its memory margin and step-time band, the assumptions that could change it, what to measure first | 04, 05, 07, 08 | 1.5 h |
+# | [10 · Serve a model](10_serving.ipynb) | depth | tell [prefill](glossary.ipynb#prefill) from [decode](glossary.ipynb#decode), size the [KV cache](glossary.ipynb#kv-cache), split a token's time into weight reads, cache reads and all-reduce latency, trade latency for throughput, choose a partition for serving; price an engine's iterations, read a concurrency sweep and its [knee](glossary.ipynb#knee), size a node for N users | 01, 02, 04 | 1.5 h |
 # | [Glossary](glossary.ipynb) | depth | look up a term, an abbreviation or a symbol where you meet it | — | 0.6 h |
 #
 # **Labs.** Eight widget labs practise the lessons with sliders, in the order you meet their lessons:
 #
 # | Lab | Track | After lesson | Time |
 # |---|---|---|---|
-# | [01 · the ring all-reduce](../labs/01_ring_allreduce.ipynb) | depth | 02 | 2.2 h |
-# | [02 · the global batch](../labs/02_global_batch.ipynb) | depth | 03 | 1.8 h |
-# | [03 · the memory budget](../labs/03_memory_budget.ipynb) | depth | 03 | 2.5 h |
-# | [04 · the pipeline schedule](../labs/04_pipeline_schedule.ipynb) | depth | 03 | 2.0 h |
-# | [05 · the partition explorer](../labs/05_partition_explorer.ipynb) | core | 04 | 2.4 h |
-# | [06 · serving](../labs/06_serving.ipynb) | depth | 10 | 3.2 h |
-# | [07 · sequences and experts](../labs/07_sequences_and_experts.ipynb) | depth | 06 | 2.1 h |
-# | [08 · measuring collectives](../labs/08_measure_collectives.ipynb) | depth | 07 | 2.4 h |
+# | [01 · the ring all-reduce](../labs/01_ring_allreduce.ipynb) | depth | 02 | 1.4 h |
+# | [02 · the global batch](../labs/02_global_batch.ipynb) | depth | 03 | 1.1 h |
+# | [03 · the memory budget](../labs/03_memory_budget.ipynb) | depth | 03 | 1.5 h |
+# | [04 · the pipeline schedule](../labs/04_pipeline_schedule.ipynb) | depth | 03 | 1.4 h |
+# | [05 · the partition explorer](../labs/05_partition_explorer.ipynb) | core | 04 | 1.4 h |
+# | [06 · serving](../labs/06_serving.ipynb) | depth | 10 | 1.7 h |
+# | [07 · sequences and experts](../labs/07_sequences_and_experts.ipynb) | depth | 06 | 1.4 h |
+# | [08 · measuring collectives](../labs/08_measure_collectives.ipynb) | depth | 07 | 1.6 h |
 #
 # Each has guided questions to explore,
 # with their answers, then 3 or 4 graded questions that ask you to derive the lab's model yourself: write your

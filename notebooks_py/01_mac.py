@@ -33,7 +33,7 @@
 # None: this is the first lesson. It assumes you can read Python and numpy, know how a matrix product is defined,
 # and have met a neural-network layer as "multiply by a weight matrix, then apply a nonlinearity".
 #
-# **Time to learn:** about 2.0 hours by the course's rule
+# **Time to learn:** about 1.6 hours by the course's rule
 # ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 #
 # All quantities in `course_lib` are in SI base units (FLOP, bytes, seconds, FLOP/s, bytes/s) with decimal

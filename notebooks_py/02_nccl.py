@@ -37,7 +37,7 @@
 # - [01_mac: count the work](01_mac.ipynb): FLOPs, bytes, bandwidth and the
 #   roofline, and the `course_lib.units` conventions (SI base units, decimal prefixes: 100 MB at 50 GB/s is 2 ms).
 #
-# **Time to learn:** about 2.7 hours by the course's rule
+# **Time to learn:** about 1.7 hours by the course's rule
 # ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 
 # %%

@@ -42,7 +42,7 @@
 # - [02 · Move the data](02_nccl.ipynb): what all-reduce, reduce-scatter, all-gather and send/recv do, and the
 #   α–β cost model.
 #
-# **Time to learn:** about 2.7 hours by the course's rule
+# **Time to learn:** about 1.8 hours by the course's rule
 # ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 
 # %%

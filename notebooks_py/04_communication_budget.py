@@ -40,7 +40,7 @@
 # - [03 · Split the work](03_parallelism.ipynb): data, tensor, pipeline and ZeRO parallelism; memory per device;
 #   the tensors that cross device boundaries; the pipeline bubble.
 #
-# **Time to learn:** about 2.1 hours by the course's rule
+# **Time to learn:** about 1.6 hours by the course's rule
 # ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 
 # %%

@@ -39,7 +39,7 @@
 # - [04 · Budget the bytes](04_communication_budget.ipynb): the step time of one plan, exposed and hidden
 #   communication, the bubble, the binding constraint.
 #
-# **Time to learn:** about 1.3 hours by the course's rule
+# **Time to learn:** about 1.1 hours by the course's rule
 # ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 
 # %%

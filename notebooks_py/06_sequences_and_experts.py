@@ -45,7 +45,7 @@
 # - [04 · Budget the bytes](04_communication_budget.ipynb): a plan's transfers, exposed and hidden time, the step.
 # - [05 · Search for a plan](05_plan_search.ipynb): the calibrated model and why a plan wins.
 #
-# **Time to learn:** about 1.9 hours by the course's rule
+# **Time to learn:** about 1.4 hours by the course's rule
 # ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 
 # %%

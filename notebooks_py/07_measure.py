@@ -40,7 +40,7 @@
 # - [04 · Budget the bytes](04_communication_budget.ipynb): exposed and hidden communication, the overlap window.
 # - [05 · Search for a plan](05_plan_search.ipynb): the plan search, which step 5 re-runs on a measured cluster.
 #
-# **Time to learn:** about 2.3 hours by the course's rule
+# **Time to learn:** about 1.5 hours by the course's rule
 # ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)). The live cells need `mpi4py` and `mpich`
 # (in the course's environment); each runs in under a minute on two cores.
 

@@ -43,7 +43,7 @@
 # - [05 · Search for a plan](05_plan_search.ipynb): the plan search and the calibrated model it ranks with.
 # - [07 · Measure, don't assume](07_measure.ipynb): fitting a model to measurements, residuals, spread.
 #
-# **Time to learn:** about 2.3 hours by the course's rule
+# **Time to learn:** about 1.5 hours by the course's rule
 # ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)). Every cell runs in a few seconds, except the
 # reference's loss surface (about 30 s).
 

@@ -46,7 +46,7 @@
 # - Behind them: [03 · Split the work](03_parallelism.ipynb) (memory per device, sequence parallelism, ZeRO, the
 #   pipeline bubble) and [01 · Count the work](01_mac.ipynb) (FLOPs of a layer, 6PD, MFU).
 #
-# **Time to learn:** about 2.3 hours by the course's rule
+# **Time to learn:** about 1.5 hours by the course's rule
 # ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 
 # %%
@@ -321,19 +321,19 @@ peak = GPU.peak("bf16")
 tp_pp = per_axis["tensor"] + per_axis["pipeline"]  # exposed: on the critical path
 gradients_rs, parameters_ag = (r["time_s"] for r in rows if r["axis"] == "data")
 print(
-    f"{'η':>5} {'t_f + t_b':>10} {'exposed DP':>11} {'slot':>9} {'bubble':>8} {'step (hand)':>12} "
+    f"{'η':>5} {'t_F + t_bwd':>11} {'exposed DP':>11} {'slot':>9} {'bubble':>8} {'step (hand)':>12} "
     f"{'step_time':>10} {'MFU':>6}"
 )
 for eta in (0.3, 0.4, 0.5, 0.6, 0.7):
-    t_f = forward_flops / (t * p) / (eta * peak)
-    t_b = 2 * t_f
-    exposed_dp = budget.exposed_after_overlap(gradients_rs, t_b) + parameters_ag
-    slot = t_f + t_b + tp_pp / m
+    t_F = forward_flops / (t * p) / (eta * peak)
+    t_bwd = 2 * t_F
+    exposed_dp = budget.exposed_after_overlap(gradients_rs, t_bwd) + parameters_ag
+    slot = t_F + t_bwd + tp_pp / m
     bubble = (p - 1) * slot
     step_hand = m * slot + bubble + exposed_dp
     step = budget.step_time(MODEL, CANDIDATE, CLUSTER, compute_efficiency=eta, calibration=None)
     print(
-        f"{eta:>5.1f} {units.format_time(t_f + t_b):>10} {units.format_time(exposed_dp):>11} "
+        f"{eta:>5.1f} {units.format_time(t_F + t_bwd):>11} {units.format_time(exposed_dp):>11} "
         f"{units.format_time(slot):>9} {units.format_time(bubble):>8} {units.format_time(step_hand):>12} "
         f"{units.format_time(step.total_s):>10} {units.format_percent(step.mfu):>6}"
     )

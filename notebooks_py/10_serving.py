@@ -45,7 +45,8 @@
 # - [04 · Budget the bytes](04_communication_budget.ipynb): the transfers of a partition, exposed against hidden
 #   communication, the step time of a training plan.
 #
-# **Time to learn:** about 2.3 hours (2 to read and run, half an hour for the exercises).
+# **Time to learn:** about 1.5 hours by the course's rule
+# ([how it is counted](00_course_map.ipynb#How-long-each-part-takes)).
 
 # %%
 import dataclasses

@@ -253,16 +253,6 @@ def test_the_core_path_takes_at_most_15_hours():
     )
 
 
-WHOLE_HOURS = course_time.total_hours(TIMES)
-
-
-# Issue 41's target for the whole course, not met yet: the lessons and labs must be cut (issue 41 item 2), which no
-# rule or test can do. Strict: the day the course fits in 30 hours this XPASSes and fails, and the mark must go.
-@pytest.mark.xfail(
-    reason=f"the whole course takes {WHOLE_HOURS:.1f} h by the rule, over {WHOLE_LIMIT_HOURS} h (issue 41 item 2: "
-    "cut the lessons and labs; python -m tools.course_time prints each notebook's share)",
-    strict=True,
-)
 def test_the_whole_course_takes_at_most_30_hours():
     hours = course_time.total_hours(TIMES)
     assert hours <= WHOLE_LIMIT_HOURS, (

@@ -36,7 +36,7 @@
 # each rank's link. In this lab you first move the ranks $p$, the payload $S$, the bandwidth and the latency and
 # watch both terms; then, in the graded questions, you count $n$ and $Q$ from the lab yourself and use them.
 #
-# **Time to learn:** about 2.2 hours by the course's rule, the graded questions included
+# **Time to learn:** about 1.4 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 02, in particular the ring all-reduce step by step, the α–β model, algbw and busbw,

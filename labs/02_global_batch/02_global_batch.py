@@ -37,7 +37,7 @@
 # examples. In this lab you first move the six numbers and watch both counts; then you use that accounting to size
 # real runs in the graded questions.
 #
-# **Time to learn:** about 1.8 hours by the course's rule, the graded questions included
+# **Time to learn:** about 1.1 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 03, in particular the global batch and the pipeline bubble.

@@ -39,7 +39,7 @@
 # you first change one of these at a time and watch each component against the device's capacity, then compute
 # the budgets yourself in the graded questions.
 #
-# **Time to learn:** about 2.5 hours by the course's rule, the graded questions included
+# **Time to learn:** about 1.5 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 03, in particular the memory anatomy of one device, the ZeRO stages and ZeRO's
@@ -101,10 +101,11 @@ lab
 #   plans: Megatron-LM runs ZeRO-2 and 3 only without a pipeline (Megatron-FSDP), nanotron not at all.
 # - *DeepSpeed* keeps the 16-bit gradients and makes an fp32 copy of a shard only during the optimizer step:
 #   ZeRO's 16 bytes.
-# - *FSDP2* keeps fp32 parameter shards and reduces fp32 gradients, 4 + 4 + 8 bytes: 16 as well. Alone it runs no
-#   pipeline; *with pipelining, as torchtitan runs it*, it combines every ZeRO stage with a pipeline, but under ZeRO-3
-#   a stage keeps its parameters and fp32 gradients whole through the step (one gather before the first micro-batch,
-#   one reduce-scatter after the last), on top of its shards.
+# - *FSDP2* keeps fp32 parameter shards and reduces fp32 gradients, 4 + 4 + 8 bytes: 16 as well. (The lab splits these 16
+#   bytes as ZeRO's 2 + 2 + 12; under ZeRO-3, which shards all three alike, the total is the same.) Alone it runs no
+#   pipeline; *with pipelining, as torchtitan runs it*, it combines every ZeRO stage with a pipeline, but under ZeRO-3 a
+#   stage keeps its parameters and fp32 gradients whole through the step (one gather before the first micro-batch, one
+#   reduce-scatter after the last), on top of its shards.
 # - Every framework also holds the *logits* on the last pipeline stage, 10 bytes per vocabulary entry and token
 #   (bf16 logits, the fp32 copy the loss takes, its fp32 gradient), and a fixed *framework memory*: the CUDA
 #   context, NCCL's buffers, the allocator's cache and fragmentation. That last term is a fit, not physics: the median,

@@ -38,7 +38,7 @@
 # first change the stages, the micro-batches, the chunks and the schedule and watch the idle time, then derive the
 # costs yourself in the graded questions and check them against the simulation.
 #
-# **Time to learn:** about 2.0 hours by the course's rule, the graded questions included
+# **Time to learn:** about 1.4 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 03, in particular the pipeline schedules (GPipe, 1F1B, interleaved) and the bubble.
@@ -109,19 +109,19 @@ reference = pipeline_lab()
 r = reference.result
 
 
-def t_f(value):
-    """A time in units of the forward time t_f."""
-    return units.format_quantity(value, "t_f", digits=4, min_prefix="")
+def in_forward_times(value):
+    """A time in units of the forward time t_F."""
+    return units.format_quantity(value, "t_F", digits=4, min_prefix="")
 
 
 print(
     f"schedule {r['schedule']!r}: p = {r['stages']} stages, m = {r['microbatches']} micro-batches, "
     f"v = {r['virtual_stages']}"
 )
-print(f"step (simulated)        {t_f(r['total_time'])}")
-print(f"ideal m·(t_f + t_b)     {t_f(r['ideal_time'])}")
+print(f"step (simulated)        {in_forward_times(r['total_time'])}")
+print(f"ideal m·(t_F + t_bwd)   {in_forward_times(r['ideal_time'])}")
 print(
-    f"bubble                  {t_f(r['bubble_time'])} = {units.format_percent(r['bubble_fraction'])} of the ideal "
+    f"bubble                  {in_forward_times(r['bubble_time'])} = {units.format_percent(r['bubble_fraction'])} of the ideal "
     f"time, {units.format_percent(r['bubble_share_of_step'])} of the step"
 )
 print(f"stage 1 holds           {units.format_count(r['peak_in_flight'])} micro-batches of activations")
@@ -358,7 +358,7 @@ def test_q3_public(step_time_s):
     got = number(result)
     assert got is not None, f"return seconds as a number, got {result!r:.80}"
     assert abs(got - 33.0) <= 33.0 * 1e-9, (
-        f"4 stages, 8 micro-batches, t_f = 1 s, t_b = 2 s: expected 33 s, got {result!r:.80}"
+        f"4 stages, 8 micro-batches, t_F = 1 s, t_bwd = 2 s: expected 33 s, got {result!r:.80}"
     )
 
 
@@ -370,7 +370,7 @@ test_q3_public(step_time_s)
 def test_q3_other_pipelines(step_time_s):
     forbidden = {"pipeline_schedule"}
     files = ("course_lib/parallelism/plan.py", "course_lib/pipeline.py")
-    cases = [  # (m + p − 1)(t_f + t_b), as the simulated 1F1B schedules give it
+    cases = [  # (m + p − 1)(t_F + t_bwd), as the simulated 1F1B schedules give it
         ((8, 32, 0.01, 0.02), 1.17),
         ((2, 2, 1.0, 3.0), 12.0),
         ((6, 4, 0.5, 1.5), 18.0),

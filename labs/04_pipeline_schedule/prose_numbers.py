@@ -7,7 +7,7 @@ CHECKED = {
     "100 %": "the threshold of a bubble above the ideal time, m < p − 1: check()",
     "18.8 %": "the explore answer",
     "9.38 %": "the explore answer",
-    "26.25": "the explore answer: the step at v = 4 in t_f: check()",
+    "26.25": "the explore answer: the step at v = 4 in t_F: check()",
     "5.5": "the explore answer: micro-batches held at v = 2: check()",
     "4.75": "the explore answer: micro-batches held at v = 4: check()",
     "5 %": "the example budget, max_bubble=0.05, a setting, not a result",

@@ -35,7 +35,7 @@
 # model over a cluster with the partition explorer, watch every boundary tensor and its link, then compute the
 # budget yourself in the graded questions.
 #
-# **Time to learn:** about 2.4 hours by the course's rule, the graded questions included
+# **Time to learn:** about 1.4 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lessons 03 and 04, in particular the transfers a partition implies (step 2), the placement of

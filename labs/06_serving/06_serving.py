@@ -37,7 +37,7 @@
 # their latency counts. In this lab you first move a serving replica's controls and watch where the time goes, then
 # compute the numbers yourself in the graded questions.
 #
-# **Time to learn:** about 3.2 hours by the course's rule, the graded questions included
+# **Time to learn:** about 1.7 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 10 (the KV cache, prefill and decode, the latency–throughput curve, the t at which

@@ -39,7 +39,7 @@
 # you first move a training plan's controls and watch the three effects, then compute the numbers yourself in the
 # graded questions.
 #
-# **Time to learn:** about 2.1 hours by the course's rule, the graded questions included
+# **Time to learn:** about 1.4 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 06 · Long sequences and many experts (`06_sequences_and_experts`: context and expert
@@ -403,8 +403,8 @@ test_q2_other_plans(longest_fitting_seq_len)
 def zb_h1_bubble_fraction(stages, microbatches, forward_time_s, backward_input_time_s, backward_weight_time_s):
     """ZB-H1's simulated bubble over the ideal step m·(t_F + t_B + t_W)."""
     # BEGIN SOLUTION
-    t_f, t_b, t_w = forward_time_s, backward_input_time_s, backward_weight_time_s
-    times = dict(forward_time_s=t_f, backward_time_s=t_b + t_w, backward_weight_time_s=t_w)  # the backward: B + W
+    t_F, t_B, t_W = forward_time_s, backward_input_time_s, backward_weight_time_s
+    times = dict(forward_time_s=t_F, backward_time_s=t_B + t_W, backward_weight_time_s=t_W)  # the backward: B + W
     timeline = pipeline.pipeline_schedule(stages, microbatches, "zb-h1", **times)
     return timeline.bubble_fraction
     # END SOLUTION

@@ -105,16 +105,16 @@ def zb_h1_bubble_fraction(stages, microbatches, forward_time_s, backward_input_t
             "the general form without the first stage's wait for the first gradient, (p − 1)t_B",
             """
 def zb_h1_bubble_fraction(stages, microbatches, forward_time_s, backward_input_time_s, backward_weight_time_s):
-    t_f, t_b, t_w = forward_time_s, backward_input_time_s, backward_weight_time_s
-    return (stages - 1) * max(t_f, t_f + t_b - t_w) / (microbatches * (t_f + t_b + t_w))
+    t_F, t_B, t_W = forward_time_s, backward_input_time_s, backward_weight_time_s
+    return (stages - 1) * max(t_F, t_F + t_B - t_W) / (microbatches * (t_F + t_B + t_W))
 """,
         ),
         (
             "the general form without the last stage's late start, (p − 1)t_F",
             """
 def zb_h1_bubble_fraction(stages, microbatches, forward_time_s, backward_input_time_s, backward_weight_time_s):
-    t_f, t_b, t_w = forward_time_s, backward_input_time_s, backward_weight_time_s
-    return (stages - 1) * max(t_b, t_f + t_b - t_w) / (microbatches * (t_f + t_b + t_w))
+    t_F, t_B, t_W = forward_time_s, backward_input_time_s, backward_weight_time_s
+    return (stages - 1) * max(t_B, t_F + t_B - t_W) / (microbatches * (t_F + t_B + t_W))
 """,
         ),
     ],

@@ -37,7 +37,7 @@
 # from per-rank times. The last question closes the loop of the lesson's step 5: from a published nccl-tests log to a
 # calibrated cluster, and from that cluster to the exposed communication of a training plan.
 #
-# **Time to learn:** about 2.4 hours by the course's rule, the graded questions included
+# **Time to learn:** about 1.6 hours by the course's rule, the graded questions included
 # ([how it is counted](../notebooks/00_course_map.ipynb#How-long-each-part-takes)).
 #
 # **What you need:** lesson 07 (and lesson 02 for the α–β model, algbw and busbw).
