@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.resources
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -289,10 +290,10 @@ class _PreparedRun:
     its model, plan, cluster and framework (``plan`` None where it cannot be replayed, with ``reason``)."""
 
     measured: float
-    model: object = None
-    plan: object = None
-    cluster: object = None
-    framework: object = None
+    model: Any = None  # a parallelism.TransformerModel
+    plan: Any = None  # a parallelism.ParallelPlan
+    cluster: Any = None  # a hardware.Cluster
+    framework: Any = None  # a parallelism.Framework
     reason: str = ""
 
     def predicted_tokens_per_s_per_gpu(self, calibration) -> float:

@@ -450,8 +450,8 @@ ax.set_title("Predicted vs measured tokens/s per GPU: the reference on published
 plt.show()
 
 # %% [markdown]
-# From 67 to 36,000 tokens/s per GPU, 48 to 16,384 GPUs, the held-out runs lie on the line as closely as the fitted
-# ones; the dark red triangles above it are Grok-1, the one kind the model does not meet.
+# The runs span 67 to 36,000 tokens/s per GPU and 4 to 16,384 GPUs; the held-out runs lie on the line as closely as
+# the fitted ones. The dark red triangles above it are Grok-1, the one kind the model does not meet.
 #
 # ### The case study: predicted against measured MFU
 #
