@@ -702,6 +702,18 @@ print(f"twice the devices, speed-up {four_stages.total_s / eight_stages.total_s:
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
+        prompt="Which strategy splits work inside an individual layer?",
+        options=("Pipeline parallelism only", "Data replication only", "Tensor parallelism"),
+        answer=2,
+        explanation="Tensor parallelism divides a layer’s tensor computations; pipeline parallelism instead "
+        "partitions groups of layers.",
+    )
+)
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(
+    quiz.Question(
         prompt="With sequence parallelism, what replaces each all-reduce of tensor parallelism, and how many bytes "
         "does each GPU send for it?",
         options=(

@@ -546,6 +546,22 @@ print(
 # nbval-ignore-output: live widget (self-check); its output cannot be compared
 quiz.MultipleChoice(
     quiz.Question(
+        prompt="Which partition commonly splits a single matrix operation across devices?",
+        options=(
+            "Tensor parallelism",
+            "Pipeline parallelism: each stage runs its own share of the layers",
+            "ZeRO-3: each device stores a shard of every weight matrix",
+        ),
+        answer=0,
+        explanation="Tensor parallelism partitions operator dimensions and requires communication to assemble or "
+        "combine the resulting values.",
+    )
+)
+
+# %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: live widget (self-check); its output cannot be compared
+quiz.MultipleChoice(
+    quiz.Question(
         prompt="ZeRO-3 and tensor parallelism both store only a slice of each weight matrix on a device. Which of "
         "them splits the matrix multiply itself, and what does that cost inside every layer?",
         options=(
