@@ -259,3 +259,16 @@ def test_the_whole_course_takes_at_most_30_hours():
         f"the whole course takes {hours:.1f} h by the rule, over {WHOLE_LIMIT_HOURS} h: "
         + ", ".join(f"{time.page} {time.hours:.2f} h" for time in sorted(TIMES, key=lambda t: -t.hours))
     )
+
+
+# Issue 41, item 2: a lesson long enough to need more than 1,000 lines is two lessons, or a lesson with a depth
+# section to move out (lesson 02 was 1,016 before NCCL's protocols went to lesson 07).
+MAX_TWIN_LINES = 1000
+
+
+@pytest.mark.parametrize("twin", course_time.twins(), ids=lambda path: path.stem)
+def test_no_notebook_is_longer_than_1000_lines(twin):
+    lines = len(twin.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_TWIN_LINES, (
+        f"{twin.relative_to(ROOT)} has {lines} lines, over {MAX_TWIN_LINES}: split it or move a depth section out"
+    )
