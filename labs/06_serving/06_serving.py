@@ -89,7 +89,7 @@ lab
 # The widget above times one batch that starts and ends together. An engine (vLLM, TensorRT-LLM, SGLang) serving
 # many users schedules each *iteration* anew (**continuous batching**), keeps the KV cache in blocks of 16 tokens (a
 # **paged KV cache**) and splits a long prompt into chunks that share iterations with the decodes (**chunked
-# prefill**): [lesson 10](../notebooks/10_serving.ipynb) (step 10) builds these, this widget runs them. For each
+# prefill**): [lesson 10](../notebooks/10_serving.ipynb) (steps 8–10) builds these, this widget runs them. For each
 # concurrency $N$ from 1 to 512 it simulates $N$ users in a closed loop, each sending its next request as soon as
 # its last one ends (what `genai-perf` and vLLM's benchmark call concurrency), and plots the median **time to first
 # token** (TTFT), the median **inter-token latency** (ITL, the time between two tokens of one request) and the
