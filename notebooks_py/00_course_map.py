@@ -105,9 +105,9 @@ plt.show()
 # | [07 · sequences and experts](../labs/07_sequences_and_experts.ipynb) | depth | 06 | 1.4 h |
 # | [08 · measuring collectives](../labs/08_measure_collectives.ipynb) | depth | 07 | 1.6 h |
 #
-# Each has guided questions to explore,
-# with their answers, then 3 or 4 graded questions that ask you to derive the lab's model yourself: write your
-# answer where you see `...` and run the `grader.check("q1")` cell below it for immediate feedback.
+# Each has a question to explore, with its answer, then three to five graded questions that ask you to derive the
+# lab's model yourself: write your answer where you see `...` and run the `grader.check("q1")` cell below it for
+# immediate feedback.
 
 # %% [markdown]
 # ## How long each part takes
@@ -118,7 +118,7 @@ plt.show()
 # question, 15 minutes for each graded question. A word is a run of letters or digits ("all-reduce", "2.02" and
 # "don't" are one word each); in an equation each symbol counts as a word, so $T \approx n\alpha + Q/B_\text{eff}$
 # is six. An exercise's or a graded question's minutes include reading it and its answer. A learner new to multi-GPU
-# training may need longer; sections headed *Going deeper (optional)* can be skipped: nothing later needs them.
+# training may need longer.
 
 # %% [markdown]
 # ## How to use the course
@@ -272,14 +272,14 @@ for cluster in hardware.CLUSTERS.values():
 # | Size the global batch: micro-batch × accumulation steps × data-parallel replicas, and what tensor and pipeline parallelism do not multiply | [03 · What you'll learn](03_parallelism.ipynb#What-you'll-learn), [03 · Worked example](03_parallelism.ipynb#Worked-example) (8 × 16 × 64 = 8192); [lab 2](../labs/02_global_batch.ipynb) |
 # | Derive the transfers and collectives a partition implies, rather than starting from a device count | [04 · What you'll learn](04_communication_budget.ipynb#What-you'll-learn), [04 · Mechanism](04_communication_budget.ipynb#Mechanism) |
 # | What each split divides (examples, layers, tensor dimensions, stored state) and what it exchanges | [03 · Mechanism](03_parallelism.ipynb#Mechanism) and its figure of one model under four splits |
-# | Memory per device: bytes per parameter, the first memory budget, then under each split | [01 · Worked example](01_mac.ipynb#Worked-example); [03 · Mechanism](03_parallelism.ipynb#Mechanism); [lab 3](../labs/03_memory_budget.ipynb) |
+# | Memory per device: bytes per parameter, the first memory budget, then under each split | [01 · Worked example](01_mac.ipynb#Worked-example); [03 · Worked example](03_parallelism.ipynb#Worked-example); [lab 3](../labs/03_memory_budget.ipynb) |
 # | What a collective costs: a latency per step plus the payload over the bandwidth, $T_\text{comm} \approx n\alpha + Q/B_\text{eff}$ | [02 · The science](02_nccl.ipynb#The-science), [02 · Worked example](02_nccl.ipynb#Worked-example); [lab 1](../labs/01_ring_allreduce.ipynb) |
 # | What a bandwidth figure means (direction, scope, basis) and which one goes into $B$ | [02 · The science](02_nccl.ipynb#The-science), [02 · Misconception](02_nccl.ipynb#Misconception); [lab 1](../labs/01_ring_allreduce.ipynb) |
 # | Place frequent exchanges on fast links: the hierarchical all-reduce | [02 · Worked example](02_nccl.ipynb#Worked-example); [04 · Mechanism](04_communication_budget.ipynb#Mechanism) |
-# | The price of a split: sharding makes a model fit but adds traffic; larger groups shrink each device's work until communication dominates | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [04 · Mechanism](04_communication_budget.ipynb#Mechanism) (strong scaling) |
+# | The price of a split: sharding makes a model fit but adds traffic; larger groups shrink each device's work until communication dominates | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [04 · Worked example](04_communication_budget.ipynb#Worked-example) (strong scaling) |
 # | Exposed against overlapped communication, and why a step must be measured | [04 · The science](04_communication_budget.ipynb#The-science), [04 · Worked example](04_communication_budget.ipynb#Worked-example); [07 · Measure, don't assume](07_measure.ipynb) |
 # | Training against serving: why a partition that trains well may serve poorly | [10 · Worked example](10_serving.ipynb#Worked-example) ([decode](glossary.ipynb#decode) is latency-bound); [01 · Figures](01_mac.ipynb#Figures) (the roofline); [lab 6](../labs/06_serving.ipynb) |
-# | Pipeline bubbles and schedules | [03 · Mechanism](03_parallelism.ipynb#Mechanism); [lab 4](../labs/04_pipeline_schedule.ipynb) |
+# | Pipeline bubbles and schedules | [03 · The science](03_parallelism.ipynb#The-science), [03 · Figures](03_parallelism.ipynb#Figures); [lab 4](../labs/04_pipeline_schedule.ipynb) |
 # | The usual mistakes | the *Misconception* section of [02](02_nccl.ipynb#Misconception), [03](03_parallelism.ipynb#Misconception) and [04](04_communication_budget.ipynb#Misconception) |
 
 # %% [markdown]

@@ -458,9 +458,9 @@ print(
 
 # %% [markdown]
 # All 54 cells agree with the formula within the paper's rounding (three significant figures for 7.5B, integers
-# truncated for the large models). With 64-way data parallelism ZeRO-1 fits a 7.5B model in a 32 GB device, ZeRO-2 a
-# larger one (its states are linear in Ψ), and only ZeRO-3's partitioning of the parameters brings 128B (and, at
-# 1024 devices, 1T) into one. Model states only: activations still come on top.
+# truncated for the large models). With 64-way data parallelism ZeRO-1 fits a 7.5B model in a 32 GB device, ZeRO-2
+# one almost twice as large (16.6 GB at 7.5B, and its states are linear in Ψ), and only ZeRO-3's partitioning of the
+# parameters brings 128B (and, at 1024 devices, 1T) into one. Model states only: activations still come on top.
 #
 # ### Per-device memory of real plans
 #
@@ -554,11 +554,12 @@ extra = (state_bytes_per_param(STAGE_PLAN, "megatron") - state_bytes_per_param(S
 print(f"\n18 B against 16 B on one GPU of TP 8 × PP 8 (first stage): {units.format_bytes(extra)} more model states")
 
 # %% [markdown]
-# Three recipes come out. **16 B**, ZeRO's: DeepSpeed, and FSDP2 with fp32 sharded parameters and gradients
-# (4 + 4 + 8). **18 B**, Megatron-LM's and nanotron's: the weight-gradient GEMM accumulates into an fp32 *main
-# gradient* that replaces the bf16 one (2 + 4 + 12); with ZeRO-1 that is Megatron's documented "6 + 12/d", 7.5 B at
-# $N_d = 8$. **20 B**, a bf16 gradient beside an fp32 buffer, which only a bare `Calibration()` (`generic`) stores. Two
-# bytes per parameter look small, but on one GPU of the TP 8 × PP 8 plan they are 5.59 GB.
+# Three recipes come out. **16 B**, ZeRO's: DeepSpeed, and PyTorch's FSDP2 with fp32 sharded
+# parameters and gradients (4 + 4 + 8). **18 B**, Megatron-LM's and nanotron's: the weight-gradient GEMM accumulates
+# into an fp32 *main gradient* that replaces the bf16 one (2 + 4 + 12); with ZeRO-1 that is Megatron's documented
+# "6 + 12/d", 7.5 B at $N_d = 8$. **20 B**, a bf16 gradient beside an fp32 buffer, which only a bare
+# `Calibration()` (`generic`) stores. Two bytes per parameter look small, but on one GPU of the TP 8 × PP 8 plan they
+# are 5.59 GB.
 #
 # What a framework *runs* matters as much. A pipeline accumulates gradients over all its micro-batches, which
 # ZeRO-2 and 3 shard: DeepSpeed's pipeline engine refuses them, Megatron-LM pairs only ZeRO-1 with a pipeline,

@@ -75,7 +75,7 @@ readable_feedback()  # the checks below mark their results with ✔ and ✘, whi
 # the table below lists it: axis, tensor, collective or send, payload per call, calls per step, link (NVLink in
 # blue, InfiniBand in red), time per step and the part of it that no compute hides. On the right, the memory of one
 # device against its capacity and where the step's time goes. The sliders offer only values that make a valid plan;
-# moving $d$, $t$, $c$ or $p$ past the cluster adds nodes.
+# moving $d$, $t$ or $p$ (or $c$, below) past the cluster adds nodes.
 #
 # Two more axes belong to [lesson 06](../notebooks/06_sequences_and_experts.ipynb); skip them until then. *Context
 # parallel c* cuts each sequence in $c$ parts (dashed bands across each stage; with [ring
