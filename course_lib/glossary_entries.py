@@ -438,10 +438,10 @@ ENTRIES: tuple[Entry, ...] = (
         "FSDP",
         "fsdp",
         "abbreviation",
-        "PyTorch's Fully Sharded Data Parallel: data parallelism with parameters, gradients and optimizer state "
-        "sharded, as in ZeRO stage 3.",
-        "06_sequences_and_experts.ipynb",
-        (r"FSDP",),
+        "PyTorch's Fully Sharded Data Parallel (FSDP2 is its second version, `fully_shard`): data parallelism with "
+        "parameters, gradients and optimizer state sharded, as in ZeRO stage 3.",
+        "03_parallelism.ipynb",
+        (r"FSDP2?",),
         source="Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277",
     ),
     Entry(
@@ -560,15 +560,6 @@ ENTRIES: tuple[Entry, ...] = (
         "Pipeline parallelism: the layers split into p stages on different ranks, micro-batches flowing through them.",
         "03_parallelism.ipynb",
         (r"PP",),
-    ),
-    Entry(
-        "PTD-P",
-        "ptd-p",
-        "abbreviation",
-        "Pipeline, tensor and data parallelism combined, as Megatron-LM trains a 1-trillion-parameter model.",
-        "03_parallelism.ipynb",
-        (r"PTD-P",),
-        source="Narayanan et al. 2021, arXiv:2104.04473",
     ),
     Entry(
         "SM",

@@ -554,7 +554,7 @@ extra = (state_bytes_per_param(STAGE_PLAN, "megatron") - state_bytes_per_param(S
 print(f"\n18 B against 16 B on one GPU of TP 8 × PP 8 (first stage): {units.format_bytes(extra)} more model states")
 
 # %% [markdown]
-# Three recipes come out. **16 B**, ZeRO's: DeepSpeed, and PyTorch's FSDP2 with fp32 sharded
+# Three recipes come out. **16 B**, ZeRO's: DeepSpeed, and PyTorch's [FSDP2](glossary.ipynb#fsdp) with fp32 sharded
 # parameters and gradients (4 + 4 + 8). **18 B**, Megatron-LM's and nanotron's: the weight-gradient GEMM accumulates
 # into an fp32 *main gradient* that replaces the bf16 one (2 + 4 + 12); with ZeRO-1 that is Megatron's documented
 # "6 + 12/d", 7.5 B at $N_d = 8$. **20 B**, a bf16 gradient beside an fp32 buffer, which only a bare
