@@ -146,7 +146,7 @@ from course_lib.widgets import quiz
 # $\lfloor (0.9\,M_\text{HBM} - M_\text{weights} - M_\text{act}) / M_\text{block} \rfloor$ blocks on each GPU (vLLM
 # gives the cache what 90 % of the memory leaves, `gpu_memory_utilization`); a sequence of $n$ tokens holds
 # $\lceil n/16 \rceil$ of them. A mixture of experts (lesson 06) reads, per layer, only the experts its $b_\text{iter}$
-# tokens visit: with $E$ experts, $k$ of them per token and uniform routing, $E\,(1 - (1 - k/E)^{b_\text{iter}})$
+# tokens visit: with $E$ experts, $k_E$ of them per token and uniform routing, $E\,(1 - (1 - k_E/E)^{b_\text{iter}})$
 # (`serving.expected_experts_visited`). With few experts, as in Mixtral 8x7B (8 experts, 2 per token), a few dozen
 # tokens an iteration already visit nearly all of them: a mixture of experts saves decode's bytes at small batches only.
 #
