@@ -440,7 +440,7 @@ print(
 #   GPU against 111. Only several batches in flight, each with its own KV cache, fill it.
 #
 # With step 5: by the datasheet's links the lowest decode latency for one sequence is at $t = 16$ (two nodes;
-# lesson 07 measures the network and finds $t = 8$), and the ZeRO-3 plan that trains well is the one that serves
+# the published logs of lesson 07 favour $t = 8$), and the ZeRO-3 plan that trains well is the one that serves
 # worst.
 
 # %% [markdown]
