@@ -92,7 +92,7 @@ from course_lib.widgets import quiz
 # ## The science
 #
 # **Attention grows with $s^2$.** Per token and layer the forward pass costs 2 FLOPs per matrix weight plus $4sh$
-# for $QK^\top$ and the product with $V$ (lesson 04's `budget.forward_flops_per_token`), so a sequence's attention
+# for $QK^\top$ and the product with $V$ (lesson 01; `budget.forward_flops_per_token`), so a sequence's attention
 # costs $4s^2h$ per layer. The stored activations grow with $s$ ([FlashAttention](glossary.ipynb#flashattention)
 # never stores the $s \times s$ scores), and so do the last stage's logits, $s \cdot V$ of them. Context parallelism
 # divides both by $c$, and with ZeRO the optimizer state is sharded over the $d \cdot c$ ranks that hold the same

@@ -146,7 +146,7 @@ from course_lib.widgets import quiz
 # $\lfloor (0.9\,M_\text{HBM} - M_\text{weights} - M_\text{act}) / M_\text{block} \rfloor$ blocks on each GPU (vLLM
 # gives the cache what 90 % of the memory leaves, `gpu_memory_utilization`); a sequence of $n$ tokens holds
 # $\lceil n/16 \rceil$ of them. A mixture of experts (lesson 06) reads, per layer, only the experts its $b_\text{iter}$
-# tokens visit: with $E$ experts, $k$ of them per token and uniform routing, $E\,(1 - (1 - k/E)^{b_\text{iter}})$
+# tokens visit: with $E$ experts, $k_E$ of them per token and uniform routing, $E\,(1 - (1 - k_E/E)^{b_\text{iter}})$
 # (`serving.expected_experts_visited`). With few experts, as in Mixtral 8x7B (8 experts, 2 per token), a few dozen
 # tokens an iteration already visit nearly all of them: a mixture of experts saves decode's bytes at small batches only.
 #
@@ -440,7 +440,7 @@ print(
 #   GPU against 111. Only several batches in flight, each with its own KV cache, fill it.
 #
 # With step 5: by the datasheet's links the lowest decode latency for one sequence is at $t = 16$ (two nodes;
-# lesson 07 measures the network and finds $t = 8$), and the ZeRO-3 plan that trains well is the one that serves
+# the published logs of lesson 07 favour $t = 8$), and the ZeRO-3 plan that trains well is the one that serves
 # worst.
 
 # %% [markdown]
