@@ -67,8 +67,9 @@ DATA = measure.DATA_DIR
 #
 # An MPI job is $p$ processes ("ranks") started together by `mpiexec`; each calls the same collective on its own
 # buffer. MPICH implements the algorithms lesson 02 costs (ring, recursive doubling, Rabenseifner's reduce-scatter +
-# all-gather, binomial trees, [Bruck](glossary.ipynb#bruck), pairwise) and lets a run force one, e.g.
-# `MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring`. `course_lib.measure` starts such a job, and for every size:
+# all-gather, binomial trees), others such as [Bruck](glossary.ipynb#bruck)'s and pairwise exchange, and lets a run
+# force one, e.g. `MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring`. `course_lib.measure` starts such a job, and for
+# every size:
 #
 # 1. fills float32 buffers with small integers, so the exact result is known;
 # 2. calls the collective a few times untimed (**warm-up**: first calls pay for connection set-up, page faults and
