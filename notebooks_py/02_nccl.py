@@ -94,7 +94,7 @@ for op in ("broadcast", "reduce", "all_reduce", "reduce_scatter", "all_gather", 
 # Read the sums: all-reduce leaves $10+20+30+40 = 100$ (plus $4j$) in chunk $j$ on every rank; reduce leaves it
 # only on the root (the other ranks keep their inputs); reduce-scatter leaves chunk $r$ of it on rank $r$. In the
 # all-to-all, rank $j$ ends with element $j$ of every rank's buffer: a transpose of the ranks × blocks grid. The
-# *Figures* section draws the same data as before/after grids. (Broadcast takes 5 steps, not the $p - 1 = 3$ of
+# *Figures* section draws four of them as before/after grids. (Broadcast takes 5 steps, not the $p - 1 = 3$ of
 # passing the buffer along: MPICH's long-message broadcast, Thakur et al. 2005, scatters the chunks down a binomial
 # tree in $\lceil\lg p\rceil = 2$ steps, then all-gathers them around the ring in $p - 1$, so that each step
 # carries a chunk, not the whole buffer.)
@@ -471,8 +471,9 @@ for label, size_bytes, measured_s in (("8 B", 8, 12.90 * units.US), ("16 GiB", 1
 #
 # A 1 GB gradient all-reduce over DGX H100 nodes (8 GPUs each, NVLink 4 at 450 GB/s one-way and $\alpha$ = 1 µs
 # inside, InfiniBand NDR at 50 GB/s per GPU and $\alpha$ = 5 µs between nodes), three ways: hierarchical; a flat
-# ring over all GPUs through a single rail (one GPU's adapter carries the whole ring); and the flat ring as NCCL runs
-# it, one ring per rail (8 rails):
+# ring over all GPUs through a single **rail** (a rail is the same GPU's network adapter in every node, joined
+# through the switches: here one GPU's adapter carries the whole ring); and the flat ring as NCCL runs it, one ring
+# per rail (8 rails):
 
 # %%
 nvlink, network = hardware.NVLINK4, hardware.INFINIBAND_NDR_8X
