@@ -15,7 +15,6 @@ than raising.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,12 +134,14 @@ class ConcurrencySweepReport:
     @property
     def blocks_per_request(self) -> int:
         """The blocks one request holds at its last token: ⌈(prompt + output) / block⌉."""
-        return math.ceil((self.prompt_tokens + self.output_tokens) / self.block_size_tokens)
+        return engine.blocks_per_sequence(self.prompt_tokens + self.output_tokens, self.block_size_tokens)
 
     @property
     def requests_in_cache(self) -> int:
         """The most requests whose whole KV cache fits at once (0 when refused)."""
-        return self.kv_blocks // self.blocks_per_request
+        return engine.max_sequences_in_blocks(
+            self.kv_blocks, self.prompt_tokens + self.output_tokens, self.block_size_tokens
+        )
 
 
 def concurrency_sweep_report(
@@ -209,7 +210,7 @@ def _sweep(model, cluster, tensor_parallel, weights, kv_cache, prompt_tokens, ou
         )
     except ValueError as refused:  # the engine names what it rejects (a precision, a model that does not fit)
         return 0, None, str(refused)
-    needed = math.ceil((prompt_tokens + output_tokens) / SWEEP_BLOCK_SIZE_TOKENS)
+    needed = engine.blocks_per_sequence(prompt_tokens + output_tokens, SWEEP_BLOCK_SIZE_TOKENS)
     if blocks < needed:
         return (
             0,

@@ -43,7 +43,7 @@ from .engine import (
     max_sequences_in_blocks,
 )
 from .published import PUBLISHED_SERVING_GPUS, PUBLISHED_SERVING_MODELS, PublishedServingRow, load_published_serving
-from .scheduler import KNEE_THROUGHPUT_FRACTION, simulate_engine
+from .scheduler import knee_concurrency, simulate_engine
 
 __all__ = [
     "SteadyState",
@@ -319,7 +319,7 @@ SATURATION_TARGET = 2.0
 class SaturationSweep:
     """One published concurrency sweep beside its replay through the scheduler: the concurrencies, the published and
     the simulated output tokens/s, and each one's knee (the smallest concurrency reaching
-    ``scheduler.KNEE_THROUGHPUT_FRACTION`` of its sweep's maximum, the scheduler's definition)."""
+    ``scheduler.KNEE_THROUGHPUT_FRACTION`` of its sweep's maximum: ``scheduler.knee_concurrency``)."""
 
     model: str
     input_tokens: int
@@ -329,20 +329,15 @@ class SaturationSweep:
     measured_tokens_per_s: tuple
     predicted_tokens_per_s: tuple
 
-    @staticmethod
-    def _knee(concurrency, rate) -> int:
-        rate = np.asarray(rate)
-        return int(np.asarray(concurrency)[np.argmax(rate >= KNEE_THROUGHPUT_FRACTION * rate.max())])
-
     @property
     def measured_knee(self) -> int:
         """The published sweep's knee."""
-        return self._knee(self.concurrency, self.measured_tokens_per_s)
+        return knee_concurrency(self.concurrency, self.measured_tokens_per_s)
 
     @property
     def predicted_knee(self) -> int:
         """The simulated sweep's knee."""
-        return self._knee(self.concurrency, self.predicted_tokens_per_s)
+        return knee_concurrency(self.concurrency, self.predicted_tokens_per_s)
 
     @property
     def knee_ratio(self) -> float:
