@@ -378,7 +378,7 @@ class _Engine:
         )
         self.prompts, self.outputs = prompts, outputs
         # Under guaranteed_no_evict a request reserves the blocks of its whole cache when it is admitted.
-        self.reserved = blocks_per_sequence(prompts + outputs - 1, block) if reserve else None
+        self.reserved = np.asarray(blocks_per_sequence(prompts + outputs - 1, block)) if reserve else None
         n = prompts.size
         self.computed = np.zeros(n, dtype=np.int64)  # tokens in the request's KV cache
         self.num_tokens = prompts.copy()  # prompt + tokens generated so far

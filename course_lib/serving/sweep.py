@@ -134,13 +134,15 @@ class ConcurrencySweepReport:
     @property
     def blocks_per_request(self) -> int:
         """The blocks one request holds at its last token: ⌈(prompt + output) / block⌉."""
-        return engine.blocks_per_sequence(self.prompt_tokens + self.output_tokens, self.block_size_tokens)
+        return int(engine.blocks_per_sequence(self.prompt_tokens + self.output_tokens, self.block_size_tokens))
 
     @property
     def requests_in_cache(self) -> int:
         """The most requests whose whole KV cache fits at once (0 when refused)."""
-        return engine.max_sequences_in_blocks(
-            self.kv_blocks, self.prompt_tokens + self.output_tokens, self.block_size_tokens
+        return int(
+            engine.max_sequences_in_blocks(
+                self.kv_blocks, self.prompt_tokens + self.output_tokens, self.block_size_tokens
+            )
         )
 
 
