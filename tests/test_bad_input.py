@@ -861,6 +861,11 @@ CASES = [
         ),  # fmt: skip
     ),
     (
+        serving.knee_concurrency,
+        dict(concurrencies=[1, 2, 4], output_tokens_per_s=[100.0, 450.0, 900.0], fraction=0.9),
+        dict(concurrencies="count", output_tokens_per_s="nonnegative", fraction="fraction"),
+    ),
+    (
         serving.concurrency_sweep,
         {**_ENGINE, **_SCHEDULER, "concurrencies": [1, 2]},
         {**_ENGINE_KINDS, **_SCHEDULER_KINDS, "concurrencies": "count", "requests": "optional_positive"},

@@ -281,6 +281,23 @@ def test_knee_of_an_affine_cost_is_where_the_hand_solution_puts_it():
     assert sweep.concurrency.tolist() == levels
 
 
+def test_knee_concurrency_by_hand():
+    # Lab 6 q5's public cases, worked by hand: 900 is 90 % of 1000 (reaching it counts); 90 % of the maximum, not of
+    # the last point; fraction 0.4 sets the threshold at 400; the concurrency is returned, not its position.
+    knee = serving.knee_concurrency
+    assert knee([1, 2, 4, 8], [100.0, 450.0, 900.0, 1000.0]) == 4
+    assert knee([1, 2, 4, 8, 16], [200.0, 700.0, 1000.0, 950.0, 600.0]) == 4
+    assert knee([1, 2, 4, 8], [100.0, 450.0, 900.0, 1000.0], 0.4) == 2
+    assert knee([1, 3, 10, 30], [50.0, 140.0, 420.0, 460.0]) == 10
+    assert knee([1, 2, 4, 8, 16], [100.0, 899.9, 950.0, 1000.0, 300.0]) == 4  # 899.9 falls just short of 900
+    with pytest.raises(ValueError, match="output_tokens_per_s must hold one throughput per concurrency"):
+        knee([1, 2, 4], [100.0, 200.0])
+    with pytest.raises(ValueError, match="concurrencies must be an increasing sequence"):
+        knee([1, 4, 2], [100.0, 200.0, 300.0])
+    with pytest.raises(ValueError, match="concurrencies must not be empty"):
+        knee([], [])
+
+
 def test_sweep_runs_four_requests_per_user_by_default():
     sweep = concurrency_sweep(
         prefill_or_decode(0.01, 0.01), [2, 8, 64], kv_blocks=BIG_CACHE, prompt_tokens=16, output_tokens=2

@@ -109,8 +109,22 @@ def knee_concurrency(concurrencies, output_tokens_per_s, fraction=KNEE_THROUGHPU
     >>> knee_concurrency([1, 2, 4, 8], [100.0, 450.0, 900.0, 1000.0])
     4
     """
-    rate = np.asarray(output_tokens_per_s, dtype=float)
-    return int(np.asarray(concurrencies)[np.argmax(rate >= fraction * rate.max())])
+    levels = _levels(concurrencies)
+    rate = np.atleast_1d(np.asarray(_check.nonnegative("output_tokens_per_s", output_tokens_per_s), dtype=float))
+    share = _check.fraction("fraction", fraction)
+    if rate.shape != levels.shape:
+        raise ValueError(
+            f"output_tokens_per_s must hold one throughput per concurrency ({levels.size}), got shape {rate.shape}"
+        )
+    return int(levels[np.argmax(rate >= share * rate.max())])
+
+
+def _levels(concurrencies) -> np.ndarray:
+    """A sweep's concurrencies as an increasing array of counts (``_check.count`` refuses an empty one)."""
+    levels = np.atleast_1d(np.asarray(_check.count("concurrencies", concurrencies), dtype=np.int64))
+    if levels.ndim != 1 or np.any(np.diff(levels) <= 0):
+        raise ValueError(f"concurrencies must be an increasing sequence, got {levels.tolist()}")
+    return levels
 
 
 class IterationTime(Protocol):
@@ -588,10 +602,7 @@ def concurrency_sweep(
     >>> sweep.output_tokens_per_s.round().tolist(), sweep.knee_concurrency
     ([99.0, 1379.0, 3902.0, 5614.0, 7191.0], 256)
     """
-    levels = _check.count("concurrencies", concurrencies)
-    levels = np.atleast_1d(np.asarray(levels, dtype=np.int64))
-    if np.any(np.diff(levels) <= 0):
-        raise ValueError(f"concurrencies must be increasing, got {levels.tolist()}")
+    levels = _levels(concurrencies)
     runs = [
         simulate_engine(
             iteration_time,
